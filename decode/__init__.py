@@ -1,0 +1,36 @@
+"""JPEG 2000 Part-1 decoding (ISO/IEC 15444-1 | ITU-T T.800).
+
+    >>> from cinegpu.decode import decode
+    >>> components = decode(open("frame.j2c", "rb").read())
+
+:func:`decode` returns one 2-D integer array per component, at the
+component's own size, after the inverse colour transform, DC level shift and
+clipping: what ``opj_decompress`` writes per component.
+"""
+
+from .errors import (
+    CodestreamError,
+    InvalidSegment,
+    MisplacedMarker,
+    TruncatedCodestream,
+    UnsupportedFeature,
+)
+
+__all__ = [
+    "CodestreamError",
+    "InvalidSegment",
+    "MisplacedMarker",
+    "TruncatedCodestream",
+    "UnsupportedFeature",
+    "decode",
+]
+
+
+def __getattr__(name: str):
+    # decode() pulls in numba; keep `import cinegpu.decode` cheap for the
+    # error classes and the header parser.
+    if name == "decode":
+        from .api import decode
+
+        return decode
+    raise AttributeError(name)
