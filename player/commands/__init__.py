@@ -1,0 +1,1 @@
+"""Subcommands of the cinegpu program, one module each."""
