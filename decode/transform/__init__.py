@@ -1,1 +1,30 @@
-"""decode/transform"""
+"""Reconstruction stage of T.800: dequantisation, inverse DWT, inverse
+component transform, DC level shift and clipping, and the DCI output
+transform (X'Y'Z' -> display RGB).
+
+numpy reference here (the ``"cpu"`` back end); every function has a CuPy
+twin of the same signature in :mod:`cinegpu.decode.transform.cuda_backend`.
+Forward transforms (for the encoder) sit next to their inverses.
+"""
+
+from .display import xyz_to_rgb
+from .dwt import fdwt_53, fdwt_97, idwt_53, idwt_97, level_rects
+from .level_shift import to_samples
+from .mct import forward_ict, forward_rct, inverse_ict, inverse_rct
+from .quantization import dequantize, quantize
+
+__all__ = [
+    "dequantize",
+    "fdwt_53",
+    "fdwt_97",
+    "forward_ict",
+    "forward_rct",
+    "idwt_53",
+    "idwt_97",
+    "inverse_ict",
+    "inverse_rct",
+    "level_rects",
+    "quantize",
+    "to_samples",
+    "xyz_to_rgb",
+]
