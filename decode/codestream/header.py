@@ -1,0 +1,297 @@
+"""The codestream walk: main header, tile-parts, EOC (T.800 A.3, A.4).
+
+:func:`parse_codestream` reads every marker segment through a dispatch table
+and returns a :class:`Codestream`: the main header's segments, and for each
+tile its header segments and the byte ranges of its tile-part bodies.
+Coded data is not touched here; tier-2 reads it later.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ..errors import CodestreamError, InvalidSegment, MisplacedMarker, TruncatedCodestream
+from . import markers as M
+from .cod import COC, COD, SPcod, parse_coc, parse_cod
+from .com import COM, CRG, parse_com, parse_crg
+from .poc import Progression, parse_poc
+from .ppm import PPM, PPT, parse_ppm, parse_ppt, split_ppm
+from .qcd import QCC, Quantization, parse_qcc, parse_qcd
+from .reader import SegmentReader, read_u16
+from .rgn import RGN, parse_rgn
+from .siz import CAP, SIZ, parse_cap, parse_siz
+from .sot import SOT, parse_sot
+from .tlm import TLM, PacketLengths, parse_plm, parse_plt, parse_tlm
+
+#: Most tile-parts one codestream may hold (every loop over input is bounded).
+MAX_TILE_PARTS = 1 << 20
+
+
+@dataclass
+class Segments:
+    """The marker segments of one header (main, or one tile's), as parsed."""
+
+    cod: COD | None = None
+    coc: dict[int, COC] = field(default_factory=dict)
+    qcd: Quantization | None = None
+    qcc: dict[int, QCC] = field(default_factory=dict)
+    rgn: dict[int, RGN] = field(default_factory=dict)
+    poc: list[Progression] = field(default_factory=list)
+    com: list[COM] = field(default_factory=list)
+    tlm: list[TLM] = field(default_factory=list)
+    plm: list[PacketLengths] = field(default_factory=list)
+    plt: list[PacketLengths] = field(default_factory=list)
+    ppm: list[PPM] = field(default_factory=list)
+    ppt: list[PPT] = field(default_factory=list)
+    crg: CRG | None = None
+    cap: CAP | None = None
+
+
+@dataclass
+class TilePart:
+    """One tile-part: its SOT and the byte range [start, end) of its body."""
+
+    sot: SOT
+    offset: int
+    start: int
+    end: int
+
+
+@dataclass
+class Tile:
+    """A tile's header segments (from all its tile-parts) and its parts."""
+
+    index: int
+    header: Segments = field(default_factory=Segments)
+    parts: list[TilePart] = field(default_factory=list)
+
+
+@dataclass
+class Codestream:
+    """A parsed codestream: ``siz``, the main header and the tiles present."""
+
+    siz: SIZ
+    main: Segments
+    tiles: dict[int, Tile]
+    markers: list[tuple[int, int, int]]  #: (code, offset, length) in stream order
+    warnings: list[str]
+    data: bytes | memoryview
+
+    # --- the precedence rules of A.6: tile COC > tile COD > main COC > main COD
+    def cod(self, tile: Tile | None) -> COD:
+        if tile is not None and tile.header.cod is not None:
+            return tile.header.cod
+        assert self.main.cod is not None
+        return self.main.cod
+
+    def spcod(self, tile: Tile | None, c: int) -> SPcod:
+        if tile is not None:
+            if c in tile.header.coc:
+                return tile.header.coc[c].spcod
+            if tile.header.cod is not None:
+                return tile.header.cod.spcod
+        if c in self.main.coc:
+            return self.main.coc[c].spcod
+        return self.cod(None).spcod
+
+    def quantization(self, tile: Tile | None, c: int) -> Quantization:
+        if tile is not None:
+            if c in tile.header.qcc:
+                return tile.header.qcc[c].quantization
+            if tile.header.qcd is not None:
+                return tile.header.qcd
+        if c in self.main.qcc:
+            return self.main.qcc[c].quantization
+        assert self.main.qcd is not None
+        return self.main.qcd
+
+    def roi_shift(self, tile: Tile | None, c: int) -> int:
+        if tile is not None and c in tile.header.rgn:
+            return tile.header.rgn[c].SPrgn
+        return self.main.rgn[c].SPrgn if c in self.main.rgn else 0
+
+    def progressions(self, tile: Tile | None) -> list[Progression]:
+        """The POC progressions in force for ``tile`` (tile POC wins), or []."""
+        if tile is not None and tile.header.poc:
+            return tile.header.poc
+        return self.main.poc
+
+
+# Where each marker may appear: "main" header, "first" tile-part header only,
+# or "tile" (any tile-part header). Parsers take (reader, siz).
+_Parser = Callable[[SegmentReader, SIZ], object]
+_TABLE: dict[int, tuple[str, str, _Parser]] = {
+    M.CAP: ("main", "cap", lambda r, s: parse_cap(r)),
+    M.COD: ("main first", "cod", lambda r, s: parse_cod(r)),
+    M.COC: ("main first", "coc", lambda r, s: parse_coc(r, s.Csiz)),
+    M.QCD: ("main first", "qcd", lambda r, s: parse_qcd(r)),
+    M.QCC: ("main first", "qcc", lambda r, s: parse_qcc(r, s.Csiz)),
+    M.RGN: ("main first", "rgn", lambda r, s: parse_rgn(r, s.Csiz)),
+    M.POC: ("main tile", "poc", lambda r, s: parse_poc(r, s.Csiz)),
+    M.TLM: ("main", "tlm", lambda r, s: parse_tlm(r)),
+    M.PLM: ("main", "plm", lambda r, s: parse_plm(r)),
+    M.PLT: ("tile", "plt", lambda r, s: parse_plt(r)),
+    M.PPM: ("main", "ppm", lambda r, s: parse_ppm(r)),
+    M.PPT: ("tile", "ppt", lambda r, s: parse_ppt(r)),
+    M.CRG: ("main", "crg", lambda r, s: parse_crg(r, s.Csiz)),
+    M.COM: ("main tile", "com", lambda r, s: parse_com(r)),
+}
+
+
+def _store(seg: Segments, attr: str, value: object) -> None:
+    if attr in ("coc", "qcc", "rgn"):
+        getattr(seg, attr)[value.component] = value  # type: ignore[attr-defined]
+    elif attr == "poc":
+        seg.poc.extend(value)  # type: ignore[arg-type]
+    elif attr in ("com", "tlm", "plm", "plt", "ppm", "ppt"):
+        getattr(seg, attr).append(value)
+    else:
+        setattr(seg, attr, value)
+
+
+def _read_segments(data, pos: int, scope: str, siz: SIZ, seg: Segments, cs_markers, warnings,
+                   stop: tuple[int, ...]) -> int:
+    """Parse marker segments from ``pos`` until a marker in ``stop``; return its offset."""
+    n = len(data)
+    while True:
+        code = read_u16(data, pos, "a header marker")
+        if code in stop:
+            return pos
+        if code < 0xFF00:
+            raise InvalidSegment(f"expected a marker, found 0x{code:04X}", pos)
+        if 0xFF30 <= code <= 0xFF3F:  # reserved markers without a segment (A.1.3)
+            pos += 2
+            continue
+        length = read_u16(data, pos + 2, f"the length of {M.name(code)}")
+        if length < 2:
+            raise InvalidSegment(f"{M.name(code)}: segment length {length} below 2", pos + 2)
+        end = pos + 2 + length
+        if end > n:
+            raise TruncatedCodestream(f"{M.name(code)}: segment of {length} bytes runs past the end", pos)
+        cs_markers.append((code, pos, length))
+        entry = _TABLE.get(code)
+        if entry is None:
+            if code in (M.SOC, M.SIZ, M.SOD, M.EOC, M.SOP, M.EPH):
+                raise MisplacedMarker(f"{M.name(code)} inside a {scope} header", pos)
+            warnings.append(f"skipped unknown marker {M.name(code)} at byte {pos}")
+        else:
+            where, attr, parser = entry
+            allowed = where.split()
+            if scope not in allowed and not (scope == "first" and "tile" in allowed):
+                raise MisplacedMarker(f"{M.name(code)} is not allowed in a {scope} header", pos)
+            reader = SegmentReader(data, pos + 4, end, M.name(code))
+            _store(seg, attr, parser(reader, siz))
+        pos = end
+
+
+def parse_codestream(data: bytes | memoryview, *, strict: bool = True) -> Codestream:
+    """Walk a raw codestream (starting with SOC) into a :class:`Codestream`.
+
+    In strict mode a tile-part running past the end of the data raises
+    :class:`TruncatedCodestream`; otherwise it is cut at the end and a
+    warning is recorded, so the decoder can conceal what is missing.
+    """
+    if read_u16(data, 0, "the SOC marker") != M.SOC:
+        raise MisplacedMarker("codestream does not start with SOC (FF4F)", 0)
+    if read_u16(data, 2, "the SIZ marker") != M.SIZ:
+        raise MisplacedMarker("SIZ must follow SOC", 2)
+    length = read_u16(data, 4, "the length of SIZ")
+    if 6 + length - 2 > len(data):
+        raise TruncatedCodestream("SIZ runs past the end", 2)
+    siz = parse_siz(SegmentReader(data, 6, 4 + length, "SIZ"))
+    cs_markers: list[tuple[int, int, int]] = [(M.SOC, 0, 0), (M.SIZ, 2, length)]
+    warnings: list[str] = []
+    main = Segments()
+    pos = _read_segments(data, 4 + length, "main", siz, main, cs_markers, warnings, (M.SOT, M.EOC))
+    if main.cod is None:
+        raise InvalidSegment("main header has no COD", pos)
+    if main.qcd is None:
+        raise InvalidSegment("main header has no QCD", pos)
+    tiles = _read_tile_parts(data, pos, siz, cs_markers, warnings, strict)
+    cs = Codestream(siz, main, tiles, cs_markers, warnings, data)
+    _check_components(cs)
+    return cs
+
+
+def _read_tile_parts(data, pos: int, siz: SIZ, cs_markers, warnings, strict: bool) -> dict[int, Tile]:
+    n = len(data)
+    tiles: dict[int, Tile] = {}
+    for _ in range(MAX_TILE_PARTS):
+        if pos + 2 > n:
+            warnings.append(f"no EOC marker: data ends at byte {n}")
+            return tiles
+        code = read_u16(data, pos, "a marker")
+        if code == M.EOC:
+            cs_markers.append((code, pos, 0))
+            if pos + 2 != n:
+                warnings.append(f"{n - pos - 2} bytes after EOC ignored")
+            return tiles
+        if code != M.SOT:
+            if not strict:
+                warnings.append(f"expected SOT or EOC at byte {pos}; rest ignored")
+                return tiles
+            raise MisplacedMarker(f"expected SOT or EOC, found {M.name(code)}", pos)
+        length = read_u16(data, pos + 2, "the length of SOT")
+        if length != 10:
+            raise InvalidSegment(f"SOT: Lsot {length}, must be 10", pos + 2)
+        if pos + 12 > n:
+            raise TruncatedCodestream("SOT runs past the end", pos)
+        sot = parse_sot(SegmentReader(data, pos + 4, pos + 12, "SOT"))
+        cs_markers.append((code, pos, length))
+        if sot.Isot >= siz.num_tiles:
+            raise InvalidSegment(f"SOT: tile {sot.Isot} of {siz.num_tiles}", pos + 4)
+        tile = tiles.setdefault(sot.Isot, Tile(sot.Isot))
+        if sot.TPsot != len(tile.parts):
+            raise InvalidSegment(
+                f"SOT: tile {sot.Isot} part {sot.TPsot} where part {len(tile.parts)} was due", pos + 8
+            )
+        scope = "first" if sot.TPsot == 0 else "tile"
+        sod = _read_segments(data, pos + 12, scope, siz, tile.header, cs_markers, warnings, (M.SOD,))
+        cs_markers.append((M.SOD, sod, 0))
+        end = pos + sot.Psot if sot.Psot else _last_eoc(data)
+        if sot.Psot and sot.Psot < sod + 2 - pos:
+            raise InvalidSegment(f"SOT: Psot {sot.Psot} ends inside the tile-part header", pos + 6)
+        if end > n:
+            if strict:
+                raise TruncatedCodestream(f"tile-part of {sot.Psot} bytes runs past the end", pos)
+            warnings.append(f"tile {sot.Isot} part {sot.TPsot} cut short by {end - n} bytes")
+            end = n
+        tile.parts.append(TilePart(sot, pos, sod + 2, end))
+        pos = end
+    raise InvalidSegment(f"more than {MAX_TILE_PARTS} tile-parts", pos)
+
+
+def _last_eoc(data) -> int:
+    """Psot = 0: the last tile-part runs to the EOC marker (A.4.2)."""
+    n = len(data)
+    return n - 2 if n >= 2 and data[n - 2] == 0xFF and data[n - 1] == 0xD9 else n
+
+
+def _check_components(cs: Codestream) -> None:
+    """Cross-segment checks that need the whole header."""
+    csiz = cs.siz.Csiz
+    for seg in [cs.main, *(t.header for t in cs.tiles.values())]:
+        for c, rgn in seg.rgn.items():
+            if rgn.SPrgn > 30:
+                from ..errors import UnsupportedFeature
+
+                raise UnsupportedFeature(f"RGN: ROI shift {rgn.SPrgn} above 30 bit-planes (component {c})")
+        for p in seg.poc:
+            if p.RSpoc >= p.REpoc or p.CSpoc >= min(p.CEpoc, csiz) or p.LYEpoc == 0:
+                cs.warnings.append(f"POC progression {p} is empty")
+
+
+def tile_part_ppm_headers(cs: Codestream) -> dict[tuple[int, int], bytes] | None:
+    """PPM headers keyed by (tile, tile-part), or None without PPM (A.7.4)."""
+    if not cs.main.ppm:
+        return None
+    runs = split_ppm(cs.main.ppm)
+    parts = sorted((tp.offset, t.index, tp.sot.TPsot) for t in cs.tiles.values() for tp in t.parts)
+    if len(runs) < len(parts):
+        raise InvalidSegment(f"PPM: {len(runs)} packed headers for {len(parts)} tile-parts")
+    return {(ti, tp): runs[k] for k, (_, ti, tp) in enumerate(parts)}
+
+
+__all__ = ["Codestream", "Segments", "Tile", "TilePart", "parse_codestream", "tile_part_ppm_headers",
+           "CodestreamError"]

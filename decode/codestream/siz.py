@@ -1,0 +1,130 @@
+"""SIZ, image and tile size (T.800 A.5.1), and CAP (Part 15 A.5.2)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import InvalidSegment, UnsupportedFeature
+from .reader import SegmentReader
+
+#: Rsiz bit 14: the codestream uses HTJ2K block coding (ISO/IEC 15444-15).
+RSIZ_HTJ2K = 0x4000
+#: Largest supported sample precision, bits.
+MAX_PRECISION = 16
+#: Largest supported image side, samples (guards against absurd allocations).
+MAX_SIDE = 1 << 17
+
+
+@dataclass(frozen=True)
+class SIZ:
+    """Image and tile geometry on the reference grid, in samples."""
+
+    Rsiz: int
+    Xsiz: int
+    Ysiz: int
+    XOsiz: int
+    YOsiz: int
+    XTsiz: int
+    YTsiz: int
+    XTOsiz: int
+    YTOsiz: int
+    Ssiz: tuple[int, ...]
+    XRsiz: tuple[int, ...]
+    YRsiz: tuple[int, ...]
+
+    @property
+    def Csiz(self) -> int:
+        return len(self.Ssiz)
+
+    def precision(self, c: int) -> int:
+        """Bit depth of component ``c`` (Ssiz low 7 bits + 1)."""
+        return (self.Ssiz[c] & 0x7F) + 1
+
+    def signed(self, c: int) -> bool:
+        return bool(self.Ssiz[c] & 0x80)
+
+    @property
+    def num_tiles_x(self) -> int:
+        return -(-(self.Xsiz - self.XTOsiz) // self.XTsiz)
+
+    @property
+    def num_tiles_y(self) -> int:
+        return -(-(self.Ysiz - self.YTOsiz) // self.YTsiz)
+
+    @property
+    def num_tiles(self) -> int:
+        return self.num_tiles_x * self.num_tiles_y
+
+    def component_size(self, c: int, reduce: int = 0) -> tuple[int, int]:
+        """(width, height) of component ``c`` at ``reduce`` levels down (B-2)."""
+        sx = self.XRsiz[c] << reduce
+        sy = self.YRsiz[c] << reduce
+        w = -(-self.Xsiz // sx) - -(-self.XOsiz // sx)
+        h = -(-self.Ysiz // sy) - -(-self.YOsiz // sy)
+        return w, h
+
+
+def parse_siz(r: SegmentReader) -> SIZ:
+    """Parse and check a SIZ segment body (after Lsiz)."""
+    at = r.pos
+    Rsiz = r.u16()
+    Xsiz, Ysiz, XOsiz, YOsiz = r.u32(), r.u32(), r.u32(), r.u32()
+    XTsiz, YTsiz, XTOsiz, YTOsiz = r.u32(), r.u32(), r.u32(), r.u32()
+    Csiz = r.u16()
+    if not 1 <= Csiz <= 16384:
+        raise InvalidSegment(f"SIZ: Csiz {Csiz} outside 1..16384", at + 34)
+    if r.remaining != 3 * Csiz:
+        raise InvalidSegment(f"SIZ: Lsiz does not match Csiz {Csiz}", at + 34)
+    comps = [(r.u8(), r.u8(), r.u8()) for _ in range(Csiz)]
+    siz = SIZ(
+        Rsiz, Xsiz, Ysiz, XOsiz, YOsiz, XTsiz, YTsiz, XTOsiz, YTOsiz,
+        tuple(c[0] for c in comps), tuple(c[1] for c in comps), tuple(c[2] for c in comps),
+    )
+    _check(siz, at)
+    return siz
+
+
+def _check(s: SIZ, at: int) -> None:
+    if not (s.XOsiz < s.Xsiz and s.YOsiz < s.Ysiz):
+        raise InvalidSegment("SIZ: image offset not inside the reference grid", at)
+    if s.XTsiz == 0 or s.YTsiz == 0:
+        raise InvalidSegment("SIZ: tile size of zero", at)
+    if not (s.XTOsiz <= s.XOsiz and s.YTOsiz <= s.YOsiz):
+        raise InvalidSegment("SIZ: tile offset beyond image offset", at)
+    if not (s.XTOsiz + s.XTsiz > s.XOsiz and s.YTOsiz + s.YTsiz > s.YOsiz):
+        raise InvalidSegment("SIZ: first tile does not cover the image offset", at)
+    if s.Xsiz - s.XOsiz > MAX_SIDE or s.Ysiz - s.YOsiz > MAX_SIDE:
+        raise UnsupportedFeature(f"SIZ: image larger than {MAX_SIDE} samples a side", at)
+    if s.num_tiles > 65535:
+        raise InvalidSegment(f"SIZ: {s.num_tiles} tiles, more than Isot can index", at)
+    for c in range(s.Csiz):
+        if s.XRsiz[c] == 0 or s.YRsiz[c] == 0:
+            raise InvalidSegment(f"SIZ: component {c} has a subsampling factor of 0", at)
+        if s.Ssiz[c] & 0x7F >= 38:
+            raise InvalidSegment(f"SIZ: component {c} precision above 38 bits", at)
+        if s.precision(c) > MAX_PRECISION:
+            raise UnsupportedFeature(
+                f"SIZ: component {c} has {s.precision(c)} bits; up to {MAX_PRECISION} are supported", at
+            )
+
+
+@dataclass(frozen=True)
+class CAP:
+    """Extended capabilities: Pcap and its Ccap words (15444-1 A.5.2)."""
+
+    Pcap: int
+    Ccap: tuple[int, ...]
+
+
+def parse_cap(r: SegmentReader) -> CAP:
+    at = r.pos
+    pcap = r.u32()
+    n = bin(pcap).count("1")
+    if r.remaining != 2 * n:
+        raise InvalidSegment("CAP: Lcap does not match the bits set in Pcap", at)
+    cap = CAP(pcap, tuple(r.u16() for _ in range(n)))
+    if pcap & (1 << (32 - 15)):
+        raise UnsupportedFeature(
+            "HTJ2K (ISO/IEC 15444-15, High Throughput block coding) is not supported yet", at - 4
+        )
+    return cap
