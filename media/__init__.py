@@ -1,1 +1,17 @@
-"""media"""
+"""Media: DCP and IMF packages, MXF track files and JPEG 2000 frame sequences.
+
+``open_source(path)`` gives the picture of any of them as one flat run of codestreams;
+``describe(path)`` is the text ``cinegpu info`` prints; ``MediaError`` is the one error family.
+"""
+
+from .errors import MediaError
+from .source import Source, open_source
+
+
+def describe(path) -> str:
+    """The report ``cinegpu info PATH`` prints for a package, track file or sequence."""
+    from .describe import describe as _describe
+    return _describe(path)
+
+
+__all__ = ["MediaError", "Source", "describe", "open_source"]

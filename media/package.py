@@ -1,0 +1,388 @@
+"""DCP and IMF packages: ASSETMAP/VOLINDEX (ST 429-9), PKL (ST 429-8), CPL (ST 429-7, ST 2067-3).
+
+The XML namespace of each document decides its flavour (SMPTE, Interop ``PROTO-ASDCP``, IMF), never
+the file name. Assets are resolved through the ASSETMAP; the CPL says which assets play, from which
+entry point and for how long.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+
+from lxml import etree
+
+from .errors import MediaError
+
+NS_AM = {"http://www.smpte-ra.org/schemas/429-9/2007/AM": "smpte",
+         "http://www.digicine.com/PROTO-ASDCP-AM-20040311#": "interop"}
+NS_PKL = {"http://www.smpte-ra.org/schemas/429-8/2007/PKL": "smpte",
+          "http://www.digicine.com/PROTO-ASDCP-PKL-20040311#": "interop",
+          "http://www.smpte-ra.org/schemas/2067-2/2016/PKL": "imf"}
+NS_CPL = {"http://www.smpte-ra.org/schemas/429-7/2006/CPL": "dcp-smpte",
+          "http://www.digicine.com/PROTO-ASDCP-CPL-20040511#": "dcp-interop"}
+IMF_CPL_PREFIX = "http://www.smpte-ra.org/schemas/2067-3/"
+MAX_XML_BYTES = 64 << 20
+
+# CPL reel asset elements (local names) and what they carry.
+ASSET_KINDS = {"MainPicture": "picture", "MainStereoscopicPicture": "stereo-picture",
+               "MainSound": "sound", "MainSubtitle": "subtitle", "MainCaption": "caption",
+               "ClosedCaption": "caption", "MainMarkers": "markers", "AuxData": "aux"}
+IMF_SEQUENCES = {"MainImageSequence": "picture", "MainAudioSequence": "sound",
+                 "SubtitlesSequence": "subtitle", "MarkerSequence": "markers"}
+
+
+def uuid_of(text: str | None) -> str:
+    """A UUID as lower-case hex with dashes, ``urn:uuid:`` stripped."""
+    t = (text or "").strip().lower()
+    return t[9:] if t.startswith("urn:uuid:") else t
+
+
+def local(el) -> str:
+    return etree.QName(el).localname if isinstance(el.tag, str) else ""
+
+
+def namespace(el) -> str:
+    return etree.QName(el).namespace or ""
+
+
+def child(el, name: str):
+    for c in el:
+        if local(c) == name:
+            return c
+    return None
+
+
+def text(el, name: str, default: str | None = None) -> str | None:
+    c = child(el, name)
+    return c.text.strip() if c is not None and c.text else default
+
+
+def parse_xml(path: Path):
+    """Parse ``path`` with entities and network off; MediaError names the line on failure."""
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise MediaError(path, f"cannot read: {exc.strerror or exc}") from None
+    if size > MAX_XML_BYTES:
+        raise MediaError(path, f"XML file of {size} bytes is implausibly large")
+    parser = etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=False,
+                             remove_comments=True)
+    try:
+        return etree.parse(str(path), parser).getroot()
+    except etree.XMLSyntaxError as exc:
+        line, col = exc.position if exc.position else (None, None)
+        raise MediaError(path, f"malformed XML (line {line}, column {col}): {exc.msg}") from None
+    except OSError as exc:
+        raise MediaError(path, f"cannot read: {exc}") from None
+
+
+def _int(el, name: str, path, default: int | None = None) -> int | None:
+    t = text(el, name)
+    if t is None:
+        return default
+    try:
+        v = int(t)
+    except ValueError:
+        raise MediaError(path, f"<{name}> is not an integer: {t!r}") from None
+    if v < 0:
+        raise MediaError(path, f"<{name}> is negative: {v}")
+    return v
+
+
+def _rate(el, name: str, path) -> Fraction | None:
+    t = text(el, name)
+    if t is None:
+        return None
+    parts = t.replace("/", " ").split()
+    try:
+        if len(parts) == 2:
+            num, den = int(parts[0]), int(parts[1])
+            if den <= 0 or num <= 0:
+                raise ValueError
+            return Fraction(num, den)
+        return Fraction(parts[0]) if len(parts) == 1 else None
+    except (ValueError, ZeroDivisionError):
+        raise MediaError(path, f"<{name}> is not a rate: {t!r}") from None
+
+
+@dataclass
+class PKLAsset:
+    """One asset of a packing list (ST 429-8 6.x)."""
+
+    id: str
+    hash: str | None
+    size: int | None
+    type: str | None
+    original_file_name: str | None = None
+
+
+@dataclass
+class PackingList:
+    path: Path
+    id: str
+    flavour: str
+    assets: list[PKLAsset]
+
+
+@dataclass
+class ReelAsset:
+    """A track file's use in a reel (DCP) or a resource in a sequence (IMF)."""
+
+    kind: str
+    id: str                       # the track file's asset id
+    edit_rate: Fraction | None
+    entry_point: int
+    duration: int                 # frames played, repeats included
+    intrinsic_duration: int | None
+    frame_rate: Fraction | None = None
+    screen_aspect_ratio: str | None = None
+    key_id: str | None = None
+    hash: str | None = None
+    repeat_count: int = 1
+    path: Path | None = None      # resolved through the ASSETMAP
+
+
+@dataclass
+class Reel:
+    id: str
+    assets: list[ReelAsset]
+
+    def of_kind(self, *kinds: str) -> list[ReelAsset]:
+        return [a for a in self.assets if a.kind in kinds]
+
+
+@dataclass
+class Composition:
+    path: Path
+    id: str
+    flavour: str                  # "dcp-smpte", "dcp-interop", "imf"
+    title: str
+    content_kind: str | None
+    edit_rate: Fraction | None
+    reels: list[Reel]
+
+    @property
+    def stereoscopic(self) -> bool:
+        return any(r.of_kind("stereo-picture") for r in self.reels)
+
+
+@dataclass
+class Package:
+    """A DCP or IMF package folder, through its ASSETMAP."""
+
+    root: Path
+    assetmap_path: Path
+    flavour: str                  # of the ASSETMAP: "smpte" or "interop"
+    paths: dict[str, Path]        # asset id -> file
+    packing_list_ids: list[str]
+    pkls: list[PackingList] = field(default_factory=list)
+    compositions: list[Composition] = field(default_factory=list)
+    volindex: Path | None = None
+
+    @property
+    def kind(self) -> str:
+        if self.compositions:
+            return self.compositions[0].flavour
+        return "dcp-interop" if self.flavour == "interop" else "dcp-smpte"
+
+
+def find_assetmap(folder: Path) -> Path | None:
+    for name in ("ASSETMAP.xml", "ASSETMAP", "assetmap.xml"):
+        p = folder / name
+        if p.is_file():
+            return p
+    return None
+
+
+def read_assetmap(path: Path) -> Package:
+    root = parse_xml(path)
+    flavour = NS_AM.get(namespace(root))
+    if local(root) != "AssetMap" or flavour is None:
+        raise MediaError(path, f"not an ASSETMAP: root <{local(root)}> in namespace "
+                               f"{namespace(root) or 'none'}")
+    folder = path.parent
+    paths: dict[str, Path] = {}
+    pkl_ids: list[str] = []
+    asset_list = child(root, "AssetList")
+    if asset_list is None:
+        raise MediaError(path, "ASSETMAP has no <AssetList>")
+    for asset in asset_list:
+        if local(asset) != "Asset":
+            continue
+        aid = uuid_of(text(asset, "Id"))
+        chunks = child(asset, "ChunkList")
+        chunk = child(chunks, "Chunk") if chunks is not None else None
+        rel = text(chunk, "Path") if chunk is not None else None
+        if not aid or not rel:
+            raise MediaError(path, f"asset {aid or '?'} without an Id or a chunk Path "
+                                   f"(line {asset.sourceline})")
+        if rel.startswith("file://"):
+            rel = rel[7:]
+        paths[aid] = folder / rel
+        if (text(asset, "PackingList") or "").lower() == "true":
+            pkl_ids.append(aid)
+    vol = next((folder / n for n in ("VOLINDEX.xml", "VOLINDEX") if (folder / n).is_file()), None)
+    return Package(folder, path, flavour, paths, pkl_ids, volindex=vol)
+
+
+def read_pkl(path: Path) -> PackingList:
+    root = parse_xml(path)
+    flavour = NS_PKL.get(namespace(root))
+    if local(root) != "PackingList" or flavour is None:
+        raise MediaError(path, f"not a packing list: root <{local(root)}> in namespace "
+                               f"{namespace(root) or 'none'}")
+    assets = []
+    for a in child(root, "AssetList") if child(root, "AssetList") is not None else []:
+        if local(a) != "Asset":
+            continue
+        assets.append(PKLAsset(uuid_of(text(a, "Id")), text(a, "Hash"), _int(a, "Size", path),
+                               text(a, "Type"), text(a, "OriginalFileName")))
+    return PackingList(path, uuid_of(text(root, "Id")), flavour, assets)
+
+
+def cpl_flavour(root) -> str | None:
+    ns = namespace(root)
+    if local(root) != "CompositionPlaylist":
+        return None
+    if ns.startswith(IMF_CPL_PREFIX):
+        return "imf"
+    return NS_CPL.get(ns)
+
+
+def read_cpl(path: Path, paths: dict[str, Path] | None = None) -> Composition:
+    root = parse_xml(path)
+    flavour = cpl_flavour(root)
+    if flavour is None:
+        raise MediaError(path, f"not a composition playlist: root <{local(root)}> in namespace "
+                               f"{namespace(root) or 'none'}")
+    title = text(root, "ContentTitleText") or text(root, "ContentTitle") or text(root, "AnnotationText") \
+        or text(root, "Annotation") or ""
+    reels = _imf_segments(root, path) if flavour == "imf" else _dcp_reels(root, path)
+    for reel in reels:
+        for a in reel.assets:
+            a.path = (paths or {}).get(a.id)
+    edit_rate = _rate(root, "EditRate", path)
+    if edit_rate is None:
+        pics = [a for r in reels for a in r.of_kind("picture", "stereo-picture")]
+        edit_rate = pics[0].edit_rate if pics else None
+    return Composition(path, uuid_of(text(root, "Id")), flavour, title,
+                       text(root, "ContentKind"), edit_rate, reels)
+
+
+def _dcp_reels(root, path) -> list[Reel]:
+    reel_list = child(root, "ReelList")
+    if reel_list is None:
+        raise MediaError(path, "CPL has no <ReelList>")
+    reels = []
+    for reel in reel_list:
+        if local(reel) != "Reel":
+            continue
+        assets = []
+        al = child(reel, "AssetList")
+        for el in (al if al is not None else []):
+            kind = ASSET_KINDS.get(local(el))
+            if kind is None:
+                continue
+            intrinsic = _int(el, "IntrinsicDuration", path)
+            entry = _int(el, "EntryPoint", path, 0) or 0
+            duration = _int(el, "Duration", path)
+            if duration is None:
+                duration = (intrinsic or 0) - entry
+            if intrinsic is not None and entry + duration > intrinsic:
+                raise MediaError(path, f"{local(el)} {uuid_of(text(el, 'Id'))}: entry point {entry} "
+                                       f"+ duration {duration} exceeds intrinsic duration {intrinsic} "
+                                       f"(line {el.sourceline})")
+            assets.append(ReelAsset(kind, uuid_of(text(el, "Id")), _rate(el, "EditRate", path),
+                                    entry, duration, intrinsic, _rate(el, "FrameRate", path),
+                                    text(el, "ScreenAspectRatio"), uuid_of(text(el, "KeyId")) or None,
+                                    text(el, "Hash")))
+        reels.append(Reel(uuid_of(text(reel, "Id")), assets))
+    return reels
+
+
+def _imf_segments(root, path) -> list[Reel]:
+    """IMF segments as reels (ST 2067-3 6.x): one ReelAsset per track file resource."""
+    seg_list = child(root, "SegmentList")
+    if seg_list is None:
+        raise MediaError(path, "IMF CPL has no <SegmentList>")
+    reels = []
+    for seg in seg_list:
+        if local(seg) != "Segment":
+            continue
+        assets = []
+        seqs = child(seg, "SequenceList")
+        for seq in (seqs if seqs is not None else []):
+            kind = IMF_SEQUENCES.get(local(seq))
+            resources = child(seq, "ResourceList")
+            if kind is None or resources is None:
+                continue
+            for res in resources:
+                if local(res) != "Resource" or text(res, "TrackFileId") is None:
+                    continue
+                intrinsic = _int(res, "IntrinsicDuration", path)
+                entry = _int(res, "EntryPoint", path, 0) or 0
+                source = _int(res, "SourceDuration", path)
+                if source is None:
+                    source = (intrinsic or 0) - entry
+                repeat = _int(res, "RepeatCount", path, 1) or 1
+                if intrinsic is not None and entry + source > intrinsic:
+                    raise MediaError(path, f"resource {uuid_of(text(res, 'Id'))}: entry point "
+                                           f"{entry} + source duration {source} exceeds intrinsic "
+                                           f"duration {intrinsic} (line {res.sourceline})")
+                assets.append(ReelAsset(kind, uuid_of(text(res, "TrackFileId")),
+                                        _rate(res, "EditRate", path), entry, source * repeat,
+                                        intrinsic, hash=text(res, "Hash"), repeat_count=repeat))
+        reels.append(Reel(uuid_of(text(seg, "Id")), assets))
+    return reels
+
+
+def read_package(folder_or_assetmap: Path) -> Package:
+    """Read an ASSETMAP, its packing lists and every composition they list."""
+    p = Path(folder_or_assetmap)
+    am = p if p.is_file() else find_assetmap(p)
+    if am is None:
+        raise MediaError(p, "no ASSETMAP or ASSETMAP.xml in this folder")
+    pkg = read_assetmap(am)
+    pkl_ids = pkg.packing_list_ids
+    for pid in pkl_ids:
+        pkl_path = pkg.paths[pid]
+        if not pkl_path.is_file():
+            raise MediaError(pkl_path, "packing list named in the ASSETMAP is missing")
+        pkg.pkls.append(read_pkl(pkl_path))
+    cpl_paths: list[Path] = []
+    for pkl in pkg.pkls:
+        for a in pkl.assets:
+            path = pkg.paths.get(a.id)
+            if path is None or path.suffix.lower() != ".xml" and "CPL" not in (a.type or ""):
+                continue
+            if path.is_file() and _is_cpl(path):
+                cpl_paths.append(path)
+    if not pkg.pkls:   # no PackingList flag (some writers): look at every XML asset
+        cpl_paths = [p for p in pkg.paths.values() if p.suffix.lower() == ".xml" and p.is_file()
+                     and _is_cpl(p)]
+    for cp in dict.fromkeys(cpl_paths):
+        pkg.compositions.append(read_cpl(cp, pkg.paths))
+    return pkg
+
+
+def _is_cpl(path: Path) -> bool:
+    """True when the root element is a CompositionPlaylist (reads only the start of the file)."""
+    try:
+        for _event, el in etree.iterparse(str(path), events=("start",), resolve_entities=False,
+                                          no_network=True):
+            return local(el) == "CompositionPlaylist"
+    except etree.XMLSyntaxError:
+        parse_xml(path)   # raises the MediaError naming line and column
+    except OSError as exc:
+        raise MediaError(path, f"cannot read: {exc}") from None
+    return False
+
+
+def relpath(path: Path, root: Path) -> str:
+    try:
+        return os.path.relpath(path, root)
+    except ValueError:
+        return str(path)

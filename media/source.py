@@ -1,0 +1,229 @@
+"""``open_source``: one picture source over packages, track files and frame sequences.
+
+A Source is a list of spans; each span plays ``duration`` frames of one track (an MXF file or a
+frame sequence) from ``entry_point``, looping over ``source_duration`` frames when an IMF resource
+repeats. Frame ``n`` of the composition is found by bisection over the spans' starts.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Protocol
+
+from .errors import MediaError
+from .j2k_profile import parse_profile
+from .mxf import MXFFile
+from .package import Composition, Package, local, parse_xml, read_package
+
+FRAME_SUFFIXES = (".j2c", ".j2k", ".jp2", ".jpc")
+MAX_CODESTREAM_BYTES = 256 << 20
+
+
+class Track(Protocol):
+    frame_count: int
+
+    def frame(self, n: int, eye: str = "left") -> bytes: ...
+
+    def close(self) -> None: ...
+
+
+def natural_key(name: str) -> list:
+    """Sort key that puts "f2" before "f10"."""
+    return [int(t) if t.isdigit() else t.lower() for t in re.split(r"(\d+)", name)]
+
+
+def read_codestream_file(path: Path) -> bytes:
+    try:
+        size = path.stat().st_size
+        if size > MAX_CODESTREAM_BYTES:
+            raise MediaError(path, f"{size} bytes is too large for one frame")
+        return path.read_bytes()
+    except OSError as exc:
+        raise MediaError(path, f"cannot read: {exc.strerror or exc}") from None
+
+
+class FrameFiles:
+    """A list of codestream files, one frame each."""
+
+    def __init__(self, files: list[Path]):
+        self.files = files
+        self.frame_count = len(files)
+
+    def frame(self, n: int, eye: str = "left") -> bytes:
+        return read_codestream_file(self.files[n])
+
+    def close(self) -> None:
+        pass
+
+
+@dataclass
+class Span:
+    track: Track
+    entry_point: int
+    source_duration: int
+    duration: int
+
+
+class Source:
+    """Picture frames of a composition, by one flat index (see the module docstring)."""
+
+    def __init__(self, kind: str, title: str, edit_rate: Fraction | None, spans: list[Span],
+                 stereoscopic: bool = False, width: int | None = None, height: int | None = None,
+                 path: Path | None = None, composition: Composition | None = None,
+                 package: Package | None = None):
+        self.kind, self.title, self.edit_rate = kind, title, edit_rate
+        self.spans, self.stereoscopic, self.path = spans, stereoscopic, path
+        self.composition, self.package = composition, package
+        self._starts, total = [], 0
+        for s in spans:
+            self._starts.append(total)
+            total += s.duration
+        self.frame_count = total
+        if (width is None or height is None) and total:
+            prof = parse_profile(self.frame(0), path)
+            width, height = prof.width, prof.height
+        self.width, self.height = width or 0, height or 0
+
+    def locate(self, n: int) -> tuple[Span, int]:
+        """The span holding frame ``n`` and the frame's index within its track."""
+        if not isinstance(n, int) or not 0 <= n < self.frame_count:
+            raise IndexError(f"frame {n} out of range 0..{self.frame_count - 1}")
+        i = bisect.bisect_right(self._starts, n) - 1
+        span = self.spans[i]
+        k = n - self._starts[i]
+        if span.source_duration:
+            k %= span.source_duration
+        return span, span.entry_point + k
+
+    def frame(self, n: int, eye: str = "left") -> bytes:
+        """The codestream of frame ``n`` (0-based); ``eye`` is "left" or "right" (stereo)."""
+        if eye not in ("left", "right"):
+            raise ValueError(f"eye must be 'left' or 'right', not {eye!r}")
+        span, k = self.locate(n)
+        return span.track.frame(k, eye)
+
+    def close(self) -> None:
+        for t in {id(s.track): s.track for s in self.spans}.values():
+            t.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __len__(self) -> int:
+        return self.frame_count
+
+    def __repr__(self) -> str:
+        return (f"<Source {self.kind} {self.title!r} {self.frame_count} frames "
+                f"{self.width}x{self.height} @ {self.edit_rate}>")
+
+
+def open_mxf_source(path: Path) -> Source:
+    mxf = MXFFile(path)
+    try:
+        mxf.check_readable()
+        pic = mxf.picture
+        assert pic is not None
+        return Source("mxf", path.stem, mxf.edit_rate,
+                      [Span(mxf, 0, mxf.frame_count, mxf.frame_count)], mxf.stereoscopic,
+                      pic.stored_width, pic.stored_height, path)
+    except BaseException:
+        mxf.close()
+        raise
+
+
+def open_sequence(folder: Path) -> Source:
+    files = sorted((p for p in folder.iterdir() if p.suffix.lower() in FRAME_SUFFIXES and p.is_file()),
+                   key=lambda p: natural_key(p.name))
+    if not files:
+        raise MediaError(folder, "no ASSETMAP, and no .j2c/.j2k/.jp2 frames in this folder")
+    return Source("j2k-sequence", folder.name, None, [Span(FrameFiles(files), 0, 0, len(files))],
+                  path=folder)
+
+
+def open_composition(pkg: Package, comp: Composition) -> Source:
+    spans: list[Span] = []
+    tracks: dict[Path, MXFFile] = {}
+    try:
+        for reel in comp.reels:
+            for asset in reel.of_kind("picture", "stereo-picture"):
+                if asset.path is None:
+                    raise MediaError(comp.path, f"picture asset {asset.id} of reel {reel.id} is "
+                                                "not in the ASSETMAP")
+                if not asset.path.is_file():
+                    raise MediaError(asset.path, f"picture asset {asset.id} is missing "
+                                                 f"(named by {pkg.assetmap_path.name})")
+                mxf = tracks.get(asset.path) or MXFFile(asset.path)
+                tracks[asset.path] = mxf
+                mxf.check_readable()
+                source = asset.duration // max(1, asset.repeat_count)
+                if asset.entry_point + source > mxf.frame_count:
+                    raise MediaError(comp.path, f"reel {reel.id} plays frames {asset.entry_point}.."
+                                                f"{asset.entry_point + source - 1} of {asset.path.name}, "
+                                                f"which has {mxf.frame_count}")
+                spans.append(Span(mxf, asset.entry_point, source, asset.duration))
+        if not spans:
+            raise MediaError(comp.path, "composition has no picture")
+        first = spans[0].track
+        pic = first.picture if isinstance(first, MXFFile) else None
+        return Source(comp.flavour, comp.title, comp.edit_rate, spans,
+                      comp.stereoscopic or any(isinstance(s.track, MXFFile) and s.track.stereoscopic
+                                               for s in spans),
+                      pic.stored_width if pic else None, pic.stored_height if pic else None,
+                      comp.path, comp, pkg)
+    except BaseException:
+        for t in tracks.values():
+            t.close()
+        raise
+
+
+def open_package(path: Path, cpl: Path | None = None) -> Source:
+    pkg = read_package(path)
+    comps = pkg.compositions
+    if cpl is not None:
+        comps = [c for c in comps if c.path.resolve() == cpl.resolve()]
+        if not comps:
+            raise MediaError(cpl, f"this CPL is not listed in the packing lists of {pkg.assetmap_path}")
+    if not comps:
+        raise MediaError(pkg.assetmap_path, "package has no composition playlist")
+    return open_composition(pkg, comps[0])
+
+
+def is_mxf(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            head = f.read(65536 + 16)
+    except OSError:
+        return False
+    return head.find(bytes.fromhex("060e2b34020501010d010201010")) >= 0
+
+
+def open_source(path) -> Source:
+    """Open a DCP folder, a CPL/ASSETMAP file, an IMF folder, an MXF track file, a folder of
+    .j2c/.j2k/.jp2 frames (natural sort) or one codestream file."""
+    p = Path(path)
+    if p.is_dir():
+        from .package import find_assetmap
+        if find_assetmap(p) is not None:
+            return open_package(p)
+        return open_sequence(p)
+    if not p.is_file():
+        raise MediaError(p, "no such file or folder")
+    suffix = p.suffix.lower()
+    if suffix == ".mxf" or is_mxf(p):
+        return open_mxf_source(p)
+    if suffix in FRAME_SUFFIXES:
+        return Source("codestream", p.stem, None, [Span(FrameFiles([p]), 0, 0, 1)], path=p)
+    root = parse_xml(p)
+    name = local(root)
+    if name in ("AssetMap", "PackingList", "VolumeIndex"):
+        return open_package(p if name == "AssetMap" else p.parent)
+    if name == "CompositionPlaylist":
+        return open_package(p.parent, cpl=p)
+    raise MediaError(p, f"not a package, track file or codestream (XML root <{name}>)")
