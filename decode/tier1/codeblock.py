@@ -1,0 +1,268 @@
+"""Decoding of whole code-blocks: segment handling, validation, the batch driver.
+
+T.800 D.4 (pass order), D.5 (contexts reset, RESET), D.6 (bypass, Table D.9), D.7 (VCAUSAL),
+D.5 SEGSYM, Annex H (ROI max-shift).  Code-block style bits are those of Table A.19.
+
+Nothing here raises: corrupt input of any kind gives a nonzero status (bit flags STATUS_*) and
+never an out-of-bounds access; the caller (Python) turns the status into CodestreamError or
+conceals the block.
+"""
+
+import numpy as np
+from numba import njit
+
+from .mq import mq_decode, mq_init, raw_init
+from .passes import cup_mq, mrp_mq, mrp_raw, spp_mq, spp_raw
+from .tables import CTX_INIT, CTX_UNI, NUM_CONTEXTS, ZC_LUT
+
+JIT = dict(cache=True, nogil=True)
+
+# Code-block style, SPcod/SPcoc, T.800 Table A.19
+CBLK_BYPASS = 0x01  # selective arithmetic coding bypass
+CBLK_RESET = 0x02  # reset context probabilities on coding pass boundaries
+CBLK_TERMALL = 0x04  # termination on each coding pass
+CBLK_VCAUSAL = 0x08  # vertically causal context
+CBLK_PTERM = 0x10  # predictable termination
+CBLK_SEGSYM = 0x20  # segmentation symbols
+
+# Subband orientation (HL = horizontally high-pass)
+ORIENT_LL, ORIENT_HL, ORIENT_LH, ORIENT_HH = 0, 1, 2, 3
+
+# Columns of the code-block table (int64, one row per code-block)
+CB_DATA = 0  # offset in `coded` of the first segment
+CB_SEG_FIRST = 1  # first row of seg_lengths / seg_passes
+CB_SEG_COUNT = 2  # number of segments
+CB_NUM_BPS = 3  # K: magnitude bit-planes including the ROI shift
+CB_ORIENT = 4  # ORIENT_*
+CB_STYLE = 5  # CBLK_* bits
+CB_ROISHIFT = 6  # RGN max-shift s (Annex H)
+CB_OUT = 7  # offset in `out` of sample (0, 0)
+CB_WIDTH = 8  # samples
+CB_HEIGHT = 9  # samples
+CB_STRIDE = 10  # samples between rows in `out`
+CB_COLUMNS = 11
+
+# Status bits (int32, one per code-block; 0 = fine)
+STATUS_TOO_MANY_PASSES = 0x01  # more passes than 3K - 2: the valid ones were decoded
+STATUS_SEGSYM = 0x02  # a segmentation symbol was not 1010
+STATUS_K_TOO_LARGE = 0x04  # K + 1 > 30 would overflow int32; nothing decoded
+STATUS_BAD_ROW = 0x08  # offsets, lengths, sizes or parameters out of range; nothing decoded
+STATUS_BAD_SEGMENTS = 0x10  # segment cut not matching D.6 (raw vs MQ); decoding stopped there
+
+MAX_CBLK_SIDE = 1024  # T.800 A.6.1: xcb, ycb <= 10
+MAX_CBLK_AREA = 4096  # T.800 A.6.1: xcb + ycb <= 12
+MAX_NUM_BPS = 29  # K + 1 <= 30 (values are 2x coefficients: < 2^(K+1))
+# Largest (w + 2) * (h + 2) over all legal sizes (w * h <= 4096, w, h <= 1024)
+SCRATCH_SIZE = MAX_CBLK_AREA + 2 * (MAX_CBLK_SIDE + 4) + 4
+
+
+def make_scratch():
+    """(flags, vals, ctx) scratch arrays for decode_codeblock, big enough for any legal block."""
+    return (np.zeros(SCRATCH_SIZE, np.int32), np.zeros(SCRATCH_SIZE, np.int32),
+            np.zeros(NUM_CONTEXTS, np.int32))
+
+
+@njit(**JIT)
+def pass_is_raw(k, style):
+    """Pass k (0 = first cleanup) is raw-coded: BYPASS, after the first 10 passes, SPP or MRP."""
+    return (style & CBLK_BYPASS) != 0 and k >= 10 and (k + 2) % 3 != 2
+
+
+@njit(**JIT)
+def check_segments(coded, data_start, seg_lengths, seg_passes, seg_first, seg_count):
+    """True when every segment and its 0xFF 0xFF padding lie inside `coded`."""
+    if seg_first < 0 or seg_count < 0 or seg_first + seg_count > seg_lengths.shape[0]:
+        return False
+    if seg_first + seg_count > seg_passes.shape[0] or data_start < 0:
+        return False
+    pos = data_start
+    n = coded.shape[0]
+    for j in range(seg_first, seg_first + seg_count):
+        length = seg_lengths[j]
+        if length < 0 or seg_passes[j] < 0 or seg_passes[j] > 1000:
+            return False
+        pos += length
+        if pos + 2 > n:
+            return False
+        if coded[pos] != 0xFF or coded[pos + 1] != 0xFF:
+            return False
+        pos += 2
+    return True
+
+
+@njit(**JIT)
+def decode_into(coded, data_start, seg_lengths, seg_passes, seg_first, seg_count,
+                w, h, num_bps, orient, style, flags, vals, ctx):
+    """Decode one validated code-block into the scratch `vals` (border layout). Returns status."""
+    fs = w + 2
+    n = (h + 2) * fs
+    flags[:n] = 0
+    vals[:n] = 0
+    ctx[:] = CTX_INIT
+    zc = ZC_LUT[orient]
+    vcausal = (style & CBLK_VCAUSAL) != 0
+    max_passes = 3 * num_bps - 2 if num_bps > 0 else 0
+    status = 0
+    k = 0  # pass index in the code-block
+    pos = data_start
+    a = 0
+    c = 0
+    ct = 0
+    bp = 0
+    for j in range(seg_first, seg_first + seg_count):
+        start = pos
+        pos += seg_lengths[j] + 2
+        npass = seg_passes[j]
+        if npass == 0:
+            continue
+        raw = pass_is_raw(k, style)
+        if raw:
+            c, ct, bp = raw_init(start)
+        else:
+            a, c, ct, bp = mq_init(coded, start)
+        for _ in range(npass):
+            if k >= max_passes:
+                return status | STATUS_TOO_MANY_PASSES
+            if pass_is_raw(k, style) != raw:
+                return status | STATUS_BAD_SEGMENTS
+            kind = (k + 2) % 3  # 0 SPP, 1 MRP, 2 CUP
+            plane = num_bps - 1 - (k + 2) // 3
+            if kind == 0:
+                if raw:
+                    c, ct, bp = spp_raw(coded, c, ct, bp, flags, vals, w, h, plane, vcausal)
+                else:
+                    a, c, ct, bp = spp_mq(coded, a, c, ct, bp, ctx, flags, vals, w, h, zc,
+                                          plane, vcausal)
+            elif kind == 1:
+                if raw:
+                    c, ct, bp = mrp_raw(coded, c, ct, bp, flags, vals, w, h, plane)
+                else:
+                    a, c, ct, bp = mrp_mq(coded, a, c, ct, bp, ctx, flags, vals, w, h, plane)
+            else:
+                a, c, ct, bp = cup_mq(coded, a, c, ct, bp, ctx, flags, vals, w, h, zc, plane,
+                                      vcausal)
+                if style & CBLK_SEGSYM:
+                    sym = 0
+                    for _b in range(4):
+                        d, a, c, ct, bp = mq_decode(coded, ctx, CTX_UNI, a, c, ct, bp)
+                        sym = (sym << 1) | d
+                    if sym != 0xA:
+                        status |= STATUS_SEGSYM
+            if style & CBLK_RESET:
+                ctx[:] = CTX_INIT
+            k += 1
+    return status
+
+
+@njit(**JIT)
+def roi_unshift(v, roishift):
+    """Annex H max-shift: a magnitude >= 2^s (real units; 2^(s+1) here) is shifted down by s."""
+    if roishift <= 0:
+        return v
+    m = -v if v < 0 else v
+    if roishift >= 30 or m < (1 << (roishift + 1)):
+        return v
+    m >>= roishift
+    return -m if v < 0 else m
+
+
+@njit(**JIT)
+def check_params(w, h, num_bps, orient, roishift):
+    """0, or the status bits for block parameters out of range."""
+    if w < 0 or h < 0 or w > MAX_CBLK_SIDE or h > MAX_CBLK_SIDE or w * h > MAX_CBLK_AREA:
+        return STATUS_BAD_ROW
+    if orient < 0 or orient > 3 or num_bps < 0 or roishift < 0:
+        return STATUS_BAD_ROW
+    if num_bps > MAX_NUM_BPS:
+        return STATUS_K_TOO_LARGE
+    return 0
+
+
+@njit(**JIT)
+def decode_codeblock(coded, data_start, seg_lengths, seg_passes, out2d, num_bps, orient, style,
+                     roishift, flags, vals, ctx):
+    """Decode one code-block into out2d (int32 2-D, height x width) and return its status.
+
+    coded: uint8 1-D, the block's segments back to back from data_start, each followed by
+    0xFF 0xFF (not counted in seg_lengths).  seg_lengths / seg_passes: int32 1-D, the block's
+    segments only.  Values written: 2 x the coefficient, sign applied (see passes.py); zeros
+    where nothing was decoded.  flags, vals, ctx: scratch from make_scratch().
+    """
+    h = out2d.shape[0]
+    w = out2d.shape[1]
+    out2d[:, :] = 0
+    status = check_params(w, h, num_bps, orient, roishift)
+    if status:
+        return status
+    if flags.shape[0] < (w + 2) * (h + 2) or vals.shape[0] < (w + 2) * (h + 2):
+        return STATUS_BAD_ROW
+    if ctx.shape[0] < NUM_CONTEXTS:
+        return STATUS_BAD_ROW
+    nseg = seg_lengths.shape[0]
+    if not check_segments(coded, data_start, seg_lengths, seg_passes, 0, nseg):
+        return STATUS_BAD_ROW
+    status = decode_into(coded, data_start, seg_lengths, seg_passes, 0, nseg, w, h, num_bps,
+                         orient, style, flags, vals, ctx)
+    fs = w + 2
+    for y in range(h):
+        for x in range(w):
+            out2d[y, x] = roi_unshift(vals[(y + 1) * fs + x + 1], roishift)
+    return status
+
+
+@njit(**JIT)
+def check_out_region(out_len, off, w, h, stride):
+    """True when all h x w samples at out[off + y * stride + x] lie inside `out`."""
+    if w == 0 or h == 0:
+        return True
+    if off < 0 or stride < w:
+        return False
+    return off + (h - 1) * stride + w <= out_len
+
+
+@njit(**JIT)
+def decode_codeblocks(coded, table, seg_lengths, seg_passes, out):
+    """Decode every code-block of `table` (int64, CB_COLUMNS columns) into the flat `out`.
+
+    Returns the int32 status array, one per row (STATUS_* bits).  Scratch is allocated once.
+    """
+    nblk = table.shape[0]
+    status = np.zeros(nblk, np.int32)
+    if table.shape[1] < CB_COLUMNS:
+        status[:] = STATUS_BAD_ROW
+        return status
+    flags = np.zeros(SCRATCH_SIZE, np.int32)
+    vals = np.zeros(SCRATCH_SIZE, np.int32)
+    ctx = np.zeros(NUM_CONTEXTS, np.int32)
+    for b in range(nblk):
+        w = table[b, CB_WIDTH]
+        h = table[b, CB_HEIGHT]
+        off = table[b, CB_OUT]
+        stride = table[b, CB_STRIDE]
+        num_bps = table[b, CB_NUM_BPS]
+        orient = table[b, CB_ORIENT]
+        style = table[b, CB_STYLE]
+        roishift = table[b, CB_ROISHIFT]
+        if not check_out_region(out.shape[0], off, w, h, stride):
+            status[b] = STATUS_BAD_ROW
+            continue
+        st = check_params(w, h, num_bps, orient, roishift)
+        if st == 0 and not check_segments(coded, table[b, CB_DATA], seg_lengths, seg_passes,
+                                          table[b, CB_SEG_FIRST], table[b, CB_SEG_COUNT]):
+            st = STATUS_BAD_ROW
+        if st:
+            for y in range(h):
+                out[off + y * stride:off + y * stride + w] = 0
+            status[b] = st
+            continue
+        st = decode_into(coded, table[b, CB_DATA], seg_lengths, seg_passes,
+                         table[b, CB_SEG_FIRST], table[b, CB_SEG_COUNT], w, h, num_bps,
+                         orient, style, flags, vals, ctx)
+        fs = w + 2
+        for y in range(h):
+            o = off + y * stride
+            i = (y + 1) * fs + 1
+            for x in range(w):
+                out[o + x] = roi_unshift(vals[i + x], roishift)
+        status[b] = st
+    return status

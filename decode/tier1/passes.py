@@ -1,0 +1,189 @@
+"""The three coding passes of EBCOT tier-1 decoding, T.800 D.3.
+
+Each pass scans the code-block in stripes of four rows, column by column (D.1, Figure D.1).
+Samples live in flat arrays with a one-sample border: sample (x, y) is at index
+(y + 1) * fs + x + 1 with fs = width + 2, in both `flags` (see tables.py) and `vals`.
+`vals` holds 2 x the reconstructed coefficient, sign applied (one fractional bit, as OpenJPEG).
+At bit-plane p a newly significant sample gets magnitude 3 << p (midpoint 1.5 * 2^p in real
+units) and a refinement at plane p adds or subtracts 1 << p (2^(p-1) in real units).
+
+MQ passes take and return the MQ registers (a, c, ct, bp); raw passes (bypass, D.6) the raw
+reader's (c, ct, bp).
+"""
+
+from numba import njit
+
+from .mq import mq_decode, raw_decode
+from .tables import (CTX_MR, CTX_RL, CTX_UNI, F_E, F_N, F_NE, F_NEG_E, F_NEG_N, F_NEG_S,
+                     F_NEG_W, F_NEIGHBOURS, F_NW, F_REFINED, F_S, F_SE, F_SIG, F_SW, F_VISIT,
+                     F_W, SC_LUT)
+
+JIT = dict(cache=True, nogil=True)
+
+
+@njit(**JIT)
+def set_significant(flags, i, fs, neg, hide_north):
+    """Mark sample i significant and tell its 8 neighbours (sign to the 4 direct ones).
+
+    hide_north: vertically causal mode (D.7) for the first row of a stripe: the row above
+    (previous stripe) must not see this sample, as OpenJPEG's update_flags does with vsc.
+    """
+    flags[i] |= F_SIG
+    if neg:
+        flags[i - 1] |= F_E | F_NEG_E
+        flags[i + 1] |= F_W | F_NEG_W
+        flags[i + fs] |= F_N | F_NEG_N
+        if not hide_north:
+            flags[i - fs] |= F_S | F_NEG_S
+    else:
+        flags[i - 1] |= F_E
+        flags[i + 1] |= F_W
+        flags[i + fs] |= F_N
+        if not hide_north:
+            flags[i - fs] |= F_S
+    flags[i + fs - 1] |= F_NE
+    flags[i + fs + 1] |= F_NW
+    if not hide_north:
+        flags[i - fs - 1] |= F_SE
+        flags[i - fs + 1] |= F_SW
+
+
+@njit(**JIT)
+def sign_context(f):
+    """Index into SC_LUT from a sample's flags (significance and sign of N, S, W, E)."""
+    return SC_LUT[(f & 0xF) | ((f >> 4) & 0xF0)]
+
+
+@njit(**JIT)
+def spp_mq(data, a, c, ct, bp, ctx, flags, vals, w, h, zc, plane, vcausal):
+    """Significance propagation pass, MQ coded (D.3.1). zc: ZC_LUT row of the orientation."""
+    fs = w + 2
+    one_half = 3 << plane
+    for y0 in range(0, h, 4):
+        y1 = min(y0 + 4, h)
+        for x in range(w):
+            i = (y0 + 1) * fs + x + 1
+            for y in range(y0, y1):
+                f = flags[i]
+                if (f & (F_SIG | F_VISIT)) == 0 and (f & F_NEIGHBOURS) != 0:
+                    d, a, c, ct, bp = mq_decode(data, ctx, zc[f & F_NEIGHBOURS], a, c, ct, bp)
+                    if d:
+                        sc = sign_context(f)
+                        s, a, c, ct, bp = mq_decode(data, ctx, sc & 0x1F, a, c, ct, bp)
+                        s ^= sc >> 7
+                        vals[i] = -one_half if s else one_half
+                        set_significant(flags, i, fs, s, vcausal and (y & 3) == 0)
+                    flags[i] |= F_VISIT
+                i += fs
+    return a, c, ct, bp
+
+
+@njit(**JIT)
+def mrp_mq(data, a, c, ct, bp, ctx, flags, vals, w, h, plane):
+    """Magnitude refinement pass, MQ coded (D.3.3), contexts of Table D.4."""
+    fs = w + 2
+    half = 1 << plane
+    for y0 in range(0, h, 4):
+        y1 = min(y0 + 4, h)
+        for x in range(w):
+            i = (y0 + 1) * fs + x + 1
+            for y in range(y0, y1):
+                f = flags[i]
+                if (f & (F_SIG | F_VISIT)) == F_SIG:
+                    if f & F_REFINED:
+                        cx = CTX_MR + 2
+                    elif f & F_NEIGHBOURS:
+                        cx = CTX_MR + 1
+                    else:
+                        cx = CTX_MR
+                    d, a, c, ct, bp = mq_decode(data, ctx, cx, a, c, ct, bp)
+                    v = vals[i]
+                    vals[i] = v + half if d ^ (v < 0) else v - half
+                    flags[i] = f | F_REFINED
+                i += fs
+    return a, c, ct, bp
+
+
+@njit(**JIT)
+def cup_mq(data, a, c, ct, bp, ctx, flags, vals, w, h, zc, plane, vcausal):
+    """Cleanup pass (D.3.4) with run-length coding of full stripe columns; clears VISIT."""
+    fs = w + 2
+    one_half = 3 << plane
+    for y0 in range(0, h, 4):
+        y1 = min(y0 + 4, h)
+        full = y1 - y0 == 4
+        for x in range(w):
+            i = (y0 + 1) * fs + x + 1
+            y = y0
+            if full and (flags[i] | flags[i + fs] | flags[i + 2 * fs] | flags[i + 3 * fs]) == 0:
+                d, a, c, ct, bp = mq_decode(data, ctx, CTX_RL, a, c, ct, bp)
+                if d == 0:
+                    continue
+                r1, a, c, ct, bp = mq_decode(data, ctx, CTX_UNI, a, c, ct, bp)
+                r0, a, c, ct, bp = mq_decode(data, ctx, CTX_UNI, a, c, ct, bp)
+                r = (r1 << 1) | r0
+                i += r * fs
+                y += r
+                sc = sign_context(flags[i])
+                s, a, c, ct, bp = mq_decode(data, ctx, sc & 0x1F, a, c, ct, bp)
+                s ^= sc >> 7
+                vals[i] = -one_half if s else one_half
+                set_significant(flags, i, fs, s, vcausal and (y & 3) == 0)
+                i += fs
+                y += 1
+            while y < y1:
+                f = flags[i]
+                if (f & (F_SIG | F_VISIT)) == 0:
+                    d, a, c, ct, bp = mq_decode(data, ctx, zc[f & F_NEIGHBOURS], a, c, ct, bp)
+                    if d:
+                        sc = sign_context(f)
+                        s, a, c, ct, bp = mq_decode(data, ctx, sc & 0x1F, a, c, ct, bp)
+                        s ^= sc >> 7
+                        vals[i] = -one_half if s else one_half
+                        set_significant(flags, i, fs, s, vcausal and (y & 3) == 0)
+                flags[i] &= ~F_VISIT
+                i += fs
+                y += 1
+    return a, c, ct, bp
+
+
+@njit(**JIT)
+def spp_raw(data, c, ct, bp, flags, vals, w, h, plane, vcausal):
+    """Significance propagation pass, raw (bypass, D.6): significance and sign bits uncoded."""
+    fs = w + 2
+    one_half = 3 << plane
+    for y0 in range(0, h, 4):
+        y1 = min(y0 + 4, h)
+        for x in range(w):
+            i = (y0 + 1) * fs + x + 1
+            for y in range(y0, y1):
+                f = flags[i]
+                if (f & (F_SIG | F_VISIT)) == 0 and (f & F_NEIGHBOURS) != 0:
+                    d, c, ct, bp = raw_decode(data, c, ct, bp)
+                    if d:
+                        s, c, ct, bp = raw_decode(data, c, ct, bp)
+                        vals[i] = -one_half if s else one_half
+                        set_significant(flags, i, fs, s, vcausal and (y & 3) == 0)
+                    flags[i] |= F_VISIT
+                i += fs
+    return c, ct, bp
+
+
+@njit(**JIT)
+def mrp_raw(data, c, ct, bp, flags, vals, w, h, plane):
+    """Magnitude refinement pass, raw (bypass, D.6)."""
+    fs = w + 2
+    half = 1 << plane
+    for y0 in range(0, h, 4):
+        y1 = min(y0 + 4, h)
+        for x in range(w):
+            i = (y0 + 1) * fs + x + 1
+            for y in range(y0, y1):
+                f = flags[i]
+                if (f & (F_SIG | F_VISIT)) == F_SIG:
+                    d, c, ct, bp = raw_decode(data, c, ct, bp)
+                    v = vals[i]
+                    vals[i] = v + half if d ^ (v < 0) else v - half
+                    flags[i] = f | F_REFINED
+                i += fs
+    return c, ct, bp
