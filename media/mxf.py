@@ -541,6 +541,15 @@ class MXFFile:
 
     def frame(self, n: int, eye: str = "left") -> bytes:
         """Codestream of frame ``n`` (0-based), located through the index table."""
+        off, size = self.locate_frame(n, eye)
+        return self.reader.read(off, size, f"frame {n}")
+
+    def frame_size(self, n: int, eye: str = "left") -> int:
+        """Bytes in frame ``n``'s codestream, without reading it."""
+        return self.locate_frame(n, eye)[1]
+
+    def locate_frame(self, n: int, eye: str = "left") -> tuple[int, int]:
+        """(file offset, bytes) of frame ``n``'s codestream, from the index table."""
         self.check_readable()
         if not 0 <= n < self.frame_count:
             raise IndexError(f"frame {n} out of range 0..{self.frame_count - 1}")
@@ -554,7 +563,7 @@ class MXFFile:
                 size = self._clip_end(part) - off
             if size <= 0 or off + size > part.end:
                 raise self.reader.error(f"index gives frame {n} an impossible size {size}", off)
-            return self.reader.read(off, size, f"frame {n}")
+            return off, size
         return self._picture_element(off, part, n, second=(eye == "right" and not self._eye_entries
                                                            and self.stereoscopic))
 
@@ -568,7 +577,8 @@ class MXFFile:
         assert part.essence_start is not None
         return self.reader.klv_at(part.essence_start, part.end).end
 
-    def _picture_element(self, off: int, part: Partition, n: int, second: bool = False) -> bytes:
+    def _picture_element(self, off: int, part: Partition, n: int,
+                         second: bool = False) -> tuple[int, int]:
         """Read the picture element of the content package starting at ``off`` (a few KLVs)."""
         r = self.reader
         seen = 0
@@ -585,7 +595,7 @@ class MXFFile:
                                  "needed to decrypt it", off)
             if key_matches(klv.key, GC_ELEMENT) and klv.key[12] in PICTURE_ITEMS:
                 if not second or seen:
-                    return r.read(klv.value_offset, klv.length, f"frame {n}")
+                    return klv.value_offset, klv.length
                 seen += 1
             elif key_matches(klv.key, PARTITION_PACK) or not (
                     key_matches(klv.key, GC_ELEMENT) or key_matches(klv.key, FILL)

@@ -28,6 +28,8 @@ class Track(Protocol):
 
     def frame(self, n: int, eye: str = "left") -> bytes: ...
 
+    def frame_size(self, n: int, eye: str = "left") -> int: ...
+
     def close(self) -> None: ...
 
 
@@ -55,6 +57,12 @@ class FrameFiles:
 
     def frame(self, n: int, eye: str = "left") -> bytes:
         return read_codestream_file(self.files[n])
+
+    def frame_size(self, n: int, eye: str = "left") -> int:
+        try:
+            return self.files[n].stat().st_size
+        except OSError as exc:
+            raise MediaError(self.files[n], f"cannot read: {exc.strerror or exc}") from None
 
     def close(self) -> None:
         pass
@@ -105,6 +113,11 @@ class Source:
             raise ValueError(f"eye must be 'left' or 'right', not {eye!r}")
         span, k = self.locate(n)
         return span.track.frame(k, eye)
+
+    def frame_size(self, n: int, eye: str = "left") -> int:
+        """Bytes in frame ``n``'s codestream (read from the index or the file size)."""
+        span, k = self.locate(n)
+        return span.track.frame_size(k, eye)
 
     def close(self) -> None:
         for t in {id(s.track): s.track for s in self.spans}.values():

@@ -1,0 +1,130 @@
+"""``cinegpu check PATH``: verify a package against its packing lists (ST 429-8, ST 2067-2).
+
+Every PKL asset must exist where the ASSETMAP puts it, with the PKL's size and SHA-1 hash
+(base64 of the digest, as PKLs carry it). Files in the package folder that the ASSETMAP does not
+name are reported as extra (a warning); CPL assets missing from the ASSETMAP are problems.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tqdm import tqdm
+
+from .errors import MediaError
+from .package import Package, read_package, relpath
+
+CHUNK = 1 << 20
+
+
+@dataclass
+class CheckReport:
+    root: Path
+    checked: int = 0
+    problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def text(self) -> str:
+        lines = [f"checked {self.checked} asset(s) in {self.root}"]
+        lines += [f"PROBLEM: {p}" for p in self.problems]
+        lines += [f"warning: {w}" for w in self.warnings]
+        lines.append("OK" if self.ok else f"FAILED: {len(self.problems)} problem(s)")
+        return "\n".join(lines)
+
+
+def sha1_base64(path: Path, bar: tqdm | None = None) -> str:
+    h = hashlib.sha1()
+    with open(path, "rb") as f:
+        while True:
+            block = f.read(CHUNK)
+            if not block:
+                break
+            h.update(block)
+            if bar is not None:
+                bar.update(len(block))
+    return base64.b64encode(h.digest()).decode("ascii")
+
+
+def _verify_assets(pkg: Package, report: CheckReport, progress: bool) -> None:
+    todo = []
+    for pkl in pkg.pkls:
+        for a in pkl.assets:
+            path = pkg.paths.get(a.id)
+            name = relpath(pkl.path, pkg.root)
+            if path is None:
+                report.problems.append(f"{name}: asset {a.id} is not in the ASSETMAP")
+                continue
+            if not path.is_file():
+                report.problems.append(f"{relpath(path, pkg.root)}: missing (asset {a.id} of {name})")
+                continue
+            size = path.stat().st_size
+            if a.size is not None and size != a.size:
+                report.problems.append(f"{relpath(path, pkg.root)}: {size} bytes, the PKL says "
+                                       f"{a.size}")
+                continue
+            todo.append((path, a, name))
+    total = sum(p.stat().st_size for p, _, _ in todo)
+    with tqdm(total=total, unit="B", unit_scale=True, desc="hashing", disable=not progress,
+              leave=False) as bar:
+        for path, a, name in todo:
+            report.checked += 1
+            if not a.hash:
+                report.warnings.append(f"{relpath(path, pkg.root)}: no hash in {name}")
+                continue
+            digest = sha1_base64(path, bar)
+            if digest != a.hash.strip():
+                report.problems.append(f"{relpath(path, pkg.root)}: SHA-1 {digest} does not "
+                                       f"match the PKL's {a.hash.strip()}")
+
+
+def _cross_check(pkg: Package, report: CheckReport) -> None:
+    in_pkl = {a.id for pkl in pkg.pkls for a in pkl.assets} | set(pkg.packing_list_ids)
+    for aid, path in pkg.paths.items():
+        if aid not in in_pkl:
+            report.warnings.append(f"{relpath(path, pkg.root)}: in the ASSETMAP but in no PKL")
+    for comp in pkg.compositions:
+        for reel in comp.reels:
+            for a in reel.assets:
+                if a.path is None and a.kind != "markers":
+                    report.problems.append(f"{relpath(comp.path, pkg.root)}: {a.kind} asset {a.id} "
+                                           "is not in the ASSETMAP")
+    named = {p.resolve() for p in pkg.paths.values()} | {pkg.assetmap_path.resolve()}
+    if pkg.volindex:
+        named.add(pkg.volindex.resolve())
+    for dirpath, _dirs, files in os.walk(pkg.root):
+        for f in files:
+            p = Path(dirpath, f)
+            if p.resolve() not in named:
+                report.warnings.append(f"{relpath(p, pkg.root)}: extra file, not in the ASSETMAP")
+
+
+def check(path, progress: bool = True) -> CheckReport:
+    """Check the package at ``path`` (a folder or its ASSETMAP); never raises MediaError."""
+    root = Path(path)
+    report = CheckReport(root if root.is_dir() else root.parent)
+    try:
+        pkg = read_package(root)
+    except MediaError as exc:
+        report.problems.append(str(exc))
+        return report
+    report.root = pkg.root
+    if not pkg.pkls:
+        report.problems.append(f"{pkg.assetmap_path.name}: no packing list")
+    _verify_assets(pkg, report, progress)
+    _cross_check(pkg, report)
+    return report
+
+
+def run(path, progress: bool = True) -> int:
+    """Print the report; 0 when the package checks out, 1 otherwise."""
+    report = check(path, progress)
+    print(report.text())
+    return 0 if report.ok else 1

@@ -1,0 +1,205 @@
+"""The report of ``cinegpu info PATH``: package, compositions, reels, picture, frame sizes, profile.
+
+Frame-size caps are those of ``docs/dci-facts.md``: libdcp's verifier errors above
+250e6 / (8 fps) bytes per frame and warns above 230e6 / (8 fps).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path
+
+from .errors import MediaError
+from .j2k_profile import parse_profile
+from .klv import ul_str
+from .mxf import MXFFile
+from .package import Composition, Package, find_assetmap, local, parse_xml, read_package, relpath
+from .source import FRAME_SUFFIXES, Source, is_mxf, open_sequence
+
+FLAVOURS = {"dcp-smpte": "DCP, SMPTE (ST 429)", "dcp-interop": "DCP, Interop (PROTO-ASDCP)",
+            "imf": "IMF (ST 2067)"}
+
+
+def fps_text(rate: Fraction | None) -> str:
+    if rate is None:
+        return "unknown rate"
+    return f"{float(rate):.3f}".rstrip("0").rstrip(".") + (f" ({rate})" if rate.denominator != 1 else "")
+
+
+def duration_text(frames: int, rate: Fraction | None) -> str:
+    if not rate:
+        return f"{frames} frames"
+    seconds = frames / rate
+    return f"{frames} frames ({float(seconds):.3f} s)"
+
+
+def frame_caps(rate: Fraction | None) -> tuple[int, int] | None:
+    """(error cap, warning cap) in bytes per frame at ``rate`` (libdcp verify.cc practice)."""
+    if not rate:
+        return None
+    return int(250_000_000 / (8 * rate)), int(230_000_000 / (8 * rate))
+
+
+def size_lines(sizes: list[int], rate: Fraction | None) -> list[str]:
+    if not sizes:
+        return ["frame sizes: none"]
+    lo, hi, mean = min(sizes), max(sizes), sum(sizes) / len(sizes)
+    out = [f"frame sizes: min {lo:,} / mean {mean:,.0f} / max {hi:,} bytes over {len(sizes)} frames"]
+    caps = frame_caps(rate)
+    if caps:
+        cap, warn = caps
+        over = sum(s > cap for s in sizes)
+        near = sum(warn < s <= cap for s in sizes)
+        verdict = ("within the cap" if not over and not near else
+                   f"{over} frame(s) over the cap, {near} above the 230 Mbit/s warning level")
+        out.append(f"  DCI cap at {fps_text(rate)} fps: {cap:,} bytes per frame (250 Mbit/s): {verdict}")
+    return out
+
+
+def profile_lines(data: bytes, path) -> list[str]:
+    try:
+        prof = parse_profile(data, path)
+    except MediaError as exc:
+        return [f"codestream: unreadable main header ({exc.reason})"]
+    name, problems = prof.dci_problems()
+    out = [f"codestream: {prof.summary()}", f"  markers before the first SOT: {' '.join(prof.markers)}"]
+    if prof.htj2k:
+        out.append("  HTJ2K (ISO 15444-15): cinegpu's decoder does not decode Part 15 yet")
+    if problems:
+        out.append(f"  {name} profile: not met: " + "; ".join(problems))
+    else:
+        out.append(f"  {name} profile: met")
+    return out
+
+
+def picture_lines(source: Source) -> list[str]:
+    """Picture format, frame-size statistics and codestream profile of an open source."""
+    out = []
+    first = source.frame(0) if source.frame_count else b""
+    comps = depth = "?"
+    if first:
+        try:
+            prof = parse_profile(first, source.path)
+            comps = str(len(prof.components))
+            depth = "/".join(str(c[0]) for c in prof.components)
+        except MediaError:
+            pass
+    out.append(f"picture: {source.width}x{source.height}, {fps_text(source.edit_rate)} fps, "
+               f"{comps} components, {depth} bit, {'stereoscopic' if source.stereoscopic else '2D'}")
+    sizes = [source.frame_size(n) for n in range(source.frame_count)]
+    out += size_lines(sizes, source.edit_rate)
+    if first:
+        out += profile_lines(first, source.path)
+    return out
+
+
+def mxf_lines(mxf: MXFFile, indent: str = "") -> list[str]:
+    out = []
+    parts = ", ".join(f"{p.kind}@{p.offset}" + (f" (body SID {p.body_sid})" if p.body_sid else "")
+                      for p in mxf.partitions)
+    op = mxf.partitions[0].operational_pattern
+    out.append(f"{indent}track file: {Path(mxf.path).name}, operational pattern {ul_str(op)}")
+    out.append(f"{indent}  partitions: {parts}")
+    segs = mxf.index_segments
+    if segs:
+        kind = "CBR" if segs[0].edit_unit_byte_count else "VBR"
+        out.append(f"{indent}  index: {len(segs)} segment(s), {kind}, {mxf.frame_count} edit units, "
+                   f"{'clip' if mxf.clip_wrapped else 'frame'}-wrapped")
+    if mxf.picture:
+        pic = mxf.picture
+        out.append(f"{indent}  picture descriptor: {pic.descriptor}, stored {pic.stored_width}x"
+                   f"{pic.stored_height}, sample rate {pic.sample_rate}, container duration "
+                   f"{pic.container_duration}" + (f", JPEG 2000 Rsiz 0x{pic.j2k['Rsiz']:04x}"
+                                                  if isinstance(pic.j2k.get("Rsiz"), int) else ""))
+    if mxf.sound:
+        snd = mxf.sound
+        out.append(f"{indent}  sound descriptor: {snd.descriptor}, {snd.channels} channels, "
+                   f"{snd.quantization_bits} bit, {snd.sample_rate} Hz, container duration "
+                   f"{snd.container_duration}")
+    if mxf.encrypted:
+        out.append(f"{indent}  encrypted (ST 429-6): a KDM is needed to play it")
+    return out
+
+
+def composition_lines(pkg: Package, comp: Composition) -> list[str]:
+    pics = [a for r in comp.reels for a in r.of_kind("picture", "stereo-picture")]
+    frames = sum(a.duration for a in pics)
+    out = [f"composition: {comp.title!r} ({comp.content_kind or 'no kind'}), "
+           f"{relpath(comp.path, pkg.root)}, id {comp.id}",
+           f"  {FLAVOURS.get(comp.flavour, comp.flavour)}, edit rate {fps_text(comp.edit_rate)}, "
+           f"{len(comp.reels)} {'segment' if comp.flavour == 'imf' else 'reel'}(s), "
+           f"{duration_text(frames, comp.edit_rate)}, "
+           f"{'stereoscopic' if comp.stereoscopic else '2D'}"]
+    for i, reel in enumerate(comp.reels, 1):
+        out.append(f"  {'segment' if comp.flavour == 'imf' else 'reel'} {i} ({reel.id}):")
+        for a in reel.assets:
+            name = relpath(a.path, pkg.root) if a.path else f"{a.id} (not in the ASSETMAP)"
+            extra = []
+            if a.frame_rate:
+                extra.append(f"frame rate {a.frame_rate}")
+            if a.screen_aspect_ratio:
+                extra.append(f"aspect {a.screen_aspect_ratio}")
+            if a.key_id:
+                extra.append(f"encrypted, key {a.key_id}")
+            if a.repeat_count != 1:
+                extra.append(f"repeated {a.repeat_count}x")
+            out.append(f"    {a.kind}: {name}, entry {a.entry_point}, duration {a.duration} "
+                       f"(intrinsic {a.intrinsic_duration}), edit rate {a.edit_rate}"
+                       + ("; " + ", ".join(extra) if extra else ""))
+            if a.kind == "sound" and a.path and a.path.is_file():
+                try:
+                    with MXFFile(a.path) as m:
+                        if m.sound:
+                            out.append(f"      {m.sound.channels} channels, {m.sound.quantization_bits}"
+                                       f" bit, {m.sound.sample_rate} Hz")
+                except MediaError as exc:
+                    out.append(f"      unreadable: {exc}")
+    return out
+
+
+def package_report(pkg: Package) -> list[str]:
+    from .source import open_composition
+    out = [f"package: {FLAVOURS.get(pkg.kind, pkg.kind)}, {pkg.root}",
+           f"  asset map: {pkg.assetmap_path.name} ({pkg.flavour}), {len(pkg.paths)} assets"
+           + (f", volume index {pkg.volindex.name}" if pkg.volindex else "")]
+    for pkl in pkg.pkls:
+        out.append(f"  packing list: {relpath(pkl.path, pkg.root)} ({pkl.flavour}), "
+                   f"{len(pkl.assets)} assets")
+    for comp in pkg.compositions:
+        out += [""] + composition_lines(pkg, comp)
+        try:
+            with open_composition(pkg, comp) as source:
+                out += ["  " + line for line in picture_lines(source)]
+        except MediaError as exc:
+            out.append(f"  picture: not readable: {exc}")
+    return out
+
+
+def describe(path) -> str:
+    p = Path(path)
+    if p.is_dir():
+        if find_assetmap(p) is not None:
+            return "\n".join(package_report(read_package(p)))
+        with open_sequence(p) as seq:
+            return "\n".join([f"J2K sequence: {p}, {seq.frame_count} frames "
+                              f"({seq.spans[0].track.files[0].name} .. "  # type: ignore[attr-defined]
+                              f"{seq.spans[0].track.files[-1].name})"]  # type: ignore[attr-defined]
+                             + picture_lines(seq))
+    if not p.is_file():
+        raise MediaError(p, "no such file or folder")
+    if p.suffix.lower() == ".mxf" or is_mxf(p):
+        with MXFFile(p) as mxf:
+            out = [f"MXF track file: {p}"] + mxf_lines(mxf)
+            if mxf.picture and not mxf.encrypted:
+                from .source import open_mxf_source
+                with open_mxf_source(p) as src:
+                    out += picture_lines(src)
+            return "\n".join(out)
+    if p.suffix.lower() in FRAME_SUFFIXES:
+        from .source import open_source
+        with open_source(p) as src:
+            return "\n".join([f"codestream: {p}"] + picture_lines(src))
+    root = parse_xml(p)
+    if local(root) in ("AssetMap", "PackingList", "CompositionPlaylist", "VolumeIndex"):
+        return describe(p.parent)
+    raise MediaError(p, f"not a package, track file or codestream (XML root <{local(root)}>)")
