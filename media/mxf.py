@@ -205,7 +205,7 @@ class MXFFile:
              and p.essence_start is not None), key=lambda p: p.body_offset)
         self._essence_keys = [p.body_offset for p in self._essence_parts]
         self._seg_starts = [s.start for s in self.index_segments]
-        self.clip_wrapped = self._is_clip_wrapped()
+        self.clip_wrapped = self._is_clip_wrapped() if self.picture else False
         self.frame_count = self._frame_count()
 
     def close(self) -> None:
@@ -459,9 +459,24 @@ class MXFFile:
         return with_essence[0] if with_essence else 0
 
     def _is_clip_wrapped(self) -> bool:
-        """ST 422 essence container ULs end in 01 (frame-wrapped) or 02 (clip-wrapped)."""
+        """Clip-wrapped when the ST 422 container UL ends in 02, or when the first essence KLV
+        holds more than one edit unit of a VBR index (ffmpeg's OP-Atom writes one KLV for the
+        whole clip under the frame-wrapped UL)."""
         ec = self.picture.essence_container if self.picture else None
-        return bool(ec and len(ec) == 16 and ec[8:14] == bytes.fromhex("0d010301020c") and ec[14] == 2)
+        if ec and len(ec) == 16 and ec[8:14] == bytes.fromhex("0d010301020c") and ec[14] == 2:
+            return True
+        segs = [s for s in self.index_segments if s.entry_count]
+        if not self._essence_parts or not segs or self.index_segments[0].edit_unit_byte_count:
+            return False
+        first = self._essence_parts[0]
+        assert first.essence_start is not None
+        klv = self.reader.klv_at(first.essence_start, first.end)
+        if not (key_matches(klv.key, GC_ELEMENT) and klv.key[12] in PICTURE_ITEMS):
+            return False
+        offsets = [s.stream_offset(i) for s in segs[:1] for i in range(min(2, s.entry_count))]
+        if len(offsets) < 2 and len(segs) > 1:
+            offsets.append(segs[1].stream_offset(0))
+        return len(offsets) == 2 and first.body_offset + (klv.end - first.essence_start) > offsets[1]
 
     def _frame_count(self) -> int:
         if self.index_segments and not self.index_segments[0].edit_unit_byte_count:
@@ -598,9 +613,9 @@ class MXFFile:
                     return klv.value_offset, klv.length
                 seen += 1
             elif key_matches(klv.key, PARTITION_PACK) or not (
-                    key_matches(klv.key, GC_ELEMENT) or key_matches(klv.key, FILL)
+                    klv.key[8:12] == GC_ELEMENT[8:12] or key_matches(klv.key, FILL)
                     or klv.key[4] == 0x01):
-                break
+                break   # not part of a content package (ST 379-1 6.x: system, picture, ... items)
             off = klv.end
         raise r.error(f"index entry for frame {n} does not point at a picture essence element", off)
 
