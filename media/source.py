@@ -214,7 +214,7 @@ def is_mxf(path: Path) -> bool:
             head = f.read(65536 + 16)
     except OSError:
         return False
-    return head.find(bytes.fromhex("060e2b34020501010d010201010")) >= 0
+    return head.find(bytes.fromhex("060e2b34020501010d01020101")) >= 0
 
 
 def open_source(path) -> Source:
