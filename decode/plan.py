@@ -1,0 +1,314 @@
+"""The decode plan: the geometry of one tile, built once per header (Annex B).
+
+A :class:`TilePlan` holds, for one tile, its tile-components, resolutions
+and subbands as small objects, and its precincts and code-blocks as flat
+numpy tables that the numba tier-2 and tier-1 kernels read:
+
+* ``prec_pb`` (n_prec, 2): first precinct-band row and how many (1 or 3);
+* ``pb`` (n_pb, PB_COLUMNS): code-block grid of a precinct in one subband;
+* ``cb`` (n_cb, tier1.CB_COLUMNS): the tier-1 table of every code-block,
+  in packet order (precinct, subband, raster), output offsets into one flat
+  coefficient buffer laid out per subband.
+
+Every frame of a reel shares its main header, so a plan is reused across
+frames: only coded bytes change. Coordinates are in samples on each
+component's own grid at the resolution named.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import tier1
+from .codestream.header import Codestream, Tile
+from .errors import InvalidSegment, UnsupportedFeature
+
+# Columns of the precinct-band table.
+PB_NCBX, PB_NCBY, PB_CB_FIRST, PB_NODES = 0, 1, 2, 3
+PB_COLUMNS = 4
+
+#: log2 of the band gain (Table E.1) by orientation LL, HL, LH, HH.
+LOG2_GAIN = (0, 1, 1, 2)
+#: Cap on the code-blocks of one tile (guards memory against absurd headers).
+MAX_CODEBLOCKS = 1 << 24
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+@dataclass
+class Band:
+    """A subband (B.5): orientation, rectangle [x0, x1) x [y0, y1), step size."""
+
+    orient: int
+    x0: int
+    y0: int
+    x1: int
+    y1: int
+    offset: int  #: first sample in the tile's flat coefficient buffer
+    delta: float  #: quantization step size Delta_b (E-3); 1.0 when reversible
+    Mb: int  #: magnitude bit-planes (E-2)
+
+    @property
+    def width(self) -> int:
+        return self.x1 - self.x0
+
+    @property
+    def height(self) -> int:
+        return self.y1 - self.y0
+
+
+@dataclass
+class Resolution:
+    """Resolution level r of a tile-component (B.5): rectangle and bands."""
+
+    r: int
+    x0: int
+    y0: int
+    x1: int
+    y1: int
+    bands: list[Band]
+    PPx: int
+    PPy: int
+    npx: int  #: precincts across
+    npy: int  #: precincts down
+    prec_first: int  #: global index of precinct 0 in the tile
+
+    @property
+    def rect(self) -> tuple[int, int, int, int]:
+        return self.x0, self.y0, self.x1, self.y1
+
+
+@dataclass
+class TileComponent:
+    c: int
+    x0: int
+    y0: int
+    x1: int
+    y1: int
+    levels: int
+    reversible: bool
+    resolutions: list[Resolution]  #: all NL+1, decoded or not
+    decoded: int  #: resolutions kept after ``reduce``: 0..decoded-1
+
+
+@dataclass
+class TilePlan:
+    """Geometry of one tile and the flat tables of its precincts and code-blocks."""
+
+    index: int
+    x0: int
+    y0: int
+    x1: int
+    y1: int
+    components: list[TileComponent]
+    layers: int
+    prec_pb: np.ndarray
+    pb: np.ndarray
+    cb: np.ndarray
+    cb_keep: np.ndarray  #: 1 where the code-block's resolution is decoded
+    nodes: int  #: tag-tree nodes over all precinct-bands
+    coeff_size: int  #: samples in the flat coefficient buffer
+    num_precincts: int
+    sop: bool
+    eph: bool
+    progression: int
+    pocs: list = field(default_factory=list)
+    mct: int = 0
+
+
+def tile_rect(cs: Codestream, t: int) -> tuple[int, int, int, int]:
+    """(tx0, ty0, tx1, ty1) of tile ``t`` on the reference grid (B-7)."""
+    s = cs.siz
+    p, q = t % s.num_tiles_x, t // s.num_tiles_x
+    tx0 = max(s.XTOsiz + p * s.XTsiz, s.XOsiz)
+    ty0 = max(s.YTOsiz + q * s.YTsiz, s.YOsiz)
+    tx1 = min(s.XTOsiz + (p + 1) * s.XTsiz, s.Xsiz)
+    ty1 = min(s.YTOsiz + (q + 1) * s.YTsiz, s.Ysiz)
+    return tx0, ty0, tx1, ty1
+
+
+def build_tile_plan(cs: Codestream, t: int, reduce: int = 0) -> TilePlan:
+    """Lay out tile ``t``: resolutions, subbands, precincts, code-blocks."""
+    tile = cs.tiles.get(t)
+    tx0, ty0, tx1, ty1 = tile_rect(cs, t)
+    cod = cs.cod(tile)
+    comps: list[TileComponent] = []
+    prec_pb: list[tuple[int, int]] = []
+    pb_rows: list[np.ndarray] = []
+    cb_rows: list[np.ndarray] = []
+    keep_rows: list[np.ndarray] = []
+    counters = {"pb": 0, "cb": 0, "nodes": 0, "coeff": 0}
+    for c in range(cs.siz.Csiz):
+        tc = _tile_component(cs, tile, c, (tx0, ty0, tx1, ty1), reduce, counters,
+                             prec_pb, pb_rows, cb_rows, keep_rows)
+        comps.append(tc)
+    pb = np.concatenate(pb_rows) if pb_rows else np.zeros((0, PB_COLUMNS), np.int64)
+    cb = np.concatenate(cb_rows) if cb_rows else np.zeros((0, tier1.CB_COLUMNS), np.int64)
+    keep = np.concatenate(keep_rows) if keep_rows else np.zeros(0, np.int8)
+    return TilePlan(
+        t, tx0, ty0, tx1, ty1, comps, cod.layers,
+        np.asarray(prec_pb, np.int64).reshape(-1, 2), pb, cb, keep,
+        counters["nodes"], counters["coeff"], len(prec_pb), cod.sop, cod.eph,
+        cod.progression, list(cs.progressions(tile)), cod.mct,
+    )
+
+
+def _tile_component(cs, tile: Tile | None, c, trect, reduce, counters, prec_pb, pb_rows, cb_rows, keep_rows):
+    s = cs.siz
+    tx0, ty0, tx1, ty1 = trect
+    sp = cs.spcod(tile, c)
+    q = cs.quantization(tile, c)
+    roi = cs.roi_shift(tile, c)
+    NL = sp.levels
+    if reduce > NL:
+        raise UnsupportedFeature(f"reduce {reduce} is more than the {NL} levels of component {c}")
+    tcx0, tcx1 = _cdiv(tx0, s.XRsiz[c]), _cdiv(tx1, s.XRsiz[c])
+    tcy0, tcy1 = _cdiv(ty0, s.YRsiz[c]), _cdiv(ty1, s.YRsiz[c])
+    precision = s.precision(c)
+    resolutions = []
+    band_index = 0
+    for r in range(NL + 1):
+        d = 1 << (NL - r)
+        rx0, rx1, ry0, ry1 = _cdiv(tcx0, d), _cdiv(tcx1, d), _cdiv(tcy0, d), _cdiv(tcy1, d)
+        PPx, PPy = sp.precincts[r]
+        keep = r <= NL - reduce
+        bands = []
+        orients = (tier1.ORIENT_LL,) if r == 0 else (tier1.ORIENT_HL, tier1.ORIENT_LH, tier1.ORIENT_HH)
+        for orient in orients:
+            nb = NL if r == 0 else NL - r + 1
+            xob, yob = (orient & 1), (orient >> 1)
+            if r == 0:
+                bx0, bx1, by0, by1 = rx0, rx1, ry0, ry1
+            else:
+                h = 1 << (nb - 1)
+                bx0, bx1 = _cdiv(tcx0 - h * xob, 1 << nb), _cdiv(tcx1 - h * xob, 1 << nb)
+                by0, by1 = _cdiv(tcy0 - h * yob, 1 << nb), _cdiv(tcy1 - h * yob, 1 << nb)
+            eps, mu = q.step(band_index, NL)
+            band_index += 1
+            Rb = precision + LOG2_GAIN[orient]
+            delta = 1.0 if sp.reversible else (2.0 ** (Rb - eps)) * (1.0 + mu / 2048.0)
+            Mb = q.guard_bits + eps - 1
+            size = (bx1 - bx0) * (by1 - by0) if keep else 0
+            bands.append(Band(orient, bx0, by0, bx1, by1, counters["coeff"], delta, Mb))
+            counters["coeff"] += size
+        npx = (_cdiv(rx1, 1 << PPx) - (rx0 >> PPx)) if rx1 > rx0 else 0
+        npy = (_cdiv(ry1, 1 << PPy) - (ry0 >> PPy)) if ry1 > ry0 else 0
+        res = Resolution(r, rx0, ry0, rx1, ry1, bands, PPx, PPy, npx, npy, len(prec_pb))
+        _precincts(res, sp, roi, keep, counters, prec_pb, pb_rows, cb_rows, keep_rows)
+        resolutions.append(res)
+    return TileComponent(c, tcx0, tcy0, tcx1, tcy1, NL, sp.reversible, resolutions, NL + 1 - reduce)
+
+
+def _tree_nodes(w: np.ndarray, h: np.ndarray) -> np.ndarray:
+    """Nodes of tag trees over w x h leaves (B.10.2), elementwise."""
+    total = np.zeros_like(w)
+    w, h = w.copy(), h.copy()
+    live = (w > 0) & (h > 0)
+    while live.any():
+        total += np.where(live, w * h, 0)
+        done = live & (w == 1) & (h == 1)
+        live &= ~done
+        w, h = (w + 1) // 2, (h + 1) // 2
+    return total
+
+
+def _precincts(res: Resolution, sp, roi, keep, counters, prec_pb, pb_rows, cb_rows, keep_rows):
+    """Fill the precinct, precinct-band and code-block tables of one resolution."""
+    r = res.r
+    n_prec = res.npx * res.npy
+    nbands = len(res.bands)
+    pp_x = res.PPx if r == 0 else res.PPx - 1  # precinct size in band samples (B-16)
+    pp_y = res.PPy if r == 0 else res.PPy - 1
+    xcb, ycb = min(sp.xcb, pp_x), min(sp.ycb, pp_y)
+    kx0, ky0 = res.x0 >> res.PPx, res.y0 >> res.PPy
+    kx = np.arange(res.npx, dtype=np.int64)
+    ky = np.arange(res.npy, dtype=np.int64)
+    pb_first = counters["pb"]
+    for p in range(n_prec):
+        prec_pb.append((pb_first + p * nbands, nbands))
+    if n_prec == 0:
+        return
+    tables = np.zeros((n_prec, nbands, PB_COLUMNS), np.int64)
+    per_band = []
+    for bi, b in enumerate(res.bands):
+        # code-block cells of each precinct, per axis
+        px0 = np.maximum((kx0 + kx) << pp_x, b.x0)
+        px1 = np.minimum((kx0 + kx + 1) << pp_x, b.x1)
+        py0 = np.maximum((ky0 + ky) << pp_y, b.y0)
+        py1 = np.minimum((ky0 + ky + 1) << pp_y, b.y1)
+        cx0, cx1 = px0 >> xcb, np.where(px1 > px0, -(-px1 >> xcb), px0 >> xcb)
+        cy0, cy1 = py0 >> ycb, np.where(py1 > py0, -(-py1 >> ycb), py0 >> ycb)
+        ncbx, ncby = np.maximum(cx1 - cx0, 0), np.maximum(cy1 - cy0, 0)
+        gx, gy = np.meshgrid(ncbx, ncby)  # (npy, npx)
+        tables[:, bi, PB_NCBX] = gx.ravel()
+        tables[:, bi, PB_NCBY] = gy.ravel()
+        per_band.append((b, cx0, cy0, ncbx, ncby))
+    counts = tables[:, :, PB_NCBX] * tables[:, :, PB_NCBY]
+    total = int(counts.sum())
+    if counters["cb"] + total > MAX_CODEBLOCKS:
+        raise UnsupportedFeature(f"more than {MAX_CODEBLOCKS} code-blocks in one tile")
+    firsts = counters["cb"] + np.concatenate(([0], np.cumsum(counts.ravel())[:-1])).reshape(n_prec, nbands)
+    tables[:, :, PB_CB_FIRST] = firsts
+    nodes = _tree_nodes(tables[:, :, PB_NCBX].ravel(), tables[:, :, PB_NCBY].ravel())
+    tables[:, :, PB_NODES] = counters["nodes"] + np.concatenate(([0], np.cumsum(nodes)[:-1])).reshape(n_prec, nbands)
+    counters["nodes"] += int(nodes.sum())
+    pb_rows.append(tables.reshape(-1, PB_COLUMNS))
+    counters["pb"] += n_prec * nbands
+    cbs = np.zeros((total, tier1.CB_COLUMNS), np.int64)
+    for bi, (b, cx0, cy0, ncbx, ncby) in enumerate(per_band):
+        _codeblocks(cbs, tables[:, bi], counters["cb"], b, cx0, cy0, ncbx, ncby, xcb, ycb,
+                    res.npx, sp, roi, keep)
+    cb_rows.append(cbs)
+    keep_rows.append(np.full(total, 1 if keep else 0, np.int8))
+    counters["cb"] += total
+
+
+def _codeblocks(cbs, pbt, cb_base, b: Band, cx0, cy0, ncbx, ncby, xcb, ycb, npx, sp, roi, keep):
+    """Tier-1 rows of the code-blocks of band ``b`` in every precinct."""
+    n_prec = pbt.shape[0]
+    for p in range(n_prec):
+        nx, ny = int(pbt[p, PB_NCBX]), int(pbt[p, PB_NCBY])
+        if nx == 0 or ny == 0:
+            continue
+        first = int(pbt[p, PB_CB_FIRST]) - cb_base
+        i, j = p % npx, p // npx
+        gx = (cx0[i] + np.arange(nx)) << xcb
+        gy = (cy0[j] + np.arange(ny)) << ycb
+        x0 = np.maximum(gx, b.x0)
+        x1 = np.minimum(gx + (1 << xcb), b.x1)
+        y0 = np.maximum(gy, b.y0)
+        y1 = np.minimum(gy + (1 << ycb), b.y1)
+        X0, Y0 = np.meshgrid(x0, y0)
+        X1, Y1 = np.meshgrid(x1, y1)
+        rows = cbs[first : first + nx * ny]
+        # blocks of resolutions dropped by ``reduce`` are read but not decoded
+        rows[:, tier1.CB_WIDTH] = (X1 - X0).ravel() if keep else 0
+        rows[:, tier1.CB_HEIGHT] = (Y1 - Y0).ravel() if keep else 0
+        rows[:, tier1.CB_STRIDE] = b.width
+        rows[:, tier1.CB_OUT] = b.offset + ((Y0 - b.y0) * b.width + (X0 - b.x0)).ravel() if keep else 0
+    mask_rows = _band_rows(pbt, cb_base)
+    cbs[mask_rows, tier1.CB_ORIENT] = b.orient
+    cbs[mask_rows, tier1.CB_STYLE] = sp.cblk_style
+    cbs[mask_rows, tier1.CB_ROISHIFT] = roi
+    cbs[mask_rows, tier1.CB_NUM_BPS] = b.Mb  # tier-2 replaces this by Mb - zero bit-planes (+ roi)
+    if b.Mb + roi > 30 or b.Mb < 0:
+        raise UnsupportedFeature(f"subband with {b.Mb} magnitude bit-planes and ROI shift {roi}")
+
+
+def _band_rows(pbt: np.ndarray, cb_base: int) -> np.ndarray:
+    """Indices (relative to ``cb_base``) of the code-blocks listed in ``pbt``."""
+    counts = pbt[:, PB_NCBX] * pbt[:, PB_NCBY]
+    starts = pbt[:, PB_CB_FIRST] - cb_base
+    if counts.sum() == 0:
+        return np.zeros(0, np.int64)
+    return np.concatenate([np.arange(s, s + n) for s, n in zip(starts, counts) if n])
+
+
+def check_plan(plan: TilePlan) -> None:
+    """Sanity checks of a finished plan (cheap; catches header nonsense)."""
+    if plan.cb.shape[0] and (plan.cb[:, tier1.CB_WIDTH].max() > 1024 or plan.cb[:, tier1.CB_HEIGHT].max() > 1024):
+        raise InvalidSegment("code-block larger than 1024 samples a side")

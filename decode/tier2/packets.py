@@ -1,0 +1,269 @@
+"""Packet headers and bodies (T.800 B.9, B.10), in numba.
+
+:func:`read_packets` walks a tile's packets in progression order. For each
+packet it reads the header (inclusion tag tree, zero bit-planes, number of
+coding passes, Lblock, segment lengths), then cuts the body into one piece
+per code-block codeword segment. Pieces are what tier-1 needs later: for
+code-block ``cb``, segment ``seg``, ``length`` bytes at ``offset`` in the
+body buffer holding ``passes`` coding passes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .. import tier1
+from . import bits
+from .tagtree import tree_decode
+
+# status codes
+OK = 0
+ENDED = 1  #: data ran out at a packet boundary: remaining packets absent
+E_HEADER_OVERRUN = 2  #: a packet header runs past the end of its data
+E_BODY_OVERRUN = 3  #: a packet body runs past the end of the tile data
+E_BITPLANES = 4  #: zero bit-planes above Mb or a runaway tag tree
+E_LBLOCK = 5  #: Lblock grew past 32 bits
+E_PASSES = 6  #: more coding passes than 164 in total
+
+#: Columns of the piece table returned by read_packets.
+P_CB, P_SEG, P_OFFSET, P_LENGTH, P_PASSES = 0, 1, 2, 3, 4
+MAX_PASSES = 164  # 3 * (37 + 31 + ... ) bound used by decoders; Table B.4 tops at 164
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _num_passes(bs, data):
+    """Number of new coding passes, codewords of Table B.4."""
+    if not bits.read_bit(bs, data):
+        return 1
+    if not bits.read_bit(bs, data):
+        return 2
+    n = bits.read_bits(bs, data, 2)
+    if n != 3:
+        return 3 + n
+    n = bits.read_bits(bs, data, 5)
+    if n != 31:
+        return 6 + n
+    return 37 + bits.read_bits(bs, data, 7)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _max_passes(style, seg, prev_max):
+    """Passes a codeword segment may hold (D.6, Table D.9; as OpenJPEG)."""
+    if style & 0x04:  # TERMALL
+        return 1
+    if style & 0x01:  # BYPASS
+        if seg == 0:
+            return 10
+        return 2 if (prev_max == 1 or prev_max == 10) else 1
+    return 1 << 20
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _floor_log2(n):
+    k = 0
+    while n > 1:
+        n >>= 1
+        k += 1
+    return k
+
+
+@njit(cache=True, nogil=True)
+def _grow(pieces, n):
+    if n < pieces.shape[0]:
+        return pieces
+    bigger = np.empty((pieces.shape[0] * 2 + 64, pieces.shape[1]), np.int64)
+    bigger[: pieces.shape[0]] = pieces
+    return bigger
+
+
+@njit(cache=True, nogil=True)
+def read_packets(hdr, hdr_start, hdr_end, body, body_start, body_end, shared,
+                 packets, prec_pb, pb, cb_table, cb_keep, max_layers, sop, eph,
+                 incl_value, incl_low, zbp_value, zbp_low, cb_state):
+    """Read every packet of a tile.
+
+    ``shared``: headers are in the body (no PPM/PPT); then ``hdr`` is
+    ``body``. ``cb_state`` (n_cb, 5) holds per code-block: included flag,
+    Lblock, segments so far, passes in the last segment, its maximum; it
+    starts zeroed. ``cb_table[:, CB_NUM_BPS]`` holds Mb on entry and
+    receives K = Mb - zero bit-planes + ROI shift for included blocks.
+
+    Returns (pieces, n_pieces, status, packets read, byte offset of a fault).
+    """
+    pieces = np.empty((1024, 5), np.int64)
+    n_pieces = 0
+    bs = np.zeros(5, np.int64)
+    hpos = hdr_start
+    bpos = body_start
+    pending = np.empty((4096, 3), np.int64)  # (cb, seg, length) of this packet
+    for k in range(packets.shape[0]):
+        p = packets[k, 0]
+        layer = packets[k, 1]
+        if sop and bpos + 6 <= body_end and body[bpos] == 0xFF and body[bpos + 1] == 0x91:
+            bpos += 6
+        if shared:
+            hpos = bpos
+        if hpos >= hdr_end:
+            return pieces, n_pieces, ENDED, k, hpos
+        bits.start(bs, hpos, hdr_end)
+        n_pending = 0
+        if bits.read_bit(bs, hdr):
+            for q in range(prec_pb[p, 0], prec_pb[p, 0] + prec_pb[p, 1]):
+                w = pb[q, 0]
+                h = pb[q, 1]
+                first = pb[q, 2]
+                base = pb[q, 3]
+                for leaf in range(w * h):
+                    cb = first + leaf
+                    st = cb_state[cb]
+                    if st[0] == 0:
+                        included = tree_decode(bs, hdr, incl_value, incl_low, base, w, h, leaf, layer + 1)
+                    else:
+                        included = bits.read_bit(bs, hdr) == 1
+                    if not included:
+                        continue
+                    if st[0] == 0:
+                        i = 1
+                        while not tree_decode(bs, hdr, zbp_value, zbp_low, base, w, h, leaf, i):
+                            i += 1
+                            if i > 80 or bs[4]:
+                                return pieces, n_pieces, E_BITPLANES, k, bs[0]
+                        zbp = i - 1
+                        # with ROI the encoder counts zero bit-planes from Mb + s (Annex H)
+                        mb = cb_table[cb, tier1.CB_NUM_BPS] + cb_table[cb, tier1.CB_ROISHIFT]
+                        if zbp > mb:
+                            return pieces, n_pieces, E_BITPLANES, k, bs[0]
+                        cb_table[cb, tier1.CB_NUM_BPS] = mb - zbp
+                        st[0] = 1
+                        st[1] = 3
+                    npass = _num_passes(bs, hdr)
+                    while bits.read_bit(bs, hdr):
+                        st[1] += 1
+                        if st[1] > 32:
+                            return pieces, n_pieces, E_LBLOCK, k, bs[0]
+                    style = cb_table[cb, tier1.CB_STYLE]
+                    remaining = npass
+                    while remaining > 0:
+                        if st[2] == 0 or st[3] >= st[4]:
+                            st[4] = _max_passes(style, st[2], st[4])
+                            st[2] += 1
+                            st[3] = 0
+                            if st[2] > MAX_PASSES:
+                                return pieces, n_pieces, E_PASSES, k, bs[0]
+                        n = min(st[4] - st[3], remaining)
+                        length = bits.read_bits(bs, hdr, st[1] + _floor_log2(n))
+                        if n_pending == pending.shape[0]:
+                            bigger = np.empty((pending.shape[0] * 2, 3), np.int64)
+                            bigger[:n_pending] = pending
+                            pending = bigger
+                        pending[n_pending, 0] = cb
+                        pending[n_pending, 1] = st[2] - 1
+                        pending[n_pending, 2] = length
+                        n_pending += 1
+                        pieces = _grow(pieces, n_pieces)
+                        pieces[n_pieces, P_CB] = cb
+                        pieces[n_pieces, P_SEG] = st[2] - 1
+                        pieces[n_pieces, P_PASSES] = n
+                        pieces[n_pieces, P_LENGTH] = length
+                        n_pieces += 1
+                        st[3] += n
+                        remaining -= n
+        if bs[4]:
+            return pieces, n_pieces - n_pending, E_HEADER_OVERRUN, k, hpos
+        hpos = bits.align(bs)
+        if eph and hpos + 2 <= hdr_end and hdr[hpos] == 0xFF and hdr[hpos + 1] == 0x92:
+            hpos += 2
+        if shared:
+            bpos = hpos
+        # the body: one piece per pending segment, in header order
+        first_piece = n_pieces - n_pending
+        for j in range(n_pending):
+            length = pending[j, 2]
+            if bpos + length > body_end:
+                # keep what is there; the caller decides whether that is an error
+                pieces[first_piece + j, P_OFFSET] = bpos
+                pieces[first_piece + j, P_LENGTH] = max(body_end - bpos, 0)
+                return pieces, first_piece + j + 1, E_BODY_OVERRUN, k, bpos
+            pieces[first_piece + j, P_OFFSET] = bpos
+            bpos += length
+        if layer >= max_layers:
+            n_pieces = first_piece  # parsed for the tag-tree state, not decoded
+        else:
+            # drop pieces of code-blocks whose resolution is not decoded
+            m = first_piece
+            for j in range(first_piece, n_pieces):
+                if cb_keep[pieces[j, P_CB]]:
+                    if m != j:
+                        pieces[m] = pieces[j]
+                    m += 1
+            n_pieces = m
+        if shared:
+            hpos = bpos
+    return pieces, n_pieces, OK, packets.shape[0], hpos
+
+
+@njit(cache=True, nogil=True)
+def gather_segments(body, pieces, n_pieces, cb_table):
+    """Lay code-block segments out for tier-1 (see tier1's contract).
+
+    Pieces of one segment are joined; every segment is followed by two 0xFF
+    bytes. Fills CB_DATA, CB_SEG_FIRST and CB_SEG_COUNT of ``cb_table`` and
+    returns (coded, seg_lengths, seg_passes).
+    """
+    n_cb = cb_table.shape[0]
+    count = np.zeros(n_cb + 1, np.int64)
+    for j in range(n_pieces):
+        count[pieces[j, P_CB] + 1] += 1
+    for i in range(n_cb):
+        count[i + 1] += count[i]
+    order = np.empty(n_pieces, np.int64)
+    fill = count[:-1].copy()
+    for j in range(n_pieces):
+        cb = pieces[j, P_CB]
+        order[fill[cb]] = j
+        fill[cb] += 1
+    # segments per code-block and bytes in all
+    n_seg = 0
+    n_bytes = 0
+    for i in range(n_cb):
+        last = -1
+        for t in range(count[i], count[i + 1]):
+            j = order[t]
+            if pieces[j, P_SEG] != last:
+                n_seg += 1
+                n_bytes += 2
+                last = pieces[j, P_SEG]
+            n_bytes += pieces[j, P_LENGTH]
+    coded = np.empty(n_bytes, np.uint8)
+    seg_lengths = np.zeros(n_seg, np.int32)
+    seg_passes = np.zeros(n_seg, np.int32)
+    s = -1
+    pos = 0
+    for i in range(n_cb):
+        cb_table[i, tier1.CB_DATA] = pos
+        cb_table[i, tier1.CB_SEG_FIRST] = s + 1
+        last = -1
+        nseg = 0
+        for t in range(count[i], count[i + 1]):
+            j = order[t]
+            if pieces[j, P_SEG] != last:
+                if s >= 0 and nseg > 0:
+                    coded[pos] = 0xFF
+                    coded[pos + 1] = 0xFF
+                    pos += 2
+                s += 1
+                nseg += 1
+                last = pieces[j, P_SEG]
+            off = pieces[j, P_OFFSET]
+            length = pieces[j, P_LENGTH]
+            coded[pos : pos + length] = body[off : off + length]
+            pos += length
+            seg_lengths[s] += length
+            seg_passes[s] += pieces[j, P_PASSES]
+        if nseg > 0:
+            coded[pos] = 0xFF
+            coded[pos + 1] = 0xFF
+            pos += 2
+        cb_table[i, tier1.CB_SEG_COUNT] = nseg
+    return coded, seg_lengths, seg_passes

@@ -1,0 +1,108 @@
+"""One tile from coded bytes to quantised coefficients: tier-2 then tier-1.
+
+The coefficients land in one flat int32 buffer laid out per subband (the
+plan's ``Band.offset``), holding 2 x the reconstructed quantisation index
+(tier-1's convention). Faults are collected in a :class:`TileReport`; in
+strict mode the first one raises.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import tier1
+from .codestream.header import Codestream, Tile
+from .errors import InvalidSegment, TruncatedCodestream
+from .plan import TilePlan
+from .tier2 import packets as P
+from .tier2.progression import packet_order
+
+_T2_MESSAGES = {
+    P.E_HEADER_OVERRUN: "packet header runs past the end of the tile data",
+    P.E_BODY_OVERRUN: "packet body runs past the end of the tile data",
+    P.E_BITPLANES: "zero bit-planes above the subband's magnitude bits",
+    P.E_LBLOCK: "Lblock beyond 32 bits",
+    P.E_PASSES: "more coding passes than a code-block can hold",
+}
+
+
+@dataclass
+class TileReport:
+    """What went wrong in one tile, for resilient decoding and the player."""
+
+    tile: int
+    packets_read: int = 0
+    packets_total: int = 0
+    faults: list[str] = field(default_factory=list)
+    concealed_blocks: int = 0
+
+
+def _tile_data(cs: Codestream, tile: Tile) -> np.ndarray:
+    data = cs.data
+    return np.frombuffer(b"".join(bytes(data[p.start : p.end]) for p in tile.parts), np.uint8)
+
+
+def _packed_headers(cs: Codestream, tile: Tile, ppm: dict | None) -> np.ndarray | None:
+    """PPM/PPT packet headers of the tile, joined in tile-part order (A.7.4, A.7.5)."""
+    if ppm is not None:
+        if tile.header.ppt:
+            raise InvalidSegment(f"tile {tile.index} has PPT and the main header PPM")
+        chunks = [ppm[(tile.index, p.sot.TPsot)] for p in tile.parts]
+        return np.frombuffer(b"".join(chunks), np.uint8)
+    if tile.header.ppt:
+        segs = sorted(tile.header.ppt, key=lambda s: s.Zppt)
+        return np.frombuffer(b"".join(s.data for s in segs), np.uint8)
+    return None
+
+
+def decode_tile(cs: Codestream, plan: TilePlan, tile: Tile | None, *, layers: int | None,
+                ppm: dict | None, strict: bool) -> tuple[np.ndarray, TileReport]:
+    """Quantised coefficients of ``plan``'s tile (zeros where data is absent)."""
+    report = TileReport(plan.index)
+    coeffs = np.zeros(plan.coeff_size, np.int32)
+    if tile is None:
+        if strict:
+            raise TruncatedCodestream(f"tile {plan.index} is missing from the codestream")
+        report.faults.append("tile missing")
+        return coeffs, report
+    body = _tile_data(cs, tile)
+    headers = _packed_headers(cs, tile, ppm)
+    order = packet_order(plan, cs.siz)
+    report.packets_total = order.shape[0]
+    n_cb = plan.cb.shape[0]
+    table = plan.cb.copy()
+    state = np.zeros((n_cb, 5), np.int64)
+    nodes = max(plan.nodes, 1)
+    big = np.int32(0x7FFFFFFF)
+    incl_v, zbp_v = np.full(nodes, big, np.int32), np.full(nodes, big, np.int32)
+    incl_l, zbp_l = np.zeros(nodes, np.int32), np.zeros(nodes, np.int32)
+    shared = headers is None
+    hdr = body if shared else headers
+    max_layers = plan.layers if layers is None else min(layers, plan.layers)
+    pieces, n_pieces, status, done, where = P.read_packets(
+        hdr, 0, hdr.shape[0], body, 0, body.shape[0], shared,
+        order, plan.prec_pb, plan.pb, table, plan.cb_keep, max_layers, plan.sop, plan.eph,
+        incl_v, incl_l, zbp_v, zbp_l, state,
+    )
+    report.packets_read = int(done)
+    if status not in (P.OK, P.ENDED):
+        msg = f"tile {plan.index}, packet {done}: {_T2_MESSAGES[status]}"
+        offset = tile.parts[0].start + int(where) if shared else None
+        if strict:
+            cls = TruncatedCodestream if status in (P.E_HEADER_OVERRUN, P.E_BODY_OVERRUN) else InvalidSegment
+            raise cls(msg, offset)
+        report.faults.append(msg)
+    coded, seg_lengths, seg_passes = P.gather_segments(body, pieces, n_pieces, table)
+    if n_cb:
+        st = tier1.decode_codeblocks(coded, table, seg_lengths, seg_passes, coeffs)
+        bad = np.flatnonzero(st)
+        if bad.size:
+            if strict and np.any(st[bad] & ~tier1.STATUS_SEGSYM):
+                raise InvalidSegment(
+                    f"tile {plan.index}: {bad.size} code-blocks fail tier-1 decoding (status {int(st[bad[0]])})"
+                )
+            report.concealed_blocks = int(bad.size)
+            report.faults.append(f"{bad.size} code-blocks with tier-1 faults")
+    return coeffs, report
