@@ -91,9 +91,13 @@ class Source:
             self._starts.append(total)
             total += s.duration
         self.frame_count = total
-        if (width is None or height is None) and total:
-            prof = parse_profile(self.frame(0), path)
-            width, height = prof.width, prof.height
+        if total:   # the codestream's SIZ is the truth (ffmpeg pads the descriptor's stored size)
+            try:
+                prof = parse_profile(self.frame(0), path)
+                width, height = prof.width, prof.height
+            except MediaError:
+                if width is None or height is None:
+                    raise
         self.width, self.height = width or 0, height or 0
 
     def locate(self, n: int) -> tuple[Span, int]:
