@@ -96,6 +96,17 @@ def test_idwt_97_within_one_code_value(nlevels):
     assert worst < 1e-2
 
 
+@pytest.mark.parametrize("shape", [(3, 20001), (20001, 2)], ids=["long-rows", "long-columns"])
+def test_idwt_lines_beyond_48k_shared_memory(shape):
+    """Lines over 12288 samples opt in to more dynamic shared memory."""
+    rng = np.random.default_rng(9)
+    h, w = shape
+    for reversible, idwt_ref, idwt_gpu in ((True, ref.idwt_53, gpu.idwt_53), (False, ref.idwt_97, gpu.idwt_97)):
+        ll, levels = _bands(rng, (1, 0, 1 + w, h), 2, reversible)
+        got = cupy.asnumpy(idwt_gpu(*_to_dev(ll, levels)))
+        np.testing.assert_allclose(got, idwt_ref(ll, levels), rtol=0, atol=0 if reversible else 1e-2)
+
+
 def test_dequantize():
     rng = np.random.default_rng(1)
     v = rng.integers(-(1 << 20), 1 << 20, (37, 53)).astype(np.int32)

@@ -33,7 +33,12 @@ def _module(name: str, device_id: int) -> cupy.RawModule:
 
 def kernel(module: str, name: str) -> cupy.RawKernel:
     """Kernel ``name`` of ``cuda/<module>.cu`` for the current device."""
-    return _module(module, cupy.cuda.Device().id).get_function(name)
+    return _kernel(module, name, cupy.cuda.runtime.getDevice())
+
+
+@functools.lru_cache(maxsize=None)
+def _kernel(module: str, name: str, device_id: int) -> cupy.RawKernel:
+    return _module(module, device_id).get_function(name)
 
 
 def launch_1d(k: cupy.RawKernel, n: int, args: tuple, threads: int = 256) -> None:
