@@ -217,3 +217,27 @@ def test_frame_4k_timing():
           f"wall {wall:.2f} ms/frame back to back (Python launch-bound)")
     assert out.shape == (2160, 4096, 4)
     assert wall < 50
+    print(_graph_wall_ms(frame))
+
+
+def _graph_wall_ms(frame, runs=20):
+    """Wall time per frame when one frame is captured as a CUDA graph and
+    replayed (what a per-reel decode plan could do); a report, not a check."""
+    try:
+        stream = cupy.cuda.Stream(non_blocking=True)
+        with stream:
+            frame()  # warm the memory pool on this stream: no cudaMalloc in capture
+            stream.synchronize()
+            stream.begin_capture()
+            keep = frame()
+            graph = stream.end_capture()
+            graph.launch(stream)
+            stream.synchronize()
+            t0 = time.perf_counter()
+            for _ in range(runs):
+                graph.launch(stream)
+            stream.synchronize()
+        del keep
+        return f"as a CUDA graph: wall {(time.perf_counter() - t0) / runs * 1e3:.3f} ms/frame"
+    except Exception as exc:  # a report only
+        return f"CUDA graph capture not possible here: {type(exc).__name__}: {exc}"
