@@ -45,13 +45,13 @@ CB_COLUMNS = 11
 # Status bits (int32, one per code-block; 0 = fine)
 STATUS_TOO_MANY_PASSES = 0x01  # more passes than 3K - 2: the valid ones were decoded
 STATUS_SEGSYM = 0x02  # a segmentation symbol was not 1010
-STATUS_K_TOO_LARGE = 0x04  # K + 1 > 30 would overflow int32; nothing decoded
+STATUS_K_TOO_LARGE = 0x04  # K > 30 would overflow int32; nothing decoded
 STATUS_BAD_ROW = 0x08  # offsets, lengths, sizes or parameters out of range; nothing decoded
 STATUS_BAD_SEGMENTS = 0x10  # segment cut not matching D.6 (raw vs MQ); decoding stopped there
 
 MAX_CBLK_SIDE = 1024  # T.800 A.6.1: xcb, ycb <= 10
 MAX_CBLK_AREA = 4096  # T.800 A.6.1: xcb + ycb <= 12
-MAX_NUM_BPS = 29  # K + 1 <= 30 (values are 2x coefficients: < 2^(K+1))
+MAX_NUM_BPS = 30  # values are 2x coefficients, < 2^(K+1) <= 2^31 (OpenJPEG: bpno_plus_one < 31)
 # Largest (w + 2) * (h + 2) over all legal sizes (w * h <= 4096, w, h <= 1024)
 SCRATCH_SIZE = MAX_CBLK_AREA + 2 * (MAX_CBLK_SIDE + 4) + 4
 
