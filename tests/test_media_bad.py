@@ -1,0 +1,235 @@
+"""Bad input to cinegpu.media: each case a MediaError naming file and offset, or a check problem."""
+
+from __future__ import annotations
+
+import random
+import shutil
+import struct
+import time
+from pathlib import Path
+
+import pytest
+
+from cinegpu.media import MediaError, describe, open_source
+from cinegpu.media.check import check
+from cinegpu.media.j2k_profile import parse_profile
+from cinegpu.media.mxf import MXFFile
+
+SAMPLES = Path(__file__).resolve().parents[1].parent / "shared" / "dcp-samples"
+SMPTE = SAMPLES / "libdcp-dcp_test1-smpte-2k"
+pytestmark = pytest.mark.skipif(not SAMPLES.is_dir(), reason="../shared/dcp-samples is absent")
+
+
+@pytest.fixture
+def dcp(tmp_path):
+    """A scratch copy of the SMPTE sample DCP (in the test's temporary folder)."""
+    dst = tmp_path / "dcp"
+    shutil.copytree(SMPTE, dst)
+    return dst
+
+
+def patched(tmp_path, data: bytes, name="video.mxf") -> Path:
+    p = tmp_path / name
+    p.write_bytes(data)
+    return p
+
+
+def read_all(path: Path) -> None:
+    with open_source(path) as src:
+        for n in range(min(src.frame_count, 32)):
+            src.frame(n)
+
+
+def test_truncated_mxf(tmp_path):
+    data = (SMPTE / "video.mxf").read_bytes()
+    for cut in (10, 100, 1000, 5000, 16500, 17000, 31100, len(data) - 30):
+        p = patched(tmp_path, data[:cut])
+        with pytest.raises(MediaError) as info:
+            read_all(p)
+        err = info.value
+        assert err.path == str(p) and str(p) in str(err), (cut, err)
+        assert err.offset is not None or "no header partition" in str(err) or cut < 1000, (cut, err)
+
+
+def test_klv_length_past_end(tmp_path):
+    data = bytearray((SMPTE / "video.mxf").read_bytes())
+    essence = 16524                       # the first essence KLV (see test_media_samples)
+    assert data[essence + 12] == 0x15
+    lsize = data[essence + 16] & 0x7F
+    data[essence + 17:essence + 17 + lsize] = (10 ** 6).to_bytes(lsize, "big")
+    p = patched(tmp_path, bytes(data))
+    with pytest.raises(MediaError, match="runs past the end") as info:
+        read_all(p)
+    assert info.value.offset == essence and f"at byte {essence}" in str(info.value)
+
+
+def test_metadata_length_past_end(tmp_path):
+    data = bytearray((SMPTE / "video.mxf").read_bytes())
+    pos = 1608                            # the Preface set
+    data[pos + 16:pos + 17] = b"\x84"
+    data[pos + 17:pos + 21] = struct.pack(">I", 0x7FFFFFF0)
+    with pytest.raises(MediaError, match="past the end") as info:
+        MXFFile(patched(tmp_path, bytes(data)))
+    assert info.value.offset == pos
+
+
+def test_wrong_index_entry(tmp_path):
+    src = SMPTE / "video.mxf"
+    with MXFFile(src) as m:
+        seg = m.index_segments[0]
+        at = seg.entries_offset + 3 * seg.entry_size + 3
+        good = seg.stream_offset(3)
+    data = bytearray(src.read_bytes())
+    data[at:at + 8] = struct.pack(">Q", good + 7)
+    p = patched(tmp_path, bytes(data))
+    with MXFFile(p) as m:
+        assert m.frame(2)[:2] == b"\xff\x4f"
+        with pytest.raises(MediaError, match="index entry for frame 3") as info:
+            m.frame(3)
+        assert info.value.offset is not None and info.value.path == str(p)
+    data[at:at + 8] = struct.pack(">Q", 1 << 40)
+    with pytest.raises(MediaError, match="past its partition"):
+        MXFFile(patched(tmp_path, bytes(data))).frame(3)
+
+
+def test_index_entry_count_short(tmp_path):
+    data = bytearray((SMPTE / "video.mxf").read_bytes())
+    with MXFFile(SMPTE / "video.mxf") as m:
+        seg = m.index_segments[0]
+    count_at = seg.entries_offset - 8
+    data[count_at:count_at + 4] = struct.pack(">I", 30)
+    with pytest.raises(MediaError, match="IndexEntryArray") as info:
+        MXFFile(patched(tmp_path, bytes(data)))
+    assert info.value.offset == count_at
+
+
+def test_missing_asset(dcp):
+    (dcp / "video.mxf").unlink()
+    with pytest.raises(MediaError, match="missing") as info:
+        open_source(dcp)
+    assert info.value.path == str(dcp / "video.mxf")
+    report = check(dcp, progress=False)
+    assert not report.ok and any("video.mxf: missing" in p for p in report.problems)
+
+
+def test_renamed_asset(dcp):
+    (dcp / "video.mxf").rename(dcp / "picture.mxf")
+    with pytest.raises(MediaError, match="missing"):
+        open_source(dcp)
+    report = check(dcp, progress=False)
+    assert any("video.mxf: missing" in p for p in report.problems)
+    assert any("picture.mxf: extra file" in w for w in report.warnings)
+
+
+def test_asset_not_in_assetmap(dcp):
+    am = dcp / "ASSETMAP.xml"
+    am.write_text(am.read_text().replace("5407b210-4441-4e97-8b16-8bdc7c12da54",
+                                         "00000000-4441-4e97-8b16-8bdc7c12da54"))
+    with pytest.raises(MediaError, match="not in the ASSETMAP") as info:
+        open_source(dcp)
+    assert "cpl_" in str(info.value)
+    assert not check(dcp, progress=False).ok
+
+
+@pytest.mark.parametrize("victim", ["ASSETMAP.xml", "cpl_6affb8ee-0020-4dff-a53c-17652f6358ab.xml",
+                                    "pkl_d199d58b-5ef8-4d49-b270-07e590ccb280.xml"])
+def test_malformed_xml(dcp, victim):
+    path = dcp / victim
+    path.write_text(path.read_text()[:400])
+    with pytest.raises(MediaError, match=r"malformed XML \(line \d+") as info:
+        open_source(dcp)
+    assert info.value.path == str(path)
+    report = check(dcp, progress=False)
+    assert not report.ok and victim in report.problems[0]
+
+
+def test_bad_cpl_values(dcp):
+    cpl = dcp / "cpl_6affb8ee-0020-4dff-a53c-17652f6358ab.xml"
+    cpl.write_text(cpl.read_text().replace("<EntryPoint>0</EntryPoint>", "<EntryPoint>5</EntryPoint>", 1))
+    with pytest.raises(MediaError, match="exceeds intrinsic duration"):
+        open_source(dcp)
+    cpl.write_text(cpl.read_text().replace("<EntryPoint>5</EntryPoint>", "<EntryPoint>x</EntryPoint>"))
+    with pytest.raises(MediaError, match="not an integer"):
+        open_source(dcp)
+
+
+def test_entry_point_respected(dcp):
+    cpl = dcp / "cpl_6affb8ee-0020-4dff-a53c-17652f6358ab.xml"
+    text = cpl.read_text()
+    pic = text.index("<MainPicture>")
+    text = text[:pic] + text[pic:].replace("<EntryPoint>0</EntryPoint>", "<EntryPoint>4</EntryPoint>", 1) \
+        .replace("<Duration>24</Duration>", "<Duration>20</Duration>", 1)
+    cpl.write_text(text)
+    with open_source(dcp) as src, MXFFile(dcp / "video.mxf") as m:
+        assert src.frame_count == 20
+        assert src.frame(0) == m.frame(4) and src.frame(19) == m.frame(23)
+
+
+def test_hash_and_size_mismatch(dcp):
+    audio = dcp / "audio.mxf"
+    data = bytearray(audio.read_bytes())
+    data[-100] ^= 0xFF
+    audio.write_bytes(bytes(data))
+    report = check(dcp, progress=False)
+    assert not report.ok and any("audio.mxf: SHA-1" in p for p in report.problems)
+    audio.write_bytes(bytes(data) + b"x")
+    report = check(dcp, progress=False)
+    assert any("audio.mxf: 881327 bytes, the PKL says 881326" in p for p in report.problems)
+    from cinegpu.player.cli import main
+    assert main(["check", "--no-progress", str(dcp)]) == 1
+
+
+def test_not_media(tmp_path):
+    junk = patched(tmp_path, b"\x00" * 100, "junk.mxf")
+    with pytest.raises(MediaError, match="not an MXF file"):
+        open_source(junk)
+    with pytest.raises(MediaError, match="not a JPEG 2000 codestream"):
+        parse_profile(b"\x00\x01\x02\x03")
+    with pytest.raises(MediaError, match="no such file"):
+        open_source(tmp_path / "nothing")
+    xml = patched(tmp_path, b"<a/>", "x.xml")
+    with pytest.raises(MediaError, match="XML root <a>"):
+        describe(xml)
+
+
+def test_truncated_codestream_headers():
+    cs = (SAMPLES / "libdcp-dcp_test1-smpte-2k" / "video.mxf").read_bytes()
+    with MXFFile(SMPTE / "video.mxf") as m:
+        cs = m.frame(0)
+    for cut in range(0, 200, 7):
+        with pytest.raises(MediaError):
+            parse_profile(cs[:cut])
+
+
+@pytest.mark.parametrize("sample", ["libdcp-dcp_test1-smpte-2k/video.mxf",
+                                    "libdcp-dcp_test3-interop-2k/j2c_c6035f97-b07d-4e1c-944d-603fc2ddc242.mxf",
+                                    "photon-imf-phdr-4k-j2k/VIDEO_23e9a145-f2da-4183-86b2-1c399db41afb.mxf"])
+def test_fuzz_mxf_headers(tmp_path, sample):
+    """Mutated header metadata, partition packs, index tables and RIP: only MediaError, quickly."""
+    data = (SAMPLES / sample).read_bytes()
+    with MXFFile(SAMPLES / sample) as m:
+        hot = [(0, 6000)] + [(p.offset, p.offset + 200) for p in m.partitions] + \
+              [(s.offset, s.offset + 420) for s in m.index_segments] + [(len(data) - 60, len(data))]
+    rng = random.Random(1234)
+    p = tmp_path / "fuzz.mxf"
+    raised = 0
+    for i in range(150):
+        buf = bytearray(data)
+        for _ in range(rng.choice((1, 1, 2, 4, 16))):
+            lo, hi = rng.choice(hot)
+            at = rng.randrange(lo, min(hi, len(buf)))
+            buf[at] = rng.choice((0, 0xFF, 0x80, 0x7F, rng.randrange(256), buf[at] ^ (1 << rng.randrange(8))))
+        if rng.random() < 0.1:
+            buf = buf[:rng.randrange(len(buf))]
+        p.write_bytes(bytes(buf))
+        t0 = time.perf_counter()
+        try:
+            with open_source(p) as src:
+                for n in range(min(src.frame_count, 30)):
+                    src.frame(n)
+                    src.frame_size(n)
+            describe(p)
+        except MediaError:
+            raised += 1
+        assert time.perf_counter() - t0 < 2.0, f"mutation {i} took too long"
+    assert raised > 10
