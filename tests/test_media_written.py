@@ -101,3 +101,17 @@ def test_single_codestream(codestreams):
 def test_empty_folder(tmp_path):
     with pytest.raises(MediaError, match="no ASSETMAP"):
         open_source(tmp_path)
+
+
+@needs_tools
+def test_long_op1a_many_partitions(codestreams, tmp_path):
+    """ffmpeg starts a body partition and an index segment every few hundred frames."""
+    from cinegpu.media.bench_seek import write_long_mxf
+    mxf_path = write_long_mxf(tmp_path, 700)
+    tiny = (tmp_path / "tiny.j2c").read_bytes()
+    with MXFFile(mxf_path) as m:
+        assert m.frame_count == 700 and len(m.index_segments) >= 2
+        assert len([p for p in m.partitions if p.body_sid]) >= 2
+        for n in (0, 1, 249, 250, 251, 499, 500, 699):
+            assert m.frame(n) == tiny, n
+        assert m.frame_size(699) == len(tiny)
