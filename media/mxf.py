@@ -497,6 +497,14 @@ class MXFFile:
 
     @property
     def edit_rate(self) -> Fraction | None:
+        """Frames per second. ST 429-10 stereo files (asdcplib) give the descriptor twice the
+        rate (one KLV per eye) but index only left eyes, at the composition's rate."""
+        if self.stereoscopic:
+            rates = [s.edit_rate for s in self.index_segments if s.edit_rate]
+            if rates:
+                return rates[0]
+            if self.picture and self.picture.sample_rate:
+                return self.picture.sample_rate / 2
         if self.picture and self.picture.sample_rate:
             return self.picture.sample_rate
         for seg in self.index_segments:

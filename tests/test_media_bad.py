@@ -233,3 +233,20 @@ def test_fuzz_mxf_headers(tmp_path, sample):
             raised += 1
         assert time.perf_counter() - t0 < 2.0, f"mutation {i} took too long"
     assert raised > 10
+
+
+def test_imf_repeat_count_and_entry_point(tmp_path):
+    src = SAMPLES / "photon-imf-phdr-4k-j2k"
+    dst = tmp_path / "imf"
+    shutil.copytree(src, dst)
+    cpl = next(dst.glob("CPL_*.xml"))
+    text = cpl.read_text()
+    image = text.index("<cc:MainImageSequence")
+    head, tail = text[:image], text[image:]
+    tail = tail.replace("<EntryPoint>0</EntryPoint>", "<EntryPoint>20</EntryPoint>", 1) \
+        .replace("<SourceDuration>24</SourceDuration>",
+                 "<SourceDuration>3</SourceDuration><RepeatCount>2</RepeatCount>", 1)
+    cpl.write_text(head + tail)
+    with open_source(dst) as s, MXFFile(next(dst.glob("VIDEO_*.mxf"))) as m:
+        assert s.kind == "imf" and s.frame_count == 6
+        assert [s.frame(n) for n in range(6)] == [m.frame(k) for k in (20, 21, 22, 20, 21, 22)]
