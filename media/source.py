@@ -8,6 +8,7 @@ repeats. Frame ``n`` of the composition is found by bisection over the spans' st
 from __future__ import annotations
 
 import bisect
+import operator
 import re
 from dataclasses import dataclass
 from fractions import Fraction
@@ -102,7 +103,8 @@ class Source:
 
     def locate(self, n: int) -> tuple[Span, int]:
         """The span holding frame ``n`` and the frame's index within its track."""
-        if not isinstance(n, int) or not 0 <= n < self.frame_count:
+        n = operator.index(n)
+        if not 0 <= n < self.frame_count:
             raise IndexError(f"frame {n} out of range 0..{self.frame_count - 1}")
         i = bisect.bisect_right(self._starts, n) - 1
         span = self.spans[i]
