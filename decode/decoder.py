@@ -8,12 +8,13 @@ their main header), so only tier-2, tier-1 and reconstruction run per frame.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .codestream.header import Codestream, parse_codestream, tile_part_ppm_headers
-from .errors import CodestreamError, UnsupportedFeature
+from .errors import UnsupportedFeature
 from .jp2 import apply_palette, read_jp2
 from .plan import TilePlan, build_tile_plan, check_plan
 from .reconstruct import reconstruct_tile
@@ -32,6 +33,8 @@ class Frame:
     components: list[np.ndarray]
     reports: list[TileReport] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: seconds per stage: "parse" (headers, plan), "tier2", "tier1", "reconstruct"
+    timings: dict[str, float] = field(default_factory=dict)
 
     @property
     def damaged(self) -> bool:
@@ -104,6 +107,7 @@ class Decoder:
             raise ValueError("reduce must be >= 0")
         if layers is not None and layers < 1:
             raise ValueError("layers must be >= 1")
+        t0 = time.perf_counter()
         codestream, jp2 = read_jp2(data)
         cs = parse_codestream(codestream, strict=strict)
         if components is not None:
@@ -111,6 +115,10 @@ class Decoder:
             if not components or any(not 0 <= c < cs.siz.Csiz for c in components):
                 raise ValueError(f"components {components} outside 0..{cs.siz.Csiz - 1}")
         frame = self._decode_codestream(cs, reduce, layers, strict, components)
+        t = frame.timings
+        t["tier2"] = sum(r.tier2_s for r in frame.reports)
+        t["tier1"] = sum(r.tier1_s for r in frame.reports)
+        t["parse"] = time.perf_counter() - t0 - t["tier2"] - t["tier1"] - t["reconstruct"]
         if components is not None:
             frame.components = [frame.components[c] for c in components]
         if jp2 is not None:
@@ -125,15 +133,14 @@ class Decoder:
             out.append(np.zeros((h, w), _sample_dtype(s.precision(c), s.signed(c))))
         ppm = tile_part_ppm_headers(cs)
         frame = Frame(out, warnings=list(cs.warnings))
+        recon = 0.0
         for t in range(s.num_tiles):
             plan = self.plan(cs, t, reduce)
-            try:
-                coeffs, report = decode_tile(cs, plan, cs.tiles.get(t), layers=layers, ppm=ppm, strict=strict)
-            except CodestreamError:
-                raise
+            coeffs, report = decode_tile(cs, plan, cs.tiles.get(t), layers=layers, ppm=ppm, strict=strict)
             frame.reports.append(report)
             if self.xp is not np:
                 coeffs = self.xp.asarray(coeffs)
+            t0 = time.perf_counter()
             planes = reconstruct_tile(plan, coeffs, s, self.transform, self.xp, components)
             for c, (tc, plane) in enumerate(zip(plan.components, planes)):
                 if plane is None:
@@ -144,4 +151,6 @@ class Decoder:
                 if self.xp is not np:
                     plane = self.xp.asnumpy(plane)
                 out[c][res.y0 - cy0 : res.y1 - cy0, res.x0 - cx0 : res.x1 - cx0] = plane
+            recon += time.perf_counter() - t0
+        frame.timings["reconstruct"] = recon
         return frame

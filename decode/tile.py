@@ -8,6 +8,7 @@ strict mode the first one raises.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,6 +38,8 @@ class TileReport:
     packets_total: int = 0
     faults: list[str] = field(default_factory=list)
     concealed_blocks: int = 0
+    tier2_s: float = 0.0  #: seconds in packet parsing and segment gathering
+    tier1_s: float = 0.0  #: seconds in code-block decoding
 
 
 def _tile_data(cs: Codestream, tile: Tile) -> np.ndarray:
@@ -67,6 +70,7 @@ def decode_tile(cs: Codestream, plan: TilePlan, tile: Tile | None, *, layers: in
             raise TruncatedCodestream(f"tile {plan.index} is missing from the codestream")
         report.faults.append("tile missing")
         return coeffs, report
+    t0 = time.perf_counter()
     body = _tile_data(cs, tile)
     headers = _packed_headers(cs, tile, ppm)
     order = packet_order(plan, cs.siz)
@@ -95,6 +99,8 @@ def decode_tile(cs: Codestream, plan: TilePlan, tile: Tile | None, *, layers: in
             raise cls(msg, offset)
         report.faults.append(msg)
     coded, seg_lengths, seg_passes = P.gather_segments(body, pieces, n_pieces, table)
+    t1 = time.perf_counter()
+    report.tier2_s = t1 - t0
     if n_cb:
         st = tier1.decode_codeblocks(coded, table, seg_lengths, seg_passes, coeffs)
         bad = np.flatnonzero(st)
@@ -105,4 +111,5 @@ def decode_tile(cs: Codestream, plan: TilePlan, tile: Tile | None, *, layers: in
                 )
             report.concealed_blocks = int(bad.size)
             report.faults.append(f"{bad.size} code-blocks with tier-1 faults")
+    report.tier1_s = time.perf_counter() - t1
     return coeffs, report

@@ -1,0 +1,71 @@
+"""Other decoders on this machine, run on the same frames for comparison.
+
+Each peer is timed on whole files, start-up and writing raw output to a
+temporary folder included (that is what a user of the tool gets); the
+caller prints the ratio against our own decode of the same frames.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass
+class PeerResult:
+    name: str
+    frames: int
+    seconds: float  #: wall time for all frames
+    note: str = ""
+
+    @property
+    def fps(self) -> float:
+        return self.frames / self.seconds if self.seconds > 0 else float("inf")
+
+
+def _run_files(argv_for, files: list[Path], processes: int) -> float:
+    with tempfile.TemporaryDirectory(prefix="cinegpu-peer-") as tmp:
+        def one(k_file):
+            k, f = k_file
+            argv = argv_for(f, Path(tmp) / f"out_{k}.raw")
+            subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+        t0 = time.perf_counter()
+        if processes <= 1:
+            for item in enumerate(files):
+                one(item)
+        else:
+            with ThreadPoolExecutor(processes) as pool:
+                list(pool.map(one, enumerate(files)))
+        return time.perf_counter() - t0
+
+
+def opj_decompress(files: list[Path], threads: int = 1, processes: int = 1) -> PeerResult | None:
+    """OpenJPEG's ``opj_decompress``: ``threads`` per frame, ``processes`` frames at once."""
+    exe = shutil.which("opj_decompress")
+    if exe is None:
+        return None
+    secs = _run_files(lambda f, o: [exe, "-i", str(f), "-o", str(o), "-threads", str(threads), "-quiet"],
+                      files, processes)
+    return PeerResult(f"opj_decompress ({threads} thread{'s' if threads > 1 else ''} x {processes} proc)",
+                      len(files), secs)
+
+
+def grk_decompress(files: list[Path], threads: int = 1, processes: int = 1) -> PeerResult | None:
+    """Grok's ``grk_decompress`` (``-H`` threads)."""
+    exe = shutil.which("grk_decompress")
+    if exe is None:
+        return None
+    secs = _run_files(lambda f, o: [exe, "-i", str(f), "-o", str(o), "-H", str(threads)], files, processes)
+    return PeerResult(f"grk_decompress ({threads} thread{'s' if threads > 1 else ''} x {processes} proc)",
+                      len(files), secs)
+
+
+def cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)

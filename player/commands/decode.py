@@ -1,0 +1,48 @@
+"""``cinegpu decode FILE -o OUT``: decode one codestream or JP2 file to an image."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+
+def register(sub) -> None:
+    p = sub.add_parser("decode", help="decode a .j2c/.j2k/.jp2 file to TIFF, PNG or PGX")
+    p.add_argument("file", type=Path)
+    p.add_argument("-o", "--output", type=Path, required=True,
+                   help="output image: .tif/.tiff or .png (components of one size), .pgx (one file each)")
+    p.add_argument("-r", "--reduce", type=int, default=0, help="discard the N highest resolution levels")
+    p.add_argument("-l", "--layers", type=int, default=None, help="decode only the first N quality layers")
+    p.add_argument("--backend", choices=("cpu", "cuda", "auto"), default="cpu")
+    p.add_argument("--resilient", action="store_true", help="conceal damage instead of failing")
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    from cinegpu.decode import CodestreamError
+    from cinegpu.decode.codestream.header import parse_codestream
+    from cinegpu.decode.decoder import Decoder
+    from cinegpu.decode.jp2 import read_jp2
+    from cinegpu.media.image_files import write_image
+
+    data = args.file.read_bytes()
+    try:
+        frame = Decoder(args.backend).decode(data, reduce=args.reduce, layers=args.layers,
+                                             strict=not args.resilient)
+        siz = parse_codestream(read_jp2(data)[0]).siz
+    except CodestreamError as exc:
+        print(f"cinegpu decode: {args.file}: {exc}", file=sys.stderr)
+        return 2
+    comps = frame.components
+    bits = [siz.precision(c) for c in range(len(comps))] if len(comps) == siz.Csiz else [16] * len(comps)
+    signed = [siz.signed(c) for c in range(len(comps))] if len(comps) == siz.Csiz else [False] * len(comps)
+    out = args.output
+    if out.suffix.lower() in (".tif", ".tiff", ".png") and len({c.shape for c in comps}) > 1:
+        out = out.with_suffix(".pgx")
+        print(f"components differ in size: writing PGX ({out.stem}_N.pgx)", file=sys.stderr)
+    for path in write_image(out, comps, bits, signed):
+        print(path)
+    for r in frame.reports:
+        for fault in r.faults:
+            print(f"concealed: tile {r.tile}: {fault}", file=sys.stderr)
+    return 0
