@@ -22,7 +22,7 @@ from .tables import MQ_NLPS, MQ_NMPS, MQ_QE
 JIT = dict(cache=True, nogil=True)
 
 
-@njit(**JIT)
+@njit(inline='always', **JIT)
 def mq_bytein(data, c, ct, bp):
     """BYTEIN, T.800 Figure C.18. Returns (c, ct, bp)."""
     if data[bp] == 0xFF:
@@ -51,7 +51,7 @@ def mq_init(data, start):
     return 0x8000, c, ct, bp
 
 
-@njit(**JIT)
+@njit(inline='always', **JIT)
 def mq_decode(data, ctx, cx, a, c, ct, bp):
     """DECODE, T.800 Figures C.20-C.22 (with the conditional exchanges), context ctx[cx].
 
@@ -98,7 +98,7 @@ def raw_init(start):
     return 0, 0, start
 
 
-@njit(**JIT)
+@njit(inline='always', **JIT)
 def raw_decode(data, c, ct, bp):
     """One raw bit, T.800 D.6: bytes MSB first; after 0xFF the next byte holds 7 bits.
 

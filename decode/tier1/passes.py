@@ -21,7 +21,7 @@ from .tables import (CTX_MR, CTX_RL, CTX_UNI, F_E, F_N, F_NE, F_NEG_E, F_NEG_N, 
 JIT = dict(cache=True, nogil=True)
 
 
-@njit(**JIT)
+@njit(inline='always', **JIT)
 def set_significant(flags, i, fs, neg, hide_north):
     """Mark sample i significant and tell its 8 neighbours (sign to the 4 direct ones).
 
@@ -48,7 +48,7 @@ def set_significant(flags, i, fs, neg, hide_north):
         flags[i - fs + 1] |= F_SW
 
 
-@njit(**JIT)
+@njit(inline='always', **JIT)
 def sign_context(f):
     """Index into SC_LUT from a sample's flags (significance and sign of N, S, W, E)."""
     return SC_LUT[(f & 0xF) | ((f >> 4) & 0xF0)]
