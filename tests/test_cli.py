@@ -1,0 +1,78 @@
+"""The cinegpu command line, run as a user would (a real subprocess)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cinegpu.decode import decode
+
+from conformance import CONFORMANCE
+from pgx import read_pgx
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "media" / "samples" / "bars_2k.j2c"
+P0_04 = CONFORMANCE / "part1" / "codestreams" / "p0_04.j2k"
+P0_05 = CONFORMANCE / "part1" / "codestreams" / "p0_05.j2k"
+
+
+def cinegpu(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "cinegpu.player.cli", *args],
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_info_codestream_lists_the_header():
+    r = cinegpu("info", str(SAMPLE))
+    assert r.returncode == 0, r.stderr
+    assert "Rsiz 0x0003" in r.stdout
+    assert "2048 x 1080" in r.stdout
+    assert "CPRL" in r.stdout and "9/7 irreversible" in r.stdout
+
+
+def test_info_bad_file_is_a_clear_error(tmp_path):
+    bad = tmp_path / "bad.j2c"
+    bad.write_bytes(b"\xff\x4f\xff\x51\x00")
+    r = cinegpu("info", str(bad))
+    assert r.returncode == 2
+    assert "bad.j2c" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.skipif(not P0_05.exists(), reason="../shared/conformance is absent")
+def test_decode_writes_pgx_for_subsampled_components(tmp_path):
+    r = cinegpu("decode", str(P0_05), "-o", str(tmp_path / "out.tif"))
+    assert r.returncode == 0, r.stderr
+    want = decode(P0_05.read_bytes())
+    for k, comp in enumerate(want):
+        assert np.array_equal(read_pgx(tmp_path / f"out_{k}.pgx"), comp)
+
+
+@pytest.mark.skipif(not P0_04.exists(), reason="../shared/conformance is absent")
+@pytest.mark.parametrize("suffix", [".tif", ".png"])
+def test_decode_writes_an_image_equal_to_decode(tmp_path, suffix):
+    out = tmp_path / f"out{suffix}"
+    r = cinegpu("decode", str(P0_04), "-o", str(out), "-r", "1")
+    assert r.returncode == 0, r.stderr
+    want = np.stack(decode(P0_04.read_bytes(), reduce=1), axis=-1)
+    if suffix == ".tif":
+        import tifffile
+
+        got = tifffile.imread(out)
+    else:
+        from PIL import Image
+
+        got = np.asarray(Image.open(out))
+    assert np.array_equal(got, want)
+
+
+def test_bench_default_runs_on_the_shipped_sample(tmp_path):
+    r = cinegpu("bench", "--frames", "1", "--repeat", "1", "--json", str(tmp_path / "b.json"))
+    assert r.returncode == 0, r.stderr
+    assert "fps" in r.stdout and "tier1" in r.stdout
+    result = json.loads((tmp_path / "b.json").read_text())
+    assert result["frames"] == 1 and result["fps"] > 0
+    assert set(result["ms_per_frame"]) == {"parse", "tier2", "tier1", "reconstruct"}
