@@ -2,7 +2,11 @@
 
 :class:`Decoder` keeps decode plans between frames (a reel's frames share
 their main header), so only tier-2, tier-1 and reconstruction run per frame.
-:func:`cinegpu.decode.decode` is a one-shot wrapper around it.
+Its three steps can also run apart, which the multi-process pipeline does:
+:meth:`Decoder.prepare` (headers and plans), :meth:`Decoder.entropy_decode`
+(tier-2 and tier-1 into a flat coefficient buffer, in a worker process) and
+:meth:`Decoder.reconstruct` (dequantise, inverse DWT and MCT, DC shift, on
+the CPU or the GPU). :func:`cinegpu.decode.decode` is a one-shot wrapper.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import numpy as np
 
 from .codestream.header import Codestream, parse_codestream, tile_part_ppm_headers
 from .errors import UnsupportedFeature
-from .jp2 import apply_palette, read_jp2
+from .jp2 import JP2Header, apply_palette, read_jp2
 from .plan import TilePlan, build_tile_plan, check_plan
 from .reconstruct import reconstruct_tile
 from .tile import TileReport, decode_tile
@@ -30,7 +34,7 @@ PLAN_CACHE_SIZE = 4096
 class Frame:
     """A decoded frame: one array per component, and what was concealed."""
 
-    components: list[np.ndarray]
+    components: list
     reports: list[TileReport] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     #: seconds per stage: "parse" (headers, plan), "tier2", "tier1", "reconstruct"
@@ -41,7 +45,23 @@ class Frame:
         return any(r.faults for r in self.reports)
 
 
-def _sample_dtype(precision: int, signed: bool):
+@dataclass
+class Prepared:
+    """A parsed frame with its plans: what the entropy and GPU stages need."""
+
+    cs: Codestream
+    jp2: JP2Header | None
+    plans: list[TilePlan]
+    offsets: list[int]  #: first coefficient of each tile in the frame buffer
+    size: int  #: coefficients in the frame buffer (int32 samples)
+    reduce: int
+    layers: int | None
+    strict: bool
+    parse_s: float = 0.0
+
+
+def sample_dtype(precision: int, signed: bool):
+    """The numpy type a component of this precision is returned in."""
     if signed:
         return np.int8 if precision <= 8 else np.int16 if precision <= 16 else np.int32
     return np.uint8 if precision <= 8 else np.uint16 if precision <= 16 else np.int32
@@ -66,6 +86,7 @@ def select_backend(backend: str):
                 raise UnsupportedFeature(f"CUDA back end unavailable: {exc}") from None
         if backend == "cuda":
             raise UnsupportedFeature("CUDA back end unavailable: no CUDA device")
+        log.info("no CUDA device: using the CPU back end")
         return transform, np, "cpu"
     raise ValueError(f"unknown back end {backend!r}: use 'cpu', 'cuda' or 'auto'")
 
@@ -82,8 +103,7 @@ class Decoder:
         h = tile.header if tile is not None else None
         tile_key = None if h is None else repr((h.cod, h.coc, h.qcd, h.qcc, h.rgn, h.poc))
         main_end = min((p.offset for tl in cs.tiles.values() for p in tl.parts), default=len(cs.data))
-        key = (bytes(cs.data[:main_end]) if main_end < 1 << 16 else hash(bytes(cs.data[:main_end])),
-               t, reduce, tile_key)
+        key = (bytes(cs.data[:main_end]), t, reduce, tile_key)
         plan = self._plans.get(key)
         if plan is None:
             plan = build_tile_plan(cs, t, reduce)
@@ -92,6 +112,61 @@ class Decoder:
                 self._plans.clear()
             self._plans[key] = plan
         return plan
+
+    # --- the three steps -------------------------------------------------
+    def prepare(self, data, *, reduce: int = 0, layers: int | None = None, strict: bool = True) -> Prepared:
+        """Parse the headers and find (or build) the plan of every tile."""
+        if reduce < 0:
+            raise ValueError("reduce must be >= 0")
+        if layers is not None and layers < 1:
+            raise ValueError("layers must be >= 1")
+        t0 = time.perf_counter()
+        codestream, jp2 = read_jp2(data)
+        cs = parse_codestream(codestream, strict=strict)
+        plans = [self.plan(cs, t, reduce) for t in range(cs.siz.num_tiles)]
+        offsets = np.concatenate(([0], np.cumsum([p.coeff_size for p in plans]))).tolist()
+        return Prepared(cs, jp2, plans, offsets[:-1], offsets[-1], reduce, layers, strict,
+                        time.perf_counter() - t0)
+
+    def entropy_decode(self, prep: Prepared, out: np.ndarray | None = None) -> tuple[np.ndarray, list[TileReport]]:
+        """Tier-2 and tier-1 of every tile into one int32 buffer of ``prep.size``."""
+        coeffs = np.empty(prep.size, np.int32) if out is None else out
+        ppm = tile_part_ppm_headers(prep.cs)
+        reports = []
+        for plan, off in zip(prep.plans, prep.offsets):
+            _, report = decode_tile(prep.cs, plan, prep.cs.tiles.get(plan.index), layers=prep.layers,
+                                    ppm=ppm, strict=prep.strict, out=coeffs[off : off + plan.coeff_size])
+            reports.append(report)
+        return coeffs, reports
+
+    def reconstruct(self, prep: Prepared, coeffs, components=None, *, to_host: bool = True) -> list:
+        """Samples of every wanted component, assembled from the tiles.
+
+        ``coeffs`` is a numpy or (CUDA back end) CuPy array; with
+        ``to_host=False`` on the CUDA back end the result stays on the device.
+        """
+        s = prep.cs.siz
+        xp = self.xp
+        keep_on_device = xp is not np and not to_host
+        out = []
+        for c in range(s.Csiz):
+            w, h = s.component_size(c, prep.reduce)
+            mod = xp if keep_on_device else np
+            out.append(mod.zeros((h, w), sample_dtype(s.precision(c), s.signed(c))))
+        if xp is not np:
+            coeffs = xp.asarray(coeffs)
+        for plan, off in zip(prep.plans, prep.offsets):
+            planes = reconstruct_tile(plan, coeffs[off : off + plan.coeff_size], s, self.transform, xp, components)
+            for c, (tc, plane) in enumerate(zip(plan.components, planes)):
+                if plane is None:
+                    continue
+                res = tc.resolutions[tc.decoded - 1]
+                cx0 = -(-s.XOsiz // (s.XRsiz[c] << prep.reduce))
+                cy0 = -(-s.YOsiz // (s.YRsiz[c] << prep.reduce))
+                if xp is not np and not keep_on_device:
+                    plane = xp.asnumpy(plane)
+                out[c][res.y0 - cy0 : res.y1 - cy0, res.x0 - cx0 : res.x1 - cx0] = plane
+        return out
 
     def decode(self, data, *, reduce: int = 0, layers: int | None = None, strict: bool = True,
                components=None) -> Frame:
@@ -103,54 +178,34 @@ class Decoder:
         only those, in that order, and skips the inverse MCT unless 0-2 are
         all among them.
         """
-        if reduce < 0:
-            raise ValueError("reduce must be >= 0")
-        if layers is not None and layers < 1:
-            raise ValueError("layers must be >= 1")
+        prep = self.prepare(data, reduce=reduce, layers=layers, strict=strict)
+        components = check_components(components, prep.cs.siz.Csiz)
+        coeffs, reports = self.entropy_decode(prep)
         t0 = time.perf_counter()
-        codestream, jp2 = read_jp2(data)
-        cs = parse_codestream(codestream, strict=strict)
-        if components is not None:
-            components = [int(c) for c in components]
-            if not components or any(not 0 <= c < cs.siz.Csiz for c in components):
-                raise ValueError(f"components {components} outside 0..{cs.siz.Csiz - 1}")
-        frame = self._decode_codestream(cs, reduce, layers, strict, components)
-        t = frame.timings
-        t["tier2"] = sum(r.tier2_s for r in frame.reports)
-        t["tier1"] = sum(r.tier1_s for r in frame.reports)
-        t["parse"] = time.perf_counter() - t0 - t["tier2"] - t["tier1"] - t["reconstruct"]
-        if components is not None:
-            frame.components = [frame.components[c] for c in components]
-        if jp2 is not None:
-            frame.components = apply_palette(frame.components, jp2)
-        return frame
+        out = self.reconstruct(prep, coeffs, components)
+        return finish_frame(prep, out, reports, components, time.perf_counter() - t0)
 
-    def _decode_codestream(self, cs: Codestream, reduce: int, layers, strict: bool, components) -> Frame:
-        s = cs.siz
-        out = []
-        for c in range(s.Csiz):
-            w, h = s.component_size(c, reduce)
-            out.append(np.zeros((h, w), _sample_dtype(s.precision(c), s.signed(c))))
-        ppm = tile_part_ppm_headers(cs)
-        frame = Frame(out, warnings=list(cs.warnings))
-        recon = 0.0
-        for t in range(s.num_tiles):
-            plan = self.plan(cs, t, reduce)
-            coeffs, report = decode_tile(cs, plan, cs.tiles.get(t), layers=layers, ppm=ppm, strict=strict)
-            frame.reports.append(report)
-            if self.xp is not np:
-                coeffs = self.xp.asarray(coeffs)
-            t0 = time.perf_counter()
-            planes = reconstruct_tile(plan, coeffs, s, self.transform, self.xp, components)
-            for c, (tc, plane) in enumerate(zip(plan.components, planes)):
-                if plane is None:
-                    continue
-                res = tc.resolutions[tc.decoded - 1]
-                cx0 = -(-s.XOsiz // (s.XRsiz[c] << reduce))
-                cy0 = -(-s.YOsiz // (s.YRsiz[c] << reduce))
-                if self.xp is not np:
-                    plane = self.xp.asnumpy(plane)
-                out[c][res.y0 - cy0 : res.y1 - cy0, res.x0 - cx0 : res.x1 - cx0] = plane
-            recon += time.perf_counter() - t0
-        frame.timings["reconstruct"] = recon
-        return frame
+
+def check_components(components, csiz: int):
+    if components is None:
+        return None
+    components = [int(c) for c in components]
+    if not components or any(not 0 <= c < csiz for c in components):
+        raise ValueError(f"components {components} outside 0..{csiz - 1}")
+    return components
+
+
+def finish_frame(prep: Prepared, out: list, reports: list[TileReport], components, reconstruct_s: float) -> Frame:
+    """Select components, apply a JP2 palette, gather timings."""
+    if components is not None:
+        out = [out[c] for c in components]
+    if prep.jp2 is not None:
+        out = apply_palette(out, prep.jp2)
+    frame = Frame(out, reports, list(prep.cs.warnings))
+    frame.timings = {
+        "parse": prep.parse_s,
+        "tier2": sum(r.tier2_s for r in reports),
+        "tier1": sum(r.tier1_s for r in reports),
+        "reconstruct": reconstruct_s,
+    }
+    return frame

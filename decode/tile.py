@@ -61,11 +61,18 @@ def _packed_headers(cs: Codestream, tile: Tile, ppm: dict | None) -> np.ndarray 
 
 
 def decode_tile(cs: Codestream, plan: TilePlan, tile: Tile | None, *, layers: int | None,
-                ppm: dict | None, strict: bool) -> tuple[np.ndarray, TileReport]:
-    """Quantised coefficients of ``plan``'s tile (zeros where data is absent)."""
+                ppm: dict | None, strict: bool, out: np.ndarray | None = None) -> tuple[np.ndarray, TileReport]:
+    """Quantised coefficients of ``plan``'s tile (zeros where data is absent).
+
+    ``out``: an int32 buffer of ``plan.coeff_size`` samples to write into
+    (shared memory in the pipeline); every sample is written.
+    """
     report = TileReport(plan.index)
-    coeffs = np.zeros(plan.coeff_size, np.int32)
+    # tier-1 writes every sample of every code-block, and code-blocks tile
+    # each band, so a given buffer needs clearing only for a missing tile
+    coeffs = np.zeros(plan.coeff_size, np.int32) if out is None else out
     if tile is None:
+        coeffs[:] = 0
         if strict:
             raise TruncatedCodestream(f"tile {plan.index} is missing from the codestream")
         report.faults.append("tile missing")
