@@ -1,1 +1,12 @@
-"""player"""
+"""The player: playback clock, frame sources, presenter and the ``cinegpu play`` command.
+
+Importing this package loads no GL; :func:`cinegpu.player.window.open_window` does.
+"""
+
+from .clock import PlaybackClock, PlaybackStats, Scheduler
+from .media_default import default_media
+from .player import KEYS, Player, Summary, overlay_text, timecode
+from .source import ArraySource, DecodeAheadSource, FrameError
+
+__all__ = ["PlaybackClock", "PlaybackStats", "Scheduler", "Player", "Summary", "KEYS", "overlay_text",
+           "timecode", "ArraySource", "DecodeAheadSource", "FrameError", "default_media"]

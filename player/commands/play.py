@@ -1,0 +1,104 @@
+"""``cinegpu play [PATH]``: play a DCP, CPL, IMF, MXF, codestream or folder of frames."""
+
+from __future__ import annotations
+
+import argparse
+from fractions import Fraction
+from pathlib import Path
+
+
+def _screenshot(text: str) -> tuple[int, Path]:
+    frame, sep, path = text.partition(":")
+    if not sep or not frame.isdigit() or not path:
+        raise argparse.ArgumentTypeError(f"want N:file.png, got {text!r}")
+    return int(frame), Path(path)
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("play", help="play media on screen, or headless with a summary")
+    p.add_argument("path", nargs="?", help="DCP/IMF folder, CPL, MXF, J2K/JP2 file or folder of frames "
+                                           "(default: a built-in synthetic sequence)")
+    p.add_argument("--fps", type=Fraction, default=None,
+                   help="frame rate for bare sequences (default 24); overrides a package's edit rate")
+    p.add_argument("--headless", action="store_true",
+                   help="offscreen OpenGL (EGL), play through and print a summary (automatic without a display)")
+    p.add_argument("--screenshot", type=_screenshot, action="append", default=[], metavar="N:FILE.png",
+                   help="save the picture drawn for frame N (0-based) at its own size, 16-bit PNG; repeatable")
+    p.add_argument("--backend", choices=("auto", "cpu", "cuda"), default="auto", help="decode back end")
+    p.add_argument("--interop", choices=("auto", "surface", "pbo", "host"), default="auto",
+                   help="texture upload path (default: the best that probes well)")
+    p.add_argument("--colour", "--color", choices=("auto", "xyz", "rgb"), default="auto",
+                   help="content colour: X'Y'Z' (DCI) or RGB; auto: X'Y'Z' for DCPs and DCI-profile codestreams")
+    p.add_argument("--primaries", choices=("p3d65", "rec709"), default="p3d65", help="display for X'Y'Z' content")
+    p.add_argument("--loop", action="store_true", help="start with looping on (key l)")
+    p.add_argument("--frames", type=int, default=None, metavar="N", help="stop after N frames of playback")
+    p.add_argument("--workers", type=int, default=2, help="decode-ahead threads (default 2)")
+    p.add_argument("--preroll", type=int, default=2, help="frames decoded before the clock starts (default 2)")
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    import logging
+    import sys
+
+    from cinegpu.media import MediaError, open_source
+
+    from ..media_default import default_media
+    from ..window import has_display
+
+    logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
+    path = args.path if args.path is not None else default_media()
+    headless = args.headless or not has_display()
+    try:
+        media = open_source(path)
+    except MediaError as exc:
+        print(f"cinegpu play: {exc}", file=sys.stderr)
+        return 2
+    try:
+        summary = play(media, headless=headless, fps=args.fps, backend=args.backend, interop=args.interop,
+                       colour=args.colour, primaries=args.primaries, loop=args.loop, frames=args.frames,
+                       screenshots=dict(args.screenshot), workers=args.workers, preroll=args.preroll)
+    finally:
+        media.close()
+    if headless:
+        print(summary)
+    return 0
+
+
+def play(media, *, headless: bool, fps=None, backend: str = "auto", interop: str = "auto", colour: str = "auto",
+         primaries: str = "p3d65", loop: bool = False, frames: int | None = None, screenshots=None,
+         workers: int = 2, preroll: int = 2, source=None):
+    """Play an opened media source (or a ready frame ``source``); the :class:`~..player.Summary`."""
+    from cinegpu.interop import TARGETS, choose_target
+
+    from ..player import Player
+    from ..presenter import Presenter
+    from ..source import DecodeAheadSource
+    from ..window import open_window
+
+    depth = max(8, preroll)
+    if source is None:
+        source = DecodeAheadSource(media, backend=backend, colour=colour, primaries=primaries,
+                                   workers=workers, depth=depth)
+    rate = Fraction(fps) if fps is not None else (source.edit_rate or Fraction(24))
+    title = f"cinegpu - {getattr(media, 'title', '') or 'play'}"
+    window = open_window(*_window_size(source.width, source.height), headless=headless, title=title)
+    try:
+        if interop == "auto":
+            target = choose_target(source.backend)
+        else:
+            target = TARGETS[interop]()
+        player = Player(source, window, target, Presenter(), rate=rate, loop=loop, screenshots=screenshots,
+                        headless=headless, depth=depth, preroll=preroll, max_frames=frames)
+        try:
+            return player.run()
+        finally:
+            player.close()
+    finally:
+        source.close()
+        window.close()
+
+
+def _window_size(width: int, height: int, limit: int = 1280) -> tuple[int, int]:
+    scale = min(1.0, limit / max(width, 1))
+    return max(1, round(width * scale)), max(1, round(height * scale))

@@ -1,0 +1,80 @@
+"""Decoded components -> the RGBA16 picture the texture targets take.
+
+X'Y'Z' content (DCPs, DCI-profile codestreams) goes through the DCI output
+transform (:func:`cinegpu.decode.transform.xyz_to_rgb`, or its CuPy twin on
+the CUDA back end); other content is taken as RGB (3 components) or grey
+(1), each scaled from its precision to 16 bits: round(v * 65535 / (2^p - 1)).
+Alpha is opaque (65535).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["COLOURS", "DCI_RSIZ", "is_xyz", "rgba16_reference", "PictureConverter"]
+
+COLOURS = ("auto", "xyz", "rgb")
+#: Rsiz values of the DCI profiles (T.800 Amd 1: 2K and 4K digital cinema).
+DCI_RSIZ = frozenset({3, 4})
+_XYZ_KINDS = frozenset({"dcp-smpte", "dcp-interop", "smpte", "interop", "dcp"})
+
+
+def is_xyz(colour: str, kind: str | None, rsiz: int | None) -> bool:
+    """Whether to treat the content as X'Y'Z': ``colour`` "xyz"/"rgb" decide; "auto" looks at
+    the source kind (a DCP) and the codestream's Rsiz (a DCI profile)."""
+    if colour not in COLOURS:
+        raise ValueError(f"colour must be one of {COLOURS}, got {colour!r}")
+    if colour != "auto":
+        return colour == "xyz"
+    return (kind or "") in _XYZ_KINDS or (rsiz is not None and (rsiz & 0x7FFF) in DCI_RSIZ)
+
+
+def _scale16(c, precision: int, xp):
+    top = (1 << precision) - 1
+    v = xp.clip(c.astype(xp.float64), 0, top) * (65535.0 / top)
+    return xp.rint(v).astype(xp.uint16)
+
+
+def rgba16_reference(components, precisions, xyz: bool, primaries: str = "p3d65", xp=np):
+    """(H, W, 4) uint16 picture of decoded ``components`` (numpy, or CuPy with ``xp=cupy``)."""
+    if xyz:
+        if len(components) < 3:
+            raise ValueError(f"X'Y'Z' needs 3 components, got {len(components)}")
+        if xp is np:
+            from cinegpu.decode.transform import xyz_to_rgb
+        else:
+            from cinegpu.decode.transform.cuda_backend import xyz_to_rgb
+        return xyz_to_rgb(*components[:3], primaries=primaries, out_bits=16, alpha=True,
+                          in_bits=int(precisions[0]))
+    if len(components) >= 3:
+        planes = [_scale16(xp.asarray(c), p, xp) for c, p in zip(components[:3], precisions[:3])]
+    elif len(components) >= 1:
+        planes = [_scale16(xp.asarray(components[0]), precisions[0], xp)] * 3
+    else:
+        raise ValueError("no components")
+    h, w = planes[0].shape
+    out = xp.empty((h, w, 4), xp.uint16)
+    for ch, p in enumerate(planes):
+        out[..., ch] = p
+    out[..., 3] = 65535
+    return out
+
+
+class PictureConverter:
+    """Turns a decoded :class:`~cinegpu.decode.decoder.Frame` into an RGBA16 picture.
+
+    ``device``: produce CuPy arrays (the CUDA back end) rather than numpy.
+    Components of differing sizes (subsampled) are not supported by this path.
+    """
+
+    def __init__(self, xyz: bool, primaries: str = "p3d65", device: bool = False) -> None:
+        self.xyz, self.primaries, self.device = xyz, primaries, device
+
+    def __call__(self, components, precisions):
+        if len({c.shape for c in components[:3]}) > 1:
+            raise ValueError(f"components of different sizes {[c.shape for c in components]}")
+        if self.device:
+            import cupy  # noqa: PLC0415
+            return rgba16_reference([cupy.asarray(c) for c in components], precisions, self.xyz,
+                                    self.primaries, xp=cupy)
+        return rgba16_reference(components, precisions, self.xyz, self.primaries)

@@ -1,0 +1,267 @@
+"""The player: a clock, a frame source, a texture target and a presenter, in one draw loop.
+
+Each turn of :meth:`Player.run`: handle window events, tell the source which
+frames come next, ask the :class:`~.clock.Scheduler` whether a new frame is
+due and ready; if so write its picture into the texture target and draw it
+letterboxed.  The source is only polled, never waited on, so a slow decode
+shows up as late and dropped frames, never as a slower clock.  Screenshots
+(``{frame: path}``) are drawn into a framebuffer of the frame's size and read
+back; their frames are pinned in the source so they are decoded even when
+dropped from the screen.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Callable
+
+from .clock import PlaybackClock, PlaybackStats, Scheduler
+from .png import write_png16
+from .source import FrameError
+
+__all__ = ["Player", "Summary", "timecode", "overlay_text", "KEYS"]
+
+log = logging.getLogger("cinegpu.player")
+
+#: Key name (pyglet.window.key symbol string) -> player action.
+KEYS = {"SPACE": "toggle", "LEFT": "back", "RIGHT": "forward", "HOME": "home", "END": "end",
+        "UP": "seek+10", "PAGEUP": "seek+10", "DOWN": "seek-10", "PAGEDOWN": "seek-10",
+        "F": "fullscreen", "L": "loop", "O": "overlay", "Q": "quit", "ESCAPE": "quit"}
+
+
+def timecode(frame: int, rate) -> str:
+    """HH:MM:SS:FF of ``frame`` at ``rate`` (frames per second, rounded up for FF)."""
+    fps = max(1, round(Fraction(rate)))
+    s, ff = divmod(frame, fps)
+    m, ss = divmod(s, 60)
+    hh, mm = divmod(m, 60)
+    return f"{hh:02d}:{mm:02d}:{ss:02d}:{ff:02d}"
+
+
+@dataclass
+class Summary:
+    """What a playback did; ``str()`` is the line ``--headless`` prints."""
+
+    frames: int
+    stats: PlaybackStats
+    seconds: float
+    rate: Fraction
+    backend: str
+    target: str
+    decode_fps: float
+    screenshots: int = 0
+
+    @property
+    def fps(self) -> float:
+        return self.stats.shown / self.seconds if self.seconds > 0 else 0.0
+
+    def __str__(self) -> str:
+        s = self.stats
+        return (f"played {self.frames} frames in {self.seconds:.2f} s: shown {s.shown}, dropped {s.dropped}, "
+                f"late {s.late}, errors {s.errors}; {self.fps:.2f} fps achieved (edit rate {float(self.rate):g}); "
+                f"decode {self.backend} {self.decode_fps:.1f} fps; interop {self.target}; "
+                f"screenshots {self.screenshots}")
+
+
+def overlay_text(clock: PlaybackClock, frame: int | None, stats: PlaybackStats, decode_fps: float,
+                 backend: str, target: str) -> str:
+    """The overlay's lines: timecode, frame, decode fps, late/dropped counts, back end."""
+    f = 0 if frame is None else frame
+    state = "playing" if clock.playing else "paused"
+    return (f"{timecode(f, clock.rate)}  frame {f + 1}/{clock.frame_count}  {state}{'  loop' if clock.loop else ''}\n"
+            f"decode {decode_fps:.1f} fps  late {stats.late}  dropped {stats.dropped}\n"
+            f"back end {backend}, interop {target}")
+
+
+class Player:
+    """Plays ``source`` at ``rate`` through ``target`` in ``window`` (a pyglet window, current)."""
+
+    def __init__(self, source, window, target, presenter, *, rate, loop: bool = False,
+                 screenshots: dict[int, Path] | None = None, headless: bool = True,
+                 now: Callable[[], float] = time.perf_counter, sleep: Callable[[float], None] = time.sleep,
+                 depth: int = 8, preroll: int = 2, max_frames: int | None = None) -> None:
+        self.source, self.window, self.target, self.presenter = source, window, target, presenter
+        self.clock = PlaybackClock(rate, source.frame_count, now=now, loop=loop)
+        self.scheduler = Scheduler(self.clock)
+        self.screenshots = dict(screenshots or {})
+        self.headless = headless
+        self._now, self._sleep = now, sleep
+        self.depth, self.preroll, self.max_frames = depth, preroll, max_frames
+        self.overlay = False
+        self.quit = False
+        self._label = None
+        self._taken = 0
+        for n in self.screenshots:
+            if not 0 <= n < source.frame_count:
+                raise ValueError(f"screenshot frame {n} outside 0..{source.frame_count - 1}")
+            source.pin(n)
+        target.open(source.width, source.height)
+
+    # ---------------------------------------------------------------- keys
+
+    def act(self, action: str) -> None:
+        """Apply a :data:`KEYS` action."""
+        c = self.clock
+        if action == "toggle":
+            c.toggle()
+        elif action in ("back", "forward"):
+            c.step(-1 if action == "back" else 1)
+        elif action in ("home", "end"):
+            getattr(c, action)()
+        elif action.startswith("seek"):
+            c.seek_seconds(float(action[4:]))
+        elif action == "loop":
+            c.loop = not c.loop
+        elif action == "overlay":
+            self.overlay = not self.overlay
+        elif action == "fullscreen" and not self.headless:
+            self.window.set_fullscreen(not self.window.fullscreen)
+        elif action == "quit":
+            self.quit = True
+
+    def _install_keys(self) -> None:
+        from pyglet.window import key  # noqa: PLC0415
+
+        def on_key_press(symbol, modifiers):
+            action = KEYS.get(key.symbol_string(symbol))
+            if action:
+                self.act(action)
+                return True
+            return None
+
+        def on_draw():
+            self._draw()
+
+        self.window.push_handlers(on_key_press=on_key_press, on_draw=on_draw)
+
+    # ---------------------------------------------------------------- drawing
+
+    def _ready(self, n: int) -> bool:
+        try:
+            return self.source.get(n) is not None
+        except FrameError:
+            return True
+
+    def _show(self, n: int) -> None:
+        try:
+            picture = self.source.get(n)
+        except FrameError as exc:
+            self.scheduler.stats.errors += 1
+            log.warning("%s", exc)
+            return
+        self.target.write(picture)
+        self._draw()
+        if n in self.screenshots:
+            self._screenshot(n)
+
+    def _draw(self) -> None:
+        w, h = self.window.get_framebuffer_size()
+        self.presenter.draw(self.target.texture, self.target.width, self.target.height, w, h)
+        if self.overlay and not self.headless:
+            self._draw_overlay()
+        self.window.flip()
+
+    def _draw_overlay(self) -> None:
+        import pyglet  # noqa: PLC0415
+
+        text = overlay_text(self.clock, self.scheduler.current, self.scheduler.stats, self.source.decode_fps,
+                            self.source.backend, self.target.name)
+        if self._label is None:
+            self._label = pyglet.text.Label("", x=10, y=10, multiline=True, width=900, anchor_y="bottom",
+                                            color=(255, 255, 255, 255), font_size=12)
+        self._label.text = text
+        self._label.draw()
+
+    def _screenshot(self, n: int) -> None:
+        path = self.screenshots.pop(n)
+        pixels = self.presenter.screenshot(self.target.texture, self.target.width, self.target.height)
+        write_png16(path, pixels)
+        self.source.unpin(n)
+        self._taken += 1
+        log.info("frame %d saved to %s", n, path)
+
+    def _pinned_screenshots(self) -> None:
+        """Screenshots of frames the clock passed (dropped) but the source has since decoded."""
+        for n in list(self.screenshots):
+            if n == self.scheduler.current:
+                continue
+            try:
+                picture = self.source.get(n)
+            except FrameError as exc:
+                log.warning("screenshot of %s", exc)
+                self.screenshots.pop(n)
+                continue
+            if picture is not None and (self.clock.ended or n not in self.clock.upcoming(self.depth)):
+                self.target.write(picture)
+                self._screenshot(n)
+                self.scheduler.current = None       # the texture no longer holds the shown frame
+
+    # ---------------------------------------------------------------- loop
+
+    def _wait_preroll(self, timeout: float = 120.0) -> None:
+        first = self.clock.upcoming(max(self.depth, self.preroll))
+        self.source.want(first)
+        end = self._now() + timeout
+        while self._now() < end and not self.quit:
+            if all(self._ready(n) for n in first[: self.preroll]):
+                return
+            self._events()
+            self._sleep(0.002)
+
+    def _events(self) -> None:
+        if not self.headless:
+            self.window.dispatch_events()
+            if self.window.has_exit:
+                self.quit = True
+
+    def _done(self) -> bool:
+        c = self.clock
+        if self.quit:
+            return True
+        if self.max_frames is not None and c.playing and c.timeline() >= self.max_frames:
+            return True
+        return self.headless and c.ended
+
+    def run(self) -> Summary:
+        """Play until the end (headless, not looping), ``max_frames`` or quit; the summary."""
+        if not self.headless:
+            self._install_keys()
+        self._wait_preroll()
+        clock = self.clock
+        clock.play()
+        start = self._now()
+        while not self._done():
+            self._events()
+            self.source.want(clock.upcoming(self.depth))
+            n = self.scheduler.tick(self._ready)
+            if n is not None:
+                self._show(n)
+            if self.screenshots:
+                self._pinned_screenshots()
+            t = clock.timeline()
+            wait = clock.presentation_time(t + 1) - self._now() if clock.playing else 0.01
+            self._sleep(min(max(wait, 0.0), 0.002 if self.scheduler.current != clock.due() else 0.01))
+        seconds = self._now() - start
+        if self.max_frames is None:
+            self.scheduler.finish()
+        played = self.max_frames if self.max_frames is not None else clock.frame_count
+        self._finish_screenshots()
+        return Summary(played, self.scheduler.stats, seconds, clock.rate, self.source.backend, self.target.name,
+                       self.source.decode_fps, self._taken)
+
+    def _finish_screenshots(self, timeout: float = 120.0) -> None:
+        end = self._now() + timeout
+        self.source.want([])
+        while self.screenshots and self._now() < end and not (self.quit and not self.headless):
+            self._pinned_screenshots()
+            self._sleep(0.005)
+        for n in self.screenshots:
+            log.warning("screenshot of frame %d not taken: never decoded", n)
+
+    def close(self) -> None:
+        self.target.close()
+        self.presenter.close()

@@ -1,0 +1,94 @@
+"""A 16-bit PNG writer and reader for screenshots (ISO/IEC 15948: IHDR, IDAT, IEND).
+
+Pillow reads and writes 16-bit PNG only for grey, so screenshots use this:
+colour type 2 (RGB) or 6 (RGBA), bit depth 16, no interlace; rows written with
+filter 0; the reader undoes all five filters of 15948 clause 9.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["write_png16", "read_png16"]
+
+_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def _chunk(kind: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+
+def write_png16(path, pixels: np.ndarray, *, alpha: bool = False) -> None:
+    """Write (H, W, 3 or 4) uint16 ``pixels`` as a 16-bit RGB PNG (RGBA with ``alpha``)."""
+    pixels = np.asarray(pixels)
+    if pixels.ndim != 3 or pixels.shape[2] not in (3, 4) or pixels.dtype != np.uint16:
+        raise ValueError(f"want uint16 (H, W, 3|4), got {pixels.dtype} {pixels.shape}")
+    channels = 4 if alpha else 3
+    h, w = pixels.shape[:2]
+    rows = np.ascontiguousarray(pixels[..., :channels]).astype(">u2").reshape(h, w * channels).view(np.uint8)
+    raw = np.concatenate([np.zeros((h, 1), np.uint8), rows], axis=1).tobytes()
+    ihdr = struct.pack(">IIBBBBB", w, h, 16, 6 if alpha else 2, 0, 0, 0)
+    Path(path).write_bytes(_SIGNATURE + _chunk(b"IHDR", ihdr) + _chunk(b"IDAT", zlib.compress(raw, 6))
+                           + _chunk(b"IEND", b""))
+
+
+def _unfilter(data: np.ndarray, h: int, stride: int, bpp: int) -> np.ndarray:
+    out = np.zeros((h, stride), np.uint8)
+    prev = np.zeros(stride, np.int32)
+    pos = 0
+    for y in range(h):
+        kind, line = data[pos], data[pos + 1:pos + 1 + stride].astype(np.int32)
+        pos += 1 + stride
+        if kind == 2:
+            line = (line + prev) & 0xFF
+        elif kind in (1, 3, 4):
+            cur = line.copy()
+            for x in range(stride):
+                a = cur[x - bpp] if x >= bpp else 0
+                b = prev[x]
+                if kind == 1:
+                    p = a
+                elif kind == 3:
+                    p = (a + b) >> 1
+                else:
+                    c = prev[x - bpp] if x >= bpp else 0
+                    pa, pb, pc = abs(b - c), abs(a - c), abs(a + b - 2 * c)
+                    p = a if pa <= pb and pa <= pc else b if pb <= pc else c
+                cur[x] = (cur[x] + p) & 0xFF
+            line = cur
+        elif kind != 0:
+            raise ValueError(f"PNG row {y}: unknown filter {kind}")
+        out[y] = line
+        prev = line
+    return out
+
+
+def read_png16(path) -> np.ndarray:
+    """Read a 16-bit RGB/RGBA PNG: (H, W, 3 or 4) uint16."""
+    data = Path(path).read_bytes()
+    if data[:8] != _SIGNATURE:
+        raise ValueError(f"{path}: not a PNG")
+    pos, idat, ihdr = 8, [], None
+    while pos < len(data):
+        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + n]
+        if kind == b"IHDR":
+            ihdr = struct.unpack(">IIBBBBB", body)
+        elif kind == b"IDAT":
+            idat.append(body)
+        elif kind == b"IEND":
+            break
+        pos += 12 + n
+    if ihdr is None:
+        raise ValueError(f"{path}: no IHDR")
+    w, h, depth, colour, _, _, interlace = ihdr
+    if depth != 16 or colour not in (2, 6) or interlace:
+        raise ValueError(f"{path}: only 16-bit RGB/RGBA non-interlaced PNG (got depth {depth} type {colour})")
+    channels = 3 if colour == 2 else 4
+    raw = np.frombuffer(zlib.decompress(b"".join(idat)), np.uint8)
+    rows = _unfilter(raw, h, w * channels * 2, channels * 2)
+    return rows.view(">u2").reshape(h, w, channels).astype(np.uint16)

@@ -1,0 +1,200 @@
+"""Frame sources: what the player asks for pictures, without ever waiting on a decode.
+
+The interface (duck-typed; the multi-process decode pipeline will provide another):
+
+- ``frame_count``, ``edit_rate`` (Fraction or None), ``width``, ``height``, ``backend`` (name);
+- ``want(frames)``: the media frames the clock will show next, due one first; the source
+  decodes ahead in that order and may forget pictures outside it;
+- ``get(n)``: the RGBA16 picture (numpy or CuPy (H, W, 4) uint16) of frame ``n`` if it is
+  ready, else None; never blocks; raises :class:`FrameError` if that frame failed;
+- ``pin(n)`` / ``unpin(n)``: frames that must be decoded even if the clock passes them
+  (screenshots), kept until unpinned;
+- ``decode_fps``: pictures produced per second, recently; ``close()``.
+
+:class:`DecodeAheadSource` does it with worker threads over a
+:class:`cinegpu.media` source (``Decoder`` releases the GIL in its numba parts);
+:class:`ArraySource` serves pictures already in memory (tests, display benchmarks).
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+import time
+from fractions import Fraction
+from typing import Callable, Sequence
+
+from .picture import PictureConverter, is_xyz
+
+__all__ = ["FrameError", "DecodeAheadSource", "ArraySource"]
+
+log = logging.getLogger("cinegpu.player")
+
+
+class FrameError(RuntimeError):
+    """Frame ``n`` could not be read or decoded; ``cause`` is the original exception."""
+
+    def __init__(self, n: int, cause: BaseException) -> None:
+        super().__init__(f"frame {n}: {type(cause).__name__}: {cause}")
+        self.n, self.cause = n, cause
+
+
+class _Rate:
+    """Events per second over the last ``window`` seconds."""
+
+    def __init__(self, window: float = 2.0, now: Callable[[], float] = time.perf_counter) -> None:
+        self._times: collections.deque[float] = collections.deque()
+        self._window, self._now = window, now
+
+    def add(self) -> None:
+        self._times.append(self._now())
+
+    def rate(self) -> float:
+        now = self._now()
+        while self._times and self._times[0] < now - self._window:
+            self._times.popleft()
+        if len(self._times) < 2:
+            return 0.0
+        span = now - self._times[0]
+        return (len(self._times) - 1) / span if span > 0 else 0.0
+
+
+class ArraySource:
+    """Pictures already in memory; frame n shows ``pictures[n % len(pictures)]``."""
+
+    def __init__(self, pictures: Sequence, frame_count: int | None = None, edit_rate=None,
+                 backend: str = "memory") -> None:
+        if not pictures:
+            raise ValueError("no pictures")
+        self.pictures = list(pictures)
+        self.frame_count = frame_count or len(self.pictures)
+        self.edit_rate = None if edit_rate is None else Fraction(edit_rate)
+        self.height, self.width = self.pictures[0].shape[:2]
+        self.backend = backend
+        self.decode_fps = 0.0
+
+    def want(self, frames) -> None:
+        pass
+
+    def get(self, n: int):
+        return self.pictures[n % len(self.pictures)]
+
+    def pin(self, n: int) -> None:
+        pass
+
+    def unpin(self, n: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class DecodeAheadSource:
+    """Decodes the frames the player wants next in ``workers`` threads, ``depth`` ahead.
+
+    ``media``: a :mod:`cinegpu.media` source (``frame(n) -> bytes``).  ``backend``: the
+    :class:`~cinegpu.decode.decoder.Decoder` back end ("cpu", "cuda", "auto"); with "cuda"
+    pictures are CuPy arrays.  ``colour``: "auto", "xyz" or "rgb" (see :mod:`.picture`).
+    """
+
+    def __init__(self, media, *, backend: str = "cpu", colour: str = "auto", primaries: str = "p3d65",
+                 workers: int = 1, depth: int = 8, decoder_factory: Callable | None = None) -> None:
+        from cinegpu.decode.decoder import Decoder, select_backend
+        from cinegpu.media.j2k_profile import parse_profile
+
+        self.media = media
+        self.frame_count = media.frame_count
+        self.edit_rate = media.edit_rate
+        self.depth = max(1, depth)
+        self.backend = select_backend(backend)[2]
+        first = parse_profile(media.frame(0))
+        self.width = media.width or first.width
+        self.height = media.height or first.height
+        self.xyz = is_xyz(colour, getattr(media, "kind", None), first.Rsiz)
+        self._precisions = [c[0] for c in first.components]
+        self._convert = PictureConverter(self.xyz, primaries, device=self.backend == "cuda")
+        self._factory = decoder_factory or (lambda: Decoder(self.backend))
+        self._cond = threading.Condition()
+        self._wanted: list[int] = []
+        self._pinned: set[int] = set()
+        self._ready: dict[int, object] = {}
+        self._busy: set[int] = set()
+        self._closed = False
+        self._rate = _Rate()
+        self._threads = [threading.Thread(target=self._work, name=f"decode-ahead-{i}", daemon=True)
+                         for i in range(max(1, workers))]
+        for t in self._threads:
+            t.start()
+
+    @property
+    def decode_fps(self) -> float:
+        return self._rate.rate()
+
+    def want(self, frames) -> None:
+        with self._cond:
+            self._wanted = list(frames)[: self.depth]
+            keep = set(self._wanted) | self._pinned
+            for n in [n for n in self._ready if n not in keep]:
+                del self._ready[n]
+            self._cond.notify_all()
+
+    def get(self, n: int):
+        with self._cond:
+            v = self._ready.get(n)
+        if isinstance(v, FrameError):
+            raise v
+        return v
+
+    def pin(self, n: int) -> None:
+        with self._cond:
+            self._pinned.add(n)
+            self._cond.notify_all()
+
+    def unpin(self, n: int) -> None:
+        with self._cond:
+            self._pinned.discard(n)
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        for t in self._threads:
+            t.join(timeout=30)
+
+    def _next_job(self) -> int | None:
+        for n in [*self._wanted, *sorted(self._pinned)]:
+            if n not in self._ready and n not in self._busy:
+                return n
+        return None
+
+    def _work(self) -> None:
+        decoder = None
+        while True:
+            with self._cond:
+                while not self._closed and (n := self._next_job()) is None:
+                    self._cond.wait()
+                if self._closed:
+                    return
+                self._busy.add(n)
+            try:
+                if decoder is None:
+                    decoder = self._factory()
+                result = self._decode(decoder, n)
+            except Exception as exc:  # a bad frame is reported to the player, not fatal
+                log.warning("frame %d: %s", n, exc)
+                result = FrameError(n, exc)
+            with self._cond:
+                self._busy.discard(n)
+                if n in self._wanted or n in self._pinned:
+                    self._ready[n] = result
+                self._rate.add()
+                self._cond.notify_all()
+
+    def _decode(self, decoder, n: int):
+        frame = decoder.decode(self.media.frame(n), strict=False)
+        picture = self._convert(frame.components, self._precisions)
+        if self._convert.device:
+            import cupy  # noqa: PLC0415
+            cupy.cuda.get_current_stream().synchronize()
+        return picture

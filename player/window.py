@@ -1,0 +1,39 @@
+"""The GL surface the player draws on: a pyglet window, or an offscreen EGL one (headless).
+
+pyglet decides between X11/EGL when ``pyglet.window`` is first imported, so
+:func:`open_window` sets the options before importing it; in one process the
+first choice stays.  Headless is chosen when asked for, or when there is no
+display (no ``DISPLAY`` / ``WAYLAND_DISPLAY``).
+"""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["has_display", "open_window"]
+
+
+def has_display() -> bool:
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def open_window(width: int, height: int, *, headless: bool, title: str = "cinegpu"):
+    """A pyglet window with a current GL 3.3+ core context; hidden and vsync off when headless."""
+    import pyglet  # noqa: PLC0415
+
+    if headless:
+        pyglet.options["headless"] = True
+    pyglet.options["shadow_window"] = False
+    pyglet.options["debug_gl"] = False       # errors are checked by name in cinegpu.interop.gl
+    import pyglet.gl as gl  # noqa: PLC0415
+    import pyglet.window  # noqa: PLC0415
+
+    config = gl.Config(major_version=3, minor_version=3, forward_compatible=True, double_buffer=True)
+    kwargs = dict(width=max(1, width), height=max(1, height), caption=title, visible=not headless,
+                  vsync=not headless, resizable=not headless)
+    try:
+        window = pyglet.window.Window(config=config, **kwargs)
+    except pyglet.window.NoSuchConfigException:
+        window = pyglet.window.Window(**kwargs)
+    window.switch_to()
+    return window
