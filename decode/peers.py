@@ -69,3 +69,30 @@ def grk_decompress(files: list[Path], threads: int = 1, processes: int = 1) -> P
 
 def cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def nvjpeg2000(frames: list[bytes], batch: int = 1) -> PeerResult | None:
+    """NVIDIA nvJPEG2000 through nvImageCodec (``nvidia.nvimgcodec``), on the GPU.
+
+    Decodes to device memory; ``batch`` frames per call. None when the
+    package or a GPU is missing.
+    """
+    try:
+        from nvidia import nvimgcodec
+    except Exception:
+        return None
+    try:
+        dec = nvimgcodec.Decoder()
+        dec.decode(frames[0])  # initialise outside the clock
+        import cupy
+
+        t0 = time.perf_counter()
+        for k in range(0, len(frames), batch):
+            chunk = frames[k : k + batch]
+            out = dec.decode(chunk) if batch > 1 else [dec.decode(chunk[0])]
+            del out
+        cupy.cuda.runtime.deviceSynchronize()
+        secs = time.perf_counter() - t0
+    except Exception as exc:
+        return PeerResult("nvJPEG2000 (nvImageCodec)", 0, 0.0, note=f"failed: {exc}")
+    return PeerResult(f"nvJPEG2000 (nvImageCodec, batch {batch})", len(frames), secs)

@@ -22,7 +22,10 @@ def register(sub) -> None:
     p = sub.add_parser("bench", help="measure decode speed (the default command)")
     p.add_argument("path", nargs="?", type=Path, default=None,
                    help="codestream, folder, MXF or package (default: the shipped 2K sample)")
-    p.add_argument("--backend", choices=("cpu", "cuda", "auto"), default="cpu")
+    p.add_argument("--backend", choices=("cpu", "cuda", "auto"), default="auto",
+                   help="reconstruction on the CPU or the GPU (auto: GPU when CUDA is there)")
+    p.add_argument("--workers", type=int, default=None,
+                   help="tier-1 worker processes (default: cores - 1; 0: decode in this process only)")
     p.add_argument("--frames", type=int, default=None, help="frames to decode (default: all, at least 3 passes of a short source)")
     p.add_argument("--repeat", type=int, default=None, help="times to cycle through the frames")
     p.add_argument("--compare", action="store_true", help="also run opj_decompress and grk_decompress")
@@ -42,11 +45,7 @@ def _frames(path: Path | None, limit: int | None) -> tuple[str, list[bytes]]:
 
 
 def run(args) -> int:
-    from tqdm import tqdm
-
-    from cinegpu.decode import CodestreamError
-    from cinegpu.decode.decoder import Decoder
-    from cinegpu.decode import peers
+    from cinegpu.decode import CodestreamError, peers
     from cinegpu.media import MediaError
 
     try:
@@ -57,29 +56,26 @@ def run(args) -> int:
     if not frames:
         print("cinegpu bench: no frames", file=sys.stderr)
         return 2
-    repeat = args.repeat or max(1, -(-3 // len(frames)))
-    dec = Decoder(args.backend)
-    try:
-        dec.decode(frames[0])  # compile and plan outside the clock
-    except CodestreamError as exc:
-        print(f"cinegpu bench: frame 0: {exc}", file=sys.stderr)
-        return 2
-    stages: dict[str, float] = {}
+    workers = peers.cores() - 1 if args.workers is None else args.workers
+    repeat = args.repeat or max(1, -(-max(3, 2 * workers) // len(frames)))
     work = [f for _ in range(repeat) for f in frames]
-    t0 = time.perf_counter()
-    for data in tqdm(work, desc="decoding", unit="frame", disable=len(work) < 8 or not sys.stderr.isatty()):
-        frame = dec.decode(data)
-        for k, v in frame.timings.items():
-            stages[k] = stages.get(k, 0.0) + v
-    wall = time.perf_counter() - t0
+    try:
+        wall, stages, frame, backend = (_bench_pipeline(work, args.backend, workers) if workers > 0
+                                        else _bench_inline(work, args.backend))
+    except CodestreamError as exc:
+        print(f"cinegpu bench: {exc}", file=sys.stderr)
+        return 2
     n = len(work)
     first = frame.components[0]
     print(f"{name}: {len(frames)} frame(s), {first.shape[1]}x{first.shape[0]}, "
           f"{len(frame.components)} components, decoded {n} times")
-    print(f"cinegpu ({dec.backend}, 1 process): {n / wall:.2f} fps, {1e3 * wall / n:.1f} ms per frame")
+    how = f"{workers} tier-1 worker processes" if workers else "1 process"
+    print(f"cinegpu ({backend}, {how}): {n / wall:.2f} fps, {1e3 * wall / n:.1f} ms per frame end to end")
+    print("  time per frame in each stage" + (" (summed over workers)" if workers else "") + ":")
     for k in ("parse", "tier2", "tier1", "reconstruct"):
-        print(f"  {k:<12} {1e3 * stages.get(k, 0.0) / n:8.1f} ms per frame")
-    result = {"source": name, "frames": n, "backend": dec.backend, "fps": n / wall,
+        label = "transfer+GPU" if k == "reconstruct" and backend == "cuda" else k
+        print(f"  {label:<14} {1e3 * stages.get(k, 0.0) / n:8.1f} ms")
+    result = {"source": name, "frames": n, "backend": backend, "workers": workers, "fps": n / wall,
               "ms_per_frame": {k: 1e3 * v / n for k, v in stages.items()}, "peers": []}
     if args.compare:
         threads = args.peer_threads or peers.cores()
@@ -89,14 +85,63 @@ def run(args) -> int:
                 p = Path(tmp) / f"f{k:05d}.j2c"
                 p.write_bytes(data)
                 files.append(p)
-            for run_peer in (peers.opj_decompress, peers.grk_decompress):
-                r = run_peer(files, threads=threads)
+            runs = [peers.opj_decompress(files, threads=threads), peers.grk_decompress(files, threads=threads)]
+            if threads > 1:  # the other way to use every core: one single-threaded process per core
+                runs.append(peers.opj_decompress(files, threads=1, processes=threads))
+            runs.append(peers.nvjpeg2000(work, batch=1))
+            runs.append(peers.nvjpeg2000(work, batch=16))
+            for r in runs:
                 if r is None:
                     continue
-                ratio = (wall / n) / (r.seconds / r.frames)
-                print(f"{r.name}: {r.fps:.2f} fps, {1e3 * r.seconds / r.frames:.1f} ms per frame; "
-                      f"our time / theirs = {ratio:.2f}")
-                result["peers"].append({"name": r.name, "fps": r.fps, "time_ratio": ratio})
+                if not r.frames:
+                    print(f"{r.name}: {r.note}")
+                    continue
+                ratio = (n / wall) / r.fps
+                print(f"{r.name}: {r.fps:.2f} fps; our fps / theirs = {ratio:.2f}")
+                result["peers"].append({"name": r.name, "fps": r.fps, "our_fps_ratio": ratio})
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
     return 0
+
+
+def _add(stages: dict, timings: dict) -> None:
+    for k, v in timings.items():
+        stages[k] = stages.get(k, 0.0) + v
+
+
+def _bench_inline(work: list[bytes], backend: str):
+    """Everything in this process, one frame after another."""
+    from tqdm import tqdm
+
+    from cinegpu.decode.decoder import Decoder
+
+    dec = Decoder(backend)
+    frame = dec.decode(work[0])  # compile and plan outside the clock
+    stages: dict[str, float] = {}
+    t0 = time.perf_counter()
+    for data in tqdm(work, desc="decoding", unit="frame", disable=len(work) < 8 or not sys.stderr.isatty()):
+        frame = dec.decode(data)
+        _add(stages, frame.timings)
+    return time.perf_counter() - t0, stages, frame, dec.backend
+
+
+def _bench_pipeline(work: list[bytes], backend: str, workers: int):
+    """The multi-process pipeline, started and warmed up outside the clock."""
+    from tqdm import tqdm
+
+    from cinegpu.decode import CodestreamError
+    from cinegpu.decode.pipeline import FramePipeline
+
+    stages: dict[str, float] = {}
+    with FramePipeline(backend=backend, workers=workers, strict=True) as pipe:
+        for _, frame in pipe.map(work[: min(len(work), workers)]):  # warm every worker
+            if isinstance(frame, CodestreamError):
+                raise frame
+        t0 = time.perf_counter()
+        for _, frame in tqdm(pipe.map(work), total=len(work), desc="decoding", unit="frame",
+                             disable=len(work) < 8 or not sys.stderr.isatty()):
+            if isinstance(frame, CodestreamError):
+                raise frame
+            _add(stages, {k: v for k, v in frame.timings.items() if k != "latency"})
+        wall = time.perf_counter() - t0
+        return wall, stages, frame, pipe.backend

@@ -1,0 +1,335 @@
+"""The real-time decode pipeline: tier-1 in worker processes, reconstruction here.
+
+Frames flow through in order (DESIGN.md, "Data flow"): the caller submits
+codestreams; :class:`FramePipeline` parses each frame's headers here (the
+plan is cached per reel), hands the entropy decoding (tier-2 and tier-1) to
+one of N worker processes, which writes the coefficients straight into a
+shared-memory slot laid out per subband (no pickling of arrays), and then
+runs the reconstruction stage on the slot: CuPy kernels on the GPU, or the
+numpy/numba stage on the CPU. While frame n is reconstructed, frames n+1 ..
+n+N are in the workers. Slots are the back-pressure: at most ``depth``
+frames are in flight and :meth:`FramePipeline.submit` waits for a free one.
+
+A worker that raises (a corrupt frame) reports that frame's error; a worker
+that dies (a crash) fails only the frame it held, and is replaced.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import multiprocessing as mp
+import os
+import time
+import traceback
+from collections import deque
+from dataclasses import dataclass, field
+from multiprocessing import shared_memory
+from multiprocessing.connection import wait
+
+import numpy as np
+
+from .decoder import Decoder, Frame, Prepared, check_components, finish_frame
+from .errors import CodestreamError
+
+log = logging.getLogger("cinegpu.decode")
+
+
+class WorkerCrashed(CodestreamError):
+    """The worker process decoding this frame died (the frame is lost)."""
+
+
+@dataclass
+class _Job:
+    seq: int
+    key: object
+    prep: Prepared
+    data: bytes
+    slot: int
+    worker: int = -1
+    submitted: float = field(default_factory=time.perf_counter)
+
+
+def tiny_codestream() -> bytes:
+    """A valid 1x1 one-component codestream with one empty packet.
+
+    Decoding it loads every numba kernel (from numba's cache) so a worker's
+    first real frame is not slowed by compilation.
+    """
+    import struct
+
+    siz = struct.pack(">HIIIIIIIIH3B", 0, 1, 1, 0, 0, 1, 1, 0, 0, 1, 7, 1, 1)
+    cod = struct.pack(">BBHBBBBBB", 0, 0, 1, 0, 0, 4, 4, 0, 1)
+    qcd = struct.pack(">BB", 0x40, 8 << 3)
+    body = b"\x00"
+    sot = struct.pack(">HIBB", 0, 14 + len(body), 0, 1)
+
+    def seg(marker: int, payload: bytes) -> bytes:
+        return struct.pack(">HH", marker, len(payload) + 2) + payload
+
+    return (b"\xff\x4f" + seg(0xFF51, siz) + seg(0xFF52, cod) + seg(0xFF5C, qcd)
+            + seg(0xFF90, sot) + b"\xff\x93" + body + b"\xff\xd9")
+
+
+def _worker_main(conn, backend_unused: str) -> None:
+    """Worker loop: entropy-decode frames into shared-memory slots."""
+    decoder = Decoder("cpu")
+    decoder.decode(tiny_codestream())
+    attached: dict[str, shared_memory.SharedMemory] = {}
+    try:
+        while True:
+            msg = conn.recv()
+            if msg is None:
+                return
+            seq, data, shm_name, size, reduce, layers, strict = msg
+            try:
+                shm = attached.get(shm_name)
+                if shm is None:
+                    shm = shared_memory.SharedMemory(name=shm_name)
+                    attached[shm_name] = shm
+                prep = decoder.prepare(data, reduce=reduce, layers=layers, strict=strict)
+                if prep.size != size:
+                    raise CodestreamError(f"frame layout changed: {prep.size} coefficients, {size} planned")
+                out = np.ndarray((size,), np.int32, buffer=shm.buf)
+                _, reports = decoder.entropy_decode(prep, out=out)
+                del out
+                conn.send((seq, None, reports))
+            except CodestreamError as exc:
+                conn.send((seq, exc, None))
+            except Exception as exc:  # a bug: report it with its traceback, keep serving
+                conn.send((seq, RuntimeError(f"worker error: {exc!r}\n{traceback.format_exc()}"), None))
+    finally:
+        for shm in attached.values():
+            shm.close()
+
+
+class _Slot:
+    """A shared-memory buffer for one frame's coefficients (pinned if CUDA)."""
+
+    def __init__(self, nbytes: int, xp) -> None:
+        self.shm = shared_memory.SharedMemory(create=True, size=max(nbytes, 4))
+        self.nbytes = nbytes
+        self.pinned = False
+        if xp is not np:
+            try:
+                xp.cuda.runtime.hostRegister(self.array_ptr, self.shm.size, 0)
+                self.pinned = True
+            except Exception as exc:  # quiet probe: fall back to pageable copies
+                log.info("cannot pin shared memory for DMA (%s): pageable copies", exc)
+
+    @property
+    def array_ptr(self) -> int:
+        return np.ndarray((1,), np.uint8, buffer=self.shm.buf).ctypes.data
+
+    def view(self, size: int) -> np.ndarray:
+        return np.ndarray((size,), np.int32, buffer=self.shm.buf)
+
+    def close(self, xp) -> None:
+        if self.pinned:
+            try:
+                xp.cuda.runtime.hostUnregister(self.array_ptr)
+            except Exception:
+                pass
+        self.shm.close()
+        self.shm.unlink()
+
+
+class FramePipeline:
+    """Decode a stream of frames with ``workers`` tier-1 processes, in order.
+
+    >>> with FramePipeline(backend="auto") as pipe:
+    ...     for key, frame in pipe.map(codestreams):
+    ...         show(frame)
+
+    ``frame`` is a :class:`Frame`, or the :class:`CodestreamError` that
+    frame raised. ``to_host=False`` keeps CUDA results on the device.
+    """
+
+    def __init__(self, *, backend: str = "auto", workers: int | None = None, depth: int | None = None,
+                 reduce: int = 0, layers: int | None = None, strict: bool = False, components=None,
+                 to_host: bool = True) -> None:
+        self.decoder = Decoder(backend)
+        self.backend = self.decoder.backend
+        n = workers if workers is not None else max(1, (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 2) - 1)
+        self.num_workers = max(1, n)
+        self.depth = max(depth or self.num_workers + 2, 1)
+        self.reduce, self.layers, self.strict = reduce, layers, strict
+        self.components = components
+        self.to_host = to_host
+        self._ctx = mp.get_context("spawn")
+        self._workers: list[tuple] = []  # (process, connection)
+        self._busy: dict[int, _Job] = {}  # worker index -> job
+        self._queue: deque[_Job] = deque()
+        self._done: dict[int, tuple] = {}
+        self._slots: list[_Slot | None] = [None] * self.depth
+        self._free = list(range(self.depth))
+        self._seq = itertools.count()
+        self._next_out = 0
+        self._submitted = 0
+        self.stats = {"frames": 0, "crashes": 0, "errors": 0, "reconstruct_s": 0.0, "wait_s": 0.0}
+        for i in range(self.num_workers):
+            self._workers.append(self._start_worker())
+
+    # --- workers ---------------------------------------------------------
+    def _start_worker(self):
+        parent, child = self._ctx.Pipe()
+        proc = self._ctx.Process(target=_worker_main, args=(child, "cpu"), daemon=True,
+                                 name="cinegpu-tier1")
+        proc.start()
+        child.close()
+        return proc, parent
+
+    def _dispatch(self) -> None:
+        for i, (proc, conn) in enumerate(self._workers):
+            if not self._queue:
+                return
+            if i in self._busy:
+                continue
+            job = self._queue.popleft()
+            job.worker = i
+            self._busy[i] = job
+            slot = self._slots[job.slot]
+            conn.send((job.seq, job.data, slot.shm.name, job.prep.size, self.reduce, self.layers, self.strict))
+
+    def _collect(self, timeout: float | None) -> None:
+        """Wait for worker messages (or deaths) and finish those frames."""
+        conns = {conn: i for i, (_, conn) in enumerate(self._workers)}
+        sentinels = {proc.sentinel: i for i, (proc, _) in enumerate(self._workers)}
+        ready = wait(list(conns) + list(sentinels), timeout)
+        for r in ready:
+            if r in conns:
+                i = conns[r]
+                try:
+                    seq, err, reports = r.recv()
+                except (EOFError, OSError):
+                    continue  # the sentinel reports the death
+                job = self._busy.pop(i)
+                assert job.seq == seq
+                self._finish(job, err, reports)
+            else:
+                i = sentinels[r]
+                if i in self._busy or not self._workers[i][0].is_alive():
+                    self._replace(i)
+
+    def _replace(self, i: int) -> None:
+        proc, conn = self._workers[i]
+        proc.join(timeout=1)
+        conn.close()
+        self.stats["crashes"] += 1
+        job = self._busy.pop(i, None)
+        log.warning("tier-1 worker %d died (exit code %s); replacing it", i, proc.exitcode)
+        self._workers[i] = self._start_worker()
+        if job is not None:
+            self._finish(job, WorkerCrashed(f"worker died (exit code {proc.exitcode}) decoding frame {job.seq}"), None)
+
+    def _finish(self, job: _Job, err, reports) -> None:
+        if err is not None:
+            self.stats["errors"] += 1
+            self._done[job.seq] = (job.key, err, job.slot)
+            return
+        t0 = time.perf_counter()
+        try:
+            slot = self._slots[job.slot]
+            coeffs = slot.view(job.prep.size)
+            components = check_components(self.components, job.prep.cs.siz.Csiz)
+            out = self.decoder.reconstruct(job.prep, coeffs, components, to_host=self.to_host)
+            frame = finish_frame(job.prep, out, reports, components, time.perf_counter() - t0)
+            frame.timings["latency"] = time.perf_counter() - job.submitted
+            result = frame
+        except CodestreamError as exc:
+            result = exc
+            self.stats["errors"] += 1
+        self.stats["reconstruct_s"] += time.perf_counter() - t0
+        self._done[job.seq] = (job.key, result, job.slot)
+
+    # --- the caller's side -----------------------------------------------
+    def submit(self, data: bytes, key=None) -> int:
+        """Queue a frame; waits while ``depth`` frames are in flight.
+
+        Header errors raise here at once (nothing is queued for that frame).
+        """
+        while not self._free:
+            t0 = time.perf_counter()
+            self._collect(timeout=None)
+            self._release_done_slots()
+            self.stats["wait_s"] += time.perf_counter() - t0
+        prep = self.decoder.prepare(data, reduce=self.reduce, layers=self.layers, strict=self.strict)
+        slot_index = self._free.pop()
+        slot = self._slots[slot_index]
+        nbytes = prep.size * 4
+        if slot is None or slot.nbytes < nbytes:
+            if slot is not None:
+                slot.close(self.decoder.xp)
+            slot = self._slots[slot_index] = _Slot(nbytes, self.decoder.xp)
+        seq = next(self._seq)
+        self._queue.append(_Job(seq, key, prep, bytes(data), slot_index))
+        self._submitted += 1
+        self._dispatch()
+        return seq
+
+    def _release_done_slots(self) -> None:
+        # a finished frame's slot is free once reconstruction has read it
+        for seq, (key, result, slot) in self._done.items():
+            if slot is not None:
+                self._free.append(slot)
+                self._done[seq] = (key, result, None)
+
+    def get(self):
+        """The next frame in submission order: (key, Frame or CodestreamError)."""
+        if self._next_out >= self._submitted:
+            raise LookupError("no frame in flight")
+        while self._next_out not in self._done:
+            self._dispatch()
+            self._collect(timeout=None)
+            self._release_done_slots()
+        key, result, slot = self._done.pop(self._next_out)
+        if slot is not None:
+            self._free.append(slot)
+        self._next_out += 1
+        self._dispatch()
+        if isinstance(result, Frame):
+            self.stats["frames"] += 1
+        return key, result
+
+    @property
+    def in_flight(self) -> int:
+        return self._submitted - self._next_out
+
+    def map(self, frames, keys=None):
+        """Decode an iterable of codestreams, yielding (key, result) in order."""
+        keys = itertools.count() if keys is None else iter(keys)
+        for data in frames:
+            if self.in_flight >= self.depth:
+                yield self.get()
+            try:
+                self.submit(data, next(keys))
+            except CodestreamError as exc:
+                # header damage: drain earlier frames to keep the order, then report
+                while self.in_flight:
+                    yield self.get()
+                yield None, exc
+        while self.in_flight:
+            yield self.get()
+
+    def close(self) -> None:
+        for proc, conn in self._workers:
+            try:
+                conn.send(None)
+            except OSError:
+                pass
+        for proc, conn in self._workers:
+            proc.join(timeout=5)
+            if proc.is_alive():
+                proc.kill()
+            conn.close()
+        self._workers = []
+        for slot in self._slots:
+            if slot is not None:
+                slot.close(self.decoder.xp)
+        self._slots = []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,87 @@
+"""The multi-process decode pipeline: order, equality, failures, back-pressure."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cinegpu.decode import CodestreamError, decode
+from cinegpu.decode.pipeline import FramePipeline, WorkerCrashed, tiny_codestream
+
+from conformance import CONFORMANCE
+
+STREAMS = ["p0_01", "p0_04", "p0_10", "p1_04", "p0_12"]
+PATHS = [CONFORMANCE / "part1" / "codestreams" / f"{s}.j2k" for s in STREAMS]
+pytestmark = pytest.mark.skipif(not all(p.exists() for p in PATHS), reason="../shared/conformance is absent")
+
+
+@pytest.fixture(scope="module")
+def frames():
+    return [p.read_bytes() for p in PATHS]
+
+
+@pytest.fixture(scope="module")
+def pipe():
+    with FramePipeline(backend="cpu", workers=2, depth=3) as p:
+        yield p
+
+
+def test_frames_come_back_in_order_and_equal_decode(pipe, frames):
+    work = frames * 2
+    results = list(pipe.map(work, keys=range(len(work))))
+    assert [k for k, _ in results] == list(range(len(work)))
+    for (k, frame), data in zip(results, work):
+        want = decode(data, strict=False)
+        assert len(frame.components) == len(want)
+        for a, b in zip(frame.components, want):
+            assert np.array_equal(a, b), f"frame {k}"
+        assert frame.timings["tier1"] > 0
+
+
+def test_a_corrupt_frame_is_reported_and_the_pool_keeps_going(frames):
+    good = frames[1]
+    bad = bytearray(good)
+    sod = good.index(b"\xff\x93") + 2
+    bad[sod : sod + 64] = b"\xff" * 64  # the first packet header now grows Lblock without end
+    with FramePipeline(backend="cpu", workers=1, strict=True) as pipe:
+        out = list(pipe.map([good, bytes(bad), good]))
+    assert not isinstance(out[0][1], Exception)
+    assert isinstance(out[1][1], CodestreamError)
+    assert not isinstance(out[2][1], Exception)
+    assert np.array_equal(out[2][1].components[0], decode(good)[0])
+
+
+def test_header_damage_raises_at_submit_in_map(pipe, frames):
+    results = list(pipe.map([frames[0], b"\xff\x4f\x00\x00", frames[0]]))
+    assert len(results) == 3
+    assert isinstance(results[1][1], CodestreamError)
+    assert not isinstance(results[2][1], Exception)
+
+
+def test_a_worker_crash_fails_only_its_frame(frames):
+    with FramePipeline(backend="cpu", workers=1, depth=2) as pipe:
+        pipe.submit(frames[1], key="doomed")
+        pipe._workers[0][0].kill()  # the worker dies with the frame in hand
+        key, result = pipe.get()
+        assert key == "doomed" and isinstance(result, WorkerCrashed)
+        pipe.submit(frames[0], key="next")
+        key, result = pipe.get()
+        assert key == "next" and np.array_equal(result.components[0], decode(frames[0])[0])
+        assert pipe.stats["crashes"] == 1
+
+
+def test_back_pressure_bounds_frames_in_flight(frames):
+    seen = []
+    with FramePipeline(backend="cpu", workers=1, depth=2) as pipe:
+        def source():
+            for _ in range(6):
+                seen.append(pipe.in_flight)
+                yield frames[0]
+
+        out = list(pipe.map(source()))
+    assert len(out) == 6
+    assert max(seen) <= 2
+
+
+def test_tiny_codestream_decodes():
+    assert decode(tiny_codestream())[0].tolist() == [[128]]
