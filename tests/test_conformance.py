@@ -33,13 +33,30 @@ def test_case_count():
     assert sum(c.klass == "class0" for c in PRESENT) == 25
 
 
+def _cuda_available() -> bool:
+    try:
+        import cupy
+
+        return bool(cupy.cuda.is_available())
+    except Exception:
+        return False
+
+
+BACKENDS = [
+    "cpu",
+    pytest.param("cuda", marks=[pytest.mark.gpu,
+                                pytest.mark.skipif(not _cuda_available(), reason="no CUDA device / CuPy")]),
+]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("case", PRESENT, ids=lambda c: c.id)
-def test_conformance(case):
+def test_conformance(case, backend):
     data = case.path.read_bytes()
     if case.klass == "class0":
-        out = decode(data, reduce=case.reduce, components=[0])
+        out = decode(data, reduce=case.reduce, components=[0], backend=backend)
     else:
-        out = decode(data, reduce=case.reduce)
+        out = decode(data, reduce=case.reduce, backend=backend)
     assert len(out) >= len(case.references)
     precision = parse_codestream(data).siz.precision(0)
     for k, ref_name in enumerate(case.references):

@@ -85,3 +85,24 @@ def test_back_pressure_bounds_frames_in_flight(frames):
 
 def test_tiny_codestream_decodes():
     assert decode(tiny_codestream())[0].tolist() == [[128]]
+
+
+def _cuda_available() -> bool:
+    try:
+        import cupy
+
+        return bool(cupy.cuda.is_available())
+    except Exception:
+        return False
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _cuda_available(), reason="no CUDA device / CuPy")
+def test_cuda_pipeline_matches_the_cpu_decode(frames):
+    with FramePipeline(backend="cuda", workers=2) as pipe:
+        assert pipe.backend == "cuda"
+        results = list(pipe.map(frames))
+    for (_, frame), data in zip(results, frames):
+        want = decode(data)
+        for a, b in zip(frame.components, want):
+            assert np.abs(a.astype(np.int64) - b).max() <= 1
