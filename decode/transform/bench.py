@@ -1,28 +1,99 @@
-"""Time the numpy inverse DWTs on one 4096x2160 plane, 6 levels (ms).
+"""Time the reconstruction of one 3-component frame, numpy twin vs numba (ms).
 
-    python3 -m cinegpu.decode.transform.bench
+    python3 -m cinegpu.decode.transform.bench [--runs N]
+
+Per frame size (2K 2048x1080 with 5 levels, 4K 4096x2160 with 6, as DCI
+allows) and filter (9/7 + ICT, 5/3 + RCT): dequantise every band of a flat
+int32 coefficient buffer (as :mod:`..reconstruct` does), inverse DWT, inverse
+MCT, DC shift and clip to 12 bits; best and median of ``runs``.  Three ways:
+
+* ``numpy``: :mod:`cinegpu.decode.transform`, call by call;
+* ``numba``: :mod:`.cpu_backend`, the same calls;
+* ``numba fused``: :func:`.cpu_backend.dequantize_idwt` per component, then
+  :func:`.cpu_backend.inverse_mct_to_samples`.
 """
 
 from __future__ import annotations
 
+import argparse
 import time
 
 import numpy as np
 
-from .dwt import fdwt_53, fdwt_97, idwt_53, idwt_97
+from . import cpu_backend
+from .dwt import _band_sizes, level_rects
+
+__all__ = ["frame_bands", "main"]
 
 
-def main(runs: int = 5) -> None:
+def frame_bands(rng, width: int, height: int, nlevels: int):
+    """(ll, levels, deltas) of one component: int32 views of one flat buffer."""
+    rects = level_rects((0, 0, width, height), nlevels)[::-1]
+    shapes = []
+    if rects:
+        u0, v0, u1, v1 = rects[0]
+        shapes.append((_band_sizes(v0, v1)[0], _band_sizes(u0, u1)[0]))
+    else:
+        shapes.append((height, width))
+    for u0, v0, u1, v1 in rects:
+        (nl, nh), (ml, mh) = _band_sizes(u0, u1), _band_sizes(v0, v1)
+        shapes += [(ml, nh), (mh, nl), (mh, nh)]
+    flat = rng.integers(-600, 600, sum(h * w for h, w in shapes)).astype(np.int32)
+    views, off = [], 0
+    for h, w in shapes:
+        views.append(flat[off : off + h * w].reshape(h, w))
+        off += h * w
+    levels = [(*views[1 + 3 * i : 4 + 3 * i], rect) for i, rect in enumerate(rects)]
+    deltas = [1.0] + [0.5, 0.5, 0.25] * len(rects)
+    return views[0], levels, deltas
+
+
+def _frame_calls(tf, comps, reversible):
+    planes = []
+    for ll, levels, deltas in comps:
+        a = tf.dequantize(ll, deltas[0], reversible)
+        lv = [(tf.dequantize(hl, deltas[1 + 3 * i], reversible), tf.dequantize(lh, deltas[2 + 3 * i], reversible),
+               tf.dequantize(hh, deltas[3 + 3 * i], reversible), rect)
+              for i, (hl, lh, hh, rect) in enumerate(levels)]
+        planes.append((tf.idwt_53 if reversible else tf.idwt_97)(a, lv))
+    planes = (tf.inverse_rct if reversible else tf.inverse_ict)(*planes)
+    return [tf.to_samples(p, 12, False) for p in planes]
+
+
+def _frame_fused(comps, reversible):
+    planes = [cpu_backend.dequantize_idwt(ll, levels, deltas, reversible) for ll, levels, deltas in comps]
+    return cpu_backend.inverse_mct_to_samples(*planes, (12, 12, 12), (False, False, False))
+
+
+def _time(fn, runs: int) -> tuple[float, float]:
+    fn()  # compile / warm
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return min(times), float(np.median(times))
+
+
+def main(argv=None) -> None:
+    from cinegpu.decode import transform as numpy_tf
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=7)
+    args = ap.parse_args(argv)
     rng = np.random.default_rng(0)
-    x = rng.integers(-2048, 2048, (2160, 4096)).astype(np.int32)
-    for name, fwd, inv, dtype in (("5/3", fdwt_53, idwt_53, np.int32), ("9/7", fdwt_97, idwt_97, np.float32)):
-        ll, levels = fwd(x.astype(dtype), 6)
-        times = []
-        for _ in range(runs):
-            t0 = time.perf_counter()
-            inv(ll, levels)
-            times.append((time.perf_counter() - t0) * 1e3)
-        print(f"numpy idwt {name} 4096x2160 6 levels: best {min(times):.1f} ms, median {np.median(times):.1f} ms")
+    for name, (w, h, nlev) in (("2K", (2048, 1080, 5)), ("4K", (4096, 2160, 6))):
+        comps = [frame_bands(rng, w, h, nlev) for _ in range(3)]
+        for filt, rev in (("9/7+ICT", False), ("5/3+RCT", True)):
+            ways = (
+                ("numpy", lambda: _frame_calls(numpy_tf, comps, rev)),
+                ("numba", lambda: _frame_calls(cpu_backend, comps, rev)),
+                ("numba fused", lambda: _frame_fused(comps, rev)),
+            )
+            for way, fn in ways:
+                best, med = _time(fn, args.runs)
+                print(f"{name} {w}x{h}x3 {nlev} levels {filt:8s} {way:12s} best {best:6.1f} ms  median {med:6.1f} ms",
+                      flush=True)
 
 
 if __name__ == "__main__":
