@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["default_media", "synthesise_sequence", "write_ppm"]
+__all__ = ["default_media", "resolutions", "synthesise_sequence", "write_ppm"]
 
 FRAMES, WIDTH, HEIGHT = 24, 960, 540
 
@@ -45,6 +45,11 @@ def bars(n: int, width: int, height: int, maxval: int = 255) -> np.ndarray:
     return img
 
 
+def resolutions(width: int, height: int) -> int:
+    """Resolution levels OpenJPEG accepts for a small picture (its default 6 needs 32 samples)."""
+    return max(1, min(6, min(width, height).bit_length()))
+
+
 def synthesise_sequence(folder, frames: int = FRAMES, width: int = WIDTH, height: int = HEIGHT,
                         maxval: int = 255, opj: str = "opj_compress") -> Path:
     """Write ``frames`` codestreams ``frame_000000.j2c`` ... of :func:`bars` into ``folder``."""
@@ -54,7 +59,8 @@ def synthesise_sequence(folder, frames: int = FRAMES, width: int = WIDTH, height
         for n in range(frames):
             ppm = Path(tmp) / f"{n}.ppm"
             write_ppm(ppm, bars(n, width, height, maxval), maxval)
-            subprocess.run([opj, "-i", str(ppm), "-o", str(folder / f"frame_{n:06d}.j2c")],
+            subprocess.run([opj, "-i", str(ppm), "-o", str(folder / f"frame_{n:06d}.j2c"),
+                            "-n", str(resolutions(width, height))],
                            check=True, capture_output=True)
     return folder
 
@@ -66,7 +72,7 @@ def default_media() -> Path:
         return folder
     if shutil.which("opj_compress"):
         tmp = folder.with_name(folder.name + f".tmp{os.getpid()}")
-        synthesise_sequence(tmp)
+        synthesise_sequence(tmp, FRAMES, WIDTH, HEIGHT)
         shutil.rmtree(folder, ignore_errors=True)
         tmp.rename(folder)
         return folder

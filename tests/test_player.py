@@ -1,0 +1,228 @@
+"""Headless playback (Mesa or NVIDIA EGL, no display): screenshots against the numpy reference.
+
+Sequences are made here with OpenJPEG's ``opj_compress`` (12-bit and 8-bit RGB, grey), played
+through ``cinegpu play``'s code with a screenshot of every frame, and each screenshot read back
+from GL must equal the decoded frame after the output transform (X'Y'Z' -> RGB, or scaling to
+16 bits) within 1 code value.  Without EGL or pyglet the GL tests are skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from cinegpu.decode import transform
+from cinegpu.decode.decoder import Decoder
+from cinegpu.media import open_source
+from cinegpu.player import ArraySource, PlaybackClock, PlaybackStats, overlay_text, timecode
+from cinegpu.player.media_default import bars, resolutions, write_ppm
+from cinegpu.player.png import read_png16, write_png16
+from cinegpu.player.presenter import letterbox
+
+OPJ = shutil.which("opj_compress")
+
+
+def _gl_reason() -> str | None:
+    try:
+        from cinegpu.player.window import open_window
+        w = open_window(8, 8, headless=True)
+        w.close()
+    except Exception as exc:  # no pyglet, no EGL, no GL 3.3: the reason is the skip message
+        return f"no headless OpenGL: {type(exc).__name__}: {exc}"
+    return None
+
+
+@pytest.fixture(scope="module")
+def gl_ok():
+    reason = _gl_reason()
+    if reason:
+        pytest.skip(reason)
+
+
+def _noise_frames(rng, n, h, w, maxval, channels=3):
+    """Smooth ramps plus noise, different per frame: exercises every code value range."""
+    yy, xx = np.mgrid[0:h, 0:w]
+    out = []
+    for k in range(n):
+        base = ((xx * 7 + yy * 3 + k * 11) % (maxval + 1)).astype(np.int64)
+        planes = [(base + rng.integers(0, maxval // 4 + 1, (h, w)) * c) % (maxval + 1) for c in range(channels)]
+        out.append(np.stack(planes, -1))
+    return out
+
+
+@pytest.fixture(scope="module")
+def sequences(tmp_path_factory):
+    if not OPJ:
+        pytest.skip("opj_compress (OpenJPEG) not installed: it makes the test sequences")
+    root = tmp_path_factory.mktemp("seq")
+    rng = np.random.default_rng(4)
+    made = {}
+    for name, n, h, w, maxval, ch in (("rgb12", 6, 38, 70, 4095, 3), ("rgb8", 5, 48, 64, 255, 3),
+                                      ("grey8", 3, 21, 33, 255, 1)):
+        folder = root / name
+        folder.mkdir()
+        for k, img in enumerate(_noise_frames(rng, n, h, w, maxval, ch)):
+            src = folder / f"{k}.{'ppm' if ch == 3 else 'pgm'}"
+            if ch == 3:
+                write_ppm(src, img, maxval)
+            else:
+                src.write_bytes(b"P5\n%d %d\n%d\n" % (w, h, maxval) + img[..., 0].astype("u1").tobytes())
+            subprocess.run([OPJ, "-i", str(src), "-o", str(folder / f"f{k:03d}.j2c"),
+                            "-n", str(resolutions(w, h))], check=True,
+                           capture_output=True)
+            src.unlink()
+        made[name] = folder
+    return made
+
+
+def _reference(codestream: bytes, xyz: bool, precision: int) -> np.ndarray:
+    """Decode with the CPU back end, then the numpy output transform: (H, W, 3) uint16."""
+    comps = Decoder("cpu").decode(codestream).components
+    if xyz:
+        return transform.xyz_to_rgb(*comps, primaries="p3d65", out_bits=16, in_bits=precision)
+    planes = comps[:3] if len(comps) >= 3 else comps * 3
+    top = (1 << precision) - 1
+    return np.stack([np.rint(p.astype(np.float64) * 65535 / top) for p in planes], -1).astype(np.uint16)
+
+
+def _play(path, tmp_path, colour="auto", **kw):
+    from cinegpu.player.commands.play import play
+
+    media = open_source(path)
+    shots = {n: tmp_path / f"shot{n}.png" for n in range(media.frame_count)}
+    try:
+        summary = play(media, headless=True, backend="cpu", colour=colour, screenshots=shots, **kw)
+    finally:
+        media.close()
+    return summary, shots
+
+
+@pytest.mark.parametrize("name,colour,precision", [("rgb12", "auto", 12), ("rgb8", "auto", 8),
+                                                   ("grey8", "auto", 8), ("rgb12", "xyz", 12)])
+def test_headless_screenshots_match_the_numpy_reference(gl_ok, sequences, tmp_path, name, colour, precision):
+    summary, shots = _play(sequences[name], tmp_path, colour=colour)
+    media = open_source(sequences[name])
+    assert summary.screenshots == media.frame_count
+    assert summary.stats.shown + summary.stats.dropped == media.frame_count
+    assert summary.target == "host" and summary.backend == "cpu"
+    for n, path in shots.items():
+        got = read_png16(path)
+        want = _reference(media.frame(n), colour == "xyz", precision)
+        assert got.shape == want.shape == (media.height, media.width, 3)
+        assert np.abs(got.astype(np.int64) - want).max() <= 1, f"frame {n}"
+    media.close()
+
+
+def test_cli_headless_prints_the_summary(gl_ok, sequences, tmp_path, capsys):
+    from cinegpu.player.cli import main
+
+    shot = tmp_path / "two.png"
+    assert main(["play", str(sequences["rgb8"]), "--headless", "--fps", "48", "--backend", "cpu",
+                 "--screenshot", f"2:{shot}"]) == 0
+    out = capsys.readouterr().out
+    assert "played 5 frames" in out and "shown" in out and "dropped" in out and "late" in out
+    assert "fps achieved (edit rate 48)" in out
+    assert read_png16(shot).shape == (48, 64, 3)
+
+
+class SlowSource(ArraySource):
+    """Frame 2 becomes ready only 0.25 s after the start: it is dropped, yet its screenshot is taken."""
+
+    def __init__(self, pictures):
+        super().__init__(pictures, edit_rate=24)
+        self.t0 = time.perf_counter()
+
+    def get(self, n):
+        if n == 2 and time.perf_counter() - self.t0 < 0.25:
+            return None
+        return super().get(n)
+
+
+def test_a_late_decode_drops_the_frame_without_slowing_the_clock(gl_ok, tmp_path):
+    from cinegpu.player.commands.play import play
+
+    pics = [np.full((10, 16, 4), 1000 * (k + 1), np.uint16) for k in range(6)]
+    shot = tmp_path / "two.png"
+    t0 = time.perf_counter()
+    summary = play(None, headless=True, source=SlowSource(pics), screenshots={2: shot}, preroll=1)
+    wall = time.perf_counter() - t0
+    assert summary.stats.dropped == 1 and summary.stats.shown == 5
+    assert summary.seconds == pytest.approx(6 / 24, abs=0.1)
+    assert wall < 5
+    assert (read_png16(shot) == 3000).all()
+
+
+def test_letterbox_flat_scope_and_containers():
+    assert letterbox(1998, 1080, 1998, 1080) == (0, 0, 1998, 1080)
+    assert letterbox(2048, 858, 1920, 1080) == (0, 138, 1920, 804)        # scope: bars top and bottom
+    assert letterbox(1998, 1080, 1920, 1080) == (0, 21, 1920, 1038)       # flat in 16:9
+    assert letterbox(1998, 1080, 2048, 858) == (230, 0, 1587, 858)     # flat in a scope window: pillarbox
+    assert letterbox(4096, 2160, 1280, 1280)[2:] == (1280, 675)
+    assert letterbox(0, 0, 100, 50) == (0, 0, 100, 50)
+
+
+def test_png16_round_trip(tmp_path):
+    rng = np.random.default_rng(0)
+    img = rng.integers(0, 65536, (7, 5, 4), dtype=np.uint16)
+    write_png16(tmp_path / "a.png", img)
+    assert np.array_equal(read_png16(tmp_path / "a.png"), img[..., :3])
+    write_png16(tmp_path / "b.png", img, alpha=True)
+    assert np.array_equal(read_png16(tmp_path / "b.png"), img)
+    PIL = pytest.importorskip("PIL.Image", reason="Pillow cross-checks the file")
+    with PIL.open(tmp_path / "a.png") as im:
+        assert im.size == (5, 7)
+
+
+def test_timecode_and_overlay():
+    assert timecode(0, 24) == "00:00:00:00"
+    assert timecode(24 * 3661 + 5, 24) == "01:01:01:05"
+    assert timecode(30, Fraction(30000, 1001)) == "00:00:01:00"
+    clock = PlaybackClock(24, 100, now=lambda: 0.0)
+    text = overlay_text(clock, 25, PlaybackStats(shown=20, late=2, dropped=3), 31.5, "cpu", "host")
+    assert "00:00:01:01" in text and "frame 26/100" in text and "late 2" in text and "dropped 3" in text
+    assert "decode 31.5 fps" in text and "back end cpu" in text
+
+
+def test_keys_drive_the_clock():
+    from cinegpu.player import KEYS, Player
+
+    class Target:
+        name, texture, width, height = "host", 0, 4, 4
+
+        def open(self, w, h):
+            pass
+
+    p = Player(ArraySource([np.zeros((4, 4, 4), np.uint16)], frame_count=24 * 60), None, Target(), None,
+               rate=24, headless=True, now=lambda: 0.0)
+    for key in ("END", "HOME", "UP", "UP", "RIGHT", "LEFT", "DOWN", "L", "O", "F", "SPACE", "SPACE", "Q"):
+        p.act(KEYS[key])
+    assert p.clock.due() == 10 * 24 and p.clock.loop and p.overlay and p.quit and not p.clock.playing
+
+
+def test_default_media_synthesises_a_sequence(tmp_path, monkeypatch):
+    if not OPJ:
+        pytest.skip("opj_compress (OpenJPEG) not installed")
+    from cinegpu.player import media_default
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(media_default, "FRAMES", 3)
+    monkeypatch.setattr(media_default, "WIDTH", 32)
+    monkeypatch.setattr(media_default, "HEIGHT", 18)
+    path = media_default.default_media()
+    src = open_source(path)
+    assert (src.frame_count, src.width, src.height) == (3, 32, 18)
+    comps = Decoder("cpu").decode(src.frame(1)).components
+    assert np.array_equal(np.stack(comps, -1), bars(1, 32, 18))
+    src.close()
+    assert media_default.default_media() == path       # cached
+
+
+def test_choose_target_without_cuda_is_host_upload():
+    from cinegpu.interop import HostUploadTarget, choose_target
+
+    assert isinstance(choose_target("cpu"), HostUploadTarget)
