@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from fractions import Fraction
 from pathlib import Path
 
@@ -32,7 +33,8 @@ def register(subparsers) -> None:
     p.add_argument("--primaries", choices=("p3d65", "rec709"), default="p3d65", help="display for X'Y'Z' content")
     p.add_argument("--loop", action="store_true", help="start with looping on (key l)")
     p.add_argument("--frames", type=int, default=None, metavar="N", help="stop after N frames of playback")
-    p.add_argument("--workers", type=int, default=2, help="decode-ahead threads (default 2)")
+    p.add_argument("--workers", type=int, default=min(8, os.cpu_count() or 2),
+                   help="decode-ahead threads (default: the CPU count, at most 8)")
     p.add_argument("--preroll", type=int, default=2, help="frames decoded before the clock starts (default 2)")
     p.set_defaults(run=run)
 
@@ -76,7 +78,7 @@ def play(media, *, headless: bool, fps=None, backend: str = "auto", interop: str
     from ..source import DecodeAheadSource
     from ..window import open_window
 
-    depth = max(8, preroll)
+    depth = max(8, preroll, 2 * workers)
     if source is None:
         source = DecodeAheadSource(media, backend=backend, colour=colour, primaries=primaries,
                                    workers=workers, depth=depth)
