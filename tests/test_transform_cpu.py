@@ -193,3 +193,30 @@ def test_inverse_mct_to_samples(reversible):
 
 def test_xyz_to_rgb_is_the_twins():
     assert cpu.xyz_to_rgb is ref.xyz_to_rgb
+
+
+@pytest.mark.parametrize("reversible", [True, False], ids=["53", "97"])
+@pytest.mark.parametrize("nlevels", range(7))
+def test_reconstruct_mct_equals_composition(nlevels, reversible):
+    """Last level + MCT + to_samples fused == the twin's functions one by one."""
+    rng = np.random.default_rng(300 + nlevels)
+    precisions, signed = (12, 10, 12), (False, False, True)
+    count = 0
+    for (w, h), (u0, v0) in CASES[nlevels % 2 :: 2]:  # half the sweep, alternating per level
+        rect = (u0, v0, u0 + w, v0 + h)
+        comps = []
+        for _ in range(3):
+            ll, levels = _int_bands(rng, rect, nlevels, lim=1200)
+            comps.append((ll, levels, _deltas(rng, nlevels)))
+        planes = []
+        for ll, levels, d in comps:
+            dq = [(ref.dequantize(a, d[1 + 3 * i], reversible), ref.dequantize(b, d[2 + 3 * i], reversible),
+                   ref.dequantize(c, d[3 + 3 * i], reversible), r) for i, (a, b, c, r) in enumerate(levels)]
+            planes.append((ref.idwt_53 if reversible else ref.idwt_97)(ref.dequantize(ll, d[0], reversible), dq))
+        planes = (ref.inverse_rct if reversible else ref.inverse_ict)(*planes)
+        want = [ref.to_samples(p, pr, s) for p, pr, s in zip(planes, precisions, signed)]
+        got = cpu.reconstruct_mct(comps, reversible, precisions, signed)
+        for c in range(3):
+            _assert_same(got[c], want[c], f"{w}x{h} at {(u0, v0)} component {c}")
+        count += 1
+    assert count == (168 if nlevels % 2 == 0 else 167)

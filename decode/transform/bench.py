@@ -10,7 +10,9 @@ MCT, DC shift and clip to 12 bits; best and median of ``runs``.  Three ways:
 * ``numpy``: :mod:`cinegpu.decode.transform`, call by call;
 * ``numba``: :mod:`.cpu_backend`, the same calls;
 * ``numba fused``: :func:`.cpu_backend.dequantize_idwt` per component, then
-  :func:`.cpu_backend.inverse_mct_to_samples`.
+  :func:`.cpu_backend.inverse_mct_to_samples`;
+* ``numba frame``: :func:`.cpu_backend.reconstruct_mct` (finest level and MCT
+  row by row together).
 """
 
 from __future__ import annotations
@@ -65,6 +67,10 @@ def _frame_fused(comps, reversible):
     return cpu_backend.inverse_mct_to_samples(*planes, (12, 12, 12), (False, False, False))
 
 
+def _frame_mct(comps, reversible):
+    return cpu_backend.reconstruct_mct(comps, reversible, (12, 12, 12), (False, False, False))
+
+
 def _time(fn, runs: int) -> tuple[float, float]:
     fn()  # compile / warm
     times = []
@@ -89,6 +95,7 @@ def main(argv=None) -> None:
                 ("numpy", lambda: _frame_calls(numpy_tf, comps, rev)),
                 ("numba", lambda: _frame_calls(cpu_backend, comps, rev)),
                 ("numba fused", lambda: _frame_fused(comps, rev)),
+                ("numba frame", lambda: _frame_mct(comps, rev)),
             )
             for way, fn in ways:
                 best, med = _time(fn, args.runs)

@@ -21,13 +21,14 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
-from numba import njit
 
 from . import level_shift as _np_level_shift
 from .display import xyz_to_rgb
 from .dwt import Level, _band_sizes, _check_level
-from .dwt_numba import level_53, level_97
-from .mct import _ICT_B_U, _ICT_G_U, _ICT_G_V, _ICT_R_V
+from .dwt_numba import last_level_53_rct, last_level_97_ict, level_53, level_97
+from .pointwise_numba import (
+    dequantize_f32, dequantize_i32, ict, ict_samples, rct, rct_samples, to_samples_f, to_samples_i,
+)
 
 __all__ = [
     "dequantize",
@@ -37,12 +38,10 @@ __all__ = [
     "inverse_ict",
     "inverse_mct_to_samples",
     "inverse_rct",
+    "reconstruct_mct",
     "to_samples",
     "xyz_to_rgb",
 ]
-
-_JIT = dict(cache=True, nogil=True, fastmath=False)
-
 
 def _c(a, dtype=None):
     """C-contiguous ndarray (of ``dtype``), copying only when needed."""
@@ -52,56 +51,51 @@ def _c(a, dtype=None):
 # ------------------------------------------------------ quantisation --------
 
 
-@njit(**_JIT)
-def _dequantize_f32(v, scale, out):
-    for i in range(v.shape[0]):
-        out[i] = np.float32(v[i]) * scale
-
-
-@njit(**_JIT)
-def _dequantize_i32(v, out):
-    for i in range(v.shape[0]):
-        x = v[i]
-        out[i] = (x - (x >> 31)) >> 1
-
-
 def dequantize(coeffs: np.ndarray, delta: float, reversible: bool) -> np.ndarray:
     """T.800 E.1; see :func:`..quantization.dequantize` (same result, bit for bit)."""
     v = _c(coeffs, np.int32)
     out = np.empty(v.shape, np.int32 if reversible else np.float32)
     if reversible:
-        _dequantize_i32(v.reshape(-1), out.reshape(-1))
+        dequantize_i32(v.reshape(-1), out.reshape(-1))
     else:
-        _dequantize_f32(v.reshape(-1), np.float32(delta / 2.0), out.reshape(-1))
+        dequantize_f32(v.reshape(-1), np.float32(delta / 2.0), out.reshape(-1))
     return out
 
 
 # ------------------------------------------------------------- IDWT ---------
 
 
+def _bands(ll, levels, dtype, scales):
+    """C-contiguous bands: of ``dtype``, or int32 tier-1 output when ``scales``."""
+    t = dtype if scales is None else np.int32
+    return _c(ll, t), [(_c(hl, t), _c(lh, t), _c(hh, t), rect) for hl, lh, hh, rect in levels]
+
+
+def _dq(j, scales, dtype):
+    """Dequantisation arguments of the kernels for level j (coarsest 0).
+
+    9/7: float32 Δb / 2 per band, 1.0 for a band already float (the LL of
+    every level but the first is the level below).  5/3: 1 to halve on load.
+    """
+    if dtype == np.float32:
+        ds = [None if j or scales is None else scales[0]]
+        ds += [None] * 3 if scales is None else scales[1 + 3 * j : 4 + 3 * j]
+        return np.array([1.0 if d is None else np.float32(d / 2.0) for d in ds], np.float32)
+    return np.array([0] * 4 if scales is None else [int(j == 0), 1, 1, 1], np.int32)
+
+
 def _idwt(ll, levels, dtype, scales):
-    """Level loop shared by the IDWTs; ``scales``: per band (ll first, then
-    hl, lh, hh of each level) the dequantisation argument of the kernels."""
+    """Level loop shared by the IDWTs; ``scales``: the step sizes of
+    :func:`dequantize_idwt` (bands int32), or None (bands of ``dtype``)."""
     level = level_97 if dtype == np.float32 else level_53
-    if scales is None:
-        a = _c(ll, dtype)
-        levels = [(_c(hl, dtype), _c(lh, dtype), _c(hh, dtype), rect) for hl, lh, hh, rect in levels]
-    else:
-        a = _c(ll, np.int32)
-        levels = [(_c(hl, np.int32), _c(lh, np.int32), _c(hh, np.int32), rect) for hl, lh, hh, rect in levels]
-        if not levels:
-            return dequantize(a, scales[0], dtype == np.int32)
+    a, levels = _bands(ll, levels, dtype, scales)
+    if scales is not None and not levels:
+        return dequantize(a, scales[0], dtype == np.int32)
     for j, (hl, lh, hh, rect) in enumerate(levels):
         _check_level(a, hl, lh, hh, rect)
         u0, v0, u1, v1 = rect
-        if dtype == np.float32:  # factors Δb / 2, 1.0 for bands already float
-            ds = [None if j or scales is None else scales[0]]
-            ds += [None] * 3 if scales is None else scales[1 + 3 * j : 4 + 3 * j]
-            dq = np.array([1.0 if d is None else np.float32(d / 2.0) for d in ds], np.float32)
-        else:  # 1: halve on load (reversible E.1.2)
-            dq = np.array([int(j == 0), 1, 1, 1] if scales is not None else [0] * 4, np.int32)
         out = np.empty((v1 - v0, u1 - u0), dtype)
-        level(a, hl, lh, hh, dq, u0, v0, out)
+        level(a, hl, lh, hh, _dq(j, scales, dtype), u0, v0, out)
         a = out
     return a
 
@@ -134,27 +128,6 @@ def dequantize_idwt(ll: np.ndarray, levels: Sequence[Level], deltas: Sequence[fl
 # -------------------------------------------------------------- MCT ---------
 
 
-@njit(**_JIT)
-def _rct(y0, y1, y2, r, g, b):
-    for i in range(y0.shape[0]):
-        gg = y0[i] - ((y1[i] + y2[i]) >> 2)
-        r[i] = y2[i] + gg
-        g[i] = gg
-        b[i] = y1[i] + gg
-
-
-@njit(**_JIT)
-def _ict(y0, y1, y2, r, g, b):
-    for i in range(y0.shape[0]):
-        y = y0[i]
-        u = y1[i]
-        v = y2[i]
-        r[i] = y + v * _ICT_R_V
-        gg = y - u * _ICT_G_U
-        g[i] = gg - v * _ICT_G_V
-        b[i] = y + u * _ICT_B_U
-
-
 def _mct(kernel, dtype, y0, y1, y2, out):
     ys = [_c(y, dtype) for y in (y0, y1, y2)]
     if not (ys[0].shape == ys[1].shape == ys[2].shape):
@@ -171,13 +144,13 @@ def _mct(kernel, dtype, y0, y1, y2, out):
 def inverse_rct(y0, y1, y2, *, out=None):
     """T.800 G.2; see :func:`..mct.inverse_rct`.  ``out``: three int32 arrays
     (may be the inputs)."""
-    return _mct(_rct, np.int32, y0, y1, y2, out)
+    return _mct(rct, np.int32, y0, y1, y2, out)
 
 
 def inverse_ict(y0, y1, y2, *, out=None):
     """T.800 G.3; see :func:`..mct.inverse_ict`.  ``out``: three float32
     arrays (may be the inputs)."""
-    return _mct(_ict, np.float32, y0, y1, y2, out)
+    return _mct(ict, np.float32, y0, y1, y2, out)
 
 
 # ------------------------------------------------------ DC shift, clip ------
@@ -187,40 +160,6 @@ def _bounds(precision: int, signed: bool):
     if signed:
         return 0, -(1 << (precision - 1)), (1 << (precision - 1)) - 1
     return 1 << (precision - 1), 0, (1 << precision) - 1
-
-
-@njit(inline="always")
-def _sample_f(v, shift, lo, hi):
-    """G.1.2 for one float: round half to even, NaN -> lo, clip, shift."""
-    v = np.rint(v)
-    if v != v:
-        return np.int32(lo)
-    if v < lo - shift:
-        return np.int32(lo)
-    if v > hi - shift:
-        return np.int32(hi)
-    return np.int32(np.int32(v) + shift)
-
-
-@njit(inline="always")
-def _sample_i(v, shift, lo, hi):
-    if v < lo - shift:
-        return np.int32(lo)
-    if v > hi - shift:
-        return np.int32(hi)
-    return np.int32(v + shift)
-
-
-@njit(**_JIT)
-def _to_samples_f(x, shift, lo, hi, out):
-    for i in range(x.shape[0]):
-        out[i] = _sample_f(x[i], shift, lo, hi)
-
-
-@njit(**_JIT)
-def _to_samples_i(x, shift, lo, hi, out):
-    for i in range(x.shape[0]):
-        out[i] = _sample_i(x[i], shift, lo, hi)
 
 
 def to_samples(x: np.ndarray, precision: int, signed: bool) -> np.ndarray:
@@ -235,30 +174,16 @@ def to_samples(x: np.ndarray, precision: int, signed: bool) -> np.ndarray:
     x = _c(x)
     shift, lo, hi = _bounds(precision, signed)
     out = np.empty(x.shape, np.int32)
-    kernel = _to_samples_f if x.dtype == np.float32 else _to_samples_i
+    kernel = to_samples_f if x.dtype == np.float32 else to_samples_i
     kernel(x.reshape(-1), shift, lo, hi, out.reshape(-1))
     return out
 
 
-@njit(**_JIT)
-def _ict_samples(y0, y1, y2, s, lo, hi, r, g, b):
-    for i in range(y0.shape[0]):
-        y = y0[i]
-        u = y1[i]
-        v = y2[i]
-        r[i] = _sample_f(y + v * _ICT_R_V, s[0], lo[0], hi[0])
-        gg = y - u * _ICT_G_U
-        g[i] = _sample_f(gg - v * _ICT_G_V, s[1], lo[1], hi[1])
-        b[i] = _sample_f(y + u * _ICT_B_U, s[2], lo[2], hi[2])
-
-
-@njit(**_JIT)
-def _rct_samples(y0, y1, y2, s, lo, hi, r, g, b):
-    for i in range(y0.shape[0]):
-        gg = y0[i] - ((y1[i] + y2[i]) >> 2)
-        r[i] = _sample_i(y2[i] + gg, s[0], lo[0], hi[0])
-        g[i] = _sample_i(gg, s[1], lo[1], hi[1])
-        b[i] = _sample_i(y1[i] + gg, s[2], lo[2], hi[2])
+def _sample_bounds(precisions, signed):
+    """int64[3] DC shifts and clip bounds of three components (G.1.2)."""
+    if len(precisions) != 3 or len(signed) != 3 or not all(1 <= p <= 24 for p in precisions):
+        raise ValueError(f"need three precisions of 1..24 bits, got {precisions}")
+    return (np.array(v, np.int64) for v in zip(*(_bounds(p, sg) for p, sg in zip(precisions, signed))))
 
 
 def inverse_mct_to_samples(y0, y1, y2, precisions: Sequence[int], signed: Sequence[bool]):
@@ -273,10 +198,47 @@ def inverse_mct_to_samples(y0, y1, y2, precisions: Sequence[int], signed: Sequen
     ys = [_c(y, dtype) for y in (y0, y1, y2)]
     if not (ys[0].shape == ys[1].shape == ys[2].shape):
         raise ValueError(f"components differ in shape: {[y.shape for y in ys]}")
-    if not all(1 <= p <= 24 for p in precisions) or len(precisions) != 3 or len(signed) != 3:
-        raise ValueError(f"need three precisions of 1..24 bits, got {precisions}")
-    s, lo, hi = (np.array(v, np.int64) for v in zip(*(_bounds(p, sg) for p, sg in zip(precisions, signed))))
+    s, lo, hi = _sample_bounds(precisions, signed)
     out = tuple(np.empty(ys[0].shape, np.int32) for _ in range(3))
-    kernel = _rct_samples if reversible else _ict_samples
+    kernel = rct_samples if reversible else ict_samples
     kernel(*(y.reshape(-1) for y in ys), s, lo, hi, *(o.reshape(-1) for o in out))
+    return out
+
+
+def reconstruct_mct(comps, reversible: bool, precisions: Sequence[int], signed: Sequence[bool]):
+    """Components 0-2 of a tile under the multiple component transformation.
+
+    ``comps``: three ``(ll, levels, deltas)`` as :func:`dequantize_idwt` takes
+    them (int32 tier-1 output).  Returns three int32 sample arrays, bit for
+    bit ``inverse_mct_to_samples(*(dequantize_idwt(*c, reversible) for c in
+    comps), precisions, signed)``; the finest level of the three components
+    and the MCT run row by row together, so that level's reconstructed
+    values never reach memory.  Precisions 1..24.
+    """
+    if len(comps) != 3:
+        raise ValueError(f"need three components, got {len(comps)}")
+    rects = {tuple(c[1][-1][3]) if c[1] else None for c in comps}
+    rect = rects.pop() if len(rects) == 1 else None
+    if rect is None or rect[3] - rect[1] < 2 or rect[2] - rect[0] < 1:  # not worth fusing
+        planes = [dequantize_idwt(ll, levels, deltas, reversible) for ll, levels, deltas in comps]
+        return inverse_mct_to_samples(*planes, precisions, signed)
+    dtype = np.int32 if reversible else np.float32
+    last = []
+    for ll, levels, deltas in comps:
+        if len(deltas) != 1 + 3 * len(levels):
+            raise ValueError(f"need {1 + 3 * len(levels)} step sizes, got {len(deltas)}")
+        deltas = list(deltas)
+        nlev = len(levels)
+        hl, lh, hh, _ = _bands(ll, levels[-1:], dtype, deltas)[1][0]
+        if nlev == 1:
+            a = _c(ll, np.int32)
+        else:
+            a = _idwt(ll, levels[:-1], dtype, deltas[: 1 + 3 * (nlev - 1)])
+        _check_level(a, hl, lh, hh, rect)
+        last.append((a, hl, lh, hh, _dq(nlev - 1, deltas, dtype)))
+    s, lo, hi = _sample_bounds(precisions, signed)
+    u0, v0, u1, v1 = rect
+    out = tuple(np.empty((v1 - v0, u1 - u0), np.int32) for _ in range(3))
+    kernel = last_level_53_rct if reversible else last_level_97_ict
+    kernel(*last, u0, v0, s, lo, hi, *out)
     return out

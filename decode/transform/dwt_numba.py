@@ -33,8 +33,9 @@ import numpy as np
 from numba import njit
 
 from .dwt import ALPHA, BETA, DELTA, GAMMA, INV_K_HIGH, K
+from .pointwise_numba import ict_samples, rct_samples
 
-__all__ = ["level_53", "level_97"]
+__all__ = ["last_level_53_rct", "last_level_97_ict", "level_53", "level_97"]
 
 _F32 = np.float32
 # 9/7 lifting steps 3-6 of F.3.8.2 as the numpy twin writes them (x + s * c).
@@ -126,6 +127,29 @@ def _row_97(lo, hi, dql, dqh, p, vs, a, b, out):
 
 
 @njit(**_JIT)
+def _advance_97(t, ll, hl, lh, hh, dq, p, pv, a, b, buf, ring):
+    """Time step t of a 9/7 level (m >= 2 rows): HOR_SR of row t, then VER_SR
+    steps 3-6 on rows t - 1 .. t - 4.  Row i lives in ``buf[i % ring]``; after
+    the step, row t - 4 is final (and rows below t - 5 are no longer read)."""
+    m = ll.shape[0] + lh.shape[0]
+    if t < m:  # HOR_SR of row t, with VER_SR steps 1-2 (scale by K, 1/K)
+        if (t + pv) & 1 == 0:
+            k = (t - pv) >> 1
+            _row_97(ll[k], hl[k], dq[0], dq[1], p, _K, a, b, buf[t % ring])
+        else:
+            k = (t + pv - 1) >> 1
+            _row_97(lh[k], hh[k], dq[2], dq[3], p, _IKH, a, b, buf[t % ring])
+    for s in range(4):  # VER_SR steps 3-6, step s trailing by s + 1 rows
+        i = t - s - 1
+        if i < 0 or i >= m or ((i + pv) & 1) != (s & 1):
+            continue
+        i1 = i - 1 if i > 0 else 1
+        i2 = i + 1 if i + 1 < m else m - 2
+        c = _C0 if s == 0 else _C1 if s == 1 else _C2 if s == 2 else _C3
+        _vlift_f32(buf[i % ring], buf[i1 % ring], buf[i2 % ring], c)
+
+
+@njit(**_JIT)
 def level_97(ll, hl, lh, hh, dq, u0, v0, out):
     """One 9/7 level of 2D_SR (F.3.2) into ``out`` (float32, v1 - v0 by u1 - u0).
 
@@ -147,21 +171,7 @@ def level_97(ll, hl, lh, hh, dq, u0, v0, out):
             _row_97(lh[0], hh[0], dq[2], dq[3], p, _HALF, a, b, out[0])
         return
     for t in range(m + 4):
-        if t < m:  # HOR_SR of row t, with VER_SR steps 1-2 (scale by K, 1/K)
-            if (t + pv) & 1 == 0:
-                k = (t - pv) >> 1
-                _row_97(ll[k], hl[k], dq[0], dq[1], p, _K, a, b, out[t])
-            else:
-                k = (t + pv - 1) >> 1
-                _row_97(lh[k], hh[k], dq[2], dq[3], p, _IKH, a, b, out[t])
-        for s in range(4):  # VER_SR steps 3-6, step s trailing by s + 1 rows
-            i = t - s - 1
-            if i < 0 or i >= m or ((i + pv) & 1) != (s & 1):
-                continue
-            i1 = i - 1 if i > 0 else 1
-            i2 = i + 1 if i + 1 < m else m - 2
-            c = _C0 if s == 0 else _C1 if s == 1 else _C2 if s == 2 else _C3
-            _vlift_f32(out[i], out[i1], out[i2], c)
+        _advance_97(t, ll, hl, lh, hh, dq, p, pv, a, b, out, m)
 
 
 # ---------------------------------------------------------------- 5/3 -------
@@ -234,6 +244,26 @@ def _row_53(lo, hi, ql, qh, p, a, b, out):
 
 
 @njit(**_JIT)
+def _advance_53(t, ll, hl, lh, hh, q, p, pv, a, b, buf, ring):
+    """Time step t of a 5/3 level (m >= 2 rows): HOR_SR of row t, F-5 on row
+    t - 1, F-6 on row t - 2 (rows in ``buf[i % ring]``); row t - 2 is then final."""
+    m = ll.shape[0] + lh.shape[0]
+    if t < m:
+        if (t + pv) & 1 == 0:
+            k = (t - pv) >> 1
+            _row_53(ll[k], hl[k], q[0], q[1], p, a, b, buf[t % ring])
+        else:
+            k = (t + pv - 1) >> 1
+            _row_53(lh[k], hh[k], q[2], q[3], p, a, b, buf[t % ring])
+    i = t - 1  # F-5 on low rows, one row behind
+    if 0 <= i < m and (i + pv) & 1 == 0:
+        _predict_i32(buf[i % ring], buf[(i - 1 if i > 0 else 1) % ring], buf[(i + 1 if i + 1 < m else m - 2) % ring])
+    i = t - 2  # F-6 on high rows, two rows behind
+    if 0 <= i < m and (i + pv) & 1 == 1:
+        _update_i32(buf[i % ring], buf[(i - 1 if i > 0 else 1) % ring], buf[(i + 1 if i + 1 < m else m - 2) % ring])
+
+
+@njit(**_JIT)
 def level_53(ll, hl, lh, hh, q, u0, v0, out):
     """One 5/3 level of 2D_SR (F.3.2) into ``out`` (int32, v1 - v0 by u1 - u0).
 
@@ -258,16 +288,58 @@ def level_53(ll, hl, lh, hh, q, u0, v0, out):
                 x[j] = (v - (v >> 31)) >> 1
         return
     for t in range(m + 2):
-        if t < m:
-            if (t + pv) & 1 == 0:
-                k = (t - pv) >> 1
-                _row_53(ll[k], hl[k], q[0], q[1], p, a, b, out[t])
-            else:
-                k = (t + pv - 1) >> 1
-                _row_53(lh[k], hh[k], q[2], q[3], p, a, b, out[t])
-        i = t - 1  # F-5 on low rows, one row behind
-        if 0 <= i < m and (i + pv) & 1 == 0:
-            _predict_i32(out[i], out[i - 1 if i > 0 else 1], out[i + 1 if i + 1 < m else m - 2])
-        i = t - 2  # F-6 on high rows, two rows behind
-        if 0 <= i < m and (i + pv) & 1 == 1:
-            _update_i32(out[i], out[i - 1 if i > 0 else 1], out[i + 1 if i + 1 < m else m - 2])
+        _advance_53(t, ll, hl, lh, hh, q, p, pv, a, b, out, m)
+
+
+# ------------------------------------------- last level + MCT, fused --------
+
+# Rows of a component kept in flight by the fused kernels: a 9/7 step touches
+# rows t - 5 .. t, a 5/3 step t - 3 .. t.
+_RING = 8
+
+
+@njit(**_JIT)
+def last_level_97_ict(c0, c1, c2, u0, v0, s, lo, hi, r, g, b):
+    """Finest 9/7 level of components 0-2, inverse ICT and to_samples, row by row.
+
+    ``c0..c2``: ``(ll, hl, lh, hh, dq)`` of each component as :func:`level_97`
+    takes them (same rectangle, at least 2 rows); ``s, lo, hi``: int64[3]
+    DC shift and clip bounds; ``r, g, b``: int32 (v1 - v0, u1 - u0) outputs.
+    The float rows live in three 8-row rings, never in a full plane.
+    """
+    m, n = r.shape
+    p = u0 & 1
+    pv = v0 & 1
+    bufs = (np.empty((_RING, n), np.float32), np.empty((_RING, n), np.float32),
+            np.empty((_RING, n), np.float32))
+    a = np.empty(c0[0].shape[1] + 1, np.float32)
+    bb = np.empty(c0[1].shape[1] + 1, np.float32)
+    for t in range(m + 4):
+        _advance_97(t, c0[0], c0[1], c0[2], c0[3], c0[4], p, pv, a, bb, bufs[0], _RING)
+        _advance_97(t, c1[0], c1[1], c1[2], c1[3], c1[4], p, pv, a, bb, bufs[1], _RING)
+        _advance_97(t, c2[0], c2[1], c2[2], c2[3], c2[4], p, pv, a, bb, bufs[2], _RING)
+        i = t - 4
+        if i >= 0:
+            j = i % _RING
+            ict_samples(bufs[0][j], bufs[1][j], bufs[2][j], s, lo, hi, r[i], g[i], b[i])
+
+
+@njit(**_JIT)
+def last_level_53_rct(c0, c1, c2, u0, v0, s, lo, hi, r, g, b):
+    """Finest 5/3 level of components 0-2, inverse RCT and to_samples, row by row;
+    arguments as :func:`last_level_97_ict` (``dq`` here the ``q`` flags)."""
+    m, n = r.shape
+    p = u0 & 1
+    pv = v0 & 1
+    bufs = (np.empty((_RING, n), np.int32), np.empty((_RING, n), np.int32),
+            np.empty((_RING, n), np.int32))
+    a = np.empty(c0[0].shape[1] + 1, np.int32)
+    bb = np.empty(c0[1].shape[1] + 1, np.int32)
+    for t in range(m + 2):
+        _advance_53(t, c0[0], c0[1], c0[2], c0[3], c0[4], p, pv, a, bb, bufs[0], _RING)
+        _advance_53(t, c1[0], c1[1], c1[2], c1[3], c1[4], p, pv, a, bb, bufs[1], _RING)
+        _advance_53(t, c2[0], c2[1], c2[2], c2[3], c2[4], p, pv, a, bb, bufs[2], _RING)
+        i = t - 2
+        if i >= 0:
+            j = i % _RING
+            rct_samples(bufs[0][j], bufs[1][j], bufs[2][j], s, lo, hi, r[i], g[i], b[i])
