@@ -68,11 +68,19 @@ def sample_dtype(precision: int, signed: bool):
 
 
 def select_backend(backend: str):
-    """(transform module, array module, name) for "cpu", "cuda" or "auto"."""
+    """(transform module, array module, name) for "cpu", "cuda", "auto" or "numpy".
+
+    "cpu" is the numba back end, "numpy" the plain reference it is tested
+    against, "cuda" the CuPy kernels; "auto" picks CUDA when a device is there.
+    """
     from . import transform
 
+    if backend == "numpy":  # the reference every back end is tested against
+        return transform, np, "numpy"
     if backend == "cpu":
-        return transform, np, "cpu"
+        from .transform import cpu_backend
+
+        return cpu_backend, np, "cpu"
     if backend in ("cuda", "auto"):
         try:
             import cupy
@@ -87,8 +95,10 @@ def select_backend(backend: str):
         if backend == "cuda":
             raise UnsupportedFeature("CUDA back end unavailable: no CUDA device")
         log.info("no CUDA device: using the CPU back end")
-        return transform, np, "cpu"
-    raise ValueError(f"unknown back end {backend!r}: use 'cpu', 'cuda' or 'auto'")
+        from .transform import cpu_backend
+
+        return cpu_backend, np, "cpu"
+    raise ValueError(f"unknown back end {backend!r}: use 'cpu', 'cuda', 'auto' or 'numpy'")
 
 
 class Decoder:
@@ -102,8 +112,10 @@ class Decoder:
         tile = cs.tiles.get(t)
         h = tile.header if tile is not None else None
         tile_key = None if h is None else repr((h.cod, h.coc, h.qcd, h.qcc, h.rgn, h.poc))
-        main_end = min((p.offset for tl in cs.tiles.values() for p in tl.parts), default=len(cs.data))
-        key = (bytes(cs.data[:main_end]), t, reduce, tile_key)
+        m = cs.main
+        # what shapes the plan, not the raw header: TLM, COM differ frame to frame
+        main_key = repr((cs.siz, m.cod, m.coc, m.qcd, m.qcc, m.rgn, m.poc))
+        key = (main_key, t, reduce, tile_key)
         plan = self._plans.get(key)
         if plan is None:
             plan = build_tile_plan(cs, t, reduce)
@@ -139,11 +151,14 @@ class Decoder:
             reports.append(report)
         return coeffs, reports
 
-    def reconstruct(self, prep: Prepared, coeffs, components=None, *, to_host: bool = True) -> list:
+    def reconstruct(self, prep: Prepared, coeffs, components=None, *, to_host: bool = True,
+                    timings: dict | None = None) -> list:
         """Samples of every wanted component, assembled from the tiles.
 
         ``coeffs`` is a numpy or (CUDA back end) CuPy array; with
         ``to_host=False`` on the CUDA back end the result stays on the device.
+        ``timings`` (CUDA back end) receives "upload", "gpu" and "download"
+        seconds, measured with device synchronisation.
         """
         s = prep.cs.siz
         xp = self.xp
@@ -153,8 +168,14 @@ class Decoder:
             w, h = s.component_size(c, prep.reduce)
             mod = xp if keep_on_device else np
             out.append(mod.zeros((h, w), sample_dtype(s.precision(c), s.signed(c))))
+        gpu_planes = []
+        t_gpu = time.perf_counter()
         if xp is not np:
             coeffs = xp.asarray(coeffs)
+            if timings is not None:
+                xp.cuda.Device().synchronize()
+                timings["upload"] = time.perf_counter() - t_gpu
+                t_gpu = time.perf_counter()
         for plan, off in zip(prep.plans, prep.offsets):
             planes = reconstruct_tile(plan, coeffs[off : off + plan.coeff_size], s, self.transform, xp, components)
             for c, (tc, plane) in enumerate(zip(plan.components, planes)):
@@ -164,8 +185,18 @@ class Decoder:
                 cx0 = -(-s.XOsiz // (s.XRsiz[c] << prep.reduce))
                 cy0 = -(-s.YOsiz // (s.YRsiz[c] << prep.reduce))
                 if xp is not np and not keep_on_device:
-                    plane = xp.asnumpy(plane)
+                    gpu_planes.append((c, res, cy0, cx0, plane))
+                    continue
                 out[c][res.y0 - cy0 : res.y1 - cy0, res.x0 - cx0 : res.x1 - cx0] = plane
+        if xp is not np and timings is not None:
+            xp.cuda.Device().synchronize()
+            timings["gpu"] = time.perf_counter() - t_gpu
+        if gpu_planes:
+            t1 = time.perf_counter()
+            for c, res, cy0, cx0, plane in gpu_planes:
+                out[c][res.y0 - cy0 : res.y1 - cy0, res.x0 - cx0 : res.x1 - cx0] = xp.asnumpy(plane)
+            if timings is not None:
+                timings["download"] = time.perf_counter() - t1
         return out
 
     def decode(self, data, *, reduce: int = 0, layers: int | None = None, strict: bool = True,

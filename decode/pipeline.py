@@ -19,7 +19,6 @@ from __future__ import annotations
 import itertools
 import logging
 import multiprocessing as mp
-import os
 import time
 import traceback
 from collections import deque
@@ -72,7 +71,13 @@ def tiny_codestream() -> bytes:
 
 
 def _worker_main(conn, backend_unused: str) -> None:
-    """Worker loop: entropy-decode frames into shared-memory slots."""
+    """Worker loop: decode frames into shared-memory slots.
+
+    Coefficient mode (the GPU reconstructs): tier-2 and tier-1 write the
+    coefficients into the slot. Sample mode (the CPU back end): the worker
+    reconstructs too and writes each component's samples into the slot, one
+    after another; int32 samples never need more room than the coefficients.
+    """
     decoder = Decoder("cpu")
     decoder.decode(tiny_codestream())
     attached: dict[str, shared_memory.SharedMemory] = {}
@@ -81,7 +86,7 @@ def _worker_main(conn, backend_unused: str) -> None:
             msg = conn.recv()
             if msg is None:
                 return
-            seq, data, shm_name, size, reduce, layers, strict = msg
+            seq, data, shm_name, size, reduce, layers, strict, samples, components = msg
             try:
                 shm = attached.get(shm_name)
                 if shm is None:
@@ -90,17 +95,46 @@ def _worker_main(conn, backend_unused: str) -> None:
                 prep = decoder.prepare(data, reduce=reduce, layers=layers, strict=strict)
                 if prep.size != size:
                     raise CodestreamError(f"frame layout changed: {prep.size} coefficients, {size} planned")
-                out = np.ndarray((size,), np.int32, buffer=shm.buf)
-                _, reports = decoder.entropy_decode(prep, out=out)
-                del out
-                conn.send((seq, None, reports))
+                coeffs = np.ndarray((size,), np.int32, buffer=shm.buf)
+                _, reports = decoder.entropy_decode(prep, out=coeffs)
+                layout = None
+                if samples:
+                    t0 = time.perf_counter()
+                    planes = decoder.reconstruct(prep, coeffs, components)
+                    layout = _store_samples(shm, planes)
+                    layout.append(time.perf_counter() - t0)
+                del coeffs
+                conn.send((seq, None, reports, layout))
             except CodestreamError as exc:
-                conn.send((seq, exc, None))
+                conn.send((seq, exc, None, None))
             except Exception as exc:  # a bug: report it with its traceback, keep serving
-                conn.send((seq, RuntimeError(f"worker error: {exc!r}\n{traceback.format_exc()}"), None))
+                conn.send((seq, RuntimeError(f"worker error: {exc!r}\n{traceback.format_exc()}"), None, None))
     finally:
         for shm in attached.values():
             shm.close()
+
+
+def _store_samples(shm, planes: list) -> list:
+    """Write component planes back to back into ``shm``; return their layout."""
+    layout = []
+    offset = 0
+    for plane in planes:
+        if plane is None:
+            layout.append(None)
+            continue
+        n = plane.nbytes
+        view = np.ndarray(plane.shape, plane.dtype, buffer=shm.buf, offset=offset)
+        view[...] = plane
+        layout.append((offset, plane.shape, plane.dtype.str))
+        offset += -(-n // 8) * 8
+    return layout
+
+
+def _load_samples(shm, layout: list) -> list:
+    """Copy component planes out of ``shm`` (the slot is reused next)."""
+    return [None if item is None else
+            np.ndarray(item[1], np.dtype(item[2]), buffer=shm.buf, offset=item[0]).copy()
+            for item in layout]
 
 
 class _Slot:
@@ -150,12 +184,17 @@ class FramePipeline:
                  to_host: bool = True) -> None:
         self.decoder = Decoder(backend)
         self.backend = self.decoder.backend
-        n = workers if workers is not None else max(1, (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 2) - 1)
-        self.num_workers = max(1, n)
-        self.depth = max(depth or self.num_workers + 2, 1)
+        from .peers import cores
+
+        self.num_workers = max(1, workers if workers is not None else cores() - 1)
+        # twice the workers: a slow frame at the head of the line must not
+        # leave the other workers without work while it is awaited
+        self.depth = max(depth or 2 * self.num_workers + 2, 1)
         self.reduce, self.layers, self.strict = reduce, layers, strict
         self.components = components
         self.to_host = to_host
+        #: the CPU back end reconstructs in the workers; the GPU one here
+        self._samples_in_workers = self.backend == "cpu"
         self._ctx = mp.get_context("spawn")
         self._workers: list[tuple] = []  # (process, connection)
         self._busy: dict[int, _Job] = {}  # worker index -> job
@@ -189,7 +228,8 @@ class FramePipeline:
             job.worker = i
             self._busy[i] = job
             slot = self._slots[job.slot]
-            conn.send((job.seq, job.data, slot.shm.name, job.prep.size, self.reduce, self.layers, self.strict))
+            conn.send((job.seq, job.data, slot.shm.name, job.prep.size, self.reduce, self.layers,
+                       self.strict, self._samples_in_workers, self.components))
 
     def _collect(self, timeout: float | None) -> None:
         """Wait for worker messages (or deaths) and finish those frames."""
@@ -200,12 +240,13 @@ class FramePipeline:
             if r in conns:
                 i = conns[r]
                 try:
-                    seq, err, reports = r.recv()
+                    seq, err, reports, layout = r.recv()
                 except (EOFError, OSError):
                     continue  # the sentinel reports the death
                 job = self._busy.pop(i)
                 assert job.seq == seq
-                self._finish(job, err, reports)
+                self._dispatch()  # keep the worker busy while this frame is reconstructed
+                self._finish(job, err, reports, layout)
             else:
                 i = sentinels[r]
                 if i in self._busy or not self._workers[i][0].is_alive():
@@ -222,7 +263,7 @@ class FramePipeline:
         if job is not None:
             self._finish(job, WorkerCrashed(f"worker died (exit code {proc.exitcode}) decoding frame {job.seq}"), None)
 
-    def _finish(self, job: _Job, err, reports) -> None:
+    def _finish(self, job: _Job, err, reports, layout=None) -> None:
         if err is not None:
             self.stats["errors"] += 1
             self._done[job.seq] = (job.key, err, job.slot)
@@ -230,10 +271,19 @@ class FramePipeline:
         t0 = time.perf_counter()
         try:
             slot = self._slots[job.slot]
-            coeffs = slot.view(job.prep.size)
             components = check_components(self.components, job.prep.cs.siz.Csiz)
-            out = self.decoder.reconstruct(job.prep, coeffs, components, to_host=self.to_host)
+            if layout is not None:  # the worker reconstructed: copy its samples out
+                worker_s = layout.pop()
+                frame = finish_frame(job.prep, _load_samples(slot.shm, layout), reports, components, worker_s)
+                frame.timings["latency"] = time.perf_counter() - job.submitted
+                self._done[job.seq] = (job.key, frame, job.slot)
+                self.stats["reconstruct_s"] += time.perf_counter() - t0
+                return
+            coeffs = slot.view(job.prep.size)
+            stage: dict[str, float] = {}
+            out = self.decoder.reconstruct(job.prep, coeffs, components, to_host=self.to_host, timings=stage)
             frame = finish_frame(job.prep, out, reports, components, time.perf_counter() - t0)
+            frame.timings.update(stage)
             frame.timings["latency"] = time.perf_counter() - job.submitted
             result = frame
         except CodestreamError as exc:

@@ -1,30 +1,55 @@
 """Reconstruction of a tile: dequantise, inverse DWT, inverse MCT, DC shift.
 
-The numpy path (:mod:`cinegpu.decode.transform`); a CuPy back end with the
-same signatures lives in ``transform.cuda_backend``. Input is the flat
-coefficient buffer from :mod:`cinegpu.decode.tile`; output one int32 array
-per component at the decoded resolution (T.800 Annexes E, F, G).
+Works with any transform module of the same API: the numpy reference
+(:mod:`cinegpu.decode.transform`), the numba CPU back end (``cpu_backend``,
+which also offers fused calls used here when present) and the CuPy back end
+(``cuda_backend``). Input is the flat coefficient buffer from
+:mod:`cinegpu.decode.tile`; output one int32 array per component at the
+decoded resolution (T.800 Annexes E, F, G).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from .errors import InvalidSegment
 from .plan import TileComponent, TilePlan
 
 
-def _band(xp, coeffs, band, tf, reversible):
-    a = coeffs[band.offset : band.offset + band.width * band.height].reshape(band.height, band.width)
-    return tf.dequantize(a, band.delta, reversible)
+def _raw(coeffs, band):
+    """The tier-1 values of ``band`` as a 2-D view of the flat buffer."""
+    return coeffs[band.offset : band.offset + band.width * band.height].reshape(band.height, band.width)
 
 
 def tile_component(tc: TileComponent, coeffs, tf, xp=np):
     """Inverse DWT of one tile-component up to its last decoded resolution."""
     res = tc.resolutions[: tc.decoded]
-    ll = _band(xp, coeffs, res[0].bands[0], tf, tc.reversible)
-    levels = [(*(_band(xp, coeffs, b, tf, tc.reversible) for b in r.bands), r.rect) for r in res[1:]]
+    deq = tf.dequantize
+    ll = deq(_raw(coeffs, res[0].bands[0]), res[0].bands[0].delta, tc.reversible)
+    levels = [(*(deq(_raw(coeffs, b), b.delta, tc.reversible) for b in r.bands), r.rect) for r in res[1:]]
     idwt = tf.idwt_53 if tc.reversible else tf.idwt_97
     return idwt(ll, levels)
+
+
+def _fused_args(tc: TileComponent, coeffs):
+    """(ll, levels, deltas) of the fused dequantise + IDWT calls."""
+    res = tc.resolutions[: tc.decoded]
+    ll = _raw(coeffs, res[0].bands[0])
+    levels = [(*(_raw(coeffs, b) for b in r.bands), r.rect) for r in res[1:]]
+    deltas = [res[0].bands[0].delta] + [b.delta for r in res[1:] for b in r.bands]
+    return ll, levels, deltas
+
+
+def _check_mct(plan: TilePlan) -> bool:
+    """Whether the MCT applies; raise if components 0-2 cannot carry it."""
+    c0, c1, c2 = plan.components[:3]
+    sizes = {(tc.resolutions[tc.decoded - 1].x1 - tc.resolutions[tc.decoded - 1].x0,
+              tc.resolutions[tc.decoded - 1].y1 - tc.resolutions[tc.decoded - 1].y0) for tc in (c0, c1, c2)}
+    if len(sizes) != 1:
+        raise InvalidSegment("multiple component transform over components of different sizes")
+    if not (c0.reversible == c1.reversible == c2.reversible):
+        raise InvalidSegment("multiple component transform mixes 5/3 and 9/7 components")
+    return c0.reversible
 
 
 def reconstruct_tile(plan: TilePlan, coeffs, siz, tf, xp=np, components=None) -> list:
@@ -34,19 +59,30 @@ def reconstruct_tile(plan: TilePlan, coeffs, siz, tf, xp=np, components=None) ->
     The inverse MCT needs components 0-2 and is skipped when one of them is
     not wanted (as ``opj_decompress -c`` does).
     """
-    wanted = set(range(len(plan.components)) if components is None else components)
+    n = len(plan.components)
+    wanted = set(range(n) if components is None else components)
+    mct = bool(plan.mct) and n >= 3 and {0, 1, 2} <= wanted
+    reversible = _check_mct(plan) if mct else False
+    if hasattr(tf, "reconstruct_mct"):
+        return _reconstruct_fused(plan, coeffs, siz, tf, wanted, mct, reversible)
     planes = [tile_component(tc, coeffs, tf, xp) if tc.c in wanted else None for tc in plan.components]
-    if plan.mct and len(planes) >= 3 and {0, 1, 2} <= wanted:
-        if not (planes[0].shape == planes[1].shape == planes[2].shape):
-            from .errors import InvalidSegment
-
-            raise InvalidSegment("multiple component transform over components of different sizes")
-        rev = plan.components[0].reversible
-        if rev != plan.components[1].reversible or rev != plan.components[2].reversible:
-            from .errors import InvalidSegment
-
-            raise InvalidSegment("multiple component transform mixes 5/3 and 9/7 components")
-        inverse = tf.inverse_rct if rev else tf.inverse_ict
+    if mct:
+        inverse = tf.inverse_rct if reversible else tf.inverse_ict
         planes[0], planes[1], planes[2] = inverse(planes[0], planes[1], planes[2])
     return [None if p is None else tf.to_samples(p, siz.precision(c), siz.signed(c))
             for c, p in enumerate(planes)]
+
+
+def _reconstruct_fused(plan, coeffs, siz, tf, wanted, mct, reversible) -> list:
+    out: list = [None] * len(plan.components)
+    first = 0
+    if mct:
+        args = [_fused_args(tc, coeffs) for tc in plan.components[:3]]
+        out[0], out[1], out[2] = tf.reconstruct_mct(args, reversible, [siz.precision(c) for c in range(3)],
+                                                    [siz.signed(c) for c in range(3)])
+        first = 3
+    for tc in plan.components[first:]:
+        if tc.c in wanted:
+            values = tf.dequantize_idwt(*_fused_args(tc, coeffs), tc.reversible)
+            out[tc.c] = tf.to_samples(values, siz.precision(tc.c), siz.signed(tc.c))
+    return out

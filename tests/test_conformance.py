@@ -44,6 +44,7 @@ def _cuda_available() -> bool:
 
 BACKENDS = [
     "cpu",
+    "numpy",
     pytest.param("cuda", marks=[pytest.mark.gpu,
                                 pytest.mark.skipif(not _cuda_available(), reason="no CUDA device / CuPy")]),
 ]

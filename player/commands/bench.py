@@ -32,6 +32,8 @@ def register(sub) -> None:
     p.add_argument("--peer-threads", type=int, default=None,
                    help="threads for each peer process (default: all cores)")
     p.add_argument("--json", type=Path, default=None, help="write the figures as JSON here")
+    p.add_argument("--to-host", action="store_true",
+                   help="CUDA: copy decoded components back to host memory (the player keeps them on the GPU)")
     p.set_defaults(run=run)
 
 
@@ -60,7 +62,7 @@ def run(args) -> int:
     repeat = args.repeat or max(1, -(-max(3, 2 * workers) // len(frames)))
     work = [f for _ in range(repeat) for f in frames]
     try:
-        wall, stages, frame, backend = (_bench_pipeline(work, args.backend, workers) if workers > 0
+        wall, stages, frame, backend = (_bench_pipeline(work, args.backend, workers, args.to_host) if workers > 0
                                         else _bench_inline(work, args.backend))
     except CodestreamError as exc:
         print(f"cinegpu bench: {exc}", file=sys.stderr)
@@ -72,9 +74,12 @@ def run(args) -> int:
     how = f"{workers} tier-1 worker processes" if workers else "1 process"
     print(f"cinegpu ({backend}, {how}): {n / wall:.2f} fps, {1e3 * wall / n:.1f} ms per frame end to end")
     print("  time per frame in each stage" + (" (summed over workers)" if workers else "") + ":")
-    for k in ("parse", "tier2", "tier1", "reconstruct"):
-        label = "transfer+GPU" if k == "reconstruct" and backend == "cuda" else k
-        print(f"  {label:<14} {1e3 * stages.get(k, 0.0) / n:8.1f} ms")
+    names = ("parse", "tier2", "tier1", "reconstruct", "upload", "gpu", "download")
+    labels = {"reconstruct": "reconstruction" + (" (all GPU steps)" if backend == "cuda" else ""),
+              "upload": "  host->GPU", "gpu": "  GPU kernels", "download": "  GPU->host"}
+    for k in names:
+        if k in stages:
+            print(f"  {labels.get(k, k):<30} {1e3 * stages[k] / n:8.1f} ms")
     result = {"source": name, "frames": n, "backend": backend, "workers": workers, "fps": n / wall,
               "ms_per_frame": {k: 1e3 * v / n for k, v in stages.items()}, "peers": []}
     if args.compare:
@@ -125,7 +130,7 @@ def _bench_inline(work: list[bytes], backend: str):
     return time.perf_counter() - t0, stages, frame, dec.backend
 
 
-def _bench_pipeline(work: list[bytes], backend: str, workers: int):
+def _bench_pipeline(work: list[bytes], backend: str, workers: int, to_host: bool):
     """The multi-process pipeline, started and warmed up outside the clock."""
     from tqdm import tqdm
 
@@ -133,7 +138,7 @@ def _bench_pipeline(work: list[bytes], backend: str, workers: int):
     from cinegpu.decode.pipeline import FramePipeline
 
     stages: dict[str, float] = {}
-    with FramePipeline(backend=backend, workers=workers, strict=True) as pipe:
+    with FramePipeline(backend=backend, workers=workers, strict=True, to_host=to_host) as pipe:
         for _, frame in pipe.map(work[: min(len(work), workers)]):  # warm every worker
             if isinstance(frame, CodestreamError):
                 raise frame
