@@ -1,7 +1,8 @@
 """The player: a clock, a frame source, a texture target and a presenter, in one draw loop.
 
 Each turn of :meth:`Player.run`: handle window events, tell the source which
-frames come next, ask the :class:`~.clock.Scheduler` whether a new frame is
+frames come next (starting new decodes only where one can finish before the
+frame is due, judged by the source's decode latency), ask the :class:`~.clock.Scheduler` whether a new frame is
 due and ready; if so write its picture into the texture target and draw it
 letterboxed.  The source is only polled, never waited on, so a slow decode
 shows up as late and dropped frames, never as a slower clock.  Screenshots
@@ -13,6 +14,7 @@ dropped from the screen.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from dataclasses import dataclass
 from fractions import Fraction
@@ -212,6 +214,13 @@ class Player:
             self._events()
             self._sleep(0.002)
 
+    def _want(self) -> None:
+        """Ask for the next frames; while playing, start new decodes only for frames that can be
+        ready by their presentation time (``lead`` frames ahead, from the source's latency)."""
+        clock = self.clock
+        lead = math.ceil(getattr(self.source, "latency", 0.0) * clock.rate) if clock.playing else 0
+        self.source.want(clock.upcoming(lead + self.depth), start=lead)
+
     def _events(self) -> None:
         if not self.headless:
             self.window.dispatch_events()
@@ -236,7 +245,7 @@ class Player:
         start = self._now()
         while not self._done():
             self._events()
-            self.source.want(clock.upcoming(self.depth))
+            self._want()
             n = self.scheduler.tick(self._ready)
             if n is not None:
                 self._show(n)

@@ -3,8 +3,10 @@
 The interface (duck-typed; the multi-process decode pipeline will provide another):
 
 - ``frame_count``, ``edit_rate`` (Fraction or None), ``width``, ``height``, ``backend`` (name);
-- ``want(frames)``: the media frames the clock will show next, due one first; the source
-  decodes ahead in that order and may forget pictures outside it;
+- ``want(frames, start=0)``: the media frames the clock will show next, due one first; the
+  source keeps pictures of these, starts decoding from ``frames[start:]`` in that order (the
+  player skips the frames that could not be ready in time) and may forget the others;
+- ``latency``: seconds one frame takes from the start of its decode to its picture (0 unknown);
 - ``get(n)``: the RGBA16 picture (numpy or CuPy (H, W, 4) uint16) of frame ``n`` if it is
   ready, else None; never blocks; raises :class:`FrameError` if that frame failed;
 - ``pin(n)`` / ``unpin(n)``: frames that must be decoded even if the clock passes them
@@ -73,8 +75,9 @@ class ArraySource:
         self.height, self.width = self.pictures[0].shape[:2]
         self.backend = backend
         self.decode_fps = 0.0
+        self.latency = 0.0
 
-    def want(self, frames) -> None:
+    def want(self, frames, start: int = 0) -> None:
         pass
 
     def get(self, n: int):
@@ -117,11 +120,13 @@ class DecodeAheadSource:
         self._factory = decoder_factory or (lambda: Decoder(self.backend))
         self._cond = threading.Condition()
         self._wanted: list[int] = []
+        self._start = 0
         self._pinned: set[int] = set()
         self._ready: dict[int, object] = {}
         self._busy: set[int] = set()
         self._closed = False
         self._rate = _Rate()
+        self.latency = 0.0              # seconds a decode takes (moving average)
         self._threads = [threading.Thread(target=self._work, name=f"decode-ahead-{i}", daemon=True)
                          for i in range(max(1, workers))]
         for t in self._threads:
@@ -131,9 +136,10 @@ class DecodeAheadSource:
     def decode_fps(self) -> float:
         return self._rate.rate()
 
-    def want(self, frames) -> None:
+    def want(self, frames, start: int = 0) -> None:
         with self._cond:
-            self._wanted = list(frames)[: self.depth]
+            self._start = max(0, start)
+            self._wanted = list(frames)[: self._start + self.depth]
             keep = set(self._wanted) | self._pinned
             for n in [n for n in self._ready if n not in keep]:
                 del self._ready[n]
@@ -163,7 +169,7 @@ class DecodeAheadSource:
             t.join(timeout=30)
 
     def _next_job(self) -> int | None:
-        for n in [*self._wanted, *sorted(self._pinned)]:
+        for n in [*self._wanted[self._start:], *sorted(self._pinned)]:
             if n not in self._ready and n not in self._busy:
                 return n
         return None
@@ -177,6 +183,7 @@ class DecodeAheadSource:
                 if self._closed:
                     return
                 self._busy.add(n)
+            t0 = time.perf_counter()
             try:
                 if decoder is None:
                     decoder = self._factory()
@@ -189,6 +196,8 @@ class DecodeAheadSource:
                 if n in self._wanted or n in self._pinned:
                     self._ready[n] = result
                 self._rate.add()
+                took = time.perf_counter() - t0
+                self.latency = took if not self.latency else 0.8 * self.latency + 0.2 * took
                 self._cond.notify_all()
 
     def _decode(self, decoder, n: int):

@@ -226,3 +226,24 @@ def test_choose_target_without_cuda_is_host_upload():
     from cinegpu.interop import HostUploadTarget, choose_target
 
     assert isinstance(choose_target("cpu"), HostUploadTarget)
+
+
+def test_decode_ahead_starts_at_the_lead_and_decodes_pinned_frames(sequences):
+    from cinegpu.player import DecodeAheadSource
+
+    media = open_source(sequences["rgb8"])
+    src = DecodeAheadSource(media, backend="cpu", workers=2, depth=2)
+    try:
+        src.pin(4)
+        src.want([0, 1, 2, 3], start=2)          # 0 and 1 could not be ready in time: not started
+        end = time.perf_counter() + 60
+        while time.perf_counter() < end and any(src.get(n) is None for n in (2, 3, 4)):
+            time.sleep(0.01)
+        assert all(src.get(n) is not None for n in (2, 3, 4))
+        assert src.get(0) is None and src.get(1) is None
+        assert src.latency > 0 and src.get(2).shape == (48, 64, 4)
+        src.want([3])
+        assert src.get(2) is None and src.get(3) is not None and src.get(4) is not None   # 4 stays pinned
+    finally:
+        src.close()
+        media.close()
