@@ -15,7 +15,10 @@ from .mq import mq_decode, mq_init, raw_init
 from .passes import cup_mq, mrp_mq, mrp_raw, spp_mq, spp_raw
 from .tables import CTX_INIT, CTX_UNI, NUM_CONTEXTS, ZC_LUT
 
-JIT = dict(cache=True, nogil=True)
+# Kernels that never allocate run without reference counting (see mq.py); the batch driver
+# allocates its status array and scratch, so it keeps NRT.
+JIT = dict(cache=True, nogil=True, _nrt=False)
+JIT_NRT = dict(cache=True, nogil=True)
 
 # Code-block style, SPcod/SPcoc, T.800 Table A.19
 CBLK_BYPASS = 0x01  # selective arithmetic coding bypass
@@ -91,6 +94,13 @@ def check_segments(coded, data_start, seg_lengths, seg_passes, seg_first, seg_co
 
 
 @njit(**JIT)
+def reset_contexts(ctx):
+    """All contexts to their initial states, T.800 Table D.7."""
+    for i in range(NUM_CONTEXTS):
+        ctx[i] = CTX_INIT[i]
+
+
+@njit(**JIT)
 def decode_into(coded, data_start, seg_lengths, seg_passes, seg_first, seg_count,
                 w, h, num_bps, orient, style, flags, vals, ctx):
     """Decode one validated code-block into the scratch `vals` (border layout). Returns status."""
@@ -98,7 +108,7 @@ def decode_into(coded, data_start, seg_lengths, seg_passes, seg_first, seg_count
     n = (h + 2) * fs
     flags[:n] = 0
     vals[:n] = 0
-    ctx[:] = CTX_INIT
+    reset_contexts(ctx)
     zc = ZC_LUT[orient]
     vcausal = (style & CBLK_VCAUSAL) != 0
     max_passes = 3 * num_bps - 2 if num_bps > 0 else 0
@@ -149,7 +159,7 @@ def decode_into(coded, data_start, seg_lengths, seg_passes, seg_first, seg_count
                     if sym != 0xA:
                         status |= STATUS_SEGSYM
             if style & CBLK_RESET:
-                ctx[:] = CTX_INIT
+                reset_contexts(ctx)
             k += 1
     return status
 
@@ -220,7 +230,7 @@ def check_out_region(out_len, off, w, h, stride):
     return off + (h - 1) * stride + w <= out_len
 
 
-@njit(**JIT)
+@njit(**JIT_NRT)
 def decode_codeblocks(coded, table, seg_lengths, seg_passes, out):
     """Decode every code-block of `table` (int64, CB_COLUMNS columns) into the flat `out`.
 

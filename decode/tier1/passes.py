@@ -18,7 +18,7 @@ from .tables import (CTX_MR, CTX_RL, CTX_UNI, F_E, F_N, F_NE, F_NEG_E, F_NEG_N, 
                      F_NEG_W, F_NEIGHBOURS, F_NW, F_REFINED, F_S, F_SE, F_SIG, F_SW, F_VISIT,
                      F_W, SC_LUT)
 
-JIT = dict(cache=True, nogil=True)
+JIT = dict(cache=True, nogil=True, _nrt=False)
 
 
 @njit(inline='always', **JIT)

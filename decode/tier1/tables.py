@@ -52,6 +52,25 @@ MQ_NMPS = np.array([2 * _NMPS[sv >> 1] + (sv & 1) for sv in range(94)], dtype=np
 MQ_NLPS = np.array([2 * _NLPS[sv >> 1] + ((sv & 1) ^ _SWITCH[sv >> 1]) for sv in range(94)],
                    dtype=np.int32)
 
+
+
+def _lps_shift(qe):
+    """RENORMD shifts after an LPS exchange (A = Qe): until A >= 0x8000."""
+    n = 0
+    while (qe << n) < 0x8000:
+        n += 1
+    return n
+
+
+# The decoder's packed form of Table C.2, one int64 per sv: Qe in bits 0..15, the RENORMD shift
+# after an LPS exchange in bits 16..19, next sv after an MPS in bits 20..26 and after an LPS
+# (MPS switch folded in) in bits 27..33.  One load per decision (mq.py).
+MQ_STATE = np.array([int(MQ_QE[sv]) | (_lps_shift(int(MQ_QE[sv])) << 16)
+                     | (int(MQ_NMPS[sv]) << 20) | (int(MQ_NLPS[sv]) << 27) for sv in range(94)],
+                    dtype=np.int64)
+# Bit position of Chigh in the decoder's 64-bit C register (mq.py): 40 coded bits wait below.
+MQ_SHIFT = 40
+
 # Initial context states, T.800 Table D.7: all state 0 / MPS 0, except ZC context 0 (state 4),
 # run-length (state 3) and UNIFORM (state 46).
 CTX_INIT = np.zeros(NUM_CONTEXTS, dtype=np.int32)
