@@ -202,9 +202,13 @@ class Scheduler:
             self._waiting_t = t
         return None
 
-    def finish(self) -> None:
-        """Count the positions up to the end that were never shown (playing, not looping)."""
+    def finish(self, limit: int | None = None) -> None:
+        """Count the positions up to the end (or timeline position ``limit``) never shown."""
         clock = self.clock
-        if clock.playing and not clock.loop and self._next_t is not None and self._next_t < clock.frame_count:
-            self.stats.dropped += clock.frame_count - self._next_t
-            self._next_t = clock.frame_count
+        if limit is None:
+            if clock.loop:
+                return
+            limit = clock.frame_count
+        if clock.playing and self._next_t is not None and self._next_t < limit:
+            self.stats.dropped += limit - self._next_t
+            self._next_t = limit

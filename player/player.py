@@ -255,8 +255,8 @@ class Player:
             wait = clock.presentation_time(t + 1) - self._now() if clock.playing else 0.01
             self._sleep(min(max(wait, 0.0), 0.002 if self.scheduler.current != clock.due() else 0.01))
         seconds = self._now() - start
-        if self.max_frames is None:
-            self.scheduler.finish()
+        if not self.quit:
+            self.scheduler.finish(self.max_frames)
         played = self.max_frames if self.max_frames is not None else clock.frame_count
         self._finish_screenshots()
         return Summary(played, self.scheduler.stats, seconds, clock.rate, self.source.backend, self.target.name,

@@ -184,3 +184,12 @@ def test_bad_arguments():
         PlaybackClock(0, 10)
     with pytest.raises(ValueError):
         PlaybackClock(24, 0)
+
+
+def test_finish_at_a_frame_limit_counts_the_unshown_positions_as_dropped():
+    clock, now = _clock(n=5, loop=True)
+    s = Scheduler(clock)
+    clock.play()
+    _run(s, now, lambda n: n != 3, 9 * 2, 1 / 48)        # 9 positions, media frame 3 never ready
+    s.finish(12)
+    assert (s.stats.shown, s.stats.dropped) == (7, 5)    # 3 and 8 dropped, 9..11 never reached
