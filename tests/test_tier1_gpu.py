@@ -1,0 +1,367 @@
+"""The CUDA tier-1 decoder (cinegpu.decode.tier1.gpu) against the numba one, bit for bit.
+
+Every case runs on two back ends: "cuda" (the kernel on the GPU; marked gpu, skipped without
+CuPy or a device) and "host" (the same tier1.cu compiled as C++ by g++, host_emulation.cpp;
+skipped without g++), so the kernel's logic is checked on CPU-only CI too.  Compared: status
+and every sample of `out` (untouched samples included) on encoder round trips of every style,
+every truncation point, ROI, K limits, corrupt rows, random bytes, and a real frame's tables.
+
+Timing (GPU machine): CINEGPU_T1_BENCH=/dir/with/*.j2c pytest -m gpu -s -k bench
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cinegpu.decode import tier1 as t1
+from cinegpu.decode.tier1 import gpu as t1gpu
+from cinegpu.encode.tier1 import encode_codeblock, segments
+from test_tier1_corrupt import fuzz_cases
+from test_tier1_roundtrip import SHAPES, STYLES, padded, random_block
+
+try:
+    import cupy
+
+    _HAVE_GPU = bool(cupy.cuda.is_available())
+    _WHY = "no CUDA device visible to cupy"
+except Exception as exc:  # ImportError, or a CUDA driver/runtime error
+    cupy = None
+    _HAVE_GPU = False
+    _WHY = f"cupy not usable: {exc}"
+
+GPU = [pytest.mark.gpu, pytest.mark.skipif(not _HAVE_GPU, reason=_WHY)]
+CXX = shutil.which("g++")
+SAMPLE = Path(t1gpu.__file__).parents[2] / "media" / "samples" / "bars_2k.j2c"
+
+
+@functools.lru_cache(maxsize=None)
+def _host_library():
+    """tier1.cu built for the host (host_emulation.cpp), loaded with ctypes."""
+    src = Path(t1gpu.CUDA_SOURCE).with_name("host_emulation.cpp")
+    lib = Path(tempfile.mkdtemp(prefix="tier1emu")) / "tier1emu.so"
+    subprocess.run([CXX, "-O2", "-shared", "-fPIC", "-o", str(lib), str(src)], check=True,
+                   cwd=src.parent, capture_output=True)
+    return ctypes.CDLL(str(lib))
+
+
+def _ptr(a):
+    return ctypes.c_void_p(a.ctypes.data)
+
+
+def decode_host(coded, table, seg_lengths, seg_passes, out, max_slots=64):
+    """The kernel run thread by thread on the host, with the wrapper's steps."""
+    table = np.ascontiguousarray(table, np.int64)
+    nblk = table.shape[0]
+    status = np.zeros(nblk, np.int32)
+    if nblk == 0:
+        return status
+    if table.shape[1] < t1.CB_COLUMNS:
+        status[:] = t1.STATUS_BAD_ROW
+        return status
+    coded = np.ascontiguousarray(coded, np.uint8)
+    seg_lengths = np.ascontiguousarray(seg_lengths, np.int32)
+    seg_passes = np.ascontiguousarray(seg_passes, np.int32)
+    order = t1gpu.work_order(table, seg_passes)
+    nslots = min(nblk, max_slots)
+    flags = np.zeros(t1.SCRATCH_SIZE * nslots, np.uint16)
+    vals = np.zeros(t1.SCRATCH_SIZE * nslots, np.int32)
+    luts = t1gpu.lookup_tables()
+    i64, i32 = ctypes.c_int64, ctypes.c_int32
+    _host_library().tier1_emulate(
+        _ptr(coded), i64(coded.size), _ptr(table), i32(table.shape[1]), i32(nblk), _ptr(order),
+        _ptr(seg_lengths), i64(seg_lengths.size), _ptr(seg_passes), i64(seg_passes.size),
+        _ptr(out), i64(out.size), _ptr(status), _ptr(flags), _ptr(vals), i32(nslots),
+        *[_ptr(t) for t in luts])
+    return status
+
+
+def decode_cuda(coded, table, seg_lengths, seg_passes, out, **kw):
+    out_d = cupy.asarray(out)
+    status = t1gpu.decode_codeblocks_cuda(coded, table, seg_lengths, seg_passes, out_d, **kw)
+    out[:] = out_d.get()
+    return cupy.asnumpy(status)
+
+
+@pytest.fixture(params=[pytest.param("cuda", marks=GPU),
+                        pytest.param("host", marks=pytest.mark.skipif(
+                            CXX is None, reason="no g++ to build the host emulation"))])
+def backend(request):
+    return decode_cuda if request.param == "cuda" else decode_host
+
+
+def compare(decode, coded, rows, seg_lengths, seg_passes, out_size, fill=-7, **kw):
+    """Status and `out` of `decode` equal numba's. Returns numba's (status, out)."""
+    rows = np.array(rows, np.int64)
+    args = (np.asarray(coded, np.uint8), rows.reshape(len(rows), -1) if rows.size else rows,
+            np.asarray(seg_lengths, np.int32), np.asarray(seg_passes, np.int32))
+    want = np.full(max(out_size, 0), fill, np.int32)
+    want_status = t1.decode_codeblocks(*args, want)
+    got = np.full(max(out_size, 0), fill, np.int32)
+    got_status = decode(*args, got, **kw)
+    np.testing.assert_array_equal(got_status, want_status)
+    np.testing.assert_array_equal(got, want)
+    return want_status, want
+
+
+class Batch:
+    """Code-blocks packed into one (coded, table, seg_lengths, seg_passes, out) call."""
+
+    def __init__(self, stride=1100):
+        self.blobs, self.rows, self.lengths, self.passes = [], [], [], []
+        self.pos = self.out = 0
+        self.stride = stride
+
+    def add(self, coded, lengths, passes, shape, num_bps, orient, style, roishift=0):
+        blob = padded(coded, lengths).tobytes()
+        h, w = shape
+        self.rows.append([self.pos, len(self.lengths), len(lengths), num_bps, orient, style,
+                          roishift, self.out, w, h, self.stride])
+        self.out += max(h, 1) * self.stride
+        self.blobs.append(blob)
+        self.pos += len(blob)
+        self.lengths += [int(n) for n in lengths]
+        self.passes += [int(n) for n in passes]
+
+    def compare(self, decode, **kw):
+        return compare(decode, np.frombuffer(b"".join(self.blobs), np.uint8), self.rows,
+                       self.lengths, self.passes, self.out, **kw)
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_round_trips(backend, style):
+    """Every shape and orientation, whole and truncated at a random pass."""
+    rng = np.random.default_rng(style + 100)
+    batch = Batch()
+    for shape in SHAPES:
+        for orient, bits, density in [(0, 20, 1.0), (1, 12, 0.1), (2, 5, 0.5), (3, 16, 0.02)]:
+            v = random_block(rng, shape, bits, density)
+            coded, rates, _, num_bps = encode_codeblock(v, orient, style)
+            for n in (len(rates), int(rng.integers(0, len(rates) + 1))):
+                batch.add(coded, *segments(rates, style, n), shape, num_bps, orient, style)
+    status, _ = batch.compare(backend)
+    assert not status.any()
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_every_truncation_point(backend, style):
+    rng = np.random.default_rng(style)
+    batch = Batch(stride=64)
+    for trial, shape in enumerate([(9, 7), (16, 16), (4, 30), (13, 5), (64, 64)]):
+        orient = trial % 4
+        v = random_block(rng, shape, 9, [1.0, 0.3, 0.05, 0.6, 0.5][trial])
+        coded, rates, _, num_bps = encode_codeblock(v, orient, style)
+        for n in range(len(rates) + 1):
+            batch.add(coded, *segments(rates, style, n), shape, num_bps, orient, style)
+    status, _ = batch.compare(backend)
+    assert not status.any()
+
+
+def test_roi_and_magnitude_limits(backend):
+    rng = np.random.default_rng(11)
+    batch = Batch(stride=32)
+    for roishift in (1, 3, 7, 29, 30, 31):
+        s = min(roishift, 12)
+        background = random_block(rng, (16, 16), s, 0.7)
+        roi = rng.random((16, 16)) < 0.3
+        coeffs = np.where(roi, random_block(rng, (16, 16), 6, 1.0) << s, background)
+        coded, rates, _, num_bps = encode_codeblock(coeffs, 1, 0)
+        for n in range(0, len(rates) + 1, 3):
+            batch.add(coded, *segments(rates, 0, n), (16, 16), num_bps, 1, 0, roishift)
+    v = np.array([[(1 << 30) - 1, -((1 << 30) - 1)], [1, 0]], np.int32)
+    coded, rates, _, num_bps = encode_codeblock(v, 0, 0)
+    assert num_bps == t1.MAX_NUM_BPS
+    for k in (num_bps, num_bps + 1):  # K = 31: STATUS_K_TOO_LARGE, zeros
+        batch.add(coded, *segments(rates, 0), v.shape, k, 0, 0, 2)
+    for shape in [(0, 5), (5, 0), (1, 1)]:
+        batch.add(b"", np.zeros(0, np.int32), np.zeros(0, np.int32), shape, 0, 0, 0)
+    status, out = batch.compare(backend)
+    assert status[-4] == t1.STATUS_K_TOO_LARGE and not status[:-4].any()
+
+
+def test_fuzz_cases(backend):
+    """The corrupt-input cases of test_tier1_corrupt (random and mutated rows and streams)."""
+    for coded, rows, lengths, passes, out_size in fuzz_cases(seed=3, count=300):
+        compare(backend, np.frombuffer(coded, np.uint8), rows, lengths, passes, out_size)
+
+
+@pytest.mark.parametrize("col", range(t1.CB_COLUMNS))
+def test_hostile_row_values(backend, col):
+    """Each column set to values that break it, next to a good row: same status, same out."""
+    data, lengths, passes, num_bps, _ = _encoded()
+    for value in [-1, -8, 0, 1, 7, 9, 31, 100, 4096 - 63, 4096, 5000, 1 << 31, 1 << 40,
+                  -(1 << 40), -(1 << 63)]:  # h = 1 << 62 overflows numba's check: a hang
+        bad = [0, 0, len(lengths), num_bps, 0, 0, 0, 0, 8, 8, 8]
+        bad[col] = value
+        good = [0, 0, len(lengths), num_bps, 2, 0x3F, 0, 2000, 8, 8, 8]
+        compare(backend, data, [bad, good], lengths, passes, 4096)
+
+
+def test_bad_segment_tables(backend):
+    data, lengths, passes, num_bps, _ = _encoded(t1.CBLK_BYPASS, (16, 16))
+    row = [0, 0, len(lengths), num_bps, 0, t1.CBLK_BYPASS, 0, 0, 16, 16, 16]
+    merged = [lengths[0] + 2 + lengths[1]] + list(lengths[2:])
+    for bad_lengths, bad_passes in [([len(data)], passes), ([-3], passes), (lengths, [-1]),
+                                    ([lengths[0] - 1], passes), (lengths, passes[:0]),
+                                    (merged, [passes[0] + passes[1]] + list(passes[2:])),
+                                    (lengths, np.asarray(passes) + 1), (lengths, [1001])]:
+        compare(backend, data, [row], bad_lengths, bad_passes, 256)
+        compare(backend, data[:-1], [row], bad_lengths, bad_passes, 256)
+    compare(backend, data, np.zeros((1, 5), np.int64), lengths, passes, 256)
+    compare(backend, data, np.zeros((0, 11), np.int64), lengths, passes, 256)
+
+
+def test_random_bytes_batch(backend):
+    """Many rows of random bytes and random parameters in one call, windows apart."""
+    rng = np.random.default_rng(5)
+    batch = Batch(stride=64)
+    for _ in range(400):
+        h, w = int(rng.integers(1, 65)), int(rng.integers(1, 65))
+        nseg = int(rng.integers(0, 6))
+        seg = rng.integers(0, 300, nseg)
+        coded = rng.bytes(int(seg.sum()))
+        batch.add(np.frombuffer(coded, np.uint8), seg, rng.integers(0, 40, nseg), (h, w),
+                  int(rng.integers(0, 33)), int(rng.integers(0, 4)), int(rng.integers(0, 64)),
+                  int(rng.integers(0, 4)))
+    status, _ = batch.compare(backend)
+    assert status.any() and (status == 0).any()
+
+
+def _encoded(style=0, shape=(8, 8), seed=0):
+    rng = np.random.default_rng(seed)
+    v = (rng.integers(-200, 200, shape) * (rng.random(shape) < 0.7)).astype(np.int32)
+    coded, rates, _, num_bps = encode_codeblock(v, 0, style)
+    lengths, passes = segments(rates, style)
+    return padded(coded, lengths), lengths, passes, num_bps, v
+
+
+# -- real frames: tables from the decoder's tier-2 --------------------------------------------
+
+def tile_tables(cs, plan, tile, ppm):
+    """(coded, table, seg_lengths, seg_passes) of one tile: the first half of decode_tile."""
+    import cinegpu.decode.tile as T
+    from cinegpu.decode.tier2 import packets as P
+    from cinegpu.decode.tier2.progression import packet_order
+
+    body = T._tile_data(cs, tile)
+    headers = T._packed_headers(cs, tile, ppm)
+    order = packet_order(plan, cs.siz)
+    table = plan.cb.copy()
+    state = np.zeros((plan.cb.shape[0], 5), np.int64)
+    nodes = max(plan.nodes, 1)
+    big = np.int32(0x7FFFFFFF)
+    incl_v, zbp_v = np.full(nodes, big, np.int32), np.full(nodes, big, np.int32)
+    incl_l, zbp_l = np.zeros(nodes, np.int32), np.zeros(nodes, np.int32)
+    shared = headers is None
+    hdr = body if shared else headers
+    pieces, n_pieces, status, _, _ = P.read_packets(
+        hdr, 0, hdr.shape[0], body, 0, body.shape[0], shared, order, plan.prec_pb, plan.pb,
+        table, plan.cb_keep, plan.layers, plan.sop, plan.eph, incl_v, incl_l, zbp_v, zbp_l,
+        state)
+    assert status in (P.OK, P.ENDED)
+    coded, seg_lengths, seg_passes = P.gather_segments(body, pieces, n_pieces, table)
+    return coded, table, seg_lengths, seg_passes
+
+
+def frame_tables(data):
+    """One (coded, table, seg_lengths, seg_passes, out_size) call for all tiles of a frame."""
+    from cinegpu.decode.codestream.header import tile_part_ppm_headers
+    from cinegpu.decode.decoder import Decoder
+
+    prep = Decoder().prepare(data)
+    ppm = tile_part_ppm_headers(prep.cs)
+    parts = []
+    for plan, off in zip(prep.plans, prep.offsets):
+        coded, table, sl, sp = tile_tables(prep.cs, plan, prep.cs.tiles[plan.index], ppm)
+        parts.append((coded, table, sl, sp, off))
+    pos = nseg = 0
+    tables = []
+    for coded, table, sl, _, off in parts:
+        table = table.copy()
+        table[:, t1.CB_DATA] += pos
+        table[:, t1.CB_SEG_FIRST] += nseg
+        table[:, t1.CB_OUT] += off
+        tables.append(table)
+        pos += coded.size
+        nseg += sl.size
+    return (np.concatenate([p[0] for p in parts]), np.concatenate(tables),
+            np.concatenate([p[2] for p in parts]), np.concatenate([p[3] for p in parts]),
+            prep.size)
+
+
+def test_real_frame(backend):
+    coded, table, sl, sp, size = frame_tables(SAMPLE.read_bytes())
+    assert table.shape[0] > 1000
+    status, out = compare(backend, coded, table, sl, sp, size)
+    assert not status.any() and out.any()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _HAVE_GPU, reason=_WHY)
+def test_launch_options_and_inputs():
+    """lanes, sort and max_slots change only the speed; CuPy and numpy inputs alike."""
+    coded, table, sl, sp, size = frame_tables(SAMPLE.read_bytes())
+    want = np.zeros(size, np.int32)
+    want_status = t1.decode_codeblocks(coded, table, sl, sp, want)
+    for kw in [dict(lanes=1), dict(lanes=7, sort=False), dict(max_slots=100),
+               dict(max_slots=1, lanes=1)]:
+        out = cupy.zeros(size, cupy.int32)
+        status = t1gpu.decode_codeblocks_cuda(cupy.asarray(coded), cupy.asarray(table),
+                                              cupy.asarray(sl), cupy.asarray(sp), out, **kw)
+        np.testing.assert_array_equal(status.get(), want_status)
+        np.testing.assert_array_equal(out.get(), want)
+    with pytest.raises(TypeError):
+        t1gpu.decode_codeblocks_cuda(coded, table, sl, sp, np.zeros(size, np.int32))
+
+
+# -- timing ------------------------------------------------------------------------------------
+
+def _best_ms(fn, repeat):
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best * 1e3
+
+
+def _best_gpu_ms(fn, repeat=10):
+    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+    fn()
+    best = float("inf")
+    for _ in range(repeat):
+        start.record()
+        fn()
+        stop.record()
+        stop.synchronize()
+        best = min(best, cupy.cuda.get_elapsed_time(start, stop))
+    return best
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _HAVE_GPU, reason=_WHY)
+@pytest.mark.skipif(not os.environ.get("CINEGPU_T1_BENCH"), reason="CINEGPU_T1_BENCH unset")
+def test_bench_frames():
+    """Tier-1 of whole frames: CUDA (tables on the device, best of 10) vs numba on one core."""
+    for path in sorted(Path(os.environ["CINEGPU_T1_BENCH"]).glob("*.j2c")):
+        coded, table, sl, sp, size = frame_tables(path.read_bytes())
+        want = np.zeros(size, np.int32)
+        cpu_ms = _best_ms(lambda: t1.decode_codeblocks(coded, table, sl, sp, want), 3)
+        dev = [cupy.asarray(a) for a in (coded, table, sl, sp)]
+        out = cupy.zeros(size, cupy.int32)
+        status = t1gpu.decode_codeblocks_cuda(*dev, out)
+        assert not status.get().any() and np.array_equal(out.get(), want), path.name
+        line = f"{path.name}: {table.shape[0]} blocks, numba 1 core {cpu_ms:.1f} ms"
+        for kw in [{}, dict(sort=False), dict(lanes=8), dict(lanes=1)]:
+            ms = _best_gpu_ms(lambda: t1gpu.decode_codeblocks_cuda(*dev, out, **kw))
+            line += f" | cuda {kw or 'default'} {ms:.2f} ms"
+        print(line)
