@@ -58,7 +58,8 @@ def _ptr(a):
     return ctypes.c_void_p(a.ctypes.data)
 
 
-def decode_host(coded, table, seg_lengths, seg_passes, out, max_slots=64):
+def decode_host(coded, table, seg_lengths, seg_passes, out, max_slots=64, interleave=True,
+                flags_in="shared"):
     """The kernel run thread by thread on the host, with the wrapper's steps."""
     table = np.ascontiguousarray(table, np.int64)
     nblk = table.shape[0]
@@ -73,15 +74,17 @@ def decode_host(coded, table, seg_lengths, seg_passes, out, max_slots=64):
     seg_passes = np.ascontiguousarray(seg_passes, np.int32)
     order = t1gpu.work_order(table, seg_passes)
     nslots = min(nblk, max_slots)
-    flags = np.zeros(t1.SCRATCH_SIZE * nslots, np.uint16)
-    vals = np.zeros(t1.SCRATCH_SIZE * nslots, np.int32)
+    entries = t1gpu.scratch_entries(table)
+    flags = np.zeros(entries * nslots, np.uint16)
+    vals = np.zeros(entries * nslots, np.int32)
     luts = t1gpu.lookup_tables()
     i64, i32 = ctypes.c_int64, ctypes.c_int32
     _host_library().tier1_emulate(
         _ptr(coded), i64(coded.size), _ptr(table), i32(table.shape[1]), i32(nblk), _ptr(order),
         _ptr(seg_lengths), i64(seg_lengths.size), _ptr(seg_passes), i64(seg_passes.size),
         _ptr(out), i64(out.size), _ptr(status), _ptr(flags), _ptr(vals), i32(nslots),
-        *[_ptr(t) for t in luts])
+        i32(entries if flags_in == "shared" or not interleave else 0), *[_ptr(t) for t in luts],
+        i32(flags_in == "shared"))
     return status
 
 
@@ -188,10 +191,12 @@ def test_roi_and_magnitude_limits(backend):
     assert status[-4] == t1.STATUS_K_TOO_LARGE and not status[:-4].any()
 
 
-def test_fuzz_cases(backend):
+@pytest.mark.parametrize("flags_in", ["shared", "global"])
+def test_fuzz_cases(backend, flags_in):
     """The corrupt-input cases of test_tier1_corrupt (random and mutated rows and streams)."""
     for coded, rows, lengths, passes, out_size in fuzz_cases(seed=3, count=300):
-        compare(backend, np.frombuffer(coded, np.uint8), rows, lengths, passes, out_size)
+        compare(backend, np.frombuffer(coded, np.uint8), rows, lengths, passes, out_size,
+                flags_in=flags_in)
 
 
 @pytest.mark.parametrize("col", range(t1.CB_COLUMNS))
@@ -220,7 +225,8 @@ def test_bad_segment_tables(backend):
     compare(backend, data, np.zeros((0, 11), np.int64), lengths, passes, 256)
 
 
-def test_random_bytes_batch(backend):
+@pytest.mark.parametrize("flags_in", ["shared", "global"])
+def test_random_bytes_batch(backend, flags_in):
     """Many rows of random bytes and random parameters in one call, windows apart."""
     rng = np.random.default_rng(5)
     batch = Batch(stride=64)
@@ -232,7 +238,7 @@ def test_random_bytes_batch(backend):
         batch.add(np.frombuffer(coded, np.uint8), seg, rng.integers(0, 40, nseg), (h, w),
                   int(rng.integers(0, 33)), int(rng.integers(0, 4)), int(rng.integers(0, 64)),
                   int(rng.integers(0, 4)))
-    status, _ = batch.compare(backend)
+    status, _ = batch.compare(backend, flags_in=flags_in)
     assert status.any() and (status == 0).any()
 
 
@@ -298,10 +304,12 @@ def frame_tables(data):
             prep.size)
 
 
-def test_real_frame(backend):
+@pytest.mark.parametrize("layout", [dict(flags_in="shared"), dict(flags_in="global"),
+                                    dict(flags_in="global", interleave=False)])
+def test_real_frame(backend, layout):
     coded, table, sl, sp, size = frame_tables(SAMPLE.read_bytes())
     assert table.shape[0] > 1000
-    status, out = compare(backend, coded, table, sl, sp, size)
+    status, out = compare(backend, coded, table, sl, sp, size, **layout)
     assert not status.any() and out.any()
 
 
@@ -313,7 +321,9 @@ def test_launch_options_and_inputs():
     want = np.zeros(size, np.int32)
     want_status = t1.decode_codeblocks(coded, table, sl, sp, want)
     for kw in [dict(lanes=1), dict(lanes=7, sort=False), dict(max_slots=100),
-               dict(max_slots=1, lanes=1)]:
+               dict(max_slots=1, lanes=1), dict(lanes=32), dict(scratch_bytes=1 << 20),
+               dict(flags_in="global"), dict(flags_in="global", lanes=5, max_slots=999),
+               dict(flags_in="global", interleave=False, max_slots=333)]:
         out = cupy.zeros(size, cupy.int32)
         status = t1gpu.decode_codeblocks_cuda(cupy.asarray(coded), cupy.asarray(table),
                                               cupy.asarray(sl), cupy.asarray(sp), out, **kw)
@@ -360,8 +370,16 @@ def test_bench_frames():
         out = cupy.zeros(size, cupy.int32)
         status = t1gpu.decode_codeblocks_cuda(*dev, out)
         assert not status.get().any() and np.array_equal(out.get(), want), path.name
-        line = f"{path.name}: {table.shape[0]} blocks, numba 1 core {cpu_ms:.1f} ms"
-        for kw in [{}, dict(sort=False), dict(lanes=8), dict(lanes=1)]:
+        line = (f"{path.name}: {table.shape[0]} blocks, {coded.size} bytes, numba 1 core "
+                f"{cpu_ms:.1f} ms; cuda ms:")
+        for kw in [{}, dict(sort=False), dict(lanes=32), dict(lanes=16), dict(lanes=8),
+                   dict(lanes=4), dict(lanes=1), dict(flags_in="global"),
+                   dict(flags_in="global", sort=False), dict(flags_in="global", lanes=8),
+                   dict(flags_in="global", interleave=False), dict(flags_in="global", lanes=1)]:
             ms = _best_gpu_ms(lambda: t1gpu.decode_codeblocks_cuda(*dev, out, **kw))
-            line += f" | cuda {kw or 'default'} {ms:.2f} ms"
-        print(line)
+            line += f" {kw or 'default'} {ms:.2f} |"
+        ms = _best_gpu_ms(lambda: t1gpu.decode_codeblocks_cuda(coded, table, sl, sp, out))
+        line += f" numpy inputs {ms:.2f} |"
+        ms = _best_gpu_ms(lambda: (t1gpu.work_order(dev[1], dev[3], cupy),
+                                   t1gpu.scratch_entries(dev[1], cupy)))
+        print(line + f" of which work_order + scratch_entries {ms:.2f}")

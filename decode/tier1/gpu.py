@@ -9,9 +9,10 @@ never reads or writes out of bounds.  One departure: where rows' output windows 
 corrupt table does that) numba's later row wins; here the windows of rejected rows are zeroed
 first, then the blocks decoded in parallel (overlapping decoded windows: either may win).
 
-The kernel (``cuda/tier1.cu``, T.800 Annex C and D) runs one thread per code-block.  Blocks are
-sorted by size and pass count (largest first) so that the lanes of a warp share a geometry
-and their scratch loads coalesce.  Importing this module does not need CuPy; calling does.
+The kernels (``cuda/tier1.cu``, T.800 Annex C and D) run one thread per code-block, the sample
+flags in shared memory (default) or in global memory.  Blocks are sorted by size and pass count
+(largest first) so that the lanes of a warp share a geometry, finish together and their
+scratch loads coalesce.  Importing this module does not need CuPy; calling does.
 """
 
 from __future__ import annotations
@@ -22,21 +23,23 @@ from pathlib import Path
 import numpy as np
 
 from .codeblock import (CB_COLUMNS, CB_HEIGHT, CB_SEG_COUNT, CB_SEG_FIRST, CB_WIDTH,
-                        MAX_CBLK_SIDE, SCRATCH_SIZE, STATUS_BAD_ROW)
-from .tables import CTX_INIT, MQ_NLPS, MQ_NMPS, MQ_QE, SC_LUT, ZC_LUT
+                        MAX_CBLK_AREA, MAX_CBLK_SIDE, STATUS_BAD_ROW)
+from .tables import CTX_INIT, MQ_NLPS, MQ_NMPS, MQ_QE, NUM_CONTEXTS, SC_LUT, ZC_LUT
 
 try:
     import cupy
 except ImportError:  # the host emulation and the table helpers work without it
     cupy = None
 
-__all__ = ["decode_codeblocks_cuda", "lookup_tables", "work_order", "KERNELS", "BLOCK_THREADS"]
+__all__ = ["decode_codeblocks_cuda", "lookup_tables", "work_order", "scratch_entries", "shared_lanes", "KERNELS", "BLOCK_THREADS"]
 
 CUDA_SOURCE = Path(__file__).with_name("cuda") / "tier1.cu"
 NVRTC_OPTIONS = ("--std=c++14",)
-KERNELS = ("tier1_zero_rejected_rows", "tier1_decode_thread_per_codeblock")
+KERNELS = ("tier1_zero_rejected_rows", "tier1_decode_thread_per_codeblock",
+           "tier1_decode_thread_per_codeblock_shared_flags")
 BLOCK_THREADS = 128  # T1_BLOCK in tier1.cu
-MAX_SLOTS = 8192  # threads with scratch: 8192 x 6156 x 6 bytes = 303 MB at most
+SCRATCH_BYTES = 256 << 20  # per-thread scratch of one call at most (then threads take turns)
+SHARED_BYTES = 48 << 10  # default shared memory of the shared-flags kernel per warp
 
 
 def lookup_tables():
@@ -93,23 +96,51 @@ def _device_array(a, dtype, ndim, name):
     return a
 
 
-def decode_codeblocks_cuda(coded, table, seg_lengths, seg_passes, out, *, lanes=32, sort=True,
-                           max_slots=MAX_SLOTS):
+def scratch_entries(table, xp=np):
+    """Scratch entries one slot needs: the largest (w + 2) * (h + 2) of a row that can pass
+    validation (1 when none can).  A CuPy table costs one device-to-host copy."""
+    w, h = table[:, CB_WIDTH], table[:, CB_HEIGHT]
+    ok = (w >= 0) & (h >= 0) & (w <= MAX_CBLK_SIDE) & (h <= MAX_CBLK_SIDE)
+    ok &= xp.where(ok, w * h, 0) <= MAX_CBLK_AREA
+    need = xp.where(ok, (w + 2) * (h + 2), 1)
+    return int(need.max()) if need.size else 1
+
+
+def shared_lanes(entries):
+    """Default working lanes of the shared-flags kernel: 48 KB of shared memory per warp."""
+    return int(min(32, max(1, SHARED_BYTES // (2 * entries + NUM_CONTEXTS))))
+
+
+def decode_codeblocks_cuda(coded, table, seg_lengths, seg_passes, out, *, flags_in="shared",
+                           lanes=None, sort=True, interleave=True, scratch_bytes=SCRATCH_BYTES,
+                           max_slots=None):
     """Decode every code-block of ``table`` into the flat CuPy int32 ``out``, on the GPU.
 
     coded: uint8 (segments each followed by 0xFF 0xFF); table: int64, CB_COLUMNS columns;
     seg_lengths, seg_passes: int32.  Numpy inputs are copied to the device.  Returns the CuPy
-    int32 status per row (STATUS_* bits); the launch is asynchronous on the current stream.
-    lanes: working threads per warp (1..32); sort: order rows by work_order; max_slots:
-    threads with their own scratch (6156 x 6 bytes each), rows beyond are taken in turn.
+    int32 status per row (STATUS_* bits); the launches are asynchronous on the current stream
+    (sizing the scratch reads one number back from a CuPy table).
+
+    Tuning, not results: flags_in, "shared" (one warp per CUDA block, the sample flags in
+    shared memory) or "global" (scratch in global memory); lanes, working threads per warp
+    (1..32; default 32 for global, shared_lanes() for shared); sort, rows in work_order;
+    interleave, the global scratch layout; scratch_bytes, the budget of the global scratch (6
+    bytes per sample with border for global flags, 4 for shared; 4.5 KB for a 32 x 32 block);
+    max_slots, threads at most.  A thread decodes rows in turn when there are more rows than
+    threads.
     """
     if cupy is None:
         raise RuntimeError("decode_codeblocks_cuda needs CuPy")
     if not (isinstance(out, cupy.ndarray) and out.dtype == cupy.int32 and out.ndim == 1
             and out.flags.c_contiguous):
         raise TypeError("decode_codeblocks_cuda: out must be a contiguous 1-D CuPy int32 array")
-    if not 1 <= lanes <= 32:
+    if flags_in not in ("shared", "global"):
+        raise ValueError(f"decode_codeblocks_cuda: flags_in must be shared or global, not {flags_in!r}")
+    if lanes is not None and not 1 <= lanes <= 32:
         raise ValueError(f"decode_codeblocks_cuda: lanes must be 1..32, not {lanes}")
+    entries = None
+    if isinstance(table, np.ndarray) and table.ndim == 2 and table.shape[1] >= CB_COLUMNS:
+        entries = scratch_entries(table.astype(np.int64, copy=False))
     table = _device_array(table, cupy.int64, 2, "table")
     nblk = table.shape[0]
     status = cupy.zeros(nblk, cupy.int32)
@@ -123,20 +154,35 @@ def decode_codeblocks_cuda(coded, table, seg_lengths, seg_passes, out, *, lanes=
     seg_passes = _device_array(seg_passes, cupy.int32, 1, "seg_passes")
     order = (work_order(table, seg_passes, cupy) if sort
              else cupy.arange(nblk, dtype=cupy.int32))
-    nslots = min(nblk, max(int(max_slots), 1))
-    flags = cupy.empty(SCRATCH_SIZE * nslots, cupy.uint16)
-    vals = cupy.empty(SCRATCH_SIZE * nslots, cupy.int32)
+    if entries is None:
+        entries = scratch_entries(table, cupy)
+    shared = flags_in == "shared"
+    per_slot = entries * (4 if shared else 6)
+    nslots = max(1, min(nblk, scratch_bytes // per_slot, max_slots or nblk,
+                        (2**31 - 1) // entries))
+    flags = cupy.empty(0 if shared else entries * nslots, cupy.uint16)
+    vals = cupy.empty(entries * nslots, cupy.int32)
     device_id = cupy.cuda.runtime.getDevice()
     mq, zc, sc, ctx_init = _device_tables(device_id)
-    threads = -(-nslots // lanes) * 32
-    grid = -(-threads // BLOCK_THREADS)
+    zero_rejected, decode_global, decode_shared = _kernels(device_id)
     i64, i32 = np.int64, np.int32
-    zero_rejected, decode = _kernels(device_id)
     zero_rejected((-(-nblk // BLOCK_THREADS),), (BLOCK_THREADS,), (
         coded, i64(coded.size), table, i32(table.shape[1]), i32(nblk), seg_lengths,
         i64(seg_lengths.size), seg_passes, i64(seg_passes.size), out, i64(out.size)))
-    decode((grid,), (BLOCK_THREADS,), (
+    if shared:
+        lanes = lanes or shared_lanes(entries)
+        smem = lanes * (2 * entries + NUM_CONTEXTS)
+        if smem > decode_shared.max_dynamic_shared_size_bytes:
+            decode_shared.max_dynamic_shared_size_bytes = smem
+        kernel, grid, block, pitch = decode_shared, -(-nslots // lanes), 32, entries
+    else:
+        lanes = lanes or 32
+        threads = -(-nslots // lanes) * 32
+        kernel, grid, block = decode_global, -(-threads // BLOCK_THREADS), BLOCK_THREADS
+        pitch, smem = 0 if interleave else entries, 0
+    kernel((grid,), (block,), (
         coded, i64(coded.size), table, i32(table.shape[1]), i32(nblk), order, seg_lengths,
         i64(seg_lengths.size), seg_passes, i64(seg_passes.size), out, i64(out.size), status,
-        flags, vals, i32(nslots), i32(lanes), mq, zc, sc, ctx_init))
+        flags, vals, i32(nslots), i32(pitch), i32(lanes), mq, zc, sc, ctx_init),
+        shared_mem=smem)
     return status

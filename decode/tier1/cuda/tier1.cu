@@ -8,7 +8,8 @@
  *
  * Memory layout.  Each thread ("slot") owns a column of two interleaved scratch arrays in
  * global memory: flags (uint16, bits as tables.py) and vals (int32), entry i of slot s at
- * [i * nslots + s], i over the bordered block, pitch w + 2.  Lanes of a warp decode blocks of
+ * [i * nslots + s], i over the bordered block, pitch w + 2 (or, to compare, a contiguous run
+ * per slot: slot_pitch).  Lanes of a warp decode blocks of
  * the same geometry (the wrapper sorts them), so their loads of the same i coalesce.  Context
  * states (sv = 2 * state + MPS, as tables.py) live in shared memory, 19 bytes per thread; the
  * lookup tables (Table C.2, D.1, D.3) are copied to shared memory per CUDA block.
@@ -21,6 +22,7 @@
 #define T1_DEV __device__ __forceinline__
 #define T1_SHARED __shared__
 #define T1_SYNC() __syncthreads()
+#define T1_DYN_SHARED(name) extern __shared__ unsigned short name[]
 #endif
 
 typedef long long i64;
@@ -80,7 +82,7 @@ typedef unsigned long long u64;
 #define CTX_UNI 18
 #define NUM_CONTEXTS 19
 
-#define T1_BLOCK 128 /* threads per CUDA block: the launch must use exactly this */
+#define T1_BLOCK 128 /* threads per CUDA block of the global-flags kernel: launch exactly this */
 
 /* numba int64 semantics: two's complement wrap-around */
 T1_DEV i64 wadd(i64 a, i64 b) { return (i64)((u64)a + (u64)b); }
@@ -89,10 +91,11 @@ T1_DEV i64 wshl(i64 a, int s) { return (i64)((u64)a << s); }
 
 /* One thread's view: its scratch column, its contexts, the shared lookup tables. */
 struct Cb {
-    unsigned short* fl; /* flags entry i at fl[i * st] */
-    int* va;            /* vals entry i at va[i * st] */
-    size_t st;
-    unsigned char* ctx; /* context cx at ctx[cx * T1_BLOCK] */
+    unsigned short* fl; /* flags entry i at fl[i * fst] (global or shared memory) */
+    int* va;            /* vals entry i at va[i * vst] */
+    int fst, vst;       /* the wrapper keeps i * stride below 2^31 */
+    unsigned char* ctx; /* context cx at ctx[cx * cst] (shared memory) */
+    int cst;
     const unsigned int* mq; /* Table C.2 by sv: Qe | NMPS sv << 16 | NLPS sv << 24 */
     const unsigned char* zc; /* Table D.1 row of the orientation, by neighbour bits */
     const unsigned char* sc; /* Table D.3: context | XORbit << 7 */
@@ -105,9 +108,9 @@ struct Mq {
     const unsigned char* bp; /* byte last read (MQ), next byte (raw) */
 };
 
-#define FL(cb, i) ((cb).fl[(size_t)(i) * (cb).st])
-#define VA(cb, i) ((cb).va[(size_t)(i) * (cb).st])
-#define CTX(cb, cx) ((cb).ctx[(cx) * T1_BLOCK])
+#define FL(cb, i) ((cb).fl[(i) * (cb).fst])
+#define VA(cb, i) ((cb).va[(i) * (cb).vst])
+#define CTX(cb, cx) ((cb).ctx[(cx) * (cb).cst])
 
 /* BYTEIN, T.800 Figure C.18.  Segments end in 0xFF 0xFF: BP never passes the first of them. */
 T1_DEV void mq_bytein(Mq& m)
@@ -525,45 +528,14 @@ extern "C" __global__ void tier1_zero_rejected_rows(
     }
 }
 
-/* Second launch: decode code-blocks order[q] for q = slot, slot + nslots, ... (the rest of
- * codeblock.py decode_codeblocks).  T1_BLOCK threads per block; `lanes` (1..32) of each warp
- * work, slot = warp * lanes + lane; flags/vals hold SCRATCH_SIZE entries per slot. */
-extern "C" __global__ void tier1_decode_thread_per_codeblock(
-    const unsigned char* coded, i64 coded_len, const i64* table, int ncols, int nblk,
-    const int* order, const int* seg_lengths, i64 n_lengths, const int* seg_passes,
-    i64 n_passes, int* out, i64 out_len, int* status, unsigned short* flags, int* vals,
-    int nslots, int lanes, const unsigned int* mq_lut, const unsigned char* zc_lut,
-    const unsigned char* sc_lut, const unsigned char* ctx_init)
+/* Decode code-blocks order[q], q = slot, slot + nslots, ... with the scratch of `cb`: the rest
+ * of codeblock.py decode_codeblocks. */
+T1_DEV void decode_slot(Cb& cb, int slot, int nslots, const unsigned char* coded, i64 coded_len,
+                        const i64* table, int ncols, int nblk, const int* order,
+                        const int* seg_lengths, i64 n_lengths, const int* seg_passes,
+                        i64 n_passes, int* out, i64 out_len, int* status,
+                        const unsigned char* s_zc, const unsigned char* s_init)
 {
-    T1_SHARED unsigned int s_mq[94];
-    T1_SHARED unsigned char s_zc[4 * 256];
-    T1_SHARED unsigned char s_sc[256];
-    T1_SHARED unsigned char s_init[NUM_CONTEXTS];
-    T1_SHARED unsigned char s_ctx[NUM_CONTEXTS * T1_BLOCK];
-    for (int i = threadIdx.x; i < 4 * 256; i += blockDim.x) {
-        s_zc[i] = zc_lut[i];
-        if (i < 256)
-            s_sc[i] = sc_lut[i];
-        if (i < 94)
-            s_mq[i] = mq_lut[i];
-        if (i < NUM_CONTEXTS)
-            s_init[i] = ctx_init[i];
-    }
-    T1_SYNC();
-    int lane = threadIdx.x & 31;
-    int warp = (int)((blockIdx.x * blockDim.x + threadIdx.x) >> 5);
-    if (lane >= lanes)
-        return;
-    int slot = warp * lanes + lane;
-    if (slot >= nslots)
-        return;
-    Cb cb;
-    cb.fl = flags + slot;
-    cb.va = vals + slot;
-    cb.st = (size_t)nslots;
-    cb.ctx = s_ctx + threadIdx.x;
-    cb.mq = s_mq;
-    cb.sc = s_sc;
     for (int q = slot; q < nblk; q += nslots) {
         int b = order[q];
         const i64* row = table + (size_t)b * ncols;
@@ -588,4 +560,83 @@ extern "C" __global__ void tier1_decode_thread_per_codeblock(
         }
         status[b] = st;
     }
+}
+
+/* The lookup tables into shared memory, per CUDA block */
+#define T1_LOAD_TABLES()                                                                     \
+    T1_SHARED unsigned int s_mq[94];                                                         \
+    T1_SHARED unsigned char s_zc[4 * 256];                                                   \
+    T1_SHARED unsigned char s_sc[256];                                                       \
+    T1_SHARED unsigned char s_init[NUM_CONTEXTS];                                            \
+    for (int i = threadIdx.x; i < 4 * 256; i += blockDim.x) {                                \
+        s_zc[i] = zc_lut[i];                                                                 \
+        if (i < 256)                                                                         \
+            s_sc[i] = sc_lut[i];                                                             \
+        if (i < 94)                                                                          \
+            s_mq[i] = mq_lut[i];                                                             \
+        if (i < NUM_CONTEXTS)                                                                \
+            s_init[i] = ctx_init[i];                                                         \
+    }                                                                                        \
+    T1_SYNC()
+
+#define T1_DECODE_ARGS                                                                       \
+    const unsigned char *coded, i64 coded_len, const i64 *table, int ncols, int nblk,        \
+        const int *order, const int *seg_lengths, i64 n_lengths, const int *seg_passes,      \
+        i64 n_passes, int *out, i64 out_len, int *status, unsigned short *flags, int *vals,  \
+        int nslots, int slot_pitch, int lanes, const unsigned int *mq_lut,                  \
+        const unsigned char *zc_lut, const unsigned char *sc_lut,                            \
+        const unsigned char *ctx_init
+
+/* Second launch, flags in global memory: T1_BLOCK threads per CUDA block, `lanes` (1..32) of
+ * each warp work, slot = warp * lanes + lane.  flags and vals: (w + 2) * (h + 2) entries per
+ * slot, interleaved across slots (slot_pitch = 0) or one run of slot_pitch entries per slot. */
+extern "C" __global__ void tier1_decode_thread_per_codeblock(T1_DECODE_ARGS)
+{
+    T1_LOAD_TABLES();
+    T1_SHARED unsigned char s_ctx[NUM_CONTEXTS * T1_BLOCK];
+    int lane = threadIdx.x & 31;
+    int warp = (int)((blockIdx.x * blockDim.x + threadIdx.x) >> 5);
+    if (lane >= lanes)
+        return;
+    int slot = warp * lanes + lane;
+    if (slot >= nslots)
+        return;
+    Cb cb;
+    size_t base = slot_pitch ? (size_t)slot * (size_t)slot_pitch : (size_t)slot;
+    cb.fl = flags + base;
+    cb.va = vals + base;
+    cb.fst = cb.vst = slot_pitch ? 1 : nslots;
+    cb.ctx = s_ctx + threadIdx.x;
+    cb.cst = T1_BLOCK;
+    cb.mq = s_mq;
+    cb.sc = s_sc;
+    decode_slot(cb, slot, nslots, coded, coded_len, table, ncols, nblk, order, seg_lengths,
+                n_lengths, seg_passes, n_passes, out, out_len, status, s_zc, s_init);
+}
+
+/* Second launch, flags in shared memory: one warp per CUDA block, `lanes` of it work, slot =
+ * block * lanes + lane.  Dynamic shared memory: flags, slot_pitch entries (uint16) per lane
+ * interleaved ([i * lanes + lane]), then the contexts (NUM_CONTEXTS bytes per lane).  vals:
+ * global, interleaved across slots; `flags` is unused. */
+extern "C" __global__ void tier1_decode_thread_per_codeblock_shared_flags(T1_DECODE_ARGS)
+{
+    T1_LOAD_TABLES();
+    T1_DYN_SHARED(s_dyn);
+    int lane = threadIdx.x;
+    if (lane >= lanes)
+        return;
+    int slot = blockIdx.x * lanes + lane;
+    if (slot >= nslots)
+        return;
+    Cb cb;
+    cb.fl = s_dyn + lane;
+    cb.fst = lanes;
+    cb.va = vals + slot;
+    cb.vst = nslots;
+    cb.ctx = (unsigned char*)(s_dyn + slot_pitch * lanes) + lane;
+    cb.cst = lanes;
+    cb.mq = s_mq;
+    cb.sc = s_sc;
+    decode_slot(cb, slot, nslots, coded, coded_len, table, ncols, nblk, order, seg_lengths,
+                n_lengths, seg_passes, n_passes, out, out_len, status, s_zc, s_init);
 }
