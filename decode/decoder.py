@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .codestream.header import Codestream, parse_codestream, tile_part_ppm_headers
-from .errors import UnsupportedFeature
+from .errors import TruncatedCodestream, UnsupportedFeature
 from .jp2 import JP2Header, apply_palette, read_jp2
 from .plan import TilePlan, build_tile_plan, check_plan
 from .reconstruct import reconstruct_tile
@@ -135,7 +135,11 @@ class Decoder:
         t0 = time.perf_counter()
         codestream, jp2 = read_jp2(data)
         cs = parse_codestream(codestream, strict=strict)
-        plans = [self.plan(cs, t, reduce) for t in range(cs.siz.num_tiles)]
+        if strict and len(cs.tiles) != cs.siz.num_tiles:
+            missing = next(t for t in range(cs.siz.num_tiles) if t not in cs.tiles)
+            raise TruncatedCodestream(f"tile {missing} is missing from the codestream ({cs.siz.num_tiles} tiles)")
+        # only tiles present are planned: a missing tile stays zero (reported)
+        plans = [self.plan(cs, t, reduce) for t in sorted(cs.tiles)]
         offsets = np.concatenate(([0], np.cumsum([p.coeff_size for p in plans]))).tolist()
         return Prepared(cs, jp2, plans, offsets[:-1], offsets[-1], reduce, layers, strict,
                         time.perf_counter() - t0)
@@ -144,7 +148,8 @@ class Decoder:
         """Tier-2 and tier-1 of every tile into one int32 buffer of ``prep.size``."""
         coeffs = np.empty(prep.size, np.int32) if out is None else out
         ppm = tile_part_ppm_headers(prep.cs)
-        reports = []
+        reports = [TileReport(t, faults=["tile missing"]) for t in range(prep.cs.siz.num_tiles)
+                   if t not in prep.cs.tiles]
         for plan, off in zip(prep.plans, prep.offsets):
             _, report = decode_tile(prep.cs, plan, prep.cs.tiles.get(plan.index), layers=prep.layers,
                                     ppm=ppm, strict=prep.strict, out=coeffs[off : off + plan.coeff_size])

@@ -80,6 +80,7 @@ def _worker_main(conn, backend_unused: str) -> None:
     """
     decoder = Decoder("cpu")
     decoder.decode(tiny_codestream())
+    conn.send("ready")
     attached: dict[str, shared_memory.SharedMemory] = {}
     try:
         while True:
@@ -208,6 +209,8 @@ class FramePipeline:
         self.stats = {"frames": 0, "crashes": 0, "errors": 0, "reconstruct_s": 0.0, "wait_s": 0.0}
         for i in range(self.num_workers):
             self._workers.append(self._start_worker())
+        for i in range(self.num_workers):  # warm: numba kernels loaded before the first frame
+            self._await_ready(i)
 
     # --- workers ---------------------------------------------------------
     def _start_worker(self):
@@ -217,6 +220,17 @@ class FramePipeline:
         proc.start()
         child.close()
         return proc, parent
+
+    def _await_ready(self, i: int, timeout: float = 300.0) -> None:
+        proc, conn = self._workers[i]
+        if not conn.poll(timeout):
+            raise RuntimeError(f"tier-1 worker {i} did not start within {timeout:.0f} s")
+        try:
+            msg = conn.recv()
+        except EOFError:
+            raise RuntimeError(f"tier-1 worker {i} died while starting (exit code {proc.exitcode})") from None
+        if msg != "ready":
+            raise RuntimeError(f"tier-1 worker {i} sent {msg!r} while starting")
 
     def _dispatch(self) -> None:
         for i, (proc, conn) in enumerate(self._workers):
@@ -260,6 +274,7 @@ class FramePipeline:
         job = self._busy.pop(i, None)
         log.warning("tier-1 worker %d died (exit code %s); replacing it", i, proc.exitcode)
         self._workers[i] = self._start_worker()
+        self._await_ready(i)
         if job is not None:
             self._finish(job, WorkerCrashed(f"worker died (exit code {proc.exitcode}) decoding frame {job.seq}"), None)
 

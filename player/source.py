@@ -207,3 +207,138 @@ class DecodeAheadSource:
             import cupy  # noqa: PLC0415
             cupy.cuda.get_current_stream().synchronize()
         return picture
+
+
+class PipelineSource:
+    """Decodes with the multi-process :class:`~cinegpu.decode.pipeline.FramePipeline`.
+
+    Tier-1 runs in ``workers`` processes; reconstruction and the output
+    transform run on the GPU (CUDA back end: the picture never leaves the
+    device) or in the workers (CPU back end). One feeder thread submits the
+    frames the player wants, in its order, up to ``depth`` in flight, and
+    converts finished frames to pictures. Same interface as
+    :class:`DecodeAheadSource`.
+    """
+
+    def __init__(self, media, *, backend: str = "auto", colour: str = "auto", primaries: str = "p3d65",
+                 workers: int | None = None, depth: int | None = None) -> None:
+        from cinegpu.decode.pipeline import FramePipeline
+        from cinegpu.media.j2k_profile import parse_profile
+
+        self.media = media
+        self.frame_count = media.frame_count
+        self.edit_rate = media.edit_rate
+        first = parse_profile(media.frame(0))
+        self.width = media.width or first.width
+        self.height = media.height or first.height
+        self.xyz = is_xyz(colour, getattr(media, "kind", None), first.Rsiz)
+        self._precisions = [c[0] for c in first.components]
+        self._pipe = FramePipeline(backend=backend, workers=workers, depth=depth, strict=False, to_host=False)
+        self.backend = self._pipe.backend
+        self.depth = self._pipe.depth
+        self._convert = PictureConverter(self.xyz, primaries, device=self.backend == "cuda")
+        self._cond = threading.Condition()
+        self._wanted: list[int] = []
+        self._start = 0
+        self._pinned: set[int] = set()
+        self._ready: dict[int, object] = {}
+        self._in_flight: set[int] = set()
+        self._closed = False
+        self._rate = _Rate()
+        self.latency = 0.0
+        self._thread = threading.Thread(target=self._feed, name="pipeline-feeder", daemon=True)
+        self._thread.start()
+
+    @property
+    def decode_fps(self) -> float:
+        return self._rate.rate()
+
+    def want(self, frames, start: int = 0) -> None:
+        with self._cond:
+            self._start = max(0, start)
+            self._wanted = list(frames)[: self._start + self.depth]
+            keep = set(self._wanted) | self._pinned
+            for n in [n for n in self._ready if n not in keep]:
+                del self._ready[n]
+            self._cond.notify_all()
+
+    def get(self, n: int):
+        with self._cond:
+            v = self._ready.get(n)
+        if isinstance(v, FrameError):
+            raise v
+        return v
+
+    def pin(self, n: int) -> None:
+        with self._cond:
+            self._pinned.add(n)
+            self._cond.notify_all()
+
+    def unpin(self, n: int) -> None:
+        with self._cond:
+            self._pinned.discard(n)
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        self._thread.join(timeout=60)
+        self._pipe.close()
+
+    def _next_frame(self) -> int | None:
+        for n in [*self._wanted[self._start:], *sorted(self._pinned)]:
+            if n not in self._ready and n not in self._in_flight:
+                return n
+        return None
+
+    def _feed(self) -> None:
+        pipe = self._pipe
+        while True:
+            with self._cond:
+                while not self._closed and pipe.in_flight == 0 and self._next_frame() is None:
+                    self._cond.wait(0.5)
+                if self._closed:
+                    return
+                n = self._next_frame() if pipe.in_flight < pipe.depth else None
+                if n is not None:
+                    self._in_flight.add(n)
+            if n is not None:
+                self._submit(n)
+                continue
+            key, result = pipe.get()
+            self._publish(key, result)
+
+    def _submit(self, n: int) -> None:
+        try:
+            self._pipe.submit(self.media.frame(n), key=n)
+        except Exception as exc:  # unreadable media or header damage: report this frame only
+            log.warning("frame %d: %s", n, exc)
+            self._store(n, FrameError(n, exc), None)
+
+    def _publish(self, n: int, result) -> None:
+        latency = None
+        if isinstance(result, Exception):
+            log.warning("frame %d: %s", n, result)
+            picture = FrameError(n, result)
+        else:
+            # the time one frame takes, not its wait in the queue: the clock
+            # asks for frames early enough from the pipeline's throughput
+            latency = sum(result.timings.get(k, 0.0) for k in ("parse", "tier2", "tier1", "reconstruct"))
+            try:
+                picture = self._convert(result.components, self._precisions)
+                if self._convert.device:
+                    import cupy  # noqa: PLC0415
+                    cupy.cuda.get_current_stream().synchronize()
+            except Exception as exc:
+                picture = FrameError(n, exc)
+        self._store(n, picture, latency)
+
+    def _store(self, n: int, picture, latency) -> None:
+        with self._cond:
+            self._in_flight.discard(n)
+            if n in self._wanted or n in self._pinned:
+                self._ready[n] = picture
+            self._rate.add()
+            if latency:
+                self.latency = latency if not self.latency else 0.8 * self.latency + 0.2 * latency
+            self._cond.notify_all()

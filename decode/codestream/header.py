@@ -112,9 +112,16 @@ class Codestream:
         return self.main.rgn[c].SPrgn if c in self.main.rgn else 0
 
     def progressions(self, tile: Tile | None) -> list[Progression]:
-        """The POC progressions in force for ``tile`` (tile POC wins), or []."""
+        """The POC progressions in force for ``tile``, or [].
+
+        A.6.6 says a tile's POC overrides the main header's; OpenJPEG (the
+        reference decoder here) and Grok instead append the tile's
+        progressions to the main header's, and Grok writes streams that only
+        decode that way. Packets already emitted are skipped either way, so
+        appending decodes both kinds of stream written in practice.
+        """
         if tile is not None and tile.header.poc:
-            return tile.header.poc
+            return self.main.poc + tile.header.poc
         return self.main.poc
 
 
@@ -232,11 +239,14 @@ def _read_tile_parts(data, pos: int, siz: SIZ, cs_markers, warnings, strict: boo
                 warnings.append(f"expected SOT or EOC at byte {pos}; rest ignored")
                 return tiles
             raise MisplacedMarker(f"expected SOT or EOC, found {M.name(code)}", pos)
+        if pos + 12 > n:
+            if not strict:
+                warnings.append(f"SOT at byte {pos} cut short; rest ignored")
+                return tiles
+            raise TruncatedCodestream("SOT runs past the end", pos)
         length = read_u16(data, pos + 2, "the length of SOT")
         if length != 10:
             raise InvalidSegment(f"SOT: Lsot {length}, must be 10", pos + 2)
-        if pos + 12 > n:
-            raise TruncatedCodestream("SOT runs past the end", pos)
         sot = parse_sot(SegmentReader(data, pos + 4, pos + 12, "SOT"))
         cs_markers.append((code, pos, length))
         if sot.Isot >= siz.num_tiles:
@@ -247,7 +257,16 @@ def _read_tile_parts(data, pos: int, siz: SIZ, cs_markers, warnings, strict: boo
                 f"SOT: tile {sot.Isot} part {sot.TPsot} where part {len(tile.parts)} was due", pos + 8
             )
         scope = "first" if sot.TPsot == 0 else "tile"
-        sod = _read_segments(data, pos + 12, scope, siz, tile.header, cs_markers, warnings, (M.SOD,))
+        try:
+            sod = _read_segments(data, pos + 12, scope, siz, tile.header, cs_markers, warnings, (M.SOD,))
+        except CodestreamError as exc:
+            if strict:
+                raise
+            # resilient: keep the tiles read so far, drop this damaged tile-part
+            warnings.append(f"tile {sot.Isot} part {sot.TPsot}: {exc}; rest of the codestream ignored")
+            if not tile.parts:
+                del tiles[sot.Isot]
+            return tiles
         cs_markers.append((M.SOD, sod, 0))
         end = pos + sot.Psot if sot.Psot else _last_eoc(data)
         if sot.Psot and sot.Psot < sod + 2 - pos:

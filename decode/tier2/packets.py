@@ -128,12 +128,12 @@ def read_packets(hdr, hdr_start, hdr_end, body, body_start, body_end, shared,
                         while not tree_decode(bs, hdr, zbp_value, zbp_low, base, w, h, leaf, i):
                             i += 1
                             if i > 80 or bs[4]:
-                                return pieces, n_pieces, E_BITPLANES, k, bs[0]
+                                return pieces, n_pieces - n_pending, E_BITPLANES, k, bs[0]
                         zbp = i - 1
                         # with ROI the encoder counts zero bit-planes from Mb + s (Annex H)
                         mb = cb_table[cb, tier1.CB_NUM_BPS] + cb_table[cb, tier1.CB_ROISHIFT]
                         if zbp > mb:
-                            return pieces, n_pieces, E_BITPLANES, k, bs[0]
+                            return pieces, n_pieces - n_pending, E_BITPLANES, k, bs[0]
                         cb_table[cb, tier1.CB_NUM_BPS] = mb - zbp
                         st[0] = 1
                         st[1] = 3
@@ -141,7 +141,7 @@ def read_packets(hdr, hdr_start, hdr_end, body, body_start, body_end, shared,
                     while bits.read_bit(bs, hdr):
                         st[1] += 1
                         if st[1] > 32:
-                            return pieces, n_pieces, E_LBLOCK, k, bs[0]
+                            return pieces, n_pieces - n_pending, E_LBLOCK, k, bs[0]
                     style = cb_table[cb, tier1.CB_STYLE]
                     remaining = npass
                     while remaining > 0:
@@ -150,7 +150,7 @@ def read_packets(hdr, hdr_start, hdr_end, body, body_start, body_end, shared,
                             st[2] += 1
                             st[3] = 0
                             if st[2] > MAX_PASSES:
-                                return pieces, n_pieces, E_PASSES, k, bs[0]
+                                return pieces, n_pieces - n_pending, E_PASSES, k, bs[0]
                         n = min(st[4] - st[3], remaining)
                         length = bits.read_bits(bs, hdr, st[1] + _floor_log2(n))
                         if n_pending == pending.shape[0]:

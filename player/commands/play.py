@@ -33,8 +33,10 @@ def register(subparsers) -> None:
     p.add_argument("--primaries", choices=("p3d65", "rec709"), default="p3d65", help="display for X'Y'Z' content")
     p.add_argument("--loop", action="store_true", help="start with looping on (key l)")
     p.add_argument("--frames", type=int, default=None, metavar="N", help="stop after N frames of playback")
-    p.add_argument("--workers", type=int, default=min(8, os.cpu_count() or 2),
-                   help="decode-ahead threads (default: the CPU count, at most 8)")
+    p.add_argument("--workers", type=int, default=None,
+                   help="tier-1 worker processes (default: cores - 1); with --threads, decode threads")
+    p.add_argument("--threads", action="store_true",
+                   help="decode in threads of this process instead of the multi-process pipeline")
     p.add_argument("--preroll", type=int, default=2, help="frames decoded before the clock starts (default 2)")
     p.set_defaults(run=run)
 
@@ -59,7 +61,8 @@ def run(args) -> int:
     try:
         summary = play(media, headless=headless, fps=args.fps, backend=args.backend, interop=args.interop,
                        colour=args.colour, primaries=args.primaries, loop=args.loop, frames=args.frames,
-                       screenshots=dict(args.screenshot), workers=args.workers, preroll=args.preroll)
+                       screenshots=dict(args.screenshot), workers=args.workers, preroll=args.preroll,
+                       processes=not args.threads)
     finally:
         media.close()
     if headless:
@@ -69,19 +72,22 @@ def run(args) -> int:
 
 def play(media, *, headless: bool, fps=None, backend: str = "auto", interop: str = "auto", colour: str = "auto",
          primaries: str = "p3d65", loop: bool = False, frames: int | None = None, screenshots=None,
-         workers: int = 2, preroll: int = 2, source=None):
+         workers: int | None = None, preroll: int = 2, source=None, processes: bool = True):
     """Play an opened media source (or a ready frame ``source``); the :class:`~..player.Summary`."""
     from cinegpu.interop import TARGETS, choose_target
 
     from ..player import Player
     from ..presenter import Presenter
-    from ..source import DecodeAheadSource
+    from ..source import DecodeAheadSource, PipelineSource
     from ..window import open_window
 
-    depth = max(8, preroll, 2 * workers)
-    if source is None:
+    if source is None and processes:
+        source = PipelineSource(media, backend=backend, colour=colour, primaries=primaries, workers=workers)
+    elif source is None:
+        workers = workers or min(8, os.cpu_count() or 2)
         source = DecodeAheadSource(media, backend=backend, colour=colour, primaries=primaries,
-                                   workers=workers, depth=depth)
+                                   workers=workers, depth=max(8, preroll, 2 * workers))
+    depth = max(8, preroll, getattr(source, "depth", 8))
     rate = Fraction(fps) if fps is not None else (source.edit_rate or Fraction(24))
     title = f"cinegpu - {getattr(media, 'title', '') or 'play'}"
     window = open_window(*_window_size(source.width, source.height), headless=headless, title=title)
