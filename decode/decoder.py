@@ -140,7 +140,7 @@ class Decoder:
             raise TruncatedCodestream(f"tile {missing} is missing from the codestream ({cs.siz.num_tiles} tiles)")
         # only tiles present are planned: a missing tile stays zero (reported)
         plans = [self.plan(cs, t, reduce) for t in sorted(cs.tiles)]
-        offsets = np.concatenate(([0], np.cumsum([p.coeff_size for p in plans]))).tolist()
+        offsets = np.concatenate(([0], np.cumsum([p.coeff_size for p in plans], dtype=np.int64))).astype(int).tolist()
         return Prepared(cs, jp2, plans, offsets[:-1], offsets[-1], reduce, layers, strict,
                         time.perf_counter() - t0)
 

@@ -167,7 +167,9 @@ def _grk() -> list[Case]:
     add("tp-u-C", RGB, "-u", "C", "-p", "CPRL", "-t", "40,30")
     add("plt-sop-eph", RGB, "-L", "-S", "-E", "-t", "40,30")
     add("mct-0-I", RGB, "-Y", "0", "-I", lossy=True)
-    add("roi", RGB, "-R", "c=0,U=5", "-n", "4")
+    # a true max-shift: U above the background's magnitude bit-planes (U=5 is below them,
+    # where no decoder recovers the image and the peers' ROI threshold differs from H.1)
+    add("roi", RGB, "-R", "c=0,U=12", "-n", "4")
     add("signed-12", pgx(12, signed=True), "-n", "3")
     add("bits-5", pgx(5), "-n", "3")
     add("bits-16", Image(n=1, bits=16, seed=9), "-n", "4")

@@ -210,12 +210,20 @@ def parse_codestream(data: bytes | memoryview, *, strict: bool = True) -> Codest
     cs_markers: list[tuple[int, int, int]] = [(M.SOC, 0, 0), (M.SIZ, 2, length)]
     warnings: list[str] = []
     main = Segments()
-    pos = _read_segments(data, 4 + length, "main", siz, main, cs_markers, warnings, (M.SOT, M.EOC))
+    cut_short = False
+    try:
+        pos = _read_segments(data, 4 + length, "main", siz, main, cs_markers, warnings, (M.SOT, M.EOC))
+    except TruncatedCodestream as exc:
+        # resilient: a main header with its COD and QCD is enough for a (blank) picture
+        if strict or main.cod is None or main.qcd is None:
+            raise
+        warnings.append(f"main header cut short ({exc}); no tile data")
+        pos, cut_short = exc.offset or len(data), True
     if main.cod is None:
         raise InvalidSegment("main header has no COD", pos)
     if main.qcd is None:
         raise InvalidSegment("main header has no QCD", pos)
-    tiles = _read_tile_parts(data, pos, siz, cs_markers, warnings, strict)
+    tiles = {} if cut_short else _read_tile_parts(data, pos, siz, cs_markers, warnings, strict)
     cs = Codestream(siz, main, tiles, cs_markers, warnings, data)
     _check_components(cs)
     return cs
