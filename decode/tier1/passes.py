@@ -54,96 +54,180 @@ def sign_context(f):
     return SC_LUT[(f & 0xF) | ((f >> 4) & 0xF0)]
 
 
+@njit(inline='always', **JIT)
+def spp_sample(data, a, c, ct, bp, ctx, flags, vals, i, fs, zc, one_half, hide_north):
+    """One sample of the significance propagation pass (D.3.1): coded when insignificant with
+    a significant neighbour (ZC context, Table D.1, then the sign, D.3.2); marked VISIT."""
+    f = flags[i]
+    if (f & (F_SIG | F_VISIT)) == 0 and (f & F_NEIGHBOURS) != 0:
+        d, a, c, ct, bp = mq_decode(data, ctx, zc[f & F_NEIGHBOURS], a, c, ct, bp)
+        if d:
+            sc = sign_context(f)
+            s, a, c, ct, bp = mq_decode(data, ctx, sc & 0x1F, a, c, ct, bp)
+            s ^= sc >> 7
+            vals[i] = -one_half if s else one_half
+            set_significant(flags, i, fs, s, hide_north)
+        flags[i] |= F_VISIT
+    return a, c, ct, bp
+
+
 @njit(**JIT)
 def spp_mq(data, a, c, ct, bp, ctx, flags, vals, w, h, zc, plane, vcausal):
-    """Significance propagation pass, MQ coded (D.3.1). zc: ZC_LUT row of the orientation."""
+    """Significance propagation pass, MQ coded (D.3.1). zc: ZC_LUT row of the orientation.
+
+    Full stripes go column by column with the four samples unrolled; a column is skipped at
+    once when no sample has a significant neighbour or all four are significant (nothing in
+    it can be coded: a sample that is not coded cannot make its column neighbours codable).
+    """
     fs = w + 2
     one_half = 3 << plane
-    for y0 in range(0, h, 4):
-        y1 = min(y0 + 4, h)
+    full = h & ~3
+    for y0 in range(0, full, 4):
+        i = (y0 + 1) * fs + 1
+        for _x in range(w):
+            f0 = flags[i]
+            f1 = flags[i + fs]
+            f2 = flags[i + 2 * fs]
+            f3 = flags[i + 3 * fs]
+            if ((f0 | f1 | f2 | f3) & F_NEIGHBOURS) != 0 and (f0 & f1 & f2 & f3 & F_SIG) == 0:
+                a, c, ct, bp = spp_sample(data, a, c, ct, bp, ctx, flags, vals, i, fs, zc,
+                                          one_half, vcausal)
+                a, c, ct, bp = spp_sample(data, a, c, ct, bp, ctx, flags, vals, i + fs, fs, zc,
+                                          one_half, False)
+                a, c, ct, bp = spp_sample(data, a, c, ct, bp, ctx, flags, vals, i + 2 * fs, fs,
+                                          zc, one_half, False)
+                a, c, ct, bp = spp_sample(data, a, c, ct, bp, ctx, flags, vals, i + 3 * fs, fs,
+                                          zc, one_half, False)
+            i += 1
+    if full < h:  # last, partial stripe
+        i0 = (full + 1) * fs + 1
         for x in range(w):
-            i = (y0 + 1) * fs + x + 1
-            for y in range(y0, y1):
-                f = flags[i]
-                if (f & (F_SIG | F_VISIT)) == 0 and (f & F_NEIGHBOURS) != 0:
-                    d, a, c, ct, bp = mq_decode(data, ctx, zc[f & F_NEIGHBOURS], a, c, ct, bp)
-                    if d:
-                        sc = sign_context(f)
-                        s, a, c, ct, bp = mq_decode(data, ctx, sc & 0x1F, a, c, ct, bp)
-                        s ^= sc >> 7
-                        vals[i] = -one_half if s else one_half
-                        set_significant(flags, i, fs, s, vcausal and (y & 3) == 0)
-                    flags[i] |= F_VISIT
+            i = i0 + x
+            for y in range(full, h):
+                a, c, ct, bp = spp_sample(data, a, c, ct, bp, ctx, flags, vals, i, fs, zc,
+                                          one_half, vcausal and y == full)
                 i += fs
+    return a, c, ct, bp
+
+
+@njit(inline='always', **JIT)
+def mrp_sample(data, a, c, ct, bp, ctx, flags, vals, i, half):
+    """One sample of the magnitude refinement pass (D.3.3): significant and not VISIT; the
+    context from Table D.4 (first refinement: any significant neighbour; later ones)."""
+    f = flags[i]
+    if (f & (F_SIG | F_VISIT)) == F_SIG:
+        if f & F_REFINED:
+            cx = CTX_MR + 2
+        else:
+            cx = CTX_MR + ((f & F_NEIGHBOURS) != 0)
+        d, a, c, ct, bp = mq_decode(data, ctx, cx, a, c, ct, bp)
+        v = vals[i]
+        vals[i] = v + half if d ^ (v < 0) else v - half
+        flags[i] = f | F_REFINED
     return a, c, ct, bp
 
 
 @njit(**JIT)
 def mrp_mq(data, a, c, ct, bp, ctx, flags, vals, w, h, plane):
-    """Magnitude refinement pass, MQ coded (D.3.3), contexts of Table D.4."""
+    """Magnitude refinement pass, MQ coded (D.3.3), contexts of Table D.4.
+
+    Full stripes unrolled by column; a column without a significant sample is skipped."""
     fs = w + 2
     half = 1 << plane
-    for y0 in range(0, h, 4):
-        y1 = min(y0 + 4, h)
+    full = h & ~3
+    for y0 in range(0, full, 4):
+        i = (y0 + 1) * fs + 1
+        for _x in range(w):
+            if (flags[i] | flags[i + fs] | flags[i + 2 * fs] | flags[i + 3 * fs]) & F_SIG:
+                a, c, ct, bp = mrp_sample(data, a, c, ct, bp, ctx, flags, vals, i, half)
+                a, c, ct, bp = mrp_sample(data, a, c, ct, bp, ctx, flags, vals, i + fs, half)
+                a, c, ct, bp = mrp_sample(data, a, c, ct, bp, ctx, flags, vals, i + 2 * fs,
+                                          half)
+                a, c, ct, bp = mrp_sample(data, a, c, ct, bp, ctx, flags, vals, i + 3 * fs,
+                                          half)
+            i += 1
+    if full < h:
+        i0 = (full + 1) * fs + 1
         for x in range(w):
-            i = (y0 + 1) * fs + x + 1
-            for y in range(y0, y1):
-                f = flags[i]
-                if (f & (F_SIG | F_VISIT)) == F_SIG:
-                    if f & F_REFINED:
-                        cx = CTX_MR + 2
-                    elif f & F_NEIGHBOURS:
-                        cx = CTX_MR + 1
-                    else:
-                        cx = CTX_MR
-                    d, a, c, ct, bp = mq_decode(data, ctx, cx, a, c, ct, bp)
-                    v = vals[i]
-                    vals[i] = v + half if d ^ (v < 0) else v - half
-                    flags[i] = f | F_REFINED
+            i = i0 + x
+            for _y in range(full, h):
+                a, c, ct, bp = mrp_sample(data, a, c, ct, bp, ctx, flags, vals, i, half)
                 i += fs
+    return a, c, ct, bp
+
+
+@njit(inline='always', **JIT)
+def cup_sample(data, a, c, ct, bp, ctx, flags, vals, i, fs, zc, one_half, hide_north):
+    """One sample of the cleanup pass outside run-length mode (D.3.4): coded when neither
+    significant nor VISIT (ZC, then the sign); VISIT cleared for the next bit-plane."""
+    f = flags[i]
+    if (f & (F_SIG | F_VISIT)) == 0:
+        d, a, c, ct, bp = mq_decode(data, ctx, zc[f & F_NEIGHBOURS], a, c, ct, bp)
+        if d:
+            a, c, ct, bp = cup_newly_significant(data, a, c, ct, bp, ctx, flags, vals, i, fs,
+                                                 f, one_half, hide_north)
+    else:
+        flags[i] = f & ~F_VISIT
+    return a, c, ct, bp
+
+
+@njit(inline='always', **JIT)
+def cup_newly_significant(data, a, c, ct, bp, ctx, flags, vals, i, fs, f, one_half, hide_north):
+    """Sign decoding (D.3.2, Table D.3) and significance update of sample i with flags f."""
+    sc = sign_context(f)
+    s, a, c, ct, bp = mq_decode(data, ctx, sc & 0x1F, a, c, ct, bp)
+    s ^= sc >> 7
+    vals[i] = -one_half if s else one_half
+    set_significant(flags, i, fs, s, hide_north)
     return a, c, ct, bp
 
 
 @njit(**JIT)
 def cup_mq(data, a, c, ct, bp, ctx, flags, vals, w, h, zc, plane, vcausal):
-    """Cleanup pass (D.3.4) with run-length coding of full stripe columns; clears VISIT."""
+    """Cleanup pass (D.3.4) with run-length coding of full stripe columns; clears VISIT.
+
+    Run-length mode (all four samples insignificant, unvisited, without significant
+    neighbours) is one compare of the four flags words with zero.  After a run interruption
+    the remaining samples of the column go through the ordinary per-sample path.
+    """
     fs = w + 2
     one_half = 3 << plane
-    for y0 in range(0, h, 4):
-        y1 = min(y0 + 4, h)
-        full = y1 - y0 == 4
-        for x in range(w):
-            i = (y0 + 1) * fs + x + 1
-            y = y0
-            if full and (flags[i] | flags[i + fs] | flags[i + 2 * fs] | flags[i + 3 * fs]) == 0:
+    full = h & ~3
+    for y0 in range(0, full, 4):
+        i = (y0 + 1) * fs + 1
+        for _x in range(w):
+            if (flags[i] | flags[i + fs] | flags[i + 2 * fs] | flags[i + 3 * fs]) == 0:
                 d, a, c, ct, bp = mq_decode(data, ctx, CTX_RL, a, c, ct, bp)
-                if d == 0:
-                    continue
-                r1, a, c, ct, bp = mq_decode(data, ctx, CTX_UNI, a, c, ct, bp)
-                r0, a, c, ct, bp = mq_decode(data, ctx, CTX_UNI, a, c, ct, bp)
-                r = (r1 << 1) | r0
-                i += r * fs
-                y += r
-                sc = sign_context(flags[i])
-                s, a, c, ct, bp = mq_decode(data, ctx, sc & 0x1F, a, c, ct, bp)
-                s ^= sc >> 7
-                vals[i] = -one_half if s else one_half
-                set_significant(flags, i, fs, s, vcausal and (y & 3) == 0)
+                if d:
+                    r1, a, c, ct, bp = mq_decode(data, ctx, CTX_UNI, a, c, ct, bp)
+                    r0, a, c, ct, bp = mq_decode(data, ctx, CTX_UNI, a, c, ct, bp)
+                    r = (r1 << 1) | r0
+                    j = i + r * fs
+                    a, c, ct, bp = cup_newly_significant(data, a, c, ct, bp, ctx, flags, vals,
+                                                         j, fs, flags[j], one_half,
+                                                         vcausal and r == 0)
+                    for _y in range(r + 1, 4):
+                        j += fs
+                        a, c, ct, bp = cup_sample(data, a, c, ct, bp, ctx, flags, vals, j, fs,
+                                                  zc, one_half, False)
+            else:
+                a, c, ct, bp = cup_sample(data, a, c, ct, bp, ctx, flags, vals, i, fs, zc,
+                                          one_half, vcausal)
+                a, c, ct, bp = cup_sample(data, a, c, ct, bp, ctx, flags, vals, i + fs, fs, zc,
+                                          one_half, False)
+                a, c, ct, bp = cup_sample(data, a, c, ct, bp, ctx, flags, vals, i + 2 * fs, fs,
+                                          zc, one_half, False)
+                a, c, ct, bp = cup_sample(data, a, c, ct, bp, ctx, flags, vals, i + 3 * fs, fs,
+                                          zc, one_half, False)
+            i += 1
+    if full < h:
+        i0 = (full + 1) * fs + 1
+        for x in range(w):
+            i = i0 + x
+            for y in range(full, h):
+                a, c, ct, bp = cup_sample(data, a, c, ct, bp, ctx, flags, vals, i, fs, zc,
+                                          one_half, vcausal and y == full)
                 i += fs
-                y += 1
-            while y < y1:
-                f = flags[i]
-                if (f & (F_SIG | F_VISIT)) == 0:
-                    d, a, c, ct, bp = mq_decode(data, ctx, zc[f & F_NEIGHBOURS], a, c, ct, bp)
-                    if d:
-                        sc = sign_context(f)
-                        s, a, c, ct, bp = mq_decode(data, ctx, sc & 0x1F, a, c, ct, bp)
-                        s ^= sc >> 7
-                        vals[i] = -one_half if s else one_half
-                        set_significant(flags, i, fs, s, vcausal and (y & 3) == 0)
-                flags[i] &= ~F_VISIT
-                i += fs
-                y += 1
     return a, c, ct, bp
 
 
