@@ -58,7 +58,7 @@ def _ptr(a):
     return ctypes.c_void_p(a.ctypes.data)
 
 
-def decode_host(coded, table, seg_lengths, seg_passes, out, max_slots=64, interleave=True,
+def decode_host(coded, table, seg_lengths, seg_passes, out, max_slots=64, interleave=False,
                 flags_in="shared"):
     """The kernel run thread by thread on the host, with the wrapper's steps."""
     table = np.ascontiguousarray(table, np.int64)
@@ -78,13 +78,15 @@ def decode_host(coded, table, seg_lengths, seg_passes, out, max_slots=64, interl
     flags = np.zeros(entries * nslots, np.uint16)
     vals = np.zeros(entries * nslots, np.int32)
     luts = t1gpu.lookup_tables()
+    pitch = 0 if interleave else entries
+    shared = flags_in == "shared"
     i64, i32 = ctypes.c_int64, ctypes.c_int32
     _host_library().tier1_emulate(
         _ptr(coded), i64(coded.size), _ptr(table), i32(table.shape[1]), i32(nblk), _ptr(order),
         _ptr(seg_lengths), i64(seg_lengths.size), _ptr(seg_passes), i64(seg_passes.size),
         _ptr(out), i64(out.size), _ptr(status), _ptr(flags), _ptr(vals), i32(nslots),
-        i32(entries if flags_in == "shared" or not interleave else 0), *[_ptr(t) for t in luts],
-        i32(flags_in == "shared"))
+        i32(entries + 2 if shared else pitch), i32(pitch), *[_ptr(t) for t in luts],
+        i32(shared))
     return status
 
 
@@ -304,8 +306,8 @@ def frame_tables(data):
             prep.size)
 
 
-@pytest.mark.parametrize("layout", [dict(flags_in="shared"), dict(flags_in="global"),
-                                    dict(flags_in="global", interleave=False)])
+@pytest.mark.parametrize("layout", [dict(flags_in="shared"), dict(flags_in="shared", interleave=True),
+                                    dict(flags_in="global"), dict(flags_in="global", interleave=True)])
 def test_real_frame(backend, layout):
     coded, table, sl, sp, size = frame_tables(SAMPLE.read_bytes())
     assert table.shape[0] > 1000
@@ -320,10 +322,11 @@ def test_launch_options_and_inputs():
     coded, table, sl, sp, size = frame_tables(SAMPLE.read_bytes())
     want = np.zeros(size, np.int32)
     want_status = t1.decode_codeblocks(coded, table, sl, sp, want)
-    for kw in [dict(lanes=1), dict(lanes=7, sort=False), dict(max_slots=100),
-               dict(max_slots=1, lanes=1), dict(lanes=32), dict(scratch_bytes=1 << 20),
-               dict(flags_in="global"), dict(flags_in="global", lanes=5, max_slots=999),
-               dict(flags_in="global", interleave=False, max_slots=333)]:
+    for kw in [dict(lanes=32), dict(lanes=7, sort=True), dict(max_slots=100),
+               dict(max_slots=1, warps=1), dict(warps=1, lanes=3, interleave=False),
+               dict(scratch_bytes=1 << 20), dict(flags_in="global"),
+               dict(flags_in="global", lanes=5, max_slots=999, interleave=False),
+               dict(flags_in="global", lanes=32, sort=True)]:
         out = cupy.zeros(size, cupy.int32)
         status = t1gpu.decode_codeblocks_cuda(cupy.asarray(coded), cupy.asarray(table),
                                               cupy.asarray(sl), cupy.asarray(sp), out, **kw)
@@ -372,14 +375,20 @@ def test_bench_frames():
         assert not status.get().any() and np.array_equal(out.get(), want), path.name
         line = (f"{path.name}: {table.shape[0]} blocks, {coded.size} bytes, numba 1 core "
                 f"{cpu_ms:.1f} ms; cuda ms:")
-        for kw in [{}, dict(sort=False), dict(lanes=32), dict(lanes=16), dict(lanes=8),
-                   dict(lanes=4), dict(lanes=1), dict(flags_in="global"),
-                   dict(flags_in="global", sort=False), dict(flags_in="global", lanes=8),
-                   dict(flags_in="global", interleave=False), dict(flags_in="global", lanes=1)]:
+        entries = t1gpu.scratch_entries(table)
+        for kw in [{}, dict(entries=entries), dict(entries=entries, warps=1),
+                   dict(entries=entries, warps=2), dict(entries=entries, warps=8),
+                   dict(entries=entries, lanes=2), dict(entries=entries, lanes=4),
+                   dict(entries=entries, lanes=8, interleave=False),
+                   dict(entries=entries, sort=True), dict(entries=entries, interleave=True),
+                   dict(entries=entries, flags_in="global"),
+                   dict(entries=entries, flags_in="global", interleave=False)]:
             ms = _best_gpu_ms(lambda: t1gpu.decode_codeblocks_cuda(*dev, out, **kw))
-            line += f" {kw or 'default'} {ms:.2f} |"
+            label = {k: v for k, v in kw.items() if k != "entries"} or ""
+            line += f" {'entries ' if kw else 'default'}{label} {ms:.2f} |"
         ms = _best_gpu_ms(lambda: t1gpu.decode_codeblocks_cuda(coded, table, sl, sp, out))
         line += f" numpy inputs {ms:.2f} |"
-        ms = _best_gpu_ms(lambda: (t1gpu.work_order(dev[1], dev[3], cupy),
-                                   t1gpu.scratch_entries(dev[1], cupy)))
-        print(line + f" of which work_order + scratch_entries {ms:.2f}")
+        ms = _best_gpu_ms(lambda: t1gpu.work_order(dev[1], dev[3], cupy))
+        line += f" work_order alone {ms:.2f} |"
+        ms = _best_gpu_ms(lambda: t1gpu.scratch_entries(dev[1], cupy))
+        print(line + f" scratch_entries alone {ms:.2f}")

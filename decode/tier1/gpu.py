@@ -10,9 +10,10 @@ corrupt table does that) numba's later row wins; here the windows of rejected ro
 first, then the blocks decoded in parallel (overlapping decoded windows: either may win).
 
 The kernels (``cuda/tier1.cu``, T.800 Annex C and D) run one thread per code-block, the sample
-flags in shared memory (default) or in global memory.  Blocks are sorted by size and pass count
-(largest first) so that the lanes of a warp share a geometry, finish together and their
-scratch loads coalesce.  Importing this module does not need CuPy; calling does.
+flags in shared memory (default) or in global memory, persistent threads taking blocks from a
+counter.  Measured on an H100 (DCI frames): one working thread per warp beats full warps of
+different blocks (their branches diverge), and sorting blocks by size and passes (work_order)
+costs more than it saves, so both are options, off by default.  Importing this module does not need CuPy; calling does.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ try:
 except ImportError:  # the host emulation and the table helpers work without it
     cupy = None
 
-__all__ = ["decode_codeblocks_cuda", "lookup_tables", "work_order", "scratch_entries", "shared_lanes", "KERNELS", "BLOCK_THREADS"]
+__all__ = ["decode_codeblocks_cuda", "lookup_tables", "work_order", "scratch_entries", "KERNELS", "BLOCK_THREADS"]
 
 CUDA_SOURCE = Path(__file__).with_name("cuda") / "tier1.cu"
 NVRTC_OPTIONS = ("--std=c++14",)
@@ -39,7 +40,6 @@ KERNELS = ("tier1_zero_rejected_rows", "tier1_decode_thread_per_codeblock",
            "tier1_decode_thread_per_codeblock_shared_flags")
 BLOCK_THREADS = 128  # T1_BLOCK in tier1.cu
 SCRATCH_BYTES = 256 << 20  # per-thread scratch of one call at most (then threads take turns)
-SHARED_BYTES = 48 << 10  # default shared memory of the shared-flags kernel per warp
 
 
 def lookup_tables():
@@ -106,28 +106,23 @@ def scratch_entries(table, xp=np):
     return int(need.max()) if need.size else 1
 
 
-def shared_lanes(entries):
-    """Default working lanes of the shared-flags kernel: 48 KB of shared memory per warp."""
-    return int(min(32, max(1, SHARED_BYTES // (2 * entries + NUM_CONTEXTS))))
-
-
-def decode_codeblocks_cuda(coded, table, seg_lengths, seg_passes, out, *, flags_in="shared",
-                           lanes=None, sort=True, interleave=True, scratch_bytes=SCRATCH_BYTES,
-                           max_slots=None):
+def decode_codeblocks_cuda(coded, table, seg_lengths, seg_passes, out, *, entries=None,
+                           flags_in="shared", lanes=1, warps=4, sort=False, interleave=None,
+                           scratch_bytes=SCRATCH_BYTES, max_slots=None):
     """Decode every code-block of ``table`` into the flat CuPy int32 ``out``, on the GPU.
 
     coded: uint8 (segments each followed by 0xFF 0xFF); table: int64, CB_COLUMNS columns;
     seg_lengths, seg_passes: int32.  Numpy inputs are copied to the device.  Returns the CuPy
-    int32 status per row (STATUS_* bits); the launches are asynchronous on the current stream
-    (sizing the scratch reads one number back from a CuPy table).
+    int32 status per row (STATUS_* bits); the launches are asynchronous on the current stream.
+    entries: scratch_entries(table), computed from a numpy table, else read back from the
+    device (a synchronisation): pass it (a decode plan knows it) to avoid that.
 
-    Tuning, not results: flags_in, "shared" (one warp per CUDA block, the sample flags in
-    shared memory) or "global" (scratch in global memory); lanes, working threads per warp
-    (1..32; default 32 for global, shared_lanes() for shared); sort, rows in work_order;
-    interleave, the global scratch layout; scratch_bytes, the budget of the global scratch (6
-    bytes per sample with border for global flags, 4 for shared; 4.5 KB for a 32 x 32 block);
-    max_slots, threads at most.  A thread decodes rows in turn when there are more rows than
-    threads.
+    Tuning, not results: flags_in, "shared" (sample flags in shared memory) or "global" (all
+    scratch in global memory); lanes, working threads per warp (1..32); warps, per CUDA block
+    (shared); sort, rows in work_order; interleave, scratch interleaved across threads (default:
+    when lanes > 1); scratch_bytes, budget of the global scratch (4 bytes per sample with border,
+    6 for global flags); max_slots, threads at most.  Threads are persistent and take the rows
+    in turn.
     """
     if cupy is None:
         raise RuntimeError("decode_codeblocks_cuda needs CuPy")
@@ -136,10 +131,10 @@ def decode_codeblocks_cuda(coded, table, seg_lengths, seg_passes, out, *, flags_
         raise TypeError("decode_codeblocks_cuda: out must be a contiguous 1-D CuPy int32 array")
     if flags_in not in ("shared", "global"):
         raise ValueError(f"decode_codeblocks_cuda: flags_in must be shared or global, not {flags_in!r}")
-    if lanes is not None and not 1 <= lanes <= 32:
-        raise ValueError(f"decode_codeblocks_cuda: lanes must be 1..32, not {lanes}")
-    entries = None
-    if isinstance(table, np.ndarray) and table.ndim == 2 and table.shape[1] >= CB_COLUMNS:
+    if not (1 <= lanes <= 32 and 1 <= warps <= 32):
+        raise ValueError(f"decode_codeblocks_cuda: lanes {lanes} not in 1..32 or warps {warps} not in 1..32")
+    if entries is None and isinstance(table, np.ndarray) and table.ndim == 2 \
+            and table.shape[1] >= CB_COLUMNS:
         entries = scratch_entries(table.astype(np.int64, copy=False))
     table = _device_array(table, cupy.int64, 2, "table")
     nblk = table.shape[0]
@@ -154,35 +149,46 @@ def decode_codeblocks_cuda(coded, table, seg_lengths, seg_passes, out, *, flags_
     seg_passes = _device_array(seg_passes, cupy.int32, 1, "seg_passes")
     order = (work_order(table, seg_passes, cupy) if sort
              else cupy.arange(nblk, dtype=cupy.int32))
-    if entries is None:
-        entries = scratch_entries(table, cupy)
-    shared = flags_in == "shared"
-    per_slot = entries * (4 if shared else 6)
-    nslots = max(1, min(nblk, scratch_bytes // per_slot, max_slots or nblk,
-                        (2**31 - 1) // entries))
-    flags = cupy.empty(0 if shared else entries * nslots, cupy.uint16)
-    vals = cupy.empty(entries * nslots, cupy.int32)
+    entries = int(entries) if entries is not None else scratch_entries(table, cupy)
+    interleave = lanes > 1 if interleave is None else interleave
     device_id = cupy.cuda.runtime.getDevice()
     mq, zc, sc, ctx_init = _device_tables(device_id)
     zero_rejected, decode_global, decode_shared = _kernels(device_id)
+    shared = flags_in == "shared"
+    if shared:
+        threads_per_block = 32 * warps
+        resident = _multiprocessors(device_id) * (2048 // threads_per_block) * warps * lanes
+    else:
+        threads_per_block = BLOCK_THREADS
+        resident = nblk
+    nslots = max(1, min(nblk, resident, scratch_bytes // (entries * (4 if shared else 6)),
+                        max_slots or nblk, (2**31 - 1) // entries))
+    flags = cupy.empty(0 if shared else entries * nslots, cupy.uint16)
+    vals = cupy.empty(entries * nslots, cupy.int32)
+    next_row = cupy.zeros(1, cupy.int32)
     i64, i32 = np.int64, np.int32
     zero_rejected((-(-nblk // BLOCK_THREADS),), (BLOCK_THREADS,), (
         coded, i64(coded.size), table, i32(table.shape[1]), i32(nblk), seg_lengths,
         i64(seg_lengths.size), seg_passes, i64(seg_passes.size), out, i64(out.size)))
+    pitch = 0 if interleave else entries
     if shared:
-        lanes = lanes or shared_lanes(entries)
-        smem = lanes * (2 * entries + NUM_CONTEXTS)
+        # flags runs of an odd number of 32-bit words: lanes of a warp in distinct banks
+        flags_pitch = entries + (-entries) % 4 + 2
+        smem = warps * lanes * (2 * flags_pitch + NUM_CONTEXTS)
         if smem > decode_shared.max_dynamic_shared_size_bytes:
             decode_shared.max_dynamic_shared_size_bytes = smem
-        kernel, grid, block, pitch = decode_shared, -(-nslots // lanes), 32, entries
+        kernel, grid, vals_pitch = decode_shared, -(-nslots // (warps * lanes)), pitch
     else:
-        lanes = lanes or 32
-        threads = -(-nslots // lanes) * 32
-        kernel, grid, block = decode_global, -(-threads // BLOCK_THREADS), BLOCK_THREADS
-        pitch, smem = 0 if interleave else entries, 0
-    kernel((grid,), (block,), (
+        flags_pitch, vals_pitch, smem = pitch, 0, 0
+        kernel, grid = decode_global, -(-(-(-nslots // lanes) * 32) // BLOCK_THREADS)
+    kernel((grid,), (threads_per_block,), (
         coded, i64(coded.size), table, i32(table.shape[1]), i32(nblk), order, seg_lengths,
         i64(seg_lengths.size), seg_passes, i64(seg_passes.size), out, i64(out.size), status,
-        flags, vals, i32(nslots), i32(pitch), i32(lanes), mq, zc, sc, ctx_init),
-        shared_mem=smem)
+        flags, vals, i32(nslots), i32(flags_pitch), i32(vals_pitch), i32(lanes), next_row, mq,
+        zc, sc, ctx_init), shared_mem=smem)
     return status
+
+
+@functools.lru_cache(maxsize=None)
+def _multiprocessors(device_id: int) -> int:
+    return cupy.cuda.Device(device_id).attributes["MultiProcessorCount"]

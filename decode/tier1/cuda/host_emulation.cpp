@@ -16,18 +16,21 @@
 #define T1_DYN_SHARED(name) static unsigned short name[1 << 20]
 
 struct Dim { unsigned int x; };
+static int atomicAdd(int* p, int v) { int old = *p; *p += v; return old; }
 static Dim threadIdx, blockIdx, blockDim, gridDim;
 
 #include "tier1.cu"
 
-/* shared_flags: run tier1_decode_thread_per_codeblock_shared_flags (slot_pitch = entries)
- * instead of tier1_decode_thread_per_codeblock */
+/* shared_flags: run tier1_decode_thread_per_codeblock_shared_flags instead of
+ * tier1_decode_thread_per_codeblock.  One warp per CUDA block, one lane: the first thread run
+ * takes every row from the counter. */
 extern "C" void tier1_emulate(
     const unsigned char* coded, i64 coded_len, const i64* table, int ncols, int nblk,
     const int* order, const int* seg_lengths, i64 n_lengths, const int* seg_passes,
     i64 n_passes, int* out, i64 out_len, int* status, unsigned short* flags, int* vals,
-    int nslots, int slot_pitch, const unsigned int* mq_lut, const unsigned char* zc_lut,
-    const unsigned char* sc_lut, const unsigned char* ctx_init, int shared_flags)
+    int nslots, int slot_pitch, int vals_pitch, const unsigned int* mq_lut,
+    const unsigned char* zc_lut, const unsigned char* sc_lut, const unsigned char* ctx_init,
+    int shared_flags)
 {
     blockDim.x = 1;
     gridDim.x = 1;
@@ -35,6 +38,7 @@ extern "C" void tier1_emulate(
     tier1_zero_rejected_rows(coded, coded_len, table, ncols, nblk, seg_lengths, n_lengths,
                              seg_passes, n_passes, out, out_len);
     blockDim.x = 32;
+    int next_row = 0;
     for (int b = 0; b < nslots; b++) {
         blockIdx.x = b;
         for (int t = 31; t >= 0; t--) {
@@ -43,12 +47,12 @@ extern "C" void tier1_emulate(
                 tier1_decode_thread_per_codeblock_shared_flags(
                     coded, coded_len, table, ncols, nblk, order, seg_lengths, n_lengths,
                     seg_passes, n_passes, out, out_len, status, flags, vals, nslots,
-                    slot_pitch, 1, mq_lut, zc_lut, sc_lut, ctx_init);
+                    slot_pitch, vals_pitch, 1, &next_row, mq_lut, zc_lut, sc_lut, ctx_init);
             else
                 tier1_decode_thread_per_codeblock(
                     coded, coded_len, table, ncols, nblk, order, seg_lengths, n_lengths,
                     seg_passes, n_passes, out, out_len, status, flags, vals, nslots,
-                    slot_pitch, 1, mq_lut, zc_lut, sc_lut, ctx_init);
+                    slot_pitch, vals_pitch, 1, &next_row, mq_lut, zc_lut, sc_lut, ctx_init);
         }
     }
 }

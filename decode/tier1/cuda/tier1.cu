@@ -6,13 +6,14 @@
  * coefficient, sign applied), bit for bit, corrupt input included.  Integer arithmetic on table
  * values and on the MQ code register C wraps like numba's int64 (wadd/wmul/wshl below).
  *
- * Memory layout.  Each thread ("slot") owns a column of two interleaved scratch arrays in
- * global memory: flags (uint16, bits as tables.py) and vals (int32), entry i of slot s at
- * [i * nslots + s], i over the bordered block, pitch w + 2 (or, to compare, a contiguous run
- * per slot: slot_pitch).  Lanes of a warp decode blocks of
- * the same geometry (the wrapper sorts them), so their loads of the same i coalesce.  Context
- * states (sv = 2 * state + MPS, as tables.py) live in shared memory, 19 bytes per thread; the
- * lookup tables (Table C.2, D.1, D.3) are copied to shared memory per CUDA block.
+ * Memory layout.  Each thread ("slot") has flags (uint16, bits as tables.py) and vals (int32)
+ * for the bordered block, entry i = (y + 1) * (w + 2) + x + 1.  The default kernel keeps the
+ * flags in shared memory, a run per thread, and vals in global memory; the other keeps both in
+ * global memory, interleaved across threads ([i * nslots + slot], so that lanes of a warp
+ * decoding blocks of one geometry coalesce) or in runs.  Context states (sv = 2 * state + MPS,
+ * as tables.py) live in shared memory, 19 bytes per thread; the lookup tables (Table C.2, D.1,
+ * D.3) are copied to shared memory per CUDA block.  Threads are persistent: each takes the next
+ * code-block from an atomic counter until none is left.
  *
  * The file also compiles as plain C++ (T1_HOST_EMULATION, see host_emulation.cpp) so the
  * logic can be checked against numba on a machine without a GPU.
@@ -528,15 +529,19 @@ extern "C" __global__ void tier1_zero_rejected_rows(
     }
 }
 
-/* Decode code-blocks order[q], q = slot, slot + nslots, ... with the scratch of `cb`: the rest
- * of codeblock.py decode_codeblocks. */
-T1_DEV void decode_slot(Cb& cb, int slot, int nslots, const unsigned char* coded, i64 coded_len,
+/* Decode code-blocks order[q] with the scratch of `cb`, q taken in turn from the counter
+ * *next_row (persistent threads: whoever is free takes the next block): the rest of
+ * codeblock.py decode_codeblocks. */
+T1_DEV void decode_slot(Cb& cb, int* next_row, const unsigned char* coded, i64 coded_len,
                         const i64* table, int ncols, int nblk, const int* order,
                         const int* seg_lengths, i64 n_lengths, const int* seg_passes,
                         i64 n_passes, int* out, i64 out_len, int* status,
                         const unsigned char* s_zc, const unsigned char* s_init)
 {
-    for (int q = slot; q < nblk; q += nslots) {
+    for (;;) {
+        int q = atomicAdd(next_row, 1);
+        if (q >= nblk)
+            break;
         int b = order[q];
         const i64* row = table + (size_t)b * ncols;
         bool zero;
@@ -583,8 +588,8 @@ T1_DEV void decode_slot(Cb& cb, int slot, int nslots, const unsigned char* coded
     const unsigned char *coded, i64 coded_len, const i64 *table, int ncols, int nblk,        \
         const int *order, const int *seg_lengths, i64 n_lengths, const int *seg_passes,      \
         i64 n_passes, int *out, i64 out_len, int *status, unsigned short *flags, int *vals,  \
-        int nslots, int slot_pitch, int lanes, const unsigned int *mq_lut,                  \
-        const unsigned char *zc_lut, const unsigned char *sc_lut,                            \
+        int nslots, int slot_pitch, int vals_pitch, int lanes, int *next_row,                \
+        const unsigned int *mq_lut, const unsigned char *zc_lut, const unsigned char *sc_lut, \
         const unsigned char *ctx_init
 
 /* Second launch, flags in global memory: T1_BLOCK threads per CUDA block, `lanes` (1..32) of
@@ -610,33 +615,37 @@ extern "C" __global__ void tier1_decode_thread_per_codeblock(T1_DECODE_ARGS)
     cb.cst = T1_BLOCK;
     cb.mq = s_mq;
     cb.sc = s_sc;
-    decode_slot(cb, slot, nslots, coded, coded_len, table, ncols, nblk, order, seg_lengths,
+    decode_slot(cb, next_row, coded, coded_len, table, ncols, nblk, order, seg_lengths,
                 n_lengths, seg_passes, n_passes, out, out_len, status, s_zc, s_init);
 }
 
-/* Second launch, flags in shared memory: one warp per CUDA block, `lanes` of it work, slot =
- * block * lanes + lane.  Dynamic shared memory: flags, slot_pitch entries (uint16) per lane
- * interleaved ([i * lanes + lane]), then the contexts (NUM_CONTEXTS bytes per lane).  vals:
- * global, interleaved across slots; `flags` is unused. */
+/* Second launch, flags in shared memory: warps of `lanes` working threads (1..32), any number
+ * of warps per CUDA block; slot = (block * warps + warp) * lanes + lane, local slot ls = warp *
+ * lanes + lane.  Dynamic shared memory: the flags of local slot ls at [ls * slot_pitch + i]
+ * (uint16), then the contexts (NUM_CONTEXTS bytes per local slot, [cx * local slots + ls]).
+ * vals (global): interleaved across slots (vals_pitch = 0) or vals_pitch entries per slot.
+ * `flags` is unused. */
 extern "C" __global__ void tier1_decode_thread_per_codeblock_shared_flags(T1_DECODE_ARGS)
 {
     T1_LOAD_TABLES();
     T1_DYN_SHARED(s_dyn);
-    int lane = threadIdx.x;
+    int lane = threadIdx.x & 31;
     if (lane >= lanes)
         return;
-    int slot = blockIdx.x * lanes + lane;
+    int nlocal = (blockDim.x >> 5) * lanes;
+    int ls = (threadIdx.x >> 5) * lanes + lane;
+    int slot = blockIdx.x * nlocal + ls;
     if (slot >= nslots)
         return;
     Cb cb;
-    cb.fl = s_dyn + lane;
-    cb.fst = lanes;
-    cb.va = vals + slot;
-    cb.vst = nslots;
-    cb.ctx = (unsigned char*)(s_dyn + slot_pitch * lanes) + lane;
-    cb.cst = lanes;
+    cb.fl = s_dyn + ls * slot_pitch;
+    cb.fst = 1;
+    cb.va = vals_pitch ? vals + (size_t)slot * (size_t)vals_pitch : vals + slot;
+    cb.vst = vals_pitch ? 1 : nslots;
+    cb.ctx = (unsigned char*)(s_dyn + nlocal * slot_pitch) + ls;
+    cb.cst = nlocal;
     cb.mq = s_mq;
     cb.sc = s_sc;
-    decode_slot(cb, slot, nslots, coded, coded_len, table, ncols, nblk, order, seg_lengths,
+    decode_slot(cb, next_row, coded, coded_len, table, ncols, nblk, order, seg_lengths,
                 n_lengths, seg_passes, n_passes, out, out_len, status, s_zc, s_init);
 }
