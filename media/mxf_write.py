@@ -1,0 +1,483 @@
+"""Writing SMPTE DCP picture track files: MXF OP-Atom, frame-wrapped JPEG 2000 (ST 429-4).
+
+The layout is the one asdcplib writes for an unencrypted 2D picture track (checked field by field
+against libdcp's ``dcp_test1/video.mxf``, written by asdcplib):
+
+    offset 0       header partition pack (closed, complete)           ST 377-1 7.1
+                   primer pack (local tag -> UL)                      ST 377-1 9.2
+                   header metadata local sets                          ST 377-1 9.x, Annex B
+                   KLV fill up to HEADER_RESERVE
+    HEADER_RESERVE body partition pack (BodySID 1)
+                   one GC picture element per frame                   ST 379-1, ST 422
+    footer         footer partition pack, index table segments (VBR)  ST 377-1 11
+                   random index pack                                  ST 377-1 12
+
+The header is written last (the reserve is zeros until then), so a file cut short by an
+interrupted run is not an MXF file at all. Every KLV length is BER long form: 4 bytes
+(``0x83``) as asdcplib writes them, longer only where a value needs it.
+
+Header metadata: Preface, Identification, ContentStorage, EssenceContainerData, a
+MaterialPackage and a SourcePackage (file package), each with a timecode track and a picture
+track (TimelineTrack -> Sequence -> TimecodeComponent or SourceClip), the RGBAEssenceDescriptor
+and its JPEG2000PictureSubDescriptor (ST 422), whose fields copy the first frame's SIZ, COD and
+QCD. The file package's UMID carries the asset UUID that the CPL and PKL name (ST 429-3 as
+asdcplib applies it).
+"""
+
+from __future__ import annotations
+
+import struct
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from fractions import Fraction
+from pathlib import Path
+
+from .errors import MediaError
+from .mxf import FILL, GC_ELEMENT, INDEX_SEGMENT, PRIMER_PACK, RANDOM_INDEX_PACK
+
+__all__ = ["HEADER_RESERVE", "J2KHeader", "PictureTrackWriter", "TrackFile", "parse_j2k_header"]
+
+#: Bytes kept for the header partition, primer and metadata (asdcplib's default, 16 KiB).
+HEADER_RESERVE = 16384
+#: Index entries per index table segment: a local set item holds at most 65535 bytes (11 each).
+ENTRIES_PER_SEGMENT = 4096
+INDEX_SID, BODY_SID = 129, 1
+
+# Labels (ST 377-1, ST 378, ST 422, ST 429-4; values as asdcplib writes them).
+OP_ATOM = bytes.fromhex("060e2b34040101020d01020110000000")
+GC_MULTIPLE_WRAPPINGS = bytes.fromhex("060e2b34040101030d010301027f0100")
+JP2K_FRAME_WRAPPED = bytes.fromhex("060e2b34040101070d010301020c0100")
+JP2K_CODING = {2: bytes.fromhex("060e2b34040101090401020203010103"),   # ST 429-4 2K profile
+               4: bytes.fromhex("060e2b34040101090401020203010104")}   # ST 429-4 4K profile
+DATA_DEF_TIMECODE = bytes.fromhex("060e2b34040101010103020101000000")
+DATA_DEF_PICTURE = bytes.fromhex("060e2b34040101010103020201000000")
+UMID_PREFIX = bytes.fromhex("060a2b340101010501010f2013000000")       # SMPTE UMID, ST 330
+#: GC picture element, item 0x15, count 1, JPEG 2000 frame-wrapped 0x08, element 1 (ST 422).
+PICTURE_ELEMENT = GC_ELEMENT + bytes([0x15, 0x01, 0x08, 0x01])
+FILL_KEY = bytes.fromhex("060e2b34010101020301021001000000")
+#: X'Y'Z', 12 bits each (ST 377-1 G.2.40 RGBALayout codes 0xD8..0xDA).
+PIXEL_LAYOUT_XYZ = bytes([0xD8, 12, 0xD9, 12, 0xDA, 12]) + bytes(10)
+
+# Header metadata set keys (ST 377-1 Annex B): 060e2b34.02530101.0d010101.0101xx00.
+def _set_key(kind: int) -> bytes:
+    return bytes.fromhex("060e2b34025301010d0101010101") + bytes([kind, 0])
+
+
+PREFACE, IDENTIFICATION, CONTENT_STORAGE, ESSENCE_CONTAINER_DATA = 0x2F, 0x30, 0x18, 0x23
+MATERIAL_PACKAGE, SOURCE_PACKAGE, TIMELINE_TRACK, SEQUENCE = 0x36, 0x37, 0x3B, 0x0F
+SOURCE_CLIP, TIMECODE_COMPONENT, RGBA_DESCRIPTOR, JP2K_SUBDESCRIPTOR = 0x11, 0x14, 0x29, 0x5A
+
+#: Local tags and their ULs, for the primer pack (ST 377-1 Annex; dynamic tags 0xFFxx for the
+#: ST 422 sub-descriptor items and SubDescriptors, numbered as asdcplib numbers them).
+PRIMER = {
+    0x0201: "060e2b34010101020407010000000000", 0x0202: "060e2b34010101020702020101030000",
+    0x1001: "060e2b34010101020601010406090000", 0x1101: "060e2b34010101020601010301000000",
+    0x1102: "060e2b34010101020601010302000000", 0x1201: "060e2b34010101020702010301040000",
+    0x1501: "060e2b34010101020702010301050000", 0x1502: "060e2b34010101020404010102060000",
+    0x1503: "060e2b34010101010404010105000000", 0x1901: "060e2b34010101020601010405010000",
+    0x1902: "060e2b34010101020601010405020000", 0x2701: "060e2b34010101020601010601000000",
+    0x3001: "060e2b34010101010406010100000000", 0x3002: "060e2b34010101010406010200000000",
+    0x3004: "060e2b34010101020601010401020000", 0x3006: "060e2b34010101050601010305000000",
+    0x3201: "060e2b34010101020401060100000000", 0x3202: "060e2b34010101010401050201000000",
+    0x3203: "060e2b34010101010401050202000000", 0x3208: "060e2b3401010101040105010b000000",
+    0x3209: "060e2b3401010101040105010c000000", 0x320c: "060e2b34010101010401030104000000",
+    0x320e: "060e2b34010101010401010101000000", 0x3401: "060e2b34010101020401050306000000",
+    0x3406: "060e2b3401010105040105030b000000", 0x3407: "060e2b3401010105040105030c000000",
+    0x3b02: "060e2b34010101020702011002040000", 0x3b03: "060e2b34010101020601010402010000",
+    0x3b05: "060e2b34010101020301020105000000", 0x3b06: "060e2b34010101020601010406040000",
+    0x3b07: "060e2b34010101020301020104000000", 0x3b08: "060e2b34010101040601010401080000",
+    0x3b09: "060e2b34010101050102020300000000", 0x3b0a: "060e2b34010101050102021002010000",
+    0x3b0b: "060e2b34010101050102021002020000", 0x3c01: "060e2b34010101020520070102010000",
+    0x3c02: "060e2b34010101020520070103010000", 0x3c03: "060e2b34010101020520070104000000",
+    0x3c04: "060e2b34010101020520070105010000", 0x3c05: "060e2b34010101020520070107000000",
+    0x3c06: "060e2b34010101020702011002030000", 0x3c07: "060e2b3401010102052007010a000000",
+    0x3c08: "060e2b34010101020520070106010000", 0x3c09: "060e2b34010101020520070101000000",
+    0x3c0a: "060e2b34010101010101150200000000", 0x3f05: "060e2b34010101040406020100000000",
+    0x3f06: "060e2b34010101040103040500000000", 0x3f07: "060e2b34010101040103040400000000",
+    0x3f08: "060e2b34010101040404040101000000", 0x3f09: "060e2b34010101050404040106000000",
+    0x3f0a: "060e2b34010101050404040205000000", 0x3f0b: "060e2b34010101050530040600000000",
+    0x3f0c: "060e2b340101010507020103010a0000", 0x3f0d: "060e2b34010101050702020101020000",
+    0x3f0e: "060e2b34010101050404040107000000", 0x4401: "060e2b34010101010101151000000000",
+    0x4402: "060e2b34010101010103030201000000", 0x4403: "060e2b34010101020601010406050000",
+    0x4404: "060e2b34010101020702011002050000", 0x4405: "060e2b34010101020702011001030000",
+    0x4701: "060e2b34010101020601010402030000", 0x4801: "060e2b34010101020107010100000000",
+    0x4802: "060e2b34010101020107010201000000", 0x4803: "060e2b34010101020601010402040000",
+    0x4804: "060e2b34010101020104010300000000", 0x4b01: "060e2b34010101020530040500000000",
+    0x4b02: "060e2b34010101020702010301030000",
+    0xfff2: "060e2b340101010a040106030d000000", 0xfff3: "060e2b340101010a040106030c000000",
+    0xfff4: "060e2b340101010a040106030b000000", 0xfff5: "060e2b340101010a040106030a000000",
+    0xfff6: "060e2b340101010a0401060309000000", 0xfff7: "060e2b340101010a0401060308000000",
+    0xfff8: "060e2b340101010a0401060307000000", 0xfff9: "060e2b340101010a0401060306000000",
+    0xfffa: "060e2b340101010a0401060305000000", 0xfffb: "060e2b340101010a0401060304000000",
+    0xfffc: "060e2b340101010a0401060303000000", 0xfffd: "060e2b340101010a0401060302000000",
+    0xfffe: "060e2b340101010a0401060301000000", 0xffff: "060e2b34010101090601010406100000",
+}
+# The ST 422 sub-descriptor items by name -> dynamic tag (UL byte 13 = item number).
+J2K_TAGS = {"Rsiz": 0xFFFE, "Xsiz": 0xFFFD, "Ysiz": 0xFFFC, "XOsiz": 0xFFFB, "YOsiz": 0xFFFA,
+            "XTsiz": 0xFFF9, "YTsiz": 0xFFF8, "XTOsiz": 0xFFF7, "YTOsiz": 0xFFF6, "Csiz": 0xFFF5,
+            "PictureComponentSizing": 0xFFF4, "CodingStyleDefault": 0xFFF3,
+            "QuantizationDefault": 0xFFF2}
+SUBDESCRIPTORS_TAG = 0xFFFF
+
+PRODUCT_UID = uuid.uuid5(uuid.NAMESPACE_URL, "cinegpu/media/mxf_write")
+
+
+# -- KLV coding -------------------------------------------------------------------------------
+def ber(n: int, size: int = 4) -> bytes:
+    """BER long-form length (ST 336 / X.690): ``0x80 | k`` then k big-endian bytes, k >= size-1."""
+    k = max(size - 1, (n.bit_length() + 7) // 8)
+    if k > 8:
+        raise ValueError(f"length {n} does not fit a BER length")
+    return bytes([0x80 | k]) + n.to_bytes(k, "big")
+
+
+def klv(key: bytes, value: bytes) -> bytes:
+    return key + ber(len(value)) + value
+
+
+def _batch(items: list[bytes], size: int) -> bytes:
+    """An MXF batch/array: count, item size, items (ST 377-1 4.3)."""
+    return struct.pack(">II", len(items), size) + b"".join(items)
+
+
+def _utf16(text: str) -> bytes:
+    return text.encode("utf-16-be")
+
+
+def _timestamp(t: datetime) -> bytes:
+    """ST 377-1 TimeStamp: year u16, month, day, hour, minute, second, msec/4."""
+    return struct.pack(">HBBBBBB", t.year, t.month, t.day, t.hour, t.minute, t.second,
+                       t.microsecond // 4000)
+
+
+def _rational(r: Fraction) -> bytes:
+    return struct.pack(">ii", r.numerator, r.denominator)
+
+
+def _version(text: str) -> bytes:
+    """ProductVersion: major, minor, patch, build, release (u16 each)."""
+    parts = [int(p) for p in text.split(".")[:3] if p.isdigit()] + [0, 0, 0]
+    return struct.pack(">5H", parts[0], parts[1], parts[2], 0, 1)
+
+
+def local_set(kind: int, items: list[tuple[int, bytes]]) -> bytes:
+    """A header metadata local set: 2-byte tags and 2-byte lengths (ST 377-1 9.6)."""
+    body = bytearray()
+    for tag, value in items:
+        if len(value) > 0xFFFF:
+            raise ValueError(f"local tag 0x{tag:04x} value of {len(value)} bytes is too long")
+        body += struct.pack(">HH", tag, len(value)) + value
+    return klv(_set_key(kind), bytes(body))
+
+
+# -- the codestream's main header -------------------------------------------------------------
+@dataclass(frozen=True)
+class J2KHeader:
+    """SIZ fields and the raw COD and QCD segment bodies (ISO/IEC 15444-1 A.5.1, A.6.1, A.6.4)."""
+
+    Rsiz: int
+    Xsiz: int
+    Ysiz: int
+    XOsiz: int
+    YOsiz: int
+    XTsiz: int
+    YTsiz: int
+    XTOsiz: int
+    YTOsiz: int
+    components: tuple[bytes, ...]  # Ssiz, XRsiz, YRsiz per component
+    cod: bytes                     # Scod, SGcod, SPcod
+    qcd: bytes                     # Sqcd, SPqcd
+
+    @property
+    def width(self) -> int:
+        return self.Xsiz - self.XOsiz
+
+    @property
+    def height(self) -> int:
+        return self.Ysiz - self.YOsiz
+
+
+def parse_j2k_header(data: bytes) -> J2KHeader:
+    """The main header fields the JPEG 2000 sub-descriptor repeats; MediaError if malformed."""
+    if data[:4] != b"\xff\x4f\xff\x51":
+        raise MediaError(None, "codestream does not start with SOC, SIZ")
+    pos, siz, cod, qcd = 2, None, None, None
+    while pos + 4 <= len(data):
+        marker, length = struct.unpack_from(">HH", data, pos)
+        if marker == 0xFF90 or length < 2 or pos + 2 + length > len(data):
+            break
+        body = data[pos + 4:pos + 2 + length]
+        if marker == 0xFF51:
+            siz = body
+        elif marker == 0xFF52:
+            cod = body
+        elif marker == 0xFF5C:
+            qcd = body
+        pos += 2 + length
+    if siz is None or cod is None or qcd is None or len(siz) < 36:
+        raise MediaError(None, "main header lacks SIZ, COD or QCD")
+    fields = struct.unpack_from(">H8IH", siz)
+    csiz = fields[9]
+    if len(siz) != 36 + 3 * csiz:
+        raise MediaError(None, f"SIZ of {len(siz)} bytes for {csiz} components")
+    comps = tuple(siz[36 + 3 * i:39 + 3 * i] for i in range(csiz))
+    return J2KHeader(*fields[:9], comps, cod, qcd)
+
+
+# -- the writer -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TrackFile:
+    """What the CPL and PKL need to know about a finished track file."""
+
+    path: Path
+    asset_id: uuid.UUID
+    frames: int
+    edit_rate: Fraction
+    width: int
+    height: int
+    size: int          # bytes
+
+
+class PictureTrackWriter:
+    """Write frames (JPEG 2000 codestreams) into an ST 429-4 picture track file.
+
+    ``edit_rate``: frames per second. The first frame fixes the picture descriptor; later
+    frames must have the same size. Use as a context manager, or call :meth:`close`; a writer
+    left by an exception (``abort``) removes its file.
+    """
+
+    def __init__(self, path, *, edit_rate, asset_id: uuid.UUID | None = None,
+                 product: str = "cinegpu", version: str = "0.1.0"):
+        self.path = Path(path)
+        self.edit_rate = Fraction(edit_rate)
+        self.asset_id = asset_id or uuid.uuid4()
+        self.product, self.version = product, version
+        self.created = datetime.now(timezone.utc)
+        self.header: J2KHeader | None = None
+        self.offsets: list[int] = []      # stream offset of each frame's KLV (bytes)
+        self.stream_offset = 0
+        self.file = open(self.path, "wb")
+        self.file.write(bytes(HEADER_RESERVE))
+        self.file.write(self._partition(3, HEADER_RESERVE, 0, 0, body_sid=BODY_SID))
+
+    # -- frames --
+    def write(self, codestream: bytes) -> None:
+        """Append one frame (ST 422 frame wrapping: one picture element per edit unit)."""
+        header = parse_j2k_header(codestream)
+        if self.header is None:
+            self.header = header
+        elif (header.width, header.height, header.Rsiz) != \
+                (self.header.width, self.header.height, self.header.Rsiz):
+            raise MediaError(self.path, f"frame {len(self.offsets)} is {header.width}x"
+                             f"{header.height} (Rsiz {header.Rsiz}); the track is "
+                             f"{self.header.width}x{self.header.height} (Rsiz {self.header.Rsiz})")
+        element = klv(PICTURE_ELEMENT, codestream)
+        self.file.write(element)
+        self.offsets.append(self.stream_offset)
+        self.stream_offset += len(element)
+
+    def close(self) -> TrackFile:
+        """Write the footer, the index and the random index pack, then the header."""
+        if self.header is None:
+            self.abort()
+            raise MediaError(self.path, "no frames written")
+        footer = self.file.tell()
+        index = self._index_segments()
+        self.file.write(self._partition(4, footer, HEADER_RESERVE, footer,
+                                        index_byte_count=len(index), index_sid=INDEX_SID))
+        self.file.write(index)
+        self.file.write(self._rip([(0, 0), (BODY_SID, HEADER_RESERVE), (0, footer)]))
+        size = self.file.tell()
+        self.file.seek(HEADER_RESERVE)
+        self.file.write(self._partition(3, HEADER_RESERVE, 0, footer, body_sid=BODY_SID))
+        self.file.seek(0)
+        self.file.write(self._header(footer))
+        self.file.close()
+        return TrackFile(self.path, self.asset_id, len(self.offsets), self.edit_rate,
+                         self.header.width, self.header.height, size)
+
+    def abort(self) -> None:
+        if not self.file.closed:
+            self.file.close()
+        self.path.unlink(missing_ok=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is not None:
+            self.abort()
+        elif not self.file.closed:
+            self.close()
+
+    # -- partitions, index, RIP --
+    def _partition(self, kind: int, this: int, previous: int, footer: int, *,
+                   header_byte_count: int = 0, index_byte_count: int = 0, index_sid: int = 0,
+                   body_sid: int = 0) -> bytes:
+        """A closed, complete partition pack (ST 377-1 7.1): kind 2 header, 3 body, 4 footer."""
+        key = bytes.fromhex("060e2b34020501010d01020101") + bytes([kind, 0x04, 0x00])
+        value = struct.pack(">HHIQQQQQIQI", 1, 2, 1, this, previous, footer, header_byte_count,
+                            index_byte_count, index_sid, 0, body_sid)
+        value += OP_ATOM + _batch([GC_MULTIPLE_WRAPPINGS, JP2K_FRAME_WRAPPED], 16)
+        return klv(key, value)
+
+    def _index_segments(self) -> bytes:
+        """VBR index table segments (ST 377-1 11.2): one entry per frame, its stream offset."""
+        out = bytearray()
+        for start in range(0, len(self.offsets), ENTRIES_PER_SEGMENT):
+            chunk = self.offsets[start:start + ENTRIES_PER_SEGMENT]
+            # TemporalOffset 0, KeyFrameOffset 0, Flags 0x80 (random access), StreamOffset
+            entries = [struct.pack(">bbBQ", 0, 0, 0x80, so) for so in chunk]
+            items = [
+                (0x3C0A, uuid.uuid4().bytes),
+                (0x3F0B, _rational(self.edit_rate)),
+                (0x3F0C, struct.pack(">q", start)),
+                (0x3F0D, struct.pack(">q", len(chunk))),
+                (0x3F05, struct.pack(">I", 0)),            # EditUnitByteCount 0: VBR
+                (0x3F06, struct.pack(">I", INDEX_SID)),
+                (0x3F07, struct.pack(">I", BODY_SID)),
+                (0x3F08, b"\x00"),                         # SliceCount
+                (0x3F0E, b"\x00"),                         # PosTableCount
+                (0x3F09, _batch([struct.pack(">bBI", 0, 0, 0)], 6)),
+                (0x3F0A, _batch(entries, 11)),
+            ]
+            body = b"".join(struct.pack(">HH", t, len(v)) + v for t, v in items)
+            out += klv(INDEX_SEGMENT, body)
+        return bytes(out)
+
+    @staticmethod
+    def _rip(partitions: list[tuple[int, int]]) -> bytes:
+        """Random index pack (ST 377-1 12): (BodySID, offset) pairs, then its own length."""
+        value = b"".join(struct.pack(">IQ", sid, off) for sid, off in partitions)
+        length = 16 + len(ber(len(value) + 4)) + len(value) + 4
+        return klv(RANDOM_INDEX_PACK, value + struct.pack(">I", length))
+
+    # -- header metadata --
+    def _header(self, footer: int) -> bytes:
+        metadata = self._primer() + self._metadata()
+        pack_len = len(self._partition(2, 0, 0, footer))
+        room = HEADER_RESERVE - pack_len - len(metadata)
+        if room < 20:
+            raise MediaError(self.path, f"header metadata ({len(metadata)} bytes) does not fit "
+                             f"the {HEADER_RESERVE}-byte header reserve")
+        fill = FILL_KEY + ber(room - 20) + bytes(room - 20)
+        pack = self._partition(2, 0, 0, footer, header_byte_count=len(metadata) + len(fill))
+        out = pack + metadata + fill
+        assert len(out) == HEADER_RESERVE
+        return out
+
+    def _primer(self) -> bytes:
+        items = [struct.pack(">H", tag) + bytes.fromhex(ul) for tag, ul in sorted(PRIMER.items())]
+        return klv(PRIMER_PACK, _batch(items, 18))
+
+    def _metadata(self) -> bytes:
+        h = self.header
+        assert h is not None
+        n, rate = len(self.offsets), self.edit_rate
+        tc_base = round(rate)
+        ids = {name: uuid.uuid4().bytes for name in (
+            "preface", "ident", "storage", "ecd", "mp", "fp", "desc", "sub",
+            "mp_tc", "mp_tc_seq", "mp_tc_comp", "mp_pic", "mp_pic_seq", "mp_clip",
+            "fp_tc", "fp_tc_seq", "fp_tc_comp", "fp_pic", "fp_pic_seq", "fp_clip")}
+        generation = uuid.uuid4().bytes
+        now = _timestamp(self.created)
+        mp_umid = UMID_PREFIX + uuid.uuid4().bytes
+        fp_umid = UMID_PREFIX + self.asset_id.bytes
+        kind = 4 if h.width > 2048 else 2
+        u32, u64 = (lambda v: struct.pack(">I", v)), (lambda v: struct.pack(">Q", v))
+
+        def track(uid, seq_uid, track_id, number, name):
+            return local_set(TIMELINE_TRACK, [
+                (0x3C0A, uid), (0x4801, u32(track_id)), (0x4804, u32(number)),
+                (0x4802, _utf16(name)), (0x4803, seq_uid), (0x4B01, _rational(rate)),
+                (0x4B02, u64(0))])
+
+        def sequence(uid, data_def, component):
+            return local_set(SEQUENCE, [(0x3C0A, uid), (0x0201, data_def), (0x0202, u64(n)),
+                                        (0x1001, _batch([component], 16))])
+
+        def timecode(uid):
+            return local_set(TIMECODE_COMPONENT, [
+                (0x3C0A, uid), (0x0201, DATA_DEF_TIMECODE), (0x0202, u64(n)),
+                (0x1502, struct.pack(">H", tc_base)), (0x1501, u64(0)), (0x1503, b"\x00")])
+
+        def clip(uid, package, track_id):
+            return local_set(SOURCE_CLIP, [
+                (0x3C0A, uid), (0x0201, DATA_DEF_PICTURE), (0x0202, u64(n)), (0x1201, u64(0)),
+                (0x1101, package), (0x1102, u32(track_id))])
+
+        def package(kind_, uid, umid, name, tracks, extra=()):
+            return local_set(kind_, [
+                (0x3C0A, uid), (0x4401, umid), (0x4402, _utf16(name)), (0x4405, now),
+                (0x4404, now), (0x4403, _batch(tracks, 16)), *extra])
+
+        sets = [
+            local_set(PREFACE, [
+                (0x3C0A, ids["preface"]), (0x3B02, now), (0x3B05, struct.pack(">H", 0x0102)),
+                (0x3B07, u32(1)), (0x3B08, ids["fp"]), (0x3B06, _batch([ids["ident"]], 16)),
+                (0x3B03, ids["storage"]), (0x3B09, OP_ATOM),
+                (0x3B0A, _batch([GC_MULTIPLE_WRAPPINGS, JP2K_FRAME_WRAPPED], 16)),
+                (0x3B0B, _batch([], 16))]),
+            local_set(IDENTIFICATION, [
+                (0x3C0A, ids["ident"]), (0x3C09, generation), (0x3C01, _utf16(self.product)),
+                (0x3C02, _utf16(self.product)), (0x3C03, _version(self.version)),
+                (0x3C04, _utf16(self.version)), (0x3C05, PRODUCT_UID.bytes), (0x3C06, now),
+                (0x3C07, _version(self.version)), (0x3C08, _utf16("cinegpu (Python)"))]),
+            local_set(CONTENT_STORAGE, [
+                (0x3C0A, ids["storage"]), (0x1901, _batch([ids["mp"], ids["fp"]], 16)),
+                (0x1902, _batch([ids["ecd"]], 16))]),
+            local_set(ESSENCE_CONTAINER_DATA, [
+                (0x3C0A, ids["ecd"]), (0x2701, fp_umid), (0x3F06, u32(INDEX_SID)),
+                (0x3F07, u32(BODY_SID))]),
+            package(MATERIAL_PACKAGE, ids["mp"], mp_umid, "Material Package",
+                    [ids["mp_tc"], ids["mp_pic"]]),
+            track(ids["mp_tc"], ids["mp_tc_seq"], 1, 0, "Timecode Track"),
+            sequence(ids["mp_tc_seq"], DATA_DEF_TIMECODE, ids["mp_tc_comp"]),
+            timecode(ids["mp_tc_comp"]),
+            track(ids["mp_pic"], ids["mp_pic_seq"], 2, 0, "Picture Track"),
+            sequence(ids["mp_pic_seq"], DATA_DEF_PICTURE, ids["mp_clip"]),
+            clip(ids["mp_clip"], fp_umid, 2),
+            package(SOURCE_PACKAGE, ids["fp"], fp_umid,
+                    "File Package: SMPTE 429-4 frame wrapping of JPEG 2000 codestreams",
+                    [ids["fp_tc"], ids["fp_pic"]], [(0x4701, ids["desc"])]),
+            track(ids["fp_tc"], ids["fp_tc_seq"], 1, 0, "Timecode Track"),
+            sequence(ids["fp_tc_seq"], DATA_DEF_TIMECODE, ids["fp_tc_comp"]),
+            timecode(ids["fp_tc_comp"]),
+            track(ids["fp_pic"], ids["fp_pic_seq"], 2, int.from_bytes(PICTURE_ELEMENT[12:], "big"),
+                  "Picture Track"),
+            sequence(ids["fp_pic_seq"], DATA_DEF_PICTURE, ids["fp_clip"]),
+            clip(ids["fp_clip"], bytes(32), 0),
+            local_set(RGBA_DESCRIPTOR, [
+                (0x3C0A, ids["desc"]), (SUBDESCRIPTORS_TAG, _batch([ids["sub"]], 16)),
+                (0x3006, u32(2)), (0x3001, _rational(rate)), (0x3002, u64(n)),
+                (0x3004, JP2K_FRAME_WRAPPED), (0x320C, b"\x00"),
+                (0x3203, u32(h.width)), (0x3202, u32(h.height)),
+                (0x3209, u32(h.width)), (0x3208, u32(h.height)),
+                (0x320E, struct.pack(">ii", h.width, h.height)),
+                (0x3201, JP2K_CODING[kind]), (0x3406, u32(4095)), (0x3407, u32(0)),
+                (0x3401, PIXEL_LAYOUT_XYZ)]),
+            local_set(JP2K_SUBDESCRIPTOR, [(0x3C0A, ids["sub"])] + self._j2k_items(h)),
+        ]
+        return b"".join(sets)
+
+    @staticmethod
+    def _j2k_items(h: J2KHeader) -> list[tuple[int, bytes]]:
+        """The ST 422 JPEG2000PictureSubDescriptor items, from the main header."""
+        t = J2K_TAGS
+        u32 = [(t[name], struct.pack(">I", getattr(h, name))) for name in
+               ("Xsiz", "Ysiz", "XOsiz", "YOsiz", "XTsiz", "YTsiz", "XTOsiz", "YTOsiz")]
+        return ([(t["Rsiz"], struct.pack(">H", h.Rsiz))] + u32 +
+                [(t["Csiz"], struct.pack(">H", len(h.components))),
+                 (t["PictureComponentSizing"], _batch(list(h.components), 3)),
+                 (t["CodingStyleDefault"], h.cod),
+                 (t["QuantizationDefault"], h.qcd)])
+
+
+def write_track(path, codestreams, *, edit_rate, asset_id: uuid.UUID | None = None) -> TrackFile:
+    """Write an iterable of codestreams as one picture track file."""
+    with PictureTrackWriter(path, edit_rate=edit_rate, asset_id=asset_id) as w:
+        for cs in codestreams:
+            w.write(cs)
+        return w.close()
+
