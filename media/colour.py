@@ -1,0 +1,72 @@
+"""Mastering colour: RGB (Rec.709, P3-D65, DCI-P3) or X'Y'Z' input -> DCI X'Y'Z' 12-bit code values.
+
+The inverse of the display transform in :mod:`cinegpu.decode.transform.display` (same primaries,
+same matrix construction, same display gammas), so an image mastered from ``p3d65`` and shown with
+``--primaries p3d65`` comes back as it went in (SMPTE ST 428-1, RP 431-2; libdcp
+``src/rgb_xyz.cc`` for the same chain):
+
+    RGB  = V ^ gamma                         input transfer: rec709 2.4 (BT.1886, zero black),
+                                             p3d65 and dcip3 2.6
+    XYZ  = M_RGB->XYZ(primaries, white) RGB  relative, white Y = 1
+    CV   = 4095 * clip(XYZ * 48 / 52.37, 0, 1) ^ (1 / 2.6)     (ST 428-1 encoding, 12 bit)
+
+``dcip3`` is DCI-P3 with the DCI white point (x, y = 0.314, 0.351); ``xyz`` means the input
+already holds X'Y'Z' code values (only rescaled to 12 bits).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from cinegpu.decode.transform.display import DCI_GAMMA, DCI_PEAK_RATIO, PRIMARIES
+
+__all__ = ["COLORSPACES", "rgb_to_xyz_matrix", "to_xyz12"]
+
+DCI_WHITE = (0.314, 0.351)
+INPUT_PRIMARIES = dict(PRIMARIES, dcip3=(PRIMARIES["p3d65"][0], PRIMARIES["p3d65"][1],
+                                        PRIMARIES["p3d65"][2], DCI_WHITE))
+INPUT_GAMMA = {"rec709": 2.4, "p3d65": 2.6, "dcip3": 2.6}
+COLORSPACES = ("rec709", "p3d65", "dcip3", "xyz")
+
+
+def rgb_to_xyz_matrix(colorspace: str) -> np.ndarray:
+    """3x3 float64 matrix, linear RGB -> relative XYZ (RGB white -> Y = 1); as the display
+    module builds its XYZ -> RGB matrix, of which this is the inverse for rec709 and p3d65."""
+    if colorspace not in INPUT_PRIMARIES:
+        raise ValueError(f"colorspace must be one of {COLORSPACES}, got {colorspace!r}")
+    r, g, b, w = INPUT_PRIMARIES[colorspace]
+
+    def xyz(c):
+        x, y = c
+        return np.array([x / y, 1.0, (1.0 - x - y) / y])
+
+    p = np.stack([xyz(r), xyz(g), xyz(b)], axis=1)
+    return p * np.linalg.solve(p, xyz(w))
+
+
+def to_xyz12(image: np.ndarray, colorspace: str = "rec709") -> np.ndarray:
+    """(H, W, 3) uint16 X'Y'Z' code values 0..4095 from an (H, W, 3) image of floats 0..1.
+
+    ``colorspace``: ``rec709``, ``p3d65``, ``dcip3`` (RGB, display-encoded) or ``xyz``.
+    Arithmetic in float32; out-of-range values are clipped.
+    """
+    img = np.asarray(image, dtype=np.float32)
+    if img.ndim != 3 or img.shape[2] != 3:
+        raise ValueError(f"want an (H, W, 3) image, got shape {img.shape}")
+    if colorspace == "xyz":
+        return np.rint(np.clip(img, 0.0, 1.0) * 4095.0).astype(np.uint16)
+    if colorspace not in INPUT_GAMMA:
+        raise ValueError(f"colorspace must be one of {COLORSPACES}, got {colorspace!r}")
+    lin = np.power(np.clip(img, 0.0, 1.0), np.float32(INPUT_GAMMA[colorspace]))
+    m = (rgb_to_xyz_matrix(colorspace) / DCI_PEAK_RATIO).astype(np.float32)
+    out = np.empty(img.shape, np.uint16)
+    inv_gamma = np.float32(1.0 / DCI_GAMMA)
+    for ch in range(3):
+        v = lin[..., 0] * m[ch, 0]
+        v += lin[..., 1] * m[ch, 1]
+        v += lin[..., 2] * m[ch, 2]
+        np.clip(v, 0.0, 1.0, out=v)
+        np.power(v, inv_gamma, out=v)
+        v *= np.float32(4095.0)
+        out[..., ch] = np.rint(v)
+    return out

@@ -1,0 +1,266 @@
+"""Writing an unsigned SMPTE DCP: one reel, one picture track (ST 429-2, -7, -8, -9).
+
+    CPL       Composition Playlist, ST 429-7: one Reel with a MainPicture (edit rate, durations,
+              hash, frame rate, screen aspect ratio)
+    PKL       Packing List, ST 429-8: every asset with its size and SHA-1 hash (base64)
+    ASSETMAP  Asset Map, ST 429-9: asset id -> file, the PKL flagged as a packing list
+    VOLINDEX  Volume Index, ST 429-9
+
+A :class:`DCPWriter` writes everything into a hidden temporary folder beside the destination and
+renames it into place at the end, so an interrupted run leaves nothing that looks like a DCP.
+Frames come in as codestreams; :func:`encode_frame` makes them from X'Y'Z' 12-bit images, with
+``cinegpu.encode.encode`` when it is there and OpenJPEG's ``opj_compress`` otherwise.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+from lxml import etree
+
+from .errors import MediaError
+from .mxf_write import PictureTrackWriter, TrackFile
+
+__all__ = ["DCPWriter", "Package", "encode_frame", "encoder_name", "file_hash"]
+
+NS_CPL = "http://www.smpte-ra.org/schemas/429-7/2006/CPL"
+NS_PKL = "http://www.smpte-ra.org/schemas/429-8/2007/PKL"
+NS_AM = "http://www.smpte-ra.org/schemas/429-9/2007/AM"
+CREATOR = "cinegpu 0.1.0"
+CONTENT_KINDS = ("feature", "trailer", "test", "teaser", "rating", "advertisement", "short",
+                 "transitional", "psa", "policy")
+#: Highest codestream bytes per frame: DCI's 250 Mbit/s at the frame rate (dci-facts.md).
+MAX_MBPS = 250
+
+
+# -- encoding ----------------------------------------------------------------------------------
+def _cinegpu_encoder():
+    try:
+        from cinegpu.encode import encode
+    except ImportError:
+        return None
+    return encode
+
+
+def encoder_name() -> str:
+    return "cinegpu.encode" if _cinegpu_encoder() is not None else "opj_compress"
+
+
+def encode_frame(xyz12: np.ndarray, *, profile: str = "2k", fps=24, bitrate: float | None = None,
+                 workdir=None) -> bytes:
+    """A DCI codestream of an (H, W, 3) X'Y'Z' 12-bit image. ``bitrate`` in Mbit/s (default:
+    the DCI cap). Switch point between the project's encoder and the OpenJPEG stand-in."""
+    encode = _cinegpu_encoder()
+    if encode is not None:
+        return encode(xyz12, profile=f"dci-{profile}", fps=fps,
+                      bitrate=None if bitrate is None else bitrate * 1e6)
+    return _opj_encode(xyz12, profile, Fraction(fps), bitrate, workdir)
+
+
+def _opj_encode(xyz12, profile, fps, bitrate, workdir) -> bytes:
+    if shutil.which("opj_compress") is None:
+        raise MediaError(None, "no encoder: cinegpu.encode.encode is missing and OpenJPEG's "
+                               "opj_compress is not installed (apt-get install libopenjp2-tools)")
+    h, w = xyz12.shape[:2]
+    with tempfile.TemporaryDirectory(dir=workdir, prefix="enc") as tmp:
+        src, dst = Path(tmp) / "f.ppm", Path(tmp) / "f.j2c"
+        src.write_bytes(b"P6\n%d %d\n4095\n" % (w, h) + xyz12.astype(">u2").tobytes())
+        args = ["opj_compress", "-i", str(src), "-o", str(dst)]
+        args += ["-cinema2K", "48" if fps > 30 else "24"] if profile == "2k" else ["-cinema4K"]
+        if bitrate is not None:
+            budget = min(bitrate, MAX_MBPS) * 1e6 / 8 / float(fps)
+            args += ["-r", f"{max(1.0, w * h * 3 * 12 / 8 / budget):.3f}"]
+        run = subprocess.run(args, capture_output=True, text=True, timeout=600)
+        if run.returncode != 0 or not dst.is_file():
+            raise MediaError(None, f"opj_compress failed ({run.returncode}): "
+                                   f"{(run.stderr or run.stdout).strip()[-400:]}")
+        return dst.read_bytes()
+
+
+# -- XML -----------------------------------------------------------------------------------------
+def file_hash(path) -> str:
+    """SHA-1 of a file, base64 (ST 429-8 6.3)."""
+    h = hashlib.sha1()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return base64.b64encode(h.digest()).decode("ascii")
+
+
+def _urn(u: uuid.UUID) -> str:
+    return f"urn:uuid:{u}"
+
+
+def _sub(parent, tag: str, text=None):
+    el = etree.SubElement(parent, f"{{{parent.nsmap[None]}}}{tag}")
+    if text is not None:
+        el.text = str(text)
+    return el
+
+
+def _write_xml(root, path: Path) -> None:
+    """UTF-8 with the declaration written as libdcp and asdcplib write it (ClairMeta checks it)."""
+    path.write_bytes(b'<?xml version="1.0" encoding="UTF-8"?>\n'
+                     + etree.tostring(root, encoding="UTF-8", pretty_print=True))
+
+
+def _rational(r: Fraction) -> str:
+    return f"{r.numerator} {r.denominator}"
+
+
+@dataclass(frozen=True)
+class Package:
+    """A finished DCP."""
+
+    root: Path
+    cpl_id: uuid.UUID
+    pkl_id: uuid.UUID
+    track: TrackFile
+    title: str
+
+
+class DCPWriter:
+    """One-reel picture-only SMPTE DCP, written frame by frame.
+
+    ``out``: the DCP folder to create (must not exist, or be empty). ``aspect``: the screen
+    aspect ratio as (width, height) of the image area. Use :meth:`write` per codestream, then
+    :meth:`close`; on an exception inside a ``with`` block the temporary folder is removed.
+    """
+
+    def __init__(self, out, *, title: str, edit_rate=24, aspect: tuple[int, int] | None = None,
+                 kind: str = "feature", issuer: str = CREATOR):
+        self.out = Path(out)
+        if self.out.exists() and (not self.out.is_dir() or any(self.out.iterdir())):
+            raise MediaError(self.out, "destination exists and is not an empty folder")
+        if kind not in CONTENT_KINDS:
+            raise ValueError(f"content kind must be one of {CONTENT_KINDS}, got {kind!r}")
+        self.title, self.kind, self.issuer = title, kind, issuer
+        self.edit_rate = Fraction(edit_rate)
+        self.aspect = aspect
+        self.out.parent.mkdir(parents=True, exist_ok=True)
+        self.tmp = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.partial-", dir=self.out.parent))
+        self.asset_id = uuid.uuid4()
+        self.mxf_name = f"j2c_{self.asset_id}.mxf"
+        self.track_writer = PictureTrackWriter(self.tmp / self.mxf_name, edit_rate=self.edit_rate,
+                                               asset_id=self.asset_id)
+        self.issued = datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+
+    def write(self, codestream: bytes) -> None:
+        self.track_writer.write(codestream)
+
+    def abort(self) -> None:
+        self.track_writer.abort()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is not None:
+            self.abort()
+
+    def close(self) -> Package:
+        """Finish the track file, write CPL, PKL, ASSETMAP and VOLINDEX, move into place."""
+        track = self.track_writer.close()
+        aspect = self.aspect or (track.width, track.height)
+        cpl_id, pkl_id = uuid.uuid4(), uuid.uuid4()
+        track_hash = file_hash(track.path)
+        cpl = self.tmp / f"cpl_{cpl_id}.xml"
+        self._write_cpl(cpl, cpl_id, track, track_hash, aspect)
+        pkl = self.tmp / f"pkl_{pkl_id}.xml"
+        self._write_pkl(pkl, pkl_id, [(cpl_id, cpl, "text/xml", file_hash(cpl)),
+                                      (track.asset_id, track.path, "application/mxf", track_hash)])
+        self._write_assetmap([(pkl_id, pkl, True), (cpl_id, cpl, False),
+                              (track.asset_id, track.path, False)])
+        self._write_volindex()
+        if self.out.is_dir():
+            self.out.rmdir()          # empty (checked at the start)
+        os.replace(self.tmp, self.out)
+        moved = TrackFile(self.out / self.mxf_name, track.asset_id, track.frames, track.edit_rate,
+                          track.width, track.height, track.size)
+        return Package(self.out, cpl_id, pkl_id, moved, self.title)
+
+    # -- documents --
+    def _write_cpl(self, path: Path, cpl_id, track: TrackFile, track_hash: str, aspect) -> None:
+        """ST 429-7 CompositionPlaylist with one reel (element order of the schema)."""
+        root = etree.Element(f"{{{NS_CPL}}}CompositionPlaylist", nsmap={None: NS_CPL})
+        _sub(root, "Id", _urn(cpl_id))
+        _sub(root, "AnnotationText", self.title)
+        _sub(root, "IssueDate", self.issued)
+        _sub(root, "Issuer", self.issuer)
+        _sub(root, "Creator", CREATOR)
+        _sub(root, "ContentTitleText", self.title)
+        _sub(root, "ContentKind", self.kind)
+        version = _sub(root, "ContentVersion")
+        _sub(version, "Id", f"urn:uuid:{uuid.uuid4()}")
+        _sub(version, "LabelText", f"{self.title}_{self.issued[:10]}")
+        _sub(root, "RatingList")
+        reel = _sub(_sub(root, "ReelList"), "Reel")
+        _sub(reel, "Id", _urn(uuid.uuid4()))
+        pic = _sub(_sub(reel, "AssetList"), "MainPicture")
+        _sub(pic, "Id", _urn(track.asset_id))
+        _sub(pic, "EditRate", _rational(track.edit_rate))
+        _sub(pic, "IntrinsicDuration", track.frames)
+        _sub(pic, "EntryPoint", 0)
+        _sub(pic, "Duration", track.frames)
+        _sub(pic, "Hash", track_hash)
+        _sub(pic, "FrameRate", _rational(track.edit_rate))
+        _sub(pic, "ScreenAspectRatio", f"{aspect[0]} {aspect[1]}")
+        _write_xml(root, path)
+
+    def _write_pkl(self, path: Path, pkl_id, assets) -> None:
+        """ST 429-8 PackingList: (id, file, type, hash) per asset."""
+        root = etree.Element(f"{{{NS_PKL}}}PackingList", nsmap={None: NS_PKL})
+        _sub(root, "Id", _urn(pkl_id))
+        _sub(root, "AnnotationText", self.title)
+        _sub(root, "IssueDate", self.issued)
+        _sub(root, "Issuer", self.issuer)
+        _sub(root, "Creator", CREATOR)
+        al = _sub(root, "AssetList")
+        for aid, file, mime, digest in assets:
+            a = _sub(al, "Asset")
+            _sub(a, "Id", _urn(aid))
+            _sub(a, "AnnotationText", file.name)
+            _sub(a, "Hash", digest)
+            _sub(a, "Size", file.stat().st_size)
+            _sub(a, "Type", mime)
+            _sub(a, "OriginalFileName", file.name)
+        _write_xml(root, path)
+
+    def _write_assetmap(self, assets) -> None:
+        """ST 429-9 AssetMap: (id, file, is packing list) per asset, all on volume 1."""
+        root = etree.Element(f"{{{NS_AM}}}AssetMap", nsmap={None: NS_AM})
+        _sub(root, "Id", _urn(uuid.uuid4()))
+        _sub(root, "AnnotationText", self.title)
+        _sub(root, "Creator", CREATOR)
+        _sub(root, "VolumeCount", 1)
+        _sub(root, "IssueDate", self.issued)
+        _sub(root, "Issuer", self.issuer)
+        al = _sub(root, "AssetList")
+        for aid, file, is_pkl in assets:
+            a = _sub(al, "Asset")
+            _sub(a, "Id", _urn(aid))
+            if is_pkl:
+                _sub(a, "PackingList", "true")
+            chunk = _sub(_sub(a, "ChunkList"), "Chunk")
+            _sub(chunk, "Path", file.name)
+            _sub(chunk, "VolumeIndex", 1)
+            _sub(chunk, "Offset", 0)
+            _sub(chunk, "Length", file.stat().st_size)
+        _write_xml(root, self.tmp / "ASSETMAP.xml")
+
+    def _write_volindex(self) -> None:
+        root = etree.Element(f"{{{NS_AM}}}VolumeIndex", nsmap={None: NS_AM})
+        _sub(root, "Index", 1)
+        _write_xml(root, self.tmp / "VOLINDEX.xml")

@@ -1,0 +1,189 @@
+"""Input images for mastering: TIFF, PNG and DPX frames, and fitting them to a DCI container.
+
+Readers return (H, W, 3) float32 in 0..1 (code value / (2^bits - 1)); grey is repeated into three
+channels, alpha dropped. TIFF through ``tifffile``; PNG through :mod:`cinegpu.player.png` for
+16-bit RGB(A) (Pillow reads 16-bit PNG only for grey) and Pillow otherwise; DPX (SMPTE ST 268)
+through the small reader here: RGB or RGBA, 8, 10 (packed method A, filled to 32-bit words),
+12 (method A, filled to 16-bit words) or 16 bits, either byte order.
+
+:func:`fit` scales an image to fit a DCI image area (keeping its aspect ratio, triangle filter)
+and pads it with black, centred; :func:`image_area` picks flat, scope or the full container.
+"""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import numpy as np
+
+from .errors import MediaError
+
+__all__ = ["AREAS", "IMAGE_SUFFIXES", "fit", "image_area", "list_frames", "read_dpx", "read_image"]
+
+IMAGE_SUFFIXES = (".tif", ".tiff", ".png", ".dpx")
+#: DCI image areas per container (ST 428-1 / DCI spec): name -> (width, height).
+AREAS = {"2k": {"flat": (1998, 1080), "scope": (2048, 858), "full": (2048, 1080)},
+         "4k": {"flat": (3996, 2160), "scope": (4096, 1716), "full": (4096, 2160)}}
+
+
+def list_frames(path) -> list[Path]:
+    """The input frames: one image file, or the images of a folder in natural order."""
+    from .source import natural_key
+    p = Path(path)
+    if p.is_file():
+        if p.suffix.lower() not in IMAGE_SUFFIXES:
+            raise MediaError(p, f"not a TIFF, PNG or DPX image ({p.suffix or 'no suffix'})")
+        return [p]
+    if not p.is_dir():
+        raise MediaError(p, "no such file or folder")
+    files = sorted((f for f in p.iterdir() if f.is_file() and f.suffix.lower() in IMAGE_SUFFIXES),
+                   key=lambda f: natural_key(f.name))
+    if not files:
+        raise MediaError(p, "no .tif/.tiff/.png/.dpx images in this folder")
+    return files
+
+
+def _normalise(a: np.ndarray, bits: int | None = None) -> np.ndarray:
+    """(H, W, 3) float32 0..1 from an integer or float image of 1, 2, 3 or 4 channels."""
+    if a.ndim == 2:
+        a = a[:, :, None]
+    if a.ndim != 3 or a.shape[2] not in (1, 2, 3, 4):
+        raise ValueError(f"unsupported image shape {a.shape}")
+    if a.shape[2] in (1, 2):
+        a = np.repeat(a[:, :, :1], 3, axis=2)
+    a = a[:, :, :3]
+    if a.dtype.kind == "f":
+        return np.clip(a.astype(np.float32), 0.0, 1.0)
+    if a.dtype.kind not in "ui":
+        raise ValueError(f"unsupported sample type {a.dtype}")
+    top = (1 << bits) - 1 if bits else np.iinfo(a.dtype).max
+    return (a.astype(np.float32) / np.float32(top)).clip(0.0, 1.0)
+
+
+def read_image(path) -> np.ndarray:
+    """Read one TIFF, PNG or DPX frame as (H, W, 3) float32 0..1; MediaError if unreadable."""
+    p = Path(path)
+    suffix = p.suffix.lower()
+    try:
+        if suffix in (".tif", ".tiff"):
+            import tifffile
+            return _normalise(tifffile.imread(p))
+        if suffix == ".png":
+            return _read_png(p)
+        if suffix == ".dpx":
+            return read_dpx(p)
+    except MediaError:
+        raise
+    except (OSError, ValueError, struct.error) as exc:
+        raise MediaError(p, f"cannot read image: {exc}") from None
+    raise MediaError(p, f"not a TIFF, PNG or DPX image ({suffix or 'no suffix'})")
+
+
+def _read_png(p: Path) -> np.ndarray:
+    head = p.read_bytes()[:33]
+    if head[:8] != b"\x89PNG\r\n\x1a\n":
+        raise MediaError(p, "not a PNG file")
+    depth, colour = head[24], head[25]
+    if depth == 16 and colour in (2, 6):
+        from cinegpu.player.png import read_png16
+        return _normalise(read_png16(p))
+    from PIL import Image
+    with Image.open(p) as im:
+        if im.mode in ("P", "PA", "LA", "1", "CMYK", "YCbCr"):
+            im = im.convert("RGB")
+        a = np.asarray(im)
+    return _normalise(a, 16 if a.dtype != np.uint8 else 8)
+
+
+# -- DPX (SMPTE ST 268) ---------------------------------------------------------------------------
+def read_dpx(path) -> np.ndarray:
+    """(H, W, 3) float32 0..1 from an RGB (descriptor 50) or RGBA (51) DPX file."""
+    p = Path(path)
+    data = p.read_bytes()
+    if len(data) < 2048:
+        raise MediaError(p, "DPX file shorter than its 2048-byte header")
+    magic = data[:4]
+    if magic not in (b"SDPX", b"XPDS"):
+        raise MediaError(p, f"not a DPX file (magic {magic!r})")
+    e = ">" if magic == b"SDPX" else "<"
+    image_offset = struct.unpack_from(e + "I", data, 4)[0]
+    width, height = struct.unpack_from(e + "II", data, 772)
+    descriptor, _transfer, _colorimetric, bits = data[800], data[801], data[802], data[803]
+    packing, encoding, element_offset = struct.unpack_from(e + "HHI", data, 804)
+    offset = element_offset or image_offset
+    if encoding != 0:
+        raise MediaError(p, "run-length encoded DPX is not supported")
+    channels = {50: 3, 51: 4, 6: 1}.get(descriptor)
+    if channels is None:
+        raise MediaError(p, f"DPX descriptor {descriptor} (only RGB 50, RGBA 51, luma 6)")
+    if not (0 < width <= 65536 and 0 < height <= 65536):
+        raise MediaError(p, f"implausible DPX size {width}x{height}")
+    n = width * height * channels
+    if bits == 8:
+        row = -(-width * channels // 4) * 4
+        raw = _take(p, data, offset, row * height, np.uint8).reshape(height, row)
+        a = raw[:, :width * channels]
+    elif bits == 16:
+        row = width * channels * 2
+        a = _take(p, data, offset, row * height, np.dtype(e + "u2")).reshape(height, -1)
+    elif bits == 12 and packing == 1:
+        a = _take(p, data, offset, n * 2, np.dtype(e + "u2")) >> 4
+    elif bits == 10 and packing == 1:
+        words_per_row = -(-width * channels // 3)
+        w = _take(p, data, offset, words_per_row * 4 * height, np.dtype(e + "u4"))
+        w = w.reshape(height, words_per_row)
+        s = np.stack([(w >> 22) & 0x3FF, (w >> 12) & 0x3FF, (w >> 2) & 0x3FF], axis=-1)
+        a = s.reshape(height, -1)[:, :width * channels]
+    else:
+        raise MediaError(p, f"DPX of {bits} bits with packing {packing} is not supported "
+                            "(8, 10 or 12 filled method A, 16)")
+    return _normalise(np.ascontiguousarray(a).reshape(height, width, channels), bits)
+
+
+def _take(p: Path, data: bytes, offset: int, nbytes: int, dtype) -> np.ndarray:
+    if offset + nbytes > len(data):
+        raise MediaError(p, f"DPX image data truncated: {nbytes} bytes wanted at {offset}, "
+                            f"file has {len(data)}")
+    return np.frombuffer(data, dtype, nbytes // np.dtype(dtype).itemsize, offset)
+
+
+# -- fitting into the container -------------------------------------------------------------------
+def image_area(width: int, height: int, profile: str = "2k", container: str = "auto") -> tuple[str, int, int]:
+    """(name, width, height) of the DCI image area for a ``width`` x ``height`` picture:
+    ``container`` flat, scope or full, or auto (the area whose aspect ratio is nearest)."""
+    areas = AREAS[profile]
+    if container != "auto":
+        if container not in areas:
+            raise ValueError(f"container must be auto, flat, scope or full, got {container!r}")
+        return (container, *areas[container])
+    aspect = width / height
+    name = min(areas, key=lambda k: abs(np.log(aspect * areas[k][1] / areas[k][0])))
+    return (name, *areas[name])
+
+
+def _weights(n_in: int, n_out: int, scale: float) -> np.ndarray:
+    """(n_out, n_in) float32 resampling weights: triangle filter, widened when shrinking."""
+    support = max(1.0, 1.0 / scale)
+    centres = (np.arange(n_out) + 0.5) / scale - 0.5
+    x = np.arange(n_in)
+    w = np.maximum(0.0, 1.0 - np.abs(x[None, :] - centres[:, None]) / support)
+    sums = w.sum(axis=1, keepdims=True)
+    return (w / np.where(sums > 0, sums, 1.0)).astype(np.float32)
+
+
+def fit(image: np.ndarray, width: int, height: int) -> np.ndarray:
+    """Scale ``image`` (H, W, 3) to fit ``width`` x ``height`` keeping its aspect ratio, centred
+    on black. Unchanged (a view) when it already has that size."""
+    h, w = image.shape[:2]
+    if (w, h) == (width, height):
+        return image
+    scale = min(width / w, height / h)
+    ow, oh = max(1, round(w * scale)), max(1, round(h * scale))
+    wy = _weights(h, oh, oh / h)
+    wx = _weights(w, ow, ow / w)
+    out = np.zeros((height, width, 3), np.float32)
+    y0, x0 = (height - oh) // 2, (width - ow) // 2
+    for c in range(3):
+        out[y0:y0 + oh, x0:x0 + ow, c] = wy @ image[:, :, c].astype(np.float32) @ wx.T
+    return out
