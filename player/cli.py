@@ -11,7 +11,7 @@ import importlib
 import sys
 
 #: Subcommand modules, in the order ``cinegpu --help`` lists them.
-COMMANDS = ("play", "decode", "info", "bench", "check")
+COMMANDS = ("play", "decode", "info", "bench", "check", "serve", "master", "demo")
 
 
 def build_parser() -> argparse.ArgumentParser:

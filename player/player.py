@@ -235,6 +235,22 @@ class Player:
             return True
         return self.headless and c.ended
 
+    def turn(self) -> float:
+        """One turn of the draw loop, never waiting: window events, decode requests, the due frame
+        drawn when ready; the seconds (>= 0) to sleep before the next turn.  :meth:`run` is this in
+        a loop; the playback server drives it from its own loop between HTTP commands."""
+        self._events()
+        self._want()
+        n = self.scheduler.tick(self._ready)
+        if n is not None:
+            self._show(n)
+        if self.screenshots:
+            self._pinned_screenshots()
+        clock = self.clock
+        t = clock.timeline()
+        wait = clock.presentation_time(t + 1) - self._now() if clock.playing else 0.01
+        return min(max(wait, 0.0), 0.002 if self.scheduler.current != clock.due() else 0.01)
+
     def run(self) -> Summary:
         """Play until the end (headless, not looping), ``max_frames`` or quit; the summary."""
         if not self.headless:
@@ -244,16 +260,7 @@ class Player:
         clock.play()
         start = self._now()
         while not self._done():
-            self._events()
-            self._want()
-            n = self.scheduler.tick(self._ready)
-            if n is not None:
-                self._show(n)
-            if self.screenshots:
-                self._pinned_screenshots()
-            t = clock.timeline()
-            wait = clock.presentation_time(t + 1) - self._now() if clock.playing else 0.01
-            self._sleep(min(max(wait, 0.0), 0.002 if self.scheduler.current != clock.due() else 0.01))
+            self._sleep(self.turn())
         seconds = self._now() - start
         if not self.quit:
             self.scheduler.finish(self.max_frames)

@@ -1,0 +1,520 @@
+"""The engine: the one thread that owns the GL window, the player and the decode pipeline.
+
+HTTP handlers never touch the player.  They put a :class:`Command` on the engine's queue and
+await its future; :meth:`Engine.run` (the display thread, the process's main thread) drains the
+queue between turns of :meth:`~cinegpu.player.player.Player.turn`, so a request costs the display
+at most one queue read per turn and never a wait.  What the player is doing is published as a
+status snapshot (a fresh ``dict`` per change, never mutated after publication) that handlers read
+without a lock.
+
+Opening a composition (package XML, MXF indexes, worker processes) is slow, so it happens in a
+loader thread; the opened media and frame source come back through the same queue and the
+display thread only builds the GL target and the :class:`Player`.  Closing a source (joining its
+workers) is handed to a closer thread for the same reason.
+
+States: ``idle`` (nothing loaded), ``loading``, ``stopped`` (loaded, at the first frame),
+``starting`` (play asked for; decoding the preroll before the clock runs), ``playing``,
+``paused``, ``ended`` (past the last frame of the last composition).
+"""
+
+from __future__ import annotations
+
+import collections
+import concurrent.futures
+import logging
+import queue
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Callable
+
+from ..clock import PlaybackStats
+from ..player import Player, timecode
+from ..source import FrameError
+from .library import Entry
+
+__all__ = ["Command", "CommandError", "Engine", "parse_timecode"]
+
+log = logging.getLogger("cinegpu.server")
+
+COMMANDS = ("load", "play", "pause", "stop", "step", "seek")
+
+
+class CommandError(Exception):
+    """A command the engine refuses; ``status`` is the HTTP status the server answers with."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass
+class Command:
+    name: str
+    args: dict = field(default_factory=dict)
+    future: concurrent.futures.Future = field(default_factory=concurrent.futures.Future)
+
+
+def parse_timecode(text: str, rate: Fraction) -> int:
+    """Frame number of ``hh:mm:ss:ff`` at ``rate`` (FF counts whole frames of round(rate) per second)."""
+    m = re.fullmatch(r"(\d{1,3}):([0-5]\d):([0-5]\d)[:;](\d{1,3})", text.strip())
+    if m is None:
+        raise CommandError(422, f"timecode must be hh:mm:ss:ff, got {text!r}")
+    hh, mm, ss, ff = map(int, m.groups())
+    fps = max(1, round(rate))
+    if ff >= fps:
+        raise CommandError(422, f"frame field {ff} of {text!r} is not below {fps} (edit rate {rate})")
+    return ((hh * 60 + mm) * 60 + ss) * fps + ff
+
+
+def hms(frame: int, rate: Fraction) -> str:
+    """``h:mm:ss`` of ``frame`` (DCP-o-matic's player status position)."""
+    s = int(Fraction(frame) / rate)
+    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
+
+
+class _ErrorLog(logging.Handler):
+    """Warnings and errors of the ``cinegpu`` loggers, the last ``keep`` of them, for status."""
+
+    def __init__(self, keep: int = 20) -> None:
+        super().__init__(logging.WARNING)
+        self.recent: collections.deque = collections.deque(maxlen=keep)
+        self.count = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            msg = record.getMessage()
+        except Exception:   # a bad format string must not break playback
+            msg = str(record.msg)
+        self.recent.append({"time": round(record.created, 3), "source": record.name, "message": msg[:500]})
+        self.count += 1
+
+
+@dataclass
+class _Loaded:
+    generation: int
+    entry: Entry
+    media: object
+    source: object
+
+
+@dataclass
+class _Failed:
+    generation: int
+    entry: Entry
+    error: BaseException
+
+
+class Engine:
+    """Plays library entries in ``window`` as commands arrive; see the module docstring.
+
+    ``open_media(entry)`` opens an entry's picture (a :class:`cinegpu.media.Source`);
+    ``make_source(media)`` gives its frame source (``PipelineSource`` or ``DecodeAheadSource``);
+    ``make_target(backend)`` a texture target; ``make_presenter()`` a presenter.  ``fps``
+    overrides the edit rate (sequences have none: 24).  ``now`` and ``sleep`` are injected.
+    """
+
+    def __init__(self, window, *, open_media: Callable, make_source: Callable, make_target: Callable,
+                 make_presenter: Callable, headless: bool = True, fps=None, preroll: int = 2,
+                 preroll_timeout: float = 30.0, now: Callable[[], float] = time.perf_counter,
+                 sleep: Callable[[float], None] = time.sleep, backend: str = "") -> None:
+        self.window, self.headless = window, headless
+        self._open_media, self._make_source = open_media, make_source
+        self._make_target, self._make_presenter = make_target, make_presenter
+        self.fps = None if fps is None else Fraction(fps)
+        self.preroll, self.preroll_timeout = max(1, preroll), preroll_timeout
+        self._now, self._sleep = now, sleep
+        self.backend = backend
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._quit = threading.Event()
+        self.player: Player | None = None
+        self.media = None
+        self.entry: Entry | None = None
+        self.playlist: list[Entry] = []
+        self.index = 0
+        self.loop = False
+        self.state = "idle"
+        self._generation = 0
+        self._pending: list[concurrent.futures.Future] = []     # load futures answered when loaded
+        self._autoplay = False
+        self._preroll_until = 0.0
+        self._totals = PlaybackStats()
+        self._errors = _ErrorLog()
+        self._started = now()
+        self._snapshot: dict = {}
+        self._published_at = -1.0
+        self._key: tuple = ()
+        self.version = 0
+        self._closers: list[threading.Thread] = []
+        self._publish(force=True)
+
+    # ---------------------------------------------------------------- any thread
+
+    def submit(self, name: str, **args) -> concurrent.futures.Future:
+        """Queue a command for the display thread; the future gets the status after it, or a
+        :class:`CommandError`."""
+        cmd = Command(name, args)
+        if self._quit.is_set():
+            cmd.future.set_exception(CommandError(503, "the server is shutting down"))
+        else:
+            self._queue.put(cmd)
+        return cmd.future
+
+    def snapshot(self) -> dict:
+        """The status last published (do not modify)."""
+        return self._snapshot
+
+    def request_quit(self) -> None:
+        """Ask the loop to end (a signal handler may call this)."""
+        self._quit.set()
+
+    @property
+    def quitting(self) -> bool:
+        return self._quit.is_set()
+
+    # ---------------------------------------------------------------- display thread
+
+    def run(self) -> None:
+        """The loop: commands, one player turn, status; until :meth:`request_quit` or the window closes."""
+        root = logging.getLogger("cinegpu")
+        root.addHandler(self._errors)
+        try:
+            while not self._quit.is_set():
+                self._drain()
+                wait = self._turn()
+                self._publish()
+                self._sleep(min(wait, 0.01))
+        finally:
+            root.removeHandler(self._errors)
+            self._shutdown()
+
+    def _drain(self, limit: int = 64) -> None:
+        for _ in range(limit):
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if isinstance(item, _Loaded):
+                self._install(item)
+            elif isinstance(item, _Failed):
+                self._load_failed(item)
+            else:
+                self._apply(item)
+
+    def _apply(self, cmd: Command) -> None:
+        if not cmd.future.set_running_or_notify_cancel():   # the handler gave up (timeout)
+            return
+        try:
+            handler = getattr(self, f"_cmd_{cmd.name}", None) if cmd.name in COMMANDS else None
+            if handler is None:
+                raise CommandError(400, f"unknown command {cmd.name!r}")
+            deferred = handler(**cmd.args)
+        except CommandError as exc:
+            cmd.future.set_exception(exc)
+            return
+        except Exception as exc:   # a bug in a command must not stop playback
+            log.exception("command %s failed", cmd.name)
+            cmd.future.set_exception(CommandError(500, f"{cmd.name} failed: {type(exc).__name__}: {exc}"))
+            return
+        if deferred:
+            self._pending.append(cmd.future)
+        else:
+            self._publish(force=True)
+            cmd.future.set_result(self._snapshot)
+
+    def _turn(self) -> float:
+        p = self.player
+        if p is None:
+            self._events()
+            return 0.01
+        if self.state == "starting":
+            return self._preroll_turn(p)
+        wait = p.turn()
+        if p.quit:
+            self._quit.set()
+        clock = p.clock
+        if clock.playing and clock.ended:
+            p.scheduler.finish()
+            if self.index + 1 < len(self.playlist):
+                self._start_load(self.index + 1, autoplay=True)
+            elif self.loop and len(self.playlist) > 1:
+                self._start_load(0, autoplay=True)
+            else:
+                clock.pause()
+                self.state = "ended"
+        return wait
+
+    def _events(self) -> None:
+        if not self.headless:
+            self.window.dispatch_events()
+            if self.window.has_exit:
+                self._quit.set()
+
+    def _preroll_turn(self, p: Player) -> float:
+        """Decode the frames from the held position before the clock runs (never waiting)."""
+        clock = p.clock
+        t = clock.timeline()
+        frames = [f for f in (clock.media_frame(t + k) for k in range(max(p.depth, self.preroll)))
+                  if f is not None]
+        p.source.want(frames)
+        self._events()
+        if all(self._ready(p, n) for n in frames[: self.preroll]) or self._now() > self._preroll_until:
+            clock.play()
+            self.state = "playing"
+            return 0.0
+        return 0.002
+
+    @staticmethod
+    def _ready(p: Player, n: int) -> bool:
+        try:
+            return p.source.get(n) is not None
+        except FrameError:
+            return True
+
+    # ---------------------------------------------------------------- commands
+
+    def _need_player(self) -> Player:
+        if self.player is None:
+            raise CommandError(409, "nothing is loaded" if self.state != "loading" else "still loading")
+        return self.player
+
+    def _cmd_load(self, entries: list[Entry], loop: bool = False, play: bool = False) -> bool:
+        if not entries:
+            raise CommandError(422, "nothing to load")
+        for f in self._pending:
+            if not f.done():
+                f.set_exception(CommandError(409, "superseded by a later load"))
+        self._pending.clear()
+        self.playlist, self.loop = list(entries), bool(loop)
+        self._totals = PlaybackStats()
+        self._start_load(0, autoplay=play)
+        return True
+
+    def _cmd_play(self) -> None:
+        p = self._need_player()
+        if self.state in ("playing", "starting"):
+            return
+        if self.state == "ended" or p.clock.ended:
+            p.clock.seek(0)
+        self._start_playing(p)
+
+    def _start_playing(self, p: Player) -> None:
+        self.state = "starting"
+        self._preroll_until = self._now() + self.preroll_timeout
+
+    def _cmd_pause(self) -> None:
+        p = self._need_player()
+        p.clock.pause()
+        self.state = "paused"
+
+    def _cmd_stop(self) -> None:
+        p = self._need_player()
+        p.clock.pause()
+        p.clock.seek(0)
+        self.state = "stopped"
+
+    def _cmd_step(self, frames: int = 1) -> None:
+        p = self._need_player()
+        p.clock.step(frames)
+        self.state = "paused"
+
+    def _cmd_seek(self, frame: int | None = None, timecode: str | None = None) -> None:
+        p = self._need_player()
+        if timecode is not None:
+            frame = parse_timecode(timecode, p.clock.rate)
+        if frame is None:
+            raise CommandError(422, "seek needs a frame or a timecode")
+        if not 0 <= frame < p.clock.frame_count:
+            raise CommandError(422, f"frame {frame} outside 0..{p.clock.frame_count - 1}")
+        playing = self.state in ("playing", "starting")
+        p.clock.pause()
+        p.clock.seek(frame)
+        if playing:
+            self._start_playing(p)          # preroll again: a seek should not drop frames
+        elif self.state == "ended":
+            self.state = "paused"
+
+    # ---------------------------------------------------------------- loading
+
+    def _start_load(self, index: int, *, autoplay: bool) -> None:
+        self._generation += 1
+        self._unload()
+        self.index, self._autoplay = index, autoplay
+        self.entry = self.playlist[index]
+        self.state = "loading"
+        entry, gen = self.entry, self._generation
+        threading.Thread(target=self._load, args=(gen, entry), name=f"load-{gen}", daemon=True).start()
+        self._publish(force=True)
+
+    def _load(self, gen: int, entry: Entry) -> None:
+        """Loader thread: open the media and its frame source."""
+        media = source = None
+        try:
+            media = self._open_media(entry)
+            source = self._make_source(media)
+            self._queue.put(_Loaded(gen, entry, media, source))
+        except Exception as exc:
+            log.warning("cannot load %s (%s): %s", entry.title or entry.id, entry.id, exc)
+            self._close_later(None, source, media)
+            self._queue.put(_Failed(gen, entry, exc))
+
+    def _install(self, item: _Loaded) -> None:
+        if item.generation != self._generation or self._quit.is_set():
+            self._close_later(None, item.source, item.media)
+            return
+        source = item.source
+        rate = self.fps or source.edit_rate or Fraction(24)
+        try:
+            target = self._make_target(source.backend)
+            depth = max(8, self.preroll, getattr(source, "depth", 8))
+            self.player = Player(source, self.window, target, self._make_presenter(), rate=rate,
+                                 loop=self.loop and len(self.playlist) == 1,
+                                 headless=self.headless, depth=depth, preroll=self.preroll)
+        except Exception as exc:
+            log.warning("cannot play %s: %s", item.entry.id, exc)
+            self._close_later(None, source, item.media)
+            self._load_failed(_Failed(item.generation, item.entry, exc))
+            return
+        self.media = item.media
+        self.state = "stopped"
+        if self._autoplay:
+            self._start_playing(self.player)
+        self._answer_pending()
+
+    def _load_failed(self, item: _Failed) -> None:
+        if item.generation != self._generation:
+            return
+        self.state = "idle"
+        self.entry = None
+        status = 409
+        err = CommandError(status, f"cannot load {item.entry.id}: {type(item.error).__name__}: {item.error}")
+        for f in self._pending:
+            if not f.done():
+                f.set_exception(err)
+        self._pending.clear()
+        self._publish(force=True)
+
+    def _answer_pending(self) -> None:
+        self._publish(force=True)
+        for f in self._pending:
+            if not f.done():
+                f.set_result(self._snapshot)
+        self._pending.clear()
+
+    def _unload(self) -> None:
+        p, media = self.player, self.media
+        self.player, self.media = None, None
+        if p is not None:
+            s = p.scheduler.stats
+            t = self._totals
+            t.shown, t.late, t.dropped, t.errors = t.shown + s.shown, t.late + s.late, \
+                t.dropped + s.dropped, t.errors + s.errors
+            self._close_later(p, p.source, media)
+
+    def _close_later(self, player, source, media) -> None:
+        """Close ``player`` (GL: here) and, in a closer thread, ``source`` and ``media``."""
+        if player is not None:
+            try:
+                player.close()
+            except Exception as exc:
+                log.warning("closing the player: %s", exc)
+
+        def close():
+            for thing in (source, media):
+                if thing is not None:
+                    try:
+                        thing.close()
+                    except Exception as exc:
+                        log.warning("closing %s: %s", type(thing).__name__, exc)
+
+        t = threading.Thread(target=close, name="closer", daemon=True)
+        t.start()
+        self._closers = [c for c in self._closers if c.is_alive()] + [t]
+
+    def _shutdown(self) -> None:
+        self._generation += 1
+        self._drain_rejecting()
+        self._unload()
+        for t in self._closers:
+            t.join(timeout=60)
+        self.state = "idle"
+        self._publish(force=True)
+
+    def _drain_rejecting(self) -> None:
+        err = CommandError(503, "the server is shutting down")
+        for f in self._pending:
+            if not f.done():
+                f.set_exception(err)
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if isinstance(item, _Loaded):
+                self._close_later(None, item.source, item.media)
+            elif isinstance(item, Command) and item.future.set_running_or_notify_cancel():
+                item.future.set_exception(err)
+
+    # ---------------------------------------------------------------- status
+
+    def _publish(self, force: bool = False) -> None:
+        """Build a new snapshot when something it shows changed (at least every 0.25 s)."""
+        p = self.player
+        key = (self.state, self.index, self._generation, self._errors.count,
+               None if p is None else (p.clock.timeline(), p.scheduler.current, p.scheduler.stats.shown,
+                                       p.scheduler.stats.dropped))
+        now = self._now()
+        if not force and key == self._key and now - self._published_at < 0.25:
+            return
+        self._key, self._published_at = key, now
+        self.version += 1
+        self._snapshot = self._status(now)
+
+    def _status(self, now: float) -> dict:
+        p, e = self.player, self.entry
+        t = self._totals
+        s = p.scheduler.stats if p is not None else PlaybackStats()
+        rate = p.clock.rate if p is not None else (self.fps or (e.edit_rate if e else None))
+        frame = reel = None
+        if p is not None:
+            due = p.clock.due()
+            frame = p.clock.frame_count - 1 if due is None else due
+            reel = self._reel(frame)
+        return {
+            "state": self.state,
+            "composition": None if e is None else {"id": e.id, "title": e.title, "kind": e.kind,
+                                                   "frames": p.clock.frame_count if p else e.frames},
+            "playlist": [x.id for x in self.playlist], "playlist_index": self.index if self.playlist else None,
+            "loop": self.loop,
+            "reel": reel,
+            "frame": frame,
+            "shown_frame": None if p is None else p.scheduler.current,
+            "frame_count": None if p is None else p.clock.frame_count,
+            "timecode": None if frame is None else timecode(frame, rate),
+            "edit_rate": None if rate is None else str(Fraction(rate)),
+            "edit_rate_fps": None if rate is None else float(rate),
+            "decode_fps": round(p.source.decode_fps, 2) if p is not None else 0.0,
+            "shown": t.shown + s.shown, "late": t.late + s.late, "dropped": t.dropped + s.dropped,
+            "frame_errors": t.errors + s.errors,
+            "backend": p.source.backend if p is not None else self.backend,
+            "interop": p.target.name if p is not None else None,
+            "errors": list(self._errors.recent)[-10:], "error_count": self._errors.count,
+            "uptime": round(now - self._started, 3), "version": self.version,
+            # DCP-o-matic's player API (src/lib/http_server.cc): playing, position (h:mm:ss), dcp_name
+            "playing": self.state in ("playing", "starting"),
+            "position": hms(frame or 0, rate) if rate else "0:00:00",
+            "dcp_name": "" if e is None else e.title,
+        }
+
+    def _reel(self, frame: int) -> dict | None:
+        e = self.entry
+        if e is None or not e.reels:
+            return None
+        start = 0
+        for i, (rid, n) in enumerate(e.reels):
+            if frame < start + n or i == len(e.reels) - 1:
+                return {"index": i, "id": rid or None, "frame": frame - start}
+            start += n
+        return None

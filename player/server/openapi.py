@@ -1,0 +1,144 @@
+"""The OpenAPI 3.1 document of the playback server (served at ``/api/v1/openapi.json``).
+
+Written out by hand so that it says exactly what the handlers in :mod:`.app` accept: the
+property-based tests generate their requests from it.
+"""
+
+from __future__ import annotations
+
+__all__ = ["openapi"]
+
+ID = {"type": "string", "minLength": 1, "maxLength": 200,
+      "description": "a CPL id (urn:uuid: prefix allowed) or a sequence id from /library"}
+
+ERROR = {"type": "object", "required": ["error", "status"],
+         "properties": {"error": {"type": "string"}, "status": {"type": "integer"}}}
+
+STATUS = {
+    "type": "object",
+    "required": ["state", "frame", "timecode", "edit_rate", "decode_fps", "late", "dropped", "backend",
+                 "errors", "version", "playing", "position", "dcp_name"],
+    "properties": {
+        "state": {"enum": ["idle", "loading", "stopped", "starting", "playing", "paused", "ended"]},
+        "composition": {"type": ["object", "null"]},
+        "playlist": {"type": "array", "items": {"type": "string"}},
+        "playlist_index": {"type": ["integer", "null"]},
+        "loop": {"type": "boolean"},
+        "reel": {"type": ["object", "null"], "description": "index, id and frame within the reel"},
+        "frame": {"type": ["integer", "null"], "description": "media frame due now (0-based)"},
+        "shown_frame": {"type": ["integer", "null"], "description": "media frame on screen"},
+        "frame_count": {"type": ["integer", "null"]},
+        "timecode": {"type": ["string", "null"], "description": "hh:mm:ss:ff of frame"},
+        "edit_rate": {"type": ["string", "null"], "description": "frames per second, a fraction"},
+        "edit_rate_fps": {"type": ["number", "null"]},
+        "decode_fps": {"type": "number", "description": "pictures decoded per second, recently"},
+        "shown": {"type": "integer"}, "late": {"type": "integer"}, "dropped": {"type": "integer"},
+        "frame_errors": {"type": "integer", "description": "frames that failed to decode (concealed)"},
+        "backend": {"type": "string"}, "interop": {"type": ["string", "null"]},
+        "errors": {"type": "array", "items": {"type": "object"}, "description": "recent warnings"},
+        "error_count": {"type": "integer"},
+        "uptime": {"type": "number", "description": "seconds"},
+        "version": {"type": "integer", "description": "bumped by every status change"},
+        "playing": {"type": "boolean", "description": "DCP-o-matic player API"},
+        "position": {"type": "string", "description": "h:mm:ss (DCP-o-matic player API)"},
+        "dcp_name": {"type": "string", "description": "DCP-o-matic player API"},
+    },
+}
+
+LOAD = {
+    "oneOf": [
+        {"type": "object", "required": ["cpl"], "additionalProperties": False,
+         "properties": {"cpl": ID, "loop": {"type": "boolean"}, "play": {"type": "boolean"}}},
+        {"type": "object", "required": ["playlist"], "additionalProperties": False,
+         "properties": {"playlist": {"type": "array", "items": ID, "minItems": 1, "maxItems": 100},
+                        "loop": {"type": "boolean"}, "play": {"type": "boolean"}}},
+    ]
+}
+
+SEEK = {
+    "oneOf": [
+        {"type": "object", "required": ["frame"], "additionalProperties": False,
+         "properties": {"frame": {"type": "integer", "minimum": 0}}},
+        {"type": "object", "required": ["timecode"], "additionalProperties": False,
+         "properties": {"timecode": {"type": "string", "pattern": r"^\d{1,3}:[0-5]\d:[0-5]\d[:;]\d{1,3}$"}}},
+    ]
+}
+
+STEP = {"type": "object", "additionalProperties": False,
+        "properties": {"frames": {"type": "integer", "minimum": -1000000, "maximum": 1000000,
+                                  "description": "frames to move (negative: back); default 1"}}}
+
+
+def _json(schema: dict, description: str) -> dict:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def _errors(*codes: int) -> dict:
+    names = {400: "malformed request", 401: "missing or wrong bearer token", 404: "unknown id",
+             409: "not possible in this state", 413: "body too large", 415: "body is not JSON",
+             422: "invalid values", 503: "shutting down"}
+    return {str(c): _json({"$ref": "#/components/schemas/Error"}, names[c]) for c in codes}
+
+
+def _command(summary: str, body: dict | None = None, *, compat: bool = False, codes=(409,)) -> dict:
+    op: dict = {"summary": summary,
+                "responses": {"200": _json({"$ref": "#/components/schemas/Status"}, "status after the command"),
+                              **_errors(400, 413, 415, *codes)}}
+    if compat:
+        op["description"] = ("DCP-o-matic player API: a form post or a client that accepts text/html "
+                             "gets 303 See Other to / instead of the JSON status.")
+        op["responses"]["303"] = {"description": "see /", "headers": {"Location": {"schema": {"type": "string"}}}}
+    if body is not None:
+        op["requestBody"] = {"required": False, "content": {"application/json": {"schema": body}}}
+    return {"post": op}
+
+
+def openapi(*, token: bool) -> dict:
+    """The document; ``token``: the server requires ``Authorization: Bearer``."""
+    doc = {
+        "openapi": "3.1.0",
+        "info": {"title": "cinegpu playback server", "version": "1",
+                 "description": "Control a cinegpu player (cinegpu serve) over HTTP."},
+        "paths": {
+            "/api/v1/library": {"get": {
+                "summary": "packages and compositions under the library folder (re-scanned for every request)",
+                "responses": {"200": _json({"type": "object", "required": ["compositions", "packages"]},
+                                           "the scan")}}},
+            "/api/v1/load": {"post": {
+                "summary": "load a composition or a playlist; answers when it is ready (stopped at frame 0)",
+                "requestBody": {"required": True, "content": {"application/json": {"schema": LOAD}}},
+                "responses": {"200": _json({"$ref": "#/components/schemas/Status"}, "loaded"),
+                              **_errors(400, 404, 409, 413, 415, 422)}}},
+            "/api/v1/play": _command("play from the current frame (after a short preroll)", compat=True),
+            "/api/v1/pause": _command("hold the current frame"),
+            "/api/v1/stop": _command("stop and go back to the first frame", compat=True),
+            "/api/v1/step": _command("pause and move by some frames", STEP),
+            "/api/v1/seek": {"post": {
+                "summary": "go to a frame or a timecode, keeping play or pause",
+                "requestBody": {"required": True, "content": {"application/json": {"schema": SEEK}}},
+                "responses": {"200": _json({"$ref": "#/components/schemas/Status"}, "status after the seek"),
+                              **_errors(400, 409, 413, 415, 422)}}},
+            "/api/v1/status": {"get": {"summary": "the player's status",
+                                       "responses": {"200": _json({"$ref": "#/components/schemas/Status"},
+                                                                  "status")}}},
+            "/api/v1/events": {"get": {
+                "summary": "server-sent events: one 'status' event per status change",
+                "parameters": [{"name": "max_events", "in": "query", "required": False,
+                                "schema": {"type": "integer", "minimum": 1, "maximum": 100000}},
+                               {"name": "max_seconds", "in": "query", "required": False,
+                                "schema": {"type": "number", "exclusiveMinimum": 0, "maximum": 86400}}],
+                "responses": {"200": {"description": "event stream",
+                                      "content": {"text/event-stream": {"schema": {"type": "string"}}}},
+                              **_errors(422)}}},
+            "/api/v1/openapi.json": {"get": {"summary": "this document",
+                                             "responses": {"200": _json({"type": "object"}, "OpenAPI 3.1")}}},
+        },
+        "components": {"schemas": {"Error": ERROR, "Status": STATUS}},
+    }
+    if token:
+        doc["components"]["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
+        doc["security"] = [{"bearer": []}]
+        for item in doc["paths"].values():
+            for op in item.values():
+                op["responses"].update(_errors(401))
+    return doc

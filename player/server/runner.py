@@ -1,0 +1,126 @@
+"""``serve()``: the process of ``cinegpu serve``: window and engine on the main thread, HTTP beside it.
+
+The main thread opens the GL window (EGL when headless) and runs :meth:`Engine.run`; uvicorn
+serves the ASGI app from a background thread with its own asyncio loop, on a socket bound here
+(so ``--listen 127.0.0.1:0`` picks a free port and the line ``listening on http://HOST:PORT``
+says which).  SIGTERM and SIGINT end the engine's loop; the engine rejects what is still queued,
+closes the player and the decode pipeline, then uvicorn stops (graceful timeout 3 s) and the
+process exits 0.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import signal
+import socket
+import sys
+import threading
+
+__all__ = ["parse_listen", "is_loopback", "serve"]
+
+log = logging.getLogger("cinegpu.server")
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """``HOST:PORT``, ``[v6]:PORT`` or ``:PORT`` (loopback) -> (host, port)."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"--listen wants HOST:PORT, got {text!r}")
+    host = host.strip("[]") or "127.0.0.1"
+    return host, int(port)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def serve(library_dir, *, listen: str = "127.0.0.1:8080", token: str | None = None, headless: bool = True,
+          backend: str = "auto", interop: str = "auto", colour: str = "auto", primaries: str = "p3d65",
+          workers: int | None = None, processes: bool = True, fps=None, preroll: int = 2,
+          window_size: tuple[int, int] = (1280, 720), load: list[str] | None = None, play: bool = False,
+          loop: bool = False, out=sys.stdout) -> int:
+    """Run the server until SIGTERM/SIGINT (or the window closes); the exit status."""
+    import uvicorn  # noqa: PLC0415
+
+    from cinegpu.interop import TARGETS, choose_target  # noqa: PLC0415
+    from cinegpu.media.source import open_package, open_source  # noqa: PLC0415
+
+    from ..presenter import Presenter  # noqa: PLC0415
+    from ..source import DecodeAheadSource, PipelineSource  # noqa: PLC0415
+    from ..window import open_window  # noqa: PLC0415
+    from .app import create_app  # noqa: PLC0415
+    from .engine import Engine  # noqa: PLC0415
+    from .library import Library  # noqa: PLC0415
+
+    host, port = parse_listen(listen)
+    if not is_loopback(host) and not token:
+        raise ValueError(f"listening on {host} (not loopback) needs --token")
+    library = Library(library_dir)
+
+    def open_media(entry):
+        if entry.package is None:
+            return open_source(entry.path)
+        return open_package(entry.package, cpl=entry.path)
+
+    def make_source(media):
+        if processes:
+            return PipelineSource(media, backend=backend, colour=colour, primaries=primaries, workers=workers)
+        n = workers or 2
+        return DecodeAheadSource(media, backend=backend, colour=colour, primaries=primaries, workers=n,
+                                 depth=max(8, preroll, 2 * n))
+
+    def make_target(source_backend):
+        return choose_target(source_backend) if interop == "auto" else TARGETS[interop]()
+
+    window = open_window(*window_size, headless=headless, title="cinegpu serve")
+    engine = Engine(window, open_media=open_media, make_source=make_source, make_target=make_target,
+                    make_presenter=Presenter, headless=headless, fps=fps, preroll=preroll, backend=backend)
+    sock = bind(host, port)
+    config = uvicorn.Config(create_app(engine, library, token=token), log_level="warning", access_log=False,
+                            lifespan="off", ws="none", timeout_graceful_shutdown=3, timeout_keep_alive=5)
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="http", daemon=True)
+
+    def on_signal(signum, frame):
+        engine.request_quit()
+
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        thread.start()
+        name = f"[{host}]" if ":" in host else host
+        print(f"cinegpu serve: listening on http://{name}:{sock.getsockname()[1]} "
+              f"(library {library.root}, {'token required' if token else 'loopback only'})", file=out, flush=True)
+        if load:
+            entries = [library.find(i) for i in load]
+            missing = [i for i, e in zip(load, entries) if e is None]
+            if missing:
+                raise ValueError(f"--load: no composition {', '.join(missing)} in {library.root}")
+            engine.submit("load", entries=entries, loop=loop, play=play)
+        try:
+            engine.run()
+        finally:
+            server.should_exit = True
+            thread.join(timeout=10)
+            window.close()
+            sock.close()
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+    print("cinegpu serve: stopped", file=out, flush=True)
+    return 0
