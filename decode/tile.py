@@ -60,23 +60,19 @@ def _packed_headers(cs: Codestream, tile: Tile, ppm: dict | None) -> np.ndarray 
     return None
 
 
-def decode_tile(cs: Codestream, plan: TilePlan, tile: Tile | None, *, layers: int | None,
-                ppm: dict | None, strict: bool, out: np.ndarray | None = None) -> tuple[np.ndarray, TileReport]:
-    """Quantised coefficients of ``plan``'s tile (zeros where data is absent).
+@dataclass
+class TileSegments:
+    """A tile after tier-2: tier-1's plain arrays (see ``cinegpu.decode.tier1``)."""
 
-    ``out``: an int32 buffer of ``plan.coeff_size`` samples to write into
-    (shared memory in the pipeline); every sample is written.
-    """
-    report = TileReport(plan.index)
-    # tier-1 writes every sample of every code-block, and code-blocks tile
-    # each band, so a given buffer needs clearing only for a missing tile
-    coeffs = np.zeros(plan.coeff_size, np.int32) if out is None else out
-    if tile is None:
-        coeffs[:] = 0
-        if strict:
-            raise TruncatedCodestream(f"tile {plan.index} is missing from the codestream")
-        report.faults.append("tile missing")
-        return coeffs, report
+    coded: np.ndarray  #: uint8, every segment followed by 0xFF 0xFF
+    table: np.ndarray  #: int64 (n_cb, CB_COLUMNS)
+    seg_lengths: np.ndarray  #: int32
+    seg_passes: np.ndarray  #: int32
+
+
+def tier2_tile(cs: Codestream, plan: TilePlan, tile: Tile, *, layers: int | None, ppm: dict | None,
+               strict: bool, report: TileReport) -> TileSegments:
+    """Read the tile's packets (B.9, B.10) and lay out its code-blocks for tier-1."""
     t0 = time.perf_counter()
     body = _tile_data(cs, tile)
     headers = _packed_headers(cs, tile, ppm)
@@ -106,17 +102,43 @@ def decode_tile(cs: Codestream, plan: TilePlan, tile: Tile | None, *, layers: in
             raise cls(msg, offset)
         report.faults.append(msg)
     coded, seg_lengths, seg_passes = P.gather_segments(body, pieces, n_pieces, table)
+    report.tier2_s = time.perf_counter() - t0
+    return TileSegments(coded, table, seg_lengths, seg_passes)
+
+
+def check_tier1_status(status: np.ndarray, plan: TilePlan, strict: bool, report: TileReport) -> None:
+    """Turn tier-1 status bits into an error (strict) or a concealment count."""
+    bad = np.flatnonzero(status)
+    if bad.size:
+        if strict and np.any(status[bad] & ~tier1.STATUS_SEGSYM):
+            raise InvalidSegment(
+                f"tile {plan.index}: {bad.size} code-blocks fail tier-1 decoding (status {int(status[bad[0]])})"
+            )
+        report.concealed_blocks = int(bad.size)
+        report.faults.append(f"{bad.size} code-blocks with tier-1 faults")
+
+
+def decode_tile(cs: Codestream, plan: TilePlan, tile: Tile | None, *, layers: int | None,
+                ppm: dict | None, strict: bool, out: np.ndarray | None = None) -> tuple[np.ndarray, TileReport]:
+    """Quantised coefficients of ``plan``'s tile (zeros where data is absent).
+
+    ``out``: an int32 buffer of ``plan.coeff_size`` samples to write into
+    (shared memory in the pipeline); every sample is written.
+    """
+    report = TileReport(plan.index)
+    # tier-1 writes every sample of every code-block, and code-blocks tile
+    # each band, so a given buffer needs clearing only for a missing tile
+    coeffs = np.zeros(plan.coeff_size, np.int32) if out is None else out
+    if tile is None:
+        coeffs[:] = 0
+        if strict:
+            raise TruncatedCodestream(f"tile {plan.index} is missing from the codestream")
+        report.faults.append("tile missing")
+        return coeffs, report
+    seg = tier2_tile(cs, plan, tile, layers=layers, ppm=ppm, strict=strict, report=report)
     t1 = time.perf_counter()
-    report.tier2_s = t1 - t0
-    if n_cb:
-        st = tier1.decode_codeblocks(coded, table, seg_lengths, seg_passes, coeffs)
-        bad = np.flatnonzero(st)
-        if bad.size:
-            if strict and np.any(st[bad] & ~tier1.STATUS_SEGSYM):
-                raise InvalidSegment(
-                    f"tile {plan.index}: {bad.size} code-blocks fail tier-1 decoding (status {int(st[bad[0]])})"
-                )
-            report.concealed_blocks = int(bad.size)
-            report.faults.append(f"{bad.size} code-blocks with tier-1 faults")
+    if plan.cb.shape[0]:
+        status = tier1.decode_codeblocks(seg.coded, seg.table, seg.seg_lengths, seg.seg_passes, coeffs)
+        check_tier1_status(status, plan, strict, report)
     report.tier1_s = time.perf_counter() - t1
     return coeffs, report
