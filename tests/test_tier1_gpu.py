@@ -376,13 +376,10 @@ def test_bench_frames():
         line = (f"{path.name}: {table.shape[0]} blocks, {coded.size} bytes, numba 1 core "
                 f"{cpu_ms:.1f} ms; cuda ms:")
         entries = t1gpu.scratch_entries(table)
-        for kw in [{}, dict(entries=entries), dict(entries=entries, warps=1),
-                   dict(entries=entries, warps=2), dict(entries=entries, warps=8),
-                   dict(entries=entries, lanes=2), dict(entries=entries, lanes=4),
-                   dict(entries=entries, lanes=8, interleave=False),
-                   dict(entries=entries, sort=True), dict(entries=entries, interleave=True),
-                   dict(entries=entries, flags_in="global"),
-                   dict(entries=entries, flags_in="global", interleave=False)]:
+        for kw in [{}, dict(entries=entries), dict(entries=entries, sort=False),
+                   dict(entries=entries, warps=1), dict(entries=entries, warps=8),
+                   dict(entries=entries, lanes=2), dict(entries=entries, lanes=32),
+                   dict(entries=entries, flags_in="global")]:
             ms = _best_gpu_ms(lambda: t1gpu.decode_codeblocks_cuda(*dev, out, **kw))
             label = {k: v for k, v in kw.items() if k != "entries"} or ""
             line += f" {'entries ' if kw else 'default'}{label} {ms:.2f} |"
