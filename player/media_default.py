@@ -1,10 +1,10 @@
 """The default media of ``cinegpu play`` with no PATH: a short synthetic sequence.
 
 :func:`default_media` returns a path :func:`cinegpu.media.open_source` opens.
-For now it synthesises moving colour bars (24 frames, 960x540, 8-bit RGB)
-with OpenJPEG's ``opj_compress`` into a cache folder; without it, the sample
-frame shipped in ``cinegpu/media/samples``.  Once ``cinegpu demo`` exists it
-should return that output instead.
+The demo DCP that ``cinegpu demo`` masters, when it is in its cache
+(:func:`cinegpu.media.demo.find_demo`); else moving colour bars (24 frames,
+960x540, 8-bit RGB) synthesised with OpenJPEG's ``opj_compress`` into a cache
+folder; without it, the sample frame shipped in ``cinegpu/media/samples``.
 """
 
 from __future__ import annotations
@@ -67,6 +67,11 @@ def synthesise_sequence(folder, frames: int = FRAMES, width: int = WIDTH, height
 
 def default_media() -> Path:
     """A path to play when none is given (see the module docstring)."""
+    from cinegpu.media.demo import find_demo
+
+    demo = find_demo()
+    if demo is not None:
+        return demo
     folder = _cache_dir()
     if len(list(folder.glob("frame_*.j2c"))) == FRAMES:
         return folder

@@ -1,0 +1,96 @@
+"""Mastering: images -> DCI X'Y'Z' codestreams -> a one-reel SMPTE DCP.
+
+One frame: read (or make) the image -> fit it to the DCI image area (flat, scope or full) ->
+RGB to X'Y'Z' 12-bit (:mod:`.colour`) -> encode (:func:`.dcp_write.encode_frame`) -> the track
+file, in order. Frames are prepared and encoded by ``workers`` threads (the encoder releases the
+GIL: OpenJPEG runs as a process, the GPU encoder waits on the device), a bounded window ahead of
+the writer. A composition shorter than ``frames`` repeats its input (a still image becomes a
+shot of ``frames`` frames); each distinct input frame is encoded once.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from fractions import Fraction
+from typing import Callable
+
+import numpy as np
+
+from .colour import COLORSPACES, to_xyz12
+from .dcp_write import DCPWriter, Package, encode_frame
+from .images_in import fit, image_area, list_frames, read_image
+
+__all__ = ["DCI_RATES", "master", "master_images"]
+
+#: Frame rates of the DCI profiles (dci-facts.md): 2K 2D and 3D, 4K 2D only.
+DCI_RATES = {"2k": (24, 25, 30, 48, 50, 60), "4k": (24, 25, 30)}
+
+
+def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: str,
+           profile: str = "2k", fps=24, bitrate: float | None = None,
+           colorspace: str = "rec709", container: str = "auto", frames: int | None = None,
+           workers: int | None = None, kind: str = "feature", progress: bool = True) -> Package:
+    """Master ``count`` input images (``get_frame(i)``: (H, W, 3) floats 0..1) into a DCP at
+    ``out``. ``frames``: composition length (default ``count``; the input repeats to fill it).
+    ``bitrate`` in Mbit/s. Raises ValueError for a bad profile, rate or colour space."""
+    if profile not in DCI_RATES:
+        raise ValueError(f"profile must be 2k or 4k, got {profile!r}")
+    rate = Fraction(fps)
+    if rate not in DCI_RATES[profile]:
+        raise ValueError(f"{fps} fps is not a DCI {profile.upper()} rate {DCI_RATES[profile]}")
+    if colorspace not in COLORSPACES:
+        raise ValueError(f"colorspace must be one of {COLORSPACES}, got {colorspace!r}")
+    if count < 1:
+        raise ValueError("no input frames")
+    total = frames or count
+    workers = max(1, workers or os.cpu_count() or 1)
+    first = get_frame(0)
+    area, width, height = image_area(first.shape[1], first.shape[0], profile, container)
+
+    def prepare(i: int) -> bytes:
+        img = first if i == 0 else get_frame(i)
+        xyz = to_xyz12(fit(img, width, height), colorspace)
+        return encode_frame(xyz, profile=profile, fps=rate, bitrate=bitrate)
+
+    bar = _progress(total, title, progress)
+    cache: dict[int, bytes] = {}
+    try:
+        with DCPWriter(out, title=title, edit_rate=rate, aspect=(width, height), kind=kind) as dcp, \
+                ThreadPoolExecutor(workers) as pool:
+            pending: deque = deque()
+            submitted = 0
+            for i in range(total):
+                while submitted < count and len(pending) < 2 * workers:
+                    pending.append(pool.submit(prepare, submitted))
+                    submitted += 1
+                k = i % count
+                if k in cache:
+                    data = cache[k]
+                else:
+                    data = pending.popleft().result()
+                    if total > count:
+                        cache[k] = data
+                dcp.write(data)
+                if bar is not None:
+                    bar.update(1)
+            package = dcp.close()
+    finally:
+        if bar is not None:
+            bar.close()
+    return package
+
+
+def master_images(path, out, **options) -> Package:
+    """Master a TIFF/PNG/DPX frame, or a folder of them in natural order (see :func:`master`)."""
+    files = list_frames(path)
+    return master(lambda i: read_image(files[i]), len(files), out, **options)
+
+
+def _progress(total: int, title: str, enabled: bool):
+    if not enabled:
+        return None
+    from tqdm import tqdm
+    return tqdm(total=total, unit="frame", desc=f"mastering {title}"[:40], dynamic_ncols=True)
+

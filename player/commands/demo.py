@@ -1,0 +1,58 @@
+"""``cinegpu demo``: master a synthetic test sequence to a 2K DCP (cached), then play it."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("demo", help="master a test sequence to a 2K DCP (cached) and play it")
+    p.add_argument("--cache", type=Path, default=None, metavar="DIR",
+                   help="where the demo DCP lives (default $CINEGPU_DEMO_DIR or ~/.cache/cinegpu/demo)")
+    p.add_argument("--frames", type=int, default=None, metavar="N",
+                   help="distinct frames to generate (default 48; at least one second is mastered)")
+    p.add_argument("--headless", action="store_true",
+                   help="play offscreen and print a summary (automatic without a display)")
+    p.add_argument("--no-play", action="store_true", help="only master (or find) the demo DCP")
+    p.add_argument("--backend", choices=("auto", "cpu", "cuda"), default="auto", help="decode back end")
+    p.add_argument("--workers", type=int, default=None, metavar="N", help="encode workers")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    from cinegpu.media import MediaError, open_source
+    from cinegpu.media.dcp_write import encoder_name
+    from cinegpu.media.demo import DEMO_FRAMES, build_demo, demo_dir, find_demo
+
+    frames = args.frames or DEMO_FRAMES
+    if frames < 1:
+        print("cinegpu demo: --frames must be at least 1", file=sys.stderr)
+        return 2
+    folder = args.cache or demo_dir()
+    try:
+        if find_demo(folder, frames) is None:
+            print(f"cinegpu demo: mastering {frames} frames to {folder} (encoder {encoder_name()})",
+                  file=sys.stderr)
+            build_demo(folder, frames, workers=args.workers, progress=not args.quiet)
+        else:
+            print(f"cinegpu demo: using the DCP in {folder}", file=sys.stderr)
+        if args.no_play:
+            print(folder)
+            return 0
+        media = open_source(folder)
+    except (MediaError, ValueError) as exc:
+        print(f"cinegpu demo: {exc}", file=sys.stderr)
+        return 2
+    from ..window import has_display
+    from .play import play
+
+    headless = args.headless or not has_display()
+    try:
+        summary = play(media, headless=headless, backend=args.backend)
+    finally:
+        media.close()
+    if headless:
+        print(summary)
+    return 0

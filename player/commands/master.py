@@ -1,0 +1,64 @@
+"""``cinegpu master INPUT -o OUTDIR``: master TIFF/PNG/DPX frames into an unsigned SMPTE DCP."""
+
+from __future__ import annotations
+
+import sys
+from fractions import Fraction
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("master", help="master an image sequence into a DCP (one reel, picture)")
+    p.add_argument("input", help="a folder of .tif/.tiff/.png/.dpx frames (natural order) or one image")
+    p.add_argument("-o", "--output", required=True, metavar="OUTDIR",
+                   help="DCP folder to create (must not exist, or be empty)")
+    p.add_argument("--profile", choices=("2k", "4k"), default="2k", help="DCI container (default 2k)")
+    p.add_argument("--fps", type=Fraction, default=Fraction(24),
+                   help="edit rate: 24, 25, 30, 48, 50, 60 (2K) or 24, 25, 30 (4K); default 24")
+    p.add_argument("--title", required=True, help="content title (ContentTitleText of the CPL)")
+    p.add_argument("--bitrate", type=float, default=None, metavar="MBPS",
+                   help="target Mbit/s (default and maximum: the DCI cap of 250)")
+    p.add_argument("--colorspace", choices=("rec709", "p3d65", "dcip3", "xyz"), default="rec709",
+                   help="what the input holds (default rec709); xyz: X'Y'Z' code values as they are")
+    p.add_argument("--container", choices=("auto", "flat", "scope", "full"), default="auto",
+                   help="image area: flat 1.85, scope 2.39, full container; auto: nearest aspect ratio")
+    p.add_argument("--frames", type=int, default=None, metavar="N",
+                   help="composition length in frames; the input repeats to fill it "
+                        "(default: one pass of the input, at least one second)")
+    p.add_argument("--kind", default="feature", help="CPL ContentKind (default feature)")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="frames prepared and encoded at once (default: CPU cores)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    from cinegpu.media import MediaError
+    from cinegpu.media.dcp_write import encoder_name
+    from cinegpu.media.images_in import list_frames
+    from cinegpu.media.mastering import master_images
+
+    try:
+        count = len(list_frames(args.input))
+        frames = args.frames
+        if frames is None and count < args.fps:
+            frames = int(-(-args.fps // 1))   # a reel lasts at least one second (ST 429-2)
+        if frames is not None and frames < 1:
+            raise ValueError("--frames must be at least 1")
+        if not args.quiet:
+            print(f"cinegpu master: {count} input frame(s) -> {frames or count} frames at "
+                  f"{args.fps} fps, DCI {args.profile.upper()}, encoder {encoder_name()}",
+                  file=sys.stderr)
+        package = master_images(args.input, args.output, title=args.title, profile=args.profile,
+                                fps=args.fps, bitrate=args.bitrate, colorspace=args.colorspace,
+                                container=args.container, frames=frames, workers=args.workers,
+                                kind=args.kind, progress=not args.quiet)
+    except (MediaError, ValueError) as exc:
+        print(f"cinegpu master: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("cinegpu master: interrupted; no DCP written", file=sys.stderr)
+        return 130
+    t = package.track
+    print(f"{package.root}: {t.frames} frames {t.width}x{t.height} at {t.edit_rate} fps, "
+          f"CPL {package.cpl_id}, {t.size} bytes of picture")
+    return 0
