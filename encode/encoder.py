@@ -1,0 +1,295 @@
+"""The encoder: image -> codestream (T.800 Annex A layout, Annexes B-G coding).
+
+Per frame: parameters and headers (:mod:`.profiles`, :mod:`.markers`); the
+geometry of each tile from the decoder's own plan (so both halves agree on
+every precinct and code-block); the forward stage (:mod:`.forward` on the
+CPU, :mod:`.gpu` with CUDA); tier-1 per code-block (:mod:`.blocks`); PCRD
+rate control to the byte budget, headers included (:mod:`.rate`); packets
+(:mod:`.tier2`) cut into tile-parts and written with SOT/SOD, TLM and EOC.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from cinegpu.decode.codestream.header import parse_codestream
+from cinegpu.decode.plan import build_tile_plan
+from cinegpu.decode.tier2.progression import packet_order
+
+from . import markers as mk
+from .blocks import TierOnePool, cut_blocks
+from .forward import forward_tile
+from .profiles import Params, make_params
+from .quant import mct_weights, steps_for, synthesis_norm
+from .rate import build_hull
+from .tier2 import TileCoder
+
+__all__ = ["Encoder", "encode"]
+
+log = logging.getLogger(__name__)
+
+#: Give up meeting a budget after this many tier-2 rounds (each round is exact).
+MAX_ROUNDS = 8
+
+
+@dataclass
+class Frame:
+    """What one frame's rate control works on: plans, blocks and per-block facts."""
+
+    params: Params
+    cs: object
+    plans: list
+    blocks: list  # per tile: list of Block in plan.cb order
+    comp: np.ndarray  # component of each block, all tiles concatenated
+    base: np.ndarray  # first global block index of each tile
+
+
+def _as_components(image, bits, signed):
+    if isinstance(image, (list, tuple)):
+        comps = [np.asarray(c) for c in image]
+    else:
+        a = np.asarray(image)
+        if a.ndim == 2:
+            comps = [a]
+        elif a.ndim == 3:
+            comps = [a[:, :, i] for i in range(a.shape[2])]
+        else:
+            raise ValueError(f"image must be (H, W) or (H, W, C), got shape {a.shape}")
+    if not 1 <= len(comps) <= 16384 or any(c.ndim != 2 or c.size == 0 for c in comps):
+        raise ValueError("need 1.. components, each a non-empty 2-D array")
+    if any(not np.issubdtype(c.dtype, np.integer) for c in comps):
+        raise ValueError("components must be integer arrays")
+    sgn = [bool(signed) if signed is not None else bool(c.min() < 0) for c in comps]
+    if bits is None:
+        precs = []
+        for c, s in zip(comps, sgn):
+            if c.dtype.itemsize == 1:
+                precs.append(8)
+            else:
+                m = int(max(abs(int(c.max())), abs(int(c.min())) - (1 if s else 0)))
+                precs.append(max(8, m.bit_length() + (1 if s else 0)))
+    else:
+        precs = [int(bits)] * len(comps) if np.ndim(bits) == 0 else [int(b) for b in bits]
+    for c, p, s in zip(comps, precs, sgn):
+        lo, hi = (-(1 << (p - 1)), (1 << (p - 1)) - 1) if s else (0, (1 << p) - 1)
+        if int(c.min()) < lo or int(c.max()) > hi:
+            raise ValueError(f"samples outside the {p}-bit {'signed' if s else 'unsigned'} range")
+    return comps, precs, sgn
+
+
+class Encoder:
+    """Reusable encoder (keeps its tier-1 worker processes between frames).
+
+    Options as :func:`encode`; ``encode(image, bits=None)`` returns the codestream.
+    """
+
+    def __init__(self, *, profile="generic", fps=24, bitrate=None, reversible=False,
+                 levels=None, codeblock=(32, 32), progression="LRCP", layers=1, tiles=None,
+                 precincts=None, backend="auto", workers=None, style=0, quantization="expounded",
+                 guard_bits=None, base_step=1.0):
+        self.options = dict(profile=profile, fps=fps, bitrate=bitrate, reversible=reversible,
+                            levels=levels, codeblock=codeblock, progression=progression,
+                            layers=layers, tiles=tiles, precincts=precincts, style=style,
+                            quantization=quantization, guard_bits=guard_bits)
+        self.base_step = float(base_step)
+        self.backend = _pick_backend(backend)
+        self.pool = TierOnePool(workers)
+        self.timings: dict[str, float] = {}
+
+    def close(self):
+        self.pool.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # -- stages -------------------------------------------------------------
+    def encode(self, image, *, bits=None, signed=None) -> bytes:
+        import time
+        t0 = time.perf_counter()
+        comps, precs, sgn = _as_components(image, bits, signed)
+        params = make_params([c.shape for c in comps], precs, sgn, **self.options)
+        cs, plans = self._geometry(params)
+        flats = self._forward(comps, params, plans)
+        t1 = time.perf_counter()
+        params, cs, plans, flats = self._guard_bits(params, cs, plans, flats)
+        frame = self._tier1(params, cs, plans, flats)
+        t2 = time.perf_counter()
+        data = self._rate_and_write(frame)
+        t3 = time.perf_counter()
+        self.timings = {"forward": t1 - t0, "tier1": t2 - t1, "rate+tier2": t3 - t2}
+        return data
+
+    def _geometry(self, params: Params):
+        header = main_header(params, self.base_step, [])
+        cs = parse_codestream(header + mk.eoc())
+        return cs, [build_tile_plan(cs, t) for t in range(params.num_tiles)]
+
+    def _forward(self, comps, params, plans):
+        if self.backend == "cuda":
+            from .gpu import forward_tile_cuda
+            return [forward_tile_cuda(comps, p, params.precisions, params.signed, params.mct,
+                                      params.reversible) for p in plans]
+        return [forward_tile(comps, p, params.precisions, params.signed, params.mct,
+                             params.reversible) for p in plans]
+
+    def _guard_bits(self, params, cs, plans, flats):
+        """Raise G until every band's indices fit in M_b bit-planes (E-2); DCI keeps its
+        G and clips instead (as a real-time encoder would)."""
+        need = params.guard_bits
+        for plan, flat in zip(plans, flats):
+            for tc in plan.components:
+                for res in tc.resolutions:
+                    for b in res.bands:
+                        n = b.width * b.height
+                        if n == 0:
+                            continue
+                        m = int(np.abs(flat[b.offset:b.offset + n]).max())
+                        over = m.bit_length() - b.Mb
+                        if over > 0:
+                            if params.guard_bits_fixed:
+                                lim = (1 << b.Mb) - 1
+                                np.clip(flat[b.offset:b.offset + n], -lim, lim,
+                                        out=flat[b.offset:b.offset + n])
+                            else:
+                                need = max(need, params.guard_bits + over)
+        if need == params.guard_bits:
+            return params, cs, plans, flats
+        if need > 7:
+            raise ValueError("coefficients need more than 7 guard bits")
+        params = replace(params, guard_bits=need)
+        cs, plans = self._geometry(params)
+        return params, cs, plans, flats
+
+    def _tier1(self, params, cs, plans, flats) -> Frame:
+        arrays, orients, comp, base = [], [], [], []
+        for plan, flat in zip(plans, flats):
+            base.append(len(arrays))
+            arrays.extend(cut_blocks(flat, plan.cb))
+            orients.extend(int(o) for o in plan.cb[:, 4])
+            comp.append(_block_components(plan))
+        coded = self.pool.run(arrays, orients, params.cblk_style)
+        blocks = []
+        for t, plan in enumerate(plans):
+            blocks.append(coded[base[t]:base[t] + plan.cb.shape[0]])
+        return Frame(params, cs, plans, blocks, np.concatenate(comp), np.array(base))
+
+    def _rate_and_write(self, frame: Frame) -> bytes:
+        from .writer import allocate_and_write
+        return allocate_and_write(frame, self.base_step)
+
+
+def _block_components(plan) -> np.ndarray:
+    out = np.zeros(plan.cb.shape[0], np.int64)
+    for tc in plan.components:
+        for res in tc.resolutions:
+            n = res.npx * res.npy
+            if n == 0:
+                continue
+            p0, p1 = res.prec_first, res.prec_first + n
+            pb0 = plan.prec_pb[p0, 0]
+            pb1 = plan.prec_pb[p1 - 1, 0] + plan.prec_pb[p1 - 1, 1]
+            rows = plan.pb[pb0:pb1]
+            if rows.shape[0] == 0:
+                continue
+            first = rows[:, 2].min()
+            last = (rows[:, 2] + rows[:, 0] * rows[:, 1]).max()
+            out[first:last] = tc.c
+    return out
+
+
+def block_weights(plan, params: Params) -> np.ndarray:
+    """Per block (Delta_b ||basis_b||)^2 x MCT column weight: index-unit distortion ->
+    squared error in sample units."""
+    w = np.zeros(plan.cb.shape[0])
+    mw = mct_weights(bool(params.mct), params.reversible, params.ncomp)
+    offs, vals = [], []
+    for tc in plan.components:
+        for res in tc.resolutions:
+            for b in res.bands:
+                nb = tc.levels if res.r == 0 else tc.levels - res.r + 1
+                norm = synthesis_norm(nb, b.orient, params.reversible)
+                offs.append(b.offset)
+                vals.append((b.delta * norm) ** 2 * mw[tc.c])
+    offs = np.array(offs)
+    vals = np.array(vals)
+    idx = np.searchsorted(offs, plan.cb[:, 7], side="right") - 1
+    w[:] = vals[idx]
+    return w
+
+
+def main_header(params: Params, base_step: float, tlm_entries) -> bytes:
+    """SOC, SIZ, COD, QCD, [POC], [TLM], COM (A.4-A.9) for ``params``."""
+    steps = steps_for(params.levels, params.precisions[0], params.reversible,
+                      mct=bool(params.mct), base=base_step, derived=params.quant_style == 1)
+    out = mk.soc()
+    out += mk.siz(Rsiz=params.Rsiz, Xsiz=params.width, Ysiz=params.height, XOsiz=0, YOsiz=0,
+                  XTsiz=params.tile[0], YTsiz=params.tile[1], XTOsiz=0, YTOsiz=0,
+                  precisions=params.precisions, signed=params.signed, XRsiz=params.XRsiz,
+                  YRsiz=params.YRsiz)
+    out += mk.cod(progression=params.progression, layers=params.layers, mct=params.mct,
+                  levels=params.levels, xcb=params.xcb, ycb=params.ycb,
+                  cblk_style=params.cblk_style, reversible=params.reversible,
+                  precincts=params.precincts)
+    out += mk.qcd(style=params.quant_style, guard_bits=params.guard_bits, steps=steps)
+    if params.pocs:
+        out += mk.poc(params.pocs, params.ncomp)
+    if params.tlm and tlm_entries is not None:
+        out += mk.tlm(tlm_entries)
+    if params.comment:
+        out += mk.com(params.comment)
+    return out
+
+
+def _pick_backend(backend: str) -> str:
+    if backend not in ("auto", "cpu", "cuda"):
+        raise ValueError(f"backend {backend!r} not in ('auto', 'cpu', 'cuda')")
+    if backend == "cpu":
+        return "cpu"
+    try:
+        import cupy
+        ok = bool(cupy.cuda.is_available())
+    except Exception:  # noqa: BLE001 - probing is quiet (STYLE.md)
+        ok = False
+    if backend == "cuda" and not ok:
+        raise RuntimeError("backend 'cuda' asked for, but CuPy finds no CUDA device")
+    if backend == "auto" and not ok:
+        log.info("encode: no CUDA device, using the CPU forward stage")
+    return "cuda" if ok else "cpu"
+
+
+def encode(image, *, profile="generic", fps=24, bitrate=None, reversible=False, levels=None,
+           codeblock=(32, 32), progression="LRCP", layers=1, tiles=None, precincts=None,
+           backend="auto", workers=None, bits=None, signed=None, style=0,
+           quantization="expounded", guard_bits=None, base_step=1.0) -> bytes:
+    """Encode an image as a JPEG 2000 codestream (T.800 Annex A), returned as bytes.
+
+    ``image``: (H, W) or (H, W, C) integer array, or a list of 2-D component arrays
+    (subsampled ones allowed); ``bits`` the precision (inferred: 8 for 8-bit arrays,
+    else the bits the samples need, at least 8), ``signed`` inferred from the data.
+    ``profile``: "generic", "dci-2k" or "dci-4k" (the DCI layout of
+    docs/dci-facts.md: the profile fixes everything but ``fps`` and ``bitrate``).
+    ``bitrate``: bits per second at ``fps``; the codestream (headers included) is at
+    most bitrate / 8 / fps bytes (DCI: also the 250/200 Mbit/s frame/component caps).
+    None in the generic profile keeps every coding pass.
+    ``reversible``: 5/3 + RCT, lossless when no bitrate is set; else 9/7 + ICT.
+    ``levels``: decomposition levels (default min(5, log2(min side) - 2)).
+    ``codeblock``: (width, height) as sizes or exponents.  ``progression``: LRCP,
+    RLCP, RPCL, PCRL or CPRL.  ``layers``: quality layers.  ``tiles``: (XTsiz,
+    YTsiz) or None for one tile.  ``precincts``: per-resolution (PPx, PPy) sizes or
+    exponents, lowest resolution first, or None.  ``style``: code-block style bits
+    (CBLK_* of cinegpu.decode.tier1).  ``backend``: forward stage on "cpu" or
+    "cuda" ("auto" picks CUDA when present).  ``workers``: tier-1 processes.
+    ``quantization``: "expounded" or "derived" (irreversible only).  ``base_step``:
+    irreversible quantisation step in sample units before the per-band weighting.
+    """
+    with Encoder(profile=profile, fps=fps, bitrate=bitrate, reversible=reversible, levels=levels,
+                 codeblock=codeblock, progression=progression, layers=layers, tiles=tiles,
+                 precincts=precincts, backend=backend, workers=workers, style=style,
+                 quantization=quantization, guard_bits=guard_bits, base_step=base_step) as enc:
+        return enc.encode(image, bits=bits, signed=signed)

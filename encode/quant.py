@@ -1,0 +1,115 @@
+"""Quantisation step sizes (T.800 E.1) and the weights rate control needs.
+
+Step sizes: irreversible bands get Delta_b = base / ||synthesis basis of b||,
+so every band adds the same quantisation noise to the image; the pair
+(epsilon_b, mu_b) of E-3, Delta_b = 2^(R_b - epsilon_b) (1 + mu_b / 2^11),
+is the nearest one a QCD can carry.  Reversible bands are not quantised
+(E.1.2: Delta_b = 1), and epsilon_b is the band's nominal dynamic range
+R_b (plus one for components 1 and 2 under the RCT, whose differences need a
+bit more).
+
+Weights: the squared L2 norms of the synthesis basis functions, found by
+running the decoder's own inverse DWT on an impulse, and of the inverse
+component transform's columns (G.2, G.3), turn a code-block's distortion in
+quantisation-index units into squared error in sample units.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+from cinegpu.decode.transform import fdwt_53, fdwt_97, idwt_53, idwt_97
+
+__all__ = [
+    "LOG2_GAIN",
+    "band_index",
+    "mct_weights",
+    "step_pair",
+    "steps_for",
+    "synthesis_norm",
+]
+
+#: log2 of the band gain of Table E.1 by orientation LL, HL, LH, HH.
+LOG2_GAIN = (0, 1, 1, 2)
+
+#: Squared norms of the inverse ICT's columns (G-8): (1,1,1), (0,-0.34413,1.772),
+#: (1.402,-0.71414,0).
+ICT_WEIGHTS = (3.0, 0.34413 ** 2 + 1.772 ** 2, 1.402 ** 2 + 0.71414 ** 2)
+#: Squared norms of the inverse RCT's columns (G-6, without the floor).
+RCT_WEIGHTS = (3.0, 0.6875, 0.6875)
+
+
+def band_index(r: int, orient: int) -> int:
+    """Position of band (resolution r, orientation) in the QCD list (Table A.30)."""
+    return 0 if r == 0 else 3 * (r - 1) + orient
+
+
+@functools.lru_cache(maxsize=None)
+def synthesis_norm(nb: int, orient: int, reversible: bool) -> float:
+    """L2 norm of the synthesis basis function of a band at decomposition level ``nb``
+    (1 = finest) and orientation ``orient``, in the transform the decoder inverts
+    (9/7 with the F.4.8.2 scaling, or 5/3).  The LL band is the one at level nb."""
+    if nb == 0:
+        return 1.0
+    size = (1 << nb) * 24
+    fdwt, idwt = (fdwt_53, idwt_53) if reversible else (fdwt_97, idwt_97)
+    ll, levels = fdwt(np.zeros((size, size), np.int32 if reversible else np.float32), nb)
+    amp = 1 << 16 if reversible else 1.0
+    ll = ll * 0
+    levels = [(hl * 0, lh * 0, hh * 0, rect) for hl, lh, hh, rect in levels]
+    if orient == 0:
+        target = ll
+    else:
+        target = levels[0][orient - 1]  # the coarsest level is level nb
+    target[target.shape[0] // 2, target.shape[1] // 2] = amp
+    out = np.asarray(idwt(ll, levels), np.float64) / amp
+    return float(np.sqrt((out * out).sum()))
+
+
+def mct_weights(mct: bool, reversible: bool, ncomp: int) -> list[float]:
+    """Squared norm of each component's inverse colour transform column (1 without MCT)."""
+    w = [1.0] * ncomp
+    if mct and ncomp >= 3:
+        w[:3] = RCT_WEIGHTS if reversible else ICT_WEIGHTS
+    return w
+
+
+def step_pair(delta: float, Rb: int) -> tuple[int, int]:
+    """(epsilon_b, mu_b) whose E-3 step size is nearest ``delta`` (E.1.1.1)."""
+    e = math.floor(math.log2(delta))
+    mu = round((delta / 2.0 ** e - 1.0) * 2048)
+    if mu >= 2048:
+        e, mu = e + 1, 0
+    eps = Rb - e
+    if not 0 <= eps <= 31:
+        raise ValueError(f"step size {delta} not expressible for R_b = {Rb} (epsilon {eps})")
+    return eps, int(mu)
+
+
+def steps_for(levels: int, precision: int, reversible: bool, *, mct: bool = False,
+              base: float = 1.0, derived: bool = False) -> list[tuple[int, int]]:
+    """The QCD list of (epsilon_b, mu_b), LL first (Table A.30).
+
+    ``precision``: the component precision the step sizes are written for
+    (R_b = precision + log2 gain_b).  ``base``: irreversible step in sample units
+    before the 1 / norm weighting.  ``derived``: only the LL pair is meaningful
+    (E-5 derives the others from it).
+    """
+    out = []
+    for r in range(levels + 1):
+        for orient in ((0,) if r == 0 else (1, 2, 3)):
+            Rb = precision + LOG2_GAIN[orient]
+            if reversible:
+                out.append((Rb + (1 if mct else 0), 0))
+                continue
+            nb = levels if r == 0 else levels - r + 1
+            if derived:
+                # E-5: epsilon_b = epsilon_0 - NL + n_b with the LL mantissa
+                eps0, mu0 = out[0] if out else step_pair(base / synthesis_norm(nb, 0, False), Rb)
+                out.append((eps0 - levels + nb, mu0))
+                continue
+            out.append(step_pair(base / synthesis_norm(nb, orient, False), Rb))
+    return out

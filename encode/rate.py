@@ -1,0 +1,127 @@
+"""Rate control: post-compression rate-distortion optimisation (PCRD-opt, T.800 J.14.3
+and Taubman's EBCOT).
+
+Each code-block offers truncation points, one after each coding pass, with a
+rate (bytes, from tier-1) and a distortion decrease (squared error in sample
+units: tier-1's index-unit figure times the band's (Delta_b * ||basis||)^2 and
+the colour transform's column weight).  Only points on the lower convex hull
+of a block's (rate, distortion) curve are candidates; along the hull the
+slopes Delta D / Delta R strictly decrease.  A single slope threshold lambda
+picks, in every block, the last hull point whose slope is >= lambda.  Sorting
+all hull segments by slope makes the body size a step function of lambda:
+the threshold for a byte budget is found by binary search (bisection) over
+the sorted slopes, exactly.  Per-component caps apply a second, larger
+threshold within a component.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+__all__ = ["Hull", "build_hull"]
+
+
+@njit(cache=True, nogil=True)
+def _hull(offsets, rates, cumdist, out_block, out_pass, out_drate, out_slope):
+    """Lower convex hull of each block's points (0, 0), (rates[k], cumdist[k]).
+    Writes one row per hull segment; returns the number of rows."""
+    n = 0
+    nblocks = offsets.shape[0] - 1
+    stack = np.empty(rates.shape[0] + 1, np.int64)
+    for b in range(nblocks):
+        a0, a1 = offsets[b], offsets[b + 1]
+        top = 0
+        for k in range(a0, a1):
+            r = rates[k]
+            d = cumdist[k]
+            while True:
+                if top == 0:
+                    r0, d0 = 0.0, 0.0
+                else:
+                    r0, d0 = rates[stack[top - 1]], cumdist[stack[top - 1]]
+                if d <= d0:
+                    break  # no gain: never a hull point (for now)
+                if r <= r0:
+                    # same or smaller rate, more gain: replaces the previous point
+                    if top == 0:
+                        break
+                    top -= 1
+                    continue
+                s = (d - d0) / (r - r0)
+                if top >= 1:
+                    if top == 1:
+                        rp, dp = 0.0, 0.0
+                    else:
+                        rp, dp = rates[stack[top - 2]], cumdist[stack[top - 2]]
+                    sp = (d0 - dp) / (r0 - rp)
+                    if s >= sp:
+                        top -= 1
+                        continue
+                stack[top] = k
+                top += 1
+                break
+        r0, d0 = 0.0, 0.0
+        for i in range(top):
+            k = stack[i]
+            out_block[n] = b
+            out_pass[n] = k - a0 + 1
+            out_drate[n] = rates[k] - r0
+            out_slope[n] = (cumdist[k] - d0) / (rates[k] - r0)
+            r0, d0 = rates[k], cumdist[k]
+            n += 1
+    return n
+
+
+class Hull:
+    """Hull segments of all blocks, sorted by decreasing slope.
+
+    ``block``, ``npass`` (passes kept when the segment is taken), ``drate``
+    (bytes it adds), ``slope``; ``csum`` the cumulative bytes in that order.
+    """
+
+    def __init__(self, block, npass, drate, slope, nblocks: int):
+        order = np.argsort(-slope, kind="stable")
+        self.block = block[order]
+        self.npass = npass[order]
+        self.drate = drate[order]
+        self.slope = slope[order]
+        self.csum = np.cumsum(self.drate)
+        self.nblocks = nblocks
+
+    def count_for(self, budget: float, mask: np.ndarray | None = None) -> int:
+        """How many leading segments (of those in ``mask``) fit in ``budget`` bytes: the
+        binary search for the slope threshold."""
+        csum = self.csum if mask is None else np.cumsum(np.where(mask, self.drate, 0))
+        return int(np.searchsorted(csum, budget, side="right"))
+
+    def passes(self, take: np.ndarray) -> np.ndarray:
+        """Passes kept per block when the segments where ``take`` is set are taken."""
+        out = np.zeros(self.nblocks, np.int64)
+        np.maximum.at(out, self.block[take], self.npass[take])
+        return out
+
+    def threshold(self, count: int) -> float:
+        """The slope threshold lambda of taking the first ``count`` segments."""
+        return float(self.slope[count - 1]) if count else float("inf")
+
+
+def build_hull(rates_list, dists_list, weights) -> Hull:
+    """Hull of every block from tier-1's per-pass ``rates`` (cumulative bytes) and
+    ``dists`` (decrease per pass, index units squared), weighted per block."""
+    nblocks = len(rates_list)
+    lengths = np.fromiter((len(r) for r in rates_list), np.int64, nblocks)
+    offsets = np.zeros(nblocks + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    total = int(offsets[-1])
+    rates = np.concatenate(rates_list).astype(np.float64) if total else np.zeros(0)
+    cumdist = np.zeros(total)
+    for b, d in enumerate(dists_list):
+        if len(d):
+            cumdist[offsets[b]:offsets[b + 1]] = np.cumsum(d) * weights[b]
+    ob = np.empty(total, np.int64)
+    op = np.empty(total, np.int64)
+    odr = np.empty(total, np.float64)
+    osl = np.empty(total, np.float64)
+    n = _hull(offsets, rates, cumdist, ob, op, odr, osl)
+    return Hull(ob[:n], op[:n], odr[:n], osl[:n], nblocks)

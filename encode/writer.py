@@ -1,0 +1,145 @@
+"""Rate allocation to the byte budget and the final codestream (A.3: main header,
+tile-parts of SOT + SOD + packets, EOC).
+
+The budget counts every byte of the codestream.  Packet headers depend on
+what is included, so allocation and writing alternate: choose the passes
+for (budget - overhead) body bytes with the PCRD threshold, write the whole
+codestream exactly, measure the overhead (headers, markers), repeat until it
+fits (a few rounds; each is exact, nothing is estimated at the end).  Caps
+per component (DCI) work the same way on each component's own bytes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from cinegpu.decode.tier2.progression import packet_order
+
+from . import markers as mk
+from .rate import build_hull
+from .tier2 import TileCoder
+
+__all__ = ["allocate_and_write"]
+
+MAX_ROUNDS = 10
+#: Stop refining once the stream is within this fraction below the budget.
+SLACK = 0.001
+
+
+def _prec_components(plan) -> np.ndarray:
+    out = np.zeros(plan.num_precincts, np.int64)
+    for tc in plan.components:
+        for res in tc.resolutions:
+            out[res.prec_first:res.prec_first + res.npx * res.npy] = tc.c
+    return out
+
+
+class _Writer:
+    def __init__(self, frame, base_step):
+        from .encoder import block_weights, main_header
+        self.frame = frame
+        self.params = frame.params
+        self.main_header = main_header
+        self.base_step = base_step
+        self.orders = [packet_order(plan, frame.cs.siz) for plan in frame.plans]
+        self.coders = [TileCoder(plan, blocks, self.params.cblk_style)
+                       for plan, blocks in zip(frame.plans, frame.blocks)]
+        self.prec_comp = [_prec_components(plan) for plan in frame.plans]
+        self.blocks = [b for tile in frame.blocks for b in tile]
+        self.total_passes = np.array([b.npasses for b in self.blocks], np.int64)
+        weights = np.concatenate([block_weights(plan, self.params) for plan in frame.plans]) \
+            if self.blocks else np.zeros(0)
+        self.hull = build_hull([b.rates for b in self.blocks], [b.dists for b in self.blocks],
+                               weights)
+        self.hull_comp = frame.comp[self.hull.block] if self.blocks else np.zeros(0, np.int64)
+
+    def layer_passes(self, take: np.ndarray | None) -> np.ndarray:
+        """(layers, nblocks) cumulative passes: the final layer from ``take`` (None: all
+        passes), earlier layers at halving body sizes (by the same hull order)."""
+        p = self.params
+        hull = self.hull
+        final = self.total_passes if take is None else hull.passes(take)
+        body = float(self.frame_body(final))
+        out = np.zeros((p.layers, len(self.blocks)), np.int64)
+        out[-1] = final
+        for layer in range(p.layers - 1):
+            count = hull.count_for(body / 2.0 ** (p.layers - 1 - layer))
+            sel = np.arange(len(hull.slope)) < count
+            if take is not None:
+                sel &= take
+            out[layer] = np.minimum(hull.passes(sel), final)
+        return out
+
+    def frame_body(self, passes: np.ndarray) -> int:
+        return sum(int(b.rates[n - 1]) for b, n in zip(self.blocks, passes) if n > 0)
+
+    def write(self, passes: np.ndarray) -> tuple[bytes, np.ndarray, np.ndarray]:
+        """The codestream for ``passes``; bytes per component in total and in bodies."""
+        p = self.params
+        comp_total = np.zeros(p.ncomp, np.int64)
+        comp_body = np.zeros(p.ncomp, np.int64)
+        parts = []  # (tile, part bytes)
+        for t, (coder, order) in enumerate(zip(self.coders, self.orders)):
+            base = int(self.frame.base[t])
+            n = len(self.frame.blocks[t])
+            packets = coder.packets(passes[:, base:base + n], order)
+            tile_parts: list[tuple[int, list[bytes]]] = []  # (component, chunks)
+            for prec, head, body in packets:
+                c = int(self.prec_comp[t][prec])
+                if not tile_parts or (p.split_components and c != tile_parts[-1][0]):
+                    tile_parts.append((c, []))
+                tile_parts[-1][1].extend((head, body))
+                comp_total[c] += len(head) + len(body)
+                comp_body[c] += len(body)
+            for i, (c, chunks) in enumerate(tile_parts or [(0, [])]):
+                data = b"".join(chunks)
+                psot = mk.SOT_BYTES + 2 + len(data)
+                head = mk.sot(Isot=t, Psot=psot, TPsot=i, TNsot=max(1, len(tile_parts)))
+                parts.append((t, head + mk.sod() + data))
+                comp_total[c] += mk.SOT_BYTES + 2
+        header = self.main_header(p, self.base_step, [(t, len(b)) for t, b in parts])
+        data = header + b"".join(b for _, b in parts) + mk.eoc()
+        return data, comp_total, comp_body
+
+
+def allocate_and_write(frame, base_step: float) -> bytes:
+    """Choose every block's passes (PCRD-opt) for the budgets and write the codestream."""
+    w = _Writer(frame, base_step)
+    p = frame.params
+    if p.frame_bytes is None and p.component_bytes is None:
+        return w.write(w.layer_passes(None))[0]
+    budget = p.frame_bytes if p.frame_bytes is not None else float("inf")
+    cap = p.component_bytes
+    full, full_comp, _ = w.write(w.layer_passes(None))
+    if len(full) <= budget and (cap is None or (full_comp <= cap).all()):
+        return full  # everything fits
+    hull = w.hull
+    n = len(hull.slope)
+    rank = np.arange(n)
+    overhead = len(full) - w.frame_body(w.total_passes)
+    comp_over = np.zeros(p.ncomp)
+    best = None
+    for _ in range(MAX_ROUNDS):
+        take = rank < hull.count_for(budget - overhead)
+        if cap is not None:
+            for c in range(p.ncomp):
+                mask = w.hull_comp == c
+                if np.sum(hull.drate[take & mask]) > cap - comp_over[c]:
+                    cnt = hull.count_for(cap - comp_over[c], mask)
+                    take &= ~mask | (np.cumsum(mask) <= cnt)
+        data, comp_total, comp_body = w.write(w.layer_passes(take))
+        body = comp_body.sum()
+        fits = len(data) <= budget and (cap is None or (comp_total <= cap).all())
+        if fits and (best is None or len(data) > len(best)):
+            best = data
+        if fits and len(data) >= budget * (1 - SLACK):
+            break
+        new_over = len(data) - body
+        overhead = new_over + (len(data) - budget + 8 if len(data) > budget else 0)
+        for c in range(p.ncomp):
+            extra = comp_total[c] - comp_body[c]
+            over = comp_total[c] - cap + 8 if cap is not None and comp_total[c] > cap else 0
+            comp_over[c] = max(extra + over, comp_over[c] if over else extra)
+    if best is None:
+        raise RuntimeError("rate control could not meet the byte budget")
+    return best
