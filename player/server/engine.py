@@ -371,7 +371,8 @@ class Engine:
             depth = max(8, self.preroll, getattr(source, "depth", 8))
             self.player = Player(source, self.window, target, self._make_presenter(), rate=rate,
                                  loop=self.loop and len(self.playlist) == 1,
-                                 headless=self.headless, depth=depth, preroll=self.preroll)
+                                 headless=self.headless, depth=depth, preroll=self.preroll, now=self._now,
+                                 sleep=self._sleep)
         except Exception as exc:
             log.warning("cannot play %s: %s", item.entry.id, exc)
             self._close_later(None, source, item.media)
