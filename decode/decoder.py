@@ -22,7 +22,7 @@ from .errors import TruncatedCodestream, UnsupportedFeature
 from .jp2 import JP2Header, apply_palette, read_jp2
 from .plan import TilePlan, build_tile_plan, check_plan
 from .reconstruct import reconstruct_tile
-from .tile import TileReport, decode_tile
+from .tile import TileReport, TileSegments, check_tier1_status, decode_tile, tier2_tile
 
 log = logging.getLogger("cinegpu.decode")
 
@@ -104,8 +104,10 @@ def select_backend(backend: str):
 class Decoder:
     """Decodes frames, reusing plans across frames with the same headers."""
 
-    def __init__(self, backend: str = "cpu") -> None:
+    def __init__(self, backend: str = "cpu", *, gpu_tier1: bool | None = None) -> None:
+        """``gpu_tier1``: run tier-1 on the GPU too (default: with the CUDA back end)."""
         self.transform, self.xp, self.backend = select_backend(backend)
+        self.gpu_tier1 = (self.backend == "cuda") if gpu_tier1 is None else (gpu_tier1 and self.backend == "cuda")
         self._plans: dict[tuple, TilePlan] = {}
 
     def plan(self, cs: Codestream, t: int, reduce: int) -> TilePlan:
@@ -155,6 +157,38 @@ class Decoder:
                                     ppm=ppm, strict=prep.strict, out=coeffs[off : off + plan.coeff_size])
             reports.append(report)
         return coeffs, reports
+
+    def tier2(self, prep: Prepared) -> tuple[list[TileSegments | None], list[TileReport]]:
+        """Tier-2 of every planned tile: the arrays tier-1 takes, per tile."""
+        ppm = tile_part_ppm_headers(prep.cs)
+        reports = [TileReport(t, faults=["tile missing"]) for t in range(prep.cs.siz.num_tiles)
+                   if t not in prep.cs.tiles]
+        segments = []
+        for plan in prep.plans:
+            report = TileReport(plan.index)
+            segments.append(tier2_tile(prep.cs, plan, prep.cs.tiles[plan.index], layers=prep.layers,
+                                       ppm=ppm, strict=prep.strict, report=report))
+            reports.append(report)
+        return segments, reports
+
+    def tier1_gpu(self, prep: Prepared, segments: list[TileSegments], reports: list[TileReport]):
+        """Tier-1 of every tile on the GPU into one device coefficient buffer."""
+        from .tier1.gpu import decode_codeblocks_cuda
+
+        xp = self.xp
+        coeffs = xp.empty(prep.size, xp.int32)
+        statuses = []
+        for plan, off, seg in zip(prep.plans, prep.offsets, segments):
+            if plan.cb.shape[0]:
+                statuses.append(decode_codeblocks_cuda(seg.coded, seg.table, seg.seg_lengths, seg.seg_passes,
+                                                       coeffs[off : off + plan.coeff_size]))
+            else:
+                statuses.append(None)
+        by_tile = {r.tile: r for r in reports}
+        for plan, status in zip(prep.plans, statuses):
+            if status is not None:
+                check_tier1_status(xp.asnumpy(status), plan, prep.strict, by_tile[plan.index])
+        return coeffs
 
     def reconstruct(self, prep: Prepared, coeffs, components=None, *, to_host: bool = True,
                     timings: dict | None = None) -> list:
@@ -216,7 +250,14 @@ class Decoder:
         """
         prep = self.prepare(data, reduce=reduce, layers=layers, strict=strict)
         components = check_components(components, prep.cs.siz.Csiz)
-        coeffs, reports = self.entropy_decode(prep)
+        if self.gpu_tier1:
+            segments, reports = self.tier2(prep)
+            t0 = time.perf_counter()
+            coeffs = self.tier1_gpu(prep, segments, reports)
+            self.xp.cuda.Device().synchronize()
+            reports[0].tier1_s = time.perf_counter() - t0 if reports else 0.0
+        else:
+            coeffs, reports = self.entropy_decode(prep)
         t0 = time.perf_counter()
         out = self.reconstruct(prep, coeffs, components)
         return finish_frame(prep, out, reports, components, time.perf_counter() - t0)

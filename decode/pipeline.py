@@ -87,15 +87,28 @@ def _worker_main(conn, backend_unused: str) -> None:
             msg = conn.recv()
             if msg is None:
                 return
-            seq, data, shm_name, size, reduce, layers, strict, samples, components = msg
+            seq, data, shm_name, size, reduce, layers, strict, mode, components = msg
             try:
                 shm = attached.get(shm_name)
                 if shm is None:
+                    for old in attached.values():  # slots are replaced when they grow
+                        old.close()
+                    attached.clear()
                     shm = shared_memory.SharedMemory(name=shm_name)
                     attached[shm_name] = shm
                 prep = decoder.prepare(data, reduce=reduce, layers=layers, strict=strict)
                 if prep.size != size:
                     raise CodestreamError(f"frame layout changed: {prep.size} coefficients, {size} planned")
+                if mode == MODE_SEGMENTS:
+                    segments, reports = decoder.tier2(prep)
+                    arrays = [a for seg in segments for a in (seg.table, seg.seg_lengths, seg.seg_passes, seg.coded)]
+                    need = sum(-(-a.nbytes // 8) * 8 for a in arrays)
+                    if need > shm.size:
+                        conn.send((seq, ("grow", need), None, None))
+                        continue
+                    conn.send((seq, None, reports, _store_samples(shm, arrays)))
+                    continue
+                samples = mode == MODE_SAMPLES
                 coeffs = np.ndarray((size,), np.int32, buffer=shm.buf)
                 _, reports = decoder.entropy_decode(prep, out=coeffs)
                 layout = None
@@ -131,11 +144,17 @@ def _store_samples(shm, planes: list) -> list:
     return layout
 
 
-def _load_samples(shm, layout: list) -> list:
-    """Copy component planes out of ``shm`` (the slot is reused next)."""
-    return [None if item is None else
-            np.ndarray(item[1], np.dtype(item[2]), buffer=shm.buf, offset=item[0]).copy()
-            for item in layout]
+def _load_samples(shm, layout: list, copy: bool = True) -> list:
+    """Arrays out of ``shm``: copies (the slot is reused next) or views."""
+    views = [None if item is None else np.ndarray(item[1], np.dtype(item[2]), buffer=shm.buf, offset=item[0])
+             for item in layout]
+    return [v.copy() if copy and v is not None else v for v in views]
+
+
+#: What workers write into a slot: coefficients (the GPU reconstructs),
+#: samples (the CPU back end: workers reconstruct too), or tier-1's input
+#: arrays (GPU tier-1: workers run tier-2 only).
+MODE_COEFFICIENTS, MODE_SAMPLES, MODE_SEGMENTS = "coefficients", "samples", "segments"
 
 
 class _Slot:
@@ -182,8 +201,8 @@ class FramePipeline:
 
     def __init__(self, *, backend: str = "auto", workers: int | None = None, depth: int | None = None,
                  reduce: int = 0, layers: int | None = None, strict: bool = False, components=None,
-                 to_host: bool = True) -> None:
-        self.decoder = Decoder(backend)
+                 to_host: bool = True, gpu_tier1: bool | None = None) -> None:
+        self.decoder = Decoder(backend, gpu_tier1=gpu_tier1)
         self.backend = self.decoder.backend
         from .peers import cores
 
@@ -194,8 +213,12 @@ class FramePipeline:
         self.reduce, self.layers, self.strict = reduce, layers, strict
         self.components = components
         self.to_host = to_host
-        #: the CPU back end reconstructs in the workers; the GPU one here
-        self._samples_in_workers = self.backend == "cpu"
+        if self.backend != "cuda":
+            self.mode = MODE_SAMPLES  # the CPU back end reconstructs in the workers
+        elif self.decoder.gpu_tier1:
+            self.mode = MODE_SEGMENTS  # workers: tier-2; the GPU: tier-1 and reconstruction
+        else:
+            self.mode = MODE_COEFFICIENTS
         self._ctx = mp.get_context("spawn")
         self._workers: list[tuple] = []  # (process, connection)
         self._busy: dict[int, _Job] = {}  # worker index -> job
@@ -243,7 +266,7 @@ class FramePipeline:
             self._busy[i] = job
             slot = self._slots[job.slot]
             conn.send((job.seq, job.data, slot.shm.name, job.prep.size, self.reduce, self.layers,
-                       self.strict, self._samples_in_workers, self.components))
+                       self.strict, self.mode, self.components))
 
     def _collect(self, timeout: float | None) -> None:
         """Wait for worker messages (or deaths) and finish those frames."""
@@ -279,6 +302,12 @@ class FramePipeline:
             self._finish(job, WorkerCrashed(f"worker died (exit code {proc.exitcode}) decoding frame {job.seq}"), None)
 
     def _finish(self, job: _Job, err, reports, layout=None) -> None:
+        if isinstance(err, tuple) and err[0] == "grow":  # the slot was too small: grow it, retry
+            self._slots[job.slot].close(self.decoder.xp)
+            self._slots[job.slot] = _Slot(err[1] + (1 << 20), self.decoder.xp)
+            self._queue.appendleft(job)
+            self._dispatch()
+            return
         if err is not None:
             self.stats["errors"] += 1
             self._done[job.seq] = (job.key, err, job.slot)
@@ -287,6 +316,11 @@ class FramePipeline:
         try:
             slot = self._slots[job.slot]
             components = check_components(self.components, job.prep.cs.siz.Csiz)
+            if self.mode == MODE_SEGMENTS:
+                frame = self._finish_on_gpu(job, slot, reports, layout, components)
+                self._done[job.seq] = (job.key, frame, job.slot)
+                self.stats["reconstruct_s"] += time.perf_counter() - t0
+                return
             if layout is not None:  # the worker reconstructed: copy its samples out
                 worker_s = layout.pop()
                 frame = finish_frame(job.prep, _load_samples(slot.shm, layout), reports, components, worker_s)
@@ -307,6 +341,28 @@ class FramePipeline:
         self.stats["reconstruct_s"] += time.perf_counter() - t0
         self._done[job.seq] = (job.key, result, job.slot)
 
+    def _finish_on_gpu(self, job: _Job, slot, reports, layout, components) -> Frame:
+        """Tier-1 and reconstruction on the GPU from the worker's tier-2 arrays."""
+        from .tile import TileSegments
+
+        xp = self.decoder.xp
+        t0 = time.perf_counter()
+        arrays = _load_samples(slot.shm, layout, copy=False)
+        segments = [TileSegments(coded=xp.asarray(arrays[k + 3]), table=arrays[k],
+                                 seg_lengths=xp.asarray(arrays[k + 1]), seg_passes=xp.asarray(arrays[k + 2]))
+                    for k in range(0, len(arrays), 4)]
+        del arrays
+        coeffs = self.decoder.tier1_gpu(job.prep, segments, reports)
+        xp.cuda.Device().synchronize()
+        t1 = time.perf_counter()
+        stage: dict[str, float] = {}
+        out = self.decoder.reconstruct(job.prep, coeffs, components, to_host=self.to_host, timings=stage)
+        frame = finish_frame(job.prep, out, reports, components, time.perf_counter() - t1)
+        frame.timings.update(stage)
+        frame.timings["tier1"] = t1 - t0  # on the GPU, uploads included
+        frame.timings["latency"] = time.perf_counter() - job.submitted
+        return frame
+
     # --- the caller's side -----------------------------------------------
     def submit(self, data: bytes, key=None) -> int:
         """Queue a frame; waits while ``depth`` frames are in flight.
@@ -321,7 +377,11 @@ class FramePipeline:
         prep = self.decoder.prepare(data, reduce=self.reduce, layers=self.layers, strict=self.strict)
         slot_index = self._free.pop()
         slot = self._slots[slot_index]
-        nbytes = prep.size * 4
+        if self.mode == MODE_SEGMENTS:  # tier-1's inputs: about the codestream's size
+            n_cb = sum(p.cb.shape[0] for p in prep.plans)
+            nbytes = 2 * len(data) + n_cb * (8 * 16) + (1 << 20)
+        else:
+            nbytes = prep.size * 4
         if slot is None or slot.nbytes < nbytes:
             if slot is not None:
                 slot.close(self.decoder.xp)

@@ -98,9 +98,11 @@ def _cuda_available() -> bool:
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not _cuda_available(), reason="no CUDA device / CuPy")
-def test_cuda_pipeline_matches_the_cpu_decode(frames):
-    with FramePipeline(backend="cuda", workers=2) as pipe:
+@pytest.mark.parametrize("gpu_tier1", [True, False], ids=["tier1-gpu", "tier1-cpu"])
+def test_cuda_pipeline_matches_the_cpu_decode(frames, gpu_tier1):
+    with FramePipeline(backend="cuda", workers=2, gpu_tier1=gpu_tier1) as pipe:
         assert pipe.backend == "cuda"
+        assert pipe.mode == ("segments" if gpu_tier1 else "coefficients")
         results = list(pipe.map(frames))
     for (_, frame), data in zip(results, frames):
         want = decode(data)
