@@ -221,6 +221,21 @@ def decode_codeblock(coded, data_start, seg_lengths, seg_passes, out2d, num_bps,
 
 
 @njit(**JIT)
+def copy_out(vals, w, h, roishift, out, off, stride):
+    """The decoded block from the scratch `vals` (border layout) to out[off + y * stride + x]."""
+    fs = w + 2
+    for y in range(h):
+        o = off + y * stride
+        i = (y + 1) * fs + 1
+        if roishift == 0:
+            for x in range(w):
+                out[o + x] = vals[i + x]
+        else:
+            for x in range(w):
+                out[o + x] = roi_unshift(vals[i + x], roishift)
+
+
+@njit(**JIT)
 def check_out_region(out_len, off, w, h, stride):
     """True when all h x w samples at out[off + y * stride + x] lie inside `out`."""
     if w == 0 or h == 0:
@@ -265,14 +280,14 @@ def decode_codeblocks(coded, table, seg_lengths, seg_passes, out):
                 out[off + y * stride:off + y * stride + w] = 0
             status[b] = st
             continue
-        st = decode_into(coded, table[b, CB_DATA], seg_lengths, seg_passes,
-                         table[b, CB_SEG_FIRST], table[b, CB_SEG_COUNT], w, h, num_bps,
-                         orient, style, flags, vals, ctx)
-        fs = w + 2
-        for y in range(h):
-            o = off + y * stride
-            i = (y + 1) * fs + 1
-            for x in range(w):
-                out[o + x] = roi_unshift(vals[i + x], roishift)
+        first = table[b, CB_SEG_FIRST]
+        count = table[b, CB_SEG_COUNT]
+        if not seg_passes[first:first + count].any():  # nothing coded (often most blocks)
+            for y in range(h):
+                out[off + y * stride:off + y * stride + w] = 0
+            continue
+        st = decode_into(coded, table[b, CB_DATA], seg_lengths, seg_passes, first, count, w, h,
+                         num_bps, orient, style, flags, vals, ctx)
+        copy_out(vals, w, h, roishift, out, off, stride)
         status[b] = st
     return status

@@ -96,12 +96,10 @@ def mq_decode(data, ctx, cx, a, c, ct, bp):
     d = sv & 1
     a -= qe
     if (c >> MQ_SHIFT) < qe:
-        # LPS_EXCHANGE (Figure C.21); A becomes Qe, renormalised by a per-state shift
-        if a >= qe:
-            d ^= 1
-            ctx[cx] = (st >> 27) & 0x7F  # NLPS (with the MPS switch)
-        else:
-            ctx[cx] = (st >> 20) & 0x7F  # NMPS
+        # LPS_EXCHANGE (Figure C.21); A becomes Qe, renormalised by a per-state shift.
+        # lps: the LPS was decoded; the next state is NLPS (bits 27..33, with the MPS
+        # switch) or NMPS (bits 20..26), chosen without a branch.
+        lps = np.int64(a >= qe)
         n = (st >> 16) & 0xF
         a = qe << n
     else:
@@ -109,13 +107,11 @@ def mq_decode(data, ctx, cx, a, c, ct, bp):
         if a >= 0x8000:
             return d, a, c, ct, bp
         # MPS_EXCHANGE (Figure C.22); A >= 0x8000 - 0x5601, so one or two shifts
-        if a < qe:
-            d ^= 1
-            ctx[cx] = (st >> 27) & 0x7F
-        else:
-            ctx[cx] = (st >> 20) & 0x7F
+        lps = np.int64(a < qe)
         n = 2 - (a >> 14)
         a <<= n
+    d ^= lps
+    ctx[cx] = (st >> (20 + 7 * lps)) & 0x7F
     # RENORMD (Figure C.23) of c
     if n <= ct:
         c <<= n

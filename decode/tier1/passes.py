@@ -59,7 +59,8 @@ def spp_sample(data, a, c, ct, bp, ctx, flags, vals, i, fs, zc, one_half, hide_n
     """One sample of the significance propagation pass (D.3.1): coded when insignificant with
     a significant neighbour (ZC context, Table D.1, then the sign, D.3.2); marked VISIT."""
     f = flags[i]
-    if (f & (F_SIG | F_VISIT)) == 0 and (f & F_NEIGHBOURS) != 0:
+    # insignificant, not visited, some significant neighbour: one unsigned range compare
+    if 0 < (f & (F_SIG | F_VISIT | F_NEIGHBOURS)) <= F_NEIGHBOURS:
         d, a, c, ct, bp = mq_decode(data, ctx, zc[f & F_NEIGHBOURS], a, c, ct, bp)
         if d:
             sc = sign_context(f)
@@ -122,7 +123,7 @@ def mrp_sample(data, a, c, ct, bp, ctx, flags, vals, i, half):
             cx = CTX_MR + ((f & F_NEIGHBOURS) != 0)
         d, a, c, ct, bp = mq_decode(data, ctx, cx, a, c, ct, bp)
         v = vals[i]
-        vals[i] = v + half if d ^ (v < 0) else v - half
+        vals[i] = v + (half if d ^ (v < 0) else -half)
         flags[i] = f | F_REFINED
     return a, c, ct, bp
 
