@@ -1,0 +1,103 @@
+"""DCI encoder benchmark: our encoder against ``opj_compress -cinema2K/-cinema4K`` on
+the same synthetic 12-bit X'Y'Z' frames; PSNR of each decoded stream against the
+source, frames per second of each, and the ratios.
+
+    python -m cinegpu.encode.bench [--profile dci-2k dci-4k] [--frames N]
+        [--backend auto|cpu|cuda] [--workers N] [--opj-processes N]
+
+Not a timed test: numbers depend on the machine.  OpenJPEG's time is the
+opj_compress process (PPM read and file write included), ``--opj-processes``
+frames at once; ours is :meth:`Encoder.encode` from the array, workers warm.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from cinegpu.decode import decode
+
+from .encoder import Encoder
+from .peers import have_opj, opj_compress_dci, psnr
+from .profiles import DCI_SIZE
+
+__all__ = ["synthetic_frame", "main"]
+
+
+def synthetic_frame(width: int, height: int, seed: int = 0, bits: int = 12) -> np.ndarray:
+    """(height, width, 3) uint16 test content at ``bits``: ramps, a sine field, an XOR
+    texture, a checkerboard patch and film-grain-like noise, so the DCI caps bind."""
+    rng = np.random.default_rng(seed)
+    top = (1 << bits) - 1
+    y, x = np.mgrid[0:height, 0:width].astype(np.float64)
+    s = top / 4095.0
+    img = np.stack([
+        ((x * 2 + y + seed * 7) % 4096) * s,
+        (2048 + 1500 * np.sin(x / 37.0 + seed) * np.cos(y / 53.0)) * s,
+        ((x.astype(np.int64) ^ y.astype(np.int64)) & 4095) * s,
+    ], -1) * 0.8
+    img += rng.normal(0, 60 * s, img.shape)
+    y0, y1, x0, x1 = height * 5 // 18, height * 13 // 20, width // 4, width * 3 // 4
+    board = ((x[y0:y1, x0:x1] // 16 + y[y0:y1, x0:x1] // 16 + seed) % 2) * 400 * s
+    img[y0:y1, x0:x1] += board[..., None]
+    return np.clip(np.rint(img), 0, top).astype(np.uint16)
+
+
+def _ours(frames, profile, fps, backend, workers):
+    with Encoder(profile=profile, fps=fps, backend=backend, workers=workers) as enc:
+        enc.encode(frames[0][:256, :256] if profile == "generic" else frames[0], bits=12)  # warm
+        t0 = time.perf_counter()
+        out = [enc.encode(f, bits=12) for f in frames]
+        secs = time.perf_counter() - t0
+        return out, secs, enc.timings
+
+
+def _opj(frames, profile, fps, processes):
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(max(1, processes)) as pool:
+        out = list(pool.map(lambda f: opj_compress_dci(f, profile, fps)[0], frames))
+    return out, time.perf_counter() - t0
+
+
+def run(profile: str, frames: int, fps: int, backend: str, workers: int, processes: int) -> dict:
+    w, h = DCI_SIZE[profile]
+    src = [synthetic_frame(w, h, seed=k) for k in range(frames)]
+    ours, t_ours, stages = _ours(src, profile, fps, backend, workers)
+    p_ours = np.mean([psnr(s, decode(d)) for s, d in zip(src, ours)])
+    row = {"profile": profile, "frames": frames, "ours_fps": frames / t_ours,
+           "ours_psnr": p_ours, "ours_bytes": max(len(d) for d in ours), "stages": stages}
+    if have_opj():
+        theirs, t_opj = _opj(src, profile, fps, processes)
+        row.update(opj_fps=frames / t_opj,
+                   opj_psnr=np.mean([psnr(s, decode(d)) for s, d in zip(src, theirs)]),
+                   opj_bytes=max(len(d) for d in theirs))
+    return row
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--profile", nargs="+", default=["dci-2k", "dci-4k"])
+    ap.add_argument("--frames", type=int, default=2)
+    ap.add_argument("--fps", type=int, default=24)
+    ap.add_argument("--backend", default="auto")
+    ap.add_argument("--workers", type=int, default=None)
+    ap.add_argument("--opj-processes", type=int, default=1)
+    a = ap.parse_args(argv)
+    for profile in a.profile:
+        r = run(profile, a.frames, a.fps, a.backend, a.workers or 1, a.opj_processes)
+        print(f"{profile}: {r['frames']} frames")
+        print(f"  cinegpu       PSNR {r['ours_psnr']:.2f} dB  {r['ours_fps']:.3f} fps  "
+              f"max {r['ours_bytes']} bytes  stages (last frame, s): "
+              + ", ".join(f"{k} {v:.2f}" for k, v in r["stages"].items()))
+        if "opj_fps" in r:
+            print(f"  opj_compress  PSNR {r['opj_psnr']:.2f} dB  {r['opj_fps']:.3f} fps  "
+                  f"max {r['opj_bytes']} bytes")
+            print(f"  ratio         PSNR {r['ours_psnr'] - r['opj_psnr']:+.2f} dB  "
+                  f"speed x{r['ours_fps'] / r['opj_fps']:.2f}")
+
+
+if __name__ == "__main__":
+    main()

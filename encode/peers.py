@@ -1,0 +1,78 @@
+"""OpenJPEG on the same frames: ``opj_compress -cinema2K/-cinema4K`` as the quality
+and speed reference of the DCI encoder, ``opj_decompress`` as the reference decoder
+of our codestreams.  Used by the tests and by :mod:`cinegpu.encode.bench`.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["have_opj", "opj_compress_dci", "opj_decode", "psnr", "read_pgx", "write_ppm"]
+
+
+def have_opj() -> bool:
+    return all(shutil.which(t) for t in ("opj_compress", "opj_decompress", "opj_dump"))
+
+
+def read_pgx(path: Path) -> np.ndarray:
+    """A PGX file (opj_decompress's per-component output): 'PG ML|LM +|- bits w h\\n' + samples."""
+    data = Path(path).read_bytes()
+    end = data.index(b"\n")
+    m = re.match(rb"PG\s*(ML|LM)\s*([+-])?\s*(\d+)\s+(\d+)\s+(\d+)", data[:end])
+    if m is None:
+        raise ValueError(f"{path}: not a PGX header")
+    order, sign, bits, w, h = m.group(1), m.group(2), int(m.group(3)), int(m.group(4)), int(m.group(5))
+    size = 1 if bits <= 8 else 2 if bits <= 16 else 4
+    kind = "i" if sign == b"-" else "u"
+    dt = np.dtype(f"{'>' if order == b'ML' else '<'}{kind}{size}")
+    return np.frombuffer(data[end + 1:end + 1 + w * h * size], dt).reshape(h, w).astype(np.int64)
+
+
+def opj_decode(data: bytes) -> list[np.ndarray]:
+    """Decode a codestream with opj_decompress; one int64 array per component."""
+    with tempfile.TemporaryDirectory(prefix="cinegpu-opj-") as tmp:
+        src = Path(tmp) / "in.j2c"
+        src.write_bytes(data)
+        subprocess.run(["opj_decompress", "-i", str(src), "-o", str(Path(tmp) / "out.pgx")],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        files = sorted(Path(tmp).glob("out*.pgx"),
+                       key=lambda p: int(re.findall(r"(\d+)", p.stem)[-1]) if "_" in p.stem else 0)
+        return [read_pgx(f) for f in files]
+
+
+def write_ppm(path: Path, image: np.ndarray, maxval: int = 4095) -> None:
+    """A binary PPM (P6, 16-bit big-endian samples): what opj_compress reads as 12 bit."""
+    h, w, _ = image.shape
+    Path(path).write_bytes(b"P6\n%d %d\n%d\n" % (w, h, maxval) + image.astype(">u2").tobytes())
+
+
+def opj_compress_dci(image: np.ndarray, profile: str, fps: int = 24) -> tuple[bytes, float]:
+    """``opj_compress -cinema2K/-cinema4K fps`` on a (H, W, 3) 12-bit image:
+    (codestream, seconds of the opj_compress run, file writing included)."""
+    flag = {"dci-2k": "-cinema2K", "dci-4k": "-cinema4K"}[profile]
+    with tempfile.TemporaryDirectory(prefix="cinegpu-opj-") as tmp:
+        src, dst = Path(tmp) / "in.ppm", Path(tmp) / "out.j2c"
+        write_ppm(src, image)
+        argv = ["opj_compress", "-i", str(src), "-o", str(dst), flag]
+        if profile == "dci-2k":
+            argv.append(str(fps))
+        t0 = time.perf_counter()
+        subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        secs = time.perf_counter() - t0
+        return dst.read_bytes(), secs
+
+
+def psnr(reference: np.ndarray, decoded, bits: int = 12) -> float:
+    """PSNR in dB over all samples; ``decoded`` an array or list of component arrays."""
+    ref = np.asarray(reference, np.float64)
+    out = np.stack(decoded, -1) if isinstance(decoded, list) else np.asarray(decoded)
+    out = out.reshape(ref.shape).astype(np.float64)
+    mse = np.mean((ref - out) ** 2)
+    return float("inf") if mse == 0 else float(10 * np.log10(((1 << bits) - 1) ** 2 / mse))

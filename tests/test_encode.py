@@ -1,0 +1,221 @@
+"""The encoder (cinegpu.encode): round trips through our decoder and opj_decompress,
+budgets, the DCI layouts against opj_dump, and PSNR against opj_compress."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+import numpy as np
+import pytest
+
+from cinegpu.decode import decode, tier1
+from cinegpu.decode.codestream.header import parse_codestream
+from cinegpu.encode import encode
+from cinegpu.encode.bench import synthetic_frame
+from cinegpu.encode.peers import have_opj, opj_compress_dci, opj_decode, psnr
+from cinegpu.encode.profiles import dci_caps
+from cinegpu.encode.rate import build_hull
+from cinegpu.encode.tier2 import BitWriter
+
+needs_opj = pytest.mark.skipif(not have_opj(), reason="OpenJPEG tools (opj_*) not installed")
+
+BYPASS_TERMALL = tier1.CBLK_BYPASS | tier1.CBLK_TERMALL
+
+# (name, shape (H, W[, C]), bits, signed, encode options)
+REVERSIBLE_CASES = [
+    ("grey8-odd", (37, 53), 8, False, {}),
+    ("grey8-1px", (1, 1), 8, False, {}),
+    ("grey8-row", (1, 67), 8, False, {"levels": 2}),
+    ("grey16", (40, 33), 16, False, {"levels": 3}),
+    ("grey12-signed", (29, 31), 12, True, {"levels": 2}),
+    ("rgb8-lrcp", (45, 61, 3), 8, False, {}),
+    ("rgb12-rlcp-cb16", (64, 80, 3), 12, False, {"levels": 3, "codeblock": (16, 16),
+                                                 "progression": "RLCP"}),
+    ("rgb16-rpcl-layers", (33, 47, 3), 16, False, {"layers": 3, "progression": "RPCL"}),
+    ("rgba12-pcrl-tiles", (50, 70, 4), 12, False, {"tiles": (32, 24), "progression": "PCRL"}),
+    ("rgb8-cprl-prec", (70, 90, 3), 8, False, {"precincts": [(16, 16), (32, 32)],
+                                               "progression": "CPRL", "layers": 2}),
+    ("grey8-cb64x16-l0", (23, 77), 8, False, {"codeblock": (6, 4), "levels": 0}),
+    ("two8-bypass-termall", (40, 52, 2), 8, False, {"style": BYPASS_TERMALL, "layers": 2}),
+    ("rgb8-styles", (36, 44, 3), 8, False,
+     {"style": tier1.CBLK_RESET | tier1.CBLK_VCAUSAL | tier1.CBLK_SEGSYM | tier1.CBLK_BYPASS}),
+    ("rgb12-tiles-odd-levels6", (67, 65, 3), 12, False, {"tiles": (40, 40), "levels": 6}),
+]
+
+
+def _image(shape, bits, signed, seed=0):
+    rng = np.random.default_rng(seed)
+    lo, hi = (-(1 << (bits - 1)), 1 << (bits - 1)) if signed else (0, 1 << bits)
+    noise = rng.integers(lo, hi, shape)
+    # smooth content plus noise, so bit-planes and zero bit-planes vary between blocks
+    yy, xx = np.indices(shape[:2])
+    ramp = ((xx * 3 + yy * 5) % max(1, hi - lo)) + lo
+    if len(shape) == 3:
+        ramp = ramp[..., None]
+    img = np.where(rng.random(shape) < 0.5, noise, np.broadcast_to(ramp, shape))
+    dtype = (np.int8 if bits <= 8 else np.int16 if bits <= 16 else np.int32) if signed else \
+        (np.uint8 if bits <= 8 else np.uint16)
+    return img.astype(dtype)
+
+
+def _components(img):
+    return [img] if img.ndim == 2 else [img[..., i] for i in range(img.shape[2])]
+
+
+def test_case_count():
+    assert len(REVERSIBLE_CASES) == 14
+
+
+@pytest.mark.parametrize("name,shape,bits,signed,opts", REVERSIBLE_CASES,
+                         ids=[c[0] for c in REVERSIBLE_CASES])
+def test_reversible_round_trip(name, shape, bits, signed, opts):
+    img = _image(shape, bits, signed)
+    data = encode(img, reversible=True, bits=bits, backend="cpu", **opts)
+    ours = decode(data)
+    for a, b in zip(ours, _components(img)):
+        np.testing.assert_array_equal(a, b)
+    if have_opj():
+        for a, b in zip(opj_decode(data), _components(img)):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_reversible_subsampled_components():
+    rng = np.random.default_rng(3)
+    comps = [rng.integers(0, 256, (30, 41)), rng.integers(0, 256, (15, 21)),
+             rng.integers(0, 256, (15, 21))]
+    data = encode([c.astype(np.uint8) for c in comps], reversible=True, backend="cpu")
+    for a, b in zip(decode(data), comps):
+        np.testing.assert_array_equal(a, b)
+
+
+@needs_opj
+@pytest.mark.parametrize("opts", [
+    {},
+    {"layers": 3, "progression": "RLCP"},
+    {"quantization": "derived", "tiles": (48, 40)},
+    {"style": BYPASS_TERMALL, "codeblock": (16, 16)},
+], ids=["plain", "layers", "derived-tiles", "bypass-termall"])
+def test_irreversible_budget_and_opj(opts):
+    img = synthetic_frame(96, 80, seed=1, bits=12)
+    fps, bitrate = 24, 96 * 80 * 3 * 2.0 * 24  # 2 bits per sample
+    data = encode(img, bits=12, bitrate=bitrate, fps=fps, backend="cpu", **opts)
+    assert len(data) <= bitrate / 8 / fps
+    assert len(data) >= 0.9 * bitrate / 8 / fps  # the budget is used
+    ours = decode(data)
+    for a, b in zip(opj_decode(data), ours):
+        assert np.abs(a - b.astype(np.int64)).max() <= 1
+    assert psnr(img, ours) > 35
+    if opts.get("layers", 1) > 1:
+        low = psnr(img, decode(data, layers=1))
+        assert 20 < low < psnr(img, ours)
+
+
+def test_irreversible_no_budget_is_near_lossless():
+    img = synthetic_frame(64, 48, seed=2, bits=12)
+    data = encode(img, bits=12, backend="cpu")
+    assert psnr(img, decode(data)) > 58
+
+
+def test_bit_writer_stuffing():
+    bw = BitWriter()
+    bw.bits(0xFF, 8)
+    bw.bits(0x7F, 7)  # 7 bits after 0xFF
+    bw.bits(0x1, 1)
+    assert bw.flush() == b"\xff\x7f\x80"
+    bw = BitWriter()
+    bw.bits(0xFF, 8)
+    assert bw.flush() == b"\xff\x00"  # a final 0xFF is followed by a stuffed zero
+
+
+def test_hull_is_convex_and_prefix():
+    rng = np.random.default_rng(0)
+    rates = [np.cumsum(rng.integers(1, 50, 12)).astype(np.int32) for _ in range(20)]
+    dists = [np.sort(rng.random(12))[::-1] * 100 for _ in range(20)]
+    hull = build_hull(rates, dists, np.ones(20))
+    for b in range(20):
+        s = hull.slope[hull.block == b]
+        assert (np.diff(s) < 0).all()  # in sorted order, each block's slopes decrease
+        n = hull.npass[hull.block == b]
+        assert (np.diff(n) > 0).all()
+    take = np.arange(len(hull.slope)) < hull.count_for(300)
+    passes = hull.passes(take)
+    assert sum(int(r[n - 1]) for r, n in zip(rates, passes) if n) <= 300
+
+
+def _dump(data, tmp_path):
+    path = tmp_path / "f.j2c"
+    path.write_bytes(data)
+    return subprocess.run(["opj_dump", "-i", str(path)], capture_output=True, text=True,
+                          check=True).stdout
+
+
+def _check_dci_layout(data, tmp_path, four_k):
+    dump = _dump(data, tmp_path)
+    assert "prg=0x4" in dump and "mct=1" in dump  # CPRL, ICT
+    assert dump.count("cblkw=2^5") == 3 and dump.count("cblkh=2^5") == 3
+    assert dump.count("qmfbid=0") == 3  # 9/7
+    res = 7 if four_k else 6
+    assert dump.count(f"numresolutions={res}") == 3
+    assert dump.count("preccintsize (w,h)=(7,7) " + "(8,8) " * (res - 1)) == 3
+    assert dump.count(f"numgbits={2 if four_k else 1}") == 3
+    cs = parse_codestream(data)
+    assert cs.siz.Rsiz == (4 if four_k else 3)
+    assert cs.siz.num_tiles == 1 and cs.siz.precision(0) == 12 and cs.siz.Csiz == 3
+    parts = cs.tiles[0].parts
+    assert [p.sot.TPsot for p in parts] == list(range(6 if four_k else 3))
+    assert all(p.sot.TNsot == len(parts) for p in parts)
+    assert cs.main.tlm and len(cs.main.tlm[0].entries) == len(parts)
+    assert [e[1] for e in cs.main.tlm[0].entries] == [p.sot.Psot for p in parts]
+    if four_k:
+        assert [(p.RSpoc, p.CSpoc, p.LYEpoc, p.REpoc, p.CEpoc, p.Ppoc) for p in cs.main.poc] == \
+            [(0, 0, 1, 6, 3, 4), (6, 0, 1, 7, 3, 4)]
+    else:
+        assert not cs.main.poc
+    # components within their caps: a component is its tile-parts
+    frame_cap, comp_cap = dci_caps(24)
+    assert len(data) <= frame_cap
+    ncomp_parts = np.zeros(3, np.int64)
+    for i, p in enumerate(parts):
+        ncomp_parts[i % 3] += p.sot.Psot
+    assert (ncomp_parts <= comp_cap).all()
+    m = re.search(r"x1=(\d+), y1=(\d+)", dump)
+    return int(m.group(1)), int(m.group(2))
+
+
+@needs_opj
+def test_dci_2k_layout_caps_and_psnr(tmp_path):
+    img = synthetic_frame(2048, 1080, seed=0)
+    data = encode(img, profile="dci-2k", fps=24, bits=12, backend="cpu", workers=2)
+    assert _check_dci_layout(data, tmp_path, four_k=False) == (2048, 1080)
+    ours = decode(data)
+    for a, b in zip(opj_decode(data), ours):
+        assert np.abs(a - b.astype(np.int64)).max() <= 1
+    theirs, _ = opj_compress_dci(img, "dci-2k", 24)
+    p_ours, p_opj = psnr(img, ours), psnr(img, decode(theirs))
+    assert p_ours >= p_opj - 0.3, (p_ours, p_opj)
+
+
+@needs_opj
+def test_dci_4k_layout(tmp_path):
+    # a 4K codestream of a small picture keeps the test short; the layout is the same
+    img = synthetic_frame(1024, 540, seed=1)
+    data = encode(img, profile="dci-4k", fps=24, bits=12, backend="cpu", bitrate=40e6)
+    assert len(data) <= 40e6 / 8 / 24
+    assert _check_dci_layout(data, tmp_path, four_k=True) == (1024, 540)
+    for a, b in zip(opj_decode(data), decode(data)):
+        assert np.abs(a - b.astype(np.int64)).max() <= 1
+
+
+def test_dci_rejects_wrong_input():
+    with pytest.raises(ValueError):
+        encode(np.zeros((1080, 2048), np.uint16), profile="dci-2k", bits=12)
+    with pytest.raises(ValueError):
+        encode(np.zeros((1080, 2048, 3), np.uint16), profile="dci-2k", bits=12, fps=23)
+
+
+def test_workers_give_the_same_stream():
+    img = _image((64, 96, 3), 8, False, seed=5)
+    one = encode(img, reversible=True, backend="cpu", workers=1)
+    two = encode(img, reversible=True, backend="cpu", workers=2)
+    assert one == two
