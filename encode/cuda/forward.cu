@@ -1,0 +1,96 @@
+// Forward stage of the encoder (T.800 G.1.2, G.3, F.4.8.2, E.1) on the GPU.
+// Numpy twins: cinegpu.decode.transform.forward_ict / fdwt_97 (_sd_97) and
+// cinegpu.encode.forward.quantize_band.  Compiled with --fmad=false and written in
+// the twins' float32 evaluation order, so results agree to the bit.
+
+// T.800 Table F.4 (float32, as cinegpu.decode.transform.dwt)
+#define ALPHA (-1.586134342f)
+#define BETA (-0.052980118f)
+#define GAMMA (0.882911075f)
+#define DELTA (0.443506852f)
+#define K_LOW ((float)(1.0 / 1.230174104914001))
+#define K_HIGH ((float)1.230174104914001)
+
+// DC level shift (G.1.2) of one component, int32 samples -> float32.
+extern "C" __global__ void dc_shift_f32(const int* x, float* out, float shift, long long n)
+{
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+         i += (long long)blockDim.x * gridDim.x)
+        out[i] = (float)x[i] - shift;
+}
+
+// DC level shift then the forward ICT (G.3, G-7) of components 0-2.
+extern "C" __global__ void dc_shift_ict_f32(const int* r, const int* g, const int* b,
+                                            float s0, float s1, float s2,
+                                            float* y, float* cb, float* cr, long long n)
+{
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+         i += (long long)blockDim.x * gridDim.x) {
+        float R = (float)r[i] - s0, G = (float)g[i] - s1, B = (float)b[i] - s2;
+        y[i] = 0.299f * R + 0.587f * G + 0.114f * B;
+        cb[i] = -0.16875f * R - 0.33126f * G + 0.5f * B;
+        cr[i] = 0.5f * R - 0.41869f * G - 0.08131f * B;
+    }
+}
+
+__device__ __forceinline__ int clampi(int v, int hi)
+{
+    return v < 0 ? 0 : (v > hi ? hi : v);
+}
+
+// 1D_SD with the 9/7 filter (F.4.8.2) down every column of a row-major (n, w) plane:
+// one thread per column (coalesced across the warp).  p: parity of the first row.
+// Low-pass rows go to lo (nl, w), high-pass rows to hi (nh, w).  Neighbour indices
+// are clamped to the band: the periodic symmetric extension of F.3.7.
+extern "C" __global__ void sd97_cols(const float* x, float* lo, float* hi, int n, int w, int p)
+{
+    int j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= w) return;
+    int nl = (n - p + 1) / 2, nh = n - nl;
+    if (n == 1) {
+        if (nl) lo[j] = x[j];
+        else hi[j] = x[j] * 2.0f;
+        return;
+    }
+#define XL(k) x[(long long)(2 * (k) + p) * w + j]
+#define XH(k) x[(long long)(2 * (k) + 1 - p) * w + j]
+#define LO(k) lo[(long long)(k) * w + j]
+#define HI(k) hi[(long long)(k) * w + j]
+    for (int k = 0; k < nh; k++) {
+        float t = XL(clampi(k - p, nl - 1)) + XL(clampi(k - p + 1, nl - 1));
+        t *= ALPHA;
+        HI(k) = XH(k) + t;
+    }
+    for (int k = 0; k < nl; k++) {
+        float t = HI(clampi(k + p - 1, nh - 1)) + HI(clampi(k + p, nh - 1));
+        t *= BETA;
+        LO(k) = XL(k) + t;
+    }
+    for (int k = 0; k < nh; k++) {
+        float t = LO(clampi(k - p, nl - 1)) + LO(clampi(k - p + 1, nl - 1));
+        t *= GAMMA;
+        HI(k) = HI(k) + t;
+    }
+    for (int k = 0; k < nl; k++) {
+        float t = HI(clampi(k + p - 1, nh - 1)) + HI(clampi(k + p, nh - 1));
+        t *= DELTA;
+        LO(k) = (LO(k) + t) * K_LOW;
+    }
+    for (int k = 0; k < nh; k++) HI(k) = HI(k) * K_HIGH;
+#undef XL
+#undef XH
+#undef LO
+#undef HI
+}
+
+// Deadzone quantisation (E.1): q = sign(c) floor(|c| * (1 / Delta_b)), into out + offset.
+extern "C" __global__ void quantize_f32(const float* c, int* out, long long offset, float inv,
+                                        long long n)
+{
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+         i += (long long)blockDim.x * gridDim.x) {
+        float v = c[i];
+        int q = (int)floorf(fabsf(v) * inv);
+        out[offset + i] = v < 0.0f ? -q : q;
+    }
+}
