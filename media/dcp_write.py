@@ -40,8 +40,11 @@ NS_AM = "http://www.smpte-ra.org/schemas/429-9/2007/AM"
 CREATOR = "cinegpu 0.1.0"
 CONTENT_KINDS = ("feature", "trailer", "test", "teaser", "rating", "advertisement", "short",
                  "transitional", "psa", "policy")
-#: Highest codestream bytes per frame: DCI's 250 Mbit/s at the frame rate (dci-facts.md).
+#: DCI's cap on the image bit rate, Mbit/s (dci-facts.md); libdcp warns above 230.
 MAX_MBPS = 250
+#: The OpenJPEG stand-in's default target: its cinema rate control overshoots its cap by a few
+#: bytes a frame (1,302,095 seen against 1,302,083 at 4K), so it aims below libdcp's warning.
+OPJ_DEFAULT_MBPS = 225
 
 
 # -- encoding ----------------------------------------------------------------------------------
@@ -78,9 +81,8 @@ def _opj_encode(xyz12, profile, fps, bitrate, workdir) -> bytes:
         src.write_bytes(b"P6\n%d %d\n4095\n" % (w, h) + xyz12.astype(">u2").tobytes())
         args = ["opj_compress", "-i", str(src), "-o", str(dst)]
         args += ["-cinema2K", "48" if fps > 30 else "24"] if profile == "2k" else ["-cinema4K"]
-        if bitrate is not None:
-            budget = min(bitrate, MAX_MBPS) * 1e6 / 8 / float(fps)
-            args += ["-r", f"{max(1.0, w * h * 3 * 12 / 8 / budget):.3f}"]
+        budget = min(bitrate or OPJ_DEFAULT_MBPS, OPJ_DEFAULT_MBPS) * 1e6 / 8 / float(fps)
+        args += ["-r", f"{max(1.0, w * h * 3 * 12 / 8 / budget):.3f}"]   # bytes per frame
         run = subprocess.run(args, capture_output=True, text=True, timeout=600)
         if run.returncode != 0 or not dst.is_file():
             raise MediaError(None, f"opj_compress failed ({run.returncode}): "

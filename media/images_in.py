@@ -162,14 +162,31 @@ def image_area(width: int, height: int, profile: str = "2k", container: str = "a
     return (name, *areas[name])
 
 
-def _weights(n_in: int, n_out: int, scale: float) -> np.ndarray:
-    """(n_out, n_in) float32 resampling weights: triangle filter, widened when shrinking."""
+def _taps(n_in: int, n_out: int) -> tuple[np.ndarray, np.ndarray]:
+    """(indices, weights), each (n_out, taps): a triangle filter, widened when shrinking."""
+    scale = n_out / n_in
     support = max(1.0, 1.0 / scale)
     centres = (np.arange(n_out) + 0.5) / scale - 0.5
-    x = np.arange(n_in)
-    w = np.maximum(0.0, 1.0 - np.abs(x[None, :] - centres[:, None]) / support)
-    sums = w.sum(axis=1, keepdims=True)
-    return (w / np.where(sums > 0, sums, 1.0)).astype(np.float32)
+    first = np.floor(centres - support).astype(np.int64) + 1
+    offsets = np.arange(int(np.ceil(2 * support)) + 1)
+    idx = first[:, None] + offsets[None, :]
+    w = np.maximum(0.0, 1.0 - np.abs(idx - centres[:, None]) / support)
+    w[(idx < 0) | (idx >= n_in)] = 0.0
+    w /= np.maximum(w.sum(axis=1, keepdims=True), 1e-12)
+    return np.clip(idx, 0, n_in - 1), w.astype(np.float32)
+
+
+def _resample(a: np.ndarray, n_out: int, axis: int) -> np.ndarray:
+    """Resample ``a`` along ``axis`` to ``n_out`` samples (a few taps per output sample)."""
+    if a.shape[axis] == n_out:
+        return a
+    idx, w = _taps(a.shape[axis], n_out)
+    shape = [1] * a.ndim
+    shape[axis] = n_out
+    out = np.zeros(a.shape[:axis] + (n_out,) + a.shape[axis + 1:], np.float32)
+    for k in range(idx.shape[1]):
+        out += np.take(a, idx[:, k], axis=axis) * w[:, k].reshape(shape)
+    return out
 
 
 def fit(image: np.ndarray, width: int, height: int) -> np.ndarray:
@@ -180,10 +197,7 @@ def fit(image: np.ndarray, width: int, height: int) -> np.ndarray:
         return image
     scale = min(width / w, height / h)
     ow, oh = max(1, round(w * scale)), max(1, round(h * scale))
-    wy = _weights(h, oh, oh / h)
-    wx = _weights(w, ow, ow / w)
     out = np.zeros((height, width, 3), np.float32)
     y0, x0 = (height - oh) // 2, (width - ow) // 2
-    for c in range(3):
-        out[y0:y0 + oh, x0:x0 + ow, c] = wy @ image[:, :, c].astype(np.float32) @ wx.T
+    out[y0:y0 + oh, x0:x0 + ow] = _resample(_resample(image, oh, 0), ow, 1)
     return out
