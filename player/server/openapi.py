@@ -80,7 +80,7 @@ def _errors(*codes: int) -> dict:
     return {str(c): _json({"$ref": "#/components/schemas/Error"}, names[c]) for c in codes}
 
 
-def _command(summary: str, body: dict | None = None, *, compat: bool = False, codes=(409,)) -> dict:
+def _command(summary: str, body: dict | None = None, *, compat: bool = False, codes=(409, 422)) -> dict:
     op: dict = {"summary": summary,
                 "responses": {"200": _json({"$ref": "#/components/schemas/Status"}, "status after the command"),
                               **_errors(400, 413, 415, *codes)}}
@@ -128,7 +128,10 @@ def openapi(*, token: bool) -> dict:
                                {"name": "max_seconds", "in": "query", "required": False,
                                 "schema": {"type": "number", "exclusiveMinimum": 0, "maximum": 86400}}],
                 "responses": {"200": {"description": "event stream",
-                                      "content": {"text/event-stream": {"schema": {"type": "string"}}}},
+                                      "content": {"text/event-stream": {"schema": {
+                                          "type": "object", "description": "one event; data is a Status as JSON",
+                                          "properties": {"event": {"const": "status"}, "id": {"type": "string"},
+                                                         "data": {"type": "string"}}}}}},
                               **_errors(422)}}},
             "/api/v1/openapi.json": {"get": {"summary": "this document",
                                              "responses": {"200": _json({"type": "object"}, "OpenAPI 3.1")}}},

@@ -1,0 +1,73 @@
+"""Property-based tests of the playback server's API from its own OpenAPI document (schemathesis).
+
+Requests are generated from ``/api/v1/openapi.json`` of a real server process (127.0.0.1,
+headless, CPU back end, decode threads) that has a composition loaded, so play / pause / seek /
+step act on a player.  Both valid (positive) and schema-violating (negative) requests are sent;
+no answer may be a 5xx, every answer must have a status code and a body the document declares,
+and every request that violates the schema must be refused with a 4xx.
+Examples are bounded per operation (``max_examples``) and every request has a timeout.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+schemathesis = pytest.importorskip("schemathesis")
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+from schemathesis.checks import not_a_server_error  # noqa: E402
+from schemathesis.specs.openapi.checks import (  # noqa: E402
+    negative_data_rejection, response_schema_conformance, status_code_conformance)
+
+from cinegpu.player.server.client import ServerProcess, request  # noqa: E402
+from cinegpu.player.server.samples import DCP_CPL, make_library, tools_missing  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+MAX_EXAMPLES = 25
+CALLS: list[tuple] = []         # (method, path, status) of every generated request
+CHECKS = [not_a_server_error, status_code_conformance, response_schema_conformance, negative_data_rejection]
+
+
+@pytest.fixture(scope="module")
+def live_server(tmp_path_factory):
+    missing = tools_missing()
+    if missing:
+        pytest.skip(f"needs {', '.join(missing)} to make the test library")
+    try:
+        from cinegpu.player.window import open_window
+        open_window(8, 8, headless=True).close()
+    except Exception as exc:
+        pytest.skip(f"no headless OpenGL: {exc}")
+    library = make_library(tmp_path_factory.mktemp("library"), frames=24, dcp=True)
+    s = ServerProcess(library, "--backend", "cpu", "--threads", "--workers", "1")
+    code, st = request(f"{s.url}/api/v1/load", "POST", {"cpl": DCP_CPL, "loop": True}, timeout=120)
+    assert code == 200, st
+    yield s
+    assert s.stop() == 0, "".join(s.stderr)[-3000:]
+    print(f"\n{len(CALLS)} generated requests, statuses {sorted({c for *_, c in CALLS})}")
+
+
+@pytest.fixture(scope="module")
+def api_schema(live_server):
+    from schemathesis.generation import GenerationMode
+
+    schema = schemathesis.openapi.from_url(f"{live_server.url}/api/v1/openapi.json")
+    schema.config.update(base_url=live_server.url)
+    schema.config.generation.update(modes=[GenerationMode.POSITIVE, GenerationMode.NEGATIVE])
+    return schema
+
+
+schema = schemathesis.pytest.from_fixture("api_schema")
+
+
+@schema.parametrize()
+@settings(max_examples=MAX_EXAMPLES, deadline=None, derandomize=True,
+          suppress_health_check=list(HealthCheck))
+def test_no_server_errors(case):
+    if case.path == "/api/v1/events":
+        case.query = {**(case.query or {}), "max_seconds": 0.2}    # a stream ends: bounded
+    response = case.call(timeout=30)
+    CALLS.append((case.method, case.path, response.status_code))
+    assert response.status_code < 500, (case.method, case.path, case.body, response.status_code, response.text)
+    case.validate_response(response, checks=CHECKS)
