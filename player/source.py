@@ -93,44 +93,34 @@ class ArraySource:
         pass
 
 
-class DecodeAheadSource:
-    """Decodes the frames the player wants next in ``workers`` threads, ``depth`` ahead.
+class _AheadSource:
+    """What both decoding sources share: media facts, the wanted/pinned/ready
+    bookkeeping under one condition variable, and the rate and latency
+    figures. Subclasses start their producers and call :meth:`_store`."""
 
-    ``media``: a :mod:`cinegpu.media` source (``frame(n) -> bytes``).  ``backend``: the
-    :class:`~cinegpu.decode.decoder.Decoder` back end ("cpu", "cuda", "auto"); with "cuda"
-    pictures are CuPy arrays.  ``colour``: "auto", "xyz" or "rgb" (see :mod:`.picture`).
-    """
-
-    def __init__(self, media, *, backend: str = "cpu", colour: str = "auto", primaries: str = "p3d65",
-                 workers: int = 1, depth: int = 8, decoder_factory: Callable | None = None) -> None:
-        from cinegpu.decode.decoder import Decoder, select_backend
+    def _setup(self, media, backend: str, colour: str, primaries: str, depth: int) -> None:
         from cinegpu.media.j2k_profile import parse_profile
 
         self.media = media
         self.frame_count = media.frame_count
         self.edit_rate = media.edit_rate
         self.depth = max(1, depth)
-        self.backend = select_backend(backend)[2]
+        self.backend = backend
         first = parse_profile(media.frame(0))
         self.width = media.width or first.width
         self.height = media.height or first.height
         self.xyz = is_xyz(colour, getattr(media, "kind", None), first.Rsiz)
         self._precisions = [c[0] for c in first.components]
-        self._convert = PictureConverter(self.xyz, primaries, device=self.backend == "cuda")
-        self._factory = decoder_factory or (lambda: Decoder(self.backend))
+        self._convert = PictureConverter(self.xyz, primaries, device=backend == "cuda")
         self._cond = threading.Condition()
         self._wanted: list[int] = []
         self._start = 0
         self._pinned: set[int] = set()
         self._ready: dict[int, object] = {}
-        self._busy: set[int] = set()
+        self._busy: set[int] = set()  # frames being decoded
         self._closed = False
         self._rate = _Rate()
-        self.latency = 0.0              # seconds a decode takes (moving average)
-        self._threads = [threading.Thread(target=self._work, name=f"decode-ahead-{i}", daemon=True)
-                         for i in range(max(1, workers))]
-        for t in self._threads:
-            t.start()
+        self.latency = 0.0  # seconds one frame's decode takes (moving average)
 
     @property
     def decode_fps(self) -> float:
@@ -161,18 +151,63 @@ class DecodeAheadSource:
         with self._cond:
             self._pinned.discard(n)
 
-    def close(self) -> None:
+    def _close_producers(self) -> None:
         with self._cond:
             self._closed = True
             self._cond.notify_all()
-        for t in self._threads:
-            t.join(timeout=30)
 
     def _next_job(self) -> int | None:
         for n in [*self._wanted[self._start:], *sorted(self._pinned)]:
             if n not in self._ready and n not in self._busy:
                 return n
         return None
+
+    def _picture(self, n: int, frame):
+        """The RGBA16 picture of a decoded frame, or the FrameError."""
+        try:
+            picture = self._convert(frame.components, self._precisions)
+            if self._convert.device:
+                import cupy  # noqa: PLC0415
+                cupy.cuda.get_current_stream().synchronize()
+            return picture
+        except Exception as exc:
+            log.warning("frame %d: %s", n, exc)
+            return FrameError(n, exc)
+
+    def _store(self, n: int, picture, took: float | None) -> None:
+        with self._cond:
+            self._busy.discard(n)
+            if n in self._wanted or n in self._pinned:
+                self._ready[n] = picture
+            self._rate.add()
+            if took:
+                self.latency = took if not self.latency else 0.8 * self.latency + 0.2 * took
+            self._cond.notify_all()
+
+
+class DecodeAheadSource(_AheadSource):
+    """Decodes the frames the player wants next in ``workers`` threads, ``depth`` ahead.
+
+    ``media``: a :mod:`cinegpu.media` source (``frame(n) -> bytes``).  ``backend``: the
+    :class:`~cinegpu.decode.decoder.Decoder` back end ("cpu", "cuda", "auto"); with "cuda"
+    pictures are CuPy arrays.  ``colour``: "auto", "xyz" or "rgb" (see :mod:`.picture`).
+    """
+
+    def __init__(self, media, *, backend: str = "cpu", colour: str = "auto", primaries: str = "p3d65",
+                 workers: int = 1, depth: int = 8, decoder_factory: Callable | None = None) -> None:
+        from cinegpu.decode.decoder import Decoder, select_backend
+
+        self._setup(media, select_backend(backend)[2], colour, primaries, depth)
+        self._factory = decoder_factory or (lambda: Decoder(self.backend))
+        self._threads = [threading.Thread(target=self._work, name=f"decode-ahead-{i}", daemon=True)
+                         for i in range(max(1, workers))]
+        for t in self._threads:
+            t.start()
+
+    def close(self) -> None:
+        self._close_producers()
+        for t in self._threads:
+            t.join(timeout=30)
 
     def _work(self) -> None:
         decoder = None
@@ -187,29 +222,14 @@ class DecodeAheadSource:
             try:
                 if decoder is None:
                     decoder = self._factory()
-                result = self._decode(decoder, n)
+                result = self._picture(n, decoder.decode(self.media.frame(n), strict=False))
             except Exception as exc:  # a bad frame is reported to the player, not fatal
                 log.warning("frame %d: %s", n, exc)
                 result = FrameError(n, exc)
-            with self._cond:
-                self._busy.discard(n)
-                if n in self._wanted or n in self._pinned:
-                    self._ready[n] = result
-                self._rate.add()
-                took = time.perf_counter() - t0
-                self.latency = took if not self.latency else 0.8 * self.latency + 0.2 * took
-                self._cond.notify_all()
-
-    def _decode(self, decoder, n: int):
-        frame = decoder.decode(self.media.frame(n), strict=False)
-        picture = self._convert(frame.components, self._precisions)
-        if self._convert.device:
-            import cupy  # noqa: PLC0415
-            cupy.cuda.get_current_stream().synchronize()
-        return picture
+            self._store(n, result, time.perf_counter() - t0)
 
 
-class PipelineSource:
+class PipelineSource(_AheadSource):
     """Decodes with the multi-process :class:`~cinegpu.decode.pipeline.FramePipeline`.
 
     Tier-1 runs in ``workers`` processes; reconstruction and the output
@@ -223,85 +243,28 @@ class PipelineSource:
     def __init__(self, media, *, backend: str = "auto", colour: str = "auto", primaries: str = "p3d65",
                  workers: int | None = None, depth: int | None = None) -> None:
         from cinegpu.decode.pipeline import FramePipeline
-        from cinegpu.media.j2k_profile import parse_profile
 
-        self.media = media
-        self.frame_count = media.frame_count
-        self.edit_rate = media.edit_rate
-        first = parse_profile(media.frame(0))
-        self.width = media.width or first.width
-        self.height = media.height or first.height
-        self.xyz = is_xyz(colour, getattr(media, "kind", None), first.Rsiz)
-        self._precisions = [c[0] for c in first.components]
         self._pipe = FramePipeline(backend=backend, workers=workers, depth=depth, strict=False, to_host=False)
-        self.backend = self._pipe.backend
-        self.depth = self._pipe.depth
-        self._convert = PictureConverter(self.xyz, primaries, device=self.backend == "cuda")
-        self._cond = threading.Condition()
-        self._wanted: list[int] = []
-        self._start = 0
-        self._pinned: set[int] = set()
-        self._ready: dict[int, object] = {}
-        self._in_flight: set[int] = set()
-        self._closed = False
-        self._rate = _Rate()
-        self.latency = 0.0
+        self._setup(media, self._pipe.backend, colour, primaries, self._pipe.depth)
         self._thread = threading.Thread(target=self._feed, name="pipeline-feeder", daemon=True)
         self._thread.start()
 
-    @property
-    def decode_fps(self) -> float:
-        return self._rate.rate()
-
-    def want(self, frames, start: int = 0) -> None:
-        with self._cond:
-            self._start = max(0, start)
-            self._wanted = list(frames)[: self._start + self.depth]
-            keep = set(self._wanted) | self._pinned
-            for n in [n for n in self._ready if n not in keep]:
-                del self._ready[n]
-            self._cond.notify_all()
-
-    def get(self, n: int):
-        with self._cond:
-            v = self._ready.get(n)
-        if isinstance(v, FrameError):
-            raise v
-        return v
-
-    def pin(self, n: int) -> None:
-        with self._cond:
-            self._pinned.add(n)
-            self._cond.notify_all()
-
-    def unpin(self, n: int) -> None:
-        with self._cond:
-            self._pinned.discard(n)
-
     def close(self) -> None:
-        with self._cond:
-            self._closed = True
-            self._cond.notify_all()
+        self._close_producers()
         self._thread.join(timeout=60)
         self._pipe.close()
-
-    def _next_frame(self) -> int | None:
-        for n in [*self._wanted[self._start:], *sorted(self._pinned)]:
-            if n not in self._ready and n not in self._in_flight:
-                return n
-        return None
 
     def _feed(self) -> None:
         pipe = self._pipe
         while True:
             with self._cond:
-                while not self._closed and pipe.in_flight == 0 and self._next_frame() is None:
+                while not self._closed and pipe.in_flight == 0 and self._next_job() is None:
                     self._cond.wait(0.5)
                 if self._closed:
                     return
-                n = self._next_frame() if pipe.in_flight < pipe.depth else None
+                n = self._next_job() if pipe.in_flight < pipe.depth else None
                 if n is not None:
-                    self._in_flight.add(n)
+                    self._busy.add(n)
             if n is not None:
                 self._submit(n)
                 continue
@@ -316,29 +279,11 @@ class PipelineSource:
             self._store(n, FrameError(n, exc), None)
 
     def _publish(self, n: int, result) -> None:
-        latency = None
         if isinstance(result, Exception):
             log.warning("frame %d: %s", n, result)
-            picture = FrameError(n, result)
-        else:
-            # the time one frame takes, not its wait in the queue: the clock
-            # asks for frames early enough from the pipeline's throughput
-            latency = sum(result.timings.get(k, 0.0) for k in ("parse", "tier2", "tier1", "reconstruct"))
-            try:
-                picture = self._convert(result.components, self._precisions)
-                if self._convert.device:
-                    import cupy  # noqa: PLC0415
-                    cupy.cuda.get_current_stream().synchronize()
-            except Exception as exc:
-                picture = FrameError(n, exc)
-        self._store(n, picture, latency)
-
-    def _store(self, n: int, picture, latency) -> None:
-        with self._cond:
-            self._in_flight.discard(n)
-            if n in self._wanted or n in self._pinned:
-                self._ready[n] = picture
-            self._rate.add()
-            if latency:
-                self.latency = latency if not self.latency else 0.8 * self.latency + 0.2 * latency
-            self._cond.notify_all()
+            self._store(n, FrameError(n, result), None)
+            return
+        # the time one frame takes, not its wait in the queue: the clock
+        # asks for frames early enough from the pipeline's throughput
+        took = sum(result.timings.get(k, 0.0) for k in ("parse", "tier2", "tier1", "reconstruct"))
+        self._store(n, self._picture(n, result), took)
