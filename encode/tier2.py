@@ -17,6 +17,8 @@ import numpy as np
 
 from cinegpu.decode.plan import PB_CB_FIRST, PB_NCBX, PB_NCBY, TilePlan
 
+from cinegpu.decode.tier1 import CBLK_BYPASS, CBLK_TERMALL
+
 from .tier1 import pass_ends_segment
 
 __all__ = ["BitWriter", "TagTree", "TileCoder"]
@@ -41,8 +43,9 @@ class BitWriter:
             self.n = 0
 
     def bits(self, value: int, count: int) -> None:
+        bit = self.bit
         for i in range(count - 1, -1, -1):
-            self.bit((value >> i) & 1)
+            bit((value >> i) & 1)
 
     def flush(self) -> bytes:
         """Pad the last byte with zeros; a final 0xFF is followed by a stuffed 0x00."""
@@ -126,6 +129,7 @@ class TileCoder:
         self.plan = plan
         self.blocks = blocks
         self.style = style
+        self.multi_segment = bool(style & (CBLK_BYPASS | CBLK_TERMALL))
         self.mb = plan.cb[:, 3].astype(np.int64)  # CB_NUM_BPS holds M_b in a fresh plan
 
     def packets(self, passes: np.ndarray, order: np.ndarray) -> list[tuple[int, bytes, bytes]]:
@@ -193,13 +197,18 @@ class TileCoder:
     def _lengths(self, bw, i, p0, p1, lblock, body):
         """Lblock comma code and codeword segment lengths (B.10.7) of passes [p0, p1)."""
         blk = self.blocks[i]
-        pieces = []
-        start, first = p0, p0
-        for k in range(p0, p1):
-            if k == p1 - 1 or pass_ends_segment(k, blk.npasses, self.style):
-                a = int(blk.rates[start - 1]) if start else 0
-                pieces.append((int(blk.rates[k]) - a, k - first + 1))
-                start, first = k + 1, k + 1
+        rates = blk.rates
+        a0 = int(rates[p0 - 1]) if p0 else 0
+        if not self.multi_segment:  # one codeword segment: terminated only at the end
+            pieces = [(int(rates[p1 - 1]) - a0, p1 - p0)]
+        else:
+            pieces = []
+            start, npasses = p0, len(rates)
+            for k in range(p0, p1):
+                if k == p1 - 1 or pass_ends_segment(k, npasses, self.style):
+                    a = int(rates[start - 1]) if start else 0
+                    pieces.append((int(rates[k]) - a, k - start + 1))
+                    start = k + 1
         need = max(max(length.bit_length(), 1) - _floor_log2(n) for length, n in pieces)
         inc = max(0, need - int(lblock[i]))
         for _ in range(inc):
@@ -208,5 +217,4 @@ class TileCoder:
         lblock[i] += inc
         for length, n in pieces:
             bw.bits(length, int(lblock[i]) + _floor_log2(n))
-        a = int(blk.rates[p0 - 1]) if p0 else 0
-        body.append(blk.coded[a:int(blk.rates[p1 - 1])])
+        body.append(blk.coded[a0:int(rates[p1 - 1])])

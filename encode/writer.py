@@ -44,6 +44,7 @@ class _Writer:
         self.orders = [packet_order(plan, frame.cs.siz) for plan in frame.plans]
         self.coders = [TileCoder(plan, blocks, self.params.cblk_style)
                        for plan, blocks in zip(frame.plans, frame.blocks)]
+        self.rounds = 0
         self.prec_comp = [_prec_components(plan) for plan in frame.plans]
         self.blocks = [b for tile in frame.blocks for b in tile]
         self.total_passes = np.array([b.npasses for b in self.blocks], np.int64)
@@ -110,13 +111,17 @@ def allocate_and_write(frame, base_step: float) -> bytes:
         return w.write(w.layer_passes(None))[0]
     budget = p.frame_bytes if p.frame_bytes is not None else float("inf")
     cap = p.component_bytes
-    full, full_comp, _ = w.write(w.layer_passes(None))
-    if len(full) <= budget and (cap is None or (full_comp <= cap).all()):
-        return full  # everything fits
+    if w.frame_body(w.total_passes) <= budget:
+        full, full_comp, _ = w.write(w.layer_passes(None))
+        if len(full) <= budget and (cap is None or (full_comp <= cap).all()):
+            return full  # everything fits
+        overhead = len(full) - w.frame_body(w.total_passes)
+    else:
+        # markers, plus about 3 bytes of packet header per code-block (refined below)
+        overhead = len(w.main_header(p, base_step, [(0, 0)] * 8)) + 2 + 3 * len(w.blocks)
     hull = w.hull
     n = len(hull.slope)
     rank = np.arange(n)
-    overhead = len(full) - w.frame_body(w.total_passes)
     comp_over = np.zeros(p.ncomp)
     best = None
     for _ in range(MAX_ROUNDS):
@@ -128,6 +133,7 @@ def allocate_and_write(frame, base_step: float) -> bytes:
                     cnt = hull.count_for(cap - comp_over[c], mask)
                     take &= ~mask | (np.cumsum(mask) <= cnt)
         data, comp_total, comp_body = w.write(w.layer_passes(take))
+        w.rounds += 1
         body = comp_body.sum()
         fits = len(data) <= budget and (cap is None or (comp_total <= cap).all())
         if fits and (best is None or len(data) > len(best)):
