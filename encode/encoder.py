@@ -89,12 +89,17 @@ class Encoder:
     def __init__(self, *, profile="generic", fps=24, bitrate=None, reversible=False,
                  levels=None, codeblock=(32, 32), progression="LRCP", layers=1, tiles=None,
                  precincts=None, backend="auto", workers=None, style=0, quantization="expounded",
-                 guard_bits=None, base_step=1.0):
+                 guard_bits=None, base_step=1.0, adapt_step=True):
         self.options = dict(profile=profile, fps=fps, bitrate=bitrate, reversible=reversible,
                             levels=levels, codeblock=codeblock, progression=progression,
                             layers=layers, tiles=tiles, precincts=precincts, style=style,
                             quantization=quantization, guard_bits=guard_bits)
         self.base_step = float(base_step)
+        #: power-of-two factor on base_step learnt from the last frame under a budget:
+        #: bit-planes that rate control dropped in nearly every block are not coded again
+        self.step_scale = 1.0
+        self.adapt = adapt_step
+        self.stats: dict = {}
         self.backend = _pick_backend(backend)
         self.pool = TierOnePool(workers)
         self.timings: dict[str, float] = {}
@@ -126,7 +131,7 @@ class Encoder:
         return data
 
     def _geometry(self, params: Params):
-        header = main_header(params, self.base_step, [])
+        header = main_header(params, self.step, [])
         cs = parse_codestream(header + mk.eoc())
         return cs, [build_tile_plan(cs, t) for t in range(params.num_tiles)]
 
@@ -181,7 +186,21 @@ class Encoder:
 
     def _rate_and_write(self, frame: Frame) -> bytes:
         from .writer import allocate_and_write
-        return allocate_and_write(frame, self.base_step)
+        self.stats = {}
+        data = allocate_and_write(frame, self.step, self.stats)
+        p = frame.params
+        if self.adapt and not p.reversible and (p.frame_bytes or p.component_bytes):
+            spare = self.stats["spare_planes"]
+            if spare >= 2:
+                self.step_scale *= 2.0 ** (spare - 1)  # keep one spare plane
+            elif spare == 0 and self.step_scale > 1.0:
+                self.step_scale /= 2.0
+        return data
+
+    @property
+    def step(self) -> float:
+        """Irreversible base step in use: base_step x the learnt scale."""
+        return self.base_step * self.step_scale
 
 
 def _block_components(plan) -> np.ndarray:

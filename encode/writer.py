@@ -103,18 +103,39 @@ class _Writer:
         return data, comp_total, comp_body
 
 
-def allocate_and_write(frame, base_step: float) -> bytes:
-    """Choose every block's passes (PCRD-opt) for the budgets and write the codestream."""
+def spare_planes(blocks, passes: np.ndarray, percentile: float = 5.0) -> int:
+    """Bit-planes below the truncation point that (100 - percentile)% of the included
+    code-blocks left untouched: K - 1 - floor((n + 1) / 3) for n of 3K - 2 passes kept."""
+    k = np.array([b.num_bps for b in blocks], np.int64)
+    n = np.asarray(passes, np.int64)
+    used = n > 0
+    if not used.any():
+        return 0
+    untouched = k[used] - 1 - (n[used] + 1) // 3
+    return int(np.percentile(untouched, percentile))
+
+
+def allocate_and_write(frame, base_step: float, stats: dict | None = None) -> bytes:
+    """Choose every block's passes (PCRD-opt) for the budgets and write the codestream.
+    ``stats`` (optional) receives "spare_planes" (see :func:`spare_planes`) and "rounds"."""
+    data, final, w = _allocate(frame, base_step)
+    if stats is not None:
+        stats["spare_planes"] = spare_planes(w.blocks, final)
+        stats["rounds"] = w.rounds
+    return data
+
+
+def _allocate(frame, base_step: float):
     w = _Writer(frame, base_step)
     p = frame.params
     if p.frame_bytes is None and p.component_bytes is None:
-        return w.write(w.layer_passes(None))[0]
+        return w.write(w.layer_passes(None))[0], w.total_passes, w
     budget = p.frame_bytes if p.frame_bytes is not None else float("inf")
     cap = p.component_bytes
     if w.frame_body(w.total_passes) <= budget:
         full, full_comp, _ = w.write(w.layer_passes(None))
         if len(full) <= budget and (cap is None or (full_comp <= cap).all()):
-            return full  # everything fits
+            return full, w.total_passes, w  # everything fits
         overhead = len(full) - w.frame_body(w.total_passes)
     else:
         # markers, plus about 3 bytes of packet header per code-block (refined below)
@@ -136,8 +157,8 @@ def allocate_and_write(frame, base_step: float) -> bytes:
         w.rounds += 1
         body = comp_body.sum()
         fits = len(data) <= budget and (cap is None or (comp_total <= cap).all())
-        if fits and (best is None or len(data) > len(best)):
-            best = data
+        if fits and (best is None or len(data) > len(best[0])):
+            best = data, w.layer_passes(take)[-1], w
         if fits and len(data) >= budget * (1 - SLACK):
             break
         new_over = len(data) - body
