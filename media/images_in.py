@@ -82,8 +82,8 @@ def read_image(path) -> np.ndarray:
 
 def _read_png(p: Path) -> np.ndarray:
     head = p.read_bytes()[:33]
-    if head[:8] != b"\x89PNG\r\n\x1a\n":
-        raise MediaError(p, "not a PNG file")
+    if head[:8] != b"\x89PNG\r\n\x1a\n" or len(head) < 33 or head[12:16] != b"IHDR":
+        raise MediaError(p, "not a PNG file (no signature and IHDR)")
     depth, colour = head[24], head[25]
     if depth == 16 and colour in (2, 6):
         from cinegpu.player.png import read_png16

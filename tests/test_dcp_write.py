@@ -263,3 +263,20 @@ def test_frame_of_another_size_is_refused(tmp_path):
             w.write(a)
             w.write(bytes(b))
     assert not (tmp_path / "t.mxf").exists()
+
+
+@needs_encoder
+@pytest.mark.skipif(shutil.which("mediainfo") is None, reason="mediainfo not installed")
+@pytest.mark.parametrize("name", ["2k-flat", "4k-scope"])
+def test_mediainfo_reads_the_track(made, name):
+    m = made(name)
+    run = subprocess.run(["mediainfo", "--Output=JSON", str(m.pkg.track.path)],
+                         capture_output=True, text=True, timeout=60)
+    tracks = {t["@type"]: t for t in json.loads(run.stdout)["media"]["track"]}
+    general, video = tracks["General"], tracks["Video"]
+    w, h = CASES[name][1]
+    assert general["Format"] == "MXF" and general["Format_Profile"] == "OP-Atom"
+    assert video["Format"] == "JPEG 2000" and video["Format_Profile"].lower() == f"d-cinema {CASES[name][0]}"
+    assert (int(video["Width"]), int(video["Height"])) == (w, h)
+    assert float(video["FrameRate"]) == FPS and int(video["FrameCount"]) == FPS
+    assert video["ColorSpace"] == "XYZ" and int(video["BitDepth"]) == 12

@@ -1,0 +1,249 @@
+"""``cinegpu master`` and ``cinegpu demo`` end to end, and the mastering pieces they use:
+input readers (TIFF, PNG, DPX), fitting to the DCI image areas, RGB -> X'Y'Z' colour."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cinegpu.decode.transform import xyz_to_rgb
+from cinegpu.media import MediaError, open_source
+from cinegpu.media.colour import to_xyz12
+from cinegpu.media.dcp_write import encoder_name
+from cinegpu.media.demo import demo_frame
+from cinegpu.media.images_in import fit, image_area, list_frames, read_dpx, read_image
+from cinegpu.player.cli import main
+
+HAVE_ENCODER = encoder_name() != "opj_compress" or shutil.which("opj_compress") is not None
+needs_encoder = pytest.mark.skipif(not HAVE_ENCODER, reason="no encoder: cinegpu.encode nor opj_compress")
+CLI = [sys.executable, "-m", "cinegpu.player.cli"]
+
+
+def _clairmeta_ok(root: Path) -> None:
+    try:
+        import clairmeta  # noqa: F401
+    except ImportError:
+        return
+    run = subprocess.run([sys.executable, "-m", "clairmeta.cli", "check", "-type", "dcp", str(root)],
+                         capture_output=True, text=True, timeout=300)
+    report = run.stdout + run.stderr
+    assert "Check succeeded" in report and "Error(s):" not in report, report
+
+
+def _write_png16(path: Path, img: np.ndarray) -> None:
+    from cinegpu.player.png import write_png16
+    write_png16(path, np.rint(img * 65535).astype(np.uint16))
+
+
+# -- colour ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("space", ["rec709", "p3d65"])
+def test_colour_round_trips_through_the_display_transform(space):
+    rng = np.random.default_rng(3)
+    img = rng.random((48, 64, 3)).astype(np.float32) * 0.8 + 0.2
+    x = to_xyz12(img, space)
+    assert x.dtype == np.uint16 and x.max() <= 4095
+    back = xyz_to_rgb(x[..., 0], x[..., 1], x[..., 2], primaries=space, out_bits=16) / 65535.0
+    err = np.abs(back - img)
+    assert err.max() < 0.03 and err.mean() < 0.003
+
+
+def test_colour_white_and_black():
+    white = np.ones((1, 1, 3), np.float32)
+    # peak white Y = 48 cd/m2 -> 4095 (48 / 52.37)^(1/2.6) = 3960 (ST 428-1)
+    for space in ("rec709", "p3d65", "dcip3"):
+        assert to_xyz12(white, space)[0, 0, 1] == 3960
+        assert to_xyz12(np.zeros((1, 1, 3)), space).max() == 0
+    # DCI white (0.314, 0.351) and D65 (0.3127, 0.3290) differ in X and Z only
+    assert tuple(to_xyz12(white, "dcip3")[0, 0]) != tuple(to_xyz12(white, "p3d65")[0, 0])
+    assert tuple(to_xyz12(np.full((1, 1, 3), 0.5, np.float32), "xyz")[0, 0]) == (2048, 2048, 2048)
+    with pytest.raises(ValueError):
+        to_xyz12(white, "srgb")
+
+
+# -- fitting ---------------------------------------------------------------------------------------
+def test_image_area_picks_the_nearest_aspect():
+    assert image_area(1920, 1080, "2k") == ("flat", 1998, 1080)
+    assert image_area(2048, 858, "2k") == ("scope", 2048, 858)
+    assert image_area(1920, 800, "4k") == ("scope", 4096, 1716)
+    assert image_area(2048, 1080, "2k") == ("full", 2048, 1080)
+    assert image_area(1440, 1080, "2k", "scope") == ("scope", 2048, 858)
+
+
+def test_fit_keeps_aspect_and_pads_black():
+    img = np.ones((100, 100, 3), np.float32)
+    out = fit(img, 300, 150)          # square into 2:1: 150x150 centred
+    assert out.shape == (150, 300, 3)
+    assert out[:, :75].max() == 0 and out[:, 225:].max() == 0
+    assert np.allclose(out[:, 75:225], 1.0)
+    ramp = np.repeat(np.linspace(0, 1, 400, dtype=np.float32)[None, :, None], 3, 2).repeat(8, 0)
+    small = fit(ramp, 100, 2)         # shrinking keeps a ramp a ramp
+    assert np.all(np.diff(small[1, :, 0]) > 0)
+    assert fit(img, 100, 100) is img
+
+
+# -- input images --------------------------------------------------------------------------------
+def test_tiff_png_inputs(tmp_path):
+    import tifffile
+    from PIL import Image
+    rng = np.random.default_rng(0)
+    img16 = rng.integers(0, 65536, (20, 30, 3), dtype=np.uint16)
+    tifffile.imwrite(tmp_path / "a10.tif", img16)
+    assert np.allclose(read_image(tmp_path / "a10.tif"), img16 / 65535, atol=1e-6)
+    _write_png16(tmp_path / "a9.png", img16 / 65535)
+    assert np.allclose(read_image(tmp_path / "a9.png"), img16 / 65535, atol=1e-6)
+    img8 = rng.integers(0, 256, (20, 30), dtype=np.uint8)
+    Image.fromarray(img8).save(tmp_path / "a100.png")
+    grey = read_image(tmp_path / "a100.png")
+    assert grey.shape == (20, 30, 3) and np.allclose(grey[..., 2], img8 / 255)
+    assert [p.name for p in list_frames(tmp_path)] == ["a9.png", "a10.tif", "a100.png"]
+    (tmp_path / "bad.png").write_bytes(b"not a png")
+    with pytest.raises(MediaError):
+        read_image(tmp_path / "bad.png")
+
+
+def _dpx(values: np.ndarray, bits: int, big_endian: bool = True) -> bytes:
+    """A minimal RGB DPX (ST 268): 2048-byte header, then the image element."""
+    h, w, _ = values.shape
+    e = ">" if big_endian else "<"
+    head = bytearray(2048)
+    head[0:4] = b"SDPX" if big_endian else b"XPDS"
+    struct.pack_into(e + "I", head, 4, 2048)
+    struct.pack_into(e + "II", head, 772, w, h)
+    head[800], head[803] = 50, bits
+    struct.pack_into(e + "HHI", head, 804, 1 if bits in (10, 12) else 0, 0, 2048)
+    flat = values.reshape(h, -1).astype(np.uint32)
+    if bits == 10:
+        per_row = -(-w * 3 // 3)
+        padded = np.zeros((h, per_row * 3), np.uint32)
+        padded[:, :w * 3] = flat
+        t = padded.reshape(h, per_row, 3)
+        words = (t[..., 0] << 22) | (t[..., 1] << 12) | (t[..., 2] << 2)
+        data = words.astype(e + "u4").tobytes()
+    elif bits == 12:
+        data = (flat << 4).astype(e + "u2").tobytes()
+    else:
+        data = flat.astype(e + "u2").tobytes()
+    return bytes(head) + data
+
+
+@pytest.mark.parametrize("bits,big", [(10, True), (10, False), (12, True), (16, True)])
+def test_dpx_reader(tmp_path, bits, big):
+    rng = np.random.default_rng(bits)
+    values = rng.integers(0, 1 << bits, (7, 9, 3))
+    path = tmp_path / "f.dpx"
+    path.write_bytes(_dpx(values, bits, big))
+    assert np.allclose(read_dpx(path), values / ((1 << bits) - 1), atol=1e-6)
+
+
+def test_dpx_reader_matches_openimageio(tmp_path):
+    oiio = pytest.importorskip("OpenImageIO", reason="OpenImageIO not installed (optional cross-check)")
+    rng = np.random.default_rng(1)
+    values = rng.integers(0, 1024, (11, 13, 3)).astype(np.uint16)
+    path = str(tmp_path / "o.dpx")
+    out = oiio.ImageOutput.create(path)
+    spec = oiio.ImageSpec(13, 11, 3, oiio.UINT16)
+    spec.attribute("oiio:BitsPerSample", 10)
+    out.open(path, spec)
+    out.write_image((values * 64).astype(np.uint16))   # OIIO scales 16-bit -> 10-bit
+    out.close()
+    assert np.allclose(read_dpx(path), values / 1023, atol=1e-6)
+
+
+def test_dpx_reader_rejects_bad_files(tmp_path):
+    path = tmp_path / "x.dpx"
+    path.write_bytes(b"SDPX" + bytes(100))
+    with pytest.raises(MediaError, match="shorter"):
+        read_dpx(path)
+    data = bytearray(_dpx(np.zeros((4, 4, 3), int), 10))
+    path.write_bytes(bytes(data[:2060]))
+    with pytest.raises(MediaError, match="truncated"):
+        read_dpx(path)
+
+
+# -- the commands ------------------------------------------------------------------------------
+@needs_encoder
+def test_master_then_play_headless(tmp_path):
+    src = tmp_path / "in"
+    src.mkdir()
+    for i in range(3):     # 1920x1080 Rec.709: flat, pillar-boxed to 1998x1080
+        _write_png16(src / f"frame{i + 8}.png", demo_frame(5 * i, 1920, 1080))
+    out = tmp_path / "out" / "MY_DCP"
+    rc = main(["master", str(src), "-o", str(out), "--profile", "2k", "--fps", "24",
+               "--title", "cinegpu-Master_TST_F_XX-XX_2K_CGP_20260101_CGP_SMPTE_OV",
+               "--workers", "2", "--quiet"])
+    assert rc == 0
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["MY_DCP"]   # no leftovers
+    media = open_source(out)
+    assert (media.frame_count, media.width, media.height, media.edit_rate) == (24, 1998, 1080, 24)
+    assert media.frame(0) == media.frame(3) != media.frame(1)       # 3 inputs repeat to 1 s
+    media.close()
+    _clairmeta_ok(out)
+    env = dict(os.environ)
+    play = subprocess.run(CLI + ["play", str(out), "--headless", "--frames", "4",
+                                 "--screenshot", f"1:{tmp_path / 'shot.png'}"],
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert play.returncode == 0, play.stderr[-2000:]
+    assert "played" in play.stdout and "errors 0" in play.stdout
+    assert (tmp_path / "shot.png").is_file()
+
+
+@needs_encoder
+def test_master_single_tiff_4k_scope_xyz(tmp_path):
+    import tifffile
+    # X'Y'Z' as a colour pipeline writes it: 16-bit full range
+    img = (to_xyz12(demo_frame(3, 1200, 500), "p3d65") * (65535 / 4095)).astype(np.uint16)
+    tifffile.imwrite(tmp_path / "still.tif", img)
+    out = tmp_path / "scope"
+    rc = main(["master", str(tmp_path / "still.tif"), "-o", str(out), "--profile", "4k", "--title",
+               "still", "--colorspace", "xyz", "--frames", "24", "--quiet", "--workers", "1"])
+    assert rc == 0
+    media = open_source(out)
+    assert (media.frame_count, media.width, media.height) == (24, 4096, 1716)
+    media.close()
+    cpl = next(out.glob("cpl_*.xml")).read_text()
+    assert "<ScreenAspectRatio>4096 1716</ScreenAspectRatio>" in cpl
+
+
+@needs_encoder
+def test_master_failure_leaves_no_dcp(tmp_path, capsys):
+    src = tmp_path / "in"
+    src.mkdir()
+    _write_png16(src / "f1.png", demo_frame(0, 64, 36))
+    (src / "f2.png").write_bytes(b"\x89PNG\r\n\x1a\n broken")
+    out = tmp_path / "out"
+    rc = main(["master", str(src), "-o", str(out), "--title", "t", "--quiet"])
+    assert rc == 2 and "f2.png" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == [src]
+    assert main(["master", str(src), "-o", str(out), "--title", "t", "--fps", "23", "--quiet"]) == 2
+
+
+@needs_encoder
+def test_demo_in_a_fresh_cache(tmp_path):
+    cache = tmp_path / "demo"
+    env = dict(os.environ, CINEGPU_DEMO_DIR=str(cache))
+    first = subprocess.run(CLI + ["demo", "--frames", "4", "--headless", "--quiet", "--workers", "2"],
+                           capture_output=True, text=True, timeout=600, env=env)
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert "mastering 4 frames" in first.stderr and "played" in first.stdout
+    media = open_source(cache)
+    assert (media.frame_count, media.width, media.height) == (24, 1998, 1080)
+    media.close()
+    again = subprocess.run(CLI + ["demo", "--frames", "4", "--no-play"], capture_output=True,
+                           text=True, timeout=300, env=env)
+    assert again.returncode == 0 and "using the DCP" in again.stderr
+    assert again.stdout.strip() == str(cache)
+
+
+def test_default_media_prefers_the_cached_demo(tmp_path, monkeypatch):
+    from cinegpu.media import demo
+    from cinegpu.player.media_default import default_media
+    monkeypatch.setenv("CINEGPU_DEMO_DIR", str(tmp_path / "demo"))
+    monkeypatch.setattr(demo, "find_demo", lambda *a, **k: tmp_path / "demo")
+    assert default_media() == tmp_path / "demo"
