@@ -90,7 +90,8 @@ def mq_decode(data, ctx, cx, a, c, ct, bp):
     Returns (d, a, c, ct, bp), d the decoded decision (0 or 1).  ctx[cx] holds sv = 2 x state
     index + MPS; MQ_STATE[sv] packs Qe, the LPS renormalisation shift and both next states.
     """
-    sv = ctx[cx]
+    k = np.uint64(cx)  # unsigned: no negative-index wraparound code
+    sv = ctx[k]
     st = MQ_STATE[sv]
     qe = st & 0xFFFF
     d = sv & 1
@@ -111,7 +112,7 @@ def mq_decode(data, ctx, cx, a, c, ct, bp):
         n = 2 - (a >> 14)
         a <<= n
     d ^= lps
-    ctx[cx] = (st >> (20 + 7 * lps)) & 0x7F
+    ctx[k] = (st >> (20 + 7 * lps)) & 0x7F
     # RENORMD (Figure C.23) of c
     if n <= ct:
         c <<= n

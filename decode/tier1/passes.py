@@ -11,6 +11,7 @@ MQ passes take and return the MQ registers (a, c, ct, bp); raw passes (bypass, D
 reader's (c, ct, bp).
 """
 
+import numpy as np
 from numba import njit
 
 from .mq import mq_decode, raw_decode
@@ -54,6 +55,33 @@ def sign_context(f):
     return SC_LUT[(f & 0xF) | ((f >> 4) & 0xF0)]
 
 
+U1, U2, U3 = np.uint64(1), np.uint64(2), np.uint64(3)
+
+
+@njit(inline='always', **JIT)
+def mark_significant(flags, i, fs, neg, hide_north):
+    """set_significant for the MQ passes, whose sample indices are uint64 (as fs): numba then
+    emits no negative-index wraparound, which keeps the array lengths out of the registers."""
+    flags[i] |= F_SIG
+    if neg:
+        flags[i - U1] |= F_E | F_NEG_E
+        flags[i + U1] |= F_W | F_NEG_W
+        flags[i + fs] |= F_N | F_NEG_N
+        if not hide_north:
+            flags[i - fs] |= F_S | F_NEG_S
+    else:
+        flags[i - U1] |= F_E
+        flags[i + U1] |= F_W
+        flags[i + fs] |= F_N
+        if not hide_north:
+            flags[i - fs] |= F_S
+    flags[i + fs - U1] |= F_NE
+    flags[i + fs + U1] |= F_NW
+    if not hide_north:
+        flags[i - fs - U1] |= F_SE
+        flags[i - fs + U1] |= F_SW
+
+
 @njit(inline='always', **JIT)
 def spp_sample(data, a, c, ct, bp, ctx, flags, vals, i, fs, zc, one_half, hide_north):
     """One sample of the significance propagation pass (D.3.1): coded when insignificant with
@@ -61,13 +89,13 @@ def spp_sample(data, a, c, ct, bp, ctx, flags, vals, i, fs, zc, one_half, hide_n
     f = flags[i]
     # insignificant, not visited, some significant neighbour: one unsigned range compare
     if 0 < (f & (F_SIG | F_VISIT | F_NEIGHBOURS)) <= F_NEIGHBOURS:
-        d, a, c, ct, bp = mq_decode(data, ctx, zc[f & F_NEIGHBOURS], a, c, ct, bp)
+        d, a, c, ct, bp = mq_decode(data, ctx, zc[np.uint64(f & F_NEIGHBOURS)], a, c, ct, bp)
         if d:
             sc = sign_context(f)
             s, a, c, ct, bp = mq_decode(data, ctx, sc & 0x1F, a, c, ct, bp)
             s ^= sc >> 7
             vals[i] = -one_half if s else one_half
-            set_significant(flags, i, fs, s, hide_north)
+            mark_significant(flags, i, fs, s, hide_north)
         flags[i] |= F_VISIT
     return a, c, ct, bp
 
@@ -80,30 +108,30 @@ def spp_mq(data, a, c, ct, bp, ctx, flags, vals, w, h, zc, plane, vcausal):
     once when no sample has a significant neighbour or all four are significant (nothing in
     it can be coded: a sample that is not coded cannot make its column neighbours codable).
     """
-    fs = w + 2
+    fs = np.uint64(w + 2)
     one_half = 3 << plane
     full = h & ~3
     for y0 in range(0, full, 4):
-        i = (y0 + 1) * fs + 1
+        i = np.uint64((y0 + 1) * (w + 2) + 1)
         for _x in range(w):
             f0 = flags[i]
             f1 = flags[i + fs]
-            f2 = flags[i + 2 * fs]
-            f3 = flags[i + 3 * fs]
+            f2 = flags[i + U2 * fs]
+            f3 = flags[i + U3 * fs]
             if ((f0 | f1 | f2 | f3) & F_NEIGHBOURS) != 0 and (f0 & f1 & f2 & f3 & F_SIG) == 0:
                 a, c, ct, bp = spp_sample(data, a, c, ct, bp, ctx, flags, vals, i, fs, zc,
                                           one_half, vcausal)
                 a, c, ct, bp = spp_sample(data, a, c, ct, bp, ctx, flags, vals, i + fs, fs, zc,
                                           one_half, False)
-                a, c, ct, bp = spp_sample(data, a, c, ct, bp, ctx, flags, vals, i + 2 * fs, fs,
+                a, c, ct, bp = spp_sample(data, a, c, ct, bp, ctx, flags, vals, i + U2 * fs, fs,
                                           zc, one_half, False)
-                a, c, ct, bp = spp_sample(data, a, c, ct, bp, ctx, flags, vals, i + 3 * fs, fs,
+                a, c, ct, bp = spp_sample(data, a, c, ct, bp, ctx, flags, vals, i + U3 * fs, fs,
                                           zc, one_half, False)
-            i += 1
+            i += U1
     if full < h:  # last, partial stripe
-        i0 = (full + 1) * fs + 1
+        i0 = np.uint64((full + 1) * (w + 2) + 1)
         for x in range(w):
-            i = i0 + x
+            i = i0 + np.uint64(x)
             for y in range(full, h):
                 a, c, ct, bp = spp_sample(data, a, c, ct, bp, ctx, flags, vals, i, fs, zc,
                                           one_half, vcausal and y == full)
@@ -133,24 +161,24 @@ def mrp_mq(data, a, c, ct, bp, ctx, flags, vals, w, h, plane):
     """Magnitude refinement pass, MQ coded (D.3.3), contexts of Table D.4.
 
     Full stripes unrolled by column; a column without a significant sample is skipped."""
-    fs = w + 2
+    fs = np.uint64(w + 2)
     half = 1 << plane
     full = h & ~3
     for y0 in range(0, full, 4):
-        i = (y0 + 1) * fs + 1
+        i = np.uint64((y0 + 1) * (w + 2) + 1)
         for _x in range(w):
-            if (flags[i] | flags[i + fs] | flags[i + 2 * fs] | flags[i + 3 * fs]) & F_SIG:
+            if (flags[i] | flags[i + fs] | flags[i + U2 * fs] | flags[i + U3 * fs]) & F_SIG:
                 a, c, ct, bp = mrp_sample(data, a, c, ct, bp, ctx, flags, vals, i, half)
                 a, c, ct, bp = mrp_sample(data, a, c, ct, bp, ctx, flags, vals, i + fs, half)
-                a, c, ct, bp = mrp_sample(data, a, c, ct, bp, ctx, flags, vals, i + 2 * fs,
+                a, c, ct, bp = mrp_sample(data, a, c, ct, bp, ctx, flags, vals, i + U2 * fs,
                                           half)
-                a, c, ct, bp = mrp_sample(data, a, c, ct, bp, ctx, flags, vals, i + 3 * fs,
+                a, c, ct, bp = mrp_sample(data, a, c, ct, bp, ctx, flags, vals, i + U3 * fs,
                                           half)
-            i += 1
+            i += U1
     if full < h:
-        i0 = (full + 1) * fs + 1
+        i0 = np.uint64((full + 1) * (w + 2) + 1)
         for x in range(w):
-            i = i0 + x
+            i = i0 + np.uint64(x)
             for _y in range(full, h):
                 a, c, ct, bp = mrp_sample(data, a, c, ct, bp, ctx, flags, vals, i, half)
                 i += fs
@@ -163,7 +191,7 @@ def cup_sample(data, a, c, ct, bp, ctx, flags, vals, i, fs, zc, one_half, hide_n
     significant nor VISIT (ZC, then the sign); VISIT cleared for the next bit-plane."""
     f = flags[i]
     if (f & (F_SIG | F_VISIT)) == 0:
-        d, a, c, ct, bp = mq_decode(data, ctx, zc[f & F_NEIGHBOURS], a, c, ct, bp)
+        d, a, c, ct, bp = mq_decode(data, ctx, zc[np.uint64(f & F_NEIGHBOURS)], a, c, ct, bp)
         if d:
             a, c, ct, bp = cup_newly_significant(data, a, c, ct, bp, ctx, flags, vals, i, fs,
                                                  f, one_half, hide_north)
@@ -179,7 +207,7 @@ def cup_newly_significant(data, a, c, ct, bp, ctx, flags, vals, i, fs, f, one_ha
     s, a, c, ct, bp = mq_decode(data, ctx, sc & 0x1F, a, c, ct, bp)
     s ^= sc >> 7
     vals[i] = -one_half if s else one_half
-    set_significant(flags, i, fs, s, hide_north)
+    mark_significant(flags, i, fs, s, hide_north)
     return a, c, ct, bp
 
 
@@ -191,19 +219,19 @@ def cup_mq(data, a, c, ct, bp, ctx, flags, vals, w, h, zc, plane, vcausal):
     neighbours) is one compare of the four flags words with zero.  After a run interruption
     the remaining samples of the column go through the ordinary per-sample path.
     """
-    fs = w + 2
+    fs = np.uint64(w + 2)
     one_half = 3 << plane
     full = h & ~3
     for y0 in range(0, full, 4):
-        i = (y0 + 1) * fs + 1
+        i = np.uint64((y0 + 1) * (w + 2) + 1)
         for _x in range(w):
-            if (flags[i] | flags[i + fs] | flags[i + 2 * fs] | flags[i + 3 * fs]) == 0:
+            if (flags[i] | flags[i + fs] | flags[i + U2 * fs] | flags[i + U3 * fs]) == 0:
                 d, a, c, ct, bp = mq_decode(data, ctx, CTX_RL, a, c, ct, bp)
                 if d:
                     r1, a, c, ct, bp = mq_decode(data, ctx, CTX_UNI, a, c, ct, bp)
                     r0, a, c, ct, bp = mq_decode(data, ctx, CTX_UNI, a, c, ct, bp)
                     r = (r1 << 1) | r0
-                    j = i + r * fs
+                    j = i + np.uint64(r) * fs
                     a, c, ct, bp = cup_newly_significant(data, a, c, ct, bp, ctx, flags, vals,
                                                          j, fs, flags[j], one_half,
                                                          vcausal and r == 0)
@@ -216,15 +244,15 @@ def cup_mq(data, a, c, ct, bp, ctx, flags, vals, w, h, zc, plane, vcausal):
                                           one_half, vcausal)
                 a, c, ct, bp = cup_sample(data, a, c, ct, bp, ctx, flags, vals, i + fs, fs, zc,
                                           one_half, False)
-                a, c, ct, bp = cup_sample(data, a, c, ct, bp, ctx, flags, vals, i + 2 * fs, fs,
+                a, c, ct, bp = cup_sample(data, a, c, ct, bp, ctx, flags, vals, i + U2 * fs, fs,
                                           zc, one_half, False)
-                a, c, ct, bp = cup_sample(data, a, c, ct, bp, ctx, flags, vals, i + 3 * fs, fs,
+                a, c, ct, bp = cup_sample(data, a, c, ct, bp, ctx, flags, vals, i + U3 * fs, fs,
                                           zc, one_half, False)
-            i += 1
+            i += U1
     if full < h:
-        i0 = (full + 1) * fs + 1
+        i0 = np.uint64((full + 1) * (w + 2) + 1)
         for x in range(w):
-            i = i0 + x
+            i = i0 + np.uint64(x)
             for y in range(full, h):
                 a, c, ct, bp = cup_sample(data, a, c, ct, bp, ctx, flags, vals, i, fs, zc,
                                           one_half, vcausal and y == full)
