@@ -49,6 +49,9 @@ OPJ_DEFAULT_MBPS = 225
 
 # -- encoding ----------------------------------------------------------------------------------
 def _cinegpu_encoder():
+    """``cinegpu.encode.encode``, unless missing or ``CINEGPU_ENCODER=opj_compress``."""
+    if os.environ.get("CINEGPU_ENCODER") == "opj_compress":
+        return None
     try:
         from cinegpu.encode import encode
     except ImportError:

@@ -19,7 +19,8 @@ from typing import Callable
 import numpy as np
 
 from .colour import COLORSPACES, to_xyz12
-from .dcp_write import DCPWriter, Package, encode_frame
+from .dcp_write import DCPWriter, Package, encode_frame, encoder_name
+from .errors import MediaError
 from .images_in import fit, image_area, list_frames, read_image
 
 __all__ = ["DCI_RATES", "master", "master_images"]
@@ -52,7 +53,13 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
     def prepare(i: int) -> bytes:
         img = first if i == 0 else get_frame(i)
         xyz = to_xyz12(fit(img, width, height), colorspace)
-        return encode_frame(xyz, profile=profile, fps=rate, bitrate=bitrate)
+        try:
+            return encode_frame(xyz, profile=profile, fps=rate, bitrate=bitrate)
+        except MediaError:
+            raise
+        except Exception as exc:     # the encoder's own failure, named with the frame
+            raise MediaError(None, f"frame {i}: {encoder_name()} failed: "
+                                   f"{type(exc).__name__}: {exc}") from exc
 
     bar = _progress(total, title, progress)
     cache: dict[int, bytes] = {}

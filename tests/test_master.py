@@ -247,3 +247,29 @@ def test_default_media_prefers_the_cached_demo(tmp_path, monkeypatch):
     monkeypatch.setenv("CINEGPU_DEMO_DIR", str(tmp_path / "demo"))
     monkeypatch.setattr(demo, "find_demo", lambda *a, **k: tmp_path / "demo")
     assert default_media() == tmp_path / "demo"
+
+
+@pytest.mark.skipif(shutil.which("opj_compress") is None, reason="opj_compress not installed")
+def test_openjpeg_stand_in_encoder(monkeypatch):
+    from cinegpu.media.dcp_write import encode_frame
+    from cinegpu.media.j2k_profile import parse_profile
+    monkeypatch.setenv("CINEGPU_ENCODER", "opj_compress")
+    assert encoder_name() == "opj_compress"
+    xyz = to_xyz12(fit(demo_frame(1, 512, 270), 1998, 1080), "rec709")
+    cs = encode_frame(xyz, profile="2k", fps=24)
+    assert len(cs) <= 225e6 / 8 / 24 + 64
+    kind, problems = parse_profile(cs).dci_problems()
+    assert kind == "DCI 2K" and problems == ["2 guard bits (want 1)"]   # OpenJPEG's cinema mode
+
+
+def test_encoder_failure_names_the_frame(tmp_path, monkeypatch):
+    from cinegpu.media import dcp_write, mastering
+
+    def broken(*a, **k):
+        raise RuntimeError("rate control could not meet the byte budget")
+    monkeypatch.setattr(mastering, "encode_frame", broken)
+    with pytest.raises(MediaError, match="frame 0: .*RuntimeError: rate control"):
+        mastering.master(lambda i: demo_frame(i, 64, 36), 2, tmp_path / "out", title="t",
+                         progress=False)
+    assert list(tmp_path.iterdir()) == []
+    assert dcp_write.encoder_name() in ("cinegpu.encode", "opj_compress")
