@@ -210,9 +210,24 @@ class Player:
         end = self._now() + timeout
         while self._now() < end and not self.quit:
             if all(self._ready(n) for n in first[: self.preroll]):
+                self._prime(first[0] if first else None)
                 return
             self._events()
             self._sleep(0.002)
+
+    def _prime(self, n: int | None) -> None:
+        """Upload and draw the first picture before the clock starts: the first write
+        registers the texture with CUDA and compiles kernels, which must not make the
+        first frames late. It is not counted as shown; the clock shows it when due."""
+        if n is None:
+            return
+        try:
+            picture = self.source.get(n)
+        except FrameError:
+            return
+        if picture is not None:
+            self.target.write(picture)
+            self._draw()
 
     def _want(self) -> None:
         """Ask for the next frames; while playing, start new decodes only for frames that can be
