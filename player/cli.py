@@ -21,21 +21,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
-        try:
-            module = importlib.import_module(f"cinegpu.player.commands.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"cinegpu.player.commands.{name}":
-                raise
-            continue
-        module.register(sub)
+        importlib.import_module(f"cinegpu.player.commands.{name}").register(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command is None:
-        args = parser.parse_args(["bench", *(argv or [])])
+    if args.command is None:  # the built-in default: master the demo sequence, then play it
+        args = parser.parse_args(["demo"])
     return int(args.run(args) or 0)
 
 
