@@ -19,7 +19,7 @@ SAMPLE = Path(__file__).resolve().parents[2] / "media" / "samples" / "bars_2k.j2
 
 
 def register(sub) -> None:
-    p = sub.add_parser("bench", help="measure decode speed (the default command)")
+    p = sub.add_parser("bench", help="measure decode speed, beside the peer decoders on the machine")
     p.add_argument("path", nargs="?", type=Path, default=None,
                    help="codestream, folder, MXF or package (default: the shipped 2K sample)")
     p.add_argument("--backend", choices=("cpu", "cuda", "auto"), default="auto",
