@@ -25,6 +25,8 @@ followed by a byte > 0x8F as a marker and then feeds 1-bits without advancing, s
 never moves past the first padding byte and needs no end test.  The raw reader stops at the
 same pair.
 
+mq_decode_flat is the same DECODE with selects instead of branches (for near-random contexts).
+
 Hot functions are compiled with _nrt=False (no reference counting): numba would otherwise wrap
 every inlined call that takes an array in an atomic incref/decref pair, which cost more than
 the MQ decision itself.  They take arrays but never allocate.
@@ -32,6 +34,7 @@ the MQ decision itself.  They take arrays but never allocate.
 
 import numpy as np
 from numba import njit
+from numba.cpython.unsafe.numbers import leading_zeros
 
 from .tables import MQ_SHIFT, MQ_STATE
 
@@ -150,3 +153,35 @@ def raw_decode(data, c, ct, bp):
         c, ct, bp = raw_next_byte(data, c, bp)
     ct -= 1
     return (c >> ct) & 1, c, ct, bp
+
+
+@njit(inline='always', **JIT)
+def mq_decode_flat(data, ctx, cx, a, c, ct, bp):
+    """mq_decode without data-dependent branches (selects instead), for contexts whose
+    decisions are close to random, where a branch on the decision mispredicts about every
+    other time: magnitude refinement.  Same decisions, same register updates.
+
+    With lower = (Chigh < Qe) (Figure C.20's first test): the sub-interval taken is the
+    lower (Qe, C unchanged) or the upper one (A - Qe, C - Qe); the decision is the LPS
+    exactly when the interval taken is the smaller of the two, which is also the conditional
+    exchange of Figures C.21/C.22 (an upper interval of 0x8000 or more is never the smaller).
+    """
+    k = np.uint64(cx)
+    sv = ctx[k]
+    st = MQ_STATE[sv]
+    qe = st & 0xFFFF
+    a1 = a - qe
+    lower = np.int64((c >> MQ_SHIFT) < qe)
+    lps = np.int64(a1 < qe) ^ lower
+    c -= (qe << MQ_SHIFT) & (lower - 1)
+    a = a1 + (qe - a1) * lower
+    renorm = lower | np.int64(a1 < 0x8000)
+    ctx[k] = ((st >> (20 + 7 * lps)) & 0x7F) * renorm + sv * (1 - renorm)
+    n = leading_zeros(a) - 48  # RENORMD shifts: A is below 2^16
+    a <<= n
+    if n <= ct:
+        c <<= n
+        ct -= n
+    else:
+        c, ct, bp = mq_renorm_fill(data, c, ct, bp, n)
+    return (sv & 1) ^ lps, a, c, ct, bp

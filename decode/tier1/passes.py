@@ -8,13 +8,17 @@ At bit-plane p a newly significant sample gets magnitude 3 << p (midpoint 1.5 * 
 units) and a refinement at plane p adds or subtracts 1 << p (2^(p-1) in real units).
 
 MQ passes take and return the MQ registers (a, c, ct, bp); raw passes (bypass, D.6) the raw
-reader's (c, ct, bp).
+reader's (c, ct, bp).  Zero coding, sign and refinement decisions use the branch-free
+mq_decode_flat (they are close to random, so a branch on them mispredicts often); the skewed
+run-length and UNIFORM decisions of the cleanup pass keep the branching mq_decode, which
+measured faster there.  The per-sample helpers are inlined (inline='always') into the pass
+loops; with reference counting off (mq.py) that costs no atomic operations.
 """
 
 import numpy as np
 from numba import njit
 
-from .mq import mq_decode, raw_decode
+from .mq import mq_decode, mq_decode_flat, raw_decode
 from .tables import (CTX_MR, CTX_RL, CTX_UNI, F_E, F_N, F_NE, F_NEG_E, F_NEG_N, F_NEG_S,
                      F_NEG_W, F_NEIGHBOURS, F_NW, F_REFINED, F_S, F_SE, F_SIG, F_SW, F_VISIT,
                      F_W, SC_LUT)
@@ -89,10 +93,11 @@ def spp_sample(data, a, c, ct, bp, ctx, flags, vals, i, fs, zc, one_half, hide_n
     f = flags[i]
     # insignificant, not visited, some significant neighbour: one unsigned range compare
     if 0 < (f & (F_SIG | F_VISIT | F_NEIGHBOURS)) <= F_NEIGHBOURS:
-        d, a, c, ct, bp = mq_decode(data, ctx, zc[np.uint64(f & F_NEIGHBOURS)], a, c, ct, bp)
+        cx = zc[np.uint64(f & F_NEIGHBOURS)]
+        d, a, c, ct, bp = mq_decode_flat(data, ctx, cx, a, c, ct, bp)
         if d:
             sc = sign_context(f)
-            s, a, c, ct, bp = mq_decode(data, ctx, sc & 0x1F, a, c, ct, bp)
+            s, a, c, ct, bp = mq_decode_flat(data, ctx, sc & 0x1F, a, c, ct, bp)
             s ^= sc >> 7
             vals[i] = -one_half if s else one_half
             mark_significant(flags, i, fs, s, hide_north)
@@ -149,7 +154,7 @@ def mrp_sample(data, a, c, ct, bp, ctx, flags, vals, i, half):
             cx = CTX_MR + 2
         else:
             cx = CTX_MR + ((f & F_NEIGHBOURS) != 0)
-        d, a, c, ct, bp = mq_decode(data, ctx, cx, a, c, ct, bp)
+        d, a, c, ct, bp = mq_decode_flat(data, ctx, cx, a, c, ct, bp)
         v = vals[i]
         vals[i] = v + (half if d ^ (v < 0) else -half)
         flags[i] = f | F_REFINED
@@ -191,7 +196,8 @@ def cup_sample(data, a, c, ct, bp, ctx, flags, vals, i, fs, zc, one_half, hide_n
     significant nor VISIT (ZC, then the sign); VISIT cleared for the next bit-plane."""
     f = flags[i]
     if (f & (F_SIG | F_VISIT)) == 0:
-        d, a, c, ct, bp = mq_decode(data, ctx, zc[np.uint64(f & F_NEIGHBOURS)], a, c, ct, bp)
+        cx = zc[np.uint64(f & F_NEIGHBOURS)]
+        d, a, c, ct, bp = mq_decode_flat(data, ctx, cx, a, c, ct, bp)
         if d:
             a, c, ct, bp = cup_newly_significant(data, a, c, ct, bp, ctx, flags, vals, i, fs,
                                                  f, one_half, hide_north)
@@ -204,7 +210,7 @@ def cup_sample(data, a, c, ct, bp, ctx, flags, vals, i, fs, zc, one_half, hide_n
 def cup_newly_significant(data, a, c, ct, bp, ctx, flags, vals, i, fs, f, one_half, hide_north):
     """Sign decoding (D.3.2, Table D.3) and significance update of sample i with flags f."""
     sc = sign_context(f)
-    s, a, c, ct, bp = mq_decode(data, ctx, sc & 0x1F, a, c, ct, bp)
+    s, a, c, ct, bp = mq_decode_flat(data, ctx, sc & 0x1F, a, c, ct, bp)
     s ^= sc >> 7
     vals[i] = -one_half if s else one_half
     mark_significant(flags, i, fs, s, hide_north)
