@@ -102,8 +102,10 @@ def run(args) -> int:
                     print(f"{r.name}: {r.note}")
                     continue
                 ratio = (n / wall) / r.fps
-                print(f"{r.name}: {r.fps:.2f} fps; our fps / theirs = {ratio:.2f}")
-                result["peers"].append({"name": r.name, "fps": r.fps, "our_fps_ratio": ratio})
+                print(f"{r.name}: {r.fps:.2f} fps, {1e3 / r.fps:.1f} ms per frame; "
+                      f"our time / theirs = {1 / ratio:.2f}, our fps / theirs = {ratio:.2f}")
+                result["peers"].append({"name": r.name, "fps": r.fps, "our_fps_ratio": ratio,
+                                        "time_ratio": 1 / ratio})
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
     return 0
