@@ -168,5 +168,26 @@ def _allocate(frame, base_step: float):
             over = comp_total[c] - cap + 8 if cap is not None and comp_total[c] > cap else 0
             comp_over[c] = max(extra + over, comp_over[c] if over else extra)
     if best is None:
-        raise RuntimeError("rate control could not meet the byte budget")
+        best = _shrink_until_fit(w, hull, rank, budget, cap, overhead, comp_over)
     return best
+
+
+def _shrink_until_fit(w, hull, rank, budget, cap, overhead, comp_over):
+    """When the estimates keep overshooting (header bytes that grow with what is kept),
+    aim lower and lower until the stream fits: at worst only headers are left, so this
+    ends within the loop's bound."""
+    ncomp = len(comp_over)
+    aim = 1.0
+    for _ in range(80):
+        aim *= 0.9
+        take = rank < hull.count_for(max(budget * aim - overhead, 0))
+        if cap is not None:
+            for c in range(ncomp):
+                mask = w.hull_comp == c
+                cnt = hull.count_for(max(cap * aim - comp_over[c], 0), mask)
+                take &= ~mask | (np.cumsum(mask) <= cnt)
+        data, comp_total, _ = w.write(w.layer_passes(take))
+        w.rounds += 1
+        if len(data) <= budget and (cap is None or (comp_total <= cap).all()):
+            return data, w.layer_passes(take)[-1], w
+    raise ValueError(f"cannot fit the codestream in {budget} bytes: its headers alone exceed it")
