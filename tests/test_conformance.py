@@ -45,6 +45,7 @@ def _cuda_available() -> bool:
 BACKENDS = [
     "cpu",
     "numpy",
+    "auto",  # the CPU without CUDA (CI), the GPU where there is one
     pytest.param("cuda", marks=[pytest.mark.gpu,
                                 pytest.mark.skipif(not _cuda_available(), reason="no CUDA device / CuPy")]),
 ]
