@@ -3,7 +3,9 @@
 5/3 + RCT bit for bit; 9/7 + ICT within 1 code value after the DC level
 shift (they are built without FMA contraction, so in practice equal too).
 Sweep: every size 1..67 (paired with another odd/even height), both offset
-parities and a larger odd offset, 0..6 levels.  Run with ``-m gpu -s`` to see
+parities and a larger odd offset, 0..6 levels; the fused calls
+(``dequantize_idwt``, ``reconstruct_mct``) over the same sweep against the
+twin's composition.  Run with ``-m gpu -s`` to see
 the 4K frame timing.
 """
 
@@ -105,6 +107,92 @@ def test_idwt_lines_beyond_48k_shared_memory(shape):
         ll, levels = _bands(rng, (1, 0, 1 + w, h), 2, reversible)
         got = cupy.asnumpy(idwt_gpu(*_to_dev(ll, levels)))
         np.testing.assert_allclose(got, idwt_ref(ll, levels), rtol=0, atol=0 if reversible else 1e-2)
+
+
+def _tier1_bands(rng, rect, nlevels):
+    """Random int32 tier-1 output (2 x the index) shaped for ``rect``, and step sizes."""
+    ll, levels = _bands(rng, rect, nlevels, True)
+    deltas = rng.uniform(0.05, 0.6, 1 + 3 * nlevels).tolist()
+    return ll, levels, deltas
+
+
+def _ref_dequantize_idwt(ll, levels, deltas, reversible):
+    """The composition the fused calls replace, in the numpy twin."""
+    dq = [ref.dequantize(ll, deltas[0], reversible)]
+    lv = [(*(ref.dequantize(b, d, reversible) for b, d in zip(bands[:3], deltas[1 + 3 * j : 4 + 3 * j])), bands[3])
+          for j, bands in enumerate(levels)]
+    return (ref.idwt_53 if reversible else ref.idwt_97)(dq[0], lv)
+
+
+@pytest.mark.parametrize("reversible", [True, False], ids=["53", "97"])
+@pytest.mark.parametrize("nlevels", range(7))
+def test_dequantize_idwt_fused(nlevels, reversible):
+    """5/3 bit for bit; 9/7 within 1 code value (in practice equal)."""
+    rng = np.random.default_rng(200 + nlevels)
+    count = 0
+    for (w, h), (u0, v0) in itertools.product(SIZES, OFFSETS):
+        ll, levels, deltas = _tier1_bands(rng, (u0, v0, u0 + w, v0 + h), nlevels)
+        want = _ref_dequantize_idwt(ll, levels, deltas, reversible)
+        got = cupy.asnumpy(gpu.dequantize_idwt(*_to_dev(ll, levels), deltas, reversible))
+        assert got.shape == want.shape and got.dtype == want.dtype, f"{w}x{h} at {(u0, v0)}"
+        if reversible:
+            np.testing.assert_array_equal(got, want, err_msg=f"{w}x{h} at {(u0, v0)}")
+        else:
+            np.testing.assert_allclose(got, want, rtol=0, atol=1e-2, err_msg=f"{w}x{h} at {(u0, v0)}")
+            diff = ref.to_samples(got, 12, False) - ref.to_samples(want, 12, False)
+            assert np.abs(diff).max(initial=0) <= 1, f"{w}x{h} at {(u0, v0)}"
+        count += 1
+    assert count == 67 * 5
+
+
+def _ref_mct(comps, reversible, precisions, signed):
+    planes = [_ref_dequantize_idwt(*c, reversible) for c in comps]
+    planes = (ref.inverse_rct if reversible else ref.inverse_ict)(*planes)
+    return [ref.to_samples(p, pr, sg) for p, pr, sg in zip(planes, precisions, signed)]
+
+
+@pytest.mark.parametrize("reversible", [True, False], ids=["53", "97"])
+@pytest.mark.parametrize("nlevels", range(7))
+def test_reconstruct_mct_fused(nlevels, reversible):
+    """Three components batched: equal to the twin's dequantise, IDWT, RCT/ICT, to_samples."""
+    rng = np.random.default_rng(300 + nlevels)
+    precisions, signed = [12, 10, 8], [False, True, False]
+    count = 0
+    for (w, h), (u0, v0) in itertools.product(SIZES, OFFSETS):
+        comps = [_tier1_bands(rng, (u0, v0, u0 + w, v0 + h), nlevels) for _ in range(3)]
+        want = _ref_mct(comps, reversible, precisions, signed)
+        got = gpu.reconstruct_mct([(*_to_dev(ll, lv), d) for ll, lv, d in comps], reversible, precisions, signed)
+        for c, (g, x) in enumerate(zip(got, want)):
+            g = cupy.asnumpy(g)
+            assert g.dtype == np.int32 and g.shape == x.shape
+            worst = np.abs(g.astype(np.int64) - x).max(initial=0)
+            assert worst <= (0 if reversible else 1), f"component {c}, {w}x{h} at {(u0, v0)}"
+        count += 1
+    assert count == 67 * 5
+
+
+@pytest.mark.parametrize("reversible", [True, False], ids=["53", "97"])
+def test_reconstruct_mct_mixed_geometry(reversible):
+    """Components whose levels differ (same final size) are reconstructed one by one."""
+    rng = np.random.default_rng(7)
+    comps = [_tier1_bands(rng, (0, 0, 37, 29), n) for n in (3, 2, 0)]
+    precisions, signed = [12, 12, 12], [False] * 3
+    want = _ref_mct(comps, reversible, precisions, signed)
+    got = gpu.reconstruct_mct([(*_to_dev(ll, lv), d) for ll, lv, d in comps], reversible, precisions, signed)
+    for g, x in zip(got, want):
+        assert np.abs(cupy.asnumpy(g).astype(np.int64) - x).max() <= (0 if reversible else 1)
+
+
+@pytest.mark.parametrize("shape", [(3, 20001), (20001, 3)], ids=["long-rows", "long-columns"])
+def test_dequantize_idwt_long_lines(shape):
+    """Rows and columns beyond 48 KiB of shared memory (columns in narrower strips)."""
+    rng = np.random.default_rng(11)
+    h, w = shape
+    for reversible in (True, False):
+        ll, levels, deltas = _tier1_bands(rng, (1, 0, 1 + w, h), 2)
+        got = cupy.asnumpy(gpu.dequantize_idwt(*_to_dev(ll, levels), deltas, reversible))
+        np.testing.assert_allclose(got, _ref_dequantize_idwt(ll, levels, deltas, reversible), rtol=0,
+                                   atol=0 if reversible else 1e-2)
 
 
 def test_dequantize():

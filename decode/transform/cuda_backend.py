@@ -9,6 +9,16 @@ Inverse DWT per level (T.800 F.3.2): one launch lifts every row of both
 halves (HOR_SR, ``idwt*_rows``) into a (mL + mH) x N plane, a transpose
 turns its columns into rows, a second launch lifts those (VER_SR) and a
 last transpose restores row order: 4 launches a level.
+
+Fused entry points (as :mod:`.cpu_backend` defines them; the decoder uses
+them when present): :func:`dequantize_idwt` and :func:`reconstruct_mct`.
+They read the tier-1 bands (int32) directly, dequantising as each band row is
+loaded, and take 2 launches a level for up to three components of the same
+geometry at once: HOR_SR of every row (``idwt*_hor_dq``, writing rows to
+their interleaved place), then VER_SR in place on strips of columns held
+whole in shared memory (``idwt*_cols``, no transposes).  ``reconstruct_mct``
+ends with one kernel doing the inverse RCT/ICT, DC shift and clipping: 13
+launches for a 6-level three-component frame.
 """
 
 from __future__ import annotations
@@ -21,20 +31,23 @@ import numpy as np
 
 from . import display
 from .dwt import Level, _band_sizes
-from .gpu import kernel, launch_1d
+from .gpu import kernel, kernel_optin, launch_1d
 
 __all__ = [
     "dequantize",
+    "dequantize_idwt",
     "idwt_53",
     "idwt_97",
     "inverse_ict",
     "inverse_rct",
+    "reconstruct_mct",
     "to_samples",
     "xyz_to_rgb",
 ]
 
 _I32 = np.int32
 _ROW_THREADS = 256
+_COL_THREADS = 512
 _DEFAULT_SMEM = 48 * 1024  # bytes of dynamic shared memory without opting in
 
 
@@ -148,6 +161,145 @@ def to_samples(x, precision: int, signed: bool):
         name, x = "to_samples_i32", x.astype(cupy.int32, copy=False)
     launch_1d(kernel("pointwise", name), x.size, (x, out, _I32(shift), _I32(lo), _I32(hi), np.int64(x.size)))
     return out
+
+
+# ------------------------------------------- fused dequantise + IDWT --------
+
+#: shared memory a column strip aims at (bytes): 3 blocks on an H100 SM
+_STRIP_BYTES = 72 * 1024
+_NO_DQ = (np.float32(1.0),) * 4
+
+
+def _tier1(a):
+    """C-contiguous int32 device array; no copy (and no CuPy call) when already so."""
+    if isinstance(a, cupy.ndarray) and a.dtype == _I32 and a.flags.c_contiguous:
+        return a
+    return _dev(a, cupy.int32)
+
+
+def _strip_shift(m: int, itemsize: int, limit: int) -> int:
+    """log2 of the columns per VER_SR block: as many as fit _STRIP_BYTES (max 32)."""
+    lw = 5
+    while lw and (m << lw) * itemsize > _STRIP_BYTES:
+        lw -= 1
+    if (m << lw) * itemsize > limit:
+        raise ValueError(f"a column of {m} samples does not fit in shared memory")
+    return lw
+
+
+def _idwt_fused(comps, reversible: bool):
+    """Dequantise + IDWT of 1..3 components of one geometry, batched.
+
+    ``comps``: ``(ll, levels, deltas)`` as :func:`dequantize_idwt` takes them,
+    every component with the same level rectangles.  Returns a (components,
+    m, n) device array (int32 for 5/3, float32 for 9/7).
+    """
+    dtype = cupy.int32 if reversible else cupy.float32
+    tag = "53" if reversible else "97"
+    hor, limit = kernel_optin("dwt", f"idwt{tag}_hor_dq_{'i32' if reversible else 'f32'}")
+    ver, _ = kernel_optin("dwt", f"idwt{tag}_cols_{'i32' if reversible else 'f32'}")
+    nc = len(comps)
+    prev = [_tier1(ll) for ll, _, _ in comps]
+    levels0 = comps[0][1]
+    out = None
+    for j in range(len(levels0)):
+        u0, v0, u1, v1 = levels0[j][3]
+        nl, nh = _band_sizes(u0, u1)
+        ml, mh = _band_sizes(v0, v1)
+        m, n = v1 - v0, u1 - u0
+        args = []
+        for c in range(3):
+            ci = min(c, nc - 1)
+            ll, levels, deltas = comps[ci]
+            hl, lh, hh, rect = levels[j]
+            bands = (prev[ci], _tier1(hl), _tier1(lh), _tier1(hh))
+            if tuple(rect) != (u0, v0, u1, v1):
+                raise ValueError(f"components differ in level {j}: {tuple(rect)} and {(u0, v0, u1, v1)}")
+            for tag_, band, want in zip(("ll", "hl", "lh", "hh"), bands, ((ml, nl), (ml, nh), (mh, nl), (mh, nh))):
+                if band.shape != want:
+                    raise ValueError(f"{tag_} band is {band.shape}, resolution {rect} needs {want} (T.800 F.3.3)")
+            args += [np.uint64(b.data.ptr) for b in bands]
+            if reversible:
+                args += _NO_DQ
+            else:
+                ds = deltas[1 + 3 * j : 4 + 3 * j]
+                args += [np.float32(deltas[0] / 2.0) if j == 0 else np.float32(1.0)]
+                args += [np.float32(d / 2.0) for d in ds]
+        out = cupy.empty((nc, m, n), dtype)
+        if m and n:
+            if n * 4 > limit:
+                raise ValueError(f"a line of {n} samples does not fit in shared memory")
+            args += [_I32(j > 0), _I32(ml), _I32(nl), _I32(nh), _I32(u0 & 1), _I32(v0 & 1), out, np.int64(m * n)]
+            hor((m, nc), (_ROW_THREADS,), tuple(args), shared_mem=n * 4)
+            lw = _strip_shift(m, 4, limit)
+            ver((-(-n >> lw), nc), (_COL_THREADS,), (out, np.int64(m * n), _I32(m), _I32(n), _I32(lw), _I32(v0 & 1)),
+                shared_mem=(m << lw) * 4)
+        prev = [out[c] for c in range(nc)]
+    return out
+
+
+def _check_deltas(levels, deltas):
+    if len(deltas) != 1 + 3 * len(levels):
+        raise ValueError(f"need {1 + 3 * len(levels)} step sizes, got {len(deltas)}")
+
+
+def dequantize_idwt(ll, levels: Sequence[Level], deltas: Sequence[float], reversible: bool):
+    """``idwt(dequantize(ll), [dequantize(hl), ... per level])`` on the GPU.
+
+    As :func:`.cpu_backend.dequantize_idwt`: ``ll`` and the bands of
+    ``levels`` are int32 tier-1 output (2 x the index, T.800 E.1);
+    ``deltas`` the step sizes Δb, LL first then HL, LH, HH of each level,
+    coarsest first (ignored when ``reversible``).  Returns what
+    :func:`idwt_53` (reversible, int32) or :func:`idwt_97` (float32) returns
+    for the dequantised bands: 2 launches a level.
+    """
+    _check_deltas(levels, deltas)
+    if not levels:
+        return dequantize(ll, deltas[0], reversible)
+    return _idwt_fused([(ll, levels, deltas)], reversible)[0]
+
+
+def _sample_bounds(precisions, signed) -> list:
+    """DC shift, low and high clip bound (int32) of each of three components (G.1.2)."""
+    if len(precisions) != 3 or len(signed) != 3 or not all(1 <= p <= 24 for p in precisions):
+        raise ValueError(f"need three precisions of 1..24 bits, got {precisions}")
+    out = []
+    for p, sg in zip(precisions, signed):
+        bounds = (0, -(1 << (p - 1)), (1 << (p - 1)) - 1) if sg else (1 << (p - 1), 0, (1 << p) - 1)
+        out += [_I32(v) for v in bounds]
+    return out
+
+
+def reconstruct_mct(comps, reversible: bool, precisions: Sequence[int], signed: Sequence[bool]):
+    """Components 0-2 of a tile under the multiple component transformation.
+
+    As :func:`.cpu_backend.reconstruct_mct`: ``comps`` are three ``(ll,
+    levels, deltas)`` of :func:`dequantize_idwt`; returns three int32 sample
+    arrays, ``to_samples`` of the inverse RCT (reversible) or ICT of the three
+    reconstructed components.  Components of one geometry (always so in a
+    DCI frame) share every launch; others are reconstructed one by one.
+    Precisions 1..24.
+    """
+    if len(comps) != 3:
+        raise ValueError(f"need three components, got {len(comps)}")
+    bounds = _sample_bounds(precisions, signed)
+    for ll, levels, deltas in comps:
+        _check_deltas(levels, deltas)
+    rects = {tuple(tuple(lv[3]) for lv in levels) for _, levels, _ in comps}
+    if len(rects) == 1 and comps[0][1]:
+        planes = _idwt_fused(comps, reversible)
+        planes = [planes[c] for c in range(3)]
+    else:
+        planes = [dequantize_idwt(ll, levels, deltas, reversible) for ll, levels, deltas in comps]
+    shape = planes[0].shape
+    if not (shape == planes[1].shape == planes[2].shape):
+        raise ValueError(f"components differ in shape: {[p.shape for p in planes]}")
+    out = cupy.empty((3, *shape), cupy.int32)
+    name = "rct_to_samples_i32" if reversible else "ict_to_samples_f32"
+    planes = [_dev(p, cupy.int32 if reversible else cupy.float32) for p in planes]
+    n = planes[0].size
+    launch_1d(kernel("pointwise", name), n, (*planes, out[0], out[1], out[2], *bounds, np.int64(n)))
+    return out[0], out[1], out[2]
 
 
 @functools.lru_cache(maxsize=None)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import cupy
 
-__all__ = ["kernel", "launch_1d"]
+__all__ = ["kernel", "kernel_optin", "launch_1d"]
 
 CUDA_DIR = Path(__file__).with_name("cuda")
 NVRTC_OPTIONS = ("--std=c++14", "--fmad=false")
@@ -39,6 +39,21 @@ def kernel(module: str, name: str) -> cupy.RawKernel:
 @functools.lru_cache(maxsize=None)
 def _kernel(module: str, name: str, device_id: int) -> cupy.RawKernel:
     return _module(module, device_id).get_function(name)
+
+
+def kernel_optin(module: str, name: str) -> tuple[cupy.RawKernel, int]:
+    """Kernel ``name`` allowed the device's whole opt-in dynamic shared memory
+    per block (set once), and that limit in bytes."""
+    return _kernel_optin(module, name, cupy.cuda.runtime.getDevice())
+
+
+@functools.lru_cache(maxsize=None)
+def _kernel_optin(module: str, name: str, device_id: int) -> tuple[cupy.RawKernel, int]:
+    with cupy.cuda.Device(device_id):
+        limit = int(cupy.cuda.Device(device_id).attributes["MaxSharedMemoryPerBlockOptin"])
+        k = _kernel(module, name, device_id)
+        k.max_dynamic_shared_size_bytes = limit
+    return k, limit
 
 
 def launch_1d(k: cupy.RawKernel, n: int, args: tuple, threads: int = 256) -> None:

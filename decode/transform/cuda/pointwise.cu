@@ -89,3 +89,47 @@ extern "C" __global__ void xyz_to_rgb_u16(const int *x, const int *y, const int 
         if (channels == 4) px[3] = (unsigned short)scale;
     }
 }
+
+// G.1.2 of one value (as to_samples_f32 / to_samples_i32).
+__device__ __forceinline__ int sample_f32(float x, int shift, int lo, int hi)
+{
+    float v = rintf(x);
+    float flo = (float)(lo - shift), fhi = (float)(hi - shift);
+    v = (v != v) ? flo : fminf(fmaxf(v, flo), fhi);
+    return (int)v + shift;
+}
+
+__device__ __forceinline__ int sample_i32(int x, int shift, int lo, int hi)
+{
+    return min(max(x, lo - shift), hi - shift) + shift;
+}
+
+// inverse_ict_f32 then to_samples_f32 per component (shift, lo, hi of each):
+// the last kernel of cuda_backend.reconstruct_mct.
+extern "C" __global__ void ict_to_samples_f32(const float *c0, const float *c1, const float *c2,
+                                              int *r, int *g, int *b,
+                                              int s0, int lo0, int hi0, int s1, int lo1, int hi1,
+                                              int s2, int lo2, int hi2, long long n)
+{
+    GRID_STRIDE(i, n) {
+        float y = c0[i], u = c1[i], v = c2[i];
+        r[i] = sample_f32(__fadd_rn(y, __fmul_rn(v, 1.402f)), s0, lo0, hi0);
+        g[i] = sample_f32(__fsub_rn(__fsub_rn(y, __fmul_rn(u, 0.34413f)), __fmul_rn(v, 0.71414f)), s1, lo1, hi1);
+        b[i] = sample_f32(__fadd_rn(y, __fmul_rn(u, 1.772f)), s2, lo2, hi2);
+    }
+}
+
+// inverse_rct_i32 then to_samples_i32 per component.
+extern "C" __global__ void rct_to_samples_i32(const int *c0, const int *c1, const int *c2,
+                                              int *r, int *g, int *b,
+                                              int s0, int lo0, int hi0, int s1, int lo1, int hi1,
+                                              int s2, int lo2, int hi2, long long n)
+{
+    GRID_STRIDE(i, n) {
+        int y0 = c0[i], y1 = c1[i], y2 = c2[i];
+        int gg = y0 - ((y1 + y2) >> 2);
+        r[i] = sample_i32(y2 + gg, s0, lo0, hi0);
+        g[i] = sample_i32(gg, s1, lo1, hi1);
+        b[i] = sample_i32(y1 + gg, s2, lo2, hi2);
+    }
+}
