@@ -1,11 +1,13 @@
-"""The encoder's forward stage on the GPU (CuPy): DC level shift + forward ICT, forward
-9/7 DWT and quantisation as the kernels of ``cuda/forward.cu``, one tile at a time,
-into the same flat buffer :func:`cinegpu.encode.forward.forward_tile` builds.
+"""The encoder's forward stage on the GPU (CuPy), one tile at a time, as the kernels of
+``cuda/forward.cu``, into the same flat buffer :func:`cinegpu.encode.forward.forward_tile`
+builds.  Irreversible: DC level shift + forward ICT, forward 9/7 DWT and quantisation.
+Reversible (lossless): DC level shift + forward RCT and forward 5/3 DWT, int32; the
+bands are their integer coefficients.
 
 Twins (compared by the gpu-marked tests): :func:`ict` ~ ``forward_ict`` after the DC
-shift, :func:`fdwt97` ~ ``fdwt_97``, :func:`quantize` ~ ``quantize_band``.  The
-reversible 5/3 + RCT path has no kernels yet: it runs on the CPU twin.  Importing
-this module needs CuPy.
+shift, :func:`fdwt97` ~ ``fdwt_97``, :func:`quantize` ~ ``quantize_band``;
+:func:`rct` ~ ``forward_rct`` after the DC shift and :func:`fdwt53` ~ ``fdwt_53``,
+bit for bit.  Importing this module needs CuPy.
 """
 
 from __future__ import annotations
@@ -19,9 +21,7 @@ import numpy as np
 
 from cinegpu.decode.transform.dwt import level_rects
 
-from .forward import forward_tile
-
-__all__ = ["fdwt97", "forward_tile_cuda", "ict", "kernel", "quantize"]
+__all__ = ["fdwt53", "fdwt97", "forward_tile_cuda", "ict", "kernel", "quantize", "rct"]
 
 log = logging.getLogger(__name__)
 CUDA_DIR = Path(__file__).with_name("cuda")
@@ -70,36 +70,78 @@ def ict(r, g, b, shifts=(0.0, 0.0, 0.0)):
     return y, cb, cr
 
 
-def _sd_cols(x, p: int):
-    """9/7 1D_SD down the columns of a contiguous float32 (n, w) plane -> (lo, hi)."""
+def dc_shift_i32(x, shift: int):
+    """int32 (x - shift) of an int32 device plane (G.1.2), the reversible path's shift."""
+    x = cupy.ascontiguousarray(x, cupy.int32)
+    out = cupy.empty(x.shape, cupy.int32)
+    if x.size:
+        kernel("dc_shift_i32")(_grid(x.size), (THREADS,),
+                               (x, out, np.int32(shift), np.int64(x.size)))
+    return out
+
+
+def rct(r, g, b, shifts=(0, 0, 0)):
+    """DC shift by ``shifts`` then forward RCT (G.2, G-5) of int32 device planes -> int32
+    (Y0, Y1, Y2)."""
+    r, g, b = (cupy.ascontiguousarray(a, cupy.int32) for a in (r, g, b))
+    if not r.shape == g.shape == b.shape:
+        raise ValueError(f"RCT needs equal component shapes, got {r.shape}, {g.shape}, {b.shape}")
+    y0, y1, y2 = (cupy.empty(r.shape, cupy.int32) for _ in range(3))
+    if r.size:
+        kernel("dc_shift_rct_i32")(_grid(r.size), (THREADS,),
+                                   (r, g, b, *(np.int32(s) for s in shifts), y0, y1, y2,
+                                    np.int64(r.size)))
+    return y0, y1, y2
+
+
+# 1D_SD kernels down the columns of a contiguous (n, w) plane: (kernel, dtype) per filter
+_SD = {"97": ("sd97_cols", cupy.float32), "53": ("sd53_cols_i32", cupy.int32)}
+
+
+def _sd_cols(x, p: int, filt: str):
+    """1D_SD (``filt``: "97" or "53") down the columns of a contiguous (n, w) plane
+    -> (lo, hi); ``p``: parity of the first row."""
+    name, dtype = _SD[filt]
     n, w = x.shape
     nl = (n - p + 1) // 2
-    lo = cupy.empty((nl, w), cupy.float32)
-    hi = cupy.empty((n - nl, w), cupy.float32)
+    lo = cupy.empty((nl, w), dtype)
+    hi = cupy.empty((n - nl, w), dtype)
     if n and w:
-        kernel("sd97_cols")(((w + THREADS - 1) // THREADS,), (THREADS,),
-                            (x, lo, hi, np.int32(n), np.int32(w), np.int32(p)))
+        kernel(name)(((w + THREADS - 1) // THREADS,), (THREADS,),
+                     (x, lo, hi, np.int32(n), np.int32(w), np.int32(p)))
     return lo, hi
 
 
-def _sd_rows(x, p: int):
+def _sd_rows(x, p: int, filt: str):
     """Along rows, through a transpose so the column kernel stays coalesced."""
-    lo, hi = _sd_cols(cupy.ascontiguousarray(x.T), p)
+    lo, hi = _sd_cols(cupy.ascontiguousarray(x.T), p, filt)
     return cupy.ascontiguousarray(lo.T), cupy.ascontiguousarray(hi.T)
+
+
+def _fdwt(x, nlevels: int, origin: tuple[int, int], filt: str):
+    a = cupy.ascontiguousarray(x, _SD[filt][1])
+    if a.ndim != 2:
+        raise ValueError(f"need a 2-D plane, got shape {a.shape}")
+    u0, v0 = origin
+    levels = []
+    for rect in level_rects((u0, v0, u0 + a.shape[1], v0 + a.shape[0]), nlevels):
+        top, bottom = _sd_cols(a, rect[1] & 1, filt)  # VER_SD
+        ll, hl = _sd_rows(top, rect[0] & 1, filt)  # HOR_SD
+        lh, hh = _sd_rows(bottom, rect[0] & 1, filt)
+        levels.append((hl, lh, hh, rect))
+        a = ll
+    return a, levels[::-1]
 
 
 def fdwt97(x, nlevels: int, origin: tuple[int, int] = (0, 0)):
     """Forward 9/7 DWT of a float32 device plane; same result layout as ``fdwt_97``."""
-    a = cupy.ascontiguousarray(x, cupy.float32)
-    u0, v0 = origin
-    levels = []
-    for rect in level_rects((u0, v0, u0 + a.shape[1], v0 + a.shape[0]), nlevels):
-        top, bottom = _sd_cols(a, rect[1] & 1)  # VER_SD
-        ll, hl = _sd_rows(top, rect[0] & 1)  # HOR_SD
-        lh, hh = _sd_rows(bottom, rect[0] & 1)
-        levels.append((hl, lh, hh, rect))
-        a = ll
-    return a, levels[::-1]
+    return _fdwt(x, nlevels, origin, "97")
+
+
+def fdwt53(x, nlevels: int, origin: tuple[int, int] = (0, 0)):
+    """Forward 5/3 reversible DWT (F.4.8.1) of an int32 device plane, bit for bit
+    ``fdwt_53``: ``(ll, levels)``, levels coarsest first, each ``(hl, lh, hh, rect)``."""
+    return _fdwt(x, nlevels, origin, "53")
 
 
 def quantize(c, delta: float, out=None, offset: int = 0):
@@ -113,28 +155,41 @@ def quantize(c, delta: float, out=None, offset: int = 0):
     return out
 
 
-def forward_tile_cuda(comps, plan, precisions, signed, mct: int, reversible: bool) -> np.ndarray:
-    """As :func:`cinegpu.encode.forward.forward_tile`, on the GPU (irreversible path)."""
-    if reversible:
-        return forward_tile(comps, plan, precisions, signed, mct, reversible)
+def _tile_planes(comps, plan, precisions, signed, mct: int, reversible: bool) -> list:
+    """Device planes of the tile's components after the DC shift and colour transform:
+    int32 when reversible (RCT), else float32 (ICT)."""
     planes = []
-    shifts = [0.0 if signed[tc.c] else float(1 << (precisions[tc.c] - 1)) for tc in plan.components]
+    shifts = [0 if signed[tc.c] else 1 << (precisions[tc.c] - 1) for tc in plan.components]
     for tc, a in zip(plan.components, comps):
         planes.append(cupy.asarray(np.ascontiguousarray(a[tc.y0:tc.y1, tc.x0:tc.x1]), cupy.int32))
+    colour, shift = (rct, dc_shift_i32) if reversible else (ict, dc_shift)
+    if not reversible:
+        shifts = [float(s) for s in shifts]
     if mct:
-        planes[:3] = ict(*planes[:3], shifts=shifts[:3])
+        planes[:3] = colour(*planes[:3], shifts=shifts[:3])
         rest = range(3, len(planes))
     else:
         rest = range(len(planes))
     for i in rest:
-        planes[i] = dc_shift(planes[i], shifts[i])
+        planes[i] = shift(planes[i], shifts[i])
+    return planes
+
+
+def forward_tile_cuda(comps, plan, precisions, signed, mct: int, reversible: bool) -> np.ndarray:
+    """As :func:`cinegpu.encode.forward.forward_tile`, on the GPU: 9/7 + ICT +
+    quantisation, or (``reversible``) 5/3 + RCT with the integer coefficients as indices."""
+    planes = _tile_planes(comps, plan, precisions, signed, mct, reversible)
     flat = cupy.zeros(plan.coeff_size, cupy.int32)
+    fdwt = fdwt53 if reversible else fdwt97
     for tc, x in zip(plan.components, planes):
-        ll, levels = fdwt97(x, tc.levels, (tc.x0, tc.y0))
+        ll, levels = fdwt(x, tc.levels, (tc.x0, tc.y0))
         for res in tc.resolutions:
             arrays = (ll,) if res.r == 0 else levels[res.r - 1][:3]
             for band, arr in zip(res.bands, arrays):
                 if arr.shape != (band.height, band.width):
                     raise AssertionError(f"band {arr.shape} != plan {(band.height, band.width)}")
-                quantize(arr, band.delta, flat, band.offset)
+                if reversible:
+                    flat[band.offset:band.offset + arr.size] = arr.ravel()
+                else:
+                    quantize(arr, band.delta, flat, band.offset)
     return cupy.asnumpy(flat)

@@ -9,7 +9,8 @@ cupy = pytest.importorskip("cupy", reason="CuPy not installed")
 if not cupy.cuda.is_available():
     pytest.skip("no CUDA device", allow_module_level=True)
 
-from cinegpu.decode.transform import fdwt_97, forward_ict  # noqa: E402
+from cinegpu.decode import decode  # noqa: E402
+from cinegpu.decode.transform import fdwt_53, fdwt_97, forward_ict, forward_rct  # noqa: E402
 from cinegpu.encode import encode  # noqa: E402
 from cinegpu.encode import gpu  # noqa: E402
 from cinegpu.encode.bench import synthetic_frame  # noqa: E402
@@ -54,3 +55,96 @@ def test_encode_cuda_equals_cpu(profile, size):
     if profile == "generic":
         kw.update(bitrate=61 * 83 * 3 * 2 * 24, levels=4)
     assert encode(img, backend="cuda", **kw) == encode(img, backend="cpu", **kw)
+
+
+# -- reversible path: RCT + 5/3, bit for bit -------------------------------------------
+
+# every odd size 1..67 down the rows, against a complementary odd width (and square)
+SWEEP_53 = [(n, 68 - n) for n in range(1, 68, 2)] + [(n, n) for n in range(1, 68, 2)] \
+    + [(2, 4), (64, 66)]
+ORIGINS = [(0, 0), (1, 0), (0, 1), (3, 5)]  # both parities of u0 and of v0
+
+
+def test_sweep_53_case_count():
+    assert len(SWEEP_53) == 70 and len(ORIGINS) == 4
+
+
+def _assert_same_dwt(want, got):
+    ll, lv = want
+    gll, glv = got
+    np.testing.assert_array_equal(cupy.asnumpy(gll), ll)
+    assert gll.dtype == cupy.int32 and len(glv) == len(lv)
+    for a, b in zip(lv, glv):
+        assert a[3] == b[3]
+        for i in range(3):
+            assert b[i].dtype == cupy.int32
+            np.testing.assert_array_equal(cupy.asnumpy(b[i]), a[i])
+
+
+@pytest.mark.parametrize("levels", range(7))
+@pytest.mark.parametrize("origin", ORIGINS)
+def test_fdwt53_matches_numpy(levels, origin):
+    rng = np.random.default_rng(levels * 10 + origin[0])
+    for h, w in SWEEP_53:
+        x = rng.integers(-(1 << 13), 1 << 13, (h, w)).astype(np.int32)
+        _assert_same_dwt(fdwt_53(x, levels, origin), gpu.fdwt53(cupy.asarray(x), levels, origin))
+
+
+@pytest.mark.parametrize("levels", [10, 32])
+def test_fdwt53_deep_levels_and_extremes(levels):
+    """Down to empty and one-sample resolutions; int32 wrap-around as numpy's."""
+    rng = np.random.default_rng(levels)
+    for h, w, origin in [(67, 45, (1, 1)), (1, 1, (1, 0)), (5, 3, (7, 9)), (64, 67, (0, 3))]:
+        x = rng.integers(-(1 << 20), 1 << 20, (h, w)).astype(np.int32)
+        _assert_same_dwt(fdwt_53(x, levels, origin), gpu.fdwt53(cupy.asarray(x), levels, origin))
+    x = rng.integers(-(2**31), 2**31 - 1, (9, 11), dtype=np.int64).astype(np.int32)
+    with np.errstate(over="ignore"):
+        want = fdwt_53(x, 3, (1, 0))
+    _assert_same_dwt(want, gpu.fdwt53(cupy.asarray(x), 3, (1, 0)))
+
+
+def test_rct_and_dc_shift_match_numpy():
+    rng = np.random.default_rng(5)
+    for shape in [(1, 1), (37, 53), (67, 1)]:
+        r, g, b = (rng.integers(0, 4096, shape).astype(np.int32) for _ in range(3))
+        want = forward_rct(*(c - np.int32(2048) for c in (r, g, b)))
+        got = gpu.rct(*(cupy.asarray(c) for c in (r, g, b)), shifts=(2048, 2048, 2048))
+        for a, c in zip(want, got):
+            assert c.dtype == cupy.int32
+            np.testing.assert_array_equal(cupy.asnumpy(c), a)
+        got = gpu.dc_shift_i32(cupy.asarray(r), 2048)
+        np.testing.assert_array_equal(cupy.asnumpy(got), r - np.int32(2048))
+    signed = [rng.integers(-(1 << 15), 1 << 15, (13, 7)).astype(np.int32) for _ in range(3)]
+    for a, c in zip(forward_rct(*signed), gpu.rct(*(cupy.asarray(s) for s in signed))):
+        np.testing.assert_array_equal(cupy.asnumpy(c), a)
+
+
+def _rgb(h, w, bits, seed):
+    return np.random.default_rng(seed).integers(0, 1 << bits, (h, w, 3)).astype(np.uint16)
+
+
+REVERSIBLE_ENCODES = [
+    ("rgb-mct", lambda: synthetic_frame(83, 61, seed=4), dict(bits=12, levels=4)),
+    ("rgb-odd-tiles", lambda: _rgb(45, 67, 10, 1), dict(bits=10, levels=3, tiles=(37, 29))),
+    ("grey-6-levels", lambda: _rgb(67, 65, 8, 2)[..., 0].astype(np.uint8), dict(levels=6)),
+    ("subsampled", lambda: [np.random.default_rng(3).integers(0, 256, s).astype(np.uint8)
+                            for s in [(30, 41), (15, 21), (15, 21)]], {}),
+]
+
+
+def test_reversible_encode_case_count():
+    assert len(REVERSIBLE_ENCODES) == 4
+
+
+@pytest.mark.parametrize("name,image,opts", REVERSIBLE_ENCODES,
+                         ids=[c[0] for c in REVERSIBLE_ENCODES])
+def test_encode_cuda_reversible_equals_cpu_and_is_lossless(name, image, opts):
+    img = image()
+    got = encode(img, reversible=True, backend="cuda", **opts)
+    assert got == encode(img, reversible=True, backend="cpu", **opts)
+    comps = img if isinstance(img, list) else [img] if img.ndim == 2 else \
+        [img[..., i] for i in range(img.shape[2])]
+    out = decode(got)
+    assert len(out) == len(comps)
+    for a, b in zip(out, comps):
+        np.testing.assert_array_equal(a, b)

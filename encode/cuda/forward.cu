@@ -1,7 +1,9 @@
-// Forward stage of the encoder (T.800 G.1.2, G.3, F.4.8.2, E.1) on the GPU.
+// Forward stage of the encoder (T.800 G.1.2, G.2, G.3, F.4.8, E.1) on the GPU.
 // Numpy twins: cinegpu.decode.transform.forward_ict / fdwt_97 (_sd_97) and
 // cinegpu.encode.forward.quantize_band.  Compiled with --fmad=false and written in
 // the twins' float32 evaluation order, so results agree to the bit.
+// Reversible path: forward_rct / fdwt_53 (_sd_53), int32 as the twins (additions
+// wrap modulo 2^32 as numpy's, >> is the floor division of F-9 / F-10 and G-5).
 
 // T.800 Table F.4 (float32, as cinegpu.decode.transform.dwt)
 #define ALPHA (-1.586134342f)
@@ -93,4 +95,76 @@ extern "C" __global__ void quantize_f32(const float* c, int* out, long long offs
         int q = (int)floorf(fabsf(v) * inv);
         out[offset + i] = v < 0.0f ? -q : q;
     }
+}
+
+// ------------------------------------------------------------- reversible -------
+
+// int32 a + b wrapping modulo 2^32 as numpy's int32 (no signed-overflow UB).
+__device__ __forceinline__ int add_wrap(int a, int b)
+{
+    return (int)((unsigned int)a + (unsigned int)b);
+}
+
+// int32 a - b wrapping modulo 2^32.
+__device__ __forceinline__ int sub_wrap(int a, int b)
+{
+    return (int)((unsigned int)a - (unsigned int)b);
+}
+
+// DC level shift (G.1.2) of one component, int32 -> int32 (x - shift).
+extern "C" __global__ void dc_shift_i32(const int* x, int* out, int shift, long long n)
+{
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+         i += (long long)blockDim.x * gridDim.x)
+        out[i] = sub_wrap(x[i], shift);
+}
+
+// DC level shift then the forward RCT (G.2, G-5) of components 0-2, int32:
+// Y0 = floor((R + 2G + B) / 4), Y1 = B - G, Y2 = R - G.
+extern "C" __global__ void dc_shift_rct_i32(const int* r, const int* g, const int* b,
+                                            int s0, int s1, int s2,
+                                            int* y0, int* y1, int* y2, long long n)
+{
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+         i += (long long)blockDim.x * gridDim.x) {
+        int R = sub_wrap(r[i], s0), G = sub_wrap(g[i], s1), B = sub_wrap(b[i], s2);
+        y0[i] = add_wrap(add_wrap(R, add_wrap(G, G)), B) >> 2;
+        y1[i] = sub_wrap(B, G);
+        y2[i] = sub_wrap(R, G);
+    }
+}
+
+// 1D_SD with the 5/3 filter (F.4.8.1, F-9 then F-10) down every column of a row-major
+// int32 (n, w) plane, one thread per column, as sd97_cols:
+//   Y(2k+1) = X(2k+1) - floor((X(2k) + X(2k+2)) / 2)
+//   Y(2k)   = X(2k)   + floor((Y(2k-1) + Y(2k+1) + 2) / 4)
+// with clamped neighbours (periodic symmetric extension, F.3.7); a lone sample at an
+// odd coordinate is doubled.  p: parity of the first row.
+extern "C" __global__ void sd53_cols_i32(const int* x, int* lo, int* hi, int n, int w, int p)
+{
+    int j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= w) return;
+    int nl = (n - p + 1) / 2, nh = n - nl;
+    if (n == 1) {
+        if (nl) lo[j] = x[j];
+        else hi[j] = add_wrap(x[j], x[j]);
+        return;
+    }
+#define XL(k) x[(long long)(2 * (k) + p) * w + j]
+#define XH(k) x[(long long)(2 * (k) + 1 - p) * w + j]
+#define LO(k) lo[(long long)(k) * w + j]
+#define HI(k) hi[(long long)(k) * w + j]
+    for (int k = 0; k < nh; k++) {
+        int t = add_wrap(XL(clampi(k - p, nl - 1)), XL(clampi(k - p + 1, nl - 1))) >> 1;
+        HI(k) = sub_wrap(XH(k), t);
+    }
+    for (int k = 0; k < nl; k++) {
+        int s = add_wrap(HI(clampi(k + p - 1, nh - 1)), HI(clampi(k + p, nh - 1)));
+        int t = add_wrap(s, 2) >> 2;
+        LO(k) = add_wrap(XL(k), t);
+    }
+#undef XL
+#undef XH
+#undef LO
+#undef HI
 }
