@@ -376,21 +376,33 @@ class FramePipeline:
             self.stats["wait_s"] += time.perf_counter() - t0
         prep = self.decoder.prepare(data, reduce=self.reduce, layers=self.layers, strict=self.strict)
         slot_index = self._free.pop()
-        slot = self._slots[slot_index]
-        if self.mode == MODE_SEGMENTS:  # tier-1's inputs: about the codestream's size
-            n_cb = sum(p.cb.shape[0] for p in prep.plans)
-            nbytes = 2 * len(data) + n_cb * (8 * 16) + (1 << 20)
-        else:
-            nbytes = prep.size * 4
-        if slot is None or slot.nbytes < nbytes:
-            if slot is not None:
-                slot.close(self.decoder.xp)
-            slot = self._slots[slot_index] = _Slot(nbytes, self.decoder.xp)
+        self._fit_slot(slot_index, self._slot_bytes(prep, len(data)))
         seq = next(self._seq)
         self._queue.append(_Job(seq, key, prep, bytes(data), slot_index))
         self._submitted += 1
         self._dispatch()
         return seq
+
+    def _slot_bytes(self, prep: Prepared, data_len: int) -> int:
+        if self.mode == MODE_SEGMENTS:  # tier-1's inputs: about the codestream's size
+            n_cb = sum(p.cb.shape[0] for p in prep.plans)
+            return 2 * data_len + n_cb * (8 * 16) + (1 << 20)
+        return prep.size * 4
+
+    def _fit_slot(self, index: int, nbytes: int) -> None:
+        slot = self._slots[index]
+        if slot is None or slot.nbytes < nbytes:
+            if slot is not None:
+                slot.close(self.decoder.xp)
+            self._slots[index] = _Slot(nbytes, self.decoder.xp)
+
+    def reserve(self, data: bytes) -> None:
+        """Allocate (and pin) every slot for frames like ``data`` now, not while
+        playing: creating and registering shared memory takes milliseconds a slot."""
+        prep = self.decoder.prepare(data, reduce=self.reduce, layers=self.layers, strict=self.strict)
+        nbytes = self._slot_bytes(prep, len(data)) * 5 // 4  # room for frames a little larger
+        for index in self._free:
+            self._fit_slot(index, nbytes)
 
     def _release_done_slots(self) -> None:
         # a finished frame's slot is free once reconstruction has read it

@@ -277,12 +277,13 @@ class Player:
         while not self._done():
             self._sleep(self.turn())
         seconds = self._now() - start
+        decode_fps = self.source.decode_fps  # while playing, not after the drain below
         if not self.quit:
             self.scheduler.finish(self.max_frames)
         played = self.max_frames if self.max_frames is not None else clock.frame_count
         self._finish_screenshots()
         return Summary(played, self.scheduler.stats, seconds, clock.rate, self.source.backend, self.target.name,
-                       self.source.decode_fps, self._taken)
+                       decode_fps, self._taken)
 
     def _finish_screenshots(self, timeout: float = 120.0) -> None:
         end = self._now() + timeout

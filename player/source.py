@@ -246,6 +246,10 @@ class PipelineSource(_AheadSource):
 
         self._pipe = FramePipeline(backend=backend, workers=workers, depth=depth, strict=False, to_host=False)
         self._setup(media, self._pipe.backend, colour, primaries, self._pipe.depth)
+        try:
+            self._pipe.reserve(media.frame(0))  # shared memory made before the clock runs
+        except Exception as exc:  # a damaged first frame: slots are then made as frames come
+            log.info("could not reserve pipeline slots from frame 0: %s", exc)
         self._thread = threading.Thread(target=self._feed, name="pipeline-feeder", daemon=True)
         self._thread.start()
 
