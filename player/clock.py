@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Callable
 
@@ -150,6 +150,30 @@ class PlaybackStats:
     late: int = 0
     dropped: int = 0
     errors: int = 0
+    #: the first timeline positions dropped (at most ``DROPS_KEPT``), for the summary
+    dropped_at: list[int] = field(default_factory=list)
+
+    def drop(self, positions: range) -> None:
+        self.dropped += len(positions)
+        room = DROPS_KEPT - len(self.dropped_at)
+        if room > 0:
+            self.dropped_at.extend(positions[:room])
+
+
+#: Dropped positions a summary lists.
+DROPS_KEPT = 64
+
+
+def ranges_text(positions: list[int]) -> str:
+    """``[2, 3, 4, 9]`` -> ``"2-4, 9"``."""
+    out: list[str] = []
+    for p in positions:
+        if out and out[-1].split("-")[-1] == str(p - 1):
+            first = out[-1].split("-")[0]
+            out[-1] = f"{first}-{p}"
+        else:
+            out.append(str(p))
+    return ", ".join(out)
 
 
 class Scheduler:
@@ -190,7 +214,7 @@ class Scheduler:
         if t < self._next_t:
             return None                      # already shown this position
         if ready(frame):
-            self.stats.dropped += t - self._next_t
+            self.stats.drop(range(self._next_t, t))
             if self._waiting_t == t:
                 self.stats.late += 1
             self._next_t = t + 1
@@ -210,5 +234,5 @@ class Scheduler:
                 return
             limit = clock.frame_count
         if clock.playing and self._next_t is not None and self._next_t < limit:
-            self.stats.dropped += limit - self._next_t
+            self.stats.drop(range(self._next_t, limit))
             self._next_t = limit

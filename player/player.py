@@ -21,7 +21,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Callable
 
-from .clock import PlaybackClock, PlaybackStats, Scheduler
+from .clock import PlaybackClock, PlaybackStats, Scheduler, ranges_text
 from .png import write_png16
 from .source import FrameError
 
@@ -66,7 +66,8 @@ class Summary:
         return (f"played {self.frames} frames in {self.seconds:.2f} s: shown {s.shown}, dropped {s.dropped}, "
                 f"late {s.late}, errors {s.errors}; {self.fps:.2f} fps achieved (edit rate {float(self.rate):g}); "
                 f"decode {self.backend} {self.decode_fps:.1f} fps; interop {self.target}; "
-                f"screenshots {self.screenshots}")
+                f"screenshots {self.screenshots}"
+                + (f"; dropped at {ranges_text(s.dropped_at)}" if s.dropped_at else ""))
 
 
 def overlay_text(clock: PlaybackClock, frame: int | None, stats: PlaybackStats, decode_fps: float,

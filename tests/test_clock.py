@@ -193,3 +193,14 @@ def test_finish_at_a_frame_limit_counts_the_unshown_positions_as_dropped():
     _run(s, now, lambda n: n != 3, 9 * 2, 1 / 48)        # 9 positions, media frame 3 never ready
     s.finish(12)
     assert (s.stats.shown, s.stats.dropped) == (7, 5)    # 3 and 8 dropped, 9..11 never reached
+
+
+def test_summary_lists_dropped_positions_as_ranges():
+    from cinegpu.player.clock import PlaybackStats, ranges_text
+
+    stats = PlaybackStats()
+    stats.drop(range(2, 5))
+    stats.drop(range(9, 10))
+    assert stats.dropped == 4 and stats.dropped_at == [2, 3, 4, 9]
+    assert ranges_text(stats.dropped_at) == "2-4, 9"
+    assert ranges_text([]) == ""
