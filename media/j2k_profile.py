@@ -153,8 +153,10 @@ def parse_profile(data: bytes, path=None) -> Profile:
         raise MediaError(path, f"malformed main header: {exc}", base) from None
 
 
-def _parse(cs: bytes, path, base: int) -> Profile:
-    pos, markers, siz, cod, guard = 2, ["SOC"], None, None, None
+def main_header_segments(cs: bytes, path=None, base: int = 0) -> tuple[list[tuple[str, bytes, int]], int]:
+    """The marker segments of a codestream's main header, in order: (name, body, offset),
+    and the offset of the first SOT. MediaError where the walk breaks off."""
+    pos, out = 2, []
     while True:
         if pos + 4 > len(cs):
             raise MediaError(path, "main header ends before the first SOT", base + pos)
@@ -163,21 +165,28 @@ def _parse(cs: bytes, path, base: int) -> Profile:
             raise MediaError(path, f"expected a marker segment, found 0x{marker:04x}", base + pos)
         name = MARKER_NAMES.get(marker, f"0x{marker:04X}")
         if marker == SOT:
-            break
+            return out, pos
         seg = cs[pos + 4:pos + 2 + length]
         if len(seg) != length - 2:
             raise MediaError(path, f"{name} segment runs past the end", base + pos)
+        out.append((name, seg, base + pos))
+        pos += 2 + length
+
+
+def _parse(cs: bytes, path, base: int) -> Profile:
+    markers, siz, cod, guard = ["SOC"], None, None, None
+    segments, sot = main_header_segments(cs, path, base)
+    for name, seg, offset in segments:
         markers.append(name)
         if name == "SIZ":
-            siz = _siz(seg, path, base + pos)
+            siz = _siz(seg, path, offset)
         elif name == "COD":
-            cod = _cod(seg, path, base + pos)
+            cod = _cod(seg, path, offset)
         elif name == "QCD" and seg:
             guard = seg[0] >> 5
-        pos += 2 + length
     if siz is None or cod is None:
         raise MediaError(path, "main header lacks SIZ or COD", base)
-    tiles, parts = _count_tile_parts(cs, pos, path, base)
+    tiles, parts = _count_tile_parts(cs, sot, path, base)
     return Profile(**siz, **cod, guard_bits=guard, markers=markers, tile_parts=parts, tiles=tiles)
 
 

@@ -34,6 +34,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from .errors import MediaError
+from .j2k_profile import main_header_segments
 from .mxf import FILL, GC_ELEMENT, INDEX_SEGMENT, PRIMER_PACK, RANDOM_INDEX_PACK
 
 __all__ = ["HEADER_RESERVE", "J2KHeader", "PictureTrackWriter", "TrackFile", "parse_j2k_header"]
@@ -202,19 +203,10 @@ def parse_j2k_header(data: bytes) -> J2KHeader:
     """The main header fields the JPEG 2000 sub-descriptor repeats; MediaError if malformed."""
     if data[:4] != b"\xff\x4f\xff\x51":
         raise MediaError(None, "codestream does not start with SOC, SIZ")
-    pos, siz, cod, qcd = 2, None, None, None
-    while pos + 4 <= len(data):
-        marker, length = struct.unpack_from(">HH", data, pos)
-        if marker == 0xFF90 or length < 2 or pos + 2 + length > len(data):
-            break
-        body = data[pos + 4:pos + 2 + length]
-        if marker == 0xFF51:
-            siz = body
-        elif marker == 0xFF52:
-            cod = body
-        elif marker == 0xFF5C:
-            qcd = body
-        pos += 2 + length
+    first: dict[str, bytes] = {}
+    for name, seg, _ in main_header_segments(data)[0]:
+        first.setdefault(name, seg)
+    siz, cod, qcd = first.get("SIZ"), first.get("COD"), first.get("QCD")
     if siz is None or cod is None or qcd is None or len(siz) < 36:
         raise MediaError(None, "main header lacks SIZ, COD or QCD")
     fields = struct.unpack_from(">H8IH", siz)
