@@ -85,16 +85,22 @@ class PlaybackClock:
         """Wall time (s) at which timeline position ``t`` is due (playing)."""
         return self._origin + float(Fraction(t) / self.rate)
 
-    def upcoming(self, count: int) -> list[int]:
-        """Media frames of the next ``count`` timeline positions from now (decode-ahead order)."""
+    def ahead(self, count: int) -> list[int]:
+        """Media frames of the next ``count`` timeline positions from now, as if playing
+        (what a paused clock will show once it runs: the preroll)."""
         t = self.timeline()
         out = []
         for k in range(count):
             f = self.media_frame(t + k)
-            if f is None or (not self._playing and k):
+            if f is None:
                 break
             out.append(f)
         return out
+
+    def upcoming(self, count: int) -> list[int]:
+        """Media frames the clock will show next, at most ``count`` (decode-ahead order):
+        :meth:`ahead` while playing, only the held frame while paused."""
+        return self.ahead(count if self._playing else min(count, 1))
 
     # ---------------------------------------------------------------- controls
 

@@ -56,6 +56,8 @@ class Summary:
     target: str
     decode_fps: float
     screenshots: int = 0
+    #: seconds one frame's decode took (the source's recent median; 0 unknown)
+    latency: float = 0.0
 
     @property
     def fps(self) -> float:
@@ -65,7 +67,9 @@ class Summary:
         s = self.stats
         return (f"played {self.frames} frames in {self.seconds:.2f} s: shown {s.shown}, dropped {s.dropped}, "
                 f"late {s.late}, errors {s.errors}; {self.fps:.2f} fps achieved (edit rate {float(self.rate):g}); "
-                f"decode {self.backend} {self.decode_fps:.1f} fps; interop {self.target}; "
+                f"decode {self.backend} {self.decode_fps:.1f} fps"
+                + (f" ({self.latency * 1e3:.0f} ms a frame)" if self.latency else "")
+                + f"; interop {self.target}; "
                 f"screenshots {self.screenshots}"
                 + (f"; dropped at {ranges_text(s.dropped_at)}" if s.dropped_at else ""))
 
@@ -206,7 +210,7 @@ class Player:
     # ---------------------------------------------------------------- loop
 
     def _wait_preroll(self, timeout: float = 120.0) -> None:
-        first = self.clock.upcoming(max(self.depth, self.preroll))
+        first = self.clock.ahead(max(self.depth, self.preroll))
         self.source.want(first)
         end = self._now() + timeout
         while self._now() < end and not self.quit:
@@ -274,17 +278,18 @@ class Player:
         self._wait_preroll()
         clock = self.clock
         clock.play()
-        start = self._now()
+        start, decoded = self._now(), getattr(self.source, "decoded", 0)
         while not self._done():
             self._sleep(self.turn())
         seconds = self._now() - start
-        decode_fps = self.source.decode_fps  # while playing, not after the drain below
+        # pictures made while playing (the demand caps it at about the edit rate)
+        decode_fps = (getattr(self.source, "decoded", 0) - decoded) / seconds if seconds > 0 else 0.0
         if not self.quit:
             self.scheduler.finish(self.max_frames)
         played = self.max_frames if self.max_frames is not None else clock.frame_count
         self._finish_screenshots()
         return Summary(played, self.scheduler.stats, seconds, clock.rate, self.source.backend, self.target.name,
-                       decode_fps, self._taken)
+                       decode_fps, self._taken, getattr(self.source, "latency", 0.0))
 
     def _finish_screenshots(self, timeout: float = 120.0) -> None:
         end = self._now() + timeout

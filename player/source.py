@@ -7,6 +7,7 @@ The interface (duck-typed; the multi-process decode pipeline will provide anothe
   source keeps pictures of these, starts decoding from ``frames[start:]`` in that order (the
   player skips the frames that could not be ready in time) and may forget the others;
 - ``latency``: seconds one frame takes from the start of its decode to its picture (0 unknown);
+- ``decoded``: pictures produced so far (the summary's decode rate over a playback);
 - ``get(n)``: the RGBA16 picture (numpy or CuPy (H, W, 4) uint16) of frame ``n`` if it is
   ready, else None; never blocks; raises :class:`FrameError` if that frame failed;
 - ``pin(n)`` / ``unpin(n)``: frames that must be decoded even if the clock passes them
@@ -32,6 +33,9 @@ from .picture import PictureConverter, is_xyz
 __all__ = ["FrameError", "DecodeAheadSource", "ArraySource"]
 
 log = logging.getLogger("cinegpu.player")
+
+#: Frames whose decode times make up a source's ``latency``.
+LATENCY_FRAMES = 16
 
 
 class FrameError(RuntimeError):
@@ -75,6 +79,7 @@ class ArraySource:
         self.height, self.width = self.pictures[0].shape[:2]
         self.backend = backend
         self.decode_fps = 0.0
+        self.decoded = 0
         self.latency = 0.0
 
     def want(self, frames, start: int = 0) -> None:
@@ -120,7 +125,16 @@ class _AheadSource:
         self._busy: set[int] = set()  # frames being decoded
         self._closed = False
         self._rate = _Rate()
-        self.latency = 0.0  # seconds one frame's decode takes (moving average)
+        self._took: collections.deque[float] = collections.deque(maxlen=LATENCY_FRAMES)
+        self.decoded = 0
+
+    @property
+    def latency(self) -> float:
+        """Seconds one frame's decode takes: the median of the last :data:`LATENCY_FRAMES`
+        (a median, so the first frames' warm-up, kernel compiles included, does not linger)."""
+        with self._cond:
+            took = sorted(self._took)
+        return took[len(took) // 2] if took else 0.0
 
     @property
     def decode_fps(self) -> float:
@@ -180,8 +194,9 @@ class _AheadSource:
             if n in self._wanted or n in self._pinned:
                 self._ready[n] = picture
             self._rate.add()
+            self.decoded += 1
             if took:
-                self.latency = took if not self.latency else 0.8 * self.latency + 0.2 * took
+                self._took.append(took)
             self._cond.notify_all()
 
 

@@ -204,6 +204,102 @@ def test_keys_drive_the_clock():
     assert p.clock.due() == 10 * 24 and p.clock.loop and p.overlay and p.quit and not p.clock.playing
 
 
+class _FakeTime:
+    def __init__(self):
+        self.t = 0.0
+
+    def now(self):
+        return self.t
+
+    def sleep(self, dt):
+        self.t += max(dt, 1e-4)
+
+
+class _Target:
+    name, texture, width, height = "host", 0, 4, 4
+
+    def __init__(self):
+        self.written = []
+
+    def open(self, w, h):
+        pass
+
+    def write(self, picture):
+        self.written.append(int(picture[0, 0, 0]))
+
+
+class _Window:
+    def get_framebuffer_size(self):
+        return 4, 4
+
+    def flip(self):
+        pass
+
+
+class _Presenter:
+    def draw(self, *args):
+        pass
+
+
+class _BurstSource(ArraySource):
+    """Frame n is ready 0.05 s x (n + 1) after it is first wanted: a decoder's first burst."""
+
+    def __init__(self, count, clock):
+        super().__init__([np.full((4, 4, 4), k, np.uint16) for k in range(count)], edit_rate=24)
+        self.clock, self.asked = clock, {}
+
+    def want(self, frames, start=0):
+        for n in frames:
+            self.asked.setdefault(n, self.clock.now())
+
+    def get(self, n):
+        t = self.asked.get(n)
+        return None if t is None or self.clock.now() < t + 0.05 * (n + 1) else super().get(n)
+
+
+def test_preroll_waits_for_its_frames_before_the_clock_runs():
+    """The paused clock holds one frame, but the preroll must wait for ``preroll`` of them
+    (on the H100 only frame 0 was waited for and frames 1-9 were dropped)."""
+    from cinegpu.player import Player
+
+    fake = _FakeTime()
+    src = _BurstSource(12, fake)
+    target = _Target()
+    p = Player(src, _Window(), target, _Presenter(), rate=24, headless=True, now=fake.now, sleep=fake.sleep,
+               depth=12, preroll=12)
+    summary = p.run()
+    assert sorted(src.asked) == list(range(12)) and max(src.asked.values()) == 0.0   # all asked at once
+    assert summary.stats.shown == 12 and summary.stats.dropped == 0 and summary.stats.late == 0
+    assert target.written == [0, *range(12)]              # primed with frame 0, then every frame in turn
+    assert summary.seconds == pytest.approx(12 / 24, abs=0.01)
+
+
+def test_a_short_preroll_drops_the_frames_that_are_not_ready():
+    from cinegpu.player import Player
+
+    fake = _FakeTime()
+    src = _BurstSource(12, fake)
+    p = Player(src, _Window(), _Target(), _Presenter(), rate=24, headless=True, now=fake.now, sleep=fake.sleep,
+               depth=12, preroll=1)
+    summary = p.run()
+    assert summary.stats.dropped > 0 and summary.stats.shown + summary.stats.dropped == 12
+
+
+def test_source_latency_is_a_recent_median():
+    from cinegpu.player.source import LATENCY_FRAMES, _AheadSource
+
+    src = _AheadSource()
+    src._cond = __import__("threading").Condition()
+    src._took = __import__("collections").deque(maxlen=LATENCY_FRAMES)
+    src._wanted, src._pinned, src._ready, src._busy, src.decoded = [0], set(), {}, set(), 0
+    src._rate = __import__("cinegpu.player.source", fromlist=["_Rate"])._Rate()
+    assert src.latency == 0.0
+    src._store(0, "picture", 2.5)                  # warm-up: kernels compiled in the first frame
+    for _ in range(LATENCY_FRAMES // 2 + 1):
+        src._store(0, "picture", 0.04)
+    assert src.latency == pytest.approx(0.04) and src.decoded == LATENCY_FRAMES // 2 + 2
+
+
 def test_default_media_synthesises_a_sequence(tmp_path, monkeypatch):
     if not OPJ:
         pytest.skip("opj_compress (OpenJPEG) not installed")

@@ -255,9 +255,7 @@ class Engine:
     def _preroll_turn(self, p: Player) -> float:
         """Decode the frames from the held position before the clock runs (never waiting)."""
         clock = p.clock
-        t = clock.timeline()
-        frames = [f for f in (clock.media_frame(t + k) for k in range(max(p.depth, self.preroll)))
-                  if f is not None]
+        frames = clock.ahead(max(p.depth, self.preroll))
         p.source.want(frames)
         self._events()
         if all(self._ready(p, n) for n in frames[: self.preroll]) or self._now() > self._preroll_until:
