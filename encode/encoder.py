@@ -17,15 +17,12 @@ import numpy as np
 
 from cinegpu.decode.codestream.header import parse_codestream
 from cinegpu.decode.plan import build_tile_plan
-from cinegpu.decode.tier2.progression import packet_order
 
 from . import markers as mk
 from .blocks import TierOnePool, cut_blocks
 from .forward import forward_tile
 from .profiles import Params, make_params
 from .quant import mct_weights, steps_for, synthesis_norm
-from .rate import build_hull
-from .tier2 import TileCoder
 
 __all__ = ["Encoder", "encode"]
 

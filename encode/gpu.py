@@ -12,38 +12,25 @@ bit for bit.  Importing this module needs CuPy.
 
 from __future__ import annotations
 
-import functools
 import logging
 from pathlib import Path
 
 import cupy
 import numpy as np
 
+from cinegpu.decode import nvrtc
 from cinegpu.decode.transform.dwt import level_rects
 
 __all__ = ["fdwt53", "fdwt97", "forward_tile_cuda", "ict", "kernel", "quantize", "rct"]
 
 log = logging.getLogger(__name__)
 CUDA_DIR = Path(__file__).with_name("cuda")
-NVRTC_OPTIONS = ("--std=c++14", "--fmad=false")
 THREADS = 256
-
-
-@functools.lru_cache(maxsize=None)
-def _module(name: str, device_id: int) -> cupy.RawModule:
-    path = CUDA_DIR / f"{name}.cu"
-    with cupy.cuda.Device(device_id):
-        module = cupy.RawModule(code=path.read_text(), options=NVRTC_OPTIONS)
-        try:
-            module.compile()
-        except cupy.cuda.compiler.CompileException as exc:
-            raise RuntimeError(f"NVRTC compiling {path}: {exc}") from exc
-    return module
 
 
 def kernel(name: str, module: str = "forward") -> cupy.RawKernel:
     """Kernel ``name`` of ``encode/cuda/<module>.cu`` on the current device (cached)."""
-    return _module(module, cupy.cuda.runtime.getDevice()).get_function(name)
+    return nvrtc.kernel(CUDA_DIR / f"{module}.cu", name)
 
 
 def _grid(n: int) -> tuple[int]:

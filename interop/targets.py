@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
+from pathlib import Path
 
 import numpy as np
 
@@ -34,6 +35,8 @@ from .errors import InteropError
 
 __all__ = ["TextureTarget", "HostUploadTarget", "SurfaceTarget", "PixelBufferTarget", "choose_target",
            "TARGETS"]
+
+CUDA_DIR = Path(__file__).with_name("cuda")
 
 
 class TextureTarget:
@@ -200,7 +203,7 @@ class SurfaceTarget(_CudaTarget):
             self._unmap()
 
     def _surface_write(self, rt, array, src) -> None:
-        from .kernels import kernel  # noqa: PLC0415 (needs CuPy)
+        from cinegpu.decode import nvrtc  # noqa: PLC0415 (needs CuPy)
 
         desc = rt.cudaResourceDesc()
         desc.resType = rt.cudaResourceType.cudaResourceTypeArray
@@ -209,7 +212,7 @@ class SurfaceTarget(_CudaTarget):
         try:
             block = (32, 8)
             grid = ((self.width + 31) // 32, (self.height + 7) // 8)
-            kernel("surface", "rgba16_to_surface")(
+            nvrtc.kernel(CUDA_DIR / "surface.cu", "rgba16_to_surface")(
                 grid, block, (src, np.uint64(int(surface)), np.int32(self.width), np.int32(self.height)))
         finally:
             _cuda("cudaDestroySurfaceObject", rt.cudaDestroySurfaceObject(surface))

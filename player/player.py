@@ -13,6 +13,7 @@ dropped from the screen.
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import math
 import time
@@ -101,7 +102,8 @@ class Player:
         self.overlay = False
         self.quit = False
         self._label = None
-        self._taken = 0
+        self._writer: concurrent.futures.ThreadPoolExecutor | None = None
+        self._saving: list = []     # (frame, path, future) of screenshots being written
         for n in self.screenshots:
             if not 0 <= n < source.frame_count:
                 raise ValueError(f"screenshot frame {n} outside 0..{source.frame_count - 1}")
@@ -184,12 +186,29 @@ class Player:
         self._label.draw()
 
     def _screenshot(self, n: int) -> None:
+        """Read the frame back from GL here (the context is this thread's) and leave the PNG
+        to the writer thread: compressing a 4K picture takes about two seconds, which
+        would otherwise stall the clock's frames."""
         path = self.screenshots.pop(n)
         pixels = self.presenter.screenshot(self.target.texture, self.target.width, self.target.height)
-        write_png16(path, pixels)
         self.source.unpin(n)
-        self._taken += 1
-        log.info("frame %d saved to %s", n, path)
+        if self._writer is None:
+            self._writer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="cinegpu-screenshot")
+        self._saving.append((n, path, self._writer.submit(write_png16, path, pixels)))
+
+    def _saved(self) -> int:
+        """Wait for the screenshot files; how many were written."""
+        taken = 0
+        for n, path, future in self._saving:
+            try:
+                future.result()
+            except OSError as exc:
+                log.warning("screenshot of frame %d not saved: %s", n, exc)
+                continue
+            taken += 1
+            log.info("frame %d saved to %s", n, path)
+        self._saving.clear()
+        return taken
 
     def _pinned_screenshots(self) -> None:
         """Screenshots of frames the clock passed (dropped) but the source has since decoded."""
@@ -289,7 +308,7 @@ class Player:
         played = self.max_frames if self.max_frames is not None else clock.frame_count
         self._finish_screenshots()
         return Summary(played, self.scheduler.stats, seconds, clock.rate, self.source.backend, self.target.name,
-                       decode_fps, self._taken, getattr(self.source, "latency", 0.0))
+                       decode_fps, self._saved(), getattr(self.source, "latency", 0.0))
 
     def _finish_screenshots(self, timeout: float = 120.0) -> None:
         end = self._now() + timeout
@@ -301,5 +320,8 @@ class Player:
             log.warning("screenshot of frame %d not taken: never decoded", n)
 
     def close(self) -> None:
+        self._saved()
+        if self._writer is not None:
+            self._writer.shutdown()
         self.target.close()
         self.presenter.close()

@@ -168,3 +168,4 @@ def test_headless_4k_decoded_playback(window, tmp_path):
     diff = np.abs(got.astype(np.int64) - want).max()
     print(f"4K frame 0 screenshot vs CPU reference: max difference {diff} code values")
     assert diff <= 1
+    assert summary.stats.shown == frames and summary.stats.dropped == 0, "the screenshot must not stall the clock"

@@ -1,7 +1,7 @@
 """Tier-1 decode benchmark on synthetic Laplacian code-blocks (python -m cinegpu.decode.tier1.bench).
 
 Symbols are counted by replaying pass membership in Python on 10 blocks and extrapolating."""
-import numpy as np, time, sys
+import numpy as np, time
 from cinegpu.decode import tier1 as t
 from cinegpu.encode.tier1 import encode_codeblock, segments
 

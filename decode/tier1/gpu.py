@@ -35,7 +35,6 @@ except ImportError:  # the host emulation and the table helpers work without it
 __all__ = ["decode_codeblocks_cuda", "lookup_tables", "work_order", "scratch_entries", "KERNELS", "BLOCK_THREADS"]
 
 CUDA_SOURCE = Path(__file__).with_name("cuda") / "tier1.cu"
-NVRTC_OPTIONS = ("--std=c++14",)
 KERNELS = ("tier1_zero_rejected_rows", "tier1_decode_thread_per_codeblock",
            "tier1_decode_thread_per_codeblock_shared_flags")
 BLOCK_THREADS = 128  # T1_BLOCK in tier1.cu
@@ -72,16 +71,12 @@ def work_order(table, seg_passes, xp=np):
     return xp.argsort(-(side * 4096 + passes)).astype(xp.int32)
 
 
-@functools.lru_cache(maxsize=None)
 def _kernels(device_id: int):
-    """KERNELS of cuda/tier1.cu, compiled once per device (CuPy also caches the binary)."""
+    """KERNELS of cuda/tier1.cu on ``device_id`` (compiled once, by :mod:`cinegpu.decode.nvrtc`)."""
+    from .. import nvrtc  # noqa: PLC0415 (needs CuPy; the host emulation here does not)
+
     with cupy.cuda.Device(device_id):
-        module = cupy.RawModule(code=CUDA_SOURCE.read_text(), options=NVRTC_OPTIONS)
-        try:
-            module.compile()
-        except cupy.cuda.compiler.CompileException as exc:
-            raise RuntimeError(f"NVRTC compiling {CUDA_SOURCE}: {exc}") from exc
-        return tuple(module.get_function(name) for name in KERNELS)
+        return tuple(nvrtc.kernel(CUDA_SOURCE, name) for name in KERNELS)
 
 
 @functools.lru_cache(maxsize=None)

@@ -24,7 +24,7 @@ import numpy as np
 
 from . import level_shift as _np_level_shift
 from .display import xyz_to_rgb
-from .dwt import Level, _band_sizes, _check_level
+from .dwt import Level, _check_level
 from .dwt_numba import last_level_53_rct, last_level_97_ict, level_53, level_97
 from .pointwise_numba import (
     dequantize_f32, dequantize_i32, ict, ict_samples, rct, rct_samples, to_samples_f, to_samples_i,

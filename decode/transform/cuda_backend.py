@@ -24,6 +24,7 @@ launches for a 6-level three-component frame.
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 from typing import Sequence
 
 import cupy
@@ -31,7 +32,8 @@ import numpy as np
 
 from . import display
 from .dwt import Level, _band_sizes
-from .gpu import kernel, kernel_optin, launch_1d
+from .. import nvrtc
+from ..nvrtc import launch_1d
 
 __all__ = [
     "dequantize",
@@ -44,6 +46,18 @@ __all__ = [
     "to_samples",
     "xyz_to_rgb",
 ]
+
+CUDA_DIR = Path(__file__).with_name("cuda")
+
+
+def kernel(module: str, name: str) -> cupy.RawKernel:
+    """Kernel ``name`` of ``cuda/<module>.cu`` for the current device."""
+    return nvrtc.kernel(CUDA_DIR / f"{module}.cu", name)
+
+
+def kernel_optin(module: str, name: str) -> tuple[cupy.RawKernel, int]:
+    """Kernel ``name`` of ``cuda/<module>.cu`` with the whole opt-in shared memory, and that limit."""
+    return nvrtc.kernel_optin(CUDA_DIR / f"{module}.cu", name)
 
 _I32 = np.int32
 _ROW_THREADS = 256

@@ -9,10 +9,10 @@ MQ and raw coding (after pass 9, after each raw MRP, after each MQ cleanup from 
 import numpy as np
 from numba import njit
 
-from cinegpu.decode.tier1.codeblock import (CBLK_BYPASS, CBLK_RESET, CBLK_SEGSYM, CBLK_TERMALL,
+from cinegpu.decode.tier1.codeblock import (CBLK_RESET, CBLK_SEGSYM, CBLK_TERMALL,
                                             CBLK_VCAUSAL, MAX_CBLK_AREA, MAX_CBLK_SIDE,
                                             pass_is_raw)
-from cinegpu.decode.tier1.tables import CTX_INIT, NUM_CONTEXTS, ZC_LUT
+from cinegpu.decode.tier1.tables import CTX_INIT, ZC_LUT
 
 from .mq import (mq_enc_init, mq_flush, mq_trunc_length, raw_enc_init, raw_flush,
                  raw_pending_length)
