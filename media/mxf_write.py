@@ -35,7 +35,7 @@ from pathlib import Path
 
 from .errors import MediaError
 from .j2k_profile import main_header_segments
-from .mxf import FILL, GC_ELEMENT, INDEX_SEGMENT, PRIMER_PACK, RANDOM_INDEX_PACK
+from .mxf import GC_ELEMENT, INDEX_SEGMENT, PRIMER_PACK, RANDOM_INDEX_PACK
 
 __all__ = ["HEADER_RESERVE", "J2KHeader", "PictureTrackWriter", "TrackFile", "parse_j2k_header"]
 
