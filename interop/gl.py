@@ -69,14 +69,19 @@ def upload_rgba16(tex: int, width: int, height: int, pixels) -> None:
     check("glTexSubImage2D")
 
 
-def read_rgba16(width: int, height: int) -> np.ndarray:
-    """glReadPixels of the bound read framebuffer, (height, width, 4) uint16, top row first."""
+def read_rgba16(width: int, height: int, out: np.ndarray | None = None) -> np.ndarray:
+    """glReadPixels of the bound read framebuffer: (height, width, 4) uint16, top row first,
+    a flipped view of ``out`` (a C-contiguous array of that shape, made when None)."""
     gl = _gl()
-    out = np.empty((height, width, 4), np.uint16)
+    if out is None:
+        out = np.empty((height, width, 4), np.uint16)
+    elif out.shape != (height, width, 4) or out.dtype != np.uint16 or not out.flags.c_contiguous:
+        raise ValueError(f"read_rgba16: want a contiguous uint16 ({height}, {width}, 4) array, "
+                         f"got {out.dtype} {out.shape}")
     gl.glPixelStorei(gl.GL_PACK_ALIGNMENT, 2)
     gl.glReadPixels(0, 0, width, height, gl.GL_RGBA, gl.GL_UNSIGNED_SHORT, out.ctypes.data_as(ctypes.c_void_p))
     check("glReadPixels")
-    return out[::-1].copy()
+    return out[::-1]
 
 
 class Framebuffer:
@@ -101,11 +106,11 @@ class Framebuffer:
         gl.glBindFramebuffer(gl.GL_FRAMEBUFFER, self.fbo)
         gl.glViewport(0, 0, self.width, self.height)
 
-    def read(self) -> np.ndarray:
-        """The framebuffer's pixels, (height, width, 4) uint16, top row first."""
+    def read(self, out: np.ndarray | None = None) -> np.ndarray:
+        """The framebuffer's pixels, (height, width, 4) uint16, top row first (see :func:`read_rgba16`)."""
         gl = _gl()
         gl.glBindFramebuffer(gl.GL_FRAMEBUFFER, self.fbo)
-        return read_rgba16(self.width, self.height)
+        return read_rgba16(self.width, self.height, out)
 
     def close(self) -> None:
         gl = _gl()

@@ -5,8 +5,8 @@ Importing this package loads no GL; :func:`cinegpu.player.window.open_window` do
 
 from .clock import PlaybackClock, PlaybackStats, Scheduler
 from .media_default import default_media
-from .player import KEYS, Player, Summary, overlay_text, timecode
+from .player import KEYS, Player, Summary, overlay_text, short_gil_turns, timecode
 from .source import ArraySource, DecodeAheadSource, FrameError
 
 __all__ = ["PlaybackClock", "PlaybackStats", "Scheduler", "Player", "Summary", "KEYS", "overlay_text",
-           "timecode", "ArraySource", "DecodeAheadSource", "FrameError", "default_media"]
+           "timecode", "short_gil_turns", "ArraySource", "DecodeAheadSource", "FrameError", "default_media"]

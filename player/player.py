@@ -14,8 +14,11 @@ dropped from the screen.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import logging
 import math
+import queue
+import sys
 import time
 from dataclasses import dataclass
 from fractions import Fraction
@@ -26,7 +29,7 @@ from .clock import PlaybackClock, PlaybackStats, Scheduler, ranges_text
 from .png import write_png16
 from .source import FrameError
 
-__all__ = ["Player", "Summary", "timecode", "overlay_text", "KEYS"]
+__all__ = ["Player", "Summary", "timecode", "overlay_text", "short_gil_turns", "KEYS"]
 
 log = logging.getLogger("cinegpu.player")
 
@@ -75,6 +78,19 @@ class Summary:
                 + (f"; dropped at {ranges_text(s.dropped_at)}" if s.dropped_at else ""))
 
 
+@contextlib.contextmanager
+def short_gil_turns(seconds: float = 0.0005):
+    """Run with a short GIL switch interval (Python's default is 5 ms).  Every GL call
+    releases the GIL, and while the decode feeder thread is busy each of them could wait
+    a whole interval to get it back: a draw of some twenty calls then missed its frame."""
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(min(old, seconds))
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(old)
+
+
 def overlay_text(clock: PlaybackClock, frame: int | None, stats: PlaybackStats, decode_fps: float,
                  backend: str, target: str) -> str:
     """The overlay's lines: timecode, frame, decode fps, late/dropped counts, back end."""
@@ -103,6 +119,7 @@ class Player:
         self.quit = False
         self._label = None
         self._writer: concurrent.futures.ThreadPoolExecutor | None = None
+        self._buffers: queue.SimpleQueue = queue.SimpleQueue()   # readback buffers not being written
         self._saving: list = []     # (frame, path, future) of screenshots being written
         for n in self.screenshots:
             if not 0 <= n < source.frame_count:
@@ -186,15 +203,33 @@ class Player:
         self._label.draw()
 
     def _screenshot(self, n: int) -> None:
-        """Read the frame back from GL here (the context is this thread's) and leave the PNG
-        to the writer thread: compressing a 4K picture takes about two seconds, which
-        would otherwise stall the clock's frames."""
+        """Read the frame back from GL here (the context is this thread's) into a buffer made
+        before the clock ran, and leave the PNG to the writer thread: compressing a 4K
+        picture takes about a second, which would otherwise stall the clock's frames."""
         path = self.screenshots.pop(n)
-        pixels = self.presenter.screenshot(self.target.texture, self.target.width, self.target.height)
+        try:
+            buffer = self._buffers.get_nowait()
+        except queue.Empty:
+            buffer = self._buffer()
+        pixels = self.presenter.screenshot(self.target.texture, self.target.width, self.target.height, buffer)
         self.source.unpin(n)
         if self._writer is None:
             self._writer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="cinegpu-screenshot")
-        self._saving.append((n, path, self._writer.submit(write_png16, path, pixels)))
+        self._saving.append((n, path, self._writer.submit(self._write, path, pixels, buffer)))
+
+    def _buffer(self):
+        """A readback buffer of the frame's size, its pages touched (a 4K one is 70 MB)."""
+        import numpy as np  # noqa: PLC0415
+
+        buffer = np.empty((self.target.height, self.target.width, 4), np.uint16)
+        buffer.fill(0)
+        return buffer
+
+    def _write(self, path: Path, pixels, buffer) -> None:
+        try:
+            write_png16(path, pixels)
+        finally:
+            self._buffers.put(buffer)
 
     def _saved(self) -> int:
         """Wait for the screenshot files; how many were written."""
@@ -252,6 +287,12 @@ class Player:
         if picture is not None:
             self.target.write(picture)
             self._draw()
+            if self.screenshots:    # the screenshot framebuffer and two readback buffers, made now
+                for _ in range(2):
+                    self._buffers.put(self._buffer())
+                buffer = self._buffers.get()
+                self.presenter.screenshot(self.target.texture, self.target.width, self.target.height, buffer)
+                self._buffers.put(buffer)
 
     def _want(self) -> None:
         """Ask for the next frames; while playing, start new decodes only for frames that can be
@@ -298,8 +339,9 @@ class Player:
         clock = self.clock
         clock.play()
         start, decoded = self._now(), getattr(self.source, "decoded", 0)
-        while not self._done():
-            self._sleep(self.turn())
+        with short_gil_turns():
+            while not self._done():
+                self._sleep(self.turn())
         seconds = self._now() - start
         # pictures made while playing (the demand caps it at about the edit rate)
         decode_fps = (getattr(self.source, "decoded", 0) - decoded) / seconds if seconds > 0 else 0.0

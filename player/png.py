@@ -22,18 +22,33 @@ def _chunk(kind: bytes, data: bytes) -> bytes:
     return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
 
-def write_png16(path, pixels: np.ndarray, *, alpha: bool = False) -> None:
-    """Write (H, W, 3 or 4) uint16 ``pixels`` as a 16-bit RGB PNG (RGBA with ``alpha``)."""
+def write_png16(path, pixels: np.ndarray, *, alpha: bool = False, level: int = 6) -> None:
+    """Write (H, W, 3 or 4) uint16 ``pixels`` (any strides) as a 16-bit RGB PNG (RGBA with ``alpha``).
+
+    Rows are filtered, compressed and written about a megabyte at a time, one IDAT chunk
+    each, so the writer holds little memory and, in a thread, seldom holds the GIL for
+    long (zlib and the file writes release it): a 4K screenshot saved during playback
+    does not stall the draw loop."""
     pixels = np.asarray(pixels)
     if pixels.ndim != 3 or pixels.shape[2] not in (3, 4) or pixels.dtype != np.uint16:
         raise ValueError(f"want uint16 (H, W, 3|4), got {pixels.dtype} {pixels.shape}")
     channels = 4 if alpha else 3
     h, w = pixels.shape[:2]
-    rows = np.ascontiguousarray(pixels[..., :channels]).astype(">u2").reshape(h, w * channels).view(np.uint8)
-    raw = np.concatenate([np.zeros((h, 1), np.uint8), rows], axis=1).tobytes()
-    ihdr = struct.pack(">IIBBBBB", w, h, 16, 6 if alpha else 2, 0, 0, 0)
-    Path(path).write_bytes(_SIGNATURE + _chunk(b"IHDR", ihdr) + _chunk(b"IDAT", zlib.compress(raw, 6))
-                           + _chunk(b"IEND", b""))
+    stride = w * channels * 2                        # bytes of one row's samples
+    rows = max(1, (1 << 20) // (stride + 1))
+    samples = np.empty((rows, w, channels), ">u2")
+    raw = np.zeros((rows, 1 + stride), np.uint8)    # column 0: filter type 0 (None)
+    deflate = zlib.compressobj(level)
+    with open(path, "wb") as f:
+        f.write(_SIGNATURE + _chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 16, 6 if alpha else 2, 0, 0, 0)))
+        for y in range(0, h, rows):
+            k = min(rows, h - y)
+            samples[:k] = pixels[y:y + k, :, :channels]
+            raw[:k, 1:] = samples[:k].reshape(k, -1).view(np.uint8)
+            data = deflate.compress(raw[:k])
+            if data:
+                f.write(_chunk(b"IDAT", data))
+        f.write(_chunk(b"IDAT", deflate.flush()) + _chunk(b"IEND", b""))
 
 
 def _unfilter(data: np.ndarray, h: int, stride: int, bpp: int) -> np.ndarray:

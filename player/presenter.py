@@ -117,16 +117,17 @@ class Presenter:
             self._quad(texture, nearest=(frame_w, frame_h) == (win_w, win_h))
             gl.glViewport(0, 0, win_w, win_h)
 
-    def screenshot(self, texture: int, frame_w: int, frame_h: int):
+    def screenshot(self, texture: int, frame_w: int, frame_h: int, out=None):
         """The picture as drawn into an RGBA16 framebuffer of the frame's own size, read back:
-        (frame_h, frame_w, 4) uint16, top row first."""
+        (frame_h, frame_w, 4) uint16, top row first; a view of ``out`` when given (a contiguous
+        array of that shape: the caller's buffer, already in memory, saves a 4K frame's page faults)."""
         gl = _gl()
         fb = self._screens.get((frame_w, frame_h))
         if fb is None:
             fb = self._screens[(frame_w, frame_h)] = glu.Framebuffer(frame_w, frame_h)
         fb.bind()
         self._quad(texture, nearest=True)
-        pixels = fb.read()
+        pixels = fb.read(out)
         gl.glBindFramebuffer(gl.GL_FRAMEBUFFER, 0)
         return pixels
 

@@ -178,6 +178,31 @@ def test_png16_round_trip(tmp_path):
         assert im.size == (5, 7)
 
 
+def test_png16_streams_idat_chunks_from_any_strides(tmp_path):
+    """A picture of several megabytes goes out in several IDAT chunks; a flipped view is written
+    as it reads (the screenshot readback hands one over)."""
+    img = np.random.default_rng(1).integers(0, 65536, (700, 1001, 4), dtype=np.uint16)
+    write_png16(tmp_path / "c.png", img[::-1], alpha=True)
+    data = (tmp_path / "c.png").read_bytes()
+    assert data.count(b"IDAT") >= 5
+    assert np.array_equal(read_png16(tmp_path / "c.png"), img[::-1])
+    PIL = pytest.importorskip("PIL.Image", reason="Pillow cross-checks the file")
+    with PIL.open(tmp_path / "c.png") as im:
+        im.load()
+        assert im.size == (1001, 700)
+
+
+def test_short_gil_turns_restores_the_interval():
+    import sys
+
+    from cinegpu.player import short_gil_turns
+
+    before = sys.getswitchinterval()
+    with short_gil_turns(0.0005):
+        assert sys.getswitchinterval() == pytest.approx(min(before, 0.0005))
+    assert sys.getswitchinterval() == before
+
+
 def test_timecode_and_overlay():
     assert timecode(0, 24) == "00:00:00:00"
     assert timecode(24 * 3661 + 5, 24) == "01:01:01:05"

@@ -31,7 +31,7 @@ from fractions import Fraction
 from typing import Callable
 
 from ..clock import PlaybackStats
-from ..player import Player, timecode
+from ..player import Player, short_gil_turns, timecode
 from ..source import FrameError
 from .library import Entry
 
@@ -181,11 +181,12 @@ class Engine:
         root = logging.getLogger("cinegpu")
         root.addHandler(self._errors)
         try:
-            while not self._quit.is_set():
-                self._drain()
-                wait = self._turn()
-                self._publish()
-                self._sleep(min(wait, 0.01))
+            with short_gil_turns():      # the HTTP and decode threads must not make the draws wait
+                while not self._quit.is_set():
+                    self._drain()
+                    wait = self._turn()
+                    self._publish()
+                    self._sleep(min(wait, 0.01))
         finally:
             root.removeHandler(self._errors)
             self._shutdown()
