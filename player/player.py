@@ -114,6 +114,9 @@ class Player:
         self.screenshots = dict(screenshots or {})
         self.headless = headless
         self._now, self._sleep = now, sleep
+        # a source that decodes in bursts (the pipeline fills all its slots at once) has them
+        # finish before the clock runs: finished back to back they made the first frames late
+        preroll = max(preroll, min(getattr(source, "burst", 0), source.frame_count))
         self.depth, self.preroll, self.max_frames = depth, preroll, max_frames
         self.overlay = False
         self.quit = False

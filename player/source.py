@@ -8,6 +8,8 @@ The interface (duck-typed; the multi-process decode pipeline will provide anothe
   player skips the frames that could not be ready in time) and may forget the others;
 - ``latency``: seconds one frame takes from the start of its decode to its picture (0 unknown);
 - ``decoded``: pictures produced so far (the summary's decode rate over a playback);
+- ``burst`` (optional): frames the source decodes at once when asked from idle; the
+  player has that many ready before its clock runs;
 - ``get(n)``: the RGBA16 picture (numpy or CuPy (H, W, 4) uint16) of frame ``n`` if it is
   ready, else None; never blocks; raises :class:`FrameError` if that frame failed;
 - ``pin(n)`` / ``unpin(n)``: frames that must be decoded even if the clock passes them
@@ -261,6 +263,7 @@ class PipelineSource(_AheadSource):
 
         self._pipe = FramePipeline(backend=backend, workers=workers, depth=depth, strict=False, to_host=False)
         self._setup(media, self._pipe.backend, colour, primaries, self._pipe.depth)
+        self.burst = self._pipe.depth       # a frame in every slot
         try:
             self._pipe.reserve(media.frame(0))  # shared memory made before the clock runs
         except Exception as exc:  # a damaged first frame: slots are then made as frames come

@@ -310,6 +310,21 @@ def test_a_short_preroll_drops_the_frames_that_are_not_ready():
     assert summary.stats.dropped > 0 and summary.stats.shown + summary.stats.dropped == 12
 
 
+def test_a_bursty_source_is_prerolled_whole():
+    """A source that decodes ``burst`` frames at once (the pipeline) has them all ready before
+    the clock runs, whatever preroll was asked for."""
+    from cinegpu.player import Player
+
+    fake = _FakeTime()
+    src = _BurstSource(12, fake)
+    src.burst = 16                          # more than the media: capped at its 12 frames
+    p = Player(src, _Window(), _Target(), _Presenter(), rate=24, headless=True, now=fake.now, sleep=fake.sleep,
+               depth=12, preroll=1)
+    assert p.preroll == 12
+    summary = p.run()
+    assert summary.stats.dropped == 0 and summary.stats.shown == 12
+
+
 def test_source_latency_is_a_recent_median():
     from cinegpu.player.source import LATENCY_FRAMES, _AheadSource
 

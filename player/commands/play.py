@@ -88,10 +88,6 @@ def play(media, *, headless: bool, fps=None, backend: str = "auto", interop: str
         source = DecodeAheadSource(media, backend=backend, colour=colour, primaries=primaries,
                                    workers=workers, depth=max(8, preroll, 2 * workers))
     depth = max(8, preroll, getattr(source, "depth", 8))
-    if isinstance(source, PipelineSource):
-        # let the pipeline's first burst (a frame in every slot) finish before the clock
-        # runs: finishing those frames back to back made the first half second late
-        preroll = max(preroll, min(source.depth, media.frame_count if media is not None else source.depth))
     rate = Fraction(fps) if fps is not None else (source.edit_rate or Fraction(24))
     title = f"cinegpu - {getattr(media, 'title', '') or 'play'}"
     window = open_window(*_window_size(source.width, source.height), headless=headless, title=title)

@@ -164,6 +164,7 @@ def poll_bench(base: str, *, cpl: str | None, hz: float, seconds: float, token: 
             "interop": st.get("interop"), "seconds": round(elapsed, 2), "edit_rate": st.get("edit_rate"),
             "shown": st["shown"] - first["shown"], "dropped": st["dropped"] - first["dropped"],
             "late": st["late"] - first["late"], "frame_errors": st["frame_errors"],
+            "dropped_at": st.get("dropped_at", ""),
             "fps": round((st["shown"] - first["shown"]) / elapsed, 2), "decode_fps": st.get("decode_fps"),
             "polls": answered, "poll_failures": failed,
             "poll_ms_median": round(1e3 * latencies[len(latencies) // 2], 2) if latencies else None,

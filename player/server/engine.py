@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Callable
 
-from ..clock import PlaybackStats
+from ..clock import PlaybackStats, ranges_text
 from ..player import Player, short_gil_turns, timecode
 from ..source import FrameError
 from .library import Entry
@@ -256,10 +256,10 @@ class Engine:
     def _preroll_turn(self, p: Player) -> float:
         """Decode the frames from the held position before the clock runs (never waiting)."""
         clock = p.clock
-        frames = clock.ahead(max(p.depth, self.preroll))
+        frames = clock.ahead(max(p.depth, p.preroll))
         p.source.want(frames)
         self._events()
-        if all(self._ready(p, n) for n in frames[: self.preroll]) or self._now() > self._preroll_until:
+        if all(self._ready(p, n) for n in frames[: p.preroll]) or self._now() > self._preroll_until:
             clock.play()
             self.state = "playing"
             return 0.0
@@ -498,6 +498,7 @@ class Engine:
             "decode_fps": round(p.source.decode_fps, 2) if p is not None else 0.0,
             "shown": t.shown + s.shown, "late": t.late + s.late, "dropped": t.dropped + s.dropped,
             "frame_errors": t.errors + s.errors,
+            "dropped_at": ranges_text(s.dropped_at),
             "backend": p.source.backend if p is not None else self.backend,
             "interop": p.target.name if p is not None else None,
             "errors": list(self._errors.recent)[-10:], "error_count": self._errors.count,

@@ -34,6 +34,8 @@ STATUS = {
         "decode_fps": {"type": "number", "description": "pictures decoded per second, recently"},
         "shown": {"type": "integer"}, "late": {"type": "integer"}, "dropped": {"type": "integer"},
         "frame_errors": {"type": "integer", "description": "frames that failed to decode (concealed)"},
+        "dropped_at": {"type": "string",
+                       "description": "timeline positions dropped in this playback (the first 64, as ranges)"},
         "backend": {"type": "string"}, "interop": {"type": ["string", "null"]},
         "errors": {"type": "array", "items": {"type": "object"}, "description": "recent warnings"},
         "error_count": {"type": "integer"},
