@@ -172,7 +172,15 @@ class Decoder:
         return segments, reports
 
     def tier1_gpu(self, prep: Prepared, segments: list[TileSegments], reports: list[TileReport]):
-        """Tier-1 of every tile on the GPU into one device coefficient buffer."""
+        """Tier-1 of every tile on the GPU into one device coefficient buffer (waits for it)."""
+        coeffs, statuses = self.tier1_gpu_launch(prep, segments)
+        self.tier1_gpu_check(prep, statuses, reports)
+        return coeffs
+
+    def tier1_gpu_launch(self, prep: Prepared, segments: list[TileSegments]):
+        """Launch tier-1 of every tile on the GPU (asynchronous, on the current stream):
+        the device coefficient buffer and each tile's device status array (None: no blocks),
+        for :meth:`tier1_gpu_check` once the kernels have run."""
         from .tier1.gpu import decode_codeblocks_cuda
 
         xp = self.xp
@@ -184,11 +192,15 @@ class Decoder:
                                                        coeffs[off : off + plan.coeff_size]))
             else:
                 statuses.append(None)
+        return coeffs, statuses
+
+    def tier1_gpu_check(self, prep: Prepared, statuses: list, reports: list[TileReport]) -> None:
+        """Read the tier-1 statuses back (a synchronisation) into the tile reports; strict
+        decoding raises :class:`InvalidSegment` for a faulty code-block."""
         by_tile = {r.tile: r for r in reports}
         for plan, status in zip(prep.plans, statuses):
             if status is not None:
-                check_tier1_status(xp.asnumpy(status), plan, prep.strict, by_tile[plan.index])
-        return coeffs
+                check_tier1_status(self.xp.asnumpy(status), plan, prep.strict, by_tile[plan.index])
 
     def reconstruct(self, prep: Prepared, coeffs, components=None, *, to_host: bool = True,
                     timings: dict | None = None) -> list:

@@ -188,6 +188,18 @@ class _Slot:
         self.shm.unlink()
 
 
+@dataclass
+class _GpuWork:
+    """A frame's GPU work in flight: what :meth:`FramePipeline._settle` waits for and checks."""
+
+    prep: Prepared
+    submitted: float
+    start: object          # CUDA events, recorded on the current stream
+    tier1_done: object
+    done: object
+    statuses: list = field(default_factory=list)
+
+
 class FramePipeline:
     """Decode a stream of frames with ``workers`` tier-1 processes, in order.
 
@@ -310,22 +322,22 @@ class FramePipeline:
             return
         if err is not None:
             self.stats["errors"] += 1
-            self._done[job.seq] = (job.key, err, job.slot)
+            self._done[job.seq] = (job.key, err, job.slot, None)
             return
         t0 = time.perf_counter()
         try:
             slot = self._slots[job.slot]
             components = check_components(self.components, job.prep.cs.siz.Csiz)
             if self.mode == MODE_SEGMENTS:
-                frame = self._finish_on_gpu(job, slot, reports, layout, components)
-                self._done[job.seq] = (job.key, frame, job.slot)
+                frame, work = self._launch_on_gpu(job, slot, reports, layout, components)
+                self._done[job.seq] = (job.key, frame, job.slot, work)
                 self.stats["reconstruct_s"] += time.perf_counter() - t0
                 return
             if layout is not None:  # the worker reconstructed: copy its samples out
                 worker_s = layout.pop()
                 frame = finish_frame(job.prep, _load_samples(slot.shm, layout), reports, components, worker_s)
                 frame.timings["latency"] = time.perf_counter() - job.submitted
-                self._done[job.seq] = (job.key, frame, job.slot)
+                self._done[job.seq] = (job.key, frame, job.slot, None)
                 self.stats["reconstruct_s"] += time.perf_counter() - t0
                 return
             coeffs = slot.view(job.prep.size)
@@ -339,28 +351,45 @@ class FramePipeline:
             result = exc
             self.stats["errors"] += 1
         self.stats["reconstruct_s"] += time.perf_counter() - t0
-        self._done[job.seq] = (job.key, result, job.slot)
+        self._done[job.seq] = (job.key, result, job.slot, None)
 
-    def _finish_on_gpu(self, job: _Job, slot, reports, layout, components) -> Frame:
-        """Tier-1 and reconstruction on the GPU from the worker's tier-2 arrays."""
+    def _launch_on_gpu(self, job: _Job, slot, reports, layout, components) -> tuple[Frame, "_GpuWork"]:
+        """Queue tier-1 and reconstruction on the GPU from the worker's tier-2 arrays, without
+        waiting: while they run, this process goes on receiving and launching later frames.
+        :meth:`_settle` waits for them when the frame is handed out."""
         from .tile import TileSegments
 
         xp = self.decoder.xp
         t0 = time.perf_counter()
+        work = _GpuWork(job.prep, job.submitted, *(xp.cuda.Event() for _ in range(3)))
+        work.start.record()
         arrays = _load_samples(slot.shm, layout, copy=False)
         segments = [TileSegments(coded=xp.asarray(arrays[k + 3]), table=arrays[k],
                                  seg_lengths=xp.asarray(arrays[k + 1]), seg_passes=xp.asarray(arrays[k + 2]))
                     for k in range(0, len(arrays), 4)]
         del arrays
-        coeffs = self.decoder.tier1_gpu(job.prep, segments, reports)
-        xp.cuda.Device().synchronize()
-        t1 = time.perf_counter()
-        stage: dict[str, float] = {}
-        out = self.decoder.reconstruct(job.prep, coeffs, components, to_host=self.to_host, timings=stage)
-        frame = finish_frame(job.prep, out, reports, components, time.perf_counter() - t1)
-        frame.timings.update(stage)
-        frame.timings["tier1"] = t1 - t0  # on the GPU, uploads included
-        frame.timings["latency"] = time.perf_counter() - job.submitted
+        coeffs, work.statuses = self.decoder.tier1_gpu_launch(job.prep, segments)
+        work.tier1_done.record()    # the slot's arrays have been read by then
+        out = self.decoder.reconstruct(job.prep, coeffs, components, to_host=self.to_host)
+        work.done.record()
+        frame = finish_frame(job.prep, out, reports, components, 0.0)
+        frame.timings["launch"] = time.perf_counter() - t0
+        return frame, work
+
+    def _settle(self, frame: Frame, work: "_GpuWork"):
+        """Wait for a frame's GPU work; check its tier-1 statuses; the frame with the device
+        times of its stages, or the :class:`CodestreamError` strict decoding raised."""
+        xp = self.decoder.xp
+        work.done.synchronize()
+        try:
+            self.decoder.tier1_gpu_check(work.prep, work.statuses, frame.reports)
+        except CodestreamError as exc:
+            self.stats["errors"] += 1
+            return exc
+        frame.timings["tier1"] = xp.cuda.get_elapsed_time(work.start, work.tier1_done) / 1e3  # uploads included
+        frame.timings["gpu"] = xp.cuda.get_elapsed_time(work.tier1_done, work.done) / 1e3
+        frame.timings["reconstruct"] = frame.timings["gpu"]
+        frame.timings["latency"] = time.perf_counter() - work.submitted
         return frame
 
     # --- the caller's side -----------------------------------------------
@@ -371,7 +400,10 @@ class FramePipeline:
         """
         while not self._free:
             t0 = time.perf_counter()
-            self._collect(timeout=None)
+            if self._busy or self._queue:
+                self._collect(timeout=None)
+            else:                       # every slot is held by GPU work not yet past tier-1
+                self._wait_tier1()
             self._release_done_slots()
             self.stats["wait_s"] += time.perf_counter() - t0
         prep = self.decoder.prepare(data, reduce=self.reduce, layers=self.layers, strict=self.strict)
@@ -404,12 +436,18 @@ class FramePipeline:
         for index in self._free:
             self._fit_slot(index, nbytes)
 
+    def _wait_tier1(self) -> None:
+        for key, result, slot, work in self._done.values():
+            if slot is not None and work is not None:
+                work.tier1_done.synchronize()
+
     def _release_done_slots(self) -> None:
-        # a finished frame's slot is free once reconstruction has read it
-        for seq, (key, result, slot) in self._done.items():
-            if slot is not None:
+        # a finished frame's slot is free once it has been read: by reconstruction here,
+        # or on the GPU, by the copies before tier-1 (known from its event, without waiting)
+        for seq, (key, result, slot, work) in self._done.items():
+            if slot is not None and (work is None or work.tier1_done.done):
                 self._free.append(slot)
-                self._done[seq] = (key, result, None)
+                self._done[seq] = (key, result, None, work)
 
     def get(self):
         """The next frame in submission order: (key, Frame or CodestreamError)."""
@@ -419,7 +457,11 @@ class FramePipeline:
             self._dispatch()
             self._collect(timeout=None)
             self._release_done_slots()
-        key, result, slot = self._done.pop(self._next_out)
+        if self._done[self._next_out][3] is not None:
+            self._collect(timeout=0)    # queue the GPU work of frames already back, behind this one
+        key, result, slot, work = self._done.pop(self._next_out)
+        if work is not None:
+            result = self._settle(result, work)
         if slot is not None:
             self._free.append(slot)
         self._next_out += 1
@@ -460,6 +502,8 @@ class FramePipeline:
                 proc.kill()
             conn.close()
         self._workers = []
+        if self.decoder.xp is not np:
+            self.decoder.xp.cuda.Device().synchronize()     # copies from the slots may be queued
         for slot in self._slots:
             if slot is not None:
                 slot.close(self.decoder.xp)

@@ -108,3 +108,21 @@ def test_cuda_pipeline_matches_the_cpu_decode(frames, gpu_tier1):
         want = decode(data)
         for a, b in zip(frame.components, want):
             assert np.abs(a.astype(np.int64) - b).max() <= 1
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _cuda_available(), reason="no CUDA device / CuPy")
+def test_cuda_pipeline_reuses_slots_behind_queued_gpu_work(frames):
+    """GPU tier-1 is launched without waiting; a slot is reused only once its copies ran.
+    With two slots and five frames submitted before any is taken, submit must wait for
+    the queued GPU work (not for a worker) and every frame must still decode right."""
+    with FramePipeline(backend="cuda", workers=1, depth=2, to_host=False) as pipe:
+        assert pipe.mode == "segments"
+        for k in range(5):
+            pipe.submit(frames[k % len(frames)], key=k)
+        results = [pipe.get() for _ in range(5)]
+    for key, frame in results:
+        want = decode(frames[key % len(frames)])
+        assert frame.timings["tier1"] > 0 and frame.timings["gpu"] > 0
+        for a, b in zip(frame.components, want):
+            assert np.abs(a.get().astype(np.int64) - b).max() <= 1

@@ -74,9 +74,10 @@ def run(args) -> int:
     how = f"{workers} tier-1 worker processes" if workers else "1 process"
     print(f"cinegpu ({backend}, {how}): {n / wall:.2f} fps, {1e3 * wall / n:.1f} ms per frame end to end")
     print("  time per frame in each stage" + (" (summed over workers)" if workers else "") + ":")
-    names = ("parse", "tier2", "tier1", "reconstruct", "upload", "gpu", "download")
+    names = ("parse", "tier2", "tier1", "reconstruct", "upload", "gpu", "download", "launch")
     labels = {"reconstruct": "reconstruction" + (" (all GPU steps)" if backend == "cuda" else ""),
-              "upload": "  host->GPU", "gpu": "  GPU kernels", "download": "  GPU->host"}
+              "upload": "  host->GPU", "gpu": "  GPU kernels", "download": "  GPU->host",
+              "launch": "GPU stage, host time to launch"}
     for k in names:
         if k in stages:
             print(f"  {labels.get(k, k):<30} {1e3 * stages[k] / n:8.1f} ms")
