@@ -189,7 +189,8 @@ class Decoder:
         for plan, off, seg in zip(prep.plans, prep.offsets, segments):
             if plan.cb.shape[0]:
                 statuses.append(decode_codeblocks_cuda(seg.coded, seg.table, seg.seg_lengths, seg.seg_passes,
-                                                       coeffs[off : off + plan.coeff_size]))
+                                                       coeffs[off : off + plan.coeff_size], order=seg.order,
+                                                       entries=seg.entries))
             else:
                 statuses.append(None)
         return coeffs, statuses

@@ -30,6 +30,7 @@ import numpy as np
 
 from .decoder import Decoder, Frame, Prepared, check_components, finish_frame
 from .errors import CodestreamError
+from .tier1.gpu import scratch_entries, work_order
 
 log = logging.getLogger("cinegpu.decode")
 
@@ -101,12 +102,16 @@ def _worker_main(conn, backend_unused: str) -> None:
                     raise CodestreamError(f"frame layout changed: {prep.size} coefficients, {size} planned")
                 if mode == MODE_SEGMENTS:
                     segments, reports = decoder.tier2(prep)
-                    arrays = [a for seg in segments for a in (seg.table, seg.seg_lengths, seg.seg_passes, seg.coded)]
+                    # the GPU launch's work order and scratch size, worked out here, off the main process
+                    arrays = [a for seg in segments for a in (seg.table, seg.seg_lengths, seg.seg_passes, seg.coded,
+                                                              work_order(seg.table, seg.seg_passes))]
                     need = sum(-(-a.nbytes // 8) * 8 for a in arrays)
                     if need > shm.size:
                         conn.send((seq, ("grow", need), None, None))
                         continue
-                    conn.send((seq, None, reports, _store_samples(shm, arrays)))
+                    layout = _store_samples(shm, arrays)
+                    layout.append([scratch_entries(seg.table) for seg in segments])
+                    conn.send((seq, None, reports, layout))
                     continue
                 samples = mode == MODE_SAMPLES
                 coeffs = np.ndarray((size,), np.int32, buffer=shm.buf)
@@ -363,10 +368,12 @@ class FramePipeline:
         t0 = time.perf_counter()
         work = _GpuWork(job.prep, job.submitted, *(xp.cuda.Event() for _ in range(3)))
         work.start.record()
+        entries = layout.pop()
         arrays = _load_samples(slot.shm, layout, copy=False)
         segments = [TileSegments(coded=xp.asarray(arrays[k + 3]), table=arrays[k],
-                                 seg_lengths=xp.asarray(arrays[k + 1]), seg_passes=xp.asarray(arrays[k + 2]))
-                    for k in range(0, len(arrays), 4)]
+                                 seg_lengths=xp.asarray(arrays[k + 1]), seg_passes=xp.asarray(arrays[k + 2]),
+                                 order=xp.asarray(arrays[k + 4]), entries=entries[k // 5])
+                    for k in range(0, len(arrays), 5)]
         del arrays
         coeffs, work.statuses = self.decoder.tier1_gpu_launch(job.prep, segments)
         work.tier1_done.record()    # the slot's arrays have been read by then
@@ -422,17 +429,19 @@ class FramePipeline:
         return prep.size * 4
 
     def _fit_slot(self, index: int, nbytes: int) -> None:
+        """Make slot ``index`` hold ``nbytes``; a new one gets a quarter more, so that frames a
+        little larger do not each replace (and, with CUDA, re-pin: ~4 ms) a slot."""
         slot = self._slots[index]
         if slot is None or slot.nbytes < nbytes:
             if slot is not None:
                 slot.close(self.decoder.xp)
-            self._slots[index] = _Slot(nbytes, self.decoder.xp)
+            self._slots[index] = _Slot(nbytes * 5 // 4, self.decoder.xp)
 
     def reserve(self, data: bytes) -> None:
         """Allocate (and pin) every slot for frames like ``data`` now, not while
         playing: creating and registering shared memory takes milliseconds a slot."""
         prep = self.decoder.prepare(data, reduce=self.reduce, layers=self.layers, strict=self.strict)
-        nbytes = self._slot_bytes(prep, len(data)) * 5 // 4  # room for frames a little larger
+        nbytes = self._slot_bytes(prep, len(data))
         for index in self._free:
             self._fit_slot(index, nbytes)
 

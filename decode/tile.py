@@ -68,6 +68,10 @@ class TileSegments:
     table: np.ndarray  #: int64 (n_cb, CB_COLUMNS)
     seg_lengths: np.ndarray  #: int32
     seg_passes: np.ndarray  #: int32
+    #: hints for the GPU tier-1 launch, worked out where time is cheaper (the pipeline's
+    #: workers): the rows' work order and the scratch entries a slot needs (None: worked out there)
+    order: np.ndarray | None = None
+    entries: int | None = None
 
 
 def tier2_tile(cs: Codestream, plan: TilePlan, tile: Tile, *, layers: int | None, ppm: dict | None,

@@ -318,7 +318,7 @@ def test_real_frame(backend, layout):
 @pytest.mark.gpu
 @pytest.mark.skipif(not _HAVE_GPU, reason=_WHY)
 def test_launch_options_and_inputs():
-    """lanes, sort and max_slots change only the speed; CuPy and numpy inputs alike."""
+    """lanes, sort, order and max_slots change only the speed; CuPy and numpy inputs alike."""
     coded, table, sl, sp, size = frame_tables(SAMPLE.read_bytes())
     want = np.zeros(size, np.int32)
     want_status = t1.decode_codeblocks(coded, table, sl, sp, want)
@@ -326,7 +326,9 @@ def test_launch_options_and_inputs():
                dict(max_slots=1, warps=1), dict(warps=1, lanes=3, interleave=False),
                dict(scratch_bytes=1 << 20), dict(flags_in="global"),
                dict(flags_in="global", lanes=5, max_slots=999, interleave=False),
-               dict(flags_in="global", lanes=32, sort=True)]:
+               dict(flags_in="global", lanes=32, sort=True),
+               dict(order=t1gpu.work_order(table, sp), entries=t1gpu.scratch_entries(table)),
+               dict(order=np.arange(table.shape[0], dtype=np.int32)[::-1].copy())]:
         out = cupy.zeros(size, cupy.int32)
         status = t1gpu.decode_codeblocks_cuda(cupy.asarray(coded), cupy.asarray(table),
                                               cupy.asarray(sl), cupy.asarray(sp), out, **kw)
@@ -334,6 +336,9 @@ def test_launch_options_and_inputs():
         np.testing.assert_array_equal(out.get(), want)
     with pytest.raises(TypeError):
         t1gpu.decode_codeblocks_cuda(coded, table, sl, sp, np.zeros(size, np.int32))
+    with pytest.raises(ValueError, match="order has"):
+        t1gpu.decode_codeblocks_cuda(coded, table, sl, sp, cupy.zeros(size, cupy.int32),
+                                     order=np.zeros(3, np.int32))
 
 
 # -- timing ------------------------------------------------------------------------------------

@@ -102,7 +102,7 @@ def scratch_entries(table, xp=np):
     return int(need.max()) if need.size else 1
 
 
-def decode_codeblocks_cuda(coded, table, seg_lengths, seg_passes, out, *, entries=None,
+def decode_codeblocks_cuda(coded, table, seg_lengths, seg_passes, out, *, entries=None, order=None,
                            flags_in="shared", lanes=1, warps=4, sort=True, interleave=None,
                            scratch_bytes=SCRATCH_BYTES, max_slots=None):
     """Decode every code-block of ``table`` into the flat CuPy int32 ``out``, on the GPU.
@@ -112,6 +112,8 @@ def decode_codeblocks_cuda(coded, table, seg_lengths, seg_passes, out, *, entrie
     int32 status per row (STATUS_* bits); the launches are asynchronous on the current stream.
     entries: scratch_entries(table), computed from a numpy table, else read back from the
     device (a synchronisation): pass it (a decode plan knows it) to avoid that.
+    order: the rows' int32 work order (:func:`work_order` of the same table and seg_passes),
+    else worked out here on the device when ``sort`` (some ten small launches).
 
     Tuning, not results: flags_in, "shared" (sample flags in shared memory) or "global" (all
     scratch in global memory); lanes, working threads per warp (1..32); warps, per CUDA block
@@ -143,8 +145,14 @@ def decode_codeblocks_cuda(coded, table, seg_lengths, seg_passes, out, *, entrie
     coded = _device_array(coded, cupy.uint8, 1, "coded")
     seg_lengths = _device_array(seg_lengths, cupy.int32, 1, "seg_lengths")
     seg_passes = _device_array(seg_passes, cupy.int32, 1, "seg_passes")
-    order = (work_order(table, seg_passes, cupy) if sort
-             else cupy.arange(nblk, dtype=cupy.int32))
+    if order is not None:
+        order = _device_array(order, cupy.int32, 1, "order")
+        if order.shape[0] != nblk:
+            raise ValueError(f"decode_codeblocks_cuda: order has {order.shape[0]} rows, the table {nblk}")
+    elif sort:
+        order = work_order(table, seg_passes, cupy)
+    else:
+        order = cupy.arange(nblk, dtype=cupy.int32)
     entries = int(entries) if entries is not None else scratch_entries(table, cupy)
     device_id = cupy.cuda.runtime.getDevice()
     mq, zc, sc, ctx_init = _device_tables(device_id)
