@@ -320,8 +320,7 @@ class FramePipeline:
 
     def _finish(self, job: _Job, err, reports, layout=None) -> None:
         if isinstance(err, tuple) and err[0] == "grow":  # the slot was too small: grow it, retry
-            self._slots[job.slot].close(self.decoder.xp)
-            self._slots[job.slot] = _Slot(err[1] + (1 << 20), self.decoder.xp)
+            self._fit_slot(job.slot, err[1] + (1 << 20))
             self._queue.appendleft(job)
             self._dispatch()
             return

@@ -142,6 +142,7 @@ def _bench_pipeline(work: list[bytes], backend: str, workers: int, to_host: bool
 
     stages: dict[str, float] = {}
     with FramePipeline(backend=backend, workers=workers, strict=True, to_host=to_host) as pipe:
+        pipe.reserve(work[0])   # every slot made (and pinned) before the clock, as the player does
         for _, frame in pipe.map(work[: min(len(work), workers)]):  # warm every worker
             if isinstance(frame, CodestreamError):
                 raise frame
