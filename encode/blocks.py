@@ -18,7 +18,7 @@ from cinegpu.decode import tier1 as t1
 
 from .tier1 import encode_codeblock
 
-__all__ = ["Block", "TierOnePool", "cut_blocks", "encode_blocks"]
+__all__ = ["Block", "BlockTable", "TierOnePool", "cut_blocks", "encode_blocks"]
 
 
 @dataclass
@@ -34,6 +34,55 @@ class Block:
     @property
     def npasses(self) -> int:
         return len(self.rates)
+
+
+@dataclass(frozen=True)
+class BlockTable:
+    """Many coded code-blocks as flat arrays, for the numba tier-2 and rate control.
+
+    Block i's cumulative bytes after each pass are ``rates[rate_off[i]:rate_off[i + 1]]``
+    and its coded bytes ``coded[coded_off[i]:coded_off[i + 1]]``; ``num_bps`` is K.
+    A slice of blocks shares the flat arrays (offsets are not rebased)."""
+
+    rates: np.ndarray  #: int64
+    rate_off: np.ndarray  #: int64, blocks + 1
+    coded: np.ndarray  #: uint8 (read-only: a view of the joined bytes)
+    coded_off: np.ndarray  #: int64, blocks + 1
+    num_bps: np.ndarray  #: int64
+
+    @classmethod
+    def of(cls, blocks: list[Block]) -> BlockTable:
+        n = len(blocks)
+        rates = [b.rates for b in blocks]
+        coded = [b.coded for b in blocks]
+        rate_off = np.zeros(n + 1, np.int64)
+        coded_off = np.zeros(n + 1, np.int64)
+        np.cumsum(np.fromiter(map(len, rates), np.int64, n), out=rate_off[1:])
+        np.cumsum(np.fromiter(map(len, coded), np.int64, n), out=coded_off[1:])
+        flat = np.concatenate(rates).astype(np.int64) if rate_off[-1] else np.zeros(0, np.int64)
+        return cls(flat, rate_off, np.frombuffer(b"".join(coded), np.uint8),
+                   coded_off, np.array([b.num_bps for b in blocks], np.int64))
+
+    def __len__(self) -> int:
+        return self.num_bps.shape[0]
+
+    def __getitem__(self, s: slice) -> BlockTable:
+        a, b, step = s.indices(len(self))
+        if step != 1:
+            raise ValueError("a BlockTable slices contiguous runs of blocks only")
+        b = max(a, b)
+        return BlockTable(self.rates, self.rate_off[a:b + 1], self.coded,
+                          self.coded_off[a:b + 1], self.num_bps[a:b])
+
+    @property
+    def npasses(self) -> np.ndarray:
+        return np.diff(self.rate_off)
+
+    def body_bytes(self, passes: np.ndarray) -> int:
+        """Bytes of the first ``passes[i]`` passes of every block i, in total."""
+        passes = np.asarray(passes, np.int64)
+        kept = passes > 0
+        return int(self.rates[self.rate_off[:-1][kept] + passes[kept] - 1].sum())
 
 
 def cut_blocks(flat: np.ndarray, cb: np.ndarray) -> list[np.ndarray]:

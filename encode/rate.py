@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["Hull", "build_hull"]
+__all__ = ["Hull", "build_hull", "hull_of"]
 
 
 @njit(cache=True, nogil=True)
@@ -73,6 +73,29 @@ def _hull(offsets, rates, cumdist, out_block, out_pass, out_drate, out_slope):
     return n
 
 
+@njit(cache=True, nogil=True)
+def _cumdist(offsets, dists, weights, out):
+    """Per block, the running sum of its pass distortions times the block's weight
+    (summed in pass order, as numpy's cumsum)."""
+    for b in range(offsets.shape[0] - 1):
+        acc = 0.0
+        for k in range(offsets[b], offsets[b + 1]):
+            acc += dists[k]
+            out[k] = acc * weights[b]
+
+
+def _stable_argsort(key: np.ndarray) -> np.ndarray:
+    """``np.argsort(key, kind="stable")`` (equal keys in index order), from numpy's faster
+    unstable sorts: sort, number the runs of equal keys, then sort (run, index) pairs,
+    packed as run * n + index (n^2 < 2^63).  Keys must not be NaN."""
+    n = key.shape[0]
+    order = np.argsort(key)
+    ranked = key[order]
+    run = np.zeros(n, np.int64)
+    np.cumsum(ranked[1:] != ranked[:-1], out=run[1:])
+    return np.sort(run * n + order) % n
+
+
 class Hull:
     """Hull segments of all blocks, sorted by decreasing slope.
 
@@ -81,7 +104,7 @@ class Hull:
     """
 
     def __init__(self, block, npass, drate, slope, nblocks: int):
-        order = np.argsort(-slope, kind="stable")
+        order = _stable_argsort(-slope)
         self.block = block[order]
         self.npass = npass[order]
         self.drate = drate[order]
@@ -110,15 +133,25 @@ def build_hull(rates_list, dists_list, weights) -> Hull:
     """Hull of every block from tier-1's per-pass ``rates`` (cumulative bytes) and
     ``dists`` (decrease per pass, index units squared), weighted per block."""
     nblocks = len(rates_list)
-    lengths = np.fromiter((len(r) for r in rates_list), np.int64, nblocks)
     offsets = np.zeros(nblocks + 1, np.int64)
-    np.cumsum(lengths, out=offsets[1:])
+    np.cumsum(np.fromiter(map(len, rates_list), np.int64, nblocks), out=offsets[1:])
     total = int(offsets[-1])
-    rates = np.concatenate(rates_list).astype(np.float64) if total else np.zeros(0)
+    rates = np.concatenate(rates_list) if total else np.zeros(0)
+    dists = np.concatenate(dists_list) if total else np.zeros(0)
+    return hull_of(offsets, rates, dists, weights)
+
+
+def hull_of(offsets, rates, dists, weights) -> Hull:
+    """:func:`build_hull` on flat arrays: block b's passes are ``offsets[b]`` up to
+    ``offsets[b + 1]`` of ``rates`` and ``dists``."""
+    offsets = np.asarray(offsets, np.int64)
+    nblocks = offsets.shape[0] - 1
+    total = int(offsets[-1])
+    rates = np.asarray(rates, np.float64)
     cumdist = np.zeros(total)
-    for b, d in enumerate(dists_list):
-        if len(d):
-            cumdist[offsets[b]:offsets[b + 1]] = np.cumsum(d) * weights[b]
+    if total:
+        _cumdist(offsets, np.asarray(dists, np.float64), np.asarray(weights, np.float64),
+                 cumdist)
     ob = np.empty(total, np.int64)
     op = np.empty(total, np.int64)
     odr = np.empty(total, np.float64)

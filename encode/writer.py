@@ -16,7 +16,8 @@ import numpy as np
 from cinegpu.decode.tier2.progression import packet_order
 
 from . import markers as mk
-from .rate import build_hull
+from .blocks import BlockTable
+from .rate import hull_of
 from .tier2 import TileCoder
 
 __all__ = ["allocate_and_write"]
@@ -41,17 +42,23 @@ class _Writer:
         self.params = frame.params
         self.main_header = main_header
         self.base_step = base_step
-        self.orders = [packet_order(plan, frame.cs.siz) for plan in frame.plans]
-        self.coders = [TileCoder(plan, blocks, self.params.cblk_style)
-                       for plan, blocks in zip(frame.plans, frame.blocks)]
-        self.rounds = 0
-        self.prec_comp = [_prec_components(plan) for plan in frame.plans]
+        self.orders = [np.ascontiguousarray(packet_order(plan, frame.cs.siz), np.int64)
+                       for plan in frame.plans]
         self.blocks = [b for tile in frame.blocks for b in tile]
-        self.total_passes = np.array([b.npasses for b in self.blocks], np.int64)
+        self.table = BlockTable.of(self.blocks)
+        self.coders = [TileCoder(plan, self.table[int(base):int(base) + len(blocks)],
+                                 self.params.cblk_style)
+                       for plan, blocks, base in zip(frame.plans, frame.blocks, frame.base)]
+        self.rounds = 0
+        # component of each packet, in each tile's packet order
+        self.packet_comp = [_prec_components(plan)[order[:, 0]]
+                            for plan, order in zip(frame.plans, self.orders)]
+        self.total_passes = self.table.npasses
         weights = np.concatenate([block_weights(plan, self.params) for plan in frame.plans]) \
             if self.blocks else np.zeros(0)
-        self.hull = build_hull([b.rates for b in self.blocks], [b.dists for b in self.blocks],
-                               weights)
+        dists = np.concatenate([b.dists for b in self.blocks]) if len(self.table.rates) \
+            else np.zeros(0)
+        self.hull = hull_of(self.table.rate_off, self.table.rates, dists, weights)
         self.hull_comp = frame.comp[self.hull.block] if self.blocks else np.zeros(0, np.int64)
 
     def layer_passes(self, take: np.ndarray | None) -> np.ndarray:
@@ -72,7 +79,7 @@ class _Writer:
         return out
 
     def frame_body(self, passes: np.ndarray) -> int:
-        return sum(int(b.rates[n - 1]) for b, n in zip(self.blocks, passes) if n > 0)
+        return self.table.body_bytes(passes)
 
     def write(self, passes: np.ndarray) -> tuple[bytes, np.ndarray, np.ndarray]:
         """The codestream for ``passes``; bytes per component in total and in bodies."""
@@ -83,30 +90,32 @@ class _Writer:
         for t, (coder, order) in enumerate(zip(self.coders, self.orders)):
             base = int(self.frame.base[t])
             n = len(self.frame.blocks[t])
-            packets = coder.packets(passes[:, base:base + n], order)
-            tile_parts: list[tuple[int, list[bytes]]] = []  # (component, chunks)
-            for prec, head, body in packets:
-                c = int(self.prec_comp[t][prec])
-                if not tile_parts or (p.split_components and c != tile_parts[-1][0]):
-                    tile_parts.append((c, []))
-                tile_parts[-1][1].extend((head, body))
-                comp_total[c] += len(head) + len(body)
-                comp_body[c] += len(body)
-            for i, (c, chunks) in enumerate(tile_parts or [(0, [])]):
-                data = b"".join(chunks)
-                psot = mk.SOT_BYTES + 2 + len(data)
-                head = mk.sot(Isot=t, Psot=psot, TPsot=i, TNsot=max(1, len(tile_parts)))
-                parts.append((t, head + mk.sod() + data))
+            data, ends, body = coder.write(passes[:, base:base + n], order)
+            comp = self.packet_comp[t]
+            np.add.at(comp_total, comp, np.diff(ends, prepend=0))
+            np.add.at(comp_body, comp, body)
+            # tile-parts: runs of packets (a new one where the component changes)
+            cuts = np.flatnonzero(comp[1:] != comp[:-1]) + 1 if p.split_components \
+                else np.zeros(0, np.int64)
+            firsts = np.concatenate(([0], cuts)).astype(np.int64)
+            lasts = np.concatenate((cuts, [len(ends)])).astype(np.int64)
+            for i, (a, b) in enumerate(zip(firsts, lasts)):
+                c = int(comp[a]) if len(ends) else 0
+                lo = int(ends[a - 1]) if a else 0
+                hi = int(ends[b - 1]) if b else 0
+                psot = mk.SOT_BYTES + 2 + hi - lo
+                head = mk.sot(Isot=t, Psot=psot, TPsot=i, TNsot=len(firsts))
+                parts.append((t, head + mk.sod() + data[lo:hi].tobytes()))
                 comp_total[c] += mk.SOT_BYTES + 2
         header = self.main_header(p, self.base_step, [(t, len(b)) for t, b in parts])
         data = header + b"".join(b for _, b in parts) + mk.eoc()
         return data, comp_total, comp_body
 
 
-def spare_planes(blocks, passes: np.ndarray, percentile: float = 5.0) -> int:
+def spare_planes(table: BlockTable, passes: np.ndarray, percentile: float = 5.0) -> int:
     """Bit-planes below the truncation point that (100 - percentile)% of the included
     code-blocks left untouched: K - 1 - floor((n + 1) / 3) for n of 3K - 2 passes kept."""
-    k = np.array([b.num_bps for b in blocks], np.int64)
+    k = table.num_bps
     n = np.asarray(passes, np.int64)
     used = n > 0
     if not used.any():
@@ -120,7 +129,7 @@ def allocate_and_write(frame, base_step: float, stats: dict | None = None) -> by
     ``stats`` (optional) receives "spare_planes" (see :func:`spare_planes`) and "rounds"."""
     data, final, w = _allocate(frame, base_step)
     if stats is not None:
-        stats["spare_planes"] = spare_planes(w.blocks, final)
+        stats["spare_planes"] = spare_planes(w.table, final)
         stats["rounds"] = w.rounds
     return data
 

@@ -16,7 +16,7 @@ from cinegpu.encode.bench import synthetic_frame
 from cinegpu.encode.peers import have_opj, opj_compress_dci, opj_decode, psnr
 from cinegpu.encode.profiles import dci_caps
 from cinegpu.encode.rate import build_hull
-from cinegpu.encode.tier2 import BitWriter
+from cinegpu.encode.tier2 import bits as t2bits
 
 needs_opj = pytest.mark.skipif(not have_opj(), reason="OpenJPEG tools (opj_*) not installed")
 
@@ -117,15 +117,23 @@ def test_irreversible_no_budget_is_near_lossless():
     assert psnr(img, decode(data)) > 58
 
 
+def _header_bits(chunks, size=8):
+    """Run the numba bit writer over (value, count) chunks; the flushed header bytes."""
+    bw = t2bits.new_state()
+    buf = np.zeros(size, np.uint8)
+    for value, count in chunks:
+        t2bits.put_bits(bw, buf, value, count)
+    n = t2bits.flush(bw, buf)
+    return buf[:min(n, size)].tobytes(), n
+
+
 def test_bit_writer_stuffing():
-    bw = BitWriter()
-    bw.bits(0xFF, 8)
-    bw.bits(0x7F, 7)  # 7 bits after 0xFF
-    bw.bits(0x1, 1)
-    assert bw.flush() == b"\xff\x7f\x80"
-    bw = BitWriter()
-    bw.bits(0xFF, 8)
-    assert bw.flush() == b"\xff\x00"  # a final 0xFF is followed by a stuffed zero
+    # 7 bits after 0xFF
+    assert _header_bits([(0xFF, 8), (0x7F, 7), (0x1, 1)]) == (b"\xff\x7f\x80", 3)
+    assert _header_bits([(0xFF, 8)]) == (b"\xff\x00", 2)  # a final 0xFF: a stuffed zero
+    assert _header_bits([(0, 1)]) == (b"\x00", 1)  # the empty packet
+    # too short a buffer keeps what fits and counts the rest
+    assert _header_bits([(0xABCDEF, 24)], size=2) == (b"\xab\xcd", 3)
 
 
 def test_hull_is_convex_and_prefix():
