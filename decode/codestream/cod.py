@@ -16,6 +16,13 @@ SCOD_PRECINCTS = 0x01  #: user-defined precinct sizes follow
 SCOD_SOP = 0x02  #: SOP marker segments may be used
 SCOD_EPH = 0x04  #: EPH markers are used
 
+#: Code-block style bits 6-7 (T.814 A.2, Table A.4): 0x40 every code-block is an HT block,
+#: 0xC0 each code-block is HT or EBCOT ("mixed", told apart in its first packet, B.3).
+CBLK_HT = 0x40
+CBLK_HT_MIXED = 0xC0
+#: Part-1 style bits that split an EBCOT block into several codeword segments (Table D.9).
+_SEGMENTING = 0x01 | 0x04
+
 
 @dataclass(frozen=True)
 class SPcod:
@@ -31,6 +38,11 @@ class SPcod:
     cblk_style: int
     reversible: bool
     precincts: tuple[tuple[int, int], ...]
+
+    @property
+    def ht(self) -> bool:
+        """Code-blocks are (or may be, when mixed) HT blocks of ISO/IEC 15444-15."""
+        return bool(self.cblk_style & CBLK_HT)
 
 
 @dataclass(frozen=True)
@@ -74,10 +86,12 @@ def _parse_spcod(r: SegmentReader, user_precincts: bool, name: str) -> SPcod:
         raise InvalidSegment(f"{name}: {levels} decomposition levels, at most {MAX_LEVELS}", at)
     if xcb > 10 or ycb > 10 or xcb + ycb > 12:
         raise InvalidSegment(f"{name}: code-block size 2^{xcb} x 2^{ycb} breaks A.6.1", at + 1)
-    if style & 0xC0:
-        if style & 0x40:
-            raise UnsupportedFeature(f"{name}: HT code-blocks (ISO/IEC 15444-15) are not supported yet", at + 3)
+    if style & 0xC0 == 0x80:
         raise InvalidSegment(f"{name}: reserved code-block style bits 0x{style:02X}", at + 3)
+    if style & 0xC0 == CBLK_HT_MIXED and style & _SEGMENTING:
+        # B.3 tells a mixed block's kind from one length field, which such EBCOT blocks lack
+        raise UnsupportedFeature(f"{name}: mixed HT and EBCOT code-blocks (ISO/IEC 15444-15) with "
+                                 f"BYPASS or TERMALL are not supported", at + 3)
     if transform > 1:
         raise UnsupportedFeature(f"{name}: wavelet transform {transform} (Part 2) is not supported", at + 4)
     if user_precincts:

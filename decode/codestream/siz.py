@@ -108,12 +108,30 @@ def _check(s: SIZ, at: int) -> None:
             )
 
 
+#: Pcap bit of Part 15 (bits count from the most significant, Pcap^15 = 1 << (32 - 15)).
+PCAP_PART15 = 1 << (32 - 15)
+
+
 @dataclass(frozen=True)
 class CAP:
-    """Extended capabilities: Pcap and its Ccap words (15444-1 A.5.2)."""
+    """Extended capabilities: Pcap and its Ccap words (15444-1 A.5.2, T.814 A.3)."""
 
     Pcap: int
     Ccap: tuple[int, ...]
+
+    @property
+    def ccap15(self) -> int | None:
+        """The Part-15 word (T.814 Table A.3), or None: Ccap words follow Pcap's set bits from
+        the most significant one."""
+        if not self.Pcap & PCAP_PART15:
+            return None
+        return self.Ccap[bin(self.Pcap >> (32 - 15)).count("1") - 1]
+
+    @property
+    def ht_mixed(self) -> bool:
+        """Ccap15 bits 14-15 = 3: HT and EBCOT code-blocks may be mixed."""
+        c = self.ccap15
+        return c is not None and (c >> 14) == 3
 
 
 def parse_cap(r: SegmentReader) -> CAP:
@@ -122,9 +140,4 @@ def parse_cap(r: SegmentReader) -> CAP:
     n = bin(pcap).count("1")
     if r.remaining != 2 * n:
         raise InvalidSegment("CAP: Lcap does not match the bits set in Pcap", at)
-    cap = CAP(pcap, tuple(r.u16() for _ in range(n)))
-    if pcap & (1 << (32 - 15)):
-        raise UnsupportedFeature(
-            "HTJ2K (ISO/IEC 15444-15, High Throughput block coding) is not supported yet", at - 4
-        )
-    return cap
+    return CAP(pcap, tuple(r.u16() for _ in range(n)))

@@ -11,6 +11,7 @@ conceals the block.
 import numpy as np
 from numba import njit
 
+from .ht import CBLK_HT, STATUS_HT_CORRUPT, ht_decode_into, make_ht_scratch
 from .mq import mq_decode, mq_init, raw_init
 from .passes import cup_mq, mrp_mq, mrp_raw, spp_mq, spp_raw
 from .tables import CTX_INIT, CTX_UNI, NUM_CONTEXTS, ZC_LUT
@@ -51,6 +52,7 @@ STATUS_SEGSYM = 0x02  # a segmentation symbol was not 1010
 STATUS_K_TOO_LARGE = 0x04  # K > 30 would overflow int32; nothing decoded
 STATUS_BAD_ROW = 0x08  # offsets, lengths, sizes or parameters out of range; nothing decoded
 STATUS_BAD_SEGMENTS = 0x10  # segment cut not matching D.6 (raw vs MQ); decoding stopped there
+STATUS_HT = STATUS_HT_CORRUPT  # 0x20: HT block data breaking T.814 (see ht.py); decoding stopped
 
 MAX_CBLK_SIDE = 1024  # T.800 A.6.1: xcb, ycb <= 10
 MAX_CBLK_AREA = 4096  # T.800 A.6.1: xcb + ycb <= 12
@@ -188,7 +190,7 @@ def check_params(w, h, num_bps, orient, roishift):
     return 0
 
 
-@njit(**JIT)
+@njit(**JIT_NRT)
 def decode_codeblock(coded, data_start, seg_lengths, seg_passes, out2d, num_bps, orient, style,
                      roishift, flags, vals, ctx):
     """Decode one code-block into out2d (int32 2-D, height x width) and return its status.
@@ -196,7 +198,8 @@ def decode_codeblock(coded, data_start, seg_lengths, seg_passes, out2d, num_bps,
     coded: uint8 1-D, the block's segments back to back from data_start, each followed by
     0xFF 0xFF (not counted in seg_lengths).  seg_lengths / seg_passes: int32 1-D, the block's
     segments only.  Values written: 2 x the coefficient, sign applied (see passes.py); zeros
-    where nothing was decoded.  flags, vals, ctx: scratch from make_scratch().
+    where nothing was decoded.  flags, vals, ctx: scratch from make_scratch().  An HT block
+    (style bit CBLK_HT, T.814) is decoded by ht.py, with scratch of its own allocated here.
     """
     h = out2d.shape[0]
     w = out2d.shape[1]
@@ -211,8 +214,13 @@ def decode_codeblock(coded, data_start, seg_lengths, seg_passes, out2d, num_bps,
     nseg = seg_lengths.shape[0]
     if not check_segments(coded, data_start, seg_lengths, seg_passes, 0, nseg):
         return STATUS_BAD_ROW
-    status = decode_into(coded, data_start, seg_lengths, seg_passes, 0, nseg, w, h, num_bps,
-                         orient, style, flags, vals, ctx)
+    if style & CBLK_HT:
+        sig, eline = make_ht_scratch()
+        status = ht_decode_into(coded, data_start, seg_lengths, seg_passes, 0, nseg, w, h,
+                                num_bps, style, vals, sig, eline)
+    else:
+        status = decode_into(coded, data_start, seg_lengths, seg_passes, 0, nseg, w, h,
+                             num_bps, orient, style, flags, vals, ctx)
     fs = w + 2
     for y in range(h):
         for x in range(w):
@@ -250,6 +258,8 @@ def decode_codeblocks(coded, table, seg_lengths, seg_passes, out):
     """Decode every code-block of `table` (int64, CB_COLUMNS columns) into the flat `out`.
 
     Returns the int32 status array, one per row (STATUS_* bits).  Scratch is allocated once.
+    Rows whose style has CBLK_HT are HT code-blocks (T.814), decoded by ht.py into the same
+    value convention, so dequantisation does not tell them apart.
     """
     nblk = table.shape[0]
     status = np.zeros(nblk, np.int32)
@@ -259,6 +269,7 @@ def decode_codeblocks(coded, table, seg_lengths, seg_passes, out):
     flags = np.zeros(SCRATCH_SIZE, np.int32)
     vals = np.zeros(SCRATCH_SIZE, np.int32)
     ctx = np.zeros(NUM_CONTEXTS, np.int32)
+    sig, eline = make_ht_scratch()
     for b in range(nblk):
         w = table[b, CB_WIDTH]
         h = table[b, CB_HEIGHT]
@@ -286,8 +297,12 @@ def decode_codeblocks(coded, table, seg_lengths, seg_passes, out):
             for y in range(h):
                 out[off + y * stride:off + y * stride + w] = 0
             continue
-        st = decode_into(coded, table[b, CB_DATA], seg_lengths, seg_passes, first, count, w, h,
-                         num_bps, orient, style, flags, vals, ctx)
+        if style & CBLK_HT:
+            st = ht_decode_into(coded, table[b, CB_DATA], seg_lengths, seg_passes, first, count,
+                                w, h, num_bps, style, vals, sig, eline)
+        else:
+            st = decode_into(coded, table[b, CB_DATA], seg_lengths, seg_passes, first, count, w,
+                             h, num_bps, orient, style, flags, vals, ctx)
         copy_out(vals, w, h, roishift, out, off, stride)
         status[b] = st
     return status

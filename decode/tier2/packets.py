@@ -1,4 +1,4 @@
-"""Packet headers and bodies (T.800 B.9, B.10), in numba.
+"""Packet headers and bodies (T.800 B.9, B.10; T.814 Annex B for HT blocks), in numba.
 
 :func:`read_packets` walks a tile's packets in progression order. For each
 packet it reads the header (inclusion tag tree, zero bit-planes, number of
@@ -6,6 +6,19 @@ coding passes, Lblock, segment lengths), then cuts the body into one piece
 per code-block codeword segment. Pieces are what tier-1 needs later: for
 code-block ``cb``, segment ``seg``, ``length`` bytes at ``offset`` in the
 body buffer holding ``passes`` coding passes.
+
+HT code-blocks (code-block style bit 0x40, ISO/IEC 15444-15) cut their passes
+differently (:func:`_ht_lengths`): pass z of a block is a cleanup when
+z % 3 == 0, else a SigProp or MagRef pass of the same HT set. Before the first
+cleanup that holds data, leading passes are placeholders, signalled with the
+cleanup in one length field as if they were one Part-1 segment (Lblock +
+floor(log2(passes)) bits); a field that reads zero is widened to all the
+packet's passes. After it, a cleanup has its own field of Lblock bits and the
+SigProp and MagRef passes of a set share a segment (Lblock + floor(log2(n))
+bits each time), joined across packets. In mixed mode (style 0xC0) a
+block's first non-zero field tells it apart: HT when Lblock > 3 and the
+field's top bit is 0, else an EBCOT block whose passes so far form one
+segment; the block's CB_STYLE row then loses the bits of the other kind.
 """
 
 from __future__ import annotations
@@ -29,6 +42,11 @@ E_PASSES = 6  #: more coding passes than 164 in total
 #: Columns of the piece table returned by read_packets.
 P_CB, P_SEG, P_OFFSET, P_LENGTH, P_PASSES = 0, 1, 2, 3, 4
 MAX_PASSES = 164  # 3 * (37 + 31 + ... ) bound used by decoders; Table B.4 tops at 164
+
+# code-block style bits of HT blocks (T.814 A.2) and the HT flag kept in cb_state[:, 4]
+_HT = 0x40
+_HT_MIXED = 0x80
+_PLACEHOLDERS = 1  #: no cleanup with data yet: passes so far are placeholders
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -78,6 +96,95 @@ def _grow(pieces, n):
 
 
 @njit(cache=True, nogil=True)
+def _emit(pieces, n_pieces, pending, n_pending, cb, seg, passes, length):
+    """Record one codeword-segment length of this packet (a piece and a pending body cut)."""
+    if n_pending == pending.shape[0]:
+        bigger = np.empty((pending.shape[0] * 2, 3), np.int64)
+        bigger[:n_pending] = pending
+        pending = bigger
+    pending[n_pending, 0] = cb
+    pending[n_pending, 1] = seg
+    pending[n_pending, 2] = length
+    pieces = _grow(pieces, n_pieces)
+    pieces[n_pieces, P_CB] = cb
+    pieces[n_pieces, P_SEG] = seg
+    pieces[n_pieces, P_PASSES] = passes
+    pieces[n_pieces, P_LENGTH] = length
+    return pieces, n_pieces + 1, pending, n_pending + 1
+
+
+@njit(cache=True, nogil=True)
+def _ht_lengths(bs, hdr, st, npass, cb, cb_table, pieces, n_pieces, pending, n_pending):
+    """Segment lengths of an HT (or undecided mixed) block's ``npass`` new passes (T.814 B.3).
+
+    ``st``: the block's cb_state row, for HT blocks [included, Lblock, segments so far,
+    passes so far, flags (_PLACEHOLDERS)]. Returns (pieces, n_pieces, pending, n_pending,
+    ok); ok is False past MAX_PASSES. A mixed block found to be EBCOT leaves with EBCOT's
+    state (one segment) and its style without the HT bits.
+    """
+    z = st[3]
+    if z + npass > MAX_PASSES:
+        return pieces, n_pieces, pending, n_pending, False
+    lblock = st[1]
+    style = cb_table[cb, tier1.CB_STYLE]
+    mixed = (style & _HT_MIXED) != 0
+    remaining = npass
+    if st[4] & _PLACEHOLDERS:
+        segp = npass - (z + npass - 1) % 3  # new passes up to their last cleanup (< 1: none)
+        nbits = lblock + _floor_log2(max(segp, 1))
+        length = bits.read_bits(bs, hdr, nbits)
+        if segp >= 1 and length != 0 and (
+                not mixed or (lblock > 3 and length > 1 and (length >> (nbits - 1)) == 0)):
+            # the first cleanup with data, behind z + segp - 1 placeholder passes
+            st[4] = 0
+            cb_table[cb, tier1.CB_STYLE] = (style & ~_HT_MIXED) | _HT
+            pieces, n_pieces, pending, n_pending = _emit(pieces, n_pieces, pending, n_pending,
+                                                         cb, 0, segp, length)
+            st[2] = 1
+            z += segp
+            remaining -= segp
+        else:
+            # placeholders, or (mixed) an EBCOT block: the field covers all npass passes
+            extra = _floor_log2(npass) - _floor_log2(max(segp, 1))
+            length = (length << extra) | bits.read_bits(bs, hdr, extra)
+            if length != 0 and mixed:
+                ebcot = style & ~(_HT | _HT_MIXED)
+                cb_table[cb, tier1.CB_STYLE] = ebcot
+                pieces, n_pieces, pending, n_pending = _emit(pieces, n_pieces, pending,
+                                                             n_pending, cb, 0, npass, length)
+                st[2] = 1
+                st[3] = z + npass
+                st[4] = _max_passes(ebcot, 0, 0)
+                return pieces, n_pieces, pending, n_pending, True
+            # placeholder passes; they share segment 0 with the cleanup that ends them (or,
+            # mixed, with an EBCOT block's passes)
+            pieces, n_pieces, pending, n_pending = _emit(pieces, n_pieces, pending, n_pending,
+                                                         cb, 0, npass, length)
+            st[3] = z + npass
+            return pieces, n_pieces, pending, n_pending, True
+    while remaining > 0:
+        r = z % 3
+        if r == 0:  # a cleanup pass: a segment of its own
+            n = 1
+            seg = st[2]
+            st[2] += 1
+        else:  # SigProp and/or MagRef of the current set: one segment, also across packets
+            n = min(3 - r, remaining)
+            if r == 1:
+                seg = st[2]
+                st[2] += 1
+            else:
+                seg = st[2] - 1
+        length = bits.read_bits(bs, hdr, lblock + _floor_log2(n))
+        pieces, n_pieces, pending, n_pending = _emit(pieces, n_pieces, pending, n_pending, cb,
+                                                     seg, n, length)
+        z += n
+        remaining -= n
+    st[3] = z
+    return pieces, n_pieces, pending, n_pending, True
+
+
+@njit(cache=True, nogil=True)
 def read_packets(hdr, hdr_start, hdr_end, body, body_start, body_end, shared,
                  packets, prec_pb, pb, cb_table, cb_keep, max_layers, sop, eph,
                  incl_value, incl_low, zbp_value, zbp_low, cb_state):
@@ -85,7 +192,8 @@ def read_packets(hdr, hdr_start, hdr_end, body, body_start, body_end, shared,
 
     ``shared``: headers are in the body (no PPM/PPT); then ``hdr`` is
     ``body``. ``cb_state`` (n_cb, 5) holds per code-block: included flag,
-    Lblock, segments so far, passes in the last segment, its maximum; it
+    Lblock, segments so far, passes in the last segment, its maximum (HT
+    blocks: passes so far and a flag instead, see :func:`_ht_lengths`); it
     starts zeroed. ``cb_table[:, CB_NUM_BPS]`` holds Mb on entry and
     receives K = Mb - zero bit-planes + ROI shift for included blocks.
 
@@ -137,12 +245,20 @@ def read_packets(hdr, hdr_start, hdr_end, body, body_start, body_end, shared,
                         cb_table[cb, tier1.CB_NUM_BPS] = mb - zbp
                         st[0] = 1
                         st[1] = 3
+                        if cb_table[cb, tier1.CB_STYLE] & _HT:
+                            st[4] = _PLACEHOLDERS
                     npass = _num_passes(bs, hdr)
                     while bits.read_bit(bs, hdr):
                         st[1] += 1
                         if st[1] > 32:
                             return pieces, n_pieces - n_pending, E_LBLOCK, k, bs[0]
                     style = cb_table[cb, tier1.CB_STYLE]
+                    if style & _HT:
+                        pieces, n_pieces, pending, n_pending, ok = _ht_lengths(
+                            bs, hdr, st, npass, cb, cb_table, pieces, n_pieces, pending, n_pending)
+                        if not ok:
+                            return pieces, n_pieces - n_pending, E_PASSES, k, bs[0]
+                        continue
                     remaining = npass
                     while remaining > 0:
                         if st[2] == 0 or st[3] >= st[4]:
@@ -153,20 +269,8 @@ def read_packets(hdr, hdr_start, hdr_end, body, body_start, body_end, shared,
                                 return pieces, n_pieces - n_pending, E_PASSES, k, bs[0]
                         n = min(st[4] - st[3], remaining)
                         length = bits.read_bits(bs, hdr, st[1] + _floor_log2(n))
-                        if n_pending == pending.shape[0]:
-                            bigger = np.empty((pending.shape[0] * 2, 3), np.int64)
-                            bigger[:n_pending] = pending
-                            pending = bigger
-                        pending[n_pending, 0] = cb
-                        pending[n_pending, 1] = st[2] - 1
-                        pending[n_pending, 2] = length
-                        n_pending += 1
-                        pieces = _grow(pieces, n_pieces)
-                        pieces[n_pieces, P_CB] = cb
-                        pieces[n_pieces, P_SEG] = st[2] - 1
-                        pieces[n_pieces, P_PASSES] = n
-                        pieces[n_pieces, P_LENGTH] = length
-                        n_pieces += 1
+                        pieces, n_pieces, pending, n_pending = _emit(
+                            pieces, n_pieces, pending, n_pending, cb, st[2] - 1, n, length)
                         st[3] += n
                         remaining -= n
         if bs[4]:
