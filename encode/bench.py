@@ -4,6 +4,13 @@ source, frames per second of each, and the ratios.
 
     python -m cinegpu.encode.bench [--profile dci-2k dci-4k] [--frames N]
         [--backend auto|cpu|cuda] [--workers N] [--opj-processes N]
+    python -m cinegpu.encode.bench --master [--profile dci-2k] [--frames N]
+        [--workers N] [--opj-processes N]
+
+``--master`` times :func:`cinegpu.media.mastering.master` (``cinegpu master``: colour
+conversion, one encoder per frame in ``--workers`` threads, the MXF track file and the
+DCP) on the same synthetic frames as RGB floats, with 1 thread and with ``--workers``
+threads, beside ``opj_compress`` on the converted X'Y'Z' frames, ``--opj-processes`` at once.
 
 Not a timed test: numbers depend on the machine.  OpenJPEG's time is the
 opj_compress process (PPM read and file write included), ``--opj-processes``
@@ -101,6 +108,34 @@ def run(profile: str, frames: int, fps: int, backend: str, workers: int, process
     return row
 
 
+def _master_seconds(rgb, profile: str, fps: int, workers: int) -> float:
+    import tempfile
+
+    from cinegpu.media.mastering import master
+    with tempfile.TemporaryDirectory(prefix="cinegpu-bench-") as tmp:
+        t0 = time.perf_counter()
+        master(lambda i: rgb[i], len(rgb), f"{tmp}/dcp", title="bench", profile=profile[-2:],
+               fps=fps, workers=workers, progress=False)
+        return time.perf_counter() - t0
+
+
+def run_master(profile: str, frames: int, fps: int, workers: int, processes: int) -> dict:
+    """Frames per second of mastering ``frames`` frames with 1 and ``workers`` threads, and of
+    opj_compress on the same X'Y'Z' frames (``processes`` at once)."""
+    from cinegpu.media.colour import to_xyz12
+    w, h = DCI_SIZE[profile]
+    rgb = [synthetic_frame(w, h, seed=k).astype(np.float32) / 4095.0 for k in range(frames)]
+    _master_seconds(rgb[:1], profile, fps, 1)  # warm: numba caches, imports
+    row = {"profile": profile, "frames": frames, "workers": workers,
+           "fps_1": frames / _master_seconds(rgb, profile, fps, 1)}
+    if workers > 1:
+        row["fps_n"] = frames / _master_seconds(rgb, profile, fps, workers)
+    if have_opj():
+        xyz = [to_xyz12(f, "rec709") for f in rgb]
+        row["opj_fps"] = frames / _opj(xyz, profile, fps, processes)[1]
+    return row
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--profile", nargs="+", default=["dci-2k", "dci-4k"])
@@ -109,7 +144,21 @@ def main(argv=None) -> None:
     ap.add_argument("--backend", default="auto")
     ap.add_argument("--workers", type=int, default=None)
     ap.add_argument("--opj-processes", type=int, default=1)
+    ap.add_argument("--master", action="store_true",
+                    help="time cinegpu.media.mastering.master beside opj_compress")
     a = ap.parse_args(argv)
+    if a.master:
+        for profile in a.profile:
+            r = run_master(profile, a.frames, a.fps, a.workers or 2, a.opj_processes)
+            line = f"{profile} master: {r['frames']} frames  1 thread {r['fps_1']:.3f} fps"
+            if "fps_n" in r:
+                line += f"  {r['workers']} threads {r['fps_n']:.3f} fps"
+            print(line)
+            if "opj_fps" in r:
+                best = max(r["fps_1"], r.get("fps_n", 0.0))
+                print(f"  opj_compress ({a.opj_processes} processes) {r['opj_fps']:.3f} fps  "
+                      f"ratio x{best / r['opj_fps']:.2f}")
+        return
     for profile in a.profile:
         r = run(profile, a.frames, a.fps, a.backend, a.workers or 1, a.opj_processes)
         print(f"{profile}: {r['frames']} frames")

@@ -1,15 +1,17 @@
-"""Tier-1 over all code-blocks of a frame (T.800 Annex D), in this process or
-spread over worker processes (spawn context: numba and CUDA are not fork-safe).
+"""Tier-1 over all code-blocks of a frame (T.800 Annex D): per tile, one numba call
+(:func:`cinegpu.encode.tier1.tile.encode_tile`) reads the blocks from the tile's flat
+coefficient buffer with the decode plan's table and returns them as a
+:class:`BlockTable` plus per-pass distortions; ``workers`` threads share a tile's blocks
+(the kernel releases the GIL).
 
-A code-block is cut out of its tile's flat coefficient buffer with the
-decode plan's table (CB_OUT, CB_WIDTH, CB_HEIGHT, CB_STRIDE) and coded by
-:func:`cinegpu.encode.tier1.encode_codeblock`.
+:func:`cut_blocks` and :func:`encode_blocks` (one :class:`Block` per code-block, through
+:func:`cinegpu.encode.tier1.encode_codeblock`) are the plain reference the tests hold
+the tile kernel to, byte for byte.
 """
 
 from __future__ import annotations
 
-import multiprocessing
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,6 +19,7 @@ import numpy as np
 from cinegpu.decode import tier1 as t1
 
 from .tier1 import encode_codeblock
+from .tier1.tile import encode_tile
 
 __all__ = ["Block", "BlockTable", "TierOnePool", "cut_blocks", "encode_blocks"]
 
@@ -62,6 +65,30 @@ class BlockTable:
         flat = np.concatenate(rates).astype(np.int64) if rate_off[-1] else np.zeros(0, np.int64)
         return cls(flat, rate_off, np.frombuffer(b"".join(coded), np.uint8),
                    coded_off, np.array([b.num_bps for b in blocks], np.int64))
+
+    @classmethod
+    def join(cls, parts) -> tuple[BlockTable, np.ndarray]:
+        """One table (and its dists) from (coded, coded_off, rates, rate_off, dists, num_bps)
+        tuples of :func:`encode_tile`, blocks in order."""
+        if len(parts) == 1:
+            coded, coded_off, rates, rate_off, dists, num_bps = parts[0]
+            coded.flags.writeable = False
+            return cls(rates, rate_off, coded, coded_off, num_bps), dists
+        coded_off, rate_off = [np.zeros(1, np.int64)], [np.zeros(1, np.int64)]
+        for p in parts:
+            coded_off.append(p[1][1:] + coded_off[-1][-1])
+            rate_off.append(p[3][1:] + rate_off[-1][-1])
+        coded = np.concatenate([p[0] for p in parts])
+        coded.flags.writeable = False
+        return cls(np.concatenate([p[2] for p in parts]), np.concatenate(rate_off), coded,
+                   np.concatenate(coded_off), np.concatenate([p[5] for p in parts])), \
+            np.concatenate([p[4] for p in parts])
+
+    def block(self, i: int, dists: np.ndarray) -> Block:
+        """Block i as a :class:`Block` (``dists``: the table's per-pass distortions)."""
+        r0, r1 = int(self.rate_off[i]), int(self.rate_off[i + 1])
+        return Block(self.coded[self.coded_off[i]:self.coded_off[i + 1]].tobytes(),
+                     self.rates[r0:r1].astype(np.int32), dists[r0:r1], int(self.num_bps[i]))
 
     def __len__(self) -> int:
         return self.num_bps.shape[0]
@@ -112,36 +139,29 @@ def encode_blocks(arrays: list[np.ndarray], orients: list[int], style: int) -> l
     return out
 
 
-def _warm() -> int:
-    encode_blocks([np.ones((4, 4), np.int32)], [0], 0)
-    return 0
-
-
 class TierOnePool:
-    """``workers`` processes (1: in this process).  Use as a context manager or close()."""
+    """``workers`` threads sharing each tile's code-blocks (1: in the calling thread).
+    Use as a context manager or close()."""
 
     def __init__(self, workers: int | None = None):
         self.workers = max(1, int(workers or 1))
-        self._pool = None
-        if self.workers > 1:
-            ctx = multiprocessing.get_context("spawn")
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx)
-            list(self._pool.map(lambda_free_warm, range(self.workers)))
+        self._pool = ThreadPoolExecutor(self.workers) if self.workers > 1 else None
 
-    def run(self, arrays: list[np.ndarray], orients: list[int], style: int) -> list[Block]:
-        if self._pool is None or len(arrays) < 16:
-            return encode_blocks(arrays, orients, style)
-        # chunks of about equal sample count, a few per worker
-        sizes = np.array([a.size for a in arrays], np.float64)
-        nchunks = self.workers * 4
-        bounds = np.searchsorted(np.cumsum(sizes), np.linspace(0, sizes.sum(), nchunks + 1)[1:-1])
-        edges = [0, *sorted(set(int(b) for b in bounds)), len(arrays)]
-        futures = [self._pool.submit(encode_blocks, arrays[a:b], orients[a:b], style)
-                   for a, b in zip(edges[:-1], edges[1:]) if b > a]
-        out: list[Block] = []
-        for f in futures:
-            out.extend(f.result())
-        return out
+    def run_tile(self, flat: np.ndarray, cb: np.ndarray, style: int) -> tuple:
+        """:func:`encode_tile` of all blocks of a tile: (coded, coded_off, rates, rate_off,
+        dists, num_bps)."""
+        n = cb.shape[0]
+        if self._pool is None or n < 16:
+            return encode_tile(flat, cb, style)
+        # runs of about equal sample count, a few per worker
+        area = np.cumsum(cb[:, t1.CB_WIDTH] * cb[:, t1.CB_HEIGHT], dtype=np.float64)
+        cuts = np.searchsorted(area, np.linspace(0, area[-1], self.workers * 4 + 1)[1:-1])
+        edges = np.unique(np.concatenate(([0], cuts, [n])))
+        futures = [self._pool.submit(encode_tile, flat, cb, style, np.arange(a, b))
+                   for a, b in zip(edges[:-1], edges[1:])]
+        table, dists = BlockTable.join([f.result() for f in futures])
+        return (table.coded, table.coded_off, table.rates, table.rate_off, dists,
+                table.num_bps)
 
     def close(self) -> None:
         if self._pool is not None:
@@ -153,8 +173,3 @@ class TierOnePool:
 
     def __exit__(self, *exc):
         self.close()
-
-
-def lambda_free_warm(_):
-    """Load the numba kernels in a worker (module-level so spawn can pickle it)."""
-    return _warm()

@@ -19,7 +19,7 @@ from cinegpu.decode.codestream.header import parse_codestream
 from cinegpu.decode.plan import build_tile_plan
 
 from . import markers as mk
-from .blocks import TierOnePool, cut_blocks
+from .blocks import Block, BlockTable, TierOnePool
 from .forward import forward_tile
 from .profiles import Params, make_params
 from .quant import mct_weights, steps_for, synthesis_norm
@@ -34,14 +34,21 @@ MAX_ROUNDS = 8
 
 @dataclass
 class Frame:
-    """What one frame's rate control works on: plans, blocks and per-block facts."""
+    """What one frame's rate control works on: plans, tier-1 output and per-block facts."""
 
     params: Params
     cs: object
     plans: list
-    blocks: list  # per tile: list of Block in plan.cb order
+    table: BlockTable  # every block of every tile, tiles in order, each in plan.cb order
+    dists: np.ndarray  # per pass, as table.rates: distortion decrease (index units squared)
     comp: np.ndarray  # component of each block, all tiles concatenated
     base: np.ndarray  # first global block index of each tile
+
+    def tile_blocks(self, t: int) -> list[Block]:
+        """Tile t's blocks as :class:`Block` objects (for tests and references)."""
+        b0 = int(self.base[t])
+        return [self.table.block(i, self.dists)
+                for i in range(b0, b0 + self.plans[t].cb.shape[0])]
 
 
 def _as_components(image, bits, signed):
@@ -78,7 +85,7 @@ def _as_components(image, bits, signed):
 
 
 class Encoder:
-    """Reusable encoder (keeps its tier-1 worker processes between frames).
+    """Reusable encoder (keeps its tier-1 worker threads between frames).
 
     Options as :func:`encode`; ``encode(image, bits=None)`` returns the codestream.
     """
@@ -169,17 +176,13 @@ class Encoder:
         return params, cs, plans, flats
 
     def _tier1(self, params, cs, plans, flats) -> Frame:
-        arrays, orients, comp, base = [], [], [], []
-        for plan, flat in zip(plans, flats):
-            base.append(len(arrays))
-            arrays.extend(cut_blocks(flat, plan.cb))
-            orients.extend(int(o) for o in plan.cb[:, 4])
-            comp.append(_block_components(plan))
-        coded = self.pool.run(arrays, orients, params.cblk_style)
-        blocks = []
-        for t, plan in enumerate(plans):
-            blocks.append(coded[base[t]:base[t] + plan.cb.shape[0]])
-        return Frame(params, cs, plans, blocks, np.concatenate(comp), np.array(base))
+        parts = [self.pool.run_tile(flat, plan.cb, params.cblk_style)
+                 for plan, flat in zip(plans, flats)]
+        table, dists = BlockTable.join(parts)
+        sizes = [plan.cb.shape[0] for plan in plans]
+        base = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
+        comp = np.concatenate([_block_components(plan) for plan in plans])
+        return Frame(params, cs, plans, table, dists, comp, base)
 
     def _rate_and_write(self, frame: Frame) -> bytes:
         from .writer import allocate_and_write
@@ -300,7 +303,7 @@ def encode(image, *, profile="generic", fps=24, bitrate=None, reversible=False, 
     YTsiz) or None for one tile.  ``precincts``: per-resolution (PPx, PPy) sizes or
     exponents, lowest resolution first, or None.  ``style``: code-block style bits
     (CBLK_* of cinegpu.decode.tier1).  ``backend``: forward stage on "cpu" or
-    "cuda" ("auto" picks CUDA when present).  ``workers``: tier-1 processes.
+    "cuda" ("auto" picks CUDA when present).  ``workers``: tier-1 threads.
     ``quantization``: "expounded" or "derived" (irreversible only).  ``base_step``:
     irreversible quantisation step in sample units before the per-band weighting.
     """

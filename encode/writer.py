@@ -44,22 +44,20 @@ class _Writer:
         self.base_step = base_step
         self.orders = [np.ascontiguousarray(packet_order(plan, frame.cs.siz), np.int64)
                        for plan in frame.plans]
-        self.blocks = [b for tile in frame.blocks for b in tile]
-        self.table = BlockTable.of(self.blocks)
-        self.coders = [TileCoder(plan, self.table[int(base):int(base) + len(blocks)],
+        self.table = frame.table
+        self.nblocks = len(self.table)
+        self.coders = [TileCoder(plan, self.table[int(base):int(base) + plan.cb.shape[0]],
                                  self.params.cblk_style)
-                       for plan, blocks, base in zip(frame.plans, frame.blocks, frame.base)]
+                       for plan, base in zip(frame.plans, frame.base)]
         self.rounds = 0
         # component of each packet, in each tile's packet order
         self.packet_comp = [_prec_components(plan)[order[:, 0]]
                             for plan, order in zip(frame.plans, self.orders)]
         self.total_passes = self.table.npasses
         weights = np.concatenate([block_weights(plan, self.params) for plan in frame.plans]) \
-            if self.blocks else np.zeros(0)
-        dists = np.concatenate([b.dists for b in self.blocks]) if len(self.table.rates) \
-            else np.zeros(0)
-        self.hull = hull_of(self.table.rate_off, self.table.rates, dists, weights)
-        self.hull_comp = frame.comp[self.hull.block] if self.blocks else np.zeros(0, np.int64)
+            if self.nblocks else np.zeros(0)
+        self.hull = hull_of(self.table.rate_off, self.table.rates, frame.dists, weights)
+        self.hull_comp = frame.comp[self.hull.block] if self.nblocks else np.zeros(0, np.int64)
 
     def layer_passes(self, take: np.ndarray | None) -> np.ndarray:
         """(layers, nblocks) cumulative passes: the final layer from ``take`` (None: all
@@ -68,7 +66,7 @@ class _Writer:
         hull = self.hull
         final = self.total_passes if take is None else hull.passes(take)
         body = float(self.frame_body(final))
-        out = np.zeros((p.layers, len(self.blocks)), np.int64)
+        out = np.zeros((p.layers, self.nblocks), np.int64)
         out[-1] = final
         for layer in range(p.layers - 1):
             count = hull.count_for(body / 2.0 ** (p.layers - 1 - layer))
@@ -89,7 +87,7 @@ class _Writer:
         parts = []  # (tile, part bytes)
         for t, (coder, order) in enumerate(zip(self.coders, self.orders)):
             base = int(self.frame.base[t])
-            n = len(self.frame.blocks[t])
+            n = self.frame.plans[t].cb.shape[0]
             data, ends, body = coder.write(passes[:, base:base + n], order)
             comp = self.packet_comp[t]
             np.add.at(comp_total, comp, np.diff(ends, prepend=0))
@@ -148,7 +146,7 @@ def _allocate(frame, base_step: float):
         overhead = len(full) - w.frame_body(w.total_passes)
     else:
         # markers, plus about 3 bytes of packet header per code-block (refined below)
-        overhead = len(w.main_header(p, base_step, [(0, 0)] * 8)) + 2 + 3 * len(w.blocks)
+        overhead = len(w.main_header(p, base_step, [(0, 0)] * 8)) + 2 + 3 * w.nblocks
     hull = w.hull
     n = len(hull.slope)
     rank = np.arange(n)

@@ -262,7 +262,7 @@ def test_packets_match_reference_on_tier1_output(style):
         passes = w.layer_passes(take)
         assert (np.diff(passes, axis=0) >= 0).all()
         for t, (plan, coder, order) in enumerate(zip(frame.plans, w.coders, w.orders)):
-            blocks = frame.blocks[t]
+            blocks = frame.tile_blocks(t)
             base = int(frame.base[t])
             sub = passes[:, base:base + len(blocks)]
             mb = plan.cb[:, tier1.CB_NUM_BPS].astype(np.int64)

@@ -32,35 +32,52 @@ def pass_ends_segment(k, npasses, style):
 
 
 @njit(**JIT)
-def encode_core(coeffs, orient, style):
-    """numba core of encode_codeblock; see there. Returns (buf, length, rates, dists, K)."""
-    h, w = coeffs.shape
-    fs = w + 2
-    n = (h + 2) * fs
-    mag = np.zeros(n, np.int64)
-    neg = np.zeros(n, np.int32)
+def block_bps(src, off, stride, w, h):
+    """K, the magnitude bit-planes of the w x h block at src[off] (rows ``stride`` apart)."""
     maxmag = 0
     for y in range(h):
+        row = off + y * stride
         for x in range(w):
-            v = np.int64(coeffs[y, x])
-            m = -v if v < 0 else v
-            mag[(y + 1) * fs + x + 1] = m
-            neg[(y + 1) * fs + x + 1] = 1 if v < 0 else 0
-            maxmag = max(maxmag, m)
+            v = np.int64(src[row + x])
+            maxmag = max(maxmag, -v if v < 0 else v)
     num_bps = 0
     while maxmag >> num_bps:
         num_bps += 1
+    return num_bps
+
+
+def scratch_size(w, h, num_bps):
+    """Bytes of coding buffer that a w x h block of K = num_bps planes may need."""
     npasses = 3 * num_bps - 2 if num_bps > 0 else 0
-    buf = np.empty(64 + 16 * npasses + 4 * w * h * (npasses + 1), np.uint8)
-    rates = np.zeros(npasses, np.int32)
-    dists = np.zeros(npasses, np.float64)
-    flags = np.zeros(n, np.int32)
-    rec = np.zeros(n, np.int64)
-    ctx = CTX_INIT.copy()
+    return 64 + 16 * npasses + 4 * w * h * (npasses + 1)
+
+
+@njit(**JIT)
+def code_block(src, off, stride, w, h, orient, style, num_bps, mag, neg, flags, rec, ctx, snap,
+               buf, rates, dists):
+    """Tier-1 code the w x h block at src[off] (rows ``stride`` apart) of K = num_bps planes.
+
+    Scratch: mag, neg, flags, rec of at least (h + 2) (w + 2) samples, ctx (NUM_CONTEXTS),
+    snap (passes, 5), buf (scratch_size bytes); all reset here.  Writes the segments to buf
+    from 0 and rates (cumulative bytes) and dists of the 3K - 2 passes; returns the length.
+    """
+    fs = w + 2
+    n = (h + 2) * fs
+    mag[:n] = 0
+    neg[:n] = 0
+    flags[:n] = 0
+    rec[:n] = 0
+    for y in range(h):
+        row = off + y * stride
+        for x in range(w):
+            v = np.int64(src[row + x])
+            mag[(y + 1) * fs + x + 1] = -v if v < 0 else v
+            neg[(y + 1) * fs + x + 1] = 1 if v < 0 else 0
+    npasses = 3 * num_bps - 2 if num_bps > 0 else 0
+    ctx[:] = CTX_INIT
     zc = ZC_LUT[orient]
     vcausal = (style & CBLK_VCAUSAL) != 0
     # snapshots of the MQ registers after non-terminated passes: bp, b, c, a, ct
-    snap = np.zeros((max(npasses, 1), 5), np.int64)
     seg_start = 0
     seg_first_pass = 0
     mq = mq_enc_init(0)
@@ -119,7 +136,25 @@ def encode_core(coeffs, orient, style):
         seg_first_pass = k + 1
     for k in range(1, npasses):
         rates[k] = max(rates[k], rates[k - 1])
-    return buf, seg_start, rates, dists, num_bps
+    return seg_start
+
+
+@njit(**JIT)
+def encode_core(coeffs, orient, style):
+    """numba core of encode_codeblock; see there. Returns (buf, length, rates, dists, K)."""
+    h, w = coeffs.shape
+    src = coeffs.ravel()
+    num_bps = block_bps(src, 0, w, w, h)
+    npasses = 3 * num_bps - 2 if num_bps > 0 else 0
+    n = (h + 2) * (w + 2)
+    buf = np.empty(64 + 16 * npasses + 4 * w * h * (npasses + 1), np.uint8)
+    rates = np.zeros(npasses, np.int32)
+    dists = np.zeros(npasses, np.float64)
+    length = code_block(src, 0, w, w, h, orient, style, num_bps, np.empty(n, np.int64),
+                        np.empty(n, np.int32), np.empty(n, np.int32), np.empty(n, np.int64),
+                        np.empty(CTX_INIT.shape[0], np.int32),
+                        np.zeros((max(npasses, 1), 5), np.int64), buf, rates, dists)
+    return buf, length, rates, dists, num_bps
 
 
 def encode_codeblock(coeffs, orient, style=0):
