@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import tier1
 from .codestream.header import Codestream, parse_codestream, tile_part_ppm_headers
 from .errors import TruncatedCodestream, UnsupportedFeature
 from .jp2 import JP2Header, apply_palette, read_jp2
@@ -58,6 +59,18 @@ class Prepared:
     layers: int | None
     strict: bool
     parse_s: float = 0.0
+    #: some code-block may be an HT block (ISO/IEC 15444-15): tier-1 must run on the CPU
+    ht: bool = False
+
+
+def has_ht_blocks(plans: list[TilePlan]) -> bool:
+    """True when a code-block of these plans is (or, mixed, may be) an HT block (T.814).
+
+    The GPU tier-1 (tier1/gpu.py) decodes EBCOT blocks only, so such frames take the CPU
+    tier-1; the rule is by code-block style (SPcod/SPcoc bit 6), known before any packet.
+    """
+    return any(p.cb.shape[0] > 0 and bool((p.cb[:, tier1.CB_STYLE] & tier1.CBLK_HT).any())
+               for p in plans)
 
 
 def sample_dtype(precision: int, signed: bool):
@@ -109,6 +122,17 @@ class Decoder:
         self.transform, self.xp, self.backend = select_backend(backend)
         self.gpu_tier1 = (self.backend == "cuda") if gpu_tier1 is None else (gpu_tier1 and self.backend == "cuda")
         self._plans: dict[tuple, TilePlan] = {}
+        self._told_ht = False
+
+    def tier1_on_gpu(self, prep: Prepared) -> bool:
+        """Whether this frame's tier-1 runs on the GPU: with ``gpu_tier1`` unless the frame
+        has HT code-blocks, which only the CPU tier-1 decodes (logged once per decoder)."""
+        if not self.gpu_tier1:
+            return False
+        if prep.ht and not self._told_ht:
+            log.info("HT code-blocks (ISO/IEC 15444-15): tier-1 runs on the CPU for such frames")
+            self._told_ht = True
+        return not prep.ht
 
     def plan(self, cs: Codestream, t: int, reduce: int) -> TilePlan:
         tile = cs.tiles.get(t)
@@ -144,7 +168,7 @@ class Decoder:
         plans = [self.plan(cs, t, reduce) for t in sorted(cs.tiles)]
         offsets = np.concatenate(([0], np.cumsum([p.coeff_size for p in plans], dtype=np.int64))).astype(int).tolist()
         return Prepared(cs, jp2, plans, offsets[:-1], offsets[-1], reduce, layers, strict,
-                        time.perf_counter() - t0)
+                        time.perf_counter() - t0, has_ht_blocks(plans))
 
     def entropy_decode(self, prep: Prepared, out: np.ndarray | None = None) -> tuple[np.ndarray, list[TileReport]]:
         """Tier-2 and tier-1 of every tile into one int32 buffer of ``prep.size``."""
@@ -183,6 +207,9 @@ class Decoder:
         for :meth:`tier1_gpu_check` once the kernels have run."""
         from .tier1.gpu import decode_codeblocks_cuda
 
+        if prep.ht:
+            raise UnsupportedFeature("the GPU tier-1 does not decode HT code-blocks (ISO/IEC 15444-15); "
+                                     "Decoder.tier1_on_gpu(prep) tells which frames need the CPU tier-1")
         xp = self.xp
         coeffs = xp.empty(prep.size, xp.int32)
         statuses = []
@@ -263,7 +290,7 @@ class Decoder:
         """
         prep = self.prepare(data, reduce=reduce, layers=layers, strict=strict)
         components = check_components(components, prep.cs.siz.Csiz)
-        if self.gpu_tier1:
+        if self.tier1_on_gpu(prep):
             segments, reports = self.tier2(prep)
             t0 = time.perf_counter()
             coeffs = self.tier1_gpu(prep, segments, reports)
