@@ -272,6 +272,13 @@ class FramePipeline:
         if msg != "ready":
             raise RuntimeError(f"tier-1 worker {i} sent {msg!r} while starting")
 
+    def _mode(self, prep: Prepared) -> str:
+        """What the worker writes for this frame: a frame with HT code-blocks (Part 15) gets
+        its tier-1 in the worker even when GPU tier-1 is on, as the CUDA kernel is EBCOT only."""
+        if self.mode == MODE_SEGMENTS and not self.decoder.tier1_on_gpu(prep):
+            return MODE_COEFFICIENTS
+        return self.mode
+
     def _dispatch(self) -> None:
         for i, (proc, conn) in enumerate(self._workers):
             if not self._queue:
@@ -283,7 +290,7 @@ class FramePipeline:
             self._busy[i] = job
             slot = self._slots[job.slot]
             conn.send((job.seq, job.data, slot.shm.name, job.prep.size, self.reduce, self.layers,
-                       self.strict, self.mode, self.components))
+                       self.strict, self._mode(job.prep), self.components))
 
     def _collect(self, timeout: float | None) -> None:
         """Wait for worker messages (or deaths) and finish those frames."""
@@ -332,7 +339,7 @@ class FramePipeline:
         try:
             slot = self._slots[job.slot]
             components = check_components(self.components, job.prep.cs.siz.Csiz)
-            if self.mode == MODE_SEGMENTS:
+            if self._mode(job.prep) == MODE_SEGMENTS:
                 frame, work = self._launch_on_gpu(job, slot, reports, layout, components)
                 self._done[job.seq] = (job.key, frame, job.slot, work)
                 self.stats["reconstruct_s"] += time.perf_counter() - t0
@@ -422,7 +429,7 @@ class FramePipeline:
         return seq
 
     def _slot_bytes(self, prep: Prepared, data_len: int) -> int:
-        if self.mode == MODE_SEGMENTS:  # tier-1's inputs: about the codestream's size
+        if self._mode(prep) == MODE_SEGMENTS:  # tier-1's inputs: about the codestream's size
             n_cb = sum(p.cb.shape[0] for p in prep.plans)
             return 2 * data_len + n_cb * (8 * 16) + (1 << 20)
         return prep.size * 4

@@ -126,3 +126,25 @@ def test_cuda_pipeline_reuses_slots_behind_queued_gpu_work(frames):
         assert frame.timings["tier1"] > 0 and frame.timings["gpu"] > 0
         for a, b in zip(frame.components, want):
             assert np.abs(a.get().astype(np.int64) - b).max() <= 1
+
+
+HT_PATHS = [CONFORMANCE / "htj2k" / "codestreams" / f"{s}.j2k" for s in ("ds0_ht_01_b11", "ds1_ht_04_b9")]
+
+
+@pytest.mark.skipif(not all(p.exists() for p in HT_PATHS), reason="the HTJ2K conformance streams are absent")
+@pytest.mark.parametrize("backend", ["cpu", pytest.param("cuda", marks=[
+    pytest.mark.gpu, pytest.mark.skipif(not _cuda_available(), reason="no CUDA device / CuPy")])])
+def test_htj2k_frames_mixed_with_part1_frames(frames, backend):
+    """Frames with HT code-blocks (Part 15) among EBCOT ones: with GPU tier-1 on, the HT
+    frames get their tier-1 in the workers and the rest on the GPU; all in order, all right."""
+    work = [frames[0], HT_PATHS[0].read_bytes(), frames[1], HT_PATHS[1].read_bytes(), frames[0]]
+    with FramePipeline(backend=backend, workers=2, depth=3) as pipe:
+        if backend == "cuda":
+            assert pipe.mode == "segments"
+            assert [pipe._mode(pipe.decoder.prepare(d)) for d in work[:2]] == ["segments", "coefficients"]
+        results = list(pipe.map(work))
+    for (_, frame), data in zip(results, work):
+        assert not isinstance(frame, Exception), frame
+        want = decode(data, strict=False)
+        for a, b in zip(frame.components, want):
+            assert np.abs(np.asarray(a, np.int64) - b).max() <= (0 if backend == "cpu" else 1)
