@@ -2,8 +2,8 @@
 
 Every frame of the libdcp DCPs decodes identically to ``opj_decompress`` of
 the frame ``ffmpeg -c:v copy`` extracts, and headless playback shows them;
-the 4K IMF package plays; the HTJ2K package is refused as Part 15 without
-stopping playback; the encrypted DCP asks for a KDM.
+the 4K IMF package plays; the HTJ2K (Part 15) package decodes as OpenJPEG decodes it and
+plays; the encrypted DCP asks for a KDM.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cinegpu.decode import UnsupportedFeature, decode
+from cinegpu.decode import decode
 from cinegpu.decode import transform
 from cinegpu.media import open_source
 from cinegpu.player.png import read_png16
@@ -103,13 +103,21 @@ def test_imf_4k_plays(gl_ok, tmp_path):
     assert got.std() > 100  # real footage, not a blank picture
 
 
-def test_htj2k_imf_reports_part15_and_keeps_playing(gl_ok, tmp_path):
+@pytest.mark.skipif(shutil.which("opj_decompress") is None, reason="opj_decompress is needed")
+def test_htj2k_imf_plays(gl_ok, tmp_path):
+    """The HTJ2K (Part 15) IMF package: frame 0 decodes as opj_decompress decodes it, and it plays."""
     name = "photon-imf-htj2k-1080p"
     with open_source(SAMPLES / name) as src:
-        with pytest.raises(UnsupportedFeature, match="15444-15"):
-            decode(src.frame(0))
-    summary, _ = _play(SAMPLES / name, tmp_path, frames=3, shots=[])
-    assert summary.stats.errors == summary.frames == 3  # each frame concealed, none crashed
+        data = src.frame(0)
+    (tmp_path / "f0.j2c").write_bytes(data)
+    subprocess.run(["opj_decompress", "-i", str(tmp_path / "f0.j2c"), "-o", str(tmp_path / "o.pgx"), "-quiet"],
+                   check=True, capture_output=True)
+    for c, comp in enumerate(decode(data)):
+        assert np.array_equal(comp.astype(np.int64), read_pgx(tmp_path / f"o_{c}.pgx")), f"component {c}"
+    summary, shots = _play(SAMPLES / name, tmp_path, frames=3, shots=[0])
+    assert summary.stats.errors == 0 and summary.screenshots == 1
+    got = read_png16(shots[0])
+    assert got.shape == (1080, 1920, 3) and got.std() > 100
 
 
 def test_encrypted_dcp_asks_for_a_kdm():
