@@ -27,7 +27,7 @@ def mq_enc_init(start):
     return 0x8000, 0, 12, start - 1, 0
 
 
-@njit(**JIT)
+@njit(inline='always', **JIT)
 def mq_byteout(buf, start, c, ct, bp, b):
     """BYTEOUT with bit stuffing and carry, T.800 Figure C.8. Returns (c, ct, bp, b)."""
     if b != 0xFF and c >= 0x8000000:
@@ -47,7 +47,7 @@ def mq_byteout(buf, start, c, ct, bp, b):
     return c, ct, bp, b
 
 
-@njit(**JIT)
+@njit(inline='always', **JIT)
 def mq_encode(buf, start, ctx, cx, d, a, c, ct, bp, b):
     """ENCODE decision d in context ctx[cx], T.800 C.2.4-C.2.6 (CODEMPS / CODELPS, RENORME)."""
     sv = ctx[cx]
@@ -139,7 +139,7 @@ def raw_enc_init(start):
     return 0, 8, start
 
 
-@njit(**JIT)
+@njit(inline='always', **JIT)
 def raw_encode(buf, d, c, ct, bp):
     """Write one raw bit, MSB first; after a 0xFF byte the next holds 7 bits (D.6)."""
     ct -= 1
