@@ -36,6 +36,16 @@ tier-2 and then with the numba tier-2 (same codestreams, byte for byte):
     dci-2k  numba tier-2   cinegpu 41.23 dB 1.30 fps | opj_compress 41.22 dB 1.34 fps | x0.97
             last frame: forward 0.11 s, tier-1 0.66 s, rate control + tier-2 0.02 s
 
+``--master --profile dci-2k --frames 6 --workers 2 --opj-processes 2`` on this 2-core
+machine (2026-11-22, same codestreams byte for byte before and after):
+
+    per-block tier-1 (Python loop, cut_blocks)  1 thread 0.49 fps  2 threads 0.87 fps
+                                                opj_compress 1.50 fps  x0.58
+    tile tier-1 kernel (nogil), MQ inlined      1 thread 0.60 fps  2 threads 1.18 fps
+                                                opj_compress 1.40 fps  x0.84
+
+One 4K frame after: forward 0.89 s, tier-1 7.0 s, rate control + tier-2 0.09 s.
+
 Rate control + tier-2 (``Encoder._rate_and_write``, frames 2 and 3 of one encoder,
 cpu backend, 2 workers) on this machine: dci-2k 0.17 s -> 0.015 s (2 rounds), dci-4k
 0.82 s -> 0.048 s (3 rounds).

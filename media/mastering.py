@@ -3,9 +3,10 @@
 One frame: read (or make) the image -> fit it to the DCI image area (flat, scope or full) ->
 RGB to X'Y'Z' 12-bit (:mod:`.colour`) -> encode (:func:`.dcp_write.encode_frame`) -> the track
 file, in order. Frames are prepared and encoded by ``workers`` threads (the encoder releases the
-GIL: OpenJPEG runs as a process, the GPU encoder waits on the device), a bounded window ahead of
-the writer. A composition shorter than ``frames`` repeats its input (a still image becomes a
-shot of ``frames`` frames); each distinct input frame is encoded once.
+GIL: OpenJPEG runs as a process, the GPU encoder waits on the device, and the CPU encoder's tier-1
+codes each tile in one numba call without it), a bounded window ahead of the writer. A
+composition shorter than ``frames`` repeats its input (a still image becomes a shot of ``frames``
+frames); each distinct input frame is encoded once.
 """
 
 from __future__ import annotations
