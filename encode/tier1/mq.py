@@ -18,7 +18,10 @@ from numba import njit
 
 from cinegpu.decode.tier1.tables import MQ_NLPS, MQ_NMPS, MQ_QE
 
-JIT = dict(cache=True, nogil=True)
+#: Compiled without numba's reference counting (they take arrays, never allocate): with it,
+#: every call that takes an array, inlined or not, pays an atomic incref/decref pair per array
+#: (see cinegpu.encode.tier2.bits).
+JIT = dict(cache=True, nogil=True, _nrt=False)
 
 
 @njit(**JIT)

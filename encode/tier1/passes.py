@@ -17,7 +17,7 @@ from cinegpu.decode.tier1.tables import (CTX_MR, CTX_RL, CTX_UNI, F_NEIGHBOURS, 
 
 from .mq import mq_encode, raw_encode
 
-JIT = dict(cache=True, nogil=True)
+JIT = dict(cache=True, nogil=True, _nrt=False)  # no reference counting: see mq.py
 
 
 @njit(**JIT)
