@@ -7,7 +7,7 @@ from . import markers as M
 from .header import parse_codestream
 
 _STYLE_FLAGS = ((0x01, "BYPASS"), (0x02, "RESET"), (0x04, "TERMALL"), (0x08, "VCAUSAL"),
-                (0x10, "PTERM"), (0x20, "SEGSYM"))
+                (0x10, "PTERM"), (0x20, "SEGSYM"), (0x40, "HT"), (0x80, "MIXED"))
 _PROFILES = {0: "Part-1 (no restrictions)", 1: "profile 0", 2: "profile 1", 3: "DCI 2K (cinema 2K)",
              4: "DCI 4K (cinema 4K)", 0x4000: "HTJ2K"}
 

@@ -5,7 +5,7 @@ An HT code-block carries at most one HT set worth decoding: a cleanup pass at bi
 MagRef refinement passes at plane p - 1.  tier-2 lays the block's codeword segments out as for
 EBCOT (each followed by 0xFF 0xFF) with their pass counts; pass z of the block is a cleanup
 when z % 3 == 0 and a SigProp / MagRef pass when z % 3 == 1 / 2.  Leading zero-length passes
-are placeholders (T.814 B.?: a set that was not coded), so the cleanup of pass z codes plane
+are placeholders (T.814 Annex B: sets that were not coded), so the cleanup of pass z codes plane
 K - 1 - z // 3 with K the block's magnitude bit-planes (tier-2's CB_NUM_BPS).  When a block
 holds several HT sets the last one with cleanup data is decoded (7.1: each set is complete).
 
