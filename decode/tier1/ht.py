@@ -186,7 +186,9 @@ def u_extension(sfx, acc, nb):
 def magsgn_quad(data, ms_pos, ms_end, ms_acc, ms_nb, ms_ff, entry, big_u, p, vals, fs,
                 x0, y0, eline, ec):
     """MagSgn of the significant samples of one quad (T.814 7.3.7): values into `vals`,
-    exponents of its lower row into eline[ec + x + 1]. Returns the MagSgn reader's state."""
+    exponents of its lower row into eline[ec + x + 1]. Returns the MagSgn reader's state and
+    False when a value exceeds int32 (possible with Mb = 30 only for corrupt data)."""
+    ok = True
     rho = (entry >> 4) & 0xF
     e_1 = (entry >> 8) & 0xF
     e_k = (entry >> 12) & 0xF
@@ -203,12 +205,15 @@ def magsgn_quad(data, ms_pos, ms_end, ms_acc, ms_nb, ms_ff, entry, big_u, p, val
             ms_acc >>= m
             ms_nb -= m
             mag = ((v >> 1) * 2 + 3) << p
+            if mag > 0x7FFFFFFF:
+                ok = False
+                mag = 0
             vals[(y + 1) * fs + x + 1] = -mag if v & 1 else mag
             if v:
                 e = 64 - leading_zeros(np.uint64(v))
         if n & 1:
             eline[ec + x + 1] = e
-    return ms_pos, ms_acc, ms_nb, ms_ff
+    return ms_pos, ms_acc, ms_nb, ms_ff, ok
 
 
 @njit(**JIT)
@@ -325,11 +330,13 @@ def ht_cleanup(data, start, lcup, w, h, p, vals, fs, sig, fsg, eline):
                                max(eline[ep + x0 + 2], eline[ep + x0 + 3]))
                     kappa = max(emax - 1, 1)
                 big_u = kappa + (u1 if j == 0 else u2)
-                if big_u + p > 30:  # the magnitude would not fit the 32-bit value
+                if big_u + p > 31:  # v would have more bits than a 32-bit value holds
                     return STATUS_HT_CORRUPT
-                ms_pos, ms_acc, ms_nb, ms_ff = magsgn_quad(
+                ms_pos, ms_acc, ms_nb, ms_ff, ok = magsgn_quad(
                     data, ms_pos, pcup, ms_acc, ms_nb, ms_ff, entry, big_u, p, vals, fs,
                     x0, y0, eline, ec)
+                if not ok:
+                    return STATUS_HT_CORRUPT
     return 0
 
 
