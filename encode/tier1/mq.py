@@ -15,8 +15,9 @@ sees it, still lies inside the coding interval at the end of the pass.
 
 import numpy as np
 from numba import njit
+from numba.cpython.unsafe.numbers import leading_zeros
 
-from cinegpu.decode.tier1.tables import MQ_NLPS, MQ_NMPS, MQ_QE
+from cinegpu.decode.tier1.tables import MQ_STATE
 
 #: Compiled without numba's reference counting (they take arrays, never allocate): with it,
 #: every call that takes an array, inlined or not, pays an atomic incref/decref pair per array
@@ -52,9 +53,15 @@ def mq_byteout(buf, start, c, ct, bp, b):
 
 @njit(inline='always', **JIT)
 def mq_encode(buf, start, ctx, cx, d, a, c, ct, bp, b):
-    """ENCODE decision d in context ctx[cx], T.800 C.2.4-C.2.6 (CODEMPS / CODELPS, RENORME)."""
+    """ENCODE decision d in context ctx[cx], T.800 C.2.4-C.2.6 (CODEMPS / CODELPS, RENORME).
+
+    ctx[cx] holds sv = 2 x state index + MPS; MQ_STATE[sv] packs Qe and both next states (one
+    load, as the decoder).  RENORME shifts A and C by the whole count at once (A's leading
+    zeros), with a BYTEOUT wherever Figure C.7's bit loop would bring CT to 0.
+    """
     sv = ctx[cx]
-    qe = MQ_QE[sv]
+    st = MQ_STATE[sv]
+    qe = st & 0xFFFF
     a -= qe
     if d == (sv & 1):
         if a & 0x8000:
@@ -63,22 +70,50 @@ def mq_encode(buf, start, ctx, cx, d, a, c, ct, bp, b):
             a = qe
         else:
             c += qe
-        ctx[cx] = MQ_NMPS[sv]
+        ctx[cx] = (st >> 20) & 0x7F
     else:
         if a < qe:
             c += qe
         else:
             a = qe
-        ctx[cx] = MQ_NLPS[sv]
-    while True:  # RENORME, Figure C.7
-        a <<= 1
-        c <<= 1
-        ct -= 1
-        if ct == 0:
-            c, ct, bp, b = mq_byteout(buf, start, c, ct, bp, b)
-        if a & 0x8000:
-            break
-    return a, c, ct, bp, b
+        ctx[cx] = (st >> 27) & 0x7F
+    n = leading_zeros(a) - 48  # A is in 1..0x7FFF here
+    a <<= n
+    while n >= ct:  # RENORME, Figure C.7
+        c <<= ct
+        n -= ct
+        c, ct, bp, b = mq_byteout(buf, start, c, ct, bp, b)
+    return a, c << n, ct - n, bp, b
+
+
+@njit(inline='always', **JIT)
+def mq_encode_flat(buf, start, ctx, cx, d, a, c, ct, bp, b):
+    """mq_encode without branches on the decision (selects instead), for contexts whose
+    decisions are close to random (zero coding, sign, refinement), where a branch on d
+    mispredicts about every other time.  Same registers, same bytes.
+
+    The sub-interval taken is the upper one (C += Qe, A -= Qe) or the lower one (A = Qe); the
+    upper one exactly when the decision is the MPS and A - Qe >= Qe, or the LPS and A - Qe < Qe
+    (the conditional exchange of C.2.5/C.2.6).  The state moves on (NMPS or NLPS) whenever
+    A is renormalised: after an LPS, or after an MPS that leaves A - Qe < 0x8000.
+    """
+    sv = ctx[cx]
+    st = MQ_STATE[sv]
+    qe = st & 0xFFFF
+    a1 = a - qe
+    lps = np.int64(d != (sv & 1))
+    upper = np.int64(a1 >= qe) ^ lps
+    c += qe * upper
+    a = qe + (a1 - qe) * upper
+    renorm = lps | np.int64(a1 < 0x8000)
+    ctx[cx] = ((st >> (20 + 7 * lps)) & 0x7F) * renorm + sv * (1 - renorm)
+    n = leading_zeros(a) - 48  # 0 when A stays >= 0x8000
+    a <<= n
+    while n >= ct:  # RENORME, Figure C.7
+        c <<= ct
+        n -= ct
+        c, ct, bp, b = mq_byteout(buf, start, c, ct, bp, b)
+    return a, c << n, ct - n, bp, b
 
 
 @njit(**JIT)

@@ -7,6 +7,11 @@ Arrays share the decoder's border layout (index (y + 1) * (w + 2) + x + 1):
     rec   int64  2 x the decoder's reconstructed magnitude so far (midpoint rule)
 Each pass returns the decrease in squared error it brings, in coefficient units squared:
 ((2m - rec_old)^2 - (2m - rec_new)^2) / 4 summed over the samples it changes.
+
+Zero coding, sign and refinement decisions go through the branch-free mq_encode_flat (they are
+close to random: a branch on them mispredicts often); the skewed run-length and UNIFORM
+decisions of the cleanup pass keep the branching mq_encode.  Like the decoder's, the passes
+are compiled without reference counting and the MQ helpers are inlined into them.
 """
 
 from numba import njit
@@ -15,7 +20,7 @@ from cinegpu.decode.tier1.passes import set_significant, sign_context
 from cinegpu.decode.tier1.tables import (CTX_MR, CTX_RL, CTX_UNI, F_NEIGHBOURS, F_REFINED,
                                          F_SIG, F_VISIT)
 
-from .mq import mq_encode, raw_encode
+from .mq import mq_encode, mq_encode_flat, raw_encode
 
 JIT = dict(cache=True, nogil=True, _nrt=False)  # no reference counting: see mq.py
 
@@ -42,12 +47,12 @@ def spp_mq(buf, start, st, ctx, flags, mag, neg, rec, w, h, zc, plane, vcausal):
                 f = flags[i]
                 if (f & (F_SIG | F_VISIT)) == 0 and (f & F_NEIGHBOURS) != 0:
                     d = (mag[i] >> plane) & 1
-                    a, c, ct, bp, b = mq_encode(buf, start, ctx, zc[f & F_NEIGHBOURS], d,
-                                                a, c, ct, bp, b)
+                    a, c, ct, bp, b = mq_encode_flat(buf, start, ctx, zc[f & F_NEIGHBOURS],
+                                                     d, a, c, ct, bp, b)
                     if d:
                         sc = sign_context(f)
-                        a, c, ct, bp, b = mq_encode(buf, start, ctx, sc & 0x1F,
-                                                    neg[i] ^ (sc >> 7), a, c, ct, bp, b)
+                        a, c, ct, bp, b = mq_encode_flat(buf, start, ctx, sc & 0x1F,
+                                                         neg[i] ^ (sc >> 7), a, c, ct, bp, b)
                         dist += gain(mag[i], 0, 3 << plane)
                         rec[i] = 3 << plane
                         set_significant(flags, i, fs, neg[i], vcausal and (y & 3) == 0)
@@ -87,7 +92,7 @@ def mrp_mq(buf, start, st, ctx, flags, mag, rec, w, h, plane):
                         cx = CTX_MR
                     d, g = refine(mag, rec, i, plane)
                     dist += g
-                    a, c, ct, bp, b = mq_encode(buf, start, ctx, cx, d, a, c, ct, bp, b)
+                    a, c, ct, bp, b = mq_encode_flat(buf, start, ctx, cx, d, a, c, ct, bp, b)
                     flags[i] = f | F_REFINED
                 i += fs
     return (a, c, ct, bp, b), dist
@@ -120,8 +125,8 @@ def cup_mq(buf, start, st, ctx, flags, mag, neg, rec, w, h, zc, plane, vcausal):
                 i += r * fs
                 y += r
                 sc = sign_context(flags[i])
-                a, c, ct, bp, b = mq_encode(buf, start, ctx, sc & 0x1F, neg[i] ^ (sc >> 7),
-                                            a, c, ct, bp, b)
+                a, c, ct, bp, b = mq_encode_flat(buf, start, ctx, sc & 0x1F,
+                                                 neg[i] ^ (sc >> 7), a, c, ct, bp, b)
                 dist += gain(mag[i], 0, 3 << plane)
                 rec[i] = 3 << plane
                 set_significant(flags, i, fs, neg[i], vcausal and (y & 3) == 0)
@@ -131,12 +136,12 @@ def cup_mq(buf, start, st, ctx, flags, mag, neg, rec, w, h, zc, plane, vcausal):
                 f = flags[i]
                 if (f & (F_SIG | F_VISIT)) == 0:
                     d = (mag[i] >> plane) & 1
-                    a, c, ct, bp, b = mq_encode(buf, start, ctx, zc[f & F_NEIGHBOURS], d,
-                                                a, c, ct, bp, b)
+                    a, c, ct, bp, b = mq_encode_flat(buf, start, ctx, zc[f & F_NEIGHBOURS],
+                                                     d, a, c, ct, bp, b)
                     if d:
                         sc = sign_context(f)
-                        a, c, ct, bp, b = mq_encode(buf, start, ctx, sc & 0x1F,
-                                                    neg[i] ^ (sc >> 7), a, c, ct, bp, b)
+                        a, c, ct, bp, b = mq_encode_flat(buf, start, ctx, sc & 0x1F,
+                                                         neg[i] ^ (sc >> 7), a, c, ct, bp, b)
                         dist += gain(mag[i], 0, 3 << plane)
                         rec[i] = 3 << plane
                         set_significant(flags, i, fs, neg[i], vcausal and (y & 3) == 0)
