@@ -219,14 +219,19 @@ def test_code_block_too_large(xcb, ycb):
     raises(InvalidSegment, stream(main=cod(xcb=xcb, ycb=ycb) + qcd()), "code-block size", offset=COD_AT + 10)
 
 
-def test_ht_code_blocks_name_part_15():
-    e = raises(UnsupportedFeature, stream(main=cod(style=0x40) + qcd()), "15444-15", offset=COD_AT + 12)
-    assert "HT" in str(e)
+def test_ht_code_blocks_parse():
+    """HT code-blocks (Part 15) are decoded now: the style bit is accepted, not refused."""
+    from cinegpu.decode.codestream.header import parse_codestream
+
+    cs = parse_codestream(stream(main=cod(style=0x40) + qcd()))
+    assert cs.main.cod.spcod.ht
 
 
-def test_cap_ht_names_part_15():
+def test_cap_ht_parses():
+    from cinegpu.decode.codestream.header import parse_codestream
+
     cap = seg(0xFF50, struct.pack(">IH", 1 << 17, 0))
-    raises(UnsupportedFeature, stream(main=cap + cod() + qcd(), size=siz(rsiz=0x4000)), "15444-15")
+    assert parse_codestream(stream(main=cap + cod() + qcd(), size=siz(rsiz=0x4000))).siz.Rsiz == 0x4000
 
 
 def test_multiple_component_transform_2_unsupported():
