@@ -107,6 +107,10 @@ class Encoder:
         self.backend = _pick_backend(backend)
         self.pool = TierOnePool(workers)
         self.timings: dict[str, float] = {}
+        #: (cs, plans) per main header: a sequence's frames share their geometry (the plan
+        #: of a 4K DCI frame takes tens of ms to build)
+        self._plans: dict[bytes, tuple] = {}
+        self._stream = None
 
     def close(self):
         self.pool.close()
@@ -119,37 +123,75 @@ class Encoder:
 
     # -- stages -------------------------------------------------------------
     def encode(self, image, *, bits=None, signed=None) -> bytes:
+        comps, precs, sgn = _as_components(image, bits, signed)
+        return self._encode(comps, precs, sgn)
+
+    def encode_planes(self, planes, precisions, signed=None) -> bytes:
+        """Encode components already on the GPU (CuPy int32 planes, e.g. from
+        :func:`cinegpu.encode.gpu.rgb_to_xyz12`) without a host round trip.  The caller
+        guarantees every sample lies in its ``precisions`` range (unsigned unless
+        ``signed``); needs the ``cuda`` back end."""
+        if self.backend != "cuda":
+            raise ValueError("encode_planes needs the cuda back end")
+        n = len(planes)
+        precs = [int(precisions)] * n if np.ndim(precisions) == 0 else [int(p) for p in precisions]
+        sgn = [bool(signed)] * n if signed is None or np.ndim(signed) == 0 else \
+            [bool(s) for s in signed]
+        return self._encode(list(planes), precs, sgn)
+
+    def _encode(self, comps, precs, sgn) -> bytes:
         import time
         t0 = time.perf_counter()
-        comps, precs, sgn = _as_components(image, bits, signed)
         params = make_params([c.shape for c in comps], precs, sgn, **self.options)
-        cs, plans = self._geometry(params)
-        flats = self._forward(comps, params, plans)
-        t1 = time.perf_counter()
-        params, cs, plans, flats = self._guard_bits(params, cs, plans, flats)
-        frame = self._tier1(params, cs, plans, flats)
+        with self._on_stream():
+            cs, plans = self._geometry(params)
+            flats = self._forward(comps, params, plans)
+            t1 = time.perf_counter()
+            params, cs, plans, flats = self._guard_bits(params, cs, plans, flats)
+            frame = self._tier1(params, cs, plans, flats)
         t2 = time.perf_counter()
         data = self._rate_and_write(frame)
         t3 = time.perf_counter()
         self.timings = {"forward": t1 - t0, "tier1": t2 - t1, "rate+tier2": t3 - t2}
         return data
 
+    def _on_stream(self):
+        """The encoder's own CUDA stream (so that encoders in several threads overlap on
+        one GPU), or a no-op context on the CPU back end."""
+        if self.backend != "cuda":
+            import contextlib
+            return contextlib.nullcontext()
+        if self._stream is None:
+            import cupy
+            self._stream = cupy.cuda.Stream(non_blocking=True)
+        return self._stream
+
     def _geometry(self, params: Params):
         header = main_header(params, self.step, [])
-        cs = parse_codestream(header + mk.eoc())
-        return cs, [build_tile_plan(cs, t) for t in range(params.num_tiles)]
+        hit = self._plans.get(header)
+        if hit is None:
+            cs = parse_codestream(header + mk.eoc())
+            hit = cs, [build_tile_plan(cs, t) for t in range(params.num_tiles)]
+            if len(self._plans) >= 8:
+                self._plans.pop(next(iter(self._plans)))
+            self._plans[header] = hit
+        return hit
 
     def _forward(self, comps, params, plans):
         if self.backend == "cuda":
             from .gpu import forward_tile_cuda
             return [forward_tile_cuda(comps, p, params.precisions, params.signed, params.mct,
-                                      params.reversible) for p in plans]
+                                      params.reversible, on_device=True) for p in plans]
         return [forward_tile(comps, p, params.precisions, params.signed, params.mct,
                              params.reversible) for p in plans]
 
     def _guard_bits(self, params, cs, plans, flats):
         """Raise G until every band's indices fit in M_b bit-planes (E-2); DCI keeps its
         G and clips instead (as a real-time encoder would)."""
+        if self.backend == "cuda":
+            from .gpu import guard_bits_cuda
+            need = guard_bits_cuda(plans, flats, params.guard_bits, params.guard_bits_fixed)
+            return self._with_guard_bits(params, cs, plans, flats, need)
         need = params.guard_bits
         for plan, flat in zip(plans, flats):
             for tc in plan.components:
@@ -167,6 +209,9 @@ class Encoder:
                                         out=flat[b.offset:b.offset + n])
                             else:
                                 need = max(need, params.guard_bits + over)
+        return self._with_guard_bits(params, cs, plans, flats, need)
+
+    def _with_guard_bits(self, params, cs, plans, flats, need):
         if need == params.guard_bits:
             return params, cs, plans, flats
         if need > 7:
@@ -176,6 +221,9 @@ class Encoder:
         return params, cs, plans, flats
 
     def _tier1(self, params, cs, plans, flats) -> Frame:
+        if self.backend == "cuda":
+            import cupy
+            flats = [cupy.asnumpy(f) for f in flats]
         parts = [self.pool.run_tile(flat, plan.cb, params.cblk_style)
                  for plan, flat in zip(plans, flats)]
         table, dists = BlockTable.join(parts)

@@ -21,7 +21,8 @@ import numpy as np
 from cinegpu.decode import nvrtc
 from cinegpu.decode.transform.dwt import level_rects
 
-__all__ = ["fdwt53", "fdwt97", "forward_tile_cuda", "ict", "kernel", "quantize", "rct"]
+__all__ = ["band_layout", "fdwt53", "fdwt97", "forward_tile_cuda", "guard_bits_cuda", "ict",
+           "kernel", "quantize", "rct", "rgb_to_xyz12"]
 
 log = logging.getLogger(__name__)
 CUDA_DIR = Path(__file__).with_name("cuda")
@@ -148,7 +149,10 @@ def _tile_planes(comps, plan, precisions, signed, mct: int, reversible: bool) ->
     planes = []
     shifts = [0 if signed[tc.c] else 1 << (precisions[tc.c] - 1) for tc in plan.components]
     for tc, a in zip(plan.components, comps):
-        planes.append(cupy.asarray(np.ascontiguousarray(a[tc.y0:tc.y1, tc.x0:tc.x1]), cupy.int32))
+        part = a[tc.y0:tc.y1, tc.x0:tc.x1]
+        if isinstance(part, np.ndarray):   # one upload at the host dtype, widened on the GPU
+            part = cupy.asarray(np.ascontiguousarray(part))
+        planes.append(cupy.ascontiguousarray(part, cupy.int32))
     colour, shift = (rct, dc_shift_i32) if reversible else (ict, dc_shift)
     if not reversible:
         shifts = [float(s) for s in shifts]
@@ -162,9 +166,11 @@ def _tile_planes(comps, plan, precisions, signed, mct: int, reversible: bool) ->
     return planes
 
 
-def forward_tile_cuda(comps, plan, precisions, signed, mct: int, reversible: bool) -> np.ndarray:
+def forward_tile_cuda(comps, plan, precisions, signed, mct: int, reversible: bool,
+                      on_device: bool = False):
     """As :func:`cinegpu.encode.forward.forward_tile`, on the GPU: 9/7 + ICT +
-    quantisation, or (``reversible``) 5/3 + RCT with the integer coefficients as indices."""
+    quantisation, or (``reversible``) 5/3 + RCT with the integer coefficients as indices.
+    ``comps``: numpy or CuPy planes; ``on_device``: return the CuPy buffer (no copy back)."""
     planes = _tile_planes(comps, plan, precisions, signed, mct, reversible)
     flat = cupy.zeros(plan.coeff_size, cupy.int32)
     fdwt = fdwt53 if reversible else fdwt97
@@ -179,4 +185,68 @@ def forward_tile_cuda(comps, plan, precisions, signed, mct: int, reversible: boo
                     flat[band.offset:band.offset + arr.size] = arr.ravel()
                 else:
                     quantize(arr, band.delta, flat, band.offset)
-    return cupy.asnumpy(flat)
+    return flat if on_device else cupy.asnumpy(flat)
+
+
+def band_layout(plan) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(offset, length, M_b) of every non-empty band of a tile plan, int64 arrays."""
+    rows = [(b.offset, b.width * b.height, b.Mb) for tc in plan.components
+            for res in tc.resolutions for b in res.bands if b.width * b.height]
+    a = np.array(rows, np.int64).reshape(-1, 3)
+    return a[:, 0].copy(), a[:, 1].copy(), a[:, 2].copy()
+
+
+def _band_grid(lengths: np.ndarray) -> tuple[int, int]:
+    most = int(lengths.max()) if lengths.size else 0
+    return (max(1, min((most + THREADS * 8 - 1) // (THREADS * 8), 1024)), int(lengths.size))
+
+
+def guard_bits_cuda(plans, flats, guard_bits: int, fixed: bool) -> int:
+    """The GPU side of ``Encoder._guard_bits``: with ``fixed`` guard bits (DCI) clip every
+    band's indices to its M_b bit-planes in place (no host round trip) and return
+    ``guard_bits``; else return the guard bits the largest index needs (E-2: one small
+    device-to-host copy)."""
+    need = guard_bits
+    for plan, flat in zip(plans, flats):
+        off, length, mb = band_layout(plan)
+        if not off.size:
+            continue
+        grid = _band_grid(length)
+        d_off, d_len = cupy.asarray(off), cupy.asarray(length)
+        if fixed:
+            lim = cupy.asarray(((1 << mb) - 1).astype(np.int32))
+            kernel("band_clip_i32")(grid, (THREADS,), (flat, d_off, d_len, lim))
+            continue
+        top = cupy.zeros(off.size, cupy.uint32)
+        kernel("band_absmax_i32")(grid, (THREADS,), (flat, d_off, d_len, top))
+        bits = np.array([int(v).bit_length() for v in cupy.asnumpy(top)], np.int64)
+        need = max(need, guard_bits + int(max(0, (bits - mb).max())))
+    return need
+
+
+_XYZ_KERNELS = {np.dtype(np.uint16): "rgb_to_xyz12_u16", np.dtype(np.uint8): "rgb_to_xyz12_u8",
+                np.dtype(np.float32): "rgb_to_xyz12_f32"}
+
+
+def rgb_to_xyz12(image, top: float, in_gamma: float, matrix, inv_gamma: float):
+    """DCI X'Y'Z' 12-bit code values of an (H, W, 3) image (numpy or CuPy; uint8, uint16
+    or float32) as three CuPy int32 planes, on the GPU.  Samples are read as
+    ``clip(s / top, 0, 1)``; ``in_gamma``, ``matrix`` (3x3, XYZ per unit of peak white)
+    and ``inv_gamma`` come from :func:`cinegpu.media.colour.xyz12_parameters`
+    (``in_gamma`` <= 0: the image holds X'Y'Z' already).  Twin:
+    :func:`cinegpu.media.colour.to_xyz12`, within one code value."""
+    img = cupy.asarray(image)
+    if img.dtype not in _XYZ_KERNELS:
+        img = img.astype(cupy.float32)
+    if img.ndim != 3 or img.shape[2] != 3:
+        raise ValueError(f"want an (H, W, 3) image, got shape {img.shape}")
+    img = cupy.ascontiguousarray(img)
+    h, w = img.shape[:2]
+    planes = tuple(cupy.empty((h, w), cupy.int32) for _ in range(3))
+    m = cupy.asarray(np.asarray(matrix, np.float32).reshape(9))
+    if h * w:
+        kernel(_XYZ_KERNELS[img.dtype])(_grid(h * w), (THREADS,),
+                                        (img, np.int64(h * w), np.float32(top),
+                                         np.float32(in_gamma), m, np.float32(inv_gamma),
+                                         *planes))
+    return planes

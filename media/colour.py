@@ -20,7 +20,7 @@ import numpy as np
 
 from cinegpu.decode.transform.display import DCI_GAMMA, DCI_PEAK_RATIO, PRIMARIES
 
-__all__ = ["COLORSPACES", "rgb_to_xyz_matrix", "to_xyz12"]
+__all__ = ["COLORSPACES", "rgb_to_xyz_matrix", "to_xyz12", "xyz12_parameters"]
 
 DCI_WHITE = (0.314, 0.351)
 INPUT_PRIMARIES = dict(PRIMARIES, dcip3=(PRIMARIES["p3d65"][0], PRIMARIES["p3d65"][1],
@@ -53,14 +53,11 @@ def to_xyz12(image: np.ndarray, colorspace: str = "rec709") -> np.ndarray:
     img = np.asarray(image, dtype=np.float32)
     if img.ndim != 3 or img.shape[2] != 3:
         raise ValueError(f"want an (H, W, 3) image, got shape {img.shape}")
-    if colorspace == "xyz":
+    in_gamma, m, inv_gamma = xyz12_parameters(colorspace)
+    if in_gamma <= 0:
         return np.rint(np.clip(img, 0.0, 1.0) * 4095.0).astype(np.uint16)
-    if colorspace not in INPUT_GAMMA:
-        raise ValueError(f"colorspace must be one of {COLORSPACES}, got {colorspace!r}")
-    lin = np.power(np.clip(img, 0.0, 1.0), np.float32(INPUT_GAMMA[colorspace]))
-    m = (rgb_to_xyz_matrix(colorspace) / DCI_PEAK_RATIO).astype(np.float32)
+    lin = np.power(np.clip(img, 0.0, 1.0), in_gamma)
     out = np.empty(img.shape, np.uint16)
-    inv_gamma = np.float32(1.0 / DCI_GAMMA)
     for ch in range(3):
         v = lin[..., 0] * m[ch, 0]
         v += lin[..., 1] * m[ch, 1]
@@ -70,3 +67,15 @@ def to_xyz12(image: np.ndarray, colorspace: str = "rec709") -> np.ndarray:
         v *= np.float32(4095.0)
         out[..., ch] = np.rint(v)
     return out
+
+
+def xyz12_parameters(colorspace: str) -> tuple[np.float32, np.ndarray, np.float32]:
+    """(input gamma, 3x3 float32 matrix linear RGB -> XYZ / (52.37 / 48), 1 / 2.6) of
+    :func:`to_xyz12`, shared with the GPU twin (:func:`cinegpu.encode.gpu.rgb_to_xyz12`).
+    ``xyz`` input has no transform: its input gamma is 0."""
+    if colorspace == "xyz":
+        return np.float32(0.0), np.eye(3, dtype=np.float32), np.float32(1.0)
+    if colorspace not in INPUT_GAMMA:
+        raise ValueError(f"colorspace must be one of {COLORSPACES}, got {colorspace!r}")
+    m = (rgb_to_xyz_matrix(colorspace) / DCI_PEAK_RATIO).astype(np.float32)
+    return np.float32(INPUT_GAMMA[colorspace]), m, np.float32(1.0 / DCI_GAMMA)

@@ -148,3 +148,64 @@ def test_encode_cuda_reversible_equals_cpu_and_is_lossless(name, image, opts):
     assert len(out) == len(comps)
     for a, b in zip(out, comps):
         np.testing.assert_array_equal(a, b)
+
+
+# -- mastering colour, guard bits, device-resident frames --------------------------------
+
+@pytest.mark.parametrize("colorspace", ["rec709", "p3d65", "dcip3", "xyz"])
+@pytest.mark.parametrize("dtype", [np.uint16, np.uint8, np.float32])
+def test_rgb_to_xyz12_matches_numpy_within_one_code_value(colorspace, dtype):
+    from cinegpu.media.colour import to_xyz12, xyz12_parameters
+    rng = np.random.default_rng(7)
+    shape = (37, 53, 3)
+    if dtype == np.float32:
+        img, top = rng.uniform(-0.1, 1.1, shape).astype(np.float32), 1.0
+    else:
+        top = float(np.iinfo(dtype).max)
+        img = rng.integers(0, int(top) + 1, shape).astype(dtype)
+    want = to_xyz12((img.astype(np.float32) / np.float32(top)).clip(0.0, 1.0), colorspace)
+    got = np.stack([cupy.asnumpy(p) for p in
+                    gpu.rgb_to_xyz12(img, top, *xyz12_parameters(colorspace))], -1)
+    diff = np.abs(got.astype(np.int64) - want)
+    assert diff.max() <= 1 and (diff == 0).mean() > 0.99
+
+
+def test_guard_bits_cuda_clips_and_measures_as_numpy():
+    from cinegpu.encode.profiles import make_params
+    enc_opts = dict(profile="generic", fps=24, bitrate=None, reversible=False, levels=3,
+                    codeblock=(32, 32), progression="LRCP", layers=1, tiles=None,
+                    precincts=None, style=0, quantization="expounded", guard_bits=1)
+    from cinegpu.encode.encoder import Encoder
+    enc = Encoder(**enc_opts, backend="cpu")
+    params = make_params([(40, 70)], [12], [False], **enc.options)
+    _, plans = enc._geometry(params)
+    plan = plans[0]
+    off, length, mb = gpu.band_layout(plan)
+    rng = np.random.default_rng(3)
+    flat = rng.integers(-(1 << 14), 1 << 14, plan.coeff_size).astype(np.int32)
+    flat[off[2]] = np.iinfo(np.int32).min + 1
+    need = gpu.guard_bits_cuda(plans, [cupy.asarray(flat)], 1, False)
+    bits = max(int(np.abs(flat[o:o + n].astype(np.int64)).max()).bit_length() - m
+               for o, n, m in zip(off, length, mb))
+    assert need == 1 + max(0, bits)
+    dev = cupy.asarray(flat)
+    gpu.guard_bits_cuda(plans, [dev], 1, True)
+    want = flat.copy()
+    for o, n, m in zip(off, length, mb):
+        lim = (1 << int(m)) - 1
+        np.clip(want[o:o + n], -lim, lim, out=want[o:o + n])
+    np.testing.assert_array_equal(cupy.asnumpy(dev), want)
+
+
+@pytest.mark.parametrize("profile,size", [("dci-2k", (1080, 2048)), ("generic", (61, 83))])
+def test_encode_planes_on_device_equals_host_encode(profile, size):
+    from cinegpu.encode.encoder import Encoder
+    img = synthetic_frame(size[1], size[0], seed=5)
+    kw = dict(profile=profile)
+    if profile == "generic":
+        kw.update(bitrate=61 * 83 * 3 * 2 * 24, levels=4)
+    with Encoder(backend="cuda", adapt_step=False, **kw) as enc:
+        planes = [cupy.asarray(img[..., c].astype(np.int32)) for c in range(3)]
+        got = enc.encode_planes(planes, 12)
+        again = enc.encode_planes(planes, 12)     # the cached geometry gives the same bytes
+    assert got == again == encode(img, backend="cpu", bits=12, **kw)

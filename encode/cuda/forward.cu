@@ -168,3 +168,110 @@ extern "C" __global__ void sd53_cols_i32(const int* x, int* lo, int* hi, int n, 
 #undef LO
 #undef HI
 }
+
+// ------------------------------------------------------------- guard bits -------
+
+// Largest |index| of each band of a flat buffer (band b: flat[off[b] .. off[b] + len[b])),
+// as unsigned so that |INT_MIN| is exact; out must be zeroed.  Grid: (chunks, bands).
+// Twin: the per-band np.abs(...).max() of cinegpu.encode.encoder.Encoder._guard_bits.
+extern "C" __global__ void band_absmax_i32(const int* flat, const long long* off,
+                                           const long long* len, unsigned int* out)
+{
+    __shared__ unsigned int best[256];
+    int b = blockIdx.y;
+    long long n = len[b];
+    const int* x = flat + off[b];
+    unsigned int m = 0;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+         i += (long long)blockDim.x * gridDim.x) {
+        int v = x[i];
+        unsigned int a = v < 0 ? 0u - (unsigned int)v : (unsigned int)v;
+        m = a > m ? a : m;
+    }
+    best[threadIdx.x] = m;
+    __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (threadIdx.x < s && best[threadIdx.x + s] > best[threadIdx.x])
+            best[threadIdx.x] = best[threadIdx.x + s];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0 && best[0])
+        atomicMax(out + b, best[0]);
+}
+
+// Clip each band's indices to [-lim[b], lim[b]] in place (the DCI profile keeps its guard
+// bits and clips, E.1 / Encoder._guard_bits).  Grid: (chunks, bands).
+extern "C" __global__ void band_clip_i32(int* flat, const long long* off, const long long* len,
+                                         const int* lim)
+{
+    int b = blockIdx.y;
+    long long n = len[b];
+    int* x = flat + off[b];
+    int hi = lim[b];
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+         i += (long long)blockDim.x * gridDim.x) {
+        int v = x[i];
+        x[i] = v > hi ? hi : (v < -hi ? -hi : v);
+    }
+}
+
+// ------------------------------------------------------------- mastering colour -------
+
+// Display-encoded RGB (or X'Y'Z') samples -> DCI X'Y'Z' 12-bit code values (ST 428-1), one
+// pixel per thread, interleaved (H, W, 3) input -> three int32 planes.  Twin:
+// cinegpu.media.colour.to_xyz12 of cinegpu.media.images_in normalised samples, in the same
+// float32 order: V = clip(s / top, 0, 1); lin = V ^ in_gamma; XYZ = M lin (M already divided
+// by 52.37 / 48); CV = rint(4095 clip(XYZ, 0, 1) ^ (1 / 2.6)).  in_gamma <= 0: the input is
+// X'Y'Z' already, CV = rint(4095 V).
+template <typename T>
+__device__ __forceinline__ void rgb_to_xyz12(const T* img, long long npix, float top,
+                                             float in_gamma, const float* m, float inv_gamma,
+                                             int* x, int* y, int* z)
+{
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < npix;
+         i += (long long)blockDim.x * gridDim.x) {
+        float v[3];
+        for (int ch = 0; ch < 3; ch++) {
+            float s = (float)img[3 * i + ch] / top;
+            v[ch] = s < 0.0f ? 0.0f : (s > 1.0f ? 1.0f : s);
+        }
+        int* out[3] = {x, y, z};
+        if (in_gamma <= 0.0f) {
+            for (int ch = 0; ch < 3; ch++)
+                out[ch][i] = (int)rintf(v[ch] * 4095.0f);
+            continue;
+        }
+        float lin[3];
+        for (int ch = 0; ch < 3; ch++)
+            lin[ch] = powf(v[ch], in_gamma);
+        for (int ch = 0; ch < 3; ch++) {
+            float t = lin[0] * m[3 * ch];
+            t += lin[1] * m[3 * ch + 1];
+            t += lin[2] * m[3 * ch + 2];
+            t = t < 0.0f ? 0.0f : (t > 1.0f ? 1.0f : t);
+            t = powf(t, inv_gamma);
+            out[ch][i] = (int)rintf(t * 4095.0f);
+        }
+    }
+}
+
+extern "C" __global__ void rgb_to_xyz12_u16(const unsigned short* img, long long npix, float top,
+                                            float in_gamma, const float* m, float inv_gamma,
+                                            int* x, int* y, int* z)
+{
+    rgb_to_xyz12(img, npix, top, in_gamma, m, inv_gamma, x, y, z);
+}
+
+extern "C" __global__ void rgb_to_xyz12_u8(const unsigned char* img, long long npix, float top,
+                                           float in_gamma, const float* m, float inv_gamma,
+                                           int* x, int* y, int* z)
+{
+    rgb_to_xyz12(img, npix, top, in_gamma, m, inv_gamma, x, y, z);
+}
+
+extern "C" __global__ void rgb_to_xyz12_f32(const float* img, long long npix, float top,
+                                            float in_gamma, const float* m, float inv_gamma,
+                                            int* x, int* y, int* z)
+{
+    rgb_to_xyz12(img, npix, top, in_gamma, m, inv_gamma, x, y, z);
+}
