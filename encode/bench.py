@@ -96,6 +96,34 @@ def _ours(frames, profile, fps, backend, workers):
         return out, secs, enc.timings
 
 
+def _ours_threads(frames, profile, fps, backend, threads):
+    """Frames spread over ``threads`` threads, each with its own warm :class:`Encoder` (and,
+    on the GPU, its own CUDA stream), as ``cinegpu master`` runs them; adaptive steps off so
+    the bytes do not depend on which thread took a frame."""
+    import threading
+    local = threading.local()
+    made = []
+
+    def enc_one(f):
+        enc = getattr(local, "enc", None)
+        if enc is None:
+            enc = local.enc = Encoder(profile=profile, fps=fps, backend=backend, workers=1,
+                                      adapt_step=False)
+            made.append(enc)
+        return enc.encode(f, bits=12)
+
+    try:
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(enc_one, frames[:1] * threads * 2))  # warm every thread
+            t0 = time.perf_counter()
+            out = list(pool.map(enc_one, frames))
+            secs = time.perf_counter() - t0
+    finally:
+        for e in made:
+            e.close()
+    return out, secs
+
+
 def _opj(frames, profile, fps, processes):
     t0 = time.perf_counter()
     with ThreadPoolExecutor(max(1, processes)) as pool:
@@ -103,13 +131,26 @@ def _opj(frames, profile, fps, processes):
     return out, time.perf_counter() - t0
 
 
-def run(profile: str, frames: int, fps: int, backend: str, workers: int, processes: int) -> dict:
+def run(profile: str, frames: int, fps: int, backend: str, workers: int, processes: int,
+        threads: int = 0, nvjpeg2000: bool = False) -> dict:
     w, h = DCI_SIZE[profile]
     src = [synthetic_frame(w, h, seed=k) for k in range(frames)]
     ours, t_ours, stages = _ours(src, profile, fps, backend, workers)
     p_ours = np.mean([psnr(s, decode(d)) for s, d in zip(src, ours)])
     row = {"profile": profile, "frames": frames, "ours_fps": frames / t_ours,
            "ours_psnr": p_ours, "ours_bytes": max(len(d) for d in ours), "stages": stages}
+    if threads > 1:
+        par, t_par = _ours_threads(src, profile, fps, backend, threads)
+        row.update(threads=threads, par_fps=frames / t_par,
+                   par_psnr=np.mean([psnr(s, decode(d)) for s, d in zip(src, par)]),
+                   par_bytes=max(len(d) for d in par))
+    if nvjpeg2000:
+        from .peers import nvjpeg2000_encode
+        for batch in (1, 16):
+            res = nvjpeg2000_encode(src, batch)
+            if res is None:
+                break
+            row[f"nvj_{batch}"] = res
     if have_opj():
         theirs, t_opj = _opj(src, profile, fps, processes)
         row.update(opj_fps=frames / t_opj,
@@ -154,6 +195,10 @@ def main(argv=None) -> None:
     ap.add_argument("--backend", default="auto")
     ap.add_argument("--workers", type=int, default=None)
     ap.add_argument("--opj-processes", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=0,
+                    help="also encode the frames in N threads, one warm encoder each")
+    ap.add_argument("--nvjpeg2000", action="store_true",
+                    help="also time NVIDIA's nvJPEG2000 encoder (nvImageCodec), if importable")
     ap.add_argument("--master", action="store_true",
                     help="time cinegpu.media.mastering.master beside opj_compress")
     a = ap.parse_args(argv)
@@ -170,11 +215,23 @@ def main(argv=None) -> None:
                       f"ratio x{best / r['opj_fps']:.2f}")
         return
     for profile in a.profile:
-        r = run(profile, a.frames, a.fps, a.backend, a.workers or 1, a.opj_processes)
+        r = run(profile, a.frames, a.fps, a.backend, a.workers or 1, a.opj_processes,
+                a.threads, a.nvjpeg2000)
         print(f"{profile}: {r['frames']} frames")
         print(f"  cinegpu       PSNR {r['ours_psnr']:.2f} dB  {r['ours_fps']:.3f} fps  "
               f"max {r['ours_bytes']} bytes  stages (last frame, s): "
-              + ", ".join(f"{k} {v:.2f}" for k, v in r["stages"].items()))
+              + ", ".join(f"{k} {v:.3f}" for k, v in r["stages"].items()))
+        if "par_fps" in r:
+            print(f"  cinegpu x{r['threads']} threads  PSNR {r['par_psnr']:.2f} dB  "
+                  f"{r['par_fps']:.3f} fps  max {r['par_bytes']} bytes")
+        best = max(r["ours_fps"], r.get("par_fps", 0.0))
+        for batch in (1, 16):
+            res = r.get(f"nvj_{batch}")
+            if res is not None:
+                line = f"  nvJPEG2000 batch {batch}  {res.note}" if res.fps == 0 else (
+                    f"  nvJPEG2000 batch {batch}  PSNR {res.psnr:.2f} dB  {res.fps:.3f} fps  "
+                    f"max {res.max_bytes} bytes  ours/theirs x{best / res.fps:.2f}")
+                print(line)
         if "opj_fps" in r:
             print(f"  opj_compress  PSNR {r['opj_psnr']:.2f} dB  {r['opj_fps']:.3f} fps  "
                   f"max {r['opj_bytes']} bytes")

@@ -10,11 +10,12 @@ import shutil
 import subprocess
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["have_opj", "opj_compress_dci", "opj_decode", "psnr", "read_pgx", "write_ppm"]
+__all__ = ["EncodePeer", "have_opj", "nvjpeg2000_encode", "opj_compress_dci", "opj_decode", "psnr", "read_pgx", "write_ppm"]
 
 
 def have_opj() -> bool:
@@ -76,3 +77,47 @@ def psnr(reference: np.ndarray, decoded, bits: int = 12) -> float:
     out = out.reshape(ref.shape).astype(np.float64)
     mse = np.mean((ref - out) ** 2)
     return float("inf") if mse == 0 else float(10 * np.log10(((1 << bits) - 1) ** 2 / mse))
+
+
+@dataclass
+class EncodePeer:
+    """One peer encoder's run: frames per second, mean PSNR of what it wrote (decoded by
+    cinegpu), its largest codestream, or a note on why it did not run."""
+
+    fps: float = 0.0
+    psnr: float = 0.0
+    max_bytes: int = 0
+    note: str = ""
+
+
+def nvjpeg2000_encode(frames: list[np.ndarray], batch: int = 1) -> EncodePeer | None:
+    """NVIDIA's nvJPEG2000 encoder through nvImageCodec (``nvidia.nvimgcodec``) on
+    12-bit frames held as uint16, from device memory, ``batch`` frames per call, warmed up
+    on the first batch; its default lossy settings (it has no byte budget, so it cannot be
+    held to the DCI caps).  None when the package or a GPU is missing."""
+    try:
+        from nvidia import nvimgcodec
+        import cupy
+    except Exception:  # noqa: BLE001 - probing is quiet
+        return None
+    from cinegpu.decode import decode
+    try:
+        enc = nvimgcodec.Encoder()
+        dev = [cupy.asarray(f) for f in frames]
+
+        def run(chunk):
+            return enc.encode(chunk, "jpeg2k") if batch > 1 else [enc.encode(chunk[0], "jpeg2k")]
+
+        run(dev[:batch])
+        cupy.cuda.runtime.deviceSynchronize()
+        t0 = time.perf_counter()
+        out = []
+        for k in range(0, len(dev), batch):
+            out += run(dev[k:k + batch])
+        cupy.cuda.runtime.deviceSynchronize()
+        secs = time.perf_counter() - t0
+        data = [bytes(o) for o in out]
+        quality = float(np.mean([psnr(f, decode(d)) for f, d in zip(frames, data)]))
+    except Exception as exc:  # noqa: BLE001 - a peer's failure is reported, not raised
+        return EncodePeer(note=f"failed: {type(exc).__name__}: {exc}")
+    return EncodePeer(len(frames) / secs, quality, max(map(len, data)))
