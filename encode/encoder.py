@@ -143,7 +143,7 @@ class Encoder:
         import time
         t0 = time.perf_counter()
         params = make_params([c.shape for c in comps], precs, sgn, **self.options)
-        with self._on_stream():
+        with self.on_stream():
             cs, plans = self._geometry(params)
             flats = self._forward(comps, params, plans)
             t1 = time.perf_counter()
@@ -155,7 +155,7 @@ class Encoder:
         self.timings = {"forward": t1 - t0, "tier1": t2 - t1, "rate+tier2": t3 - t2}
         return data
 
-    def _on_stream(self):
+    def on_stream(self):
         """The encoder's own CUDA stream (so that encoders in several threads overlap on
         one GPU), or a no-op context on the CPU back end."""
         if self.backend != "cuda":

@@ -1,0 +1,97 @@
+"""Mastering one frame: an input image -> DCI X'Y'Z' 12-bit -> a DCI codestream.
+
+:class:`FrameEncoders` keeps one :class:`cinegpu.encode.Encoder` per worker thread (its
+geometry cache, and on the GPU its own CUDA stream, so that threads overlap on one device).
+With the ``cuda`` back end the frame goes up once as it was read (8/16-bit integers or
+float32) and the colour conversion (:func:`cinegpu.encode.gpu.rgb_to_xyz12`, the GPU twin of
+:func:`.colour.to_xyz12`), the forward stage and tier-1 run there; only the coded blocks come
+back.  On the CPU the same chain runs in numpy and numba.  Adaptive quantisation steps stay
+off, so a frame's bytes never depend on which thread coded it.  ``CINEGPU_ENCODER=opj_compress``
+(or a missing :mod:`cinegpu.encode`) selects the OpenJPEG stand-in of :mod:`.dcp_write`.
+"""
+
+from __future__ import annotations
+
+import threading
+from fractions import Fraction
+
+import numpy as np
+
+from .colour import to_xyz12, xyz12_parameters
+from .dcp_write import _cinegpu_encoder, encode_frame, encoder_name
+from .errors import MediaError
+
+__all__ = ["FrameEncoders", "pick_backend"]
+
+
+def pick_backend(backend: str = "auto") -> str:
+    """``cpu`` or ``cuda`` for mastering: ``auto`` takes CUDA when CuPy sees a device."""
+    from cinegpu.encode.encoder import _pick_backend
+    return _pick_backend(backend)
+
+
+class FrameEncoders:
+    """Thread-local encoders for :func:`cinegpu.media.mastering.master`; close() when done.
+
+    ``encode(image, top)``: ``image`` an (H, W, 3) array already at the DCI container size,
+    integers read as ``clip(v / top, 0, 1)`` (``top`` default: the dtype's maximum) or floats
+    0..1; returns the codestream bytes.
+    """
+
+    def __init__(self, *, profile: str, fps, bitrate: float | None, colorspace: str,
+                 backend: str = "auto"):
+        self.profile, self.fps, self.colorspace = profile, Fraction(fps), colorspace
+        self.bitrate = None if bitrate is None else bitrate * 1e6
+        self.ours = _cinegpu_encoder() is not None
+        self.backend = pick_backend(backend) if self.ours else "cpu"
+        self._local = threading.local()
+        self._made: list = []
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return f"{encoder_name()} ({self.backend})" if self.ours else encoder_name()
+
+    def _encoder(self):
+        enc = getattr(self._local, "encoder", None)
+        if enc is None:
+            from cinegpu.encode import Encoder
+            enc = Encoder(profile=f"dci-{self.profile}", fps=self.fps, bitrate=self.bitrate,
+                          backend=self.backend, workers=1, adapt_step=False)
+            self._local.encoder = enc
+            with self._lock:
+                self._made.append(enc)
+        return enc
+
+    def encode(self, image: np.ndarray, top: float | None = None) -> bytes:
+        a = np.asarray(image)
+        if a.ndim != 3 or a.shape[2] != 3:
+            raise MediaError(None, f"want an (H, W, 3) image, got shape {a.shape}")
+        if top is None:
+            top = float(np.iinfo(a.dtype).max) if a.dtype.kind in "ui" else 1.0
+        if not self.ours:
+            xyz = to_xyz12((a.astype(np.float32) / np.float32(top)).clip(0.0, 1.0),
+                           self.colorspace)
+            return encode_frame(xyz, profile=self.profile, fps=self.fps,
+                                bitrate=None if self.bitrate is None else self.bitrate / 1e6)
+        enc = self._encoder()
+        if self.backend == "cuda":
+            from cinegpu.encode.gpu import rgb_to_xyz12
+            with enc.on_stream():
+                planes = rgb_to_xyz12(a, top, *xyz12_parameters(self.colorspace))
+            return enc.encode_planes(planes, 12)
+        if a.dtype != np.float32 or top != 1.0:
+            a = (a.astype(np.float32) / np.float32(top)).clip(0.0, 1.0)
+        return enc.encode(to_xyz12(a, self.colorspace), bits=12, signed=False)
+
+    def close(self) -> None:
+        with self._lock:
+            made, self._made = self._made, []
+        for enc in made:
+            enc.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
