@@ -40,49 +40,165 @@ __device__ __forceinline__ int clampi(int v, int hi)
     return v < 0 ? 0 : (v > hi ? hi : v);
 }
 
-// 1D_SD with the 9/7 filter (F.4.8.2) down every column of a row-major (n, w) plane:
-// one thread per column (coalesced across the warp).  p: parity of the first row.
-// Low-pass rows go to lo (nl, w), high-pass rows to hi (nh, w).  Neighbour indices
-// are clamped to the band: the periodic symmetric extension of F.3.7.
+// ------------------------------------------------------------- 1D_SD tiles -------
+// 1D_SD (F.4.8) of lines of a row-major plane, tile by tile.  The lines are the columns
+// of an (n, lines) plane (sd*_cols) or the rows of a (lines, n) plane (sd*_rows).  A block
+// takes SD_COLS columns or SD_ROWS rows and, per segment, SD_S output samples of each;
+// it reads the segment's input samples plus a halo of SD_H on each side into shared
+// memory (coalesced), runs every lifting step in place there, one barrier between steps,
+// and writes the segment's low and high samples.  Each lifting step reads neighbours at
+// +-1 of the previous step, so the 9/7's final low at i depends on inputs within +-4 of
+// i (its high within +-3), the 5/3's within +-2: with SD_H = 4 every output is exact,
+// the halo's own samples (recomputed by each neighbouring segment) may be wrong near
+// the buffer's inner edges but never reach an output.  At the line's ends the neighbour
+// of i is mirrored (i - 1 -> i + 1 at 0, i + 1 -> i - 1 at n - 1), which for n >= 2 is
+// exactly the band index clamping (periodic symmetric extension, F.3.7) of the twins
+// _sd_97 / _sd_53; each sample is computed with the twins' operations in their order.
+// Blocks loop over line groups and segments, so any grid is correct (gpu.py's grid is
+// one block per tile).  Threads: any number, 256 in gpu.py; shared: SD_BUF * 32 samples.
+#define SD_S 64                       // output samples of a line per segment
+#define SD_H 4                        // halo samples on each side
+#define SD_BUF (SD_S + 2 * SD_H)      // samples of a line in shared memory
+#define SD_SLOTS ((SD_BUF + 1) / 2)   // at most this many samples of one parity
+#define SD_COLS 32                    // columns per block (one warp wide)
+#define SD_ROWS 8                     // rows per block
+#define SD_LINES(COLS) ((COLS) ? SD_COLS : SD_ROWS)
+
+// Work item t of a block's loop over (line, slot), slots of one parity, line-fast for
+// columns (a warp on one row of the tile), slot-fast for rows.  False past the end.
+template <bool COLS>
+__device__ __forceinline__ bool sd_item(int t, int slots, int* line, int* slot)
+{
+    if (t >= slots * SD_LINES(COLS)) return false;
+    *line = COLS ? t % SD_COLS : t / slots;
+    *slot = COLS ? t / SD_COLS : t % slots;
+    return true;
+}
+
+// Shared index of sample b (0 .. SD_BUF - 1 of the buffer) of a tile's line.
+template <bool COLS>
+__device__ __forceinline__ int sd_at(int line, int b)
+{
+    return COLS ? b * SD_COLS + line : line * SD_BUF + b;
+}
+
+// One lifting step on the samples i of the buffer [b0, b1) (line positions) from `first`
+// in steps of 2: s[i] = op(s[i], s[left], s[right]).
+template <bool COLS, typename T, typename Op>
+__device__ __forceinline__ void sd_pass(T* s, int nlines, int b0, int b1, int n, int first,
+                                        Op op)
+{
+    int line, slot;
+    for (int t = threadIdx.x; sd_item<COLS>(t, SD_SLOTS, &line, &slot); t += blockDim.x) {
+        int i = first + 2 * slot;
+        if (line >= nlines || i >= b1) continue;
+        int a = clampi((i > 0 ? i - 1 : i + 1) - b0, b1 - b0 - 1);
+        int b = clampi((i + 1 < n ? i + 1 : i - 1) - b0, b1 - b0 - 1);
+        int c = sd_at<COLS>(line, i - b0);
+        s[c] = op(s[c], s[sd_at<COLS>(line, a)], s[sd_at<COLS>(line, b)]);
+    }
+    __syncthreads();
+}
+
+// 1D_SD of `lines` lines of n samples, F the filter (Sd97 or Sd53), p the parity of the
+// first sample: low samples (i + p even) to lo, high ones to hi, k = (i - p) / 2 and
+// (i + p - 1) / 2, laid out as the input ((nl, lines) / (lines, nl) and so on).
+template <bool COLS, typename F, typename T>
+__device__ __forceinline__ void sd_lines(const T* x, T* lo, T* hi, int n, int lines, int p,
+                                         T* s)
+{
+    int nl = (n - p + 1) / 2, nh = n - nl;
+    int ngroups = (lines + SD_LINES(COLS) - 1) / SD_LINES(COLS), nseg = (n + SD_S - 1) / SD_S;
+    int g0 = COLS ? blockIdx.x : blockIdx.y, gstep = COLS ? gridDim.x : gridDim.y;
+    int s0 = COLS ? blockIdx.y : blockIdx.x, sstep = COLS ? gridDim.y : gridDim.x;
+#define SD_G(i, line, len) (COLS ? (long long)(i) * lines + l0 + (line) \
+                                 : (long long)(l0 + (line)) * (len) + (i))
+    for (int g = g0; g < ngroups; g += gstep) {
+        int l0 = g * SD_LINES(COLS);
+        int nlines = lines - l0 < SD_LINES(COLS) ? lines - l0 : SD_LINES(COLS);
+        if (n == 1) {  // F.4.8: a lone sample is copied, or doubled at an odd coordinate
+            for (int t = threadIdx.x; s0 == 0 && t < nlines; t += blockDim.x) {
+                if (nl) lo[l0 + t] = x[l0 + t];
+                else hi[l0 + t] = F::lone_high(x[l0 + t]);
+            }
+            continue;
+        }
+        for (int seg = s0; seg < nseg; seg += sstep) {
+            int r0 = seg * SD_S, r1 = r0 + SD_S < n ? r0 + SD_S : n;
+            int b0 = r0 > SD_H ? r0 - SD_H : 0, b1 = r1 + SD_H < n ? r1 + SD_H : n;
+            int line, b;
+            for (int t = threadIdx.x; sd_item<COLS>(t, SD_BUF, &line, &b); t += blockDim.x)
+                if (line < nlines && b < b1 - b0)
+                    s[sd_at<COLS>(line, b)] = x[SD_G(b0 + b, line, n)];
+            __syncthreads();
+            F::template lift<COLS>(s, nlines, b0, b1, n, p);
+            int fl = r0 + ((r0 + p) & 1), fh = r0 + ((r0 + p + 1) & 1), q;
+            for (int t = threadIdx.x; sd_item<COLS>(t, SD_S / 2, &line, &q); t += blockDim.x) {
+                if (line >= nlines) continue;
+                int i = fl + 2 * q;
+                if (i < r1) lo[SD_G((i - p) >> 1, line, nl)] = s[sd_at<COLS>(line, i - b0)];
+                i = fh + 2 * q;
+                if (i < r1)
+                    hi[SD_G((i + p - 1) >> 1, line, nh)] = F::high(s[sd_at<COLS>(line, i - b0)]);
+            }
+            __syncthreads();  // the next segment reuses s
+        }
+    }
+#undef SD_G
+}
+
+// 9/7 lifting step of F-8 in the twin's float32 order: t = a + b; t *= c; x + t.
+struct Lift97 {
+    float c;
+    __device__ float operator()(float x, float a, float b) const
+    {
+        float t = a + b;
+        t *= c;
+        return x + t;
+    }
+};
+
+// The last 9/7 step, with the low-pass scaling: (x + (a + b) * DELTA) / K.
+struct Lift97Last {
+    __device__ float operator()(float x, float a, float b) const
+    {
+        float t = a + b;
+        t *= DELTA;
+        return (x + t) * K_LOW;
+    }
+};
+
+// 1D_SD with the 9/7 filter (F.4.8.2): the four lifting steps, the high-pass scaling.
+struct Sd97 {
+    template <bool COLS>
+    __device__ static void lift(float* s, int nlines, int b0, int b1, int n, int p)
+    {
+        int fl = b0 + ((b0 + p) & 1), fh = b0 + ((b0 + p + 1) & 1);
+        Lift97 alpha = {ALPHA}, beta = {BETA}, gamma = {GAMMA};
+        sd_pass<COLS>(s, nlines, b0, b1, n, fh, alpha);
+        sd_pass<COLS>(s, nlines, b0, b1, n, fl, beta);
+        sd_pass<COLS>(s, nlines, b0, b1, n, fh, gamma);
+        sd_pass<COLS>(s, nlines, b0, b1, n, fl, Lift97Last());
+    }
+    __device__ static float high(float v) { return v * K_HIGH; }
+    __device__ static float lone_high(float v) { return v * 2.0f; }
+};
+
+// 1D_SD with the 9/7 filter (F.4.8.2) down every column of a row-major (n, w) plane;
+// p: parity of the first row.  Low-pass rows go to lo (nl, w), high-pass rows to hi
+// (nh, w).  Grid: (ceil(w / SD_COLS), ceil(n / SD_S)), as the tiles above.
 extern "C" __global__ void sd97_cols(const float* x, float* lo, float* hi, int n, int w, int p)
 {
-    int j = blockIdx.x * blockDim.x + threadIdx.x;
-    if (j >= w) return;
-    int nl = (n - p + 1) / 2, nh = n - nl;
-    if (n == 1) {
-        if (nl) lo[j] = x[j];
-        else hi[j] = x[j] * 2.0f;
-        return;
-    }
-#define XL(k) x[(long long)(2 * (k) + p) * w + j]
-#define XH(k) x[(long long)(2 * (k) + 1 - p) * w + j]
-#define LO(k) lo[(long long)(k) * w + j]
-#define HI(k) hi[(long long)(k) * w + j]
-    for (int k = 0; k < nh; k++) {
-        float t = XL(clampi(k - p, nl - 1)) + XL(clampi(k - p + 1, nl - 1));
-        t *= ALPHA;
-        HI(k) = XH(k) + t;
-    }
-    for (int k = 0; k < nl; k++) {
-        float t = HI(clampi(k + p - 1, nh - 1)) + HI(clampi(k + p, nh - 1));
-        t *= BETA;
-        LO(k) = XL(k) + t;
-    }
-    for (int k = 0; k < nh; k++) {
-        float t = LO(clampi(k - p, nl - 1)) + LO(clampi(k - p + 1, nl - 1));
-        t *= GAMMA;
-        HI(k) = HI(k) + t;
-    }
-    for (int k = 0; k < nl; k++) {
-        float t = HI(clampi(k + p - 1, nh - 1)) + HI(clampi(k + p, nh - 1));
-        t *= DELTA;
-        LO(k) = (LO(k) + t) * K_LOW;
-    }
-    for (int k = 0; k < nh; k++) HI(k) = HI(k) * K_HIGH;
-#undef XL
-#undef XH
-#undef LO
-#undef HI
+    __shared__ float s[SD_BUF * SD_COLS];
+    sd_lines<true, Sd97>(x, lo, hi, n, w, p, s);
+}
+
+// The same along every row of a row-major (m, n) plane: lo (m, nl), hi (m, nh).
+// Grid: (ceil(n / SD_S), ceil(m / SD_ROWS)).
+extern "C" __global__ void sd97_rows(const float* x, float* lo, float* hi, int n, int m, int p)
+{
+    __shared__ float s[SD_BUF * SD_ROWS];
+    sd_lines<false, Sd97>(x, lo, hi, n, m, p, s);
 }
 
 // Deadzone quantisation (E.1): q = sign(c) floor(|c| * (1 / Delta_b)), into out + offset.
@@ -134,39 +250,47 @@ extern "C" __global__ void dc_shift_rct_i32(const int* r, const int* g, const in
     }
 }
 
+// 5/3 predict step (F-9): Y(2k+1) = X(2k+1) - floor((X(2k) + X(2k+2)) / 2), int32 wrapping.
+struct Predict53 {
+    __device__ int operator()(int x, int a, int b) const { return sub_wrap(x, add_wrap(a, b) >> 1); }
+};
+
+// 5/3 update step (F-10): Y(2k) = X(2k) + floor((Y(2k-1) + Y(2k+1) + 2) / 4).
+struct Update53 {
+    __device__ int operator()(int x, int a, int b) const
+    {
+        return add_wrap(x, add_wrap(add_wrap(a, b), 2) >> 2);
+    }
+};
+
+// 1D_SD with the 5/3 filter (F.4.8.1): predict then update; a lone odd sample is doubled.
+struct Sd53 {
+    template <bool COLS>
+    __device__ static void lift(int* s, int nlines, int b0, int b1, int n, int p)
+    {
+        sd_pass<COLS>(s, nlines, b0, b1, n, b0 + ((b0 + p + 1) & 1), Predict53());
+        sd_pass<COLS>(s, nlines, b0, b1, n, b0 + ((b0 + p) & 1), Update53());
+    }
+    __device__ static int high(int v) { return v; }
+    __device__ static int lone_high(int v) { return add_wrap(v, v); }
+};
+
 // 1D_SD with the 5/3 filter (F.4.8.1, F-9 then F-10) down every column of a row-major
-// int32 (n, w) plane, one thread per column, as sd97_cols:
+// int32 (n, w) plane, as sd97_cols (same tiles, grid and outputs):
 //   Y(2k+1) = X(2k+1) - floor((X(2k) + X(2k+2)) / 2)
 //   Y(2k)   = X(2k)   + floor((Y(2k-1) + Y(2k+1) + 2) / 4)
-// with clamped neighbours (periodic symmetric extension, F.3.7); a lone sample at an
-// odd coordinate is doubled.  p: parity of the first row.
+// with the periodic symmetric extension of F.3.7.  p: parity of the first row.
 extern "C" __global__ void sd53_cols_i32(const int* x, int* lo, int* hi, int n, int w, int p)
 {
-    int j = blockIdx.x * blockDim.x + threadIdx.x;
-    if (j >= w) return;
-    int nl = (n - p + 1) / 2, nh = n - nl;
-    if (n == 1) {
-        if (nl) lo[j] = x[j];
-        else hi[j] = add_wrap(x[j], x[j]);
-        return;
-    }
-#define XL(k) x[(long long)(2 * (k) + p) * w + j]
-#define XH(k) x[(long long)(2 * (k) + 1 - p) * w + j]
-#define LO(k) lo[(long long)(k) * w + j]
-#define HI(k) hi[(long long)(k) * w + j]
-    for (int k = 0; k < nh; k++) {
-        int t = add_wrap(XL(clampi(k - p, nl - 1)), XL(clampi(k - p + 1, nl - 1))) >> 1;
-        HI(k) = sub_wrap(XH(k), t);
-    }
-    for (int k = 0; k < nl; k++) {
-        int s = add_wrap(HI(clampi(k + p - 1, nh - 1)), HI(clampi(k + p, nh - 1)));
-        int t = add_wrap(s, 2) >> 2;
-        LO(k) = add_wrap(XL(k), t);
-    }
-#undef XL
-#undef XH
-#undef LO
-#undef HI
+    __shared__ int s[SD_BUF * SD_COLS];
+    sd_lines<true, Sd53>(x, lo, hi, n, w, p, s);
+}
+
+// The same along every row of a row-major int32 (m, n) plane, as sd97_rows.
+extern "C" __global__ void sd53_rows_i32(const int* x, int* lo, int* hi, int n, int m, int p)
+{
+    __shared__ int s[SD_BUF * SD_ROWS];
+    sd_lines<false, Sd53>(x, lo, hi, n, m, p, s);
 }
 
 // ------------------------------------------------------------- guard bits -------

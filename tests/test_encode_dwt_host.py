@@ -1,0 +1,116 @@
+"""The encoder's 1D_SD kernels (encode/cuda/forward.cu: sd97_cols, sd97_rows, sd53_cols_i32,
+sd53_rows_i32) compiled as C++ for the host (encode/cuda/host_emulation.cpp, g++) against
+their numpy twins ``_sd_97`` / ``_sd_53`` (T.800 F.4.8.2 / F.4.8.1), bit for bit: every odd
+length 1..67 and 2, 4, 64, 66, 1000, 1001 along the transform, both parities p of the first
+sample, columns and rows, line counts across the kernels' tile widths, on the launch grid
+of encode/gpu.py and on a one-block grid (the kernels' block loops).  Skipped without g++.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cinegpu.decode.transform.dwt import _sd_53, _sd_97
+
+CXX = shutil.which("g++")
+SOURCE = Path(__file__).resolve().parents[1] / "encode" / "cuda" / "host_emulation.cpp"
+pytestmark = pytest.mark.skipif(CXX is None, reason="g++ not installed: no host build")
+
+LENGTHS = list(range(1, 68, 2)) + [2, 4, 64, 66, 1000, 1001]
+SD_S, SD_COLS, SD_ROWS = 64, 32, 8  # tile shape of forward.cu (SD_S, SD_COLS, SD_ROWS)
+
+
+def test_case_count():
+    assert len(LENGTHS) == 40
+
+
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory):
+    so = tmp_path_factory.mktemp("fwdemu") / "fwdemu.so"
+    subprocess.run([CXX, "-O2", "-ffp-contract=off", "-shared", "-fPIC", "-o", str(so),
+                    str(SOURCE)], check=True, capture_output=True, cwd=SOURCE.parent)
+    return ctypes.CDLL(str(so))
+
+
+def sd_host(lib, x: np.ndarray, p: int, axis: int, grid: str = "gpu"):
+    """1D_SD of a 2-D plane along ``axis`` by the host-built kernel -> (lo, hi)."""
+    filt = 97 if x.dtype == np.float32 else 53
+    x = np.ascontiguousarray(x)
+    n, lines = (x.shape[0], x.shape[1]) if axis == 0 else (x.shape[1], x.shape[0])
+    nl = (n - p + 1) // 2
+    if axis == 0:
+        lo, hi = np.full((nl, lines), 7, x.dtype), np.full((n - nl, lines), 7, x.dtype)
+    else:
+        lo, hi = np.full((lines, nl), 7, x.dtype), np.full((lines, n - nl), 7, x.dtype)
+    tiles = -(-lines // (SD_COLS if axis == 0 else SD_ROWS))
+    segs = -(-n // SD_S)
+    gx, gy = (tiles, segs) if axis == 0 else (segs, tiles)
+    if grid == "one":
+        gx = gy = 1
+    ptr = [ctypes.c_void_p(a.ctypes.data) for a in (x, lo, hi)]
+    rc = lib.sd_emulate(filt, int(axis == 0), *ptr, *(ctypes.c_int(v) for v in
+                        (n, lines, p, gx, gy)))
+    assert rc == 0
+    return lo, hi
+
+
+def _lines(n: int) -> int:
+    """A line count per length: across one, several and partial tiles, small for long lines."""
+    return 3 if n >= 1000 else (1, 5, 9, 33, 40)[n % 5]
+
+
+def _assert_same(want, got):
+    for a, b in zip(want, got):
+        assert a.shape == b.shape and a.dtype == b.dtype
+        np.testing.assert_array_equal(b.view(np.int32), a.view(np.int32))  # bits, -0.0 too
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+@pytest.mark.parametrize("p", [0, 1])
+def test_sd97_host_matches_numpy(lib, axis, p):
+    rng = np.random.default_rng(97 + 2 * axis + p)
+    for n in LENGTHS:
+        shape = (n, _lines(n)) if axis == 0 else (_lines(n), n)
+        x = (rng.normal(0, 500, shape) * rng.choice([1e-3, 1, 1e4], shape)).astype(np.float32)
+        _assert_same(_sd_97(x, p, axis), sd_host(lib, x, p, axis))
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+@pytest.mark.parametrize("p", [0, 1])
+def test_sd53_host_matches_numpy(lib, axis, p):
+    rng = np.random.default_rng(53 + 2 * axis + p)
+    for n in LENGTHS:
+        shape = (n, _lines(n)) if axis == 0 else (_lines(n), n)
+        x = rng.integers(-(1 << 13), 1 << 13, shape).astype(np.int32)
+        _assert_same(_sd_53(x, p, axis), sd_host(lib, x, p, axis))
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_sd53_host_wraps_as_numpy(lib, axis):
+    """int32 extremes: the additions wrap modulo 2^32 as numpy's."""
+    rng = np.random.default_rng(5)
+    for n, p in [(1, 1), (2, 0), (67, 1), (130, 0)]:
+        shape = (n, 37) if axis == 0 else (11, n)
+        x = rng.integers(-(2**31), 2**31, shape, dtype=np.int64).astype(np.int32)
+        x.flat[::7] = np.int32(2**31 - 1)
+        with np.errstate(over="ignore"):
+            want = _sd_53(x, p, axis)
+        _assert_same(want, sd_host(lib, x, p, axis))
+
+
+@pytest.mark.parametrize("filt", ["97", "53"])
+def test_sd_host_one_block_grid(lib, filt):
+    """A grid smaller than the tiles: each block loops over line groups and segments."""
+    rng = np.random.default_rng(1)
+    sd = _sd_97 if filt == "97" else _sd_53
+    for axis in (0, 1):
+        for n, p in [(1, 1), (2, 1), (65, 0), (200, 1)]:
+            shape = (n, 70) if axis == 0 else (19, n)
+            x = rng.normal(0, 900, shape).astype(np.float32 if filt == "97" else np.int32)
+            _assert_same(sd(x, p, axis), sd_host(lib, x, p, axis, grid="one"))
