@@ -82,32 +82,47 @@ def rct(r, g, b, shifts=(0, 0, 0)):
     return y0, y1, y2
 
 
-# 1D_SD kernels down the columns of a contiguous (n, w) plane: (kernel, dtype) per filter
-_SD = {"97": ("sd97_cols", cupy.float32), "53": ("sd53_cols_i32", cupy.int32)}
+# 1D_SD kernels of a contiguous plane: (columns kernel, rows kernel, dtype) per filter
+_SD = {"97": ("sd97_cols", "sd97_rows", cupy.float32),
+       "53": ("sd53_cols_i32", "sd53_rows_i32", cupy.int32)}
+# forward.cu's tiles: SD_S samples along the transform, SD_COLS columns or SD_ROWS rows
+_SD_S, _SD_COLS, _SD_ROWS = 64, 32, 8
+_GRID_MAX = 65535  # the kernels loop over tiles past the grid
 
 
-def _sd_cols(x, p: int, filt: str):
-    """1D_SD (``filt``: "97" or "53") down the columns of a contiguous (n, w) plane
-    -> (lo, hi); ``p``: parity of the first row."""
-    name, dtype = _SD[filt]
-    n, w = x.shape
+def _sd(x, p: int, filt: str, axis: int):
+    """1D_SD (F.4.8; ``filt``: "97" or "53") of a contiguous 2-D plane along ``axis``
+    (0: down the columns, 1: along the rows) -> (lo, hi); ``p``: parity of the first
+    sample.  One block per tile of 64 samples by 32 columns or 8 rows."""
+    cols, rows, dtype = _SD[filt]
+    n, lines = (x.shape[0], x.shape[1]) if axis == 0 else (x.shape[1], x.shape[0])
     nl = (n - p + 1) // 2
-    lo = cupy.empty((nl, w), dtype)
-    hi = cupy.empty((n - nl, w), dtype)
-    if n and w:
-        kernel(name)(((w + THREADS - 1) // THREADS,), (THREADS,),
-                     (x, lo, hi, np.int32(n), np.int32(w), np.int32(p)))
+    shapes = ((nl, lines), (n - nl, lines)) if axis == 0 else ((lines, nl), (lines, n - nl))
+    lo, hi = (cupy.empty(s, dtype) for s in shapes)
+    if n and lines:
+        segs = -(-n // _SD_S)
+        if axis == 0:
+            grid = (min(-(-lines // _SD_COLS), _GRID_MAX), min(segs, _GRID_MAX))
+        else:
+            grid = (min(segs, _GRID_MAX), min(-(-lines // _SD_ROWS), _GRID_MAX))
+        kernel(cols if axis == 0 else rows)(grid, (THREADS,),
+                                            (x, lo, hi, np.int32(n), np.int32(lines), np.int32(p)))
     return lo, hi
 
 
+def _sd_cols(x, p: int, filt: str):
+    """1D_SD down the columns of a contiguous (n, w) plane -> (lo, hi)."""
+    return _sd(x, p, filt, 0)
+
+
 def _sd_rows(x, p: int, filt: str):
-    """Along rows, through a transpose so the column kernel stays coalesced."""
-    lo, hi = _sd_cols(cupy.ascontiguousarray(x.T), p, filt)
-    return cupy.ascontiguousarray(lo.T), cupy.ascontiguousarray(hi.T)
+    """1D_SD along the rows of a contiguous (m, n) plane -> (lo, hi), read coalesced
+    through shared memory (no transposes)."""
+    return _sd(x, p, filt, 1)
 
 
 def _fdwt(x, nlevels: int, origin: tuple[int, int], filt: str):
-    a = cupy.ascontiguousarray(x, _SD[filt][1])
+    a = cupy.ascontiguousarray(x, _SD[filt][2])
     if a.ndim != 2:
         raise ValueError(f"need a 2-D plane, got shape {a.shape}")
     u0, v0 = origin
