@@ -3,7 +3,9 @@ sd53_rows_i32) compiled as C++ for the host (encode/cuda/host_emulation.cpp, g++
 their numpy twins ``_sd_97`` / ``_sd_53`` (T.800 F.4.8.2 / F.4.8.1), bit for bit: every odd
 length 1..67 and 2, 4, 64, 66, 1000, 1001 along the transform, both parities p of the first
 sample, columns and rows, line counts across the kernels' tile widths, on the launch grid
-of encode/gpu.py and on a one-block grid (the kernels' block loops).  Skipped without g++.
+and block size of encode/gpu.py (256 threads, run phase by phase between barriers, so a
+missing __syncthreads fails), on a one-block grid (the kernels' block loops) and with other
+block sizes and thread orders.  Skipped without g++.
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ def lib(tmp_path_factory):
     return ctypes.CDLL(str(so))
 
 
-def sd_host(lib, x: np.ndarray, p: int, axis: int, grid: str = "gpu"):
+def sd_host(lib, x: np.ndarray, p: int, axis: int, grid: str = "gpu", threads: int = 256,
+            reverse: bool = False):
     """1D_SD of a 2-D plane along ``axis`` by the host-built kernel -> (lo, hi)."""
     filt = 97 if x.dtype == np.float32 else 53
     x = np.ascontiguousarray(x)
@@ -55,7 +58,7 @@ def sd_host(lib, x: np.ndarray, p: int, axis: int, grid: str = "gpu"):
         gx = gy = 1
     ptr = [ctypes.c_void_p(a.ctypes.data) for a in (x, lo, hi)]
     rc = lib.sd_emulate(filt, int(axis == 0), *ptr, *(ctypes.c_int(v) for v in
-                        (n, lines, p, gx, gy)))
+                        (n, lines, p, gx, gy, threads, int(reverse))))
     assert rc == 0
     return lo, hi
 
@@ -114,3 +117,17 @@ def test_sd_host_one_block_grid(lib, filt):
             shape = (n, 70) if axis == 0 else (19, n)
             x = rng.normal(0, 900, shape).astype(np.float32 if filt == "97" else np.int32)
             _assert_same(sd(x, p, axis), sd_host(lib, x, p, axis, grid="one"))
+
+
+@pytest.mark.parametrize("filt", ["97", "53"])
+@pytest.mark.parametrize("threads,reverse", [(1, False), (96, True), (256, True), (1024, False)])
+def test_sd_host_block_sizes_and_orders(lib, filt, threads, reverse):
+    """Any block size works (the phases loop in steps of blockDim.x), in either thread order."""
+    rng = np.random.default_rng(threads)
+    sd = _sd_97 if filt == "97" else _sd_53
+    for axis in (0, 1):
+        for n, p in [(1, 0), (3, 1), (67, 1), (130, 0)]:
+            shape = (n, 41) if axis == 0 else (13, n)
+            x = rng.normal(0, 900, shape).astype(np.float32 if filt == "97" else np.int32)
+            _assert_same(sd(x, p, axis), sd_host(lib, x, p, axis, threads=threads,
+                                                 reverse=reverse))

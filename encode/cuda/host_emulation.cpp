@@ -2,22 +2,26 @@
  * bit against their numpy twins where there is no GPU (tests/test_encode_dwt_host.py builds
  * it with g++ -ffp-contract=off, as NVRTC's --fmad=false).
  *
- * Every block is run as one thread (blockDim.x = 1), blocks one after another: the kernels
- * loop each phase over all of a block's work items in steps of blockDim.x and separate the
- * phases with __syncthreads, so one thread does the whole phase before the next and the
- * barrier is a no-op.  (No item of a phase reads what another item of it writes.)
+ * A block's threads are run as cooperative contexts (ucontext), one at a time in thread order
+ * (or reversed): each runs until its __syncthreads, and the block's next phase starts when
+ * every thread has reached the barrier, as on the GPU.  A missing barrier then shows as a
+ * thread reading what a later thread has not written yet; a barrier that some threads of
+ * the block skip is reported (-2).  Blocks run one after another; shared arrays are static.
  */
 
 #include <math.h>
+#include <stdlib.h>
+#include <ucontext.h>
 
 #define __global__
 #define __device__
 #define __forceinline__ inline
 #define __shared__ static
-#define __syncthreads()
+#define __syncthreads() host_sync()
 
 struct Dim { unsigned int x, y, z; };
-static Dim threadIdx, blockIdx, blockDim, gridDim;
+Dim threadIdx, blockIdx, blockDim, gridDim;
+static void host_sync();
 static unsigned int atomicMax(unsigned int* p, unsigned int v)
 {
     unsigned int old = *p;
@@ -27,32 +31,85 @@ static unsigned int atomicMax(unsigned int* p, unsigned int v)
 
 #include "forward.cu"
 
-/* Runs sd97_cols / sd97_rows (filt 97, float32) or sd53_cols_i32 / sd53_rows_i32 (filt 53,
- * int32) on a (gx, gy) grid of one-thread blocks: cols != 0 transforms the columns of an
- * (n, lines) plane, else the rows of a (lines, n) plane.  Returns 0, or -1 for a bad filt. */
-extern "C" int sd_emulate(int filt, int cols, const void* x, void* lo, void* hi, int n,
-                          int lines, int p, int gx, int gy)
+enum { MAX_THREADS = 1024, STACK = 1 << 16 };
+static ucontext_t sched, ctx[MAX_THREADS];
+static char* stacks[MAX_THREADS];
+static int cur, finished[MAX_THREADS];
+static struct { int filt, cols, n, lines, p; const void* x; void *lo, *hi; } args;
+
+static void host_sync() { swapcontext(&ctx[cur], &sched); }
+
+static void thread_main()
 {
-    if (filt != 97 && filt != 53) return -1;
-    blockDim.x = 1;
+    if (args.filt == 97 && args.cols)
+        sd97_cols((const float*)args.x, (float*)args.lo, (float*)args.hi, args.n, args.lines, args.p);
+    else if (args.filt == 97)
+        sd97_rows((const float*)args.x, (float*)args.lo, (float*)args.hi, args.n, args.lines, args.p);
+    else if (args.cols)
+        sd53_cols_i32((const int*)args.x, (int*)args.lo, (int*)args.hi, args.n, args.lines, args.p);
+    else
+        sd53_rows_i32((const int*)args.x, (int*)args.lo, (int*)args.hi, args.n, args.lines, args.p);
+    finished[cur] = 1;
+}
+
+/* One block: threads run phase by phase.  0, or -2 where some threads finished while others
+ * waited at a barrier (a barrier not reached by the whole block). */
+static int run_block(int nthreads, int reverse)
+{
+    for (int i = 0; i < nthreads; i++) {
+        if (!stacks[i] && !(stacks[i] = (char*)malloc(STACK))) return -3;
+        getcontext(&ctx[i]);
+        ctx[i].uc_stack.ss_sp = stacks[i];
+        ctx[i].uc_stack.ss_size = STACK;
+        ctx[i].uc_link = &sched;
+        makecontext(&ctx[i], thread_main, 0);
+        finished[i] = 0;
+    }
+    for (int left = nthreads; left;) {
+        int done_now = 0;
+        for (int k = 0; k < nthreads; k++) {
+            int i = reverse ? nthreads - 1 - k : k;
+            if (finished[i]) continue;
+            cur = i;
+            threadIdx.x = i;
+            swapcontext(&sched, &ctx[i]);
+            done_now += finished[i];
+        }
+        if (done_now && done_now != left) return -2;
+        left -= done_now;
+    }
+    return 0;
+}
+
+/* Runs sd97_cols / sd97_rows (filt 97, float32) or sd53_cols_i32 / sd53_rows_i32 (filt 53,
+ * int32) on a (gx, gy) grid of blocks of `threads` threads: cols != 0 transforms the columns
+ * of an (n, lines) plane, else the rows of a (lines, n) plane.  Returns 0, -1 for bad
+ * arguments, -2 for a barrier not reached by a whole block, -3 out of memory. */
+extern "C" int sd_emulate(int filt, int cols, const void* x, void* lo, void* hi, int n,
+                          int lines, int p, int gx, int gy, int threads, int reverse)
+{
+    if ((filt != 97 && filt != 53) || threads < 1 || threads > MAX_THREADS) return -1;
+    args.filt = filt;
+    args.cols = cols;
+    args.n = n;
+    args.lines = lines;
+    args.p = p;
+    args.x = x;
+    args.lo = lo;
+    args.hi = hi;
+    blockDim.x = threads;
     blockDim.y = blockDim.z = 1;
     gridDim.x = gx;
     gridDim.y = gy;
     gridDim.z = 1;
-    threadIdx.x = threadIdx.y = threadIdx.z = 0;
+    threadIdx.y = threadIdx.z = 0;
     for (int by = 0; by < gy; by++)
         for (int bx = 0; bx < gx; bx++) {
             blockIdx.x = bx;
             blockIdx.y = by;
             blockIdx.z = 0;
-            if (filt == 97 && cols)
-                sd97_cols((const float*)x, (float*)lo, (float*)hi, n, lines, p);
-            else if (filt == 97)
-                sd97_rows((const float*)x, (float*)lo, (float*)hi, n, lines, p);
-            else if (cols)
-                sd53_cols_i32((const int*)x, (int*)lo, (int*)hi, n, lines, p);
-            else
-                sd53_rows_i32((const int*)x, (int*)lo, (int*)hi, n, lines, p);
+            int rc = run_block(threads, reverse);
+            if (rc) return rc;
         }
     return 0;
 }
