@@ -33,6 +33,10 @@ def register(subparsers) -> None:
                    help="also accept requests whose Host header is NAME (a DNS name the server is reached by)")
     p.add_argument("--allow-origin", action="append", default=[], metavar="URL",
                    help="also accept browser requests from this origin (e.g. http://console.example:8000)")
+    p.add_argument("--max-connections", type=int, default=256, metavar="N",
+                   help="open connections at most (one more evicts the one waiting longest for a request)")
+    p.add_argument("--head-timeout", type=float, default=5.0, metavar="SECONDS",
+                   help="time a client has to send a complete request head; idle connections close then too")
     p.add_argument("--headless", action="store_true", help="offscreen OpenGL (EGL) instead of a window")
     p.add_argument("--backend", choices=("auto", "cpu", "cuda"), default="auto", help="decode back end")
     p.add_argument("--interop", choices=("auto", "surface", "pbo", "host"), default="auto",
@@ -82,7 +86,8 @@ def run(args) -> int:
     try:
         token = token_of(args, warn=lambda m: print(m, file=sys.stderr))
         return serve(args.library, listen=args.listen, token=token, no_token=args.no_token,
-                     hosts=args.allow_host, origins=args.allow_origin,
+                     hosts=args.allow_host, origins=args.allow_origin, max_connections=args.max_connections,
+                     head_timeout=args.head_timeout,
                      headless=args.headless or not has_display(), backend=args.backend, interop=args.interop,
                      colour=args.colour, primaries=args.primaries, workers=args.workers,
                      processes=not args.threads, fps=args.fps, preroll=args.preroll, window_size=args.window,

@@ -80,6 +80,8 @@ def serve(library_dir, *, listen: str = "127.0.0.1:8080", token: str | None = No
     from .protocol import bounded_protocol  # noqa: PLC0415
 
     host, port = parse_listen(listen)
+    if not (1 <= max_connections <= 100_000 and 0.1 <= head_timeout <= 3600):
+        raise ValueError("--max-connections wants 1..100000, --head-timeout 0.1..3600 seconds")
     if no_token and token:
         raise ValueError("--no-token and a token (--token-file, $CINEGPU_SERVE_TOKEN) exclude each other")
     if no_token and not is_loopback(host):
@@ -111,7 +113,8 @@ def serve(library_dir, *, listen: str = "127.0.0.1:8080", token: str | None = No
     app = create_app(engine, library, token=token, listen_host=host, hosts=hosts, origins=origins)
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", ws="none",
                             http=bounded_protocol(head_timeout=head_timeout, max_connections=max_connections),
-                            timeout_graceful_shutdown=3, timeout_keep_alive=5, h11_max_incomplete_event_size=16 << 10)
+                            timeout_graceful_shutdown=3, timeout_keep_alive=max(1, min(5, round(head_timeout))),
+                            h11_max_incomplete_event_size=16 << 10, backlog=128)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="http", daemon=True)
 
