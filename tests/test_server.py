@@ -54,7 +54,7 @@ def server(library):
 
 
 def api(server, path, method="GET", body=None, **kw):
-    return request(f"{server.url}/api/v1{path}", method, body, **kw)
+    return request(f"{server.url}/api/v1{path}", method, body, token=server.token, **kw)
 
 
 def wait_for(server, pred, timeout=30.0, what="condition"):
@@ -150,20 +150,27 @@ def test_seek_while_playing_keeps_playing(server, library):
 
 def test_dcpomatic_player_api(server):
     """DCP-o-matic's player: GET /api/v1/status {playing, position h:mm:ss, dcp_name};
-    POST /api/v1/play and /api/v1/stop answer 303 to / (its web page posts forms)."""
+    POST /api/v1/play and /api/v1/stop answer 303 to / to a client that accepts text/html.
+    The POSTs must be JSON (with the token): a form post, which any web page can send, is refused."""
     api(server, "/load", "POST", {"cpl": DCP_CPL}, timeout=120)
     code, st = api(server, "/status")
     assert code == 200 and st["playing"] is False and st["position"] == "0:00:00" and st["dcp_name"] == "Two reels"
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *a, **k):
+            return None
+
+    opener = urllib.request.build_opener(NoRedirect)
+    auth = {"Authorization": f"Bearer {server.token}"}
+    form = urllib.request.Request(f"{server.url}/api/v1/play", data=b"", method="POST",
+                                  headers={"Content-Type": "application/x-www-form-urlencoded", "Accept": "text/html",
+                                           **auth})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        opener.open(form, timeout=10)
+    assert refused.value.code == 415 and not api(server, "/status")[1]["playing"]
     for path in ("/play", "/stop"):
         req = urllib.request.Request(f"{server.url}/api/v1{path}", data=b"", method="POST",
-                                     headers={"Content-Type": "application/x-www-form-urlencoded",
-                                              "Accept": "text/html"})
-
-        class NoRedirect(urllib.request.HTTPRedirectHandler):
-            def redirect_request(self, *a, **k):
-                return None
-
-        opener = urllib.request.build_opener(NoRedirect)
+                                     headers={"Content-Type": "application/json", "Accept": "text/html", **auth})
         try:
             opener.open(req, timeout=10)
             raise AssertionError("no redirect")
@@ -201,16 +208,22 @@ BAD = [
     ("GET", "/events?max_events=0", None, {}, 422),
     ("GET", "/status", None, {"Host": "evil.example:8080"}, 403),
     ("POST", "/play", None, {"Origin": "http://evil.example"}, 403),
+    ("POST", "/play", None, {"Origin": "null"}, 403),
+    ("POST", "/play", b"", {"Content-Type": "text/plain"}, 415),
+    ("POST", "/load", b'{"cpl": "x"}', {"Content-Type": "application/evil+json"}, 415),
+    ("POST", "/load", b'\xef\xbb\xbf{"cpl": "x"}', {"Content-Type": "application/json"}, 400),
+    ("GET", "/status", None, {"Authorization": "Bearer wrong"}, 401),
 ]
 
 
 @pytest.mark.parametrize("method,path,body,headers,expect", BAD, ids=[f"{b[0]} {b[1]} {b[4]}" for b in BAD])
 def test_bad_requests_get_a_json_4xx(server, method, path, body, headers, expect):
-    assert len(BAD) == 23
+    assert len(BAD) == 28
     if path == "/seek" and api(server, "/status")[1]["frame_count"] != 48:
         api(server, "/load", "POST", {"cpl": DCP_CPL}, timeout=120)
     data = body if isinstance(body, (bytes, type(None))) else json.dumps(body).encode()
-    h = {"Content-Type": "application/json"} if isinstance(body, dict) else {}
+    h = {"Content-Type": "application/json"} if method == "POST" else {}
+    h["Authorization"] = f"Bearer {server.token}"
     req = urllib.request.Request(f"{server.url}/api/v1{path}", data=data, method=method, headers={**h, **headers})
     try:
         with urllib.request.urlopen(req, timeout=10) as r:
@@ -249,7 +262,8 @@ def test_missing_asset_is_a_409_and_the_server_keeps_serving(server):
 
 
 def test_event_stream(server):
-    req = urllib.request.Request(f"{server.url}/api/v1/events?max_events=3&max_seconds=10")
+    req = urllib.request.Request(f"{server.url}/api/v1/events?max_events=3&max_seconds=10",
+                                 headers={"Authorization": f"Bearer {server.token}"})
     with urllib.request.urlopen(req, timeout=15) as r:
         assert r.headers["content-type"].startswith("text/event-stream")
         text = r.read().decode()
@@ -261,7 +275,7 @@ def test_event_stream(server):
 
 @pytest.fixture(scope="module")
 def token_server(library):
-    s = ServerProcess(library, "--backend", "cpu", "--threads", "--token", "s3cret-t0ken")
+    s = ServerProcess(library, "--backend", "cpu", "--threads", token="s3cret-t0ken")
     yield s
     s.stop()
 
@@ -284,9 +298,9 @@ def test_sigterm_stops_cleanly(token_server):
 
 def test_other_addresses_need_a_token(library):
     r = subprocess.run([sys.executable, "-m", "cinegpu.player.cli", "serve", "--library", str(library),
-                        "--listen", "0.0.0.0:0", "--headless"], capture_output=True, text=True, timeout=120,
-                       env={"CINEGPU_SERVE_TOKEN": "", **__import__("os").environ})
-    assert r.returncode == 2 and "needs --token" in r.stderr
+                        "--listen", "0.0.0.0:0", "--headless", "--no-token"], capture_output=True, text=True,
+                       timeout=120, env={**__import__("os").environ, "CINEGPU_SERVE_TOKEN": ""})
+    assert r.returncode == 2 and "needs a token" in r.stderr and "loopback only" in r.stderr
 
 
 # ---------------------------------------------------------------- in-process pieces

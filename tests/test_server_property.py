@@ -41,7 +41,7 @@ def live_server(tmp_path_factory):
         pytest.skip(f"no headless OpenGL: {exc}")
     library = make_library(tmp_path_factory.mktemp("library"), frames=24, dcp=True)
     s = ServerProcess(library, "--backend", "cpu", "--threads", "--workers", "1")
-    code, st = request(f"{s.url}/api/v1/load", "POST", {"cpl": DCP_CPL, "loop": True}, timeout=120)
+    code, st = request(f"{s.url}/api/v1/load", "POST", {"cpl": DCP_CPL, "loop": True}, timeout=120, token=s.token)
     assert code == 200, st
     yield s
     assert s.stop() == 0, "".join(s.stderr)[-3000:]
@@ -52,7 +52,8 @@ def live_server(tmp_path_factory):
 def api_schema(live_server):
     from schemathesis.generation import GenerationMode
 
-    schema = schemathesis.openapi.from_url(f"{live_server.url}/api/v1/openapi.json")
+    schema = schemathesis.openapi.from_url(f"{live_server.url}/api/v1/openapi.json",
+                                           headers={"Authorization": f"Bearer {live_server.token}"})
     schema.config.update(base_url=live_server.url)
     schema.config.generation.update(modes=[GenerationMode.POSITIVE, GenerationMode.NEGATIVE])
     return schema
@@ -64,10 +65,11 @@ schema = schemathesis.pytest.from_fixture("api_schema")
 @schema.parametrize()
 @settings(max_examples=MAX_EXAMPLES, deadline=None, derandomize=True,
           suppress_health_check=list(HealthCheck))
-def test_no_server_errors(case):
+def test_no_server_errors(case, live_server):
     if case.path == "/api/v1/events":
         case.query = {**(case.query or {}), "max_seconds": 0.2}    # a stream ends: bounded
-    response = case.call(timeout=30)
+    response = case.call(timeout=30, headers={"Authorization": f"Bearer {live_server.token}",
+                                              "Content-Type": "application/json"})
     CALLS.append((case.method, case.path, response.status_code))
     assert response.status_code < 500, (case.method, case.path, case.body, response.status_code, response.text)
     case.validate_response(response, checks=CHECKS)

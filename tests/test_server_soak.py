@@ -54,17 +54,18 @@ def playing_server(tmp_path_factory):
     library = make_library(tmp_path_factory.mktemp("library"), frames=72, dcp=False)
     s = ServerProcess(library, "--backend", "cpu", "--workers", "1")
     code, st = request(f"{s.url}/api/v1/load", "POST",
-                       {"cpl": sequence_id(library, library / "seq"), "loop": True, "play": True}, timeout=120)
+                       {"cpl": sequence_id(library, library / "seq"), "loop": True, "play": True}, timeout=120,
+                       token=s.token)
     assert code == 200, st
     end = time.monotonic() + 60
-    while request(f"{s.url}/api/v1/status")[1]["state"] != "playing":
+    while request(f"{s.url}/api/v1/status", token=s.token)[1]["state"] != "playing":
         assert time.monotonic() < end, "never started playing"
         time.sleep(0.05)
     yield s
     assert s.stop() == 0, "".join(s.stderr)[-3000:]
 
 
-def _client(base: str, jobs: list, results: list, deadline: float) -> None:
+def _client(base: str, jobs: list, results: list, deadline: float, token: str) -> None:
     u = urlsplit(base)
     conn = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
     for method, path, body, expect in jobs:
@@ -72,7 +73,7 @@ def _client(base: str, jobs: list, results: list, deadline: float) -> None:
             results.append((path, "deadline"))
             continue
         data = None if body is None else json.dumps(body).encode()
-        headers = {"Content-Type": "application/json"} if data else {}
+        headers = {"Authorization": f"Bearer {token}", **({"Content-Type": "application/json"} if method == "POST" else {})}
         try:
             conn.request(method, path, body=data, headers=headers)
             r = conn.getresponse()
@@ -93,20 +94,20 @@ def test_soak_mixed_requests_during_playback(playing_server):
     jobs = [rng.choices(MIX, weights)[0][1:] for _ in range(REQUESTS)]
     # warm-up: a first round so that caches, pools and the allocator settle before measuring memory
     warm: list = []
-    _client(s.url, jobs[:200], warm, time.monotonic() + 30)
+    _client(s.url, jobs[:200], warm, time.monotonic() + 30, s.token)
     assert all(r == "ok" for _, r in warm), [w for w in warm if w[1] != "ok"][:5]
     rss0 = rss_bytes(s.pid)
-    _, st0 = request(f"{s.url}/api/v1/status")
+    _, st0 = request(f"{s.url}/api/v1/status", token=s.token)
     t0 = time.monotonic()
     results: list = []
     deadline = t0 + DEADLINE
-    threads = [threading.Thread(target=_client, args=(s.url, jobs[200 + i::CLIENTS], results, deadline))
+    threads = [threading.Thread(target=_client, args=(s.url, jobs[200 + i::CLIENTS], results, deadline, s.token))
                for i in range(CLIENTS)]
     for t in threads:
         t.start()
     for t in threads:
         t.join(DEADLINE + 30)
-    _, st1 = request(f"{s.url}/api/v1/status")
+    _, st1 = request(f"{s.url}/api/v1/status", token=s.token)
     t1 = time.monotonic()
     rss1 = rss_bytes(s.pid)
 

@@ -19,11 +19,24 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("serve", help="playback server: play compositions of a library as told over HTTP")
     p.add_argument("--library", required=True, metavar="DIR", help="folder of DCPs, IMF packages and frame folders")
     p.add_argument("--listen", default="127.0.0.1:8080", metavar="HOST:PORT",
-                   help="address to serve on (default 127.0.0.1:8080; port 0: any free port); "
-                        "a non-loopback address needs --token")
-    p.add_argument("--token", default=os.environ.get("CINEGPU_SERVE_TOKEN"),
-                   help="require 'Authorization: Bearer TOKEN' on every request "
-                        "(default: $CINEGPU_SERVE_TOKEN)")
+                   help="address to serve on (default 127.0.0.1:8080; port 0: any free port)")
+    tok = p.add_mutually_exclusive_group()
+    tok.add_argument("--token-file", metavar="FILE",
+                     help="read the bearer token from FILE (mode 600 or stricter); default: $CINEGPU_SERVE_TOKEN, "
+                          "else a token generated at start and printed")
+    tok.add_argument("--no-token", action="store_true",
+                     help="no token (loopback addresses only): any local program may drive the player")
+    tok.add_argument("--token", metavar="TOKEN",
+                     help="deprecated: every local user can read a command line; use $CINEGPU_SERVE_TOKEN or "
+                          "--token-file")
+    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help="also accept requests whose Host header is NAME (a DNS name the server is reached by)")
+    p.add_argument("--allow-origin", action="append", default=[], metavar="URL",
+                   help="also accept browser requests from this origin (e.g. http://console.example:8000)")
+    p.add_argument("--max-connections", type=int, default=256, metavar="N",
+                   help="open connections at most (one more evicts the one waiting longest for a request)")
+    p.add_argument("--head-timeout", type=float, default=5.0, metavar="SECONDS",
+                   help="time a client has to send a complete request head; idle connections close then too")
     p.add_argument("--headless", action="store_true", help="offscreen OpenGL (EGL) instead of a window")
     p.add_argument("--backend", choices=("auto", "cpu", "cuda"), default="auto", help="decode back end")
     p.add_argument("--interop", choices=("auto", "surface", "pbo", "host"), default="auto",
@@ -42,6 +55,24 @@ def register(subparsers) -> None:
     p.set_defaults(run=run)
 
 
+def token_of(args, environ=os.environ, warn=None) -> str | None:
+    """The token from --token-file, else $CINEGPU_SERVE_TOKEN, else the deprecated --token (with a
+    warning: a command line is readable by every local user); None: generate one (or --no-token)."""
+    from ..server.access import check_token, read_token_file  # noqa: PLC0415
+
+    if args.token_file:
+        return read_token_file(args.token_file)
+    if args.token:
+        if warn:
+            warn("cinegpu serve: warning: --token puts the token in the command line, which every local user can "
+                 "read (ps, /proc/PID/cmdline); use $CINEGPU_SERVE_TOKEN or --token-file instead")
+        return check_token(args.token, "--token")
+    env = environ.get("CINEGPU_SERVE_TOKEN")
+    if env and not args.no_token:
+        return check_token(env, "$CINEGPU_SERVE_TOKEN")
+    return None
+
+
 def run(args) -> int:
     import logging
     import sys
@@ -53,7 +84,10 @@ def run(args) -> int:
 
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
     try:
-        return serve(args.library, listen=args.listen, token=args.token or None,
+        token = token_of(args, warn=lambda m: print(m, file=sys.stderr))
+        return serve(args.library, listen=args.listen, token=token, no_token=args.no_token,
+                     hosts=args.allow_host, origins=args.allow_origin, max_connections=args.max_connections,
+                     head_timeout=args.head_timeout,
                      headless=args.headless or not has_display(), backend=args.backend, interop=args.interop,
                      colour=args.colour, primaries=args.primaries, workers=args.workers,
                      processes=not args.threads, fps=args.fps, preroll=args.preroll, window_size=args.window,

@@ -5,19 +5,17 @@ and await its future (asynchronously: the event loop keeps serving others, and t
 thread never waits for HTTP).  Every error is JSON ``{"error": ..., "status": ...}`` with a 4xx
 status; 5xx only for a bug (500) or shutdown (503).
 
-Access: with a token every request needs ``Authorization: Bearer <token>`` (compared with
-:func:`hmac.compare_digest`).  Without one (loopback only), the Host header must name a loopback
-address (no DNS rebinding) and a browser's cross-origin ``Origin`` is refused (no cross-site
-form posts to the DCP-o-matic paths).
+Access (:mod:`.access`): a bearer token on every request (generated at start unless given, or
+none with ``--no-token`` on loopback), ``Host`` naming this server (no DNS rebinding), no foreign
+or ``null`` ``Origin``, and ``Content-Type: application/json`` on every POST and every body, so
+that no web page the operator visits can drive the player.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hmac
 import json
 import math
-from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -26,24 +24,32 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, StreamingResponse
 from starlette.routing import Route
 
+from .access import Guard
 from .engine import CommandError, Engine
 from .library import Library
 from .openapi import openapi
 
-__all__ = ["create_app", "LOOPBACK_HOSTS"]
+__all__ = ["create_app"]
 
 MAX_BODY = 64 << 10                 # bytes
 COMMAND_TIMEOUT = 10.0              # seconds a command may wait for the display thread
 LOAD_TIMEOUT = 180.0                # seconds a load may take (worker processes start)
-LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
+BODY_TIMEOUT = 10.0                 # seconds a request body may take to arrive
+BOM = b"\xef\xbb\xbf"
 
 INDEX = """<!doctype html><html><head><meta charset="utf-8"><title>cinegpu</title></head>
 <body><h1>cinegpu playback server</h1><p id="s">...</p>
-<form method="post" action="/api/v1/play"><button>Play</button></form>
-<form method="post" action="/api/v1/stop"><button>Stop</button></form>
-<p><a href="/api/v1/openapi.json">API (OpenAPI)</a></p>
-<script>async function t(){try{const r=await fetch('/api/v1/status');const j=await r.json();
-document.getElementById('s').textContent=j.state+' '+(j.dcp_name||'')+' '+(j.timecode||'')}catch(e){}}
+<button onclick="c('play')">Play</button> <button onclick="c('pause')">Pause</button>
+<button onclick="c('stop')">Stop</button>
+<p><a href="/api/v1/openapi.json">API (OpenAPI)</a> (send the token as <code>Authorization: Bearer</code>)</p>
+<script>const k='cinegpu-token';if(location.hash.startsWith('#token=')){
+sessionStorage.setItem(k,decodeURIComponent(location.hash.slice(7)));history.replaceState(null,'','/')}
+function h(){const t=sessionStorage.getItem(k);return Object.assign({'Content-Type':'application/json'},
+t?{'Authorization':'Bearer '+t}:{})}
+async function c(n){await fetch('/api/v1/'+n,{method:'POST',headers:h(),body:'{}'});t()}
+async function t(){try{const r=await fetch('/api/v1/status',{headers:h()});const j=await r.json();
+document.getElementById('s').textContent=r.ok?j.state+' '+(j.dcp_name||'')+' '+(j.timecode||''):
+j.error+' (open the address printed at start, with #token=...)'}catch(e){}}
 setInterval(t,500);t();</script></body></html>"""
 
 
@@ -58,28 +64,38 @@ class BadRequest(Exception):
 
 
 async def read_json(request: Request, *, required: bool) -> dict:
-    """The JSON object in the body ({} when empty and not ``required``), at most MAX_BODY bytes."""
+    """The JSON object in the body ({} when empty and not ``required``), at most MAX_BODY bytes of
+    UTF-8 without a byte order mark (RFC 8259 8.1), arriving within BODY_TIMEOUT seconds.  The
+    Content-Type was checked by the Guard (application/json)."""
     length = request.headers.get("content-length")
     if length is not None and (not length.isdigit() or int(length) > MAX_BODY):
         raise BadRequest(413 if length.isdigit() else 400, f"body over {MAX_BODY} bytes" if length.isdigit()
                          else "bad Content-Length")
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > MAX_BODY:
-            raise BadRequest(413, f"body over {MAX_BODY} bytes")
-    if not body.strip():
+
+    async def read() -> bytes:
+        body = bytearray()
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > MAX_BODY:
+                raise BadRequest(413, f"body over {MAX_BODY} bytes")
+        return bytes(body)
+
+    try:
+        body = await asyncio.wait_for(read(), BODY_TIMEOUT)
+    except asyncio.TimeoutError:
+        raise BadRequest(408, f"body not received within {BODY_TIMEOUT:g} s") from None
+    if body.startswith(BOM):
+        raise BadRequest(400, "a JSON body must not start with a byte order mark")
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadRequest(400, f"body is not UTF-8 (byte {exc.start})") from None
+    if not text.strip():
         if required:
             raise BadRequest(400, "a JSON body is required")
         return {}
-    ctype = request.headers.get("content-type", "application/json").split(";")[0].strip().lower()
-    lenient = ctype == "application/x-www-form-urlencoded" and body.lstrip()[:1] == b"{"   # curl -d '{...}'
-    if ctype in ("application/x-www-form-urlencoded", "multipart/form-data") and not required and not lenient:
-        return {}                   # a browser form (DCP-o-matic's page): no arguments
-    if ctype != "application/json" and not ctype.endswith("+json") and not lenient:
-        raise BadRequest(415, f"body must be application/json, not {ctype}")
     try:
-        value = json.loads(bytes(body))
+        value = json.loads(text)
     except (ValueError, RecursionError) as exc:
         raise BadRequest(400, f"body is not JSON: {exc}") from None
     if not isinstance(value, dict):
@@ -115,54 +131,14 @@ def _id(value) -> str:
 
 
 def wants_html(request: Request) -> bool:
-    """A browser form post or page (DCP-o-matic's web page): answer 303 to / as DCP-o-matic does."""
-    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    return "text/html" in request.headers.get("accept", "") or ctype in (
-        "application/x-www-form-urlencoded", "multipart/form-data")
+    """A client that asks for a page (DCP-o-matic's player API): answer 303 to / as DCP-o-matic does."""
+    return "text/html" in request.headers.get("accept", "")
 
 
-class Guard:
-    """ASGI middleware: bearer token, or loopback Host and same-origin requests without one."""
-
-    def __init__(self, app, token: str | None) -> None:
-        self.app, self.token = app, token
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-        problem = self._check(headers)
-        if problem is not None:
-            status, message = problem
-            extra = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-            response = JSONResponse({"error": message, "status": status}, status_code=status, headers=extra)
-            return await response(scope, receive, send)
-        return await self.app(scope, receive, send)
-
-    def _check(self, headers: dict) -> tuple[int, str] | None:
-        if self.token is not None:
-            auth = headers.get("authorization", "")
-            scheme, _, given = auth.partition(" ")
-            if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), self.token.encode()):
-                return 401, "a valid 'Authorization: Bearer <token>' header is required"
-            return None
-        host = headers.get("host", "")
-        name = host.rsplit(":", 1)[0] if not host.startswith("[") else host.split("]")[0] + "]"
-        if name.lower() not in LOOPBACK_HOSTS:
-            return 403, f"Host {host!r} is not a loopback name"
-        origin = headers.get("origin")
-        if origin and origin != "null":
-            try:
-                o = urlsplit(origin)
-            except ValueError:
-                return 403, "bad Origin header"
-            if o.netloc.lower() != host.lower():
-                return 403, f"cross-origin request from {origin!r} refused"
-        return None
-
-
-def create_app(engine: Engine, library: Library, *, token: str | None = None) -> Starlette:
-    """The ASGI application over ``engine`` and ``library``."""
+def create_app(engine: Engine, library: Library, *, token: str | None = None, listen_host: str = "127.0.0.1",
+               hosts=(), origins=()) -> Starlette:
+    """The ASGI application over ``engine`` and ``library``, behind :class:`~.access.Guard` (``token``,
+    ``listen_host``, more allowed ``hosts`` and ``origins``)."""
     document = openapi(token=token is not None)
 
     async def command(name: str, timeout: float = COMMAND_TIMEOUT, **args) -> JSONResponse:
@@ -300,5 +276,5 @@ def create_app(engine: Engine, library: Library, *, token: str | None = None) ->
         Route("/api/v1/seek", post_seek, methods=["POST"]),
     ]
     app = Starlette(routes=routes, exception_handlers={HTTPException: not_found, Exception: server_error})
-    app.add_middleware(Guard, token=token)
+    app.add_middleware(Guard, token=token, listen_host=listen_host, hosts=tuple(hosts), origins=tuple(origins))
     return app

@@ -4,8 +4,9 @@ status-polling bench.
     python -m cinegpu.player.server.client --sequence '../shared/bench-frames/f4k_*.j2c' --repeat 60 \\
         --backend cuda --hz 20 --seconds 30
 
-starts the server (headless, on a free loopback port) over a library holding one sequence of the
-files matched, repeated (symlinks, so every frame is decoded), loads it looping, plays it and
+starts the server (headless, on a free loopback port, with a token of its own passed through
+``$CINEGPU_SERVE_TOKEN``) over a library holding one sequence of the files matched, copied into
+the library and repeated (symlinks inside the library, so every frame is decoded), loads it looping, plays it and
 polls ``GET /api/v1/status`` ``--hz`` times a second for ``--seconds``; then SIGTERMs the server
 and prints one JSON line: frames shown, dropped and late, achieved fps, polls answered and their
 latency.  Exit status 0 when nothing was dropped, every poll answered and the server exited 0.
@@ -18,6 +19,8 @@ import argparse
 import glob
 import json
 import os
+import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -34,15 +37,23 @@ __all__ = ["ServerProcess", "request", "rss_bytes"]
 class ServerProcess:
     """``cinegpu serve --library DIR --listen 127.0.0.1:0 --headless ARGS...`` as a child process.
 
+    ``token``: "auto" (a fresh random token, given through ``$CINEGPU_SERVE_TOKEN``), a token to
+    give that way, or None (none given: ``$CINEGPU_SERVE_TOKEN`` is removed; ARGS say what to do,
+    e.g. ``--no-token`` or ``--token-file``).  ``self.token`` is the token given, or None.
     ``url`` is set once the server printed its listening line (within ``timeout`` seconds).
     :meth:`stop` sends SIGTERM and waits; its result is the exit status.
     """
 
-    def __init__(self, library, *args: str, timeout: float = 120.0, env: dict | None = None) -> None:
+    def __init__(self, library, *args: str, timeout: float = 120.0, env: dict | None = None,
+                 token: str | None = "auto") -> None:
         cmd = [sys.executable, "-m", "cinegpu.player.cli", "serve", "--library", str(library),
                "--listen", "127.0.0.1:0", "--headless", *args]
+        self.token = secrets.token_urlsafe(24) if token == "auto" else token
+        environ = {k: v for k, v in os.environ.items() if k != "CINEGPU_SERVE_TOKEN"}
+        if self.token is not None:
+            environ["CINEGPU_SERVE_TOKEN"] = self.token
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     env={**os.environ, **(env or {})})
+                                     env={**environ, **(env or {})})
         self.stderr: list[str] = []
         self.stdout: list[str] = []
         threading.Thread(target=self._pump, args=(self.proc.stderr, self.stderr), daemon=True).start()
@@ -89,9 +100,11 @@ class ServerProcess:
 
 def request(url: str, method: str = "GET", body=None, *, token: str | None = None, timeout: float = 10.0,
             headers: dict | None = None) -> tuple[int, object]:
-    """(status, decoded JSON or text) of one request; HTTP errors are returned, not raised."""
+    """(status, decoded JSON or text) of one request; HTTP errors are returned, not raised.  A POST
+    is sent as application/json even without a body (the server refuses other POSTs)."""
     data = None if body is None else json.dumps(body).encode()
-    h = {"Accept": "application/json", **({"Content-Type": "application/json"} if data is not None else {}),
+    json_type = data is not None or method not in ("GET", "HEAD")
+    h = {"Accept": "application/json", **({"Content-Type": "application/json"} if json_type else {}),
          **({"Authorization": f"Bearer {token}"} if token else {}), **(headers or {})}
     req = urllib.request.Request(url, data=data, method=method, headers=h)
     try:
@@ -111,15 +124,26 @@ def rss_bytes(pid: int) -> int:
 
 
 def make_sequence(pattern: str, repeat: int, folder: Path) -> Path:
-    """A folder of symlinks cycling ``repeat`` times through the files matching ``pattern``."""
+    """A folder of symlinks cycling ``repeat`` times through the files matching ``pattern``, which
+    are linked or copied into ``folder/.frames`` first (the library serves nothing outside it)."""
     files = sorted(glob.glob(pattern))
     if not files:
         raise SystemExit(f"no files match {pattern!r}")
+    store = folder / ".frames"
+    store.mkdir(parents=True)
+    local = []
+    for i, f in enumerate(files):
+        dst = store / f"{i:06d}{Path(f).suffix}"
+        try:
+            os.link(f, dst)
+        except OSError:
+            shutil.copyfile(f, dst)
+        local.append(dst)
     seq = folder / "sequence"
     seq.mkdir(parents=True)
     suffix = Path(files[0]).suffix
     for k in range(repeat * len(files)):
-        (seq / f"f{k:06d}{suffix}").symlink_to(Path(files[k % len(files)]).resolve())
+        (seq / f"f{k:06d}{suffix}").symlink_to(local[k % len(local)])
     return seq
 
 
@@ -137,7 +161,7 @@ def poll_bench(base: str, *, cpl: str | None, hz: float, seconds: float, token: 
                          timeout=load_timeout)
     if status != 200:
         raise RuntimeError(f"load: {status} {st}")
-    request(api + "/play", "POST", token=token)
+    request(api + "/play", "POST", {}, token=token)
     deadline = time.monotonic() + 60
     while st.get("state") != "playing" and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -189,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         library = Path(args.library) if args.library else make_sequence(args.sequence, args.repeat, Path(tmp)).parent
         server = ServerProcess(library, "--backend", args.backend, *args.serve_args, timeout=args.start_timeout)
         try:
-            summary = poll_bench(server.url, cpl=args.cpl, hz=args.hz, seconds=args.seconds)
+            summary = poll_bench(server.url, cpl=args.cpl, hz=args.hz, seconds=args.seconds, token=server.token)
         finally:
             code = server.stop()
         summary["server_exit"] = code

@@ -7,10 +7,13 @@ at most one queue read per turn and never a wait.  What the player is doing is p
 status snapshot (a fresh ``dict`` per change, never mutated after publication) that handlers read
 without a lock.
 
-Opening a composition (package XML, MXF indexes, worker processes) is slow, so it happens in a
+Opening a composition (package XML, MXF indexes, worker processes) is slow, so it happens in one
 loader thread; the opened media and frame source come back through the same queue and the
-display thread only builds the GL target and the :class:`Player`.  Closing a source (joining its
-workers) is handed to a closer thread for the same reason.
+display thread only builds the GL target and the :class:`Player`.  Loads are coalesced: the
+loader takes only the latest load asked for (a load superseded while it waits never starts), it
+checks before starting the decode workers that its load is still the latest, and a load
+superseded while its workers start is closed at once; so a burst of loads starts at most two
+pipelines, not one each.  Closing a source (joining its workers) is handed to a closer thread.
 
 States: ``idle`` (nothing loaded), ``loading``, ``stopped`` (loaded, at the first frame),
 ``starting`` (play asked for; decoding the preroll before the clock runs), ``playing``,
@@ -148,6 +151,9 @@ class Engine:
         self._key: tuple = ()
         self.version = 0
         self._closers: list[threading.Thread] = []
+        self._wanted: tuple[int, Entry] | None = None       # the latest load, not yet taken by the loader
+        self._wanted_cond = threading.Condition()
+        self._loader: threading.Thread | None = None
         self._publish(force=True)
 
     # ---------------------------------------------------------------- any thread
@@ -343,20 +349,46 @@ class Engine:
         self.index, self._autoplay = index, autoplay
         self.entry = self.playlist[index]
         self.state = "loading"
-        entry, gen = self.entry, self._generation
-        threading.Thread(target=self._load, args=(gen, entry), name=f"load-{gen}", daemon=True).start()
+        with self._wanted_cond:
+            self._wanted = (self._generation, self.entry)
+            self._wanted_cond.notify()
+        if self._loader is None or not self._loader.is_alive():
+            self._loader = threading.Thread(target=self._loader_loop, name="loader", daemon=True)
+            self._loader.start()
         self._publish(force=True)
 
+    def _loader_loop(self) -> None:
+        """Loader thread: take the latest wanted load, one at a time, until quit."""
+        while True:
+            with self._wanted_cond:
+                while self._wanted is None and not self._quit.is_set():
+                    self._wanted_cond.wait(0.5)
+                if self._quit.is_set():
+                    return
+                (gen, entry), self._wanted = self._wanted, None
+            self._load(gen, entry)
+
+    def _superseded(self, gen: int) -> bool:
+        return gen != self._generation or self._quit.is_set()
+
     def _load(self, gen: int, entry: Entry) -> None:
-        """Loader thread: open the media and its frame source."""
+        """Open the media and its frame source, unless a later load (or quit) superseded this one."""
         media = source = None
         try:
+            if self._superseded(gen):
+                return
             media = self._open_media(entry)
+            if self._superseded(gen):       # before any decode worker starts
+                media.close()
+                return
             source = self._make_source(media)
+            if self._superseded(gen):       # its workers started meanwhile: close them now
+                self._close_now(source, media)
+                return
             self._queue.put(_Loaded(gen, entry, media, source))
         except Exception as exc:
             log.warning("cannot load %s (%s): %s", entry.title or entry.id, entry.id, exc)
-            self._close_later(None, source, media)
+            self._close_now(source, media)
             self._queue.put(_Failed(gen, entry, exc))
 
     def _install(self, item: _Loaded) -> None:
@@ -421,22 +453,30 @@ class Engine:
             except Exception as exc:
                 log.warning("closing the player: %s", exc)
 
-        def close():
-            for thing in (source, media):
-                if thing is not None:
-                    try:
-                        thing.close()
-                    except Exception as exc:
-                        log.warning("closing %s: %s", type(thing).__name__, exc)
-
-        t = threading.Thread(target=close, name="closer", daemon=True)
+        t = threading.Thread(target=self._close_now, args=(source, media), name="closer", daemon=True)
         t.start()
         self._closers = [c for c in self._closers if c.is_alive()] + [t]
 
+    @staticmethod
+    def _close_now(source, media) -> None:
+        for thing in (source, media):
+            if thing is not None:
+                try:
+                    thing.close()
+                except Exception as exc:
+                    log.warning("closing %s: %s", type(thing).__name__, exc)
+
     def _shutdown(self) -> None:
         self._generation += 1
+        self._quit.set()
+        with self._wanted_cond:
+            self._wanted = None
+            self._wanted_cond.notify()
         self._drain_rejecting()
         self._unload()
+        if self._loader is not None:
+            self._loader.join(timeout=60)
+            self._drain_rejecting()        # a load it finished meanwhile
         for t in self._closers:
             t.join(timeout=60)
         self.state = "idle"

@@ -5,6 +5,13 @@ an entry, keyed by its CPL id.  A folder of ``.j2c/.j2k/.jp2`` frames with no AS
 too, keyed by a name-based UUID of its path under the library root (stable across rescans), so
 that plain sequences can be loaded by id like compositions.  A package that fails to parse is
 listed under ``errors`` with the reason; it never stops the scan.
+
+Confinement: everything listed or loaded lies under the root's real path.  Symbolic links are
+followed only where they resolve under the root; a folder, frame file or package asset that
+resolves outside is listed under ``errors`` and never loaded.  Each real folder is visited once
+(by its ``(st_dev, st_ino)``), so a link loop or an alias lists a package once, and the walk is
+bounded by ``max_depth`` levels and ``max_folders`` folders.  :meth:`Library.check` repeats the
+test when an entry is loaded (the tree may have changed since the scan).
 """
 
 from __future__ import annotations
@@ -71,6 +78,7 @@ class Library:
         self.root = Path(root).resolve()
         if not self.root.is_dir():
             raise MediaError(self.root, "library folder does not exist")
+        self._real = os.path.realpath(self.root)
         self.max_depth, self.max_folders = max_depth, max_folders
         self.min_rescan = min_rescan      # seconds: an unknown id rescans at most this often
         self._lock = threading.Lock()
@@ -89,7 +97,7 @@ class Library:
                 return self._scan
             t0 = time.perf_counter()
             scan = Scan(self.root, when=time.time())
-            for folder in self._folders():
+            for folder in self._folders(scan):
                 self._scan_folder(scan, folder)
             scan.seconds = time.perf_counter() - t0
             self._scan = scan
@@ -105,31 +113,79 @@ class Library:
             entry = self.rescan().entries.get(key)
         return entry
 
-    def _folders(self):
-        count = 0
+    def inside(self, path) -> bool:
+        """Whether ``path`` resolves (symbolic links followed) to the root or under it."""
+        real = os.path.realpath(path)
+        return real == self._real or real.startswith(self._real + os.sep)
+
+    def check(self, entry: Entry) -> None:
+        """Refuse (MediaError) an entry whose files now resolve outside the root."""
+        if entry.package is not None:
+            pkg = read_package(entry.package)
+            outside = self._outside(pkg.paths.values())
+            if not self.inside(entry.package) or not self.inside(entry.path) or outside:
+                raise MediaError(entry.path, f"{outside or 'the package'} resolves outside the library")
+        elif not self.inside(entry.path) or self._frames(entry.path) is None:
+            raise MediaError(entry.path, "the sequence resolves outside the library")
+
+    def _outside(self, paths) -> str | None:
+        """The first of ``paths`` (relative to the root) that resolves outside the root, or None."""
+        for p in paths:
+            if not self.inside(p):
+                return relpath(p, self.root)
+        return None
+
+    def _folders(self, scan: Scan):
+        """The folders to scan, depth first in name order, each real folder once."""
+        count, seen = 0, set()
         stack = [(self.root, 0)]
         while stack and count < self.max_folders:
             folder, depth = stack.pop()
+            try:
+                st = os.stat(folder)
+            except OSError:
+                continue
+            if (st.st_dev, st.st_ino) in seen:
+                continue                    # a link loop or a second name of a folder already seen
+            seen.add((st.st_dev, st.st_ino))
             count += 1
             yield folder
             if depth >= self.max_depth or find_assetmap(folder) is not None:
                 continue
             try:
-                subs = sorted((e for e in os.scandir(folder) if e.is_dir() and not e.name.startswith(".")),
+                subs = sorted((e for e in os.scandir(folder) if not e.name.startswith(".") and e.is_dir()),
                               key=lambda e: e.name, reverse=True)
             except OSError:
                 continue
-            stack.extend((Path(e.path), depth + 1) for e in subs)
+            for e in subs:
+                if e.is_symlink() and not self.inside(e.path):
+                    scan.errors.append({"path": relpath(Path(e.path), self.root),
+                                        "error": "a link to a folder outside the library: skipped"})
+                else:
+                    stack.append((Path(e.path), depth + 1))
+
+    def _frames(self, folder: Path) -> int | None:
+        """Frame files in ``folder``; None when one of them links outside the root."""
+        count = 0
+        for e in os.scandir(folder):
+            if Path(e.name).suffix.lower() in FRAME_SUFFIXES and e.is_file():
+                if e.is_symlink() and not self.inside(e.path):
+                    return None
+                count += 1
+        return count
 
     def _scan_folder(self, scan: Scan, folder: Path) -> None:
         if find_assetmap(folder) is not None:
             self._scan_package(scan, folder)
             return
         try:
-            frames = sum(1 for e in os.scandir(folder) if e.is_file() and Path(e.name).suffix.lower() in FRAME_SUFFIXES)
+            frames = self._frames(folder)
         except OSError:
             return
-        if frames:
+        if frames is None:
+            scan.errors.append({"path": relpath(folder, self.root),
+                                "error": "a frame file links outside the library: skipped"})
+        elif frames:
             key = str(uuid.uuid5(SEQUENCE_NS, relpath(folder, self.root)))
             scan.entries[key] = Entry(key, "j2k-sequence", folder.name, folder, None, None, frames,
                                       (("", frames),))
@@ -139,6 +195,11 @@ class Library:
             pkg = read_package(folder)
         except (MediaError, OSError) as exc:
             scan.errors.append({"path": relpath(folder, self.root), "error": str(exc)})
+            return
+        outside = self._outside(pkg.paths.values())
+        if outside is not None:
+            scan.errors.append({"path": relpath(folder, self.root),
+                                "error": f"asset {outside} resolves outside the library: skipped"})
             return
         ids = []
         for comp in pkg.compositions:

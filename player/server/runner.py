@@ -3,7 +3,10 @@
 The main thread opens the GL window (EGL when headless) and runs :meth:`Engine.run`; uvicorn
 serves the ASGI app from a background thread with its own asyncio loop, on a socket bound here
 (so ``--listen 127.0.0.1:0`` picks a free port and the line ``listening on http://HOST:PORT``
-says which).  SIGTERM and SIGINT end the engine's loop; the engine rejects what is still queued,
+says which).  A token is required unless ``no_token`` (loopback only): without one given, it is
+generated and printed on the next line with how to use it.  Connections are bounded (see
+:mod:`.protocol`: head deadline, idle keep-alive timeout, connection cap, TCP_NODELAY), and the
+library is confined to its folder (:meth:`Library.check` before each load).  SIGTERM and SIGINT end the engine's loop; the engine rejects what is still queued,
 closes the player and the decode pipeline, then uvicorn stops (graceful timeout 3 s) and the
 process exits 0.
 """
@@ -42,7 +45,7 @@ def is_loopback(host: str) -> bool:
 
 def bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     sock.listen(128)
@@ -50,12 +53,17 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve(library_dir, *, listen: str = "127.0.0.1:8080", token: str | None = None, headless: bool = True,
+def serve(library_dir, *, listen: str = "127.0.0.1:8080", token: str | None = None, no_token: bool = False,
+          hosts=(), origins=(), max_connections: int = 256, head_timeout: float = 5.0, headless: bool = True,
           backend: str = "auto", interop: str = "auto", colour: str = "auto", primaries: str = "p3d65",
           workers: int | None = None, processes: bool = True, fps=None, preroll: int = 2,
           window_size: tuple[int, int] = (1280, 720), load: list[str] | None = None, play: bool = False,
           loop: bool = False, out=sys.stdout) -> int:
-    """Run the server until SIGTERM/SIGINT (or the window closes); the exit status."""
+    """Run the server until SIGTERM/SIGINT (or the window closes); the exit status.
+
+    ``token``: the bearer token (None: generate one, unless ``no_token``); ``hosts``, ``origins``:
+    more Host names and Origins to accept; ``max_connections`` open at once; ``head_timeout``:
+    seconds a request head (or the next one on a keep-alive connection) may take."""
     import uvicorn  # noqa: PLC0415
 
     from cinegpu.interop import TARGETS, choose_target  # noqa: PLC0415
@@ -68,12 +76,22 @@ def serve(library_dir, *, listen: str = "127.0.0.1:8080", token: str | None = No
     from .engine import Engine  # noqa: PLC0415
     from .library import Library  # noqa: PLC0415
 
+    from .access import check_token, generate_token  # noqa: PLC0415
+    from .protocol import bounded_protocol  # noqa: PLC0415
+
     host, port = parse_listen(listen)
-    if not is_loopback(host) and not token:
-        raise ValueError(f"listening on {host} (not loopback) needs --token")
+    if not (1 <= max_connections <= 100_000 and 0.1 <= head_timeout <= 3600):
+        raise ValueError("--max-connections wants 1..100000, --head-timeout 0.1..3600 seconds")
+    if no_token and token:
+        raise ValueError("--no-token and a token (--token-file, $CINEGPU_SERVE_TOKEN) exclude each other")
+    if no_token and not is_loopback(host):
+        raise ValueError(f"listening on {host} (not loopback) needs a token: --no-token is for loopback only")
+    generated = not no_token and not token
+    token = None if no_token else check_token(token, "--token") if token else generate_token()
     library = Library(library_dir)
 
     def open_media(entry):
+        library.check(entry)                # still inside the library (links may have changed)
         if entry.package is None:
             return open_source(entry.path)
         return open_package(entry.package, cpl=entry.path)
@@ -92,8 +110,11 @@ def serve(library_dir, *, listen: str = "127.0.0.1:8080", token: str | None = No
     engine = Engine(window, open_media=open_media, make_source=make_source, make_target=make_target,
                     make_presenter=Presenter, headless=headless, fps=fps, preroll=preroll, backend=backend)
     sock = bind(host, port)
-    config = uvicorn.Config(create_app(engine, library, token=token), log_level="warning", access_log=False,
-                            lifespan="off", ws="none", timeout_graceful_shutdown=3, timeout_keep_alive=5)
+    app = create_app(engine, library, token=token, listen_host=host, hosts=hosts, origins=origins)
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", ws="none",
+                            http=bounded_protocol(head_timeout=head_timeout, max_connections=max_connections),
+                            timeout_graceful_shutdown=3, timeout_keep_alive=max(1, min(5, round(head_timeout))),
+                            h11_max_incomplete_event_size=16 << 10, backlog=128)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="http", daemon=True)
 
@@ -104,8 +125,14 @@ def serve(library_dir, *, listen: str = "127.0.0.1:8080", token: str | None = No
     try:
         thread.start()
         name = f"[{host}]" if ":" in host else host
-        print(f"cinegpu serve: listening on http://{name}:{sock.getsockname()[1]} "
-              f"(library {library.root}, {'token required' if token else 'loopback only'})", file=out, flush=True)
+        url = f"http://{name}:{sock.getsockname()[1]}"
+        print(f"cinegpu serve: listening on {url} "
+              f"(library {library.root}, {'token required' if token else 'no token, loopback only'})",
+              file=out, flush=True)
+        if generated:
+            print(f"cinegpu serve: token {token} (generated): send 'Authorization: Bearer {token}', or open "
+                  f"{url}/#token={token} in a browser; choose one with $CINEGPU_SERVE_TOKEN or --token-file "
+                  "(mode 600), or --no-token on loopback", file=out, flush=True)
         if load:
             entries = [library.find(i) for i in load]
             missing = [i for i, e in zip(load, entries) if e is None]
