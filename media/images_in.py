@@ -15,6 +15,7 @@ and pads it with black, centred; :func:`image_area` picks flat, scope or the ful
 from __future__ import annotations
 
 import struct
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -71,7 +72,9 @@ def _normalise(a: np.ndarray, bits: int | None = None) -> np.ndarray:
     if a.dtype.kind not in "ui":
         raise ValueError(f"unsupported sample type {a.dtype}")
     top = (1 << bits) - 1 if bits else np.iinfo(a.dtype).max
-    return (a.astype(np.float32) / np.float32(top)).clip(0.0, 1.0)
+    out = a.astype(np.float32)                   # one float copy, scaled in place
+    out *= np.float32(1.0 / top)
+    return np.clip(out, 0.0, 1.0, out=out)
 
 
 def _check_size(p: Path, width: int, height: int, limit, expect) -> None:
@@ -108,14 +111,64 @@ def read_image(path, *, limit=max_input_size("4k"), expect=None) -> np.ndarray:
         raise MediaError(p, f"damaged image: {type(exc).__name__}: {exc}") from None
 
 
+#: PNG colour type -> (samples per pixel, allowed bit depths) (ISO/IEC 15948 11.2.2 table 11.1).
+_PNG_COLOUR = {0: (1, (1, 2, 4, 8, 16)), 2: (3, (8, 16)), 3: (1, (1, 2, 4, 8)),
+               4: (2, (8, 16)), 6: (4, (8, 16))}
+#: Adam7 passes (15948 8.2): (x0, y0, dx, dy).
+_ADAM7 = ((0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4), (1, 0, 2, 2),
+          (0, 1, 1, 2))
+
+
+def _png_data_size(width: int, height: int, bits_per_pixel: int, interlace: int) -> int:
+    """Bytes of filtered image data (a filter byte per row, 15948 clause 9) of a PNG image."""
+    passes = _ADAM7 if interlace else ((0, 0, 1, 1),)
+    total = 0
+    for x0, y0, dx, dy in passes:
+        w, h = -(-(width - x0) // dx), -(-(height - y0) // dy)
+        if w > 0 and h > 0:
+            total += h * (1 + -(-w * bits_per_pixel // 8))
+    return total
+
+
+def _check_png_data(p: Path, data: bytes, want: int) -> None:
+    """Inflate the IDAT chunks (15948 10.1), at most ``want`` + 1 bytes of output and a MiB at a
+    time, and refuse a stream that holds less or more than the ``want`` bytes IHDR implies: a
+    deflate bomb stops here after ``want`` bytes, not after what it would inflate to."""
+    inflate, got, pos = zlib.decompressobj(), 0, 8
+    while pos + 8 <= len(data) and got <= want:
+        n, kind = struct.unpack_from(">I4s", data, pos)
+        if pos + 12 + n > len(data):
+            raise MediaError(p, f"PNG chunk {kind!r} of {n} bytes runs past the end of the file",
+                             pos)
+        if kind == b"IDAT":
+            chunk = data[pos + 8:pos + 8 + n]
+            while chunk and got <= want and not inflate.eof:
+                got += len(inflate.decompress(chunk, min(want + 1 - got, 1 << 20)))
+                chunk = inflate.unconsumed_tail
+        elif kind == b"IEND":
+            break
+        pos += 12 + n
+    if got > want:
+        raise MediaError(p, f"PNG image data inflates to more than the {want} bytes its IHDR "
+                            "implies")
+    if got < want:
+        raise MediaError(p, f"PNG image data truncated: {got} of {want} bytes")
+
+
 def _read_png(p: Path, limit, expect) -> np.ndarray:
     """PNG (ISO/IEC 15948) through libpng (``imagecodecs``): every colour type, 1 to 16 bits,
-    decoded losslessly; the IHDR (clause 11.2.2) is read first for the size check."""
+    decoded losslessly. The IHDR (11.2.2) is checked first, then the image data's inflated
+    size, so libpng is only handed a stream of the size the header says."""
     data = p.read_bytes()
     if data[:8] != b"\x89PNG\r\n\x1a\n" or len(data) < 33 or data[12:16] != b"IHDR":
         raise MediaError(p, "not a PNG file (no signature and IHDR)")
-    width, height, depth = struct.unpack_from(">IIB", data, 16)
+    width, height, depth, colour, _, _, interlace = struct.unpack_from(">IIBBBBB", data, 16)
     _check_size(p, width, height, limit, expect)
+    samples, depths = _PNG_COLOUR.get(colour, (0, ()))
+    if depth not in depths or interlace > 1:
+        raise MediaError(p, f"PNG IHDR: colour type {colour}, bit depth {depth}, interlace "
+                            f"{interlace} is not a valid combination (ISO/IEC 15948 11.2.2)")
+    _check_png_data(p, data, _png_data_size(width, height, samples * depth, interlace))
     import imagecodecs
     a = imagecodecs.png_decode(data)
     return _normalise(a, 16 if a.dtype == np.uint16 else 8)
