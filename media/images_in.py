@@ -79,7 +79,7 @@ def _normalise(a: np.ndarray, bits: int | None = None) -> np.ndarray:
 
 def _check_size(p: Path, width: int, height: int, limit, expect) -> None:
     """Refuse a frame whose header says ``width`` x ``height`` pixels when that is empty, over
-    ``limit`` (width, height) or not the ``expect``\ ed size, before its pixels are decoded."""
+    ``limit`` (width, height) or not ``expect`` (width, height), before its pixels are decoded."""
     if width < 1 or height < 1:
         raise MediaError(p, f"empty image ({width}x{height} pixels)")
     if limit is not None and (width > limit[0] or height > limit[1]):
@@ -94,8 +94,8 @@ def read_image(path, *, limit=max_input_size("4k"), expect=None) -> np.ndarray:
     """Read one TIFF, PNG or DPX frame as (H, W, 3) float32 0..1; MediaError if unreadable.
 
     The size in the file's header (PNG IHDR, TIFF ImageWidth/ImageLength, DPX image element)
-    is checked against ``limit`` (width, height; default: the 4K profile's) and, if given, the
-    ``expect``\ ed (width, height) before the pixel data is decoded, so memory is bounded by
+    is checked against ``limit`` (width, height; default: the 4K profile's) and, if given,
+    ``expect`` (width, height) before the pixel data is decoded, so memory is bounded by
     the limit whatever the header or the compressed data claims."""
     p = Path(path)
     reader = _READERS.get(p.suffix.lower())
