@@ -187,12 +187,13 @@ class DCPWriter:
         self.aspect = aspect
         self.asset_id = uuid.uuid4()
         self.mxf_name = f"j2c_{self.asset_id}.mxf"
-        with self._writing(f".{self.out.name}.partial-*"):
-            self.tmp = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.partial-", dir=self.out.parent))
+        prefix = f".{self.out.name}.partial-"
+        with self._writing(prefix + "*"):
+            self.tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=self.out.parent))
         try:
             with self._writing(self.mxf_name):
-                self.track_writer = PictureTrackWriter(self.tmp / self.mxf_name,
-                                                       edit_rate=self.edit_rate, asset_id=self.asset_id)
+                self.track_writer = PictureTrackWriter(self.tmp / self.mxf_name, asset_id=self.asset_id,
+                                                       edit_rate=self.edit_rate)
         except BaseException:
             shutil.rmtree(self.tmp, ignore_errors=True)
             raise
@@ -240,8 +241,9 @@ class DCPWriter:
         with self._writing(cpl.name):
             self._write_cpl(cpl, cpl_id, track, track_hash, aspect)
         with self._writing(pkl.name):
-            self._write_pkl(pkl, pkl_id, [(cpl_id, cpl, "text/xml", file_hash(cpl)),
-                                          (track.asset_id, track.path, "application/mxf", track_hash)])
+            self._write_pkl(pkl, pkl_id, [
+                (cpl_id, cpl, "text/xml", file_hash(cpl)),
+                (track.asset_id, track.path, "application/mxf", track_hash)])
         with self._writing("ASSETMAP.xml"):
             self._write_assetmap([(pkl_id, pkl, True), (cpl_id, cpl, False),
                                   (track.asset_id, track.path, False)])

@@ -26,7 +26,6 @@ from cinegpu.player.cli import main
 from test_master import _dpx, _write_png16, needs_encoder
 
 CLI = [sys.executable, "-m", "cinegpu.player.cli"]
-ROOT = Path(__file__).resolve().parent.parent
 
 
 # -- hostile files, built in code ------------------------------------------------------------------
@@ -103,7 +102,8 @@ HOSTILE = {
                                        "14000x14000 pixels is larger"),
     "png16 truncated rows": ("a.png", lambda p: _png(64, 32, 16, 2, zlib.compress(_rows16(64, 16))),
                              "PNG image data truncated: 6160 of 12320 bytes"),
-    "png16 IDAT inflating past its rows": ("a.png", lambda p: _png(64, 64, 16, 2, _zlib_zeros(64 << 20)),
+    "png16 IDAT inflating past its rows": ("a.png",
+                                           lambda p: _png(64, 64, 16, 2, _zlib_zeros(64 << 20)),
                                            "inflates to more than the 24640 bytes"),
     "png bad deflate": ("a.png", lambda p: _png(64, 32, 16, 2, b"\x78\x9c\xff\xff" + bytes(40)),
                         "damaged image: error"),
@@ -168,9 +168,8 @@ def test_hostile_frames_bounded_in_time_and_memory(tmp_path):
     16-bit PNG bomb and ran out of memory on the 30000x30000 TIFF."""
     paths = [str(_build(tmp_path, name)[0]) for name in sorted(HOSTILE)]
     code = "import resource; resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))\n" + _MEASURE
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / ".pyroot"), os.environ.get("PYTHONPATH", "")]))
     run = subprocess.run([sys.executable, "-c", code, *paths], capture_output=True, text=True,
-                         timeout=120, env=env)
+                         timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]
     base, *rows = json.loads(run.stdout)
     for path, kind, seconds, peak_mib in rows:
@@ -210,7 +209,8 @@ def _outputs(tmp_path: Path) -> dict:
     (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
     (tmp_path / "file").write_text("x")
     return {"link": "is a symbolic link", "dangling": "is a symbolic link",
-            "file/dcp": "parent .*file is not a folder", "missing/dcp": "parent folder .*missing does not exist",
+            "file/dcp": "parent .*file is not a folder",
+            "missing/dcp": "parent folder .*missing does not exist",
             "file": "exists and is not an empty folder"}
 
 
@@ -302,10 +302,6 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
-def _env() -> dict:
-    return dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / ".pyroot"), os.environ.get("PYTHONPATH", "")]))
-
-
 @needs_encoder
 @pytest.mark.slow
 def test_file_size_limit_efbig(tmp_path):
@@ -314,7 +310,7 @@ def test_file_size_limit_efbig(tmp_path):
     out = tmp_path / "out"
     run = subprocess.run([sys.executable, "-c", _FSIZE_CHILD, "master", str(src), "-o", str(out),
                           "--title", "t", "--quiet", "--workers", "1"],
-                         capture_output=True, text=True, timeout=300, env=_env())
+                         capture_output=True, text=True, timeout=300)
     assert run.returncode == 2, run.stderr[-2000:]
     assert run.stderr.count("\n") == 1 and "disk full writing j2c_" in run.stderr, run.stderr
     assert "File too large" in run.stderr
@@ -362,7 +358,7 @@ def test_signal_mid_run_leaves_nothing(tmp_path, sig, status, words):
         os.link(src / "f0.png", src / f"f{i}.png")
     out = tmp_path / "out"
     proc = subprocess.Popen(CLI + ["master", str(src), "-o", str(out), "--title", "t", "--quiet",
-                                   "--workers", "1"], stderr=subprocess.PIPE, text=True, env=_env())
+                                   "--workers", "1"], stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 240
         while time.monotonic() < deadline and proc.poll() is None:
