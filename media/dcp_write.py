@@ -192,8 +192,8 @@ class DCPWriter:
             self.tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=self.out.parent))
         try:
             with self._writing(self.mxf_name):
-                self.track_writer = PictureTrackWriter(self.tmp / self.mxf_name, asset_id=self.asset_id,
-                                                       edit_rate=self.edit_rate)
+                self.track_writer = PictureTrackWriter(
+                    self.tmp / self.mxf_name, edit_rate=self.edit_rate, asset_id=self.asset_id)
         except BaseException:
             shutil.rmtree(self.tmp, ignore_errors=True)
             raise
