@@ -6,8 +6,10 @@
     ASSETMAP  Asset Map, ST 429-9: asset id -> file, the PKL flagged as a packing list
     VOLINDEX  Volume Index, ST 429-9
 
-A :class:`DCPWriter` writes everything into a hidden temporary folder beside the destination and
-renames it into place at the end, so an interrupted run leaves nothing that looks like a DCP.
+A :class:`DCPWriter` writes everything into a hidden partial folder beside the destination and
+renames it into place at the end; any failure (a full disk, Ctrl-C, an error in a frame) removes
+the partial folder, so an interrupted run leaves nothing behind, least of all something that
+looks like a DCP.
 Frames come in as codestreams; :func:`encode_frame` makes them from X'Y'Z' 12-bit images, with
 ``cinegpu.encode.encode`` when it is there and OpenJPEG's ``opj_compress`` otherwise.
 """
@@ -15,12 +17,14 @@ Frames come in as codestreams; :func:`encode_frame` makes them from X'Y'Z' 12-bi
 from __future__ import annotations
 
 import base64
+import errno
 import hashlib
 import os
 import shutil
 import subprocess
 import tempfile
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from fractions import Fraction
@@ -32,7 +36,7 @@ from lxml import etree
 from .errors import MediaError
 from .mxf_write import PictureTrackWriter, TrackFile
 
-__all__ = ["DCPWriter", "Package", "encode_frame", "encoder_name", "file_hash"]
+__all__ = ["DCPWriter", "Package", "check_output", "encode_frame", "encoder_name", "file_hash"]
 
 NS_CPL = "http://www.smpte-ra.org/schemas/429-7/2006/CPL"
 NS_PKL = "http://www.smpte-ra.org/schemas/429-8/2007/PKL"
@@ -135,36 +139,79 @@ class Package:
     title: str
 
 
+def check_output(out) -> Path:
+    """``out`` as a Path if a DCP folder may be created there, else MediaError saying why: it
+    must not be a symbolic link, its parent must be an existing folder, and it must not exist
+    or be an empty folder."""
+    out = Path(out)
+    if out.name in ("", ".", ".."):
+        raise MediaError(out, "not a folder name to create the DCP under")
+    if out.is_symlink():
+        raise MediaError(out, "is a symbolic link; give the DCP folder's own path")
+    parent = out.parent
+    if not parent.exists():
+        raise MediaError(out, f"parent folder {parent} does not exist")
+    if not parent.is_dir():
+        raise MediaError(out, f"parent {parent} is not a folder")
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise MediaError(out, "destination exists and is not an empty folder")
+    return out
+
+
+def _write_error(out: Path, name: str, exc: OSError) -> MediaError:
+    """The one-line MediaError for an OSError while writing file ``name`` of the DCP ``out``."""
+    why = exc.strerror or str(exc)
+    if exc.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
+        return MediaError(out, f"disk full writing {name} ({why})")
+    return MediaError(out, f"cannot write {name}: {why}")
+
+
 class DCPWriter:
     """One-reel picture-only SMPTE DCP, written frame by frame.
 
-    ``out``: the DCP folder to create (must not exist, or be empty). ``aspect``: the screen
-    aspect ratio as (width, height) of the image area. Use :meth:`write` per codestream, then
-    :meth:`close`; on an exception inside a ``with`` block the temporary folder is removed.
+    ``out``: the DCP folder to create (see :func:`check_output`). ``aspect``: the screen aspect
+    ratio as (width, height) of the image area. Use :meth:`write` per codestream, then
+    :meth:`close`. Everything is written into a partial folder ``.NAME.partial-*`` beside
+    ``out``, renamed to ``out`` only when complete; on any exception (inside a ``with`` block,
+    or in :meth:`close`), KeyboardInterrupt included, the partial folder is removed. An OSError
+    while writing (ENOSPC, EFBIG: "disk full writing X") becomes a MediaError.
     """
 
     def __init__(self, out, *, title: str, edit_rate=24, aspect: tuple[int, int] | None = None,
                  kind: str = "feature", issuer: str = CREATOR):
-        self.out = Path(out)
-        if self.out.exists() and (not self.out.is_dir() or any(self.out.iterdir())):
-            raise MediaError(self.out, "destination exists and is not an empty folder")
         if kind not in CONTENT_KINDS:
             raise ValueError(f"content kind must be one of {CONTENT_KINDS}, got {kind!r}")
+        self.out = check_output(out)
         self.title, self.kind, self.issuer = title, kind, issuer
         self.edit_rate = Fraction(edit_rate)
         self.aspect = aspect
-        self.out.parent.mkdir(parents=True, exist_ok=True)
-        self.tmp = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.partial-", dir=self.out.parent))
         self.asset_id = uuid.uuid4()
         self.mxf_name = f"j2c_{self.asset_id}.mxf"
-        self.track_writer = PictureTrackWriter(self.tmp / self.mxf_name, edit_rate=self.edit_rate,
-                                               asset_id=self.asset_id)
+        prefix = f".{self.out.name}.partial-"
+        with self._writing(prefix + "*"):
+            self.tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=self.out.parent))
+        try:
+            with self._writing(self.mxf_name):
+                self.track_writer = PictureTrackWriter(
+                    self.tmp / self.mxf_name, edit_rate=self.edit_rate, asset_id=self.asset_id)
+        except BaseException:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            raise
         self.issued = datetime.now(timezone.utc).replace(microsecond=0).isoformat()
 
+    @contextmanager
+    def _writing(self, name: str):
+        try:
+            yield
+        except OSError as exc:
+            raise _write_error(self.out, name, exc) from None
+
     def write(self, codestream: bytes) -> None:
-        self.track_writer.write(codestream)
+        with self._writing(self.mxf_name):
+            self.track_writer.write(codestream)
 
     def abort(self) -> None:
+        """Remove the partial folder (and so everything written so far)."""
         self.track_writer.abort()
         shutil.rmtree(self.tmp, ignore_errors=True)
 
@@ -177,21 +224,35 @@ class DCPWriter:
 
     def close(self) -> Package:
         """Finish the track file, write CPL, PKL, ASSETMAP and VOLINDEX, move into place."""
-        track = self.track_writer.close()
+        try:
+            return self._finish()
+        except BaseException:
+            self.abort()
+            raise
+
+    def _finish(self) -> Package:
+        with self._writing(self.mxf_name):
+            track = self.track_writer.close()
+            track_hash = file_hash(track.path)
         aspect = self.aspect or (track.width, track.height)
         cpl_id, pkl_id = uuid.uuid4(), uuid.uuid4()
-        track_hash = file_hash(track.path)
         cpl = self.tmp / f"cpl_{cpl_id}.xml"
-        self._write_cpl(cpl, cpl_id, track, track_hash, aspect)
         pkl = self.tmp / f"pkl_{pkl_id}.xml"
-        self._write_pkl(pkl, pkl_id, [(cpl_id, cpl, "text/xml", file_hash(cpl)),
-                                      (track.asset_id, track.path, "application/mxf", track_hash)])
-        self._write_assetmap([(pkl_id, pkl, True), (cpl_id, cpl, False),
-                              (track.asset_id, track.path, False)])
-        self._write_volindex()
-        if self.out.is_dir():
-            self.out.rmdir()          # empty (checked at the start)
-        os.replace(self.tmp, self.out)
+        with self._writing(cpl.name):
+            self._write_cpl(cpl, cpl_id, track, track_hash, aspect)
+        with self._writing(pkl.name):
+            self._write_pkl(pkl, pkl_id, [
+                (cpl_id, cpl, "text/xml", file_hash(cpl)),
+                (track.asset_id, track.path, "application/mxf", track_hash)])
+        with self._writing("ASSETMAP.xml"):
+            self._write_assetmap([(pkl_id, pkl, True), (cpl_id, cpl, False),
+                                  (track.asset_id, track.path, False)])
+        with self._writing("VOLINDEX.xml"):
+            self._write_volindex()
+        with self._writing(self.out.name):
+            if self.out.is_dir() and not self.out.is_symlink():
+                self.out.rmdir()          # empty (checked at the start)
+            os.replace(self.tmp, self.out)
         moved = TrackFile(self.out / self.mxf_name, track.asset_id, track.frames, track.edit_rate,
                           track.width, track.height, track.size)
         return Package(self.out, cpl_id, pkl_id, moved, self.title)

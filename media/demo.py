@@ -107,6 +107,7 @@ def build_demo(folder: Path | None = None, frames: int = DEMO_FRAMES, *, workers
             from .errors import MediaError
             raise MediaError(folder, "not empty and not a DCP: will not replace it with the demo")
         shutil.rmtree(folder)   # a stale or different demo: ours to replace
+    folder.parent.mkdir(parents=True, exist_ok=True)   # the cache's own folder: ours to make
     # a reel lasts at least one second (ST 429-2): fewer frames repeat
     master(demo_frame, frames, folder, title=TITLE, profile="2k", fps=24, colorspace="rec709",
            container="flat", frames=max(frames, 24), workers=workers, kind="test",

@@ -1,10 +1,12 @@
 """Input images for mastering: TIFF, PNG and DPX frames, and fitting them to a DCI container.
 
 Readers return (H, W, 3) float32 in 0..1 (code value / (2^bits - 1)); grey is repeated into three
-channels, alpha dropped. TIFF through ``tifffile``; PNG through :mod:`cinegpu.player.png` for
-16-bit RGB(A) (Pillow reads 16-bit PNG only for grey) and Pillow otherwise; DPX (SMPTE ST 268)
-through the small reader here: RGB or RGBA, 8, 10 (packed method A, filled to 32-bit words),
-12 (method A, filled to 16-bit words) or 16 bits, either byte order.
+channels, alpha dropped. TIFF through ``tifffile``; PNG through libpng (``imagecodecs``: Pillow
+13 still reads 16-bit RGB PNG as 8 bits); DPX (SMPTE ST 268) through the small reader here: RGB
+or RGBA, 8, 10 (packed method A, filled to 32-bit words), 12 (method A, filled to 16-bit words)
+or 16 bits, either byte order. Every reader takes the frame's size from the file's header and
+checks it (:func:`max_input_size`, the sequence's first frame) before decoding any pixel data:
+a header claiming 30000x30000 costs a few kilobytes, not gigabytes.
 
 :func:`fit` scales an image to fit a DCI image area (keeping its aspect ratio, triangle filter)
 and pads it with black, centred; :func:`image_area` picks flat, scope or the full container.
@@ -13,13 +15,15 @@ and pads it with black, centred; :func:`image_area` picks flat, scope or the ful
 from __future__ import annotations
 
 import struct
+import zlib
 from pathlib import Path
 
 import numpy as np
 
 from .errors import MediaError
 
-__all__ = ["AREAS", "IMAGE_SUFFIXES", "fit", "image_area", "list_frames", "read_dpx", "read_image"]
+__all__ = ["AREAS", "IMAGE_SUFFIXES", "fit", "image_area", "list_frames", "max_input_size", "read_dpx",
+           "read_image"]
 
 IMAGE_SUFFIXES = (".tif", ".tiff", ".png", ".dpx")
 #: DCI image areas per container (ST 428-1 / DCI spec): name -> (width, height).
@@ -44,6 +48,16 @@ def list_frames(path) -> list[Path]:
     return files
 
 
+def max_input_size(profile: str = "4k") -> tuple[int, int]:
+    """(width, height) in pixels of the largest input frame a ``profile`` takes: twice its full
+    container each way (4096x2160 for 2K, 8192x4320 for 4K), so an 8K scan still fits a 4K DCP
+    while a header claiming more is refused before any pixel data is decoded."""
+    if profile not in AREAS:
+        raise ValueError(f"profile must be 2k or 4k, got {profile!r}")
+    w, h = AREAS[profile]["full"]
+    return 2 * w, 2 * h
+
+
 def _normalise(a: np.ndarray, bits: int | None = None) -> np.ndarray:
     """(H, W, 3) float32 0..1 from an integer or float image of 1, 2, 3 or 4 channels."""
     if a.ndim == 2:
@@ -58,57 +72,143 @@ def _normalise(a: np.ndarray, bits: int | None = None) -> np.ndarray:
     if a.dtype.kind not in "ui":
         raise ValueError(f"unsupported sample type {a.dtype}")
     top = (1 << bits) - 1 if bits else np.iinfo(a.dtype).max
-    return (a.astype(np.float32) / np.float32(top)).clip(0.0, 1.0)
+    out = a.astype(np.float32)                   # one float copy, scaled in place
+    out *= np.float32(1.0 / top)
+    return np.clip(out, 0.0, 1.0, out=out)
 
 
-def read_image(path) -> np.ndarray:
-    """Read one TIFF, PNG or DPX frame as (H, W, 3) float32 0..1; MediaError if unreadable."""
+def _check_size(p: Path, width: int, height: int, limit, expect) -> None:
+    """Refuse a frame whose header says ``width`` x ``height`` pixels when that is empty, over
+    ``limit`` (width, height) or not ``expect`` (width, height), before its pixels are decoded."""
+    if width < 1 or height < 1:
+        raise MediaError(p, f"empty image ({width}x{height} pixels)")
+    if limit is not None and (width > limit[0] or height > limit[1]):
+        raise MediaError(p, f"{width}x{height} pixels is larger than the {limit[0]}x{limit[1]} "
+                            "an input frame may be (twice the DCI container each way)")
+    if expect is not None and (width, height) != tuple(expect):
+        raise MediaError(p, f"{width}x{height} pixels, but the sequence's first frame is "
+                            f"{expect[0]}x{expect[1]}")
+
+
+def read_image(path, *, limit=max_input_size("4k"), expect=None) -> np.ndarray:
+    """Read one TIFF, PNG or DPX frame as (H, W, 3) float32 0..1; MediaError if unreadable.
+
+    The size in the file's header (PNG IHDR, TIFF ImageWidth/ImageLength, DPX image element)
+    is checked against ``limit`` (width, height; default: the 4K profile's) and, if given,
+    ``expect`` (width, height) before the pixel data is decoded, so memory is bounded by
+    the limit whatever the header or the compressed data claims."""
     p = Path(path)
-    suffix = p.suffix.lower()
+    reader = _READERS.get(p.suffix.lower())
+    if reader is None:
+        raise MediaError(p, f"not a TIFF, PNG or DPX image ({p.suffix or 'no suffix'})")
     try:
-        if suffix in (".tif", ".tiff"):
-            import tifffile
-            return _normalise(tifffile.imread(p))
-        if suffix == ".png":
-            return _read_png(p)
-        if suffix == ".dpx":
-            return read_dpx(p)
+        return reader(p, limit, expect)
     except MediaError:
         raise
-    except (OSError, ValueError, struct.error) as exc:
-        raise MediaError(p, f"cannot read image: {exc}") from None
-    raise MediaError(p, f"not a TIFF, PNG or DPX image ({suffix or 'no suffix'})")
+    except OSError as exc:
+        raise MediaError(p, f"cannot read image: {exc.strerror or exc}") from None
+    except Exception as exc:     # a library's own error on a damaged file, named as it says it
+        raise MediaError(p, f"damaged image: {type(exc).__name__}: {exc}") from None
 
 
-def _read_png(p: Path) -> np.ndarray:
-    head = p.read_bytes()[:33]
-    if head[:8] != b"\x89PNG\r\n\x1a\n" or len(head) < 33 or head[12:16] != b"IHDR":
+#: PNG colour type -> (samples per pixel, allowed bit depths) (ISO/IEC 15948 11.2.2 table 11.1).
+_PNG_COLOUR = {0: (1, (1, 2, 4, 8, 16)), 2: (3, (8, 16)), 3: (1, (1, 2, 4, 8)),
+               4: (2, (8, 16)), 6: (4, (8, 16))}
+#: Adam7 passes (15948 8.2): (x0, y0, dx, dy).
+_ADAM7 = ((0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4), (1, 0, 2, 2),
+          (0, 1, 1, 2))
+
+
+def _png_data_size(width: int, height: int, bits_per_pixel: int, interlace: int) -> int:
+    """Bytes of filtered image data (a filter byte per row, 15948 clause 9) of a PNG image."""
+    passes = _ADAM7 if interlace else ((0, 0, 1, 1),)
+    total = 0
+    for x0, y0, dx, dy in passes:
+        w, h = -(-(width - x0) // dx), -(-(height - y0) // dy)
+        if w > 0 and h > 0:
+            total += h * (1 + -(-w * bits_per_pixel // 8))
+    return total
+
+
+def _check_png_data(p: Path, data: bytes, want: int) -> None:
+    """Inflate the IDAT chunks (15948 10.1), at most ``want`` + 1 bytes of output and a MiB at a
+    time, and refuse a stream that holds less or more than the ``want`` bytes IHDR implies: a
+    deflate bomb stops here after ``want`` bytes, not after what it would inflate to."""
+    inflate, got, pos = zlib.decompressobj(), 0, 8
+    while pos + 8 <= len(data) and got <= want:
+        n, kind = struct.unpack_from(">I4s", data, pos)
+        if pos + 12 + n > len(data):
+            raise MediaError(p, f"PNG chunk {kind!r} of {n} bytes runs past the end of the file",
+                             pos)
+        if kind == b"IDAT":
+            chunk = data[pos + 8:pos + 8 + n]
+            while chunk and got <= want and not inflate.eof:
+                got += len(inflate.decompress(chunk, min(want + 1 - got, 1 << 20)))
+                chunk = inflate.unconsumed_tail
+        elif kind == b"IEND":
+            break
+        pos += 12 + n
+    if got > want:
+        raise MediaError(p, f"PNG image data inflates to more than the {want} bytes its IHDR "
+                            "implies")
+    if got < want:
+        raise MediaError(p, f"PNG image data truncated: {got} of {want} bytes")
+
+
+def _read_png(p: Path, limit, expect) -> np.ndarray:
+    """PNG (ISO/IEC 15948) through libpng (``imagecodecs``): every colour type, 1 to 16 bits,
+    decoded losslessly. The IHDR (11.2.2) is checked first, then the image data's inflated
+    size, so libpng is only handed a stream of the size the header says."""
+    data = p.read_bytes()
+    if data[:8] != b"\x89PNG\r\n\x1a\n" or len(data) < 33 or data[12:16] != b"IHDR":
         raise MediaError(p, "not a PNG file (no signature and IHDR)")
-    depth, colour = head[24], head[25]
-    if depth == 16 and colour in (2, 6):
-        from cinegpu.player.png import read_png16
-        return _normalise(read_png16(p))
-    from PIL import Image
-    with Image.open(p) as im:
-        if im.mode in ("P", "PA", "LA", "1", "CMYK", "YCbCr"):
-            im = im.convert("RGB")
-        a = np.asarray(im)
-    return _normalise(a, 16 if a.dtype != np.uint8 else 8)
+    width, height, depth, colour, _, _, interlace = struct.unpack_from(">IIBBBBB", data, 16)
+    _check_size(p, width, height, limit, expect)
+    samples, depths = _PNG_COLOUR.get(colour, (0, ()))
+    if depth not in depths or interlace > 1:
+        raise MediaError(p, f"PNG IHDR: colour type {colour}, bit depth {depth}, interlace "
+                            f"{interlace} is not a valid combination (ISO/IEC 15948 11.2.2)")
+    _check_png_data(p, data, _png_data_size(width, height, samples * depth, interlace))
+    import imagecodecs
+    a = imagecodecs.png_decode(data)
+    return _normalise(a, 16 if a.dtype == np.uint16 else 8)
+
+
+def _read_tiff(p: Path, limit, expect) -> np.ndarray:
+    """The first image of a TIFF through ``tifffile``, its size checked from the IFD's tags."""
+    import tifffile
+    with tifffile.TiffFile(p) as tif:
+        if not tif.pages:
+            raise MediaError(p, "TIFF file with no image")
+        page = tif.pages.first
+        _check_size(p, page.imagewidth, page.imagelength, limit, expect)
+        if page.imagedepth != 1 or not 1 <= page.samplesperpixel <= 4 or page.dtype is None \
+                or page.dtype.itemsize > 4:
+            raise MediaError(p, f"unsupported TIFF layout: {page.samplesperpixel} samples of "
+                                f"{page.dtype}, depth {page.imagedepth} (want 1 to 4 samples "
+                                "of up to 32 bits, one plane)")
+        a = page.asarray()
+        if page.axes.startswith("S"):          # planar configuration 2: one plane per sample
+            a = np.moveaxis(a, 0, -1)
+    return _normalise(a)
 
 
 # -- DPX (SMPTE ST 268) ---------------------------------------------------------------------------
-def read_dpx(path) -> np.ndarray:
+def read_dpx(path, *, limit=max_input_size("4k"), expect=None) -> np.ndarray:
     """(H, W, 3) float32 0..1 from an RGB (descriptor 50) or RGBA (51) DPX file."""
     p = Path(path)
-    data = p.read_bytes()
-    if len(data) < 2048:
-        raise MediaError(p, "DPX file shorter than its 2048-byte header")
-    magic = data[:4]
-    if magic not in (b"SDPX", b"XPDS"):
-        raise MediaError(p, f"not a DPX file (magic {magic!r})")
-    e = ">" if magic == b"SDPX" else "<"
+    with open(p, "rb") as f:
+        head = f.read(2048)
+        if len(head) < 2048:
+            raise MediaError(p, "DPX file shorter than its 2048-byte header")
+        magic = head[:4]
+        if magic not in (b"SDPX", b"XPDS"):
+            raise MediaError(p, f"not a DPX file (magic {magic!r})")
+        e = ">" if magic == b"SDPX" else "<"
+        width, height = struct.unpack_from(e + "II", head, 772)
+        _check_size(p, width, height, limit, expect)
+        data = head + f.read()
     image_offset = struct.unpack_from(e + "I", data, 4)[0]
-    width, height = struct.unpack_from(e + "II", data, 772)
     descriptor, _transfer, _colorimetric, bits = data[800], data[801], data[802], data[803]
     packing, encoding, element_offset = struct.unpack_from(e + "HHI", data, 804)
     offset = element_offset or image_offset
@@ -117,8 +217,6 @@ def read_dpx(path) -> np.ndarray:
     channels = {50: 3, 51: 4, 6: 1}.get(descriptor)
     if channels is None:
         raise MediaError(p, f"DPX descriptor {descriptor} (only RGB 50, RGBA 51, luma 6)")
-    if not (0 < width <= 65536 and 0 < height <= 65536):
-        raise MediaError(p, f"implausible DPX size {width}x{height}")
     n = width * height * channels
     if bits == 8:
         row = -(-width * channels // 4) * 4
@@ -146,6 +244,10 @@ def _take(p: Path, data: bytes, offset: int, nbytes: int, dtype) -> np.ndarray:
         raise MediaError(p, f"DPX image data truncated: {nbytes} bytes wanted at {offset}, "
                             f"file has {len(data)}")
     return np.frombuffer(data, dtype, nbytes // np.dtype(dtype).itemsize, offset)
+
+
+_READERS = {".tif": _read_tiff, ".tiff": _read_tiff, ".png": _read_png,
+            ".dpx": lambda p, limit, expect: read_dpx(p, limit=limit, expect=expect)}
 
 
 # -- fitting into the container -------------------------------------------------------------------

@@ -22,7 +22,7 @@ import numpy as np
 from .colour import COLORSPACES, to_xyz12
 from .dcp_write import DCPWriter, Package, encode_frame, encoder_name
 from .errors import MediaError
-from .images_in import fit, image_area, list_frames, read_image
+from .images_in import fit, image_area, list_frames, max_input_size, read_image
 
 __all__ = ["DCI_RATES", "master", "master_images"]
 
@@ -65,24 +65,31 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
     bar = _progress(total, title, progress)
     cache: dict[int, bytes] = {}
     try:
-        with DCPWriter(out, title=title, edit_rate=rate, aspect=(width, height), kind=kind) as dcp, \
-                ThreadPoolExecutor(workers) as pool:
-            pending: deque = deque()
-            submitted = 0
-            for i in range(total):
-                while submitted < count and len(pending) < 2 * workers:
-                    pending.append(pool.submit(prepare, submitted))
-                    submitted += 1
-                k = i % count
-                if k in cache:
-                    data = cache[k]
-                else:
-                    data = pending.popleft().result()
-                    if total > count:
-                        cache[k] = data
-                dcp.write(data)
-                if bar is not None:
-                    bar.update(1)
+        with DCPWriter(out, title=title, edit_rate=rate, aspect=(width, height), kind=kind) as dcp:
+            pool = ThreadPoolExecutor(workers)
+            try:
+                pending: deque = deque()
+                submitted = 0
+                for i in range(total):
+                    while submitted < count and len(pending) < 2 * workers:
+                        pending.append(pool.submit(prepare, submitted))
+                        submitted += 1
+                    k = i % count
+                    if k in cache:
+                        data = cache[k]
+                    else:
+                        data = pending.popleft().result()
+                        if total > count:
+                            cache[k] = data
+                    dcp.write(data)
+                    if bar is not None:
+                        bar.update(1)
+            except BaseException:
+                # drop the frames not started; the writer's exit removes the partial folder
+                # without waiting for the frames being encoded (they only return bytes)
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
+            pool.shutdown()
             package = dcp.close()
     finally:
         if bar is not None:
@@ -90,10 +97,25 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
     return package
 
 
-def master_images(path, out, **options) -> Package:
-    """Master a TIFF/PNG/DPX frame, or a folder of them in natural order (see :func:`master`)."""
+def master_images(path, out, *, profile: str = "2k", **options) -> Package:
+    """Master a TIFF/PNG/DPX frame, or a folder of them in natural order (see :func:`master`).
+
+    Every frame must have the first frame's size, and none may be larger than
+    :func:`.images_in.max_input_size` of ``profile``; both are checked from each file's header
+    before its pixels are decoded. A bad frame raises MediaError naming its file and number."""
     files = list_frames(path)
-    return master(lambda i: read_image(files[i]), len(files), out, **options)
+    limit = max_input_size(profile)
+
+    def read(i: int, expect=None) -> np.ndarray:
+        try:
+            return read_image(files[i], limit=limit, expect=expect)
+        except MediaError as exc:
+            raise MediaError(files[i], f"frame {i}: {exc.reason}") from None
+
+    first = read(0)
+    size = (first.shape[1], first.shape[0])
+    return master(lambda i: first if i == 0 else read(i, size), len(files), out, profile=profile,
+                  **options)
 
 
 def _progress(total: int, title: str, enabled: bool):

@@ -250,8 +250,12 @@ class PictureTrackWriter:
         self.offsets: list[int] = []      # stream offset of each frame's KLV (bytes)
         self.stream_offset = 0
         self.file = open(self.path, "wb")
-        self.file.write(bytes(HEADER_RESERVE))
-        self.file.write(self._partition(3, HEADER_RESERVE, 0, 0, body_sid=BODY_SID))
+        try:
+            self.file.write(bytes(HEADER_RESERVE))
+            self.file.write(self._partition(3, HEADER_RESERVE, 0, 0, body_sid=BODY_SID))
+        except BaseException:
+            self.abort()
+            raise
 
     # -- frames --
     def write(self, codestream: bytes) -> None:
@@ -290,8 +294,12 @@ class PictureTrackWriter:
                          self.header.width, self.header.height, size)
 
     def abort(self) -> None:
+        """Close and remove the file; a flush that fails again (a full disk) is not reported."""
         if not self.file.closed:
-            self.file.close()
+            try:
+                self.file.close()
+            except OSError:
+                pass
         self.path.unlink(missing_ok=True)
 
     def __enter__(self):

@@ -175,6 +175,7 @@ def test_master_then_play_headless(tmp_path):
     for i in range(3):     # 1920x1080 Rec.709: flat, pillar-boxed to 1998x1080
         _write_png16(src / f"frame{i + 8}.png", demo_frame(5 * i, 1920, 1080))
     out = tmp_path / "out" / "MY_DCP"
+    out.parent.mkdir()          # the output's parent must exist (a missing one is refused)
     rc = main(["master", str(src), "-o", str(out), "--profile", "2k", "--fps", "24",
                "--title", "cinegpu-Master_TST_F_XX-XX_2K_CGP_20260101_CGP_SMPTE_OV",
                "--workers", "2", "--quiet"])

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 from fractions import Fraction
 
 
@@ -31,13 +33,45 @@ def register(subparsers) -> None:
     p.set_defaults(run=run)
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread so the same cleanup as for Ctrl-C runs."""
+
+
+def _interrupts():
+    """Turn SIGTERM into :class:`Terminated` and SIGINT into KeyboardInterrupt in the main thread,
+    each once: a second signal during the cleanup is ignored, so the partial folder is still
+    removed. Returns the handlers to restore ({} outside the main thread, where Python cannot
+    set handlers)."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+
+    def on_signal(signum, _frame):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+
+    return {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+
+
 def run(args) -> int:
+    """Exit status: 0 done; 2 bad input, bad output path or a full disk (one line on stderr);
+    130 Ctrl-C (SIGINT); 143 SIGTERM (128 + 15). Only 0 leaves anything at ``--output``."""
+    old = _interrupts()
+    try:
+        return _run(args)
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+
+
+def _run(args) -> int:
     from cinegpu.media import MediaError
-    from cinegpu.media.dcp_write import encoder_name
+    from cinegpu.media.dcp_write import check_output, encoder_name
     from cinegpu.media.images_in import list_frames
     from cinegpu.media.mastering import master_images
 
     try:
+        check_output(args.output)
         count = len(list_frames(args.input))
         frames = args.frames
         if frames is None and count < args.fps:
@@ -52,12 +86,15 @@ def run(args) -> int:
                                 fps=args.fps, bitrate=args.bitrate, colorspace=args.colorspace,
                                 container=args.container, frames=frames, workers=args.workers,
                                 kind=args.kind, progress=not args.quiet)
-    except (MediaError, ValueError) as exc:
+    except (MediaError, ValueError, OSError) as exc:
         print(f"cinegpu master: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("cinegpu master: interrupted; no DCP written", file=sys.stderr)
         return 130
+    except Terminated:
+        print("cinegpu master: terminated (SIGTERM); no DCP written", file=sys.stderr)
+        return 128 + signal.SIGTERM
     t = package.track
     print(f"{package.root}: {t.frames} frames {t.width}x{t.height} at {t.edit_rate} fps, "
           f"CPL {package.cpl_id}, {t.size} bytes of picture")
