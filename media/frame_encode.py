@@ -27,7 +27,10 @@ __all__ = ["FrameEncoders", "pick_backend"]
 def pick_backend(backend: str = "auto") -> str:
     """``cpu`` or ``cuda`` for mastering: ``auto`` takes CUDA when CuPy sees a device."""
     from cinegpu.encode.encoder import _pick_backend
-    return _pick_backend(backend)
+    try:
+        return _pick_backend(backend)
+    except RuntimeError as exc:      # "cuda" asked for where there is no device
+        raise MediaError(None, str(exc)) from None
 
 
 class FrameEncoders:

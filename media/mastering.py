@@ -1,10 +1,12 @@
 """Mastering: images -> DCI X'Y'Z' codestreams -> a one-reel SMPTE DCP.
 
 One frame: read (or make) the image -> fit it to the DCI image area (flat, scope or full) ->
-RGB to X'Y'Z' 12-bit (:mod:`.colour`) -> encode (:func:`.dcp_write.encode_frame`) -> the track
-file, in order. Frames are prepared and encoded by ``workers`` threads (the encoder releases the
-GIL: OpenJPEG runs as a process, the GPU encoder waits on the device, and the CPU encoder's tier-1
-codes each tile in one numba call without it), a bounded window ahead of the writer. A
+RGB to X'Y'Z' 12-bit and encode (:class:`.frame_encode.FrameEncoders`: on the GPU the colour
+conversion, forward stage and tier-1 run there, each thread on its own CUDA stream) -> the
+track file, in order. Frames are prepared and encoded by ``workers`` threads (the encoder
+releases the GIL: OpenJPEG runs as a process, the GPU encoder waits on the device, and the CPU
+encoder's tier-1 codes each tile in one numba call without it), a bounded window ahead of the
+writer. A
 composition shorter than ``frames`` repeats its input (a still image becomes a shot of ``frames``
 frames); each distinct input frame is encoded once.
 """
@@ -19,8 +21,9 @@ from typing import Callable
 
 import numpy as np
 
-from .colour import COLORSPACES, to_xyz12
-from .dcp_write import DCPWriter, Package, encode_frame, encoder_name
+from .colour import COLORSPACES
+from .dcp_write import DCPWriter, Package
+from .frame_encode import FrameEncoders
 from .errors import MediaError
 from .images_in import fit, image_area, list_frames, max_input_size, read_image
 
@@ -33,10 +36,14 @@ DCI_RATES = {"2k": (24, 25, 30, 48, 50, 60), "4k": (24, 25, 30)}
 def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: str,
            profile: str = "2k", fps=24, bitrate: float | None = None,
            colorspace: str = "rec709", container: str = "auto", frames: int | None = None,
-           workers: int | None = None, kind: str = "feature", progress: bool = True) -> Package:
-    """Master ``count`` input images (``get_frame(i)``: (H, W, 3) floats 0..1) into a DCP at
-    ``out``. ``frames``: composition length (default ``count``; the input repeats to fill it).
-    ``bitrate`` in Mbit/s. Raises ValueError for a bad profile, rate or colour space."""
+           workers: int | None = None, kind: str = "feature", progress: bool = True,
+           backend: str = "auto") -> Package:
+    """Master ``count`` input images (``get_frame(i)``: (H, W, 3) floats 0..1, or integers
+    read as a fraction of their dtype's maximum) into a DCP at ``out``. ``frames``:
+    composition length (default ``count``; the input repeats to fill it). ``bitrate`` in
+    Mbit/s. ``backend``: the encoder's ``cpu`` or ``cuda`` (``auto``: CUDA when there is a
+    device; colour conversion, forward stage and tier-1 then run on the GPU). Raises
+    ValueError for a bad profile, rate or colour space."""
     if profile not in DCI_RATES:
         raise ValueError(f"profile must be 2k or 4k, got {profile!r}")
     rate = Fraction(fps)
@@ -51,15 +58,17 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
     first = get_frame(0)
     area, width, height = image_area(first.shape[1], first.shape[0], profile, container)
 
+    encoders = FrameEncoders(profile=profile, fps=rate, bitrate=bitrate, colorspace=colorspace,
+                             backend=backend)
+
     def prepare(i: int) -> bytes:
         img = first if i == 0 else get_frame(i)
-        xyz = to_xyz12(fit(img, width, height), colorspace)
         try:
-            return encode_frame(xyz, profile=profile, fps=rate, bitrate=bitrate)
+            return encoders.encode(fit(img, width, height))
         except MediaError:
             raise
         except Exception as exc:     # the encoder's own failure, named with the frame
-            raise MediaError(None, f"frame {i}: {encoder_name()} failed: "
+            raise MediaError(None, f"frame {i}: {encoders.name} failed: "
                                    f"{type(exc).__name__}: {exc}") from exc
 
     bar = _progress(total, title, progress)
@@ -92,6 +101,7 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
             pool.shutdown()
             package = dcp.close()
     finally:
+        encoders.close()
         if bar is not None:
             bar.close()
     return package

@@ -29,6 +29,8 @@ def register(subparsers) -> None:
     p.add_argument("--kind", default="feature", help="CPL ContentKind (default feature)")
     p.add_argument("--workers", type=int, default=None, metavar="N",
                    help="frames prepared and encoded at once (default: CPU cores)")
+    p.add_argument("--backend", choices=("auto", "cpu", "cuda"), default="auto",
+                   help="where the encoder runs (default auto: the GPU when CuPy sees one)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(run=run)
 
@@ -67,6 +69,7 @@ def run(args) -> int:
 def _run(args) -> int:
     from cinegpu.media import MediaError
     from cinegpu.media.dcp_write import check_output, encoder_name
+    from cinegpu.media.frame_encode import pick_backend
     from cinegpu.media.images_in import list_frames
     from cinegpu.media.mastering import master_images
 
@@ -80,12 +83,14 @@ def _run(args) -> int:
             raise ValueError("--frames must be at least 1")
         if not args.quiet:
             print(f"cinegpu master: {count} input frame(s) -> {frames or count} frames at "
-                  f"{args.fps} fps, DCI {args.profile.upper()}, encoder {encoder_name()}",
+                  f"{args.fps} fps, DCI {args.profile.upper()}, encoder {encoder_name()} "
+                  f"({pick_backend(args.backend)})",
                   file=sys.stderr)
         package = master_images(args.input, args.output, title=args.title, profile=args.profile,
                                 fps=args.fps, bitrate=args.bitrate, colorspace=args.colorspace,
                                 container=args.container, frames=frames, workers=args.workers,
-                                kind=args.kind, progress=not args.quiet)
+                                kind=args.kind, progress=not args.quiet,
+                                backend=args.backend)
     except (MediaError, ValueError, OSError) as exc:
         print(f"cinegpu master: {exc}", file=sys.stderr)
         return 2
