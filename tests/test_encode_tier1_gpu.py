@@ -237,7 +237,7 @@ def test_k_above_30_raises(backend, value):
         backend(flat, tile.cb, 0)
 
 
-@pytest.mark.parametrize("cap", [1, 16, 300, 2000])
+@pytest.mark.parametrize("cap", [1, 16, 120, 300])
 def test_overflow_falls_back_to_numba(backend, cap):
     """Regions forced small: the blocks that do not fit come from numba, spliced in order."""
     tile = odd_tile(5, count=16, max_bits=12)
@@ -245,8 +245,8 @@ def test_overflow_falls_back_to_numba(backend, cap):
         want = compare(backend, tile.flat, tile.cb, style, max_capacity=cap)
         lengths = np.diff(want[1])
         assert (lengths > cap).any()  # the kernel cannot have produced these bytes
-        if cap > 16:
-            assert ((lengths > 0) & (lengths <= cap - 64)).any() or cap == 300
+        if cap > 16:  # and some blocks come from the kernel
+            assert ((lengths > 0) & (lengths < cap)).any()
 
 
 def test_overflow_status_and_row_subsets():
@@ -289,14 +289,15 @@ def test_table_checks():
 # -- a real tile: the plan and coefficients of a 2K DCI frame ----------------------------------
 
 @functools.lru_cache(maxsize=None)
-def dci_tile(width=2048, height=1080):
-    """(flat, cb, style) of a DCI 2K frame's tile after the project's forward stage."""
+def dci_tile(width=2048, height=1080, **opts):
+    """(flat, cb, style) of a frame's tile after the project's forward stage: a DCI 2K frame
+    by default, else a generic one with ``opts``."""
     from cinegpu.encode.bench import synthetic_frame
     from cinegpu.encode.encoder import Encoder, _as_components
     from cinegpu.encode.profiles import make_params
 
     img = synthetic_frame(width, height, seed=1)
-    with Encoder(backend="cpu", profile="dci-2k") as enc:
+    with Encoder(backend="cpu", **(opts or {"profile": "dci-2k"})) as enc:
         comps, precs, sgn = _as_components(img, 12, None)
         params = make_params([x.shape for x in comps], precs, sgn, **enc.options)
         cs, plans = enc._geometry(params)
@@ -306,17 +307,37 @@ def dci_tile(width=2048, height=1080):
     return flats[0], plans[0].cb, params.cblk_style
 
 
-@pytest.mark.parametrize("style", [None, B | T | V])
-def test_real_2k_tile(backend, style):
-    flat, cb, dci_style = dci_tile()
-    style = dci_style if style is None else style
-    assert cb.shape[0] > 1000
+def _real_tile_check(encode, tile, style, min_blocks):
+    flat, cb, tile_style = tile
+    style = tile_style if style is None else style
+    assert cb.shape[0] > min_blocks
     info = {}
-    kw = dict(info=info) if backend is encode_host else {}
-    want = compare(backend, flat, cb, style, max_slots=64, **kw)
-    assert want[5].max() > 8 and want[0].size > 100_000
+    kw = dict(info=info) if encode is encode_host else {}
+    want = compare(encode, flat, cb, style, max_slots=64, **kw)
+    assert want[5].max() > 8 and want[0].size > 20 * min_blocks
     if info:  # the capacity holds every block of real content: no fallback
         assert not info["status"].any()
+
+
+@pytest.mark.parametrize("style", [None, B | T | V])
+def test_real_small_tile(backend, style):
+    """A 9/7 tile of DCI's shape (5 levels, 32 x 32 blocks), small enough for every run."""
+    tile = dci_tile(320, 176, levels=5, codeblock=(32, 32), bitrate=250e6)
+    _real_tile_check(backend, tile, style, 100)
+
+
+@pytest.fixture(params=[pytest.param("cuda", marks=GPU),
+                        pytest.param("host", marks=[pytest.mark.slow, pytest.mark.skipif(
+                            CXX is None, reason="no g++ to build the host emulation")])])
+def backend_2k(request):
+    return encode_cuda if request.param == "cuda" else encode_host
+
+
+@pytest.mark.parametrize("style", [None, B | T | V])
+def test_real_2k_tile(backend_2k, style):
+    """The tile of a 2K DCI frame (forward stage as the encoder runs it), DCI's style and a
+    bypass/termall/vcausal one; slow on the host emulation (~10 s)."""
+    _real_tile_check(backend_2k, dci_tile(), style, 1000)
 
 
 @pytest.mark.gpu
