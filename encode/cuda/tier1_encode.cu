@@ -733,8 +733,9 @@ extern "C" __global__ void t1enc_num_bps(const int* flat, const i64* cb, int nco
  * `lanes` (1..32) of each warp work, slot = warp * lanes + lane (< nslots).  Per slot:
  * flags, sm (entries of (w + 2) * (h + 2)) and snap (3 * MAX_PASSES words), interleaved
  * across slots ([i * nslots + slot], slot_pitch = 0) or in runs (slot_pitch entries of
- * flags and sm, 3 * MAX_PASSES snap words per slot; wrapper: i * nslots < 2^31).  Block j: K num_bps[j], its rates and dists from rate_off[j],
- * its bytes in region[cap_off[j] : cap_off[j + 1]], its length lens[j], status[j]. */
+ * flags and sm, 3 * MAX_PASSES snap words per slot; wrapper: i * nslots < 2^31).
+ * Block j: K num_bps[j], its rates and dists from rate_off[j], its bytes in
+ * region[cap_off[j] : cap_off[j + 1]], its length lens[j], status[j]. */
 extern "C" __global__ void t1enc_code_blocks(
     const int* flat, const i64* cb, int ncols, int nblk, const int* order, int style,
     const int* num_bps, const i64* rate_off, const i64* cap_off, unsigned char* region,

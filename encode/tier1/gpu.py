@@ -1,7 +1,8 @@
 """Tier-1 encoding of a tile's code-blocks on the GPU (CUDA through CuPy), the twin of
 :func:`cinegpu.encode.tier1.tile.encode_tile` (T.800 Annex C MQ encoder, Annex D passes).
 
-    encode_tile_cuda(flat, cb, style, rows=None) -> (coded, coded_off, rates, rate_off, dists, num_bps)
+    encode_tile_cuda(flat, cb, style, rows=None) -> (coded, coded_off, rates, rate_off, dists,
+                                                     num_bps)
     launch_tile(flat_dev, cb, style, stream=None) -> PendingTier1; .result() -> the same tuple
 
 Same bytes, rates, distortions and K as encode_tile, and its ValueError for a magnitude >= 2^30.
@@ -23,8 +24,9 @@ import functools
 import cupy
 import numpy as np
 
-from .gpu_plan import (BLOCK_THREADS, CUDA_SOURCE, KERNELS, MAX_PASSES, SNAP_WORDS, block_areas,
-                       capacity_bound, check_table, finish, layout, scratch_entries)
+from .gpu_plan import (BLOCK_THREADS, CUDA_SOURCE, KERNELS, MAX_PASSES, SNAP_WORDS,
+                       STATUS_K_TOO_LARGE, block_areas, capacity_bound, check_table, finish,
+                       layout, scratch_entries, work_order)
 
 __all__ = ["encode_tile_cuda", "launch_tile", "PendingTier1"]
 
@@ -52,28 +54,40 @@ def _multiprocessors(device_id: int) -> int:
     return cupy.cuda.Device(device_id).attributes["MultiProcessorCount"]
 
 
+def _resident_warps(device_id: int, kernel) -> int:
+    """Warps of t1enc_code_blocks the device runs at once (registers bound it: ~80 a thread
+    under ptxas for sm_90), so persistent slots beyond that would only hold scratch."""
+    regs = max(int(getattr(kernel, "num_regs", 0) or 0), 32)
+    blocks = max(1, min(2048, 65536 // regs) // BLOCK_THREADS)
+    return _multiprocessors(device_id) * blocks * (BLOCK_THREADS // 32)
+
+
 class PendingTier1:
     """A launched tile: ``result()`` waits for its event and returns encode_tile's tuple."""
 
-    def __init__(self, flat, cb, style, arrays, event):
-        self._flat, self._cb, self._style = flat, cb, style
+    def __init__(self, flat, cb, style, stream, arrays, event, keep):
+        self._flat, self._cb, self._style, self._stream = flat, cb, style, stream
         self._arrays, self._event = arrays, event
+        self._keep = keep  # every device buffer the kernels use lives until result()
 
     def done(self) -> bool:
         """True when the GPU has finished (result() will not wait)."""
-        return self._event is None or self._event.done
+        return self._event.done
 
     def result(self):
-        if self._event is not None:
-            self._event.synchronize()
+        """encode_tile's 6-tuple (numpy); raises its ValueError for a magnitude >= 2^30."""
+        self._event.synchronize()
         out, coded_off, rates, rate_off, dists, num_bps, status = self._arrays
-        rate_off, coded_off = rate_off.get(), coded_off.get()
-        status, num_bps = status.get(), num_bps.get()
-        npass, nbytes = int(rate_off[-1]), int(coded_off[-1])
-        if (status & 2).any():  # K > 30: no rates to fetch
-            npass = nbytes = 0
-        return finish(self._host_flat, self._cb, self._style, out[:nbytes].get(), coded_off,
-                      rates[:npass].get(), rate_off, dists[:npass].get(), num_bps, status)
+        with self._stream:
+            rate_off, coded_off = rate_off.get(), coded_off.get()
+            status, num_bps = status.get(), num_bps.get()
+            npass, nbytes = int(rate_off[-1]), int(coded_off[-1])
+            if (status & STATUS_K_TOO_LARGE).any():  # finish raises: nothing more to fetch
+                npass = nbytes = 0
+            coded, rates, dists = out[:nbytes].get(), rates[:npass].get(), dists[:npass].get()
+        self._keep = None
+        return finish(self._host_flat, self._cb, self._style, coded, coded_off, rates,
+                      rate_off, dists, num_bps, status)
 
     def _host_flat(self):
         f = self._flat
@@ -120,8 +134,9 @@ def _launch(flat, flat_src, cb, style, stream, lanes, interleave, scratch_bytes,
     grid = max(1, min(nb, 65535))
     if nb:
         k_bps((grid,), (BLOCK_THREADS,), (flat, cb_dev, i32(cb.shape[1]), i32(nb), num_bps))
-    area = cupy.asarray(block_areas(cb))
-    rate_off, cap_off, order = layout(num_bps, area, cupy, max_capacity)
+    area = block_areas(cb)
+    order = cupy.asarray(work_order(area))
+    rate_off, cap_off = layout(num_bps, cupy.asarray(area), cupy, max_capacity)
     region = cupy.empty(max(capacity_bound(cb), 1), cupy.uint8)
     rates = cupy.empty(max(nb * MAX_PASSES, 1), cupy.int32)
     dists = cupy.empty(max(nb * MAX_PASSES, 1), cupy.float64)
@@ -129,7 +144,7 @@ def _launch(flat, flat_src, cb, style, stream, lanes, interleave, scratch_bytes,
     status = cupy.zeros(nb, cupy.int32)
     entries = scratch_entries(cb)
     per_slot = 6 * entries + 4 * SNAP_WORDS
-    resident = _multiprocessors(device_id) * 2048 * lanes // 32
+    resident = _resident_warps(device_id, k_code) * lanes
     nslots = max(1, min(nb, resident, scratch_bytes // per_slot, max_slots or nb,
                         (2**31 - 1) // max(entries, SNAP_WORDS)))
     pitch = 0 if interleave else entries
@@ -150,8 +165,9 @@ def _launch(flat, flat_src, cb, style, stream, lanes, interleave, scratch_bytes,
         k_compact((grid,), (BLOCK_THREADS,), (region, cap_off, lens, coded_off, i32(nb), out))
     event = cupy.cuda.Event(block=False, disable_timing=True)
     event.record(stream)
-    return PendingTier1(flat_src, cb, style,
-                        (out, coded_off, rates, rate_off, dists, num_bps, status), event)
+    keep = (flat, cb_dev, order, cap_off, region, lens, flags, sm, snap, next_row)
+    return PendingTier1(flat_src, cb, style, stream,
+                        (out, coded_off, rates, rate_off, dists, num_bps, status), event, keep)
 
 
 def encode_tile_cuda(flat, cb, style: int, rows=None, **kw):

@@ -30,8 +30,8 @@ from .codeblock import MAX_ENCODE_BPS
 from .tile import encode_tile
 
 __all__ = ["CUDA_SOURCE", "KERNELS", "BLOCK_THREADS", "MAX_PASSES", "STATUS_OVERFLOW",
-           "STATUS_K_TOO_LARGE", "check_table", "scratch_entries", "block_capacity",
-           "capacity_bound", "layout", "finish"]
+           "STATUS_K_TOO_LARGE", "check_table", "block_areas", "scratch_entries", "block_capacity",
+           "capacity_bound", "work_order", "layout", "finish"]
 
 CUDA_SOURCE = Path(__file__).parents[1] / "cuda" / "tier1_encode.cu"
 KERNELS = ("t1enc_num_bps", "t1enc_code_blocks", "t1enc_compact")
@@ -91,14 +91,21 @@ def capacity_bound(cb: np.ndarray) -> int:
     return int(block_capacity(block_areas(cb), np.full(cb.shape[0], MAX_ENCODE_BPS)).sum())
 
 
+def work_order(area: np.ndarray) -> np.ndarray:
+    """int32 order in which threads take the blocks: largest area first, table order among
+    equals (a plan lists a band's blocks together, and they have similar K: lanes of a warp
+    then share loop counts).  Only the speed depends on it.  Worked out on the host from the
+    areas: sorting by K would need a device sort, and CuPy's (Thrust) may wait for the GPU."""
+    return np.argsort(-area, kind="stable").astype(np.int32)
+
+
 def layout(num_bps, area, xp=np, max_capacity=None):
     """Offsets from the blocks' K (int32, as t1enc_num_bps wrote them) and areas:
-    (rate_off, cap_off, order), int64 and int32, on ``xp``'s side, without a host copy.
+    (rate_off, cap_off), int64, on ``xp``'s side, without a host copy (cumsums only).
 
     rate_off: cumulative 3K - 2 passes (0 for K = 0 and for K > 30, which are not coded);
     cap_off: cumulative block_capacity, each capped at ``max_capacity`` bytes (a test
-    argument: forces the overflow fallback); order: most passes first, then largest area
-    (lanes of a warp then share loop counts; only the speed depends on it)."""
+    argument: forces the overflow fallback)."""
     k = num_bps.astype(xp.int64)
     ok = k <= MAX_ENCODE_BPS
     passes = xp.where(ok & (k > 0), 3 * k - 2, 0)
@@ -110,9 +117,7 @@ def layout(num_bps, area, xp=np, max_capacity=None):
         cap = xp.minimum(cap, int(max_capacity))
     cap_off = xp.zeros(nb + 1, xp.int64)
     cap_off[1:] = xp.cumsum(cap)
-    order = xp.argsort(-(passes * 8192 + area), kind="stable") if xp is np else \
-        xp.argsort(-(passes * 8192 + area))
-    return rate_off, cap_off, order.astype(xp.int32)
+    return rate_off, cap_off
 
 
 def finish(get_flat, cb, style, coded, coded_off, rates, rate_off, dists, num_bps, status):
