@@ -1,0 +1,180 @@
+"""Tier-1 encoding of a tile's code-blocks on the GPU (CUDA through CuPy), the twin of
+:func:`cinegpu.encode.tier1.tile.encode_tile` (T.800 Annex C MQ encoder, Annex D passes).
+
+    encode_tile_cuda(flat, cb, style, rows=None) -> (coded, coded_off, rates, rate_off, dists,
+                                                     num_bps)
+    launch_tile(flat_dev, cb, style, stream=None) -> PendingTier1; .result() -> the same tuple
+
+Same bytes, rates, distortions and K as encode_tile, and its ValueError for a magnitude >= 2^30.
+The launches (``cuda/tier1_encode.cu``): t1enc_num_bps (K per block); on the device the pass
+offsets (cumsum of 3K - 2), byte capacities and work order (gpu_plan.layout);
+t1enc_code_blocks (one thread per code-block, persistent threads, each block's bytes into its
+own region); cumsum of the lengths; t1enc_compact (the used bytes gathered contiguously), then
+an event.  Nothing waits on the host until ``result()``: buffers are sized by host-known bounds
+(MAX_PASSES passes per block, gpu_plan.capacity_bound bytes), and result() copies back only the
+used prefix.  Blocks whose bytes outgrew their region are coded by numba there.
+
+Importing this module needs CuPy; gpu_plan holds the host-only helpers.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import cupy
+import numpy as np
+
+from .gpu_plan import (BLOCK_THREADS, CUDA_SOURCE, KERNELS, MAX_PASSES, SNAP_WORDS,
+                       STATUS_K_TOO_LARGE, block_areas, capacity_bound, check_table, finish,
+                       layout, scratch_entries, work_order)
+
+__all__ = ["encode_tile_cuda", "launch_tile", "PendingTier1"]
+
+SCRATCH_BYTES = 256 << 20  # per-slot scratch of one launch at most (then slots take turns)
+
+
+@functools.lru_cache(maxsize=None)
+def _kernels(device_id: int):
+    from cinegpu.decode import nvrtc  # noqa: PLC0415
+
+    with cupy.cuda.Device(device_id):
+        return tuple(nvrtc.kernel(CUDA_SOURCE, name) for name in KERNELS)
+
+
+@functools.lru_cache(maxsize=None)
+def _device_tables(device_id: int):
+    from cinegpu.decode.tier1.gpu import lookup_tables  # noqa: PLC0415
+
+    with cupy.cuda.Device(device_id):
+        return tuple(cupy.asarray(t) for t in lookup_tables())
+
+
+@functools.lru_cache(maxsize=None)
+def _multiprocessors(device_id: int) -> int:
+    return cupy.cuda.Device(device_id).attributes["MultiProcessorCount"]
+
+
+def _resident_warps(device_id: int, kernel) -> int:
+    """Warps of t1enc_code_blocks the device runs at once (registers bound it: ~80 a thread
+    under ptxas for sm_90), so persistent slots beyond that would only hold scratch."""
+    regs = max(int(getattr(kernel, "num_regs", 0) or 0), 32)
+    blocks = max(1, min(2048, 65536 // regs) // BLOCK_THREADS)
+    return _multiprocessors(device_id) * blocks * (BLOCK_THREADS // 32)
+
+
+class PendingTier1:
+    """A launched tile: ``result()`` waits for its event and returns encode_tile's tuple."""
+
+    def __init__(self, flat, cb, style, stream, arrays, event, keep):
+        self._flat, self._cb, self._style, self._stream = flat, cb, style, stream
+        self._arrays, self._event = arrays, event
+        self._keep = keep  # every device buffer the kernels use lives until result()
+
+    def done(self) -> bool:
+        """True when the GPU has finished (result() will not wait)."""
+        return self._event.done
+
+    def result(self):
+        """encode_tile's 6-tuple (numpy); raises its ValueError for a magnitude >= 2^30."""
+        self._event.synchronize()
+        out, coded_off, rates, rate_off, dists, num_bps, status = self._arrays
+        with self._stream:
+            rate_off, coded_off = rate_off.get(), coded_off.get()
+            status, num_bps = status.get(), num_bps.get()
+            npass, nbytes = int(rate_off[-1]), int(coded_off[-1])
+            if (status & STATUS_K_TOO_LARGE).any():  # finish raises: nothing more to fetch
+                npass = nbytes = 0
+            coded, rates, dists = out[:nbytes].get(), rates[:npass].get(), dists[:npass].get()
+        self._keep = None
+        return finish(self._host_flat, self._cb, self._style, coded, coded_off, rates,
+                      rate_off, dists, num_bps, status)
+
+    def _host_flat(self):
+        f = self._flat
+        return f.get() if isinstance(f, cupy.ndarray) else f
+
+
+def launch_tile(flat_dev, cb, style: int, stream=None, *, lanes: int = 32,
+                interleave: bool = True, scratch_bytes: int = SCRATCH_BYTES,
+                max_slots: int | None = None, max_capacity: int | None = None) -> PendingTier1:
+    """Queue tier-1 of every code-block of ``cb`` (the plan's int64 numpy table) over the flat
+    int32 coefficients ``flat_dev`` (CuPy; numpy is uploaded) on ``stream`` (default: the
+    current one).  Returns a PendingTier1 at once; the host is not synchronised.
+
+    Tuning, not results: lanes, working threads per warp (1..32); interleave, slots' scratch
+    interleaved ([entry * slots + slot]: a warp's lanes coalesce) or in runs; scratch_bytes,
+    budget of the per-slot scratch (6 bytes per bordered sample + 1 KB of MQ snapshots);
+    max_slots, threads at most.  max_capacity (tests): caps each block's byte region, forcing
+    the numba fallback of blocks that outgrow it.
+    """
+    if not 1 <= lanes <= 32:
+        raise ValueError(f"launch_tile: lanes {lanes} not in 1..32")
+    stream = stream if stream is not None else cupy.cuda.get_current_stream()
+    with stream:
+        if not isinstance(flat_dev, cupy.ndarray):
+            flat_dev = np.asarray(flat_dev)
+        if flat_dev.dtype != np.int32 or flat_dev.ndim != 1:
+            raise TypeError(f"launch_tile: flat must be 1-D int32, not {flat_dev.ndim}-D "
+                            f"{flat_dev.dtype}")
+        cb = check_table(cb, flat_dev.size)
+        flat = cupy.ascontiguousarray(cupy.asarray(flat_dev))
+        return _launch(flat, flat_dev, cb, int(style), stream, lanes, interleave,
+                       scratch_bytes, max_slots, max_capacity)
+
+
+def _launch(flat, flat_src, cb, style, stream, lanes, interleave, scratch_bytes, max_slots,
+            max_capacity):
+    nb = cb.shape[0]
+    device_id = cupy.cuda.runtime.getDevice()
+    k_bps, k_code, k_compact = _kernels(device_id)
+    mq, zc, sc, ctx_init = _device_tables(device_id)
+    i32 = np.int32
+    cb_dev = cupy.asarray(cb)
+    num_bps = cupy.zeros(nb, cupy.int32)
+    grid = max(1, min(nb, 65535))
+    if nb:
+        k_bps((grid,), (BLOCK_THREADS,), (flat, cb_dev, i32(cb.shape[1]), i32(nb), num_bps))
+    area = block_areas(cb)
+    order = cupy.asarray(work_order(area))
+    rate_off, cap_off = layout(num_bps, cupy.asarray(area), cupy, max_capacity)
+    region = cupy.empty(max(capacity_bound(cb), 1), cupy.uint8)
+    rates = cupy.empty(max(nb * MAX_PASSES, 1), cupy.int32)
+    dists = cupy.empty(max(nb * MAX_PASSES, 1), cupy.float64)
+    lens = cupy.zeros(nb, cupy.int64)
+    status = cupy.zeros(nb, cupy.int32)
+    entries = scratch_entries(cb)
+    per_slot = 6 * entries + 4 * SNAP_WORDS
+    resident = _resident_warps(device_id, k_code) * lanes
+    nslots = max(1, min(nb, resident, scratch_bytes // per_slot, max_slots or nb,
+                        (2**31 - 1) // max(entries, SNAP_WORDS)))
+    pitch = 0 if interleave else entries
+    flags = cupy.empty(entries * nslots, cupy.uint16)
+    sm = cupy.empty(entries * nslots, cupy.uint32)
+    snap = cupy.empty(SNAP_WORDS * nslots, cupy.int32)
+    next_row = cupy.zeros(1, cupy.int32)
+    if nb:
+        warps = -(-nslots // lanes)
+        k_code((-(-warps * 32 // BLOCK_THREADS),), (BLOCK_THREADS,), (
+            flat, cb_dev, i32(cb.shape[1]), i32(nb), order, i32(style), num_bps, rate_off,
+            cap_off, region, rates, dists, lens, status, flags, sm, snap, i32(nslots),
+            i32(pitch), i32(lanes), next_row, mq, zc, sc, ctx_init))
+    coded_off = cupy.zeros(nb + 1, cupy.int64)
+    coded_off[1:] = cupy.cumsum(lens)
+    out = cupy.empty(region.size, cupy.uint8)
+    if nb:
+        k_compact((grid,), (BLOCK_THREADS,), (region, cap_off, lens, coded_off, i32(nb), out))
+    event = cupy.cuda.Event(block=False, disable_timing=True)
+    event.record(stream)
+    keep = (flat, cb_dev, order, cap_off, region, lens, flags, sm, snap, next_row)
+    return PendingTier1(flat_src, cb, style, stream,
+                        (out, coded_off, rates, rate_off, dists, num_bps, status), event, keep)
+
+
+def encode_tile_cuda(flat, cb, style: int, rows=None, **kw):
+    """encode_tile on the GPU: the code-blocks ``cb[rows]`` (default all) of the flat int32
+    coefficients ``flat`` (CuPy, or numpy: uploaded); returns encode_tile's 6-tuple of numpy
+    arrays, identical.  Keywords: launch_tile's tuning."""
+    cb = np.ascontiguousarray(cb, np.int64)
+    if rows is not None:
+        cb = cb[np.ascontiguousarray(rows, np.int64)]
+    return launch_tile(flat, cb, style, **kw).result()

@@ -1,0 +1,156 @@
+"""Host side of the GPU tier-1 encoder (``encode/cuda/tier1_encode.cu``), without CuPy.
+
+The steps between the kernels, written once for numpy and CuPy (``xp``) so the host
+emulation in the tests runs exactly what :mod:`cinegpu.encode.tier1.gpu` runs on the device:
+the table check, scratch and capacity sizes, the per-block offsets (rates, dists: 3K - 2
+passes; bytes: a capacity per block) and work order, and the finishing step that turns the
+kernels' outputs into :func:`cinegpu.encode.tier1.tile.encode_tile`'s 6-tuple, coding blocks
+whose region overflowed with numba instead.
+
+Byte capacity of a block (w x h samples, K bit-planes, 3K - 2 passes):
+``64 + 16 (3K - 2) + ceil(w h (K + 1) / 4)`` bytes, i.e. 2 bits per sample and coded
+bit-plane, plus 16 bytes per pass for terminations.  It is a practical capacity, not a
+worst case: a decision costs at most 15 renormalisation shifts (an LPS at Qe = 0x0001,
+T.800 Table C.2), so adversarial data could need ~37 bits per sample and plane (2.5 decisions:
+ZC and sign, or a run-length column's share); real coefficients, noise included, take about
+K + 1 bits per sample in all, about half the capacity.  A block that outgrows its region
+is flagged (STATUS_OVERFLOW) and coded by numba, so results stay exact either way.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from cinegpu.decode.tier1.codeblock import (CB_COLUMNS, CB_HEIGHT, CB_OUT, CB_STRIDE, CB_WIDTH,
+                                            MAX_CBLK_AREA, MAX_CBLK_SIDE)
+
+from .codeblock import MAX_ENCODE_BPS
+from .tile import encode_tile
+
+__all__ = ["CUDA_SOURCE", "KERNELS", "BLOCK_THREADS", "MAX_PASSES", "STATUS_OVERFLOW",
+           "STATUS_K_TOO_LARGE", "check_table", "block_areas", "scratch_entries", "block_capacity",
+           "capacity_bound", "work_order", "layout", "finish"]
+
+CUDA_SOURCE = Path(__file__).parents[1] / "cuda" / "tier1_encode.cu"
+KERNELS = ("t1enc_num_bps", "t1enc_code_blocks", "t1enc_compact")
+BLOCK_THREADS = 128  # T1E_BLOCK in tier1_encode.cu
+MAX_PASSES = 3 * MAX_ENCODE_BPS - 2  # passes of a block at most (K <= 30)
+SNAP_WORDS = 3 * MAX_PASSES  # int32 MQ snapshot words per slot
+STATUS_OVERFLOW = 0x01  # the block's bytes outgrew its region: coded by numba instead
+STATUS_K_TOO_LARGE = 0x02  # a magnitude >= 2^30: not coded (encode_tile raises)
+
+
+def check_table(cb, flat_size: int) -> np.ndarray:
+    """The plan's code-block table as contiguous int64, checked against a flat buffer of
+    ``flat_size`` samples: every non-empty block (w, h <= 1024, w h <= 4096, T.800 A.6.1)
+    lies inside it.  The kernels trust the table; this is what makes that safe."""
+    cb = np.ascontiguousarray(cb, np.int64)
+    if cb.ndim != 2 or cb.shape[1] < CB_COLUMNS:
+        raise ValueError(f"code-block table must have {CB_COLUMNS} columns, has shape {cb.shape}")
+    w, h = cb[:, CB_WIDTH], cb[:, CB_HEIGHT]
+    off, stride = cb[:, CB_OUT], cb[:, CB_STRIDE]
+    used = (w > 0) & (h > 0)
+    ok = (w <= MAX_CBLK_SIDE) & (h <= MAX_CBLK_SIDE) & (off >= 0) & (stride >= 0)
+    wc, hc = np.clip(w, 0, MAX_CBLK_SIDE), np.clip(h, 1, MAX_CBLK_SIDE)  # no int64 overflow
+    ok &= wc * hc <= MAX_CBLK_AREA
+    last = np.minimum(off, 1 << 61) + (hc - 1) * np.minimum(stride, 1 << 40) + wc
+    ok &= last <= flat_size
+    bad = np.flatnonzero(used & ~ok)
+    if bad.size:
+        j = int(bad[0])
+        raise ValueError(f"code-block row {j} ({int(w[j])}x{int(h[j])} at {int(off[j])}, stride "
+                         f"{int(stride[j])}) is not inside the {flat_size}-sample buffer")
+    return cb
+
+
+def block_areas(cb: np.ndarray) -> np.ndarray:
+    """w h of each row (0 for empty rows), int64."""
+    w, h = cb[:, CB_WIDTH], cb[:, CB_HEIGHT]
+    return np.where((w > 0) & (h > 0), w * h, 0).astype(np.int64)
+
+
+def scratch_entries(cb: np.ndarray) -> int:
+    """Entries of one slot's bordered scratch: the largest (w + 2) (h + 2), at least 1."""
+    w, h = cb[:, CB_WIDTH], cb[:, CB_HEIGHT]
+    used = (w > 0) & (h > 0)
+    return int(np.where(used, (w + 2) * (h + 2), 1).max()) if cb.shape[0] else 1
+
+
+def block_capacity(area, num_bps, xp=np):
+    """Bytes of region per block (see the module docstring); 0 when K = 0 (no passes)."""
+    k = xp.asarray(num_bps).astype(xp.int64)
+    passes = xp.where(k > 0, 3 * k - 2, 0)
+    return xp.where(k > 0, 64 + 16 * passes + (area * (k + 1) + 3) // 4, 0)
+
+
+def capacity_bound(cb: np.ndarray) -> int:
+    """Bytes of all regions whatever the blocks' K (K <= 30): the region buffer's size, known
+    before K is."""
+    return int(block_capacity(block_areas(cb), np.full(cb.shape[0], MAX_ENCODE_BPS)).sum())
+
+
+def work_order(area: np.ndarray) -> np.ndarray:
+    """int32 order in which threads take the blocks: largest area first, table order among
+    equals (a plan lists a band's blocks together, and they have similar K: lanes of a warp
+    then share loop counts).  Only the speed depends on it.  Worked out on the host from the
+    areas: sorting by K would need a device sort, and CuPy's (Thrust) may wait for the GPU."""
+    return np.argsort(-area, kind="stable").astype(np.int32)
+
+
+def layout(num_bps, area, xp=np, max_capacity=None):
+    """Offsets from the blocks' K (int32, as t1enc_num_bps wrote them) and areas:
+    (rate_off, cap_off), int64, on ``xp``'s side, without a host copy (cumsums only).
+
+    rate_off: cumulative 3K - 2 passes (0 for K = 0 and for K > 30, which are not coded);
+    cap_off: cumulative block_capacity, each capped at ``max_capacity`` bytes (a test
+    argument: forces the overflow fallback)."""
+    k = num_bps.astype(xp.int64)
+    ok = k <= MAX_ENCODE_BPS
+    passes = xp.where(ok & (k > 0), 3 * k - 2, 0)
+    nb = k.shape[0]
+    rate_off = xp.zeros(nb + 1, xp.int64)
+    rate_off[1:] = xp.cumsum(passes)
+    cap = xp.where(ok, block_capacity(area, k, xp), 0)
+    if max_capacity is not None:
+        cap = xp.minimum(cap, int(max_capacity))
+    cap_off = xp.zeros(nb + 1, xp.int64)
+    cap_off[1:] = xp.cumsum(cap)
+    return rate_off, cap_off
+
+
+def finish(get_flat, cb, style, coded, coded_off, rates, rate_off, dists, num_bps, status):
+    """encode_tile's 6-tuple from the kernels' outputs (numpy; rates int32 and dists of
+    rate_off[-1] entries, coded of coded_off[-1] bytes, overflowed blocks' lengths 0).
+
+    Raises encode_tile's ValueError when a block has K > 30.  Blocks with STATUS_OVERFLOW are
+    coded by numba (``encode_tile(get_flat(), cb, style, rows)``; get_flat returns the flat
+    buffer on the host, called only then) and spliced in."""
+    num_bps = num_bps.astype(np.int64)
+    if (status & STATUS_K_TOO_LARGE).any():
+        raise ValueError(f"coefficient magnitude >= 2^{MAX_ENCODE_BPS}")
+    rates = rates.astype(np.int64)
+    coded_off = np.asarray(coded_off, np.int64)
+    over = np.flatnonzero(status & STATUS_OVERFLOW)
+    if over.size == 0:
+        return coded, coded_off, rates, np.asarray(rate_off, np.int64), dists, num_bps
+    fb = encode_tile(get_flat(), cb, style, over)
+    f_coded, f_off, f_rates, f_roff, f_dists, f_bps = fb
+    if not np.array_equal(f_bps, num_bps[over]):
+        raise RuntimeError("GPU tier-1: K of the numba fallback differs from the kernel's")
+    pieces, at = [], 0
+    lengths = np.diff(coded_off)
+    for i, j in enumerate(over):
+        pieces.append(coded[coded_off[at]:coded_off[j]])
+        pieces.append(f_coded[f_off[i]:f_off[i + 1]])
+        lengths[j] = f_off[i + 1] - f_off[i]
+        at = j + 1
+        p0, p1 = rate_off[j], rate_off[j + 1]
+        rates[p0:p1] = f_rates[f_roff[i]:f_roff[i + 1]]
+        dists[p0:p1] = f_dists[f_roff[i]:f_roff[i + 1]]
+    pieces.append(coded[coded_off[at]:coded_off[-1]])
+    new_off = np.zeros_like(coded_off)
+    np.cumsum(lengths, out=new_off[1:])
+    return (np.concatenate(pieces).astype(np.uint8, copy=False), new_off, rates,
+            np.asarray(rate_off, np.int64), dists, num_bps)
