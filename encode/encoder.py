@@ -221,11 +221,14 @@ class Encoder:
         return params, cs, plans, flats
 
     def _tier1(self, params, cs, plans, flats) -> Frame:
-        if self.backend == "cuda":
-            import cupy
-            flats = [cupy.asnumpy(f) for f in flats]
-        parts = [self.pool.run_tile(flat, plan.cb, params.cblk_style)
-                 for plan, flat in zip(plans, flats)]
+        if self.backend == "cuda":   # on the GPU, every tile launched before any is waited on
+            from .tier1.gpu import launch_tile
+            pending = [launch_tile(flat, plan.cb, params.cblk_style, stream=self._stream)
+                       for plan, flat in zip(plans, flats)]
+            parts = [p.result() for p in pending]
+        else:
+            parts = [self.pool.run_tile(flat, plan.cb, params.cblk_style)
+                     for plan, flat in zip(plans, flats)]
         table, dists = BlockTable.join(parts)
         sizes = [plan.cb.shape[0] for plan in plans]
         base = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
