@@ -12,9 +12,11 @@ Byte capacity of a block (w x h samples, K bit-planes, 3K - 2 passes):
 bit-plane, plus 16 bytes per pass for terminations.  It is a practical capacity, not a
 worst case: a decision costs at most 15 renormalisation shifts (an LPS at Qe = 0x0001,
 T.800 Table C.2), so adversarial data could need ~37 bits per sample and plane (2.5 decisions:
-ZC and sign, or a run-length column's share); real coefficients, noise included, take about
-K + 1 bits per sample in all, about half the capacity.  A block that outgrows its region
-is flagged (STATUS_OVERFLOW) and coded by numba, so results stay exact either way.
+ZC and sign, or a run-length column's share), some 20 times what coding takes in practice.
+Measured (all passes kept, every style): uniformly random magnitudes of 1..30 bits fill at most
+50.3 % of their blocks' capacity, the coefficients of a synthetic 2K DCI frame 41.6 %.  A block
+that outgrows its region is flagged (STATUS_OVERFLOW) and coded by numba, so results stay
+exact either way.
 """
 
 from __future__ import annotations
