@@ -62,52 +62,53 @@ def _ptr(a):
     return ctypes.c_void_p(a.ctypes.data)
 
 
+class HostKernel:
+    """A kernel of tier1_encode.cu run by the host emulation, called as CuPy's RawKernel:
+    k(grid, block, args) with numpy arrays and np.int32 scalars."""
+
+    def __init__(self, lib, name):
+        self.lib, self.name = lib, name
+
+    @staticmethod
+    def _arg(a):
+        if isinstance(a, np.ndarray):
+            assert a.flags.c_contiguous
+            return _ptr(a)
+        assert isinstance(a, np.int32), type(a)
+        return ctypes.c_int32(int(a))
+
+    def __call__(self, grid, block, args):
+        args = list(args)
+        if self.name == "t1enc_code_blocks":
+            assert block == (plan.BLOCK_THREADS,) and 1 <= args[19] <= 32
+            del args[19:21]  # lanes, next_row: the emulation runs one lane per warp
+            rng = np.random.default_rng(0)  # scratch starts dirty: the kernel must clear it
+            for a in args[14:17]:
+                a[:] = rng.integers(0, 1 << 16, a.size).astype(a.dtype)
+            self.lib.t1enc_emulate_code(*map(self._arg, args))
+        else:
+            getattr(self.lib, self.name.replace("t1enc_", "t1enc_emulate_"))(
+                *map(self._arg, args), ctypes.c_int32(grid[0]), ctypes.c_int32(block[0]))
+
+
 def encode_host(flat, cb, style, rows=None, *, max_capacity=None, max_slots=5,
                 interleave=True, info=None):
-    """The kernels run thread by thread on the host, with the wrapper's steps (gpu.py)."""
+    """gpu.py's launch and result on the host: gpu_plan.queue_tile with numpy arrays and the
+    host-emulated kernels, then gpu_plan.collect."""
     lib = _host_library()
+    kernels = tuple(HostKernel(lib, name) for name in plan.KERNELS)
     cb = np.ascontiguousarray(cb, np.int64)
     if rows is not None:
         cb = cb[np.ascontiguousarray(rows, np.int64)]
     flat = np.ascontiguousarray(flat)
     assert flat.dtype == np.int32
     cb = plan.check_table(cb, flat.size)
-    nb, ncols = cb.shape
-    i32 = ctypes.c_int32
-    num_bps = np.zeros(nb, np.int32)
-    lib.t1enc_emulate_num_bps(_ptr(flat), _ptr(cb), i32(ncols), i32(nb), _ptr(num_bps),
-                              i32(max(1, min(nb, 3))), i32(37))
-    area = plan.block_areas(cb)
-    rate_off, cap_off = plan.layout(num_bps, area, np, max_capacity)
-    order = plan.work_order(area)
-    region = np.full(max(plan.capacity_bound(cb), 1), 0xA5, np.uint8)
-    rates = np.full(max(nb * plan.MAX_PASSES, 1), -9, np.int32)
-    dists = np.full(max(nb * plan.MAX_PASSES, 1), np.nan)
-    lens = np.zeros(nb, np.int64)
-    status = np.zeros(nb, np.int32)
-    entries = plan.scratch_entries(cb)
-    nslots = max(1, min(nb, max_slots))
-    rng = np.random.default_rng(0)  # scratch starts dirty: the kernel must clear it
-    flags = rng.integers(0, 1 << 16, entries * nslots).astype(np.uint16)
-    sm = rng.integers(0, 1 << 32, entries * nslots).astype(np.uint32)
-    snap = rng.integers(-(1 << 31), 1 << 31, plan.SNAP_WORDS * nslots).astype(np.int32)
-    luts = lookup_tables()
-    if nb:
-        lib.t1enc_emulate_code(
-            _ptr(flat), _ptr(cb), i32(ncols), i32(nb), _ptr(order), i32(style), _ptr(num_bps),
-            _ptr(rate_off), _ptr(cap_off), _ptr(region), _ptr(rates), _ptr(dists), _ptr(lens),
-            _ptr(status), _ptr(flags), _ptr(sm), _ptr(snap), i32(nslots),
-            i32(0 if interleave else entries), *[_ptr(t) for t in luts])
-    coded_off = np.zeros(nb + 1, np.int64)
-    coded_off[1:] = np.cumsum(lens)
-    out = np.zeros(region.size, np.uint8)
-    lib.t1enc_emulate_compact(_ptr(region), _ptr(cap_off), _ptr(lens), _ptr(coded_off),
-                              i32(nb), _ptr(out), i32(max(1, min(nb, 4))), i32(64))
+    nslots = plan.slots(cb, 1, 1 << 20, 256 << 20, max_slots)
+    outputs, _ = plan.queue_tile(np, kernels, lookup_tables(), flat, cb, style, nslots, 1,
+                                 interleave, max_capacity)
     if info is not None:
-        info["status"] = status.copy()
-    npass = int(rate_off[-1])
-    return plan.finish(lambda: flat, cb, style, out[:coded_off[-1]], coded_off, rates[:npass],
-                       rate_off, dists[:npass], num_bps, status)
+        info["status"] = outputs[-1].copy()
+    return plan.collect(outputs, np.asarray, lambda: flat, cb, style)
 
 
 def encode_cuda(flat, cb, style, rows=None, *, info=None, **kw):

@@ -6,8 +6,9 @@
     launch_tile(flat_dev, cb, style, stream=None) -> PendingTier1; .result() -> the same tuple
 
 Same bytes, rates, distortions and K as encode_tile, and its ValueError for a magnitude >= 2^30.
-The launches (``cuda/tier1_encode.cu``): t1enc_num_bps (K per block); on the device the pass
-offsets (cumsum of 3K - 2), byte capacities and work order (gpu_plan.layout);
+The launches (``cuda/tier1_encode.cu``, queued by gpu_plan.queue_tile, which the host emulation
+in the tests runs too): t1enc_num_bps (K per block); on the device the pass offsets (cumsum of
+3K - 2) and byte capacities (gpu_plan.layout), the work order from the host;
 t1enc_code_blocks (one thread per code-block, persistent threads, each block's bytes into its
 own region); cumsum of the lengths; t1enc_compact (the used bytes gathered contiguously), then
 an event.  Nothing waits on the host until ``result()``: buffers are sized by host-known bounds
@@ -24,9 +25,8 @@ import functools
 import cupy
 import numpy as np
 
-from .gpu_plan import (BLOCK_THREADS, CUDA_SOURCE, KERNELS, MAX_PASSES, SNAP_WORDS,
-                       STATUS_K_TOO_LARGE, block_areas, capacity_bound, check_table, finish,
-                       layout, scratch_entries, work_order)
+from .gpu_plan import (BLOCK_THREADS, CUDA_SOURCE, KERNELS, check_table, collect, queue_tile,
+                       slots)
 
 __all__ = ["encode_tile_cuda", "launch_tile", "PendingTier1"]
 
@@ -65,9 +65,9 @@ def _resident_warps(device_id: int, kernel) -> int:
 class PendingTier1:
     """A launched tile: ``result()`` waits for its event and returns encode_tile's tuple."""
 
-    def __init__(self, flat, cb, style, stream, arrays, event, keep):
+    def __init__(self, flat, cb, style, stream, outputs, keep, event):
         self._flat, self._cb, self._style, self._stream = flat, cb, style, stream
-        self._arrays, self._event = arrays, event
+        self._outputs, self._event = outputs, event
         self._keep = keep  # every device buffer the kernels use lives until result()
 
     def done(self) -> bool:
@@ -77,17 +77,9 @@ class PendingTier1:
     def result(self):
         """encode_tile's 6-tuple (numpy); raises its ValueError for a magnitude >= 2^30."""
         self._event.synchronize()
-        out, coded_off, rates, rate_off, dists, num_bps, status = self._arrays
-        with self._stream:
-            rate_off, coded_off = rate_off.get(), coded_off.get()
-            status, num_bps = status.get(), num_bps.get()
-            npass, nbytes = int(rate_off[-1]), int(coded_off[-1])
-            if (status & STATUS_K_TOO_LARGE).any():  # finish raises: nothing more to fetch
-                npass = nbytes = 0
-            coded, rates, dists = out[:nbytes].get(), rates[:npass].get(), dists[:npass].get()
         self._keep = None
-        return finish(self._host_flat, self._cb, self._style, coded, coded_off, rates,
-                      rate_off, dists, num_bps, status)
+        with self._stream:
+            return collect(self._outputs, cupy.asnumpy, self._host_flat, self._cb, self._style)
 
     def _host_flat(self):
         f = self._flat
@@ -118,56 +110,15 @@ def launch_tile(flat_dev, cb, style: int, stream=None, *, lanes: int = 32,
                             f"{flat_dev.dtype}")
         cb = check_table(cb, flat_dev.size)
         flat = cupy.ascontiguousarray(cupy.asarray(flat_dev))
-        return _launch(flat, flat_dev, cb, int(style), stream, lanes, interleave,
-                       scratch_bytes, max_slots, max_capacity)
-
-
-def _launch(flat, flat_src, cb, style, stream, lanes, interleave, scratch_bytes, max_slots,
-            max_capacity):
-    nb = cb.shape[0]
-    device_id = cupy.cuda.runtime.getDevice()
-    k_bps, k_code, k_compact = _kernels(device_id)
-    mq, zc, sc, ctx_init = _device_tables(device_id)
-    i32 = np.int32
-    cb_dev = cupy.asarray(cb)
-    num_bps = cupy.zeros(nb, cupy.int32)
-    grid = max(1, min(nb, 65535))
-    if nb:
-        k_bps((grid,), (BLOCK_THREADS,), (flat, cb_dev, i32(cb.shape[1]), i32(nb), num_bps))
-    area = block_areas(cb)
-    order = cupy.asarray(work_order(area))
-    rate_off, cap_off = layout(num_bps, cupy.asarray(area), cupy, max_capacity)
-    region = cupy.empty(max(capacity_bound(cb), 1), cupy.uint8)
-    rates = cupy.empty(max(nb * MAX_PASSES, 1), cupy.int32)
-    dists = cupy.empty(max(nb * MAX_PASSES, 1), cupy.float64)
-    lens = cupy.zeros(nb, cupy.int64)
-    status = cupy.zeros(nb, cupy.int32)
-    entries = scratch_entries(cb)
-    per_slot = 6 * entries + 4 * SNAP_WORDS
-    resident = _resident_warps(device_id, k_code) * lanes
-    nslots = max(1, min(nb, resident, scratch_bytes // per_slot, max_slots or nb,
-                        (2**31 - 1) // max(entries, SNAP_WORDS)))
-    pitch = 0 if interleave else entries
-    flags = cupy.empty(entries * nslots, cupy.uint16)
-    sm = cupy.empty(entries * nslots, cupy.uint32)
-    snap = cupy.empty(SNAP_WORDS * nslots, cupy.int32)
-    next_row = cupy.zeros(1, cupy.int32)
-    if nb:
-        warps = -(-nslots // lanes)
-        k_code((-(-warps * 32 // BLOCK_THREADS),), (BLOCK_THREADS,), (
-            flat, cb_dev, i32(cb.shape[1]), i32(nb), order, i32(style), num_bps, rate_off,
-            cap_off, region, rates, dists, lens, status, flags, sm, snap, i32(nslots),
-            i32(pitch), i32(lanes), next_row, mq, zc, sc, ctx_init))
-    coded_off = cupy.zeros(nb + 1, cupy.int64)
-    coded_off[1:] = cupy.cumsum(lens)
-    out = cupy.empty(region.size, cupy.uint8)
-    if nb:
-        k_compact((grid,), (BLOCK_THREADS,), (region, cap_off, lens, coded_off, i32(nb), out))
-    event = cupy.cuda.Event(block=False, disable_timing=True)
-    event.record(stream)
-    keep = (flat, cb_dev, order, cap_off, region, lens, flags, sm, snap, next_row)
-    return PendingTier1(flat_src, cb, style, stream,
-                        (out, coded_off, rates, rate_off, dists, num_bps, status), event, keep)
+        device_id = cupy.cuda.runtime.getDevice()
+        kernels = _kernels(device_id)
+        nslots = slots(cb, lanes, _resident_warps(device_id, kernels[1]), scratch_bytes,
+                       max_slots)
+        outputs, keep = queue_tile(cupy, kernels, _device_tables(device_id), flat, cb,
+                                   int(style), nslots, lanes, interleave, max_capacity)
+        event = cupy.cuda.Event(block=False, disable_timing=True)
+        event.record(stream)
+    return PendingTier1(flat_dev, cb, int(style), stream, outputs, keep, event)
 
 
 def encode_tile_cuda(flat, cb, style: int, rows=None, **kw):
