@@ -157,36 +157,55 @@ def build_tile_plan(cs: Codestream, t: int, reduce: int = 0) -> TilePlan:
     )
 
 
+def component_rect(siz, c: int, trect) -> tuple[int, int, int, int]:
+    """(tcx0, tcy0, tcx1, tcy1): the tile-component on component ``c``'s grid (B-12)."""
+    tx0, ty0, tx1, ty1 = trect
+    return (_cdiv(tx0, siz.XRsiz[c]), _cdiv(ty0, siz.YRsiz[c]),
+            _cdiv(tx1, siz.XRsiz[c]), _cdiv(ty1, siz.YRsiz[c]))
+
+
+def resolution_rects(tcrect, NL: int, r: int, PPx: int, PPy: int):
+    """Geometry of resolution ``r`` of a tile-component with ``NL`` levels (B-14, B-15, B-16).
+
+    Returns ((rx0, ry0, rx1, ry1), [(orient, bx0, by0, bx1, by1) per subband], npx, npy),
+    in samples of the resolution and of each subband; npx x npy precincts of 2**PPx x 2**PPy.
+    """
+    tcx0, tcy0, tcx1, tcy1 = tcrect
+    d = 1 << (NL - r)
+    rx0, rx1, ry0, ry1 = _cdiv(tcx0, d), _cdiv(tcx1, d), _cdiv(tcy0, d), _cdiv(tcy1, d)
+    if r == 0:
+        bands = [(tier1.ORIENT_LL, rx0, ry0, rx1, ry1)]
+    else:
+        nb = NL - r + 1
+        h = 1 << (nb - 1)
+        bands = []
+        for orient in (tier1.ORIENT_HL, tier1.ORIENT_LH, tier1.ORIENT_HH):
+            xob, yob = (orient & 1), (orient >> 1)
+            bands.append((orient, _cdiv(tcx0 - h * xob, 1 << nb), _cdiv(tcy0 - h * yob, 1 << nb),
+                          _cdiv(tcx1 - h * xob, 1 << nb), _cdiv(tcy1 - h * yob, 1 << nb)))
+    npx = (_cdiv(rx1, 1 << PPx) - (rx0 >> PPx)) if rx1 > rx0 else 0
+    npy = (_cdiv(ry1, 1 << PPy) - (ry0 >> PPy)) if ry1 > ry0 else 0
+    return (rx0, ry0, rx1, ry1), bands, npx, npy
+
+
 def _tile_component(cs, tile: Tile | None, c, trect, reduce, counters, prec_pb, pb_rows, cb_rows, keep_rows):
     s = cs.siz
-    tx0, ty0, tx1, ty1 = trect
     sp = cs.spcod(tile, c)
     q = cs.quantization(tile, c)
     roi = cs.roi_shift(tile, c)
     NL = sp.levels
     if reduce > NL:
         raise UnsupportedFeature(f"reduce {reduce} is more than the {NL} levels of component {c}")
-    tcx0, tcx1 = _cdiv(tx0, s.XRsiz[c]), _cdiv(tx1, s.XRsiz[c])
-    tcy0, tcy1 = _cdiv(ty0, s.YRsiz[c]), _cdiv(ty1, s.YRsiz[c])
+    tcrect = component_rect(s, c, trect)
     precision = s.precision(c)
     resolutions = []
     band_index = 0
     for r in range(NL + 1):
-        d = 1 << (NL - r)
-        rx0, rx1, ry0, ry1 = _cdiv(tcx0, d), _cdiv(tcx1, d), _cdiv(tcy0, d), _cdiv(tcy1, d)
         PPx, PPy = sp.precincts[r]
+        (rx0, ry0, rx1, ry1), rects, npx, npy = resolution_rects(tcrect, NL, r, PPx, PPy)
         keep = r <= NL - reduce
         bands = []
-        orients = (tier1.ORIENT_LL,) if r == 0 else (tier1.ORIENT_HL, tier1.ORIENT_LH, tier1.ORIENT_HH)
-        for orient in orients:
-            nb = NL if r == 0 else NL - r + 1
-            xob, yob = (orient & 1), (orient >> 1)
-            if r == 0:
-                bx0, bx1, by0, by1 = rx0, rx1, ry0, ry1
-            else:
-                h = 1 << (nb - 1)
-                bx0, bx1 = _cdiv(tcx0 - h * xob, 1 << nb), _cdiv(tcx1 - h * xob, 1 << nb)
-                by0, by1 = _cdiv(tcy0 - h * yob, 1 << nb), _cdiv(tcy1 - h * yob, 1 << nb)
+        for orient, bx0, by0, bx1, by1 in rects:
             eps, mu = q.step(band_index, NL)
             band_index += 1
             Rb = precision + LOG2_GAIN[orient]
@@ -195,12 +214,11 @@ def _tile_component(cs, tile: Tile | None, c, trect, reduce, counters, prec_pb, 
             size = (bx1 - bx0) * (by1 - by0) if keep else 0
             bands.append(Band(orient, bx0, by0, bx1, by1, counters["coeff"], delta, Mb))
             counters["coeff"] += size
-        npx = (_cdiv(rx1, 1 << PPx) - (rx0 >> PPx)) if rx1 > rx0 else 0
-        npy = (_cdiv(ry1, 1 << PPy) - (ry0 >> PPy)) if ry1 > ry0 else 0
         res = Resolution(r, rx0, ry0, rx1, ry1, bands, PPx, PPy, npx, npy, counters["prec"])
         counters["prec"] += npx * npy
         _precincts(res, sp, roi, keep, counters, prec_pb, pb_rows, cb_rows, keep_rows)
         resolutions.append(res)
+    tcx0, tcy0, tcx1, tcy1 = tcrect
     return TileComponent(c, tcx0, tcy0, tcx1, tcy1, NL, sp.reversible, resolutions, NL + 1 - reduce)
 
 
@@ -232,10 +250,11 @@ def cell_span(k0: int, n: int, pp: int, b0: int, b1: int, cb: int) -> tuple[np.n
     return c0, np.maximum(c1 - c0, 0)
 
 
-def precinct_shape(res: Resolution, sp) -> tuple[int, int, int, int]:
-    """(pp_x, pp_y, xcb, ycb): precinct and code-block size exponents in band samples (B-16, B-17)."""
-    pp_x = res.PPx if res.r == 0 else res.PPx - 1
-    pp_y = res.PPy if res.r == 0 else res.PPy - 1
+def precinct_shape(r: int, PPx: int, PPy: int, sp) -> tuple[int, int, int, int]:
+    """(pp_x, pp_y, xcb, ycb): precinct and code-block size exponents in the subband samples
+    of resolution ``r`` (B-16, B-17)."""
+    pp_x = PPx if r == 0 else PPx - 1
+    pp_y = PPy if r == 0 else PPy - 1
     return pp_x, pp_y, min(sp.xcb, pp_x), min(sp.ycb, pp_y)
 
 
@@ -247,7 +266,7 @@ def _precincts(res: Resolution, sp, roi, keep, counters, prec_pb, pb_rows, cb_ro
     """
     n_prec = res.npx * res.npy
     nbands = len(res.bands)
-    pp_x, pp_y, xcb, ycb = precinct_shape(res, sp)
+    pp_x, pp_y, xcb, ycb = precinct_shape(res.r, res.PPx, res.PPy, sp)
     kx0, ky0 = res.x0 >> res.PPx, res.y0 >> res.PPy
     pb_first = counters["pb"]
     if n_prec == 0:
