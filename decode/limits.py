@@ -14,8 +14,10 @@ figure and the limit when it is too much:
 * **memory** (bytes): output samples (1, 2 or 4 bytes each), the int32 coefficient buffer,
   the reconstruction's working planes of the largest tile, the plan and tier-2 tables
   (per code-block, precinct and listed packet) and copies of the input, against
-  ``max_memory`` (default 4 GiB: a DCI 4K frame needs about 0.4 GiB, an 8K 8192 x 4320
-  three-component frame about 1.8 GiB).
+  ``max_memory`` (default 4 GiB: a DCI 4K frame is estimated at 0.36 GiB, an 8K 8192 x 4320
+  three-component frame at 1.4 GiB; a 16K three-component frame, 5.3 GiB, needs it raised).
+  The estimate is meant to be above the real peak: 367 MiB for a 4K DCI frame whose decode
+  grew the process by 309 MiB.
 * **work**, tied to the input's size and always on: every precinct and code-block costs a
   unit to plan (about a microsecond of numpy), every packet listed a unit, every code-block a
   1/32 unit per layer it may be read in, and every tile-component resolution

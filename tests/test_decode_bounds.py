@@ -211,3 +211,20 @@ def test_bounded_case_peak_rss_and_time(case):
         assert result["error"] is None, result
     assert result["seconds"] < TIME_GUARD_S, result
     assert result["rss_mb"] < RSS_GUARD_MB, result
+
+
+def test_cli_decode_limits(tmp_path):
+    """``cinegpu decode`` refuses by default, names the limit, and takes --max-pixels (0: none)."""
+    src = tmp_path / "wide.j2c"
+    src.write_bytes(empty_image(256))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "cinegpu.player.cli", "decode", str(src), "-o",
+                               str(tmp_path / "out.png"), *args], capture_output=True, text=True, timeout=120,
+                              env=env)
+
+    r = cli("--max-pixels", "1000")
+    assert r.returncode == 2 and "65536 samples, more than max_pixels 1000" in r.stderr, r.stderr
+    r = cli("--max-pixels", "0", "--max-memory", "0")
+    assert r.returncode == 0 and (tmp_path / "out.png").exists(), r.stderr
