@@ -25,7 +25,7 @@ import pytest
 from cinegpu.decode import LimitExceeded, UnsupportedFeature, decode
 from cinegpu.decode.codestream.header import parse_codestream
 from cinegpu.decode.decoder import Decoder
-from cinegpu.decode.limits import WORK_FREE, WORK_PER_BYTE, Limits, check_limits, memory_guard
+from cinegpu.decode.limits import RESOLUTION_WORK, WORK_FREE, WORK_PER_BYTE, Limits, check_limits, memory_guard
 
 from peers import Image, encode, have, opj_reference
 from test_errors import cod, qcd, siz, stream, tile_part
@@ -100,14 +100,15 @@ def test_work_allowed_grows_with_the_input():
     """The same 1 x 1 precincts over 2048 x 2048 pass the work bound once the stream holds
     enough bytes of packet data (checked without decoding: the plan alone takes seconds)."""
     header_only = parse_codestream(one_by_one_precincts(2048))
-    need = 4 * 2048 * 2048 + 2048 * 2048 // 32 + 128  # precincts, code-blocks, packets, 1/32 per block
+    n = 2048 * 2048
+    need = RESOLUTION_WORK + 3 * n + n // 32  # precincts, code-blocks, packets of one layer, 1/32 per block
     body = b"\x00" * ((need - WORK_FREE) // WORK_PER_BYTE + 1)  # empty packets, one byte each
     data = empty_image(2048, precincts=b"\x00", body=body)
     cs = parse_codestream(data)
     d = Decoder("cpu")
     cost = check_limits(cs, 0, Limits(), len(data), lambda t: d.geometry(cs, t, 0))
-    assert cost.work <= cost.allowed_work
-    assert (cost.precincts, cost.codeblocks, cost.packets) == (2048 * 2048,) * 3
+    assert cost.work == need <= cost.allowed_work
+    assert (cost.precincts, cost.codeblocks, cost.packets) == (n, n, n)
     with pytest.raises(LimitExceeded, match="units of work"):
         check_limits(header_only, 0, Limits(), len(one_by_one_precincts(2048)),
                      lambda t: d.geometry(header_only, t, 0))
