@@ -11,6 +11,7 @@ clipping: what ``opj_decompress`` writes per component.
 from .errors import (
     CodestreamError,
     InvalidSegment,
+    LimitExceeded,
     MisplacedMarker,
     TruncatedCodestream,
     UnsupportedFeature,
@@ -19,6 +20,7 @@ from .errors import (
 __all__ = [
     "CodestreamError",
     "InvalidSegment",
+    "LimitExceeded",
     "MisplacedMarker",
     "TruncatedCodestream",
     "UnsupportedFeature",

@@ -5,10 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from .decoder import Decoder
+from .limits import DEFAULT_MAX_MEMORY, DEFAULT_MAX_PIXELS
 
 
 def decode(data, *, reduce: int = 0, layers: int | None = None, backend: str = "cpu",
-           strict: bool = True, components=None) -> list[np.ndarray]:
+           strict: bool = True, components=None, max_pixels: int | None = DEFAULT_MAX_PIXELS,
+           max_memory: int | None = DEFAULT_MAX_MEMORY) -> list[np.ndarray]:
     """Decode a JPEG 2000 codestream (.j2c/.j2k) or JP2 file (.jp2).
 
     Returns one 2-D integer array per component at its own size (divided by
@@ -18,6 +20,12 @@ def decode(data, *, reduce: int = 0, layers: int | None = None, backend: str = "
     ``strict=False`` damaged parts are concealed instead. ``components``
     selects and orders the components returned (the inverse MCT is then
     skipped unless components 0-2 are all selected).
+
+    ``max_pixels`` caps one component's samples at the decoded resolution (default 2**27),
+    ``max_memory`` the bytes the decode is estimated to need (default 4 GiB); None lifts
+    either. Beyond them, or beyond the work the input's size allows, :class:`LimitExceeded`
+    (an :class:`UnsupportedFeature`) is raised before anything large is allocated; see
+    :mod:`cinegpu.decode.limits` for the rules.
     """
-    frame = Decoder(backend).decode(data, reduce=reduce, layers=layers, strict=strict, components=components)
+    frame = Decoder(backend, max_pixels=max_pixels, max_memory=max_memory).decode(data, reduce=reduce, layers=layers, strict=strict, components=components)
     return frame.components

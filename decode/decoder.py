@@ -21,6 +21,8 @@ from . import tier1
 from .codestream.header import Codestream, parse_codestream, tile_part_ppm_headers
 from .errors import TruncatedCodestream, UnsupportedFeature
 from .jp2 import JP2Header, apply_palette, read_jp2
+from .limits import (DEFAULT_MAX_MEMORY, DEFAULT_MAX_PIXELS, Cost, Limits, TileGeometry, check_limits,
+                     memory_guard, tile_geometry)
 from .plan import TilePlan, build_tile_plan, check_plan
 from .reconstruct import reconstruct_tile
 from .tile import TileReport, TileSegments, check_tier1_status, decode_tile, tier2_tile
@@ -61,6 +63,8 @@ class Prepared:
     parse_s: float = 0.0
     #: some code-block may be an HT block (ISO/IEC 15444-15): tier-1 must run on the CPU
     ht: bool = False
+    #: what the decode was estimated to need (cinegpu.decode.limits)
+    cost: Cost | None = None
 
 
 def has_ht_blocks(plans: list[TilePlan]) -> bool:
@@ -117,11 +121,21 @@ def select_backend(backend: str):
 class Decoder:
     """Decodes frames, reusing plans across frames with the same headers."""
 
-    def __init__(self, backend: str = "cpu", *, gpu_tier1: bool | None = None) -> None:
-        """``gpu_tier1``: run tier-1 on the GPU too (default: with the CUDA back end)."""
+    def __init__(self, backend: str = "cpu", *, gpu_tier1: bool | None = None,
+                 max_pixels: int | None = DEFAULT_MAX_PIXELS, max_memory: int | None = DEFAULT_MAX_MEMORY) -> None:
+        """``gpu_tier1``: run tier-1 on the GPU too (default: with the CUDA back end).
+
+        ``max_pixels`` (samples of one component at the decoded resolution) and ``max_memory``
+        (bytes, estimated from the headers) bound every frame; a frame beyond them raises
+        :class:`~cinegpu.decode.errors.LimitExceeded` before anything large is allocated
+        (None: no limit). The work a frame may ask for is bounded by its size whatever these
+        say; :mod:`cinegpu.decode.limits` gives the rules and the defaults' reasons.
+        """
         self.transform, self.xp, self.backend = select_backend(backend)
         self.gpu_tier1 = (self.backend == "cuda") if gpu_tier1 is None else (gpu_tier1 and self.backend == "cuda")
+        self.limits = Limits(max_pixels, max_memory)
         self._plans: dict[tuple, TilePlan] = {}
+        self._geometries: dict[tuple, TileGeometry] = {}
         self._told_ht = False
 
     def tier1_on_gpu(self, prep: Prepared) -> bool:
@@ -134,14 +148,32 @@ class Decoder:
             self._told_ht = True
         return not prep.ht
 
-    def plan(self, cs: Codestream, t: int, reduce: int) -> TilePlan:
+    @staticmethod
+    def _main_key(cs: Codestream) -> str:
+        m = cs.main
+        # what shapes the plan, not the raw header: TLM, COM differ frame to frame
+        return repr((cs.siz, m.cod, m.coc, m.qcd, m.qcc, m.rgn, m.poc))
+
+    @staticmethod
+    def _key(cs: Codestream, t: int, reduce: int, main_key: str) -> tuple:
         tile = cs.tiles.get(t)
         h = tile.header if tile is not None else None
         tile_key = None if h is None else repr((h.cod, h.coc, h.qcd, h.qcc, h.rgn, h.poc))
-        m = cs.main
-        # what shapes the plan, not the raw header: TLM, COM differ frame to frame
-        main_key = repr((cs.siz, m.cod, m.coc, m.qcd, m.qcc, m.rgn, m.poc))
-        key = (main_key, t, reduce, tile_key)
+        return (main_key, t, reduce, tile_key)
+
+    def geometry(self, cs: Codestream, t: int, reduce: int, main_key: str | None = None) -> TileGeometry:
+        """Tile ``t``'s precinct and code-block counts (cached like plans)."""
+        key = self._key(cs, t, reduce, self._main_key(cs) if main_key is None else main_key)
+        g = self._geometries.get(key)
+        if g is None:
+            g = tile_geometry(cs, t, reduce)
+            if len(self._geometries) >= PLAN_CACHE_SIZE:
+                self._geometries.clear()
+            self._geometries[key] = g
+        return g
+
+    def plan(self, cs: Codestream, t: int, reduce: int, main_key: str | None = None) -> TilePlan:
+        key = self._key(cs, t, reduce, self._main_key(cs) if main_key is None else main_key)
         plan = self._plans.get(key)
         if plan is None:
             plan = build_tile_plan(cs, t, reduce)
@@ -152,8 +184,9 @@ class Decoder:
         return plan
 
     # --- the three steps -------------------------------------------------
+    @memory_guard
     def prepare(self, data, *, reduce: int = 0, layers: int | None = None, strict: bool = True) -> Prepared:
-        """Parse the headers and find (or build) the plan of every tile."""
+        """Parse the headers, check the limits and find (or build) the plan of every tile."""
         if reduce < 0:
             raise ValueError("reduce must be >= 0")
         if layers is not None and layers < 1:
@@ -164,12 +197,16 @@ class Decoder:
         if strict and len(cs.tiles) != cs.siz.num_tiles:
             missing = next(t for t in range(cs.siz.num_tiles) if t not in cs.tiles)
             raise TruncatedCodestream(f"tile {missing} is missing from the codestream ({cs.siz.num_tiles} tiles)")
+        main_key = self._main_key(cs)
+        cost = check_limits(cs, reduce, self.limits, len(codestream),
+                            lambda t: self.geometry(cs, t, reduce, main_key))
         # only tiles present are planned: a missing tile stays zero (reported)
-        plans = [self.plan(cs, t, reduce) for t in sorted(cs.tiles)]
+        plans = [self.plan(cs, t, reduce, main_key) for t in sorted(cs.tiles)]
         offsets = np.concatenate(([0], np.cumsum([p.coeff_size for p in plans], dtype=np.int64))).astype(int).tolist()
         return Prepared(cs, jp2, plans, offsets[:-1], offsets[-1], reduce, layers, strict,
-                        time.perf_counter() - t0, has_ht_blocks(plans))
+                        time.perf_counter() - t0, has_ht_blocks(plans), cost)
 
+    @memory_guard
     def entropy_decode(self, prep: Prepared, out: np.ndarray | None = None) -> tuple[np.ndarray, list[TileReport]]:
         """Tier-2 and tier-1 of every tile into one int32 buffer of ``prep.size``."""
         coeffs = np.empty(prep.size, np.int32) if out is None else out
@@ -182,6 +219,7 @@ class Decoder:
             reports.append(report)
         return coeffs, reports
 
+    @memory_guard
     def tier2(self, prep: Prepared) -> tuple[list[TileSegments | None], list[TileReport]]:
         """Tier-2 of every planned tile: the arrays tier-1 takes, per tile."""
         ppm = tile_part_ppm_headers(prep.cs)
@@ -195,12 +233,14 @@ class Decoder:
             reports.append(report)
         return segments, reports
 
+    @memory_guard
     def tier1_gpu(self, prep: Prepared, segments: list[TileSegments], reports: list[TileReport]):
         """Tier-1 of every tile on the GPU into one device coefficient buffer (waits for it)."""
         coeffs, statuses = self.tier1_gpu_launch(prep, segments)
         self.tier1_gpu_check(prep, statuses, reports)
         return coeffs
 
+    @memory_guard
     def tier1_gpu_launch(self, prep: Prepared, segments: list[TileSegments]):
         """Launch tier-1 of every tile on the GPU (asynchronous, on the current stream):
         the device coefficient buffer and each tile's device status array (None: no blocks),
@@ -230,6 +270,7 @@ class Decoder:
             if status is not None:
                 check_tier1_status(self.xp.asnumpy(status), plan, prep.strict, by_tile[plan.index])
 
+    @memory_guard
     def reconstruct(self, prep: Prepared, coeffs, components=None, *, to_host: bool = True,
                     timings: dict | None = None) -> list:
         """Samples of every wanted component, assembled from the tiles.
@@ -278,6 +319,7 @@ class Decoder:
                 timings["download"] = time.perf_counter() - t1
         return out
 
+    @memory_guard
     def decode(self, data, *, reduce: int = 0, layers: int | None = None, strict: bool = True,
                components=None) -> Frame:
         """Decode a codestream or JP2 file into a :class:`Frame`.

@@ -37,3 +37,19 @@ class MisplacedMarker(CodestreamError):
 
 class UnsupportedFeature(CodestreamError):
     """Legal input that this decoder does not handle (yet), e.g. Part 15."""
+
+
+class LimitExceeded(UnsupportedFeature):
+    """Legal input whose decode would cost more than allowed (``cinegpu.decode.limits``).
+
+    Raised before anything large is allocated: an image of more samples than ``max_pixels``,
+    a decode needing more than ``max_memory`` bytes, more plan and packet work than the
+    input's size allows; and instead of a ``MemoryError`` when an allocation fails anyway.
+    ``needed`` and ``limit`` hold the two figures compared (samples, bytes or work units).
+    """
+
+    def __init__(self, what: str, offset: int | None = None, *, needed: int | None = None,
+                 limit: int | None = None) -> None:
+        self.needed = needed
+        self.limit = limit
+        super().__init__(what, offset)

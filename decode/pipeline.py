@@ -30,6 +30,7 @@ import numpy as np
 
 from .decoder import Decoder, Frame, Prepared, check_components, finish_frame
 from .errors import CodestreamError
+from .limits import DEFAULT_MAX_MEMORY, DEFAULT_MAX_PIXELS
 from .tier1.gpu import scratch_entries, work_order
 
 log = logging.getLogger("cinegpu.decode")
@@ -79,7 +80,9 @@ def _worker_main(conn, backend_unused: str) -> None:
     reconstructs too and writes each component's samples into the slot, one
     after another; int32 samples never need more room than the coefficients.
     """
-    decoder = Decoder("cpu")
+    # the caller's prepare() checked each frame against its max_pixels / max_memory; the
+    # work bound, tied to the input's size, holds here too
+    decoder = Decoder("cpu", max_pixels=None, max_memory=None)
     decoder.decode(tiny_codestream())
     conn.send("ready")
     attached: dict[str, shared_memory.SharedMemory] = {}
@@ -218,8 +221,10 @@ class FramePipeline:
 
     def __init__(self, *, backend: str = "auto", workers: int | None = None, depth: int | None = None,
                  reduce: int = 0, layers: int | None = None, strict: bool = False, components=None,
-                 to_host: bool = True, gpu_tier1: bool | None = None) -> None:
-        self.decoder = Decoder(backend, gpu_tier1=gpu_tier1)
+                 to_host: bool = True, gpu_tier1: bool | None = None,
+                 max_pixels: int | None = DEFAULT_MAX_PIXELS, max_memory: int | None = DEFAULT_MAX_MEMORY) -> None:
+        """``max_pixels``, ``max_memory``: as for :class:`Decoder`, checked as each frame is submitted."""
+        self.decoder = Decoder(backend, gpu_tier1=gpu_tier1, max_pixels=max_pixels, max_memory=max_memory)
         self.backend = self.decoder.backend
         from .peers import cores
 

@@ -137,56 +137,75 @@ def build_tile_plan(cs: Codestream, t: int, reduce: int = 0) -> TilePlan:
     tx0, ty0, tx1, ty1 = tile_rect(cs, t)
     cod = cs.cod(tile)
     comps: list[TileComponent] = []
-    prec_pb: list[tuple[int, int]] = []
+    prec_pb: list[np.ndarray] = []
     pb_rows: list[np.ndarray] = []
     cb_rows: list[np.ndarray] = []
     keep_rows: list[np.ndarray] = []
-    counters = {"pb": 0, "cb": 0, "nodes": 0, "coeff": 0}
+    counters = {"prec": 0, "pb": 0, "cb": 0, "nodes": 0, "coeff": 0}
     for c in range(cs.siz.Csiz):
         tc = _tile_component(cs, tile, c, (tx0, ty0, tx1, ty1), reduce, counters,
                              prec_pb, pb_rows, cb_rows, keep_rows)
         comps.append(tc)
+    prec = np.concatenate(prec_pb) if prec_pb else np.zeros((0, 2), np.int64)
     pb = np.concatenate(pb_rows) if pb_rows else np.zeros((0, PB_COLUMNS), np.int64)
     cb = np.concatenate(cb_rows) if cb_rows else np.zeros((0, tier1.CB_COLUMNS), np.int64)
     keep = np.concatenate(keep_rows) if keep_rows else np.zeros(0, np.int8)
     return TilePlan(
         t, tx0, ty0, tx1, ty1, comps, cod.layers,
-        np.asarray(prec_pb, np.int64).reshape(-1, 2), pb, cb, keep,
-        counters["nodes"], counters["coeff"], len(prec_pb), cod.sop, cod.eph,
+        prec, pb, cb, keep, counters["nodes"], counters["coeff"], prec.shape[0], cod.sop, cod.eph,
         cod.progression, list(cs.progressions(tile)), cod.mct,
     )
 
 
+def component_rect(siz, c: int, trect) -> tuple[int, int, int, int]:
+    """(tcx0, tcy0, tcx1, tcy1): the tile-component on component ``c``'s grid (B-12)."""
+    tx0, ty0, tx1, ty1 = trect
+    return (_cdiv(tx0, siz.XRsiz[c]), _cdiv(ty0, siz.YRsiz[c]),
+            _cdiv(tx1, siz.XRsiz[c]), _cdiv(ty1, siz.YRsiz[c]))
+
+
+def resolution_rects(tcrect, NL: int, r: int, PPx: int, PPy: int):
+    """Geometry of resolution ``r`` of a tile-component with ``NL`` levels (B-14, B-15, B-16).
+
+    Returns ((rx0, ry0, rx1, ry1), [(orient, bx0, by0, bx1, by1) per subband], npx, npy),
+    in samples of the resolution and of each subband; npx x npy precincts of 2**PPx x 2**PPy.
+    """
+    tcx0, tcy0, tcx1, tcy1 = tcrect
+    d = 1 << (NL - r)
+    rx0, rx1, ry0, ry1 = _cdiv(tcx0, d), _cdiv(tcx1, d), _cdiv(tcy0, d), _cdiv(tcy1, d)
+    if r == 0:
+        bands = [(tier1.ORIENT_LL, rx0, ry0, rx1, ry1)]
+    else:
+        nb = NL - r + 1
+        h = 1 << (nb - 1)
+        bands = []
+        for orient in (tier1.ORIENT_HL, tier1.ORIENT_LH, tier1.ORIENT_HH):
+            xob, yob = (orient & 1), (orient >> 1)
+            bands.append((orient, _cdiv(tcx0 - h * xob, 1 << nb), _cdiv(tcy0 - h * yob, 1 << nb),
+                          _cdiv(tcx1 - h * xob, 1 << nb), _cdiv(tcy1 - h * yob, 1 << nb)))
+    npx = (_cdiv(rx1, 1 << PPx) - (rx0 >> PPx)) if rx1 > rx0 else 0
+    npy = (_cdiv(ry1, 1 << PPy) - (ry0 >> PPy)) if ry1 > ry0 else 0
+    return (rx0, ry0, rx1, ry1), bands, npx, npy
+
+
 def _tile_component(cs, tile: Tile | None, c, trect, reduce, counters, prec_pb, pb_rows, cb_rows, keep_rows):
     s = cs.siz
-    tx0, ty0, tx1, ty1 = trect
     sp = cs.spcod(tile, c)
     q = cs.quantization(tile, c)
     roi = cs.roi_shift(tile, c)
     NL = sp.levels
     if reduce > NL:
         raise UnsupportedFeature(f"reduce {reduce} is more than the {NL} levels of component {c}")
-    tcx0, tcx1 = _cdiv(tx0, s.XRsiz[c]), _cdiv(tx1, s.XRsiz[c])
-    tcy0, tcy1 = _cdiv(ty0, s.YRsiz[c]), _cdiv(ty1, s.YRsiz[c])
+    tcrect = component_rect(s, c, trect)
     precision = s.precision(c)
     resolutions = []
     band_index = 0
     for r in range(NL + 1):
-        d = 1 << (NL - r)
-        rx0, rx1, ry0, ry1 = _cdiv(tcx0, d), _cdiv(tcx1, d), _cdiv(tcy0, d), _cdiv(tcy1, d)
         PPx, PPy = sp.precincts[r]
+        (rx0, ry0, rx1, ry1), rects, npx, npy = resolution_rects(tcrect, NL, r, PPx, PPy)
         keep = r <= NL - reduce
         bands = []
-        orients = (tier1.ORIENT_LL,) if r == 0 else (tier1.ORIENT_HL, tier1.ORIENT_LH, tier1.ORIENT_HH)
-        for orient in orients:
-            nb = NL if r == 0 else NL - r + 1
-            xob, yob = (orient & 1), (orient >> 1)
-            if r == 0:
-                bx0, bx1, by0, by1 = rx0, rx1, ry0, ry1
-            else:
-                h = 1 << (nb - 1)
-                bx0, bx1 = _cdiv(tcx0 - h * xob, 1 << nb), _cdiv(tcx1 - h * xob, 1 << nb)
-                by0, by1 = _cdiv(tcy0 - h * yob, 1 << nb), _cdiv(tcy1 - h * yob, 1 << nb)
+        for orient, bx0, by0, bx1, by1 in rects:
             eps, mu = q.step(band_index, NL)
             band_index += 1
             Rb = precision + LOG2_GAIN[orient]
@@ -195,11 +214,11 @@ def _tile_component(cs, tile: Tile | None, c, trect, reduce, counters, prec_pb, 
             size = (bx1 - bx0) * (by1 - by0) if keep else 0
             bands.append(Band(orient, bx0, by0, bx1, by1, counters["coeff"], delta, Mb))
             counters["coeff"] += size
-        npx = (_cdiv(rx1, 1 << PPx) - (rx0 >> PPx)) if rx1 > rx0 else 0
-        npy = (_cdiv(ry1, 1 << PPy) - (ry0 >> PPy)) if ry1 > ry0 else 0
-        res = Resolution(r, rx0, ry0, rx1, ry1, bands, PPx, PPy, npx, npy, len(prec_pb))
+        res = Resolution(r, rx0, ry0, rx1, ry1, bands, PPx, PPy, npx, npy, counters["prec"])
+        counters["prec"] += npx * npy
         _precincts(res, sp, roi, keep, counters, prec_pb, pb_rows, cb_rows, keep_rows)
         resolutions.append(res)
+    tcx0, tcy0, tcx1, tcy1 = tcrect
     return TileComponent(c, tcx0, tcy0, tcx1, tcy1, NL, sp.reversible, resolutions, NL + 1 - reduce)
 
 
@@ -216,37 +235,52 @@ def _tree_nodes(w: np.ndarray, h: np.ndarray) -> np.ndarray:
     return total
 
 
+def cell_span(k0: int, n: int, pp: int, b0: int, b1: int, cb: int) -> tuple[np.ndarray, np.ndarray]:
+    """Code-block cells of ``n`` precincts along one axis of a band (B.6, B.7).
+
+    Precinct ``k0 + k`` covers band samples [(k0 + k) << pp, (k0 + k + 1) << pp), cut to
+    [b0, b1); code-blocks are cells of 2**cb samples (cb <= pp), so they never straddle a
+    precinct. Returns (first cell, cells) per precinct, int64 arrays of length ``n``.
+    """
+    k = np.arange(n, dtype=np.int64)
+    p0 = np.maximum((k0 + k) << pp, b0)
+    p1 = np.minimum((k0 + k + 1) << pp, b1)
+    c0 = p0 >> cb
+    c1 = np.where(p1 > p0, -(-p1 >> cb), c0)
+    return c0, np.maximum(c1 - c0, 0)
+
+
+def precinct_shape(r: int, PPx: int, PPy: int, sp) -> tuple[int, int, int, int]:
+    """(pp_x, pp_y, xcb, ycb): precinct and code-block size exponents in the subband samples
+    of resolution ``r`` (B-16, B-17)."""
+    pp_x = PPx if r == 0 else PPx - 1
+    pp_y = PPy if r == 0 else PPy - 1
+    return pp_x, pp_y, min(sp.xcb, pp_x), min(sp.ycb, pp_y)
+
+
 def _precincts(res: Resolution, sp, roi, keep, counters, prec_pb, pb_rows, cb_rows, keep_rows):
-    """Fill the precinct, precinct-band and code-block tables of one resolution."""
-    r = res.r
+    """Fill the precinct, precinct-band and code-block tables of one resolution.
+
+    Everything is array arithmetic over the precincts and code-blocks: no Python loop runs
+    per precinct, so a resolution of many (even 1 x 1) precincts costs a few numpy passes.
+    """
     n_prec = res.npx * res.npy
     nbands = len(res.bands)
-    pp_x = res.PPx if r == 0 else res.PPx - 1  # precinct size in band samples (B-16)
-    pp_y = res.PPy if r == 0 else res.PPy - 1
-    xcb, ycb = min(sp.xcb, pp_x), min(sp.ycb, pp_y)
+    pp_x, pp_y, xcb, ycb = precinct_shape(res.r, res.PPx, res.PPy, sp)
     kx0, ky0 = res.x0 >> res.PPx, res.y0 >> res.PPy
-    kx = np.arange(res.npx, dtype=np.int64)
-    ky = np.arange(res.npy, dtype=np.int64)
     pb_first = counters["pb"]
-    for p in range(n_prec):
-        prec_pb.append((pb_first + p * nbands, nbands))
     if n_prec == 0:
         return
+    prec_pb.append(np.stack([pb_first + np.arange(n_prec, dtype=np.int64) * nbands,
+                             np.full(n_prec, nbands, np.int64)], axis=1))
     tables = np.zeros((n_prec, nbands, PB_COLUMNS), np.int64)
     per_band = []
     for bi, b in enumerate(res.bands):
-        # code-block cells of each precinct, per axis
-        px0 = np.maximum((kx0 + kx) << pp_x, b.x0)
-        px1 = np.minimum((kx0 + kx + 1) << pp_x, b.x1)
-        py0 = np.maximum((ky0 + ky) << pp_y, b.y0)
-        py1 = np.minimum((ky0 + ky + 1) << pp_y, b.y1)
-        cx0, cx1 = px0 >> xcb, np.where(px1 > px0, -(-px1 >> xcb), px0 >> xcb)
-        cy0, cy1 = py0 >> ycb, np.where(py1 > py0, -(-py1 >> ycb), py0 >> ycb)
-        ncbx, ncby = np.maximum(cx1 - cx0, 0), np.maximum(cy1 - cy0, 0)
-        gx, gy = np.meshgrid(ncbx, ncby)  # (npy, npx)
-        tables[:, bi, PB_NCBX] = gx.ravel()
-        tables[:, bi, PB_NCBY] = gy.ravel()
-        per_band.append((b, cx0, cy0, ncbx, ncby))
+        cx0, ncbx = cell_span(kx0, res.npx, pp_x, b.x0, b.x1, xcb)
+        cy0, ncby = cell_span(ky0, res.npy, pp_y, b.y0, b.y1, ycb)
+        tables[:, bi, PB_NCBX] = np.tile(ncbx, res.npy)
+        tables[:, bi, PB_NCBY] = np.repeat(ncby, res.npx)
+        per_band.append((b, cx0, cy0))
     counts = tables[:, :, PB_NCBX] * tables[:, :, PB_NCBY]
     total = int(counts.sum())
     if counters["cb"] + total > MAX_CODEBLOCKS:
@@ -259,53 +293,40 @@ def _precincts(res: Resolution, sp, roi, keep, counters, prec_pb, pb_rows, cb_ro
     pb_rows.append(tables.reshape(-1, PB_COLUMNS))
     counters["pb"] += n_prec * nbands
     cbs = np.zeros((total, tier1.CB_COLUMNS), np.int64)
-    for bi, (b, cx0, cy0, ncbx, ncby) in enumerate(per_band):
-        _codeblocks(cbs, tables[:, bi], counters["cb"], b, cx0, cy0, ncbx, ncby, xcb, ycb,
-                    res.npx, sp, roi, keep)
+    for bi, (b, cx0, cy0) in enumerate(per_band):
+        _codeblocks(cbs, tables[:, bi], counters["cb"], b, cx0, cy0, xcb, ycb, res.npx, sp, roi, keep)
     cb_rows.append(cbs)
     keep_rows.append(np.full(total, 1 if keep else 0, np.int8))
     counters["cb"] += total
 
 
-def _codeblocks(cbs, pbt, cb_base, b: Band, cx0, cy0, ncbx, ncby, xcb, ycb, npx, sp, roi, keep):
-    """Tier-1 rows of the code-blocks of band ``b`` in every precinct."""
-    n_prec = pbt.shape[0]
-    for p in range(n_prec):
-        nx, ny = int(pbt[p, PB_NCBX]), int(pbt[p, PB_NCBY])
-        if nx == 0 or ny == 0:
-            continue
-        first = int(pbt[p, PB_CB_FIRST]) - cb_base
-        i, j = p % npx, p // npx
-        gx = (cx0[i] + np.arange(nx)) << xcb
-        gy = (cy0[j] + np.arange(ny)) << ycb
-        x0 = np.maximum(gx, b.x0)
-        x1 = np.minimum(gx + (1 << xcb), b.x1)
-        y0 = np.maximum(gy, b.y0)
-        y1 = np.minimum(gy + (1 << ycb), b.y1)
-        X0, Y0 = np.meshgrid(x0, y0)
-        X1, Y1 = np.meshgrid(x1, y1)
-        rows = cbs[first : first + nx * ny]
-        # blocks of resolutions dropped by ``reduce`` are read but not decoded
-        rows[:, tier1.CB_WIDTH] = (X1 - X0).ravel() if keep else 0
-        rows[:, tier1.CB_HEIGHT] = (Y1 - Y0).ravel() if keep else 0
-        rows[:, tier1.CB_STRIDE] = b.width
-        rows[:, tier1.CB_OUT] = b.offset + ((Y0 - b.y0) * b.width + (X0 - b.x0)).ravel() if keep else 0
-    mask_rows = _band_rows(pbt, cb_base)
-    cbs[mask_rows, tier1.CB_ORIENT] = b.orient
-    cbs[mask_rows, tier1.CB_STYLE] = sp.cblk_style
-    cbs[mask_rows, tier1.CB_ROISHIFT] = roi
-    cbs[mask_rows, tier1.CB_NUM_BPS] = b.Mb  # tier-2 replaces this by Mb - zero bit-planes (+ roi)
+def _codeblocks(cbs, pbt, cb_base, b: Band, cx0, cy0, xcb, ycb, npx, sp, roi, keep):
+    """Tier-1 rows of the code-blocks of band ``b`` in every precinct (raster order in each)."""
+    nx, ny = pbt[:, PB_NCBX], pbt[:, PB_NCBY]
+    counts = nx * ny
+    total = int(counts.sum())
     if b.Mb + roi > 30 or b.Mb < 0:
         raise UnsupportedFeature(f"subband with {b.Mb} magnitude bit-planes and ROI shift {roi}")
-
-
-def _band_rows(pbt: np.ndarray, cb_base: int) -> np.ndarray:
-    """Indices (relative to ``cb_base``) of the code-blocks listed in ``pbt``."""
-    counts = pbt[:, PB_NCBX] * pbt[:, PB_NCBY]
-    starts = pbt[:, PB_CB_FIRST] - cb_base
-    if counts.sum() == 0:
-        return np.zeros(0, np.int64)
-    return np.concatenate([np.arange(s, s + n) for s, n in zip(starts, counts) if n])
+    if total == 0:
+        return
+    prec = np.repeat(np.arange(pbt.shape[0], dtype=np.int64), counts)  # each block's precinct
+    k = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+    rows = pbt[prec, PB_CB_FIRST] - cb_base + k
+    w = nx[prec]
+    gx = (cx0[prec % npx] + k % w) << xcb
+    gy = (cy0[prec // npx] + k // w) << ycb
+    x0, x1 = np.maximum(gx, b.x0), np.minimum(gx + (1 << xcb), b.x1)
+    y0, y1 = np.maximum(gy, b.y0), np.minimum(gy + (1 << ycb), b.y1)
+    # blocks of resolutions dropped by ``reduce`` are read but not decoded
+    if keep:
+        cbs[rows, tier1.CB_WIDTH] = x1 - x0
+        cbs[rows, tier1.CB_HEIGHT] = y1 - y0
+        cbs[rows, tier1.CB_OUT] = b.offset + (y0 - b.y0) * b.width + (x0 - b.x0)
+    cbs[rows, tier1.CB_STRIDE] = b.width
+    cbs[rows, tier1.CB_ORIENT] = b.orient
+    cbs[rows, tier1.CB_STYLE] = sp.cblk_style
+    cbs[rows, tier1.CB_ROISHIFT] = roi
+    cbs[rows, tier1.CB_NUM_BPS] = b.Mb  # tier-2 replaces this by Mb - zero bit-planes (+ roi)
 
 
 def check_plan(plan: TilePlan) -> None:

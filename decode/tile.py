@@ -35,6 +35,7 @@ class TileReport:
 
     tile: int
     packets_read: int = 0
+    #: packets listed: those of the layers the tile's bytes can reach (tier2/progression.py)
     packets_total: int = 0
     faults: list[str] = field(default_factory=list)
     concealed_blocks: int = 0
@@ -60,6 +61,11 @@ def _packed_headers(cs: Codestream, tile: Tile, ppm: dict | None) -> np.ndarray 
     return None
 
 
+def hdr_bytes(body: np.ndarray, headers: np.ndarray | None) -> int:
+    """Bytes holding the tile's packet headers: PPM/PPT data if any, else the body."""
+    return int((body if headers is None else headers).shape[0])
+
+
 @dataclass
 class TileSegments:
     """A tile after tier-2: tier-1's plain arrays (see ``cinegpu.decode.tier1``)."""
@@ -80,7 +86,8 @@ def tier2_tile(cs: Codestream, plan: TilePlan, tile: Tile, *, layers: int | None
     t0 = time.perf_counter()
     body = _tile_data(cs, tile)
     headers = _packed_headers(cs, tile, ppm)
-    order = packet_order(plan, cs.siz)
+    # a packet takes at least one byte of header: layers beyond the bytes are never reached
+    order = packet_order(plan, cs.siz, reachable=hdr_bytes(body, headers))
     report.packets_total = order.shape[0]
     n_cb = plan.cb.shape[0]
     table = plan.cb.copy()

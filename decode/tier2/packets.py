@@ -28,7 +28,7 @@ from numba import njit
 
 from .. import tier1
 from . import bits
-from .tagtree import tree_decode
+from .tagtree import root_decode, tree_decode, tree_root
 
 # status codes
 OK = 0
@@ -198,8 +198,13 @@ def read_packets(hdr, hdr_start, hdr_end, body, body_start, body_end, shared,
     receives K = Mb - zero bit-planes + ROI shift for included blocks.
 
     Returns (pieces, n_pieces, status, packets read, byte offset of a fault).
+
+    A precinct-band none of whose code-blocks is included yet costs O(1) when its inclusion
+    tree's root says none is in this layer: its leaves are not visited (B.10.4; the root's
+    bits are the ones the first leaf would read).
     """
     pieces = np.empty((1024, 5), np.int64)
+    pb_included = np.zeros(pb.shape[0], np.int32)  # code-blocks of each precinct-band included so far
     n_pieces = 0
     bs = np.zeros(5, np.int64)
     hpos = hdr_start
@@ -222,6 +227,11 @@ def read_packets(hdr, hdr_start, hdr_end, body, body_start, body_end, shared,
                 h = pb[q, 1]
                 first = pb[q, 2]
                 base = pb[q, 3]
+                if w * h == 0:
+                    continue
+                if pb_included[q] == 0 and not root_decode(bs, hdr, incl_value, incl_low,
+                                                           tree_root(base, w, h), layer + 1):
+                    continue
                 for leaf in range(w * h):
                     cb = first + leaf
                     st = cb_state[cb]
@@ -244,6 +254,7 @@ def read_packets(hdr, hdr_start, hdr_end, body, body_start, body_end, shared,
                             return pieces, n_pieces - n_pending, E_BITPLANES, k, bs[0]
                         cb_table[cb, tier1.CB_NUM_BPS] = mb - zbp
                         st[0] = 1
+                        pb_included[q] += 1
                         st[1] = 3
                         if cb_table[cb, tier1.CB_STYLE] & _HT:
                             st[4] = _PLACEHOLDERS

@@ -63,23 +63,31 @@ def _ordered(table: np.ndarray, layers: int, order: int) -> np.ndarray:
     return np.stack([prec[idx], layer[idx]], axis=1)
 
 
-def packet_order(plan: TilePlan, siz) -> np.ndarray:
-    """The tile's packets in stream order, honouring POC if present."""
+def packet_order(plan: TilePlan, siz, reachable: int | None = None) -> np.ndarray:
+    """The tile's packets in stream order, honouring POC if present.
+
+    ``reachable``: how many packets the data can hold at most (its bytes of packet headers:
+    a packet takes at least one, B.10.3). Only layers below it are listed: in every
+    progression, with or without POC, a precinct's layers come in increasing order, so
+    packet (p, l) has at least l packets before it. The listed packets of a tile are then
+    at most precincts x min(layers, reachable), whatever COD's layer count says.
+    """
+    layers = plan.layers if reachable is None else min(plan.layers, max(reachable, 0))
     table = _precinct_table(plan, siz)
     if not plan.pocs:
-        return _ordered(table, plan.layers, plan.progression)
+        return _ordered(table, layers, plan.progression)
     n_prec = plan.num_precincts
-    done = np.zeros(n_prec * plan.layers, bool)
+    done = np.zeros(n_prec * layers, bool)
     out = []
     for poc in plan.pocs:
         sel = (
             (table[:, 1] >= poc.CSpoc) & (table[:, 1] < poc.CEpoc)
             & (table[:, 2] >= poc.RSpoc) & (table[:, 2] < poc.REpoc)
         )
-        pk = _ordered(table[sel], min(poc.LYEpoc, plan.layers), poc.Ppoc)
+        pk = _ordered(table[sel], min(poc.LYEpoc, layers), poc.Ppoc)
         if pk.shape[0] == 0:
             continue
-        flat = pk[:, 0] * plan.layers + pk[:, 1]
+        flat = pk[:, 0] * layers + pk[:, 1]
         fresh = ~done[flat]
         # a packet listed twice within one progression is taken once
         _, first = np.unique(flat, return_index=True)

@@ -57,3 +57,29 @@ def tree_decode(bs, data, value, low, base, w, h, leaf, threshold):
                 lowest += 1
         low[node] = lowest
     return value[path[0]] < threshold
+
+
+@njit(cache=True, nogil=True, inline="always")
+def tree_root(base, w, h):
+    """Index of the root node of the tree over w x h leaves stored from ``base``."""
+    offset = base
+    while w > 1 or h > 1:
+        offset += w * h
+        w = (w + 1) >> 1
+        h = (h + 1) >> 1
+    return offset
+
+
+@njit(cache=True, nogil=True, inline="always")
+def root_decode(bs, data, value, low, root, threshold):
+    """Decode the root node up to ``threshold``, as :func:`tree_decode` does first for any
+    leaf (same bits, same state); True if its value < threshold. When False, no leaf of the
+    tree has a value below ``threshold`` and no further bit is read for any of them."""
+    lowest = low[root]
+    while lowest < threshold and lowest < value[root]:
+        if read_bit(bs, data):
+            value[root] = lowest
+        else:
+            lowest += 1
+    low[root] = lowest
+    return value[root] < threshold

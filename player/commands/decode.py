@@ -15,6 +15,10 @@ def register(sub) -> None:
     p.add_argument("-l", "--layers", type=int, default=None, help="decode only the first N quality layers")
     p.add_argument("--backend", choices=("cpu", "cuda", "auto"), default="cpu")
     p.add_argument("--resilient", action="store_true", help="conceal damage instead of failing")
+    p.add_argument("--max-pixels", type=int, default=None, metavar="N",
+                   help="refuse a component of more than N samples (default 2^27; 0: no limit)")
+    p.add_argument("--max-memory", type=int, default=None, metavar="BYTES",
+                   help="refuse a decode estimated to need more (default 4 GiB; 0: no limit)")
     p.set_defaults(run=run)
 
 
@@ -23,12 +27,18 @@ def run(args) -> int:
     from cinegpu.decode.codestream.header import parse_codestream
     from cinegpu.decode.decoder import Decoder
     from cinegpu.decode.jp2 import read_jp2
+    from cinegpu.decode.limits import DEFAULT_MAX_MEMORY, DEFAULT_MAX_PIXELS
     from cinegpu.media.image_files import write_image
+
+    def limit(value, default):
+        return default if value is None else (value or None)
 
     data = args.file.read_bytes()
     try:
-        frame = Decoder(args.backend).decode(data, reduce=args.reduce, layers=args.layers,
-                                             strict=not args.resilient)
+        decoder = Decoder(args.backend, max_pixels=limit(args.max_pixels, DEFAULT_MAX_PIXELS),
+                          max_memory=limit(args.max_memory, DEFAULT_MAX_MEMORY))
+        frame = decoder.decode(data, reduce=args.reduce, layers=args.layers,
+                               strict=not args.resilient)
         siz = parse_codestream(read_jp2(data)[0]).siz
     except CodestreamError as exc:
         print(f"cinegpu decode: {args.file}: {exc}", file=sys.stderr)

@@ -1,0 +1,220 @@
+"""What one decode may cost: memory and samples from the headers, work from the input's size.
+
+:func:`check_limits` runs after the headers are parsed and before any plan, table or sample
+buffer is made. It works out from SIZ, COD/COC and the tile-part lengths (T.800 Annex A, the
+geometry of Annex B) what the decode will need, and raises :class:`LimitExceeded` naming the
+figure and the limit when it is too much:
+
+* **pixels**: the largest component's width x height at the decoded resolution (samples) is
+  checked against ``max_pixels`` (default 2**27 = 134,217,728: a 16K UHD 15360 x 8640 component
+  fits; Pillow refuses from 2 x 89.5 M = 179 M). A 15000 x 15000 image (225 M samples) is
+  refused by default however few bytes code it: an empty picture is legal (every packet
+  absent), so a 100-byte stream can ask for it, and decoding it takes seconds and gigabytes.
+  Pass a larger ``max_pixels`` (or None) to decode such images.
+* **memory** (bytes): output samples (1, 2 or 4 bytes each), the int32 coefficient buffer,
+  the reconstruction's working planes of the largest tile, the plan and tier-2 tables
+  (per code-block, precinct and listed packet) and copies of the input, against
+  ``max_memory`` (default 4 GiB: a DCI 4K frame is estimated at 0.36 GiB, an 8K 8192 x 4320
+  three-component frame at 1.4 GiB; a 16K three-component frame, 5.3 GiB, needs it raised).
+  The estimate is meant to be above the real peak: 367 MiB for a 4K DCI frame whose decode
+  grew the process by 309 MiB.
+* **work**, tied to the input's size and always on: every precinct and code-block costs a
+  unit to plan (about a microsecond of numpy), every packet listed a unit, every code-block a
+  1/32 unit per layer it may be read in, and every tile-component resolution
+  :data:`RESOLUTION_WORK` units (Python objects). Packets of a layer the data cannot reach
+  are not listed: a packet costs at least one byte of header (B.10.3: an empty packet is one
+  0 bit, padded to the byte), and every layer of a precinct comes before the next layer in
+  every progression, so at most as many layers as the tile has bytes of packet headers (its
+  tile-part bodies, PPT, PPM) can be read. The work may reach :data:`WORK_FREE` units
+  (a few seconds) whatever the input, plus :data:`WORK_PER_BYTE` per byte of codestream. A
+  large sparse image (few code-blocks with data among many empty ones) therefore decodes as
+  long as its code-blocks and precincts number about 2 M; 1 x 1 precincts over a 2048 x 2048
+  image (8 M units) need about 400 KB of codestream.
+
+Allocation failures still possible past these estimates (a machine with less free memory)
+are turned into :class:`LimitExceeded` by :func:`memory_guard`: numpy's ``MemoryError``
+never reaches the caller.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from .codestream.header import Codestream
+from .errors import LimitExceeded
+from .plan import cell_span, component_rect, precinct_shape, resolution_rects, tile_rect
+
+#: Default cap on one component's samples at the decoded resolution (16K UHD fits).
+DEFAULT_MAX_PIXELS = 1 << 27
+#: Default cap on the estimated memory of one decode, bytes.
+DEFAULT_MAX_MEMORY = 4 << 30
+#: Work units any input may ask for (about 1 us each on one core: a few seconds in all).
+WORK_FREE = 1 << 21
+#: Further work units per byte of codestream.
+WORK_PER_BYTE = 16
+#: Work units of one resolution of one tile-component (its Python objects, about 100 us).
+RESOLUTION_WORK = 128
+#: Bytes of the plan and tier-2 tables per code-block (two rows of 11 int64, tier-2 state,
+#: tag-tree nodes, tier-1 status), per precinct (precinct-band rows, progression table) and
+#: per listed packet (the progression's sort keys and order).
+CODEBLOCK_BYTES = 320
+PRECINCT_BYTES = 160
+PACKET_BYTES = 128
+#: Bytes per sample of the largest tile while it is reconstructed (dequantised and
+#: transformed planes of every component, float32 or int32, and their temporaries).
+RECONSTRUCT_BYTES = 8
+#: Copies of the input a decode holds (tile data, gathered segments, pieces), per byte.
+INPUT_COPIES = 4
+
+
+@dataclass(frozen=True)
+class Limits:
+    """``max_pixels`` (samples of one component) and ``max_memory`` (bytes); None: no limit."""
+
+    max_pixels: int | None = DEFAULT_MAX_PIXELS
+    max_memory: int | None = DEFAULT_MAX_MEMORY
+
+
+@dataclass(frozen=True)
+class TileGeometry:
+    """Counts of one tile's plan, from its headers alone (cacheable with the plan)."""
+
+    resolutions: int  #: tile-component resolutions
+    precincts: int
+    codeblocks: int
+    layers: int
+    samples: int  #: coefficients at the decoded resolution, all components
+
+
+def tile_geometry(cs: Codestream, t: int, reduce: int) -> TileGeometry:
+    """Precincts, code-blocks and decoded samples of tile ``t`` (B.5-B.7), without tables.
+
+    Counts exactly what :func:`cinegpu.decode.plan.build_tile_plan` would lay out: code-block
+    cells never straddle precincts, so a band's blocks are (cells across) x (cells down).
+    """
+    tile = cs.tiles.get(t)
+    trect = tile_rect(cs, t)
+    n_res = n_prec = n_cb = samples = 0
+    for c in range(cs.siz.Csiz):
+        sp = cs.spcod(tile, c)
+        tcrect = component_rect(cs.siz, c, trect)
+        for r in range(sp.levels + 1):
+            PPx, PPy = sp.precincts[r]
+            (rx0, ry0, _, _), bands, npx, npy = resolution_rects(tcrect, sp.levels, r, PPx, PPy)
+            n_res += 1
+            n_prec += npx * npy
+            keep = r <= sp.levels - reduce
+            pp_x, pp_y, xcb, ycb = precinct_shape(r, PPx, PPy, sp)
+            for _, bx0, by0, bx1, by1 in bands:
+                if keep:
+                    samples += max(bx1 - bx0, 0) * max(by1 - by0, 0)
+                if npx and npy:
+                    _, ncbx = cell_span(rx0 >> PPx, npx, pp_x, bx0, bx1, xcb)
+                    _, ncby = cell_span(ry0 >> PPy, npy, pp_y, by0, by1, ycb)
+                    n_cb += int(ncbx.sum()) * int(ncby.sum())
+    return TileGeometry(n_res, n_prec, n_cb, cs.cod(tile).layers, samples)
+
+
+@dataclass(frozen=True)
+class Cost:
+    """What a decode needs, as estimated by :func:`check_limits`."""
+
+    memory: int  #: bytes
+    work: int  #: units (see the module docstring)
+    allowed_work: int  #: units this input may ask for
+    precincts: int
+    codeblocks: int
+    packets: int  #: packets listed: precincts x the layers the data can reach
+
+
+def packet_header_bytes(cs: Codestream, t: int) -> int:
+    """Bytes that may hold tile ``t``'s packet headers: its tile-part bodies, its PPT and all
+    PPM data (an upper bound; B.10, A.7.4, A.7.5). Each packet takes at least one of them."""
+    tile = cs.tiles.get(t)
+    if tile is None:
+        return 0
+    body = sum(p.end - p.start for p in tile.parts)
+    return body + sum(len(s.data) for s in tile.header.ppt) + sum(len(s.data) for s in cs.main.ppm)
+
+
+def _sample_bytes(precision: int) -> int:
+    return 1 if precision <= 8 else 2 if precision <= 16 else 4
+
+
+def check_pixels(cs: Codestream, reduce: int, max_pixels: int | None) -> None:
+    """Raise :class:`LimitExceeded` when a component has more than ``max_pixels`` samples."""
+    if max_pixels is None:
+        return
+    s = cs.siz
+    for c in range(s.Csiz):
+        w, h = s.component_size(c, reduce)
+        if w * h > max_pixels:
+            at = f" at reduce {reduce}" if reduce else ""
+            raise LimitExceeded(f"component {c} is {w} x {h} = {w * h} samples{at}, more than "
+                                f"max_pixels {max_pixels}", needed=w * h, limit=max_pixels)
+
+
+def check_limits(cs: Codestream, reduce: int, limits: Limits, input_bytes: int, geometry) -> Cost:
+    """Check the decode of ``cs`` at ``reduce`` against ``limits`` and the work bound.
+
+    ``geometry(t)`` gives tile ``t``'s :class:`TileGeometry` (the decoder caches them with
+    its plans); ``input_bytes`` is the codestream's length. Runs in time bounded by the work
+    allowed: the tiles' resolutions are counted, and refused, before they are measured.
+    """
+    check_pixels(cs, reduce, limits.max_pixels)
+    s = cs.siz
+    allowed = WORK_FREE + WORK_PER_BYTE * input_bytes
+    tiles = sorted(cs.tiles)
+    floor = len(tiles) * s.Csiz * RESOLUTION_WORK  # every tile-component has a resolution
+    if floor <= allowed:
+        floor = RESOLUTION_WORK * sum(cs.spcod(cs.tiles[t], c).levels + 1 for t in tiles for c in range(s.Csiz))
+    if floor > allowed:
+        raise LimitExceeded(f"{len(tiles)} tiles of {s.Csiz} components need {floor} units of work to plan, "
+                            f"more than the {allowed} allowed for {input_bytes} bytes of codestream "
+                            f"({WORK_FREE} + {WORK_PER_BYTE} per byte)", needed=floor, limit=allowed)
+    work = precincts = codeblocks = packets = samples = largest = 0
+    for t in tiles:
+        g = geometry(t)
+        reach = min(g.layers, packet_header_bytes(cs, t))
+        precincts += g.precincts
+        codeblocks += g.codeblocks
+        packets += g.precincts * reach
+        work += (RESOLUTION_WORK * g.resolutions + g.precincts + g.codeblocks
+                 + g.precincts * reach + g.codeblocks * reach // 32)
+        samples += g.samples
+        largest = max(largest, g.samples)
+    output = sum(w * h * _sample_bytes(s.precision(c))
+                 for c in range(s.Csiz) for w, h in [s.component_size(c, reduce)])
+    tables = CODEBLOCK_BYTES * codeblocks + PRECINCT_BYTES * precincts + PACKET_BYTES * packets
+    memory = output + 4 * samples + RECONSTRUCT_BYTES * largest + tables + INPUT_COPIES * input_bytes
+    if limits.max_memory is not None and memory > limits.max_memory:
+        raise LimitExceeded(
+            f"decoding needs about {_mib(memory)} MiB ({_mib(output)} MiB of samples, {_mib(4 * samples)} MiB "
+            f"of coefficients, {_mib(RECONSTRUCT_BYTES * largest)} MiB to reconstruct a tile, {_mib(tables)} MiB "
+            f"of tables), more than max_memory {_mib(limits.max_memory)} MiB",
+            needed=memory, limit=limits.max_memory)
+    if work > allowed:
+        raise LimitExceeded(f"{precincts} precincts, {codeblocks} code-blocks and {packets} packets need "
+                            f"{work} units of work, more than the {allowed} allowed for {input_bytes} bytes "
+                            f"of codestream ({WORK_FREE} + {WORK_PER_BYTE} per byte)", needed=work, limit=allowed)
+    return Cost(memory, work, allowed, precincts, codeblocks, packets)
+
+
+def _mib(n: int) -> str:
+    return f"{n / (1 << 20):.1f}"
+
+
+def memory_guard(fn):
+    """Decorate a decode step so that a failed allocation (numpy's or CuPy's ``MemoryError``)
+    raises :class:`LimitExceeded` instead; the failed step's frames are released first."""
+
+    @functools.wraps(fn)
+    def guarded(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except MemoryError as exc:
+            what = str(exc) or type(exc).__name__
+        raise LimitExceeded(f"out of memory in {fn.__name__}: {what}")
+
+    return guarded
