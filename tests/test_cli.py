@@ -42,6 +42,7 @@ def test_info_bad_file_is_a_clear_error(tmp_path):
     assert "bad.j2c" in r.stderr and "Traceback" not in r.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not P0_05.exists(), reason="../shared/conformance is absent")
 def test_decode_writes_pgx_for_subsampled_components(tmp_path):
     r = cinegpu("decode", str(P0_05), "-o", str(tmp_path / "out.tif"))

@@ -52,8 +52,9 @@ def _cuda_available() -> bool:
 
 BACKENDS = [
     "cpu",
-    "numpy",
-    "auto",  # the CPU without CUDA (CI), the GPU where there is one
+    # the plain reference and auto (the CPU again without CUDA) run in CI's slow pass
+    pytest.param("numpy", marks=pytest.mark.slow),
+    pytest.param("auto", marks=pytest.mark.slow),  # the GPU where there is one
     pytest.param("cuda", marks=[pytest.mark.gpu,
                                 pytest.mark.skipif(not _cuda_available(), reason="no CUDA device / CuPy")]),
 ]

@@ -100,6 +100,7 @@ def made(tmp_path_factory):
     return get
 
 
+@pytest.mark.slow
 @needs_encoder
 @pytest.mark.skipif(not HAVE_CLAIRMETA, reason="ClairMeta not installed (pip install clairmeta)")
 @pytest.mark.parametrize("name", KINDS)

@@ -182,6 +182,7 @@ def test_seed_count():
     assert len(OPJ_SEEDS) == 6
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not CONFORMANCE, reason="../shared/conformance is not present beside the checkout")
 @pytest.mark.parametrize("path", CONFORMANCE, ids=lambda p: p.stem)
 def test_fuzz_conformance(path):
@@ -211,6 +212,7 @@ def _seed_streams(opj_streams) -> dict[str, bytes]:
     return out
 
 
+@pytest.mark.slow
 def test_resilient_truncation_keeps_shapes(opj_streams):
     """Cut at many points: resilient decoding keeps every component's shape.
 

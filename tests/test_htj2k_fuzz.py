@@ -141,6 +141,7 @@ def _layout(rows, blocks):
             np.array(passes, np.int32), out_size)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not HT_STREAMS.is_dir(), reason="../shared/conformance is not present beside the checkout")
 @pytest.mark.parametrize("name", ["hifi_ht1_02", "ds1_ht_06_b11", "ds0_hm_06_b11", "ds0_ht_05_b11"])
 def test_fuzz_ht_codeblocks(name):

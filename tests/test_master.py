@@ -225,6 +225,7 @@ def test_master_failure_leaves_no_dcp(tmp_path, capsys):
     assert main(["master", str(src), "-o", str(out), "--title", "t", "--fps", "23", "--quiet"]) == 2
 
 
+@pytest.mark.slow
 @needs_encoder
 def test_demo_in_a_fresh_cache(tmp_path):
     cache = tmp_path / "demo"

@@ -52,6 +52,7 @@ def _picture_mxf(folder: Path) -> Path:
     return next(p for p in folder.glob("*.mxf") if MXFFile(p).picture is not None)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not all(TOOLS), reason="ffmpeg and opj_decompress are needed")
 @pytest.mark.parametrize("name", DCPS)
 def test_every_frame_equals_opj_decompress_of_the_ffmpeg_frame(name, tmp_path):
@@ -95,6 +96,7 @@ def test_dcp_plays_headless_and_shows_its_frames(gl_ok, name, tmp_path):
             assert np.abs(got.astype(np.int64) - want).max() <= 1, f"frame {n}"
 
 
+@pytest.mark.slow
 def test_imf_4k_plays(gl_ok, tmp_path):
     summary, shots = _play(SAMPLES / "photon-imf-phdr-4k-j2k", tmp_path, frames=2, shots=[0])
     assert summary.stats.errors == 0 and summary.screenshots == 1
