@@ -86,15 +86,17 @@ class PendingTier1:
         return f.get() if isinstance(f, cupy.ndarray) else f
 
 
-def launch_tile(flat_dev, cb, style: int, stream=None, *, lanes: int = 32,
-                interleave: bool = True, scratch_bytes: int = SCRATCH_BYTES,
+def launch_tile(flat_dev, cb, style: int, stream=None, *, lanes: int = 1,
+                interleave: bool = False, scratch_bytes: int = SCRATCH_BYTES,
                 max_slots: int | None = None, max_capacity: int | None = None) -> PendingTier1:
     """Queue tier-1 of every code-block of ``cb`` (the plan's int64 numpy table) over the flat
     int32 coefficients ``flat_dev`` (CuPy; numpy is uploaded) on ``stream`` (default: the
     current one).  Returns a PendingTier1 at once; the host is not synchronised.
 
     Tuning, not results: lanes, working threads per warp (1..32); interleave, slots' scratch
-    interleaved ([entry * slots + slot]: a warp's lanes coalesce) or in runs; scratch_bytes,
+    interleaved ([entry * slots + slot]: a warp's lanes coalesce) or in runs (the defaults,
+    one lane a warp with scratch in runs, coded a 2K DCI tile in 14.6 ms on an H100 against
+    32.0 ms for 32 interleaved lanes); scratch_bytes,
     budget of the per-slot scratch (6 bytes per bordered sample + 1 KB of MQ snapshots);
     max_slots, threads at most.  max_capacity (tests): caps each block's byte region, forcing
     the numba fallback of blocks that outgrow it.
