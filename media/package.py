@@ -298,9 +298,16 @@ def confined(root: Path, rel: str, what: str, where: Path) -> Path:
         bad = "is absolute; package paths are relative to the ASSETMAP's folder (ST 429-9)"
     elif not inside(root / name, root):
         bad = "leads outside the package folder"
+    else:
+        try:
+            (root / name).stat()
+        except (FileNotFoundError, NotADirectoryError):
+            pass                      # a missing asset: reported where it is needed
+        except OSError as exc:        # a name too long, a symlink loop
+            bad = f"cannot be used ({exc.strerror or exc})"
     if bad:
-        raise MediaError(where, f"{what}: path {_quote(rel, 80)} {bad}; refused")
-    return root / name
+        raise MediaError(where, f"{what}: path {_quote(rel, 300)} {bad}; refused")
+    return root / (root / name).resolve().relative_to(root.resolve())
 
 
 def read_pkl(path: Path) -> PackingList:
