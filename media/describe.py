@@ -40,16 +40,22 @@ def frame_caps(rate: Fraction | None) -> tuple[int, int] | None:
     return int(250_000_000 / (8 * rate)), int(230_000_000 / (8 * rate))
 
 
-def size_lines(sizes: list[int], rate: Fraction | None) -> list[str]:
-    if not sizes:
+def size_lines(sizes: list[tuple[int, int]], rate: Fraction | None) -> list[str]:
+    """Frame-size statistics of ``sizes``, (bytes, times played) pairs."""
+    total = sum(k for _, k in sizes)
+    if not total:
         return ["frame sizes: none"]
-    lo, hi, mean = min(sizes), max(sizes), sum(sizes) / len(sizes)
-    out = [f"frame sizes: min {lo:,} / mean {mean:,.0f} / max {hi:,} bytes over {len(sizes)} frames"]
+    lo, hi = min(s for s, _ in sizes), max(s for s, _ in sizes)
+    mean = sum(s * k for s, k in sizes) / total
+    out = [f"frame sizes: min {lo:,} / mean {mean:,.0f} / max {hi:,} bytes over {total} frames"]
+    empty = sum(k for s, k in sizes if s == 0)
+    if empty:
+        out.append(f"  {empty} empty frame(s) (0 bytes): the player conceals them")
     caps = frame_caps(rate)
     if caps:
         cap, warn = caps
-        over = sum(s > cap for s in sizes)
-        near = sum(warn < s <= cap for s in sizes)
+        over = sum(k for s, k in sizes if s > cap)
+        near = sum(k for s, k in sizes if warn < s <= cap)
         verdict = ("within the cap" if not over and not near else
                    f"{over} frame(s) over the cap, {near} above the 230 Mbit/s warning level")
         out.append(f"  DCI cap at {fps_text(rate)} fps: {cap:,} bytes per frame (250 Mbit/s): {verdict}")
@@ -72,24 +78,56 @@ def profile_lines(data: bytes, path) -> list[str]:
     return out
 
 
+def frame_sizes(source: Source) -> list[tuple[int, int]]:
+    """(bytes, times played) of every track frame the source plays: a repeated IMF resource
+    is sized once per distinct frame, so the work is bounded by the tracks, not the repeats."""
+    out = []
+    for span in source.spans:
+        distinct = min(span.duration, span.source_duration or span.duration)
+        loops, rest = divmod(span.duration, distinct) if distinct else (0, 0)
+        for k in range(distinct):
+            size = span.track.frame_size(span.entry_point + k)
+            out.append((size, loops + (k < rest)))
+    return out
+
+
+def first_readable(source: Source, probe: int = 24) -> tuple[int | None, bytes, list[str]]:
+    """(index, codestream) of the first frame with a readable main header among the first
+    ``probe``, and a line for each unreadable frame before it."""
+    bad = []
+    for n in range(min(probe, source.frame_count)):
+        try:
+            data = source.frame(n)
+            if not data:
+                bad.append(f"frame {n}: empty (0 bytes); the player conceals it")
+                continue
+            parse_profile(data, source.path)
+            return n, data, bad
+        except MediaError as exc:
+            bad.append(f"frame {n}: unreadable ({exc.reason}); the player conceals it")
+    return None, b"", bad
+
+
 def picture_lines(source: Source) -> list[str]:
     """Picture format, frame-size statistics and codestream profile of an open source."""
     out = []
-    first = source.frame(0) if source.frame_count else b""
+    n, first, bad = first_readable(source)
     comps = depth = "?"
     if first:
-        try:
-            prof = parse_profile(first, source.path)
-            comps = str(len(prof.components))
-            depth = "/".join(str(c[0]) for c in prof.components)
-        except MediaError:
-            pass
+        prof = parse_profile(first, source.path)
+        comps = str(len(prof.components))
+        depth = "/".join(str(c[0]) for c in prof.components)
     out.append(f"picture: {source.width}x{source.height}, {fps_text(source.edit_rate)} fps, "
                f"{comps} components, {depth} bit, {'stereoscopic' if source.stereoscopic else '2D'}")
-    sizes = [source.frame_size(n) for n in range(source.frame_count)]
-    out += size_lines(sizes, source.edit_rate)
+    out += bad
+    out += size_lines(frame_sizes(source), source.edit_rate)
     if first:
-        out += profile_lines(first, source.path)
+        lines = profile_lines(first, source.path)
+        if n:
+            lines[0] += f" (frame {n}, the first readable)"
+        out += lines
+    elif source.frame_count:
+        out.append(f"codestream: none of the first {len(bad)} frames is readable")
     return out
 
 

@@ -3,6 +3,21 @@
 The XML namespace of each document decides its flavour (SMPTE, Interop ``PROTO-ASDCP``, IMF), never
 the file name. Assets are resolved through the ASSETMAP; the CPL says which assets play, from which
 entry point and for how long.
+
+Hostile packages are refused, never followed:
+
+* a chunk ``Path`` is relative to the volume root, the folder of the ASSETMAP (ST 429-9 6.x):
+  an absolute path, a ``file:`` URI naming an absolute path (``file:///etc/passwd``), a path
+  that leaves the folder through ``..``, or one that does after symlinks are resolved, raises
+  a MediaError naming the asset id and the path; nothing outside the package is opened,
+  sized, hashed or quoted. ``file://`` followed by a *relative* path (``file://video.mxf``,
+  written by some tools) is read as that relative path;
+* every number read from XML is bounded: edit rates positive with numerator and denominator
+  at most :data:`MAX_RATE_TERM` and a rate between :data:`MIN_RATE` and :data:`MAX_RATE`
+  frames per second; durations, entry points and repeat counts at most :data:`MAX_FRAMES`
+  edit units, and so is a composition's picture, repeats included; sizes below 2^63 bytes;
+* an asset id twice in an ASSETMAP or a PKL, a reel (segment) id or a resource id twice in a
+  CPL, and a PKL without assets are errors.
 """
 
 from __future__ import annotations
@@ -25,6 +40,16 @@ NS_CPL = {"http://www.smpte-ra.org/schemas/429-7/2006/CPL": "dcp-smpte",
           "http://www.digicine.com/PROTO-ASDCP-CPL-20040511#": "dcp-interop"}
 IMF_CPL_PREFIX = "http://www.smpte-ra.org/schemas/2067-3/"
 MAX_XML_BYTES = 64 << 20
+#: Largest numerator or denominator of an edit rate (ST 429-7 and ST 2067-3 rationals).
+MAX_RATE_TERM = 1_000_000
+#: Plausible edit rates, frames per second.
+MIN_RATE, MAX_RATE = Fraction(1, 1000), Fraction(1000)
+#: IMF sound resources count edit units in samples (ST 2067-2 5.x: 48 or 96 kHz): per second.
+MAX_SOUND_RATE = Fraction(384_000)
+#: Largest duration, entry point or repeat count, and a composition's largest picture, in edit units.
+MAX_FRAMES = (1 << 31) - 1
+#: Sizes (bytes) are xs:unsignedLong in the PKL schema; we take them below 2^63.
+MAX_SIZE = (1 << 63) - 1
 
 # CPL reel asset elements (local names) and what they carry.
 ASSET_KINDS = {"MainPicture": "picture", "MainStereoscopicPicture": "stereo-picture",
@@ -79,33 +104,54 @@ def parse_xml(path: Path):
         raise MediaError(path, f"cannot read: {exc}") from None
 
 
-def _int(el, name: str, path, default: int | None = None) -> int | None:
+def _int(el, name: str, path, default: int | None = None, limit: int = MAX_FRAMES) -> int | None:
+    """The integer in child ``name``: 0 <= value <= ``limit``; MediaError names the line."""
     t = text(el, name)
     if t is None:
         return default
+    line = child(el, name).sourceline
+    if len(t) > 24 or not t.isascii():
+        raise MediaError(path, f"<{name}> is not a plausible integer: {_quote(t)} (line {line})")
     try:
         v = int(t)
     except ValueError:
-        raise MediaError(path, f"<{name}> is not an integer: {t!r}") from None
+        raise MediaError(path, f"<{name}> is not an integer: {t!r} (line {line})") from None
     if v < 0:
-        raise MediaError(path, f"<{name}> is negative: {v}")
+        raise MediaError(path, f"<{name}> is negative: {v} (line {line})")
+    if v > limit:
+        raise MediaError(path, f"<{name}> {v} is above the limit of {limit} (line {line})")
     return v
 
 
-def _rate(el, name: str, path) -> Fraction | None:
+def _quote(t: str, n: int = 40) -> str:
+    """``t`` for an error message, cut to ``n`` characters."""
+    return repr(t) if len(t) <= n else repr(t[:n]) + f"... ({len(t)} characters)"
+
+
+def _rate(el, name: str, path, top: Fraction = MAX_RATE) -> Fraction | None:
+    """An edit rate, "num den" (ST 429-7 Rational) or one number, in edit units per second:
+    both terms in 1..MAX_RATE_TERM and the rate within MIN_RATE..``top``, else MediaError."""
     t = text(el, name)
     if t is None:
         return None
+    line = child(el, name).sourceline
     parts = t.replace("/", " ").split()
-    try:
-        if len(parts) == 2:
-            num, den = int(parts[0]), int(parts[1])
-            if den <= 0 or num <= 0:
-                raise ValueError
-            return Fraction(num, den)
-        return Fraction(parts[0]) if len(parts) == 1 else None
-    except (ValueError, ZeroDivisionError):
-        raise MediaError(path, f"<{name}> is not a rate: {t!r}") from None
+    rate = None
+    if len(t) <= 40 and t.isascii() and len(parts) in (1, 2):
+        try:
+            rate = Fraction(int(parts[0]), int(parts[1])) if len(parts) == 2 else Fraction(parts[0])
+        except (ValueError, ZeroDivisionError, OverflowError):
+            rate = None
+        if len(parts) == 2 and rate is not None and not (
+                0 < int(parts[0]) <= MAX_RATE_TERM and 0 < int(parts[1]) <= MAX_RATE_TERM):
+            rate = None
+    if rate is None or rate.numerator > MAX_RATE_TERM or rate.denominator > MAX_RATE_TERM:
+        raise MediaError(path, f"<{name}> is not a rate: {_quote(t)} (line {line}); want two "
+                               f"integers 1..{MAX_RATE_TERM}")
+    if not MIN_RATE <= rate <= top:
+        raise MediaError(path, f"<{name}> {rate} is outside {MIN_RATE}..{top} edit units per "
+                               f"second (line {line})")
+    return rate
 
 
 @dataclass
@@ -219,13 +265,49 @@ def read_assetmap(path: Path) -> Package:
         if not aid or not rel:
             raise MediaError(path, f"asset {aid or '?'} without an Id or a chunk Path "
                                    f"(line {asset.sourceline})")
-        if rel.startswith("file://"):
-            rel = rel[7:]
-        paths[aid] = folder / rel
+        if aid in paths:
+            raise MediaError(path, f"asset {aid} is listed twice (line {asset.sourceline}): "
+                                   "which file it names is ambiguous")
+        paths[aid] = confined(folder, rel, f"asset {aid} (line {asset.sourceline})", path)
         if (text(asset, "PackingList") or "").lower() == "true":
             pkl_ids.append(aid)
-    vol = next((folder / n for n in ("VOLINDEX.xml", "VOLINDEX") if (folder / n).is_file()), None)
+    vol = None
+    for n in ("VOLINDEX.xml", "VOLINDEX"):
+        if (folder / n).is_file() and inside(folder / n, folder):
+            vol = folder / n
+            break
     return Package(folder, path, flavour, paths, pkl_ids, volindex=vol)
+
+
+def inside(path: Path, root: Path) -> bool:
+    """True when ``path``, symlinks resolved, lies in ``root`` (symlinks resolved)."""
+    try:
+        return path.resolve().is_relative_to(root.resolve())
+    except (OSError, RuntimeError, ValueError):   # a symlink loop, a NUL byte
+        return False
+
+
+def confined(root: Path, rel: str, what: str, where: Path) -> Path:
+    """The file a chunk ``Path`` names, which must stay in the volume ``root`` (ST 429-9 6.x:
+    a path relative to the root); MediaError naming ``what`` and the path otherwise."""
+    name = rel[7:] if rel.lower().startswith("file://") else rel
+    bad = None
+    if "\0" in name or not name.strip():
+        bad = "is not a file name"
+    elif name.startswith(("/", "\\")) or name[1:3] in (":/", ":\\"):
+        bad = "is absolute; package paths are relative to the ASSETMAP's folder (ST 429-9)"
+    elif not inside(root / name, root):
+        bad = "leads outside the package folder"
+    else:
+        try:
+            (root / name).stat()
+        except (FileNotFoundError, NotADirectoryError):
+            pass                      # a missing asset: reported where it is needed
+        except OSError as exc:        # a name too long, a symlink loop
+            bad = f"cannot be used ({exc.strerror or exc})"
+    if bad:
+        raise MediaError(where, f"{what}: path {_quote(rel, 300)} {bad}; refused")
+    return root / (root / name).resolve().relative_to(root.resolve())
 
 
 def read_pkl(path: Path) -> PackingList:
@@ -234,13 +316,25 @@ def read_pkl(path: Path) -> PackingList:
     if local(root) != "PackingList" or flavour is None:
         raise MediaError(path, f"not a packing list: root <{local(root)}> in namespace "
                                f"{namespace(root) or 'none'}")
-    assets = []
-    for a in child(root, "AssetList") if child(root, "AssetList") is not None else []:
+    asset_list = child(root, "AssetList")
+    if asset_list is None:
+        raise MediaError(path, "packing list has no <AssetList>")
+    assets: dict[str, PKLAsset] = {}
+    for a in asset_list:
         if local(a) != "Asset":
             continue
-        assets.append(PKLAsset(uuid_of(text(a, "Id")), text(a, "Hash"), _int(a, "Size", path),
-                               text(a, "Type"), text(a, "OriginalFileName")))
-    return PackingList(path, uuid_of(text(root, "Id")), flavour, assets)
+        aid = uuid_of(text(a, "Id"))
+        if not aid:
+            raise MediaError(path, f"packing list asset without an <Id> (line {a.sourceline})")
+        if aid in assets:
+            raise MediaError(path, f"asset {aid} is listed twice (line {a.sourceline}): which "
+                                   "hash and size it has is ambiguous")
+        assets[aid] = PKLAsset(aid, text(a, "Hash"), _int(a, "Size", path, limit=MAX_SIZE),
+                               text(a, "Type"), text(a, "OriginalFileName"))
+    if not assets:
+        raise MediaError(path, f"packing list's <AssetList> (line {asset_list.sourceline}) lists "
+                               "no asset")
+    return PackingList(path, uuid_of(text(root, "Id")), flavour, list(assets.values()))
 
 
 def cpl_flavour(root) -> str | None:
@@ -261,6 +355,7 @@ def read_cpl(path: Path, paths: dict[str, Path] | None = None) -> Composition:
     title = text(root, "ContentTitleText") or text(root, "ContentTitle") or text(root, "AnnotationText") \
         or text(root, "Annotation") or ""
     reels = _imf_segments(root, path) if flavour == "imf" else _dcp_reels(root, path)
+    _check_reels(reels, path)
     for reel in reels:
         for a in reel.assets:
             a.path = (paths or {}).get(a.id)
@@ -272,6 +367,20 @@ def read_cpl(path: Path, paths: dict[str, Path] | None = None) -> Composition:
                        text(root, "ContentKind"), edit_rate, reels)
 
 
+def _check_reels(reels: list[Reel], path: Path) -> None:
+    """Reel (segment) ids are unique, and so are a DCP reel's asset ids; the picture lasts at
+    most MAX_FRAMES edit units, repeats included."""
+    seen: set[str] = set()
+    for reel in reels:
+        if reel.id and reel.id in seen:
+            raise MediaError(path, f"reel (segment) id {reel.id} is listed twice")
+        seen.add(reel.id)
+    frames = sum(a.duration for r in reels for a in r.of_kind("picture", "stereo-picture"))
+    if frames > MAX_FRAMES:
+        raise MediaError(path, f"the picture lasts {frames} edit units, above the limit of "
+                               f"{MAX_FRAMES}")
+
+
 def _dcp_reels(root, path) -> list[Reel]:
     reel_list = child(root, "ReelList")
     if reel_list is None:
@@ -281,16 +390,22 @@ def _dcp_reels(root, path) -> list[Reel]:
         if local(reel) != "Reel":
             continue
         assets = []
+        ids: set[str] = set()
         al = child(reel, "AssetList")
         for el in (al if al is not None else []):
             kind = ASSET_KINDS.get(local(el))
             if kind is None:
                 continue
+            aid = uuid_of(text(el, "Id"))
+            if aid in ids:
+                raise MediaError(path, f"{local(el)} {aid}: asset id listed twice in reel "
+                                       f"{uuid_of(text(reel, 'Id'))} (line {el.sourceline})")
+            ids.add(aid)
             intrinsic = _int(el, "IntrinsicDuration", path)
             entry = _int(el, "EntryPoint", path, 0) or 0
             duration = _int(el, "Duration", path)
             if duration is None:
-                duration = (intrinsic or 0) - entry
+                duration = max(0, (intrinsic or 0) - entry)
             if intrinsic is not None and entry + duration > intrinsic:
                 raise MediaError(path, f"{local(el)} {uuid_of(text(el, 'Id'))}: entry point {entry} "
                                        f"+ duration {duration} exceeds intrinsic duration {intrinsic} "
@@ -309,6 +424,7 @@ def _imf_segments(root, path) -> list[Reel]:
     if seg_list is None:
         raise MediaError(path, "IMF CPL has no <SegmentList>")
     reels = []
+    resource_ids: set[str] = set()
     for seg in seg_list:
         if local(seg) != "Segment":
             continue
@@ -326,14 +442,28 @@ def _imf_segments(root, path) -> list[Reel]:
                 entry = _int(res, "EntryPoint", path, 0) or 0
                 source = _int(res, "SourceDuration", path)
                 if source is None:
-                    source = (intrinsic or 0) - entry
-                repeat = _int(res, "RepeatCount", path, 1) or 1
+                    source = max(0, (intrinsic or 0) - entry)
+                rid = uuid_of(text(res, "Id"))
+                if rid and rid in resource_ids:
+                    raise MediaError(path, f"resource id {rid} is listed twice (line "
+                                           f"{res.sourceline})")
+                resource_ids.add(rid)
+                repeat = _int(res, "RepeatCount", path, 1)
+                if not repeat:
+                    raise MediaError(path, f"resource {rid}: <RepeatCount> 0; ST 2067-3 wants a "
+                                           f"positive count (line {res.sourceline})")
+                if source * repeat > MAX_FRAMES:
+                    raise MediaError(path, f"resource {rid}: {source} edit units repeated "
+                                           f"{repeat} times exceeds the limit of {MAX_FRAMES} "
+                                           f"(line {res.sourceline})")
                 if intrinsic is not None and entry + source > intrinsic:
                     raise MediaError(path, f"resource {uuid_of(text(res, 'Id'))}: entry point "
                                            f"{entry} + source duration {source} exceeds intrinsic "
                                            f"duration {intrinsic} (line {res.sourceline})")
                 assets.append(ReelAsset(kind, uuid_of(text(res, "TrackFileId")),
-                                        _rate(res, "EditRate", path), entry, source * repeat,
+                                        _rate(res, "EditRate", path,
+                                              MAX_SOUND_RATE if kind == "sound" else MAX_RATE),
+                                        entry, source * repeat,
                                         intrinsic, hash=text(res, "Hash"), repeat_count=repeat))
         reels.append(Reel(uuid_of(text(seg, "Id")), assets))
     return reels
@@ -345,6 +475,8 @@ def read_package(folder_or_assetmap: Path) -> Package:
     am = p if p.is_file() else find_assetmap(p)
     if am is None:
         raise MediaError(p, "no ASSETMAP or ASSETMAP.xml in this folder")
+    if am is not p and not inside(am, p):
+        raise MediaError(am, "the ASSETMAP leads outside the package folder (a symlink); refused")
     pkg = read_assetmap(am)
     pkl_ids = pkg.packing_list_ids
     for pid in pkl_ids:
@@ -363,8 +495,14 @@ def read_package(folder_or_assetmap: Path) -> Package:
     if not pkg.pkls:   # no PackingList flag (some writers): look at every XML asset
         cpl_paths = [p for p in pkg.paths.values() if p.suffix.lower() == ".xml" and p.is_file()
                      and _is_cpl(p)]
+    by_id: dict[str, Path] = {}
     for cp in dict.fromkeys(cpl_paths):
-        pkg.compositions.append(read_cpl(cp, pkg.paths))
+        comp = read_cpl(cp, pkg.paths)
+        if comp.id and comp.id in by_id:
+            raise MediaError(cp, f"composition id {comp.id} is also the id of "
+                                 f"{relpath(by_id[comp.id], pkg.root)}")
+        by_id[comp.id] = cp
+        pkg.compositions.append(comp)
     return pkg
 
 

@@ -189,6 +189,8 @@ def open_composition(pkg: Package, comp: Composition) -> Source:
                 spans.append(Span(mxf, asset.entry_point, source, asset.duration))
         if not spans:
             raise MediaError(comp.path, "composition has no picture")
+        if not any(s.duration for s in spans):
+            raise MediaError(comp.path, "composition's picture lasts 0 frames")
         first = spans[0].track
         pic = first.picture if isinstance(first, MXFFile) else None
         return Source(comp.flavour, comp.title, comp.edit_rate, spans,

@@ -38,6 +38,8 @@ log = logging.getLogger("cinegpu.player")
 
 #: Frames whose decode times make up a source's ``latency``.
 LATENCY_FRAMES = 16
+#: Frames searched, from the first, for a readable main header (the picture's format).
+PROBE_FRAMES = 24
 
 
 class FrameError(RuntimeError):
@@ -100,6 +102,27 @@ class ArraySource:
         pass
 
 
+def first_profile(media, parse_profile):
+    """The main header of the first readable frame among the first :data:`PROBE_FRAMES`.
+
+    An unreadable frame (empty, not JPEG 2000, a broken index entry) is logged and later
+    concealed by the player like any frame that fails; a MediaError when none is readable.
+    """
+    from cinegpu.media import MediaError
+
+    reasons = []
+    for n in range(min(PROBE_FRAMES, media.frame_count)):
+        try:
+            return parse_profile(media.frame(n), getattr(media, "path", None))
+        except MediaError as exc:
+            log.warning("frame %d: %s", n, exc)
+            reasons.append(exc)
+    where = getattr(media, "path", None)
+    last = f" (frame {len(reasons) - 1}: {reasons[-1].reason})" if reasons else ""
+    raise MediaError(where, f"none of the first {len(reasons)} frames has a readable JPEG 2000 "
+                            f"main header{last}")
+
+
 class _AheadSource:
     """What both decoding sources share: media facts, the wanted/pinned/ready
     bookkeeping under one condition variable, and the rate and latency
@@ -113,7 +136,7 @@ class _AheadSource:
         self.edit_rate = media.edit_rate
         self.depth = max(1, depth)
         self.backend = backend
-        first = parse_profile(media.frame(0))
+        first = first_profile(media, parse_profile)
         self.width = media.width or first.width
         self.height = media.height or first.height
         self.xyz = is_xyz(colour, getattr(media, "kind", None), first.Rsiz)
@@ -262,7 +285,11 @@ class PipelineSource(_AheadSource):
         from cinegpu.decode.pipeline import FramePipeline
 
         self._pipe = FramePipeline(backend=backend, workers=workers, depth=depth, strict=False, to_host=False)
-        self._setup(media, self._pipe.backend, colour, primaries, self._pipe.depth)
+        try:
+            self._setup(media, self._pipe.backend, colour, primaries, self._pipe.depth)
+        except BaseException:
+            self._pipe.close()
+            raise
         self.burst = self._pipe.depth       # a frame in every slot
         try:
             self._pipe.reserve(media.frame(0))  # shared memory made before the clock runs

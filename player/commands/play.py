@@ -63,6 +63,9 @@ def run(args) -> int:
                        colour=args.colour, primaries=args.primaries, loop=args.loop, frames=args.frames,
                        screenshots=dict(args.screenshot), workers=args.workers, preroll=args.preroll,
                        processes=not args.threads)
+    except MediaError as exc:   # no frame of the media is readable
+        print(f"cinegpu play: {exc}", file=sys.stderr)
+        return 2
     finally:
         media.close()
     if headless:
