@@ -420,7 +420,10 @@ ELEMENT = re.compile(r"<(\w+:)?(\w+)>[^<]*</(\w+:)?\2>")
 
 
 def mutate_xml(text: str, rng: random.Random) -> str:
-    """One structural or byte mutation of an XML document."""
+    """One structural or byte mutation of an XML document (an emptied one gets a stray byte:
+    mutations compound, and a cut can leave nothing)."""
+    if not text:
+        return rng.choice(("<", "\x00", "&", "x"))
     op = rng.randrange(7)
     if op == 0:      # a number becomes implausible
         ms = list(NUMBER.finditer(text))

@@ -76,6 +76,7 @@ def run_fuzz(seed=0, count=300):
         assert status.shape == (1,)
 
 
+@pytest.mark.slow
 def test_fuzz_never_crashes():
     run_fuzz()
 

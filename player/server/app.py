@@ -231,6 +231,9 @@ def create_app(engine: Engine, library: Library, *, token: str | None = None, li
     @guarded
     async def get_events(request: Request):
         q = request.query_params
+        extra = set(q.keys()) - {"max_events", "max_seconds"}
+        if extra:
+            raise BadRequest(422, f"unknown query parameter(s): {', '.join(sorted(extra))[:200]}")
         try:
             limit = int(q["max_events"]) if "max_events" in q else None
             seconds = float(q["max_seconds"]) if "max_seconds" in q else None
