@@ -24,7 +24,7 @@ from .forward import forward_tile
 from .profiles import Params, make_params
 from .quant import mct_weights, steps_for, synthesis_norm
 
-__all__ = ["Encoder", "encode"]
+__all__ = ["Encoder", "GeometryCache", "encode"]
 
 log = logging.getLogger(__name__)
 
@@ -84,16 +84,43 @@ def _as_components(image, bits, signed):
     return comps, precs, sgn
 
 
+class GeometryCache:
+    """The parsed main header and tile plans per main header (bytes), the 8 latest: a
+    sequence's frames share their geometry, and the plans of a 4K DCI frame take tens of ms
+    to build.  Read-only once built, so encoders in several threads share one (``geometry=``)."""
+
+    def __init__(self, size: int = 8):
+        import threading
+        self._size = size
+        self._items: dict[bytes, tuple] = {}
+        self._lock = threading.Lock()
+
+    def get(self, header: bytes, build):
+        """(cs, plans) for ``header``; ``build()`` makes them on a miss (outside the lock:
+        two threads may build the same geometry once each, never wait on each other)."""
+        with self._lock:
+            hit = self._items.get(header)
+        if hit is None:
+            hit = build()
+            with self._lock:
+                if len(self._items) >= self._size and header not in self._items:
+                    self._items.pop(next(iter(self._items)))
+                hit = self._items.setdefault(header, hit)
+        return hit
+
+
 class Encoder:
     """Reusable encoder (keeps its tier-1 worker threads between frames).
 
     Options as :func:`encode`; ``encode(image, bits=None)`` returns the codestream.
+    ``geometry``: a :class:`GeometryCache` shared with other encoders (default: its own).
     """
 
     def __init__(self, *, profile="generic", fps=24, bitrate=None, reversible=False,
                  levels=None, codeblock=(32, 32), progression="LRCP", layers=1, tiles=None,
                  precincts=None, backend="auto", workers=None, style=0, quantization="expounded",
-                 guard_bits=None, base_step=1.0, adapt_step=True):
+                 guard_bits=None, base_step=1.0, adapt_step=True,
+                 geometry: GeometryCache | None = None):
         self.options = dict(profile=profile, fps=fps, bitrate=bitrate, reversible=reversible,
                             levels=levels, codeblock=codeblock, progression=progression,
                             layers=layers, tiles=tiles, precincts=precincts, style=style,
@@ -107,9 +134,7 @@ class Encoder:
         self.backend = _pick_backend(backend)
         self.pool = TierOnePool(workers)
         self.timings: dict[str, float] = {}
-        #: (cs, plans) per main header: a sequence's frames share their geometry (the plan
-        #: of a 4K DCI frame takes tens of ms to build)
-        self._plans: dict[bytes, tuple] = {}
+        self._plans = geometry if geometry is not None else GeometryCache()
         self._stream = None
 
     def close(self):
@@ -168,14 +193,11 @@ class Encoder:
 
     def _geometry(self, params: Params):
         header = main_header(params, self.step, [])
-        hit = self._plans.get(header)
-        if hit is None:
+
+        def build():
             cs = parse_codestream(header + mk.eoc())
-            hit = cs, [build_tile_plan(cs, t) for t in range(params.num_tiles)]
-            if len(self._plans) >= 8:
-                self._plans.pop(next(iter(self._plans)))
-            self._plans[header] = hit
-        return hit
+            return cs, [build_tile_plan(cs, t) for t in range(params.num_tiles)]
+        return self._plans.get(header, build)
 
     def _forward(self, comps, params, plans):
         if self.backend == "cuda":

@@ -21,8 +21,8 @@ import numpy as np
 from cinegpu.decode import nvrtc
 from cinegpu.decode.transform.dwt import level_rects
 
-__all__ = ["band_layout", "fdwt53", "fdwt97", "forward_tile_cuda", "guard_bits_cuda", "ict",
-           "kernel", "quantize", "rct", "rgb_to_xyz12"]
+__all__ = ["HostStaging", "band_layout", "fdwt53", "fdwt97", "forward_tile_cuda",
+           "guard_bits_cuda", "ict", "kernel", "quantize", "rct", "rgb_to_xyz12"]
 
 log = logging.getLogger(__name__)
 CUDA_DIR = Path(__file__).with_name("cuda")
@@ -237,6 +237,32 @@ def guard_bits_cuda(plans, flats, guard_bits: int, fixed: bool) -> int:
         bits = np.array([int(v).bit_length() for v in cupy.asnumpy(top)], np.int64)
         need = max(need, guard_bits + int(max(0, (bits - mb).max())))
     return need
+
+
+class HostStaging:
+    """A reusable page-locked host buffer for uploads (one per thread): an image copied
+    into it goes up with an asynchronous copy at full bus speed, where a pageable array
+    is staged by the driver in pieces.  ``upload(a, stream)`` returns a CuPy copy of
+    ``a`` queued on ``stream``; the buffer is reused once that copy has run."""
+
+    def __init__(self):
+        self._mem = None
+        self._done = None
+
+    def upload(self, a: np.ndarray, stream=None):
+        a = np.asarray(a)
+        if self._done is not None:
+            self._done.synchronize()           # the last upload has left the buffer
+        if self._mem is None or self._mem.size() < a.nbytes:
+            self._mem = cupy.cuda.alloc_pinned_memory(max(a.nbytes, 1))
+        host = np.frombuffer(self._mem, a.dtype, a.size).reshape(a.shape)
+        np.copyto(host, a)
+        stream = stream if stream is not None else cupy.cuda.get_current_stream()
+        dev = cupy.empty(a.shape, a.dtype)
+        dev.set(host, stream=stream)
+        self._done = cupy.cuda.Event(block=True, disable_timing=True)
+        self._done.record(stream)
+        return dev
 
 
 _XYZ_KERNELS = {np.dtype(np.uint16): "rgb_to_xyz12_u16", np.dtype(np.uint8): "rgb_to_xyz12_u8",

@@ -58,6 +58,14 @@ class _Writer:
             if self.nblocks else np.zeros(0)
         self.hull = hull_of(self.table.rate_off, self.table.rates, frame.dists, weights)
         self.hull_comp = frame.comp[self.hull.block] if self.nblocks else np.zeros(0, np.int64)
+        # per component: its segments, their rank among them, their running bytes
+        self.comp_mask = [self.hull_comp == c for c in range(self.params.ncomp)]
+        self.comp_rank = [np.cumsum(m) for m in self.comp_mask]
+        self.comp_csum = [np.cumsum(np.where(m, self.hull.drate, 0)) for m in self.comp_mask]
+
+    def comp_count(self, c: int, budget: float) -> int:
+        """How many of component c's leading hull segments fit in ``budget`` bytes."""
+        return int(np.searchsorted(self.comp_csum[c], budget, side="right"))
 
     def layer_passes(self, take: np.ndarray | None) -> np.ndarray:
         """(layers, nblocks) cumulative passes: the final layer from ``take`` (None: all
@@ -153,13 +161,15 @@ def _allocate(frame, base_step: float):
     comp_over = np.zeros(p.ncomp)
     best = None
     for _ in range(MAX_ROUNDS):
-        take = rank < hull.count_for(budget - overhead)
+        count = hull.count_for(budget - overhead)
+        take = rank < count
         if cap is not None:
             for c in range(p.ncomp):
-                mask = w.hull_comp == c
-                if np.sum(hull.drate[take & mask]) > cap - comp_over[c]:
-                    cnt = hull.count_for(cap - comp_over[c], mask)
-                    take &= ~mask | (np.cumsum(mask) <= cnt)
+                # component c's bytes among the first ``count`` segments
+                kept = w.comp_csum[c][count - 1] if count else 0
+                if kept > cap - comp_over[c]:
+                    mask = w.comp_mask[c]
+                    take &= ~mask | (w.comp_rank[c] <= w.comp_count(c, cap - comp_over[c]))
         data, comp_total, comp_body = w.write(w.layer_passes(take))
         w.rounds += 1
         body = comp_body.sum()
@@ -190,9 +200,8 @@ def _shrink_until_fit(w, hull, rank, budget, cap, overhead, comp_over):
         take = rank < hull.count_for(max(budget * aim - overhead, 0))
         if cap is not None:
             for c in range(ncomp):
-                mask = w.hull_comp == c
-                cnt = hull.count_for(max(cap * aim - comp_over[c], 0), mask)
-                take &= ~mask | (np.cumsum(mask) <= cnt)
+                mask = w.comp_mask[c]
+                take &= ~mask | (w.comp_rank[c] <= w.comp_count(c, max(cap * aim - comp_over[c], 0)))
         data, comp_total, _ = w.write(w.layer_passes(take))
         w.rounds += 1
         if len(data) <= budget and (cap is None or (comp_total <= cap).all()):

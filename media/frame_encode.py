@@ -48,6 +48,7 @@ class FrameEncoders:
         self.ours = _cinegpu_encoder() is not None
         self.backend = pick_backend(backend) if self.ours else "cpu"
         self._local = threading.local()
+        self._geometry = None           # one GeometryCache for every thread's encoder
         self._made: list = []
         self._lock = threading.Lock()
 
@@ -58,9 +59,13 @@ class FrameEncoders:
     def _encoder(self):
         enc = getattr(self._local, "encoder", None)
         if enc is None:
-            from cinegpu.encode import Encoder
+            from cinegpu.encode.encoder import Encoder, GeometryCache
+            with self._lock:
+                if self._geometry is None:
+                    self._geometry = GeometryCache()
             enc = Encoder(profile=f"dci-{self.profile}", fps=self.fps, bitrate=self.bitrate,
-                          backend=self.backend, workers=1, adapt_step=False)
+                          backend=self.backend, workers=1, adapt_step=False,
+                          geometry=self._geometry)
             self._local.encoder = enc
             with self._lock:
                 self._made.append(enc)
@@ -79,9 +84,13 @@ class FrameEncoders:
                                 bitrate=None if self.bitrate is None else self.bitrate / 1e6)
         enc = self._encoder()
         if self.backend == "cuda":
-            from cinegpu.encode.gpu import rgb_to_xyz12
-            with enc.on_stream():
-                planes = rgb_to_xyz12(a, top, *xyz12_parameters(self.colorspace))
+            from cinegpu.encode.gpu import HostStaging, rgb_to_xyz12
+            staging = getattr(self._local, "staging", None)
+            if staging is None:
+                staging = self._local.staging = HostStaging()
+            with enc.on_stream():     # the upload and the kernels on the encoder's stream
+                image = staging.upload(a) if a.dtype in (np.uint8, np.uint16, np.float32) else a
+                planes = rgb_to_xyz12(image, top, *xyz12_parameters(self.colorspace))
             return enc.encode_planes(planes, 12)
         if a.dtype != np.float32 or top != 1.0:
             a = (a.astype(np.float32) / np.float32(top)).clip(0.0, 1.0)

@@ -13,7 +13,7 @@ from cinegpu.encode.bench import synthetic_frame
 from cinegpu.encode.blocks import Block, BlockTable
 from cinegpu.encode.encoder import Encoder, _as_components
 from cinegpu.encode.profiles import make_params
-from cinegpu.encode.rate import _stable_argsort, build_hull
+from cinegpu.encode.rate import _order_desc, _radix_order_desc, _stable_argsort, build_hull
 from cinegpu.encode.tier2 import TileCoder
 
 BYPASS, TERMALL = tier1.CBLK_BYPASS, tier1.CBLK_TERMALL
@@ -292,6 +292,20 @@ def test_stable_argsort_matches_numpy():
     for key in (rng.random(1000), np.round(rng.random(5000), 2), np.zeros(7), np.zeros(0),
                 -np.repeat(rng.random(50), 9)):
         np.testing.assert_array_equal(_stable_argsort(key), np.argsort(key, kind="stable"))
+
+
+def test_radix_order_matches_numpy_stable_descending():
+    """The hull's radix sort: decreasing slope, ties in index order, for positive finite
+    slopes (spread over many binades, rounded into ties, one value); other keys fall back."""
+    rng = np.random.default_rng(5)
+    for slope in (np.exp(rng.normal(0, 20, 4000)), np.round(rng.random(5000), 2) + 0.01,
+                  np.full(9, 3.5), np.array([1e-300, 1e300, 5e-324, 1.0]),
+                  np.repeat(rng.random(50) + 1, 9)):
+        want = np.argsort(-slope, kind="stable")
+        np.testing.assert_array_equal(_radix_order_desc(slope), want)
+        np.testing.assert_array_equal(_order_desc(slope), want)
+    for slope in (np.zeros(0), np.array([2.0, 0.0, -1.0, 2.0]), np.array([np.inf, 1.0, np.inf])):
+        np.testing.assert_array_equal(_order_desc(slope), np.argsort(-slope, kind="stable"))
 
 
 def test_hull_of_ties_keeps_block_order():

@@ -118,7 +118,9 @@ def launch_tile(flat_dev, cb, style: int, stream=None, *, lanes: int = 1,
                        max_slots)
         outputs, keep = queue_tile(cupy, kernels, _device_tables(device_id), flat, cb,
                                    int(style), nslots, lanes, interleave, max_capacity)
-        event = cupy.cuda.Event(block=False, disable_timing=True)
+        # a blocking-sync event: result() sleeps instead of spinning a core, which the
+        # other threads' rate control and tier-2 need (16 encoders on 16 cores)
+        event = cupy.cuda.Event(block=True, disable_timing=True)
         event.record(stream)
     return PendingTier1(flat_dev, cb, int(style), stream, outputs, keep, event)
 
