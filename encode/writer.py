@@ -58,13 +58,36 @@ class _Writer:
             if self.nblocks else np.zeros(0)
         self.hull = hull_of(self.table.rate_off, self.table.rates, frame.dists, weights)
         self.hull_comp = frame.comp[self.hull.block] if self.nblocks else np.zeros(0, np.int64)
-        # per component: its segments, their rank among them, their running bytes
+        # per component: its segments, and its bytes along the hull order
         self.comp_mask = [self.hull_comp == c for c in range(self.params.ncomp)]
-        self.comp_rank = [np.cumsum(m) for m in self.comp_mask]
         self.comp_csum = [np.cumsum(np.where(m, self.hull.drate, 0)) for m in self.comp_mask]
 
+    def limits(self, body: float, caps=None) -> np.ndarray:
+        """Per hull segment, how many leading segments (in the order of all of them) its
+        component keeps: the frame threshold for ``body`` bytes of code-block data, and
+        within a component whose ``caps[c]`` bytes are reached first, its own larger
+        threshold.  The frame threshold is the largest count whose bytes, each component
+        held to its cap, fit in ``body`` (so bytes a capped component cannot take go to the
+        others): found by bisection, the sum being monotone in the count."""
+        n = len(self.hull.slope)
+        if caps is None:
+            return np.full(self.params.ncomp, self.hull.count_for(body))[self.hull_comp]
+        own = np.array([self.comp_count(c, caps[c]) for c in range(self.params.ncomp)])
+
+        def kept(count: int) -> float:
+            return sum(float(self.comp_csum[c][k - 1]) for c, k in
+                       enumerate(np.minimum(own, count)) if k > 0)
+        lo, hi = 0, n                     # kept(lo) <= body; find the largest such count
+        if kept(hi) <= body:
+            lo = hi
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if kept(mid) <= body else (lo, mid)
+        return np.minimum(own, lo)[self.hull_comp]
+
     def comp_count(self, c: int, budget: float) -> int:
-        """How many of component c's leading hull segments fit in ``budget`` bytes."""
+        """The hull position (in the order of all segments) up to which component c's
+        segments fit in ``budget`` bytes: its threshold, as a count of leading segments."""
         return int(np.searchsorted(self.comp_csum[c], budget, side="right"))
 
     def layer_passes(self, take: np.ndarray | None) -> np.ndarray:
@@ -160,16 +183,9 @@ def _allocate(frame, base_step: float):
     rank = np.arange(n)
     comp_over = np.zeros(p.ncomp)
     best = None
+    last = None
     for _ in range(MAX_ROUNDS):
-        count = hull.count_for(budget - overhead)
-        take = rank < count
-        if cap is not None:
-            for c in range(p.ncomp):
-                # component c's bytes among the first ``count`` segments
-                kept = w.comp_csum[c][count - 1] if count else 0
-                if kept > cap - comp_over[c]:
-                    mask = w.comp_mask[c]
-                    take &= ~mask | (w.comp_rank[c] <= w.comp_count(c, cap - comp_over[c]))
+        take = rank < w.limits(budget - overhead, None if cap is None else cap - comp_over)
         data, comp_total, comp_body = w.write(w.layer_passes(take))
         w.rounds += 1
         body = comp_body.sum()
@@ -178,6 +194,9 @@ def _allocate(frame, base_step: float):
             best = data, w.layer_passes(take)[-1], w
         if fits and len(data) >= budget * (1 - SLACK):
             break
+        if (len(data), tuple(comp_total)) == last:
+            break                         # the same stream again: nothing left to trade
+        last = len(data), tuple(comp_total)
         new_over = len(data) - body
         overhead = new_over + (len(data) - budget + 8 if len(data) > budget else 0)
         for c in range(p.ncomp):
@@ -200,8 +219,8 @@ def _shrink_until_fit(w, hull, rank, budget, cap, overhead, comp_over):
         take = rank < hull.count_for(max(budget * aim - overhead, 0))
         if cap is not None:
             for c in range(ncomp):
-                mask = w.comp_mask[c]
-                take &= ~mask | (w.comp_rank[c] <= w.comp_count(c, max(cap * aim - comp_over[c], 0)))
+                cnt = w.comp_count(c, max(cap * aim - comp_over[c], 0))
+                take &= ~w.comp_mask[c] | (rank < cnt)
         data, comp_total, _ = w.write(w.layer_passes(take))
         w.rounds += 1
         if len(data) <= budget and (cap is None or (comp_total <= cap).all()):

@@ -204,6 +204,23 @@ def test_dci_2k_layout_caps_and_psnr(tmp_path):
     assert p_ours >= p_opj - 0.3, (p_ours, p_opj)
 
 
+def test_dci_component_cap_binds_and_the_others_take_the_rest():
+    """Grey noise puts nearly all bytes in the luma component: it is held to its cap, and the
+    bytes it cannot take go to the chroma components, so the frame is filled to its cap
+    (within the rate loop's slack) while every component stays within its own."""
+    rng = np.random.default_rng(0)
+    g = rng.integers(0, 3900, (1080, 2048))
+    img = np.stack([g + rng.integers(0, 196, g.shape) for _ in range(3)], -1)
+    data = encode(img, profile="dci-2k", fps=24, bits=12, backend="cpu", workers=2)
+    frame_cap, comp_cap = dci_caps(24)
+    comp = np.zeros(3, np.int64)
+    for i, part in enumerate(parse_codestream(data).tiles[0].parts):
+        comp[i % 3] += part.sot.Psot
+    assert (comp <= comp_cap).all() and comp[0] >= 0.99 * comp_cap, comp
+    assert frame_cap * 0.995 <= len(data) <= frame_cap, len(data)
+    assert [c.shape for c in decode(data)] == [(1080, 2048)] * 3
+
+
 @needs_opj
 def test_dci_4k_layout(tmp_path):
     # a 4K codestream of a small picture keeps the test short; the layout is the same
