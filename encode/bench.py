@@ -9,7 +9,7 @@ source, frames per second of each, and the ratios.
 
 ``--master`` times :func:`cinegpu.media.mastering.master` (``cinegpu master``: colour
 conversion, one encoder per frame in ``--workers`` threads, the MXF track file and the
-DCP) on the same synthetic frames as RGB floats, with 1 thread and with ``--workers``
+DCP) on the same synthetic frames as 16-bit RGB (what a 16-bit TIFF reads as), with 1 thread and with ``--workers``
 threads, beside ``opj_compress`` on the converted X'Y'Z' frames, ``--opj-processes`` at once.
 
 Not a timed test: numbers depend on the machine.  OpenJPEG's time is the
@@ -175,14 +175,16 @@ def run_master(profile: str, frames: int, fps: int, workers: int, processes: int
     opj_compress on the same X'Y'Z' frames (``processes`` at once)."""
     from cinegpu.media.colour import to_xyz12
     w, h = DCI_SIZE[profile]
-    rgb = [synthetic_frame(w, h, seed=k).astype(np.float32) / 4095.0 for k in range(frames)]
+    # 16-bit RGB, as a 16-bit TIFF or PNG reads (the 12-bit pattern scaled by 16)
+    rgb = [(synthetic_frame(w, h, seed=k).astype(np.uint32) * 16).astype(np.uint16)
+           for k in range(frames)]
     _master_seconds(rgb[:1], profile, fps, 1)  # warm: numba caches, imports
     row = {"profile": profile, "frames": frames, "workers": workers,
            "fps_1": frames / _master_seconds(rgb, profile, fps, 1)}
     if workers > 1:
         row["fps_n"] = frames / _master_seconds(rgb, profile, fps, workers)
     if have_opj():
-        xyz = [to_xyz12(f, "rec709") for f in rgb]
+        xyz = [to_xyz12(f.astype(np.float32) / np.float32(65535), "rec709") for f in rgb]
         row["opj_fps"] = frames / _opj(xyz, profile, fps, processes)[1]
     return row
 

@@ -96,17 +96,16 @@ class GeometryCache:
         self._lock = threading.Lock()
 
     def get(self, header: bytes, build):
-        """(cs, plans) for ``header``; ``build()`` makes them on a miss (outside the lock:
-        two threads may build the same geometry once each, never wait on each other)."""
+        """(cs, plans) for ``header``; ``build()`` makes them on a miss, under the lock, so
+        threads starting together build a geometry once (the others wait for it)."""
         with self._lock:
             hit = self._items.get(header)
-        if hit is None:
-            hit = build()
-            with self._lock:
-                if len(self._items) >= self._size and header not in self._items:
+            if hit is None:
+                hit = build()
+                if len(self._items) >= self._size:
                     self._items.pop(next(iter(self._items)))
-                hit = self._items.setdefault(header, hit)
-        return hit
+                self._items[header] = hit
+            return hit
 
 
 class Encoder:
