@@ -27,6 +27,18 @@ Measured 2026-11-22 on the GPU machine (one H200, 16 cores), 8 frames each,
 Frames are encoded one after another (tier-1 spread over the workers); the
 rate control + tier-2 figures above are from the pure-Python tier-2 of that time.
 
+Measured 2026-11-25 on the GPU machine (one H100, 16 cores), 32 frames,
+``--backend cuda --threads 16 --opj-processes 16 --nvjpeg2000`` (tier-1 on the GPU,
+the rate control's hull ordered by the nogil radix sort):
+
+    dci-2k  cinegpu 41.23 dB 17.3 fps, x16 threads 41.25 dB 47.0 fps | opj_compress 41.22 dB
+            5.13 fps | nvJPEG2000 batch 16: 93.6 fps at 24.04 dB, 2338 bytes (no budget)
+    dci-4k  cinegpu 37.22 dB 4.92 fps, x16 threads 37.22 dB 18.7 fps | opj_compress 37.21 dB
+            1.22 fps | nvJPEG2000 batch 16: 26.8 fps at 25.44 dB, 9998 bytes (no budget)
+
+``--master --frames 48 --workers 16 --opj-processes 16``: 2K 23.4 fps (1 thread), 40.0 fps
+(16 threads), opj_compress 5.97 fps, x6.70; 4K 5.63 / 18.3 fps, opj_compress 1.41 fps, x12.9.
+
 Measured 2026-11-22 on this 2-core machine (Xeon, no GPU), 2 frames each,
 ``--profile dci-2k --backend cpu --workers 2 --opj-processes 2``, with the Python
 tier-2 and then with the numba tier-2 (same codestreams, byte for byte):
