@@ -4,13 +4,9 @@ source, frames per second of each, and the ratios.
 
     python -m cinegpu.encode.bench [--profile dci-2k dci-4k] [--frames N]
         [--backend auto|cpu|cuda] [--workers N] [--opj-processes N]
-    python -m cinegpu.encode.bench --master [--profile dci-2k] [--frames N]
-        [--workers N] [--opj-processes N]
 
-``--master`` times :func:`cinegpu.media.mastering.master` (``cinegpu master``: colour
-conversion, one encoder per frame in ``--workers`` threads, the MXF track file and the
-DCP) on the same synthetic frames as 16-bit RGB (what a 16-bit TIFF reads as), with 1 thread and with ``--workers``
-threads, beside ``opj_compress`` on the converted X'Y'Z' frames, ``--opj-processes`` at once.
+``cinegpu master`` end to end (image in, DCP out) is timed by :mod:`cinegpu.media.bench_master`
+(the media layer: this module stays below it).
 
 Not a timed test: numbers depend on the machine.  OpenJPEG's time is the
 opj_compress process (PPM read and file write included), ``--opj-processes``
@@ -36,7 +32,7 @@ the rate control's hull ordered by the nogil radix sort):
     dci-4k  cinegpu 37.22 dB 4.92 fps, x16 threads 37.22 dB 18.7 fps | opj_compress 37.21 dB
             1.22 fps | nvJPEG2000 batch 16: 26.8 fps at 25.44 dB, 9998 bytes (no budget)
 
-``--master --frames 48 --workers 16 --opj-processes 16``: 2K 23.4 fps (1 thread), 40.0 fps
+``python -m cinegpu.media.bench_master --frames 48 --workers 16 --opj-processes 16``: 2K 23.4 fps (1 thread), 40.0 fps
 (16 threads), opj_compress 5.97 fps, x6.70; 4K 5.63 / 18.3 fps, opj_compress 1.41 fps, x12.9.
 
 Measured 2026-11-22 on this 2-core machine (Xeon, no GPU), 2 frames each,
@@ -48,7 +44,8 @@ tier-2 and then with the numba tier-2 (same codestreams, byte for byte):
     dci-2k  numba tier-2   cinegpu 41.23 dB 1.30 fps | opj_compress 41.22 dB 1.34 fps | x0.97
             last frame: forward 0.11 s, tier-1 0.66 s, rate control + tier-2 0.02 s
 
-``--master --profile dci-2k --frames 6 --workers 2 --opj-processes 2`` on this 2-core
+``python -m cinegpu.media.bench_master --profile dci-2k --frames 6 --workers 2
+--opj-processes 2`` (``encode.bench --master`` then) on this 2-core
 machine (2026-11-22, same codestreams byte for byte before and after):
 
     per-block tier-1 (Python loop, cut_blocks)  1 thread 0.49 fps  2 threads 0.87 fps
@@ -77,7 +74,7 @@ from .encoder import Encoder
 from .peers import have_opj, opj_compress_dci, psnr
 from .profiles import DCI_SIZE
 
-__all__ = ["synthetic_frame", "main"]
+__all__ = ["opj_encode_frames", "synthetic_frame", "main"]
 
 
 def synthetic_frame(width: int, height: int, seed: int = 0, bits: int = 12) -> np.ndarray:
@@ -136,7 +133,9 @@ def _ours_threads(frames, profile, fps, backend, threads):
     return out, secs
 
 
-def _opj(frames, profile, fps, processes):
+def opj_encode_frames(frames, profile, fps, processes):
+    """``opj_compress -cinema2K/-cinema4K`` on ``frames`` (12-bit X'Y'Z'), ``processes`` at
+    once: (codestreams, seconds)."""
     t0 = time.perf_counter()
     with ThreadPoolExecutor(max(1, processes)) as pool:
         out = list(pool.map(lambda f: opj_compress_dci(f, profile, fps)[0], frames))
@@ -164,40 +163,10 @@ def run(profile: str, frames: int, fps: int, backend: str, workers: int, process
                 break
             row[f"nvj_{batch}"] = res
     if have_opj():
-        theirs, t_opj = _opj(src, profile, fps, processes)
+        theirs, t_opj = opj_encode_frames(src, profile, fps, processes)
         row.update(opj_fps=frames / t_opj,
                    opj_psnr=np.mean([psnr(s, decode(d)) for s, d in zip(src, theirs)]),
                    opj_bytes=max(len(d) for d in theirs))
-    return row
-
-
-def _master_seconds(rgb, profile: str, fps: int, workers: int) -> float:
-    import tempfile
-
-    from cinegpu.media.mastering import master
-    with tempfile.TemporaryDirectory(prefix="cinegpu-bench-") as tmp:
-        t0 = time.perf_counter()
-        master(lambda i: rgb[i], len(rgb), f"{tmp}/dcp", title="bench", profile=profile[-2:],
-               fps=fps, workers=workers, progress=False)
-        return time.perf_counter() - t0
-
-
-def run_master(profile: str, frames: int, fps: int, workers: int, processes: int) -> dict:
-    """Frames per second of mastering ``frames`` frames with 1 and ``workers`` threads, and of
-    opj_compress on the same X'Y'Z' frames (``processes`` at once)."""
-    from cinegpu.media.colour import to_xyz12
-    w, h = DCI_SIZE[profile]
-    # 16-bit RGB, as a 16-bit TIFF or PNG reads (the 12-bit pattern scaled by 16)
-    rgb = [(synthetic_frame(w, h, seed=k).astype(np.uint32) * 16).astype(np.uint16)
-           for k in range(frames)]
-    _master_seconds(rgb[:1], profile, fps, 1)  # warm: numba caches, imports
-    row = {"profile": profile, "frames": frames, "workers": workers,
-           "fps_1": frames / _master_seconds(rgb, profile, fps, 1)}
-    if workers > 1:
-        row["fps_n"] = frames / _master_seconds(rgb, profile, fps, workers)
-    if have_opj():
-        xyz = [to_xyz12(f.astype(np.float32) / np.float32(65535), "rec709") for f in rgb]
-        row["opj_fps"] = frames / _opj(xyz, profile, fps, processes)[1]
     return row
 
 
@@ -213,21 +182,7 @@ def main(argv=None) -> None:
                     help="also encode the frames in N threads, one warm encoder each")
     ap.add_argument("--nvjpeg2000", action="store_true",
                     help="also time NVIDIA's nvJPEG2000 encoder (nvImageCodec), if importable")
-    ap.add_argument("--master", action="store_true",
-                    help="time cinegpu.media.mastering.master beside opj_compress")
     a = ap.parse_args(argv)
-    if a.master:
-        for profile in a.profile:
-            r = run_master(profile, a.frames, a.fps, a.workers or 2, a.opj_processes)
-            line = f"{profile} master: {r['frames']} frames  1 thread {r['fps_1']:.3f} fps"
-            if "fps_n" in r:
-                line += f"  {r['workers']} threads {r['fps_n']:.3f} fps"
-            print(line)
-            if "opj_fps" in r:
-                best = max(r["fps_1"], r.get("fps_n", 0.0))
-                print(f"  opj_compress ({a.opj_processes} processes) {r['opj_fps']:.3f} fps  "
-                      f"ratio x{best / r['opj_fps']:.2f}")
-        return
     for profile in a.profile:
         r = run(profile, a.frames, a.fps, a.backend, a.workers or 1, a.opj_processes,
                 a.threads, a.nvjpeg2000)

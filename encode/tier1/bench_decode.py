@@ -1,4 +1,5 @@
-"""Tier-1 decode benchmark on synthetic Laplacian code-blocks (python -m cinegpu.decode.tier1.bench).
+"""Tier-1 decode benchmark on synthetic Laplacian code-blocks made by the encoder
+(python -m cinegpu.encode.tier1.bench_decode; here because it needs the encoder).
 
 Symbols are counted by replaying pass membership in Python on 10 blocks and extrapolating."""
 import numpy as np, time
