@@ -22,7 +22,8 @@ from . import markers as mk
 from .blocks import Block, BlockTable, TierOnePool
 from .forward import forward_tile
 from .profiles import Params, make_params
-from .quant import mct_weights, steps_for, synthesis_norm
+from .markers import main_header
+from .quant import block_components
 
 __all__ = ["Encoder", "GeometryCache", "encode"]
 
@@ -253,7 +254,7 @@ class Encoder:
         table, dists = BlockTable.join(parts)
         sizes = [plan.cb.shape[0] for plan in plans]
         base = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
-        comp = np.concatenate([_block_components(plan) for plan in plans])
+        comp = np.concatenate([block_components(plan) for plan in plans])
         return Frame(params, cs, plans, table, dists, comp, base)
 
     def _rate_and_write(self, frame: Frame) -> bytes:
@@ -273,68 +274,6 @@ class Encoder:
     def step(self) -> float:
         """Irreversible base step in use: base_step x the learnt scale."""
         return self.base_step * self.step_scale
-
-
-def _block_components(plan) -> np.ndarray:
-    out = np.zeros(plan.cb.shape[0], np.int64)
-    for tc in plan.components:
-        for res in tc.resolutions:
-            n = res.npx * res.npy
-            if n == 0:
-                continue
-            p0, p1 = res.prec_first, res.prec_first + n
-            pb0 = plan.prec_pb[p0, 0]
-            pb1 = plan.prec_pb[p1 - 1, 0] + plan.prec_pb[p1 - 1, 1]
-            rows = plan.pb[pb0:pb1]
-            if rows.shape[0] == 0:
-                continue
-            first = rows[:, 2].min()
-            last = (rows[:, 2] + rows[:, 0] * rows[:, 1]).max()
-            out[first:last] = tc.c
-    return out
-
-
-def block_weights(plan, params: Params) -> np.ndarray:
-    """Per block (Delta_b ||basis_b||)^2 x MCT column weight: index-unit distortion ->
-    squared error in sample units."""
-    w = np.zeros(plan.cb.shape[0])
-    mw = mct_weights(bool(params.mct), params.reversible, params.ncomp)
-    offs, vals = [], []
-    for tc in plan.components:
-        for res in tc.resolutions:
-            for b in res.bands:
-                nb = tc.levels if res.r == 0 else tc.levels - res.r + 1
-                norm = synthesis_norm(nb, b.orient, params.reversible)
-                offs.append(b.offset)
-                vals.append((b.delta * norm) ** 2 * mw[tc.c])
-    offs = np.array(offs)
-    vals = np.array(vals)
-    idx = np.searchsorted(offs, plan.cb[:, 7], side="right") - 1
-    w[:] = vals[idx]
-    return w
-
-
-def main_header(params: Params, base_step: float, tlm_entries) -> bytes:
-    """SOC, SIZ, COD, QCD, [POC], [TLM], COM (A.4-A.9) for ``params``."""
-    steps = steps_for(params.levels, params.precisions[0], params.reversible,
-                      mct=bool(params.mct), base=base_step, derived=params.quant_style == 1)
-    out = mk.soc()
-    out += mk.siz(Rsiz=params.Rsiz, Xsiz=params.width, Ysiz=params.height, XOsiz=0, YOsiz=0,
-                  XTsiz=params.tile[0], YTsiz=params.tile[1], XTOsiz=0, YTOsiz=0,
-                  precisions=params.precisions, signed=params.signed, XRsiz=params.XRsiz,
-                  YRsiz=params.YRsiz)
-    out += mk.cod(progression=params.progression, layers=params.layers, mct=params.mct,
-                  levels=params.levels, xcb=params.xcb, ycb=params.ycb,
-                  cblk_style=params.cblk_style, reversible=params.reversible,
-                  precincts=params.precincts)
-    out += mk.qcd(style=params.quant_style, guard_bits=params.guard_bits, steps=steps)
-    if params.pocs:
-        out += mk.poc(params.pocs, params.ncomp)
-    if params.tlm and tlm_entries is not None:
-        out += mk.tlm(tlm_entries)
-    if params.comment:
-        out += mk.com(params.comment)
-    return out
 
 
 def _pick_backend(backend: str) -> str:

@@ -14,10 +14,13 @@ from typing import Sequence
 
 from cinegpu.decode.codestream import markers as M
 
+from .quant import steps_for
+
 __all__ = [
     "cod",
     "com",
     "eoc",
+    "main_header",
     "poc",
     "qcd",
     "siz",
@@ -140,3 +143,28 @@ def sot(*, Isot: int, Psot: int, TPsot: int, TNsot: int) -> bytes:
     """SOT, start of tile-part (A.4.2): Psot counts from the SOT marker to the end of
     the tile-part's data."""
     return _segment(M.SOT, struct.pack(">HIBB", Isot, Psot, TPsot, TNsot))
+
+
+def main_header(params, base_step: float, tlm_entries) -> bytes:
+    """SOC, SIZ, COD, QCD, [POC], [TLM], COM (A.4-A.9) for ``params`` (an
+    :class:`~cinegpu.encode.profiles.Params`); ``base_step`` scales the QCD step sizes (E.1),
+    ``tlm_entries`` are (tile index, tile-part length in bytes) pairs or None."""
+    steps = steps_for(params.levels, params.precisions[0], params.reversible,
+                      mct=bool(params.mct), base=base_step, derived=params.quant_style == 1)
+    out = soc()
+    out += siz(Rsiz=params.Rsiz, Xsiz=params.width, Ysiz=params.height, XOsiz=0, YOsiz=0,
+                  XTsiz=params.tile[0], YTsiz=params.tile[1], XTOsiz=0, YTOsiz=0,
+                  precisions=params.precisions, signed=params.signed, XRsiz=params.XRsiz,
+                  YRsiz=params.YRsiz)
+    out += cod(progression=params.progression, layers=params.layers, mct=params.mct,
+                  levels=params.levels, xcb=params.xcb, ycb=params.ycb,
+                  cblk_style=params.cblk_style, reversible=params.reversible,
+                  precincts=params.precincts)
+    out += qcd(style=params.quant_style, guard_bits=params.guard_bits, steps=steps)
+    if params.pocs:
+        out += poc(params.pocs, params.ncomp)
+    if params.tlm and tlm_entries is not None:
+        out += tlm(tlm_entries)
+    if params.comment:
+        out += com(params.comment)
+    return out

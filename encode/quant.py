@@ -26,6 +26,8 @@ from cinegpu.decode.transform import fdwt_53, fdwt_97, idwt_53, idwt_97
 __all__ = [
     "LOG2_GAIN",
     "band_index",
+    "block_components",
+    "block_weights",
     "mct_weights",
     "step_pair",
     "steps_for",
@@ -113,3 +115,44 @@ def steps_for(levels: int, precision: int, reversible: bool, *, mct: bool = Fals
                 continue
             out.append(step_pair(base / synthesis_norm(nb, orient, False), Rb))
     return out
+
+
+def block_components(plan) -> np.ndarray:
+    """Component index of each code-block row of ``plan.cb`` (rows are laid out per
+    tile-component, resolution and precinct, so each component owns contiguous runs)."""
+    out = np.zeros(plan.cb.shape[0], np.int64)
+    for tc in plan.components:
+        for res in tc.resolutions:
+            n = res.npx * res.npy
+            if n == 0:
+                continue
+            p0, p1 = res.prec_first, res.prec_first + n
+            pb0 = plan.prec_pb[p0, 0]
+            pb1 = plan.prec_pb[p1 - 1, 0] + plan.prec_pb[p1 - 1, 1]
+            rows = plan.pb[pb0:pb1]
+            if rows.shape[0] == 0:
+                continue
+            first = rows[:, 2].min()
+            last = (rows[:, 2] + rows[:, 0] * rows[:, 1]).max()
+            out[first:last] = tc.c
+    return out
+
+
+def block_weights(plan, params) -> np.ndarray:
+    """Per block (Delta_b ||basis_b||)^2 x MCT column weight: index-unit distortion ->
+    squared error in sample units."""
+    w = np.zeros(plan.cb.shape[0])
+    mw = mct_weights(bool(params.mct), params.reversible, params.ncomp)
+    offs, vals = [], []
+    for tc in plan.components:
+        for res in tc.resolutions:
+            for b in res.bands:
+                nb = tc.levels if res.r == 0 else tc.levels - res.r + 1
+                norm = synthesis_norm(nb, b.orient, params.reversible)
+                offs.append(b.offset)
+                vals.append((b.delta * norm) ** 2 * mw[tc.c])
+    offs = np.array(offs)
+    vals = np.array(vals)
+    idx = np.searchsorted(offs, plan.cb[:, 7], side="right") - 1
+    w[:] = vals[idx]
+    return w

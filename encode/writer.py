@@ -17,6 +17,8 @@ from cinegpu.decode.tier2.progression import packet_order
 
 from . import markers as mk
 from .blocks import BlockTable
+from .markers import main_header
+from .quant import block_weights
 from .rate import hull_of
 from .tier2 import TileCoder
 
@@ -37,7 +39,6 @@ def _prec_components(plan) -> np.ndarray:
 
 class _Writer:
     def __init__(self, frame, base_step):
-        from .encoder import block_weights, main_header
         self.frame = frame
         self.params = frame.params
         self.main_header = main_header

@@ -6,11 +6,11 @@ and PGX (one file per component, ISO/IEC 15444-4's format) otherwise.
 
 from __future__ import annotations
 
-import struct
-import zlib
 from pathlib import Path
 
 import numpy as np
+
+from . import png
 
 
 def _interleave(components: list[np.ndarray]) -> np.ndarray:
@@ -32,21 +32,9 @@ def _unsigned(a: np.ndarray, bits: int) -> np.ndarray:
 def write_png(path: str | Path, components: list[np.ndarray], bits: int) -> None:
     """PNG (grey, grey+alpha, RGB, RGBA; 8 or 16 bit by ``bits``)."""
     img = _unsigned(_interleave(components), bits)
-    h, w = img.shape[:2]
-    channels = 1 if img.ndim == 2 else img.shape[2]
-    if channels not in (1, 2, 3, 4):
-        raise ValueError(f"PNG holds 1-4 channels, not {channels}: write TIFF or PGX")
-    colour = {1: 0, 2: 4, 3: 2, 4: 6}[channels]
-    depth = 8 if img.dtype == np.uint8 else 16
-    rows = img.astype(">u2" if depth == 16 else np.uint8).reshape(h, -1).view(np.uint8).reshape(h, -1)
-    raw = np.concatenate([np.zeros((h, 1), np.uint8), rows], axis=1).tobytes()
-
-    def chunk(kind: bytes, body: bytes) -> bytes:
-        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
-
-    png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, depth, colour, 0, 0, 0))
-    png += chunk(b"IDAT", zlib.compress(raw, 6)) + chunk(b"IEND", b"")
-    Path(path).write_bytes(png)
+    if img.ndim == 3 and img.shape[2] not in (1, 2, 3, 4):
+        raise ValueError(f"PNG holds 1-4 channels, not {img.shape[2]}: write TIFF or PGX")
+    png.write_png(path, img)
 
 
 def write_tiff(path: str | Path, components: list[np.ndarray], bits: int) -> None:

@@ -25,8 +25,9 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Callable
 
+from cinegpu.media.png import write_png16
+
 from .clock import PlaybackClock, PlaybackStats, Scheduler, ranges_text
-from .png import write_png16
 from .source import FrameError
 
 __all__ = ["Player", "Summary", "timecode", "overlay_text", "short_gil_turns", "KEYS"]

@@ -68,3 +68,75 @@ def test_no_module_imports_upward_or_sideways():
 ])
 def test_the_check_sees_each_way_of_importing(source, module, bad):
     assert bool(violations(source, module)) == bad
+
+
+def imported_modules(source: str, module: str, known: set[str]):
+    """Every module of ``known`` that ``source`` (the text of ``module``) imports, lazily or
+    not; ``from pkg import name`` counts as importing ``pkg.name`` when that is a module."""
+    package = module.split(".")[:-1]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package[:len(package) - node.level + 1] if node.level else []
+            target = ".".join(base + (node.module.split(".") if node.module else []))
+            targets = [f"{target}.{a.name}" if f"{target}.{a.name}" in known else target
+                       for a in node.names]
+        else:
+            continue
+        for t in targets:
+            if t in known:
+                yield t
+
+
+def module_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_cycle_between_modules():
+    """A module and the modules it imports never import it back (a package's ``__init__``,
+    which only gathers names, is left out)."""
+    files = {module.removesuffix(".__init__"): f for f, module in _modules()}
+    known = set(files)
+    inits = {m for m, f in files.items() if f.name == "__init__.py"}
+    graph = {m: {t for t in imported_modules(f.read_text(), m if m not in inits else m + ".x",
+                                             known) if t not in inits and t != m}
+             for m, f in files.items() if m not in inits}
+    cycles = module_cycles(graph)
+    assert not cycles, "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def test_the_cycle_check_sees_a_lazy_cycle():
+    known = {"cinegpu.encode.encoder", "cinegpu.encode.writer"}
+    graph = {"cinegpu.encode.writer": set(imported_modules(
+                 "def f():\n    from .encoder import main_header", "cinegpu.encode.writer", known)),
+             "cinegpu.encode.encoder": set(imported_modules(
+                 "from .writer import write", "cinegpu.encode.encoder", known))}
+    assert module_cycles(graph) == [["cinegpu.encode.encoder", "cinegpu.encode.writer"]]

@@ -38,7 +38,7 @@ def _clairmeta_ok(root: Path) -> None:
 
 
 def _write_png16(path: Path, img: np.ndarray) -> None:
-    from cinegpu.player.png import write_png16
+    from cinegpu.media.png import write_png16
     write_png16(path, np.rint(img * 65535).astype(np.uint16))
 
 

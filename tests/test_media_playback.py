@@ -19,7 +19,7 @@ import pytest
 from cinegpu.decode import decode
 from cinegpu.decode import transform
 from cinegpu.media import open_source
-from cinegpu.player.png import read_png16
+from cinegpu.media.png import read_png16
 
 from pgx import read_pgx
 
