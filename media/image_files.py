@@ -1,7 +1,10 @@
-"""Writing decoded images: 16-bit TIFF, PNG and PGX.
+"""Writing decoded images: TIFF, PNG and PGX.
 
 ``cinegpu decode`` writes TIFF or PNG when every component has the same size
-and PGX (one file per component, ISO/IEC 15444-4's format) otherwise.
+and PGX (one file per component, ISO/IEC 15444-4's format) otherwise. TIFF and PNG
+samples are 8 or 16 bit, scaled to the file's full range so that viewers show the picture
+(a 12-bit 4095 becomes 65535; PNG records the 12 significant bits in sBIT); PGX keeps the
+codestream's own values and precision.
 """
 
 from __future__ import annotations
@@ -22,26 +25,50 @@ def _interleave(components: list[np.ndarray]) -> np.ndarray:
     return np.stack(components, axis=-1)
 
 
-def _unsigned(a: np.ndarray, bits: int) -> np.ndarray:
-    dtype = np.uint8 if bits <= 8 else np.uint16
-    if a.dtype.kind == "i":  # signed samples: shift to unsigned for viewers
-        a = a.astype(np.int32) + (1 << (bits - 1))
-    return a.astype(dtype)
+def file_depth(bits: list[int]) -> int:
+    """Bit depth of a PNG or TIFF sample holding components of ``bits`` bits: 8 or 16."""
+    return 8 if max(bits) <= 8 else 16
 
 
-def write_png(path: str | Path, components: list[np.ndarray], bits: int) -> None:
-    """PNG (grey, grey+alpha, RGB, RGBA; 8 or 16 bit by ``bits``)."""
-    img = _unsigned(_interleave(components), bits)
+def to_file_range(component: np.ndarray, bits: int, signed: bool, depth: int) -> np.ndarray:
+    """A component of ``bits``-bit samples scaled to the full range of a ``depth``-bit file
+    sample (8 or 16), as viewers expect: ``v * (2**depth - 1) // (2**bits - 1)``, so 0 stays 0
+    and the largest code becomes 255 or 65535 (what ``opj_decompress`` writes in PNG).
+    Signed samples are first offset by ``2**(bits - 1)``."""
+    a = component.astype(np.int64)
+    if signed:
+        a = a + (1 << (bits - 1))
+    top = (1 << bits) - 1
+    a = np.clip(a, 0, top)
+    if bits != depth:
+        a = a * ((1 << depth) - 1) // top
+    return a.astype(np.uint8 if depth == 8 else np.uint16)
+
+
+def _samples(components: list[np.ndarray], bits: list[int], signed: list[bool]) -> tuple[np.ndarray, int]:
+    depth = file_depth(bits)
+    return _interleave([to_file_range(c, b, s, depth)
+                        for c, b, s in zip(components, bits, signed)]), depth
+
+
+def write_png(path: str | Path, components: list[np.ndarray], bits: list[int],
+              signed: list[bool]) -> None:
+    """PNG (grey, grey+alpha, RGB, RGBA), 8 or 16 bit, samples scaled to the file's range
+    and their precision recorded in sBIT when all components share it."""
+    img, depth = _samples(components, bits, signed)
     if img.ndim == 3 and img.shape[2] not in (1, 2, 3, 4):
         raise ValueError(f"PNG holds 1-4 channels, not {img.shape[2]}: write TIFF or PGX")
-    png.write_png(path, img)
+    same = len(set(bits)) == 1 and bits[0] < depth
+    png.write_png(path, img, significant_bits=bits[0] if same else None)
 
 
-def write_tiff(path: str | Path, components: list[np.ndarray], bits: int) -> None:
-    """TIFF through tifffile: 8 or 16 bit per sample, any number of samples."""
+def write_tiff(path: str | Path, components: list[np.ndarray], bits: list[int],
+               signed: list[bool]) -> None:
+    """TIFF through tifffile: 8 or 16 bit per sample, any number of samples, scaled to the
+    file's range."""
     import tifffile
 
-    img = _unsigned(_interleave(components), bits)
+    img, _ = _samples(components, bits, signed)
     photometric = "rgb" if img.ndim == 3 and img.shape[2] in (3, 4) else "minisblack"
     tifffile.imwrite(path, img, photometric=photometric)
 
@@ -70,9 +97,9 @@ def write_image(path: str | Path, components: list[np.ndarray], bits: list[int],
             out.append(p)
         return out
     if suffix in (".tif", ".tiff"):
-        write_tiff(path, components, max(bits))
+        write_tiff(path, components, bits, signed)
     elif suffix == ".png":
-        write_png(path, components, max(bits))
+        write_png(path, components, bits, signed)
     else:
         raise ValueError(f"unknown image type {suffix!r}: use .tif, .png or .pgx")
     return [path]

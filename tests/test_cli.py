@@ -77,3 +77,53 @@ def test_bench_default_runs_on_the_shipped_sample(tmp_path):
     result = json.loads((tmp_path / "b.json").read_text())
     assert result["frames"] == 1 and result["fps"] > 0
     assert set(result["ms_per_frame"]) == {"parse", "tier2", "tier1", "reconstruct"}
+
+
+@pytest.mark.parametrize("make,expect", [
+    (lambda t: (t / "missing.j2c", t / "o.png"), "no such file"),
+    (lambda t: (t, t / "o.png"), "not a file"),
+    (lambda t: (SAMPLE, t / "o.jpg"), "unknown image type '.jpg'"),
+    (lambda t: (SAMPLE, t / "nowhere" / "o.png"), "does not exist"),
+])
+def test_decode_mistakes_are_one_line_before_any_work(tmp_path, make, expect):
+    source, out = make(tmp_path)
+    r = cinegpu("decode", str(source), "-o", str(out))
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and expect in lines[0], r.stderr
+
+
+@pytest.mark.parametrize("suffix", [".png", ".tif"])
+def test_decoded_12_bit_pictures_fill_the_16_bit_range(tmp_path, suffix):
+    """A 12-bit frame is written scaled to 16 bits (v * 65535 // 4095), PNG with sBIT 12."""
+    import imagecodecs
+
+    out = tmp_path / f"out{suffix}"
+    r = cinegpu("decode", str(SAMPLE), "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    comps = decode(SAMPLE.read_bytes())
+    want = (np.stack(comps, axis=-1).astype(np.int64) * 65535 // 4095).astype(np.uint16)
+    data = out.read_bytes()
+    got = imagecodecs.png_decode(data) if suffix == ".png" else imagecodecs.tiff_decode(data)
+    assert got.dtype == np.uint16 and np.array_equal(got, want)
+    assert got.max() > 4095 * 8            # not left at 12-bit values
+    if suffix == ".png":
+        assert data[data.index(b"sBIT") + 4:][:3] == bytes([12, 12, 12])
+
+
+def test_decoded_png_matches_what_opj_decompress_writes(tmp_path):
+    import shutil
+
+    import imagecodecs
+
+    if not shutil.which("opj_decompress"):
+        pytest.skip("opj_decompress is not installed")
+    ours, theirs = tmp_path / "ours.png", tmp_path / "theirs.png"
+    assert cinegpu("decode", str(SAMPLE), "-o", str(ours)).returncode == 0
+    subprocess.run(["opj_decompress", "-i", str(SAMPLE), "-o", str(theirs)], check=True,
+                   capture_output=True, timeout=120)
+    a = imagecodecs.png_decode(ours.read_bytes()).astype(np.int64)
+    b = imagecodecs.png_decode(theirs.read_bytes()).astype(np.int64)
+    assert a.shape == b.shape and a.dtype == b.dtype
+    # one 12-bit code apart at most (9/7 rounding may differ by one), scaled: 17 of 65535
+    assert np.abs(a - b).max() <= 17

@@ -22,6 +22,27 @@ def register(sub) -> None:
     p.set_defaults(run=run)
 
 
+#: Output suffixes ``decode`` writes, as :func:`cinegpu.media.image_files.write_image` takes them.
+OUTPUT_SUFFIXES = (".tif", ".tiff", ".png", ".pgx")
+
+
+def _check_paths(source: Path, output: Path) -> str | None:
+    """The first mistake in the input and output paths, in words, or None: checked before
+    anything is decoded."""
+    if not source.exists():
+        return f"{source}: no such file"
+    if not source.is_file():
+        return f"{source}: not a file (give one .j2c/.j2k/.jp2 file)"
+    if output.suffix.lower() not in OUTPUT_SUFFIXES:
+        return f"{output}: unknown image type {output.suffix or '(none)'!r}: use .tif, .png or .pgx"
+    folder = output.parent
+    if not folder.is_dir():
+        return f"{output}: folder {folder} does not exist"
+    if output.is_dir():
+        return f"{output}: is a folder"
+    return None
+
+
 def run(args) -> int:
     from cinegpu.decode import CodestreamError
     from cinegpu.decode.codestream.header import parse_codestream
@@ -33,6 +54,10 @@ def run(args) -> int:
     def limit(value, default):
         return default if value is None else (value or None)
 
+    problem = _check_paths(args.file, args.output)
+    if problem:
+        print(f"cinegpu decode: {problem}", file=sys.stderr)
+        return 2
     data = args.file.read_bytes()
     try:
         decoder = Decoder(args.backend, max_pixels=limit(args.max_pixels, DEFAULT_MAX_PIXELS),
