@@ -17,6 +17,7 @@ from tqdm import tqdm
 
 from .errors import MediaError
 from .package import Package, read_package, relpath
+from .source import kind_of
 
 CHUNK = 1 << 20
 
@@ -109,8 +110,12 @@ def _cross_check(pkg: Package, report: CheckReport) -> None:
 def check(path, progress: bool = True) -> CheckReport:
     """Check the package at ``path`` (a folder or its ASSETMAP); never raises MediaError."""
     root = Path(path)
-    report = CheckReport(root if root.is_dir() else root.parent)
+    report = CheckReport(root.parent if root.is_file() else root)
     try:
+        kind = kind_of(root)
+        if kind not in ("folder", "xml"):
+            what = "an MXF track file" if kind == "mxf" else "a codestream"
+            raise MediaError(root, f"not a package folder or ASSETMAP ({what})")
         pkg = read_package(root)
     except MediaError as exc:
         report.problems.append(str(exc))

@@ -14,7 +14,7 @@ from .j2k_profile import parse_profile
 from .klv import ul_str
 from .mxf import MXFFile
 from .package import Composition, Package, find_assetmap, local, parse_xml, read_package, relpath
-from .source import FRAME_SUFFIXES, Source, is_mxf, open_sequence
+from .source import Source, kind_of, open_sequence
 
 FLAVOURS = {"dcp-smpte": "DCP, SMPTE (ST 429)", "dcp-interop": "DCP, Interop (PROTO-ASDCP)",
             "imf": "IMF (ST 2067)"}
@@ -215,7 +215,8 @@ def package_report(pkg: Package) -> list[str]:
 
 def describe(path) -> str:
     p = Path(path)
-    if p.is_dir():
+    kind = kind_of(p)
+    if kind == "folder":
         if find_assetmap(p) is not None:
             return "\n".join(package_report(read_package(p)))
         with open_sequence(p) as seq:
@@ -223,9 +224,7 @@ def describe(path) -> str:
                               f"({seq.spans[0].track.files[0].name} .. "  # type: ignore[attr-defined]
                               f"{seq.spans[0].track.files[-1].name})"]  # type: ignore[attr-defined]
                              + picture_lines(seq))
-    if not p.is_file():
-        raise MediaError(p, "no such file or folder")
-    if p.suffix.lower() == ".mxf" or is_mxf(p):
+    if kind == "mxf":
         with MXFFile(p) as mxf:
             out = [f"MXF track file: {p}"] + mxf_lines(mxf)
             if mxf.picture and not mxf.encrypted:
@@ -233,7 +232,7 @@ def describe(path) -> str:
                 with open_mxf_source(p) as src:
                     out += picture_lines(src)
             return "\n".join(out)
-    if p.suffix.lower() in FRAME_SUFFIXES:
+    if kind == "codestream":
         from .source import open_source
         with open_source(p) as src:
             return "\n".join([f"codestream: {p}"] + picture_lines(src))

@@ -20,7 +20,8 @@ from .j2k_profile import parse_profile
 from .mxf import MXFFile
 from .package import Composition, Package, local, parse_xml, read_package
 
-FRAME_SUFFIXES = (".j2c", ".j2k", ".jp2", ".jpc")
+#: Suffixes of one frame's file: Part-1 and HT (Part 15) codestreams, JP2 and JPH files.
+FRAME_SUFFIXES = (".j2c", ".j2k", ".jp2", ".jpc", ".jhc", ".jph")
 MAX_CODESTREAM_BYTES = 256 << 20
 
 
@@ -225,21 +226,64 @@ def is_mxf(path: Path) -> bool:
     return head.find(bytes.fromhex("060e2b34020501010d01020101")) >= 0
 
 
+#: Leading bytes of files people point the player at by mistake, and what they are.
+_MAGIC = ((b"\xff\x4f\xff\x51", "JPEG 2000 codestream"),
+          (b"\x00\x00\x00\x0cjP  \r\n\x87\n", "JP2 file"),
+          (b"\x89PNG\r\n\x1a\n", "a PNG image"), (b"\xff\xd8\xff", "a JPEG image"),
+          (b"II*\x00", "a TIFF image"), (b"MM\x00*", "a TIFF image"),
+          (b"SDPX", "a DPX image"), (b"XPDS", "a DPX image"), (b"PK\x03\x04", "a ZIP archive"),
+          (b"%PDF", "a PDF document"), (b"RIFF", "a RIFF (WAV/AVI) file"))
+
+
+def sniff(path: Path) -> str:
+    """What the file at ``path`` holds, judged by its first bytes: one of the kinds of
+    :data:`_MAGIC`, ``"XML"`` (text starting with ``<``, after a BOM and white space),
+    ``"an empty file"`` or ``"not XML"``."""
+    with open(path, "rb") as f:
+        head = f.read(512)
+    if not head:
+        return "an empty file"
+    for magic, kind in _MAGIC:
+        if head.startswith(magic):
+            return kind
+    text = head.removeprefix(b"\xef\xbb\xbf").lstrip()
+    if text.startswith(b"<") or head[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return "XML"
+    return "not XML"
+
+
+def kind_of(path) -> str:
+    """What ``path`` is to the media commands: ``"folder"``, ``"mxf"``, ``"codestream"`` (a
+    codestream or JP2 file, by suffix or first bytes) or ``"xml"``. Anything else raises one
+    :class:`MediaError` for every command: no such path, or what the file is instead."""
+    p = Path(path)
+    if p.is_dir():
+        return "folder"
+    if not p.is_file():
+        raise MediaError(p, "no such file or folder")
+    if p.suffix.lower() == ".mxf" or is_mxf(p):
+        return "mxf"
+    kind = sniff(p)
+    if p.suffix.lower() in FRAME_SUFFIXES or kind in ("JPEG 2000 codestream", "JP2 file"):
+        return "codestream"
+    if kind != "XML":
+        raise MediaError(p, f"not a package, track file or codestream ({kind})")
+    return "xml"
+
+
 def open_source(path) -> Source:
     """Open a DCP folder, a CPL/ASSETMAP file, an IMF folder, an MXF track file, a folder of
     .j2c/.j2k/.jp2 frames (natural sort) or one codestream file."""
     p = Path(path)
-    if p.is_dir():
+    kind = kind_of(p)
+    if kind == "folder":
         from .package import find_assetmap
         if find_assetmap(p) is not None:
             return open_package(p)
         return open_sequence(p)
-    if not p.is_file():
-        raise MediaError(p, "no such file or folder")
-    suffix = p.suffix.lower()
-    if suffix == ".mxf" or is_mxf(p):
+    if kind == "mxf":
         return open_mxf_source(p)
-    if suffix in FRAME_SUFFIXES:
+    if kind == "codestream":
         return Source("codestream", p.stem, None, [Span(FrameFiles([p]), 0, 0, 1)], path=p)
     root = parse_xml(p)
     name = local(root)

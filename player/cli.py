@@ -14,11 +14,44 @@ import sys
 COMMANDS = ("play", "decode", "info", "bench", "check", "serve", "master", "demo")
 
 
+#: Shown under ``cinegpu --help``.
+EXAMPLES = """examples:
+  cinegpu                                  master a test sequence to a DCP and play it
+  cinegpu play /media/MY_DCP               play a DCP (or IMF package, MXF, J2K folder)
+  cinegpu bench /media/MY_DCP --compare    decode speed beside OpenJPEG, Grok, nvJPEG2000
+  cinegpu master frames/ -o OUT --title T  master TIFF/PNG/DPX frames into a 2K DCP
+  cinegpu COMMAND --help                   one command's options
+
+exit codes: 0 done; 1 a check or a playback found problems; 2 a mistake in what was asked
+(one line on stderr, before any long work)."""
+
+
+def version() -> str:
+    """The installed distribution's version."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("cinegpu")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with a mistake reported in one line (``cinegpu play: argument --fps: ...``)
+    and exit code 2, as every other mistake is; ``--help`` still shows the usage."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="cinegpu",
         description="JPEG 2000 decoder, player and playback server for digital cinema.",
+        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"cinegpu {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"cinegpu.player.commands.{name}").register(sub)
@@ -30,7 +63,25 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command is None:  # the built-in default: master the demo sequence, then play it
         args = parser.parse_args(["demo"])
-    return int(args.run(args) or 0)
+    try:
+        return int(args.run(args) or 0)
+    except ORDINARY_ERRORS as exc:    # a mistake or bad media, not a bug: one line
+        print(f"cinegpu {args.command or 'demo'}: {exc}", file=sys.stderr)
+        return 2
+
+
+def _ordinary_errors() -> tuple[type[BaseException], ...]:
+    from cinegpu.decode import CodestreamError
+    from cinegpu.interop import InteropError
+    from cinegpu.media import MediaError
+
+    from .commands.args import UsageError
+
+    return (UsageError, CodestreamError, MediaError, InteropError)
+
+
+#: What a command may raise for bad input or an impossible request, reported in one line.
+ORDINARY_ERRORS = _ordinary_errors()
 
 
 if __name__ == "__main__":

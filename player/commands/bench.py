@@ -17,6 +17,8 @@ from pathlib import Path
 
 SAMPLE = Path(__file__).resolve().parents[2] / "media" / "samples" / "bars_2k.j2c"
 
+from .args import non_negative_int, positive_int
+
 
 def register(sub) -> None:
     p = sub.add_parser("bench", help="measure decode speed, beside the peer decoders on the machine")
@@ -24,12 +26,12 @@ def register(sub) -> None:
                    help="codestream, folder, MXF or package (default: the shipped 2K sample)")
     p.add_argument("--backend", choices=("cpu", "cuda", "auto"), default="auto",
                    help="reconstruction on the CPU or the GPU (auto: GPU when CUDA is there)")
-    p.add_argument("--workers", type=int, default=None,
+    p.add_argument("--workers", type=non_negative_int, default=None,
                    help="tier-1 worker processes (default: cores - 1; 0: decode in this process only)")
-    p.add_argument("--frames", type=int, default=None, help="frames to decode (default: all, at least 3 passes of a short source)")
-    p.add_argument("--repeat", type=int, default=None, help="times to cycle through the frames")
+    p.add_argument("--frames", type=positive_int, default=None, help="frames to decode (default: all, at least 3 passes of a short source)")
+    p.add_argument("--repeat", type=positive_int, default=None, help="times to cycle through the frames")
     p.add_argument("--compare", action="store_true", help="also run opj_decompress and grk_decompress")
-    p.add_argument("--peer-threads", type=int, default=None,
+    p.add_argument("--peer-threads", type=positive_int, default=None,
                    help="threads for each peer process (default: all cores)")
     p.add_argument("--json", type=Path, default=None, help="write the figures as JSON here")
     p.add_argument("--to-host", action="store_true",

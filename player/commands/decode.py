@@ -5,19 +5,21 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from .args import non_negative_int, positive_int
+
 
 def register(sub) -> None:
     p = sub.add_parser("decode", help="decode a .j2c/.j2k/.jp2 file to TIFF, PNG or PGX")
     p.add_argument("file", type=Path)
     p.add_argument("-o", "--output", type=Path, required=True,
                    help="output image: .tif/.tiff or .png (components of one size), .pgx (one file each)")
-    p.add_argument("-r", "--reduce", type=int, default=0, help="discard the N highest resolution levels")
-    p.add_argument("-l", "--layers", type=int, default=None, help="decode only the first N quality layers")
+    p.add_argument("-r", "--reduce", type=non_negative_int, default=0, help="discard the N highest resolution levels")
+    p.add_argument("-l", "--layers", type=positive_int, default=None, help="decode only the first N quality layers")
     p.add_argument("--backend", choices=("cpu", "cuda", "auto"), default="cpu")
     p.add_argument("--resilient", action="store_true", help="conceal damage instead of failing")
-    p.add_argument("--max-pixels", type=int, default=None, metavar="N",
+    p.add_argument("--max-pixels", type=non_negative_int, default=None, metavar="N",
                    help="refuse a component of more than N samples (default 2^27; 0: no limit)")
-    p.add_argument("--max-memory", type=int, default=None, metavar="BYTES",
+    p.add_argument("--max-memory", type=non_negative_int, default=None, metavar="BYTES",
                    help="refuse a decode estimated to need more (default 4 GiB; 0: no limit)")
     p.set_defaults(run=run)
 

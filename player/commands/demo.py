@@ -5,18 +5,20 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from .args import positive_int
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("demo", help="master a test sequence to a 2K DCP (cached) and play it")
     p.add_argument("--cache", type=Path, default=None, metavar="DIR",
                    help="where the demo DCP lives (default $CINEGPU_DEMO_DIR or ~/.cache/cinegpu/demo)")
-    p.add_argument("--frames", type=int, default=None, metavar="N",
+    p.add_argument("--frames", type=positive_int, default=None, metavar="N",
                    help="distinct frames to generate (default 48; at least one second is mastered)")
     p.add_argument("--headless", action="store_true",
                    help="play offscreen and print a summary (automatic without a display)")
     p.add_argument("--no-play", action="store_true", help="only master (or find) the demo DCP")
     p.add_argument("--backend", choices=("auto", "cpu", "cuda"), default="auto", help="decode back end")
-    p.add_argument("--workers", type=int, default=None, metavar="N", help="encode workers")
+    p.add_argument("--workers", type=positive_int, default=None, metavar="N", help="encode workers")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(run=run)
 

@@ -5,9 +5,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-CODESTREAM_SUFFIXES = {".j2c", ".j2k", ".jp2", ".jpc", ".jph"}
-
-
 def register(sub) -> None:
     p = sub.add_parser("info", help="describe a codestream, MXF track file, DCP, IMF package or frame folder")
     p.add_argument("path", type=Path)
@@ -18,16 +15,22 @@ def run(args) -> int:
     from cinegpu.decode import CodestreamError
     from cinegpu.decode.codestream.describe import describe_codestream
 
+    from cinegpu.media import MediaError, describe
+    from cinegpu.media.source import kind_of
+
     path: Path = args.path
-    if path.is_file() and path.suffix.lower() in CODESTREAM_SUFFIXES:
+    try:
+        kind = kind_of(path)
+    except MediaError as exc:
+        print(f"cinegpu info: {exc}", file=sys.stderr)
+        return 2
+    if kind == "codestream":
         try:
             print(describe_codestream(path.read_bytes(), name=str(path)))
         except CodestreamError as exc:
             print(f"cinegpu info: {path}: {exc}", file=sys.stderr)
             return 2
         return 0
-    from cinegpu.media import MediaError, describe
-
     try:
         print(describe(path))
     except MediaError as exc:

@@ -7,6 +7,8 @@ import sys
 import threading
 from fractions import Fraction
 
+from .args import positive_int, positive_rate
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("master", help="master an image sequence into a DCP (one reel, picture)")
@@ -14,7 +16,7 @@ def register(subparsers) -> None:
     p.add_argument("-o", "--output", required=True, metavar="OUTDIR",
                    help="DCP folder to create (must not exist, or be empty)")
     p.add_argument("--profile", choices=("2k", "4k"), default="2k", help="DCI container (default 2k)")
-    p.add_argument("--fps", type=Fraction, default=Fraction(24),
+    p.add_argument("--fps", type=positive_rate, default=Fraction(24),
                    help="edit rate: 24, 25, 30, 48, 50, 60 (2K) or 24, 25, 30 (4K); default 24")
     p.add_argument("--title", required=True, help="content title (ContentTitleText of the CPL)")
     p.add_argument("--bitrate", type=float, default=None, metavar="MBPS",
@@ -23,11 +25,11 @@ def register(subparsers) -> None:
                    help="what the input holds (default rec709); xyz: X'Y'Z' code values as they are")
     p.add_argument("--container", choices=("auto", "flat", "scope", "full"), default="auto",
                    help="image area: flat 1.85, scope 2.39, full container; auto: nearest aspect ratio")
-    p.add_argument("--frames", type=int, default=None, metavar="N",
+    p.add_argument("--frames", type=positive_int, default=None, metavar="N",
                    help="composition length in frames; the input repeats to fill it "
                         "(default: one pass of the input, at least one second)")
     p.add_argument("--kind", default="feature", help="CPL ContentKind (default feature)")
-    p.add_argument("--workers", type=int, default=None, metavar="N",
+    p.add_argument("--workers", type=positive_int, default=None, metavar="N",
                    help="frames prepared and encoded at once (default: CPU cores)")
     p.add_argument("--backend", choices=("auto", "cpu", "cuda"), default="auto",
                    help="where the encoder runs (default auto: the GPU when CuPy sees one)")

@@ -7,6 +7,8 @@ import os
 from fractions import Fraction
 from pathlib import Path
 
+from .args import UsageError, positive_int, positive_rate
+
 
 def _screenshot(text: str) -> tuple[int, Path]:
     frame, sep, path = text.partition(":")
@@ -19,7 +21,7 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("play", help="play media on screen, or headless with a summary")
     p.add_argument("path", nargs="?", help="DCP/IMF folder, CPL, MXF, J2K/JP2 file or folder of frames "
                                            "(default: a built-in synthetic sequence)")
-    p.add_argument("--fps", type=Fraction, default=None,
+    p.add_argument("--fps", type=positive_rate, default=None,
                    help="frame rate for bare sequences (default 24); overrides a package's edit rate")
     p.add_argument("--headless", action="store_true",
                    help="offscreen OpenGL (EGL), play through and print a summary (automatic without a display)")
@@ -32,12 +34,12 @@ def register(subparsers) -> None:
                    help="content colour: X'Y'Z' (DCI) or RGB; auto: X'Y'Z' for DCPs and DCI-profile codestreams")
     p.add_argument("--primaries", choices=("p3d65", "rec709"), default="p3d65", help="display for X'Y'Z' content")
     p.add_argument("--loop", action="store_true", help="start with looping on (key l)")
-    p.add_argument("--frames", type=int, default=None, metavar="N", help="stop after N frames of playback")
-    p.add_argument("--workers", type=int, default=None,
+    p.add_argument("--frames", type=positive_int, default=None, metavar="N", help="stop after N frames of playback")
+    p.add_argument("--workers", type=positive_int, default=None,
                    help="tier-1 worker processes (default: cores - 1); with --threads, decode threads")
     p.add_argument("--threads", action="store_true",
                    help="decode in threads of this process instead of the multi-process pipeline")
-    p.add_argument("--preroll", type=int, default=2, help="frames decoded before the clock starts (default 2)")
+    p.add_argument("--preroll", type=positive_int, default=2, help="frames decoded before the clock starts (default 2)")
     p.set_defaults(run=run)
 
 
@@ -90,6 +92,11 @@ def play(media, *, headless: bool, fps=None, backend: str = "auto", interop: str
         workers = workers or min(8, os.cpu_count() or 2)
         source = DecodeAheadSource(media, backend=backend, colour=colour, primaries=primaries,
                                    workers=workers, depth=max(8, preroll, 2 * workers))
+    for n in screenshots or {}:
+        if not 0 <= n < source.frame_count:
+            source.close()
+            raise UsageError(f"--screenshot {n}: past the last frame ({source.frame_count} frames, "
+                             f"numbered from 0)")
     depth = max(8, preroll, getattr(source, "depth", 8))
     rate = Fraction(fps) if fps is not None else (source.edit_rate or Fraction(24))
     title = f"cinegpu - {getattr(media, 'title', '') or 'play'}"
@@ -98,6 +105,9 @@ def play(media, *, headless: bool, fps=None, backend: str = "auto", interop: str
         if interop == "auto":
             target = choose_target(source.backend)
         else:
+            reason = TARGETS[interop].probe()
+            if reason is not None:
+                raise UsageError(f"--interop {interop} cannot work here: {reason}")
             target = TARGETS[interop]()
         player = Player(source, window, target, Presenter(), rate=rate, loop=loop, screenshots=screenshots,
                         headless=headless, depth=depth, preroll=preroll, max_frames=frames)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from fractions import Fraction
+
+from .args import positive_int, positive_rate
 
 
 def _size(text: str) -> tuple[int, int]:
@@ -33,7 +34,7 @@ def register(subparsers) -> None:
                    help="also accept requests whose Host header is NAME (a DNS name the server is reached by)")
     p.add_argument("--allow-origin", action="append", default=[], metavar="URL",
                    help="also accept browser requests from this origin (e.g. http://console.example:8000)")
-    p.add_argument("--max-connections", type=int, default=256, metavar="N",
+    p.add_argument("--max-connections", type=positive_int, default=256, metavar="N",
                    help="open connections at most (one more evicts the one waiting longest for a request)")
     p.add_argument("--head-timeout", type=float, default=5.0, metavar="SECONDS",
                    help="time a client has to send a complete request head; idle connections close then too")
@@ -43,10 +44,10 @@ def register(subparsers) -> None:
                    help="texture upload path")
     p.add_argument("--colour", "--color", choices=("auto", "xyz", "rgb"), default="auto", help="content colour")
     p.add_argument("--primaries", choices=("p3d65", "rec709"), default="p3d65", help="display for X'Y'Z' content")
-    p.add_argument("--fps", type=Fraction, default=None, help="override the edit rate (sequences: 24)")
-    p.add_argument("--workers", type=int, default=None, help="tier-1 worker processes (with --threads: threads)")
+    p.add_argument("--fps", type=positive_rate, default=None, help="override the edit rate (sequences: 24)")
+    p.add_argument("--workers", type=positive_int, default=None, help="tier-1 worker processes (with --threads: threads)")
     p.add_argument("--threads", action="store_true", help="decode in threads instead of the multi-process pipeline")
-    p.add_argument("--preroll", type=int, default=2, help="frames decoded before play starts the clock")
+    p.add_argument("--preroll", type=positive_int, default=2, help="frames decoded before play starts the clock")
     p.add_argument("--window", type=_size, default=(1280, 720), metavar="WxH", help="window size (default 1280x720)")
     p.add_argument("--load", action="append", default=[], metavar="ID",
                    help="load this composition at start (repeat for a playlist)")

@@ -1,0 +1,50 @@
+"""What every subcommand shares: argument types that refuse nonsense at parse time, and the
+one error a command raises for a mistake found after parsing (:class:`UsageError`).
+
+A mistake is reported as one line ``cinegpu COMMAND: what`` on stderr with exit code 2, before
+any long work starts (argparse does the same for the mistakes it finds itself)."""
+
+from __future__ import annotations
+
+import argparse
+from fractions import Fraction
+
+__all__ = ["UsageError", "non_negative_int", "positive_int", "positive_rate"]
+
+
+class UsageError(Exception):
+    """A command was given something it cannot do (a frame past the end, a missing optional
+    dependency): exit code 2 with this message."""
+
+
+def positive_rate(text: str) -> Fraction:
+    """A frame rate: ``24``, ``23.976``, ``24000/1001``; above 0 and at most 1000 frames/s."""
+    try:
+        rate = Fraction(text)
+    except (ValueError, ZeroDivisionError):
+        raise argparse.ArgumentTypeError(f"want a rate such as 24 or 24000/1001, got {text!r}") from None
+    if not 0 < rate <= 1000:
+        raise argparse.ArgumentTypeError(f"a rate must be above 0 and at most 1000, got {text}")
+    return rate
+
+
+def positive_int(text: str) -> int:
+    """A whole number of at least 1."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"want a whole number, got {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
+    return n
+
+
+def non_negative_int(text: str) -> int:
+    """A whole number of at least 0."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"want a whole number, got {text!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {n}")
+    return n

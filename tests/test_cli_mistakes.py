@@ -1,0 +1,70 @@
+"""Ordinary mistakes on the command line: one line on stderr naming the problem, exit code 2,
+no traceback, found before any long work (issue: the first ten minutes)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "media" / "samples" / "bars_2k.j2c"
+
+
+def cinegpu(*args, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "cinegpu.player.cli", *map(str, args)],
+                          capture_output=True, text=True, timeout=300, cwd=cwd)
+
+
+def _cupy_missing() -> bool:
+    try:
+        import cupy  # noqa: F401
+    except Exception:
+        return True
+    return False
+
+
+MISTAKES = [
+    # (arguments, words the one line must contain)
+    (["play", "--fps", "0", SAMPLE, "--headless"], "above 0"),
+    (["play", "--fps", "-3", SAMPLE, "--headless"], "above 0"),
+    (["play", "--fps", "fast", SAMPLE, "--headless"], "want a rate"),
+    (["play", SAMPLE, "--headless", "--screenshot", "99:x.png"], "past the last frame"),
+    (["play", "{tmp}/missing", "--headless"], "no such file or folder"),
+    (["play", "{png}", "--headless"], "a PNG image"),
+    (["serve", "--fps", "0", "--library", "{tmp}"], "above 0"),
+    (["demo", "--frames", "0"], "at least 1"),
+    (["master", "{tmp}", "-o", "{tmp}/out", "--title", "T", "--workers", "0"], "at least 1"),
+    (["bench", "--frames", "-1"], "at least 1"),
+    (["info", "{png}"], "a PNG image"),
+    (["info", "{tmp}/missing"], "no such file or folder"),
+    (["decode", "{tmp}/missing.j2c", "-o", "{tmp}/o.png"], "no such file"),
+    (["decode", SAMPLE, "-o", "{tmp}/o.jpg"], "unknown image type"),
+    (["decode", SAMPLE, "-o", "{tmp}/o.png", "-r", "-1"], "0 or more"),
+    (["nosuchcommand"], "invalid choice"),
+]
+if _cupy_missing():
+    MISTAKES += [(["play", SAMPLE, "--headless", "--backend", "cuda"], "CUDA"),
+                 (["decode", SAMPLE, "-o", "{tmp}/o.png", "--backend", "cuda"], "CUDA")]
+
+
+@pytest.mark.parametrize("args,words", MISTAKES, ids=lambda v: " ".join(map(str, v))[:60]
+                         if isinstance(v, list) else None)
+def test_a_mistake_is_one_line_and_exit_2(tmp_path, args, words):
+    png = tmp_path / "picture.png"
+    png.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
+    args = [str(a).format(tmp=tmp_path, png=png) for a in args]
+    r = cinegpu(*args, cwd=tmp_path)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2, (r.returncode, r.stderr[-2000:])
+    assert "Traceback" not in r.stderr, r.stderr[-2000:]
+    assert len(lines) == 1 and words in lines[0], r.stderr
+
+
+def test_version_and_examples():
+    r = cinegpu("--version")
+    assert r.returncode == 0 and r.stdout.startswith("cinegpu ")
+    r = cinegpu("--help")
+    assert r.returncode == 0 and "examples:" in r.stdout and "cinegpu play" in r.stdout
