@@ -68,3 +68,20 @@ def test_version_and_examples():
     assert r.returncode == 0 and r.stdout.startswith("cinegpu ")
     r = cinegpu("--help")
     assert r.returncode == 0 and "examples:" in r.stdout and "cinegpu play" in r.stdout
+
+
+def test_a_failing_peer_is_reported_as_failing(tmp_path):
+    """bench --compare goes on when a peer decoder fails on a frame, and names the frame."""
+    import shutil
+
+    from cinegpu.decode import peers
+
+    if not shutil.which("opj_decompress"):
+        pytest.skip("opj_decompress is not installed")
+    good, bad = tmp_path / "good.j2c", tmp_path / "bad.j2c"
+    good.write_bytes(SAMPLE.read_bytes())
+    bad.write_bytes(SAMPLE.read_bytes()[:200])     # the main header, then nothing
+    ok = peers.opj_decompress([good])
+    assert ok.frames == 1 and ok.seconds > 0 and not ok.note
+    failed = peers.opj_decompress([good, bad])
+    assert failed.frames == 0 and "failed on bad.j2c (frame 1): exit code" in failed.note
