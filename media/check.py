@@ -73,7 +73,8 @@ def _verify_assets(pkg: Package, report: CheckReport, progress: bool) -> None:
                 continue
             todo.append((path, a, name))
     total = sum(p.stat().st_size for p, _, _ in todo)
-    with tqdm(total=total, unit="B", unit_scale=True, desc="hashing", disable=not progress,
+    with tqdm(total=total, unit="B", unit_scale=True, desc="hashing",
+              disable=None if progress else True,   # None: only on a terminal
               leave=False) as bar:
         for path, a, name in todo:
             report.checked += 1

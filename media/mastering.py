@@ -132,5 +132,7 @@ def _progress(total: int, title: str, enabled: bool):
     if not enabled:
         return None
     from tqdm import tqdm
-    return tqdm(total=total, unit="frame", desc=f"mastering {title}"[:40], dynamic_ncols=True)
+    # disable=None: drawn only on a terminal, never into a redirected stderr
+    return tqdm(total=total, unit="frame", desc=f"mastering {title}"[:40], dynamic_ncols=True,
+                disable=None)
 

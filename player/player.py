@@ -25,6 +25,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Callable
 
+from cinegpu.media.describe import fps_text
 from cinegpu.media.png import write_png16
 
 from .clock import PlaybackClock, PlaybackStats, Scheduler, ranges_text
@@ -70,13 +71,20 @@ class Summary:
 
     def __str__(self) -> str:
         s = self.stats
+        decode = (f"decode {self.backend} {self.decode_fps:.1f} fps" if self.decode_fps > 0
+                  else f"decode {self.backend}")
+        if self.latency:
+            decode += f" ({self.latency * 1e3:.0f} ms a frame)" if self.decode_fps > 0 \
+                else f" {self.latency * 1e3:.0f} ms a frame"
+        dropped = ""
+        if s.dropped_at:
+            dropped = f"; dropped at {ranges_text(s.dropped_at)}"
+            if s.dropped > len(s.dropped_at):
+                dropped += f" (the first {len(s.dropped_at)} of {s.dropped})"
         return (f"played {self.frames} frames in {self.seconds:.2f} s: shown {s.shown}, dropped {s.dropped}, "
-                f"late {s.late}, errors {s.errors}; {self.fps:.2f} fps achieved (edit rate {float(self.rate):g}); "
-                f"decode {self.backend} {self.decode_fps:.1f} fps"
-                + (f" ({self.latency * 1e3:.0f} ms a frame)" if self.latency else "")
-                + f"; interop {self.target}; "
-                f"screenshots {self.screenshots}"
-                + (f"; dropped at {ranges_text(s.dropped_at)}" if s.dropped_at else ""))
+                f"late {s.late}, errors {s.errors}; {self.fps:.2f} fps achieved "
+                f"(edit rate {fps_text(Fraction(self.rate))}); {decode}; interop {self.target}; "
+                f"screenshots {self.screenshots}{dropped}")
 
 
 @contextlib.contextmanager

@@ -85,3 +85,12 @@ def test_a_failing_peer_is_reported_as_failing(tmp_path):
     assert ok.frames == 1 and ok.seconds > 0 and not ok.note
     failed = peers.opj_decompress([good, bad])
     assert failed.frames == 0 and "failed on bad.j2c (frame 1): exit code" in failed.note
+
+
+def test_check_draws_no_progress_bar_into_a_redirected_stderr():
+    dcp = ROOT.parent / "shared" / "dcp-samples" / "libdcp-dcp_test1-smpte-2k"
+    if not dcp.is_dir():
+        pytest.skip(f"{dcp} is absent")
+    r = cinegpu("check", dcp)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "OK" in r.stdout and "hashing" not in r.stderr and "\r" not in r.stderr

@@ -383,3 +383,22 @@ def test_decode_ahead_starts_at_the_lead_and_decodes_pinned_frames(sequences):
     finally:
         src.close()
         media.close()
+
+
+def test_summary_reads_plainly():
+    """The headless summary: a fractional edit rate as ``info`` writes it, a cut drop list
+    says so, and an unmeasured decode rate is not printed as 0.0 fps."""
+    from cinegpu.player.player import Summary
+
+    stats = PlaybackStats()
+    stats.shown = 20
+    stats.drop(range(1, 101))
+    text = str(Summary(frames=120, stats=stats, seconds=2.0, rate=Fraction(60000, 1001),
+                       backend="cpu", target="host", decode_fps=0.0, latency=0.82))
+    assert "edit rate 59.94 (60000/1001)" in text
+    assert "0.0 fps" not in text and "decode cpu 820 ms a frame" in text
+    assert "dropped at 1-64 (the first 64 of 100)" in text
+    text = str(Summary(frames=24, stats=PlaybackStats(shown=24), seconds=1.0, rate=Fraction(24),
+                       backend="cuda", target="surface", decode_fps=191.0, latency=0.005))
+    assert "edit rate 24)" in text and "decode cuda 191.0 fps (5 ms a frame)" in text
+    assert "dropped at" not in text
