@@ -27,13 +27,13 @@ def run(args) -> int:
     from cinegpu.media import MediaError, open_source
     from cinegpu.media.dcp_write import encoder_name
     from cinegpu.media.demo import DEMO_FRAMES, build_demo, demo_dir, find_demo
+    from cinegpu.media.first_run import cache_root, compile_kernels
 
     frames = args.frames or DEMO_FRAMES
-    if frames < 1:
-        print("cinegpu demo: --frames must be at least 1", file=sys.stderr)
-        return 2
     folder = args.cache or demo_dir()
     try:
+        compile_kernels(cache_root(), progress=not args.quiet,
+                        say=lambda line: print(f"cinegpu demo: {line}", file=sys.stderr))
         if find_demo(folder, frames) is None:
             print(f"cinegpu demo: mastering {frames} frames to {folder} (encoder {encoder_name()})",
                   file=sys.stderr)
