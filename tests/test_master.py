@@ -19,6 +19,7 @@ from cinegpu.media.colour import to_xyz12
 from cinegpu.media.dcp_write import encoder_name
 from cinegpu.media.demo import demo_frame
 from cinegpu.media.images_in import fit, image_area, list_frames, read_dpx, read_image
+from cinegpu.media.png import read_png16
 from cinegpu.player.cli import main
 
 HAVE_ENCODER = encoder_name() != "opj_compress" or shutil.which("opj_compress") is not None
@@ -229,17 +230,22 @@ def test_master_failure_leaves_no_dcp(tmp_path, capsys):
 @needs_encoder
 def test_demo_in_a_fresh_cache(tmp_path):
     cache = tmp_path / "demo"
-    env = dict(os.environ, CINEGPU_DEMO_DIR=str(cache))
+    env = dict(os.environ, CINEGPU_DEMO_DIR=str(cache), XDG_CACHE_HOME=str(tmp_path / "xdg"))
     first = subprocess.run(CLI + ["demo", "--frames", "4", "--headless", "--quiet", "--workers", "2"],
                            capture_output=True, text=True, timeout=600, env=env)
     assert first.returncode == 0, first.stderr[-2000:]
+    assert "compiling the CPU encoder and decoder (first run only" in first.stderr
     assert "mastering 4 frames" in first.stderr and "played" in first.stdout
+    picture = tmp_path / "demo-frame-12.png"
+    assert f"picture of frame 12 of the master: {picture}" in first.stdout
+    assert read_png16(picture).shape == (1080, 1998, 3)
     media = open_source(cache)
     assert (media.frame_count, media.width, media.height) == (24, 1998, 1080)
     media.close()
     again = subprocess.run(CLI + ["demo", "--frames", "4", "--no-play"], capture_output=True,
                            text=True, timeout=300, env=env)
     assert again.returncode == 0 and "using the DCP" in again.stderr
+    assert "compiling" not in again.stderr
     assert again.stdout.strip() == str(cache)
 
 

@@ -8,6 +8,10 @@ from pathlib import Path
 from .args import positive_int
 
 
+#: The frame whose picture a headless demo leaves beside the DCP.
+SHOWN_FRAME = 12
+
+
 def register(subparsers) -> None:
     p = subparsers.add_parser("demo", help="master a test sequence to a 2K DCP (cached) and play it")
     p.add_argument("--cache", type=Path, default=None, metavar="DIR",
@@ -51,10 +55,15 @@ def run(args) -> int:
     from .play import play
 
     headless = args.headless or not has_display()
+    # headless, nothing is seen: leave a picture of the master to look at (16-bit PNG)
+    picture = folder.parent / f"{folder.name}-frame-{SHOWN_FRAME}.png"
+    shots = {min(SHOWN_FRAME, media.frame_count - 1): picture} if headless else {}
     try:
-        summary = play(media, headless=headless, backend=args.backend)
+        summary = play(media, headless=headless, backend=args.backend, screenshots=shots)
     finally:
         media.close()
     if headless:
         print(summary)
+        if summary.screenshots:
+            print(f"picture of frame {next(iter(shots))} of the master: {picture}")
     return 0
