@@ -44,6 +44,8 @@ MISTAKES = [
     (["decode", SAMPLE, "-o", "{tmp}/o.jpg"], "unknown image type"),
     (["decode", SAMPLE, "-o", "{tmp}/o.png", "-r", "-1"], "0 or more"),
     (["nosuchcommand"], "invalid choice"),
+    (["master", "{tmp}", "-o", "{tmp}/out", "--title", "a\x07b"], "U+0007"),
+    (["master", "{tmp}", "-o", "{tmp}/out", "--title", " "], "must not be empty"),
 ]
 if _cupy_missing():
     MISTAKES += [(["play", SAMPLE, "--headless", "--backend", "cuda"], "CUDA"),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from fractions import Fraction
 
-__all__ = ["UsageError", "non_negative_int", "positive_int", "positive_rate"]
+__all__ = ["UsageError", "non_negative_int", "one_line_text", "positive_int", "positive_rate"]
 
 
 class UsageError(Exception):
@@ -48,3 +48,16 @@ def non_negative_int(text: str) -> int:
     if n < 0:
         raise argparse.ArgumentTypeError(f"must be 0 or more, got {n}")
     return n
+
+
+def one_line_text(text: str) -> str:
+    """Text for an XML element of a package (a title, a content kind): not empty, and only
+    characters XML 1.0 allows (clause 2.2) other than tabs and line breaks."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    for k, ch in enumerate(text):
+        o = ord(ch)
+        if o < 0x20 or 0x7F <= o < 0xA0 or 0xD800 <= o <= 0xDFFF or o in (0xFFFE, 0xFFFF):
+            raise argparse.ArgumentTypeError(f"character {k} is U+{o:04X}, a control character "
+                                             f"or one XML cannot hold")
+    return text

@@ -7,7 +7,7 @@ import sys
 import threading
 from fractions import Fraction
 
-from .args import positive_int, positive_rate
+from .args import one_line_text, positive_int, positive_rate
 
 
 def register(subparsers) -> None:
@@ -18,7 +18,7 @@ def register(subparsers) -> None:
     p.add_argument("--profile", choices=("2k", "4k"), default="2k", help="DCI container (default 2k)")
     p.add_argument("--fps", type=positive_rate, default=Fraction(24),
                    help="edit rate: 24, 25, 30, 48, 50, 60 (2K) or 24, 25, 30 (4K); default 24")
-    p.add_argument("--title", required=True, help="content title (ContentTitleText of the CPL)")
+    p.add_argument("--title", required=True, type=one_line_text, help="content title (ContentTitleText of the CPL)")
     p.add_argument("--bitrate", type=float, default=None, metavar="MBPS",
                    help="target Mbit/s (default and maximum: the DCI cap of 250)")
     p.add_argument("--colorspace", choices=("rec709", "p3d65", "dcip3", "xyz"), default="rec709",
@@ -28,7 +28,7 @@ def register(subparsers) -> None:
     p.add_argument("--frames", type=positive_int, default=None, metavar="N",
                    help="composition length in frames; the input repeats to fill it "
                         "(default: one pass of the input, at least one second)")
-    p.add_argument("--kind", default="feature", help="CPL ContentKind (default feature)")
+    p.add_argument("--kind", default="feature", type=one_line_text, help="CPL ContentKind (default feature)")
     p.add_argument("--workers", type=positive_int, default=None, metavar="N",
                    help="frames prepared and encoded at once (default: CPU cores)")
     p.add_argument("--backend", choices=("auto", "cpu", "cuda"), default="auto",
