@@ -33,6 +33,8 @@ from pathlib import Path
 import numpy as np
 from lxml import etree
 
+from cinegpu.decode.codestream.header import Codestream
+
 from .errors import MediaError
 from .mxf_write import PictureTrackWriter, TrackFile
 
@@ -206,9 +208,10 @@ class DCPWriter:
         except OSError as exc:
             raise _write_error(self.out, name, exc) from None
 
-    def write(self, codestream: bytes) -> None:
+    def write(self, codestream: bytes, parsed: Codestream | None = None) -> None:
+        """Append one frame; ``parsed``: its parse, where the caller has it (not parsed again)."""
         with self._writing(self.mxf_name):
-            self.track_writer.write(codestream)
+            self.track_writer.write(codestream, parsed)
 
     def abort(self) -> None:
         """Remove the partial folder (and so everything written so far)."""
