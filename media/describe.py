@@ -1,13 +1,15 @@
 """The report of ``cinegpu info PATH``: package, compositions, reels, picture, frame sizes, profile.
 
-Frame-size caps are those of ``docs/dci-facts.md``: libdcp's verifier errors above
-250e6 / (8 fps) bytes per frame and warns above 230e6 / (8 fps).
+Frame-size caps are those of :mod:`cinegpu.decode.codestream.dci`: libdcp's verifier errors
+above 250e6 / (8 fps) bytes per frame (DCI's cap) and warns above 230e6 / (8 fps).
 """
 
 from __future__ import annotations
 
 from fractions import Fraction
 from pathlib import Path
+
+from cinegpu.decode.codestream import dci
 
 from .errors import MediaError
 from .j2k_profile import Profile, parse_profile
@@ -37,7 +39,8 @@ def frame_caps(rate: Fraction | None) -> tuple[int, int] | None:
     """(error cap, warning cap) in bytes per frame at ``rate`` (libdcp verify.cc practice)."""
     if not rate:
         return None
-    return int(250_000_000 / (8 * rate)), int(230_000_000 / (8 * rate))
+    return (dci.bytes_per_frame(dci.FRAME_BITRATE, rate),
+            dci.bytes_per_frame(dci.FRAME_BITRATE_WARNING, rate))
 
 
 def size_lines(sizes: list[tuple[int, int]], rate: Fraction | None) -> list[str]:
@@ -57,8 +60,10 @@ def size_lines(sizes: list[tuple[int, int]], rate: Fraction | None) -> list[str]
         over = sum(k for s, k in sizes if s > cap)
         near = sum(k for s, k in sizes if warn < s <= cap)
         verdict = ("within the cap" if not over and not near else
-                   f"{over} frame(s) over the cap, {near} above the 230 Mbit/s warning level")
-        out.append(f"  DCI cap at {fps_text(rate)} fps: {cap:,} bytes per frame (250 Mbit/s): {verdict}")
+                   f"{over} frame(s) over the cap, {near} above the "
+                   f"{dci.FRAME_BITRATE_WARNING // 1_000_000} Mbit/s warning level")
+        out.append(f"  DCI cap at {fps_text(rate)} fps: {cap:,} bytes per frame "
+                   f"({dci.FRAME_BITRATE // 1_000_000} Mbit/s): {verdict}")
     return out
 
 

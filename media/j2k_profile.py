@@ -4,7 +4,8 @@ A :class:`Profile` is a view of the codec's own parse of the codestream
 (:func:`cinegpu.decode.codestream.header.parse_codestream`, ISO/IEC 15444-1 A.4-A.6; the
 JP2 box walk of :mod:`cinegpu.decode.jp2.boxes` for JP2 files): it adds the terms ``info``
 reports in and :meth:`Profile.dci_problems`, the check against the DCI 2K and 4K profiles
-(ISO 15444-1 Amd 1, SMPTE Bv2.1 as libdcp verifies them; ``docs/dci-facts.md``).
+(ISO 15444-1 Amd 1, SMPTE Bv2.1 as libdcp verifies them; the facts are those of
+:mod:`cinegpu.decode.codestream.dci`).
 Every decode error becomes a :class:`MediaError` naming the file and the byte offset.
 """
 
@@ -12,7 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from cinegpu.decode.codestream import dci
 from cinegpu.decode.codestream import markers as M
+from cinegpu.decode.codestream.cod import PROGRESSIONS
 from cinegpu.decode.codestream.header import Codestream, parse_codestream
 from cinegpu.decode.codestream.siz import RSIZ_HTJ2K
 from cinegpu.decode.errors import CodestreamError
@@ -20,10 +23,7 @@ from cinegpu.decode.jp2.boxes import boxes, is_jp2
 
 from .errors import MediaError
 
-__all__ = ["DCI_SIZES", "Profile", "codestream_of", "parse_profile", "profile_of"]
-
-DCI_SIZES = {2: {(2048, 1080), (1998, 1080), (2048, 858)},
-             4: {(4096, 2160), (3996, 2160), (4096, 1716)}}
+__all__ = ["Profile", "codestream_of", "parse_profile", "profile_of"]
 
 
 @dataclass(frozen=True)
@@ -160,42 +160,42 @@ class Profile:
                 + (", HTJ2K (Part 15)" if self.htj2k else ""))
 
     def dci_problems(self) -> tuple[str, list[str]]:
-        """(profile name, list of deviations) against the DCI 2K or 4K profile."""
-        kind = 4 if self.Rsiz == 4 or self.width > 2048 else 2
+        """(profile name, list of deviations) against the DCI 2K or 4K profile
+        (:mod:`cinegpu.decode.codestream.dci`)."""
+        want = dci.profile_for(self.width, self.Rsiz)
         p: list[str] = []
-        if self.Rsiz != (3 if kind == 2 else 4):
-            p.append(f"Rsiz 0x{self.Rsiz:04x} (want {3 if kind == 2 else 4})")
-        if (self.width, self.height) not in DCI_SIZES[kind]:
-            p.append(f"size {self.width}x{self.height} is not a DCI {kind}K container")
+        if self.Rsiz != want.Rsiz:
+            p.append(f"Rsiz 0x{self.Rsiz:04x} (want {want.Rsiz})")
+        if (self.width, self.height) not in dict(want.image_areas).values():
+            p.append(f"size {self.width}x{self.height} is not a {want.title} container")
         if (self.XOsiz, self.YOsiz, self.XTOsiz, self.YTOsiz) != (0, 0, 0, 0) or \
                 self.XTsiz < self.Xsiz or self.YTsiz < self.Ysiz:
             p.append("not one tile at origin (0,0)")
-        if len(self.components) != 3 or any(c[:2] != (12, False) for c in self.components):
+        if len(self.components) != dci.COMPONENTS or \
+                any(c[:2] != (dci.PRECISION, False) for c in self.components):
             p.append("not 3 unsigned 12-bit components")
-        if self.reversible or self.mct != 1:
+        if self.reversible or self.mct != dci.MCT:
             p.append("not 9/7 irreversible with ICT")
-        want_levels = 5 if kind == 2 else 6
-        if self.levels != want_levels:
-            p.append(f"{self.levels} decomposition levels (Bv2.1 wants {want_levels})")
-        if self.codeblock != (32, 32):
+        if self.levels != want.levels:
+            p.append(f"{self.levels} decomposition levels (Bv2.1 wants {want.levels})")
+        if self.codeblock != tuple(1 << e for e in dci.CODEBLOCK):
             p.append(f"code-blocks {self.codeblock[0]}x{self.codeblock[1]} (want 32x32)")
-        want_prec = [(128, 128)] + [(256, 256)] * self.levels
-        if self.precincts != want_prec:
+        low, rest = (1 << e for e in dci.PRECINCTS)
+        if self.precincts != [(low, low)] + [(rest, rest)] * self.levels:
             p.append("precincts not 128x128 (lowest resolution) and 256x256 elsewhere")
-        if self.progression != "CPRL":
+        if self.progression != PROGRESSIONS[dci.PROGRESSION]:
             p.append(f"progression {self.progression} (want CPRL)")
-        if kind == 4 and "POC" not in self.markers:
+        if want.pocs and "POC" not in self.markers:
             p.append("no POC marker in the main header (4K wants one)")
-        want_parts = 3 if kind == 2 else 6
-        if self.tile_parts != want_parts:
-            p.append(f"{self.tile_parts} tile-parts (want {want_parts})")
+        if self.tile_parts != want.tile_parts:
+            p.append(f"{self.tile_parts} tile-parts (want {want.tile_parts})")
         if not self.tlm:
             p.append("no TLM marker")
-        if self.guard_bits != (1 if kind == 2 else 2):
-            p.append(f"{self.guard_bits} guard bits (want {1 if kind == 2 else 2})")
+        if self.guard_bits != want.guard_bits:
+            p.append(f"{self.guard_bits} guard bits (want {want.guard_bits})")
         if self.htj2k:
             p.append("HTJ2K (Part 15) is not part of the DCI profile")
-        return f"DCI {kind}K", p
+        return want.title, p
 
 
 def codestream_of(data, path=None) -> tuple[memoryview, int]:

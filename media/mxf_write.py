@@ -33,6 +33,7 @@ from datetime import datetime, timezone
 from fractions import Fraction
 from pathlib import Path
 
+from cinegpu.decode.codestream import dci
 from cinegpu.decode.codestream import markers as M
 from cinegpu.decode.codestream.header import Codestream, parse_codestream
 from cinegpu.decode.codestream.siz import SIZ
@@ -53,8 +54,8 @@ INDEX_SID, BODY_SID = 129, 1
 OP_ATOM = bytes.fromhex("060e2b34040101020d01020110000000")
 GC_MULTIPLE_WRAPPINGS = bytes.fromhex("060e2b34040101030d010301027f0100")
 JP2K_FRAME_WRAPPED = bytes.fromhex("060e2b34040101070d010301020c0100")
-JP2K_CODING = {2: bytes.fromhex("060e2b34040101090401020203010103"),   # ST 429-4 2K profile
-               4: bytes.fromhex("060e2b34040101090401020203010104")}   # ST 429-4 4K profile
+JP2K_CODING = {"dci-2k": bytes.fromhex("060e2b34040101090401020203010103"),   # ST 429-4 2K
+               "dci-4k": bytes.fromhex("060e2b34040101090401020203010104")}   # ST 429-4 4K
 DATA_DEF_TIMECODE = bytes.fromhex("060e2b34040101010103020101000000")
 DATA_DEF_PICTURE = bytes.fromhex("060e2b34040101010103020201000000")
 UMID_PREFIX = bytes.fromhex("060a2b340101010501010f2013000000")       # SMPTE UMID, ST 330
@@ -390,7 +391,7 @@ class PictureTrackWriter:
         now = _timestamp(self.created)
         mp_umid = UMID_PREFIX + uuid.uuid4().bytes
         fp_umid = UMID_PREFIX + self.asset_id.bytes
-        kind = 4 if h.width > 2048 else 2
+        coding = JP2K_CODING[dci.profile_for(h.width).name]
         u32, u64 = (lambda v: struct.pack(">I", v)), (lambda v: struct.pack(">Q", v))
 
         def track(uid, seq_uid, track_id, number, name):
@@ -461,7 +462,7 @@ class PictureTrackWriter:
                 (0x3203, u32(h.width)), (0x3202, u32(h.height)),
                 (0x3209, u32(h.width)), (0x3208, u32(h.height)),
                 (0x320E, struct.pack(">ii", h.width, h.height)),
-                (0x3201, JP2K_CODING[kind]), (0x3406, u32(4095)), (0x3407, u32(0)),
+                (0x3201, coding), (0x3406, u32(4095)), (0x3407, u32(0)),
                 (0x3401, PIXEL_LAYOUT_XYZ)]),
             local_set(JP2K_SUBDESCRIPTOR, [(0x3C0A, ids["sub"])] + self._j2k_items(h)),
         ]
