@@ -69,10 +69,10 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from cinegpu.decode import decode
+from cinegpu.decode.codestream import dci
 
 from .encoder import Encoder
 from .peers import have_opj, opj_compress_dci, psnr
-from .profiles import DCI_SIZE
 
 __all__ = ["opj_encode_frames", "synthetic_frame", "main"]
 
@@ -144,7 +144,7 @@ def opj_encode_frames(frames, profile, fps, processes):
 
 def run(profile: str, frames: int, fps: int, backend: str, workers: int, processes: int,
         threads: int = 0, nvjpeg2000: bool = False) -> dict:
-    w, h = DCI_SIZE[profile]
+    w, h = dci.PROFILES[profile].container
     src = [synthetic_frame(w, h, seed=k) for k in range(frames)]
     ours, t_ours, stages = _ours(src, profile, fps, backend, workers)
     p_ours = np.mean([psnr(s, decode(d)) for s, d in zip(src, ours)])

@@ -1,16 +1,9 @@
 """Coding parameters of one codestream, and the DCI profiles that fix them.
 
 :func:`make_params` turns the options of :func:`cinegpu.encode.encode` and the
-image's shape into a frozen :class:`Params`; the DCI profiles (ISO/IEC
-15444-1 Amd 1, as checked by SMPTE Bv2.1 verifiers; see
-``docs/dci-facts.md``) override the options they constrain.
-
-DCI 2K (Rsiz 3) / 4K (Rsiz 4): one tile at (0, 0), 3 components of 12 bit,
-9/7 irreversible with the ICT, 5 / 6 decomposition levels, 32x32
-code-blocks, precincts 2^7 at resolution 0 and 2^8 elsewhere, CPRL (4K: a
-POC, resolutions 0-5 of all components then resolution 6), one tile-part
-per component (4K: per component and POC progression, 6), TLM, guard bits
-1 (2K) / 2 (4K); at most 250 Mbit/s per frame and 200 Mbit/s per component.
+image's shape into a frozen :class:`Params`; the DCI profiles override the
+options they constrain, with the facts of :mod:`cinegpu.decode.codestream.dci`
+(ISO/IEC 15444-1 Amd 1, SMPTE ST 429-4, as SMPTE Bv2.1 verifiers check them).
 """
 
 from __future__ import annotations
@@ -18,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from cinegpu.decode.codestream import dci
 from cinegpu.decode.codestream.cod import PROGRESSIONS
 
 __all__ = [
@@ -28,16 +22,13 @@ __all__ = [
     "make_params",
 ]
 
-#: Image bit rate cap, bits/s (DCI; OpenJPEG OPJ_CINEMA_24_CS = 1,302,083 bytes at 24 fps).
-DCI_FRAME_BITRATE = 250_000_000
-#: Per-component cap, bits/s (OpenJPEG OPJ_CINEMA_24_COMP = 1,041,666 bytes at 24 fps).
-DCI_COMPONENT_BITRATE = 200_000_000
-DCI_FPS = {"dci-2k": (24, 25, 30, 48, 50, 60), "dci-4k": (24, 25, 30)}
-DCI_SIZE = {"dci-2k": (2048, 1080), "dci-4k": (4096, 2160)}
-PROFILES = ("generic", "dci-2k", "dci-4k")
+#: The DCI caps, bits/s (re-exported from :mod:`cinegpu.decode.codestream.dci`).
+DCI_FRAME_BITRATE = dci.FRAME_BITRATE
+DCI_COMPONENT_BITRATE = dci.COMPONENT_BITRATE
+PROFILES = ("generic", *dci.PROFILES)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Params:
     """Everything the headers say, plus the byte budgets (None: no limit)."""
 
@@ -80,7 +71,7 @@ class Params:
 
 def dci_caps(fps: float) -> tuple[int, int]:
     """(frame, component) byte caps at ``fps``: floor(250e6 / 8 / fps), floor(200e6 / 8 / fps)."""
-    return int(DCI_FRAME_BITRATE / 8 / fps), int(DCI_COMPONENT_BITRATE / 8 / fps)
+    return dci.bytes_per_frame(dci.FRAME_BITRATE, fps), dci.bytes_per_frame(dci.COMPONENT_BITRATE, fps)
 
 
 def _exponent(v: int, what: str) -> int:
@@ -151,33 +142,38 @@ def make_params(shapes, precisions, signed, *, profile, fps, bitrate, reversible
     tile = (w0, h0) if tiles is None else (int(tiles[0]), int(tiles[1]))
     frame_bytes = None if bitrate is None else int(bitrate / 8 / fps)
     return Params(
-        profile, 0, w0, h0, tuple(precisions), tuple(signed), XRsiz, YRsiz, tile, int(levels),
-        xcb, ycb, int(style), bool(reversible), 1 if (ncomp >= 3 and same) else 0,
-        _progression(progression), int(layers), precinct_exponents(precincts, int(levels)),
-        (), 2 if guard_bits is None else int(guard_bits), False,
-        0 if reversible else (1 if quantization == "derived" else 2),
-        False, False, frame_bytes, None,
+        profile=profile, Rsiz=0, width=w0, height=h0, precisions=tuple(precisions),
+        signed=tuple(signed), XRsiz=XRsiz, YRsiz=YRsiz, tile=tile, levels=int(levels),
+        xcb=xcb, ycb=ycb, cblk_style=int(style), reversible=bool(reversible),
+        mct=1 if (ncomp >= 3 and same) else 0, progression=_progression(progression),
+        layers=int(layers), precincts=precinct_exponents(precincts, int(levels)), pocs=(),
+        guard_bits=2 if guard_bits is None else int(guard_bits), guard_bits_fixed=False,
+        quant_style=0 if reversible else (1 if quantization == "derived" else 2),
+        tlm=False, split_components=False, frame_bytes=frame_bytes, component_bytes=None,
     )
 
 
 def _dci_params(profile, shapes, precisions, fps, bitrate) -> Params:
-    four_k = profile == "dci-4k"
+    p = dci.PROFILES[profile]
     h, w = shapes[0]
-    cw, ch = DCI_SIZE[profile]
-    if len(shapes) != 3 or any(s != shapes[0] for s in shapes):
+    cw, ch = p.container
+    if len(shapes) != dci.COMPONENTS or any(s != shapes[0] for s in shapes):
         raise ValueError(f"{profile}: need 3 components of one size, got {shapes}")
     if w > cw or h > ch:
         raise ValueError(f"{profile}: {w}x{h} is larger than the {cw}x{ch} container")
-    if any(p != 12 for p in precisions):
+    if any(b != dci.PRECISION for b in precisions):
         raise ValueError(f"{profile}: components must be 12 bit, got {precisions}")
-    if fps not in DCI_FPS[profile]:
-        raise ValueError(f"{profile}: {fps} fps not in {DCI_FPS[profile]}")
+    if fps not in p.frame_rates:
+        raise ValueError(f"{profile}: {fps} fps not in {p.frame_rates}")
     frame_cap, comp_cap = dci_caps(fps)
     frame_bytes = frame_cap if bitrate is None else min(frame_cap, int(bitrate / 8 / fps))
-    levels = 6 if four_k else 5
-    pocs = ((0, 0, 1, 6, 3, 4), (6, 0, 1, 7, 3, 4)) if four_k else ()
+    xcb, ycb = dci.CODEBLOCK
+    n = dci.COMPONENTS
     return Params(
-        profile, 4 if four_k else 3, w, h, (12,) * 3, (False,) * 3, (1,) * 3, (1,) * 3, (w, h),
-        levels, 5, 5, 0, False, 1, 4, 1, ((7, 7),) + ((8, 8),) * levels, pocs,
-        2 if four_k else 1, True, 2, True, True, frame_bytes, comp_cap,
+        profile=profile, Rsiz=p.Rsiz, width=w, height=h, precisions=(dci.PRECISION,) * n,
+        signed=(False,) * n, XRsiz=(1,) * n, YRsiz=(1,) * n, tile=(w, h), levels=p.levels,
+        xcb=xcb, ycb=ycb, cblk_style=0, reversible=False, mct=dci.MCT,
+        progression=dci.PROGRESSION, layers=1, precincts=p.precincts(), pocs=p.pocs,
+        guard_bits=p.guard_bits, guard_bits_fixed=True, quant_style=2, tlm=True,
+        split_components=True, frame_bytes=frame_bytes, component_bytes=comp_cap,
     )

@@ -19,9 +19,9 @@ import time
 
 import numpy as np
 
+from cinegpu.decode.codestream import dci
 from cinegpu.encode.bench import opj_encode_frames, synthetic_frame
 from cinegpu.encode.peers import have_opj
-from cinegpu.encode.profiles import DCI_SIZE
 
 from .colour import to_xyz12
 from .mastering import master
@@ -32,7 +32,7 @@ __all__ = ["run_master", "main"]
 def _master_seconds(rgb, profile: str, fps: int, workers: int) -> float:
     with tempfile.TemporaryDirectory(prefix="cinegpu-bench-") as tmp:
         t0 = time.perf_counter()
-        master(lambda i: rgb[i], len(rgb), f"{tmp}/dcp", title="bench", profile=profile[-2:],
+        master(lambda i: rgb[i], len(rgb), f"{tmp}/dcp", title="bench", profile=dci.profile(profile).short,
                fps=fps, workers=workers, progress=False)
         return time.perf_counter() - t0
 
@@ -40,7 +40,7 @@ def _master_seconds(rgb, profile: str, fps: int, workers: int) -> float:
 def run_master(profile: str, frames: int, fps: int, workers: int, processes: int) -> dict:
     """Frames per second of mastering ``frames`` frames with 1 and ``workers`` threads, and of
     opj_compress on the same X'Y'Z' frames (``processes`` at once)."""
-    w, h = DCI_SIZE[profile]
+    w, h = dci.profile(profile).container
     rgb = [(synthetic_frame(w, h, seed=k).astype(np.uint32) * 16).astype(np.uint16)
            for k in range(frames)]
     _master_seconds(rgb[:1], profile, fps, 1)  # warm: numba caches, imports

@@ -33,6 +33,9 @@ from pathlib import Path
 import numpy as np
 from lxml import etree
 
+from cinegpu.decode.codestream import dci
+from cinegpu.decode.codestream.header import Codestream
+
 from .errors import MediaError
 from .mxf_write import PictureTrackWriter, TrackFile
 
@@ -44,8 +47,6 @@ NS_AM = "http://www.smpte-ra.org/schemas/429-9/2007/AM"
 CREATOR = "cinegpu 0.1.0"
 CONTENT_KINDS = ("feature", "trailer", "test", "teaser", "rating", "advertisement", "short",
                  "transitional", "psa", "policy")
-#: DCI's cap on the image bit rate, Mbit/s (dci-facts.md); libdcp warns above 230.
-MAX_MBPS = 250
 #: The OpenJPEG stand-in's default target: its cinema rate control overshoots its cap by a few
 #: bytes a frame (1,302,095 seen against 1,302,083 at 4K), so it aims below libdcp's warning.
 OPJ_DEFAULT_MBPS = 225
@@ -73,7 +74,7 @@ def encode_frame(xyz12: np.ndarray, *, profile: str = "2k", fps=24, bitrate: flo
     the DCI cap). Switch point between the project's encoder and the OpenJPEG stand-in."""
     encode = _cinegpu_encoder()
     if encode is not None:
-        return encode(xyz12, profile=f"dci-{profile}", fps=fps,
+        return encode(xyz12, profile=dci.profile(profile).name, fps=fps,
                       bitrate=None if bitrate is None else bitrate * 1e6)
     return _opj_encode(xyz12, profile, Fraction(fps), bitrate, workdir)
 
@@ -87,7 +88,8 @@ def _opj_encode(xyz12, profile, fps, bitrate, workdir) -> bytes:
         src, dst = Path(tmp) / "f.ppm", Path(tmp) / "f.j2c"
         src.write_bytes(b"P6\n%d %d\n4095\n" % (w, h) + xyz12.astype(">u2").tobytes())
         args = ["opj_compress", "-i", str(src), "-o", str(dst)]
-        args += ["-cinema2K", "48" if fps > 30 else "24"] if profile == "2k" else ["-cinema4K"]
+        two_k = dci.profile(profile) is dci.DCI_2K
+        args += ["-cinema2K", "48" if fps > 30 else "24"] if two_k else ["-cinema4K"]
         budget = min(bitrate or OPJ_DEFAULT_MBPS, OPJ_DEFAULT_MBPS) * 1e6 / 8 / float(fps)
         args += ["-r", f"{max(1.0, w * h * 3 * 12 / 8 / budget):.3f}"]   # bytes per frame
         run = subprocess.run(args, capture_output=True, text=True, timeout=600)
@@ -206,9 +208,10 @@ class DCPWriter:
         except OSError as exc:
             raise _write_error(self.out, name, exc) from None
 
-    def write(self, codestream: bytes) -> None:
+    def write(self, codestream: bytes, parsed: Codestream | None = None) -> None:
+        """Append one frame; ``parsed``: its parse, where the caller has it (not parsed again)."""
         with self._writing(self.mxf_name):
-            self.track_writer.write(codestream)
+            self.track_writer.write(codestream, parsed)
 
     def abort(self) -> None:
         """Remove the partial folder (and so everything written so far)."""

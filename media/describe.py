@@ -1,7 +1,7 @@
 """The report of ``cinegpu info PATH``: package, compositions, reels, picture, frame sizes, profile.
 
-Frame-size caps are those of ``docs/dci-facts.md``: libdcp's verifier errors above
-250e6 / (8 fps) bytes per frame and warns above 230e6 / (8 fps).
+Frame-size caps are those of :mod:`cinegpu.decode.codestream.dci`: libdcp's verifier errors
+above 250e6 / (8 fps) bytes per frame (DCI's cap) and warns above 230e6 / (8 fps).
 """
 
 from __future__ import annotations
@@ -9,8 +9,10 @@ from __future__ import annotations
 from fractions import Fraction
 from pathlib import Path
 
+from cinegpu.decode.codestream import dci
+
 from .errors import MediaError
-from .j2k_profile import parse_profile
+from .j2k_profile import Profile, parse_profile
 from .klv import ul_str
 from .mxf import MXFFile
 from .package import Composition, Package, find_assetmap, local, parse_xml, read_package, relpath
@@ -37,7 +39,8 @@ def frame_caps(rate: Fraction | None) -> tuple[int, int] | None:
     """(error cap, warning cap) in bytes per frame at ``rate`` (libdcp verify.cc practice)."""
     if not rate:
         return None
-    return int(250_000_000 / (8 * rate)), int(230_000_000 / (8 * rate))
+    return (dci.bytes_per_frame(dci.FRAME_BITRATE, rate),
+            dci.bytes_per_frame(dci.FRAME_BITRATE_WARNING, rate))
 
 
 def size_lines(sizes: list[tuple[int, int]], rate: Fraction | None) -> list[str]:
@@ -57,16 +60,15 @@ def size_lines(sizes: list[tuple[int, int]], rate: Fraction | None) -> list[str]
         over = sum(k for s, k in sizes if s > cap)
         near = sum(k for s, k in sizes if warn < s <= cap)
         verdict = ("within the cap" if not over and not near else
-                   f"{over} frame(s) over the cap, {near} above the 230 Mbit/s warning level")
-        out.append(f"  DCI cap at {fps_text(rate)} fps: {cap:,} bytes per frame (250 Mbit/s): {verdict}")
+                   f"{over} frame(s) over the cap, {near} above the "
+                   f"{dci.FRAME_BITRATE_WARNING // 1_000_000} Mbit/s warning level")
+        out.append(f"  DCI cap at {fps_text(rate)} fps: {cap:,} bytes per frame "
+                   f"({dci.FRAME_BITRATE // 1_000_000} Mbit/s): {verdict}")
     return out
 
 
-def profile_lines(data: bytes, path) -> list[str]:
-    try:
-        prof = parse_profile(data, path)
-    except MediaError as exc:
-        return [f"codestream: unreadable main header ({exc.reason})"]
+def profile_lines(prof: Profile) -> list[str]:
+    """The codestream lines of a frame's profile: summary, markers, DCI verdict."""
     name, problems = prof.dci_problems()
     out = [f"codestream: {prof.summary()}", f"  markers before the first SOT: {' '.join(prof.markers)}"]
     if prof.htj2k:
@@ -91,38 +93,39 @@ def frame_sizes(source: Source) -> list[tuple[int, int]]:
     return out
 
 
-def first_readable(source: Source, probe: int = 24) -> tuple[int | None, bytes, list[str]]:
-    """(index, codestream) of the first frame with a readable main header among the first
-    ``probe``, and a line for each unreadable frame before it."""
+def first_readable(source: Source, probe: int = 24) -> tuple[int | None, Profile | None, list[str]]:
+    """(index, profile) of the first frame with a readable main header among the first
+    ``probe``, and a line for each unreadable frame before it. Frame 0's profile is the one
+    the source parsed when it opened."""
     bad = []
     for n in range(min(probe, source.frame_count)):
+        if n == 0 and source.profile is not None:
+            return 0, source.profile, bad
         try:
             data = source.frame(n)
             if not data:
                 bad.append(f"frame {n}: empty (0 bytes); the player conceals it")
                 continue
-            parse_profile(data, source.path)
-            return n, data, bad
+            return n, parse_profile(data, source.path), bad
         except MediaError as exc:
             bad.append(f"frame {n}: unreadable ({exc.reason}); the player conceals it")
-    return None, b"", bad
+    return None, None, bad
 
 
 def picture_lines(source: Source) -> list[str]:
     """Picture format, frame-size statistics and codestream profile of an open source."""
     out = []
-    n, first, bad = first_readable(source)
+    n, prof, bad = first_readable(source)
     comps = depth = "?"
-    if first:
-        prof = parse_profile(first, source.path)
+    if prof is not None:
         comps = str(len(prof.components))
         depth = "/".join(str(c[0]) for c in prof.components)
     out.append(f"picture: {source.width}x{source.height}, {fps_text(source.edit_rate)} fps, "
                f"{comps} components, {depth} bit, {'stereoscopic' if source.stereoscopic else '2D'}")
     out += bad
     out += size_lines(frame_sizes(source), source.edit_rate)
-    if first:
-        lines = profile_lines(first, source.path)
+    if prof is not None:
+        lines = profile_lines(prof)
         if n:
             lines[0] += f" (frame {n}, the first readable)"
         out += lines

@@ -17,6 +17,8 @@ from fractions import Fraction
 
 import numpy as np
 
+from cinegpu.decode.codestream import dci
+
 from .colour import to_xyz12, xyz12_parameters
 from .dcp_write import _cinegpu_encoder, encode_frame, encoder_name
 from .errors import MediaError
@@ -44,6 +46,7 @@ class FrameEncoders:
     def __init__(self, *, profile: str, fps, bitrate: float | None, colorspace: str,
                  backend: str = "auto"):
         self.profile, self.fps, self.colorspace = profile, Fraction(fps), colorspace
+        self.dci = dci.profile(profile)      # "2k" / "4k" (or "dci-2k" / "dci-4k")
         self.bitrate = None if bitrate is None else bitrate * 1e6
         self.ours = _cinegpu_encoder() is not None
         self.backend = pick_backend(backend) if self.ours else "cpu"
@@ -63,7 +66,7 @@ class FrameEncoders:
             with self._lock:
                 if self._geometry is None:
                     self._geometry = GeometryCache()
-            enc = Encoder(profile=f"dci-{self.profile}", fps=self.fps, bitrate=self.bitrate,
+            enc = Encoder(profile=self.dci.name, fps=self.fps, bitrate=self.bitrate,
                           backend=self.backend, workers=1, adapt_step=False,
                           geometry=self._geometry)
             self._local.encoder = enc

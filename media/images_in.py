@@ -20,15 +20,14 @@ from pathlib import Path
 
 import numpy as np
 
+from cinegpu.decode.codestream import dci
+
 from .errors import MediaError
 
-__all__ = ["AREAS", "IMAGE_SUFFIXES", "fit", "image_area", "list_frames", "max_input_size", "read_dpx",
+__all__ = ["IMAGE_SUFFIXES", "fit", "image_area", "list_frames", "max_input_size", "read_dpx",
            "read_image"]
 
 IMAGE_SUFFIXES = (".tif", ".tiff", ".png", ".dpx")
-#: DCI image areas per container (ST 428-1 / DCI spec): name -> (width, height).
-AREAS = {"2k": {"flat": (1998, 1080), "scope": (2048, 858), "full": (2048, 1080)},
-         "4k": {"flat": (3996, 2160), "scope": (4096, 1716), "full": (4096, 2160)}}
 
 
 def list_frames(path) -> list[Path]:
@@ -52,9 +51,10 @@ def max_input_size(profile: str = "4k") -> tuple[int, int]:
     """(width, height) in pixels of the largest input frame a ``profile`` takes: twice its full
     container each way (4096x2160 for 2K, 8192x4320 for 4K), so an 8K scan still fits a 4K DCP
     while a header claiming more is refused before any pixel data is decoded."""
-    if profile not in AREAS:
-        raise ValueError(f"profile must be 2k or 4k, got {profile!r}")
-    w, h = AREAS[profile]["full"]
+    try:
+        w, h = dci.profile(profile).container
+    except ValueError:
+        raise ValueError(f"profile must be 2k or 4k, got {profile!r}") from None
     return 2 * w, 2 * h
 
 
@@ -254,7 +254,7 @@ _READERS = {".tif": _read_tiff, ".tiff": _read_tiff, ".png": _read_png,
 def image_area(width: int, height: int, profile: str = "2k", container: str = "auto") -> tuple[str, int, int]:
     """(name, width, height) of the DCI image area for a ``width`` x ``height`` picture:
     ``container`` flat, scope or full, or auto (the area whose aspect ratio is nearest)."""
-    areas = AREAS[profile]
+    areas = dict(dci.profile(profile).image_areas)
     if container != "auto":
         if container not in areas:
             raise ValueError(f"container must be auto, flat, scope or full, got {container!r}")

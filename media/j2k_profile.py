@@ -1,55 +1,79 @@
-"""The little of a JPEG 2000 main header that ``cinegpu info`` reports (ISO/IEC 15444-1 A.5, A.6).
+"""The DCI profile check and summary of a JPEG 2000 frame that ``cinegpu info`` reports.
 
-Only SIZ (A.5.1), COD (A.6.1), QCD's guard bits (A.6.4) and the list of markers up to the first
-SOT are parsed, plus the SOT chain to count tile-parts (A.4.2, each jump by Psot). This is
-deliberately independent of ``cinegpu.decode``; it checks the DCI profiles of
-``docs/dci-facts.md`` (ISO 15444-1 Amd 1, SMPTE Bv2.1 as libdcp verifies them).
+A :class:`Profile` is a view of the codec's own parse of the codestream
+(:func:`cinegpu.decode.codestream.header.parse_codestream`, ISO/IEC 15444-1 A.4-A.6; the
+JP2 box walk of :mod:`cinegpu.decode.jp2.boxes` for JP2 files): it adds the terms ``info``
+reports in and :meth:`Profile.dci_problems`, the check against the DCI 2K and 4K profiles
+(ISO 15444-1 Amd 1, SMPTE Bv2.1 as libdcp verifies them; the facts are those of
+:mod:`cinegpu.decode.codestream.dci`).
+Every decode error becomes a :class:`MediaError` naming the file and the byte offset.
 """
 
 from __future__ import annotations
 
-import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+from cinegpu.decode.codestream import dci
+from cinegpu.decode.codestream import markers as M
+from cinegpu.decode.codestream.cod import PROGRESSIONS
+from cinegpu.decode.codestream.header import Codestream, parse_codestream
+from cinegpu.decode.codestream.siz import RSIZ_HTJ2K
+from cinegpu.decode.errors import CodestreamError
+from cinegpu.decode.jp2.boxes import boxes, is_jp2
 
 from .errors import MediaError
 
-SOC, SOT, EOC = 0xFF4F, 0xFF90, 0xFFD9
-MARKER_NAMES = {
-    0xFF4F: "SOC", 0xFF51: "SIZ", 0xFF52: "COD", 0xFF53: "COC", 0xFF5C: "QCD", 0xFF5D: "QCC",
-    0xFF5E: "RGN", 0xFF5F: "POC", 0xFF55: "TLM", 0xFF57: "PLM", 0xFF60: "PPM", 0xFF63: "CRG",
-    0xFF64: "COM", 0xFF50: "CAP", 0xFF59: "CPF", 0xFF90: "SOT",
-}
-PROGRESSIONS = ("LRCP", "RLCP", "RPCL", "PCRL", "CPRL")
-DCI_SIZES = {2: {(2048, 1080), (1998, 1080), (2048, 858)},
-             4: {(4096, 2160), (3996, 2160), (4096, 1716)}}
-MAX_TILE_PARTS = 1 << 16
+__all__ = ["Profile", "codestream_of", "parse_profile", "profile_of"]
 
 
 @dataclass(frozen=True)
 class Profile:
-    """What the main header says, in the spec's terms."""
+    """What a codestream's main header says, in the spec's terms (a view of ``codestream``)."""
 
-    Rsiz: int
-    Xsiz: int
-    Ysiz: int
-    XOsiz: int
-    YOsiz: int
-    XTsiz: int
-    YTsiz: int
-    XTOsiz: int
-    YTOsiz: int
-    components: list[tuple[int, bool, int, int]]   # (bit depth, signed, XRsiz, YRsiz)
-    progression: str
-    layers: int
-    mct: int
-    levels: int
-    codeblock: tuple[int, int]                      # width, height in samples
-    reversible: bool
-    precincts: list[tuple[int, int]]                # per resolution, lowest first
-    guard_bits: int | None
-    markers: list[str] = field(default_factory=list)
-    tile_parts: int = 0
-    tiles: int = 0
+    codestream: Codestream
+
+    # -- SIZ (A.5.1)
+    @property
+    def Rsiz(self) -> int:
+        return self.codestream.siz.Rsiz
+
+    @property
+    def Xsiz(self) -> int:
+        return self.codestream.siz.Xsiz
+
+    @property
+    def Ysiz(self) -> int:
+        return self.codestream.siz.Ysiz
+
+    @property
+    def XOsiz(self) -> int:
+        return self.codestream.siz.XOsiz
+
+    @property
+    def YOsiz(self) -> int:
+        return self.codestream.siz.YOsiz
+
+    @property
+    def XTsiz(self) -> int:
+        return self.codestream.siz.XTsiz
+
+    @property
+    def YTsiz(self) -> int:
+        return self.codestream.siz.YTsiz
+
+    @property
+    def XTOsiz(self) -> int:
+        return self.codestream.siz.XTOsiz
+
+    @property
+    def YTOsiz(self) -> int:
+        return self.codestream.siz.YTOsiz
+
+    @property
+    def components(self) -> list[tuple[int, bool, int, int]]:
+        """(bit depth, signed, XRsiz, YRsiz) per component."""
+        s = self.codestream.siz
+        return [(s.precision(c), s.signed(c), s.XRsiz[c], s.YRsiz[c]) for c in range(s.Csiz)]
 
     @property
     def width(self) -> int:
@@ -59,14 +83,70 @@ class Profile:
     def height(self) -> int:
         return self.Ysiz - self.YOsiz
 
+    # -- the main header's COD (A.6.1) and QCD (A.6.4)
+    @property
+    def progression(self) -> str:
+        return self._cod.progression_name
+
+    @property
+    def layers(self) -> int:
+        return self._cod.layers
+
+    @property
+    def mct(self) -> int:
+        return self._cod.mct
+
+    @property
+    def levels(self) -> int:
+        return self._cod.spcod.levels
+
+    @property
+    def codeblock(self) -> tuple[int, int]:
+        """Code-block width, height in samples."""
+        sp = self._cod.spcod
+        return 1 << sp.xcb, 1 << sp.ycb
+
+    @property
+    def reversible(self) -> bool:
+        return self._cod.spcod.reversible
+
+    @property
+    def precincts(self) -> list[tuple[int, int]]:
+        """Precinct width, height in samples per resolution, lowest first."""
+        return [(1 << px, 1 << py) for px, py in self._cod.spcod.precincts]
+
+    @property
+    def guard_bits(self) -> int:
+        assert self.codestream.main.qcd is not None
+        return self.codestream.main.qcd.guard_bits
+
+    @property
+    def _cod(self):
+        return self.codestream.cod(None)
+
+    # -- markers and tile-parts (A.4)
+    @property
+    def markers(self) -> list[str]:
+        """Names of the main header's markers, SOC first, up to the first SOT."""
+        return [M.name(code) for code, _, _ in self.codestream.main_markers]
+
+    @property
+    def tile_parts(self) -> int:
+        return self.codestream.tile_part_count
+
+    @property
+    def tiles(self) -> int:
+        """Distinct tiles with at least one tile-part."""
+        return len(self.codestream.tiles)
+
     @property
     def tlm(self) -> bool:
-        return "TLM" in self.markers
+        return bool(self.codestream.main.tlm)
 
     @property
     def htj2k(self) -> bool:
         """Part 15 (HTJ2K): Rsiz bit 14 or a CAP marker."""
-        return bool(self.Rsiz & 0x4000) or "CAP" in self.markers
+        return bool(self.Rsiz & RSIZ_HTJ2K) or self.codestream.main.cap is not None
 
     def summary(self) -> str:
         depth = "/".join(str(c[0]) for c in self.components)
@@ -80,165 +160,82 @@ class Profile:
                 + (", HTJ2K (Part 15)" if self.htj2k else ""))
 
     def dci_problems(self) -> tuple[str, list[str]]:
-        """(profile name, list of deviations) against the DCI 2K or 4K profile."""
-        kind = 4 if self.Rsiz == 4 or self.width > 2048 else 2
+        """(profile name, list of deviations) against the DCI 2K or 4K profile
+        (:mod:`cinegpu.decode.codestream.dci`)."""
+        want = dci.profile_for(self.width, self.Rsiz)
         p: list[str] = []
-        if self.Rsiz != (3 if kind == 2 else 4):
-            p.append(f"Rsiz 0x{self.Rsiz:04x} (want {3 if kind == 2 else 4})")
-        if (self.width, self.height) not in DCI_SIZES[kind]:
-            p.append(f"size {self.width}x{self.height} is not a DCI {kind}K container")
+        if self.Rsiz != want.Rsiz:
+            p.append(f"Rsiz 0x{self.Rsiz:04x} (want {want.Rsiz})")
+        if (self.width, self.height) not in dict(want.image_areas).values():
+            p.append(f"size {self.width}x{self.height} is not a {want.title} container")
         if (self.XOsiz, self.YOsiz, self.XTOsiz, self.YTOsiz) != (0, 0, 0, 0) or \
                 self.XTsiz < self.Xsiz or self.YTsiz < self.Ysiz:
             p.append("not one tile at origin (0,0)")
-        if len(self.components) != 3 or any(c[:2] != (12, False) for c in self.components):
+        if len(self.components) != dci.COMPONENTS or \
+                any(c[:2] != (dci.PRECISION, False) for c in self.components):
             p.append("not 3 unsigned 12-bit components")
-        if self.reversible or self.mct != 1:
+        if self.reversible or self.mct != dci.MCT:
             p.append("not 9/7 irreversible with ICT")
-        want_levels = 5 if kind == 2 else 6
-        if self.levels != want_levels:
-            p.append(f"{self.levels} decomposition levels (Bv2.1 wants {want_levels})")
-        if self.codeblock != (32, 32):
+        if self.levels != want.levels:
+            p.append(f"{self.levels} decomposition levels (Bv2.1 wants {want.levels})")
+        if self.codeblock != tuple(1 << e for e in dci.CODEBLOCK):
             p.append(f"code-blocks {self.codeblock[0]}x{self.codeblock[1]} (want 32x32)")
-        want_prec = [(128, 128)] + [(256, 256)] * self.levels
-        if self.precincts != want_prec:
+        low, rest = (1 << e for e in dci.PRECINCTS)
+        if self.precincts != [(low, low)] + [(rest, rest)] * self.levels:
             p.append("precincts not 128x128 (lowest resolution) and 256x256 elsewhere")
-        if self.progression != "CPRL":
+        if self.progression != PROGRESSIONS[dci.PROGRESSION]:
             p.append(f"progression {self.progression} (want CPRL)")
-        if kind == 4 and "POC" not in self.markers:
+        if want.pocs and "POC" not in self.markers:
             p.append("no POC marker in the main header (4K wants one)")
-        want_parts = 3 if kind == 2 else 6
-        if self.tile_parts != want_parts:
-            p.append(f"{self.tile_parts} tile-parts (want {want_parts})")
+        if self.tile_parts != want.tile_parts:
+            p.append(f"{self.tile_parts} tile-parts (want {want.tile_parts})")
         if not self.tlm:
             p.append("no TLM marker")
-        if self.guard_bits is not None and self.guard_bits != (1 if kind == 2 else 2):
-            p.append(f"{self.guard_bits} guard bits (want {1 if kind == 2 else 2})")
+        if self.guard_bits != want.guard_bits:
+            p.append(f"{self.guard_bits} guard bits (want {want.guard_bits})")
         if self.htj2k:
             p.append("HTJ2K (Part 15) is not part of the DCI profile")
-        return f"DCI {kind}K", p
+        return want.title, p
 
 
-def _codestream(data: bytes, path) -> tuple[bytes, int]:
-    """The codestream inside ``data``: itself, or a JP2 file's contiguous codestream box."""
-    if data[:2] == b"\xff\x4f":
-        return data, 0
-    if data[4:8] == b"jP  ":
-        pos = 0
-        for _ in range(1000):
-            if pos + 8 > len(data):
-                break
-            length, box = struct.unpack(">I4s", data[pos:pos + 8])
-            head = 8
-            if length == 1:
-                if pos + 16 > len(data):
-                    break
-                length, head = struct.unpack(">Q", data[pos + 8:pos + 16])[0], 16
-            elif length == 0:
-                length = len(data) - pos
-            if box == b"jp2c":
-                return data[pos + head:pos + length], pos + head
-            if length < head:
-                break
-            pos += length
-        raise MediaError(path, "JP2 file without a contiguous codestream box", pos)
-    raise MediaError(path, f"not a JPEG 2000 codestream (starts {data[:4].hex()})", 0)
+def codestream_of(data, path=None) -> tuple[memoryview, int]:
+    """(codestream, its byte offset in ``data``): ``data`` itself when it starts with SOC, or a
+    JP2 file's first Contiguous Codestream box (T.800 I.5.4); MediaError otherwise."""
+    view = memoryview(data)
+    if bytes(view[:2]) == b"\xff\x4f":
+        return view, 0
+    if is_jp2(data):
+        try:
+            top = boxes(data, 0, len(data))
+        except CodestreamError as exc:
+            raise MediaError(path, exc.what, exc.offset) from None
+        for box in top:
+            if box.type == b"jp2c":
+                return view[box.start:box.end], box.start
+        raise MediaError(path, "JP2 file without a contiguous codestream box", len(data))
+    raise MediaError(path, f"not a JPEG 2000 codestream (starts {bytes(view[:4]).hex()})", 0)
 
 
-def parse_profile(data: bytes, path=None) -> Profile:
-    """Parse the main header of ``data`` (a codestream or a JP2 file)."""
-    cs, base = _codestream(data, path)
+def parse_profile(data, path=None) -> Profile:
+    """The profile of ``data`` (a codestream or a JP2 file), parsed by the codec's parser in
+    strict mode, every tile-part header included; MediaError where it fails."""
+    cs, base = codestream_of(data, path)
     try:
-        return _parse(cs, path, base)
-    except (struct.error, IndexError) as exc:
-        raise MediaError(path, f"malformed main header: {exc}", base) from None
+        parsed = parse_codestream(cs)
+    except CodestreamError as exc:
+        raise MediaError(path, exc.what, None if exc.offset is None else base + exc.offset) from None
+    return profile_of(parsed, path, base)
 
 
-def main_header_segments(cs: bytes, path=None, base: int = 0) -> tuple[list[tuple[str, bytes, int]], int]:
-    """The marker segments of a codestream's main header, in order: (name, body, offset),
-    and the offset of the first SOT. MediaError where the walk breaks off."""
-    pos, out = 2, []
-    while True:
-        if pos + 4 > len(cs):
-            raise MediaError(path, "main header ends before the first SOT", base + pos)
-        marker, length = struct.unpack(">HH", cs[pos:pos + 4])
-        if marker >> 8 != 0xFF or length < 2:
-            raise MediaError(path, f"expected a marker segment, found 0x{marker:04x}", base + pos)
-        name = MARKER_NAMES.get(marker, f"0x{marker:04X}")
-        if marker == SOT:
-            return out, pos
-        seg = cs[pos + 4:pos + 2 + length]
-        if len(seg) != length - 2:
-            raise MediaError(path, f"{name} segment runs past the end", base + pos)
-        out.append((name, seg, base + pos))
-        pos += 2 + length
-
-
-def _parse(cs: bytes, path, base: int) -> Profile:
-    markers, siz, cod, guard = ["SOC"], None, None, None
-    segments, sot = main_header_segments(cs, path, base)
-    for name, seg, offset in segments:
-        markers.append(name)
-        if name == "SIZ":
-            siz = _siz(seg, path, offset)
-        elif name == "COD":
-            cod = _cod(seg, path, offset)
-        elif name == "QCD" and seg:
-            guard = seg[0] >> 5
-    if siz is None or cod is None:
-        raise MediaError(path, "main header lacks SIZ or COD", base)
-    tiles, parts = _count_tile_parts(cs, sot, path, base)
-    return Profile(**siz, **cod, guard_bits=guard, markers=markers, tile_parts=parts, tiles=tiles)
-
-
-def _siz(seg: bytes, path, offset: int) -> dict:
-    if len(seg) < 36:
-        raise MediaError(path, "SIZ segment too short", offset)
-    rsiz, *geo = struct.unpack(">H8I", seg[:34])
-    csiz = struct.unpack(">H", seg[34:36])[0]
-    if csiz == 0 or len(seg) != 36 + 3 * csiz:
-        raise MediaError(path, f"SIZ length does not match Csiz {csiz}", offset)
-    comps = [((seg[36 + 3 * i] & 0x7F) + 1, bool(seg[36 + 3 * i] & 0x80), seg[37 + 3 * i],
-              seg[38 + 3 * i]) for i in range(csiz)]
-    names = ("Xsiz", "Ysiz", "XOsiz", "YOsiz", "XTsiz", "YTsiz", "XTOsiz", "YTOsiz")
-    out = dict(zip(names, geo), Rsiz=rsiz, components=comps)
-    if out["Xsiz"] <= out["XOsiz"] or out["Ysiz"] <= out["YOsiz"] or not out["XTsiz"] or not out["YTsiz"]:
-        raise MediaError(path, "SIZ describes an empty image or tile", offset)
-    return out
-
-
-def _cod(seg: bytes, path, offset: int) -> dict:
-    if len(seg) < 10:
-        raise MediaError(path, "COD segment too short", offset)
-    scod, prog, layers, mct, levels, xcb, ycb, _style, transform = struct.unpack(">BBHBBBBBB", seg[:10])
-    if prog >= len(PROGRESSIONS) or levels > 32 or xcb > 8 or ycb > 8:
-        raise MediaError(path, "COD values out of range", offset)
-    if scod & 1:
-        if len(seg) != 10 + levels + 1:
-            raise MediaError(path, "COD precinct list does not match the levels", offset)
-        prec = [(1 << (b & 0xF), 1 << (b >> 4)) for b in seg[10:]]
-    else:
-        prec = [(32768, 32768)] * (levels + 1)
-    return dict(progression=PROGRESSIONS[prog], layers=layers, mct=mct, levels=levels,
-                codeblock=(1 << (xcb + 2), 1 << (ycb + 2)), reversible=transform == 1,
-                precincts=prec)
-
-
-def _count_tile_parts(cs: bytes, pos: int, path, base: int) -> tuple[int, int]:
-    """Follow the SOT chain by Psot (A.4.2); returns (distinct tiles, tile-parts)."""
-    tiles, parts = set(), 0
-    for _ in range(MAX_TILE_PARTS):
-        if pos + 2 <= len(cs) and cs[pos:pos + 2] == b"\xff\xd9":
-            return len(tiles), parts
-        if pos + 12 > len(cs):
-            raise MediaError(path, "codestream ends without EOC", base + pos)
-        marker, lsot, isot, psot = struct.unpack(">HHHI", cs[pos:pos + 10])
-        if marker != SOT or lsot != 10:
-            raise MediaError(path, f"expected SOT, found 0x{marker:04x}", base + pos)
-        tiles.add(isot)
-        parts += 1
-        if psot == 0:   # last tile-part runs to EOC
-            return len(tiles), parts
-        if psot < 14:
-            raise MediaError(path, f"Psot {psot} too small", base + pos)
-        pos += psot
-    raise MediaError(path, "too many tile-parts", base + pos)
+def profile_of(cs: Codestream, path=None, base: int = 0) -> Profile:
+    """The profile of a codestream already parsed (with its tile-parts). A frame must end with
+    EOC (A.3) unless its last tile-part runs to the end (Psot 0, A.4.2); MediaError otherwise.
+    ``base``: the codestream's byte offset in its file, for the message."""
+    if cs.main_only:
+        raise ValueError("profile_of needs the tile-parts: parse without main_only")
+    last = cs.markers[-1]
+    if last[0] != M.EOC:
+        parts = [tp for t in cs.tiles.values() for tp in t.parts]
+        if not parts or max(parts, key=lambda tp: tp.offset).sot.Psot != 0:
+            raise MediaError(path, "codestream ends without EOC", base + len(cs.data))
+    return Profile(cs)

@@ -21,16 +21,15 @@ from typing import Callable
 
 import numpy as np
 
+from cinegpu.decode.codestream import dci
+
 from .colour import COLORSPACES
 from .dcp_write import DCPWriter, Package
 from .frame_encode import FrameEncoders
 from .errors import MediaError
 from .images_in import fit, image_area, list_frames, max_input_size, read_image
 
-__all__ = ["DCI_RATES", "master", "master_images"]
-
-#: Frame rates of the DCI profiles (dci-facts.md): 2K 2D and 3D, 4K 2D only.
-DCI_RATES = {"2k": (24, 25, 30, 48, 50, 60), "4k": (24, 25, 30)}
+__all__ = ["master", "master_images"]
 
 
 def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: str,
@@ -44,11 +43,13 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
     Mbit/s. ``backend``: the encoder's ``cpu`` or ``cuda`` (``auto``: CUDA when there is a
     device; colour conversion, forward stage and tier-1 then run on the GPU). Raises
     ValueError for a bad profile, rate or colour space."""
-    if profile not in DCI_RATES:
-        raise ValueError(f"profile must be 2k or 4k, got {profile!r}")
+    try:
+        p = dci.profile(profile)
+    except ValueError:
+        raise ValueError(f"profile must be 2k or 4k, got {profile!r}") from None
     rate = Fraction(fps)
-    if rate not in DCI_RATES[profile]:
-        raise ValueError(f"{fps} fps is not a DCI {profile.upper()} rate {DCI_RATES[profile]}")
+    if rate not in p.frame_rates:
+        raise ValueError(f"{fps} fps is not a {p.title} rate {p.frame_rates}")
     if colorspace not in COLORSPACES:
         raise ValueError(f"colorspace must be one of {COLORSPACES}, got {colorspace!r}")
     if count < 1:

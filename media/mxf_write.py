@@ -33,8 +33,13 @@ from datetime import datetime, timezone
 from fractions import Fraction
 from pathlib import Path
 
+from cinegpu.decode.codestream import dci
+from cinegpu.decode.codestream import markers as M
+from cinegpu.decode.codestream.header import Codestream, parse_codestream
+from cinegpu.decode.codestream.siz import SIZ
+from cinegpu.decode.errors import CodestreamError
+
 from .errors import MediaError
-from .j2k_profile import main_header_segments
 from .mxf import GC_ELEMENT, INDEX_SEGMENT, PRIMER_PACK, RANDOM_INDEX_PACK
 
 __all__ = ["HEADER_RESERVE", "J2KHeader", "PictureTrackWriter", "TrackFile", "parse_j2k_header"]
@@ -49,8 +54,8 @@ INDEX_SID, BODY_SID = 129, 1
 OP_ATOM = bytes.fromhex("060e2b34040101020d01020110000000")
 GC_MULTIPLE_WRAPPINGS = bytes.fromhex("060e2b34040101030d010301027f0100")
 JP2K_FRAME_WRAPPED = bytes.fromhex("060e2b34040101070d010301020c0100")
-JP2K_CODING = {2: bytes.fromhex("060e2b34040101090401020203010103"),   # ST 429-4 2K profile
-               4: bytes.fromhex("060e2b34040101090401020203010104")}   # ST 429-4 4K profile
+JP2K_CODING = {"dci-2k": bytes.fromhex("060e2b34040101090401020203010103"),   # ST 429-4 2K
+               "dci-4k": bytes.fromhex("060e2b34040101090401020203010104")}   # ST 429-4 4K
 DATA_DEF_TIMECODE = bytes.fromhex("060e2b34040101010103020101000000")
 DATA_DEF_PICTURE = bytes.fromhex("060e2b34040101010103020201000000")
 UMID_PREFIX = bytes.fromhex("060a2b340101010501010f2013000000")       # SMPTE UMID, ST 330
@@ -175,46 +180,47 @@ def local_set(kind: int, items: list[tuple[int, bytes]]) -> bytes:
 # -- the codestream's main header -------------------------------------------------------------
 @dataclass(frozen=True)
 class J2KHeader:
-    """SIZ fields and the raw COD and QCD segment bodies (ISO/IEC 15444-1 A.5.1, A.6.1, A.6.4)."""
+    """What the JPEG 2000 sub-descriptor repeats of a frame's main header: its SIZ, and its COD
+    and QCD segment bodies as stored (ISO/IEC 15444-1 A.5.1, A.6.1, A.6.4), read from the
+    codec's parse (:class:`cinegpu.decode.codestream.header.Codestream`)."""
 
-    Rsiz: int
-    Xsiz: int
-    Ysiz: int
-    XOsiz: int
-    YOsiz: int
-    XTsiz: int
-    YTsiz: int
-    XTOsiz: int
-    YTOsiz: int
-    components: tuple[bytes, ...]  # Ssiz, XRsiz, YRsiz per component
+    siz: SIZ
     cod: bytes                     # Scod, SGcod, SPcod
     qcd: bytes                     # Sqcd, SPqcd
 
+    @classmethod
+    def of(cls, cs: Codestream) -> "J2KHeader":
+        cod, qcd = cs.segment_body(M.COD), cs.segment_body(M.QCD)
+        assert cod is not None and qcd is not None   # parse_codestream requires both
+        return cls(cs.siz, cod, qcd)
+
+    @property
+    def Rsiz(self) -> int:
+        return self.siz.Rsiz
+
     @property
     def width(self) -> int:
-        return self.Xsiz - self.XOsiz
+        return self.siz.Xsiz - self.siz.XOsiz
 
     @property
     def height(self) -> int:
-        return self.Ysiz - self.YOsiz
+        return self.siz.Ysiz - self.siz.YOsiz
+
+    @property
+    def components(self) -> tuple[bytes, ...]:
+        """Ssiz, XRsiz, YRsiz per component, as SIZ stores them."""
+        s = self.siz
+        return tuple(bytes((s.Ssiz[c], s.XRsiz[c], s.YRsiz[c])) for c in range(s.Csiz))
 
 
 def parse_j2k_header(data: bytes) -> J2KHeader:
-    """The main header fields the JPEG 2000 sub-descriptor repeats; MediaError if malformed."""
-    if data[:4] != b"\xff\x4f\xff\x51":
-        raise MediaError(None, "codestream does not start with SOC, SIZ")
-    first: dict[str, bytes] = {}
-    for name, seg, _ in main_header_segments(data)[0]:
-        first.setdefault(name, seg)
-    siz, cod, qcd = first.get("SIZ"), first.get("COD"), first.get("QCD")
-    if siz is None or cod is None or qcd is None or len(siz) < 36:
-        raise MediaError(None, "main header lacks SIZ, COD or QCD")
-    fields = struct.unpack_from(">H8IH", siz)
-    csiz = fields[9]
-    if len(siz) != 36 + 3 * csiz:
-        raise MediaError(None, f"SIZ of {len(siz)} bytes for {csiz} components")
-    comps = tuple(siz[36 + 3 * i:39 + 3 * i] for i in range(csiz))
-    return J2KHeader(*fields[:9], comps, cod, qcd)
+    """The main header fields the JPEG 2000 sub-descriptor repeats (the main header alone is
+    parsed); MediaError if malformed."""
+    try:
+        cs = parse_codestream(data, main_only=True)
+    except CodestreamError as exc:
+        raise MediaError(None, exc.what, exc.offset) from None
+    return J2KHeader.of(cs)
 
 
 # -- the writer -----------------------------------------------------------------------------
@@ -258,9 +264,10 @@ class PictureTrackWriter:
             raise
 
     # -- frames --
-    def write(self, codestream: bytes) -> None:
-        """Append one frame (ST 422 frame wrapping: one picture element per edit unit)."""
-        header = parse_j2k_header(codestream)
+    def write(self, codestream: bytes, parsed: Codestream | None = None) -> None:
+        """Append one frame (ST 422 frame wrapping: one picture element per edit unit).
+        ``parsed``: the frame's parse where the caller has it (else its main header is read)."""
+        header = parse_j2k_header(codestream) if parsed is None else J2KHeader.of(parsed)
         if self.header is None:
             self.header = header
         elif (header.width, header.height, header.Rsiz) != \
@@ -384,7 +391,7 @@ class PictureTrackWriter:
         now = _timestamp(self.created)
         mp_umid = UMID_PREFIX + uuid.uuid4().bytes
         fp_umid = UMID_PREFIX + self.asset_id.bytes
-        kind = 4 if h.width > 2048 else 2
+        coding = JP2K_CODING[dci.profile_for(h.width).name]
         u32, u64 = (lambda v: struct.pack(">I", v)), (lambda v: struct.pack(">Q", v))
 
         def track(uid, seq_uid, track_id, number, name):
@@ -455,7 +462,7 @@ class PictureTrackWriter:
                 (0x3203, u32(h.width)), (0x3202, u32(h.height)),
                 (0x3209, u32(h.width)), (0x3208, u32(h.height)),
                 (0x320E, struct.pack(">ii", h.width, h.height)),
-                (0x3201, JP2K_CODING[kind]), (0x3406, u32(4095)), (0x3407, u32(0)),
+                (0x3201, coding), (0x3406, u32(4095)), (0x3407, u32(0)),
                 (0x3401, PIXEL_LAYOUT_XYZ)]),
             local_set(JP2K_SUBDESCRIPTOR, [(0x3C0A, ids["sub"])] + self._j2k_items(h)),
         ]
@@ -465,7 +472,7 @@ class PictureTrackWriter:
     def _j2k_items(h: J2KHeader) -> list[tuple[int, bytes]]:
         """The ST 422 JPEG2000PictureSubDescriptor items, from the main header."""
         t = J2K_TAGS
-        u32 = [(t[name], struct.pack(">I", getattr(h, name))) for name in
+        u32 = [(t[name], struct.pack(">I", getattr(h.siz, name))) for name in
                ("Xsiz", "Ysiz", "XOsiz", "YOsiz", "XTsiz", "YTsiz", "XTOsiz", "YTOsiz")]
         return ([(t["Rsiz"], struct.pack(">H", h.Rsiz))] + u32 +
                 [(t["Csiz"], struct.pack(">H", len(h.components))),

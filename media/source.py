@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Protocol
 
 from .errors import MediaError
-from .j2k_profile import parse_profile
+from .j2k_profile import Profile, parse_profile
 from .mxf import MXFFile
 from .package import Composition, Package, local, parse_xml, read_package
 
@@ -93,10 +93,12 @@ class Source:
             self._starts.append(total)
             total += s.duration
         self.frame_count = total
+        #: The main header of frame 0, parsed once here (None: no frames, or unreadable).
+        self.profile: Profile | None = None
         if total:   # the codestream's SIZ is the truth (ffmpeg pads the descriptor's stored size)
             try:
-                prof = parse_profile(self.frame(0), path)
-                width, height = prof.width, prof.height
+                self.profile = parse_profile(self.frame(0), path)
+                width, height = self.profile.width, self.profile.height
             except MediaError:
                 if width is None or height is None:
                     raise

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from cinegpu.decode.codestream import dci
+
 __all__ = ["COLOURS", "DCI_RSIZ", "is_xyz", "rgba16_reference", "PictureConverter"]
 
 COLOURS = ("auto", "xyz", "rgb")
 #: Rsiz values of the DCI profiles (T.800 Amd 1: 2K and 4K digital cinema).
-DCI_RSIZ = frozenset({3, 4})
+DCI_RSIZ = frozenset(p.Rsiz for p in dci.PROFILES.values())
 _XYZ_KINDS = frozenset({"dcp-smpte", "dcp-interop", "smpte", "interop", "dcp"})
 
 

@@ -112,6 +112,8 @@ def first_profile(media, parse_profile):
 
     reasons = []
     for n in range(min(PROBE_FRAMES, media.frame_count)):
+        if n == 0 and getattr(media, "profile", None) is not None:
+            return media.profile   # parsed when the source opened
         try:
             return parse_profile(media.frame(n), getattr(media, "path", None))
         except MediaError as exc:

@@ -245,6 +245,29 @@ def test_interrupted_writer_leaves_nothing(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.j2c", "t.pgm"]
 
 
+def test_sub_descriptor_items_match_asdcplib():
+    """The JPEG2000PictureSubDescriptor items written from the codec's parse of a frame (passed
+    in, or parsed by the writer from the main header alone) are those asdcplib wrote."""
+    from cinegpu.decode.codestream.header import parse_codestream
+    from cinegpu.media.mxf import J2K_SUB_ITEMS
+    from cinegpu.media.mxf_write import J2K_TAGS, J2KHeader
+    sample = Path(__file__).resolve().parents[1].parent / "shared" / "dcp-samples" / \
+        "libdcp-dcp_test1-smpte-2k" / "video.mxf"
+    if not sample.is_file():
+        pytest.skip("../shared/dcp-samples is absent")
+    with MXFFile(sample) as m:
+        cs, want = m.frame(0), m.picture.j2k
+    mine = PictureTrackWriter._j2k_items(parse_j2k_header(cs))
+    assert PictureTrackWriter._j2k_items(J2KHeader.of(parse_codestream(cs))) == mine
+    names = {tag: name for name, tag in J2K_TAGS.items()}
+    got = dict((names[tag], value) for tag, value in mine)
+    assert set(got) == set(want) == set(J2K_SUB_ITEMS.values())
+    for name in ("CodingStyleDefault", "QuantizationDefault", "PictureComponentSizing"):
+        assert got[name] == want[name], name
+    for name in ("Rsiz", "Csiz"):
+        assert struct.unpack(">H", got[name])[0] == want[name]
+
+
 def test_writer_refuses_a_folder_with_files(tmp_path):
     from cinegpu.media import MediaError
     (tmp_path / "x").write_text("x")

@@ -201,6 +201,48 @@ def test_truncated_codestream_headers():
             parse_profile(cs[:cut])
 
 
+def sample_frame() -> bytes:
+    with MXFFile(SMPTE / "video.mxf") as m:
+        return m.frame(0)
+
+
+def jp2_of(cs: bytes) -> bytes:
+    """A minimal JP2 file around ``cs``: signature, ftyp, an empty jp2h, jp2c."""
+    box = lambda kind, body: struct.pack(">I4s", 8 + len(body), kind) + body  # noqa: E731
+    return (b"\x00\x00\x00\x0cjP  \r\n\x87\n" + box(b"ftyp", b"jp2 \x00\x00\x00\x00jp2 ")
+            + box(b"jp2h", b"") + box(b"jp2c", cs))
+
+
+def test_profile_of_a_jp2_file_is_its_codestream_s():
+    cs = sample_frame()
+    raw, wrapped = parse_profile(cs), parse_profile(jp2_of(cs))
+    assert wrapped.summary() == raw.summary() and wrapped.markers == raw.markers
+    assert wrapped.dci_problems() == raw.dci_problems() == ("DCI 2K", [])
+    base = len(jp2_of(b""))                       # where the codestream starts in the file
+    with pytest.raises(MediaError, match="SIZ must follow SOC") as info:
+        parse_profile(jp2_of(cs[:2] + cs[4:]), "x.jp2")
+    assert info.value.offset == base + 2 and info.value.path == "x.jp2"
+    no_jp2c = jp2_of(cs)[:base - 8]
+    with pytest.raises(MediaError, match="JP2 file without a contiguous codestream box"):
+        parse_profile(no_jp2c)
+
+
+def test_profile_wants_eoc():
+    cs = sample_frame()
+    assert cs[-2:] == b"\xff\xd9"
+    with pytest.raises(MediaError, match="codestream ends without EOC") as info:
+        parse_profile(cs[:-2])
+    assert info.value.offset == len(cs) - 2
+
+
+def test_profile_reads_reserved_markers_as_the_decoder_does():
+    """A reserved marker without a segment (0xFF30..0xFF3F, T.800 A.1.3) is skipped."""
+    cs = sample_frame()
+    cut = 2 + 2 + struct.unpack(">H", cs[4:6])[0]   # after SIZ
+    prof = parse_profile(cs[:cut] + b"\xff\x30" + cs[cut:])
+    assert prof.markers == parse_profile(cs).markers and prof.dci_problems()[1] == []
+
+
 @pytest.mark.parametrize("sample", ["libdcp-dcp_test1-smpte-2k/video.mxf",
                                     "libdcp-dcp_test3-interop-2k/j2c_c6035f97-b07d-4e1c-944d-603fc2ddc242.mxf",
                                     "photon-imf-phdr-4k-j2k/VIDEO_23e9a145-f2da-4183-86b2-1c399db41afb.mxf"])

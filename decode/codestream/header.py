@@ -3,7 +3,12 @@
 :func:`parse_codestream` reads every marker segment through a dispatch table
 and returns a :class:`Codestream`: the main header's segments, and for each
 tile its header segments and the byte ranges of its tile-part bodies.
-Coded data is not touched here; tier-2 reads it later.
+Coded data is not touched here; tier-2 reads it later. With ``main_only``
+the walk stops at the end of the main header (the first SOT), for callers
+that need the header's facts (a track file's picture descriptor) and not the
+tile-parts. This is the one model of a main header: media's profile checks
+and its MXF writer read it too (:meth:`Codestream.segment_body` gives a
+segment's bytes as stored).
 """
 
 from __future__ import annotations
@@ -77,6 +82,31 @@ class Codestream:
     markers: list[tuple[int, int, int]]  #: (code, offset, length) in stream order
     warnings: list[str]
     data: bytes | memoryview
+    #: Byte offset where the main header ends: its first SOT, else EOC, else (a header cut
+    #: short, not strict) where the segment cut short begins (A.3).
+    main_end: int
+    #: Parsed with ``main_only``: ``tiles`` is empty because the tile-parts were not read.
+    main_only: bool = False
+
+    # --- the main header as stored (A.4.1: SOC, SIZ, then segments up to the first SOT)
+    @property
+    def main_markers(self) -> list[tuple[int, int, int]]:
+        """The main header's (code, offset, length), SOC and SIZ first, in stream order."""
+        return [m for m in self.markers if m[1] < self.main_end]
+
+    def segment_body(self, code: int) -> bytes | None:
+        """The body (after Lxxx, A.1.4) of the main header's first ``code`` segment, as
+        stored, or None where the main header has none: for writers that repeat a segment
+        verbatim, e.g. the JPEG 2000 picture sub-descriptor of ST 422."""
+        for c, offset, length in self.main_markers:
+            if c == code and length >= 2:
+                return bytes(self.data[offset + 4 : offset + 2 + length])
+        return None
+
+    @property
+    def tile_part_count(self) -> int:
+        """Tile-parts read (0 with ``main_only``)."""
+        return sum(len(t.parts) for t in self.tiles.values())
 
     # --- the precedence rules of A.6: tile COC > tile COD > main COC > main COD
     def cod(self, tile: Tile | None) -> COD:
@@ -192,12 +222,14 @@ def _read_segments(data, pos: int, scope: str, siz: SIZ, seg: Segments, cs_marke
         pos = end
 
 
-def parse_codestream(data: bytes | memoryview, *, strict: bool = True) -> Codestream:
+def parse_codestream(data: bytes | memoryview, *, strict: bool = True,
+                     main_only: bool = False) -> Codestream:
     """Walk a raw codestream (starting with SOC) into a :class:`Codestream`.
 
     In strict mode a tile-part running past the end of the data raises
     :class:`TruncatedCodestream`; otherwise it is cut at the end and a
     warning is recorded, so the decoder can conceal what is missing.
+    ``main_only``: stop at the end of the main header; no tile-part is read.
     """
     if read_u16(data, 0, "the SOC marker") != M.SOC:
         raise MisplacedMarker("codestream does not start with SOC (FF4F)", 0)
@@ -223,8 +255,8 @@ def parse_codestream(data: bytes | memoryview, *, strict: bool = True) -> Codest
         raise InvalidSegment("main header has no COD", pos)
     if main.qcd is None:
         raise InvalidSegment("main header has no QCD", pos)
-    tiles = {} if cut_short else _read_tile_parts(data, pos, siz, cs_markers, warnings, strict)
-    cs = Codestream(siz, main, tiles, cs_markers, warnings, data)
+    tiles = {} if cut_short or main_only else _read_tile_parts(data, pos, siz, cs_markers, warnings, strict)
+    cs = Codestream(siz, main, tiles, cs_markers, warnings, data, pos, main_only)
     _check_components(cs)
     return cs
 

@@ -11,16 +11,21 @@ from .args import one_line_text, positive_int, positive_rate
 
 
 def register(subparsers) -> None:
+    from cinegpu.decode.codestream import dci
+
+    rates = " or ".join(f"{', '.join(map(str, prof.frame_rates))} ({prof.short.upper()})"
+                        for prof in dci.PROFILES.values())
     p = subparsers.add_parser("master", help="master an image sequence into a DCP (one reel, picture)")
     p.add_argument("input", help="a folder of .tif/.tiff/.png/.dpx frames (natural order) or one image")
     p.add_argument("-o", "--output", required=True, metavar="OUTDIR",
                    help="DCP folder to create (must not exist, or be empty)")
-    p.add_argument("--profile", choices=("2k", "4k"), default="2k", help="DCI container (default 2k)")
+    p.add_argument("--profile", choices=tuple(prof.short for prof in dci.PROFILES.values()), default="2k", help="DCI container (default 2k)")
     p.add_argument("--fps", type=positive_rate, default=Fraction(24),
-                   help="edit rate: 24, 25, 30, 48, 50, 60 (2K) or 24, 25, 30 (4K); default 24")
+                   help=f"edit rate: {rates}; default 24")
     p.add_argument("--title", required=True, type=one_line_text, help="content title (ContentTitleText of the CPL)")
     p.add_argument("--bitrate", type=float, default=None, metavar="MBPS",
-                   help="target Mbit/s (default and maximum: the DCI cap of 250)")
+                   help=f"target Mbit/s (default and maximum: the DCI cap of "
+                        f"{dci.FRAME_BITRATE // 1_000_000})")
     p.add_argument("--colorspace", choices=("rec709", "p3d65", "dcip3", "xyz"), default="rec709",
                    help="what the input holds (default rec709); xyz: X'Y'Z' code values as they are")
     p.add_argument("--container", choices=("auto", "flat", "scope", "full"), default="auto",
