@@ -25,12 +25,14 @@ __all__ = ["FrameEncoders", "pick_backend"]
 
 
 def pick_backend(backend: str = "auto") -> str:
-    """``cpu`` or ``cuda`` for mastering: ``auto`` takes CUDA when CuPy sees a device."""
-    from cinegpu.encode.encoder import _pick_backend
-    try:
-        return _pick_backend(backend)
-    except RuntimeError as exc:      # "cuda" asked for where there is no device
-        raise MediaError(None, str(exc)) from None
+    """``cpu`` or ``cuda`` for mastering: ``auto`` takes CUDA when CuPy sees a device
+    (:func:`cinegpu.decode.backend.select_backend` with the encoder's names).
+
+    ``ValueError`` for another name; :class:`~cinegpu.decode.errors.BackendUnavailable`
+    (naming what is missing and how to install it) for "cuda" without CuPy or a device.
+    """
+    from cinegpu.decode.backend import ENCODER_NAMES, select_backend
+    return select_backend(backend, names=ENCODER_NAMES).name
 
 
 class FrameEncoders:

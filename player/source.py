@@ -235,9 +235,10 @@ class DecodeAheadSource(_AheadSource):
 
     def __init__(self, media, *, backend: str = "cpu", colour: str = "auto", primaries: str = "p3d65",
                  workers: int = 1, depth: int = 8, decoder_factory: Callable | None = None) -> None:
-        from cinegpu.decode.decoder import Decoder, select_backend
+        from cinegpu.decode.backend import select_backend
+        from cinegpu.decode.decoder import Decoder
 
-        self._setup(media, select_backend(backend)[2], colour, primaries, depth)
+        self._setup(media, select_backend(backend).name, colour, primaries, depth)
         self._factory = decoder_factory or (lambda: Decoder(self.backend))
         self._threads = [threading.Thread(target=self._work, name=f"decode-ahead-{i}", daemon=True)
                          for i in range(max(1, workers))]

@@ -22,6 +22,7 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    from cinegpu.decode import BackendUnavailable, PipelineError
     from cinegpu.media import MediaError, open_source
     from cinegpu.media.dcp_write import encoder_name
     from cinegpu.media.demo import DEMO_FRAMES, build_demo, demo_dir, find_demo
@@ -51,6 +52,9 @@ def run(args) -> int:
     headless = args.headless or not has_display()
     try:
         summary = play(media, headless=headless, backend=args.backend)
+    except (MediaError, BackendUnavailable, PipelineError) as exc:   # no frame readable; no GPU; no workers
+        print(f"cinegpu demo: {exc}", file=sys.stderr)
+        return 2
     finally:
         media.close()
     if headless:
