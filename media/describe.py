@@ -9,7 +9,7 @@ from __future__ import annotations
 from fractions import Fraction
 from pathlib import Path
 
-from .errors import MediaError
+from .errors import MediaError, UnsupportedMedia
 from .j2k_profile import parse_profile
 from .klv import ul_str
 from .mxf import MXFFile
@@ -240,4 +240,4 @@ def describe(path) -> str:
     root = parse_xml(p)
     if local(root) in ("AssetMap", "PackingList", "CompositionPlaylist", "VolumeIndex"):
         return describe(p.parent)
-    raise MediaError(p, f"not a package, track file or codestream (XML root <{local(root)}>)")
+    raise UnsupportedMedia(p, f"not a package, track file or codestream (XML root <{local(root)}>)")

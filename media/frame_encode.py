@@ -19,7 +19,7 @@ import numpy as np
 
 from .colour import to_xyz12, xyz12_parameters
 from .dcp_write import _cinegpu_encoder, encode_frame, encoder_name
-from .errors import MediaError
+from .errors import UnsupportedMedia
 
 __all__ = ["FrameEncoders", "pick_backend"]
 
@@ -76,7 +76,7 @@ class FrameEncoders:
     def encode(self, image: np.ndarray, top: float | None = None) -> bytes:
         a = np.asarray(image)
         if a.ndim != 3 or a.shape[2] != 3:
-            raise MediaError(None, f"want an (H, W, 3) image, got shape {a.shape}")
+            raise UnsupportedMedia(None, f"want an (H, W, 3) image, got shape {a.shape}")
         if top is None:
             top = float(np.iinfo(a.dtype).max) if a.dtype.kind in "ui" else 1.0
         if not self.ours:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from .errors import MediaError
+from .errors import CorruptMedia, UnsupportedMedia
 
 SOC, SOT, EOC = 0xFF4F, 0xFF90, 0xFFD9
 MARKER_NAMES = {
@@ -140,8 +140,8 @@ def _codestream(data: bytes, path) -> tuple[bytes, int]:
             if length < head:
                 break
             pos += length
-        raise MediaError(path, "JP2 file without a contiguous codestream box", pos)
-    raise MediaError(path, f"not a JPEG 2000 codestream (starts {data[:4].hex()})", 0)
+        raise UnsupportedMedia(path, "JP2 file without a contiguous codestream box", pos)
+    raise CorruptMedia(path, f"not a JPEG 2000 codestream (starts {data[:4].hex()})", 0)
 
 
 def parse_profile(data: bytes, path=None) -> Profile:
@@ -150,7 +150,7 @@ def parse_profile(data: bytes, path=None) -> Profile:
     try:
         return _parse(cs, path, base)
     except (struct.error, IndexError) as exc:
-        raise MediaError(path, f"malformed main header: {exc}", base) from None
+        raise CorruptMedia(path, f"malformed main header: {exc}", base) from None
 
 
 def main_header_segments(cs: bytes, path=None, base: int = 0) -> tuple[list[tuple[str, bytes, int]], int]:
@@ -159,16 +159,16 @@ def main_header_segments(cs: bytes, path=None, base: int = 0) -> tuple[list[tupl
     pos, out = 2, []
     while True:
         if pos + 4 > len(cs):
-            raise MediaError(path, "main header ends before the first SOT", base + pos)
+            raise CorruptMedia(path, "main header ends before the first SOT", base + pos)
         marker, length = struct.unpack(">HH", cs[pos:pos + 4])
         if marker >> 8 != 0xFF or length < 2:
-            raise MediaError(path, f"expected a marker segment, found 0x{marker:04x}", base + pos)
+            raise CorruptMedia(path, f"expected a marker segment, found 0x{marker:04x}", base + pos)
         name = MARKER_NAMES.get(marker, f"0x{marker:04X}")
         if marker == SOT:
             return out, pos
         seg = cs[pos + 4:pos + 2 + length]
         if len(seg) != length - 2:
-            raise MediaError(path, f"{name} segment runs past the end", base + pos)
+            raise CorruptMedia(path, f"{name} segment runs past the end", base + pos)
         out.append((name, seg, base + pos))
         pos += 2 + length
 
@@ -185,36 +185,36 @@ def _parse(cs: bytes, path, base: int) -> Profile:
         elif name == "QCD" and seg:
             guard = seg[0] >> 5
     if siz is None or cod is None:
-        raise MediaError(path, "main header lacks SIZ or COD", base)
+        raise CorruptMedia(path, "main header lacks SIZ or COD", base)
     tiles, parts = _count_tile_parts(cs, sot, path, base)
     return Profile(**siz, **cod, guard_bits=guard, markers=markers, tile_parts=parts, tiles=tiles)
 
 
 def _siz(seg: bytes, path, offset: int) -> dict:
     if len(seg) < 36:
-        raise MediaError(path, "SIZ segment too short", offset)
+        raise CorruptMedia(path, "SIZ segment too short", offset)
     rsiz, *geo = struct.unpack(">H8I", seg[:34])
     csiz = struct.unpack(">H", seg[34:36])[0]
     if csiz == 0 or len(seg) != 36 + 3 * csiz:
-        raise MediaError(path, f"SIZ length does not match Csiz {csiz}", offset)
+        raise CorruptMedia(path, f"SIZ length does not match Csiz {csiz}", offset)
     comps = [((seg[36 + 3 * i] & 0x7F) + 1, bool(seg[36 + 3 * i] & 0x80), seg[37 + 3 * i],
               seg[38 + 3 * i]) for i in range(csiz)]
     names = ("Xsiz", "Ysiz", "XOsiz", "YOsiz", "XTsiz", "YTsiz", "XTOsiz", "YTOsiz")
     out = dict(zip(names, geo), Rsiz=rsiz, components=comps)
     if out["Xsiz"] <= out["XOsiz"] or out["Ysiz"] <= out["YOsiz"] or not out["XTsiz"] or not out["YTsiz"]:
-        raise MediaError(path, "SIZ describes an empty image or tile", offset)
+        raise CorruptMedia(path, "SIZ describes an empty image or tile", offset)
     return out
 
 
 def _cod(seg: bytes, path, offset: int) -> dict:
     if len(seg) < 10:
-        raise MediaError(path, "COD segment too short", offset)
+        raise CorruptMedia(path, "COD segment too short", offset)
     scod, prog, layers, mct, levels, xcb, ycb, _style, transform = struct.unpack(">BBHBBBBBB", seg[:10])
     if prog >= len(PROGRESSIONS) or levels > 32 or xcb > 8 or ycb > 8:
-        raise MediaError(path, "COD values out of range", offset)
+        raise CorruptMedia(path, "COD values out of range", offset)
     if scod & 1:
         if len(seg) != 10 + levels + 1:
-            raise MediaError(path, "COD precinct list does not match the levels", offset)
+            raise CorruptMedia(path, "COD precinct list does not match the levels", offset)
         prec = [(1 << (b & 0xF), 1 << (b >> 4)) for b in seg[10:]]
     else:
         prec = [(32768, 32768)] * (levels + 1)
@@ -230,15 +230,15 @@ def _count_tile_parts(cs: bytes, pos: int, path, base: int) -> tuple[int, int]:
         if pos + 2 <= len(cs) and cs[pos:pos + 2] == b"\xff\xd9":
             return len(tiles), parts
         if pos + 12 > len(cs):
-            raise MediaError(path, "codestream ends without EOC", base + pos)
+            raise CorruptMedia(path, "codestream ends without EOC", base + pos)
         marker, lsot, isot, psot = struct.unpack(">HHHI", cs[pos:pos + 10])
         if marker != SOT or lsot != 10:
-            raise MediaError(path, f"expected SOT, found 0x{marker:04x}", base + pos)
+            raise CorruptMedia(path, f"expected SOT, found 0x{marker:04x}", base + pos)
         tiles.add(isot)
         parts += 1
         if psot == 0:   # last tile-part runs to EOC
             return len(tiles), parts
         if psot < 14:
-            raise MediaError(path, f"Psot {psot} too small", base + pos)
+            raise CorruptMedia(path, f"Psot {psot} too small", base + pos)
         pos += psot
-    raise MediaError(path, "too many tile-parts", base + pos)
+    raise CorruptMedia(path, "too many tile-parts", base + pos)

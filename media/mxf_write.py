@@ -33,7 +33,7 @@ from datetime import datetime, timezone
 from fractions import Fraction
 from pathlib import Path
 
-from .errors import MediaError
+from .errors import CorruptMedia, MediaError
 from .j2k_profile import main_header_segments
 from .mxf import GC_ELEMENT, INDEX_SEGMENT, PRIMER_PACK, RANDOM_INDEX_PACK
 
@@ -202,17 +202,17 @@ class J2KHeader:
 def parse_j2k_header(data: bytes) -> J2KHeader:
     """The main header fields the JPEG 2000 sub-descriptor repeats; MediaError if malformed."""
     if data[:4] != b"\xff\x4f\xff\x51":
-        raise MediaError(None, "codestream does not start with SOC, SIZ")
+        raise CorruptMedia(None, "codestream does not start with SOC, SIZ")
     first: dict[str, bytes] = {}
     for name, seg, _ in main_header_segments(data)[0]:
         first.setdefault(name, seg)
     siz, cod, qcd = first.get("SIZ"), first.get("COD"), first.get("QCD")
     if siz is None or cod is None or qcd is None or len(siz) < 36:
-        raise MediaError(None, "main header lacks SIZ, COD or QCD")
+        raise CorruptMedia(None, "main header lacks SIZ, COD or QCD")
     fields = struct.unpack_from(">H8IH", siz)
     csiz = fields[9]
     if len(siz) != 36 + 3 * csiz:
-        raise MediaError(None, f"SIZ of {len(siz)} bytes for {csiz} components")
+        raise CorruptMedia(None, f"SIZ of {len(siz)} bytes for {csiz} components")
     comps = tuple(siz[36 + 3 * i:39 + 3 * i] for i in range(csiz))
     return J2KHeader(*fields[:9], comps, cod, qcd)
 
