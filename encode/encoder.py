@@ -295,8 +295,9 @@ def encode(image, *, profile="generic", fps=24, bitrate=None, reversible=False, 
     YTsiz) or None for one tile.  ``precincts``: per-resolution (PPx, PPy) sizes or
     exponents, lowest resolution first, or None.  ``style``: code-block style bits
     (CBLK_* of cinegpu.decode.tier1).  ``backend``: forward stage on "cpu" or
-    "cuda" ("auto" picks CUDA when present; :func:`cinegpu.decode.backend.select_backend`,
-    which raises :class:`~cinegpu.decode.errors.BackendUnavailable` for "cuda" without it).  ``workers``: tier-1 threads.
+    "cuda" ("auto" picks CUDA when present; :func:`cinegpu.decode.backend.select_backend`
+    raises :class:`~cinegpu.decode.errors.BackendUnavailable` for "cuda" without it).
+    ``workers``: tier-1 threads.
     ``quantization``: "expounded" or "derived" (irreversible only).  ``base_step``:
     irreversible quantisation step in sample units before the per-band weighting.
     """

@@ -302,7 +302,7 @@ class PipelineSource(_AheadSource):
         self.burst = self._pipe.depth       # a frame in every slot
         try:
             self._pipe.reserve(media.frame(0))  # shared memory made before the clock runs
-        except (CodestreamError, MediaError, OSError) as exc:  # a damaged first frame: slots are then made as frames come
+        except (CodestreamError, MediaError, OSError) as exc:  # a damaged first frame: slots made as frames come
             log.info("could not reserve pipeline slots from frame 0: %s", exc)
         self._thread = threading.Thread(target=self._feed, name="pipeline-feeder", daemon=True)
         self._thread.start()
