@@ -9,21 +9,27 @@ clipping: what ``opj_decompress`` writes per component.
 """
 
 from .errors import (
+    BackendUnavailable,
     CodestreamError,
     InvalidSegment,
     LimitExceeded,
     MisplacedMarker,
+    PipelineError,
     TruncatedCodestream,
     UnsupportedFeature,
+    WorkerCrashed,
 )
 
 __all__ = [
+    "BackendUnavailable",
     "CodestreamError",
     "InvalidSegment",
     "LimitExceeded",
     "MisplacedMarker",
+    "PipelineError",
     "TruncatedCodestream",
     "UnsupportedFeature",
+    "WorkerCrashed",
     "decode",
 ]
 

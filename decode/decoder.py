@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import tier1
+from .backend import Backend, select_backend
 from .codestream.header import Codestream, parse_codestream, tile_part_ppm_headers
 from .errors import TruncatedCodestream, UnsupportedFeature
 from .jp2 import JP2Header, apply_palette, read_jp2
@@ -84,46 +85,14 @@ def sample_dtype(precision: int, signed: bool):
     return np.uint8 if precision <= 8 else np.uint16 if precision <= 16 else np.int32
 
 
-def select_backend(backend: str):
-    """(transform module, array module, name) for "cpu", "cuda", "auto" or "numpy".
-
-    "cpu" is the numba back end, "numpy" the plain reference it is tested
-    against, "cuda" the CuPy kernels; "auto" picks CUDA when a device is there.
-    """
-    from . import transform
-
-    if backend == "numpy":  # the reference every back end is tested against
-        return transform, np, "numpy"
-    if backend == "cpu":
-        from .transform import cpu_backend
-
-        return cpu_backend, np, "cpu"
-    if backend in ("cuda", "auto"):
-        try:
-            import cupy
-
-            if cupy.cuda.is_available():
-                from .transform import cuda_backend
-
-                return cuda_backend, cupy, "cuda"
-        except Exception as exc:  # probing is quiet: any import or driver failure
-            if backend == "cuda":
-                raise UnsupportedFeature(f"CUDA back end unavailable: {exc}") from None
-        if backend == "cuda":
-            raise UnsupportedFeature("CUDA back end unavailable: no CUDA device")
-        log.info("no CUDA device: using the CPU back end")
-        from .transform import cpu_backend
-
-        return cpu_backend, np, "cpu"
-    raise ValueError(f"unknown back end {backend!r}: use 'cpu', 'cuda', 'auto' or 'numpy'")
-
-
 class Decoder:
     """Decodes frames, reusing plans across frames with the same headers."""
 
     def __init__(self, backend: str = "cpu", *, gpu_tier1: bool | None = None,
                  max_pixels: int | None = DEFAULT_MAX_PIXELS, max_memory: int | None = DEFAULT_MAX_MEMORY) -> None:
-        """``gpu_tier1``: run tier-1 on the GPU too (default: with the CUDA back end).
+        """``backend``: a name :func:`~cinegpu.decode.backend.select_backend` takes ("cpu",
+        "cuda", "auto", "numpy"). ``gpu_tier1``: run tier-1 on the GPU too (default: with the
+        CUDA back end).
 
         ``max_pixels`` (samples of one component at the decoded resolution) and ``max_memory``
         (bytes, estimated from the headers) bound every frame; a frame beyond them raises
@@ -131,8 +100,10 @@ class Decoder:
         (None: no limit). The work a frame may ask for is bounded by its size whatever these
         say; :mod:`cinegpu.decode.limits` gives the rules and the defaults' reasons.
         """
-        self.transform, self.xp, self.backend = select_backend(backend)
-        self.gpu_tier1 = (self.backend == "cuda") if gpu_tier1 is None else (gpu_tier1 and self.backend == "cuda")
+        #: the :class:`~cinegpu.decode.backend.Backend` in use; ``backend`` is its name
+        self.selected: Backend = select_backend(backend)
+        self.transform, self.xp, self.backend = self.selected.transform, self.selected.xp, self.selected.name
+        self.gpu_tier1 = self.selected.gpu_tier1 if gpu_tier1 is None else (gpu_tier1 and self.selected.gpu_tier1)
         self.limits = Limits(max_pixels, max_memory)
         self._plans: dict[tuple, TilePlan] = {}
         self._geometries: dict[tuple, TileGeometry] = {}
@@ -297,7 +268,7 @@ class Decoder:
                 timings["upload"] = time.perf_counter() - t_gpu
                 t_gpu = time.perf_counter()
         for plan, off in zip(prep.plans, prep.offsets):
-            planes = reconstruct_tile(plan, coeffs[off : off + plan.coeff_size], s, self.transform, xp, components)
+            planes = reconstruct_tile(plan, coeffs[off : off + plan.coeff_size], s, self.transform, components)
             for c, (tc, plane) in enumerate(zip(plan.components, planes)):
                 if plane is None:
                     continue

@@ -1,12 +1,37 @@
-"""The one error family of the decoder.
+"""The errors of the codec core, one family per cause.
 
-Bad input, whatever it is, raises a subclass of :class:`CodestreamError`
-carrying the byte offset where the problem was found and what was expected
-there. Nothing else (``struct.error``, ``IndexError``, ``ZeroDivisionError``)
-may escape :func:`cinegpu.decode.decode`.
+- :class:`CodestreamError` (a ``ValueError``): the input. Bad input, whatever it is, raises
+  a subclass carrying the byte offset where the problem was found and what was expected
+  there; nothing else (``struct.error``, ``IndexError``, ``ZeroDivisionError``) may escape
+  :func:`cinegpu.decode.decode`. :class:`TruncatedCodestream`, :class:`InvalidSegment` and
+  :class:`MisplacedMarker` are input that breaks ISO/IEC 15444-1. :class:`UnsupportedFeature`
+  is legal input using what this decoder does not implement (Part 2 and Part 15 features,
+  :class:`LimitExceeded` decodes beyond the limits); it stays a ``CodestreamError`` because
+  it is still a property of the input, which callers (the conformance and fuzz tests, the
+  ``decode``, ``info`` and ``bench`` commands, the pipeline's per-frame results) report and
+  conceal like damage: the frame cannot be decoded here, whatever the machine.
+- :class:`PipelineError` (a ``RuntimeError``): the multi-process decode pipeline failed, not
+  the input; :class:`WorkerCrashed` when a worker process died with a frame in hand.
+- :class:`BackendUnavailable` (a ``RuntimeError``): the machine lacks what a back end needs
+  (CuPy, a CUDA driver, a device); the message says what is missing and how to install it.
 """
 
 from __future__ import annotations
+
+__all__ = [
+    "BackendUnavailable",
+    "CodestreamError",
+    "InvalidSegment",
+    "LimitExceeded",
+    "MisplacedMarker",
+    "PipelineError",
+    "TruncatedCodestream",
+    "UnsupportedFeature",
+    "WorkerCrashed",
+]
+
+#: What to install for the CUDA back end (pyproject.toml's extras: CuPy and the CUDA bindings).
+CUDA_INSTALL_HINT = "pip install 'cinegpu[cuda13]' (or 'cinegpu[cuda12]' for a CUDA 12 driver)"
 
 
 class CodestreamError(ValueError):
@@ -53,3 +78,26 @@ class LimitExceeded(UnsupportedFeature):
         self.needed = needed
         self.limit = limit
         super().__init__(what, offset)
+
+
+class PipelineError(RuntimeError):
+    """The decode pipeline (:mod:`cinegpu.decode.pipeline`) failed: a worker that cannot start,
+    or a bug reported by one. Not a property of the input; the frame may decode elsewhere."""
+
+
+class WorkerCrashed(PipelineError):
+    """The worker process decoding this frame died (the frame is lost; the worker is replaced)."""
+
+
+class BackendUnavailable(RuntimeError):
+    """A back end was asked for by name but this machine cannot run it.
+
+    ``backend`` is the name asked for ("cuda"); ``missing`` what is lacking (CuPy, a usable
+    CUDA driver, a device); ``hint`` how to get it. The message holds all three.
+    """
+
+    def __init__(self, backend: str, missing: str, hint: str = CUDA_INSTALL_HINT) -> None:
+        self.backend = backend
+        self.missing = missing
+        self.hint = hint
+        super().__init__(f"{backend} back end unavailable: {missing}; {hint}")

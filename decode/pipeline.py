@@ -10,8 +10,10 @@ numpy/numba stage on the CPU. While frame n is reconstructed, frames n+1 ..
 n+N are in the workers. Slots are the back-pressure: at most ``depth``
 frames are in flight and :meth:`FramePipeline.submit` waits for a free one.
 
-A worker that raises (a corrupt frame) reports that frame's error; a worker
-that dies (a crash) fails only the frame it held, and is replaced.
+A worker that raises (a corrupt frame) reports that frame's error, a
+:class:`~cinegpu.decode.errors.CodestreamError`; a worker that dies (a crash)
+fails only the frame it held with :class:`WorkerCrashed`, a
+:class:`~cinegpu.decode.errors.PipelineError` (not bad input), and is replaced.
 """
 
 from __future__ import annotations
@@ -29,15 +31,11 @@ from multiprocessing.connection import wait
 import numpy as np
 
 from .decoder import Decoder, Frame, Prepared, check_components, finish_frame
-from .errors import CodestreamError
+from .errors import CodestreamError, PipelineError, WorkerCrashed
 from .limits import DEFAULT_MAX_MEMORY, DEFAULT_MAX_PIXELS
 from .tier1.gpu import scratch_entries, work_order
 
 log = logging.getLogger("cinegpu.decode")
-
-
-class WorkerCrashed(CodestreamError):
-    """The worker process decoding this frame died (the frame is lost)."""
 
 
 @dataclass
@@ -130,7 +128,7 @@ def _worker_main(conn, backend_unused: str) -> None:
             except CodestreamError as exc:
                 conn.send((seq, exc, None, None))
             except Exception as exc:  # a bug: report it with its traceback, keep serving
-                conn.send((seq, RuntimeError(f"worker error: {exc!r}\n{traceback.format_exc()}"), None, None))
+                conn.send((seq, PipelineError(f"worker error: {exc!r}\n{traceback.format_exc()}"), None, None))
     finally:
         for shm in attached.values():
             shm.close()
@@ -216,7 +214,8 @@ class FramePipeline:
     ...         show(frame)
 
     ``frame`` is a :class:`Frame`, or the :class:`CodestreamError` that
-    frame raised. ``to_host=False`` keeps CUDA results on the device.
+    frame raised, or a :class:`PipelineError` (:class:`WorkerCrashed`) when the
+    pipeline lost it. ``to_host=False`` keeps CUDA results on the device.
     """
 
     def __init__(self, *, backend: str = "auto", workers: int | None = None, depth: int | None = None,
@@ -235,7 +234,7 @@ class FramePipeline:
         self.reduce, self.layers, self.strict = reduce, layers, strict
         self.components = components
         self.to_host = to_host
-        if self.backend != "cuda":
+        if not self.decoder.selected.cuda:
             self.mode = MODE_SAMPLES  # the CPU back end reconstructs in the workers
         elif self.decoder.gpu_tier1:
             self.mode = MODE_SEGMENTS  # workers: tier-2; the GPU: tier-1 and reconstruction
@@ -269,13 +268,13 @@ class FramePipeline:
     def _await_ready(self, i: int, timeout: float = 300.0) -> None:
         proc, conn = self._workers[i]
         if not conn.poll(timeout):
-            raise RuntimeError(f"tier-1 worker {i} did not start within {timeout:.0f} s")
+            raise PipelineError(f"tier-1 worker {i} did not start within {timeout:.0f} s")
         try:
             msg = conn.recv()
         except EOFError:
-            raise RuntimeError(f"tier-1 worker {i} died while starting (exit code {proc.exitcode})") from None
+            raise PipelineError(f"tier-1 worker {i} died while starting (exit code {proc.exitcode})") from None
         if msg != "ready":
-            raise RuntimeError(f"tier-1 worker {i} sent {msg!r} while starting")
+            raise PipelineError(f"tier-1 worker {i} sent {msg!r} while starting")
 
     def _mode(self, prep: Prepared) -> str:
         """What the worker writes for this frame: a frame with HT code-blocks (Part 15) gets
@@ -470,7 +469,7 @@ class FramePipeline:
                 self._done[seq] = (key, result, None, work)
 
     def get(self):
-        """The next frame in submission order: (key, Frame or CodestreamError)."""
+        """The next frame in submission order: (key, Frame, CodestreamError or PipelineError)."""
         if self._next_out >= self._submitted:
             raise LookupError("no frame in flight")
         while self._next_out not in self._done:

@@ -1,34 +1,23 @@
 """Reconstruction of a tile: dequantise, inverse DWT, inverse MCT, DC shift.
 
-Works with any transform module of the same API: the numpy reference
-(:mod:`cinegpu.decode.transform`), the numba CPU back end (``cpu_backend``,
-which also offers fused calls used here when present) and the CuPy back end
-(``cuda_backend``). Input is the flat coefficient buffer from
-:mod:`cinegpu.decode.tile`; output one int32 array per component at the
-decoded resolution (T.800 Annexes E, F, G).
+One path for every transform back end (:class:`~cinegpu.decode.transform.backend.TransformBackend`:
+the numpy reference :mod:`cinegpu.decode.transform`, the numba ``cpu_backend``
+and the CuPy ``cuda_backend``), through their fused entry points
+``dequantize_idwt`` and ``reconstruct_mct``.  Input is the flat coefficient
+buffer from :mod:`cinegpu.decode.tile`; output one int32 array per component
+at the decoded resolution (T.800 Annexes E, F, G).
 """
 
 from __future__ import annotations
 
-import numpy as np
-
 from .errors import InvalidSegment
 from .plan import TileComponent, TilePlan
+from .transform.backend import TransformBackend
 
 
 def _raw(coeffs, band):
     """The tier-1 values of ``band`` as a 2-D view of the flat buffer."""
     return coeffs[band.offset : band.offset + band.width * band.height].reshape(band.height, band.width)
-
-
-def tile_component(tc: TileComponent, coeffs, tf, xp=np):
-    """Inverse DWT of one tile-component up to its last decoded resolution."""
-    res = tc.resolutions[: tc.decoded]
-    deq = tf.dequantize
-    ll = deq(_raw(coeffs, res[0].bands[0]), res[0].bands[0].delta, tc.reversible)
-    levels = [(*(deq(_raw(coeffs, b), b.delta, tc.reversible) for b in r.bands), r.rect) for r in res[1:]]
-    idwt = tf.idwt_53 if tc.reversible else tf.idwt_97
-    return idwt(ll, levels)
 
 
 def _fused_args(tc: TileComponent, coeffs):
@@ -52,7 +41,7 @@ def _check_mct(plan: TilePlan) -> bool:
     return c0.reversible
 
 
-def reconstruct_tile(plan: TilePlan, coeffs, siz, tf, xp=np, components=None) -> list:
+def reconstruct_tile(plan: TilePlan, coeffs, siz, tf: TransformBackend, components=None) -> list:
     """Samples of the tile's components (clipped ints, DC shift applied).
 
     ``components``: the indices wanted (None: all); others come back as None.
@@ -63,18 +52,7 @@ def reconstruct_tile(plan: TilePlan, coeffs, siz, tf, xp=np, components=None) ->
     wanted = set(range(n) if components is None else components)
     mct = bool(plan.mct) and n >= 3 and {0, 1, 2} <= wanted
     reversible = _check_mct(plan) if mct else False
-    if hasattr(tf, "reconstruct_mct"):
-        return _reconstruct_fused(plan, coeffs, siz, tf, wanted, mct, reversible)
-    planes = [tile_component(tc, coeffs, tf, xp) if tc.c in wanted else None for tc in plan.components]
-    if mct:
-        inverse = tf.inverse_rct if reversible else tf.inverse_ict
-        planes[0], planes[1], planes[2] = inverse(planes[0], planes[1], planes[2])
-    return [None if p is None else tf.to_samples(p, siz.precision(c), siz.signed(c))
-            for c, p in enumerate(planes)]
-
-
-def _reconstruct_fused(plan, coeffs, siz, tf, wanted, mct, reversible) -> list:
-    out: list = [None] * len(plan.components)
+    out: list = [None] * n
     first = 0
     if mct:
         args = [_fused_args(tc, coeffs) for tc in plan.components[:3]]

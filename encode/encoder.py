@@ -10,11 +10,11 @@ rate control to the byte budget, headers included (:mod:`.rate`); packets
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, replace
 
 import numpy as np
 
+from cinegpu.decode.backend import ENCODER_NAMES, select_backend
 from cinegpu.decode.codestream.header import parse_codestream
 from cinegpu.decode.plan import build_tile_plan
 
@@ -26,8 +26,6 @@ from .markers import main_header
 from .quant import block_components
 
 __all__ = ["Encoder", "GeometryCache", "encode"]
-
-log = logging.getLogger(__name__)
 
 #: Give up meeting a budget after this many tier-2 rounds (each round is exact).
 MAX_ROUNDS = 8
@@ -131,7 +129,7 @@ class Encoder:
         self.step_scale = 1.0
         self.adapt = adapt_step
         self.stats: dict = {}
-        self.backend = _pick_backend(backend)
+        self.backend = select_backend(backend, names=ENCODER_NAMES).name
         self.pool = TierOnePool(workers)
         self.timings: dict[str, float] = {}
         self._plans = geometry if geometry is not None else GeometryCache()
@@ -276,23 +274,6 @@ class Encoder:
         return self.base_step * self.step_scale
 
 
-def _pick_backend(backend: str) -> str:
-    if backend not in ("auto", "cpu", "cuda"):
-        raise ValueError(f"backend {backend!r} not in ('auto', 'cpu', 'cuda')")
-    if backend == "cpu":
-        return "cpu"
-    try:
-        import cupy
-        ok = bool(cupy.cuda.is_available())
-    except Exception:  # noqa: BLE001 - probing is quiet (STYLE.md)
-        ok = False
-    if backend == "cuda" and not ok:
-        raise RuntimeError("backend 'cuda' asked for, but CuPy finds no CUDA device")
-    if backend == "auto" and not ok:
-        log.info("encode: no CUDA device, using the CPU forward stage")
-    return "cuda" if ok else "cpu"
-
-
 def encode(image, *, profile="generic", fps=24, bitrate=None, reversible=False, levels=None,
            codeblock=(32, 32), progression="LRCP", layers=1, tiles=None, precincts=None,
            backend="auto", workers=None, bits=None, signed=None, style=0,
@@ -314,7 +295,9 @@ def encode(image, *, profile="generic", fps=24, bitrate=None, reversible=False, 
     YTsiz) or None for one tile.  ``precincts``: per-resolution (PPx, PPy) sizes or
     exponents, lowest resolution first, or None.  ``style``: code-block style bits
     (CBLK_* of cinegpu.decode.tier1).  ``backend``: forward stage on "cpu" or
-    "cuda" ("auto" picks CUDA when present).  ``workers``: tier-1 threads.
+    "cuda" ("auto" picks CUDA when present; :func:`cinegpu.decode.backend.select_backend`
+    raises :class:`~cinegpu.decode.errors.BackendUnavailable` for "cuda" without it).
+    ``workers``: tier-1 threads.
     ``quantization``: "expounded" or "derived" (irreversible only).  ``base_step``:
     irreversible quantisation step in sample units before the per-band weighting.
     """

@@ -1,17 +1,13 @@
 """Media: DCP and IMF packages, MXF track files and JPEG 2000 frame sequences.
 
 ``open_source(path)`` gives the picture of any of them as one flat run of codestreams;
-``describe(path)`` is the text ``cinegpu info`` prints; ``MediaError`` is the one error family.
+``describe(path)`` is the text ``cinegpu info`` prints; ``MediaError`` is the one error family
+(``CorruptMedia``, ``UnsupportedMedia``, ``EncryptedMedia``: see :mod:`.errors`).
 """
 
-from .errors import MediaError
+from .errors import CorruptMedia, EncryptedMedia, MediaError, UnsupportedMedia
 from .source import Source, open_source
+from .describe import describe   # after .source; binds the function over the submodule's name
 
 
-def describe(path) -> str:
-    """The report ``cinegpu info PATH`` prints for a package, track file or sequence."""
-    from .describe import describe as _describe
-    return _describe(path)
-
-
-__all__ = ["MediaError", "Source", "describe", "open_source"]
+__all__ = ["CorruptMedia", "EncryptedMedia", "MediaError", "Source", "UnsupportedMedia", "describe", "open_source"]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from .errors import MediaError
+from .errors import MediaError, UnsupportedMedia
 from .package import Package, read_package, relpath
 from .source import kind_of
 
@@ -116,7 +116,7 @@ def check(path, progress: bool = True) -> CheckReport:
         kind = kind_of(root)
         if kind not in ("folder", "xml"):
             what = "an MXF track file" if kind == "mxf" else "a codestream"
-            raise MediaError(root, f"not a package folder or ASSETMAP ({what})")
+            raise UnsupportedMedia(root, f"not a package folder or ASSETMAP ({what})")
         pkg = read_package(root)
     except MediaError as exc:
         report.problems.append(str(exc))

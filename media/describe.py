@@ -11,7 +11,7 @@ from pathlib import Path
 
 from cinegpu.decode.codestream import dci
 
-from .errors import MediaError
+from .errors import MediaError, UnsupportedMedia
 from .j2k_profile import Profile, parse_profile
 from .klv import ul_str
 from .mxf import MXFFile
@@ -242,4 +242,4 @@ def describe(path) -> str:
     root = parse_xml(p)
     if local(root) in ("AssetMap", "PackingList", "CompositionPlaylist", "VolumeIndex"):
         return describe(p.parent)
-    raise MediaError(p, f"not a package, track file or codestream (XML root <{local(root)}>)")
+    raise UnsupportedMedia(p, f"not a package, track file or codestream (XML root <{local(root)}>)")

@@ -21,18 +21,20 @@ from cinegpu.decode.codestream import dci
 
 from .colour import to_xyz12, xyz12_parameters
 from .dcp_write import _cinegpu_encoder, encode_frame, encoder_name
-from .errors import MediaError
+from .errors import UnsupportedMedia
 
 __all__ = ["FrameEncoders", "pick_backend"]
 
 
 def pick_backend(backend: str = "auto") -> str:
-    """``cpu`` or ``cuda`` for mastering: ``auto`` takes CUDA when CuPy sees a device."""
-    from cinegpu.encode.encoder import _pick_backend
-    try:
-        return _pick_backend(backend)
-    except RuntimeError as exc:      # "cuda" asked for where there is no device
-        raise MediaError(None, str(exc)) from None
+    """``cpu`` or ``cuda`` for mastering: ``auto`` takes CUDA when CuPy sees a device
+    (:func:`cinegpu.decode.backend.select_backend` with the encoder's names).
+
+    ``ValueError`` for another name; :class:`~cinegpu.decode.errors.BackendUnavailable`
+    (naming what is missing and how to install it) for "cuda" without CuPy or a device.
+    """
+    from cinegpu.decode.backend import ENCODER_NAMES, select_backend
+    return select_backend(backend, names=ENCODER_NAMES).name
 
 
 class FrameEncoders:
@@ -77,7 +79,7 @@ class FrameEncoders:
     def encode(self, image: np.ndarray, top: float | None = None) -> bytes:
         a = np.asarray(image)
         if a.ndim != 3 or a.shape[2] != 3:
-            raise MediaError(None, f"want an (H, W, 3) image, got shape {a.shape}")
+            raise UnsupportedMedia(None, f"want an (H, W, 3) image, got shape {a.shape}")
         if top is None:
             top = float(np.iinfo(a.dtype).max) if a.dtype.kind in "ui" else 1.0
         if not self.ours:

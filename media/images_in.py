@@ -22,7 +22,7 @@ import numpy as np
 
 from cinegpu.decode.codestream import dci
 
-from .errors import MediaError
+from .errors import CorruptMedia, MediaError, UnsupportedMedia
 
 __all__ = ["IMAGE_SUFFIXES", "fit", "image_area", "list_frames", "max_input_size", "read_dpx",
            "read_image"]
@@ -36,14 +36,14 @@ def list_frames(path) -> list[Path]:
     p = Path(path)
     if p.is_file():
         if p.suffix.lower() not in IMAGE_SUFFIXES:
-            raise MediaError(p, f"not a TIFF, PNG or DPX image ({p.suffix or 'no suffix'})")
+            raise UnsupportedMedia(p, f"not a TIFF, PNG or DPX image ({p.suffix or 'no suffix'})")
         return [p]
     if not p.is_dir():
         raise MediaError(p, "no such file or folder")
     files = sorted((f for f in p.iterdir() if f.is_file() and f.suffix.lower() in IMAGE_SUFFIXES),
                    key=lambda f: natural_key(f.name))
     if not files:
-        raise MediaError(p, "no .tif/.tiff/.png/.dpx images in this folder")
+        raise UnsupportedMedia(p, "no .tif/.tiff/.png/.dpx images in this folder")
     return files
 
 
@@ -81,12 +81,12 @@ def _check_size(p: Path, width: int, height: int, limit, expect) -> None:
     """Refuse a frame whose header says ``width`` x ``height`` pixels when that is empty, over
     ``limit`` (width, height) or not ``expect`` (width, height), before its pixels are decoded."""
     if width < 1 or height < 1:
-        raise MediaError(p, f"empty image ({width}x{height} pixels)")
+        raise CorruptMedia(p, f"empty image ({width}x{height} pixels)")
     if limit is not None and (width > limit[0] or height > limit[1]):
-        raise MediaError(p, f"{width}x{height} pixels is larger than the {limit[0]}x{limit[1]} "
+        raise UnsupportedMedia(p, f"{width}x{height} pixels is larger than the {limit[0]}x{limit[1]} "
                             "an input frame may be (twice the DCI container each way)")
     if expect is not None and (width, height) != tuple(expect):
-        raise MediaError(p, f"{width}x{height} pixels, but the sequence's first frame is "
+        raise UnsupportedMedia(p, f"{width}x{height} pixels, but the sequence's first frame is "
                             f"{expect[0]}x{expect[1]}")
 
 
@@ -100,7 +100,7 @@ def read_image(path, *, limit=max_input_size("4k"), expect=None) -> np.ndarray:
     p = Path(path)
     reader = _READERS.get(p.suffix.lower())
     if reader is None:
-        raise MediaError(p, f"not a TIFF, PNG or DPX image ({p.suffix or 'no suffix'})")
+        raise UnsupportedMedia(p, f"not a TIFF, PNG or DPX image ({p.suffix or 'no suffix'})")
     try:
         return reader(p, limit, expect)
     except MediaError:
@@ -108,7 +108,7 @@ def read_image(path, *, limit=max_input_size("4k"), expect=None) -> np.ndarray:
     except OSError as exc:
         raise MediaError(p, f"cannot read image: {exc.strerror or exc}") from None
     except Exception as exc:     # a library's own error on a damaged file, named as it says it
-        raise MediaError(p, f"damaged image: {type(exc).__name__}: {exc}") from None
+        raise CorruptMedia(p, f"damaged image: {type(exc).__name__}: {exc}") from None
 
 
 #: PNG colour type -> (samples per pixel, allowed bit depths) (ISO/IEC 15948 11.2.2 table 11.1).
@@ -138,7 +138,7 @@ def _check_png_data(p: Path, data: bytes, want: int) -> None:
     while pos + 8 <= len(data) and got <= want:
         n, kind = struct.unpack_from(">I4s", data, pos)
         if pos + 12 + n > len(data):
-            raise MediaError(p, f"PNG chunk {kind!r} of {n} bytes runs past the end of the file",
+            raise CorruptMedia(p, f"PNG chunk {kind!r} of {n} bytes runs past the end of the file",
                              pos)
         if kind == b"IDAT":
             chunk = data[pos + 8:pos + 8 + n]
@@ -149,10 +149,10 @@ def _check_png_data(p: Path, data: bytes, want: int) -> None:
             break
         pos += 12 + n
     if got > want:
-        raise MediaError(p, f"PNG image data inflates to more than the {want} bytes its IHDR "
+        raise CorruptMedia(p, f"PNG image data inflates to more than the {want} bytes its IHDR "
                             "implies")
     if got < want:
-        raise MediaError(p, f"PNG image data truncated: {got} of {want} bytes")
+        raise CorruptMedia(p, f"PNG image data truncated: {got} of {want} bytes")
 
 
 def _read_png(p: Path, limit, expect) -> np.ndarray:
@@ -161,12 +161,12 @@ def _read_png(p: Path, limit, expect) -> np.ndarray:
     size, so libpng is only handed a stream of the size the header says."""
     data = p.read_bytes()
     if data[:8] != b"\x89PNG\r\n\x1a\n" or len(data) < 33 or data[12:16] != b"IHDR":
-        raise MediaError(p, "not a PNG file (no signature and IHDR)")
+        raise CorruptMedia(p, "not a PNG file (no signature and IHDR)")
     width, height, depth, colour, _, _, interlace = struct.unpack_from(">IIBBBBB", data, 16)
     _check_size(p, width, height, limit, expect)
     samples, depths = _PNG_COLOUR.get(colour, (0, ()))
     if depth not in depths or interlace > 1:
-        raise MediaError(p, f"PNG IHDR: colour type {colour}, bit depth {depth}, interlace "
+        raise CorruptMedia(p, f"PNG IHDR: colour type {colour}, bit depth {depth}, interlace "
                             f"{interlace} is not a valid combination (ISO/IEC 15948 11.2.2)")
     _check_png_data(p, data, _png_data_size(width, height, samples * depth, interlace))
     import imagecodecs
@@ -179,12 +179,12 @@ def _read_tiff(p: Path, limit, expect) -> np.ndarray:
     import tifffile
     with tifffile.TiffFile(p) as tif:
         if not tif.pages:
-            raise MediaError(p, "TIFF file with no image")
+            raise CorruptMedia(p, "TIFF file with no image")
         page = tif.pages.first
         _check_size(p, page.imagewidth, page.imagelength, limit, expect)
         if page.imagedepth != 1 or not 1 <= page.samplesperpixel <= 4 or page.dtype is None \
                 or page.dtype.itemsize > 4:
-            raise MediaError(p, f"unsupported TIFF layout: {page.samplesperpixel} samples of "
+            raise UnsupportedMedia(p, f"unsupported TIFF layout: {page.samplesperpixel} samples of "
                                 f"{page.dtype}, depth {page.imagedepth} (want 1 to 4 samples "
                                 "of up to 32 bits, one plane)")
         a = page.asarray()
@@ -200,10 +200,10 @@ def read_dpx(path, *, limit=max_input_size("4k"), expect=None) -> np.ndarray:
     with open(p, "rb") as f:
         head = f.read(2048)
         if len(head) < 2048:
-            raise MediaError(p, "DPX file shorter than its 2048-byte header")
+            raise CorruptMedia(p, "DPX file shorter than its 2048-byte header")
         magic = head[:4]
         if magic not in (b"SDPX", b"XPDS"):
-            raise MediaError(p, f"not a DPX file (magic {magic!r})")
+            raise CorruptMedia(p, f"not a DPX file (magic {magic!r})")
         e = ">" if magic == b"SDPX" else "<"
         width, height = struct.unpack_from(e + "II", head, 772)
         _check_size(p, width, height, limit, expect)
@@ -213,10 +213,10 @@ def read_dpx(path, *, limit=max_input_size("4k"), expect=None) -> np.ndarray:
     packing, encoding, element_offset = struct.unpack_from(e + "HHI", data, 804)
     offset = element_offset or image_offset
     if encoding != 0:
-        raise MediaError(p, "run-length encoded DPX is not supported")
+        raise UnsupportedMedia(p, "run-length encoded DPX is not supported")
     channels = {50: 3, 51: 4, 6: 1}.get(descriptor)
     if channels is None:
-        raise MediaError(p, f"DPX descriptor {descriptor} (only RGB 50, RGBA 51, luma 6)")
+        raise UnsupportedMedia(p, f"DPX descriptor {descriptor} (only RGB 50, RGBA 51, luma 6)")
     n = width * height * channels
     if bits == 8:
         row = -(-width * channels // 4) * 4
@@ -234,14 +234,14 @@ def read_dpx(path, *, limit=max_input_size("4k"), expect=None) -> np.ndarray:
         s = np.stack([(w >> 22) & 0x3FF, (w >> 12) & 0x3FF, (w >> 2) & 0x3FF], axis=-1)
         a = s.reshape(height, -1)[:, :width * channels]
     else:
-        raise MediaError(p, f"DPX of {bits} bits with packing {packing} is not supported "
+        raise UnsupportedMedia(p, f"DPX of {bits} bits with packing {packing} is not supported "
                             "(8, 10 or 12 filled method A, 16)")
     return _normalise(np.ascontiguousarray(a).reshape(height, width, channels), bits)
 
 
 def _take(p: Path, data: bytes, offset: int, nbytes: int, dtype) -> np.ndarray:
     if offset + nbytes > len(data):
-        raise MediaError(p, f"DPX image data truncated: {nbytes} bytes wanted at {offset}, "
+        raise CorruptMedia(p, f"DPX image data truncated: {nbytes} bytes wanted at {offset}, "
                             f"file has {len(data)}")
     return np.frombuffer(data, dtype, nbytes // np.dtype(dtype).itemsize, offset)
 

@@ -21,7 +21,7 @@ from cinegpu.decode.codestream.siz import RSIZ_HTJ2K
 from cinegpu.decode.errors import CodestreamError
 from cinegpu.decode.jp2.boxes import boxes, is_jp2
 
-from .errors import MediaError
+from .errors import CorruptMedia, UnsupportedMedia, media_error_of
 
 __all__ = ["Profile", "codestream_of", "parse_profile", "profile_of"]
 
@@ -208,12 +208,12 @@ def codestream_of(data, path=None) -> tuple[memoryview, int]:
         try:
             top = boxes(data, 0, len(data))
         except CodestreamError as exc:
-            raise MediaError(path, exc.what, exc.offset) from None
+            raise media_error_of(exc)(path, exc.what, exc.offset) from None
         for box in top:
             if box.type == b"jp2c":
                 return view[box.start:box.end], box.start
-        raise MediaError(path, "JP2 file without a contiguous codestream box", len(data))
-    raise MediaError(path, f"not a JPEG 2000 codestream (starts {bytes(view[:4]).hex()})", 0)
+        raise UnsupportedMedia(path, "JP2 file without a contiguous codestream box", len(data))
+    raise CorruptMedia(path, f"not a JPEG 2000 codestream (starts {bytes(view[:4]).hex()})", 0)
 
 
 def parse_profile(data, path=None) -> Profile:
@@ -223,7 +223,8 @@ def parse_profile(data, path=None) -> Profile:
     try:
         parsed = parse_codestream(cs)
     except CodestreamError as exc:
-        raise MediaError(path, exc.what, None if exc.offset is None else base + exc.offset) from None
+        raise media_error_of(exc)(path, exc.what,
+                                  None if exc.offset is None else base + exc.offset) from None
     return profile_of(parsed, path, base)
 
 
@@ -237,5 +238,5 @@ def profile_of(cs: Codestream, path=None, base: int = 0) -> Profile:
     if last[0] != M.EOC:
         parts = [tp for t in cs.tiles.values() for tp in t.parts]
         if not parts or max(parts, key=lambda tp: tp.offset).sot.Psot != 0:
-            raise MediaError(path, "codestream ends without EOC", base + len(cs.data))
+            raise CorruptMedia(path, "codestream ends without EOC", base + len(cs.data))
     return Profile(cs)

@@ -13,7 +13,7 @@ import struct
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from .errors import MediaError
+from .errors import CorruptMedia, MediaError
 
 UL_PREFIX = b"\x06\x0e\x2b\x34"
 
@@ -59,8 +59,9 @@ class FileReader:
     def close(self) -> None:
         self.file.close()
 
-    def error(self, message: str, offset: int | None = None) -> MediaError:
-        return MediaError(self.path, message, offset)
+    def error(self, message: str, offset: int | None = None) -> CorruptMedia:
+        """The error for bytes of this file that break the KLV or MXF rules."""
+        return CorruptMedia(self.path, message, offset)
 
     def read(self, offset: int, n: int, what: str = "data") -> bytes:
         """Exactly ``n`` bytes at ``offset``, or a MediaError naming the truncation."""

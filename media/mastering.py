@@ -121,7 +121,7 @@ def master_images(path, out, *, profile: str = "2k", **options) -> Package:
         try:
             return read_image(files[i], limit=limit, expect=expect)
         except MediaError as exc:
-            raise MediaError(files[i], f"frame {i}: {exc.reason}") from None
+            raise type(exc)(files[i], f"frame {i}: {exc.reason}") from None   # same kind, frame named
 
     first = read(0)
     size = (first.shape[1], first.shape[0])

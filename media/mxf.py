@@ -21,7 +21,7 @@ import struct
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from .errors import MediaError
+from .errors import CorruptMedia, EncryptedMedia, MediaError, UnsupportedMedia
 from .klv import KLV, Cursor, FileReader, key_matches, ul_str
 
 # Keys (ST 377-1 Annex; version byte 7 ignored by key_matches).
@@ -176,7 +176,7 @@ class MXFFile:
             raise
         except (struct.error, ValueError, IndexError, ZeroDivisionError, OverflowError) as exc:
             self.reader.close()
-            raise MediaError(self.path, f"malformed MXF: {exc}") from None
+            raise CorruptMedia(self.path, f"malformed MXF: {exc}") from None
 
     # -- structure -----------------------------------------------------------------------
     def _load(self) -> None:
@@ -516,14 +516,14 @@ class MXFFile:
     def check_readable(self) -> None:
         """Raise unless the picture can be read: encrypted, no picture, or no index."""
         if self.encrypted:
-            raise MediaError(self.path, "essence is encrypted (SMPTE ST 429-6); a KDM is needed "
+            raise EncryptedMedia(self.path, "essence is encrypted (SMPTE ST 429-6); a KDM is needed "
                              "to decrypt it, and cinegpu does not play encrypted track files")
         if self.picture is None:
-            raise MediaError(self.path, "no picture essence descriptor (not a picture track file)")
+            raise UnsupportedMedia(self.path, "no picture essence descriptor (not a picture track file)")
         if not self.index_segments:
-            raise MediaError(self.path, "no index table: cannot seek to frames")
+            raise UnsupportedMedia(self.path, "no index table: cannot seek to frames")
         if not self._essence_parts:
-            raise MediaError(self.path, f"no essence partition for body SID {self.body_sid}")
+            raise CorruptMedia(self.path, f"no essence partition for body SID {self.body_sid}")
 
     def stream_offset(self, n: int) -> tuple[int, int | None]:
         """(stream offset, bytes or None) of edit unit ``n`` from the index (ST 377-1 11.4)."""
@@ -614,7 +614,7 @@ class MXFFile:
                 raise r.error(f"index entry for frame {n} does not point at an essence element "
                               f"({exc.reason})", off) from None
             if key_matches(klv.key, ENCRYPTED_TRIPLET):
-                raise MediaError(self.path, "essence is encrypted (SMPTE ST 429-6); a KDM is "
+                raise EncryptedMedia(self.path, "essence is encrypted (SMPTE ST 429-6); a KDM is "
                                  "needed to decrypt it", off)
             if key_matches(klv.key, GC_ELEMENT) and klv.key[12] in PICTURE_ITEMS:
                 if not second or seen:

@@ -39,7 +39,7 @@ from cinegpu.decode.codestream.header import Codestream, parse_codestream
 from cinegpu.decode.codestream.siz import SIZ
 from cinegpu.decode.errors import CodestreamError
 
-from .errors import MediaError
+from .errors import MediaError, media_error_of
 from .mxf import GC_ELEMENT, INDEX_SEGMENT, PRIMER_PACK, RANDOM_INDEX_PACK
 
 __all__ = ["HEADER_RESERVE", "J2KHeader", "PictureTrackWriter", "TrackFile", "parse_j2k_header"]
@@ -219,7 +219,7 @@ def parse_j2k_header(data: bytes) -> J2KHeader:
     try:
         cs = parse_codestream(data, main_only=True)
     except CodestreamError as exc:
-        raise MediaError(None, exc.what, exc.offset) from None
+        raise media_error_of(exc)(None, exc.what, exc.offset) from None
     return J2KHeader.of(cs)
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from lxml import etree
 
-from .errors import MediaError
+from .errors import CorruptMedia, MediaError, UnsupportedMedia
 
 NS_AM = {"http://www.smpte-ra.org/schemas/429-9/2007/AM": "smpte",
          "http://www.digicine.com/PROTO-ASDCP-AM-20040311#": "interop"}
@@ -92,14 +92,14 @@ def parse_xml(path: Path):
     except OSError as exc:
         raise MediaError(path, f"cannot read: {exc.strerror or exc}") from None
     if size > MAX_XML_BYTES:
-        raise MediaError(path, f"XML file of {size} bytes is implausibly large")
+        raise UnsupportedMedia(path, f"XML file of {size} bytes is implausibly large")
     parser = etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=False,
                              remove_comments=True)
     try:
         return etree.parse(str(path), parser).getroot()
     except etree.XMLSyntaxError as exc:
         line, col = exc.position if exc.position else (None, None)
-        raise MediaError(path, f"malformed XML (line {line}, column {col}): {exc.msg}") from None
+        raise CorruptMedia(path, f"malformed XML (line {line}, column {col}): {exc.msg}") from None
     except OSError as exc:
         raise MediaError(path, f"cannot read: {exc}") from None
 
@@ -111,15 +111,15 @@ def _int(el, name: str, path, default: int | None = None, limit: int = MAX_FRAME
         return default
     line = child(el, name).sourceline
     if len(t) > 24 or not t.isascii():
-        raise MediaError(path, f"<{name}> is not a plausible integer: {_quote(t)} (line {line})")
+        raise CorruptMedia(path, f"<{name}> is not a plausible integer: {_quote(t)} (line {line})")
     try:
         v = int(t)
     except ValueError:
-        raise MediaError(path, f"<{name}> is not an integer: {t!r} (line {line})") from None
+        raise CorruptMedia(path, f"<{name}> is not an integer: {t!r} (line {line})") from None
     if v < 0:
-        raise MediaError(path, f"<{name}> is negative: {v} (line {line})")
+        raise CorruptMedia(path, f"<{name}> is negative: {v} (line {line})")
     if v > limit:
-        raise MediaError(path, f"<{name}> {v} is above the limit of {limit} (line {line})")
+        raise UnsupportedMedia(path, f"<{name}> {v} is above the limit of {limit} (line {line})")
     return v
 
 
@@ -146,10 +146,10 @@ def _rate(el, name: str, path, top: Fraction = MAX_RATE) -> Fraction | None:
                 0 < int(parts[0]) <= MAX_RATE_TERM and 0 < int(parts[1]) <= MAX_RATE_TERM):
             rate = None
     if rate is None or rate.numerator > MAX_RATE_TERM or rate.denominator > MAX_RATE_TERM:
-        raise MediaError(path, f"<{name}> is not a rate: {_quote(t)} (line {line}); want two "
+        raise CorruptMedia(path, f"<{name}> is not a rate: {_quote(t)} (line {line}); want two "
                                f"integers 1..{MAX_RATE_TERM}")
     if not MIN_RATE <= rate <= top:
-        raise MediaError(path, f"<{name}> {rate} is outside {MIN_RATE}..{top} edit units per "
+        raise CorruptMedia(path, f"<{name}> {rate} is outside {MIN_RATE}..{top} edit units per "
                                f"second (line {line})")
     return rate
 
@@ -247,14 +247,14 @@ def read_assetmap(path: Path) -> Package:
     root = parse_xml(path)
     flavour = NS_AM.get(namespace(root))
     if local(root) != "AssetMap" or flavour is None:
-        raise MediaError(path, f"not an ASSETMAP: root <{local(root)}> in namespace "
+        raise CorruptMedia(path, f"not an ASSETMAP: root <{local(root)}> in namespace "
                                f"{namespace(root) or 'none'}")
     folder = path.parent
     paths: dict[str, Path] = {}
     pkl_ids: list[str] = []
     asset_list = child(root, "AssetList")
     if asset_list is None:
-        raise MediaError(path, "ASSETMAP has no <AssetList>")
+        raise CorruptMedia(path, "ASSETMAP has no <AssetList>")
     for asset in asset_list:
         if local(asset) != "Asset":
             continue
@@ -263,10 +263,10 @@ def read_assetmap(path: Path) -> Package:
         chunk = child(chunks, "Chunk") if chunks is not None else None
         rel = text(chunk, "Path") if chunk is not None else None
         if not aid or not rel:
-            raise MediaError(path, f"asset {aid or '?'} without an Id or a chunk Path "
+            raise CorruptMedia(path, f"asset {aid or '?'} without an Id or a chunk Path "
                                    f"(line {asset.sourceline})")
         if aid in paths:
-            raise MediaError(path, f"asset {aid} is listed twice (line {asset.sourceline}): "
+            raise CorruptMedia(path, f"asset {aid} is listed twice (line {asset.sourceline}): "
                                    "which file it names is ambiguous")
         paths[aid] = confined(folder, rel, f"asset {aid} (line {asset.sourceline})", path)
         if (text(asset, "PackingList") or "").lower() == "true":
@@ -306,7 +306,7 @@ def confined(root: Path, rel: str, what: str, where: Path) -> Path:
         except OSError as exc:        # a name too long, a symlink loop
             bad = f"cannot be used ({exc.strerror or exc})"
     if bad:
-        raise MediaError(where, f"{what}: path {_quote(rel, 300)} {bad}; refused")
+        raise CorruptMedia(where, f"{what}: path {_quote(rel, 300)} {bad}; refused")
     return root / (root / name).resolve().relative_to(root.resolve())
 
 
@@ -314,25 +314,25 @@ def read_pkl(path: Path) -> PackingList:
     root = parse_xml(path)
     flavour = NS_PKL.get(namespace(root))
     if local(root) != "PackingList" or flavour is None:
-        raise MediaError(path, f"not a packing list: root <{local(root)}> in namespace "
+        raise CorruptMedia(path, f"not a packing list: root <{local(root)}> in namespace "
                                f"{namespace(root) or 'none'}")
     asset_list = child(root, "AssetList")
     if asset_list is None:
-        raise MediaError(path, "packing list has no <AssetList>")
+        raise CorruptMedia(path, "packing list has no <AssetList>")
     assets: dict[str, PKLAsset] = {}
     for a in asset_list:
         if local(a) != "Asset":
             continue
         aid = uuid_of(text(a, "Id"))
         if not aid:
-            raise MediaError(path, f"packing list asset without an <Id> (line {a.sourceline})")
+            raise CorruptMedia(path, f"packing list asset without an <Id> (line {a.sourceline})")
         if aid in assets:
-            raise MediaError(path, f"asset {aid} is listed twice (line {a.sourceline}): which "
+            raise CorruptMedia(path, f"asset {aid} is listed twice (line {a.sourceline}): which "
                                    "hash and size it has is ambiguous")
         assets[aid] = PKLAsset(aid, text(a, "Hash"), _int(a, "Size", path, limit=MAX_SIZE),
                                text(a, "Type"), text(a, "OriginalFileName"))
     if not assets:
-        raise MediaError(path, f"packing list's <AssetList> (line {asset_list.sourceline}) lists "
+        raise CorruptMedia(path, f"packing list's <AssetList> (line {asset_list.sourceline}) lists "
                                "no asset")
     return PackingList(path, uuid_of(text(root, "Id")), flavour, list(assets.values()))
 
@@ -350,7 +350,7 @@ def read_cpl(path: Path, paths: dict[str, Path] | None = None) -> Composition:
     root = parse_xml(path)
     flavour = cpl_flavour(root)
     if flavour is None:
-        raise MediaError(path, f"not a composition playlist: root <{local(root)}> in namespace "
+        raise CorruptMedia(path, f"not a composition playlist: root <{local(root)}> in namespace "
                                f"{namespace(root) or 'none'}")
     title = text(root, "ContentTitleText") or text(root, "ContentTitle") or text(root, "AnnotationText") \
         or text(root, "Annotation") or ""
@@ -373,18 +373,18 @@ def _check_reels(reels: list[Reel], path: Path) -> None:
     seen: set[str] = set()
     for reel in reels:
         if reel.id and reel.id in seen:
-            raise MediaError(path, f"reel (segment) id {reel.id} is listed twice")
+            raise CorruptMedia(path, f"reel (segment) id {reel.id} is listed twice")
         seen.add(reel.id)
     frames = sum(a.duration for r in reels for a in r.of_kind("picture", "stereo-picture"))
     if frames > MAX_FRAMES:
-        raise MediaError(path, f"the picture lasts {frames} edit units, above the limit of "
+        raise UnsupportedMedia(path, f"the picture lasts {frames} edit units, above the limit of "
                                f"{MAX_FRAMES}")
 
 
 def _dcp_reels(root, path) -> list[Reel]:
     reel_list = child(root, "ReelList")
     if reel_list is None:
-        raise MediaError(path, "CPL has no <ReelList>")
+        raise CorruptMedia(path, "CPL has no <ReelList>")
     reels = []
     for reel in reel_list:
         if local(reel) != "Reel":
@@ -398,7 +398,7 @@ def _dcp_reels(root, path) -> list[Reel]:
                 continue
             aid = uuid_of(text(el, "Id"))
             if aid in ids:
-                raise MediaError(path, f"{local(el)} {aid}: asset id listed twice in reel "
+                raise CorruptMedia(path, f"{local(el)} {aid}: asset id listed twice in reel "
                                        f"{uuid_of(text(reel, 'Id'))} (line {el.sourceline})")
             ids.add(aid)
             intrinsic = _int(el, "IntrinsicDuration", path)
@@ -407,7 +407,7 @@ def _dcp_reels(root, path) -> list[Reel]:
             if duration is None:
                 duration = max(0, (intrinsic or 0) - entry)
             if intrinsic is not None and entry + duration > intrinsic:
-                raise MediaError(path, f"{local(el)} {uuid_of(text(el, 'Id'))}: entry point {entry} "
+                raise CorruptMedia(path, f"{local(el)} {uuid_of(text(el, 'Id'))}: entry point {entry} "
                                        f"+ duration {duration} exceeds intrinsic duration {intrinsic} "
                                        f"(line {el.sourceline})")
             assets.append(ReelAsset(kind, uuid_of(text(el, "Id")), _rate(el, "EditRate", path),
@@ -422,7 +422,7 @@ def _imf_segments(root, path) -> list[Reel]:
     """IMF segments as reels (ST 2067-3 6.x): one ReelAsset per track file resource."""
     seg_list = child(root, "SegmentList")
     if seg_list is None:
-        raise MediaError(path, "IMF CPL has no <SegmentList>")
+        raise CorruptMedia(path, "IMF CPL has no <SegmentList>")
     reels = []
     resource_ids: set[str] = set()
     for seg in seg_list:
@@ -445,19 +445,19 @@ def _imf_segments(root, path) -> list[Reel]:
                     source = max(0, (intrinsic or 0) - entry)
                 rid = uuid_of(text(res, "Id"))
                 if rid and rid in resource_ids:
-                    raise MediaError(path, f"resource id {rid} is listed twice (line "
+                    raise CorruptMedia(path, f"resource id {rid} is listed twice (line "
                                            f"{res.sourceline})")
                 resource_ids.add(rid)
                 repeat = _int(res, "RepeatCount", path, 1)
                 if not repeat:
-                    raise MediaError(path, f"resource {rid}: <RepeatCount> 0; ST 2067-3 wants a "
+                    raise CorruptMedia(path, f"resource {rid}: <RepeatCount> 0; ST 2067-3 wants a "
                                            f"positive count (line {res.sourceline})")
                 if source * repeat > MAX_FRAMES:
-                    raise MediaError(path, f"resource {rid}: {source} edit units repeated "
+                    raise UnsupportedMedia(path, f"resource {rid}: {source} edit units repeated "
                                            f"{repeat} times exceeds the limit of {MAX_FRAMES} "
                                            f"(line {res.sourceline})")
                 if intrinsic is not None and entry + source > intrinsic:
-                    raise MediaError(path, f"resource {uuid_of(text(res, 'Id'))}: entry point "
+                    raise CorruptMedia(path, f"resource {uuid_of(text(res, 'Id'))}: entry point "
                                            f"{entry} + source duration {source} exceeds intrinsic "
                                            f"duration {intrinsic} (line {res.sourceline})")
                 assets.append(ReelAsset(kind, uuid_of(text(res, "TrackFileId")),
@@ -474,15 +474,15 @@ def read_package(folder_or_assetmap: Path) -> Package:
     p = Path(folder_or_assetmap)
     am = p if p.is_file() else find_assetmap(p)
     if am is None:
-        raise MediaError(p, "no ASSETMAP or ASSETMAP.xml in this folder")
+        raise UnsupportedMedia(p, "no ASSETMAP or ASSETMAP.xml in this folder")
     if am is not p and not inside(am, p):
-        raise MediaError(am, "the ASSETMAP leads outside the package folder (a symlink); refused")
+        raise CorruptMedia(am, "the ASSETMAP leads outside the package folder (a symlink); refused")
     pkg = read_assetmap(am)
     pkl_ids = pkg.packing_list_ids
     for pid in pkl_ids:
         pkl_path = pkg.paths[pid]
         if not pkl_path.is_file():
-            raise MediaError(pkl_path, "packing list named in the ASSETMAP is missing")
+            raise CorruptMedia(pkl_path, "packing list named in the ASSETMAP is missing")
         pkg.pkls.append(read_pkl(pkl_path))
     cpl_paths: list[Path] = []
     for pkl in pkg.pkls:
@@ -499,7 +499,7 @@ def read_package(folder_or_assetmap: Path) -> Package:
     for cp in dict.fromkeys(cpl_paths):
         comp = read_cpl(cp, pkg.paths)
         if comp.id and comp.id in by_id:
-            raise MediaError(cp, f"composition id {comp.id} is also the id of "
+            raise CorruptMedia(cp, f"composition id {comp.id} is also the id of "
                                  f"{relpath(by_id[comp.id], pkg.root)}")
         by_id[comp.id] = cp
         pkg.compositions.append(comp)

@@ -15,7 +15,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Protocol
 
-from .errors import MediaError
+from .errors import CorruptMedia, MediaError, UnsupportedMedia
 from .j2k_profile import Profile, parse_profile
 from .mxf import MXFFile
 from .package import Composition, Package, local, parse_xml, read_package
@@ -44,7 +44,7 @@ def read_codestream_file(path: Path) -> bytes:
     try:
         size = path.stat().st_size
         if size > MAX_CODESTREAM_BYTES:
-            raise MediaError(path, f"{size} bytes is too large for one frame")
+            raise UnsupportedMedia(path, f"{size} bytes is too large for one frame")
         return path.read_bytes()
     except OSError as exc:
         raise MediaError(path, f"cannot read: {exc.strerror or exc}") from None
@@ -164,7 +164,7 @@ def open_sequence(folder: Path) -> Source:
     files = sorted((p for p in folder.iterdir() if p.suffix.lower() in FRAME_SUFFIXES and p.is_file()),
                    key=lambda p: natural_key(p.name))
     if not files:
-        raise MediaError(folder, "no ASSETMAP, and no .j2c/.j2k/.jp2 frames in this folder")
+        raise UnsupportedMedia(folder, "no ASSETMAP, and no .j2c/.j2k/.jp2 frames in this folder")
     return Source("j2k-sequence", folder.name, None, [Span(FrameFiles(files), 0, 0, len(files))],
                   path=folder)
 
@@ -176,24 +176,24 @@ def open_composition(pkg: Package, comp: Composition) -> Source:
         for reel in comp.reels:
             for asset in reel.of_kind("picture", "stereo-picture"):
                 if asset.path is None:
-                    raise MediaError(comp.path, f"picture asset {asset.id} of reel {reel.id} is "
+                    raise CorruptMedia(comp.path, f"picture asset {asset.id} of reel {reel.id} is "
                                                 "not in the ASSETMAP")
                 if not asset.path.is_file():
-                    raise MediaError(asset.path, f"picture asset {asset.id} is missing "
+                    raise CorruptMedia(asset.path, f"picture asset {asset.id} is missing "
                                                  f"(named by {pkg.assetmap_path.name})")
                 mxf = tracks.get(asset.path) or MXFFile(asset.path)
                 tracks[asset.path] = mxf
                 mxf.check_readable()
                 source = asset.duration // max(1, asset.repeat_count)
                 if asset.entry_point + source > mxf.frame_count:
-                    raise MediaError(comp.path, f"reel {reel.id} plays frames {asset.entry_point}.."
+                    raise CorruptMedia(comp.path, f"reel {reel.id} plays frames {asset.entry_point}.."
                                                 f"{asset.entry_point + source - 1} of {asset.path.name}, "
                                                 f"which has {mxf.frame_count}")
                 spans.append(Span(mxf, asset.entry_point, source, asset.duration))
         if not spans:
-            raise MediaError(comp.path, "composition has no picture")
+            raise UnsupportedMedia(comp.path, "composition has no picture")
         if not any(s.duration for s in spans):
-            raise MediaError(comp.path, "composition's picture lasts 0 frames")
+            raise CorruptMedia(comp.path, "composition's picture lasts 0 frames")
         first = spans[0].track
         pic = first.picture if isinstance(first, MXFFile) else None
         return Source(comp.flavour, comp.title, comp.edit_rate, spans,
@@ -213,9 +213,9 @@ def open_package(path: Path, cpl: Path | None = None) -> Source:
     if cpl is not None:
         comps = [c for c in comps if c.path.resolve() == cpl.resolve()]
         if not comps:
-            raise MediaError(cpl, f"this CPL is not listed in the packing lists of {pkg.assetmap_path}")
+            raise CorruptMedia(cpl, f"this CPL is not listed in the packing lists of {pkg.assetmap_path}")
     if not comps:
-        raise MediaError(pkg.assetmap_path, "package has no composition playlist")
+        raise UnsupportedMedia(pkg.assetmap_path, "package has no composition playlist")
     return open_composition(pkg, comps[0])
 
 
@@ -269,7 +269,7 @@ def kind_of(path) -> str:
     if p.suffix.lower() in FRAME_SUFFIXES or kind in ("JPEG 2000 codestream", "JP2 file"):
         return "codestream"
     if kind != "XML":
-        raise MediaError(p, f"not a package, track file or codestream ({kind})")
+        raise UnsupportedMedia(p, f"not a package, track file or codestream ({kind})")
     return "xml"
 
 
@@ -293,4 +293,4 @@ def open_source(path) -> Source:
         return open_package(p if name == "AssetMap" else p.parent)
     if name == "CompositionPlaylist":
         return open_package(p.parent, cpl=p)
-    raise MediaError(p, f"not a package, track file or codestream (XML root <{name}>)")
+    raise UnsupportedMedia(p, f"not a package, track file or codestream (XML root <{name}>)")

@@ -71,13 +71,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _ordinary_errors() -> tuple[type[BaseException], ...]:
-    from cinegpu.decode import CodestreamError
+    from cinegpu.decode.errors import BackendUnavailable, CodestreamError, PipelineError
     from cinegpu.interop import InteropError
     from cinegpu.media import MediaError
 
     from .commands.args import UsageError
 
-    return (UsageError, CodestreamError, MediaError, InteropError)
+    return (UsageError, CodestreamError, MediaError, InteropError, BackendUnavailable, PipelineError)
 
 
 #: What a command may raise for bad input or an impossible request, reported in one line.

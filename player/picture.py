@@ -4,7 +4,8 @@ X'Y'Z' content (DCPs, DCI-profile codestreams) goes through the DCI output
 transform (:func:`cinegpu.decode.transform.xyz_to_rgb`, or its CuPy twin on
 the CUDA back end); other content is taken as RGB (3 components) or grey
 (1), each scaled from its precision to 16 bits: round(v * 65535 / (2^p - 1)).
-Alpha is opaque (65535).
+Alpha is opaque (65535).  Components it cannot show (fewer than three for
+X'Y'Z', differing sizes) raise :class:`~cinegpu.media.errors.UnsupportedMedia`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from cinegpu.decode.codestream import dci
+from cinegpu.media.errors import UnsupportedMedia
 
 __all__ = ["COLOURS", "DCI_RSIZ", "is_xyz", "rgba16_reference", "PictureConverter"]
 
@@ -41,7 +43,7 @@ def rgba16_reference(components, precisions, xyz: bool, primaries: str = "p3d65"
     """(H, W, 4) uint16 picture of decoded ``components`` (numpy, or CuPy with ``xp=cupy``)."""
     if xyz:
         if len(components) < 3:
-            raise ValueError(f"X'Y'Z' needs 3 components, got {len(components)}")
+            raise UnsupportedMedia(None, f"X'Y'Z' needs 3 components, got {len(components)}")
         if xp is np:
             from cinegpu.decode.transform import xyz_to_rgb
         else:
@@ -53,7 +55,7 @@ def rgba16_reference(components, precisions, xyz: bool, primaries: str = "p3d65"
     elif len(components) >= 1:
         planes = [_scale16(xp.asarray(components[0]), precisions[0], xp)] * 3
     else:
-        raise ValueError("no components")
+        raise UnsupportedMedia(None, "no components")
     h, w = planes[0].shape
     out = xp.empty((h, w, 4), xp.uint16)
     for ch, p in enumerate(planes):
@@ -74,7 +76,7 @@ class PictureConverter:
 
     def __call__(self, components, precisions):
         if len({c.shape for c in components[:3]}) > 1:
-            raise ValueError(f"components of different sizes {[c.shape for c in components]}")
+            raise UnsupportedMedia(None, f"components of different sizes {[c.shape for c in components]}")
         if self.device:
             import cupy  # noqa: PLC0415
             return rgba16_reference([cupy.asarray(c) for c in components], precisions, self.xyz,

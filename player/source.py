@@ -30,9 +30,12 @@ import time
 from fractions import Fraction
 from typing import Callable, Sequence
 
+from cinegpu.decode.errors import BackendUnavailable, CodestreamError, PipelineError
+from cinegpu.media.errors import MediaError
+
 from .picture import PictureConverter, is_xyz
 
-__all__ = ["FrameError", "DecodeAheadSource", "ArraySource"]
+__all__ = ["FRAME_ERRORS", "FrameError", "DecodeAheadSource", "ArraySource"]
 
 log = logging.getLogger("cinegpu.player")
 
@@ -40,6 +43,11 @@ log = logging.getLogger("cinegpu.player")
 LATENCY_FRAMES = 16
 #: Frames searched, from the first, for a readable main header (the picture's format).
 PROBE_FRAMES = 24
+#: What reading and decoding one frame may raise: bad input (CodestreamError, MediaError), a
+#: frame the pipeline lost (PipelineError), a decoder that cannot be made (BackendUnavailable),
+#: a file that cannot be read (OSError).  Such a frame fails alone (a :class:`FrameError`, which
+#: the player conceals); anything else is a bug and is not hidden as a damaged frame.
+FRAME_ERRORS = (CodestreamError, MediaError, PipelineError, BackendUnavailable, OSError)
 
 
 class FrameError(RuntimeError):
@@ -108,7 +116,7 @@ def first_profile(media, parse_profile):
     An unreadable frame (empty, not JPEG 2000, a broken index entry) is logged and later
     concealed by the player like any frame that fails; a MediaError when none is readable.
     """
-    from cinegpu.media import MediaError
+    from cinegpu.media.errors import CorruptMedia
 
     reasons = []
     for n in range(min(PROBE_FRAMES, media.frame_count)):
@@ -121,7 +129,7 @@ def first_profile(media, parse_profile):
             reasons.append(exc)
     where = getattr(media, "path", None)
     last = f" (frame {len(reasons) - 1}: {reasons[-1].reason})" if reasons else ""
-    raise MediaError(where, f"none of the first {len(reasons)} frames has a readable JPEG 2000 "
+    raise CorruptMedia(where, f"none of the first {len(reasons)} frames has a readable JPEG 2000 "
                             f"main header{last}")
 
 
@@ -211,7 +219,7 @@ class _AheadSource:
                 import cupy  # noqa: PLC0415
                 cupy.cuda.get_current_stream().synchronize()
             return picture
-        except Exception as exc:
+        except (MediaError, MemoryError) as exc:  # content it cannot show; no memory for the picture
             log.warning("frame %d: %s", n, exc)
             return FrameError(n, exc)
 
@@ -237,9 +245,10 @@ class DecodeAheadSource(_AheadSource):
 
     def __init__(self, media, *, backend: str = "cpu", colour: str = "auto", primaries: str = "p3d65",
                  workers: int = 1, depth: int = 8, decoder_factory: Callable | None = None) -> None:
-        from cinegpu.decode.decoder import Decoder, select_backend
+        from cinegpu.decode.backend import select_backend
+        from cinegpu.decode.decoder import Decoder
 
-        self._setup(media, select_backend(backend)[2], colour, primaries, depth)
+        self._setup(media, select_backend(backend).name, colour, primaries, depth)
         self._factory = decoder_factory or (lambda: Decoder(self.backend))
         self._threads = [threading.Thread(target=self._work, name=f"decode-ahead-{i}", daemon=True)
                          for i in range(max(1, workers))]
@@ -265,7 +274,7 @@ class DecodeAheadSource(_AheadSource):
                 if decoder is None:
                     decoder = self._factory()
                 result = self._picture(n, decoder.decode(self.media.frame(n), strict=False))
-            except Exception as exc:  # a bad frame is reported to the player, not fatal
+            except FRAME_ERRORS as exc:  # a bad frame is reported to the player, not fatal
                 log.warning("frame %d: %s", n, exc)
                 result = FrameError(n, exc)
             self._store(n, result, time.perf_counter() - t0)
@@ -295,7 +304,7 @@ class PipelineSource(_AheadSource):
         self.burst = self._pipe.depth       # a frame in every slot
         try:
             self._pipe.reserve(media.frame(0))  # shared memory made before the clock runs
-        except Exception as exc:  # a damaged first frame: slots are then made as frames come
+        except (CodestreamError, MediaError, OSError) as exc:  # a damaged first frame: slots made as frames come
             log.info("could not reserve pipeline slots from frame 0: %s", exc)
         self._thread = threading.Thread(target=self._feed, name="pipeline-feeder", daemon=True)
         self._thread.start()
@@ -325,7 +334,7 @@ class PipelineSource(_AheadSource):
     def _submit(self, n: int) -> None:
         try:
             self._pipe.submit(self.media.frame(n), key=n)
-        except Exception as exc:  # unreadable media or header damage: report this frame only
+        except FRAME_ERRORS as exc:  # unreadable media or header damage: report this frame only
             log.warning("frame %d: %s", n, exc)
             self._store(n, FrameError(n, exc), None)
 

@@ -2,21 +2,25 @@
 component transform, DC level shift and clipping, and the DCI output
 transform (X'Y'Z' -> display RGB).
 
-numpy reference here (the ``"cpu"`` back end); every function has a CuPy
+numpy reference here (the ``"numpy"`` back end); every function has a CuPy
 twin of the same signature in :mod:`cinegpu.decode.transform.cuda_backend`
 and a numba one (single-threaded, bit for bit equal, ~3-6x faster) in
-:mod:`cinegpu.decode.transform.cpu_backend`.
+:mod:`cinegpu.decode.transform.cpu_backend`.  All three implement
+:class:`.backend.TransformBackend`; the reference's fused entry points
+(:mod:`.fused`) are the compositions of its unfused functions.
 Forward transforms (for the encoder) sit next to their inverses.
 """
 
 from .display import xyz_to_rgb
 from .dwt import fdwt_53, fdwt_97, idwt_53, idwt_97, level_rects
+from .fused import dequantize_idwt, reconstruct_mct
 from .level_shift import to_samples
 from .mct import forward_ict, forward_rct, inverse_ict, inverse_rct
 from .quantization import dequantize, quantize
 
 __all__ = [
     "dequantize",
+    "dequantize_idwt",
     "fdwt_53",
     "fdwt_97",
     "forward_ict",
@@ -27,6 +31,7 @@ __all__ = [
     "inverse_rct",
     "level_rects",
     "quantize",
+    "reconstruct_mct",
     "to_samples",
     "xyz_to_rgb",
 ]

@@ -49,7 +49,7 @@ def _frames(path: Path | None, limit: int | None) -> tuple[str, list[bytes]]:
 
 
 def run(args) -> int:
-    from cinegpu.decode import CodestreamError, peers
+    from cinegpu.decode import BackendUnavailable, CodestreamError, PipelineError, peers
     from cinegpu.media import MediaError
 
     try:
@@ -66,7 +66,7 @@ def run(args) -> int:
     try:
         wall, stages, frame, backend = (_bench_pipeline(work, args.backend, workers, args.to_host) if workers > 0
                                         else _bench_inline(work, args.backend))
-    except CodestreamError as exc:
+    except (CodestreamError, PipelineError, BackendUnavailable) as exc:
         print(f"cinegpu bench: {exc}", file=sys.stderr)
         return 2
     n = len(work)
@@ -139,19 +139,19 @@ def _bench_pipeline(work: list[bytes], backend: str, workers: int, to_host: bool
     """The multi-process pipeline, started and warmed up outside the clock."""
     from tqdm import tqdm
 
-    from cinegpu.decode import CodestreamError
+    from cinegpu.decode import CodestreamError, PipelineError
     from cinegpu.decode.pipeline import FramePipeline
 
     stages: dict[str, float] = {}
     with FramePipeline(backend=backend, workers=workers, strict=True, to_host=to_host) as pipe:
         pipe.reserve(work[0])   # every slot made (and pinned) before the clock, as the player does
         for _, frame in pipe.map(work[: min(len(work), workers)]):  # warm every worker
-            if isinstance(frame, CodestreamError):
+            if isinstance(frame, (CodestreamError, PipelineError)):
                 raise frame
         t0 = time.perf_counter()
         for _, frame in tqdm(pipe.map(work), total=len(work), desc="decoding", unit="frame",
                              disable=len(work) < 8 or not sys.stderr.isatty()):
-            if isinstance(frame, CodestreamError):
+            if isinstance(frame, (CodestreamError, PipelineError)):
                 raise frame
             _add(stages, {k: v for k, v in frame.timings.items() if k != "latency"})
         wall = time.perf_counter() - t0

@@ -46,7 +46,7 @@ def _check_paths(source: Path, output: Path) -> str | None:
 
 
 def run(args) -> int:
-    from cinegpu.decode import CodestreamError
+    from cinegpu.decode import BackendUnavailable, CodestreamError
     from cinegpu.decode.codestream.header import parse_codestream
     from cinegpu.decode.decoder import Decoder
     from cinegpu.decode.jp2 import read_jp2
@@ -67,7 +67,7 @@ def run(args) -> int:
         frame = decoder.decode(data, reduce=args.reduce, layers=args.layers,
                                strict=not args.resilient)
         siz = parse_codestream(read_jp2(data)[0]).siz
-    except CodestreamError as exc:
+    except (CodestreamError, BackendUnavailable) as exc:
         print(f"cinegpu decode: {args.file}: {exc}", file=sys.stderr)
         return 2
     comps = frame.components

@@ -28,6 +28,7 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    from cinegpu.decode import BackendUnavailable, PipelineError
     from cinegpu.media import MediaError, open_source
     from cinegpu.media.dcp_write import encoder_name
     from cinegpu.media.demo import DEMO_FRAMES, build_demo, demo_dir, find_demo
@@ -60,6 +61,9 @@ def run(args) -> int:
     shots = {min(SHOWN_FRAME, media.frame_count - 1): picture} if headless else {}
     try:
         summary = play(media, headless=headless, backend=args.backend, screenshots=shots)
+    except (MediaError, BackendUnavailable, PipelineError) as exc:   # no frame readable; no GPU; no workers
+        print(f"cinegpu demo: {exc}", file=sys.stderr)
+        return 2
     finally:
         media.close()
     if headless:

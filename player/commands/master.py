@@ -74,6 +74,7 @@ def run(args) -> int:
 
 
 def _run(args) -> int:
+    from cinegpu.decode import BackendUnavailable
     from cinegpu.media import MediaError
     from cinegpu.media.dcp_write import check_output, encoder_name
     from cinegpu.media.frame_encode import pick_backend
@@ -98,7 +99,7 @@ def _run(args) -> int:
                                 container=args.container, frames=frames, workers=args.workers,
                                 kind=args.kind, progress=not args.quiet,
                                 backend=args.backend)
-    except (MediaError, ValueError, OSError) as exc:
+    except (MediaError, BackendUnavailable, ValueError, OSError) as exc:
         print(f"cinegpu master: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

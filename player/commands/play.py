@@ -47,6 +47,7 @@ def run(args) -> int:
     import logging
     import sys
 
+    from cinegpu.decode import BackendUnavailable, PipelineError
     from cinegpu.media import MediaError, open_source
 
     from ..media_default import default_media
@@ -65,7 +66,7 @@ def run(args) -> int:
                        colour=args.colour, primaries=args.primaries, loop=args.loop, frames=args.frames,
                        screenshots=dict(args.screenshot), workers=args.workers, preroll=args.preroll,
                        processes=not args.threads)
-    except MediaError as exc:   # no frame of the media is readable
+    except (MediaError, BackendUnavailable, PipelineError) as exc:   # no frame readable; no GPU; no workers
         print(f"cinegpu play: {exc}", file=sys.stderr)
         return 2
     finally:

@@ -78,6 +78,7 @@ def run(args) -> int:
     import logging
     import sys
 
+    from cinegpu.decode import BackendUnavailable
     from cinegpu.media import MediaError
 
     from ..server import serve
@@ -93,6 +94,6 @@ def run(args) -> int:
                      colour=args.colour, primaries=args.primaries, workers=args.workers,
                      processes=not args.threads, fps=args.fps, preroll=args.preroll, window_size=args.window,
                      load=args.load, play=args.play, loop=args.loop)
-    except (ValueError, MediaError, OSError) as exc:
+    except (ValueError, MediaError, BackendUnavailable, OSError) as exc:
         print(f"cinegpu serve: {exc}", file=sys.stderr)
         return 2

@@ -33,9 +33,12 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Callable
 
+from cinegpu.decode.errors import BackendUnavailable
+from cinegpu.interop.errors import InteropError
+
 from ..clock import PlaybackStats, ranges_text
 from ..player import Player, short_gil_turns, timecode
-from ..source import FrameError
+from ..source import FRAME_ERRORS, FrameError
 from .library import Entry
 
 __all__ = ["Command", "CommandError", "Engine", "parse_timecode"]
@@ -386,8 +389,12 @@ class Engine:
                 self._close_now(source, media)
                 return
             self._queue.put(_Loaded(gen, entry, media, source))
-        except Exception as exc:
+        except FRAME_ERRORS as exc:   # unreadable media, no frame decodable, no GPU, no workers
             log.warning("cannot load %s (%s): %s", entry.title or entry.id, entry.id, exc)
+            self._close_now(source, media)
+            self._queue.put(_Failed(gen, entry, exc))
+        except Exception as exc:   # a bug while loading: the load command must still be answered
+            log.exception("loading %s (%s) failed", entry.title or entry.id, entry.id)
             self._close_now(source, media)
             self._queue.put(_Failed(gen, entry, exc))
 
@@ -404,8 +411,13 @@ class Engine:
                                  loop=self.loop and len(self.playlist) == 1,
                                  headless=self.headless, depth=depth, preroll=self.preroll, now=self._now,
                                  sleep=self._sleep)
-        except Exception as exc:
+        except (InteropError, BackendUnavailable) as exc:   # no texture target for this back end
             log.warning("cannot play %s: %s", item.entry.id, exc)
+            self._close_later(None, source, item.media)
+            self._load_failed(_Failed(item.generation, item.entry, exc))
+            return
+        except Exception as exc:   # a bug in this command (run from the command loop): answer it, keep serving
+            log.exception("cannot play %s", item.entry.id)
             self._close_later(None, source, item.media)
             self._load_failed(_Failed(item.generation, item.entry, exc))
             return
@@ -450,8 +462,8 @@ class Engine:
         if player is not None:
             try:
                 player.close()
-            except Exception as exc:
-                log.warning("closing the player: %s", exc)
+            except Exception:   # teardown, not a frame: whatever failed, the server goes on (traceback logged)
+                log.exception("closing the player")
 
         t = threading.Thread(target=self._close_now, args=(source, media), name="closer", daemon=True)
         t.start()
@@ -463,8 +475,8 @@ class Engine:
             if thing is not None:
                 try:
                     thing.close()
-                except Exception as exc:
-                    log.warning("closing %s: %s", type(thing).__name__, exc)
+                except Exception:   # teardown, not a frame: the next load must not wait on it (traceback logged)
+                    log.exception("closing %s", type(thing).__name__)
 
     def _shutdown(self) -> None:
         self._generation += 1

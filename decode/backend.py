@@ -1,0 +1,112 @@
+"""Back-end selection: the one place a back-end name becomes a :class:`Backend`.
+
+The names, for the decoder, the pipeline, the encoder and mastering alike:
+
+- ``"numpy"``: the reference transforms (:mod:`cinegpu.decode.transform`), on the CPU;
+- ``"cpu"``: the numba transforms (:mod:`cinegpu.decode.transform.cpu_backend`);
+- ``"cuda"``: the CuPy kernels (:mod:`cinegpu.decode.transform.cuda_backend`); tier-1 may
+  run on the GPU too; :class:`~cinegpu.decode.errors.BackendUnavailable` when CuPy or a CUDA
+  device is missing;
+- ``"auto"``: ``"cuda"`` when CuPy imports and sees a CUDA device, else ``"cpu"``.
+
+The encoder takes ``"auto"``, ``"cpu"`` and ``"cuda"`` only (``names=ENCODER_NAMES``): its
+CPU forward stage is the numpy one whatever the name.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from .errors import BackendUnavailable
+
+__all__ = ["BACKEND_NAMES", "ENCODER_NAMES", "Backend", "cuda_missing", "select_backend"]
+
+log = logging.getLogger("cinegpu.decode")
+
+#: Names :func:`select_backend` takes by default (the decoder's).
+BACKEND_NAMES = ("auto", "cpu", "cuda", "numpy")
+#: Names the encoder and mastering take.
+ENCODER_NAMES = ("auto", "cpu", "cuda")
+
+
+@dataclass(frozen=True)
+class Backend:
+    """A selected back end: ``name`` ("numpy", "cpu" or "cuda", never "auto") and
+    ``gpu_tier1``, whether tier-1 can run on the GPU (the CUDA back end)."""
+
+    name: str
+    gpu_tier1: bool = False
+
+    @property
+    def cuda(self) -> bool:
+        """Whether arrays live on a CUDA device (CuPy)."""
+        return self.name == "cuda"
+
+    @property
+    def transform(self):
+        """The :class:`~cinegpu.decode.transform.backend.TransformBackend` module
+        (imported when first asked for: the numba and CuPy ones are costly to load)."""
+        if self.name == "numpy":
+            from . import transform
+
+            return transform
+        if self.name == "cpu":
+            from .transform import cpu_backend
+
+            return cpu_backend
+        from .transform import cuda_backend
+
+        return cuda_backend
+
+    @property
+    def xp(self):
+        """The array module: numpy, or cupy for the CUDA back end."""
+        if self.cuda:
+            import cupy
+
+            return cupy
+        import numpy
+
+        return numpy
+
+
+def cuda_missing() -> tuple[str, str] | None:
+    """None when CuPy imports and sees a CUDA device; else (what is missing, how to get it).
+
+    Probing is quiet: any import or driver failure is an answer, not an exception.
+    """
+    from .errors import CUDA_INSTALL_HINT
+
+    try:
+        import cupy
+    except ImportError as exc:
+        return f"CuPy is not installed ({exc})", CUDA_INSTALL_HINT
+    except Exception as exc:  # noqa: BLE001 - a broken CuPy install, named as it says
+        return f"CuPy cannot be imported ({type(exc).__name__}: {exc})", CUDA_INSTALL_HINT
+    driver = "check that the NVIDIA driver is loaded (nvidia-smi lists the GPU), or use the cpu back end"
+    try:
+        if cupy.cuda.is_available():
+            return None
+    except Exception as exc:  # noqa: BLE001 - the driver's own error, named as it says
+        return f"CuPy cannot use CUDA ({type(exc).__name__}: {exc})", driver
+    return "CuPy finds no CUDA device", driver
+
+
+def select_backend(name: str, *, names: tuple[str, ...] = BACKEND_NAMES) -> Backend:
+    """The :class:`Backend` for ``name``, one of ``names`` (see the module docstring).
+
+    ``ValueError`` for a name not in ``names``; :class:`BackendUnavailable` for ``"cuda"`` on a
+    machine without CuPy or a CUDA device (``"auto"`` then takes ``"cpu"``, logged).
+    """
+    if name not in names:
+        raise ValueError(f"unknown back end {name!r}: use one of {', '.join(map(repr, names))}")
+    if name in ("numpy", "cpu"):
+        return Backend(name)
+    missing = cuda_missing()
+    if missing is None:
+        return Backend("cuda", gpu_tier1=True)
+    if name == "cuda":
+        raise BackendUnavailable("cuda", *missing)
+    log.info("no CUDA device (%s): using the CPU back end", missing[0])
+    return Backend("cpu")

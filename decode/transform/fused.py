@@ -1,0 +1,53 @@
+"""The fused entry points of the reconstruction stage, in the numpy reference.
+
+:mod:`.cpu_backend` (numba) and :mod:`.cuda_backend` (CuPy) implement these two calls as
+single passes that never write the intermediate planes; the reference defines them as what
+they are specified to equal, the plain composition of its unfused functions, so that
+:func:`cinegpu.decode.reconstruct.reconstruct_tile` calls every back end the same way
+(:class:`.backend.TransformBackend`):
+
+* :func:`dequantize_idwt` -- T.800 E.1 then F.3.2: ``idwt(dequantize(band) for every band)``;
+* :func:`reconstruct_mct` -- the above for components 0-2, then G.2/G.3 (inverse RCT or
+  ICT) and G.1.2 (DC level shift and clipping to each component's precision).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from .dwt import Level, idwt_53, idwt_97
+from .level_shift import to_samples
+from .mct import inverse_ict, inverse_rct
+from .quantization import dequantize
+
+__all__ = ["dequantize_idwt", "reconstruct_mct"]
+
+
+def dequantize_idwt(ll, levels: Sequence[Level], deltas: Sequence[float], reversible: bool):
+    """``idwt(dequantize(ll), [dequantize(hl), ... per level])`` of one tile-component.
+
+    ``ll`` and the bands of ``levels``: int32 tier-1 output (2 x the index, T.800 E.1), laid
+    out as :func:`.dwt.idwt_53` takes them; ``deltas``: the step size Δb of every band (in
+    coefficient units), LL first then HL, LH, HH of each level, coarsest first (ignored when
+    ``reversible``).  Returns int32 (5/3) or float32 (9/7) coefficients of the finest level.
+    """
+    if len(deltas) != 1 + 3 * len(levels):
+        raise ValueError(f"need {1 + 3 * len(levels)} step sizes, got {len(deltas)}")
+    a = dequantize(ll, deltas[0], reversible)
+    bands = [(*(dequantize(b, d, reversible) for b, d in zip((hl, lh, hh), deltas[1 + 3 * j : 4 + 3 * j])), rect)
+             for j, (hl, lh, hh, rect) in enumerate(levels)]
+    return (idwt_53 if reversible else idwt_97)(a, bands)
+
+
+def reconstruct_mct(comps, reversible: bool, precisions: Sequence[int], signed: Sequence[bool]):
+    """Samples (int32) of components 0-2 of a tile under the multiple component transformation.
+
+    ``comps``: three ``(ll, levels, deltas)`` as :func:`dequantize_idwt` takes them;
+    ``precisions``: bits per sample of each; ``signed``: whether each is signed.  Returns
+    ``to_samples`` of the inverse RCT (``reversible``) or ICT of the three reconstructions.
+    """
+    if len(comps) != 3:
+        raise ValueError(f"need three components, got {len(comps)}")
+    planes = [dequantize_idwt(ll, levels, deltas, reversible) for ll, levels, deltas in comps]
+    planes = (inverse_rct if reversible else inverse_ict)(*planes)
+    return tuple(to_samples(p, pr, sg) for p, pr, sg in zip(planes, precisions, signed))
