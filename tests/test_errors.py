@@ -1,6 +1,6 @@
 """One byte-built regression test per check of the codestream and JP2 readers.
 
-STYLE.md "Bad input": every check has a test. Streams are packed with
+Every check of bad input has a test here. Streams are packed with
 ``struct`` from the smallest valid one (an 8 x 8, one-component, 8-bit
 image, one tile, no decomposition levels, one empty packet), changed in one
 place. Each test asserts the error class, the words of the message and the
