@@ -123,7 +123,8 @@ class Decoder:
 
     def __init__(self, backend: str = "cpu", *, gpu_tier1: bool | None = None,
                  max_pixels: int | None = DEFAULT_MAX_PIXELS, max_memory: int | None = DEFAULT_MAX_MEMORY) -> None:
-        """``gpu_tier1``: run tier-1 on the GPU too (default: with the CUDA back end).
+        """``backend``: "cpu" (the default), "cuda", "auto" or "numpy", see :func:`select_backend`.
+        ``gpu_tier1``: run tier-1 on the GPU too (default: with the CUDA back end).
 
         ``max_pixels`` (samples of one component at the decoded resolution) and ``max_memory``
         (bytes, estimated from the headers) bound every frame; a frame beyond them raises

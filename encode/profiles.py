@@ -2,8 +2,8 @@
 
 :func:`make_params` turns the options of :func:`cinegpu.encode.encode` and the
 image's shape into a frozen :class:`Params`; the DCI profiles (ISO/IEC
-15444-1 Amd 1, as checked by SMPTE Bv2.1 verifiers; see
-``docs/dci-facts.md``) override the options they constrain.
+15444-1 Amd 1, as checked by SMPTE Bv2.1 verifiers) override the options
+they constrain.
 
 DCI 2K (Rsiz 3) / 4K (Rsiz 4): one tile at (0, 0), 3 components of 12 bit,
 9/7 irreversible with the ICT, 5 / 6 decomposition levels, 32x32

@@ -44,7 +44,8 @@ NS_AM = "http://www.smpte-ra.org/schemas/429-9/2007/AM"
 CREATOR = "cinegpu 0.1.0"
 CONTENT_KINDS = ("feature", "trailer", "test", "teaser", "rating", "advertisement", "short",
                  "transitional", "psa", "policy")
-#: DCI's cap on the image bit rate, Mbit/s (dci-facts.md); libdcp warns above 230.
+#: DCI's cap on the image bit rate, Mbit/s (DCI Digital Cinema System Specification, image
+#: compression: 250 Mbit/s for the picture track); libdcp's verifier warns above 230.
 MAX_MBPS = 250
 #: The OpenJPEG stand-in's default target: its cinema rate control overshoots its cap by a few
 #: bytes a frame (1,302,095 seen against 1,302,083 at 4K), so it aims below libdcp's warning.

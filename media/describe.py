@@ -1,7 +1,7 @@
 """The report of ``cinegpu info PATH``: package, compositions, reels, picture, frame sizes, profile.
 
-Frame-size caps are those of ``docs/dci-facts.md``: libdcp's verifier errors above
-250e6 / (8 fps) bytes per frame and warns above 230e6 / (8 fps).
+Frame-size caps, bytes per frame: libdcp's verifier errors above 250e6 / (8 fps) (the DCI cap of
+250 Mbit/s on the picture track) and warns above 230e6 / (8 fps).
 """
 
 from __future__ import annotations

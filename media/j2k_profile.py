@@ -2,8 +2,8 @@
 
 Only SIZ (A.5.1), COD (A.6.1), QCD's guard bits (A.6.4) and the list of markers up to the first
 SOT are parsed, plus the SOT chain to count tile-parts (A.4.2, each jump by Psot). This is
-deliberately independent of ``cinegpu.decode``; it checks the DCI profiles of
-``docs/dci-facts.md`` (ISO 15444-1 Amd 1, SMPTE Bv2.1 as libdcp verifies them).
+deliberately independent of ``cinegpu.decode``; it checks the DCI 2K / 4K profiles (Rsiz 3 / 4,
+ISO/IEC 15444-1 Amd 1; SMPTE Bv2.1 as libdcp verifies them).
 """
 
 from __future__ import annotations

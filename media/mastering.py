@@ -29,7 +29,8 @@ from .images_in import fit, image_area, list_frames, max_input_size, read_image
 
 __all__ = ["DCI_RATES", "master", "master_images"]
 
-#: Frame rates of the DCI profiles (dci-facts.md): 2K 2D and 3D, 4K 2D only.
+#: Frame rates of the DCI profiles, frames/s (DCI specification 24 and 48; SMPTE ST 428-11 adds
+#: 25, 30, 50 and 60 at 2K, 25 and 30 at 4K): 2K 2D and 3D, 4K 2D only.
 DCI_RATES = {"2k": (24, 25, 30, 48, 50, 60), "4k": (24, 25, 30)}
 
 
