@@ -21,12 +21,15 @@ from .errors import (
     TruncatedCodestream,
     UnsupportedFeature,
 )
+from .strictness import Fault, Strictness
 
 __all__ = [
     "CodestreamError",
+    "Fault",
     "InvalidSegment",
     "LimitExceeded",
     "MisplacedMarker",
+    "Strictness",
     "TruncatedCodestream",
     "UnsupportedFeature",
     "decode",
