@@ -3,9 +3,14 @@
     >>> from cinegpu.decode import decode
     >>> components = decode(open("frame.j2c", "rb").read())
 
-:func:`decode` returns one 2-D integer array per component, at the
-component's own size, after the inverse colour transform, DC level shift and
-clipping: what ``opj_decompress`` writes per component.
+:func:`decode` returns a list of 2-D numpy integer arrays, one per component
+(for a JP2 file with a palette, one per palette column, I.5.3.4-I.5.3.6), each
+at the component's own size divided by ``2**reduce``, holding the samples after
+the inverse multiple component transform (G.2, G.3), DC level shift (G.1) and
+clipping to the component's precision (Ssiz, A.5.1): ``uint8`` up to 8 bits,
+``uint16`` up to 16, else ``int32`` (signed components: ``int8``, ``int16``,
+``int32``). No JP2 colour space (colr) conversion is applied. The default back
+end is ``"cpu"`` (numba); ``"cuda"``, ``"auto"`` and ``"numpy"`` are the others.
 """
 
 from .errors import (
@@ -19,14 +24,17 @@ from .errors import (
     UnsupportedFeature,
     WorkerCrashed,
 )
+from .strictness import Fault, Strictness
 
 __all__ = [
     "BackendUnavailable",
     "CodestreamError",
+    "Fault",
     "InvalidSegment",
     "LimitExceeded",
     "MisplacedMarker",
     "PipelineError",
+    "Strictness",
     "TruncatedCodestream",
     "UnsupportedFeature",
     "WorkerCrashed",

@@ -1,4 +1,4 @@
-"""``decode()``: the one-call interface of DESIGN.md."""
+"""``decode()``: one call from codestream (or JP2 file) bytes to component arrays."""
 
 from __future__ import annotations
 
@@ -20,6 +20,10 @@ def decode(data, *, reduce: int = 0, layers: int | None = None, backend: str = "
     ``strict=False`` damaged parts are concealed instead. ``components``
     selects and orders the components returned (the inverse MCT is then
     skipped unless components 0-2 are all selected).
+
+    ``backend``: "cpu" (the default: numba kernels), "cuda" (CuPy kernels;
+    :class:`UnsupportedFeature` without a device), "auto" (CUDA where CuPy finds a
+    device, else the CPU) or "numpy" (the plain reference).
 
     ``max_pixels`` caps one component's samples at the decoded resolution (default 2**27),
     ``max_memory`` the bytes the decode is estimated to need (default 4 GiB); None lifts

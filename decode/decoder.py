@@ -20,13 +20,15 @@ import numpy as np
 from . import tier1
 from .backend import Backend, select_backend
 from .codestream.header import Codestream, parse_codestream, tile_part_ppm_headers
-from .errors import TruncatedCodestream, UnsupportedFeature
+from .errors import UnsupportedFeature
 from .jp2 import JP2Header, apply_palette, read_jp2
 from .limits import (DEFAULT_MAX_MEMORY, DEFAULT_MAX_PIXELS, Cost, Limits, TileGeometry, check_limits,
                      memory_guard, tile_geometry)
 from .plan import TilePlan, build_tile_plan, check_plan
 from .reconstruct import reconstruct_tile
-from .tile import TileReport, TileSegments, check_tier1_status, decode_tile, tier2_tile
+from .strictness import Fault, Strictness
+from .tile import (TileReport, TileSegments, check_tier1_status, decode_tile, missing_tile, missing_tile_report,
+                   tier2_tile)
 
 log = logging.getLogger("cinegpu.decode")
 
@@ -36,11 +38,15 @@ PLAN_CACHE_SIZE = 4096
 
 @dataclass
 class Frame:
-    """A decoded frame: one array per component, and what was concealed."""
+    """A decoded frame: one array per component, and what was concealed.
+
+    ``warnings``: the codestream's (``Codestream.warnings``), typed
+    :class:`~cinegpu.decode.strictness.Fault` objects that print as one line each.
+    """
 
     components: list
     reports: list[TileReport] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[Fault] = field(default_factory=list)
     #: seconds per stage: "parse" (headers, plan), "tier2", "tier1", "reconstruct"
     timings: dict[str, float] = field(default_factory=dict)
 
@@ -60,12 +66,17 @@ class Prepared:
     size: int  #: coefficients in the frame buffer (int32 samples)
     reduce: int
     layers: int | None
-    strict: bool
+    policy: Strictness
     parse_s: float = 0.0
     #: some code-block may be an HT block (ISO/IEC 15444-15): tier-1 must run on the CPU
     ht: bool = False
     #: what the decode was estimated to need (cinegpu.decode.limits)
     cost: Cost | None = None
+
+    @property
+    def strict(self) -> bool:
+        """True when the first fault raises (``policy.strict``)."""
+        return self.policy.strict
 
 
 def has_ht_blocks(plans: list[TilePlan]) -> bool:
@@ -90,8 +101,8 @@ class Decoder:
 
     def __init__(self, backend: str = "cpu", *, gpu_tier1: bool | None = None,
                  max_pixels: int | None = DEFAULT_MAX_PIXELS, max_memory: int | None = DEFAULT_MAX_MEMORY) -> None:
-        """``backend``: a name :func:`~cinegpu.decode.backend.select_backend` takes ("cpu",
-        "cuda", "auto", "numpy"). ``gpu_tier1``: run tier-1 on the GPU too (default: with the
+        """``backend``: a name :func:`~cinegpu.decode.backend.select_backend` takes ("cpu", the
+        default, "cuda", "auto", "numpy"). ``gpu_tier1``: run tier-1 on the GPU too (default: with the
         CUDA back end).
 
         ``max_pixels`` (samples of one component at the decoded resolution) and ``max_memory``
@@ -156,25 +167,32 @@ class Decoder:
 
     # --- the three steps -------------------------------------------------
     @memory_guard
-    def prepare(self, data, *, reduce: int = 0, layers: int | None = None, strict: bool = True) -> Prepared:
-        """Parse the headers, check the limits and find (or build) the plan of every tile."""
+    def prepare(self, data, *, reduce: int = 0, layers: int | None = None,
+                strict: bool | Strictness = True) -> Prepared:
+        """Parse the headers, check the limits and find (or build) the plan of every tile.
+
+        ``strict``: a bool or a :class:`~cinegpu.decode.strictness.Strictness` (the policy the
+        later steps follow); strict, a tile missing from the codestream raises here.
+        """
+        policy = Strictness.of(strict)
         if reduce < 0:
             raise ValueError("reduce must be >= 0")
         if layers is not None and layers < 1:
             raise ValueError("layers must be >= 1")
         t0 = time.perf_counter()
         codestream, jp2 = read_jp2(data)
-        cs = parse_codestream(codestream, strict=strict)
-        if strict and len(cs.tiles) != cs.siz.num_tiles:
+        cs = parse_codestream(codestream, strict=policy)
+        if len(cs.tiles) != cs.siz.num_tiles:
+            # resilient: recorded in the missing tile's report (missing_tile_report) and left zero
             missing = next(t for t in range(cs.siz.num_tiles) if t not in cs.tiles)
-            raise TruncatedCodestream(f"tile {missing} is missing from the codestream ({cs.siz.num_tiles} tiles)")
+            policy.fault(missing_tile(missing, cs.siz.num_tiles))
         main_key = self._main_key(cs)
         cost = check_limits(cs, reduce, self.limits, len(codestream),
                             lambda t: self.geometry(cs, t, reduce, main_key))
         # only tiles present are planned: a missing tile stays zero (reported)
         plans = [self.plan(cs, t, reduce, main_key) for t in sorted(cs.tiles)]
         offsets = np.concatenate(([0], np.cumsum([p.coeff_size for p in plans], dtype=np.int64))).astype(int).tolist()
-        return Prepared(cs, jp2, plans, offsets[:-1], offsets[-1], reduce, layers, strict,
+        return Prepared(cs, jp2, plans, offsets[:-1], offsets[-1], reduce, layers, policy,
                         time.perf_counter() - t0, has_ht_blocks(plans), cost)
 
     @memory_guard
@@ -182,11 +200,11 @@ class Decoder:
         """Tier-2 and tier-1 of every tile into one int32 buffer of ``prep.size``."""
         coeffs = np.empty(prep.size, np.int32) if out is None else out
         ppm = tile_part_ppm_headers(prep.cs)
-        reports = [TileReport(t, faults=["tile missing"]) for t in range(prep.cs.siz.num_tiles)
+        reports = [missing_tile_report(t, prep.cs.siz.num_tiles) for t in range(prep.cs.siz.num_tiles)
                    if t not in prep.cs.tiles]
         for plan, off in zip(prep.plans, prep.offsets):
             _, report = decode_tile(prep.cs, plan, prep.cs.tiles.get(plan.index), layers=prep.layers,
-                                    ppm=ppm, strict=prep.strict, out=coeffs[off : off + plan.coeff_size])
+                                    ppm=ppm, policy=prep.policy, out=coeffs[off : off + plan.coeff_size])
             reports.append(report)
         return coeffs, reports
 
@@ -194,13 +212,13 @@ class Decoder:
     def tier2(self, prep: Prepared) -> tuple[list[TileSegments | None], list[TileReport]]:
         """Tier-2 of every planned tile: the arrays tier-1 takes, per tile."""
         ppm = tile_part_ppm_headers(prep.cs)
-        reports = [TileReport(t, faults=["tile missing"]) for t in range(prep.cs.siz.num_tiles)
+        reports = [missing_tile_report(t, prep.cs.siz.num_tiles) for t in range(prep.cs.siz.num_tiles)
                    if t not in prep.cs.tiles]
         segments = []
         for plan in prep.plans:
             report = TileReport(plan.index)
             segments.append(tier2_tile(prep.cs, plan, prep.cs.tiles[plan.index], layers=prep.layers,
-                                       ppm=ppm, strict=prep.strict, report=report))
+                                       ppm=ppm, policy=prep.policy, report=report))
             reports.append(report)
         return segments, reports
 
@@ -239,7 +257,7 @@ class Decoder:
         by_tile = {r.tile: r for r in reports}
         for plan, status in zip(prep.plans, statuses):
             if status is not None:
-                check_tier1_status(self.xp.asnumpy(status), plan, prep.strict, by_tile[plan.index])
+                check_tier1_status(self.xp.asnumpy(status), plan, prep.policy, by_tile[plan.index])
 
     @memory_guard
     def reconstruct(self, prep: Prepared, coeffs, components=None, *, to_host: bool = True,
@@ -291,12 +309,13 @@ class Decoder:
         return out
 
     @memory_guard
-    def decode(self, data, *, reduce: int = 0, layers: int | None = None, strict: bool = True,
+    def decode(self, data, *, reduce: int = 0, layers: int | None = None, strict: bool | Strictness = True,
                components=None) -> Frame:
         """Decode a codestream or JP2 file into a :class:`Frame`.
 
         ``strict``: raise on the first fault; otherwise conceal damaged tiles
-        and code-blocks (zeros) and report them in ``Frame.reports``.
+        and code-blocks (zeros) and report them in ``Frame.reports`` (a bool, or a
+        :class:`~cinegpu.decode.strictness.Strictness`).
         ``components``: indices to decode (None: all); the result then holds
         only those, in that order, and skips the inverse MCT unless 0-2 are
         all among them.

@@ -1,6 +1,6 @@
 """The real-time decode pipeline: tier-1 in worker processes, reconstruction here.
 
-Frames flow through in order (DESIGN.md, "Data flow"): the caller submits
+Frames flow through in order (submission order is result order): the caller submits
 codestreams; :class:`FramePipeline` parses each frame's headers here (the
 plan is cached per reel), hands the entropy decoding (tier-2 and tier-1) to
 one of N worker processes, which writes the coefficients straight into a

@@ -2,8 +2,10 @@
 
 The coefficients land in one flat int32 buffer laid out per subband (the
 plan's ``Band.offset``), holding 2 x the reconstructed quantisation index
-(tier-1's convention). Faults are collected in a :class:`TileReport`; in
-strict mode the first one raises.
+(tier-1's convention). Faults go through the decoding policy
+(:class:`~cinegpu.decode.strictness.Strictness`): strict, the first one raises;
+resilient, each is recorded as a typed :class:`~cinegpu.decode.strictness.Fault`
+in the tile's :class:`TileReport`.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from . import tier1
 from .codestream.header import Codestream, Tile
 from .errors import InvalidSegment, TruncatedCodestream
 from .plan import TilePlan
+from .strictness import Fault, Strictness
 from .tier2 import packets as P
 from .tier2.progression import packet_order
 
@@ -31,13 +34,17 @@ _T2_MESSAGES = {
 
 @dataclass
 class TileReport:
-    """What went wrong in one tile, for resilient decoding and the player."""
+    """What went wrong in one tile, for resilient decoding and the player.
+
+    ``faults`` holds typed :class:`~cinegpu.decode.strictness.Fault` objects; each prints as
+    one line ("tile missing", "3 code-blocks with tier-1 faults", ...).
+    """
 
     tile: int
     packets_read: int = 0
     #: packets listed: those of the layers the tile's bytes can reach (tier2/progression.py)
     packets_total: int = 0
-    faults: list[str] = field(default_factory=list)
+    faults: list[Fault] = field(default_factory=list)
     concealed_blocks: int = 0
     tier2_s: float = 0.0  #: seconds in packet parsing and segment gathering
     tier1_s: float = 0.0  #: seconds in code-block decoding
@@ -61,6 +68,16 @@ def _packed_headers(cs: Codestream, tile: Tile, ppm: dict | None) -> np.ndarray 
     return None
 
 
+def missing_tile(index: int, num_tiles: int) -> TruncatedCodestream:
+    """The error of a tile absent from the codestream (no tile-part has Isot = ``index``, A.4.2)."""
+    return TruncatedCodestream(f"tile {index} is missing from the codestream ({num_tiles} tiles)")
+
+
+def missing_tile_report(index: int, num_tiles: int) -> TileReport:
+    """The report of a tile absent from the codestream (resilient decoding: left zero)."""
+    return TileReport(index, faults=[Fault(missing_tile(index, num_tiles), index, "tile missing")])
+
+
 def hdr_bytes(body: np.ndarray, headers: np.ndarray | None) -> int:
     """Bytes holding the tile's packet headers: PPM/PPT data if any, else the body."""
     return int((body if headers is None else headers).shape[0])
@@ -81,8 +98,12 @@ class TileSegments:
 
 
 def tier2_tile(cs: Codestream, plan: TilePlan, tile: Tile, *, layers: int | None, ppm: dict | None,
-               strict: bool, report: TileReport) -> TileSegments:
-    """Read the tile's packets (B.9, B.10) and lay out its code-blocks for tier-1."""
+               policy: Strictness, report: TileReport) -> TileSegments:
+    """Read the tile's packets (B.9, B.10) and lay out its code-blocks for tier-1.
+
+    A packet stream that breaks off (B.10) ends the tile: strict, its error is raised;
+    resilient, it is recorded in ``report`` and the packets read so far are kept.
+    """
     t0 = time.perf_counter()
     body = _tile_data(cs, tile)
     headers = _packed_headers(cs, tile, ppm)
@@ -108,29 +129,33 @@ def tier2_tile(cs: Codestream, plan: TilePlan, tile: Tile, *, layers: int | None
     if status not in (P.OK, P.ENDED):
         msg = f"tile {plan.index}, packet {done}: {_T2_MESSAGES[status]}"
         offset = tile.parts[0].start + int(where) if shared else None
-        if strict:
-            cls = TruncatedCodestream if status in (P.E_HEADER_OVERRUN, P.E_BODY_OVERRUN) else InvalidSegment
-            raise cls(msg, offset)
-        report.faults.append(msg)
+        cls = TruncatedCodestream if status in (P.E_HEADER_OVERRUN, P.E_BODY_OVERRUN) else InvalidSegment
+        policy.fault(cls(msg, offset), report.faults, tile=plan.index, text=msg)
     coded, seg_lengths, seg_passes = P.gather_segments(body, pieces, n_pieces, table)
     report.tier2_s = time.perf_counter() - t0
     return TileSegments(coded, table, seg_lengths, seg_passes)
 
 
-def check_tier1_status(status: np.ndarray, plan: TilePlan, strict: bool, report: TileReport) -> None:
-    """Turn tier-1 status bits into an error (strict) or a concealment count."""
+def check_tier1_status(status: np.ndarray, plan: TilePlan, policy: Strictness, report: TileReport) -> None:
+    """Turn tier-1 status bits (one per code-block) into an error (strict) or a concealment count.
+
+    A wrong segmentation symbol alone (D.5, ``STATUS_SEGSYM``) is concealed in both modes.
+    """
     bad = np.flatnonzero(status)
     if bad.size:
-        if strict and np.any(status[bad] & ~tier1.STATUS_SEGSYM):
-            raise InvalidSegment(
-                f"tile {plan.index}: {bad.size} code-blocks fail tier-1 decoding (status {int(status[bad[0]])})"
-            )
+        error = InvalidSegment(
+            f"tile {plan.index}: {bad.size} code-blocks fail tier-1 decoding (status {int(status[bad[0]])})"
+        )
+        text = f"{bad.size} code-blocks with tier-1 faults"
+        if np.any(status[bad] & ~tier1.STATUS_SEGSYM):
+            policy.fault(error, report.faults, tile=plan.index, text=text)
+        else:
+            report.faults.append(Fault(error, plan.index, text))
         report.concealed_blocks = int(bad.size)
-        report.faults.append(f"{bad.size} code-blocks with tier-1 faults")
 
 
 def decode_tile(cs: Codestream, plan: TilePlan, tile: Tile | None, *, layers: int | None,
-                ppm: dict | None, strict: bool, out: np.ndarray | None = None) -> tuple[np.ndarray, TileReport]:
+                ppm: dict | None, policy: Strictness, out: np.ndarray | None = None) -> tuple[np.ndarray, TileReport]:
     """Quantised coefficients of ``plan``'s tile (zeros where data is absent).
 
     ``out``: an int32 buffer of ``plan.coeff_size`` samples to write into
@@ -142,14 +167,13 @@ def decode_tile(cs: Codestream, plan: TilePlan, tile: Tile | None, *, layers: in
     coeffs = np.zeros(plan.coeff_size, np.int32) if out is None else out
     if tile is None:
         coeffs[:] = 0
-        if strict:
-            raise TruncatedCodestream(f"tile {plan.index} is missing from the codestream")
-        report.faults.append("tile missing")
+        policy.fault(TruncatedCodestream(f"tile {plan.index} is missing from the codestream"), report.faults,
+                     tile=plan.index, text="tile missing")
         return coeffs, report
-    seg = tier2_tile(cs, plan, tile, layers=layers, ppm=ppm, strict=strict, report=report)
+    seg = tier2_tile(cs, plan, tile, layers=layers, ppm=ppm, policy=policy, report=report)
     t1 = time.perf_counter()
     if plan.cb.shape[0]:
         status = tier1.decode_codeblocks(seg.coded, seg.table, seg.seg_lengths, seg.seg_passes, coeffs)
-        check_tier1_status(status, plan, strict, report)
+        check_tier1_status(status, plan, policy, report)
     report.tier1_s = time.perf_counter() - t1
     return coeffs, report

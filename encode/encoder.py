@@ -283,8 +283,8 @@ def encode(image, *, profile="generic", fps=24, bitrate=None, reversible=False, 
     ``image``: (H, W) or (H, W, C) integer array, or a list of 2-D component arrays
     (subsampled ones allowed); ``bits`` the precision (inferred: 8 for 8-bit arrays,
     else the bits the samples need, at least 8), ``signed`` inferred from the data.
-    ``profile``: "generic", "dci-2k" or "dci-4k" (the DCI layout of
-    docs/dci-facts.md: the profile fixes everything but ``fps`` and ``bitrate``).
+    ``profile``: "generic", "dci-2k" or "dci-4k" (the DCI 2K / 4K profiles of ISO/IEC 15444-1
+    Amd 1, see :mod:`cinegpu.encode.profiles`: the profile fixes everything but ``fps`` and ``bitrate``).
     ``bitrate``: bits per second at ``fps``; the codestream (headers included) is at
     most bitrate / 8 / fps bytes (DCI: also the 250/200 Mbit/s frame/component caps).
     None in the generic profile keeps every coding pass.

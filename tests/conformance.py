@@ -1,4 +1,7 @@
-"""The ISO/IEC 15444-4 conformance cases of ../shared/conformance/MANIFEST.tsv, as data."""
+"""The ISO/IEC 15444-4 conformance cases of ../shared/conformance/MANIFEST.tsv, as data.
+
+The tab-separated columns are read by :func:`load_cases`; the folder is conftest.CONFORMANCE.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +10,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
-CONFORMANCE = SHARED / "conformance"
+from conftest import CONFORMANCE
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """ISO/IEC 15444-4 conformance: every Part-1 class-0 and class-1 case, and the HTJ2K streams.
 
-Cases come from ../shared/conformance/MANIFEST.tsv (see MANIFEST_NOTES.md):
+Cases come from ../shared/conformance/MANIFEST.tsv (read by tests/conformance.py):
 class 1 decodes every component; class 0 decodes component 0 alone, without
 the inverse MCT, at the listed reduce level, and compares its 8 most
 significant bits. A component passes when its peak error and MSE are within
@@ -41,22 +41,12 @@ def test_case_count():
     assert sum(c.klass == "class0" for c in PRESENT) == 25
 
 
-def _cuda_available() -> bool:
-    try:
-        import cupy
-
-        return bool(cupy.cuda.is_available())
-    except Exception:
-        return False
-
-
 BACKENDS = [
     "cpu",
     # the plain reference and auto (the CPU again without CUDA) run in CI's slow pass
     pytest.param("numpy", marks=pytest.mark.slow),
     pytest.param("auto", marks=pytest.mark.slow),  # the GPU where there is one
-    pytest.param("cuda", marks=[pytest.mark.gpu,
-                                pytest.mark.skipif(not _cuda_available(), reason="no CUDA device / CuPy")]),
+    pytest.param("cuda", marks=pytest.mark.gpu),  # skipped without CUDA (conftest.py)
 ]
 
 

@@ -34,7 +34,8 @@ from cinegpu.media.j2k_profile import parse_profile
 from cinegpu.media.mxf import MXFFile
 from cinegpu.media.mxf_write import HEADER_RESERVE, PictureTrackWriter, parse_j2k_header
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+from conftest import SHARED
+
 PHOTON = SHARED / "dcp-samples" / "photon-imf-phdr-4k-j2k"
 FPS = 24
 HAVE_ENCODER = encoder_name() != "opj_compress" or shutil.which("opj_compress") is not None

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-cupy = pytest.importorskip("cupy", reason="CuPy not installed")
-if not cupy.cuda.is_available():
-    pytest.skip("no CUDA device", allow_module_level=True)
+from conftest import require_cuda
+
+cupy = require_cuda()  # skips the module without CuPy or a device
 
 from cinegpu.decode import decode  # noqa: E402
 from cinegpu.decode.transform import fdwt_53, fdwt_97, forward_ict, forward_rct  # noqa: E402

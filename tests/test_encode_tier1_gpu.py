@@ -30,17 +30,13 @@ from cinegpu.decode.tier1.gpu import lookup_tables
 from cinegpu.encode.tier1 import gpu_plan as plan
 from cinegpu.encode.tier1.tile import encode_tile
 
-try:
+from conftest import have_cuda
+
+cupy = None
+if have_cuda():
     import cupy
 
-    _HAVE_GPU = bool(cupy.cuda.is_available())
-    _WHY = "no CUDA device visible to cupy"
-except Exception as exc:  # ImportError, or a CUDA driver/runtime error
-    cupy = None
-    _HAVE_GPU = False
-    _WHY = f"cupy not usable: {exc}"
-
-GPU = [pytest.mark.gpu, pytest.mark.skipif(not _HAVE_GPU, reason=_WHY)]
+GPU = pytest.mark.gpu  # skipped without CUDA (conftest.py)
 CXX = shutil.which("g++")
 
 B, R, T, V, P, S = (tier1.CBLK_BYPASS, tier1.CBLK_RESET, tier1.CBLK_TERMALL, tier1.CBLK_VCAUSAL,
@@ -347,7 +343,6 @@ def test_real_2k_tile(backend_2k, style):
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not _HAVE_GPU, reason=_WHY)
 def test_launch_is_asynchronous_and_options():
     """launch_tile on a stream: same tuple; tuning options change only the speed."""
     from cinegpu.encode.tier1 import gpu  # noqa: PLC0415
@@ -369,7 +364,6 @@ def test_launch_is_asynchronous_and_options():
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not _HAVE_GPU, reason=_WHY)
 def test_bench_real_tile():
     """Timing, printed (pytest -s): numba encode_tile vs the GPU (launch to result)."""
     import time

@@ -1,6 +1,7 @@
 """Fuzzing: mutated codestreams raise only CodestreamError, and never hang.
 
-Issue 2, "Must show" 3 and STYLE.md "Bad input". Seed streams are the small
+Issue 2, "Must show" 3: bad input raises a CodestreamError subclass (or a ValueError for bad
+arguments) naming the problem and its byte offset, never another exception. Seed streams are the small
 Part-1 conformance codestreams in ../shared/conformance (plus a few mutations
 of the large ones) and small streams made here by ``opj_compress``. Each
 mutation (bit flips, byte changes, truncations, marker-segment lengths, Psot,
@@ -32,8 +33,8 @@ from cinegpu.decode.codestream.header import parse_codestream
 from cinegpu.decode.decoder import Decoder
 
 from peers import Image, encode, have
+from conftest import SHARED
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 CODESTREAMS = SHARED / "conformance" / "part1" / "codestreams"
 
 #: Seconds one mutated stream may take to decode (or fail); 4x the intact decode for large streams.

@@ -11,7 +11,6 @@ peers in test_htj2k_peers.py, bad input in test_htj2k_fuzz.py.
 from __future__ import annotations
 
 import struct
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,9 +22,9 @@ from cinegpu.decode.tier1.ht import STATUS_HT_CORRUPT, ht_select
 from cinegpu.decode.tier2 import bits, packets
 
 from peers import Image, encode, have, image_planes
+from conftest import SHARED
 from test_errors import COD_AT, cod, qcd, seg, siz, stream
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 HT_STREAMS = SHARED / "conformance" / "htj2k" / "codestreams"
 IMF_HT = SHARED / "dcp-samples" / "photon-imf-htj2k-1080p"
 

@@ -26,9 +26,9 @@ from cinegpu.decode import tier1
 from cinegpu.decode.decoder import Decoder
 
 from peers import Image, encode, have
+from conftest import SHARED
 from test_fuzz import fuzz
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 HT_STREAMS = SHARED / "conformance" / "htj2k" / "codestreams"
 HIFI_HT = SHARED / "conformance" / "hifi" / "codestreams" / "hifi_ht1_02.j2k"
 

@@ -14,17 +14,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-try:
+from conftest import have_cuda
+
+cupy = None
+if have_cuda():
     import cupy
 
-    _HAVE_GPU = bool(cupy.cuda.is_available())
-    _WHY = "no CUDA device visible to cupy"
-except Exception as exc:  # ImportError, or a CUDA driver/runtime error
-    cupy = None
-    _HAVE_GPU = False
-    _WHY = f"cupy not usable: {exc}"
-
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _HAVE_GPU, reason=_WHY)]
+pytestmark = pytest.mark.gpu  # skipped without CUDA (conftest.py)
 
 W4K, H4K = 4096, 2160
 

@@ -15,9 +15,11 @@ from cinegpu.media.check import check
 from cinegpu.media.j2k_profile import parse_profile
 from cinegpu.media.mxf import MXFFile
 
-SAMPLES = Path(__file__).resolve().parents[1].parent / "shared" / "dcp-samples"
+from conftest import DCP_SAMPLES, needs_dcp_samples
+
+SAMPLES = DCP_SAMPLES
 SMPTE = SAMPLES / "libdcp-dcp_test1-smpte-2k"
-pytestmark = pytest.mark.skipif(not SAMPLES.is_dir(), reason="../shared/dcp-samples is absent")
+pytestmark = needs_dcp_samples
 
 
 @pytest.fixture

@@ -25,14 +25,16 @@ from cinegpu.media.check import check
 from cinegpu.media.mxf import MXFFile
 from cinegpu.media.mxf_write import PICTURE_ELEMENT, PictureTrackWriter, klv, parse_j2k_header, write_track
 
+from conftest import DCP_SAMPLES, needs_dcp_samples
+
 ROOT = Path(__file__).resolve().parents[1]
-SAMPLES = ROOT.parent / "shared" / "dcp-samples"
+SAMPLES = DCP_SAMPLES
 SMPTE = SAMPLES / "libdcp-dcp_test1-smpte-2k"
 IMF = SAMPLES / "photon-imf-phdr-4k-j2k"
 VIDEO_ID = "5407b210-4441-4e97-8b16-8bdc7c12da54"
 CPL_NAME = "cpl_6affb8ee-0020-4dff-a53c-17652f6358ab.xml"
 PKL_NAME = "pkl_d199d58b-5ef8-4d49-b270-07e590ccb280.xml"
-pytestmark = pytest.mark.skipif(not SAMPLES.is_dir(), reason="../shared/dcp-samples is absent")
+pytestmark = needs_dcp_samples
 
 
 @pytest.fixture

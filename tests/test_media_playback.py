@@ -22,28 +22,12 @@ from cinegpu.media import open_source
 from cinegpu.media.png import read_png16
 
 from pgx import read_pgx
+from conftest import DCP_SAMPLES, needs_dcp_samples
 
-SAMPLES = Path(__file__).resolve().parents[1].parent / "shared" / "dcp-samples"
-pytestmark = pytest.mark.skipif(not SAMPLES.is_dir(), reason="../shared/dcp-samples is absent")
+SAMPLES = DCP_SAMPLES
+pytestmark = needs_dcp_samples
 DCPS = ["libdcp-dcp_test1-smpte-2k", "libdcp-dcp_test3-interop-2k"]
 TOOLS = [shutil.which("ffmpeg"), shutil.which("opj_decompress")]
-
-
-def _gl_reason() -> str | None:
-    try:
-        from cinegpu.player.window import open_window
-
-        open_window(8, 8, headless=True).close()
-    except Exception as exc:  # the reason is the skip message
-        return f"no headless OpenGL: {type(exc).__name__}: {exc}"
-    return None
-
-
-@pytest.fixture(scope="module")
-def gl_ok():
-    reason = _gl_reason()
-    if reason:
-        pytest.skip(reason)
 
 
 def _picture_mxf(folder: Path) -> Path:
@@ -84,7 +68,7 @@ def _play(path: Path, tmp_path: Path, frames: int, shots: list[int]):
 
 
 @pytest.mark.parametrize("name", DCPS)
-def test_dcp_plays_headless_and_shows_its_frames(gl_ok, name, tmp_path):
+def test_dcp_plays_headless_and_shows_its_frames(gl, name, tmp_path):
     summary, shots = _play(SAMPLES / name, tmp_path, frames=24, shots=[0, 23])
     assert summary.stats.errors == 0 and summary.stats.shown > 0
     assert summary.screenshots == 2
@@ -97,7 +81,7 @@ def test_dcp_plays_headless_and_shows_its_frames(gl_ok, name, tmp_path):
 
 
 @pytest.mark.slow
-def test_imf_4k_plays(gl_ok, tmp_path):
+def test_imf_4k_plays(gl, tmp_path):
     summary, shots = _play(SAMPLES / "photon-imf-phdr-4k-j2k", tmp_path, frames=2, shots=[0])
     assert summary.stats.errors == 0 and summary.screenshots == 1
     got = read_png16(shots[0])
@@ -106,7 +90,7 @@ def test_imf_4k_plays(gl_ok, tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("opj_decompress") is None, reason="opj_decompress is needed")
-def test_htj2k_imf_plays(gl_ok, tmp_path):
+def test_htj2k_imf_plays(gl, tmp_path):
     """The HTJ2K (Part 15) IMF package: frame 0 decodes as opj_decompress decodes it, and it plays."""
     name = "photon-imf-htj2k-1080p"
     with open_source(SAMPLES / name) as src:

@@ -13,8 +13,10 @@ from cinegpu.media import MediaError, describe, open_source
 from cinegpu.media.check import check
 from cinegpu.media.mxf import MXFFile
 
-SAMPLES = Path(__file__).resolve().parents[1].parent / "shared" / "dcp-samples"
-needs_samples = pytest.mark.skipif(not SAMPLES.is_dir(), reason="../shared/dcp-samples is absent")
+from conftest import DCP_SAMPLES, needs_dcp_samples
+
+SAMPLES = DCP_SAMPLES
+needs_samples = needs_dcp_samples
 needs_ffmpeg = pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="ffmpeg is not installed")
 
 # dir, kind, frames, width, height, edit rate, encrypted, compare with ffmpeg (as SOURCES.tsv says)

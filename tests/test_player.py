@@ -27,23 +27,6 @@ from cinegpu.player.presenter import letterbox
 OPJ = shutil.which("opj_compress")
 
 
-def _gl_reason() -> str | None:
-    try:
-        from cinegpu.player.window import open_window
-        w = open_window(8, 8, headless=True)
-        w.close()
-    except Exception as exc:  # no pyglet, no EGL, no GL 3.3: the reason is the skip message
-        return f"no headless OpenGL: {type(exc).__name__}: {exc}"
-    return None
-
-
-@pytest.fixture(scope="module")
-def gl_ok():
-    reason = _gl_reason()
-    if reason:
-        pytest.skip(reason)
-
-
 def _noise_frames(rng, n, h, w, maxval, channels=3):
     """Smooth ramps plus noise, different per frame: exercises every code value range."""
     yy, xx = np.mgrid[0:h, 0:w]
@@ -104,7 +87,7 @@ def _play(path, tmp_path, colour="auto", **kw):
 
 @pytest.mark.parametrize("name,colour,precision", [("rgb12", "auto", 12), ("rgb8", "auto", 8),
                                                    ("grey8", "auto", 8), ("rgb12", "xyz", 12)])
-def test_headless_screenshots_match_the_numpy_reference(gl_ok, sequences, tmp_path, name, colour, precision):
+def test_headless_screenshots_match_the_numpy_reference(gl, sequences, tmp_path, name, colour, precision):
     summary, shots = _play(sequences[name], tmp_path, colour=colour)
     media = open_source(sequences[name])
     assert summary.screenshots == media.frame_count
@@ -118,7 +101,7 @@ def test_headless_screenshots_match_the_numpy_reference(gl_ok, sequences, tmp_pa
     media.close()
 
 
-def test_cli_headless_prints_the_summary(gl_ok, sequences, tmp_path, capsys):
+def test_cli_headless_prints_the_summary(gl, sequences, tmp_path, capsys):
     from cinegpu.player.cli import main
 
     shot = tmp_path / "two.png"
@@ -143,7 +126,7 @@ class SlowSource(ArraySource):
         return super().get(n)
 
 
-def test_a_late_decode_drops_the_frame_without_slowing_the_clock(gl_ok, tmp_path):
+def test_a_late_decode_drops_the_frame_without_slowing_the_clock(gl, tmp_path):
     from cinegpu.player.commands.play import play
 
     pics = [np.full((10, 16, 4), 1000 * (k + 1), np.uint16) for k in range(6)]

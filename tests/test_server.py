@@ -21,17 +21,9 @@ import pytest
 from cinegpu.player.server.client import ServerProcess, request
 from cinegpu.player.server.samples import DCP_CPL, MISSING_CPL, make_library, sequence_id, tools_missing
 
+from conftest import require_gl
+
 pytestmark = pytest.mark.slow
-
-
-def _gl_reason() -> str | None:
-    try:
-        from cinegpu.player.window import open_window
-        w = open_window(8, 8, headless=True)
-        w.close()
-    except Exception as exc:  # no pyglet, no EGL, no GL 3.3: the reason is the skip message
-        return f"no headless OpenGL: {type(exc).__name__}: {exc}"
-    return None
 
 
 @pytest.fixture(scope="module")
@@ -39,9 +31,7 @@ def library(tmp_path_factory):
     missing = tools_missing()
     if missing:
         pytest.skip(f"needs {', '.join(missing)} to make the test library")
-    reason = _gl_reason()
-    if reason:
-        pytest.skip(reason)
+    require_gl()
     return make_library(tmp_path_factory.mktemp("library"))
 
 

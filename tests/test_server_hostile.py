@@ -37,6 +37,8 @@ from cinegpu.player.server.client import ServerProcess, request
 from cinegpu.player.server.library import SEQUENCE_NS, Entry, Library
 from cinegpu.player.server.samples import make_library, sequence_id, tools_missing
 
+from conftest import require_gl
+
 HEAD_TIMEOUT = 2.0          # seconds (--head-timeout of the test server)
 MAX_CONNECTIONS = 100
 #: The test server's decode back end and workers: the CPU with one worker here; on the GPU
@@ -55,23 +57,12 @@ def allowed_drops(seconds: float) -> float:
     return 0.0 if SERVER_BACKEND == "cuda" else 0.05 * 24 * seconds
 
 
-def _gl_reason() -> str | None:
-    try:
-        from cinegpu.player.window import open_window
-        open_window(8, 8, headless=True).close()
-    except Exception as exc:
-        return f"no headless OpenGL: {type(exc).__name__}: {exc}"
-    return None
-
-
 @pytest.fixture(scope="module")
 def library(tmp_path_factory):
     missing = tools_missing(dcp=False)
     if missing:
         pytest.skip(f"needs {', '.join(missing)} to make the test library")
-    reason = _gl_reason()
-    if reason:
-        pytest.skip(reason)
+    require_gl()
     root = tmp_path_factory.mktemp("hostile")
     lib = make_library(root / "lib", frames=48, dcp=False, width=SERVER_FRAME[0], height=SERVER_FRAME[1])
     outside = make_library(root / "outside", frames=4, dcp=False)

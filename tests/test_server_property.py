@@ -24,6 +24,8 @@ from schemathesis.specs.openapi.checks import (  # noqa: E402
 from cinegpu.player.server.client import ServerProcess, request  # noqa: E402
 from cinegpu.player.server.samples import DCP_CPL, make_library, tools_missing  # noqa: E402
 
+from conftest import require_gl  # noqa: E402
+
 pytestmark = pytest.mark.slow
 
 MAX_EXAMPLES = 25
@@ -36,11 +38,7 @@ def live_server(tmp_path_factory):
     missing = tools_missing()
     if missing:
         pytest.skip(f"needs {', '.join(missing)} to make the test library")
-    try:
-        from cinegpu.player.window import open_window
-        open_window(8, 8, headless=True).close()
-    except Exception as exc:
-        pytest.skip(f"no headless OpenGL: {exc}")
+    require_gl()
     library = make_library(tmp_path_factory.mktemp("library"), frames=24, dcp=True)
     s = ServerProcess(library, "--backend", "cpu", "--threads", "--workers", "1")
     code, st = request(f"{s.url}/api/v1/load", "POST", {"cpl": DCP_CPL, "loop": True}, timeout=120, token=s.token)

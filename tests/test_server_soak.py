@@ -22,6 +22,8 @@ import pytest
 from cinegpu.player.server.client import ServerProcess, request, rss_bytes
 from cinegpu.player.server.samples import make_library, sequence_id, tools_missing
 
+from conftest import require_gl
+
 pytestmark = pytest.mark.slow
 
 REQUESTS = 2000
@@ -46,11 +48,7 @@ def playing_server(tmp_path_factory):
     missing = tools_missing(dcp=False)
     if missing:
         pytest.skip(f"needs {', '.join(missing)} to make the test library")
-    try:
-        from cinegpu.player.window import open_window
-        open_window(8, 8, headless=True).close()
-    except Exception as exc:
-        pytest.skip(f"no headless OpenGL: {exc}")
+    require_gl()
     library = make_library(tmp_path_factory.mktemp("library"), frames=72, dcp=False)
     s = ServerProcess(library, "--backend", "cpu", "--workers", "1")
     code, st = request(f"{s.url}/api/v1/load", "POST",

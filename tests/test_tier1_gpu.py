@@ -29,17 +29,13 @@ from cinegpu.encode.tier1 import encode_codeblock, segments
 from test_tier1_corrupt import fuzz_cases
 from test_tier1_roundtrip import SHAPES, STYLES, padded, random_block
 
-try:
+from conftest import have_cuda
+
+cupy = None
+if have_cuda():
     import cupy
 
-    _HAVE_GPU = bool(cupy.cuda.is_available())
-    _WHY = "no CUDA device visible to cupy"
-except Exception as exc:  # ImportError, or a CUDA driver/runtime error
-    cupy = None
-    _HAVE_GPU = False
-    _WHY = f"cupy not usable: {exc}"
-
-GPU = [pytest.mark.gpu, pytest.mark.skipif(not _HAVE_GPU, reason=_WHY)]
+GPU = pytest.mark.gpu  # skipped without CUDA (conftest.py)
 CXX = shutil.which("g++")
 SAMPLE = Path(t1gpu.__file__).parents[2] / "media" / "samples" / "bars_2k.j2c"
 
@@ -317,7 +313,6 @@ def test_real_frame(backend, layout):
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not _HAVE_GPU, reason=_WHY)
 def test_launch_options_and_inputs():
     """lanes, sort, order and max_slots change only the speed; CuPy and numpy inputs alike."""
     coded, table, sl, sp, size = frame_tables(SAMPLE.read_bytes())
@@ -367,7 +362,6 @@ def _best_gpu_ms(fn, repeat=10):
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not _HAVE_GPU, reason=_WHY)
 @pytest.mark.skipif(not os.environ.get("CINEGPU_T1_BENCH"), reason="CINEGPU_T1_BENCH unset")
 def test_bench_frames():
     """Tier-1 of whole frames: CUDA (tables on the device, best of 10) vs numba on one core."""

@@ -20,19 +20,13 @@ import pytest
 from cinegpu.decode import transform as ref
 from cinegpu.decode.transform.dwt import level_rects
 
-try:
+from conftest import have_cuda
+
+cupy = None
+pytestmark = pytest.mark.gpu  # skipped without CUDA (conftest.py)
+
+if have_cuda():
     import cupy
-
-    _HAVE_GPU = bool(cupy.cuda.is_available())
-    _WHY = "no CUDA device visible to cupy"
-except Exception as exc:  # ImportError, or a CUDA driver/runtime error
-    cupy = None
-    _HAVE_GPU = False
-    _WHY = f"cupy not usable: {exc}"
-
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _HAVE_GPU, reason=_WHY)]
-
-if _HAVE_GPU:
     from cinegpu.decode.transform import cuda_backend as gpu
 
 SIZES = [(s, (s * 7) % 67 + 1) for s in range(1, 68)]

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..errors import CodestreamError, InvalidSegment, MisplacedMarker, TruncatedCodestream
+from ..strictness import Fault, Strictness
 from . import markers as M
 from .cod import COC, COD, SPcod, parse_coc, parse_cod
 from .com import COM, CRG, parse_com, parse_crg
@@ -80,7 +81,9 @@ class Codestream:
     main: Segments
     tiles: dict[int, Tile]
     markers: list[tuple[int, int, int]]  #: (code, offset, length) in stream order
-    warnings: list[str]
+    #: what was skipped or cut (both modes) and, resilient, the faults concealed; each prints
+    #: as one line of text
+    warnings: list[Fault]
     data: bytes | memoryview
     #: Byte offset where the main header ends: its first SOT, else EOC, else (a header cut
     #: short, not strict) where the segment cut short begins (A.3).
@@ -211,7 +214,7 @@ def _read_segments(data, pos: int, scope: str, siz: SIZ, seg: Segments, cs_marke
         if entry is None:
             if code in (M.SOC, M.SIZ, M.SOD, M.EOC, M.SOP, M.EPH):
                 raise MisplacedMarker(f"{M.name(code)} inside a {scope} header", pos)
-            warnings.append(f"skipped unknown marker {M.name(code)} at byte {pos}")
+            warnings.append(Fault(InvalidSegment(f"skipped unknown marker {M.name(code)}", pos)))
         else:
             where, attr, parser = entry
             allowed = where.split()
@@ -222,15 +225,18 @@ def _read_segments(data, pos: int, scope: str, siz: SIZ, seg: Segments, cs_marke
         pos = end
 
 
-def parse_codestream(data: bytes | memoryview, *, strict: bool = True,
+def parse_codestream(data: bytes | memoryview, *, strict: bool | Strictness = True,
                      main_only: bool = False) -> Codestream:
     """Walk a raw codestream (starting with SOC) into a :class:`Codestream`.
 
     In strict mode a tile-part running past the end of the data raises
     :class:`TruncatedCodestream`; otherwise it is cut at the end and a
-    warning is recorded, so the decoder can conceal what is missing.
+    :class:`~cinegpu.decode.strictness.Fault` is recorded in ``warnings``, so
+    the decoder can conceal what is missing (``strict``: a bool or a
+    :class:`~cinegpu.decode.strictness.Strictness`).
     ``main_only``: stop at the end of the main header; no tile-part is read.
     """
+    policy = Strictness.of(strict)
     if read_u16(data, 0, "the SOC marker") != M.SOC:
         raise MisplacedMarker("codestream does not start with SOC (FF4F)", 0)
     if read_u16(data, 2, "the SIZ marker") != M.SIZ:
@@ -240,50 +246,51 @@ def parse_codestream(data: bytes | memoryview, *, strict: bool = True,
         raise TruncatedCodestream("SIZ runs past the end", 2)
     siz = parse_siz(SegmentReader(data, 6, 4 + length, "SIZ"))
     cs_markers: list[tuple[int, int, int]] = [(M.SOC, 0, 0), (M.SIZ, 2, length)]
-    warnings: list[str] = []
+    warnings: list[Fault] = []
     main = Segments()
     cut_short = False
     try:
         pos = _read_segments(data, 4 + length, "main", siz, main, cs_markers, warnings, (M.SOT, M.EOC))
     except TruncatedCodestream as exc:
         # resilient: a main header with its COD and QCD is enough for a (blank) picture
-        if strict or main.cod is None or main.qcd is None:
+        if main.cod is None or main.qcd is None:
             raise
-        warnings.append(f"main header cut short ({exc}); no tile data")
+        policy.fault(exc, warnings, text=f"main header cut short ({exc}); no tile data")
         pos, cut_short = exc.offset or len(data), True
     if main.cod is None:
         raise InvalidSegment("main header has no COD", pos)
     if main.qcd is None:
         raise InvalidSegment("main header has no QCD", pos)
-    tiles = {} if cut_short or main_only else _read_tile_parts(data, pos, siz, cs_markers, warnings, strict)
+    tiles = {} if cut_short or main_only else _read_tile_parts(data, pos, siz, cs_markers, warnings, policy)
     cs = Codestream(siz, main, tiles, cs_markers, warnings, data, pos, main_only)
     _check_components(cs)
     return cs
 
 
-def _read_tile_parts(data, pos: int, siz: SIZ, cs_markers, warnings, strict: bool) -> dict[int, Tile]:
+def _read_tile_parts(data, pos: int, siz: SIZ, cs_markers, warnings: list[Fault],
+                     policy: Strictness) -> dict[int, Tile]:
+    """The tile-parts from ``pos`` to EOC (A.4.2); resilient, a damaged one ends the walk."""
     n = len(data)
     tiles: dict[int, Tile] = {}
     for _ in range(MAX_TILE_PARTS):
         if pos + 2 > n:
-            warnings.append(f"no EOC marker: data ends at byte {n}")
+            warnings.append(Fault(TruncatedCodestream("no EOC marker: data ends", n)))
             return tiles
         code = read_u16(data, pos, "a marker")
         if code == M.EOC:
             cs_markers.append((code, pos, 0))
             if pos + 2 != n:
-                warnings.append(f"{n - pos - 2} bytes after EOC ignored")
+                warnings.append(Fault(InvalidSegment(f"{n - pos - 2} bytes after EOC", pos + 2),
+                                      text=f"{n - pos - 2} bytes after EOC ignored"))
             return tiles
         if code != M.SOT:
-            if not strict:
-                warnings.append(f"expected SOT or EOC at byte {pos}; rest ignored")
-                return tiles
-            raise MisplacedMarker(f"expected SOT or EOC, found {M.name(code)}", pos)
+            policy.fault(MisplacedMarker(f"expected SOT or EOC, found {M.name(code)}", pos), warnings,
+                         text=f"expected SOT or EOC at byte {pos}; rest ignored")
+            return tiles
         if pos + 12 > n:
-            if not strict:
-                warnings.append(f"SOT at byte {pos} cut short; rest ignored")
-                return tiles
-            raise TruncatedCodestream("SOT runs past the end", pos)
+            policy.fault(TruncatedCodestream("SOT runs past the end", pos), warnings,
+                         text=f"SOT at byte {pos} cut short; rest ignored")
+            return tiles
         length = read_u16(data, pos + 2, "the length of SOT")
         if length != 10:
             raise InvalidSegment(f"SOT: Lsot {length}, must be 10", pos + 2)
@@ -300,10 +307,9 @@ def _read_tile_parts(data, pos: int, siz: SIZ, cs_markers, warnings, strict: boo
         try:
             sod = _read_segments(data, pos + 12, scope, siz, tile.header, cs_markers, warnings, (M.SOD,))
         except CodestreamError as exc:
-            if strict:
-                raise
             # resilient: keep the tiles read so far, drop this damaged tile-part
-            warnings.append(f"tile {sot.Isot} part {sot.TPsot}: {exc}; rest of the codestream ignored")
+            policy.fault(exc, warnings, tile=sot.Isot,
+                         text=f"tile {sot.Isot} part {sot.TPsot}: {exc}; rest of the codestream ignored")
             if not tile.parts:
                 del tiles[sot.Isot]
             return tiles
@@ -312,9 +318,8 @@ def _read_tile_parts(data, pos: int, siz: SIZ, cs_markers, warnings, strict: boo
         if sot.Psot and sot.Psot < sod + 2 - pos:
             raise InvalidSegment(f"SOT: Psot {sot.Psot} ends inside the tile-part header", pos + 6)
         if end > n:
-            if strict:
-                raise TruncatedCodestream(f"tile-part of {sot.Psot} bytes runs past the end", pos)
-            warnings.append(f"tile {sot.Isot} part {sot.TPsot} cut short by {end - n} bytes")
+            policy.fault(TruncatedCodestream(f"tile-part of {sot.Psot} bytes runs past the end", pos), warnings,
+                         tile=sot.Isot, text=f"tile {sot.Isot} part {sot.TPsot} cut short by {end - n} bytes")
             end = n
         tile.parts.append(TilePart(sot, pos, sod + 2, end))
         pos = end
@@ -338,7 +343,7 @@ def _check_components(cs: Codestream) -> None:
                 raise UnsupportedFeature(f"RGN: ROI shift {rgn.SPrgn} above 30 bit-planes (component {c})")
         for p in seg.poc:
             if p.RSpoc >= p.REpoc or p.CSpoc >= min(p.CEpoc, csiz) or p.LYEpoc == 0:
-                cs.warnings.append(f"POC progression {p} is empty")
+                cs.warnings.append(Fault(InvalidSegment(f"POC progression {p} is empty")))
 
 
 def tile_part_ppm_headers(cs: Codestream) -> dict[tuple[int, int], bytes] | None:

@@ -17,8 +17,8 @@ calibrated P3-D65 mastering monitor.
 Display encodings (documented choice): ``"rec709"`` uses the BT.1886
 reference EOTF with a zero black level, i.e. a pure 1/2.4 power;
 ``"p3d65"`` uses 1/2.6, the gamma of a DCI projector / P3-D65 theatrical
-mastering display (SMPTE RP 431-2).  [Facts: /work/shared/docs/dci-facts.md;
-libdcp src/rgb_xyz.cc and src/colour_conversion.cc.]
+mastering display (SMPTE RP 431-2).  [The same choices as libdcp's
+src/rgb_xyz.cc and src/colour_conversion.cc.]
 
 Primaries (CIE 1931 xy) and the matrices derived from them here (rounded):
 
