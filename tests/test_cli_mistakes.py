@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import DCP_SAMPLES, have_cuda
+
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "media" / "samples" / "bars_2k.j2c"
 
@@ -16,14 +18,6 @@ SAMPLE = ROOT / "media" / "samples" / "bars_2k.j2c"
 def cinegpu(*args, cwd=None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "cinegpu.player.cli", *map(str, args)],
                           capture_output=True, text=True, timeout=300, cwd=cwd)
-
-
-def _cupy_missing() -> bool:
-    try:
-        import cupy  # noqa: F401
-    except Exception:
-        return True
-    return False
 
 
 MISTAKES = [
@@ -47,7 +41,7 @@ MISTAKES = [
     (["master", "{tmp}", "-o", "{tmp}/out", "--title", "a\x07b"], "U+0007"),
     (["master", "{tmp}", "-o", "{tmp}/out", "--title", " "], "must not be empty"),
 ]
-if _cupy_missing():
+if not have_cuda():
     MISTAKES += [(["play", SAMPLE, "--headless", "--backend", "cuda"], "CUDA"),
                  (["decode", SAMPLE, "-o", "{tmp}/o.png", "--backend", "cuda"], "CUDA")]
 
@@ -90,7 +84,7 @@ def test_a_failing_peer_is_reported_as_failing(tmp_path):
 
 
 def test_check_draws_no_progress_bar_into_a_redirected_stderr():
-    dcp = ROOT.parent / "shared" / "dcp-samples" / "libdcp-dcp_test1-smpte-2k"
+    dcp = DCP_SAMPLES / "libdcp-dcp_test1-smpte-2k"
     if not dcp.is_dir():
         pytest.skip(f"{dcp} is absent")
     r = cinegpu("check", dcp)

@@ -252,8 +252,9 @@ def test_sub_descriptor_items_match_asdcplib():
     from cinegpu.decode.codestream.header import parse_codestream
     from cinegpu.media.mxf import J2K_SUB_ITEMS
     from cinegpu.media.mxf_write import J2K_TAGS, J2KHeader
-    sample = Path(__file__).resolve().parents[1].parent / "shared" / "dcp-samples" / \
-        "libdcp-dcp_test1-smpte-2k" / "video.mxf"
+    from conftest import DCP_SAMPLES
+
+    sample = DCP_SAMPLES / "libdcp-dcp_test1-smpte-2k" / "video.mxf"
     if not sample.is_file():
         pytest.skip("../shared/dcp-samples is absent")
     with MXFFile(sample) as m:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -19,8 +18,9 @@ from cinegpu.decode import BackendUnavailable, CodestreamError, PipelineError, U
 from cinegpu.media import CorruptMedia, EncryptedMedia, MediaError, UnsupportedMedia, open_source
 
 from conformance import CONFORMANCE
+from conftest import DCP_SAMPLES
 
-SAMPLES = Path(__file__).resolve().parents[1].parent / "shared" / "dcp-samples"
+SAMPLES = DCP_SAMPLES
 ENCRYPTED = SAMPLES / "libdcp-encryption_test-smpte-2k-encrypted"
 SMALL = CONFORMANCE / "part1" / "codestreams" / "p0_01.j2k"
 
