@@ -33,6 +33,7 @@ import numpy as np
 from .decoder import Decoder, Frame, Prepared, check_components, finish_frame
 from .errors import CodestreamError, PipelineError, WorkerCrashed
 from .limits import DEFAULT_MAX_MEMORY, DEFAULT_MAX_PIXELS
+from .shm import create_segment, reclaim_orphans
 from .tier1.gpu import scratch_entries, work_order
 
 log = logging.getLogger("cinegpu.decode")
@@ -167,7 +168,7 @@ class _Slot:
     """A shared-memory buffer for one frame's coefficients (pinned if CUDA)."""
 
     def __init__(self, nbytes: int, xp) -> None:
-        self.shm = shared_memory.SharedMemory(create=True, size=max(nbytes, 4))
+        self.shm = create_segment(max(nbytes, 4))
         self.nbytes = nbytes
         self.pinned = False
         if xp is not np:
@@ -225,6 +226,9 @@ class FramePipeline:
         """``max_pixels``, ``max_memory``: as for :class:`Decoder`, checked as each frame is submitted."""
         self.decoder = Decoder(backend, gpu_tier1=gpu_tier1, max_pixels=max_pixels, max_memory=max_memory)
         self.backend = self.decoder.backend
+        reclaimed = reclaim_orphans()   # segments of pipelines whose process was killed
+        if reclaimed:
+            log.info("reclaimed %d shared-memory segment(s) left by killed processes", len(reclaimed))
         from .peers import cores
 
         self.num_workers = max(1, workers if workers is not None else cores() - 1)

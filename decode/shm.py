@@ -1,0 +1,70 @@
+"""Shared-memory segments of the decode pipeline, named so that leftovers can be found.
+
+A frame slot is a POSIX shared-memory segment (``/dev/shm`` on Linux). The process that
+creates one unlinks it when the pipeline closes, and Python's resource tracker unlinks what is
+left when the process ends; but a process group killed at once (SIGKILL to the player, its
+workers and the tracker, as a closed terminal or an out-of-memory kill does) leaves the
+segments behind, up to hundreds of megabytes each for 4K. So every segment is named
+``cinegpu_<pid>_<random>`` after the process that made it, and :func:`reclaim_orphans`, run
+whenever a pipeline starts, unlinks the segments whose process is gone.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from multiprocessing import shared_memory
+from pathlib import Path
+
+__all__ = ["PREFIX", "create_segment", "reclaim_orphans", "segment_owner"]
+
+#: The start of every segment name the pipeline makes.
+PREFIX = "cinegpu_"
+#: Where Linux keeps POSIX shared memory.
+SHM_FOLDER = Path("/dev/shm")
+
+
+def create_segment(nbytes: int) -> shared_memory.SharedMemory:
+    """A new segment of ``nbytes`` bytes named after this process."""
+    while True:
+        name = f"{PREFIX}{os.getpid()}_{secrets.token_hex(6)}"
+        try:
+            return shared_memory.SharedMemory(name=name, create=True, size=nbytes)
+        except FileExistsError:     # 48 random bits met an old name: draw again
+            continue
+
+
+def segment_owner(name: str) -> int | None:
+    """The process id in a segment name of ours, or None for any other name."""
+    if not name.startswith(PREFIX):
+        return None
+    pid, sep, tail = name[len(PREFIX):].partition("_")
+    return int(pid) if sep and pid.isdigit() and tail else None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:         # another user's live process
+        return True
+    return True
+
+
+def reclaim_orphans(folder: Path = SHM_FOLDER) -> list[str]:
+    """Unlink the segments of ours whose process no longer exists; the names unlinked.
+    Quietly does nothing where ``folder`` does not exist (no POSIX shared memory folder)."""
+    if not folder.is_dir():
+        return []
+    gone = []
+    for entry in folder.iterdir():
+        pid = segment_owner(entry.name)
+        if pid is None or pid == os.getpid() or _alive(pid):
+            continue
+        try:
+            entry.unlink()
+        except (FileNotFoundError, PermissionError):   # reclaimed by another, or not ours to
+            continue
+        gone.append(entry.name)
+    return gone
