@@ -43,8 +43,9 @@ def frame_caps(rate: Fraction | None) -> tuple[int, int] | None:
             dci.bytes_per_frame(dci.FRAME_BITRATE_WARNING, rate))
 
 
-def size_lines(sizes: list[tuple[int, int]], rate: Fraction | None) -> list[str]:
-    """Frame-size statistics of ``sizes``, (bytes, times played) pairs."""
+def size_lines(sizes: list[tuple[int, int]], rate: Fraction | None, dci_checks: bool = True) -> list[str]:
+    """Frame-size statistics of ``sizes``, (bytes, times played) pairs; with ``dci_checks``,
+    the verdict against the DCI cap at ``rate``."""
     total = sum(k for _, k in sizes)
     if not total:
         return ["frame sizes: none"]
@@ -54,7 +55,7 @@ def size_lines(sizes: list[tuple[int, int]], rate: Fraction | None) -> list[str]
     empty = sum(k for s, k in sizes if s == 0)
     if empty:
         out.append(f"  {empty} empty frame(s) (0 bytes): the player conceals them")
-    caps = frame_caps(rate)
+    caps = frame_caps(rate) if dci_checks else None
     if caps:
         cap, warn = caps
         over = sum(k for s, k in sizes if s > cap)
@@ -67,12 +68,15 @@ def size_lines(sizes: list[tuple[int, int]], rate: Fraction | None) -> list[str]
     return out
 
 
-def profile_lines(prof: Profile) -> list[str]:
-    """The codestream lines of a frame's profile: summary, markers, DCI verdict."""
+def profile_lines(prof: Profile, dci_checks: bool = True) -> list[str]:
+    """The codestream lines of a frame's profile: summary, markers and, with ``dci_checks``,
+    the DCI verdict."""
     name, problems = prof.dci_problems()
     out = [f"codestream: {prof.summary()}", f"  markers before the first SOT: {' '.join(prof.markers)}"]
     if prof.htj2k:
         out.append("  HTJ2K (ISO 15444-15) block coding: decoded with tier-1 on the CPU")
+    if not dci_checks:
+        return out
     if problems:
         out.append(f"  {name} profile: not met: " + "; ".join(problems))
     else:
@@ -112,8 +116,10 @@ def first_readable(source: Source, probe: int = 24) -> tuple[int | None, Profile
     return None, None, bad
 
 
-def picture_lines(source: Source) -> list[str]:
-    """Picture format, frame-size statistics and codestream profile of an open source."""
+def picture_lines(source: Source, dci_checks: bool = True) -> list[str]:
+    """Picture format, frame-size statistics and codestream profile of an open source; the
+    DCI cap and profile verdicts only with ``dci_checks`` (not for IMF, which has its own
+    profiles)."""
     out = []
     n, prof, bad = first_readable(source)
     comps = depth = "?"
@@ -123,9 +129,9 @@ def picture_lines(source: Source) -> list[str]:
     out.append(f"picture: {source.width}x{source.height}, {fps_text(source.edit_rate)} fps, "
                f"{comps} components, {depth} bit, {'stereoscopic' if source.stereoscopic else '2D'}")
     out += bad
-    out += size_lines(frame_sizes(source), source.edit_rate)
+    out += size_lines(frame_sizes(source), source.edit_rate, dci_checks)
     if prof is not None:
-        lines = profile_lines(prof)
+        lines = profile_lines(prof, dci_checks)
         if n:
             lines[0] += f" (frame {n}, the first readable)"
         out += lines
@@ -210,7 +216,7 @@ def package_report(pkg: Package) -> list[str]:
         out += [""] + composition_lines(pkg, comp)
         try:
             with open_composition(pkg, comp) as source:
-                out += ["  " + line for line in picture_lines(source)]
+                out += ["  " + line for line in picture_lines(source, dci_checks=pkg.kind != "imf")]
         except MediaError as exc:
             out.append(f"  picture: not readable: {exc}")
     return out
