@@ -13,25 +13,28 @@ ROOT = Path(__file__).resolve().parent.parent
 RANK = {"decode": 0, "encode": 1, "media": 2, "interop": 2, "player": 3}
 
 
-def imported_layers(source: str, module: str):
-    """(line, layer) of every cinegpu layer that ``source``, the text of ``module``
-    (``cinegpu.encode.tier1.gpu``), imports."""
+def imports(source: str, module: str):
+    """(line, absolute module, imported names or None) of every import in ``source``, the
+    text of ``module`` (``cinegpu.encode.tier1.gpu``), lazy ones included."""
     package = module.split(".")[:-1]
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
+            for a in node.names:
+                yield node.lineno, a.name, None
         elif isinstance(node, ast.ImportFrom):
             base = package[:len(package) - node.level + 1] if node.level else []
-            target = base + (node.module.split(".") if node.module else [])
-            # "from .. import media" names a layer in the imported names
-            names = [".".join(target + [a.name]) for a in node.names] if not node.module \
-                else [".".join(target)]
-        else:
-            continue
-        for name in names:
+            target = ".".join(base + (node.module.split(".") if node.module else []))
+            yield node.lineno, target, [a.name for a in node.names]
+
+
+def imported_layers(source: str, module: str):
+    """(line, layer) of every cinegpu layer that ``source``, the text of ``module``, imports."""
+    for line, target, names in imports(source, module):
+        # "from .. import media" names a layer in the imported names
+        for name in [f"{target}.{n}" for n in names] if names and target.count(".") < 1 else [target]:
             parts = name.split(".")
             if parts[0] == "cinegpu" and len(parts) > 1 and parts[1] in RANK:
-                yield node.lineno, parts[1]
+                yield line, parts[1]
 
 
 def violations(source: str, module: str) -> list[str]:
@@ -73,18 +76,9 @@ def test_the_check_sees_each_way_of_importing(source, module, bad):
 def imported_modules(source: str, module: str, known: set[str]):
     """Every module of ``known`` that ``source`` (the text of ``module``) imports, lazily or
     not; ``from pkg import name`` counts as importing ``pkg.name`` when that is a module."""
-    package = module.split(".")[:-1]
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            targets = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = package[:len(package) - node.level + 1] if node.level else []
-            target = ".".join(base + (node.module.split(".") if node.module else []))
-            targets = [f"{target}.{a.name}" if f"{target}.{a.name}" in known else target
-                       for a in node.names]
-        else:
-            continue
-        for t in targets:
+    for _, target, names in imports(source, module):
+        for t in [f"{target}.{n}" if f"{target}.{n}" in known else target for n in names] \
+                if names else [target]:
             if t in known:
                 yield t
 

@@ -28,26 +28,25 @@ def positive_rate(text: str) -> Fraction:
     return rate
 
 
-def positive_int(text: str) -> int:
-    """A whole number of at least 1."""
+def _whole_number(text: str, least: int) -> int:
     try:
         n = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"want a whole number, got {text!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
+    if n < least:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}" if least == 1
+                                         else f"must be {least} or more, got {n}")
     return n
+
+
+def positive_int(text: str) -> int:
+    """A whole number of at least 1."""
+    return _whole_number(text, 1)
 
 
 def non_negative_int(text: str) -> int:
     """A whole number of at least 0."""
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"want a whole number, got {text!r}") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {n}")
-    return n
+    return _whole_number(text, 0)
 
 
 def one_line_text(text: str) -> str:
