@@ -111,6 +111,7 @@ def test_decoded_12_bit_pictures_fill_the_16_bit_range(tmp_path, suffix):
         assert data[data.index(b"sBIT") + 4:][:3] == bytes([12, 12, 12])
 
 
+@pytest.mark.slow
 def test_decoded_png_matches_what_opj_decompress_writes(tmp_path):
     import shutil
 

@@ -55,6 +55,7 @@ def _ours(pid: int) -> set[str]:
     return {p.name for p in SHM_FOLDER.iterdir() if segment_owner(p.name) == pid}
 
 
+@pytest.mark.slow
 def test_a_player_killed_with_its_workers_leaves_nothing_after_the_next_start(tmp_path):
     """SIGKILL to the player's whole process group (workers and resource tracker too): its
     slots stay in /dev/shm until the next pipeline starts, which reclaims them."""
