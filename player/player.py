@@ -69,6 +69,18 @@ class Summary:
     def fps(self) -> float:
         return self.stats.shown / self.seconds if self.seconds > 0 else 0.0
 
+    def why_dropped(self) -> str:
+        """A plain sentence when frames were dropped because decoding is slower than the edit
+        rate (what this machine plays at and why), else an empty string."""
+        rate = float(self.rate)
+        if not self.stats.dropped or not 0 < self.decode_fps < rate:
+            return ""
+        hint = (" (on the CPU: a CUDA GPU with CuPy installed decodes 2K and 4K in real time)"
+                if self.backend != "cuda" else "")
+        return (f"this machine decodes this material at {self.decode_fps:.1f} frames/s "
+                f"({self.backend}), below the edit rate of {fps_text(Fraction(self.rate))}: "
+                f"the player kept time by dropping frames{hint}")
+
     def __str__(self) -> str:
         s = self.stats
         decode = (f"decode {self.backend} {self.decode_fps:.1f} fps" if self.decode_fps > 0

@@ -381,7 +381,13 @@ def test_summary_reads_plainly():
     assert "edit rate 59.94 (60000/1001)" in text
     assert "0.0 fps" not in text and "decode cpu 820 ms a frame" in text
     assert "dropped at 1-64 (the first 64 of 100)" in text
+    slow = Summary(frames=120, stats=stats, seconds=2.0, rate=Fraction(24), backend="cpu",
+                   target="host", decode_fps=6.5)
+    assert slow.why_dropped().startswith("this machine decodes this material at 6.5 frames/s (cpu), "
+                                         "below the edit rate of 24")
     text = str(Summary(frames=24, stats=PlaybackStats(shown=24), seconds=1.0, rate=Fraction(24),
                        backend="cuda", target="surface", decode_fps=191.0, latency=0.005))
     assert "edit rate 24)" in text and "decode cuda 191.0 fps (5 ms a frame)" in text
     assert "dropped at" not in text
+    assert Summary(frames=24, stats=PlaybackStats(shown=24), seconds=1.0, rate=Fraction(24),
+                   backend="cpu", target="host", decode_fps=6.5).why_dropped() == ""

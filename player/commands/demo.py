@@ -68,6 +68,8 @@ def run(args) -> int:
         media.close()
     if headless:
         print(summary)
+        if summary.why_dropped():
+            print(summary.why_dropped())
         if summary.screenshots:
             print(f"picture of frame {next(iter(shots))} of the master: {picture}")
     return 0

@@ -73,6 +73,8 @@ def run(args) -> int:
         media.close()
     if headless:
         print(summary)
+        if summary.why_dropped():
+            print(summary.why_dropped())
     return 0
 
 
