@@ -107,8 +107,7 @@ def _ours(frames, profile, fps, backend, workers):
 
 def _ours_threads(frames, profile, fps, backend, threads):
     """Frames spread over ``threads`` threads, each with its own warm :class:`Encoder` (and,
-    on the GPU, its own CUDA stream), as ``cinegpu master`` runs them; adaptive steps off so
-    the bytes do not depend on which thread took a frame."""
+    on the GPU, its own CUDA stream), as ``cinegpu master`` runs them."""
     import threading
     local = threading.local()
     made = []
@@ -116,8 +115,7 @@ def _ours_threads(frames, profile, fps, backend, threads):
     def enc_one(f):
         enc = getattr(local, "enc", None)
         if enc is None:
-            enc = local.enc = Encoder(profile=profile, fps=fps, backend=backend, workers=1,
-                                      adapt_step=False)
+            enc = local.enc = Encoder(profile=profile, fps=fps, backend=backend, workers=1)
             made.append(enc)
         return enc.encode(f, bits=12)
 

@@ -147,17 +147,17 @@ class TierOnePool:
         self.workers = max(1, int(workers or 1))
         self._pool = ThreadPoolExecutor(self.workers) if self.workers > 1 else None
 
-    def run_tile(self, flat: np.ndarray, cb: np.ndarray, style: int) -> tuple:
-        """:func:`encode_tile` of all blocks of a tile: (coded, coded_off, rates, rate_off,
-        dists, num_bps)."""
+    def run_tile(self, flat: np.ndarray, cb: np.ndarray, style: int, floor: int = 0) -> tuple:
+        """:func:`encode_tile` of all blocks of a tile, down to bit-plane ``floor``: (coded,
+        coded_off, rates, rate_off, dists, num_bps)."""
         n = cb.shape[0]
         if self._pool is None or n < 16:
-            return encode_tile(flat, cb, style)
+            return encode_tile(flat, cb, style, floor=floor)
         # runs of about equal sample count, a few per worker
         area = np.cumsum(cb[:, t1.CB_WIDTH] * cb[:, t1.CB_HEIGHT], dtype=np.float64)
         cuts = np.searchsorted(area, np.linspace(0, area[-1], self.workers * 4 + 1)[1:-1])
         edges = np.unique(np.concatenate(([0], cuts, [n])))
-        futures = [self._pool.submit(encode_tile, flat, cb, style, np.arange(a, b))
+        futures = [self._pool.submit(encode_tile, flat, cb, style, np.arange(a, b), floor)
                    for a, b in zip(edges[:-1], edges[1:])]
         table, dists = BlockTable.join([f.result() for f in futures])
         return (table.coded, table.coded_off, table.rates, table.rate_off, dists,

@@ -20,6 +20,7 @@ from cinegpu.decode.plan import build_tile_plan
 
 from . import markers as mk
 from .blocks import Block, BlockTable, TierOnePool
+from .early_stop import FLOOR_SHARE, first_floor, floor_share, magnitude_histogram
 from .forward import forward_tile
 from .profiles import Params, make_params
 from .markers import main_header
@@ -27,8 +28,10 @@ from .quant import block_components
 
 __all__ = ["Encoder", "GeometryCache", "encode"]
 
-#: Give up meeting a budget after this many tier-2 rounds (each round is exact).
-MAX_ROUNDS = 8
+#: Code a frame again at most this many times with a lower floor (:mod:`.early_stop`).
+MAX_RETRIES = 2
+#: The highest floor (bit-planes never coded) early stop may choose.
+MAX_FLOOR = 24
 
 
 @dataclass
@@ -117,17 +120,18 @@ class Encoder:
     def __init__(self, *, profile="generic", fps=24, bitrate=None, reversible=False,
                  levels=None, codeblock=(32, 32), progression="LRCP", layers=1, tiles=None,
                  precincts=None, backend="auto", workers=None, style=0, quantization="expounded",
-                 guard_bits=None, base_step=1.0, adapt_step=True,
+                 guard_bits=None, base_step=1.0, early_stop=True,
                  geometry: GeometryCache | None = None):
         self.options = dict(profile=profile, fps=fps, bitrate=bitrate, reversible=reversible,
                             levels=levels, codeblock=codeblock, progression=progression,
                             layers=layers, tiles=tiles, precincts=precincts, style=style,
                             quantization=quantization, guard_bits=guard_bits)
         self.base_step = float(base_step)
-        #: power-of-two factor on base_step learnt from the last frame under a budget:
-        #: bit-planes that rate control dropped in nearly every block are not coded again
-        self.step_scale = 1.0
-        self.adapt = adapt_step
+        #: under a budget (irreversible), skip the bit-planes rate control would drop
+        #: (:mod:`.early_stop`), decided per frame from the frame alone
+        self.early_stop = early_stop
+        #: the last frame's "floor" (bit-planes not coded), "floor_share", "retries",
+        #: "rounds" and "spare_planes"
         self.stats: dict = {}
         self.backend = select_backend(backend, names=ENCODER_NAMES).name
         self.pool = TierOnePool(workers)
@@ -166,16 +170,27 @@ class Encoder:
         import time
         t0 = time.perf_counter()
         params = make_params([c.shape for c in comps], precs, sgn, **self.options)
+        self.stats = {}
         with self.on_stream():
             cs, plans = self._geometry(params)
             flats = self._forward(comps, params, plans)
-            t1 = time.perf_counter()
             params, cs, plans, flats = self._guard_bits(params, cs, plans, flats)
-            frame = self._tier1(params, cs, plans, flats)
-        t2 = time.perf_counter()
-        data = self._rate_and_write(frame)
-        t3 = time.perf_counter()
-        self.timings = {"forward": t1 - t0, "tier1": t2 - t1, "rate+tier2": t3 - t2}
+            floor = self._first_floor(params, flats)
+        t1 = time.perf_counter()
+        tier1 = rate = 0.0
+        retries = 0
+        while True:
+            ta = time.perf_counter()
+            with self.on_stream():
+                frame = self._tier1(params, cs, plans, flats, floor)
+            tb = time.perf_counter()
+            data, share = self._rate_and_write(frame, floor)
+            tier1, rate = tier1 + tb - ta, rate + time.perf_counter() - tb
+            if floor == 0 or share <= FLOOR_SHARE or retries == MAX_RETRIES:
+                break
+            floor, retries = floor - 1, retries + 1     # the floor cut what rate control wanted
+        self.stats.update(floor=floor, floor_share=share, retries=retries)
+        self.timings = {"forward": t1 - t0, "tier1": tier1, "rate+tier2": rate}
         return data
 
     def on_stream(self):
@@ -190,7 +205,7 @@ class Encoder:
         return self._stream
 
     def _geometry(self, params: Params):
-        header = main_header(params, self.step, [])
+        header = main_header(params, self.base_step, [])
 
         def build():
             cs = parse_codestream(header + mk.eoc())
@@ -240,14 +255,16 @@ class Encoder:
         cs, plans = self._geometry(params)
         return params, cs, plans, flats
 
-    def _tier1(self, params, cs, plans, flats) -> Frame:
+    def _tier1(self, params, cs, plans, flats, floor: int = 0) -> Frame:
+        """Tier-1 of every tile's blocks, down to bit-plane ``floor`` (early stop)."""
         if self.backend == "cuda":   # on the GPU, every tile launched before any is waited on
             from .tier1.gpu import launch_tile
-            pending = [launch_tile(flat, plan.cb, params.cblk_style, stream=self._stream)
+            pending = [launch_tile(flat, plan.cb, params.cblk_style, stream=self._stream,
+                                   floor=floor)
                        for plan, flat in zip(plans, flats)]
             parts = [p.result() for p in pending]
         else:
-            parts = [self.pool.run_tile(flat, plan.cb, params.cblk_style)
+            parts = [self.pool.run_tile(flat, plan.cb, params.cblk_style, floor)
                      for plan, flat in zip(plans, flats)]
         table, dists = BlockTable.join(parts)
         sizes = [plan.cb.shape[0] for plan in plans]
@@ -255,23 +272,26 @@ class Encoder:
         comp = np.concatenate([block_components(plan) for plan in plans])
         return Frame(params, cs, plans, table, dists, comp, base)
 
-    def _rate_and_write(self, frame: Frame) -> bytes:
-        from .writer import allocate_and_write
-        self.stats = {}
-        data = allocate_and_write(frame, self.step, self.stats)
-        p = frame.params
-        if self.adapt and not p.reversible and (p.frame_bytes or p.component_bytes):
-            spare = self.stats["spare_planes"]
-            if spare >= 2:
-                self.step_scale *= 2.0 ** (spare - 1)  # keep one spare plane
-            elif spare == 0 and self.step_scale > 1.0:
-                self.step_scale /= 2.0
-        return data
+    def _first_floor(self, params: Params, flats) -> int:
+        """Bit-planes not to code (:func:`.early_stop.first_floor`): 0 without a budget, for
+        the reversible path (lossless unless a budget cuts it; its planes are few), or with
+        early_stop off."""
+        budget = params.frame_bytes or params.component_bytes
+        if not self.early_stop or params.reversible or not budget:
+            return 0
+        return first_floor(magnitude_histogram(flats), budget, MAX_FLOOR)
 
-    @property
-    def step(self) -> float:
-        """Irreversible base step in use: base_step x the learnt scale."""
-        return self.base_step * self.step_scale
+    def _rate_and_write(self, frame: Frame, floor: int) -> tuple[bytes, float]:
+        """The codestream and, when the planes under ``floor`` were not coded, the share of
+        its body bytes from plane ``floor`` (:func:`.early_stop.floor_share`)."""
+        from .writer import allocate_and_write
+        stats: dict = {}
+        data = allocate_and_write(frame, self.base_step, stats)
+        self.stats.update(stats)
+        t = frame.table
+        share = floor_share(t.rates, t.rate_off, t.num_bps, stats["passes"], floor) \
+            if floor else 0.0
+        return data, share
 
 
 def encode(image, *, profile="generic", fps=24, bitrate=None, reversible=False, levels=None,

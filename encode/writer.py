@@ -156,11 +156,13 @@ def spare_planes(table: BlockTable, passes: np.ndarray, percentile: float = 5.0)
 
 def allocate_and_write(frame, base_step: float, stats: dict | None = None) -> bytes:
     """Choose every block's passes (PCRD-opt) for the budgets and write the codestream.
-    ``stats`` (optional) receives "spare_planes" (see :func:`spare_planes`) and "rounds"."""
+    ``stats`` (optional) receives "spare_planes" (see :func:`spare_planes`), "rounds" and
+    "passes" (the passes kept of each block, int64)."""
     data, final, w = _allocate(frame, base_step)
     if stats is not None:
         stats["spare_planes"] = spare_planes(w.table, final)
         stats["rounds"] = w.rounds
+        stats["passes"] = np.asarray(final, np.int64)
     return data
 
 

@@ -5,8 +5,9 @@ geometry cache, and on the GPU its own CUDA stream, so that threads overlap on o
 With the ``cuda`` back end the frame goes up once as it was read (8/16-bit integers or
 float32) and the colour conversion (:func:`cinegpu.encode.gpu.rgb_to_xyz12`, the GPU twin of
 :func:`.colour.to_xyz12`), the forward stage and tier-1 run there; only the coded blocks come
-back.  On the CPU the same chain runs in numpy and numba.  Adaptive quantisation steps stay
-off, so a frame's bytes never depend on which thread coded it.  ``CINEGPU_ENCODER=opj_compress``
+back.  On the CPU the same chain runs in numpy and numba.  The bit-planes the budget drops are
+not coded (:mod:`cinegpu.encode.early_stop`, decided per frame from the frame alone), so a
+frame's bytes never depend on which thread coded it or on the frames before it.  ``CINEGPU_ENCODER=opj_compress``
 (or a missing :mod:`cinegpu.encode`) selects the OpenJPEG stand-in of :mod:`.dcp_write`.
 """
 
@@ -69,7 +70,7 @@ class FrameEncoders:
                 if self._geometry is None:
                     self._geometry = GeometryCache()
             enc = Encoder(profile=self.dci.name, fps=self.fps, bitrate=self.bitrate,
-                          backend=self.backend, workers=1, adapt_step=False,
+                          backend=self.backend, workers=1,
                           geometry=self._geometry)
             self._local.encoder = enc
             with self._lock:

@@ -222,11 +222,22 @@ def test_encode_planes_on_device_equals_host_encode(profile, size):
     kw = dict(profile=profile)
     if profile == "generic":
         kw.update(bitrate=61 * 83 * 3 * 2 * 24, levels=4)
-    with Encoder(backend="cuda", adapt_step=False, **kw) as enc:
+    with Encoder(backend="cuda", **kw) as enc:
         planes = [cupy.asarray(img[..., c].astype(np.int32)) for c in range(3)]
         got = enc.encode_planes(planes, 12)
         again = enc.encode_planes(planes, 12)     # the cached geometry gives the same bytes
     assert got == again == encode(img, backend="cpu", bits=12, **kw)
+
+
+def test_magnitude_histogram_on_the_gpu_equals_the_cpu_twin():
+    from cinegpu.encode.early_stop import magnitude_histogram
+    rng = np.random.default_rng(3)
+    flats = [(rng.integers(-(1 << 29), 1 << 29, n) >> rng.integers(0, 30, n)).astype(np.int32)
+             for n in (1, 1000, 1 << 20)]
+    want = magnitude_histogram(flats)
+    got = magnitude_histogram([cupy.asarray(f) for f in flats])
+    np.testing.assert_array_equal(got, want)
+    assert want.sum() == sum(f.size for f in flats)
 
 
 def test_mastering_frames_on_the_gpu_match_the_cpu_path():

@@ -88,7 +88,7 @@ class HostKernel:
 
 
 def encode_host(flat, cb, style, rows=None, *, max_capacity=None, max_slots=5,
-                interleave=True, info=None):
+                interleave=True, info=None, floor=0):
     """gpu.py's launch and result on the host: gpu_plan.queue_tile with numpy arrays and the
     host-emulated kernels, then gpu_plan.collect."""
     lib = _host_library()
@@ -101,10 +101,10 @@ def encode_host(flat, cb, style, rows=None, *, max_capacity=None, max_slots=5,
     cb = plan.check_table(cb, flat.size)
     nslots = plan.slots(cb, 1, 1 << 20, 256 << 20, max_slots)
     outputs, _ = plan.queue_tile(np, kernels, lookup_tables(), flat, cb, style, nslots, 1,
-                                 interleave, max_capacity)
+                                 interleave, max_capacity, floor)
     if info is not None:
         info["status"] = outputs[-1].copy()
-    return plan.collect(outputs, np.asarray, lambda: flat, cb, style)
+    return plan.collect(outputs, np.asarray, lambda: flat, cb, style, floor)
 
 
 def encode_cuda(flat, cb, style, rows=None, *, info=None, **kw):
@@ -129,7 +129,7 @@ def assert_same(got, want):
 
 
 def compare(encode, flat, cb, style, rows=None, **kw):
-    want = encode_tile(flat, cb, style, rows)
+    want = encode_tile(flat, cb, style, rows, kw.get("floor", 0))
     got = encode(flat, cb, style, rows, **kw)
     assert_same(got, want)
     return want
@@ -217,6 +217,18 @@ def test_every_k_and_largest_magnitudes(backend, style):
         tile.add(np.array([[v]], np.int32), 0)  # gain, rounding of e^2 near 2^62 shows
     want = compare(backend, tile.flat, tile.cb, style)
     assert want[5].tolist()[:33] == list(range(31)) + [30, 30]
+
+
+@pytest.mark.parametrize("floor", [1, 4, 9, 17])
+@pytest.mark.parametrize("style", [0, B | T, R | T | S])
+def test_early_stop_floor(backend, style, floor):
+    """Blocks coded only down to bit-plane ``floor`` (early stop): the kernel equals numba,
+    blocks with K <= floor code nothing, and the overflow fallback keeps the floor."""
+    tile = odd_tile(40 + floor)
+    want = compare(backend, tile.flat, tile.cb, style, floor=floor)
+    k = want[5]
+    np.testing.assert_array_equal(np.diff(want[3]), np.where(k > floor, 3 * (k - floor) - 2, 0))
+    compare(backend, tile.flat, tile.cb, style, floor=floor, max_capacity=40)
 
 
 def test_empty_rows_and_tables(backend):

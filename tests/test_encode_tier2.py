@@ -257,7 +257,7 @@ def test_packets_match_reference_on_tier1_output(style):
         flats = enc._forward(comps, params, plans)
         params, cs, plans, flats = enc._guard_bits(params, cs, plans, flats)
         frame = enc._tier1(params, cs, plans, flats)
-    w = _Writer(frame, enc.step)
+    w = _Writer(frame, enc.base_step)
     for take in (None, np.arange(len(w.hull.slope)) < len(w.hull.slope) // 3):
         passes = w.layer_passes(take)
         assert (np.diff(passes, axis=0) >= 0).all()

@@ -594,7 +594,8 @@ T1E_DEV void reset_contexts(Enc& e, const unsigned char* init)
  * (codeblock.py code_block): rates (cumulative bytes) and dists of the 3K - 2 passes.
  * Returns the coded length, or -1 when the region overflowed (rates, dists then unfinished). */
 T1E_DEV int code_block(Enc& e, const int* src, i64 off, i64 stride, int w, int h, int style,
-                       int num_bps, const unsigned char* init, int* rates, double* dists)
+                       int num_bps, int floor_bp, const unsigned char* init, int* rates,
+                       double* dists)
 {
     int fs = w + 2;
     int n = (h + 2) * fs;
@@ -610,7 +611,7 @@ T1E_DEV int code_block(Enc& e, const int* src, i64 off, i64 stride, int w, int h
             SM(e, (y + 1) * fs + x + 1) = mag | (v < 0 ? SIGN_BIT : 0u);
         }
     }
-    int npasses = num_bps > 0 ? 3 * num_bps - 2 : 0;
+    int npasses = num_bps > floor_bp ? 3 * (num_bps - floor_bp) - 2 : 0; /* codeblock.py coded_passes */
     reset_contexts(e, init);
     bool vcausal = (style & CBLK_VCAUSAL) != 0;
     int seg_start = 0;
@@ -734,14 +735,17 @@ extern "C" __global__ void t1enc_num_bps(const int* flat, const i64* cb, int nco
  * flags, sm (entries of (w + 2) * (h + 2)) and snap (3 * MAX_PASSES words), interleaved
  * across slots ([i * nslots + slot], slot_pitch = 0) or in runs (slot_pitch entries of
  * flags and sm, 3 * MAX_PASSES snap words per slot; wrapper: i * nslots < 2^31).
- * Block j: K num_bps[j], its rates and dists from rate_off[j], its bytes in
- * region[cap_off[j] : cap_off[j + 1]], its length lens[j], status[j]. */
+ * Block j: K num_bps[j]; its passes down to bit-plane floor_bp, 3 (K - floor_bp) - 2 of them
+ * and none when K <= floor_bp (early stop, encode/early_stop.py); its rates and dists from
+ * rate_off[j], its bytes in region[cap_off[j] : cap_off[j + 1]], its length lens[j],
+ * status[j]. */
 extern "C" __global__ void t1enc_code_blocks(
     const int* flat, const i64* cb, int ncols, int nblk, const int* order, int style,
     const int* num_bps, const i64* rate_off, const i64* cap_off, unsigned char* region,
     int* rates, double* dists, i64* lens, int* status, unsigned short* flags, u32* sm,
     int* snap, int nslots, int slot_pitch, int lanes, int* next_row, const u32* mq_lut,
-    const unsigned char* zc_lut, const unsigned char* sc_lut, const unsigned char* ctx_init)
+    const unsigned char* zc_lut, const unsigned char* sc_lut, const unsigned char* ctx_init,
+    int floor_bp)
 {
     T1E_LOAD_TABLES();
     T1E_SHARED unsigned char s_ctx[NUM_CONTEXTS * T1E_BLOCK];
@@ -776,13 +780,13 @@ extern "C" __global__ void t1enc_code_blocks(
         }
         int n = 0;
         int st = 0;
-        if (k > 0) {
+        if (k > floor_bp) {
             e.zc = s_zc + 256 * (int)row[CB_ORIENT];
             e.buf = region + cap_off[j];
             e.cap = (int)(cap_off[j + 1] - cap_off[j]);
             e.ovf = 0;
             n = code_block(e, flat, row[CB_OUT], row[CB_STRIDE], (int)row[CB_WIDTH],
-                           (int)row[CB_HEIGHT], style, k, s_init, rates + rate_off[j],
+                           (int)row[CB_HEIGHT], style, k, floor_bp, s_init, rates + rate_off[j],
                            dists + rate_off[j]);
             if (n < 0) {
                 n = 0;

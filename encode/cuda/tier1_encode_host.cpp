@@ -62,7 +62,8 @@ extern "C" void t1enc_emulate_code(const int* flat, const i64* cb, int ncols, in
                                    int* status, unsigned short* flags, u32* sm, int* snap,
                                    int nslots, int slot_pitch, const u32* mq_lut,
                                    const unsigned char* zc_lut,
-                                   const unsigned char* sc_lut, const unsigned char* ctx_init)
+                                   const unsigned char* sc_lut, const unsigned char* ctx_init,
+                                   int floor_bp)
 {
     int next_row = 0;
     blockDim.x = 32;
@@ -74,7 +75,7 @@ extern "C" void t1enc_emulate_code(const int* flat, const i64* cb, int ncols, in
             t1enc_code_blocks(flat, cb, ncols, nblk, order, style, num_bps, rate_off, cap_off,
                               region, rates, dists, lens, status, flags, sm, snap, nslots,
                               slot_pitch, 1,
-                              &next_row, mq_lut, zc_lut, sc_lut, ctx_init);
+                              &next_row, mq_lut, zc_lut, sc_lut, ctx_init, floor_bp);
         }
     }
 }

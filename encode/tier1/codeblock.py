@@ -32,6 +32,15 @@ def pass_ends_segment(k, npasses, style):
 
 
 @njit(**JIT)
+def coded_passes(num_bps, floor):
+    """Passes coded for a block of K = ``num_bps`` magnitude bit-planes down to bit-plane
+    ``floor`` (D.3: a cleanup pass for plane K - 1, then three passes a plane): 3 (K - floor)
+    - 2, none when K <= floor.  ``floor`` 0 codes every pass; a larger one is the early stop
+    of :mod:`cinegpu.encode.early_stop` (the passes of lower planes are never coded)."""
+    return 3 * (num_bps - floor) - 2 if num_bps > floor else 0
+
+
+@njit(**JIT)
 def block_bps(src, off, stride, w, h):
     """K, the magnitude bit-planes of the w x h block at src[off] (rows ``stride`` apart)."""
     maxmag = 0
@@ -53,13 +62,16 @@ def scratch_size(w, h, num_bps):
 
 
 @njit(**JIT)
-def code_block(src, off, stride, w, h, orient, style, num_bps, mag, neg, flags, rec, ctx, snap,
-               buf, rates, dists):
-    """Tier-1 code the w x h block at src[off] (rows ``stride`` apart) of K = num_bps planes.
+def code_block(src, off, stride, w, h, orient, style, num_bps, floor, mag, neg, flags, rec, ctx,
+               snap, buf, rates, dists):
+    """Tier-1 code the w x h block at src[off] (rows ``stride`` apart) of K = num_bps planes,
+    down to bit-plane ``floor`` (0: all).
 
     Scratch: mag, neg, flags, rec of at least (h + 2) (w + 2) samples, ctx (NUM_CONTEXTS),
     snap (passes, 5), buf (scratch_size bytes); all reset here.  Writes the segments to buf
-    from 0 and rates (cumulative bytes) and dists of the 3K - 2 passes; returns the length.
+    from 0 and rates (cumulative bytes) and dists of the coded_passes(K, floor) passes;
+    returns the length.  The distortions are those of the whole magnitudes, so a pass has
+    the same distortion and bytes whatever the floor (but the last, which is terminated).
     """
     fs = w + 2
     n = (h + 2) * fs
@@ -73,7 +85,7 @@ def code_block(src, off, stride, w, h, orient, style, num_bps, mag, neg, flags, 
             v = np.int64(src[row + x])
             mag[(y + 1) * fs + x + 1] = -v if v < 0 else v
             neg[(y + 1) * fs + x + 1] = 1 if v < 0 else 0
-    npasses = 3 * num_bps - 2 if num_bps > 0 else 0
+    npasses = coded_passes(num_bps, floor)
     ctx[:] = CTX_INIT
     zc = ZC_LUT[orient]
     vcausal = (style & CBLK_VCAUSAL) != 0
@@ -150,7 +162,7 @@ def encode_core(coeffs, orient, style):
     buf = np.empty(64 + 16 * npasses + 4 * w * h * (npasses + 1), np.uint8)
     rates = np.zeros(npasses, np.int32)
     dists = np.zeros(npasses, np.float64)
-    length = code_block(src, 0, w, w, h, orient, style, num_bps, np.empty(n, np.int64),
+    length = code_block(src, 0, w, w, h, orient, style, num_bps, 0, np.empty(n, np.int64),
                         np.empty(n, np.int32), np.empty(n, np.int32), np.empty(n, np.int64),
                         np.empty(CTX_INIT.shape[0], np.int32),
                         np.zeros((max(npasses, 1), 5), np.int64), buf, rates, dists)

@@ -65,8 +65,9 @@ def _resident_warps(device_id: int, kernel) -> int:
 class PendingTier1:
     """A launched tile: ``result()`` waits for its event and returns encode_tile's tuple."""
 
-    def __init__(self, flat, cb, style, stream, outputs, keep, event):
+    def __init__(self, flat, cb, style, stream, outputs, keep, event, floor=0):
         self._flat, self._cb, self._style, self._stream = flat, cb, style, stream
+        self._floor = floor
         self._outputs, self._event = outputs, event
         self._keep = keep  # every device buffer the kernels use lives until result()
 
@@ -79,7 +80,8 @@ class PendingTier1:
         self._event.synchronize()
         self._keep = None
         with self._stream:
-            return collect(self._outputs, cupy.asnumpy, self._host_flat, self._cb, self._style)
+            return collect(self._outputs, cupy.asnumpy, self._host_flat, self._cb, self._style,
+                           self._floor)
 
     def _host_flat(self):
         f = self._flat
@@ -88,10 +90,12 @@ class PendingTier1:
 
 def launch_tile(flat_dev, cb, style: int, stream=None, *, lanes: int = 1,
                 interleave: bool = False, scratch_bytes: int = SCRATCH_BYTES,
-                max_slots: int | None = None, max_capacity: int | None = None) -> PendingTier1:
+                max_slots: int | None = None, max_capacity: int | None = None,
+                floor: int = 0) -> PendingTier1:
     """Queue tier-1 of every code-block of ``cb`` (the plan's int64 numpy table) over the flat
     int32 coefficients ``flat_dev`` (CuPy; numpy is uploaded) on ``stream`` (default: the
-    current one).  Returns a PendingTier1 at once; the host is not synchronised.
+    current one), each block down to bit-plane ``floor`` (encode_tile's early stop).
+    Returns a PendingTier1 at once; the host is not synchronised.
 
     Tuning, not results: lanes, working threads per warp (1..32); interleave, slots' scratch
     interleaved ([entry * slots + slot]: a warp's lanes coalesce) or in runs (the defaults,
@@ -117,12 +121,13 @@ def launch_tile(flat_dev, cb, style: int, stream=None, *, lanes: int = 1,
         nslots = slots(cb, lanes, _resident_warps(device_id, kernels[1]), scratch_bytes,
                        max_slots)
         outputs, keep = queue_tile(cupy, kernels, _device_tables(device_id), flat, cb,
-                                   int(style), nslots, lanes, interleave, max_capacity)
+                                   int(style), nslots, lanes, interleave, max_capacity,
+                                   int(floor))
         # a blocking-sync event: result() sleeps instead of spinning a core, which the
         # other threads' rate control and tier-2 need (16 encoders on 16 cores)
         event = cupy.cuda.Event(block=True, disable_timing=True)
         event.record(stream)
-    return PendingTier1(flat_dev, cb, int(style), stream, outputs, keep, event)
+    return PendingTier1(flat_dev, cb, int(style), stream, outputs, keep, event, int(floor))
 
 
 def encode_tile_cuda(flat, cb, style: int, rows=None, **kw):

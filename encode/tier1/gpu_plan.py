@@ -101,16 +101,17 @@ def work_order(area: np.ndarray) -> np.ndarray:
     return np.argsort(-area, kind="stable").astype(np.int32)
 
 
-def layout(num_bps, area, xp=np, max_capacity=None):
+def layout(num_bps, area, xp=np, max_capacity=None, floor=0):
     """Offsets from the blocks' K (int32, as t1enc_num_bps wrote them) and areas:
     (rate_off, cap_off), int64, on ``xp``'s side, without a host copy (cumsums only).
 
-    rate_off: cumulative 3K - 2 passes (0 for K = 0 and for K > 30, which are not coded);
+    rate_off: cumulative coded passes down to bit-plane ``floor``, 3 (K - floor) - 2
+    (:func:`.codeblock.coded_passes`; 0 for K <= floor and for K > 30, which are not coded);
     cap_off: cumulative block_capacity, each capped at ``max_capacity`` bytes (a test
     argument: forces the overflow fallback)."""
     k = num_bps.astype(xp.int64)
     ok = k <= MAX_ENCODE_BPS
-    passes = xp.where(ok & (k > 0), 3 * k - 2, 0)
+    passes = xp.where(ok & (k > floor), 3 * (k - floor) - 2, 0)
     nb = k.shape[0]
     rate_off = xp.zeros(nb + 1, xp.int64)
     rate_off[1:] = xp.cumsum(passes)
@@ -122,12 +123,13 @@ def layout(num_bps, area, xp=np, max_capacity=None):
     return rate_off, cap_off
 
 
-def finish(get_flat, cb, style, coded, coded_off, rates, rate_off, dists, num_bps, status):
+def finish(get_flat, cb, style, coded, coded_off, rates, rate_off, dists, num_bps, status,
+           floor=0):
     """encode_tile's 6-tuple from the kernels' outputs (numpy; rates int32 and dists of
     rate_off[-1] entries, coded of coded_off[-1] bytes, overflowed blocks' lengths 0).
 
     Raises encode_tile's ValueError when a block has K > 30.  Blocks with STATUS_OVERFLOW are
-    coded by numba (``encode_tile(get_flat(), cb, style, rows)``; get_flat returns the flat
+    coded by numba (``encode_tile(get_flat(), cb, style, rows, floor)``; get_flat returns the flat
     buffer on the host, called only then) and spliced in."""
     num_bps = num_bps.astype(np.int64)
     if (status & STATUS_K_TOO_LARGE).any():
@@ -137,7 +139,7 @@ def finish(get_flat, cb, style, coded, coded_off, rates, rate_off, dists, num_bp
     over = np.flatnonzero(status & STATUS_OVERFLOW)
     if over.size == 0:
         return coded, coded_off, rates, np.asarray(rate_off, np.int64), dists, num_bps
-    fb = encode_tile(get_flat(), cb, style, over)
+    fb = encode_tile(get_flat(), cb, style, over, floor)
     f_coded, f_off, f_rates, f_roff, f_dists, f_bps = fb
     if not np.array_equal(f_bps, num_bps[over]):
         raise RuntimeError("GPU tier-1: K of the numba fallback differs from the kernel's")
@@ -171,7 +173,7 @@ def slots(cb: np.ndarray, lanes: int, resident_warps: int, scratch_bytes: int,
 
 
 def queue_tile(xp, kernels, tables, flat, cb, style, nslots, lanes=32, interleave=True,
-               max_capacity=None):
+               max_capacity=None, floor=0):
     """Queue the three kernels (``kernels``: callables ``k(grid, block, args)`` as CuPy's
     RawKernel) over ``flat`` (an ``xp`` int32 array) and the checked table ``cb`` (numpy),
     with arrays made by ``xp`` (CuPy; numpy for the host emulation).  Nothing is read back.
@@ -190,7 +192,7 @@ def queue_tile(xp, kernels, tables, flat, cb, style, nslots, lanes=32, interleav
         k_bps((grid,), (BLOCK_THREADS,), (flat, cb_dev, i32(cb.shape[1]), i32(nb), num_bps))
     area = block_areas(cb)
     order = xp.asarray(work_order(area))
-    rate_off, cap_off = layout(num_bps, xp.asarray(area), xp, max_capacity)
+    rate_off, cap_off = layout(num_bps, xp.asarray(area), xp, max_capacity, floor)
     region = xp.empty(max(capacity_bound(cb), 1), xp.uint8)
     rates = xp.empty(max(nb * MAX_PASSES, 1), xp.int32)
     dists = xp.empty(max(nb * MAX_PASSES, 1), xp.float64)
@@ -206,7 +208,8 @@ def queue_tile(xp, kernels, tables, flat, cb, style, nslots, lanes=32, interleav
         k_code((-(-warps * 32 // BLOCK_THREADS),), (BLOCK_THREADS,), (
             flat, cb_dev, i32(cb.shape[1]), i32(nb), order, i32(style), num_bps, rate_off,
             cap_off, region, rates, dists, lens, status, flags, sm, snap, i32(nslots),
-            i32(0 if interleave else entries), i32(lanes), next_row, mq, zc, sc, ctx_init))
+            i32(0 if interleave else entries), i32(lanes), next_row, mq, zc, sc, ctx_init,
+            i32(floor)))
     coded_off = xp.zeros(nb + 1, xp.int64)
     coded_off[1:] = xp.cumsum(lens)
     out = xp.empty(region.size, xp.uint8)
@@ -216,7 +219,7 @@ def queue_tile(xp, kernels, tables, flat, cb, style, nslots, lanes=32, interleav
     return (out, coded_off, rates, rate_off, dists, num_bps, status), keep
 
 
-def collect(outputs, to_host, get_flat, cb, style):
+def collect(outputs, to_host, get_flat, cb, style, floor=0):
     """encode_tile's 6-tuple from queue_tile's outputs once the kernels have run: the used
     prefixes copied with ``to_host`` (cupy.asnumpy), then :func:`finish`."""
     out, coded_off, rates, rate_off, dists, num_bps, status = outputs
@@ -226,4 +229,4 @@ def collect(outputs, to_host, get_flat, cb, style):
     if (status & STATUS_K_TOO_LARGE).any():  # finish raises: nothing more to fetch
         npass = nbytes = 0
     return finish(get_flat, cb, style, to_host(out[:nbytes]), coded_off, to_host(rates[:npass]),
-                  rate_off, to_host(dists[:npass]), num_bps, status)
+                  rate_off, to_host(dists[:npass]), num_bps, status, floor)

@@ -14,14 +14,14 @@ from numba import njit
 from cinegpu.decode.tier1.codeblock import CB_HEIGHT, CB_ORIENT, CB_OUT, CB_STRIDE, CB_WIDTH
 from cinegpu.decode.tier1.tables import NUM_CONTEXTS
 
-from .codeblock import MAX_ENCODE_BPS, block_bps, code_block
+from .codeblock import MAX_ENCODE_BPS, block_bps, code_block, coded_passes
 
 __all__ = ["encode_tile"]
 
 
 @njit(cache=True, nogil=True)
-def _encode_rows(flat, cb, rows, style):
-    """Code the blocks cb[rows]; returns (coded, coded_off, rates, rate_off, dists, num_bps),
+def _encode_rows(flat, cb, rows, style, floor):
+    """Code the blocks cb[rows] down to bit-plane ``floor``; returns (coded, coded_off, rates, rate_off, dists, num_bps),
     or a num_bps of length 0 when a magnitude reaches 2^MAX_ENCODE_BPS."""
     nb = rows.shape[0]
     num_bps = np.zeros(nb, np.int64)
@@ -35,7 +35,7 @@ def _encode_rows(flat, cb, rows, style):
             return (np.zeros(0, np.uint8), rate_off, np.zeros(0, np.int64), rate_off,
                     np.zeros(0), np.zeros(0, np.int64))
         num_bps[j] = k
-        rate_off[j + 1] = rate_off[j] + (3 * k - 2 if k > 0 else 0)
+        rate_off[j + 1] = rate_off[j] + coded_passes(k, floor)
         area = max(area, (w + 2) * (h + 2))
     maxpass = 1
     for j in range(nb):
@@ -60,7 +60,7 @@ def _encode_rows(flat, cb, rows, style):
         if p1 > p0:
             rates32[:p1 - p0] = 0
             n = code_block(flat, r[CB_OUT], r[CB_STRIDE], w, h, r[CB_ORIENT], style,
-                           num_bps[j], mag, neg, flags, rec, ctx, snap, buf, rates32,
+                           num_bps[j], floor, mag, neg, flags, rec, ctx, snap, buf, rates32,
                            dists[p0:p1])
             rates[p0:p1] = rates32[:p1 - p0]
         at = coded_off[j]
@@ -73,10 +73,12 @@ def _encode_rows(flat, cb, rows, style):
     return coded[:coded_off[nb]].copy(), coded_off, rates, rate_off, dists, num_bps
 
 
-def encode_tile(flat: np.ndarray, cb: np.ndarray, style: int, rows: np.ndarray | None = None):
+def encode_tile(flat: np.ndarray, cb: np.ndarray, style: int, rows: np.ndarray | None = None,
+                floor: int = 0):
     """Tier-1 encode the code-blocks ``cb[rows]`` (default all) of a tile's flat int32
     coefficient buffer (plan layout, ``cb`` the plan's int64 table).
 
+    ``floor``: code each block only down to that bit-plane (:func:`.codeblock.coded_passes`).
     Returns (coded, coded_off, rates, rate_off, dists, num_bps): block j's segments are
     ``coded[coded_off[j]:coded_off[j + 1]]``, its cumulative bytes after each pass
     ``rates[rate_off[j]:rate_off[j + 1]]`` and distortion decreases (coefficient units
@@ -85,7 +87,7 @@ def encode_tile(flat: np.ndarray, cb: np.ndarray, style: int, rows: np.ndarray |
     cb = np.ascontiguousarray(cb, np.int64)
     rows = np.arange(cb.shape[0], dtype=np.int64) if rows is None else \
         np.ascontiguousarray(rows, np.int64)
-    out = _encode_rows(np.ascontiguousarray(flat), cb, rows, int(style))
+    out = _encode_rows(np.ascontiguousarray(flat), cb, rows, int(style), int(floor))
     if out[5].shape[0] != rows.shape[0]:
         raise ValueError(f"coefficient magnitude >= 2^{MAX_ENCODE_BPS}")
     return out
