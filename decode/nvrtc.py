@@ -14,6 +14,7 @@ numpy twins do (the integer kernels are unaffected).  Importing needs CuPy.
 from __future__ import annotations
 
 import functools
+import threading
 from pathlib import Path
 
 import cupy
@@ -45,8 +46,17 @@ def launch_1d(k: cupy.RawKernel, n: int, args: tuple, threads: int = 256) -> Non
         k((min((n + threads - 1) // threads, 65535),), (threads,), args)
 
 
-@functools.lru_cache(maxsize=None)
+#: One thread compiles a module while the others wait for it (encoders start together).
+_COMPILE_LOCK = threading.Lock()
+
+
 def _module(source: str, device_id: int) -> cupy.RawModule:
+    with _COMPILE_LOCK:
+        return _compiled(source, device_id)
+
+
+@functools.lru_cache(maxsize=None)
+def _compiled(source: str, device_id: int) -> cupy.RawModule:
     with cupy.cuda.Device(device_id):
         compiled = cupy.RawModule(code=Path(source).read_text(), options=NVRTC_OPTIONS)
         try:

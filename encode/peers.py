@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from cinegpu.decode.codestream import dci
+
 __all__ = ["EncodePeer", "have_opj", "nvjpeg2000_encode", "opj_compress_dci", "opj_decode", "psnr", "read_pgx", "write_ppm"]
 
 
@@ -56,7 +58,9 @@ def write_ppm(path: Path, image: np.ndarray, maxval: int = 4095) -> None:
 
 def opj_compress_dci(image: np.ndarray, profile: str, fps: int = 24) -> tuple[bytes, float]:
     """``opj_compress -cinema2K/-cinema4K fps`` on a (H, W, 3) 12-bit image:
-    (codestream, seconds of the opj_compress run, file writing included)."""
+    (codestream, seconds of the opj_compress run, file writing included).  ``profile``: a
+    DCI profile in either spelling ("dci-2k" or "2k", :func:`cinegpu.decode.codestream.dci.profile`)."""
+    profile = dci.profile(profile).name
     flag = {"dci-2k": "-cinema2K", "dci-4k": "-cinema4K"}[profile]
     with tempfile.TemporaryDirectory(prefix="cinegpu-opj-") as tmp:
         src, dst = Path(tmp) / "in.ppm", Path(tmp) / "out.j2c"

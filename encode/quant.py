@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import math
+import threading
 
 import numpy as np
 
@@ -49,11 +50,22 @@ def band_index(r: int, orient: int) -> int:
     return 0 if r == 0 else 3 * (r - 1) + orient
 
 
-@functools.lru_cache(maxsize=None)
+#: One thread computes a norm while the others wait for it (mastering starts 16 encoders at
+#: once, and a level-6 norm takes a large inverse DWT).
+_NORMS_LOCK = threading.Lock()
+
+
 def synthesis_norm(nb: int, orient: int, reversible: bool) -> float:
     """L2 norm of the synthesis basis function of a band at decomposition level ``nb``
     (1 = finest) and orientation ``orient``, in the transform the decoder inverts
-    (9/7 with the F.4.8.2 scaling, or 5/3).  The LL band is the one at level nb."""
+    (9/7 with the F.4.8.2 scaling, or 5/3).  The LL band is the one at level nb.
+    Computed once per process (cached)."""
+    with _NORMS_LOCK:
+        return _synthesis_norm(int(nb), int(orient), bool(reversible))
+
+
+@functools.lru_cache(maxsize=None)
+def _synthesis_norm(nb: int, orient: int, reversible: bool) -> float:
     if nb == 0:
         return 1.0
     size = (1 << nb) * 24
