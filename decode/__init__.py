@@ -24,11 +24,13 @@ from .errors import (
     UnsupportedFeature,
     WorkerCrashed,
 )
+from .request import DecodeRequest
 from .strictness import Fault, Strictness
 
 __all__ = [
     "BackendUnavailable",
     "CodestreamError",
+    "DecodeRequest",
     "Fault",
     "InvalidSegment",
     "LimitExceeded",

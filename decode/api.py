@@ -6,11 +6,12 @@ import numpy as np
 
 from .decoder import Decoder
 from .limits import DEFAULT_MAX_MEMORY, DEFAULT_MAX_PIXELS
+from .request import DecodeRequest
 
 
 def decode(data, *, reduce: int = 0, layers: int | None = None, backend: str = "cpu",
            strict: bool = True, components=None, max_pixels: int | None = DEFAULT_MAX_PIXELS,
-           max_memory: int | None = DEFAULT_MAX_MEMORY) -> list[np.ndarray]:
+           max_memory: int | None = DEFAULT_MAX_MEMORY, request: DecodeRequest | None = None) -> list[np.ndarray]:
     """Decode a JPEG 2000 codestream (.j2c/.j2k) or JP2 file (.jp2).
 
     Returns one 2-D integer array per component at its own size (divided by
@@ -30,6 +31,10 @@ def decode(data, *, reduce: int = 0, layers: int | None = None, backend: str = "
     either. Beyond them, or beyond the work the input's size allows, :class:`LimitExceeded`
     (an :class:`UnsupportedFeature`) is raised before anything large is allocated; see
     :mod:`cinegpu.decode.limits` for the rules.
+
+    ``request``: ``reduce``, ``layers``, ``strict`` and ``components`` as one
+    :class:`~cinegpu.decode.request.DecodeRequest` instead (then leave those keywords out).
     """
-    frame = Decoder(backend, max_pixels=max_pixels, max_memory=max_memory).decode(data, reduce=reduce, layers=layers, strict=strict, components=components)
+    request = DecodeRequest.given(request, reduce=reduce, layers=layers, strict=strict, components=components)
+    frame = Decoder(backend, max_pixels=max_pixels, max_memory=max_memory).decode(data, request=request)
     return frame.components

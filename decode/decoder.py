@@ -7,6 +7,8 @@ Its three steps can also run apart, which the multi-process pipeline does:
 (tier-2 and tier-1 into a flat coefficient buffer, in a worker process) and
 :meth:`Decoder.reconstruct` (dequantise, inverse DWT and MCT, DC shift, on
 the CPU or the GPU). :func:`cinegpu.decode.decode` is a one-shot wrapper.
+What to decode out of a frame (``reduce``, ``layers``, ``strict``, ``components``) is one
+:class:`~cinegpu.decode.request.DecodeRequest`, which their keyword arguments build.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from .limits import (DEFAULT_MAX_MEMORY, DEFAULT_MAX_PIXELS, Cost, Limits, TileG
                      memory_guard, tile_geometry)
 from .plan import TilePlan, build_tile_plan, check_plan
 from .reconstruct import reconstruct_tile
+from .request import DecodeRequest
 from .strictness import Fault, Strictness
 from .tile import (TileReport, TileSegments, check_tier1_status, decode_tile, missing_tile, missing_tile_report,
                    tier2_tile)
@@ -168,13 +171,17 @@ class Decoder:
     # --- the three steps -------------------------------------------------
     @memory_guard
     def prepare(self, data, *, reduce: int = 0, layers: int | None = None,
-                strict: bool | Strictness = True) -> Prepared:
+                strict: bool | Strictness = True, request: DecodeRequest | None = None) -> Prepared:
         """Parse the headers, check the limits and find (or build) the plan of every tile.
 
         ``strict``: a bool or a :class:`~cinegpu.decode.strictness.Strictness` (the policy the
         later steps follow); strict, a tile missing from the codestream raises here.
+        ``request``: the options as one :class:`~cinegpu.decode.request.DecodeRequest` instead
+        (its ``components`` are not used here).
         """
-        policy = Strictness.of(strict)
+        request = DecodeRequest.given(request, reduce=reduce, layers=layers, strict=strict)
+        reduce, layers = request.reduce, request.layers
+        policy = Strictness.of(request.strict)
         if reduce < 0:
             raise ValueError("reduce must be >= 0")
         if layers is not None and layers < 1:
@@ -310,7 +317,7 @@ class Decoder:
 
     @memory_guard
     def decode(self, data, *, reduce: int = 0, layers: int | None = None, strict: bool | Strictness = True,
-               components=None) -> Frame:
+               components=None, request: DecodeRequest | None = None) -> Frame:
         """Decode a codestream or JP2 file into a :class:`Frame`.
 
         ``strict``: raise on the first fault; otherwise conceal damaged tiles
@@ -319,9 +326,11 @@ class Decoder:
         ``components``: indices to decode (None: all); the result then holds
         only those, in that order, and skips the inverse MCT unless 0-2 are
         all among them.
+        ``request``: these options as one :class:`~cinegpu.decode.request.DecodeRequest` instead.
         """
-        prep = self.prepare(data, reduce=reduce, layers=layers, strict=strict)
-        components = check_components(components, prep.cs.siz.Csiz)
+        request = DecodeRequest.given(request, reduce=reduce, layers=layers, strict=strict, components=components)
+        prep = self.prepare(data, request=request)
+        components = check_components(request.components, prep.cs.siz.Csiz)
         if self.tier1_on_gpu(prep):
             segments, reports = self.tier2(prep)
             t0 = time.perf_counter()

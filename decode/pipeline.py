@@ -3,12 +3,23 @@
 Frames flow through in order (submission order is result order): the caller submits
 codestreams; :class:`FramePipeline` parses each frame's headers here (the
 plan is cached per reel), hands the entropy decoding (tier-2 and tier-1) to
-one of N worker processes, which writes the coefficients straight into a
-shared-memory slot laid out per subband (no pickling of arrays), and then
-runs the reconstruction stage on the slot: CuPy kernels on the GPU, or the
-numpy/numba stage on the CPU. While frame n is reconstructed, frames n+1 ..
-n+N are in the workers. Slots are the back-pressure: at most ``depth``
-frames are in flight and :meth:`FramePipeline.submit` waits for a free one.
+one of N worker processes, which writes its output straight into a
+shared-memory slot (no pickling of arrays), and then finishes the frame from
+the slot: CuPy kernels on the GPU, or a copy of the samples the worker
+reconstructed on the CPU. While frame n is finished, frames n+1 .. n+N are in
+the workers. Slots are the back-pressure: at most ``depth`` frames are in
+flight and :meth:`FramePipeline.submit` waits for a free one.
+
+The messages are typed (:mod:`cinegpu.decode.pipeline_messages`): a
+:class:`~cinegpu.decode.pipeline_messages.WorkerTask` per frame carries the
+codestream, the slot's name, the :class:`~cinegpu.decode.request.DecodeRequest`
+and the frame's mode; the worker answers with a
+:class:`~cinegpu.decode.pipeline_messages.Reply`: what it wrote and where in the
+slot, :class:`~cinegpu.decode.pipeline_messages.GrowSlot` when the slot is too
+small, or :class:`~cinegpu.decode.pipeline_messages.Failed`. What the worker
+writes and how this process finishes the frame is the frame's mode, one
+strategy class each (:mod:`cinegpu.decode.pipeline_modes`: samples,
+coefficients, segments), chosen once per frame, when it is submitted.
 
 A worker that raises (a corrupt frame) reports that frame's error, a
 :class:`~cinegpu.decode.errors.CodestreamError`; a worker that dies (a crash)
@@ -24,30 +35,32 @@ import multiprocessing as mp
 import time
 import traceback
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from multiprocessing import shared_memory
 from multiprocessing.connection import wait
 
 import numpy as np
 
-from .decoder import Decoder, Frame, Prepared, check_components, finish_frame
+from .decoder import Decoder, Frame, Prepared, check_components
 from .errors import CodestreamError, PipelineError, WorkerCrashed
 from .limits import DEFAULT_MAX_MEMORY, DEFAULT_MAX_PIXELS
+from .pipeline_messages import Failed, GrowSlot, Job, Reply, StopWorker, WorkerReady, WorkerTask, Written
+from .pipeline_modes import FrameMode, GpuWork, backend_mode
+from .request import DecodeRequest
 from .shm import create_segment, reclaim_orphans
-from .tier1.gpu import scratch_entries, work_order
 
 log = logging.getLogger("cinegpu.decode")
 
 
-@dataclass
-class _Job:
-    seq: int
+@dataclass(frozen=True)
+class _Done:
+    """A frame back from its worker, waiting to be handed out: the result (a :class:`Frame`
+    or the error), the slot it still holds (None: released) and its GPU work in flight."""
+
     key: object
-    prep: Prepared
-    data: bytes
-    slot: int
-    worker: int = -1
-    submitted: float = field(default_factory=time.perf_counter)
+    result: object
+    slot: int | None
+    work: GpuWork | None = None
 
 
 def tiny_codestream() -> bytes:
@@ -71,101 +84,48 @@ def tiny_codestream() -> bytes:
             + seg(0xFF90, sot) + b"\xff\x93" + body + b"\xff\xd9")
 
 
-def _worker_main(conn, backend_unused: str) -> None:
-    """Worker loop: decode frames into shared-memory slots.
-
-    Coefficient mode (the GPU reconstructs): tier-2 and tier-1 write the
-    coefficients into the slot. Sample mode (the CPU back end): the worker
-    reconstructs too and writes each component's samples into the slot, one
-    after another; int32 samples never need more room than the coefficients.
-    """
+def _worker_main(conn) -> None:
+    """Worker loop: decode each :class:`WorkerTask` into its shared-memory slot, as its mode
+    says, and answer with a :class:`Reply`, until :class:`StopWorker`."""
     # the caller's prepare() checked each frame against its max_pixels / max_memory; the
     # work bound, tied to the input's size, holds here too
     decoder = Decoder("cpu", max_pixels=None, max_memory=None)
     decoder.decode(tiny_codestream())
-    conn.send("ready")
+    conn.send(WorkerReady())
     attached: dict[str, shared_memory.SharedMemory] = {}
     try:
         while True:
-            msg = conn.recv()
-            if msg is None:
+            task = conn.recv()
+            if isinstance(task, StopWorker):
                 return
-            seq, data, shm_name, size, reduce, layers, strict, mode, components = msg
-            try:
-                shm = attached.get(shm_name)
-                if shm is None:
-                    for old in attached.values():  # slots are replaced when they grow
-                        old.close()
-                    attached.clear()
-                    shm = shared_memory.SharedMemory(name=shm_name)
-                    attached[shm_name] = shm
-                prep = decoder.prepare(data, reduce=reduce, layers=layers, strict=strict)
-                if prep.size != size:
-                    raise CodestreamError(f"frame layout changed: {prep.size} coefficients, {size} planned")
-                if mode == MODE_SEGMENTS:
-                    segments, reports = decoder.tier2(prep)
-                    # the GPU launch's work order and scratch size, worked out here, off the main process
-                    arrays = [a for seg in segments for a in (seg.table, seg.seg_lengths, seg.seg_passes, seg.coded,
-                                                              work_order(seg.table, seg.seg_passes))]
-                    need = sum(-(-a.nbytes // 8) * 8 for a in arrays)
-                    if need > shm.size:
-                        conn.send((seq, ("grow", need), None, None))
-                        continue
-                    layout = _store_samples(shm, arrays)
-                    layout.append([scratch_entries(seg.table) for seg in segments])
-                    conn.send((seq, None, reports, layout))
-                    continue
-                samples = mode == MODE_SAMPLES
-                coeffs = np.ndarray((size,), np.int32, buffer=shm.buf)
-                _, reports = decoder.entropy_decode(prep, out=coeffs)
-                layout = None
-                if samples:
-                    t0 = time.perf_counter()
-                    planes = decoder.reconstruct(prep, coeffs, components)
-                    layout = _store_samples(shm, planes)
-                    layout.append(time.perf_counter() - t0)
-                del coeffs
-                conn.send((seq, None, reports, layout))
-            except CodestreamError as exc:
-                conn.send((seq, exc, None, None))
-            except Exception as exc:  # a bug: report it with its traceback, keep serving
-                conn.send((seq, PipelineError(f"worker error: {exc!r}\n{traceback.format_exc()}"), None, None))
+            conn.send(_answer(decoder, task, attached))
     finally:
         for shm in attached.values():
             shm.close()
 
 
-def _store_samples(shm, planes: list) -> list:
-    """Write component planes back to back into ``shm``; return their layout."""
-    layout = []
-    offset = 0
-    for plane in planes:
-        if plane is None:
-            layout.append(None)
-            continue
-        n = plane.nbytes
-        view = np.ndarray(plane.shape, plane.dtype, buffer=shm.buf, offset=offset)
-        view[...] = plane
-        layout.append((offset, plane.shape, plane.dtype.str))
-        offset += -(-n // 8) * 8
-    return layout
-
-
-def _load_samples(shm, layout: list, copy: bool = True) -> list:
-    """Arrays out of ``shm``: copies (the slot is reused next) or views."""
-    views = [None if item is None else np.ndarray(item[1], np.dtype(item[2]), buffer=shm.buf, offset=item[0])
-             for item in layout]
-    return [v.copy() if copy and v is not None else v for v in views]
-
-
-#: What workers write into a slot: coefficients (the GPU reconstructs),
-#: samples (the CPU back end: workers reconstruct too), or tier-1's input
-#: arrays (GPU tier-1: workers run tier-2 only).
-MODE_COEFFICIENTS, MODE_SAMPLES, MODE_SEGMENTS = "coefficients", "samples", "segments"
+def _answer(decoder: Decoder, task: WorkerTask, attached: dict[str, shared_memory.SharedMemory]) -> Reply:
+    """In the worker: the reply to one task; ``attached`` keeps the slot last written open."""
+    try:
+        shm = attached.get(task.slot_name)
+        if shm is None:
+            for old in attached.values():  # slots are replaced when they grow
+                old.close()
+            attached.clear()
+            shm = shared_memory.SharedMemory(name=task.slot_name)
+            attached[task.slot_name] = shm
+        prep = decoder.prepare(task.data, request=task.request)
+        if prep.size != task.size:
+            raise CodestreamError(f"frame layout changed: {prep.size} coefficients, {task.size} planned")
+        return task.mode.work(decoder, task, prep, shm.buf)
+    except CodestreamError as exc:
+        return Failed(task.seq, exc)
+    except Exception as exc:  # a bug: report it with its traceback, keep serving
+        return Failed(task.seq, PipelineError(f"worker error: {exc!r}\n{traceback.format_exc()}"))
 
 
 class _Slot:
-    """A shared-memory buffer for one frame's coefficients (pinned if CUDA)."""
+    """A shared-memory buffer for what a worker writes for one frame (pinned if CUDA)."""
 
     def __init__(self, nbytes: int, xp) -> None:
         self.shm = create_segment(max(nbytes, 4))
@@ -182,9 +142,6 @@ class _Slot:
     def array_ptr(self) -> int:
         return np.ndarray((1,), np.uint8, buffer=self.shm.buf).ctypes.data
 
-    def view(self, size: int) -> np.ndarray:
-        return np.ndarray((size,), np.int32, buffer=self.shm.buf)
-
     def close(self, xp) -> None:
         if self.pinned:
             try:
@@ -193,18 +150,6 @@ class _Slot:
                 pass
         self.shm.close()
         self.shm.unlink()
-
-
-@dataclass
-class _GpuWork:
-    """A frame's GPU work in flight: what :meth:`FramePipeline._settle` waits for and checks."""
-
-    prep: Prepared
-    submitted: float
-    start: object          # CUDA events, recorded on the current stream
-    tier1_done: object
-    done: object
-    statuses: list = field(default_factory=list)
 
 
 class FramePipeline:
@@ -222,8 +167,14 @@ class FramePipeline:
     def __init__(self, *, backend: str = "auto", workers: int | None = None, depth: int | None = None,
                  reduce: int = 0, layers: int | None = None, strict: bool = False, components=None,
                  to_host: bool = True, gpu_tier1: bool | None = None,
-                 max_pixels: int | None = DEFAULT_MAX_PIXELS, max_memory: int | None = DEFAULT_MAX_MEMORY) -> None:
-        """``max_pixels``, ``max_memory``: as for :class:`Decoder`, checked as each frame is submitted."""
+                 max_pixels: int | None = DEFAULT_MAX_PIXELS, max_memory: int | None = DEFAULT_MAX_MEMORY,
+                 request: DecodeRequest | None = None) -> None:
+        """``max_pixels``, ``max_memory``: as for :class:`Decoder`, checked as each frame is submitted.
+        ``request``: ``reduce``, ``layers``, ``strict`` and ``components`` as one
+        :class:`~cinegpu.decode.request.DecodeRequest` (then leave those keywords out)."""
+        #: what every frame is decoded to (sent to the workers with each frame)
+        self.request = DecodeRequest.given(request, defaults=DecodeRequest(strict=False), reduce=reduce,
+                                           layers=layers, strict=strict, components=components)
         self.decoder = Decoder(backend, gpu_tier1=gpu_tier1, max_pixels=max_pixels, max_memory=max_memory)
         self.backend = self.decoder.backend
         reclaimed = reclaim_orphans()   # segments of pipelines whose process was killed
@@ -235,20 +186,14 @@ class FramePipeline:
         # twice the workers: a slow frame at the head of the line must not
         # leave the other workers without work while it is awaited
         self.depth = max(depth or 2 * self.num_workers + 2, 1)
-        self.reduce, self.layers, self.strict = reduce, layers, strict
-        self.components = components
         self.to_host = to_host
-        if not self.decoder.selected.cuda:
-            self.mode = MODE_SAMPLES  # the CPU back end reconstructs in the workers
-        elif self.decoder.gpu_tier1:
-            self.mode = MODE_SEGMENTS  # workers: tier-2; the GPU: tier-1 and reconstruction
-        else:
-            self.mode = MODE_COEFFICIENTS
+        #: the back end's :class:`~cinegpu.decode.pipeline_modes.FrameMode`; :meth:`_mode` settles each frame's
+        self.mode: FrameMode = backend_mode(self.decoder)
         self._ctx = mp.get_context("spawn")
         self._workers: list[tuple] = []  # (process, connection)
-        self._busy: dict[int, _Job] = {}  # worker index -> job
-        self._queue: deque[_Job] = deque()
-        self._done: dict[int, tuple] = {}
+        self._busy: dict[int, Job] = {}  # worker index -> job
+        self._queue: deque[Job] = deque()
+        self._done: dict[int, _Done] = {}  # seq -> frame back from its worker
         self._slots: list[_Slot | None] = [None] * self.depth
         self._free = list(range(self.depth))
         self._seq = itertools.count()
@@ -263,7 +208,7 @@ class FramePipeline:
     # --- workers ---------------------------------------------------------
     def _start_worker(self):
         parent, child = self._ctx.Pipe()
-        proc = self._ctx.Process(target=_worker_main, args=(child, "cpu"), daemon=True,
+        proc = self._ctx.Process(target=_worker_main, args=(child,), daemon=True,
                                  name="cinegpu-tier1")
         proc.start()
         child.close()
@@ -277,15 +222,13 @@ class FramePipeline:
             msg = conn.recv()
         except EOFError:
             raise PipelineError(f"tier-1 worker {i} died while starting (exit code {proc.exitcode})") from None
-        if msg != "ready":
+        if not isinstance(msg, WorkerReady):
             raise PipelineError(f"tier-1 worker {i} sent {msg!r} while starting")
 
-    def _mode(self, prep: Prepared) -> str:
-        """What the worker writes for this frame: a frame with HT code-blocks (Part 15) gets
-        its tier-1 in the worker even when GPU tier-1 is on, as the CUDA kernel is EBCOT only."""
-        if self.mode == MODE_SEGMENTS and not self.decoder.tier1_on_gpu(prep):
-            return MODE_COEFFICIENTS
-        return self.mode
+    def _mode(self, prep: Prepared) -> FrameMode:
+        """This frame's mode: the back end's, except that a frame with HT code-blocks (Part 15)
+        gets its tier-1 in the worker even when GPU tier-1 is on (the CUDA kernel is EBCOT only)."""
+        return self.mode.for_frame(self.decoder, prep)
 
     def _dispatch(self) -> None:
         for i, (proc, conn) in enumerate(self._workers):
@@ -294,11 +237,8 @@ class FramePipeline:
             if i in self._busy:
                 continue
             job = self._queue.popleft()
-            job.worker = i
             self._busy[i] = job
-            slot = self._slots[job.slot]
-            conn.send((job.seq, job.data, slot.shm.name, job.prep.size, self.reduce, self.layers,
-                       self.strict, self._mode(job.prep), self.components))
+            conn.send(job.task(self._slots[job.slot].shm.name, self.request))
 
     def _collect(self, timeout: float | None) -> None:
         """Wait for worker messages (or deaths) and finish those frames."""
@@ -309,13 +249,13 @@ class FramePipeline:
             if r in conns:
                 i = conns[r]
                 try:
-                    seq, err, reports, layout = r.recv()
+                    reply = r.recv()
                 except (EOFError, OSError):
                     continue  # the sentinel reports the death
                 job = self._busy.pop(i)
-                assert job.seq == seq
+                assert job.seq == reply.seq
                 self._dispatch()  # keep the worker busy while this frame is reconstructed
-                self._finish(job, err, reports, layout)
+                self._finish(job, reply)
             else:
                 i = sentinels[r]
                 if i in self._busy or not self._workers[i][0].is_alive():
@@ -331,73 +271,37 @@ class FramePipeline:
         self._workers[i] = self._start_worker()
         self._await_ready(i)
         if job is not None:
-            self._finish(job, WorkerCrashed(f"worker died (exit code {proc.exitcode}) decoding frame {job.seq}"), None)
+            self._finish(job, Failed(job.seq, WorkerCrashed(f"worker died (exit code {proc.exitcode}) "
+                                                            f"decoding frame {job.seq}")))
 
-    def _finish(self, job: _Job, err, reports, layout=None) -> None:
-        if isinstance(err, tuple) and err[0] == "grow":  # the slot was too small: grow it, retry
-            self._fit_slot(job.slot, err[1] + (1 << 20))
+    def _finish(self, job: Job, reply: Reply) -> None:
+        if isinstance(reply, GrowSlot):  # the slot was too small: grow it, retry
+            self._fit_slot(job.slot, reply.nbytes + (1 << 20))
             self._queue.appendleft(job)
             self._dispatch()
             return
-        if err is not None:
+        if isinstance(reply, Failed):
             self.stats["errors"] += 1
-            self._done[job.seq] = (job.key, err, job.slot, None)
+            self._done[job.seq] = _Done(job.key, reply.error, job.slot)
             return
+        self._done[job.seq] = self._finish_written(job, reply)
+
+    def _finish_written(self, job: Job, reply: Written) -> _Done:
+        """The frame out of what its worker wrote, as its mode says: reconstructed here, copied
+        out, or queued on the GPU (then :meth:`_settle` waits for it when it is handed out)."""
         t0 = time.perf_counter()
+        work = None
         try:
-            slot = self._slots[job.slot]
-            components = check_components(self.components, job.prep.cs.siz.Csiz)
-            if self._mode(job.prep) == MODE_SEGMENTS:
-                frame, work = self._launch_on_gpu(job, slot, reports, layout, components)
-                self._done[job.seq] = (job.key, frame, job.slot, work)
-                self.stats["reconstruct_s"] += time.perf_counter() - t0
-                return
-            if layout is not None:  # the worker reconstructed: copy its samples out
-                worker_s = layout.pop()
-                frame = finish_frame(job.prep, _load_samples(slot.shm, layout), reports, components, worker_s)
-                frame.timings["latency"] = time.perf_counter() - job.submitted
-                self._done[job.seq] = (job.key, frame, job.slot, None)
-                self.stats["reconstruct_s"] += time.perf_counter() - t0
-                return
-            coeffs = slot.view(job.prep.size)
-            stage: dict[str, float] = {}
-            out = self.decoder.reconstruct(job.prep, coeffs, components, to_host=self.to_host, timings=stage)
-            frame = finish_frame(job.prep, out, reports, components, time.perf_counter() - t0)
-            frame.timings.update(stage)
-            frame.timings["latency"] = time.perf_counter() - job.submitted
-            result = frame
+            components = check_components(self.request.components, job.prep.cs.siz.Csiz)
+            result, work = job.mode.finish(self.decoder, job, self._slots[job.slot].shm.buf, reply, components,
+                                           self.to_host)
         except CodestreamError as exc:
             result = exc
             self.stats["errors"] += 1
         self.stats["reconstruct_s"] += time.perf_counter() - t0
-        self._done[job.seq] = (job.key, result, job.slot, None)
+        return _Done(job.key, result, job.slot, work)
 
-    def _launch_on_gpu(self, job: _Job, slot, reports, layout, components) -> tuple[Frame, "_GpuWork"]:
-        """Queue tier-1 and reconstruction on the GPU from the worker's tier-2 arrays, without
-        waiting: while they run, this process goes on receiving and launching later frames.
-        :meth:`_settle` waits for them when the frame is handed out."""
-        from .tile import TileSegments
-
-        xp = self.decoder.xp
-        t0 = time.perf_counter()
-        work = _GpuWork(job.prep, job.submitted, *(xp.cuda.Event() for _ in range(3)))
-        work.start.record()
-        entries = layout.pop()
-        arrays = _load_samples(slot.shm, layout, copy=False)
-        segments = [TileSegments(coded=xp.asarray(arrays[k + 3]), table=arrays[k],
-                                 seg_lengths=xp.asarray(arrays[k + 1]), seg_passes=xp.asarray(arrays[k + 2]),
-                                 order=xp.asarray(arrays[k + 4]), entries=entries[k // 5])
-                    for k in range(0, len(arrays), 5)]
-        del arrays
-        coeffs, work.statuses = self.decoder.tier1_gpu_launch(job.prep, segments)
-        work.tier1_done.record()    # the slot's arrays have been read by then
-        out = self.decoder.reconstruct(job.prep, coeffs, components, to_host=self.to_host)
-        work.done.record()
-        frame = finish_frame(job.prep, out, reports, components, 0.0)
-        frame.timings["launch"] = time.perf_counter() - t0
-        return frame, work
-
-    def _settle(self, frame: Frame, work: "_GpuWork"):
+    def _settle(self, frame: Frame, work: GpuWork):
         """Wait for a frame's GPU work; check its tier-1 statuses; the frame with the device
         times of its stages, or the :class:`CodestreamError` strict decoding raised."""
         xp = self.decoder.xp
@@ -427,20 +331,15 @@ class FramePipeline:
                 self._wait_tier1()
             self._release_done_slots()
             self.stats["wait_s"] += time.perf_counter() - t0
-        prep = self.decoder.prepare(data, reduce=self.reduce, layers=self.layers, strict=self.strict)
+        prep = self.decoder.prepare(data, request=self.request)
+        mode = self._mode(prep)
         slot_index = self._free.pop()
-        self._fit_slot(slot_index, self._slot_bytes(prep, len(data)))
+        self._fit_slot(slot_index, mode.slot_bytes(prep, len(data)))
         seq = next(self._seq)
-        self._queue.append(_Job(seq, key, prep, bytes(data), slot_index))
+        self._queue.append(Job(seq, key, prep, bytes(data), slot_index, mode))
         self._submitted += 1
         self._dispatch()
         return seq
-
-    def _slot_bytes(self, prep: Prepared, data_len: int) -> int:
-        if self._mode(prep) == MODE_SEGMENTS:  # tier-1's inputs: about the codestream's size
-            n_cb = sum(p.cb.shape[0] for p in prep.plans)
-            return 2 * data_len + n_cb * (8 * 16) + (1 << 20)
-        return prep.size * 4
 
     def _fit_slot(self, index: int, nbytes: int) -> None:
         """Make slot ``index`` hold ``nbytes``; a new one gets a quarter more, so that frames a
@@ -454,23 +353,23 @@ class FramePipeline:
     def reserve(self, data: bytes) -> None:
         """Allocate (and pin) every slot for frames like ``data`` now, not while
         playing: creating and registering shared memory takes milliseconds a slot."""
-        prep = self.decoder.prepare(data, reduce=self.reduce, layers=self.layers, strict=self.strict)
-        nbytes = self._slot_bytes(prep, len(data))
+        prep = self.decoder.prepare(data, request=self.request)
+        nbytes = self._mode(prep).slot_bytes(prep, len(data))
         for index in self._free:
             self._fit_slot(index, nbytes)
 
     def _wait_tier1(self) -> None:
-        for key, result, slot, work in self._done.values():
-            if slot is not None and work is not None:
-                work.tier1_done.synchronize()
+        for done in self._done.values():
+            if done.slot is not None and done.work is not None:
+                done.work.tier1_done.synchronize()
 
     def _release_done_slots(self) -> None:
         # a finished frame's slot is free once it has been read: by reconstruction here,
         # or on the GPU, by the copies before tier-1 (known from its event, without waiting)
-        for seq, (key, result, slot, work) in self._done.items():
-            if slot is not None and (work is None or work.tier1_done.done):
-                self._free.append(slot)
-                self._done[seq] = (key, result, None, work)
+        for seq, done in self._done.items():
+            if done.slot is not None and (done.work is None or done.work.tier1_done.done):
+                self._free.append(done.slot)
+                self._done[seq] = replace(done, slot=None)
 
     def get(self):
         """The next frame in submission order: (key, Frame, CodestreamError or PipelineError)."""
@@ -480,18 +379,17 @@ class FramePipeline:
             self._dispatch()
             self._collect(timeout=None)
             self._release_done_slots()
-        if self._done[self._next_out][3] is not None:
+        if self._done[self._next_out].work is not None:
             self._collect(timeout=0)    # queue the GPU work of frames already back, behind this one
-        key, result, slot, work = self._done.pop(self._next_out)
-        if work is not None:
-            result = self._settle(result, work)
-        if slot is not None:
-            self._free.append(slot)
+        done = self._done.pop(self._next_out)
+        result = done.result if done.work is None else self._settle(done.result, done.work)
+        if done.slot is not None:
+            self._free.append(done.slot)
         self._next_out += 1
         self._dispatch()
         if isinstance(result, Frame):
             self.stats["frames"] += 1
-        return key, result
+        return done.key, result
 
     @property
     def in_flight(self) -> int:
@@ -516,7 +414,7 @@ class FramePipeline:
     def close(self) -> None:
         for proc, conn in self._workers:
             try:
-                conn.send(None)
+                conn.send(StopWorker())
             except OSError:
                 pass
         for proc, conn in self._workers:

@@ -92,7 +92,7 @@ def test_tiny_codestream_decodes():
 def test_cuda_pipeline_matches_the_cpu_decode(frames, gpu_tier1):
     with FramePipeline(backend="cuda", workers=2, gpu_tier1=gpu_tier1) as pipe:
         assert pipe.backend == "cuda"
-        assert pipe.mode == ("segments" if gpu_tier1 else "coefficients")
+        assert pipe.mode.name == ("segments" if gpu_tier1 else "coefficients")
         results = list(pipe.map(frames))
     for (_, frame), data in zip(results, frames):
         want = decode(data)
@@ -106,7 +106,7 @@ def test_cuda_pipeline_reuses_slots_behind_queued_gpu_work(frames):
     With two slots and five frames submitted before any is taken, submit must wait for
     the queued GPU work (not for a worker) and every frame must still decode right."""
     with FramePipeline(backend="cuda", workers=1, depth=2, to_host=False) as pipe:
-        assert pipe.mode == "segments"
+        assert pipe.mode.name == "segments"
         for k in range(5):
             pipe.submit(frames[k % len(frames)], key=k)
         results = [pipe.get() for _ in range(5)]
@@ -128,8 +128,8 @@ def test_htj2k_frames_mixed_with_part1_frames(frames, backend):
     work = [frames[0], HT_PATHS[0].read_bytes(), frames[1], HT_PATHS[1].read_bytes(), frames[0]]
     with FramePipeline(backend=backend, workers=2, depth=3) as pipe:
         if backend == "cuda":
-            assert pipe.mode == "segments"
-            assert [pipe._mode(pipe.decoder.prepare(d)) for d in work[:2]] == ["segments", "coefficients"]
+            assert pipe.mode.name == "segments"
+            assert [pipe._mode(pipe.decoder.prepare(d)).name for d in work[:2]] == ["segments", "coefficients"]
         results = list(pipe.map(work))
     for (_, frame), data in zip(results, work):
         assert not isinstance(frame, Exception), frame

@@ -1,0 +1,182 @@
+"""The decode pipeline's modes: what a worker writes into a frame's slot, and how the
+pipeline's process finishes the frame from it; one small strategy class each.
+
+- :class:`SamplesMode` (the CPU back ends): the worker runs tier-2, tier-1 and the
+  reconstruction and writes each wanted component's samples; here they are copied out.
+- :class:`CoefficientsMode` (CUDA with CPU tier-1, and HT frames under GPU tier-1): the
+  worker writes the coefficients; here the back end reconstructs them.
+- :class:`SegmentsMode` (CUDA with GPU tier-1): the worker runs tier-2 only and writes
+  tier-1's plain arrays with the kernel's work order and scratch size; here tier-1 and the
+  reconstruction are queued on the GPU without waiting (a :class:`GpuWork` in flight).
+
+:func:`backend_mode` picks the mode for a decoder's back end once; :meth:`FrameMode.for_frame`
+settles it for each frame as it is submitted. A mode is a frozen dataclass without fields, sent
+to the worker in the :class:`~cinegpu.decode.pipeline_messages.WorkerTask`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+
+from .decoder import Decoder, Frame, Prepared, finish_frame
+from .pipeline_messages import (CoefficientsWritten, GrowSlot, Job, Reply, SamplesWritten, SegmentsWritten,
+                                TileArrays, WorkerTask, load_arrays, packed_nbytes, store_arrays)
+from .tier1.gpu import scratch_entries, work_order
+
+
+@dataclass
+class GpuWork:
+    """A frame's GPU work in flight: what the pipeline waits for, and checks, when it hands the
+    frame out."""
+
+    prep: Prepared
+    submitted: float
+    start: object          # CUDA events, recorded on the current stream
+    tier1_done: object     # past this one the slot's arrays have been read
+    done: object
+    statuses: list = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class FrameMode:
+    """What a worker does with a frame (:meth:`work`) and how the pipeline finishes it
+    (:meth:`finish`); ``name`` is the mode's word in logs and tests."""
+
+    name: ClassVar[str] = ""
+
+    def for_frame(self, decoder: Decoder, prep: Prepared) -> FrameMode:
+        """The mode this frame takes under this back end's mode (itself unless said)."""
+        return self
+
+    def slot_bytes(self, prep: Prepared, data_len: int) -> int:
+        """Bytes a slot needs for the frame: its coefficients (int32), unless said."""
+        return prep.size * 4
+
+    def work(self, decoder: Decoder, task: WorkerTask, prep: Prepared, buf) -> Reply:
+        """In the worker: decode the prepared frame into ``buf`` (the slot's memory)."""
+        raise NotImplementedError
+
+    def finish(self, decoder: Decoder, job: Job, buf, reply: Reply, components,
+               to_host: bool) -> tuple[Frame, GpuWork | None]:
+        """In the pipeline's process: the frame out of the worker's ``reply`` and ``buf``, and
+        the GPU work still to wait for (None: none). ``components``: checked indices or None."""
+        raise NotImplementedError
+
+
+def _coefficients(decoder: Decoder, prep: Prepared, buf):
+    """In the worker: tier-2 and tier-1 of the frame into ``buf`` (int32, from byte 0)."""
+    return decoder.entropy_decode(prep, out=np.ndarray((prep.size,), np.int32, buffer=buf))
+
+
+@dataclass(frozen=True)
+class CoefficientsMode(FrameMode):
+    """The worker writes the coefficients; the pipeline's back end reconstructs them."""
+
+    name: ClassVar[str] = "coefficients"
+
+    def work(self, decoder: Decoder, task: WorkerTask, prep: Prepared, buf) -> Reply:
+        _, reports = _coefficients(decoder, prep, buf)
+        return CoefficientsWritten(task.seq, reports)
+
+    def finish(self, decoder: Decoder, job: Job, buf, reply: CoefficientsWritten, components,
+               to_host: bool) -> tuple[Frame, None]:
+        t0 = time.perf_counter()
+        coeffs = np.ndarray((job.prep.size,), np.int32, buffer=buf)
+        stage: dict[str, float] = {}
+        out = decoder.reconstruct(job.prep, coeffs, components, to_host=to_host, timings=stage)
+        frame = finish_frame(job.prep, out, reply.reports, components, time.perf_counter() - t0)
+        frame.timings.update(stage)
+        frame.timings["latency"] = time.perf_counter() - job.submitted
+        return frame, None
+
+
+@dataclass(frozen=True)
+class SamplesMode(FrameMode):
+    """The worker reconstructs too and writes each component's samples, one after another
+    (int32 samples never need more room than the coefficients they overwrite); the pipeline
+    copies them out."""
+
+    name: ClassVar[str] = "samples"
+
+    def work(self, decoder: Decoder, task: WorkerTask, prep: Prepared, buf) -> Reply:
+        coeffs, reports = _coefficients(decoder, prep, buf)
+        t0 = time.perf_counter()
+        planes = decoder.reconstruct(prep, coeffs, task.request.components)
+        specs, _ = store_arrays(buf, planes)    # over the coefficients, which are used up
+        return SamplesWritten(task.seq, reports, specs, time.perf_counter() - t0)
+
+    def finish(self, decoder: Decoder, job: Job, buf, reply: SamplesWritten, components,
+               to_host: bool) -> tuple[Frame, None]:
+        frame = finish_frame(job.prep, load_arrays(buf, reply.planes), reply.reports, components,
+                             reply.reconstruct_s)
+        frame.timings["latency"] = time.perf_counter() - job.submitted
+        return frame, None
+
+
+@dataclass(frozen=True)
+class SegmentsMode(FrameMode):
+    """The worker runs tier-2 and writes tier-1's input; the GPU runs tier-1 and the
+    reconstruction, queued here without waiting."""
+
+    name: ClassVar[str] = "segments"
+
+    def for_frame(self, decoder: Decoder, prep: Prepared) -> FrameMode:
+        """A frame with HT code-blocks (Part 15) gets its tier-1 in the worker: the CUDA
+        tier-1 is EBCOT only."""
+        return self if decoder.tier1_on_gpu(prep) else CoefficientsMode()
+
+    def slot_bytes(self, prep: Prepared, data_len: int) -> int:
+        """Tier-1's inputs: about the codestream's size (a worker asks for more if not)."""
+        n_cb = sum(p.cb.shape[0] for p in prep.plans)
+        return 2 * data_len + n_cb * (8 * 16) + (1 << 20)
+
+    def work(self, decoder: Decoder, task: WorkerTask, prep: Prepared, buf) -> Reply:
+        segments, reports = decoder.tier2(prep)
+        # the GPU launch's work order and scratch size, worked out here, off the pipeline's process
+        tiles = [(seg.table, seg.seg_lengths, seg.seg_passes, seg.coded, work_order(seg.table, seg.seg_passes))
+                 for seg in segments]
+        need = sum(packed_nbytes(arrays) for arrays in tiles)
+        if need > buf.nbytes:
+            return GrowSlot(task.seq, need)
+        written, offset = [], 0
+        for seg, arrays in zip(segments, tiles):
+            specs, offset = store_arrays(buf, arrays, offset)
+            written.append(TileArrays(*specs, entries=scratch_entries(seg.table)))
+        return SegmentsWritten(task.seq, reports, tuple(written))
+
+    def finish(self, decoder: Decoder, job: Job, buf, reply: SegmentsWritten, components,
+               to_host: bool) -> tuple[Frame, GpuWork]:
+        """Queue tier-1 and reconstruction on the GPU from the worker's tier-2 arrays, without
+        waiting: while they run, the pipeline goes on receiving and launching later frames."""
+        from .tile import TileSegments
+
+        xp = decoder.xp
+        t0 = time.perf_counter()
+        work = GpuWork(job.prep, job.submitted, *(xp.cuda.Event() for _ in range(3)))
+        work.start.record()
+        segments = [TileSegments(coded=xp.asarray(t.coded.view(buf)), table=t.table.view(buf),
+                                 seg_lengths=xp.asarray(t.seg_lengths.view(buf)),
+                                 seg_passes=xp.asarray(t.seg_passes.view(buf)),
+                                 order=xp.asarray(t.order.view(buf)), entries=t.entries)
+                    for t in reply.tiles]
+        coeffs, work.statuses = decoder.tier1_gpu_launch(job.prep, segments)
+        work.tier1_done.record()    # the slot's arrays have been read by then
+        out = decoder.reconstruct(job.prep, coeffs, components, to_host=to_host)
+        work.done.record()
+        frame = finish_frame(job.prep, out, reply.reports, components, 0.0)
+        frame.timings["launch"] = time.perf_counter() - t0
+        return frame, work
+
+
+def backend_mode(decoder: Decoder) -> FrameMode:
+    """The mode for a decoder's back end: samples on the CPU, segments with GPU tier-1,
+    else coefficients."""
+    if not decoder.selected.cuda:
+        return SamplesMode()      # the CPU back end reconstructs in the workers
+    if decoder.gpu_tier1:
+        return SegmentsMode()     # workers: tier-2; the GPU: tier-1 and reconstruction
+    return CoefficientsMode()
