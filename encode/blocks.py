@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from cinegpu.decode import tier1 as t1
 
@@ -107,9 +108,16 @@ class BlockTable:
 
     def body_bytes(self, passes: np.ndarray) -> int:
         """Bytes of the first ``passes[i]`` passes of every block i, in total."""
-        passes = np.asarray(passes, np.int64)
-        kept = passes > 0
-        return int(self.rates[self.rate_off[:-1][kept] + passes[kept] - 1].sum())
+        return int(_body_bytes(self.rates, self.rate_off, np.ascontiguousarray(passes, np.int64)))
+
+
+@njit(cache=True, nogil=True)
+def _body_bytes(rates, rate_off, passes):
+    total = 0
+    for i in range(passes.shape[0]):
+        if passes[i] > 0:
+            total += rates[rate_off[i] + passes[i] - 1]
+    return total
 
 
 def cut_blocks(flat: np.ndarray, cb: np.ndarray) -> list[np.ndarray]:

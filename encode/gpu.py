@@ -12,6 +12,7 @@ bit for bit.  Importing this module needs CuPy.
 
 from __future__ import annotations
 
+import functools
 import logging
 from pathlib import Path
 
@@ -31,7 +32,13 @@ THREADS = 256
 
 def kernel(name: str, module: str = "forward") -> cupy.RawKernel:
     """Kernel ``name`` of ``encode/cuda/<module>.cu`` on the current device (cached)."""
-    return nvrtc.kernel(CUDA_DIR / f"{module}.cu", name)
+    return _kernel(name, module, cupy.cuda.runtime.getDevice())
+
+
+@functools.lru_cache(maxsize=None)
+def _kernel(name: str, module: str, device_id: int) -> cupy.RawKernel:
+    with cupy.cuda.Device(device_id):
+        return nvrtc.kernel(CUDA_DIR / f"{module}.cu", name)
 
 
 def _grid(n: int) -> tuple[int]:

@@ -111,8 +111,10 @@ class _Writer:
     def frame_body(self, passes: np.ndarray) -> int:
         return self.table.body_bytes(passes)
 
-    def write(self, passes: np.ndarray) -> tuple[bytes, np.ndarray, np.ndarray]:
-        """The codestream for ``passes``; bytes per component in total and in bodies."""
+    def write(self, passes: np.ndarray) -> tuple["_Stream", np.ndarray, np.ndarray]:
+        """The codestream for ``passes`` (its bytes made only when asked for: rate control
+        needs the lengths of several candidates); bytes per component in total and in
+        bodies."""
         p = self.params
         comp_total = np.zeros(p.ncomp, np.int64)
         comp_body = np.zeros(p.ncomp, np.int64)
@@ -135,11 +137,36 @@ class _Writer:
                 hi = int(ends[b - 1]) if b else 0
                 psot = mk.SOT_BYTES + 2 + hi - lo
                 head = mk.sot(Isot=t, Psot=psot, TPsot=i, TNsot=len(firsts))
-                parts.append((t, head + mk.sod() + data[lo:hi].tobytes()))
+                parts.append((t, head + mk.sod(), data[lo:hi]))
                 comp_total[c] += mk.SOT_BYTES + 2
-        header = self.main_header(p, self.base_step, [(t, len(b)) for t, b in parts])
-        data = header + b"".join(b for _, b in parts) + mk.eoc()
-        return data, comp_total, comp_body
+        header = self.main_header(p, self.base_step,
+                                  [(t, len(h) + len(d)) for t, h, d in parts])
+        return _Stream(header, parts), comp_total, comp_body
+
+
+class _Stream:
+    """A codestream as its main header and tile-parts (SOT + SOD bytes, then a view of the
+    packet bytes), EOC implied: ``len()`` without joining, ``bytes()`` joins once."""
+
+    def __init__(self, header: bytes, parts: list):
+        self.header, self.parts = header, parts
+        self.size = len(header) + sum(len(h) + len(d) for _, h, d in parts) + 2
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __bytes__(self) -> bytes:
+        out = bytearray(self.size)
+        view = memoryview(out)
+        at = len(self.header)
+        view[:at] = self.header
+        for _, head, data in self.parts:
+            view[at:at + len(head)] = head
+            at += len(head)
+            view[at:at + len(data)] = data
+            at += len(data)
+        view[at:] = mk.eoc()
+        return bytes(out)
 
 
 def spare_planes(table: BlockTable, passes: np.ndarray, percentile: float = 5.0) -> int:
@@ -158,7 +185,8 @@ def allocate_and_write(frame, base_step: float, stats: dict | None = None) -> by
     """Choose every block's passes (PCRD-opt) for the budgets and write the codestream.
     ``stats`` (optional) receives "spare_planes" (see :func:`spare_planes`), "rounds" and
     "passes" (the passes kept of each block, int64)."""
-    data, final, w = _allocate(frame, base_step)
+    stream, final, w = _allocate(frame, base_step)
+    data = bytes(stream)
     if stats is not None:
         stats["spare_planes"] = spare_planes(w.table, final)
         stats["rounds"] = w.rounds
@@ -189,12 +217,13 @@ def _allocate(frame, base_step: float):
     last = None
     for _ in range(MAX_ROUNDS):
         take = rank < w.limits(budget - overhead, None if cap is None else cap - comp_over)
-        data, comp_total, comp_body = w.write(w.layer_passes(take))
+        passes = w.layer_passes(take)
+        data, comp_total, comp_body = w.write(passes)
         w.rounds += 1
         body = comp_body.sum()
         fits = len(data) <= budget and (cap is None or (comp_total <= cap).all())
         if fits and (best is None or len(data) > len(best[0])):
-            best = data, w.layer_passes(take)[-1], w
+            best = data, passes[-1], w
         if fits and len(data) >= budget * (1 - SLACK):
             break
         if (len(data), tuple(comp_total)) == last:
@@ -224,8 +253,9 @@ def _shrink_until_fit(w, hull, rank, budget, cap, overhead, comp_over):
             for c in range(ncomp):
                 cnt = w.comp_count(c, max(cap * aim - comp_over[c], 0))
                 take &= ~w.comp_mask[c] | (rank < cnt)
-        data, comp_total, _ = w.write(w.layer_passes(take))
+        passes = w.layer_passes(take)
+        data, comp_total, _ = w.write(passes)
         w.rounds += 1
         if len(data) <= budget and (cap is None or (comp_total <= cap).all()):
-            return data, w.layer_passes(take)[-1], w
+            return data, passes[-1], w
     raise ValueError(f"cannot fit the codestream in {budget} bytes: its headers alone exceed it")
