@@ -138,6 +138,7 @@ class Encoder:
         self.timings: dict[str, float] = {}
         self._plans = geometry if geometry is not None else GeometryCache()
         self._stream = None
+        self._tiles = None          # the GPU tier-1's per-plan tables (TileGeometries)
 
     def close(self):
         self.pool.close()
@@ -258,9 +259,11 @@ class Encoder:
     def _tier1(self, params, cs, plans, flats, floor: int = 0) -> Frame:
         """Tier-1 of every tile's blocks, down to bit-plane ``floor`` (early stop)."""
         if self.backend == "cuda":   # on the GPU, every tile launched before any is waited on
-            from .tier1.gpu import launch_tile
+            from .tier1.gpu import TileGeometries, launch_tile
+            if self._tiles is None:
+                self._tiles = TileGeometries()
             pending = [launch_tile(flat, plan.cb, params.cblk_style, stream=self._stream,
-                                   floor=floor)
+                                   floor=floor, geometry=self._tiles.get(plan))
                        for plan, flat in zip(plans, flats)]
             parts = [p.result() for p in pending]
         else:

@@ -25,10 +25,10 @@ import functools
 import cupy
 import numpy as np
 
-from .gpu_plan import (BLOCK_THREADS, CUDA_SOURCE, KERNELS, check_table, collect, queue_tile,
-                       slots)
+from .gpu_plan import (BLOCK_THREADS, CUDA_SOURCE, KERNELS, TileGeometry, check_table, collect,
+                       queue_tile, slots, tile_geometry)
 
-__all__ = ["encode_tile_cuda", "launch_tile", "PendingTier1"]
+__all__ = ["encode_tile_cuda", "launch_tile", "PendingTier1", "TileGeometries"]
 
 SCRATCH_BYTES = 256 << 20  # per-slot scratch of one launch at most (then slots take turns)
 
@@ -91,7 +91,7 @@ class PendingTier1:
 def launch_tile(flat_dev, cb, style: int, stream=None, *, lanes: int = 1,
                 interleave: bool = False, scratch_bytes: int = SCRATCH_BYTES,
                 max_slots: int | None = None, max_capacity: int | None = None,
-                floor: int = 0) -> PendingTier1:
+                floor: int = 0, geometry: TileGeometry | None = None) -> PendingTier1:
     """Queue tier-1 of every code-block of ``cb`` (the plan's int64 numpy table) over the flat
     int32 coefficients ``flat_dev`` (CuPy; numpy is uploaded) on ``stream`` (default: the
     current one), each block down to bit-plane ``floor`` (encode_tile's early stop).
@@ -103,7 +103,8 @@ def launch_tile(flat_dev, cb, style: int, stream=None, *, lanes: int = 1,
     32.0 ms for 32 interleaved lanes); scratch_bytes,
     budget of the per-slot scratch (6 bytes per bordered sample + 1 KB of MQ snapshots);
     max_slots, threads at most.  max_capacity (tests): caps each block's byte region, forcing
-    the numba fallback of blocks that outgrow it.
+    the numba fallback of blocks that outgrow it.  geometry: the table's
+    :class:`TileGeometries` entry (its table already checked against this buffer's size).
     """
     if not 1 <= lanes <= 32:
         raise ValueError(f"launch_tile: lanes {lanes} not in 1..32")
@@ -114,7 +115,7 @@ def launch_tile(flat_dev, cb, style: int, stream=None, *, lanes: int = 1,
         if flat_dev.dtype != np.int32 or flat_dev.ndim != 1:
             raise TypeError(f"launch_tile: flat must be 1-D int32, not {flat_dev.ndim}-D "
                             f"{flat_dev.dtype}")
-        cb = check_table(cb, flat_dev.size)
+        cb = geometry.cb if geometry is not None else check_table(cb, flat_dev.size)
         flat = cupy.ascontiguousarray(cupy.asarray(flat_dev))
         device_id = cupy.cuda.runtime.getDevice()
         kernels = _kernels(device_id)
@@ -122,12 +123,35 @@ def launch_tile(flat_dev, cb, style: int, stream=None, *, lanes: int = 1,
                        max_slots)
         outputs, keep = queue_tile(cupy, kernels, _device_tables(device_id), flat, cb,
                                    int(style), nslots, lanes, interleave, max_capacity,
-                                   int(floor))
+                                   int(floor), geometry)
         # a blocking-sync event: result() sleeps instead of spinning a core, which the
         # other threads' rate control and tier-2 need (16 encoders on 16 cores)
         event = cupy.cuda.Event(block=True, disable_timing=True)
         event.record(stream)
     return PendingTier1(flat_dev, cb, int(style), stream, outputs, keep, event, int(floor))
+
+
+class TileGeometries:
+    """One encoder's :class:`~.gpu_plan.TileGeometry` per tile plan and device, so that
+    the frames of a sequence upload their code-block tables and work orders once.  Holds
+    the plans it was made for (an entry is found by the plan object itself); at most
+    ``size`` entries."""
+
+    def __init__(self, size: int = 64):
+        self._size = size
+        self._items: dict = {}
+
+    def get(self, plan) -> TileGeometry:
+        """The geometry of ``plan.cb`` (checked against ``plan.coeff_size``) on the current
+        device."""
+        key = (id(plan), cupy.cuda.runtime.getDevice())
+        hit = self._items.get(key)
+        if hit is None or hit[0] is not plan:
+            if len(self._items) >= self._size:
+                self._items.clear()
+            cb = check_table(np.ascontiguousarray(plan.cb, np.int64), plan.coeff_size)
+            hit = self._items[key] = (plan, tile_geometry(cupy, cb))
+        return hit[1]
 
 
 def encode_tile_cuda(flat, cb, style: int, rows=None, **kw):

@@ -21,6 +21,7 @@ exact either way.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -172,33 +173,54 @@ def slots(cb: np.ndarray, lanes: int, resident_warps: int, scratch_bytes: int,
                       (2**31 - 1) // max(entries, SNAP_WORDS)))
 
 
+@dataclass(frozen=True)
+class TileGeometry:
+    """What the launches of one tile need from its code-block table alone, made once per
+    table and device (a sequence's frames share their plans): the table and the blocks'
+    areas on ``xp``'s side, the work order, the region's size and a slot's scratch entries."""
+
+    cb: np.ndarray            #: the checked table (host)
+    cb_dev: object
+    area_dev: object
+    order_dev: object
+    region_bytes: int
+    entries: int
+
+
+def tile_geometry(xp, cb: np.ndarray) -> TileGeometry:
+    """:class:`TileGeometry` of the checked table ``cb`` with ``xp`` arrays."""
+    area = block_areas(cb)
+    return TileGeometry(cb, xp.asarray(cb), xp.asarray(area), xp.asarray(work_order(area)),
+                        max(capacity_bound(cb), 1), scratch_entries(cb))
+
+
 def queue_tile(xp, kernels, tables, flat, cb, style, nslots, lanes=32, interleave=True,
-               max_capacity=None, floor=0):
+               max_capacity=None, floor=0, geometry: TileGeometry | None = None):
     """Queue the three kernels (``kernels``: callables ``k(grid, block, args)`` as CuPy's
     RawKernel) over ``flat`` (an ``xp`` int32 array) and the checked table ``cb`` (numpy),
     with arrays made by ``xp`` (CuPy; numpy for the host emulation).  Nothing is read back.
 
     Returns (outputs, keep): outputs (out, coded_off, rates, rate_off, dists, num_bps,
     status) for :func:`collect`; keep, the other buffers the kernels use (hold them until
-    the kernels have run)."""
+    the kernels have run).  ``geometry``: :func:`tile_geometry` of ``cb`` (made here if
+    None)."""
+    g = geometry if geometry is not None else tile_geometry(xp, cb)
     nb = cb.shape[0]
     k_bps, k_code, k_compact = kernels
     mq, zc, sc, ctx_init = tables
     i32 = np.int32
-    cb_dev = xp.asarray(cb)
+    cb_dev, order = g.cb_dev, g.order_dev
     num_bps = xp.zeros(nb, xp.int32)
     grid = max(1, min(nb, 65535))
     if nb:
         k_bps((grid,), (BLOCK_THREADS,), (flat, cb_dev, i32(cb.shape[1]), i32(nb), num_bps))
-    area = block_areas(cb)
-    order = xp.asarray(work_order(area))
-    rate_off, cap_off = layout(num_bps, xp.asarray(area), xp, max_capacity, floor)
-    region = xp.empty(max(capacity_bound(cb), 1), xp.uint8)
+    rate_off, cap_off = layout(num_bps, g.area_dev, xp, max_capacity, floor)
+    region = xp.empty(g.region_bytes, xp.uint8)
     rates = xp.empty(max(nb * MAX_PASSES, 1), xp.int32)
     dists = xp.empty(max(nb * MAX_PASSES, 1), xp.float64)
     lens = xp.zeros(nb, xp.int64)
     status = xp.zeros(nb, xp.int32)
-    entries = scratch_entries(cb)
+    entries = g.entries
     flags = xp.empty(entries * nslots, xp.uint16)
     sm = xp.empty(entries * nslots, xp.uint32)
     snap = xp.empty(SNAP_WORDS * nslots, xp.int32)
