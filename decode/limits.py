@@ -20,16 +20,24 @@ figure and the limit when it is too much:
   grew the process by 309 MiB.
 * **work**, tied to the input's size and always on: every precinct and code-block costs a
   unit to plan (about a microsecond of numpy), every packet listed a unit, every code-block a
-  1/32 unit per layer it may be read in, and every tile-component resolution
-  :data:`RESOLUTION_WORK` units (Python objects). Packets of a layer the data cannot reach
-  are not listed: a packet costs at least one byte of header (B.10.3: an empty packet is one
-  0 bit, padded to the byte), and every layer of a precinct comes before the next layer in
-  every progression, so at most as many layers as the tile has bytes of packet headers (its
-  tile-part bodies, PPT, PPM) can be read. The work may reach :data:`WORK_FREE` units
+  1/32 unit per layer it may be read in, every tile :data:`TILE_WORK` units and every
+  tile-component resolution :data:`RESOLUTION_WORK` units (Python objects). Packets of a
+  layer the data cannot reach are not listed: a packet costs at least one byte of header
+  (B.10.3: an empty packet is one 0 bit, padded to the byte), and every layer of a precinct
+  comes before the next layer in every progression, so at most as many layers as the tile has
+  bytes of packet headers (its tile-part bodies, PPT, PPM) can be read. The work may reach :data:`WORK_FREE` units
   (a few seconds) whatever the input, plus :data:`WORK_PER_BYTE` per byte of codestream. A
   large sparse image (few code-blocks with data among many empty ones) therefore decodes as
   long as its code-blocks and precincts number about 2 M; 1 x 1 precincts over a 2048 x 2048
   image (8 M units) need about 400 KB of codestream.
+* **tiles**: the tiles and their resolutions are Python objects, each costing its tenth of a
+  millisecond whatever its size, and a tile may be coded in 15 bytes (SOT, SOD, one empty
+  packet): 65,535 tiles of one sample fit in 983 KB and took 16 s to plan, read and
+  reconstruct (2 cores; 0.25 ms a tile).  Their work, counted before anything is planned, may
+  reach :data:`WORK_FREE` plus only :data:`TILE_WORK_PER_BYTE` per byte of codestream: such a
+  stream is refused in the time it takes to parse, while the 225 tiles of the largest
+  conformance stream (p1_05) need 0.75 M units, within the free work, and 64 x 64 tiles over
+  a three-component 4K frame (2,176 tiles of six resolutions, 5.6 M units) need about 900 KB.
 
 Allocation failures still possible past these estimates (a machine with less free memory)
 are turned into :class:`LimitExceeded` by :func:`memory_guard`: numpy's ``MemoryError``
@@ -53,8 +61,15 @@ DEFAULT_MAX_MEMORY = 4 << 30
 WORK_FREE = 1 << 21
 #: Further work units per byte of codestream.
 WORK_PER_BYTE = 16
-#: Work units of one resolution of one tile-component (its Python objects, about 100 us).
+#: Work units of one resolution of one tile-component (its Python objects, about 60 us).
 RESOLUTION_WORK = 128
+#: Work units of one tile beyond its resolutions: its tile-part markers, plan, tier-2 and
+#: reconstruction calls (about 80 us, plus about 100 us for each of its components).
+TILE_WORK = 256
+#: Work units per byte of codestream that tiles and resolutions may ask for beyond
+#: :data:`WORK_FREE` (the work of precincts, code-blocks and packets has :data:`WORK_PER_BYTE`):
+#: a tile must be paid for by about a hundred bytes, not fifteen.
+TILE_WORK_PER_BYTE = 4
 #: Bytes of the plan and tier-2 tables per code-block (two rows of 11 int64, tier-2 state,
 #: tag-tree nodes, tier-1 status), per precinct (precinct-band rows, progression table) and
 #: per listed packet (the progression's sort keys and order).
@@ -155,6 +170,31 @@ def check_pixels(cs: Codestream, reduce: int, max_pixels: int | None) -> None:
                                 f"max_pixels {max_pixels}", needed=w * h, limit=max_pixels)
 
 
+def check_tiles(cs: Codestream, input_bytes: int) -> int:
+    """The work of ``cs``'s tiles and tile-component resolutions (the Python objects a decode
+    makes, see the module docstring); :class:`LimitExceeded`, at the SIZ that sets the tile
+    grid, when it is more than :data:`WORK_FREE` + :data:`TILE_WORK_PER_BYTE` per byte of
+    codestream.  Bounded itself: the tiles are counted, and refused, before their
+    resolutions are summed."""
+    s = cs.siz
+    allowed = WORK_FREE + TILE_WORK_PER_BYTE * input_bytes
+    n = len(cs.tiles)
+    work = n * (TILE_WORK + s.Csiz * RESOLUTION_WORK)  # every tile-component has a resolution
+    resolutions = n * s.Csiz
+    if work <= allowed:
+        resolutions = sum(cs.spcod(tile, c).levels + 1 for tile in cs.tiles.values() for c in range(s.Csiz))
+        work = n * TILE_WORK + RESOLUTION_WORK * resolutions
+    if work > allowed:
+        at_least = "at least " if resolutions == n * s.Csiz else ""
+        raise LimitExceeded(
+            f"{n} tiles with {at_least}{resolutions} tile-component resolutions need {work} units of work, "
+            f"more than the {allowed} allowed for {input_bytes} bytes of codestream ({WORK_FREE} + "
+            f"{TILE_WORK_PER_BYTE} per byte; a tile costs at least {TILE_WORK + RESOLUTION_WORK} units however few "
+            f"bytes code it): too many tiles for the data, from the tile grid of {s.XTsiz} x {s.YTsiz} "
+            f"samples in SIZ", 2, needed=work, limit=allowed)
+    return work
+
+
 def check_limits(cs: Codestream, reduce: int, limits: Limits, input_bytes: int, geometry) -> Cost:
     """Check the decode of ``cs`` at ``reduce`` against ``limits`` and the work bound.
 
@@ -165,14 +205,8 @@ def check_limits(cs: Codestream, reduce: int, limits: Limits, input_bytes: int, 
     check_pixels(cs, reduce, limits.max_pixels)
     s = cs.siz
     allowed = WORK_FREE + WORK_PER_BYTE * input_bytes
+    check_tiles(cs, input_bytes)
     tiles = sorted(cs.tiles)
-    floor = len(tiles) * s.Csiz * RESOLUTION_WORK  # every tile-component has a resolution
-    if floor <= allowed:
-        floor = RESOLUTION_WORK * sum(cs.spcod(cs.tiles[t], c).levels + 1 for t in tiles for c in range(s.Csiz))
-    if floor > allowed:
-        raise LimitExceeded(f"{len(tiles)} tiles of {s.Csiz} components need {floor} units of work to plan, "
-                            f"more than the {allowed} allowed for {input_bytes} bytes of codestream "
-                            f"({WORK_FREE} + {WORK_PER_BYTE} per byte)", needed=floor, limit=allowed)
     work = precincts = codeblocks = packets = samples = largest = 0
     for t in tiles:
         g = geometry(t)
@@ -180,7 +214,7 @@ def check_limits(cs: Codestream, reduce: int, limits: Limits, input_bytes: int, 
         precincts += g.precincts
         codeblocks += g.codeblocks
         packets += g.precincts * reach
-        work += (RESOLUTION_WORK * g.resolutions + g.precincts + g.codeblocks
+        work += (TILE_WORK + RESOLUTION_WORK * g.resolutions + g.precincts + g.codeblocks
                  + g.precincts * reach + g.codeblocks * reach // 32)
         samples += g.samples
         largest = max(largest, g.samples)

@@ -38,6 +38,7 @@ from collections import deque
 from dataclasses import dataclass, replace
 from multiprocessing import shared_memory
 from multiprocessing.connection import wait
+from typing import Callable
 
 import numpy as np
 
@@ -143,13 +144,21 @@ class _Slot:
         return np.ndarray((1,), np.uint8, buffer=self.shm.buf).ctypes.data
 
     def close(self, xp) -> None:
+        """Unpin, unlink (first: the name must go even if a view of the buffer is still alive),
+        then unmap."""
         if self.pinned:
             try:
                 xp.cuda.runtime.hostUnregister(self.array_ptr)
             except Exception:
                 pass
-        self.shm.close()
-        self.shm.unlink()
+        try:
+            self.shm.unlink()
+        except FileNotFoundError:   # already gone (unlinked by a last-resort sweep)
+            pass
+        try:
+            self.shm.close()
+        except BufferError:         # a view still exported: the mapping goes when it does
+            pass
 
 
 class FramePipeline:
@@ -168,10 +177,13 @@ class FramePipeline:
                  reduce: int = 0, layers: int | None = None, strict: bool = False, components=None,
                  to_host: bool = True, gpu_tier1: bool | None = None,
                  max_pixels: int | None = DEFAULT_MAX_PIXELS, max_memory: int | None = DEFAULT_MAX_MEMORY,
-                 request: DecodeRequest | None = None) -> None:
+                 request: DecodeRequest | None = None,
+                 cancelled: Callable[[], bool] | None = None) -> None:
         """``max_pixels``, ``max_memory``: as for :class:`Decoder`, checked as each frame is submitted.
         ``request``: ``reduce``, ``layers``, ``strict`` and ``components`` as one
-        :class:`~cinegpu.decode.request.DecodeRequest` (then leave those keywords out)."""
+        :class:`~cinegpu.decode.request.DecodeRequest` (then leave those keywords out).
+        ``cancelled``: polled while the workers start and before a slot is made; once true,
+        :class:`PipelineError` is raised there (a server shutting down does not wait for them)."""
         #: what every frame is decoded to (sent to the workers with each frame)
         self.request = DecodeRequest.given(request, defaults=DecodeRequest(strict=False), reduce=reduce,
                                            layers=layers, strict=strict, components=components)
@@ -200,10 +212,16 @@ class FramePipeline:
         self._next_out = 0
         self._submitted = 0
         self.stats = {"frames": 0, "crashes": 0, "errors": 0, "reconstruct_s": 0.0, "wait_s": 0.0}
-        for i in range(self.num_workers):
-            self._workers.append(self._start_worker())
-        for i in range(self.num_workers):  # warm: numba kernels loaded before the first frame
-            self._await_ready(i)
+        self._closing = False
+        self._cancelled = cancelled or (lambda: False)
+        try:
+            for i in range(self.num_workers):
+                self._workers.append(self._start_worker())
+            for i in range(self.num_workers):  # warm: numba kernels loaded before the first frame
+                self._await_ready(i)
+        except BaseException:       # a worker that failed to start, a cancel, a signal: end the others
+            self.close(timeout=0)
+            raise
 
     # --- workers ---------------------------------------------------------
     def _start_worker(self):
@@ -216,8 +234,12 @@ class FramePipeline:
 
     def _await_ready(self, i: int, timeout: float = 300.0) -> None:
         proc, conn = self._workers[i]
-        if not conn.poll(timeout):
-            raise PipelineError(f"tier-1 worker {i} did not start within {timeout:.0f} s")
+        end = time.monotonic() + timeout
+        while not conn.poll(0.05):      # in steps, to see a cancel or close within 50 ms
+            if self._closing or self._cancelled():
+                raise PipelineError(f"tier-1 worker {i}: the pipeline was closed while it started")
+            if time.monotonic() > end:
+                raise PipelineError(f"tier-1 worker {i} did not start within {timeout:.0f} s")
         try:
             msg = conn.recv()
         except EOFError:
@@ -231,6 +253,8 @@ class FramePipeline:
         return self.mode.for_frame(self.decoder, prep)
 
     def _dispatch(self) -> None:
+        if self._closing:       # the workers may be gone (abort): nothing more is sent
+            raise PipelineError("the pipeline was closed with frames in flight")
         for i, (proc, conn) in enumerate(self._workers):
             if not self._queue:
                 return
@@ -262,6 +286,8 @@ class FramePipeline:
                     self._replace(i)
 
     def _replace(self, i: int) -> None:
+        if self._closing:       # ended by abort(): a waiting get() or submit() stops here
+            raise PipelineError("the pipeline was closed with frames in flight")
         proc, conn = self._workers[i]
         proc.join(timeout=1)
         conn.close()
@@ -344,6 +370,8 @@ class FramePipeline:
     def _fit_slot(self, index: int, nbytes: int) -> None:
         """Make slot ``index`` hold ``nbytes``; a new one gets a quarter more, so that frames a
         little larger do not each replace (and, with CUDA, re-pin: ~4 ms) a slot."""
+        if self._closing or self._cancelled():     # no segment made for a pipeline on its way out
+            raise PipelineError("the pipeline was closed")
         slot = self._slots[index]
         if slot is None or slot.nbytes < nbytes:
             if slot is not None:
@@ -411,16 +439,32 @@ class FramePipeline:
         while self.in_flight:
             yield self.get()
 
-    def close(self) -> None:
-        for proc, conn in self._workers:
+    def abort(self) -> None:
+        """End every worker now; callable from any thread (only signals are sent).  Frames in
+        flight are lost: a :meth:`get` or :meth:`submit` waiting on one raises
+        :class:`PipelineError`, and no worker is replaced.  :meth:`close` still has to be called."""
+        self._closing = True
+        for proc, _ in list(self._workers):
+            proc.kill()
+
+    def close(self, timeout: float = 5.0) -> None:
+        """End the workers and unlink the slots.  An idle worker is told to stop and has ``timeout``
+        seconds to; a busy one is killed at once, as its frame will not be collected."""
+        self._closing = True
+        end = time.monotonic() + timeout
+        for i, (proc, conn) in enumerate(self._workers):
+            if i in self._busy:
+                proc.kill()
+                continue
             try:
                 conn.send(StopWorker())
             except OSError:
                 pass
         for proc, conn in self._workers:
-            proc.join(timeout=5)
+            proc.join(timeout=max(0.0, end - time.monotonic()))
             if proc.is_alive():
                 proc.kill()
+                proc.join(timeout=1)
             conn.close()
         self._workers = []
         if self.decoder.xp is not np:

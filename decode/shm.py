@@ -6,17 +6,19 @@ left when the process ends; but a process group killed at once (SIGKILL to the p
 workers and the tracker, as a closed terminal or an out-of-memory kill does) leaves the
 segments behind, up to hundreds of megabytes each for 4K. So every segment is named
 ``cinegpu_<pid>_<random>`` after the process that made it, and :func:`reclaim_orphans`, run
-whenever a pipeline starts, unlinks the segments whose process is gone.
+whenever a pipeline starts, unlinks the segments whose process is gone.  A process that ends
+on a signal, whose pipelines may have been interrupted while closing, calls
+:func:`unlink_own` last, so that it leaves none behind either.
 """
 
 from __future__ import annotations
 
 import os
 import secrets
-from multiprocessing import shared_memory
+from multiprocessing import resource_tracker, shared_memory
 from pathlib import Path
 
-__all__ = ["PREFIX", "create_segment", "reclaim_orphans", "segment_owner"]
+__all__ = ["PREFIX", "create_segment", "reclaim_orphans", "segment_owner", "unlink_own"]
 
 #: The start of every segment name the pipeline makes.
 PREFIX = "cinegpu_"
@@ -66,5 +68,26 @@ def reclaim_orphans(folder: Path = SHM_FOLDER) -> list[str]:
             entry.unlink()
         except (FileNotFoundError, PermissionError):   # reclaimed by another, or not ours to
             continue
+        gone.append(entry.name)
+    return gone
+
+
+def unlink_own(folder: Path = SHM_FOLDER) -> list[str]:
+    """Unlink every segment named after this process; the names unlinked.  Only for a process
+    about to exit: a pipeline still open in it loses its slots' names (their mappings stay valid
+    until unmapped).  Each name is also struck from the resource tracker, which would otherwise
+    warn of it as leaked at exit."""
+    if not folder.is_dir():
+        return []
+    mine = f"{PREFIX}{os.getpid()}_"
+    gone = []
+    for entry in folder.iterdir():
+        if not entry.name.startswith(mine):
+            continue
+        try:
+            entry.unlink()
+        except FileNotFoundError:   # unlinked meanwhile by the pipeline closing it
+            continue
+        resource_tracker.unregister(f"/{entry.name}", "shared_memory")
         gone.append(entry.name)
     return gone

@@ -15,7 +15,8 @@ from .errors import MediaError, UnsupportedMedia
 from .j2k_profile import Profile, parse_profile
 from .klv import ul_str
 from .mxf import MXFFile
-from .package import Composition, Package, find_assetmap, local, parse_xml, read_package, relpath
+from .package import (Composition, Package, find_assetmap, local, missing_cpl_error, parse_xml, read_package,
+                      relpath)
 from .source import Source, kind_of, open_sequence
 
 FLAVOURS = {"dcp-smpte": "DCP, SMPTE (ST 429)", "dcp-interop": "DCP, Interop (PROTO-ASDCP)",
@@ -205,7 +206,13 @@ def composition_lines(pkg: Package, comp: Composition) -> list[str]:
 
 
 def package_report(pkg: Package) -> list[str]:
+    """The lines ``cinegpu info`` prints for a package; a MediaError when a CPL that a packing
+    list names is missing (the package cannot be described whole)."""
     from .source import open_composition
+
+    missing = missing_cpl_error(pkg)
+    if missing is not None:
+        raise missing
     out = [f"package: {FLAVOURS.get(pkg.kind, pkg.kind)}, {pkg.root}",
            f"  asset map: {pkg.assetmap_path.name} ({pkg.flavour}), {len(pkg.paths)} assets"
            + (f", volume index {pkg.volindex.name}" if pkg.volindex else "")]

@@ -18,7 +18,7 @@ from typing import Protocol
 from .errors import CorruptMedia, MediaError, UnsupportedMedia
 from .j2k_profile import Profile, parse_profile
 from .mxf import MXFFile
-from .package import Composition, Package, local, parse_xml, read_package
+from .package import Composition, Package, local, missing_cpl_error, parse_xml, read_package
 
 #: Suffixes of one frame's file: Part-1 and HT (Part 15) codestreams, JP2 and JPH files.
 FRAME_SUFFIXES = (".j2c", ".j2k", ".jp2", ".jpc", ".jhc", ".jph")
@@ -215,7 +215,7 @@ def open_package(path: Path, cpl: Path | None = None) -> Source:
         if not comps:
             raise CorruptMedia(cpl, f"this CPL is not listed in the packing lists of {pkg.assetmap_path}")
     if not comps:
-        raise UnsupportedMedia(pkg.assetmap_path, "package has no composition playlist")
+        raise missing_cpl_error(pkg) or UnsupportedMedia(pkg.assetmap_path, "package has no composition playlist")
     return open_composition(pkg, comps[0])
 
 

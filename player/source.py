@@ -43,6 +43,9 @@ log = logging.getLogger("cinegpu.player")
 LATENCY_FRAMES = 16
 #: Frames searched, from the first, for a readable main header (the picture's format).
 PROBE_FRAMES = 24
+#: Seconds a source's ``close()`` waits for its decoders by default (the server's whole shutdown
+#: must fit in 3 s).
+CLOSE_SECONDS = 1.0
 #: What reading and decoding one frame may raise: bad input (CodestreamError, MediaError), a
 #: frame the pipeline lost (PipelineError), a decoder that cannot be made (BackendUnavailable),
 #: a file that cannot be read (OSError).  Such a frame fails alone (a :class:`FrameError`, which
@@ -255,10 +258,13 @@ class DecodeAheadSource(_AheadSource):
         for t in self._threads:
             t.start()
 
-    def close(self) -> None:
+    def close(self, timeout: float = CLOSE_SECONDS) -> None:
+        """Stop the decode threads, waiting at most ``timeout`` seconds: a thread in the middle of a
+        frame (numba code, which cannot be interrupted) is left to finish it alone (a daemon)."""
         self._close_producers()
+        end = time.monotonic() + timeout
         for t in self._threads:
-            t.join(timeout=30)
+            t.join(timeout=max(0.0, end - time.monotonic()))
 
     def _work(self) -> None:
         decoder = None
@@ -292,27 +298,37 @@ class PipelineSource(_AheadSource):
     """
 
     def __init__(self, media, *, backend: str = "auto", colour: str = "auto", primaries: str = "p3d65",
-                 workers: int | None = None, depth: int | None = None) -> None:
+                 workers: int | None = None, depth: int | None = None,
+                 cancelled: Callable[[], bool] | None = None) -> None:
+        """``cancelled``: polled while the workers start (see :class:`FramePipeline`)."""
         from cinegpu.decode.pipeline import FramePipeline
 
-        self._pipe = FramePipeline(backend=backend, workers=workers, depth=depth, strict=False, to_host=False)
+        self._pipe = FramePipeline(backend=backend, workers=workers, depth=depth, strict=False, to_host=False,
+                                   cancelled=cancelled)
         try:
             self._setup(media, self._pipe.backend, colour, primaries, self._pipe.depth)
-        except BaseException:
-            self._pipe.close()
+            self.burst = self._pipe.depth       # a frame in every slot
+            try:
+                self._pipe.reserve(media.frame(0))  # shared memory made before the clock runs
+            except (CodestreamError, MediaError, OSError) as exc:  # a damaged first frame: slots made as frames come
+                log.info("could not reserve pipeline slots from frame 0: %s", exc)
+        except BaseException:       # bad media, or a signal: no worker or slot outlives this
+            self._pipe.close(timeout=0)
             raise
-        self.burst = self._pipe.depth       # a frame in every slot
-        try:
-            self._pipe.reserve(media.frame(0))  # shared memory made before the clock runs
-        except (CodestreamError, MediaError, OSError) as exc:  # a damaged first frame: slots made as frames come
-            log.info("could not reserve pipeline slots from frame 0: %s", exc)
         self._thread = threading.Thread(target=self._feed, name="pipeline-feeder", daemon=True)
         self._thread.start()
 
-    def close(self) -> None:
+    def close(self, timeout: float = CLOSE_SECONDS) -> None:
+        """Stop within about ``timeout`` seconds whatever is going on: the workers are ended at once
+        (a frame mid-decode is abandoned, which wakes the feeder waiting on it), then the slots are
+        unlinked.  A feeder that does not stop in time (still parsing a header) is left behind."""
+        end = time.monotonic() + timeout
         self._close_producers()
-        self._thread.join(timeout=60)
-        self._pipe.close()
+        self._pipe.abort()
+        self._thread.join(timeout=max(0.0, end - time.monotonic()))
+        if self._thread.is_alive():
+            log.warning("the pipeline feeder did not stop within %.1f s; closing the pipeline under it", timeout)
+        self._pipe.close(timeout=max(0.0, end - time.monotonic()))
 
     def _feed(self) -> None:
         pipe = self._pipe
@@ -328,13 +344,20 @@ class PipelineSource(_AheadSource):
             if n is not None:
                 self._submit(n)
                 continue
-            key, result = pipe.get()
+            try:
+                key, result = pipe.get()
+            except (PipelineError, OSError):
+                if self._closed:    # close() ended the workers under this wait (or a send to one)
+                    return
+                raise
             self._publish(key, result)
 
     def _submit(self, n: int) -> None:
         try:
             self._pipe.submit(self.media.frame(n), key=n)
         except FRAME_ERRORS as exc:  # unreadable media or header damage: report this frame only
+            if self._closed:        # close() ended the workers while this waited for a slot
+                return
             log.warning("frame %d: %s", n, exc)
             self._store(n, FrameError(n, exc), None)
 

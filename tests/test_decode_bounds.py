@@ -23,12 +23,14 @@ import numpy as np
 import pytest
 
 from cinegpu.decode import LimitExceeded, UnsupportedFeature, decode
+from cinegpu.decode import decoder as decoder_module
 from cinegpu.decode.codestream.header import parse_codestream
 from cinegpu.decode.decoder import Decoder
-from cinegpu.decode.limits import RESOLUTION_WORK, WORK_FREE, WORK_PER_BYTE, Limits, check_limits, memory_guard
+from cinegpu.decode.limits import (RESOLUTION_WORK, TILE_WORK, TILE_WORK_PER_BYTE, WORK_FREE, WORK_PER_BYTE, Limits,
+                                   check_limits, check_tiles, memory_guard)
 
 from peers import Image, encode, have, opj_reference
-from test_errors import cod, qcd, siz, stream, tile_part
+from test_errors import SIZ_AT, cod, qcd, siz, stream, tile_part
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Generous guards: a refusal is milliseconds and a few MB past the imports.
@@ -101,7 +103,7 @@ def test_work_allowed_grows_with_the_input():
     enough bytes of packet data (checked without decoding: the plan alone takes seconds)."""
     header_only = parse_codestream(one_by_one_precincts(2048))
     n = 2048 * 2048
-    need = RESOLUTION_WORK + 3 * n + n // 32  # precincts, code-blocks, packets of one layer, 1/32 per block
+    need = TILE_WORK + RESOLUTION_WORK + 3 * n + n // 32  # precincts, code-blocks, packets of one layer, 1/32 per block
     body = b"\x00" * ((need - WORK_FREE) // WORK_PER_BYTE + 1)  # empty packets, one byte each
     data = empty_image(2048, precincts=b"\x00", body=body)
     cs = parse_codestream(data)
@@ -112,6 +114,48 @@ def test_work_allowed_grows_with_the_input():
     with pytest.raises(LimitExceeded, match="units of work"):
         check_limits(header_only, 0, Limits(), len(one_by_one_precincts(2048)),
                      lambda t: d.geometry(header_only, t, 0))
+
+
+def many_tiles(w: int, h: int, layers: int = 1) -> bytes:
+    """A w x h grey image in tiles of one sample, each one tile-part of ``layers`` empty packets
+    (SOT, SOD and a zero byte a packet: 14 + ``layers`` bytes)."""
+    tiles = b"".join(tile_part(isot=t, body=b"\x00" * layers) for t in range(w * h))
+    return stream(main=cod(layers=layers) + qcd(), tiles=tiles, size=siz(w=w, h=h, tw=1, th=1))
+
+
+def test_65535_tiles_of_15_bytes_are_refused_before_planning(monkeypatch):
+    """Issue 20: 65,535 tiles of one sample in 983 KB took 16 s to plan, read and reconstruct
+    (0.25 ms a tile, 15 bytes each).  Their work is counted from the tile-parts alone and
+    refused: no tile is measured or planned."""
+    data = many_tiles(255, 257)
+    assert 980_000 < len(data) < 990_000
+
+    def not_here(*args):
+        raise AssertionError("a tile was measured or planned")
+
+    monkeypatch.setattr(decoder_module, "tile_geometry", not_here)
+    monkeypatch.setattr(decoder_module, "build_tile_plan", not_here)
+    with pytest.raises(LimitExceeded, match=rf"^65535 tiles with at least 65535 tile-component resolutions need "
+                                            rf"\d+ units of work, more than the \d+ allowed for {len(data)} bytes .*"
+                                            rf"tile grid of 1 x 1 samples in SIZ at byte {SIZ_AT}$") as info:
+        Decoder("cpu").prepare(data)
+    assert info.value.offset == SIZ_AT
+    assert info.value.needed == 65535 * (TILE_WORK + RESOLUTION_WORK)
+    assert info.value.limit == WORK_FREE + TILE_WORK_PER_BYTE * len(data)
+
+
+def test_tiles_are_paid_for_by_their_bytes():
+    """7,200 one-sample tiles: too many for their bytes at 15 a tile, within the bound at 26 (12
+    empty layers each), and those decode."""
+    n = 80 * 90
+    assert n * (TILE_WORK + RESOLUTION_WORK) > WORK_FREE    # more than any input may ask for
+    lean = many_tiles(80, 90)
+    with pytest.raises(LimitExceeded, match="7200 tiles with at least 7200 tile-component resolutions"):
+        check_tiles(parse_codestream(lean), len(lean))
+    paid = many_tiles(80, 90, layers=12)
+    assert check_tiles(parse_codestream(paid), len(paid)) == n * (TILE_WORK + RESOLUTION_WORK)
+    out = decode(paid)
+    assert out[0].shape == (90, 80) and (out[0] == 128).all()
 
 
 def test_one_by_one_precincts_of_a_small_image_decode():

@@ -22,8 +22,10 @@ import pytest
 
 from cinegpu.media import MediaError, describe, open_source
 from cinegpu.media.check import check
+from cinegpu.media.errors import CorruptMedia, UnsupportedMedia
 from cinegpu.media.mxf import MXFFile
 from cinegpu.media.mxf_write import PICTURE_ELEMENT, PictureTrackWriter, klv, parse_j2k_header, write_track
+from cinegpu.media.package import MAX_XML_BYTES
 
 from conftest import DCP_SAMPLES, needs_dcp_samples
 
@@ -32,7 +34,8 @@ SAMPLES = DCP_SAMPLES
 SMPTE = SAMPLES / "libdcp-dcp_test1-smpte-2k"
 IMF = SAMPLES / "photon-imf-phdr-4k-j2k"
 VIDEO_ID = "5407b210-4441-4e97-8b16-8bdc7c12da54"
-CPL_NAME = "cpl_6affb8ee-0020-4dff-a53c-17652f6358ab.xml"
+CPL_ID = "6affb8ee-0020-4dff-a53c-17652f6358ab"
+CPL_NAME = f"cpl_{CPL_ID}.xml"
 PKL_NAME = "pkl_d199d58b-5ef8-4d49-b270-07e590ccb280.xml"
 pytestmark = needs_dcp_samples
 
@@ -341,9 +344,41 @@ def test_pkl_without_assets_fails_check(dcp, how):
     pkl.write_text(text[:start] + ("<AssetList/>" if how == "empty" else "") + text[end:])
     report = check(dcp, progress=False)
     assert not report.ok and report.checked == 0
-    assert ("lists no asset" if how == "empty" else "no <AssetList>") in report.problems[0]
+    why = "lists no asset" if how == "empty" else "no <AssetList>"
+    assert why in report.problems[0]
     r = cli("check", "--no-progress", str(dcp))
     assert r.returncode == 1 and "FAILED" in r.stdout and "Traceback" not in r.stderr
+    assert_one_line(cli("info", str(dcp)), PKL_NAME, why)
+
+
+def test_info_fails_when_the_cpl_a_pkl_lists_is_missing(dcp):
+    """Issue 20 item 3: the packing list names the CPL, the ASSETMAP says where, the file is
+    gone; ``info`` said nothing of it and exited 0, describing a package of no composition."""
+    (dcp / CPL_NAME).unlink()
+    missing = rf"{CPL_NAME}: missing: {PKL_NAME} lists it as .* asset {CPL_ID}"
+    with pytest.raises(CorruptMedia, match=missing):
+        describe(dcp)
+    with pytest.raises(CorruptMedia, match=missing):
+        open_source(dcp)
+    assert_one_line(cli("info", str(dcp)), CPL_NAME, "missing", PKL_NAME)
+    r = cli("check", "--no-progress", str(dcp))
+    assert r.returncode == 1 and f"{CPL_NAME}: missing" in r.stdout
+
+
+def test_xml_above_the_size_cap_is_refused_before_it_is_parsed(dcp):
+    """Issue 20: a 63 MB CPL took 17 s and 614 MB of memory in ``cinegpu info``.  A CPL of
+    MAX_XML_BYTES (the sample padded with whitespace after its root element) is read; one byte
+    more is refused by its size, naming the file and the cap, although that byte makes it
+    malformed: it was not parsed."""
+    cpl = dcp / CPL_NAME
+    text = cpl.read_bytes()
+    cpl.write_bytes(text + b" " * (MAX_XML_BYTES - len(text)))
+    open_source(dcp).close()
+    cpl.write_bytes(text + b" " * (MAX_XML_BYTES - len(text)) + b"<")
+    too_big = rf"{CPL_NAME}: XML document of {MAX_XML_BYTES + 1} bytes, more than the {MAX_XML_BYTES} bytes"
+    with pytest.raises(UnsupportedMedia, match=too_big):
+        open_source(dcp)
+    assert_one_line(cli("info", str(dcp)), CPL_NAME, f"more than the {MAX_XML_BYTES} bytes (8 MiB)")
 
 
 # -- 9. MXF frames that are empty or not JPEG 2000 -----------------------------------------------

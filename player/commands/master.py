@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import signal
 import sys
-import threading
 from fractions import Fraction
 
 from .args import one_line_text, positive_int, positive_rate
+from .interrupts import INTERRUPTED, TERMINATED, Terminated, interrupts
 
 
 def register(subparsers) -> None:
@@ -42,35 +41,11 @@ def register(subparsers) -> None:
     p.set_defaults(run=run)
 
 
-class Terminated(BaseException):
-    """SIGTERM, raised in the main thread so the same cleanup as for Ctrl-C runs."""
-
-
-def _interrupts():
-    """Turn SIGTERM into :class:`Terminated` and SIGINT into KeyboardInterrupt in the main thread,
-    each once: a second signal during the cleanup is ignored, so the partial folder is still
-    removed. Returns the handlers to restore ({} outside the main thread, where Python cannot
-    set handlers)."""
-    if threading.current_thread() is not threading.main_thread():
-        return {}
-
-    def on_signal(signum, _frame):
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
-
-    return {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
-
-
 def run(args) -> int:
     """Exit status: 0 done; 2 bad input, bad output path or a full disk (one line on stderr);
     130 Ctrl-C (SIGINT); 143 SIGTERM (128 + 15). Only 0 leaves anything at ``--output``."""
-    old = _interrupts()
-    try:
+    with interrupts():
         return _run(args)
-    finally:
-        for s, handler in old.items():
-            signal.signal(s, handler)
 
 
 def _run(args) -> int:
@@ -104,10 +79,10 @@ def _run(args) -> int:
         return 2
     except KeyboardInterrupt:
         print("cinegpu master: interrupted; no DCP written", file=sys.stderr)
-        return 130
+        return INTERRUPTED
     except Terminated:
         print("cinegpu master: terminated (SIGTERM); no DCP written", file=sys.stderr)
-        return 128 + signal.SIGTERM
+        return TERMINATED
     t = package.track
     print(f"{package.root}: {t.frames} frames {t.width}x{t.height} at {t.edit_rate} fps, "
           f"CPL {package.cpl_id}, {t.size} bytes of picture")

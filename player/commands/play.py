@@ -8,6 +8,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from .args import UsageError, positive_int, positive_rate
+from .interrupts import INTERRUPTED, TERMINATED, Terminated, interrupts
 
 
 def _screenshot(text: str) -> tuple[int, Path]:
@@ -44,6 +45,23 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    """Exit status: 0 played; 2 a mistake or media that cannot play (one line on stderr); 143 after
+    SIGTERM, 130 after Ctrl-C, each with the decode workers ended and their shared memory unlinked."""
+    import sys
+
+    from cinegpu.decode.shm import unlink_own
+
+    with interrupts():
+        try:
+            return _run(args)
+        except (Terminated, KeyboardInterrupt) as exc:
+            unlink_own()        # slots of a pipeline whose close the signal cut short
+            terminated = isinstance(exc, Terminated)
+            print(f"cinegpu play: {'terminated (SIGTERM)' if terminated else 'interrupted'}", file=sys.stderr)
+            return TERMINATED if terminated else INTERRUPTED
+
+
+def _run(args) -> int:
     import logging
     import sys
 

@@ -46,6 +46,9 @@ __all__ = ["Command", "CommandError", "Engine", "parse_timecode"]
 log = logging.getLogger("cinegpu.server")
 
 COMMANDS = ("load", "play", "pause", "stop", "step", "seek")
+#: Seconds :meth:`Engine.run` waits, once asked to quit, for the threads loading and closing
+#: sources (the server promises to exit within 3 s of SIGTERM; HTTP stops beside this).
+SHUTDOWN_SECONDS = 1.5
 
 
 class CommandError(Exception):
@@ -390,7 +393,8 @@ class Engine:
                 return
             self._queue.put(_Loaded(gen, entry, media, source))
         except FRAME_ERRORS as exc:   # unreadable media, no frame decodable, no GPU, no workers
-            log.warning("cannot load %s (%s): %s", entry.title or entry.id, entry.id, exc)
+            if not self._quit.is_set():     # (at shutdown: the workers' start was cancelled)
+                log.warning("cannot load %s (%s): %s", entry.title or entry.id, entry.id, exc)
             self._close_now(source, media)
             self._queue.put(_Failed(gen, entry, exc))
         except Exception as exc:   # a bug while loading: the load command must still be answered
@@ -478,7 +482,13 @@ class Engine:
                 except Exception:   # teardown, not a frame: the next load must not wait on it (traceback logged)
                     log.exception("closing %s", type(thing).__name__)
 
-    def _shutdown(self) -> None:
+    def _shutdown(self, timeout: float = SHUTDOWN_SECONDS) -> None:
+        """Reject what is queued, close the player and its source, and wait at most ``timeout``
+        seconds (wall clock) for the loader and closer threads.  Sources close within their own
+        bound (the pipeline's workers are ended, not awaited) and a load in progress stops when it
+        sees the quit (``cancelled`` of the pipeline), so the wait is short; a thread still busy
+        after it is a daemon and is left to the process's exit."""
+        end = time.monotonic() + timeout
         self._generation += 1
         self._quit.set()
         with self._wanted_cond:
@@ -487,10 +497,13 @@ class Engine:
         self._drain_rejecting()
         self._unload()
         if self._loader is not None:
-            self._loader.join(timeout=60)
+            self._loader.join(timeout=max(0.0, end - time.monotonic()))
             self._drain_rejecting()        # a load it finished meanwhile
         for t in self._closers:
-            t.join(timeout=60)
+            t.join(timeout=max(0.0, end - time.monotonic()))
+        late = [t.name for t in [self._loader, *self._closers] if t is not None and t.is_alive()]
+        if late:
+            log.warning("shutdown: %s still running after %.1f s; left to the process exit", ", ".join(late), timeout)
         self.state = "idle"
         self._publish(force=True)
 

@@ -6,9 +6,13 @@ serves the ASGI app from a background thread with its own asyncio loop, on a soc
 says which).  A token is required unless ``no_token`` (loopback only): without one given, it is
 generated and printed on the next line with how to use it.  Connections are bounded (see
 :mod:`.protocol`: head deadline, idle keep-alive timeout, connection cap, TCP_NODELAY), and the
-library is confined to its folder (:meth:`Library.check` before each load).  SIGTERM and SIGINT end the engine's loop; the engine rejects what is still queued,
-closes the player and the decode pipeline, then uvicorn stops (graceful timeout 3 s) and the
-process exits 0.
+library is confined to its folder (:meth:`Library.check` before each load).
+
+SIGTERM and SIGINT end the engine's loop and start uvicorn's shutdown beside it; the engine
+rejects what is still queued, closes the player, ends the decode workers (a frame mid-decode is
+abandoned, a pipeline still starting is cancelled) and unlinks their shared memory, waiting at
+most :data:`~.engine.SHUTDOWN_SECONDS`; whatever segment of this process is left then is
+unlinked too, and the process exits 0, within 3 s of the signal.
 """
 
 from __future__ import annotations
@@ -23,6 +27,9 @@ import threading
 __all__ = ["parse_listen", "is_loopback", "serve"]
 
 log = logging.getLogger("cinegpu.server")
+
+#: Seconds uvicorn's graceful shutdown may take (it runs beside the engine's, from the signal).
+HTTP_GRACE = 1
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -66,6 +73,7 @@ def serve(library_dir, *, listen: str = "127.0.0.1:8080", token: str | None = No
     seconds a request head (or the next one on a keep-alive connection) may take."""
     import uvicorn  # noqa: PLC0415
 
+    from cinegpu.decode.shm import unlink_own  # noqa: PLC0415
     from cinegpu.interop import TARGETS, choose_target  # noqa: PLC0415
     from cinegpu.media.source import open_package, open_source  # noqa: PLC0415
 
@@ -97,8 +105,9 @@ def serve(library_dir, *, listen: str = "127.0.0.1:8080", token: str | None = No
         return open_package(entry.package, cpl=entry.path)
 
     def make_source(media):
-        if processes:
-            return PipelineSource(media, backend=backend, colour=colour, primaries=primaries, workers=workers)
+        if processes:       # a shutdown does not wait for the workers to start
+            return PipelineSource(media, backend=backend, colour=colour, primaries=primaries, workers=workers,
+                                  cancelled=lambda: engine.quitting)
         n = workers or 2
         return DecodeAheadSource(media, backend=backend, colour=colour, primaries=primaries, workers=n,
                                  depth=max(8, preroll, 2 * n))
@@ -113,13 +122,15 @@ def serve(library_dir, *, listen: str = "127.0.0.1:8080", token: str | None = No
     app = create_app(engine, library, token=token, listen_host=host, hosts=hosts, origins=origins)
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", ws="none",
                             http=bounded_protocol(head_timeout=head_timeout, max_connections=max_connections),
-                            timeout_graceful_shutdown=3, timeout_keep_alive=max(1, min(5, round(head_timeout))),
+                            timeout_graceful_shutdown=HTTP_GRACE,
+                            timeout_keep_alive=max(1, min(5, round(head_timeout))),
                             h11_max_incomplete_event_size=16 << 10, backlog=128)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="http", daemon=True)
 
     def on_signal(signum, frame):
         engine.request_quit()
+        server.should_exit = True       # HTTP winds down while the engine does
 
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
@@ -143,9 +154,12 @@ def serve(library_dir, *, listen: str = "127.0.0.1:8080", token: str | None = No
             engine.run()
         finally:
             server.should_exit = True
-            thread.join(timeout=10)
+            thread.join(timeout=HTTP_GRACE)
             window.close()
             sock.close()
+            left = unlink_own()     # a source whose close was still running
+            if left:
+                log.warning("unlinked %d shared-memory segment(s) left open at shutdown", len(left))
     finally:
         for s, h in old.items():
             signal.signal(s, h)
