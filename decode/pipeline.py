@@ -262,7 +262,7 @@ class FramePipeline:
                 continue
             job = self._queue.popleft()
             self._busy[i] = job
-            conn.send(job.task(self._slots[job.slot].shm.name, self.request))
+            conn.send(job.task(self._slots[job.slot].shm.name))
 
     def _collect(self, timeout: float | None) -> None:
         """Wait for worker messages (or deaths) and finish those frames."""
@@ -318,7 +318,7 @@ class FramePipeline:
         t0 = time.perf_counter()
         work = None
         try:
-            components = check_components(self.request.components, job.prep.cs.siz.Csiz)
+            components = check_components(job.request.components, job.prep.cs.siz.Csiz)
             result, work = job.mode.finish(self.decoder, job, self._slots[job.slot].shm.buf, reply, components,
                                            self.to_host)
         except CodestreamError as exc:
@@ -344,11 +344,14 @@ class FramePipeline:
         return frame
 
     # --- the caller's side -----------------------------------------------
-    def submit(self, data: bytes, key=None) -> int:
-        """Queue a frame; waits while ``depth`` frames are in flight.
+    def submit(self, data: bytes, key=None, request: DecodeRequest | None = None) -> int:
+        """Queue a frame; waits while ``depth`` frames are in flight.  ``request``: how to
+        decode this frame (default: the pipeline's :attr:`request`; a player lowers
+        ``reduce`` when decoding cannot keep up).
 
         Header errors raise here at once (nothing is queued for that frame).
         """
+        request = self.request if request is None else request
         while not self._free:
             t0 = time.perf_counter()
             if self._busy or self._queue:
@@ -357,12 +360,12 @@ class FramePipeline:
                 self._wait_tier1()
             self._release_done_slots()
             self.stats["wait_s"] += time.perf_counter() - t0
-        prep = self.decoder.prepare(data, request=self.request)
+        prep = self.decoder.prepare(data, request=request)
         mode = self._mode(prep)
         slot_index = self._free.pop()
         self._fit_slot(slot_index, mode.slot_bytes(prep, len(data)))
         seq = next(self._seq)
-        self._queue.append(Job(seq, key, prep, bytes(data), slot_index, mode))
+        self._queue.append(Job(seq, key, prep, bytes(data), slot_index, mode, request))
         self._submitted += 1
         self._dispatch()
         return seq

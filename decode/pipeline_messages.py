@@ -117,8 +117,9 @@ class WorkerTask:
 @dataclass(frozen=True)
 class Job:
     """A frame as this process keeps it from submission until its reply: its headers and
-    plans (``prep``), its slot's index and its mode, chosen once, at submission. It never
-    leaves this process (``prep`` holds views of the codestream); its :meth:`task` does."""
+    plans (``prep``, made for ``request``), its slot's index and its mode, chosen once, at
+    submission. It never leaves this process (``prep`` holds views of the codestream); its
+    :meth:`task` does."""
 
     seq: int
     key: object
@@ -126,11 +127,12 @@ class Job:
     data: bytes
     slot: int
     mode: object            #: a :class:`~cinegpu.decode.pipeline_modes.FrameMode`
+    request: DecodeRequest
     submitted: float = field(default_factory=time.perf_counter)
 
-    def task(self, slot_name: str, request: DecodeRequest) -> WorkerTask:
+    def task(self, slot_name: str) -> WorkerTask:
         """What is sent to the worker that decodes this frame into slot ``slot_name``."""
-        return WorkerTask(self.seq, self.data, slot_name, self.prep.size, request, self.mode)
+        return WorkerTask(self.seq, self.data, slot_name, self.prep.size, self.request, self.mode)
 
 
 # --- worker to pipeline ----------------------------------------------------

@@ -20,6 +20,7 @@ import math
 import queue
 import sys
 import time
+import dataclasses
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -29,6 +30,7 @@ from cinegpu.media.describe import fps_text
 from cinegpu.media.png import write_png16
 
 from .clock import PlaybackClock, PlaybackStats, Scheduler, ranges_text
+from .resolution import level_text
 from .source import FrameError
 
 __all__ = ["Player", "Summary", "timecode", "overlay_text", "short_gil_turns", "KEYS"]
@@ -50,6 +52,10 @@ def timecode(frame: int, rate) -> str:
     return f"{hh:02d}:{mm:02d}:{ss:02d}:{ff:02d}"
 
 
+#: Decoding below this share of the edit rate is worth a sentence when frames were dropped.
+SLOWER = 0.95
+
+
 @dataclass
 class Summary:
     """What a playback did; ``str()`` is the line ``--headless`` prints."""
@@ -64,6 +70,17 @@ class Summary:
     screenshots: int = 0
     #: seconds one frame's decode took (the source's recent median; 0 unknown)
     latency: float = 0.0
+    #: frames decoded at each reduced resolution level while decoding could not keep up
+    #: (level -> count; empty when every frame was decoded at full resolution)
+    reduced: dict = dataclasses.field(default_factory=dict)
+
+    def reduced_text(self) -> str:
+        """"decoded at 1/2 resolution: 40 frames" when decoding could not keep up, else ""."""
+        if not self.reduced:
+            return ""
+        parts = ", ".join(f"{level_text(k)} resolution: {v} frame{'s' if v != 1 else ''}"
+                          for k, v in sorted(self.reduced.items()))
+        return f"decoded at {parts} (decoding could not keep up at full resolution)"
 
     @property
     def fps(self) -> float:
@@ -73,10 +90,15 @@ class Summary:
         """A plain sentence when frames were dropped because decoding is slower than the edit
         rate (what this machine plays at and why), else an empty string."""
         rate = float(self.rate)
-        if not self.stats.dropped or not 0 < self.decode_fps < rate:
-            return ""
         hint = (" (on the CPU: a CUDA GPU with CuPy installed decodes 2K and 4K in real time)"
                 if self.backend != "cuda" else "")
+        if self.stats.dropped and self.reduced:
+            return (f"this machine decodes this material too slowly at full resolution for the edit "
+                    f"rate of {fps_text(Fraction(self.rate))} ({self.backend}): the player went down "
+                    f"to {level_text(max(self.reduced))} resolution, dropping {self.stats.dropped} "
+                    f"frame{'s' if self.stats.dropped != 1 else ''} on the way{hint}")
+        if not self.stats.dropped or not 0 < self.decode_fps < SLOWER * rate:
+            return ""
         return (f"this machine decodes this material at {self.decode_fps:.1f} frames/s "
                 f"({self.backend}), below the edit rate of {fps_text(Fraction(self.rate))}: "
                 f"the player kept time by dropping frames{hint}")
@@ -93,9 +115,10 @@ class Summary:
             dropped = f"; dropped at {ranges_text(s.dropped_at)}"
             if s.dropped > len(s.dropped_at):
                 dropped += f" (the first {len(s.dropped_at)} of {s.dropped})"
+        reduced = f"; {self.reduced_text()}" if self.reduced else ""
         return (f"played {self.frames} frames in {self.seconds:.2f} s: shown {s.shown}, dropped {s.dropped}, "
                 f"late {s.late}, errors {s.errors}; {self.fps:.2f} fps achieved "
-                f"(edit rate {fps_text(Fraction(self.rate))}); {decode}; interop {self.target}; "
+                f"(edit rate {fps_text(Fraction(self.rate))}); {decode}{reduced}; interop {self.target}; "
                 f"screenshots {self.screenshots}{dropped}")
 
 
@@ -113,12 +136,14 @@ def short_gil_turns(seconds: float = 0.0005):
 
 
 def overlay_text(clock: PlaybackClock, frame: int | None, stats: PlaybackStats, decode_fps: float,
-                 backend: str, target: str) -> str:
-    """The overlay's lines: timecode, frame, decode fps, late/dropped counts, back end."""
+                 backend: str, target: str, level: int = 0) -> str:
+    """The overlay's lines: timecode, frame, decode fps, the resolution decoded when reduced,
+    late/dropped counts, back end."""
     f = 0 if frame is None else frame
     state = "playing" if clock.playing else "paused"
+    res = f"  resolution {level_text(level)}" if level > 0 else ""
     return (f"{timecode(f, clock.rate)}  frame {f + 1}/{clock.frame_count}  {state}{'  loop' if clock.loop else ''}\n"
-            f"decode {decode_fps:.1f} fps  late {stats.late}  dropped {stats.dropped}\n"
+            f"decode {decode_fps:.1f} fps{res}  late {stats.late}  dropped {stats.dropped}\n"
             f"back end {backend}, interop {target}")
 
 
@@ -219,7 +244,7 @@ class Player:
         import pyglet  # noqa: PLC0415
 
         text = overlay_text(self.clock, self.scheduler.current, self.scheduler.stats, self.source.decode_fps,
-                            self.source.backend, self.target.name)
+                            self.source.backend, self.target.name, getattr(self.source, "level", 0))
         if self._label is None:
             self._label = pyglet.text.Label("", x=10, y=10, multiline=True, width=900, anchor_y="bottom",
                                             color=(255, 255, 255, 255), font_size=12)
@@ -344,6 +369,9 @@ class Player:
         drawn when ready; the seconds (>= 0) to sleep before the next turn.  :meth:`run` is this in
         a loop; the playback server drives it from its own loop between HTTP commands."""
         self._events()
+        pace = getattr(self.source, "pace", None)
+        if pace is not None:        # the resolution governor compares decoding with this rate
+            pace(float(self.clock.rate) if self.clock.playing else 0.0)
         self._want()
         n = self.scheduler.tick(self._ready)
         if n is not None:
@@ -363,6 +391,7 @@ class Player:
         clock = self.clock
         clock.play()
         start, decoded = self._now(), getattr(self.source, "decoded", 0)
+        levels = dict(getattr(self.source, "levels", {}))
         with short_gil_turns():
             while not self._done():
                 self._sleep(self.turn())
@@ -373,8 +402,10 @@ class Player:
             self.scheduler.finish(self.max_frames)
         played = self.max_frames if self.max_frames is not None else clock.frame_count
         self._finish_screenshots()
+        now_levels = getattr(self.source, "levels", {})
+        reduced = {k: v - levels.get(k, 0) for k, v in now_levels.items() if k > 0 and v > levels.get(k, 0)}
         return Summary(played, self.scheduler.stats, seconds, clock.rate, self.source.backend, self.target.name,
-                       decode_fps, self._saved(), getattr(self.source, "latency", 0.0))
+                       decode_fps, self._saved(), getattr(self.source, "latency", 0.0), reduced)
 
     def _finish_screenshots(self, timeout: float = 120.0) -> None:
         end = self._now() + timeout

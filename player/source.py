@@ -27,6 +27,7 @@ import collections
 import logging
 import threading
 import time
+from dataclasses import replace
 from fractions import Fraction
 from typing import Callable, Sequence
 
@@ -34,6 +35,7 @@ from cinegpu.decode.errors import BackendUnavailable, CodestreamError, PipelineE
 from cinegpu.media.errors import MediaError
 
 from .picture import PictureConverter, is_xyz
+from .resolution import ResolutionGovernor, upscale
 
 __all__ = ["FRAME_ERRORS", "FrameError", "DecodeAheadSource", "ArraySource"]
 
@@ -41,6 +43,8 @@ log = logging.getLogger("cinegpu.player")
 
 #: Frames whose decode times make up a source's ``latency``.
 LATENCY_FRAMES = 16
+#: The most resolution levels playback drops when decoding cannot keep up (1/4 of the width).
+MAX_REDUCE = 2
 #: Frames searched, from the first, for a readable main header (the picture's format).
 PROBE_FRAMES = 24
 #: Seconds a source's ``close()`` waits for its decoders by default (the server's whole shutdown
@@ -141,7 +145,8 @@ class _AheadSource:
     bookkeeping under one condition variable, and the rate and latency
     figures. Subclasses start their producers and call :meth:`_store`."""
 
-    def _setup(self, media, backend: str, colour: str, primaries: str, depth: int) -> None:
+    def _setup(self, media, backend: str, colour: str, primaries: str, depth: int,
+               auto_resolution: bool = True) -> None:
         from cinegpu.media.j2k_profile import parse_profile
 
         self.media = media
@@ -165,6 +170,14 @@ class _AheadSource:
         self._rate = _Rate()
         self._took: collections.deque[float] = collections.deque(maxlen=LATENCY_FRAMES)
         self.decoded = 0
+        #: the resolution decoded next (:mod:`.resolution`): lowered while decoding cannot keep
+        #: up with the playback rate given to :meth:`pace`, raised again when it can
+        most = min(MAX_REDUCE, getattr(first, "levels", MAX_REDUCE)) if auto_resolution else 0
+        self.governor = ResolutionGovernor(most)
+        self._ready_level: dict[int, int] = {}
+        self._parallel = 1          # decoders working side by side (set by the subclass)
+        #: frames decoded at each resolution level (0 = full)
+        self.levels: collections.Counter[int] = collections.Counter()
 
     @property
     def latency(self) -> float:
@@ -178,6 +191,27 @@ class _AheadSource:
     def decode_fps(self) -> float:
         return self._rate.rate()
 
+    @property
+    def level(self) -> int:
+        """The resolution level frames are decoded at now (0 = full, n = 1/2^n)."""
+        return self.governor.level
+
+    @property
+    def capacity(self) -> float:
+        """Frames/s this source can decode at the current level: its decoders side by side
+        over the median decode time of a frame (0 while unknown)."""
+        latency = self.latency
+        return self._parallel / latency if latency > 0 else 0.0
+
+    def pace(self, rate: float) -> None:
+        """The playback rate the clock runs at now, frames/s (0 when paused): the governor
+        compares the capacity with it; a new level starts a new measure."""
+        capacity = self.capacity
+        with self._cond:
+            level = self.governor.level
+            if self.governor.observe(capacity, float(rate), len(self._took)) != level:
+                self._took.clear()
+
     def want(self, frames, start: int = 0) -> None:
         with self._cond:
             self._start = max(0, start)
@@ -185,6 +219,7 @@ class _AheadSource:
             keep = set(self._wanted) | self._pinned
             for n in [n for n in self._ready if n not in keep]:
                 del self._ready[n]
+                self._ready_level.pop(n, None)
             self._cond.notify_all()
 
     def get(self, n: int):
@@ -195,8 +230,13 @@ class _AheadSource:
         return v
 
     def pin(self, n: int) -> None:
+        """Keep frame ``n`` (a screenshot's): decoded at full resolution, again if it was
+        decoded reduced."""
         with self._cond:
             self._pinned.add(n)
+            if self._ready_level.get(n, 0) > 0:
+                del self._ready[n]
+                del self._ready_level[n]
             self._cond.notify_all()
 
     def unpin(self, n: int) -> None:
@@ -208,32 +248,41 @@ class _AheadSource:
             self._closed = True
             self._cond.notify_all()
 
+    def _level_for(self, n: int) -> int:
+        """The resolution level to decode frame ``n`` at (under the lock): full for a pinned
+        frame (a screenshot shows the real picture), else the governor's."""
+        return 0 if n in self._pinned else self.governor.level
+
     def _next_job(self) -> int | None:
         for n in [*self._wanted[self._start:], *sorted(self._pinned)]:
             if n not in self._ready and n not in self._busy:
                 return n
         return None
 
-    def _picture(self, n: int, frame):
-        """The RGBA16 picture of a decoded frame, or the FrameError."""
+    def _picture(self, n: int, frame, level: int = 0):
+        """The RGBA16 picture of a decoded frame (decoded ``level`` resolution levels down:
+        brought back to the presentation size), or the FrameError."""
         try:
-            picture = self._convert(frame.components, self._precisions)
+            picture = upscale(self._convert(frame.components, self._precisions), level,
+                              self.height, self.width)
             if self._convert.device:
                 import cupy  # noqa: PLC0415
                 cupy.cuda.get_current_stream().synchronize()
             return picture
-        except (MediaError, MemoryError) as exc:  # content it cannot show; no memory for the picture
+        except (MediaError, MemoryError, ValueError) as exc:  # content it cannot show; no memory for the picture
             log.warning("frame %d: %s", n, exc)
             return FrameError(n, exc)
 
-    def _store(self, n: int, picture, took: float | None) -> None:
+    def _store(self, n: int, picture, took: float | None, level: int = 0) -> None:
         with self._cond:
             self._busy.discard(n)
-            if n in self._wanted or n in self._pinned:
+            if (n in self._wanted or n in self._pinned) and not (n in self._pinned and level > 0):
                 self._ready[n] = picture
+                self._ready_level[n] = level
             self._rate.add()
             self.decoded += 1
-            if took:
+            self.levels[level] += 1
+            if took and level == self.governor.level:   # the measure of the current level
                 self._took.append(took)
             self._cond.notify_all()
 
@@ -244,17 +293,21 @@ class DecodeAheadSource(_AheadSource):
     ``media``: a :mod:`cinegpu.media` source (``frame(n) -> bytes``).  ``backend``: the
     :class:`~cinegpu.decode.decoder.Decoder` back end ("cpu", "cuda", "auto"); with "cuda"
     pictures are CuPy arrays.  ``colour``: "auto", "xyz" or "rgb" (see :mod:`.picture`).
+    ``auto_resolution``: decode at 1/2 or 1/4 of the size while decoding cannot keep up with
+    the rate given to :meth:`pace` (:mod:`.resolution`); False: always full.
     """
 
     def __init__(self, media, *, backend: str = "cpu", colour: str = "auto", primaries: str = "p3d65",
-                 workers: int = 1, depth: int = 8, decoder_factory: Callable | None = None) -> None:
+                 workers: int = 1, depth: int = 8, decoder_factory: Callable | None = None,
+                 auto_resolution: bool = True) -> None:
         from cinegpu.decode.backend import select_backend
         from cinegpu.decode.decoder import Decoder
 
-        self._setup(media, select_backend(backend).name, colour, primaries, depth)
+        self._setup(media, select_backend(backend).name, colour, primaries, depth, auto_resolution)
         self._factory = decoder_factory or (lambda: Decoder(self.backend))
         self._threads = [threading.Thread(target=self._work, name=f"decode-ahead-{i}", daemon=True)
                          for i in range(max(1, workers))]
+        self._parallel = len(self._threads)
         for t in self._threads:
             t.start()
 
@@ -275,15 +328,17 @@ class DecodeAheadSource(_AheadSource):
                 if self._closed:
                     return
                 self._busy.add(n)
+                level = self._level_for(n)
             t0 = time.perf_counter()
             try:
                 if decoder is None:
                     decoder = self._factory()
-                result = self._picture(n, decoder.decode(self.media.frame(n), strict=False))
+                frame = decoder.decode(self.media.frame(n), strict=False, reduce=level)
+                result = self._picture(n, frame, level)
             except FRAME_ERRORS as exc:  # a bad frame is reported to the player, not fatal
                 log.warning("frame %d: %s", n, exc)
                 result = FrameError(n, exc)
-            self._store(n, result, time.perf_counter() - t0)
+            self._store(n, result, time.perf_counter() - t0, level)
 
 
 class PipelineSource(_AheadSource):
@@ -299,15 +354,17 @@ class PipelineSource(_AheadSource):
 
     def __init__(self, media, *, backend: str = "auto", colour: str = "auto", primaries: str = "p3d65",
                  workers: int | None = None, depth: int | None = None,
-                 cancelled: Callable[[], bool] | None = None) -> None:
-        """``cancelled``: polled while the workers start (see :class:`FramePipeline`)."""
+                 cancelled: Callable[[], bool] | None = None, auto_resolution: bool = True) -> None:
+        """``cancelled``: polled while the workers start (see :class:`FramePipeline`).
+        ``auto_resolution``: as :class:`DecodeAheadSource`."""
         from cinegpu.decode.pipeline import FramePipeline
 
         self._pipe = FramePipeline(backend=backend, workers=workers, depth=depth, strict=False, to_host=False,
                                    cancelled=cancelled)
         try:
-            self._setup(media, self._pipe.backend, colour, primaries, self._pipe.depth)
+            self._setup(media, self._pipe.backend, colour, primaries, self._pipe.depth, auto_resolution)
             self.burst = self._pipe.depth       # a frame in every slot
+            self._parallel = self._pipe.num_workers
             try:
                 self._pipe.reserve(media.frame(0))  # shared memory made before the clock runs
             except (CodestreamError, MediaError, OSError) as exc:  # a damaged first frame: slots made as frames come
@@ -345,28 +402,31 @@ class PipelineSource(_AheadSource):
                 self._submit(n)
                 continue
             try:
-                key, result = pipe.get()
+                (n, level), result = pipe.get()
             except (PipelineError, OSError):
                 if self._closed:    # close() ended the workers under this wait (or a send to one)
                     return
                 raise
-            self._publish(key, result)
+            self._publish(n, result, level)
 
     def _submit(self, n: int) -> None:
+        with self._cond:
+            level = self._level_for(n)
+        request = self._pipe.request if level == 0 else replace(self._pipe.request, reduce=level)
         try:
-            self._pipe.submit(self.media.frame(n), key=n)
+            self._pipe.submit(self.media.frame(n), key=(n, level), request=request)
         except FRAME_ERRORS as exc:  # unreadable media or header damage: report this frame only
             if self._closed:        # close() ended the workers while this waited for a slot
                 return
             log.warning("frame %d: %s", n, exc)
             self._store(n, FrameError(n, exc), None)
 
-    def _publish(self, n: int, result) -> None:
+    def _publish(self, n: int, result, level: int = 0) -> None:
         if isinstance(result, Exception):
             log.warning("frame %d: %s", n, result)
-            self._store(n, FrameError(n, result), None)
+            self._store(n, FrameError(n, result), None, level)
             return
         # the time one frame takes, not its wait in the queue: the clock
         # asks for frames early enough from the pipeline's throughput
         took = sum(result.timings.get(k, 0.0) for k in ("parse", "tier2", "tier1", "reconstruct"))
-        self._store(n, self._picture(n, result), took)
+        self._store(n, self._picture(n, result, level), took, level)

@@ -52,8 +52,8 @@ def test_a_job_makes_the_task_its_worker_gets():
     """A job stays in this process (its headers hold views of the codestream); its task travels."""
     data = tiny_codestream()
     prep = Decoder("cpu").prepare(data)
-    job = Job(0, "key", prep, data, 1, SamplesMode())
-    task = pickle.loads(pickle.dumps(job.task("slot-name", DecodeRequest(strict=False))))
+    job = Job(0, "key", prep, data, 1, SamplesMode(), DecodeRequest(strict=False))
+    task = pickle.loads(pickle.dumps(job.task("slot-name")))
     assert task == WorkerTask(0, data, "slot-name", prep.size, DecodeRequest(strict=False), SamplesMode())
 
 
@@ -170,7 +170,7 @@ def test_the_segments_mode_carries_tier2_through_a_slot():
     reply = SegmentsMode().work(decoder, task, prep, buf)
     assert isinstance(reply, SegmentsWritten) and len(reply.tiles) == len(prep.plans)
     gpu = CpuAsGpu()
-    frame, work = SegmentsMode().finish(gpu, Job(0, None, prep, data, 0, SegmentsMode()), buf, reply, None, True)
+    frame, work = SegmentsMode().finish(gpu, Job(0, None, prep, data, 0, SegmentsMode(), DecodeRequest()), buf, reply, None, True)
     segments, _ = decoder.tier2(prep)
     for seg, handed in zip(segments, gpu.handed):
         for name in ("coded", "table", "seg_lengths", "seg_passes"):

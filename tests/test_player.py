@@ -315,6 +315,8 @@ def test_source_latency_is_a_recent_median():
     src._cond = __import__("threading").Condition()
     src._took = __import__("collections").deque(maxlen=LATENCY_FRAMES)
     src._wanted, src._pinned, src._ready, src._busy, src.decoded = [0], set(), {}, set(), 0
+    src._ready_level, src.levels = {}, __import__("collections").Counter()
+    src.governor = __import__("cinegpu.player.resolution", fromlist=["x"]).ResolutionGovernor(0)
     src._rate = __import__("cinegpu.player.source", fromlist=["_Rate"])._Rate()
     assert src.latency == 0.0
     src._store(0, "picture", 2.5)                  # warm-up: kernels compiled in the first frame
@@ -391,3 +393,11 @@ def test_summary_reads_plainly():
     assert "dropped at" not in text
     assert Summary(frames=24, stats=PlaybackStats(shown=24), seconds=1.0, rate=Fraction(24),
                    backend="cpu", target="host", decode_fps=6.5).why_dropped() == ""
+    reduced = Summary(frames=120, stats=stats, seconds=2.0, rate=Fraction(24), backend="cpu",
+                      target="host", decode_fps=6.5, reduced={1: 3, 2: 90})
+    assert ("decoded at 1/2 resolution: 3 frames, 1/4 resolution: 90 frames (decoding could not "
+            "keep up at full resolution)") in str(reduced)
+    assert reduced.why_dropped().startswith("this machine decodes this material too slowly at full "
+                                            "resolution for the edit rate of 24 (cpu): the player went "
+                                            "down to 1/4 resolution, dropping 100 frames on the way")
+    assert "resolution" not in str(slow)

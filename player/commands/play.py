@@ -40,6 +40,10 @@ def register(subparsers) -> None:
                    help="tier-1 worker processes (default: cores - 1); with --threads, decode threads")
     p.add_argument("--threads", action="store_true",
                    help="decode in threads of this process instead of the multi-process pipeline")
+    p.add_argument("--full-resolution", action="store_true",
+                   help="always decode at full resolution (by default playback decodes at 1/2 or 1/4 "
+                        "of the size while this machine cannot decode at the frame rate, and goes "
+                        "back up when it can)")
     p.add_argument("--preroll", type=positive_int, default=2, help="frames decoded before the clock starts (default 2)")
     p.set_defaults(run=run)
 
@@ -83,7 +87,7 @@ def _run(args) -> int:
         summary = play(media, headless=headless, fps=args.fps, backend=args.backend, interop=args.interop,
                        colour=args.colour, primaries=args.primaries, loop=args.loop, frames=args.frames,
                        screenshots=dict(args.screenshot), workers=args.workers, preroll=args.preroll,
-                       processes=not args.threads)
+                       processes=not args.threads, auto_resolution=not args.full_resolution)
     except (MediaError, BackendUnavailable, PipelineError) as exc:   # no frame readable; no GPU; no workers
         print(f"cinegpu play: {exc}", file=sys.stderr)
         return 2
@@ -98,8 +102,10 @@ def _run(args) -> int:
 
 def play(media, *, headless: bool, fps=None, backend: str = "auto", interop: str = "auto", colour: str = "auto",
          primaries: str = "p3d65", loop: bool = False, frames: int | None = None, screenshots=None,
-         workers: int | None = None, preroll: int = 2, source=None, processes: bool = True):
-    """Play an opened media source (or a ready frame ``source``); the :class:`~..player.Summary`."""
+         workers: int | None = None, preroll: int = 2, source=None, processes: bool = True,
+         auto_resolution: bool = True):
+    """Play an opened media source (or a ready frame ``source``); the :class:`~..player.Summary`.
+    ``auto_resolution``: decode at a lower resolution while decoding cannot keep up."""
     from cinegpu.interop import TARGETS, choose_target
 
     from ..player import Player
@@ -108,11 +114,13 @@ def play(media, *, headless: bool, fps=None, backend: str = "auto", interop: str
     from ..window import open_window
 
     if source is None and processes:
-        source = PipelineSource(media, backend=backend, colour=colour, primaries=primaries, workers=workers)
+        source = PipelineSource(media, backend=backend, colour=colour, primaries=primaries, workers=workers,
+                                auto_resolution=auto_resolution)
     elif source is None:
         workers = workers or min(8, os.cpu_count() or 2)
         source = DecodeAheadSource(media, backend=backend, colour=colour, primaries=primaries,
-                                   workers=workers, depth=max(8, preroll, 2 * workers))
+                                   workers=workers, depth=max(8, preroll, 2 * workers),
+                                   auto_resolution=auto_resolution)
     for n in screenshots or {}:
         if not 0 <= n < source.frame_count:
             source.close()
