@@ -38,6 +38,7 @@ from cinegpu.interop.errors import InteropError
 
 from ..clock import PlaybackStats, ranges_text
 from ..player import Player, short_gil_turns, timecode
+from ..resolution import level_text
 from ..source import FRAME_ERRORS, FrameError
 from .library import Entry
 
@@ -561,6 +562,7 @@ class Engine:
             "edit_rate": None if rate is None else str(Fraction(rate)),
             "edit_rate_fps": None if rate is None else float(rate),
             "decode_fps": round(p.source.decode_fps, 2) if p is not None else 0.0,
+            "resolution": level_text(getattr(p.source, "level", 0)) if p is not None else "full",
             "shown": t.shown + s.shown, "late": t.late + s.late, "dropped": t.dropped + s.dropped,
             "frame_errors": t.errors + s.errors,
             "dropped_at": ranges_text(s.dropped_at),

@@ -32,6 +32,8 @@ STATUS = {
         "edit_rate": {"type": ["string", "null"], "description": "frames per second, a fraction"},
         "edit_rate_fps": {"type": ["number", "null"]},
         "decode_fps": {"type": "number", "description": "pictures decoded per second, recently"},
+        "resolution": {"type": "string",
+                       "description": "\"full\", or \"1/2\", \"1/4\" of the size while decoding cannot keep up"},
         "shown": {"type": "integer"}, "late": {"type": "integer"}, "dropped": {"type": "integer"},
         "frame_errors": {"type": "integer", "description": "frames that failed to decode (concealed)"},
         "dropped_at": {"type": "string",
