@@ -117,6 +117,46 @@ def first_readable(source: Source, probe: int = 24) -> tuple[int | None, Profile
     return None, None, bad
 
 
+#: Bytes read from the start of each frame file for its image size (the SIZ segment follows
+#: SOC; a JP2 file's header boxes come first).
+SIZE_PROBE_BYTES = 65536
+
+
+def sequence_size_lines(files: list[Path]) -> list[str]:
+    """Nothing when every frame file of a sequence has the first one's image size; else a line
+    per size, with how many frames and which (a folder mixing 2K and 4K frames, say)."""
+    from .j2k_profile import image_size
+    sizes: dict[tuple[int, int] | str, list[int]] = {}
+    for n, f in enumerate(files):
+        try:
+            with open(f, "rb") as fh:
+                key: tuple[int, int] | str = image_size(fh.read(SIZE_PROBE_BYTES), f)
+        except (OSError, MediaError):
+            key = "unreadable"
+        sizes.setdefault(key, []).append(n)
+    if len(sizes) <= 1:
+        return []
+    out = [f"image sizes differ: {len(sizes)} sizes in {len(files)} frames (playback shows the "
+           f"first frame's size; frames of another size are reported as errors)"]
+    for key, frames in sorted(sizes.items(), key=lambda kv: kv[1][0]):
+        what = key if isinstance(key, str) else f"{key[0]}x{key[1]}"
+        out.append(f"  {what}: {len(frames)} frame{'s' if len(frames) != 1 else ''} "
+                   f"({ranges(frames)})")
+    return out
+
+
+def ranges(frames: list[int], most: int = 8) -> str:
+    """"0-23, 48-71" for sorted frame numbers (the first ``most`` runs, then "...")."""
+    runs: list[list[int]] = []
+    for n in frames:
+        if runs and n == runs[-1][1] + 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    text = ", ".join(f"{a}-{b}" if b > a else f"{a}" for a, b in runs[:most])
+    return text + (", ..." if len(runs) > most else "")
+
+
 def picture_lines(source: Source, dci_checks: bool = True) -> list[str]:
     """Picture format, frame-size statistics and codestream profile of an open source; the
     DCI cap and profile verdicts only with ``dci_checks`` (not for IMF, which has its own
@@ -236,10 +276,10 @@ def describe(path) -> str:
         if find_assetmap(p) is not None:
             return "\n".join(package_report(read_package(p)))
         with open_sequence(p) as seq:
+            files = seq.spans[0].track.files  # type: ignore[attr-defined]
             return "\n".join([f"J2K sequence: {p}, {seq.frame_count} frames "
-                              f"({seq.spans[0].track.files[0].name} .. "  # type: ignore[attr-defined]
-                              f"{seq.spans[0].track.files[-1].name})"]  # type: ignore[attr-defined]
-                             + picture_lines(seq))
+                              f"({files[0].name} .. {files[-1].name})"]
+                             + picture_lines(seq) + sequence_size_lines(files))
     if kind == "mxf":
         with MXFFile(p) as mxf:
             out = [f"MXF track file: {p}"] + mxf_lines(mxf)

@@ -17,13 +17,14 @@ from cinegpu.decode.codestream import dci
 from cinegpu.decode.codestream import markers as M
 from cinegpu.decode.codestream.cod import PROGRESSIONS
 from cinegpu.decode.codestream.header import Codestream, parse_codestream
-from cinegpu.decode.codestream.siz import RSIZ_HTJ2K
+from cinegpu.decode.codestream.reader import SegmentReader, read_u16
+from cinegpu.decode.codestream.siz import RSIZ_HTJ2K, parse_siz
 from cinegpu.decode.errors import CodestreamError
 from cinegpu.decode.jp2.boxes import boxes, is_jp2
 
 from .errors import CorruptMedia, UnsupportedMedia, media_error_of
 
-__all__ = ["Profile", "codestream_of", "parse_profile", "profile_of"]
+__all__ = ["Profile", "codestream_of", "image_size", "parse_profile", "profile_of"]
 
 
 @dataclass(frozen=True)
@@ -214,6 +215,28 @@ def codestream_of(data, path=None) -> tuple[memoryview, int]:
                 return view[box.start:box.end], box.start
         raise UnsupportedMedia(path, "JP2 file without a contiguous codestream box", len(data))
     raise CorruptMedia(path, f"not a JPEG 2000 codestream (starts {bytes(view[:4]).hex()})", 0)
+
+
+def image_size(head, path=None) -> tuple[int, int]:
+    """(width, height) of the image area (Xsiz - XOsiz, Ysiz - YOsiz, A.5.1) from the first
+    bytes of a codestream or JP2 file (``head``: enough to hold the SIZ segment, which follows
+    SOC), read by the codec's SIZ parser; MediaError where they do not hold it."""
+    view = memoryview(head)
+    start = 0
+    if bytes(view[:2]) != b"\xff\x4f":
+        at = bytes(view).find(b"\xff\x4f\xff\x51")      # a JP2 file's codestream box
+        if at < 0:
+            raise CorruptMedia(path, "no SOC and SIZ markers in the first "
+                                     f"{len(view)} bytes", 0)
+        start = at
+    try:
+        if read_u16(view, start + 2, "the SIZ marker") != M.SIZ:
+            raise CorruptMedia(path, "the SIZ segment does not follow SOC (A.5.1)", start + 2)
+        length = read_u16(view, start + 4, "Lsiz")
+        siz = parse_siz(SegmentReader(view, start + 6, start + 4 + length, "SIZ"))
+    except CodestreamError as exc:
+        raise media_error_of(exc)(path, exc.what, exc.offset) from None
+    return siz.Xsiz - siz.XOsiz, siz.Ysiz - siz.YOsiz
 
 
 def parse_profile(data, path=None) -> Profile:

@@ -32,7 +32,7 @@ from fractions import Fraction
 from typing import Callable, Sequence
 
 from cinegpu.decode.errors import BackendUnavailable, CodestreamError, PipelineError
-from cinegpu.media.errors import MediaError
+from cinegpu.media.errors import MediaError, UnsupportedMedia
 
 from .picture import PictureConverter, is_xyz
 from .resolution import ResolutionGovernor, upscale
@@ -265,6 +265,9 @@ class _AheadSource:
         try:
             picture = upscale(self._convert(frame.components, self._precisions), level,
                               self.height, self.width)
+            if tuple(picture.shape[:2]) != (self.height, self.width):
+                raise UnsupportedMedia(None, f"a {picture.shape[1]}x{picture.shape[0]} frame in a "
+                                             f"{self.width}x{self.height} sequence")
             if self._convert.device:
                 import cupy  # noqa: PLC0415
                 cupy.cuda.get_current_stream().synchronize()
