@@ -172,3 +172,15 @@ def test_play_reports_reduced_resolution_when_decoding_cannot_keep_up(tmp_path):
     r = subprocess.run(cmd[:-1] + ["--full-resolution", "--frames", "120", str(tmp_path)],
                        capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 0 and "decoded at 1/" not in r.stdout, r.stdout
+
+
+@pytest.mark.gpu
+def test_upscale_on_the_gpu_equals_numpy():
+    from conftest import require_cuda
+    require_cuda()
+    import cupy
+    pic = np.random.default_rng(2).integers(0, 65535, (135, 256, 4)).astype(np.uint16)
+    for level, (h, w) in ((1, (270, 511)), (2, (540, 1024))):
+        got = upscale(cupy.asarray(pic), level, h, w)
+        assert isinstance(got, cupy.ndarray) and got.flags.c_contiguous
+        np.testing.assert_array_equal(cupy.asnumpy(got), upscale(pic, level, h, w))
