@@ -176,6 +176,9 @@ class _AheadSource:
         self.governor = ResolutionGovernor(most)
         self._ready_level: dict[int, int] = {}
         self._parallel = 1          # decoders working side by side (set by the subclass)
+        #: decode times of the frames finished at the current level (the governor's measure;
+        #: not each decoder's first frame, which pays for warm-up: kernels loaded, caches filled)
+        self._judged: collections.deque[float] = collections.deque(maxlen=LATENCY_FRAMES)
         #: frames decoded at each resolution level (0 = full)
         self.levels: collections.Counter[int] = collections.Counter()
 
@@ -200,8 +203,9 @@ class _AheadSource:
     def capacity(self) -> float:
         """Frames/s this source can decode at the current level: its decoders side by side
         over the median decode time of a frame (0 while unknown)."""
-        latency = self.latency
-        return self._parallel / latency if latency > 0 else 0.0
+        with self._cond:
+            took = sorted(self._judged)
+        return self._parallel / took[len(took) // 2] if took and took[len(took) // 2] > 0 else 0.0
 
     def pace(self, rate: float) -> None:
         """The playback rate the clock runs at now, frames/s (0 when paused): the governor
@@ -209,8 +213,8 @@ class _AheadSource:
         capacity = self.capacity
         with self._cond:
             level = self.governor.level
-            if self.governor.observe(capacity, float(rate), len(self._took)) != level:
-                self._took.clear()
+            if self.governor.observe(capacity, float(rate), len(self._judged)) != level:
+                self._judged.clear()
 
     def want(self, frames, start: int = 0) -> None:
         with self._cond:
@@ -285,8 +289,10 @@ class _AheadSource:
             self._rate.add()
             self.decoded += 1
             self.levels[level] += 1
-            if took and level == self.governor.level:   # the measure of the current level
+            if took:
                 self._took.append(took)
+                if level == self.governor.level and self.decoded > self._parallel:
+                    self._judged.append(took)   # the governor's measure, past each decoder's first frame
             self._cond.notify_all()
 
 
