@@ -45,6 +45,10 @@ log = logging.getLogger("cinegpu.player")
 LATENCY_FRAMES = 16
 #: The most resolution levels playback drops when decoding cannot keep up (1/4 of the width).
 MAX_REDUCE = 2
+#: Seconds at one level after which the pictures delivered (``decode_fps``, over its 2 s
+#: window) count as a measure of capacity, when below DELIVERY_SHARE of the playback rate.
+DELIVERY_WINDOW = 2.5
+DELIVERY_SHARE = 0.8
 #: Frames searched, from the first, for a readable main header (the picture's format).
 PROBE_FRAMES = 24
 #: Seconds a source's ``close()`` waits for its decoders by default (the server's whole shutdown
@@ -179,6 +183,8 @@ class _AheadSource:
         #: decode times of the frames finished at the current level (the governor's measure;
         #: not each decoder's first frame, which pays for warm-up: kernels loaded, caches filled)
         self._judged: collections.deque[float] = collections.deque(maxlen=LATENCY_FRAMES)
+        self._level_since = time.monotonic()   # when this level (or playback) started
+        self._playing = False
         #: frames decoded at each resolution level (0 = full)
         self.levels: collections.Counter[int] = collections.Counter()
 
@@ -209,12 +215,22 @@ class _AheadSource:
 
     def pace(self, rate: float) -> None:
         """The playback rate the clock runs at now, frames/s (0 when paused): the governor
-        compares the capacity with it; a new level starts a new measure."""
+        compares the capacity with it; a new level starts a new measure.  Pictures delivered
+        well below the rate for a whole window at this level count too (a stage the estimate
+        does not see: the pipeline's one-at-a-time picture conversion, say)."""
         capacity = self.capacity
+        delivered = self._rate.rate()
+        if rate > 0 and not self._playing:          # the window starts with playback too
+            self._level_since = time.monotonic()
+        self._playing = rate > 0
+        if (rate > 0 and time.monotonic() - self._level_since >= DELIVERY_WINDOW
+                and delivered < DELIVERY_SHARE * rate):
+            capacity = min(capacity, delivered) if capacity > 0 else delivered
         with self._cond:
             level = self.governor.level
             if self.governor.observe(capacity, float(rate), len(self._judged)) != level:
                 self._judged.clear()
+                self._level_since = time.monotonic()
 
     def want(self, frames, start: int = 0) -> None:
         with self._cond:
