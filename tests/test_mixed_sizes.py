@@ -39,6 +39,7 @@ def test_info_lists_each_image_size_and_its_frames(mixed):
     assert "  96x64: 4 frames (0-1, 4-5)" in r.stdout and "  160x96: 2 frames (2-3)" in r.stdout
 
 
+@pytest.mark.slow
 def test_play_conceals_frames_of_another_size(mixed):
     from conftest import require_gl
     require_gl()
