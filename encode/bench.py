@@ -96,8 +96,9 @@ def synthetic_frame(width: int, height: int, seed: int = 0, bits: int = 12) -> n
     return np.clip(np.rint(img), 0, top).astype(np.uint16)
 
 
-def _ours(frames, profile, fps, backend, workers):
-    with Encoder(profile=profile, fps=fps, backend=backend, workers=workers) as enc:
+def _ours(frames, profile, fps, backend, workers, rate_on_gpu=None):
+    with Encoder(profile=profile, fps=fps, backend=backend, workers=workers,
+                 rate_on_gpu=rate_on_gpu) as enc:
         enc.encode(frames[0][:256, :256] if profile == "generic" else frames[0], bits=12)  # warm
         t0 = time.perf_counter()
         out = [enc.encode(f, bits=12) for f in frames]
@@ -105,7 +106,7 @@ def _ours(frames, profile, fps, backend, workers):
         return out, secs, enc.timings
 
 
-def _ours_threads(frames, profile, fps, backend, threads):
+def _ours_threads(frames, profile, fps, backend, threads, rate_on_gpu=None):
     """Frames spread over ``threads`` threads, each with its own warm :class:`Encoder` (and,
     on the GPU, its own CUDA stream), as ``cinegpu master`` runs them."""
     import threading
@@ -115,7 +116,8 @@ def _ours_threads(frames, profile, fps, backend, threads):
     def enc_one(f):
         enc = getattr(local, "enc", None)
         if enc is None:
-            enc = local.enc = Encoder(profile=profile, fps=fps, backend=backend, workers=1)
+            enc = local.enc = Encoder(profile=profile, fps=fps, backend=backend, workers=1,
+                                      rate_on_gpu=rate_on_gpu)
             made.append(enc)
         return enc.encode(f, bits=12)
 
@@ -141,18 +143,28 @@ def opj_encode_frames(frames, profile, fps, processes):
 
 
 def run(profile: str, frames: int, fps: int, backend: str, workers: int, processes: int,
-        threads: int = 0, nvjpeg2000: bool = False) -> dict:
+        threads: int = 0, nvjpeg2000: bool = False, rate_on_gpu=None) -> dict:
+    """One profile's row; ``rate_on_gpu`` as :class:`Encoder`'s, or "both": each, in turn,
+    the second's figures under "gpu_rate" (and its codestreams checked identical)."""
     w, h = dci.PROFILES[profile].container
     src = [synthetic_frame(w, h, seed=k) for k in range(frames)]
-    ours, t_ours, stages = _ours(src, profile, fps, backend, workers)
+    first = False if rate_on_gpu == "both" else rate_on_gpu
+    ours, t_ours, stages = _ours(src, profile, fps, backend, workers, first)
     p_ours = np.mean([psnr(s, decode(d)) for s, d in zip(src, ours)])
     row = {"profile": profile, "frames": frames, "ours_fps": frames / t_ours,
            "ours_psnr": p_ours, "ours_bytes": max(len(d) for d in ours), "stages": stages}
     if threads > 1:
-        par, t_par = _ours_threads(src, profile, fps, backend, threads)
+        par, t_par = _ours_threads(src, profile, fps, backend, threads, first)
         row.update(threads=threads, par_fps=frames / t_par,
                    par_psnr=np.mean([psnr(s, decode(d)) for s, d in zip(src, par)]),
                    par_bytes=max(len(d) for d in par))
+    if rate_on_gpu == "both":
+        again, t_again, st = _ours(src, profile, fps, backend, workers, True)
+        g = {"fps": frames / t_again, "stages": st, "same": again == ours}
+        if threads > 1:
+            par2, t_par2 = _ours_threads(src, profile, fps, backend, threads, True)
+            g.update(par_fps=frames / t_par2, par_same=par2 == par)
+        row["gpu_rate"] = g
     if nvjpeg2000:
         from .peers import nvjpeg2000_encode
         for batch in (1, 16):
@@ -178,12 +190,16 @@ def main(argv=None) -> None:
     ap.add_argument("--opj-processes", type=int, default=1)
     ap.add_argument("--threads", type=int, default=0,
                     help="also encode the frames in N threads, one warm encoder each")
+    ap.add_argument("--rate-on", choices=["auto", "cpu", "gpu", "both"], default="auto",
+                    help="PCRD-opt on the CPU or the GPU (auto: where tier-1 ran), or both "
+                         "in turn (their codestreams compared)")
     ap.add_argument("--nvjpeg2000", action="store_true",
                     help="also time NVIDIA's nvJPEG2000 encoder (nvImageCodec), if importable")
     a = ap.parse_args(argv)
     for profile in a.profile:
+        rate = {"auto": None, "cpu": False, "gpu": True, "both": "both"}[a.rate_on]
         r = run(profile, a.frames, a.fps, a.backend, a.workers or 1, a.opj_processes,
-                a.threads, a.nvjpeg2000)
+                a.threads, a.nvjpeg2000, rate)
         print(f"{profile}: {r['frames']} frames")
         print(f"  cinegpu       PSNR {r['ours_psnr']:.2f} dB  {r['ours_fps']:.3f} fps  "
               f"max {r['ours_bytes']} bytes  stages (last frame, s): "
@@ -191,7 +207,15 @@ def main(argv=None) -> None:
         if "par_fps" in r:
             print(f"  cinegpu x{r['threads']} threads  PSNR {r['par_psnr']:.2f} dB  "
                   f"{r['par_fps']:.3f} fps  max {r['par_bytes']} bytes")
-        best = max(r["ours_fps"], r.get("par_fps", 0.0))
+        g = r.get("gpu_rate")
+        if g is not None:
+            print(f"  (above: rate control on the CPU) rate control on the GPU: "
+                  f"{g['fps']:.3f} fps" + (f", x{r['threads']} threads {g['par_fps']:.3f} fps"
+                                           if "par_fps" in g else "")
+                  + f"  same codestreams: {g['same'] and g.get('par_same', True)}  stages: "
+                  + ", ".join(f"{k} {v:.3f}" for k, v in g["stages"].items()))
+        best = max(r["ours_fps"], r.get("par_fps", 0.0),
+                   *(() if g is None else (g["fps"], g.get("par_fps", 0.0))))
         for batch in (1, 16):
             res = r.get(f"nvj_{batch}")
             if res is not None:

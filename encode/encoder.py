@@ -45,6 +45,9 @@ class Frame:
     dists: np.ndarray  # per pass, as table.rates: distortion decrease (index units squared)
     comp: np.ndarray  # component of each block, all tiles concatenated
     base: np.ndarray  # first global block index of each tile
+    #: (rate_off, rates, dists) as table and dists on the GPU (CuPy), for rate control
+    #: there (:mod:`.rate_gpu`); None: rate control on the CPU
+    device: tuple | None = None
 
     def tile_blocks(self, t: int) -> list[Block]:
         """Tile t's blocks as :class:`Block` objects (for tests and references)."""
@@ -120,7 +123,7 @@ class Encoder:
     def __init__(self, *, profile="generic", fps=24, bitrate=None, reversible=False,
                  levels=None, codeblock=(32, 32), progression="LRCP", layers=1, tiles=None,
                  precincts=None, backend="auto", workers=None, style=0, quantization="expounded",
-                 guard_bits=None, base_step=1.0, early_stop=True,
+                 guard_bits=None, base_step=1.0, early_stop=True, rate_on_gpu=None,
                  geometry: GeometryCache | None = None):
         self.options = dict(profile=profile, fps=fps, bitrate=bitrate, reversible=reversible,
                             levels=levels, codeblock=codeblock, progression=progression,
@@ -134,6 +137,11 @@ class Encoder:
         #: "rounds" and "spare_planes"
         self.stats: dict = {}
         self.backend = select_backend(backend, names=ENCODER_NAMES).name
+        #: PCRD-opt's hull and thresholds on the GPU where tier-1 ran (:mod:`.rate_gpu`;
+        #: the same codestream as on the CPU); None: on the cuda back end
+        self.rate_on_gpu = self.backend == "cuda" if rate_on_gpu is None else bool(rate_on_gpu)
+        if self.rate_on_gpu and self.backend != "cuda":
+            raise ValueError("rate_on_gpu needs the cuda back end")
         self.pool = TierOnePool(workers)
         self.timings: dict[str, float] = {}
         self._plans = geometry if geometry is not None else GeometryCache()
@@ -185,7 +193,8 @@ class Encoder:
             with self.on_stream():
                 frame = self._tier1(params, cs, plans, flats, floor)
             tb = time.perf_counter()
-            data, share = self._rate_and_write(frame, floor)
+            with self.on_stream():
+                data, share = self._rate_and_write(frame, floor)
             tier1, rate = tier1 + tb - ta, rate + time.perf_counter() - tb
             if floor == 0 or share <= FLOOR_SHARE or retries == MAX_RETRIES:
                 break
@@ -273,7 +282,25 @@ class Encoder:
         sizes = [plan.cb.shape[0] for plan in plans]
         base = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
         comp = np.concatenate([block_components(plan) for plan in plans])
-        return Frame(params, cs, plans, table, dists, comp, base)
+        device = None
+        if self.backend == "cuda" and self.rate_on_gpu:
+            device = self._device_figures(pending, table, dists)
+        return Frame(params, cs, plans, table, dists, comp, base, device)
+
+    def _device_figures(self, pending, table, dists):
+        """The frame's (rate_off, rates, dists) on the GPU: tier-1's own buffers (one tile),
+        joined there (several), or uploaded from the table when the numba fallback coded
+        some blocks."""
+        import cupy
+        with self._stream:
+            figs = [p.figures for p in pending]
+            if len(figs) == 1 and figs[0] is not None:
+                return figs[0]
+            if all(f is not None for f in figs):
+                return (cupy.asarray(table.rate_off), cupy.concatenate([f[1] for f in figs]),
+                        cupy.concatenate([f[2] for f in figs]))
+            return (cupy.asarray(table.rate_off), cupy.asarray(table.rates.astype(np.int32)),
+                    cupy.asarray(dists))
 
     def _first_floor(self, params: Params, flats) -> int:
         """Bit-planes not to code (:func:`.early_stop.first_floor`): 0 without a budget, for

@@ -157,6 +157,9 @@ class Hull:
         self.slope = slope[order]
         self.csum = np.cumsum(self.drate)
         self.nblocks = nblocks
+        self.ncomp = 1
+        self.comp = np.zeros(len(self.slope), np.int64)
+        self.comp_csum = [self.csum]
 
     def count_for(self, budget: float, mask: np.ndarray | None = None) -> int:
         """How many leading segments (of those in ``mask``) fit in ``budget`` bytes: the
@@ -173,6 +176,51 @@ class Hull:
     def threshold(self, count: int) -> float:
         """The slope threshold lambda of taking the first ``count`` segments."""
         return float(self.slope[count - 1]) if count else float("inf")
+
+    # -- thresholds per component (DCI caps) --------------------------------------------
+    def by_component(self, block_comp: np.ndarray, ncomp: int) -> "Hull":
+        """Record each segment's component (``block_comp``: the component of each block) and
+        each component's bytes along the slope order; returns self."""
+        self.ncomp = ncomp
+        self.comp = np.asarray(block_comp, np.int64)[self.block] if self.nblocks else \
+            np.zeros(0, np.int64)
+        self.comp_csum = [np.cumsum(np.where(self.comp == c, self.drate, 0))
+                          for c in range(ncomp)]
+        return self
+
+    def comp_count(self, c: int, budget: float) -> int:
+        """The hull position (in the order of all segments) up to which component c's
+        segments fit in ``budget`` bytes: its threshold, as a count of leading segments."""
+        return int(np.searchsorted(self.comp_csum[c], budget, side="right"))
+
+    def frame_limits(self, body: float, caps=None) -> np.ndarray:
+        """Per component, how many leading segments (in the order of all of them) it keeps:
+        the frame threshold for ``body`` bytes of code-block data and, within a component
+        whose ``caps[c]`` bytes are reached first, its own larger threshold.  The frame
+        threshold is the largest count whose bytes, each component held to its cap, fit in
+        ``body`` (so bytes a capped component cannot take go to the others): that sum is
+        monotone in the count, so it is found by bisection."""
+        n = len(self.slope)
+        if caps is None:
+            return np.full(self.ncomp, self.count_for(body), np.int64)
+        own = np.array([self.comp_count(c, caps[c]) for c in range(self.ncomp)], np.int64)
+
+        def kept(count: int) -> float:
+            return sum(float(self.comp_csum[c][k - 1]) for c, k in
+                       enumerate(np.minimum(own, count)) if k > 0)
+        lo, hi = 0, n                     # kept(lo) <= body; find the largest such count
+        if kept(hi) <= body:
+            lo = hi
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if kept(mid) <= body else (lo, mid)
+        return np.minimum(own, lo)
+
+    def passes_for(self, lims: np.ndarray) -> np.ndarray:
+        """Passes kept per block when segment i (in the slope order) is taken while
+        i < lims[its component]."""
+        take = np.arange(len(self.slope)) < np.asarray(lims, np.int64)[self.comp]
+        return self.passes(take)
 
 
 def build_hull(rates_list, dists_list, weights) -> Hull:

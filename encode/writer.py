@@ -57,55 +57,37 @@ class _Writer:
         self.total_passes = self.table.npasses
         weights = np.concatenate([block_weights(plan, self.params) for plan in frame.plans]) \
             if self.nblocks else np.zeros(0)
-        self.hull = hull_of(self.table.rate_off, self.table.rates, frame.dists, weights)
-        self.hull_comp = frame.comp[self.hull.block] if self.nblocks else np.zeros(0, np.int64)
-        # per component: its segments, and its bytes along the hull order
-        self.comp_mask = [self.hull_comp == c for c in range(self.params.ncomp)]
-        self.comp_csum = [np.cumsum(np.where(m, self.hull.drate, 0)) for m in self.comp_mask]
+        if getattr(frame, "device", None) is not None:   # tier-1's figures are on the GPU
+            from .rate_gpu import gpu_hull
+            self.hull = gpu_hull(frame.device, weights, frame.comp, self.params.ncomp)
+        else:
+            self.hull = hull_of(self.table.rate_off, self.table.rates, frame.dists, weights)
+            self.hull.by_component(frame.comp, self.params.ncomp)
 
     def limits(self, body: float, caps=None) -> np.ndarray:
-        """Per hull segment, how many leading segments (in the order of all of them) its
-        component keeps: the frame threshold for ``body`` bytes of code-block data, and
-        within a component whose ``caps[c]`` bytes are reached first, its own larger
-        threshold.  The frame threshold is the largest count whose bytes, each component
-        held to its cap, fit in ``body`` (so bytes a capped component cannot take go to the
-        others): found by bisection, the sum being monotone in the count."""
-        n = len(self.hull.slope)
-        if caps is None:
-            return np.full(self.params.ncomp, self.hull.count_for(body))[self.hull_comp]
-        own = np.array([self.comp_count(c, caps[c]) for c in range(self.params.ncomp)])
-
-        def kept(count: int) -> float:
-            return sum(float(self.comp_csum[c][k - 1]) for c, k in
-                       enumerate(np.minimum(own, count)) if k > 0)
-        lo, hi = 0, n                     # kept(lo) <= body; find the largest such count
-        if kept(hi) <= body:
-            lo = hi
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            lo, hi = (mid, hi) if kept(mid) <= body else (lo, mid)
-        return np.minimum(own, lo)[self.hull_comp]
+        """Per component, the count of leading hull segments it keeps
+        (:meth:`.rate.Hull.frame_limits`)."""
+        return self.hull.frame_limits(body, caps)
 
     def comp_count(self, c: int, budget: float) -> int:
-        """The hull position (in the order of all segments) up to which component c's
-        segments fit in ``budget`` bytes: its threshold, as a count of leading segments."""
-        return int(np.searchsorted(self.comp_csum[c], budget, side="right"))
+        return self.hull.comp_count(c, budget)
 
-    def layer_passes(self, take: np.ndarray | None) -> np.ndarray:
-        """(layers, nblocks) cumulative passes: the final layer from ``take`` (None: all
-        passes), earlier layers at halving body sizes (by the same hull order)."""
+    def layer_passes(self, lims: np.ndarray | None) -> np.ndarray:
+        """(layers, nblocks) cumulative passes: the final layer from ``lims``, the count of
+        leading hull segments each component keeps (None: all passes), earlier layers at
+        halving body sizes (by the same hull order)."""
         p = self.params
         hull = self.hull
-        final = self.total_passes if take is None else hull.passes(take)
+        final = self.total_passes if lims is None else hull.passes_for(lims)
         body = float(self.frame_body(final))
         out = np.zeros((p.layers, self.nblocks), np.int64)
         out[-1] = final
         for layer in range(p.layers - 1):
-            count = hull.count_for(body / 2.0 ** (p.layers - 1 - layer))
-            sel = np.arange(len(hull.slope)) < count
-            if take is not None:
-                sel &= take
-            out[layer] = np.minimum(hull.passes(sel), final)
+            count = np.full(p.ncomp, hull.count_for(body / 2.0 ** (p.layers - 1 - layer)),
+                            np.int64)
+            if lims is not None:
+                count = np.minimum(count, lims)
+            out[layer] = np.minimum(hull.passes_for(count), final)
         return out
 
     def frame_body(self, passes: np.ndarray) -> int:
@@ -210,14 +192,12 @@ def _allocate(frame, base_step: float):
         # markers, plus about 3 bytes of packet header per code-block (refined below)
         overhead = len(w.main_header(p, base_step, [(0, 0)] * 8)) + 2 + 3 * w.nblocks
     hull = w.hull
-    n = len(hull.slope)
-    rank = np.arange(n)
     comp_over = np.zeros(p.ncomp)
     best = None
     last = None
     for _ in range(MAX_ROUNDS):
-        take = rank < w.limits(budget - overhead, None if cap is None else cap - comp_over)
-        passes = w.layer_passes(take)
+        lims = w.limits(budget - overhead, None if cap is None else cap - comp_over)
+        passes = w.layer_passes(lims)
         data, comp_total, comp_body = w.write(passes)
         w.rounds += 1
         body = comp_body.sum()
@@ -236,11 +216,11 @@ def _allocate(frame, base_step: float):
             over = comp_total[c] - cap + 8 if cap is not None and comp_total[c] > cap else 0
             comp_over[c] = max(extra + over, comp_over[c] if over else extra)
     if best is None:
-        best = _shrink_until_fit(w, hull, rank, budget, cap, overhead, comp_over)
+        best = _shrink_until_fit(w, hull, budget, cap, overhead, comp_over)
     return best
 
 
-def _shrink_until_fit(w, hull, rank, budget, cap, overhead, comp_over):
+def _shrink_until_fit(w, hull, budget, cap, overhead, comp_over):
     """When the estimates keep overshooting (header bytes that grow with what is kept),
     aim lower and lower until the stream fits: at worst only headers are left, so this
     ends within the loop's bound."""
@@ -248,12 +228,11 @@ def _shrink_until_fit(w, hull, rank, budget, cap, overhead, comp_over):
     aim = 1.0
     for _ in range(80):
         aim *= 0.9
-        take = rank < hull.count_for(max(budget * aim - overhead, 0))
+        lims = np.full(ncomp, hull.count_for(max(budget * aim - overhead, 0)), np.int64)
         if cap is not None:
             for c in range(ncomp):
-                cnt = w.comp_count(c, max(cap * aim - comp_over[c], 0))
-                take &= ~w.comp_mask[c] | (rank < cnt)
-        passes = w.layer_passes(take)
+                lims[c] = min(lims[c], w.comp_count(c, max(cap * aim - comp_over[c], 0)))
+        passes = w.layer_passes(lims)
         data, comp_total, _ = w.write(passes)
         w.rounds += 1
         if len(data) <= budget and (cap is None or (comp_total <= cap).all()):

@@ -258,8 +258,9 @@ def test_packets_match_reference_on_tier1_output(style):
         params, cs, plans, flats = enc._guard_bits(params, cs, plans, flats)
         frame = enc._tier1(params, cs, plans, flats)
     w = _Writer(frame, enc.base_step)
-    for take in (None, np.arange(len(w.hull.slope)) < len(w.hull.slope) // 3):
-        passes = w.layer_passes(take)
+    third = np.full(params.ncomp, len(w.hull.slope) // 3, np.int64)
+    for lims in (None, third):
+        passes = w.layer_passes(lims)
         assert (np.diff(passes, axis=0) >= 0).all()
         for t, (plan, coder, order) in enumerate(zip(frame.plans, w.coders, w.orders)):
             blocks = frame.tile_blocks(t)

@@ -79,9 +79,19 @@ class PendingTier1:
         """encode_tile's 6-tuple (numpy); raises its ValueError for a magnitude >= 2^30."""
         self._event.synchronize()
         self._keep = None
+        info: dict = {}
         with self._stream:
-            return collect(self._outputs, cupy.asnumpy, self._host_flat, self._cb, self._style,
-                           self._floor)
+            out = collect(self._outputs, cupy.asnumpy, self._host_flat, self._cb, self._style,
+                          self._floor, info)
+        if info["overflow"] == 0:
+            _, _, rates, rate_off, dists, _, _ = self._outputs
+            npass = int(out[3][-1])
+            self.figures = (rate_off, rates[:npass], dists[:npass])
+        return out
+
+    #: after result(): (rate_off, rates, dists) of the tuple still on the device (CuPy), for
+    #: rate control on the GPU; None when blocks were coded by the numba fallback
+    figures = None
 
     def _host_flat(self):
         f = self._flat

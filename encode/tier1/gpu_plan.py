@@ -241,14 +241,18 @@ def queue_tile(xp, kernels, tables, flat, cb, style, nslots, lanes=32, interleav
     return (out, coded_off, rates, rate_off, dists, num_bps, status), keep
 
 
-def collect(outputs, to_host, get_flat, cb, style, floor=0):
+def collect(outputs, to_host, get_flat, cb, style, floor=0, info: dict | None = None):
     """encode_tile's 6-tuple from queue_tile's outputs once the kernels have run: the used
-    prefixes copied with ``to_host`` (cupy.asnumpy), then :func:`finish`."""
+    prefixes copied with ``to_host`` (cupy.asnumpy), then :func:`finish`.  ``info``
+    (optional) receives "overflow", the number of blocks the numba fallback coded (their
+    figures on the device are not the tuple's)."""
     out, coded_off, rates, rate_off, dists, num_bps, status = outputs
     rate_off, coded_off = to_host(rate_off), to_host(coded_off)
     status, num_bps = to_host(status), to_host(num_bps)
     npass, nbytes = int(rate_off[-1]), int(coded_off[-1])
     if (status & STATUS_K_TOO_LARGE).any():  # finish raises: nothing more to fetch
         npass = nbytes = 0
+    if info is not None:
+        info["overflow"] = int(np.count_nonzero(status & STATUS_OVERFLOW))
     return finish(get_flat, cb, style, to_host(out[:nbytes]), coded_off, to_host(rates[:npass]),
                   rate_off, to_host(dists[:npass]), num_bps, status, floor)
