@@ -138,8 +138,9 @@ class Encoder:
         self.stats: dict = {}
         self.backend = select_backend(backend, names=ENCODER_NAMES).name
         #: PCRD-opt's hull and thresholds on the GPU where tier-1 ran (:mod:`.rate_gpu`;
-        #: the same codestream as on the CPU); None: on the cuda back end
-        self.rate_on_gpu = self.backend == "cuda" if rate_on_gpu is None else bool(rate_on_gpu)
+        #: the same codestream as on the CPU).  None: on the CPU for now: the GPU path is
+        #: checked in CI through the kernels' host emulation but not yet timed on a device
+        self.rate_on_gpu = False if rate_on_gpu is None else bool(rate_on_gpu)
         if self.rate_on_gpu and self.backend != "cuda":
             raise ValueError("rate_on_gpu needs the cuda back end")
         self.pool = TierOnePool(workers)
