@@ -63,6 +63,26 @@ def require_cuda():
 
 
 @functools.cache
+def host_build(source: Path, *flags: str):
+    """A ``cuda/*_host*.cpp`` emulation (a .cu compiled as C++ for the host, so CI checks a
+    kernel's own code without a GPU) built by g++ with ``flags`` and loaded with ctypes; built
+    once per session.  The caller skips when g++ is missing (``shutil.which("g++")``)."""
+    return _host_build(str(source), tuple(flags))
+
+
+@functools.lru_cache(maxsize=None)
+def _host_build(source: str, flags: tuple):
+    import ctypes
+    import shutil
+    import subprocess
+    import tempfile
+    src = Path(source)
+    lib = Path(tempfile.mkdtemp(prefix=src.stem)) / f"{src.stem}.so"
+    subprocess.run([shutil.which("g++"), "-O2", *flags, "-shared", "-fPIC", "-o", str(lib),
+                    str(src)], check=True, cwd=src.parent, capture_output=True)
+    return ctypes.CDLL(str(lib))
+
+
 def gl_reason() -> str | None:
     """Why headless OpenGL cannot be used here, or None (one 8x8 headless window opened once)."""
     try:

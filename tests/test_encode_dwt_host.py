@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import ctypes
 import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from cinegpu.decode.transform.dwt import _sd_53, _sd_97
+
+from conftest import host_build
 
 CXX = shutil.which("g++")
 SOURCE = Path(__file__).resolve().parents[1] / "encode" / "cuda" / "host_emulation.cpp"
@@ -33,11 +34,8 @@ def test_case_count():
 
 
 @pytest.fixture(scope="module")
-def lib(tmp_path_factory):
-    so = tmp_path_factory.mktemp("fwdemu") / "fwdemu.so"
-    subprocess.run([CXX, "-O2", "-ffp-contract=off", "-shared", "-fPIC", "-o", str(so),
-                    str(SOURCE)], check=True, capture_output=True, cwd=SOURCE.parent)
-    return ctypes.CDLL(str(so))
+def lib():
+    return host_build(SOURCE, "-ffp-contract=off")
 
 
 def sd_host(lib, x: np.ndarray, p: int, axis: int, grid: str = "gpu", threads: int = 256,

@@ -18,9 +18,6 @@ from __future__ import annotations
 import ctypes
 import functools
 import shutil
-import subprocess
-import tempfile
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -30,7 +27,7 @@ from cinegpu.decode.tier1.gpu import lookup_tables
 from cinegpu.encode.tier1 import gpu_plan as plan
 from cinegpu.encode.tier1.tile import encode_tile
 
-from conftest import have_cuda
+from conftest import have_cuda, host_build
 
 cupy = None
 if have_cuda():
@@ -44,14 +41,9 @@ B, R, T, V, P, S = (tier1.CBLK_BYPASS, tier1.CBLK_RESET, tier1.CBLK_TERMALL, tie
 STYLES = [0, B, R, T, V, S, P, B | T, B | R | V | S, R | T | S, B | P, 0x3F]
 
 
-@functools.lru_cache(maxsize=None)
 def _host_library():
     """tier1_encode.cu built for the host (tier1_encode_host.cpp), loaded with ctypes."""
-    src = plan.CUDA_SOURCE.with_name("tier1_encode_host.cpp")
-    lib = Path(tempfile.mkdtemp(prefix="t1enc")) / "t1enc.so"
-    subprocess.run([CXX, "-O2", "-ffp-contract=off", "-shared", "-fPIC", "-o", str(lib),
-                    str(src)], check=True, cwd=src.parent, capture_output=True)
-    return ctypes.CDLL(str(lib))
+    return host_build(plan.CUDA_SOURCE.with_name("tier1_encode_host.cpp"), "-ffp-contract=off")
 
 
 def _ptr(a):

@@ -12,9 +12,6 @@ from __future__ import annotations
 import ctypes
 import functools
 import shutil
-import subprocess
-import tempfile
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,17 +20,14 @@ from cinegpu.encode import Encoder
 from cinegpu.encode import rate_gpu
 from cinegpu.encode.rate import hull_of
 
+from conftest import host_build
+
 CXX = shutil.which("g++")
 HOST = pytest.mark.skipif(CXX is None, reason="g++ not found (host emulation of pcrd.cu)")
 
 
-@functools.lru_cache(maxsize=None)
 def _host_library():
-    src = rate_gpu.CUDA_SOURCE.with_name("pcrd_host.cpp")
-    lib = Path(tempfile.mkdtemp(prefix="pcrd")) / "pcrd.so"
-    subprocess.run([CXX, "-O2", "-ffp-contract=off", "-shared", "-fPIC", "-o", str(lib),
-                    str(src)], check=True, cwd=src.parent, capture_output=True)
-    return ctypes.CDLL(str(lib))
+    return host_build(rate_gpu.CUDA_SOURCE.with_name("pcrd_host.cpp"), "-ffp-contract=off")
 
 
 class HostKernel:

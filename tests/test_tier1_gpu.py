@@ -12,11 +12,8 @@ Timing (GPU machine): CINEGPU_T1_BENCH=/dir/with/*.j2c pytest -m gpu -s -k bench
 from __future__ import annotations
 
 import ctypes
-import functools
 import os
 import shutil
-import subprocess
-import tempfile
 import time
 from pathlib import Path
 
@@ -29,7 +26,7 @@ from cinegpu.encode.tier1 import encode_codeblock, segments
 from test_tier1_corrupt import fuzz_cases
 from test_tier1_roundtrip import SHAPES, STYLES, padded, random_block
 
-from conftest import have_cuda
+from conftest import have_cuda, host_build
 
 cupy = None
 if have_cuda():
@@ -40,14 +37,9 @@ CXX = shutil.which("g++")
 SAMPLE = Path(t1gpu.__file__).parents[2] / "media" / "samples" / "bars_2k.j2c"
 
 
-@functools.lru_cache(maxsize=None)
 def _host_library():
     """tier1.cu built for the host (host_emulation.cpp), loaded with ctypes."""
-    src = Path(t1gpu.CUDA_SOURCE).with_name("host_emulation.cpp")
-    lib = Path(tempfile.mkdtemp(prefix="tier1emu")) / "tier1emu.so"
-    subprocess.run([CXX, "-O2", "-shared", "-fPIC", "-o", str(lib), str(src)], check=True,
-                   cwd=src.parent, capture_output=True)
-    return ctypes.CDLL(str(lib))
+    return host_build(Path(t1gpu.CUDA_SOURCE).with_name("host_emulation.cpp"))
 
 
 def _ptr(a):
