@@ -233,3 +233,31 @@ def test_malformed_boxes_before_the_codestream_still_raise(rgb, make, cls, match
     _, cs = rgb
     with pytest.raises(cls, match=match):
         decode(make(cs))
+
+
+def test_mutated_jp2_boxes_raise_only_codestream_errors(palette):
+    """Bytes of the box layer (signature to the codestream's start) changed at random: decode()
+    returns or raises a CodestreamError, quickly, whatever the boxes say."""
+    import time
+
+    idx, table, cs = palette
+    clean = jp2(cs, ihdr(13, 17, 1) + colr(16) + pclr(table) + cmap((0, 1, 0), (0, 1, 1), (0, 1, 2))
+                + cdef((0, 0, 2), (1, 0, 1), (2, 0, 3)), after=box(b"xml ", b"<a/>"))
+    boxes_end = codestream_box_at(clean) + 10
+    rng = np.random.default_rng(15)
+    t0 = time.perf_counter()
+    outcomes = set()
+    for _ in range(300):
+        data = bytearray(clean)
+        for _ in range(int(rng.integers(1, 4))):
+            at = int(rng.integers(0, boxes_end))
+            data[at] = int(rng.integers(0, 256)) if rng.random() < 0.7 else data[at] ^ 0x80
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", LenientWarning)
+            try:
+                decode(bytes(data))
+                outcomes.add("ok")
+            except CodestreamError as exc:
+                outcomes.add(type(exc).__name__)
+    assert time.perf_counter() - t0 < 30
+    assert "ok" in outcomes and len(outcomes) > 2, outcomes

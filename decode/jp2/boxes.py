@@ -89,7 +89,7 @@ def lenient(what: str, offset: int | None = None) -> None:
     warnings.warn(LenientWarning(f"{what}{where}"), stacklevel=3)
 
 
-def _top_boxes(data) -> list[Box]:
+def top_boxes(data) -> list[Box]:
     """The boxes of a JP2 file, as the peers read them: past the first Contiguous Codestream
     box, bytes that make no box are ignored (warned), and that box may run past the end of the
     file (what is there is used, warned). Anything else malformed raises."""
@@ -139,7 +139,7 @@ def read_jp2(data) -> tuple[memoryview, JP2Header | None]:
     """
     if not is_jp2(data):
         return memoryview(data), None
-    top = _top_boxes(data)
+    top = top_boxes(data)
     kinds = [b.type for b in top]
     if len(top) < 2 or top[1].type != b"ftyp":
         raise InvalidSegment("JP2: the File Type box must follow the signature", top[0].end)
