@@ -9,7 +9,10 @@ at the component's own size divided by ``2**reduce``, holding the samples after
 the inverse multiple component transform (G.2, G.3), DC level shift (G.1) and
 clipping to the component's precision (Ssiz, A.5.1): ``uint8`` up to 8 bits,
 ``uint16`` up to 16, else ``int32`` (signed components: ``int8``, ``int16``,
-``int32``). No JP2 colour space (colr) conversion is applied. The default back
+``int32``). For a JP2 file the channels are put in the order its Channel Definition box
+(cdef, I.5.3.6) gives: colour channels by association, then opacity. No JP2 colour space
+(colr) conversion is applied: ``cinegpu decode`` does that when it writes an image
+(``cinegpu.media.jp2_colour``). The default back
 end is ``"cpu"`` (numba); ``"cuda"``, ``"auto"`` and ``"numpy"`` are the others.
 """
 
@@ -17,6 +20,7 @@ from .errors import (
     BackendUnavailable,
     CodestreamError,
     InvalidSegment,
+    LenientWarning,
     LimitExceeded,
     MisplacedMarker,
     PipelineError,
@@ -33,6 +37,7 @@ __all__ = [
     "DecodeRequest",
     "Fault",
     "InvalidSegment",
+    "LenientWarning",
     "LimitExceeded",
     "MisplacedMarker",
     "PipelineError",

@@ -22,6 +22,18 @@ def decode(data, *, reduce: int = 0, layers: int | None = None, backend: str = "
     selects and orders the components returned (the inverse MCT is then
     skipped unless components 0-2 are all selected).
 
+    For a JP2 file (.jp2) the arrays are the raw channels: a palette (pclr/cmap) is applied
+    and the channels are put in the Channel Definition box's order (cdef: colour channels by
+    association, R G B or Y Cb Cr, then opacity), but no colour space is converted: sYCC stays
+    Y, Cb, Cr (chroma at its own, subsampled size), CMYK stays four channels, CIELab stays
+    L, a, b, and an ICC profile (colr method 2/3) is not applied (``JP2Header.icc_profile``
+    holds it; :func:`cinegpu.decode.jp2.read_jp2` gives the header). ``cinegpu decode``
+    converts them for display when it writes an image (``cinegpu.media.jp2_colour``).
+    ``Decoder.decode`` returns a ``Frame`` whose ``alpha`` names the opacity channel. With
+    ``components`` given, cdef is not applied (the indices are the codestream's).
+    What OpenJPEG and Grok tolerate in a JP2 file's boxes is decoded with a
+    :class:`~cinegpu.decode.errors.LenientWarning` (see ``read_jp2``).
+
     ``backend``: "cpu" (the default: numba kernels), "cuda" (CuPy kernels;
     :class:`UnsupportedFeature` without a device), "auto" (CUDA where CuPy finds a
     device, else the CPU) or "numpy" (the plain reference).

@@ -23,7 +23,7 @@ from . import tier1
 from .backend import Backend, select_backend
 from .codestream.header import Codestream, parse_codestream, tile_part_ppm_headers
 from .errors import UnsupportedFeature
-from .jp2 import JP2Header, apply_palette, read_jp2
+from .jp2 import JP2Header, apply_channels, apply_palette, read_jp2
 from .limits import (DEFAULT_MAX_MEMORY, DEFAULT_MAX_PIXELS, Cost, Limits, TileGeometry, check_limits,
                      memory_guard, tile_geometry)
 from .plan import TilePlan, build_tile_plan, check_plan
@@ -52,6 +52,8 @@ class Frame:
     warnings: list[Fault] = field(default_factory=list)
     #: seconds per stage: "parse" (headers, plan), "tier2", "tier1", "reconstruct"
     timings: dict[str, float] = field(default_factory=dict)
+    #: index in ``components`` of the opacity channel a JP2 file's cdef names, else None
+    alpha: int | None = None
 
     @property
     def damaged(self) -> bool:
@@ -354,12 +356,17 @@ def check_components(components, csiz: int):
 
 
 def finish_frame(prep: Prepared, out: list, reports: list[TileReport], components, reconstruct_s: float) -> Frame:
-    """Select components, apply a JP2 palette, gather timings."""
+    """Select components, apply a JP2 palette and (all components decoded) its channel
+    definitions, gather timings."""
+    alpha = None
     if components is not None:
         out = [out[c] for c in components]
-    if prep.jp2 is not None:
-        out = apply_palette(out, prep.jp2)
-    frame = Frame(out, reports, list(prep.cs.warnings))
+        if prep.jp2 is not None:
+            out = apply_palette(out, prep.jp2)
+    elif prep.jp2 is not None:
+        out, order = apply_channels(out, prep.jp2)
+        alpha = order.alpha
+    frame = Frame(out, reports, list(prep.cs.warnings), alpha=alpha)
     frame.timings = {
         "parse": prep.parse_s,
         "tier2": sum(r.tier2_s for r in reports),

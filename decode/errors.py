@@ -14,6 +14,11 @@
   the input; :class:`WorkerCrashed` when a worker process died with a frame in hand.
 - :class:`BackendUnavailable` (a ``RuntimeError``): the machine lacks what a back end needs
   (CuPy, a CUDA driver, a device); the message says what is missing and how to install it.
+
+One warning, :class:`LenientWarning` (a ``UserWarning``, through :mod:`warnings`): input that
+breaks the standard in a way OpenJPEG and Grok accept (bytes after the codestream box, a
+codestream box running past the end of the file, a header box outside the JP2 Header box); it
+is decoded as they decode it, and the warning says what was tolerated.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ __all__ = [
     "BackendUnavailable",
     "CodestreamError",
     "InvalidSegment",
+    "LenientWarning",
     "LimitExceeded",
     "MisplacedMarker",
     "PipelineError",
@@ -78,6 +84,15 @@ class LimitExceeded(UnsupportedFeature):
         self.needed = needed
         self.limit = limit
         super().__init__(what, offset)
+
+
+class LenientWarning(UserWarning):
+    """Input that breaks ISO/IEC 15444-1 but that OpenJPEG and Grok decode, decoded as they do.
+
+    Warned (``warnings.warn``), never raised: a JP2 file with stray bytes after its last box,
+    a Contiguous Codestream box whose length runs past the end of the file (what is there is
+    used), an ihdr/colr/pclr/cmap/cdef box outside the JP2 Header box.
+    """
 
 
 class PipelineError(RuntimeError):

@@ -63,14 +63,21 @@ def write_png(path: str | Path, components: list[np.ndarray], bits: list[int],
 
 
 def write_tiff(path: str | Path, components: list[np.ndarray], bits: list[int],
-               signed: list[bool]) -> None:
+               signed: list[bool], *, photometric: str | None = None, alpha: int | None = None) -> None:
     """TIFF through tifffile: 8 or 16 bit per sample, any number of samples, scaled to the
-    file's range."""
+    file's range. ``photometric``: "separated" for CMYK (default: RGB for 3 or 4 samples, else
+    grey); ``alpha``: the index of an opacity channel, marked as unassociated alpha when it is
+    the one extra sample after the colour ones."""
     import tifffile
 
     img, _ = _samples(components, bits, signed)
-    photometric = "rgb" if img.ndim == 3 and img.shape[2] in (3, 4) else "minisblack"
-    tifffile.imwrite(path, img, photometric=photometric)
+    if photometric is None:
+        photometric = "rgb" if img.ndim == 3 and img.shape[2] in (3, 4) else "minisblack"
+    colours = {"rgb": 3, "separated": 4, "minisblack": 1}.get(photometric, 1)
+    extra = {}
+    if alpha is not None and img.ndim == 3 and img.shape[2] == colours + 1 and alpha == colours:
+        extra["extrasamples"] = ("unassalpha",)
+    tifffile.imwrite(path, img, photometric=photometric, **extra)
 
 
 def write_pgx(path: str | Path, component: np.ndarray, bits: int, signed: bool) -> None:
@@ -82,10 +89,13 @@ def write_pgx(path: str | Path, component: np.ndarray, bits: int, signed: bool) 
 
 
 def write_image(path: str | Path, components: list[np.ndarray], bits: list[int],
-                signed: list[bool]) -> list[Path]:
+                signed: list[bool], *, photometric: str | None = None,
+                alpha: int | None = None) -> list[Path]:
     """Write by suffix (.tif/.tiff, .png, .pgx); returns the files written.
 
-    PGX writes ``stem_K.pgx`` per component (what opj_decompress does).
+    PGX writes ``stem_K.pgx`` per component (what opj_decompress does). ``photometric`` and
+    ``alpha`` are for TIFF (:func:`write_tiff`); PNG takes a 2- or 4-channel picture as grey or
+    RGB with alpha last.
     """
     path = Path(path)
     suffix = path.suffix.lower()
@@ -97,7 +107,7 @@ def write_image(path: str | Path, components: list[np.ndarray], bits: list[int],
             out.append(p)
         return out
     if suffix in (".tif", ".tiff"):
-        write_tiff(path, components, bits, signed)
+        write_tiff(path, components, bits, signed, photometric=photometric, alpha=alpha)
     elif suffix == ".png":
         write_png(path, components, bits, signed)
     else:

@@ -20,7 +20,7 @@ from cinegpu.decode.codestream.header import Codestream, parse_codestream
 from cinegpu.decode.codestream.reader import SegmentReader, read_u16
 from cinegpu.decode.codestream.siz import RSIZ_HTJ2K, parse_siz
 from cinegpu.decode.errors import CodestreamError
-from cinegpu.decode.jp2.boxes import boxes, is_jp2
+from cinegpu.decode.jp2.boxes import is_jp2, top_boxes
 
 from .errors import CorruptMedia, UnsupportedMedia, media_error_of
 
@@ -207,7 +207,7 @@ def codestream_of(data, path=None) -> tuple[memoryview, int]:
         return view, 0
     if is_jp2(data):
         try:
-            top = boxes(data, 0, len(data))
+            top = top_boxes(data)  # tolerant as decode() is (LenientWarning)
         except CodestreamError as exc:
             raise media_error_of(exc)(path, exc.what, exc.offset) from None
         for box in top:

@@ -2,16 +2,18 @@
 
 :func:`read_jp2` finds the codestream and the header boxes that change how
 it is shown: ihdr, colr, res, and the palette trio pclr/cmap/cdef. A raw
-codestream (starting with SOC) passes through untouched.
+codestream (starting with SOC) passes through untouched. What OpenJPEG and Grok tolerate is
+tolerated here with a :class:`~cinegpu.decode.errors.LenientWarning` (see :func:`read_jp2`).
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import InvalidSegment, TruncatedCodestream, UnsupportedFeature
+from ..errors import CodestreamError, InvalidSegment, LenientWarning, TruncatedCodestream, UnsupportedFeature
 
 SIGNATURE = b"\x00\x00\x00\x0cjP  \r\n\x87\n"
 #: Most boxes read from one file or superbox (every loop over input is bounded).
@@ -34,13 +36,36 @@ class JP2Header:
     width: int = 0
     components: int = 0
     bpc: int = 0
-    colourspace: int | None = None  #: EnumCS of colr (16 sRGB, 17 greyscale, 18 sYCC)
+    colour_method: int | None = None  #: METH of the first colr: 1 enumerated, 2/3 ICC profile
+    colourspace: int | None = None  #: EnumCS of colr (16 sRGB, 17 greyscale, 18 sYCC, 12 CMYK, 14 CIELab)
+    #: CIELab's (RL, OL, RA, OA, RB, OB, IL) when colr gives them (None: the defaults)
+    lab: tuple[int, ...] | None = None
     icc_profile: bytes | None = None
     palette: np.ndarray | None = None  #: (entries, columns) int64
     palette_bits: tuple[tuple[int, bool], ...] = ()  #: (bits, signed) per column
     cmap: tuple[tuple[int, int, int], ...] = ()  #: (component, mtyp, column) per channel
     cdef: tuple[tuple[int, int, int], ...] = ()  #: (channel, type, association)
     resolution: dict = field(default_factory=dict)
+    seen: set = field(default_factory=set)  #: header box types read so far
+
+
+def _box_at(data, pos: int, end: int) -> Box:
+    """The box whose header starts at ``pos`` (I.4); its ``end`` may lie past ``end``."""
+    if pos + 8 > end:
+        raise TruncatedCodestream("box header cut short", pos)
+    length = int.from_bytes(data[pos : pos + 4], "big")
+    kind = bytes(data[pos + 4 : pos + 8])
+    head = 8
+    if length == 1:
+        if pos + 16 > end:
+            raise TruncatedCodestream("XLBox cut short", pos)
+        length = int.from_bytes(data[pos + 8 : pos + 16], "big")
+        head = 16
+    elif length == 0:
+        length = end - pos
+    if length < head:
+        raise InvalidSegment(f"box {kind!r} has length {length}", pos)
+    return Box(kind, pos, pos + head, pos + length)
 
 
 def boxes(data, start: int, end: int) -> list[Box]:
@@ -50,24 +75,49 @@ def boxes(data, start: int, end: int) -> list[Box]:
     for _ in range(MAX_BOXES):
         if pos >= end:
             return out
-        if pos + 8 > end:
-            raise TruncatedCodestream("box header cut short", pos)
-        length = int.from_bytes(data[pos : pos + 4], "big")
-        kind = bytes(data[pos + 4 : pos + 8])
-        head = 8
-        if length == 1:
-            if pos + 16 > end:
-                raise TruncatedCodestream("XLBox cut short", pos)
-            length = int.from_bytes(data[pos + 8 : pos + 16], "big")
-            head = 16
-        elif length == 0:
-            length = end - pos
-        if length < head:
-            raise InvalidSegment(f"box {kind!r} has length {length}", pos)
-        if pos + length > end:
-            raise TruncatedCodestream(f"box {kind!r} of {length} bytes runs past the end", pos)
-        out.append(Box(kind, pos, pos + head, pos + length))
-        pos += length
+        b = _box_at(data, pos, end)
+        if b.end > end:
+            raise TruncatedCodestream(f"box {b.type!r} of {b.end - b.offset} bytes runs past the end", pos)
+        out.append(b)
+        pos = b.end
+    raise InvalidSegment(f"more than {MAX_BOXES} boxes", pos)
+
+
+def lenient(what: str, offset: int | None = None) -> None:
+    """Warn of input tolerated as OpenJPEG and Grok tolerate it (:class:`LenientWarning`)."""
+    where = f" at byte {offset}" if offset is not None else ""
+    warnings.warn(LenientWarning(f"{what}{where}"), stacklevel=3)
+
+
+def top_boxes(data) -> list[Box]:
+    """The boxes of a JP2 file, as the peers read them: past the first Contiguous Codestream
+    box, bytes that make no box are ignored (warned), and that box may run past the end of the
+    file (what is there is used, warned). Anything else malformed raises."""
+    out: list[Box] = []
+    pos, end = 0, len(data)
+    for _ in range(MAX_BOXES):
+        if pos >= end:
+            return out
+        after = any(b.type == b"jp2c" for b in out)
+        try:
+            b = _box_at(data, pos, end)
+        except CodestreamError as exc:
+            if not after:
+                raise
+            lenient(f"JP2: {end - pos} bytes after the codestream box ignored ({exc.what})", pos)
+            return out
+        if b.end > end:
+            if after:
+                lenient(f"JP2: {end - pos} bytes after the codestream box ignored (box {b.type!r} of "
+                        f"{b.end - b.offset} bytes runs past the end)", pos)
+                return out
+            if b.type != b"jp2c":
+                raise TruncatedCodestream(f"box {b.type!r} of {b.end - b.offset} bytes runs past the end", pos)
+            lenient(f"JP2: the codestream box's {b.end - b.offset} bytes run past the end of the file; "
+                    f"decoding the {end - b.start} there", pos)
+            b = Box(b.type, b.offset, b.start, end)
+        out.append(b)
+        pos = b.end
     raise InvalidSegment(f"more than {MAX_BOXES} boxes", pos)
 
 
@@ -75,23 +125,40 @@ def is_jp2(data) -> bool:
     return bytes(data[:12]) == SIGNATURE
 
 
+#: Boxes of the JP2 Header box (I.5.3) that the peers also read outside it.
+HEADER_BOXES = (b"ihdr", b"colr", b"pclr", b"cmap", b"cdef", b"res ")
+
+
 def read_jp2(data) -> tuple[memoryview, JP2Header | None]:
-    """(codestream, header) of a JP2 file; (data, None) for a raw codestream."""
+    """(codestream, header) of a JP2 file; (data, None) for a raw codestream.
+
+    As OpenJPEG and Grok (each tolerance warned with a :class:`LenientWarning`): bytes after
+    the codestream box that make no box are ignored; a codestream box running past the end of
+    the file is read to the end; a header box (ihdr, colr, pclr, cmap, cdef, res) found outside
+    the JP2 Header box is read when it follows that box, ignored when it comes before it.
+    """
     if not is_jp2(data):
         return memoryview(data), None
-    top = boxes(data, 0, len(data))
+    top = top_boxes(data)
     kinds = [b.type for b in top]
     if len(top) < 2 or top[1].type != b"ftyp":
         raise InvalidSegment("JP2: the File Type box must follow the signature", top[0].end)
     if b"jp2c" not in kinds:
         raise TruncatedCodestream("JP2: no Contiguous Codestream box", len(data))
-    header = JP2Header()
-    for b in top:
-        if b.type == b"jp2h":
-            _read_jp2h(data, b, header)
-            break
-    else:
+    if b"jp2h" not in kinds:
         raise InvalidSegment("JP2: no JP2 Header box", 0)
+    header = JP2Header()
+    jp2h = kinds.index(b"jp2h")
+    _read_jp2h(data, top[jp2h], header)
+    for i, b in enumerate(top):
+        if b.type not in HEADER_BOXES:
+            continue
+        name = b.type.decode("latin-1").strip()
+        if i < jp2h:
+            lenient(f"JP2: a {name} box before the JP2 Header box ignored", b.offset)
+            continue
+        lenient(f"JP2: a {name} box outside the JP2 Header box read as if inside it", b.offset)
+        _read_header_box(data, b, header)
     c = top[kinds.index(b"jp2c")]
     return memoryview(data)[c.start : c.end], header
 
@@ -107,37 +174,60 @@ def _need(box: Box, n: int) -> None:
 
 def _read_jp2h(data, jp2h: Box, h: JP2Header) -> None:
     for b in boxes(data, jp2h.start, jp2h.end):
-        s = b.start
-        if b.type == b"ihdr":
-            _need(b, 14)
-            h.height, h.width, h.components, h.bpc = _u(data, s, 4), _u(data, s + 4, 4), _u(data, s + 8, 2), data[s + 10]
-        elif b.type == b"colr" and h.colourspace is None and h.icc_profile is None:
-            _need(b, 3)
-            meth = data[s]
-            if meth == 1:
-                _need(b, 7)
-                h.colourspace = _u(data, s + 3, 4)
-            elif meth in (2, 3):
-                h.icc_profile = bytes(data[s + 3 : b.end])
-        elif b.type == b"pclr":
-            _read_pclr(data, b, h)
-        elif b.type == b"cmap":
-            if (b.end - s) % 4:
-                raise InvalidSegment("cmap: length is not a multiple of 4", s)
-            h.cmap = tuple((_u(data, p, 2), data[p + 2], data[p + 3]) for p in range(s, b.end, 4))
-        elif b.type == b"cdef":
-            _need(b, 2)
-            n = _u(data, s, 2)
-            _need(b, 2 + 6 * n)
-            h.cdef = tuple((_u(data, p, 2), _u(data, p + 2, 2), _u(data, p + 4, 2)) for p in range(s + 2, s + 2 + 6 * n, 6))
-        elif b.type == b"res ":
-            for rb in boxes(data, b.start, b.end):
-                if rb.end - rb.start >= 10:
-                    r = rb.start
-                    h.resolution[rb.type.decode("latin-1")] = (
-                        _u(data, r, 2), _u(data, r + 2, 2), _u(data, r + 4, 2), _u(data, r + 6, 2),
-                        data[r + 8], data[r + 9],
-                    )
+        _read_header_box(data, b, h)
+
+
+def _read_header_box(data, b: Box, h: JP2Header) -> None:
+    """One box of the JP2 Header box (I.5.3) into ``h``; the first ihdr and colr count (I.5.3.3:
+    a reader ignores later colr boxes), a second pclr, cmap or cdef is an error (as OpenJPEG)."""
+    s = b.start
+    name = b.type.decode("latin-1").strip()
+    if b.type in (b"pclr", b"cmap", b"cdef") and name in h.seen:
+        raise InvalidSegment(f"JP2: a second {name} box", b.offset)
+    h.seen.add(name)
+    if b.type == b"ihdr" and not h.components:
+        _need(b, 14)
+        h.height, h.width, h.components, h.bpc = _u(data, s, 4), _u(data, s + 4, 4), _u(data, s + 8, 2), data[s + 10]
+    elif b.type == b"colr" and h.colour_method is None:
+        _read_colr(data, b, h)
+    elif b.type == b"pclr":
+        _read_pclr(data, b, h)
+    elif b.type == b"cmap":
+        if (b.end - s) % 4:
+            raise InvalidSegment("cmap: length is not a multiple of 4", s)
+        h.cmap = tuple((_u(data, p, 2), data[p + 2], data[p + 3]) for p in range(s, b.end, 4))
+    elif b.type == b"cdef":
+        _need(b, 2)
+        n = _u(data, s, 2)
+        if n == 0:
+            raise InvalidSegment("cdef: no channel described", s)
+        _need(b, 2 + 6 * n)
+        h.cdef = tuple((_u(data, p, 2), _u(data, p + 2, 2), _u(data, p + 4, 2)) for p in range(s + 2, s + 2 + 6 * n, 6))
+    elif b.type == b"res ":
+        for rb in boxes(data, b.start, b.end):
+            if rb.end - rb.start >= 10:
+                r = rb.start
+                h.resolution[rb.type.decode("latin-1")] = (
+                    _u(data, r, 2), _u(data, r + 2, 2), _u(data, r + 4, 2), _u(data, r + 6, 2),
+                    data[r + 8], data[r + 9],
+                )
+
+
+def _read_colr(data, b: Box, h: JP2Header) -> None:
+    """The Colour Specification box (I.5.3.3): METH, PREC, APPROX, then EnumCS or a profile.
+    EnumCS 14 (CIELab, T.801 M.11.7.4) may carry its range and offset parameters."""
+    _need(b, 3)
+    s = b.start
+    meth = data[s]
+    if meth == 1:
+        _need(b, 7)
+        h.colour_method = 1
+        h.colourspace = _u(data, s + 3, 4)
+        if h.colourspace == 14 and b.end - s >= 35:
+            h.lab = tuple(_u(data, p, 4) for p in range(s + 7, s + 35, 4))
+    elif meth in (2, 3):
+        h.colour_method = meth
+        h.icc_profile = bytes(data[s + 3 : b.end])
 
 
 def _read_pclr(data, b: Box, h: JP2Header) -> None:
@@ -162,11 +252,14 @@ def _read_pclr(data, b: Box, h: JP2Header) -> None:
 
 
 def apply_palette(components: list[np.ndarray], h: JP2Header) -> list[np.ndarray]:
-    """Map palette indices to colours as cmap says (I.5.3.4, I.5.3.5)."""
+    """Map palette indices to colours as cmap says (I.5.3.4, I.5.3.5); a palette without a
+    cmap box is ignored (warned), as the peers ignore it."""
     if h.palette is None:
         return components
     if not h.cmap:
-        raise InvalidSegment("JP2: pclr without cmap")
+        # OpenJPEG and Grok drop such a palette and return the indices
+        lenient("JP2: a pclr box without a cmap box ignored (the indices are returned)")
+        return components
     out = []
     for cmp_, mtyp, pcol in h.cmap:
         if cmp_ >= len(components):

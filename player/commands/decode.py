@@ -46,10 +46,10 @@ def _check_paths(source: Path, output: Path) -> str | None:
 
 
 def run(args) -> int:
-    from cinegpu.decode import BackendUnavailable, CodestreamError
-    from cinegpu.decode.codestream.header import parse_codestream
+    import warnings
+
+    from cinegpu.decode import BackendUnavailable, CodestreamError, LenientWarning
     from cinegpu.decode.decoder import Decoder
-    from cinegpu.decode.jp2 import read_jp2
     from cinegpu.decode.limits import DEFAULT_MAX_MEMORY, DEFAULT_MAX_PIXELS
     from cinegpu.media.image_files import write_image
 
@@ -61,25 +61,70 @@ def run(args) -> int:
         print(f"cinegpu decode: {problem}", file=sys.stderr)
         return 2
     data = args.file.read_bytes()
-    try:
-        decoder = Decoder(args.backend, max_pixels=limit(args.max_pixels, DEFAULT_MAX_PIXELS),
-                          max_memory=limit(args.max_memory, DEFAULT_MAX_MEMORY))
-        frame = decoder.decode(data, reduce=args.reduce, layers=args.layers,
-                               strict=not args.resilient)
-        siz = parse_codestream(read_jp2(data)[0]).siz
-    except (CodestreamError, BackendUnavailable) as exc:
-        print(f"cinegpu decode: {args.file}: {exc}", file=sys.stderr)
+    with warnings.catch_warnings(record=True) as tolerated:
+        warnings.simplefilter("always", LenientWarning)
+        try:
+            decoder = Decoder(args.backend, max_pixels=limit(args.max_pixels, DEFAULT_MAX_PIXELS),
+                              max_memory=limit(args.max_memory, DEFAULT_MAX_MEMORY))
+            frame = decoder.decode(data, reduce=args.reduce, layers=args.layers,
+                                   strict=not args.resilient)
+            picture = _picture(data, frame, args)
+            error = None
+        except (CodestreamError, BackendUnavailable) as exc:
+            error = exc
+    # what the peers tolerate (LenientWarning), each said once
+    for message in dict.fromkeys(str(w.message) for w in tolerated if issubclass(w.category, LenientWarning)):
+        print(f"cinegpu decode: {args.file}: warning: {message}", file=sys.stderr)
+    if error is not None:
+        print(f"cinegpu decode: {args.file}: {error}", file=sys.stderr)
         return 2
-    comps = frame.components
-    bits = [siz.precision(c) for c in range(len(comps))] if len(comps) == siz.Csiz else [16] * len(comps)
-    signed = [siz.signed(c) for c in range(len(comps))] if len(comps) == siz.Csiz else [False] * len(comps)
+    comps = picture.components
+    for note in picture.notes:
+        print(f"cinegpu decode: {args.file}: warning: {note}", file=sys.stderr)
     out = args.output
     if out.suffix.lower() in (".tif", ".tiff", ".png") and len({c.shape for c in comps}) > 1:
         out = out.with_suffix(".pgx")
         print(f"components differ in size: writing PGX ({out.stem}_N.pgx)", file=sys.stderr)
-    for path in write_image(out, comps, bits, signed):
+    for path in write_image(out, comps, picture.bits, picture.signed, photometric=picture.photometric,
+                            alpha=picture.alpha):
         print(path)
     for r in frame.reports:
         for fault in r.faults:
             print(f"concealed: tile {r.tile}: {fault}", file=sys.stderr)
     return 0
+
+
+def _picture(data: bytes, frame, args):
+    """What to write: the frame's channels with their precision; for a JP2 file written as TIFF
+    or PNG, converted to display colours (``cinegpu.media.jp2_colour``). PGX keeps the decoded
+    values."""
+    from cinegpu.decode.codestream.header import parse_codestream
+    from cinegpu.decode.jp2 import channel_depths, channel_order, read_jp2
+    from cinegpu.media.jp2_colour import Picture, for_display
+
+    codestream, header = read_jp2(data)
+    siz = parse_codestream(codestream).siz
+    comps = frame.components
+    depths = [(siz.precision(c), siz.signed(c)) for c in range(siz.Csiz)]
+    if header is not None:
+        depths = channel_depths(header, depths)
+        if len(depths) == len(comps):
+            depths = channel_order(header, len(comps)).apply(depths)
+    if len(depths) != len(comps):
+        depths = [(16, False)] * len(comps)
+    bits, signed = [d[0] for d in depths], [d[1] for d in depths]
+    suffix = args.output.suffix.lower()
+    if header is None or suffix == ".pgx":
+        return Picture(comps, bits, signed, frame.alpha)
+    origins = None
+    if len(comps) == siz.Csiz and header.palette is None and not header.cdef:
+        # each component's first sample on its own grid, reduced (for sYCC chroma siting); the
+        # channels after a palette or cdef are not the components: their origins stay 0
+        origins = [(_ceil(_ceil(siz.XOsiz, siz.XRsiz[c]), 1 << args.reduce),
+                    _ceil(_ceil(siz.YOsiz, siz.YRsiz[c]), 1 << args.reduce)) for c in range(siz.Csiz)]
+    return for_display(comps, bits, signed, header, alpha=frame.alpha, tiff=suffix in (".tif", ".tiff"),
+                       origins=origins)
+
+
+def _ceil(a: int, b: int) -> int:
+    return -(-a // b)
