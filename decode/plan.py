@@ -24,6 +24,7 @@ import numpy as np
 from . import tier1
 from .codestream.header import Codestream, Tile
 from .errors import InvalidSegment, UnsupportedFeature
+from .transform.layout import FlatLayout
 
 # Columns of the precinct-band table.
 PB_NCBX, PB_NCBY, PB_CB_FIRST, PB_NODES = 0, 1, 2, 3
@@ -93,6 +94,17 @@ class TileComponent:
     reversible: bool
     resolutions: list[Resolution]  #: all NL+1, decoded or not
     decoded: int  #: resolutions kept after ``reduce``: 0..decoded-1
+    #: the decoded bands in the flat buffer, for the reconstruction (None: built on first use)
+    layout: FlatLayout | None = field(default=None, repr=False, compare=False)
+
+    def flat_layout(self) -> FlatLayout:
+        """Where the decoded resolutions' bands lie in the tile's flat buffer (built once)."""
+        if self.layout is None:
+            res = self.resolutions[: self.decoded]
+            bands = [res[0].bands[0]] + [b for r in res[1:] for b in r.bands]
+            self.layout = FlatLayout.build([(b.offset, b.height, b.width) for b in bands],
+                                           [r.rect for r in res[1:]], [b.delta for b in bands])
+        return self.layout
 
 
 @dataclass
@@ -118,6 +130,9 @@ class TilePlan:
     progression: int
     pocs: list = field(default_factory=list)
     mct: int = 0
+    #: the tile's packet orders by layer count, filled by tier2.progression.packet_order (a plan
+    #: is reused frame after frame, and the order depends on the plan and the layers alone)
+    packet_orders: dict = field(default_factory=dict, repr=False, compare=False)
 
 
 def tile_rect(cs: Codestream, t: int) -> tuple[int, int, int, int]:
