@@ -146,6 +146,29 @@ def tile_rect(cs: Codestream, t: int) -> tuple[int, int, int, int]:
     return tx0, ty0, tx1, ty1
 
 
+def sampling_pairs(siz) -> list[tuple[int, int]]:
+    """The distinct (XRsiz, YRsiz) of the components, smallest first: what decides whether a
+    tile holds samples of a component (:func:`tile_covers_samples`)."""
+    return sorted({(siz.XRsiz[c], siz.YRsiz[c]) for c in range(siz.Csiz)}, key=lambda p: (p[0] * p[1], p))
+
+
+def tile_covers_samples(cs: Codestream, t: int, reduce: int = 0, pairs: list | None = None) -> bool:
+    """Whether tile ``t`` holds a sample of some component at the resolution decoded.
+
+    A tile-component's samples are those of its rectangle on the component's grid (B-12),
+    divided by ``2**reduce`` (B-14, r = NL - reduce): a tile narrower than a component's
+    sub-sampling, or than ``2**reduce`` samples, can hold none. A tile holding none may be
+    left out of the codestream without loss (its packets would be empty).
+    ``pairs``: :func:`sampling_pairs` of ``cs.siz``, when the caller has them.
+    """
+    tx0, ty0, tx1, ty1 = tile_rect(cs, t)
+    for xr, yr in sampling_pairs(cs.siz) if pairs is None else pairs:
+        mx, my = xr << reduce, yr << reduce
+        if _cdiv(tx1, mx) > _cdiv(tx0, mx) and _cdiv(ty1, my) > _cdiv(ty0, my):
+            return True
+    return False
+
+
 def build_tile_plan(cs: Codestream, t: int, reduce: int = 0) -> TilePlan:
     """Lay out tile ``t``: resolutions, subbands, precincts, code-blocks."""
     tile = cs.tiles.get(t)
