@@ -2,11 +2,38 @@
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
+
 import numpy as np
 
 from .decoder import Decoder
 from .limits import DEFAULT_MAX_MEMORY, DEFAULT_MAX_PIXELS
 from .request import DecodeRequest
+
+#: Decoders kept per thread, one per (back end, max_pixels, max_memory), least recently used first out.
+DECODERS_PER_THREAD = 4
+
+# The one piece of module state: each thread's decoders, so that calls of decode() on a
+# sequence of frames reuse their plans (Decoder caches them per header) as a Decoder would.
+_per_thread = threading.local()
+
+
+def cached_decoder(backend: str, max_pixels: int | None, max_memory: int | None) -> Decoder:
+    """This thread's :class:`Decoder` for these settings (made on first use, at most
+    :data:`DECODERS_PER_THREAD` kept per thread)."""
+    decoders = getattr(_per_thread, "decoders", None)
+    if decoders is None:
+        decoders = _per_thread.decoders = OrderedDict()
+    key = (backend, max_pixels, max_memory)
+    decoder = decoders.get(key)
+    if decoder is None:
+        decoder = decoders[key] = Decoder(backend, max_pixels=max_pixels, max_memory=max_memory)
+        while len(decoders) > DECODERS_PER_THREAD:
+            decoders.popitem(last=False)
+    else:
+        decoders.move_to_end(key)
+    return decoder
 
 
 def decode(data, *, reduce: int = 0, layers: int | None = None, backend: str = "cpu",
@@ -46,7 +73,11 @@ def decode(data, *, reduce: int = 0, layers: int | None = None, backend: str = "
 
     ``request``: ``reduce``, ``layers``, ``strict`` and ``components`` as one
     :class:`~cinegpu.decode.request.DecodeRequest` instead (then leave those keywords out).
+
+    A call reuses what an earlier call of the same thread with the same ``backend`` and limits
+    planned for the same headers (see :func:`cached_decoder`), so decoding a sequence of frames
+    costs their tier-2, tier-1 and reconstruction only.
     """
     request = DecodeRequest.given(request, reduce=reduce, layers=layers, strict=strict, components=components)
-    frame = Decoder(backend, max_pixels=max_pixels, max_memory=max_memory).decode(data, request=request)
+    frame = cached_decoder(backend, max_pixels, max_memory).decode(data, request=request)
     return frame.components

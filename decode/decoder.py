@@ -26,7 +26,7 @@ from .errors import UnsupportedFeature
 from .jp2 import JP2Header, apply_channels, apply_palette, read_jp2
 from .limits import (DEFAULT_MAX_MEMORY, DEFAULT_MAX_PIXELS, Cost, Limits, TileGeometry, check_limits,
                      memory_guard, tile_geometry)
-from .plan import TilePlan, build_tile_plan, check_plan
+from .plan import TilePlan, build_tile_plan, check_plan, sampling_pairs, tile_covers_samples
 from .reconstruct import reconstruct_tile
 from .request import DecodeRequest
 from .strictness import Fault, Strictness
@@ -37,6 +37,9 @@ log = logging.getLogger("cinegpu.decode")
 
 #: Plans kept per decoder (one per distinct tile header and reduce level).
 PLAN_CACHE_SIZE = 4096
+#: Component sub-samplings looked at, over all absent tiles of a frame, to tell which of them
+#: hold no samples (missing_tiles); bounds that look to a few tens of milliseconds.
+MISSING_TILE_CHECKS = 1 << 16
 
 
 @dataclass
@@ -77,6 +80,8 @@ class Prepared:
     ht: bool = False
     #: what the decode was estimated to need (cinegpu.decode.limits)
     cost: Cost | None = None
+    #: tiles absent from the codestream that hold samples at this resolution (concealed: zeros)
+    missing: tuple[int, ...] = ()
 
     @property
     def strict(self) -> bool:
@@ -191,10 +196,10 @@ class Decoder:
         t0 = time.perf_counter()
         codestream, jp2 = read_jp2(data)
         cs = parse_codestream(codestream, strict=policy)
-        if len(cs.tiles) != cs.siz.num_tiles:
+        missing = missing_tiles(cs, reduce)
+        if missing:
             # resilient: recorded in the missing tile's report (missing_tile_report) and left zero
-            missing = next(t for t in range(cs.siz.num_tiles) if t not in cs.tiles)
-            policy.fault(missing_tile(missing, cs.siz.num_tiles))
+            policy.fault(missing_tile(missing[0], cs.siz.num_tiles))
         main_key = self._main_key(cs)
         cost = check_limits(cs, reduce, self.limits, len(codestream),
                             lambda t: self.geometry(cs, t, reduce, main_key))
@@ -202,15 +207,14 @@ class Decoder:
         plans = [self.plan(cs, t, reduce, main_key) for t in sorted(cs.tiles)]
         offsets = np.concatenate(([0], np.cumsum([p.coeff_size for p in plans], dtype=np.int64))).astype(int).tolist()
         return Prepared(cs, jp2, plans, offsets[:-1], offsets[-1], reduce, layers, policy,
-                        time.perf_counter() - t0, has_ht_blocks(plans), cost)
+                        time.perf_counter() - t0, has_ht_blocks(plans), cost, missing)
 
     @memory_guard
     def entropy_decode(self, prep: Prepared, out: np.ndarray | None = None) -> tuple[np.ndarray, list[TileReport]]:
         """Tier-2 and tier-1 of every tile into one int32 buffer of ``prep.size``."""
         coeffs = np.empty(prep.size, np.int32) if out is None else out
         ppm = tile_part_ppm_headers(prep.cs)
-        reports = [missing_tile_report(t, prep.cs.siz.num_tiles) for t in range(prep.cs.siz.num_tiles)
-                   if t not in prep.cs.tiles]
+        reports = [missing_tile_report(t, prep.cs.siz.num_tiles) for t in prep.missing]
         for plan, off in zip(prep.plans, prep.offsets):
             _, report = decode_tile(prep.cs, plan, prep.cs.tiles.get(plan.index), layers=prep.layers,
                                     ppm=ppm, policy=prep.policy, out=coeffs[off : off + plan.coeff_size])
@@ -221,8 +225,7 @@ class Decoder:
     def tier2(self, prep: Prepared) -> tuple[list[TileSegments | None], list[TileReport]]:
         """Tier-2 of every planned tile: the arrays tier-1 takes, per tile."""
         ppm = tile_part_ppm_headers(prep.cs)
-        reports = [missing_tile_report(t, prep.cs.siz.num_tiles) for t in range(prep.cs.siz.num_tiles)
-                   if t not in prep.cs.tiles]
+        reports = [missing_tile_report(t, prep.cs.siz.num_tiles) for t in prep.missing]
         segments = []
         for plan in prep.plans:
             report = TileReport(plan.index)
@@ -344,6 +347,28 @@ class Decoder:
         t0 = time.perf_counter()
         out = self.reconstruct(prep, coeffs, components)
         return finish_frame(prep, out, reports, components, time.perf_counter() - t0)
+
+
+def missing_tiles(cs: Codestream, reduce: int) -> tuple[int, ...]:
+    """Tiles no tile-part carries (A.4.2) that hold samples at the resolution decoded.
+
+    A tile that holds no sample of any component there (narrower than a component's
+    sub-sampling, say: :func:`~.plan.tile_covers_samples`) has nothing to lose and is not
+    missing. The look costs a tile's distinct component sub-samplings; past
+    :data:`MISSING_TILE_CHECKS` of them, an absent tile counts as missing unlooked.
+    """
+    if len(cs.tiles) == cs.siz.num_tiles:
+        return ()
+    pairs = sampling_pairs(cs.siz)
+    budget = MISSING_TILE_CHECKS
+    missing = []
+    for t in range(cs.siz.num_tiles):
+        if t in cs.tiles:
+            continue
+        budget -= len(pairs)
+        if budget < 0 or tile_covers_samples(cs, t, reduce, pairs):
+            missing.append(t)
+    return tuple(missing)
 
 
 def check_components(components, csiz: int):

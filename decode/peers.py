@@ -8,6 +8,7 @@ caller prints the ratio against our own decode of the same frames.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -72,6 +73,96 @@ def opj_decompress(files: list[Path], threads: int = 1, processes: int = 1) -> P
     return _timed(f"opj_decompress ({threads} thread{'s' if threads > 1 else ''} x {processes} proc)",
                   lambda f, o: [exe, "-i", str(f), "-o", str(o), "-threads", str(threads), "-quiet"],
                   files, processes)
+
+
+def have_opj_decompress() -> bool:
+    return shutil.which("opj_decompress") is not None
+
+
+def opj_decode_time(path: Path, threads: int = 1) -> tuple[float | None, float] | None:
+    """One ``opj_decompress -threads N`` run on ``path``, writing PGX to a temporary folder:
+    (its reported "decode time" in ms, or None where it prints none; the process's wall time
+    in ms), or None when it fails or is not installed."""
+    exe = shutil.which("opj_decompress")
+    if exe is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix="cinegpu-peer-") as tmp:
+        t0 = time.perf_counter()
+        run = subprocess.run([exe, "-i", str(path), "-o", str(Path(tmp) / "out.pgx"), "-threads", str(threads)],
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        wall = (time.perf_counter() - t0) * 1e3
+    if run.returncode != 0:
+        return None
+    said = re.search(rb"decode time: (\d+(?:\.\d+)?) ms", run.stdout)
+    return (float(said.group(1)) if said else None), wall
+
+
+def _libopenjp2():
+    """OpenJPEG's library (what opj_decompress runs) through ctypes, or None where absent."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("openjp2") or "libopenjp2.so.7"
+    try:
+        lib = ctypes.CDLL(name)
+    except OSError:
+        return None
+    p, i = ctypes.c_void_p, ctypes.c_int
+    for fn, res, args in (
+        ("opj_create_decompress", p, [i]),
+        ("opj_stream_create_default_file_stream", p, [ctypes.c_char_p, i]),
+        ("opj_set_default_decoder_parameters", None, [p]),
+        ("opj_setup_decoder", i, [p, p]),
+        ("opj_codec_set_threads", i, [p, i]),
+        ("opj_read_header", i, [p, p, ctypes.POINTER(p)]),
+        ("opj_decode", i, [p, p, p]),
+        ("opj_end_decompress", i, [p, p]),
+        ("opj_image_destroy", None, [p]),
+        ("opj_stream_destroy", None, [p]),
+        ("opj_destroy_codec", None, [p]),
+    ):
+        getattr(lib, fn).restype, getattr(lib, fn).argtypes = res, args
+    return lib
+
+
+def openjpeg_decode_ms(path: Path, threads: int = 1, repeat: int = 5) -> float | None:
+    """Milliseconds libopenjp2 takes to decode ``path`` in this process: the median of
+    ``repeat`` runs after one untimed run, each timed around ``opj_read_header``, ``opj_decode``
+    and ``opj_end_decompress`` (the span opj_decompress reports as its "decode time", to the
+    microsecond instead of the millisecond). None: no libopenjp2, or it failed."""
+    import ctypes
+
+    lib = _libopenjp2()
+    if lib is None:
+        return None
+    codec_kind = 2 if path.suffix.lower() == ".jp2" else 0  # OPJ_CODEC_JP2, OPJ_CODEC_J2K
+
+    def once() -> float | None:
+        params = ctypes.create_string_buffer(1 << 16)  # opj_dparameters_t is far smaller
+        lib.opj_set_default_decoder_parameters(params)
+        stream = lib.opj_stream_create_default_file_stream(str(path).encode(), 1)
+        codec = lib.opj_create_decompress(codec_kind)
+        image = ctypes.c_void_p()
+        try:
+            if not (stream and codec and lib.opj_setup_decoder(codec, params)
+                    and lib.opj_codec_set_threads(codec, threads)):
+                return None
+            t0 = time.perf_counter()
+            ok = (lib.opj_read_header(stream, codec, ctypes.byref(image)) and lib.opj_decode(codec, stream, image)
+                  and lib.opj_end_decompress(codec, stream))
+            return (time.perf_counter() - t0) * 1e3 if ok else None
+        finally:
+            if image:
+                lib.opj_image_destroy(image)
+            if stream:
+                lib.opj_stream_destroy(stream)
+            if codec:
+                lib.opj_destroy_codec(codec)
+
+    if once() is None:
+        return None
+    times = [once() for _ in range(repeat)]
+    return None if None in times else sorted(times)[len(times) // 2]
 
 
 def grk_decompress(files: list[Path], threads: int = 1, processes: int = 1) -> PeerResult | None:

@@ -24,6 +24,7 @@ import numpy as np
 from . import tier1
 from .codestream.header import Codestream, Tile
 from .errors import InvalidSegment, UnsupportedFeature
+from .transform.layout import FlatLayout
 
 # Columns of the precinct-band table.
 PB_NCBX, PB_NCBY, PB_CB_FIRST, PB_NODES = 0, 1, 2, 3
@@ -93,6 +94,17 @@ class TileComponent:
     reversible: bool
     resolutions: list[Resolution]  #: all NL+1, decoded or not
     decoded: int  #: resolutions kept after ``reduce``: 0..decoded-1
+    #: the decoded bands in the flat buffer, for the reconstruction (None: built on first use)
+    layout: FlatLayout | None = field(default=None, repr=False, compare=False)
+
+    def flat_layout(self) -> FlatLayout:
+        """Where the decoded resolutions' bands lie in the tile's flat buffer (built once)."""
+        if self.layout is None:
+            res = self.resolutions[: self.decoded]
+            bands = [res[0].bands[0]] + [b for r in res[1:] for b in r.bands]
+            self.layout = FlatLayout.build([(b.offset, b.height, b.width) for b in bands],
+                                           [r.rect for r in res[1:]], [b.delta for b in bands])
+        return self.layout
 
 
 @dataclass
@@ -118,6 +130,9 @@ class TilePlan:
     progression: int
     pocs: list = field(default_factory=list)
     mct: int = 0
+    #: the tile's packet orders by layer count, filled by tier2.progression.packet_order (a plan
+    #: is reused frame after frame, and the order depends on the plan and the layers alone)
+    packet_orders: dict = field(default_factory=dict, repr=False, compare=False)
 
 
 def tile_rect(cs: Codestream, t: int) -> tuple[int, int, int, int]:
@@ -129,6 +144,29 @@ def tile_rect(cs: Codestream, t: int) -> tuple[int, int, int, int]:
     tx1 = min(s.XTOsiz + (p + 1) * s.XTsiz, s.Xsiz)
     ty1 = min(s.YTOsiz + (q + 1) * s.YTsiz, s.Ysiz)
     return tx0, ty0, tx1, ty1
+
+
+def sampling_pairs(siz) -> list[tuple[int, int]]:
+    """The distinct (XRsiz, YRsiz) of the components, smallest first: what decides whether a
+    tile holds samples of a component (:func:`tile_covers_samples`)."""
+    return sorted({(siz.XRsiz[c], siz.YRsiz[c]) for c in range(siz.Csiz)}, key=lambda p: (p[0] * p[1], p))
+
+
+def tile_covers_samples(cs: Codestream, t: int, reduce: int = 0, pairs: list | None = None) -> bool:
+    """Whether tile ``t`` holds a sample of some component at the resolution decoded.
+
+    A tile-component's samples are those of its rectangle on the component's grid (B-12),
+    divided by ``2**reduce`` (B-14, r = NL - reduce): a tile narrower than a component's
+    sub-sampling, or than ``2**reduce`` samples, can hold none. A tile holding none may be
+    left out of the codestream without loss (its packets would be empty).
+    ``pairs``: :func:`sampling_pairs` of ``cs.siz``, when the caller has them.
+    """
+    tx0, ty0, tx1, ty1 = tile_rect(cs, t)
+    for xr, yr in sampling_pairs(cs.siz) if pairs is None else pairs:
+        mx, my = xr << reduce, yr << reduce
+        if _cdiv(tx1, mx) > _cdiv(tx0, mx) and _cdiv(ty1, my) > _cdiv(ty0, my):
+            return True
+    return False
 
 
 def build_tile_plan(cs: Codestream, t: int, reduce: int = 0) -> TilePlan:

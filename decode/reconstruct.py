@@ -3,7 +3,8 @@
 One path for every transform back end (:class:`~cinegpu.decode.transform.backend.TransformBackend`:
 the numpy reference :mod:`cinegpu.decode.transform`, the numba ``cpu_backend``
 and the CuPy ``cuda_backend``), through their fused entry points
-``dequantize_idwt`` and ``reconstruct_mct``.  Input is the flat coefficient
+``dequantize_idwt_flat`` and ``reconstruct_mct_flat``, which take the flat buffer and each
+tile-component's :class:`~cinegpu.decode.transform.layout.FlatLayout` (kept in the plan).  Input is the flat coefficient
 buffer from :mod:`cinegpu.decode.tile`; output one int32 array per component
 at the decoded resolution (T.800 Annexes E, F, G).
 """
@@ -13,20 +14,6 @@ from __future__ import annotations
 from .errors import InvalidSegment
 from .plan import TileComponent, TilePlan
 from .transform.backend import TransformBackend
-
-
-def _raw(coeffs, band):
-    """The tier-1 values of ``band`` as a 2-D view of the flat buffer."""
-    return coeffs[band.offset : band.offset + band.width * band.height].reshape(band.height, band.width)
-
-
-def _fused_args(tc: TileComponent, coeffs):
-    """(ll, levels, deltas) of the fused dequantise + IDWT calls."""
-    res = tc.resolutions[: tc.decoded]
-    ll = _raw(coeffs, res[0].bands[0])
-    levels = [(*(_raw(coeffs, b) for b in r.bands), r.rect) for r in res[1:]]
-    deltas = [res[0].bands[0].delta] + [b.delta for r in res[1:] for b in r.bands]
-    return ll, levels, deltas
 
 
 def _check_mct(plan: TilePlan) -> bool:
@@ -55,12 +42,13 @@ def reconstruct_tile(plan: TilePlan, coeffs, siz, tf: TransformBackend, componen
     out: list = [None] * n
     first = 0
     if mct:
-        args = [_fused_args(tc, coeffs) for tc in plan.components[:3]]
-        out[0], out[1], out[2] = tf.reconstruct_mct(args, reversible, [siz.precision(c) for c in range(3)],
-                                                    [siz.signed(c) for c in range(3)])
+        layouts = [tc.flat_layout() for tc in plan.components[:3]]
+        out[0], out[1], out[2] = tf.reconstruct_mct_flat(coeffs, layouts, reversible,
+                                                         [siz.precision(c) for c in range(3)],
+                                                         [siz.signed(c) for c in range(3)])
         first = 3
     for tc in plan.components[first:]:
         if tc.c in wanted:
-            values = tf.dequantize_idwt(*_fused_args(tc, coeffs), tc.reversible)
+            values = tf.dequantize_idwt_flat(coeffs, tc.flat_layout(), tc.reversible)
             out[tc.c] = tf.to_samples(values, siz.precision(tc.c), siz.signed(tc.c))
     return out

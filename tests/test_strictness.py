@@ -28,7 +28,7 @@ from cinegpu.decode.codestream.header import parse_codestream
 from cinegpu.decode.decoder import Decoder
 from cinegpu.decode.strictness import RESILIENT, STRICT
 
-from test_errors import SOT_AT, seg, siz, stream, tile_part
+from test_errors import SOT_AT, cod, qcd, seg, siz, stream, tile_part
 
 # ------------------------------------------------------------------ the policy alone
 
@@ -186,3 +186,41 @@ def test_packet_data_running_out(capsys, tmp_path):
     path.write_bytes(data)
     assert main(["decode", str(path), "-o", str(tmp_path / "out.pgx"), "--resilient"]) == 0
     assert f"concealed: tile 0: {fault}\n" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ absent tiles that hold no samples
+
+
+def _subsampled_two_tiles(*tiles: int) -> bytes:
+    """Two 1 x 1 tiles over a 2 x 1 image of one component sub-sampled 2:1 across (XRsiz = 2):
+    tile 0 holds the component's one sample (x = 0), tile 1 none (B-12: ceil(1/2) = ceil(2/2))."""
+    return stream(size=siz(w=2, h=1, tw=1, th=1, comps=((7, 2, 1),)), tiles=b"".join(tile_part(t) for t in tiles))
+
+
+def test_absent_tile_holding_no_samples_is_not_missing():
+    """T.800 B.3: a tile-component narrower than the sub-sampling is empty; leaving its tile
+    out loses nothing (as in the b2_mono case of issue 15), so strict decoding takes it."""
+    data = _subsampled_two_tiles(0)
+    (plane,) = decode(data)
+    assert plane.shape == (1, 1) and plane[0, 0] == 128  # zero coefficient, DC shift (G.1.2)
+    frame = Decoder().decode(data)
+    assert not frame.damaged and [r.tile for r in frame.reports] == [0]
+
+
+def test_absent_tile_holding_samples_is_still_missing():
+    data = _subsampled_two_tiles(1)
+    with pytest.raises(TruncatedCodestream, match="tile 0 is missing"):
+        decode(data)
+    frame = Decoder().decode(data, strict=False)
+    assert frame.damaged
+    assert [(r.tile, [str(f) for f in r.faults]) for r in frame.reports] == [(0, ["tile missing"]), (1, [])]
+
+
+def test_absent_tile_empty_only_at_the_reduced_resolution():
+    """At reduce 1 a one-sample-wide tile at an odd position holds nothing (B-14); at reduce 0 it does."""
+    data = stream(size=siz(w=2, h=2, tw=1, th=2), main=cod(levels=1) + qcd(levels=1),
+                  tiles=tile_part(0))
+    with pytest.raises(TruncatedCodestream, match="tile 1 is missing"):
+        decode(data)
+    (plane,) = decode(data, reduce=1)
+    assert plane.shape == (1, 1)

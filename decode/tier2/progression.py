@@ -15,6 +15,8 @@ from ..codestream.poc import Progression
 from ..plan import TilePlan
 
 LRCP, RLCP, RPCL, PCRL, CPRL = range(5)
+#: Packet orders a plan keeps (one per layer count asked for; a reel asks for one or two).
+ORDERS_PER_PLAN = 4
 
 
 def _precinct_table(plan: TilePlan, siz) -> np.ndarray:
@@ -71,8 +73,22 @@ def packet_order(plan: TilePlan, siz, reachable: int | None = None) -> np.ndarra
     progression, with or without POC, a precinct's layers come in increasing order, so
     packet (p, l) has at least l packets before it. The listed packets of a tile are then
     at most precincts x min(layers, reachable), whatever COD's layer count says.
+
+    The order is kept in ``plan.packet_orders`` (at most :data:`ORDERS_PER_PLAN`), so a plan
+    reused frame after frame computes it once; callers must not write into it.
     """
     layers = plan.layers if reachable is None else min(plan.layers, max(reachable, 0))
+    order = plan.packet_orders.get(layers)
+    if order is None:
+        order = _packet_order(plan, siz, layers)
+        if len(plan.packet_orders) >= ORDERS_PER_PLAN:
+            plan.packet_orders.clear()
+        plan.packet_orders[layers] = order
+    return order
+
+
+def _packet_order(plan: TilePlan, siz, layers: int) -> np.ndarray:
+    """:func:`packet_order` for ``layers`` layers, computed."""
     table = _precinct_table(plan, siz)
     if not plan.pocs:
         return _ordered(table, layers, plan.progression)

@@ -13,7 +13,7 @@ Forward transforms (for the encoder) sit next to their inverses.
 
 from .display import xyz_to_rgb
 from .dwt import fdwt_53, fdwt_97, idwt_53, idwt_97, level_rects
-from .fused import dequantize_idwt, reconstruct_mct
+from .fused import dequantize_idwt, dequantize_idwt_flat, reconstruct_mct, reconstruct_mct_flat
 from .level_shift import to_samples
 from .mct import forward_ict, forward_rct, inverse_ict, inverse_rct
 from .quantization import dequantize, quantize
@@ -21,6 +21,7 @@ from .quantization import dequantize, quantize
 __all__ = [
     "dequantize",
     "dequantize_idwt",
+    "dequantize_idwt_flat",
     "fdwt_53",
     "fdwt_97",
     "forward_ict",
@@ -32,6 +33,7 @@ __all__ = [
     "level_rects",
     "quantize",
     "reconstruct_mct",
+    "reconstruct_mct_flat",
     "to_samples",
     "xyz_to_rgb",
 ]

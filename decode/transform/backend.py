@@ -5,7 +5,8 @@ Three modules implement :class:`TransformBackend`: the numpy reference
 :mod:`.fused`), the numba CPU back end (:mod:`.cpu_backend`) and the CuPy back end
 (:mod:`.cuda_backend`), whose fused calls are single-pass specialisations equal to those
 compositions.  :func:`cinegpu.decode.reconstruct.reconstruct_tile` calls the fused entry
-points only; the unfused ones are the reference API the back ends are tested against.
+points only, in their ``_flat`` forms (bands placed by a :class:`.layout.FlatLayout`); the
+unfused ones are the reference API the back ends are tested against.
 Arrays are numpy arrays, or CuPy arrays for the CUDA back end; coefficients are int32
 tier-1 output (2 x the quantisation index), step sizes in coefficient units.
 """
@@ -46,3 +47,10 @@ class TransformBackend(Protocol):
 
     def reconstruct_mct(self, comps, reversible: bool, precisions: Sequence[int], signed: Sequence[bool]):
         """Samples of components 0-2: ``to_samples(inverse_rct/ict(dequantize_idwt(c) ...))``."""
+
+    def dequantize_idwt_flat(self, coeffs, layout, reversible: bool):
+        """:meth:`dequantize_idwt` of the bands a :class:`.layout.FlatLayout` places in ``coeffs``."""
+
+    def reconstruct_mct_flat(self, coeffs, layouts, reversible: bool, precisions: Sequence[int],
+                             signed: Sequence[bool]):
+        """:meth:`reconstruct_mct` of the three components ``layouts`` place in ``coeffs``."""

@@ -26,6 +26,8 @@ from . import level_shift as _np_level_shift
 from .display import xyz_to_rgb
 from .dwt import Level, _check_level
 from .dwt_numba import last_level_53_rct, last_level_97_ict, level_53, level_97
+from .flat_numba import idwt_53_flat, idwt_97_flat, mct_53_flat, mct_97_flat
+from .layout import FlatLayout
 from .pointwise_numba import (
     dequantize_f32, dequantize_i32, ict, ict_samples, rct, rct_samples, to_samples_f, to_samples_i,
 )
@@ -33,12 +35,14 @@ from .pointwise_numba import (
 __all__ = [
     "dequantize",
     "dequantize_idwt",
+    "dequantize_idwt_flat",
     "idwt_53",
     "idwt_97",
     "inverse_ict",
     "inverse_mct_to_samples",
     "inverse_rct",
     "reconstruct_mct",
+    "reconstruct_mct_flat",
     "to_samples",
     "xyz_to_rgb",
 ]
@@ -241,4 +245,42 @@ def reconstruct_mct(comps, reversible: bool, precisions: Sequence[int], signed: 
     out = tuple(np.empty((v1 - v0, u1 - u0), np.int32) for _ in range(3))
     kernel = last_level_53_rct if reversible else last_level_97_ict
     kernel(*last, u0, v0, s, lo, hi, *out)
+    return out
+
+
+# ------------------------------------------------- from the flat buffer -----
+
+
+def dequantize_idwt_flat(coeffs: np.ndarray, layout: FlatLayout, reversible: bool) -> np.ndarray:
+    """``dequantize_idwt(*layout.args(coeffs), reversible)``, every level in one compiled call
+    (:mod:`.flat_numba`); ``coeffs``: the tile's flat int32 buffer, C-contiguous."""
+    if not layout.levels:
+        return dequantize_idwt(*layout.args(coeffs), reversible)
+    if reversible:
+        return idwt_53_flat(coeffs, layout.bands, layout.rects, layout.q53, layout.levels)
+    return idwt_97_flat(coeffs, layout.bands, layout.rects, layout.dq97, layout.levels)
+
+
+def reconstruct_mct_flat(coeffs: np.ndarray, layouts: Sequence[FlatLayout], reversible: bool,
+                         precisions: Sequence[int], signed: Sequence[bool]):
+    """``reconstruct_mct([l.args(coeffs) for l in layouts], ...)`` in one compiled call where
+    the three components have two levels or more and one finest rectangle of two rows or more
+    (else through :func:`reconstruct_mct`)."""
+    if len(layouts) != 3:
+        raise ValueError(f"need three components, got {len(layouts)}")
+    l0, l1, l2 = layouts
+    if (min(l0.levels, l1.levels, l2.levels) < 2
+            or not (np.array_equal(l0.rects[-1], l1.rects[-1]) and np.array_equal(l0.rects[-1], l2.rects[-1]))):
+        return reconstruct_mct([lay.args(coeffs) for lay in layouts], reversible, precisions, signed)
+    h, w = l0.size
+    if h < 2 or w < 1:
+        return reconstruct_mct([lay.args(coeffs) for lay in layouts], reversible, precisions, signed)
+    s, lo, hi = _sample_bounds(precisions, signed)
+    out = tuple(np.empty((h, w), np.int32) for _ in range(3))
+    if reversible:
+        mct_53_flat(coeffs, l0.bands, l0.rects, l0.q53, l1.bands, l1.rects, l1.q53, l2.bands, l2.rects, l2.q53,
+                    s, lo, hi, *out)
+    else:
+        mct_97_flat(coeffs, l0.bands, l0.rects, l0.dq97, l1.bands, l1.rects, l1.dq97, l2.bands, l2.rects, l2.dq97,
+                    s, lo, hi, *out)
     return out

@@ -38,11 +38,13 @@ from ..nvrtc import launch_1d
 __all__ = [
     "dequantize",
     "dequantize_idwt",
+    "dequantize_idwt_flat",
     "idwt_53",
     "idwt_97",
     "inverse_ict",
     "inverse_rct",
     "reconstruct_mct",
+    "reconstruct_mct_flat",
     "to_samples",
     "xyz_to_rgb",
 ]
@@ -347,3 +349,13 @@ def xyz_to_rgb(x, y, z, *, primaries: str = "p3d65", out_bits: int = 16, alpha: 
             np.float32((1 << out_bits) - 1), _I32(channels), out, np.int64(n))
     launch_1d(kernel("pointwise", "xyz_to_rgb_u16"), n, args)
     return out
+
+
+def dequantize_idwt_flat(coeffs, layout, reversible: bool):
+    """:func:`dequantize_idwt` of the bands a :class:`.layout.FlatLayout` places in ``coeffs``."""
+    return dequantize_idwt(*layout.args(coeffs), reversible)
+
+
+def reconstruct_mct_flat(coeffs, layouts, reversible: bool, precisions: Sequence[int], signed: Sequence[bool]):
+    """:func:`reconstruct_mct` of the three components ``layouts`` place in ``coeffs``."""
+    return reconstruct_mct([lay.args(coeffs) for lay in layouts], reversible, precisions, signed)

@@ -9,6 +9,9 @@ they are specified to equal, the plain composition of its unfused functions, so 
 * :func:`dequantize_idwt` -- T.800 E.1 then F.3.2: ``idwt(dequantize(band) for every band)``;
 * :func:`reconstruct_mct` -- the above for components 0-2, then G.2/G.3 (inverse RCT or
   ICT) and G.1.2 (DC level shift and clipping to each component's precision).
+
+and each again with its bands given as a flat buffer and a :class:`.layout.FlatLayout`
+(``dequantize_idwt_flat``, ``reconstruct_mct_flat``), which the decoder calls.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from .level_shift import to_samples
 from .mct import inverse_ict, inverse_rct
 from .quantization import dequantize
 
-__all__ = ["dequantize_idwt", "reconstruct_mct"]
+__all__ = ["dequantize_idwt", "dequantize_idwt_flat", "reconstruct_mct", "reconstruct_mct_flat"]
 
 
 def dequantize_idwt(ll, levels: Sequence[Level], deltas: Sequence[float], reversible: bool):
@@ -51,3 +54,14 @@ def reconstruct_mct(comps, reversible: bool, precisions: Sequence[int], signed: 
     planes = [dequantize_idwt(ll, levels, deltas, reversible) for ll, levels, deltas in comps]
     planes = (inverse_rct if reversible else inverse_ict)(*planes)
     return tuple(to_samples(p, pr, sg) for p, pr, sg in zip(planes, precisions, signed))
+
+
+def dequantize_idwt_flat(coeffs, layout, reversible: bool):
+    """:func:`dequantize_idwt` of the bands that ``layout`` (a :class:`.layout.FlatLayout`)
+    places in the flat buffer ``coeffs``."""
+    return dequantize_idwt(*layout.args(coeffs), reversible)
+
+
+def reconstruct_mct_flat(coeffs, layouts, reversible: bool, precisions: Sequence[int], signed: Sequence[bool]):
+    """:func:`reconstruct_mct` of the three components that ``layouts`` place in ``coeffs``."""
+    return reconstruct_mct([lay.args(coeffs) for lay in layouts], reversible, precisions, signed)

@@ -1,0 +1,88 @@
+"""numba kernels that reconstruct a whole tile-component from the flat buffer in one call.
+
+The level kernels of :mod:`.dwt_numba` take one decomposition level a call; a tile of
+small tile-components (225 tiles of 8 resolutions in p1_05, 257 components in p0_13)
+then spends its time in Python between calls.  These loops run every level of a
+tile-component (and, for components 0-2 under a multiple component transformation,
+the fused finest level + MCT + DC shift of :func:`.dwt_numba.last_level_97_ict`)
+inside one compiled call, reading the bands straight out of the flat coefficient
+buffer as a :class:`.layout.FlatLayout` places them.  Same kernels, same order of
+operations, so the results are those of the per-level calls bit for bit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .dwt_numba import _JIT, last_level_53_rct, last_level_97_ict, level_53, level_97
+
+__all__ = ["idwt_53_flat", "idwt_97_flat", "mct_53_flat", "mct_97_flat"]
+
+
+@njit(**_JIT)
+def _band(coeffs, bands, k):
+    """Band ``k`` of ``bands`` (offset, height, width) as a 2-D view of the flat buffer."""
+    o, h, w = bands[k, 0], bands[k, 1], bands[k, 2]
+    return coeffs[o : o + h * w].reshape((h, w))
+
+
+@njit(**_JIT)
+def idwt_97_flat(coeffs, bands, rects, dq, nlev):
+    """The first ``nlev`` (>= 1) 9/7 levels (F.3.2), dequantised on load (E.1): float32."""
+    a = np.empty((rects[0, 3] - rects[0, 1], rects[0, 2] - rects[0, 0]), np.float32)
+    level_97(_band(coeffs, bands, 0), _band(coeffs, bands, 1), _band(coeffs, bands, 2), _band(coeffs, bands, 3),
+             dq[0], rects[0, 0], rects[0, 1], a)
+    for j in range(1, nlev):
+        out = np.empty((rects[j, 3] - rects[j, 1], rects[j, 2] - rects[j, 0]), np.float32)
+        level_97(a, _band(coeffs, bands, 1 + 3 * j), _band(coeffs, bands, 2 + 3 * j), _band(coeffs, bands, 3 + 3 * j),
+                 dq[j], rects[j, 0], rects[j, 1], out)
+        a = out
+    return a
+
+
+@njit(**_JIT)
+def idwt_53_flat(coeffs, bands, rects, q, nlev):
+    """The first ``nlev`` (>= 1) 5/3 levels (F.3.2), tier-1 output halved on load: int32."""
+    a = np.empty((rects[0, 3] - rects[0, 1], rects[0, 2] - rects[0, 0]), np.int32)
+    level_53(_band(coeffs, bands, 0), _band(coeffs, bands, 1), _band(coeffs, bands, 2), _band(coeffs, bands, 3),
+             q[0], rects[0, 0], rects[0, 1], a)
+    for j in range(1, nlev):
+        out = np.empty((rects[j, 3] - rects[j, 1], rects[j, 2] - rects[j, 0]), np.int32)
+        level_53(a, _band(coeffs, bands, 1 + 3 * j), _band(coeffs, bands, 2 + 3 * j), _band(coeffs, bands, 3 + 3 * j),
+                 q[j], rects[j, 0], rects[j, 1], out)
+        a = out
+    return a
+
+
+@njit(**_JIT)
+def _last_97(coeffs, bands, rects, dq):
+    n = rects.shape[0]
+    a = idwt_97_flat(coeffs, bands, rects, dq, n - 1)
+    k = 3 * n - 2
+    return a, _band(coeffs, bands, k), _band(coeffs, bands, k + 1), _band(coeffs, bands, k + 2), dq[n - 1]
+
+
+@njit(**_JIT)
+def _last_53(coeffs, bands, rects, q):
+    n = rects.shape[0]
+    a = idwt_53_flat(coeffs, bands, rects, q, n - 1)
+    k = 3 * n - 2
+    return a, _band(coeffs, bands, k), _band(coeffs, bands, k + 1), _band(coeffs, bands, k + 2), q[n - 1]
+
+
+@njit(**_JIT)
+def mct_97_flat(coeffs, b0, r0, d0, b1, r1, d1, b2, r2, d2, s, lo, hi, r, g, b):
+    """Components 0-2 (each of >= 2 levels, the same finest rectangle of >= 2 rows): every
+    level but the finest, then :func:`.dwt_numba.last_level_97_ict` into ``r, g, b``."""
+    u0, v0 = r0[-1, 0], r0[-1, 1]
+    last_level_97_ict(_last_97(coeffs, b0, r0, d0), _last_97(coeffs, b1, r1, d1), _last_97(coeffs, b2, r2, d2),
+                      u0, v0, s, lo, hi, r, g, b)
+
+
+@njit(**_JIT)
+def mct_53_flat(coeffs, b0, r0, q0, b1, r1, q1, b2, r2, q2, s, lo, hi, r, g, b):
+    """:func:`mct_97_flat` for 5/3 components and the RCT."""
+    u0, v0 = r0[-1, 0], r0[-1, 1]
+    last_level_53_rct(_last_53(coeffs, b0, r0, q0), _last_53(coeffs, b1, r1, q1), _last_53(coeffs, b2, r2, q2),
+                      u0, v0, s, lo, hi, r, g, b)

@@ -1,0 +1,79 @@
+"""Where a tile-component's subbands lie in the flat coefficient buffer, as arrays.
+
+The decoder's tier-1 writes every subband of a tile into one flat int32 buffer
+(:mod:`cinegpu.decode.plan`, ``Band.offset``).  A :class:`FlatLayout` says, for one
+tile-component at its decoded resolutions, where each band lies (offset, rows,
+columns), the rectangle of each decomposition level (T.800 F.3.2, coarsest first) and
+the step sizes (E.1), once per plan: the fused entry points ``dequantize_idwt_flat`` and
+``reconstruct_mct_flat`` of every back end take it with the buffer, so a frame costs no
+Python object per band or level (the numba back end runs a whole tile-component in one
+call).  The shapes are checked against the level rectangles here, once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .dwt import _band_sizes
+
+__all__ = ["FlatLayout"]
+
+
+@dataclass(frozen=True, eq=False)
+class FlatLayout:
+    """Bands of one tile-component in a flat buffer: LL, then HL, LH, HH of each level.
+
+    ``bands``: int64 (1 + 3 * levels, 3) rows (offset, height, width); ``rects``: int64
+    (levels, 4) rows (u0, v0, u1, v1) of each level's output, coarsest first; ``deltas``:
+    Δb of every band in the order of ``bands`` (T.800 E.1); ``dq97``: float32 (levels, 4)
+    and ``q53``: int32 (levels, 4), the per-level dequantisation arguments of the numba
+    kernels (:mod:`.dwt_numba`: Δb / 2 of each band, 1.0 for the LL of a level above the
+    first; 1 to halve a band still holding tier-1 output).
+    """
+
+    bands: np.ndarray
+    rects: np.ndarray
+    deltas: tuple[float, ...]
+    dq97: np.ndarray
+    q53: np.ndarray
+
+    @property
+    def levels(self) -> int:
+        return self.rects.shape[0]
+
+    @property
+    def size(self) -> tuple[int, int]:
+        """(rows, columns) of the reconstructed tile-component."""
+        if self.levels:
+            u0, v0, u1, v1 = (int(v) for v in self.rects[-1])
+            return v1 - v0, u1 - u0
+        return int(self.bands[0, 1]), int(self.bands[0, 2])
+
+    @classmethod
+    def build(cls, bands, rects, deltas) -> FlatLayout:
+        """From ``bands`` [(offset, height, width)], ``rects`` [(u0, v0, u1, v1)] and ``deltas``;
+        raises ValueError where a band's shape does not fit its level (F.3.3)."""
+        b = np.array(bands, np.int64).reshape(-1, 3)
+        r = np.array(rects, np.int64).reshape(-1, 4)
+        if b.shape[0] != 1 + 3 * r.shape[0] or len(deltas) != b.shape[0]:
+            raise ValueError(f"{b.shape[0]} bands and {len(deltas)} step sizes for {r.shape[0]} levels")
+        ll = (int(b[0, 1]), int(b[0, 2]))
+        for j, (u0, v0, u1, v1) in enumerate(r.tolist()):
+            (nl, nh), (ml, mh) = _band_sizes(u0, u1), _band_sizes(v0, v1)
+            got = [ll] + [(int(h), int(w)) for _, h, w in b[1 + 3 * j : 4 + 3 * j]]
+            if got != [(ml, nl), (ml, nh), (mh, nl), (mh, nh)]:
+                raise ValueError(f"bands {got} do not fit level {(u0, v0, u1, v1)} (T.800 F.3.3)")
+            ll = (v1 - v0, u1 - u0)
+        dq = [[np.float32(deltas[0] / 2.0) if j == 0 else np.float32(1.0)]
+              + [np.float32(d / 2.0) for d in deltas[1 + 3 * j : 4 + 3 * j]] for j in range(r.shape[0])]
+        q = [[int(j == 0), 1, 1, 1] for j in range(r.shape[0])]
+        return cls(b, r, tuple(float(d) for d in deltas), np.array(dq, np.float32).reshape(-1, 4),
+                   np.array(q, np.int32).reshape(-1, 4))
+
+    def args(self, coeffs):
+        """``(ll, levels, deltas)`` of ``dequantize_idwt``: 2-D views of ``coeffs`` (numpy or CuPy)."""
+        views = [coeffs[o : o + h * w].reshape(h, w) for o, h, w in self.bands.tolist()]
+        levels = [(*views[1 + 3 * j : 4 + 3 * j], tuple(int(v) for v in rect)) for j, rect in enumerate(self.rects)]
+        return views[0], levels, list(self.deltas)

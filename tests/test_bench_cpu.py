@@ -1,0 +1,32 @@
+"""The CPU decode benchmark's table (decode/bench_cpu.py): its shape, never its times."""
+
+from __future__ import annotations
+
+from conftest import CONFORMANCE, needs_conformance
+
+from cinegpu.decode import bench_cpu
+
+pytestmark = needs_conformance
+
+
+def test_manifest_streams_lists_each_present_part1_stream_once():
+    streams = bench_cpu.manifest_streams(CONFORMANCE, "part1")
+    names = [p.name for p in streams]
+    assert len(names) == len(set(names)) >= 20
+    assert all(n.startswith(("p0_", "p1_")) for n in names)
+    assert "p0_07.j2k" not in names  # listed, but absent (MANIFEST_NOTES.md)
+
+
+def test_table_rows_and_text_on_two_tiny_streams():
+    streams = [CONFORMANCE / "part1/codestreams/p0_11.j2k", CONFORMANCE / "part1/codestreams/p1_07.j2k"]
+    rows = bench_cpu.table(streams, repeat=1)
+    assert [r.stream for r in rows] == ["p0_11.j2k", "p1_07.j2k"]
+    for r in rows:
+        assert r.ours_ms is not None and r.ours_ms > 0
+        if r.opj_ms is not None:  # OpenJPEG installed
+            assert r.ratio == r.ours_ms / r.opj_ms
+    text = bench_cpu.format_table(rows).splitlines()
+    assert text[0].startswith("# ours:") and text[1].split() == ["stream", "ours", "ms", "opj", "ms", "ratio", "printed"]
+    assert [line.split()[0] for line in text[2:4]] == ["p0_11.j2k", "p1_07.j2k"]
+    if any(r.ratio is not None for r in rows):
+        assert text[4].startswith("median ratio ")
