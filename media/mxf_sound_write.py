@@ -5,13 +5,13 @@ footer with the index, the random index pack) with the sound essence as asdcplib
 libdcp (checked field by field against libdcp's ``dcp_test1/audio.mxf``):
 
     essence container  ST 382 BWF frame-wrapped (060e2b34.04010101.0d010301.02060100)
-    element            one GC sound element per picture edit unit (ST 382 6; key
+    element            one GC sound element per picture edit unit (ST 382, ST 379-1; key
                        060e2b34.01020101.0d010301.16010101, track number 0x16010101), holding
                        ``samples_per_frame`` sample frames of 24-bit little-endian samples,
                        channels interleaved
     index              one CBR index table segment (ST 377-1 11.2): EditUnitByteCount is the
                        whole element (key, BER length and value), no entries
-    descriptor         WaveAudioDescriptor (ST 382 8.2, ST 377-1 Annex G.2.44): SampleRate is
+    descriptor         WaveAudioDescriptor (ST 382, ST 377-1 Annex G): SampleRate is
                        the edit rate, AudioSamplingRate, Locked 0, ChannelCount,
                        QuantizationBits 24, BlockAlign, AvgBps, and ChannelAssignment: SMPTE
                        ST 429-2 channel configuration 4 (Wild Track Format), the configuration
@@ -37,13 +37,13 @@ from .sound_in import CHANNEL_LABELS, Layout
 __all__ = ["SoundTrackFile", "SoundTrackWriter"]
 
 WAV_FRAME_WRAPPED = bytes.fromhex("060e2b34040101010d01030102060100")     # ST 382 BWF frame
-#: GC sound element: item 0x16, count 1, BWF frame-wrapped 0x01, element 1 (ST 382 6).
+#: GC sound element: item 0x16, count 1, BWF frame-wrapped 0x01, element 1 (ST 382).
 SOUND_ELEMENT = GC_ELEMENT + bytes([0x16, 0x01, 0x01, 0x01])
 DATA_DEF_SOUND = bytes.fromhex("060e2b34040101010103020202000000")
 #: ST 429-2 Annex A channel configuration 4, Wild Track Format (asdcplib DCAudioChannelCfg_4_WTF).
 CHANNEL_CONFIG_WTF = bytes.fromhex("060e2b340401010b0402021003010400")
 WAVE_DESCRIPTOR, SOUNDFIELD_GROUP, AUDIO_CHANNEL = 0x48, 0x6C, 0x6B
-#: Bits per sample in a DCP sound track (ST 428-2 3.3).
+#: Bits per sample in a DCP sound track (ST 428-2).
 QUANTIZATION_BITS = 24
 
 #: MCA sub-descriptor items (ST 377-4 Annex), by name -> dynamic local tag.
@@ -135,7 +135,7 @@ class SoundTrackWriter(TrackWriter):
         ])
 
     def _descriptor(self, ids: dict[str, bytes], n: int) -> list[bytes]:
-        """The WaveAudioDescriptor (ST 382 8.2) and its MCA sub-descriptors (ST 377-4)."""
+        """The WaveAudioDescriptor (ST 382) and its MCA sub-descriptors (ST 377-4)."""
         u32 = (lambda v: struct.pack(">I", v))
         t = MCA_TAGS
         lang = [] if self.language is None else \

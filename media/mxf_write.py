@@ -12,6 +12,10 @@ against libdcp's ``dcp_test1/video.mxf``, written by asdcplib):
     footer         footer partition pack, index table segments (VBR)  ST 377-1 11
                    random index pack                                  ST 377-1 12
 
+:class:`TrackWriter` holds what every track file shares (partitions, index placement, RIP,
+header metadata); :class:`PictureTrackWriter` adds the picture essence, and
+:class:`.mxf_sound_write.SoundTrackWriter` the sound essence of ST 429-3.
+
 The header is written last (the reserve is zeros until then), so a file cut short by an
 interrupted run is not an MXF file at all. Every KLV length is BER long form: 4 bytes
 (``0x83``) as asdcplib writes them, longer only where a value needs it.

@@ -13,10 +13,10 @@ WAVE_FORMAT_EXTENSIBLE file whose channel mask is 0x63F (FL FR FC LFE BL BR SL S
 Microsoft order: back before side) is read in that order; any other 8-channel file in the
 order above.
 
-Samples are 24-bit in the track (ST 428-2 3.3): 16-bit input is shifted up 8 bits (exact),
+Samples are 24-bit in the track (ST 428-2): 16-bit input is shifted up 8 bits (exact),
 32-bit input keeps its top 24 bits. The rate is 48000 or 96000 Hz, and each picture frame
 carries ``rate / edit rate`` samples per channel (2000 at 48 kHz and 24 fps), which must be a
-whole number (ST 429-2 7.3). Length against the picture (``picture frames * samples per
+whole number (ST 429-3 frame wrapping: one element of sound per picture edit unit). Length against the picture (``picture frames * samples per
 frame``): shorter by more than one frame is refused; shorter by up to one frame is padded with
 silence; longer is cut at the picture's end, with a warning (:meth:`SoundInput.fit`).
 """
@@ -35,7 +35,7 @@ from .wav import WavInfo, read_samples, read_wav_info
 
 __all__ = ["LAYOUTS", "Layout", "SoundInput", "open_sound"]
 
-#: Sample rates a DCP carries (ST 428-2 3.2), Hz.
+#: Sample rates a DCP carries (ST 428-2), Hz.
 RATES = (48000, 96000)
 #: Edit units read from the files at a time.
 BATCH = 48
