@@ -1,7 +1,10 @@
-"""Writing an unsigned SMPTE DCP: one reel, one picture track (ST 429-2, -7, -8, -9).
+"""Writing an unsigned SMPTE DCP: one reel, a picture track and optionally a sound track
+(ST 429-2, -3, -7, -8, -9, -16).
 
     CPL       Composition Playlist, ST 429-7: one Reel with a MainPicture (edit rate, durations,
-              hash, frame rate, screen aspect ratio)
+              hash, frame rate, screen aspect ratio), and with sound a MainSound (the same,
+              and its Language where given) and the ST 429-16 CompositionMetadataAsset that
+              declares the sound's channel configuration and sample rate
     PKL       Packing List, ST 429-8: every asset with its size and SHA-1 hash (base64)
     ASSETMAP  Asset Map, ST 429-9: asset id -> file, the PKL flagged as a packing list
     VOLINDEX  Volume Index, ST 429-9
@@ -17,6 +20,7 @@ Frames come in as codestreams; :func:`encode_frame` makes them from X'Y'Z' 12-bi
 from __future__ import annotations
 
 import base64
+import dataclasses
 import errno
 import hashlib
 import os
@@ -37,13 +41,16 @@ from cinegpu.decode.codestream import dci
 from cinegpu.decode.codestream.header import Codestream
 
 from .errors import MediaError
+from .mxf_sound_write import SoundTrackFile, SoundTrackWriter
 from .mxf_write import PictureTrackWriter, TrackFile
+from .sound_in import SoundInput
 
 __all__ = ["DCPWriter", "Package", "check_output", "encode_frame", "encoder_name", "file_hash"]
 
 NS_CPL = "http://www.smpte-ra.org/schemas/429-7/2006/CPL"
 NS_PKL = "http://www.smpte-ra.org/schemas/429-8/2007/PKL"
 NS_AM = "http://www.smpte-ra.org/schemas/429-9/2007/AM"
+NS_META = "http://www.smpte-ra.org/schemas/429-16/2014/CPL-Metadata"
 CREATOR = "cinegpu 0.1.0"
 CONTENT_KINDS = ("feature", "trailer", "test", "teaser", "rating", "advertisement", "short",
                  "transitional", "psa", "policy")
@@ -139,6 +146,7 @@ class Package:
     pkl_id: uuid.UUID
     track: TrackFile
     title: str
+    sound: SoundTrackFile | None = None
 
 
 def check_output(out) -> Path:
@@ -169,7 +177,9 @@ def _write_error(out: Path, name: str, exc: OSError) -> MediaError:
 
 
 class DCPWriter:
-    """One-reel picture-only SMPTE DCP, written frame by frame.
+    """One-reel SMPTE DCP, written frame by frame; with ``sound`` (checked input, see
+    :func:`.sound_in.open_sound`) a sound track of the picture's length is written at
+    :meth:`close`, from the input's first sample.
 
     ``out``: the DCP folder to create (see :func:`check_output`). ``aspect``: the screen aspect
     ratio as (width, height) of the image area. Use :meth:`write` per codestream, then
@@ -180,13 +190,15 @@ class DCPWriter:
     """
 
     def __init__(self, out, *, title: str, edit_rate=24, aspect: tuple[int, int] | None = None,
-                 kind: str = "feature", issuer: str = CREATOR):
+                 kind: str = "feature", issuer: str = CREATOR, sound: SoundInput | None = None):
         if kind not in CONTENT_KINDS:
             raise ValueError(f"content kind must be one of {CONTENT_KINDS}, got {kind!r}")
         self.out = check_output(out)
         self.title, self.kind, self.issuer = title, kind, issuer
         self.edit_rate = Fraction(edit_rate)
         self.aspect = aspect
+        self.sound = sound
+        self.sound_writer: SoundTrackWriter | None = None
         self.asset_id = uuid.uuid4()
         self.mxf_name = f"j2c_{self.asset_id}.mxf"
         prefix = f".{self.out.name}.partial-"
@@ -216,6 +228,8 @@ class DCPWriter:
     def abort(self) -> None:
         """Remove the partial folder (and so everything written so far)."""
         self.track_writer.abort()
+        if self.sound_writer is not None:
+            self.sound_writer.abort()
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     def __enter__(self):
@@ -237,31 +251,50 @@ class DCPWriter:
         with self._writing(self.mxf_name):
             track = self.track_writer.close()
             track_hash = file_hash(track.path)
+        sound, sound_hash = self._write_sound(track.frames)
         aspect = self.aspect or (track.width, track.height)
         cpl_id, pkl_id = uuid.uuid4(), uuid.uuid4()
         cpl = self.tmp / f"cpl_{cpl_id}.xml"
         pkl = self.tmp / f"pkl_{pkl_id}.xml"
         with self._writing(cpl.name):
-            self._write_cpl(cpl, cpl_id, track, track_hash, aspect)
+            self._write_cpl(cpl, cpl_id, track, track_hash, aspect, sound, sound_hash)
+        mxfs = [(track, track_hash)] + ([(sound, sound_hash)] if sound is not None else [])
         with self._writing(pkl.name):
-            self._write_pkl(pkl, pkl_id, [
-                (cpl_id, cpl, "text/xml", file_hash(cpl)),
-                (track.asset_id, track.path, "application/mxf", track_hash)])
+            self._write_pkl(pkl, pkl_id, [(cpl_id, cpl, "text/xml", file_hash(cpl))] + [
+                (t.asset_id, t.path, "application/mxf", h) for t, h in mxfs])
         with self._writing("ASSETMAP.xml"):
-            self._write_assetmap([(pkl_id, pkl, True), (cpl_id, cpl, False),
-                                  (track.asset_id, track.path, False)])
+            self._write_assetmap([(pkl_id, pkl, True), (cpl_id, cpl, False)] + [
+                (t.asset_id, t.path, False) for t, _ in mxfs])
         with self._writing("VOLINDEX.xml"):
             self._write_volindex()
         with self._writing(self.out.name):
             if self.out.is_dir() and not self.out.is_symlink():
                 self.out.rmdir()          # empty (checked at the start)
             os.replace(self.tmp, self.out)
-        moved = TrackFile(self.out / self.mxf_name, track.asset_id, track.frames, track.edit_rate,
-                          track.width, track.height, track.size)
-        return Package(self.out, cpl_id, pkl_id, moved, self.title)
+        moved = dataclasses.replace(track, path=self.out / track.path.name)
+        if sound is not None:
+            sound = dataclasses.replace(sound, path=self.out / sound.path.name)
+        return Package(self.out, cpl_id, pkl_id, moved, self.title, sound)
+
+    def _write_sound(self, frames: int) -> tuple[SoundTrackFile | None, str | None]:
+        """The sound track file of ``frames`` edit units and its hash (None, None: no sound)."""
+        if self.sound is None:
+            return None, None
+        sid = uuid.uuid4()
+        name = f"pcm_{sid}.mxf"
+        s = self.sound
+        with self._writing(name):
+            self.sound_writer = SoundTrackWriter(
+                self.tmp / name, edit_rate=self.edit_rate, rate=s.rate, layout=s.layout,
+                language=s.language, asset_id=sid)
+            for unit in s.edit_units(frames, self.edit_rate):
+                self.sound_writer.write(unit)
+            sound = self.sound_writer.close()
+            return sound, file_hash(sound.path)
 
     # -- documents --
-    def _write_cpl(self, path: Path, cpl_id, track: TrackFile, track_hash: str, aspect) -> None:
+    def _write_cpl(self, path: Path, cpl_id, track: TrackFile, track_hash: str, aspect,
+                   sound: SoundTrackFile | None = None, sound_hash: str | None = None) -> None:
         """ST 429-7 CompositionPlaylist with one reel (element order of the schema)."""
         root = etree.Element(f"{{{NS_CPL}}}CompositionPlaylist", nsmap={None: NS_CPL})
         _sub(root, "Id", _urn(cpl_id))
@@ -277,7 +310,8 @@ class DCPWriter:
         _sub(root, "RatingList")
         reel = _sub(_sub(root, "ReelList"), "Reel")
         _sub(reel, "Id", _urn(uuid.uuid4()))
-        pic = _sub(_sub(reel, "AssetList"), "MainPicture")
+        assets = _sub(reel, "AssetList")
+        pic = _sub(assets, "MainPicture")
         _sub(pic, "Id", _urn(track.asset_id))
         _sub(pic, "EditRate", _rational(track.edit_rate))
         _sub(pic, "IntrinsicDuration", track.frames)
@@ -286,7 +320,42 @@ class DCPWriter:
         _sub(pic, "Hash", track_hash)
         _sub(pic, "FrameRate", _rational(track.edit_rate))
         _sub(pic, "ScreenAspectRatio", f"{aspect[0]} {aspect[1]}")
+        if sound is not None:
+            snd = _sub(assets, "MainSound")
+            _sub(snd, "Id", _urn(sound.asset_id))
+            _sub(snd, "EditRate", _rational(sound.edit_rate))
+            _sub(snd, "IntrinsicDuration", sound.frames)
+            _sub(snd, "EntryPoint", 0)
+            _sub(snd, "Duration", sound.frames)
+            _sub(snd, "Hash", sound_hash)
+            if sound.language is not None:
+                _sub(snd, "Language", sound.language)
+            self._composition_metadata(assets, track, sound)
         _write_xml(root, path)
+
+    def _composition_metadata(self, assets, track: TrackFile, sound: SoundTrackFile) -> None:
+        """The ST 429-16 CompositionMetadataAsset (required elements, in the schema's order):
+        MainSoundConfiguration names the soundfield and each channel (ISDCF / ST 429-16
+        syntax, ``51/L,R,C,LFE,Ls,Rs``; ``-`` an unused channel), MainSoundSampleRate in Hz."""
+        meta = etree.SubElement(assets, f"{{{NS_META}}}CompositionMetadataAsset",
+                                nsmap={"meta": NS_META})
+
+        def sub(parent, tag, text=None, ns=NS_CPL):
+            el = etree.SubElement(parent, f"{{{ns}}}{tag}")
+            if text is not None:
+                el.text = str(text)
+            return el
+
+        sub(meta, "Id", _urn(uuid.uuid4()))
+        sub(meta, "EditRate", _rational(track.edit_rate))
+        sub(meta, "IntrinsicDuration", track.frames)
+        sub(meta, "FullContentTitleText", self.title, NS_META)
+        sub(meta, "MainSoundConfiguration", sound.layout.configuration, NS_META)
+        sub(meta, "MainSoundSampleRate", f"{sound.rate} 1", NS_META)
+        for area in ("MainPictureStoredArea", "MainPictureActiveArea"):
+            el = sub(meta, area, None, NS_META)
+            sub(el, "Width", track.width, NS_META)
+            sub(el, "Height", track.height, NS_META)
 
     def _write_pkl(self, path: Path, pkl_id, assets) -> None:
         """ST 429-8 PackingList: (id, file, type, hash) per asset."""

@@ -8,7 +8,9 @@ releases the GIL: OpenJPEG runs as a process, the GPU encoder waits on the devic
 encoder's tier-1 codes each tile in one numba call without it), a bounded window ahead of the
 writer. A
 composition shorter than ``frames`` repeats its input (a still image becomes a shot of ``frames``
-frames); each distinct input frame is encoded once.
+frames); each distinct input frame is encoded once. With ``sound`` (:func:`.sound_in.open_sound`)
+its length is checked against the composition before the first frame is encoded, and the sound
+track file is written beside the picture's when the last frame is in.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from .dcp_write import DCPWriter, Package
 from .frame_encode import FrameEncoders
 from .errors import MediaError
 from .images_in import fit, image_area, list_frames, max_input_size, read_image
+from .sound_in import SoundInput
 
 __all__ = ["master", "master_images"]
 
@@ -36,13 +39,15 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
            profile: str = "2k", fps=24, bitrate: float | None = None,
            colorspace: str = "rec709", container: str = "auto", frames: int | None = None,
            workers: int | None = None, kind: str = "feature", progress: bool = True,
-           backend: str = "auto") -> Package:
+           backend: str = "auto", sound: SoundInput | None = None) -> Package:
     """Master ``count`` input images (``get_frame(i)``: (H, W, 3) floats 0..1, or integers
     read as a fraction of their dtype's maximum) into a DCP at ``out``. ``frames``:
     composition length (default ``count``; the input repeats to fill it). ``bitrate`` in
     Mbit/s. ``backend``: the encoder's ``cpu`` or ``cuda`` (``auto``: CUDA when there is a
-    device; colour conversion, forward stage and tier-1 then run on the GPU). Raises
-    ValueError for a bad profile, rate or colour space."""
+    device; colour conversion, forward stage and tier-1 then run on the GPU). ``sound``:
+    checked sound input, cut or padded to the composition (see :meth:`SoundInput.fit`, which
+    the caller may run first to show its warning). Raises ValueError for a bad profile, rate
+    or colour space, MediaError for sound shorter than the picture."""
     try:
         p = dci.profile(profile)
     except ValueError:
@@ -55,6 +60,8 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
     if count < 1:
         raise ValueError("no input frames")
     total = frames or count
+    if sound is not None:
+        sound.fit(total, rate)       # MediaError before anything is encoded
     workers = max(1, workers or os.cpu_count() or 1)
     first = get_frame(0)
     area, width, height = image_area(first.shape[1], first.shape[0], profile, container)
@@ -75,7 +82,8 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
     bar = _progress(total, title, progress)
     cache: dict[int, bytes] = {}
     try:
-        with DCPWriter(out, title=title, edit_rate=rate, aspect=(width, height), kind=kind) as dcp:
+        with DCPWriter(out, title=title, edit_rate=rate, aspect=(width, height), kind=kind,
+                       sound=sound) as dcp:
             pool = ThreadPoolExecutor(workers)
             try:
                 pending: deque = deque()

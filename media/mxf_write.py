@@ -12,6 +12,10 @@ against libdcp's ``dcp_test1/video.mxf``, written by asdcplib):
     footer         footer partition pack, index table segments (VBR)  ST 377-1 11
                    random index pack                                  ST 377-1 12
 
+:class:`TrackWriter` holds what every track file shares (partitions, index placement, RIP,
+header metadata); :class:`PictureTrackWriter` adds the picture essence, and
+:class:`.mxf_sound_write.SoundTrackWriter` the sound essence of ST 429-3.
+
 The header is written last (the reserve is zeros until then), so a file cut short by an
 interrupted run is not an MXF file at all. Every KLV length is BER long form: 4 bytes
 (``0x83``) as asdcplib writes them, longer only where a value needs it.
@@ -42,7 +46,8 @@ from cinegpu.decode.errors import CodestreamError
 from .errors import MediaError, media_error_of
 from .mxf import GC_ELEMENT, INDEX_SEGMENT, PRIMER_PACK, RANDOM_INDEX_PACK
 
-__all__ = ["HEADER_RESERVE", "J2KHeader", "PictureTrackWriter", "TrackFile", "parse_j2k_header"]
+__all__ = ["HEADER_RESERVE", "J2KHeader", "PictureTrackWriter", "TrackFile", "TrackWriter",
+           "parse_j2k_header"]
 
 #: Bytes kept for the header partition, primer and metadata (asdcplib's default, 16 KiB).
 HEADER_RESERVE = 16384
@@ -111,13 +116,17 @@ PRIMER = {
     0x4802: "060e2b34010101020107010201000000", 0x4803: "060e2b34010101020601010402040000",
     0x4804: "060e2b34010101020104010300000000", 0x4b01: "060e2b34010101020530040500000000",
     0x4b02: "060e2b34010101020702010301030000",
+    0xffff: "060e2b34010101090601010406100000",
+}
+#: The ST 422 JPEG2000PictureSubDescriptor items' dynamic tags and ULs.
+J2K_PRIMER = {
     0xfff2: "060e2b340101010a040106030d000000", 0xfff3: "060e2b340101010a040106030c000000",
     0xfff4: "060e2b340101010a040106030b000000", 0xfff5: "060e2b340101010a040106030a000000",
     0xfff6: "060e2b340101010a0401060309000000", 0xfff7: "060e2b340101010a0401060308000000",
     0xfff8: "060e2b340101010a0401060307000000", 0xfff9: "060e2b340101010a0401060306000000",
     0xfffa: "060e2b340101010a0401060305000000", 0xfffb: "060e2b340101010a0401060304000000",
     0xfffc: "060e2b340101010a0401060303000000", 0xfffd: "060e2b340101010a0401060302000000",
-    0xfffe: "060e2b340101010a0401060301000000", 0xffff: "060e2b34010101090601010406100000",
+    0xfffe: "060e2b340101010a0401060301000000",
 }
 # The ST 422 sub-descriptor items by name -> dynamic tag (UL byte 13 = item number).
 J2K_TAGS = {"Rsiz": 0xFFFE, "Xsiz": 0xFFFD, "Ysiz": 0xFFFC, "XOsiz": 0xFFFB, "YOsiz": 0xFFFA,
@@ -165,6 +174,11 @@ def _version(text: str) -> bytes:
     """ProductVersion: major, minor, patch, build, release (u16 each)."""
     parts = [int(p) for p in text.split(".")[:3] if p.isdigit()] + [0, 0, 0]
     return struct.pack(">5H", parts[0], parts[1], parts[2], 0, 1)
+
+
+def _index_segment(items: list[tuple[int, bytes]]) -> bytes:
+    """An index table segment (ST 377-1 11.2.1): a local set with 2-byte tags and lengths."""
+    return klv(INDEX_SEGMENT, b"".join(struct.pack(">HH", t, len(v)) + v for t, v in items))
 
 
 def local_set(kind: int, items: list[tuple[int, bytes]]) -> bytes:
@@ -237,13 +251,26 @@ class TrackFile:
     size: int          # bytes
 
 
-class PictureTrackWriter:
-    """Write frames (JPEG 2000 codestreams) into an ST 429-4 picture track file.
+class TrackWriter:
+    """What every frame-wrapped OP-Atom track file shares (ST 377-1, ST 379-1): the body
+    partition of essence elements, the footer, the random index pack and the header metadata
+    written last. A subclass names its essence (class attributes below), appends each edit
+    unit's element value with :meth:`_append`, and supplies its index table segments and its
+    essence descriptor's sets.
 
-    ``edit_rate``: frames per second. The first frame fixes the picture descriptor; later
-    frames must have the same size. Use as a context manager, or call :meth:`close`; a writer
-    left by an exception (``abort``) removes its file.
+    ``edit_rate``: edit units per second. Use as a context manager, or call :meth:`close`; a
+    writer left by an exception (``abort``) removes its file.
     """
+
+    #: Essence container labels of the partition packs and the Preface (ST 377-1 7.1, 9.5.1).
+    CONTAINERS: tuple[bytes, ...] = ()
+    #: The essence element key (ST 379-1 7); its last 4 bytes are the file package track number.
+    ELEMENT = b""
+    DATA_DEF = b""
+    TRACK_NAME = ""
+    PACKAGE_NAME = ""
+    #: Dynamic local tags of the descriptor and sub-descriptors (tag -> UL hex), for the primer.
+    DYNAMIC_TAGS: dict[int, str] = {}
 
     def __init__(self, path, *, edit_rate, asset_id: uuid.UUID | None = None,
                  product: str = "cinegpu", version: str = "0.1.0"):
@@ -252,8 +279,7 @@ class PictureTrackWriter:
         self.asset_id = asset_id or uuid.uuid4()
         self.product, self.version = product, version
         self.created = datetime.now(timezone.utc)
-        self.header: J2KHeader | None = None
-        self.offsets: list[int] = []      # stream offset of each frame's KLV (bytes)
+        self.offsets: list[int] = []      # stream offset of each edit unit's KLV (bytes)
         self.stream_offset = 0
         self.file = open(self.path, "wb")
         try:
@@ -263,26 +289,17 @@ class PictureTrackWriter:
             self.abort()
             raise
 
-    # -- frames --
-    def write(self, codestream: bytes, parsed: Codestream | None = None) -> None:
-        """Append one frame (ST 422 frame wrapping: one picture element per edit unit).
-        ``parsed``: the frame's parse where the caller has it (else its main header is read)."""
-        header = parse_j2k_header(codestream) if parsed is None else J2KHeader.of(parsed)
-        if self.header is None:
-            self.header = header
-        elif (header.width, header.height, header.Rsiz) != \
-                (self.header.width, self.header.height, self.header.Rsiz):
-            raise MediaError(self.path, f"frame {len(self.offsets)} is {header.width}x"
-                             f"{header.height} (Rsiz {header.Rsiz}); the track is "
-                             f"{self.header.width}x{self.header.height} (Rsiz {self.header.Rsiz})")
-        element = klv(PICTURE_ELEMENT, codestream)
+    def _append(self, value: bytes) -> None:
+        """Write one edit unit's essence element (frame wrapping: one KLV per edit unit)."""
+        element = klv(self.ELEMENT, value)
         self.file.write(element)
         self.offsets.append(self.stream_offset)
         self.stream_offset += len(element)
 
-    def close(self) -> TrackFile:
-        """Write the footer, the index and the random index pack, then the header."""
-        if self.header is None:
+    def _finish_file(self) -> int:
+        """Write the footer, the index and the random index pack, then the header; the file's
+        size in bytes."""
+        if not self.offsets:
             self.abort()
             raise MediaError(self.path, "no frames written")
         footer = self.file.tell()
@@ -297,8 +314,14 @@ class PictureTrackWriter:
         self.file.seek(0)
         self.file.write(self._header(footer))
         self.file.close()
-        return TrackFile(self.path, self.asset_id, len(self.offsets), self.edit_rate,
-                         self.header.width, self.header.height, size)
+        return size
+
+    def _index_segments(self) -> bytes:
+        raise NotImplementedError
+
+    def _descriptor(self, ids: dict[str, bytes], n: int) -> list[bytes]:
+        """The essence descriptor (InstanceUID ``ids["desc"]``) and its sub-descriptors."""
+        raise NotImplementedError
 
     def abort(self) -> None:
         """Close and remove the file; a flush that fails again (a full disk) is not reported."""
@@ -326,32 +349,8 @@ class PictureTrackWriter:
         key = bytes.fromhex("060e2b34020501010d01020101") + bytes([kind, 0x04, 0x00])
         value = struct.pack(">HHIQQQQQIQI", 1, 2, 1, this, previous, footer, header_byte_count,
                             index_byte_count, index_sid, 0, body_sid)
-        value += OP_ATOM + _batch([GC_MULTIPLE_WRAPPINGS, JP2K_FRAME_WRAPPED], 16)
+        value += OP_ATOM + _batch(list(self.CONTAINERS), 16)
         return klv(key, value)
-
-    def _index_segments(self) -> bytes:
-        """VBR index table segments (ST 377-1 11.2): one entry per frame, its stream offset."""
-        out = bytearray()
-        for start in range(0, len(self.offsets), ENTRIES_PER_SEGMENT):
-            chunk = self.offsets[start:start + ENTRIES_PER_SEGMENT]
-            # TemporalOffset 0, KeyFrameOffset 0, Flags 0x80 (random access), StreamOffset
-            entries = [struct.pack(">bbBQ", 0, 0, 0x80, so) for so in chunk]
-            items = [
-                (0x3C0A, uuid.uuid4().bytes),
-                (0x3F0B, _rational(self.edit_rate)),
-                (0x3F0C, struct.pack(">q", start)),
-                (0x3F0D, struct.pack(">q", len(chunk))),
-                (0x3F05, struct.pack(">I", 0)),            # EditUnitByteCount 0: VBR
-                (0x3F06, struct.pack(">I", INDEX_SID)),
-                (0x3F07, struct.pack(">I", BODY_SID)),
-                (0x3F08, b"\x00"),                         # SliceCount
-                (0x3F0E, b"\x00"),                         # PosTableCount
-                (0x3F09, _batch([struct.pack(">bBI", 0, 0, 0)], 6)),
-                (0x3F0A, _batch(entries, 11)),
-            ]
-            body = b"".join(struct.pack(">HH", t, len(v)) + v for t, v in items)
-            out += klv(INDEX_SEGMENT, body)
-        return bytes(out)
 
     @staticmethod
     def _rip(partitions: list[tuple[int, int]]) -> bytes:
@@ -375,23 +374,21 @@ class PictureTrackWriter:
         return out
 
     def _primer(self) -> bytes:
-        items = [struct.pack(">H", tag) + bytes.fromhex(ul) for tag, ul in sorted(PRIMER.items())]
+        tags = {**PRIMER, **self.DYNAMIC_TAGS}
+        items = [struct.pack(">H", tag) + bytes.fromhex(ul) for tag, ul in sorted(tags.items())]
         return klv(PRIMER_PACK, _batch(items, 18))
 
     def _metadata(self) -> bytes:
-        h = self.header
-        assert h is not None
         n, rate = len(self.offsets), self.edit_rate
         tc_base = round(rate)
         ids = {name: uuid.uuid4().bytes for name in (
-            "preface", "ident", "storage", "ecd", "mp", "fp", "desc", "sub",
+            "preface", "ident", "storage", "ecd", "mp", "fp", "desc",
             "mp_tc", "mp_tc_seq", "mp_tc_comp", "mp_pic", "mp_pic_seq", "mp_clip",
             "fp_tc", "fp_tc_seq", "fp_tc_comp", "fp_pic", "fp_pic_seq", "fp_clip")}
         generation = uuid.uuid4().bytes
         now = _timestamp(self.created)
         mp_umid = UMID_PREFIX + uuid.uuid4().bytes
         fp_umid = UMID_PREFIX + self.asset_id.bytes
-        coding = JP2K_CODING[dci.profile_for(h.width).name]
         u32, u64 = (lambda v: struct.pack(">I", v)), (lambda v: struct.pack(">Q", v))
 
         def track(uid, seq_uid, track_id, number, name):
@@ -411,7 +408,7 @@ class PictureTrackWriter:
 
         def clip(uid, package, track_id):
             return local_set(SOURCE_CLIP, [
-                (0x3C0A, uid), (0x0201, DATA_DEF_PICTURE), (0x0202, u64(n)), (0x1201, u64(0)),
+                (0x3C0A, uid), (0x0201, self.DATA_DEF), (0x0202, u64(n)), (0x1201, u64(0)),
                 (0x1101, package), (0x1102, u32(track_id))])
 
         def package(kind_, uid, umid, name, tracks, extra=()):
@@ -424,7 +421,7 @@ class PictureTrackWriter:
                 (0x3C0A, ids["preface"]), (0x3B02, now), (0x3B05, struct.pack(">H", 0x0102)),
                 (0x3B07, u32(1)), (0x3B08, ids["fp"]), (0x3B06, _batch([ids["ident"]], 16)),
                 (0x3B03, ids["storage"]), (0x3B09, OP_ATOM),
-                (0x3B0A, _batch([GC_MULTIPLE_WRAPPINGS, JP2K_FRAME_WRAPPED], 16)),
+                (0x3B0A, _batch(list(self.CONTAINERS), 16)),
                 (0x3B0B, _batch([], 16))]),
             local_set(IDENTIFICATION, [
                 (0x3C0A, ids["ident"]), (0x3C09, generation), (0x3C01, _utf16(self.product)),
@@ -442,19 +439,95 @@ class PictureTrackWriter:
             track(ids["mp_tc"], ids["mp_tc_seq"], 1, 0, "Timecode Track"),
             sequence(ids["mp_tc_seq"], DATA_DEF_TIMECODE, ids["mp_tc_comp"]),
             timecode(ids["mp_tc_comp"]),
-            track(ids["mp_pic"], ids["mp_pic_seq"], 2, 0, "Picture Track"),
-            sequence(ids["mp_pic_seq"], DATA_DEF_PICTURE, ids["mp_clip"]),
+            track(ids["mp_pic"], ids["mp_pic_seq"], 2, 0, self.TRACK_NAME),
+            sequence(ids["mp_pic_seq"], self.DATA_DEF, ids["mp_clip"]),
             clip(ids["mp_clip"], fp_umid, 2),
-            package(SOURCE_PACKAGE, ids["fp"], fp_umid,
-                    "File Package: SMPTE 429-4 frame wrapping of JPEG 2000 codestreams",
+            package(SOURCE_PACKAGE, ids["fp"], fp_umid, self.PACKAGE_NAME,
                     [ids["fp_tc"], ids["fp_pic"]], [(0x4701, ids["desc"])]),
             track(ids["fp_tc"], ids["fp_tc_seq"], 1, 0, "Timecode Track"),
             sequence(ids["fp_tc_seq"], DATA_DEF_TIMECODE, ids["fp_tc_comp"]),
             timecode(ids["fp_tc_comp"]),
-            track(ids["fp_pic"], ids["fp_pic_seq"], 2, int.from_bytes(PICTURE_ELEMENT[12:], "big"),
-                  "Picture Track"),
-            sequence(ids["fp_pic_seq"], DATA_DEF_PICTURE, ids["fp_clip"]),
+            track(ids["fp_pic"], ids["fp_pic_seq"], 2, int.from_bytes(self.ELEMENT[12:], "big"),
+                  self.TRACK_NAME),
+            sequence(ids["fp_pic_seq"], self.DATA_DEF, ids["fp_clip"]),
             clip(ids["fp_clip"], bytes(32), 0),
+            *self._descriptor(ids, n),
+        ]
+        return b"".join(sets)
+
+
+class PictureTrackWriter(TrackWriter):
+    """Write frames (JPEG 2000 codestreams) into an ST 429-4 picture track file.
+
+    ``edit_rate``: frames per second. The first frame fixes the picture descriptor; later
+    frames must have the same size. Use as a context manager, or call :meth:`close`; a writer
+    left by an exception (``abort``) removes its file.
+    """
+
+    CONTAINERS = (GC_MULTIPLE_WRAPPINGS, JP2K_FRAME_WRAPPED)
+    ELEMENT = PICTURE_ELEMENT
+    DATA_DEF = DATA_DEF_PICTURE
+    TRACK_NAME = "Picture Track"
+    PACKAGE_NAME = "File Package: SMPTE 429-4 frame wrapping of JPEG 2000 codestreams"
+    DYNAMIC_TAGS = J2K_PRIMER
+
+    def __init__(self, path, **kwargs):
+        self.header: J2KHeader | None = None
+        super().__init__(path, **kwargs)
+
+    # -- frames --
+    def write(self, codestream: bytes, parsed: Codestream | None = None) -> None:
+        """Append one frame (ST 422 frame wrapping: one picture element per edit unit).
+        ``parsed``: the frame's parse where the caller has it (else its main header is read)."""
+        header = parse_j2k_header(codestream) if parsed is None else J2KHeader.of(parsed)
+        if self.header is None:
+            self.header = header
+        elif (header.width, header.height, header.Rsiz) != \
+                (self.header.width, self.header.height, self.header.Rsiz):
+            raise MediaError(self.path, f"frame {len(self.offsets)} is {header.width}x"
+                             f"{header.height} (Rsiz {header.Rsiz}); the track is "
+                             f"{self.header.width}x{self.header.height} (Rsiz {self.header.Rsiz})")
+        self._append(codestream)
+
+    def close(self) -> TrackFile:
+        """Write the footer, the index and the random index pack, then the header."""
+        size = self._finish_file()
+        assert self.header is not None
+        return TrackFile(self.path, self.asset_id, len(self.offsets), self.edit_rate,
+                         self.header.width, self.header.height, size)
+
+    def _index_segments(self) -> bytes:
+        """VBR index table segments (ST 377-1 11.2): one entry per frame, its stream offset."""
+        out = bytearray()
+        for start in range(0, len(self.offsets), ENTRIES_PER_SEGMENT):
+            chunk = self.offsets[start:start + ENTRIES_PER_SEGMENT]
+            # TemporalOffset 0, KeyFrameOffset 0, Flags 0x80 (random access), StreamOffset
+            entries = [struct.pack(">bbBQ", 0, 0, 0x80, so) for so in chunk]
+            items = [
+                (0x3C0A, uuid.uuid4().bytes),
+                (0x3F0B, _rational(self.edit_rate)),
+                (0x3F0C, struct.pack(">q", start)),
+                (0x3F0D, struct.pack(">q", len(chunk))),
+                (0x3F05, struct.pack(">I", 0)),            # EditUnitByteCount 0: VBR
+                (0x3F06, struct.pack(">I", INDEX_SID)),
+                (0x3F07, struct.pack(">I", BODY_SID)),
+                (0x3F08, b"\x00"),                         # SliceCount
+                (0x3F0E, b"\x00"),                         # PosTableCount
+                (0x3F09, _batch([struct.pack(">bBI", 0, 0, 0)], 6)),
+                (0x3F0A, _batch(entries, 11)),
+            ]
+            out += _index_segment(items)
+        return bytes(out)
+
+    def _descriptor(self, ids: dict[str, bytes], n: int) -> list[bytes]:
+        """The RGBAEssenceDescriptor and its ST 422 JPEG2000PictureSubDescriptor."""
+        h = self.header
+        assert h is not None
+        coding = JP2K_CODING[dci.profile_for(h.width).name]
+        u32, u64 = (lambda v: struct.pack(">I", v)), (lambda v: struct.pack(">Q", v))
+        rate = self.edit_rate
+        ids["sub"] = uuid.uuid4().bytes
+        return [
             local_set(RGBA_DESCRIPTOR, [
                 (0x3C0A, ids["desc"]), (SUBDESCRIPTORS_TAG, _batch([ids["sub"]], 16)),
                 (0x3006, u32(2)), (0x3001, _rational(rate)), (0x3002, u64(n)),
@@ -466,7 +539,6 @@ class PictureTrackWriter:
                 (0x3401, PIXEL_LAYOUT_XYZ)]),
             local_set(JP2K_SUBDESCRIPTOR, [(0x3C0A, ids["sub"])] + self._j2k_items(h)),
         ]
-        return b"".join(sets)
 
     @staticmethod
     def _j2k_items(h: J2KHeader) -> list[tuple[int, bytes]]:

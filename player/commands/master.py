@@ -37,6 +37,13 @@ def register(subparsers) -> None:
                    help="frames prepared and encoded at once (default: CPU cores)")
     p.add_argument("--backend", choices=("auto", "cpu", "cuda"), default="auto",
                    help="where the encoder runs (default auto: the GPU when CuPy sees one)")
+    p.add_argument("--audio", nargs="+", default=None, metavar="FILE.wav",
+                   help="sound: one multichannel WAV, or one mono WAV per channel, in 5.1 "
+                        "(L R C LFE Ls Rs) or 7.1 (L R C LFE Lss Rss Lrs Rrs) order; 16/24/32-bit "
+                        "PCM at 48 or 96 kHz. Longer than the picture: cut (warning); shorter "
+                        "by more than a frame: refused")
+    p.add_argument("--audio-language", default=None, metavar="TAG",
+                   help="spoken language of the sound, an RFC 5646 tag such as en-US")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(run=run)
 
@@ -55,6 +62,7 @@ def _run(args) -> int:
     from cinegpu.media.frame_encode import pick_backend
     from cinegpu.media.images_in import list_frames
     from cinegpu.media.mastering import master_images
+    from cinegpu.media.sound_in import open_sound
 
     try:
         check_output(args.output)
@@ -64,6 +72,14 @@ def _run(args) -> int:
             frames = int(-(-args.fps // 1))   # a reel lasts at least one second (ST 429-2)
         if frames is not None and frames < 1:
             raise ValueError("--frames must be at least 1")
+        sound = None
+        if args.audio:
+            sound = open_sound(args.audio, args.audio_language)
+            warning = sound.fit(frames or count, args.fps)
+            if warning:
+                print(f"cinegpu master: warning: {warning}", file=sys.stderr)
+        elif args.audio_language:
+            raise ValueError("--audio-language needs --audio")
         if not args.quiet:
             print(f"cinegpu master: {count} input frame(s) -> {frames or count} frames at "
                   f"{args.fps} fps, DCI {args.profile.upper()}, encoder {encoder_name()} "
@@ -73,7 +89,7 @@ def _run(args) -> int:
                                 fps=args.fps, bitrate=args.bitrate, colorspace=args.colorspace,
                                 container=args.container, frames=frames, workers=args.workers,
                                 kind=args.kind, progress=not args.quiet,
-                                backend=args.backend)
+                                backend=args.backend, sound=sound)
     except (MediaError, BackendUnavailable, ValueError, OSError) as exc:
         print(f"cinegpu master: {exc}", file=sys.stderr)
         return 2
@@ -84,6 +100,9 @@ def _run(args) -> int:
         print("cinegpu master: terminated (SIGTERM); no DCP written", file=sys.stderr)
         return TERMINATED
     t = package.track
+    s = package.sound
+    sound = "" if s is None else \
+        f", sound {s.layout.name} {s.channels} channels {s.rate} Hz ({s.size} bytes)"
     print(f"{package.root}: {t.frames} frames {t.width}x{t.height} at {t.edit_rate} fps, "
-          f"CPL {package.cpl_id}, {t.size} bytes of picture")
+          f"CPL {package.cpl_id}, {t.size} bytes of picture{sound}")
     return 0
