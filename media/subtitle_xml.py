@@ -266,6 +266,8 @@ class _Reader:
             self.warn(line, f"<Subtitle> with {len(lines)} lines and {len(images)} images: the first "
                             f"{MAX_LINES} and {MAX_IMAGES} are shown")
         spot = a.get("spotnumber", "")
+        if not lines and not images:
+            return                      # nothing to show (an image dropped above says why)
         self.cues.append(Cue(t_in, t_out, tuple(lines[:MAX_LINES]), tuple(images[:MAX_IMAGES]), *fades,
                              spot=int(spot) if spot.isdigit() and len(spot) < 10 else None, line=line))
 
