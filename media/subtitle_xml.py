@@ -31,10 +31,10 @@ from pathlib import Path
 
 from .errors import CorruptMedia, MediaError, UnsupportedMedia
 from .package import MAX_XML_BYTES, confined, local, parse_xml, uuid_of
-from .subtitles import (MAX_FADE, Colour, Cue, Placement, Style, SubtitleImage, SubtitleTrack,
-                        TextLine, TextRun)
+from .subtitles import (MAX_FADE, Colour, CompositionSubtitles, Cue, Placement, ReelSubtitles, Style,
+                        SubtitleImage, SubtitleTrack, TextLine, TextRun)
 
-__all__ = ["read_subtitles", "parse_subtitle_xml", "read_srt", "parse_time", "MAX_CUES"]
+__all__ = ["read_subtitles", "parse_subtitle_xml", "read_srt", "parse_time", "composition_subtitles", "MAX_CUES"]
 
 log = logging.getLogger("cinegpu.media.subtitles")
 
@@ -459,3 +459,41 @@ def read_srt(path) -> SubtitleTrack:
             raise UnsupportedMedia(p, f"more than {MAX_CUES} subtitles")
         r.cues.append(Cue(t_in, t_out, tuple(reversed(out)), line=start_line))
     return SubtitleTrack(p, "srt", r.cues, {}, title=p.stem, warnings=r.warnings)
+
+
+# ------------------------------------------------------------------ a composition's subtitles
+
+def composition_subtitles(comp, root: Path | None = None, edit_rate=None) -> CompositionSubtitles:
+    """The subtitles of a :class:`~.package.Composition`: each reel's ``MainSubtitle`` (an Interop
+    XML file, or an SMPTE XML file) read and placed after the earlier reels' pictures.  A reel
+    whose subtitle cannot be read (missing file, a timed-text MXF, broken XML) adds a warning and
+    shows none.  ``root``: the package folder, which fonts and images must stay in (default: the
+    CPL's folder)."""
+    rate = Fraction(edit_rate or comp.edit_rate or 24)
+    reels: list[ReelSubtitles] = []
+    warnings: list[str] = []
+    start = 0
+    for reel in comp.reels:
+        pictures = reel.of_kind("picture", "stereo-picture")
+        length = pictures[0].duration if pictures else 0
+        for asset in reel.of_kind("subtitle"):
+            try:
+                if asset.path is None:
+                    raise MediaError(comp.path, f"subtitle asset {asset.id} of reel {reel.id} is not "
+                                                "in the ASSETMAP")
+                track = read_subtitles(asset.path, root=root or _root(comp))
+            except MediaError as exc:
+                warnings.append(f"subtitles of reel {reel.id} not shown: {exc}")
+                log.warning("%s", warnings[-1])
+                continue
+            sub_rate = asset.edit_rate or track.edit_rate or rate
+            shown = min(length, round(asset.duration * rate / sub_rate)) if asset.duration else length
+            warnings.extend(track.warnings)
+            reels.append(ReelSubtitles(start, shown, Fraction(asset.entry_point) / sub_rate, track))
+        start += length
+    return CompositionSubtitles(reels, rate, warnings)
+
+
+def _root(comp) -> Path | None:
+    """The package folder (the CPL's folder) that a subtitle's font and image files stay in."""
+    return Path(comp.path).parent if getattr(comp, "path", None) else None

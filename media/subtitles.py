@@ -25,10 +25,9 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 
-from .errors import MediaError
 
 __all__ = ["Colour", "Style", "Placement", "TextRun", "TextLine", "SubtitleImage", "Cue",
-           "SubtitleTrack", "CompositionSubtitles", "ReelSubtitles", "composition_subtitles",
+           "SubtitleTrack", "CompositionSubtitles", "ReelSubtitles",
            "DEFAULT_SIZE", "MAX_FADE"]
 
 log = logging.getLogger("cinegpu.media.subtitles")
@@ -235,41 +234,3 @@ class CompositionSubtitles:
         reel, t = found
         out = [(c, c.alpha(t)) for c in reel.track.at(t)]
         return [(c, a) for c, a in out if a > 0]
-
-
-def composition_subtitles(comp, root: Path | None = None, edit_rate=None) -> CompositionSubtitles:
-    """The subtitles of a :class:`~.package.Composition`: each reel's ``MainSubtitle`` (an Interop
-    XML file, or an SMPTE XML file) read and placed after the earlier reels' pictures.  A reel
-    whose subtitle cannot be read (missing file, a timed-text MXF, broken XML) adds a warning and
-    shows none.  ``root``: the package folder, which fonts and images must stay in (default: the
-    CPL's folder)."""
-    from .subtitle_xml import read_subtitles
-
-    rate = Fraction(edit_rate or comp.edit_rate or 24)
-    reels: list[ReelSubtitles] = []
-    warnings: list[str] = []
-    start = 0
-    for reel in comp.reels:
-        pictures = reel.of_kind("picture", "stereo-picture")
-        length = pictures[0].duration if pictures else 0
-        for asset in reel.of_kind("subtitle"):
-            try:
-                if asset.path is None:
-                    raise MediaError(comp.path, f"subtitle asset {asset.id} of reel {reel.id} is not "
-                                                "in the ASSETMAP")
-                track = read_subtitles(asset.path, root=root or _root(comp))
-            except MediaError as exc:
-                warnings.append(f"subtitles of reel {reel.id} not shown: {exc}")
-                log.warning("%s", warnings[-1])
-                continue
-            sub_rate = asset.edit_rate or track.edit_rate or rate
-            shown = min(length, round(asset.duration * rate / sub_rate)) if asset.duration else length
-            warnings.extend(track.warnings)
-            reels.append(ReelSubtitles(start, shown, Fraction(asset.entry_point) / sub_rate, track))
-        start += length
-    return CompositionSubtitles(reels, rate, warnings)
-
-
-def _root(comp) -> Path | None:
-    """The package folder (the CPL's folder) that a subtitle's font and image files stay in."""
-    return Path(comp.path).parent if getattr(comp, "path", None) else None

@@ -239,8 +239,9 @@ class Player:
 
     def _draw(self) -> None:
         w, h = self.window.get_framebuffer_size()
+        overlay = self._overlay(self._subtitle_frame)
         self.presenter.draw(self.target.texture, self.target.width, self.target.height, w, h,
-                            overlay=self._overlay(self._subtitle_frame))
+                            **({"overlay": overlay} if overlay else {}))
         if self.overlay and not self.headless:
             self._draw_overlay()
         self.window.flip()
@@ -278,8 +279,9 @@ class Player:
             buffer = self._buffers.get_nowait()
         except queue.Empty:
             buffer = self._buffer()
+        overlay = self._overlay(n)
         pixels = self.presenter.screenshot(self.target.texture, self.target.width, self.target.height, buffer,
-                                           overlay=self._overlay(n))
+                                           **({"overlay": overlay} if overlay else {}))
         self.source.unpin(n)
         if self._writer is None:
             self._writer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="cinegpu-screenshot")

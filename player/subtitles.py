@@ -297,7 +297,8 @@ def subtitles_for(media, frames: int, rate, *, on: bool = True, file=None):
 
     from cinegpu.media.errors import MediaError  # noqa: PLC0415
     from cinegpu.media.subtitle_xml import read_subtitles  # noqa: PLC0415
-    from cinegpu.media.subtitles import CompositionSubtitles, composition_subtitles  # noqa: PLC0415
+    from cinegpu.media.subtitle_xml import composition_subtitles  # noqa: PLC0415
+    from cinegpu.media.subtitles import CompositionSubtitles  # noqa: PLC0415
 
     if not on:
         return None

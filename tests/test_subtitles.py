@@ -18,8 +18,8 @@ import pytest
 
 from cinegpu.media.errors import CorruptMedia, MediaError, UnsupportedMedia
 from cinegpu.media.package import read_package
-from cinegpu.media.subtitle_xml import parse_time, read_subtitles
-from cinegpu.media.subtitles import Colour, CompositionSubtitles, composition_subtitles
+from cinegpu.media.subtitle_xml import composition_subtitles, parse_time, read_subtitles
+from cinegpu.media.subtitles import Colour, CompositionSubtitles
 from cinegpu.player.subtitles import SubtitleRenderer, default_font_path
 
 FONT = default_font_path()
@@ -344,7 +344,6 @@ def test_screenshots_include_the_subtitles(gl, tmp_path):
     assert (off[30] == 3000).all()
 
 
-@pytest.mark.slow
 @needs_font
 @pytest.mark.skipif(shutil.which("opj_compress") is None, reason="opj_compress makes the frames")
 def test_cli_subtitle_file_and_subtitles_off(gl, tmp_path):
