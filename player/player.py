@@ -153,7 +153,7 @@ class Player:
     def __init__(self, source, window, target, presenter, *, rate, loop: bool = False,
                  screenshots: dict[int, Path] | None = None, headless: bool = True,
                  now: Callable[[], float] = time.perf_counter, sleep: Callable[[float], None] = time.sleep,
-                 depth: int = 8, preroll: int = 2, max_frames: int | None = None) -> None:
+                 depth: int = 8, preroll: int = 2, max_frames: int | None = None, subtitles=None) -> None:
         self.source, self.window, self.target, self.presenter = source, window, target, presenter
         self.clock = PlaybackClock(rate, source.frame_count, now=now, loop=loop)
         self.scheduler = Scheduler(self.clock)
@@ -175,6 +175,9 @@ class Player:
                 raise ValueError(f"screenshot frame {n} outside 0..{source.frame_count - 1}")
             source.pin(n)
         target.open(source.width, source.height)
+        #: the subtitles drawn over each frame (a CompositionSubtitles; None or empty: none)
+        self.subtitles = _subtitle_overlay(subtitles, source.width, source.height)
+        self._subtitle_frame: int | None = None
 
     # ---------------------------------------------------------------- keys
 
@@ -229,13 +232,16 @@ class Player:
             log.warning("%s", exc)
             return
         self.target.write(picture)
+        self._subtitle_frame = n
         self._draw()
         if n in self.screenshots:
             self._screenshot(n)
 
     def _draw(self) -> None:
         w, h = self.window.get_framebuffer_size()
-        self.presenter.draw(self.target.texture, self.target.width, self.target.height, w, h)
+        overlay = self._overlay(self._subtitle_frame)
+        self.presenter.draw(self.target.texture, self.target.width, self.target.height, w, h,
+                            **({"overlay": overlay} if overlay else {}))
         if self.overlay and not self.headless:
             self._draw_overlay()
         self.window.flip()
@@ -251,6 +257,19 @@ class Player:
         self._label.text = text
         self._label.draw()
 
+    def _overlay(self, n: int | None) -> int | None:
+        """The texture of frame ``n``'s subtitles, or None.  A cue that cannot be drawn (a
+        font or image Pillow cannot read) turns subtitles off with a warning; playback goes on."""
+        if self.subtitles is None or n is None:
+            return None
+        try:
+            return self.subtitles.texture_for(n)
+        except (OSError, ValueError) as exc:
+            log.warning("subtitles turned off: frame %d's cannot be drawn: %s", n, exc)
+            self.subtitles.close()
+            self.subtitles = None
+            return None
+
     def _screenshot(self, n: int) -> None:
         """Read the frame back from GL here (the context is this thread's) into a buffer made
         before the clock ran, and leave the PNG to the writer thread: compressing a 4K
@@ -260,7 +279,9 @@ class Player:
             buffer = self._buffers.get_nowait()
         except queue.Empty:
             buffer = self._buffer()
-        pixels = self.presenter.screenshot(self.target.texture, self.target.width, self.target.height, buffer)
+        overlay = self._overlay(n)
+        pixels = self.presenter.screenshot(self.target.texture, self.target.width, self.target.height, buffer,
+                                           **({"overlay": overlay} if overlay else {}))
         self.source.unpin(n)
         if self._writer is None:
             self._writer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="cinegpu-screenshot")
@@ -335,6 +356,7 @@ class Player:
             return
         if picture is not None:
             self.target.write(picture)
+            self._subtitle_frame = n
             self._draw()
             if self.screenshots:    # the screenshot framebuffer and two readback buffers, made now
                 for _ in range(2):
@@ -420,5 +442,16 @@ class Player:
         self._saved()
         if self._writer is not None:
             self._writer.shutdown()
+        if self.subtitles is not None:
+            self.subtitles.close()
         self.target.close()
         self.presenter.close()
+
+
+def _subtitle_overlay(subtitles, width: int, height: int):
+    """The GL overlay of ``subtitles`` (None when there are none)."""
+    if not subtitles:
+        return None
+    from .subtitles import SubtitleOverlay  # noqa: PLC0415
+
+    return SubtitleOverlay(subtitles, width, height)

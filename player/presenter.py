@@ -105,8 +105,21 @@ class Presenter:
         gl.glUseProgram(0)
         glu.check("glDrawArrays(picture)")
 
-    def draw(self, texture: int | None, frame_w: int, frame_h: int, win_w: int, win_h: int) -> None:
-        """Clear the default framebuffer to black and draw ``texture`` letterboxed."""
+    def _blend(self, overlay: int, nearest: bool) -> None:
+        """Draw the premultiplied RGBA ``overlay`` texture (subtitles) over what is drawn,
+        keeping the destination's alpha."""
+        gl = _gl()
+        gl.glEnable(gl.GL_BLEND)
+        gl.glBlendFuncSeparate(gl.GL_ONE, gl.GL_ONE_MINUS_SRC_ALPHA, gl.GL_ZERO, gl.GL_ONE)
+        try:
+            self._quad(overlay, nearest)
+        finally:
+            gl.glDisable(gl.GL_BLEND)
+
+    def draw(self, texture: int | None, frame_w: int, frame_h: int, win_w: int, win_h: int,
+             overlay: int | None = None) -> None:
+        """Clear the default framebuffer to black and draw ``texture`` letterboxed, and the
+        ``overlay`` texture (subtitles, premultiplied RGBA of the frame's size) over it."""
         gl = _gl()
         gl.glBindFramebuffer(gl.GL_FRAMEBUFFER, 0)
         gl.glViewport(0, 0, win_w, win_h)
@@ -115,18 +128,23 @@ class Presenter:
         if texture:
             gl.glViewport(*letterbox(frame_w, frame_h, win_w, win_h))
             self._quad(texture, nearest=(frame_w, frame_h) == (win_w, win_h))
+            if overlay:
+                self._blend(overlay, nearest=(frame_w, frame_h) == (win_w, win_h))
             gl.glViewport(0, 0, win_w, win_h)
 
-    def screenshot(self, texture: int, frame_w: int, frame_h: int, out=None):
+    def screenshot(self, texture: int, frame_w: int, frame_h: int, out=None, overlay: int | None = None):
         """The picture as drawn into an RGBA16 framebuffer of the frame's own size, read back:
         (frame_h, frame_w, 4) uint16, top row first; a view of ``out`` when given (a contiguous
-        array of that shape: the caller's buffer, already in memory, saves a 4K frame's page faults)."""
+        array of that shape: the caller's buffer, already in memory, saves a 4K frame's page faults);
+        ``overlay`` (subtitles) drawn over the picture as on screen."""
         gl = _gl()
         fb = self._screens.get((frame_w, frame_h))
         if fb is None:
             fb = self._screens[(frame_w, frame_h)] = glu.Framebuffer(frame_w, frame_h)
         fb.bind()
         self._quad(texture, nearest=True)
+        if overlay:
+            self._blend(overlay, nearest=True)
         pixels = fb.read(out)
         gl.glBindFramebuffer(gl.GL_FRAMEBUFFER, 0)
         return pixels

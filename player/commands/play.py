@@ -44,6 +44,10 @@ def register(subparsers) -> None:
                    help="always decode at full resolution (by default playback decodes at 1/2 or 1/4 "
                         "of the size while this machine cannot decode at the frame rate, and goes "
                         "back up when it can)")
+    p.add_argument("--subtitles", choices=("on", "off"), default="on",
+                   help="draw the package's subtitles (Interop or SMPTE XML) over the picture (default on)")
+    p.add_argument("--subtitle-file", default=None, metavar="FILE",
+                   help="draw this Interop/SMPTE subtitle XML or SRT file from the first frame instead")
     p.add_argument("--preroll", type=positive_int, default=2, help="frames decoded before the clock starts (default 2)")
     p.set_defaults(run=run)
 
@@ -87,7 +91,8 @@ def _run(args) -> int:
         summary = play(media, headless=headless, fps=args.fps, backend=args.backend, interop=args.interop,
                        colour=args.colour, primaries=args.primaries, loop=args.loop, frames=args.frames,
                        screenshots=dict(args.screenshot), workers=args.workers, preroll=args.preroll,
-                       processes=not args.threads, auto_resolution=not args.full_resolution)
+                       processes=not args.threads, auto_resolution=not args.full_resolution,
+                       subtitles=args.subtitles == "on", subtitle_file=args.subtitle_file)
     except (MediaError, BackendUnavailable, PipelineError) as exc:   # no frame readable; no GPU; no workers
         print(f"cinegpu play: {exc}", file=sys.stderr)
         return 2
@@ -103,9 +108,11 @@ def _run(args) -> int:
 def play(media, *, headless: bool, fps=None, backend: str = "auto", interop: str = "auto", colour: str = "auto",
          primaries: str = "p3d65", loop: bool = False, frames: int | None = None, screenshots=None,
          workers: int | None = None, preroll: int = 2, source=None, processes: bool = True,
-         auto_resolution: bool = True):
+         auto_resolution: bool = True, subtitles=True, subtitle_file=None):
     """Play an opened media source (or a ready frame ``source``); the :class:`~..player.Summary`.
-    ``auto_resolution``: decode at a lower resolution while decoding cannot keep up."""
+    ``auto_resolution``: decode at a lower resolution while decoding cannot keep up.
+    ``subtitles``: draw the composition's subtitles (or ``subtitle_file``'s), or a
+    :class:`~cinegpu.media.subtitles.CompositionSubtitles` to draw."""
     from cinegpu.interop import TARGETS, choose_target
 
     from ..player import Player
@@ -129,6 +136,10 @@ def play(media, *, headless: bool, fps=None, backend: str = "auto", interop: str
     depth = max(8, preroll, getattr(source, "depth", 8))
     rate = Fraction(fps) if fps is not None else (source.edit_rate or Fraction(24))
     title = f"cinegpu - {getattr(media, 'title', '') or 'play'}"
+    if subtitles is True or subtitle_file is not None:
+        from ..subtitles import subtitles_for
+        subtitles = subtitles_for(media, source.frame_count, source.edit_rate or rate, on=bool(subtitles),
+                                  file=subtitle_file)
     window = open_window(*_window_size(source.width, source.height), headless=headless, title=title)
     try:
         if interop == "auto":
@@ -139,7 +150,8 @@ def play(media, *, headless: bool, fps=None, backend: str = "auto", interop: str
                 raise UsageError(f"--interop {interop} cannot work here: {reason}")
             target = TARGETS[interop]()
         player = Player(source, window, target, Presenter(), rate=rate, loop=loop, screenshots=screenshots,
-                        headless=headless, depth=depth, preroll=preroll, max_frames=frames)
+                        headless=headless, depth=depth, preroll=preroll, max_frames=frames,
+                        subtitles=subtitles or None)
         try:
             return player.run()
         finally:
