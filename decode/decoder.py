@@ -21,7 +21,7 @@ import numpy as np
 
 from . import tier1
 from .backend import Backend, select_backend
-from .codestream.header import Codestream, parse_codestream, tile_part_ppm_headers
+from .codestream.header import Codestream, MainHeaderCache, parse_codestream, tile_part_ppm_headers
 from .errors import UnsupportedFeature
 from .jp2 import JP2Header, apply_channels, apply_palette, read_jp2
 from .limits import (DEFAULT_MAX_MEMORY, DEFAULT_MAX_PIXELS, Cost, Limits, TileGeometry, check_limits,
@@ -129,6 +129,9 @@ class Decoder:
         self._plans: dict[tuple, TilePlan] = {}
         self._geometries: dict[tuple, TileGeometry] = {}
         self._told_ht = False
+        #: the latest main headers parsed, reused whole by frames that share them
+        self._headers = MainHeaderCache()
+        self._last_main: tuple = (None, "")   # (main Segments, its plan key)
 
     def tier1_on_gpu(self, prep: Prepared) -> bool:
         """Whether this frame's tier-1 runs on the GPU: with ``gpu_tier1`` unless the frame
@@ -140,11 +143,14 @@ class Decoder:
             self._told_ht = True
         return not prep.ht
 
-    @staticmethod
-    def _main_key(cs: Codestream) -> str:
+    def _main_key(self, cs: Codestream) -> str:
         m = cs.main
+        if self._last_main[0] is m:     # the same parsed header (MainHeaderCache): same key
+            return self._last_main[1]
         # what shapes the plan, not the raw header: TLM, COM differ frame to frame
-        return repr((cs.siz, m.cod, m.coc, m.qcd, m.qcc, m.rgn, m.poc))
+        key = repr((cs.siz, m.cod, m.coc, m.qcd, m.qcc, m.rgn, m.poc))
+        self._last_main = (m, key)
+        return key
 
     @staticmethod
     def _key(cs: Codestream, t: int, reduce: int, main_key: str) -> tuple:
@@ -195,7 +201,7 @@ class Decoder:
             raise ValueError("layers must be >= 1")
         t0 = time.perf_counter()
         codestream, jp2 = read_jp2(data)
-        cs = parse_codestream(codestream, strict=policy)
+        cs = parse_codestream(codestream, strict=policy, cache=self._headers)
         missing = missing_tiles(cs, reduce)
         if missing:
             # resilient: recorded in the missing tile's report (missing_tile_report) and left zero

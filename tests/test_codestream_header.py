@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import struct
 
+import numpy as np
 import pytest
 
 from cinegpu.decode.codestream import markers as M
@@ -76,3 +77,26 @@ def test_main_only_stops_at_the_first_sot():
 def test_main_end_at_eoc_without_tile_parts():
     cs = parse_codestream(MAIN + b"\xff\xd9")
     assert cs.main_end == len(MAIN) and cs.tile_part_count == 0
+
+
+def test_main_header_cache_reuses_only_identical_headers():
+    """A MainHeaderCache hands back a main header parsed before only to a stream that starts
+    with the same bytes followed by an SOT; the tile-parts are always the stream's own."""
+    from cinegpu.decode.codestream.header import MainHeaderCache
+    from cinegpu.encode import encode
+    rng = np.random.default_rng(3)
+    a = encode(rng.integers(0, 256, (40, 56), dtype=np.uint8))
+    b = encode(rng.integers(0, 256, (40, 56), dtype=np.uint8))
+    c = encode(rng.integers(0, 256, (40, 57), dtype=np.uint8))      # another SIZ
+    cache = MainHeaderCache(size=2)
+    first = parse_codestream(a, cache=cache)
+    again = parse_codestream(b, cache=cache)
+    assert again.main is first.main and again.siz is first.siz      # reused
+    plain = parse_codestream(b)
+    assert again.markers == plain.markers and again.main_end == plain.main_end
+    assert again.tiles == plain.tiles and again.warnings == plain.warnings
+    other = parse_codestream(c, cache=cache)
+    assert other.main is not first.main and other.siz.Xsiz == 57
+    from cinegpu.decode import decode
+    for data in (a, b, c, a):
+        assert all((x == y).all() for x, y in zip(decode(data), decode(bytes(data))))

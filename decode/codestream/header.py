@@ -225,8 +225,35 @@ def _read_segments(data, pos: int, scope: str, siz: SIZ, seg: Segments, cs_marke
         pos = end
 
 
+class MainHeaderCache:
+    """The parsed main headers (SIZ to the first SOT, A.3) of the latest few codestreams, so
+    that the frames of a sequence, which share theirs, parse only their tile-parts.  Owned by
+    a decoder (one thread at a time); entries are found by comparing bytes, never by hash."""
+
+    def __init__(self, size: int = 4):
+        self._size = size
+        self._items: list[tuple[bytes, tuple]] = []
+
+    def find(self, data) -> tuple | None:
+        """``(siz, main, markers, warnings, pos)`` of the cached main header ``data`` starts
+        with (its next marker an SOT), or None."""
+        for head, parsed in self._items:
+            n = len(head)
+            if data[n:n + 2] == _SOT_BYTES and data[:n] == head:
+                return parsed
+        return None
+
+    def add(self, data, pos: int, parsed: tuple) -> None:
+        if len(self._items) >= self._size:
+            self._items.pop(0)
+        self._items.append((bytes(data[:pos]), parsed))
+
+
+_SOT_BYTES = M.SOT.to_bytes(2, "big")
+
+
 def parse_codestream(data: bytes | memoryview, *, strict: bool | Strictness = True,
-                     main_only: bool = False) -> Codestream:
+                     main_only: bool = False, cache: MainHeaderCache | None = None) -> Codestream:
     """Walk a raw codestream (starting with SOC) into a :class:`Codestream`.
 
     In strict mode a tile-part running past the end of the data raises
@@ -235,8 +262,17 @@ def parse_codestream(data: bytes | memoryview, *, strict: bool | Strictness = Tr
     the decoder can conceal what is missing (``strict``: a bool or a
     :class:`~cinegpu.decode.strictness.Strictness`).
     ``main_only``: stop at the end of the main header; no tile-part is read.
+    ``cache``: a :class:`MainHeaderCache` to reuse (and keep) whole main headers.
     """
     policy = Strictness.of(strict)
+    hit = cache.find(data) if cache is not None else None
+    if hit is not None:
+        siz, main, markers, warnings, pos = hit
+        cs_markers, warnings = list(markers), list(warnings)
+        tiles = {} if main_only else _read_tile_parts(data, pos, siz, cs_markers, warnings, policy)
+        cs = Codestream(siz, main, tiles, cs_markers, warnings, data, pos, main_only)
+        _check_components(cs)
+        return cs
     if read_u16(data, 0, "the SOC marker") != M.SOC:
         raise MisplacedMarker("codestream does not start with SOC (FF4F)", 0)
     if read_u16(data, 2, "the SIZ marker") != M.SIZ:
@@ -261,6 +297,8 @@ def parse_codestream(data: bytes | memoryview, *, strict: bool | Strictness = Tr
         raise InvalidSegment("main header has no COD", pos)
     if main.qcd is None:
         raise InvalidSegment("main header has no QCD", pos)
+    if cache is not None and not cut_short and data[pos:pos + 2] == _SOT_BYTES:
+        cache.add(data, pos, (siz, main, tuple(cs_markers), tuple(warnings), pos))
     tiles = {} if cut_short or main_only else _read_tile_parts(data, pos, siz, cs_markers, warnings, policy)
     cs = Codestream(siz, main, tiles, cs_markers, warnings, data, pos, main_only)
     _check_components(cs)
@@ -357,5 +395,5 @@ def tile_part_ppm_headers(cs: Codestream) -> dict[tuple[int, int], bytes] | None
     return {(ti, tp): runs[k] for k, (_, ti, tp) in enumerate(parts)}
 
 
-__all__ = ["Codestream", "Segments", "Tile", "TilePart", "parse_codestream", "tile_part_ppm_headers",
+__all__ = ["Codestream", "MainHeaderCache", "Segments", "Tile", "TilePart", "parse_codestream", "tile_part_ppm_headers",
            "CodestreamError"]
