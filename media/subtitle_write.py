@@ -17,6 +17,7 @@ warning says so (subsetting it to the glyphs used is not done). PNG images of an
 
 from __future__ import annotations
 
+import logging
 import re
 import shutil
 import subprocess
@@ -103,14 +104,21 @@ def prepare_subtitles(path, *, frames: int, fps, title: str, language: str | Non
     if language is not None and not LANGUAGE_TAG.fullmatch(language):
         raise ValueError(f"--subtitle-language {language!r} is not an RFC 5646 tag such as en or fr-FR")
     font_data = _font_bytes(font)
-    track = read_subtitles(path)
+    quiet = logging.getLogger("cinegpu.media.subtitles")
+    mute = _Mute()
+    quiet.addFilter(mute)            # the caller shows the warnings returned, once
+    try:
+        track = read_subtitles(path)
+    finally:
+        quiet.removeFilter(mute)
     warnings = list(track.warnings)
     if len(font_data) > FONT_WARN_BYTES:
         warnings.append(f"the subtitle font is {len(font_data) >> 10} KiB; DCP checkers (ClairMeta) refuse "
                         f"fonts above {FONT_WARN_BYTES >> 10} KiB: give a smaller one with --subtitle-font")
     if track.timing_errors:
         more = len(track.timing_errors) - 1
-        raise MediaError(None, track.timing_errors[0] + (f" (and {more} more)" if more > 0 else ""))
+        first = track.timing_errors[0].split(": ", 1)[-1]       # the path is the error's own
+        raise MediaError(path, first + (f" (and {more} more)" if more > 0 else ""))
     end = Fraction(frames) / rate
     cues = []
     for c in track.cues:
@@ -134,6 +142,11 @@ def prepare_subtitles(path, *, frames: int, fps, title: str, language: str | Non
     doc, resources, rid = smpte_document(kept, title=title, language=language, fps=int(rate),
                                          font=font_data)
     return TimedTextAsset(doc, resources, rid, language, frames, len(cues)), warnings
+
+
+class _Mute(logging.Filter):
+    def filter(self, record) -> bool:
+        return False
 
 
 def _tc(t: Fraction, rate: int) -> str:

@@ -235,5 +235,5 @@ def test_master_with_srt_subtitles(tmp_path, capsys, gl):
 @needs_encoder
 def test_master_with_interop_subtitles(tmp_path, capsys, gl):
     from test_subtitles import _interop
-    xml = _interop(tmp_path / "subs", t_in="00:00:00:100", t_out="00:00:00:900", text="Bonjour", size=60)
+    xml = _interop(tmp_path / "subs", t_in="00:00:00:025", t_out="00:00:00:225", text="Bonjour", size=60)
     _master_and_check(tmp_path, capsys, xml, [("Bonjour",)])
