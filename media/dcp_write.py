@@ -1,10 +1,11 @@
-"""Writing an unsigned SMPTE DCP: one reel, a picture track and optionally a sound track
-(ST 429-2, -3, -7, -8, -9, -16).
+"""Writing an unsigned SMPTE DCP: one reel, a picture track and optionally a sound track and a
+timed-text (subtitle) track (ST 429-2, -3, -5, -7, -8, -9, -16).
 
     CPL       Composition Playlist, ST 429-7: one Reel with a MainPicture (edit rate, durations,
               hash, frame rate, screen aspect ratio), and with sound a MainSound (the same,
-              and its Language where given) and the ST 429-16 CompositionMetadataAsset that
-              declares the sound's channel configuration and sample rate
+              and its Language where given), with subtitles a MainSubtitle (the same, with its
+              Language), and with sound the ST 429-16 CompositionMetadataAsset that declares
+              the sound's channel configuration and sample rate
     PKL       Packing List, ST 429-8: every asset with its size and SHA-1 hash (base64)
     ASSETMAP  Asset Map, ST 429-9: asset id -> file, the PKL flagged as a packing list
     VOLINDEX  Volume Index, ST 429-9
@@ -42,8 +43,10 @@ from cinegpu.decode.codestream.header import Codestream
 
 from .errors import MediaError
 from .mxf_sound_write import SoundTrackFile, SoundTrackWriter
+from .mxf_timed_text_write import TimedTextTrackFile, TimedTextTrackWriter
 from .mxf_write import PictureTrackWriter, TrackFile
 from .sound_in import SoundInput
+from .subtitle_write import NS_DCST, TimedTextAsset
 
 __all__ = ["DCPWriter", "Package", "check_output", "encode_frame", "encoder_name", "file_hash"]
 
@@ -147,6 +150,7 @@ class Package:
     track: TrackFile
     title: str
     sound: SoundTrackFile | None = None
+    subtitle: TimedTextTrackFile | None = None
 
 
 def check_output(out) -> Path:
@@ -190,7 +194,8 @@ class DCPWriter:
     """
 
     def __init__(self, out, *, title: str, edit_rate=24, aspect: tuple[int, int] | None = None,
-                 kind: str = "feature", issuer: str = CREATOR, sound: SoundInput | None = None):
+                 kind: str = "feature", issuer: str = CREATOR, sound: SoundInput | None = None,
+                 subtitles: TimedTextAsset | None = None):
         if kind not in CONTENT_KINDS:
             raise ValueError(f"content kind must be one of {CONTENT_KINDS}, got {kind!r}")
         self.out = check_output(out)
@@ -199,6 +204,8 @@ class DCPWriter:
         self.aspect = aspect
         self.sound = sound
         self.sound_writer: SoundTrackWriter | None = None
+        self.subtitles = subtitles
+        self.subtitle_writer: TimedTextTrackWriter | None = None
         self.asset_id = uuid.uuid4()
         self.mxf_name = f"j2c_{self.asset_id}.mxf"
         prefix = f".{self.out.name}.partial-"
@@ -228,8 +235,9 @@ class DCPWriter:
     def abort(self) -> None:
         """Remove the partial folder (and so everything written so far)."""
         self.track_writer.abort()
-        if self.sound_writer is not None:
-            self.sound_writer.abort()
+        for w in (self.sound_writer, self.subtitle_writer):
+            if w is not None:
+                w.abort()
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     def __enter__(self):
@@ -252,13 +260,16 @@ class DCPWriter:
             track = self.track_writer.close()
             track_hash = file_hash(track.path)
         sound, sound_hash = self._write_sound(track.frames)
+        subtitle, subtitle_hash = self._write_subtitles(track.frames)
         aspect = self.aspect or (track.width, track.height)
         cpl_id, pkl_id = uuid.uuid4(), uuid.uuid4()
         cpl = self.tmp / f"cpl_{cpl_id}.xml"
         pkl = self.tmp / f"pkl_{pkl_id}.xml"
         with self._writing(cpl.name):
-            self._write_cpl(cpl, cpl_id, track, track_hash, aspect, sound, sound_hash)
-        mxfs = [(track, track_hash)] + ([(sound, sound_hash)] if sound is not None else [])
+            self._write_cpl(cpl, cpl_id, track, track_hash, aspect, sound, sound_hash,
+                            subtitle, subtitle_hash)
+        mxfs = [(track, track_hash)] + [(t, h) for t, h in ((sound, sound_hash),
+                                                            (subtitle, subtitle_hash)) if t is not None]
         with self._writing(pkl.name):
             self._write_pkl(pkl, pkl_id, [(cpl_id, cpl, "text/xml", file_hash(cpl))] + [
                 (t.asset_id, t.path, "application/mxf", h) for t, h in mxfs])
@@ -274,7 +285,9 @@ class DCPWriter:
         moved = dataclasses.replace(track, path=self.out / track.path.name)
         if sound is not None:
             sound = dataclasses.replace(sound, path=self.out / sound.path.name)
-        return Package(self.out, cpl_id, pkl_id, moved, self.title, sound)
+        if subtitle is not None:
+            subtitle = dataclasses.replace(subtitle, path=self.out / subtitle.path.name)
+        return Package(self.out, cpl_id, pkl_id, moved, self.title, sound, subtitle)
 
     def _write_sound(self, frames: int) -> tuple[SoundTrackFile | None, str | None]:
         """The sound track file of ``frames`` edit units and its hash (None, None: no sound)."""
@@ -292,9 +305,28 @@ class DCPWriter:
             sound = self.sound_writer.close()
             return sound, file_hash(sound.path)
 
+    def _write_subtitles(self, frames: int) -> tuple[TimedTextTrackFile | None, str | None]:
+        """The ST 429-5 timed-text track file of ``frames`` edit units and its hash (None, None:
+        no subtitles)."""
+        s = self.subtitles
+        if s is None:
+            return None, None
+        if s.duration != frames:
+            raise MediaError(self.out, f"subtitles prepared for {s.duration} frames; the picture has {frames}")
+        sid = uuid.uuid4()
+        name = f"sub_{sid}.mxf"
+        with self._writing(name):
+            self.subtitle_writer = TimedTextTrackWriter(
+                self.tmp / name, edit_rate=self.edit_rate, duration=frames, resource_id=s.resource_id,
+                namespace=NS_DCST, language=s.language, asset_id=sid)
+            self.subtitle_writer.write(s.document, list(s.resources))
+            done = self.subtitle_writer.close()
+            return done, file_hash(done.path)
+
     # -- documents --
     def _write_cpl(self, path: Path, cpl_id, track: TrackFile, track_hash: str, aspect,
-                   sound: SoundTrackFile | None = None, sound_hash: str | None = None) -> None:
+                   sound: SoundTrackFile | None = None, sound_hash: str | None = None,
+                   subtitle: TimedTextTrackFile | None = None, subtitle_hash: str | None = None) -> None:
         """ST 429-7 CompositionPlaylist with one reel (element order of the schema)."""
         root = etree.Element(f"{{{NS_CPL}}}CompositionPlaylist", nsmap={None: NS_CPL})
         _sub(root, "Id", _urn(cpl_id))
@@ -330,6 +362,17 @@ class DCPWriter:
             _sub(snd, "Hash", sound_hash)
             if sound.language is not None:
                 _sub(snd, "Language", sound.language)
+        if subtitle is not None:
+            st = _sub(assets, "MainSubtitle")
+            _sub(st, "Id", _urn(subtitle.asset_id))
+            _sub(st, "EditRate", _rational(subtitle.edit_rate))
+            _sub(st, "IntrinsicDuration", subtitle.frames)
+            _sub(st, "EntryPoint", 0)
+            _sub(st, "Duration", subtitle.frames)
+            _sub(st, "Hash", subtitle_hash)
+            if subtitle.language:
+                _sub(st, "Language", subtitle.language)
+        if sound is not None:
             self._composition_metadata(assets, track, sound)
         _write_xml(root, path)
 

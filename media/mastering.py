@@ -10,7 +10,8 @@ writer. A
 composition shorter than ``frames`` repeats its input (a still image becomes a shot of ``frames``
 frames); each distinct input frame is encoded once. With ``sound`` (:func:`.sound_in.open_sound`)
 its length is checked against the composition before the first frame is encoded, and the sound
-track file is written beside the picture's when the last frame is in.
+track file is written beside the picture's when the last frame is in; so is the timed-text track
+file of ``subtitles`` (checked and converted before, by :func:`.subtitle_write.prepare_subtitles`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from .frame_encode import FrameEncoders
 from .errors import MediaError
 from .images_in import fit, image_area, list_frames, max_input_size, read_image
 from .sound_in import SoundInput
+from .subtitle_write import TimedTextAsset
 
 __all__ = ["master", "master_images"]
 
@@ -39,7 +41,8 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
            profile: str = "2k", fps=24, bitrate: float | None = None,
            colorspace: str = "rec709", container: str = "auto", frames: int | None = None,
            workers: int | None = None, kind: str = "feature", progress: bool = True,
-           backend: str = "auto", sound: SoundInput | None = None) -> Package:
+           backend: str = "auto", sound: SoundInput | None = None,
+           subtitles: TimedTextAsset | None = None) -> Package:
     """Master ``count`` input images (``get_frame(i)``: (H, W, 3) floats 0..1, or integers
     read as a fraction of their dtype's maximum) into a DCP at ``out``. ``frames``:
     composition length (default ``count``; the input repeats to fill it). ``bitrate`` in
@@ -47,7 +50,8 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
     device; colour conversion, forward stage and tier-1 then run on the GPU). ``sound``:
     checked sound input, cut or padded to the composition (see :meth:`SoundInput.fit`, which
     the caller may run first to show its warning). Raises ValueError for a bad profile, rate
-    or colour space, MediaError for sound shorter than the picture."""
+    or colour space, MediaError for sound shorter than the picture. ``subtitles``: a reel's
+    subtitles made by :func:`.subtitle_write.prepare_subtitles` for ``frames`` frames."""
     try:
         p = dci.profile(profile)
     except ValueError:
@@ -62,6 +66,8 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
     total = frames or count
     if sound is not None:
         sound.fit(total, rate)       # MediaError before anything is encoded
+    if subtitles is not None and subtitles.duration != total:
+        raise ValueError(f"subtitles prepared for {subtitles.duration} frames; the composition has {total}")
     workers = max(1, workers or os.cpu_count() or 1)
     first = get_frame(0)
     area, width, height = image_area(first.shape[1], first.shape[0], profile, container)
@@ -83,7 +89,7 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
     cache: dict[int, bytes] = {}
     try:
         with DCPWriter(out, title=title, edit_rate=rate, aspect=(width, height), kind=kind,
-                       sound=sound) as dcp:
+                       sound=sound, subtitles=subtitles) as dcp:
             pool = ThreadPoolExecutor(workers)
             try:
                 pending: deque = deque()

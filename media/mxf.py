@@ -52,6 +52,7 @@ SET_NAMES = {
     0x0142: "GenericSoundEssenceDescriptor", 0x0147: "AES3PCMDescriptor",
     0x0148: "WAVEPCMDescriptor", 0x015A: "JPEG2000PictureSubDescriptor",
     0x0163: "StereoscopicPictureSubDescriptor",
+    0x0164: "TimedTextDescriptor", 0x0165: "TimedTextResourceSubDescriptor",
 }
 PICTURE_DESCRIPTORS = ("CDCIEssenceDescriptor", "RGBAEssenceDescriptor",
                        "GenericPictureEssenceDescriptor")

@@ -302,12 +302,14 @@ class TrackWriter:
         if not self.offsets:
             self.abort()
             raise MediaError(self.path, "no frames written")
+        streams = self._generic_streams()
         footer = self.file.tell()
         index = self._index_segments()
-        self.file.write(self._partition(4, footer, HEADER_RESERVE, footer,
+        previous = streams[-1][1] if streams else HEADER_RESERVE
+        self.file.write(self._partition(4, footer, previous, footer,
                                         index_byte_count=len(index), index_sid=INDEX_SID))
         self.file.write(index)
-        self.file.write(self._rip([(0, 0), (BODY_SID, HEADER_RESERVE), (0, footer)]))
+        self.file.write(self._rip([(0, 0), (BODY_SID, HEADER_RESERVE), *streams, (0, footer)]))
         size = self.file.tell()
         self.file.seek(HEADER_RESERVE)
         self.file.write(self._partition(3, HEADER_RESERVE, 0, footer, body_sid=BODY_SID))
@@ -316,8 +318,37 @@ class TrackWriter:
         self.file.close()
         return size
 
+    def _generic_streams(self) -> list[tuple[int, int]]:
+        """Write any generic stream partitions (ST 410) after the essence; their (BodySID,
+        offset) pairs for the random index pack. None by default."""
+        return []
+
+    def _duration(self) -> int:
+        """Edit units the tracks and the descriptor declare: one per element by default."""
+        return len(self.offsets)
+
     def _index_segments(self) -> bytes:
-        raise NotImplementedError
+        """VBR index table segments (ST 377-1 11.2): one entry per element, its stream offset."""
+        out = bytearray()
+        for start in range(0, len(self.offsets), ENTRIES_PER_SEGMENT):
+            chunk = self.offsets[start:start + ENTRIES_PER_SEGMENT]
+            # TemporalOffset 0, KeyFrameOffset 0, Flags 0x80 (random access), StreamOffset
+            entries = [struct.pack(">bbBQ", 0, 0, 0x80, so) for so in chunk]
+            items = [
+                (0x3C0A, uuid.uuid4().bytes),
+                (0x3F0B, _rational(self.edit_rate)),
+                (0x3F0C, struct.pack(">q", start)),
+                (0x3F0D, struct.pack(">q", len(chunk))),
+                (0x3F05, struct.pack(">I", 0)),            # EditUnitByteCount 0: VBR
+                (0x3F06, struct.pack(">I", INDEX_SID)),
+                (0x3F07, struct.pack(">I", BODY_SID)),
+                (0x3F08, b"\x00"),                         # SliceCount
+                (0x3F0E, b"\x00"),                         # PosTableCount
+                (0x3F09, _batch([struct.pack(">bBI", 0, 0, 0)], 6)),
+                (0x3F0A, _batch(entries, 11)),
+            ]
+            out += _index_segment(items)
+        return bytes(out)
 
     def _descriptor(self, ids: dict[str, bytes], n: int) -> list[bytes]:
         """The essence descriptor (InstanceUID ``ids["desc"]``) and its sub-descriptors."""
@@ -344,12 +375,13 @@ class TrackWriter:
     # -- partitions, index, RIP --
     def _partition(self, kind: int, this: int, previous: int, footer: int, *,
                    header_byte_count: int = 0, index_byte_count: int = 0, index_sid: int = 0,
-                   body_sid: int = 0) -> bytes:
-        """A closed, complete partition pack (ST 377-1 7.1): kind 2 header, 3 body, 4 footer."""
-        key = bytes.fromhex("060e2b34020501010d01020101") + bytes([kind, 0x04, 0x00])
+                   body_sid: int = 0, status: int = 0x04, containers=None) -> bytes:
+        """A closed, complete partition pack (ST 377-1 7.1): kind 2 header, 3 body, 4 footer;
+        ``status`` 0x11 with kind 3 is a generic stream partition (ST 410)."""
+        key = bytes.fromhex("060e2b34020501010d01020101") + bytes([kind, status, 0x00])
         value = struct.pack(">HHIQQQQQIQI", 1, 2, 1, this, previous, footer, header_byte_count,
                             index_byte_count, index_sid, 0, body_sid)
-        value += OP_ATOM + _batch(list(self.CONTAINERS), 16)
+        value += OP_ATOM + _batch(list(self.CONTAINERS if containers is None else containers), 16)
         return klv(key, value)
 
     @staticmethod
@@ -379,7 +411,7 @@ class TrackWriter:
         return klv(PRIMER_PACK, _batch(items, 18))
 
     def _metadata(self) -> bytes:
-        n, rate = len(self.offsets), self.edit_rate
+        n, rate = self._duration(), self.edit_rate
         tc_base = round(rate)
         ids = {name: uuid.uuid4().bytes for name in (
             "preface", "ident", "storage", "ecd", "mp", "fp", "desc",
@@ -495,29 +527,6 @@ class PictureTrackWriter(TrackWriter):
         assert self.header is not None
         return TrackFile(self.path, self.asset_id, len(self.offsets), self.edit_rate,
                          self.header.width, self.header.height, size)
-
-    def _index_segments(self) -> bytes:
-        """VBR index table segments (ST 377-1 11.2): one entry per frame, its stream offset."""
-        out = bytearray()
-        for start in range(0, len(self.offsets), ENTRIES_PER_SEGMENT):
-            chunk = self.offsets[start:start + ENTRIES_PER_SEGMENT]
-            # TemporalOffset 0, KeyFrameOffset 0, Flags 0x80 (random access), StreamOffset
-            entries = [struct.pack(">bbBQ", 0, 0, 0x80, so) for so in chunk]
-            items = [
-                (0x3C0A, uuid.uuid4().bytes),
-                (0x3F0B, _rational(self.edit_rate)),
-                (0x3F0C, struct.pack(">q", start)),
-                (0x3F0D, struct.pack(">q", len(chunk))),
-                (0x3F05, struct.pack(">I", 0)),            # EditUnitByteCount 0: VBR
-                (0x3F06, struct.pack(">I", INDEX_SID)),
-                (0x3F07, struct.pack(">I", BODY_SID)),
-                (0x3F08, b"\x00"),                         # SliceCount
-                (0x3F0E, b"\x00"),                         # PosTableCount
-                (0x3F09, _batch([struct.pack(">bBI", 0, 0, 0)], 6)),
-                (0x3F0A, _batch(entries, 11)),
-            ]
-            out += _index_segment(items)
-        return bytes(out)
 
     def _descriptor(self, ids: dict[str, bytes], n: int) -> list[bytes]:
         """The RGBAEssenceDescriptor and its ST 422 JPEG2000PictureSubDescriptor."""

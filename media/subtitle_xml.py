@@ -6,10 +6,9 @@ are ``HH:MM:SS:TTT`` with ticks of 4 ms (250 a second; ``HH:MM:SS.sss`` is read 
 SMPTE ST 428-7 (``SubtitleReel`` in the ``.../428-7/20xx/DCST`` namespaces): times are
 ``HH:MM:SS:EE`` in edit units of ``TimeCodeRate``, measured on the timeline ``StartTime`` starts
 (so ``StartTime`` is subtracted), fonts and images are ancillary resources named by
-``urn:uuid``.  In a DCP those resources travel inside the ST 429-5 timed-text MXF track file,
-which is not read yet (:func:`read_subtitles` raises :class:`~.errors.UnsupportedMedia` for
-one); an SMPTE XML file on its own finds them as files named by the bare UUID (with or without
-``.ttf``/``.otf``/``.png``) beside it.
+``urn:uuid``.  In a DCP those resources travel inside the ST 429-5 timed-text MXF track file
+(read by :mod:`.mxf_timed_text`); an SMPTE XML file on its own finds them as files named by the
+bare UUID (with or without ``.ttf``/``.otf``/``.png``) beside it.
 
 Attribute names are matched without regard to case (Interop ``VAlign``, SMPTE ``Valign``; ``Id``
 and ``ID``).  ``<Font>`` elements nest, inside and around ``<Subtitle>`` and ``<Text>``; each
@@ -34,7 +33,7 @@ from .package import MAX_XML_BYTES, confined, local, parse_xml, uuid_of
 from .subtitles import (MAX_FADE, Colour, CompositionSubtitles, Cue, Placement, ReelSubtitles, Style,
                         SubtitleImage, SubtitleTrack, TextLine, TextRun)
 
-__all__ = ["read_subtitles", "parse_subtitle_xml", "read_srt", "parse_time", "composition_subtitles", "MAX_CUES"]
+__all__ = ["read_subtitles", "read_timed_text_track", "parse_subtitle_xml", "read_srt", "parse_time", "composition_subtitles", "MAX_CUES"]
 
 log = logging.getLogger("cinegpu.media.subtitles")
 
@@ -56,18 +55,59 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 def read_subtitles(path, root: Path | None = None) -> SubtitleTrack:
     """Read the subtitle document at ``path``: Interop or SMPTE XML (by the root element), or SRT
     (by the ``.srt`` suffix).  Font and image files must lie in ``root`` (default: the document's
-    folder); a timed-text MXF raises UnsupportedMedia."""
+    folder); a timed-text MXF (ST 429-5) is read with its own resources."""
     from .source import is_mxf
 
     p = Path(path)
     if not p.is_file():
         raise MediaError(p, "subtitle file is missing")
     if p.suffix.lower() == ".mxf" or is_mxf(p):
-        raise UnsupportedMedia(p, "an SMPTE timed-text track file (ST 429-5 MXF): reading the subtitle "
-                                  "XML, fonts and images out of the MXF is not implemented yet")
+        return read_timed_text_track(p)
     if p.suffix.lower() == ".srt":
         return read_srt(p)
     return parse_subtitle_xml(parse_xml(p), p, _Files(p.parent, root or p.parent))
+
+
+def read_timed_text_track(path) -> SubtitleTrack:
+    """The ST 428-7 document inside an ST 429-5 timed-text MXF, its fonts and images taken from
+    the file's ancillary resources by ``urn:uuid``."""
+    from lxml import etree
+
+    from .mxf_timed_text import read_timed_text
+
+    p = Path(path)
+    tt = read_timed_text(p)
+    parser = etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=False,
+                             remove_comments=True)
+    try:
+        root = etree.fromstring(tt.document, parser)
+    except etree.XMLSyntaxError as exc:
+        line, col = exc.position if exc.position else (None, None)
+        raise CorruptMedia(p, f"malformed XML in the timed-text track file (line {line}, column {col}): "
+                              f"{exc.msg}") from None
+    if root is None:
+        raise CorruptMedia(p, "the timed-text track file's document is empty")
+    track = parse_subtitle_xml(root, p, _Resources(tt.resources))
+    if tt.resource_id and track.id and track.id != tt.resource_id:
+        track.warnings.append(f"{p}: the document's Id {track.id} is not the track file's "
+                              f"ResourceID {tt.resource_id}")
+    return track
+
+
+class _Resources:
+    """Fonts and images held by a timed-text track file, by UUID."""
+
+    def __init__(self, resources: dict[str, tuple[str, bytes]]) -> None:
+        self.resources = resources
+
+    def read(self, name: str, limit: int, where: Path) -> bytes | None:
+        found = self.resources.get(uuid_of(name).lower()) if name.lower().startswith("urn:uuid:") else None
+        if found is None:
+            return None
+        if len(found[1]) > limit:
+            raise UnsupportedMedia(where, f"resource {name} of {len(found[1])} bytes, more than the "
+                                          f"{limit} bytes read for a subtitle resource")
+        return found[1]
 
 
 class _Files:
@@ -131,6 +171,7 @@ class _Reader:
         self.warnings: list[str] = []
         self.fonts: dict[str, bytes | None] = {}
         self.cues: list[Cue] = []
+        self.timing: list[str] = []     # cues dropped for their times (mastering refuses these)
         self._unknown_fonts: set[str] = set()
 
     def warn(self, line, message: str) -> None:
@@ -140,6 +181,11 @@ class _Reader:
             log.warning("%s", text)
         elif len(self.warnings) == MAX_WARNINGS:
             self.warnings.append(f"{self.path}: more warnings not shown")
+
+    def bad_time(self, line, message: str) -> None:
+        """Warn of a cue dropped for its times, and keep the message in :attr:`timing`."""
+        self.warn(line, message)
+        self.timing.append(f"{self.path}: {message}" + (f" (line {line})" if line else ""))
 
     # -------------------------------------------------------------- fonts and styles
 
@@ -249,16 +295,13 @@ class _Reader:
             t_in, t_out = self.time(a.get("timein"), "TimeIn"), self.time(a.get("timeout"), "TimeOut")
             fades = self.fade(a.get("fadeuptime")), self.fade(a.get("fadedowntime"))
         except ValueError as exc:
-            self.warn(line, f"<Subtitle> {a.get('spotnumber', '')} dropped: {exc}")
-            return
+            return self.bad_time(line, f"<Subtitle> {a.get('spotnumber', '')} dropped: {exc}")
         if t_out <= t_in:
-            self.warn(line, f"<Subtitle> {a.get('spotnumber', '')} dropped: TimeOut {a.get('timeout')} is "
-                            f"not after TimeIn {a.get('timein')}")
-            return
+            return self.bad_time(line, f"<Subtitle> {a.get('spotnumber', '')} dropped: TimeOut "
+                                       f"{a.get('timeout')} is not after TimeIn {a.get('timein')}")
         if t_in < 0:
-            self.warn(line, f"<Subtitle> {a.get('spotnumber', '')} dropped: TimeIn {a.get('timein')} is "
-                            "before the StartTime")
-            return
+            return self.bad_time(line, f"<Subtitle> {a.get('spotnumber', '')} dropped: TimeIn "
+                                       f"{a.get('timein')} is before the StartTime")
         lines: list[TextLine] = []
         images: list[SubtitleImage] = []
         self.content(el, style, lines, images)
@@ -364,7 +407,8 @@ def parse_subtitle_xml(root, path: Path, files: _Files | None = None) -> Subtitl
         reel = head.get("ReelNumber", "")
         return SubtitleTrack(path, "interop", r.cues, r.fonts, uuid_of(head.get("SubtitleID")),
                              head.get("MovieTitle", ""), head.get("Language", ""),
-                             int(reel) if reel.isdigit() and len(reel) < 10 else None, warnings=r.warnings)
+                             int(reel) if reel.isdigit() and len(reel) < 10 else None, warnings=r.warnings,
+                             timing_errors=r.timing)
     if name == "SubtitleReel":
         head = {local(c): c for c in root if local(c)}
 
@@ -399,7 +443,7 @@ def parse_subtitle_xml(root, path: Path, files: _Files | None = None) -> Subtitl
         reel = txt("ReelNumber")
         return SubtitleTrack(path, "smpte", r.cues, r.fonts, uuid_of(txt("Id")), txt("ContentTitleText"),
                              txt("Language"), int(reel) if reel.isdigit() and len(reel) < 10 else None,
-                             edit_rate, tcr, start, r.warnings)
+                             edit_rate, tcr, start, r.warnings, r.timing)
     raise UnsupportedMedia(path, f"not a subtitle document: root <{name}> (want Interop <DCSubtitle> or "
                                  "SMPTE ST 428-7 <SubtitleReel>)")
 
@@ -446,7 +490,7 @@ def read_srt(path) -> SubtitleTrack:
         t_in = Fraction(g[0] * 3600 + g[1] * 60 + g[2]) + Fraction(g[3], 10 ** len(m.group(4)))
         t_out = Fraction(g[4] * 3600 + g[5] * 60 + g[6]) + Fraction(g[7], 10 ** len(m.group(8)))
         if max(g[1], g[2], g[5], g[6]) >= 60 or t_out <= t_in:
-            r.warn(start_line, f"SRT block {lines[0].strip()!r} dropped: bad time or end not after start")
+            r.bad_time(start_line, f"SRT block {lines[0].strip()!r} dropped: bad time or end not after start")
             continue
         body = [ln for ln in lines[1:MAX_LINES + 1] if ln.strip()]
         out = []
@@ -458,7 +502,7 @@ def read_srt(path) -> SubtitleTrack:
         if len(r.cues) >= MAX_CUES:
             raise UnsupportedMedia(p, f"more than {MAX_CUES} subtitles")
         r.cues.append(Cue(t_in, t_out, tuple(reversed(out)), line=start_line))
-    return SubtitleTrack(p, "srt", r.cues, {}, title=p.stem, warnings=r.warnings)
+    return SubtitleTrack(p, "srt", r.cues, {}, title=p.stem, warnings=r.warnings, timing_errors=r.timing)
 
 
 # ------------------------------------------------------------------ a composition's subtitles
@@ -466,7 +510,7 @@ def read_srt(path) -> SubtitleTrack:
 def composition_subtitles(comp, root: Path | None = None, edit_rate=None) -> CompositionSubtitles:
     """The subtitles of a :class:`~.package.Composition`: each reel's ``MainSubtitle`` (an Interop
     XML file, or an SMPTE XML file) read and placed after the earlier reels' pictures.  A reel
-    whose subtitle cannot be read (missing file, a timed-text MXF, broken XML) adds a warning and
+    whose subtitle cannot be read (missing file, a damaged timed-text MXF, broken XML) adds a warning and
     shows none.  ``root``: the package folder, which fonts and images must stay in (default: the
     CPL's folder)."""
     rate = Fraction(edit_rate or comp.edit_rate or 24)

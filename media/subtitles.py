@@ -168,6 +168,8 @@ class SubtitleTrack:
     time_code_rate: int | None = None  # SMPTE TimeCodeRate (Interop: 250 ticks a second)
     start_time: Fraction = Fraction(0)
     warnings: list[str] = field(default_factory=list)
+    #: the warnings of cues dropped for their times (a bad timecode, TimeOut not after TimeIn)
+    timing_errors: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.cues.sort(key=lambda c: (c.time_in, c.time_out))

@@ -44,6 +44,14 @@ def register(subparsers) -> None:
                         "by more than a frame: refused")
     p.add_argument("--audio-language", default=None, metavar="TAG",
                    help="spoken language of the sound, an RFC 5646 tag such as en-US")
+    p.add_argument("--subtitles", default=None, metavar="FILE.xml|FILE.srt",
+                   help="subtitles (SRT, Interop or SMPTE ST 428-7 XML), written as an SMPTE timed-text "
+                        "track with an embedded font. Cues past the picture's end: cut (warning); a "
+                        "cue with a bad time: refused")
+    p.add_argument("--subtitle-language", default=None, metavar="TAG",
+                   help="language of the subtitles, an RFC 5646 tag such as fr (default: the file's, else en)")
+    p.add_argument("--subtitle-font", default=None, metavar="FILE.ttf",
+                   help="font embedded for the subtitles (default DejaVu Sans, which may be redistributed)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(run=run)
 
@@ -63,6 +71,7 @@ def _run(args) -> int:
     from cinegpu.media.images_in import list_frames
     from cinegpu.media.mastering import master_images
     from cinegpu.media.sound_in import open_sound
+    from cinegpu.media.subtitle_write import prepare_subtitles
 
     try:
         check_output(args.output)
@@ -80,6 +89,15 @@ def _run(args) -> int:
                 print(f"cinegpu master: warning: {warning}", file=sys.stderr)
         elif args.audio_language:
             raise ValueError("--audio-language needs --audio")
+        subtitles = None
+        if args.subtitles:
+            subtitles, warnings = prepare_subtitles(
+                args.subtitles, frames=frames or count, fps=args.fps, title=args.title,
+                language=args.subtitle_language, font=args.subtitle_font)
+            for warning in warnings:
+                print(f"cinegpu master: warning: {warning}", file=sys.stderr)
+        elif args.subtitle_language or args.subtitle_font:
+            raise ValueError("--subtitle-language and --subtitle-font need --subtitles")
         if not args.quiet:
             print(f"cinegpu master: {count} input frame(s) -> {frames or count} frames at "
                   f"{args.fps} fps, DCI {args.profile.upper()}, encoder {encoder_name()} "
@@ -89,7 +107,7 @@ def _run(args) -> int:
                                 fps=args.fps, bitrate=args.bitrate, colorspace=args.colorspace,
                                 container=args.container, frames=frames, workers=args.workers,
                                 kind=args.kind, progress=not args.quiet,
-                                backend=args.backend, sound=sound)
+                                backend=args.backend, sound=sound, subtitles=subtitles)
     except (MediaError, BackendUnavailable, ValueError, OSError) as exc:
         print(f"cinegpu master: {exc}", file=sys.stderr)
         return 2
@@ -103,6 +121,7 @@ def _run(args) -> int:
     s = package.sound
     sound = "" if s is None else \
         f", sound {s.layout.name} {s.channels} channels {s.rate} Hz ({s.size} bytes)"
+    subs = "" if package.subtitle is None else f", subtitles ({package.subtitle.size} bytes)"
     print(f"{package.root}: {t.frames} frames {t.width}x{t.height} at {t.edit_rate} fps, "
-          f"CPL {package.cpl_id}, {t.size} bytes of picture{sound}")
+          f"CPL {package.cpl_id}, {t.size} bytes of picture{sound}{subs}")
     return 0
