@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from cinegpu.decode.codestream import dci
+from cinegpu.decode.codestream import dci, imf
 from cinegpu.decode.codestream.cod import PROGRESSIONS
 
 __all__ = [
@@ -25,7 +25,7 @@ __all__ = [
 #: The DCI caps, bits/s (re-exported from :mod:`cinegpu.decode.codestream.dci`).
 DCI_FRAME_BITRATE = dci.FRAME_BITRATE
 DCI_COMPONENT_BITRATE = dci.COMPONENT_BITRATE
-PROFILES = ("generic", *dci.PROFILES)
+PROFILES = ("generic", *dci.PROFILES, *imf.PROFILES)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -134,6 +134,8 @@ def make_params(shapes, precisions, signed, *, profile, fps, bitrate, reversible
             raise ValueError(f"component of {w}x{h} is not a subsampling of {w0}x{h0}")
     ncomp = len(shapes)
     same = all(s == shapes[0] for s in shapes[:3])
+    if profile in imf.PROFILES:
+        return _imf_params(profile, shapes, precisions, fps, bitrate)
     if profile != "generic":
         return _dci_params(profile, shapes, precisions, fps, bitrate)
     if levels is None:
@@ -176,4 +178,36 @@ def _dci_params(profile, shapes, precisions, fps, bitrate) -> Params:
         progression=dci.PROGRESSION, layers=1, precincts=p.precincts(), pocs=p.pocs,
         guard_bits=p.guard_bits, guard_bits_fixed=True, quant_style=2, tlm=True,
         split_components=True, frame_bytes=frame_bytes, component_bytes=comp_cap,
+    )
+
+
+#: The IMF profiles' bit rate when none is given, bits/s (sub level 1's cap).
+IMF_DEFAULT_BITRATE = imf.sublevel_bitrate(1)
+
+
+def _imf_params(profile, shapes, precisions, fps, bitrate) -> Params:
+    """An IMF lossy profile (:mod:`cinegpu.decode.codestream.imf`): RGB 4:4:4 of 10 or 12 bits
+    as given (no colour conversion), the sub level chosen from ``bitrate``."""
+    p = imf.profile(profile)
+    h, w = shapes[0]
+    cw, ch = p.container
+    if len(shapes) != 3 or any(s != shapes[0] for s in shapes):
+        raise ValueError(f"{profile}: need 3 components of one size (RGB 4:4:4), got {shapes}")
+    if w > cw or h > ch:
+        raise ValueError(f"{profile}: {w}x{h} is larger than the {cw}x{ch} container")
+    if len(set(precisions)) != 1 or precisions[0] not in imf.PRECISIONS:
+        raise ValueError(f"{profile}: components must be {imf.PRECISIONS} bit, got {precisions}")
+    bitrate = IMF_DEFAULT_BITRATE if bitrate is None else float(bitrate)
+    Rsiz = imf.rsiz(p, w, h, fps, bitrate)
+    levels = imf.levels_for(p, w, h)
+    xcb, ycb = dci.CODEBLOCK
+    low, rest = dci.PRECINCTS
+    return Params(
+        profile=profile, Rsiz=Rsiz, width=w, height=h, precisions=tuple(precisions),
+        signed=(False,) * 3, XRsiz=(1,) * 3, YRsiz=(1,) * 3, tile=(w, h), levels=levels,
+        xcb=xcb, ycb=ycb, cblk_style=0, reversible=False, mct=1,
+        progression=dci.PROGRESSION, layers=1,
+        precincts=((low, low),) + ((rest, rest),) * levels, pocs=(), guard_bits=2,
+        guard_bits_fixed=False, quant_style=2, tlm=True, split_components=True,
+        frame_bytes=int(bitrate / 8 / fps), component_bytes=None,
     )

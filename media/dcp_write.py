@@ -55,6 +55,7 @@ NS_PKL = "http://www.smpte-ra.org/schemas/429-8/2007/PKL"
 NS_AM = "http://www.smpte-ra.org/schemas/429-9/2007/AM"
 NS_META = "http://www.smpte-ra.org/schemas/429-16/2014/CPL-Metadata"
 CREATOR = "cinegpu 0.1.0"
+SHA1_ALGORITHM = "http://www.w3.org/2000/09/xmldsig#sha1"
 CONTENT_KINDS = ("feature", "trailer", "test", "teaser", "rating", "advertisement", "short",
                  "transitional", "psa", "policy")
 #: The OpenJPEG stand-in's default target: its cinema rate control overshoots its cap by a few
@@ -193,6 +194,11 @@ class DCPWriter:
     while writing (ENOSPC, EFBIG: "disk full writing X") becomes a MediaError.
     """
 
+    #: The picture track file's writer and file name prefix; the PKL's namespace.
+    TRACK_WRITER: type[PictureTrackWriter] = PictureTrackWriter
+    TRACK_PREFIX = "j2c_"
+    PKL_NAMESPACE = NS_PKL
+
     def __init__(self, out, *, title: str, edit_rate=24, aspect: tuple[int, int] | None = None,
                  kind: str = "feature", issuer: str = CREATOR, sound: SoundInput | None = None,
                  subtitles: TimedTextAsset | None = None):
@@ -207,13 +213,13 @@ class DCPWriter:
         self.subtitles = subtitles
         self.subtitle_writer: TimedTextTrackWriter | None = None
         self.asset_id = uuid.uuid4()
-        self.mxf_name = f"j2c_{self.asset_id}.mxf"
+        self.mxf_name = f"{self.TRACK_PREFIX}{self.asset_id}.mxf"
         prefix = f".{self.out.name}.partial-"
         with self._writing(prefix + "*"):
             self.tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=self.out.parent))
         try:
             with self._writing(self.mxf_name):
-                self.track_writer = PictureTrackWriter(
+                self.track_writer = self.TRACK_WRITER(
                     self.tmp / self.mxf_name, edit_rate=self.edit_rate, asset_id=self.asset_id)
         except BaseException:
             shutil.rmtree(self.tmp, ignore_errors=True)
@@ -278,16 +284,20 @@ class DCPWriter:
                 (t.asset_id, t.path, False) for t, _ in mxfs])
         with self._writing("VOLINDEX.xml"):
             self._write_volindex()
-        with self._writing(self.out.name):
-            if self.out.is_dir() and not self.out.is_symlink():
-                self.out.rmdir()          # empty (checked at the start)
-            os.replace(self.tmp, self.out)
+        self._move_into_place()
         moved = dataclasses.replace(track, path=self.out / track.path.name)
         if sound is not None:
             sound = dataclasses.replace(sound, path=self.out / sound.path.name)
         if subtitle is not None:
             subtitle = dataclasses.replace(subtitle, path=self.out / subtitle.path.name)
         return Package(self.out, cpl_id, pkl_id, moved, self.title, sound, subtitle)
+
+    def _move_into_place(self) -> None:
+        """Rename the finished partial folder to ``out`` (an empty ``out`` is replaced)."""
+        with self._writing(self.out.name):
+            if self.out.is_dir() and not self.out.is_symlink():
+                self.out.rmdir()          # empty (checked at the start)
+            os.replace(self.tmp, self.out)
 
     def _write_sound(self, frames: int) -> tuple[SoundTrackFile | None, str | None]:
         """The sound track file of ``frames`` edit units and its hash (None, None: no sound)."""
@@ -401,8 +411,9 @@ class DCPWriter:
             sub(el, "Height", track.height, NS_META)
 
     def _write_pkl(self, path: Path, pkl_id, assets) -> None:
-        """ST 429-8 PackingList: (id, file, type, hash) per asset."""
-        root = etree.Element(f"{{{NS_PKL}}}PackingList", nsmap={None: NS_PKL})
+        """ST 429-8 PackingList (ST 2067-2's for IMF): (id, file, type, hash) per asset."""
+        ns = self.PKL_NAMESPACE
+        root = etree.Element(f"{{{ns}}}PackingList", nsmap={None: ns})
         _sub(root, "Id", _urn(pkl_id))
         _sub(root, "AnnotationText", self.title)
         _sub(root, "IssueDate", self.issued)
@@ -417,6 +428,8 @@ class DCPWriter:
             _sub(a, "Size", file.stat().st_size)
             _sub(a, "Type", mime)
             _sub(a, "OriginalFileName", file.name)
+            if ns != NS_PKL:       # ST 2067-2 names the digest's algorithm
+                _sub(a, "HashAlgorithm").set("Algorithm", SHA1_ALGORITHM)
         _write_xml(root, path)
 
     def _write_assetmap(self, assets) -> None:

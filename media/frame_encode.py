@@ -18,7 +18,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from cinegpu.decode.codestream import dci
+from cinegpu.decode.codestream import dci, imf
 
 from .colour import to_xyz12, xyz12_parameters
 from .dcp_write import _cinegpu_encoder, encode_frame, encoder_name
@@ -47,9 +47,13 @@ class FrameEncoders:
     """
 
     def __init__(self, *, profile: str, fps, bitrate: float | None, colorspace: str,
-                 backend: str = "auto"):
+                 backend: str = "auto", bits: int = 12):
         self.profile, self.fps, self.colorspace = profile, Fraction(fps), colorspace
-        self.dci = dci.profile(profile)      # "2k" / "4k" (or "dci-2k" / "dci-4k")
+        #: an IMF profile ("imf-2k", "imf-4k"): R'G'B' as given, ``bits`` per component
+        self.imf = profile in imf.PROFILES
+        self.bits = bits
+        self.dci = None if self.imf else dci.profile(profile)   # "2k" / "4k" / "dci-2k"...
+        self.encoder_profile = profile if self.imf else self.dci.name
         self.bitrate = None if bitrate is None else bitrate * 1e6
         self.ours = _cinegpu_encoder() is not None
         self.backend = pick_backend(backend) if self.ours else "cpu"
@@ -69,7 +73,7 @@ class FrameEncoders:
             with self._lock:
                 if self._geometry is None:
                     self._geometry = GeometryCache()
-            enc = Encoder(profile=self.dci.name, fps=self.fps, bitrate=self.bitrate,
+            enc = Encoder(profile=self.encoder_profile, fps=self.fps, bitrate=self.bitrate,
                           backend=self.backend, workers=1,
                           geometry=self._geometry)
             self._local.encoder = enc
@@ -83,6 +87,8 @@ class FrameEncoders:
             raise UnsupportedMedia(None, f"want an (H, W, 3) image, got shape {a.shape}")
         if top is None:
             top = float(np.iinfo(a.dtype).max) if a.dtype.kind in "ui" else 1.0
+        if self.imf:
+            return self._encode_rgb(a, top)
         if not self.ours:
             xyz = to_xyz12((a.astype(np.float32) / np.float32(top)).clip(0.0, 1.0),
                            self.colorspace)
@@ -101,6 +107,15 @@ class FrameEncoders:
         if a.dtype != np.float32 or top != 1.0:
             a = (a.astype(np.float32) / np.float32(top)).clip(0.0, 1.0)
         return enc.encode(to_xyz12(a, self.colorspace), bits=12, signed=False)
+
+    def _encode_rgb(self, a: np.ndarray, top: float) -> bytes:
+        """IMF: the R'G'B' samples scaled to ``bits`` (no colour conversion), on the host."""
+        if not self.ours:
+            raise UnsupportedMedia(None, "IMF mastering needs cinegpu.encode "
+                                         "(the OpenJPEG stand-in makes DCI codestreams only)")
+        peak = (1 << self.bits) - 1
+        rgb = np.rint((a.astype(np.float32) / np.float32(top)).clip(0.0, 1.0) * peak)
+        return self._encoder().encode(rgb.astype(np.uint16), bits=self.bits, signed=False)
 
     def close(self) -> None:
         with self._lock:

@@ -84,7 +84,8 @@ def _check_size(p: Path, width: int, height: int, limit, expect) -> None:
         raise CorruptMedia(p, f"empty image ({width}x{height} pixels)")
     if limit is not None and (width > limit[0] or height > limit[1]):
         raise UnsupportedMedia(p, f"{width}x{height} pixels is larger than the {limit[0]}x{limit[1]} "
-                            "an input frame may be (twice the DCI container each way)")
+                            "an input frame may be (twice the DCI container each way; "
+                            "IMF: the IMF 4K container)")
     if expect is not None and (width, height) != tuple(expect):
         raise UnsupportedMedia(p, f"{width}x{height} pixels, but the sequence's first frame is "
                             f"{expect[0]}x{expect[1]}")

@@ -24,17 +24,18 @@ from typing import Callable
 
 import numpy as np
 
-from cinegpu.decode.codestream import dci
+from cinegpu.decode.codestream import dci, imf
 
 from .colour import COLORSPACES
 from .dcp_write import DCPWriter, Package
 from .frame_encode import FrameEncoders
+from .imf_write import IMFWriter
 from .errors import MediaError
 from .images_in import fit, image_area, list_frames, max_input_size, read_image
 from .sound_in import SoundInput
 from .subtitle_write import TimedTextAsset
 
-__all__ = ["master", "master_images"]
+__all__ = ["check_imf", "master", "master_images"]
 
 
 def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: str,
@@ -42,23 +43,31 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
            colorspace: str = "rec709", container: str = "auto", frames: int | None = None,
            workers: int | None = None, kind: str = "feature", progress: bool = True,
            backend: str = "auto", sound: SoundInput | None = None,
-           subtitles: TimedTextAsset | None = None) -> Package:
+           subtitles: TimedTextAsset | None = None, format: str = "dcp",
+           codec: str = "j2k", bits: int = 12) -> Package:
     """Master ``count`` input images (``get_frame(i)``: (H, W, 3) floats 0..1, or integers
     read as a fraction of their dtype's maximum) into a DCP at ``out``. ``frames``:
     composition length (default ``count``; the input repeats to fill it). ``bitrate`` in
     Mbit/s. ``backend``: the encoder's ``cpu`` or ``cuda`` (``auto``: CUDA when there is a
     device; colour conversion, forward stage and tier-1 then run on the GPU). ``sound``:
     checked sound input, cut or padded to the composition (see :meth:`SoundInput.fit`, which
-    the caller may run first to show its warning). Raises ValueError for a bad profile, rate
-    or colour space, MediaError for sound shorter than the picture. ``subtitles``: a reel's
-    subtitles made by :func:`.subtitle_write.prepare_subtitles` for ``frames`` frames."""
-    try:
-        p = dci.profile(profile)
-    except ValueError:
-        raise ValueError(f"profile must be 2k or 4k, got {profile!r}") from None
+    the caller may run first to show its warning). ``subtitles``: a reel's subtitles made by
+    :func:`.subtitle_write.prepare_subtitles` for ``frames`` frames. ``format`` "imf": an IMF
+    App #2E package instead (:func:`check_imf`: ``profile`` and ``container`` are not used, the
+    picture keeps its size and its R'G'B' at ``bits`` per component). Raises ValueError for a
+    bad profile, rate, size or colour space, MediaError for sound shorter than the picture."""
     rate = Fraction(fps)
-    if rate not in p.frame_rates:
-        raise ValueError(f"{fps} fps is not a {p.title} rate {p.frame_rates}")
+    if format == "imf":
+        check_imf(codec, rate, colorspace, bits, sound, subtitles)
+    elif format != "dcp":
+        raise ValueError(f"format must be dcp or imf, got {format!r}")
+    else:
+        try:
+            p = dci.profile(profile)
+        except ValueError:
+            raise ValueError(f"profile must be 2k or 4k, got {profile!r}") from None
+        if rate not in p.frame_rates:
+            raise ValueError(f"{fps} fps is not a {p.title} rate {p.frame_rates}")
     if colorspace not in COLORSPACES:
         raise ValueError(f"colorspace must be one of {COLORSPACES}, got {colorspace!r}")
     if count < 1:
@@ -70,10 +79,22 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
         raise ValueError(f"subtitles prepared for {subtitles.duration} frames; the composition has {total}")
     workers = max(1, workers or os.cpu_count() or 1)
     first = get_frame(0)
-    area, width, height = image_area(first.shape[1], first.shape[0], profile, container)
+    if format == "imf":
+        width, height = first.shape[1], first.shape[0]
+        encoder_profile = imf.profile_for(width, height).name      # ValueError above 4K
 
-    encoders = FrameEncoders(profile=profile, fps=rate, bitrate=bitrate, colorspace=colorspace,
-                             backend=backend)
+        def writer():
+            return IMFWriter(out, title=title, edit_rate=rate, kind=kind)
+    else:
+        area, width, height = image_area(first.shape[1], first.shape[0], profile, container)
+        encoder_profile = profile
+
+        def writer():
+            return DCPWriter(out, title=title, edit_rate=rate, aspect=(width, height),
+                             kind=kind, sound=sound, subtitles=subtitles)
+
+    encoders = FrameEncoders(profile=encoder_profile, fps=rate, bitrate=bitrate,
+                             colorspace=colorspace, backend=backend, bits=bits)
 
     def prepare(i: int) -> bytes:
         img = first if i == 0 else get_frame(i)
@@ -88,8 +109,7 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
     bar = _progress(total, title, progress)
     cache: dict[int, bytes] = {}
     try:
-        with DCPWriter(out, title=title, edit_rate=rate, aspect=(width, height), kind=kind,
-                       sound=sound, subtitles=subtitles) as dcp:
+        with writer() as dcp:
             pool = ThreadPoolExecutor(workers)
             try:
                 pending: deque = deque()
@@ -122,6 +142,30 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
     return package
 
 
+def check_imf(codec: str, rate: Fraction, colorspace: str, bits: int, sound=None,
+              subtitles=None) -> None:
+    """ValueError unless an IMF package can be mastered with these: Part-1 JPEG 2000 (HTJ2K
+    is not there yet), an ST 2067-21 edit rate, Rec. 709 input, 10 or 12 bits, no sound and
+    no subtitles."""
+    if codec == "htj2k":
+        raise ValueError("--codec htj2k is not supported yet (the HTJ2K encoder has not "
+                         "landed); use --codec j2k")
+    if codec != "j2k":
+        raise ValueError(f"codec must be j2k or htj2k, got {codec!r}")
+    if rate not in imf.FRAME_RATES:
+        rates = ", ".join(f"{float(r):g}" for r in imf.FRAME_RATES)
+        raise ValueError(f"{float(rate):g} fps is not an IMF rate ({rates})")
+    if colorspace != "rec709":
+        raise ValueError(f"IMF packages carry the input's R'G'B' as it is: only rec709 input "
+                         f"is written so far, got {colorspace!r}")
+    if bits not in imf.PRECISIONS:
+        raise ValueError(f"IMF bit depth must be one of {imf.PRECISIONS}, got {bits}")
+    if sound is not None:
+        raise ValueError("sound in IMF packages is not supported yet")
+    if subtitles is not None:
+        raise ValueError("subtitles in IMF packages are not supported yet")
+
+
 def master_images(path, out, *, profile: str = "2k", **options) -> Package:
     """Master a TIFF/PNG/DPX frame, or a folder of them in natural order (see :func:`master`).
 
@@ -129,7 +173,7 @@ def master_images(path, out, *, profile: str = "2k", **options) -> Package:
     :func:`.images_in.max_input_size` of ``profile``; both are checked from each file's header
     before its pixels are decoded. A bad frame raises MediaError naming its file and number."""
     files = list_frames(path)
-    limit = max_input_size(profile)
+    limit = imf.IMF_4K.container if options.get("format") == "imf" else max_input_size(profile)
 
     def read(i: int, expect=None) -> np.ndarray:
         try:

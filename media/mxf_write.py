@@ -271,6 +271,10 @@ class TrackWriter:
     PACKAGE_NAME = ""
     #: Dynamic local tags of the descriptor and sub-descriptors (tag -> UL hex), for the primer.
     DYNAMIC_TAGS: dict[int, str] = {}
+    #: The operational pattern (ST 378 OP-Atom for DCPs; IMF writers name OP-1a, ST 378-1).
+    OPERATIONAL_PATTERN = OP_ATOM
+    #: The Preface's MXF version (ST 377-1 9.5.1): 1.2 as asdcplib writes DCPs.
+    MXF_VERSION = 0x0102
 
     def __init__(self, path, *, edit_rate, asset_id: uuid.UUID | None = None,
                  product: str = "cinegpu", version: str = "0.1.0"):
@@ -379,9 +383,10 @@ class TrackWriter:
         """A closed, complete partition pack (ST 377-1 7.1): kind 2 header, 3 body, 4 footer;
         ``status`` 0x11 with kind 3 is a generic stream partition (ST 410)."""
         key = bytes.fromhex("060e2b34020501010d01020101") + bytes([kind, status, 0x00])
-        value = struct.pack(">HHIQQQQQIQI", 1, 2, 1, this, previous, footer, header_byte_count,
-                            index_byte_count, index_sid, 0, body_sid)
-        value += OP_ATOM + _batch(list(self.CONTAINERS if containers is None else containers), 16)
+        value = struct.pack(">HHIQQQQQIQI", 1, self.MXF_VERSION & 0xFF, 1, this, previous,
+                            footer, header_byte_count, index_byte_count, index_sid, 0, body_sid)
+        value += self.OPERATIONAL_PATTERN + _batch(
+            list(self.CONTAINERS if containers is None else containers), 16)
         return klv(key, value)
 
     @staticmethod
@@ -450,9 +455,10 @@ class TrackWriter:
 
         sets = [
             local_set(PREFACE, [
-                (0x3C0A, ids["preface"]), (0x3B02, now), (0x3B05, struct.pack(">H", 0x0102)),
+                (0x3C0A, ids["preface"]), (0x3B02, now),
+                (0x3B05, struct.pack(">H", self.MXF_VERSION)),
                 (0x3B07, u32(1)), (0x3B08, ids["fp"]), (0x3B06, _batch([ids["ident"]], 16)),
-                (0x3B03, ids["storage"]), (0x3B09, OP_ATOM),
+                (0x3B03, ids["storage"]), (0x3B09, self.OPERATIONAL_PATTERN),
                 (0x3B0A, _batch(list(self.CONTAINERS), 16)),
                 (0x3B0B, _batch([], 16))]),
             local_set(IDENTIFICATION, [

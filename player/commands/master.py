@@ -1,4 +1,5 @@
-"""``cinegpu master INPUT -o OUTDIR``: master TIFF/PNG/DPX frames into an unsigned SMPTE DCP."""
+"""``cinegpu master INPUT -o OUTDIR``: master TIFF/PNG/DPX frames into an unsigned SMPTE DCP,
+or with ``--format imf`` into an IMF package (Application #2E, Part-1 JPEG 2000)."""
 
 from __future__ import annotations
 
@@ -52,6 +53,15 @@ def register(subparsers) -> None:
                    help="language of the subtitles, an RFC 5646 tag such as fr (default: the file's, else en)")
     p.add_argument("--subtitle-font", default=None, metavar="FILE.ttf",
                    help="font embedded for the subtitles (default DejaVu Sans, which may be redistributed)")
+    p.add_argument("--format", choices=("dcp", "imf"), default="dcp",
+                   help="package: dcp (default) or imf (ST 2067-21 App #2E: R'G'B' 4:4:4 at the "
+                        "input's size up to 4096x3112, 23.976/24/25/29.97/30/50/59.94/60 fps; "
+                        "--profile and --container do not apply)")
+    p.add_argument("--codec", choices=("j2k", "htj2k"), default="j2k",
+                   help="IMF picture coding: j2k (Part-1 JPEG 2000, default); htj2k is not "
+                        "supported yet")
+    p.add_argument("--bits", type=int, choices=(10, 12), default=12,
+                   help="IMF bit depth per component (default 12)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(run=run)
 
@@ -69,11 +79,18 @@ def _run(args) -> int:
     from cinegpu.media.dcp_write import check_output, encoder_name
     from cinegpu.media.frame_encode import pick_backend
     from cinegpu.media.images_in import list_frames
-    from cinegpu.media.mastering import master_images
+    from cinegpu.media.mastering import check_imf, master_images
     from cinegpu.media.sound_in import open_sound
     from cinegpu.media.subtitle_write import prepare_subtitles
 
+    imf = args.format == "imf"
     try:
+        if imf:
+            check_imf(args.codec, args.fps, args.colorspace, args.bits,
+                      args.audio or None)
+        elif args.codec != "j2k" or args.bits != 12:
+            raise ValueError("--codec and --bits apply to --format imf (a DCP is 12-bit "
+                             "Part-1 JPEG 2000)")
         check_output(args.output)
         count = len(list_frames(args.input))
         frames = args.frames
@@ -100,22 +117,26 @@ def _run(args) -> int:
             raise ValueError("--subtitle-language and --subtitle-font need --subtitles")
         if not args.quiet:
             print(f"cinegpu master: {count} input frame(s) -> {frames or count} frames at "
-                  f"{args.fps} fps, DCI {args.profile.upper()}, encoder {encoder_name()} "
+                  f"{args.fps} fps, "
+                  f"{f'IMF App 2E {args.bits}-bit' if imf else 'DCI ' + args.profile.upper()}"
+                  f", encoder {encoder_name()} "
                   f"({pick_backend(args.backend)})",
                   file=sys.stderr)
         package = master_images(args.input, args.output, title=args.title, profile=args.profile,
                                 fps=args.fps, bitrate=args.bitrate, colorspace=args.colorspace,
                                 container=args.container, frames=frames, workers=args.workers,
                                 kind=args.kind, progress=not args.quiet,
-                                backend=args.backend, sound=sound, subtitles=subtitles)
+                                backend=args.backend, sound=sound, subtitles=subtitles,
+                                format=args.format, codec=args.codec, bits=args.bits)
     except (MediaError, BackendUnavailable, ValueError, OSError) as exc:
         print(f"cinegpu master: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("cinegpu master: interrupted; no DCP written", file=sys.stderr)
+        print(f"cinegpu master: interrupted; no {args.format.upper()} written", file=sys.stderr)
         return INTERRUPTED
     except Terminated:
-        print("cinegpu master: terminated (SIGTERM); no DCP written", file=sys.stderr)
+        print(f"cinegpu master: terminated (SIGTERM); no {args.format.upper()} written",
+              file=sys.stderr)
         return TERMINATED
     t = package.track
     s = package.sound
