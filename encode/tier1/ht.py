@@ -31,6 +31,7 @@ the length of MEL + VLC (at most 4079).  MEL and VLC are not fused into a shared
 import numpy as np
 from numba import njit
 
+from cinegpu.decode.tier1.codeblock import CB_HEIGHT, CB_OUT, CB_STRIDE, CB_WIDTH
 from cinegpu.decode.tier1.ht_tables import MEL_EXP
 
 from .ht_tables import VLC_ENC_0, VLC_ENC_1
@@ -355,3 +356,79 @@ def ht_encode_block(src, off, stride, w, h, p, out, at, sig, eline, ms, mel, vlc
     out[o - 1] = scup >> 4
     out[o - 2] = (out[o - 2] & 0xF0) | (scup & 0x0F)
     return o - at
+
+
+# ------------------------------------------------------------------------------ a tile
+
+@njit(cache=True, nogil=True)
+def ht_encode_rows(flat, cb, rows, drops):
+    """HT-code the blocks cb[rows] of a tile's flat coefficients, block j at bit-plane
+    drops[j].  Returns (coded, coded_off, rates, rate_off, dists, num_bps) in the layout of
+    :func:`cinegpu.encode.tier1.tile.encode_tile`: one pass (the cleanup) per block holding
+    a significant sample, its rate Lcup, K = p + 1 (so that tier-2 signals Mb - 1 - p zero
+    bit-planes and the decoder's cleanup plane is p), dists 0; a num_bps of length 0 when a
+    block's segment is too long (Scup > 4079)."""
+    nb = rows.shape[0]
+    sig, eline, ms, mel, vlc = make_ht_enc_scratch()
+    area = 0
+    for j in range(nb):
+        area += cb[rows[j], CB_WIDTH] * cb[rows[j], CB_HEIGHT]
+    coded = np.empty(area * 5 + 64 * nb + 64, np.uint8)
+    coded_off = np.zeros(nb + 1, np.int64)
+    rate_off = np.zeros(nb + 1, np.int64)
+    rates = np.zeros(nb, np.int64)
+    num_bps = np.zeros(nb, np.int64)
+    for j in range(nb):
+        r = cb[rows[j]]
+        w, h = r[CB_WIDTH], r[CB_HEIGHT]
+        n = 0
+        if w > 0 and h > 0:
+            n = ht_encode_block(flat, r[CB_OUT], r[CB_STRIDE], w, h, drops[j], coded,
+                                coded_off[j], sig, eline, ms, mel, vlc)
+            if n < 0:
+                return coded, coded_off, rates, rate_off, np.zeros(0), np.zeros(0, np.int64)
+        coded_off[j + 1] = coded_off[j] + n
+        rate_off[j + 1] = rate_off[j] + (1 if n > 0 else 0)
+        if n > 0:
+            rates[rate_off[j]] = n
+            num_bps[j] = drops[j] + 1
+    return (coded[:coded_off[nb]].copy(), coded_off, rates[:rate_off[nb]].copy(), rate_off,
+            np.zeros(rate_off[nb]), num_bps)
+
+
+@njit(cache=True, nogil=True)
+def ht_plane_figures(flat, cb, rows, dmax):
+    """Per block cb[rows] and per dropped plane count d = 0..dmax: the squared error of the
+    block's indices reconstructed at the midpoint of what a cleanup at plane d keeps
+    ((mu + 1/2) 2^d, 0 when mu = 0), in index units squared; and an estimate of its coded
+    bits: 2 + E bits per significant sample (E the exponent of 7.3.7, MagSgn and its share
+    of the VLC and MEL) and a bit per 8 samples.  Returns (dist, bits), (len(rows), dmax + 1)
+    float64 each; rate control scales the estimate by what the encoder then measures."""
+    nb = rows.shape[0]
+    dist = np.zeros((nb, dmax + 1))
+    bits = np.zeros((nb, dmax + 1))
+    zero = np.zeros(dmax + 2)
+    for j in range(nb):
+        r = cb[rows[j]]
+        w, h, off, stride = r[CB_WIDTH], r[CB_HEIGHT], r[CB_OUT], r[CB_STRIDE]
+        zero[:] = 0.0
+        for y in range(h):
+            for x in range(w):
+                q = np.int64(flat[off + y * stride + x])
+                a = -q if q < 0 else q
+                d = 0
+                while d <= dmax:
+                    mu = a >> d
+                    if mu == 0:
+                        break
+                    e = float(a) - (mu + 0.5) * (1 << d)
+                    dist[j, d] += e * e
+                    bits[j, d] += 2 + _bitlen(2 * mu - 1)
+                    d += 1
+                zero[d] += float(a) * float(a)  # planes d.. see a zero
+        acc = 0.0
+        for d in range(dmax + 1):
+            acc += zero[d]
+            dist[j, d] += acc
+            bits[j, d] += (w * h) / 8.0
+    return dist, bits
