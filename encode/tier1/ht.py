@@ -45,7 +45,7 @@ MAX_SCUP = 4079
 MS_SIZE = 4096 * 5 + 16
 MEL_SIZE = 2048
 VLC_SIZE = 4096 + 64
-#: Status of a block the cleanup segment cannot hold (Scup > 4079).
+#: Status of a block the cleanup segment cannot hold (Scup > 4079), or of an illegal size.
 HT_TOO_LONG = -1
 
 
@@ -200,6 +200,8 @@ def ht_encode_block(src, off, stride, w, h, p, out, at, sig, eline, ms, mel, vlc
     border) and ``eline`` (two exponent lines of w + 4) are scratch from
     :func:`make_ht_enc_scratch`, as are the stream buffers ``ms``, ``mel``, ``vlc``.
     """
+    if w > 1024 or h > 1024 or w * h > 4096:  # not a legal code-block (T.800 A.6.1)
+        return HT_TOO_LONG
     fsg = w + 4
     sig[:(h + 3) * fsg] = 0
     eline[:2 * fsg] = 0
