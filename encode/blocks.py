@@ -171,6 +171,16 @@ class TierOnePool:
         return (table.coded, table.coded_off, table.rates, table.rate_off, dists,
                 table.num_bps)
 
+    def submit(self, fn, *args):
+        """Run fn(*args) on one of the threads (a future); in the calling thread, already
+        done, with one worker."""
+        if self._pool is None:
+            from concurrent.futures import Future
+            f: Future = Future()
+            f.set_result(fn(*args))
+            return f
+        return self._pool.submit(fn, *args)
+
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown()

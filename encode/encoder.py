@@ -28,6 +28,9 @@ from .quant import block_components
 
 __all__ = ["Encoder", "GeometryCache", "encode"]
 
+#: COD code-block style bit of HT blocks (T.814 A.2) and the Rsiz bit of Part 15 (T.814 A.2).
+HT_STYLE = 0x40
+RSIZ_HT = 0x4000
 #: Code a frame again at most this many times with a lower floor (:mod:`.early_stop`).
 MAX_RETRIES = 2
 #: The highest floor (bit-planes never coded) early stop may choose.
@@ -124,7 +127,13 @@ class Encoder:
                  levels=None, codeblock=(32, 32), progression="LRCP", layers=1, tiles=None,
                  precincts=None, backend="auto", workers=None, style=0, quantization="expounded",
                  guard_bits=None, base_step=1.0, early_stop=True, rate_on_gpu=None,
-                 geometry: GeometryCache | None = None):
+                 geometry: GeometryCache | None = None, codec="j2k"):
+        if codec not in ("j2k", "htj2k"):
+            raise ValueError(f"codec {codec!r} is neither 'j2k' nor 'htj2k'")
+        #: "htj2k": HT code-blocks (ISO/IEC 15444-15), the path of :mod:`.ht`
+        self.codec = codec
+        if codec == "htj2k":
+            style = int(style) | HT_STYLE
         self.options = dict(profile=profile, fps=fps, bitrate=bitrate, reversible=reversible,
                             levels=levels, codeblock=codeblock, progression=progression,
                             layers=layers, tiles=tiles, precincts=precincts, style=style,
@@ -180,11 +189,15 @@ class Encoder:
         import time
         t0 = time.perf_counter()
         params = make_params([c.shape for c in comps], precs, sgn, **self.options)
+        if self.codec == "htj2k":
+            params = replace(params, Rsiz=params.Rsiz | RSIZ_HT)
         self.stats = {}
         with self.on_stream():
             cs, plans = self._geometry(params)
             flats = self._forward(comps, params, plans)
             params, cs, plans, flats = self._guard_bits(params, cs, plans, flats)
+            if self.codec == "htj2k":
+                return self._encode_ht(params, cs, plans, flats, t0)
             floor = self._first_floor(params, flats)
         t1 = time.perf_counter()
         tier1 = rate = 0.0
@@ -202,6 +215,17 @@ class Encoder:
             floor, retries = floor - 1, retries + 1     # the floor cut what rate control wanted
         self.stats.update(floor=floor, floor_share=share, retries=retries)
         self.timings = {"forward": t1 - t0, "tier1": tier1, "rate+tier2": rate}
+        return data
+
+    def _encode_ht(self, params, cs, plans, flats, t0) -> bytes:
+        """The HTJ2K codestream (:func:`.ht.encode_ht_frame`) of the forward stage's output."""
+        import time
+        from .ht import encode_ht_frame
+        flats = [f.get() if hasattr(f, "get") else f for f in flats]
+        t1 = time.perf_counter()
+        data = encode_ht_frame(Frame, params, cs, plans, flats, self.base_step, self.pool,
+                               self.stats)
+        self.timings = {"forward": t1 - t0, "tier1+rate+tier2": time.perf_counter() - t1}
         return data
 
     def on_stream(self):
@@ -328,7 +352,7 @@ class Encoder:
 def encode(image, *, profile="generic", fps=24, bitrate=None, reversible=False, levels=None,
            codeblock=(32, 32), progression="LRCP", layers=1, tiles=None, precincts=None,
            backend="auto", workers=None, bits=None, signed=None, style=0,
-           quantization="expounded", guard_bits=None, base_step=1.0) -> bytes:
+           quantization="expounded", guard_bits=None, base_step=1.0, codec="j2k") -> bytes:
     """Encode an image as a JPEG 2000 codestream (T.800 Annex A), returned as bytes.
 
     ``image``: (H, W) or (H, W, C) integer array, or a list of 2-D component arrays
@@ -351,9 +375,13 @@ def encode(image, *, profile="generic", fps=24, bitrate=None, reversible=False, 
     ``workers``: tier-1 threads.
     ``quantization``: "expounded" or "derived" (irreversible only).  ``base_step``:
     irreversible quantisation step in sample units before the per-band weighting.
+    ``codec``: "j2k" (Part 1, EBCOT) or "htj2k" (Part 15: HT code-blocks, cleanup pass only,
+    see :mod:`cinegpu.encode.ht`; wrap the result with :func:`cinegpu.encode.ht.jph_file`
+    for a .jph file).
     """
     with Encoder(profile=profile, fps=fps, bitrate=bitrate, reversible=reversible, levels=levels,
                  codeblock=codeblock, progression=progression, layers=layers, tiles=tiles,
                  precincts=precincts, backend=backend, workers=workers, style=style,
-                 quantization=quantization, guard_bits=guard_bits, base_step=base_step) as enc:
+                 quantization=quantization, guard_bits=guard_bits, base_step=base_step,
+                 codec=codec) as enc:
         return enc.encode(image, bits=bits, signed=signed)

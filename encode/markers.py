@@ -139,6 +139,23 @@ def com(text: str) -> bytes:
     return _segment(M.COM, struct.pack(">H", 1) + text.encode("latin-1"))
 
 
+def cap_ht(*, B: int, reversible: bool) -> bytes:
+    """CAP (15444-1 A.5.2) of an HT-only codestream: Pcap bit 15 and the Ccap15 word of
+    T.814 A.3 (Table A.3: HTONLY, SINGLEHT, RGNFREE, HOMOGENEOUS, HTIRV when irreversible,
+    MAGB from B, the largest magnitude bit-planes of any band: B <= 8 -> 0, B < 28 -> B - 8,
+    B < 48 -> 13 + B / 4, else 31)."""
+    if B <= 8:
+        magb = 0
+    elif B < 28:
+        magb = B - 8
+    elif B < 48:
+        magb = 13 + (B >> 2)
+    else:
+        magb = 31
+    ccap15 = (0 if reversible else 0x20) | magb
+    return _segment(M.CAP, struct.pack(">IH", 1 << (32 - 15), ccap15))
+
+
 def sot(*, Isot: int, Psot: int, TPsot: int, TNsot: int) -> bytes:
     """SOT, start of tile-part (A.4.2): Psot counts from the SOT marker to the end of
     the tile-part's data."""
@@ -156,6 +173,9 @@ def main_header(params, base_step: float, tlm_entries) -> bytes:
                   XTsiz=params.tile[0], YTsiz=params.tile[1], XTOsiz=0, YTOsiz=0,
                   precisions=params.precisions, signed=params.signed, XRsiz=params.XRsiz,
                   YRsiz=params.YRsiz)
+    if params.cblk_style & 0x40:  # HT code-blocks (ISO/IEC 15444-15): CAP after SIZ
+        out += cap_ht(B=params.guard_bits + max(e for e, _ in steps) - 1,
+                      reversible=params.reversible)
     out += cod(progression=params.progression, layers=params.layers, mct=params.mct,
                   levels=params.levels, xcb=params.xcb, ycb=params.ycb,
                   cblk_style=params.cblk_style, reversible=params.reversible,

@@ -1,0 +1,173 @@
+"""HTJ2K frames (ITU-T T.814 | ISO/IEC 15444-15): the HT path of :class:`.Encoder` and JPH.
+
+``Encoder(codec="htj2k")`` codes every code-block with one HT set holding only its cleanup
+pass (:mod:`.tier1.ht`); the codestream is the Part-1 one with COD's code-block style bit
+0x40, Rsiz bit 14 and a CAP marker (:func:`.markers.cap_ht`); tier-2 writes one pass per
+included block (T.814 B.3: a lone cleanup's length takes Lblock bits, as a Part-1 pass).
+
+Rate:
+
+* no budget: every block at bit-plane 0, so the reversible path (5/3 + RCT) is lossless and
+  the irreversible one (9/7 + ICT) is set by its quantisation step (``base_step``);
+* a byte budget: each block's cleanup is coded at a plane d_b >= 0 (its d_b lowest
+  magnitude planes dropped), chosen as PCRD-opt would over one "pass" per plane: per block
+  and per d, the squared error of the indices at the decoder's midpoint reconstruction,
+  weighted by the block's synthesis weight (the same :func:`.quant.block_weights` the Part-1
+  rate control uses), and an estimate of its bytes (:func:`.tier1.ht.ht_plane_figures`);
+  each block takes the d minimising weighted error + lambda x bits, lambda found by
+  bisection so the estimated bytes meet the target.  The frame is then coded and written;
+  the estimate's bias is removed by scaling the target by what was measured (a few
+  rounds, keeping the largest stream that fits).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .blocks import BlockTable
+from .quant import block_components, block_weights
+from .tier1.ht import ht_encode_rows, ht_plane_figures
+
+__all__ = ["DMAX", "encode_ht_frame", "jph_file"]
+
+#: The most low bit-planes rate control may drop from a block.
+DMAX = 20
+#: Coding rounds under a budget, and the fill (share of the budget) that ends them early.
+ROUNDS = 6
+FILL = 0.985
+
+
+def _tile_rows(pool, flat, cb, drops):
+    """ht_encode_rows over all rows of a tile, runs of rows on the pool's threads."""
+    n = cb.shape[0]
+    cb = np.ascontiguousarray(cb, np.int64)
+    drops = np.ascontiguousarray(drops, np.int64)
+    if pool is None or pool.workers == 1 or n < 16:
+        return ht_encode_rows(flat, cb, np.arange(n, dtype=np.int64), drops)
+    area = np.cumsum(cb[:, 8] * cb[:, 9], dtype=np.float64)
+    cuts = np.searchsorted(area, np.linspace(0, area[-1], pool.workers * 4 + 1)[1:-1])
+    edges = np.unique(np.concatenate(([0], cuts, [n])))
+    futures = [pool.submit(ht_encode_rows, flat, cb, np.arange(a, b, dtype=np.int64),
+                           drops[a:b]) for a, b in zip(edges[:-1], edges[1:])]
+    table, dists = BlockTable.join([f.result() for f in futures])
+    return table.coded, table.coded_off, table.rates, table.rate_off, dists, table.num_bps
+
+
+def _code(frame_cls, params, cs, plans, flats, drops, pool):
+    parts = []
+    base = 0
+    for plan, flat in zip(plans, flats):
+        n = plan.cb.shape[0]
+        out = _tile_rows(pool, flat, plan.cb, drops[base:base + n])
+        if out[5].shape[0] != n:
+            raise ValueError("an HT cleanup segment is longer than Scup allows (4079 bytes)")
+        parts.append(out)
+        base += n
+    table, dists = BlockTable.join(parts)
+    sizes = [plan.cb.shape[0] for plan in plans]
+    first = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
+    comp = np.concatenate([block_components(plan) for plan in plans])
+    return frame_cls(params, cs, plans, table, dists, comp, first)
+
+
+def _select(w, dist, bits, target):
+    """Per block the d minimising w dist + lambda bits, lambda by bisection so that the
+    estimated bits stay within ``target`` (all d = 0 when they already do)."""
+    d = np.zeros(w.shape[0], np.int64)
+    rows = np.arange(w.shape[0])
+    if bits[:, 0].sum() <= target:
+        return d
+    wd = w[:, None] * dist
+    lo, hi = -30.0, 60.0  # log2 lambda
+    for _ in range(50):
+        mid = (lo + hi) / 2
+        pick = np.argmin(wd + 2.0 ** mid * bits, axis=1)
+        if bits[rows, pick].sum() <= target:
+            hi, d = mid, pick
+        else:
+            lo = mid
+    if not d.any() and bits[:, 0].sum() > target:
+        d = np.argmin(wd + 2.0 ** hi * bits, axis=1)
+    return d.astype(np.int64)
+
+
+def encode_ht_frame(frame_cls, params, cs, plans, flats, base_step, pool=None,
+                    stats: dict | None = None) -> bytes:
+    """The HTJ2K codestream of a frame after the forward stage (``flats``: each tile's
+    quantised int32 coefficients in plan layout); ``params.frame_bytes`` the budget or None.
+    ``frame_cls`` is :class:`.encoder.Frame`; ``pool`` a thread pool with ``workers`` and
+    ``submit`` (or None).  ``stats`` receives "drops" (per block) and "rounds"."""
+    from dataclasses import replace
+
+    from .writer import allocate_and_write
+    budget = params.frame_bytes
+    keep_all = replace(params, frame_bytes=None, component_bytes=None)
+    nblocks = sum(plan.cb.shape[0] for plan in plans)
+    drops = np.zeros(nblocks, np.int64)
+    if budget is None:
+        frame = _code(frame_cls, keep_all, cs, plans, flats, drops, pool)
+        if stats is not None:
+            stats.update(drops=drops, rounds=1)
+        return allocate_and_write(frame, base_step)
+    figs = [ht_plane_figures(flat, np.ascontiguousarray(plan.cb, np.int64),
+                             np.arange(plan.cb.shape[0], dtype=np.int64), DMAX)
+            for plan, flat in zip(plans, flats)]
+    dist = np.concatenate([f[0] for f in figs])
+    bits = np.concatenate([f[1] for f in figs])
+    w = np.concatenate([block_weights(plan, params) for plan in plans])
+    target = 8.0 * budget * 0.97  # estimated bits; corrected by what is measured
+    best = None
+    rounds = 0
+    for rounds in range(1, ROUNDS + 1):
+        drops = _select(w, dist, bits, target)
+        frame = _code(frame_cls, keep_all, cs, plans, flats, drops, pool)
+        data = allocate_and_write(frame, base_step)
+        if len(data) <= budget and (best is None or len(data) > len(best[0])):
+            best = data, drops
+        if budget * FILL <= len(data) <= budget:
+            break
+        est = float(bits[np.arange(nblocks), drops].sum())
+        body = float(frame.table.body_bytes(frame.table.npasses))
+        overhead = len(data) - body
+        goal = max(budget - overhead, 0.0) * (0.995 if len(data) > budget else 1.0)
+        target = est * goal / max(body, 1.0)
+    while best is None:  # still over: aim lower until it fits (headers bound the loop)
+        target *= 0.8
+        drops = _select(w, dist, bits, target)
+        frame = _code(frame_cls, keep_all, cs, plans, flats, drops, pool)
+        data = allocate_and_write(frame, base_step)
+        rounds += 1
+        if len(data) <= budget:
+            best = data, drops
+        elif target < 1.0 or rounds > 40:
+            raise ValueError(f"cannot fit the HTJ2K codestream in {budget} bytes")
+    if stats is not None:
+        stats.update(drops=best[1], rounds=rounds)
+    return best[0]
+
+
+def _box(kind: bytes, body: bytes) -> bytes:
+    return (8 + len(body)).to_bytes(4, "big") + kind + body
+
+
+def jph_file(codestream: bytes, *, colourspace: int | None = None) -> bytes:
+    """Wrap an HTJ2K codestream in a JPH file (T.814 Annex D: the JP2 family with the
+    "jph " brand): signature, ftyp (brand and compatibility "jph "), jp2h with ihdr (sizes,
+    components and bit depth from SIZ, C = 7, UnkC 0, IPR 0) and an enumerated colr
+    (``colourspace``: EnumCS, default sRGB (16) for 3 components or more, else greyscale
+    (17)), then the codestream in jp2c."""
+    from cinegpu.decode.codestream.header import parse_codestream
+    siz = parse_codestream(codestream).siz
+    depths = {siz.Ssiz[c] for c in range(siz.Csiz)}
+    bpc = depths.pop() if len(depths) == 1 else 0xFF
+    cs = colourspace if colourspace is not None else (16 if siz.Csiz >= 3 else 17)
+    ihdr = _box(b"ihdr", (siz.Ysiz - siz.YOsiz).to_bytes(4, "big")
+                + (siz.Xsiz - siz.XOsiz).to_bytes(4, "big") + siz.Csiz.to_bytes(2, "big")
+                + bytes([bpc, 7, 0, 0]))
+    parts = [ihdr]
+    if bpc == 0xFF:
+        parts.append(_box(b"bpcc", bytes(siz.Ssiz[c] for c in range(siz.Csiz))))
+    parts.append(_box(b"colr", bytes([1, 0, 0]) + cs.to_bytes(4, "big")))
+    return (b"\x00\x00\x00\x0cjP  \r\n\x87\n"
+            + _box(b"ftyp", b"jph " + (0).to_bytes(4, "big") + b"jph ")
+            + _box(b"jp2h", b"".join(parts)) + _box(b"jp2c", codestream))

@@ -1,0 +1,436 @@
+"""HT block encoding (ITU-T T.814 | ISO/IEC 15444-15 clause 7), numba: the CPU twin.
+
+One HT set with its cleanup pass only, at bit-plane p: every sample's magnitude
+mu = |q| >> p (all its bits above p, in one go) and sign.  The mirror of
+:mod:`cinegpu.decode.tier1.ht` (read that docstring for the three streams); this is the
+reference the CUDA kernel has to match byte for byte, so it is written as the kernel will
+be: one function per code-block over plain arrays, bit writers as locals.
+
+Per quad (2 x 2 samples, n = 0..3 in the order (0,0) (0,1) (1,0) (1,1)), as the paper's
+KMagSgn / KVLC / KMEL / KVCPY split it:
+
+* significance rho, v_n = 2 (mu_n - 1) + sign, exponent E_n = bit length of v_n | 1;
+* the context c_q (first line-pair: the quad to the left; else the line above, 7.3.5),
+  the bound U_q = max(E_max, kappa) and u_q = U_q - kappa;
+* c_q = 0: a MEL symbol (any sample significant?); rho != 0 or c_q != 0: the CxtVLC
+  codeword of (c_q, rho, u_off, eps) from :mod:`.ht_tables`; per quad pair the U-VLC of
+  u_q (7.3.6: prefix, suffix, extension; on the first line-pair a MEL symbol when both
+  quads have u_off, and the short form for the second when the first's u_q > 2);
+* MagSgn: U_q - e_k bits of each significant v_n, LSB first.
+
+Streams (7.1, 7.3.2-7.3.4): MagSgn forward with a stuffed 0 bit after each 0xFF, padded
+with 1s and its trailing 0xFF dropped (the decoder reads 0xFF past the end); MEL forward,
+MSB first, the same stuffing, a pending run ended by a 1, padded with 0s, never ending in
+0xFF; VLC backward from the segment's end, LSB first, with the 0x7F stuffing after a byte
+above 0x8F (the Scup byte counts as 0xFF), padded with 0s.  The segment is
+MagSgn | MEL | VLC reversed; its last byte and the low nibble of the one before hold Scup,
+the length of MEL + VLC (at most 4079).  MEL and VLC are not fused into a shared byte
+(allowed, one byte less; the kernel may add it only if this twin does).
+"""
+
+import numpy as np
+from numba import njit
+
+from cinegpu.decode.tier1.codeblock import CB_HEIGHT, CB_OUT, CB_STRIDE, CB_WIDTH
+from cinegpu.decode.tier1.ht_tables import MEL_EXP
+
+from .ht_tables import VLC_ENC_0, VLC_ENC_1
+
+JIT = dict(cache=True, nogil=True)
+
+#: Largest Scup (T.814 7.1: 12 bits, the last byte below 0xFF).
+MAX_SCUP = 4079
+#: Stream buffer sizes: MagSgn of 4096 samples of up to 32 bits with stuffing, MEL of
+#: 1024 quads + 512 pairs (at most 6 bits a symbol), VLC of 512 pairs (at most 38 bits).
+MS_SIZE = 4096 * 5 + 16
+MEL_SIZE = 2048
+VLC_SIZE = 4096 + 64
+#: Status of a block the cleanup segment cannot hold (Scup > 4079), or of an illegal size.
+HT_TOO_LONG = -1
+
+
+@njit(cache=True, nogil=True)
+def make_ht_enc_scratch():
+    """(sig, eline, ms, mel, vlc) scratch arrays for :func:`ht_encode_block`, any legal block."""
+    return (np.zeros(4096 + 7 * 1024 + 16, np.uint8), np.zeros(2 * (1024 + 4), np.int32),
+            np.zeros(MS_SIZE, np.uint8), np.zeros(MEL_SIZE, np.uint8),
+            np.zeros(VLC_SIZE, np.uint8))
+
+
+# ------------------------------------------------------------------------------ bit writers
+# Each writer is a few integers kept in the caller's locals: the byte position in its
+# buffer, the byte being filled, its bits used and (MagSgn, MEL) its capacity (7 after 0xFF)
+# or (VLC) whether the byte before was above 0x8F.
+
+@njit(inline='always', **JIT)
+def ms_put(buf, pos, tmp, used, cap, val, m):
+    """Append the low m bits of val to MagSgn, LSB first: (pos, tmp, used, cap)."""
+    while m > 0:
+        t = min(cap - used, m)
+        tmp |= (val & ((np.int64(1) << t) - 1)) << used
+        used += t
+        val >>= t
+        m -= t
+        if used == cap:
+            buf[pos] = tmp
+            pos += 1
+            cap = 7 if tmp == 0xFF else 8
+            tmp = 0
+            used = 0
+    return pos, tmp, used, cap
+
+
+@njit(inline='always', **JIT)
+def ms_end(buf, pos, tmp, used, cap):
+    """Terminate MagSgn: pad with 1s; a last byte of 0xFF is left to the decoder's fill."""
+    if used > 0:
+        tmp |= (0xFF >> (8 - cap + used)) << used
+        if tmp != 0xFF:
+            buf[pos] = tmp
+            pos += 1
+    elif pos > 0 and buf[pos - 1] == 0xFF:
+        pos -= 1
+    return pos
+
+
+@njit(inline='always', **JIT)
+def mel_put(buf, pos, tmp, left, bit):
+    """Append one MEL bit, MSB first: (pos, tmp, left)."""
+    tmp = (tmp << 1) | bit
+    left -= 1
+    if left == 0:
+        buf[pos] = tmp
+        pos += 1
+        left = 7 if tmp == 0xFF else 8
+        tmp = 0
+    return pos, tmp, left
+
+
+@njit(inline='always', **JIT)
+def mel_encode(buf, pos, tmp, left, k, run, sym):
+    """Code one MEL symbol (T.814 7.3.3): a run of 2^E[k] zeros is a 1; r zeros and a one
+    are a 0 and r in E[k] bits.  Returns (pos, tmp, left, k, run)."""
+    if sym == 0:
+        run += 1
+        if run == (1 << MEL_EXP[k]):
+            pos, tmp, left = mel_put(buf, pos, tmp, left, 1)
+            run = 0
+            k = min(k + 1, 12)
+    else:
+        e = MEL_EXP[k]
+        pos, tmp, left = mel_put(buf, pos, tmp, left, 0)
+        for i in range(e - 1, -1, -1):
+            pos, tmp, left = mel_put(buf, pos, tmp, left, (run >> i) & 1)
+        run = 0
+        k = max(k - 1, 0)
+    return pos, tmp, left, k, run
+
+
+@njit(inline='always', **JIT)
+def mel_end(buf, pos, tmp, left, run):
+    """Terminate MEL: a pending run as a full run (the decoder takes only what it needs),
+    the last byte padded with 0s; a byte follows a 0xFF so MEL never ends in one."""
+    if run > 0:
+        pos, tmp, left = mel_put(buf, pos, tmp, left, 1)
+    if left < 8:
+        buf[pos] = tmp << left
+        pos += 1
+    return pos
+
+
+@njit(inline='always', **JIT)
+def vlc_put(buf, pos, tmp, used, gt8f, val, m):
+    """Append the low m bits of val to VLC (written in reading order, reversed later),
+    LSB first; after a byte above 0x8F a byte whose low 7 bits are all 1 gets a 0 MSB.
+    Returns (pos, tmp, used, gt8f)."""
+    while m > 0:
+        cap = 7 if gt8f else 8
+        t = min(cap - used, m)
+        tmp |= (val & ((1 << t) - 1)) << used
+        used += t
+        val >>= t
+        m -= t
+        if used == 7 and gt8f:
+            if tmp == 0x7F:
+                used = 8  # the stuffed 0
+            else:
+                gt8f = False  # the MSB carries data after all
+        if used == 8:
+            buf[pos] = tmp
+            pos += 1
+            gt8f = tmp > 0x8F
+            tmp = 0
+            used = 0
+    return pos, tmp, used, gt8f
+
+
+@njit(inline='always', **JIT)
+def uvlc_parts(u):
+    """U-VLC of u >= 1 (T.814 Table 3): (prefix code, its length, suffix and extension as
+    one value, their length)."""
+    if u == 1:
+        return 1, 1, 0, 0
+    if u == 2:
+        return 2, 2, 0, 0
+    if u <= 4:
+        return 4, 3, u - 3, 1
+    if u <= 32:
+        return 0, 3, u - 5, 5
+    return 0, 3, (28 + ((u - 33) & 3)) | (((u - 33) >> 2) << 5), 9
+
+
+# ------------------------------------------------------------------------------ the block
+
+@njit(inline='always', **JIT)
+def _bitlen(v):
+    n = 0
+    while v >> n:
+        n += 1
+    return n
+
+
+@njit(**JIT)
+def ht_encode_block(src, off, stride, w, h, p, out, at, sig, eline, ms, mel, vlc):
+    """HT cleanup segment of the w x h block src[off + y * stride + x] at bit-plane p into
+    out[at:], returning Lcup (bytes) or HT_TOO_LONG; 0 when no sample is significant at p
+    (the block is then not included).
+
+    Audited hot kernel, longer than the usual 80 lines: the three writers' states live in
+    locals across the whole block, as in the decoder.  ``sig`` (pitch w + 4, one-sample
+    border) and ``eline`` (two exponent lines of w + 4) are scratch from
+    :func:`make_ht_enc_scratch`, as are the stream buffers ``ms``, ``mel``, ``vlc``.
+    """
+    if w > 1024 or h > 1024 or w * h > 4096:  # not a legal code-block (T.800 A.6.1)
+        return HT_TOO_LONG
+    fsg = w + 4
+    sig[:(h + 3) * fsg] = 0
+    eline[:2 * fsg] = 0
+    ms_pos, ms_tmp, ms_used, ms_cap = 0, np.int64(0), 0, 8
+    mel_pos, mel_tmp, mel_left, mel_k, mel_run = 0, 0, 8, 0, 0
+    vl_pos, vl_tmp, vl_used, vl_gt = 1, 0xF, 4, True  # vlc[0]: the Scup byte
+    qw = (w + 1) >> 1
+    qh = (h + 1) >> 1
+    row = w + 4
+    any_sig = False
+    vq = np.zeros(8, np.int64)  # v of the pair's 8 samples
+    for qy in range(qh):
+        y0 = 2 * qy
+        initial = qy == 0
+        ep = (qy & 1) * row
+        ec = row - ep
+        rho_w = 0
+        for qx in range(0, qw, 2):
+            nquads = 2 if qx + 1 < qw else 1
+            u1 = 0
+            u2 = 0
+            bu1 = 0
+            bu2 = 0
+            ek1 = 0
+            ek2 = 0
+            for j in range(nquads):
+                x0 = 2 * (qx + j)
+                rho = 0
+                emax = 0
+                es = 0  # the four exponents, 8 bits each
+                for n in range(4):
+                    x = x0 + (n >> 1)
+                    y = y0 + (n & 1)
+                    v = np.int64(0)
+                    e = 0
+                    if x < w and y < h:
+                        q = np.int64(src[off + y * stride + x])
+                        mag = (-q if q < 0 else q) >> p
+                        if mag:
+                            v = 2 * (mag - 1) + (1 if q < 0 else 0)
+                            rho |= 1 << n
+                            e = _bitlen(v | 1)
+                            emax = max(emax, e)
+                    vq[4 * j + n] = v
+                    es |= e << (8 * n)
+                    if n & 1:
+                        eline[ec + x + 1] = _bitlen(v)
+                i = (y0 + 1) * fsg + x0 + 1
+                if initial:
+                    c = (rho_w & 1) | ((rho_w >> 1) & 1) | ((rho_w >> 1) & 6)
+                else:
+                    c = np.int64(sig[i - fsg - 1] | sig[i - fsg]) \
+                        | (np.int64(sig[i - 1] | sig[i + fsg - 1]) << 1) \
+                        | (np.int64(sig[i - fsg + 1] | sig[i - fsg + 2]) << 2)
+                sig[i] = rho & 1
+                sig[i + fsg] = (rho >> 1) & 1
+                sig[i + 1] = (rho >> 2) & 1
+                sig[i + fsg + 1] = (rho >> 3) & 1
+                rho_w = rho
+                kappa = 1
+                if not initial and (rho & (rho - 1)):
+                    em = max(max(eline[ep + x0], eline[ep + x0 + 1]),
+                             max(eline[ep + x0 + 2], eline[ep + x0 + 3]))
+                    kappa = max(em - 1, 1)
+                big_u = max(emax, kappa)
+                u = big_u - kappa
+                eps = 0
+                if u > 0:
+                    for n in range(4):
+                        if ((es >> (8 * n)) & 0xFF) == big_u:
+                            eps |= 1 << n
+                if c == 0:
+                    mel_pos, mel_tmp, mel_left, mel_k, mel_run = mel_encode(
+                        mel, mel_pos, mel_tmp, mel_left, mel_k, mel_run, 1 if rho else 0)
+                ek = 0
+                if rho or c:
+                    lut = VLC_ENC_0 if initial else VLC_ENC_1
+                    entry = lut[(c << 8) | (rho << 4) | eps]
+                    vl_pos, vl_tmp, vl_used, vl_gt = vlc_put(vlc, vl_pos, vl_tmp, vl_used,
+                                                             vl_gt, entry & 0x7F,
+                                                             (entry >> 8) & 0xF)
+                    ek = (entry >> 12) & 0xF
+                if rho:
+                    any_sig = True
+                if j == 0:
+                    u1, bu1, ek1 = u, big_u, (ek | (rho << 4))
+                else:
+                    u2, bu2, ek2 = u, big_u, (ek | (rho << 4))
+            # exponent offsets (7.3.6)
+            if u1 > 0 and u2 > 0:
+                mel_sym = 0
+                if initial:
+                    mel_sym = 1 if (u1 > 2 and u2 > 2) else 0
+                    mel_pos, mel_tmp, mel_left, mel_k, mel_run = mel_encode(
+                        mel, mel_pos, mel_tmp, mel_left, mel_k, mel_run, mel_sym)
+                a1 = u1 - 2 * mel_sym
+                a2 = u2 - 2 * mel_sym
+                p1, lp1, s1, ls1 = uvlc_parts(a1)
+                if initial and mel_sym == 0 and a1 > 2:
+                    vl_pos, vl_tmp, vl_used, vl_gt = vlc_put(vlc, vl_pos, vl_tmp, vl_used,
+                                                             vl_gt, p1, lp1)
+                    vl_pos, vl_tmp, vl_used, vl_gt = vlc_put(vlc, vl_pos, vl_tmp, vl_used,
+                                                             vl_gt, a2 - 1, 1)
+                    vl_pos, vl_tmp, vl_used, vl_gt = vlc_put(vlc, vl_pos, vl_tmp, vl_used,
+                                                             vl_gt, s1, ls1)
+                else:
+                    p2, lp2, s2, ls2 = uvlc_parts(a2)
+                    vl_pos, vl_tmp, vl_used, vl_gt = vlc_put(vlc, vl_pos, vl_tmp, vl_used,
+                                                             vl_gt, p1, lp1)
+                    vl_pos, vl_tmp, vl_used, vl_gt = vlc_put(vlc, vl_pos, vl_tmp, vl_used,
+                                                             vl_gt, p2, lp2)
+                    # suffixes, then extensions (a 9-bit part is suffix | extension << 5)
+                    vl_pos, vl_tmp, vl_used, vl_gt = vlc_put(vlc, vl_pos, vl_tmp, vl_used,
+                                                             vl_gt, s1 & 31, min(ls1, 5))
+                    vl_pos, vl_tmp, vl_used, vl_gt = vlc_put(vlc, vl_pos, vl_tmp, vl_used,
+                                                             vl_gt, s2 & 31, min(ls2, 5))
+                    vl_pos, vl_tmp, vl_used, vl_gt = vlc_put(vlc, vl_pos, vl_tmp, vl_used,
+                                                             vl_gt, s1 >> 5, max(ls1 - 5, 0))
+                    vl_pos, vl_tmp, vl_used, vl_gt = vlc_put(vlc, vl_pos, vl_tmp, vl_used,
+                                                             vl_gt, s2 >> 5, max(ls2 - 5, 0))
+            elif u1 > 0 or u2 > 0:
+                pp, lpp, ss, lss = uvlc_parts(u1 if u1 > 0 else u2)
+                vl_pos, vl_tmp, vl_used, vl_gt = vlc_put(vlc, vl_pos, vl_tmp, vl_used, vl_gt,
+                                                         pp, lpp)
+                vl_pos, vl_tmp, vl_used, vl_gt = vlc_put(vlc, vl_pos, vl_tmp, vl_used, vl_gt,
+                                                         ss, lss)
+            # MagSgn of the pair's significant samples
+            for j in range(nquads):
+                info = ek1 if j == 0 else ek2
+                big_u = bu1 if j == 0 else bu2
+                for n in range(4):
+                    if (info >> (4 + n)) & 1:
+                        m = big_u - ((info >> n) & 1)
+                        ms_pos, ms_tmp, ms_used, ms_cap = ms_put(ms, ms_pos, ms_tmp, ms_used,
+                                                                 ms_cap, vq[4 * j + n], m)
+    if not any_sig:
+        return 0
+    ms_pos = ms_end(ms, ms_pos, ms_tmp, ms_used, ms_cap)
+    mel_pos = mel_end(mel, mel_pos, mel_tmp, mel_left, mel_run)
+    if vl_used > 0:
+        vlc[vl_pos] = vl_tmp
+        vl_pos += 1
+    scup = mel_pos + vl_pos
+    if scup > MAX_SCUP:
+        return HT_TOO_LONG
+    o = at
+    out[o:o + ms_pos] = ms[:ms_pos]
+    o += ms_pos
+    out[o:o + mel_pos] = mel[:mel_pos]
+    o += mel_pos
+    for t in range(vl_pos):
+        out[o + t] = vlc[vl_pos - 1 - t]
+    o += vl_pos
+    out[o - 1] = scup >> 4
+    out[o - 2] = (out[o - 2] & 0xF0) | (scup & 0x0F)
+    return o - at
+
+
+# ------------------------------------------------------------------------------ a tile
+
+@njit(cache=True, nogil=True)
+def ht_encode_rows(flat, cb, rows, drops):
+    """HT-code the blocks cb[rows] of a tile's flat coefficients, block j at bit-plane
+    drops[j].  Returns (coded, coded_off, rates, rate_off, dists, num_bps) in the layout of
+    :func:`cinegpu.encode.tier1.tile.encode_tile`: one pass (the cleanup) per block holding
+    a significant sample, its rate Lcup, K = p + 1 (so that tier-2 signals Mb - 1 - p zero
+    bit-planes and the decoder's cleanup plane is p), dists 0; a num_bps of length 0 when a
+    block's segment is too long (Scup > 4079)."""
+    nb = rows.shape[0]
+    sig, eline, ms, mel, vlc = make_ht_enc_scratch()
+    area = 0
+    for j in range(nb):
+        area += cb[rows[j], CB_WIDTH] * cb[rows[j], CB_HEIGHT]
+    coded = np.empty(area * 5 + 64 * nb + 64, np.uint8)
+    coded_off = np.zeros(nb + 1, np.int64)
+    rate_off = np.zeros(nb + 1, np.int64)
+    rates = np.zeros(nb, np.int64)
+    num_bps = np.zeros(nb, np.int64)
+    for j in range(nb):
+        r = cb[rows[j]]
+        w, h = r[CB_WIDTH], r[CB_HEIGHT]
+        n = 0
+        if w > 0 and h > 0:
+            n = ht_encode_block(flat, r[CB_OUT], r[CB_STRIDE], w, h, drops[j], coded,
+                                coded_off[j], sig, eline, ms, mel, vlc)
+            if n < 0:
+                return coded, coded_off, rates, rate_off, np.zeros(0), np.zeros(0, np.int64)
+        coded_off[j + 1] = coded_off[j] + n
+        rate_off[j + 1] = rate_off[j] + (1 if n > 0 else 0)
+        if n > 0:
+            rates[rate_off[j]] = n
+            num_bps[j] = drops[j] + 1
+    return (coded[:coded_off[nb]].copy(), coded_off, rates[:rate_off[nb]].copy(), rate_off,
+            np.zeros(rate_off[nb]), num_bps)
+
+
+@njit(cache=True, nogil=True)
+def ht_plane_figures(flat, cb, rows, dmax):
+    """Per block cb[rows] and per dropped plane count d = 0..dmax: the squared error of the
+    block's indices reconstructed at the midpoint of what a cleanup at plane d keeps
+    ((mu + 1/2) 2^d, 0 when mu = 0), in index units squared; and an estimate of its coded
+    bits: 2 + E bits per significant sample (E the exponent of 7.3.7, MagSgn and its share
+    of the VLC and MEL) and a bit per 8 samples.  Returns (dist, bits), (len(rows), dmax + 1)
+    float64 each; rate control scales the estimate by what the encoder then measures."""
+    nb = rows.shape[0]
+    dist = np.zeros((nb, dmax + 1))
+    bits = np.zeros((nb, dmax + 1))
+    zero = np.zeros(dmax + 2)
+    for j in range(nb):
+        r = cb[rows[j]]
+        w, h, off, stride = r[CB_WIDTH], r[CB_HEIGHT], r[CB_OUT], r[CB_STRIDE]
+        zero[:] = 0.0
+        for y in range(h):
+            for x in range(w):
+                q = np.int64(flat[off + y * stride + x])
+                a = -q if q < 0 else q
+                d = 0
+                while d <= dmax:
+                    mu = a >> d
+                    if mu == 0:
+                        break
+                    e = float(a) - (mu + 0.5) * (1 << d)
+                    dist[j, d] += e * e
+                    bits[j, d] += 2 + _bitlen(2 * mu - 1)
+                    d += 1
+                zero[d] += float(a) * float(a)  # planes d.. see a zero
+        acc = 0.0
+        for d in range(dmax + 1):
+            acc += zero[d]
+            dist[j, d] += acc
+            bits[j, d] += (w * h) / 8.0
+    return dist, bits
