@@ -45,3 +45,33 @@ def patterned_copy(src: Path, dst: Path) -> None:
             v = pattern(n * spu, (n + 1) * spu, d.channels).astype("<i4")
             f.seek(off)
             f.write(v.view(np.uint8).reshape(-1, 4)[:, :3].tobytes())
+
+
+def sound_dcp(tmp_path: Path, reels: list[tuple[int, int, int, int]], src: Path) -> Path:
+    """A copy of the libdcp SMPTE DCP ``src`` with position-coded sound (:func:`patterned_copy`)
+    and its one reel replaced by ``reels``: (picture entry, picture duration, sound entry, sound
+    duration) each, all in 24 fps edit units. Hashes and signature are left stale (the player
+    does not check them)."""
+    from lxml import etree
+
+    dst = tmp_path / "dcp"
+    shutil.copytree(src, dst)
+    (dst / "audio.mxf").chmod(0o644)
+    patterned_copy(src / "audio.mxf", dst / "audio.mxf")
+    cpl = next(dst.glob("cpl_*.xml"))
+    cpl.chmod(0o644)
+    tree = etree.parse(str(cpl))
+    ns = {"c": tree.getroot().nsmap[None]}
+    reel_list = tree.find(".//c:ReelList", ns)
+    template = reel_list.find("c:Reel", ns)
+    reel_list.remove(template)
+    for i, (pe, pd, se, sd) in enumerate(reels):
+        reel = etree.fromstring(etree.tostring(template))
+        reel.find("c:Id", ns).text = f"urn:uuid:00000000-0000-4000-8000-{i:012d}"
+        for tag, entry, dur in (("MainPicture", pe, pd), ("MainSound", se, sd)):
+            el = reel.find(f".//c:{tag}", ns)
+            el.find("c:EntryPoint", ns).text = str(entry)
+            el.find("c:Duration", ns).text = str(dur)
+        reel_list.append(reel)
+    tree.write(str(cpl), xml_declaration=True, encoding="UTF-8")
+    return dst
