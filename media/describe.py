@@ -15,6 +15,7 @@ from .errors import MediaError, UnsupportedMedia
 from .j2k_profile import Profile, parse_profile
 from .klv import ul_str
 from .mxf import MXFFile
+from .sound import SoundTrack
 from .package import (Composition, Package, find_assetmap, local, missing_cpl_error, parse_xml, read_package,
                       relpath)
 from .source import Source, kind_of, open_sequence
@@ -206,6 +207,12 @@ def mxf_lines(mxf: MXFFile, indent: str = "") -> list[str]:
                    f"{snd.container_duration}")
     if mxf.encrypted:
         out.append(f"{indent}  encrypted (ST 429-6): a KDM is needed to play it")
+    elif mxf.sound and not mxf.picture:
+        try:
+            with SoundTrack(mxf.path) as t:
+                out.append(f"{indent}  sound: {sound_text(t)}")
+        except MediaError as exc:
+            out.append(f"{indent}  sound: not readable: {exc}")
     return out
 
 
@@ -236,10 +243,8 @@ def composition_lines(pkg: Package, comp: Composition) -> list[str]:
                        + ("; " + ", ".join(extra) if extra else ""))
             if a.kind == "sound" and a.path and a.path.is_file():
                 try:
-                    with MXFFile(a.path) as m:
-                        if m.sound:
-                            out.append(f"      {m.sound.channels} channels, {m.sound.quantization_bits}"
-                                       f" bit, {m.sound.sample_rate} Hz")
+                    with SoundTrack(a.path) as t:
+                        out.append("      " + sound_text(t))
                 except MediaError as exc:
                     out.append(f"      unreadable: {exc}")
     return out
@@ -266,7 +271,38 @@ def package_report(pkg: Package) -> list[str]:
                 out += ["  " + line for line in picture_lines(source, dci_checks=pkg.kind != "imf")]
         except MediaError as exc:
             out.append(f"  picture: not readable: {exc}")
+            continue
+        out += composition_sound_lines(comp, source)
     return out
+
+
+def sound_text(t: SoundTrack) -> str:
+    """A track file's sound: channels and their ST 377-4 labels, rate, bits, duration."""
+    d = t.descriptor
+    seconds = t.sample_count / float(d.sample_rate)
+    labels = ", channel labels " + " ".join(lab.symbol for lab in d.labels) if d.labels else ""
+    return (f"{d.channels} channels ({d.layout()}), {d.sample_rate} Hz, {d.bits}-bit, "
+            f"{t.duration} edit units at {d.edit_rate}/s ({seconds:.3f} s), {d.wrapping}-wrapped"
+            + (f", {d.channel_assignment}" if d.channel_assignment else "") + labels)
+
+
+def composition_sound_lines(comp: Composition, source: Source) -> list[str]:
+    """The composition's sound as played beside its picture, and what is wrong with it."""
+    from .sound_composition import open_composition_sound
+
+    try:
+        sound = open_composition_sound(source)
+    except MediaError as exc:
+        return [f"  sound: not readable: {exc}"]
+    if sound is None:
+        return ["  sound: none"]
+    try:
+        lines = [f"  sound: {sound.summary()}"]
+        if sound.config:
+            lines.append(f"    CPL MainSoundConfiguration {sound.config}")
+        return lines + [f"    warning: {w}" for w in sound.warnings]
+    finally:
+        sound.close()
 
 
 def describe(path) -> str:

@@ -151,6 +151,7 @@ class SoundInfo:
     quantization_bits: int | None
     sample_rate: Fraction | None
     container_duration: int | None
+    essence_container: bytes | None = None
 
 
 def _rational(data: bytes) -> Fraction | None:
@@ -206,7 +207,7 @@ class MXFFile:
              and p.essence_start is not None), key=lambda p: p.body_offset)
         self._essence_keys = [p.body_offset for p in self._essence_parts]
         self._seg_starts = [s.start for s in self.index_segments]
-        self.clip_wrapped = self._is_clip_wrapped() if self.picture else False
+        self.clip_wrapped = self._is_clip_wrapped() if self.picture or self.sound else False
         self.frame_count = self._frame_count()
 
     def close(self) -> None:
@@ -446,7 +447,7 @@ class MXFFile:
         it = found[-1].items
         return SoundInfo(found[-1].type_name, _uint(it.get(0x3D07, b"")),
                          _uint(it.get(0x3D01, b"")), _rational(it.get(0x3D03, b"")),
-                         _uint(it.get(0x3002, b"")))
+                         _uint(it.get(0x3002, b"")), it.get(0x3004))
 
     def _picture_body_sid(self) -> int:
         sids = {s.body_sid for s in self.index_segments if s.body_sid}
@@ -460,12 +461,17 @@ class MXFFile:
         return with_essence[0] if with_essence else 0
 
     def _is_clip_wrapped(self) -> bool:
-        """Clip-wrapped when the ST 422 container UL ends in 02, or when the first essence KLV
-        holds more than one edit unit of a VBR index (ffmpeg's OP-Atom writes one KLV for the
-        whole clip under the frame-wrapped UL)."""
+        """Clip-wrapped when the ST 422 container UL ends in 02 (or, for sound, the ST 382 one
+        names clip wrapping: 02 BWF, 04 AES3), or when the first essence KLV holds more than one
+        edit unit of a VBR index (ffmpeg's OP-Atom writes one KLV for the whole clip under the
+        frame-wrapped UL)."""
         ec = self.picture.essence_container if self.picture else None
         if ec and len(ec) == 16 and ec[8:14] == bytes.fromhex("0d010301020c") and ec[14] == 2:
             return True
+        if self.picture is None:
+            ec = self.sound.essence_container if self.sound else None
+            return bool(ec and len(ec) == 16 and ec[8:14] == bytes.fromhex("0d0103010206")
+                        and ec[14] in (2, 4))
         segs = [s for s in self.index_segments if s.entry_count]
         if not self._essence_parts or not segs or self.index_segments[0].edit_unit_byte_count:
             return False

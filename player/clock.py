@@ -194,6 +194,7 @@ class Scheduler:
         self.clock = clock
         self.stats = PlaybackStats()
         self.current: int | None = None     # media frame on screen
+        self.shown_at: int | None = None    # timeline position of the last frame shown
         self._next_t: int | None = None     # next timeline position owed a picture
         self._jumps = -1
         self._waiting_t: int | None = None  # position found not ready at its first due tick
@@ -226,6 +227,7 @@ class Scheduler:
             self._next_t = t + 1
             self._waiting_t = None
             self.current = frame
+            self.shown_at = t
             self.stats.shown += 1
             return frame
         if self._waiting_t != t:

@@ -73,6 +73,8 @@ class Summary:
     #: frames decoded at each reduced resolution level while decoding could not keep up
     #: (level -> count; empty when every frame was decoded at full resolution)
     reduced: dict = dataclasses.field(default_factory=dict)
+    #: what became of the sound ("" when there was none): the sink and the measured offset
+    audio: str = ""
 
     def reduced_text(self) -> str:
         """"decoded at 1/2 resolution: 40 frames" when decoding could not keep up, else ""."""
@@ -119,7 +121,7 @@ class Summary:
         return (f"played {self.frames} frames in {self.seconds:.2f} s: shown {s.shown}, dropped {s.dropped}, "
                 f"late {s.late}, errors {s.errors}; {self.fps:.2f} fps achieved "
                 f"(edit rate {fps_text(Fraction(self.rate))}); {decode}{reduced}; interop {self.target}; "
-                f"screenshots {self.screenshots}{dropped}")
+                f"screenshots {self.screenshots}{dropped}" + (f"; {self.audio}" if self.audio else ""))
 
 
 @contextlib.contextmanager
@@ -166,6 +168,8 @@ class Player:
         self.depth, self.preroll, self.max_frames = depth, preroll, max_frames
         self.overlay = False
         self.quit = False
+        #: the sound fed beside the picture (:class:`~.audio.AudioFeed` on this player's clock), or None
+        self.audio = None
         self._label = None
         self._writer: concurrent.futures.ThreadPoolExecutor | None = None
         self._buffers: queue.SimpleQueue = queue.SimpleQueue()   # readback buffers not being written
@@ -395,9 +399,13 @@ class Player:
         if pace is not None:        # the resolution governor compares decoding with this rate
             pace(float(self.clock.rate) if self.clock.playing else 0.0)
         self._want()
+        if self.audio is not None:
+            self.audio.update(self._now())
         n = self.scheduler.tick(self._ready)
         if n is not None:
             self._show(n)
+            if self.audio is not None and self.clock.playing and self.scheduler.shown_at is not None:
+                self.audio.shown(self.scheduler.shown_at, n)
         if self.screenshots:
             self._pinned_screenshots()
         clock = self.clock

@@ -103,7 +103,7 @@ def test_describe_reports_profile_and_sizes():
     assert "DCP, SMPTE" in smpte and "1998x1080, 24 fps, 3 components, 12/12/12 bit" in smpte
     assert "min 585 / mean 585 / max 585 bytes" in smpte and "1,302,083 bytes" in smpte
     assert "DCI 2K profile: met" in smpte and "TLM present" in smpte
-    assert "6 channels, 24 bit, 48000 Hz" in smpte
+    assert "6 channels (51/L,R,C,LFE,Ls,Rs), 48000 Hz, 24-bit, 24 edit units at 24/s" in smpte
     interop = describe(SAMPLES / "libdcp-dcp_test3-interop-2k")
     assert "DCP, Interop" in interop and "aspect 1.85" in interop
     ht = describe(SAMPLES / "photon-imf-htj2k-1080p")

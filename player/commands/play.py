@@ -49,6 +49,12 @@ def register(subparsers) -> None:
     p.add_argument("--subtitle-file", default=None, metavar="FILE",
                    help="draw this Interop/SMPTE subtitle XML or SRT file from the first frame instead")
     p.add_argument("--preroll", type=positive_int, default=2, help="frames decoded before the clock starts (default 2)")
+    p.add_argument("--audio", choices=("auto", "null", "off"), default="auto",
+                   help="sound: auto (the default output device through sounddevice when there is one, "
+                        "else the null sink; headless: null), null (a silent sink on the same clock), off")
+    p.add_argument("--audio-out", type=Path, default=None, metavar="FILE.wav",
+                   help="write the sound as played (all channels, native rate and bit depth, before any "
+                        "downmix; sample 0 at the first frame played) and print the measured offset")
     p.set_defaults(run=run)
 
 
@@ -92,7 +98,8 @@ def _run(args) -> int:
                        colour=args.colour, primaries=args.primaries, loop=args.loop, frames=args.frames,
                        screenshots=dict(args.screenshot), workers=args.workers, preroll=args.preroll,
                        processes=not args.threads, auto_resolution=not args.full_resolution,
-                       subtitles=args.subtitles == "on", subtitle_file=args.subtitle_file)
+                       subtitles=args.subtitles == "on", subtitle_file=args.subtitle_file,
+                       audio=args.audio, audio_out=args.audio_out)
     except (MediaError, BackendUnavailable, PipelineError) as exc:   # no frame readable; no GPU; no workers
         print(f"cinegpu play: {exc}", file=sys.stderr)
         return 2
@@ -108,11 +115,14 @@ def _run(args) -> int:
 def play(media, *, headless: bool, fps=None, backend: str = "auto", interop: str = "auto", colour: str = "auto",
          primaries: str = "p3d65", loop: bool = False, frames: int | None = None, screenshots=None,
          workers: int | None = None, preroll: int = 2, source=None, processes: bool = True,
-         auto_resolution: bool = True, subtitles=True, subtitle_file=None):
+         auto_resolution: bool = True, subtitles=True, subtitle_file=None, audio: str = "auto",
+         audio_out: Path | None = None):
     """Play an opened media source (or a ready frame ``source``); the :class:`~..player.Summary`.
     ``auto_resolution``: decode at a lower resolution while decoding cannot keep up.
     ``subtitles``: draw the composition's subtitles (or ``subtitle_file``'s), or a
-    :class:`~cinegpu.media.subtitles.CompositionSubtitles` to draw."""
+    :class:`~cinegpu.media.subtitles.CompositionSubtitles` to draw. ``audio``: "auto", "null"
+    or "off" (see :func:`~..audio.open_sink`); ``audio_out``: a WAV record of the sound as
+    played."""
     from cinegpu.interop import TARGETS, choose_target
 
     from ..player import Player
@@ -153,12 +163,63 @@ def play(media, *, headless: bool, fps=None, backend: str = "auto", interop: str
                         headless=headless, depth=depth, preroll=preroll, max_frames=frames,
                         subtitles=subtitles or None)
         try:
-            return player.run()
+            player.audio = _audio_feed(media, player.clock, "null" if headless and audio == "auto" else audio,
+                                       audio_out)
+            summary = player.run()
+            if player.audio is not None:
+                summary.audio = _audio_result(player, summary.frames, audio_out)
+            return summary
         finally:
+            if player.audio is not None:
+                player.audio.close()
+                player.audio.sound.close()
             player.close()
     finally:
         source.close()
         window.close()
+
+
+def _audio_feed(media, clock, mode: str, audio_out: Path | None):
+    """The feed of ``media``'s sound on ``clock``, or None (off, no sound, or a rate override)."""
+    import logging
+
+    from cinegpu.media.sound_composition import open_composition_sound
+
+    from ..audio import AudioFeed, WavWriter, open_sink
+
+    log = logging.getLogger("cinegpu.play")
+    if mode == "off":
+        return None
+    sound = open_composition_sound(media)
+    if sound is None or not sound.channels:
+        if audio_out is not None:
+            log.warning("--audio-out %s: %s has no sound to write", audio_out, getattr(media, "title", "it"))
+        return None
+    for w in sound.warnings:
+        log.warning("sound: %s", w)
+    if media.edit_rate is not None and clock.rate != media.edit_rate:
+        log.warning("sound off: --fps %s differs from the edit rate %s (no resampling)", clock.rate,
+                    media.edit_rate)
+        sound.close()
+        return None
+    rate = int(sound.sample_rate)
+    wav = WavWriter(audio_out, rate, sound.channels, sound.bits) if audio_out is not None else None
+    return AudioFeed(sound, open_sink(mode, rate, sound.channels), clock, wav)
+
+
+def _audio_result(player, frames: int, audio_out: Path | None) -> str:
+    """Finish the sound and say what became of it: the sink, the record, the measured offset."""
+    from ..audio import measure_offset, offset_text
+
+    feed = player.audio
+    if not player.quit:
+        feed.finish(frames)
+    text = f"audio {feed.sink.name} ({feed.sound.summary()})"
+    if feed.wav is None:
+        return text
+    feed.wav.close()
+    ms, measured = measure_offset(audio_out, feed.sound, feed.marks())
+    return f"{text}; written to {audio_out}; {offset_text(ms, measured)}"
 
 
 def _window_size(width: int, height: int, limit: int = 1280) -> tuple[int, int]:

@@ -1,0 +1,365 @@
+"""Sound beside the picture: sinks, the downmix, the WAV record, and the feed that ties them to the
+playback clock.
+
+Sync model: the picture clock (:class:`~cinegpu.player.clock.PlaybackClock`) is the master.
+On each turn of the draw loop :class:`AudioFeed` hands the sink the composition's samples from
+where it stopped up to the clock's position now (plus the sink's latency), each timeline sample
+mapped through the clock to a media sample, so pause (nothing fed), seek and loop (the feed
+follows the clock's media frame) and reel joins (:class:`~cinegpu.media.sound_composition.
+CompositionSound` reads across them) need no separate logic. A device whose clock drifts from
+the system clock fills or drains its queue; the feed corrects that by skipping or repeating
+samples once the queue is off its target by more than :data:`DRIFT_LIMIT` seconds.
+Stepping while paused plays no sound.
+
+Units: samples are sample frames at the composition's rate (Hz); times are seconds.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import struct
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from cinegpu.media.sound import decode_pcm
+
+log = logging.getLogger(__name__)
+
+DRIFT_LIMIT = 0.040       # seconds a device queue may stray from its target before correction
+DEVICE_LATENCY = 0.100    # seconds of sound queued ahead of the clock for a real device
+A = math.sqrt(0.5)        # -3 dB, ITU-R BS.775 downmix coefficient for centre and surrounds
+
+# ITU-R BS.775-3 Table 2 (3/2 -> 2/0): Lo = L + 0.7071 C + 0.7071 Ls, Ro = R + 0.7071 C + 0.7071 Rs;
+# LFE is not mixed. Extended to 7.1 (ST 428-12 side and rear surrounds) at the same -3 dB.
+STEREO = {"L": (1.0, 0.0), "R": (0.0, 1.0), "C": (A, A), "LFE": (0.0, 0.0),
+          "Ls": (A, 0.0), "Rs": (0.0, A), "Lss": (A, 0.0), "Rss": (0.0, A),
+          "Lrs": (A, 0.0), "Rrs": (0.0, A), "Cs": (0.5, 0.5), "M1": (A, A), "M2": (A, A)}
+# Channel order of ST 429-2 / ST 428-12 when a track has no MCA labels.
+DEFAULT_ORDER = ("L", "R", "C", "LFE", "Ls", "Rs", "Lc", "Rc", "Lrs", "Rrs")
+# WAVEFORMATEXTENSIBLE dwChannelMask for the usual layouts (FL FR FC LFE BL BR [SL SR]).
+CHANNEL_MASKS = {1: 0x4, 2: 0x3, 6: 0x3F, 8: 0x63F}
+KSDATAFORMAT_SUBTYPE_PCM = bytes.fromhex("0100000000001000800000aa00389b71")
+
+
+def downmix_matrix(names: list[str], out_channels: int) -> np.ndarray:
+    """The (in, out) gain matrix from channels named ``names`` (ST 377-4 symbols without "ch",
+    e.g. "L", "LFE") to a device of ``out_channels``: the same layout passes through; stereo
+    per :data:`STEREO` (ITU-R BS.775), mono as the mean of that; other counts take the first
+    channels in order. Unknown names (HI, VIN, ...) are not mixed."""
+    n = len(names)
+    m = np.zeros((n, out_channels), np.float64)
+    if out_channels >= n:
+        m[np.arange(n), np.arange(n)] = 1.0
+        return m
+    for i, name in enumerate(names):
+        gains = STEREO.get(name, (0.0, 0.0))
+        if out_channels == 2:
+            m[i] = gains
+        elif out_channels == 1:
+            m[i, 0] = sum(gains) / 2
+    if out_channels <= 2:
+        return m
+    m[np.arange(out_channels), np.arange(out_channels)] = 1.0
+    return m
+
+
+def channel_names(labels, channels: int) -> list[str]:
+    """Names of ``channels`` channels from ST 377-4 labels, else the ST 429-2 order."""
+    by_channel = {lab.channel: lab.short for lab in labels}
+    if len(by_channel) == channels:
+        return [by_channel.get(i + 1, "") for i in range(channels)]
+    return [DEFAULT_ORDER[i] if i < len(DEFAULT_ORDER) else "" for i in range(channels)]
+
+
+class WavWriter:
+    """A RIFF/WAVE file of integer PCM (``bits`` 16/24/32), WAVE_FORMAT_EXTENSIBLE above 2
+    channels (Microsoft WAVEFORMATEXTENSIBLE; the sizes are patched in on close)."""
+
+    def __init__(self, path: Path, rate: int, channels: int, bits: int):
+        self.path, self.rate, self.channels, self.bits = Path(path), rate, channels, bits
+        self.frames = 0
+        self.file = open(self.path, "wb")
+        self.extensible = channels > 2
+        fmt = struct.pack("<HHIIHH", 0xFFFE if self.extensible else 1, channels, rate,
+                          rate * channels * bits // 8, channels * bits // 8, bits)
+        if self.extensible:
+            fmt += struct.pack("<HHI", 22, bits, CHANNEL_MASKS.get(channels, 0)) + KSDATAFORMAT_SUBTYPE_PCM
+        self.file.write(b"RIFF\0\0\0\0WAVEfmt " + struct.pack("<I", len(fmt)) + fmt + b"data\0\0\0\0")
+        self.data_at = self.file.tell()
+
+    def write(self, pcm: np.ndarray) -> None:
+        """Append int32 (frames, channels) samples at ``bits`` precision."""
+        width = self.bits // 8
+        raw = pcm.astype("<i4").view(np.uint8).reshape(-1, 4)[:, :width]
+        self.file.write(raw.tobytes())
+        self.frames += len(pcm)
+
+    def close(self) -> None:
+        if self.file.closed:
+            return
+        size = self.frames * self.channels * self.bits // 8
+        if size % 2:
+            self.file.write(b"\0")
+        self.file.seek(4)
+        self.file.write(struct.pack("<I", self.data_at - 8 + size + size % 2))
+        self.file.seek(self.data_at - 4)
+        self.file.write(struct.pack("<I", size))
+        self.file.close()
+
+
+class NullSink:
+    """A device that plays nothing and keeps the same clock: what it is given is "played" at
+    once. Headless runs and machines without a sound device use it (CI tests sync with it)."""
+
+    name = "null"
+    latency = 0.0
+
+    def __init__(self, channels: int):
+        self.channels = channels
+        self.played = 0
+
+    def queued(self) -> int:
+        return 0
+
+    def write(self, pcm: np.ndarray) -> None:
+        self.played += len(pcm)
+
+    def close(self) -> None:
+        pass
+
+
+class DeviceSink:
+    """The default output device through PortAudio (python-sounddevice): a callback stream
+    draining a queue of float32 blocks; underruns play silence."""
+
+    name = "sounddevice"
+    latency = DEVICE_LATENCY
+
+    def __init__(self, rate: int):
+        import sounddevice  # noqa: PLC0415 (optional: needs PortAudio at run time)
+
+        info = sounddevice.query_devices(kind="output")
+        self.channels = max(1, min(8, int(info["max_output_channels"])))
+        self._lock = threading.Lock()
+        self._blocks: deque = deque()
+        self._held = 0
+        self.played = 0
+        self.stream = sounddevice.OutputStream(samplerate=rate, channels=self.channels,
+                                               dtype="float32", callback=self._callback)
+        self.stream.start()
+
+    def _callback(self, out, frames, time_info, status) -> None:
+        out.fill(0)
+        done = 0
+        with self._lock:
+            while done < frames and self._blocks:
+                block = self._blocks[0]
+                n = min(frames - done, len(block))
+                out[done:done + n] = block[:n]
+                if n == len(block):
+                    self._blocks.popleft()
+                else:
+                    self._blocks[0] = block[n:]
+                done += n
+            self._held -= done
+            self.played += frames
+
+    def queued(self) -> int:
+        with self._lock:
+            return self._held
+
+    def write(self, pcm: np.ndarray) -> None:
+        with self._lock:
+            self._blocks.append(pcm.astype(np.float32))
+            self._held += len(pcm)
+
+    def close(self) -> None:
+        self.stream.stop()
+        self.stream.close()
+
+
+def open_sink(mode: str, rate: int, channels: int):
+    """``null``: :class:`NullSink`; ``auto``: :class:`DeviceSink` when sounddevice imports and
+    there is an output device, else the null sink (said once in the log)."""
+    if mode == "auto":
+        try:
+            return DeviceSink(rate)
+        except Exception as exc:  # ImportError, OSError (no PortAudio), PortAudioError (no device)
+            log.info("no sound device (%s: %s): sound goes to the null sink", type(exc).__name__, exc)
+    return NullSink(channels)
+
+
+@dataclass
+class Segment:
+    """A run of the WAV record fed without a jump: where it starts in the file, on the clock's
+    timeline (frames) and its first timeline sample."""
+
+    wav: int
+    timeline_frame: int
+    timeline_sample: int
+
+
+@dataclass
+class AudioFeed:
+    """Feeds ``sound`` (a CompositionSound) to ``sink`` as ``clock`` advances; optionally keeps
+    a WAV record of all channels before any downmix, volume or mute."""
+
+    sound: object
+    sink: object
+    clock: object
+    wav: WavWriter | None = None
+    volume: float = 1.0
+    mute: bool = False
+    routing: np.ndarray | None = None      # (in, out) gains; None: the downmix matrix
+    segments: list[Segment] = field(default_factory=list)
+    presented: list[tuple[int, int, int]] = field(default_factory=list)  # (wav sample, timeline, media frame)
+    _mark_segment: list[int] = field(default_factory=list)   # segment of each presented mark
+    _next: int | None = None               # next timeline sample to feed
+    _jumps: int = -1
+
+    def __post_init__(self):
+        snd = self.sound
+        self.rate = snd.sample_rate
+        labels = snd.descriptor.labels if snd.descriptor else ()
+        self.names = channel_names(labels, snd.channels)
+        self.matrix = downmix_matrix(self.names, self.sink.channels)
+        self.scale = float(1 << (snd.bits - 1))
+
+    def timeline_sample(self, t: float) -> int:
+        """Timeline sample at timeline position ``t`` (frames, may be fractional)."""
+        return math.floor(t * self.rate / self.clock.rate + 1e-9)
+
+    def update(self, now: float) -> None:
+        """Feed what the clock has reached by ``now`` (seconds), plus the sink's latency."""
+        clock = self.clock
+        if clock.jumps != self._jumps:
+            self._jumps = clock.jumps
+            self._next = None
+        if not clock.playing:
+            self._next = None
+            return
+        position = (now - clock.presentation_time(0)) * float(clock.rate)
+        if self._next is None:
+            t = clock.timeline()
+            self._next = self.timeline_sample(t)
+            self.segments.append(Segment(self.wav.frames if self.wav else 0, t, self._next))
+        target = self.timeline_sample(position + self.sink.latency * float(clock.rate))
+        target = self._drift(target)
+        if target > self._next:
+            self._feed(self._next, target)
+            self._next = target
+
+    def _drift(self, target: int) -> int:
+        """Hold back or push on a device whose queue strays from its latency target."""
+        want = self.sink.latency * float(self.rate)
+        off = self.sink.queued() + (target - (self._next or 0)) - want
+        if abs(off) > DRIFT_LIMIT * float(self.rate) and self.sink.queued():
+            return target - int(off)
+        return target
+
+    def _feed(self, s0: int, s1: int) -> None:
+        clock, snd = self.clock, self.sound
+        pieces = []
+        s = s0
+        while s < s1:
+            t = math.floor(s * clock.rate / self.rate)      # timeline frame holding sample s
+            end = min(s1, self.timeline_sample(t + 1))
+            media = clock.media_frame(t)
+            if media is None:
+                pieces.append(np.zeros((end - s, snd.channels), np.int32))
+            else:
+                first = snd.sample_of_frame(media) + (s - self.timeline_sample(t))
+                pieces.append(snd.read_samples(first, first + end - s))
+            s = end
+        pcm = np.concatenate(pieces) if pieces else np.zeros((0, snd.channels), np.int32)
+        if self.wav is not None:
+            self.wav.write(pcm)
+        if self.mute:
+            out = np.zeros((len(pcm), self.sink.channels), np.float32)
+        else:
+            gains = self.routing if self.routing is not None else self.matrix
+            out = (pcm / self.scale) @ gains * self.volume
+            np.clip(out, -1.0, 1.0, out=out)
+        self.sink.write(out.astype(np.float32))
+
+    def finish(self, end: int) -> None:
+        """Feed up to timeline position ``end`` (frames): the last frames' sound, which the
+        clock passed after the draw loop's last turn."""
+        if self._next is not None:
+            target = self.timeline_sample(end)
+            if target > self._next:
+                self._feed(self._next, target)
+                self._next = target
+
+    def shown(self, t: int, frame: int) -> None:
+        """Note that the picture of media ``frame`` was presented at timeline position ``t``:
+        where the WAV record says its sound begins, for :meth:`offset`."""
+        if not self.segments or self.wav is None:
+            return
+        seg = self.segments[-1]
+        self.presented.append((seg.wav + self.timeline_sample(t) - seg.timeline_sample, t, frame))
+        self._mark_segment.append(len(self.segments) - 1)
+
+    def marks(self, probe: int = 64) -> list[tuple[int, int, int]]:
+        """The presented marks whose frame's first ``probe`` samples were written before the
+        record jumped on (a frame shown as a seek or the end came was never heard)."""
+        ends = [seg.wav for seg in self.segments[1:]] + [self.wav.frames if self.wav else 0]
+        return [m for m, i in zip(self.presented, self._mark_segment) if m[0] + probe <= ends[i]]
+
+    def close(self) -> None:
+        self.sink.close()
+        if self.wav is not None:
+            self.wav.close()
+
+
+def measure_offset(path: Path, sound, presented: list[tuple[int, int, int]], most: int = 200,
+                   search: float = 0.050, probe: int = 64) -> tuple[float | None, int]:
+    """How far the WAV record at ``path`` puts each presented frame's sound from where the CPL's
+    timing puts it: for up to ``most`` presented frames, the composition's samples of the frame
+    (``probe`` sample frames from its start) are looked for in the file within ``search``
+    seconds of the position noted at presentation. Returns (the largest |offset| in ms, or None
+    when no frame could be measured (silence, or sound that repeats), frames measured); a frame
+    whose sound is not found counts as ``search`` seconds off."""
+    if not presented:
+        return None, 0
+    header = path.read_bytes()[:128]
+    data_at = header.find(b"data") + 8
+    width = sound.bits // 8
+    raw = np.memmap(path, np.uint8, "r", offset=data_at)
+    frames = raw.size // (width * sound.channels)
+    worst, measured = 0, 0
+    step = max(1, len(presented) // most)
+    k = int(search * float(sound.sample_rate))
+    for pos, _, frame in presented[::step]:
+        ref = sound.read_samples(sound.sample_of_frame(frame), sound.sample_of_frame(frame) + probe)
+        if len(ref) < probe or not np.ptp(ref, axis=0).any():
+            continue                        # silent or constant here: nothing to find
+        if pos + probe > frames:
+            continue                        # shown as playback stopped: its sound never written
+        lo, hi = max(0, pos - k), min(frames, pos + k + probe)
+        window = np.frombuffer(raw[lo * width * sound.channels:hi * width * sound.channels], np.uint8)
+        got = decode_pcm(window.tobytes(), sound.channels, sound.bits)
+        views = np.lib.stride_tricks.sliding_window_view(got, (probe, sound.channels))[:, 0]
+        hits = np.flatnonzero((views == ref).all(axis=(1, 2)))
+        if len(hits) != 1:
+            if len(hits) > 1:
+                continue                    # the probe repeats: ambiguous
+            worst = max(worst, k)
+        else:
+            worst = max(worst, abs(lo + int(hits[0]) - pos))
+        measured += 1
+    if not measured:
+        return None, 0
+    return worst * 1000.0 / float(sound.sample_rate), measured
+
+
+def offset_text(ms: float | None, measured: int) -> str:
+    if ms is None:
+        return "audio/video offset: not measurable (the sound played is silent or repeats)"
+    return f"audio/video offset: {ms:.3f} ms (largest of {measured} frames, measured in the WAV)"
+
