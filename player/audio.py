@@ -234,6 +234,17 @@ class AudioFeed:
         """Timeline sample at timeline position ``t`` (frames, may be fractional)."""
         return math.floor(t * self.rate / self.clock.rate + 1e-9)
 
+    def frame_of_sample(self, s: int) -> int:
+        """The timeline frame holding sample ``s``: the t with timeline_sample(t) <= s <
+        timeline_sample(t + 1) (at 59.94 fps a frame is 800.8 samples, so s * E / F alone
+        can name the frame before: sample 800 starts frame 1)."""
+        t = math.floor(s * self.clock.rate / self.rate)
+        while self.timeline_sample(t + 1) <= s:
+            t += 1
+        while t > 0 and self.timeline_sample(t) > s:
+            t -= 1
+        return t
+
     def update(self, now: float) -> None:
         """Feed what the clock has reached by ``now`` (seconds), plus the sink's latency."""
         clock = self.clock
@@ -267,7 +278,7 @@ class AudioFeed:
         pieces = []
         s = s0
         while s < s1:
-            t = math.floor(s * clock.rate / self.rate)      # timeline frame holding sample s
+            t = self.frame_of_sample(s)
             end = min(s1, self.timeline_sample(t + 1))
             media = clock.media_frame(t)
             if media is None:

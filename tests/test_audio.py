@@ -130,3 +130,43 @@ def test_play_command_writes_the_sound(tmp_path, capsys):
     ms = float(text.split("audio/video offset: ")[1].split(" ms")[0])
     assert abs(ms) <= 1.0
     assert np.array_equal(ffmpeg_pcm(out, 6), ffmpeg_pcm(dcp / "audio.mxf", 6))
+
+
+@pytest.mark.parametrize("rate", ["60000/1001", "30000/1001", "24000/1001", "24", "25", "50"])
+def test_every_sample_belongs_to_exactly_one_frame(rate):
+    """frame_of_sample inverts timeline_sample at every rate (at 59.94 fps a frame is 800.8
+    samples: sample 800 starts frame 1, and naming frame 0 there stalled the feed)."""
+    from fractions import Fraction
+    clock = PlaybackClock(Fraction(rate), 1000, now=FakeTime())
+
+    class Sound:
+        sample_rate, channels = 48000, 2
+    feed = AudioFeed.__new__(AudioFeed)
+    feed.clock, feed.rate = clock, 48000
+    for s in range(20000):
+        t = feed.frame_of_sample(s)
+        assert feed.timeline_sample(t) <= s < feed.timeline_sample(t + 1), (rate, s, t)
+
+
+def test_imf_at_59_94_plays_its_sound(tmp_path):
+    """The HTJ2K IMF sample (59.94 fps, clip-wrapped stereo): the fed sound equals ffmpeg's."""
+    imf = DCP_SAMPLES / "photon-imf-htj2k-1080p"
+    now = FakeTime()
+    src = open_source(imf)
+    sound = open_composition_sound(src)
+    clock = PlaybackClock(src.edit_rate, len(src), now=now)
+    wav = tmp_path / "out.wav"
+    feed = AudioFeed(sound, NullSink(sound.channels), clock,
+                     WavWriter(wav, int(sound.sample_rate), sound.channels, 24))
+    clock.play()
+    feed.update(now.t)
+    while now.t < 100.5:
+        now.t += 0.007
+        feed.update(now.t)
+    feed.wav.close()
+    got = ffmpeg_pcm(wav, sound.channels)
+    track = next(imf.glob("AUDIO_*.mxf"))
+    want = ffmpeg_pcm(track, sound.channels)
+    assert len(got) >= 23000
+    assert np.array_equal(got, want[:len(got)])
+    sound.close(), src.close()
