@@ -135,7 +135,7 @@ def make_params(shapes, precisions, signed, *, profile, fps, bitrate, reversible
     ncomp = len(shapes)
     same = all(s == shapes[0] for s in shapes[:3])
     if profile in imf.PROFILES:
-        return _imf_params(profile, shapes, precisions, fps, bitrate)
+        return _imf_params(profile, shapes, precisions, fps, bitrate, reversible, style)
     if profile != "generic":
         return _dci_params(profile, shapes, precisions, fps, bitrate)
     if levels is None:
@@ -185,10 +185,17 @@ def _dci_params(profile, shapes, precisions, fps, bitrate) -> Params:
 IMF_DEFAULT_BITRATE = imf.sublevel_bitrate(1)
 
 
-def _imf_params(profile, shapes, precisions, fps, bitrate) -> Params:
+def _imf_params(profile, shapes, precisions, fps, bitrate, reversible=False, style=0) -> Params:
     """An IMF lossy profile (:mod:`cinegpu.decode.codestream.imf`): RGB 4:4:4 of 10 or 12 bits
-    as given (no colour conversion), the sub level chosen from ``bitrate``."""
+    as given (no colour conversion), the sub level chosen from ``bitrate``. With the HT
+    code-block style (``style`` 0x40, ``codec="htj2k"``) the same geometry as HTJ2K in IMF:
+    Rsiz :data:`imf.HT_RSIZ`, and ``reversible`` (5/3 + RCT) lossless when no ``bitrate``
+    is given; Part-1 IMF codestreams are 9/7 only here."""
     p = imf.profile(profile)
+    ht = bool(int(style) & 0x40)
+    if reversible and not ht:
+        raise ValueError(f"{profile}: the reversible path is written for HTJ2K only "
+                         "(codec='htj2k')")
     h, w = shapes[0]
     cw, ch = p.container
     if len(shapes) != 3 or any(s != shapes[0] for s in shapes):
@@ -197,17 +204,19 @@ def _imf_params(profile, shapes, precisions, fps, bitrate) -> Params:
         raise ValueError(f"{profile}: {w}x{h} is larger than the {cw}x{ch} container")
     if len(set(precisions)) != 1 or precisions[0] not in imf.PRECISIONS:
         raise ValueError(f"{profile}: components must be {imf.PRECISIONS} bit, got {precisions}")
+    lossless = reversible and bitrate is None
     bitrate = IMF_DEFAULT_BITRATE if bitrate is None else float(bitrate)
-    Rsiz = imf.rsiz(p, w, h, fps, bitrate)
+    Rsiz = imf.HT_RSIZ if ht else imf.rsiz(p, w, h, fps, bitrate)
     levels = imf.levels_for(p, w, h)
     xcb, ycb = dci.CODEBLOCK
     low, rest = dci.PRECINCTS
     return Params(
         profile=profile, Rsiz=Rsiz, width=w, height=h, precisions=tuple(precisions),
         signed=(False,) * 3, XRsiz=(1,) * 3, YRsiz=(1,) * 3, tile=(w, h), levels=levels,
-        xcb=xcb, ycb=ycb, cblk_style=0, reversible=False, mct=1,
+        xcb=xcb, ycb=ycb, cblk_style=0x40 if ht else 0, reversible=bool(reversible), mct=1,
         progression=dci.PROGRESSION, layers=1,
         precincts=((low, low),) + ((rest, rest),) * levels, pocs=(), guard_bits=2,
-        guard_bits_fixed=False, quant_style=2, tlm=True, split_components=True,
-        frame_bytes=int(bitrate / 8 / fps), component_bytes=None,
+        guard_bits_fixed=False, quant_style=0 if reversible else 2, tlm=True,
+        split_components=True,
+        frame_bytes=None if lossless else int(bitrate / 8 / fps), component_bytes=None,
     )

@@ -47,11 +47,14 @@ class FrameEncoders:
     """
 
     def __init__(self, *, profile: str, fps, bitrate: float | None, colorspace: str,
-                 backend: str = "auto", bits: int = 12):
+                 backend: str = "auto", bits: int = 12, codec: str = "j2k",
+                 lossless: bool = False):
         self.profile, self.fps, self.colorspace = profile, Fraction(fps), colorspace
         #: an IMF profile ("imf-2k", "imf-4k"): R'G'B' as given, ``bits`` per component
         self.imf = profile in imf.PROFILES
         self.bits = bits
+        #: IMF only: "htj2k" codes HT code-blocks; ``lossless`` the 5/3 + RCT path
+        self.codec, self.lossless = codec, lossless
         self.dci = None if self.imf else dci.profile(profile)   # "2k" / "4k" / "dci-2k"...
         self.encoder_profile = profile if self.imf else self.dci.name
         self.bitrate = None if bitrate is None else bitrate * 1e6
@@ -74,8 +77,8 @@ class FrameEncoders:
                 if self._geometry is None:
                     self._geometry = GeometryCache()
             enc = Encoder(profile=self.encoder_profile, fps=self.fps, bitrate=self.bitrate,
-                          backend=self.backend, workers=1,
-                          geometry=self._geometry)
+                          backend=self.backend, workers=1, geometry=self._geometry,
+                          codec=self.codec, reversible=self.lossless)
             self._local.encoder = enc
             with self._lock:
                 self._made.append(enc)

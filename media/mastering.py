@@ -44,7 +44,7 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
            workers: int | None = None, kind: str = "feature", progress: bool = True,
            backend: str = "auto", sound: SoundInput | None = None,
            subtitles: TimedTextAsset | None = None, format: str = "dcp",
-           codec: str = "j2k", bits: int = 12) -> Package:
+           codec: str = "j2k", bits: int = 12, lossless: bool = False) -> Package:
     """Master ``count`` input images (``get_frame(i)``: (H, W, 3) floats 0..1, or integers
     read as a fraction of their dtype's maximum) into a DCP at ``out``. ``frames``:
     composition length (default ``count``; the input repeats to fill it). ``bitrate`` in
@@ -54,11 +54,13 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
     the caller may run first to show its warning). ``subtitles``: a reel's subtitles made by
     :func:`.subtitle_write.prepare_subtitles` for ``frames`` frames. ``format`` "imf": an IMF
     App #2E package instead (:func:`check_imf`: ``profile`` and ``container`` are not used, the
-    picture keeps its size and its R'G'B' at ``bits`` per component). Raises ValueError for a
+    picture keeps its size and its R'G'B' at ``bits`` per component; ``codec`` "htj2k" codes
+    HTJ2K, ``lossless`` with the 5/3 path; the sound track as long as the picture, in
+    samples). Raises ValueError for a
     bad profile, rate, size or colour space, MediaError for sound shorter than the picture."""
     rate = Fraction(fps)
     if format == "imf":
-        check_imf(codec, rate, colorspace, bits, sound, subtitles)
+        check_imf(codec, rate, colorspace, bits, sound, subtitles, lossless, bitrate)
     elif format != "dcp":
         raise ValueError(f"format must be dcp or imf, got {format!r}")
     else:
@@ -73,8 +75,8 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
     if count < 1:
         raise ValueError("no input frames")
     total = frames or count
-    if sound is not None:
-        sound.fit(total, rate)       # MediaError before anything is encoded
+    if sound is not None:            # MediaError before anything is encoded
+        sound.fit_imf(total, rate) if format == "imf" else sound.fit(total, rate)
     if subtitles is not None and subtitles.duration != total:
         raise ValueError(f"subtitles prepared for {subtitles.duration} frames; the composition has {total}")
     workers = max(1, workers or os.cpu_count() or 1)
@@ -84,7 +86,7 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
         encoder_profile = imf.profile_for(width, height).name      # ValueError above 4K
 
         def writer():
-            return IMFWriter(out, title=title, edit_rate=rate, kind=kind)
+            return IMFWriter(out, title=title, edit_rate=rate, kind=kind, sound=sound)
     else:
         area, width, height = image_area(first.shape[1], first.shape[0], profile, container)
         encoder_profile = profile
@@ -94,7 +96,8 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
                              kind=kind, sound=sound, subtitles=subtitles)
 
     encoders = FrameEncoders(profile=encoder_profile, fps=rate, bitrate=bitrate,
-                             colorspace=colorspace, backend=backend, bits=bits)
+                             colorspace=colorspace, backend=backend, bits=bits,
+                             codec=codec if format == "imf" else "j2k", lossless=lossless)
 
     def prepare(i: int) -> bytes:
         img = first if i == 0 else get_frame(i)
@@ -143,14 +146,13 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
 
 
 def check_imf(codec: str, rate: Fraction, colorspace: str, bits: int, sound=None,
-              subtitles=None) -> None:
-    """ValueError unless an IMF package can be mastered with these: Part-1 JPEG 2000 (HTJ2K
-    is not there yet), an ST 2067-21 edit rate, Rec. 709 input, 10 or 12 bits, no sound and
-    no subtitles."""
-    if codec == "htj2k":
-        raise ValueError("--codec htj2k is not supported yet (the HTJ2K encoder has not "
-                         "landed); use --codec j2k")
-    if codec != "j2k":
+              subtitles=None, lossless: bool = False, bitrate=None) -> None:
+    """ValueError unless an IMF package can be mastered with these: Part-1 JPEG 2000 or HTJ2K
+    (``lossless``: HTJ2K only, without a ``bitrate``), an ST 2067-21 edit rate, Rec. 709
+    input, 10 or 12 bits, no subtitles. ``sound`` (a :class:`.sound_in.SoundInput`) must
+    last a whole number of samples as long as the picture: :meth:`~.SoundInput.fit_imf`,
+    checked by :func:`master`."""
+    if codec not in ("j2k", "htj2k"):
         raise ValueError(f"codec must be j2k or htj2k, got {codec!r}")
     if rate not in imf.FRAME_RATES:
         rates = ", ".join(f"{float(r):g}" for r in imf.FRAME_RATES)
@@ -160,10 +162,14 @@ def check_imf(codec: str, rate: Fraction, colorspace: str, bits: int, sound=None
                          f"is written so far, got {colorspace!r}")
     if bits not in imf.PRECISIONS:
         raise ValueError(f"IMF bit depth must be one of {imf.PRECISIONS}, got {bits}")
-    if sound is not None:
-        raise ValueError("sound in IMF packages is not supported yet")
+    if lossless and codec != "htj2k":
+        raise ValueError("--lossless is written for --codec htj2k only (Part-1 IMF is the "
+                         "lossy 9/7 profile here)")
+    if lossless and bitrate is not None:
+        raise ValueError("--lossless and --bitrate exclude each other")
     if subtitles is not None:
-        raise ValueError("subtitles in IMF packages are not supported yet")
+        raise ValueError("subtitles in IMF packages are not supported yet (IMF timed text is "
+                         "ST 2067-2 IMSC1, not the DCP's ST 428-7): leave out --subtitles")
 
 
 def master_images(path, out, *, profile: str = "2k", **options) -> Package:

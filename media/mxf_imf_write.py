@@ -12,7 +12,9 @@ tools (``photon-imf-*`` in the shared samples: DaVinci Resolve through asdcplib)
                             profile and level (ST 2067-21 5.4, from Rsiz), the colour primaries
                             and transfer characteristic (Rec. ITU-R BT.709 here), R, G, B of the
                             codestream's precision in PixelLayout, full-range Min/MaxRef
-    sub-descriptors         JPEG2000PictureSubDescriptor (ST 422) with J2CLayout, and the
+    sub-descriptors         JPEG2000PictureSubDescriptor (ST 422) with J2CLayout (and for
+                            HTJ2K J2KExtendedCapabilities: the CAP marker's Pcap and Ccap, as
+                            ST 422:2019 and the photon HTJ2K sample have them), and the
                             ContainerConstraintsSubDescriptor (ST 379-2) ST 2067-2 asks for
 
 :meth:`IMFPictureTrackWriter.essence_descriptor` gives the same descriptor as RegXML
@@ -49,8 +51,12 @@ IMF_PRIMER = {
     0x320d: "060e2b34010101020401030205000000", 0x3210: "060e2b34010101020401020101010200",
     0x3219: "060e2b34010101090401020101060100", 0x3405: "060e2b34010101050401040401000000",
     0xfff1: "060e2b340101010e040106030e000000",     # J2CLayout (ST 422:2014)
+    0xfff0: "060e2b340101010e040106030f000000",     # J2KExtendedCapabilities (ST 422:2019)
 }
-J2C_LAYOUT_TAG = 0xFFF1
+J2C_LAYOUT_TAG, J2K_CAPABILITIES_TAG = 0xFFF1, 0xFFF0
+#: The picture coding label of HTJ2K in IMF (ST 2067-21:2020; RP 224 "HTJ2K generic"), as
+#: the photon HTJ2K sample's descriptor has it.
+HTJ2K_CODING = bytes.fromhex("060e2b340401010d0401020203010801")
 RGB_CODES = (("CompRed", 0x52), ("CompGreen", 0x47), ("CompBlue", 0x42))
 
 # RegXML namespaces (ST 2001-1 with the ST 335 elements, ST 395 groups, ST 2003 types).
@@ -61,8 +67,11 @@ REGXML_NSMAP = {"r0": NS_GROUPS, "r1": NS_ELEMENTS, "r2": NS_TYPES}
 
 
 def coding_label(Rsiz: int) -> bytes:
-    """The picture coding UL of an IMF lossy codestream (ST 2067-21; RP 224's
-    ``04010202.0301FFLL``: FF 02 for the 2K family, 03 for 4K, LL the level pair)."""
+    """The picture coding UL of an IMF codestream (ST 2067-21; RP 224's
+    ``04010202.0301FFLL``: FF 02 for the 2K family, 03 for 4K, LL the level pair; HTJ2K,
+    Rsiz :data:`imf.HT_RSIZ`: :data:`HTJ2K_CODING`)."""
+    if Rsiz == imf.HT_RSIZ:
+        return HTJ2K_CODING
     base = Rsiz & 0xFF00
     family = next((p.ul_family for p in imf.PROFILES.values() if p.base == base), None)
     if family is None:
@@ -125,9 +134,25 @@ class IMFPictureTrackWriter(PictureTrackWriter):
                 (0x3210, BT709_TRANSFER), (0x3406, u32(top)), (0x3407, u32(0)),
                 (0x3405, b"\x00"), (0x3401, self._layout())]),
             local_set(JP2K_SUBDESCRIPTOR, [(0x3C0A, ids["sub"])] + self._j2k_items(h)
-                      + [(J2C_LAYOUT_TAG, self._layout())]),
+                      + [(J2C_LAYOUT_TAG, self._layout())] + self._capabilities()),
             local_set(CONTAINER_CONSTRAINTS, [(0x3C0A, ids["constraints"])]),
         ]
+
+    def _capabilities(self) -> list[tuple[int, bytes]]:
+        """J2KExtendedCapabilities (ST 422:2019): Pcap, then the Ccap words as an array,
+        from the codestream's CAP marker; none without one."""
+        pcap, ccap = self._cap()
+        if pcap is None:
+            return []
+        return [(J2K_CAPABILITIES_TAG, struct.pack(">I", pcap)
+                 + _batch([struct.pack(">H", c) for c in ccap], 2))]
+
+    def _cap(self) -> tuple[int | None, list[int]]:
+        cap = self.header.cap if self.header is not None else None
+        if cap is None or len(cap) < 4 or len(cap) % 2:
+            return None, []
+        return (struct.unpack(">I", cap[:4])[0],
+                [struct.unpack(">H", cap[i:i + 2])[0] for i in range(4, len(cap), 2)])
 
     # -- RegXML for the CPL --
     def essence_descriptor(self) -> etree._Element:
@@ -188,6 +213,13 @@ class IMFPictureTrackWriter(PictureTrackWriter):
         el(j2k, NS_ELEMENTS, "Csiz", h.siz.Csiz)
         el(j2k, NS_ELEMENTS, "CodingStyleDefault", h.cod.hex())
         el(j2k, NS_ELEMENTS, "QuantizationDefault", h.qcd.hex())
+        pcap, ccap = self._cap()
+        if pcap is not None:
+            caps = el(j2k, NS_ELEMENTS, "J2KExtendedCapabilities")
+            el(caps, NS_TYPES, "Pcap", pcap)
+            words = el(caps, NS_TYPES, "Ccapi")
+            for c in ccap:
+                el(words, NS_TYPES, "UInt16", c)
         sizing = el(j2k, NS_ELEMENTS, "PictureComponentSizing")
         for ssiz, dx, dy in h.components:
             c = el(sizing, NS_TYPES, "J2KComponentSizing")

@@ -201,12 +201,13 @@ class J2KHeader:
     siz: SIZ
     cod: bytes                     # Scod, SGcod, SPcod
     qcd: bytes                     # Sqcd, SPqcd
+    cap: bytes | None = None       # Pcap, Ccap (15444-1 A.5.2), where the stream has CAP
 
     @classmethod
     def of(cls, cs: Codestream) -> "J2KHeader":
         cod, qcd = cs.segment_body(M.COD), cs.segment_body(M.QCD)
         assert cod is not None and qcd is not None   # parse_codestream requires both
-        return cls(cs.siz, cod, qcd)
+        return cls(cs.siz, cod, qcd, cs.segment_body(M.CAP))
 
     @property
     def Rsiz(self) -> int:
@@ -331,6 +332,10 @@ class TrackWriter:
         """Edit units the tracks and the descriptor declare: one per element by default."""
         return len(self.offsets)
 
+    def _timecode(self) -> tuple[Fraction, int]:
+        """The timecode tracks' edit rate and duration: the essence's by default."""
+        return self.edit_rate, self._duration()
+
     def _index_segments(self) -> bytes:
         """VBR index table segments (ST 377-1 11.2): one entry per element, its stream offset."""
         out = bytearray()
@@ -417,7 +422,10 @@ class TrackWriter:
 
     def _metadata(self) -> bytes:
         n, rate = self._duration(), self.edit_rate
-        tc_base = round(rate)
+        # the timecode tracks run at the picture's rate (an IMF sound file's edit rate is
+        # its sample rate; its timecode counts picture frames, as other tools write it)
+        tc_rate, tc_n = self._timecode()
+        tc_base = round(tc_rate)
         ids = {name: uuid.uuid4().bytes for name in (
             "preface", "ident", "storage", "ecd", "mp", "fp", "desc",
             "mp_tc", "mp_tc_seq", "mp_tc_comp", "mp_pic", "mp_pic_seq", "mp_clip",
@@ -428,19 +436,19 @@ class TrackWriter:
         fp_umid = UMID_PREFIX + self.asset_id.bytes
         u32, u64 = (lambda v: struct.pack(">I", v)), (lambda v: struct.pack(">Q", v))
 
-        def track(uid, seq_uid, track_id, number, name):
+        def track(uid, seq_uid, track_id, number, name, rate=rate):
             return local_set(TIMELINE_TRACK, [
                 (0x3C0A, uid), (0x4801, u32(track_id)), (0x4804, u32(number)),
                 (0x4802, _utf16(name)), (0x4803, seq_uid), (0x4B01, _rational(rate)),
                 (0x4B02, u64(0))])
 
-        def sequence(uid, data_def, component):
+        def sequence(uid, data_def, component, n=n):
             return local_set(SEQUENCE, [(0x3C0A, uid), (0x0201, data_def), (0x0202, u64(n)),
                                         (0x1001, _batch([component], 16))])
 
         def timecode(uid):
             return local_set(TIMECODE_COMPONENT, [
-                (0x3C0A, uid), (0x0201, DATA_DEF_TIMECODE), (0x0202, u64(n)),
+                (0x3C0A, uid), (0x0201, DATA_DEF_TIMECODE), (0x0202, u64(tc_n)),
                 (0x1502, struct.pack(">H", tc_base)), (0x1501, u64(0)), (0x1503, b"\x00")])
 
         def clip(uid, package, track_id):
@@ -474,16 +482,16 @@ class TrackWriter:
                 (0x3F07, u32(BODY_SID))]),
             package(MATERIAL_PACKAGE, ids["mp"], mp_umid, "Material Package",
                     [ids["mp_tc"], ids["mp_pic"]]),
-            track(ids["mp_tc"], ids["mp_tc_seq"], 1, 0, "Timecode Track"),
-            sequence(ids["mp_tc_seq"], DATA_DEF_TIMECODE, ids["mp_tc_comp"]),
+            track(ids["mp_tc"], ids["mp_tc_seq"], 1, 0, "Timecode Track", tc_rate),
+            sequence(ids["mp_tc_seq"], DATA_DEF_TIMECODE, ids["mp_tc_comp"], tc_n),
             timecode(ids["mp_tc_comp"]),
             track(ids["mp_pic"], ids["mp_pic_seq"], 2, 0, self.TRACK_NAME),
             sequence(ids["mp_pic_seq"], self.DATA_DEF, ids["mp_clip"]),
             clip(ids["mp_clip"], fp_umid, 2),
             package(SOURCE_PACKAGE, ids["fp"], fp_umid, self.PACKAGE_NAME,
                     [ids["fp_tc"], ids["fp_pic"]], [(0x4701, ids["desc"])]),
-            track(ids["fp_tc"], ids["fp_tc_seq"], 1, 0, "Timecode Track"),
-            sequence(ids["fp_tc_seq"], DATA_DEF_TIMECODE, ids["fp_tc_comp"]),
+            track(ids["fp_tc"], ids["fp_tc_seq"], 1, 0, "Timecode Track", tc_rate),
+            sequence(ids["fp_tc_seq"], DATA_DEF_TIMECODE, ids["fp_tc_comp"], tc_n),
             timecode(ids["fp_tc_comp"]),
             track(ids["fp_pic"], ids["fp_pic_seq"], 2, int.from_bytes(self.ELEMENT[12:], "big"),
                   self.TRACK_NAME),

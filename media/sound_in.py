@@ -122,7 +122,28 @@ class SoundInput:
         is shorter by more than one frame; a warning (text) if it is longer (the end is cut)
         or shorter by less than a frame (padded with silence); None if it is exact."""
         spf = self.samples_per_frame(edit_rate)
-        need = picture_frames * spf
+        return self._fit(picture_frames * spf, spf, picture_frames, edit_rate)
+
+    def imf_samples(self, picture_frames: int, edit_rate) -> int:
+        """Samples per channel of an IMF sound track as long as ``picture_frames`` at
+        ``edit_rate`` (its edit rate is the sample rate, ST 2067-2); MediaError unless that
+        is a whole number (48 kHz at 29.97 fps: a multiple of 5 frames)."""
+        need = Fraction(self.rate) * picture_frames / Fraction(edit_rate)
+        if need.denominator != 1:
+            step = (Fraction(self.rate) / Fraction(edit_rate)).denominator
+            raise MediaError(None, f"{picture_frames} frames at {edit_rate} fps last "
+                                   f"{float(need):.1f} samples at {self.rate} Hz, not a whole "
+                                   f"number: IMF sound must last as long as the picture "
+                                   f"(use a multiple of {step} frames)")
+        return int(need)
+
+    def fit_imf(self, picture_frames: int, edit_rate) -> str | None:
+        """:meth:`fit` for an IMF track (:meth:`imf_samples`): the same limits, in samples."""
+        need = self.imf_samples(picture_frames, edit_rate)
+        spf = -(-self.rate // Fraction(edit_rate))
+        return self._fit(need, int(spf), picture_frames, edit_rate)
+
+    def _fit(self, need: int, spf: int, picture_frames: int, edit_rate) -> str | None:
         where = self.files[0].path if len(self.files) == 1 else None
         have = f"{self.frames} samples ({self.frames / self.rate:.3f} s)"
         if self.frames < need - spf:
@@ -136,6 +157,20 @@ class SoundInput:
             return (f"sound is {have}, longer than the picture's {need} samples; "
                     f"the last {self.frames - need} samples are cut")
         return None
+
+    def sample_blocks(self, count: int, block: int = 48000) -> Iterator[bytes]:
+        """``count`` sample frames of the input channels in layout order (no unused channels:
+        an IMF track carries ``len(layout.inputs)`` channels), 24-bit little-endian signed,
+        in blocks of up to ``block`` sample frames; silence past the end of the input."""
+        width = len(self.layout.inputs)
+        for start in range(0, count, block):
+            n = min(block, count - start)
+            out = np.zeros((n, width), np.int32)
+            data = [read_samples(info, start, n) for info in self.files]
+            for k, (f, ch) in enumerate(self.order):
+                got = data[f][:, ch]
+                out[:len(got), k] = got
+            yield out.astype("<i4").view(np.uint8).reshape(-1, 4)[:, :3].tobytes()
 
     def edit_units(self, count: int, edit_rate) -> Iterator[bytes]:
         """``count`` edit units of the track: each ``samples_per_frame`` sample frames of
@@ -170,8 +205,9 @@ def open_sound(paths, language: str | None = None) -> SoundInput:
     infos = tuple(read_wav_info(p) for p in paths)
     for info in infos:
         if info.rate not in RATES:
-            raise UnsupportedMedia(info.path, f"sample rate {info.rate} Hz; a DCP carries "
-                                              "48000 or 96000 Hz (ST 428-2)")
+            raise UnsupportedMedia(info.path, f"sample rate {info.rate} Hz; DCP and IMF "
+                                              "sound is 48000 or 96000 Hz (ST 428-2, "
+                                              "ST 2067-2)")
     supported = " or ".join(f"{n} ({lay.name})" for n, lay in LAYOUTS.items())
     if len(infos) == 1:
         info = infos[0]

@@ -151,10 +151,11 @@ def test_play_headless(package, tmp_path):
 
 # -- mistakes ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("extra, words", [
-    (["--codec", "htj2k"], "htj2k is not supported yet"),
     (["--fps", "48"], "48 fps is not an IMF rate"),
     (["--colorspace", "xyz"], "only rec709"),
-    (["--audio", "x.wav"], "sound in IMF packages is not supported yet"),
+    (["--subtitles", "x.srt"], "subtitles in IMF packages are not supported yet"),
+    (["--lossless"], "--lossless is written for --codec htj2k only"),
+    (["--codec", "htj2k", "--lossless", "--bitrate", "50"], "exclude each other"),
 ])
 def test_mistakes_exit_2_before_any_frame(tmp_path, capsys, monkeypatch, extra, words):
     from cinegpu.media import frame_encode

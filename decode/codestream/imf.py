@@ -16,6 +16,11 @@ sample rate (Table A.47: luma samples per second), the sub level the bit rate (T
 200 Mbit/s times 2^(sublevel - 1)); a main level allows sub levels up to
 :data:`MAX_SUBLEVEL` of it.
 
+HTJ2K (ISO/IEC 15444-15 | T.814) in IMF (ST 2067-21:2020, App #2E 2021): the same geometry
+with the HT code-block style (COD 0x40) and a CAP marker; Rsiz is :data:`HT_RSIZ` (bit 14,
+no Part-1 profile: 0x4000, as the HTJ2K packages of other tools carry it), the 9/7 lossy or
+the 5/3 reversible path, and the picture coding label is the HTJ2K "generic" one.
+
 Units: sizes in samples, rates in frames per second, bit rates in bits per second.
 """
 
@@ -24,12 +29,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-__all__ = ["FRAME_RATES", "IMF_2K", "IMF_4K", "IMFProfile", "PRECISIONS", "PROFILES",
+__all__ = ["FRAME_RATES", "HT_RSIZ", "IMF_2K", "IMF_4K", "IMFProfile", "PRECISIONS", "PROFILES",
            "coding_label_byte", "levels_for", "profile", "profile_for", "rsiz", "sublevel_bitrate"]
 
 #: Edit rates ST 2067-21 allows (frames/s): 23.976, 24, 25, 29.97, 30, 50, 59.94, 60.
 FRAME_RATES = tuple(Fraction(r) for r in (Fraction(24000, 1001), 24, 25, Fraction(30000, 1001),
                                           30, 50, Fraction(60000, 1001), 60))
+#: Rsiz of an HTJ2K codestream in IMF (T.814 A.2: bit 14; bits 0..13 zero).
+HT_RSIZ = 0x4000
 #: Component precisions the encoder writes for IMF (bits, unsigned).
 PRECISIONS = (10, 12)
 #: Main level -> the most luma samples per second (T.800 Amd 8 Table A.47), levels 1..8.

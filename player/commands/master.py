@@ -58,8 +58,10 @@ def register(subparsers) -> None:
                         "input's size up to 4096x3112, 23.976/24/25/29.97/30/50/59.94/60 fps; "
                         "--profile and --container do not apply)")
     p.add_argument("--codec", choices=("j2k", "htj2k"), default="j2k",
-                   help="IMF picture coding: j2k (Part-1 JPEG 2000, default); htj2k is not "
-                        "supported yet")
+                   help="IMF picture coding: j2k (Part-1 JPEG 2000, default) or htj2k "
+                        "(High-Throughput JPEG 2000, ST 2067-21:2021)")
+    p.add_argument("--lossless", action="store_true",
+                   help="IMF with --codec htj2k: reversible 5/3 wavelet, lossless (no --bitrate)")
     p.add_argument("--bits", type=int, choices=(10, 12), default=12,
                    help="IMF bit depth per component (default 12)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -86,11 +88,11 @@ def _run(args) -> int:
     imf = args.format == "imf"
     try:
         if imf:
-            check_imf(args.codec, args.fps, args.colorspace, args.bits,
-                      args.audio or None)
-        elif args.codec != "j2k" or args.bits != 12:
-            raise ValueError("--codec and --bits apply to --format imf (a DCP is 12-bit "
-                             "Part-1 JPEG 2000)")
+            check_imf(args.codec, args.fps, args.colorspace, args.bits, None,
+                      args.subtitles or None, args.lossless, args.bitrate)
+        elif args.codec != "j2k" or args.bits != 12 or args.lossless:
+            raise ValueError("--codec, --bits and --lossless apply to --format imf (a DCP is "
+                             "12-bit lossy Part-1 JPEG 2000)")
         check_output(args.output)
         count = len(list_frames(args.input))
         frames = args.frames
@@ -101,7 +103,8 @@ def _run(args) -> int:
         sound = None
         if args.audio:
             sound = open_sound(args.audio, args.audio_language)
-            warning = sound.fit(frames or count, args.fps)
+            fit = sound.fit_imf if imf else sound.fit
+            warning = fit(frames or count, args.fps)
             if warning:
                 print(f"cinegpu master: warning: {warning}", file=sys.stderr)
         elif args.audio_language:
@@ -127,7 +130,8 @@ def _run(args) -> int:
                                 container=args.container, frames=frames, workers=args.workers,
                                 kind=args.kind, progress=not args.quiet,
                                 backend=args.backend, sound=sound, subtitles=subtitles,
-                                format=args.format, codec=args.codec, bits=args.bits)
+                                format=args.format, codec=args.codec, bits=args.bits,
+                                lossless=args.lossless)
     except (MediaError, BackendUnavailable, ValueError, OSError) as exc:
         print(f"cinegpu master: {exc}", file=sys.stderr)
         return 2
