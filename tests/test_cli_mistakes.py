@@ -90,3 +90,13 @@ def test_check_draws_no_progress_bar_into_a_redirected_stderr():
     r = cinegpu("check", dcp)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "OK" in r.stdout and "hashing" not in r.stderr and "\r" not in r.stderr
+
+
+def test_decimal_ntsc_rates_read_as_ffmpeg_reads_them():
+    from fractions import Fraction
+    from cinegpu.player.commands.args import positive_rate
+    for text, want in [("23.976", Fraction(24000, 1001)), ("23.98", Fraction(24000, 1001)),
+                       ("29.97", Fraction(30000, 1001)), ("59.94", Fraction(60000, 1001)),
+                       ("24", Fraction(24)), ("24.0", Fraction(24)), ("25", Fraction(25)),
+                       ("12.5", Fraction(25, 2)), ("30000/1001", Fraction(30000, 1001))]:
+        assert positive_rate(text) == want, text

@@ -18,11 +18,17 @@ class UsageError(Exception):
 
 
 def positive_rate(text: str) -> Fraction:
-    """A frame rate: ``24``, ``23.976``, ``24000/1001``; above 0 and at most 1000 frames/s."""
+    """A frame rate: ``24``, ``23.976``, ``24000/1001``; above 0 and at most 1000 frames/s.
+    A decimal within 0.005 of an NTSC rate N x 1000/1001 (23.976, 23.98, 29.97, 59.94, ...) is
+    that rate, as ffmpeg and the IMF/DCP rate lists read it."""
     try:
         rate = Fraction(text)
     except (ValueError, ZeroDivisionError):
         raise argparse.ArgumentTypeError(f"want a rate such as 24 or 24000/1001, got {text!r}") from None
+    if "." in text and rate.denominator != 1:
+        ntsc = Fraction(round(rate * Fraction(1001, 1000)) * 1000, 1001)
+        if ntsc.denominator != 1 and abs(rate - ntsc) < Fraction(5, 1000):
+            rate = ntsc
     if not 0 < rate <= 1000:
         raise argparse.ArgumentTypeError(f"a rate must be above 0 and at most 1000, got {text}")
     return rate
