@@ -11,6 +11,13 @@ the system clock fills or drains its queue; the feed corrects that by skipping o
 samples once the queue is off its target by more than :data:`DRIFT_LIMIT` seconds.
 Stepping while paused plays no sound.
 
+The offset without a WAV record (:meth:`AudioFeed.offset_ms`): the feed keeps the runs it fed
+(timeline sample -> composition sample) of the current segment, and each presented frame is
+looked up in them: the composition sample fed at the frame's first timeline sample, minus where
+the CPL's timing puts that frame's sound (``sample_of_frame``), plus how far the sink's queue
+stands from its target (what it plays now against the clock; 0 for the null sink, the device's
+own output latency not counted). A seek, loop or reel join that fed the wrong sound shows here.
+
 Units: samples are sample frames at the composition's rate (Hz); times are seconds.
 """
 
@@ -44,6 +51,8 @@ DEFAULT_ORDER = ("L", "R", "C", "LFE", "Ls", "Rs", "Lc", "Rc", "Lrs", "Rrs")
 # WAVEFORMATEXTENSIBLE dwChannelMask for the usual layouts (FL FR FC LFE BL BR [SL SR]).
 CHANNEL_MASKS = {1: 0x4, 2: 0x3, 6: 0x3F, 8: 0x63F}
 KSDATAFORMAT_SUBTYPE_PCM = bytes.fromhex("0100000000001000800000aa00389b71")
+OFFSET_MARKS = 96         # presented frames over which AudioFeed.offset_ms takes the largest offset
+FED_RUNS = 64             # runs of fed sound kept to look presented frames up in
 
 
 def downmix_matrix(names: list[str], out_channels: int) -> np.ndarray:
@@ -221,6 +230,11 @@ class AudioFeed:
     _mark_segment: list[int] = field(default_factory=list)   # segment of each presented mark
     _next: int | None = None               # next timeline sample to feed
     _jumps: int = -1
+    #: runs fed in this segment: (first timeline sample, end, first composition sample)
+    _fed: deque = field(default_factory=lambda: deque(maxlen=FED_RUNS))
+    _waiting: deque = field(default_factory=lambda: deque(maxlen=16))  # (timeline sample, frame, lag)
+    _offsets: deque = field(default_factory=lambda: deque(maxlen=OFFSET_MARKS))  # samples
+    _lag: int = 0                          # samples the sink plays ahead of the clock (last turn)
 
     def __post_init__(self):
         snd = self.sound
@@ -259,11 +273,14 @@ class AudioFeed:
             t = clock.timeline()
             self._next = self.timeline_sample(t)
             self.segments.append(Segment(self.wav.frames if self.wav else 0, t, self._next))
+            self._fed.clear()
+            self._waiting.clear()
         target = self.timeline_sample(position + self.sink.latency * float(clock.rate))
         target = self._drift(target)
         if target > self._next:
             self._feed(self._next, target)
             self._next = target
+        self._lag = self._next - self.sink.queued() - self.timeline_sample(position)
 
     def _drift(self, target: int) -> int:
         """Hold back or push on a device whose queue strays from its latency target."""
@@ -286,7 +303,9 @@ class AudioFeed:
             else:
                 first = snd.sample_of_frame(media) + (s - self.timeline_sample(t))
                 pieces.append(snd.read_samples(first, first + end - s))
+                self._note_fed(s, end, first)
             s = end
+        self._resolve()
         pcm = np.concatenate(pieces) if pieces else np.zeros((0, snd.channels), np.int32)
         if self.wav is not None:
             self.wav.write(pcm)
@@ -309,12 +328,50 @@ class AudioFeed:
 
     def shown(self, t: int, frame: int) -> None:
         """Note that the picture of media ``frame`` was presented at timeline position ``t``:
-        where the WAV record says its sound begins, for :meth:`offset`."""
-        if not self.segments or self.wav is None:
+        for :meth:`offset_ms` (the sound fed there) and, with a WAV record, where the record
+        says its sound begins (for :func:`measure_offset`)."""
+        if not self.segments:
+            return
+        self._waiting.append((self.timeline_sample(t), frame, self._lag))
+        self._resolve()
+        if self.wav is None:
             return
         seg = self.segments[-1]
         self.presented.append((seg.wav + self.timeline_sample(t) - seg.timeline_sample, t, frame))
         self._mark_segment.append(len(self.segments) - 1)
+
+    def _note_fed(self, s: int, end: int, first: int) -> None:
+        """Keep timeline samples ``[s, end)`` fed from composition sample ``first`` (joined to
+        the run before when it goes on from it)."""
+        if self._fed:
+            a, b, f = self._fed[-1]
+            if b == s and f + (b - a) == first:
+                self._fed[-1] = (a, end, f)
+                return
+        self._fed.append((s, end, first))
+
+    def _resolve(self) -> None:
+        """Look the presented frames up in the runs fed: those fed already give an offset;
+        those not fed yet wait (a frame shown on its first sample's turn); those before the
+        runs kept, or shown over silence past the end, give none."""
+        while self._waiting and self._fed:
+            s, frame, lag = self._waiting[0]
+            if s >= self._fed[-1][1]:
+                return                      # not fed yet
+            self._waiting.popleft()
+            for a, b, first in self._fed:
+                if a <= s < b:
+                    self._offsets.append(first + (s - a) - self.sound.sample_of_frame(frame) + lag)
+                    break
+
+    def offset_ms(self) -> float | None:
+        """The offset of sound from picture over the last :data:`OFFSET_MARKS` presented frames
+        (the one of largest magnitude, signed: positive, the sound is ahead), in ms; None before
+        any frame was presented with sound fed under it. See the module docstring."""
+        if not self._offsets:
+            return None
+        worst = max(self._offsets, key=abs)
+        return round(worst * 1000.0 / float(self.rate), 3)
 
     def marks(self, probe: int = 64) -> list[tuple[int, int, int]]:
         """The presented marks whose frame's first ``probe`` samples were written before the
@@ -326,6 +383,38 @@ class AudioFeed:
         self.sink.close()
         if self.wav is not None:
             self.wav.close()
+
+
+def open_feed(media, clock, mode: str, audio_out: Path | None = None, sound=None) -> AudioFeed | None:
+    """The feed of ``media``'s sound on ``clock`` into a sink of ``mode`` (see :func:`open_sink`),
+    or None: ``mode`` "off", no sound, or a clock rate other than the edit rate (no resampling).
+    ``audio_out``: a WAV record. ``sound``: ``media``'s CompositionSound opened already (the
+    server opens it in its loader thread; closed here when no feed takes it), else opened here.
+    ``cinegpu play`` and ``cinegpu serve`` both build their feed here."""
+    from cinegpu.media.sound_composition import open_composition_sound  # noqa: PLC0415
+
+    if mode == "off":
+        if sound is not None:
+            sound.close()
+        return None
+    if sound is None:
+        sound = open_composition_sound(media)
+    if sound is None or not sound.channels:
+        if audio_out is not None:
+            log.warning("--audio-out %s: %s has no sound to write", audio_out, getattr(media, "title", "it"))
+        if sound is not None:
+            sound.close()
+        return None
+    for w in sound.warnings:
+        log.warning("sound: %s", w)
+    if media.edit_rate is not None and clock.rate != media.edit_rate:
+        log.warning("sound off: --fps %s differs from the edit rate %s (no resampling)", clock.rate,
+                    media.edit_rate)
+        sound.close()
+        return None
+    rate = int(sound.sample_rate)
+    wav = WavWriter(audio_out, rate, sound.channels, sound.bits) if audio_out is not None else None
+    return AudioFeed(sound, open_sink(mode, rate, sound.channels), clock, wav)
 
 
 def measure_offset(path: Path, sound, presented: list[tuple[int, int, int]], most: int = 200,

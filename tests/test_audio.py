@@ -77,6 +77,20 @@ def test_seek_pause_and_loop_follow_the_picture(tmp_path):
     assert np.array_equal(got, want)
     ms, n = measure_offset(wav, sound, feed.marks())
     assert ms == 0.0 and n >= 10
+    assert feed.offset_ms() == 0.0 and len(feed._offsets) >= 10    # without the record: the same
+    sound.close(), src.close()
+
+
+def test_offset_without_a_record_sees_sound_fed_at_the_wrong_place(tmp_path):
+    """The feed's own measure (no WAV): 0 along a seek and loop, and a frame presented where
+    the feed put another frame's sound reads as that many frames off (1 frame: 41.667 ms)."""
+    dcp = sound_dcp(tmp_path, [(0, 24, 0, 24)], SMPTE)
+    src, sound, feed, wav = run_feed(dcp, tmp_path, [("play",), ("advance", 0.3), ("seek", 22),
+                                                     ("advance", 0.2)], loop=True)
+    assert feed.offset_ms() == 0.0
+    t = feed.clock.timeline() - 1
+    feed.shown(t, (feed.clock.media_frame(t) + 1) % 24)      # the picture one frame later than the sound
+    assert feed.offset_ms() == pytest.approx(-1000 / 24, abs=0.001)
     sound.close(), src.close()
 
 

@@ -125,6 +125,7 @@ def play(media, *, headless: bool, fps=None, backend: str = "auto", interop: str
     played."""
     from cinegpu.interop import TARGETS, choose_target
 
+    from ..audio import open_feed
     from ..player import Player
     from ..presenter import Presenter
     from ..source import DecodeAheadSource, PipelineSource
@@ -163,8 +164,8 @@ def play(media, *, headless: bool, fps=None, backend: str = "auto", interop: str
                         headless=headless, depth=depth, preroll=preroll, max_frames=frames,
                         subtitles=subtitles or None)
         try:
-            player.audio = _audio_feed(media, player.clock, "null" if headless and audio == "auto" else audio,
-                                       audio_out)
+            player.audio = open_feed(media, player.clock, "null" if headless and audio == "auto" else audio,
+                                     audio_out)
             summary = player.run()
             if player.audio is not None:
                 summary.audio = _audio_result(player, summary.frames, audio_out)
@@ -177,34 +178,6 @@ def play(media, *, headless: bool, fps=None, backend: str = "auto", interop: str
     finally:
         source.close()
         window.close()
-
-
-def _audio_feed(media, clock, mode: str, audio_out: Path | None):
-    """The feed of ``media``'s sound on ``clock``, or None (off, no sound, or a rate override)."""
-    import logging
-
-    from cinegpu.media.sound_composition import open_composition_sound
-
-    from ..audio import AudioFeed, WavWriter, open_sink
-
-    log = logging.getLogger("cinegpu.play")
-    if mode == "off":
-        return None
-    sound = open_composition_sound(media)
-    if sound is None or not sound.channels:
-        if audio_out is not None:
-            log.warning("--audio-out %s: %s has no sound to write", audio_out, getattr(media, "title", "it"))
-        return None
-    for w in sound.warnings:
-        log.warning("sound: %s", w)
-    if media.edit_rate is not None and clock.rate != media.edit_rate:
-        log.warning("sound off: --fps %s differs from the edit rate %s (no resampling)", clock.rate,
-                    media.edit_rate)
-        sound.close()
-        return None
-    rate = int(sound.sample_rate)
-    wav = WavWriter(audio_out, rate, sound.channels, sound.bits) if audio_out is not None else None
-    return AudioFeed(sound, open_sink(mode, rate, sound.channels), clock, wav)
 
 
 def _audio_result(player, frames: int, audio_out: Path | None) -> str:
