@@ -356,7 +356,7 @@ class _Clock:
         self.t += max(s, 0.001)
 
 
-def _engine(frames=(10, 5)):
+def _engine(frames=(10, 5), **kw):
     """An engine over in-memory sources (ArraySource) with a fake clock, window and GL."""
     import numpy as np
 
@@ -380,7 +380,7 @@ def _engine(frames=(10, 5)):
         return ArraySource(pictures, frame_count=media.frame_count, edit_rate=24)
 
     eng = Engine(_Window(), open_media=Media, make_source=make_source, make_target=lambda b: _Target(),
-                 make_presenter=_Presenter, now=clock, sleep=clock.sleep)
+                 make_presenter=_Presenter, now=clock, sleep=clock.sleep, **kw)
     return eng, entries, clock
 
 

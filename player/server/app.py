@@ -36,6 +36,8 @@ COMMAND_TIMEOUT = 10.0              # seconds a command may wait for the display
 LOAD_TIMEOUT = 180.0                # seconds a load may take (worker processes start)
 BODY_TIMEOUT = 10.0                 # seconds a request body may take to arrive
 BOM = b"\xef\xbb\xbf"
+MAX_GAIN = 2.0                      # linear gain, the volume's and each routing gain's bound
+MAX_CHANNELS = 64                   # rows and columns of a routing matrix at most
 
 INDEX = """<!doctype html><html><head><meta charset="utf-8"><title>cinegpu</title></head>
 <body><h1>cinegpu playback server</h1><p id="s">...</p>
@@ -109,6 +111,30 @@ def _int(value, name: str, lo: int, hi: int) -> int:
     if not lo <= value <= hi:
         raise BadRequest(422, f"{name} must be in {lo}..{hi}")
     return value
+
+
+def _number(value, name: str, lo: float, hi: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise BadRequest(422, f"{name} must be a number")
+    if not lo <= value <= hi:
+        raise BadRequest(422, f"{name} must be in {lo:g}..{hi:g}")
+    return float(value)
+
+
+def _routing(value) -> list[list[float]] | None:
+    """None (the default downmix) or a matrix of gains: a list of 1..MAX_CHANNELS rows (source
+    channels), each a list of the same 1..MAX_CHANNELS numbers in -MAX_GAIN..MAX_GAIN (one per
+    sink channel); its shape is checked against the sound by the engine."""
+    if value is None:
+        return None
+    if not isinstance(value, list) or not 1 <= len(value) <= MAX_CHANNELS or \
+            not all(isinstance(r, list) and 1 <= len(r) <= MAX_CHANNELS for r in value):
+        raise BadRequest(422, f"routing must be null or a list of 1..{MAX_CHANNELS} rows (source channels), "
+                              f"each a list of 1..{MAX_CHANNELS} gains (sink channels)")
+    if len({len(r) for r in value}) != 1:
+        raise BadRequest(422, "routing rows must all have the same length (the sink's channels)")
+    return [[_number(g, f"routing[{i}][{j}]", -MAX_GAIN, MAX_GAIN) for j, g in enumerate(r)]
+            for i, r in enumerate(value)]
 
 
 def _only(body: dict, allowed: set[str]) -> None:
@@ -229,6 +255,21 @@ def create_app(engine: Engine, library: Library, *, token: str | None = None, li
         return await command("seek", timecode=tc)
 
     @guarded
+    async def post_audio(request: Request):
+        body = await read_json(request, required=True)
+        _only(body, {"volume", "mute", "routing"})
+        args: dict = {}
+        if "volume" in body:
+            args["volume"] = _number(body["volume"], "volume", 0.0, MAX_GAIN)
+        if "mute" in body:
+            if not isinstance(body["mute"], bool):
+                raise BadRequest(422, "mute must be true or false")
+            args["mute"] = body["mute"]
+        if "routing" in body:
+            args["set_routing"], args["routing"] = True, _routing(body["routing"])
+        return await command("audio", **args)
+
+    @guarded
     async def get_events(request: Request):
         q = request.query_params
         extra = set(q.keys()) - {"max_events", "max_seconds"}
@@ -277,6 +318,7 @@ def create_app(engine: Engine, library: Library, *, token: str | None = None, li
         Route("/api/v1/stop", simple("stop", compat=True), methods=["POST"]),
         Route("/api/v1/step", post_step, methods=["POST"]),
         Route("/api/v1/seek", post_seek, methods=["POST"]),
+        Route("/api/v1/audio", post_audio, methods=["POST"]),
     ]
     app = Starlette(routes=routes, exception_handlers={HTTPException: not_found, Exception: server_error})
     app.add_middleware(Guard, token=token, listen_host=listen_host, hosts=tuple(hosts), origins=tuple(origins))

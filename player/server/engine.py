@@ -18,6 +18,13 @@ pipelines, not one each.  Closing a source (joining its workers) is handed to a 
 States: ``idle`` (nothing loaded), ``loading``, ``stopped`` (loaded, at the first frame),
 ``starting`` (play asked for; decoding the preroll before the clock runs), ``playing``,
 ``paused``, ``ended`` (past the last frame of the last composition).
+
+Sound: with ``audio`` not "off", the loader also opens the composition's sound and
+:meth:`Engine._install` gives the player an :class:`~cinegpu.player.audio.AudioFeed` (the one
+``cinegpu play`` builds, :func:`~cinegpu.player.audio.open_feed`), fed by the player's turns.
+Volume, mute and routing set by the ``audio`` command outlive loads; a routing whose shape does
+not fit the next composition's sound (its channels x the sink's) is reset to the default
+downmix, and the status says so.
 """
 
 from __future__ import annotations
@@ -35,6 +42,9 @@ from typing import Callable
 
 from cinegpu.decode.errors import BackendUnavailable
 from cinegpu.interop.errors import InteropError
+from cinegpu.media.sound_composition import open_composition_sound
+
+from ..audio import open_feed
 
 from ..clock import PlaybackStats, ranges_text
 from ..player import Player, short_gil_turns, timecode
@@ -46,7 +56,7 @@ __all__ = ["Command", "CommandError", "Engine", "parse_timecode"]
 
 log = logging.getLogger("cinegpu.server")
 
-COMMANDS = ("load", "play", "pause", "stop", "step", "seek")
+COMMANDS = ("load", "play", "pause", "stop", "step", "seek", "audio")
 #: Seconds :meth:`Engine.run` waits, once asked to quit, for the threads loading and closing
 #: sources (the server promises to exit within 3 s of SIGTERM; HTTP stops beside this).
 SHUTDOWN_SECONDS = 1.5
@@ -108,6 +118,18 @@ class _Loaded:
     entry: Entry
     media: object
     source: object
+    sound: object = None        # the media's CompositionSound, or None
+
+
+@dataclass
+class AudioSettings:
+    """What the ``audio`` command set; kept across loads. ``routing``: (source channels x
+    sink channels) gains as nested lists, or None for the default downmix."""
+
+    volume: float = 1.0
+    mute: bool = False
+    routing: list | None = None
+    note: str | None = None     # why the routing was reset, until it is set again
 
 
 @dataclass
@@ -124,12 +146,13 @@ class Engine:
     ``make_source(media)`` gives its frame source (``PipelineSource`` or ``DecodeAheadSource``);
     ``make_target(backend)`` a texture target; ``make_presenter()`` a presenter.  ``fps``
     overrides the edit rate (sequences have none: 24).  ``now`` and ``sleep`` are injected.
+    ``audio``: the sound sink, "auto", "null" or "off" (:func:`~cinegpu.player.audio.open_sink`).
     """
 
     def __init__(self, window, *, open_media: Callable, make_source: Callable, make_target: Callable,
                  make_presenter: Callable, headless: bool = True, fps=None, preroll: int = 2,
                  preroll_timeout: float = 30.0, now: Callable[[], float] = time.perf_counter,
-                 sleep: Callable[[float], None] = time.sleep, backend: str = "") -> None:
+                 sleep: Callable[[float], None] = time.sleep, backend: str = "", audio: str = "off") -> None:
         self.window, self.headless = window, headless
         self._open_media, self._make_source = open_media, make_source
         self._make_target, self._make_presenter = make_target, make_presenter
@@ -137,6 +160,8 @@ class Engine:
         self.preroll, self.preroll_timeout = max(1, preroll), preroll_timeout
         self._now, self._sleep = now, sleep
         self.backend = backend
+        self.audio_mode = audio
+        self.audio = AudioSettings()
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._quit = threading.Event()
         self.player: Player | None = None
@@ -348,6 +373,45 @@ class Engine:
         elif self.state == "ended":
             self.state = "paused"
 
+    def _cmd_audio(self, volume: float | None = None, mute: bool | None = None, set_routing: bool = False,
+                   routing: list | None = None) -> None:
+        """Set the volume (linear gain), mute and routing (None: the default downmix) of the
+        sound playing, kept for later loads; types and ranges were checked by the handler, the
+        routing's shape is checked here against the sound's channels and the sink's."""
+        p = self._need_player()
+        feed = p.audio
+        if feed is None:
+            why = "sound is off (--audio off)" if self.audio_mode == "off" else "the composition loaded has no sound"
+            raise CommandError(409, f"no sound to set: {why}")
+        if set_routing and routing is not None:
+            shape = (feed.sound.channels, feed.sink.channels)
+            got = (len(routing), len(routing[0]) if routing else 0)
+            if got != shape:
+                raise CommandError(422, f"routing must be {shape[0]} rows (the sound's channels) of {shape[1]} "
+                                        f"gains (the {feed.sink.name} sink's channels), got {got[0]} x {got[1]}")
+        a = self.audio
+        if volume is not None:
+            a.volume = float(volume)
+        if mute is not None:
+            a.mute = bool(mute)
+        if set_routing:
+            a.routing, a.note = routing, None
+        self._apply_audio(feed)
+
+    def _apply_audio(self, feed) -> None:
+        """Give ``feed`` the settings; a routing that does not fit it goes back to the downmix."""
+        import numpy as np  # noqa: PLC0415
+
+        a = self.audio
+        if a.routing is not None and (len(a.routing), len(a.routing[0])) != (feed.sound.channels,
+                                                                               feed.sink.channels):
+            a.note = (f"routing reset to the default downmix: it was {len(a.routing)} x {len(a.routing[0])}, "
+                      f"this sound is {feed.sound.channels} channels to {feed.sink.channels}")
+            log.warning("%s", a.note)
+            a.routing = None
+        feed.volume, feed.mute = a.volume, a.mute
+        feed.routing = None if a.routing is None else np.array(a.routing, np.float64)
+
     # ---------------------------------------------------------------- loading
 
     def _start_load(self, index: int, *, autoplay: bool) -> None:
@@ -380,32 +444,43 @@ class Engine:
 
     def _load(self, gen: int, entry: Entry) -> None:
         """Open the media and its frame source, unless a later load (or quit) superseded this one."""
-        media = source = None
+        media = source = sound = None
         try:
             if self._superseded(gen):
                 return
             media = self._open_media(entry)
+            sound = self._open_sound(media, entry)
             if self._superseded(gen):       # before any decode worker starts
-                media.close()
+                self._close_now(sound, media)
                 return
             source = self._make_source(media)
             if self._superseded(gen):       # its workers started meanwhile: close them now
-                self._close_now(source, media)
+                self._close_now(source, sound, media)
                 return
-            self._queue.put(_Loaded(gen, entry, media, source))
+            self._queue.put(_Loaded(gen, entry, media, source, sound))
         except FRAME_ERRORS as exc:   # unreadable media, no frame decodable, no GPU, no workers
             if not self._quit.is_set():     # (at shutdown: the workers' start was cancelled)
                 log.warning("cannot load %s (%s): %s", entry.title or entry.id, entry.id, exc)
-            self._close_now(source, media)
+            self._close_now(source, sound, media)
             self._queue.put(_Failed(gen, entry, exc))
         except Exception as exc:   # a bug while loading: the load command must still be answered
             log.exception("loading %s (%s) failed", entry.title or entry.id, entry.id)
-            self._close_now(source, media)
+            self._close_now(source, sound, media)
             self._queue.put(_Failed(gen, entry, exc))
+
+    def _open_sound(self, media, entry: Entry):
+        """``media``'s sound (a CompositionSound), or None (off, none, or unreadable: warned)."""
+        if self.audio_mode == "off":
+            return None
+        try:
+            return open_composition_sound(media)
+        except FRAME_ERRORS as exc:     # a damaged sound track: the picture still plays
+            log.warning("%s (%s): sound not played: %s", entry.title or entry.id, entry.id, exc)
+            return None
 
     def _install(self, item: _Loaded) -> None:
         if item.generation != self._generation or self._quit.is_set():
-            self._close_later(None, item.source, item.media)
+            self._close_later(None, item.source, item.sound, item.media)
             return
         source = item.source
         rate = self.fps or source.edit_rate or Fraction(24)
@@ -418,19 +493,33 @@ class Engine:
                                  sleep=self._sleep)
         except (InteropError, BackendUnavailable) as exc:   # no texture target for this back end
             log.warning("cannot play %s: %s", item.entry.id, exc)
-            self._close_later(None, source, item.media)
+            self._close_later(None, source, item.sound, item.media)
             self._load_failed(_Failed(item.generation, item.entry, exc))
             return
         except Exception as exc:   # a bug in this command (run from the command loop): answer it, keep serving
             log.exception("cannot play %s", item.entry.id)
-            self._close_later(None, source, item.media)
+            self._close_later(None, source, item.sound, item.media)
             self._load_failed(_Failed(item.generation, item.entry, exc))
             return
         self.media = item.media
+        self._install_audio(self.player, item)
         self.state = "stopped"
         if self._autoplay:
             self._start_playing(self.player)
         self._answer_pending()
+
+    def _install_audio(self, p: Player, item: _Loaded) -> None:
+        """The player's sound feed, with the settings kept; no sound on any failure (logged)."""
+        if item.sound is None:
+            return
+        try:
+            p.audio = open_feed(item.media, p.clock, self.audio_mode, sound=item.sound)
+        except Exception:   # a sink that cannot open must not stop the picture (traceback logged)
+            log.exception("%s: no sound", item.entry.id)
+            self._close_now(item.sound)
+            return
+        if p.audio is not None:
+            self._apply_audio(p.audio)
 
     def _load_failed(self, item: _Failed) -> None:
         if item.generation != self._generation:
@@ -460,23 +549,29 @@ class Engine:
             t = self._totals
             t.shown, t.late, t.dropped, t.errors = t.shown + s.shown, t.late + s.late, \
                 t.dropped + s.dropped, t.errors + s.errors
-            self._close_later(p, p.source, media)
+            feed, p.audio = p.audio, None
+            if feed is not None:
+                try:
+                    feed.sink.close()       # the sound stops with the picture
+                except Exception:   # teardown: the server goes on (traceback logged)
+                    log.exception("closing the sound sink")
+            self._close_later(p, p.source, feed and feed.sound, media)
 
-    def _close_later(self, player, source, media) -> None:
-        """Close ``player`` (GL: here) and, in a closer thread, ``source`` and ``media``."""
+    def _close_later(self, player, *things) -> None:
+        """Close ``player`` (GL: here) and, in a closer thread, ``things`` (source, sound, media)."""
         if player is not None:
             try:
                 player.close()
             except Exception:   # teardown, not a frame: whatever failed, the server goes on (traceback logged)
                 log.exception("closing the player")
 
-        t = threading.Thread(target=self._close_now, args=(source, media), name="closer", daemon=True)
+        t = threading.Thread(target=self._close_now, args=things, name="closer", daemon=True)
         t.start()
         self._closers = [c for c in self._closers if c.is_alive()] + [t]
 
     @staticmethod
-    def _close_now(source, media) -> None:
-        for thing in (source, media):
+    def _close_now(*things) -> None:
+        for thing in things:
             if thing is not None:
                 try:
                     thing.close()
@@ -519,7 +614,7 @@ class Engine:
             except queue.Empty:
                 return
             if isinstance(item, _Loaded):
-                self._close_later(None, item.source, item.media)
+                self._close_later(None, item.source, item.sound, item.media)
             elif isinstance(item, Command) and item.future.set_running_or_notify_cancel():
                 item.future.set_exception(err)
 
@@ -574,7 +669,17 @@ class Engine:
             "playing": self.state in ("playing", "starting"),
             "position": hms(frame or 0, rate) if rate else "0:00:00",
             "dcp_name": "" if e is None else e.title,
+            "audio": None if p is None else self._audio_status(p.audio),
         }
+
+    def _audio_status(self, feed) -> dict | None:
+        if feed is None:
+            return None
+        a = self.audio
+        return {"sink": feed.sink.name, "channels": feed.sound.channels, "sink_channels": feed.sink.channels,
+                "rate": int(feed.rate), "volume": a.volume, "mute": a.mute,
+                "routing": "default" if a.routing is None else "custom", "routing_note": a.note,
+                "offset_ms": feed.offset_ms()}
 
     def _reel(self, frame: int) -> dict | None:
         e = self.entry

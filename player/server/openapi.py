@@ -46,6 +46,43 @@ STATUS = {
         "playing": {"type": "boolean", "description": "DCP-o-matic player API"},
         "position": {"type": "string", "description": "h:mm:ss (DCP-o-matic player API)"},
         "dcp_name": {"type": "string", "description": "DCP-o-matic player API"},
+        "audio": {"oneOf": [{"type": "null"}, {"$ref": "#/components/schemas/AudioStatus"}],
+                  "description": "the sound played; null when nothing with sound is loaded (or --audio off)"},
+    },
+}
+
+AUDIO_STATUS = {
+    "type": "object",
+    "required": ["sink", "channels", "sink_channels", "rate", "volume", "mute", "routing", "routing_note",
+                 "offset_ms"],
+    "properties": {
+        "sink": {"enum": ["null", "sounddevice"], "description": "where the sound goes"},
+        "channels": {"type": "integer", "description": "the composition's sound channels"},
+        "sink_channels": {"type": "integer", "description": "the sink's channels"},
+        "rate": {"type": "integer", "description": "samples per second"},
+        "volume": {"type": "number", "minimum": 0, "maximum": 2, "description": "linear gain"},
+        "mute": {"type": "boolean"},
+        "routing": {"enum": ["default", "custom"],
+                    "description": "default: the downmix (ITU-R BS.775 to stereo), custom: set by POST /audio"},
+        "routing_note": {"type": ["string", "null"],
+                         "description": "why a custom routing went back to the default (a load with other channels)"},
+        "offset_ms": {"type": ["number", "null"],
+                      "description": "sound against picture over the last presented frames (largest, signed; "
+                                     "positive: sound ahead), ms; null before a frame is presented with sound"},
+    },
+}
+
+GAIN = {"type": "number", "minimum": -2, "maximum": 2}
+AUDIO = {
+    "type": "object", "additionalProperties": False,
+    "properties": {
+        "volume": {"type": "number", "minimum": 0, "maximum": 2, "description": "linear gain (1: as recorded)"},
+        "mute": {"type": "boolean"},
+        "routing": {"type": ["array", "null"], "minItems": 1, "maxItems": 64,
+                    "items": {"type": "array", "items": GAIN, "minItems": 1, "maxItems": 64},
+                    "description": "gains from each source channel (rows) to each sink channel (columns), all "
+                                   "rows of one length; the shape must be the status's channels x "
+                                   "sink_channels; null: the default downmix"},
     },
 }
 
@@ -122,6 +159,12 @@ def openapi(*, token: bool) -> dict:
                 "requestBody": {"required": True, "content": {"application/json": {"schema": SEEK}}},
                 "responses": {"200": _json({"$ref": "#/components/schemas/Status"}, "status after the seek"),
                               **_errors(400, 409, 413, 415, 422)}}},
+            "/api/v1/audio": {"post": {
+                "summary": "volume, mute and channel routing of the sound playing (any of them; kept across "
+                           "loads, a routing that does not fit a later sound goes back to the default)",
+                "requestBody": {"required": True, "content": {"application/json": {"schema": AUDIO}}},
+                "responses": {"200": _json({"$ref": "#/components/schemas/Status"}, "status after the change"),
+                              **_errors(400, 409, 413, 415, 422)}}},
             "/api/v1/status": {"get": {"summary": "the player's status",
                                        "responses": {"200": _json({"$ref": "#/components/schemas/Status"},
                                                                   "status")}}},
@@ -140,7 +183,7 @@ def openapi(*, token: bool) -> dict:
             "/api/v1/openapi.json": {"get": {"summary": "this document",
                                              "responses": {"200": _json({"type": "object"}, "OpenAPI 3.1")}}},
         },
-        "components": {"schemas": {"Error": ERROR, "Status": STATUS}},
+        "components": {"schemas": {"Error": ERROR, "Status": STATUS, "AudioStatus": AUDIO_STATUS}},
     }
     if token:
         doc["components"]["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
