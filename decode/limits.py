@@ -143,14 +143,21 @@ class Cost:
     packets: int  #: packets listed: precincts x the layers the data can reach
 
 
-def packet_header_bytes(cs: Codestream, t: int) -> int:
+def ppm_bytes(cs: Codestream) -> int:
+    """Bytes of all the main header's PPM data (A.7.4)."""
+    return sum(len(s.data) for s in cs.main.ppm)
+
+
+def packet_header_bytes(cs: Codestream, t: int, ppm: int | None = None) -> int:
     """Bytes that may hold tile ``t``'s packet headers: its tile-part bodies, its PPT and all
-    PPM data (an upper bound; B.10, A.7.4, A.7.5). Each packet takes at least one of them."""
+    PPM data (an upper bound; B.10, A.7.4, A.7.5). Each packet takes at least one of them.
+    ``ppm``: :func:`ppm_bytes` of ``cs``, when the caller asks for many tiles (summing the PPM
+    segments again for each tile costs tiles x segments)."""
     tile = cs.tiles.get(t)
     if tile is None:
         return 0
     body = sum(p.end - p.start for p in tile.parts)
-    return body + sum(len(s.data) for s in tile.header.ppt) + sum(len(s.data) for s in cs.main.ppm)
+    return body + sum(len(s.data) for s in tile.header.ppt) + (ppm_bytes(cs) if ppm is None else ppm)
 
 
 def _sample_bytes(precision: int) -> int:
@@ -208,9 +215,10 @@ def check_limits(cs: Codestream, reduce: int, limits: Limits, input_bytes: int, 
     check_tiles(cs, input_bytes)
     tiles = sorted(cs.tiles)
     work = precincts = codeblocks = packets = samples = largest = 0
+    ppm = ppm_bytes(cs)
     for t in tiles:
         g = geometry(t)
-        reach = min(g.layers, packet_header_bytes(cs, t))
+        reach = min(g.layers, packet_header_bytes(cs, t, ppm))
         precincts += g.precincts
         codeblocks += g.codeblocks
         packets += g.precincts * reach

@@ -276,3 +276,19 @@ def test_cli_decode_limits(tmp_path):
     assert r.returncode == 2 and "65536 samples, more than max_pixels 1000" in r.stderr, r.stderr
     r = cli("--max-pixels", "0", "--max-memory", "0")
     assert r.returncode == 0 and (tmp_path / "out.png").exists(), r.stderr
+
+
+def test_ppm_is_summed_once_a_frame_not_once_a_tile(conformance, monkeypatch):
+    """The limits read the main header's PPM bytes once per frame: summing its segments again
+    for each tile cost tiles x segments (p1_05: 225 tiles, PPM in the main header)."""
+    from cinegpu.decode import limits
+    data = next(conformance.rglob("p1_05.j2k")).read_bytes()
+    cs = parse_codestream(data)
+    assert cs.main.ppm and len(cs.tiles) > 100
+    calls = []
+    real = limits.ppm_bytes
+    monkeypatch.setattr(limits, "ppm_bytes", lambda c: calls.append(1) or real(c))
+    Decoder("cpu").prepare(data)
+    assert len(calls) == 1
+    t = next(iter(cs.tiles))
+    assert limits.packet_header_bytes(cs, t, 7) == limits.packet_header_bytes(cs, t) - real(cs) + 7
