@@ -417,3 +417,28 @@ def test_engine_plays_a_playlist_through_with_commands_from_a_queue():
     eng.request_quit()
     eng._shutdown()
     assert eng.player is None and eng.submit("play").exception(0).status == 503
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_engine_gives_the_player_the_compositions_subtitles(gl, tmp_path, monkeypatch, on):
+    """The loader reads a composition's subtitles (here an SRT standing in for the package's
+    own) and the engine's player draws them; ``subtitles=False`` reads none."""
+    from cinegpu.player import subtitles as subs
+    from cinegpu.player.server import engine as engine_module
+    srt = tmp_path / "s.srt"
+    srt.write_text("1\n00:00:00,000 --> 00:00:00,300\nHello\n", encoding="utf-8")
+    asked = []
+
+    def with_file(media, frames, rate, **kw):
+        asked.append((frames, rate))
+        return subs.subtitles_for(media, frames, rate, file=srt)
+    monkeypatch.setattr(engine_module, "subtitles_for", with_file)
+    eng, entries, clock = _engine(subtitles=on)
+    load = eng.submit("load", entries=entries[:1])
+    _pump(eng, clock, lambda: load.done())
+    assert (eng.player.subtitles is not None) == on
+    assert asked == ([(10, 24)] if on else [])
+    if on:
+        assert [c.lines[0].runs[0].text for c, _ in eng.player.subtitles.subtitles.at(0)] == ["Hello"]
+    eng.request_quit()
+    eng._shutdown()

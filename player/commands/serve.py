@@ -49,6 +49,8 @@ def register(subparsers) -> None:
     p.add_argument("--threads", action="store_true", help="decode in threads instead of the multi-process pipeline")
     p.add_argument("--preroll", type=positive_int, default=2, help="frames decoded before play starts the clock")
     p.add_argument("--window", type=_size, default=(1280, 720), metavar="WxH", help="window size (default 1280x720)")
+    p.add_argument("--subtitles", choices=("on", "off"), default="on",
+                   help="draw the compositions' subtitles (Interop or SMPTE) over the picture (default on)")
     p.add_argument("--audio", choices=("auto", "null", "off"), default="auto",
                    help="sound: auto (the default output device through sounddevice when there is one, "
                         "else the null sink; headless: null), null (a silent sink on the same clock), off; "
@@ -97,7 +99,8 @@ def run(args) -> int:
                      headless=args.headless or not has_display(), backend=args.backend, interop=args.interop,
                      colour=args.colour, primaries=args.primaries, workers=args.workers,
                      processes=not args.threads, fps=args.fps, preroll=args.preroll, window_size=args.window,
-                     load=args.load, play=args.play, loop=args.loop, audio=args.audio)
+                     load=args.load, play=args.play, loop=args.loop, audio=args.audio,
+                     subtitles=args.subtitles == "on")
     except (ValueError, MediaError, BackendUnavailable, OSError) as exc:
         print(f"cinegpu serve: {exc}", file=sys.stderr)
         return 2

@@ -45,6 +45,7 @@ from cinegpu.interop.errors import InteropError
 from cinegpu.media.sound_composition import open_composition_sound
 
 from ..audio import open_feed
+from ..subtitles import subtitles_for
 
 from ..clock import PlaybackStats, ranges_text
 from ..player import Player, short_gil_turns, timecode
@@ -119,6 +120,7 @@ class _Loaded:
     media: object
     source: object
     sound: object = None        # the media's CompositionSound, or None
+    subtitles: object = None    # the composition's CompositionSubtitles, or None
 
 
 @dataclass
@@ -147,12 +149,14 @@ class Engine:
     ``make_target(backend)`` a texture target; ``make_presenter()`` a presenter.  ``fps``
     overrides the edit rate (sequences have none: 24).  ``now`` and ``sleep`` are injected.
     ``audio``: the sound sink, "auto", "null" or "off" (:func:`~cinegpu.player.audio.open_sink`).
+    ``subtitles``: draw a composition's subtitles over its picture (read by the loader).
     """
 
     def __init__(self, window, *, open_media: Callable, make_source: Callable, make_target: Callable,
                  make_presenter: Callable, headless: bool = True, fps=None, preroll: int = 2,
                  preroll_timeout: float = 30.0, now: Callable[[], float] = time.perf_counter,
-                 sleep: Callable[[float], None] = time.sleep, backend: str = "", audio: str = "off") -> None:
+                 sleep: Callable[[float], None] = time.sleep, backend: str = "", audio: str = "off",
+                 subtitles: bool = True) -> None:
         self.window, self.headless = window, headless
         self._open_media, self._make_source = open_media, make_source
         self._make_target, self._make_presenter = make_target, make_presenter
@@ -162,6 +166,7 @@ class Engine:
         self.backend = backend
         self.audio_mode = audio
         self.audio = AudioSettings()
+        self.subtitles = subtitles
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._quit = threading.Event()
         self.player: Player | None = None
@@ -450,6 +455,7 @@ class Engine:
                 return
             media = self._open_media(entry)
             sound = self._open_sound(media, entry)
+            subtitles = self._open_subtitles(media)
             if self._superseded(gen):       # before any decode worker starts
                 self._close_now(sound, media)
                 return
@@ -457,7 +463,7 @@ class Engine:
             if self._superseded(gen):       # its workers started meanwhile: close them now
                 self._close_now(source, sound, media)
                 return
-            self._queue.put(_Loaded(gen, entry, media, source, sound))
+            self._queue.put(_Loaded(gen, entry, media, source, sound, subtitles))
         except FRAME_ERRORS as exc:   # unreadable media, no frame decodable, no GPU, no workers
             if not self._quit.is_set():     # (at shutdown: the workers' start was cancelled)
                 log.warning("cannot load %s (%s): %s", entry.title or entry.id, entry.id, exc)
@@ -478,6 +484,15 @@ class Engine:
             log.warning("%s (%s): sound not played: %s", entry.title or entry.id, entry.id, exc)
             return None
 
+    def _open_subtitles(self, media):
+        """``media``'s subtitles (a CompositionSubtitles), or None (off, none, or unreadable:
+        :func:`~cinegpu.player.subtitles.subtitles_for` warns and shows nothing)."""
+        frames = getattr(media, "frame_count", None)
+        if not self.subtitles or not frames:
+            return None
+        rate = self.fps or getattr(media, "edit_rate", None) or Fraction(24)
+        return subtitles_for(media, frames, rate)
+
     def _install(self, item: _Loaded) -> None:
         if item.generation != self._generation or self._quit.is_set():
             self._close_later(None, item.source, item.sound, item.media)
@@ -490,7 +505,7 @@ class Engine:
             self.player = Player(source, self.window, target, self._make_presenter(), rate=rate,
                                  loop=self.loop and len(self.playlist) == 1,
                                  headless=self.headless, depth=depth, preroll=self.preroll, now=self._now,
-                                 sleep=self._sleep)
+                                 sleep=self._sleep, subtitles=item.subtitles)
         except (InteropError, BackendUnavailable) as exc:   # no texture target for this back end
             log.warning("cannot play %s: %s", item.entry.id, exc)
             self._close_later(None, source, item.sound, item.media)

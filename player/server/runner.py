@@ -65,14 +65,14 @@ def serve(library_dir, *, listen: str = "127.0.0.1:8080", token: str | None = No
           backend: str = "auto", interop: str = "auto", colour: str = "auto", primaries: str = "p3d65",
           workers: int | None = None, processes: bool = True, fps=None, preroll: int = 2,
           window_size: tuple[int, int] = (1280, 720), load: list[str] | None = None, play: bool = False,
-          loop: bool = False, audio: str = "auto", out=sys.stdout) -> int:
+          loop: bool = False, audio: str = "auto", subtitles: bool = True, out=sys.stdout) -> int:
     """Run the server until SIGTERM/SIGINT (or the window closes); the exit status.
 
     ``token``: the bearer token (None: generate one, unless ``no_token``); ``hosts``, ``origins``:
     more Host names and Origins to accept; ``max_connections`` open at once; ``head_timeout``:
     seconds a request head (or the next one on a keep-alive connection) may take.  ``audio``:
     the sound sink, "auto" (the output device if there is one, else the null sink; headless:
-    null), "null" or "off"."""
+    null), "null" or "off". ``subtitles``: draw the compositions' subtitles."""
     import uvicorn  # noqa: PLC0415
 
     from cinegpu.decode.shm import unlink_own  # noqa: PLC0415
@@ -120,7 +120,7 @@ def serve(library_dir, *, listen: str = "127.0.0.1:8080", token: str | None = No
     window = open_window(*window_size, headless=headless, title="cinegpu serve")
     engine = Engine(window, open_media=open_media, make_source=make_source, make_target=make_target,
                     make_presenter=Presenter, headless=headless, fps=fps, preroll=preroll, backend=backend,
-                    audio="null" if headless and audio == "auto" else audio)
+                    audio="null" if headless and audio == "auto" else audio, subtitles=subtitles)
     sock = bind(host, port)
     app = create_app(engine, library, token=token, listen_host=host, hosts=hosts, origins=origins)
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", ws="none",
