@@ -120,6 +120,19 @@ def file_hash(path) -> str:
     return base64.b64encode(h.digest()).decode("ascii")
 
 
+def _track_asset(assets, kind: str, track, track_hash: str):
+    """A reel's asset element (ST 429-7 8.2: Id, EditRate, IntrinsicDuration, EntryPoint,
+    Duration, Hash) for a whole track file: ``track`` has ``asset_id``, ``edit_rate``, ``frames``."""
+    el = _sub(assets, kind)
+    _sub(el, "Id", _urn(track.asset_id))
+    _sub(el, "EditRate", _rational(track.edit_rate))
+    _sub(el, "IntrinsicDuration", track.frames)
+    _sub(el, "EntryPoint", 0)
+    _sub(el, "Duration", track.frames)
+    _sub(el, "Hash", track_hash)
+    return el
+
+
 def _urn(u: uuid.UUID) -> str:
     return f"urn:uuid:{u}"
 
@@ -353,33 +366,15 @@ class DCPWriter:
         reel = _sub(_sub(root, "ReelList"), "Reel")
         _sub(reel, "Id", _urn(uuid.uuid4()))
         assets = _sub(reel, "AssetList")
-        pic = _sub(assets, "MainPicture")
-        _sub(pic, "Id", _urn(track.asset_id))
-        _sub(pic, "EditRate", _rational(track.edit_rate))
-        _sub(pic, "IntrinsicDuration", track.frames)
-        _sub(pic, "EntryPoint", 0)
-        _sub(pic, "Duration", track.frames)
-        _sub(pic, "Hash", track_hash)
+        pic = _track_asset(assets, "MainPicture", track, track_hash)
         _sub(pic, "FrameRate", _rational(track.edit_rate))
         _sub(pic, "ScreenAspectRatio", f"{aspect[0]} {aspect[1]}")
         if sound is not None:
-            snd = _sub(assets, "MainSound")
-            _sub(snd, "Id", _urn(sound.asset_id))
-            _sub(snd, "EditRate", _rational(sound.edit_rate))
-            _sub(snd, "IntrinsicDuration", sound.frames)
-            _sub(snd, "EntryPoint", 0)
-            _sub(snd, "Duration", sound.frames)
-            _sub(snd, "Hash", sound_hash)
+            snd = _track_asset(assets, "MainSound", sound, sound_hash)
             if sound.language is not None:
                 _sub(snd, "Language", sound.language)
         if subtitle is not None:
-            st = _sub(assets, "MainSubtitle")
-            _sub(st, "Id", _urn(subtitle.asset_id))
-            _sub(st, "EditRate", _rational(subtitle.edit_rate))
-            _sub(st, "IntrinsicDuration", subtitle.frames)
-            _sub(st, "EntryPoint", 0)
-            _sub(st, "Duration", subtitle.frames)
-            _sub(st, "Hash", subtitle_hash)
+            st = _track_asset(assets, "MainSubtitle", subtitle, subtitle_hash)
             if subtitle.language:
                 _sub(st, "Language", subtitle.language)
         if sound is not None:

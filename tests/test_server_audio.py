@@ -13,7 +13,7 @@ import pytest
 
 from cinegpu.player.server.client import ServerProcess, request
 from conftest import DCP_SAMPLES, needs_dcp_samples, require_gl
-from test_server import _engine, _pump
+from test_server import _engine, _pump, api, wait_for
 
 SMPTE = DCP_SAMPLES / "libdcp-dcp_test1-smpte-2k"
 CPL = "6affb8ee-0020-4dff-a53c-17652f6358ab"
@@ -33,21 +33,6 @@ def server():
     took = time.monotonic() - t0
     assert code == 0, "".join(s.stderr)[-3000:]
     assert took < 3.0 and "Traceback" not in "".join(s.stderr), (took, "".join(s.stderr)[-3000:])
-
-
-def api(server, path, method="GET", body=None, **kw):
-    return request(f"{server.url}/api/v1{path}", method, body, token=server.token, **kw)
-
-
-def wait_for(server, pred, timeout=60.0, what="condition"):
-    end = time.monotonic() + timeout
-    st = None
-    while time.monotonic() < end:
-        _, st = api(server, "/status")
-        if pred(st):
-            return st
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}; last status {st}")
 
 
 @pytest.mark.slow
@@ -104,14 +89,14 @@ def test_bad_bodies_are_refused(server, body, status, words):
 def test_offset_is_reported_and_small_across_a_seek_and_the_loop(server):
     code, st = api(server, "/load", "POST", {"cpl": CPL, "loop": True, "play": True}, timeout=120)
     assert code == 200, st
-    st = wait_for(server, lambda s: s["audio"]["offset_ms"] is not None, what="an offset")
+    st = wait_for(server, lambda s: s["audio"]["offset_ms"] is not None, what="an offset", timeout=60.0)
     assert abs(st["audio"]["offset_ms"]) <= 1.0, st["audio"]
     _conforms(server, st)
     shown = st["shown"]
     code, st = api(server, "/seek", "POST", {"frame": 20})
     assert code == 200
     # past the loop back to frame 0 (24 frames): the offset stays near 0
-    st = wait_for(server, lambda s: s["shown"] >= shown + 8 and s["state"] == "playing", what="playing on")
+    st = wait_for(server, lambda s: s["shown"] >= shown + 8 and s["state"] == "playing", what="playing on", timeout=60.0)
     assert abs(st["audio"]["offset_ms"]) <= 1.0, st["audio"]
     assert api(server, "/stop", "POST")[0] == 200
 

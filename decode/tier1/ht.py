@@ -183,6 +183,19 @@ def u_extension(sfx, acc, nb):
 # ------------------------------------------------------------------------------ cleanup pass
 
 @njit(inline='always', **JIT)
+def quad_context(sig, i, fsg, initial, rho_w):
+    """The VLC context of the quad whose top-left sample is ``sig[i]`` (T.814 7.3): on the
+    first line-pair from the quad to the left (``rho_w``, its significance pattern), below it
+    from the significance of the neighbours above and to the left (``fsg``: the stride of the
+    bordered significance map)."""
+    if initial:
+        return (rho_w & 1) | ((rho_w >> 1) & 1) | ((rho_w >> 1) & 6)
+    return np.int64(sig[i - fsg - 1] | sig[i - fsg]) \
+        | (np.int64(sig[i - 1] | sig[i + fsg - 1]) << 1) \
+        | (np.int64(sig[i - fsg + 1] | sig[i - fsg + 2]) << 2)
+
+
+@njit(inline='always', **JIT)
 def magsgn_quad(data, ms_pos, ms_end, ms_acc, ms_nb, ms_ff, entry, big_u, p, vals, fs,
                 x0, y0, eline, ec):
     """MagSgn of the significant samples of one quad (T.814 7.3.7): values into `vals`,
@@ -258,12 +271,7 @@ def ht_cleanup(data, start, lcup, w, h, p, vals, fs, sig, fsg, eline):
             for j in range(nquads):
                 x0 = 2 * (qx + j)
                 i = (y0 + 1) * fsg + x0 + 1
-                if initial:
-                    c = (rho_w & 1) | ((rho_w >> 1) & 1) | ((rho_w >> 1) & 6)
-                else:
-                    c = np.int64(sig[i - fsg - 1] | sig[i - fsg]) \
-                        | (np.int64(sig[i - 1] | sig[i + fsg - 1]) << 1) \
-                        | (np.int64(sig[i - fsg + 1] | sig[i - fsg + 2]) << 2)
+                c = quad_context(sig, i, fsg, initial, rho_w)
                 present = 1
                 if c == 0:
                     present, mel_pos, mel_cur, mel_nbits, mel_k, mel_run, mel_one = mel_symbol(

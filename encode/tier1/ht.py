@@ -32,6 +32,7 @@ import numpy as np
 from numba import njit
 
 from cinegpu.decode.tier1.codeblock import CB_HEIGHT, CB_OUT, CB_STRIDE, CB_WIDTH
+from cinegpu.decode.tier1.ht import quad_context
 from cinegpu.decode.tier1.ht_tables import MEL_EXP
 
 from .ht_tables import VLC_ENC_0, VLC_ENC_1
@@ -250,12 +251,7 @@ def ht_encode_block(src, off, stride, w, h, p, out, at, sig, eline, ms, mel, vlc
                     if n & 1:
                         eline[ec + x + 1] = _bitlen(v)
                 i = (y0 + 1) * fsg + x0 + 1
-                if initial:
-                    c = (rho_w & 1) | ((rho_w >> 1) & 1) | ((rho_w >> 1) & 6)
-                else:
-                    c = np.int64(sig[i - fsg - 1] | sig[i - fsg]) \
-                        | (np.int64(sig[i - 1] | sig[i + fsg - 1]) << 1) \
-                        | (np.int64(sig[i - fsg + 1] | sig[i - fsg + 2]) << 2)
+                c = quad_context(sig, i, fsg, initial, rho_w)
                 sig[i] = rho & 1
                 sig[i + fsg] = (rho >> 1) & 1
                 sig[i + 1] = (rho >> 2) & 1
