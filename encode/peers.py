@@ -94,11 +94,15 @@ class EncodePeer:
     note: str = ""
 
 
-def nvjpeg2000_encode(frames: list[np.ndarray], batch: int = 1) -> EncodePeer | None:
-    """NVIDIA's nvJPEG2000 encoder through nvImageCodec (``nvidia.nvimgcodec``) on
-    12-bit frames held as uint16, from device memory, ``batch`` frames per call, warmed up
-    on the first batch; its default lossy settings (it has no byte budget, so it cannot be
-    held to the DCI caps).  None when the package or a GPU is missing."""
+def nvjpeg2000_encode(frames: list[np.ndarray], batch: int = 1, *, bits: int = 12,
+                      target_psnr: float | None = None) -> EncodePeer | None:
+    """NVIDIA's nvJPEG2000 encoder through nvImageCodec (``nvidia.nvimgcodec``) on frames of
+    ``bits``-bit samples held as uint16 (told to it as their precision, so that it codes
+    ``bits`` bit-planes as we do), from device memory, ``batch`` frames per call, warmed up
+    on the first batch.  ``target_psnr`` (dB against the ``bits``-bit peak): its PSNR
+    quality target, to compare speed at the same quality as ours; None: its default lossy
+    setting.  It has no byte budget, so it cannot be held to the DCI caps.  None when the
+    package or a GPU is missing."""
     try:
         from nvidia import nvimgcodec
         import cupy
@@ -108,16 +112,21 @@ def nvjpeg2000_encode(frames: list[np.ndarray], batch: int = 1) -> EncodePeer | 
     try:
         enc = nvimgcodec.Encoder()
         dev = [cupy.asarray(f) for f in frames]
+        images = [nvimgcodec.as_image(d, precision=bits) for d in dev]
+        params = None if target_psnr is None else nvimgcodec.EncodeParams(
+            quality_type=nvimgcodec.QualityType.PSNR, quality_value=float(target_psnr))
 
         def run(chunk):
-            return enc.encode(chunk, "jpeg2k") if batch > 1 else [enc.encode(chunk[0], "jpeg2k")]
+            if batch > 1:
+                return enc.encode(chunk, "jpeg2k", params=params)
+            return [enc.encode(chunk[0], "jpeg2k", params=params)]
 
-        run(dev[:batch])
+        run(images[:batch])
         cupy.cuda.runtime.deviceSynchronize()
         t0 = time.perf_counter()
         out = []
-        for k in range(0, len(dev), batch):
-            out += run(dev[k:k + batch])
+        for k in range(0, len(images), batch):
+            out += run(images[k:k + batch])
         cupy.cuda.runtime.deviceSynchronize()
         secs = time.perf_counter() - t0
         data = [bytes(o) for o in out]

@@ -102,6 +102,7 @@ def encode_host(flat, cb, style, rows=None, *, max_capacity=None, max_slots=5,
 def encode_cuda(flat, cb, style, rows=None, *, info=None, **kw):
     from cinegpu.encode.tier1 import gpu  # noqa: PLC0415
 
+    kw.setdefault("warp", False)  # this file checks the one-thread-per-block kernel
     return gpu.encode_tile_cuda(cupy.asarray(flat), cb, style, rows, **kw)
 
 
@@ -356,8 +357,10 @@ def test_launch_is_asynchronous_and_options():
     flat_dev = cupy.asarray(flat)
     stream = cupy.cuda.Stream(non_blocking=True)
     pending = [gpu.launch_tile(flat_dev, cb, style, stream=stream, **kw)
-               for kw in [{}, dict(lanes=1), dict(lanes=1, interleave=False), dict(lanes=7),
-                          dict(max_slots=100), dict(scratch_bytes=1 << 20)]]
+               for kw in [{}, dict(warp=True), dict(warp=False), dict(lanes=1, warp=False),
+                          dict(lanes=1, interleave=False, warp=False), dict(lanes=7, warp=False),
+                          dict(max_slots=100, warp=False),
+                          dict(scratch_bytes=1 << 20, warp=False)]]
     for p in pending:
         assert_same(p.result(), want)
     assert_same(gpu.encode_tile_cuda(flat, cb, style), want)  # numpy input
@@ -387,7 +390,8 @@ def test_bench_real_tile():
 
     ms = best(lambda: encode_tile(flat, cb, style), 3)
     line = f"2K DCI tile, {cb.shape[0]} blocks: numba {ms:.1f} ms"
-    for kw in [{}, dict(lanes=1), dict(lanes=1, interleave=False), dict(lanes=8)]:
+    for kw in [dict(warp=True), dict(warp=False), dict(lanes=1, interleave=False, warp=False),
+               dict(lanes=8, warp=False)]:
         gpu.launch_tile(flat_dev, cb, style, **kw).result()
         ms = best(lambda: gpu.launch_tile(flat_dev, cb, style, **kw).result())
         line += f" | cuda {kw or 'default'} {ms:.1f} ms"

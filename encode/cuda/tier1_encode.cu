@@ -812,3 +812,418 @@ extern "C" __global__ void t1enc_compact(const unsigned char* region, const i64*
             dst[t] = src[t];
     }
 }
+
+#ifndef T1E_NO_WARP_KERNEL
+/* ------------------------------------------------------------------------------------------
+ * Sample-parallel tier-1: one warp per code-block of at most 32 x 32 samples (the DCI and
+ * default code-block size), after the bit-plane-parallel context modelling of the GPU EBCOT
+ * papers (seeds 001/003: the state of a bit-plane from "significant before this plane" and
+ * "becomes significant in this pass", decided for every sample at once).  Lane x holds column
+ * x of the block as bit words (bit y = row y): sig (significant), neg (sign), refined (has
+ * had a refinement bit), visit (coded by this plane's significance propagation pass).
+ *
+ * Per pass and stripe (4 rows), the lanes decide together which samples the pass codes, in
+ * which context and with which bit, with the neighbours' states as the serial scan (stripe,
+ * column, row; T.800 D.3) sees them: columns left of x with this pass's new significance,
+ * columns right of x without it.  In the significance propagation pass whether column x codes
+ * a sample depends on what column x - 1 made significant, so the lanes iterate to the fixed
+ * point (column 0 is exact after one round, column c after c + 1; rounds stop when no lane's
+ * view of its left neighbour changed); in the cleanup pass every sample that is not yet
+ * significant nor visited is coded, so its new significance is known at once.  The lanes
+ * write the stripe's (context, decision) symbols in scan order (a warp prefix sum of their
+ * counts places each column) into the warp's symbol buffer, and lane 0 runs the MQ coder
+ * over them, adding the distortion decreases in the same order as the numba encoder (same
+ * doubles).  Passes, segments, snapshots and truncation lengths are code_block's, run by
+ * lane 0.  Same bytes, rates, distortions and status as t1enc_code_blocks for these blocks;
+ * styles with BYPASS or VCAUSAL use t1enc_code_blocks (the wrapper chooses).
+ * ------------------------------------------------------------------------------------------ */
+
+#define T1W_WARPS (T1E_BLOCK / 32)
+#define T1W_SYMS 320 /* symbols of a stripe at most: 32 columns x 10 (cleanup, run-length) */
+#define T1W_FULL 0xFFFFFFFFu
+#define CTX_SC 9
+
+/* Symbol entry: context (5 bits), decision (1 bit), sample index y * 32 + x (10 bits) */
+#define T1W_SYM(cx, d, idx) ((unsigned short)((cx) | ((d) << 5) | ((idx) << 6)))
+
+/* Neighbour flags (F_N .. F_SE, and F_NEG_N .. F_NEG_E where that neighbour is negative) of
+ * row y of a column whose own visible significance is `own`, left column `wv`, right `ev`,
+ * signs `on`, `wn`, `en` (bit words). */
+T1E_DEV int t1w_flags(u32 own, u32 wv, u32 ev, u32 on, u32 wn, u32 en, int y)
+{
+    u32 me = 1u << y;
+    u32 up = y > 0 ? me >> 1 : 0u;
+    u32 dn = y < 31 ? me << 1 : 0u;
+    int f = 0;
+    if (own & up) f |= (on & up) ? F_N | F_NEG_N : F_N;
+    if (own & dn) f |= (on & dn) ? F_S | F_NEG_S : F_S;
+    if (wv & me) f |= (wn & me) ? F_W | F_NEG_W : F_W;
+    if (ev & me) f |= (en & me) ? F_E | F_NEG_E : F_E;
+    if (wv & up) f |= F_NW;
+    if (ev & up) f |= F_NE;
+    if (wv & dn) f |= F_SW;
+    if (ev & dn) f |= F_SE;
+    return f;
+}
+
+/* Exclusive prefix sum of n over the warp's lanes; *total the sum */
+T1E_DEV int t1w_scan(int n, int lane, int* total)
+{
+    int s = n;
+    for (int d = 1; d < 32; d <<= 1) {
+        int t = __shfl_up_sync(T1W_FULL, s, d);
+        if (lane >= d)
+            s += t;
+    }
+    *total = __shfl_sync(T1W_FULL, s, 31);
+    return s - n;
+}
+
+/* Significance propagation, column x's rows y0..y1-1: which samples it codes (*visit) and
+ * which become significant (*nsig), given the left column's visible words; writes its
+ * symbols at out[] when out is not null; returns their number. */
+T1E_DEV int t1w_spp_column(const Enc& e, u32 sig, u32 bits, u32 cand, u32 wv, u32 ev, u32 on,
+                           u32 wn, u32 en, int y0, int y1, int x, u32* visit, u32* nsig,
+                           unsigned short* out)
+{
+    u32 vis = 0, ns = 0;
+    int n = 0;
+    for (int y = y0; y < y1; y++) {
+        u32 me = 1u << y;
+        if (!(cand & me))
+            continue;
+        int f = t1w_flags(sig | ns, wv, ev, on, wn, en, y);
+        if ((f & F_NEIGHBOURS) == 0)
+            continue;
+        vis |= me;
+        int d = (bits & me) ? 1 : 0;
+        if (out)
+            out[n] = T1W_SYM(e.zc[f & F_NEIGHBOURS], d, y * 32 + x);
+        n++;
+        if (d) {
+            ns |= me;
+            if (out) {
+                int sc = sign_context(e, f);
+                out[n] = T1W_SYM(sc & 0x1F, ((on & me) ? 1 : 0) ^ (sc >> 7), y * 32 + x);
+            }
+            n++;
+        }
+    }
+    *visit = vis;
+    *nsig = ns;
+    return n;
+}
+
+/* Cleanup, column x's rows y0..y1-1 (run-length coding of a full stripe column whose four
+ * samples have no significant neighbour, are not significant and were not visited) */
+T1E_DEV int t1w_cup_column(const Enc& e, u32 sig, u32 bits, u32 cand, u32 wv, u32 ev, u32 on,
+                           u32 wn, u32 en, u32 visit, int y0, int y1, int x,
+                           unsigned short* out)
+{
+    int n = 0;
+    int y = y0;
+    u32 ns = 0;
+    if (y1 - y0 == 4) {
+        bool quiet = true;
+        for (int r = y0; r < y1 && quiet; r++) {
+            u32 me = 1u << r;
+            if ((sig & me) || (visit & me) || t1w_flags(sig, wv, ev, on, wn, en, r) != 0)
+                quiet = false;
+        }
+        if (quiet && (cand >> y0 & 0xF) == 0xF) {
+            int r = 4;
+            for (int k = 0; k < 4; k++)
+                if (bits >> (y0 + k) & 1) {
+                    r = k;
+                    break;
+                }
+            if (out)
+                out[n] = T1W_SYM(CTX_RL, r < 4 ? 1 : 0, y0 * 32 + x);
+            n++;
+            if (r == 4)
+                return n;
+            if (out) {
+                out[n] = T1W_SYM(CTX_UNI, r >> 1, y0 * 32 + x);
+                out[n + 1] = T1W_SYM(CTX_UNI, r & 1, y0 * 32 + x);
+            }
+            n += 2;
+            y = y0 + r;
+            u32 me = 1u << y;
+            if (out) {
+                int sc = sign_context(e, t1w_flags(sig, wv, ev, on, wn, en, y));
+                out[n] = T1W_SYM(sc & 0x1F, ((on & me) ? 1 : 0) ^ (sc >> 7), y * 32 + x);
+            }
+            n++;
+            ns |= me;
+            y++;
+        }
+    }
+    for (; y < y1; y++) {
+        u32 me = 1u << y;
+        if (!(cand & me))
+            continue;
+        int f = t1w_flags(sig | ns, wv, ev, on, wn, en, y);
+        int d = (bits & me) ? 1 : 0;
+        if (out)
+            out[n] = T1W_SYM(e.zc[f & F_NEIGHBOURS], d, y * 32 + x);
+        n++;
+        if (d) {
+            ns |= me;
+            if (out) {
+                int sc = sign_context(e, f);
+                out[n] = T1W_SYM(sc & 0x1F, ((on & me) ? 1 : 0) ^ (sc >> 7), y * 32 + x);
+            }
+            n++;
+        }
+    }
+    return n;
+}
+
+/* Magnitude refinement, column x's rows y0..y1-1 (contexts of Table D.4) */
+T1E_DEV int t1w_mrp_column(u32 sig, u32 bits, u32 cand, u32 refined, u32 wv, u32 ev, int y0,
+                           int y1, int x, unsigned short* out)
+{
+    int n = 0;
+    for (int y = y0; y < y1; y++) {
+        u32 me = 1u << y;
+        if (!(cand & me))
+            continue;
+        if (out) {
+            int cx;
+            if (refined & me)
+                cx = CTX_MR + 2;
+            else if (t1w_flags(sig, wv, ev, 0u, 0u, 0u, y) & F_NEIGHBOURS)
+                cx = CTX_MR + 1;
+            else
+                cx = CTX_MR;
+            out[n] = T1W_SYM(cx, (bits & me) ? 1 : 0, y * 32 + x);
+        }
+        n++;
+    }
+    return n;
+}
+
+/* Lane 0: MQ-code syms[0:n] (pass `plane`) and add the distortion decreases to *dist in
+ * order (one running sum over the pass, as the numba encoder adds them) */
+T1E_DEV void t1w_code(Enc& e, int start, Mq& m, const unsigned short* syms, int n,
+                      const u32* mags, int plane, double* dist_io)
+{
+    double dist = *dist_io;
+    for (int t = 0; t < n; t++) {
+        int s = syms[t];
+        int cx = s & 0x1F;
+        int d = (s >> 5) & 1;
+        if (cx >= CTX_MR && cx < CTX_RL) {
+            double g;
+            refine(mags[s >> 6], plane, &g);
+            dist += g;
+            mq_encode_flat(e, start, m, cx, d);
+        } else {
+            mq_encode_flat(e, start, m, cx, d);
+            if (cx >= CTX_SC && cx < CTX_MR)
+                dist += gain_significant(mags[s >> 6], plane);
+        }
+    }
+    *dist_io = dist;
+}
+
+/* The w x h block (w, h <= 32) at src[off], K = num_bps planes, down to floor_bp: code_block's
+ * results with the passes decided by the whole warp.  Lane 0's return value counts (the coded
+ * length, or -1 on overflow); rates and dists are written by lane 0. */
+T1E_DEV int t1w_code_block(Enc& e, const int* src, i64 off, i64 stride, int w, int h, int style,
+                           int num_bps, int floor_bp, const unsigned char* init, int* rates,
+                           double* dists, u32* mags, unsigned short* syms, int lane)
+{
+    int x = lane;
+    u32 colmask = x < w ? (h == 32 ? T1W_FULL : (1u << h) - 1u) : 0u;
+    u32 neg = 0;
+    for (int y = 0; y < h; y++) {
+        int v = x < w ? src[off + y * stride + x] : 0;
+        mags[y * 32 + x] = (u32)(v < 0 ? -(i64)v : (i64)v);
+        if (v < 0)
+            neg |= 1u << y;
+    }
+    u32 wn = __shfl_up_sync(T1W_FULL, neg, 1);
+    u32 en = __shfl_down_sync(T1W_FULL, neg, 1);
+    if (x == 0) wn = 0;
+    if (x == 31) en = 0;
+    __syncwarp();
+    u32 sig = 0, refined = 0, visit = 0;
+    int npasses = num_bps > floor_bp ? 3 * (num_bps - floor_bp) - 2 : 0;
+    int seg_start = 0, seg_first_pass = 0, ovf = 0;
+    Mq mq;
+    if (lane == 0) {
+        reset_contexts(e, init);
+        mq_enc_init(mq, 0);
+    }
+    for (int k = 0; k < npasses; k++) {
+        if (lane == 0 && k == seg_first_pass)
+            mq_enc_init(mq, seg_start);
+        int kind = (k + 2) % 3;
+        int plane = num_bps - 1 - (k + 2) / 3;
+        u32 bits = 0;
+        for (int y = 0; y < h; y++)
+            bits |= ((mags[y * 32 + x] >> plane) & 1u) << y;
+        double dist = 0.0;
+        for (int y0 = 0; y0 < h; y0 += 4) {
+            int y1 = y0 + 4 < h ? y0 + 4 : h;
+            u32 smask = (y1 - y0 == 4 ? 0xFu : (1u << (y1 - y0)) - 1u) << y0;
+            u32 cw = __shfl_up_sync(T1W_FULL, sig, 1);
+            u32 ce = __shfl_down_sync(T1W_FULL, sig, 1);
+            if (x == 0) cw = 0;
+            if (x == 31) ce = 0;
+            int n = 0;
+            u32 nsig = 0;
+            if (kind == 0) {
+                u32 cand = colmask & smask & ~sig;
+                u32 left = 0, vis = 0;
+                for (;;) {
+                    n = t1w_spp_column(e, sig, bits, cand, cw | left, ce, neg, wn, en, y0, y1,
+                                       x, &vis, &nsig, 0);
+                    u32 got = __shfl_up_sync(T1W_FULL, nsig, 1);
+                    if (x == 0) got = 0;
+                    int changed = got != left;
+                    left = got;
+                    if (!__ballot_sync(T1W_FULL, changed))
+                        break;
+                }
+                int total;
+                int at = t1w_scan(n, lane, &total);
+                t1w_spp_column(e, sig, bits, cand, cw | left, ce, neg, wn, en, y0, y1, x, &vis,
+                               &nsig, syms + at);
+                visit |= vis;
+                n = total;
+            } else if (kind == 1) {
+                u32 cand = colmask & smask & sig & ~visit;
+                int c = t1w_mrp_column(sig, bits, cand, refined, cw, ce, y0, y1, x, 0);
+                int total;
+                int at = t1w_scan(c, lane, &total);
+                t1w_mrp_column(sig, bits, cand, refined, cw, ce, y0, y1, x, syms + at);
+                refined |= cand;
+                n = total;
+            } else {
+                u32 cand = colmask & smask & ~sig & ~visit;
+                nsig = cand & bits;
+                u32 left = __shfl_up_sync(T1W_FULL, nsig, 1);
+                if (x == 0) left = 0;
+                int c = t1w_cup_column(e, sig, bits, cand, cw | left, ce, neg, wn, en, visit, y0,
+                                       y1, x, 0);
+                int total;
+                int at = t1w_scan(c, lane, &total);
+                t1w_cup_column(e, sig, bits, cand, cw | left, ce, neg, wn, en, visit, y0, y1, x,
+                               syms + at);
+                n = total;
+            }
+            __syncwarp();
+            if (lane == 0)
+                t1w_code(e, seg_start, mq, syms, n, mags, plane, &dist);
+            __syncwarp();
+            sig |= nsig;
+        }
+        if (kind == 2)
+            visit = 0;
+        if (lane == 0) {
+            if (kind == 2 && (style & CBLK_SEGSYM))
+                segsym(e, seg_start, mq);
+            dists[k] = dist;
+            ovf = e.ovf;
+        }
+        if (__shfl_sync(T1W_FULL, ovf, 0))
+            return -1;
+        if (lane != 0)
+            continue;
+        if (style & CBLK_RESET)
+            reset_contexts(e, init);
+        if (!pass_ends_segment(k, npasses, style)) {
+            e.snap[3 * k] = mq.bp;
+            e.snap[3 * k + 1] = (int)mq.c;
+            e.snap[3 * k + 2] = (int)(mq.a | ((u32)mq.ct << 16) | ((u32)mq.b << 20));
+            continue;
+        }
+        int seg_len = mq_flush(e, seg_start, mq);
+        if (e.ovf) {
+            ovf = 1;
+            continue;
+        }
+        for (int j = seg_first_pass; j < k; j++) {
+            u32 packed = (u32)e.snap[3 * j + 2];
+            rates[j] = seg_start + mq_trunc_length(e, seg_start, seg_len, e.snap[3 * j],
+                                                   (int)(packed >> 20), (u32)e.snap[3 * j + 1],
+                                                   packed & 0xFFFF, (int)((packed >> 16) & 0xF));
+        }
+        for (int j = seg_first_pass; j < k; j++)
+            rates[j] = rates[j] < seg_start + seg_len ? rates[j] : seg_start + seg_len;
+        seg_start += seg_len;
+        rates[k] = seg_start;
+        seg_first_pass = k + 1;
+    }
+    if (__shfl_sync(T1W_FULL, ovf, 0))
+        return -1;
+    if (lane == 0)
+        for (int k = 1; k < npasses; k++)
+            rates[k] = rates[k] > rates[k - 1] ? rates[k] : rates[k - 1];
+    return seg_start;
+}
+
+/* t1enc_code_blocks for tiles whose blocks are all at most 32 x 32 and whose style has neither
+ * BYPASS nor VCAUSAL: warp q of the grid codes blocks order[q], order[q + warps], ... (T1E_BLOCK
+ * threads per CUDA block; same outputs as t1enc_code_blocks). */
+extern "C" __global__ void t1enc_code_blocks_warp(
+    const int* flat, const i64* cb, int ncols, int nblk, const int* order, int style,
+    const int* num_bps, const i64* rate_off, const i64* cap_off, unsigned char* region,
+    int* rates, double* dists, i64* lens, int* status, const u32* mq_lut,
+    const unsigned char* zc_lut, const unsigned char* sc_lut, const unsigned char* ctx_init,
+    int floor_bp)
+{
+    T1E_LOAD_TABLES();
+    T1E_SHARED u32 s_mags[T1W_WARPS][32 * 32];
+    T1E_SHARED unsigned short s_syms[T1W_WARPS][T1W_SYMS];
+    T1E_SHARED int s_snap[T1W_WARPS][3 * MAX_PASSES];
+    T1E_SHARED unsigned char s_ctx[T1W_WARPS][NUM_CONTEXTS + 1];
+    int lane = threadIdx.x & 31;
+    int wib = threadIdx.x >> 5;
+    int warps = gridDim.x * T1W_WARPS;
+    Enc e;
+    e.fl = 0;
+    e.sm = 0;
+    e.snap = s_snap[wib];
+    e.st = 1;
+    e.ctx = s_ctx[wib];
+    e.cst = 1;
+    e.mq = s_mq;
+    e.sc = s_sc;
+    for (int q = blockIdx.x * T1W_WARPS + wib; q < nblk; q += warps) {
+        int j = order[q];
+        const i64* row = cb + (i64)j * ncols;
+        int k = num_bps[j];
+        if (k > MAX_ENCODE_BPS) {
+            if (lane == 0) {
+                lens[j] = 0;
+                status[j] = STATUS_K_TOO_LARGE;
+            }
+            continue;
+        }
+        int n = 0;
+        int st = 0;
+        int w = (int)row[CB_WIDTH], h = (int)row[CB_HEIGHT];
+        if (k > floor_bp && w > 0 && h > 0) {
+            e.zc = s_zc + 256 * (int)row[CB_ORIENT];
+            e.buf = region + cap_off[j];
+            e.cap = (int)(cap_off[j + 1] - cap_off[j]);
+            e.ovf = 0;
+            n = t1w_code_block(e, flat, row[CB_OUT], row[CB_STRIDE], w, h, style, k, floor_bp,
+                               s_init, rates + rate_off[j], dists + rate_off[j], s_mags[wib],
+                               s_syms[wib], lane);
+            if (n < 0) {
+                n = 0;
+                st = STATUS_OVERFLOW;
+            }
+        }
+        if (lane == 0) {
+            lens[j] = n;
+            status[j] = st;
+        }
+        __syncwarp();
+    }
+}
+#endif /* T1E_NO_WARP_KERNEL */

@@ -10,6 +10,7 @@
  */
 
 #define T1E_HOST_EMULATION
+#define T1E_NO_WARP_KERNEL /* the warp kernel has its own emulation, tier1_warp_host.cpp */
 #define T1E_DEV static inline
 #define T1E_SHARED static
 #define T1E_SYNC()

@@ -26,7 +26,7 @@ import cupy
 import numpy as np
 
 from .gpu_plan import (BLOCK_THREADS, CUDA_SOURCE, KERNELS, TileGeometry, check_table, collect,
-                       queue_tile, slots, tile_geometry)
+                       queue_tile, slots, tile_geometry, warp_eligible)
 
 __all__ = ["encode_tile_cuda", "launch_tile", "PendingTier1", "TileGeometries"]
 
@@ -101,7 +101,8 @@ class PendingTier1:
 def launch_tile(flat_dev, cb, style: int, stream=None, *, lanes: int = 1,
                 interleave: bool = False, scratch_bytes: int = SCRATCH_BYTES,
                 max_slots: int | None = None, max_capacity: int | None = None,
-                floor: int = 0, geometry: TileGeometry | None = None) -> PendingTier1:
+                floor: int = 0, geometry: TileGeometry | None = None,
+                warp: bool | None = None) -> PendingTier1:
     """Queue tier-1 of every code-block of ``cb`` (the plan's int64 numpy table) over the flat
     int32 coefficients ``flat_dev`` (CuPy; numpy is uploaded) on ``stream`` (default: the
     current one), each block down to bit-plane ``floor`` (encode_tile's early stop).
@@ -115,6 +116,10 @@ def launch_tile(flat_dev, cb, style: int, stream=None, *, lanes: int = 1,
     max_slots, threads at most.  max_capacity (tests): caps each block's byte region, forcing
     the numba fallback of blocks that outgrow it.  geometry: the table's
     :class:`TileGeometries` entry (its table already checked against this buffer's size).
+    warp: code with the sample-parallel kernel (one warp per block, t1enc_code_blocks_warp)
+    where :func:`~.gpu_plan.warp_eligible` (None, the default) or never (False); True insists
+    (ValueError where not eligible).  Same results either way; lanes, interleave, scratch_bytes
+    and max_slots tune only the one-thread-per-block kernel.
     """
     if not 1 <= lanes <= 32:
         raise ValueError(f"launch_tile: lanes {lanes} not in 1..32")
@@ -129,11 +134,21 @@ def launch_tile(flat_dev, cb, style: int, stream=None, *, lanes: int = 1,
         flat = cupy.ascontiguousarray(cupy.asarray(flat_dev))
         device_id = cupy.cuda.runtime.getDevice()
         kernels = _kernels(device_id)
-        nslots = slots(cb, lanes, _resident_warps(device_id, kernels[1]), scratch_bytes,
-                       max_slots)
+        eligible = warp_eligible(cb, style)
+        if warp and not eligible:
+            raise ValueError("launch_tile: the warp kernel codes blocks of at most 32 x 32 "
+                             "samples without BYPASS or VCAUSAL")
+        warp_grid = 0
+        if eligible and warp is not False:
+            warp_grid = max(1, min(-(-cb.shape[0] // (BLOCK_THREADS // 32)),
+                                   _resident_warps(device_id, kernels[3]) // (BLOCK_THREADS // 32)))
+            nslots = 0
+        else:
+            nslots = slots(cb, lanes, _resident_warps(device_id, kernels[1]), scratch_bytes,
+                           max_slots)
         outputs, keep = queue_tile(cupy, kernels, _device_tables(device_id), flat, cb,
                                    int(style), nslots, lanes, interleave, max_capacity,
-                                   int(floor), geometry)
+                                   int(floor), geometry, warp_grid)
         # a blocking-sync event: result() sleeps instead of spinning a core, which the
         # other threads' rate control and tier-2 need (16 encoders on 16 cores)
         event = cupy.cuda.Event(block=True, disable_timing=True)

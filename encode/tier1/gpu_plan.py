@@ -33,16 +33,29 @@ from .codeblock import MAX_ENCODE_BPS
 from .tile import encode_tile
 
 __all__ = ["CUDA_SOURCE", "KERNELS", "BLOCK_THREADS", "MAX_PASSES", "STATUS_OVERFLOW",
-           "STATUS_K_TOO_LARGE", "check_table", "block_areas", "scratch_entries", "block_capacity",
+           "STATUS_K_TOO_LARGE", "WARP_SIDE", "warp_eligible", "check_table", "block_areas", "scratch_entries", "block_capacity",
            "capacity_bound", "work_order", "layout", "slots", "queue_tile", "collect", "finish"]
 
 CUDA_SOURCE = Path(__file__).parents[1] / "cuda" / "tier1_encode.cu"
-KERNELS = ("t1enc_num_bps", "t1enc_code_blocks", "t1enc_compact")
+KERNELS = ("t1enc_num_bps", "t1enc_code_blocks", "t1enc_compact", "t1enc_code_blocks_warp")
 BLOCK_THREADS = 128  # T1E_BLOCK in tier1_encode.cu
 MAX_PASSES = 3 * MAX_ENCODE_BPS - 2  # passes of a block at most (K <= 30)
 SNAP_WORDS = 3 * MAX_PASSES  # int32 MQ snapshot words per slot
 STATUS_OVERFLOW = 0x01  # the block's bytes outgrew its region: coded by numba instead
 STATUS_K_TOO_LARGE = 0x02  # a magnitude >= 2^30: not coded (encode_tile raises)
+WARP_SIDE = 32  # t1enc_code_blocks_warp: blocks of at most 32 x 32 samples (a lane a column)
+_WARP_STYLES_OFF = 0x01 | 0x08  # BYPASS, VCAUSAL (T.800 Table A.19): t1enc_code_blocks only
+
+
+def warp_eligible(cb: np.ndarray, style: int) -> bool:
+    """Whether the sample-parallel kernel (t1enc_code_blocks_warp, one warp per block) can code
+    this table: every block at most WARP_SIDE x WARP_SIDE and a style without BYPASS or
+    VCAUSAL.  Its results are t1enc_code_blocks's; only the speed differs."""
+    if int(style) & _WARP_STYLES_OFF:
+        return False
+    if cb.shape[0] == 0:
+        return True
+    return bool((cb[:, CB_WIDTH] <= WARP_SIDE).all() and (cb[:, CB_HEIGHT] <= WARP_SIDE).all())
 
 
 def check_table(cb, flat_size: int) -> np.ndarray:
@@ -195,7 +208,8 @@ def tile_geometry(xp, cb: np.ndarray) -> TileGeometry:
 
 
 def queue_tile(xp, kernels, tables, flat, cb, style, nslots, lanes=32, interleave=True,
-               max_capacity=None, floor=0, geometry: TileGeometry | None = None):
+               max_capacity=None, floor=0, geometry: TileGeometry | None = None,
+               warp_grid: int = 0):
     """Queue the three kernels (``kernels``: callables ``k(grid, block, args)`` as CuPy's
     RawKernel) over ``flat`` (an ``xp`` int32 array) and the checked table ``cb`` (numpy),
     with arrays made by ``xp`` (CuPy; numpy for the host emulation).  Nothing is read back.
@@ -203,10 +217,11 @@ def queue_tile(xp, kernels, tables, flat, cb, style, nslots, lanes=32, interleav
     Returns (outputs, keep): outputs (out, coded_off, rates, rate_off, dists, num_bps,
     status) for :func:`collect`; keep, the other buffers the kernels use (hold them until
     the kernels have run).  ``geometry``: :func:`tile_geometry` of ``cb`` (made here if
-    None)."""
+    None).  ``warp_grid`` > 0: code with t1enc_code_blocks_warp on that many CUDA blocks
+    (the caller checked :func:`warp_eligible`; nslots, lanes and interleave are then unused)."""
     g = geometry if geometry is not None else tile_geometry(xp, cb)
     nb = cb.shape[0]
-    k_bps, k_code, k_compact = kernels
+    k_bps, k_code, k_compact, k_warp = kernels
     mq, zc, sc, ctx_init = tables
     i32 = np.int32
     cb_dev, order = g.cb_dev, g.order_dev
@@ -221,11 +236,17 @@ def queue_tile(xp, kernels, tables, flat, cb, style, nslots, lanes=32, interleav
     lens = xp.zeros(nb, xp.int64)
     status = xp.zeros(nb, xp.int32)
     entries = g.entries
+    if warp_grid > 0:
+        nslots = 0
     flags = xp.empty(entries * nslots, xp.uint16)
     sm = xp.empty(entries * nslots, xp.uint32)
     snap = xp.empty(SNAP_WORDS * nslots, xp.int32)
     next_row = xp.zeros(1, xp.int32)
-    if nb:
+    if nb and warp_grid > 0:
+        k_warp((int(warp_grid),), (BLOCK_THREADS,), (
+            flat, cb_dev, i32(cb.shape[1]), i32(nb), order, i32(style), num_bps, rate_off,
+            cap_off, region, rates, dists, lens, status, mq, zc, sc, ctx_init, i32(floor)))
+    elif nb:
         warps = -(-nslots // lanes)
         k_code((-(-warps * 32 // BLOCK_THREADS),), (BLOCK_THREADS,), (
             flat, cb_dev, i32(cb.shape[1]), i32(nb), order, i32(style), num_bps, rate_off,
