@@ -102,7 +102,7 @@ def launch_tile(flat_dev, cb, style: int, stream=None, *, lanes: int = 1,
                 interleave: bool = False, scratch_bytes: int = SCRATCH_BYTES,
                 max_slots: int | None = None, max_capacity: int | None = None,
                 floor: int = 0, geometry: TileGeometry | None = None,
-                warp: bool | None = None) -> PendingTier1:
+                warp: bool | None = None, warp_blocks: int | None = None) -> PendingTier1:
     """Queue tier-1 of every code-block of ``cb`` (the plan's int64 numpy table) over the flat
     int32 coefficients ``flat_dev`` (CuPy; numpy is uploaded) on ``stream`` (default: the
     current one), each block down to bit-plane ``floor`` (encode_tile's early stop).
@@ -119,7 +119,9 @@ def launch_tile(flat_dev, cb, style: int, stream=None, *, lanes: int = 1,
     warp: code with the sample-parallel kernel (one warp per block, t1enc_code_blocks_warp)
     where :func:`~.gpu_plan.warp_eligible` (None, the default) or never (False); True insists
     (ValueError where not eligible).  Same results either way; lanes, interleave, scratch_bytes
-    and max_slots tune only the one-thread-per-block kernel.
+    and max_slots tune only the one-thread-per-block kernel; warp_blocks only the warp kernel:
+    its CUDA blocks (four warps each, taking code-blocks grid-stride), default as many as the
+    device holds at once (0: one warp per code-block).
     """
     if not 1 <= lanes <= 32:
         raise ValueError(f"launch_tile: lanes {lanes} not in 1..32")
@@ -140,8 +142,10 @@ def launch_tile(flat_dev, cb, style: int, stream=None, *, lanes: int = 1,
                              "samples without BYPASS or VCAUSAL")
         warp_grid = 0
         if eligible and warp is not False:
-            warp_grid = max(1, min(-(-cb.shape[0] // (BLOCK_THREADS // 32)),
-                                   _resident_warps(device_id, kernels[3]) // (BLOCK_THREADS // 32)))
+            need = -(-cb.shape[0] // (BLOCK_THREADS // 32))
+            if warp_blocks is None:
+                warp_blocks = _resident_warps(device_id, kernels[3]) // (BLOCK_THREADS // 32)
+            warp_grid = max(1, min(need, 65535, warp_blocks or need))
             nslots = 0
         else:
             nslots = slots(cb, lanes, _resident_warps(device_id, kernels[1]), scratch_bytes,
