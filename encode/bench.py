@@ -35,6 +35,16 @@ the rate control's hull ordered by the nogil radix sort):
 ``python -m cinegpu.media.bench_master --frames 48 --workers 16 --opj-processes 16``: 2K 23.4 fps (1 thread), 40.0 fps
 (16 threads), opj_compress 5.97 fps, x6.70; 4K 5.63 / 18.3 fps, opj_compress 1.41 fps, x12.9.
 
+Measured 2026-11-25 (later) on one H100, 16 cores, 2K, 16 frames, ``--backend cuda --threads 16
+--opj-processes 16 --nvjpeg2000 --rate-on both``, tier-1 by the warp kernel (one warp a block);
+nvJPEG2000 told the frames' 12-bit precision, at its default quality and at our PSNR:
+
+    dci-2k  cinegpu 41.24 dB 18.5 fps, x16 threads 63.3 fps (GPU rate control 25.0 / 47.7 fps,
+            same codestreams) | opj_compress 41.22 dB 4.93 fps | nvJPEG2000 at our PSNR 41.33 dB:
+            batch 1 39.2 fps, batch 16 92.4 fps (1.13 MB frames); default 50.17 dB 37.9 / 89.6 fps
+    master  1 thread 27.0 fps, 16 threads 37.0 fps (an earlier run: 28.8 / 47.1) |
+            opj_compress 5.38 fps
+
 Measured 2026-11-22 on this 2-core machine (Xeon, no GPU), 2 frames each,
 ``--profile dci-2k --backend cpu --workers 2 --opj-processes 2``, with the Python
 tier-2 and then with the numba tier-2 (same codestreams, byte for byte):
