@@ -11,8 +11,11 @@ after it dropped, each with a warning. The document has the ST 428-7:2010 namesp
 ``<Font>`` element inside its ``<Text>``, all inside one ``<Font ID=>`` naming the one
 ``<LoadFont>``. The font is ``--subtitle-font`` or DejaVu Sans (its licence lets it be
 redistributed), found through fontconfig or at its Debian path; the input's own fonts are not
-carried over. DejaVu Sans is 742 KiB, above the 640 KiB that ClairMeta allows a subtitle font: a
-warning says so (subsetting it to the glyphs used is not done). PNG images of an Interop or SMPTE input become resources named by new UUIDs.
+carried over. The font is embedded cut down to the characters the kept cues show
+(:mod:`.font_subset`: DejaVu Sans, 742 KiB whole, becomes some tens of KiB, below the 640 KiB
+that ClairMeta allows a subtitle font); a warning names characters the font has no glyph for,
+and one says when even the subset is above 640 KiB. PNG images of an Interop or SMPTE input
+become resources named by new UUIDs.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from pathlib import Path
 from lxml import etree
 
 from .errors import MediaError
+from .font_subset import subset_font
 from .mxf_timed_text_write import FONT_MIME, PNG_MIME, Resource
 from .subtitle_xml import FONT_MAGIC, MAX_FONT_BYTES, read_subtitles
 from .subtitles import Cue, Placement, Style, SubtitleTrack, TextLine
@@ -112,9 +116,6 @@ def prepare_subtitles(path, *, frames: int, fps, title: str, language: str | Non
     finally:
         quiet.removeFilter(mute)
     warnings = list(track.warnings)
-    if len(font_data) > FONT_WARN_BYTES:
-        warnings.append(f"the subtitle font is {len(font_data) >> 10} KiB; DCP checkers (ClairMeta) refuse "
-                        f"fonts above {FONT_WARN_BYTES >> 10} KiB: give a smaller one with --subtitle-font")
     if track.timing_errors:
         more = len(track.timing_errors) - 1
         first = track.timing_errors[0].split(": ", 1)[-1]       # the path is the error's own
@@ -139,6 +140,15 @@ def prepare_subtitles(path, *, frames: int, fps, title: str, language: str | Non
         if language != track.language:
             warnings.append(f"{path}: no subtitle language given (--subtitle-language): en is declared")
     kept = SubtitleTrack(track.path, track.dialect, cues, title=track.title)
+    shown = "".join(line.text for c in cues for line in c.lines)
+    cut = subset_font(font_data, shown, name=str(font or "the default subtitle font"))
+    font_data = cut.data
+    if cut.missing:
+        warnings.append(f"{path}: the subtitle font has no glyph for {''.join(cut.missing)!r}: "
+                        f"those characters show as boxes (give a font that has them with --subtitle-font)")
+    if len(font_data) > FONT_WARN_BYTES:
+        warnings.append(f"the subtitle font is {len(font_data) >> 10} KiB even cut to the characters used; "
+                        f"DCP checkers (ClairMeta) refuse fonts above {FONT_WARN_BYTES >> 10} KiB")
     doc, resources, rid = smpte_document(kept, title=title, language=language, fps=int(rate),
                                          font=font_data)
     return TimedTextAsset(doc, resources, rid, language, frames, len(cues)), warnings

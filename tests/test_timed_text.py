@@ -12,6 +12,7 @@ against ClairMeta's copy of the ST 428-7 schema here instead.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -112,8 +113,9 @@ def test_the_smpte_document_follows_st_428_7(tmp_path):
     assert re.search(r'<Subtitle SpotNumber="1" TimeIn="00:00:00:06" TimeOut="00:00:00:18"', text)
     assert "<EditRate>24 1</EditRate><TimeCodeRate>24</TimeCodeRate><StartTime>00:00:00:00</StartTime>" in text
     assert f'<LoadFont ID="Font1">urn:uuid:{asset.resources[0].id}</LoadFont>' in text
-    assert asset.resources[0].data == Path(FONT).read_bytes() and asset.language == "de"
-    assert any("cut at 1.000 s" in w for w in warnings) and any("KiB" in w for w in warnings)
+    font = asset.resources[0].data   # the font cut to the characters shown: no size warning
+    assert font[:4] == Path(FONT).read_bytes()[:4] and len(font) < 64 << 10 and asset.language == "de"
+    assert any("cut at 1.000 s" in w for w in warnings) and not any("KiB" in w for w in warnings)
     assert asset.cues == 2 and asset.duration == 24
 
 
@@ -184,16 +186,19 @@ def _clairmeta_ok(root: Path, tmp_path: Path) -> str:
     return report
 
 
-def _master_and_check(tmp_path: Path, capsys, subtitles: Path, expect: list[tuple[str, ...]]) -> None:
+def _master_and_check(tmp_path: Path, capsys, subtitles: Path, expect: list[tuple[str, ...]],
+                      font: Path | None = None) -> None:
+    """Master a still with ``subtitles`` (``font``: --subtitle-font, default none: DejaVu Sans
+    found by the mastering code), then check the track file, the CPL, ClairMeta, our reader
+    (the embedded font cut to the characters shown) and a screenshot."""
     from cinegpu.media.package import read_package
     from cinegpu.media.png import read_png16
     from cinegpu.media.subtitle_xml import composition_subtitles
 
     out = tmp_path / "dcp"
-    small_font = Path(FONT).with_name("DejaVuSansMono.ttf")     # the same licence, below 640 KiB
     rc = main(["master", str(_still(tmp_path)), "-o", str(out), "--title", "Subs_TST-1_F_EN-EN_2K_CGP_20260101_CGP_SMPTE_OV",
                "--quiet", "--subtitles", str(subtitles), "--subtitle-language", "en",
-               "--subtitle-font", str(small_font)])
+               *(["--subtitle-font", str(font)] if font else [])])
     captured = capsys.readouterr()
     assert rc == 0, captured.err
     (sub,) = out.glob("sub_*.mxf")
@@ -210,7 +215,13 @@ def _master_and_check(tmp_path: Path, capsys, subtitles: Path, expect: list[tupl
     assert subs.warnings == []
     track = subs.reels[0].track
     assert [tuple(ln.text for ln in c.lines) for c in track.cues] == expect
-    assert all(c.time_out <= 1 for c in track.cues) and track.fonts["Font1"] == small_font.read_bytes()
+    assert all(c.time_out <= 1 for c in track.cues)
+    from fontTools.ttLib import TTFont
+    source = Path(font) if font else Path(FONT)
+    embedded = track.fonts["Font1"]
+    cmap = TTFont(io.BytesIO(embedded)).getBestCmap()
+    assert {ord(ch) for lines in expect for ln in lines for ch in ln if ch != " "} <= set(cmap)
+    assert len(embedded) < min(source.stat().st_size, 640 << 10) and len(cmap) < 40
     frame = next(n for n in range(24) if subs.at(n))
     shot = tmp_path / "shot.png"
     assert main(["play", str(out), "--headless", "--backend", "cpu", "--threads", "--workers", "1",
@@ -236,4 +247,5 @@ def test_master_with_srt_subtitles(tmp_path, capsys, gl):
 def test_master_with_interop_subtitles(tmp_path, capsys, gl):
     from test_subtitles import _interop
     xml = _interop(tmp_path / "subs", t_in="00:00:00:025", t_out="00:00:00:225", text="Bonjour", size=60)
-    _master_and_check(tmp_path, capsys, xml, [("Bonjour",)])
+    _master_and_check(tmp_path, capsys, xml, [("Bonjour",)],
+                      font=Path(FONT).with_name("DejaVuSansMono.ttf"))
