@@ -290,11 +290,12 @@ class Decoder:
         s = prep.cs.siz
         xp = self.xp
         keep_on_device = xp is not np and not to_host
-        out = []
-        for c in range(s.Csiz):
-            w, h = s.component_size(c, prep.reduce)
-            mod = xp if keep_on_device else np
-            out.append(mod.zeros((h, w), sample_dtype(s.precision(c), s.signed(c))))
+        mod = xp if keep_on_device else np
+        out = [mod.zeros((h, w), sample_dtype(s.precision(c), s.signed(c)))
+               for c, (w, h) in enumerate(s.component_sizes(prep.reduce))]
+        # each component's origin on its own grid at this reduction (B-2)
+        origins = [(-(-s.YOsiz // (s.YRsiz[c] << prep.reduce)), -(-s.XOsiz // (s.XRsiz[c] << prep.reduce)))
+                   for c in range(s.Csiz)]
         gpu_planes = []
         t_gpu = time.perf_counter()
         if xp is not np:
@@ -309,8 +310,7 @@ class Decoder:
                 if plane is None:
                     continue
                 res = tc.resolutions[tc.decoded - 1]
-                cx0 = -(-s.XOsiz // (s.XRsiz[c] << prep.reduce))
-                cy0 = -(-s.YOsiz // (s.YRsiz[c] << prep.reduce))
+                cy0, cx0 = origins[c]
                 if xp is not np and not keep_on_device:
                     gpu_planes.append((c, res, cy0, cx0, plane))
                     continue

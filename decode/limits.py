@@ -169,8 +169,7 @@ def check_pixels(cs: Codestream, reduce: int, max_pixels: int | None) -> None:
     if max_pixels is None:
         return
     s = cs.siz
-    for c in range(s.Csiz):
-        w, h = s.component_size(c, reduce)
+    for c, (w, h) in enumerate(s.component_sizes(reduce)):
         if w * h > max_pixels:
             at = f" at reduce {reduce}" if reduce else ""
             raise LimitExceeded(f"component {c} is {w} x {h} = {w * h} samples{at}, more than "
@@ -226,8 +225,7 @@ def check_limits(cs: Codestream, reduce: int, limits: Limits, input_bytes: int, 
                  + g.precincts * reach + g.codeblocks * reach // 32)
         samples += g.samples
         largest = max(largest, g.samples)
-    output = sum(w * h * _sample_bytes(s.precision(c))
-                 for c in range(s.Csiz) for w, h in [s.component_size(c, reduce)])
+    output = sum(w * h * _sample_bytes(s.precision(c)) for c, (w, h) in enumerate(s.component_sizes(reduce)))
     tables = CODEBLOCK_BYTES * codeblocks + PRECINCT_BYTES * precincts + PACKET_BYTES * packets
     memory = output + 4 * samples + RECONSTRUCT_BYTES * largest + tables + INPUT_COPIES * input_bytes
     if limits.max_memory is not None and memory > limits.max_memory:

@@ -133,6 +133,10 @@ class TilePlan:
     #: the tile's packet orders by layer count, filled by tier2.progression.packet_order (a plan
     #: is reused frame after frame, and the order depends on the plan and the layers alone)
     packet_orders: dict = field(default_factory=dict, repr=False, compare=False)
+    #: the components reconstructed without the MCT as one :class:`~.transform.layout.FlatLayoutBatch`
+    #: (or None where one cannot be batched), by the first such component, filled by
+    #: :func:`cinegpu.decode.reconstruct.reconstruct_tile`
+    batches: dict = field(default_factory=dict, repr=False, compare=False)
 
 
 def tile_rect(cs: Codestream, t: int) -> tuple[int, int, int, int]:

@@ -3,7 +3,7 @@
 One path for every transform back end (:class:`~cinegpu.decode.transform.backend.TransformBackend`:
 the numpy reference :mod:`cinegpu.decode.transform`, the numba ``cpu_backend``
 and the CuPy ``cuda_backend``), through their fused entry points
-``dequantize_idwt_flat`` and ``reconstruct_mct_flat``, which take the flat buffer and each
+``component_samples_flat`` and ``reconstruct_mct_flat``, which take the flat buffer and each
 tile-component's :class:`~cinegpu.decode.transform.layout.FlatLayout` (kept in the plan).  Input is the flat coefficient
 buffer from :mod:`cinegpu.decode.tile`; output one int32 array per component
 at the decoded resolution (T.800 Annexes E, F, G).
@@ -14,6 +14,7 @@ from __future__ import annotations
 from .errors import InvalidSegment
 from .plan import TileComponent, TilePlan
 from .transform.backend import TransformBackend
+from .transform.layout import FlatLayoutBatch
 
 
 def _check_mct(plan: TilePlan) -> bool:
@@ -47,8 +48,26 @@ def reconstruct_tile(plan: TilePlan, coeffs, siz, tf: TransformBackend, componen
                                                          [siz.precision(c) for c in range(3)],
                                                          [siz.signed(c) for c in range(3)])
         first = 3
+    batch = _batch(plan, first, siz) if components is None and n - first > 1 else None
+    if batch is not None:   # every remaining component in one call
+        for (c, *_), plane in zip(batch.items, tf.components_samples_flat(coeffs, batch)):
+            out[c] = plane
+        return out
     for tc in plan.components[first:]:
         if tc.c in wanted:
-            values = tf.dequantize_idwt_flat(coeffs, tc.flat_layout(), tc.reversible)
-            out[tc.c] = tf.to_samples(values, siz.precision(tc.c), siz.signed(tc.c))
+            out[tc.c] = tf.component_samples_flat(coeffs, tc.flat_layout(), tc.reversible,
+                                                  siz.precision(tc.c), siz.signed(tc.c))
     return out
+
+
+def _batch(plan: TilePlan, first: int, siz) -> FlatLayoutBatch | None:
+    """The plan's components from ``first`` on as one batch (built once per plan), or None
+    when one of them has no decomposition level or more than 24 bits."""
+    if first not in plan.batches:
+        tcs = plan.components[first:]
+        layouts = [tc.flat_layout() for tc in tcs]
+        ok = all(lay.levels for lay in layouts) and all(siz.precision(tc.c) <= 24 for tc in tcs)
+        plan.batches[first] = FlatLayoutBatch.build(
+            [(tc.c, lay, tc.reversible, siz.precision(tc.c), siz.signed(tc.c))
+             for tc, lay in zip(tcs, layouts)]) if ok else None
+    return plan.batches[first]

@@ -55,6 +55,15 @@ class SIZ:
     def num_tiles(self) -> int:
         return self.num_tiles_x * self.num_tiles_y
 
+    def component_sizes(self, reduce: int = 0) -> tuple[tuple[int, int], ...]:
+        """:meth:`component_size` of every component, worked out once per ``reduce`` (kept on
+        the instance: a frame with hundreds of components asks for them several times)."""
+        memo = self.__dict__.setdefault("_sizes_memo", {})   # not a field: eq/hash ignore it
+        sizes = memo.get(reduce)
+        if sizes is None:
+            sizes = memo[reduce] = tuple(self.component_size(c, reduce) for c in range(self.Csiz))
+        return sizes
+
     def component_size(self, c: int, reduce: int = 0) -> tuple[int, int]:
         """(width, height) of component ``c`` at ``reduce`` levels down (B-2)."""
         sx = self.XRsiz[c] << reduce

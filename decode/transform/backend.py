@@ -51,6 +51,14 @@ class TransformBackend(Protocol):
     def dequantize_idwt_flat(self, coeffs, layout, reversible: bool):
         """:meth:`dequantize_idwt` of the bands a :class:`.layout.FlatLayout` places in ``coeffs``."""
 
+    def component_samples_flat(self, coeffs, layout, reversible: bool, precision: int, signed: bool):
+        """``to_samples(dequantize_idwt_flat(coeffs, layout, reversible), precision, signed)``:
+        the samples of a tile-component without the MCT (int32)."""
+
+    def components_samples_flat(self, coeffs, batch) -> list:
+        """:meth:`component_samples_flat` of every component of a :class:`.layout.FlatLayoutBatch`
+        (its ``items``), in order."""
+
     def reconstruct_mct_flat(self, coeffs, layouts, reversible: bool, precisions: Sequence[int],
                              signed: Sequence[bool]):
         """:meth:`reconstruct_mct` of the three components ``layouts`` place in ``coeffs``."""

@@ -18,6 +18,7 @@ fewer passes over a frame (each equal to the composition it replaces):
 
 from __future__ import annotations
 
+import functools
 from typing import Sequence
 
 import numpy as np
@@ -26,8 +27,9 @@ from . import level_shift as _np_level_shift
 from .display import xyz_to_rgb
 from .dwt import Level, _check_level
 from .dwt_numba import last_level_53_rct, last_level_97_ict, level_53, level_97
-from .flat_numba import idwt_53_flat, idwt_97_flat, mct_53_flat, mct_97_flat
-from .layout import FlatLayout
+from .flat_numba import (idwt_53_flat, idwt_97_flat, mct_53_flat, mct_97_flat, samples_53_flat,
+                         samples_97_flat, samples_batch_flat)
+from .layout import BATCH_COLS, BATCH_OUT, BATCH_ROWS, FlatLayout, FlatLayoutBatch
 from .pointwise_numba import (
     dequantize_f32, dequantize_i32, ict, ict_samples, rct, rct_samples, to_samples_f, to_samples_i,
 )
@@ -35,6 +37,8 @@ from .pointwise_numba import (
 __all__ = [
     "dequantize",
     "dequantize_idwt",
+    "component_samples_flat",
+    "components_samples_flat",
     "dequantize_idwt_flat",
     "idwt_53",
     "idwt_97",
@@ -184,10 +188,16 @@ def to_samples(x: np.ndarray, precision: int, signed: bool) -> np.ndarray:
 
 
 def _sample_bounds(precisions, signed):
-    """int64[3] DC shifts and clip bounds of three components (G.1.2)."""
+    """int64[3] DC shifts and clip bounds of three components (G.1.2); the arrays are shared
+    between calls (cached by the precisions and signs): read them, never write them."""
+    return _sample_bounds_of(tuple(int(p) for p in precisions), tuple(bool(sg) for sg in signed))
+
+
+@functools.lru_cache(maxsize=256)
+def _sample_bounds_of(precisions: tuple, signed: tuple):
     if len(precisions) != 3 or len(signed) != 3 or not all(1 <= p <= 24 for p in precisions):
         raise ValueError(f"need three precisions of 1..24 bits, got {precisions}")
-    return (np.array(v, np.int64) for v in zip(*(_bounds(p, sg) for p, sg in zip(precisions, signed))))
+    return tuple(np.array(v, np.int64) for v in zip(*(_bounds(p, sg) for p, sg in zip(precisions, signed))))
 
 
 def inverse_mct_to_samples(y0, y1, y2, precisions: Sequence[int], signed: Sequence[bool]):
@@ -259,6 +269,27 @@ def dequantize_idwt_flat(coeffs: np.ndarray, layout: FlatLayout, reversible: boo
     if reversible:
         return idwt_53_flat(coeffs, layout.bands, layout.rects, layout.q53, layout.levels)
     return idwt_97_flat(coeffs, layout.bands, layout.rects, layout.dq97, layout.levels)
+
+
+def component_samples_flat(coeffs: np.ndarray, layout: FlatLayout, reversible: bool, precision: int,
+                           signed: bool) -> np.ndarray:
+    """``to_samples(dequantize_idwt_flat(coeffs, layout, reversible), precision, signed)`` in one
+    compiled call where the component has levels and precision <= 24 (same samples, bit for
+    bit: the same kernels in the same order)."""
+    if not layout.levels or precision > 24:
+        return to_samples(dequantize_idwt_flat(coeffs, layout, reversible), precision, signed)
+    shift, lo, hi = _bounds(precision, signed)
+    if reversible:
+        return samples_53_flat(coeffs, layout.bands, layout.rects, layout.q53, layout.levels, shift, lo, hi)
+    return samples_97_flat(coeffs, layout.bands, layout.rects, layout.dq97, layout.levels, shift, lo, hi)
+
+
+def components_samples_flat(coeffs: np.ndarray, batch: FlatLayoutBatch) -> list:
+    """:func:`component_samples_flat` of every component of ``batch`` in one compiled call
+    (int32 planes, views of one buffer; the same kernels in the same order)."""
+    out = np.empty(batch.samples, np.int32)
+    samples_batch_flat(coeffs, batch.bands, batch.rects, batch.dq97, batch.q53, batch.meta, out)
+    return [out[o : o + h * w].reshape(h, w) for o, h, w in batch.meta[:, [BATCH_OUT, BATCH_ROWS, BATCH_COLS]].tolist()]
 
 
 def reconstruct_mct_flat(coeffs: np.ndarray, layouts: Sequence[FlatLayout], reversible: bool,

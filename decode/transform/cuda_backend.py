@@ -38,6 +38,8 @@ from ..nvrtc import launch_1d
 __all__ = [
     "dequantize",
     "dequantize_idwt",
+    "component_samples_flat",
+    "components_samples_flat",
     "dequantize_idwt_flat",
     "idwt_53",
     "idwt_97",
@@ -354,6 +356,16 @@ def xyz_to_rgb(x, y, z, *, primaries: str = "p3d65", out_bits: int = 16, alpha: 
 def dequantize_idwt_flat(coeffs, layout, reversible: bool):
     """:func:`dequantize_idwt` of the bands a :class:`.layout.FlatLayout` places in ``coeffs``."""
     return dequantize_idwt(*layout.args(coeffs), reversible)
+
+
+def component_samples_flat(coeffs, layout, reversible: bool, precision: int, signed: bool):
+    """``to_samples(dequantize_idwt_flat(...), precision, signed)`` of one tile-component."""
+    return to_samples(dequantize_idwt_flat(coeffs, layout, reversible), precision, signed)
+
+
+def components_samples_flat(coeffs, batch) -> list:
+    """:func:`component_samples_flat` of each component of a :class:`.layout.FlatLayoutBatch`."""
+    return [component_samples_flat(coeffs, lay, rev, p, sg) for _, lay, rev, p, sg in batch.items]
 
 
 def reconstruct_mct_flat(coeffs, layouts, reversible: bool, precisions: Sequence[int], signed: Sequence[bool]):

@@ -16,8 +16,11 @@ import numpy as np
 from numba import njit
 
 from .dwt_numba import _JIT, last_level_53_rct, last_level_97_ict, level_53, level_97
+from .pointwise_numba import to_samples_f, to_samples_i
 
-__all__ = ["idwt_53_flat", "idwt_97_flat", "mct_53_flat", "mct_97_flat"]
+__all__ = ["idwt_53_flat", "idwt_97_flat", "mct_53_flat", "mct_97_flat", "samples_53_flat",
+           "samples_97_flat",
+           "samples_batch_flat"]
 
 
 @njit(**_JIT)
@@ -86,3 +89,42 @@ def mct_53_flat(coeffs, b0, r0, q0, b1, r1, q1, b2, r2, q2, s, lo, hi, r, g, b):
     u0, v0 = r0[-1, 0], r0[-1, 1]
     last_level_53_rct(_last_53(coeffs, b0, r0, q0), _last_53(coeffs, b1, r1, q1), _last_53(coeffs, b2, r2, q2),
                       u0, v0, s, lo, hi, r, g, b)
+
+
+@njit(**_JIT)
+def samples_97_flat(coeffs, bands, rects, dq, nlev, shift, lo, hi):
+    """:func:`idwt_97_flat`, then the DC shift and clip (G.1.2) of :func:`.pointwise_numba.to_samples_f`,
+    in one call: int32 samples."""
+    a = idwt_97_flat(coeffs, bands, rects, dq, nlev)
+    out = np.empty(a.shape, np.int32)
+    to_samples_f(a.reshape(-1), shift, lo, hi, out.reshape(-1))
+    return out
+
+
+@njit(**_JIT)
+def samples_53_flat(coeffs, bands, rects, q, nlev, shift, lo, hi):
+    """:func:`idwt_53_flat`, then :func:`.pointwise_numba.to_samples_i` in place: int32 samples."""
+    a = idwt_53_flat(coeffs, bands, rects, q, nlev)
+    flat = a.reshape(-1)
+    to_samples_i(flat, shift, lo, hi, flat)
+    return a
+
+
+@njit(**_JIT)
+def samples_batch_flat(coeffs, bands, rects, dq97, q53, meta, out):
+    """:func:`samples_53_flat` / :func:`samples_97_flat` of every tile-component of a
+    :class:`.layout.FlatLayoutBatch` (``meta`` rows as its columns say) into its slice of
+    ``out`` (int32): the same kernels in the same order, one call for the lot."""
+    for i in range(meta.shape[0]):
+        b0, r0, nlev, rev = meta[i, 0], meta[i, 1], meta[i, 2], meta[i, 3]
+        shift, lo, hi, off = meta[i, 4], meta[i, 5], meta[i, 6], meta[i, 7]
+        n = meta[i, 8] * meta[i, 9]
+        bnd = bands[b0 : b0 + 1 + 3 * nlev]
+        rc = rects[r0 : r0 + nlev]
+        dst = out[off : off + n]
+        if rev:
+            a = idwt_53_flat(coeffs, bnd, rc, q53[r0 : r0 + nlev], nlev)
+            to_samples_i(a.reshape(-1), shift, lo, hi, dst)
+        else:
+            f = idwt_97_flat(coeffs, bnd, rc, dq97[r0 : r0 + nlev], nlev)
+            to_samples_f(f.reshape(-1), shift, lo, hi, dst)

@@ -23,7 +23,8 @@ from .level_shift import to_samples
 from .mct import inverse_ict, inverse_rct
 from .quantization import dequantize
 
-__all__ = ["dequantize_idwt", "dequantize_idwt_flat", "reconstruct_mct", "reconstruct_mct_flat"]
+__all__ = ["component_samples_flat", "components_samples_flat", "dequantize_idwt", "dequantize_idwt_flat", "reconstruct_mct",
+           "reconstruct_mct_flat"]
 
 
 def dequantize_idwt(ll, levels: Sequence[Level], deltas: Sequence[float], reversible: bool):
@@ -60,6 +61,16 @@ def dequantize_idwt_flat(coeffs, layout, reversible: bool):
     """:func:`dequantize_idwt` of the bands that ``layout`` (a :class:`.layout.FlatLayout`)
     places in the flat buffer ``coeffs``."""
     return dequantize_idwt(*layout.args(coeffs), reversible)
+
+
+def component_samples_flat(coeffs, layout, reversible: bool, precision: int, signed: bool):
+    """``to_samples(dequantize_idwt_flat(...), precision, signed)`` of one tile-component."""
+    return to_samples(dequantize_idwt_flat(coeffs, layout, reversible), precision, signed)
+
+
+def components_samples_flat(coeffs, batch) -> list:
+    """:func:`component_samples_flat` of each component of a :class:`.layout.FlatLayoutBatch`."""
+    return [component_samples_flat(coeffs, lay, rev, p, sg) for _, lay, rev, p, sg in batch.items]
 
 
 def reconstruct_mct_flat(coeffs, layouts, reversible: bool, precisions: Sequence[int], signed: Sequence[bool]):

@@ -77,3 +77,56 @@ class FlatLayout:
         views = [coeffs[o : o + h * w].reshape(h, w) for o, h, w in self.bands.tolist()]
         levels = [(*views[1 + 3 * j : 4 + 3 * j], tuple(int(v) for v in rect)) for j, rect in enumerate(self.rects)]
         return views[0], levels, list(self.deltas)
+
+
+#: columns of :attr:`FlatLayoutBatch.meta`
+BATCH_BAND0, BATCH_RECT0, BATCH_LEVELS, BATCH_REVERSIBLE, BATCH_SHIFT, BATCH_LO, BATCH_HI, BATCH_OUT, \
+    BATCH_ROWS, BATCH_COLS = range(10)
+
+
+@dataclass(frozen=True, eq=False)
+class FlatLayoutBatch:
+    """Several tile-components' :class:`FlatLayout` tables stacked, with their sample bounds,
+    so a back end can reconstruct them all in one compiled call (a tile of hundreds of small
+    components pays one call, not hundreds).  Built once per plan.
+
+    ``items``: (component, layout, reversible, precision, signed) of each, in order;
+    ``bands``, ``rects``, ``dq97``, ``q53``: the layouts' arrays one after another; ``meta``:
+    int64 (n, 10) rows (first band row, first rect row, levels, reversible, DC shift, low and
+    high clip bound (T.800 G.1.2), offset in the output buffer, rows, columns); ``samples``:
+    the output buffer's length."""
+
+    items: tuple
+    bands: np.ndarray
+    rects: np.ndarray
+    dq97: np.ndarray
+    q53: np.ndarray
+    meta: np.ndarray
+    samples: int
+
+    @classmethod
+    def build(cls, items) -> FlatLayoutBatch:
+        """From ``items`` [(component, layout, reversible, precision, signed)], each layout with
+        one level or more and each precision of 1..24 bits."""
+        from .level_shift import sample_bounds  # noqa: PLC0415 - a sibling, not a cycle
+
+        meta, bands, rects, dq, q = [], [], [], [], []
+        b0 = r0 = out = 0
+        for c, lay, rev, precision, signed in items:
+            if not lay.levels or not 1 <= precision <= 24:
+                raise ValueError("a batched tile-component needs one level or more and 1..24 bits")
+            shift, lo, hi = sample_bounds(precision, signed)
+            h, w = lay.size
+            meta.append((b0, r0, lay.levels, int(bool(rev)), shift, lo, hi, out, h, w))
+            bands.append(lay.bands)
+            rects.append(lay.rects)
+            dq.append(lay.dq97)
+            q.append(lay.q53)
+            b0 += lay.bands.shape[0]
+            r0 += lay.levels
+            out += h * w
+        cat = (lambda xs, shape, dt: np.ascontiguousarray(np.concatenate(xs), dt) if xs
+               else np.zeros(shape, dt))
+        return cls(tuple(items), cat(bands, (0, 3), np.int64), cat(rects, (0, 4), np.int64),
+                   cat(dq, (0, 4), np.float32), cat(q, (0, 4), np.int32),
+                   np.array(meta, np.int64).reshape(-1, 10), out)

@@ -9,7 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["to_samples"]
+__all__ = ["sample_bounds", "to_samples"]
+
+
+def sample_bounds(precision: int, signed: bool) -> tuple[int, int, int]:
+    """(shift, lo, hi) of T.800 G.1.2: the DC shift added back and the clip range."""
+    if signed:
+        return 0, -(1 << (precision - 1)), (1 << (precision - 1)) - 1
+    return 1 << (precision - 1), 0, (1 << precision) - 1
 
 
 def to_samples(x: np.ndarray, precision: int, signed: bool) -> np.ndarray:
@@ -21,10 +28,7 @@ def to_samples(x: np.ndarray, precision: int, signed: bool) -> np.ndarray:
     signed: clip to [-2^(p-1), 2^(p-1) - 1].
     """
     x = np.asarray(x)
-    if signed:
-        shift, lo, hi = 0, -(1 << (precision - 1)), (1 << (precision - 1)) - 1
-    else:
-        shift, lo, hi = 1 << (precision - 1), 0, (1 << precision) - 1
+    shift, lo, hi = sample_bounds(precision, signed)
     if x.dtype.kind == "f":
         # float32 holds every integer of the range exactly up to 24 bits
         ftype = np.float32 if precision <= 24 else np.float64
