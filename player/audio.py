@@ -121,6 +121,11 @@ class WavWriter:
         self.file.close()
 
 
+class AudioDeviceError(RuntimeError):
+    """``--audio device`` asked for the sound device and there is none (no PortAudio, no
+    output device, or it refused the stream's rate)."""
+
+
 class NullSink:
     """A device that plays nothing and keeps the same clock: what it is given is "played" at
     once. Headless runs and machines without a sound device use it (CI tests sync with it)."""
@@ -194,7 +199,13 @@ class DeviceSink:
 
 def open_sink(mode: str, rate: int, channels: int):
     """``null``: :class:`NullSink`; ``auto``: :class:`DeviceSink` when sounddevice imports and
-    there is an output device, else the null sink (said once in the log)."""
+    there is an output device, else the null sink (said once in the log); ``device``: the
+    DeviceSink or :class:`AudioDeviceError` saying why there is none."""
+    if mode == "device":
+        try:
+            return DeviceSink(rate)
+        except Exception as exc:  # ImportError, OSError (no PortAudio), PortAudioError (no device)
+            raise AudioDeviceError(f"--audio device: no sound device ({type(exc).__name__}: {exc})") from exc
     if mode == "auto":
         try:
             return DeviceSink(rate)

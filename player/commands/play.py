@@ -49,9 +49,10 @@ def register(subparsers) -> None:
     p.add_argument("--subtitle-file", default=None, metavar="FILE",
                    help="draw this Interop/SMPTE subtitle XML or SRT file from the first frame instead")
     p.add_argument("--preroll", type=positive_int, default=2, help="frames decoded before the clock starts (default 2)")
-    p.add_argument("--audio", choices=("auto", "null", "off"), default="auto",
+    p.add_argument("--audio", choices=("auto", "device", "null", "off"), default="auto",
                    help="sound: auto (the default output device through sounddevice when there is one, "
-                        "else the null sink; headless: null), null (a silent sink on the same clock), off")
+                        "else the null sink; headless: null), device (the output device, headless too; "
+                        "exit status 2 when there is none), null (a silent sink on the same clock), off")
     p.add_argument("--audio-out", type=Path, default=None, metavar="FILE.wav",
                    help="write the sound as played (all channels, native rate and bit depth, before any "
                         "downmix; sample 0 at the first frame played) and print the measured offset")
@@ -82,6 +83,7 @@ def _run(args) -> int:
     from cinegpu.decode import BackendUnavailable, PipelineError
     from cinegpu.media import MediaError, open_source
 
+    from ..audio import AudioDeviceError
     from ..media_default import default_media
     from ..window import has_display
 
@@ -100,7 +102,8 @@ def _run(args) -> int:
                        processes=not args.threads, auto_resolution=not args.full_resolution,
                        subtitles=args.subtitles == "on", subtitle_file=args.subtitle_file,
                        audio=args.audio, audio_out=args.audio_out)
-    except (MediaError, BackendUnavailable, PipelineError) as exc:   # no frame readable; no GPU; no workers
+    except (MediaError, BackendUnavailable, PipelineError, AudioDeviceError) as exc:
+        # no frame readable; no GPU; no workers; --audio device without a sound device
         print(f"cinegpu play: {exc}", file=sys.stderr)
         return 2
     finally:
