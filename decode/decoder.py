@@ -291,8 +291,12 @@ class Decoder:
         xp = self.xp
         keep_on_device = xp is not np and not to_host
         mod = xp if keep_on_device else np
-        out = [mod.zeros((h, w), sample_dtype(s.precision(c), s.signed(c)))
-               for c, (w, h) in enumerate(s.component_sizes(prep.reduce))]
+        sizes = s.component_sizes(prep.reduce)
+        dtypes = [sample_dtype(s.precision(c), s.signed(c)) for c in range(s.Csiz)]
+        # on the host a component that one tile covers whole takes that tile's plane (converted);
+        # the others are made here, zero where no tile lands
+        out: list = [None] * s.Csiz if mod is np else \
+            [mod.zeros((h, w), dt) for (w, h), dt in zip(sizes, dtypes)]
         # each component's origin on its own grid at this reduction (B-2)
         origins = [(-(-s.YOsiz // (s.YRsiz[c] << prep.reduce)), -(-s.XOsiz // (s.XRsiz[c] << prep.reduce)))
                    for c in range(s.Csiz)]
@@ -314,13 +318,23 @@ class Decoder:
                 if xp is not np and not keep_on_device:
                     gpu_planes.append((c, res, cy0, cx0, plane))
                     continue
+                if out[c] is None:
+                    w, h = sizes[c]
+                    if (res.x0 - cx0, res.y0 - cy0, res.x1 - cx0, res.y1 - cy0) == (0, 0, w, h):
+                        out[c] = plane.astype(dtypes[c])
+                        continue
+                    out[c] = np.zeros((h, w), dtypes[c])
                 out[c][res.y0 - cy0 : res.y1 - cy0, res.x0 - cx0 : res.x1 - cx0] = plane
+        for c, a in enumerate(out):
+            if a is None:
+                w, h = sizes[c]
+                out[c] = np.zeros((h, w), dtypes[c])
         if xp is not np and timings is not None:
             xp.cuda.Device().synchronize()
             timings["gpu"] = time.perf_counter() - t_gpu
         if gpu_planes:
             t1 = time.perf_counter()
-            for c, res, cy0, cx0, plane in gpu_planes:
+            for c, res, cy0, cx0, plane in gpu_planes:    # out: zeros made above (host)
                 out[c][res.y0 - cy0 : res.y1 - cy0, res.x0 - cx0 : res.x1 - cx0] = xp.asnumpy(plane)
             if timings is not None:
                 timings["download"] = time.perf_counter() - t1

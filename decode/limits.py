@@ -169,7 +169,10 @@ def check_pixels(cs: Codestream, reduce: int, max_pixels: int | None) -> None:
     if max_pixels is None:
         return
     s = cs.siz
-    for c, (w, h) in enumerate(s.component_sizes(reduce)):
+    sizes = s.component_sizes(reduce)
+    if max(w * h for w, h in sizes) <= max_pixels:
+        return
+    for c, (w, h) in enumerate(sizes):
         if w * h > max_pixels:
             at = f" at reduce {reduce}" if reduce else ""
             raise LimitExceeded(f"component {c} is {w} x {h} = {w * h} samples{at}, more than "
@@ -188,7 +191,15 @@ def check_tiles(cs: Codestream, input_bytes: int) -> int:
     work = n * (TILE_WORK + s.Csiz * RESOLUTION_WORK)  # every tile-component has a resolution
     resolutions = n * s.Csiz
     if work <= allowed:
-        resolutions = sum(cs.spcod(tile, c).levels + 1 for tile in cs.tiles.values() for c in range(s.Csiz))
+        resolutions = 0
+        main = None     # the main header's resolutions over the components, for tiles without COD/COC
+        for tile in cs.tiles.values():
+            if tile.header.cod is None and not tile.header.coc:
+                if main is None:
+                    main = sum(cs.spcod(None, c).levels + 1 for c in range(s.Csiz))
+                resolutions += main
+            else:
+                resolutions += sum(cs.spcod(tile, c).levels + 1 for c in range(s.Csiz))
         work = n * TILE_WORK + RESOLUTION_WORK * resolutions
     if work > allowed:
         at_least = "at least " if resolutions == n * s.Csiz else ""
