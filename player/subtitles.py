@@ -9,7 +9,8 @@ Sizes follow libdcp: points of a screen 11 inches high, so ``Size`` 42 is 42/792
 picture's height.  Placement: ``top`` puts the top of the line's box at ``VPosition`` percent
 of the height from the top; ``center`` its centre ``VPosition`` below the middle; ``bottom``
 puts an Interop line's baseline (an SMPTE line's box bottom) ``VPosition`` above the bottom;
-``HAlign``/``HPosition`` likewise across.  ``border`` strokes the glyphs in the effect colour
+``HAlign``/``HPosition`` likewise across.  Vertical lines (``Direction`` ``ttb``/``btt``) stack
+their characters upright in a column, top down or bottom up.  ``border`` strokes the glyphs in the effect colour
 (1/20 of the size, at least 1 pixel), ``shadow`` draws them offset down and right by as much;
 italic without an italic font is a 0.2 shear, bold a stroke in the text colour.  PNG
 subtitles are drawn at their pixel size on a 1080-line picture, scaled with the height.
@@ -28,10 +29,11 @@ import io
 import logging
 import shutil
 import subprocess
+from dataclasses import replace
 
 import numpy as np
 
-from cinegpu.media.subtitles import Cue, Style, TextLine
+from cinegpu.media.subtitles import Cue, Style, TextLine, TextRun
 
 __all__ = ["SubtitleRenderer", "SubtitleOverlay", "default_font_path"]
 
@@ -103,6 +105,8 @@ class SubtitleRenderer:
 
     def _line(self, line: TextLine, interop: bool):
         """(premultiplied float32 RGBA patch, baseline row in the patch) of one text line."""
+        if line.place.direction in ("ttb", "btt"):
+            return self._vertical(line, interop)
         from PIL import Image, ImageDraw  # noqa: PLC0415
 
         runs = []
@@ -157,6 +161,42 @@ class SubtitleRenderer:
                 region[:, :cut, 3] = m + region[:, :cut, 3] * (1 - m)
             x += round(length * st.aspect_adjust)
         return out, pad + ascent
+
+    def _vertical(self, line: TextLine, interop: bool):
+        """A ``ttb`` line: its characters one under the other, each centred across the column
+        and advanced by its font's line height (ascent + descent); ``btt`` stacks them from the
+        bottom up.  The baseline returned is the column's last row, so that a bottom-aligned
+        Interop line ends at its VPosition."""
+        flat = [(ch, run.style) for run in line.runs for ch in run.text]
+        if line.place.direction == "btt":
+            flat.reverse()
+        horizontal = replace(line.place, direction="ltr")
+        cells = []
+        for ch, st in flat:
+            patch, base = self._line(TextLine((TextRun(ch, st),), horizontal), interop)
+            if patch is None:
+                continue
+            face = self._face(st, max(4, round(st.size_in_pixels(self.height))))
+            ascent, descent = face.getmetrics()
+            pad = base - ascent                  # the horizontal patch's padding
+            cells.append((patch, pad, ascent + descent))
+        if not cells:
+            return None, 0
+        pad = max(c[1] for c in cells)
+        width = max(c[0].shape[1] for c in cells)
+        height = sum(c[2] for c in cells) + 2 * pad
+        out = np.zeros((height, width, 4), np.float32)
+        y = pad
+        for patch, p, step in cells:
+            h, w = patch.shape[:2]
+            x0, y0 = (width - w) // 2, y - p
+            y0c, y1c = max(0, y0), min(height, y0 + h)
+            src = patch[y0c - y0:y1c - y0]
+            dst = out[y0c:y1c, x0:x0 + w]
+            dst *= 1 - src[..., 3:4]
+            dst += src
+            y += step
+        return out, height - pad
 
     def _image(self, png: bytes):
         from PIL import Image  # noqa: PLC0415

@@ -364,3 +364,35 @@ def test_cli_subtitle_file_and_subtitles_off(gl, tmp_path):
                      "--subtitles", state, "--threads", "--workers", "1", "--screenshot", f"1:{shot}"]) == 0
         img = read_png16(shot)
         assert ((img.min(-1) > 60000).sum() > 20) == lit, state
+
+
+@needs_font
+def test_vertical_text_stacks_its_characters(tmp_path):
+    """Direction ttb: the characters one under another, the first at the top (btt: at the
+    bottom); an Interop bottom-aligned column ends at its VPosition like a line's baseline."""
+    more = """<Subtitle TimeIn="00:00:03:000" TimeOut="00:00:04:000" FadeUpTime="0" FadeDownTime="0">
+      <Text VAlign="top" VPosition="5" HAlign="center" HPosition="0" Direction="ttb">I—W</Text></Subtitle>
+      <Subtitle TimeIn="00:00:05:000" TimeOut="00:00:06:000" FadeUpTime="0" FadeDownTime="0">
+      <Text VAlign="top" VPosition="5" HAlign="center" HPosition="0" Direction="btt">I—W</Text></Subtitle>
+      <Subtitle TimeIn="00:00:07:000" TimeOut="00:00:08:000" FadeUpTime="0" FadeDownTime="0">
+      <Text VAlign="top" VPosition="5" HAlign="center" HPosition="0">I—W</Text></Subtitle>"""
+    subs, r = _drawn(tmp_path, more=more, size=42)
+    (cue, _), = subs.at(3 * 24)
+    assert cue.lines[0].place.direction == "ttb"
+
+    def ink(n):
+        a = r.compose(subs.at(n))[..., 3] > 128
+        rows, cols = np.nonzero(a)
+        return a, rows, cols
+
+    ttb, rows, cols = ink(3 * 24)
+    assert rows.max() - rows.min() > 2.5 * (cols.max() - cols.min())       # a column
+    horiz, hr, hc = ink(7 * 24)
+    assert hc.max() - hc.min() > 2 * (hr.max() - hr.min())                  # a line
+    # "I" (narrow) on top, "W" (wide) at the bottom for ttb; the other way round for btt
+    top, bottom = ttb[rows.min():rows.min() + 8], ttb[rows.max() - 7:rows.max() + 1]
+    assert np.ptp(np.nonzero(top)[1]) < np.ptp(np.nonzero(bottom)[1])
+    btt, brows, _ = ink(5 * 24)
+    top, bottom = btt[brows.min():brows.min() + 8], btt[brows.max() - 7:brows.max() + 1]
+    assert np.ptp(np.nonzero(top)[1]) > np.ptp(np.nonzero(bottom)[1])
+    assert rows.min() >= 216 * 0.05 - 1                                     # placed from the top
