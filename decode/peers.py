@@ -165,6 +165,56 @@ def openjpeg_decode_ms(path: Path, threads: int = 1, repeat: int = 5) -> float |
     return None if None in times else sorted(times)[len(times) // 2]
 
 
+def openjpeg_components(path: Path) -> list | None:
+    """Each component of ``path`` (a .j2c/.j2k codestream, or .jp2) as libopenjp2 decodes it,
+    int64 arrays at the component's own size, before any colour conversion (opj_decompress
+    turns three components with subsampled chroma into RGB as if they were sYCC; the library
+    does not). None: no libopenjp2, or it failed."""
+    import ctypes
+
+    import numpy as np
+
+    lib = _libopenjp2()
+    if lib is None:
+        return None
+    u32 = ctypes.c_uint32
+
+    class Comp(ctypes.Structure):       # opj_image_comp_t (OpenJPEG 2.x)
+        _fields_ = [("dx", u32), ("dy", u32), ("w", u32), ("h", u32), ("x0", u32), ("y0", u32),
+                    ("prec", u32), ("bpp", u32), ("sgnd", u32), ("resno_decoded", u32),
+                    ("factor", u32), ("data", ctypes.POINTER(ctypes.c_int32)), ("alpha", ctypes.c_uint16)]
+
+    class Image(ctypes.Structure):      # opj_image_t
+        _fields_ = [("x0", u32), ("y0", u32), ("x1", u32), ("y1", u32), ("numcomps", u32),
+                    ("color_space", ctypes.c_int), ("comps", ctypes.POINTER(Comp)),
+                    ("icc_profile_buf", ctypes.c_void_p), ("icc_profile_len", u32)]
+
+    params = ctypes.create_string_buffer(1 << 16)
+    lib.opj_set_default_decoder_parameters(params)
+    stream = lib.opj_stream_create_default_file_stream(str(path).encode(), 1)
+    codec = lib.opj_create_decompress(2 if Path(path).suffix.lower() == ".jp2" else 0)
+    image = ctypes.c_void_p()
+    try:
+        if not (stream and codec and lib.opj_setup_decoder(codec, params)
+                and lib.opj_read_header(stream, codec, ctypes.byref(image))
+                and lib.opj_decode(codec, stream, image) and lib.opj_end_decompress(codec, stream)):
+            return None
+        img = ctypes.cast(image, ctypes.POINTER(Image)).contents
+        out = []
+        for k in range(img.numcomps):
+            c = img.comps[k]
+            n = c.w * c.h
+            out.append(np.ctypeslib.as_array(c.data, shape=(n,)).astype(np.int64).reshape(c.h, c.w))
+        return out
+    finally:
+        if image:
+            lib.opj_image_destroy(image)
+        if stream:
+            lib.opj_stream_destroy(stream)
+        if codec:
+            lib.opj_destroy_codec(codec)
+
+
 def grk_decompress(files: list[Path], threads: int = 1, processes: int = 1) -> PeerResult | None:
     """Grok's ``grk_decompress`` (``-H`` threads)."""
     exe = shutil.which("grk_decompress")

@@ -127,7 +127,7 @@ class Encoder:
                  levels=None, codeblock=(32, 32), progression="LRCP", layers=1, tiles=None,
                  precincts=None, backend="auto", workers=None, style=0, quantization="expounded",
                  guard_bits=None, base_step=1.0, early_stop=True, rate_on_gpu=None,
-                 geometry: GeometryCache | None = None, codec="j2k"):
+                 geometry: GeometryCache | None = None, codec="j2k", mct=None):
         if codec not in ("j2k", "htj2k"):
             raise ValueError(f"codec {codec!r} is neither 'j2k' nor 'htj2k'")
         #: "htj2k": HT code-blocks (ISO/IEC 15444-15), the path of :mod:`.ht`
@@ -137,7 +137,7 @@ class Encoder:
         self.options = dict(profile=profile, fps=fps, bitrate=bitrate, reversible=reversible,
                             levels=levels, codeblock=codeblock, progression=progression,
                             layers=layers, tiles=tiles, precincts=precincts, style=style,
-                            quantization=quantization, guard_bits=guard_bits)
+                            quantization=quantization, guard_bits=guard_bits, mct=mct)
         self.base_step = float(base_step)
         #: under a budget (irreversible), skip the bit-planes rate control would drop
         #: (:mod:`.early_stop`), decided per frame from the frame alone
@@ -353,7 +353,8 @@ class Encoder:
 def encode(image, *, profile="generic", fps=24, bitrate=None, reversible=False, levels=None,
            codeblock=(32, 32), progression="LRCP", layers=1, tiles=None, precincts=None,
            backend="auto", workers=None, bits=None, signed=None, style=0,
-           quantization="expounded", guard_bits=None, base_step=1.0, codec="j2k") -> bytes:
+           quantization="expounded", guard_bits=None, base_step=1.0, codec="j2k",
+           mct=None) -> bytes:
     """Encode an image as a JPEG 2000 codestream (T.800 Annex A), returned as bytes.
 
     ``image``: (H, W) or (H, W, C) integer array, or a list of 2-D component arrays
@@ -378,11 +379,12 @@ def encode(image, *, profile="generic", fps=24, bitrate=None, reversible=False, 
     irreversible quantisation step in sample units before the per-band weighting.
     ``codec``: "j2k" (Part 1, EBCOT) or "htj2k" (Part 15: HT code-blocks, cleanup pass only,
     see :mod:`cinegpu.encode.ht`; wrap the result with :func:`cinegpu.encode.ht.jph_file`
-    for a .jph file).
+    for a .jph file).  ``mct``: the component transform over components 0-2 where they are
+    of one size (None, the default), or never (False: Y'CbCr input, as IMF carries it).
     """
     with Encoder(profile=profile, fps=fps, bitrate=bitrate, reversible=reversible, levels=levels,
                  codeblock=codeblock, progression=progression, layers=layers, tiles=tiles,
                  precincts=precincts, backend=backend, workers=workers, style=style,
                  quantization=quantization, guard_bits=guard_bits, base_step=base_step,
-                 codec=codec) as enc:
+                 codec=codec, mct=mct) as enc:
         return enc.encode(image, bits=bits, signed=signed)

@@ -122,8 +122,11 @@ def _progression(progression) -> int:
 
 def make_params(shapes, precisions, signed, *, profile, fps, bitrate, reversible, levels,
                 codeblock, progression, layers, tiles, precincts, style, quantization,
-                guard_bits) -> Params:
-    """Validate the options against the image (``shapes``: (h, w) per component)."""
+                guard_bits, mct=None) -> Params:
+    """Validate the options against the image (``shapes``: (h, w) per component).  ``mct``:
+    the multiple component transform (ICT/RCT, T.800 Annex G) over components 0-2; None: where
+    they can take it (three or more components of one size, R'G'B' as given); False: never
+    (Y'CbCr input; DCI profiles always use it)."""
     if profile not in PROFILES:
         raise ValueError(f"profile {profile!r} not in {PROFILES}")
     h0, w0 = shapes[0]
@@ -135,7 +138,8 @@ def make_params(shapes, precisions, signed, *, profile, fps, bitrate, reversible
     ncomp = len(shapes)
     same = all(s == shapes[0] for s in shapes[:3])
     if profile in imf.PROFILES:
-        return _imf_params(profile, shapes, precisions, fps, bitrate, reversible, style)
+        return _imf_params(profile, shapes, precisions, fps, bitrate, reversible, style,
+                           mct is not False)
     if profile != "generic":
         return _dci_params(profile, shapes, precisions, fps, bitrate)
     if levels is None:
@@ -147,7 +151,8 @@ def make_params(shapes, precisions, signed, *, profile, fps, bitrate, reversible
         profile=profile, Rsiz=0, width=w0, height=h0, precisions=tuple(precisions),
         signed=tuple(signed), XRsiz=XRsiz, YRsiz=YRsiz, tile=tile, levels=int(levels),
         xcb=xcb, ycb=ycb, cblk_style=int(style), reversible=bool(reversible),
-        mct=1 if (ncomp >= 3 and same) else 0, progression=_progression(progression),
+        mct=1 if (ncomp >= 3 and same and mct is not False) else 0,
+        progression=_progression(progression),
         layers=int(layers), precincts=precinct_exponents(precincts, int(levels)), pocs=(),
         guard_bits=2 if guard_bits is None else int(guard_bits), guard_bits_fixed=False,
         quant_style=0 if reversible else (1 if quantization == "derived" else 2),
@@ -185,9 +190,12 @@ def _dci_params(profile, shapes, precisions, fps, bitrate) -> Params:
 IMF_DEFAULT_BITRATE = imf.sublevel_bitrate(1)
 
 
-def _imf_params(profile, shapes, precisions, fps, bitrate, reversible=False, style=0) -> Params:
-    """An IMF lossy profile (:mod:`cinegpu.decode.codestream.imf`): RGB 4:4:4 of 10 or 12 bits
-    as given (no colour conversion), the sub level chosen from ``bitrate``. With the HT
+def _imf_params(profile, shapes, precisions, fps, bitrate, reversible=False, style=0,
+                rgb=True) -> Params:
+    """An IMF lossy profile (:mod:`cinegpu.decode.codestream.imf`): R'G'B' 4:4:4 (``rgb``: the
+    ICT, or the RCT) or Y'CbCr 4:4:4 or 4:2:2 (``rgb`` False: no component transform; Cb and
+    Cr of half the width for 4:2:2, ST 2067-21 Table 3) of 10 or 12 bits as given, the sub
+    level chosen from ``bitrate``. With the HT
     code-block style (``style`` 0x40, ``codec="htj2k"``) the same geometry as HTJ2K in IMF:
     Rsiz :data:`imf.HT_RSIZ`, and ``reversible`` (5/3 + RCT) lossless when no ``bitrate``
     is given; Part-1 IMF codestreams are 9/7 only here."""
@@ -198,8 +206,12 @@ def _imf_params(profile, shapes, precisions, fps, bitrate, reversible=False, sty
                          "(codec='htj2k')")
     h, w = shapes[0]
     cw, ch = p.container
-    if len(shapes) != 3 or any(s != shapes[0] for s in shapes):
-        raise ValueError(f"{profile}: need 3 components of one size (RGB 4:4:4), got {shapes}")
+    chroma = {tuple(s) for s in shapes[1:]}
+    if len(shapes) != 3 or len(chroma) != 1 or chroma.pop() not in ((h, w), (h, -(-w // 2))):
+        raise ValueError(f"{profile}: need 3 components, 4:4:4 or 4:2:2, got {shapes}")
+    if shapes[1] != shapes[0] and rgb:
+        raise ValueError(f"{profile}: 4:2:2 is Y'CbCr (no component transform), got R'G'B'")
+    xr = 1 if shapes[1] == shapes[0] else 2
     if w > cw or h > ch:
         raise ValueError(f"{profile}: {w}x{h} is larger than the {cw}x{ch} container")
     if len(set(precisions)) != 1 or precisions[0] not in imf.PRECISIONS:
@@ -212,8 +224,9 @@ def _imf_params(profile, shapes, precisions, fps, bitrate, reversible=False, sty
     low, rest = dci.PRECINCTS
     return Params(
         profile=profile, Rsiz=Rsiz, width=w, height=h, precisions=tuple(precisions),
-        signed=(False,) * 3, XRsiz=(1,) * 3, YRsiz=(1,) * 3, tile=(w, h), levels=levels,
-        xcb=xcb, ycb=ycb, cblk_style=0x40 if ht else 0, reversible=bool(reversible), mct=1,
+        signed=(False,) * 3, XRsiz=(1, xr, xr), YRsiz=(1,) * 3, tile=(w, h), levels=levels,
+        xcb=xcb, ycb=ycb, cblk_style=0x40 if ht else 0, reversible=bool(reversible),
+        mct=1 if rgb else 0,
         progression=dci.PROGRESSION, layers=1,
         precincts=((low, low),) + ((rest, rest),) * levels, pocs=(), guard_bits=2,
         guard_bits_fixed=False, quant_style=0 if reversible else 2, tlm=True,

@@ -20,13 +20,18 @@ import numpy as np
 
 from cinegpu.decode.transform.display import DCI_GAMMA, DCI_PEAK_RATIO, PRIMARIES
 
-__all__ = ["COLORSPACES", "rgb_to_xyz_matrix", "to_xyz12", "xyz12_parameters"]
+__all__ = ["COLORSPACES", "SAMPLINGS", "rgb_to_xyz_matrix", "rgb_to_ycbcr", "to_xyz12",
+           "xyz12_parameters", "ycbcr_levels"]
 
 DCI_WHITE = (0.314, 0.351)
 INPUT_PRIMARIES = dict(PRIMARIES, dcip3=(PRIMARIES["p3d65"][0], PRIMARIES["p3d65"][1],
                                         PRIMARIES["p3d65"][2], DCI_WHITE))
 INPUT_GAMMA = {"rec709": 2.4, "p3d65": 2.6, "dcip3": 2.6}
 COLORSPACES = ("rec709", "p3d65", "dcip3", "xyz")
+#: IMF picture samplings: R'G'B' 4:4:4 as given, or Y'CbCr 4:4:4 / 4:2:2 (ST 2067-21 Table 3)
+SAMPLINGS = ("rgb", "ycbcr444", "ycbcr422")
+#: Luma coefficients (Kr, Kb) of the Y'CbCr coding equations, Rec. ITU-R BT.709 Table 3 item 3.2
+YCBCR_COEFFICIENTS = {"rec709": (0.2126, 0.0722)}
 
 
 def rgb_to_xyz_matrix(colorspace: str) -> np.ndarray:
@@ -79,3 +84,47 @@ def xyz12_parameters(colorspace: str) -> tuple[np.float32, np.ndarray, np.float3
         raise ValueError(f"colorspace must be one of {COLORSPACES}, got {colorspace!r}")
     m = (rgb_to_xyz_matrix(colorspace) / DCI_PEAK_RATIO).astype(np.float32)
     return np.float32(INPUT_GAMMA[colorspace]), m, np.float32(1.0 / DCI_GAMMA)
+
+
+def ycbcr_levels(bits: int) -> tuple[int, int, int]:
+    """(black, white, colour range) of narrow-range Y'CbCr code values at ``bits`` (BT.709 Table
+    4: 16 and 235 for luma, 240 - 16 + 1 chroma levels, times 2^(bits - 8)): the CDCI
+    descriptor's BlackRefLevel, WhiteReflevel and ColorRange (10 bits: 64, 940, 897)."""
+    k = 1 << (bits - 8)
+    return 16 * k, 235 * k, 224 * k + 1
+
+
+def rgb_to_ycbcr(image: np.ndarray, bits: int, sampling: str = "ycbcr444",
+                 colorspace: str = "rec709") -> list[np.ndarray]:
+    """Narrow-range Y'CbCr code values (uint16 planes Y', Cb, Cr) of the display-encoded R'G'B'
+    ``image`` ((H, W, 3) floats 0..1), Rec. ITU-R BT.709 items 3.2-3.5:
+
+        Y' = Kr R' + (1 - Kr - Kb) G' + Kb B'       Cb = (B' - Y') / (2 (1 - Kb))
+        Cr = (R' - Y') / (2 (1 - Kr))               D = round((219 Y' + 16) 2^(n-8)),
+                                                    round((224 C + 128) 2^(n-8)), clipped to n bits
+
+    ``sampling`` "ycbcr422": Cb and Cr keep every other column (ceil(W / 2) of them), each the
+    [1, 2, 1] / 4 average around its co-sited luma column (edges repeated), as ST 2067-21 and
+    the CDCI descriptor's ColorSiting "CoSiting" say."""
+    if sampling not in ("ycbcr444", "ycbcr422"):
+        raise ValueError(f"sampling must be ycbcr444 or ycbcr422, got {sampling!r}")
+    if colorspace not in YCBCR_COEFFICIENTS:
+        raise ValueError(f"Y'CbCr is written for {tuple(YCBCR_COEFFICIENTS)} only, got {colorspace!r}")
+    kr, kb = YCBCR_COEFFICIENTS[colorspace]
+    rgb = np.clip(np.asarray(image, np.float64), 0.0, 1.0)
+    r, g, b = rgb[..., 0], rgb[..., 1], rgb[..., 2]
+    y = kr * r + (1.0 - kr - kb) * g + kb * b
+    cb = (b - y) / (2.0 * (1.0 - kb))
+    cr = (r - y) / (2.0 * (1.0 - kr))
+    if sampling == "ycbcr422":
+        cb, cr = _cosited_half(cb), _cosited_half(cr)
+    k, top = float(1 << (bits - 8)), (1 << bits) - 1
+    code = [np.rint((219.0 * y + 16.0) * k)] + [np.rint((224.0 * c + 128.0) * k) for c in (cb, cr)]
+    return [np.clip(c, 0, top).astype(np.uint16) for c in code]
+
+
+def _cosited_half(c: np.ndarray) -> np.ndarray:
+    """Every other column of ``c``, filtered [1, 2, 1] / 4 (edge columns repeated)."""
+    padded = np.concatenate([c[:, :1], c, c[:, -1:]], axis=1)
+    even = np.arange(0, c.shape[1], 2)
+    return 0.25 * padded[:, even] + 0.5 * padded[:, even + 1] + 0.25 * padded[:, even + 2]

@@ -20,7 +20,7 @@ import numpy as np
 
 from cinegpu.decode.codestream import dci, imf
 
-from .colour import to_xyz12, xyz12_parameters
+from .colour import rgb_to_ycbcr, to_xyz12, xyz12_parameters
 from .dcp_write import _cinegpu_encoder, encode_frame, encoder_name
 from .errors import UnsupportedMedia
 
@@ -48,13 +48,16 @@ class FrameEncoders:
 
     def __init__(self, *, profile: str, fps, bitrate: float | None, colorspace: str,
                  backend: str = "auto", bits: int = 12, codec: str = "j2k",
-                 lossless: bool = False):
+                 lossless: bool = False, sampling: str = "rgb"):
         self.profile, self.fps, self.colorspace = profile, Fraction(fps), colorspace
         #: an IMF profile ("imf-2k", "imf-4k"): R'G'B' as given, ``bits`` per component
         self.imf = profile in imf.PROFILES
         self.bits = bits
-        #: IMF only: "htj2k" codes HT code-blocks; ``lossless`` the 5/3 + RCT path
+        #: IMF only: "htj2k" codes HT code-blocks; ``lossless`` the 5/3 path (+ RCT for R'G'B')
         self.codec, self.lossless = codec, lossless
+        #: IMF only: "rgb" (R'G'B' 4:4:4 as given, the ICT/RCT), "ycbcr444" or "ycbcr422"
+        #: (narrow-range Rec. 709 Y'CbCr, :func:`.colour.rgb_to_ycbcr`, no component transform)
+        self.sampling = sampling
         self.dci = None if self.imf else dci.profile(profile)   # "2k" / "4k" / "dci-2k"...
         self.encoder_profile = profile if self.imf else self.dci.name
         self.bitrate = None if bitrate is None else bitrate * 1e6
@@ -78,7 +81,8 @@ class FrameEncoders:
                     self._geometry = GeometryCache()
             enc = Encoder(profile=self.encoder_profile, fps=self.fps, bitrate=self.bitrate,
                           backend=self.backend, workers=1, geometry=self._geometry,
-                          codec=self.codec, reversible=self.lossless)
+                          codec=self.codec, reversible=self.lossless,
+                          mct=False if self.sampling != "rgb" else None)
             self._local.encoder = enc
             with self._lock:
                 self._made.append(enc)
@@ -112,10 +116,15 @@ class FrameEncoders:
         return enc.encode(to_xyz12(a, self.colorspace), bits=12, signed=False)
 
     def _encode_rgb(self, a: np.ndarray, top: float) -> bytes:
-        """IMF: the R'G'B' samples scaled to ``bits`` (no colour conversion), on the host."""
+        """IMF: the R'G'B' samples scaled to ``bits`` (no colour conversion), or their Y'CbCr
+        (:attr:`sampling`), on the host."""
         if not self.ours:
             raise UnsupportedMedia(None, "IMF mastering needs cinegpu.encode "
                                          "(the OpenJPEG stand-in makes DCI codestreams only)")
+        if self.sampling != "rgb":
+            planes = rgb_to_ycbcr(a.astype(np.float32) / np.float32(top), self.bits,
+                                  self.sampling, self.colorspace)
+            return self._encoder().encode(planes, bits=self.bits, signed=False)
         peak = (1 << self.bits) - 1
         rgb = np.rint((a.astype(np.float32) / np.float32(top)).clip(0.0, 1.0) * peak)
         return self._encoder().encode(rgb.astype(np.uint16), bits=self.bits, signed=False)

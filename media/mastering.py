@@ -26,7 +26,7 @@ import numpy as np
 
 from cinegpu.decode.codestream import dci, imf
 
-from .colour import COLORSPACES
+from .colour import COLORSPACES, SAMPLINGS
 from .dcp_write import DCPWriter, Package
 from .frame_encode import FrameEncoders
 from .imf_write import IMFWriter
@@ -44,7 +44,8 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
            workers: int | None = None, kind: str = "feature", progress: bool = True,
            backend: str = "auto", sound: SoundInput | None = None,
            subtitles: TimedTextAsset | None = None, format: str = "dcp",
-           codec: str = "j2k", bits: int = 12, lossless: bool = False) -> Package:
+           codec: str = "j2k", bits: int = 12, lossless: bool = False,
+           sampling: str = "rgb") -> Package:
     """Master ``count`` input images (``get_frame(i)``: (H, W, 3) floats 0..1, or integers
     read as a fraction of their dtype's maximum) into a DCP at ``out``. ``frames``:
     composition length (default ``count``; the input repeats to fill it). ``bitrate`` in
@@ -55,12 +56,15 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
     :func:`.subtitle_write.prepare_subtitles` for ``frames`` frames. ``format`` "imf": an IMF
     App #2E package instead (:func:`check_imf`: ``profile`` and ``container`` are not used, the
     picture keeps its size and its R'G'B' at ``bits`` per component; ``codec`` "htj2k" codes
-    HTJ2K, ``lossless`` with the 5/3 path; the sound track as long as the picture, in
-    samples). Raises ValueError for a
+    HTJ2K, ``lossless`` with the 5/3 path; ``sampling`` "ycbcr444"/"ycbcr422" writes Rec. 709
+    Y'CbCr instead of R'G'B'; the sound track as long as the picture, in samples). Raises
+    ValueError for a
     bad profile, rate, size or colour space, MediaError for sound shorter than the picture."""
     rate = Fraction(fps)
     if format == "imf":
-        check_imf(codec, rate, colorspace, bits, sound, subtitles, lossless, bitrate)
+        check_imf(codec, rate, colorspace, bits, sound, subtitles, lossless, bitrate, sampling)
+    elif sampling != "rgb":
+        raise ValueError("Y'CbCr sampling is for IMF packages (--format imf): a DCP is X'Y'Z'")
     elif format != "dcp":
         raise ValueError(f"format must be dcp or imf, got {format!r}")
     else:
@@ -97,7 +101,8 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
 
     encoders = FrameEncoders(profile=encoder_profile, fps=rate, bitrate=bitrate,
                              colorspace=colorspace, backend=backend, bits=bits,
-                             codec=codec if format == "imf" else "j2k", lossless=lossless)
+                             codec=codec if format == "imf" else "j2k", lossless=lossless,
+                             sampling=sampling)
 
     def prepare(i: int) -> bytes:
         img = first if i == 0 else get_frame(i)
@@ -146,10 +151,10 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
 
 
 def check_imf(codec: str, rate: Fraction, colorspace: str, bits: int, sound=None,
-              subtitles=None, lossless: bool = False, bitrate=None) -> None:
+              subtitles=None, lossless: bool = False, bitrate=None, sampling: str = "rgb") -> None:
     """ValueError unless an IMF package can be mastered with these: Part-1 JPEG 2000 or HTJ2K
     (``lossless``: HTJ2K only, without a ``bitrate``), an ST 2067-21 edit rate, Rec. 709
-    input, 10 or 12 bits, no subtitles. ``sound`` (a :class:`.sound_in.SoundInput`) must
+    input, 10 or 12 bits, a sampling of :data:`.colour.SAMPLINGS`, no subtitles. ``sound`` (a :class:`.sound_in.SoundInput`) must
     last a whole number of samples as long as the picture: :meth:`~.SoundInput.fit_imf`,
     checked by :func:`master`."""
     if codec not in ("j2k", "htj2k"):
@@ -160,6 +165,8 @@ def check_imf(codec: str, rate: Fraction, colorspace: str, bits: int, sound=None
     if colorspace != "rec709":
         raise ValueError(f"IMF packages carry the input's R'G'B' as it is: only rec709 input "
                          f"is written so far, got {colorspace!r}")
+    if sampling not in SAMPLINGS:
+        raise ValueError(f"sampling must be one of {SAMPLINGS}, got {sampling!r}")
     if bits not in imf.PRECISIONS:
         raise ValueError(f"IMF bit depth must be one of {imf.PRECISIONS}, got {bits}")
     if lossless and codec != "htj2k":

@@ -11,7 +11,11 @@ tools (``photon-imf-*`` in the shared samples: DaVinci Resolve through asdcplib)
     descriptor              RGBAEssenceDescriptor with the picture coding label of the IMF
                             profile and level (ST 2067-21 5.4, from Rsiz), the colour primaries
                             and transfer characteristic (Rec. ITU-R BT.709 here), R, G, B of the
-                            codestream's precision in PixelLayout, full-range Min/MaxRef
+                            codestream's precision in PixelLayout, full-range Min/MaxRef; for
+                            Y'CbCr frames (no component transform) a CDCIEssenceDescriptor:
+                            ComponentDepth, Horizontal/VerticalSubsampling from the chroma's
+                            XRsiz/YRsiz, co-sited, narrow-range Black/WhiteRefLevel and
+                            ColorRange, the BT.709 coding equations; J2CLayout Y', Cb, Cr
     sub-descriptors         JPEG2000PictureSubDescriptor (ST 422) with J2CLayout (and for
                             HTJ2K J2KExtendedCapabilities: the CAP marker's Pcap and Ccap, as
                             ST 422:2019 and the photon HTJ2K sample have them), and the
@@ -32,6 +36,7 @@ from lxml import etree
 
 from cinegpu.decode.codestream import imf
 
+from .colour import ycbcr_levels
 from .errors import MediaError
 from .mxf_write import (J2K_PRIMER, JP2K_SUBDESCRIPTOR, RGBA_DESCRIPTOR, SUBDESCRIPTORS_TAG,
                         PictureTrackWriter, _batch, _rational, local_set)
@@ -52,7 +57,17 @@ IMF_PRIMER = {
     0x3219: "060e2b34010101090401020101060100", 0x3405: "060e2b34010101050401040401000000",
     0xfff1: "060e2b340101010e040106030e000000",     # J2CLayout (ST 422:2014)
     0xfff0: "060e2b340101010e040106030f000000",     # J2KExtendedCapabilities (ST 422:2019)
+    # CDCIEssenceDescriptor (Y'CbCr) items and the coding equations
+    0x3301: "060e2b3401010102040105030a000000", 0x3302: "060e2b34010101010401050105000000",
+    0x3303: "060e2b34010101010401050106000000", 0x3304: "060e2b34010101010401050303000000",
+    0x3305: "060e2b34010101010401050304000000", 0x3306: "060e2b34010101020401050305000000",
+    0x3308: "060e2b34010101020401050110000000", 0x321a: "060e2b34010101020401020101030100",
 }
+CDCI_DESCRIPTOR = 0x28
+#: Rec. ITU-R BT.709 Y'CbCr coding equations (the CodingEquations value)
+BT709_CODING_EQUATIONS = bytes.fromhex("060e2b34040101010401010102020000")
+YCBCR_CODES = (("CompLuma", 0x59), ("CompColorDifferenceU", 0x55),
+               ("CompColorDifferenceV", 0x56))
 J2C_LAYOUT_TAG, J2K_CAPABILITIES_TAG = 0xFFF1, 0xFFF0
 #: The picture coding label of HTJ2K in IMF (ST 2067-21:2020; RP 224 "HTJ2K generic"), as
 #: the photon HTJ2K sample's descriptor has it.
@@ -86,8 +101,8 @@ def _ul_urn(ul: bytes) -> str:
 
 class IMFPictureTrackWriter(PictureTrackWriter):
     """Write frames (IMF JPEG 2000 codestreams, Rsiz of an IMF profile) into an OP-1a track
-    file for ST 2067-21. As :class:`.mxf_write.PictureTrackWriter`; the picture is R'G'B'
-    in Rec. ITU-R BT.709 (the only colour space written so far)."""
+    file for ST 2067-21. As :class:`.mxf_write.PictureTrackWriter`; the picture is R'G'B' or
+    Y'CbCr 4:4:4/4:2:2 in Rec. ITU-R BT.709 (the only colour space written so far)."""
 
     CONTAINERS = (JP2K_P1_WRAPPED,)
     OPERATIONAL_PATTERN = OP_1A
@@ -105,34 +120,61 @@ class IMFPictureTrackWriter(PictureTrackWriter):
         if len(self.offsets) == 1:
             coding_label(self.header.Rsiz)    # MediaError now for a codestream IMF cannot carry
 
+    @property
+    def ycbcr(self) -> bool:
+        """Whether the frames are Y'CbCr: three components without a component transform (COD's
+        MCT byte 0), as the encoder writes Y'CbCr for IMF; R'G'B' frames carry the ICT/RCT."""
+        h = self.header
+        return h is not None and len(h.components) == 3 and len(h.cod) > 4 and h.cod[4] == 0
+
+    def _codes(self) -> tuple:
+        return YCBCR_CODES if self.ycbcr else RGB_CODES
+
     def _layout(self) -> bytes:
         bits = self.header.siz.Ssiz[0] % 128 + 1
-        return b"".join(bytes([code, bits]) for _, code in RGB_CODES) + bytes(10)
+        return b"".join(bytes([code, bits]) for _, code in self._codes()) + bytes(10)
 
-    def _descriptor(self, ids: dict[str, bytes], n: int) -> list[bytes]:
-        """The RGBAEssenceDescriptor, its JPEG2000PictureSubDescriptor (with J2CLayout) and a
-        ContainerConstraintsSubDescriptor."""
+    def _picture_items(self, ids: dict[str, bytes], n: int) -> list[tuple[int, bytes]]:
+        """The GenericPictureEssenceDescriptor items both descriptors share."""
         h = self.header
-        assert h is not None
         u32, u64 = (lambda v: struct.pack(">I", v)), (lambda v: struct.pack(">Q", v))
-        ids["sub"], ids["constraints"] = uuid.uuid4().bytes, uuid.uuid4().bytes
-        self.instance_ids = {k: uuid.UUID(bytes=ids[k]) for k in ("desc", "sub", "constraints")}
         w, ht = h.width, h.height
         aspect = Fraction(w, ht)
-        top = (1 << (h.siz.Ssiz[0] % 128 + 1)) - 1
         return [
-            local_set(RGBA_DESCRIPTOR, [
-                (0x3C0A, ids["desc"]),
-                (SUBDESCRIPTORS_TAG, _batch([ids["sub"], ids["constraints"]], 16)),
-                (0x3006, u32(2)), (0x3001, _rational(self.edit_rate)), (0x3002, u64(n)),
-                (0x3004, JP2K_P1_WRAPPED), (0x320C, b"\x00"),
-                (0x3203, u32(w)), (0x3202, u32(ht)), (0x3205, u32(w)), (0x3204, u32(ht)),
-                (0x3209, u32(w)), (0x3208, u32(ht)),
-                (0x320E, struct.pack(">ii", aspect.numerator, aspect.denominator)),
-                (0x320D, _batch([u32(0), u32(0)], 4)),
-                (0x3201, coding_label(h.Rsiz)), (0x3219, BT709_PRIMARIES),
-                (0x3210, BT709_TRANSFER), (0x3406, u32(top)), (0x3407, u32(0)),
-                (0x3405, b"\x00"), (0x3401, self._layout())]),
+            (0x3C0A, ids["desc"]),
+            (SUBDESCRIPTORS_TAG, _batch([ids["sub"], ids["constraints"]], 16)),
+            (0x3006, u32(2)), (0x3001, _rational(self.edit_rate)), (0x3002, u64(n)),
+            (0x3004, JP2K_P1_WRAPPED), (0x320C, b"\x00"),
+            (0x3203, u32(w)), (0x3202, u32(ht)), (0x3205, u32(w)), (0x3204, u32(ht)),
+            (0x3209, u32(w)), (0x3208, u32(ht)),
+            (0x320E, struct.pack(">ii", aspect.numerator, aspect.denominator)),
+            (0x320D, _batch([u32(0), u32(0)], 4)),
+            (0x3201, coding_label(h.Rsiz)), (0x3219, BT709_PRIMARIES),
+            (0x3210, BT709_TRANSFER)]
+
+    def _descriptor(self, ids: dict[str, bytes], n: int) -> list[bytes]:
+        """The RGBAEssenceDescriptor (R'G'B') or CDCIEssenceDescriptor (Y'CbCr: component depth,
+        subsampling, co-sited chroma, narrow-range levels, BT.709 coding equations), its
+        JPEG2000PictureSubDescriptor (with J2CLayout) and a ContainerConstraintsSubDescriptor."""
+        h = self.header
+        assert h is not None
+        u32 = lambda v: struct.pack(">I", v)   # noqa: E731
+        ids["sub"], ids["constraints"] = uuid.uuid4().bytes, uuid.uuid4().bytes
+        self.instance_ids = {k: uuid.UUID(bytes=ids[k]) for k in ("desc", "sub", "constraints")}
+        bits = h.siz.Ssiz[0] % 128 + 1
+        if self.ycbcr:
+            black, white, span = ycbcr_levels(bits)
+            descriptor = local_set(CDCI_DESCRIPTOR, self._picture_items(ids, n) + [
+                (0x321A, BT709_CODING_EQUATIONS), (0x3301, u32(bits)),
+                (0x3302, u32(h.siz.XRsiz[1])), (0x3308, u32(h.siz.YRsiz[1])),
+                (0x3303, b"\x00"), (0x3304, u32(black)), (0x3305, u32(white)),
+                (0x3306, u32(span))])
+        else:
+            descriptor = local_set(RGBA_DESCRIPTOR, self._picture_items(ids, n) + [
+                (0x3406, u32((1 << bits) - 1)), (0x3407, u32(0)), (0x3405, b"\x00"),
+                (0x3401, self._layout())])
+        return [
+            descriptor,
             local_set(JP2K_SUBDESCRIPTOR, [(0x3C0A, ids["sub"])] + self._j2k_items(h)
                       + [(J2C_LAYOUT_TAG, self._layout())] + self._capabilities()),
             local_set(CONTAINER_CONSTRAINTS, [(0x3C0A, ids["constraints"])]),
@@ -156,8 +198,8 @@ class IMFPictureTrackWriter(PictureTrackWriter):
 
     # -- RegXML for the CPL --
     def essence_descriptor(self) -> etree._Element:
-        """The descriptor written into the file, as RegXML (an ``r0:RGBADescriptor`` element
-        for the CPL's EssenceDescriptor); call after :meth:`close`."""
+        """The descriptor written into the file, as RegXML (an ``r0:RGBADescriptor`` or
+        ``r0:CDCIDescriptor`` element for the CPL's EssenceDescriptor); call after :meth:`close`."""
         h = self.header
         if h is None or not self.instance_ids:
             raise MediaError(self.path, "the track file is not finished")
@@ -173,7 +215,7 @@ class IMFPictureTrackWriter(PictureTrackWriter):
 
         def layout(parent, tag):
             lay = el(parent, NS_ELEMENTS, tag)
-            for name, _ in RGB_CODES:
+            for name, _ in self._codes():
                 c = el(lay, NS_TYPES, "RGBAComponent")
                 el(c, NS_TYPES, "Code", name)
                 el(c, NS_TYPES, "ComponentSize", bits)
@@ -182,11 +224,21 @@ class IMFPictureTrackWriter(PictureTrackWriter):
                 el(c, NS_TYPES, "Code", "CompNull")
                 el(c, NS_TYPES, "ComponentSize", 0)
 
-        rgba = etree.Element(f"{{{NS_GROUPS}}}RGBADescriptor", nsmap=REGXML_NSMAP)
-        layout(rgba, "PixelLayout")
-        el(rgba, NS_ELEMENTS, "ComponentMinRef", 0)
-        el(rgba, NS_ELEMENTS, "ComponentMaxRef", (1 << bits) - 1)
-        el(rgba, NS_ELEMENTS, "ScanningDirection", "ScanningDirection_LeftToRightTopToBottom")
+        if self.ycbcr:
+            black, white, span = ycbcr_levels(bits)
+            rgba = etree.Element(f"{{{NS_GROUPS}}}CDCIDescriptor", nsmap=REGXML_NSMAP)
+            for tag, value in (("ComponentDepth", bits), ("HorizontalSubsampling", h.siz.XRsiz[1]),
+                               ("VerticalSubsampling", h.siz.YRsiz[1]), ("ColorSiting", "CoSiting"),
+                               ("BlackRefLevel", black), ("WhiteRefLevel", white),
+                               ("ColorRange", span),
+                               ("CodingEquations", _ul_urn(BT709_CODING_EQUATIONS))):
+                el(rgba, NS_ELEMENTS, tag, value)
+        else:
+            rgba = etree.Element(f"{{{NS_GROUPS}}}RGBADescriptor", nsmap=REGXML_NSMAP)
+            layout(rgba, "PixelLayout")
+            el(rgba, NS_ELEMENTS, "ComponentMinRef", 0)
+            el(rgba, NS_ELEMENTS, "ComponentMaxRef", (1 << bits) - 1)
+            el(rgba, NS_ELEMENTS, "ScanningDirection", "ScanningDirection_LeftToRightTopToBottom")
         el(rgba, NS_ELEMENTS, "LinkedTrackID", 2)
         el(rgba, NS_ELEMENTS, "InstanceID", f"urn:uuid:{self.instance_ids['desc']}")
         vlm = el(rgba, NS_ELEMENTS, "VideoLineMap")

@@ -4,8 +4,13 @@ X'Y'Z' content (DCPs, DCI-profile codestreams) goes through the DCI output
 transform (:func:`cinegpu.decode.transform.xyz_to_rgb`, or its CuPy twin on
 the CUDA back end); other content is taken as RGB (3 components) or grey
 (1), each scaled from its precision to 16 bits: round(v * 65535 / (2^p - 1)).
-Alpha is opaque (65535).  Components it cannot show (fewer than three for
-X'Y'Z', differing sizes) raise :class:`~cinegpu.media.errors.UnsupportedMedia`.
+Three components whose second and third are half as wide as the first are
+Y'CbCr 4:2:2 (as IMF carries it, and as OpenJPEG takes such streams): narrow-range
+Rec. ITU-R BT.709 code values, the chroma brought to full width (co-sited:
+even columns as coded, odd ones the mean of their neighbours), then R'G'B'
+(:func:`ycbcr_to_rgba16`).  Alpha is opaque (65535).  Components it cannot
+show (fewer than three for X'Y'Z', other differing sizes) raise
+:class:`~cinegpu.media.errors.UnsupportedMedia`.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import numpy as np
 from cinegpu.decode.codestream import dci
 from cinegpu.media.errors import UnsupportedMedia
 
-__all__ = ["COLOURS", "DCI_RSIZ", "is_xyz", "rgba16_reference", "PictureConverter"]
+__all__ = ["COLOURS", "DCI_RSIZ", "is_xyz", "rgba16_reference", "ycbcr_to_rgba16", "PictureConverter"]
 
 COLOURS = ("auto", "xyz", "rgb")
 #: Rsiz values of the DCI profiles (T.800 Amd 1: 2K and 4K digital cinema).
@@ -64,11 +69,51 @@ def rgba16_reference(components, precisions, xyz: bool, primaries: str = "p3d65"
     return out
 
 
+#: (Kr, Kb) of Rec. ITU-R BT.709 (item 3.2), as :mod:`cinegpu.media.colour` writes Y'CbCr
+BT709_KR_KB = (0.2126, 0.0722)
+
+
+def _is_422(components) -> bool:
+    if len(components) < 3:
+        return False
+    h, w = components[0].shape
+    return all(c.shape == (h, -(-w // 2)) for c in components[1:3]) and w > 1
+
+
+def ycbcr_to_rgba16(components, precisions, xp=np):
+    """(H, W, 4) uint16 R'G'B' of narrow-range BT.709 Y'CbCr 4:2:2 ``components`` at
+    ``precisions[0]`` bits: Y' = (D / 2^(n-8) - 16) / 219, Cb, Cr = (D / 2^(n-8) - 128) / 224,
+    R' = Y' + 2 (1 - Kr) Cr, B' = Y' + 2 (1 - Kb) Cb, G' from Y' (BT.709 items 3.2-3.5)."""
+    kr, kb = BT709_KR_KB
+    k = float(1 << (int(precisions[0]) - 8))
+    y = (xp.asarray(components[0]).astype(xp.float64) / k - 16.0) / 219.0
+    h, w = y.shape
+
+    def full(c):
+        c = (xp.asarray(c).astype(xp.float64) / k - 128.0) / 224.0
+        out = xp.empty((h, w), xp.float64)
+        out[:, 0::2] = c
+        right = xp.concatenate([c[:, 1:], c[:, -1:]], axis=1)
+        out[:, 1::2] = ((c + right) * 0.5)[:, : w // 2]
+        return out
+
+    cb, cr = full(components[1]), full(components[2])
+    r = y + 2.0 * (1.0 - kr) * cr
+    b = y + 2.0 * (1.0 - kb) * cb
+    g = (y - kr * r - kb * b) / (1.0 - kr - kb)
+    out = xp.empty((h, w, 4), xp.uint16)
+    for ch, v in enumerate((r, g, b)):
+        out[..., ch] = xp.rint(xp.clip(v, 0.0, 1.0) * 65535.0).astype(xp.uint16)
+    out[..., 3] = 65535
+    return out
+
+
 class PictureConverter:
     """Turns a decoded :class:`~cinegpu.decode.decoder.Frame` into an RGBA16 picture.
 
     ``device``: produce CuPy arrays (the CUDA back end) rather than numpy.
-    Components of differing sizes (subsampled) are not supported by this path.
+    Of components of differing sizes, Y'CbCr 4:2:2 is shown (see the module docstring);
+    others are not supported by this path.
     """
 
     def __init__(self, xyz: bool, primaries: str = "p3d65", device: bool = False) -> None:
@@ -76,7 +121,12 @@ class PictureConverter:
 
     def __call__(self, components, precisions):
         if len({c.shape for c in components[:3]}) > 1:
-            raise UnsupportedMedia(None, f"components of different sizes {[c.shape for c in components]}")
+            if self.xyz or not _is_422(components):
+                raise UnsupportedMedia(None, f"components of different sizes {[c.shape for c in components]}")
+            if self.device:
+                import cupy  # noqa: PLC0415
+                return ycbcr_to_rgba16(components, precisions, xp=cupy)
+            return ycbcr_to_rgba16(components, precisions)
         if self.device:
             import cupy  # noqa: PLC0415
             return rgba16_reference([cupy.asarray(c) for c in components], precisions, self.xyz,

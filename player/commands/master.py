@@ -64,6 +64,9 @@ def register(subparsers) -> None:
                    help="IMF with --codec htj2k: reversible 5/3 wavelet, lossless (no --bitrate)")
     p.add_argument("--bits", type=int, choices=(10, 12), default=12,
                    help="IMF bit depth per component (default 12)")
+    p.add_argument("--sampling", choices=("rgb", "ycbcr444", "ycbcr422"), default="rgb",
+                   help="IMF picture: rgb (R'G'B' 4:4:4 as given, default), ycbcr444 or ycbcr422 "
+                        "(narrow-range Rec. 709 Y'CbCr; 4:2:2 halves the chroma width, co-sited)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(run=run)
 
@@ -89,10 +92,10 @@ def _run(args) -> int:
     try:
         if imf:
             check_imf(args.codec, args.fps, args.colorspace, args.bits, None,
-                      args.subtitles or None, args.lossless, args.bitrate)
-        elif args.codec != "j2k" or args.bits != 12 or args.lossless:
-            raise ValueError("--codec, --bits and --lossless apply to --format imf (a DCP is "
-                             "12-bit lossy Part-1 JPEG 2000)")
+                      args.subtitles or None, args.lossless, args.bitrate, args.sampling)
+        elif args.codec != "j2k" or args.bits != 12 or args.lossless or args.sampling != "rgb":
+            raise ValueError("--codec, --bits, --lossless and --sampling apply to --format imf "
+                             "(a DCP is 12-bit lossy Part-1 JPEG 2000 in X'Y'Z')")
         check_output(args.output)
         count = len(list_frames(args.input))
         frames = args.frames
@@ -121,7 +124,7 @@ def _run(args) -> int:
         if not args.quiet:
             print(f"cinegpu master: {count} input frame(s) -> {frames or count} frames at "
                   f"{args.fps} fps, "
-                  f"{f'IMF App 2E {args.bits}-bit' if imf else 'DCI ' + args.profile.upper()}"
+                  f"{f'IMF App 2E {args.bits}-bit {args.sampling}' if imf else 'DCI ' + args.profile.upper()}"
                   f", encoder {encoder_name()} "
                   f"({pick_backend(args.backend)})",
                   file=sys.stderr)
@@ -131,7 +134,7 @@ def _run(args) -> int:
                                 kind=args.kind, progress=not args.quiet,
                                 backend=args.backend, sound=sound, subtitles=subtitles,
                                 format=args.format, codec=args.codec, bits=args.bits,
-                                lossless=args.lossless)
+                                lossless=args.lossless, sampling=args.sampling)
     except (MediaError, BackendUnavailable, ValueError, OSError) as exc:
         print(f"cinegpu master: {exc}", file=sys.stderr)
         return 2
