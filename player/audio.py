@@ -154,8 +154,13 @@ class DeviceSink:
     name = "sounddevice"
     latency = DEVICE_LATENCY
 
+    #: seconds close() waits at most for the queued sound to play out
+    DRAIN_LIMIT = 2.0
+
     def __init__(self, rate: int):
         import sounddevice  # noqa: PLC0415 (optional: needs PortAudio at run time)
+
+        self.rate = int(rate)
 
         info = sounddevice.query_devices(kind="output")
         self.channels = max(1, min(8, int(info["max_output_channels"])))
@@ -193,6 +198,14 @@ class DeviceSink:
             self._held += len(pcm)
 
     def close(self) -> None:
+        """Let the sound queued so far play out (at most :attr:`DRAIN_LIMIT` seconds more than
+        it lasts: a device that starts late, as a sound server's stream does, still plays the
+        end of a short run), then stop the stream."""
+        import time  # noqa: PLC0415
+
+        deadline = time.monotonic() + min(self.queued() / self.rate + self.DRAIN_LIMIT, 10.0)
+        while self.queued() > 0 and time.monotonic() < deadline:
+            time.sleep(0.005)
         self.stream.stop()
         self.stream.close()
 

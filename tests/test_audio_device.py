@@ -170,5 +170,5 @@ def test_play_a_dcp_through_the_device(pulse, tmp_path, capsys):
     got = rec.samples()
     loud = np.flatnonzero(np.abs(got).max(1) > 1e-4)
     assert loud.size, "nothing came out of the sound server"
-    heard = (loud[-1] - loud[0]) / RATE
-    assert 0.5 < heard < 1.5, heard
+    heard = (loud[-1] - loud[0]) / RATE   # the sink plays out what it was given before closing
+    assert 0.8 < heard < 1.5, heard
