@@ -15,8 +15,11 @@ The offset without a WAV record (:meth:`AudioFeed.offset_ms`): the feed keeps th
 (timeline sample -> composition sample) of the current segment, and each presented frame is
 looked up in them: the composition sample fed at the frame's first timeline sample, minus where
 the CPL's timing puts that frame's sound (``sample_of_frame``), plus how far the sink's queue
-stands from its target (what it plays now against the clock; 0 for the null sink, the device's
-own output latency not counted). A seek, loop or reel join that fed the wrong sound shows here.
+stands from its target (what it plays now against the clock; 0 for the null sink). A device's
+own output latency (``output_latency``: what PortAudio reports for the stream, the time from
+the callback's buffer to the DAC) is fed ahead, so that a frame's sound leaves the device when
+the frame is shown rather than that much later; the offset counts it the same way. A seek,
+loop or reel join that fed the wrong sound shows here.
 
 Units: samples are sample frames at the composition's rate (Hz); times are seconds.
 """
@@ -132,6 +135,7 @@ class NullSink:
 
     name = "null"
     latency = 0.0
+    output_latency = 0.0
 
     def __init__(self, channels: int):
         self.channels = channels
@@ -170,6 +174,11 @@ class DeviceSink:
         self.played = 0
         self.stream = sounddevice.OutputStream(samplerate=rate, channels=self.channels,
                                                dtype="float32", callback=self._callback)
+        #: seconds from a buffer the callback fills to its sound at the DAC (PortAudio's figure
+        #: for the stream; 0 where the host API gives none)
+        latency = self.stream.latency
+        self.output_latency = float(latency) if isinstance(latency, (int, float)) and \
+            0.0 <= latency < 1.0 else 0.0
         self.stream.start()
 
     def _callback(self, out, frames, time_info, status) -> None:
@@ -292,7 +301,8 @@ class AudioFeed:
         if not clock.playing:
             self._next = None
             return
-        position = (now - clock.presentation_time(0)) * float(clock.rate)
+        # what the device outputs now reaches the DAC output_latency later: feed that far ahead
+        position = (now - clock.presentation_time(0) + self._device_latency()) * float(clock.rate)
         if self._next is None:
             t = clock.timeline()
             self._next = self.timeline_sample(t)
@@ -305,6 +315,9 @@ class AudioFeed:
             self._feed(self._next, target)
             self._next = target
         self._lag = self._next - self.sink.queued() - self.timeline_sample(position)
+
+    def _device_latency(self) -> float:
+        return float(getattr(self.sink, "output_latency", 0.0) or 0.0)
 
     def _drift(self, target: int) -> int:
         """Hold back or push on a device whose queue strays from its latency target."""

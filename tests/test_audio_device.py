@@ -165,6 +165,7 @@ def test_play_a_dcp_through_the_device(pulse, tmp_path, capsys):
                    str(tmp_path / "played.wav"), str(dcp)])
     out = capsys.readouterr().out
     assert rc == 0 and "audio sounddevice (6 channels" in out and "audio/video offset: " in out, out
+    assert "output latency" in out and "fed ahead" in out, out   # PortAudio's figure
     ms = float(out.split("audio/video offset: ")[1].split(" ms")[0])
     assert abs(ms) <= 1.0, out          # what was fed lines up with the frames presented
     got = rec.samples()
