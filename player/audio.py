@@ -8,8 +8,15 @@ mapped through the clock to a media sample, so pause (nothing fed), seek and loo
 follows the clock's media frame) and reel joins (:class:`~cinegpu.media.sound_composition.
 CompositionSound` reads across them) need no separate logic. A device whose clock drifts from
 the system clock fills or drains its queue; the feed corrects that by skipping or repeating
-samples once the queue is off its target by more than :data:`DRIFT_LIMIT` seconds.
-Stepping while paused plays no sound.
+samples once the queue is off its target by more than :data:`DRIFT_LIMIT` seconds. A device
+that plays behind the clock by more than :data:`STALL_LIMIT` (it stopped taking sound for a
+while, as a sound server does on an underrun) has its queue dropped and the feed starts again
+from the clock, as after a seek; the device sink waits for its stream to run steadily before
+the first frame (:attr:`DeviceSink.SETTLE`). Stepping while paused plays no sound.
+
+The offset at the device (:meth:`AudioFeed.device_offset_ms`): each presented frame's first
+sample is timed where the device's callbacks say it reaches the DAC (PortAudio's
+outputBufferDacTime) against the stream's clock when the frame was shown.
 
 The offset without a WAV record (:meth:`AudioFeed.offset_ms`): the feed keeps the runs it fed
 (timeline sample -> composition sample) of the current segment, and each presented frame is
@@ -41,7 +48,9 @@ from cinegpu.media.sound import decode_pcm
 log = logging.getLogger(__name__)
 
 DRIFT_LIMIT = 0.040       # seconds a device queue may stray from its target before correction
+STALL_LIMIT = DRIFT_LIMIT  # seconds a device may fall behind the clock before the feed resyncs
 DEVICE_LATENCY = 0.100    # seconds of sound queued ahead of the clock for a real device
+DAC_MARKS = 512           # device callbacks whose DAC times are kept (several seconds)
 A = math.sqrt(0.5)        # -3 dB, ITU-R BS.775 downmix coefficient for centre and surrounds
 
 # ITU-R BS.775-3 Table 2 (3/2 -> 2/0): Lo = L + 0.7071 C + 0.7071 Ls, Ro = R + 0.7071 C + 0.7071 Rs;
@@ -55,6 +64,7 @@ DEFAULT_ORDER = ("L", "R", "C", "LFE", "Ls", "Rs", "Lc", "Rc", "Lrs", "Rrs")
 CHANNEL_MASKS = {1: 0x4, 2: 0x3, 6: 0x3F, 8: 0x63F}
 KSDATAFORMAT_SUBTYPE_PCM = bytes.fromhex("0100000000001000800000aa00389b71")
 OFFSET_MARKS = 96         # presented frames over which AudioFeed.offset_ms takes the largest offset
+DEVICE_MARKS = 4096       # presented frames whose offset at the device is kept
 FED_RUNS = 64             # runs of fed sound kept to look presented frames up in
 
 
@@ -147,6 +157,9 @@ class NullSink:
     def write(self, pcm: np.ndarray) -> None:
         self.played += len(pcm)
 
+    def discard(self) -> None:
+        pass
+
     def close(self) -> None:
         pass
 
@@ -172,6 +185,9 @@ class DeviceSink:
         self._blocks: deque = deque()
         self._held = 0
         self.played = 0
+        self._taken = 0                      # queued samples handed to the device so far
+        #: (first queued sample, count, DAC time of the first) of the last callbacks
+        self._dac: deque = deque(maxlen=DAC_MARKS)
         self.stream = sounddevice.OutputStream(samplerate=rate, channels=self.channels,
                                                dtype="float32", callback=self._callback)
         #: seconds from a buffer the callback fills to its sound at the DAC (PortAudio's figure
@@ -180,6 +196,19 @@ class DeviceSink:
         self.output_latency = float(latency) if isinstance(latency, (int, float)) and \
             0.0 <= latency < 1.0 else 0.0
         self.stream.start()
+        self._settle()
+
+    #: seconds of silence the device must have taken before the sink is ready, and the longest
+    #: wait for it: a sound server's stream starts in fits (a first burst, a pause), and sound
+    #: fed before it runs steadily would be late and then dropped to keep sync
+    SETTLE, SETTLE_LIMIT = 0.25, 2.0
+
+    def _settle(self) -> None:
+        import time  # noqa: PLC0415
+
+        deadline = time.monotonic() + self.SETTLE_LIMIT
+        while self.played < self.SETTLE * self.rate and time.monotonic() < deadline:
+            time.sleep(0.005)
 
     def _callback(self, out, frames, time_info, status) -> None:
         out.fill(0)
@@ -196,15 +225,45 @@ class DeviceSink:
                 done += n
             self._held -= done
             self.played += frames
+            dac = float(time_info.outputBufferDacTime)
+            if done:
+                self._dac.append((self._taken, done, dac))
+                self._taken += done
 
     def queued(self) -> int:
         with self._lock:
             return self._held
 
+    def now(self) -> float:
+        """The stream's clock (seconds; the clock of :meth:`dac_time`)."""
+        return float(self.stream.time)
+
+    def dac_time(self, q: int) -> float | None:
+        """When queued sample ``q`` (counted from the first ever written) reaches the DAC, on
+        :meth:`now`'s clock; None while it is not handed to the device yet, or long gone."""
+        with self._lock:
+            for first, n, dac in reversed(self._dac):
+                if first <= q < first + n:
+                    return dac + (q - first) / self.rate
+                if q >= first + n:
+                    return None
+        return None
+
+    def taken(self) -> int:
+        with self._lock:
+            return self._taken
+
     def write(self, pcm: np.ndarray) -> None:
         with self._lock:
             self._blocks.append(pcm.astype(np.float32))
             self._held += len(pcm)
+
+    def discard(self) -> None:
+        """Drop the sound queued and not yet handed to the device (it counts as taken)."""
+        with self._lock:
+            self._taken += self._held
+            self._blocks.clear()
+            self._held = 0
 
     def close(self) -> None:
         """Let the sound queued so far play out (at most :attr:`DRAIN_LIMIT` seconds more than
@@ -268,6 +327,11 @@ class AudioFeed:
     _waiting: deque = field(default_factory=lambda: deque(maxlen=16))  # (timeline sample, frame, lag)
     _offsets: deque = field(default_factory=lambda: deque(maxlen=OFFSET_MARKS))  # samples
     _lag: int = 0                          # samples the sink plays ahead of the clock (last turn)
+    _written: int = 0                      # samples written to the sink
+    _skip: int = 0                         # samples fed to the record but not to the device
+    _writes: deque = field(default_factory=lambda: deque(maxlen=FED_RUNS))  # (queue, timeline, n)
+    _av_waiting: deque = field(default_factory=lambda: deque(maxlen=64))  # (timeline sample, shown)
+    _device_offsets: deque = field(default_factory=lambda: deque(maxlen=DEVICE_MARKS))  # seconds
 
     def __post_init__(self):
         snd = self.sound
@@ -303,9 +367,20 @@ class AudioFeed:
             return
         # what the device outputs now reaches the DAC output_latency later: feed that far ahead
         position = (now - clock.presentation_time(0) + self._device_latency()) * float(clock.rate)
+        if self._next is not None and self.sink.queued() and \
+                self._next - self.sink.queued() < self.timeline_sample(position) - STALL_LIMIT * float(self.rate):
+            # the device plays behind the clock (it started late, or stopped taking sound for a
+            # while: a sound server's underrun): drop what is queued and start again from the
+            # clock, as after a seek
+            self.sink.discard()
+            self._next = None
         if self._next is None:
             t = clock.timeline()
             self._next = self.timeline_sample(t)
+            if self._device_latency() > 0:
+                # a device plays what it is given from now on: it starts at the clock's sample (its
+                # latency ahead); the record still starts with the frame the clock is in
+                self._skip = max(0, self.timeline_sample(position) - self._next)
             self.segments.append(Segment(self.wav.frames if self.wav else 0, t, self._next))
             self._fed.clear()
             self._waiting.clear()
@@ -352,7 +427,12 @@ class AudioFeed:
             gains = self.routing if self.routing is not None else self.matrix
             out = (pcm / self.scale) @ gains * self.volume
             np.clip(out, -1.0, 1.0, out=out)
-        self.sink.write(out.astype(np.float32))
+        drop = min(self._skip, len(out))       # the part of a (re)start's frame already past
+        self._skip -= drop
+        if len(out) > drop:
+            self._writes.append((self._written, s0 + drop, len(out) - drop))
+            self._written += len(out) - drop
+            self.sink.write(out[drop:].astype(np.float32))
 
     def finish(self, end: int) -> None:
         """Feed up to timeline position ``end`` (frames): the last frames' sound, which the
@@ -371,6 +451,9 @@ class AudioFeed:
             return
         self._waiting.append((self.timeline_sample(t), frame, self._lag))
         self._resolve()
+        if hasattr(self.sink, "dac_time"):
+            self._av_waiting.append((self.timeline_sample(t), self.sink.now()))
+            self.resolve_device()
         if self.wav is None:
             return
         seg = self.segments[-1]
@@ -400,6 +483,37 @@ class AudioFeed:
                 if a <= s < b:
                     self._offsets.append(first + (s - a) - self.sound.sample_of_frame(frame) + lag)
                     break
+
+    def resolve_device(self) -> None:
+        """Time the presented frames' sound at the device: a frame's first sample reaches the
+        DAC at the time its callback reports (PortAudio's outputBufferDacTime, on the stream's
+        clock), against the stream's clock when the frame was shown.  Frames whose sample the
+        device has not taken yet wait; those no longer in the kept runs are dropped."""
+        taken = self.sink.taken()
+        while self._av_waiting:
+            s, shown = self._av_waiting[0]
+            # the latest run that fed the sample (a loop or a seek feeds a timeline sample again)
+            q = next((q0 + s - t0 for q0, t0, n in reversed(self._writes) if t0 <= s < t0 + n), None)
+            if q is None:
+                if self._writes and s < self._writes[0][1]:
+                    self._av_waiting.popleft()          # fed before the runs kept: give up
+                    continue
+                return                                  # not fed yet
+            if q >= taken:
+                return                                  # not at the device yet
+            self._av_waiting.popleft()
+            dac = self.sink.dac_time(q)
+            if dac is not None:
+                self._device_offsets.append(shown - dac)
+
+    def device_offset_ms(self) -> tuple[float, float, int] | None:
+        """(median, largest magnitude, frames) of the offset at the device, in ms, positive when
+        the sound leaves the device before its frame is shown; None without a device or before
+        a frame's sound reached it."""
+        if not self._device_offsets:
+            return None
+        v = np.array(self._device_offsets) * 1e3
+        return float(np.median(v)), float(v[np.argmax(np.abs(v))]), len(v)
 
     def offset_ms(self) -> float | None:
         """The offset of sound from picture over the last :data:`OFFSET_MARKS` presented frames

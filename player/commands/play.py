@@ -194,6 +194,12 @@ def _audio_result(player, frames: int, audio_out: Path | None) -> str:
     ahead = float(getattr(feed.sink, "output_latency", 0.0) or 0.0)
     if ahead > 0:
         text += f"; the device's output latency, {ahead * 1e3:.1f} ms, fed ahead"
+    feed.resolve_device() if hasattr(feed.sink, "dac_time") else None
+    at_device = feed.device_offset_ms()
+    if at_device is not None:
+        median, worst, n = at_device
+        text += (f"; offset at the device {median:+.1f} ms (median of {n} frames, largest "
+                 f"{worst:+.1f} ms; by the device's DAC times)")
     if feed.wav is None:
         return text
     feed.wav.close()
