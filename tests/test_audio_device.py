@@ -168,6 +168,11 @@ def test_play_a_dcp_through_the_device(pulse, tmp_path, capsys):
     assert "output latency" in out and "fed ahead" in out, out   # PortAudio's figure
     ms = float(out.split("audio/video offset: ")[1].split(" ms")[0])
     assert abs(ms) <= 1.0, out          # what was fed lines up with the frames presented
+    if "offset at the device" in out:   # frames whose sound reached the DAC before the end
+        at_device = float(out.split("offset at the device ")[1].split(" ms")[0])
+        # the picture of a 2-core headless run is up to a frame late; a stalled or late start
+        # of the device used to leave the sound seconds behind
+        assert abs(at_device) < 100, out
     got = rec.samples()
     loud = np.flatnonzero(np.abs(got).max(1) > 1e-4)
     assert loud.size, "nothing came out of the sound server"
