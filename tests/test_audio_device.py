@@ -102,6 +102,7 @@ def _best_correlation(rec: np.ndarray, sent: np.ndarray) -> float:
     return float(np.max(corr / (np.linalg.norm(sent) * np.maximum(energy, 1e-12))))
 
 
+@pytest.mark.slow
 def test_device_sink_plays_what_it_is_given_at_the_rate(pulse, tmp_path):
     from cinegpu.player.audio import DeviceSink
 
