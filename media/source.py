@@ -104,6 +104,14 @@ class Source:
                     raise
         self.width, self.height = width or 0, height or 0
 
+    @property
+    def ycbcr(self) -> bool:
+        """Whether the picture track says its samples are Y'CbCr (a CDCI descriptor, as IMF's
+        Y'CbCr track files carry) rather than R'G'B' or X'Y'Z'."""
+        track = self.spans[0].track if self.spans else None
+        pic = getattr(track, "picture", None)
+        return pic is not None and pic.descriptor == "CDCIEssenceDescriptor"
+
     def locate(self, n: int) -> tuple[Span, int]:
         """The span holding frame ``n`` and the frame's index within its track."""
         n = operator.index(n)

@@ -5,7 +5,8 @@ transform (:func:`cinegpu.decode.transform.xyz_to_rgb`, or its CuPy twin on
 the CUDA back end); other content is taken as RGB (3 components) or grey
 (1), each scaled from its precision to 16 bits: round(v * 65535 / (2^p - 1)).
 Three components whose second and third are half as wide as the first are
-Y'CbCr 4:2:2 (as IMF carries it, and as OpenJPEG takes such streams): narrow-range
+Y'CbCr 4:2:2 (as IMF carries it, and as OpenJPEG takes such streams), and so are three of
+one size where the media says so (an IMF track's CDCI descriptor): narrow-range
 Rec. ITU-R BT.709 code values, the chroma brought to full width (co-sited:
 even columns as coded, odd ones the mean of their neighbours), then R'G'B'
 (:func:`ycbcr_to_rgba16`).  Alpha is opaque (65535).  Components it cannot
@@ -81,7 +82,7 @@ def _is_422(components) -> bool:
 
 
 def ycbcr_to_rgba16(components, precisions, xp=np):
-    """(H, W, 4) uint16 R'G'B' of narrow-range BT.709 Y'CbCr 4:2:2 ``components`` at
+    """(H, W, 4) uint16 R'G'B' of narrow-range BT.709 Y'CbCr 4:2:2 or 4:4:4 ``components`` at
     ``precisions[0]`` bits: Y' = (D / 2^(n-8) - 16) / 219, Cb, Cr = (D / 2^(n-8) - 128) / 224,
     R' = Y' + 2 (1 - Kr) Cr, B' = Y' + 2 (1 - Kb) Cb, G' from Y' (BT.709 items 3.2-3.5)."""
     kr, kb = BT709_KR_KB
@@ -97,7 +98,8 @@ def ycbcr_to_rgba16(components, precisions, xp=np):
         out[:, 1::2] = ((c + right) * 0.5)[:, : w // 2]
         return out
 
-    cb, cr = full(components[1]), full(components[2])
+    cb, cr = (full(c) if c.shape[1] != w else (xp.asarray(c).astype(xp.float64) / k - 128.0) / 224.0
+              for c in components[1:3])
     r = y + 2.0 * (1.0 - kr) * cr
     b = y + 2.0 * (1.0 - kb) * cb
     g = (y - kr * r - kb * b) / (1.0 - kr - kb)
@@ -116,10 +118,19 @@ class PictureConverter:
     others are not supported by this path.
     """
 
-    def __init__(self, xyz: bool, primaries: str = "p3d65", device: bool = False) -> None:
+    def __init__(self, xyz: bool, primaries: str = "p3d65", device: bool = False,
+                 ycbcr: bool = False) -> None:
         self.xyz, self.primaries, self.device = xyz, primaries, device
+        #: the media says Y'CbCr (an IMF CDCI descriptor): 4:4:4 is converted too
+        self.ycbcr = ycbcr
 
     def __call__(self, components, precisions):
+        if self.ycbcr and len(components) >= 3 and \
+                len({c.shape for c in components[:3]}) == 1:
+            if self.device:
+                import cupy  # noqa: PLC0415
+                return ycbcr_to_rgba16(components, precisions, xp=cupy)
+            return ycbcr_to_rgba16(components, precisions)
         if len({c.shape for c in components[:3]}) > 1:
             if self.xyz or not _is_422(components):
                 raise UnsupportedMedia(None, f"components of different sizes {[c.shape for c in components]}")

@@ -163,7 +163,8 @@ class _AheadSource:
         self.height = media.height or first.height
         self.xyz = is_xyz(colour, getattr(media, "kind", None), first.Rsiz)
         self._precisions = [c[0] for c in first.components]
-        self._convert = PictureConverter(self.xyz, primaries, device=backend == "cuda")
+        self._convert = PictureConverter(self.xyz, primaries, device=backend == "cuda",
+                                         ycbcr=bool(getattr(media, "ycbcr", False)) and not self.xyz)
         self._cond = threading.Condition()
         self._wanted: list[int] = []
         self._start = 0

@@ -190,3 +190,27 @@ def test_ycbcr_to_rgba16_undoes_the_conversion():
     planes = rgb_to_ycbcr(img, 12, "ycbcr422")
     back = ycbcr_to_rgba16(planes, [12, 12, 12])[..., :3].astype(float) / 65535
     assert np.abs(back - img).max() < 0.002                    # 12-bit rounding only
+
+
+def test_ycbcr_444_is_told_by_the_descriptor_and_shown_as_rgb(tmp_path):
+    """4:4:4 Y'CbCr has three planes of one size, as R'G'B' has: the player goes by the track's
+    CDCI descriptor (`Source.ycbcr`), not by the shapes."""
+    from cinegpu.media.png import read_png16
+    src = _frames(tmp_path / "in", 1, 160, 90)
+    out = tmp_path / "IMP"
+    assert main(["master", str(src), "-o", str(out), "--format", "imf", "--sampling", "ycbcr444",
+                 "--bits", "10", "--fps", "24", "--frames", "2", "--title", "y444", "--quiet"]) == 0
+    media = open_source(out)
+    assert media.ycbcr
+    media.close()
+    from conftest import DCP_SAMPLES
+    if DCP_SAMPLES.is_dir():       # an R'G'B' IMF track and a DCP's X'Y'Z' one are not Y'CbCr
+        for name in ("photon-imf-htj2k-1080p", "libdcp-dcp_test1-smpte-2k"):
+            other = open_source(DCP_SAMPLES / name)
+            assert not other.ycbcr
+            other.close()
+    shot = tmp_path / "s.png"
+    assert main(["play", str(out), "--headless", "--threads", "--backend", "cpu",
+                 "--screenshot", f"0:{shot}"]) == 0
+    got = read_png16(shot)[..., :3].astype(float) / 65535
+    assert np.abs(got - demo_frame(0, 160, 90)).mean() < 0.01
