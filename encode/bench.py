@@ -25,7 +25,8 @@ rate control + tier-2 figures above are from the pure-Python tier-2 of that time
 
 Measured 2026-11-25 on the GPU machine (one H100, 16 cores), 32 frames,
 ``--backend cuda --threads 16 --opj-processes 16 --nvjpeg2000`` (tier-1 on the GPU,
-the rate control's hull ordered by the nogil radix sort):
+the rate control's hull ordered by the nogil radix sort; nvJPEG2000 was then given the 12-bit
+samples as 16-bit ones, hence its 24-25 dB: see the later figures for a fair run):
 
     dci-2k  cinegpu 41.23 dB 17.3 fps, x16 threads 41.25 dB 47.0 fps | opj_compress 41.22 dB
             5.13 fps | nvJPEG2000 batch 16: 93.6 fps at 24.04 dB, 2338 bytes (no budget)
