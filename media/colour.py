@@ -111,20 +111,26 @@ def rgb_to_ycbcr(image: np.ndarray, bits: int, sampling: str = "ycbcr444",
     if colorspace not in YCBCR_COEFFICIENTS:
         raise ValueError(f"Y'CbCr is written for {tuple(YCBCR_COEFFICIENTS)} only, got {colorspace!r}")
     kr, kb = YCBCR_COEFFICIENTS[colorspace]
-    rgb = np.clip(np.asarray(image, np.float64), 0.0, 1.0)
-    r, g, b = rgb[..., 0], rgb[..., 1], rgb[..., 2]
-    y = kr * r + (1.0 - kr - kb) * g + kb * b
-    cb = (b - y) / (2.0 * (1.0 - kb))
-    cr = (r - y) / (2.0 * (1.0 - kr))
+    f = np.float32
+    rgb = np.clip(np.asarray(image, f), f(0), f(1))          # float32: 12-bit codes are exact
+    y = rgb @ np.array([kr, 1.0 - kr - kb, kb], f)
+    cb = (rgb[..., 2] - y) * f(1.0 / (2.0 * (1.0 - kb)))
+    cr = (rgb[..., 0] - y) * f(1.0 / (2.0 * (1.0 - kr)))
     if sampling == "ycbcr422":
         cb, cr = _cosited_half(cb), _cosited_half(cr)
     k, top = float(1 << (bits - 8)), (1 << bits) - 1
-    code = [np.rint((219.0 * y + 16.0) * k)] + [np.rint((224.0 * c + 128.0) * k) for c in (cb, cr)]
-    return [np.clip(c, 0, top).astype(np.uint16) for c in code]
+    out = []
+    for v, scale, offset in ((y, 219.0, 16.0), (cb, 224.0, 128.0), (cr, 224.0, 128.0)):
+        v *= f(scale * k)
+        v += f(offset * k)
+        np.rint(v, out=v)
+        out.append(np.clip(v, 0, top).astype(np.uint16))
+    return out
 
 
 def _cosited_half(c: np.ndarray) -> np.ndarray:
     """Every other column of ``c``, filtered [1, 2, 1] / 4 (edge columns repeated)."""
     padded = np.concatenate([c[:, :1], c, c[:, -1:]], axis=1)
-    even = np.arange(0, c.shape[1], 2)
-    return 0.25 * padded[:, even] + 0.5 * padded[:, even + 1] + 0.25 * padded[:, even + 2]
+    n = -(-c.shape[1] // 2)
+    q = c.dtype.type(0.25)
+    return (padded[:, 0:2 * n:2] + padded[:, 2:2 * n + 2:2]) * q + padded[:, 1:2 * n:2] * (q + q)

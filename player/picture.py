@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from cinegpu.decode.codestream import dci
+from cinegpu.media.colour import YCBCR_COEFFICIENTS
 from cinegpu.media.errors import UnsupportedMedia
 
 __all__ = ["COLOURS", "DCI_RSIZ", "is_xyz", "rgba16_reference", "ycbcr_to_rgba16", "PictureConverter"]
@@ -70,10 +71,6 @@ def rgba16_reference(components, precisions, xyz: bool, primaries: str = "p3d65"
     return out
 
 
-#: (Kr, Kb) of Rec. ITU-R BT.709 (item 3.2), as :mod:`cinegpu.media.colour` writes Y'CbCr
-BT709_KR_KB = (0.2126, 0.0722)
-
-
 def _is_422(components) -> bool:
     if len(components) < 3:
         return False
@@ -85,27 +82,39 @@ def ycbcr_to_rgba16(components, precisions, xp=np):
     """(H, W, 4) uint16 R'G'B' of narrow-range BT.709 Y'CbCr 4:2:2 or 4:4:4 ``components`` at
     ``precisions[0]`` bits: Y' = (D / 2^(n-8) - 16) / 219, Cb, Cr = (D / 2^(n-8) - 128) / 224,
     R' = Y' + 2 (1 - Kr) Cr, B' = Y' + 2 (1 - Kb) Cb, G' from Y' (BT.709 items 3.2-3.5)."""
-    kr, kb = BT709_KR_KB
+    kr, kb = YCBCR_COEFFICIENTS["rec709"]
+    f = xp.float32
     k = float(1 << (int(precisions[0]) - 8))
-    y = (xp.asarray(components[0]).astype(xp.float64) / k - 16.0) / 219.0
+
+    def normalised(c, offset, scale):           # code values -> Y' 0..1 or C -0.5..0.5
+        v = xp.asarray(c).astype(f)
+        v -= f(offset * k)
+        v *= f(1.0 / (scale * k))
+        return v
+
+    y = normalised(components[0], 16.0, 219.0)
     h, w = y.shape
 
-    def full(c):
-        c = (xp.asarray(c).astype(xp.float64) / k - 128.0) / 224.0
-        out = xp.empty((h, w), xp.float64)
-        out[:, 0::2] = c
-        right = xp.concatenate([c[:, 1:], c[:, -1:]], axis=1)
-        out[:, 1::2] = ((c + right) * 0.5)[:, : w // 2]
-        return out
+    def chroma(c):
+        c = normalised(c, 128.0, 224.0)
+        if c.shape[1] == w:
+            return c
+        full = xp.empty((h, w), f)               # co-sited: even columns as coded, odd ones
+        full[:, 0::2] = c                        # the mean of their two neighbours
+        full[:, 1:w - 1:2] = (c[:, : (w - 1) // 2] + c[:, 1 : (w + 1) // 2]) * f(0.5)
+        if w % 2 == 0:
+            full[:, w - 1] = c[:, -1]
+        return full
 
-    cb, cr = (full(c) if c.shape[1] != w else (xp.asarray(c).astype(xp.float64) / k - 128.0) / 224.0
-              for c in components[1:3])
-    r = y + 2.0 * (1.0 - kr) * cr
-    b = y + 2.0 * (1.0 - kb) * cb
-    g = (y - kr * r - kb * b) / (1.0 - kr - kb)
+    cb, cr = chroma(components[1]), chroma(components[2])
     out = xp.empty((h, w, 4), xp.uint16)
+    r = y + f(2.0 * (1.0 - kr)) * cr
+    b = y + f(2.0 * (1.0 - kb)) * cb
+    g = (y - f(kr) * r - f(kb) * b) * f(1.0 / (1.0 - kr - kb))
     for ch, v in enumerate((r, g, b)):
-        out[..., ch] = xp.rint(xp.clip(v, 0.0, 1.0) * 65535.0).astype(xp.uint16)
+        xp.clip(v, f(0), f(1), out=v)
+        v *= f(65535)
+        out[..., ch] = xp.rint(v)
     out[..., 3] = 65535
     return out
 
