@@ -879,6 +879,29 @@ T1E_DEV int t1w_scan(int n, int lane, int* total)
     return s - n;
 }
 
+/* The sign decision of newly significant sample y in the context its flags f give (D.3.2) */
+T1E_DEV unsigned short t1w_sign(const Enc& e, int f, u32 on, int y, int x)
+{
+    int sc = sign_context(e, f);
+    return T1W_SYM(sc & 0x1F, (int)((on >> y) & 1u) ^ (sc >> 7), y * 32 + x);
+}
+
+/* Zero coding of sample y (flags f, bit d) and, when d makes it significant, its sign: the
+ * symbols at out[n...] (counted only when out is null); returns the new n */
+T1E_DEV int t1w_code_sample(const Enc& e, int f, int d, u32 on, int y, int x, unsigned short* out,
+                            int n)
+{
+    if (out)
+        out[n] = T1W_SYM(e.zc[f & F_NEIGHBOURS], d, y * 32 + x);
+    n++;
+    if (d) {
+        if (out)
+            out[n] = t1w_sign(e, f, on, y, x);
+        n++;
+    }
+    return n;
+}
+
 /* Significance propagation, column x's rows y0..y1-1: which samples it codes (*visit) and
  * which become significant (*nsig), given the left column's visible words; writes its
  * symbols at out[] when out is not null; returns their number. */
@@ -897,17 +920,9 @@ T1E_DEV int t1w_spp_column(const Enc& e, u32 sig, u32 bits, u32 cand, u32 wv, u3
             continue;
         vis |= me;
         int d = (bits & me) ? 1 : 0;
-        if (out)
-            out[n] = T1W_SYM(e.zc[f & F_NEIGHBOURS], d, y * 32 + x);
-        n++;
-        if (d) {
+        n = t1w_code_sample(e, f, d, on, y, x, out, n);
+        if (d)
             ns |= me;
-            if (out) {
-                int sc = sign_context(e, f);
-                out[n] = T1W_SYM(sc & 0x1F, ((on & me) ? 1 : 0) ^ (sc >> 7), y * 32 + x);
-            }
-            n++;
-        }
     }
     *visit = vis;
     *nsig = ns;
@@ -948,13 +963,10 @@ T1E_DEV int t1w_cup_column(const Enc& e, u32 sig, u32 bits, u32 cand, u32 wv, u3
             }
             n += 2;
             y = y0 + r;
-            u32 me = 1u << y;
-            if (out) {
-                int sc = sign_context(e, t1w_flags(sig, wv, ev, on, wn, en, y));
-                out[n] = T1W_SYM(sc & 0x1F, ((on & me) ? 1 : 0) ^ (sc >> 7), y * 32 + x);
-            }
+            if (out)
+                out[n] = t1w_sign(e, t1w_flags(sig, wv, ev, on, wn, en, y), on, y, x);
             n++;
-            ns |= me;
+            ns |= 1u << y;
             y++;
         }
     }
@@ -964,17 +976,9 @@ T1E_DEV int t1w_cup_column(const Enc& e, u32 sig, u32 bits, u32 cand, u32 wv, u3
             continue;
         int f = t1w_flags(sig | ns, wv, ev, on, wn, en, y);
         int d = (bits & me) ? 1 : 0;
-        if (out)
-            out[n] = T1W_SYM(e.zc[f & F_NEIGHBOURS], d, y * 32 + x);
-        n++;
-        if (d) {
+        n = t1w_code_sample(e, f, d, on, y, x, out, n);
+        if (d)
             ns |= me;
-            if (out) {
-                int sc = sign_context(e, f);
-                out[n] = T1W_SYM(sc & 0x1F, ((on & me) ? 1 : 0) ^ (sc >> 7), y * 32 + x);
-            }
-            n++;
-        }
     }
     return n;
 }
