@@ -14,6 +14,7 @@ import subprocess
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -125,39 +126,47 @@ def _libopenjp2():
     return lib
 
 
+@contextmanager
+def _opj_decoded(lib, path: Path, threads: int = 1):
+    """libopenjp2's decode of ``path``: yields (image pointer, milliseconds of opj_read_header
+    + opj_decode + opj_end_decompress, the span opj_decompress reports as its "decode time"),
+    or (None, None) where it failed; frees the image, stream and codec after."""
+    import ctypes
+
+    params = ctypes.create_string_buffer(1 << 16)  # opj_dparameters_t is far smaller
+    lib.opj_set_default_decoder_parameters(params)
+    stream = lib.opj_stream_create_default_file_stream(str(path).encode(), 1)
+    codec = lib.opj_create_decompress(2 if Path(path).suffix.lower() == ".jp2" else 0)  # JP2 / J2K
+    image = ctypes.c_void_p()
+    try:
+        ok = (stream and codec and lib.opj_setup_decoder(codec, params)
+              and lib.opj_codec_set_threads(codec, threads))
+        t0 = time.perf_counter()
+        ok = ok and (lib.opj_read_header(stream, codec, ctypes.byref(image))
+                     and lib.opj_decode(codec, stream, image) and lib.opj_end_decompress(codec, stream))
+        ms = (time.perf_counter() - t0) * 1e3
+        yield (image, ms) if ok else (None, None)
+    finally:
+        if image:
+            lib.opj_image_destroy(image)
+        if stream:
+            lib.opj_stream_destroy(stream)
+        if codec:
+            lib.opj_destroy_codec(codec)
+
+
 def openjpeg_decode_ms(path: Path, threads: int = 1, repeat: int = 5) -> float | None:
     """Milliseconds libopenjp2 takes to decode ``path`` in this process: the median of
     ``repeat`` runs after one untimed run, each timed around ``opj_read_header``, ``opj_decode``
     and ``opj_end_decompress`` (the span opj_decompress reports as its "decode time", to the
     microsecond instead of the millisecond). None: no libopenjp2, or it failed."""
-    import ctypes
-
     lib = _libopenjp2()
     if lib is None:
         return None
-    codec_kind = 2 if path.suffix.lower() == ".jp2" else 0  # OPJ_CODEC_JP2, OPJ_CODEC_J2K
 
     def once() -> float | None:
-        params = ctypes.create_string_buffer(1 << 16)  # opj_dparameters_t is far smaller
-        lib.opj_set_default_decoder_parameters(params)
-        stream = lib.opj_stream_create_default_file_stream(str(path).encode(), 1)
-        codec = lib.opj_create_decompress(codec_kind)
-        image = ctypes.c_void_p()
-        try:
-            if not (stream and codec and lib.opj_setup_decoder(codec, params)
-                    and lib.opj_codec_set_threads(codec, threads)):
-                return None
-            t0 = time.perf_counter()
-            ok = (lib.opj_read_header(stream, codec, ctypes.byref(image)) and lib.opj_decode(codec, stream, image)
-                  and lib.opj_end_decompress(codec, stream))
-            return (time.perf_counter() - t0) * 1e3 if ok else None
-        finally:
-            if image:
-                lib.opj_image_destroy(image)
-            if stream:
-                lib.opj_stream_destroy(stream)
-            if codec:
-                lib.opj_destroy_codec(codec)
+        with _opj_decoded(lib, path, threads) as (_, ms):
+            return ms
 
     if once() is None:
         return None
@@ -189,30 +198,12 @@ def openjpeg_components(path: Path) -> list | None:
                     ("color_space", ctypes.c_int), ("comps", ctypes.POINTER(Comp)),
                     ("icc_profile_buf", ctypes.c_void_p), ("icc_profile_len", u32)]
 
-    params = ctypes.create_string_buffer(1 << 16)
-    lib.opj_set_default_decoder_parameters(params)
-    stream = lib.opj_stream_create_default_file_stream(str(path).encode(), 1)
-    codec = lib.opj_create_decompress(2 if Path(path).suffix.lower() == ".jp2" else 0)
-    image = ctypes.c_void_p()
-    try:
-        if not (stream and codec and lib.opj_setup_decoder(codec, params)
-                and lib.opj_read_header(stream, codec, ctypes.byref(image))
-                and lib.opj_decode(codec, stream, image) and lib.opj_end_decompress(codec, stream)):
+    with _opj_decoded(lib, path) as (image, _):
+        if image is None:
             return None
         img = ctypes.cast(image, ctypes.POINTER(Image)).contents
-        out = []
-        for k in range(img.numcomps):
-            c = img.comps[k]
-            n = c.w * c.h
-            out.append(np.ctypeslib.as_array(c.data, shape=(n,)).astype(np.int64).reshape(c.h, c.w))
-        return out
-    finally:
-        if image:
-            lib.opj_image_destroy(image)
-        if stream:
-            lib.opj_stream_destroy(stream)
-        if codec:
-            lib.opj_destroy_codec(codec)
+        return [np.ctypeslib.as_array(img.comps[k].data, shape=(img.comps[k].w * img.comps[k].h,))
+                .astype(np.int64).reshape(img.comps[k].h, img.comps[k].w) for k in range(img.numcomps)]
 
 
 def grk_decompress(files: list[Path], threads: int = 1, processes: int = 1) -> PeerResult | None:
