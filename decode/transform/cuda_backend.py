@@ -32,6 +32,7 @@ import numpy as np
 
 from . import display
 from .dwt import Level, _band_sizes
+from .fused import FlatEntryPoints
 from .. import nvrtc
 from ..nvrtc import launch_1d
 
@@ -353,21 +354,9 @@ def xyz_to_rgb(x, y, z, *, primaries: str = "p3d65", out_bits: int = 16, alpha: 
     return out
 
 
-def dequantize_idwt_flat(coeffs, layout, reversible: bool):
-    """:func:`dequantize_idwt` of the bands a :class:`.layout.FlatLayout` places in ``coeffs``."""
-    return dequantize_idwt(*layout.args(coeffs), reversible)
-
-
-def component_samples_flat(coeffs, layout, reversible: bool, precision: int, signed: bool):
-    """``to_samples(dequantize_idwt_flat(...), precision, signed)`` of one tile-component."""
-    return to_samples(dequantize_idwt_flat(coeffs, layout, reversible), precision, signed)
-
-
-def components_samples_flat(coeffs, batch) -> list:
-    """:func:`component_samples_flat` of each component of a :class:`.layout.FlatLayoutBatch`."""
-    return [component_samples_flat(coeffs, lay, rev, p, sg) for _, lay, rev, p, sg in batch.items]
-
-
-def reconstruct_mct_flat(coeffs, layouts, reversible: bool, precisions: Sequence[int], signed: Sequence[bool]):
-    """:func:`reconstruct_mct` of the three components ``layouts`` place in ``coeffs``."""
-    return reconstruct_mct([lay.args(coeffs) for lay in layouts], reversible, precisions, signed)
+# the flat entry points: the compositions of this module's own functions
+_FLAT = FlatEntryPoints(dequantize_idwt, reconstruct_mct, to_samples)
+dequantize_idwt_flat = _FLAT.dequantize_idwt_flat
+component_samples_flat = _FLAT.component_samples_flat
+components_samples_flat = _FLAT.components_samples_flat
+reconstruct_mct_flat = _FLAT.reconstruct_mct_flat

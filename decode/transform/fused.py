@@ -11,19 +11,22 @@ they are specified to equal, the plain composition of its unfused functions, so 
   ICT) and G.1.2 (DC level shift and clipping to each component's precision).
 
 and each again with its bands given as a flat buffer and a :class:`.layout.FlatLayout`
-(``dequantize_idwt_flat``, ``reconstruct_mct_flat``), which the decoder calls.
+(``dequantize_idwt_flat``, ``component_samples_flat``, ``components_samples_flat``,
+``reconstruct_mct_flat``), which the decoder calls: :class:`FlatEntryPoints` composes them from
+a back end's unfused functions, for the reference here and for CuPy.
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+from dataclasses import dataclass
+from typing import Callable, Sequence
 
 from .dwt import Level, idwt_53, idwt_97
 from .level_shift import to_samples
 from .mct import inverse_ict, inverse_rct
 from .quantization import dequantize
 
-__all__ = ["component_samples_flat", "components_samples_flat", "dequantize_idwt", "dequantize_idwt_flat", "reconstruct_mct",
+__all__ = ["FlatEntryPoints", "component_samples_flat", "components_samples_flat", "dequantize_idwt", "dequantize_idwt_flat", "reconstruct_mct",
            "reconstruct_mct_flat"]
 
 
@@ -57,22 +60,37 @@ def reconstruct_mct(comps, reversible: bool, precisions: Sequence[int], signed: 
     return tuple(to_samples(p, pr, sg) for p, pr, sg in zip(planes, precisions, signed))
 
 
-def dequantize_idwt_flat(coeffs, layout, reversible: bool):
-    """:func:`dequantize_idwt` of the bands that ``layout`` (a :class:`.layout.FlatLayout`)
-    places in the flat buffer ``coeffs``."""
-    return dequantize_idwt(*layout.args(coeffs), reversible)
+@dataclass(frozen=True)
+class FlatEntryPoints:
+    """The flat-buffer entry points of a back end as compositions of its own
+    ``dequantize_idwt``, ``reconstruct_mct`` and ``to_samples`` (the reference's here; the CuPy
+    back end's in :mod:`.cuda_backend`): one definition of what each entry point equals."""
+
+    dequantize_idwt: Callable
+    reconstruct_mct: Callable
+    to_samples: Callable
+
+    def dequantize_idwt_flat(self, coeffs, layout, reversible: bool):
+        """``dequantize_idwt`` of the bands that ``layout`` (a :class:`.layout.FlatLayout`)
+        places in the flat buffer ``coeffs``."""
+        return self.dequantize_idwt(*layout.args(coeffs), reversible)
+
+    def component_samples_flat(self, coeffs, layout, reversible: bool, precision: int, signed: bool):
+        """``to_samples(dequantize_idwt_flat(...), precision, signed)`` of one tile-component."""
+        return self.to_samples(self.dequantize_idwt_flat(coeffs, layout, reversible), precision, signed)
+
+    def components_samples_flat(self, coeffs, batch) -> list:
+        """``component_samples_flat`` of each component of a :class:`.layout.FlatLayoutBatch`."""
+        return [self.component_samples_flat(coeffs, lay, rev, p, sg) for _, lay, rev, p, sg in batch.items]
+
+    def reconstruct_mct_flat(self, coeffs, layouts, reversible: bool, precisions: Sequence[int],
+                             signed: Sequence[bool]):
+        """``reconstruct_mct`` of the three components that ``layouts`` place in ``coeffs``."""
+        return self.reconstruct_mct([lay.args(coeffs) for lay in layouts], reversible, precisions, signed)
 
 
-def component_samples_flat(coeffs, layout, reversible: bool, precision: int, signed: bool):
-    """``to_samples(dequantize_idwt_flat(...), precision, signed)`` of one tile-component."""
-    return to_samples(dequantize_idwt_flat(coeffs, layout, reversible), precision, signed)
-
-
-def components_samples_flat(coeffs, batch) -> list:
-    """:func:`component_samples_flat` of each component of a :class:`.layout.FlatLayoutBatch`."""
-    return [component_samples_flat(coeffs, lay, rev, p, sg) for _, lay, rev, p, sg in batch.items]
-
-
-def reconstruct_mct_flat(coeffs, layouts, reversible: bool, precisions: Sequence[int], signed: Sequence[bool]):
-    """:func:`reconstruct_mct` of the three components that ``layouts`` place in ``coeffs``."""
-    return reconstruct_mct([lay.args(coeffs) for lay in layouts], reversible, precisions, signed)
+_FLAT = FlatEntryPoints(dequantize_idwt, reconstruct_mct, to_samples)
+dequantize_idwt_flat = _FLAT.dequantize_idwt_flat
+component_samples_flat = _FLAT.component_samples_flat
+components_samples_flat = _FLAT.components_samples_flat
+reconstruct_mct_flat = _FLAT.reconstruct_mct_flat
