@@ -22,20 +22,7 @@ struct Dim {
 };
 static Dim threadIdx, blockIdx, blockDim, gridDim;
 
-static int atomicAdd(int* p, int v)
-{
-    int old = *p;
-    *p += v;
-    return old;
-}
-
-static int atomicMax(int* p, int v)
-{
-    int old = *p;
-    if (v > old)
-        *p = v;
-    return old;
-}
+#include "host_atomics.h"
 
 #include "tier1_encode.cu"
 

@@ -34,20 +34,7 @@ static unsigned int xchg[THREADS];
 static int arrived_warp[THREADS / 32], arrived_block;
 static long events; /* arrivals, releases and exits: a sweep without any is a deadlock */
 
-static int atomicAdd(int* p, int v)
-{
-    int old = *p;
-    *p += v;
-    return old;
-}
-
-static int atomicMax(int* p, int v)
-{
-    int old = *p;
-    if (v > old)
-        *p = v;
-    return old;
-}
+#include "host_atomics.h"
 
 /* Wait until all `members` threads of the group from thread `first` (a warp, or the block)
  * have arrived; the last to arrive releases the others */
