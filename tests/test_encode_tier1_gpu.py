@@ -172,6 +172,25 @@ def odd_tile(seed, count=24, max_bits=16):
     return tile
 
 
+def every_k_tile(singles: int) -> Tile:
+    """Blocks of every K from 0 (all zero) to 30, |v| = 2^30 - 1 of both signs, and
+    ``singles`` one-sample blocks near 2^30 (a pass's distortion is then one gain: the rounding
+    of e^2 near 2^62 shows)."""
+    rng = np.random.default_rng(30)
+    tile = Tile()
+    for k in range(31):
+        v = random_block(rng, (9, 11), k, 0.6)
+        if k:
+            v[4, 5] = -((1 << k) - 1) if k % 2 else (1 << (k - 1))
+        tile.add(v, k % 4)
+    top = (1 << 30) - 1
+    tile.add(np.array([[top, -top], [1, 0], [-top, top - 1]], np.int32), 3)
+    tile.add(np.full((17, 5), -top, np.int32), 1)
+    for v in rng.integers(1 << 26, 1 << 30, singles):
+        tile.add(np.array([[v]], np.int32), 0)
+    return tile
+
+
 def test_case_counts():
     assert len(STYLES) == 12
 
@@ -196,18 +215,7 @@ def test_large_and_thin_blocks(backend, style):
 @pytest.mark.parametrize("style", [0, B, 0x3F])
 def test_every_k_and_largest_magnitudes(backend, style):
     """K from 0 (all-zero block) to 30, and |v| = 2^30 - 1 of both signs."""
-    rng = np.random.default_rng(30)
-    tile = Tile()
-    for k in range(31):
-        v = random_block(rng, (9, 11), k, 0.6)
-        if k:
-            v[4, 5] = -((1 << k) - 1) if k % 2 else (1 << (k - 1))
-        tile.add(v, k % 4)
-    top = (1 << 30) - 1
-    tile.add(np.array([[top, -top], [1, 0], [-top, top - 1]], np.int32), 3)
-    tile.add(np.full((17, 5), -top, np.int32), 1)
-    for v in rng.integers(1 << 26, 1 << 30, 64):  # one sample: a pass's distortion is one
-        tile.add(np.array([[v]], np.int32), 0)  # gain, rounding of e^2 near 2^62 shows
+    tile = every_k_tile(64)
     want = compare(backend, tile.flat, tile.cb, style)
     assert want[5].tolist()[:33] == list(range(31)) + [30, 30]
 

@@ -24,7 +24,7 @@ from cinegpu.encode.tier1.tile import encode_tile
 
 from conftest import host_build
 from test_encode_tier1_gpu import (CXX, GPU, HostKernel, Tile, _host_library, assert_same,
-                                   cupy, dci_tile, random_block)
+                                   cupy, dci_tile, every_k_tile, random_block)
 
 B, R, T, V, P, S = (tier1.CBLK_BYPASS, tier1.CBLK_RESET, tier1.CBLK_TERMALL, tier1.CBLK_VCAUSAL,
                     tier1.CBLK_PTERM, tier1.CBLK_SEGSYM)
@@ -117,18 +117,7 @@ def test_full_blocks_and_sparse_runs(backend):
 
 @pytest.mark.parametrize("style", [0, R | T | S])
 def test_every_k_and_largest_magnitudes(backend, style):
-    rng = np.random.default_rng(30)
-    tile = Tile()
-    for k in range(31):
-        v = random_block(rng, (9, 11), k, 0.6)
-        if k:
-            v[4, 5] = -((1 << k) - 1) if k % 2 else (1 << (k - 1))
-        tile.add(v, k % 4)
-    top = (1 << 30) - 1
-    tile.add(np.array([[top, -top], [1, 0], [-top, top - 1]], np.int32), 3)
-    tile.add(np.full((17, 5), -top, np.int32), 1)
-    for v in rng.integers(1 << 26, 1 << 30, 16):
-        tile.add(np.array([[v]], np.int32), 0)
+    tile = every_k_tile(16)
     want = compare(backend, tile.flat, tile.cb, style)
     assert want[5].tolist()[:31] == list(range(31))
 
