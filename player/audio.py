@@ -37,6 +37,7 @@ import logging
 import math
 import struct
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -204,8 +205,6 @@ class DeviceSink:
     SETTLE, SETTLE_LIMIT = 0.25, 2.0
 
     def _settle(self) -> None:
-        import time  # noqa: PLC0415
-
         deadline = time.monotonic() + self.SETTLE_LIMIT
         while self.played < self.SETTLE * self.rate and time.monotonic() < deadline:
             time.sleep(0.005)
@@ -269,8 +268,6 @@ class DeviceSink:
         """Let the sound queued so far play out (at most :attr:`DRAIN_LIMIT` seconds more than
         it lasts: a device that starts late, as a sound server's stream does, still plays the
         end of a short run), then stop the stream."""
-        import time  # noqa: PLC0415
-
         deadline = time.monotonic() + min(self.queued() / self.rate + self.DRAIN_LIMIT, 10.0)
         while self.queued() > 0 and time.monotonic() < deadline:
             time.sleep(0.005)
@@ -340,6 +337,8 @@ class AudioFeed:
         self.names = channel_names(labels, snd.channels)
         self.matrix = downmix_matrix(self.names, self.sink.channels)
         self.scale = float(1 << (snd.bits - 1))
+        #: the sink tells when a sample reaches the DAC (a device): offsets at the device kept
+        self.timed = hasattr(self.sink, "dac_time")
 
     def timeline_sample(self, t: float) -> int:
         """Timeline sample at timeline position ``t`` (frames, may be fractional)."""
@@ -366,7 +365,7 @@ class AudioFeed:
             self._next = None
             return
         # what the device outputs now reaches the DAC output_latency later: feed that far ahead
-        position = (now - clock.presentation_time(0) + self._device_latency()) * float(clock.rate)
+        position = (now - clock.presentation_time(0) + self.sink.output_latency) * float(clock.rate)
         if self._next is not None and self.sink.queued() and \
                 self._next - self.sink.queued() < self.timeline_sample(position) - STALL_LIMIT * float(self.rate):
             # the device plays behind the clock (it started late, or stopped taking sound for a
@@ -377,7 +376,7 @@ class AudioFeed:
         if self._next is None:
             t = clock.timeline()
             self._next = self.timeline_sample(t)
-            if self._device_latency() > 0:
+            if self.sink.output_latency > 0:
                 # a device plays what it is given from now on: it starts at the clock's sample (its
                 # latency ahead); the record still starts with the frame the clock is in
                 self._skip = max(0, self.timeline_sample(position) - self._next)
@@ -390,9 +389,6 @@ class AudioFeed:
             self._feed(self._next, target)
             self._next = target
         self._lag = self._next - self.sink.queued() - self.timeline_sample(position)
-
-    def _device_latency(self) -> float:
-        return float(getattr(self.sink, "output_latency", 0.0) or 0.0)
 
     def _drift(self, target: int) -> int:
         """Hold back or push on a device whose queue strays from its latency target."""
@@ -451,7 +447,7 @@ class AudioFeed:
             return
         self._waiting.append((self.timeline_sample(t), frame, self._lag))
         self._resolve()
-        if hasattr(self.sink, "dac_time"):
+        if self.timed:
             self._av_waiting.append((self.timeline_sample(t), self.sink.now()))
             self.resolve_device()
         if self.wav is None:
@@ -489,6 +485,8 @@ class AudioFeed:
         DAC at the time its callback reports (PortAudio's outputBufferDacTime, on the stream's
         clock), against the stream's clock when the frame was shown.  Frames whose sample the
         device has not taken yet wait; those no longer in the kept runs are dropped."""
+        if not self.timed:
+            return
         taken = self.sink.taken()
         while self._av_waiting:
             s, shown = self._av_waiting[0]

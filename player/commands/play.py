@@ -191,10 +191,9 @@ def _audio_result(player, frames: int, audio_out: Path | None) -> str:
     if not player.quit:
         feed.finish(frames)
     text = f"audio {feed.sink.name} ({feed.sound.summary()})"
-    ahead = float(getattr(feed.sink, "output_latency", 0.0) or 0.0)
-    if ahead > 0:
-        text += f"; the device's output latency, {ahead * 1e3:.1f} ms, fed ahead"
-    feed.resolve_device() if hasattr(feed.sink, "dac_time") else None
+    if feed.sink.output_latency > 0:
+        text += f"; the device's output latency, {feed.sink.output_latency * 1e3:.1f} ms, fed ahead"
+    feed.resolve_device()
     at_device = feed.device_offset_ms()
     if at_device is not None:
         median, worst, n = at_device
