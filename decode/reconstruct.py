@@ -12,7 +12,7 @@ at the decoded resolution (T.800 Annexes E, F, G).
 from __future__ import annotations
 
 from .errors import InvalidSegment
-from .plan import TileComponent, TilePlan
+from .plan import TilePlan
 from .transform.backend import TransformBackend
 from .transform.layout import FlatLayoutBatch
 

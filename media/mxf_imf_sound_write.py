@@ -36,7 +36,7 @@ from lxml import etree
 
 from .errors import MediaError
 from .mxf import GC_ELEMENT
-from .mxf_imf_write import NS_ELEMENTS, NS_GROUPS, NS_TYPES, OP_1A, REGXML_NSMAP, _ul_urn
+from .mxf_imf_write import NS_ELEMENTS, NS_GROUPS, OP_1A, REGXML_NSMAP, _ul_urn
 from .mxf_sound_write import (AUDIO_CHANNEL, DATA_DEF_SOUND, QUANTIZATION_BITS, SOUND_PRIMER,
                               SOUNDFIELD_GROUP, WAVE_DESCRIPTOR, SoundTrackFile)
 from .mxf_write import BODY_SID, INDEX_SID, TrackWriter, _batch, _index_segment, _rational, \

@@ -10,7 +10,6 @@ within 1 code value: OpenJPH's 9/7 synthesis rounds differently, as on Part-1 st
 
 from __future__ import annotations
 
-import struct
 import subprocess
 from pathlib import Path
 

@@ -20,7 +20,6 @@ import shutil
 import subprocess
 import sys
 import uuid
-from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +27,7 @@ import pytest
 
 from cinegpu.media.mxf_timed_text import read_timed_text
 from cinegpu.media.mxf_timed_text_write import FONT_MIME, PNG_MIME, Resource, write_timed_text
-from cinegpu.media.subtitle_write import NS_DCST, prepare_subtitles, smpte_document
+from cinegpu.media.subtitle_write import NS_DCST, prepare_subtitles
 from cinegpu.media.subtitle_xml import read_subtitles
 from cinegpu.player.cli import main
 from test_master import _write_png16, needs_encoder
