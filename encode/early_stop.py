@@ -28,7 +28,6 @@ budget that misled rate control by up to 7 dB.)
 The GPU histogram is a CuPy element-wise kernel; its CPU twin (numba) counts the same.
 """
 
-import functools
 
 import numpy as np
 from numba import njit
@@ -57,21 +56,13 @@ REFINE_BITS, NEW_BITS = 1.0, 3.0
 @njit(cache=True, nogil=True)
 def _histogram(flat, out):
     for v in flat:
-        m = -v if v < 0 else v
+        m = np.int64(v)              # |INT_MIN| = 2^31 has bit length 32, as on the GPU
+        m = -m if m < 0 else m
         n = 0
         while m:
             m >>= 1
             n += 1
         out[n] += 1
-
-
-@functools.lru_cache(maxsize=None)
-def _bit_length_kernel():
-    import cupy  # noqa: PLC0415
-
-    return cupy.ElementwiseKernel(
-        "int32 v", "int32 n", "unsigned int m = v < 0 ? -v : v; n = 32 - __clz(m);",
-        "cinegpu_bit_length")
 
 
 def _is_device(a) -> bool:
@@ -83,10 +74,16 @@ def magnitude_histogram(flats) -> np.ndarray:
     magnitude has bit length n (0 for a zero index)."""
     out = np.zeros(BITS + 1, np.int64)
     for flat in flats:
-        if _is_device(flat):
+        if _is_device(flat):     # counted in shared memory by blocks (forward.cu)
             import cupy  # noqa: PLC0415
-            counts = cupy.bincount(_bit_length_kernel()(flat), minlength=BITS + 1)
-            out += counts.get()[:BITS + 1]
+            from .gpu import THREADS, kernel  # noqa: PLC0415
+            counts = cupy.zeros(BITS + 1, cupy.uint64)
+            if flat.size:
+                blocks = max(1, min(-(-flat.size // THREADS), 1024))
+                kernel("bit_length_histogram")((blocks,), (THREADS,),
+                                               (cupy.ascontiguousarray(flat, cupy.int32),
+                                                np.int64(flat.size), counts))
+            out += counts.get().astype(np.int64)
         else:
             _histogram(np.ascontiguousarray(flat, np.int32), out)
     return out

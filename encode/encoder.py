@@ -59,11 +59,13 @@ class Frame:
                 for i in range(b0, b0 + self.plans[t].cb.shape[0])]
 
 
-def _as_components(image, bits, signed):
+def _split(image) -> list:
+    """The components of an (H, W), (H, W, C) or list-of-planes image (numpy or CuPy; views,
+    no copy), checked for shape and integer type."""
     if isinstance(image, (list, tuple)):
-        comps = [np.asarray(c) for c in image]
+        comps = [c if _on_device(c) else np.asarray(c) for c in image]
     else:
-        a = np.asarray(image)
+        a = image if _on_device(image) else np.asarray(image)
         if a.ndim == 2:
             comps = [a]
         elif a.ndim == 3:
@@ -74,21 +76,76 @@ def _as_components(image, bits, signed):
         raise ValueError("need 1.. components, each a non-empty 2-D array")
     if any(not np.issubdtype(c.dtype, np.integer) for c in comps):
         raise ValueError("components must be integer arrays")
-    sgn = [bool(signed) if signed is not None else bool(c.min() < 0) for c in comps]
+    return comps
+
+
+def _on_device(a) -> bool:
+    return type(a).__module__.startswith("cupy")
+
+
+def _extremes(comps) -> list[tuple[int, int]]:
+    """(min, max) of every component; on the GPU, all of them in one device-to-host copy,
+    and the components of one (H, W, C) image in one pass over it."""
+    if comps and _on_device(comps[0]):
+        import cupy  # noqa: PLC0415
+        base = comps[0].base
+        whole = base is not None and base.ndim == 3 and base.shape[2] == len(comps) \
+            and base.flags.c_contiguous \
+            and all(c.base is base and c.data.ptr == base.data.ptr + i * base.itemsize
+                    for i, c in enumerate(comps))
+        if whole:                        # the channels of one image: reduce over (H, W)
+            rows = base.reshape(-1, len(comps))
+            both = cupy.stack([rows.min(axis=0), rows.max(axis=0)]).astype(cupy.int64).get().T
+        else:
+            both = cupy.stack([cupy.stack([c.min().astype(cupy.int64),
+                                           c.max().astype(cupy.int64)]) for c in comps]).get()
+        return [(int(lo), int(hi)) for lo, hi in both]
+    return [(int(c.min()), int(c.max())) for c in comps]
+
+
+def _precisions(comps, bits, signed) -> tuple[list[int], list[bool]]:
+    """Each component's precision (``bits``, or from its sample range) and signedness
+    (``signed``, or whether it holds a negative sample), checked against its samples.  The
+    samples are read (one pass over the image) only where the dtype leaves a question
+    open: an unsigned 16-bit image of 12-bit samples is read once, for its maximum."""
+    dtypes = [np.dtype(c.dtype) for c in comps]
+    need = [np.issubdtype(d, np.signedinteger) if signed is None else False for d in dtypes]
     if bits is None:
-        precs = []
-        for c, s in zip(comps, sgn):
-            if c.dtype.itemsize == 1:
-                precs.append(8)
-            else:
-                m = int(max(abs(int(c.max())), abs(int(c.min())) - (1 if s else 0)))
-                precs.append(max(8, m.bit_length() + (1 if s else 0)))
+        need = [n or d.itemsize > 1 for n, d in zip(need, dtypes)]
+        precs = None
     else:
         precs = [int(bits)] * len(comps) if np.ndim(bits) == 0 else [int(b) for b in bits]
-    for c, p, s in zip(comps, precs, sgn):
+    sgn0 = [bool(signed) if signed is not None else np.issubdtype(d, np.signedinteger)
+            for d in dtypes]
+    for i, d in enumerate(dtypes):           # can this dtype hold a sample out of range?
+        if precs is not None:
+            info = np.iinfo(d)
+            p, s = precs[i], sgn0[i]
+            lo, hi = (-(1 << (p - 1)), (1 << (p - 1)) - 1) if s else (0, (1 << p) - 1)
+            need[i] = need[i] or info.min < lo or info.max > hi
+    ext = _extremes(comps) if any(need) else [None] * len(comps)
+    sgn = [bool(signed) if signed is not None else bool(e is not None and e[0] < 0)
+           for e in ext]
+    if precs is None:
+        precs = []
+        for d, e, s in zip(dtypes, ext, sgn):
+            if d.itemsize == 1:
+                precs.append(8)
+            else:
+                m = max(abs(e[1]), abs(e[0]) - (1 if s else 0))
+                precs.append(max(8, m.bit_length() + (1 if s else 0)))
+    for e, p, s in zip(ext, precs, sgn):
         lo, hi = (-(1 << (p - 1)), (1 << (p - 1)) - 1) if s else (0, (1 << p) - 1)
-        if int(c.min()) < lo or int(c.max()) > hi:
+        if e is not None and (e[0] < lo or e[1] > hi):
             raise ValueError(f"samples outside the {p}-bit {'signed' if s else 'unsigned'} range")
+    return precs, sgn
+
+
+def _as_components(image, bits, signed):
+    """(components, precisions, signedness) of an image, checked (:func:`_split`,
+    :func:`_precisions`)."""
+    comps = _split(image)
+    precs, sgn = _precisions(comps, bits, signed)
     return comps, precs, sgn
 
 
@@ -157,6 +214,7 @@ class Encoder:
         self.timings: dict[str, float] = {}
         self._plans = geometry if geometry is not None else GeometryCache()
         self._stream = None
+        self._staging = None        # page-locked upload buffer (cuda, made on first use)
         self._tiles = None          # the GPU tier-1's per-plan tables (TileGeometries)
 
     def close(self):
@@ -170,8 +228,25 @@ class Encoder:
 
     # -- stages -------------------------------------------------------------
     def encode(self, image, *, bits=None, signed=None) -> bytes:
-        comps, precs, sgn = _as_components(image, bits, signed)
+        comps = _split(image)
+        with self.on_stream():       # the upload and the sample checks on the encoder's stream
+            if self.backend == "cuda":
+                comps = self._upload(image, comps)
+            precs, sgn = _precisions(comps, bits, signed)
         return self._encode(comps, precs, sgn)
+
+    def _upload(self, image, comps) -> list:
+        """The components on the GPU: an (H, W[, C]) host image goes up whole, at its own
+        dtype, through the encoder's page-locked buffer (one copy; the GPU splits and widens
+        the components); separate host planes go up one by one.  Called on the encoder's
+        stream."""
+        import cupy  # noqa: PLC0415
+        from .gpu import HostStaging  # noqa: PLC0415
+        if not isinstance(image, (list, tuple)) and not _on_device(image):
+            if self._staging is None:
+                self._staging = HostStaging()
+            return _split(self._staging.upload(np.asarray(image), self._stream))
+        return [c if _on_device(c) else cupy.asarray(np.ascontiguousarray(c)) for c in comps]
 
     def encode_planes(self, planes, precisions, signed=None) -> bytes:
         """Encode components already on the GPU (CuPy int32 planes, e.g. from

@@ -13,6 +13,7 @@ frame's bytes never depend on which thread coded it or on the frames before it. 
 
 from __future__ import annotations
 
+import os
 import threading
 from fractions import Fraction
 
@@ -24,7 +25,10 @@ from .colour import rgb_to_ycbcr, to_xyz12, xyz12_parameters
 from .dcp_write import _cinegpu_encoder, encode_frame, encoder_name
 from .errors import UnsupportedMedia
 
-__all__ = ["FrameEncoders", "pick_backend"]
+__all__ = ["GPU_WORKERS", "FrameEncoders", "pick_backend"]
+
+#: Frames encoded at once on one GPU by default (:meth:`FrameEncoders.default_workers`).
+GPU_WORKERS = 8
 
 
 def pick_backend(backend: str = "auto") -> str:
@@ -67,6 +71,13 @@ class FrameEncoders:
         self._geometry = None           # one GeometryCache for every thread's encoder
         self._made: list = []
         self._lock = threading.Lock()
+
+    def default_workers(self) -> int:
+        """Frames encoded at once when the user does not say: a thread per CPU core, or on
+        the GPU at most GPU_WORKERS (more threads only contend for the GIL and the device:
+        on an H200 with 16 cores, 16 threads mastered 2K at 56 fps, 12 at 70 and 8 at 96)."""
+        cores = os.cpu_count() or 1
+        return min(cores, GPU_WORKERS) if self.backend == "cuda" else cores
 
     @property
     def name(self) -> str:

@@ -16,7 +16,6 @@ file of ``subtitles`` (checked and converted before, by :func:`.subtitle_write.p
 
 from __future__ import annotations
 
-import os
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
@@ -83,7 +82,6 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
         sound.fit_imf(total, rate) if format == "imf" else sound.fit(total, rate)
     if subtitles is not None and subtitles.duration != total:
         raise ValueError(f"subtitles prepared for {subtitles.duration} frames; the composition has {total}")
-    workers = max(1, workers or os.cpu_count() or 1)
     first = get_frame(0)
     if format == "imf":
         width, height = first.shape[1], first.shape[0]
@@ -103,6 +101,7 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
                              colorspace=colorspace, backend=backend, bits=bits,
                              codec=codec if format == "imf" else "j2k", lossless=lossless,
                              sampling=sampling)
+    workers = max(1, workers or encoders.default_workers())
 
     def prepare(i: int) -> bytes:
         img = first if i == 0 else get_frame(i)

@@ -239,6 +239,51 @@ def test_dci_rejects_wrong_input():
         encode(np.zeros((1080, 2048, 3), np.uint16), profile="dci-2k", bits=12, fps=23)
 
 
+def test_input_checks_read_the_samples_only_where_the_dtype_leaves_a_question(monkeypatch):
+    from cinegpu.encode import encoder
+    reads = []
+    real = encoder._extremes
+    monkeypatch.setattr(encoder, "_extremes", lambda comps: reads.append(len(comps)) or real(comps))
+    img = np.full((4, 5, 3), 4095, np.uint16)
+    for bits, signed, passes in ((16, None, []), (12, None, [3]), (None, None, [3]),
+                                 (12, True, [3])):
+        reads.clear()
+        if signed:
+            with pytest.raises(ValueError, match="12-bit signed"):
+                encoder._as_components(img, bits, signed)
+        else:
+            assert encoder._as_components(img, bits, signed)[1:] == ([bits or 12] * 3, [False] * 3)
+        assert reads == passes
+    reads.clear()
+    assert encoder._as_components(np.zeros((2, 2), np.uint8), 8, None)[1:] == ([8], [False])
+    assert encoder._as_components(np.zeros((2, 2), np.uint8), None, None)[1:] == ([8], [False])
+    assert reads == []
+
+
+@pytest.mark.parametrize("dtype,values,bits,signed,expect", [
+    (np.uint16, (0, 4095), 12, None, ([12], [False])),
+    (np.uint16, (0, 4096), 12, None, "12-bit unsigned"),
+    (np.uint16, (0, 1000), None, None, ([10], [False])),
+    (np.uint16, (0, 100), None, None, ([8], [False])),
+    (np.int16, (-5, 300), None, None, ([10], [True])),
+    (np.int16, (0, 300), None, None, ([9], [False])),
+    (np.int16, (-2049, 0), 12, None, "12-bit signed"),
+    (np.int32, (-2048, 2047), 12, None, ([12], [True])),
+    (np.int32, (-1, 7), 8, False, "8-bit unsigned"),
+    (np.uint8, (0, 255), None, None, ([8], [False])),
+    (np.uint8, (0, 255), 7, None, "7-bit unsigned"),
+])
+def test_input_precision_and_sign_from_the_samples(dtype, values, bits, signed, expect):
+    from cinegpu.encode.encoder import _as_components
+    img = np.zeros((3, 4), dtype)
+    img[0, 0], img[2, 3] = values
+    if isinstance(expect, str):
+        with pytest.raises(ValueError, match=expect):
+            _as_components(img, bits, signed)
+    else:
+        assert _as_components(img, bits, signed)[1:] == expect
+
+
 def test_workers_give_the_same_stream():
     img = _image((64, 96, 3), 8, False, seed=5)
     one = encode(img, reversible=True, backend="cpu", workers=1)

@@ -129,3 +129,22 @@ def test_sd_host_block_sizes_and_orders(lib, filt, threads, reverse):
             x = rng.normal(0, 900, shape).astype(np.float32 if filt == "97" else np.int32)
             _assert_same(sd(x, p, axis), sd_host(lib, x, p, axis, threads=threads,
                                                  reverse=reverse))
+
+
+@pytest.mark.parametrize("gx,threads,reverse", [(1, 1, False), (3, 32, True), (7, 256, False)])
+def test_bit_length_histogram_host_matches_numba(lib, gx, threads, reverse):
+    # early stop's statistic: every bit length 0..32, |INT_MIN| included, one call adding
+    # to counts already there
+    from cinegpu.encode.early_stop import _histogram
+    rng = np.random.default_rng(gx)
+    v = np.concatenate([rng.integers(-(1 << 20), 1 << 20, 3000), (1 << np.arange(31)) - 1,
+                        -(1 << np.arange(31)), [-(1 << 31), (1 << 31) - 1, 0, 0]]).astype(np.int32)
+    want = np.arange(33, dtype=np.int64)
+    _histogram(v, want)
+    got = np.arange(33, dtype=np.uint64)
+    rc = lib.hist_emulate(ctypes.c_void_p(v.ctypes.data), ctypes.c_longlong(v.size),
+                          ctypes.c_void_p(got.ctypes.data), ctypes.c_int(gx),
+                          ctypes.c_int(threads), ctypes.c_int(int(reverse)))
+    assert rc == 0
+    np.testing.assert_array_equal(got.astype(np.int64), want)
+    assert want[32] == 32 + 1                          # |INT_MIN| alone

@@ -57,6 +57,27 @@ def test_encode_cuda_equals_cpu(profile, size):
     assert encode(img, backend="cuda", **kw) == encode(img, backend="cpu", **kw)
 
 
+def test_encode_from_host_images_checks_and_uploads_as_the_cpu_path():
+    # a whole (H, W, C) image goes up once at its dtype; planes and strided views too
+    img = synthetic_frame(83, 61, seed=7)
+    kw = dict(bitrate=61 * 83 * 3 * 2 * 24, levels=3, bits=12)
+    ref = encode(img, backend="cpu", **kw)
+    assert encode(img, backend="cuda", **kw) == ref
+    assert encode([img[:, :, i] for i in range(3)], backend="cuda", **kw) == ref
+    wide = np.zeros((61, 83, 4), np.int32)
+    wide[:, :, :3] = img
+    assert encode(wide[:, :, :3], backend="cuda", **kw) == ref
+    assert encode(cupy.asarray(img), backend="cuda", **kw) == ref
+    assert encode(cupy.asarray(wide)[:, :, :3], backend="cuda", **kw) == ref
+    bad = img.copy()
+    bad[60, 82, 2] = 4096
+    for backend in ("cpu", "cuda"):
+        with pytest.raises(ValueError, match="12-bit unsigned"):
+            encode(bad, backend=backend, **kw)
+    signed = img.astype(np.int16) - 2048
+    assert encode(signed, backend="cuda", levels=3) == encode(signed, backend="cpu", levels=3)
+
+
 # -- reversible path: RCT + 5/3, bit for bit -------------------------------------------
 
 # every odd size 1..67 down the rows, against a complementary odd width (and square)
@@ -234,6 +255,7 @@ def test_magnitude_histogram_on_the_gpu_equals_the_cpu_twin():
     rng = np.random.default_rng(3)
     flats = [(rng.integers(-(1 << 29), 1 << 29, n) >> rng.integers(0, 30, n)).astype(np.int32)
              for n in (1, 1000, 1 << 20)]
+    flats += [np.array([-(1 << 31), (1 << 31) - 1, 0, -1, 1], np.int32), np.zeros(0, np.int32)]
     want = magnitude_histogram(flats)
     got = magnitude_histogram([cupy.asarray(f) for f in flats])
     np.testing.assert_array_equal(got, want)

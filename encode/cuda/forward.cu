@@ -339,6 +339,32 @@ extern "C" __global__ void band_clip_i32(int* flat, const long long* off, const 
     }
 }
 
+// ------------------------------------------------------------- early stop -------
+
+// Histogram of the bit lengths of |v| (0 for a zero index, 32 for |INT_MIN|) over n int32
+// indices, added to out[0..32]: the frame statistic of early stop (encode/early_stop.py).
+// Each block counts in shared memory and adds its 33 counts to out once.  Grid: any.
+// Twin: cinegpu.encode.early_stop._histogram.
+#define HIST_BINS 33
+extern "C" __global__ void bit_length_histogram(const int* v, long long n,
+                                                unsigned long long* out)
+{
+    __shared__ unsigned int h[HIST_BINS];
+    for (int i = threadIdx.x; i < HIST_BINS; i += blockDim.x)
+        h[i] = 0;
+    __syncthreads();
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+         i += (long long)blockDim.x * gridDim.x) {
+        int x = v[i];
+        unsigned int m = x < 0 ? 0u - (unsigned int)x : (unsigned int)x;
+        atomicAdd(&h[m ? 32 - __clz((int)m) : 0], 1u);
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < HIST_BINS; i += blockDim.x)
+        if (h[i])
+            atomicAdd(out + i, (unsigned long long)h[i]);
+}
+
 // ------------------------------------------------------------- mastering colour -------
 
 // Display-encoded RGB (or X'Y'Z') samples -> DCI X'Y'Z' 12-bit code values (ST 428-1), one

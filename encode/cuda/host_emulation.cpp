@@ -29,19 +29,35 @@ static unsigned int atomicMax(unsigned int* p, unsigned int v)
     return old;
 }
 
+static unsigned int atomicAdd(unsigned int* p, unsigned int v)
+{
+    unsigned int old = *p;
+    *p = old + v;
+    return old;
+}
+static unsigned long long atomicAdd(unsigned long long* p, unsigned long long v)
+{
+    unsigned long long old = *p;
+    *p = old + v;
+    return old;
+}
+static int __clz(int x) { return x ? __builtin_clz((unsigned int)x) : 32; }
+
 #include "forward.cu"
 
 enum { MAX_THREADS = 1024, STACK = 1 << 16 };
 static ucontext_t sched, ctx[MAX_THREADS];
 static char* stacks[MAX_THREADS];
 static int cur, finished[MAX_THREADS];
-static struct { int filt, cols, n, lines, p; const void* x; void *lo, *hi; } args;
+static struct { int filt, cols, n, lines, p; const void* x; void *lo, *hi; long long count; } args;
 
 static void host_sync() { swapcontext(&ctx[cur], &sched); }
 
 static void thread_main()
 {
-    if (args.filt == 97 && args.cols)
+    if (args.filt == 0)
+        bit_length_histogram((const int*)args.x, args.count, (unsigned long long*)args.lo);
+    else if (args.filt == 97 && args.cols)
         sd97_cols((const float*)args.x, (float*)args.lo, (float*)args.hi, args.n, args.lines, args.p);
     else if (args.filt == 97)
         sd97_rows((const float*)args.x, (float*)args.lo, (float*)args.hi, args.n, args.lines, args.p);
@@ -111,5 +127,29 @@ extern "C" int sd_emulate(int filt, int cols, const void* x, void* lo, void* hi,
             int rc = run_block(threads, reverse);
             if (rc) return rc;
         }
+    return 0;
+}
+
+/* bit_length_histogram over n int32 indices on gx blocks of `threads` threads, added to
+ * out[0..32].  Returns as sd_emulate. */
+extern "C" int hist_emulate(const int* v, long long n, unsigned long long* out, int gx,
+                            int threads, int reverse)
+{
+    if (threads < 1 || threads > MAX_THREADS || gx < 1) return -1;
+    args.filt = 0;
+    args.x = v;
+    args.lo = out;
+    args.count = n;
+    blockDim.x = threads;
+    blockDim.y = blockDim.z = 1;
+    gridDim.x = gx;
+    gridDim.y = gridDim.z = 1;
+    threadIdx.y = threadIdx.z = 0;
+    for (int bx = 0; bx < gx; bx++) {
+        blockIdx.x = bx;
+        blockIdx.y = blockIdx.z = 0;
+        int rc = run_block(threads, reverse);
+        if (rc) return rc;
+    }
     return 0;
 }

@@ -35,7 +35,7 @@ def register(subparsers) -> None:
                         "(default: one pass of the input, at least one second)")
     p.add_argument("--kind", default="feature", type=one_line_text, help="CPL ContentKind (default feature)")
     p.add_argument("--workers", type=positive_int, default=None, metavar="N",
-                   help="frames prepared and encoded at once (default: CPU cores)")
+                   help="frames prepared and encoded at once (default: CPU cores; on the GPU at most 8)")
     p.add_argument("--backend", choices=("auto", "cpu", "cuda"), default="auto",
                    help="where the encoder runs (default auto: the GPU when CuPy sees one)")
     p.add_argument("--audio", nargs="+", default=None, metavar="FILE.wav",
