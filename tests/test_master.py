@@ -297,3 +297,16 @@ def test_black_and_dark_frames_master(tmp_path):
             got = np.stack(decode(src.frame(i)), -1)
             want = to_xyz12(fit(frames[i], got.shape[1], got.shape[0]))
             assert np.abs(got.astype(np.int64) - want).max() <= 8
+
+
+def test_default_workers_are_the_cores_or_at_most_eight_on_the_gpu(monkeypatch):
+    from cinegpu.media import frame_encode
+    enc = frame_encode.FrameEncoders(profile="2k", fps=24, bitrate=None, colorspace="rec709",
+                                     backend="cpu")
+    for cores, cpu, cuda in ((2, 2, 2), (16, 16, frame_encode.GPU_WORKERS), (None, 1, 1)):
+        monkeypatch.setattr(frame_encode.os, "cpu_count", lambda: cores)
+        enc.backend = "cpu"
+        assert enc.default_workers() == cpu
+        enc.backend = "cuda"
+        assert enc.default_workers() == cuda
+    assert frame_encode.GPU_WORKERS == 8
