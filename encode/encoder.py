@@ -178,13 +178,16 @@ class Encoder:
 
     Options as :func:`encode`; ``encode(image, bits=None)`` returns the codestream.
     ``geometry``: a :class:`GeometryCache` shared with other encoders (default: its own).
+    ``device``: the CUDA device it encodes on (cuda back end; default the current one), so
+    that encoders in several threads spread frames over several GPUs.
     """
 
     def __init__(self, *, profile="generic", fps=24, bitrate=None, reversible=False,
                  levels=None, codeblock=(32, 32), progression="LRCP", layers=1, tiles=None,
                  precincts=None, backend="auto", workers=None, style=0, quantization="expounded",
                  guard_bits=None, base_step=1.0, early_stop=True, rate_on_gpu=None,
-                 geometry: GeometryCache | None = None, codec="j2k", mct=None):
+                 geometry: GeometryCache | None = None, codec="j2k", mct=None,
+                 device: int | None = None):
         if codec not in ("j2k", "htj2k"):
             raise ValueError(f"codec {codec!r} is neither 'j2k' nor 'htj2k'")
         #: "htj2k": HT code-blocks (ISO/IEC 15444-15), the path of :mod:`.ht`
@@ -213,6 +216,9 @@ class Encoder:
         self.pool = TierOnePool(workers)
         self.timings: dict[str, float] = {}
         self._plans = geometry if geometry is not None else GeometryCache()
+        #: the CUDA device (cuda back end) this encoder's stream, buffers and kernels live on;
+        #: None: the current device when it first runs
+        self.device = device
         self._stream = None
         self._staging = None        # page-locked upload buffer (cuda, made on first use)
         self._tiles = None          # the GPU tier-1's per-plan tables (TileGeometries)
@@ -305,15 +311,22 @@ class Encoder:
         return data
 
     def on_stream(self):
-        """The encoder's own CUDA stream (so that encoders in several threads overlap on
-        one GPU), or a no-op context on the CPU back end."""
+        """A context in which the encoder's device is current and its own CUDA stream (so
+        that encoders in several threads overlap on one GPU) is the current stream, or a
+        no-op context on the CPU back end."""
+        import contextlib
         if self.backend != "cuda":
-            import contextlib
             return contextlib.nullcontext()
+        import cupy
         if self._stream is None:
-            import cupy
-            self._stream = cupy.cuda.Stream(non_blocking=True)
-        return self._stream
+            if self.device is None:
+                self.device = cupy.cuda.runtime.getDevice()
+            with cupy.cuda.Device(self.device):
+                self._stream = cupy.cuda.Stream(non_blocking=True)
+        ctx = contextlib.ExitStack()
+        ctx.enter_context(cupy.cuda.Device(self.device))
+        ctx.enter_context(self._stream)
+        return ctx
 
     def _geometry(self, params: Params):
         header = main_header(params, self.base_step, [])

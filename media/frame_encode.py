@@ -25,7 +25,7 @@ from .colour import rgb_to_ycbcr, to_xyz12, xyz12_parameters
 from .dcp_write import _cinegpu_encoder, encode_frame, encoder_name
 from .errors import UnsupportedMedia
 
-__all__ = ["GPU_WORKERS", "FrameEncoders", "pick_backend"]
+__all__ = ["GPU_WORKERS", "FrameEncoders", "device_for", "pick_backend"]
 
 #: Frames encoded at once on one GPU by default (:meth:`FrameEncoders.default_workers`).
 GPU_WORKERS = 8
@@ -40,6 +40,12 @@ def pick_backend(backend: str = "auto") -> str:
     """
     from cinegpu.decode.backend import ENCODER_NAMES, select_backend
     return select_backend(backend, names=ENCODER_NAMES).name
+
+
+def device_for(thread: int, gpus: int) -> int:
+    """The CUDA device of the ``thread``-th encoder thread (0, 1, ...) over ``gpus`` devices:
+    round robin, so that frames, handed to the threads in turn, spread evenly."""
+    return thread % max(1, gpus)
 
 
 class FrameEncoders:
@@ -69,15 +75,27 @@ class FrameEncoders:
         self.backend = pick_backend(backend) if self.ours else "cpu"
         self._local = threading.local()
         self._geometry = None           # one GeometryCache for every thread's encoder
+        self._gpus = None               # CUDA devices (cuda back end), counted on first use
+        self._started = 0               # encoder threads started so far
         self._made: list = []
         self._lock = threading.Lock()
 
     def default_workers(self) -> int:
         """Frames encoded at once when the user does not say: a thread per CPU core, or on
-        the GPU at most GPU_WORKERS (more threads only contend for the GIL and the device:
-        on an H200 with 16 cores, 16 threads mastered 2K at 56 fps, 12 at 70 and 8 at 96)."""
+        the GPU at most GPU_WORKERS per device (more threads only contend for the GIL and
+        the device: on an H200 with 16 cores, 16 threads mastered 2K at 56 fps, 12 at 70
+        and 8 at 96)."""
         cores = os.cpu_count() or 1
-        return min(cores, GPU_WORKERS) if self.backend == "cuda" else cores
+        return min(cores, GPU_WORKERS * self.gpus) if self.backend == "cuda" else cores
+
+    @property
+    def gpus(self) -> int:
+        """The CUDA devices the threads' encoders are spread over (round robin, in the order
+        the threads start: :func:`device_for`); all that CUDA_VISIBLE_DEVICES shows."""
+        if self._gpus is None:
+            import cupy  # noqa: PLC0415
+            self._gpus = max(1, cupy.cuda.runtime.getDeviceCount())
+        return self._gpus
 
     @property
     def name(self) -> str:
@@ -90,8 +108,11 @@ class FrameEncoders:
             with self._lock:
                 if self._geometry is None:
                     self._geometry = GeometryCache()
+                started, self._started = self._started, self._started + 1
+            device = device_for(started, self.gpus) if self.backend == "cuda" else None
             enc = Encoder(profile=self.encoder_profile, fps=self.fps, bitrate=self.bitrate,
                           backend=self.backend, workers=1, geometry=self._geometry,
+                          device=device,
                           codec=self.codec, reversible=self.lossless,
                           mct=False if self.sampling != "rgb" else None)
             self._local.encoder = enc

@@ -78,6 +78,33 @@ def test_encode_from_host_images_checks_and_uploads_as_the_cpu_path():
     assert encode(signed, backend="cuda", levels=3) == encode(signed, backend="cpu", levels=3)
 
 
+def test_encoders_on_each_device_give_the_same_codestream():
+    # frames spread over the GPUs (cinegpu master: a device per encoder thread, in turn);
+    # on a one-GPU machine this checks device=0 against the default
+    from concurrent.futures import ThreadPoolExecutor
+
+    from cinegpu.encode.encoder import Encoder
+    from cinegpu.media.frame_encode import FrameEncoders
+    img = synthetic_frame(2048, 1080, seed=11)
+    devices = list(range(cupy.cuda.runtime.getDeviceCount()))
+    with Encoder(profile="dci-2k", backend="cuda", workers=1) as enc:
+        ref = enc.encode(img, bits=12)
+    for d in devices:
+        with Encoder(profile="dci-2k", backend="cuda", workers=1, device=d) as enc:
+            assert enc.encode(img, bits=12) == ref
+            with enc.on_stream():
+                assert cupy.cuda.Device().id == d
+    rgb = (img.astype(np.uint32) * 16).astype(np.uint16)
+    with FrameEncoders(profile="2k", fps=24, bitrate=None, colorspace="rec709",
+                       backend="cuda") as fe:
+        assert fe.gpus == len(devices)
+        threads = 2 * len(devices)
+        with ThreadPoolExecutor(threads) as pool:
+            out = list(pool.map(fe.encode, [rgb] * (4 * threads)))
+        assert len(set(out)) == 1
+        assert sorted(e.device for e in fe._made) == sorted(devices * 2)
+
+
 # -- reversible path: RCT + 5/3, bit for bit -------------------------------------------
 
 # every odd size 1..67 down the rows, against a complementary odd width (and square)

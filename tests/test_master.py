@@ -303,10 +303,20 @@ def test_default_workers_are_the_cores_or_at_most_eight_on_the_gpu(monkeypatch):
     from cinegpu.media import frame_encode
     enc = frame_encode.FrameEncoders(profile="2k", fps=24, bitrate=None, colorspace="rec709",
                                      backend="cpu")
-    for cores, cpu, cuda in ((2, 2, 2), (16, 16, frame_encode.GPU_WORKERS), (None, 1, 1)):
+    for cores, gpus, cpu, cuda in ((2, 1, 2, 2), (16, 1, 16, 8), (None, 1, 1, 1), (16, 2, 16, 16),
+                                   (64, 2, 64, 16), (12, 3, 12, 12)):
         monkeypatch.setattr(frame_encode.os, "cpu_count", lambda: cores)
+        enc._gpus = gpus
         enc.backend = "cpu"
         assert enc.default_workers() == cpu
         enc.backend = "cuda"
         assert enc.default_workers() == cuda
     assert frame_encode.GPU_WORKERS == 8
+
+
+def test_encoder_threads_take_the_gpus_in_turn():
+    from cinegpu.media.frame_encode import device_for
+    assert [device_for(k, 1) for k in range(4)] == [0, 0, 0, 0]
+    assert [device_for(k, 2) for k in range(5)] == [0, 1, 0, 1, 0]
+    assert [device_for(k, 3) for k in range(7)] == [0, 1, 2, 0, 1, 2, 0]
+    assert device_for(5, 0) == 0
