@@ -96,7 +96,7 @@ def test_encoders_on_each_device_give_the_same_codestream():
                 assert cupy.cuda.Device().id == d
     rgb = (img.astype(np.uint32) * 16).astype(np.uint16)
     with FrameEncoders(profile="2k", fps=24, bitrate=None, colorspace="rec709",
-                       backend="cuda") as fe:
+                       backend="cuda", gpus=None) as fe:
         assert fe.gpus == len(devices)
         threads = 2 * len(devices)
         with ThreadPoolExecutor(threads) as pool:

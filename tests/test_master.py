@@ -312,6 +312,8 @@ def test_default_workers_are_the_cores_or_at_most_eight_on_the_gpu(monkeypatch):
         enc.backend = "cuda"
         assert enc.default_workers() == cuda
     assert frame_encode.GPU_WORKERS == 8
+    assert frame_encode.FrameEncoders(profile="2k", fps=24, bitrate=None, colorspace="rec709",
+                                      backend="cpu").gpus == 1     # one GPU unless asked
 
 
 def test_encoder_threads_take_the_gpus_in_turn():
