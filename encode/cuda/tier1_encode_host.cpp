@@ -23,6 +23,7 @@ struct Dim {
 static Dim threadIdx, blockIdx, blockDim, gridDim;
 
 #include "host_atomics.h"
+#include "host_grid.h"
 
 #include "tier1_encode.cu"
 
@@ -30,15 +31,7 @@ static Dim threadIdx, blockIdx, blockDim, gridDim;
 extern "C" void t1enc_emulate_num_bps(const int* flat, const i64* cb, int ncols, int nblk,
                                       int* num_bps, int grid, int threads)
 {
-    gridDim.x = grid;
-    blockDim.x = threads;
-    for (int b = 0; b < grid; b++) {
-        blockIdx.x = b;
-        for (int t = 0; t < threads; t++) {
-            threadIdx.x = t;
-            t1enc_num_bps(flat, cb, ncols, nblk, num_bps);
-        }
-    }
+    HOST_FOR_EACH_THREAD(grid, threads, t1enc_num_bps(flat, cb, ncols, nblk, num_bps));
 }
 
 /* t1enc_code_blocks with lanes = 1 over nslots CUDA blocks of 32 threads (one warp, slot =
@@ -73,13 +66,5 @@ extern "C" void t1enc_emulate_compact(const unsigned char* region, const i64* ca
                                       const i64* lens, const i64* coded_off, int nblk,
                                       unsigned char* out, int grid, int threads)
 {
-    gridDim.x = grid;
-    blockDim.x = threads;
-    for (int b = 0; b < grid; b++) {
-        blockIdx.x = b;
-        for (int t = 0; t < threads; t++) {
-            threadIdx.x = t;
-            t1enc_compact(region, cap_off, lens, coded_off, nblk, out);
-        }
-    }
+    HOST_FOR_EACH_THREAD(grid, threads, t1enc_compact(region, cap_off, lens, coded_off, nblk, out));
 }

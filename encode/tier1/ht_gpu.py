@@ -1,0 +1,90 @@
+"""HT cleanup-pass block encoding on the GPU (CUDA through CuPy): the twin of the numba
+:func:`cinegpu.encode.tier1.ht.ht_encode_rows` (ITU-T T.814 clause 7: 7.3.2 MagSgn, 7.3.3
+MEL, 7.3.4-7.3.6 CxtVLC and U-VLC, 7.1 the segment and Scup).
+
+    ht_encode_rows_cuda(flat, cb, rows, drops, stream=None)
+        -> (coded, coded_off, rates, rate_off, dists, num_bps)
+
+The kernel ``ht_enc_blocks`` of ``cuda/ht_encode.cu`` (one thread per code-block,
+grid-stride) writes each block's cleanup segment into its own region of one device buffer
+(area * 5 + 64 bytes) and its length; the host copies both back and gathers the segments in
+block order (:func:`.ht_gpu_plan.assemble`).  Same bytes, offsets, rates, K and dtypes as
+ht_encode_rows, including its early return when a block's segment is too long (Scup > 4079).
+
+Importing this module needs CuPy; :mod:`.ht_gpu_plan` holds the host-only steps, which the
+tests run against the kernel's host build (``cuda/ht_encode_host.cpp``).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import cupy
+import numpy as np
+
+from .ht_gpu_plan import CUDA_SOURCE, KERNEL, assemble, capacity_offsets, kernel_tables, \
+    scratch_pitch
+
+__all__ = ["ht_encode_rows_cuda"]
+
+THREADS = 64  # threads per CUDA block
+SCRATCH_BYTES = 256 << 20  # the threads' scratch of one launch at most (then grid-stride)
+
+
+@functools.lru_cache(maxsize=None)
+def _kernel(device_id: int):
+    from cinegpu.decode import nvrtc  # noqa: PLC0415
+
+    with cupy.cuda.Device(device_id):
+        return nvrtc.kernel(CUDA_SOURCE, KERNEL)
+
+
+@functools.lru_cache(maxsize=None)
+def _device_tables(device_id: int):
+    with cupy.cuda.Device(device_id):
+        return tuple(cupy.asarray(t) for t in kernel_tables())
+
+
+def _grid(nblk: int, pitch: int, scratch_bytes: int) -> int:
+    """CUDA blocks of THREADS threads: one thread per code-block, as many as the scratch
+    budget (bytes) holds."""
+    threads = max(1, min(nblk, scratch_bytes // pitch))
+    return min(-(-threads // THREADS), 65535)
+
+
+def ht_encode_rows_cuda(flat, cb, rows, drops, stream=None, *,
+                        scratch_bytes: int = SCRATCH_BYTES):
+    """ht_encode_rows on the GPU: the blocks cb[rows] (the plan's int64 table, numpy) of the
+    flat int32 coefficients ``flat`` (CuPy, or numpy: uploaded), block j at bit-plane
+    drops[j], on ``stream`` (default: the current one).  Returns ht_encode_rows' 6-tuple of
+    numpy arrays, identical; waits for the GPU.  scratch_bytes (tuning, tests): budget of the
+    per-thread scratch of the launch, fewer threads taking more blocks each."""
+    cb = np.ascontiguousarray(cb, np.int64)
+    rows = np.ascontiguousarray(rows, np.int64)
+    drops = np.ascontiguousarray(drops, np.int64)
+    if cb.ndim != 2 or rows.ndim != 1 or drops.shape != rows.shape:
+        raise ValueError("ht_encode_rows_cuda: cb must be 2-D, rows and drops 1-D of one "
+                         "length")
+    nblk = rows.shape[0]
+    cap_off = capacity_offsets(cb, rows)
+    if nblk == 0:
+        return assemble(np.zeros(0, np.uint8), cap_off, np.zeros(0, np.int64), drops)
+    stream = stream if stream is not None else cupy.cuda.get_current_stream()
+    with stream:
+        d_flat = cupy.ascontiguousarray(cupy.asarray(flat))
+        if d_flat.dtype != np.int32 or d_flat.ndim != 1:
+            raise TypeError(f"ht_encode_rows_cuda: flat must be 1-D int32, not "
+                            f"{d_flat.ndim}-D {d_flat.dtype}")
+        device_id = cupy.cuda.runtime.getDevice()
+        pitch = scratch_pitch()
+        grid = _grid(nblk, pitch, scratch_bytes)
+        d_out = cupy.empty(int(cap_off[-1]), cupy.uint8)
+        d_lens = cupy.empty(nblk, cupy.int64)
+        d_scratch = cupy.empty(grid * THREADS * pitch, cupy.uint8)
+        args = (d_flat, cupy.asarray(cb), np.int32(cb.shape[1]), np.int32(nblk),
+                cupy.asarray(rows), cupy.asarray(drops), cupy.asarray(cap_off), d_out, d_lens,
+                d_scratch, np.int64(pitch), *_device_tables(device_id))
+        _kernel(device_id)((grid,), (THREADS,), args)
+        lens = d_lens.get()  # blocking: waits for the kernel on this stream
+        region = d_out.get()
+    return assemble(region, cap_off, lens, drops)

@@ -1,0 +1,86 @@
+"""Host-side steps of the HT cleanup-pass encoder on the GPU (``cuda/ht_encode.cu``, kernel
+``ht_enc_blocks``), shared by :mod:`.ht_gpu` (CuPy) and the tests' host emulation; no CuPy.
+
+    capacity_offsets(cb, rows)           each block's byte region in the kernel's output
+    scratch_pitch()                      bytes of one thread's scratch (HTE_SCRATCH_BYTES)
+    kernel_tables()                      VLC_ENC_0, VLC_ENC_1, MEL_EXP as the kernel reads them
+    assemble(region, cap_off, lens, drops)  the kernel's output as ht_encode_rows returns it
+
+The numba twin is :func:`cinegpu.encode.tier1.ht.ht_encode_rows` (T.814 clause 7).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from pathlib import Path
+
+import numpy as np
+
+from cinegpu.decode.tier1.codeblock import CB_HEIGHT, CB_WIDTH
+from cinegpu.decode.tier1.ht_tables import MEL_EXP
+
+from .ht_tables import VLC_ENC_0, VLC_ENC_1
+
+__all__ = ["CUDA_SOURCE", "KERNEL", "assemble", "capacity_offsets", "kernel_tables",
+           "scratch_pitch"]
+
+CUDA_SOURCE = Path(__file__).resolve().parents[1] / "cuda" / "ht_encode.cu"
+KERNEL = "ht_enc_blocks"
+
+
+def capacity_offsets(cb: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """int64 (len(rows) + 1) byte offsets of the blocks' output regions: area * 5 + 64 bytes
+    each (area in samples), the bound ht_encode_rows gives each block's segment."""
+    r = cb[rows]
+    cap = r[:, CB_WIDTH].astype(np.int64) * r[:, CB_HEIGHT] * 5 + 64
+    return np.concatenate([[0], np.cumsum(cap)]).astype(np.int64)
+
+
+@functools.cache
+def scratch_pitch() -> int:
+    """Bytes of one kernel thread's scratch, HTE_SCRATCH_BYTES of ht_encode.cu (the sizes of
+    :func:`~.ht.make_ht_enc_scratch`); the tests check it against the compiled value."""
+    found = re.search(r"^#define HTE_SCRATCH_BYTES (\d+)", CUDA_SOURCE.read_text(), re.M)
+    return int(found.group(1))
+
+
+def kernel_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(VLC_ENC_0, VLC_ENC_1, MEL_EXP), contiguous int32 as ht_enc_blocks declares them
+    (``const int*``); TypeError should a table change its dtype."""
+    tables = (VLC_ENC_0, VLC_ENC_1, MEL_EXP)
+    for t in tables:
+        if t.dtype != np.int32 or not t.flags.c_contiguous:
+            raise TypeError(f"HT encoding table of {t.dtype}, the kernel reads int32")
+    return tables
+
+
+def assemble(region: np.ndarray, cap_off: np.ndarray, lens: np.ndarray, drops: np.ndarray):
+    """ht_encode_rows' 6-tuple (coded, coded_off, rates, rate_off, dists, num_bps) from the
+    kernel's output: ``region`` (uint8, the blocks' segments at cap_off), ``lens`` (int64
+    bytes per block, 0 empty, -1 too long) and the planes ``drops``.  The segments are
+    gathered in block order; with a block too long, ht_encode_rows' early return: the
+    buffer of area * 5 + 64 per block + 64 bytes holding the blocks before it, offsets and
+    rates up to it, and empty dists and num_bps."""
+    nb = lens.shape[0]
+    bad = np.flatnonzero(lens < 0)
+    stop = int(bad[0]) if bad.size else nb
+    n = lens[:stop]
+    has = n > 0
+    coded_off = np.zeros(nb + 1, np.int64)
+    coded_off[1:stop + 1] = np.cumsum(n)
+    rate_off = np.zeros(nb + 1, np.int64)
+    rate_off[1:stop + 1] = np.cumsum(has)
+    rates = np.zeros(nb, np.int64)
+    rates[:rate_off[stop]] = n[has]
+    total = int(coded_off[stop])
+    idx = np.repeat(cap_off[:stop] - coded_off[:stop], n) + np.arange(total)
+    coded = region[idx]
+    if bad.size:
+        full = np.zeros(int(cap_off[nb]) + 64, np.uint8)
+        full[:total] = coded
+        return full, coded_off, rates, rate_off, np.zeros(0), np.zeros(0, np.int64)
+    num_bps = np.zeros(nb, np.int64)
+    num_bps[has] = drops[has] + 1
+    return (coded, coded_off, rates[:rate_off[nb]].copy(), rate_off, np.zeros(rate_off[nb]),
+            num_bps)
