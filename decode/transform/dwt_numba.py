@@ -49,20 +49,22 @@ _ONE = np.float32(1.0)
 _HALF = np.float32(0.5)
 
 _JIT = dict(cache=True, nogil=True, fastmath=False)
-_INLINE = dict(_JIT, inline="always")
+# Row and lifting helpers: no reference counting (they only borrow views of their callers'
+# arrays, never keep one), so the per-row views cost no atomic increments (as tier1/mq.py)
+_ROW = dict(_JIT, _nrt=False)
 
 
 # ---------------------------------------------------------------- 9/7 -------
 
 
-@njit(**_INLINE)
+@njit(**_ROW)
 def _vlift_f32(x, left, right, c):
     """One vertical lifting step on a row: x = x + (left + right) * c."""
     for j in range(x.shape[0]):
         x[j] = x[j] + (left[j] + right[j]) * c
 
 
-@njit(**_INLINE)
+@njit(**_ROW)
 def _lift_f32(x, nx, nb, nnb, off, c):
     """x[k] = x[k] + (nb[cl(k + off)] + nb[cl(k + off + 1)]) * c, k < nx.
 
@@ -83,7 +85,7 @@ def _lift_f32(x, nx, nb, nnb, off, c):
         x[k] = x[k] + (nb[i] + nb[j]) * c
 
 
-@njit(**_INLINE)
+@njit(**_ROW)
 def _interleave(a, nl, b, nh, p, vs, out):
     """out[2k + p] = a[k] * vs, out[2k + 1 - p] = b[k] * vs (F.3.3), in pairs."""
     if p:
@@ -101,7 +103,7 @@ def _interleave(a, nl, b, nh, p, vs, out):
         o[2 * npair] = a[npair] * vs
 
 
-@njit(**_INLINE)
+@njit(**_ROW)
 def _row_97(lo, hi, dql, dqh, p, vs, a, b, out):
     """HOR_SR of one row (F.3.8.2), times the vertical scale ``vs``, into ``out``.
 
@@ -127,7 +129,7 @@ def _row_97(lo, hi, dql, dqh, p, vs, a, b, out):
     _interleave(a, nl, b, nh, p, vs, out)
 
 
-@njit(**_INLINE)
+@njit(**_ROW)
 def _advance_97(t, ll, hl, lh, hh, dq, p, pv, a, b, buf, ring):
     """Time step t of a 9/7 level (m >= 2 rows): HOR_SR of row t, then VER_SR
     steps 3-6 on rows t - 1 .. t - 4.  Row i lives in ``buf[i % ring]``; after
@@ -178,7 +180,7 @@ def level_97(ll, hl, lh, hh, dq, u0, v0, out):
 # ---------------------------------------------------------------- 5/3 -------
 
 
-@njit(**_INLINE)
+@njit(**_ROW)
 def _load_53(src, dst, n, q):
     """dst = src, halved toward zero when ``q`` (T.800 E.1.2, C division)."""
     if q:
@@ -190,21 +192,21 @@ def _load_53(src, dst, n, q):
             dst[k] = src[k]
 
 
-@njit(**_INLINE)
+@njit(**_ROW)
 def _predict_i32(x, left, right):
     """F-5 on a run of low samples: x = x - floor((left + right + 2) / 4)."""
     for j in range(x.shape[0]):
         x[j] = x[j] - ((left[j] + right[j] + 2) >> 2)
 
 
-@njit(**_INLINE)
+@njit(**_ROW)
 def _update_i32(x, left, right):
     """F-6 on a run of high samples: x = x + floor((left + right) / 2)."""
     for j in range(x.shape[0]):
         x[j] = x[j] + ((left[j] + right[j]) >> 1)
 
 
-@njit(**_INLINE)
+@njit(**_ROW)
 def _lift_i32(x, nx, nb, nnb, off, update):
     """F-5 (``update`` false) or F-6 over x[:nx] from neighbours nb[cl(k + off)],
     nb[cl(k + off + 1)], cl() clamping to [0, nnb - 1] as :func:`_lift_f32`."""
@@ -225,7 +227,7 @@ def _lift_i32(x, nx, nb, nnb, off, update):
         _predict_i32(x[k0:k1], nb[k0 + off : k1 + off], nb[k0 + off + 1 : k1 + off + 1])
 
 
-@njit(**_INLINE)
+@njit(**_ROW)
 def _row_53(lo, hi, ql, qh, p, a, b, out):
     """HOR_SR of one row with the 5/3 filter (F.3.8.1, F-5 then F-6) into ``out``."""
     nl = lo.shape[0]
@@ -244,7 +246,7 @@ def _row_53(lo, hi, ql, qh, p, a, b, out):
     _interleave(a, nl, b, nh, p, np.int32(1), out)
 
 
-@njit(**_INLINE)
+@njit(**_ROW)
 def _advance_53(t, ll, hl, lh, hh, q, p, pv, a, b, buf, ring):
     """Time step t of a 5/3 level (m >= 2 rows): HOR_SR of row t, F-5 on row
     t - 1, F-6 on row t - 2 (rows in ``buf[i % ring]``); row t - 2 is then final."""
