@@ -13,6 +13,7 @@ What to decode out of a frame (``reduce``, ``layers``, ``strict``, ``components`
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from dataclasses import dataclass, field
@@ -97,6 +98,13 @@ def has_ht_blocks(plans: list[TilePlan]) -> bool:
     """
     return any(p.cb.shape[0] > 0 and bool((p.cb[:, tier1.CB_STYLE] & tier1.CBLK_HT).any())
                for p in plans)
+
+
+@functools.lru_cache(maxsize=64)
+def sample_dtypes(Ssiz: tuple[int, ...]) -> tuple:
+    """:func:`sample_dtype` of every component of a SIZ's ``Ssiz`` (A.5.1), worked out once
+    per distinct Ssiz (a frame may have thousands of components)."""
+    return tuple(sample_dtype((v & 0x7F) + 1, bool(v & 0x80)) for v in Ssiz)
 
 
 def sample_dtype(precision: int, signed: bool):
@@ -292,14 +300,13 @@ class Decoder:
         keep_on_device = xp is not np and not to_host
         mod = xp if keep_on_device else np
         sizes = s.component_sizes(prep.reduce)
-        dtypes = [sample_dtype(s.precision(c), s.signed(c)) for c in range(s.Csiz)]
+        dtypes = sample_dtypes(s.Ssiz)
         # on the host a component that one tile covers whole takes that tile's plane (converted);
         # the others are made here, zero where no tile lands
         out: list = [None] * s.Csiz if mod is np else \
             [mod.zeros((h, w), dt) for (w, h), dt in zip(sizes, dtypes)]
         # each component's origin on its own grid at this reduction (B-2)
-        origins = [(-(-s.YOsiz // (s.YRsiz[c] << prep.reduce)), -(-s.XOsiz // (s.XRsiz[c] << prep.reduce)))
-                   for c in range(s.Csiz)]
+        origins = s.component_origins(prep.reduce)
         gpu_planes = []
         t_gpu = time.perf_counter()
         if xp is not np:

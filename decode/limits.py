@@ -164,6 +164,25 @@ def _sample_bytes(precision: int) -> int:
     return 1 if precision <= 8 else 2 if precision <= 16 else 4
 
 
+def _main_resolutions(cs: Codestream) -> int:
+    """The sum over the components of the main header's decomposition levels + 1 (A.6: a
+    main COC replaces COD for its component), in time of the COC segments, not of the
+    components (a codestream may have 16,384)."""
+    n = cs.siz.Csiz
+    own = [c for c in cs.main.coc if 0 <= c < n]
+    total = sum(cs.main.coc[c].spcod.levels + 1 for c in own)
+    if len(own) < n:
+        total += (n - len(own)) * (cs.cod(None).spcod.levels + 1)
+    return total
+
+
+@functools.lru_cache(maxsize=64)
+def _output_bytes(Ssiz: tuple[int, ...], sizes: tuple[tuple[int, int], ...]) -> int:
+    """Bytes of the decoded components (``sizes`` (w, h) each, A.5.1 precisions of ``Ssiz``),
+    worked out once per geometry."""
+    return sum(w * h * _sample_bytes((v & 0x7F) + 1) for v, (w, h) in zip(Ssiz, sizes))
+
+
 def check_pixels(cs: Codestream, reduce: int, max_pixels: int | None) -> None:
     """Raise :class:`LimitExceeded` when a component has more than ``max_pixels`` samples."""
     if max_pixels is None:
@@ -196,7 +215,7 @@ def check_tiles(cs: Codestream, input_bytes: int) -> int:
         for tile in cs.tiles.values():
             if tile.header.cod is None and not tile.header.coc:
                 if main is None:
-                    main = sum(cs.spcod(None, c).levels + 1 for c in range(s.Csiz))
+                    main = _main_resolutions(cs)
                 resolutions += main
             else:
                 resolutions += sum(cs.spcod(tile, c).levels + 1 for c in range(s.Csiz))
@@ -236,7 +255,7 @@ def check_limits(cs: Codestream, reduce: int, limits: Limits, input_bytes: int, 
                  + g.precincts * reach + g.codeblocks * reach // 32)
         samples += g.samples
         largest = max(largest, g.samples)
-    output = sum(w * h * _sample_bytes(s.precision(c)) for c, (w, h) in enumerate(s.component_sizes(reduce)))
+    output = _output_bytes(s.Ssiz, s.component_sizes(reduce))
     tables = CODEBLOCK_BYTES * codeblocks + PRECINCT_BYTES * precincts + PACKET_BYTES * packets
     memory = output + 4 * samples + RECONSTRUCT_BYTES * largest + tables + INPUT_COPIES * input_bytes
     if limits.max_memory is not None and memory > limits.max_memory:

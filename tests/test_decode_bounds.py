@@ -292,3 +292,18 @@ def test_ppm_is_summed_once_a_frame_not_once_a_tile(conformance, monkeypatch):
     assert len(calls) == 1
     t = next(iter(cs.tiles))
     assert limits.packet_header_bytes(cs, t, 7) == limits.packet_header_bytes(cs, t) - real(cs) + 7
+
+
+def test_main_header_resolutions_counted_from_cod_and_the_cocs(conformance):
+    # the work bound's count of the main header's resolutions (A.6: a main COC replaces COD
+    # for its component) against the per-component rule, on every Part-1 stream
+    from cinegpu.decode.codestream.header import parse_codestream
+    from cinegpu.decode.limits import _main_resolutions
+    seen = with_coc = 0
+    for path in sorted(conformance.rglob("*.j2k")):
+        cs = parse_codestream(path.read_bytes())
+        want = sum(cs.spcod(None, c).levels + 1 for c in range(cs.siz.Csiz))
+        assert _main_resolutions(cs) == want, path.name
+        seen += 1
+        with_coc += bool(cs.main.coc)
+    assert seen >= 20 and with_coc >= 1

@@ -64,6 +64,18 @@ class SIZ:
             sizes = memo[reduce] = tuple(self.component_size(c, reduce) for c in range(self.Csiz))
         return sizes
 
+    def component_origins(self, reduce: int = 0) -> tuple[tuple[int, int], ...]:
+        """(y, x) of every component's first sample on its own grid at ``reduce`` levels down
+        (B-2: ceil(YOsiz / (YRsiz 2^reduce)), ceil(XOsiz / (XRsiz 2^reduce))), memoised as
+        :meth:`component_sizes`."""
+        memo = self.__dict__.setdefault("_origins_memo", {})
+        found = memo.get(reduce)
+        if found is None:
+            found = memo[reduce] = tuple((-(-self.YOsiz // (self.YRsiz[c] << reduce)),
+                                          -(-self.XOsiz // (self.XRsiz[c] << reduce)))
+                                         for c in range(self.Csiz))
+        return found
+
     def component_size(self, c: int, reduce: int = 0) -> tuple[int, int]:
         """(width, height) of component ``c`` at ``reduce`` levels down (B-2)."""
         sx = self.XRsiz[c] << reduce
