@@ -97,22 +97,10 @@ static int run_block(int nthreads, int reverse)
     return 0;
 }
 
-/* Runs sd97_cols / sd97_rows (filt 97, float32) or sd53_cols_i32 / sd53_rows_i32 (filt 53,
- * int32) on a (gx, gy) grid of blocks of `threads` threads: cols != 0 transforms the columns
- * of an (n, lines) plane, else the rows of a (lines, n) plane.  Returns 0, -1 for bad
- * arguments, -2 for a barrier not reached by a whole block, -3 out of memory. */
-extern "C" int sd_emulate(int filt, int cols, const void* x, void* lo, void* hi, int n,
-                          int lines, int p, int gx, int gy, int threads, int reverse)
+/* The kernel of `args` on a (gx, gy) grid of blocks of `threads` threads, block after block
+ * (run_block); the first nonzero run_block result, else 0. */
+static int run_grid(int gx, int gy, int threads, int reverse)
 {
-    if ((filt != 97 && filt != 53) || threads < 1 || threads > MAX_THREADS) return -1;
-    args.filt = filt;
-    args.cols = cols;
-    args.n = n;
-    args.lines = lines;
-    args.p = p;
-    args.x = x;
-    args.lo = lo;
-    args.hi = hi;
     blockDim.x = threads;
     blockDim.y = blockDim.z = 1;
     gridDim.x = gx;
@@ -130,6 +118,25 @@ extern "C" int sd_emulate(int filt, int cols, const void* x, void* lo, void* hi,
     return 0;
 }
 
+/* Runs sd97_cols / sd97_rows (filt 97, float32) or sd53_cols_i32 / sd53_rows_i32 (filt 53,
+ * int32) on a (gx, gy) grid of blocks of `threads` threads: cols != 0 transforms the columns
+ * of an (n, lines) plane, else the rows of a (lines, n) plane.  Returns 0, -1 for bad
+ * arguments, -2 for a barrier not reached by a whole block, -3 out of memory. */
+extern "C" int sd_emulate(int filt, int cols, const void* x, void* lo, void* hi, int n,
+                          int lines, int p, int gx, int gy, int threads, int reverse)
+{
+    if ((filt != 97 && filt != 53) || threads < 1 || threads > MAX_THREADS) return -1;
+    args.filt = filt;
+    args.cols = cols;
+    args.n = n;
+    args.lines = lines;
+    args.p = p;
+    args.x = x;
+    args.lo = lo;
+    args.hi = hi;
+    return run_grid(gx, gy, threads, reverse);
+}
+
 /* bit_length_histogram over n int32 indices on gx blocks of `threads` threads, added to
  * out[0..32].  Returns as sd_emulate. */
 extern "C" int hist_emulate(const int* v, long long n, unsigned long long* out, int gx,
@@ -140,16 +147,5 @@ extern "C" int hist_emulate(const int* v, long long n, unsigned long long* out, 
     args.x = v;
     args.lo = out;
     args.count = n;
-    blockDim.x = threads;
-    blockDim.y = blockDim.z = 1;
-    gridDim.x = gx;
-    gridDim.y = gridDim.z = 1;
-    threadIdx.y = threadIdx.z = 0;
-    for (int bx = 0; bx < gx; bx++) {
-        blockIdx.x = bx;
-        blockIdx.y = blockIdx.z = 0;
-        int rc = run_block(threads, reverse);
-        if (rc) return rc;
-    }
-    return 0;
+    return run_grid(gx, 1, threads, reverse);
 }
