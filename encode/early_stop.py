@@ -25,9 +25,9 @@ that coded it:
 their distortions would be measured against the coarser indices; on content near the
 budget that misled rate control by up to 7 dB.)
 
-The GPU histogram is a CuPy element-wise kernel; its CPU twin (numba) counts the same.
+The GPU histogram is ``bit_length_histogram`` of ``cuda/forward.cu`` (shared-memory counts);
+its CPU twin (numba) counts the same.
 """
-
 
 import numpy as np
 from numba import njit
@@ -65,7 +65,8 @@ def _histogram(flat, out):
         out[n] += 1
 
 
-def _is_device(a) -> bool:
+def on_device(a) -> bool:
+    """Whether ``a`` is a CuPy array (without importing CuPy)."""
     return type(a).__module__.startswith("cupy")
 
 
@@ -74,7 +75,7 @@ def magnitude_histogram(flats) -> np.ndarray:
     magnitude has bit length n (0 for a zero index)."""
     out = np.zeros(BITS + 1, np.int64)
     for flat in flats:
-        if _is_device(flat):     # counted in shared memory by blocks (forward.cu)
+        if on_device(flat):     # counted in shared memory by blocks (forward.cu)
             import cupy  # noqa: PLC0415
             from .gpu import THREADS, kernel  # noqa: PLC0415
             counts = cupy.zeros(BITS + 1, cupy.uint64)

@@ -21,6 +21,7 @@ from cinegpu.decode.plan import build_tile_plan
 from . import markers as mk
 from .blocks import Block, BlockTable, TierOnePool
 from .early_stop import FLOOR_SHARE, first_floor, floor_share, magnitude_histogram
+from .early_stop import on_device as _on_device  # noqa: I001 (one definition of 'a CuPy array')
 from .forward import forward_tile
 from .profiles import Params, make_params
 from .markers import main_header
@@ -79,26 +80,12 @@ def _split(image) -> list:
     return comps
 
 
-def _on_device(a) -> bool:
-    return type(a).__module__.startswith("cupy")
-
-
 def _extremes(comps) -> list[tuple[int, int]]:
-    """(min, max) of every component; on the GPU, all of them in one device-to-host copy,
-    and the components of one (H, W, C) image in one pass over it."""
+    """(min, max) of every component; on the GPU, all of them in one device-to-host copy."""
     if comps and _on_device(comps[0]):
         import cupy  # noqa: PLC0415
-        base = comps[0].base
-        whole = base is not None and base.ndim == 3 and base.shape[2] == len(comps) \
-            and base.flags.c_contiguous \
-            and all(c.base is base and c.data.ptr == base.data.ptr + i * base.itemsize
-                    for i, c in enumerate(comps))
-        if whole:                        # the channels of one image: reduce over (H, W)
-            rows = base.reshape(-1, len(comps))
-            both = cupy.stack([rows.min(axis=0), rows.max(axis=0)]).astype(cupy.int64).get().T
-        else:
-            both = cupy.stack([cupy.stack([c.min().astype(cupy.int64),
-                                           c.max().astype(cupy.int64)]) for c in comps]).get()
+        both = cupy.stack([cupy.stack([c.min().astype(cupy.int64), c.max().astype(cupy.int64)])
+                           for c in comps]).get()
         return [(int(lo), int(hi)) for lo, hi in both]
     return [(int(c.min()), int(c.max())) for c in comps]
 
