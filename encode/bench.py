@@ -83,7 +83,7 @@ from cinegpu.decode import decode
 from cinegpu.decode.codestream import dci
 
 from .encoder import Encoder
-from .peers import have_opj, opj_compress_dci, psnr
+from .peers import grk_compress_dci, have_grk, have_opj, opj_compress_dci, psnr
 
 __all__ = ["opj_encode_frames", "synthetic_frame", "main"]
 
@@ -154,9 +154,11 @@ def opj_encode_frames(frames, profile, fps, processes):
 
 
 def run(profile: str, frames: int, fps: int, backend: str, workers: int, processes: int,
-        threads: int = 0, nvjpeg2000: bool = False, rate_on_gpu=None) -> dict:
+        threads: int = 0, nvjpeg2000: bool = False, rate_on_gpu=None, grk_threads: int = 0) -> dict:
     """One profile's row; ``rate_on_gpu`` as :class:`Encoder`'s, or "both": each, in turn,
-    the second's figures under "gpu_rate" (and its codestreams checked identical)."""
+    the second's figures under "gpu_rate" (and its codestreams checked identical).  The peers,
+    where installed: opj_compress in ``processes`` processes, grk_compress over the frames in
+    ``grk_threads`` threads (0: all cores), nvJPEG2000 when ``nvjpeg2000``."""
     w, h = dci.PROFILES[profile].container
     src = [synthetic_frame(w, h, seed=k) for k in range(frames)]
     first = False if rate_on_gpu == "both" else rate_on_gpu
@@ -190,6 +192,11 @@ def run(profile: str, frames: int, fps: int, backend: str, workers: int, process
         row.update(opj_fps=frames / t_opj,
                    opj_psnr=np.mean([psnr(s, decode(d)) for s, d in zip(src, theirs)]),
                    opj_bytes=max(len(d) for d in theirs))
+    if have_grk():
+        theirs, t_grk = grk_compress_dci(src, profile, fps, grk_threads)
+        row.update(grk_fps=frames / t_grk,
+                   grk_psnr=np.mean([psnr(s, decode(d)) for s, d in zip(src, theirs)]),
+                   grk_bytes=max(len(d) for d in theirs))
     return row
 
 
@@ -201,6 +208,8 @@ def main(argv=None) -> None:
     ap.add_argument("--backend", default="auto")
     ap.add_argument("--workers", type=int, default=None)
     ap.add_argument("--opj-processes", type=int, default=1)
+    ap.add_argument("--grk-threads", type=int, default=0,
+                    help="grk_compress's thread count (0: all cores)")
     ap.add_argument("--threads", type=int, default=0,
                     help="also encode the frames in N threads, one warm encoder each")
     ap.add_argument("--rate-on", choices=["auto", "cpu", "gpu", "both"], default="auto",
@@ -212,7 +221,7 @@ def main(argv=None) -> None:
     for profile in a.profile:
         rate = {"auto": None, "cpu": False, "gpu": True, "both": "both"}[a.rate_on]
         r = run(profile, a.frames, a.fps, a.backend, a.workers or 1, a.opj_processes,
-                a.threads, a.nvjpeg2000, rate)
+                a.threads, a.nvjpeg2000, rate, a.grk_threads)
         print(f"{profile}: {r['frames']} frames")
         print(f"  cinegpu       PSNR {r['ours_psnr']:.2f} dB  {r['ours_fps']:.3f} fps  "
               f"max {r['ours_bytes']} bytes  stages (last frame, s): "
@@ -241,7 +250,11 @@ def main(argv=None) -> None:
             print(f"  opj_compress  PSNR {r['opj_psnr']:.2f} dB  {r['opj_fps']:.3f} fps  "
                   f"max {r['opj_bytes']} bytes")
             print(f"  ratio         PSNR {r['ours_psnr'] - r['opj_psnr']:+.2f} dB  "
-                  f"speed x{r['ours_fps'] / r['opj_fps']:.2f}")
+                  f"speed x{best / r['opj_fps']:.2f}")
+        if "grk_fps" in r:
+            print(f"  grk_compress  PSNR {r['grk_psnr']:.2f} dB  {r['grk_fps']:.3f} fps  "
+                  f"max {r['grk_bytes']} bytes  ours/theirs PSNR "
+                  f"{r['ours_psnr'] - r['grk_psnr']:+.2f} dB  speed x{best / r['grk_fps']:.2f}")
 
 
 if __name__ == "__main__":

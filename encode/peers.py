@@ -1,6 +1,8 @@
-"""OpenJPEG on the same frames: ``opj_compress -cinema2K/-cinema4K`` as the quality
-and speed reference of the DCI encoder, ``opj_decompress`` as the reference decoder
-of our codestreams.  Used by the tests and by :mod:`cinegpu.encode.bench`.
+"""Peer encoders on the same frames: ``opj_compress -cinema2K/-cinema4K`` (OpenJPEG) as the
+quality and speed reference of the DCI encoder, ``grk_compress -cinema2K/-cinema4K`` (Grok, its
+own thread pool over a folder of frames) and nvJPEG2000 (nvImageCodec) as the speed peers,
+``opj_decompress`` as the reference decoder of our codestreams.  Used by the tests and by
+:mod:`cinegpu.encode.bench`.
 """
 
 from __future__ import annotations
@@ -17,11 +19,15 @@ import numpy as np
 
 from cinegpu.decode.codestream import dci
 
-__all__ = ["EncodePeer", "have_opj", "nvjpeg2000_encode", "opj_compress_dci", "opj_decode", "psnr", "read_pgx", "write_ppm"]
+__all__ = ["EncodePeer", "grk_compress_dci", "have_grk", "have_opj", "nvjpeg2000_encode", "opj_compress_dci", "opj_decode", "psnr", "read_pgx", "write_ppm"]
 
 
 def have_opj() -> bool:
     return all(shutil.which(t) for t in ("opj_compress", "opj_decompress", "opj_dump"))
+
+
+def have_grk() -> bool:
+    return shutil.which("grk_compress") is not None
 
 
 def read_pgx(path: Path) -> np.ndarray:
@@ -72,6 +78,31 @@ def opj_compress_dci(image: np.ndarray, profile: str, fps: int = 24) -> tuple[by
         subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         secs = time.perf_counter() - t0
         return dst.read_bytes(), secs
+
+
+def grk_compress_dci(images: list[np.ndarray], profile: str, fps: int = 24,
+                     threads: int = 0) -> tuple[list[bytes], float]:
+    """``grk_compress -cinema2K/-cinema4K fps`` on (H, W, 3) 12-bit images, all in one run over a
+    folder of PPM files (Grok's batch mode, as its users master a sequence; ``-H threads``, 0:
+    Grok's default, every core): (codestreams in order, seconds of the grk_compress run, the
+    reading of the PPM files and the writing of the codestreams included, the writing of the
+    PPM files not).  ``profile`` in either spelling, as :func:`opj_compress_dci`."""
+    profile = dci.profile(profile).name
+    flag = {"dci-2k": "-w", "dci-4k": "-x"}[profile]  # -cinema2K, -cinema4k
+    with tempfile.TemporaryDirectory(prefix="cinegpu-grk-") as tmp:
+        src, dst = Path(tmp) / "in", Path(tmp) / "out"
+        src.mkdir()
+        dst.mkdir()
+        names = [f"f{k:06d}" for k in range(len(images))]
+        for name, image in zip(names, images):
+            write_ppm(src / f"{name}.ppm", image)
+        argv = ["grk_compress", "-y", str(src), "-a", str(dst), "-O", "j2k", flag, str(fps)]
+        if threads > 0:
+            argv += ["-H", str(threads)]
+        t0 = time.perf_counter()
+        subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        secs = time.perf_counter() - t0
+        return [(dst / f"{name}.j2k").read_bytes() for name in names], secs
 
 
 def psnr(reference: np.ndarray, decoded, bits: int = 12) -> float:

@@ -13,7 +13,7 @@ from cinegpu.decode import decode, tier1
 from cinegpu.decode.codestream.header import parse_codestream
 from cinegpu.encode import encode
 from cinegpu.encode.bench import synthetic_frame
-from cinegpu.encode.peers import have_opj, opj_compress_dci, opj_decode, psnr
+from cinegpu.encode.peers import grk_compress_dci, have_grk, have_opj, opj_compress_dci, opj_decode, psnr
 from cinegpu.encode.profiles import dci_caps
 from cinegpu.encode.rate import build_hull
 from cinegpu.encode.tier2 import bits as t2bits
@@ -202,6 +202,22 @@ def test_dci_2k_layout_caps_and_psnr(tmp_path):
     theirs, _ = opj_compress_dci(img, "dci-2k", 24)
     p_ours, p_opj = psnr(img, ours), psnr(img, decode(theirs))
     assert p_ours >= p_opj - 0.3, (p_ours, p_opj)
+
+
+@pytest.mark.skipif(not have_grk(), reason="Grok (grk_compress) not installed")
+def test_grok_peer_codes_the_frames_in_order_within_the_dci_cap():
+    """The benchmark's Grok peer: one grk_compress run over a folder gives each frame's
+    codestream back in the frames' order (told by PSNR: each decodes closest to its own
+    source), within the 2K frame cap."""
+    frames = [synthetic_frame(2048, 1080, seed=k) for k in (0, 5)]
+    out, secs = grk_compress_dci(frames, "2k", 24, threads=2)
+    assert secs > 0 and len(out) == 2
+    frame_cap, _ = dci_caps(24)
+    for k, data in enumerate(out):
+        assert len(data) <= frame_cap
+        img = decode(data)
+        mine, other = psnr(frames[k], img), psnr(frames[1 - k], img)
+        assert mine > 35 and mine > other + 10, (k, mine, other)
 
 
 def test_dci_component_cap_binds_and_the_others_take_the_rest():
