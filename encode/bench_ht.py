@@ -1,16 +1,25 @@
-"""HTJ2K encoder benchmark (CPU): ours (numba HT block coder, N threads) against
-``ojph_compress`` and ``grk_compress -M 64`` on a synthetic 12-bit RGB frame.
+"""HTJ2K encoder benchmark: ours (the numba HT block coder on the CPU, or the CUDA kernel on the
+GPU, in N threads) against ``ojph_compress``, ``grk_compress -M 64`` and nvJPEG2000's HT encoder
+on the same synthetic 12-bit RGB frames, in one run.
 
-    python -m cinegpu.encode.bench_ht [--size 2k|4k] [--frames N] [--workers N]
-        [--budget BYTES]
+    python -m cinegpu.encode.bench_ht [--size 2k|4k] [--frames N] [--distinct K]
+        [--backend auto|cpu|cuda] [--threads N] [--workers N] [--budget BYTES] [--nvjpeg2000]
 
-Lossless (5/3 + RCT, 64 x 64 blocks, 5 levels) for all three; then 9/7 + ICT at a byte
-budget for ours, and OpenJPH at the quantisation step (``-qstep``, its only rate knob)
-whose stream is the largest not above our size, so PSNR compares at (about) equal sizes.
-Grok 10 ignores ``-r``/``-q`` with ``-M 64``, so it appears in the lossless row only.
+Rows (5 levels, 64 x 64 blocks for every encoder):
+
+* lossless (5/3 + RCT): ours, OpenJPH (one process a frame, ``--threads`` at once), Grok (one
+  run over a folder of the frames, ``--threads`` threads), nvJPEG2000 HT (``--nvjpeg2000``:
+  batches of 1 and 16, from device memory);
+* 9/7 + ICT at a byte budget (``--budget``, default: the lossless size / 8): ours in its
+  byte-budget mode, and ours in its quantisation mode (no budget, ``base_step`` bisected to
+  the largest stream within the budget); OpenJPH (``-qstep``) and nvJPEG2000 HT (its
+  quantisation step) bisected the same way, so PSNR compares at about equal sizes.  Grok 10
+  ignores ``-r``/``-q`` with ``-M 64``, so it appears in the lossless row only.
+
 Every stream is decoded with :func:`cinegpu.decode.decode` for PSNR (the peers decode our
-streams to the same samples: tests/test_ht_encode.py).  The peers' times are their
-processes (PPM read, file write); ours is :meth:`Encoder.encode` from the array, warm.
+streams to the same samples: tests/test_ht_encode.py).  The peers' times are their processes
+(PPM read, file write); ours is :meth:`Encoder.encode` from host arrays, warm (on the GPU also
+from device arrays: "from GPU memory").  Frames cycle over ``--distinct`` different images.
 Not a timed test: numbers depend on the machine.
 
 Measured on the 2-core development machine (no GPU), 2K, 2 frames, ``--workers 2``:
@@ -25,10 +34,13 @@ Measured on the 2-core development machine (no GPU), 2K, 2 frames, ``--workers 2
 from __future__ import annotations
 
 import argparse
+import functools
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -38,14 +50,16 @@ from cinegpu.decode import decode
 from .encoder import Encoder
 
 SIZES = {"2k": (2048, 1080), "4k": (4096, 2160)}
+#: the coding options every row shares (the peers are given the same)
+HT = dict(codec="htj2k", codeblock=(64, 64), levels=5)
 
 
 def synthetic_frame(w: int, h: int, seed: int = 0) -> np.ndarray:
     """(h, w, 3) uint16 12-bit: smooth gradients, texture, edges and a little noise."""
     rng = np.random.default_rng(seed)
     y, x = np.mgrid[0:h, 0:w].astype(np.float32)
-    base = 1800 + 1200 * np.sin(x / 97.0) * np.cos(y / 71.0)
-    tex = 300 * np.sin(x / 3.1 + y / 5.3) * (((x // 256) + (y // 256)) % 2)
+    base = 1800 + 1200 * np.sin(x / 97.0 + seed) * np.cos(y / 71.0)
+    tex = 300 * np.sin(x / 3.1 + y / 5.3) * (((x // 256) + (y // 256) + seed) % 2)
     out = np.empty((h, w, 3), np.uint16)
     for c in range(3):
         v = base * (0.8 + 0.15 * c) + tex + rng.normal(0, 12, (h, w)) + (x > w / 2) * 400 * c
@@ -59,85 +73,196 @@ def psnr(a: np.ndarray, stream: bytes) -> float:
     return float("inf") if mse == 0 else 10 * np.log10(4095.0 ** 2 / mse)
 
 
+def _mean_psnr(frames, streams) -> float:
+    return float(np.mean([psnr(f, d) for f, d in zip(frames, streams)]))
+
+
 def _ppm(a: np.ndarray, path: Path) -> None:
     h, w, _ = a.shape
     path.write_bytes(f"P6 {w} {h} 4095\n".encode() + a.astype(">u2").tobytes())
 
 
-def _timed(cmd, frames) -> float:
-    t = time.perf_counter()
-    for _ in range(frames):
-        subprocess.run(cmd, check=True, capture_output=True, timeout=600)
-    return (time.perf_counter() - t) / frames
+def ours(frames, threads, backend, workers=1, **opts) -> tuple[list[bytes], float]:
+    """Every frame coded by :class:`Encoder` in ``threads`` threads (one warm encoder each):
+    (codestreams, seconds)."""
+    local = threading.local()
+    made = []
+
+    def one(f):
+        enc = getattr(local, "enc", None)
+        if enc is None:
+            enc = local.enc = Encoder(backend=backend, workers=workers, **HT, **opts)
+            made.append(enc)
+        return enc.encode(f, bits=12)
+
+    try:
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(one, frames[:1] * threads * 2))  # warm: compilation, geometry
+            t0 = time.perf_counter()
+            out = list(pool.map(one, frames))
+            return out, time.perf_counter() - t0
+    finally:
+        for e in made:
+            e.close()
 
 
-def ours(a, frames, workers, **opts) -> tuple[bytes, float]:
-    with Encoder(codec="htj2k", codeblock=(64, 64), levels=5, workers=workers, **opts) as enc:
-        data = enc.encode(a, bits=12)  # warm (compilation, geometry)
-        t = time.perf_counter()
-        for _ in range(frames):
-            data = enc.encode(a, bits=12)
-        return data, (time.perf_counter() - t) / frames
+def _processes(cmds, threads) -> float:
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(lambda c: subprocess.run(c, check=True, capture_output=True, timeout=600),
+                      cmds))
+    return time.perf_counter() - t0
+
+
+def _ojph(src: list[Path], out: Path, threads: int, *options) -> tuple[list[bytes], float]:
+    cmds = [["ojph_compress", "-i", str(p), "-o", str(out / f"{p.stem}.j2c"), "-num_decomps",
+             "5", "-block_size", "{64,64}", *options] for p in src]
+    secs = _processes(cmds, threads)
+    return [(out / f"{p.stem}.j2c").read_bytes() for p in src], secs
+
+
+def _grk(folder: Path, out: Path, threads: int) -> tuple[list[bytes], float]:
+    t0 = time.perf_counter()
+    subprocess.run(["grk_compress", "-y", str(folder), "-a", str(out), "-O", "j2k", "-M", "64",
+                    "-n", "6", "-b", "64,64", "-H", str(threads)],
+                   check=True, capture_output=True, timeout=600)
+    secs = time.perf_counter() - t0
+    return [p.read_bytes() for p in sorted(out.glob("*.j2k"))], secs
+
+
+def _bisect(code, fits, lo: float, hi: float, rounds: int = 12):
+    """The largest result of ``code(q)`` for which ``fits`` holds, q searched on a log scale
+    between ``lo`` (too large a result) and ``hi`` (fits): (q, result) or None."""
+    best = None
+    a, b = np.log(lo), np.log(hi)
+    for _ in range(rounds):
+        q = float(np.exp((a + b) / 2))
+        res = code(q)
+        if fits(res):
+            b = np.log(q)
+            if best is None or len(res) > len(best[1]):
+                best = q, res
+        else:
+            a = np.log(q)
+    return best
+
+
+def _row(kind, name, streams, secs, frames, note="", distinct=None):
+    """Print one row; PSNR over the first ``distinct`` frames (the frames cycle over that
+    many images, so the others repeat them)."""
+    size = max(len(d) for d in streams)
+    q = _mean_psnr(frames[:distinct], streams[:distinct])
+    quality = ("exact" if q == float("inf") else "NOT EXACT") if kind == "lossless" else \
+        f"{q:6.2f} dB"
+    print(f"{kind:<9} {name:<26} {size:>9} bytes  {len(streams) / secs:8.2f} fps  {quality}"
+          + (f"  ({note})" if note else ""), flush=True)
+    return len(streams) / secs
 
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--size", choices=sorted(SIZES), default="2k")
     ap.add_argument("--frames", type=int, default=2)
-    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--distinct", type=int, default=2,
+                    help="different images the frames cycle over")
+    ap.add_argument("--backend", default="auto")
+    ap.add_argument("--threads", type=int, default=1, help="our encoders at once, and the "
+                    "peers' processes or threads")
+    ap.add_argument("--workers", type=int, default=2, help="tier-1 threads of each encoder")
     ap.add_argument("--budget", type=int, default=None,
-                    help="bytes a frame for the 9/7 row (default: lossless size / 8)")
+                    help="bytes a frame for the 9/7 rows (default: the lossless size / 8)")
+    ap.add_argument("--nvjpeg2000", action="store_true",
+                    help="also time nvJPEG2000's HT encoder (nvImageCodec), if importable")
     args = ap.parse_args(argv)
     w, h = SIZES[args.size]
-    a = synthetic_frame(w, h)
-    print(f"{args.size} {w}x{h} 12-bit RGB, {args.frames} frame(s), ours on {args.workers} "
-          "thread(s)")
+    images = [synthetic_frame(w, h, seed=k) for k in range(max(1, min(args.distinct,
+                                                                       args.frames)))]
+    frames = [images[k % len(images)] for k in range(args.frames)]
+    row = functools.partial(_row, distinct=len(images))
+    backend = args.backend
+    with Encoder(backend=backend, workers=1) as probe:
+        on_gpu = probe.backend == "cuda"
+    print(f"{args.size} {w}x{h} 12-bit RGB, {args.frames} frame(s) over {len(images)} images, "
+          f"ours on {'the GPU' if on_gpu else 'the CPU'} in {args.threads} thread(s)", flush=True)
+    device_frames = None
+    if on_gpu:
+        import cupy  # noqa: PLC0415
+        device_frames = [cupy.asarray(f) for f in frames]
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        src = tmp / "in.ppm"
-        _ppm(a, src)
-        data, dt = ours(a, args.frames, args.workers, reversible=True)
-        print(f"lossless  cinegpu       {len(data):>9} bytes  {1 / dt:6.2f} fps  "
-              f"{'exact' if psnr(a, data) == float('inf') else 'NOT EXACT'}")
-        lossless = len(data)
-        peers = []
+        folder = tmp / "in"
+        folder.mkdir()
+        for k, f in enumerate(frames):
+            _ppm(f, folder / f"f{k:06d}.ppm")
+        src = sorted(folder.glob("*.ppm"))
+
+        def run_ours(label, kind, note="", also_device=True, **opts):
+            data, secs = ours(frames, args.threads, backend, args.workers, **opts)
+            fps = row(kind, f"cinegpu {label}", data, secs, frames, note)
+            if device_frames is not None and also_device:
+                again, secs = ours(device_frames, args.threads, backend, args.workers, **opts)
+                assert again == data, "device and host input gave different codestreams"
+                row(kind, f"cinegpu {label} (GPU memory)", again, secs, frames, note)
+            return data, fps
+
+        data, _ = run_ours("", "lossless", reversible=True)
+        lossless = max(len(d) for d in data)
         if shutil.which("ojph_compress"):
-            peers.append(("ojph_compress", ["ojph_compress", "-i", str(src), "-o",
-                                            str(tmp / "o.j2c"), "-num_decomps", "5",
-                                            "-block_size", "{64,64}", "-reversible", "true"],
-                          tmp / "o.j2c"))
+            out = tmp / "ojph"
+            out.mkdir()
+            row("lossless", "ojph_compress", *_ojph(src, out, args.threads, "-reversible",
+                                                       "true"), frames,
+                 f"{args.threads} processes")
         if shutil.which("grk_compress"):
-            peers.append(("grk -M 64", ["grk_compress", "-i", str(src), "-o",
-                                                 str(tmp / "g.j2k"), "-M", "64", "-n", "6",
-                                                 "-b", "64,64"], tmp / "g.j2k"))
-        for name, cmd, out in peers:
-            t = _timed(cmd, args.frames)
-            d = out.read_bytes()
-            print(f"lossless  {name:<13} {len(d):>9} bytes  {1 / t:6.2f} fps  "
-                  f"{'exact' if psnr(a, d) == float('inf') else 'NOT EXACT'}")
+            out = tmp / "grk"
+            out.mkdir()
+            row("lossless", "grk_compress -M 64", *_grk(folder, out, args.threads), frames,
+                 f"{args.threads} threads")
+        if args.nvjpeg2000:
+            _nvjpeg2000_rows(frames, len(images), "lossless", dict(lossless=True))
+
         budget = args.budget or lossless // 8
-        data, dt = ours(a, args.frames, args.workers, bitrate=budget * 8 * 24, fps=24)
-        print(f"9/7       cinegpu       {len(data):>9} bytes  {1 / dt:6.2f} fps  "
-              f"{psnr(a, data):6.2f} dB  (budget {budget})")
+        run_ours("budget", "9/7", f"budget {budget}", False, bitrate=budget * 8 * 24, fps=24)
+        found = _bisect(lambda q: ours(images[:1], 1, backend, args.workers,
+                                       base_step=q)[0][0],
+                        lambda d: len(d) <= budget, 1e-3, 64.0)
+        if found is not None:
+            run_ours("quantisation", "9/7", f"base_step {found[0]:.5f}", base_step=found[0])
         if shutil.which("ojph_compress"):
-            best = None
-            lo, hi = np.log(0.0002), np.log(0.5)  # bisection on log qstep: larger, smaller
-            for _ in range(12):
-                q = float(np.exp((lo + hi) / 2))
-                out = tmp / "q.j2c"
-                cmd = ["ojph_compress", "-i", str(src), "-o", str(out), "-num_decomps", "5",
-                       "-block_size", "{64,64}", "-qstep", f"{q:.6f}"]
-                subprocess.run(cmd, check=True, capture_output=True, timeout=600)
-                if out.stat().st_size <= len(data):
-                    hi = np.log(q)
-                    if best is None or out.stat().st_size > len(best[1]):
-                        best = cmd, out.read_bytes()
-                else:
-                    lo = np.log(q)
-            if best is not None:
-                t = _timed(best[0], args.frames)
-                print(f"9/7       ojph_compress {len(best[1]):>9} bytes  {1 / t:6.2f} fps  "
-                      f"{psnr(a, best[1]):6.2f} dB  (-qstep {best[0][-1]})")
+            out = tmp / "q"
+            out.mkdir()
+            found = _bisect(lambda q: _ojph(src[:1], out, 1, "-qstep", f"{q:.6f}")[0][0],
+                            lambda d: len(d) <= budget, 2e-4, 0.5)
+            if found is not None:
+                row("9/7", "ojph_compress", *_ojph(src, out, args.threads, "-qstep",
+                                                    f"{found[0]:.6f}"), frames,
+                     f"-qstep {found[0]:.6f}, {args.threads} processes")
+        if args.nvjpeg2000:
+            from .peers import nvjpeg2000_encode  # noqa: PLC0415
+
+            def one_size(q):
+                res = nvjpeg2000_encode(images[:1], 1, ht=True, step=q, psnr_frames=0)
+                return b"" if res is None or res.fps == 0 else b"\0" * res.max_bytes
+            found = _bisect(one_size, lambda d: 0 < len(d) <= budget, 1e-3, 256.0)
+            if found is not None:
+                _nvjpeg2000_rows(frames, len(images), "9/7", dict(step=found[0]))
+
+
+def _nvjpeg2000_rows(frames, distinct, kind, opts) -> None:
+    from .peers import nvjpeg2000_encode  # noqa: PLC0415
+    for batch in (1, 16):
+        res = nvjpeg2000_encode(frames, batch, ht=True, psnr_frames=distinct, **opts)
+        if res is None:
+            print(f"{kind:<9} nvJPEG2000 HT: nvImageCodec or a GPU missing")
+            return
+        if res.fps == 0:
+            print(f"{kind:<9} nvJPEG2000 HT batch {batch}: {res.note}")
+            continue
+        quality = ("exact" if res.psnr == float("inf") else "NOT EXACT") \
+            if kind == "lossless" else f"{res.psnr:6.2f} dB"
+        note = "" if "step" not in opts else f"step {opts['step']:.5f}, "
+        print(f"{kind:<9} {'nvJPEG2000 HT batch ' + str(batch):<26} {res.max_bytes:>9} bytes  "
+              f"{res.fps:8.2f} fps  {quality}  ({note}GPU memory)", flush=True)
 
 
 if __name__ == "__main__":

@@ -81,12 +81,12 @@ def _split(image) -> list:
 
 
 def _extremes(comps) -> list[tuple[int, int]]:
-    """(min, max) of every component; on the GPU, all of them in one device-to-host copy."""
+    """(min, max) of every component; on the GPU, a reduction kernel per component
+    (:func:`.gpu.component_extremes`: strided views read in place) and one device-to-host
+    copy for all."""
     if comps and _on_device(comps[0]):
-        import cupy  # noqa: PLC0415
-        both = cupy.stack([cupy.stack([c.min().astype(cupy.int64), c.max().astype(cupy.int64)])
-                           for c in comps]).get()
-        return [(int(lo), int(hi)) for lo, hi in both]
+        from .gpu import component_extremes  # noqa: PLC0415
+        return [(int(lo), int(hi)) for lo, hi in component_extremes(comps)]
     return [(int(c.min()), int(c.max())) for c in comps]
 
 
@@ -287,13 +287,15 @@ class Encoder:
         return data
 
     def _encode_ht(self, params, cs, plans, flats, t0) -> bytes:
-        """The HTJ2K codestream (:func:`.ht.encode_ht_frame`) of the forward stage's output."""
+        """The HTJ2K codestream (:func:`.ht.encode_ht_frame`) of the forward stage's output,
+        its cleanup passes coded where the forward stage ran (on the cuda back end the
+        coefficients stay on the GPU)."""
         import time
         from .ht import encode_ht_frame
-        flats = [f.get() if hasattr(f, "get") else f for f in flats]
         t1 = time.perf_counter()
-        data = encode_ht_frame(Frame, params, cs, plans, flats, self.base_step, self.pool,
-                               self.stats)
+        with self.on_stream():
+            data = encode_ht_frame(Frame, params, cs, plans, flats, self.base_step, self.pool,
+                                   self.stats)
         self.timings = {"forward": t1 - t0, "tier1+rate+tier2": time.perf_counter() - t1}
         return data
 

@@ -22,7 +22,7 @@ import numpy as np
 from cinegpu.decode import nvrtc
 from cinegpu.decode.transform.dwt import level_rects
 
-__all__ = ["HostStaging", "band_layout", "fdwt53", "fdwt97", "forward_tile_cuda",
+__all__ = ["HostStaging", "band_layout", "component_extremes", "fdwt53", "fdwt97", "forward_tile_cuda",
            "guard_bits_cuda", "ict", "kernel", "quantize", "rct", "rgb_to_xyz12"]
 
 log = logging.getLogger(__name__)
@@ -43,6 +43,42 @@ def _kernel(name: str, module: str, device_id: int) -> cupy.RawKernel:
 
 def _grid(n: int) -> tuple[int]:
     return (max(1, min((n + THREADS - 1) // THREADS, 65535)),)
+
+
+#: plane_extremes_<suffix> of forward.cu per sample dtype (the host emulation's codes follow
+#: this order)
+EXTREMES_KERNELS = {np.dtype(t): s for t, s in (
+    (np.uint8, "u8"), (np.int8, "i8"), (np.uint16, "u16"), (np.int16, "i16"),
+    (np.uint32, "u32"), (np.int32, "i32"), (np.int64, "i64"))}
+EXTREMES_THREADS = 256  # EXT_THREADS of forward.cu
+
+
+def extremes_grid(h: int, w: int) -> tuple[int, int]:
+    """The (column chunks, row chunks) grid of plane_extremes for an (h, w) plane: a few
+    thousand blocks at most, each thread a few samples."""
+    return max(1, min(-(-w // EXTREMES_THREADS), 16)), max(1, min(h, 256))
+
+
+def component_extremes(comps) -> np.ndarray:
+    """int64 (len(comps), 2): the smallest and largest sample of each component, CuPy 2-D
+    planes of any strides (the views of an interleaved image), one kernel per component
+    (``plane_extremes_*``) and one copy back for all.  Planes of other dtypes or ranks, or
+    empty ones, are reduced by CuPy."""
+    lo, hi = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+    out = cupy.empty((len(comps), 2), cupy.int64)
+    out[:, 0], out[:, 1] = hi, lo
+    for i, c in enumerate(comps):
+        suffix = EXTREMES_KERNELS.get(np.dtype(c.dtype))
+        if suffix is None or c.ndim != 2 or c.size == 0 or \
+                any(s % c.itemsize for s in c.strides):
+            out[i, 0], out[i, 1] = c.min().astype(cupy.int64), c.max().astype(cupy.int64)
+            continue
+        h, w = c.shape
+        rs, ps = (s // c.itemsize for s in c.strides)
+        kernel(f"plane_extremes_{suffix}")(extremes_grid(h, w), (EXTREMES_THREADS,),
+                                            (c, np.int64(h), np.int64(w), np.int64(rs),
+                                             np.int64(ps), out[i]))
+    return out.get()
 
 
 def dc_shift(x, shift: float):

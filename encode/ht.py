@@ -18,6 +18,10 @@ Rate:
   bisection so the estimated bytes meet the target.  The frame is then coded and written;
   the estimate's bias is removed by scaling the target by what was measured (a few
   rounds, keeping the largest stream that fits).
+
+On the ``cuda`` back end the coefficients stay on the GPU and the cleanup passes are coded there
+(:func:`.tier1.ht_gpu.ht_encode_rows_cuda`, the same bytes as :func:`.tier1.ht.ht_encode_rows`);
+under a budget the per-plane figures are worked out on the CPU from one copy of them.
 """
 
 from __future__ import annotations
@@ -58,7 +62,12 @@ def _code(frame_cls, params, cs, plans, flats, drops, pool):
     base = 0
     for plan, flat in zip(plans, flats):
         n = plan.cb.shape[0]
-        out = _tile_rows(pool, flat, plan.cb, drops[base:base + n])
+        if isinstance(flat, np.ndarray):
+            out = _tile_rows(pool, flat, plan.cb, drops[base:base + n])
+        else:                                    # on the GPU (CuPy): coded there
+            from .tier1.ht_gpu import ht_encode_rows_cuda  # noqa: PLC0415
+            out = ht_encode_rows_cuda(flat, plan.cb, np.arange(n, dtype=np.int64),
+                                      drops[base:base + n])
         if out[5].shape[0] != n:
             raise ValueError("an HT cleanup segment is longer than Scup allows (4079 bytes)")
         parts.append(out)
@@ -94,7 +103,8 @@ def _select(w, dist, bits, target):
 def encode_ht_frame(frame_cls, params, cs, plans, flats, base_step, pool=None,
                     stats: dict | None = None) -> bytes:
     """The HTJ2K codestream of a frame after the forward stage (``flats``: each tile's
-    quantised int32 coefficients in plan layout); ``params.frame_bytes`` the budget or None.
+    quantised int32 coefficients in plan layout, numpy, or CuPy to code the blocks on the
+    GPU on the current stream); ``params.frame_bytes`` the budget or None.
     ``frame_cls`` is :class:`.encoder.Frame`; ``pool`` a thread pool with ``workers`` and
     ``submit`` (or None).  ``stats`` receives "drops" (per block) and "rounds"."""
     from dataclasses import replace
@@ -109,9 +119,10 @@ def encode_ht_frame(frame_cls, params, cs, plans, flats, base_step, pool=None,
         if stats is not None:
             stats.update(drops=drops, rounds=1)
         return allocate_and_write(frame, base_step)
+    host = [f if isinstance(f, np.ndarray) else f.get() for f in flats]
     figs = [ht_plane_figures(flat, np.ascontiguousarray(plan.cb, np.int64),
                              np.arange(plan.cb.shape[0], dtype=np.int64), DMAX)
-            for plan, flat in zip(plans, flats)]
+            for plan, flat in zip(plans, host)]
     dist = np.concatenate([f[0] for f in figs])
     bits = np.concatenate([f[1] for f in figs])
     w = np.concatenate([block_weights(plan, params) for plan in plans])

@@ -126,14 +126,20 @@ class EncodePeer:
 
 
 def nvjpeg2000_encode(frames: list[np.ndarray], batch: int = 1, *, bits: int = 12,
-                      target_psnr: float | None = None) -> EncodePeer | None:
+                      target_psnr: float | None = None, ht: bool = False,
+                      lossless: bool = False, step: float | None = None,
+                      codeblock: tuple[int, int] = (64, 64),
+                      resolutions: int = 6, psnr_frames: int | None = None) -> EncodePeer | None:
     """NVIDIA's nvJPEG2000 encoder through nvImageCodec (``nvidia.nvimgcodec``) on frames of
     ``bits``-bit samples held as uint16 (told to it as their precision, so that it codes
     ``bits`` bit-planes as we do), from device memory, ``batch`` frames per call, warmed up
     on the first batch.  ``target_psnr`` (dB against the ``bits``-bit peak): its PSNR
     quality target, to compare speed at the same quality as ours; None: its default lossy
-    setting.  It has no byte budget, so it cannot be held to the DCI caps.  None when the
-    package or a GPU is missing."""
+    setting.  It has no byte budget, so it cannot be held to the DCI caps.  ``ht``: its HTJ2K
+    encoder (which takes no PSNR target: ``lossless`` (5/3 + RCT) or a quantisation ``step``),
+    raw codestreams of ``codeblock`` blocks and ``resolutions`` resolutions, the component
+    transform on.  ``psnr_frames``: PSNR over the first that many frames only (None: all;
+    0: none, reported as nan).  None when the package or a GPU is missing."""
     try:
         from nvidia import nvimgcodec
         import cupy
@@ -146,6 +152,14 @@ def nvjpeg2000_encode(frames: list[np.ndarray], batch: int = 1, *, bits: int = 1
         images = [nvimgcodec.as_image(d, precision=bits) for d in dev]
         params = None if target_psnr is None else nvimgcodec.EncodeParams(
             quality_type=nvimgcodec.QualityType.PSNR, quality_value=float(target_psnr))
+        if ht:
+            j2k = nvimgcodec.Jpeg2kEncodeParams(
+                code_block_size=tuple(codeblock), num_resolutions=resolutions,
+                bitstream_type=nvimgcodec.Jpeg2kBitstreamType.J2K, mct_mode=1, ht=True)
+            quality = (dict(quality_type=nvimgcodec.QualityType.LOSSLESS) if lossless else
+                       dict(quality_type=nvimgcodec.QualityType.QUANTIZATION_STEP,
+                            quality_value=float(step)))
+            params = nvimgcodec.EncodeParams(jpeg2k_encode_params=j2k, **quality)
 
         def run(chunk):
             if batch > 1:
@@ -161,7 +175,9 @@ def nvjpeg2000_encode(frames: list[np.ndarray], batch: int = 1, *, bits: int = 1
         cupy.cuda.runtime.deviceSynchronize()
         secs = time.perf_counter() - t0
         data = [bytes(o) for o in out]
-        quality = float(np.mean([psnr(f, decode(d)) for f, d in zip(frames, data)]))
+        k = len(frames) if psnr_frames is None else psnr_frames
+        quality = float(np.mean([psnr(f, decode(d)) for f, d in zip(frames[:k], data[:k])])) \
+            if k else float("nan")
     except Exception as exc:  # noqa: BLE001 - a peer's failure is reported, not raised
         return EncodePeer(note=f"failed: {type(exc).__name__}: {exc}")
     return EncodePeer(len(frames) / secs, quality, max(map(len, data)))

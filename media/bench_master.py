@@ -81,8 +81,8 @@ def main(argv=None) -> None:
             print(f"  opj_compress ({a.opj_processes} processes) {r['opj_fps']:.3f} fps  "
                   f"ratio x{best / r['opj_fps']:.2f}")
         if "grk_fps" in r:
-            threads = a.grk_threads or "all cores"
-            print(f"  grk_compress ({threads} threads) {r['grk_fps']:.3f} fps  "
+            threads = f"{a.grk_threads} threads" if a.grk_threads else "all cores"
+            print(f"  grk_compress ({threads}) {r['grk_fps']:.3f} fps  "
                   f"ratio x{best / r['grk_fps']:.2f}")
 
 

@@ -148,3 +148,36 @@ def test_bit_length_histogram_host_matches_numba(lib, gx, threads, reverse):
     assert rc == 0
     np.testing.assert_array_equal(got.astype(np.int64), want)
     assert want[32] == 32 + 1                          # |INT_MIN| alone
+
+
+#: plane_extremes_* of forward.cu in extremes_emulate's code order (u8, i8, u16, i16, u32, i32, i64)
+EXTREMES_DTYPES = [np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.int32, np.int64]
+
+
+@pytest.mark.parametrize("code,dtype", list(enumerate(EXTREMES_DTYPES)),
+                         ids=[np.dtype(d).name for d in EXTREMES_DTYPES])
+@pytest.mark.parametrize("grid,threads,reverse", [((1, 1), 1, False), ((3, 5), 32, True),
+                                                  ((2, 40), 256, False)])
+def test_plane_extremes_host_matches_numpy(lib, code, dtype, grid, threads, reverse):
+    """The input sample check's kernel (the (min, max) of one component of an interleaved
+    image, read in place through its strides, negative ones included) against numpy, over
+    each dtype's whole range and over planes whose extremes sit in one corner."""
+    rng = np.random.default_rng(code)
+    info = np.iinfo(dtype)
+    img = rng.integers(info.min, info.max, size=(37, 53, 3), dtype=dtype, endpoint=True)
+    img[36, 52, 1], img[0, 0, 2] = info.min, info.max
+    narrow = np.full((9, 70, 4), 7, dtype)
+    narrow[8, 69, 3] = 9
+    views = [img[..., 0], img[::-1, :, 1], img[:, ::-2, 2], narrow[..., 3], narrow[:1, :1, 0]]
+    for v in views:
+        out = np.array([info.max if dtype == np.int64 else np.iinfo(np.int64).max,
+                        np.iinfo(np.int64).min], np.int64)
+        rs, ps = (s // v.itemsize for s in v.strides)
+        rc = lib.extremes_emulate(ctypes.c_int(code), ctypes.c_void_p(v.ctypes.data),
+                                  ctypes.c_longlong(v.shape[0]), ctypes.c_longlong(v.shape[1]),
+                                  ctypes.c_longlong(rs), ctypes.c_longlong(ps),
+                                  ctypes.c_void_p(out.ctypes.data), ctypes.c_int(grid[0]),
+                                  ctypes.c_int(grid[1]), ctypes.c_int(threads),
+                                  ctypes.c_int(int(reverse)))
+        assert rc == 0
+        assert (int(out[0]), int(out[1])) == (int(v.min()), int(v.max())), (v.strides, out)

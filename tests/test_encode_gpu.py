@@ -318,3 +318,22 @@ def test_mastering_frames_on_the_gpu_match_the_cpu_path():
             want = psnr(src, decode(ref[k], backend="cpu"))
             assert abs(got - want) <= 0.05, (k, got, want)
         assert got > 35, (k, got)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.int32,
+                                   np.int64, np.uint64])
+def test_component_extremes_kernel_reads_strided_views_as_numpy(dtype):
+    """The sample check's (min, max) per component on the GPU (one kernel each, the views of an
+    interleaved image read in place, negative strides included; uint64 by CuPy) equals numpy's."""
+    from cinegpu.encode.gpu import component_extremes
+    rng = np.random.default_rng(3)
+    info = np.iinfo(dtype)
+    img = rng.integers(info.min, min(info.max, np.iinfo(np.int64).max), size=(301, 517, 3),
+                       dtype=dtype, endpoint=True)
+    img[300, 516, 1] = info.min
+    d = cupy.asarray(img)
+    views = [(img[..., 0], d[..., 0]), (img[::-1, :, 1], d[::-1, :, 1]),
+             (img[:, ::-3, 2], d[:, ::-3, 2]), (img[:1, :1, 0], d[:1, :1, 0])]
+    got = component_extremes([v for _, v in views])
+    assert got.dtype == np.int64
+    assert [tuple(map(int, g)) for g in got] == [(int(h.min()), int(h.max())) for h, _ in views]

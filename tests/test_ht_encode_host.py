@@ -6,7 +6,8 @@ fails too), and the wrapper's host steps (encode/tier1/ht_gpu_plan.py) against
 ht_encode_rows.  Blocks of every width x height in 1..64 and the 1024-long shapes, planes
 0, 1, 5, 20, 29, empty blocks, sign-only blocks, magnitudes up to 2^31 - 1, illegal sizes
 (HT_TOO_LONG from both), grids with more and fewer threads than blocks, and the tiles of a
-real frame.  A deliberately wrong table must change the bytes.  Skipped without g++.
+real frame; the final copy (ht_gather) against the host gather.  A deliberately wrong table
+must change the bytes.  Skipped without g++.
 
 Legal blocks cannot reach Scup > 4079 (MEL + VLC of 4096 samples stay below ~1.4 KB), so
 the too-long status is met through illegal block sizes, which both twins refuse with it.
@@ -25,7 +26,7 @@ from cinegpu.decode.tier1.codeblock import CB_COLUMNS, CB_HEIGHT, CB_OUT, CB_STR
 from cinegpu.encode.tier1.ht import HT_TOO_LONG, ht_encode_block, ht_encode_rows, \
     make_ht_enc_scratch
 from cinegpu.encode.tier1.ht_gpu_plan import assemble, capacity_offsets, kernel_tables, \
-    scratch_pitch
+    scratch_pitch, segment_offsets
 
 from conftest import host_build
 
@@ -69,6 +70,19 @@ def emulate(lib, flat, cb, rows, drops, grid=4, threads=16, tables=None):
     return region, cap_off, lens
 
 
+def gather(lib, region, cap_off, lens, drops, grid=4, threads=16):
+    """ht_gather of the blocks' segments in block order, or None with a block too long (the
+    wrapper then gathers the whole region on the host)."""
+    stop, coded_off, *_ = segment_offsets(lens, drops)
+    if stop < lens.shape[0]:
+        return None
+    coded = np.full(int(coded_off[-1]), FILL, np.uint8)
+    assert lib.hte_gather(*(ctypes.c_void_p(a.ctypes.data) for a in (region, cap_off, coded_off)),
+                          ctypes.c_int(lens.shape[0]), ctypes.c_void_p(coded.ctypes.data),
+                          ctypes.c_int(grid), ctypes.c_int(threads)) == 0
+    return coded
+
+
 def numba_region(flat, cb, rows, drops, cap_off):
     """ht_encode_block of each block cb[rows[j]] at cap_off[j] of a FILL buffer."""
     region = np.full(int(cap_off[-1]), FILL, np.uint8)
@@ -92,8 +106,11 @@ def check(lib, flat, cb, rows=None, drops=None, grid=4, threads=16):
     want_region, want_lens = numba_region(flat, cb, rows, drops, cap_off)
     np.testing.assert_array_equal(lens, want_lens)
     np.testing.assert_array_equal(region, want_region)
-    assert_same_rows(assemble(region, cap_off, lens, drops),
-                     ht_encode_rows(flat, cb, rows, drops))
+    want = ht_encode_rows(flat, cb, rows, drops)
+    assert_same_rows(assemble(region, cap_off, lens, drops), want)
+    coded = gather(lib, region, cap_off, lens, drops, grid, threads)
+    if coded is not None:                    # the GPU's gather: the same bytes
+        np.testing.assert_array_equal(coded, want[0])
     return lens
 
 

@@ -365,6 +365,60 @@ extern "C" __global__ void bit_length_histogram(const int* v, long long n,
             atomicAdd(out + i, (unsigned long long)h[i]);
 }
 
+// ------------------------------------------------------------- sample checks -------
+
+// Smallest and largest sample of one component plane of an input image, a strided view
+// (h rows of w samples; element strides rs between rows, ps between samples, as an
+// (H, W, C) image's component is), as int64 into out[0] (min) and out[1] (max), which must
+// hold LLONG_MAX and LLONG_MIN.  Grid: (column chunks, row chunks); each block reduces in
+// shared memory (256 threads) and meets the others through atomics once.
+// Twin: the (c.min(), c.max()) of cinegpu.encode.encoder._extremes on the host.
+#define EXT_THREADS 256
+template <typename T>
+__device__ __forceinline__ void plane_extremes(const T* x, long long h, long long w,
+                                               long long rs, long long ps, long long* out)
+{
+    __shared__ long long lo[EXT_THREADS], hi[EXT_THREADS];
+    long long a = 0x7fffffffffffffffLL, b = -a - 1;
+    for (long long r = blockIdx.y; r < h; r += gridDim.y)
+        for (long long c = blockIdx.x * (long long)blockDim.x + threadIdx.x; c < w;
+             c += (long long)blockDim.x * gridDim.x) {
+            long long v = (long long)x[r * rs + c * ps];
+            a = v < a ? v : a;
+            b = v > b ? v : b;
+        }
+    lo[threadIdx.x] = a;
+    hi[threadIdx.x] = b;
+    __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (threadIdx.x < s) {
+            if (lo[threadIdx.x + s] < lo[threadIdx.x])
+                lo[threadIdx.x] = lo[threadIdx.x + s];
+            if (hi[threadIdx.x + s] > hi[threadIdx.x])
+                hi[threadIdx.x] = hi[threadIdx.x + s];
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        atomicMin(out, lo[0]);
+        atomicMax(out + 1, hi[0]);
+    }
+}
+
+#define PLANE_EXTREMES(name, T)                                                              \
+    extern "C" __global__ void name(const T* x, long long h, long long w, long long rs,     \
+                                    long long ps, long long* out)                          \
+    {                                                                                       \
+        plane_extremes<T>(x, h, w, rs, ps, out);                                            \
+    }
+PLANE_EXTREMES(plane_extremes_u8, unsigned char)
+PLANE_EXTREMES(plane_extremes_i8, signed char)
+PLANE_EXTREMES(plane_extremes_u16, unsigned short)
+PLANE_EXTREMES(plane_extremes_i16, short)
+PLANE_EXTREMES(plane_extremes_u32, unsigned int)
+PLANE_EXTREMES(plane_extremes_i32, int)
+PLANE_EXTREMES(plane_extremes_i64, long long)
+
 // ------------------------------------------------------------- mastering colour -------
 
 // Display-encoded RGB (or X'Y'Z') samples -> DCI X'Y'Z' 12-bit code values (ST 428-1), one

@@ -42,6 +42,18 @@ static unsigned long long atomicAdd(unsigned long long* p, unsigned long long v)
     return old;
 }
 static int __clz(int x) { return x ? __builtin_clz((unsigned int)x) : 32; }
+static long long atomicMin(long long* p, long long v)
+{
+    long long old = *p;
+    if (v < old) *p = v;
+    return old;
+}
+static long long atomicMax(long long* p, long long v)
+{
+    long long old = *p;
+    if (v > old) *p = v;
+    return old;
+}
 
 #include "forward.cu"
 
@@ -49,14 +61,30 @@ enum { MAX_THREADS = 1024, STACK = 1 << 16 };
 static ucontext_t sched, ctx[MAX_THREADS];
 static char* stacks[MAX_THREADS];
 static int cur, finished[MAX_THREADS];
-static struct { int filt, cols, n, lines, p; const void* x; void *lo, *hi; long long count; } args;
+static struct {
+    int filt, cols, n, lines, p;
+    const void* x;
+    void *lo, *hi;
+    long long count, w, rs, ps;
+} args;
 
 static void host_sync() { swapcontext(&ctx[cur], &sched); }
 
 static void thread_main()
 {
+    long long* ext = (long long*)args.lo;
     if (args.filt == 0)
         bit_length_histogram((const int*)args.x, args.count, (unsigned long long*)args.lo);
+    else if (args.filt == 1)       /* plane_extremes: p is the dtype's code */
+        switch (args.p) {
+        case 0: plane_extremes_u8((const unsigned char*)args.x, args.count, args.w, args.rs, args.ps, ext); break;
+        case 1: plane_extremes_i8((const signed char*)args.x, args.count, args.w, args.rs, args.ps, ext); break;
+        case 2: plane_extremes_u16((const unsigned short*)args.x, args.count, args.w, args.rs, args.ps, ext); break;
+        case 3: plane_extremes_i16((const short*)args.x, args.count, args.w, args.rs, args.ps, ext); break;
+        case 4: plane_extremes_u32((const unsigned int*)args.x, args.count, args.w, args.rs, args.ps, ext); break;
+        case 5: plane_extremes_i32((const int*)args.x, args.count, args.w, args.rs, args.ps, ext); break;
+        default: plane_extremes_i64((const long long*)args.x, args.count, args.w, args.rs, args.ps, ext); break;
+        }
     else if (args.filt == 97 && args.cols)
         sd97_cols((const float*)args.x, (float*)args.lo, (float*)args.hi, args.n, args.lines, args.p);
     else if (args.filt == 97)
@@ -148,4 +176,24 @@ extern "C" int hist_emulate(const int* v, long long n, unsigned long long* out, 
     args.lo = out;
     args.count = n;
     return run_grid(gx, 1, threads, reverse);
+}
+
+/* plane_extremes_<dtype> (code: 0 u8, 1 i8, 2 u16, 3 i16, 4 u32, 5 i32, 6 i64) of an
+ * (h, w) plane at x with element strides rs, ps on a (gx, gy) grid of blocks of `threads`
+ * threads, into out[0..1] (preset to LLONG_MAX, LLONG_MIN).  Returns as sd_emulate. */
+extern "C" int extremes_emulate(int code, const void* x, long long h, long long w, long long rs,
+                                long long ps, long long* out, int gx, int gy, int threads,
+                                int reverse)
+{
+    if (threads < 1 || threads > EXT_THREADS || gx < 1 || gy < 1 || code < 0 || code > 6)
+        return -1;
+    args.filt = 1;
+    args.p = code;
+    args.x = x;
+    args.lo = out;
+    args.count = h;
+    args.w = w;
+    args.rs = rs;
+    args.ps = ps;
+    return run_grid(gx, gy, threads, reverse);
 }

@@ -375,3 +375,19 @@ extern "C" __global__ void ht_enc_blocks(const int* flat, const i64* cb, int nco
         lens[j] = n;
     }
 }
+
+/* The blocks' segments gathered in block order (the final copy, the paper's KVCPY): block j's
+ * lens[j] = coded_off[j + 1] - coded_off[j] bytes at out + cap_off[j] copied to
+ * coded + coded_off[j].  One CUDA block per code-block (grid-stride), its threads a byte each.
+ * Twin: the gather of encode/tier1/ht_gpu_plan.py assemble. */
+extern "C" __global__ void ht_gather(const u8* out, const i64* cap_off, const i64* coded_off,
+                                     int nblk, u8* coded)
+{
+    for (i64 j = blockIdx.x; j < nblk; j += gridDim.x) {
+        i64 n = coded_off[j + 1] - coded_off[j];
+        const u8* src = out + cap_off[j];
+        u8* dst = coded + coded_off[j];
+        for (i64 k = threadIdx.x; k < n; k += blockDim.x)
+            dst[k] = src[k];
+    }
+}

@@ -39,3 +39,11 @@ extern "C" int hte_emulate(const int* flat, const i64* cb, int ncols, int nblk, 
                                        scratch, scratch_pitch, vlc0, vlc1, mel_exp));
     return 0;
 }
+
+/* ht_gather over a grid of `grid` CUDA blocks of `threads` threads.  Returns 0. */
+extern "C" int hte_gather(const u8* out, const i64* cap_off, const i64* coded_off, int nblk,
+                          u8* coded, int grid, int threads)
+{
+    HOST_FOR_EACH_THREAD(grid, threads, ht_gather(out, cap_off, coded_off, nblk, coded));
+    return 0;
+}

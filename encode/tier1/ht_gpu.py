@@ -7,8 +7,9 @@ MEL, 7.3.4-7.3.6 CxtVLC and U-VLC, 7.1 the segment and Scup).
 
 The kernel ``ht_enc_blocks`` of ``cuda/ht_encode.cu`` (one thread per code-block,
 grid-stride) writes each block's cleanup segment into its own region of one device buffer
-(area * 5 + 64 bytes) and its length; the host copies both back and gathers the segments in
-block order (:func:`.ht_gpu_plan.assemble`).  Same bytes, offsets, rates, K and dtypes as
+(area * 5 + 64 bytes) and its length; the host reads the lengths back and works out the
+blocks' offsets (:func:`.ht_gpu_plan.segment_offsets`); the kernel ``ht_gather`` copies the
+segments together in block order on the GPU, and only they come back.  Same bytes, offsets, rates, K and dtypes as
 ht_encode_rows, including its early return when a block's segment is too long (Scup > 4079).
 
 Importing this module needs CuPy; :mod:`.ht_gpu_plan` holds the host-only steps, which the
@@ -22,21 +23,22 @@ import functools
 import cupy
 import numpy as np
 
-from .ht_gpu_plan import CUDA_SOURCE, KERNEL, assemble, capacity_offsets, kernel_tables, \
-    scratch_pitch
+from .ht_gpu_plan import CUDA_SOURCE, GATHER, KERNEL, assemble, capacity_offsets, \
+    kernel_tables, rows_tuple, scratch_pitch, segment_offsets
 
 __all__ = ["ht_encode_rows_cuda"]
 
 THREADS = 64  # threads per CUDA block
+GATHER_THREADS = 128  # threads per CUDA block of ht_gather (one CUDA block per code-block)
 SCRATCH_BYTES = 256 << 20  # the threads' scratch of one launch at most (then grid-stride)
 
 
 @functools.lru_cache(maxsize=None)
-def _kernel(device_id: int):
+def _kernel(device_id: int, name: str = KERNEL):
     from cinegpu.decode import nvrtc  # noqa: PLC0415
 
     with cupy.cuda.Device(device_id):
-        return nvrtc.kernel(CUDA_SOURCE, KERNEL)
+        return nvrtc.kernel(CUDA_SOURCE, name)
 
 
 @functools.lru_cache(maxsize=None)
@@ -86,5 +88,13 @@ def ht_encode_rows_cuda(flat, cb, rows, drops, stream=None, *,
                 d_scratch, np.int64(pitch), *_device_tables(device_id))
         _kernel(device_id)((grid,), (THREADS,), args)
         lens = d_lens.get()  # blocking: waits for the kernel on this stream
-        region = d_out.get()
-    return assemble(region, cap_off, lens, drops)
+        stop, coded_off, rates, rate_off, num_bps = segment_offsets(lens, drops)
+        if stop < nblk:      # a block too long: the early return, from the whole region
+            return assemble(d_out.get(), cap_off, lens, drops)
+        d_coded = cupy.empty(int(coded_off[nblk]), cupy.uint8)
+        if d_coded.size:
+            _kernel(device_id, GATHER)((min(nblk, 65535),), (GATHER_THREADS,),
+                                       (d_out, cupy.asarray(cap_off), cupy.asarray(coded_off),
+                                        np.int32(nblk), d_coded))
+        coded = d_coded.get()
+    return rows_tuple(coded, cap_off, stop, coded_off, rates, rate_off, num_bps)

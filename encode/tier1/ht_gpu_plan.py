@@ -4,7 +4,10 @@
     capacity_offsets(cb, rows)           each block's byte region in the kernel's output
     scratch_pitch()                      bytes of one thread's scratch (HTE_SCRATCH_BYTES)
     kernel_tables()                      VLC_ENC_0, VLC_ENC_1, MEL_EXP as the kernel reads them
+    segment_offsets(lens, drops)         the blocks' offsets and rates from their lengths
+    rows_tuple(coded, cap_off, ...)      ht_encode_rows' 6-tuple from the gathered segments
     assemble(region, cap_off, lens, drops)  the kernel's output as ht_encode_rows returns it
+                                         (the gather on the host: kernel ht_gather's twin)
 
 The numba twin is :func:`cinegpu.encode.tier1.ht.ht_encode_rows` (T.814 clause 7).
 """
@@ -22,11 +25,12 @@ from cinegpu.decode.tier1.ht_tables import MEL_EXP
 
 from .ht_tables import VLC_ENC_0, VLC_ENC_1
 
-__all__ = ["CUDA_SOURCE", "KERNEL", "assemble", "capacity_offsets", "kernel_tables",
-           "scratch_pitch"]
+__all__ = ["CUDA_SOURCE", "GATHER", "KERNEL", "assemble", "capacity_offsets", "kernel_tables",
+           "rows_tuple", "scratch_pitch", "segment_offsets"]
 
 CUDA_SOURCE = Path(__file__).resolve().parents[1] / "cuda" / "ht_encode.cu"
 KERNEL = "ht_enc_blocks"
+GATHER = "ht_gather"
 
 
 def capacity_offsets(cb: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -55,13 +59,11 @@ def kernel_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return tables
 
 
-def assemble(region: np.ndarray, cap_off: np.ndarray, lens: np.ndarray, drops: np.ndarray):
-    """ht_encode_rows' 6-tuple (coded, coded_off, rates, rate_off, dists, num_bps) from the
-    kernel's output: ``region`` (uint8, the blocks' segments at cap_off), ``lens`` (int64
-    bytes per block, 0 empty, -1 too long) and the planes ``drops``.  The segments are
-    gathered in block order; with a block too long, ht_encode_rows' early return: the
-    buffer of area * 5 + 64 per block + 64 bytes holding the blocks before it, offsets and
-    rates up to it, and empty dists and num_bps."""
+def segment_offsets(lens: np.ndarray, drops: np.ndarray):
+    """The tables of ht_encode_rows' 6-tuple from the kernel's block lengths ``lens`` (int64
+    bytes per block, 0 empty, -1 too long) and the planes ``drops``: (stop, coded_off, rates,
+    rate_off, num_bps), ``stop`` the first block too long (len(lens) when none; the offsets
+    and rates stop there, as ht_encode_rows' early return)."""
     nb = lens.shape[0]
     bad = np.flatnonzero(lens < 0)
     stop = int(bad[0]) if bad.size else nb
@@ -73,14 +75,31 @@ def assemble(region: np.ndarray, cap_off: np.ndarray, lens: np.ndarray, drops: n
     rate_off[1:stop + 1] = np.cumsum(has)
     rates = np.zeros(nb, np.int64)
     rates[:rate_off[stop]] = n[has]
-    total = int(coded_off[stop])
-    idx = np.repeat(cap_off[:stop] - coded_off[:stop], n) + np.arange(total)
-    coded = region[idx]
-    if bad.size:
-        full = np.zeros(int(cap_off[nb]) + 64, np.uint8)
-        full[:total] = coded
-        return full, coded_off, rates, rate_off, np.zeros(0), np.zeros(0, np.int64)
     num_bps = np.zeros(nb, np.int64)
-    num_bps[has] = drops[has] + 1
+    num_bps[:stop][has] = drops[:stop][has] + 1
+    return stop, coded_off, rates, rate_off, num_bps
+
+
+def rows_tuple(coded, cap_off, stop, coded_off, rates, rate_off, num_bps):
+    """ht_encode_rows' 6-tuple from the gathered segments ``coded`` and
+    :func:`segment_offsets`' tables; with a block too long (stop < blocks), its early
+    return: the buffer of area * 5 + 64 per block + 64 bytes holding the blocks before it,
+    offsets and rates up to it, and empty dists and num_bps."""
+    nb = coded_off.shape[0] - 1
+    if stop < nb:
+        full = np.zeros(int(cap_off[nb]) + 64, np.uint8)
+        full[:coded.shape[0]] = coded
+        return full, coded_off, rates, rate_off, np.zeros(0), np.zeros(0, np.int64)
     return (coded, coded_off, rates[:rate_off[nb]].copy(), rate_off, np.zeros(rate_off[nb]),
             num_bps)
+
+
+def assemble(region: np.ndarray, cap_off: np.ndarray, lens: np.ndarray, drops: np.ndarray):
+    """ht_encode_rows' 6-tuple (coded, coded_off, rates, rate_off, dists, num_bps) from the
+    kernel's output: ``region`` (uint8, the blocks' segments at cap_off), ``lens`` and the
+    planes ``drops`` (:func:`segment_offsets`), the segments gathered in block order on the
+    host (the twin of the kernel ht_gather)."""
+    stop, coded_off, rates, rate_off, num_bps = segment_offsets(lens, drops)
+    n = coded_off[1:stop + 1] - coded_off[:stop]
+    idx = np.repeat(cap_off[:stop] - coded_off[:stop], n) + np.arange(int(coded_off[stop]))
+    return rows_tuple(region[idx], cap_off, stop, coded_off, rates, rate_off, num_bps)
