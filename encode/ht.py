@@ -41,20 +41,43 @@ ROUNDS = 6
 FILL = 0.985
 
 
+def _runs(pool, cb):
+    """The tile's blocks cut into runs of about equal area, four per pool thread: the
+    (start, stop) pairs, or None to run them all in the calling thread."""
+    n = cb.shape[0]
+    if pool is None or pool.workers == 1 or n < 16:
+        return None
+    area = np.cumsum(cb[:, 8] * cb[:, 9], dtype=np.float64)
+    cuts = np.searchsorted(area, np.linspace(0, area[-1], pool.workers * 4 + 1)[1:-1])
+    edges = np.unique(np.concatenate(([0], cuts, [n])))
+    return list(zip(edges[:-1], edges[1:]))
+
+
 def _tile_rows(pool, flat, cb, drops):
     """ht_encode_rows over all rows of a tile, runs of rows on the pool's threads."""
     n = cb.shape[0]
     cb = np.ascontiguousarray(cb, np.int64)
     drops = np.ascontiguousarray(drops, np.int64)
-    if pool is None or pool.workers == 1 or n < 16:
+    runs = _runs(pool, cb)
+    if runs is None:
         return ht_encode_rows(flat, cb, np.arange(n, dtype=np.int64), drops)
-    area = np.cumsum(cb[:, 8] * cb[:, 9], dtype=np.float64)
-    cuts = np.searchsorted(area, np.linspace(0, area[-1], pool.workers * 4 + 1)[1:-1])
-    edges = np.unique(np.concatenate(([0], cuts, [n])))
     futures = [pool.submit(ht_encode_rows, flat, cb, np.arange(a, b, dtype=np.int64),
-                           drops[a:b]) for a, b in zip(edges[:-1], edges[1:])]
+                           drops[a:b]) for a, b in runs]
     table, dists = BlockTable.join([f.result() for f in futures])
     return table.coded, table.coded_off, table.rates, table.rate_off, dists, table.num_bps
+
+
+def _tile_figures(pool, flat, cb):
+    """ht_plane_figures of every block of a tile (DMAX planes), runs of blocks on the pool's
+    threads: (dist, bits), one row per block."""
+    cb = np.ascontiguousarray(cb, np.int64)
+    runs = _runs(pool, cb)
+    if runs is None:
+        return ht_plane_figures(flat, cb, np.arange(cb.shape[0], dtype=np.int64), DMAX)
+    parts = [f.result() for f in [pool.submit(ht_plane_figures, flat, cb,
+                                              np.arange(a, b, dtype=np.int64), DMAX)
+                                  for a, b in runs]]
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
 def _code(frame_cls, params, cs, plans, flats, drops, pool):
@@ -120,9 +143,7 @@ def encode_ht_frame(frame_cls, params, cs, plans, flats, base_step, pool=None,
             stats.update(drops=drops, rounds=1)
         return allocate_and_write(frame, base_step)
     host = [f if isinstance(f, np.ndarray) else f.get() for f in flats]
-    figs = [ht_plane_figures(flat, np.ascontiguousarray(plan.cb, np.int64),
-                             np.arange(plan.cb.shape[0], dtype=np.int64), DMAX)
-            for plan, flat in zip(plans, host)]
+    figs = [_tile_figures(pool, flat, plan.cb) for plan, flat in zip(plans, host)]
     dist = np.concatenate([f[0] for f in figs])
     bits = np.concatenate([f[1] for f in figs])
     w = np.concatenate([block_weights(plan, params) for plan in plans])

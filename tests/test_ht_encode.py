@@ -161,6 +161,16 @@ def test_budget_fits():
     assert psnr > 30
 
 
+def test_budget_in_threads_gives_the_same_codestream():
+    """Under a budget the plane figures and the blocks are worked out in runs of blocks on
+    the encoder's threads: the codestream is the one of a single thread, byte for byte."""
+    img = _lossy_rgb12()
+    opts = dict(codec="htj2k", bitrate=9000 * 8 * 24, codeblock=(16, 16), backend="cpu")
+    with Encoder(workers=1, **opts) as one, Encoder(workers=3, **opts) as three:
+        assert one.encode(img, bits=12) == three.encode(img, bits=12)
+        assert three.stats["rounds"] >= 1 and three.stats["drops"].any()
+
+
 # ------------------------------------------------------------------------------ peers
 
 def _pnm(path: Path) -> np.ndarray:
