@@ -158,18 +158,26 @@ class TierOnePool:
     def run_tile(self, flat: np.ndarray, cb: np.ndarray, style: int, floor: int = 0) -> tuple:
         """:func:`encode_tile` of all blocks of a tile, down to bit-plane ``floor``: (coded,
         coded_off, rates, rate_off, dists, num_bps)."""
-        n = cb.shape[0]
-        if self._pool is None or n < 16:
+        runs = self.runs(cb)
+        if runs is None:
             return encode_tile(flat, cb, style, floor=floor)
-        # runs of about equal sample count, a few per worker
-        area = np.cumsum(cb[:, t1.CB_WIDTH] * cb[:, t1.CB_HEIGHT], dtype=np.float64)
-        cuts = np.searchsorted(area, np.linspace(0, area[-1], self.workers * 4 + 1)[1:-1])
-        edges = np.unique(np.concatenate(([0], cuts, [n])))
         futures = [self._pool.submit(encode_tile, flat, cb, style, np.arange(a, b), floor)
-                   for a, b in zip(edges[:-1], edges[1:])]
+                   for a, b in runs]
         table, dists = BlockTable.join([f.result() for f in futures])
         return (table.coded, table.coded_off, table.rates, table.rate_off, dists,
                 table.num_bps)
+
+    def runs(self, cb: np.ndarray) -> list[tuple[int, int]] | None:
+        """A tile's blocks (its plan's ``cb`` rows) cut into runs of about equal sample count,
+        four per thread: (start, stop) pairs, or None to code them all in the calling thread
+        (one worker, or fewer than 16 blocks)."""
+        n = cb.shape[0]
+        if self._pool is None or n < 16:
+            return None
+        area = np.cumsum(cb[:, t1.CB_WIDTH] * cb[:, t1.CB_HEIGHT], dtype=np.float64)
+        cuts = np.searchsorted(area, np.linspace(0, area[-1], self.workers * 4 + 1)[1:-1])
+        edges = np.unique(np.concatenate(([0], cuts, [n])))
+        return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])]
 
     def submit(self, fn, *args):
         """Run fn(*args) on one of the threads (a future); in the calling thread, already

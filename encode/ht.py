@@ -41,24 +41,12 @@ ROUNDS = 6
 FILL = 0.985
 
 
-def _runs(pool, cb):
-    """The tile's blocks cut into runs of about equal area, four per pool thread: the
-    (start, stop) pairs, or None to run them all in the calling thread."""
-    n = cb.shape[0]
-    if pool is None or pool.workers == 1 or n < 16:
-        return None
-    area = np.cumsum(cb[:, 8] * cb[:, 9], dtype=np.float64)
-    cuts = np.searchsorted(area, np.linspace(0, area[-1], pool.workers * 4 + 1)[1:-1])
-    edges = np.unique(np.concatenate(([0], cuts, [n])))
-    return list(zip(edges[:-1], edges[1:]))
-
-
 def _tile_rows(pool, flat, cb, drops):
     """ht_encode_rows over all rows of a tile, runs of rows on the pool's threads."""
     n = cb.shape[0]
     cb = np.ascontiguousarray(cb, np.int64)
     drops = np.ascontiguousarray(drops, np.int64)
-    runs = _runs(pool, cb)
+    runs = None if pool is None else pool.runs(cb)
     if runs is None:
         return ht_encode_rows(flat, cb, np.arange(n, dtype=np.int64), drops)
     futures = [pool.submit(ht_encode_rows, flat, cb, np.arange(a, b, dtype=np.int64),
@@ -71,7 +59,7 @@ def _tile_figures(pool, flat, cb):
     """ht_plane_figures of every block of a tile (DMAX planes), runs of blocks on the pool's
     threads: (dist, bits), one row per block."""
     cb = np.ascontiguousarray(cb, np.int64)
-    runs = _runs(pool, cb)
+    runs = None if pool is None else pool.runs(cb)
     if runs is None:
         return ht_plane_figures(flat, cb, np.arange(cb.shape[0], dtype=np.int64), DMAX)
     parts = [f.result() for f in [pool.submit(ht_plane_figures, flat, cb,
@@ -128,8 +116,8 @@ def encode_ht_frame(frame_cls, params, cs, plans, flats, base_step, pool=None,
     """The HTJ2K codestream of a frame after the forward stage (``flats``: each tile's
     quantised int32 coefficients in plan layout, numpy, or CuPy to code the blocks on the
     GPU on the current stream); ``params.frame_bytes`` the budget or None.
-    ``frame_cls`` is :class:`.encoder.Frame`; ``pool`` a thread pool with ``workers`` and
-    ``submit`` (or None).  ``stats`` receives "drops" (per block) and "rounds"."""
+    ``frame_cls`` is :class:`.encoder.Frame`; ``pool`` a :class:`.blocks.TierOnePool`
+    (or None).  ``stats`` receives "drops" (per block) and "rounds"."""
     from dataclasses import replace
 
     from .writer import allocate_and_write

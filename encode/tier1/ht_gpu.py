@@ -83,8 +83,9 @@ def ht_encode_rows_cuda(flat, cb, rows, drops, stream=None, *,
         d_out = cupy.empty(int(cap_off[-1]), cupy.uint8)
         d_lens = cupy.empty(nblk, cupy.int64)
         d_scratch = cupy.empty(grid * THREADS * pitch, cupy.uint8)
+        d_cap_off = cupy.asarray(cap_off)
         args = (d_flat, cupy.asarray(cb), np.int32(cb.shape[1]), np.int32(nblk),
-                cupy.asarray(rows), cupy.asarray(drops), cupy.asarray(cap_off), d_out, d_lens,
+                cupy.asarray(rows), cupy.asarray(drops), d_cap_off, d_out, d_lens,
                 d_scratch, np.int64(pitch), *_device_tables(device_id))
         _kernel(device_id)((grid,), (THREADS,), args)
         lens = d_lens.get()  # blocking: waits for the kernel on this stream
@@ -94,7 +95,7 @@ def ht_encode_rows_cuda(flat, cb, rows, drops, stream=None, *,
         d_coded = cupy.empty(int(coded_off[nblk]), cupy.uint8)
         if d_coded.size:
             _kernel(device_id, GATHER)((min(nblk, 65535),), (GATHER_THREADS,),
-                                       (d_out, cupy.asarray(cap_off), cupy.asarray(coded_off),
+                                       (d_out, d_cap_off, cupy.asarray(coded_off),
                                         np.int32(nblk), d_coded))
         coded = d_coded.get()
     return rows_tuple(coded, cap_off, stop, coded_off, rates, rate_off, num_bps)
