@@ -22,8 +22,9 @@ import numpy as np
 from cinegpu.decode import nvrtc
 from cinegpu.decode.transform.dwt import level_rects
 
-__all__ = ["HostStaging", "band_layout", "component_extremes", "fdwt53", "fdwt97", "forward_tile_cuda",
-           "guard_bits_cuda", "ict", "kernel", "quantize", "rct", "rgb_to_xyz12"]
+__all__ = ["HostStaging", "band_layout", "code_values", "component_extremes", "fdwt53", "fdwt97",
+           "forward_tile_cuda", "guard_bits_cuda", "ict", "kernel", "quantize", "rct",
+           "rgb_to_xyz12"]
 
 log = logging.getLogger(__name__)
 CUDA_DIR = Path(__file__).with_name("cuda")
@@ -312,13 +313,16 @@ _XYZ_KERNELS = {np.dtype(np.uint16): "rgb_to_xyz12_u16", np.dtype(np.uint8): "rg
                 np.dtype(np.float32): "rgb_to_xyz12_f32"}
 
 
-def rgb_to_xyz12(image, top: float, in_gamma: float, matrix, inv_gamma: float):
+def rgb_to_xyz12(image, top: float, in_gamma: float, matrix, inv_gamma: float,
+                 peak: int = 4095):
     """DCI X'Y'Z' 12-bit code values of an (H, W, 3) image (numpy or CuPy; uint8, uint16
     or float32) as three CuPy int32 planes, on the GPU.  Samples are read as
-    ``clip(s / top, 0, 1)``; ``in_gamma``, ``matrix`` (3x3, XYZ per unit of peak white)
-    and ``inv_gamma`` come from :func:`cinegpu.media.colour.xyz12_parameters`
-    (``in_gamma`` <= 0: the image holds X'Y'Z' already).  Twin:
-    :func:`cinegpu.media.colour.to_xyz12`, within one code value."""
+    ``clip(s * (1 / top), 0, 1)`` in float32 (:func:`cinegpu.media.images_in.unit_scale`);
+    ``in_gamma``, ``matrix`` (3x3, XYZ per unit of peak white) and ``inv_gamma`` come from
+    :func:`cinegpu.media.colour.xyz12_parameters` (``in_gamma`` <= 0: no transform, the
+    image holds X'Y'Z' already); code values run to ``peak``.  Twin:
+    :func:`cinegpu.media.colour.to_xyz12`, within one code value (exact without a
+    transform)."""
     img = cupy.asarray(image)
     if img.dtype not in _XYZ_KERNELS:
         img = img.astype(cupy.float32)
@@ -330,7 +334,15 @@ def rgb_to_xyz12(image, top: float, in_gamma: float, matrix, inv_gamma: float):
     m = cupy.asarray(np.asarray(matrix, np.float32).reshape(9))
     if h * w:
         kernel(_XYZ_KERNELS[img.dtype])(_grid(h * w), (THREADS,),
-                                        (img, np.int64(h * w), np.float32(top),
+                                        (img, np.int64(h * w), np.float32(1.0 / top),
                                          np.float32(in_gamma), m, np.float32(inv_gamma),
-                                         *planes))
+                                         np.float32(peak), *planes))
     return planes
+
+
+def code_values(image, top: float, bits: int):
+    """``rint((2^bits - 1) clip(s * (1 / top), 0, 1))`` of an (H, W, 3) image (as
+    :func:`rgb_to_xyz12`) as three CuPy int32 planes: IMF's R'G'B' at ``bits`` per component,
+    exactly as the host computes it (:func:`cinegpu.media.images_in.unit_scale`, then
+    ``np.rint``)."""
+    return rgb_to_xyz12(image, top, 0.0, np.eye(3, dtype=np.float32), 1.0, (1 << bits) - 1)

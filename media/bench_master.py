@@ -1,23 +1,31 @@
-"""Mastering benchmark: ``cinegpu master`` (:func:`cinegpu.media.mastering.master`: colour
-conversion, one encoder per thread, the MXF track file and the DCP) against
-``opj_compress -cinema2K/-cinema4K`` and ``grk_compress -cinema2K/-cinema4K`` on the same
-synthetic frames.
+"""Mastering benchmark: ``cinegpu master`` (:func:`cinegpu.media.mastering.master_images`: TIFF
+frames read, colour conversion, encoding, the MXF track file and the DCP) in several layouts of
+encoder processes and threads, against ``opj_compress -cinema2K/-cinema4K`` and
+``grk_compress -cinema2K/-cinema4K`` on the same synthetic frames.
 
     python -m cinegpu.media.bench_master [--profile dci-2k dci-4k] [--frames N]
-        [--workers N] [--opj-processes N] [--grk-threads N] [--fps 24]
+        [--distinct K] [--layouts 1x1 1x8 auto] [--backend auto|cpu|cuda]
+        [--peer-frames N] [--opj-processes N] [--grk-threads N] [--fps 24]
 
-Frames are 16-bit RGB, as a 16-bit TIFF or PNG reads (the encoder benchmark's 12-bit pattern,
-:func:`cinegpu.encode.bench.synthetic_frame`, scaled by 16), mastered with 1 thread and with
-``--workers`` threads after a warm-up; OpenJPEG codes the same frames converted to X'Y'Z', as PPM
-files, ``--opj-processes`` at once, and Grok all of them in one run of ``--grk-threads`` threads
-(0: every core).  Not a timed test: the numbers depend on the machine.
+The input is a folder of ``--frames`` 16-bit RGB TIFF files, as a user masters, made of
+``--distinct`` different images (the encoder benchmark's 12-bit pattern,
+:func:`cinegpu.encode.bench.synthetic_frame`, scaled by 16; the other files are links to
+them, so every frame is read and coded).  Each layout ``PxT`` is P encoder processes of T
+threads (``auto``: the defaults of ``cinegpu master``), after one warm-up run of the first;
+each prints the frames per second end to end (the encoder processes' start included) and
+from the first frame written to the last.  OpenJPEG codes ``--peer-frames`` of the same frames
+converted to X'Y'Z', as PPM files, ``--opj-processes`` at once, and Grok all of them in one run
+of ``--grk-threads`` threads (0: every core).  Not a timed test: the numbers depend on the
+machine.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
 import tempfile
-import time
+from pathlib import Path
 
 import numpy as np
 
@@ -26,64 +34,114 @@ from cinegpu.encode.bench import opj_encode_frames, synthetic_frame
 from cinegpu.encode.peers import grk_compress_dci, have_grk, have_opj
 
 from .colour import to_xyz12
-from .mastering import master
+from .mastering import master_images
 
-__all__ = ["run_master", "main"]
-
-
-def _master_seconds(rgb, profile: str, fps: int, workers: int) -> float:
-    with tempfile.TemporaryDirectory(prefix="cinegpu-bench-") as tmp:
-        t0 = time.perf_counter()
-        master(lambda i: rgb[i], len(rgb), f"{tmp}/dcp", title="bench", profile=dci.profile(profile).short,
-               fps=fps, workers=workers, progress=False)
-        return time.perf_counter() - t0
+__all__ = ["layout", "main", "run_master", "write_frames"]
 
 
-def run_master(profile: str, frames: int, fps: int, workers: int, processes: int,
-               grk_threads: int = 0) -> dict:
-    """Frames per second of mastering ``frames`` frames with 1 and ``workers`` threads, and of
-    opj_compress (``processes`` at once) and grk_compress (``grk_threads``) on the same X'Y'Z'
-    frames, where installed."""
+def layout(text: str) -> tuple[int | None, int | None]:
+    """``PxT`` -> (P, T) processes and threads; ``auto`` -> (None, None): master's defaults."""
+    if text == "auto":
+        return None, None
+    try:
+        p, t = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"want PxT (processes x threads) or auto, got "
+                                         f"{text!r}") from None
+    if p < 1 or t < 1:
+        raise argparse.ArgumentTypeError(f"processes and threads must be at least 1: {text!r}")
+    return p, t
+
+
+def write_frames(folder: Path, images: list[np.ndarray], frames: int) -> None:
+    """``frames`` TIFF files in ``folder``: the ``images`` written once, the rest symbolic
+    links to them in turn."""
+    import tifffile
+    for k in range(frames):
+        path = folder / f"f{k:06d}.tif"
+        if k < len(images):
+            tifffile.imwrite(path, images[k], photometric="rgb")
+        else:
+            os.symlink(f"f{k % len(images):06d}.tif", path)
+
+
+def _master(folder: Path, tmp: str, profile: str, fps: int, procs, threads, backend) -> dict:
+    stats: dict = {}
+    out = Path(tmp) / "dcp"
+    master_images(folder, out, title="bench", profile=dci.profile(profile).short, fps=fps,
+                  processes=procs, workers=threads, backend=backend, progress=False,
+                  stats=stats)
+    shutil.rmtree(out)
+    return stats
+
+
+def run_master(profile: str, frames: int, distinct: int, fps: int, layouts, backend: str,
+               peer_frames: int, processes: int, grk_threads: int = 0) -> dict:
+    """One profile: per layout (processes, threads) the ``stats`` of
+    :func:`cinegpu.media.mastering.master` over ``frames`` TIFF files; OpenJPEG's
+    (``processes`` at once) and Grok's (``grk_threads``) frames per second over
+    ``peer_frames`` of the frames, where installed."""
     w, h = dci.profile(profile).container
-    rgb = [(synthetic_frame(w, h, seed=k).astype(np.uint32) * 16).astype(np.uint16)
-           for k in range(frames)]
-    _master_seconds(rgb[:1], profile, fps, 1)  # warm: numba caches, imports
-    row = {"profile": profile, "frames": frames, "workers": workers,
-           "fps_1": frames / _master_seconds(rgb, profile, fps, 1)}
-    if workers > 1:
-        row["fps_n"] = frames / _master_seconds(rgb, profile, fps, workers)
-    if have_opj() or have_grk():
-        xyz = [to_xyz12(f.astype(np.float32) / np.float32(65535), "rec709") for f in rgb]
+    images = [(synthetic_frame(w, h, seed=k).astype(np.uint32) * 16).astype(np.uint16)
+              for k in range(min(distinct, frames))]
+    row = {"profile": profile, "frames": frames, "runs": []}
+    with tempfile.TemporaryDirectory(prefix="cinegpu-bench-") as tmp:
+        folder, warm = Path(tmp) / "in", Path(tmp) / "warm"
+        folder.mkdir()
+        warm.mkdir()
+        write_frames(folder, images, frames)
+        for k in range(min(2, frames)):
+            os.symlink(folder / f"f{k:06d}.tif", warm / f"f{k:06d}.tif")
+        # warm: imports, numba and kernel caches, here and (on disk) for encoder processes
+        _master(warm, tmp, profile, fps, 1, None, backend)
+        if any(p != 1 for p, _ in layouts):
+            _master(warm, tmp, profile, fps, 2, 1, backend)
+        for procs, threads in layouts:
+            row["runs"].append(_master(folder, tmp, profile, fps, procs, threads, backend))
+    n = min(peer_frames, frames)
+    if n and (have_opj() or have_grk()):
+        xyz = [to_xyz12(f.astype(np.float32) / np.float32(65535), "rec709") for f in images]
+        peer = [xyz[k % len(xyz)] for k in range(n)]
+        row["peer_frames"] = n
         if have_opj():
-            row["opj_fps"] = frames / opj_encode_frames(xyz, profile, fps, processes)[1]
+            row["opj_fps"] = n / opj_encode_frames(peer, profile, fps, processes)[1]
         if have_grk():
-            row["grk_fps"] = frames / grk_compress_dci(xyz, profile, fps, grk_threads)[1]
+            row["grk_fps"] = n / grk_compress_dci(peer, profile, fps, grk_threads)[1]
     return row
 
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--profile", nargs="+", default=["dci-2k", "dci-4k"])
-    ap.add_argument("--frames", type=int, default=2)
+    ap.add_argument("--frames", type=int, default=4)
+    ap.add_argument("--distinct", type=int, default=4)
+    ap.add_argument("--layouts", type=layout, nargs="+", default=[(1, 1), (None, None)],
+                    metavar="PxT|auto")
+    ap.add_argument("--backend", default="auto", choices=("auto", "cpu", "cuda"))
     ap.add_argument("--fps", type=int, default=24)
-    ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--opj-processes", type=int, default=1)
+    ap.add_argument("--peer-frames", type=int, default=4)
+    ap.add_argument("--opj-processes", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--grk-threads", type=int, default=0)
     a = ap.parse_args(argv)
     for profile in a.profile:
-        r = run_master(profile, a.frames, a.fps, a.workers, a.opj_processes, a.grk_threads)
-        line = f"{profile} master: {r['frames']} frames  1 thread {r['fps_1']:.3f} fps"
-        if "fps_n" in r:
-            line += f"  {r['workers']} threads {r['fps_n']:.3f} fps"
-        print(line)
-        best = max(r["fps_1"], r.get("fps_n", 0.0))
+        r = run_master(profile, a.frames, a.distinct, a.fps, a.layouts, a.backend,
+                       a.peer_frames, a.opj_processes, a.grk_threads)
+        print(f"{profile} master: {r['frames']} frames ({a.distinct} distinct) from TIFF files")
+        best = 0.0
+        for s in r["runs"]:
+            end = r["frames"] / s["total_s"]
+            steady = (r["frames"] - 1) / max(s["total_s"] - s["first_s"], 1e-9)
+            best = max(best, end)
+            print(f"  {s['processes']} process(es) x {s['threads']} thread(s): {end:.2f} fps end "
+                  f"to end (ready after {s['ready_s']:.2f} s, first frame after "
+                  f"{s['first_s']:.2f} s), {steady:.2f} fps from the first frame to the last")
         if "opj_fps" in r:
-            print(f"  opj_compress ({a.opj_processes} processes) {r['opj_fps']:.3f} fps  "
-                  f"ratio x{best / r['opj_fps']:.2f}")
+            print(f"  opj_compress ({a.opj_processes} processes, {r['peer_frames']} frames) "
+                  f"{r['opj_fps']:.3f} fps  ratio x{best / r['opj_fps']:.2f} (end to end)")
         if "grk_fps" in r:
             threads = f"{a.grk_threads} threads" if a.grk_threads else "all cores"
-            print(f"  grk_compress ({threads}) {r['grk_fps']:.3f} fps  "
-                  f"ratio x{best / r['grk_fps']:.2f}")
+            print(f"  grk_compress ({threads}, {r['peer_frames']} frames) {r['grk_fps']:.3f} fps  "
+                  f"ratio x{best / r['grk_fps']:.2f} (end to end)")
 
 
 if __name__ == "__main__":

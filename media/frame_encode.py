@@ -24,11 +24,21 @@ from cinegpu.decode.codestream import dci, imf
 from .colour import rgb_to_ycbcr, to_xyz12, xyz12_parameters
 from .dcp_write import _cinegpu_encoder, encode_frame, encoder_name
 from .errors import UnsupportedMedia
+from .images_in import unit_scale
 
-__all__ = ["GPU_WORKERS", "FrameEncoders", "device_for", "pick_backend"]
+__all__ = ["GPU_WORKERS", "PROCESS_MIN_FRAMES", "PROCESS_THREADS", "FrameEncoders", "device_for",
+           "pick_backend"]
 
-#: Frames encoded at once on one GPU by default (:meth:`FrameEncoders.default_workers`).
+#: Frames encoded at once on one GPU by one process's threads, by default
+#: (:meth:`FrameEncoders.default_workers`).
 GPU_WORKERS = 8
+#: Encoder threads in each of several encoder processes on the GPU, by default
+#: (:meth:`FrameEncoders.default_processes`).
+PROCESS_THREADS = 4
+#: Frames to encode from which encoder processes are started by default: they take about 3 s
+#: to start (imports, CUDA context, kernels), which 4 processes of 4 threads win back over 8
+#: threads of one process after about 580 2K or 720 4K frames (H200, 16 cores).
+PROCESS_MIN_FRAMES = 720
 
 
 def pick_backend(backend: str = "auto") -> str:
@@ -58,7 +68,8 @@ class FrameEncoders:
 
     def __init__(self, *, profile: str, fps, bitrate: float | None, colorspace: str,
                  backend: str = "auto", bits: int = 12, codec: str = "j2k",
-                 lossless: bool = False, sampling: str = "rgb", gpus: int | None = 1):
+                 lossless: bool = False, sampling: str = "rgb", gpus: int | None = 1,
+                 device: int | None = None):
         self.profile, self.fps, self.colorspace = profile, Fraction(fps), colorspace
         #: an IMF profile ("imf-2k", "imf-4k"): R'G'B' as given, ``bits`` per component
         self.imf = profile in imf.PROFILES
@@ -76,17 +87,38 @@ class FrameEncoders:
         self._local = threading.local()
         self._geometry = None           # one GeometryCache for every thread's encoder
         self._gpus = gpus               # CUDA devices (cuda back end); None: counted on first use
+        #: the one CUDA device of every thread's encoder (an encoder process's); None: the
+        #: threads take the :attr:`gpus` devices in turn
+        self.device = device
         self._started = 0               # encoder threads started so far
         self._made: list = []
         self._lock = threading.Lock()
 
-    def default_workers(self) -> int:
-        """Frames encoded at once when the user does not say: a thread per CPU core, or on
-        the GPU at most GPU_WORKERS per device used (more threads only contend for the GIL
-        and the device: on an H200 with 16 cores, 16 threads mastered 2K at 56 fps, 12 at
-        70 and 8 at 96)."""
+    def default_processes(self, frames: int | None = None) -> int:
+        """Encoder processes when the user does not say, for a job of ``frames`` frames to
+        encode (None: a long one): on the GPU one per :data:`PROCESS_THREADS` cores (and at
+        least one per GPU), each reading, converting and encoding its own frames, once the job
+        is long enough (:data:`PROCESS_MIN_FRAMES`) to pay for their start; else, and on the
+        CPU (the numba tier-1 releases the GIL, so threads suffice), one.  Threads of one
+        process are bound by the host: on an H200 with 16 cores, 2K frames were encoded at
+        92.7 fps by 1 process of 8 threads, 177 by 2 x 4, 209 by 4 x 3, 216 by 4 x 4 and 201
+        by 8 x 2 (4K: 58.8, 67.1, 81.7, 95.1, 86.1)."""
+        if self.backend != "cuda" or (frames is not None and frames < PROCESS_MIN_FRAMES):
+            return 1
+        return max(self.gpus, (os.cpu_count() or 1) // PROCESS_THREADS)
+
+    def default_workers(self, processes: int = 1) -> int:
+        """Encoder threads in each of ``processes`` processes when the user does not say: a
+        thread per CPU core shared out, or on the GPU :data:`PROCESS_THREADS` per process,
+        and in a single process at most GPU_WORKERS per device used (more threads only
+        contend for the GIL and the device: on an H200 with 16 cores, 16 threads mastered 2K
+        at 56 fps, 12 at 70 and 8 at 96)."""
         cores = os.cpu_count() or 1
-        return min(cores, GPU_WORKERS * self.gpus) if self.backend == "cuda" else cores
+        if self.backend != "cuda":
+            return max(1, cores // max(1, processes))
+        if processes > 1:
+            return PROCESS_THREADS
+        return min(cores, GPU_WORKERS * self.gpus)
 
     @property
     def gpus(self) -> int:
@@ -112,7 +144,9 @@ class FrameEncoders:
                 if self._geometry is None:
                     self._geometry = GeometryCache()
                 started, self._started = self._started, self._started + 1
-            device = device_for(started, self.gpus) if self.backend == "cuda" else None
+            device = None
+            if self.backend == "cuda":
+                device = self.device if self.device is not None else device_for(started, self.gpus)
             enc = Encoder(profile=self.encoder_profile, fps=self.fps, bitrate=self.bitrate,
                           backend=self.backend, workers=1, geometry=self._geometry,
                           device=device,
@@ -132,37 +166,49 @@ class FrameEncoders:
         if self.imf:
             return self._encode_rgb(a, top)
         if not self.ours:
-            xyz = to_xyz12((a.astype(np.float32) / np.float32(top)).clip(0.0, 1.0),
-                           self.colorspace)
+            xyz = to_xyz12(unit_scale(a, top), self.colorspace)
             return encode_frame(xyz, profile=self.profile, fps=self.fps,
                                 bitrate=None if self.bitrate is None else self.bitrate / 1e6)
         enc = self._encoder()
         if self.backend == "cuda":
-            from cinegpu.encode.gpu import HostStaging, rgb_to_xyz12
-            staging = getattr(self._local, "staging", None)
-            if staging is None:
-                staging = self._local.staging = HostStaging()
-            with enc.on_stream():     # the upload and the kernels on the encoder's stream
-                image = staging.upload(a) if a.dtype in (np.uint8, np.uint16, np.float32) else a
-                planes = rgb_to_xyz12(image, top, *xyz12_parameters(self.colorspace))
+            from cinegpu.encode.gpu import rgb_to_xyz12
+            planes = self._on_gpu(enc, a, lambda image: rgb_to_xyz12(
+                image, top, *xyz12_parameters(self.colorspace)))
             return enc.encode_planes(planes, 12)
         if a.dtype != np.float32 or top != 1.0:
-            a = (a.astype(np.float32) / np.float32(top)).clip(0.0, 1.0)
+            a = unit_scale(a, top)
         return enc.encode(to_xyz12(a, self.colorspace), bits=12, signed=False)
 
     def _encode_rgb(self, a: np.ndarray, top: float) -> bytes:
-        """IMF: the R'G'B' samples scaled to ``bits`` (no colour conversion), or their Y'CbCr
-        (:attr:`sampling`), on the host."""
+        """IMF: the R'G'B' samples scaled to ``bits`` (no colour conversion; on the GPU with
+        the cuda back end, :func:`cinegpu.encode.gpu.code_values`, the same values), or their
+        Y'CbCr (:attr:`sampling`, on the host)."""
         if not self.ours:
             raise UnsupportedMedia(None, "IMF mastering needs cinegpu.encode "
                                          "(the OpenJPEG stand-in makes DCI codestreams only)")
         if self.sampling != "rgb":
-            planes = rgb_to_ycbcr(a.astype(np.float32) / np.float32(top), self.bits,
-                                  self.sampling, self.colorspace)
+            planes = rgb_to_ycbcr(unit_scale(a, top), self.bits, self.sampling,
+                                  self.colorspace)
             return self._encoder().encode(planes, bits=self.bits, signed=False)
+        enc = self._encoder()
+        if self.backend == "cuda":
+            from cinegpu.encode.gpu import code_values
+            planes = self._on_gpu(enc, a, lambda image: code_values(image, top, self.bits))
+            return enc.encode_planes(planes, self.bits)
         peak = (1 << self.bits) - 1
-        rgb = np.rint((a.astype(np.float32) / np.float32(top)).clip(0.0, 1.0) * peak)
-        return self._encoder().encode(rgb.astype(np.uint16), bits=self.bits, signed=False)
+        rgb = np.rint(unit_scale(a, top) * peak)
+        return enc.encode(rgb.astype(np.uint16), bits=self.bits, signed=False)
+
+    def _on_gpu(self, enc, a: np.ndarray, convert):
+        """``convert(image)`` of ``a`` uploaded as it is (uint8, uint16 and float32 through
+        this thread's page-locked buffer), on the encoder's device and stream: the planes."""
+        from cinegpu.encode.gpu import HostStaging
+        staging = getattr(self._local, "staging", None)
+        if staging is None:
+            staging = self._local.staging = HostStaging()
+        with enc.on_stream():     # the upload and the kernels on the encoder's stream
+            image = staging.upload(a) if a.dtype in (np.uint8, np.uint16, np.float32) else a
+            return convert(image)
 
     def close(self) -> None:
         with self._lock:

@@ -1,7 +1,9 @@
 """Input images for mastering: TIFF, PNG and DPX frames, and fitting them to a DCI container.
 
 Readers return (H, W, 3) float32 in 0..1 (code value / (2^bits - 1)); grey is repeated into three
-channels, alpha dropped. TIFF through ``tifffile``; PNG through libpng (``imagecodecs``: Pillow
+channels, alpha dropped. With ``stored=True``, 8- and 16-bit samples stay the integers they are
+stored as (white: their dtype's maximum), so that mastering scales them where it converts the
+colour (on the GPU, after an upload of half or a quarter of the bytes). TIFF through ``tifffile``; PNG through libpng (``imagecodecs``: Pillow
 13 still reads 16-bit RGB PNG as 8 bits); DPX (SMPTE ST 268) through the small reader here: RGB
 or RGBA, 8, 10 (packed method A, filled to 32-bit words), 12 (method A, filled to 16-bit words)
 or 16 bits, either byte order. Every reader takes the frame's size from the file's header and
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import struct
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -24,8 +27,8 @@ from cinegpu.decode.codestream import dci
 
 from .errors import CorruptMedia, MediaError, UnsupportedMedia
 
-__all__ = ["IMAGE_SUFFIXES", "fit", "image_area", "list_frames", "max_input_size", "read_dpx",
-           "read_image"]
+__all__ = ["IMAGE_SUFFIXES", "ImageFrames", "fit", "image_area", "list_frames", "max_input_size",
+           "read_dpx", "read_image", "unit_scale"]
 
 IMAGE_SUFFIXES = (".tif", ".tiff", ".png", ".dpx")
 
@@ -58,23 +61,41 @@ def max_input_size(profile: str = "4k") -> tuple[int, int]:
     return 2 * w, 2 * h
 
 
-def _normalise(a: np.ndarray, bits: int | None = None) -> np.ndarray:
-    """(H, W, 3) float32 0..1 from an integer or float image of 1, 2, 3 or 4 channels."""
+def _rgb(a: np.ndarray) -> np.ndarray:
+    """(H, W, 3) from an image of 1, 2, 3 or 4 channels: grey repeated, alpha dropped."""
     if a.ndim == 2:
         a = a[:, :, None]
     if a.ndim != 3 or a.shape[2] not in (1, 2, 3, 4):
         raise ValueError(f"unsupported image shape {a.shape}")
     if a.shape[2] in (1, 2):
         a = np.repeat(a[:, :, :1], 3, axis=2)
-    a = a[:, :, :3]
+    return a[:, :, :3]
+
+
+def unit_scale(a: np.ndarray, top: float) -> np.ndarray:
+    """Integer samples as float32 ``clip(a / top, 0, 1)``, computed as ``a * (1 / top)`` in
+    float32: the one scaling of the readers and of mastering's host paths."""
+    out = a.astype(np.float32)                   # one float copy, scaled in place
+    out *= np.float32(1.0 / top)
+    return np.clip(out, 0.0, 1.0, out=out)
+
+
+def _normalise(a: np.ndarray, bits: int | None = None) -> np.ndarray:
+    """(H, W, 3) float32 0..1 from an integer or float image of 1, 2, 3 or 4 channels."""
+    a = _rgb(a)
     if a.dtype.kind == "f":
         return np.clip(a.astype(np.float32), 0.0, 1.0)
     if a.dtype.kind not in "ui":
         raise ValueError(f"unsupported sample type {a.dtype}")
-    top = (1 << bits) - 1 if bits else np.iinfo(a.dtype).max
-    out = a.astype(np.float32)                   # one float copy, scaled in place
-    out *= np.float32(1.0 / top)
-    return np.clip(out, 0.0, 1.0, out=out)
+    return unit_scale(a, (1 << bits) - 1 if bits else np.iinfo(a.dtype).max)
+
+
+def _as_stored(a: np.ndarray, bits: int | None = None) -> np.ndarray:
+    """(H, W, 3) uint8 or uint16 samples as stored when ``bits`` (None: the dtype's) fill
+    their dtype, so that its maximum is white; else :func:`_normalise`'s float32 0..1."""
+    if a.dtype in (np.uint8, np.uint16) and bits in (None, 8 * a.dtype.itemsize):
+        return np.ascontiguousarray(_rgb(a))
+    return _normalise(a, bits)
 
 
 def _check_size(p: Path, width: int, height: int, limit, expect) -> None:
@@ -91,8 +112,10 @@ def _check_size(p: Path, width: int, height: int, limit, expect) -> None:
                             f"{expect[0]}x{expect[1]}")
 
 
-def read_image(path, *, limit=max_input_size("4k"), expect=None) -> np.ndarray:
-    """Read one TIFF, PNG or DPX frame as (H, W, 3) float32 0..1; MediaError if unreadable.
+def read_image(path, *, limit=max_input_size("4k"), expect=None,
+               stored: bool = False) -> np.ndarray:
+    """Read one TIFF, PNG or DPX frame as (H, W, 3) float32 0..1 (``stored``: 8- and 16-bit
+    samples as the uint8/uint16 they are stored as); MediaError if unreadable.
 
     The size in the file's header (PNG IHDR, TIFF ImageWidth/ImageLength, DPX image element)
     is checked against ``limit`` (width, height; default: the 4K profile's) and, if given,
@@ -103,13 +126,35 @@ def read_image(path, *, limit=max_input_size("4k"), expect=None) -> np.ndarray:
     if reader is None:
         raise UnsupportedMedia(p, f"not a TIFF, PNG or DPX image ({p.suffix or 'no suffix'})")
     try:
-        return reader(p, limit, expect)
+        return (_as_stored if stored else _normalise)(*reader(p, limit, expect))
     except MediaError:
         raise
     except OSError as exc:
         raise MediaError(p, f"cannot read image: {exc.strerror or exc}") from None
     except Exception as exc:     # a library's own error on a damaged file, named as it says it
         raise CorruptMedia(p, f"damaged image: {type(exc).__name__}: {exc}") from None
+
+
+@dataclass(frozen=True)
+class ImageFrames:
+    """A sequence's frames as image files: ``frames(i)`` reads frame ``i`` (:func:`read_image`
+    with ``stored=True``, checked against ``limit`` and, when set, the first frame's
+    ``size``), and a MediaError names the file and the frame number.  A plain picklable value, so that mastering's
+    encoder processes read and decode their own frames (:mod:`.frame_coders`)."""
+
+    files: tuple[str, ...]
+    limit: tuple[int, int] | None
+    #: (width, height) every frame must have; None: not checked (the first frame sets it)
+    size: tuple[int, int] | None = None
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+    def __call__(self, i: int) -> np.ndarray:
+        try:
+            return read_image(self.files[i], limit=self.limit, expect=self.size, stored=True)
+        except MediaError as exc:      # same kind, the frame named
+            raise type(exc)(self.files[i], f"frame {i}: {exc.reason}") from None
 
 
 #: PNG colour type -> (samples per pixel, allowed bit depths) (ISO/IEC 15948 11.2.2 table 11.1).
@@ -172,7 +217,7 @@ def _read_png(p: Path, limit, expect) -> np.ndarray:
     _check_png_data(p, data, _png_data_size(width, height, samples * depth, interlace))
     import imagecodecs
     a = imagecodecs.png_decode(data)
-    return _normalise(a, 16 if a.dtype == np.uint16 else 8)
+    return a, 16 if a.dtype == np.uint16 else 8
 
 
 def _read_tiff(p: Path, limit, expect) -> np.ndarray:
@@ -191,13 +236,17 @@ def _read_tiff(p: Path, limit, expect) -> np.ndarray:
         a = page.asarray()
         if page.axes.startswith("S"):          # planar configuration 2: one plane per sample
             a = np.moveaxis(a, 0, -1)
-    return _normalise(a)
+    return a, None
 
 
 # -- DPX (SMPTE ST 268) ---------------------------------------------------------------------------
 def read_dpx(path, *, limit=max_input_size("4k"), expect=None) -> np.ndarray:
     """(H, W, 3) float32 0..1 from an RGB (descriptor 50) or RGBA (51) DPX file."""
-    p = Path(path)
+    return _normalise(*_read_dpx(Path(path), limit, expect))
+
+
+def _read_dpx(p: Path, limit, expect) -> tuple[np.ndarray, int]:
+    """A DPX file's samples as stored and their bits."""
     with open(p, "rb") as f:
         head = f.read(2048)
         if len(head) < 2048:
@@ -237,7 +286,7 @@ def read_dpx(path, *, limit=max_input_size("4k"), expect=None) -> np.ndarray:
     else:
         raise UnsupportedMedia(p, f"DPX of {bits} bits with packing {packing} is not supported "
                             "(8, 10 or 12 filled method A, 16)")
-    return _normalise(np.ascontiguousarray(a).reshape(height, width, channels), bits)
+    return np.ascontiguousarray(a).reshape(height, width, channels), bits
 
 
 def _take(p: Path, data: bytes, offset: int, nbytes: int, dtype) -> np.ndarray:
@@ -248,7 +297,7 @@ def _take(p: Path, data: bytes, offset: int, nbytes: int, dtype) -> np.ndarray:
 
 
 _READERS = {".tif": _read_tiff, ".tiff": _read_tiff, ".png": _read_png,
-            ".dpx": lambda p, limit, expect: read_dpx(p, limit=limit, expect=expect)}
+            ".dpx": _read_dpx}
 
 
 # -- fitting into the container -------------------------------------------------------------------
@@ -294,10 +343,13 @@ def _resample(a: np.ndarray, n_out: int, axis: int) -> np.ndarray:
 
 def fit(image: np.ndarray, width: int, height: int) -> np.ndarray:
     """Scale ``image`` (H, W, 3) to fit ``width`` x ``height`` keeping its aspect ratio, centred
-    on black. Unchanged (a view) when it already has that size."""
+    on black: float32 0..1 (integers read as a fraction of their dtype's maximum). Unchanged
+    (a view) when it already has that size."""
     h, w = image.shape[:2]
     if (w, h) == (width, height):
         return image
+    if image.dtype.kind in "ui":           # integers: a fraction of their dtype's maximum
+        image = unit_scale(image, np.iinfo(image.dtype).max)
     scale = min(width / w, height / h)
     ow, oh = max(1, round(w * scale)), max(1, round(h * scale))
     out = np.zeros((height, width, 3), np.float32)

@@ -3,10 +3,12 @@
 One frame: read (or make) the image -> fit it to the DCI image area (flat, scope or full) ->
 RGB to X'Y'Z' 12-bit and encode (:class:`.frame_encode.FrameEncoders`: on the GPU the colour
 conversion, forward stage and tier-1 run there, each thread on its own CUDA stream) -> the
-track file, in order. Frames are prepared and encoded by ``workers`` threads (the encoder
-releases the GIL: OpenJPEG runs as a process, the GPU encoder waits on the device, and the CPU
-encoder's tier-1 codes each tile in one numba call without it), a bounded window ahead of the
-writer. A
+track file, in order. Frames are read and encoded a bounded window ahead of the writer
+(:mod:`.frame_coders`): on the GPU by encoder processes of a few threads each, which read and
+decode their own frames when the frames come from files (:class:`.images_in.ImageFrames`);
+otherwise by ``workers`` threads of this process (the encoder releases the GIL: OpenJPEG runs
+as a process, the GPU encoder waits on the device, and the CPU encoder's tier-1 codes each
+tile in one numba call without it). A
 composition shorter than ``frames`` repeats its input (a still image becomes a shot of ``frames``
 frames); each distinct input frame is encoded once. With ``sound`` (:func:`.sound_in.open_sound`)
 its length is checked against the composition before the first frame is encoded, and the sound
@@ -16,8 +18,9 @@ file of ``subtitles`` (checked and converted before, by :func:`.subtitle_write.p
 
 from __future__ import annotations
 
-from collections import deque
-from concurrent.futures import ThreadPoolExecutor
+import pickle
+import time
+from dataclasses import replace
 from fractions import Fraction
 from typing import Callable
 
@@ -27,10 +30,10 @@ from cinegpu.decode.codestream import dci, imf
 
 from .colour import COLORSPACES, SAMPLINGS
 from .dcp_write import DCPWriter, Package
-from .frame_encode import FrameEncoders
+from .frame_coders import CoderSetup, ProcessCoders, ThreadCoders
+from .frame_encode import FrameEncoders, device_for
 from .imf_write import IMFWriter
-from .errors import MediaError
-from .images_in import fit, image_area, list_frames, max_input_size, read_image
+from .images_in import ImageFrames, image_area, list_frames, max_input_size
 from .sound_in import SoundInput
 from .subtitle_write import TimedTextAsset
 
@@ -44,7 +47,8 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
            backend: str = "auto", sound: SoundInput | None = None,
            subtitles: TimedTextAsset | None = None, format: str = "dcp",
            codec: str = "j2k", bits: int = 12, lossless: bool = False,
-           sampling: str = "rgb") -> Package:
+           sampling: str = "rgb", processes: int | None = None, gpus: int | None = 1,
+           stats: dict | None = None) -> Package:
     """Master ``count`` input images (``get_frame(i)``: (H, W, 3) floats 0..1, or integers
     read as a fraction of their dtype's maximum) into a DCP at ``out``. ``frames``:
     composition length (default ``count``; the input repeats to fill it). ``bitrate`` in
@@ -56,9 +60,16 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
     App #2E package instead (:func:`check_imf`: ``profile`` and ``container`` are not used, the
     picture keeps its size and its R'G'B' at ``bits`` per component; ``codec`` "htj2k" codes
     HTJ2K, ``lossless`` with the 5/3 path; ``sampling`` "ycbcr444"/"ycbcr422" writes Rec. 709
-    Y'CbCr instead of R'G'B'; the sound track as long as the picture, in samples). Raises
-    ValueError for a
-    bad profile, rate, size or colour space, MediaError for sound shorter than the picture."""
+    Y'CbCr instead of R'G'B'; the sound track as long as the picture, in samples).
+    ``processes``: encoder processes (:class:`.frame_coders.ProcessCoders`), each with
+    ``workers`` threads; None: :meth:`.FrameEncoders.default_processes` when ``get_frame``
+    pickles (e.g. a :class:`.images_in.ImageFrames`), else 1 (threads of this process).
+    ``gpus``: CUDA devices the encoders are spread over (None: every one).  ``stats``: a
+    dict, filled with ``processes``, ``threads`` and the seconds from the call until the
+    encoders were ready (``ready_s``), the first frame was written (``first_s``) and the
+    package was complete (``total_s``).  Raises ValueError for a bad profile, rate, size,
+    colour space or ``processes``, MediaError for sound shorter than the picture."""
+    started = time.perf_counter()
     rate = Fraction(fps)
     if format == "imf":
         check_imf(codec, rate, colorspace, bits, sound, subtitles, lossless, bitrate, sampling)
@@ -97,56 +108,85 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
             return DCPWriter(out, title=title, edit_rate=rate, aspect=(width, height),
                              kind=kind, sound=sound, subtitles=subtitles)
 
-    encoders = FrameEncoders(profile=encoder_profile, fps=rate, bitrate=bitrate,
-                             colorspace=colorspace, backend=backend, bits=bits,
-                             codec=codec if format == "imf" else "j2k", lossless=lossless,
-                             sampling=sampling)
-    workers = max(1, workers or encoders.default_workers())
-
-    def prepare(i: int) -> bytes:
-        img = first if i == 0 else get_frame(i)
-        try:
-            return encoders.encode(fit(img, width, height))
-        except MediaError:
-            raise
-        except Exception as exc:     # the encoder's own failure, named with the frame
-            raise MediaError(None, f"frame {i}: {encoders.name} failed: "
-                                   f"{type(exc).__name__}: {exc}") from exc
-
+    options = dict(profile=encoder_profile, fps=rate, bitrate=bitrate, colorspace=colorspace,
+                   backend=backend, bits=bits, codec=codec if format == "imf" else "j2k",
+                   lossless=lossless, sampling=sampling, gpus=gpus)
+    encoders = FrameEncoders(**options)
+    procs = _processes(processes, encoders, get_frame, count)
+    workers = max(1, workers or encoders.default_workers(procs))
     bar = _progress(total, title, progress)
     cache: dict[int, bytes] = {}
+    coders = first_s = None
     try:
+        if procs > 1:
+            options["backend"] = encoders.backend
+            if encoders.backend == "cuda":
+                options["gpus"] = encoders.gpus
+
+            def setup(p: int) -> CoderSetup:
+                device = device_for(p, encoders.gpus) if encoders.backend == "cuda" else None
+                return CoderSetup(get_frame, width, height, options, device, workers)
+            coders = ProcessCoders(setup, procs)
+        else:
+            coders = ThreadCoders(encoders, lambda i: first if i == 0 else get_frame(i),
+                                  width, height, workers)
+        ready = time.perf_counter()
         with writer() as dcp:
-            pool = ThreadPoolExecutor(workers)
-            try:
-                pending: deque = deque()
-                submitted = 0
-                for i in range(total):
-                    while submitted < count and len(pending) < 2 * workers:
-                        pending.append(pool.submit(prepare, submitted))
-                        submitted += 1
-                    k = i % count
-                    if k in cache:
-                        data = cache[k]
-                    else:
-                        data = pending.popleft().result()
-                        if total > count:
-                            cache[k] = data
-                    dcp.write(data)
-                    if bar is not None:
-                        bar.update(1)
-            except BaseException:
-                # drop the frames not started; the writer's exit removes the partial folder
-                # without waiting for the frames being encoded (they only return bytes)
-                pool.shutdown(wait=False, cancel_futures=True)
-                raise
-            pool.shutdown()
+            submitted = 0
+            for i in range(total):
+                while submitted < count and coders.in_flight < coders.window:
+                    coders.submit(submitted)
+                    submitted += 1
+                k = i % count
+                if k in cache:
+                    data = cache[k]
+                else:
+                    data = coders.next()
+                    if total > count:
+                        cache[k] = data
+                dcp.write(data)
+                if first_s is None:
+                    first_s = time.perf_counter()
+                if bar is not None:
+                    bar.update(1)
+            coders.close()
+            coders = None
             package = dcp.close()
     finally:
+        if coders is not None:
+            # a failure: drop the frames not started, end the encoder processes; the writer's
+            # exit has removed the partial folder without waiting for the frames being
+            # encoded (they only return bytes)
+            coders.close(abort=True)
         encoders.close()
         if bar is not None:
             bar.close()
+    if stats is not None:
+        stats.update(processes=procs, threads=workers, ready_s=ready - started,
+                     first_s=first_s - started, total_s=time.perf_counter() - started)
     return package
+
+
+def _processes(processes: int | None, encoders: FrameEncoders, get_frame, count: int) -> int:
+    """Encoder processes for a job of ``count`` input frames: as asked (ValueError when more
+    than one is asked and ``get_frame`` does not pickle), or the encoders' default for
+    ``count`` frames when ``get_frame`` pickles and the encoder is ours, else one; never more
+    than the frames."""
+    if processes is not None and processes < 1:
+        raise ValueError(f"processes must be at least 1, got {processes}")
+    want = processes if processes is not None else encoders.default_processes(count)
+    if want > 1:
+        try:
+            pickle.dumps(get_frame)
+        except Exception:
+            if processes is not None:
+                raise ValueError("encoder processes read their own frames: get_frame must "
+                                 "pickle (e.g. an images_in.ImageFrames), not a "
+                                 f"{type(get_frame).__name__}") from None
+            want = 1
+        if not encoders.ours:
+            want = 1                   # the OpenJPEG stand-in is a process per frame already
+    return max(1, min(want, count))
 
 
 def check_imf(codec: str, rate: Fraction, colorspace: str, bits: int, sound=None,
@@ -186,17 +226,10 @@ def master_images(path, out, *, profile: str = "2k", **options) -> Package:
     before its pixels are decoded. A bad frame raises MediaError naming its file and number."""
     files = list_frames(path)
     limit = imf.IMF_4K.container if options.get("format") == "imf" else max_input_size(profile)
-
-    def read(i: int, expect=None) -> np.ndarray:
-        try:
-            return read_image(files[i], limit=limit, expect=expect)
-        except MediaError as exc:
-            raise type(exc)(files[i], f"frame {i}: {exc.reason}") from None   # same kind, frame named
-
-    first = read(0)
-    size = (first.shape[1], first.shape[0])
-    return master(lambda i: first if i == 0 else read(i, size), len(files), out, profile=profile,
-                  **options)
+    frames = ImageFrames(tuple(map(str, files)), limit)
+    first = frames(0)
+    return master(replace(frames, size=(first.shape[1], first.shape[0])), len(files), out,
+                  profile=profile, **options)
 
 
 def _progress(total: int, title: str, enabled: bool):

@@ -204,6 +204,7 @@ def test_encode_cuda_reversible_equals_cpu_and_is_lossless(name, image, opts):
 @pytest.mark.parametrize("dtype", [np.uint16, np.uint8, np.float32])
 def test_rgb_to_xyz12_matches_numpy_within_one_code_value(colorspace, dtype):
     from cinegpu.media.colour import to_xyz12, xyz12_parameters
+    from cinegpu.media.images_in import unit_scale
     rng = np.random.default_rng(7)
     shape = (37, 53, 3)
     if dtype == np.float32:
@@ -211,11 +212,31 @@ def test_rgb_to_xyz12_matches_numpy_within_one_code_value(colorspace, dtype):
     else:
         top = float(np.iinfo(dtype).max)
         img = rng.integers(0, int(top) + 1, shape).astype(dtype)
-    want = to_xyz12((img.astype(np.float32) / np.float32(top)).clip(0.0, 1.0), colorspace)
+    want = to_xyz12(unit_scale(img, top), colorspace)
     got = np.stack([cupy.asnumpy(p) for p in
                     gpu.rgb_to_xyz12(img, top, *xyz12_parameters(colorspace))], -1)
     diff = np.abs(got.astype(np.int64) - want)
     assert diff.max() <= 1 and (diff == 0).mean() > 0.99
+    if colorspace == "xyz":           # no transform: the samples' scaling is numpy's, exactly
+        assert diff.max() == 0
+
+
+@pytest.mark.parametrize("bits", [10, 12])
+@pytest.mark.parametrize("dtype", [np.uint16, np.uint8, np.float32])
+def test_code_values_are_the_hosts_exactly(bits, dtype):
+    """IMF R'G'B' on the GPU: rint((2^bits - 1) unit_scale(s, top)), as the host computes it
+    in FrameEncoders (so a lossless IMF master holds the same samples either way)."""
+    from cinegpu.media.images_in import unit_scale
+    rng = np.random.default_rng(bits)
+    shape = (41, 67, 3)
+    if dtype == np.float32:
+        img, top = rng.uniform(-0.1, 1.1, shape).astype(np.float32), 1.0
+    else:
+        top = float(np.iinfo(dtype).max)
+        img = rng.integers(0, int(top) + 1, shape).astype(dtype)
+    want = np.rint(unit_scale(img, top) * ((1 << bits) - 1)).astype(np.int64)
+    got = np.stack([cupy.asnumpy(p) for p in gpu.code_values(img, top, bits)], -1)
+    assert np.array_equal(got, want)
 
 
 def test_host_staging_uploads_each_array_exactly_on_a_stream():

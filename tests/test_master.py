@@ -109,6 +109,31 @@ def test_tiff_png_inputs(tmp_path):
         read_image(tmp_path / "bad.png")
 
 
+def test_stored_samples_are_the_files_integers(tmp_path):
+    """read_image(stored=True): 8- and 16-bit samples as stored (grey repeated, alpha
+    dropped), other depths as the float32 0..1 of the default; fit() reads integers as a
+    fraction of their dtype's maximum, as the float image would be fitted."""
+    import tifffile
+    from PIL import Image
+    rng = np.random.default_rng(3)
+    img16 = rng.integers(0, 65536, (20, 30, 4), dtype=np.uint16)
+    tifffile.imwrite(tmp_path / "a.tif", img16, photometric="rgb", extrasamples=[2])
+    got = read_image(tmp_path / "a.tif", stored=True)
+    assert got.dtype == np.uint16 and got.flags.c_contiguous and np.array_equal(got, img16[..., :3])
+    assert np.array_equal(read_image(tmp_path / "a.tif"), got * np.float32(1 / 65535))
+    img8 = rng.integers(0, 256, (20, 30), dtype=np.uint8)
+    Image.fromarray(img8).save(tmp_path / "g.png")
+    grey = read_image(tmp_path / "g.png", stored=True)
+    assert grey.dtype == np.uint8 and grey.shape == (20, 30, 3)
+    assert all(np.array_equal(grey[..., c], img8) for c in range(3))
+    values = rng.integers(0, 1024, (7, 9, 3))
+    (tmp_path / "f.dpx").write_bytes(_dpx(values, 10))
+    ten = read_image(tmp_path / "f.dpx", stored=True)
+    assert ten.dtype == np.float32 and np.array_equal(ten, read_dpx(tmp_path / "f.dpx"))
+    small = got[:, :, :3]
+    assert np.array_equal(fit(small, 64, 36), fit(read_image(tmp_path / "a.tif"), 64, 36))
+
+
 def _dpx(values: np.ndarray, bits: int, big_endian: bool = True) -> bytes:
     """A minimal RGB DPX (ST 268): 2048-byte header, then the image element."""
     h, w, _ = values.shape

@@ -423,26 +423,27 @@ PLANE_EXTREMES(plane_extremes_i64, long long)
 
 // Display-encoded RGB (or X'Y'Z') samples -> DCI X'Y'Z' 12-bit code values (ST 428-1), one
 // pixel per thread, interleaved (H, W, 3) input -> three int32 planes.  Twin:
-// cinegpu.media.colour.to_xyz12 of cinegpu.media.images_in normalised samples, in the same
-// float32 order: V = clip(s / top, 0, 1); lin = V ^ in_gamma; XYZ = M lin (M already divided
-// by 52.37 / 48); CV = rint(4095 clip(XYZ, 0, 1) ^ (1 / 2.6)).  in_gamma <= 0: the input is
-// X'Y'Z' already, CV = rint(4095 V).
+// cinegpu.media.colour.to_xyz12 of cinegpu.media.images_in.unit_scale's samples, in the same
+// float32 order: V = clip(s * scale, 0, 1) (scale: float32 1 / top, as unit_scale);
+// lin = V ^ in_gamma; XYZ = M lin (M already divided by 52.37 / 48);
+// CV = rint(peak clip(XYZ, 0, 1) ^ (1 / 2.6)).  in_gamma <= 0: no transform (the input is
+// X'Y'Z', or IMF R'G'B' at peak = 2^bits - 1), CV = rint(peak V), exactly numpy's.
 template <typename T>
-__device__ __forceinline__ void rgb_to_xyz12(const T* img, long long npix, float top,
+__device__ __forceinline__ void rgb_to_xyz12(const T* img, long long npix, float scale,
                                              float in_gamma, const float* m, float inv_gamma,
-                                             int* x, int* y, int* z)
+                                             float peak, int* x, int* y, int* z)
 {
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < npix;
          i += (long long)blockDim.x * gridDim.x) {
         float v[3];
         for (int ch = 0; ch < 3; ch++) {
-            float s = (float)img[3 * i + ch] / top;
+            float s = (float)img[3 * i + ch] * scale;
             v[ch] = s < 0.0f ? 0.0f : (s > 1.0f ? 1.0f : s);
         }
         int* out[3] = {x, y, z};
         if (in_gamma <= 0.0f) {
             for (int ch = 0; ch < 3; ch++)
-                out[ch][i] = (int)rintf(v[ch] * 4095.0f);
+                out[ch][i] = (int)rintf(v[ch] * peak);
             continue;
         }
         float lin[3];
@@ -454,28 +455,28 @@ __device__ __forceinline__ void rgb_to_xyz12(const T* img, long long npix, float
             t += lin[2] * m[3 * ch + 2];
             t = t < 0.0f ? 0.0f : (t > 1.0f ? 1.0f : t);
             t = powf(t, inv_gamma);
-            out[ch][i] = (int)rintf(t * 4095.0f);
+            out[ch][i] = (int)rintf(t * peak);
         }
     }
 }
 
-extern "C" __global__ void rgb_to_xyz12_u16(const unsigned short* img, long long npix, float top,
+extern "C" __global__ void rgb_to_xyz12_u16(const unsigned short* img, long long npix, float scale,
                                             float in_gamma, const float* m, float inv_gamma,
-                                            int* x, int* y, int* z)
+                                            float peak, int* x, int* y, int* z)
 {
-    rgb_to_xyz12(img, npix, top, in_gamma, m, inv_gamma, x, y, z);
+    rgb_to_xyz12(img, npix, scale, in_gamma, m, inv_gamma, peak, x, y, z);
 }
 
-extern "C" __global__ void rgb_to_xyz12_u8(const unsigned char* img, long long npix, float top,
+extern "C" __global__ void rgb_to_xyz12_u8(const unsigned char* img, long long npix, float scale,
                                            float in_gamma, const float* m, float inv_gamma,
-                                           int* x, int* y, int* z)
+                                           float peak, int* x, int* y, int* z)
 {
-    rgb_to_xyz12(img, npix, top, in_gamma, m, inv_gamma, x, y, z);
+    rgb_to_xyz12(img, npix, scale, in_gamma, m, inv_gamma, peak, x, y, z);
 }
 
-extern "C" __global__ void rgb_to_xyz12_f32(const float* img, long long npix, float top,
+extern "C" __global__ void rgb_to_xyz12_f32(const float* img, long long npix, float scale,
                                             float in_gamma, const float* m, float inv_gamma,
-                                            int* x, int* y, int* z)
+                                            float peak, int* x, int* y, int* z)
 {
-    rgb_to_xyz12(img, npix, top, in_gamma, m, inv_gamma, x, y, z);
+    rgb_to_xyz12(img, npix, scale, in_gamma, m, inv_gamma, peak, x, y, z);
 }

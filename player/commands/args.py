@@ -9,7 +9,8 @@ from __future__ import annotations
 import argparse
 from fractions import Fraction
 
-__all__ = ["UsageError", "non_negative_int", "one_line_text", "positive_int", "positive_rate"]
+__all__ = ["UsageError", "gpu_count", "non_negative_int", "one_line_text", "positive_int",
+           "positive_rate"]
 
 
 class UsageError(Exception):
@@ -48,6 +49,11 @@ def _whole_number(text: str, least: int) -> int:
 def positive_int(text: str) -> int:
     """A whole number of at least 1."""
     return _whole_number(text, 1)
+
+
+def gpu_count(text: str) -> int | None:
+    """``all`` (None: every GPU CUDA shows) or a whole number of at least 1."""
+    return None if text.strip().lower() == "all" else _whole_number(text, 1)
 
 
 def non_negative_int(text: str) -> int:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from fractions import Fraction
 
-from .args import one_line_text, positive_int, positive_rate
+from .args import gpu_count, one_line_text, positive_int, positive_rate
 from .interrupts import INTERRUPTED, TERMINATED, Terminated, interrupts
 
 
@@ -35,7 +35,13 @@ def register(subparsers) -> None:
                         "(default: one pass of the input, at least one second)")
     p.add_argument("--kind", default="feature", type=one_line_text, help="CPL ContentKind (default feature)")
     p.add_argument("--workers", type=positive_int, default=None, metavar="N",
-                   help="frames prepared and encoded at once (default: CPU cores; on the GPU at most 8)")
+                   help="encoder threads in each encoder process (default: the CPU cores shared "
+                        "out; on the GPU 4 per process, or at most 8 in one process)")
+    p.add_argument("--processes", type=positive_int, default=None, metavar="N",
+                   help="encoder processes, each reading and encoding its own frames (default: "
+                        "on the GPU one per 4 CPU cores; on the CPU 1)")
+    p.add_argument("--gpus", type=gpu_count, default=1, metavar="N|all",
+                   help="GPUs the encoder processes are spread over (default 1)")
     p.add_argument("--backend", choices=("auto", "cpu", "cuda"), default="auto",
                    help="where the encoder runs (default auto: the GPU when CuPy sees one)")
     p.add_argument("--audio", nargs="+", default=None, metavar="FILE.wav",
@@ -131,6 +137,7 @@ def _run(args) -> int:
         package = master_images(args.input, args.output, title=args.title, profile=args.profile,
                                 fps=args.fps, bitrate=args.bitrate, colorspace=args.colorspace,
                                 container=args.container, frames=frames, workers=args.workers,
+                                processes=args.processes, gpus=args.gpus,
                                 kind=args.kind, progress=not args.quiet,
                                 backend=args.backend, sound=sound, subtitles=subtitles,
                                 format=args.format, codec=args.codec, bits=args.bits,

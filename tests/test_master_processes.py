@@ -1,0 +1,244 @@
+"""Mastering with encoder processes (:mod:`cinegpu.media.frame_coders`): the same codestreams as
+threads of one process, frames read in the processes, and every failure (a bad frame, an
+encoder process that dies or cannot start, Ctrl-C, SIGTERM) one clear error with nothing left
+behind.  The CPU encoder runs here; the GPU case is marked ``gpu``."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cinegpu.media import MediaError, open_source
+from cinegpu.media.errors import CorruptMedia, UnsupportedMedia
+from cinegpu.media.frame_coders import FrameFailed
+from cinegpu.media.frame_encode import FrameEncoders
+from cinegpu.media.images_in import ImageFrames, list_frames
+from cinegpu.media.mastering import _processes, master, master_images
+
+from test_master import needs_encoder
+
+CLI = [sys.executable, "-m", "cinegpu.player.cli"]
+
+
+def _frames(folder: Path, n: int, size=(96, 54)) -> Path:
+    import tifffile
+    folder.mkdir()
+    rng = np.random.default_rng(7)
+    for i in range(n):
+        img = (rng.random((size[1], size[0], 3)) * 65535).astype(np.uint16)
+        tifffile.imwrite(folder / f"f{i:04d}.tif", img, photometric="rgb")
+    return folder
+
+
+def _codestreams(dcp: Path) -> list[bytes]:
+    with open_source(dcp) as src:
+        return [src.frame(i) for i in range(len(src))]
+
+
+@dataclass(frozen=True)
+class _DieOn:
+    """Frames of ``files``, except that reading frame ``k`` kills the process reading it."""
+
+    files: ImageFrames
+    k: int
+
+    def __call__(self, i: int):
+        if i == self.k:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return self.files(i)
+
+
+# -- no processes started ---------------------------------------------------------------------
+def test_frame_failure_crosses_back_as_the_same_kind():
+    for exc in (CorruptMedia("/a/f7.tif", "frame 7: damaged image", 12),
+                UnsupportedMedia(None, "frame 2: 9x9 pixels"), MediaError("x", "frame 1: y")):
+        got = pickle.loads(pickle.dumps(FrameFailed.of(3, exc))).error()
+        assert type(got) is type(exc) and str(got) == str(exc)
+        assert (got.path, got.reason, got.offset) == (exc.path, exc.reason, exc.offset)
+    assert type(FrameFailed(0, "ValueError", None, "r").error()) is MediaError   # not a media kind
+    assert type(FrameFailed(0, "os", None, "r").error()) is MediaError
+
+
+def test_how_many_processes(tmp_path, monkeypatch):
+    from cinegpu.media import frame_encode
+    enc = FrameEncoders(profile="2k", fps=24, bitrate=None, colorspace="rec709", backend="cpu")
+    files = ImageFrames(("a.tif", "b.tif"), (4096, 2160))
+    assert _processes(None, enc, files, 2) == 1                 # CPU: threads
+    monkeypatch.setattr(enc, "default_processes", lambda frames: 4)
+    assert _processes(None, enc, files, 2) == 2                 # never more than the frames
+    assert _processes(None, enc, files, 9) == 4
+    assert _processes(None, enc, lambda i: None, 9) == 1        # a lambda cannot be sent
+    assert _processes(3, enc, files, 9) == 3
+    with pytest.raises(ValueError, match="get_frame must pickle"):
+        _processes(3, enc, lambda i: None, 9)
+    with pytest.raises(ValueError, match="at least 1"):
+        _processes(0, enc, files, 9)
+    for cores, gpus, procs, threads in ((16, 1, 4, 4), (2, 1, 1, 2), (32, 2, 8, 4), (4, 2, 2, 4),
+                                        (None, 1, 1, 1)):
+        monkeypatch.setattr(frame_encode.os, "cpu_count", lambda: cores)
+        enc = FrameEncoders(profile="2k", fps=24, bitrate=None, colorspace="rec709",
+                            backend="cpu", gpus=gpus)
+        assert enc.default_processes() == 1
+        assert enc.default_workers(2) == max(1, (cores or 1) // 2)
+        enc.backend = "cuda"
+        assert (enc.default_processes(), enc.default_workers(enc.default_processes())) == \
+            (procs, threads if procs > 1 else min(cores or 1, 8 * gpus))
+        assert enc.default_processes(frame_encode.PROCESS_MIN_FRAMES) == procs
+        assert enc.default_processes(frame_encode.PROCESS_MIN_FRAMES - 1) == 1   # short job
+
+
+def test_gpus_argument():
+    from argparse import ArgumentTypeError
+    from cinegpu.player.commands.args import gpu_count
+    assert gpu_count("all") is None and gpu_count("ALL") is None and gpu_count("2") == 2
+    for bad in ("0", "-1", "two"):
+        with pytest.raises(ArgumentTypeError):
+            gpu_count(bad)
+
+
+# -- encoder processes on the CPU -------------------------------------------------------------
+@needs_encoder
+def test_processes_write_the_same_codestreams_as_threads(tmp_path):
+    src = _frames(tmp_path / "in", 5)
+    one, two = {}, {}
+    master_images(src, tmp_path / "threads", title="t", processes=1, workers=2, backend="cpu",
+                  progress=False, stats=one)
+    master_images(src, tmp_path / "procs", title="t", processes=2, workers=1, backend="cpu",
+                  progress=False, stats=two)
+    assert (one["processes"], one["threads"], two["processes"], two["threads"]) == (1, 2, 2, 1)
+    assert 0 < two["ready_s"] <= two["first_s"] <= two["total_s"]
+    a, b = _codestreams(tmp_path / "threads"), _codestreams(tmp_path / "procs")
+    assert len(a) == 5 and a == b
+
+
+@pytest.mark.slow
+@needs_encoder
+def test_processes_fill_a_longer_composition_in_order(tmp_path):
+    src = _frames(tmp_path / "in", 3)
+    master_images(src, tmp_path / "p", title="t", processes=2, workers=2, backend="cpu",
+                  frames=7, progress=False)
+    cs = _codestreams(tmp_path / "p")
+    assert len(cs) == 7 and cs[3:6] == cs[:3] and cs[6] == cs[0] and len(set(cs)) == 3
+
+
+@pytest.mark.slow
+@needs_encoder
+@pytest.mark.parametrize("bad", ["corrupt", "size"])
+def test_bad_frame_read_in_a_process_is_named(tmp_path, bad):
+    src = _frames(tmp_path / "in", 6)
+    victim = src / "f0004.tif"
+    if bad == "corrupt":
+        victim.write_bytes(victim.read_bytes()[:300])
+    else:
+        import tifffile
+        tifffile.imwrite(victim, np.zeros((20, 30, 3), np.uint16), photometric="rgb")
+    with pytest.raises(MediaError) as info:
+        master_images(src, tmp_path / "out", title="t", processes=2, workers=1, backend="cpu",
+                      progress=False)
+    assert info.value.path == str(victim) and info.value.reason.startswith("frame 4: ")
+    assert isinstance(info.value, CorruptMedia if bad == "corrupt" else UnsupportedMedia)
+    assert not (tmp_path / "out").exists() and sorted(os.listdir(tmp_path)) == ["in"]
+
+
+@pytest.mark.slow
+@needs_encoder
+def test_an_encoder_process_that_dies_is_one_error(tmp_path):
+    src = _frames(tmp_path / "in", 6)
+    files = ImageFrames(tuple(map(str, list_frames(src))), (4096, 2160))
+    t0 = time.monotonic()
+    with pytest.raises(MediaError, match=r"encoder process \d ended \(exit code -9\) while "
+                                         r"coding frame\(s\) .*\b3\b"):
+        master(_DieOn(files, 3), 6, tmp_path / "out", title="t", processes=2, workers=1,
+               backend="cpu", progress=False)
+    assert time.monotonic() - t0 < 60
+    assert sorted(os.listdir(tmp_path)) == ["in"]
+
+
+@pytest.mark.slow
+def test_an_encoder_process_that_cannot_start_is_one_error(tmp_path):
+    src = _frames(tmp_path / "in", 2)
+    files = ImageFrames(tuple(map(str, list_frames(src))), (4096, 2160))
+    from cinegpu.media.frame_coders import CoderSetup, ProcessCoders
+    options = dict(profile="8k", fps=24, bitrate=None, colorspace="rec709", backend="cpu")
+    with pytest.raises(MediaError, match="encoder process 0 could not start: ValueError"):
+        ProcessCoders(lambda p: CoderSetup(files, 96, 54, options, None, 1), 1)
+
+
+@pytest.mark.slow
+@needs_encoder
+@pytest.mark.parametrize("sig,status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_signal_ends_the_encoder_processes(tmp_path, sig, status):
+    """The main process is signalled mid-run: its exit status, no package, and no encoder
+    process left running (each is a child of the CLI's process)."""
+    src = _frames(tmp_path / "in", 40, size=(1024, 540))
+    proc = subprocess.Popen(CLI + ["master", str(src), "-o", str(tmp_path / "out"), "--title",
+                                   "t", "--backend", "cpu", "--processes", "2", "--workers", "1",
+                                   "--quiet"], stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    children = []
+    while time.monotonic() < deadline and len(children) < 2:   # both encoder processes up
+        time.sleep(0.2)
+        children = _children(proc.pid)
+    time.sleep(2.0)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == status, err
+    assert "no DCP written" in err
+    assert not (tmp_path / "out").exists() and sorted(os.listdir(tmp_path)) == ["in"]
+    for pid in children:
+        for _ in range(50):
+            if not Path(f"/proc/{pid}").exists() or "Z" in _state(pid):
+                break
+            time.sleep(0.1)
+        assert not Path(f"/proc/{pid}").exists() or "Z" in _state(pid), f"process {pid} left"
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return "Z"
+
+
+# -- on the GPU -------------------------------------------------------------------------------
+@pytest.mark.gpu
+def test_gpu_processes_write_the_same_codestreams_as_threads(tmp_path, gpu):
+    src = _frames(tmp_path / "in", 6, size=(2048, 1080))
+    one, many = {}, {}
+    master_images(src, tmp_path / "threads", title="t", processes=1, workers=3,
+                  backend="cuda", progress=False, stats=one)
+    master_images(src, tmp_path / "procs", title="t", processes=3, workers=2, backend="cuda",
+                  progress=False, stats=many)
+    assert many["processes"] == 3 and one["processes"] == 1
+    assert _codestreams(tmp_path / "threads") == _codestreams(tmp_path / "procs")
+
+
+@pytest.mark.slow
+@needs_encoder
+def test_bench_master_prints_each_layout(capsys):
+    from cinegpu.media.bench_master import layout, main
+    assert layout("auto") == (None, None) and layout("4x3") == (4, 3)
+    for bad in ("4", "0x2", "ax2"):
+        with pytest.raises(Exception, match="PxT|at least 1"):
+            layout(bad)
+    main(["--profile", "dci-2k", "--frames", "3", "--distinct", "2", "--layouts", "1x1", "2x1",
+          "--backend", "cpu", "--peer-frames", "0"])
+    out = capsys.readouterr().out
+    assert "dci-2k master: 3 frames (2 distinct) from TIFF files" in out
+    assert "1 process(es) x 1 thread(s):" in out and "2 process(es) x 1 thread(s):" in out
