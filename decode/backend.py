@@ -85,11 +85,14 @@ def cuda_missing() -> tuple[str, str] | None:
     except Exception as exc:  # noqa: BLE001 - a broken CuPy install, named as it says
         return f"CuPy cannot be imported ({type(exc).__name__}: {exc})", CUDA_INSTALL_HINT
     driver = "check that the NVIDIA driver is loaded (nvidia-smi lists the GPU), or use the cpu back end"
+    # the device count itself, not cupy.cuda.is_available(): that one caches "no device"
+    # while its first call runs, so threads asking together were told there was none
     try:
-        if cupy.cuda.is_available():
+        if cupy.cuda.runtime.getDeviceCount() > 0:
             return None
     except Exception as exc:  # noqa: BLE001 - the driver's own error, named as it says
-        return f"CuPy cannot use CUDA ({type(exc).__name__}: {exc})", driver
+        if "cudaErrorNoDevice" not in str(exc):
+            return f"CuPy cannot use CUDA ({type(exc).__name__}: {exc})", driver
     return "CuPy finds no CUDA device", driver
 
 

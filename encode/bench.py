@@ -3,7 +3,8 @@ the same synthetic 12-bit X'Y'Z' frames; PSNR of each decoded stream against the
 source, frames per second of each, and the ratios.
 
     python -m cinegpu.encode.bench [--profile dci-2k dci-4k] [--frames N]
-        [--backend auto|cpu|cuda] [--workers N] [--opj-processes N]
+        [--backend auto|cpu|cuda] [--workers N] [--threads N] [--processes P T]
+        [--opj-processes N] [--grk-threads N] [--nvjpeg2000] [--rate-on auto|cpu|gpu|both]
 
 ``cinegpu master`` end to end (image in, DCP out) is timed by :mod:`cinegpu.media.bench_master`
 (the media layer: this module stays below it).
@@ -153,12 +154,90 @@ def opj_encode_frames(frames, profile, fps, processes):
     return out, time.perf_counter() - t0
 
 
+def _process_main(shm_name: str, shape, dtype: str, ks, profile, fps, backend, threads,
+                  rate_on_gpu, ready, go, out) -> None:
+    """One encoder process of :func:`_ours_processes`: frames ``ks`` of the shared block,
+    coded by ``threads`` threads with a warm :class:`Encoder` each, once ``go`` is set; puts
+    (codestreams by frame, wall-clock start, end)."""
+    import threading
+    from multiprocessing import shared_memory
+    shm = shared_memory.SharedMemory(name=shm_name)
+    local, made = threading.local(), []
+
+    def enc_one(f):
+        enc = getattr(local, "enc", None)
+        if enc is None:
+            enc = local.enc = Encoder(profile=profile, fps=fps, backend=backend, workers=1,
+                                      rate_on_gpu=rate_on_gpu)
+            made.append(enc)
+        return enc.encode(f, bits=12)
+
+    try:
+        frames = np.ndarray(shape, np.dtype(dtype), buffer=shm.buf)
+        with ThreadPoolExecutor(threads) as pool:
+            try:
+                list(pool.map(enc_one, [frames[ks[0]]] * threads * 2))  # warm every thread
+            except Exception as exc:
+                ready.put(f"{type(exc).__name__}: {exc}")
+                raise
+            ready.put(None)
+            go.wait()
+            t0 = time.time()
+            coded = list(pool.map(enc_one, (frames[k] for k in ks)))
+            t1 = time.time()
+        del frames
+        out.put((dict(zip(ks, coded)), t0, t1))
+    finally:
+        for e in made:
+            e.close()
+        shm.close()
+
+
+def _ours_processes(frames, profile, fps, backend, processes, threads, rate_on_gpu=None):
+    """Frames dealt out to ``processes`` spawned processes of ``threads`` threads each (one warm
+    :class:`Encoder` a thread), read from one shared-memory block, all started together after
+    every thread is warm: (codestreams in order, seconds from the first start to the last
+    end), as ``cinegpu master`` runs its encoder processes on a long job."""
+    import multiprocessing as mp
+    from multiprocessing import shared_memory
+    block = np.stack(frames)
+    shm = shared_memory.SharedMemory(create=True, size=block.nbytes)
+    try:
+        np.ndarray(block.shape, block.dtype, buffer=shm.buf)[:] = block
+        ctx = mp.get_context("spawn")
+        ready, out, go = ctx.Queue(), ctx.Queue(), ctx.Event()
+        procs = [ctx.Process(target=_process_main, daemon=True,
+                             args=(shm.name, block.shape, block.dtype.str,
+                                   list(range(p, len(frames), processes)), profile, fps,
+                                   backend, threads, rate_on_gpu, ready, go, out))
+                 for p in range(processes)]
+        for pr in procs:
+            pr.start()
+        for _ in procs:
+            failed = ready.get(timeout=600)
+            if failed is not None:
+                for pr in procs:
+                    pr.kill()
+                raise RuntimeError(f"an encoder process failed while warming up: {failed}")
+        go.set()
+        res = [out.get(timeout=600) for _ in procs]
+        for pr in procs:
+            pr.join()
+    finally:
+        shm.close()
+        shm.unlink()
+    coded = {k: v for r in res for k, v in r[0].items()}
+    return [coded[k] for k in range(len(frames))], max(r[2] for r in res) - min(r[1] for r in res)
+
+
 def run(profile: str, frames: int, fps: int, backend: str, workers: int, processes: int,
-        threads: int = 0, nvjpeg2000: bool = False, rate_on_gpu=None, grk_threads: int = 0) -> dict:
+        threads: int = 0, nvjpeg2000: bool = False, rate_on_gpu=None, grk_threads: int = 0,
+        encoder_processes: tuple[int, int] | None = None) -> dict:
     """One profile's row; ``rate_on_gpu`` as :class:`Encoder`'s, or "both": each, in turn,
-    the second's figures under "gpu_rate" (and its codestreams checked identical).  The peers,
-    where installed: opj_compress in ``processes`` processes, grk_compress over the frames in
-    ``grk_threads`` threads (0: all cores), nvJPEG2000 when ``nvjpeg2000``."""
+    the second's figures under "gpu_rate" (and its codestreams checked identical).
+    ``encoder_processes`` (P, T): also in P processes of T threads (:func:`_ours_processes`).
+    The peers, where installed: opj_compress in ``processes`` processes, grk_compress over the
+    frames in ``grk_threads`` threads (0: all cores), nvJPEG2000 when ``nvjpeg2000``."""
     w, h = dci.PROFILES[profile].container
     src = [synthetic_frame(w, h, seed=k) for k in range(frames)]
     first = False if rate_on_gpu == "both" else rate_on_gpu
@@ -171,6 +250,11 @@ def run(profile: str, frames: int, fps: int, backend: str, workers: int, process
         row.update(threads=threads, par_fps=frames / t_par,
                    par_psnr=np.mean([psnr(s, decode(d)) for s, d in zip(src, par)]),
                    par_bytes=max(len(d) for d in par))
+    if encoder_processes:
+        pp, pt = encoder_processes
+        coded, t_pp = _ours_processes(src, profile, fps, backend, pp, pt, first)
+        row.update(proc=(pp, pt), proc_fps=frames / t_pp, proc_same=coded == ours,
+                   proc_bytes=max(len(d) for d in coded))
     if rate_on_gpu == "both":
         again, t_again, st = _ours(src, profile, fps, backend, workers, True)
         g = {"fps": frames / t_again, "stages": st, "same": again == ours}
@@ -212,6 +296,8 @@ def main(argv=None) -> None:
                     help="grk_compress's thread count (0: all cores)")
     ap.add_argument("--threads", type=int, default=0,
                     help="also encode the frames in N threads, one warm encoder each")
+    ap.add_argument("--processes", type=int, nargs=2, default=None, metavar=("P", "T"),
+                    help="also encode the frames in P processes of T threads each")
     ap.add_argument("--rate-on", choices=["auto", "cpu", "gpu", "both"], default="auto",
                     help="PCRD-opt on the CPU or the GPU (auto: where tier-1 ran), or both "
                          "in turn (their codestreams compared)")
@@ -221,7 +307,7 @@ def main(argv=None) -> None:
     for profile in a.profile:
         rate = {"auto": None, "cpu": False, "gpu": True, "both": "both"}[a.rate_on]
         r = run(profile, a.frames, a.fps, a.backend, a.workers or 1, a.opj_processes,
-                a.threads, a.nvjpeg2000, rate, a.grk_threads)
+                a.threads, a.nvjpeg2000, rate, a.grk_threads, a.processes)
         print(f"{profile}: {r['frames']} frames")
         print(f"  cinegpu       PSNR {r['ours_psnr']:.2f} dB  {r['ours_fps']:.3f} fps  "
               f"max {r['ours_bytes']} bytes  stages (last frame, s): "
@@ -229,6 +315,10 @@ def main(argv=None) -> None:
         if "par_fps" in r:
             print(f"  cinegpu x{r['threads']} threads  PSNR {r['par_psnr']:.2f} dB  "
                   f"{r['par_fps']:.3f} fps  max {r['par_bytes']} bytes")
+        if "proc_fps" in r:
+            pp, pt = r["proc"]
+            print(f"  cinegpu {pp} processes x {pt} threads  {r['proc_fps']:.3f} fps  max "
+                  f"{r['proc_bytes']} bytes  same codestreams as one encoder: {r['proc_same']}")
         g = r.get("gpu_rate")
         if g is not None:
             print(f"  (above: rate control on the CPU) rate control on the GPU: "
@@ -236,7 +326,7 @@ def main(argv=None) -> None:
                                            if "par_fps" in g else "")
                   + f"  same codestreams: {g['same'] and g.get('par_same', True)}  stages: "
                   + ", ".join(f"{k} {v:.3f}" for k, v in g["stages"].items()))
-        best = max(r["ours_fps"], r.get("par_fps", 0.0),
+        best = max(r["ours_fps"], r.get("par_fps", 0.0), r.get("proc_fps", 0.0),
                    *(() if g is None else (g["fps"], g.get("par_fps", 0.0))))
         for key, res in r.items():
             if not key.startswith("nvj_"):

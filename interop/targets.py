@@ -106,11 +106,12 @@ def _cuda(call: str, result):
 
 
 def _probe_cuda() -> str | None:
+    from cinegpu.decode.backend import cuda_missing  # noqa: PLC0415
+    missing = cuda_missing()            # the back end's own probe (CuPy and a device)
+    if missing is not None:
+        return missing[0]
     try:
-        import cupy  # noqa: PLC0415
         _cudart()
-        if not cupy.cuda.is_available():
-            return "no CUDA device"
     except Exception as exc:  # probing is quiet: any import or driver failure
         return f"{type(exc).__name__}: {exc}"
     return None
