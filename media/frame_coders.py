@@ -265,7 +265,10 @@ class ProcessCoders:
         """Send input frame ``i`` to the process holding the fewest frames."""
         p = min(range(self.processes), key=lambda k: len(self._held[k]))
         seq = next(self._seq)
-        self._procs[p][1].send(CodeFrame(seq, i))
+        try:
+            self._procs[p][1].send(CodeFrame(seq, i))
+        except OSError:                   # it ended since it last answered
+            self._ended(p)
         self._held[p][seq] = i
 
     def next(self) -> bytes:
@@ -288,13 +291,16 @@ class ProcessCoders:
                 self._read(conns[r], once=True)
         for r in ready:
             if r in ended:
-                p = ended[r]
-                self._read(p)             # what it answered before it ended
-                proc = self._procs[p][0]
-                proc.join(timeout=1)
-                frames = ", ".join(map(str, sorted(self._held[p].values()))) or "none"
-                raise MediaError(None, f"{self._where(p)} ended (exit code {proc.exitcode}) "
-                                       f"while coding frame(s) {frames}")
+                self._ended(ended[r])
+
+    def _ended(self, p: int) -> None:
+        """Process ``p`` ended before it was told to: one MediaError naming its frames."""
+        self._read(p)                     # what it answered before it ended
+        proc = self._procs[p][0]
+        proc.join(timeout=1)
+        frames = ", ".join(map(str, sorted(self._held[p].values()))) or "none"
+        raise MediaError(None, f"{self._where(p)} ended (exit code {proc.exitcode}) "
+                               f"while coding frame(s) {frames}")
 
     def _read(self, p: int, once: bool = False) -> None:
         """Take process ``p``'s replies waiting in its pipe (``once``: one), until its end."""

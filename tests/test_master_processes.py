@@ -164,6 +164,27 @@ def test_an_encoder_process_that_dies_is_one_error(tmp_path):
 
 
 @pytest.mark.slow
+def test_an_encoder_process_that_ended_while_idle_is_one_error(tmp_path):
+    """A frame handed to a process that has ended (its pipe broken) is the same MediaError,
+    not an OSError."""
+    from cinegpu.media.frame_coders import CoderSetup, ProcessCoders
+    src = _frames(tmp_path / "in", 2)
+    files = ImageFrames(tuple(map(str, list_frames(src))), (4096, 2160))
+    options = dict(profile="2k", fps=24, bitrate=None, colorspace="rec709", backend="cpu")
+    coders = ProcessCoders(lambda p: CoderSetup(files, 96, 54, options, None, 1), 1)
+    try:
+        proc = coders._procs[0][0]
+        proc.kill()
+        proc.join(timeout=10)
+        with pytest.raises(MediaError, match=r"encoder process 0 ended \(exit code -9\)"):
+            for i in range(2):            # the pipe may take a send before it breaks
+                coders.submit(i)
+            coders.next()
+    finally:
+        coders.close(abort=True)
+
+
+@pytest.mark.slow
 def test_an_encoder_process_that_cannot_start_is_one_error(tmp_path):
     src = _frames(tmp_path / "in", 2)
     files = ImageFrames(tuple(map(str, list_frames(src))), (4096, 2160))
