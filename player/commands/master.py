@@ -39,7 +39,8 @@ def register(subparsers) -> None:
                         "out; on the GPU 4 per process, or at most 8 in one process)")
     p.add_argument("--processes", type=positive_int, default=None, metavar="N",
                    help="encoder processes, each reading and encoding its own frames (default: "
-                        "on the GPU one per 4 CPU cores; on the CPU 1)")
+                        "on the GPU one per 4 CPU cores for 720 frames or more, else 1; on the "
+                        "CPU 1)")
     p.add_argument("--gpus", type=gpu_count, default=1, metavar="N|all",
                    help="GPUs the encoder processes are spread over (default 1)")
     p.add_argument("--backend", choices=("auto", "cpu", "cuda"), default="auto",
