@@ -118,30 +118,40 @@ def _ours(frames, profile, fps, backend, workers, rate_on_gpu=None):
         return out, secs, enc.timings
 
 
-def _ours_threads(frames, profile, fps, backend, threads, rate_on_gpu=None):
-    """Frames spread over ``threads`` threads, each with its own warm :class:`Encoder` (and,
-    on the GPU, its own CUDA stream), as ``cinegpu master`` runs them."""
-    import threading
-    local = threading.local()
-    made = []
+class _ThreadEncoders:
+    """A warm :class:`Encoder` per calling thread (and, on the GPU, its own CUDA stream), as
+    ``cinegpu master`` runs them: ``encode(frame)``; ``close()`` ends them all."""
 
-    def enc_one(f):
-        enc = getattr(local, "enc", None)
+    def __init__(self, profile, fps, backend, rate_on_gpu=None):
+        import threading
+        self._args = dict(profile=profile, fps=fps, backend=backend, workers=1,
+                          rate_on_gpu=rate_on_gpu)
+        self._local, self._made = threading.local(), []
+
+    def encode(self, frame) -> bytes:
+        enc = getattr(self._local, "enc", None)
         if enc is None:
-            enc = local.enc = Encoder(profile=profile, fps=fps, backend=backend, workers=1,
-                                      rate_on_gpu=rate_on_gpu)
-            made.append(enc)
-        return enc.encode(f, bits=12)
+            enc = self._local.enc = Encoder(**self._args)
+            self._made.append(enc)
+        return enc.encode(frame, bits=12)
 
+    def close(self) -> None:
+        for e in self._made:
+            e.close()
+
+
+def _ours_threads(frames, profile, fps, backend, threads, rate_on_gpu=None):
+    """Frames spread over ``threads`` threads, each with its own warm encoder
+    (:class:`_ThreadEncoders`)."""
+    encoders = _ThreadEncoders(profile, fps, backend, rate_on_gpu)
     try:
         with ThreadPoolExecutor(threads) as pool:
-            list(pool.map(enc_one, frames[:1] * threads * 2))  # warm every thread
+            list(pool.map(encoders.encode, frames[:1] * threads * 2))  # warm every thread
             t0 = time.perf_counter()
-            out = list(pool.map(enc_one, frames))
+            out = list(pool.map(encoders.encode, frames))
             secs = time.perf_counter() - t0
     finally:
-        for e in made:
-            e.close()
+        encoders.close()
     return out, secs
 
 
@@ -159,19 +169,10 @@ def _process_main(shm_name: str, shape, dtype: str, ks, profile, fps, backend, t
     """One encoder process of :func:`_ours_processes`: frames ``ks`` of the shared block,
     coded by ``threads`` threads with a warm :class:`Encoder` each, once ``go`` is set; puts
     (codestreams by frame, wall-clock start, end)."""
-    import threading
     from multiprocessing import shared_memory
     shm = shared_memory.SharedMemory(name=shm_name)
-    local, made = threading.local(), []
-
-    def enc_one(f):
-        enc = getattr(local, "enc", None)
-        if enc is None:
-            enc = local.enc = Encoder(profile=profile, fps=fps, backend=backend, workers=1,
-                                      rate_on_gpu=rate_on_gpu)
-            made.append(enc)
-        return enc.encode(f, bits=12)
-
+    encoders = _ThreadEncoders(profile, fps, backend, rate_on_gpu)
+    enc_one = encoders.encode
     try:
         frames = np.ndarray(shape, np.dtype(dtype), buffer=shm.buf)
         with ThreadPoolExecutor(threads) as pool:
@@ -188,8 +189,7 @@ def _process_main(shm_name: str, shape, dtype: str, ks, profile, fps, backend, t
         del frames
         out.put((dict(zip(ks, coded)), t0, t1))
     finally:
-        for e in made:
-            e.close()
+        encoders.close()
         shm.close()
 
 

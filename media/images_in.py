@@ -3,7 +3,8 @@
 Readers return (H, W, 3) float32 in 0..1 (code value / (2^bits - 1)); grey is repeated into three
 channels, alpha dropped. With ``stored=True``, 8- and 16-bit samples stay the integers they are
 stored as (white: their dtype's maximum), so that mastering scales them where it converts the
-colour (on the GPU, after an upload of half or a quarter of the bytes). TIFF through ``tifffile``; PNG through libpng (``imagecodecs``: Pillow
+colour (on the GPU, after an upload of half or a quarter of the bytes). TIFF through
+``tifffile``; PNG through libpng (``imagecodecs``: Pillow
 13 still reads 16-bit RGB PNG as 8 bits); DPX (SMPTE ST 268) through the small reader here: RGB
 or RGBA, 8, 10 (packed method A, filled to 32-bit words), 12 (method A, filled to 16-bit words)
 or 16 bits, either byte order. Every reader takes the frame's size from the file's header and
@@ -139,8 +140,9 @@ def read_image(path, *, limit=max_input_size("4k"), expect=None,
 class ImageFrames:
     """A sequence's frames as image files: ``frames(i)`` reads frame ``i`` (:func:`read_image`
     with ``stored=True``, checked against ``limit`` and, when set, the first frame's
-    ``size``), and a MediaError names the file and the frame number.  A plain picklable value, so that mastering's
-    encoder processes read and decode their own frames (:mod:`.frame_coders`)."""
+    ``size``), and a MediaError names the file and the frame number.  A plain picklable
+    value, so that mastering's encoder processes read and decode their own frames
+    (:mod:`.frame_coders`)."""
 
     files: tuple[str, ...]
     limit: tuple[int, int] | None
@@ -201,7 +203,7 @@ def _check_png_data(p: Path, data: bytes, want: int) -> None:
         raise CorruptMedia(p, f"PNG image data truncated: {got} of {want} bytes")
 
 
-def _read_png(p: Path, limit, expect) -> np.ndarray:
+def _read_png(p: Path, limit, expect) -> tuple[np.ndarray, int]:
     """PNG (ISO/IEC 15948) through libpng (``imagecodecs``): every colour type, 1 to 16 bits,
     decoded losslessly. The IHDR (11.2.2) is checked first, then the image data's inflated
     size, so libpng is only handed a stream of the size the header says."""
@@ -220,7 +222,7 @@ def _read_png(p: Path, limit, expect) -> np.ndarray:
     return a, 16 if a.dtype == np.uint16 else 8
 
 
-def _read_tiff(p: Path, limit, expect) -> np.ndarray:
+def _read_tiff(p: Path, limit, expect) -> tuple[np.ndarray, None]:
     """The first image of a TIFF through ``tifffile``, its size checked from the IFD's tags."""
     import tifffile
     with tifffile.TiffFile(p) as tif:
