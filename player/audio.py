@@ -401,13 +401,15 @@ class AudioFeed:
     def _feed(self, s0: int, s1: int) -> None:
         clock, snd = self.clock, self.sound
         pieces = []
+        past = 0                  # samples past the composition's end (silence, not recorded)
         s = s0
         while s < s1:
             t = self.frame_of_sample(s)
             end = min(s1, self.timeline_sample(t + 1))
             media = clock.media_frame(t)
-            if media is None:
+            if media is None:     # past the end (not looping): the device keeps time on silence
                 pieces.append(np.zeros((end - s, snd.channels), np.int32))
+                past += end - s
             else:
                 first = snd.sample_of_frame(media) + (s - self.timeline_sample(t))
                 pieces.append(snd.read_samples(first, first + end - s))
@@ -415,8 +417,8 @@ class AudioFeed:
             s = end
         self._resolve()
         pcm = np.concatenate(pieces) if pieces else np.zeros((0, snd.channels), np.int32)
-        if self.wav is not None:
-            self.wav.write(pcm)
+        if self.wav is not None:  # the record ends with the composition
+            self.wav.write(pcm[:len(pcm) - past])
         if self.mute:
             out = np.zeros((len(pcm), self.sink.channels), np.float32)
         else:
