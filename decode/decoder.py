@@ -260,22 +260,52 @@ class Decoder:
         """Launch tier-1 of every tile on the GPU (asynchronous, on the current stream):
         the device coefficient buffer and each tile's device status array (None: no blocks),
         for :meth:`tier1_gpu_check` once the kernels have run."""
-        from .tier1.gpu import decode_codeblocks_cuda
+        return self.tier1_gpu_launch_batch([(prep, segments)])[0]
 
-        if prep.ht:
-            raise UnsupportedFeature("the GPU tier-1 does not decode HT code-blocks (ISO/IEC 15444-15); "
-                                     "Decoder.tier1_on_gpu(prep) tells which frames need the CPU tier-1")
+    @memory_guard
+    def tier1_gpu_launch_batch(self, frames: list[tuple[Prepared, list[TileSegments]]]):
+        """Tier-1 of every tile of several frames in one kernel launch (asynchronous, on the
+        current stream): for each frame, its device coefficient buffer (a view of the batch's
+        one buffer) and each tile's device status array (None: no blocks).
+
+        One launch keeps the GPU's threads busy to the end of the batch (a frame alone leaves
+        the tail of its largest blocks to a few threads), and costs one launch's host time.
+        The tier-2 arrays are copied from host memory without waiting (page-locked: by DMA), so
+        they must stay unchanged until the launch has run (an event recorded after it says so).
+        """
+        from .tier1.gpu import BATCH_LANES_FROM, decode_codeblocks_cuda, upload_batch
+
+        for prep, _ in frames:
+            if prep.ht:
+                raise UnsupportedFeature("the GPU tier-1 does not decode HT code-blocks (ISO/IEC 15444-15); "
+                                         "Decoder.tier1_on_gpu(prep) tells which frames need the CPU tier-1")
         xp = self.xp
-        coeffs = xp.empty(prep.size, xp.int32)
-        statuses = []
-        for plan, off, seg in zip(prep.plans, prep.offsets, segments):
-            if plan.cb.shape[0]:
-                statuses.append(decode_codeblocks_cuda(seg.coded, seg.table, seg.seg_lengths, seg.seg_passes,
-                                                       coeffs[off : off + plan.coeff_size], order=seg.order,
-                                                       entries=seg.entries))
-            else:
-                statuses.append(None)
-        return coeffs, statuses
+        parts, out_bases, frame_bases, base = [], [], [], 0
+        for prep, segments in frames:
+            frame_bases.append(base)
+            for plan, off, seg in zip(prep.plans, prep.offsets, segments):
+                if plan.cb.shape[0]:
+                    parts.append(seg)
+                    out_bases.append(base + off)
+            base += prep.size
+        coeffs = xp.empty(max(base, 1), xp.int32)
+        status = None
+        if parts:
+            batch, (coded, table, lengths, passes, order) = upload_batch(parts, out_bases)
+            lanes = 2 if batch.rows[-1] >= BATCH_LANES_FROM else 1
+            status = decode_codeblocks_cuda(coded, table, lengths, passes, coeffs, entries=batch.entries,
+                                            order=order, lanes=lanes)
+        results, k = [], 0
+        for (prep, _), fbase in zip(frames, frame_bases):
+            statuses = []
+            for plan in prep.plans:
+                if plan.cb.shape[0]:
+                    statuses.append(status[batch.rows[k]:batch.rows[k + 1]])
+                    k += 1
+                else:
+                    statuses.append(None)
+            results.append((coeffs[fbase : fbase + prep.size], statuses))
+        return results
 
     def tier1_gpu_check(self, prep: Prepared, statuses: list, reports: list[TileReport]) -> None:
         """Read the tier-1 statuses back (a synchronisation) into the tile reports; strict

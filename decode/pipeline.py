@@ -46,7 +46,7 @@ from .decoder import Decoder, Frame, Prepared, check_components
 from .errors import CodestreamError, PipelineError, WorkerCrashed
 from .limits import DEFAULT_MAX_MEMORY, DEFAULT_MAX_PIXELS
 from .pipeline_messages import Failed, GrowSlot, Job, Reply, StopWorker, WorkerReady, WorkerTask, Written
-from .pipeline_modes import FrameMode, GpuWork, backend_mode
+from .pipeline_modes import FrameMode, GpuWork, SegmentsMode, backend_mode
 from .request import DecodeRequest
 from .shm import create_segment, reclaim_orphans
 
@@ -175,7 +175,7 @@ class FramePipeline:
 
     def __init__(self, *, backend: str = "auto", workers: int | None = None, depth: int | None = None,
                  reduce: int = 0, layers: int | None = None, strict: bool = False, components=None,
-                 to_host: bool = True, gpu_tier1: bool | None = None,
+                 to_host: bool = True, gpu_tier1: bool | None = None, batch: int = 1,
                  max_pixels: int | None = DEFAULT_MAX_PIXELS, max_memory: int | None = DEFAULT_MAX_MEMORY,
                  request: DecodeRequest | None = None,
                  cancelled: Callable[[], bool] | None = None) -> None:
@@ -183,7 +183,13 @@ class FramePipeline:
         ``request``: ``reduce``, ``layers``, ``strict`` and ``components`` as one
         :class:`~cinegpu.decode.request.DecodeRequest` (then leave those keywords out).
         ``cancelled``: polled while the workers start and before a slot is made; once true,
-        :class:`PipelineError` is raised there (a server shutting down does not wait for them)."""
+        :class:`PipelineError` is raised there (a server shutting down does not wait for them).
+        ``batch``: with GPU tier-1, frames back from the workers are held until ``batch`` of them
+        are there (or no more can come before the next frame is wanted) and their tier-1 runs as
+        one kernel launch: throughput for benchmarks and batch jobs, at ``batch`` frames of
+        latency; a player keeps 1."""
+        if batch < 1:
+            raise ValueError("batch must be >= 1")
         #: what every frame is decoded to (sent to the workers with each frame)
         self.request = DecodeRequest.given(request, defaults=DecodeRequest(strict=False), reduce=reduce,
                                            layers=layers, strict=strict, components=components)
@@ -197,7 +203,9 @@ class FramePipeline:
         self.num_workers = max(1, workers if workers is not None else cores() - 1)
         # twice the workers: a slow frame at the head of the line must not
         # leave the other workers without work while it is awaited
-        self.depth = max(depth or 2 * self.num_workers + 2, 1)
+        # with batches: a whole batch held while every worker has a frame
+        self.batch = batch
+        self.depth = max(depth or 2 * self.num_workers + 2 + (batch if batch > 1 else 0), 1)
         self.to_host = to_host
         #: the back end's :class:`~cinegpu.decode.pipeline_modes.FrameMode`; :meth:`_mode` settles each frame's
         self.mode: FrameMode = backend_mode(self.decoder)
@@ -206,6 +214,7 @@ class FramePipeline:
         self._busy: dict[int, Job] = {}  # worker index -> job
         self._queue: deque[Job] = deque()
         self._done: dict[int, _Done] = {}  # seq -> frame back from its worker
+        self._staged: dict[int, tuple[Job, Reply]] = {}  # seq -> frame back, waiting for its batch
         self._slots: list[_Slot | None] = [None] * self.depth
         self._free = list(range(self.depth))
         self._seq = itertools.count()
@@ -310,7 +319,37 @@ class FramePipeline:
             self.stats["errors"] += 1
             self._done[job.seq] = _Done(job.key, reply.error, job.slot)
             return
+        if self.batch > 1 and isinstance(job.mode, SegmentsMode):
+            self._staged[job.seq] = (job, reply)
+            if len(self._staged) >= self.batch:
+                self._launch_staged()
+            return
         self._done[job.seq] = self._finish_written(job, reply)
+
+    def _launch_staged(self) -> None:
+        """The held frames' tier-1 as one launch, then their reconstructions (queued on the GPU)."""
+        staged, self._staged = sorted(self._staged.values(), key=lambda s: s[0].seq), {}
+        if not staged:
+            return
+        t0 = time.perf_counter()
+        items = []
+        for job, reply in staged:
+            try:
+                components = check_components(job.request.components, job.prep.cs.siz.Csiz)
+            except CodestreamError as exc:
+                self.stats["errors"] += 1
+                self._done[job.seq] = _Done(job.key, exc, job.slot)
+                continue
+            items.append((job, self._slots[job.slot].shm.buf, reply, components))
+        if items:
+            try:
+                results = SegmentsMode.finish_batch(self.decoder, items, self.to_host)
+            except CodestreamError as exc:     # each frame of the batch reports it
+                self.stats["errors"] += len(items)
+                results = [(exc, None)] * len(items)
+            for (job, *_), (result, work) in zip(items, results):
+                self._done[job.seq] = _Done(job.key, result, job.slot, work)
+        self.stats["reconstruct_s"] += time.perf_counter() - t0
 
     def _finish_written(self, job: Job, reply: Written) -> _Done:
         """The frame out of what its worker wrote, as its mode says: reconstructed here, copied
@@ -337,8 +376,9 @@ class FramePipeline:
         except CodestreamError as exc:
             self.stats["errors"] += 1
             return exc
-        frame.timings["tier1"] = xp.cuda.get_elapsed_time(work.start, work.tier1_done) / 1e3  # uploads included
-        frame.timings["gpu"] = xp.cuda.get_elapsed_time(work.tier1_done, work.done) / 1e3
+        # a batch's launch is shared by its frames; uploads included
+        frame.timings["tier1"] = work.share * xp.cuda.get_elapsed_time(work.start, work.tier1_done) / 1e3
+        frame.timings["gpu"] = xp.cuda.get_elapsed_time(work.reconstruct_start or work.tier1_done, work.done) / 1e3
         frame.timings["reconstruct"] = frame.timings["gpu"]
         frame.timings["latency"] = time.perf_counter() - work.submitted
         return frame
@@ -354,7 +394,9 @@ class FramePipeline:
         request = self.request if request is None else request
         while not self._free:
             t0 = time.perf_counter()
-            if self._busy or self._queue:
+            if self._staged and not self._busy and not self._queue:
+                self._launch_staged()       # nothing more can join the batch
+            elif self._busy or self._queue:
                 self._collect(timeout=None)
             else:                       # every slot is held by GPU work not yet past tier-1
                 self._wait_tier1()
@@ -407,6 +449,9 @@ class FramePipeline:
         if self._next_out >= self._submitted:
             raise LookupError("no frame in flight")
         while self._next_out not in self._done:
+            if self._next_out in self._staged and not self._busy and not self._queue:
+                self._launch_staged()       # wanted now, and nothing more can join its batch
+                continue
             self._dispatch()
             self._collect(timeout=None)
             self._release_done_slots()

@@ -39,6 +39,10 @@ class GpuWork:
     tier1_done: object     # past this one the slot's arrays have been read
     done: object
     statuses: list = field(default_factory=list)
+    #: this frame's part of the tier-1 launch (1 / frames in its batch)
+    share: float = 1.0
+    #: recorded before this frame's reconstruction (None: at ``tier1_done``)
+    reconstruct_start: object = None
 
 
 @dataclass(frozen=True)
@@ -152,24 +156,41 @@ class SegmentsMode(FrameMode):
                to_host: bool) -> tuple[Frame, GpuWork]:
         """Queue tier-1 and reconstruction on the GPU from the worker's tier-2 arrays, without
         waiting: while they run, the pipeline goes on receiving and launching later frames."""
+        return self.finish_batch(decoder, [(job, buf, reply, components)], to_host)[0]
+
+    @staticmethod
+    def finish_batch(decoder: Decoder, items: list, to_host: bool) -> list[tuple[Frame, GpuWork]]:
+        """Several frames' tier-1 as one kernel launch, then each frame's reconstruction, all
+        queued without waiting. ``items``: (job, buf, reply, components) per frame, in order.
+
+        The tier-2 arrays go to the GPU straight from the slots (page-locked: by DMA); a
+        frame's slot is free again once the batch's ``tier1_done`` event has passed."""
         from .tile import TileSegments
 
         xp = decoder.xp
         t0 = time.perf_counter()
-        work = GpuWork(job.prep, job.submitted, *(xp.cuda.Event() for _ in range(3)))
-        work.start.record()
-        segments = [TileSegments(coded=xp.asarray(t.coded.view(buf)), table=t.table.view(buf),
-                                 seg_lengths=xp.asarray(t.seg_lengths.view(buf)),
-                                 seg_passes=xp.asarray(t.seg_passes.view(buf)),
-                                 order=xp.asarray(t.order.view(buf)), entries=t.entries)
-                    for t in reply.tiles]
-        coeffs, work.statuses = decoder.tier1_gpu_launch(job.prep, segments)
-        work.tier1_done.record()    # the slot's arrays have been read by then
-        out = decoder.reconstruct(job.prep, coeffs, components, to_host=to_host)
-        work.done.record()
-        frame = finish_frame(job.prep, out, reply.reports, components, 0.0)
-        frame.timings["launch"] = time.perf_counter() - t0
-        return frame, work
+        start, tier1_done = xp.cuda.Event(), xp.cuda.Event()
+        start.record()
+        frames = [(job.prep, [TileSegments(coded=t.coded.view(buf), table=t.table.view(buf),
+                                           seg_lengths=t.seg_lengths.view(buf), seg_passes=t.seg_passes.view(buf),
+                                           order=t.order.view(buf), entries=t.entries) for t in reply.tiles])
+                  for job, buf, reply, _ in items]
+        launched = decoder.tier1_gpu_launch_batch(frames)
+        tier1_done.record()    # the slots' arrays have been read by then
+        share = 1.0 / len(items)
+        t_launch = (time.perf_counter() - t0) * share
+        results = []
+        for (job, _, reply, components), (coeffs, statuses) in zip(items, launched):
+            t1 = time.perf_counter()
+            begin, done = xp.cuda.Event(), xp.cuda.Event()
+            begin.record()
+            out = decoder.reconstruct(job.prep, coeffs, components, to_host=to_host)
+            done.record()
+            frame = finish_frame(job.prep, out, reply.reports, components, 0.0)
+            frame.timings["launch"] = t_launch + time.perf_counter() - t1
+            results.append((frame, GpuWork(job.prep, job.submitted, start, tier1_done, done, statuses,
+                                           share=share, reconstruct_start=begin)))
+        return results
 
 
 def backend_mode(decoder: Decoder) -> FrameMode:

@@ -34,6 +34,9 @@ def register(sub) -> None:
     p.add_argument("--peer-threads", type=positive_int, default=None,
                    help="threads for each peer process (default: all cores)")
     p.add_argument("--json", type=Path, default=None, help="write the figures as JSON here")
+    p.add_argument("--batch", type=positive_int, default=1,
+                   help="CUDA with GPU tier-1: decode N frames' code-blocks in one tier-1 launch (throughput "
+                        "at N frames of latency; the player uses 1)")
     p.add_argument("--to-host", action="store_true",
                    help="CUDA: copy decoded components back to host memory (the player keeps them on the GPU)")
     p.set_defaults(run=run)
@@ -64,7 +67,8 @@ def run(args) -> int:
     repeat = args.repeat or max(1, -(-max(3, 2 * workers) // len(frames)))
     work = [f for _ in range(repeat) for f in frames]
     try:
-        wall, stages, frame, backend = (_bench_pipeline(work, args.backend, workers, args.to_host) if workers > 0
+        wall, stages, frame, backend = (_bench_pipeline(work, args.backend, workers, args.to_host, args.batch)
+                                        if workers > 0
                                         else _bench_inline(work, args.backend))
     except (CodestreamError, PipelineError, BackendUnavailable) as exc:
         print(f"cinegpu bench: {exc}", file=sys.stderr)
@@ -74,6 +78,8 @@ def run(args) -> int:
     print(f"{name}: {len(frames)} frame(s), {first.shape[1]}x{first.shape[0]}, "
           f"{len(frame.components)} components, decoded {n} times")
     how = f"{workers} tier-1 worker processes" if workers else "1 process"
+    if workers and args.batch > 1 and backend == "cuda":
+        how += f", tier-1 in batches of {args.batch} frames"
     print(f"cinegpu ({backend}, {how}): {n / wall:.2f} fps, {1e3 * wall / n:.1f} ms per frame end to end")
     print("  time per frame in each stage" + (" (summed over workers)" if workers else "") + ":")
     names = ("parse", "tier2", "tier1", "reconstruct", "upload", "gpu", "download", "launch")
@@ -83,7 +89,7 @@ def run(args) -> int:
     for k in names:
         if k in stages:
             print(f"  {labels.get(k, k):<30} {1e3 * stages[k] / n:8.1f} ms")
-    result = {"source": name, "frames": n, "backend": backend, "workers": workers, "fps": n / wall,
+    result = {"source": name, "frames": n, "backend": backend, "workers": workers, "batch": args.batch, "fps": n / wall,
               "ms_per_frame": {k: 1e3 * v / n for k, v in stages.items()}, "peers": []}
     if args.compare:
         threads = args.peer_threads or peers.cores()
@@ -96,8 +102,8 @@ def run(args) -> int:
             runs = [peers.opj_decompress(files, threads=threads), peers.grk_decompress(files, threads=threads)]
             if threads > 1:  # the other way to use every core: one single-threaded process per core
                 runs.append(peers.opj_decompress(files, threads=1, processes=threads))
-            runs.append(peers.nvjpeg2000(work, batch=1))
-            runs.append(peers.nvjpeg2000(work, batch=16))
+            for size in (1, 16, 32):
+                runs.append(peers.nvjpeg2000(work, batch=size))
             for r in runs:
                 if r is None:
                     continue
@@ -135,17 +141,19 @@ def _bench_inline(work: list[bytes], backend: str):
     return time.perf_counter() - t0, stages, frame, dec.backend
 
 
-def _bench_pipeline(work: list[bytes], backend: str, workers: int, to_host: bool):
-    """The multi-process pipeline, started and warmed up outside the clock."""
+def _bench_pipeline(work: list[bytes], backend: str, workers: int, to_host: bool, batch: int = 1):
+    """The multi-process pipeline, started and warmed up outside the clock (every worker, and
+    two whole batches)."""
     from tqdm import tqdm
 
     from cinegpu.decode import CodestreamError, PipelineError
     from cinegpu.decode.pipeline import FramePipeline
 
     stages: dict[str, float] = {}
-    with FramePipeline(backend=backend, workers=workers, strict=True, to_host=to_host) as pipe:
+    with FramePipeline(backend=backend, workers=workers, strict=True, to_host=to_host, batch=batch) as pipe:
         pipe.reserve(work[0])   # every slot made (and pinned) before the clock, as the player does
-        for _, frame in pipe.map(work[: min(len(work), workers)]):  # warm every worker
+        warm = [work[k % len(work)] for k in range(max(workers, 2 * batch if batch > 1 else 0))]
+        for _, frame in pipe.map(warm):  # warm every worker
             if isinstance(frame, (CodestreamError, PipelineError)):
                 raise frame
         t0 = time.perf_counter()
