@@ -263,7 +263,8 @@ class Decoder:
         return self.tier1_gpu_launch_batch([(prep, segments)])[0]
 
     @memory_guard
-    def tier1_gpu_launch_batch(self, frames: list[tuple[Prepared, list[TileSegments]]]):
+    def tier1_gpu_launch_batch(self, frames: list[tuple[Prepared, list[TileSegments]]], *,
+                               host_statuses: bool = False):
         """Tier-1 of every tile of several frames in one kernel launch (asynchronous, on the
         current stream): for each frame, its device coefficient buffer (a view of the batch's
         one buffer) and each tile's device status array (None: no blocks).
@@ -272,8 +273,13 @@ class Decoder:
         the tail of its largest blocks to a few threads), and costs one launch's host time.
         The tier-2 arrays are copied from host memory without waiting (page-locked: by DMA), so
         they must stay unchanged until the launch has run (an event recorded after it says so).
+        ``host_statuses``: the statuses come as numpy views of page-locked memory that an
+        asynchronous copy queued behind the launch fills; read them only once the stream has
+        passed it (a later event), never sooner. A pipeline that reads them so never makes the
+        host wait for every kernel queued on the stream (a device-to-host copy of a CuPy array
+        does).
         """
-        from .tier1.gpu import BATCH_LANES_FROM, decode_codeblocks_cuda, upload_batch
+        from .tier1.gpu import BATCH_LANES, BATCH_LANES_FROM, decode_codeblocks_cuda, upload_batch
 
         for prep, _ in frames:
             if prep.ht:
@@ -292,9 +298,15 @@ class Decoder:
         status = None
         if parts:
             batch, (coded, table, lengths, passes, order) = upload_batch(parts, out_bases)
-            lanes = 2 if batch.rows[-1] >= BATCH_LANES_FROM else 1
+            lanes = BATCH_LANES if batch.rows[-1] >= BATCH_LANES_FROM else 1
             status = decode_codeblocks_cuda(coded, table, lengths, passes, coeffs, entries=batch.entries,
                                             order=order, lanes=lanes)
+            if host_statuses:
+                pinned = xp.cuda.alloc_pinned_memory(status.nbytes)
+                host = np.frombuffer(pinned, np.int32, status.size)
+                xp.cuda.runtime.memcpyAsync(host.ctypes.data, status.data.ptr, status.nbytes,
+                                            xp.cuda.runtime.memcpyDeviceToHost, xp.cuda.get_current_stream().ptr)
+                status = host
         results, k = [], 0
         for (prep, _), fbase in zip(frames, frame_bases):
             statuses = []
@@ -313,7 +325,8 @@ class Decoder:
         by_tile = {r.tile: r for r in reports}
         for plan, status in zip(prep.plans, statuses):
             if status is not None:
-                check_tier1_status(self.xp.asnumpy(status), plan, prep.policy, by_tile[plan.index])
+                status = status if isinstance(status, np.ndarray) else self.xp.asnumpy(status)
+                check_tier1_status(status, plan, prep.policy, by_tile[plan.index])
 
     @memory_guard
     def reconstruct(self, prep: Prepared, coeffs, components=None, *, to_host: bool = True,

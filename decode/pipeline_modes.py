@@ -175,7 +175,7 @@ class SegmentsMode(FrameMode):
                                            seg_lengths=t.seg_lengths.view(buf), seg_passes=t.seg_passes.view(buf),
                                            order=t.order.view(buf), entries=t.entries) for t in reply.tiles])
                   for job, buf, reply, _ in items]
-        launched = decoder.tier1_gpu_launch_batch(frames)
+        launched = decoder.tier1_gpu_launch_batch(frames, host_statuses=True)   # read after `done`
         tier1_done.record()    # the slots' arrays have been read by then
         share = 1.0 / len(items)
         t_launch = (time.perf_counter() - t0) * share

@@ -34,7 +34,7 @@ except ImportError:  # the host emulation and the table helpers work without it
     cupy = None
 
 __all__ = ["decode_codeblocks_cuda", "lookup_tables", "work_order", "scratch_entries", "KERNELS", "BLOCK_THREADS",
-           "RowBatch", "upload_batch", "BATCH_LANES_FROM"]
+           "RowBatch", "upload_batch", "BATCH_LANES", "BATCH_LANES_FROM"]
 
 CUDA_SOURCE = Path(__file__).with_name("cuda") / "tier1.cu"
 KERNELS = ("tier1_zero_rejected_rows", "tier1_decode_thread_per_codeblock",
@@ -42,9 +42,10 @@ KERNELS = ("tier1_zero_rejected_rows", "tier1_decode_thread_per_codeblock",
 BLOCK_THREADS = 128  # T1_BLOCK in tier1.cu
 SCRATCH_BYTES = 256 << 20  # per-thread scratch of one call at most (then threads take turns)
 STATIC_SHARED = 2048  # bytes of static shared memory of the kernels (lookup tables), rounded up
-#: rows of one launch from which two working lanes per warp beat one (measured on an H200, 4K
-#: and 2K DCI frames: one frame, 26,280 rows, 3.2 ms with one lane, 4.2 with two; 16 frames
-#: 2.18 / 1.63 ms a frame; 32 frames 2.13 / 1.55)
+#: working lanes per warp for launches of BATCH_LANES_FROM rows or more (one lane below): measured
+#: on an H200 with 4K DCI frames (26,280 rows each), ms a frame for 1 / 2 / 4 / 8 lanes: one
+#: frame 3.1 / 4.2 / - / -; 16 frames 2.2 / 1.62 / 1.31 / -; 32 frames 2.12 / 1.55 / 1.18 / 1.29
+BATCH_LANES = 4
 BATCH_LANES_FROM = 100_000
 
 
