@@ -323,3 +323,41 @@ def _graph_wall_ms(frame, runs=20):
         return f"as a CUDA graph: wall {(time.perf_counter() - t0) / runs * 1e3:.3f} ms/frame"
     except Exception as exc:  # a report only
         return f"CUDA graph capture not possible here: {type(exc).__name__}: {exc}"
+
+
+def _flat(comps):
+    """The components' bands in one flat int32 buffer, and each one's FlatLayout."""
+    from cinegpu.decode.transform.layout import FlatLayout
+
+    parts, layouts, off = [], [], 0
+    for ll, levels, deltas in comps:
+        arrays = [ll] + [b for hl, lh, hh, _ in levels for b in (hl, lh, hh)]
+        bands = []
+        for a in arrays:
+            bands.append((off, a.shape[0], a.shape[1]))
+            parts.append(a.ravel())
+            off += a.size
+        layouts.append(FlatLayout.build(bands, [r for *_, r in levels], deltas))
+    return np.concatenate(parts).astype(np.int32), layouts
+
+
+@pytest.mark.parametrize("reversible", [True, False], ids=["53", "97"])
+@pytest.mark.parametrize("nlevels", [0, 1, 2, 5, 6])
+def test_reconstruct_mct_flat_schedule_is_the_general_path(nlevels, reversible):
+    """The launch schedule worked out once per layouts gives exactly what the general path
+    (band views, reconstruct_mct) gives, and a second frame through the same schedule too."""
+    rng = np.random.default_rng(400 + nlevels)
+    precisions, signed = [12, 12, 12], [False, False, False]
+    for (w, h), (u0, v0) in itertools.islice(itertools.product(SIZES, OFFSETS), 0, None, 7):
+        comps = [_tier1_bands(rng, (u0, v0, u0 + w, v0 + h), nlevels) for _ in range(3)]
+        flat, layouts = _flat(comps)
+        scheduled = gpu._mct_schedule(tuple(layouts), reversible, tuple(precisions), tuple(signed),
+                                      cupy.cuda.Device().id)
+        assert (scheduled is None) == (nlevels == 0)
+        for frame in (flat, flat[::-1].copy()):
+            dev = cupy.asarray(frame)
+            got = gpu.reconstruct_mct_flat(dev, layouts, reversible, precisions, signed)
+            want = gpu._FLAT.reconstruct_mct_flat(dev, layouts, reversible, precisions, signed)
+            for c, (g, x) in enumerate(zip(got, want)):
+                assert g.shape == x.shape and g.dtype == x.dtype
+                assert cupy.array_equal(g, x), f"component {c}, {w}x{h} at {(u0, v0)}"

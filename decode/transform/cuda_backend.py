@@ -24,6 +24,7 @@ launches for a 6-level three-component frame.
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
@@ -359,4 +360,119 @@ _FLAT = FlatEntryPoints(dequantize_idwt, reconstruct_mct, to_samples)
 dequantize_idwt_flat = _FLAT.dequantize_idwt_flat
 component_samples_flat = _FLAT.component_samples_flat
 components_samples_flat = _FLAT.components_samples_flat
-reconstruct_mct_flat = _FLAT.reconstruct_mct_flat
+
+
+@dataclass(frozen=True)
+class _Launch:
+    """One kernel launch of a :class:`_MctSchedule`: ``args`` with the pointers left to fill,
+    ``coeffs_at`` / ``work_at``: (argument index, byte offset) of the pointers into the
+    coefficient buffer and into the call's workspace, ``out_at``: the indices of the output
+    planes' pointers (component 0, 1, 2)."""
+
+    kernel: object
+    grid: tuple
+    block: tuple
+    shared_mem: int
+    args: tuple
+    coeffs_at: tuple = ()
+    work_at: tuple = ()
+    out_at: tuple = ()
+
+
+@dataclass(frozen=True)
+class _MctSchedule:
+    """:func:`reconstruct_mct` of three components of one geometry worked out once per set of
+    :class:`~.layout.FlatLayout` (a reel's frames share them): the launches of
+    :func:`_idwt_fused` and the inverse MCT with every argument but the buffers' addresses, so
+    a frame costs its launches and no band views, checks or argument building. Same kernels,
+    same arguments, same results as :func:`reconstruct_mct`."""
+
+    launches: tuple
+    work_elements: int      #: 4-byte elements of the levels' outputs, one workspace a call
+    shape: tuple            #: (rows, columns) of each output plane
+
+    def run(self, coeffs):
+        cbase = coeffs.data.ptr
+        work = cupy.empty(max(self.work_elements, 1), cupy.int32)
+        out = cupy.empty((3, *self.shape), cupy.int32)
+        wbase, obase, plane = work.data.ptr, out.data.ptr, 4 * self.shape[0] * self.shape[1]
+        for ln in self.launches:
+            args = list(ln.args)
+            for i, off in ln.coeffs_at:
+                args[i] = np.uint64(cbase + off)
+            for i, off in ln.work_at:
+                args[i] = np.uint64(wbase + off)
+            for c, i in enumerate(ln.out_at):
+                args[i] = np.uint64(obase + c * plane)
+            ln.kernel(ln.grid, ln.block, tuple(args), shared_mem=ln.shared_mem)
+        return out[0], out[1], out[2]
+
+
+@functools.lru_cache(maxsize=32)
+def _mct_schedule(layouts: tuple, reversible: bool, precisions: tuple, signed: tuple,
+                  device_id: int) -> _MctSchedule | None:
+    """The launches of ``reconstruct_mct`` for three layouts of one geometry (None: not so, or
+    without decomposition levels; those take the general path)."""
+    if len(layouts) != 3 or not layouts[0].levels:
+        return None
+    rects = [tuple(map(tuple, lay.rects.tolist())) for lay in layouts]
+    if len(set(rects)) != 1:
+        return None
+    tag = "53" if reversible else "97"
+    hor, limit = kernel_optin("dwt", f"idwt{tag}_hor_dq_{'i32' if reversible else 'f32'}")
+    ver, _ = kernel_optin("dwt", f"idwt{tag}_cols_{'i32' if reversible else 'f32'}")
+    launches, work, prev = [], 0, None      # prev: workspace byte offset of the last level's output
+    for j, (u0, v0, u1, v1) in enumerate(rects[0]):
+        nl, nh = _band_sizes(u0, u1)
+        ml, mh = _band_sizes(v0, v1)
+        m, n = v1 - v0, u1 - u0
+        args, coeffs_at, work_at = [], [], []
+        for c, lay in enumerate(layouts):
+            b = lay.bands.tolist()
+            bands = [None if j else b[0]] + b[1 + 3 * j : 4 + 3 * j]
+            for k, (band, want) in enumerate(zip(bands, ((ml, nl), (ml, nh), (mh, nl), (mh, nh)))):
+                if band is None:        # the LL of a level above the first: the level below's output
+                    work_at.append((len(args), prev + 4 * c * ml * nl))
+                else:
+                    if (band[1], band[2]) != want:
+                        return None
+                    coeffs_at.append((len(args), 4 * band[0]))
+                args.append(None)
+            if reversible:
+                args += _NO_DQ
+            else:
+                ds = lay.deltas[1 + 3 * j : 4 + 3 * j]
+                args += [np.float32(lay.deltas[0] / 2.0) if j == 0 else np.float32(1.0)]
+                args += [np.float32(d / 2.0) for d in ds]
+        if m and n:
+            if n * 4 > limit:
+                return None
+            work_at.append((len(args) + 6, work))
+            args += [_I32(j > 0), _I32(ml), _I32(nl), _I32(nh), _I32(u0 & 1), _I32(v0 & 1), None, np.int64(m * n)]
+            launches.append(_Launch(hor, (m, 3), (_ROW_THREADS,), n * 4, tuple(args), tuple(coeffs_at),
+                                    tuple(work_at)))
+            lw = _strip_shift(m, 4, limit)
+            launches.append(_Launch(ver, (-(-n >> lw), 3), (_COL_THREADS,), (m << lw) * 4,
+                                    (None, np.int64(m * n), _I32(m), _I32(n), _I32(lw), _I32(v0 & 1)),
+                                    work_at=((0, work),)))
+        prev, work = work, work + 4 * 3 * m * n
+    m, n = rects[0][-1][3] - rects[0][-1][1], rects[0][-1][2] - rects[0][-1][0]
+    if m * n:
+        name = "rct_to_samples_i32" if reversible else "ict_to_samples_f32"
+        threads = 256
+        args = (None, None, None, None, None, None, *_sample_bounds(list(precisions), list(signed)), np.int64(m * n))
+        launches.append(_Launch(kernel("pointwise", name), (min(-(-m * n // threads), 65535),), (threads,), 0, args,
+                                work_at=tuple((c, prev + 4 * c * m * n) for c in range(3)), out_at=(3, 4, 5)))
+    return _MctSchedule(tuple(launches), work // 4, (m, n))
+
+
+def reconstruct_mct_flat(coeffs, layouts, reversible: bool, precisions: Sequence[int], signed: Sequence[bool]):
+    """``reconstruct_mct`` of the three components ``layouts`` place in ``coeffs``: for three
+    components of one geometry (every DCI frame) by a :class:`_MctSchedule` worked out once
+    per layouts, else as the composition of the general functions."""
+    if isinstance(coeffs, cupy.ndarray) and coeffs.dtype == _I32 and coeffs.flags.c_contiguous:
+        sched = _mct_schedule(tuple(layouts), bool(reversible), tuple(int(p) for p in precisions),
+                              tuple(bool(sg) for sg in signed), cupy.cuda.Device().id)
+        if sched is not None:
+            return sched.run(coeffs)
+    return _FLAT.reconstruct_mct_flat(coeffs, layouts, reversible, precisions, signed)
