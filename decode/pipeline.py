@@ -52,6 +52,9 @@ from .shm import create_segment, reclaim_orphans
 
 log = logging.getLogger("cinegpu.decode")
 
+#: seconds between looks at a frame's GPU work while :meth:`FramePipeline.get` serves the workers
+GPU_POLL_S = 0.0005
+
 
 @dataclass(frozen=True)
 class _Done:
@@ -455,8 +458,14 @@ class FramePipeline:
             self._dispatch()
             self._collect(timeout=None)
             self._release_done_slots()
-        if self._done[self._next_out].work is not None:
+        work = self._done[self._next_out].work
+        if work is not None:
             self._collect(timeout=0)    # queue the GPU work of frames already back, behind this one
+            while not work.done.done and (self._busy or self._queue):
+                # the GPU is still on this frame: serve the workers meanwhile (a blocking wait
+                # here would leave each worker that finishes a frame idle until the GPU is done)
+                self._collect(timeout=GPU_POLL_S)
+                self._release_done_slots()
         done = self._done.pop(self._next_out)
         result = done.result if done.work is None else self._settle(done.result, done.work)
         if done.slot is not None:

@@ -143,14 +143,17 @@ class CpuAsGpu:
         self.cpu = Decoder("cpu")
         self.handed = []
 
-    def tier1_gpu_launch(self, prep, segments):
-        self.handed = segments
-        coeffs = np.zeros(prep.size, np.int32)
-        for plan, off, seg in zip(prep.plans, prep.offsets, segments):
-            if plan.cb.shape[0]:
-                decode_codeblocks(seg.coded, seg.table, seg.seg_lengths, seg.seg_passes,
-                                  coeffs[off : off + plan.coeff_size])
-        return coeffs, []
+    def tier1_gpu_launch_batch(self, frames, host_statuses=False):
+        out = []
+        for prep, segments in frames:
+            self.handed = segments
+            coeffs = np.zeros(prep.size, np.int32)
+            for plan, off, seg in zip(prep.plans, prep.offsets, segments):
+                if plan.cb.shape[0]:
+                    decode_codeblocks(seg.coded, seg.table, seg.seg_lengths, seg.seg_passes,
+                                      coeffs[off : off + plan.coeff_size])
+            out.append((coeffs, []))
+        return out
 
     def reconstruct(self, prep, coeffs, components, *, to_host=True):
         return self.cpu.reconstruct(prep, coeffs, components)
