@@ -65,7 +65,7 @@ def decode_host(coded, table, seg_lengths, seg_passes, out, max_slots=64, interl
     entries = t1gpu.scratch_entries(table)
     flags = np.zeros(entries * nslots, np.uint16)
     vals = np.zeros(entries * nslots, np.int32)
-    luts = t1gpu.lookup_tables()
+    luts = (*t1gpu.lookup_tables(), t1gpu.ht_lookup_table())
     pitch = 0 if interleave else entries
     shared = flags_in == "shared"
     i64, i32 = ctypes.c_int64, ctypes.c_int32
