@@ -24,7 +24,7 @@ from cinegpu.decode import tier1 as t1
 from cinegpu.encode.tier1 import encode_codeblock, segments
 from cinegpu.encode.tier1.ht import ht_encode_block, make_ht_enc_scratch
 from test_htj2k_fuzz import _blocks, _layout, _mutate_block, _path
-from test_tier1_gpu import Batch, backend, compare  # noqa: F401 (backend: the fixture)
+from test_tier1_gpu import CXX, Batch, compare, decode_cuda, decode_host
 
 from conftest import CONFORMANCE, DCP_SAMPLES
 
@@ -32,10 +32,20 @@ HT = t1.CBLK_HT
 HT_STREAMS = CONFORMANCE / "htj2k" / "codestreams"
 IMF_HT = DCP_SAMPLES / "photon-imf-htj2k-1080p"
 needs_ht_streams = pytest.mark.skipif(not HT_STREAMS.is_dir(), reason="../shared/conformance is absent")
+#: every Part-15 conformance stream (36 in ../shared)
+ALL_STREAMS = sorted(p.stem for p in HT_STREAMS.glob("*.j2k")) if HT_STREAMS.is_dir() else []
 
 #: (h, w): every shape class of T.800 A.6.1 (sides <= 1024, area <= 4096), odd sizes among them
 SHAPES = [(1, 1), (1, 2), (2, 1), (3, 3), (4, 1024), (1024, 4), (64, 64), (5, 7), (13, 9),
           (33, 31), (1, 37), (37, 1), (3, 64), (63, 65), (2, 2048 // 2)]
+
+
+@pytest.fixture(params=[pytest.param("cuda", marks=pytest.mark.gpu),
+                        pytest.param("host", marks=pytest.mark.skipif(
+                            CXX is None, reason="no g++ to build the host emulation"))])
+def backend(request):
+    """The kernel on the GPU, or compiled for the host (as test_tier1_gpu.py's fixture)."""
+    return decode_cuda if request.param == "cuda" else decode_host
 
 
 def ht_cleanup(rng, shape, plane, bits, density):
@@ -175,8 +185,14 @@ def _tile_calls(data: bytes):
         t = s.table
         if not t.shape[0]:
             continue
-        end = t[:, t1.CB_OUT] + np.maximum(t[:, t1.CB_HEIGHT] - 1, 0) * t[:, t1.CB_STRIDE] + t[:, t1.CB_WIDTH]
+        rows = np.maximum(t[:, t1.CB_HEIGHT] - 1, 0)
+        end = t[:, t1.CB_OUT] + rows * t[:, t1.CB_STRIDE] + t[:, t1.CB_WIDTH]
         yield s.coded, t, s.seg_lengths, s.seg_passes, int(end.max())
+
+
+@needs_ht_streams
+def test_stream_count():
+    assert len(ALL_STREAMS) == 36 and set(QUICK_STREAMS) <= set(ALL_STREAMS) | {"hifi_ht1_02"}
 
 
 #: Part-15 streams whose blocks the quick test takes: SigProp/MagRef, vertically causal, mixed
@@ -201,7 +217,7 @@ def test_ht_conformance_blocks(backend, name):
 
 @pytest.mark.slow
 @needs_ht_streams
-@pytest.mark.parametrize("name", sorted(p.stem for p in HT_STREAMS.glob("*.j2k")) if HT_STREAMS.is_dir() else [])
+@pytest.mark.parametrize("name", ALL_STREAMS)
 def test_ht_conformance_blocks_fuzz(backend, name):
     """Every Part-15 stream's tiles, and a few hundred mutations of its blocks."""
     data = (HT_STREAMS / f"{name}.j2k").read_bytes()
@@ -250,7 +266,7 @@ def test_ht_imf_frame(backend):
 
 @pytest.mark.gpu
 @needs_ht_streams
-@pytest.mark.parametrize("name", sorted(p.stem for p in HT_STREAMS.glob("*.j2k")) if HT_STREAMS.is_dir() else [])
+@pytest.mark.parametrize("name", ALL_STREAMS)
 def test_part15_streams_gpu_tier1_match_the_cpu(name):
     """Decoder("cuda") with the GPU tier-1 gives the CPU decoder's samples exactly."""
     from cinegpu.decode.decoder import Decoder
