@@ -14,7 +14,6 @@ What to decode out of a frame (``reduce``, ``layers``, ``strict``, ``components`
 from __future__ import annotations
 
 import functools
-import logging
 import time
 from dataclasses import dataclass, field
 
@@ -23,7 +22,6 @@ import numpy as np
 from . import tier1
 from .backend import Backend, select_backend
 from .codestream.header import Codestream, MainHeaderCache, parse_codestream, tile_part_ppm_headers
-from .errors import UnsupportedFeature
 from .jp2 import JP2Header, apply_channels, apply_palette, read_jp2
 from .limits import (DEFAULT_MAX_MEMORY, DEFAULT_MAX_PIXELS, Cost, Limits, TileGeometry, check_limits,
                      memory_guard, tile_geometry)
@@ -33,8 +31,6 @@ from .request import DecodeRequest
 from .strictness import Fault, Strictness
 from .tile import (TileReport, TileSegments, check_tier1_status, decode_tile, missing_tile, missing_tile_report,
                    tier2_tile)
-
-log = logging.getLogger("cinegpu.decode")
 
 #: Plans kept per decoder (one per distinct tile header and reduce level).
 PLAN_CACHE_SIZE = 4096
@@ -77,7 +73,7 @@ class Prepared:
     layers: int | None
     policy: Strictness
     parse_s: float = 0.0
-    #: some code-block may be an HT block (ISO/IEC 15444-15): tier-1 must run on the CPU
+    #: some code-block may be an HT block (ISO/IEC 15444-15); both tier-1s decode them
     ht: bool = False
     #: what the decode was estimated to need (cinegpu.decode.limits)
     cost: Cost | None = None
@@ -93,8 +89,8 @@ class Prepared:
 def has_ht_blocks(plans: list[TilePlan]) -> bool:
     """True when a code-block of these plans is (or, mixed, may be) an HT block (T.814).
 
-    The GPU tier-1 (tier1/gpu.py) decodes EBCOT blocks only, so such frames take the CPU
-    tier-1; the rule is by code-block style (SPcod/SPcoc bit 6), known before any packet.
+    By code-block style (SPcod/SPcoc bit 6), known before any packet; both tier-1s (numba
+    and the CUDA kernel of tier1/gpu.py) decode HT and EBCOT blocks, so it only informs.
     """
     return any(p.cb.shape[0] > 0 and bool((p.cb[:, tier1.CB_STYLE] & tier1.CBLK_HT).any())
                for p in plans)
@@ -136,20 +132,14 @@ class Decoder:
         self.limits = Limits(max_pixels, max_memory)
         self._plans: dict[tuple, TilePlan] = {}
         self._geometries: dict[tuple, TileGeometry] = {}
-        self._told_ht = False
         #: the latest main headers parsed, reused whole by frames that share them
         self._headers = MainHeaderCache()
         self._last_main: tuple = (None, "")   # (main Segments, its plan key)
 
     def tier1_on_gpu(self, prep: Prepared) -> bool:
-        """Whether this frame's tier-1 runs on the GPU: with ``gpu_tier1`` unless the frame
-        has HT code-blocks, which only the CPU tier-1 decodes (logged once per decoder)."""
-        if not self.gpu_tier1:
-            return False
-        if prep.ht and not self._told_ht:
-            log.info("HT code-blocks (ISO/IEC 15444-15): tier-1 runs on the CPU for such frames")
-            self._told_ht = True
-        return not prep.ht
+        """Whether this frame's tier-1 runs on the GPU: with ``gpu_tier1``, for EBCOT and HT
+        (ISO/IEC 15444-15) code-blocks alike, the kernel being numba's twin for both."""
+        return self.gpu_tier1
 
     def _main_key(self, cs: Codestream) -> str:
         m = cs.main
@@ -281,10 +271,6 @@ class Decoder:
         """
         from .tier1.gpu import BATCH_LANES, BATCH_LANES_FROM, decode_codeblocks_cuda, upload_batch
 
-        for prep, _ in frames:
-            if prep.ht:
-                raise UnsupportedFeature("the GPU tier-1 does not decode HT code-blocks (ISO/IEC 15444-15); "
-                                         "Decoder.tier1_on_gpu(prep) tells which frames need the CPU tier-1")
         xp = self.xp
         parts, out_bases, frame_bases, base = [], [], [], 0
         for prep, segments in frames:

@@ -4,7 +4,10 @@ A ``.cu`` file is compiled with NVRTC through ``cupy.RawModule`` once per device
 (CuPy also caches the binary on disk) and memoised here per (file, device);
 kernels are looked up in it by name.  Every file is built with the same options,
 ``--fmad=false`` among them, so float arithmetic rounds step by step as the
-numpy twins do (the integer kernels are unaffected).  Importing needs CuPy.
+numpy twins do (the integer kernels are unaffected).  A ``#include "name"`` line of a
+``.cu`` file names a file beside it, whose text is put in its place before compiling (CuPy
+compiles the text under a temporary name, and caches by the text, so an edited included file
+is a new module).  Importing needs CuPy.
 
     from cinegpu.decode import nvrtc
     CUDA_DIR = Path(__file__).with_name("cuda")
@@ -14,14 +17,24 @@ numpy twins do (the integer kernels are unaffected).  Importing needs CuPy.
 from __future__ import annotations
 
 import functools
+import re
 import threading
 from pathlib import Path
 
 import cupy
 
-__all__ = ["NVRTC_OPTIONS", "kernel", "kernel_optin", "launch_1d", "module"]
+__all__ = ["NVRTC_OPTIONS", "kernel", "kernel_optin", "launch_1d", "module", "source_text"]
 
 NVRTC_OPTIONS = ("--std=c++14", "--fmad=false")
+
+
+_INCLUDE = re.compile(r'^#include "([^"/]+)"[ \t]*$', re.MULTILINE)
+
+
+def source_text(source: Path) -> str:
+    """The text of ``source`` with each ``#include "name"`` line replaced by the text of the
+    file ``name`` beside it (recursively)."""
+    return _INCLUDE.sub(lambda m: source_text(source.with_name(m.group(1))), source.read_text())
 
 
 def module(source: Path) -> cupy.RawModule:
@@ -58,7 +71,7 @@ def _module(source: str, device_id: int) -> cupy.RawModule:
 @functools.lru_cache(maxsize=None)
 def _compiled(source: str, device_id: int) -> cupy.RawModule:
     with cupy.cuda.Device(device_id):
-        compiled = cupy.RawModule(code=Path(source).read_text(), options=NVRTC_OPTIONS)
+        compiled = cupy.RawModule(code=source_text(Path(source)), options=NVRTC_OPTIONS)
         try:
             compiled.compile()
         except cupy.cuda.compiler.CompileException as exc:

@@ -260,8 +260,8 @@ class FramePipeline:
             raise PipelineError(f"tier-1 worker {i} sent {msg!r} while starting")
 
     def _mode(self, prep: Prepared) -> FrameMode:
-        """This frame's mode: the back end's, except that a frame with HT code-blocks (Part 15)
-        gets its tier-1 in the worker even when GPU tier-1 is on (the CUDA kernel is EBCOT only)."""
+        """This frame's mode: the back end's as settled by :meth:`FrameMode.for_frame` (with GPU
+        tier-1 on, every frame, HT code-blocks of Part 15 included, keeps its tier-1 on the GPU)."""
         return self.mode.for_frame(self.decoder, prep)
 
     def _dispatch(self) -> None:

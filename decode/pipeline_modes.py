@@ -3,11 +3,12 @@ pipeline's process finishes the frame from it; one small strategy class each.
 
 - :class:`SamplesMode` (the CPU back ends): the worker runs tier-2, tier-1 and the
   reconstruction and writes each wanted component's samples; here they are copied out.
-- :class:`CoefficientsMode` (CUDA with CPU tier-1, and HT frames under GPU tier-1): the
-  worker writes the coefficients; here the back end reconstructs them.
-- :class:`SegmentsMode` (CUDA with GPU tier-1): the worker runs tier-2 only and writes
-  tier-1's plain arrays with the kernel's work order and scratch size; here tier-1 and the
-  reconstruction are queued on the GPU without waiting (a :class:`GpuWork` in flight).
+- :class:`CoefficientsMode` (CUDA with CPU tier-1): the worker writes the coefficients; here
+  the back end reconstructs them.
+- :class:`SegmentsMode` (CUDA with GPU tier-1, EBCOT and HT frames alike): the worker runs
+  tier-2 only and writes tier-1's plain arrays with the kernel's work order and scratch size;
+  here tier-1 and the reconstruction are queued on the GPU without waiting (a
+  :class:`GpuWork` in flight).
 
 :func:`backend_mode` picks the mode for a decoder's back end once; :meth:`FrameMode.for_frame`
 settles it for each frame as it is submitted. A mode is a frozen dataclass without fields, sent
@@ -129,8 +130,8 @@ class SegmentsMode(FrameMode):
     name: ClassVar[str] = "segments"
 
     def for_frame(self, decoder: Decoder, prep: Prepared) -> FrameMode:
-        """A frame with HT code-blocks (Part 15) gets its tier-1 in the worker: the CUDA
-        tier-1 is EBCOT only."""
+        """This mode while the decoder runs the frame's tier-1 on the GPU (HT code-blocks of
+        Part 15 included), else :class:`CoefficientsMode` (tier-1 in the worker)."""
         return self if decoder.tier1_on_gpu(prep) else CoefficientsMode()
 
     def slot_bytes(self, prep: Prepared, data_len: int) -> int:

@@ -76,7 +76,7 @@ def profile_lines(prof: Profile, dci_checks: bool = True) -> list[str]:
     name, problems = prof.dci_problems()
     out = [f"codestream: {prof.summary()}", f"  markers before the first SOT: {' '.join(prof.markers)}"]
     if prof.htj2k:
-        out.append("  HTJ2K (ISO 15444-15) block coding: decoded with tier-1 on the CPU")
+        out.append("  HTJ2K (ISO 15444-15) block coding: HT code-blocks (tier-1 on the CPU or the GPU)")
     if not dci_checks:
         return out
     if problems:

@@ -3,7 +3,7 @@
 Markers (CAP, the HT code-block styles), the HT packet-header lengths of T.814
 Annex B (placeholder passes, HT sets, mixed HT/EBCOT blocks) bit by bit, the
 choice of the HT set tier-1 decodes, HT tier-1 output against EBCOT's on the
-same image, the rule that sends frames with HT blocks to the CPU tier-1, and a
+same image, the rule that keeps frames with HT blocks on the GPU tier-1, and a
 real HTJ2K IMF frame. Whole-stream conformance is in test_conformance.py,
 peers in test_htj2k_peers.py, bad input in test_htj2k_fuzz.py.
 """
@@ -267,10 +267,11 @@ def test_single_block_api_matches_the_batch(grk_pair):
         np.testing.assert_array_equal(one, want)
 
 
-# --------------------------------------------------------------------------- GPU fallback
+# --------------------------------------------------------------------------- GPU tier-1
 
 @pytest.mark.skipif(not HT_STREAMS.is_dir(), reason="../shared/conformance is not present")
-def test_frames_with_ht_blocks_take_the_cpu_tier1():
+def test_frames_with_ht_blocks_take_the_gpu_tier1():
+    # the CUDA tier-1 decodes HT blocks too (tests/test_tier1_ht_gpu.py): no CPU detour
     d = Decoder("cpu")
     d.gpu_tier1 = True  # as with backend="cuda": the rule needs no device
     ht = d.prepare((HT_STREAMS / "ds0_ht_01_b11.j2k").read_bytes())
@@ -278,11 +279,9 @@ def test_frames_with_ht_blocks_take_the_cpu_tier1():
     part1 = d.prepare((SHARED / "conformance" / "part1" / "codestreams" / "p0_01.j2k").read_bytes())
     assert ht.ht and mixed.ht and not part1.ht
     assert has_ht_blocks(ht.plans) and not has_ht_blocks(part1.plans)
-    assert not d.tier1_on_gpu(ht) and not d.tier1_on_gpu(mixed) and d.tier1_on_gpu(part1)
-    with pytest.raises(UnsupportedFeature, match="15444-15"):
-        d.tier1_gpu_launch(ht, [])
+    assert d.tier1_on_gpu(ht) and d.tier1_on_gpu(mixed) and d.tier1_on_gpu(part1)
     d.gpu_tier1 = False
-    assert not d.tier1_on_gpu(part1)
+    assert not d.tier1_on_gpu(ht) and not d.tier1_on_gpu(part1)
 
 
 # --------------------------------------------------------------------------- real footage

@@ -39,7 +39,8 @@ def wheel(tmp_path_factory):
 
 def test_the_wheel_carries_every_kernel_and_the_sample(wheel):
     names = set(wheel.namelist())
-    kernels = sorted(k for top in FOLDERS for k in (ROOT / top).rglob("*.cu"))
+    kernels = sorted(k for top in FOLDERS for pattern in ("*.cu", "*.cuh")
+                     for k in (ROOT / top).rglob(pattern))
     assert len(kernels) >= 5
     for source in kernels:
         assert "cinegpu/" + str(source.relative_to(ROOT)) in names, source

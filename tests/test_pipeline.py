@@ -123,13 +123,13 @@ HT_PATHS = [CONFORMANCE / "htj2k" / "codestreams" / f"{s}.j2k" for s in ("ds0_ht
 @pytest.mark.skipif(not all(p.exists() for p in HT_PATHS), reason="the HTJ2K conformance streams are absent")
 @pytest.mark.parametrize("backend", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
 def test_htj2k_frames_mixed_with_part1_frames(frames, backend):
-    """Frames with HT code-blocks (Part 15) among EBCOT ones: with GPU tier-1 on, the HT
-    frames get their tier-1 in the workers and the rest on the GPU; all in order, all right."""
+    """Frames with HT code-blocks (Part 15) among EBCOT ones: with GPU tier-1 on, all of them
+    get their tier-1 on the GPU; all in order, all right."""
     work = [frames[0], HT_PATHS[0].read_bytes(), frames[1], HT_PATHS[1].read_bytes(), frames[0]]
     with FramePipeline(backend=backend, workers=2, depth=3) as pipe:
         if backend == "cuda":
             assert pipe.mode.name == "segments"
-            assert [pipe._mode(pipe.decoder.prepare(d)).name for d in work[:2]] == ["segments", "coefficients"]
+            assert [pipe._mode(pipe.decoder.prepare(d)).name for d in work[:2]] == ["segments", "segments"]
         results = list(pipe.map(work))
     for (_, frame), data in zip(results, work):
         assert not isinstance(frame, Exception), frame

@@ -57,10 +57,11 @@ def test_a_job_makes_the_task_its_worker_gets():
     assert task == WorkerTask(0, data, "slot-name", prep.size, DecodeRequest(strict=False), SamplesMode())
 
 
-def _cuda(gpu_tier1: bool, ht: bool = False):
-    """A stand-in for a CUDA decoder: what the modes read of one."""
+def _cuda(gpu_tier1: bool, on_gpu: bool | None = None):
+    """A stand-in for a CUDA decoder: what the modes read of one (``on_gpu``: what its
+    tier1_on_gpu says of every frame, by default ``gpu_tier1``)."""
     return SimpleNamespace(selected=SimpleNamespace(cuda=True), gpu_tier1=gpu_tier1,
-                           tier1_on_gpu=lambda prep: gpu_tier1 and not ht)
+                           tier1_on_gpu=lambda prep: gpu_tier1 if on_gpu is None else on_gpu)
 
 
 def test_each_back_end_gets_its_mode():
@@ -72,12 +73,21 @@ def test_each_back_end_gets_its_mode():
     assert len({type(m) for m in MODES}) == 3 and all(isinstance(m, FrameMode) for m in MODES)
 
 
-def test_a_frame_with_ht_blocks_takes_its_tier1_in_the_worker():
+def test_a_frame_takes_its_tier1_where_the_decoder_says():
     prep = SimpleNamespace()
     assert SegmentsMode().for_frame(_cuda(gpu_tier1=True), prep) == SegmentsMode()
-    assert SegmentsMode().for_frame(_cuda(gpu_tier1=True, ht=True), prep) == CoefficientsMode()
+    assert SegmentsMode().for_frame(_cuda(gpu_tier1=True, on_gpu=False), prep) == CoefficientsMode()
     for mode in (SamplesMode(), CoefficientsMode()):
-        assert mode.for_frame(_cuda(gpu_tier1=True, ht=True), prep) is mode
+        assert mode.for_frame(_cuda(gpu_tier1=True, on_gpu=False), prep) is mode
+
+
+@pytest.mark.skipif(not (CONFORMANCE / "htj2k" / "codestreams").is_dir(), reason="../shared/conformance is absent")
+def test_a_frame_with_ht_blocks_keeps_its_tier1_on_the_gpu():
+    """HT code-blocks (Part 15) no longer send a frame's tier-1 to the worker."""
+    decoder = Decoder("cpu")
+    decoder.gpu_tier1 = True  # as with backend="cuda": the rule needs no device
+    prep = decoder.prepare((CONFORMANCE / "htj2k" / "codestreams" / "ds0_ht_01_b11.j2k").read_bytes())
+    assert prep.ht and SegmentsMode().for_frame(decoder, prep) == SegmentsMode()
 
 
 def test_arrays_come_back_from_a_slot_as_stored():

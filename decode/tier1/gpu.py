@@ -9,9 +9,11 @@ never reads or writes out of bounds.  One departure: where rows' output windows 
 corrupt table does that) numba's later row wins; here the windows of rejected rows are zeroed
 first, then the blocks decoded in parallel (overlapping decoded windows: either may win).
 
-The kernels (``cuda/tier1.cu``, T.800 Annex C and D) run one thread per code-block, the sample
-flags in shared memory (default) or in global memory, persistent threads taking blocks from a
-counter.  Measured on an H100 (DCI frames): one working thread per warp beats full warps of
+The kernels (``cuda/tier1.cu``, T.800 Annex C and D; HT code-blocks, T.814 clause 7, in
+``cuda/ht_decode.cuh``) run one thread per code-block, the sample flags in shared memory
+(default) or in global memory, persistent threads taking blocks from a counter.  Rows of both
+kinds may share a table; an HT block needs no scratch beyond an EBCOT block's.  Measured on an
+H100 (DCI frames): one working thread per warp beats full warps of
 different blocks (their branches diverge); sorting blocks by size and passes (work_order, on
 the device) makes the heaviest start first, 0.4 ms that pays back on 4K frames.  Importing this module does not need CuPy; calling does.
 """
@@ -26,6 +28,7 @@ import numpy as np
 
 from .codeblock import (CB_COLUMNS, CB_DATA, CB_HEIGHT, CB_OUT, CB_SEG_COUNT, CB_SEG_FIRST, CB_WIDTH,
                         MAX_CBLK_AREA, MAX_CBLK_SIDE, STATUS_BAD_ROW)
+from .ht_tables import VLC_LUT_0, VLC_LUT_1
 from .tables import CTX_INIT, MQ_NLPS, MQ_NMPS, MQ_QE, NUM_CONTEXTS, SC_LUT, ZC_LUT
 
 try:
@@ -33,15 +36,15 @@ try:
 except ImportError:  # the host emulation and the table helpers work without it
     cupy = None
 
-__all__ = ["decode_codeblocks_cuda", "lookup_tables", "work_order", "scratch_entries", "KERNELS", "BLOCK_THREADS",
-           "RowBatch", "upload_batch", "BATCH_LANES", "BATCH_LANES_FROM"]
+__all__ = ["decode_codeblocks_cuda", "lookup_tables", "ht_lookup_table", "work_order", "scratch_entries", "KERNELS",
+           "BLOCK_THREADS", "RowBatch", "upload_batch", "BATCH_LANES", "BATCH_LANES_FROM"]
 
 CUDA_SOURCE = Path(__file__).with_name("cuda") / "tier1.cu"
 KERNELS = ("tier1_zero_rejected_rows", "tier1_decode_thread_per_codeblock",
            "tier1_decode_thread_per_codeblock_shared_flags")
 BLOCK_THREADS = 128  # T1_BLOCK in tier1.cu
 SCRATCH_BYTES = 256 << 20  # per-thread scratch of one call at most (then threads take turns)
-STATIC_SHARED = 2048  # bytes of static shared memory of the kernels (lookup tables), rounded up
+STATIC_SHARED = 6144  # bytes of static shared memory of the kernels (lookup tables), rounded up
 #: working lanes per warp for launches of BATCH_LANES_FROM rows or more (one lane below): measured
 #: on an H200 with 4K DCI frames (26,280 rows each), ms a frame for 1 / 2 / 4 / 8 lanes: one
 #: frame 3.1 / 4.2 / - / -; 16 frames 2.2 / 1.62 / 1.31 / -; 32 frames 2.12 / 1.55 / 1.18 / 1.29
@@ -59,6 +62,12 @@ def lookup_tables():
           | (MQ_NLPS.astype(np.uint32) << 24))
     return (mq, ZC_LUT.astype(np.uint8).ravel(), SC_LUT.astype(np.uint8),
             CTX_INIT.astype(np.uint8))
+
+
+def ht_lookup_table():
+    """The HT kernel's CxtVLC decoding tables (T.814 Annex C) as one uint16 array of 2 x 1024
+    entries: VLC_LUT_0 (first line-pair), then VLC_LUT_1, packed as ht_tables.py says."""
+    return np.concatenate([VLC_LUT_0, VLC_LUT_1]).astype(np.uint16)
 
 
 def work_order(table, seg_passes, xp=np):
@@ -89,7 +98,7 @@ def _kernels(device_id: int):
 @functools.lru_cache(maxsize=None)
 def _device_tables(device_id: int):
     with cupy.cuda.Device(device_id):
-        return tuple(cupy.asarray(t) for t in lookup_tables())
+        return tuple(cupy.asarray(t) for t in (*lookup_tables(), ht_lookup_table()))
 
 
 def _device_array(a, dtype, ndim, name):
@@ -162,7 +171,7 @@ def decode_codeblocks_cuda(coded, table, seg_lengths, seg_passes, out, *, entrie
         order = cupy.arange(nblk, dtype=cupy.int32)
     entries = int(entries) if entries is not None else scratch_entries(table, cupy)
     device_id = cupy.cuda.runtime.getDevice()
-    mq, zc, sc, ctx_init = _device_tables(device_id)
+    mq, zc, sc, ctx_init, vlc = _device_tables(device_id)
     zero_rejected, decode_global, decode_shared = _kernels(device_id)
     shared = flags_in == "shared"
     # flags runs of an odd number of 32-bit words: lanes of a warp in distinct banks
@@ -200,7 +209,7 @@ def decode_codeblocks_cuda(coded, table, seg_lengths, seg_passes, out, *, entrie
         coded, i64(coded.size), table, i32(table.shape[1]), i32(nblk), order, seg_lengths,
         i64(seg_lengths.size), seg_passes, i64(seg_passes.size), out, i64(out.size), status,
         flags, vals, i32(nslots), i32(flags_pitch), i32(vals_pitch), i32(lanes), next_row, mq,
-        zc, sc, ctx_init), shared_mem=smem)
+        zc, sc, ctx_init, vlc), shared_mem=smem)
     return status
 
 

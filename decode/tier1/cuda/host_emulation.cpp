@@ -14,6 +14,7 @@
 #define T1_SYNC()
 #define __global__
 #define T1_DYN_SHARED(name) static unsigned short name[1 << 20]
+#define T1_CLZ64(x) __builtin_clzll(x)
 
 struct Dim { unsigned int x; };
 static int atomicAdd(int* p, int v) { int old = *p; *p += v; return old; }
@@ -30,7 +31,7 @@ extern "C" void tier1_emulate(
     i64 n_passes, int* out, i64 out_len, int* status, unsigned short* flags, int* vals,
     int nslots, int slot_pitch, int vals_pitch, const unsigned int* mq_lut,
     const unsigned char* zc_lut, const unsigned char* sc_lut, const unsigned char* ctx_init,
-    int shared_flags)
+    const unsigned short* vlc_lut, int shared_flags)
 {
     blockDim.x = 1;
     gridDim.x = 1;
@@ -47,12 +48,12 @@ extern "C" void tier1_emulate(
                 tier1_decode_thread_per_codeblock_shared_flags(
                     coded, coded_len, table, ncols, nblk, order, seg_lengths, n_lengths,
                     seg_passes, n_passes, out, out_len, status, flags, vals, nslots,
-                    slot_pitch, vals_pitch, 1, &next_row, mq_lut, zc_lut, sc_lut, ctx_init);
+                    slot_pitch, vals_pitch, 1, &next_row, mq_lut, zc_lut, sc_lut, ctx_init, vlc_lut);
             else
                 tier1_decode_thread_per_codeblock(
                     coded, coded_len, table, ncols, nblk, order, seg_lengths, n_lengths,
                     seg_passes, n_passes, out, out_len, status, flags, vals, nslots,
-                    slot_pitch, vals_pitch, 1, &next_row, mq_lut, zc_lut, sc_lut, ctx_init);
+                    slot_pitch, vals_pitch, 1, &next_row, mq_lut, zc_lut, sc_lut, ctx_init, vlc_lut);
         }
     }
 }

@@ -1,7 +1,8 @@
-/* EBCOT tier-1 code-block decoding on the GPU: T.800 Annex C (MQ decoder) and Annex D (coding
- * passes), one CUDA thread per code-block.
+/* Tier-1 code-block decoding on the GPU, one CUDA thread per code-block: EBCOT, T.800 Annex C
+ * (MQ decoder) and Annex D (coding passes), and HT code-blocks, T.814 clause 7 (ht_decode.cuh,
+ * rows whose style has CBLK_HT).
  *
- * A line-by-line twin of the numba decoder in decode/tier1/ (mq.py, passes.py, codeblock.py):
+ * A line-by-line twin of the numba decoder in decode/tier1/ (mq.py, passes.py, ht.py, codeblock.py):
  * the same table columns, status bits, validation and value convention (2 x the reconstructed
  * coefficient, sign applied), bit for bit, corrupt input included.  Integer arithmetic on table
  * values and on the MQ code register C wraps like numba's int64 (wadd/wmul/wshl below).
@@ -10,9 +11,11 @@
  * for the bordered block, entry i = (y + 1) * (w + 2) + x + 1.  The default kernel keeps the
  * flags in shared memory, a run per thread, and vals in global memory; the other keeps both in
  * global memory, interleaved across threads ([i * nslots + slot], so that lanes of a warp
- * decoding blocks of one geometry coalesce) or in runs.  Context states (sv = 2 * state + MPS,
- * as tables.py) live in shared memory, 19 bytes per thread; the lookup tables (Table C.2, D.1,
- * D.3) are copied to shared memory per CUDA block.  Threads are persistent: each takes the next
+ * decoding blocks of one geometry coalesce) or in runs.  An HT block uses the same two arrays,
+ * its significance and exponents as flag bits (ht_decode.cuh).  Context states (sv = 2 * state
+ * + MPS, as tables.py) live in shared memory, 19 bytes per thread; the lookup tables (Table C.2,
+ * D.1, D.3, and T.814's CxtVLC decoding tables, 4 KB) are copied to shared memory per CUDA
+ * block.  Threads are persistent: each takes the next
  * code-block from an atomic counter until none is left.
  *
  * The file also compiles as plain C++ (T1_HOST_EMULATION, see host_emulation.cpp) so the
@@ -24,6 +27,7 @@
 #define T1_SHARED __shared__
 #define T1_SYNC() __syncthreads()
 #define T1_DYN_SHARED(name) extern __shared__ unsigned short name[]
+#define T1_CLZ64(x) __clzll((long long)(x))
 #endif
 
 typedef long long i64;
@@ -427,6 +431,8 @@ T1_DEV int roi_unshift(int v, i64 roishift)
     return v < 0 ? -mag : mag;
 }
 
+#include "ht_decode.cuh"
+
 /* codeblock.py check_params: 0 or the status bits of parameters out of range */
 T1_DEV int check_params(i64 w, i64 h, i64 num_bps, i64 orient, i64 roishift)
 {
@@ -536,7 +542,8 @@ T1_DEV void decode_slot(Cb& cb, int* next_row, const unsigned char* coded, i64 c
                         const i64* table, int ncols, int nblk, const int* order,
                         const int* seg_lengths, i64 n_lengths, const int* seg_passes,
                         i64 n_passes, int* out, i64 out_len, int* status,
-                        const unsigned char* s_zc, const unsigned char* s_init)
+                        const unsigned char* s_zc, const unsigned char* s_init,
+                        const unsigned short* s_vlc)
 {
     for (;;) {
         int q = atomicAdd(next_row, 1);
@@ -554,14 +561,25 @@ T1_DEV void decode_slot(Cb& cb, int* next_row, const unsigned char* coded, i64 c
         int w = (int)row[CB_WIDTH], h = (int)row[CB_HEIGHT];
         i64 off = row[CB_OUT], stride = row[CB_STRIDE], roishift = row[CB_ROISHIFT];
         cb.zc = s_zc + 256 * (int)row[CB_ORIENT];
-        st = decode_into(cb, coded, row[CB_DATA], seg_lengths, seg_passes, row[CB_SEG_FIRST],
-                         row[CB_SEG_COUNT], w, h, (int)row[CB_NUM_BPS], row[CB_STYLE], s_init);
+        i64 style = row[CB_STYLE];
+        int known; /* flags of the samples whose vals hold a decoded value */
+        if (style & CBLK_HT) {
+            st = ht_decode_into(cb, coded, row[CB_DATA], seg_lengths, seg_passes,
+                                row[CB_SEG_FIRST], row[CB_SEG_COUNT], w, h,
+                                (int)row[CB_NUM_BPS], style, s_vlc);
+            known = HT_VAL | HT_NEW;
+        } else {
+            st = decode_into(cb, coded, row[CB_DATA], seg_lengths, seg_passes,
+                             row[CB_SEG_FIRST], row[CB_SEG_COUNT], w, h, (int)row[CB_NUM_BPS],
+                             style, s_init);
+            known = F_SIG;
+        }
         int fs = w + 2;
         for (int y = 0; y < h; y++) {
             int* o = out + off + y * stride;
             int i = (y + 1) * fs + 1;
             for (int x = 0; x < w; x++, i++)
-                o[x] = (FL(cb, i) & F_SIG) ? roi_unshift(VA(cb, i), roishift) : 0;
+                o[x] = (FL(cb, i) & known) ? roi_unshift(VA(cb, i), roishift) : 0;
         }
         status[b] = st;
     }
@@ -573,6 +591,9 @@ T1_DEV void decode_slot(Cb& cb, int* next_row, const unsigned char* coded, i64 c
     T1_SHARED unsigned char s_zc[4 * 256];                                                   \
     T1_SHARED unsigned char s_sc[256];                                                       \
     T1_SHARED unsigned char s_init[NUM_CONTEXTS];                                            \
+    T1_SHARED unsigned short s_vlc[2 * 1024];                                                \
+    for (int i = threadIdx.x; i < 2 * 1024; i += blockDim.x)                                 \
+        s_vlc[i] = vlc_lut[i];                                                               \
     for (int i = threadIdx.x; i < 4 * 256; i += blockDim.x) {                                \
         s_zc[i] = zc_lut[i];                                                                 \
         if (i < 256)                                                                         \
@@ -590,7 +611,7 @@ T1_DEV void decode_slot(Cb& cb, int* next_row, const unsigned char* coded, i64 c
         i64 n_passes, int *out, i64 out_len, int *status, unsigned short *flags, int *vals,  \
         int nslots, int slot_pitch, int vals_pitch, int lanes, int *next_row,                \
         const unsigned int *mq_lut, const unsigned char *zc_lut, const unsigned char *sc_lut, \
-        const unsigned char *ctx_init
+        const unsigned char *ctx_init, const unsigned short *vlc_lut
 
 /* Second launch, flags in global memory: T1_BLOCK threads per CUDA block, `lanes` (1..32) of
  * each warp work, slot = warp * lanes + lane.  flags and vals: (w + 2) * (h + 2) entries per
@@ -616,7 +637,7 @@ extern "C" __global__ void tier1_decode_thread_per_codeblock(T1_DECODE_ARGS)
     cb.mq = s_mq;
     cb.sc = s_sc;
     decode_slot(cb, next_row, coded, coded_len, table, ncols, nblk, order, seg_lengths,
-                n_lengths, seg_passes, n_passes, out, out_len, status, s_zc, s_init);
+                n_lengths, seg_passes, n_passes, out, out_len, status, s_zc, s_init, s_vlc);
 }
 
 /* Second launch, flags in shared memory: warps of `lanes` working threads (1..32), any number
@@ -647,5 +668,5 @@ extern "C" __global__ void tier1_decode_thread_per_codeblock_shared_flags(T1_DEC
     cb.mq = s_mq;
     cb.sc = s_sc;
     decode_slot(cb, next_row, coded, coded_len, table, ncols, nblk, order, seg_lengths,
-                n_lengths, seg_passes, n_passes, out, out_len, status, s_zc, s_init);
+                n_lengths, seg_passes, n_passes, out, out_len, status, s_zc, s_init, s_vlc);
 }
