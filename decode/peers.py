@@ -76,6 +76,15 @@ def opj_decompress(files: list[Path], threads: int = 1, processes: int = 1) -> P
                   files, processes)
 
 
+def ojph_expand(files: list[Path], processes: int = 1) -> PeerResult | None:
+    """OpenJPH's ``ojph_expand`` (HTJ2K only, one thread a process): ``processes`` frames at once."""
+    exe = shutil.which("ojph_expand")
+    if exe is None:
+        return None
+    return _timed(f"ojph_expand (1 thread x {processes} proc)", lambda f, o: [exe, "-i", str(f), "-o", str(o)],
+                  files, processes)
+
+
 def have_opj_decompress() -> bool:
     return shutil.which("opj_decompress") is not None
 

@@ -100,3 +100,21 @@ def test_decimal_ntsc_rates_read_as_ffmpeg_reads_them():
                        ("24", Fraction(24)), ("24.0", Fraction(24)), ("25", Fraction(25)),
                        ("12.5", Fraction(25, 2)), ("30000/1001", Fraction(30000, 1001))]:
         assert positive_rate(text) == want, text
+
+
+def test_bench_compare_runs_openjph_on_htj2k_frames_only(tmp_path):
+    """OpenJPH decodes HTJ2K alone: bench --compare times ``ojph_expand`` on HT frames and leaves
+    it out for Part-1 frames."""
+    import shutil
+
+    from conformance import CONFORMANCE
+
+    ht = CONFORMANCE / "htj2k" / "codestreams" / "ds0_ht_01_b11.j2k"
+    if not shutil.which("ojph_expand") or not ht.exists():
+        pytest.skip("ojph_expand or the HTJ2K conformance streams are absent")
+    r = cinegpu("bench", ht, "--compare", "--workers", "0", "--peer-threads", "1", "--frames", "1", "--repeat", "2")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "ojph_expand (1 thread x 1 proc):" in r.stdout and "fps" in r.stdout.split("ojph_expand")[1]
+    r = cinegpu("bench", SAMPLE, "--compare", "--workers", "0", "--peer-threads", "1", "--frames", "1", "--repeat", "2")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "ojph_expand" not in r.stdout

@@ -102,6 +102,8 @@ def run(args) -> int:
             runs = [peers.opj_decompress(files, threads=threads), peers.grk_decompress(files, threads=threads)]
             if threads > 1:  # the other way to use every core: one single-threaded process per core
                 runs.append(peers.opj_decompress(files, threads=1, processes=threads))
+            if _is_ht(work[0]):     # OpenJPH decodes HTJ2K only, one thread a process
+                runs.append(peers.ojph_expand(files, processes=threads))
             for size in (1, 16, 32):
                 runs.append(peers.nvjpeg2000(work, batch=size))
             for r in runs:
@@ -118,6 +120,17 @@ def run(args) -> int:
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
     return 0
+
+
+def _is_ht(data: bytes) -> bool:
+    """Whether the frame has HT code-blocks (ISO/IEC 15444-15)."""
+    from cinegpu.decode import CodestreamError
+    from cinegpu.decode.decoder import Decoder
+
+    try:
+        return Decoder("cpu").prepare(data, strict=False).ht
+    except CodestreamError:
+        return False
 
 
 def _add(stages: dict, timings: dict) -> None:
