@@ -28,7 +28,7 @@ from .jp2 import JP2Header, apply_channels, apply_palette, read_jp2
 from .limits import (DEFAULT_MAX_MEMORY, DEFAULT_MAX_PIXELS, Cost, Limits, TileGeometry, check_limits,
                      memory_guard, tile_geometry)
 from .plan import TilePlan, build_tile_plan, check_plan, sampling_pairs, tile_covers_samples
-from .reconstruct import reconstruct_tile
+from .reconstruct import frame_layout, reconstruct_frame, reconstruct_tile
 from .request import DecodeRequest
 from .strictness import Fault, Strictness
 from .tile import (TileReport, TileSegments, check_tier1_status, decode_tile, missing_tile, missing_tile_report,
@@ -38,6 +38,8 @@ log = logging.getLogger("cinegpu.decode")
 
 #: Plans kept per decoder (one per distinct tile header and reduce level).
 PLAN_CACHE_SIZE = 4096
+#: Frame layouts kept per decoder (one per distinct set of tile plans: a reel has one or two).
+FRAME_CACHE_SIZE = 8
 #: Component sub-samplings looked at, over all absent tiles of a frame, to tell which of them
 #: hold no samples (missing_tiles); bounds that look to a few tens of milliseconds.
 MISSING_TILE_CHECKS = 1 << 16
@@ -136,6 +138,8 @@ class Decoder:
         self.limits = Limits(max_pixels, max_memory)
         self._plans: dict[tuple, TilePlan] = {}
         self._geometries: dict[tuple, TileGeometry] = {}
+        #: FrameLayout (or None: per-tile path) by the identities of a frame's plans, with the plans
+        self._frames: dict[tuple, tuple] = {}
         self._told_ht = False
         #: the latest main headers parsed, reused whole by frames that share them
         self._headers = MainHeaderCache()
@@ -188,6 +192,20 @@ class Decoder:
                 self._plans.clear()
             self._plans[key] = plan
         return plan
+
+    def frame_layout(self, prep: Prepared):
+        """The :class:`~cinegpu.decode.transform.layout.FrameLayout` of ``prep``'s tiles, built
+        once per set of plans (None where the frame takes the per-tile path)."""
+        key = tuple(map(id, prep.plans))
+        found = self._frames.get(key)
+        if found is None:
+            layout = frame_layout(prep.plans, prep.offsets, prep.cs.siz, prep.reduce,
+                                  sample_dtypes(prep.cs.siz.Ssiz))
+            if len(self._frames) >= FRAME_CACHE_SIZE:
+                self._frames.clear()
+            # the plans are kept with it, so that their ids cannot be reused while cached
+            found = self._frames[key] = (tuple(prep.plans), layout)
+        return found[1]
 
     # --- the three steps -------------------------------------------------
     @memory_guard
@@ -295,6 +313,10 @@ class Decoder:
         ``timings`` (CUDA back end) receives "upload", "gpu" and "download"
         seconds, measured with device synchronisation.
         """
+        if components is None and self.xp is np and hasattr(self.transform, "frame_samples_flat"):
+            layout = self.frame_layout(prep)
+            if layout is not None:   # the whole frame in one compiled call
+                return reconstruct_frame(layout, np.ascontiguousarray(coeffs, np.int32), self.transform)
         s = prep.cs.siz
         xp = self.xp
         keep_on_device = xp is not np and not to_host
