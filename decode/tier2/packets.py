@@ -381,6 +381,66 @@ def read_packets(hdr, hdr_start, hdr_end, body, body_start, body_end, shared,
         pieces = bigger
 
 
+#: Columns of read_frame_packets' tile rows: the tile's body and packet-header byte ranges in
+#: ``body`` and ``hdr``, whether its headers are in its body (no PPM/PPT), its rows in
+#: ``orders``, the layers decoded, and COD's SOP and EPH flags.
+T_BODY_START, T_BODY_END, T_HDR_START, T_HDR_END, T_SHARED, T_ORDER_START, T_ORDER_END, T_MAX_LAYERS, \
+    T_SOP, T_EPH = range(10)
+T_COLUMNS = 10
+#: Columns of read_frame_packets' result rows: status, packets read, byte offset of a fault
+#: (in ``body`` or ``hdr``), pieces of the frame so far once the tile is read.
+R_STATUS, R_DONE, R_WHERE, R_PIECES = range(4)
+
+
+@njit(cache=True, nogil=True)
+def read_frame_packets(body, hdr, tiles, orders, prec_pb, pb, cb_table, cb_keep, nodes, results):
+    """:func:`read_packets` of every tile of a frame in one call, the pieces of all in one table.
+
+    The plan tables are the frame's (each tile's rows one after another, indices counted
+    from the frame's first row); ``body`` holds every tile's tile-part bodies, ``hdr`` the
+    PPM/PPT packet headers of the tiles that have them (both uint8 of one kind: read-only or
+    not); ``tiles`` rows as the T_* columns say, ``results`` (n, 4)
+    receives each tile's R_* row. A tile whose packets break off keeps the pieces read so far
+    (as :func:`read_packets`) and the next tile is read. Returns (pieces, n_pieces).
+    """
+    pieces = np.empty((1024, 5), np.int64)
+    big = np.int32(0x7FFFFFFF)
+    incl_value = np.full(max(nodes, 1), big, np.int32)
+    zbp_value = np.full(max(nodes, 1), big, np.int32)
+    incl_low = np.zeros(max(nodes, 1), np.int32)
+    zbp_low = np.zeros(max(nodes, 1), np.int32)
+    cb_state = np.zeros((cb_table.shape[0], 5), np.int64)
+    pb_included = np.zeros(pb.shape[0], np.int32)
+    bs = np.zeros(5, np.int64)
+    path = np.empty(MAX_DEPTH, np.int64)
+    at = np.zeros(5, np.int64)
+    n_pieces = 0
+    for t in range(tiles.shape[0]):
+        packets = orders[tiles[t, T_ORDER_START] : tiles[t, T_ORDER_END]]
+        at[_AT_K] = 0
+        at[_AT_HPOS] = tiles[t, T_HDR_START]
+        at[_AT_BPOS] = tiles[t, T_BODY_START]
+        at[_AT_PIECES] = n_pieces
+        at[_AT_WHERE] = 0
+        while True:
+            shared = tiles[t, T_SHARED] != 0
+            status = _walk(body if shared else hdr, tiles[t, T_HDR_END], body, tiles[t, T_BODY_END], shared,
+                           packets, prec_pb, pb, cb_table, cb_keep, tiles[t, T_MAX_LAYERS],
+                           tiles[t, T_SOP] != 0, tiles[t, T_EPH] != 0, incl_value, incl_low, zbp_value,
+                           zbp_low, cb_state, pb_included, bs, path, pieces, at)
+            if status != _NEED_ROOM:
+                break
+            bigger = np.empty((max(pieces.shape[0] * 2, at[_AT_PIECES] + at[_AT_WHERE]), 5), np.int64)
+            bigger[: at[_AT_PIECES]] = pieces[: at[_AT_PIECES]]
+            pieces = bigger
+        results[t, R_STATUS] = status
+        results[t, R_DONE] = at[_AT_K]
+        results[t, R_WHERE] = at[_AT_WHERE]
+        results[t, R_PIECES] = at[_AT_PIECES]
+        n_pieces = at[_AT_PIECES]
+    return pieces, n_pieces
+
+
 @njit(cache=True, nogil=True)
 def gather_segments(body, pieces, n_pieces, cb_table):
     """Lay code-block segments out for tier-1 (see tier1's contract).
