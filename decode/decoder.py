@@ -14,26 +14,28 @@ What to decode out of a frame (``reduce``, ``layers``, ``strict``, ``components`
 from __future__ import annotations
 
 import functools
+import itertools
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import tier1
 from .backend import Backend, select_backend
 from .codestream.header import Codestream, MainHeaderCache, parse_codestream, tile_part_ppm_headers
 from .jp2 import JP2Header, apply_channels, apply_palette, read_jp2
 from .limits import (DEFAULT_MAX_MEMORY, DEFAULT_MAX_PIXELS, Cost, Limits, TileGeometry, check_limits,
                      memory_guard, tile_geometry)
 from .plan import TilePlan, build_tile_plan, check_plan, sampling_pairs, tile_covers_samples
-from .reconstruct import reconstruct_tile
+from .frame_entropy import FrameTables, entropy_decode_frame
+from .reconstruct import frame_layout, reconstruct_frame, reconstruct_tile
 from .request import DecodeRequest
 from .strictness import Fault, Strictness
-from .tile import (TileReport, TileSegments, check_tier1_status, decode_tile, missing_tile, missing_tile_report,
-                   tier2_tile)
+from .tile import TileReport, TileSegments, check_tier1_status, missing_tile, missing_tile_report, tier2_tile
 
 #: Plans kept per decoder (one per distinct tile header and reduce level).
 PLAN_CACHE_SIZE = 4096
+#: Frame layouts kept per decoder (one per distinct set of tile plans: a reel has one or two).
+FRAME_CACHE_SIZE = 8
 #: Component sub-samplings looked at, over all absent tiles of a frame, to tell which of them
 #: hold no samples (missing_tiles); bounds that look to a few tens of milliseconds.
 MISSING_TILE_CHECKS = 1 << 16
@@ -89,11 +91,11 @@ class Prepared:
 def has_ht_blocks(plans: list[TilePlan]) -> bool:
     """True when a code-block of these plans is (or, mixed, may be) an HT block (T.814).
 
-    By code-block style (SPcod/SPcoc bit 6), known before any packet; both tier-1s (numba
-    and the CUDA kernel of tier1/gpu.py) decode HT and EBCOT blocks, so it only informs.
+    By code-block style (SPcod/SPcoc bit 6), known before any packet (each plan's ``ht``,
+    worked out when it is built); both tier-1s (numba and the CUDA kernel of tier1/gpu.py)
+    decode HT and EBCOT blocks, so it only informs.
     """
-    return any(p.cb.shape[0] > 0 and bool((p.cb[:, tier1.CB_STYLE] & tier1.CBLK_HT).any())
-               for p in plans)
+    return any(p.ht for p in plans)
 
 
 @functools.lru_cache(maxsize=64)
@@ -132,6 +134,8 @@ class Decoder:
         self.limits = Limits(max_pixels, max_memory)
         self._plans: dict[tuple, TilePlan] = {}
         self._geometries: dict[tuple, TileGeometry] = {}
+        #: what is kept per set of plans (FrameLayout, FrameTables), by the plans' identities
+        self._frames: dict[tuple, dict] = {}
         #: the latest main headers parsed, reused whole by frames that share them
         self._headers = MainHeaderCache()
         self._last_main: tuple = (None, "")   # (main Segments, its plan key)
@@ -154,12 +158,18 @@ class Decoder:
     def _key(cs: Codestream, t: int, reduce: int, main_key: str) -> tuple:
         tile = cs.tiles.get(t)
         h = tile.header if tile is not None else None
-        tile_key = None if h is None else repr((h.cod, h.coc, h.qcd, h.qcc, h.rgn, h.poc))
+        if h is None or not (h.cod or h.coc or h.qcd or h.qcc or h.rgn or h.poc):
+            tile_key = None if h is None else ""     # no segment that shapes the plan
+        else:
+            tile_key = repr((h.cod, h.coc, h.qcd, h.qcc, h.rgn, h.poc))
         return (main_key, t, reduce, tile_key)
 
-    def geometry(self, cs: Codestream, t: int, reduce: int, main_key: str | None = None) -> TileGeometry:
-        """Tile ``t``'s precinct and code-block counts (cached like plans)."""
-        key = self._key(cs, t, reduce, self._main_key(cs) if main_key is None else main_key)
+    def geometry(self, cs: Codestream, t: int, reduce: int, main_key: str | None = None,
+                 key: tuple | None = None) -> TileGeometry:
+        """Tile ``t``'s precinct and code-block counts (cached like plans; ``key``: its
+        :meth:`_key`, when the caller has it)."""
+        if key is None:
+            key = self._key(cs, t, reduce, self._main_key(cs) if main_key is None else main_key)
         g = self._geometries.get(key)
         if g is None:
             g = tile_geometry(cs, t, reduce)
@@ -168,8 +178,10 @@ class Decoder:
             self._geometries[key] = g
         return g
 
-    def plan(self, cs: Codestream, t: int, reduce: int, main_key: str | None = None) -> TilePlan:
-        key = self._key(cs, t, reduce, self._main_key(cs) if main_key is None else main_key)
+    def plan(self, cs: Codestream, t: int, reduce: int, main_key: str | None = None,
+             key: tuple | None = None) -> TilePlan:
+        if key is None:
+            key = self._key(cs, t, reduce, self._main_key(cs) if main_key is None else main_key)
         plan = self._plans.get(key)
         if plan is None:
             plan = build_tile_plan(cs, t, reduce)
@@ -178,6 +190,35 @@ class Decoder:
                 self._plans.clear()
             self._plans[key] = plan
         return plan
+
+    def _frame(self, prep: Prepared) -> dict:
+        """What is kept for the set of plans of ``prep``'s tiles: its "layout" and "tables"
+        (each built on first use)."""
+        key = tuple(map(id, prep.plans))
+        found = self._frames.get(key)
+        if found is None:
+            if len(self._frames) >= FRAME_CACHE_SIZE:
+                self._frames.clear()
+            # the plans are kept with it, so that their ids cannot be reused while cached
+            found = self._frames[key] = {"plans": tuple(prep.plans)}
+        return found
+
+    def frame_layout(self, prep: Prepared):
+        """The :class:`~cinegpu.decode.transform.layout.FrameLayout` of ``prep``'s tiles, built
+        once per set of plans (None where the frame takes the per-tile path)."""
+        frame = self._frame(prep)
+        if "layout" not in frame:
+            frame["layout"] = frame_layout(prep.plans, prep.offsets, prep.cs.siz, prep.reduce,
+                                           sample_dtypes(prep.cs.siz.Ssiz))
+        return frame["layout"]
+
+    def frame_tables(self, prep: Prepared) -> FrameTables:
+        """The stacked tier-2 / tier-1 tables of ``prep``'s tiles (built once per set of plans)."""
+        frame = self._frame(prep)
+        tables = frame.get("tables")
+        if tables is None:
+            tables = frame["tables"] = FrameTables.build(prep.plans, prep.offsets)
+        return tables
 
     # --- the three steps -------------------------------------------------
     @memory_guard
@@ -205,11 +246,12 @@ class Decoder:
             # resilient: recorded in the missing tile's report (missing_tile_report) and left zero
             policy.fault(missing_tile(missing[0], cs.siz.num_tiles))
         main_key = self._main_key(cs)
+        keys = {t: self._key(cs, t, reduce, main_key) for t in cs.tiles}
         cost = check_limits(cs, reduce, self.limits, len(codestream),
-                            lambda t: self.geometry(cs, t, reduce, main_key))
+                            lambda t: self.geometry(cs, t, reduce, key=keys[t]))
         # only tiles present are planned: a missing tile stays zero (reported)
-        plans = [self.plan(cs, t, reduce, main_key) for t in sorted(cs.tiles)]
-        offsets = np.concatenate(([0], np.cumsum([p.coeff_size for p in plans], dtype=np.int64))).astype(int).tolist()
+        plans = [self.plan(cs, t, reduce, key=keys[t]) for t in sorted(cs.tiles)]
+        offsets = list(itertools.accumulate((p.coeff_size for p in plans), initial=0))
         return Prepared(cs, jp2, plans, offsets[:-1], offsets[-1], reduce, layers, policy,
                         time.perf_counter() - t0, has_ht_blocks(plans), cost, missing)
 
@@ -219,10 +261,9 @@ class Decoder:
         coeffs = np.empty(prep.size, np.int32) if out is None else out
         ppm = tile_part_ppm_headers(prep.cs)
         reports = [missing_tile_report(t, prep.cs.siz.num_tiles) for t in prep.missing]
-        for plan, off in zip(prep.plans, prep.offsets):
-            _, report = decode_tile(prep.cs, plan, prep.cs.tiles.get(plan.index), layers=prep.layers,
-                                    ppm=ppm, policy=prep.policy, out=coeffs[off : off + plan.coeff_size])
-            reports.append(report)
+        # every tile in one tier-2 and one tier-1 call (frame_entropy.py)
+        reports += entropy_decode_frame(prep.cs, prep.plans, prep.offsets, self.frame_tables(prep),
+                                        layers=prep.layers, ppm=ppm, policy=prep.policy, coeffs=coeffs)
         return coeffs, reports
 
     @memory_guard
@@ -324,6 +365,10 @@ class Decoder:
         ``timings`` (CUDA back end) receives "upload", "gpu" and "download"
         seconds, measured with device synchronisation.
         """
+        if components is None and self.xp is np and hasattr(self.transform, "frame_samples_flat"):
+            layout = self.frame_layout(prep)
+            if layout is not None:   # the whole frame in one compiled call
+                return reconstruct_frame(layout, np.ascontiguousarray(coeffs, np.int32), self.transform)
         s = prep.cs.siz
         xp = self.xp
         keep_on_device = xp is not np and not to_host

@@ -133,6 +133,9 @@ class TilePlan:
     #: the tile's packet orders by layer count, filled by tier2.progression.packet_order (a plan
     #: is reused frame after frame, and the order depends on the plan and the layers alone)
     packet_orders: dict = field(default_factory=dict, repr=False, compare=False)
+    #: some code-block is (or, mixed, may be) an HT block (ISO/IEC 15444-15: code-block style
+    #: bit 6), known from the headers; set by :func:`build_tile_plan`
+    ht: bool = False
     #: the components reconstructed without the MCT as one :class:`~.transform.layout.FlatLayoutBatch`
     #: (or None where one cannot be batched), by the first such component, filled by
     #: :func:`cinegpu.decode.reconstruct.reconstruct_tile`
@@ -196,6 +199,7 @@ def build_tile_plan(cs: Codestream, t: int, reduce: int = 0) -> TilePlan:
         t, tx0, ty0, tx1, ty1, comps, cod.layers,
         prec, pb, cb, keep, counters["nodes"], counters["coeff"], prec.shape[0], cod.sop, cod.eph,
         cod.progression, list(cs.progressions(tile)), cod.mct,
+        ht=bool(cb.shape[0]) and bool((cb[:, tier1.CB_STYLE] & tier1.CBLK_HT).any()),
     )
 
 

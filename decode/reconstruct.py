@@ -7,14 +7,22 @@ and the CuPy ``cuda_backend``), through their fused entry points
 tile-component's :class:`~cinegpu.decode.transform.layout.FlatLayout` (kept in the plan).  Input is the flat coefficient
 buffer from :mod:`cinegpu.decode.tile`; output one int32 array per component
 at the decoded resolution (T.800 Annexes E, F, G).
+
+A back end with ``frame_samples_flat`` (the numba one) can instead reconstruct a whole frame
+in one call: :func:`frame_layout` lays every tile-component of the frame out as one
+:class:`~cinegpu.decode.transform.layout.FrameLayout` (once per frame geometry) and
+:func:`reconstruct_frame` returns the component arrays.
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from .errors import InvalidSegment
 from .plan import TilePlan
 from .transform.backend import TransformBackend
-from .transform.layout import FlatLayoutBatch
+from .transform.layout import FRAME_COLUMNS, FlatLayoutBatch, FrameLayout
+from .transform.level_shift import sample_bounds
 
 
 def _check_mct(plan: TilePlan) -> bool:
@@ -71,3 +79,70 @@ def _batch(plan: TilePlan, first: int, siz) -> FlatLayoutBatch | None:
             [(tc.c, lay, tc.reversible, siz.precision(tc.c), siz.signed(tc.c))
              for tc, lay in zip(tcs, layouts)]) if ok else None
     return plan.batches[first]
+
+
+def frame_layout(plans: list[TilePlan], offsets: list[int], siz, reduce: int, dtypes) -> FrameLayout | None:
+    """Every tile-component of ``plans`` (tiles at ``offsets`` in the frame's coefficient buffer)
+    placed in its component's plane at ``reduce`` (B-2, B-14), components returned as
+    ``dtypes``; None where the frame needs the per-tile path (a precision above 24 bits, a
+    tile-component outside its plane). Raises as :func:`reconstruct_tile` does for an MCT over
+    components that cannot carry it."""
+    n = siz.Csiz
+    if any(siz.precision(c) > 24 for c in range(n)):
+        return None
+    sizes, origins = siz.component_sizes(reduce), siz.component_origins(reduce)
+    kinds = list(dict.fromkeys(np.dtype(d) for d in dtypes))
+    order = sorted(range(n), key=lambda c: kinds.index(np.dtype(dtypes[c])))
+    planes: list = [None] * n
+    total = 0
+    for c in order:
+        w, h = sizes[c]
+        planes[c] = (total, h, w)
+        total += h * w
+    groups, first = [], 0
+    for kind in kinds:
+        comps = [c for c in order if np.dtype(dtypes[c]) == kind]
+        end = planes[comps[-1]][0] + planes[comps[-1]][1] * planes[comps[-1]][2]
+        groups.append((kind.type, first, end, tuple(comps)))
+        first = end
+    rows, bands, rects, dq97, q53, dq0 = [], [], [], [], [], []
+    b0 = r0 = 0
+    for plan, off in zip(plans, offsets):
+        mct = bool(plan.mct) and len(plan.components) >= 3
+        if mct:
+            _check_mct(plan)
+        for tc in plan.components:
+            lay = tc.flat_layout()
+            res = tc.resolutions[tc.decoded - 1]
+            cy0, cx0 = origins[tc.c]
+            start, h, w = planes[tc.c]
+            y, x, rh, rw = res.y0 - cy0, res.x0 - cx0, res.y1 - res.y0, res.x1 - res.x0
+            if not (0 <= y and y + rh <= h and 0 <= x and x + rw <= w) or lay.size != (rh, rw):
+                return None
+            shift, lo, hi = sample_bounds(siz.precision(tc.c), siz.signed(tc.c))
+            rows.append((b0, r0, lay.levels, int(bool(tc.reversible)), shift, lo, hi, start + y * w + x, w, rh, rw,
+                         int(mct and tc.c == 0)))
+            b = lay.bands.copy()
+            b[:, 0] += off
+            bands.append(b)
+            rects.append(lay.rects)
+            dq97.append(lay.dq97)
+            q53.append(lay.q53)
+            dq0.append(np.float32(lay.deltas[0] / 2.0))
+            b0 += b.shape[0]
+            r0 += lay.levels
+    cat = (lambda xs, cols, dt: np.ascontiguousarray(np.concatenate(xs), dt) if xs
+           else np.zeros((0, cols), dt))
+    # a tile's components are planned in order: an MCT row is followed by components 1 and 2
+    return FrameLayout(cat(bands, 3, np.int64), cat(rects, 4, np.int64), cat(dq97, 4, np.float32),
+                       cat(q53, 4, np.int32), np.array(dq0, np.float32),
+                       np.array(rows, np.int64).reshape(-1, FRAME_COLUMNS), total, tuple(planes), tuple(groups))
+
+
+def reconstruct_frame(layout: FrameLayout, coeffs: np.ndarray, tf: TransformBackend) -> list:
+    """The frame's component arrays (clipped samples of their dtypes, DC shift applied) from
+    its flat coefficient buffer, through the back end's ``frame_samples_flat``; zeros where no
+    tile lands (a tile missing from the codestream)."""
+    out = np.zeros(layout.samples, np.int32)
+    tf.frame_samples_flat(coeffs, layout, out)
+    return layout.split(out)

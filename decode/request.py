@@ -45,9 +45,16 @@ class DecodeRequest:
         """The request a call was given: ``request`` itself, or one made of the call's loose
         keyword ``options`` (``reduce=``, ``layers=``, ...), which must then be left at their
         ``defaults`` (the call's own, ``DecodeRequest()`` unless said); both raise TypeError."""
-        loose = cls(**options)
         if request is None:
-            return loose
-        if loose != (cls() if defaults is None else defaults):
+            return cls(**options)
+        defaults = _DEFAULT if defaults is None and cls is DecodeRequest else defaults or cls()
+        # the usual call passes its options as the very default values: nothing to build
+        if all(getattr(defaults, k) is v for k, v in options.items()):
+            return request
+        if cls(**options) != defaults:
             raise TypeError("give either request= or its options (reduce=, layers=, strict=, components=), not both")
         return request
+
+
+#: the default request (frozen), which :meth:`DecodeRequest.given` compares loose options with
+_DEFAULT = DecodeRequest()

@@ -89,9 +89,8 @@ class Block:
         data = _bits(*fields)
         bs = bits.new_state()
         bits.start(bs, 0, data.shape[0])
-        pieces, n, _pending, _np, ok = packets._ht_lengths(
-            bs, data, self.st, npass, 0, self.table, np.zeros((4, 5), np.int64), 0,
-            np.zeros((4, 3), np.int64), 0)
+        pieces = np.zeros((4, 5), np.int64)
+        n, ok = packets._ht_lengths(bs, data, self.st, npass, 0, self.table, pieces, 0)
         used = sum(nb for _, nb in fields)
         assert bs[bits.POS] * 8 - bs[bits.CT] == used, "the lengths used another number of bits"
         self.pieces += [tuple(int(v) for v in pieces[j, [packets.P_SEG, packets.P_PASSES, packets.P_LENGTH]])

@@ -266,11 +266,20 @@ def decode_codeblocks(coded, table, seg_lengths, seg_passes, out):
     if table.shape[1] < CB_COLUMNS:
         status[:] = STATUS_BAD_ROW
         return status
-    flags = np.zeros(SCRATCH_SIZE, np.int32)
-    vals = np.zeros(SCRATCH_SIZE, np.int32)
-    ctx = np.zeros(NUM_CONTEXTS, np.int32)
+    # decode_into clears the part of flags and vals a block uses; ht_decode_into its own
+    flags = np.empty(SCRATCH_SIZE, np.int32)
+    vals = np.empty(SCRATCH_SIZE, np.int32)
+    ctx = np.empty(NUM_CONTEXTS, np.int32)
     sig, eline = make_ht_scratch()
-    for b in range(nblk):
+    decode_rows(coded, table, seg_lengths, seg_passes, out, status, flags, vals, ctx, sig, eline)
+    return status
+
+
+@njit(**JIT)
+def decode_rows(coded, table, seg_lengths, seg_passes, out, status, flags, vals, ctx, sig, eline):
+    """The loop of :func:`decode_codeblocks` over its scratch, without reference counting
+    (it allocates nothing): each row's status into ``status``."""
+    for b in range(table.shape[0]):
         w = table[b, CB_WIDTH]
         h = table[b, CB_HEIGHT]
         off = table[b, CB_OUT]
@@ -293,7 +302,12 @@ def decode_codeblocks(coded, table, seg_lengths, seg_passes, out):
             continue
         first = table[b, CB_SEG_FIRST]
         count = table[b, CB_SEG_COUNT]
-        if not seg_passes[first:first + count].any():  # nothing coded (often most blocks)
+        coded_passes = False
+        for j in range(first, first + count):
+            if seg_passes[j] != 0:
+                coded_passes = True
+                break
+        if not coded_passes:  # nothing coded (often most blocks)
             for y in range(h):
                 out[off + y * stride:off + y * stride + w] = 0
             continue
@@ -305,4 +319,3 @@ def decode_codeblocks(coded, table, seg_lengths, seg_passes, out):
                              h, num_bps, orient, style, flags, vals, ctx)
         copy_out(vals, w, h, roishift, out, off, stride)
         status[b] = st
-    return status

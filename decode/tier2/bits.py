@@ -47,7 +47,7 @@ def read_bit(bs, data):
     return (bs[BUF] >> bs[CT]) & 1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def read_bits(bs, data, n):
     v = 0
     for _ in range(n):

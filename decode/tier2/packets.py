@@ -28,7 +28,7 @@ from numba import njit
 
 from .. import tier1
 from . import bits
-from .tagtree import root_decode, tree_decode, tree_root
+from .tagtree import MAX_DEPTH, root_decode, tree_decode, tree_root
 
 # status codes
 OK = 0
@@ -47,6 +47,11 @@ MAX_PASSES = 164  # 3 * (37 + 31 + ... ) bound used by decoders; Table B.4 tops 
 _HT = 0x40
 _HT_MIXED = 0x80
 _PLACEHOLDERS = 1  #: no cleanup with data yet: passes so far are placeholders
+
+# The packet walk and its helpers allocate nothing and run without reference counting: numba
+# would otherwise wrap every inlined bit read that takes an array in an atomic incref/decref
+# pair, which cost most of a packet's time (as tier1/mq.py says for the MQ decoder).
+_JIT = dict(cache=True, nogil=True, _nrt=False)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -86,45 +91,32 @@ def _floor_log2(n):
     return k
 
 
-@njit(cache=True, nogil=True)
-def _grow(pieces, n):
-    if n < pieces.shape[0]:
-        return pieces
-    bigger = np.empty((pieces.shape[0] * 2 + 64, pieces.shape[1]), np.int64)
-    bigger[: pieces.shape[0]] = pieces
-    return bigger
-
-
-@njit(cache=True, nogil=True)
-def _emit(pieces, n_pieces, pending, n_pending, cb, seg, passes, length):
-    """Record one codeword-segment length of this packet (a piece and a pending body cut)."""
-    if n_pending == pending.shape[0]:
-        bigger = np.empty((pending.shape[0] * 2, 3), np.int64)
-        bigger[:n_pending] = pending
-        pending = bigger
-    pending[n_pending, 0] = cb
-    pending[n_pending, 1] = seg
-    pending[n_pending, 2] = length
-    pieces = _grow(pieces, n_pieces)
+@njit(**_JIT)
+def _emit(pieces, n_pieces, cb, seg, passes, length):
+    """Record one codeword-segment length of this packet as a piece (its body offset comes
+    once the header is read). Returns the new count, or -1 when ``pieces`` is full (never,
+    when the caller made room as :func:`_packet_room` says)."""
+    if n_pieces >= pieces.shape[0]:
+        return -1
     pieces[n_pieces, P_CB] = cb
     pieces[n_pieces, P_SEG] = seg
     pieces[n_pieces, P_PASSES] = passes
     pieces[n_pieces, P_LENGTH] = length
-    return pieces, n_pieces + 1, pending, n_pending + 1
+    return n_pieces + 1
 
 
-@njit(cache=True, nogil=True)
-def _ht_lengths(bs, hdr, st, npass, cb, cb_table, pieces, n_pieces, pending, n_pending):
+@njit(**_JIT)
+def _ht_lengths(bs, hdr, st, npass, cb, cb_table, pieces, n_pieces):
     """Segment lengths of an HT (or undecided mixed) block's ``npass`` new passes (T.814 B.3).
 
     ``st``: the block's cb_state row, for HT blocks [included, Lblock, segments so far,
-    passes so far, flags (_PLACEHOLDERS)]. Returns (pieces, n_pieces, pending, n_pending,
-    ok); ok is False past MAX_PASSES. A mixed block found to be EBCOT leaves with EBCOT's
-    state (one segment) and its style without the HT bits.
+    passes so far, flags (_PLACEHOLDERS)]. Returns (n_pieces, ok); ok is False past
+    MAX_PASSES (n_pieces is then -1 when ``pieces`` had no room). A mixed block found to be
+    EBCOT leaves with EBCOT's state (one segment) and its style without the HT bits.
     """
     z = st[3]
     if z + npass > MAX_PASSES:
-        return pieces, n_pieces, pending, n_pending, False
+        return n_pieces, False
     lblock = st[1]
     style = cb_table[cb, tier1.CB_STYLE]
     mixed = (style & _HT_MIXED) != 0
@@ -138,8 +130,9 @@ def _ht_lengths(bs, hdr, st, npass, cb, cb_table, pieces, n_pieces, pending, n_p
             # the first cleanup with data, behind z + segp - 1 placeholder passes
             st[4] = 0
             cb_table[cb, tier1.CB_STYLE] = (style & ~_HT_MIXED) | _HT
-            pieces, n_pieces, pending, n_pending = _emit(pieces, n_pieces, pending, n_pending,
-                                                         cb, 0, segp, length)
+            n_pieces = _emit(pieces, n_pieces, cb, 0, segp, length)
+            if n_pieces < 0:
+                return n_pieces, False
             st[2] = 1
             z += segp
             remaining -= segp
@@ -150,18 +143,16 @@ def _ht_lengths(bs, hdr, st, npass, cb, cb_table, pieces, n_pieces, pending, n_p
             if length != 0 and mixed:
                 ebcot = style & ~(_HT | _HT_MIXED)
                 cb_table[cb, tier1.CB_STYLE] = ebcot
-                pieces, n_pieces, pending, n_pending = _emit(pieces, n_pieces, pending,
-                                                             n_pending, cb, 0, npass, length)
+                n_pieces = _emit(pieces, n_pieces, cb, 0, npass, length)
                 st[2] = 1
                 st[3] = z + npass
                 st[4] = _max_passes(ebcot, 0, 0)
-                return pieces, n_pieces, pending, n_pending, True
+                return n_pieces, n_pieces >= 0
             # placeholder passes; they share segment 0 with the cleanup that ends them (or,
             # mixed, with an EBCOT block's passes)
-            pieces, n_pieces, pending, n_pending = _emit(pieces, n_pieces, pending, n_pending,
-                                                         cb, 0, npass, length)
+            n_pieces = _emit(pieces, n_pieces, cb, 0, npass, length)
             st[3] = z + npass
-            return pieces, n_pieces, pending, n_pending, True
+            return n_pieces, n_pieces >= 0
     while remaining > 0:
         r = z % 3
         if r == 0:  # a cleanup pass: a segment of its own
@@ -176,12 +167,178 @@ def _ht_lengths(bs, hdr, st, npass, cb, cb_table, pieces, n_pieces, pending, n_p
             else:
                 seg = st[2] - 1
         length = bits.read_bits(bs, hdr, lblock + _floor_log2(n))
-        pieces, n_pieces, pending, n_pending = _emit(pieces, n_pieces, pending, n_pending, cb,
-                                                     seg, n, length)
+        n_pieces = _emit(pieces, n_pieces, cb, seg, n, length)
+        if n_pieces < 0:
+            return n_pieces, False
         z += n
         remaining -= n
     st[3] = z
-    return pieces, n_pieces, pending, n_pending, True
+    return n_pieces, True
+
+
+@njit(**_JIT)
+def _packet_room(prec_pb, pb, p, header_bytes):
+    """Pieces one packet of precinct ``p`` may add: at most MAX_PASSES per code-block of the
+    precinct (a piece holds >= 1 of the <= 164 passes a packet gives a block, Table B.4), and
+    at most one per 3 header bits left (a length field has >= Lblock >= 3 bits, B.10.7) plus
+    one block's worth read as zero bits past the end (no later block is then included)."""
+    ncb = 0
+    for q in range(prec_pb[p, 0], prec_pb[p, 0] + prec_pb[p, 1]):
+        ncb += pb[q, 0] * pb[q, 1]
+    return min(ncb * MAX_PASSES, max(header_bytes, 0) * 8 // 3 + MAX_PASSES + 1)
+
+
+# where _walk stopped (its ``at`` array): next packet, header and body positions, pieces kept,
+# and the byte offset of a fault (or the pieces a packet needs room for, NEED_ROOM)
+_AT_K, _AT_HPOS, _AT_BPOS, _AT_PIECES, _AT_WHERE = range(5)
+_NEED_ROOM = -1  #: _walk's status when ``pieces`` must grow before packet ``at[_AT_K]``
+
+
+@njit(**_JIT)
+def _walk(hdr, hdr_end, body, body_end, shared, packets, prec_pb, pb, cb_table, cb_keep,
+          max_layers, sop, eph, incl_value, incl_low, zbp_value, zbp_low, cb_state,
+          pb_included, bs, path, pieces, at):
+    """The packets of :func:`read_packets` from ``at[_AT_K]`` on, without allocating (so
+    without reference counting, as tier1/mq.py): returns a status, and ``at`` says where it
+    stopped. Stops with :data:`_NEED_ROOM` before a packet that ``pieces`` may lack room for."""
+    hpos = at[_AT_HPOS]
+    bpos = at[_AT_BPOS]
+    n_pieces = at[_AT_PIECES]
+    for k in range(at[_AT_K], packets.shape[0]):
+        p = packets[k, 0]
+        layer = packets[k, 1]
+        room = _packet_room(prec_pb, pb, p, hdr_end - (bpos if shared else hpos))
+        if n_pieces + room > pieces.shape[0]:
+            at[_AT_K], at[_AT_HPOS], at[_AT_BPOS], at[_AT_PIECES] = k, hpos, bpos, n_pieces
+            at[_AT_WHERE] = room
+            return _NEED_ROOM
+        at[_AT_K] = k
+        if sop and bpos + 6 <= body_end and body[bpos] == 0xFF and body[bpos + 1] == 0x91:
+            bpos += 6
+        if shared:
+            hpos = bpos
+        if hpos >= hdr_end:
+            at[_AT_PIECES], at[_AT_WHERE] = n_pieces, hpos
+            return ENDED
+        first_piece = n_pieces
+        status = OK
+        bits.start(bs, hpos, hdr_end)
+        if bits.read_bit(bs, hdr):
+            for q in range(prec_pb[p, 0], prec_pb[p, 0] + prec_pb[p, 1]):
+                w = pb[q, 0]
+                h = pb[q, 1]
+                first = pb[q, 2]
+                base = pb[q, 3]
+                if w * h == 0:
+                    continue
+                if pb_included[q] == 0 and not root_decode(bs, hdr, incl_value, incl_low,
+                                                           tree_root(base, w, h), layer + 1):
+                    continue
+                for leaf in range(w * h):
+                    cb = first + leaf
+                    st = cb_state[cb]
+                    if st[0] == 0:
+                        included = tree_decode(bs, hdr, incl_value, incl_low, base, w, h, leaf,
+                                               layer + 1, path)
+                    else:
+                        included = bits.read_bit(bs, hdr) == 1
+                    if not included:
+                        continue
+                    if st[0] == 0:
+                        i = 1
+                        while not tree_decode(bs, hdr, zbp_value, zbp_low, base, w, h, leaf, i, path):
+                            i += 1
+                            if i > 80 or bs[4]:
+                                status = E_BITPLANES
+                                break
+                        if status != OK:
+                            break
+                        zbp = i - 1
+                        # with ROI the encoder counts zero bit-planes from Mb + s (Annex H)
+                        mb = cb_table[cb, tier1.CB_NUM_BPS] + cb_table[cb, tier1.CB_ROISHIFT]
+                        if zbp > mb:
+                            status = E_BITPLANES
+                            break
+                        cb_table[cb, tier1.CB_NUM_BPS] = mb - zbp
+                        st[0] = 1
+                        pb_included[q] += 1
+                        st[1] = 3
+                        if cb_table[cb, tier1.CB_STYLE] & _HT:
+                            st[4] = _PLACEHOLDERS
+                    npass = _num_passes(bs, hdr)
+                    while bits.read_bit(bs, hdr):
+                        st[1] += 1
+                        if st[1] > 32:
+                            status = E_LBLOCK
+                            break
+                    if status != OK:
+                        break
+                    style = cb_table[cb, tier1.CB_STYLE]
+                    if style & _HT:
+                        n_pieces, ok = _ht_lengths(bs, hdr, st, npass, cb, cb_table, pieces, n_pieces)
+                        if not ok:
+                            status = E_PASSES if n_pieces >= 0 else E_HEADER_OVERRUN
+                            break
+                        continue
+                    remaining = npass
+                    while remaining > 0:
+                        if st[2] == 0 or st[3] >= st[4]:
+                            st[4] = _max_passes(style, st[2], st[4])
+                            st[2] += 1
+                            st[3] = 0
+                            if st[2] > MAX_PASSES:
+                                status = E_PASSES
+                                break
+                        n = min(st[4] - st[3], remaining)
+                        length = bits.read_bits(bs, hdr, st[1] + _floor_log2(n))
+                        n_pieces = _emit(pieces, n_pieces, cb, st[2] - 1, n, length)
+                        if n_pieces < 0:
+                            status = E_HEADER_OVERRUN
+                            break
+                        st[3] += n
+                        remaining -= n
+                    if status != OK:
+                        break
+                if status != OK:
+                    break
+        if status != OK:
+            at[_AT_PIECES], at[_AT_WHERE] = first_piece, bs[0]
+            return status
+        if bs[4]:
+            at[_AT_PIECES], at[_AT_WHERE] = first_piece, hpos
+            return E_HEADER_OVERRUN
+        hpos = bits.align(bs)
+        if eph and hpos + 2 <= hdr_end and hdr[hpos] == 0xFF and hdr[hpos + 1] == 0x92:
+            hpos += 2
+        if shared:
+            bpos = hpos
+        # the body: one piece per segment of this packet, in header order
+        for j in range(first_piece, n_pieces):
+            length = pieces[j, P_LENGTH]
+            if bpos + length > body_end:
+                # keep what is there; the caller decides whether that is an error
+                pieces[j, P_OFFSET] = bpos
+                pieces[j, P_LENGTH] = max(body_end - bpos, 0)
+                at[_AT_PIECES], at[_AT_WHERE] = j + 1, bpos
+                return E_BODY_OVERRUN
+            pieces[j, P_OFFSET] = bpos
+            bpos += length
+        if layer >= max_layers:
+            n_pieces = first_piece  # parsed for the tag-tree state, not decoded
+        else:
+            # drop pieces of code-blocks whose resolution is not decoded
+            m = first_piece
+            for j in range(first_piece, n_pieces):
+                if cb_keep[pieces[j, P_CB]]:
+                    if m != j:
+                        for col in range(5):
+                            pieces[m, col] = pieces[j, col]
+                    m += 1
+            n_pieces = m
+        if shared:
+            hpos = bpos
+    at[_AT_K], at[_AT_PIECES], at[_AT_WHERE] = packets.shape[0], n_pieces, hpos
+    return OK
 
 
 @njit(cache=True, nogil=True)
@@ -202,120 +359,86 @@ def read_packets(hdr, hdr_start, hdr_end, body, body_start, body_end, shared,
     A precinct-band none of whose code-blocks is included yet costs O(1) when its inclusion
     tree's root says none is in this layer: its leaves are not visited (B.10.4; the root's
     bits are the ones the first leaf would read).
+
+    The packets are walked by :func:`_walk`, which allocates nothing; this function owns the
+    arrays and grows the piece table between packets when a packet may need more room.
     """
     pieces = np.empty((1024, 5), np.int64)
     pb_included = np.zeros(pb.shape[0], np.int32)  # code-blocks of each precinct-band included so far
-    n_pieces = 0
     bs = np.zeros(5, np.int64)
-    hpos = hdr_start
-    bpos = body_start
-    pending = np.empty((4096, 3), np.int64)  # (cb, seg, length) of this packet
-    for k in range(packets.shape[0]):
-        p = packets[k, 0]
-        layer = packets[k, 1]
-        if sop and bpos + 6 <= body_end and body[bpos] == 0xFF and body[bpos + 1] == 0x91:
-            bpos += 6
-        if shared:
-            hpos = bpos
-        if hpos >= hdr_end:
-            return pieces, n_pieces, ENDED, k, hpos
-        bits.start(bs, hpos, hdr_end)
-        n_pending = 0
-        if bits.read_bit(bs, hdr):
-            for q in range(prec_pb[p, 0], prec_pb[p, 0] + prec_pb[p, 1]):
-                w = pb[q, 0]
-                h = pb[q, 1]
-                first = pb[q, 2]
-                base = pb[q, 3]
-                if w * h == 0:
-                    continue
-                if pb_included[q] == 0 and not root_decode(bs, hdr, incl_value, incl_low,
-                                                           tree_root(base, w, h), layer + 1):
-                    continue
-                for leaf in range(w * h):
-                    cb = first + leaf
-                    st = cb_state[cb]
-                    if st[0] == 0:
-                        included = tree_decode(bs, hdr, incl_value, incl_low, base, w, h, leaf, layer + 1)
-                    else:
-                        included = bits.read_bit(bs, hdr) == 1
-                    if not included:
-                        continue
-                    if st[0] == 0:
-                        i = 1
-                        while not tree_decode(bs, hdr, zbp_value, zbp_low, base, w, h, leaf, i):
-                            i += 1
-                            if i > 80 or bs[4]:
-                                return pieces, n_pieces - n_pending, E_BITPLANES, k, bs[0]
-                        zbp = i - 1
-                        # with ROI the encoder counts zero bit-planes from Mb + s (Annex H)
-                        mb = cb_table[cb, tier1.CB_NUM_BPS] + cb_table[cb, tier1.CB_ROISHIFT]
-                        if zbp > mb:
-                            return pieces, n_pieces - n_pending, E_BITPLANES, k, bs[0]
-                        cb_table[cb, tier1.CB_NUM_BPS] = mb - zbp
-                        st[0] = 1
-                        pb_included[q] += 1
-                        st[1] = 3
-                        if cb_table[cb, tier1.CB_STYLE] & _HT:
-                            st[4] = _PLACEHOLDERS
-                    npass = _num_passes(bs, hdr)
-                    while bits.read_bit(bs, hdr):
-                        st[1] += 1
-                        if st[1] > 32:
-                            return pieces, n_pieces - n_pending, E_LBLOCK, k, bs[0]
-                    style = cb_table[cb, tier1.CB_STYLE]
-                    if style & _HT:
-                        pieces, n_pieces, pending, n_pending, ok = _ht_lengths(
-                            bs, hdr, st, npass, cb, cb_table, pieces, n_pieces, pending, n_pending)
-                        if not ok:
-                            return pieces, n_pieces - n_pending, E_PASSES, k, bs[0]
-                        continue
-                    remaining = npass
-                    while remaining > 0:
-                        if st[2] == 0 or st[3] >= st[4]:
-                            st[4] = _max_passes(style, st[2], st[4])
-                            st[2] += 1
-                            st[3] = 0
-                            if st[2] > MAX_PASSES:
-                                return pieces, n_pieces - n_pending, E_PASSES, k, bs[0]
-                        n = min(st[4] - st[3], remaining)
-                        length = bits.read_bits(bs, hdr, st[1] + _floor_log2(n))
-                        pieces, n_pieces, pending, n_pending = _emit(
-                            pieces, n_pieces, pending, n_pending, cb, st[2] - 1, n, length)
-                        st[3] += n
-                        remaining -= n
-        if bs[4]:
-            return pieces, n_pieces - n_pending, E_HEADER_OVERRUN, k, hpos
-        hpos = bits.align(bs)
-        if eph and hpos + 2 <= hdr_end and hdr[hpos] == 0xFF and hdr[hpos + 1] == 0x92:
-            hpos += 2
-        if shared:
-            bpos = hpos
-        # the body: one piece per pending segment, in header order
-        first_piece = n_pieces - n_pending
-        for j in range(n_pending):
-            length = pending[j, 2]
-            if bpos + length > body_end:
-                # keep what is there; the caller decides whether that is an error
-                pieces[first_piece + j, P_OFFSET] = bpos
-                pieces[first_piece + j, P_LENGTH] = max(body_end - bpos, 0)
-                return pieces, first_piece + j + 1, E_BODY_OVERRUN, k, bpos
-            pieces[first_piece + j, P_OFFSET] = bpos
-            bpos += length
-        if layer >= max_layers:
-            n_pieces = first_piece  # parsed for the tag-tree state, not decoded
-        else:
-            # drop pieces of code-blocks whose resolution is not decoded
-            m = first_piece
-            for j in range(first_piece, n_pieces):
-                if cb_keep[pieces[j, P_CB]]:
-                    if m != j:
-                        pieces[m] = pieces[j]
-                    m += 1
-            n_pieces = m
-        if shared:
-            hpos = bpos
-    return pieces, n_pieces, OK, packets.shape[0], hpos
+    path = np.empty(MAX_DEPTH, np.int64)  # tag-tree scratch (tree_decode)
+    at = np.zeros(5, np.int64)
+    at[_AT_HPOS] = hdr_start
+    at[_AT_BPOS] = body_start
+    while True:
+        status = _walk(hdr, hdr_end, body, body_end, shared, packets, prec_pb, pb, cb_table, cb_keep,
+                       max_layers, sop, eph, incl_value, incl_low, zbp_value, zbp_low, cb_state,
+                       pb_included, bs, path, pieces, at)
+        if status != _NEED_ROOM:
+            return pieces, at[_AT_PIECES], status, at[_AT_K], at[_AT_WHERE]
+        bigger = np.empty((max(pieces.shape[0] * 2, at[_AT_PIECES] + at[_AT_WHERE]), 5), np.int64)
+        bigger[: at[_AT_PIECES]] = pieces[: at[_AT_PIECES]]
+        pieces = bigger
+
+
+#: Columns of read_frame_packets' tile rows: the tile's body and packet-header byte ranges in
+#: ``body`` and ``hdr``, whether its headers are in its body (no PPM/PPT), its rows in
+#: ``orders``, the layers decoded, and COD's SOP and EPH flags.
+T_BODY_START, T_BODY_END, T_HDR_START, T_HDR_END, T_SHARED, T_ORDER_START, T_ORDER_END, T_MAX_LAYERS, \
+    T_SOP, T_EPH = range(10)
+T_COLUMNS = 10
+#: Columns of read_frame_packets' result rows: status, packets read, byte offset of a fault
+#: (in ``body`` or ``hdr``), pieces of the frame so far once the tile is read.
+R_STATUS, R_DONE, R_WHERE, R_PIECES = range(4)
+
+
+@njit(cache=True, nogil=True)
+def read_frame_packets(body, hdr, tiles, orders, prec_pb, pb, cb_table, cb_keep, nodes, results):
+    """:func:`read_packets` of every tile of a frame in one call, the pieces of all in one table.
+
+    The plan tables are the frame's (each tile's rows one after another, indices counted
+    from the frame's first row); ``body`` holds every tile's tile-part bodies, ``hdr`` the
+    PPM/PPT packet headers of the tiles that have them (both uint8 of one kind: read-only or
+    not); ``tiles`` rows as the T_* columns say, ``results`` (n, 4)
+    receives each tile's R_* row. A tile whose packets break off keeps the pieces read so far
+    (as :func:`read_packets`) and the next tile is read. Returns (pieces, n_pieces).
+    """
+    pieces = np.empty((1024, 5), np.int64)
+    big = np.int32(0x7FFFFFFF)
+    incl_value = np.full(max(nodes, 1), big, np.int32)
+    zbp_value = np.full(max(nodes, 1), big, np.int32)
+    incl_low = np.zeros(max(nodes, 1), np.int32)
+    zbp_low = np.zeros(max(nodes, 1), np.int32)
+    cb_state = np.zeros((cb_table.shape[0], 5), np.int64)
+    pb_included = np.zeros(pb.shape[0], np.int32)
+    bs = np.zeros(5, np.int64)
+    path = np.empty(MAX_DEPTH, np.int64)
+    at = np.zeros(5, np.int64)
+    n_pieces = 0
+    for t in range(tiles.shape[0]):
+        packets = orders[tiles[t, T_ORDER_START] : tiles[t, T_ORDER_END]]
+        at[_AT_K] = 0
+        at[_AT_HPOS] = tiles[t, T_HDR_START]
+        at[_AT_BPOS] = tiles[t, T_BODY_START]
+        at[_AT_PIECES] = n_pieces
+        at[_AT_WHERE] = 0
+        while True:
+            shared = tiles[t, T_SHARED] != 0
+            status = _walk(body if shared else hdr, tiles[t, T_HDR_END], body, tiles[t, T_BODY_END], shared,
+                           packets, prec_pb, pb, cb_table, cb_keep, tiles[t, T_MAX_LAYERS],
+                           tiles[t, T_SOP] != 0, tiles[t, T_EPH] != 0, incl_value, incl_low, zbp_value,
+                           zbp_low, cb_state, pb_included, bs, path, pieces, at)
+            if status != _NEED_ROOM:
+                break
+            bigger = np.empty((max(pieces.shape[0] * 2, at[_AT_PIECES] + at[_AT_WHERE]), 5), np.int64)
+            bigger[: at[_AT_PIECES]] = pieces[: at[_AT_PIECES]]
+            pieces = bigger
+        results[t, R_STATUS] = status
+        results[t, R_DONE] = at[_AT_K]
+        results[t, R_WHERE] = at[_AT_WHERE]
+        results[t, R_PIECES] = at[_AT_PIECES]
+        n_pieces = at[_AT_PIECES]
+    return pieces, n_pieces
 
 
 @njit(cache=True, nogil=True)

@@ -19,14 +19,14 @@ MAX_DEPTH = 32
 
 
 @njit(cache=True, nogil=True, inline="always")
-def tree_decode(bs, data, value, low, base, w, h, leaf, threshold):
+def tree_decode(bs, data, value, low, base, w, h, leaf, threshold, path):
     """Decode leaf ``leaf`` up to ``threshold``; True if its value < threshold.
 
-    ``bs`` is the bit reader state (bits.py). Walks from the root down to the
+    ``bs`` is the bit reader state (bits.py); ``path`` is int64 scratch of
+    :data:`MAX_DEPTH` nodes, the caller's, so that a call allocates nothing. Walks from the root down to the
     leaf, as in B.10.2: each node's value is learned one bit at a time while
     the running lower bound stays below the threshold.
     """
-    path = np.empty(MAX_DEPTH, np.int64)
     depth = 0
     x = leaf % w
     y = leaf // w

@@ -29,7 +29,8 @@ from .dwt import Level, _check_level
 from .dwt_numba import last_level_53_rct, last_level_97_ict, level_53, level_97
 from .flat_numba import (idwt_53_flat, idwt_97_flat, mct_53_flat, mct_97_flat, samples_53_flat,
                          samples_97_flat, samples_batch_flat)
-from .layout import BATCH_COLS, BATCH_OUT, BATCH_ROWS, FlatLayout, FlatLayoutBatch
+from .frame_numba import frame_samples
+from .layout import BATCH_COLS, BATCH_OUT, BATCH_ROWS, FlatLayout, FlatLayoutBatch, FrameLayout
 from .pointwise_numba import (
     dequantize_f32, dequantize_i32, ict, ict_samples, rct, rct_samples, to_samples_f, to_samples_i,
 )
@@ -40,6 +41,7 @@ __all__ = [
     "component_samples_flat",
     "components_samples_flat",
     "dequantize_idwt_flat",
+    "frame_samples_flat",
     "idwt_53",
     "idwt_97",
     "inverse_ict",
@@ -315,3 +317,11 @@ def reconstruct_mct_flat(coeffs: np.ndarray, layouts: Sequence[FlatLayout], reve
         mct_97_flat(coeffs, l0.bands, l0.rects, l0.dq97, l1.bands, l1.rects, l1.dq97, l2.bands, l2.rects, l2.dq97,
                     s, lo, hi, *out)
     return out
+
+
+def frame_samples_flat(coeffs: np.ndarray, layout: FrameLayout, out: np.ndarray) -> None:
+    """Every tile-component of a frame into its place in ``out`` (int32, ``layout.samples``), in
+    one compiled call (:func:`.frame_numba.frame_samples`): the samples of
+    :func:`component_samples_flat` and :func:`reconstruct_mct_flat`, bit for bit.
+    ``coeffs``: the frame's flat int32 buffer, C-contiguous."""
+    frame_samples(coeffs, layout.bands, layout.rects, layout.dq97, layout.q53, layout.dq0, layout.items, out)

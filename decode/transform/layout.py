@@ -130,3 +130,56 @@ class FlatLayoutBatch:
         return cls(tuple(items), cat(bands, (0, 3), np.int64), cat(rects, (0, 4), np.int64),
                    cat(dq, (0, 4), np.float32), cat(q, (0, 4), np.int32),
                    np.array(meta, np.int64).reshape(-1, 10), out)
+
+
+#: columns of :attr:`FrameLayout.items`
+FRAME_BAND0, FRAME_RECT0, FRAME_LEVELS, FRAME_REVERSIBLE, FRAME_SHIFT, FRAME_LO, FRAME_HI, FRAME_DST, \
+    FRAME_STRIDE, FRAME_ROWS, FRAME_COLS, FRAME_MCT = range(12)
+FRAME_COLUMNS = 12
+
+
+@dataclass(frozen=True, eq=False)
+class FrameLayout:
+    """Every tile-component of a frame as rows of plain arrays, and where each one's samples go
+    in the frame's component planes, so a back end can reconstruct the frame in one compiled
+    call (:func:`.frame_numba.frame_samples`).  Built once per frame geometry (the decoder's
+    plans of its tiles) by :func:`cinegpu.decode.reconstruct.frame_layout`.
+
+    ``bands``, ``rects``, ``dq97``, ``q53``: the tile-components' :class:`FlatLayout` arrays
+    one after another, band offsets counted from the start of the frame's coefficient buffer;
+    ``dq0``: float32 Δb / 2 of each row's LL band (T.800 E.1; used where it has no level);
+    ``items``: int64 (n, FRAME_COLUMNS) rows (first band row, first rect row, levels,
+    reversible, DC shift, low and high clip bound (G.1.2), first sample in the planes buffer,
+    samples between its rows, rows, columns, 1 on component 0 of a tile under the MCT, whose
+    components 1 and 2 are the next two rows); ``samples``: the planes buffer's length (int32
+    samples); ``planes``: (offset, rows, columns) of each component's plane in it;
+    ``groups``: (dtype, first, end, components) of the runs of planes returned as one dtype
+    (each run's planes are consecutive in the buffer).
+    """
+
+    bands: np.ndarray
+    rects: np.ndarray
+    dq97: np.ndarray
+    q53: np.ndarray
+    dq0: np.ndarray
+    items: np.ndarray
+    samples: int
+    planes: tuple
+    groups: tuple
+
+    def split(self, out: np.ndarray) -> list:
+        """The component arrays (each of its group's dtype) of the filled planes buffer ``out``:
+        one conversion per group, then views (one reshape where a group's planes share a size)."""
+        result: list = [None] * len(self.planes)
+        for dtype, first, end, comps in self.groups:
+            run = out[first:end] if dtype == np.int32 else out[first:end].astype(dtype)
+            shapes = {self.planes[c][1:] for c in comps}
+            if len(shapes) == 1:
+                h, w = shapes.pop()
+                for c, view in zip(comps, run.reshape(len(comps), h, w)):
+                    result[c] = view
+            else:
+                for c in comps:
+                    o, h, w = self.planes[c]
+                    result[c] = run[o - first : o - first + h * w].reshape(h, w)
+        return result

@@ -1,0 +1,172 @@
+"""Tier-2 and tier-1 of every tile of a frame, in two compiled calls (T.800 B.9, B.10, Annex D).
+
+:func:`cinegpu.decode.tile.decode_tile` reads one tile a call; a frame of 225 small tiles
+(p1_05) then pays tens of microseconds of Python and small arrays per tile. Here the tiles'
+plan tables are stacked once per set of plans (:class:`FrameTables`, kept by the decoder
+with its :class:`~cinegpu.decode.transform.layout.FrameLayout`), and a frame costs one
+:func:`~cinegpu.decode.tier2.packets.read_frame_packets` call (every tile's packets), one
+:func:`~cinegpu.decode.tier2.packets.gather_segments` and one tier-1 call
+(:func:`~cinegpu.decode.tier1.decode_codeblocks`) over the frame's coefficient buffer.
+Each code-block gets the bytes and passes it gets tile by tile, so the coefficients are
+those of the per-tile path bit for bit; faults are met tile by tile in tile order through
+the decoding policy, as there (strict: the first raises).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import tier1
+from .codestream.header import Codestream
+from .errors import InvalidSegment, TruncatedCodestream
+from .plan import PB_CB_FIRST, PB_NODES, TilePlan
+from .strictness import Strictness
+from .tier2 import packets as P
+from .tier2.progression import packet_order
+from .tile import _T2_MESSAGES, TileReport, _packed_headers, check_tier1_status
+
+#: Packet orders a FrameTables keeps (one per combination of the tiles' reachable layers).
+ORDERS_PER_FRAME = 4
+
+
+@dataclass(eq=False)
+class FrameTables:
+    """The tier-2 / tier-1 tables of a frame's tiles, stacked (built once per set of plans).
+
+    ``prec_pb``, ``pb``, ``cb``, ``cb_keep``: the plans' tables one after another, precinct-band,
+    code-block and tag-tree node indices counted from the frame's first row, and each
+    code-block's ``CB_OUT`` from the start of the frame's coefficient buffer; ``nodes``: tag-tree
+    nodes in all; ``prec_first``, ``cb_first``: each tile's first precinct and code-block row
+    (one more entry at the end: the totals).
+    """
+
+    prec_pb: np.ndarray
+    pb: np.ndarray
+    cb: np.ndarray
+    cb_keep: np.ndarray
+    nodes: int
+    prec_first: list
+    cb_first: list
+    #: the frame's packet orders (precincts counted from the frame's first) and each tile's
+    #: rows in them, by the layers each tile's data can reach
+    orders: dict = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def build(cls, plans: list[TilePlan], offsets: list[int]) -> FrameTables:
+        prec_pb, pb, cb, keep = [], [], [], []
+        prec_first, cb_first = [0], [0]
+        n_pb = nodes = 0
+        for plan, off in zip(plans, offsets):
+            a = plan.prec_pb.copy()
+            a[:, 0] += n_pb
+            b = plan.pb.copy()
+            b[:, PB_CB_FIRST] += cb_first[-1]
+            b[:, PB_NODES] += nodes
+            c = plan.cb.copy()
+            c[:, tier1.CB_OUT] += off
+            prec_pb.append(a)
+            pb.append(b)
+            cb.append(c)
+            keep.append(plan.cb_keep)
+            n_pb += plan.pb.shape[0]
+            nodes += plan.nodes
+            prec_first.append(prec_first[-1] + plan.prec_pb.shape[0])
+            cb_first.append(cb_first[-1] + plan.cb.shape[0])
+        cat = (lambda xs, shape, dt: np.ascontiguousarray(np.concatenate(xs), dt) if xs else np.zeros(shape, dt))
+        return cls(cat(prec_pb, (0, 2), np.int64), cat(pb, (0, 4), np.int64),
+                   cat(cb, (0, tier1.CB_COLUMNS), np.int64), cat(keep, (0,), np.int8), nodes, prec_first, cb_first)
+
+    def packet_orders(self, plans: list[TilePlan], siz, reachable: list[int]) -> tuple[np.ndarray, list[int]]:
+        """Every tile's :func:`~.tier2.progression.packet_order` one after another, precincts
+        counted from the frame's first, and each tile's first row (one more at the end)."""
+        layers = tuple(min(p.layers, max(r, 0)) for p, r in zip(plans, reachable))
+        found = self.orders.get(layers)
+        if found is None:
+            rows, starts = [], [0]
+            for plan, r, first in zip(plans, reachable, self.prec_first):
+                order = packet_order(plan, siz, reachable=r).copy()
+                order[:, 0] += first
+                rows.append(order)
+                starts.append(starts[-1] + order.shape[0])
+            cat = np.ascontiguousarray(np.concatenate(rows), np.int64) if rows else np.zeros((0, 2), np.int64)
+            if len(self.orders) >= ORDERS_PER_FRAME:
+                self.orders.clear()
+            found = self.orders[layers] = (cat, starts)
+        return found
+
+
+def _tile_bytes(cs: Codestream, plans: list[TilePlan], ppm: dict | None):
+    """(body, hdr, ranges): the frame's tile-part bodies and PPM/PPT packet headers as two
+    read-only uint8 arrays, and per tile (body start, body end, hdr start, hdr end, shared).
+    Tiles of one tile-part without PPM/PPT are read in place in the codestream."""
+    data = cs.data
+    tiles = [cs.tiles[p.index] for p in plans]
+    if ppm is None and all(len(t.parts) == 1 and not t.header.ppt for t in tiles):
+        body = np.frombuffer(data, np.uint8)
+        return body, body, [(t.parts[0].start, t.parts[0].end, t.parts[0].start, t.parts[0].end, 1) for t in tiles]
+    bodies, heads, ranges = [], [], []
+    at = hat = 0
+    for t in tiles:
+        b = b"".join(bytes(data[p.start : p.end]) for p in t.parts)
+        h = _packed_headers(cs, t, ppm)
+        if h is None:
+            ranges.append((at, at + len(b), at, at + len(b), 1))
+        else:
+            ranges.append((at, at + len(b), hat, hat + h.shape[0], 0))
+            heads.append(h.tobytes())
+            hat += h.shape[0]
+        bodies.append(b)
+        at += len(b)
+    return np.frombuffer(b"".join(bodies), np.uint8), np.frombuffer(b"".join(heads), np.uint8), ranges
+
+
+def entropy_decode_frame(cs: Codestream, plans: list[TilePlan], offsets: list[int], tables: FrameTables, *,
+                         layers: int | None, ppm: dict | None, policy: Strictness,
+                         coeffs: np.ndarray) -> list[TileReport]:
+    """Tier-2 and tier-1 of every tile of ``plans`` into ``coeffs`` (the frame's int32 buffer;
+    every sample is written). Returns one :class:`TileReport` per plan; the frame's tier-2
+    and tier-1 seconds are the first report's."""
+    t0 = time.perf_counter()
+    body, hdr, ranges = _tile_bytes(cs, plans, ppm)
+    # a packet takes at least one byte of header: layers beyond the bytes are never reached
+    reach = [b1 - b0 if sh else h1 - h0 for b0, b1, h0, h1, sh in ranges]
+    orders, starts = tables.packet_orders(plans, cs.siz, reach)
+    rows = np.array([(b0, b1, h0, h1, sh, starts[i], starts[i + 1],
+                      p.layers if layers is None else min(layers, p.layers), int(p.sop), int(p.eph))
+                     for i, (p, (b0, b1, h0, h1, sh)) in enumerate(zip(plans, ranges))],
+                    np.int64).reshape(-1, P.T_COLUMNS)
+    results = np.zeros((len(plans), 4), np.int64)
+    table = tables.cb.copy()
+    pieces, n_pieces = P.read_frame_packets(body, hdr, rows, orders, tables.prec_pb, tables.pb, table,
+                                            tables.cb_keep, tables.nodes, results)
+    coded, seg_lengths, seg_passes = P.gather_segments(body, pieces, n_pieces, table)
+    t1 = time.perf_counter()
+    status = tier1.decode_codeblocks(coded, table, seg_lengths, seg_passes, coeffs) if table.shape[0] else None
+    t2 = time.perf_counter()
+    bad_t2 = (results[:, P.R_STATUS] != P.OK) & (results[:, P.R_STATUS] != P.ENDED)
+    bad_t1 = status is not None and bool(status.any())
+    reports = []
+    for i, plan in enumerate(plans):
+        report = TileReport(plan.index, packets_read=int(results[i, P.R_DONE]),
+                            packets_total=starts[i + 1] - starts[i])
+        if bad_t2[i]:
+            _tier2_fault(cs, plan, int(results[i, P.R_STATUS]), int(results[i, P.R_DONE]),
+                         int(results[i, P.R_WHERE]) - ranges[i][0], ranges[i][4], policy, report)
+        if bad_t1:
+            check_tier1_status(status[tables.cb_first[i] : tables.cb_first[i + 1]], plan, policy, report)
+        reports.append(report)
+    if reports:
+        reports[0].tier2_s, reports[0].tier1_s = t1 - t0, t2 - t1
+    return reports
+
+
+def _tier2_fault(cs: Codestream, plan: TilePlan, status: int, done: int, where: int, shared: int,
+                 policy: Strictness, report: TileReport) -> None:
+    """A tile's broken packet stream (B.10), as :func:`~cinegpu.decode.tile.tier2_tile` reports it."""
+    msg = f"tile {plan.index}, packet {done}: {_T2_MESSAGES[status]}"
+    offset = cs.tiles[plan.index].parts[0].start + where if shared else None
+    cls = TruncatedCodestream if status in (P.E_HEADER_OVERRUN, P.E_BODY_OVERRUN) else InvalidSegment
+    policy.fault(cls(msg, offset), report.faults, tile=plan.index, text=msg)
