@@ -76,13 +76,15 @@ def opj_decompress(files: list[Path], threads: int = 1, processes: int = 1) -> P
                   files, processes)
 
 
-def ojph_expand(files: list[Path], processes: int = 1) -> PeerResult | None:
-    """OpenJPH's ``ojph_expand`` (HTJ2K only, one thread a process): ``processes`` frames at once."""
+def ojph_expand(files: list[Path], processes: int = 1, suffix: str = ".ppm") -> PeerResult | None:
+    """OpenJPH's ``ojph_expand`` (HTJ2K only, one thread a process): ``processes`` frames at once,
+    each written as ``suffix`` says (its writers: ``.ppm`` three components of one size, colour
+    transform applied; ``.pgm`` one; ``.yuv`` planar, any sampling, without a colour transform)."""
     exe = shutil.which("ojph_expand")
     if exe is None:
         return None
-    return _timed(f"ojph_expand (1 thread x {processes} proc)", lambda f, o: [exe, "-i", str(f), "-o", str(o)],
-                  files, processes)
+    return _timed(f"ojph_expand (1 thread x {processes} proc)",
+                  lambda f, o: [exe, "-i", str(f), "-o", str(o.with_suffix(suffix))], files, processes)
 
 
 def have_opj_decompress() -> bool:

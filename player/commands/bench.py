@@ -103,7 +103,10 @@ def run(args) -> int:
             if threads > 1:  # the other way to use every core: one single-threaded process per core
                 runs.append(peers.opj_decompress(files, threads=1, processes=threads))
             if _is_ht(work[0]):     # OpenJPH decodes HTJ2K only, one thread a process
-                runs.append(peers.ojph_expand(files, processes=threads))
+                shapes = {c.shape for c in frame.components}
+                suffix = ".pgm" if len(frame.components) == 1 else \
+                    ".ppm" if len(frame.components) == 3 and len(shapes) == 1 else ".yuv"
+                runs.append(peers.ojph_expand(files, processes=threads, suffix=suffix))
             for size in (1, 16, 32):
                 runs.append(peers.nvjpeg2000(work, batch=size))
             for r in runs:
