@@ -5,13 +5,14 @@ encoder processes and threads, against ``opj_compress -cinema2K/-cinema4K`` and
 
     python -m cinegpu.media.bench_master [--profile dci-2k dci-4k] [--frames N]
         [--distinct K] [--layouts 1x1 1x8 auto] [--backend auto|cpu|cuda]
-        [--peer-frames N] [--opj-processes N] [--grk-threads N] [--fps 24]
+        [--peer-frames N] [--opj-processes N] [--grk-threads N] [--fps 24] [--gpus 1 2 ...]
 
 The input is a folder of ``--frames`` 16-bit RGB TIFF files, as a user masters, made of
 ``--distinct`` different images (the encoder benchmark's 12-bit pattern,
 :func:`cinegpu.encode.bench.synthetic_frame`, scaled by 16; the other files are links to
 them, so every frame is read and coded).  Each layout ``PxT`` is P encoder processes of T
-threads (``auto``: the defaults of ``cinegpu master``), after one warm-up run of the first;
+threads (``auto``: the defaults of ``cinegpu master``), run on each count of ``--gpus`` (the
+processes take the GPUs in turn; default: one), after one warm-up run of the first;
 each prints the frames per second end to end (the encoder processes' start included) and
 from the first frame written to the last.  OpenJPEG codes ``--peer-frames`` of the same frames
 converted to X'Y'Z', as PPM files, ``--opj-processes`` at once, and Grok all of them in one run
@@ -65,18 +66,19 @@ def write_frames(folder: Path, images: list[np.ndarray], frames: int) -> None:
             os.symlink(f"f{k % len(images):06d}.tif", path)
 
 
-def _master(folder: Path, tmp: str, profile: str, fps: int, procs, threads, backend) -> dict:
+def _master(folder: Path, tmp: str, profile: str, fps: int, procs, threads, backend, gpus=None) -> dict:
     stats: dict = {}
     out = Path(tmp) / "dcp"
     master_images(folder, out, title="bench", profile=dci.profile(profile).short, fps=fps,
                   processes=procs, workers=threads, backend=backend, progress=False,
-                  stats=stats)
+                  stats=stats, **({} if gpus is None else {"gpus": gpus}))
     shutil.rmtree(out)
+    stats["gpus"] = gpus
     return stats
 
 
 def run_master(profile: str, frames: int, distinct: int, fps: int, layouts, backend: str,
-               peer_frames: int, processes: int, grk_threads: int = 0) -> dict:
+               peer_frames: int, processes: int, grk_threads: int = 0, gpus=(None,)) -> dict:
     """One profile: per layout (processes, threads) the ``stats`` of
     :func:`cinegpu.media.mastering.master` over ``frames`` TIFF files; OpenJPEG's
     (``processes`` at once) and Grok's (``grk_threads``) frames per second over
@@ -96,8 +98,9 @@ def run_master(profile: str, frames: int, distinct: int, fps: int, layouts, back
         _master(warm, tmp, profile, fps, 1, None, backend)
         if any(p != 1 for p, _ in layouts):
             _master(warm, tmp, profile, fps, 2, 1, backend)
-        for procs, threads in layouts:
-            row["runs"].append(_master(folder, tmp, profile, fps, procs, threads, backend))
+        for g in gpus:
+            for procs, threads in layouts:
+                row["runs"].append(_master(folder, tmp, profile, fps, procs, threads, backend, g))
     n = min(peer_frames, frames)
     if n and (have_opj() or have_grk()):
         xyz = [to_xyz12(f.astype(np.float32) / np.float32(65535), "rec709") for f in images]
@@ -122,17 +125,20 @@ def main(argv=None) -> None:
     ap.add_argument("--peer-frames", type=int, default=4)
     ap.add_argument("--opj-processes", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--grk-threads", type=int, default=0)
+    ap.add_argument("--gpus", type=int, nargs="+", default=[None], metavar="N",
+                    help="CUDA: run every layout on each of these GPU counts (default: master's, one)")
     a = ap.parse_args(argv)
     for profile in a.profile:
         r = run_master(profile, a.frames, a.distinct, a.fps, a.layouts, a.backend,
-                       a.peer_frames, a.opj_processes, a.grk_threads)
+                       a.peer_frames, a.opj_processes, a.grk_threads, a.gpus)
         print(f"{profile} master: {r['frames']} frames ({a.distinct} distinct) from TIFF files")
         best = 0.0
         for s in r["runs"]:
             end = r["frames"] / s["total_s"]
             steady = (r["frames"] - 1) / max(s["total_s"] - s["first_s"], 1e-9)
             best = max(best, end)
-            print(f"  {s['processes']} process(es) x {s['threads']} thread(s): {end:.2f} fps end "
+            on = "" if s["gpus"] is None else f" on {s['gpus']} GPU(s)"
+            print(f"  {s['processes']} process(es) x {s['threads']} thread(s){on}: {end:.2f} fps end "
                   f"to end (ready after {s['ready_s']:.2f} s, first frame after "
                   f"{s['first_s']:.2f} s), {steady:.2f} fps from the first frame to the last")
         if "opj_fps" in r:
