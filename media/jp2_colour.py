@@ -16,10 +16,18 @@ Colour Specification box (T.800 I.5.3.3):
 - CIELab (14, T.801 M.11.7.4, with its range/offset parameters or the defaults): Lab (D50) to
   16-bit sRGB in numpy (the CIE formulas and the Bradford-adapted sRGB matrix, which is what
   OpenJPEG's lcms2 transform computes).
-- an ICC profile (METH 2 or 3): applied to sRGB with Pillow's ImageCms (lcms2) at the profile's
-  rendering intent, for 8-bit RGB (and RGB + more channels) and 8-bit grey (+ alpha), which
-  become RGB as in ``opj_decompress``. Pillow's ImageCms has no 16-bit RGB transform, so a
-  deeper image is written as decoded, with a note.
+- an ICC profile (METH 2 or 3, ICC.1): applied to sRGB through lcms2 (``media/lcms2.py``, the
+  library ``opj_decompress`` calls) at the profile's rendering intent, for an RGB profile over
+  three channels (and more: alpha) and a grey one over one channel (+ alpha), which becomes RGB
+  as in ``opj_decompress``; the channels unsigned, of one precision of 1 to 16 bits. 8-bit
+  samples go through lcms2's 8-bit transform (TYPE_RGB_8, TYPE_GRAY_8 to TYPE_RGB_8), as
+  ``opj_decompress`` does, so the two agree exactly; any other precision is scaled to lcms2's
+  16 bits (v * 65535 / (2**bits - 1), rounded), transformed (TYPE_RGB_16, TYPE_GRAY_16 to
+  TYPE_RGB_16) and scaled back to its own precision, rounded. 16-bit RGB is what
+  ``opj_decompress`` writes, exactly; for 1 to 7 and 9 to 15 bits ``opj_decompress`` 2.5 hands
+  lcms2 the samples unscaled (a 12-bit 4095 read as 4095/65535, so the picture comes out dark
+  and wrong), and grey above 8 bits it transforms as 8-bit bytes: there cinegpu keeps the
+  colours right and does not match it. Profiles of other colour spaces (CMYK, Lab, YCbCr, ...) are not applied.
 
 A case that cannot be converted (other colour spaces, sizes or depths the conversion does not
 take) is written as decoded with a one-line note saying why; nothing fails. Channels after the
@@ -28,7 +36,6 @@ colour ones (alpha) are kept as they are, after the converted colour.
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -217,38 +224,50 @@ def _cielab(pic: Picture, params: tuple[int, ...] | None) -> None:
 # ----------------------------------------------------------------- ICC
 
 def _icc(pic: Picture, icc: bytes) -> None:
+    """The ICC profile applied to the colour channels through lcms2 (``media/lcms2.py``), to
+    sRGB at the profile's rendering intent, as ``opj_decompress`` does; see the module's
+    docstring for the precisions."""
+    from . import lcms2
+    from .errors import MediaError
+
     try:
-        from PIL import Image, ImageCms
-    except ImportError:
-        pic.notes.append("ICC profile not applied: Pillow is not installed")
+        space = lcms2.colour_space(icc)
+    except MediaError as exc:
+        pic.notes.append(f"ICC profile not applied: {exc.reason}")
         return
-    try:
-        profile = ImageCms.ImageCmsProfile(io.BytesIO(icc))
-        space = profile.profile.xcolor_space.strip()
-        intent = ImageCms.Intent(profile.profile.rendering_intent)
-    except (OSError, ValueError, ImageCms.PyCMSError) as exc:
-        pic.notes.append(f"ICC profile not applied: Pillow cannot read it ({exc})")
-        return
-    modes = {"RGB": ("RGB", 3), "GRAY": ("L", 1)}
-    if space not in modes:
+    n = {lcms2.RGB: 3, lcms2.GRAY: 1}.get(space)
+    if n is None:
         pic.notes.append(f"ICC profile of colour space {space!r} not applied (RGB and grey are)")
         return
-    mode, n = modes[space]
     c = pic.components
     if len(c) < n or not _same_shape(c[:n]):
         pic.notes.append(f"ICC profile ({space}) not applied: {n} channels of one size needed")
         return
-    if any(pic.signed[:n]) or any(bits != 8 for bits in pic.bits[:n]):
-        pic.notes.append(f"ICC profile not applied: Pillow's ImageCms transforms 8-bit samples only "
-                         f"(these are {max(pic.bits[:n])}-bit)")
+    if any(pic.signed[:n]) or len(set(pic.bits[:n])) != 1 or not 1 <= pic.bits[0] <= 16:
+        pic.notes.append(f"ICC profile not applied: unsigned channels of one precision (1 to 16 bits) "
+                         f"needed, not {pic.bits[:n]} bits, signed {pic.signed[:n]}")
         return
+    bits = pic.bits[0]
+    pixels = np.stack(c[:n], axis=-1) if n > 1 else c[0]
     try:
-        transform = ImageCms.buildTransform(profile, ImageCms.createProfile("sRGB"), mode, "RGB",
-                                            renderingIntent=intent)
-        pixels = np.stack(c[:n], axis=-1) if n > 1 else c[0]
-        out = np.asarray(ImageCms.applyTransform(Image.fromarray(np.ascontiguousarray(pixels.astype(np.uint8))),
-                                                 transform))
-    except (OSError, ValueError, ImageCms.PyCMSError) as exc:
-        pic.notes.append(f"ICC profile not applied: {exc}")
+        if bits == 8:
+            out = lcms2.to_srgb(icc, pixels.astype(np.uint8))
+        else:
+            out = _from16(lcms2.to_srgb(icc, _to16(pixels, bits)), bits)
+    except MediaError as exc:
+        pic.notes.append(f"ICC profile not applied: {exc.reason}")
         return
-    _replace(pic, n, [np.ascontiguousarray(out[..., k]) for k in range(3)], 8)
+    _replace(pic, n, [np.ascontiguousarray(out[..., k]) for k in range(3)], bits)
+
+
+def _to16(samples: np.ndarray, bits: int) -> np.ndarray:
+    """``bits``-bit samples on lcms2's 16-bit scale: v * 65535 / (2**bits - 1), rounded."""
+    top = (1 << bits) - 1
+    v = np.clip(samples.astype(np.int64), 0, top)
+    return ((v * 65535 + top // 2) // top).astype(np.uint16)
+
+
+def _from16(samples: np.ndarray, bits: int) -> np.ndarray:
+    """16-bit samples back to ``bits`` bits: v * (2**bits - 1) / 65535, rounded."""
+    top = (1 << bits) - 1
+    return ((samples.astype(np.int64) * top + 32767) // 65535).astype(_dtype(bits))

@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 
 from cinegpu.decode import decode
+from cinegpu.media import lcms2
+from cinegpu.media.image_files import to_file_range
 from cinegpu.media.jp2_colour import for_display, upsample
 from cinegpu.player.cli import main
 
@@ -25,6 +27,20 @@ def srgb_icc() -> bytes:
     from PIL import ImageCms
 
     return ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes()
+
+
+def adobe_rgb_icc(intent: int = 0) -> bytes:
+    """An RGB profile other than sRGB: Adobe RGB (1998)'s primaries and gamma, D65."""
+    return lcms2.rgb_profile((0.3127, 0.3290), ((0.64, 0.33), (0.21, 0.71), (0.15, 0.06)), 563 / 256, intent)
+
+
+def full_range(n: int, bits: int, seed: int, shape=(H, W)) -> list[np.ndarray]:
+    """``n`` planes of ``bits``-bit samples over the whole range (a ramp plus noise)."""
+    rng = np.random.default_rng(seed)
+    top = (1 << bits) - 1
+    ramp = np.linspace(0, top, shape[0] * shape[1]).reshape(shape)
+    return [np.clip(np.roll(ramp, 97 * k) + rng.integers(-top // 20, top // 20 + 1, shape), 0, top)
+            .astype(np.uint8 if bits <= 8 else np.uint16) for k in range(n)]
 
 
 def write(tmp_path, name: str, comps: list[np.ndarray], header: bytes, bits: int | None = None):
@@ -131,19 +147,82 @@ def test_srgb_icc_profile_changes_nothing(tmp_path):
     assert peak(with_icc, without) <= 1
 
 
-def test_icc_profile_on_12_bit_samples_is_written_raw_with_a_warning(tmp_path, capsys):
-    comps = planes([(9, 11)] * 3, seed=11, top=4095)
+@needs_opj
+@pytest.mark.parametrize("bits", [8, 16])
+def test_rgb_icc_profile_like_opj(tmp_path, bits):
+    comps = full_range(3, bits, seed=21)
+    path = write(tmp_path, f"adobe{bits}", comps, colr(icc=adobe_rgb_icc()), bits=bits)
+    got = ours(path)
+    assert got.dtype == (np.uint8 if bits == 8 else np.uint16) and got.shape == (H, W, 3)
+    assert peak(got, np.stack([to_file_range(c, bits, False, got.itemsize * 8) for c in comps], -1)) > 0
+    assert peak(got, opj(path)) == 0
+
+
+@needs_opj
+def test_rgb_icc_profile_on_12_bit_samples_is_opjs_16_bit_transform(tmp_path):
+    """12-bit samples go through lcms2 on its 16-bit scale and come back to 12 bits. (opj 2.5
+    hands lcms2 12-bit samples unscaled, a dark picture; its 16-bit path is right, so the
+    reference is opj's decoding of the same samples scaled to 16 bits, brought back to 12.)"""
+    comps = full_range(3, 12, seed=22)
+    path = write(tmp_path, "adobe12", comps, colr(icc=adobe_rgb_icc()), bits=12)
+    to16 = [((c.astype(np.int64) * 65535 + 2047) // 4095).astype(np.uint16) for c in comps]
+    deep = opj(write(tmp_path, "adobe16", to16, colr(icc=adobe_rgb_icc()), bits=16))
+    back = (deep.astype(np.int64) * 4095 + 32767) // 65535
+    assert peak(ours(path), to_file_range(back, 12, False, 16)) == 0
+
+
+@pytest.mark.parametrize("bits", [8, 12, 16])
+def test_grey_icc_profile_becomes_srgb(tmp_path, bits):
+    """A grey profile (gamma 2.2, D65) makes R = G = B = the sRGB encoding of v ** 2.2, at the
+    samples' own precision: within 0.5 % of the full range of the formula, as lcms2 interpolates
+    its grey-to-sRGB table (nodes 2048 apart at 16 bits: up to 0.23 % off in the shadows).
+    (``opj_decompress`` 2.5 reads grey samples above 8 bits as 8-bit bytes: no reference there.)"""
+    comps = full_range(1, bits, seed=23)
+    icc = lcms2.grey_profile((0.3127, 0.3290), 2.2)
+    got = ours(write(tmp_path, f"grey{bits}", comps, colr(icc=icc), bits=bits))
+    top, full = (1 << bits) - 1, (1 << got.itemsize * 8) - 1
+    y = (comps[0] / top) ** 2.2
+    srgb = np.where(y <= 0.0031308, 12.92 * y, 1.055 * y ** (1 / 2.4) - 0.055)
+    want = to_file_range(np.rint(srgb * top).astype(np.int64), bits, False, got.itemsize * 8)
+    assert got.shape == (H, W, 3) and (got == got[..., :1]).all()
+    assert peak(got[..., 0], want) <= max(1, round(0.005 * full))
+
+
+@needs_opj
+def test_grey_icc_profile_8_bit_like_opj(tmp_path):
+    path = write(tmp_path, "grey8", full_range(1, 8, seed=24), colr(icc=lcms2.grey_profile((0.3127, 0.3290), 2.2)))
+    assert peak(ours(path), opj(path)) == 0
+
+
+def test_srgb_icc_profile_on_12_bit_samples_changes_little(tmp_path, capsys):
+    comps = full_range(3, 12, seed=25)
     got = ours(write(tmp_path, "icc12", comps, colr(icc=srgb_icc()), bits=12))
-    assert "ICC profile not applied" in capsys.readouterr().err
+    assert "ICC profile" not in capsys.readouterr().err
     plain = ours(write(tmp_path, "plain12", comps, colr(16), bits=12))
-    assert peak(got, plain) == 0
+    assert peak(got, plain) <= 17  # 1 12-bit code value (16 or 17 in the 16-bit PNG)
 
 
-def test_unreadable_icc_profile_and_other_colour_spaces_are_written_raw(tmp_path, capsys):
+@pytest.mark.parametrize("bits", [8, 12, 16])
+def test_unreadable_icc_profile_is_written_raw_with_a_note(tmp_path, capsys, bits):
+    comps = full_range(3, bits, seed=26)
+    plain = ours(write(tmp_path, "plain", comps, colr(16), bits=bits))
+    for name, icc in [("bad", b"nonsense" * 20), ("cut", adobe_rgb_icc()[:200]), ("empty", b"")]:
+        assert peak(ours(write(tmp_path, name, comps, colr(icc=icc), bits=bits)), plain) == 0, name
+        assert "ICC profile not applied: lcms2 cannot read the ICC profile" in capsys.readouterr().err, name
+
+
+def test_icc_profile_of_another_colour_space_is_written_raw_with_a_note(tmp_path, capsys):
+    comps = full_range(3, 12, seed=27)
+    plain = ours(write(tmp_path, "plain", comps, colr(16), bits=12))
+    icc = bytearray(adobe_rgb_icc())
+    icc[16:20] = b"CMYK"  # ICC.1 7.2.6: the data colour space field of the header
+    assert peak(ours(write(tmp_path, "cmykicc", comps, colr(icc=bytes(icc)), bits=12)), plain) == 0
+    assert "ICC profile of colour space 'CMYK' not applied" in capsys.readouterr().err
+
+
+def test_other_colour_spaces_are_written_raw(tmp_path, capsys):
     comps = planes([(H, W)] * 3, seed=11)
     plain = ours(write(tmp_path, "plain", comps, colr(16)))
-    assert peak(ours(write(tmp_path, "bad", comps, colr(icc=b"nonsense" * 20))), plain) == 0
-    assert "Pillow cannot read it" in capsys.readouterr().err
     assert peak(ours(write(tmp_path, "ycck", comps, colr(13))), plain) == 0
     assert "colour space 13 (YCCK) written as decoded" in capsys.readouterr().err
 
