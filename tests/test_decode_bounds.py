@@ -123,6 +123,7 @@ def many_tiles(w: int, h: int, layers: int = 1) -> bytes:
     return stream(main=cod(layers=layers) + qcd(), tiles=tiles, size=siz(w=w, h=h, tw=1, th=1))
 
 
+@pytest.mark.slow
 def test_65535_tiles_of_15_bytes_are_refused_before_planning(monkeypatch):
     """Issue 20: 65,535 tiles of one sample in 983 KB took 16 s to plan, read and reconstruct
     (0.25 ms a tile, 15 bytes each).  Their work is counted from the tile-parts alone and
@@ -144,6 +145,7 @@ def test_65535_tiles_of_15_bytes_are_refused_before_planning(monkeypatch):
     assert info.value.limit == WORK_FREE + TILE_WORK_PER_BYTE * len(data)
 
 
+@pytest.mark.slow
 def test_tiles_are_paid_for_by_their_bytes():
     """7,200 one-sample tiles: too many for their bytes at 15 a tile, within the bound at 26 (12
     empty layers each), and those decode."""

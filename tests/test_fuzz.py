@@ -252,6 +252,7 @@ def test_resilient_truncation_keeps_shapes(opj_streams):
     assert not failures, f"{len(failures)} failures {kinds}:\n" + "\n".join(failures[:40])
 
 
+@pytest.mark.slow
 def test_resilient_flips_in_tile_data(opj_streams):
     """Bit flips in coded data (after the headers): resilient decoding returns
     the intact shapes, with at most the damaged tiles reported."""

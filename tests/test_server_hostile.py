@@ -352,6 +352,7 @@ def test_keep_alive_requests_are_not_held_back_by_nagle(server):
     assert elapsed < 2.0, f"50 keep-alive requests took {elapsed:.2f} s"       # ~40 ms each with Nagle
 
 
+@pytest.mark.slow
 def test_slowloris_heads_are_dropped(server):
     n = 80
     fd0 = fds(server.pid)
@@ -390,6 +391,7 @@ def test_slowloris_heads_are_dropped(server):
     assert api(server, "/status")[0] == 200
 
 
+@pytest.mark.slow
 def test_idle_and_slow_keep_alive_connections_close(server):
     with socket.create_connection(addr(server), timeout=HEAD_TIMEOUT + 8) as k:
         t0 = time.monotonic()
@@ -413,6 +415,7 @@ def test_idle_and_slow_keep_alive_connections_close(server):
         assert whole.endswith(b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
 
 
+@pytest.mark.slow
 def test_connection_cap(server):
     socks = []
     try:
@@ -446,6 +449,7 @@ def test_huge_heads_and_bodies(server):
     assert api(server, "/status")[0] == 200
 
 
+@pytest.mark.slow
 def test_rapid_loads_start_one_pipeline(server, library):
     seq = sequence_id(library, library / "seq")
     code, st = api(server, "/load", "POST", {"cpl": seq}, timeout=120)
