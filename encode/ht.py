@@ -120,7 +120,7 @@ def encode_ht_frame(frame_cls, params, cs, plans, flats, base_step, pool=None,
     (or None).  ``stats`` receives "drops" (per block) and "rounds"."""
     from dataclasses import replace
 
-    from .writer import allocate_and_write
+    from .writer import allocate_and_write, allocate_stream
     budget = params.frame_bytes
     keep_all = replace(params, frame_bytes=None, component_bytes=None)
     nblocks = sum(plan.cb.shape[0] for plan in plans)
@@ -141,7 +141,7 @@ def encode_ht_frame(frame_cls, params, cs, plans, flats, base_step, pool=None,
     for rounds in range(1, ROUNDS + 1):
         drops = _select(w, dist, bits, target)
         frame = _code(frame_cls, keep_all, cs, plans, flats, drops, pool)
-        data = allocate_and_write(frame, base_step)
+        data = allocate_stream(frame, base_step)    # joined only if it is the one kept
         if len(data) <= budget and (best is None or len(data) > len(best[0])):
             best = data, drops
         if budget * FILL <= len(data) <= budget:
@@ -155,7 +155,7 @@ def encode_ht_frame(frame_cls, params, cs, plans, flats, base_step, pool=None,
         target *= 0.8
         drops = _select(w, dist, bits, target)
         frame = _code(frame_cls, keep_all, cs, plans, flats, drops, pool)
-        data = allocate_and_write(frame, base_step)
+        data = allocate_stream(frame, base_step)
         rounds += 1
         if len(data) <= budget:
             best = data, drops
@@ -163,7 +163,7 @@ def encode_ht_frame(frame_cls, params, cs, plans, flats, base_step, pool=None,
             raise ValueError(f"cannot fit the HTJ2K codestream in {budget} bytes")
     if stats is not None:
         stats.update(drops=best[1], rounds=rounds)
-    return best[0]
+    return bytes(best[0])
 
 
 def _box(kind: bytes, body: bytes) -> bytes:

@@ -11,6 +11,8 @@ per component (DCI) work the same way on each component's own bytes.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from cinegpu.decode.tier2.progression import packet_order
@@ -22,7 +24,7 @@ from .quant import block_weights
 from .rate import hull_of
 from .tier2 import TileCoder
 
-__all__ = ["allocate_and_write"]
+__all__ = ["allocate_and_write", "allocate_stream"]
 
 MAX_ROUNDS = 10
 #: Stop refining once the stream is within this fraction below the budget.
@@ -55,14 +57,20 @@ class _Writer:
         self.packet_comp = [_prec_components(plan)[order[:, 0]]
                             for plan, order in zip(frame.plans, self.orders)]
         self.total_passes = self.table.npasses
+
+    @functools.cached_property
+    def hull(self):
+        """PCRD-opt's hull of the frame's passes (:mod:`.rate`), made when first asked for:
+        a frame that keeps every pass in one layer (HT without a budget) never needs it."""
+        frame = self.frame
         weights = np.concatenate([block_weights(plan, self.params) for plan in frame.plans]) \
             if self.nblocks else np.zeros(0)
         if getattr(frame, "device", None) is not None:   # tier-1's figures are on the GPU
             from .rate_gpu import gpu_hull
-            self.hull = gpu_hull(frame.device, weights, frame.comp, self.params.ncomp)
-        else:
-            self.hull = hull_of(self.table.rate_off, self.table.rates, frame.dists, weights)
-            self.hull.by_component(frame.comp, self.params.ncomp)
+            return gpu_hull(frame.device, weights, frame.comp, self.params.ncomp)
+        hull = hull_of(self.table.rate_off, self.table.rates, frame.dists, weights)
+        hull.by_component(frame.comp, self.params.ncomp)
+        return hull
 
     def limits(self, body: float, caps=None) -> np.ndarray:
         """Per component, the count of leading hull segments it keeps
@@ -77,11 +85,13 @@ class _Writer:
         leading hull segments each component keeps (None: all passes), earlier layers at
         halving body sizes (by the same hull order)."""
         p = self.params
-        hull = self.hull
-        final = self.total_passes if lims is None else hull.passes_for(lims)
-        body = float(self.frame_body(final))
+        final = self.total_passes if lims is None else self.hull.passes_for(lims)
         out = np.zeros((p.layers, self.nblocks), np.int64)
         out[-1] = final
+        if p.layers == 1:
+            return out
+        hull = self.hull
+        body = float(self.frame_body(final))
         for layer in range(p.layers - 1):
             count = np.full(p.ncomp, hull.count_for(body / 2.0 ** (p.layers - 1 - layer)),
                             np.int64)
@@ -100,55 +110,53 @@ class _Writer:
         p = self.params
         comp_total = np.zeros(p.ncomp, np.int64)
         comp_body = np.zeros(p.ncomp, np.int64)
-        parts = []  # (tile, part bytes)
+        parts = []  # (tile, SOT + SOD bytes, TilePackets, first packet, packet after)
         for t, (coder, order) in enumerate(zip(self.coders, self.orders)):
             base = int(self.frame.base[t])
             n = self.frame.plans[t].cb.shape[0]
-            data, ends, body = coder.write(passes[:, base:base + n], order)
+            tp = coder.tile_packets(passes[:, base:base + n], order)
+            ends = tp.ends
             comp = self.packet_comp[t]
-            np.add.at(comp_total, comp, np.diff(ends, prepend=0))
-            np.add.at(comp_body, comp, body)
+            comp_total += np.bincount(comp, np.diff(ends, prepend=0), p.ncomp).astype(np.int64)
+            comp_body += np.bincount(comp, tp.body_len, p.ncomp).astype(np.int64)
             # tile-parts: runs of packets (a new one where the component changes)
             cuts = np.flatnonzero(comp[1:] != comp[:-1]) + 1 if p.split_components \
                 else np.zeros(0, np.int64)
-            firsts = np.concatenate(([0], cuts)).astype(np.int64)
-            lasts = np.concatenate((cuts, [len(ends)])).astype(np.int64)
+            firsts = np.concatenate(([0], cuts)).astype(np.int64).tolist()
+            lasts = np.concatenate((cuts, [len(ends)])).astype(np.int64).tolist()
             for i, (a, b) in enumerate(zip(firsts, lasts)):
                 c = int(comp[a]) if len(ends) else 0
-                lo = int(ends[a - 1]) if a else 0
-                hi = int(ends[b - 1]) if b else 0
-                psot = mk.SOT_BYTES + 2 + hi - lo
+                psot = mk.SOT_BYTES + 2 + tp.size(a, b)
                 head = mk.sot(Isot=t, Psot=psot, TPsot=i, TNsot=len(firsts))
-                parts.append((t, head + mk.sod(), data[lo:hi]))
+                parts.append((t, head + mk.sod(), tp, a, b))
                 comp_total[c] += mk.SOT_BYTES + 2
         header = self.main_header(p, self.base_step,
-                                  [(t, len(h) + len(d)) for t, h, d in parts])
+                                  [(t, len(h) + tp.size(a, b)) for t, h, tp, a, b in parts])
         return _Stream(header, parts), comp_total, comp_body
 
 
 class _Stream:
-    """A codestream as its main header and tile-parts (SOT + SOD bytes, then a view of the
-    packet bytes), EOC implied: ``len()`` without joining, ``bytes()`` joins once."""
+    """A codestream as its main header and tile-parts (SOT + SOD bytes, then a run of a
+    tile's packets), EOC implied: ``len()`` without joining, ``bytes()`` joins once: one
+    copy of every byte, from views of the headers and of tier-1's coded bytes."""
 
     def __init__(self, header: bytes, parts: list):
         self.header, self.parts = header, parts
-        self.size = len(header) + sum(len(h) + len(d) for _, h, d in parts) + 2
+        self.size = len(header) + sum(len(h) + tp.size(a, b) for _, h, tp, a, b in parts) + 2
 
     def __len__(self) -> int:
         return self.size
 
     def __bytes__(self) -> bytes:
-        out = bytearray(self.size)
-        view = memoryview(out)
-        at = len(self.header)
-        view[:at] = self.header
-        for _, head, data in self.parts:
-            view[at:at + len(head)] = head
-            at += len(head)
-            view[at:at + len(data)] = data
-            at += len(data)
-        view[at:] = mk.eoc()
-        return bytes(out)
+        pieces = [self.header]
+        for _, head, tp, a, b in self.parts:
+            pieces.append(head)
+            pieces.extend(tp.pieces(a, b))
+        pieces.append(mk.eoc())
+        out = b"".join(pieces)
+        if len(out) != self.size:
+            raise AssertionError("codestream join: the pieces do not add up to the size")
+        return out
 
 
 def spare_planes(table: BlockTable, passes: np.ndarray, percentile: float = 5.0) -> int:
@@ -167,13 +175,18 @@ def allocate_and_write(frame, base_step: float, stats: dict | None = None) -> by
     """Choose every block's passes (PCRD-opt) for the budgets and write the codestream.
     ``stats`` (optional) receives "spare_planes" (see :func:`spare_planes`), "rounds" and
     "passes" (the passes kept of each block, int64)."""
+    return bytes(allocate_stream(frame, base_step, stats))
+
+
+def allocate_stream(frame, base_step: float, stats: dict | None = None) -> "_Stream":
+    """:func:`allocate_and_write` without the join: the codestream's ``len()`` is known and
+    ``bytes()`` of it makes its bytes (once, when the caller keeps it)."""
     stream, final, w = _allocate(frame, base_step)
-    data = bytes(stream)
     if stats is not None:
         stats["spare_planes"] = spare_planes(w.table, final)
         stats["rounds"] = w.rounds
         stats["passes"] = np.asarray(final, np.int64)
-    return data
+    return stream
 
 
 def _allocate(frame, base_step: float):

@@ -1,0 +1,94 @@
+"""Pinned codestreams: the SHA-256 of whole codestreams from fixed inputs, recorded with the
+tier-2 packet writer and codestream join as they were before their rewrite (i18: packet
+headers and body runs in one compiled call, one join of views).  The rewrite moved bytes,
+not what they are, so every stream here must stay byte-identical.
+
+The cases cover the HT path (lossless 5/3, 9/7 at a quantisation step, a byte budget) at 2K
+and at small odd sizes with tiles, precincts, layers and other progressions, and the Part-1
+path through the same writer (layers, DCI tile-parts per component, a budget).  When an
+intended change of the encoder alters these streams, record the new hashes with
+``python tests/test_encode_streams_pinned.py`` and say why in the commit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+
+import numpy as np
+import pytest
+
+from cinegpu.encode import Encoder
+
+
+def _image(w: int, h: int, seed: int, comps: int = 3, bits: int = 12) -> np.ndarray:
+    """(h, w, comps) uint16: gradients, a texture in checkers, edges and a little noise."""
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:h, 0:w].astype(np.float64)
+    top = (1 << bits) - 1
+    base = top * (0.45 + 0.3 * np.sin(x / 37.0 + seed) * np.cos(y / 23.0))
+    tex = top * 0.07 * np.sin(x / 3.1 + y / 5.3) * (((x // 32) + (y // 32) + seed) % 2)
+    out = np.empty((h, w, comps), np.uint16)
+    for c in range(comps):
+        v = base * (0.8 + 0.1 * c) + tex + rng.normal(0, top / 300, (h, w)) + (x > w / 2) * 90 * c
+        out[:, :, c] = np.clip(np.rint(v), 0, top)
+    return out
+
+
+HT = dict(codec="htj2k", codeblock=(64, 64), levels=5)
+#: name -> (width, height, seed, Encoder options)
+CASES = {
+    "ht-2k-lossless": (2048, 1080, 1, dict(HT, reversible=True)),
+    "ht-2k-97-step": (2048, 1080, 2, dict(HT, base_step=1.0)),
+    "ht-2k-97-budget": (2048, 1080, 3, dict(HT, bitrate=8 * 24 * 700_000)),
+    "ht-odd-lossless": (331, 197, 4, dict(codec="htj2k", reversible=True)),
+    "ht-odd-97-tiles": (259, 131, 5, dict(codec="htj2k", base_step=0.5, tiles=(128, 96),
+                                          codeblock=(16, 32))),
+    "ht-odd-layers-rpcl": (143, 77, 6, dict(codec="htj2k", reversible=True, layers=3,
+                                            progression="RPCL", codeblock=(8, 16),
+                                            precincts=[(5, 5), (5, 5), (6, 6), (6, 6)],
+                                            levels=3)),
+    "ht-odd-budget-pcrl": (211, 163, 7, dict(codec="htj2k", bitrate=8 * 24 * 9000,
+                                             progression="PCRL", codeblock=(16, 16),
+                                             precincts=[(6, 6)] * 6)),
+    "j2k-odd-layers": (167, 93, 8, dict(reversible=True, layers=3, codeblock=(16, 16),
+                                        progression="CPRL")),
+    "j2k-odd-budget": (201, 117, 9, dict(bitrate=8 * 24 * 6000, layers=2, codeblock=(32, 16),
+                                         precincts=[(5, 5)] * 6, style=0x04)),
+    "j2k-dci-2k": (2048, 1080, 10, dict(profile="dci-2k", bitrate=8 * 24 * 300_000)),
+}
+
+PINNED = {
+    'ht-2k-97-budget': '98b3c9d1e718cf7c78231d3e623ba55630bb0e027594d1ecc1d40cc31ddf727d',  # 687976 bytes
+    'ht-2k-97-step': '27470abfb4fd6bc188113df1e728459e3b915acd95ab2513faf5762909f3cb8a',  # 5002246 bytes
+    'ht-2k-lossless': '0ba5078a13905b2b24093e1c9105fa2edd1f35bce7a23875c603a062385dd373',  # 5812134 bytes
+    'ht-odd-97-tiles': 'a4ca3f19a5cbba3d1871ea38625ad09ad6876f29915b4bf504eaa1bd61656efb',  # 96096 bytes
+    'ht-odd-budget-pcrl': '7824cde9f82b256e6c587de3b7dda19e210533797afbef0c84018afcc07280d1',  # 8336 bytes
+    'ht-odd-layers-rpcl': '94f2f6077344272cae535414116e7264af29fef68b3ed492500be672c59cbab5',  # 31940 bytes
+    'ht-odd-lossless': 'bdd362d384ac340ffe6350b17187c562d1ad251f3a86989f660655b2377026ff',  # 174442 bytes
+    'j2k-dci-2k': '3e03c00912d88e601b5963ad48376dc3db4fca4001c1b053c679f86cb09e12fa',  # 299712 bytes
+    'j2k-odd-budget': 'f9d58f61cad87a719ab9eb4da9b5739f92a9fcafaaa7d3ed57e9fb79f5afd4fb',  # 5980 bytes
+    'j2k-odd-layers': '83a4d8a55fdd092b0e6a95975adf3a9d75490c809c93bff3bdad8f7094373abd',  # 40800 bytes
+}
+
+
+def stream(name: str) -> bytes:
+    w, h, seed, opts = CASES[name]
+    with Encoder(backend="cpu", workers=2, **opts) as enc:
+        return enc.encode(_image(w, h, seed), bits=12)
+
+
+def test_case_count():
+    assert len(CASES) == 10 and set(PINNED) == set(CASES)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_stream_is_pinned(name):
+    assert hashlib.sha256(stream(name)).hexdigest() == PINNED[name]
+
+
+if __name__ == "__main__":
+    names = sys.argv[1:] or sorted(CASES)
+    for n in names:
+        d = stream(n)
+        print(f"    {n!r}: {hashlib.sha256(d).hexdigest()!r},  # {len(d)} bytes")
