@@ -26,7 +26,7 @@ from .plan import PB_CB_FIRST, PB_NODES, TilePlan
 from .strictness import Strictness
 from .tier2 import packets as P
 from .tier2.progression import packet_order
-from .tile import _T2_MESSAGES, TileReport, _packed_headers, check_tier1_status
+from .tile import T2_MESSAGES, TileReport, packed_headers, check_tier1_status
 
 #: Packet orders a FrameTables keeps (one per combination of the tiles' reachable layers).
 ORDERS_PER_FRAME = 4
@@ -111,7 +111,7 @@ def _tile_bytes(cs: Codestream, plans: list[TilePlan], ppm: dict | None):
     at = hat = 0
     for t in tiles:
         b = b"".join(bytes(data[p.start : p.end]) for p in t.parts)
-        h = _packed_headers(cs, t, ppm)
+        h = packed_headers(cs, t, ppm)
         if h is None:
             ranges.append((at, at + len(b), at, at + len(b), 1))
         else:
@@ -166,7 +166,7 @@ def entropy_decode_frame(cs: Codestream, plans: list[TilePlan], offsets: list[in
 def _tier2_fault(cs: Codestream, plan: TilePlan, status: int, done: int, where: int, shared: int,
                  policy: Strictness, report: TileReport) -> None:
     """A tile's broken packet stream (B.10), as :func:`~cinegpu.decode.tile.tier2_tile` reports it."""
-    msg = f"tile {plan.index}, packet {done}: {_T2_MESSAGES[status]}"
+    msg = f"tile {plan.index}, packet {done}: {T2_MESSAGES[status]}"
     offset = cs.tiles[plan.index].parts[0].start + where if shared else None
     cls = TruncatedCodestream if status in (P.E_HEADER_OVERRUN, P.E_BODY_OVERRUN) else InvalidSegment
     policy.fault(cls(msg, offset), report.faults, tile=plan.index, text=msg)

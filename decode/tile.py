@@ -23,7 +23,8 @@ from .strictness import Fault, Strictness
 from .tier2 import packets as P
 from .tier2.progression import packet_order
 
-_T2_MESSAGES = {
+#: what each tier-2 status code of :mod:`.tier2.packets` says, for the tile reports and errors
+T2_MESSAGES = {
     P.E_HEADER_OVERRUN: "packet header runs past the end of the tile data",
     P.E_BODY_OVERRUN: "packet body runs past the end of the tile data",
     P.E_BITPLANES: "zero bit-planes above the subband's magnitude bits",
@@ -55,7 +56,7 @@ def _tile_data(cs: Codestream, tile: Tile) -> np.ndarray:
     return np.frombuffer(b"".join(bytes(data[p.start : p.end]) for p in tile.parts), np.uint8)
 
 
-def _packed_headers(cs: Codestream, tile: Tile, ppm: dict | None) -> np.ndarray | None:
+def packed_headers(cs: Codestream, tile: Tile, ppm: dict | None) -> np.ndarray | None:
     """PPM/PPT packet headers of the tile, joined in tile-part order (A.7.4, A.7.5)."""
     if ppm is not None:
         if tile.header.ppt:
@@ -106,7 +107,7 @@ def tier2_tile(cs: Codestream, plan: TilePlan, tile: Tile, *, layers: int | None
     """
     t0 = time.perf_counter()
     body = _tile_data(cs, tile)
-    headers = _packed_headers(cs, tile, ppm)
+    headers = packed_headers(cs, tile, ppm)
     # a packet takes at least one byte of header: layers beyond the bytes are never reached
     order = packet_order(plan, cs.siz, reachable=hdr_bytes(body, headers))
     report.packets_total = order.shape[0]
@@ -127,7 +128,7 @@ def tier2_tile(cs: Codestream, plan: TilePlan, tile: Tile, *, layers: int | None
     )
     report.packets_read = int(done)
     if status not in (P.OK, P.ENDED):
-        msg = f"tile {plan.index}, packet {done}: {_T2_MESSAGES[status]}"
+        msg = f"tile {plan.index}, packet {done}: {T2_MESSAGES[status]}"
         offset = tile.parts[0].start + int(where) if shared else None
         cls = TruncatedCodestream if status in (P.E_HEADER_OVERRUN, P.E_BODY_OVERRUN) else InvalidSegment
         policy.fault(cls(msg, offset), report.faults, tile=plan.index, text=msg)

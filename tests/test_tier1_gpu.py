@@ -249,7 +249,7 @@ def tile_tables(cs, plan, tile, ppm):
     from cinegpu.decode.tier2.progression import packet_order
 
     body = T._tile_data(cs, tile)
-    headers = T._packed_headers(cs, tile, ppm)
+    headers = T.packed_headers(cs, tile, ppm)
     order = packet_order(plan, cs.siz)
     table = plan.cb.copy()
     state = np.zeros((plan.cb.shape[0], 5), np.int64)
