@@ -12,6 +12,7 @@ from __future__ import annotations
 import struct
 from typing import Sequence
 
+from cinegpu.decode.codestream import imf
 from cinegpu.decode.codestream import markers as M
 
 from .quant import steps_for
@@ -142,17 +143,8 @@ def com(text: str) -> bytes:
 def cap_ht(*, B: int, reversible: bool) -> bytes:
     """CAP (15444-1 A.5.2) of an HT-only codestream: Pcap bit 15 and the Ccap15 word of
     T.814 A.3 (Table A.3: HTONLY, SINGLEHT, RGNFREE, HOMOGENEOUS, HTIRV when irreversible,
-    MAGB from B, the largest magnitude bit-planes of any band: B <= 8 -> 0, B < 28 -> B - 8,
-    B < 48 -> 13 + B / 4, else 31)."""
-    if B <= 8:
-        magb = 0
-    elif B < 28:
-        magb = B - 8
-    elif B < 48:
-        magb = 13 + (B >> 2)
-    else:
-        magb = 31
-    ccap15 = (0 if reversible else 0x20) | magb
+    MAGB from B, the largest magnitude bit-planes of any band, :func:`imf.ccap15_magb`)."""
+    ccap15 = (0 if reversible else 0x20) | imf.ccap15_magb(B)
     return _segment(M.CAP, struct.pack(">IH", 1 << (32 - 15), ccap15))
 
 
@@ -167,15 +159,16 @@ def main_header(params, base_step: float, tlm_entries) -> bytes:
     :class:`~cinegpu.encode.profiles.Params`); ``base_step`` scales the QCD step sizes (E.1),
     ``tlm_entries`` are (tile index, tile-part length in bytes) pairs or None."""
     steps = steps_for(params.levels, params.precisions[0], params.reversible,
-                      mct=bool(params.mct), base=base_step, derived=params.quant_style == 1)
+                      mct=bool(params.mct), base=base_step, derived=params.quant_style == 1,
+                      max_b=params.max_B, guard_bits=params.guard_bits)
     out = soc()
     out += siz(Rsiz=params.Rsiz, Xsiz=params.width, Ysiz=params.height, XOsiz=0, YOsiz=0,
                   XTsiz=params.tile[0], YTsiz=params.tile[1], XTOsiz=0, YTOsiz=0,
                   precisions=params.precisions, signed=params.signed, XRsiz=params.XRsiz,
                   YRsiz=params.YRsiz)
     if params.cblk_style & 0x40:  # HT code-blocks (ISO/IEC 15444-15): CAP after SIZ
-        out += cap_ht(B=params.guard_bits + max(e for e, _ in steps) - 1,
-                      reversible=params.reversible)
+        out += cap_ht(B=imf.ht_magb_b(steps, params.guard_bits, params.levels,
+                                      params.reversible), reversible=params.reversible)
     out += cod(progression=params.progression, layers=params.layers, mct=params.mct,
                   levels=params.levels, xcb=params.xcb, ycb=params.ycb,
                   cblk_style=params.cblk_style, reversible=params.reversible,

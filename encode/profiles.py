@@ -59,6 +59,9 @@ class Params:
     frame_bytes: int | None
     component_bytes: int | None
     comment: str = "cinegpu"
+    #: HTJ2K in IMF: the most Ccap15 parameter B the 9/7 steps may need (T.814 A.3,
+    #: ST 2067-21:2023 Annex I); None: no bound
+    max_B: int | None = None
 
     @property
     def ncomp(self) -> int:
@@ -186,6 +189,9 @@ def _dci_params(profile, shapes, precisions, fps, bitrate) -> Params:
     )
 
 
+#: HTJ2K in IMF: RPCL, which ST 2067-21:2023 Annex I (Note 3) prefers and photon warns
+#: without (``Application2E2021.validateHTConstraints``); Part-1 IMF keeps CPRL.
+HT_PROGRESSION = PROGRESSIONS.index("RPCL")
 #: The IMF profiles' bit rate when none is given, bits/s (sub level 1's cap).
 IMF_DEFAULT_BITRATE = imf.sublevel_bitrate(1)
 
@@ -217,6 +223,11 @@ def _imf_params(profile, shapes, precisions, fps, bitrate, reversible=False, sty
     if len(set(precisions)) != 1 or precisions[0] not in imf.PRECISIONS:
         raise ValueError(f"{profile}: components must be {imf.PRECISIONS} bit, got {precisions}")
     lossless = reversible and bitrate is None
+    # HTJ2K 9/7: one guard bit kept (indices clipped, as DCI) and no band's step finer than
+    # ST 2067-21:2023 Annex I's bound on Ccap15's B allows (photon warns above it)
+    lossy_ht = ht and not reversible
+    max_B = imf.ht_b_limit(precisions[0], False, rgb, imf.levels_for(p, w, h)) \
+        if lossy_ht else None
     bitrate = IMF_DEFAULT_BITRATE if bitrate is None else float(bitrate)
     Rsiz = imf.HT_RSIZ if ht else imf.rsiz(p, w, h, fps, bitrate)
     levels = imf.levels_for(p, w, h)
@@ -227,9 +238,10 @@ def _imf_params(profile, shapes, precisions, fps, bitrate, reversible=False, sty
         signed=(False,) * 3, XRsiz=(1, xr, xr), YRsiz=(1,) * 3, tile=(w, h), levels=levels,
         xcb=xcb, ycb=ycb, cblk_style=0x40 if ht else 0, reversible=bool(reversible),
         mct=1 if rgb else 0,
-        progression=dci.PROGRESSION, layers=1,
-        precincts=((low, low),) + ((rest, rest),) * levels, pocs=(), guard_bits=2,
-        guard_bits_fixed=False, quant_style=0 if reversible else 2, tlm=True,
-        split_components=True,
+        progression=HT_PROGRESSION if ht else dci.PROGRESSION, layers=1,
+        precincts=((low, low),) + ((rest, rest),) * levels, pocs=(),
+        guard_bits=1 if lossy_ht else 2, guard_bits_fixed=lossy_ht,
+        quant_style=0 if reversible else 2, tlm=True, split_components=not ht,
         frame_bytes=None if lossless else int(bitrate / 8 / fps), component_bytes=None,
+        max_B=max_B,
     )

@@ -104,13 +104,18 @@ def step_pair(delta: float, Rb: int) -> tuple[int, int]:
 
 
 def steps_for(levels: int, precision: int, reversible: bool, *, mct: bool = False,
-              base: float = 1.0, derived: bool = False) -> list[tuple[int, int]]:
+              base: float = 1.0, derived: bool = False, max_b: int | None = None,
+              guard_bits: int = 2) -> list[tuple[int, int]]:
     """The QCD list of (epsilon_b, mu_b), LL first (Table A.30).
 
     ``precision``: the component precision the step sizes are written for
     (R_b = precision + log2 gain_b).  ``base``: irreversible step in sample units
     before the 1 / norm weighting.  ``derived``: only the LL pair is meaningful
-    (E-5 derives the others from it).
+    (E-5 derives the others from it).  ``max_b``: irreversible (expounded) only, the most
+    HTJ2K parameter B the steps may need with ``guard_bits`` (T.814 A.3, counted as
+    :func:`cinegpu.decode.codestream.imf.ht_magb_b`): a band whose step is finer gets
+    epsilon_b = max_b - G + n_b and mu_b = 0, the finest step that keeps to it (IMF HTJ2K,
+    ST 2067-21:2023 Annex I).
     """
     out = []
     for r in range(levels + 1):
@@ -125,7 +130,10 @@ def steps_for(levels: int, precision: int, reversible: bool, *, mct: bool = Fals
                 eps0, mu0 = out[0] if out else step_pair(base / synthesis_norm(nb, 0, False), Rb)
                 out.append((eps0 - levels + nb, mu0))
                 continue
-            out.append(step_pair(base / synthesis_norm(nb, orient, False), Rb))
+            eps, mu = step_pair(base / synthesis_norm(nb, orient, False), Rb)
+            if max_b is not None and eps > max_b - guard_bits + nb:
+                eps, mu = max_b - guard_bits + nb, 0
+            out.append((eps, mu))
     return out
 
 

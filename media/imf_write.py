@@ -3,7 +3,8 @@ track file for Application #2E (ST 2067-21), its CPL, PKL and ASSETMAP.
 
     CPL       Composition Playlist, ST 2067-3 (2016 schema): the EssenceDescriptorList with the
               track files' descriptors as RegXML, EditRate, the ApplicationIdentification of
-              App #2E in ExtensionProperties (for HTJ2K the 2021 edition's, which allows it,
+              App #2E in ExtensionProperties (:meth:`IMFWriter.identification`: the 2016
+              edition's for the 8/10-bit Part-1 pictures it allows, else the 2021 edition's,
               with the ST 2067-2:2020 namespace, as the photon HTJ2K sample), one Segment with
               a MainImageSequence (ST 2067-2 namespace) of one TrackFileResource (entry point,
               durations, hash) and with sound a MainAudioSequence whose resource counts
@@ -43,9 +44,9 @@ NS_PKL = "http://www.smpte-ra.org/schemas/2067-2/2016/PKL"
 NS_CORE = "http://www.smpte-ra.org/schemas/2067-2/2016"
 NS_XSI = "http://www.w3.org/2001/XMLSchema-instance"
 #: Application #2E's identification (ST 2067-21:2016 6.x).
-APP_2E = "http://www.smpte-ra.org/schemas/2067-21/2016"
+APP_2E = imf.APP_2E_2016
 #: ST 2067-21:2021 (HTJ2K allowed) and the ST 2067-2:2020 core namespace it goes with.
-APP_2E_2021 = "http://www.smpte-ra.org/ns/2067-21/2021"
+APP_2E_2021 = imf.APP_2E_2021
 NS_CORE_2020 = "http://www.smpte-ra.org/ns/2067-2/2020"
 #: ST 2067-3 content kinds are open; these are the ones ST 2067-3 Annex lists with DCP's.
 IMF_CONTENT_KINDS = CONTENT_KINDS + ("episode", "highlights", "event", "promo")
@@ -92,6 +93,19 @@ class IMFWriter(DCPWriter):
             sound = dataclasses.replace(sound, path=self.out / sound.path.name)
         return Package(self.out, cpl_id, pkl_id, moved, self.title, sound)
 
+    def identification(self) -> str:
+        """The ApplicationIdentification the picture needs (:func:`imf.identification`: HTJ2K,
+        12-bit pictures and the rest ST 2067-21:2016 does not allow take the 2021 edition's);
+        a picture neither edition allows keeps the 2021 one (:mod:`.imf_rules` reports it)."""
+        w = self.track_writer
+        h = w.header
+        if h is None:
+            return APP_2E
+        bits = h.siz.Ssiz[0] % 128 + 1
+        app = imf.identification(h.Rsiz == imf.HT_RSIZ, w.ycbcr, h.siz.XRsiz[1], bits,
+                                 h.width, h.height, self.edit_rate)
+        return app or APP_2E_2021
+
     def _write_imf_sound(self, frames: int) -> tuple[SoundTrackFile | None, str | None]:
         """The audio track file as long as ``frames`` picture frames, and its hash."""
         if self.sound is None:
@@ -113,9 +127,8 @@ class IMFWriter(DCPWriter):
                        sound: SoundTrackFile | None = None, sound_hash: str | None = None
                        ) -> None:
         """ST 2067-3 CompositionPlaylist (element order of the 2016 schema)."""
-        ht = self.track_writer.header is not None and \
-            self.track_writer.header.Rsiz == imf.HT_RSIZ
-        core, app = (NS_CORE_2020, APP_2E_2021) if ht else (NS_CORE, APP_2E)
+        app = self.identification()
+        core = NS_CORE if app == APP_2E else NS_CORE_2020
         root = etree.Element(f"{{{NS_CPL}}}CompositionPlaylist",
                              nsmap={None: NS_CPL, "xsi": NS_XSI, "cc": core})
         _sub(root, "Id", _urn(cpl_id))

@@ -189,11 +189,15 @@ def _processes(processes: int | None, encoders: FrameEncoders, get_frame, count:
     return max(1, min(want, count))
 
 
+_SAMPLING_NAMES = {"rgb": "R'G'B'", "ycbcr444": "Y'CbCr 4:4:4", "ycbcr422": "Y'CbCr 4:2:2"}
+
+
 def check_imf(codec: str, rate: Fraction, colorspace: str, bits: int, sound=None,
               subtitles=None, lossless: bool = False, bitrate=None, sampling: str = "rgb") -> None:
     """ValueError unless an IMF package can be mastered with these: Part-1 JPEG 2000 or HTJ2K
     (``lossless``: HTJ2K only, without a ``bitrate``), an ST 2067-21 edit rate, Rec. 709
-    input, 10 or 12 bits, a sampling of :data:`.colour.SAMPLINGS`, no subtitles. ``sound`` (a :class:`.sound_in.SoundInput`) must
+    input, 10 or 12 bits, a sampling of :data:`.colour.SAMPLINGS` that an App #2E edition
+    allows at that depth, rate and codec (:func:`imf.identification`), no subtitles. ``sound`` (a :class:`.sound_in.SoundInput`) must
     last a whole number of samples as long as the picture: :meth:`~.SoundInput.fit_imf`,
     checked by :func:`master`."""
     if codec not in ("j2k", "htj2k"):
@@ -208,6 +212,14 @@ def check_imf(codec: str, rate: Fraction, colorspace: str, bits: int, sound=None
         raise ValueError(f"sampling must be one of {SAMPLINGS}, got {sampling!r}")
     if bits not in imf.PRECISIONS:
         raise ValueError(f"IMF bit depth must be one of {imf.PRECISIONS}, got {bits}")
+    ycbcr = sampling != "rgb"
+    if imf.identification(codec == "htj2k", ycbcr, 2 if sampling == "ycbcr422" else 1, bits,
+                          1, 1, rate) is None:
+        raise ValueError(
+            f"ST 2067-21 App #2E does not allow {bits}-bit {_SAMPLING_NAMES[sampling]} "
+            f"{'HTJ2K' if codec == 'htj2k' else 'JPEG 2000'} at {float(rate):g} fps (Table 3, "
+            f"as photon checks it: Y'CbCr 4:4:4 is 8/10-bit, and under HTJ2K at 25, 29.97 "
+            f"or 30 fps only): use R'G'B' or 4:2:2")
     if lossless and codec != "htj2k":
         raise ValueError("--lossless is written for --codec htj2k only (Part-1 IMF is the "
                          "lossy 9/7 profile here)")

@@ -73,7 +73,7 @@ def test_ht_coding_label_and_rsiz():
 @pytest.mark.skipif(not PHOTON_HT.is_dir(), reason="photon HTJ2K sample not present")
 def test_our_header_matches_photons_geometry(lossless):
     """SIZ/COD of our lossy HTJ2K frames against the photon HTJ2K sample's: Rsiz 0x4000,
-    CPRL, one layer, MCT, 32x32 code-blocks with the HT style, the IMF precincts."""
+    one layer, MCT, 32x32 code-blocks with the HT style, the IMF precincts."""
     theirs = open_source(next(PHOTON_HT.glob("VIDEO_*.mxf")))
     ours = open_source(next(lossless[0].glob("IMAGE_*.mxf")))
     a, b = parse_codestream(theirs.frame(0), main_only=True), \
@@ -81,9 +81,11 @@ def test_our_header_matches_photons_geometry(lossless):
     assert a.siz.Rsiz == b.siz.Rsiz == imf.HT_RSIZ
     from cinegpu.decode.codestream import markers as M
     cod_a, cod_b = a.segment_body(M.COD), b.segment_body(M.COD)
-    # Scod, progression, layers, MCT | levels differ (5 at 1080p, 4 at 320x180), then
-    # xcb, ycb, style 0x40; the transform: 9/7 there, 5/3 here (lossless)
-    assert cod_a[:5] == cod_b[:5] and cod_a[6:9] == cod_b[6:9] == bytes([3, 3, 0x40])
+    # Scod, layers, MCT | progression: CPRL there, RPCL here (ST 2067-21:2023 Annex I
+    # prefers it) | levels differ (5 at 1080p, 4 at 320x180), then xcb, ycb, style 0x40;
+    # the transform: 9/7 there, 5/3 here (lossless)
+    assert cod_a[0] == cod_b[0] and cod_a[2:5] == cod_b[2:5] and cod_b[1] == 2
+    assert cod_a[6:9] == cod_b[6:9] == bytes([3, 3, 0x40])
     assert cod_b[9] == 1 and cod_b[10:] == bytes([0x77] + [0x88] * cod_b[5])
     assert a.segment_body(M.CAP)[:4] == b.segment_body(M.CAP)[:4] == bytes.fromhex("00020000")
     theirs.close()

@@ -79,10 +79,13 @@ def test_package_documents(package):
     cpl = etree.parse(str(next(package.glob("CPL_*.xml")))).getroot()
     mxf = next(package.glob("IMAGE_*.mxf"))
     assert cpl.findtext("c:EditRate", namespaces=NS) == "25 1"
+    # 12-bit R'G'B': the 2021 identification (the 2016 edition allows 8/10 bits of Rec. 709),
+    # with the ST 2067-2:2020 core namespace
+    ns = {**NS, "cc": "http://www.smpte-ra.org/ns/2067-2/2020"}
     assert cpl.findtext("c:ExtensionProperties/cc:ApplicationIdentification",
-                        namespaces=NS) == "http://www.smpte-ra.org/schemas/2067-21/2016"
+                        namespaces=ns) == "http://www.smpte-ra.org/ns/2067-21/2021"
     res = cpl.find("c:SegmentList/c:Segment/c:SequenceList/cc:MainImageSequence/"
-                   "c:ResourceList/c:Resource", NS)
+                   "c:ResourceList/c:Resource", ns)
     assert res.findtext("c:TrackFileId", namespaces=NS).endswith(mxf.stem.split("_")[1])
     assert (res.findtext("c:IntrinsicDuration", namespaces=NS),
             res.findtext("c:SourceDuration", namespaces=NS)) == ("6", "6")

@@ -29,8 +29,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-__all__ = ["FRAME_RATES", "HT_RSIZ", "IMF_2K", "IMF_4K", "IMFProfile", "PRECISIONS", "PROFILES",
-           "coding_label_byte", "levels_for", "profile", "profile_for", "rsiz", "sublevel_bitrate"]
+__all__ = ["APP_2E_2016", "APP_2E_2021", "FRAME_RATES", "HT_RSIZ", "IMF_2K", "IMF_4K", "IMFProfile",
+           "APP_2E_2016_BITS", "APP_2E_2021_ROWS", "PRECISIONS", "PROFILES", "app_2e_2016_allows", "app_2e_2021_allows", "ccap15_magb",
+           "coding_label_byte", "ht_b_limit", "ht_magb_b", "identification", "levels_for",
+           "magb_b", "profile", "profile_for", "rsiz", "sublevel_bitrate"]
 
 #: Edit rates ST 2067-21 allows (frames/s): 23.976, 24, 25, 29.97, 30, 50, 59.94, 60.
 FRAME_RATES = tuple(Fraction(r) for r in (Fraction(24000, 1001), 24, 25, Fraction(30000, 1001),
@@ -117,3 +119,135 @@ def coding_label_byte(Rsiz: int) -> int:
     for m in range(1, main):
         first += MAX_SUBLEVEL[m] + 1
     return first + sub
+
+
+# -- App #2E identifications and the image characteristics each allows ---------------------------
+#: ApplicationIdentification of ST 2067-21:2016 (Part-1 JPEG 2000 only; photon's
+#: ``Application2ExtendedComposition``, which checks App #2 first, then App #2E).
+APP_2E_2016 = "http://www.smpte-ra.org/schemas/2067-21/2016"
+#: ApplicationIdentification of ST 2067-21:2021 (and :2023): HTJ2K allowed (photon's
+#: ``Application2E2021``, Table 3 of ST 2067-21:2023).
+APP_2E_2021 = "http://www.smpte-ra.org/ns/2067-21/2021"
+_FPS_ALL = FRAME_RATES
+#: ST 2067-21:2023 Table 3's HD Y'CbCr rates (photon ``Application2E2021.FPS_HD``): 25, 29.97, 30.
+_FPS_HD = (Fraction(25), Fraction(30000, 1001), Fraction(30))
+
+
+#: ST 2067-21:2016 App #2E: the bit depths of each colour system (photon
+#: ``Application2ExtendedComposition.colorToBitDepthMap``; Color3 is Rec. 709).
+APP_2E_2016_BITS = {3: (8, 10), 4: (8, 10), 5: (10, 12), 6: (10, 12, 16), 7: (10, 12, 16)}
+_UHD = _FPS_ALL
+_4K = _FPS_ALL + (Fraction(120),)
+#: ST 2067-21:2023 Table 3, progressive rows (photon ``Application2E2021.IMAGE_CHARACTERISTICS``):
+#: (Y'CbCr, chroma subsampling, largest width, height, colour systems, bit depths, rates).
+APP_2E_2021_ROWS = (
+    (True, 2, 1920, 1080, (1, 2, 3), (8, 10), _FPS_HD),
+    (True, 1, 1920, 1080, (1, 2, 3), (8, 10), _FPS_HD),
+    (False, 1, 1920, 1080, (1, 2, 3), (8, 10), _FPS_HD),
+    (True, 2, 3840, 2160, (4,), (8, 10), _UHD),
+    (True, 2, 3840, 2160, (3,), (8, 10, 12, 16), _UHD),
+    (True, 2, 3840, 2160, (5, 8), (10, 12), _UHD),
+    (True, 2, 3840, 2160, (7,), (10, 12, 16), _UHD),
+    (False, 1, 4096, 3112, (3,), (8, 10, 12, 16), _4K),
+    (False, 1, 4096, 3112, (5, 8), (10, 12), _4K),
+    (False, 1, 4096, 3112, (6, 7), (10, 12, 16), _4K),
+)
+
+
+def app_2e_2016_allows(ycbcr: bool, sampling: int, bits: int, width: int, height: int,
+                       fps, colour: int = 3) -> bool:
+    """Whether ST 2067-21:2016 (photon ``Application2ExtendedComposition``) allows a
+    progressive picture: ``ycbcr`` Y'CbCr (else R'G'B'), ``sampling`` the chroma's horizontal
+    subsampling (1: 4:4:4, 2: 4:2:2), ``bits`` per component, ``width`` x ``height`` samples
+    at ``fps``, ``colour`` the photon colour system (3: Rec. 709). App #2 (ST 2067-20: up to
+    1920x1080, 8 or 10 bits, any progressive rate) passes first; else App #2E:
+    :data:`APP_2E_2016_BITS`, R'G'B' 4:4:4 up to 4096x3112 (120 fps too), Y'CbCr 4:2:2 only,
+    up to 3840x2160."""
+    rate = Fraction(fps)
+    if width <= 1920 and height <= 1080 and bits in (8, 10) and rate in _FPS_ALL \
+            and 1 <= colour <= 7:
+        return True                                            # App #2
+    if bits not in APP_2E_2016_BITS.get(colour, ()):
+        return False
+    if ycbcr:
+        return sampling == 2 and width <= 3840 and height <= 2160 and rate in _FPS_ALL
+    return width <= 4096 and height <= 3112 and rate in _4K
+
+
+def app_2e_2021_allows(ycbcr: bool, sampling: int, bits: int, width: int, height: int,
+                       fps, colour: int = 3) -> bool:
+    """Whether ST 2067-21:2021/2023 Table 3 allows a progressive picture (a row of
+    :data:`APP_2E_2021_ROWS` holds it); arguments as :func:`app_2e_2016_allows`. For Rec. 709:
+    R'G'B' 8..16 bits up to 4096x3112; Y'CbCr 4:2:2 8..16 bits up to 3840x2160; Y'CbCr 4:4:4
+    8 or 10 bits up to 1920x1080 at 25, 29.97 or 30 frames/s only."""
+    rate = Fraction(fps)
+    return any(ycbcr == y and sampling == s and width <= w and height <= h and colour in cs
+               and bits in bs and rate in rates
+               for y, s, w, h, cs, bs, rates in APP_2E_2021_ROWS)
+
+
+def identification(ht: bool, ycbcr: bool, sampling: int, bits: int, width: int, height: int,
+                   fps) -> str | None:
+    """The App #2E ApplicationIdentification a package must carry: HTJ2K only under
+    :data:`APP_2E_2021` (the 2016 edition's picture coding labels are Part-1 profiles only:
+    photon's ``Application2ExtendedComposition`` refuses the HTJ2K label); Part-1 under
+    :data:`APP_2E_2016` where that edition allows the picture (the one older checkers know),
+    else :data:`APP_2E_2021`; None where neither does."""
+    args = (ycbcr, sampling, bits, width, height, fps)
+    if not ht and app_2e_2016_allows(*args):
+        return APP_2E_2016
+    if app_2e_2021_allows(*args):
+        return APP_2E_2021
+    return None
+
+
+# -- HTJ2K: the CAP marker's Ccap15 parameter B (T.814 A.3) and its IMF bound --------------------
+def ht_magb_b(steps, guard_bits: int, levels: int, reversible: bool) -> int:
+    """Parameter B of Ccap15 (T.814 Table A.3, MAGB) for a QCD's ``steps`` ((epsilon_b, mu_b),
+    LL first, Table A.30) and ``guard_bits``: the most magnitude bit-planes of any band, where
+    the 5/3 band's count is M_b = G + epsilon_b - 1 (T.800 E-2) and the 9/7 band at level
+    n_b (1 finest, the LL at ``levels``) counts G + epsilon_b - n_b (the step sizes of the
+    normalised 9/7 fall by one bit a level), as OpenJPH (the T.814 reference software)
+    and the photon HTJ2K sample compute it."""
+    best = 0
+    for i, (eps, _) in enumerate(steps):
+        nb = levels if i == 0 else levels - (i - 1) // 3
+        best = max(best, guard_bits + eps - (1 if reversible else nb))
+    return best
+
+
+def ccap15_magb(B: int) -> int:
+    """Ccap15 bits 4..0 (MAGB) for parameter ``B`` (T.814 Table A.3): 0 for B <= 8,
+    B - 8 below 28, 13 + B / 4 below 48, else 31."""
+    if B <= 8:
+        return 0
+    if B < 28:
+        return B - 8
+    if B < 48:
+        return 13 + (B >> 2)
+    return 31
+
+
+def magb_b(magb: int) -> int:
+    """The largest B that Ccap15's ``magb`` field allows (the inverse of :func:`ccap15_magb`);
+    photon reads B as MAGB + 8."""
+    if magb == 0:
+        return 8
+    if magb < 20:
+        return magb + 8
+    if magb < 31:
+        return 4 * (magb - 13) + 3
+    return 74
+
+
+def ht_b_limit(precision: int, reversible: bool, mct: bool, levels: int) -> int:
+    """The most B ST 2067-21:2023 Annex I allows an IMF HTJ2K codestream (photon
+    ``Application2E2021.validateHTConstraints``): precision + 1, plus 2 and one for the RCT
+    (one more above 5 levels) on the 5/3 path, plus one for the ICT above 10 bits on the 9/7;
+    photon warns above it and fails above 21."""
+    b = precision + 1
+    if reversible:
+        b += 2 + int(mct) + (1 if levels > 5 else 0)
+    elif mct and precision > 10:
+        b += 1
+    return b
