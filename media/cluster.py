@@ -8,7 +8,8 @@ extra (``pip install 'cinegpu[cluster]'``); without it, a missing scheduler, or 
 scheduler without workers, :func:`connect` raises one :class:`.errors.MediaError` saying
 which.
 
-A local cluster is started with ``distributed.scheduler.allowed-failures`` at 0, so that a
+A local cluster is started without the workers' statistical profiler, and with
+``distributed.scheduler.allowed-failures`` at 0, so that a
 worker process that dies while it holds a frame fails that frame at once (the callers
 resubmit a failed task once under a new key); a remote scheduler keeps its own setting
 (Dask's default: a task fails after its workers died 4 times).
@@ -167,7 +168,10 @@ def _local(where: ClusterAddress, distributed, threads: int, resources: dict | N
     """A LocalCluster of worker processes, its scheduler in this process."""
     import dask  # noqa: PLC0415
     workers = where.workers or max(1, os.cpu_count() or 1)
-    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+    # no statistical profiler in the workers: it samples every thread's stack each 10 ms,
+    # holding the GIL that the encoders' Python steps need
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0,
+                          "distributed.worker.profile.enabled": False}):
         local = distributed.LocalCluster(
             n_workers=workers, threads_per_worker=threads, processes=True,
             host="127.0.0.1", dashboard_address=None, resources=resources,
