@@ -8,7 +8,8 @@ track file, in order. Frames are read and encoded a bounded window ahead of the 
 decode their own frames when the frames come from files (:class:`.images_in.ImageFrames`);
 otherwise by ``workers`` threads of this process (the encoder releases the GIL: OpenJPEG runs
 as a process, the GPU encoder waits on the device, and the CPU encoder's tier-1 codes each
-tile in one numba call without it). A
+tile in one numba call without it); or, with ``cluster``, by the workers of a Dask cluster
+(:mod:`.cluster_coders`), which read their own frames too. A
 composition shorter than ``frames`` repeats its input (a still image becomes a shot of ``frames``
 frames); each distinct input frame is encoded once. With ``sound`` (:func:`.sound_in.open_sound`)
 its length is checked against the composition before the first frame is encoded, and the sound
@@ -31,7 +32,7 @@ from cinegpu.decode.codestream import dci, imf
 from .colour import COLORSPACES, SAMPLINGS
 from .dcp_write import DCPWriter, Package
 from .frame_coders import CoderSetup, ProcessCoders, ThreadCoders
-from .frame_encode import FrameEncoders, device_for
+from .frame_encode import FrameEncoders, device_for, pick_backend
 from .imf_write import IMFWriter
 from .images_in import ImageFrames, image_area, list_frames, max_input_size
 from .sound_in import SoundInput
@@ -48,7 +49,7 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
            subtitles: TimedTextAsset | None = None, format: str = "dcp",
            codec: str = "j2k", bits: int = 12, lossless: bool = False,
            sampling: str = "rgb", processes: int | None = None, gpus: int | None = 1,
-           stats: dict | None = None) -> Package:
+           cluster: str | None = None, stats: dict | None = None) -> Package:
     """Master ``count`` input images (``get_frame(i)``: (H, W, 3) floats 0..1, or integers
     read as a fraction of their dtype's maximum) into a DCP at ``out``. ``frames``:
     composition length (default ``count``; the input repeats to fill it). ``bitrate`` in
@@ -64,7 +65,11 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
     ``processes``: encoder processes (:class:`.frame_coders.ProcessCoders`), each with
     ``workers`` threads; None: :meth:`.FrameEncoders.default_processes` when ``get_frame``
     pickles (e.g. a :class:`.images_in.ImageFrames`), else 1 (threads of this process).
-    ``gpus``: CUDA devices the encoders are spread over (None: every one).  ``stats``: a
+    ``gpus``: CUDA devices the encoders are spread over (None: every one).  ``cluster``: a
+    Dask scheduler's address or ``local[:N]`` (:func:`.cluster.parse_address`): the frames are
+    coded there (:class:`.cluster_coders.ClusterCoders`; ``get_frame`` must pickle, and the
+    workers see its files) and written here in order; ``processes`` and ``gpus`` do not
+    apply, ``workers`` is a local cluster's threads per worker process.  ``stats``: a
     dict, filled with ``processes``, ``threads`` and the seconds from the call until the
     encoders were ready (``ready_s``), the first frame was written (``first_s``) and the
     package was complete (``total_s``).  Raises ValueError for a bad profile, rate, size,
@@ -111,14 +116,19 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
     options = dict(profile=encoder_profile, fps=rate, bitrate=bitrate, colorspace=colorspace,
                    backend=backend, bits=bits, codec=codec if format == "imf" else "j2k",
                    lossless=lossless, sampling=sampling, gpus=gpus)
-    encoders = FrameEncoders(**options)
-    procs = _processes(processes, encoders, get_frame, count)
-    workers = max(1, workers or encoders.default_workers(procs))
+    encoders = procs = None
+    if cluster is None:
+        encoders = FrameEncoders(**options)
+        procs = _processes(processes, encoders, get_frame, count)
+        workers = max(1, workers or encoders.default_workers(procs))
     bar = _progress(total, title, progress)
     cache: dict[int, bytes] = {}
     coders = first_s = None
     try:
-        if procs > 1:
+        if cluster is not None:
+            coders = _cluster_coders(cluster, get_frame, width, height, options, workers or 1)
+            procs, workers = coders.processes, coders.threads
+        elif procs > 1:
             options["backend"] = encoders.backend
             if encoders.backend == "cuda":
                 options["gpus"] = encoders.gpus
@@ -158,13 +168,46 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
             # exit has removed the partial folder without waiting for the frames being
             # encoded (they only return bytes)
             coders.close(abort=True)
-        encoders.close()
+        if encoders is not None:
+            encoders.close()
         if bar is not None:
             bar.close()
     if stats is not None:
         stats.update(processes=procs, threads=workers, ready_s=ready - started,
                      first_s=first_s - started, total_s=time.perf_counter() - started)
     return package
+
+
+def _cluster_coders(where: str, get_frame, width: int, height: int, options: dict,
+                    threads: int):
+    """:class:`.cluster_coders.ClusterCoders` on the cluster at ``where`` (a local one of
+    ``threads`` threads per worker): the back end ``auto`` is ``cuda`` when the cluster has
+    GPU workers (a local cluster: when this machine has a GPU, each worker then offering
+    ``GPU=1``).  ValueError when ``get_frame`` does not pickle; MediaError from
+    :func:`.cluster.connect`."""
+    from .cluster import connect, parse_address
+    from .cluster_coders import ClusterCoders, ClusterJob
+    try:
+        pickle.dumps(get_frame)
+    except Exception:
+        raise ValueError("cluster workers read their own frames: get_frame must pickle (e.g. "
+                         f"an images_in.ImageFrames), not a {type(get_frame).__name__}") from None
+    address = parse_address(where)
+    backend = options["backend"]
+    resources = None
+    if address.local:
+        backend = pick_backend(backend)
+        resources = {"GPU": 1} if backend == "cuda" else None
+    cluster = connect(address, threads=threads, resources=resources)
+    try:
+        if backend == "auto":
+            backend = "cuda" if cluster.gpu_workers() else "cpu"
+        job = ClusterJob.of(get_frame, width, height,
+                            dict(options, backend=backend, gpus=1))
+        return ClusterCoders(cluster, job, backend)
+    except BaseException:
+        cluster.close()
+        raise
 
 
 def _processes(processes: int | None, encoders: FrameEncoders, get_frame, count: int) -> int:

@@ -1,16 +1,50 @@
-"""``cinegpu check PATH``: verify a DCP or IMF package's hashes and sizes against its PKLs."""
+"""``cinegpu check PATH``: verify a DCP or IMF package's hashes and sizes against its PKLs;
+with ``--decode``, decode every frame of every package under a folder (here, or on a Dask
+cluster with ``--cluster``)."""
 
 from __future__ import annotations
+
+from .args import UsageError, positive_int
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "check", help="verify every PKL asset's size and SHA-1 hash; report missing and extra files")
-    p.add_argument("path", help="package folder (DCP or IMF) or its ASSETMAP")
+        "check", help="verify every PKL asset's size and SHA-1 hash; report missing and extra "
+                      "files (--decode: decode every frame of a library of packages)")
+    p.add_argument("path", help="package folder (DCP or IMF) or its ASSETMAP; with --decode, a "
+                                "package folder or a folder of packages (a library)")
+    p.add_argument("--decode", action="store_true",
+                   help="decode every frame of every picture track file the packages' CPLs "
+                        "name, and report each frame that fails (package, track file, frame, "
+                        "error), instead of checking hashes")
+    p.add_argument("--cluster", default=None, metavar="ADDRESS|local[:N]",
+                   help="with --decode: decode on a Dask cluster, a scheduler's address "
+                        "(tcp://host:8786; the workers must see the library at the same path) "
+                        "or local[:N] (N worker processes here); needs cinegpu[cluster]")
+    p.add_argument("--workers", type=positive_int, default=None, metavar="N",
+                   help="with --decode: decoding processes here, or a local cluster's workers "
+                        "(default: one per CPU core)")
+    p.add_argument("--backend", choices=("auto", "cpu", "cuda"), default="cpu",
+                   help="with --decode: the decoder's back end (default cpu; auto: the GPU "
+                        "where there is one, on a cluster its GPU workers)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(run=run)
 
 
 def run(args) -> int:
-    from cinegpu.media.check import run as check_run
-    return check_run(args.path, progress=not args.no_progress)
+    """0: the package checks out (--decode: every frame decodes); 1: problems found (printed);
+    2: bad arguments, a library that is not a folder, or a cluster that cannot be reached."""
+    if not args.decode:
+        if args.cluster or args.workers or args.backend != "cpu":
+            raise UsageError("--cluster, --workers and --backend go with --decode")
+        from cinegpu.media.check import run as check_run
+        return check_run(args.path, progress=not args.no_progress)
+    from cinegpu.media.check_decode import run as decode_run
+    from cinegpu.media.cluster import parse_address
+    if args.cluster is not None:
+        try:
+            parse_address(args.cluster)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    return decode_run(args.path, cluster=args.cluster, workers=args.workers,
+                      backend=args.backend, progress=not args.no_progress)

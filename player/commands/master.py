@@ -43,6 +43,11 @@ def register(subparsers) -> None:
                         "CPU 1)")
     p.add_argument("--gpus", type=gpu_count, default=1, metavar="N|all",
                    help="GPUs the encoder processes are spread over (default 1)")
+    p.add_argument("--cluster", default=None, metavar="ADDRESS|local[:N]",
+                   help="code the frames on a Dask cluster: a scheduler's address "
+                        "(tcp://host:8786; the workers must see INPUT at the same path) or "
+                        "local[:N] (N worker processes here, --workers threads each); this "
+                        "machine writes the package. Needs cinegpu[cluster]")
     p.add_argument("--backend", choices=("auto", "cpu", "cuda"), default="auto",
                    help="where the encoder runs (default auto: the GPU when CuPy sees one)")
     p.add_argument("--audio", nargs="+", default=None, metavar="FILE.wav",
@@ -103,6 +108,12 @@ def _run(args) -> int:
         elif args.codec != "j2k" or args.bits != 12 or args.lossless or args.sampling != "rgb":
             raise ValueError("--codec, --bits, --lossless and --sampling apply to --format imf "
                              "(a DCP is 12-bit lossy Part-1 JPEG 2000 in X'Y'Z')")
+        if args.cluster is not None:
+            from cinegpu.media.cluster import parse_address
+            parse_address(args.cluster)          # ValueError: one line, before any work
+            if args.processes is not None:
+                raise ValueError("--processes and --cluster exclude each other (a cluster's "
+                                 "worker processes code the frames)")
         check_output(args.output)
         count = len(list_frames(args.input))
         frames = args.frames
@@ -133,12 +144,13 @@ def _run(args) -> int:
                   f"{args.fps} fps, "
                   f"{f'IMF App 2E {args.bits}-bit {args.sampling}' if imf else 'DCI ' + args.profile.upper()}"
                   f", encoder {encoder_name()} "
-                  f"({pick_backend(args.backend)})",
+                  f"({'on the cluster ' + args.cluster if args.cluster else pick_backend(args.backend)})",
                   file=sys.stderr)
         package = master_images(args.input, args.output, title=args.title, profile=args.profile,
                                 fps=args.fps, bitrate=args.bitrate, colorspace=args.colorspace,
                                 container=args.container, frames=frames, workers=args.workers,
                                 processes=args.processes, gpus=args.gpus,
+                                cluster=args.cluster,
                                 kind=args.kind, progress=not args.quiet,
                                 backend=args.backend, sound=sound, subtitles=subtitles,
                                 format=args.format, codec=args.codec, bits=args.bits,
