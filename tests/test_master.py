@@ -194,6 +194,7 @@ def test_dpx_reader_rejects_bad_files(tmp_path):
 
 
 # -- the commands ------------------------------------------------------------------------------
+@pytest.mark.slow
 @needs_encoder
 def test_master_then_play_headless(tmp_path):
     src = tmp_path / "in"

@@ -115,6 +115,7 @@ def _play_at(source, rate: float, seconds: float, frame_count: int):
     return got
 
 
+@pytest.mark.slow
 def test_a_source_that_cannot_keep_up_decodes_smaller_pictures_shown_at_full_size(frames):
     folder, data = frames
     asked: list = []

@@ -329,6 +329,7 @@ def _screens(tmp_path, subtitles, frames=(0, 30)):
     return {n: read_png16(p) for n, p in shots.items()}
 
 
+@pytest.mark.slow
 @needs_font
 def test_screenshots_include_the_subtitles(gl, tmp_path):
     track = read_subtitles(_interop(tmp_path, size=84))
