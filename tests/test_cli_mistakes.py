@@ -102,6 +102,7 @@ def test_decimal_ntsc_rates_read_as_ffmpeg_reads_them():
         assert positive_rate(text) == want, text
 
 
+@pytest.mark.slow
 def test_bench_compare_runs_openjph_on_htj2k_frames_only(tmp_path):
     """OpenJPH decodes HTJ2K alone: bench --compare times ``ojph_expand`` on HT frames and leaves
     it out for Part-1 frames."""

@@ -167,6 +167,7 @@ def _corrupt_frame(track: Path, n: int) -> None:
         f.write(b"\x12\x34")
 
 
+@pytest.mark.slow
 def test_check_decode_reports_exactly_the_broken_frame(tmp_path, dcp_samples):
     import shutil
     lib = tmp_path / "lib"

@@ -37,6 +37,7 @@ def wheel(tmp_path_factory):
     return zipfile.ZipFile(next(out.glob("*.whl")))
 
 
+@pytest.mark.slow
 def test_the_wheel_carries_every_kernel_and_the_sample(wheel):
     names = set(wheel.namelist())
     kernels = sorted(k for top in FOLDERS for pattern in ("*.cu", "*.cuh")
