@@ -18,16 +18,15 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from cinegpu.media import MediaError, open_source
+from cinegpu.media import MediaError
 from cinegpu.media.errors import CorruptMedia
 from cinegpu.media.images_in import ImageFrames, list_frames
 from cinegpu.media.mastering import master, master_images
 
 from test_master import needs_encoder
-from test_master_processes import _codestreams, _frames
+from test_master_processes import _codestreams, _DieOn, _frames
 
 distributed = pytest.importorskip("distributed", reason="dask distributed is not installed "
                                                         "(pip install 'cinegpu[cluster]')")
@@ -72,19 +71,6 @@ class _FailOnce:
         if i == self.k and not os.path.exists(self.mark):
             Path(self.mark).touch()
             raise OSError("a transient read error")
-        return self.files(i)
-
-
-@dataclass(frozen=True)
-class _DieOn:
-    """Frames of ``files``, except that reading frame ``k`` kills the worker reading it."""
-
-    files: ImageFrames
-    k: int
-
-    def __call__(self, i: int):
-        if i == self.k:
-            os.kill(os.getpid(), signal.SIGKILL)
         return self.files(i)
 
 
@@ -142,13 +128,18 @@ def test_packages_of_a_library(tmp_path, dcp_samples):
         find_packages(tmp_path / "nothing")
 
 
+def _master_in_threads(src, out, backend="cpu", **options):
+    """The single-machine master the cluster's output is compared with: 2 threads, 1 process."""
+    master_images(src, out, title="t", processes=1, workers=2, backend=backend, progress=False,
+                  **options)
+
+
 # -- local clusters on the CPU ----------------------------------------------------------------
 @needs_encoder
 def test_cluster_master_writes_the_same_dcp_as_threads(tmp_path):
     src = _frames(tmp_path / "in", 5)
     one, dist = {}, {}
-    master_images(src, tmp_path / "threads", title="t", processes=1, workers=2, backend="cpu",
-                  progress=False, stats=one)
+    _master_in_threads(src, tmp_path / "threads", stats=one)
     master_images(src, tmp_path / "cluster", title="t", cluster="local:2", backend="cpu",
                   progress=False, stats=dist)
     assert (dist["processes"], dist["threads"]) == (2, 1)
@@ -215,8 +206,7 @@ def test_check_decode_command_here_and_on_a_local_cluster(tmp_path, dcp_samples,
 @needs_encoder
 def test_a_worker_killed_mid_job_changes_nothing(tmp_path):
     src = _frames(tmp_path / "in", 8)
-    master_images(src, tmp_path / "threads", title="t", processes=1, workers=2, backend="cpu",
-                  progress=False)
+    _master_in_threads(src, tmp_path / "threads")
     with connect("local:2") as cluster:
         client = cluster.client
         pids = client.run(os.getpid)
@@ -252,8 +242,7 @@ def test_a_worker_killed_mid_job_changes_nothing(tmp_path):
 @needs_encoder
 def test_a_frame_that_fails_once_is_coded_again(tmp_path):
     src = _frames(tmp_path / "in", 4)
-    master_images(src, tmp_path / "threads", title="t", processes=1, workers=2, backend="cpu",
-                  progress=False)
+    _master_in_threads(src, tmp_path / "threads")
     mark = tmp_path / "failed-once"
     master(_FailOnce(_files(src), 2, str(mark)), 4, tmp_path / "cluster", title="t",
            cluster="local:2", backend="cpu", progress=False)
@@ -311,8 +300,7 @@ def test_gpu_cluster_master_writes_the_same_dcp(tmp_path, gpu):
     half of it) against the local GPU master."""
     src = _frames(tmp_path / "in", 6, size=(2048, 1080))
     stats = {}
-    master_images(src, tmp_path / "threads", title="t", processes=1, workers=2,
-                  backend="cuda", progress=False)
+    _master_in_threads(src, tmp_path / "threads", backend="cuda")
     master_images(src, tmp_path / "cluster", title="t", cluster="local:1", workers=2,
                   backend="cuda", progress=False, stats=stats)
     assert (stats["processes"], stats["threads"]) == (1, 2)

@@ -199,6 +199,19 @@ def test_stream_count():
 QUICK_STREAMS = ["ds0_ht_01_b11", "ds1_ht_06_b11", "ds0_hm_15_b8", "ds0_ht_16_b11", "hifi_ht1_02"]
 
 
+def _compare_mutated_blocks(backend, name, data, *, blocks, trials):
+    """``trials`` rounds of up to ``blocks`` of the stream's HT blocks (picked once), each
+    mutated as test_htj2k_fuzz does, laid out as one table and compared on ``backend``."""
+    rows, coded = _blocks(data)
+    if not rows:
+        return
+    picks = random.Random(name).sample(range(len(rows)), min(len(rows), blocks))
+    for trial in range(trials):
+        mutated = [_mutate_block(random.Random(f"{name}/{trial}/{b}"), rows[b], coded[b])
+                   for b in picks]
+        compare(backend, *_layout([m[0] for m in mutated], [m[1] for m in mutated]))
+
+
 @needs_ht_streams
 @pytest.mark.parametrize("name", QUICK_STREAMS)
 def test_ht_conformance_blocks(backend, name):
@@ -206,13 +219,7 @@ def test_ht_conformance_blocks(backend, name):
     for coded, table, sl, sp, size in _tile_calls(_path(name).read_bytes()):
         status, _ = compare(backend, coded, table, sl, sp, size)
         assert not status.any()
-    rows, blocks = _blocks(_path(name).read_bytes())
-    rng = random.Random(name)
-    picks = rng.sample(range(len(rows)), min(len(rows), 40))
-    for trial in range(8):
-        mutated = [_mutate_block(random.Random(f"{name}/{trial}/{b}"), rows[b], blocks[b])
-                   for b in picks]
-        compare(backend, *_layout([m[0] for m in mutated], [m[1] for m in mutated]))
+    _compare_mutated_blocks(backend, name, _path(name).read_bytes(), blocks=40, trials=8)
 
 
 @pytest.mark.slow
@@ -223,15 +230,7 @@ def test_ht_conformance_blocks_fuzz(backend, name):
     data = (HT_STREAMS / f"{name}.j2k").read_bytes()
     for coded, table, sl, sp, size in _tile_calls(data):
         compare(backend, coded, table, sl, sp, size)
-    rows, blocks = _blocks(data)
-    if not rows:
-        return
-    rng = random.Random(name)
-    picks = rng.sample(range(len(rows)), min(len(rows), 60))
-    for trial in range(6):
-        mutated = [_mutate_block(random.Random(f"{name}/{trial}/{b}"), rows[b], blocks[b])
-                   for b in picks]
-        compare(backend, *_layout([m[0] for m in mutated], [m[1] for m in mutated]))
+    _compare_mutated_blocks(backend, name, data, blocks=60, trials=6)
 
 
 @pytest.mark.slow
