@@ -62,18 +62,18 @@ def decode_host(coded, table, seg_lengths, seg_passes, out, max_slots=64, interl
     seg_passes = np.ascontiguousarray(seg_passes, np.int32)
     order = t1gpu.work_order(table, seg_passes)
     nslots = min(nblk, max_slots)
-    entries = t1gpu.scratch_entries(table)
+    shared = flags_in == "shared"
+    entries = t1gpu.scratch_entries(table, masks=shared)
     flags = np.zeros(entries * nslots, np.uint16)
     vals = np.zeros(entries * nslots, np.int32)
     luts = (*t1gpu.lookup_tables(), t1gpu.ht_lookup_table())
     pitch = 0 if interleave else entries
-    shared = flags_in == "shared"
     i64, i32 = ctypes.c_int64, ctypes.c_int32
     _host_library().tier1_emulate(
         _ptr(coded), i64(coded.size), _ptr(table), i32(table.shape[1]), i32(nblk), _ptr(order),
         _ptr(seg_lengths), i64(seg_lengths.size), _ptr(seg_passes), i64(seg_passes.size),
         _ptr(out), i64(out.size), _ptr(status), _ptr(flags), _ptr(vals), i32(nslots),
-        i32(entries + 2 if shared else pitch), i32(pitch), *[_ptr(t) for t in luts],
+        i32(t1gpu.shared_pitch(entries) if shared else pitch), i32(pitch), *[_ptr(t) for t in luts],
         i32(shared))
     return status
 
@@ -301,6 +301,27 @@ def test_real_frame(backend, layout):
     assert table.shape[0] > 1000
     status, out = compare(backend, coded, table, sl, sp, size, **layout)
     assert not status.any() and out.any()
+
+
+def test_scratch_entries_size_the_mask_and_flag_passes():
+    """Part-1 blocks up to 64 x 64 need 16 * (h + 5) entries (the bit masks), HT and larger
+    blocks (w + 2) * (h + 2) (the flags); without masks, flags for all; rows that cannot pass
+    validation need nothing.  The shared pitch is an odd number of 64-bit words."""
+    def table(*rows):
+        t = np.zeros((len(rows), t1.CB_COLUMNS), np.int64)
+        for r, (w, h, style) in zip(t, rows):
+            r[t1.CB_WIDTH], r[t1.CB_HEIGHT], r[t1.CB_STYLE] = w, h, style
+        return t
+
+    assert t1gpu.scratch_entries(table((32, 32, 0))) == 16 * 37
+    assert t1gpu.scratch_entries(table((32, 32, 0)), masks=False) == 34 * 34
+    assert t1gpu.scratch_entries(table((64, 64, 0), (32, 32, 0))) == 16 * 69
+    assert t1gpu.scratch_entries(table((32, 32, 0), (32, 32, t1.CBLK_HT))) == 34 * 34
+    assert t1gpu.scratch_entries(table((128, 32, 0))) == 130 * 34
+    assert t1gpu.scratch_entries(table((2000, 2, 0), (-1, 5, 0))) == 1
+    for entries in (1, 592, 1156, 4356):
+        pitch = t1gpu.shared_pitch(entries)
+        assert pitch >= entries and pitch % 8 == 4
 
 
 @pytest.mark.gpu

@@ -26,8 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .codeblock import (CB_COLUMNS, CB_DATA, CB_HEIGHT, CB_OUT, CB_SEG_COUNT, CB_SEG_FIRST, CB_WIDTH,
-                        MAX_CBLK_AREA, MAX_CBLK_SIDE, STATUS_BAD_ROW)
+from .codeblock import (CB_COLUMNS, CB_DATA, CB_HEIGHT, CB_OUT, CB_SEG_COUNT, CB_SEG_FIRST, CB_STYLE,
+                        CB_WIDTH, MAX_CBLK_AREA, MAX_CBLK_SIDE, STATUS_BAD_ROW)
+from .ht import CBLK_HT
 from .ht_tables import VLC_LUT_0, VLC_LUT_1
 from .tables import CTX_INIT, MQ_NLPS, MQ_NMPS, MQ_QE, NUM_CONTEXTS, SC_LUT, ZC_LUT
 
@@ -37,18 +38,21 @@ except ImportError:  # the host emulation and the table helpers work without it
     cupy = None
 
 __all__ = ["decode_codeblocks_cuda", "lookup_tables", "ht_lookup_table", "work_order", "scratch_entries", "KERNELS",
-           "BLOCK_THREADS", "RowBatch", "upload_batch", "BATCH_LANES", "BATCH_LANES_FROM"]
+           "BLOCK_THREADS", "RowBatch", "upload_batch", "BATCH_LANES", "BATCH_LANES_FROM",
+           "shared_pitch"]
 
 CUDA_SOURCE = Path(__file__).with_name("cuda") / "tier1.cu"
 KERNELS = ("tier1_zero_rejected_rows", "tier1_decode_thread_per_codeblock",
            "tier1_decode_thread_per_codeblock_shared_flags")
 BLOCK_THREADS = 128  # T1_BLOCK in tier1.cu
 SCRATCH_BYTES = 256 << 20  # per-thread scratch of one call at most (then threads take turns)
-STATIC_SHARED = 6144  # bytes of static shared memory of the kernels (lookup tables), rounded up
+STATIC_SHARED = 8192  # bytes of static shared memory of the kernels (lookup tables), rounded up
+MASK_SIDE, MASK_ROWS_EXTRA = 64, 5  # mask_passes.cuh
 #: working lanes per warp for launches of BATCH_LANES_FROM rows or more (one lane below): measured
-#: on an H200 with 4K DCI frames (26,280 rows each), ms a frame for 1 / 2 / 4 / 8 lanes: one
-#: frame 3.1 / 4.2 / - / -; 16 frames 2.2 / 1.62 / 1.31 / -; 32 frames 2.12 / 1.55 / 1.18 / 1.29
-BATCH_LANES = 4
+#: on an H100 with 4K DCI frames (26,280 rows of 32 x 32 each, bit-mask passes), ms a frame for
+#: 1 / 2 / 4 / 8 / 16 / 32 lanes: one frame 2.94 / 3.88 / - ; 16 frames 1.73 / 1.31 / 1.04 / 0.99 /
+#: 1.19 / 1.41; 32 frames 1.69 / 1.24 / 0.93 / 0.84 / 1.02 / 1.25
+BATCH_LANES = 8
 BATCH_LANES_FROM = 100_000
 
 
@@ -108,14 +112,29 @@ def _device_array(a, dtype, ndim, name):
     return a
 
 
-def scratch_entries(table, xp=np):
-    """Scratch entries one slot needs: the largest (w + 2) * (h + 2) of a row that can pass
-    validation (1 when none can).  A CuPy table costs one device-to-host copy."""
+def scratch_entries(table, xp=np, masks=True):
+    """uint16 entries of scratch one slot needs (1 when no row can pass validation): for a row
+    the flag passes take, (w + 2) * (h + 2) sample flags (and as many int32 vals); for a row
+    the bit-mask passes take (``masks``; Part-1, w and h at most MASK_SIDE: mask_passes.cuh),
+    16 * (h + MASK_ROWS_EXTRA), its four states of h + 5 64-bit words.  A CuPy table costs one
+    device-to-host copy."""
     w, h = table[:, CB_WIDTH], table[:, CB_HEIGHT]
     ok = (w >= 0) & (h >= 0) & (w <= MAX_CBLK_SIDE) & (h <= MAX_CBLK_SIDE)
     ok &= xp.where(ok, w * h, 0) <= MAX_CBLK_AREA
-    need = xp.where(ok, (w + 2) * (h + 2), 1)
+    need = (w + 2) * (h + 2)
+    if masks:
+        fits = (table[:, CB_STYLE] & CBLK_HT == 0) & (w <= MASK_SIDE) & (h <= MASK_SIDE)
+        need = xp.where(fits, 16 * (h + MASK_ROWS_EXTRA), need)
+    need = xp.where(ok, need, 1)
     return int(need.max()) if need.size else 1
+
+
+def shared_pitch(entries: int) -> int:
+    """uint16 entries of one thread's run of shared memory in the shared-flags kernel for
+    ``entries`` (scratch_entries): an odd number of 64-bit words, so that the lanes of a warp
+    start in distinct banks and the masks are aligned."""
+    words = -(-max(entries, 1) // 4)
+    return 4 * (words + 1 - words % 2)
 
 
 def decode_codeblocks_cuda(coded, table, seg_lengths, seg_passes, out, *, entries=None, order=None,
@@ -131,8 +150,9 @@ def decode_codeblocks_cuda(coded, table, seg_lengths, seg_passes, out, *, entrie
     order: the rows' int32 work order (:func:`work_order` of the same table and seg_passes),
     else worked out here on the device when ``sort`` (some ten small launches).
 
-    Tuning, not results: flags_in, "shared" (sample flags in shared memory) or "global" (all
-    scratch in global memory); lanes, working threads per warp (1..32); warps, per CUDA block
+    Tuning, not results: flags_in, "shared" (sample flags, or the bit masks of Part-1 blocks up
+    to 64 x 64 (mask_passes.cuh), in shared memory) or "global" (flag passes only, all scratch
+    in global memory; entries is then worked out here); lanes, working threads per warp (1..32); warps, per CUDA block
     (shared; both lowered to what the shared memory holds); sort, rows in work_order; interleave, scratch interleaved across threads (default:
     when lanes > 1); scratch_bytes, budget of the global scratch (4 bytes per sample with border,
     6 for global flags); max_slots, threads at most.  Threads are persistent and take the rows
@@ -169,13 +189,14 @@ def decode_codeblocks_cuda(coded, table, seg_lengths, seg_passes, out, *, entrie
         order = work_order(table, seg_passes, cupy)
     else:
         order = cupy.arange(nblk, dtype=cupy.int32)
+    shared = flags_in == "shared"
+    if not shared:  # the global-flags kernel has no mask passes: flags for every row
+        entries = scratch_entries(table, cupy, masks=False)
     entries = int(entries) if entries is not None else scratch_entries(table, cupy)
     device_id = cupy.cuda.runtime.getDevice()
     mq, zc, sc, ctx_init, vlc = _device_tables(device_id)
     zero_rejected, decode_global, decode_shared = _kernels(device_id)
-    shared = flags_in == "shared"
-    # flags runs of an odd number of 32-bit words: lanes of a warp in distinct banks
-    flags_pitch = entries + (-entries) % 4 + 2
+    flags_pitch = shared_pitch(entries)
     if shared:  # as many lanes and warps as the shared memory of one CUDA block holds
         per_slot = 2 * flags_pitch + NUM_CONTEXTS
         local = max(1, (_shared_optin(device_id) - STATIC_SHARED) // per_slot)

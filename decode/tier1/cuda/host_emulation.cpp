@@ -13,8 +13,9 @@
 #define T1_SHARED static
 #define T1_SYNC()
 #define __global__
-#define T1_DYN_SHARED(name) static unsigned short name[1 << 20]
+#define T1_DYN_SHARED(name) alignas(16) static unsigned short name[1 << 20]
 #define T1_CLZ64(x) __builtin_clzll(x)
+#define T1_CTZ64(x) __builtin_ctzll(x)
 
 struct Dim { unsigned int x; };
 static int atomicAdd(int* p, int v) { int old = *p; *p += v; return old; }

@@ -7,10 +7,12 @@
  * coefficient, sign applied), bit for bit, corrupt input included.  Integer arithmetic on table
  * values and on the MQ code register C wraps like numba's int64 (wadd/wmul/wshl below).
  *
- * Memory layout.  Each thread ("slot") has flags (uint16, bits as tables.py) and vals (int32)
- * for the bordered block, entry i = (y + 1) * (w + 2) + x + 1.  The default kernel keeps the
- * flags in shared memory, a run per thread, and vals in global memory; the other keeps both in
- * global memory, interleaved across threads ([i * nslots + slot], so that lanes of a warp
+ * Memory layout.  Part-1 blocks of at most 64 x 64 samples in the default kernel take the
+ * passes of mask_passes.cuh: four 64-bit words per row in the thread's run of shared memory,
+ * values straight into the output.  Otherwise each thread ("slot") has flags (uint16, bits as
+ * tables.py) and vals (int32) for the bordered block, entry i = (y + 1) * (w + 2) + x + 1.  The
+ * default kernel keeps the flags in shared memory, a run per thread, and vals in global memory;
+ * the other keeps both in global memory, interleaved across threads ([i * nslots + slot], so that lanes of a warp
  * decoding blocks of one geometry coalesce) or in runs.  An HT block uses the same two arrays,
  * its significance and exponents as flag bits (ht_decode.cuh).  Context states (sv = 2 * state
  * + MPS, as tables.py) live in shared memory, 19 bytes per thread; the lookup tables (Table C.2,
@@ -26,8 +28,9 @@
 #define T1_DEV __device__ __forceinline__
 #define T1_SHARED __shared__
 #define T1_SYNC() __syncthreads()
-#define T1_DYN_SHARED(name) extern __shared__ unsigned short name[]
+#define T1_DYN_SHARED(name) extern __shared__ __align__(16) unsigned short name[]
 #define T1_CLZ64(x) __clzll((long long)(x))
+#define T1_CTZ64(x) (__ffsll((long long)(x)) - 1)
 #endif
 
 typedef long long i64;
@@ -353,17 +356,51 @@ T1_DEV void reset_contexts(const Cb& cb, const unsigned char* init)
         CTX(cb, cx) = init[cx];
 }
 
-/* codeblock.py decode_into: the passes of every segment (D.4), RESET (D.5), SEGSYM (D.5),
- * bypass (D.6).  The block is validated.  Returns the status bits. */
-T1_DEV int decode_into(const Cb& cb, const unsigned char* coded, i64 data_start,
-                       const int* seg_lengths, const int* seg_passes, i64 seg_first,
-                       i64 seg_count, int w, int h, int num_bps, i64 style,
-                       const unsigned char* ctx_init)
+/* The flag-array state of a block: its sample flags (cb.fl) and vals (cb.va), w x h */
+struct Flags {
+    int w, h;
+};
+
+T1_DEV void pass_spp(Mq& m, const Cb& cb, Flags& st, int plane, bool vcausal, bool raw)
 {
-    int fs = w + 2;
-    int n = (h + 2) * fs;
-    for (int i = 0; i < n; i++)
-        FL(cb, i) = 0;
+    spp(m, cb, st.w, st.h, plane, vcausal, raw);
+}
+
+T1_DEV void pass_mrp(Mq& m, const Cb& cb, Flags& st, int plane, bool vcausal, bool raw)
+{
+    mrp(m, cb, st.w, st.h, plane, raw);
+}
+
+T1_DEV void pass_cup(Mq& m, const Cb& cb, Flags& st, int plane, bool vcausal)
+{
+    cup(m, cb, st.w, st.h, plane, vcausal);
+}
+
+#include "mask_passes.cuh"
+
+T1_DEV void pass_spp(Mq& m, const Cb& cb, Masks& st, int plane, bool vcausal, bool raw)
+{
+    mask_spp(m, cb, st, plane, vcausal, raw);
+}
+
+T1_DEV void pass_mrp(Mq& m, const Cb& cb, Masks& st, int plane, bool vcausal, bool raw)
+{
+    mask_mrp(m, cb, st, plane, vcausal, raw);
+}
+
+T1_DEV void pass_cup(Mq& m, const Cb& cb, Masks& st, int plane, bool vcausal)
+{
+    mask_cup(m, cb, st, plane, vcausal);
+}
+
+/* codeblock.py decode_into: the passes of every segment (D.4), RESET (D.5), SEGSYM (D.5),
+ * bypass (D.6), on a cleared state (Flags or Masks).  The block is validated.  Returns the
+ * status bits. */
+template <class State>
+T1_DEV int decode_passes(const Cb& cb, State& st, const unsigned char* coded, i64 data_start,
+                         const int* seg_lengths, const int* seg_passes, i64 seg_first,
+                         i64 seg_count, int num_bps, i64 style, const unsigned char* ctx_init)
+{
     reset_contexts(cb, ctx_init);
     bool vcausal = (style & CBLK_VCAUSAL) != 0;
     int max_passes = num_bps > 0 ? 3 * num_bps - 2 : 0;
@@ -398,11 +435,11 @@ T1_DEV int decode_into(const Cb& cb, const unsigned char* coded, i64 data_start,
             int kind = (k + 2) % 3; /* 0 SPP, 1 MRP, 2 CUP */
             int plane = num_bps - 1 - (k + 2) / 3;
             if (kind == 0) {
-                spp(m, cb, w, h, plane, vcausal, raw);
+                pass_spp(m, cb, st, plane, vcausal, raw);
             } else if (kind == 1) {
-                mrp(m, cb, w, h, plane, raw);
+                pass_mrp(m, cb, st, plane, vcausal, raw);
             } else {
-                cup(m, cb, w, h, plane, vcausal);
+                pass_cup(m, cb, st, plane, vcausal);
                 if (style & CBLK_SEGSYM) {
                     int sym = 0;
                     for (int b = 0; b < 4; b++)
@@ -417,6 +454,22 @@ T1_DEV int decode_into(const Cb& cb, const unsigned char* coded, i64 data_start,
         }
     }
     return status;
+}
+
+/* decode_passes on the flag arrays of cb, cleared first */
+T1_DEV int decode_into(const Cb& cb, const unsigned char* coded, i64 data_start,
+                       const int* seg_lengths, const int* seg_passes, i64 seg_first,
+                       i64 seg_count, int w, int h, int num_bps, i64 style,
+                       const unsigned char* ctx_init)
+{
+    int n = (h + 2) * (w + 2);
+    for (int i = 0; i < n; i++)
+        FL(cb, i) = 0;
+    Flags st;
+    st.w = w;
+    st.h = h;
+    return decode_passes(cb, st, coded, data_start, seg_lengths, seg_passes, seg_first,
+                         seg_count, num_bps, style, ctx_init);
 }
 
 /* Annex H max-shift: a magnitude >= 2^s (2^(s+1) in this convention) is shifted down by s */
@@ -543,7 +596,8 @@ T1_DEV void decode_slot(Cb& cb, int* next_row, const unsigned char* coded, i64 c
                         const int* seg_lengths, i64 n_lengths, const int* seg_passes,
                         i64 n_passes, int* out, i64 out_len, int* status,
                         const unsigned char* s_zc, const unsigned char* s_init,
-                        const unsigned short* s_vlc)
+                        const unsigned short* s_vlc, u64* masks, int mask_words,
+                        const unsigned char* s_zc9)
 {
     for (;;) {
         int q = atomicAdd(next_row, 1);
@@ -563,6 +617,31 @@ T1_DEV void decode_slot(Cb& cb, int* next_row, const unsigned char* coded, i64 c
         cb.zc = s_zc + 256 * (int)row[CB_ORIENT];
         i64 style = row[CB_STYLE];
         int known; /* flags of the samples whose vals hold a decoded value */
+        if (!(style & CBLK_HT) && masks && w <= MASK_SIDE && h <= MASK_SIDE
+            && 4 * (h + MASK_ROWS_EXTRA) <= mask_words) {
+            int rows = h + MASK_ROWS_EXTRA;
+            Masks mk;
+            mk.sig = masks;
+            mk.neg = masks + rows;
+            mk.vis = masks + 2 * rows;
+            mk.ref = masks + 3 * rows;
+            mk.out = out + off;
+            mk.stride = stride;
+            mk.w = w;
+            mk.h = h;
+            mk.wmask = w == 64 ? ~0ULL : (1ULL << w) - 1;
+            mk.zc9 = s_zc9 + 512 * (int)row[CB_ORIENT];
+            mask_clear(mk);
+            st = decode_passes(cb, mk, coded, row[CB_DATA], seg_lengths, seg_passes,
+                               row[CB_SEG_FIRST], row[CB_SEG_COUNT], (int)row[CB_NUM_BPS],
+                               style, s_init);
+            if (roishift > 0)
+                for (int y = 0; y < h; y++)
+                    for (int x = 0; x < w; x++)
+                        mk.out[y * stride + x] = roi_unshift(mk.out[y * stride + x], roishift);
+            status[b] = st;
+            continue;
+        }
         if (style & CBLK_HT) {
             st = ht_decode_into(cb, coded, row[CB_DATA], seg_lengths, seg_passes,
                                 row[CB_SEG_FIRST], row[CB_SEG_COUNT], w, h,
@@ -592,6 +671,9 @@ T1_DEV void decode_slot(Cb& cb, int* next_row, const unsigned char* coded, i64 c
     T1_SHARED unsigned char s_sc[256];                                                       \
     T1_SHARED unsigned char s_init[NUM_CONTEXTS];                                            \
     T1_SHARED unsigned short s_vlc[2 * 1024];                                                \
+    T1_SHARED unsigned char s_zc9[4 * 512];                                                  \
+    for (int i = threadIdx.x; i < 4 * 512; i += blockDim.x)                                  \
+        s_zc9[i] = zc_by_window(zc_lut + 256 * (i >> 9), i & 511);                           \
     for (int i = threadIdx.x; i < 2 * 1024; i += blockDim.x)                                 \
         s_vlc[i] = vlc_lut[i];                                                               \
     for (int i = threadIdx.x; i < 4 * 256; i += blockDim.x) {                                \
@@ -637,7 +719,8 @@ extern "C" __global__ void tier1_decode_thread_per_codeblock(T1_DECODE_ARGS)
     cb.mq = s_mq;
     cb.sc = s_sc;
     decode_slot(cb, next_row, coded, coded_len, table, ncols, nblk, order, seg_lengths,
-                n_lengths, seg_passes, n_passes, out, out_len, status, s_zc, s_init, s_vlc);
+                n_lengths, seg_passes, n_passes, out, out_len, status, s_zc, s_init, s_vlc,
+                (u64*)0, 0, s_zc9);
 }
 
 /* Second launch, flags in shared memory: warps of `lanes` working threads (1..32), any number
@@ -668,5 +751,7 @@ extern "C" __global__ void tier1_decode_thread_per_codeblock_shared_flags(T1_DEC
     cb.mq = s_mq;
     cb.sc = s_sc;
     decode_slot(cb, next_row, coded, coded_len, table, ncols, nblk, order, seg_lengths,
-                n_lengths, seg_passes, n_passes, out, out_len, status, s_zc, s_init, s_vlc);
+                n_lengths, seg_passes, n_passes, out, out_len, status, s_zc, s_init, s_vlc,
+                slot_pitch % 4 ? (u64*)0 : (u64*)(s_dyn + ls * slot_pitch), slot_pitch / 4,
+                s_zc9);
 }
