@@ -29,6 +29,7 @@ fails only the frame it held with :class:`WorkerCrashed`, a
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import multiprocessing as mp
@@ -50,6 +51,8 @@ from .pipeline_modes import FrameMode, GpuWork, SegmentsMode, backend_mode
 from .request import DecodeRequest
 from .shm import create_segment, reclaim_orphans
 
+#: cudaHostRegisterPortable: host memory pinned for every CUDA context, not only the current one
+HOST_REGISTER_PORTABLE = 1
 log = logging.getLogger("cinegpu.decode")
 
 #: seconds between looks at a frame's GPU work while :meth:`FramePipeline.get` serves the workers
@@ -65,6 +68,7 @@ class _Done:
     result: object
     slot: int | None
     work: GpuWork | None = None
+    gpu: int = 0    #: index of the GPU (and its decoder) the work runs on
 
 
 def tiny_codestream() -> bytes:
@@ -137,7 +141,8 @@ class _Slot:
         self.pinned = False
         if xp is not np:
             try:
-                xp.cuda.runtime.hostRegister(self.array_ptr, self.shm.size, 0)
+                # portable: pinned for every GPU's context, as several GPUs read the slots
+                xp.cuda.runtime.hostRegister(self.array_ptr, self.shm.size, HOST_REGISTER_PORTABLE)
                 self.pinned = True
             except Exception as exc:  # quiet probe: fall back to pageable copies
                 log.info("cannot pin shared memory for DMA (%s): pageable copies", exc)
@@ -181,7 +186,7 @@ class FramePipeline:
                  to_host: bool = True, gpu_tier1: bool | None = None, batch: int = 1,
                  max_pixels: int | None = DEFAULT_MAX_PIXELS, max_memory: int | None = DEFAULT_MAX_MEMORY,
                  request: DecodeRequest | None = None,
-                 cancelled: Callable[[], bool] | None = None) -> None:
+                 cancelled: Callable[[], bool] | None = None, gpus: int | None = 1) -> None:
         """``max_pixels``, ``max_memory``: as for :class:`Decoder`, checked as each frame is submitted.
         ``request``: ``reduce``, ``layers``, ``strict`` and ``components`` as one
         :class:`~cinegpu.decode.request.DecodeRequest` (then leave those keywords out).
@@ -190,7 +195,11 @@ class FramePipeline:
         ``batch``: with GPU tier-1, frames back from the workers are held until ``batch`` of them
         are there (or no more can come before the next frame is wanted) and their tier-1 runs as
         one kernel launch: throughput for benchmarks and batch jobs, at ``batch`` frames of
-        latency; a player keeps 1."""
+        latency; a player keeps 1.
+        ``gpus``: with the ``cuda`` back end, the GPUs the frames are spread over (CUDA devices
+        0 .. gpus - 1, None: all), one decoder and CUDA context each; a batch (or, with
+        ``batch`` 1, a frame) goes to each GPU in turn, and frames still come out in order.
+        With 1 (the default) everything runs on the current device."""
         if batch < 1:
             raise ValueError("batch must be >= 1")
         #: what every frame is decoded to (sent to the workers with each frame)
@@ -198,6 +207,21 @@ class FramePipeline:
                                            layers=layers, strict=strict, components=components)
         self.decoder = Decoder(backend, gpu_tier1=gpu_tier1, max_pixels=max_pixels, max_memory=max_memory)
         self.backend = self.decoder.backend
+        #: one decoder per GPU (devices 0 ..), or just ``decoder`` on the current device
+        self._decoders = [self.decoder]
+        self._gpu_turn = 0
+        if gpus is None or gpus > 1:
+            if not self.decoder.selected.cuda:
+                raise ValueError(f"several GPUs need the cuda back end, not {self.backend}")
+            count = self.decoder.xp.cuda.runtime.getDeviceCount()
+            n = count if gpus is None else gpus
+            if n > count:
+                raise ValueError(f"{n} GPUs asked for; CUDA shows {count}")
+            self._decoders = []
+            for d in range(n):
+                with self.decoder.xp.cuda.Device(d):
+                    self._decoders.append(Decoder(backend, gpu_tier1=gpu_tier1, max_pixels=max_pixels,
+                                                  max_memory=max_memory))
         reclaimed = reclaim_orphans()   # segments of pipelines whose process was killed
         if reclaimed:
             log.info("reclaimed %d shared-memory segment(s) left by killed processes", len(reclaimed))
@@ -234,6 +258,20 @@ class FramePipeline:
         except BaseException:       # a worker that failed to start, a cancel, a signal: end the others
             self.close(timeout=0)
             raise
+
+    @property
+    def gpus(self) -> int:
+        """How many GPUs the frames are spread over (1: the current device only)."""
+        return len(self._decoders)
+
+    def _next_gpu(self) -> int:
+        k = self._gpu_turn
+        self._gpu_turn = (k + 1) % len(self._decoders)
+        return k
+
+    def _on_gpu(self, k: int):
+        """The context of GPU ``k`` (nothing to switch with one)."""
+        return self.decoder.xp.cuda.Device(k) if len(self._decoders) > 1 else contextlib.nullcontext()
 
     # --- workers ---------------------------------------------------------
     def _start_worker(self):
@@ -345,13 +383,15 @@ class FramePipeline:
                 continue
             items.append((job, self._slots[job.slot].shm.buf, reply, components))
         if items:
+            k = self._next_gpu()
             try:
-                results = SegmentsMode.finish_batch(self.decoder, items, self.to_host)
+                with self._on_gpu(k):
+                    results = SegmentsMode.finish_batch(self._decoders[k], items, self.to_host)
             except CodestreamError as exc:     # each frame of the batch reports it
                 self.stats["errors"] += len(items)
                 results = [(exc, None)] * len(items)
             for (job, *_), (result, work) in zip(items, results):
-                self._done[job.seq] = _Done(job.key, result, job.slot, work)
+                self._done[job.seq] = _Done(job.key, result, job.slot, work, k)
         self.stats["reconstruct_s"] += time.perf_counter() - t0
 
     def _finish_written(self, job: Job, reply: Written) -> _Done:
@@ -359,23 +399,30 @@ class FramePipeline:
         out, or queued on the GPU (then :meth:`_settle` waits for it when it is handed out)."""
         t0 = time.perf_counter()
         work = None
+        k = self._next_gpu()
         try:
             components = check_components(job.request.components, job.prep.cs.siz.Csiz)
-            result, work = job.mode.finish(self.decoder, job, self._slots[job.slot].shm.buf, reply, components,
-                                           self.to_host)
+            with self._on_gpu(k):
+                result, work = job.mode.finish(self._decoders[k], job, self._slots[job.slot].shm.buf, reply,
+                                               components, self.to_host)
         except CodestreamError as exc:
             result = exc
             self.stats["errors"] += 1
         self.stats["reconstruct_s"] += time.perf_counter() - t0
-        return _Done(job.key, result, job.slot, work)
+        return _Done(job.key, result, job.slot, work, k)
 
-    def _settle(self, frame: Frame, work: GpuWork):
-        """Wait for a frame's GPU work; check its tier-1 statuses; the frame with the device
-        times of its stages, or the :class:`CodestreamError` strict decoding raised."""
-        xp = self.decoder.xp
+    def _settle(self, frame: Frame, work: GpuWork, gpu: int = 0):
+        """Wait for a frame's GPU work (on GPU ``gpu``); check its tier-1 statuses; the frame
+        with the device times of its stages, or the :class:`CodestreamError` strict decoding
+        raised."""
+        with self._on_gpu(gpu):
+            return self._settle_here(frame, work, self._decoders[gpu])
+
+    def _settle_here(self, frame: Frame, work: GpuWork, decoder: Decoder):
+        xp = decoder.xp
         work.done.synchronize()
         try:
-            self.decoder.tier1_gpu_check(work.prep, work.statuses, frame.reports)
+            decoder.tier1_gpu_check(work.prep, work.statuses, frame.reports)
         except CodestreamError as exc:
             self.stats["errors"] += 1
             return exc
@@ -467,7 +514,7 @@ class FramePipeline:
                 self._collect(timeout=GPU_POLL_S)
                 self._release_done_slots()
         done = self._done.pop(self._next_out)
-        result = done.result if done.work is None else self._settle(done.result, done.work)
+        result = done.result if done.work is None else self._settle(done.result, done.work, done.gpu)
         if done.slot is not None:
             self._free.append(done.slot)
         self._next_out += 1

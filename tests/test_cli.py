@@ -128,3 +128,12 @@ def test_decoded_png_matches_what_opj_decompress_writes(tmp_path):
     assert a.shape == b.shape and a.dtype == b.dtype
     # one 12-bit code apart at most (9/7 rounding may differ by one), scaled: 17 of 65535
     assert np.abs(a - b).max() <= 17
+
+
+def test_bench_scaling_table_divides_the_speed_up_by_the_gpus(capsys):
+    from cinegpu.player.commands.bench import _print_scaling
+
+    rows = _print_scaling([(1, 500.0), (2, 900.0), (4, 1600.0)])
+    assert [round(r["speedup"], 2) for r in rows] == [1.0, 1.8, 3.2]
+    assert [round(r["efficiency"], 2) for r in rows] == [1.0, 0.9, 0.8]
+    assert "efficiency per GPU" in capsys.readouterr().out

@@ -136,3 +136,27 @@ def test_cuda_pipeline_in_batches_matches_one_frame_at_a_time(frames, batch):
     assert alone[0] == "alone"
     for a, b in zip(alone[1].components, want[0].components):
         assert np.array_equal(a, b)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("batch", [1, 3])
+def test_frames_spread_over_every_gpu_match_one_gpu(frames, batch):
+    """gpus=None (every GPU CUDA shows): one decoder per GPU, batches (or frames) to each in
+    turn, every frame back in order with the samples one GPU gives, some on each GPU."""
+    import cupy
+
+    work = [frames[k % len(frames)] for k in range(10)]
+    with FramePipeline(backend="cuda", workers=2, to_host=False, batch=batch) as pipe:
+        want = [f for _, f in pipe.map(work)]
+    with FramePipeline(backend="cuda", workers=2, to_host=False, batch=batch, gpus=None) as pipe:
+        assert pipe.gpus == cupy.cuda.runtime.getDeviceCount()
+        got = list(pipe.map(work, keys=range(len(work))))
+    assert [k for k, _ in got] == list(range(len(work)))
+    devices = set()
+    for (_, g), w in zip(got, want):
+        assert not isinstance(g, Exception), g
+        devices.add(g.components[0].device.id)
+        for a, b in zip(g.components, w.components):
+            assert np.array_equal(cupy.asnumpy(a), cupy.asnumpy(b))
+    assert devices == set(range(pipe.gpus))
+

@@ -17,7 +17,7 @@ from pathlib import Path
 
 SAMPLE = Path(__file__).resolve().parents[2] / "media" / "samples" / "bars_2k.j2c"
 
-from .args import non_negative_int, positive_int
+from .args import gpu_count, non_negative_int, positive_int
 
 
 def register(sub) -> None:
@@ -37,6 +37,9 @@ def register(sub) -> None:
     p.add_argument("--batch", type=positive_int, default=1,
                    help="CUDA with GPU tier-1: decode N frames' code-blocks in one tier-1 launch (throughput "
                         "at N frames of latency; the player uses 1)")
+    p.add_argument("--gpus", type=gpu_count, nargs="+", default=[1], metavar="N|all",
+                   help="CUDA: spread the frames over N GPUs (all: every one CUDA shows); several values "
+                        "run once each and print the scaling (fps, and efficiency per GPU against the first)")
     p.add_argument("--to-host", action="store_true",
                    help="CUDA: copy decoded components back to host memory (the player keeps them on the GPU)")
     p.set_defaults(run=run)
@@ -66,11 +69,21 @@ def run(args) -> int:
     workers = peers.cores() - 1 if args.workers is None else args.workers
     repeat = args.repeat or max(1, -(-max(3, 2 * workers) // len(frames)))
     work = [f for _ in range(repeat) for f in frames]
+    if workers == 0 and args.gpus != [1]:
+        print("cinegpu bench: --gpus needs worker processes (--workers 1 or more)", file=sys.stderr)
+        return 2
+    scaling = []    # (GPUs, fps) of each run
     try:
-        wall, stages, frame, backend = (_bench_pipeline(work, args.backend, workers, args.to_host, args.batch)
-                                        if workers > 0
-                                        else _bench_inline(work, args.backend))
-    except (CodestreamError, PipelineError, BackendUnavailable) as exc:
+        for gpus in args.gpus:
+            if workers > 0:
+                wall, stages, frame, backend, used = _bench_pipeline(work, args.backend, workers, args.to_host,
+                                                                     args.batch, gpus)
+            else:
+                (wall, stages, frame, backend), used = _bench_inline(work, args.backend), 1
+            scaling.append((used, len(work) / wall))
+            if len(args.gpus) > 1:
+                print(f"{used} GPU(s): {len(work) / wall:.2f} fps", flush=True)
+    except (CodestreamError, PipelineError, BackendUnavailable, ValueError) as exc:
         print(f"cinegpu bench: {exc}", file=sys.stderr)
         return 2
     n = len(work)
@@ -80,6 +93,8 @@ def run(args) -> int:
     how = f"{workers} tier-1 worker processes" if workers else "1 process"
     if workers and args.batch > 1 and backend == "cuda":
         how += f", tier-1 in batches of {args.batch} frames"
+    if scaling[-1][0] > 1:
+        how += f", {scaling[-1][0]} GPUs"
     print(f"cinegpu ({backend}, {how}): {n / wall:.2f} fps, {1e3 * wall / n:.1f} ms per frame end to end")
     print("  time per frame in each stage" + (" (summed over workers)" if workers else "") + ":")
     names = ("parse", "tier2", "tier1", "reconstruct", "upload", "gpu", "download", "launch")
@@ -90,7 +105,9 @@ def run(args) -> int:
         if k in stages:
             print(f"  {labels.get(k, k):<30} {1e3 * stages[k] / n:8.1f} ms")
     result = {"source": name, "frames": n, "backend": backend, "workers": workers, "batch": args.batch, "fps": n / wall,
-              "ms_per_frame": {k: 1e3 * v / n for k, v in stages.items()}, "peers": []}
+              "gpus": scaling[-1][0], "ms_per_frame": {k: 1e3 * v / n for k, v in stages.items()}, "peers": []}
+    if len(scaling) > 1:
+        result["scaling"] = _print_scaling(scaling)
     if args.compare:
         threads = args.peer_threads or peers.cores()
         with tempfile.TemporaryDirectory(prefix="cinegpu-bench-") as tmp:
@@ -125,6 +142,19 @@ def run(args) -> int:
     return 0
 
 
+def _print_scaling(scaling: list[tuple[int, float]]) -> list[dict]:
+    """The table of a run per GPU count: fps, speed-up over the first run and efficiency per
+    GPU (the speed-up over the first run divided by the ratio of their GPU counts)."""
+    g0, f0 = scaling[0]
+    rows = []
+    print("GPUs        fps   speed-up   efficiency per GPU")
+    for g, f in scaling:
+        speedup, eff = f / f0, (f / f0) / (g / g0)
+        print(f"{g:4d} {f:10.2f} {speedup:9.2f}x {100 * eff:12.1f} %")
+        rows.append({"gpus": g, "fps": f, "speedup": speedup, "efficiency": eff})
+    return rows
+
+
 def _is_ht(data: bytes) -> bool:
     """Whether the frame has HT code-blocks (ISO/IEC 15444-15)."""
     from cinegpu.decode import CodestreamError
@@ -157,18 +187,20 @@ def _bench_inline(work: list[bytes], backend: str):
     return time.perf_counter() - t0, stages, frame, dec.backend
 
 
-def _bench_pipeline(work: list[bytes], backend: str, workers: int, to_host: bool, batch: int = 1):
-    """The multi-process pipeline, started and warmed up outside the clock (every worker, and
-    two whole batches)."""
+def _bench_pipeline(work: list[bytes], backend: str, workers: int, to_host: bool, batch: int = 1,
+                    gpus: int | None = 1):
+    """The multi-process pipeline, started and warmed up outside the clock (every worker, two
+    whole batches, every GPU): (wall seconds, stage seconds, the last frame, back end, GPUs)."""
     from tqdm import tqdm
 
     from cinegpu.decode import CodestreamError, PipelineError
     from cinegpu.decode.pipeline import FramePipeline
 
     stages: dict[str, float] = {}
-    with FramePipeline(backend=backend, workers=workers, strict=True, to_host=to_host, batch=batch) as pipe:
+    with FramePipeline(backend=backend, workers=workers, strict=True, to_host=to_host, batch=batch,
+                       gpus=gpus) as pipe:
         pipe.reserve(work[0])   # every slot made (and pinned) before the clock, as the player does
-        warm = [work[k % len(work)] for k in range(max(workers, 2 * batch if batch > 1 else 0))]
+        warm = [work[k % len(work)] for k in range(max(workers, 2 * batch * pipe.gpus if batch > 1 else pipe.gpus))]
         for _, frame in pipe.map(warm):  # warm every worker
             if isinstance(frame, (CodestreamError, PipelineError)):
                 raise frame
@@ -179,4 +211,4 @@ def _bench_pipeline(work: list[bytes], backend: str, workers: int, to_host: bool
                 raise frame
             _add(stages, {k: v for k, v in frame.timings.items() if k != "latency"})
         wall = time.perf_counter() - t0
-        return wall, stages, frame, pipe.backend
+        return wall, stages, frame, pipe.backend, pipe.gpus
