@@ -30,6 +30,7 @@ fails only the frame it held with :class:`WorkerCrashed`, a
 from __future__ import annotations
 
 import contextlib
+import gc
 import itertools
 import logging
 import multiprocessing as mp
@@ -46,7 +47,8 @@ import numpy as np
 from .decoder import Decoder, Frame, Prepared, check_components
 from .errors import CodestreamError, PipelineError, WorkerCrashed
 from .limits import DEFAULT_MAX_MEMORY, DEFAULT_MAX_PIXELS
-from .pipeline_messages import Failed, GrowSlot, Job, Reply, StopWorker, WorkerReady, WorkerTask, Written
+from .pipeline_messages import (Failed, GrowSlot, Job, Reply, StopWorker, WorkerReady, WorkerTask, Written,
+                                input_bytes)
 from .pipeline_modes import FrameMode, GpuWork, SegmentsMode, backend_mode
 from .request import DecodeRequest
 from .shm import create_segment, reclaim_orphans
@@ -109,7 +111,20 @@ def _worker_main(conn) -> None:
             conn.send(_answer(decoder, task, attached))
     finally:
         for shm in attached.values():
+            _close_attached(shm)
+
+
+def _close_attached(shm: shared_memory.SharedMemory) -> None:
+    """Unmap a slot in the worker; views of it that a cycle still holds are collected first
+    (the segment itself is the pipeline's to unlink)."""
+    try:
+        shm.close()
+    except BufferError:
+        gc.collect()
+        try:
             shm.close()
+        except BufferError:
+            log.warning("a tier-1 worker keeps views of an old slot; it stays mapped")
 
 
 def _answer(decoder: Decoder, task: WorkerTask, attached: dict[str, shared_memory.SharedMemory]) -> Reply:
@@ -118,16 +133,21 @@ def _answer(decoder: Decoder, task: WorkerTask, attached: dict[str, shared_memor
         shm = attached.get(task.slot_name)
         if shm is None:
             for old in attached.values():  # slots are replaced when they grow
-                old.close()
+                _close_attached(old)
             attached.clear()
             shm = shared_memory.SharedMemory(name=task.slot_name)
             attached[task.slot_name] = shm
-        prep = decoder.prepare(task.data, request=task.request)
+        if not 0 <= task.data_len <= shm.size:
+            raise PipelineError(f"a codestream of {task.data_len} bytes in a slot of {shm.size}")
+        data = bytes(shm.buf[:task.data_len])   # a copy: the slot is written again below
+        prep = decoder.prepare(data, request=task.request)
         if prep.size != task.size:
             raise CodestreamError(f"frame layout changed: {prep.size} coefficients, {task.size} planned")
-        return task.mode.work(decoder, task, prep, shm.buf)
+        return task.mode.work(decoder, task, prep, shm.buf[input_bytes(task.data_len):])
     except CodestreamError as exc:
-        return Failed(task.seq, exc)
+        # without its traceback: the frames it holds hold views of the slot, which would keep
+        # the slot from closing when the next task names another
+        return Failed(task.seq, exc.with_traceback(None))
     except Exception as exc:  # a bug: report it with its traceback, keep serving
         return Failed(task.seq, PipelineError(f"worker error: {exc!r}\n{traceback.format_exc()}"))
 
@@ -312,7 +332,9 @@ class FramePipeline:
                 continue
             job = self._queue.popleft()
             self._busy[i] = job
-            conn.send(job.task(self._slots[job.slot].shm.name))
+            slot = self._slots[job.slot]
+            slot.shm.buf[:len(job.data)] = job.data     # the codestream goes through the slot
+            conn.send(job.task(slot.shm.name))
 
     def _collect(self, timeout: float | None) -> None:
         """Wait for worker messages (or deaths) and finish those frames."""
@@ -350,9 +372,13 @@ class FramePipeline:
             self._finish(job, Failed(job.seq, WorkerCrashed(f"worker died (exit code {proc.exitcode}) "
                                                             f"decoding frame {job.seq}")))
 
+    def _output(self, job: Job):
+        """What the worker wrote for ``job``: its slot past the codestream."""
+        return self._slots[job.slot].shm.buf[input_bytes(len(job.data)):]
+
     def _finish(self, job: Job, reply: Reply) -> None:
         if isinstance(reply, GrowSlot):  # the slot was too small: grow it, retry
-            self._fit_slot(job.slot, reply.nbytes + (1 << 20))
+            self._fit_slot(job.slot, input_bytes(len(job.data)) + reply.nbytes + (1 << 20))
             self._queue.appendleft(job)
             self._dispatch()
             return
@@ -381,7 +407,7 @@ class FramePipeline:
                 self.stats["errors"] += 1
                 self._done[job.seq] = _Done(job.key, exc, job.slot)
                 continue
-            items.append((job, self._slots[job.slot].shm.buf, reply, components))
+            items.append((job, self._output(job), reply, components))
         if items:
             k = self._next_gpu()
             try:
@@ -403,8 +429,8 @@ class FramePipeline:
         try:
             components = check_components(job.request.components, job.prep.cs.siz.Csiz)
             with self._on_gpu(k):
-                result, work = job.mode.finish(self._decoders[k], job, self._slots[job.slot].shm.buf, reply,
-                                               components, self.to_host)
+                result, work = job.mode.finish(self._decoders[k], job, self._output(job), reply, components,
+                                               self.to_host)
         except CodestreamError as exc:
             result = exc
             self.stats["errors"] += 1
@@ -455,7 +481,7 @@ class FramePipeline:
         prep = self.decoder.prepare(data, request=request)
         mode = self._mode(prep)
         slot_index = self._free.pop()
-        self._fit_slot(slot_index, mode.slot_bytes(prep, len(data)))
+        self._fit_slot(slot_index, input_bytes(len(data)) + mode.slot_bytes(prep, len(data)))
         seq = next(self._seq)
         self._queue.append(Job(seq, key, prep, bytes(data), slot_index, mode, request))
         self._submitted += 1
@@ -477,7 +503,7 @@ class FramePipeline:
         """Allocate (and pin) every slot for frames like ``data`` now, not while
         playing: creating and registering shared memory takes milliseconds a slot."""
         prep = self.decoder.prepare(data, request=self.request)
-        nbytes = self._mode(prep).slot_bytes(prep, len(data))
+        nbytes = input_bytes(len(data)) + self._mode(prep).slot_bytes(prep, len(data))
         for index in self._free:
             self._fit_slot(index, nbytes)
 
