@@ -33,13 +33,14 @@ import contextlib
 import gc
 import itertools
 import logging
+import math
 import multiprocessing as mp
+import select
 import time
 import traceback
 from collections import deque
 from dataclasses import dataclass, replace
 from multiprocessing import shared_memory
-from multiprocessing.connection import wait
 from typing import Callable
 
 import numpy as np
@@ -258,6 +259,7 @@ class FramePipeline:
         self.mode: FrameMode = backend_mode(self.decoder)
         self._ctx = mp.get_context("spawn")
         self._workers: list[tuple] = []  # (process, connection)
+        self._poll = None                # _poller(), over the workers above
         self._busy: dict[int, Job] = {}  # worker index -> job
         self._queue: deque[Job] = deque()
         self._done: dict[int, _Done] = {}  # seq -> frame back from its worker
@@ -336,14 +338,27 @@ class FramePipeline:
             slot.shm.buf[:len(job.data)] = job.data     # the codestream goes through the slot
             conn.send(job.task(slot.shm.name))
 
+    def _poller(self):
+        """A poll object over every worker's connection and process sentinel, made again when
+        a worker is replaced: (poll, {fd: ("conn" | "exit", worker index)})."""
+        if self._poll is None:
+            poll, fds = select.poll(), {}
+            for i, (proc, conn) in enumerate(self._workers):
+                for fd, what in ((conn.fileno(), "conn"), (proc.sentinel, "exit")):
+                    poll.register(fd, select.POLLIN)
+                    fds[fd] = (what, i)
+            self._poll = (poll, fds)
+        return self._poll
+
     def _collect(self, timeout: float | None) -> None:
         """Wait for worker messages (or deaths) and finish those frames."""
-        conns = {conn: i for i, (_, conn) in enumerate(self._workers)}
-        sentinels = {proc.sentinel: i for i, (proc, _) in enumerate(self._workers)}
-        ready = wait(list(conns) + list(sentinels), timeout)
-        for r in ready:
-            if r in conns:
-                i = conns[r]
+        poll, fds = self._poller()
+        events = poll.poll(None if timeout is None else max(0, math.ceil(timeout * 1000)))
+        ready = [fds[fd] for fd, _ in events if fd in fds]
+        ready.sort(key=lambda r: r[0] == "exit")     # messages first: a worker's last reply, then its death
+        for what, i in ready:
+            if what == "conn":
+                r = self._workers[i][1]
                 try:
                     reply = r.recv()
                 except (EOFError, OSError):
@@ -353,7 +368,6 @@ class FramePipeline:
                 self._dispatch()  # keep the worker busy while this frame is reconstructed
                 self._finish(job, reply)
             else:
-                i = sentinels[r]
                 if i in self._busy or not self._workers[i][0].is_alive():
                     self._replace(i)
 
@@ -367,6 +381,7 @@ class FramePipeline:
         job = self._busy.pop(i, None)
         log.warning("tier-1 worker %d died (exit code %s); replacing it", i, proc.exitcode)
         self._workers[i] = self._start_worker()
+        self._poll = None
         self._await_ready(i)
         if job is not None:
             self._finish(job, Failed(job.seq, WorkerCrashed(f"worker died (exit code {proc.exitcode}) "
@@ -514,11 +529,21 @@ class FramePipeline:
 
     def _release_done_slots(self) -> None:
         # a finished frame's slot is free once it has been read: by reconstruction here,
-        # or on the GPU, by the copies before tier-1 (known from its event, without waiting)
+        # or on the GPU, by the copies before tier-1 (known from its event, without waiting;
+        # the frames of a batch share theirs, asked once)
+        passed: dict[int, bool] = {}
         for seq, done in self._done.items():
-            if done.slot is not None and (done.work is None or done.work.tier1_done.done):
-                self._free.append(done.slot)
-                self._done[seq] = replace(done, slot=None)
+            if done.slot is None:
+                continue
+            if done.work is not None:
+                event = done.work.tier1_done
+                ok = passed.get(id(event))
+                if ok is None:
+                    ok = passed[id(event)] = event.done
+                if not ok:
+                    continue
+            self._free.append(done.slot)
+            self._done[seq] = replace(done, slot=None)
 
     def get(self):
         """The next frame in submission order: (key, Frame, CodestreamError or PipelineError)."""
