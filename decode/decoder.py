@@ -375,10 +375,10 @@ class Decoder:
         mod = xp if keep_on_device else np
         sizes = s.component_sizes(prep.reduce)
         dtypes = sample_dtypes(s.Ssiz)
-        # on the host a component that one tile covers whole takes that tile's plane (converted);
-        # the others are made here, zero where no tile lands
-        out: list = [None] * s.Csiz if mod is np else \
-            [mod.zeros((h, w), dt) for (w, h), dt in zip(sizes, dtypes)]
+        # a component that one tile covers whole takes that tile's plane (converted: one kernel
+        # on the device, not a zeroed plane and a copy); the others are made here, zero where
+        # no tile lands
+        out: list = [None] * s.Csiz
         # each component's origin on its own grid at this reduction (B-2)
         origins = s.component_origins(prep.reduce)
         gpu_planes = []
@@ -404,12 +404,12 @@ class Decoder:
                     if (res.x0 - cx0, res.y0 - cy0, res.x1 - cx0, res.y1 - cy0) == (0, 0, w, h):
                         out[c] = plane.astype(dtypes[c])
                         continue
-                    out[c] = np.zeros((h, w), dtypes[c])
+                    out[c] = mod.zeros((h, w), dtypes[c])
                 out[c][res.y0 - cy0 : res.y1 - cy0, res.x0 - cx0 : res.x1 - cx0] = plane
         for c, a in enumerate(out):
             if a is None:
                 w, h = sizes[c]
-                out[c] = np.zeros((h, w), dtypes[c])
+                out[c] = mod.zeros((h, w), dtypes[c])
         if xp is not np and timings is not None:
             xp.cuda.Device().synchronize()
             timings["gpu"] = time.perf_counter() - t_gpu
