@@ -8,6 +8,9 @@
   file without a picture, a TIFF or DPX layout not implemented, a size beyond the limits.
 - :class:`EncryptedMedia` (an ``UnsupportedMedia``): encrypted essence (SMPTE ST 429-6), which
   needs a KDM to decrypt; cinegpu does not play it.
+- :class:`KdmRefused`: a Key Delivery Message that is well formed but does not unlock: its
+  signature or certificate chain does not hold, the private key is another recipient's, it is
+  for another composition, or the time is outside its window.
 - a plain :class:`MediaError`: anything else about a file, e.g. one that is missing or cannot
   be read (the ``OSError`` named), or a destination that cannot be written.
 
@@ -18,7 +21,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["CorruptMedia", "EncryptedMedia", "MediaError", "UnsupportedMedia", "media_error_of"]
+__all__ = ["CorruptMedia", "EncryptedMedia", "KdmRefused", "MediaError", "UnsupportedMedia", "media_error_of"]
 
 
 class MediaError(ValueError):
@@ -48,6 +51,11 @@ class UnsupportedMedia(MediaError):
 
 class EncryptedMedia(UnsupportedMedia):
     """Encrypted essence (SMPTE ST 429-6): a KDM is needed to decrypt it."""
+
+
+class KdmRefused(MediaError):
+    """A KDM (SMPTE ST 430-1) that does not unlock the content: broken signature or chain,
+    another recipient's key, another composition, outside its validity window."""
 
 
 def media_error_of(exc: BaseException) -> type[MediaError]:

@@ -11,7 +11,7 @@ import importlib
 import sys
 
 #: Subcommand modules, in the order ``cinegpu --help`` lists them.
-COMMANDS = ("play", "decode", "info", "bench", "check", "serve", "master", "demo")
+COMMANDS = ("play", "decode", "info", "bench", "check", "serve", "master", "demo", "kdm")
 
 
 #: Shown under ``cinegpu --help``.
@@ -20,6 +20,7 @@ EXAMPLES = """examples:
   cinegpu play /media/MY_DCP               play a DCP (or IMF package, MXF, J2K folder)
   cinegpu bench /media/MY_DCP --compare    decode speed beside OpenJPEG, Grok, nvJPEG2000
   cinegpu master frames/ -o OUT --title T  master TIFF/PNG/DPX frames into a 2K DCP
+  cinegpu kdm inspect KDM.xml --key K.pem  a KDM's fields, signature, chain and keys
   cinegpu COMMAND --help                   one command's options
 
 exit codes: 0 done; 1 a check or a playback found problems; 2 a mistake in what was asked

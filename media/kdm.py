@@ -1,0 +1,538 @@
+"""Key Delivery Messages: SMPTE ST 430-1 KDMs in the ST 430-3 Extra-Theater Message (ETM).
+
+What a screening needs before it can decrypt a track file (ST 429-6):
+
+- :func:`read_kdm` / :func:`parse_kdm`: the message's public part (ST 430-1 clause 6: the
+  composition, the validity window, the recipient, the key ids and their types), its
+  encrypted keys and the signer's certificates;
+- :func:`check_signature`: the XML signature (ST 430-3 clause 5.3, W3C XML-DSig): each
+  reference's digest over the canonical form of ``AuthenticatedPublic`` and
+  ``AuthenticatedPrivate``, then ``SignatureValue`` over ``SignedInfo`` with the signer's key;
+- :func:`check_chain`: the signer's certificate chain under ST 430-2 (clause 5): each
+  certificate signed by the next, up to a self-signed root, issuers marked as CAs, the leaf
+  not, every certificate valid at the time asked;
+- :func:`decrypt_keys`: each ``CipherValue`` decrypted with the recipient's RSA private key
+  (RSA-OAEP, SHA-1, MGF1: ST 430-1 clause 6.2), its 138-byte plaintext parsed (structure id,
+  signer thumbprint, CPL id, key type, key id, validity window, AES-128 key) and checked
+  against the message's public part;
+- :func:`check_window`: the composition and the time against the message.
+
+Cryptography through ``cryptography``; the canonical XML through lxml (libxml2's C14N).
+A key's bytes are in :class:`ContentKey` only: its ``repr`` leaves them out, and no error
+message, log line or report here names them.  Errors: :class:`~.errors.CorruptMedia` for a
+message that breaks the format (malformed XML, bad base64, a plaintext of the wrong shape),
+:class:`~.errors.KdmRefused` for one that does not unlock (a broken signature or chain, a
+private key of another recipient, another composition, outside its window).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import os
+import uuid
+import warnings
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from .errors import CorruptMedia, KdmRefused, MediaError, UnsupportedMedia
+
+__all__ = ["ContentKey", "Kdm", "TypedKeyId", "check_chain", "check_signature", "check_window",
+           "decrypt_keys", "load_private_key", "parse_kdm", "read_kdm"]
+
+NS_ETM = "http://www.smpte-ra.org/schemas/430-3/2006/ETM"
+NS_KDM = "http://www.smpte-ra.org/schemas/430-1/2006/KDM"
+NS_DS = "http://www.w3.org/2000/09/xmldsig#"
+NS_ENC = "http://www.w3.org/2001/04/xmlenc#"
+#: a KDM is a few tens of KB (one EncryptedKey per content key); more is not one
+MAX_KDM_BYTES = 1 << 20
+#: ST 430-1 clause 6.2: the first 16 bytes of every decrypted key block
+KEY_STRUCTURE_ID = bytes.fromhex("f1dc124460169a0e85bc300642f866ab")
+KEY_BLOCK_BYTES = 138
+#: ST 430-3 / XML-DSig algorithm identifiers this module checks
+C14N = {"http://www.w3.org/TR/2001/REC-xml-c14n-20010315": (False, False),
+        "http://www.w3.org/TR/2001/REC-xml-c14n-20010315#WithComments": (False, True),
+        "http://www.w3.org/2001/10/xml-exc-c14n#": (True, False),
+        "http://www.w3.org/2001/10/xml-exc-c14n#WithComments": (True, True)}
+DIGESTS = {"http://www.w3.org/2001/04/xmlenc#sha256": hashlib.sha256,
+           "http://www.w3.org/2000/09/xmldsig#sha1": hashlib.sha1}
+SIGNATURES = {"http://www.w3.org/2001/04/xmldsig-more#rsa-sha256": "sha256",
+              "http://www.w3.org/2000/09/xmldsig#rsa-sha1": "sha1"}
+
+
+@dataclass(frozen=True)
+class TypedKeyId:
+    """One ``TypedKeyId`` of the ``KeyIdList``: the key's type (MDIK picture, MDAK sound,
+    MDSK subtitles, FMIK/FMAK forensic marking, ...) and its id (a lower-case UUID)."""
+
+    key_type: str
+    key_id: str
+
+
+@dataclass(frozen=True)
+class Kdm:
+    """A parsed KDM: its public fields (times as aware datetimes), its encrypted keys and
+    the X.509 certificates of its ``KeyInfo`` (document order), with the document itself
+    (``root``, an lxml element) for :func:`check_signature`."""
+
+    path: str | None
+    message_id: str
+    annotation: str | None
+    issue_date: str | None
+    cpl_id: str
+    content_title: str | None
+    not_before: datetime
+    not_after: datetime
+    recipient_subject: str | None
+    recipient_issuer: str | None
+    recipient_serial: str | None
+    device_thumbprints: tuple[str, ...]
+    key_ids: tuple[TypedKeyId, ...]
+    forensic_flags: tuple[str, ...]
+    cipher_values: tuple[bytes, ...]
+    certificates: tuple = ()
+    root: object = field(default=None, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class ContentKey:
+    """A decrypted content key (ST 430-1 clause 6.2); ``repr`` leaves the key out."""
+
+    key_type: str
+    key_id: str
+    cpl_id: str
+    not_before: datetime
+    not_after: datetime
+    signer_thumbprint: bytes
+    key: bytes = field(repr=False)
+
+
+@dataclass(frozen=True)
+class ChainReport:
+    """:func:`check_chain`'s findings: the certificates' subjects from the signer to the
+    root, and the problems found (empty: the chain holds at the time asked)."""
+
+    subjects: tuple[str, ...]
+    problems: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def read_kdm(path) -> Kdm:
+    """:func:`parse_kdm` of the file at ``path``."""
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        if size > MAX_KDM_BYTES:
+            raise UnsupportedMedia(path, f"{size} bytes is not a KDM (at most {MAX_KDM_BYTES >> 20} MiB)")
+        data = path.read_bytes()
+    except OSError as exc:
+        raise MediaError(path, f"cannot read: {exc.strerror or exc}") from None
+    return parse_kdm(data, path)
+
+
+def parse_kdm(data: bytes, path=None) -> Kdm:
+    """The KDM in ``data`` (ST 430-3 ETM with the ST 430-1 required extensions)."""
+    from lxml import etree
+
+    if len(data) > MAX_KDM_BYTES:
+        raise UnsupportedMedia(path, f"{len(data)} bytes is not a KDM (at most {MAX_KDM_BYTES >> 20} MiB)")
+    # comments and whitespace kept: the signature covers the canonical form with them
+    parser = etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=False,
+                             remove_comments=False, remove_blank_text=False)
+    try:
+        root = etree.fromstring(data, parser)
+    except etree.XMLSyntaxError as exc:
+        line, col = exc.position if exc.position else (None, None)
+        raise CorruptMedia(path, f"malformed XML (line {line}, column {col}): {exc.msg}") from None
+    if root.tag != f"{{{NS_ETM}}}DCinemaSecurityMessage":
+        raise UnsupportedMedia(path, f"not a KDM: the root element is {_local(root.tag)!r}, not "
+                                     f"DCinemaSecurityMessage (ST 430-3)")
+    public = _one(root, f"{{{NS_ETM}}}AuthenticatedPublic", path)
+    ext = _one(public, f"{{{NS_ETM}}}RequiredExtensions/{{{NS_KDM}}}KDMRequiredExtensions", path)
+    recipient = ext.find(f"{{{NS_KDM}}}Recipient")
+    key_ids = tuple(TypedKeyId(_text(t, f"{{{NS_KDM}}}KeyType", path), _urn_uuid(_text(t, f"{{{NS_KDM}}}KeyId", path), path))
+                    for t in ext.iterfind(f"{{{NS_KDM}}}KeyIdList/{{{NS_KDM}}}TypedKeyId"))
+    if not key_ids:
+        raise CorruptMedia(path, "the KDM's KeyIdList names no key")
+    private = _one(root, f"{{{NS_ETM}}}AuthenticatedPrivate", path)
+    ciphers = tuple(_base64(c.text, path, "CipherValue")
+                    for c in private.iterfind(f"{{{NS_ENC}}}EncryptedKey/{{{NS_ENC}}}CipherData/{{{NS_ENC}}}CipherValue"))
+    certificates = tuple(_certificate(c.text, path)
+                         for c in root.iterfind(f"{{{NS_DS}}}Signature/{{{NS_DS}}}KeyInfo/{{{NS_DS}}}X509Data/{{{NS_DS}}}X509Certificate"))
+    return Kdm(
+        path=None if path is None else os.fspath(path),
+        message_id=_text(public, f"{{{NS_ETM}}}MessageId", path),
+        annotation=_opt(public, f"{{{NS_ETM}}}AnnotationText"),
+        issue_date=_opt(public, f"{{{NS_ETM}}}IssueDate"),
+        cpl_id=_urn_uuid(_text(ext, f"{{{NS_KDM}}}CompositionPlaylistId", path), path),
+        content_title=_opt(ext, f"{{{NS_KDM}}}ContentTitleText"),
+        not_before=_time(_text(ext, f"{{{NS_KDM}}}ContentKeysNotValidBefore", path), path),
+        not_after=_time(_text(ext, f"{{{NS_KDM}}}ContentKeysNotValidAfter", path), path),
+        recipient_subject=None if recipient is None else _opt(recipient, f"{{{NS_KDM}}}X509SubjectName"),
+        recipient_issuer=None if recipient is None else _opt(recipient, f"{{{NS_KDM}}}X509IssuerSerial/{{{NS_DS}}}X509IssuerName"),
+        recipient_serial=None if recipient is None else _opt(recipient, f"{{{NS_KDM}}}X509IssuerSerial/{{{NS_DS}}}X509SerialNumber"),
+        device_thumbprints=tuple((t.text or "").strip() for t in ext.iterfind(
+            f"{{{NS_KDM}}}AuthorizedDeviceInfo/{{{NS_KDM}}}DeviceList/{{{NS_KDM}}}CertificateThumbprint")),
+        key_ids=key_ids,
+        forensic_flags=tuple((f.text or "").strip() for f in ext.iterfind(
+            f"{{{NS_KDM}}}ForensicMarkFlagList/{{{NS_KDM}}}ForensicMarkFlag")),
+        cipher_values=ciphers,
+        certificates=certificates,
+        root=root,
+    )
+
+
+def check_signature(kdm: Kdm) -> str:
+    """Check the KDM's XML signature: every ``Reference``'s digest, then ``SignatureValue``
+    over the canonical ``SignedInfo`` with the public key of the signer's certificate (the
+    one ``Signer`` names by issuer and serial number).  Returns a one-line description
+    (algorithm, references); :class:`~.errors.KdmRefused` names what does not hold."""
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import padding, rsa
+    from lxml import etree
+
+    root, path = kdm.root, kdm.path
+    sig = root.find(f"{{{NS_DS}}}Signature")
+    if sig is None:
+        raise KdmRefused(path, "the KDM is not signed (no ds:Signature)")
+    info = _one(sig, f"{{{NS_DS}}}SignedInfo", path)
+    c14n = _one(info, f"{{{NS_DS}}}CanonicalizationMethod", path).get("Algorithm")
+    if c14n not in C14N:
+        raise KdmRefused(path, f"canonicalization {c14n!r} is not one XML-DSig defines")
+    method = _one(info, f"{{{NS_DS}}}SignatureMethod", path).get("Algorithm")
+    if method not in SIGNATURES:
+        raise KdmRefused(path, f"signature method {method!r} is not RSA-SHA256 or RSA-SHA1")
+    ids = {el.get("Id"): el for el in root.iter() if isinstance(el.tag, str) and el.get("Id")}
+    covered = []
+    for ref in info.iterfind(f"{{{NS_DS}}}Reference"):
+        uri = ref.get("URI") or ""
+        target = ids.get(uri[1:]) if uri.startswith("#") else None
+        if target is None:
+            raise KdmRefused(path, f"the signature's reference {uri!r} names no element of the KDM")
+        if ref.find(f"{{{NS_DS}}}Transforms") is not None:
+            raise KdmRefused(path, f"the reference {uri!r} has transforms, which a KDM's do not")
+        algorithm = _one(ref, f"{{{NS_DS}}}DigestMethod", path).get("Algorithm")
+        if algorithm not in DIGESTS:
+            raise KdmRefused(path, f"digest method {algorithm!r} is not SHA-256 or SHA-1")
+        want = _base64(_text(ref, f"{{{NS_DS}}}DigestValue", path), path, "DigestValue")
+        # a same-document reference without transforms: inclusive C14N without comments
+        got = DIGESTS[algorithm](_subset_c14n(target)).digest()
+        if got != want:
+            raise KdmRefused(path, f"the signature does not cover {_local(target.tag)} as it is now "
+                                   f"(its digest differs): the KDM was changed after it was signed")
+        covered.append(_local(target.tag))
+    for part in ("AuthenticatedPublic", "AuthenticatedPrivate"):
+        if part not in covered:
+            raise KdmRefused(path, f"the signature does not cover {part}")
+    exclusive, comments = C14N[c14n]
+    signed = (etree.tostring(info, method="c14n", exclusive=True, with_comments=comments) if exclusive
+              else _subset_c14n(info, comments))
+    value = _base64(_text(sig, f"{{{NS_DS}}}SignatureValue", path), path, "SignatureValue")
+    signer = _signer_certificate(kdm)
+    key = signer.public_key()
+    if not isinstance(key, rsa.RSAPublicKey):
+        raise KdmRefused(path, "the signer's certificate does not hold an RSA key")
+    digest = hashes.SHA256() if SIGNATURES[method] == "sha256" else hashes.SHA1()
+    try:
+        key.verify(value, signed, padding.PKCS1v15(), digest)
+    except InvalidSignature:
+        raise KdmRefused(path, f"the signature does not verify with the signer's certificate "
+                               f"({_subject(signer)})") from None
+    name = "RSA-SHA256" if SIGNATURES[method] == "sha256" else "RSA-SHA1"
+    return f"{name} by {_subject(signer)}, {len(covered)} references ({', '.join(covered)})"
+
+
+def check_chain(kdm: Kdm, at: datetime | None = None) -> ChainReport:
+    """The signer's certificate chain under ST 430-2 clause 5, at ``at`` (default: now):
+    from the signer's certificate, each one's issuer among the KDM's certificates and its
+    signature checked with the issuer's key, up to a self-signed root; issuers must say
+    basicConstraints CA, the signer must not; each must be valid at ``at``.  The chain is
+    reported, not raised: a diagnostic tool shows an expired chain and goes on."""
+    at = at or datetime.now(timezone.utc)
+    with warnings.catch_warnings():     # cryptography's about serial number 0: not ours to say
+        warnings.simplefilter("ignore")
+        return _chain(kdm, at)
+
+
+def _chain(kdm: Kdm, at: datetime) -> ChainReport:
+    from cryptography import x509
+
+    problems: list[str] = []
+    cert = _signer_certificate(kdm)
+    chain = [cert]
+    by_subject = {c.subject: c for c in kdm.certificates}
+    while True:
+        if not (cert.not_valid_before_utc <= at <= cert.not_valid_after_utc):
+            problems.append(f"{_subject(cert)} is valid from {cert.not_valid_before_utc:%Y-%m-%d} to "
+                            f"{cert.not_valid_after_utc:%Y-%m-%d}, not at {at:%Y-%m-%d %H:%M} UTC")
+        try:
+            ca = cert.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
+        except x509.ExtensionNotFound:
+            ca = None
+        except ValueError as exc:       # e.g. a path length on a non-CA (RFC 5280 4.2.1.9)
+            ca = False
+            problems.append(f"{_subject(cert)} has a malformed basicConstraints: {exc}")
+        if ca is None:
+            problems.append(f"{_subject(cert)} has no basicConstraints (ST 430-2 requires it)")
+        elif ca != (len(chain) > 1):
+            problems.append(f"{_subject(cert)} {'is' if ca else 'is not'} marked as a CA, which a "
+                            f"{'signer' if len(chain) == 1 else 'certificate that signs others'} "
+                            f"{'must not be' if ca else 'must be'}")
+        issuer = by_subject.get(cert.issuer)
+        if issuer is None:
+            problems.append(f"the issuer of {_subject(cert)} is not among the KDM's certificates")
+            break
+        if not _signed_by(cert, issuer):
+            problems.append(f"{_subject(cert)} is not signed by {_subject(issuer)}")
+            break
+        if issuer is cert:      # self-signed: the root
+            break
+        if len(chain) > len(kdm.certificates):
+            problems.append("the certificates' issuers loop")
+            break
+        cert = issuer
+        chain.append(cert)
+    return ChainReport(tuple(_subject(c) for c in chain), tuple(problems))
+
+
+def load_private_key(path):
+    """The RSA private key in the PEM file at ``path`` (unencrypted).  Its bytes are read
+    here and go nowhere else."""
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise MediaError(path, f"cannot read the private key: {exc.strerror or exc}") from None
+    try:
+        key = load_pem_private_key(data, password=None)
+    except (ValueError, TypeError):
+        raise MediaError(path, "not an unencrypted PEM private key") from None
+    if not isinstance(key, rsa.RSAPrivateKey):
+        raise MediaError(path, "not an RSA private key (a KDM's keys are RSA-OAEP)")
+    return key
+
+
+def decrypt_keys(kdm: Kdm, private_key) -> list[ContentKey]:
+    """Every content key of the KDM, decrypted with the recipient's ``private_key`` (a
+    :func:`load_private_key` result) by RSA-OAEP (SHA-1, MGF1), each block checked: its
+    structure id, the KDM's composition, and its key id and type in the ``KeyIdList``."""
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import padding
+
+    oaep = padding.OAEP(mgf=padding.MGF1(hashes.SHA1()), algorithm=hashes.SHA1(), label=None)
+    listed = {t.key_id: t.key_type for t in kdm.key_ids}
+    keys = []
+    for k, cipher in enumerate(kdm.cipher_values):
+        try:
+            block = private_key.decrypt(cipher, oaep)
+        except ValueError:
+            who = f" (it is for {kdm.recipient_subject})" if kdm.recipient_subject else ""
+            raise KdmRefused(kdm.path, f"the private key does not open the KDM's key {k + 1}: it is not "
+                                       f"the recipient's key{who}") from None
+        if len(block) != KEY_BLOCK_BYTES or block[:16] != KEY_STRUCTURE_ID:
+            raise CorruptMedia(kdm.path, f"key {k + 1} decrypts to a block that is not an ST 430-1 key "
+                                         f"block ({len(block)} bytes, structure id not f1dc1244...)")
+        cpl_id = str(uuid.UUID(bytes=block[36:52]))
+        key_type = block[52:56].decode("ascii", "replace")
+        key_id = str(uuid.UUID(bytes=block[56:72]))
+        if cpl_id != kdm.cpl_id:
+            raise CorruptMedia(kdm.path, f"key {k + 1} is for composition {cpl_id}, the KDM for {kdm.cpl_id}")
+        if listed.get(key_id) != key_type:
+            raise CorruptMedia(kdm.path, f"key {k + 1} ({key_type} {key_id}) is not in the KDM's KeyIdList")
+        keys.append(ContentKey(key_type, key_id, cpl_id,
+                               _time(block[72:97].decode("ascii", "replace"), kdm.path),
+                               _time(block[97:122].decode("ascii", "replace"), kdm.path),
+                               block[16:36], block[122:138]))
+    return keys
+
+
+def check_window(kdm: Kdm, cpl_id: str | None = None, at: datetime | None = None) -> None:
+    """Refuse the KDM for composition ``cpl_id`` (a UUID, with or without ``urn:uuid:``) at
+    ``at`` (default: now): another composition, or a time outside its window."""
+    at = at or datetime.now(timezone.utc)
+    if cpl_id is not None and _urn_uuid(cpl_id, kdm.path) != kdm.cpl_id:
+        raise KdmRefused(kdm.path, f"the KDM is for composition {kdm.cpl_id}, not {_urn_uuid(cpl_id, kdm.path)}")
+    if at < kdm.not_before:
+        raise KdmRefused(kdm.path, f"the KDM's keys are valid from {kdm.not_before.isoformat()}, not yet at "
+                                   f"{at.isoformat(timespec='seconds')}")
+    if at > kdm.not_after:
+        raise KdmRefused(kdm.path, f"the KDM expired at {kdm.not_after.isoformat()} "
+                                   f"(it is {at.isoformat(timespec='seconds')})")
+
+
+# -- helpers -----------------------------------------------------------------------------------
+def _subset_c14n(el, comments: bool = False) -> bytes:
+    """Inclusive Canonical XML 1.0 (W3C, 2001; ``comments``: with comments) of the document
+    subset that is ``el`` and its descendants, as XML-DSig digests a same-document reference
+    and signs ``SignedInfo``: the apex carries every namespace in scope, used or not, and a
+    descendant only those that differ from its output parent's.  Written out here because
+    libxml2's subtree output (lxml's ``method="c14n"`` on an element) adds ``xmlns=""`` to
+    prefixed descendants of an element in a default namespace; checked against xmlsec on an
+    easyDCP KDM in the tests."""
+    out: list[str] = []
+    _c14n_element(el, {}, comments, out)
+    return "".join(out).encode("utf-8")
+
+
+def _c14n_element(el, rendered: dict, comments: bool, out: list) -> None:
+    """Section 2.3 of C14N 1.0: namespace declarations that differ from those the output
+    parent ``rendered`` (default first, then by prefix), attributes by namespace URI then
+    local name, start and end tags always, text and attribute values escaped."""
+    scope = {("" if p is None else p): uri for p, uri in el.nsmap.items()}
+    mine = {p: uri for p, uri in scope.items() if rendered.get(p) != uri}
+    if "" not in scope and rendered.get("", ""):       # the default namespace undeclared here
+        mine[""] = ""
+    name = _qname(el.tag, el.prefix)
+    parts = [f"<{name}"]
+    for p in sorted(mine):
+        parts.append(f' xmlns="{_attr_escape(mine[p])}"' if p == "" else f' xmlns:{p}="{_attr_escape(mine[p])}"')
+    by_uri = {uri: p for p, uri in scope.items() if p}
+    attrs = []
+    for key, value in el.attrib.items():
+        uri, local = (key[1:].split("}", 1) if key.startswith("{") else ("", key))
+        qname = local if not uri else ("xml:" + local if uri == "http://www.w3.org/XML/1998/namespace"
+                                        else f"{by_uri.get(uri, '')}:{local}")
+        attrs.append((uri, local, qname, value))
+    for _, _, qname, value in sorted(attrs):
+        parts.append(f' {qname}="{_attr_escape(value)}"')
+    out.append("".join(parts) + ">")
+    if el.text:
+        out.append(_text_escape(el.text))
+    inner = {**rendered, **mine}
+    for child in el:
+        if isinstance(child.tag, str):
+            _c14n_element(child, inner, comments, out)
+        elif comments and child.tag is _comment_tag():
+            out.append(f"<!--{child.text or ''}-->")
+        elif child.tag is _pi_tag():
+            body = f"{child.target} {child.text}" if child.text else child.target
+            out.append(f"<?{body}?>")
+        if child.tail:
+            out.append(_text_escape(child.tail))
+    out.append(f"</{name}>")
+
+
+def _qname(tag: str, prefix: str | None) -> str:
+    local = tag.rsplit("}", 1)[-1]
+    return f"{prefix}:{local}" if prefix else local
+
+
+def _text_escape(t: str) -> str:
+    return t.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("\r", "&#xD;")
+
+
+def _attr_escape(t: str) -> str:
+    return (t.replace("&", "&amp;").replace("<", "&lt;").replace('"', "&quot;")
+            .replace("\t", "&#x9;").replace("\n", "&#xA;").replace("\r", "&#xD;"))
+
+
+def _comment_tag():
+    from lxml import etree
+    return etree.Comment
+
+
+def _pi_tag():
+    from lxml import etree
+    return etree.ProcessingInstruction
+
+
+def _local(tag) -> str:
+    return tag.rsplit("}", 1)[-1] if isinstance(tag, str) else str(tag)
+
+
+def _one(el, name: str, path):
+    found = el.find(name)
+    if found is None:
+        raise CorruptMedia(path, f"the KDM has no {'/'.join(_local(p) for p in name.split('/'))} "
+                                 f"in {_local(el.tag)} (line {el.sourceline})")
+    return found
+
+
+def _text(el, name: str, path) -> str:
+    found = _one(el, name, path)
+    t = (found.text or "").strip()
+    if not t:
+        raise CorruptMedia(path, f"the KDM's {_local(found.tag)} is empty (line {found.sourceline})")
+    return t
+
+
+def _opt(el, name: str) -> str | None:
+    found = el.find(name)
+    return (found.text or "").strip() or None if found is not None else None
+
+
+def _base64(text: str | None, path, what: str) -> bytes:
+    try:
+        return base64.b64decode("".join((text or "").split()), validate=True)
+    except (binascii.Error, ValueError):
+        raise CorruptMedia(path, f"the KDM's {what} is not base64") from None
+
+
+def _urn_uuid(text: str, path) -> str:
+    t = text.strip()
+    body = t[9:] if t.lower().startswith("urn:uuid:") else t
+    try:
+        return str(uuid.UUID(body))
+    except ValueError:
+        raise CorruptMedia(path, f"{t[:60]!r} is not a UUID") from None
+
+
+def _time(text: str, path) -> datetime:
+    """An xs:dateTime with its offset (ST 430-1 writes one; a bare time is UTC)."""
+    t = text.strip()
+    try:
+        d = datetime.fromisoformat(t[:-1] + "+00:00" if t.endswith("Z") else t)
+    except ValueError:
+        raise CorruptMedia(path, f"{t[:40]!r} is not a date and time") from None
+    return d if d.tzinfo is not None else d.replace(tzinfo=timezone.utc)
+
+
+def _certificate(text: str | None, path):
+    from cryptography import x509
+
+    der = _base64(text, path, "X509Certificate")
+    try:
+        with warnings.catch_warnings():     # serial number 0 and the like: reported by check_chain
+            warnings.simplefilter("ignore")
+            return x509.load_der_x509_certificate(der)
+    except ValueError:
+        raise CorruptMedia(path, "an X509Certificate of the KDM is not a DER certificate") from None
+
+
+def _subject(cert) -> str:
+    return cert.subject.rfc4514_string()
+
+
+def _signer_certificate(kdm: Kdm):
+    """The certificate ``Signer`` names (issuer and serial), else the first of ``KeyInfo``."""
+    root = kdm.root
+    serial = _opt(root, f"{{{NS_ETM}}}AuthenticatedPublic/{{{NS_ETM}}}Signer/{{{NS_DS}}}X509SerialNumber")
+    if not kdm.certificates:
+        raise KdmRefused(kdm.path, "the KDM carries no certificate to check its signature with")
+    if serial is not None and serial.isdigit():
+        for c in kdm.certificates:
+            if c.serial_number == int(serial):
+                return c
+    return kdm.certificates[0]
+
+
+def _signed_by(cert, issuer) -> bool:
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives.asymmetric import padding, rsa
+
+    key = issuer.public_key()
+    if not isinstance(key, rsa.RSAPublicKey) or cert.signature_hash_algorithm is None:
+        return False
+    try:
+        key.verify(cert.signature, cert.tbs_certificate_bytes, padding.PKCS1v15(), cert.signature_hash_algorithm)
+    except InvalidSignature:
+        return False
+    return True
