@@ -284,6 +284,11 @@ def _chain(kdm: Kdm, at: datetime) -> ChainReport:
             problems.append(f"{_subject(cert)} {'is' if ca else 'is not'} marked as a CA, which a "
                             f"{'signer' if len(chain) == 1 else 'certificate that signs others'} "
                             f"{'must not be' if ca else 'must be'}")
+        thumbprint = _public_key_thumbprint(cert)
+        qualifiers = [a.value for a in cert.subject.get_attributes_for_oid(x509.NameOID.DN_QUALIFIER)]
+        if qualifiers != [thumbprint]:
+            problems.append(f"{_subject(cert)}: its dnQualifier is not its public key's thumbprint "
+                            f"{thumbprint} (ST 430-2)")
         issuer = by_subject.get(cert.issuer)
         if issuer is None:
             problems.append(f"the issuer of {_subject(cert)} is not among the KDM's certificates")
@@ -323,12 +328,14 @@ def load_private_key(path):
 def decrypt_keys(kdm: Kdm, private_key) -> list[ContentKey]:
     """Every content key of the KDM, decrypted with the recipient's ``private_key`` (a
     :func:`load_private_key` result) by RSA-OAEP (SHA-1, MGF1), each block checked: its
-    structure id, the KDM's composition, and its key id and type in the ``KeyIdList``."""
+    structure id, the KDM's composition, its key id and type in the ``KeyIdList``, and its
+    signer thumbprint (SHA-1 of the signer certificate's signed part, ST 430-2)."""
     from cryptography.hazmat.primitives import hashes
     from cryptography.hazmat.primitives.asymmetric import padding
 
     oaep = padding.OAEP(mgf=padding.MGF1(hashes.SHA1()), algorithm=hashes.SHA1(), label=None)
     listed = {t.key_id: t.key_type for t in kdm.key_ids}
+    signer = hashlib.sha1(_signer_certificate(kdm).tbs_certificate_bytes).digest()
     keys = []
     for k, cipher in enumerate(kdm.cipher_values):
         try:
@@ -347,6 +354,9 @@ def decrypt_keys(kdm: Kdm, private_key) -> list[ContentKey]:
             raise CorruptMedia(kdm.path, f"key {k + 1} is for composition {cpl_id}, the KDM for {kdm.cpl_id}")
         if listed.get(key_id) != key_type:
             raise CorruptMedia(kdm.path, f"key {k + 1} ({key_type} {key_id}) is not in the KDM's KeyIdList")
+        if block[16:36] != signer:      # ST 430-2 thumbprint: SHA-1 of the signed part
+            raise KdmRefused(kdm.path, f"key {k + 1} was made by another signer than the one the KDM "
+                                       f"names ({_subject(_signer_certificate(kdm))})")
         keys.append(ContentKey(key_type, key_id, cpl_id,
                                _time(block[72:97].decode("ascii", "replace"), kdm.path),
                                _time(block[97:122].decode("ascii", "replace"), kdm.path),
@@ -522,6 +532,14 @@ def _signer_certificate(kdm: Kdm):
             if c.serial_number == int(serial):
                 return c
     return kdm.certificates[0]
+
+
+def _public_key_thumbprint(cert) -> str:
+    """ST 430-2's public key thumbprint: base64 of SHA-1 of the PKCS #1 RSAPublicKey (DER)."""
+    from cryptography.hazmat.primitives import serialization
+
+    der = cert.public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.PKCS1)
+    return base64.b64encode(hashlib.sha1(der).digest()).decode("ascii")
 
 
 def _signed_by(cert, issuer) -> bool:

@@ -65,6 +65,19 @@ def test_another_recipients_key_is_refused_without_naming_a_key():
         K.decrypt_keys(K.read_kdm(EASYDCP), K.load_private_key(SLIDES_KEY))
 
 
+def test_key_blocks_name_the_signer():
+    """Each block's signer thumbprint is SHA-1 of the signer certificate's signed part: a KDM
+    whose Signer names another of its certificates is refused when its keys are opened."""
+    data = EASYDCP.read_bytes()
+    k = K.parse_kdm(data)
+    other = [c for c in k.certificates if c is not K._signer_certificate(k)][0]
+    changed = re.sub(rb"(<Signer>.*?<ds:X509SerialNumber>)\d+", lambda m: m.group(1) + str(other.serial_number).encode(),
+                     data, count=1, flags=re.S)
+    assert changed != data
+    with pytest.raises(KdmRefused, match="made by another signer"):
+        K.decrypt_keys(K.parse_kdm(changed), K.load_private_key(EASYDCP_KEY))
+
+
 def test_the_signature_as_xmlsec_sees_it():
     """The easyDCP KDM's signature holds, the cinemaslides one's does not (its public part
     changed); with python-xmlsec installed, the same two answers from it."""
