@@ -166,9 +166,15 @@ def _uint(data: bytes) -> int | None:
 
 
 class MXFFile:
-    """An MXF track file opened for random access to its picture (or for its sound descriptor)."""
+    """An MXF track file opened for random access to its picture (or for its sound descriptor).
+    ``key``: the AES-128 content key of encrypted essence (ST 429-6), which :meth:`frame` then
+    decrypts and checks (:mod:`.essence_crypto`); without it an encrypted file raises
+    :class:`~.errors.EncryptedMedia` when a frame is asked for."""
 
-    def __init__(self, path):
+    def __init__(self, path, key: bytes | None = None):
+        if key is not None and len(key) != 16:
+            raise ValueError("an ST 429-6 content key has 16 bytes")
+        self.key = key
         self.reader = FileReader(path)
         self.path = self.reader.path
         try:
@@ -521,8 +527,8 @@ class MXFFile:
 
     # -- frames --------------------------------------------------------------------------------
     def check_readable(self) -> None:
-        """Raise unless the picture can be read: encrypted, no picture, or no index."""
-        if self.encrypted:
+        """Raise unless the picture can be read: encrypted without a key, no picture, or no index."""
+        if self.encrypted and self.key is None:
             raise EncryptedMedia(self.path, "essence is encrypted (SMPTE ST 429-6); a KDM is needed "
                              "to decrypt it, and cinegpu does not play encrypted track files")
         if self.picture is None:
@@ -570,13 +576,25 @@ class MXFFile:
         return off, part
 
     def frame(self, n: int, eye: str = "left") -> bytes:
-        """Codestream of frame ``n`` (0-based), located through the index table."""
+        """Codestream of frame ``n`` (0-based), located through the index table (decrypted,
+        its integrity code checked, when the essence is encrypted)."""
         off, size = self.locate_frame(n, eye)
-        return self.reader.read(off, size, f"frame {n}")
+        data = self.reader.read(off, size, f"frame {n}")
+        if self.encrypted:
+            from .essence_crypto import decrypt_triplet
+
+            _, data = decrypt_triplet(data, self.key, path=self.path, where=f"frame {n}: ")
+        return data
 
     def frame_size(self, n: int, eye: str = "left") -> int:
-        """Bytes in frame ``n``'s codestream, without reading it."""
-        return self.locate_frame(n, eye)[1]
+        """Bytes in frame ``n``'s codestream, without reading it (an encrypted frame's
+        SourceLength, from its triplet's first fields)."""
+        off, size = self.locate_frame(n, eye)
+        if not self.encrypted:
+            return size
+        from .essence_crypto import parse_triplet_head
+
+        return parse_triplet_head(self.reader.read(off, min(size, 128), f"frame {n}"), self.path)[3]
 
     def locate_frame(self, n: int, eye: str = "left") -> tuple[int, int]:
         """(file offset, bytes) of frame ``n``'s codestream, from the index table."""
@@ -620,10 +638,16 @@ class MXFFile:
             except MediaError as exc:
                 raise r.error(f"index entry for frame {n} does not point at an essence element "
                               f"({exc.reason})", off) from None
+            element = klv.key
             if key_matches(klv.key, ENCRYPTED_TRIPLET):
-                raise EncryptedMedia(self.path, "essence is encrypted (SMPTE ST 429-6); a KDM is "
-                                 "needed to decrypt it", off)
-            if key_matches(klv.key, GC_ELEMENT) and klv.key[12] in PICTURE_ITEMS:
+                if self.key is None:
+                    raise EncryptedMedia(self.path, "essence is encrypted (SMPTE ST 429-6); a KDM is "
+                                     "needed to decrypt it", off)
+                from .essence_crypto import parse_triplet_head
+
+                element = parse_triplet_head(r.read(klv.value_offset, min(klv.length, 128),
+                                                    f"frame {n}"), self.path)[2]
+            if key_matches(element, GC_ELEMENT) and element[12] in PICTURE_ITEMS:
                 if not second or seen:
                     return klv.value_offset, klv.length
                 seen += 1

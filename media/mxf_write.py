@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from fractions import Fraction
 from pathlib import Path
@@ -44,6 +44,7 @@ from cinegpu.decode.codestream.siz import SIZ
 from cinegpu.decode.errors import CodestreamError
 
 from .errors import MediaError, media_error_of
+from .essence_crypto import encrypt_element
 from .mxf import GC_ELEMENT, INDEX_SEGMENT, PRIMER_PACK, RANDOM_INDEX_PACK
 
 __all__ = ["HEADER_RESERVE", "J2KHeader", "PictureTrackWriter", "TrackFile", "TrackWriter",
@@ -58,6 +59,8 @@ INDEX_SID, BODY_SID = 129, 1
 # Labels (ST 377-1, ST 378, ST 422, ST 429-4; values as asdcplib writes them).
 OP_ATOM = bytes.fromhex("060e2b34040101020d01020110000000")
 GC_MULTIPLE_WRAPPINGS = bytes.fromhex("060e2b34040101030d010301027f0100")
+#: the encrypted essence container label (ST 429-6 8.2)
+ENCRYPTED_CONTAINER = bytes.fromhex("060e2b34040101070d010301020b0100")
 JP2K_FRAME_WRAPPED = bytes.fromhex("060e2b34040101070d010301020c0100")
 JP2K_CODING = {"dci-2k": bytes.fromhex("060e2b34040101090401020203010103"),   # ST 429-4 2K
                "dci-4k": bytes.fromhex("060e2b34040101090401020203010104")}   # ST 429-4 4K
@@ -240,6 +243,16 @@ def parse_j2k_header(data: bytes) -> J2KHeader:
 
 # -- the writer -----------------------------------------------------------------------------
 @dataclass(frozen=True)
+class EssenceEncryption:
+    """How a track file's essence is encrypted (ST 429-6): the AES-128 content ``key``, its
+    ``key_id`` (the CPL's KeyId, a KDM's KeyId) and the cryptographic context's id."""
+
+    key: bytes = field(repr=False)
+    key_id: uuid.UUID
+    context_id: bytes = field(default_factory=lambda: uuid.uuid4().bytes)
+
+
+@dataclass(frozen=True)
 class TrackFile:
     """What the CPL and PKL need to know about a finished track file."""
 
@@ -278,8 +291,10 @@ class TrackWriter:
     MXF_VERSION = 0x0102
 
     def __init__(self, path, *, edit_rate, asset_id: uuid.UUID | None = None,
-                 product: str = "cinegpu", version: str = "0.1.0"):
+                 product: str = "cinegpu", version: str = "0.1.0",
+                 encryption: "EssenceEncryption | None" = None):
         self.path = Path(path)
+        self.encryption = encryption
         self.edit_rate = Fraction(edit_rate)
         self.asset_id = asset_id or uuid.uuid4()
         self.product, self.version = product, version
@@ -295,8 +310,12 @@ class TrackWriter:
             raise
 
     def _append(self, value: bytes) -> None:
-        """Write one edit unit's essence element (frame wrapping: one KLV per edit unit)."""
-        element = klv(self.ELEMENT, value)
+        """Write one edit unit's essence element (frame wrapping: one KLV per edit unit), as an
+        encrypted triplet (ST 429-6) when the writer has an ``encryption``."""
+        e = self.encryption
+        element = klv(self.ELEMENT, value) if e is None else encrypt_element(
+            self.ELEMENT, value, e.key, context_id=e.context_id, track_file_id=self.asset_id.bytes,
+            sequence=len(self.offsets) + 1)
         self.file.write(element)
         self.offsets.append(self.stream_offset)
         self.stream_offset += len(element)
@@ -322,6 +341,14 @@ class TrackWriter:
         self.file.write(self._header(footer))
         self.file.close()
         return size
+
+    def _containers(self) -> tuple[bytes, ...]:
+        """The partition packs' and Preface's essence container labels: encrypted essence is
+        declared by the encrypted container label in place of its wrapping (ST 429-6 8.2, as
+        asdcplib writes it); the descriptor keeps the wrapping."""
+        if self.encryption is None:
+            return self.CONTAINERS
+        return tuple(c for c in self.CONTAINERS if c == GC_MULTIPLE_WRAPPINGS) + (ENCRYPTED_CONTAINER,)
 
     def _generic_streams(self) -> list[tuple[int, int]]:
         """Write any generic stream partitions (ST 410) after the essence; their (BodySID,
@@ -391,7 +418,7 @@ class TrackWriter:
         value = struct.pack(">HHIQQQQQIQI", 1, self.MXF_VERSION & 0xFF, 1, this, previous,
                             footer, header_byte_count, index_byte_count, index_sid, 0, body_sid)
         value += self.OPERATIONAL_PATTERN + _batch(
-            list(self.CONTAINERS if containers is None else containers), 16)
+            list(self._containers() if containers is None else containers), 16)
         return klv(key, value)
 
     @staticmethod
@@ -467,7 +494,7 @@ class TrackWriter:
                 (0x3B05, struct.pack(">H", self.MXF_VERSION)),
                 (0x3B07, u32(1)), (0x3B08, ids["fp"]), (0x3B06, _batch([ids["ident"]], 16)),
                 (0x3B03, ids["storage"]), (0x3B09, self.OPERATIONAL_PATTERN),
-                (0x3B0A, _batch(list(self.CONTAINERS), 16)),
+                (0x3B0A, _batch(list(self._containers()), 16)),
                 (0x3B0B, _batch([], 16))]),
             local_set(IDENTIFICATION, [
                 (0x3C0A, ids["ident"]), (0x3C09, generation), (0x3C01, _utf16(self.product)),
@@ -576,9 +603,11 @@ class PictureTrackWriter(TrackWriter):
                  (t["QuantizationDefault"], h.qcd)])
 
 
-def write_track(path, codestreams, *, edit_rate, asset_id: uuid.UUID | None = None) -> TrackFile:
-    """Write an iterable of codestreams as one picture track file."""
-    with PictureTrackWriter(path, edit_rate=edit_rate, asset_id=asset_id) as w:
+def write_track(path, codestreams, *, edit_rate, asset_id: uuid.UUID | None = None,
+                encryption: EssenceEncryption | None = None) -> TrackFile:
+    """Write an iterable of codestreams as one picture track file (``encryption``: its
+    essence encrypted, ST 429-6)."""
+    with PictureTrackWriter(path, edit_rate=edit_rate, asset_id=asset_id, encryption=encryption) as w:
         for cs in codestreams:
             w.write(cs)
         return w.close()
