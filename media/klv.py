@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import struct
+import threading
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -55,6 +56,7 @@ class FileReader:
         except OSError as exc:
             raise MediaError(self.path, f"cannot open: {exc.strerror or exc}") from None
         self.size = os.fstat(self.file.fileno()).st_size
+        self._lock = threading.Lock()
 
     def close(self) -> None:
         self.file.close()
@@ -67,11 +69,28 @@ class FileReader:
         """Exactly ``n`` bytes at ``offset``, or a MediaError naming the truncation."""
         if offset < 0 or n < 0 or offset + n > self.size:
             raise self.error(f"truncated {what}: {n} bytes wanted, file has {self.size}", offset)
-        self.file.seek(offset)
-        data = self.file.read(n)
+        data = self._read_at(offset, n)
         if len(data) != n:
             raise self.error(f"short read of {what}", offset)
         return data
+
+    def _read_at(self, offset: int, n: int) -> bytes:
+        """Positional reads (``os.pread``): threads reading frames of one file at once must not
+        share a seek position (a seek then a read raced, and a frame came from another's
+        offset); a lock where the platform has no pread."""
+        if not hasattr(os, "pread"):
+            with self._lock:
+                self.file.seek(offset)
+                return self.file.read(n)
+        parts, fd = [], self.file.fileno()
+        while n > 0:
+            chunk = os.pread(fd, n, offset)
+            if not chunk:
+                break
+            parts.append(chunk)
+            offset += len(chunk)
+            n -= len(chunk)
+        return b"".join(parts)
 
     def klv_at(self, offset: int, limit: int | None = None) -> KLV:
         """The key and BER length at ``offset``; the value must end by ``limit`` (default EOF)."""

@@ -115,3 +115,20 @@ def test_long_op1a_many_partitions(codestreams, tmp_path):
         for n in (0, 1, 249, 250, 251, 499, 500, 699):
             assert m.frame(n) == tiny, n
         assert m.frame_size(699) == len(tiny)
+
+
+def test_threads_reading_one_track_file_get_their_own_frames(tmp_path):
+    """Frames read at once from several threads of one MXFFile (the player's threaded source
+    does): each gets its own bytes (reads are positional, not seek-then-read)."""
+    from concurrent.futures import ThreadPoolExecutor
+    from pathlib import Path
+
+    from cinegpu.media.mxf_write import write_track
+
+    base = (Path(__file__).resolve().parents[1] / "media" / "samples" / "bars_2k.j2c").read_bytes()
+    frames = [base[:-2] + bytes([k]) * 7 + b"\xff\xd9" for k in range(8)]
+    write_track(tmp_path / "t.mxf", frames, edit_rate=24)
+    m = MXFFile(tmp_path / "t.mxf")
+    with ThreadPoolExecutor(8) as pool:
+        got = list(pool.map(lambda k: m.frame(k % 8) == frames[k % 8], range(400)))
+    assert all(got)
