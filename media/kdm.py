@@ -38,6 +38,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .errors import CorruptMedia, KdmRefused, MediaError, UnsupportedMedia
+from .files import read_bounded
 
 __all__ = ["ContentKey", "Kdm", "TypedKeyId", "check_chain", "check_signature", "check_window",
            "decrypt_keys", "load_private_key", "parse_kdm", "read_kdm"]
@@ -124,15 +125,7 @@ class ChainReport:
 
 def read_kdm(path) -> Kdm:
     """:func:`parse_kdm` of the file at ``path``."""
-    path = Path(path)
-    try:
-        size = path.stat().st_size
-        if size > MAX_KDM_BYTES:
-            raise UnsupportedMedia(path, f"{size} bytes is not a KDM (at most {MAX_KDM_BYTES >> 20} MiB)")
-        data = path.read_bytes()
-    except OSError as exc:
-        raise MediaError(path, f"cannot read: {exc.strerror or exc}") from None
-    return parse_kdm(data, path)
+    return parse_kdm(read_bounded(path, MAX_KDM_BYTES, "KDM"), path)
 
 
 def parse_kdm(data: bytes, path=None) -> Kdm:

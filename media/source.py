@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Protocol
 
 from .errors import CorruptMedia, MediaError, UnsupportedMedia
+from .files import read_bounded
 from .j2k_profile import Profile, parse_profile
 from .mxf import MXFFile
 from .package import Composition, Package, local, missing_cpl_error, parse_xml, read_package
@@ -41,13 +42,7 @@ def natural_key(name: str) -> list:
 
 
 def read_codestream_file(path: Path) -> bytes:
-    try:
-        size = path.stat().st_size
-        if size > MAX_CODESTREAM_BYTES:
-            raise UnsupportedMedia(path, f"{size} bytes is too large for one frame")
-        return path.read_bytes()
-    except OSError as exc:
-        raise MediaError(path, f"cannot read: {exc.strerror or exc}") from None
+    return read_bounded(path, MAX_CODESTREAM_BYTES, "a codestream file")
 
 
 class FrameFiles:

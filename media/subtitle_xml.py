@@ -29,6 +29,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from .errors import CorruptMedia, MediaError, UnsupportedMedia
+from .files import read_bounded
 from .package import MAX_XML_BYTES, confined, local, parse_xml, uuid_of
 from .subtitles import (MAX_FADE, Colour, CompositionSubtitles, Cue, Placement, ReelSubtitles, Style,
                         SubtitleImage, SubtitleTrack, TextLine, TextRun)
@@ -128,14 +129,7 @@ class _Files:
                 else Path(n)
             p = confined(self.root, str(rel), f"resource {name!r}", where)
             if p.is_file():
-                size = p.stat().st_size
-                if size > limit:
-                    raise UnsupportedMedia(p, f"{size} bytes, more than the {limit} bytes read for a "
-                                              f"subtitle resource")
-                try:
-                    return p.read_bytes()
-                except OSError as exc:
-                    raise MediaError(p, f"cannot read: {exc.strerror or exc}") from None
+                return read_bounded(p, limit, "subtitle resource")
         return None
 
 
@@ -461,13 +455,7 @@ def read_srt(path) -> SubtitleTrack:
     42 pt white with a black border; ``<i>`` and ``<b>`` make a line italic or bold, other tags
     are dropped.  A block whose time line is bad, or ends before it starts, is warned and dropped."""
     p = Path(path)
-    try:
-        size = p.stat().st_size
-        if size > MAX_XML_BYTES:
-            raise UnsupportedMedia(p, f"SRT file of {size} bytes, more than the {MAX_XML_BYTES} bytes read")
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise MediaError(p, f"cannot read: {exc.strerror or exc}") from None
+    raw = read_bounded(p, MAX_XML_BYTES, "SRT file")
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
