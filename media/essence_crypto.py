@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from .errors import CorruptMedia, EncryptedMedia
 
-__all__ = ["CHECK_VALUE", "ENCRYPTED_TRIPLET", "Triplet", "decrypt_triplet", "encrypt_element",
+__all__ = ["CHECK_VALUE", "ENCRYPTED_TRIPLET", "Triplet", "check_key", "decrypt_triplet", "encrypt_element",
            "fips186_prf", "mic_key", "parse_triplet", "parse_triplet_head"]
 
 #: the encrypted triplet's key (ST 429-6 7.3; byte 7, the registry version, varies: compare
@@ -163,13 +163,8 @@ def decrypt_triplet(value: bytes, key: bytes, *, path=None, where: str = "",
                     check_mic: bool = True, interop: bool = False) -> tuple[bytes, bytes]:
     """(source key, clear value) of an encrypted triplet's ``value`` with the content ``key``;
     the MIC is checked when the triplet has one and ``check_mic``."""
-    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
-
     t = parse_triplet(value, path, where)
-    dec = Cipher(algorithms.AES(key), modes.CBC(t.esv[:BLOCK])).decryptor()
-    if dec.update(t.esv[BLOCK:2 * BLOCK]) != CHECK_VALUE:
-        raise EncryptedMedia(path, f"{where}the key does not decrypt this essence (its check value "
-                                   f"differs): it is not the track file's key")
+    dec = _check_value(t, key, path, where)
     clear = t.esv[2 * BLOCK:2 * BLOCK + t.plaintext_offset]
     rest = dec.update(t.esv[2 * BLOCK + t.plaintext_offset:]) + dec.finalize()
     n = t.source_length - t.plaintext_offset
@@ -184,7 +179,24 @@ def decrypt_triplet(value: bytes, key: bytes, *, path=None, where: str = "",
     return t.source_key, clear + rest[:n]
 
 
+def check_key(value: bytes, key: bytes, *, path=None, where: str = "") -> None:
+    """Raise :class:`~.errors.EncryptedMedia` unless ``key`` decrypts the check value of the
+    encrypted triplet ``value`` (two AES blocks; the essence and its MIC are not touched)."""
+    _check_value(parse_triplet(value, path, where), key, path, where)
+
+
 # -- helpers -----------------------------------------------------------------------------------
+def _check_value(t: Triplet, key: bytes, path, where: str):
+    """The CBC decryptor of ``t`` under ``key``, past the check value, which it checks."""
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+    dec = Cipher(algorithms.AES(key), modes.CBC(t.esv[:BLOCK])).decryptor()
+    if dec.update(t.esv[BLOCK:2 * BLOCK]) != CHECK_VALUE:
+        raise EncryptedMedia(path, f"{where}the key does not decrypt this essence (its check value "
+                                   f"differs): it is not the track file's key")
+    return dec
+
+
 def _ber4(n: int) -> bytes:
     return b"\x83" + n.to_bytes(3, "big")
 

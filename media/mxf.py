@@ -530,13 +530,42 @@ class MXFFile:
         """Raise unless the picture can be read: encrypted without a key, no picture, or no index."""
         if self.encrypted and self.key is None:
             raise EncryptedMedia(self.path, "essence is encrypted (SMPTE ST 429-6); a KDM is needed "
-                             "to decrypt it, and cinegpu does not play encrypted track files")
+                             "to decrypt it (with the recipient's private key), or the content key file")
         if self.picture is None:
             raise UnsupportedMedia(self.path, "no picture essence descriptor (not a picture track file)")
         if not self.index_segments:
             raise UnsupportedMedia(self.path, "no index table: cannot seek to frames")
         if not self._essence_parts:
             raise CorruptMedia(self.path, f"no essence partition for body SID {self.body_sid}")
+
+    def check_key(self, key: bytes) -> None:
+        """Raise :class:`~.errors.EncryptedMedia` unless ``key`` opens this file's essence: the
+        check value of its first encrypted triplet (ST 429-6 clause 7), without reading the
+        essence's MIC (a damaged frame is that frame's error, not the key's)."""
+        from .essence_crypto import check_key
+
+        value = self.first_triplet()
+        if value is not None:
+            check_key(value, key, path=self.path)
+
+    def first_triplet(self) -> bytes | None:
+        """The value of the first encrypted triplet of the essence (body SID :attr:`body_sid`),
+        None when its first elements are in the clear."""
+        r = self.reader
+        for part in self._essence_parts or [p for p in self.partitions if p.essence_start is not None][:1]:
+            off = part.essence_start
+            assert off is not None
+            for _ in range(16):
+                if off >= part.end:
+                    break
+                klv = r.klv_at(off, part.end)
+                if key_matches(klv.key, ENCRYPTED_TRIPLET):
+                    return r.read(klv.value_offset, klv.length, "the first encrypted triplet")
+                if key_matches(klv.key, PARTITION_PACK):
+                    break
+                off = klv.end
+            break
+        return None
 
     def stream_offset(self, n: int) -> tuple[int, int | None]:
         """(stream offset, bytes or None) of edit unit ``n`` from the index (ST 377-1 11.4)."""

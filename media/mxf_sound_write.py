@@ -30,7 +30,7 @@ from pathlib import Path
 
 from .errors import MediaError
 from .mxf_write import (BODY_SID, GC_MULTIPLE_WRAPPINGS, INDEX_SID, TrackWriter, _batch,
-                        _index_segment, _rational, _utf16, ber, local_set)
+                        _index_segment, _rational, _utf16, local_set)
 from .mxf import GC_ELEMENT
 from .sound_in import CHANNEL_LABELS, Layout
 
@@ -119,8 +119,9 @@ class SoundTrackWriter(TrackWriter):
 
     def _index_segments(self) -> bytes:
         """One CBR index table segment (ST 377-1 11.2): every edit unit is one element of
-        ``16 + 4 + frame_bytes`` bytes, so no entries are needed."""
-        unit = len(SOUND_ELEMENT) + len(ber(self.frame_bytes)) + self.frame_bytes
+        ``16 + 4 + frame_bytes`` bytes, or one encrypted triplet of a fixed size (ST 429-6, as
+        asdcplib counts it), so no entries are needed."""
+        unit = self.stream_offset // len(self.offsets)      # every element has this size
         return _index_segment([
             (0x3C0A, uuid.uuid4().bytes),
             (0x3F0B, _rational(self.edit_rate)),

@@ -7,7 +7,8 @@ text essence key ``060e2b34.01020101.0d010301.17010b01``, frame wrapped). Each
 TimedTextResourceSubDescriptor names a resource (AncillaryResourceID, a UUID), its MIME type and
 its EssenceStreamID; the resource's bytes are the one generic stream data element of the
 generic stream partition (ST 410) whose BodySID is that stream id. Nothing else of the file is
-read. Encrypted files raise :class:`~.errors.EncryptedMedia`.
+read. Encrypted elements (ST 429-6 triplets) are decrypted with the track's content key; without
+one an encrypted file raises :class:`~.errors.EncryptedMedia`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from .errors import CorruptMedia, EncryptedMedia, MediaError
+from .essence_crypto import ENCRYPTED_TRIPLET, decrypt_triplet
 from .klv import key_matches
 from .mxf import MXFFile, MetadataSet, _rational, _uint
 from .mxf_timed_text_write import GS_DATA_ELEMENT, TT_ELEMENT, TT_PRIMER
@@ -66,10 +68,13 @@ def _text(raw: bytes | None) -> str:
         return ""
 
 
-def read_timed_text(path) -> TimedTextFile:
+def read_timed_text(path, key: bytes | None = None) -> TimedTextFile:
     """The document and resources of the timed-text track file ``path``; MediaError when it is
-    not one, is encrypted, or a resource the descriptor names is missing or damaged."""
-    with MXFFile(path) as m:
+    not one, is encrypted without a ``key`` (its ST 429-6 content key), or a resource the
+    descriptor names is missing or damaged.  With ``key``, encrypted elements (the document, and
+    resources where they are encrypted too, as asdcplib writes them) are decrypted and their MIC
+    checked."""
+    with MXFFile(path, key=key) as m:
         try:
             return _read(m)
         except (struct.error, ValueError, IndexError) as exc:
@@ -77,8 +82,9 @@ def read_timed_text(path) -> TimedTextFile:
 
 
 def _read(m: MXFFile) -> TimedTextFile:
-    if m.encrypted:
-        raise EncryptedMedia(m.path, "timed text is encrypted (SMPTE ST 429-6); a KDM is needed")
+    if m.encrypted and m.key is None:
+        raise EncryptedMedia(m.path, "timed text is encrypted (SMPTE ST 429-6); a KDM (or a key file) "
+                                     "is needed")
     descs = m.sets_named("TimedTextDescriptor")
     if not descs:
         raise MediaError(m.path, "no TimedTextDescriptor: not a timed-text track file (ST 429-5)")
@@ -112,9 +118,17 @@ def _element(m: MXFFile, sid: int, key: bytes, limit: int, what: str) -> bytes:
         raise CorruptMedia(m.path, f"the {what} is missing: no partition with body SID {sid}")
     r = m.reader
     klv = r.klv_at(parts[0].essence_start, parts[0].end)
-    if not key_matches(klv.key, key[:12]) or klv.key[12:] != key[12:]:
-        raise CorruptMedia(m.path, f"the {what} is not a {key.hex('.', 4)} element", klv.offset)
-    if klv.length > limit:
+    encrypted = key_matches(klv.key, ENCRYPTED_TRIPLET)
+    if klv.length > limit + (1 << 10 if encrypted else 0):      # a triplet adds < 1 KiB
         raise CorruptMedia(m.path, f"the {what} is {klv.length} bytes, more than the {limit} read",
                            klv.offset)
-    return r.value(klv, limit)
+    if encrypted:
+        if m.key is None:
+            raise EncryptedMedia(m.path, f"the {what} is encrypted (SMPTE ST 429-6)", klv.offset)
+        element, data = decrypt_triplet(r.value(klv, limit + (1 << 10)), m.key, path=m.path,
+                                        where=f"the {what}: ")
+    else:
+        element, data = klv.key, None
+    if not key_matches(element, key[:12]) or element[12:] != key[12:]:
+        raise CorruptMedia(m.path, f"the {what} is not a {key.hex('.', 4)} element", klv.offset)
+    return data if data is not None else r.value(klv, limit)

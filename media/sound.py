@@ -14,7 +14,10 @@ What is read:
 * the essence through :class:`~cinegpu.media.mxf.MXFFile`'s index table (ST 377-1 11), never by
   walking it: frame-wrapped (one KLV per edit unit, the DCP way: 2000 sample frames per 24 fps
   edit unit at 48 kHz) and clip-wrapped (one KLV for the clip, the IMF way, where the edit rate
-  is often the sample rate and the index a constant ``EditUnitByteCount`` of one sample frame).
+  is often the sample rate and the index a constant ``EditUnitByteCount`` of one sample frame);
+* encrypted frame-wrapped essence (ST 429-6, as a DCP's encrypted sound is): each edit unit's
+  triplet decrypted with the track's content key and its MIC checked, a triplet whose
+  ``EditUnitByteCount`` counts the triplet (asdcplib's CBR index of encrypted PCM).
 
 Samples come back as ``int32`` arrays of shape (sample frames, channels) holding each sample's
 own value at ``QuantizationBits`` precision (-2**23 .. 2**23 - 1 for 24-bit): ST 382's BWF
@@ -136,9 +139,9 @@ def _labels(mxf: MXFFile) -> tuple[tuple[ChannelLabel, ...], str | None]:
 def read_descriptor(mxf: MXFFile) -> SoundDescriptor:
     """The sound descriptor of an opened track file, checked (ST 382 7.3); MediaError otherwise."""
     path = mxf.path
-    if mxf.encrypted:
-        raise EncryptedMedia(path, "sound essence is encrypted (SMPTE ST 429-6); a KDM is needed "
-                                   "to decrypt it, and cinegpu does not play encrypted track files")
+    if mxf.encrypted and mxf.key is None:
+        raise EncryptedMedia(path, "sound essence is encrypted (SMPTE ST 429-6); a KDM (or a key "
+                                   "file) is needed to decrypt it")
     found = mxf.sets_named("WAVEPCMDescriptor", "AES3PCMDescriptor", "GenericSoundEssenceDescriptor")
     if not found:
         raise UnsupportedMedia(path, "no sound essence descriptor (not a sound track file)")
@@ -226,11 +229,14 @@ class SoundTrack:
     ``n`` costs what edit unit 0 costs.
     """
 
-    def __init__(self, path: str | os.PathLike):
-        self.mxf = MXFFile(path)
+    def __init__(self, path: str | os.PathLike, key: bytes | None = None):
+        self.mxf = MXFFile(path, key=key)
         self.path = self.mxf.path
         try:
             self.descriptor = read_descriptor(self.mxf)
+            if self.mxf.encrypted and self.descriptor.wrapping == "clip":
+                raise UnsupportedMedia(self.path, "encrypted clip-wrapped sound is not read (DCP sound "
+                                                  "is frame-wrapped, ST 429-3)")
             if not self.mxf.index_segments:
                 raise UnsupportedMedia(self.path, "no index table: cannot seek in the sound essence")
             if not self.mxf._essence_parts:
@@ -285,17 +291,24 @@ class SoundTrack:
         so, _ = mxf.stream_offset(n)
         off, part = mxf.file_offset(so)
         klv = r.klv_at(off, part.end)
+        element, length, data = klv.key, klv.length, None
         if key_matches(klv.key, ENCRYPTED_TRIPLET):
-            raise EncryptedMedia(self.path, "sound essence is encrypted (SMPTE ST 429-6)", off)
-        if not (key_matches(klv.key, GC_ELEMENT) and klv.key[12] in SOUND_ITEMS):
+            if mxf.key is None:
+                raise EncryptedMedia(self.path, "sound essence is encrypted (SMPTE ST 429-6)", off)
+            from .essence_crypto import decrypt_triplet
+
+            value = r.read(klv.value_offset, klv.length, f"sound of edit unit {n}")
+            element, data = decrypt_triplet(value, mxf.key, path=self.path, where=f"sound of edit unit {n}: ")
+            length = len(data)
+        if not (key_matches(element, GC_ELEMENT) and element[12] in SOUND_ITEMS):
             raise CorruptMedia(self.path, f"index entry for edit unit {n} points at "
-                                          f"{ul_str(klv.key)}, not a sound element", off)
+                                          f"{ul_str(element)}, not a sound element", off)
         want = self.samples_per_unit * self.descriptor.block_align
-        if klv.length != want:
-            raise CorruptMedia(self.path, f"sound element of edit unit {n} holds {klv.length} "
+        if length != want:
+            raise CorruptMedia(self.path, f"sound element of edit unit {n} holds {length} "
                                           f"bytes, {want} expected ({self.samples_per_unit} "
                                           f"sample frames)", off)
-        return r.read(klv.value_offset, klv.length, f"sound of edit unit {n}")
+        return data if data is not None else r.read(klv.value_offset, klv.length, f"sound of edit unit {n}")
 
     def _clip_bytes(self, s0: int, s1: int) -> bytes:
         """The PCM bytes of sample frames ``[s0, s1)`` of clip-wrapped essence (one read per
@@ -322,6 +335,7 @@ class SoundTrack:
         return b"".join(out)
 
 
-def open_sound(path: str | os.PathLike) -> SoundTrack:
-    """Open a PCM sound track file (ST 382); a MediaError says why when it cannot be read."""
-    return SoundTrack(path)
+def open_sound(path: str | os.PathLike, key: bytes | None = None) -> SoundTrack:
+    """Open a PCM sound track file (ST 382; ``key``: its ST 429-6 content key when encrypted);
+    a MediaError says why when it cannot be read."""
+    return SoundTrack(path, key)

@@ -12,6 +12,8 @@ than its picture is padded with silence; a reel without sound, with another samp
 depth than the composition's, or whose track cannot be read, plays silence; a track with another
 channel count than the composition's (the first reel's, or the CPL's ST 429-16
 ``MainSoundConfiguration`` when declared) has its channels cut or padded with silent ones.
+An encrypted track (ST 429-6) plays with the key its CPL ``KeyId`` names among the
+composition's keys (the picture's Source's ``keys``); without it, the reel plays silence.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from fractions import Fraction
 import numpy as np
 
 from .errors import MediaError
+from .key_ring import CompositionKeys, check_track_key
 from .package import Composition, local, parse_xml
 from .sound import SoundDescriptor, SoundTrack
 
@@ -77,7 +80,8 @@ class CompositionSound:
     ``bits`` precision as :class:`~cinegpu.media.sound.SoundTrack` gives them.
     """
 
-    def __init__(self, comp: Composition, picture_frames: list[int], edit_rate: Fraction):
+    def __init__(self, comp: Composition, picture_frames: list[int], edit_rate: Fraction,
+                 keys: CompositionKeys | None = None):
         self.edit_rate = edit_rate
         self.warnings: list[str] = []
         self.config, declared_rate = declared_configuration(comp)
@@ -94,9 +98,9 @@ class CompositionSound:
                 try:
                     if asset.path is None:
                         raise MediaError(comp.path, f"sound asset {asset.id} is not in the ASSETMAP")
-                    key = str(asset.path)
-                    track = tracks.get(key) or SoundTrack(asset.path)
-                    tracks[key] = track
+                    name = str(asset.path)
+                    track = tracks.get(name) or _open_track(asset, reel.id, keys)
+                    tracks[name] = track
                 except MediaError as exc:
                     self.warnings.append(f"reel {reel.id}: sound not played: {exc}")
             assets.append((reel.id, asset, track))
@@ -201,6 +205,23 @@ class CompositionSound:
             t.close()
 
 
+def _open_track(asset, reel_id: str, keys: CompositionKeys | None) -> SoundTrack:
+    """The sound track file of ``asset``; encrypted (its CPL ``KeyId``), with its key from
+    ``keys``, checked against the file's check value (ST 429-6)."""
+    key = None
+    if keys is not None and asset.key_id:
+        key = keys.key(asset.key_id, kind="sound", asset_id=asset.id, reel_id=reel_id, path=asset.path)
+    track = SoundTrack(asset.path, key)
+    if key is not None:
+        try:
+            check_track_key(track.mxf, key, kind="sound", asset_id=asset.id, reel_id=reel_id,
+                            key_id=asset.key_id, where=keys.where(asset.key_id))
+        except BaseException:
+            track.close()
+            raise
+    return track
+
+
 def os_name(track: SoundTrack) -> str:
     return os.path.basename(track.path)
 
@@ -216,4 +237,4 @@ def open_composition_sound(source) -> CompositionSound | None:
     frames = [s.duration for s in source.spans]
     if len(frames) != len(comp.reels):
         frames = [sum(a.duration for a in r.of_kind("picture", "stereo-picture")) for r in comp.reels]
-    return CompositionSound(comp, frames, source.edit_rate)
+    return CompositionSound(comp, frames, source.edit_rate, getattr(source, "keys", None))

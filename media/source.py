@@ -1,5 +1,11 @@
 """``open_source``: one picture source over packages, track files and frame sequences.
 
+Encrypted track files (ST 429-6) open with ``keys``, a :class:`~.key_ring.KeyRing`: a
+composition takes the keys of its KDMs (ST 430-1) valid now, each asset the key its CPL
+``KeyId`` names, checked against the track file's check value before a frame is read; a bare
+track file takes the ring's picture key that opens it.  The keys of a composition stay with its
+Source (``keys``), for its sound and subtitles.
+
 A Source is a list of spans; each span plays ``duration`` frames of one track (an MXF file or a
 frame sequence) from ``entry_point``, looping over ``source_duration`` frames when an IMF resource
 repeats. Frame ``n`` of the composition is found by bisection over the spans' starts.
@@ -15,9 +21,10 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Protocol
 
-from .errors import CorruptMedia, MediaError, UnsupportedMedia
+from .errors import CorruptMedia, EncryptedMedia, KdmRefused, MediaError, UnsupportedMedia
 from .files import read_bounded
 from .j2k_profile import Profile, parse_profile
+from .key_ring import CompositionKeys, KeyRing, check_track_key
 from .mxf import MXFFile
 from .package import Composition, Package, local, missing_cpl_error, parse_xml, read_package
 
@@ -79,8 +86,10 @@ class Source:
     def __init__(self, kind: str, title: str, edit_rate: Fraction | None, spans: list[Span],
                  stereoscopic: bool = False, width: int | None = None, height: int | None = None,
                  path: Path | None = None, composition: Composition | None = None,
-                 package: Package | None = None):
+                 package: Package | None = None, keys: CompositionKeys | None = None):
         self.kind, self.title, self.edit_rate = kind, title, edit_rate
+        #: the composition's content keys (encrypted packages), for its sound and subtitles
+        self.keys = keys
         self.spans, self.stereoscopic, self.path = spans, stereoscopic, path
         self.composition, self.package = composition, package
         self._starts, total = [], 0
@@ -149,9 +158,11 @@ class Source:
                 f"{self.width}x{self.height} @ {self.edit_rate}>")
 
 
-def open_mxf_source(path: Path) -> Source:
+def open_mxf_source(path: Path, keys: KeyRing | None = None) -> Source:
     mxf = MXFFile(path)
     try:
+        if mxf.encrypted and keys is not None:
+            mxf.key = _bare_track_key(mxf, keys)
         mxf.check_readable()
         pic = mxf.picture
         assert pic is not None
@@ -163,6 +174,23 @@ def open_mxf_source(path: Path) -> Source:
         raise
 
 
+def _bare_track_key(mxf: MXFFile, keys: KeyRing) -> bytes:
+    """The picture key (MDIK) of the ring that opens the track file (its check value): no CPL
+    names the key id of a track file opened alone."""
+    found = keys.candidate_keys("MDIK")
+    for _, key, _ in found:
+        try:
+            mxf.check_key(key)
+        except EncryptedMedia:
+            continue
+        return key
+    if not found:
+        raise KdmRefused(mxf.path, "the track file is encrypted and no picture key (MDIK) is held now "
+                                   "(no KDM in its window, no key file)")
+    raise KdmRefused(mxf.path, f"none of the {len(found)} picture keys held now decrypts this track file "
+                               f"(their check values differ, ST 429-6)")
+
+
 def open_sequence(folder: Path) -> Source:
     files = sorted((p for p in folder.iterdir() if p.suffix.lower() in FRAME_SUFFIXES and p.is_file()),
                    key=lambda p: natural_key(p.name))
@@ -172,9 +200,38 @@ def open_sequence(folder: Path) -> Source:
                   path=folder)
 
 
-def open_composition(pkg: Package, comp: Composition) -> Source:
+def composition_keys(comp: Composition, keys: KeyRing | None) -> CompositionKeys | None:
+    """The keys of ``comp`` from the ring, every asset's CPL ``KeyId`` checked to be among them
+    (:class:`KdmRefused` naming the first asset and reel whose key no KDM holds); None when the
+    CPL names no key or no ring is given."""
+    encrypted = [(reel, a) for reel in comp.reels for a in reel.assets if a.key_id]
+    if keys is None or not encrypted:
+        return None
+    ck = keys.for_composition(comp.id, comp.title, comp.path)
+    for reel, a in encrypted:
+        ck.key(a.key_id, kind=a.kind, asset_id=a.id, reel_id=reel.id, path=comp.path)
+    return ck
+
+
+def _picture_track(asset, reel, ck: CompositionKeys | None, comp: Composition) -> MXFFile:
+    """The picture track file of ``asset``, with its key when it is encrypted."""
+    mxf = MXFFile(asset.path)
+    try:
+        if mxf.encrypted and ck is not None:
+            key = ck.key(asset.key_id, kind=asset.kind, asset_id=asset.id, reel_id=reel.id, path=comp.path)
+            check_track_key(mxf, key, kind=asset.kind, asset_id=asset.id, reel_id=reel.id,
+                            key_id=asset.key_id, where=ck.where(asset.key_id))
+            mxf.key = key
+        return mxf
+    except BaseException:
+        mxf.close()
+        raise
+
+
+def open_composition(pkg: Package, comp: Composition, keys: KeyRing | None = None) -> Source:
     spans: list[Span] = []
     tracks: dict[Path, MXFFile] = {}
+    ck = composition_keys(comp, keys)
     try:
         for reel in comp.reels:
             for asset in reel.of_kind("picture", "stereo-picture"):
@@ -184,7 +241,7 @@ def open_composition(pkg: Package, comp: Composition) -> Source:
                 if not asset.path.is_file():
                     raise CorruptMedia(asset.path, f"picture asset {asset.id} is missing "
                                                  f"(named by {pkg.assetmap_path.name})")
-                mxf = tracks.get(asset.path) or MXFFile(asset.path)
+                mxf = tracks.get(asset.path) or _picture_track(asset, reel, ck, comp)
                 tracks[asset.path] = mxf
                 mxf.check_readable()
                 source = asset.duration // max(1, asset.repeat_count)
@@ -203,14 +260,14 @@ def open_composition(pkg: Package, comp: Composition) -> Source:
                       comp.stereoscopic or any(isinstance(s.track, MXFFile) and s.track.stereoscopic
                                                for s in spans),
                       pic.stored_width if pic else None, pic.stored_height if pic else None,
-                      comp.path, comp, pkg)
+                      comp.path, comp, pkg, ck)
     except BaseException:
         for t in tracks.values():
             t.close()
         raise
 
 
-def open_package(path: Path, cpl: Path | None = None) -> Source:
+def open_package(path: Path, cpl: Path | None = None, keys: KeyRing | None = None) -> Source:
     pkg = read_package(path)
     comps = pkg.compositions
     if cpl is not None:
@@ -219,7 +276,7 @@ def open_package(path: Path, cpl: Path | None = None) -> Source:
             raise CorruptMedia(cpl, f"this CPL is not listed in the packing lists of {pkg.assetmap_path}")
     if not comps:
         raise missing_cpl_error(pkg) or UnsupportedMedia(pkg.assetmap_path, "package has no composition playlist")
-    return open_composition(pkg, comps[0])
+    return open_composition(pkg, comps[0], keys)
 
 
 def is_mxf(path: Path) -> bool:
@@ -276,24 +333,25 @@ def kind_of(path) -> str:
     return "xml"
 
 
-def open_source(path) -> Source:
+def open_source(path, keys: KeyRing | None = None) -> Source:
     """Open a DCP folder, a CPL/ASSETMAP file, an IMF folder, an MXF track file, a folder of
-    .j2c/.j2k/.jp2 frames (natural sort) or one codestream file."""
+    .j2c/.j2k/.jp2 frames (natural sort) or one codestream file; ``keys``: the content keys of
+    encrypted track files (see the module docstring)."""
     p = Path(path)
     kind = kind_of(p)
     if kind == "folder":
         from .package import find_assetmap
         if find_assetmap(p) is not None:
-            return open_package(p)
+            return open_package(p, keys=keys)
         return open_sequence(p)
     if kind == "mxf":
-        return open_mxf_source(p)
+        return open_mxf_source(p, keys)
     if kind == "codestream":
         return Source("codestream", p.stem, None, [Span(FrameFiles([p]), 0, 0, 1)], path=p)
     root = parse_xml(p)
     name = local(root)
     if name in ("AssetMap", "PackingList", "VolumeIndex"):
-        return open_package(p if name == "AssetMap" else p.parent)
+        return open_package(p if name == "AssetMap" else p.parent, keys=keys)
     if name == "CompositionPlaylist":
-        return open_package(p.parent, cpl=p)
+        return open_package(p.parent, cpl=p, keys=keys)
     raise UnsupportedMedia(p, f"not a package, track file or codestream (XML root <{name}>)")

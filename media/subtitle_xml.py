@@ -53,31 +53,32 @@ FONT_MAGIC = (b"\x00\x01\x00\x00", b"OTTO", b"true", b"ttcf", b"typ1")
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
-def read_subtitles(path, root: Path | None = None) -> SubtitleTrack:
+def read_subtitles(path, root: Path | None = None, key: bytes | None = None) -> SubtitleTrack:
     """Read the subtitle document at ``path``: Interop or SMPTE XML (by the root element), or SRT
     (by the ``.srt`` suffix).  Font and image files must lie in ``root`` (default: the document's
-    folder); a timed-text MXF (ST 429-5) is read with its own resources."""
+    folder); a timed-text MXF (ST 429-5) is read with its own resources (``key``: its ST 429-6
+    content key when encrypted)."""
     from .source import is_mxf
 
     p = Path(path)
     if not p.is_file():
         raise MediaError(p, "subtitle file is missing")
     if p.suffix.lower() == ".mxf" or is_mxf(p):
-        return read_timed_text_track(p)
+        return read_timed_text_track(p, key)
     if p.suffix.lower() == ".srt":
         return read_srt(p)
     return parse_subtitle_xml(parse_xml(p), p, _Files(p.parent, root or p.parent))
 
 
-def read_timed_text_track(path) -> SubtitleTrack:
+def read_timed_text_track(path, key: bytes | None = None) -> SubtitleTrack:
     """The ST 428-7 document inside an ST 429-5 timed-text MXF, its fonts and images taken from
-    the file's ancillary resources by ``urn:uuid``."""
+    the file's ancillary resources by ``urn:uuid`` (``key``: the file's content key, ST 429-6)."""
     from lxml import etree
 
     from .mxf_timed_text import read_timed_text
 
     p = Path(path)
-    tt = read_timed_text(p)
+    tt = read_timed_text(p, key)
     parser = etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=False,
                              remove_comments=True)
     try:
@@ -495,12 +496,13 @@ def read_srt(path) -> SubtitleTrack:
 
 # ------------------------------------------------------------------ a composition's subtitles
 
-def composition_subtitles(comp, root: Path | None = None, edit_rate=None) -> CompositionSubtitles:
+def composition_subtitles(comp, root: Path | None = None, edit_rate=None, keys=None) -> CompositionSubtitles:
     """The subtitles of a :class:`~.package.Composition`: each reel's ``MainSubtitle`` (an Interop
     XML file, or an SMPTE XML file) read and placed after the earlier reels' pictures.  A reel
-    whose subtitle cannot be read (missing file, a damaged timed-text MXF, broken XML) adds a warning and
-    shows none.  ``root``: the package folder, which fonts and images must stay in (default: the
-    CPL's folder)."""
+    whose subtitle cannot be read (missing file, a damaged timed-text MXF, broken XML, an
+    encrypted one without its key) adds a warning and shows none.  ``root``: the package folder,
+    which fonts and images must stay in (default: the CPL's folder); ``keys``: the composition's
+    :class:`~.key_ring.CompositionKeys`, for encrypted timed-text track files (ST 429-6)."""
     rate = Fraction(edit_rate or comp.edit_rate or 24)
     reels: list[ReelSubtitles] = []
     warnings: list[str] = []
@@ -513,7 +515,11 @@ def composition_subtitles(comp, root: Path | None = None, edit_rate=None) -> Com
                 if asset.path is None:
                     raise MediaError(comp.path, f"subtitle asset {asset.id} of reel {reel.id} is not "
                                                 "in the ASSETMAP")
-                track = read_subtitles(asset.path, root=root or _root(comp))
+                key = None
+                if keys is not None and asset.key_id:
+                    key = keys.key(asset.key_id, kind="subtitle", asset_id=asset.id, reel_id=reel.id,
+                                   path=asset.path)
+                track = read_subtitles(asset.path, root=root or _root(comp), key=key)
             except MediaError as exc:
                 warnings.append(f"subtitles of reel {reel.id} not shown: {exc}")
                 log.warning("%s", warnings[-1])

@@ -353,5 +353,6 @@ def subtitles_for(media, frames: int, rate, *, on: bool = True, file=None):
     if comp is None or not any(r.of_kind("subtitle") for r in comp.reels):
         return None
     pkg = getattr(media, "package", None)
-    subs = composition_subtitles(comp, root=pkg.root if pkg is not None else None, edit_rate=rate)
+    subs = composition_subtitles(comp, root=pkg.root if pkg is not None else None, edit_rate=rate,
+                                 keys=getattr(media, "keys", None))
     return subs or None
