@@ -16,6 +16,7 @@ is held only to open KDMs added later (the server's upload); it is never listed 
 
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -55,7 +56,7 @@ class KdmInfo:
     def name(self) -> str:
         """How messages name the KDM: its file (or message id) and its composition's title."""
         title = f" ({self.content_title})" if self.content_title else ""
-        return f"KDM {self.message_id}{title}"
+        return f"KDM {os.path.basename(self.path) if self.path else self.message_id}{title}"
 
     def window(self) -> str:
         return f"{self.not_before.isoformat()} to {self.not_after.isoformat()}"
