@@ -9,6 +9,7 @@ from pathlib import Path
 
 from .args import UsageError, positive_int, positive_rate
 from .interrupts import INTERRUPTED, TERMINATED, Terminated, interrupts
+from .keys import add_key_args, key_ring
 
 
 def _screenshot(text: str) -> tuple[int, Path]:
@@ -56,6 +57,7 @@ def register(subparsers) -> None:
     p.add_argument("--audio-out", type=Path, default=None, metavar="FILE.wav",
                    help="write the sound as played (all channels, native rate and bit depth, before any "
                         "downmix; sample 0 at the first frame played) and print the measured offset")
+    add_key_args(p)
     p.set_defaults(run=run)
 
 
@@ -91,8 +93,8 @@ def _run(args) -> int:
     path = args.path if args.path is not None else default_media()
     headless = args.headless or not has_display()
     try:
-        media = open_source(path)
-    except MediaError as exc:
+        media = open_source(path, keys=key_ring(args))
+    except (MediaError, UsageError) as exc:
         print(f"cinegpu play: {exc}", file=sys.stderr)
         return 2
     try:
