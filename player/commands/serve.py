@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import os
 
+from pathlib import Path
+
 from .args import positive_int, positive_rate
+from .keys import add_key_args, key_ring
 
 
 def _size(text: str) -> tuple[int, int]:
@@ -59,6 +62,10 @@ def register(subparsers) -> None:
                    help="load this composition at start (repeat for a playlist)")
     p.add_argument("--play", action="store_true", help="with --load: start playing")
     p.add_argument("--loop", action="store_true", help="with --load: loop")
+    add_key_args(p)
+    p.add_argument("--kdm-dir", type=Path, default=None, metavar="DIR",
+                   help="load every KDM (*.xml) of DIR at start (needs --key; one that does not hold is "
+                        "warned about and left out); with --key, more through POST /api/v1/kdms")
     p.set_defaults(run=run)
 
 
@@ -89,10 +96,13 @@ def run(args) -> int:
 
     from ..server import serve
     from ..window import has_display
+    from .args import UsageError
 
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
     try:
         token = token_of(args, warn=lambda m: print(m, file=sys.stderr))
+        keys = key_ring(args, args.kdm_dir, warn=lambda m: print(f"cinegpu serve: {m}", file=sys.stderr),
+                        key_alone=True)
         return serve(args.library, listen=args.listen, token=token, no_token=args.no_token,
                      hosts=args.allow_host, origins=args.allow_origin, max_connections=args.max_connections,
                      head_timeout=args.head_timeout,
@@ -100,7 +110,7 @@ def run(args) -> int:
                      colour=args.colour, primaries=args.primaries, workers=args.workers,
                      processes=not args.threads, fps=args.fps, preroll=args.preroll, window_size=args.window,
                      load=args.load, play=args.play, loop=args.loop, audio=args.audio,
-                     subtitles=args.subtitles == "on")
-    except (ValueError, MediaError, BackendUnavailable, OSError) as exc:
+                     subtitles=args.subtitles == "on", keys=keys)
+    except (ValueError, MediaError, BackendUnavailable, OSError, UsageError) as exc:
         print(f"cinegpu serve: {exc}", file=sys.stderr)
         return 2

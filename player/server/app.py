@@ -32,6 +32,7 @@ from .openapi import openapi
 __all__ = ["create_app"]
 
 MAX_BODY = 64 << 10                 # bytes
+MAX_KDM_BODY = (1 << 20) + (64 << 10)   # bytes: a KDM (media.kdm.MAX_KDM_BYTES) in a JSON string
 COMMAND_TIMEOUT = 10.0              # seconds a command may wait for the display thread
 LOAD_TIMEOUT = 180.0                # seconds a load may take (worker processes start)
 BODY_TIMEOUT = 10.0                 # seconds a request body may take to arrive
@@ -65,21 +66,21 @@ class BadRequest(Exception):
         self.status = status
 
 
-async def read_json(request: Request, *, required: bool) -> dict:
-    """The JSON object in the body ({} when empty and not ``required``), at most MAX_BODY bytes of
+async def read_json(request: Request, *, required: bool, limit: int = MAX_BODY) -> dict:
+    """The JSON object in the body ({} when empty and not ``required``), at most ``limit`` bytes of
     UTF-8 without a byte order mark (RFC 8259 8.1), arriving within BODY_TIMEOUT seconds.  The
     Content-Type was checked by the Guard (application/json)."""
     length = request.headers.get("content-length")
-    if length is not None and (not length.isdigit() or int(length) > MAX_BODY):
-        raise BadRequest(413 if length.isdigit() else 400, f"body over {MAX_BODY} bytes" if length.isdigit()
+    if length is not None and (not length.isdigit() or int(length) > limit):
+        raise BadRequest(413 if length.isdigit() else 400, f"body over {limit} bytes" if length.isdigit()
                          else "bad Content-Length")
 
     async def read() -> bytes:
         body = bytearray()
         async for chunk in request.stream():
             body += chunk
-            if len(body) > MAX_BODY:
-                raise BadRequest(413, f"body over {MAX_BODY} bytes")
+            if len(body) > limit:
+                raise BadRequest(413, f"body over {limit} bytes")
         return bytes(body)
 
     try:
@@ -162,9 +163,11 @@ def wants_html(request: Request) -> bool:
 
 
 def create_app(engine: Engine, library: Library, *, token: str | None = None, listen_host: str = "127.0.0.1",
-               hosts=(), origins=()) -> Starlette:
+               hosts=(), origins=(), keys=None) -> Starlette:
     """The ASGI application over ``engine`` and ``library``, behind :class:`~.access.Guard` (``token``,
-    ``listen_host``, more allowed ``hosts`` and ``origins``)."""
+    ``listen_host``, more allowed ``hosts`` and ``origins``).  ``keys``: the server's
+    :class:`~cinegpu.media.key_ring.KeyRing` (None: no encrypted content), which ``POST /kdms``
+    adds KDMs to when it holds the recipient's private key."""
     document = openapi(token=token is not None)
 
     async def command(name: str, timeout: float = COMMAND_TIMEOUT, **args) -> JSONResponse:
@@ -300,6 +303,30 @@ def create_app(engine: Engine, library: Library, *, token: str | None = None, li
                 yield ": keep-alive\n\n"
             await asyncio.sleep(0.05)
 
+    async def get_kdms(request: Request):
+        return JSONResponse({"kdms": [k.to_json() for k in keys.kdms()] if keys is not None else []})
+
+    @guarded
+    async def post_kdm(request: Request):
+        from cinegpu.media.errors import MediaError  # noqa: PLC0415
+        from cinegpu.media.kdm import parse_kdm  # noqa: PLC0415
+
+        body = await read_json(request, required=True, limit=MAX_KDM_BODY)
+        _only(body, {"kdm"})
+        text = body.get("kdm")
+        if not isinstance(text, str) or not text.strip():
+            raise BadRequest(422, "kdm must be the KDM's XML document, as a string")
+        if keys is None or not keys.can_open_kdms:
+            return error(409, "this server holds no private key to open KDMs with (start it with --key)")
+
+        def add():
+            return keys.add_kdm(parse_kdm(text.encode("utf-8"), "uploaded KDM"))
+        try:
+            info = await run_in_threadpool(add)
+        except MediaError as exc:       # not a KDM, or one that does not hold: says which and why
+            return error(422, str(exc))
+        return JSONResponse(info.to_json(), status_code=201)
+
     async def not_found(request: Request, exc: HTTPException):
         return error(exc.status_code, exc.detail if isinstance(exc.detail, str) else "error")
 
@@ -319,6 +346,8 @@ def create_app(engine: Engine, library: Library, *, token: str | None = None, li
         Route("/api/v1/step", post_step, methods=["POST"]),
         Route("/api/v1/seek", post_seek, methods=["POST"]),
         Route("/api/v1/audio", post_audio, methods=["POST"]),
+        Route("/api/v1/kdms", get_kdms, methods=["GET"]),
+        Route("/api/v1/kdms", post_kdm, methods=["POST"]),
     ]
     app = Starlette(routes=routes, exception_handlers={HTTPException: not_found, Exception: server_error})
     app.add_middleware(Guard, token=token, listen_host=listen_host, hosts=tuple(hosts), origins=tuple(origins))

@@ -72,6 +72,26 @@ AUDIO_STATUS = {
     },
 }
 
+KDM_INFO = {
+    "type": "object",
+    "required": ["message_id", "cpl_id", "content_title", "not_before", "not_after", "keys"],
+    "description": "a KDM's public fields (ST 430-1); never a key",
+    "properties": {
+        "message_id": {"type": "string"}, "cpl_id": {"type": "string", "description": "the composition's id"},
+        "content_title": {"type": ["string", "null"]}, "annotation": {"type": ["string", "null"]},
+        "not_before": {"type": "string", "description": "start of the validity window (ISO 8601)"},
+        "not_after": {"type": "string", "description": "end of the validity window (ISO 8601)"},
+        "recipient": {"type": ["string", "null"], "description": "the recipient certificate's subject"},
+        "keys": {"type": "array", "items": {"type": "object", "required": ["type", "id"],
+                                            "properties": {"type": {"type": "string"},
+                                                           "id": {"type": "string"}}}},
+    },
+}
+
+KDM_UPLOAD = {"type": "object", "required": ["kdm"], "additionalProperties": False,
+              "properties": {"kdm": {"type": "string", "minLength": 1, "maxLength": 1 << 20,
+                                     "description": "the KDM's XML document (ST 430-3)"}}}
+
 GAIN = {"type": "number", "minimum": -2, "maximum": 2}
 AUDIO = {
     "type": "object", "additionalProperties": False,
@@ -117,7 +137,7 @@ def _json(schema: dict, description: str) -> dict:
 def _errors(*codes: int) -> dict:
     names = {400: "malformed request", 401: "missing or wrong bearer token", 404: "unknown id",
              409: "not possible in this state", 413: "body too large", 415: "body is not JSON",
-             422: "invalid values", 503: "shutting down"}
+             422: "invalid values (a KDM: not one, or one that does not hold, and why)", 503: "shutting down"}
     return {str(c): _json({"$ref": "#/components/schemas/Error"}, names[c]) for c in codes}
 
 
@@ -165,6 +185,18 @@ def openapi(*, token: bool) -> dict:
                 "requestBody": {"required": True, "content": {"application/json": {"schema": AUDIO}}},
                 "responses": {"200": _json({"$ref": "#/components/schemas/Status"}, "status after the change"),
                               **_errors(400, 409, 413, 415, 422)}}},
+            "/api/v1/kdms": {
+                "get": {"summary": "the KDMs the server holds (public fields only)",
+                        "responses": {"200": _json({"type": "object", "required": ["kdms"], "properties": {
+                            "kdms": {"type": "array", "items": {"$ref": "#/components/schemas/KdmInfo"}}}},
+                            "the KDMs")}},
+                "post": {
+                    "summary": "add a KDM: its signature and signer chain checked, its keys opened with the "
+                               "private key the server was started with (--key); encrypted compositions it "
+                               "names then load within its window",
+                    "requestBody": {"required": True, "content": {"application/json": {"schema": KDM_UPLOAD}}},
+                    "responses": {"201": _json({"$ref": "#/components/schemas/KdmInfo"}, "the KDM added"),
+                                  **_errors(400, 409, 413, 415, 422)}}},
             "/api/v1/status": {"get": {"summary": "the player's status",
                                        "responses": {"200": _json({"$ref": "#/components/schemas/Status"},
                                                                   "status")}}},
@@ -183,7 +215,8 @@ def openapi(*, token: bool) -> dict:
             "/api/v1/openapi.json": {"get": {"summary": "this document",
                                              "responses": {"200": _json({"type": "object"}, "OpenAPI 3.1")}}},
         },
-        "components": {"schemas": {"Error": ERROR, "Status": STATUS, "AudioStatus": AUDIO_STATUS}},
+        "components": {"schemas": {"Error": ERROR, "Status": STATUS, "AudioStatus": AUDIO_STATUS,
+                                   "KdmInfo": KDM_INFO}},
     }
     if token:
         doc["components"]["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}

@@ -65,14 +65,16 @@ def serve(library_dir, *, listen: str = "127.0.0.1:8080", token: str | None = No
           backend: str = "auto", interop: str = "auto", colour: str = "auto", primaries: str = "p3d65",
           workers: int | None = None, processes: bool = True, fps=None, preroll: int = 2,
           window_size: tuple[int, int] = (1280, 720), load: list[str] | None = None, play: bool = False,
-          loop: bool = False, audio: str = "auto", subtitles: bool = True, out=sys.stdout) -> int:
+          loop: bool = False, audio: str = "auto", subtitles: bool = True, keys=None, out=sys.stdout) -> int:
     """Run the server until SIGTERM/SIGINT (or the window closes); the exit status.
 
     ``token``: the bearer token (None: generate one, unless ``no_token``); ``hosts``, ``origins``:
     more Host names and Origins to accept; ``max_connections`` open at once; ``head_timeout``:
     seconds a request head (or the next one on a keep-alive connection) may take.  ``audio``:
     the sound sink, "auto" (the output device if there is one, else the null sink; headless:
-    null), "null" or "off". ``subtitles``: draw the compositions' subtitles."""
+    null), "null" or "off". ``subtitles``: draw the compositions' subtitles.  ``keys``: the
+    :class:`~cinegpu.media.key_ring.KeyRing` encrypted compositions open with (KDMs added at
+    start, and through ``POST /api/v1/kdms`` when it holds the private key)."""
     import uvicorn  # noqa: PLC0415
 
     from cinegpu.decode.shm import unlink_own  # noqa: PLC0415
@@ -103,8 +105,8 @@ def serve(library_dir, *, listen: str = "127.0.0.1:8080", token: str | None = No
     def open_media(entry):
         library.check(entry)                # still inside the library (links may have changed)
         if entry.package is None:
-            return open_source(entry.path)
-        return open_package(entry.package, cpl=entry.path)
+            return open_source(entry.path, keys=keys)
+        return open_package(entry.package, cpl=entry.path, keys=keys)
 
     def make_source(media):
         if processes:       # a shutdown does not wait for the workers to start
@@ -122,7 +124,7 @@ def serve(library_dir, *, listen: str = "127.0.0.1:8080", token: str | None = No
                     make_presenter=Presenter, headless=headless, fps=fps, preroll=preroll, backend=backend,
                     audio="null" if headless and audio == "auto" else audio, subtitles=subtitles)
     sock = bind(host, port)
-    app = create_app(engine, library, token=token, listen_host=host, hosts=hosts, origins=origins)
+    app = create_app(engine, library, token=token, listen_host=host, hosts=hosts, origins=origins, keys=keys)
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", ws="none",
                             http=bounded_protocol(head_timeout=head_timeout, max_connections=max_connections),
                             timeout_graceful_shutdown=HTTP_GRACE,
@@ -143,6 +145,9 @@ def serve(library_dir, *, listen: str = "127.0.0.1:8080", token: str | None = No
         print(f"cinegpu serve: listening on {url} "
               f"(library {library.root}, {'token required' if token else 'no token, loopback only'})",
               file=out, flush=True)
+        if keys is not None:
+            print(f"cinegpu serve: {len(keys.kdms())} KDMs held"
+                  f"{'; more through POST /api/v1/kdms' if keys.can_open_kdms else ''}", file=out, flush=True)
         if generated:
             print(f"cinegpu serve: token {token} (generated): send 'Authorization: Bearer {token}', or open "
                   f"{url}/#token={token} in a browser; choose one with $CINEGPU_SERVE_TOKEN or --token-file "
