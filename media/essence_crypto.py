@@ -47,13 +47,14 @@ INTEROP_NONCE = bytes(range(0x00, 0x100, 0x11))
 @dataclass(frozen=True)
 class Triplet:
     """The fields of an encrypted triplet's value; ``mic_span`` is the end of the bytes the MIC
-    covers (from the EncryptedSourceValue's start, ``esv_start``), both as offsets in the value."""
+    covers (from the EncryptedSourceValue's start, ``esv_start``), both as offsets in the value.
+    ``esv`` is a view into the value (a frame is not copied to be parsed)."""
 
     context_id: bytes
     plaintext_offset: int
     source_key: bytes
     source_length: int
-    esv: bytes
+    esv: memoryview
     track_file_id: bytes | None
     sequence: int | None
     mic: bytes | None
@@ -121,7 +122,8 @@ def parse_triplet(value: bytes, path=None, where: str = "") -> Triplet:
         n, pos = _read_ber(value, pos, path, where)
         if pos + n > len(value):
             raise CorruptMedia(path, f"{where}encrypted triplet field {len(fields) + 1} runs past the triplet")
-        fields.append((pos, value[pos:pos + n]))
+        # the EncryptedSourceValue (the frame) is a view, not a copy; the small fields are bytes
+        fields.append((pos, memoryview(value)[pos:pos + n] if len(fields) == 4 else value[pos:pos + n]))
         pos += n
     if len(fields) < 5:
         raise CorruptMedia(path, f"{where}encrypted triplet has {len(fields)} fields, not at least 5 (ST 429-6)")
@@ -161,22 +163,28 @@ def parse_triplet_head(head: bytes, path=None) -> tuple[bytes, int, bytes, int]:
 
 def decrypt_triplet(value: bytes, key: bytes, *, path=None, where: str = "",
                     check_mic: bool = True, interop: bool = False) -> tuple[bytes, bytes]:
-    """(source key, clear value) of an encrypted triplet's ``value`` with the content ``key``;
-    the MIC is checked when the triplet has one and ``check_mic``."""
+    """(source key, clear value) of an encrypted triplet's ``value`` with the content ``key``:
+    the check value first (a wrong key), then the MIC when the triplet has one and
+    ``check_mic`` (a changed frame, before any of it is decrypted), then the padding.  The frame
+    is decrypted into one buffer (``update_into``: OpenSSL writes it, no intermediate copies)."""
     t = parse_triplet(value, path, where)
     dec = _check_value(t, key, path, where)
-    clear = t.esv[2 * BLOCK:2 * BLOCK + t.plaintext_offset]
-    rest = dec.update(t.esv[2 * BLOCK + t.plaintext_offset:]) + dec.finalize()
-    n = t.source_length - t.plaintext_offset
-    if rest[n] != 0:
-        raise CorruptMedia(path, f"{where}encrypted essence decrypts to a wrong padding (damaged data)")
     if check_mic and t.mic is not None:
-        span = value[t.esv_start:t.mic_span]
+        span = memoryview(value)[t.esv_start:t.mic_span]
         want = hmac.new(mic_key(key, interop), span, hashlib.sha1).digest()
         if not hmac.compare_digest(want, t.mic):
             raise CorruptMedia(path, f"{where}encrypted essence fails its integrity check (MIC): "
                                      f"the frame was changed")
-    return t.source_key, clear + rest[:n]
+    pto, n = t.plaintext_offset, t.source_length - t.plaintext_offset
+    secret = t.esv[2 * BLOCK + pto:]
+    out = bytearray(pto + len(secret) + BLOCK - 1)      # update_into's room: one block more
+    out[:pto] = t.esv[2 * BLOCK:2 * BLOCK + pto]
+    done = dec.update_into(secret, memoryview(out)[pto:])
+    dec.finalize()
+    if done != len(secret) or out[pto + n] != 0:
+        raise CorruptMedia(path, f"{where}encrypted essence decrypts to a wrong padding (damaged data)")
+    del out[pto + n:]
+    return t.source_key, bytes(out)
 
 
 def check_key(value: bytes, key: bytes, *, path=None, where: str = "") -> None:

@@ -24,6 +24,7 @@ from cinegpu.media.source import open_source
 from cinegpu.media.subtitle_xml import composition_subtitles
 
 from encrypted_dcp import SUBTITLE_TEXT, key_lines, make_dcp
+from encrypted_dcp import frames as encrypted_frames
 from kdm_build import make_chain, make_kdm, make_recipient
 from test_cli import cinegpu
 
@@ -263,3 +264,16 @@ def test_play_conceals_a_changed_frame_and_goes_on(world, tmp_path, gl):
     assert re.search(r"errors 1\b", r.stdout), r.stdout
     assert "integrity check" in r.stderr
     no_key_in(world, r.stdout, r.stderr)
+
+
+# -- the cost ------------------------------------------------------------------------------------
+def test_the_decryption_bench_reads_both_track_files(capsys):
+    from cinegpu.media import bench_decrypt
+
+    cost = bench_decrypt.measure(list(encrypted_frames()), frames=12, threads=2)
+    assert cost.threads == 2 and cost.clear_ms > 0 and cost.encrypted_ms > 0
+    assert cost.frame_bytes == sum(map(len, encrypted_frames())) // len(encrypted_frames())
+    assert bench_decrypt.main(["--frames", "4"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"1\.30 MB/frame, 1 reader thread\(s\): clear [\d.]+ ms/frame, encrypted [\d.]+ ms/frame, "
+                     r"decryption adds -?[\d.]+ ms/frame", out), out

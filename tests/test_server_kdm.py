@@ -65,7 +65,11 @@ class _Engine:      # what the KDM routes need of an engine: nothing
 
 @pytest.fixture
 def client(world):
-    from starlette.testclient import TestClient
+    import warnings
+
+    with warnings.catch_warnings():     # starlette's note that httpx2 will replace httpx
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from starlette.testclient import TestClient
 
     from cinegpu.player.server.app import create_app
     from cinegpu.player.server.library import Library

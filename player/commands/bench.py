@@ -17,7 +17,8 @@ from pathlib import Path
 
 SAMPLE = Path(__file__).resolve().parents[2] / "media" / "samples" / "bars_2k.j2c"
 
-from .args import gpu_count, non_negative_int, positive_int
+from .args import UsageError, gpu_count, non_negative_int, positive_int
+from .keys import add_key_args, key_ring
 
 
 def register(sub) -> None:
@@ -42,14 +43,15 @@ def register(sub) -> None:
                         "run once each and print the scaling (fps, and efficiency per GPU against the first)")
     p.add_argument("--to-host", action="store_true",
                    help="CUDA: copy decoded components back to host memory (the player keeps them on the GPU)")
+    add_key_args(p)     # an encrypted package's frames, decrypted once before the timing
     p.set_defaults(run=run)
 
 
-def _frames(path: Path | None, limit: int | None) -> tuple[str, list[bytes]]:
+def _frames(path: Path | None, limit: int | None, keys=None) -> tuple[str, list[bytes]]:
     from cinegpu.media import open_source
 
     path = path or SAMPLE
-    with open_source(path) as src:
+    with open_source(path, keys=keys) as src:
         n = src.frame_count if limit is None else min(limit, src.frame_count)
         return str(path), [src.frame(k) for k in range(n)]
 
@@ -59,8 +61,8 @@ def run(args) -> int:
     from cinegpu.media import MediaError
 
     try:
-        name, frames = _frames(args.path, args.frames)
-    except (MediaError, OSError) as exc:
+        name, frames = _frames(args.path, args.frames, key_ring(args))
+    except (MediaError, OSError, UsageError) as exc:
         print(f"cinegpu bench: {exc}", file=sys.stderr)
         return 2
     if not frames:
