@@ -277,3 +277,13 @@ def test_the_decryption_bench_reads_both_track_files(capsys):
     out = capsys.readouterr().out
     assert re.search(r"1\.30 MB/frame, 1 reader thread\(s\): clear [\d.]+ ms/frame, encrypted [\d.]+ ms/frame, "
                      r"decryption adds -?[\d.]+ ms/frame", out), out
+
+
+def test_bench_takes_the_keys(world, tmp_path):
+    keys = write_key_file(tmp_path / "keys.txt", world["enc"].keys.values(), world["enc"].cpl_id)
+    r = cinegpu("bench", str(world["enc"].root), "--backend", "cpu", "--workers", "0", "--frames", "2")
+    assert r.returncode == 2 and "a KDM is needed" in r.stderr
+    r = cinegpu("bench", str(world["enc"].root), "--backend", "cpu", "--workers", "0", "--frames", "2",
+                "--keys", str(keys))
+    assert r.returncode == 0, r.stderr
+    no_key_in(world, r.stdout, r.stderr)

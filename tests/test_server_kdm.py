@@ -68,7 +68,7 @@ def client(world):
     import warnings
 
     with warnings.catch_warnings():     # starlette's note that httpx2 will replace httpx
-        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.simplefilter("ignore")
         from starlette.testclient import TestClient
 
     from cinegpu.player.server.app import create_app
