@@ -287,3 +287,29 @@ def test_bench_takes_the_keys(world, tmp_path):
                 "--keys", str(keys))
     assert r.returncode == 0, r.stderr
     no_key_in(world, r.stdout, r.stderr)
+
+
+def test_libdcps_encrypted_dcp_refuses_a_wrong_key_by_its_check_value():
+    """asdcplib's triplets (libdcp's test DCP, whose key is not published): a key file with the
+    right key ids and wrong keys is refused on the picture's check value, and the sound track
+    tells the same on its own."""
+    from cinegpu.media.content_keys import TrackKey
+    from cinegpu.media.sound import SoundTrack
+
+    from conftest import DCP_SAMPLES
+
+    folder = DCP_SAMPLES / "libdcp-encryption_test-smpte-2k-encrypted"
+    if not folder.is_dir():
+        pytest.skip(f"{folder} is absent")
+    ring = KeyRing()
+    ring.add_key_file(KeyFile("6affb8ee-0020-4dff-a53c-17652f6358ab", (
+        TrackKey("MDIK", "ac8d301c-e5d9-4343-b6f3-ba2668adbe56", bytes(16)),
+        TrackKey("MDAK", "7ab6c77b-6648-44b9-8549-a5290ada6238", bytes(16)))))
+    with pytest.raises(KdmRefused, match=r"key ac8d301c-e5d9-4343-b6f3-ba2668adbe56 \(a key file\) does not "
+                                         r"decrypt the picture asset 9a7fbb03.* check value differs"):
+        open_source(folder, keys=ring)
+    with SoundTrack(folder / "audio.mxf", bytes(16)) as track:
+        with pytest.raises(EncryptedMedia, match="check value differs"):
+            track.mxf.check_key(bytes(16))
+        with pytest.raises(EncryptedMedia, match="edit unit 3: the key does not decrypt"):
+            track.read(3, 4)
