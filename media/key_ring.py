@@ -205,8 +205,10 @@ class KeyRing:
         if refusals:
             raise KdmRefused(path, f"no KDM opens {named} now: {'; '.join(refusals)}")
         others = "; ".join(f"{h.info.cpl_id} ({h.info.content_title or 'no title'})" for h in held)
-        raise KdmRefused(path, f"no KDM for {named}" + (f"; the KDMs given are for {others}" if others
-                                                        else "; no KDM was given"))
+        told = [f"the KDMs given are for {others}" if others else "no KDM was given"]
+        if files:
+            told.append(f"the key files given are for {', '.join(sorted({str(f.cpl_id) for f in files}))}")
+        raise KdmRefused(path, f"no KDM for {named}; {'; '.join(told)}")
 
     def candidate_keys(self, key_type: str | None = None) -> list[tuple[str, bytes, str]]:
         """(key id, key, where from) of every key usable now (KDMs in their window, key files),

@@ -121,7 +121,8 @@ def _documents(made: Made, ids: dict, n: int) -> None:
         assets.append(_asset("MainSound", ids["sound"], n, k.get("sound")))
     if "subtitle" in made.files:
         assets.append(_asset("MainSubtitle", ids["subtitle"], n, k.get("subtitle")))
-    cpl = (f'<?xml version="1.0" encoding="UTF-8"?>\n<CompositionPlaylist xmlns="http://www.smpte-ra.org/schemas/429-7/2006/CPL">'
+    cpl = (f'<?xml version="1.0" encoding="UTF-8"?>\n'
+           f'<CompositionPlaylist xmlns="http://www.smpte-ra.org/schemas/429-7/2006/CPL">'
            f"<Id>urn:uuid:{made.cpl_id}</Id><AnnotationText>{made.title}</AnnotationText>"
            f"<IssueDate>2026-01-01T00:00:00+00:00</IssueDate><Issuer>tests</Issuer><Creator>tests</Creator>"
            f"<ContentTitleText>{made.title}</ContentTitleText><ContentKind>test</ContentKind>"

@@ -126,7 +126,8 @@ def make_kdm(*, root: Party, signer: Party, recipient: Party, cpl_id: str, title
              base64.b64encode(recipient.cert.public_key().encrypt(block, oaep)).decode())
     sig = _sub(root_el, NS_DS, "Signature")
     info = _sub(sig, NS_DS, "SignedInfo")
-    _sub(info, NS_DS, "CanonicalizationMethod").set("Algorithm", "http://www.w3.org/TR/2001/REC-xml-c14n-20010315#WithComments")
+    c14n = "http://www.w3.org/TR/2001/REC-xml-c14n-20010315#WithComments"
+    _sub(info, NS_DS, "CanonicalizationMethod").set("Algorithm", c14n)
     _sub(info, NS_DS, "SignatureMethod").set("Algorithm", "http://www.w3.org/2001/04/xmldsig-more#rsa-sha256")
     for part in (pub, priv):
         ref = _sub(info, NS_DS, "Reference")

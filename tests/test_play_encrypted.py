@@ -125,6 +125,14 @@ def test_no_kdm_for_this_composition_names_the_compositions_of_those_given(world
         open_source(world["enc"].root, keys=ring_of(world, other))
 
 
+def test_a_key_file_for_another_composition_is_named(world):
+    ring = KeyRing()
+    ring.add_key_file(KeyFile("0b7e4b2a-0000-4000-8000-000000000002", tuple(world["enc"].keys.values())))
+    with pytest.raises(KdmRefused, match="no KDM was given; the key files given are for "
+                                         "0b7e4b2a-0000-4000-8000-000000000002"):
+        open_source(world["enc"].root, keys=ring)
+
+
 @pytest.mark.parametrize("at,words", [(NB - timedelta(hours=1), "not yet"), (NA + timedelta(hours=1), "expired")])
 def test_a_kdm_outside_its_window_gives_the_window(world, at, words):
     with pytest.raises(KdmRefused, match=words) as info:
@@ -216,9 +224,10 @@ def test_a_changed_frame_is_that_frames_error_and_the_player_conceals_it(world, 
 def test_keys_stay_out_of_errors_and_logs(world, caplog):
     caplog.set_level(logging.DEBUG)
     texts = []
+    wrong = kdm_for(world, keys=[(t, i, os.urandom(16)) for t, i, _ in world["keys"]])
     for make in (lambda: ring_of(world, key=world["other"].key),
                  lambda: open_source(world["enc"].root, keys=ring_of(world, at=NA + timedelta(days=1))),
-                 lambda: open_source(world["enc"].root, keys=ring_of(world, kdm_for(world, keys=[(t, i, os.urandom(16)) for t, i, _ in world["keys"]])))):
+                 lambda: open_source(world["enc"].root, keys=ring_of(world, wrong))):
         with pytest.raises(KdmRefused) as info:
             make()
         texts += [str(info.value), repr(info.value)]
