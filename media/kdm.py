@@ -17,7 +17,8 @@ What a screening needs before it can decrypt a track file (ST 429-6):
   against the message's public part;
 - :func:`check_window`: the composition and the time against the message.
 
-Cryptography through ``cryptography``; the canonical XML through lxml (libxml2's C14N).
+Cryptography through ``cryptography``; the XML through lxml, canonicalised by :mod:`.xml_c14n`;
+the certificate chain by :mod:`.certificates`.
 A key's bytes are in :class:`ContentKey` only: its ``repr`` leaves them out, and no error
 message, log line or report here names them.  Errors: :class:`~.errors.CorruptMedia` for a
 message that breaks the format (malformed XML, bad base64, a plaintext of the wrong shape),
@@ -39,6 +40,7 @@ from pathlib import Path
 
 from .errors import CorruptMedia, KdmRefused, MediaError, UnsupportedMedia
 from .files import read_bounded
+from .xml_c14n import canonical_xml
 
 __all__ = ["ContentKey", "Kdm", "TypedKeyId", "check_chain", "check_signature", "check_window",
            "decrypt_keys", "load_private_key", "parse_kdm", "read_kdm"]
@@ -215,7 +217,7 @@ def check_signature(kdm: Kdm) -> str:
             raise KdmRefused(path, f"digest method {algorithm!r} is not SHA-256 or SHA-1")
         want = _base64(_text(ref, f"{{{NS_DS}}}DigestValue", path), path, "DigestValue")
         # a same-document reference without transforms: inclusive C14N without comments
-        got = DIGESTS[algorithm](_subset_c14n(target)).digest()
+        got = DIGESTS[algorithm](canonical_xml(target)).digest()
         if got != want:
             raise KdmRefused(path, f"the signature does not cover {_local(target.tag)} as it is now "
                                    f"(its digest differs): the KDM was changed after it was signed")
@@ -225,7 +227,7 @@ def check_signature(kdm: Kdm) -> str:
             raise KdmRefused(path, f"the signature does not cover {part}")
     exclusive, comments = C14N[c14n]
     signed = (etree.tostring(info, method="c14n", exclusive=True, with_comments=comments) if exclusive
-              else _subset_c14n(info, comments))
+              else canonical_xml(info, comments))
     value = _base64(_text(sig, f"{{{NS_DS}}}SignatureValue", path), path, "SignatureValue")
     signer = _signer_certificate(kdm)
     key = signer.public_key()
@@ -372,81 +374,6 @@ def check_window(kdm: Kdm, cpl_id: str | None = None, at: datetime | None = None
 
 
 # -- helpers -----------------------------------------------------------------------------------
-def _subset_c14n(el, comments: bool = False) -> bytes:
-    """Inclusive Canonical XML 1.0 (W3C, 2001; ``comments``: with comments) of the document
-    subset that is ``el`` and its descendants, as XML-DSig digests a same-document reference
-    and signs ``SignedInfo``: the apex carries every namespace in scope, used or not, and a
-    descendant only those that differ from its output parent's.  Written out here because
-    libxml2's subtree output (lxml's ``method="c14n"`` on an element) adds ``xmlns=""`` to
-    prefixed descendants of an element in a default namespace; checked against xmlsec on an
-    easyDCP KDM in the tests."""
-    out: list[str] = []
-    _c14n_element(el, {}, comments, out)
-    return "".join(out).encode("utf-8")
-
-
-def _c14n_element(el, rendered: dict, comments: bool, out: list) -> None:
-    """Section 2.3 of C14N 1.0: namespace declarations that differ from those the output
-    parent ``rendered`` (default first, then by prefix), attributes by namespace URI then
-    local name, start and end tags always, text and attribute values escaped."""
-    scope = {("" if p is None else p): uri for p, uri in el.nsmap.items()}
-    mine = {p: uri for p, uri in scope.items() if rendered.get(p) != uri}
-    if "" not in scope and rendered.get("", ""):       # the default namespace undeclared here
-        mine[""] = ""
-    name = _qname(el.tag, el.prefix)
-    parts = [f"<{name}"]
-    for p in sorted(mine):
-        parts.append(f' xmlns="{_attr_escape(mine[p])}"' if p == "" else f' xmlns:{p}="{_attr_escape(mine[p])}"')
-    by_uri = {uri: p for p, uri in scope.items() if p}
-    attrs = []
-    for key, value in el.attrib.items():
-        uri, local = (key[1:].split("}", 1) if key.startswith("{") else ("", key))
-        qname = local if not uri else ("xml:" + local if uri == "http://www.w3.org/XML/1998/namespace"
-                                        else f"{by_uri.get(uri, '')}:{local}")
-        attrs.append((uri, local, qname, value))
-    for _, _, qname, value in sorted(attrs):
-        parts.append(f' {qname}="{_attr_escape(value)}"')
-    out.append("".join(parts) + ">")
-    if el.text:
-        out.append(_text_escape(el.text))
-    inner = {**rendered, **mine}
-    for child in el:
-        if isinstance(child.tag, str):
-            _c14n_element(child, inner, comments, out)
-        elif comments and child.tag is _comment_tag():
-            out.append(f"<!--{child.text or ''}-->")
-        elif child.tag is _pi_tag():
-            body = f"{child.target} {child.text}" if child.text else child.target
-            out.append(f"<?{body}?>")
-        if child.tail:
-            out.append(_text_escape(child.tail))
-    out.append(f"</{name}>")
-
-
-def _qname(tag: str, prefix: str | None) -> str:
-    local = tag.rsplit("}", 1)[-1]
-    return f"{prefix}:{local}" if prefix else local
-
-
-def _text_escape(t: str) -> str:
-    return t.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("\r", "&#xD;")
-
-
-def _attr_escape(t: str) -> str:
-    return (t.replace("&", "&amp;").replace("<", "&lt;").replace('"', "&quot;")
-            .replace("\t", "&#x9;").replace("\n", "&#xA;").replace("\r", "&#xD;"))
-
-
-def _comment_tag():
-    from lxml import etree
-    return etree.Comment
-
-
-def _pi_tag():
-    from lxml import etree
-    return etree.ProcessingInstruction
-
-
 def _local(tag) -> str:
     return tag.rsplit("}", 1)[-1] if isinstance(tag, str) else str(tag)
 
