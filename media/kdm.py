@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from .certificates import ChainReport, certificate_thumbprint, check_certificates, dn_string
 from .errors import CorruptMedia, KdmRefused, MediaError, UnsupportedMedia
 from .files import read_bounded
 from .xml_c14n import canonical_xml
@@ -110,19 +111,6 @@ class ContentKey:
     not_after: datetime
     signer_thumbprint: bytes
     key: bytes = field(repr=False)
-
-
-@dataclass(frozen=True)
-class ChainReport:
-    """:func:`check_chain`'s findings: the certificates' subjects from the signer to the
-    root, and the problems found (empty: the chain holds at the time asked)."""
-
-    subjects: tuple[str, ...]
-    problems: tuple[str, ...]
-
-    @property
-    def ok(self) -> bool:
-        return not self.problems
 
 
 def read_kdm(path) -> Kdm:
@@ -250,55 +238,7 @@ def check_chain(kdm: Kdm, at: datetime | None = None) -> ChainReport:
     basicConstraints CA, the signer must not; each must be valid at ``at``.  The chain is
     reported, not raised: a diagnostic tool shows an expired chain and goes on."""
     at = at or datetime.now(timezone.utc)
-    with warnings.catch_warnings():     # cryptography's about serial number 0: not ours to say
-        warnings.simplefilter("ignore")
-        return _chain(kdm, at)
-
-
-def _chain(kdm: Kdm, at: datetime) -> ChainReport:
-    from cryptography import x509
-
-    problems: list[str] = []
-    cert = _signer_certificate(kdm)
-    chain = [cert]
-    by_subject = {c.subject: c for c in kdm.certificates}
-    while True:
-        if not (cert.not_valid_before_utc <= at <= cert.not_valid_after_utc):
-            problems.append(f"{_subject(cert)} is valid from {cert.not_valid_before_utc:%Y-%m-%d} to "
-                            f"{cert.not_valid_after_utc:%Y-%m-%d}, not at {at:%Y-%m-%d %H:%M} UTC")
-        try:
-            ca = cert.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
-        except x509.ExtensionNotFound:
-            ca = None
-        except ValueError as exc:       # e.g. a path length on a non-CA (RFC 5280 4.2.1.9)
-            ca = False
-            problems.append(f"{_subject(cert)} has a malformed basicConstraints: {exc}")
-        if ca is None:
-            problems.append(f"{_subject(cert)} has no basicConstraints (ST 430-2 requires it)")
-        elif ca != (len(chain) > 1):
-            problems.append(f"{_subject(cert)} {'is' if ca else 'is not'} marked as a CA, which a "
-                            f"{'signer' if len(chain) == 1 else 'certificate that signs others'} "
-                            f"{'must not be' if ca else 'must be'}")
-        thumbprint = _public_key_thumbprint(cert)
-        qualifiers = [a.value for a in cert.subject.get_attributes_for_oid(x509.NameOID.DN_QUALIFIER)]
-        if qualifiers != [thumbprint]:
-            problems.append(f"{_subject(cert)}: its dnQualifier is not its public key's thumbprint "
-                            f"{thumbprint} (ST 430-2)")
-        issuer = by_subject.get(cert.issuer)
-        if issuer is None:
-            problems.append(f"the issuer of {_subject(cert)} is not among the KDM's certificates")
-            break
-        if not _signed_by(cert, issuer):
-            problems.append(f"{_subject(cert)} is not signed by {_subject(issuer)}")
-            break
-        if issuer is cert:      # self-signed: the root
-            break
-        if len(chain) > len(kdm.certificates):
-            problems.append("the certificates' issuers loop")
-            break
-        cert = issuer
-        chain.append(cert)
-    return ChainReport(tuple(_subject(c) for c in chain), tuple(problems))
+    return check_certificates(_signer_certificate(kdm), kdm.certificates, at, "the KDM's certificates")
 
 
 def load_private_key(path):
@@ -330,7 +270,7 @@ def decrypt_keys(kdm: Kdm, private_key) -> list[ContentKey]:
 
     oaep = padding.OAEP(mgf=padding.MGF1(hashes.SHA1()), algorithm=hashes.SHA1(), label=None)
     listed = {t.key_id: t.key_type for t in kdm.key_ids}
-    signer = hashlib.sha1(_signer_certificate(kdm).tbs_certificate_bytes).digest()
+    signer = certificate_thumbprint(_signer_certificate(kdm))
     keys = []
     for k, cipher in enumerate(kdm.cipher_values):
         try:
@@ -438,7 +378,7 @@ def _certificate(text: str | None, path):
 
 
 def _subject(cert) -> str:
-    return cert.subject.rfc4514_string()
+    return dn_string(cert.subject)
 
 
 def _signer_certificate(kdm: Kdm):
@@ -452,25 +392,3 @@ def _signer_certificate(kdm: Kdm):
             if c.serial_number == int(serial):
                 return c
     return kdm.certificates[0]
-
-
-def _public_key_thumbprint(cert) -> str:
-    """ST 430-2's public key thumbprint: base64 of SHA-1 of the PKCS #1 RSAPublicKey (DER)."""
-    from cryptography.hazmat.primitives import serialization
-
-    der = cert.public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.PKCS1)
-    return base64.b64encode(hashlib.sha1(der).digest()).decode("ascii")
-
-
-def _signed_by(cert, issuer) -> bool:
-    from cryptography.exceptions import InvalidSignature
-    from cryptography.hazmat.primitives.asymmetric import padding, rsa
-
-    key = issuer.public_key()
-    if not isinstance(key, rsa.RSAPublicKey) or cert.signature_hash_algorithm is None:
-        return False
-    try:
-        key.verify(cert.signature, cert.tbs_certificate_bytes, padding.PKCS1v15(), cert.signature_hash_algorithm)
-    except InvalidSignature:
-        return False
-    return True
