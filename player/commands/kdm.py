@@ -44,7 +44,7 @@ def _register_make(sub) -> None:
                                    "asset of a CPL, signed with a certificate chain (see 'kdm chain'). "
                                    "Times: ISO 8601 (2026-12-01T20:00:00+01:00; without an offset a time "
                                    "is UTC; a date alone is its midnight UTC), 'now', or now plus or minus "
-                                   "an amount: +7d, +12h, --not-before=-30m (units s, m, h, d, w; a negative amount after "=").")
+                                   "an amount: +7d, +12h, --not-before=-30m (units s, m, h, d, w; a negative amount after '=').")
     m.add_argument("--cpl", type=Path, required=True, help="the composition playlist (CPL .xml)")
     m.add_argument("--keys", type=Path, required=True,
                    help="the content key file 'cinegpu master --encrypt' wrote (mode 600)")
