@@ -5,7 +5,7 @@
   screening, as libdcp's ``dcpkdm`` shows them; exit 1 when something does not hold now;
 - ``kdm make --cpl CPL.xml --keys KEYS --recipient CERT.pem --signer-key K.pem --signer-chain
   CHAIN.pem --not-before T --not-after T -o KDM.xml``: a signed KDM giving the keys of a
-  composition's encrypted assets (from the key file ``cinegpu master --encrypt`` writes) to
+  composition's encrypted assets (from the key file of :mod:`cinegpu.media.content_keys`) to
   one recipient (:func:`cinegpu.media.kdm_write.make_kdm`), written whole or not at all;
 - ``kdm chain -o DIR``: a new ST 430-2 certificate chain and its leaf's private key, to sign
   KDMs with (or to stand for a recipient in tests).
@@ -47,13 +47,14 @@ def _register_make(sub) -> None:
                                    "an amount: +7d, +12h, --not-before=-30m (units s, m, h, d, w; a negative amount after '=').")
     m.add_argument("--cpl", type=Path, required=True, help="the composition playlist (CPL .xml)")
     m.add_argument("--keys", type=Path, required=True,
-                   help="the content key file 'cinegpu master --encrypt' wrote (mode 600)")
+                   help="the content key file (mode 600; one 'TYPE urn:uuid:KEYID HEXKEY' a line, as "
+                        "cinegpu.media.content_keys writes it)")
     m.add_argument("--recipient", type=Path, required=True,
                    help="the recipient's certificate (PEM; a chain in it: its leaf), e.g. a projector's")
     m.add_argument("--signer-key", type=Path, required=True,
                    help="the signer's RSA private key (PEM, unencrypted): the chain's leaf's")
     m.add_argument("--signer-chain", type=Path, required=True,
-                   help="the signer's certificates, leaf to root (PEM, any order)")
+                   help="the signer's certificates: leaf, intermediates and root (PEM, in any order)")
     m.add_argument("--not-before", required=True, metavar="TIME", help="the keys' first valid time")
     m.add_argument("--not-after", required=True, metavar="TIME", help="the keys' last valid time")
     m.add_argument("-o", "--output", type=Path, required=True, help="the KDM to write (.xml)")
