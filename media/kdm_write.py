@@ -92,7 +92,7 @@ def make_kdm(*, cpl_id: str, content_title: str, keys, recipient, signer_key, si
         raise KdmRefused(path, f"the recipient's certificate ({dn_string(recipient.subject)}) holds no RSA key")
     keys = tuple(keys)
     _check_keys(keys, path)
-    cpl = uuid.UUID(str(cpl_id).removeprefix("urn:uuid:"))
+    cpl = _uuid(cpl_id, path, "the composition id")
     root = _document(cpl, content_title, keys, recipient, chain, not_before, not_after,
                      annotation if annotation is not None else content_title,
                      _second(issue_date or now), message_id or str(uuid.uuid4()),
@@ -208,7 +208,7 @@ def _check_keys(keys, path) -> None:
             raise KdmRefused(path, f"key {k.key_id}: type {k.key_type!r} is none of {sorted(ALLOWED_KEY_TYPES)}")
         if not isinstance(k.key, bytes) or len(k.key) != AES_KEY_BYTES:
             raise KdmRefused(path, f"key {k.key_id} is not {AES_KEY_BYTES} bytes (AES-128)")
-        kid = str(uuid.UUID(k.key_id.removeprefix("urn:uuid:")))
+        kid = str(_uuid(k.key_id, path, "a key id"))
         if kid in seen:
             raise KdmRefused(path, f"key id {kid} is given twice")
         seen.add(kid)
@@ -354,6 +354,13 @@ def _device_description(cert) -> str:
     names = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
     cn = str(names[0].value) if names else dn_string(cert.subject)
     return cn.split(".", 1)[1] if "." in cn and cn.split(".", 1)[1] else cn
+
+
+def _uuid(text, path, what: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(str(text).strip().removeprefix("urn:uuid:"))
+    except ValueError:
+        raise KdmRefused(path, f"{what}, {str(text)[:60]!r}, is not a UUID") from None
 
 
 def _iso(d: datetime) -> str:

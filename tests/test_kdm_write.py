@@ -426,6 +426,8 @@ def test_impossible_requests_are_refused(signer, recipient):
     _refusal(signer, recipient, [keys[0], keys[0]], "given twice")
     _refusal(signer, recipient, [TrackKey("MDIK", keys[0].key_id, keys[0].key[:15])], "not 16 bytes")
     _refusal(signer, recipient, [TrackKey("XXXX", keys[0].key_id, keys[0].key)], "type 'XXXX'")
+    _refusal(signer, recipient, [TrackKey("MDIK", "not-a-uuid", keys[0].key)], "key id, 'not-a-uuid', is not a UUID")
+    _refusal(signer, recipient, keys, "composition id, 'urn:uuid:123', is not a UUID", cpl_id="urn:uuid:123")
 
 
 def test_an_expired_signer_chain_is_refused(recipient):
