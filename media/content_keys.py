@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import CorruptMedia, MediaError
-from .files import read_bounded
+from .files import create_new_file, read_bounded
 
 __all__ = ["KEY_TYPES", "KeyFile", "TrackKey", "new_track_key", "read_key_file", "write_key_file"]
 
@@ -75,23 +75,8 @@ def write_key_file(path, keys, cpl_id: str | None = None) -> Path:
             raise ValueError(f"key {k.key_id} is not {AES_KEY_BYTES} bytes")
         lines.append(f"{k.key_type} urn:uuid:{_uuid(k.key_id, path, k.key_type)} {k.key.hex()}")
     data = ("\n".join(lines) + "\n").encode("ascii")
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        raise MediaError(path, "the key file exists already; name a new file (it may hold the only "
-                               "copy of other keys)") from None
-    except OSError as exc:
-        raise MediaError(path, f"cannot create the key file: {exc.strerror or exc}") from None
-    try:
-        os.fchmod(fd, 0o600)        # the umask may have narrowed it; never wider than 600
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-    except OSError as exc:
-        path.unlink(missing_ok=True)
-        raise MediaError(path, f"cannot write the key file: {exc.strerror or exc}") from None
-    return path
+    return create_new_file(path, data, 0o600, "key file",
+                           "name a new file (it may hold the only copy of other keys)")
 
 
 def read_key_file(path) -> KeyFile:

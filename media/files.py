@@ -1,13 +1,22 @@
-"""Reading a whole small file the media layer names (a codestream, a KDM, an SRT file, a
-subtitle resource) with a bound on its size, checked before a byte is read."""
+"""Whole small files the media layer reads and writes.
+
+- :func:`read_bounded`: a codestream, a KDM, an SRT file, a subtitle resource, with a bound on
+  its size checked before a byte is read;
+- :func:`create_new_file`: a file that must not exist yet (a private key, a key file), created
+  with its final mode (e.g. 600) so that it is never readable by others, not even for a moment;
+- :func:`replace_atomically`: a file that appears whole or not at all (a KDM), through a
+  temporary file in the same folder renamed into place.
+"""
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
 from .errors import MediaError, UnsupportedMedia
 
-__all__ = ["read_bounded"]
+__all__ = ["create_new_file", "read_bounded", "replace_atomically"]
 
 
 def read_bounded(path, limit: int, what: str) -> bytes:
@@ -22,3 +31,60 @@ def read_bounded(path, limit: int, what: str) -> bytes:
         return p.read_bytes()
     except OSError as exc:
         raise MediaError(p, f"cannot read: {exc.strerror or exc}") from None
+
+
+def create_new_file(path, data: bytes, mode: int, what: str, exists: str = "") -> Path:
+    """Write ``data`` to a new file at ``path``, created with ``mode`` (``O_EXCL``: an existing
+    file is a :class:`~.errors.MediaError`, ``exists`` saying why it is kept), flushed to disk;
+    on a failure to write, the partial file is removed."""
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    except FileExistsError:
+        raise MediaError(path, f"the {what} exists already{'; ' + exists if exists else ''}") from None
+    except OSError as exc:
+        raise MediaError(path, f"cannot create the {what}: {exc.strerror or exc}") from None
+    try:
+        os.fchmod(fd, mode)         # the umask may have narrowed it; never wider than asked
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError as exc:
+        path.unlink(missing_ok=True)
+        raise MediaError(path, f"cannot write the {what}: {exc.strerror or exc}") from None
+    return path
+
+
+def replace_atomically(path, data: bytes, what: str, overwrite: bool = False, mode: int = 0o644) -> Path:
+    """Write ``data`` to ``path`` through a temporary file in the same folder, flushed, then
+    renamed into place, so that ``path`` never holds a partial file.  Without ``overwrite`` an
+    existing ``path`` is a :class:`~.errors.MediaError`, checked atomically (a hard link, which
+    fails when the name is taken; a rename where the file system has no links)."""
+    path = Path(path)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise MediaError(path, f"cannot create the {what}: {exc.strerror or exc}") from None
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        if overwrite:
+            os.replace(tmp, path)
+        else:
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                raise MediaError(path, f"the {what} exists already (--force replaces it)") from None
+            except OSError:             # no hard links here: check, then rename
+                if path.exists():
+                    raise MediaError(path, f"the {what} exists already (--force replaces it)") from None
+                os.replace(tmp, path)
+    except OSError as exc:
+        raise MediaError(path, f"cannot write the {what}: {exc.strerror or exc}") from None
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    return path

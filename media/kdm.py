@@ -17,7 +17,8 @@ What a screening needs before it can decrypt a track file (ST 429-6):
   against the message's public part;
 - :func:`check_window`: the composition and the time against the message.
 
-Cryptography through ``cryptography``; the canonical XML through lxml (libxml2's C14N).
+Cryptography through ``cryptography``; the XML through lxml, canonicalised by :mod:`.xml_c14n`;
+the certificate chain by :mod:`.certificates`.
 A key's bytes are in :class:`ContentKey` only: its ``repr`` leaves them out, and no error
 message, log line or report here names them.  Errors: :class:`~.errors.CorruptMedia` for a
 message that breaks the format (malformed XML, bad base64, a plaintext of the wrong shape),
@@ -37,8 +38,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from .certificates import ChainReport, certificate_thumbprint, check_certificates, dn_string
 from .errors import CorruptMedia, KdmRefused, MediaError, UnsupportedMedia
 from .files import read_bounded
+from .xml_c14n import canonical_xml
 
 __all__ = ["ContentKey", "Kdm", "TypedKeyId", "check_chain", "check_signature", "check_window",
            "decrypt_keys", "load_private_key", "parse_kdm", "read_kdm"]
@@ -108,19 +111,6 @@ class ContentKey:
     not_after: datetime
     signer_thumbprint: bytes
     key: bytes = field(repr=False)
-
-
-@dataclass(frozen=True)
-class ChainReport:
-    """:func:`check_chain`'s findings: the certificates' subjects from the signer to the
-    root, and the problems found (empty: the chain holds at the time asked)."""
-
-    subjects: tuple[str, ...]
-    problems: tuple[str, ...]
-
-    @property
-    def ok(self) -> bool:
-        return not self.problems
 
 
 def read_kdm(path) -> Kdm:
@@ -215,7 +205,7 @@ def check_signature(kdm: Kdm) -> str:
             raise KdmRefused(path, f"digest method {algorithm!r} is not SHA-256 or SHA-1")
         want = _base64(_text(ref, f"{{{NS_DS}}}DigestValue", path), path, "DigestValue")
         # a same-document reference without transforms: inclusive C14N without comments
-        got = DIGESTS[algorithm](_subset_c14n(target)).digest()
+        got = DIGESTS[algorithm](canonical_xml(target)).digest()
         if got != want:
             raise KdmRefused(path, f"the signature does not cover {_local(target.tag)} as it is now "
                                    f"(its digest differs): the KDM was changed after it was signed")
@@ -225,7 +215,7 @@ def check_signature(kdm: Kdm) -> str:
             raise KdmRefused(path, f"the signature does not cover {part}")
     exclusive, comments = C14N[c14n]
     signed = (etree.tostring(info, method="c14n", exclusive=True, with_comments=comments) if exclusive
-              else _subset_c14n(info, comments))
+              else canonical_xml(info, comments))
     value = _base64(_text(sig, f"{{{NS_DS}}}SignatureValue", path), path, "SignatureValue")
     signer = _signer_certificate(kdm)
     key = signer.public_key()
@@ -248,55 +238,7 @@ def check_chain(kdm: Kdm, at: datetime | None = None) -> ChainReport:
     basicConstraints CA, the signer must not; each must be valid at ``at``.  The chain is
     reported, not raised: a diagnostic tool shows an expired chain and goes on."""
     at = at or datetime.now(timezone.utc)
-    with warnings.catch_warnings():     # cryptography's about serial number 0: not ours to say
-        warnings.simplefilter("ignore")
-        return _chain(kdm, at)
-
-
-def _chain(kdm: Kdm, at: datetime) -> ChainReport:
-    from cryptography import x509
-
-    problems: list[str] = []
-    cert = _signer_certificate(kdm)
-    chain = [cert]
-    by_subject = {c.subject: c for c in kdm.certificates}
-    while True:
-        if not (cert.not_valid_before_utc <= at <= cert.not_valid_after_utc):
-            problems.append(f"{_subject(cert)} is valid from {cert.not_valid_before_utc:%Y-%m-%d} to "
-                            f"{cert.not_valid_after_utc:%Y-%m-%d}, not at {at:%Y-%m-%d %H:%M} UTC")
-        try:
-            ca = cert.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
-        except x509.ExtensionNotFound:
-            ca = None
-        except ValueError as exc:       # e.g. a path length on a non-CA (RFC 5280 4.2.1.9)
-            ca = False
-            problems.append(f"{_subject(cert)} has a malformed basicConstraints: {exc}")
-        if ca is None:
-            problems.append(f"{_subject(cert)} has no basicConstraints (ST 430-2 requires it)")
-        elif ca != (len(chain) > 1):
-            problems.append(f"{_subject(cert)} {'is' if ca else 'is not'} marked as a CA, which a "
-                            f"{'signer' if len(chain) == 1 else 'certificate that signs others'} "
-                            f"{'must not be' if ca else 'must be'}")
-        thumbprint = _public_key_thumbprint(cert)
-        qualifiers = [a.value for a in cert.subject.get_attributes_for_oid(x509.NameOID.DN_QUALIFIER)]
-        if qualifiers != [thumbprint]:
-            problems.append(f"{_subject(cert)}: its dnQualifier is not its public key's thumbprint "
-                            f"{thumbprint} (ST 430-2)")
-        issuer = by_subject.get(cert.issuer)
-        if issuer is None:
-            problems.append(f"the issuer of {_subject(cert)} is not among the KDM's certificates")
-            break
-        if not _signed_by(cert, issuer):
-            problems.append(f"{_subject(cert)} is not signed by {_subject(issuer)}")
-            break
-        if issuer is cert:      # self-signed: the root
-            break
-        if len(chain) > len(kdm.certificates):
-            problems.append("the certificates' issuers loop")
-            break
-        cert = issuer
-        chain.append(cert)
-    return ChainReport(tuple(_subject(c) for c in chain), tuple(problems))
+    return check_certificates(_signer_certificate(kdm), kdm.certificates, at, "the KDM's certificates")
 
 
 def load_private_key(path):
@@ -328,7 +270,7 @@ def decrypt_keys(kdm: Kdm, private_key) -> list[ContentKey]:
 
     oaep = padding.OAEP(mgf=padding.MGF1(hashes.SHA1()), algorithm=hashes.SHA1(), label=None)
     listed = {t.key_id: t.key_type for t in kdm.key_ids}
-    signer = hashlib.sha1(_signer_certificate(kdm).tbs_certificate_bytes).digest()
+    signer = certificate_thumbprint(_signer_certificate(kdm))
     keys = []
     for k, cipher in enumerate(kdm.cipher_values):
         try:
@@ -372,81 +314,6 @@ def check_window(kdm: Kdm, cpl_id: str | None = None, at: datetime | None = None
 
 
 # -- helpers -----------------------------------------------------------------------------------
-def _subset_c14n(el, comments: bool = False) -> bytes:
-    """Inclusive Canonical XML 1.0 (W3C, 2001; ``comments``: with comments) of the document
-    subset that is ``el`` and its descendants, as XML-DSig digests a same-document reference
-    and signs ``SignedInfo``: the apex carries every namespace in scope, used or not, and a
-    descendant only those that differ from its output parent's.  Written out here because
-    libxml2's subtree output (lxml's ``method="c14n"`` on an element) adds ``xmlns=""`` to
-    prefixed descendants of an element in a default namespace; checked against xmlsec on an
-    easyDCP KDM in the tests."""
-    out: list[str] = []
-    _c14n_element(el, {}, comments, out)
-    return "".join(out).encode("utf-8")
-
-
-def _c14n_element(el, rendered: dict, comments: bool, out: list) -> None:
-    """Section 2.3 of C14N 1.0: namespace declarations that differ from those the output
-    parent ``rendered`` (default first, then by prefix), attributes by namespace URI then
-    local name, start and end tags always, text and attribute values escaped."""
-    scope = {("" if p is None else p): uri for p, uri in el.nsmap.items()}
-    mine = {p: uri for p, uri in scope.items() if rendered.get(p) != uri}
-    if "" not in scope and rendered.get("", ""):       # the default namespace undeclared here
-        mine[""] = ""
-    name = _qname(el.tag, el.prefix)
-    parts = [f"<{name}"]
-    for p in sorted(mine):
-        parts.append(f' xmlns="{_attr_escape(mine[p])}"' if p == "" else f' xmlns:{p}="{_attr_escape(mine[p])}"')
-    by_uri = {uri: p for p, uri in scope.items() if p}
-    attrs = []
-    for key, value in el.attrib.items():
-        uri, local = (key[1:].split("}", 1) if key.startswith("{") else ("", key))
-        qname = local if not uri else ("xml:" + local if uri == "http://www.w3.org/XML/1998/namespace"
-                                        else f"{by_uri.get(uri, '')}:{local}")
-        attrs.append((uri, local, qname, value))
-    for _, _, qname, value in sorted(attrs):
-        parts.append(f' {qname}="{_attr_escape(value)}"')
-    out.append("".join(parts) + ">")
-    if el.text:
-        out.append(_text_escape(el.text))
-    inner = {**rendered, **mine}
-    for child in el:
-        if isinstance(child.tag, str):
-            _c14n_element(child, inner, comments, out)
-        elif comments and child.tag is _comment_tag():
-            out.append(f"<!--{child.text or ''}-->")
-        elif child.tag is _pi_tag():
-            body = f"{child.target} {child.text}" if child.text else child.target
-            out.append(f"<?{body}?>")
-        if child.tail:
-            out.append(_text_escape(child.tail))
-    out.append(f"</{name}>")
-
-
-def _qname(tag: str, prefix: str | None) -> str:
-    local = tag.rsplit("}", 1)[-1]
-    return f"{prefix}:{local}" if prefix else local
-
-
-def _text_escape(t: str) -> str:
-    return t.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("\r", "&#xD;")
-
-
-def _attr_escape(t: str) -> str:
-    return (t.replace("&", "&amp;").replace("<", "&lt;").replace('"', "&quot;")
-            .replace("\t", "&#x9;").replace("\n", "&#xA;").replace("\r", "&#xD;"))
-
-
-def _comment_tag():
-    from lxml import etree
-    return etree.Comment
-
-
-def _pi_tag():
-    from lxml import etree
-    return etree.ProcessingInstruction
-
-
 def _local(tag) -> str:
     return tag.rsplit("}", 1)[-1] if isinstance(tag, str) else str(tag)
 
@@ -511,7 +378,7 @@ def _certificate(text: str | None, path):
 
 
 def _subject(cert) -> str:
-    return cert.subject.rfc4514_string()
+    return dn_string(cert.subject)
 
 
 def _signer_certificate(kdm: Kdm):
@@ -525,25 +392,3 @@ def _signer_certificate(kdm: Kdm):
             if c.serial_number == int(serial):
                 return c
     return kdm.certificates[0]
-
-
-def _public_key_thumbprint(cert) -> str:
-    """ST 430-2's public key thumbprint: base64 of SHA-1 of the PKCS #1 RSAPublicKey (DER)."""
-    from cryptography.hazmat.primitives import serialization
-
-    der = cert.public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.PKCS1)
-    return base64.b64encode(hashlib.sha1(der).digest()).decode("ascii")
-
-
-def _signed_by(cert, issuer) -> bool:
-    from cryptography.exceptions import InvalidSignature
-    from cryptography.hazmat.primitives.asymmetric import padding, rsa
-
-    key = issuer.public_key()
-    if not isinstance(key, rsa.RSAPublicKey) or cert.signature_hash_algorithm is None:
-        return False
-    try:
-        key.verify(cert.signature, cert.tbs_certificate_bytes, padding.PKCS1v15(), cert.signature_hash_algorithm)
-    except InvalidSignature:
-        return False
-    return True

@@ -1,6 +1,16 @@
-"""``cinegpu kdm inspect KDM.xml [--key recipient.pem] [--json]``: a Key Delivery Message's
-fields, its signature and certificate chain, and (with the recipient's private key) its
-content keys, for diagnosing a screening, as libdcp's ``dcpkdm`` shows them."""
+"""``cinegpu kdm``: Key Delivery Messages (SMPTE ST 430-1).
+
+- ``kdm inspect KDM.xml [--key recipient.pem] [--json]``: a KDM's fields, its signature and
+  certificate chain, and (with the recipient's private key) its content keys, for diagnosing a
+  screening, as libdcp's ``dcpkdm`` shows them; exit 1 when something does not hold now;
+- ``kdm make --cpl CPL.xml --keys KEYS --recipient CERT.pem --signer-key K.pem --signer-chain
+  CHAIN.pem --not-before T --not-after T -o KDM.xml``: a signed KDM giving the keys of a
+  composition's encrypted assets (from the key file of :mod:`cinegpu.media.content_keys`) to
+  one recipient (:func:`cinegpu.media.kdm_write.make_kdm`), written whole or not at all;
+- ``kdm chain -o DIR``: a new ST 430-2 certificate chain and its leaf's private key, to sign
+  KDMs with (or to stand for a recipient in tests).
+
+Every refusal is one line on stderr with exit code 2, as for any other mistake."""
 
 from __future__ import annotations
 
@@ -9,10 +19,12 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
+from .args import UsageError, one_line_text
+
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("kdm", help="inspect a KDM (SMPTE ST 430-1): its fields, signature, "
-                                          "certificate chain and, with the recipient's key, its keys")
+    p = subparsers.add_parser("kdm", help="KDMs (SMPTE ST 430-1): inspect one (fields, signature, chain, "
+                                          "keys), make one for a recipient, make a signing chain")
     sub = p.add_subparsers(dest="kdm_command", metavar="ACTION", required=True)
     i = sub.add_parser("inspect", help="print a KDM's fields; exit 1 when its signature, chain or "
                                        "validity window does not hold now")
@@ -21,7 +33,101 @@ def register(subparsers) -> None:
                    help="the recipient's RSA private key (PEM, unencrypted): decrypt and print the "
                         "content keys (they are printed: keep the output to yourself)")
     i.add_argument("--json", action="store_true", help="the same as JSON")
-    p.set_defaults(run=run)
+    i.set_defaults(run=run)
+    _register_make(sub)
+    _register_chain(sub)
+
+
+def _register_make(sub) -> None:
+    m = sub.add_parser("make", help="make a signed KDM giving a composition's content keys to one recipient",
+                       description="Make a SMPTE KDM (ST 430-1 in an ST 430-3 message) for every encrypted "
+                                   "asset of a CPL, signed with a certificate chain (see 'kdm chain'). "
+                                   "Times: ISO 8601 (2026-12-01T20:00:00+01:00; without an offset a time "
+                                   "is UTC; a date alone is its midnight UTC), 'now', or now plus or minus "
+                                   "an amount: +7d, +12h, --not-before=-30m (units s, m, h, d, w; a negative amount after '=').")
+    m.add_argument("--cpl", type=Path, required=True, help="the composition playlist (CPL .xml)")
+    m.add_argument("--keys", type=Path, required=True,
+                   help="the content key file (mode 600; one 'TYPE urn:uuid:KEYID HEXKEY' a line, as "
+                        "cinegpu.media.content_keys writes it)")
+    m.add_argument("--recipient", type=Path, required=True,
+                   help="the recipient's certificate (PEM; a chain in it: its leaf), e.g. a projector's")
+    m.add_argument("--signer-key", type=Path, required=True,
+                   help="the signer's RSA private key (PEM, unencrypted): the chain's leaf's")
+    m.add_argument("--signer-chain", type=Path, required=True,
+                   help="the signer's certificates: leaf, intermediates and root (PEM, in any order)")
+    m.add_argument("--not-before", required=True, metavar="TIME", help="the keys' first valid time")
+    m.add_argument("--not-after", required=True, metavar="TIME", help="the keys' last valid time")
+    m.add_argument("-o", "--output", type=Path, required=True, help="the KDM to write (.xml)")
+    m.add_argument("--annotation", type=one_line_text, default=None,
+                   help="the KDM's AnnotationText (default: the CPL's title)")
+    m.add_argument("--trusted-device", type=Path, action="append", default=[], metavar="CERT",
+                   help="a trusted device's certificate (PEM) for the DeviceList; repeatable "
+                        "(none: the 'assume trust' thumbprint, as DCP-o-matic writes)")
+    m.add_argument("--disable-forensic-marking", action="append", default=[], choices=("picture", "audio"),
+                   help="ask the server not to forensically mark the picture or the audio")
+    m.add_argument("--force", action="store_true", help="replace an existing output file")
+    m.set_defaults(run=run_make)
+
+
+def _register_chain(sub) -> None:
+    c = sub.add_parser("chain", help="make an ST 430-2 certificate chain and its leaf key to sign KDMs with",
+                       description="Write ca.self-signed.pem, intermediate.signed.pem, leaf.signed.pem, "
+                                   "chain.pem (all three, leaf first: what 'kdm make --signer-chain' takes) "
+                                   "and leaf.key (the leaf's private key, mode 600) into DIR. Nothing is "
+                                   "overwritten; the CA keys are not kept.")
+    c.add_argument("-o", "--output", type=Path, required=True, metavar="DIR", help="the folder to write into")
+    c.add_argument("--organisation", type=one_line_text, default="cinegpu.example",
+                   help="the certificates' O and OU (default: cinegpu.example)")
+    c.add_argument("--common-name", type=one_line_text, default="cinegpu",
+                   help="the name in each CN: .NAME.ROOT, .NAME.INTERMEDIATE, ROLE.NAME (default: cinegpu)")
+    c.add_argument("--role", default="CS", type=one_line_text,
+                   help="the leaf's role prefix (default CS, content signer; SM for a recipient)")
+    c.add_argument("--days", type=int, default=3650, help="the leaf's validity in days (default: 3650)")
+    c.set_defaults(run=run_chain)
+
+
+def run_make(args) -> int:
+    from cinegpu.media.certificates import dn_string, order_chain, read_certificates
+    from cinegpu.media.content_keys import read_key_file
+    from cinegpu.media.files import replace_atomically
+    from cinegpu.media.kdm import load_private_key
+    from cinegpu.media.kdm_write import composition_keys, make_kdm, parse_time
+    from cinegpu.media.package import read_cpl
+
+    now = datetime.now(timezone.utc)
+    try:
+        not_before, not_after = parse_time(args.not_before, now), parse_time(args.not_after, now)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if not args.force and (args.output.exists() or args.output.is_symlink()):
+        raise UsageError(f"{args.output} exists already (--force replaces it)")
+    cpl = read_cpl(args.cpl)
+    keys = composition_keys(cpl, read_key_file(args.keys), args.keys)
+    recipient = order_chain(read_certificates(args.recipient), args.recipient)[0]
+    chain = order_chain(read_certificates(args.signer_chain), args.signer_chain)
+    trusted = [order_chain(read_certificates(p), p)[0] for p in args.trusted_device]
+    data = make_kdm(cpl_id=cpl.id, content_title=cpl.title, keys=keys, recipient=recipient,
+                    signer_key=load_private_key(args.signer_key), signer_chain=chain,
+                    not_before=not_before, not_after=not_after, annotation=args.annotation,
+                    trusted_devices=trusted, forensic_flags=args.disable_forensic_marking, path=args.output)
+    replace_atomically(args.output, data, "KDM", overwrite=args.force)
+    print(f"{args.output}: KDM for {cpl.title or cpl.id} ({len(keys)} keys) to {dn_string(recipient.subject)}, "
+          f"valid {not_before.isoformat()} to {not_after.isoformat()}")
+    return 0
+
+
+def run_chain(args) -> int:
+    from cinegpu.media.certificates import dn_string, make_chain, write_chain
+
+    if args.days < 1:
+        raise UsageError(f"--days must be at least 1, got {args.days}")
+    chain = make_chain(args.organisation, args.common_name, role=args.role, days=args.days)
+    paths = write_chain(chain, args.output)
+    print(f"{args.output}: chain for {dn_string(chain.leaf.subject)}, valid to "
+          f"{chain.leaf.not_valid_after_utc.isoformat()}")
+    for what, path in paths.items():
+        print(f"  {what:<13} {path}")
+    return 0
 
 
 def run(args) -> int:

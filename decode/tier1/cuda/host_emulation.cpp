@@ -15,6 +15,7 @@
 #define __global__
 #define T1_DYN_SHARED(name) alignas(16) static unsigned short name[1 << 20]
 #define T1_CLZ64(x) __builtin_clzll(x)
+#define T1_CLZ32(x) __builtin_clz(x)
 #define T1_CTZ64(x) __builtin_ctzll(x)
 
 struct Dim { unsigned int x; };

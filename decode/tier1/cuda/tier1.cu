@@ -30,6 +30,7 @@
 #define T1_SYNC() __syncthreads()
 #define T1_DYN_SHARED(name) extern __shared__ __align__(16) unsigned short name[]
 #define T1_CLZ64(x) __clzll((long long)(x))
+#define T1_CLZ32(x) __clz((int)(x))
 #define T1_CTZ64(x) (__ffsll((long long)(x)) - 1)
 #endif
 
@@ -111,86 +112,97 @@ struct Cb {
 
 struct Mq {
     int a;  /* interval register A */
-    int ct; /* bit counter CT */
-    i64 c;  /* code register C (an int64 as in mq.py; corrupt data can grow it) */
+    int ct; /* MQ: coded bits loaded below Chigh; raw: bits left in c */
+    i64 c;  /* MQ: code register C, Chigh at bits MQ_SHIFT.. (an int64 as in mq.py); raw: the byte */
     const unsigned char* bp; /* byte last read (MQ), next byte (raw) */
 };
+
+/* mq.py's buffered C register: Chigh at bit MQ_SHIFT, up to 40 coded bits wait below it */
+#define MQ_SHIFT 40
 
 #define FL(cb, i) ((cb).fl[(i) * (cb).fst])
 #define VA(cb, i) ((cb).va[(i) * (cb).vst])
 #define CTX(cb, cx) ((cb).ctx[(cx) * (cb).cst])
 
-/* BYTEIN, T.800 Figure C.18.  Segments end in 0xFF 0xFF: BP never passes the first of them. */
-T1_DEV void mq_bytein(Mq& m)
+/* BYTEIN, T.800 Figure C.18, repeated until no further byte fits below Chigh (mq.py mq_fill):
+ * after 0xFF the next byte holds 7 bits; a marker (0xFF then > 0x8F) feeds eight 1-bits
+ * without advancing.  Segments end in 0xFF 0xFF: BP never passes the first of them. */
+T1_DEV void mq_fill(Mq& m)
 {
-    if (m.bp[0] == 0xFF) {
-        if (m.bp[1] > 0x8F) {
-            m.c = wadd(m.c, 0xFF00);
-            m.ct = 8;
+    while (m.ct <= MQ_SHIFT - 8) {
+        if (m.bp[0] == 0xFF) {
+            if (m.bp[1] > 0x8F) {
+                m.c = wadd(m.c, (i64)0xFF << (MQ_SHIFT - 8 - m.ct));
+                m.ct += 8;
+            } else {
+                m.bp++;
+                m.c = wadd(m.c, (i64)m.bp[0] << (MQ_SHIFT - 7 - m.ct));
+                m.ct += 7;
+            }
         } else {
             m.bp++;
-            m.c = wadd(m.c, (i64)m.bp[0] << 9);
-            m.ct = 7;
+            m.c = wadd(m.c, (i64)m.bp[0] << (MQ_SHIFT - 8 - m.ct));
+            m.ct += 8;
         }
-    } else {
-        m.bp++;
-        m.c = wadd(m.c, (i64)m.bp[0] << 8);
-        m.ct = 8;
     }
 }
 
-/* INITDEC, T.800 Figure C.19 */
+/* INITDEC, T.800 Figure C.19 (mq.py mq_init): the first byte straight to Chigh bits 7..14 */
 T1_DEV void mq_init(Mq& m, const unsigned char* start)
 {
     m.bp = start;
-    m.c = (i64)start[0] << 16;
-    m.ct = 0;
-    mq_bytein(m);
-    m.c = wshl(m.c, 7);
-    m.ct -= 7;
+    m.c = (i64)start[0] << (MQ_SHIFT + 7);
+    m.ct = -7;
+    mq_fill(m);
     m.a = 0x8000;
 }
 
-/* DECODE, T.800 Figures C.20-C.22 with the conditional exchanges, RENORMD Figure C.23 */
+/* The rare end of RENORMD (mq.py mq_renorm_fill): shift C by n with fewer than n bits loaded */
+T1_DEV void mq_renorm_fill(Mq& m, int n)
+{
+    m.c = wshl(m.c, m.ct);
+    n -= m.ct;
+    m.ct = 0;
+    mq_fill(m);
+    m.c = wshl(m.c, n);
+    m.ct -= n;
+}
+
+/* DECODE, T.800 Figures C.20-C.22 with the conditional exchanges, RENORMD Figure C.23 by the
+ * whole shift at once (mq.py mq_decode): after an LPS exchange A = Qe shifts until bit 15 is
+ * set (clz), after an MPS exchange by 1 or 2. */
 T1_DEV int mq_decode(Mq& m, const Cb& cb, int cx)
 {
     unsigned char* p = &CTX(cb, cx);
     int sv = *p;
     unsigned int e = cb.mq[sv];
     int qe = (int)(e & 0xFFFF);
-    int d;
+    int d = sv & 1;
+    int n;
+    int lps;
     m.a -= qe;
-    if ((m.c >> 16) < qe) {
+    if ((m.c >> MQ_SHIFT) < qe) {
         /* LPS_EXCHANGE, Figure C.21 */
-        if (m.a < qe) {
-            d = sv & 1;
-            *p = (unsigned char)(e >> 16);
-        } else {
-            d = 1 - (sv & 1);
-            *p = (unsigned char)(e >> 24);
-        }
-        m.a = qe;
+        lps = m.a >= qe;
+        n = T1_CLZ32((unsigned int)qe) - 16;
+        m.a = qe << n;
     } else {
-        m.c = wadd(m.c, -((i64)qe << 16));
+        m.c = wadd(m.c, -((i64)qe << MQ_SHIFT));
         if (m.a & 0x8000)
-            return sv & 1;
-        /* MPS_EXCHANGE, Figure C.22 */
-        if (m.a < qe) {
-            d = 1 - (sv & 1);
-            *p = (unsigned char)(e >> 24);
-        } else {
-            d = sv & 1;
-            *p = (unsigned char)(e >> 16);
-        }
+            return d;
+        /* MPS_EXCHANGE, Figure C.22; A >= 0x8000 - 0x5601 */
+        lps = m.a < qe;
+        n = 2 - (m.a >> 14);
+        m.a <<= n;
     }
-    do {
-        if (m.ct == 0)
-            mq_bytein(m);
-        m.a <<= 1;
-        m.c = wshl(m.c, 1);
-        m.ct--;
-    } while (!(m.a & 0x8000));
-    return d;
+    *p = (unsigned char)(e >> (lps ? 24 : 16));
+    if (n <= m.ct) {
+        m.c = wshl(m.c, n);
+        m.ct -= n;
+    } else {
+        mq_renorm_fill(m, n);
+    }
+    return d ^ lps;
 }
 
 /* Raw bit of arithmetic-coding bypass, T.800 D.6: after 0xFF the next byte holds 7 bits */
