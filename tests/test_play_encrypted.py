@@ -322,3 +322,36 @@ def test_libdcps_encrypted_dcp_refuses_a_wrong_key_by_its_check_value():
             track.mxf.check_key(bytes(16))
         with pytest.raises(EncryptedMedia, match="edit unit 3: the key does not decrypt"):
             track.read(3, 4)
+
+
+def test_kdm_make_then_play_end_to_end(world, tmp_path, gl):
+    """As a user runs them: ``cinegpu kdm make`` from the master's key file for a projector's
+    certificate, then ``cinegpu play --kdm --key`` with the projector's key shows the clear
+    package's picture."""
+    from cinegpu.media.certificates import make_chain, write_chain
+    from cinegpu.media.png import read_png16
+
+    start = datetime.now(timezone.utc) - timedelta(days=1)
+    write_chain(make_chain("distributor.test", "signer", not_before=start), tmp_path / "signer")
+    write_chain(make_chain("cinema.test", "projector", role="SM", not_before=start, days=30), tmp_path / "projector")
+    enc = world["enc"]
+    keys = write_key_file(tmp_path / "keys.txt", enc.keys.values(), enc.cpl_id)
+    r = cinegpu("kdm", "make", "--cpl", str(enc.root / "cpl.xml"), "--keys", str(keys),
+                "--recipient", str(tmp_path / "projector" / "leaf.signed.pem"),
+                "--signer-key", str(tmp_path / "signer" / "leaf.key"),
+                "--signer-chain", str(tmp_path / "signer" / "chain.pem"),
+                "--not-before=-1h", "--not-after=+1d", "-o", str(tmp_path / "kdm.xml"))
+    assert r.returncode == 0, r.stderr
+    shots = {name: tmp_path / f"{name}.png" for name in ("clear", "enc")}
+    for name, extra in (("clear", []), ("enc", ["--kdm", str(tmp_path / "kdm.xml"),
+                                                "--key", str(tmp_path / "projector" / "leaf.key")])):
+        r = cinegpu("play", "--headless", "--audio", "null", "--threads", "--backend", "cpu",
+                    "--screenshot", f"4:{shots[name]}", str(world[name].root), *extra)
+        assert r.returncode == 0, r.stderr
+        assert re.search(r"errors 0\b", r.stdout), r.stdout
+        no_key_in(world, r.stdout, r.stderr)
+    np.testing.assert_array_equal(read_png16(shots["enc"]), read_png16(shots["clear"]))
+    # the signer's key is not the recipient's: refused, saying so
+    r = cinegpu("play", "--headless", str(enc.root), "--kdm", str(tmp_path / "kdm.xml"),
+                "--key", str(tmp_path / "signer" / "leaf.key"))
+    assert r.returncode == 2 and "the private key does not open" in r.stderr
