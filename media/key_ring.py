@@ -26,7 +26,7 @@ from .content_keys import KeyFile
 from .errors import EncryptedMedia, KdmRefused
 from .kdm import ContentKey, Kdm, TypedKeyId, check_chain, check_signature, check_window, decrypt_keys, read_kdm
 
-__all__ = ["CompositionKeys", "KdmInfo", "KeyRing"]
+__all__ = ["CompositionKeys", "KdmInfo", "KeyRing", "check_track_key", "utc_now"]
 
 
 def utc_now() -> datetime:
