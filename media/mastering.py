@@ -124,8 +124,8 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
 
         def writer():
             return DCPWriter(out, title=title, edit_rate=rate, aspect=(width, height),
-                             kind=kind, sound=sound, subtitles=subtitles, reels=reels,
-                             keys=keys)
+                             kind=kind, sound=sound, subtitles=subtitles,
+                             reels=reels if len(reels) > 1 else None, keys=keys)
 
     options = dict(profile=encoder_profile, fps=rate, bitrate=bitrate, colorspace=colorspace,
                    backend=backend, bits=bits, codec=codec if format == "imf" else "j2k",
