@@ -387,3 +387,54 @@ def test_a_writer_refuses_more_or_fewer_frames_than_its_reels(tmp_path):
     with pytest.raises(MediaError, match="30 frames written; the reels hold 48"):
         w.close()
     assert list(tmp_path.iterdir()) == []
+
+
+# -- subtitles over several reels ----------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def subtitled(tmp_path_factory):
+    """Two-reel masters (24 + 36 frames) with the SRT's subtitles: clear, and encrypted."""
+    from test_subtitles import FONT
+    if not HAVE_ENCODER or FONT is None or not Path(FONT).is_file():
+        pytest.skip("no encoder, or no default subtitle font")
+    base = tmp_path_factory.mktemp("subs")
+    (base / "s.srt").write_text(SRT)
+    asset, _ = prepare_subtitles(base / "s.srt", frames=60, fps=24, title="Subs", language="en")
+    clear = _master(base / "clear", subtitles=asset, reel_length=1)
+    secret = _master(base / "secret", subtitles=asset, reel_length=1, keys=base / "keys.txt")
+    return clear, secret
+
+
+def test_subtitles_play_at_their_composition_times_across_the_join(subtitled, tmp_path):
+    from cinegpu.media.package import read_package
+    from cinegpu.media.subtitle_xml import composition_subtitles
+    from test_timed_text import _clairmeta_ok
+    clear, _ = subtitled
+    assert [r["MainSubtitle"][1:3] for r in _cpl_reels(clear.root)] == [(24, 0), (36, 0)]
+    pkg = read_package(clear.root)
+    subs = composition_subtitles(pkg.compositions[0], root=pkg.root)
+    assert subs.warnings == []
+    shown = [tuple(c.lines[0].text for c, _ in subs.at(n)) for n in range(60)]
+    want = [("first reel only",) if 3 <= n < 12 else ("across the join",) if 18 <= n < 30
+            else ("second reel only",) if 36 <= n < 48 else () for n in range(60)]
+    assert shown == want
+    _clairmeta_ok(clear.root, tmp_path)
+
+
+def test_encrypted_subtitles_have_their_own_key(subtitled):
+    from cinegpu.media.essence_crypto import decrypt_triplet
+    _, secret = subtitled
+    keys = read_key_file(secret.keys).by_id()
+    reels = _cpl_reels(secret.root)
+    assert sorted(k.key_type for k in keys.values()) == ["MDIK", "MDIK", "MDSK", "MDSK"]
+    for reel, cpl in zip(secret.reels, reels):
+        key = keys[cpl["MainSubtitle"][3]]
+        assert key.key_type == "MDSK"
+        data = reel.subtitle.path.read_bytes()
+        at = data.index(ENCRYPTED_TRIPLET, 16384)           # the document: the first triplet
+        length = int.from_bytes(data[at + 17:at + 20], "big")  # BER 0x83 + 3 bytes
+        source_key, document = decrypt_triplet(data[at + 20:at + 20 + length], key.key)
+        assert b"<SubtitleReel" in document and b"across the join" in document
+        assert b"<ReelNumber>%d</ReelNumber>" % (reels.index(cpl) + 1) in document
+        with pytest.raises(Exception, match="encrypted"):
+            from cinegpu.media.mxf_timed_text import read_timed_text
+            read_timed_text(reel.subtitle.path)
