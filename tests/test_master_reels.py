@@ -212,6 +212,29 @@ def test_playback_crosses_the_join_without_a_dropped_frame(gl, masters, tmp_path
         whole.close()
 
 
+# -- the other coders: processes and a Dask cluster ------------------------------------------------------
+@needs_encoder
+@pytest.mark.parametrize("how", [
+    {"processes": 2, "workers": 1},
+    pytest.param({"cluster": "local:2", "workers": 1}, marks=pytest.mark.slow),
+])
+def test_encoder_processes_and_a_cluster_write_the_same_reels(tmp_path, how):
+    """Frames still reach the writer in order from encoder processes and from cluster workers;
+    the writer moves to reel 2's files at frame 24 (5 inputs repeat to 48 frames)."""
+    from cinegpu.media.mastering import master_images
+    from test_master_processes import _codestreams, _frames
+    if "cluster" in how:
+        pytest.importorskip("distributed", reason="dask distributed is not installed")
+    src = _frames(tmp_path / "in", INPUTS)
+    common = dict(title="t", backend="cpu", progress=False, frames=48, reel_length=1)
+    threads = master_images(src, tmp_path / "threads", processes=1, workers=2, **common)
+    other = master_images(src, tmp_path / "other", **how, **common)
+    assert [r.picture.frames for r in other.reels] == [24, 24] == \
+        [r.picture.frames for r in threads.reels]
+    assert _codestreams(tmp_path / "other") == _codestreams(tmp_path / "threads")
+    assert MXFFile(other.reels[1].picture.path).frame(0) == _codestreams(tmp_path / "threads")[4]
+
+
 # -- the command line ---------------------------------------------------------------------------------
 @needs_encoder
 def test_one_reel_per_input_folder(tmp_path, capsys):
