@@ -257,6 +257,25 @@ def test_one_reel_per_input_folder(tmp_path, capsys):
         media.close()
 
 
+@needs_encoder
+def test_master_encrypt_on_the_command_line(tmp_path, capsys):
+    from cinegpu.media import EncryptedMedia
+    _write_png16(tmp_path / "still.png", demo_frame(2, 96, 54))
+    out, keys = tmp_path / "dcp", tmp_path / "keys.txt"
+    rc = main(["master", str(tmp_path / "still.png"), "-o", str(out), "--title", "t", "--quiet",
+               "--frames", "48", "--reel-length", "1", "--encrypt", "--keys", str(keys)])
+    assert rc == 0, capsys.readouterr().err
+    assert f"in 2 reels (24, 24 frames)" in capsys.readouterr().out
+    assert stat.S_IMODE(keys.stat().st_mode) == 0o600 and len(read_key_file(keys).keys) == 2
+    with pytest.raises(EncryptedMedia):
+        with open_source(out) as media:
+            media.frame(0)
+    assert main(["master", str(tmp_path / "still.png"), "-o", str(tmp_path / "again"), "--title",
+                 "t", "--quiet", "--encrypt", "--keys", str(keys)]) == 2
+    assert "key file exists already" in capsys.readouterr().err
+    assert not (tmp_path / "again").exists()
+
+
 @pytest.mark.parametrize("inputs,args,words", [
     (["in"], ["--encrypt"], "--encrypt needs --keys"),
     (["in"], ["--keys", "k.txt"], "--encrypt needs --keys"),
