@@ -15,6 +15,9 @@ frames); each distinct input frame is encoded once. With ``sound`` (:func:`.soun
 its length is checked against the composition before the first frame is encoded, and the sound
 track file is written beside the picture's when the last frame is in; so is the timed-text track
 file of ``subtitles`` (checked and converted before, by :func:`.subtitle_write.prepare_subtitles`).
+With several reels (``reels``, ``reel_length``) the writer cuts picture, sound and subtitles
+into each reel's own track files as the frames pass (ST 429-2 8.3); with ``keys`` every track
+file is encrypted under its own key (ST 429-6) and the keys are written to that file.
 """
 
 from __future__ import annotations
