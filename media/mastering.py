@@ -108,12 +108,7 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
         sound.fit_imf(total, rate) if format == "imf" else sound.fit(total, rate)
     if subtitles is not None and subtitles.duration != total:
         raise ValueError(f"subtitles prepared for {subtitles.duration} frames; the composition has {total}")
-    reels = _reels(reels, reel_length, total, rate)
-    if format == "imf" and (len(reels) > 1 or keys is not None):
-        raise ValueError("IMF packages are written with one segment and in the clear: "
-                         "several reels and --encrypt are for DCPs")
-    if keys is not None:
-        check_key_path(keys)         # before anything is encoded
+    reels = _reels(reels, reel_length, total, rate, format, keys)
     first = get_frame(0)
     if format == "imf":
         width, height = first.shape[1], first.shape[0]
@@ -195,9 +190,18 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
     return package
 
 
-def _reels(reels, reel_length, total: int, rate: Fraction) -> tuple[int, ...]:
+def _reels(reels, reel_length, total: int, rate: Fraction, format: str = "dcp",
+           keys=None) -> tuple[int, ...]:
     """The reels' lengths in frames: ``reels`` as given (they must make ``total``), or cut
-    every ``reel_length`` seconds, or one reel; each at least a second (ValueError)."""
+    every ``reel_length`` seconds, or one reel; each at least a second (ValueError). Checked
+    before anything is encoded, with the key file's path (:func:`.dcp_write.check_key_path`)
+    and what IMF refuses (several reels, encryption)."""
+    if keys is not None:
+        check_key_path(keys)
+    if format == "imf" and (keys is not None or (reels is not None and len(reels) > 1)
+                            or reel_length is not None):
+        raise ValueError("IMF packages are written with one segment and in the clear: "
+                         "several reels and --encrypt are for DCPs")
     if reels is not None and reel_length is not None:
         raise ValueError("reels come from the input folders or from --reel-length, not both")
     if reel_length is not None:

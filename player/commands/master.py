@@ -39,16 +39,7 @@ def register(subparsers) -> None:
     p.add_argument("--frames", type=positive_int, default=None, metavar="N",
                    help="composition length in frames; the input repeats to fill it "
                         "(default: one pass of the input, at least one second)")
-    p.add_argument("--reel-length", type=reel_seconds, default=None, metavar="SECONDS",
-                   help="cut the composition into reels of SECONDS (at least 1), the last taking "
-                        "the rest (a rest under a second joins the reel before); each reel has "
-                        "its own picture, sound and subtitle track files")
-    p.add_argument("--encrypt", action="store_true",
-                   help="encrypt every track file (SMPTE ST 429-6), each under its own new "
-                        "AES-128 key; needs --keys")
-    p.add_argument("--keys", default=None, metavar="KEYS.txt",
-                   help="with --encrypt: the content key file to create (mode 600; refused if "
-                        "it exists); cinegpu kdm make reads it")
+    _package_arguments(p)
     p.add_argument("--kind", default="feature", type=one_line_text, help="CPL ContentKind (default feature)")
     p.add_argument("--workers", type=positive_int, default=None, metavar="N",
                    help="encoder threads in each encoder process (default: the CPU cores shared "
@@ -99,6 +90,20 @@ def register(subparsers) -> None:
     p.set_defaults(run=run)
 
 
+def _package_arguments(p) -> None:
+    """The reel and encryption options."""
+    p.add_argument("--reel-length", type=reel_seconds, default=None, metavar="SECONDS",
+                   help="cut the composition into reels of SECONDS (at least 1), the last taking "
+                        "the rest (a rest under a second joins the reel before); each reel has "
+                        "its own picture, sound and subtitle track files")
+    p.add_argument("--encrypt", action="store_true",
+                   help="encrypt every track file (SMPTE ST 429-6), each under its own new "
+                        "AES-128 key; needs --keys")
+    p.add_argument("--keys", default=None, metavar="KEYS.txt",
+                   help="with --encrypt: the content key file to create (mode 600; refused if "
+                        "it exists); cinegpu kdm make reads it")
+
+
 def reel_seconds(text: str) -> Fraction:
     """A reel length in seconds: a number of at least 1 (ST 429-7: no reel under a second)."""
     try:
@@ -108,6 +113,25 @@ def reel_seconds(text: str) -> Fraction:
     if seconds < 1:
         raise argparse.ArgumentTypeError(f"a reel lasts at least 1 second, got {text}")
     return seconds
+
+
+def _inputs(args) -> list[str]:
+    """The INPUT paths, once the reel and key options agree with them and with the format
+    (ValueError; MediaError for a key file that exists or has no folder)."""
+    from cinegpu.media.dcp_write import check_key_path
+    if args.format == "imf" and (args.encrypt or args.reel_length is not None
+                                 or len(args.input) > 1):
+        raise ValueError("IMF packages are written with one segment and in the clear: "
+                         "--reel-length, several INPUT folders and --encrypt are for DCPs")
+    if args.encrypt != (args.keys is not None):
+        raise ValueError("--encrypt needs --keys KEYS.txt (the file the content keys are "
+                         "written to), and --keys goes with --encrypt")
+    if args.keys is not None:
+        check_key_path(args.keys)
+    if len(args.input) > 1 and (args.reel_length is not None or args.frames is not None):
+        raise ValueError("several INPUT folders make one reel each: leave out --reel-length "
+                         "and --frames")
+    return args.input
 
 
 def run(args) -> int:
@@ -120,7 +144,7 @@ def run(args) -> int:
 def _run(args) -> int:
     from cinegpu.decode import BackendUnavailable
     from cinegpu.media import MediaError
-    from cinegpu.media.dcp_write import check_key_path, check_output, encoder_name
+    from cinegpu.media.dcp_write import check_output, encoder_name
     from cinegpu.media.frame_encode import pick_backend
     from cinegpu.media.images_in import list_frames
     from cinegpu.media.mastering import check_imf, master_images
@@ -129,9 +153,7 @@ def _run(args) -> int:
 
     imf = args.format == "imf"
     try:
-        if imf and (args.encrypt or args.reel_length is not None or len(args.input) > 1):
-            raise ValueError("IMF packages are written with one segment and in the clear: "
-                             "--reel-length, several INPUT folders and --encrypt are for DCPs")
+        inputs = _inputs(args)
         if imf:
             check_imf(args.codec, args.fps, args.colorspace, args.bits, None,
                       args.subtitles or None, args.lossless, args.bitrate, args.sampling)
@@ -145,15 +167,6 @@ def _run(args) -> int:
                 raise ValueError("--processes and --cluster exclude each other (a cluster's "
                                  "worker processes code the frames)")
         check_output(args.output)
-        if args.encrypt != (args.keys is not None):
-            raise ValueError("--encrypt needs --keys KEYS.txt (the file the content keys are "
-                             "written to), and --keys goes with --encrypt")
-        if args.keys is not None:
-            check_key_path(args.keys)
-        inputs = args.input
-        if len(inputs) > 1 and (args.reel_length is not None or args.frames is not None):
-            raise ValueError("several INPUT folders make one reel each: leave out --reel-length "
-                             "and --frames")
         counts = [len(list_frames(p)) for p in inputs]
         count = sum(counts)
         frames = args.frames
@@ -207,6 +220,12 @@ def _run(args) -> int:
         print(f"cinegpu master: terminated (SIGTERM); no {args.format.upper()} written",
               file=sys.stderr)
         return TERMINATED
+    print(_summary(package))
+    return 0
+
+
+def _summary(package) -> str:
+    """The line printed for a finished package: frames, size, reels, sound, subtitles, keys."""
     t = package.track
     s = package.sound
     sound = "" if s is None else \
@@ -218,6 +237,5 @@ def _run(args) -> int:
     more = f" in {len(reels)} reels ({', '.join(str(r.picture.frames) for r in reels)} frames)" \
         if len(reels) > 1 else ""
     keys = "" if package.keys is None else f"; encrypted, content keys in {package.keys}"
-    print(f"{package.root}: {frames} frames {t.width}x{t.height} at {t.edit_rate} fps{more}, "
-          f"CPL {package.cpl_id}, {pictures} bytes of picture{sound}{subs}{keys}")
-    return 0
+    return (f"{package.root}: {frames} frames {t.width}x{t.height} at {t.edit_rate} fps{more}, "
+            f"CPL {package.cpl_id}, {pictures} bytes of picture{sound}{subs}{keys}")
