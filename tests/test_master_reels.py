@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 from lxml import etree
 
-from cinegpu.media import MediaError, open_source
+from cinegpu.media import EncryptedMedia, MediaError, open_source
 from cinegpu.media.content_keys import read_key_file
 from cinegpu.media.dcp_write import DCPWriter, check_reels, reels_of_length
 from cinegpu.media.demo import demo_frame
@@ -259,7 +259,6 @@ def test_one_reel_per_input_folder(tmp_path, capsys):
 
 @needs_encoder
 def test_master_encrypt_on_the_command_line(tmp_path, capsys):
-    from cinegpu.media import EncryptedMedia
     _write_png16(tmp_path / "still.png", demo_frame(2, 96, 54))
     out, keys = tmp_path / "dcp", tmp_path / "keys.txt"
     rc = main(["master", str(tmp_path / "still.png"), "-o", str(out), "--title", "t", "--quiet",
@@ -369,6 +368,33 @@ def test_the_encrypted_master_decrypts_to_the_clear_masters_codestreams(encrypte
             MXFFile(e.picture.path).frame(0)
 
 
+def _decrypted_elements(path: Path, key: bytes) -> list[tuple[bytes, bytes]]:
+    """(source key, value) of every encrypted triplet of the track file at ``path``, in order
+    (each triplet's length is BER 0x83 + 3 bytes, as written)."""
+    from cinegpu.media.essence_crypto import decrypt_triplet
+    data, out = path.read_bytes(), []
+    at = data.find(ENCRYPTED_TRIPLET, 16384)
+    while at >= 0:
+        assert data[at + 16] == 0x83
+        length = int.from_bytes(data[at + 17:at + 20], "big")
+        out.append(decrypt_triplet(data[at + 20:at + 20 + length], key))
+        at = data.find(ENCRYPTED_TRIPLET, at + 20 + length)
+    return out
+
+
+def test_the_encrypted_sound_decrypts_to_the_clear_samples(encrypted):
+    from cinegpu.media.mxf_sound_write import SOUND_ELEMENT
+    from cinegpu.media.sound import decode_pcm
+    clear, pkg = encrypted
+    by_id = read_key_file(pkg.keys).by_id()
+    for c, e, cpl in zip(clear.reels, pkg.reels, _cpl_reels(pkg.root)):
+        units = _decrypted_elements(e.sound.path, by_id[cpl["MainSound"][3]].key)
+        assert len(units) == e.sound.frames and {k for k, _ in units} == {SOUND_ELEMENT}
+        pcm = decode_pcm(b"".join(v for _, v in units), 6, 24)
+        with SoundTrack(c.sound.path) as t:
+            assert np.array_equal(pcm, t.read(0, c.sound.frames))
+
+
 @pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="no ffmpeg")
 def test_ffmpeg_decrypts_the_encrypted_reel(encrypted, tmp_path):
     """ffmpeg's MXF demuxer with -cryptokey (it matches the triplet key with version byte 0x07;
@@ -463,20 +489,20 @@ def test_subtitles_play_at_their_composition_times_across_the_join(subtitled, tm
 
 
 def test_encrypted_subtitles_have_their_own_key(subtitled):
-    from cinegpu.media.essence_crypto import decrypt_triplet
+    from cinegpu.media.mxf_timed_text import read_timed_text
+    from cinegpu.media.mxf_timed_text_write import GS_DATA_ELEMENT, TT_ELEMENT
+    from cinegpu.media.subtitle_xml import FONT_MAGIC
     _, secret = subtitled
     keys = read_key_file(secret.keys).by_id()
     reels = _cpl_reels(secret.root)
     assert sorted(k.key_type for k in keys.values()) == ["MDIK", "MDIK", "MDSK", "MDSK"]
-    for reel, cpl in zip(secret.reels, reels):
+    for number, (reel, cpl) in enumerate(zip(secret.reels, reels), 1):
         key = keys[cpl["MainSubtitle"][3]]
         assert key.key_type == "MDSK"
-        data = reel.subtitle.path.read_bytes()
-        at = data.index(ENCRYPTED_TRIPLET, 16384)           # the document: the first triplet
-        length = int.from_bytes(data[at + 17:at + 20], "big")  # BER 0x83 + 3 bytes
-        source_key, document = decrypt_triplet(data[at + 20:at + 20 + length], key.key)
+        (doc_key, document), (font_key, font) = _decrypted_elements(reel.subtitle.path, key.key)
+        assert (doc_key, font_key) == (TT_ELEMENT, GS_DATA_ELEMENT)
         assert b"<SubtitleReel" in document and b"across the join" in document
-        assert b"<ReelNumber>%d</ReelNumber>" % (reels.index(cpl) + 1) in document
-        with pytest.raises(Exception, match="encrypted"):
-            from cinegpu.media.mxf_timed_text import read_timed_text
+        assert b"<ReelNumber>%d</ReelNumber>" % number in document
+        assert font.startswith(FONT_MAGIC)                  # the font is encrypted too (asdcplib)
+        with pytest.raises(MediaError, match="timed text is encrypted"):
             read_timed_text(reel.subtitle.path)
