@@ -36,7 +36,7 @@ from .errors import MediaError
 from .font_subset import subset_font
 from .mxf_timed_text_write import FONT_MIME, PNG_MIME, Resource
 from .subtitle_xml import FONT_MAGIC, MAX_FONT_BYTES, read_subtitles
-from .subtitles import Cue, Placement, Style, SubtitleTrack, TextLine
+from .subtitles import Cue, Placement, Style, SubtitleTrack, TextLine, TextRun
 
 __all__ = ["NS_DCST", "TimedTextAsset", "prepare_subtitles", "split_subtitles", "default_font", "smpte_document",
            "LANGUAGE_TAG"]
@@ -167,9 +167,11 @@ def split_subtitles(asset: TimedTextAsset, reels) -> list[TimedTextAsset]:
     start (``StartTime`` 00:00:00:00, ``ReelNumber`` its position) as ST 429-2 has a track file
     per reel. A cue that crosses a join is split: it shows in both reels up to and from the
     join, its fade up kept by the first part and its fade down by the last (each at most the
-    part's length). Cue times are counted in whole frames (as the document writes them); a
-    reel without a cue gets a document with an empty list (every reel carries the track,
-    RDD 52 8.3.1). Each document embeds the same cut font under its own resource id."""
+    part's length). Cue times are counted in whole frames (as the document writes them).
+    Every reel carries the track (RDD 52 8.3.1), and ST 428-7's schema wants at least one
+    ``<Subtitle>``: a reel without a cue gets one showing a single space for its first frame,
+    as DCP-o-matic writes its empty subtitle assets. Each document embeds the same cut font
+    under its own resource id."""
     reels = [int(n) for n in reels]
     if sum(reels) != asset.duration or min(reels, default=0) < 1:
         raise ValueError(f"reels of {reels} frames do not make the subtitles' {asset.duration}")
@@ -180,7 +182,7 @@ def split_subtitles(asset: TimedTextAsset, reels) -> list[TimedTextAsset]:
     fps, out, start = asset.fps, [], 0
     for number, length in enumerate(reels, 1):
         cues = [c for c in (_cue_in_reel(c, start, start + length, fps) for c in asset.track.cues)
-                if c is not None]
+                if c is not None] or [_blank_cue(asset.track, fps)]
         part = SubtitleTrack(asset.track.path, asset.track.dialect, cues, title=asset.track.title)
         doc, resources, rid = smpte_document(part, title=asset.title, language=asset.language,
                                              fps=fps, font=asset.font, reel_number=number)
@@ -188,6 +190,15 @@ def split_subtitles(asset: TimedTextAsset, reels) -> list[TimedTextAsset]:
                                   part, asset.font, asset.title, fps))
         start += length
     return out
+
+
+def _blank_cue(track: SubtitleTrack, fps: int) -> Cue:
+    """A cue showing one space for one frame, in the style and place of the track's first
+    line of text (the defaults where it has none)."""
+    line = next((ln for c in track.cues for ln in c.lines), None)
+    style = line.runs[0].style if line is not None and line.runs else Style()
+    place = line.place if line is not None else Placement(valign="bottom", vposition=8.0)
+    return Cue(Fraction(0), Fraction(1, fps), (TextLine((TextRun(" ", style),), place),))
 
 
 def _cue_in_reel(c: Cue, first: int, end: int, fps: int) -> Cue | None:

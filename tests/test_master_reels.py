@@ -19,6 +19,7 @@ import stat
 import subprocess
 import sys
 import uuid
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -118,6 +119,14 @@ def test_subtitles_are_split_at_the_join_with_times_per_reel(tmp_path):
     assert one.resources[0].data == two.resources[0].data and one.resource_id != two.resource_id
     with pytest.raises(ValueError, match="do not make"):
         split_subtitles(asset, [24, 24])
+    # a reel without a cue still carries the track: one blank cue keeps it schema-valid
+    from test_timed_text import _schema_ok
+    parts = split_subtitles(asset, [30, 6, 24])
+    assert [p.cues for p in parts] == [2, 1, 1]
+    assert [(c.time_in, c.time_out, c.lines[0].text) for c in parts[1].track.cues] == \
+        [(0, Fraction(1, 24), " ")]
+    for part in parts:
+        _schema_ok(part.document)
 
 
 # -- a multi-reel master --------------------------------------------------------------------------------
@@ -236,6 +245,25 @@ def test_encoder_processes_and_a_cluster_write_the_same_reels(tmp_path, how):
 
 
 # -- the command line ---------------------------------------------------------------------------------
+def test_several_folders_are_one_reel_each_in_order(tmp_path, monkeypatch):
+    from cinegpu.media import mastering
+    seen = {}
+    monkeypatch.setattr(mastering, "master", lambda frames, count, out, **kw: seen.update(
+        files=[Path(f).name for f in frames.files], count=count, **kw))
+    folders = []
+    for k, count in enumerate((3, 2)):
+        folders.append(tmp_path / f"r{k}")
+        folders[-1].mkdir()
+        for i in range(count):
+            _write_png16(folders[-1] / f"{k}_{i}.png", demo_frame(i, 16, 9))
+    mastering.master_images(folders, tmp_path / "out", title="t")
+    assert seen["reels"] == [3, 2] and seen["count"] == 5
+    assert seen["files"] == ["0_0.png", "0_1.png", "0_2.png", "1_0.png", "1_1.png"]
+    with pytest.raises(ValueError, match="leave out --frames"):
+        mastering.master_images(folders, tmp_path / "out", title="t", frames=10)
+
+
+@pytest.mark.slow
 @needs_encoder
 def test_one_reel_per_input_folder(tmp_path, capsys):
     folders = []
