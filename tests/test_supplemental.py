@@ -144,3 +144,20 @@ def test_info_and_play_take_ov(packages, gl, capsys):
     assert "played 4 frames" in out and "errors 0" in out
     assert main(["play", str(vf), "--headless", "--frames", "1"]) == 2
     assert "--ov DIR" in capsys.readouterr().err
+
+
+def test_clairmeta_takes_the_vf_built_here_with_its_ov(packages):
+    """The VF this file builds is one ClairMeta accepts (its only remarks: the picture is an
+    external reference, and the CPL keeps the OV's title)."""
+    import subprocess
+    import sys
+    try:
+        import clairmeta  # noqa: F401
+    except ImportError:
+        pytest.skip("ClairMeta not installed")
+    ov, vf, _, _ = packages
+    run = subprocess.run([sys.executable, "-m", "clairmeta.cli", "check", "-type", "dcp", str(vf),
+                          "-ov", str(ov)], capture_output=True, text=True, timeout=300)
+    report = run.stdout + run.stderr
+    assert "Check succeeded" in report and "Error(s):" not in report, report
+    assert "external reference" in report
