@@ -39,6 +39,7 @@ from cinegpu.media.subtitle_write import prepare_subtitles, split_subtitles
 from cinegpu.player.cli import main
 from test_master import HAVE_ENCODER, _write_png16, needs_encoder
 from test_master_sound import _tones, _wav
+from conftest import DCP_SAMPLES
 from test_subtitles import needs_font
 
 NS = {"c": "http://www.smpte-ra.org/schemas/429-7/2006/CPL"}
@@ -381,6 +382,32 @@ def test_the_mxf_headers_carry_the_cryptographic_context(encrypted):
             assert context.items[bytes.fromhex("060e2b34010101090209030101000000")] == \
                 bytes.fromhex("060e2b34040101070209020101000000")           # AES-128-CBC
             assert [s.type_name for s in m.set_list].count("DMSegment") == 1
+
+
+@pytest.mark.skipif(not (DCP_SAMPLES / "libdcp-encryption_test-smpte-2k-encrypted").is_dir(),
+                    reason="../shared/dcp-samples is absent")
+def test_the_cryptographic_sets_are_those_asdcplib_writes(tmp_path):
+    """Our encrypted picture track file's header against libdcp's (asdcplib's): the same DM
+    sets in the same order, the same items by UL, the same labels, the Preface's DM scheme."""
+    from cinegpu.media.mxf_write import EssenceEncryption, write_track
+    sample = Path(__file__).resolve().parents[1] / "media" / "samples" / "bars_2k.j2c"
+    ours = MXFFile(write_track(tmp_path / "e.mxf", [sample.read_bytes()], edit_rate=24,
+                               encryption=EssenceEncryption(os.urandom(16), uuid.uuid4())).path)
+    theirs = MXFFile(DCP_SAMPLES / "libdcp-encryption_test-smpte-2k-encrypted" / "video.mxf")
+
+    def shape(m):
+        sets = [x for x in m.set_list if x.type_name in ("StaticTrack", "DMSegment")
+                or x.key.hex().startswith("060e2b34025301010d010401")]
+        items = [(x.key.hex(), sorted(k.hex() if isinstance(k, bytes) else hex(k) for k in x.items))
+                 for x in sets]
+        context = sets[-1].items
+        labels = {k.hex(): context[k].hex() for k in context if isinstance(k, bytes)
+                  and not k.hex().startswith(("060e2b34010101090101151100",      # ContextID
+                                              "060e2b34010101090209030102"))}    # KeyID
+        preface = next(x for x in m.set_list if x.type_name == "Preface")
+        return items, labels, preface.items[0x3B0B]
+
+    assert shape(ours) == shape(theirs) and len(shape(theirs)[0]) == 4
 
 
 def test_the_encrypted_master_decrypts_to_the_clear_masters_codestreams(encrypted):
