@@ -3,6 +3,9 @@
 Every PKL asset must exist where the ASSETMAP puts it, with the PKL's size and SHA-1 hash
 (base64 of the digest, as PKLs carry it). Files in the package folder that the ASSETMAP does not
 name are reported as extra (a warning); CPL assets missing from the ASSETMAP are problems.
+A supplemental package (VF) checked with its original versions (``ov``) has the CPL assets it
+lacks looked up in their ASSETMAPs (:func:`.package.resolve_from_ov`): those found are reported
+as notes, "in the OV", and their files checked against the CPL's Hash.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ class CheckReport:
     checked: int = 0
     problems: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -37,6 +41,7 @@ class CheckReport:
         lines = [f"checked {self.checked} asset(s) in {self.root}"]
         lines += [f"PROBLEM: {p}" for p in self.problems]
         lines += [f"warning: {w}" for w in self.warnings]
+        lines += [f"note: {n}" for n in self.notes]
         lines.append("OK" if self.ok else f"FAILED: {len(self.problems)} problem(s)")
         return "\n".join(lines)
 
@@ -72,6 +77,7 @@ def _verify_assets(pkg: Package, report: CheckReport, progress: bool) -> None:
                                        f"{a.size}")
                 continue
             todo.append((path, a, name))
+    todo += _ov_assets(pkg, report)
     total = sum(p.stat().st_size for p, _, _ in todo)
     with tqdm(total=total, unit="B", unit_scale=True, desc="hashing",
               disable=None if progress else True,   # None: only on a terminal
@@ -83,8 +89,29 @@ def _verify_assets(pkg: Package, report: CheckReport, progress: bool) -> None:
                 continue
             digest = sha1_base64(path, bar)
             if digest != a.hash.strip():
+                whose = f"the CPL's ({name})" if getattr(a, "ov", None) else "the PKL's"
                 report.problems.append(f"{relpath(path, pkg.root)}: SHA-1 {digest} does not "
-                                       f"match the PKL's {a.hash.strip()}")
+                                       f"match {whose} {a.hash.strip()}")
+
+
+def _ov_assets(pkg: Package, report: CheckReport) -> list:
+    """The CPL assets found in an OV package: a note each, and (path, asset, CPL name) to hash
+    against the CPL's Hash (a missing OV file is a problem)."""
+    todo, seen = [], set()
+    for comp in pkg.compositions:
+        name = relpath(comp.path, pkg.root)
+        for reel in comp.reels:
+            for a in reel.assets:
+                if a.ov is None or a.id in seen:
+                    continue
+                seen.add(a.id)
+                where = f"{a.kind} asset {a.id} of {name} is in the OV {a.ov}"
+                if not a.path.is_file():
+                    report.problems.append(f"{where}, whose file {a.path.name} is missing")
+                    continue
+                report.notes.append(f"{where} ({a.path.name})")
+                todo.append((a.path, a, name))
+    return todo
 
 
 def _cross_check(pkg: Package, report: CheckReport) -> None:
@@ -96,8 +123,10 @@ def _cross_check(pkg: Package, report: CheckReport) -> None:
         for reel in comp.reels:
             for a in reel.assets:
                 if a.path is None and a.kind != "markers":
+                    hint = (f" nor in the OV package(s) given" if pkg.ovs else
+                            "; if this is a supplemental package (VF), give its OV with --ov DIR")
                     report.problems.append(f"{relpath(comp.path, pkg.root)}: {a.kind} asset {a.id} "
-                                           "is not in the ASSETMAP")
+                                           f"is not in the ASSETMAP{hint}")
     named = {p.resolve() for p in pkg.paths.values()} | {pkg.assetmap_path.resolve()}
     if pkg.volindex:
         named.add(pkg.volindex.resolve())
@@ -108,8 +137,9 @@ def _cross_check(pkg: Package, report: CheckReport) -> None:
                 report.warnings.append(f"{relpath(p, pkg.root)}: extra file, not in the ASSETMAP")
 
 
-def check(path, progress: bool = True) -> CheckReport:
-    """Check the package at ``path`` (a folder or its ASSETMAP); never raises MediaError."""
+def check(path, progress: bool = True, ov=()) -> CheckReport:
+    """Check the package at ``path`` (a folder or its ASSETMAP); ``ov``: the original-version
+    packages of a supplemental one. Never raises MediaError."""
     root = Path(path)
     report = CheckReport(root.parent if root.is_file() else root)
     try:
@@ -117,7 +147,7 @@ def check(path, progress: bool = True) -> CheckReport:
         if kind not in ("folder", "xml"):
             what = "an MXF track file" if kind == "mxf" else "a codestream"
             raise UnsupportedMedia(root, f"not a package folder or ASSETMAP ({what})")
-        pkg = read_package(root)
+        pkg = read_package(root, ov=ov)
     except MediaError as exc:
         report.problems.append(str(exc))
         return report
@@ -129,8 +159,8 @@ def check(path, progress: bool = True) -> CheckReport:
     return report
 
 
-def run(path, progress: bool = True) -> int:
+def run(path, progress: bool = True, ov=()) -> int:
     """Print the report; 0 when the package checks out, 1 otherwise."""
-    report = check(path, progress)
+    report = check(path, progress, ov)
     print(report.text())
     return 0 if report.ok else 1

@@ -1,14 +1,22 @@
-"""Writing an unsigned SMPTE DCP: one reel, a picture track and optionally a sound track and a
-timed-text (subtitle) track (ST 429-2, -3, -5, -7, -8, -9, -16).
+"""Writing an unsigned SMPTE DCP of one or more reels, each with a picture track file and
+optionally a sound and a timed-text (subtitle) track file of its own, optionally encrypted
+(ST 429-2, -3, -5, -6, -7, -8, -9, -16).
 
-    CPL       Composition Playlist, ST 429-7: one Reel with a MainPicture (edit rate, durations,
-              hash, frame rate, screen aspect ratio), and with sound a MainSound (the same,
-              and its Language where given), with subtitles a MainSubtitle (the same, with its
-              Language), and with sound the ST 429-16 CompositionMetadataAsset that declares
-              the sound's channel configuration and sample rate
-    PKL       Packing List, ST 429-8: every asset with its size and SHA-1 hash (base64)
+    CPL       Composition Playlist, ST 429-7: the reels in order, each a MainPicture (edit
+              rate, durations, KeyId where encrypted, hash, frame rate, screen aspect ratio),
+              and with sound a MainSound (the same, and its Language where given), with
+              subtitles a MainSubtitle (the same, with its Language); with sound the first
+              reel holds the ST 429-16 CompositionMetadataAsset that declares the sound's
+              channel configuration and sample rate
+    PKL       Packing List, ST 429-8: every asset with its size and SHA-1 hash (base64); an
+              encrypted track file keeps the type ``application/mxf``, as libdcp writes it
     ASSETMAP  Asset Map, ST 429-9: asset id -> file, the PKL flagged as a packing list
     VOLINDEX  Volume Index, ST 429-9
+
+Encrypted packages (``keys``): each track file is encrypted (ST 429-6 triplets and the
+cryptographic DM sets, :mod:`.mxf_write`) with a fresh AES-128 key of its own, and the keys go
+into a key file (:mod:`.content_keys`) written before the package is finished. The CPL and PKL
+are not signed here (DCI requires an encrypted DCP's to be; ClairMeta's check_dcp_signed says so).
 
 A :class:`DCPWriter` writes everything into a hidden partial folder beside the destination and
 renames it into place at the end; any failure (a full disk, Ctrl-C, an error in a frame) removes
@@ -24,6 +32,8 @@ import base64
 import dataclasses
 import errno
 import hashlib
+import itertools
+import math
 import os
 import shutil
 import subprocess
@@ -44,11 +54,13 @@ from cinegpu.decode.codestream.header import Codestream
 from .errors import MediaError
 from .mxf_sound_write import SoundTrackFile, SoundTrackWriter
 from .mxf_timed_text_write import TimedTextTrackFile, TimedTextTrackWriter
-from .mxf_write import PictureTrackWriter, TrackFile
+from .content_keys import KEY_TYPES, TrackKey, new_track_key, write_key_file
+from .mxf_write import EssenceEncryption, PictureTrackWriter, TrackFile
 from .sound_in import SoundInput
-from .subtitle_write import NS_DCST, TimedTextAsset
+from .subtitle_write import NS_DCST, TimedTextAsset, split_subtitles
 
-__all__ = ["DCPWriter", "Package", "check_output", "encode_frame", "encoder_name", "file_hash"]
+__all__ = ["DCPWriter", "Package", "Reel", "check_key_path", "check_output", "check_reels",
+           "reels_of_length", "encode_frame", "encoder_name", "file_hash"]
 
 NS_CPL = "http://www.smpte-ra.org/schemas/429-7/2006/CPL"
 NS_PKL = "http://www.smpte-ra.org/schemas/429-8/2007/PKL"
@@ -120,17 +132,74 @@ def file_hash(path) -> str:
     return base64.b64encode(h.digest()).decode("ascii")
 
 
-def _track_asset(assets, kind: str, track, track_hash: str):
+def _track_asset(assets, kind: str, track, track_hash: str, key_ids=None):
     """A reel's asset element (ST 429-7 8.2: Id, EditRate, IntrinsicDuration, EntryPoint,
-    Duration, Hash) for a whole track file: ``track`` has ``asset_id``, ``edit_rate``, ``frames``."""
+    Duration, KeyId where ``key_ids`` (asset id -> key id) names the track file's key, Hash)
+    for a whole track file: ``track`` has ``asset_id``, ``edit_rate``, ``frames``."""
     el = _sub(assets, kind)
     _sub(el, "Id", _urn(track.asset_id))
     _sub(el, "EditRate", _rational(track.edit_rate))
     _sub(el, "IntrinsicDuration", track.frames)
     _sub(el, "EntryPoint", 0)
     _sub(el, "Duration", track.frames)
+    key_id = (key_ids or {}).get(track.asset_id)
+    if key_id is not None:
+        _sub(el, "KeyId", _urn(key_id))
     _sub(el, "Hash", track_hash)
     return el
+
+
+def _moved_reel(r: Reel, out: Path) -> Reel:
+    """``r`` with its track files' paths in the finished folder ``out``."""
+    def moved(t):
+        return None if t is None else dataclasses.replace(t, path=out / t.path.name)
+    return dataclasses.replace(r, picture=moved(r.picture), sound=moved(r.sound),
+                               subtitle=moved(r.subtitle))
+
+
+def check_reels(reels, edit_rate) -> tuple[int, ...]:
+    """``reels`` (each reel's length in frames) as a tuple, or ValueError: at least one reel,
+    and each lasts at least one second (ST 429-7 9.2; ClairMeta's check_cpl_reel_duration)."""
+    lengths = tuple(int(n) for n in reels)
+    second = math.ceil(Fraction(edit_rate))
+    if not lengths:
+        raise ValueError("no reels")
+    short = [k for k, n in enumerate(lengths, 1) if n < second]
+    if short:
+        raise ValueError(f"reel {short[0]} lasts {lengths[short[0] - 1]} frames; a reel lasts at "
+                         f"least one second ({second} frames at {edit_rate} fps, ST 429-7)")
+    return lengths
+
+
+def reels_of_length(total: int, edit_rate, seconds) -> tuple[int, ...]:
+    """Reel lengths (frames) for ``total`` frames cut every ``seconds`` (DCP-o-matic's "split
+    by length"): reels of ``round(seconds x edit_rate)`` frames, the last taking the rest; a
+    rest shorter than a second joins the reel before it, since no reel may last less
+    (ST 429-7 9.2). ValueError for ``seconds`` under one second."""
+    rate = Fraction(edit_rate)
+    second = math.ceil(rate)
+    length = round(Fraction(seconds) * rate)
+    if length < second:
+        raise ValueError(f"--reel-length {seconds} s: a reel lasts at least one second")
+    lengths = [length] * (total // length)
+    rest = total - sum(lengths)
+    if rest >= second or not lengths:
+        lengths.append(rest)
+    else:
+        lengths[-1] += rest
+    return tuple(n for n in lengths if n > 0)
+
+
+def check_key_path(path) -> Path:
+    """``path`` as a Path if a content key file may be created there, else MediaError: it must
+    not exist (a key file is never overwritten) and its folder must."""
+    path = Path(path)
+    if path.exists() or path.is_symlink():
+        raise MediaError(path, "the key file exists already; name a new file (it may hold the "
+                               "only copy of other keys)")
+    if not path.parent.is_dir():
+        raise MediaError(path, f"folder {path.parent} for the key file does not exist")
+    return path
 
 
 def _urn(u: uuid.UUID) -> str:
@@ -155,8 +224,29 @@ def _rational(r: Fraction) -> str:
 
 
 @dataclass(frozen=True)
+class Reel:
+    """A finished reel (ST 429-2 8.3: each reel has its own track files): its picture, sound
+    and subtitle track files with their SHA-1 hashes (base64), and where encrypted each
+    track file's key id (asset id -> KeyId, ST 429-6)."""
+
+    picture: TrackFile
+    picture_hash: str
+    sound: SoundTrackFile | None = None
+    sound_hash: str | None = None
+    subtitle: TimedTextTrackFile | None = None
+    subtitle_hash: str | None = None
+    key_ids: dict = dataclasses.field(default_factory=dict)
+
+    def tracks(self) -> list[tuple[object, str]]:
+        """(track file, hash) of each track file, picture first."""
+        return [(t, h) for t, h in ((self.picture, self.picture_hash), (self.sound, self.sound_hash),
+                                    (self.subtitle, self.subtitle_hash)) if t is not None]
+
+
+@dataclass(frozen=True)
 class Package:
-    """A finished DCP."""
+    """A finished DCP. ``track``, ``sound``, ``subtitle``: the first reel's; ``reels``: every
+    reel (empty for an IMF package); ``keys``: the content key file written (encrypted)."""
 
     root: Path
     cpl_id: uuid.UUID
@@ -165,6 +255,8 @@ class Package:
     title: str
     sound: SoundTrackFile | None = None
     subtitle: TimedTextTrackFile | None = None
+    reels: tuple[Reel, ...] = ()
+    keys: Path | None = None
 
 
 def check_output(out) -> Path:
@@ -195,16 +287,25 @@ def _write_error(out: Path, name: str, exc: OSError) -> MediaError:
 
 
 class DCPWriter:
-    """One-reel SMPTE DCP, written frame by frame; with ``sound`` (checked input, see
-    :func:`.sound_in.open_sound`) a sound track of the picture's length is written at
-    :meth:`close`, from the input's first sample.
+    """SMPTE DCP of one or more reels, written frame by frame; with ``sound`` (checked input,
+    see :func:`.sound_in.open_sound`) each reel's sound track file is written at
+    :meth:`close`, the input cut at the reels' frame boundaries (``rate / edit rate`` samples
+    a frame, ST 429-2 8.3), from the input's first sample; with ``subtitles``
+    (:func:`.subtitle_write.prepare_subtitles`) each reel's timed-text track file, cut by
+    :func:`.subtitle_write.split_subtitles`.
 
     ``out``: the DCP folder to create (see :func:`check_output`). ``aspect``: the screen aspect
-    ratio as (width, height) of the image area. Use :meth:`write` per codestream, then
+    ratio as (width, height) of the image area. ``reels``: each reel's length in frames (None:
+    one reel of every frame written); frames arrive in order, and the writer moves to the next
+    reel's picture track file at each boundary. ``keys``: a content key file to create
+    (:func:`.content_keys.write_key_file`); with it every track file is encrypted (ST 429-6)
+    under its own fresh key, the CPL names each key's ``KeyId``, and the file is written, with
+    the CPL's id, before the package is finished. Use :meth:`write` per codestream, then
     :meth:`close`. Everything is written into a partial folder ``.NAME.partial-*`` beside
     ``out``, renamed to ``out`` only when complete; on any exception (inside a ``with`` block,
-    or in :meth:`close`), KeyboardInterrupt included, the partial folder is removed. An OSError
-    while writing (ENOSPC, EFBIG: "disk full writing X") becomes a MediaError.
+    or in :meth:`close`), KeyboardInterrupt included, the partial folder is removed, and so is
+    the key file if it was written. An OSError while writing (ENOSPC, EFBIG: "disk full
+    writing X") becomes a MediaError.
     """
 
     #: The picture track file's writer and file name prefix; the PKL's namespace.
@@ -214,26 +315,28 @@ class DCPWriter:
 
     def __init__(self, out, *, title: str, edit_rate=24, aspect: tuple[int, int] | None = None,
                  kind: str = "feature", issuer: str = CREATOR, sound: SoundInput | None = None,
-                 subtitles: TimedTextAsset | None = None):
+                 subtitles: TimedTextAsset | None = None, reels=None, keys=None):
         if kind not in CONTENT_KINDS:
             raise ValueError(f"content kind must be one of {CONTENT_KINDS}, got {kind!r}")
         self.out = check_output(out)
         self.title, self.kind, self.issuer = title, kind, issuer
         self.edit_rate = Fraction(edit_rate)
+        self.reel_lengths = None if reels is None else check_reels(reels, self.edit_rate)
+        self.key_path = None if keys is None else check_key_path(keys)
+        self.keys: list[TrackKey] = []
+        self.key_ids: dict[uuid.UUID, uuid.UUID] = {}
+        self.keys_written: Path | None = None
         self.aspect = aspect
         self.sound = sound
         self.sound_writer: SoundTrackWriter | None = None
         self.subtitles = subtitles
         self.subtitle_writer: TimedTextTrackWriter | None = None
-        self.asset_id = uuid.uuid4()
-        self.mxf_name = f"{self.TRACK_PREFIX}{self.asset_id}.mxf"
+        self.pictures: list[tuple[TrackFile, str]] = []     # the finished reels' pictures
         prefix = f".{self.out.name}.partial-"
         with self._writing(prefix + "*"):
             self.tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=self.out.parent))
         try:
-            with self._writing(self.mxf_name):
-                self.track_writer = self.TRACK_WRITER(
-                    self.tmp / self.mxf_name, edit_rate=self.edit_rate, asset_id=self.asset_id)
+            self._next_picture()
         except BaseException:
             shutil.rmtree(self.tmp, ignore_errors=True)
             raise
@@ -246,18 +349,54 @@ class DCPWriter:
         except OSError as exc:
             raise _write_error(self.out, name, exc) from None
 
+    def _encryption(self, asset: str, asset_id: uuid.UUID) -> EssenceEncryption | None:
+        """A fresh key (:func:`.content_keys.new_track_key`, of ``asset``'s ST 430-1 type) for
+        track file ``asset_id``, when the package is encrypted."""
+        if self.key_path is None:
+            return None
+        key = new_track_key(KEY_TYPES[asset])
+        self.keys.append(key)
+        self.key_ids[asset_id] = uuid.UUID(key.key_id)
+        return EssenceEncryption(key.key, uuid.UUID(key.key_id))
+
+    def _next_picture(self) -> None:
+        """Open the next reel's picture track file."""
+        self.asset_id = uuid.uuid4()
+        self.mxf_name = f"{self.TRACK_PREFIX}{self.asset_id}.mxf"
+        with self._writing(self.mxf_name):
+            self.track_writer = self.TRACK_WRITER(
+                self.tmp / self.mxf_name, edit_rate=self.edit_rate, asset_id=self.asset_id,
+                encryption=self._encryption("picture", self.asset_id))
+
+    def _close_picture(self) -> None:
+        with self._writing(self.mxf_name):
+            track = self.track_writer.close()
+            self.pictures.append((track, file_hash(track.path)))
+
     def write(self, codestream: bytes, parsed: Codestream | None = None) -> None:
-        """Append one frame; ``parsed``: its parse, where the caller has it (not parsed again)."""
+        """Append one frame; ``parsed``: its parse, where the caller has it (not parsed again).
+        At a reel's last frame's successor the reel's picture track file is finished and the
+        next one begun."""
+        lengths = self.reel_lengths
+        if lengths is not None and len(self.track_writer.offsets) == lengths[len(self.pictures)]:
+            if len(self.pictures) + 1 == len(lengths):
+                raise MediaError(self.out, f"more frames than the reels' {sum(lengths)}")
+            self._close_picture()
+            self._next_picture()
         with self._writing(self.mxf_name):
             self.track_writer.write(codestream, parsed)
 
     def abort(self) -> None:
-        """Remove the partial folder (and so everything written so far)."""
+        """Remove the partial folder (and so everything written so far), and the key file
+        if this writer wrote it."""
         self.track_writer.abort()
         for w in (self.sound_writer, self.subtitle_writer):
             if w is not None:
                 w.abort()
         shutil.rmtree(self.tmp, ignore_errors=True)
+        if self.keys_written is not None:
+            self.keys_written.unlink(missing_ok=True)
+            self.keys_written = None
 
     def __enter__(self):
         return self
@@ -267,7 +406,8 @@ class DCPWriter:
             self.abort()
 
     def close(self) -> Package:
-        """Finish the track file, write CPL, PKL, ASSETMAP and VOLINDEX, move into place."""
+        """Finish the track files, write the key file (encrypted), CPL, PKL, ASSETMAP and
+        VOLINDEX, move into place."""
         try:
             return self._finish()
         except BaseException:
@@ -275,20 +415,27 @@ class DCPWriter:
             raise
 
     def _finish(self) -> Package:
-        with self._writing(self.mxf_name):
-            track = self.track_writer.close()
-            track_hash = file_hash(track.path)
-        sound, sound_hash = self._write_sound(track.frames)
-        subtitle, subtitle_hash = self._write_subtitles(track.frames)
+        self._close_picture()
+        lengths = [t.frames for t, _ in self.pictures]
+        if self.reel_lengths is not None and lengths != list(self.reel_lengths):
+            raise MediaError(self.out, f"{sum(lengths)} frames written; the reels hold "
+                                       f"{sum(self.reel_lengths)}")
+        sounds = self._write_sounds(lengths)
+        subtitles = self._write_subtitles(lengths)
+        reels = tuple(Reel(pic, ph, snd, sh, sub, th, {
+            t.asset_id: self.key_ids[t.asset_id] for t in (pic, snd, sub)
+            if t is not None and t.asset_id in self.key_ids})
+            for (pic, ph), (snd, sh), (sub, th) in zip(self.pictures, sounds, subtitles))
+        track = reels[0].picture
         aspect = self.aspect or (track.width, track.height)
         cpl_id, pkl_id = uuid.uuid4(), uuid.uuid4()
+        if self.key_path is not None:      # before the package is finished: keys not lost
+            self.keys_written = write_key_file(self.key_path, self.keys, str(cpl_id))
         cpl = self.tmp / f"cpl_{cpl_id}.xml"
         pkl = self.tmp / f"pkl_{pkl_id}.xml"
         with self._writing(cpl.name):
-            self._write_cpl(cpl, cpl_id, track, track_hash, aspect, sound, sound_hash,
-                            subtitle, subtitle_hash)
-        mxfs = [(track, track_hash)] + [(t, h) for t, h in ((sound, sound_hash),
-                                                            (subtitle, subtitle_hash)) if t is not None]
+            self._write_cpl(cpl, cpl_id, reels, aspect)
+        mxfs = [th for r in reels for th in r.tracks()]
         with self._writing(pkl.name):
             self._write_pkl(pkl, pkl_id, [(cpl_id, cpl, "text/xml", file_hash(cpl))] + [
                 (t.asset_id, t.path, "application/mxf", h) for t, h in mxfs])
@@ -298,12 +445,11 @@ class DCPWriter:
         with self._writing("VOLINDEX.xml"):
             self._write_volindex()
         self._move_into_place()
-        moved = dataclasses.replace(track, path=self.out / track.path.name)
-        if sound is not None:
-            sound = dataclasses.replace(sound, path=self.out / sound.path.name)
-        if subtitle is not None:
-            subtitle = dataclasses.replace(subtitle, path=self.out / subtitle.path.name)
-        return Package(self.out, cpl_id, pkl_id, moved, self.title, sound, subtitle)
+        keys, self.keys_written = self.keys_written, None       # the package owns it now
+        reels = tuple(_moved_reel(r, self.out) for r in reels)
+        first = reels[0]
+        return Package(self.out, cpl_id, pkl_id, first.picture, self.title, first.sound,
+                       first.subtitle, reels, keys)
 
     def _move_into_place(self) -> None:
         """Rename the finished partial folder to ``out`` (an empty ``out`` is replaced)."""
@@ -312,45 +458,58 @@ class DCPWriter:
                 self.out.rmdir()          # empty (checked at the start)
             os.replace(self.tmp, self.out)
 
-    def _write_sound(self, frames: int) -> tuple[SoundTrackFile | None, str | None]:
-        """The sound track file of ``frames`` edit units and its hash (None, None: no sound)."""
+    def _write_sounds(self, lengths: list[int]) -> list[tuple[SoundTrackFile | None, str | None]]:
+        """Each reel's sound track file and its hash ((None, None) each: no sound): the
+        input's edit units in order, ``lengths[k]`` of them in reel k, so the cut falls
+        exactly on the frame boundary (ST 429-2 8.3)."""
         if self.sound is None:
-            return None, None
-        sid = uuid.uuid4()
-        name = f"pcm_{sid}.mxf"
+            return [(None, None)] * len(lengths)
         s = self.sound
-        with self._writing(name):
-            self.sound_writer = SoundTrackWriter(
-                self.tmp / name, edit_rate=self.edit_rate, rate=s.rate, layout=s.layout,
-                language=s.language, asset_id=sid)
-            for unit in s.edit_units(frames, self.edit_rate):
-                self.sound_writer.write(unit)
-            sound = self.sound_writer.close()
-            return sound, file_hash(sound.path)
+        units = s.edit_units(sum(lengths), self.edit_rate)
+        out = []
+        for length in lengths:
+            sid = uuid.uuid4()
+            name = f"pcm_{sid}.mxf"
+            with self._writing(name):
+                self.sound_writer = SoundTrackWriter(
+                    self.tmp / name, edit_rate=self.edit_rate, rate=s.rate, layout=s.layout,
+                    language=s.language, asset_id=sid, encryption=self._encryption("sound", sid))
+                for unit in itertools.islice(units, length):
+                    self.sound_writer.write(unit)
+                sound = self.sound_writer.close()
+                self.sound_writer = None
+                out.append((sound, file_hash(sound.path)))
+        return out
 
-    def _write_subtitles(self, frames: int) -> tuple[TimedTextTrackFile | None, str | None]:
-        """The ST 429-5 timed-text track file of ``frames`` edit units and its hash (None, None:
-        no subtitles)."""
+    def _write_subtitles(self, lengths: list[int]
+                         ) -> list[tuple[TimedTextTrackFile | None, str | None]]:
+        """Each reel's ST 429-5 timed-text track file and its hash ((None, None) each: no
+        subtitles), the cues cut at the joins (:func:`.subtitle_write.split_subtitles`)."""
         s = self.subtitles
         if s is None:
-            return None, None
-        if s.duration != frames:
-            raise MediaError(self.out, f"subtitles prepared for {s.duration} frames; the picture has {frames}")
-        sid = uuid.uuid4()
-        name = f"sub_{sid}.mxf"
-        with self._writing(name):
-            self.subtitle_writer = TimedTextTrackWriter(
-                self.tmp / name, edit_rate=self.edit_rate, duration=frames, resource_id=s.resource_id,
-                namespace=NS_DCST, language=s.language, asset_id=sid)
-            self.subtitle_writer.write(s.document, list(s.resources))
-            done = self.subtitle_writer.close()
-            return done, file_hash(done.path)
+            return [(None, None)] * len(lengths)
+        if s.duration != sum(lengths):
+            raise MediaError(self.out, f"subtitles prepared for {s.duration} frames; the picture "
+                                       f"has {sum(lengths)}")
+        out = []
+        for part in split_subtitles(s, lengths):
+            sid = uuid.uuid4()
+            name = f"sub_{sid}.mxf"
+            with self._writing(name):
+                self.subtitle_writer = TimedTextTrackWriter(
+                    self.tmp / name, edit_rate=self.edit_rate, duration=part.duration,
+                    resource_id=part.resource_id, namespace=NS_DCST, language=part.language,
+                    asset_id=sid, encryption=self._encryption("subtitle", sid))
+                self.subtitle_writer.write(part.document, list(part.resources))
+                done = self.subtitle_writer.close()
+                self.subtitle_writer = None
+                out.append((done, file_hash(done.path)))
+        return out
 
     # -- documents --
-    def _write_cpl(self, path: Path, cpl_id, track: TrackFile, track_hash: str, aspect,
-                   sound: SoundTrackFile | None = None, sound_hash: str | None = None,
-                   subtitle: TimedTextTrackFile | None = None, subtitle_hash: str | None = None) -> None:
-        """ST 429-7 CompositionPlaylist with one reel (element order of the schema)."""
+    def _write_cpl(self, path: Path, cpl_id, reels: tuple[Reel, ...], aspect) -> None:
+        """ST 429-7 CompositionPlaylist, its reels in order (element order of the schema);
+        the ST 429-16 CompositionMetadataAsset in the first reel."""
         root = etree.Element(f"{{{NS_CPL}}}CompositionPlaylist", nsmap={None: NS_CPL})
         _sub(root, "Id", _urn(cpl_id))
         _sub(root, "AnnotationText", self.title)
@@ -363,22 +522,25 @@ class DCPWriter:
         _sub(version, "Id", f"urn:uuid:{uuid.uuid4()}")
         _sub(version, "LabelText", f"{self.title}_{self.issued[:10]}")
         _sub(root, "RatingList")
-        reel = _sub(_sub(root, "ReelList"), "Reel")
-        _sub(reel, "Id", _urn(uuid.uuid4()))
-        assets = _sub(reel, "AssetList")
-        pic = _track_asset(assets, "MainPicture", track, track_hash)
-        _sub(pic, "FrameRate", _rational(track.edit_rate))
-        _sub(pic, "ScreenAspectRatio", f"{aspect[0]} {aspect[1]}")
-        if sound is not None:
-            snd = _track_asset(assets, "MainSound", sound, sound_hash)
-            if sound.language is not None:
-                _sub(snd, "Language", sound.language)
-        if subtitle is not None:
-            st = _track_asset(assets, "MainSubtitle", subtitle, subtitle_hash)
-            if subtitle.language:
-                _sub(st, "Language", subtitle.language)
-        if sound is not None:
-            self._composition_metadata(assets, track, sound)
+        reel_list = _sub(root, "ReelList")
+        for k, r in enumerate(reels):
+            reel = _sub(reel_list, "Reel")
+            _sub(reel, "Id", _urn(uuid.uuid4()))
+            assets = _sub(reel, "AssetList")
+            track, keys = r.picture, r.key_ids
+            pic = _track_asset(assets, "MainPicture", track, r.picture_hash, keys)
+            _sub(pic, "FrameRate", _rational(track.edit_rate))
+            _sub(pic, "ScreenAspectRatio", f"{aspect[0]} {aspect[1]}")
+            if r.sound is not None:
+                snd = _track_asset(assets, "MainSound", r.sound, r.sound_hash, keys)
+                if r.sound.language is not None:
+                    _sub(snd, "Language", r.sound.language)
+            if r.subtitle is not None:
+                st = _track_asset(assets, "MainSubtitle", r.subtitle, r.subtitle_hash, keys)
+                if r.subtitle.language:
+                    _sub(st, "Language", r.subtitle.language)
+            if r.sound is not None and k == 0:
+                self._composition_metadata(assets, track, r.sound)
         _write_xml(root, path)
 
     def _composition_metadata(self, assets, track: TrackFile, sound: SoundTrackFile) -> None:

@@ -264,6 +264,9 @@ def package_report(pkg: Package) -> list[str]:
     for pkl in pkg.pkls:
         out.append(f"  packing list: {relpath(pkl.path, pkg.root)} ({pkl.flavour}), "
                    f"{len(pkl.assets)} assets")
+    for ov in pkg.ovs:
+        found = {a.id for c in pkg.compositions for r in c.reels for a in r.assets if a.ov == ov}
+        out.append(f"  original version (OV): {ov}, {len(found)} CPL asset(s) resolved there")
     for comp in pkg.compositions:
         out += [""] + composition_lines(pkg, comp)
         try:
@@ -305,12 +308,14 @@ def composition_sound_lines(comp: Composition, source: Source) -> list[str]:
         sound.close()
 
 
-def describe(path) -> str:
+def describe(path, ov=()) -> str:
+    """What ``path`` holds, as lines of text; ``ov``: original-version packages that resolve a
+    supplemental package's assets (:func:`.package.resolve_from_ov`)."""
     p = Path(path)
     kind = kind_of(p)
     if kind == "folder":
         if find_assetmap(p) is not None:
-            return "\n".join(package_report(read_package(p)))
+            return "\n".join(package_report(read_package(p, ov=ov)))
         with open_sequence(p) as seq:
             files = seq.spans[0].track.files  # type: ignore[attr-defined]
             return "\n".join([f"J2K sequence: {p}, {seq.frame_count} frames "
@@ -330,5 +335,5 @@ def describe(path) -> str:
             return "\n".join([f"codestream: {p}"] + picture_lines(src))
     root = parse_xml(p)
     if local(root) in ("AssetMap", "PackingList", "CompositionPlaylist", "VolumeIndex"):
-        return describe(p.parent)
+        return describe(p.parent, ov)
     raise UnsupportedMedia(p, f"not a package, track file or codestream (XML root <{local(root)}>)")

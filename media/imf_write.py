@@ -63,6 +63,11 @@ class IMFWriter(DCPWriter):
 
     def __init__(self, out, *, title: str, edit_rate=24, kind: str = "feature", sound=None,
                  **kwargs):
+        if kwargs.get("reels") is not None and len(kwargs["reels"]) > 1:
+            raise ValueError("IMF packages are written with one segment: several reels are "
+                             "for DCPs (leave out --reel-length, give one INPUT folder)")
+        if kwargs.get("keys") is not None:
+            raise ValueError("encrypted IMF packages are not written: --encrypt is for DCPs")
         if kind not in IMF_CONTENT_KINDS:
             raise ValueError(f"content kind must be one of {IMF_CONTENT_KINDS}, got {kind!r}")
         super().__init__(out, title=title, edit_rate=edit_rate, kind="feature", sound=sound,

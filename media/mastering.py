@@ -1,4 +1,4 @@
-"""Mastering: images -> DCI X'Y'Z' codestreams -> a one-reel SMPTE DCP.
+"""Mastering: images -> DCI X'Y'Z' codestreams -> an SMPTE DCP of one or more reels.
 
 One frame: read (or make) the image -> fit it to the DCI image area (flat, scope or full) ->
 RGB to X'Y'Z' 12-bit and encode (:class:`.frame_encode.FrameEncoders`: on the GPU the colour
@@ -15,6 +15,9 @@ frames); each distinct input frame is encoded once. With ``sound`` (:func:`.soun
 its length is checked against the composition before the first frame is encoded, and the sound
 track file is written beside the picture's when the last frame is in; so is the timed-text track
 file of ``subtitles`` (checked and converted before, by :func:`.subtitle_write.prepare_subtitles`).
+With several reels (``reels``, ``reel_length``) the writer cuts picture, sound and subtitles
+into each reel's own track files as the frames pass (ST 429-2 8.3); with ``keys`` every track
+file is encrypted under its own key (ST 429-6) and the keys are written to that file.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import numpy as np
 from cinegpu.decode.codestream import dci, imf
 
 from .colour import COLORSPACES, SAMPLINGS
-from .dcp_write import DCPWriter, Package
+from .dcp_write import DCPWriter, Package, check_key_path, check_reels, reels_of_length
 from .frame_coders import CoderSetup, ProcessCoders, ThreadCoders
 from .frame_encode import FrameEncoders, device_for, pick_backend
 from .imf_write import IMFWriter
@@ -49,7 +52,8 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
            subtitles: TimedTextAsset | None = None, format: str = "dcp",
            codec: str = "j2k", bits: int = 12, lossless: bool = False,
            sampling: str = "rgb", processes: int | None = None, gpus: int | None = 1,
-           cluster: str | None = None, stats: dict | None = None) -> Package:
+           cluster: str | None = None, stats: dict | None = None, reels=None,
+           reel_length=None, keys=None) -> Package:
     """Master ``count`` input images (``get_frame(i)``: (H, W, 3) floats 0..1, or integers
     read as a fraction of their dtype's maximum) into a DCP at ``out``. ``frames``:
     composition length (default ``count``; the input repeats to fill it). ``bitrate`` in
@@ -72,8 +76,14 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
     apply, ``workers`` is a local cluster's threads per worker process.  ``stats``: a
     dict, filled with ``processes``, ``threads`` and the seconds from the call until the
     encoders were ready (``ready_s``), the first frame was written (``first_s``) and the
-    package was complete (``total_s``).  Raises ValueError for a bad profile, rate, size,
-    colour space or ``processes``, MediaError for sound shorter than the picture."""
+    package was complete (``total_s``).  ``reels``: each reel's length in frames (summing to
+    the composition), or ``reel_length``: reels of that many seconds, the last taking the rest
+    (:func:`.dcp_write.reels_of_length`); each reel has its own track files, the sound and
+    subtitles cut at the joins (:class:`.dcp_write.DCPWriter`). ``keys``: encrypt every track
+    file under its own key and write the keys to this new file (ST 429-6,
+    :mod:`.content_keys`).  Raises ValueError for a bad profile, rate, size, colour space,
+    ``processes`` or reels, MediaError for sound shorter than the picture or a key file
+    that exists."""
     started = time.perf_counter()
     rate = Fraction(fps)
     if format == "imf":
@@ -98,6 +108,7 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
         sound.fit_imf(total, rate) if format == "imf" else sound.fit(total, rate)
     if subtitles is not None and subtitles.duration != total:
         raise ValueError(f"subtitles prepared for {subtitles.duration} frames; the composition has {total}")
+    reels = _reels(reels, reel_length, total, rate, format, keys)
     first = get_frame(0)
     if format == "imf":
         width, height = first.shape[1], first.shape[0]
@@ -111,7 +122,8 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
 
         def writer():
             return DCPWriter(out, title=title, edit_rate=rate, aspect=(width, height),
-                             kind=kind, sound=sound, subtitles=subtitles)
+                             kind=kind, sound=sound, subtitles=subtitles,
+                             reels=reels if len(reels) > 1 else None, keys=keys)
 
     options = dict(profile=encoder_profile, fps=rate, bitrate=bitrate, colorspace=colorspace,
                    backend=backend, bits=bits, codec=codec if format == "imf" else "j2k",
@@ -176,6 +188,30 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
         stats.update(processes=procs, threads=workers, ready_s=ready - started,
                      first_s=first_s - started, total_s=time.perf_counter() - started)
     return package
+
+
+def _reels(reels, reel_length, total: int, rate: Fraction, format: str = "dcp",
+           keys=None) -> tuple[int, ...]:
+    """The reels' lengths in frames: ``reels`` as given (they must make ``total``), or cut
+    every ``reel_length`` seconds, or one reel; each at least a second (ValueError). Checked
+    before anything is encoded, with the key file's path (:func:`.dcp_write.check_key_path`)
+    and what IMF refuses (several reels, encryption)."""
+    if keys is not None:
+        check_key_path(keys)
+    if format == "imf" and (keys is not None or (reels is not None and len(reels) > 1)
+                            or reel_length is not None):
+        raise ValueError("IMF packages are written with one segment and in the clear: "
+                         "several reels and --encrypt are for DCPs")
+    if reels is not None and reel_length is not None:
+        raise ValueError("reels come from the input folders or from --reel-length, not both")
+    if reel_length is not None:
+        return reels_of_length(total, rate, reel_length)
+    if reels is None:
+        return (total,)
+    reels = check_reels(reels, rate)
+    if sum(reels) != total:
+        raise ValueError(f"reels of {sum(reels)} frames for a composition of {total}")
+    return reels
 
 
 def _cluster_coders(where: str, get_frame, width: int, height: int, options: dict,
@@ -274,12 +310,21 @@ def check_imf(codec: str, rate: Fraction, colorspace: str, bits: int, sound=None
 
 
 def master_images(path, out, *, profile: str = "2k", **options) -> Package:
-    """Master a TIFF/PNG/DPX frame, or a folder of them in natural order (see :func:`master`).
+    """Master a TIFF/PNG/DPX frame, or a folder of them in natural order (see :func:`master`);
+    ``path`` a list of several folders: one reel per folder, in the order given (each at
+    least a second long; not with ``frames`` or ``reel_length``).
 
     Every frame must have the first frame's size, and none may be larger than
     :func:`.images_in.max_input_size` of ``profile``; both are checked from each file's header
     before its pixels are decoded. A bad frame raises MediaError naming its file and number."""
-    files = list_frames(path)
+    paths = [path] if isinstance(path, (str, bytes)) or hasattr(path, "__fspath__") else list(path)
+    folders = [list_frames(p) for p in paths]
+    files = [f for fs in folders for f in fs]
+    if len(folders) > 1:
+        if options.get("frames") not in (None, len(files)):
+            raise ValueError("with several INPUT folders (one reel each) the composition is the "
+                             "input: leave out --frames")
+        options["reels"] = [len(fs) for fs in folders]
     limit = imf.IMF_4K.container if options.get("format") == "imf" else max_input_size(profile)
     frames = ImageFrames(tuple(map(str, files)), limit)
     first = frames(0)

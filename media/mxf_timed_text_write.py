@@ -32,6 +32,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from .errors import MediaError
+from .essence_crypto import encrypt_element
 from .mxf_write import (DATA_DEF_PICTURE, HEADER_RESERVE, GC_MULTIPLE_WRAPPINGS, TrackWriter, _batch,
                         _rational, _utf16, klv, local_set)
 
@@ -132,7 +133,10 @@ class TimedTextTrackWriter(TrackWriter):
             here, sid = self.file.tell(), FIRST_STREAM_ID + k
             self.file.write(self._partition(3, here, previous, 0, body_sid=sid, status=0x11,
                                             containers=[TT_ELEMENT]))
-            self.file.write(klv(GS_DATA_ELEMENT, r.data))
+            e = self.encryption        # asdcplib encrypts the resources too (ST 429-6)
+            self.file.write(klv(GS_DATA_ELEMENT, r.data) if e is None else encrypt_element(
+                GS_DATA_ELEMENT, r.data, e.key, context_id=e.context_id,
+                track_file_id=self.asset_id.bytes, sequence=k + 2))
             out.append((sid, here))
             previous = here
         return out

@@ -138,6 +138,28 @@ J2K_TAGS = {"Rsiz": 0xFFFE, "Xsiz": 0xFFFD, "Ysiz": 0xFFFC, "XOsiz": 0xFFFB, "YO
             "QuantizationDefault": 0xFFF2}
 SUBDESCRIPTORS_TAG = 0xFFFF
 
+# ST 429-6 8.3 / 8.4: the cryptographic DM sets an encrypted track file's file package carries
+# (a StaticTrack -> Sequence -> DMSegment -> CryptographicFramework -> CryptographicContext),
+# with the keys, labels and items asdcplib writes (checked against libdcp's encrypted sample).
+STATIC_TRACK, DM_SEGMENT = 0x3A, 0x41
+CRYPTO_FRAMEWORK_KEY = bytes.fromhex("060e2b34025301010d01040102010000")
+CRYPTO_CONTEXT_KEY = bytes.fromhex("060e2b34025301010d01040102020000")
+DATA_DEF_DESCRIPTIVE = bytes.fromhex("060e2b34040101010103020110000000")
+CRYPTO_DM_SCHEME = bytes.fromhex("060e2b34040101070d01040102010100")
+CIPHER_AES_CBC = bytes.fromhex("060e2b34040101070209020101000000")
+MIC_HMAC_SHA1 = bytes.fromhex("060e2b34040101070209020201000000")
+#: Static tags of the DMSegment (EventComment, DMFramework) and dynamic tags of the
+#: cryptographic sets' items (free in every writer's primer: 0xFFE0..0xFFE5).
+CRYPTO_PRIMER = {
+    0x0602: "060e2b34010101020530040401000000", 0x6101: "060e2b340101010506010104020c0000",
+    0xFFE0: "060e2b340101010906010104020d0000",     # ContextSR
+    0xFFE1: "060e2b34010101090101151100000000",     # ContextID
+    0xFFE2: "060e2b34010101090601010202000000",     # SourceEssenceContainer
+    0xFFE3: "060e2b34010101090209030101000000",     # CipherAlgorithm
+    0xFFE4: "060e2b34010101090209030201000000",     # MICAlgorithm
+    0xFFE5: "060e2b34010101090209030102000000",     # CryptographicKeyID
+}
+
 PRODUCT_UID = uuid.uuid5(uuid.NAMESPACE_URL, "cinegpu/media/mxf_write")
 
 
@@ -184,14 +206,19 @@ def _index_segment(items: list[tuple[int, bytes]]) -> bytes:
     return klv(INDEX_SEGMENT, b"".join(struct.pack(">HH", t, len(v)) + v for t, v in items))
 
 
-def local_set(kind: int, items: list[tuple[int, bytes]]) -> bytes:
-    """A header metadata local set: 2-byte tags and 2-byte lengths (ST 377-1 9.6)."""
+def _items(items: list[tuple[int, bytes]]) -> bytes:
+    """A local set's value: 2-byte tags and 2-byte lengths (ST 377-1 9.6)."""
     body = bytearray()
     for tag, value in items:
         if len(value) > 0xFFFF:
             raise ValueError(f"local tag 0x{tag:04x} value of {len(value)} bytes is too long")
         body += struct.pack(">HH", tag, len(value)) + value
-    return klv(_set_key(kind), bytes(body))
+    return bytes(body)
+
+
+def local_set(kind: int, items: list[tuple[int, bytes]]) -> bytes:
+    """A header metadata local set of structural type ``kind`` (ST 377-1 9.6, Annex B)."""
+    return klv(_set_key(kind), _items(items))
 
 
 # -- the codestream's main header -------------------------------------------------------------
@@ -390,6 +417,34 @@ class TrackWriter:
         """The essence descriptor (InstanceUID ``ids["desc"]``) and its sub-descriptors."""
         raise NotImplementedError
 
+    def _crypto_sets(self, ids: dict[str, bytes]) -> list[bytes]:
+        """With an ``encryption``, the file package's descriptive track and the ST 429-6 8.3
+        CryptographicFramework and 8.4 CryptographicContext sets (context id, the essence's
+        own wrapping label, AES-128-CBC, HMAC-SHA-1, the key id), in asdcplib's order; its
+        track's InstanceUID goes into ``ids["dm_track"]``. None without."""
+        e = self.encryption
+        if e is None:
+            return []
+        for name in ("dm_track", "dm_seq", "dm_segment", "dm_framework", "dm_context"):
+            ids[name] = uuid.uuid4().bytes
+        wrapping = next((c for c in self.CONTAINERS if c != GC_MULTIPLE_WRAPPINGS), b"")
+        return [
+            local_set(STATIC_TRACK, [
+                (0x3C0A, ids["dm_track"]), (0x4801, struct.pack(">I", 3)),
+                (0x4804, struct.pack(">I", 0)), (0x4802, _utf16("Descriptive Track")),
+                (0x4803, ids["dm_seq"])]),
+            local_set(SEQUENCE, [(0x3C0A, ids["dm_seq"]), (0x0201, DATA_DEF_DESCRIPTIVE),
+                                 (0x1001, _batch([ids["dm_segment"]], 16))]),
+            local_set(DM_SEGMENT, [(0x3C0A, ids["dm_segment"]), (0x0201, DATA_DEF_DESCRIPTIVE),
+                                   (0x0602, _utf16("AS-DCP KLV Encryption")),
+                                   (0x6101, ids["dm_framework"])]),
+            klv(CRYPTO_FRAMEWORK_KEY, _items([(0x3C0A, ids["dm_framework"]),
+                                             (0xFFE0, ids["dm_context"])])),
+            klv(CRYPTO_CONTEXT_KEY, _items([
+                (0x3C0A, ids["dm_context"]), (0xFFE1, e.context_id), (0xFFE2, wrapping),
+                (0xFFE3, CIPHER_AES_CBC), (0xFFE4, MIC_HMAC_SHA1), (0xFFE5, e.key_id.bytes)])),
+        ]
+
     def abort(self) -> None:
         """Close and remove the file; a flush that fails again (a full disk) is not reported."""
         if not self.file.closed:
@@ -443,7 +498,7 @@ class TrackWriter:
         return out
 
     def _primer(self) -> bytes:
-        tags = {**PRIMER, **self.DYNAMIC_TAGS}
+        tags = {**PRIMER, **self.DYNAMIC_TAGS, **(CRYPTO_PRIMER if self.encryption else {})}
         items = [struct.pack(">H", tag) + bytes.fromhex(ul) for tag, ul in sorted(tags.items())]
         return klv(PRIMER_PACK, _batch(items, 18))
 
@@ -458,6 +513,7 @@ class TrackWriter:
             "mp_tc", "mp_tc_seq", "mp_tc_comp", "mp_pic", "mp_pic_seq", "mp_clip",
             "fp_tc", "fp_tc_seq", "fp_tc_comp", "fp_pic", "fp_pic_seq", "fp_clip")}
         generation = uuid.uuid4().bytes
+        crypto = self._crypto_sets(ids)
         now = _timestamp(self.created)
         mp_umid = UMID_PREFIX + uuid.uuid4().bytes
         fp_umid = UMID_PREFIX + self.asset_id.bytes
@@ -495,7 +551,7 @@ class TrackWriter:
                 (0x3B07, u32(1)), (0x3B08, ids["fp"]), (0x3B06, _batch([ids["ident"]], 16)),
                 (0x3B03, ids["storage"]), (0x3B09, self.OPERATIONAL_PATTERN),
                 (0x3B0A, _batch(list(self._containers()), 16)),
-                (0x3B0B, _batch([], 16))]),
+                (0x3B0B, _batch([CRYPTO_DM_SCHEME] if self.encryption else [], 16))]),
             local_set(IDENTIFICATION, [
                 (0x3C0A, ids["ident"]), (0x3C09, generation), (0x3C01, _utf16(self.product)),
                 (0x3C02, _utf16(self.product)), (0x3C03, _version(self.version)),
@@ -516,7 +572,8 @@ class TrackWriter:
             sequence(ids["mp_pic_seq"], self.DATA_DEF, ids["mp_clip"]),
             clip(ids["mp_clip"], fp_umid, 2),
             package(SOURCE_PACKAGE, ids["fp"], fp_umid, self.PACKAGE_NAME,
-                    [ids["fp_tc"], ids["fp_pic"]], [(0x4701, ids["desc"])]),
+                    [ids["fp_tc"], ids["fp_pic"]] + ([ids["dm_track"]] if crypto else []),
+                    [(0x4701, ids["desc"])]),
             track(ids["fp_tc"], ids["fp_tc_seq"], 1, 0, "Timecode Track", tc_rate),
             sequence(ids["fp_tc_seq"], DATA_DEF_TIMECODE, ids["fp_tc_comp"], tc_n),
             timecode(ids["fp_tc_comp"]),
@@ -524,6 +581,7 @@ class TrackWriter:
                   self.TRACK_NAME),
             sequence(ids["fp_pic_seq"], self.DATA_DEF, ids["fp_clip"]),
             clip(ids["fp_clip"], bytes(32), 0),
+            *crypto,
             *self._descriptor(ids, n),
         ]
         return b"".join(sets)

@@ -198,6 +198,7 @@ class ReelAsset:
     hash: str | None = None
     repeat_count: int = 1
     path: Path | None = None      # resolved through the ASSETMAP
+    ov: Path | None = None        # the OV package it was found in (a supplemental package)
 
 
 @dataclass
@@ -239,6 +240,8 @@ class Package:
     #: XML assets a packing list names that may be composition playlists (see
     #: :func:`read_package`) but whose files are missing: (path, packing list, asset)
     missing_cpls: list[tuple[Path, PackingList, PKLAsset]] = field(default_factory=list)
+    #: the original-version packages the compositions' assets were looked up in (``ov=``)
+    ovs: list[Path] = field(default_factory=list)
 
     @property
     def kind(self) -> str:
@@ -481,8 +484,10 @@ def _imf_segments(root, path) -> list[Reel]:
     return reels
 
 
-def read_package(folder_or_assetmap: Path) -> Package:
-    """Read an ASSETMAP, its packing lists and every composition they list."""
+def read_package(folder_or_assetmap: Path, ov=()) -> Package:
+    """Read an ASSETMAP, its packing lists and every composition they list; ``ov``: the
+    folders of original-version packages whose ASSETMAPs resolve the CPL assets this one
+    lacks (a supplemental package, a VF: :func:`resolve_from_ov`)."""
     p = Path(folder_or_assetmap)
     am = p if p.is_file() else find_assetmap(p)
     if am is None:
@@ -518,7 +523,54 @@ def read_package(folder_or_assetmap: Path) -> Package:
                                  f"{relpath(by_id[comp.id], pkg.root)}")
         by_id[comp.id] = cp
         pkg.compositions.append(comp)
+    if ov:
+        resolve_from_ov(pkg, ov)
     return pkg
+
+
+def resolve_from_ov(pkg: Package, ovs) -> None:
+    """Resolve the CPL assets that ``pkg``'s ASSETMAP lacks through the ASSETMAPs of the
+    original-version packages at ``ovs`` (folders or ASSETMAPs, searched in order): a
+    supplemental package (VF) names the OV's track files by their asset ids and carries only
+    what it adds (ST 429-9 asset ids are the one link; the VF's PKL does not list them). Each
+    asset found gets its ``path`` and ``ov`` (the OV's folder)."""
+    maps = []
+    for ov in ovs:
+        o = Path(ov)
+        am = o if o.is_file() else find_assetmap(o)
+        if am is None:
+            raise UnsupportedMedia(o, "--ov: no ASSETMAP or ASSETMAP.xml in this folder (not a package)")
+        maps.append(read_assetmap(am))
+        pkg.ovs.append(maps[-1].root)
+    for a in unresolved_assets(pkg):
+        for m in maps:
+            if a.id in m.paths:
+                a.path, a.ov = m.paths[a.id], m.root
+                break
+
+
+def unresolved_assets(pkg: Package, comp: Composition | None = None) -> list[ReelAsset]:
+    """The CPL assets (of ``comp``, else of every composition) that no ASSETMAP names,
+    markers aside."""
+    comps = [comp] if comp is not None else pkg.compositions
+    return [a for c in comps for r in c.reels for a in r.assets
+            if a.path is None and a.kind != "markers"]
+
+
+def missing_assets_error(pkg: Package, comp: Composition) -> CorruptMedia:
+    """The error for a composition whose assets no ASSETMAP names: their ids, and how to give
+    the original version (``--ov``) or that the OVs given lack them."""
+    missing = unresolved_assets(pkg, comp)
+    ids = ", ".join(f"{a.kind} {a.id}" for a in missing[:6]) + (
+        f" and {len(missing) - 6} more" if len(missing) > 6 else "")
+    if pkg.ovs:
+        where = ", ".join(str(o) for o in pkg.ovs)
+        return CorruptMedia(comp.path, f"{len(missing)} asset(s) named by the CPL are neither in "
+                                       f"the ASSETMAP ({pkg.assetmap_path.name}) nor in the OV "
+                                       f"package(s) {where}: {ids}")
+    return CorruptMedia(comp.path, f"{len(missing)} asset(s) named by the CPL are not in the "
+                                   f"ASSETMAP ({pkg.assetmap_path.name}): {ids}; if this is a "
+                                   f"supplemental package (VF), give its original version with --ov DIR")
 
 
 def _may_be_cpl(asset: PKLAsset) -> bool:

@@ -26,7 +26,8 @@ from .files import read_bounded
 from .j2k_profile import Profile, parse_profile
 from .key_ring import CompositionKeys, KeyRing, check_track_key
 from .mxf import MXFFile
-from .package import Composition, Package, local, missing_cpl_error, parse_xml, read_package
+from .package import (Composition, Package, local, missing_assets_error, missing_cpl_error, parse_xml,
+                      read_package)
 
 #: Suffixes of one frame's file: Part-1 and HT (Part 15) codestreams, JP2 and JPH files.
 FRAME_SUFFIXES = (".j2c", ".j2k", ".jp2", ".jpc", ".jhc", ".jph")
@@ -235,9 +236,8 @@ def open_composition(pkg: Package, comp: Composition, keys: KeyRing | None = Non
     try:
         for reel in comp.reels:
             for asset in reel.of_kind("picture", "stereo-picture"):
-                if asset.path is None:
-                    raise CorruptMedia(comp.path, f"picture asset {asset.id} of reel {reel.id} is "
-                                                "not in the ASSETMAP")
+                if asset.path is None:        # a VF without its OV (--ov), or a broken package
+                    raise missing_assets_error(pkg, comp)
                 if not asset.path.is_file():
                     raise CorruptMedia(asset.path, f"picture asset {asset.id} is missing "
                                                  f"(named by {pkg.assetmap_path.name})")
@@ -267,8 +267,8 @@ def open_composition(pkg: Package, comp: Composition, keys: KeyRing | None = Non
         raise
 
 
-def open_package(path: Path, cpl: Path | None = None, keys: KeyRing | None = None) -> Source:
-    pkg = read_package(path)
+def open_package(path: Path, cpl: Path | None = None, keys: KeyRing | None = None, ov=()) -> Source:
+    pkg = read_package(path, ov=ov)
     comps = pkg.compositions
     if cpl is not None:
         comps = [c for c in comps if c.path.resolve() == cpl.resolve()]
@@ -333,16 +333,17 @@ def kind_of(path) -> str:
     return "xml"
 
 
-def open_source(path, keys: KeyRing | None = None) -> Source:
+def open_source(path, keys: KeyRing | None = None, ov=()) -> Source:
     """Open a DCP folder, a CPL/ASSETMAP file, an IMF folder, an MXF track file, a folder of
-    .j2c/.j2k/.jp2 frames (natural sort) or one codestream file; ``keys``: the content keys of
-    encrypted track files (see the module docstring)."""
+    .j2c/.j2k/.jp2 frames (natural sort) or one codestream file. ``keys``: the content keys of
+    encrypted track files (see the module docstring); ``ov``: original-version package folders
+    that resolve a supplemental package's (VF's) assets (:func:`.package.resolve_from_ov`)."""
     p = Path(path)
     kind = kind_of(p)
     if kind == "folder":
         from .package import find_assetmap
         if find_assetmap(p) is not None:
-            return open_package(p, keys=keys)
+            return open_package(p, keys=keys, ov=ov)
         return open_sequence(p)
     if kind == "mxf":
         return open_mxf_source(p, keys)
@@ -351,7 +352,7 @@ def open_source(path, keys: KeyRing | None = None) -> Source:
     root = parse_xml(p)
     name = local(root)
     if name in ("AssetMap", "PackingList", "VolumeIndex"):
-        return open_package(p if name == "AssetMap" else p.parent, keys=keys)
+        return open_package(p if name == "AssetMap" else p.parent, keys=keys, ov=ov)
     if name == "CompositionPlaylist":
-        return open_package(p.parent, cpl=p, keys=keys)
+        return open_package(p.parent, cpl=p, keys=keys, ov=ov)
     raise UnsupportedMedia(p, f"not a package, track file or codestream (XML root <{name}>)")

@@ -25,7 +25,7 @@ import re
 import shutil
 import subprocess
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from fractions import Fraction
 from pathlib import Path
@@ -36,9 +36,9 @@ from .errors import MediaError
 from .font_subset import subset_font
 from .mxf_timed_text_write import FONT_MIME, PNG_MIME, Resource
 from .subtitle_xml import FONT_MAGIC, MAX_FONT_BYTES, read_subtitles
-from .subtitles import Cue, Placement, Style, SubtitleTrack, TextLine
+from .subtitles import Cue, Placement, Style, SubtitleTrack, TextLine, TextRun
 
-__all__ = ["NS_DCST", "TimedTextAsset", "prepare_subtitles", "default_font", "smpte_document",
+__all__ = ["NS_DCST", "TimedTextAsset", "prepare_subtitles", "split_subtitles", "default_font", "smpte_document",
            "LANGUAGE_TAG"]
 
 NS_DCST = "http://www.smpte-ra.org/schemas/428-7/2010/DCST"
@@ -62,6 +62,12 @@ class TimedTextAsset:
     language: str
     duration: int
     cues: int
+    #: what :func:`split_subtitles` re-makes each reel's document from: the kept cues, the
+    #: (cut) font, the title and the frames per second
+    track: SubtitleTrack | None = field(default=None, repr=False, compare=False)
+    font: bytes = field(default=b"", repr=False, compare=False)
+    title: str = ""
+    fps: int = 24
 
 
 def default_font() -> Path:
@@ -151,7 +157,62 @@ def prepare_subtitles(path, *, frames: int, fps, title: str, language: str | Non
                         f"DCP checkers (ClairMeta) refuse fonts above {FONT_WARN_BYTES >> 10} KiB")
     doc, resources, rid = smpte_document(kept, title=title, language=language, fps=int(rate),
                                          font=font_data)
-    return TimedTextAsset(doc, resources, rid, language, frames, len(cues)), warnings
+    return TimedTextAsset(doc, resources, rid, language, frames, len(cues), kept, font_data,
+                          title, int(rate)), warnings
+
+
+def split_subtitles(asset: TimedTextAsset, reels) -> list[TimedTextAsset]:
+    """``asset`` cut into one asset per reel (``reels``: each reel's length in frames, summing
+    to the asset's duration): each reel's ST 428-7 document counts its times from the reel's
+    start (``StartTime`` 00:00:00:00, ``ReelNumber`` its position) as ST 429-2 has a track file
+    per reel. A cue that crosses a join is split: it shows in both reels up to and from the
+    join, its fade up kept by the first part and its fade down by the last (each at most the
+    part's length). Cue times are counted in whole frames (as the document writes them).
+    Every reel carries the track (RDD 52 8.3.1), and ST 428-7's schema wants at least one
+    ``<Subtitle>``: a reel without a cue gets one showing a single space for its first frame,
+    as DCP-o-matic writes its empty subtitle assets. Each document embeds the same cut font
+    under its own resource id."""
+    reels = [int(n) for n in reels]
+    if sum(reels) != asset.duration or min(reels, default=0) < 1:
+        raise ValueError(f"reels of {reels} frames do not make the subtitles' {asset.duration}")
+    if len(reels) == 1:
+        return [asset]
+    if asset.track is None:
+        raise ValueError("these subtitles were not prepared by prepare_subtitles: cannot split them")
+    fps, out, start = asset.fps, [], 0
+    for number, length in enumerate(reels, 1):
+        cues = [c for c in (_cue_in_reel(c, start, start + length, fps) for c in asset.track.cues)
+                if c is not None] or [_blank_cue(asset.track, fps)]
+        part = SubtitleTrack(asset.track.path, asset.track.dialect, cues, title=asset.track.title)
+        doc, resources, rid = smpte_document(part, title=asset.title, language=asset.language,
+                                             fps=fps, font=asset.font, reel_number=number)
+        out.append(TimedTextAsset(doc, resources, rid, asset.language, length, len(cues),
+                                  part, asset.font, asset.title, fps))
+        start += length
+    return out
+
+
+def _blank_cue(track: SubtitleTrack, fps: int) -> Cue:
+    """A cue showing one space for one frame, in the style and place of the track's first
+    line of text (the defaults where it has none)."""
+    line = next((ln for c in track.cues for ln in c.lines), None)
+    style = line.runs[0].style if line is not None and line.runs else Style()
+    place = line.place if line is not None else Placement(valign="bottom", vposition=8.0)
+    return Cue(Fraction(0), Fraction(1, fps), (TextLine((TextRun(" ", style),), place),))
+
+
+def _cue_in_reel(c: Cue, first: int, end: int, fps: int) -> Cue | None:
+    """The part of cue ``c`` within frames [``first``, ``end``), its times from ``first``
+    (seconds), or None when it shows in no frame of the reel."""
+    f_in, f_out = round(c.time_in * fps), max(round(c.time_out * fps), round(c.time_in * fps) + 1)
+    a, b = max(f_in, first), min(f_out, end)
+    if a >= b:
+        return None
+    length = Fraction(b - a, fps)
+    fade_up = min(c.fade_up, length) if a == f_in else Fraction(0)
+    fade_down = min(c.fade_down, length) if b == f_out else Fraction(0)
+    return Cue(Fraction(a - first, fps), Fraction(b - first, fps), c.lines, c.images, fade_up,
+               fade_down, c.spot, c.line)
 
 
 class _Mute(logging.Filter):
@@ -193,9 +254,9 @@ def _style(el, s: Style) -> None:
 
 
 def smpte_document(track: SubtitleTrack, *, title: str, language: str, fps: int,
-                   font: bytes) -> tuple[bytes, tuple[Resource, ...], uuid.UUID]:
+                   font: bytes, reel_number: int = 1) -> tuple[bytes, tuple[Resource, ...], uuid.UUID]:
     """The ST 428-7 ``SubtitleReel`` of ``track`` (times from 0), its resources (``font`` first,
-    then one per image) and its Id."""
+    then one per image) and its Id; ``ReelNumber`` is ``reel_number`` (ST 428-7 5.6)."""
     def sub(parent, tag, text=None):
         el = etree.SubElement(parent, f"{{{NS_DCST}}}{tag}")
         if text is not None:
@@ -208,7 +269,7 @@ def smpte_document(track: SubtitleTrack, *, title: str, language: str, fps: int,
     sub(root, "Id", f"urn:uuid:{rid}")
     sub(root, "ContentTitleText", title)
     sub(root, "IssueDate", datetime.now(timezone.utc).replace(microsecond=0).isoformat())
-    sub(root, "ReelNumber", 1)
+    sub(root, "ReelNumber", reel_number)
     sub(root, "Language", language)
     sub(root, "EditRate", f"{fps} 1")
     sub(root, "TimeCodeRate", fps)

@@ -27,6 +27,10 @@ def register(subparsers) -> None:
     p.add_argument("--backend", choices=("auto", "cpu", "cuda"), default="cpu",
                    help="with --decode: the decoder's back end (default cpu; auto: the GPU "
                         "where there is one, on a cluster its GPU workers)")
+    p.add_argument("--ov", action="append", default=[], metavar="DIR",
+                   help="an original-version package whose track files the checked supplemental "
+                        "package (VF) uses: its CPL assets found there are reported as in the OV "
+                        "and checked against the CPL's hashes; repeatable")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(run=run)
 
@@ -38,7 +42,9 @@ def run(args) -> int:
         if args.cluster or args.workers or args.backend != "cpu":
             raise UsageError("--cluster, --workers and --backend go with --decode")
         from cinegpu.media.check import run as check_run
-        return check_run(args.path, progress=not args.no_progress)
+        return check_run(args.path, progress=not args.no_progress, ov=args.ov)
+    if args.ov:
+        raise UsageError("--ov goes without --decode (a library's packages are decoded as they are)")
     from cinegpu.media.check_decode import run as decode_run
     from cinegpu.media.cluster import parse_address
     if args.cluster is not None:

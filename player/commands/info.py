@@ -8,6 +8,9 @@ from pathlib import Path
 def register(sub) -> None:
     p = sub.add_parser("info", help="describe a codestream, MXF track file, DCP, IMF package or frame folder")
     p.add_argument("path", type=Path)
+    p.add_argument("--ov", action="append", default=[], metavar="DIR",
+                   help="an original-version package whose track files a supplemental package "
+                        "(VF) uses; repeatable")
     p.set_defaults(run=run)
 
 
@@ -32,7 +35,7 @@ def run(args) -> int:
             return 2
         return 0
     try:
-        print(describe(path))
+        print(describe(path, ov=args.ov))
     except MediaError as exc:
         print(f"cinegpu info: {exc}", file=sys.stderr)
         return 2

@@ -1,8 +1,11 @@
-"""``cinegpu master INPUT -o OUTDIR``: master TIFF/PNG/DPX frames into an unsigned SMPTE DCP,
-or with ``--format imf`` into an IMF package (Application #2E, Part-1 JPEG 2000)."""
+"""``cinegpu master INPUT... -o OUTDIR``: master TIFF/PNG/DPX frames into an unsigned SMPTE DCP
+of one or more reels (``--reel-length``, or one reel per INPUT folder), encrypted with
+``--encrypt --keys KEYS.txt``, or with ``--format imf`` into an IMF package (Application #2E,
+Part-1 JPEG 2000 or HTJ2K; one segment, in the clear)."""
 
 from __future__ import annotations
 
+import argparse
 import sys
 from fractions import Fraction
 
@@ -15,8 +18,11 @@ def register(subparsers) -> None:
 
     rates = " or ".join(f"{', '.join(map(str, prof.frame_rates))} ({prof.short.upper()})"
                         for prof in dci.PROFILES.values())
-    p = subparsers.add_parser("master", help="master an image sequence into a DCP (one reel, picture)")
-    p.add_argument("input", help="a folder of .tif/.tiff/.png/.dpx frames (natural order) or one image")
+    p = subparsers.add_parser("master", help="master an image sequence into a DCP (reels, picture, "
+                                             "sound, subtitles, optionally encrypted)")
+    p.add_argument("input", nargs="+",
+                   help="a folder of .tif/.tiff/.png/.dpx frames (natural order) or one image; "
+                        "several folders: one reel per folder, in the order given")
     p.add_argument("-o", "--output", required=True, metavar="OUTDIR",
                    help="DCP folder to create (must not exist, or be empty)")
     p.add_argument("--profile", choices=tuple(prof.short for prof in dci.PROFILES.values()), default="2k", help="DCI container (default 2k)")
@@ -33,6 +39,7 @@ def register(subparsers) -> None:
     p.add_argument("--frames", type=positive_int, default=None, metavar="N",
                    help="composition length in frames; the input repeats to fill it "
                         "(default: one pass of the input, at least one second)")
+    _package_arguments(p)
     p.add_argument("--kind", default="feature", type=one_line_text, help="CPL ContentKind (default feature)")
     p.add_argument("--workers", type=positive_int, default=None, metavar="N",
                    help="encoder threads in each encoder process (default: the CPU cores shared "
@@ -83,6 +90,50 @@ def register(subparsers) -> None:
     p.set_defaults(run=run)
 
 
+def _package_arguments(p) -> None:
+    """The reel and encryption options."""
+    p.add_argument("--reel-length", type=reel_seconds, default=None, metavar="SECONDS",
+                   help="cut the composition into reels of SECONDS (at least 1), the last taking "
+                        "the rest (a rest under a second joins the reel before); each reel has "
+                        "its own picture, sound and subtitle track files")
+    p.add_argument("--encrypt", action="store_true",
+                   help="encrypt every track file (SMPTE ST 429-6), each under its own new "
+                        "AES-128 key; needs --keys")
+    p.add_argument("--keys", default=None, metavar="KEYS.txt",
+                   help="with --encrypt: the content key file to create (mode 600; refused if "
+                        "it exists); cinegpu kdm make reads it")
+
+
+def reel_seconds(text: str) -> Fraction:
+    """A reel length in seconds: a number of at least 1 (ST 429-7: no reel under a second)."""
+    try:
+        seconds = Fraction(text)
+    except (ValueError, ZeroDivisionError):
+        raise argparse.ArgumentTypeError(f"want seconds such as 600 or 2.5, got {text!r}") from None
+    if seconds < 1:
+        raise argparse.ArgumentTypeError(f"a reel lasts at least 1 second, got {text}")
+    return seconds
+
+
+def _inputs(args) -> list[str]:
+    """The INPUT paths, once the reel and key options agree with them and with the format
+    (ValueError; MediaError for a key file that exists or has no folder)."""
+    from cinegpu.media.dcp_write import check_key_path
+    if args.format == "imf" and (args.encrypt or args.reel_length is not None
+                                 or len(args.input) > 1):
+        raise ValueError("IMF packages are written with one segment and in the clear: "
+                         "--reel-length, several INPUT folders and --encrypt are for DCPs")
+    if args.encrypt != (args.keys is not None):
+        raise ValueError("--encrypt needs --keys KEYS.txt (the file the content keys are "
+                         "written to), and --keys goes with --encrypt")
+    if args.keys is not None:
+        check_key_path(args.keys)
+    if len(args.input) > 1 and (args.reel_length is not None or args.frames is not None):
+        raise ValueError("several INPUT folders make one reel each: leave out --reel-length "
+                         "and --frames")
+    return args.input
+
+
 def run(args) -> int:
     """Exit status: 0 done; 2 bad input, bad output path or a full disk (one line on stderr);
     130 Ctrl-C (SIGINT); 143 SIGTERM (128 + 15). Only 0 leaves anything at ``--output``."""
@@ -102,6 +153,7 @@ def _run(args) -> int:
 
     imf = args.format == "imf"
     try:
+        inputs = _inputs(args)
         if imf:
             check_imf(args.codec, args.fps, args.colorspace, args.bits, None,
                       args.subtitles or None, args.lossless, args.bitrate, args.sampling)
@@ -115,9 +167,10 @@ def _run(args) -> int:
                 raise ValueError("--processes and --cluster exclude each other (a cluster's "
                                  "worker processes code the frames)")
         check_output(args.output)
-        count = len(list_frames(args.input))
+        counts = [len(list_frames(p)) for p in inputs]
+        count = sum(counts)
         frames = args.frames
-        if frames is None and count < args.fps:
+        if frames is None and count < args.fps and len(inputs) == 1:
             frames = int(-(-args.fps // 1))   # a reel lasts at least one second (ST 429-2)
         if frames is not None and frames < 1:
             raise ValueError("--frames must be at least 1")
@@ -146,8 +199,10 @@ def _run(args) -> int:
                   f", encoder {encoder_name()} "
                   f"({'on the cluster ' + args.cluster if args.cluster else pick_backend(args.backend)})",
                   file=sys.stderr)
-        package = master_images(args.input, args.output, title=args.title, profile=args.profile,
-                                fps=args.fps, bitrate=args.bitrate, colorspace=args.colorspace,
+        package = master_images(inputs if len(inputs) > 1 else inputs[0], args.output,
+                                reel_length=args.reel_length, keys=args.keys, title=args.title, profile=args.profile,
+                                fps=args.fps, bitrate=args.bitrate,
+                                colorspace=args.colorspace,
                                 container=args.container, frames=frames, workers=args.workers,
                                 processes=args.processes, gpus=args.gpus,
                                 cluster=args.cluster,
@@ -165,11 +220,22 @@ def _run(args) -> int:
         print(f"cinegpu master: terminated (SIGTERM); no {args.format.upper()} written",
               file=sys.stderr)
         return TERMINATED
+    print(_summary(package))
+    return 0
+
+
+def _summary(package) -> str:
+    """The line printed for a finished package: frames, size, reels, sound, subtitles, keys."""
     t = package.track
     s = package.sound
     sound = "" if s is None else \
         f", sound {s.layout.name} {s.channels} channels {s.rate} Hz ({s.size} bytes)"
     subs = "" if package.subtitle is None else f", subtitles ({package.subtitle.size} bytes)"
-    print(f"{package.root}: {t.frames} frames {t.width}x{t.height} at {t.edit_rate} fps, "
-          f"CPL {package.cpl_id}, {t.size} bytes of picture{sound}{subs}")
-    return 0
+    reels = package.reels or ()
+    frames = sum(r.picture.frames for r in reels) if reels else t.frames
+    pictures = sum(r.picture.size for r in reels) if reels else t.size
+    more = f" in {len(reels)} reels ({', '.join(str(r.picture.frames) for r in reels)} frames)" \
+        if len(reels) > 1 else ""
+    keys = "" if package.keys is None else f"; encrypted, content keys in {package.keys}"
+    return (f"{package.root}: {frames} frames {t.width}x{t.height} at {t.edit_rate} fps{more}, "
+            f"CPL {package.cpl_id}, {pictures} bytes of picture{sound}{subs}{keys}")

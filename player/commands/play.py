@@ -23,6 +23,9 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("play", help="play media on screen, or headless with a summary")
     p.add_argument("path", nargs="?", help="DCP/IMF folder, CPL, MXF, J2K/JP2 file or folder of frames "
                                            "(default: a built-in synthetic sequence)")
+    p.add_argument("--ov", action="append", default=[], metavar="DIR",
+                   help="an original-version package whose track files a supplemental package "
+                        "(VF) uses; repeatable")
     p.add_argument("--fps", type=positive_rate, default=None,
                    help="frame rate for bare sequences (default 24); overrides a package's edit rate")
     p.add_argument("--headless", action="store_true",
@@ -93,7 +96,7 @@ def _run(args) -> int:
     path = args.path if args.path is not None else default_media()
     headless = args.headless or not has_display()
     try:
-        media = open_source(path, keys=key_ring(args))
+        media = open_source(path, keys=key_ring(args), ov=args.ov)
     except (MediaError, UsageError) as exc:
         print(f"cinegpu play: {exc}", file=sys.stderr)
         return 2
