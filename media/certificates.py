@@ -83,15 +83,18 @@ def make_chain(organisation: str = "cinegpu.example", common_name: str = "cinegp
     """A new ST 430-2 chain: root CN ``.{common_name}.ROOT``, intermediate
     ``.{common_name}.INTERMEDIATE``, leaf ``{role}.{common_name}`` (``CS``, content signer, as
     DCP-o-matic names its leaf; ``SM`` for a security manager acting as a KDM's recipient).
-    The leaf is valid from ``not_before`` (default: now, to the second, UTC) for ``days`` days;
-    its issuers a day longer each, so that no certificate outlives its issuer."""
+    The leaf is valid from ``not_before`` (default: a day before now, to the second, UTC, so
+    that a KDM starting now or an hour ago fits inside it, whatever the clocks of the machines
+    that make and check it) for ``days`` days; its issuers a day longer each, so that no
+    certificate outlives its issuer."""
     from cryptography.hazmat.primitives.asymmetric import rsa
 
     if days < 1:
         raise ValueError(f"a chain valid for {days} days is no chain")
     if not common_name or not organisation:
         raise ValueError("the organisation and the common name must not be empty")
-    start = (not_before or datetime.now(timezone.utc)).astimezone(timezone.utc).replace(microsecond=0)
+    start = (not_before or datetime.now(timezone.utc) - timedelta(days=1)).astimezone(timezone.utc)
+    start = start.replace(microsecond=0)
     ou = organisational_unit or organisation
     keys = [rsa.generate_private_key(public_exponent=RSA_EXPONENT, key_size=RSA_BITS) for _ in range(3)]
     names = [f".{common_name}.ROOT", f".{common_name}.INTERMEDIATE", f"{role}.{common_name}"]
