@@ -30,7 +30,7 @@ from .xml_c14n import canonical_xml
 
 __all__ = ["C14N", "C14N_URI", "C14N_WITH_COMMENTS", "DIGESTS", "ENVELOPED", "NS_DS", "RSA_SHA1",
            "RSA_SHA256", "SHA1", "SHA256", "SIGNATURES", "add_signature", "base64_lines",
-           "canonical_signed_info", "check_signature_value", "decode_base64", "digest_value",
+           "canonical_signed_info", "check_signature_value", "decode_base64", "digest_value", "ds",
            "issuer_serial", "key_info_certificates", "sign_info"]
 
 NS_DS = "http://www.w3.org/2000/09/xmldsig#"
