@@ -85,14 +85,15 @@ class PackageSignature:
     def ok(self) -> bool:
         return self.signed and not self.problems
 
-    def text(self) -> str:
-        """One line: unsigned; signed by whom and that the signature holds, or why not."""
+    def text(self, with_warnings: bool = True) -> str:
+        """One line: unsigned; signed by whom and that the signature holds (and, with
+        ``with_warnings``, its warnings), or why not."""
         if not self.signed:
             return "unsigned"
         who = f"signed by {self.subject}" if self.subject else "signed"
         if self.problems:
             return f"{who}, signature does not hold: {'; '.join(self.problems)}"
-        but = f"; but {'; '.join(self.warnings)}" if self.warnings else ""
+        but = f"; but {'; '.join(self.warnings)}" if self.warnings and with_warnings else ""
         return f"{who}, signature holds ({self.method}, {self.digest} digest, chain of {len(self.chain)}){but}"
 
 
