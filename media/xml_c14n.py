@@ -3,7 +3,8 @@ signature (W3C XML-DSig, as SMPTE ST 430-3 clause 5.3 uses it) digests for a sam
 reference and signs for ``SignedInfo``.
 
 One canonicaliser for the KDM reader (:mod:`.kdm`, checking) and writer (:mod:`.kdm_write`,
-signing), so that what cinegpu signs is byte for byte what it checks.
+signing) and for signed CPLs and PKLs (:mod:`.package_signature`), so that what cinegpu signs
+is byte for byte what it checks.
 """
 
 from __future__ import annotations
