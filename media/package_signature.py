@@ -173,7 +173,11 @@ def user_signer(environ=None) -> tuple[Signer, bool]:
     written there, the folder mode 700 and ``leaf.key`` 600, as DCP-o-matic makes its own."""
     folder = signer_folder(environ)
     if (folder / CHAIN_FILES["chain"]).is_file() or (folder / CHAIN_FILES["key"]).exists():
-        return load_signer(folder), False
+        try:
+            return load_signer(folder), False
+        except MediaError as exc:
+            raise MediaError(folder, f"{exc.reason} (your own signer: move the folder away and a new "
+                                     f"chain is made, or sign with --sign DIR)") from None
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.chmod(folder, 0o700)

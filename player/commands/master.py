@@ -203,7 +203,6 @@ def _run(args) -> int:
                 print(f"cinegpu master: warning: {warning}", file=sys.stderr)
         elif args.subtitle_language or args.subtitle_font:
             raise ValueError("--subtitle-language and --subtitle-font need --subtitles")
-        signer = _signer(args)
         if not args.quiet:
             print(f"cinegpu master: {count} input frame(s) -> {frames or count} frames at "
                   f"{args.fps} fps, "
@@ -221,7 +220,7 @@ def _run(args) -> int:
                                 kind=args.kind, progress=not args.quiet,
                                 backend=args.backend, sound=sound, subtitles=subtitles,
                                 format=args.format, codec=args.codec, bits=args.bits,
-                                lossless=args.lossless, sampling=args.sampling, signer=signer)
+                                lossless=args.lossless, sampling=args.sampling, signer=_signer(args))
     except (MediaError, BackendUnavailable, ValueError, OSError) as exc:
         print(f"cinegpu master: {exc}", file=sys.stderr)
         return 2
