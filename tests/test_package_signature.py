@@ -212,6 +212,11 @@ def test_the_users_signer_is_made_once_with_private_modes(tmp_path):
     assert not (tmp_path / "home").exists()
     # ClairMeta warns of a chain past ten years (check_certif_date_overflow): ours ends before
     assert first.chain[-1].not_valid_after_utc < datetime.now(timezone.utc) + timedelta(days=3650)
+    expired = {"XDG_CONFIG_HOME": str(tmp_path / "expired")}
+    write_chain(make_chain(not_before=datetime.now(timezone.utc) - timedelta(days=30), days=2),
+                signer_folder(expired))
+    with pytest.raises(MediaError, match="does not hold.*move the folder away"):
+        user_signer(expired)
 
 
 # -- signed packages -----------------------------------------------------------------------------
