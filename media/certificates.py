@@ -8,7 +8,8 @@ ends at a self-signed root; it is encrypted for a recipient's leaf certificate. 
   positive serial numbers of at most 64 bits, basicConstraints (CAs with a path length, the leaf
   not a CA), keyUsage (CAs keyCertSign and cRLSign, the leaf digitalSignature and
   keyEncipherment), subject and authority key identifiers, and a subject of O, OU, CN (a role
-  prefix on the leaf's, e.g. ``CS.``) and dnQualifier, the public key's thumbprint;
+  prefix on the leaf's, e.g. ``CS.``) and dnQualifier, the public key's thumbprint, each a
+  PrintableString (clause 5.3) where its characters allow;
 - :func:`write_chain` / :func:`read_certificates` / :func:`order_chain`: PEM files;
 - :func:`check_certificates`: the chain walk ST 430-2 clause 5 asks of a verifier (each
   certificate signed by the next, up to a self-signed root; issuers CAs, the leaf not; every
@@ -114,10 +115,10 @@ def _certificate(key, issuer, issuer_key, organisation, ou, cn, depth, start, en
     from cryptography.x509.oid import NameOID
 
     public = key.public_key()
-    subject = x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, organisation),
-                         x509.NameAttribute(NameOID.ORGANIZATIONAL_UNIT_NAME, ou),
-                         x509.NameAttribute(NameOID.COMMON_NAME, cn),
-                         x509.NameAttribute(NameOID.DN_QUALIFIER, _thumbprint_of_key(public))])
+    subject = x509.Name([_name_attribute(NameOID.ORGANIZATION_NAME, organisation),
+                         _name_attribute(NameOID.ORGANIZATIONAL_UNIT_NAME, ou),
+                         _name_attribute(NameOID.COMMON_NAME, cn),
+                         _name_attribute(NameOID.DN_QUALIFIER, _thumbprint_of_key(public))])
     ca = depth < 2
     ski = x509.SubjectKeyIdentifier.from_public_key(public)
     issuer_ski = (ski if issuer is None else
@@ -138,6 +139,20 @@ def _certificate(key, issuer, issuer_key, organisation, ou, cn, depth, start, en
                .add_extension(x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(issuer_ski),
                               critical=False))
     return builder.sign(issuer_key, hashes.SHA256())
+
+
+#: the characters of an ASN.1 PrintableString (X.680 41.4)
+_PRINTABLE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789 '()+,-./:=?")
+
+
+def _name_attribute(oid, value: str):
+    """A name attribute as ST 430-2 clause 5.3 wants it, a PrintableString (ClairMeta's
+    check_certif_fields_encoding); UTF8String only for a value PrintableString cannot hold."""
+    from cryptography import x509
+    from cryptography.x509.name import _ASN1Type
+
+    printable = bool(value) and set(value) <= _PRINTABLE
+    return x509.NameAttribute(oid, value, _type=_ASN1Type.PrintableString if printable else _ASN1Type.UTF8String)
 
 
 def write_chain(chain: Chain, directory) -> dict[str, Path]:

@@ -6,6 +6,10 @@ name are reported as extra (a warning); CPL assets missing from the ASSETMAP are
 A supplemental package (VF) checked with its original versions (``ov``) has the CPL assets it
 lacks looked up in their ASSETMAPs (:func:`.package.resolve_from_ov`): those found are reported
 as notes, "in the OV", and their files checked against the CPL's Hash.
+Each CPL and PKL's signature (ST 429-7 clause 6.13, ST 429-8 clause 5.10) is checked
+(:func:`.package_signature.check_package_signature`): a note says who signed it and that it
+holds, a problem why it does not; an unsigned one is a note, a warning when the package is
+encrypted (DCI requires its CPL and PKL to be signed), never a problem.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from tqdm import tqdm
 
 from .errors import MediaError, UnsupportedMedia
 from .package import Package, read_package, relpath
+from .package_signature import check_package_signature
 from .source import kind_of
 
 CHUNK = 1 << 20
@@ -137,6 +142,30 @@ def _cross_check(pkg: Package, report: CheckReport) -> None:
                 report.warnings.append(f"{relpath(p, pkg.root)}: extra file, not in the ASSETMAP")
 
 
+def _check_signatures(pkg: Package, report: CheckReport) -> None:
+    """A line per CPL and PKL of the package on its signature (see the module)."""
+    encrypted = any(a.key_id for c in pkg.compositions for r in c.reels for a in r.assets)
+    documents = [c.path for c in pkg.compositions] + [p.path for p in pkg.pkls]
+    for path in dict.fromkeys(d for d in documents if d is not None):
+        name = relpath(path, pkg.root)
+        try:
+            sig = check_package_signature(path)
+        except MediaError as exc:
+            report.problems.append(str(exc))
+            continue
+        if not sig.signed:
+            if encrypted:
+                report.warnings.append(f"{name}: unsigned, in an encrypted package (DCI requires its CPL "
+                                       f"and PKL to be signed)")
+            else:
+                report.notes.append(f"{name}: unsigned")
+        elif sig.problems:
+            report.problems.append(f"{name}: {sig.text()}")
+        else:
+            report.notes.append(f"{name}: {sig.text(with_warnings=False)}")
+            report.warnings += [f"{name}: {w}" for w in sig.warnings]
+
+
 def check(path, progress: bool = True, ov=()) -> CheckReport:
     """Check the package at ``path`` (a folder or its ASSETMAP); ``ov``: the original-version
     packages of a supplemental one. Never raises MediaError."""
@@ -156,6 +185,7 @@ def check(path, progress: bool = True, ov=()) -> CheckReport:
         report.problems.append(f"{pkg.assetmap_path.name}: no packing list")
     _verify_assets(pkg, report, progress)
     _cross_check(pkg, report)
+    _check_signatures(pkg, report)
     return report
 
 

@@ -1,4 +1,4 @@
-"""Writing an unsigned SMPTE DCP of one or more reels, each with a picture track file and
+"""Writing an SMPTE DCP of one or more reels, each with a picture track file and
 optionally a sound and a timed-text (subtitle) track file of its own, optionally encrypted
 (ST 429-2, -3, -5, -6, -7, -8, -9, -16).
 
@@ -15,8 +15,13 @@ optionally a sound and a timed-text (subtitle) track file of its own, optionally
 
 Encrypted packages (``keys``): each track file is encrypted (ST 429-6 triplets and the
 cryptographic DM sets, :mod:`.mxf_write`) with a fresh AES-128 key of its own, and the keys go
-into a key file (:mod:`.content_keys`) written before the package is finished. The CPL and PKL
-are not signed here (DCI requires an encrypted DCP's to be; ClairMeta's check_dcp_signed says so).
+into a key file (:mod:`.content_keys`) written before the package is finished.
+
+Signed packages (``signer``, a :class:`.package_signature.Signer`): the CPL and the PKL each end
+with a ``Signer`` and an enveloped ``ds:Signature`` (ST 429-7 clause 6.13, ST 429-8 clause 5.10;
+:func:`.package_signature.sign_document`). The CPL is signed before its hash goes into the PKL,
+and each signed document is read back and checked before the package is finished. DCI requires
+an encrypted DCP's CPL and PKL to be signed (ClairMeta's check_dcp_signed).
 
 A :class:`DCPWriter` writes everything into a hidden partial folder beside the destination and
 renames it into place at the end; any failure (a full disk, Ctrl-C, an error in a frame) removes
@@ -52,6 +57,7 @@ from cinegpu.decode.codestream import dci
 from cinegpu.decode.codestream.header import Codestream
 
 from .errors import MediaError
+from .package_signature import Signer, check_package_signature, check_signer, sign_document
 from .mxf_sound_write import SoundTrackFile, SoundTrackWriter
 from .mxf_timed_text_write import TimedTextTrackFile, TimedTextTrackWriter
 from .content_keys import KEY_TYPES, TrackKey, new_track_key, write_key_file
@@ -213,10 +219,20 @@ def _sub(parent, tag: str, text=None):
     return el
 
 
-def _write_xml(root, path: Path) -> None:
-    """UTF-8 with the declaration written as libdcp and asdcplib write it (ClairMeta checks it)."""
-    path.write_bytes(b'<?xml version="1.0" encoding="UTF-8"?>\n'
-                     + etree.tostring(root, encoding="UTF-8", pretty_print=True))
+def _write_xml(root, path: Path, signer: Signer | None = None) -> None:
+    """UTF-8 with the declaration written as libdcp and asdcplib write it (ClairMeta checks it);
+    with ``signer`` signed (laid out first, written as signed) and read back: a signature that
+    does not check here is cinegpu's bug, and no package leaves with it."""
+    if signer is None:
+        path.write_bytes(b'<?xml version="1.0" encoding="UTF-8"?>\n'
+                         + etree.tostring(root, encoding="UTF-8", pretty_print=True))
+        return
+    sign_document(root, signer)
+    data = b'<?xml version="1.0" encoding="UTF-8"?>\n' + etree.tostring(root, encoding="UTF-8") + b"\n"
+    report = check_package_signature(data, path)
+    if not report.ok:
+        raise MediaError(path, f"the signed document does not check (a cinegpu bug): {report.text()}")
+    path.write_bytes(data)
 
 
 def _rational(r: Fraction) -> str:
@@ -257,6 +273,7 @@ class Package:
     subtitle: TimedTextTrackFile | None = None
     reels: tuple[Reel, ...] = ()
     keys: Path | None = None
+    signer: str | None = None
 
 
 def check_output(out) -> Path:
@@ -300,7 +317,9 @@ class DCPWriter:
     reel's picture track file at each boundary. ``keys``: a content key file to create
     (:func:`.content_keys.write_key_file`); with it every track file is encrypted (ST 429-6)
     under its own fresh key, the CPL names each key's ``KeyId``, and the file is written, with
-    the CPL's id, before the package is finished. Use :meth:`write` per codestream, then
+    the CPL's id, before the package is finished. ``signer``: a
+    :class:`.package_signature.Signer` that signs the CPL and PKL (checked here: its key is
+    the leaf's, its chain holds now). Use :meth:`write` per codestream, then
     :meth:`close`. Everything is written into a partial folder ``.NAME.partial-*`` beside
     ``out``, renamed to ``out`` only when complete; on any exception (inside a ``with`` block,
     or in :meth:`close`), KeyboardInterrupt included, the partial folder is removed, and so is
@@ -315,10 +334,14 @@ class DCPWriter:
 
     def __init__(self, out, *, title: str, edit_rate=24, aspect: tuple[int, int] | None = None,
                  kind: str = "feature", issuer: str = CREATOR, sound: SoundInput | None = None,
-                 subtitles: TimedTextAsset | None = None, reels=None, keys=None):
+                 subtitles: TimedTextAsset | None = None, reels=None, keys=None,
+                 signer: Signer | None = None):
         if kind not in CONTENT_KINDS:
             raise ValueError(f"content kind must be one of {CONTENT_KINDS}, got {kind!r}")
         self.out = check_output(out)
+        if signer is not None:
+            check_signer(signer)
+        self.signer = signer
         self.title, self.kind, self.issuer = title, kind, issuer
         self.edit_rate = Fraction(edit_rate)
         self.reel_lengths = None if reels is None else check_reels(reels, self.edit_rate)
@@ -449,7 +472,7 @@ class DCPWriter:
         reels = tuple(_moved_reel(r, self.out) for r in reels)
         first = reels[0]
         return Package(self.out, cpl_id, pkl_id, first.picture, self.title, first.sound,
-                       first.subtitle, reels, keys)
+                       first.subtitle, reels, keys, None if self.signer is None else self.signer.subject)
 
     def _move_into_place(self) -> None:
         """Rename the finished partial folder to ``out`` (an empty ``out`` is replaced)."""
@@ -541,7 +564,7 @@ class DCPWriter:
                     _sub(st, "Language", r.subtitle.language)
             if r.sound is not None and k == 0:
                 self._composition_metadata(assets, track, r.sound)
-        _write_xml(root, path)
+        _write_xml(root, path, self.signer)
 
     def _composition_metadata(self, assets, track: TrackFile, sound: SoundTrackFile) -> None:
         """The ST 429-16 CompositionMetadataAsset (required elements, in the schema's order):
@@ -587,7 +610,7 @@ class DCPWriter:
             _sub(a, "OriginalFileName", file.name)
             if ns != NS_PKL:       # ST 2067-2 names the digest's algorithm
                 _sub(a, "HashAlgorithm").set("Algorithm", SHA1_ALGORITHM)
-        _write_xml(root, path)
+        _write_xml(root, path, self.signer)
 
     def _write_assetmap(self, assets) -> None:
         """ST 429-9 AssetMap: (id, file, is packing list) per asset, all on volume 1."""

@@ -250,6 +250,17 @@ def composition_lines(pkg: Package, comp: Composition) -> list[str]:
     return out
 
 
+def signature_text(path) -> str:
+    """The document's signature in a line (:func:`.package_signature.check_package_signature`):
+    unsigned, or signed by whom and whether it holds."""
+    from .package_signature import check_package_signature
+
+    try:
+        return check_package_signature(path).text()
+    except MediaError as exc:
+        return f"signature not checked: {exc.reason}"
+
+
 def package_report(pkg: Package) -> list[str]:
     """The lines ``cinegpu info`` prints for a package; a MediaError when a CPL that a packing
     list names is missing (the package cannot be described whole)."""
@@ -263,12 +274,14 @@ def package_report(pkg: Package) -> list[str]:
            + (f", volume index {pkg.volindex.name}" if pkg.volindex else "")]
     for pkl in pkg.pkls:
         out.append(f"  packing list: {relpath(pkl.path, pkg.root)} ({pkl.flavour}), "
-                   f"{len(pkl.assets)} assets")
+                   f"{len(pkl.assets)} assets; {signature_text(pkl.path)}")
     for ov in pkg.ovs:
         found = {a.id for c in pkg.compositions for r in c.reels for a in r.assets if a.ov == ov}
         out.append(f"  original version (OV): {ov}, {len(found)} CPL asset(s) resolved there")
     for comp in pkg.compositions:
-        out += [""] + composition_lines(pkg, comp)
+        lines = composition_lines(pkg, comp)
+        lines.insert(2, f"  {signature_text(comp.path)}")
+        out += [""] + lines
         try:
             with open_composition(pkg, comp) as source:
                 out += ["  " + line for line in picture_lines(source, dci_checks=pkg.kind != "imf")]

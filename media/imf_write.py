@@ -68,6 +68,8 @@ class IMFWriter(DCPWriter):
                              "for DCPs (leave out --reel-length, give one INPUT folder)")
         if kwargs.get("keys") is not None:
             raise ValueError("encrypted IMF packages are not written: --encrypt is for DCPs")
+        if kwargs.get("signer") is not None:
+            raise ValueError("signed IMF packages are not written: --sign is for DCPs")
         if kind not in IMF_CONTENT_KINDS:
             raise ValueError(f"content kind must be one of {IMF_CONTENT_KINDS}, got {kind!r}")
         super().__init__(out, title=title, edit_rate=edit_rate, kind="feature", sound=sound,

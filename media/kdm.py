@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import os
 import uuid
 import warnings
@@ -42,28 +41,19 @@ from .certificates import ChainReport, certificate_thumbprint, check_certificate
 from .errors import CorruptMedia, KdmRefused, MediaError, UnsupportedMedia
 from .files import read_bounded
 from .xml_c14n import canonical_xml
+from .xml_signature import DIGESTS, NS_DS, check_signature_value, digest_value, key_info_certificates
 
 __all__ = ["ContentKey", "Kdm", "TypedKeyId", "check_chain", "check_signature", "check_window",
            "decrypt_keys", "load_private_key", "parse_kdm", "read_kdm"]
 
 NS_ETM = "http://www.smpte-ra.org/schemas/430-3/2006/ETM"
 NS_KDM = "http://www.smpte-ra.org/schemas/430-1/2006/KDM"
-NS_DS = "http://www.w3.org/2000/09/xmldsig#"
 NS_ENC = "http://www.w3.org/2001/04/xmlenc#"
 #: a KDM is a few tens of KB (one EncryptedKey per content key); more is not one
 MAX_KDM_BYTES = 1 << 20
 #: ST 430-1 clause 6.2: the first 16 bytes of every decrypted key block
 KEY_STRUCTURE_ID = bytes.fromhex("f1dc124460169a0e85bc300642f866ab")
 KEY_BLOCK_BYTES = 138
-#: ST 430-3 / XML-DSig algorithm identifiers this module checks
-C14N = {"http://www.w3.org/TR/2001/REC-xml-c14n-20010315": (False, False),
-        "http://www.w3.org/TR/2001/REC-xml-c14n-20010315#WithComments": (False, True),
-        "http://www.w3.org/2001/10/xml-exc-c14n#": (True, False),
-        "http://www.w3.org/2001/10/xml-exc-c14n#WithComments": (True, True)}
-DIGESTS = {"http://www.w3.org/2001/04/xmlenc#sha256": hashlib.sha256,
-           "http://www.w3.org/2000/09/xmldsig#sha1": hashlib.sha1}
-SIGNATURES = {"http://www.w3.org/2001/04/xmldsig-more#rsa-sha256": "sha256",
-              "http://www.w3.org/2000/09/xmldsig#rsa-sha1": "sha1"}
 
 
 @dataclass(frozen=True)
@@ -173,24 +163,14 @@ def parse_kdm(data: bytes, path=None) -> Kdm:
 def check_signature(kdm: Kdm) -> str:
     """Check the KDM's XML signature: every ``Reference``'s digest, then ``SignatureValue``
     over the canonical ``SignedInfo`` with the public key of the signer's certificate (the
-    one ``Signer`` names by issuer and serial number).  Returns a one-line description
-    (algorithm, references); :class:`~.errors.KdmRefused` names what does not hold."""
-    from cryptography.exceptions import InvalidSignature
-    from cryptography.hazmat.primitives import hashes
-    from cryptography.hazmat.primitives.asymmetric import padding, rsa
-    from lxml import etree
-
+    one ``Signer`` names by issuer and serial number; :func:`.xml_signature.check_signature_value`).
+    Returns a one-line description (algorithm, references); :class:`~.errors.KdmRefused`
+    names what does not hold."""
     root, path = kdm.root, kdm.path
     sig = root.find(f"{{{NS_DS}}}Signature")
     if sig is None:
         raise KdmRefused(path, "the KDM is not signed (no ds:Signature)")
     info = _one(sig, f"{{{NS_DS}}}SignedInfo", path)
-    c14n = _one(info, f"{{{NS_DS}}}CanonicalizationMethod", path).get("Algorithm")
-    if c14n not in C14N:
-        raise KdmRefused(path, f"canonicalization {c14n!r} is not one XML-DSig defines")
-    method = _one(info, f"{{{NS_DS}}}SignatureMethod", path).get("Algorithm")
-    if method not in SIGNATURES:
-        raise KdmRefused(path, f"signature method {method!r} is not RSA-SHA256 or RSA-SHA1")
     ids = {el.get("Id"): el for el in root.iter() if isinstance(el.tag, str) and el.get("Id")}
     covered = []
     for ref in info.iterfind(f"{{{NS_DS}}}Reference"):
@@ -203,31 +183,17 @@ def check_signature(kdm: Kdm) -> str:
         algorithm = _one(ref, f"{{{NS_DS}}}DigestMethod", path).get("Algorithm")
         if algorithm not in DIGESTS:
             raise KdmRefused(path, f"digest method {algorithm!r} is not SHA-256 or SHA-1")
-        want = _base64(_text(ref, f"{{{NS_DS}}}DigestValue", path), path, "DigestValue")
+        want = "".join(_text(ref, f"{{{NS_DS}}}DigestValue", path).split())
         # a same-document reference without transforms: inclusive C14N without comments
-        got = DIGESTS[algorithm](canonical_xml(target)).digest()
-        if got != want:
+        if digest_value(canonical_xml(target), algorithm) != want:
             raise KdmRefused(path, f"the signature does not cover {_local(target.tag)} as it is now "
                                    f"(its digest differs): the KDM was changed after it was signed")
         covered.append(_local(target.tag))
     for part in ("AuthenticatedPublic", "AuthenticatedPrivate"):
         if part not in covered:
             raise KdmRefused(path, f"the signature does not cover {part}")
-    exclusive, comments = C14N[c14n]
-    signed = (etree.tostring(info, method="c14n", exclusive=True, with_comments=comments) if exclusive
-              else canonical_xml(info, comments))
-    value = _base64(_text(sig, f"{{{NS_DS}}}SignatureValue", path), path, "SignatureValue")
     signer = _signer_certificate(kdm)
-    key = signer.public_key()
-    if not isinstance(key, rsa.RSAPublicKey):
-        raise KdmRefused(path, "the signer's certificate does not hold an RSA key")
-    digest = hashes.SHA256() if SIGNATURES[method] == "sha256" else hashes.SHA1()
-    try:
-        key.verify(value, signed, padding.PKCS1v15(), digest)
-    except InvalidSignature:
-        raise KdmRefused(path, f"the signature does not verify with the signer's certificate "
-                               f"({_subject(signer)})") from None
-    name = "RSA-SHA256" if SIGNATURES[method] == "sha256" else "RSA-SHA1"
+    name = check_signature_value(sig, signer, path, KdmRefused)
     return f"{name} by {_subject(signer)}, {len(covered)} references ({', '.join(covered)})"
 
 

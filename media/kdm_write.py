@@ -16,7 +16,7 @@
   and ``#ID_AuthenticatedPrivate``, digested with SHA-256 over their Canonical XML; ``SignedInfo``
   canonicalised by C14N 1.0 with comments and signed RSA-SHA256 (PKCS #1 v1.5) with the
   signer's key; ``KeyInfo`` one ``X509Data`` (issuer and serial, certificate) per certificate
-  from the signer to the root.
+  from the signer to the root (:mod:`.xml_signature`, shared with the CPL and PKL signatures).
 
 Elements in the order of the ST 430-3 and ST 430-1 schemas. The canonical form is
 :func:`.xml_c14n.canonical_xml`, the one :func:`.kdm.check_signature` checks with, and every
@@ -29,7 +29,6 @@ before it is returned. Key bytes appear in no error, log or ``repr``.
 from __future__ import annotations
 
 import base64
-import hashlib
 import re
 import uuid
 from datetime import datetime, timedelta, timezone
@@ -39,6 +38,8 @@ from .content_keys import KEY_TYPES
 from .errors import KdmRefused
 from .kdm import KEY_BLOCK_BYTES, KEY_STRUCTURE_ID, NS_DS, NS_ENC, NS_ETM, NS_KDM
 from .xml_c14n import canonical_xml
+from .xml_signature import (C14N_WITH_COMMENTS, RSA_SHA256, SHA1, SHA256, add_signature, base64_lines,
+                            digest_value, issuer_serial, sign_info)
 
 __all__ = ["ASSUME_TRUST", "FORENSIC_FLAGS", "composition_keys", "make_kdm", "parse_time"]
 
@@ -51,10 +52,6 @@ FORENSIC_FLAGS = {"picture": "http://www.smpte-ra.org/430-1/2006/KDM#mrkflg-pict
                   "audio": "http://www.smpte-ra.org/430-1/2006/KDM#mrkflg-audio-disable"}
 #: key types a KDM made here may carry (ST 430-1: content keys, forensic marking keys)
 ALLOWED_KEY_TYPES = frozenset(KEY_TYPES.values()) | {"FMIK", "FMAK"}
-C14N_WITH_COMMENTS = "http://www.w3.org/TR/2001/REC-xml-c14n-20010315#WithComments"
-RSA_SHA256 = "http://www.w3.org/2001/04/xmldsig-more#rsa-sha256"
-SHA256 = "http://www.w3.org/2001/04/xmlenc#sha256"
-SHA1 = "http://www.w3.org/2000/09/xmldsig#sha1"
 RSA_OAEP = "http://www.w3.org/2001/04/xmlenc#rsa-oaep-mgf1p"
 AES_KEY_BYTES = 16
 #: ST 430-1 clause 6.2 writes each time of the key block as 25 characters: 2026-01-01T00:00:00+00:00
@@ -228,11 +225,11 @@ def _document(cpl, title, keys, recipient, chain, not_before, not_after, annotat
     if annotation:
         _sub(public, _etm("AnnotationText"), annotation)
     _sub(public, _etm("IssueDate"), _iso(issued))
-    _issuer_serial(_sub(public, _etm("Signer")), chain[0])
+    issuer_serial(_sub(public, _etm("Signer")), chain[0])
     required = _sub(public, _etm("RequiredExtensions"))
     ext = etree.SubElement(required, _kdm("KDMRequiredExtensions"), nsmap={None: NS_KDM})
     who = _sub(ext, _kdm("Recipient"))
-    _issuer_serial(_sub(who, _kdm("X509IssuerSerial")), recipient)
+    issuer_serial(_sub(who, _kdm("X509IssuerSerial")), recipient)
     _sub(who, _kdm("X509SubjectName"), dn_string(recipient.subject))
     _sub(ext, _kdm("CompositionPlaylistId"), f"urn:uuid:{cpl}")
     _sub(ext, _kdm("ContentTitleText"), title)
@@ -283,36 +280,22 @@ def _encrypt(root, blocks, public) -> None:
         key = _sub(private, f"{{{NS_ENC}}}EncryptedKey")
         method = _sub(key, f"{{{NS_ENC}}}EncryptionMethod", Algorithm=RSA_OAEP)
         _sub(method, f"{{{NS_DS}}}DigestMethod", Algorithm=SHA1)
-        _sub(_sub(key, f"{{{NS_ENC}}}CipherData"), f"{{{NS_ENC}}}CipherValue", _base64(public.encrypt(block, oaep)))
+        _sub(_sub(key, f"{{{NS_ENC}}}CipherData"), f"{{{NS_ENC}}}CipherValue", base64_lines(public.encrypt(block, oaep)))
 
 
 def _sign(root, signer_key, chain) -> None:
-    """The enveloped ``ds:Signature`` of ST 430-3 clause 5.3; the document is laid out
-    (indented) first, since the digests cover its whitespace."""
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import padding
+    """The enveloped ``ds:Signature`` of ST 430-3 clause 5.3 (:func:`.xml_signature.add_signature`:
+    two references digested SHA-256, ``SignedInfo`` canonicalised with comments, RSA-SHA256);
+    the document is laid out (indented) first, since the digests cover its whitespace."""
     from lxml import etree
 
-    sig = _sub(root, _ds("Signature"))
-    info = _sub(sig, _ds("SignedInfo"))
-    _sub(info, _ds("CanonicalizationMethod"), Algorithm=C14N_WITH_COMMENTS)
-    _sub(info, _ds("SignatureMethod"), Algorithm=RSA_SHA256)
-    digests = []
-    for part in ("AuthenticatedPublic", "AuthenticatedPrivate"):
-        ref = _sub(info, _ds("Reference"), URI=f"#ID_{part}")
-        _sub(ref, _ds("DigestMethod"), Algorithm=SHA256)
-        digests.append((_sub(ref, _ds("DigestValue")), root.find(_etm(part))))
-    value = _sub(sig, _ds("SignatureValue"))
-    key_info = _sub(sig, _ds("KeyInfo"))
-    for cert in chain:
-        data = _sub(key_info, _ds("X509Data"))
-        _issuer_serial(_sub(data, _ds("X509IssuerSerial")), cert)
-        _sub(data, _ds("X509Certificate"), _base64(cert.public_bytes(serialization.Encoding.DER)))
+    parts = ("AuthenticatedPublic", "AuthenticatedPrivate")
+    sig, _, values = add_signature(root, chain, [(f"#ID_{part}", (), SHA256) for part in parts],
+                                   c14n=C14N_WITH_COMMENTS, method=RSA_SHA256)
     etree.indent(root, space="  ")
-    for element, target in digests:
-        element.text = base64.b64encode(hashlib.sha256(canonical_xml(target)).digest()).decode("ascii")
-    signed = canonical_xml(info, comments=True)
-    value.text = _base64(signer_key.sign(signed, padding.PKCS1v15(), hashes.SHA256()))
+    for element, part in zip(values, parts):
+        element.text = digest_value(canonical_xml(root.find(_etm(part))), SHA256)
+    sign_info(sig, signer_key)
 
 
 def _read_back(data: bytes, cpl: uuid.UUID, keys, now, path) -> None:
@@ -340,12 +323,6 @@ def _sub(parent, tag: str, text: str | None = None, **attrib):
     return el
 
 
-def _issuer_serial(parent, cert) -> None:
-    """``ds:X509IssuerName`` and ``ds:X509SerialNumber`` (decimal) of ``cert`` into ``parent``."""
-    _sub(parent, _ds("X509IssuerName"), dn_string(cert.issuer))
-    _sub(parent, _ds("X509SerialNumber"), str(cert.serial_number))
-
-
 def _device_description(cert) -> str:
     """The recipient's common name without its role prefix (``SM.projector`` -> ``projector``),
     as libdcp describes the device list."""
@@ -368,19 +345,9 @@ def _iso(d: datetime) -> str:
     return d.isoformat(timespec="seconds")
 
 
-def _base64(data: bytes) -> str:
-    """Base64 in lines of 64 characters, as PEM and libdcp write it."""
-    text = base64.b64encode(data).decode("ascii")
-    return "\n".join(text[i:i + 64] for i in range(0, len(text), 64))
-
-
 def _etm(name: str) -> str:
     return f"{{{NS_ETM}}}{name}"
 
 
 def _kdm(name: str) -> str:
     return f"{{{NS_KDM}}}{name}"
-
-
-def _ds(name: str) -> str:
-    return f"{{{NS_DS}}}{name}"

@@ -17,7 +17,8 @@ track file is written beside the picture's when the last frame is in; so is the 
 file of ``subtitles`` (checked and converted before, by :func:`.subtitle_write.prepare_subtitles`).
 With several reels (``reels``, ``reel_length``) the writer cuts picture, sound and subtitles
 into each reel's own track files as the frames pass (ST 429-2 8.3); with ``keys`` every track
-file is encrypted under its own key (ST 429-6) and the keys are written to that file.
+file is encrypted under its own key (ST 429-6) and the keys are written to that file; with
+``signer`` the CPL and PKL are signed (ST 429-7, ST 429-8).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from .dcp_write import DCPWriter, Package, check_key_path, check_reels, reels_of
 from .frame_coders import CoderSetup, ProcessCoders, ThreadCoders
 from .frame_encode import FrameEncoders, device_for, pick_backend
 from .imf_write import IMFWriter
+from .package_signature import check_signer
 from .images_in import ImageFrames, image_area, list_frames, max_input_size
 from .sound_in import SoundInput
 from .subtitle_write import TimedTextAsset
@@ -53,7 +55,7 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
            codec: str = "j2k", bits: int = 12, lossless: bool = False,
            sampling: str = "rgb", processes: int | None = None, gpus: int | None = 1,
            cluster: str | None = None, stats: dict | None = None, reels=None,
-           reel_length=None, keys=None) -> Package:
+           reel_length=None, keys=None, signer=None) -> Package:
     """Master ``count`` input images (``get_frame(i)``: (H, W, 3) floats 0..1, or integers
     read as a fraction of their dtype's maximum) into a DCP at ``out``. ``frames``:
     composition length (default ``count``; the input repeats to fill it). ``bitrate`` in
@@ -81,7 +83,8 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
     (:func:`.dcp_write.reels_of_length`); each reel has its own track files, the sound and
     subtitles cut at the joins (:class:`.dcp_write.DCPWriter`). ``keys``: encrypt every track
     file under its own key and write the keys to this new file (ST 429-6,
-    :mod:`.content_keys`).  Raises ValueError for a bad profile, rate, size, colour space,
+    :mod:`.content_keys`).  ``signer``: a :class:`.package_signature.Signer` that signs the
+    CPL and PKL (ST 429-7, ST 429-8; checked before anything is encoded).  Raises ValueError for a bad profile, rate, size, colour space,
     ``processes`` or reels, MediaError for sound shorter than the picture or a key file
     that exists."""
     started = time.perf_counter()
@@ -109,6 +112,10 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
     if subtitles is not None and subtitles.duration != total:
         raise ValueError(f"subtitles prepared for {subtitles.duration} frames; the composition has {total}")
     reels = _reels(reels, reel_length, total, rate, format, keys)
+    if signer is not None:
+        if format == "imf":
+            raise ValueError("signed IMF packages are not written: --sign is for DCPs")
+        check_signer(signer)            # MediaError before anything is encoded
     first = get_frame(0)
     if format == "imf":
         width, height = first.shape[1], first.shape[0]
@@ -123,7 +130,8 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
         def writer():
             return DCPWriter(out, title=title, edit_rate=rate, aspect=(width, height),
                              kind=kind, sound=sound, subtitles=subtitles,
-                             reels=reels if len(reels) > 1 else None, keys=keys)
+                             reels=reels if len(reels) > 1 else None, keys=keys,
+                             signer=signer)
 
     options = dict(profile=encoder_profile, fps=rate, bitrate=bitrate, colorspace=colorspace,
                    backend=backend, bits=bits, codec=codec if format == "imf" else "j2k",

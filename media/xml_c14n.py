@@ -3,7 +3,8 @@ signature (W3C XML-DSig, as SMPTE ST 430-3 clause 5.3 uses it) digests for a sam
 reference and signs for ``SignedInfo``.
 
 One canonicaliser for the KDM reader (:mod:`.kdm`, checking) and writer (:mod:`.kdm_write`,
-signing), so that what cinegpu signs is byte for byte what it checks.
+signing) and for signed CPLs and PKLs (:mod:`.package_signature`), so that what cinegpu signs
+is byte for byte what it checks.
 """
 
 from __future__ import annotations
@@ -11,20 +12,23 @@ from __future__ import annotations
 __all__ = ["canonical_xml"]
 
 
-def canonical_xml(el, comments: bool = False) -> bytes:
+def canonical_xml(el, comments: bool = False, exclude=None) -> bytes:
     """Inclusive Canonical XML 1.0 (W3C, 2001; ``comments``: with comments) of the document
     subset that is ``el`` and its descendants, as XML-DSig digests a same-document reference
     and signs ``SignedInfo``: the apex carries every namespace in scope, used or not, and a
     descendant only those that differ from its output parent's.  Written out here because
     libxml2's subtree output (lxml's ``method="c14n"`` on an element) adds ``xmlns=""`` to
     prefixed descendants of an element in a default namespace; checked against xmlsec on an
-    easyDCP KDM in the tests, and against lxml's own output where the two agree."""
+    easyDCP KDM in the tests, and against lxml's own output where the two agree.  ``exclude``:
+    a descendant element left out with its descendants, its tail kept, as XML-DSig's
+    enveloped-signature transform removes the ``Signature`` (clause 6.6.4) from a reference to
+    the whole document (``URI=""``, whose node-set has no comments)."""
     out: list[str] = []
-    _c14n_element(el, {}, comments, out)
+    _c14n_element(el, {}, comments, out, exclude)
     return "".join(out).encode("utf-8")
 
 
-def _c14n_element(el, rendered: dict, comments: bool, out: list) -> None:
+def _c14n_element(el, rendered: dict, comments: bool, out: list, exclude=None) -> None:
     """Section 2.3 of C14N 1.0: namespace declarations that differ from those the output
     parent ``rendered`` (default first, then by prefix), attributes by namespace URI then
     local name, start and end tags always, text and attribute values escaped."""
@@ -50,8 +54,10 @@ def _c14n_element(el, rendered: dict, comments: bool, out: list) -> None:
         out.append(_text_escape(el.text))
     inner = {**rendered, **mine}
     for child in el:
-        if isinstance(child.tag, str):
-            _c14n_element(child, inner, comments, out)
+        if child is exclude:
+            pass
+        elif isinstance(child.tag, str):
+            _c14n_element(child, inner, comments, out, exclude)
         elif comments and child.tag is _comment_tag():
             out.append(f"<!--{child.text or ''}-->")
         elif child.tag is _pi_tag():

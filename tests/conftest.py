@@ -11,6 +11,10 @@
   a test (or a module, as ``pytestmark``) to skip when they are absent; the ``conformance`` and
   ``dcp_samples`` fixtures give the folder or skip.
 
+* Configuration: every test runs with ``XDG_CONFIG_HOME`` set to a session temporary folder
+  (:func:`_config_home`), so that ``cinegpu master --encrypt`` makes its signer chain there,
+  never in the real home; ``config_home`` gives the folder.
+
 Test modules import the names here (``from conftest import ...``): the tests folder is on
 ``sys.path`` (pytest's default "prepend" import mode), as for ``conformance.py``.
 """
@@ -99,6 +103,22 @@ def require_gl() -> None:
     reason = gl_reason()
     if reason is not None:
         pytest.skip(reason)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _config_home(tmp_path_factory):
+    """``XDG_CONFIG_HOME`` for the whole session: a temporary folder (child processes inherit
+    it), so that nothing is written into the user's configuration."""
+    folder = tmp_path_factory.mktemp("config-home")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_CONFIG_HOME", str(folder))
+        yield folder
+
+
+@pytest.fixture(scope="session")
+def config_home(_config_home) -> Path:
+    """The session's ``XDG_CONFIG_HOME`` (see :func:`_config_home`)."""
+    return _config_home
 
 
 @pytest.fixture(scope="session")

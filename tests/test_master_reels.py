@@ -7,7 +7,7 @@ frame boundary, each reel's subtitles timed from the reel's start with the cue t
 join split, ClairMeta content, and headless playback across the join without a dropped frame.
 An encrypted master decrypts (our reader, and ffmpeg) to the clear master's codestreams, its MXF
 headers carry the CPL's key ids, and ClairMeta fails only its check that an encrypted DCP is
-signed (signing is not part of mastering yet).
+signed (``master`` here is given no signer; signed packages: test_package_signature).
 """
 
 from __future__ import annotations

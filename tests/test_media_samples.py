@@ -90,7 +90,12 @@ def test_encrypted_dcp_needs_a_kdm():
 def test_check_passes(case):
     report = check(SAMPLES / case[0], progress=False)
     assert report.ok, report.text()
-    assert report.checked == 3 and not report.warnings
+    assert report.checked == 3
+    # libdcp's encryption test re-signs its 2012 documents with a 2025 chain: the signatures
+    # hold, and that their IssueDate lies outside the chain's validity is a warning per certificate
+    dated = "encrypted" in case[0]
+    assert len(report.warnings) == (6 if dated else 0), report.warnings
+    assert all("IssueDate 2012-07-17" in w for w in report.warnings)
 
 
 def test_check_command_line():

@@ -1,6 +1,7 @@
-"""``cinegpu master INPUT... -o OUTDIR``: master TIFF/PNG/DPX frames into an unsigned SMPTE DCP
-of one or more reels (``--reel-length``, or one reel per INPUT folder), encrypted with
-``--encrypt --keys KEYS.txt``, or with ``--format imf`` into an IMF package (Application #2E,
+"""``cinegpu master INPUT... -o OUTDIR``: master TIFF/PNG/DPX frames into an SMPTE DCP of one or
+more reels (``--reel-length``, or one reel per INPUT folder), encrypted with ``--encrypt --keys
+KEYS.txt``, its CPL and PKL signed with ``--sign DIR`` (with ``--encrypt`` and no ``--sign``: the
+user's own chain, made on first use; ``--no-sign``: unsigned), or with ``--format imf`` into an IMF package (Application #2E,
 Part-1 JPEG 2000 or HTJ2K; one segment, in the clear)."""
 
 from __future__ import annotations
@@ -102,6 +103,14 @@ def _package_arguments(p) -> None:
     p.add_argument("--keys", default=None, metavar="KEYS.txt",
                    help="with --encrypt: the content key file to create (mode 600; refused if "
                         "it exists); cinegpu kdm make reads it")
+    p.add_argument("--sign", default=None, metavar="DIR",
+                   help="sign the CPL and PKL (SMPTE ST 429-7, 429-8) with the chain in DIR, as "
+                        "'cinegpu kdm chain -o DIR' writes it (chain.pem, leaf.key). With --encrypt "
+                        "and no --sign: your own chain in $XDG_CONFIG_HOME/cinegpu/signer (made on "
+                        "first use), as DCI requires an encrypted DCP to be signed")
+    p.add_argument("--no-sign", action="store_true",
+                   help="with --encrypt: leave the CPL and PKL unsigned (for signing elsewhere; "
+                        "DCI and ClairMeta refuse an unsigned encrypted DCP)")
 
 
 def reel_seconds(text: str) -> Fraction:
@@ -128,6 +137,8 @@ def _inputs(args) -> list[str]:
                          "written to), and --keys goes with --encrypt")
     if args.keys is not None:
         check_key_path(args.keys)
+    if args.sign is not None and (args.no_sign or args.format == "imf"):
+        raise ValueError("--sign goes without --no-sign, and signs DCPs (not --format imf)")
     if len(args.input) > 1 and (args.reel_length is not None or args.frames is not None):
         raise ValueError("several INPUT folders make one reel each: leave out --reel-length "
                          "and --frames")
@@ -209,7 +220,7 @@ def _run(args) -> int:
                                 kind=args.kind, progress=not args.quiet,
                                 backend=args.backend, sound=sound, subtitles=subtitles,
                                 format=args.format, codec=args.codec, bits=args.bits,
-                                lossless=args.lossless, sampling=args.sampling)
+                                lossless=args.lossless, sampling=args.sampling, signer=_signer(args))
     except (MediaError, BackendUnavailable, ValueError, OSError) as exc:
         print(f"cinegpu master: {exc}", file=sys.stderr)
         return 2
@@ -222,6 +233,25 @@ def _run(args) -> int:
         return TERMINATED
     print(_summary(package))
     return 0
+
+
+def _signer(args):
+    """The signer of the CPL and PKL: ``--sign DIR``'s; with ``--encrypt`` (and no
+    ``--no-sign``) the user's own, made on first use (one line says so); else None."""
+    from cinegpu.media.package_signature import load_signer, user_signer
+    if args.sign is not None:
+        return load_signer(args.sign)
+    if not args.encrypt or args.no_sign:
+        return None
+    signer, made = user_signer()
+    if made:
+        print(f"cinegpu master: made your own signing certificate chain in {signer.folder} "
+              f"(DCI requires an encrypted DCP to be signed; --sign DIR signs with another)",
+              file=sys.stderr)
+    elif not args.quiet:
+        print(f"cinegpu master: signing with your own certificate chain in {signer.folder}",
+              file=sys.stderr)
+    return signer
 
 
 def _summary(package) -> str:
@@ -237,5 +267,6 @@ def _summary(package) -> str:
     more = f" in {len(reels)} reels ({', '.join(str(r.picture.frames) for r in reels)} frames)" \
         if len(reels) > 1 else ""
     keys = "" if package.keys is None else f"; encrypted, content keys in {package.keys}"
+    signed = "" if getattr(package, "signer", None) is None else f"; signed by {package.signer}"
     return (f"{package.root}: {frames} frames {t.width}x{t.height} at {t.edit_rate} fps{more}, "
-            f"CPL {package.cpl_id}, {pictures} bytes of picture{sound}{subs}{keys}")
+            f"CPL {package.cpl_id}, {pictures} bytes of picture{sound}{subs}{keys}{signed}")
