@@ -80,7 +80,7 @@ class ChainReport:
 
 def make_chain(organisation: str = "cinegpu.example", common_name: str = "cinegpu", *,
                organisational_unit: str | None = None, role: str = "CS",
-               not_before: datetime | None = None, days: int = 3650) -> Chain:
+               not_before: datetime | None = None, days: int = 3640) -> Chain:
     """A new ST 430-2 chain: root CN ``.{common_name}.ROOT``, intermediate
     ``.{common_name}.INTERMEDIATE``, leaf ``{role}.{common_name}`` (``CS``, content signer, as
     DCP-o-matic names its leaf; ``SM`` for a security manager acting as a KDM's recipient).

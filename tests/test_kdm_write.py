@@ -90,7 +90,7 @@ def test_a_made_chain_is_what_st_430_2_asks(signer):
         assert cert.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)[0].value == "cinegpu.test"
         assert cert.subject.get_attributes_for_oid(NameOID.ORGANIZATIONAL_UNIT_NAME)[0].value == "cinegpu.test"
     # the leaf's window is the one asked; no certificate outlives its issuer
-    assert signer.leaf.not_valid_after_utc - signer.leaf.not_valid_before_utc == timedelta(days=3650)
+    assert signer.leaf.not_valid_after_utc - signer.leaf.not_valid_before_utc == timedelta(days=3640)   # the default
     assert signer.leaf.not_valid_before_utc == NOW - timedelta(days=1)
     ends = [c.not_valid_after_utc for c in signer.certificates]
     assert ends == sorted(ends) and len(set(ends)) == 3

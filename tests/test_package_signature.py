@@ -104,9 +104,9 @@ def test_an_unsigned_package_is_reported_as_unsigned_never_as_a_problem():
 @pytest.fixture(scope="module")
 def chain_dir(tmp_path_factory):
     folder = tmp_path_factory.mktemp("chain") / "signer"
-    # under ten years to the root's end: ClairMeta warns of longer ones (check_certif_date_overflow),
-    # such as 'cinegpu kdm chain's default of 3650 days (its root: 3652)
-    write_chain(make_chain("example.org", "mastering", days=3640), folder)
+    # the default: under ten years to the root's end, ClairMeta warns of longer ones
+    # (check_certif_date_overflow)
+    write_chain(make_chain("example.org", "mastering"), folder)
     return folder
 
 
