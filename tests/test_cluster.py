@@ -135,6 +135,7 @@ def _master_in_threads(src, out, backend="cpu", **options):
 
 
 # -- local clusters on the CPU ----------------------------------------------------------------
+@pytest.mark.slow
 @needs_encoder
 def test_cluster_master_writes_the_same_dcp_as_threads(tmp_path):
     src = _frames(tmp_path / "in", 5)

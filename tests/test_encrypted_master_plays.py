@@ -20,6 +20,7 @@ from test_master import _write_png16, needs_encoder
 FRAMES = 48                     # two reels of one second at 24 fps
 
 
+@pytest.mark.slow                       # two masters and two plays of two seconds at 4 fps: 35 s
 @needs_encoder
 def test_our_encrypted_master_plays_with_the_kdm_we_make(tmp_path, gl):
     frames = tmp_path / "frames"

@@ -106,6 +106,7 @@ def test_gpus_argument():
 
 
 # -- encoder processes on the CPU -------------------------------------------------------------
+@pytest.mark.slow
 @needs_encoder
 def test_processes_write_the_same_codestreams_as_threads(tmp_path):
     src = _frames(tmp_path / "in", 5)

@@ -225,7 +225,7 @@ def test_playback_crosses_the_join_without_a_dropped_frame(gl, masters, tmp_path
 # -- the other coders: processes and a Dask cluster ------------------------------------------------------
 @needs_encoder
 @pytest.mark.parametrize("how", [
-    {"processes": 2, "workers": 1},
+    pytest.param({"processes": 2, "workers": 1}, marks=pytest.mark.slow),
     pytest.param({"cluster": "local:2", "workers": 1}, marks=pytest.mark.slow),
 ])
 def test_encoder_processes_and_a_cluster_write_the_same_reels(tmp_path, how):
