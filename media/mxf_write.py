@@ -45,7 +45,7 @@ from cinegpu.decode.errors import CodestreamError
 
 from .errors import MediaError, media_error_of
 from .essence_crypto import encrypt_element
-from .mxf import GC_ELEMENT, INDEX_SEGMENT, PRIMER_PACK, RANDOM_INDEX_PACK
+from .mxf import CRYPTO_CONTEXT, CRYPTO_FRAMEWORK, GC_ELEMENT, INDEX_SEGMENT, PRIMER_PACK, RANDOM_INDEX_PACK
 
 __all__ = ["HEADER_RESERVE", "J2KHeader", "PictureTrackWriter", "TrackFile", "TrackWriter",
            "parse_j2k_header"]
@@ -142,8 +142,6 @@ SUBDESCRIPTORS_TAG = 0xFFFF
 # (a StaticTrack -> Sequence -> DMSegment -> CryptographicFramework -> CryptographicContext),
 # with the keys, labels and items asdcplib writes (checked against libdcp's encrypted sample).
 STATIC_TRACK, DM_SEGMENT = 0x3A, 0x41
-CRYPTO_FRAMEWORK_KEY = bytes.fromhex("060e2b34025301010d01040102010000")
-CRYPTO_CONTEXT_KEY = bytes.fromhex("060e2b34025301010d01040102020000")
 DATA_DEF_DESCRIPTIVE = bytes.fromhex("060e2b34040101010103020110000000")
 CRYPTO_DM_SCHEME = bytes.fromhex("060e2b34040101070d01040102010100")
 CIPHER_AES_CBC = bytes.fromhex("060e2b34040101070209020101000000")
@@ -438,9 +436,9 @@ class TrackWriter:
             local_set(DM_SEGMENT, [(0x3C0A, ids["dm_segment"]), (0x0201, DATA_DEF_DESCRIPTIVE),
                                    (0x0602, _utf16("AS-DCP KLV Encryption")),
                                    (0x6101, ids["dm_framework"])]),
-            klv(CRYPTO_FRAMEWORK_KEY, _items([(0x3C0A, ids["dm_framework"]),
+            klv(CRYPTO_FRAMEWORK, _items([(0x3C0A, ids["dm_framework"]),
                                              (0xFFE0, ids["dm_context"])])),
-            klv(CRYPTO_CONTEXT_KEY, _items([
+            klv(CRYPTO_CONTEXT, _items([
                 (0x3C0A, ids["dm_context"]), (0xFFE1, e.context_id), (0xFFE2, wrapping),
                 (0xFFE3, CIPHER_AES_CBC), (0xFFE4, MIC_HMAC_SHA1), (0xFFE5, e.key_id.bytes)])),
         ]
