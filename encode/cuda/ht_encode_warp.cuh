@@ -1,0 +1,287 @@
+/* HT cleanup-pass block ENCODING, one warp per code-block (ITU-T T.814 clause 7), included by
+ * ht_encode.cu: kernel ht_enc_blocks_warp, the same bytes and lengths as ht_enc_blocks (and
+ * so as the numba encoder encode/tier1/ht.py ht_encode_block) for blocks of at most
+ * HTW_MAX_W x HTW_MAX_H samples; larger ones are left to ht_enc_blocks (the launcher splits
+ * the rows, encode/tier1/ht_gpu_plan.py warp_rows).
+ *
+ * The encoder knows every sample, so everything but the three streams' bit-stuffing is
+ * computed for a whole quad row at once, lane l taking quad l (a row has at most 32 quads):
+ *
+ *   A  the quad's samples, significance rho, v_n = 2 (mu_n - 1) + sign and E_n (7.3.5), and
+ *      the exponents of its lower line (E' of the next row's kappa), into the warp's shared
+ *      row tables;
+ *   B  its context c_q from the rho of the quad to the left and of the three quads above
+ *      (7.3.5: on the first line-pair from the left quad alone), kappa, U_q, u_q and eps, the
+ *      CxtVLC codeword and e_k (7.3.4, VLC_ENC_0/1), and its MagSgn bits (7.3.2 / 7.3.7:
+ *      U_q - e_k bits of each significant v_n, LSB first) as two words of at most 64 bits;
+ *   C  the lane of each quad pair's first quad joins the pair's VLC bits (both codewords,
+ *      then the U-VLC of 7.3.6 / Table 3: prefixes, suffixes, extensions, or the first
+ *      line-pair's forms after its MEL symbol) into one word of at most 38 bits, and lists
+ *      the pair's MEL symbols (7.3.3: c_q = 0 quads, then the first line-pair's u_off pair);
+ *   D  lane 0 feeds the row's pairs, in order, to the serial writers of ht_encode.cu (ms_put,
+ *      mel_encode, vlc_put: the stuffing after 0xFF in MagSgn and MEL, after a byte above
+ *      0x8F in VLC, and MEL's run-length state make positions depend on every bit before).
+ *      Writing (a, m) then (b, n) is writing a | b << m in m + n bits for these writers (each
+ *      holds its state per bit), so the joined words give the same bytes.
+ *
+ * MagSgn goes straight into the block's output region (it opens the segment, 7.1); MEL and
+ * VLC are built in the warp's shared memory and copied behind it by all lanes (the paper's
+ * KVCPY), VLC reversed; lane 0 then writes Scup into the last two bytes.  Rows are separated
+ * by __syncwarp, the row tables double-buffered by row parity so that three suffice a row.
+ *
+ * Shared memory: HTW_SHARED_BYTES a warp (MEL and VLC buffers of ht_encode.cu's sizes and the
+ * row tables), HTW_WARPS warps a CUDA block.  Launch exactly HTW_THREADS threads a block;
+ * warp q of the grid codes j = q, q + warps, ... < nblk, arguments as ht_enc_blocks without
+ * the scratch.  Legal blocks cannot reach Scup > 4079 (see ht_encode.cu), so the
+ * HT_TOO_LONG path is only for completeness: there MagSgn bytes may remain in the region.
+ */
+
+#define HTW_WARPS 4                   /* warps per CUDA block */
+#define HTW_THREADS (32 * HTW_WARPS)  /* threads per CUDA block: launch exactly this */
+#define HTW_MAX_W 64                  /* widest block: one lane a quad of a row */
+#define HTW_MAX_H 64
+#define HTW_FULL 0xFFFFFFFFu
+
+typedef unsigned long long u64;
+
+/* One warp's shared memory */
+typedef struct {
+    u8 mel[HTE_MEL_BYTES];            /* MEL bytes */
+    u8 vlc[HTE_VLC_BYTES];            /* VLC bytes in reading order; [0]: the Scup byte */
+    u8 rho[2][32];                    /* per quad of the rows of parity 0 / 1 */
+    u8 elo[2][64];                    /* bitlen(v) of their lower line, per column */
+    u64 ms[32][2];                    /* B: a quad's MagSgn words (samples 0-1, 2-3) */
+    u8 ms_len[32][2];                 /*    and their lengths */
+    int quad[32];                     /* B: u | cw << 8 | cw length << 16 | coded << 20
+                                          | mel << 21 | mel symbol << 22 */
+    u64 pair_vlc[16];                 /* C: a pair's VLC bits */
+    u8 pair_vlc_len[16];
+    u8 pair_mel[16];                  /* C: symbols count | bits << 2 (first first) */
+    int result[4];                    /* lane 0's totals: MagSgn, MEL, VLC bytes, status */
+} HtwShared;
+
+#define HTW_SHARED_BYTES ((int)sizeof(HtwShared))
+
+/* Append val's low m bits to the word (*acc, *n), LSB first */
+HTE_DEV void htw_append(u64* acc, int* n, u64 val, int m)
+{
+    if (m > 0) {
+        *acc |= (val & ((m < 64 ? ((u64)1 << m) : 0) - 1)) << *n;
+        *n += m;
+    }
+}
+
+/* Steps A and B for quad `lane` of quad row qy (7.3.5, 7.3.4, 7.3.2); returns its rho */
+HTE_DEV int htw_quad(HtwShared* s, const int* src, i64 off, i64 stride, int w, int h, int p,
+                     int qy, int lane, const int* vlc0, const int* vlc1)
+{
+    int y0 = 2 * qy, x0 = 2 * lane;
+    int par = qy & 1;
+    int initial = qy == 0;
+    u64 v[4];
+    int rho = 0, emax = 0, es = 0;
+    for (int n = 0; n < 4; n++) {
+        int x = x0 + (n >> 1), y = y0 + (n & 1);
+        v[n] = 0;
+        if (x < w && y < h) {
+            i64 q = src[off + (i64)y * stride + x];
+            i64 mag = (q < 0 ? -q : q) >> p;
+            if (mag) {
+                v[n] = (u64)(2 * (mag - 1) + (q < 0 ? 1 : 0));
+                rho |= 1 << n;
+                int e = hte_bitlen((i64)(v[n] | 1));
+                emax = hte_max(emax, e);
+                es |= e << (8 * n);
+            }
+        }
+    }
+    s->rho[par][lane] = (u8)rho;
+    s->elo[par][x0] = (u8)hte_bitlen((i64)v[1]);
+    s->elo[par][x0 + 1] = (u8)hte_bitlen((i64)v[3]);
+    __syncwarp();
+    int left = lane > 0 ? s->rho[par][lane - 1] : 0;
+    int c, kappa = 1;
+    if (initial) {
+        c = (left & 1) | ((left >> 1) & 1) | ((left >> 1) & 6);
+    } else {
+        /* the line above: columns x0 - 1 .. x0 + 2 of the previous row's lower line */
+        const u8* up = s->rho[par ^ 1];
+        int ul = lane > 0 ? up[lane - 1] : 0, ur = lane < 31 ? up[lane + 1] : 0;
+        int u0 = up[lane];
+        c = (((ul >> 3) & 1) | ((u0 >> 1) & 1)) | ((((left >> 2) & 1) | ((left >> 3) & 1)) << 1)
+            | ((((u0 >> 3) & 1) | ((ur >> 1) & 1)) << 2);
+        if (rho & (rho - 1)) {
+            const u8* el = s->elo[par ^ 1];
+            int em = hte_max(hte_max(lane > 0 ? el[x0 - 1] : 0, el[x0]),
+                             hte_max(el[x0 + 1], lane < 31 ? el[x0 + 2] : 0));
+            kappa = hte_max(em - 1, 1);
+        }
+    }
+    int big_u = hte_max(emax, kappa);
+    int u = big_u - kappa;
+    int eps = 0;
+    if (u > 0)
+        for (int n = 0; n < 4; n++)
+            if (((es >> (8 * n)) & 0xFF) == big_u)
+                eps |= 1 << n;
+    int cw = 0, cwl = 0, coded = 0, ek = 0;
+    if (rho || c) {
+        int entry = (initial ? vlc0 : vlc1)[(c << 8) | (rho << 4) | eps];
+        cw = entry & 0x7F;
+        cwl = (entry >> 8) & 0xF;
+        ek = (entry >> 12) & 0xF;
+        coded = 1;
+    }
+    for (int k = 0; k < 2; k++) {
+        u64 acc = 0;
+        int nb = 0;
+        for (int n = 2 * k; n < 2 * k + 2; n++)
+            if ((rho >> n) & 1)
+                htw_append(&acc, &nb, v[n], big_u - ((ek >> n) & 1));
+        s->ms[lane][k] = acc;
+        s->ms_len[lane][k] = (u8)nb;
+    }
+    s->quad[lane] = u | (cw << 8) | (cwl << 16) | (coded << 20) | ((c == 0) << 21)
+                    | ((rho != 0) << 22);
+    return rho;
+}
+
+/* Step C for the pair of quads lane, lane + 1 (lane even; the second absent when
+ * !has2): its VLC word and MEL symbols (7.3.3, 7.3.4, 7.3.6) */
+HTE_DEV void htw_pair(HtwShared* s, int lane, int has2, int initial)
+{
+    int q1 = s->quad[lane], q2 = has2 ? s->quad[lane + 1] : 0;
+    u64 acc = 0;
+    int n = 0, mel = 0, nmel = 0;
+    if ((q1 >> 21) & 1)
+        mel |= ((q1 >> 22) & 1) << nmel++;
+    if ((q1 >> 20) & 1)
+        htw_append(&acc, &n, (q1 >> 8) & 0x7F, (q1 >> 16) & 0xF);
+    if ((q2 >> 21) & 1)
+        mel |= ((q2 >> 22) & 1) << nmel++;
+    if ((q2 >> 20) & 1)
+        htw_append(&acc, &n, (q2 >> 8) & 0x7F, (q2 >> 16) & 0xF);
+    int u1 = q1 & 0xFF, u2 = q2 & 0xFF;
+    if (u1 > 0 && u2 > 0) {
+        int mel_sym = 0;
+        if (initial) {
+            mel_sym = (u1 > 2 && u2 > 2) ? 1 : 0;
+            mel |= mel_sym << nmel++;
+        }
+        int a1 = u1 - 2 * mel_sym, a2 = u2 - 2 * mel_sym;
+        Uvlc p1 = uvlc_parts(a1);
+        if (initial && mel_sym == 0 && a1 > 2) {
+            htw_append(&acc, &n, p1.pre, p1.lpre);
+            htw_append(&acc, &n, a2 - 1, 1);
+            htw_append(&acc, &n, p1.suf, p1.lsuf);
+        } else {
+            Uvlc p2 = uvlc_parts(a2);
+            htw_append(&acc, &n, p1.pre, p1.lpre);
+            htw_append(&acc, &n, p2.pre, p2.lpre);
+            htw_append(&acc, &n, p1.suf & 31, hte_min(p1.lsuf, 5));
+            htw_append(&acc, &n, p2.suf & 31, hte_min(p2.lsuf, 5));
+            htw_append(&acc, &n, p1.suf >> 5, hte_max(p1.lsuf - 5, 0));
+            htw_append(&acc, &n, p2.suf >> 5, hte_max(p2.lsuf - 5, 0));
+        }
+    } else if (u1 > 0 || u2 > 0) {
+        Uvlc pp = uvlc_parts(u1 > 0 ? u1 : u2);
+        htw_append(&acc, &n, pp.pre, pp.lpre);
+        htw_append(&acc, &n, pp.suf, pp.lsuf);
+    }
+    s->pair_vlc[lane >> 1] = acc;
+    s->pair_vlc_len[lane >> 1] = (u8)n;
+    s->pair_mel[lane >> 1] = (u8)(nmel | (mel << 2));
+}
+
+/* The cleanup segment of one block by the whole warp (all lanes call it with the same
+ * arguments): Lcup (bytes), 0 (nothing significant) or HT_TOO_LONG, in every lane.  Audited
+ * hot kernel: the row loop and lane 0's writers belong together. */
+HTE_DEV i64 htw_encode_block(HtwShared* s, const int* src, i64 off, i64 stride, int w, int h,
+                             int p, u8* out, const int* vlc0, const int* vlc1,
+                             const int* mel_exp, int lane)
+{
+    int qw = (w + 1) >> 1, qh = (h + 1) >> 1;
+    MsWriter ms = {out, 0, 0, 0, 8};
+    MelWriter mel = {s->mel, 0, 0, 8, 0, 0};
+    VlcWriter vlc = {s->vlc, 1, 0xF, 4, 1};  /* vlc[0]: the Scup byte */
+    int any_sig = 0;
+    for (int qy = 0; qy < qh; qy++) {
+        int rho = htw_quad(s, src, off, stride, w, h, p, qy, lane, vlc0, vlc1);
+        any_sig |= rho;
+        __syncwarp();
+        if (!(lane & 1) && lane < qw)
+            htw_pair(s, lane, lane + 1 < qw, qy == 0);
+        __syncwarp();
+        if (lane == 0) {
+            for (int k = 0; 2 * k < qw; k++) {
+                int m = s->pair_mel[k];
+                for (int i = 0; i < (m & 3); i++)
+                    mel_encode(&mel, (m >> (2 + i)) & 1, mel_exp);
+                vlc_put(&vlc, (i64)s->pair_vlc[k], s->pair_vlc_len[k]);
+                for (int q = 2 * k; q < hte_min(2 * k + 2, qw); q++)
+                    for (int t = 0; t < 2; t++)
+                        ms_put(&ms, (i64)s->ms[q][t], s->ms_len[q][t]);
+            }
+        }
+        /* the next row's first __syncwarp (in htw_quad) orders lane 0's reads before the
+         * tables are written again; the row tables alternate by parity */
+    }
+    any_sig = __ballot_sync(HTW_FULL, any_sig != 0) != 0;
+    if (!any_sig)
+        return 0;
+    if (lane == 0) {
+        int ms_len = ms_end(&ms);
+        int mel_len = mel_end(&mel);
+        if (vlc.used > 0)
+            vlc.buf[vlc.pos++] = (u8)vlc.tmp;
+        s->result[0] = ms_len;
+        s->result[1] = mel_len;
+        s->result[2] = vlc.pos;
+        s->result[3] = mel_len + vlc.pos > MAX_SCUP;
+    }
+    __syncwarp();
+    int ms_len = s->result[0], mel_len = s->result[1], vlc_len = s->result[2];
+    int too_long = s->result[3];
+    __syncwarp();  /* all have read: the next block may overwrite result */
+    if (too_long)
+        return HT_TOO_LONG;
+    /* KVCPY: MEL, then VLC reversed, behind MagSgn; all lanes */
+    for (int t = lane; t < mel_len; t += 32)
+        out[ms_len + t] = s->mel[t];
+    for (int t = lane; t < vlc_len; t += 32)
+        out[ms_len + mel_len + t] = s->vlc[vlc_len - 1 - t];
+    int o = ms_len + mel_len + vlc_len;
+    int scup = mel_len + vlc_len;
+    __syncwarp();
+    if (lane == 0) {
+        out[o - 1] = (u8)(scup >> 4);
+        out[o - 2] = (u8)((out[o - 2] & 0xF0) | (scup & 0x0F));
+    }
+    return o;
+}
+
+/* Blocks cb[rows[j]] of at most HTW_MAX_W x HTW_MAX_H samples, one warp each; the launcher
+ * keeps larger ones for ht_enc_blocks (a larger one here gets HT_TOO_LONG).  HTW_THREADS
+ * threads a CUDA block. */
+extern "C" __global__ void ht_enc_blocks_warp(const int* flat, const i64* cb, int ncols,
+                                              int nblk, const i64* rows, const i64* drops,
+                                              const i64* cap_off, u8* out, i64* lens,
+                                              const int* vlc0, const int* vlc1,
+                                              const int* mel_exp)
+{
+    HTE_SHARED HtwShared shared[HTW_WARPS];
+    int lane = threadIdx.x & 31;
+    HtwShared* s = &shared[threadIdx.x >> 5];
+    int warps = gridDim.x * HTW_WARPS;
+    for (int j = blockIdx.x * HTW_WARPS + (threadIdx.x >> 5); j < nblk; j += warps) {
+        const i64* r = cb + rows[j] * ncols;
+        i64 w = r[CB_WIDTH], h = r[CB_HEIGHT], n = 0;
+        if (w > HTW_MAX_W || h > HTW_MAX_H)
+            n = HT_TOO_LONG;
+        else if (w > 0 && h > 0)
+            n = htw_encode_block(s, flat, r[CB_OUT], r[CB_STRIDE], (int)w, (int)h,
+                                 (int)drops[j], out + cap_off[j], vlc0, vlc1, mel_exp, lane);
+        if (lane == 0)
+            lens[j] = n;
+    }
+}
