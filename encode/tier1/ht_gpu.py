@@ -29,7 +29,7 @@ from .ht_gpu_plan import CUDA_SOURCE, GATHER, KERNEL, WARP_KERNEL, assemble, \
     capacity_offsets, kernel_tables, rows_tuple, scratch_pitch, segment_offsets, split_rows, \
     warp_limits
 
-__all__ = ["ht_encode_rows_cuda"]
+__all__ = ["coding_ms", "ht_encode_rows_cuda"]
 
 THREADS = 64  # threads per CUDA block
 GATHER_THREADS = 128  # threads per CUDA block of ht_gather (one CUDA block per code-block)
@@ -85,21 +85,8 @@ def ht_encode_rows_cuda(flat, cb, rows, drops, stream=None, *,
             raise TypeError(f"ht_encode_rows_cuda: flat must be 1-D int32, not "
                             f"{d_flat.ndim}-D {d_flat.dtype}")
         device_id = cupy.cuda.runtime.getDevice()
-        d_out = cupy.empty(int(cap_off[-1]), cupy.uint8)
-        d_lens = cupy.empty(nblk, cupy.int64)
-        d_cb, d_rows, d_drops = cupy.asarray(cb), cupy.asarray(rows), cupy.asarray(drops)
-        d_cap_off = cupy.asarray(cap_off)
-        tables = _device_tables(device_id)
-        for sel, launch in ((warp_sel, _launch_warp), (thread_sel, _launch_thread)):
-            if sel.size == nblk:                 # every block: no subsets
-                launch(device_id, d_flat, d_cb, nblk, d_rows, d_drops, d_cap_off, d_out,
-                       d_lens, tables, scratch_bytes)
-            elif sel.size:
-                d_sel = cupy.asarray(sel)
-                d_sub = cupy.empty(sel.size, cupy.int64)
-                launch(device_id, d_flat, d_cb, sel.size, d_rows[d_sel], d_drops[d_sel],
-                       d_cap_off[d_sel], d_out, d_sub, tables, scratch_bytes)
-                d_lens[d_sel] = d_sub
+        d_out, d_lens, d_cap_off = _code_blocks(device_id, d_flat, cb, rows, drops, cap_off,
+                                                warp_sel, thread_sel, scratch_bytes)
         lens = d_lens.get()  # blocking: waits for the kernel on this stream
         stop, coded_off, rates, rate_off, num_bps = segment_offsets(lens, drops)
         if stop < nblk:      # a block too long: the early return, from the whole region
@@ -111,6 +98,53 @@ def ht_encode_rows_cuda(flat, cb, rows, drops, stream=None, *,
                                         np.int32(nblk), d_coded))
         coded = d_coded.get()
     return rows_tuple(coded, cap_off, stop, coded_off, rates, rate_off, num_bps)
+
+
+def _code_blocks(device_id, d_flat, cb, rows, drops, cap_off, warp_sel, thread_sel,
+                 scratch_bytes):
+    """Launch the coding kernels (the warp kernel on rows[warp_sel], the one-thread kernel on
+    rows[thread_sel]) on the current stream: (d_out, d_lens, d_cap_off), not waited for."""
+    nblk = rows.shape[0]
+    d_out = cupy.empty(int(cap_off[-1]), cupy.uint8)
+    d_lens = cupy.empty(nblk, cupy.int64)
+    d_cb, d_rows, d_drops = cupy.asarray(cb), cupy.asarray(rows), cupy.asarray(drops)
+    d_cap_off = cupy.asarray(cap_off)
+    tables = _device_tables(device_id)
+    for sel, launch in ((warp_sel, _launch_warp), (thread_sel, _launch_thread)):
+        if sel.size == nblk:                 # every block: no subsets
+            launch(device_id, d_flat, d_cb, nblk, d_rows, d_drops, d_cap_off, d_out, d_lens,
+                   tables, scratch_bytes)
+        elif sel.size:
+            d_sel = cupy.asarray(sel)
+            d_sub = cupy.empty(sel.size, cupy.int64)
+            launch(device_id, d_flat, d_cb, sel.size, d_rows[d_sel], d_drops[d_sel],
+                   d_cap_off[d_sel], d_out, d_sub, tables, scratch_bytes)
+            d_lens[d_sel] = d_sub
+    return d_out, d_lens, d_cap_off
+
+
+def coding_ms(flat, cb, rows, drops, *, kernel: str = "auto", repeat: int = 10,
+              scratch_bytes: int = SCRATCH_BYTES) -> float:
+    """Milliseconds of the coding kernels alone (CUDA events on the current stream, the mean
+    of ``repeat`` runs after one warm run) for ht_encode_rows_cuda's blocks and ``kernel``:
+    what the benchmark compares between the warp and the one-thread kernel."""
+    cb = np.ascontiguousarray(cb, np.int64)
+    rows = np.ascontiguousarray(rows, np.int64)
+    drops = np.ascontiguousarray(drops, np.int64)
+    warp_sel, thread_sel = split_rows(cb, rows, kernel)
+    cap_off = capacity_offsets(cb, rows)
+    d_flat = cupy.ascontiguousarray(cupy.asarray(flat))
+    device_id = cupy.cuda.runtime.getDevice()
+    _code_blocks(device_id, d_flat, cb, rows, drops, cap_off, warp_sel, thread_sel,
+                 scratch_bytes)
+    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+    start.record()
+    for _ in range(repeat):
+        _code_blocks(device_id, d_flat, cb, rows, drops, cap_off, warp_sel, thread_sel,
+                     scratch_bytes)
+    stop.record()
+    stop.synchronize()
+    return cupy.cuda.get_elapsed_time(start, stop) / repeat
 
 
 def _launch_warp(device_id, d_flat, d_cb, nblk, d_rows, d_drops, d_cap_off, d_out, d_lens,
