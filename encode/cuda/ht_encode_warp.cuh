@@ -2,7 +2,7 @@
  * ht_encode.cu: kernel ht_enc_blocks_warp, the same bytes and lengths as ht_enc_blocks (and
  * so as the numba encoder encode/tier1/ht.py ht_encode_block) for blocks of at most
  * HTW_MAX_W x HTW_MAX_H samples; larger ones are left to ht_enc_blocks (the launcher splits
- * the rows, encode/tier1/ht_gpu_plan.py warp_rows).
+ * the rows, encode/tier1/ht_gpu_plan.py split_rows).
  *
  * The encoder knows every sample, so everything but the three streams' bit-stuffing is
  * computed for a whole quad row at once, lane l taking quad l (a row has at most 32 quads):
@@ -18,16 +18,22 @@
  *      then the U-VLC of 7.3.6 / Table 3: prefixes, suffixes, extensions, or the first
  *      line-pair's forms after its MEL symbol) into one word of at most 38 bits, and lists
  *      the pair's MEL symbols (7.3.3: c_q = 0 quads, then the first line-pair's u_off pair);
- *   D  lane 0 feeds the row's pairs, in order, to the serial writers of ht_encode.cu (ms_put,
- *      mel_encode, vlc_put: the stuffing after 0xFF in MagSgn and MEL, after a byte above
- *      0x8F in VLC, and MEL's run-length state make positions depend on every bit before).
- *      Writing (a, m) then (b, n) is writing a | b << m in m + n bits for these writers (each
- *      holds its state per bit), so the joined words give the same bytes.
+ *   D  MagSgn by all lanes (htw_magsgn_row): each quad's bits go into a shared bit buffer
+ *      at the prefix sum of the quads' counts, behind the bits still pending from the row
+ *      before; lanes cut 32 bytes a step, each as if no 0xFF came before it, and the bytes up
+ *      to the first 0xFF of the step stand (the byte after a 0xFF carries 7 bits: 7.3.2), so
+ *      a step costs one ballot and the output is ms_put's, byte for byte;
+ *   E  lane 0 feeds the row's pairs, in order, to the serial writers of ht_encode.cu for MEL
+ *      and VLC (mel_encode, vlc_put: MEL's run-length state and VLC's stuffing after a byte
+ *      above 0x8F make positions depend on every bit before).  Writing (a, m) then (b, n) is
+ *      writing a | b << m in m + n bits for these writers (each holds its state per bit), so
+ *      the joined words give the same bytes.
  *
  * MagSgn goes straight into the block's output region (it opens the segment, 7.1); MEL and
  * VLC are built in the warp's shared memory and copied behind it by all lanes (the paper's
  * KVCPY), VLC reversed; lane 0 then writes Scup into the last two bytes.  Rows are separated
- * by __syncwarp, the row tables double-buffered by row parity so that three suffice a row.
+ * by __syncwarp, the row tables double-buffered by row parity; a row costs three __syncwarp
+ * and a ballot per 32 MagSgn bytes (and per 0xFF among them).
  *
  * Shared memory: HTW_SHARED_BYTES a warp (MEL and VLC buffers of ht_encode.cu's sizes and the
  * row tables), HTW_WARPS warps a CUDA block.  Launch exactly HTW_THREADS threads a block;
@@ -41,6 +47,7 @@
 #define HTW_MAX_W 64                  /* widest block: one lane a quad of a row */
 #define HTW_MAX_H 64
 #define HTW_FULL 0xFFFFFFFFu
+#define HTW_MS_WORDS 132              /* 7 carried + 32 x 128 row bits, 32-bit words + slack */
 
 typedef unsigned long long u64;
 
@@ -50,8 +57,8 @@ typedef struct {
     u8 vlc[HTE_VLC_BYTES];            /* VLC bytes in reading order; [0]: the Scup byte */
     u8 rho[2][32];                    /* per quad of the rows of parity 0 / 1 */
     u8 elo[2][64];                    /* bitlen(v) of their lower line, per column */
-    u64 ms[32][2];                    /* B: a quad's MagSgn words (samples 0-1, 2-3) */
-    u8 ms_len[32][2];                 /*    and their lengths */
+    unsigned int ms_bits[HTW_MS_WORDS]; /* D: the row's MagSgn bits behind the carry */
+    int ms_count[32];                 /* D: a quad's MagSgn bits */
     int quad[32];                     /* B: u | cw << 8 | cw length << 16 | coded << 20
                                           | mel << 21 | mel symbol << 22 */
     u64 pair_vlc[16];                 /* C: a pair's VLC bits */
@@ -71,9 +78,10 @@ HTE_DEV void htw_append(u64* acc, int* n, u64 val, int m)
     }
 }
 
-/* Steps A and B for quad `lane` of quad row qy (7.3.5, 7.3.4, 7.3.2); returns its rho */
+/* Steps A and B for quad `lane` of quad row qy (7.3.5, 7.3.4, 7.3.2); returns its rho, its
+ * MagSgn words and their lengths in msw[2], msl[2] */
 HTE_DEV int htw_quad(HtwShared* s, const int* src, i64 off, i64 stride, int w, int h, int p,
-                     int qy, int lane, const int* vlc0, const int* vlc1)
+                     int qy, int lane, const int* vlc0, const int* vlc1, u64* msw, int* msl)
 {
     int y0 = 2 * qy, x0 = 2 * lane;
     int par = qy & 1;
@@ -138,8 +146,8 @@ HTE_DEV int htw_quad(HtwShared* s, const int* src, i64 off, i64 stride, int w, i
         for (int n = 2 * k; n < 2 * k + 2; n++)
             if ((rho >> n) & 1)
                 htw_append(&acc, &nb, v[n], big_u - ((ek >> n) & 1));
-        s->ms[lane][k] = acc;
-        s->ms_len[lane][k] = (u8)nb;
+        msw[k] = acc;
+        msl[k] = nb;
     }
     s->quad[lane] = u | (cw << 8) | (cwl << 16) | (coded << 20) | ((c == 0) << 21)
                     | ((rho != 0) << 22);
@@ -193,6 +201,72 @@ HTE_DEV void htw_pair(HtwShared* s, int lane, int has2, int initial)
     s->pair_mel[lane >> 1] = (u8)(nmel | (mel << 2));
 }
 
+/* OR the low n bits of val into the row's bit buffer at bit `at` (lanes' ranges are
+ * disjoint but may share a word: atomic) */
+HTE_DEV void htw_or_bits(unsigned int* buf, int at, u64 val, int n)
+{
+    while (n > 0) {
+        int sh = at & 31, take = hte_min(32 - sh, n);
+        atomicOr(&buf[at >> 5], (unsigned int)(val & (((u64)1 << take) - 1)) << sh);
+        val >>= take;
+        at += take;
+        n -= take;
+    }
+}
+
+/* Bits [at, at + n) of the row's bit buffer (n <= 8) */
+HTE_DEV int htw_get_bits(const unsigned int* buf, int at, int n)
+{
+    u64 two = (u64)buf[at >> 5] | ((u64)buf[(at >> 5) + 1] << 32);
+    return (int)((two >> (at & 31)) & ((1u << n) - 1));
+}
+
+/* Step D, MagSgn of one quad row by all lanes (7.3.2; the writer ms_put's bytes exactly).
+ * The writer's state (bytes written, the byte being filled: its bits and how many, its
+ * capacity, 7 after a 0xFF) is *ms, the same in every lane.  The pending bits and the row's
+ * (each quad's two words, at its prefix sum of the quads' counts) go into the shared bit
+ * buffer; then, 32 bytes a step, lane k takes byte k as if no 0xFF came before it (the first
+ * of the step `cap` bits, the others 8); the bytes up to and including the first 0xFF among
+ * them are right, are written, and the next step starts behind it with capacity 7.  What is
+ * left (fewer bits than the capacity) becomes the byte being filled. */
+HTE_DEV void htw_magsgn_row(HtwShared* s, int lane, const u64* msw, const int* msl, u8* out,
+                            MsWriter* ms)
+{
+    int before = 0, total = 0;
+    for (int q = 0; q < 32; q++) {
+        int n = s->ms_count[q];
+        before += q < lane ? n : 0;
+        total += n;
+    }
+    int at = ms->used + before;
+    htw_or_bits(s->ms_bits, at, msw[0], msl[0]);
+    htw_or_bits(s->ms_bits, at + msl[0], msw[1], msl[1]);
+    if (lane == 0)
+        htw_or_bits(s->ms_bits, 0, (u64)ms->tmp, ms->used);
+    __syncwarp();
+    int end = ms->used + total, start = 0, cap = ms->cap;
+    for (;;) {
+        int nvalid = end - start < cap ? 0 : hte_min(32, 1 + (end - start - cap) / 8);
+        if (nvalid == 0)
+            break;
+        int first = lane == 0 ? start : start + cap + 8 * (lane - 1);
+        int width = lane == 0 ? cap : 8;
+        int byte = lane < nvalid ? htw_get_bits(s->ms_bits, first, width) : 0;
+        unsigned int ff = __ballot_sync(HTW_FULL, lane < nvalid && byte == 0xFF);
+        int m = ff ? __ffs(ff) : nvalid;  /* bytes of this step that stand */
+        if (lane < m)
+            out[ms->pos + lane] = (u8)byte;
+        start += cap + 8 * (m - 1);
+        ms->pos += m;
+        cap = ff ? 7 : 8;
+        if (!ff && nvalid < 32)
+            break;
+    }
+    ms->used = end - start;
+    ms->tmp = ms->used ? htw_get_bits(s->ms_bits, start, ms->used) : 0;
+    ms->cap = cap;
+}
+
 /* The cleanup segment of one block by the whole warp (all lanes call it with the same
  * arguments): Lcup (bytes), 0 (nothing significant) or HT_TOO_LONG, in every lane.  Audited
  * hot kernel: the row loop and lane 0's writers belong together. */
@@ -201,30 +275,33 @@ HTE_DEV i64 htw_encode_block(HtwShared* s, const int* src, i64 off, i64 stride, 
                              const int* mel_exp, int lane)
 {
     int qw = (w + 1) >> 1, qh = (h + 1) >> 1;
-    MsWriter ms = {out, 0, 0, 0, 8};
-    MelWriter mel = {s->mel, 0, 0, 8, 0, 0};
-    VlcWriter vlc = {s->vlc, 1, 0xF, 4, 1};  /* vlc[0]: the Scup byte */
+    MsWriter ms = {out, 0, 0, 0, 8};          /* every lane's copy of the same state */
+    MelWriter mel = {s->mel, 0, 0, 8, 0, 0};  /* lane 0's */
+    VlcWriter vlc = {s->vlc, 1, 0xF, 4, 1};   /* lane 0's; vlc[0]: the Scup byte */
     int any_sig = 0;
     for (int qy = 0; qy < qh; qy++) {
-        int rho = htw_quad(s, src, off, stride, w, h, p, qy, lane, vlc0, vlc1);
+        u64 msw[2];
+        int msl[2];
+        int rho = htw_quad(s, src, off, stride, w, h, p, qy, lane, vlc0, vlc1, msw, msl);
         any_sig |= rho;
+        s->ms_count[lane] = msl[0] + msl[1];
+        for (int k = lane; k < HTW_MS_WORDS; k += 32)
+            s->ms_bits[k] = 0;
         __syncwarp();
         if (!(lane & 1) && lane < qw)
             htw_pair(s, lane, lane + 1 < qw, qy == 0);
-        __syncwarp();
+        htw_magsgn_row(s, lane, msw, msl, out, &ms);  /* its first __syncwarp orders C */
         if (lane == 0) {
             for (int k = 0; 2 * k < qw; k++) {
                 int m = s->pair_mel[k];
                 for (int i = 0; i < (m & 3); i++)
                     mel_encode(&mel, (m >> (2 + i)) & 1, mel_exp);
                 vlc_put(&vlc, (i64)s->pair_vlc[k], s->pair_vlc_len[k]);
-                for (int q = 2 * k; q < hte_min(2 * k + 2, qw); q++)
-                    for (int t = 0; t < 2; t++)
-                        ms_put(&ms, (i64)s->ms[q][t], s->ms_len[q][t]);
             }
         }
-        /* the next row's first __syncwarp (in htw_quad) orders lane 0's reads before the
-         * tables are written again; the row tables alternate by parity */
+        /* the next row's first __syncwarp (in htw_quad) orders lane 0's reads and the last
+         * reads of the bit buffer before they are written again; the row tables alternate
+         * by parity */
     }
     any_sig = __ballot_sync(HTW_FULL, any_sig != 0) != 0;
     if (!any_sig)
