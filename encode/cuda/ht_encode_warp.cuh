@@ -306,6 +306,7 @@ HTE_DEV i64 htw_encode_block(HtwShared* s, const int* src, i64 off, i64 stride, 
     any_sig = __ballot_sync(HTW_FULL, any_sig != 0) != 0;
     if (!any_sig)
         return 0;
+    __syncwarp();  /* the lanes' MagSgn bytes seen by lane 0 (ms_end reads the last one) */
     if (lane == 0) {
         int ms_len = ms_end(&ms);
         int mel_len = mel_end(&mel);
