@@ -10,7 +10,8 @@ Two back ends: "host" (the .cu built by g++ through ht_encode_warp_host.cpp, who
 the cooperative contexts of host_warp.h meeting at every warp intrinsic), so CI without a GPU
 checks the kernel's own code, and "cuda" (ht_encode_rows_cuda on the device, marked gpu).
 Cases: every block shape up to 64 x 64 (odd widths and heights, 1-sample blocks), planes
-0..29, all-zero, single-sample, sparse, dense, sign-only and extreme-magnitude blocks, rows
+0..29, all-zero, single-sample, sparse, dense, sign-only and extreme-magnitude blocks, MagSgn
+of all ones (a 0xFF every other byte: the lanes' byte steps at their shortest), rows
 out of order and repeated, grids with fewer warps than blocks, larger blocks left to the
 one-thread kernel, and the tiles of a real frame.  A deliberately wrong table must change the
 bytes.  Skipped without g++.
@@ -178,6 +179,24 @@ def test_structured(wlib, shape):
     lens = check(wlib, flat, cb, drops=drops)
     assert (lens[::len(blocks) // 4] == 0).all()  # the all-zero ones
     assert (lens > 0).sum() >= len(blocks) // 2
+
+
+@NO_GXX
+def test_magsgn_all_ones(wlib):
+    """Blocks whose MagSgn bits are all 1 (every sample -2^k: v = 2^(k+1) - 1), so that every
+    other MagSgn byte is 0xFF and the lanes' steps stand one byte at a time (7.3.2's 7-bit
+    byte after each), and blocks mixing such runs with random ones."""
+    rng = np.random.default_rng(60)
+    blocks = []
+    for k in (0, 1, 6, 7, 15, 30):
+        for h, w in ((64, 64), (1, 64), (63, 31), (3, 3)):
+            blocks.append(np.full((h, w), -(1 << k), np.int64))
+            mixed = np.where(rng.random((h, w)) < 0.5, -(1 << k), random_block(rng, h, w, k + 1))
+            blocks.append(mixed)
+    flat, cb = pack(blocks, rng)
+    lens = check(wlib, flat, cb, drops=np.zeros(len(blocks), np.int64), grid=4)
+    coded = ht_encode_rows(flat, cb, np.arange(len(blocks)), np.zeros(len(blocks), np.int64))[0]
+    assert (lens > 0).all() and (coded == 0xFF).sum() > 10000
 
 
 @NO_GXX
