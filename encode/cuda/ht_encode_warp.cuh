@@ -5,7 +5,9 @@
  * the rows, encode/tier1/ht_gpu_plan.py split_rows).
  *
  * The encoder knows every sample, so everything but the three streams' bit-stuffing is
- * computed for a whole quad row at once, lane l taking quad l (a row has at most 32 quads):
+ * computed for whole quad rows at once.  A step takes 32 >> rsh quad rows, 1 << rsh >= qw
+ * lanes a row (lane r << rsh | q codes quad q of the step's row r): one row of a 64-wide
+ * block, two of a 32-wide one, 32 of a 1- or 2-wide one.  Per step:
  *
  *   A  the quad's samples, significance rho, v_n = 2 (mu_n - 1) + sign and E_n (7.3.5), and
  *      the exponents of its lower line (E' of the next row's kappa), into the warp's shared
@@ -19,11 +21,12 @@
  *      line-pair's forms after its MEL symbol) into one word of at most 38 bits, and lists
  *      the pair's MEL symbols (7.3.3: c_q = 0 quads, then the first line-pair's u_off pair);
  *   D  MagSgn by all lanes (htw_magsgn_row): each quad's bits go into a shared bit buffer
- *      at the prefix sum of the quads' counts, behind the bits still pending from the row
+ *      at the prefix sum of the quads' counts (row-major: the stream's order), behind the
+ *      bits still pending from the step
  *      before; lanes cut 32 bytes a step, each as if no 0xFF came before it, and the bytes up
  *      to the first 0xFF of the step stand (the byte after a 0xFF carries 7 bits: 7.3.2), so
  *      a step costs one ballot and the output is ms_put's, byte for byte;
- *   E  lane 0 feeds the row's pairs, in order, to the serial writers of ht_encode.cu for MEL
+ *   E  lane 0 feeds the step's pairs, in order, to the serial writers of ht_encode.cu for MEL
  *      and VLC (mel_encode, vlc_put: MEL's run-length state and VLC's stuffing after a byte
  *      above 0x8F make positions depend on every bit before).  Writing (a, m) then (b, n) is
  *      writing a | b << m in m + n bits for these writers (each holds its state per bit), so
@@ -32,8 +35,8 @@
  * MagSgn goes straight into the block's output region (it opens the segment, 7.1); MEL and
  * VLC are built in the warp's shared memory and copied behind it by all lanes (the paper's
  * KVCPY), VLC reversed; lane 0 then writes Scup into the last two bytes.  Rows are separated
- * by __syncwarp, the row tables double-buffered by row parity; a row costs three __syncwarp
- * and a ballot per 32 MagSgn bytes (and per 0xFF among them).
+ * by __syncwarp, the row tables double-buffered by step; a step costs three __syncwarp and a
+ * ballot per 32 MagSgn bytes (and per 0xFF among them).
  *
  * Shared memory: HTW_SHARED_BYTES a warp (MEL and VLC buffers of ht_encode.cu's sizes and the
  * row tables), HTW_WARPS warps a CUDA block.  Launch exactly HTW_THREADS threads a block;
@@ -47,7 +50,7 @@
 #define HTW_MAX_W 64                  /* widest block: one lane a quad of a row */
 #define HTW_MAX_H 64
 #define HTW_FULL 0xFFFFFFFFu
-#define HTW_MS_WORDS 132              /* 7 carried + 32 x 128 row bits, 32-bit words + slack */
+#define HTW_MS_WORDS 132              /* 7 carried + 32 quads x 128 bits, 32-bit words + slack */
 
 typedef unsigned long long u64;
 
@@ -55,15 +58,15 @@ typedef unsigned long long u64;
 typedef struct {
     u8 mel[HTE_MEL_BYTES];            /* MEL bytes */
     u8 vlc[HTE_VLC_BYTES];            /* VLC bytes in reading order; [0]: the Scup byte */
-    u8 rho[2][32];                    /* per quad of the rows of parity 0 / 1 */
-    u8 elo[2][64];                    /* bitlen(v) of their lower line, per column */
-    unsigned int ms_bits[HTW_MS_WORDS]; /* D: the row's MagSgn bits behind the carry */
+    u8 rho[2][32];                    /* per lane, of the steps of parity 0 / 1 */
+    u8 elo[2][64];                    /* bitlen(v) of their lower lines, two a lane */
+    unsigned int ms_bits[HTW_MS_WORDS]; /* D: the step's MagSgn bits behind the carry */
     int ms_count[32];                 /* D: a quad's MagSgn bits */
     int quad[32];                     /* B: u | cw << 8 | cw length << 16 | coded << 20
                                           | mel << 21 | mel symbol << 22 */
-    u64 pair_vlc[16];                 /* C: a pair's VLC bits */
-    u8 pair_vlc_len[16];
-    u8 pair_mel[16];                  /* C: symbols count | bits << 2 (first first) */
+    u64 pair_vlc[32];                 /* C: a pair's VLC bits, at its first quad's lane */
+    u8 pair_vlc_len[32];
+    u8 pair_mel[32];                  /* C: symbols count | bits << 2 (first first) */
     int result[4];                    /* lane 0's totals: MagSgn, MEL, VLC bytes, status */
 } HtwShared;
 
@@ -78,24 +81,30 @@ HTE_DEV void htw_append(u64* acc, int* n, u64 val, int m)
     }
 }
 
-/* Steps A and B for quad `lane` of quad row qy (7.3.5, 7.3.4, 7.3.2); returns its rho, its
- * MagSgn words and their lengths in msw[2], msl[2] */
+/* Steps A and B for this lane's quad of a step (7.3.5, 7.3.4, 7.3.2): quad q of row
+ * qy0 + r, where the lane is r << rsh | q (a step codes 32 >> rsh quad rows of 1 << rsh >= qw
+ * lanes each, the row tables' half `half`; the row above a step's first row is the last of
+ * the step before, in the other half).  Returns its rho, its MagSgn words and their lengths
+ * in msw[2], msl[2]; a lane outside the block (q >= qw or its row >= qh) codes nothing. */
 HTE_DEV int htw_quad(HtwShared* s, const int* src, i64 off, i64 stride, int w, int h, int p,
-                     int qy, int lane, const int* vlc0, const int* vlc1, u64* msw, int* msl)
+                     int qy0, int half, int rsh, int qw, int qh, int lane, const int* vlc0,
+                     const int* vlc1, u64* msw, int* msl)
 {
-    int y0 = 2 * qy, x0 = 2 * lane;
-    int par = qy & 1;
+    int qwp = 1 << rsh, r = lane >> rsh, q = lane & (qwp - 1);
+    int qy = qy0 + r;
+    int act = q < qw && qy < qh;
+    int y0 = 2 * qy, x0 = 2 * q;
     int initial = qy == 0;
     u64 v[4];
     int rho = 0, emax = 0, es = 0;
     for (int n = 0; n < 4; n++) {
         int x = x0 + (n >> 1), y = y0 + (n & 1);
         v[n] = 0;
-        if (x < w && y < h) {
-            i64 q = src[off + (i64)y * stride + x];
-            i64 mag = (q < 0 ? -q : q) >> p;
+        if (act && x < w && y < h) {
+            i64 val = src[off + (i64)y * stride + x];
+            i64 mag = (val < 0 ? -val : val) >> p;
             if (mag) {
-                v[n] = (u64)(2 * (mag - 1) + (q < 0 ? 1 : 0));
+                v[n] = (u64)(2 * (mag - 1) + (val < 0 ? 1 : 0));
                 rho |= 1 << n;
                 int e = hte_bitlen((i64)(v[n] | 1));
                 emax = hte_max(emax, e);
@@ -103,25 +112,26 @@ HTE_DEV int htw_quad(HtwShared* s, const int* src, i64 off, i64 stride, int w, i
             }
         }
     }
-    s->rho[par][lane] = (u8)rho;
-    s->elo[par][x0] = (u8)hte_bitlen((i64)v[1]);
-    s->elo[par][x0 + 1] = (u8)hte_bitlen((i64)v[3]);
+    s->rho[half][lane] = (u8)rho;
+    s->elo[half][2 * lane] = (u8)hte_bitlen((i64)v[1]);
+    s->elo[half][2 * lane + 1] = (u8)hte_bitlen((i64)v[3]);
     __syncwarp();
-    int left = lane > 0 ? s->rho[par][lane - 1] : 0;
+    int left = q > 0 ? s->rho[half][lane - 1] : 0;
     int c, kappa = 1;
     if (initial) {
         c = (left & 1) | ((left >> 1) & 1) | ((left >> 1) & 6);
     } else {
-        /* the line above: columns x0 - 1 .. x0 + 2 of the previous row's lower line */
-        const u8* up = s->rho[par ^ 1];
-        int ul = lane > 0 ? up[lane - 1] : 0, ur = lane < 31 ? up[lane + 1] : 0;
-        int u0 = up[lane];
+        /* the quads above, and columns x0 - 1 .. x0 + 2 of the lower line above */
+        int ai = r > 0 ? lane - qwp : (((32 >> rsh) - 1) << rsh) | q;
+        const u8* up = s->rho[r > 0 ? half : half ^ 1];
+        const u8* el = s->elo[r > 0 ? half : half ^ 1];
+        int ul = q > 0 ? up[ai - 1] : 0, ur = q + 1 < qwp ? up[ai + 1] : 0;
+        int u0 = up[ai];
         c = (((ul >> 3) & 1) | ((u0 >> 1) & 1)) | ((((left >> 2) & 1) | ((left >> 3) & 1)) << 1)
             | ((((u0 >> 3) & 1) | ((ur >> 1) & 1)) << 2);
         if (rho & (rho - 1)) {
-            const u8* el = s->elo[par ^ 1];
-            int em = hte_max(hte_max(lane > 0 ? el[x0 - 1] : 0, el[x0]),
-                             hte_max(el[x0 + 1], lane < 31 ? el[x0 + 2] : 0));
+            int em = hte_max(hte_max(q > 0 ? el[2 * ai - 1] : 0, el[2 * ai]),
+                             hte_max(el[2 * ai + 1], q + 1 < qwp ? el[2 * ai + 2] : 0));
             kappa = hte_max(em - 1, 1);
         }
     }
@@ -133,7 +143,7 @@ HTE_DEV int htw_quad(HtwShared* s, const int* src, i64 off, i64 stride, int w, i
             if (((es >> (8 * n)) & 0xFF) == big_u)
                 eps |= 1 << n;
     int cw = 0, cwl = 0, coded = 0, ek = 0;
-    if (rho || c) {
+    if (act && (rho || c)) {
         int entry = (initial ? vlc0 : vlc1)[(c << 8) | (rho << 4) | eps];
         cw = entry & 0x7F;
         cwl = (entry >> 8) & 0xF;
@@ -149,13 +159,13 @@ HTE_DEV int htw_quad(HtwShared* s, const int* src, i64 off, i64 stride, int w, i
         msw[k] = acc;
         msl[k] = nb;
     }
-    s->quad[lane] = u | (cw << 8) | (cwl << 16) | (coded << 20) | ((c == 0) << 21)
+    s->quad[lane] = u | (cw << 8) | (cwl << 16) | (coded << 20) | ((act && c == 0) << 21)
                     | ((rho != 0) << 22);
     return rho;
 }
 
-/* Step C for the pair of quads lane, lane + 1 (lane even; the second absent when
- * !has2): its VLC word and MEL symbols (7.3.3, 7.3.4, 7.3.6) */
+/* Step C for the pair of quads lane, lane + 1 (the first of a pair in its row; the second
+ * absent when !has2): its VLC word and MEL symbols (7.3.3, 7.3.4, 7.3.6), at [lane] */
 HTE_DEV void htw_pair(HtwShared* s, int lane, int has2, int initial)
 {
     int q1 = s->quad[lane], q2 = has2 ? s->quad[lane + 1] : 0;
@@ -196,9 +206,9 @@ HTE_DEV void htw_pair(HtwShared* s, int lane, int has2, int initial)
         htw_append(&acc, &n, pp.pre, pp.lpre);
         htw_append(&acc, &n, pp.suf, pp.lsuf);
     }
-    s->pair_vlc[lane >> 1] = acc;
-    s->pair_vlc_len[lane >> 1] = (u8)n;
-    s->pair_mel[lane >> 1] = (u8)(nmel | (mel << 2));
+    s->pair_vlc[lane] = acc;
+    s->pair_vlc_len[lane] = (u8)n;
+    s->pair_mel[lane] = (u8)(nmel | (mel << 2));
 }
 
 /* OR the low n bits of val into the row's bit buffer at bit `at` (lanes' ranges are
@@ -221,7 +231,7 @@ HTE_DEV int htw_get_bits(const unsigned int* buf, int at, int n)
     return (int)((two >> (at & 31)) & ((1u << n) - 1));
 }
 
-/* Step D, MagSgn of one quad row by all lanes (7.3.2; the writer ms_put's bytes exactly).
+/* Step D, MagSgn of one step's quad rows by all lanes (7.3.2; the writer ms_put's bytes exactly).
  * The writer's state (bytes written, the byte being filled: its bits and how many, its
  * capacity, 7 after a 0xFF) is *ms, the same in every lane.  The pending bits and the row's
  * (each quad's two words, at its prefix sum of the quads' counts) go into the shared bit
@@ -269,7 +279,7 @@ HTE_DEV void htw_magsgn_row(HtwShared* s, int lane, const u64* msw, const int* m
 
 /* The cleanup segment of one block by the whole warp (all lanes call it with the same
  * arguments): Lcup (bytes), 0 (nothing significant) or HT_TOO_LONG, in every lane.  Audited
- * hot kernel: the row loop and lane 0's writers belong together. */
+ * hot kernel: the step loop and lane 0's writers belong together. */
 HTE_DEV i64 htw_encode_block(HtwShared* s, const int* src, i64 off, i64 stride, int w, int h,
                              int p, u8* out, const int* vlc0, const int* vlc1,
                              const int* mel_exp, int lane)
@@ -279,29 +289,38 @@ HTE_DEV i64 htw_encode_block(HtwShared* s, const int* src, i64 off, i64 stride, 
     MelWriter mel = {s->mel, 0, 0, 8, 0, 0};  /* lane 0's */
     VlcWriter vlc = {s->vlc, 1, 0xF, 4, 1};   /* lane 0's; vlc[0]: the Scup byte */
     int any_sig = 0;
-    for (int qy = 0; qy < qh; qy++) {
+    int rsh = 0;
+    while ((1 << rsh) < qw)
+        rsh++;
+    int qwp = 1 << rsh, rows = 32 >> rsh;  /* lanes a row, rows a step */
+    for (int qy0 = 0, step = 0; qy0 < qh; qy0 += rows, step++) {
         u64 msw[2];
         int msl[2];
-        int rho = htw_quad(s, src, off, stride, w, h, p, qy, lane, vlc0, vlc1, msw, msl);
+        int rho = htw_quad(s, src, off, stride, w, h, p, qy0, step & 1, rsh, qw, qh, lane,
+                           vlc0, vlc1, msw, msl);
         any_sig |= rho;
         s->ms_count[lane] = msl[0] + msl[1];
         for (int k = lane; k < HTW_MS_WORDS; k += 32)
             s->ms_bits[k] = 0;
         __syncwarp();
-        if (!(lane & 1) && lane < qw)
-            htw_pair(s, lane, lane + 1 < qw, qy == 0);
+        int q = lane & (qwp - 1), qy = qy0 + (lane >> rsh);
+        if (!(q & 1) && q < qw && qy < qh)
+            htw_pair(s, lane, q + 1 < qw, qy == 0);
         htw_magsgn_row(s, lane, msw, msl, out, &ms);  /* its first __syncwarp orders C */
         if (lane == 0) {
-            for (int k = 0; 2 * k < qw; k++) {
-                int m = s->pair_mel[k];
+            for (int l = 0; l < 32; l++) {  /* the step's pairs in row-major order */
+                int lq = l & (qwp - 1);
+                if ((lq & 1) || lq >= qw || qy0 + (l >> rsh) >= qh)
+                    continue;
+                int m = s->pair_mel[l];
                 for (int i = 0; i < (m & 3); i++)
                     mel_encode(&mel, (m >> (2 + i)) & 1, mel_exp);
-                vlc_put(&vlc, (i64)s->pair_vlc[k], s->pair_vlc_len[k]);
+                vlc_put(&vlc, (i64)s->pair_vlc[l], s->pair_vlc_len[l]);
             }
         }
-        /* the next row's first __syncwarp (in htw_quad) orders lane 0's reads and the last
+        /* the next step's first __syncwarp (in htw_quad) orders lane 0's reads and the last
          * reads of the bit buffer before they are written again; the row tables alternate
-         * by parity */
+         * by step */
     }
     any_sig = __ballot_sync(HTW_FULL, any_sig != 0) != 0;
     if (!any_sig)
