@@ -22,10 +22,10 @@
  *      the pair's MEL symbols (7.3.3: c_q = 0 quads, then the first line-pair's u_off pair);
  *   D  MagSgn by all lanes (htw_magsgn_row): each quad's bits go into a shared bit buffer
  *      at the prefix sum of the quads' counts (row-major: the stream's order), behind the
- *      bits still pending from the step
- *      before; lanes cut 32 bytes a step, each as if no 0xFF came before it, and the bytes up
- *      to the first 0xFF of the step stand (the byte after a 0xFF carries 7 bits: 7.3.2), so
- *      a step costs one ballot and the output is ms_put's, byte for byte;
+ *      bits still pending from the step before; lanes cut 32 bytes a round, each as if no
+ *      0xFF came before it, and the bytes up to the first 0xFF of the round stand (the byte
+ *      after a 0xFF carries 7 bits: 7.3.2), so a round costs one ballot and the output is
+ *      ms_put's, byte for byte;
  *   E  lane 0 feeds the step's pairs, in order, to the serial writers of ht_encode.cu for MEL
  *      and VLC (mel_encode, vlc_put: MEL's run-length state and VLC's stuffing after a byte
  *      above 0x8F make positions depend on every bit before).  Writing (a, m) then (b, n) is
@@ -36,7 +36,7 @@
  * VLC are built in the warp's shared memory and copied behind it by all lanes (the paper's
  * KVCPY), VLC reversed; lane 0 then writes Scup into the last two bytes.  Rows are separated
  * by __syncwarp, the row tables double-buffered by step; a step costs three __syncwarp and a
- * ballot per 32 MagSgn bytes (and per 0xFF among them).
+ * ballot a round of 32 MagSgn bytes (and one per 0xFF among them).
  *
  * Shared memory: HTW_SHARED_BYTES a warp (MEL and VLC buffers of ht_encode.cu's sizes and the
  * row tables), HTW_WARPS warps a CUDA block.  Launch exactly HTW_THREADS threads a block;
@@ -231,13 +231,13 @@ HTE_DEV int htw_get_bits(const unsigned int* buf, int at, int n)
     return (int)((two >> (at & 31)) & ((1u << n) - 1));
 }
 
-/* Step D, MagSgn of one step's quad rows by all lanes (7.3.2; the writer ms_put's bytes exactly).
- * The writer's state (bytes written, the byte being filled: its bits and how many, its
- * capacity, 7 after a 0xFF) is *ms, the same in every lane.  The pending bits and the row's
+/* Step D, MagSgn of a step's quad rows by all lanes (7.3.2; ms_put's bytes exactly).  The
+ * writer's state (bytes written, the byte being filled: its bits and how many, its
+ * capacity, 7 after a 0xFF) is *ms, the same in every lane.  The pending bits and the step's
  * (each quad's two words, at its prefix sum of the quads' counts) go into the shared bit
- * buffer; then, 32 bytes a step, lane k takes byte k as if no 0xFF came before it (the first
- * of the step `cap` bits, the others 8); the bytes up to and including the first 0xFF among
- * them are right, are written, and the next step starts behind it with capacity 7.  What is
+ * buffer; then, 32 bytes a round, lane k takes byte k as if no 0xFF came before it (the first
+ * of the round `cap` bits, the others 8); the bytes up to and including the first 0xFF among
+ * them are right, are written, and the next round starts behind it with capacity 7.  What is
  * left (fewer bits than the capacity) becomes the byte being filled. */
 HTE_DEV void htw_magsgn_row(HtwShared* s, int lane, const u64* msw, const int* msl, u8* out,
                             MsWriter* ms)
@@ -263,7 +263,7 @@ HTE_DEV void htw_magsgn_row(HtwShared* s, int lane, const u64* msw, const int* m
         int width = lane == 0 ? cap : 8;
         int byte = lane < nvalid ? htw_get_bits(s->ms_bits, first, width) : 0;
         unsigned int ff = __ballot_sync(HTW_FULL, lane < nvalid && byte == 0xFF);
-        int m = ff ? __ffs(ff) : nvalid;  /* bytes of this step that stand */
+        int m = ff ? __ffs(ff) : nvalid;  /* bytes of this round that stand */
         if (lane < m)
             out[ms->pos + lane] = (u8)byte;
         start += cap + 8 * (m - 1);
