@@ -6,16 +6,19 @@ MEL, 7.3.4-7.3.6 CxtVLC and U-VLC, 7.1 the segment and Scup).
         -> (coded, coded_off, rates, rate_off, dists, num_bps)
 
 The kernel ``ht_enc_blocks_warp`` of ``cuda/ht_encode.cu`` (``ht_encode_warp.cuh``: one warp
-per code-block of at most 64 x 64 samples, the quads of a row coded by its lanes at once) and,
-for larger blocks, ``ht_enc_blocks`` (one thread per code-block, grid-stride) write each
-block's cleanup segment into its own region of one device buffer (area * 5 + 64 bytes) and its
-length (``kernel``: "auto", "warp" or "thread", :func:`.ht_gpu_plan.split_rows`); the host reads the lengths back and works out the
-blocks' offsets (:func:`.ht_gpu_plan.segment_offsets`); the kernel ``ht_gather`` copies the
-segments together in block order on the GPU, and only they come back.  Same bytes, offsets, rates, K and dtypes as
-ht_encode_rows, including its early return when a block's segment is too long (Scup > 4079).
+per code-block of at most 64 x 64 samples, the quads of whole rows coded by its lanes at once)
+and, for larger blocks, ``ht_enc_blocks`` (one thread per code-block, grid-stride) write each
+block's cleanup segment into its own region of one device buffer (area * 5 + 64 bytes) and
+its length (``kernel``: "auto", "warp" or "thread", :func:`.ht_gpu_plan.split_rows`); the
+host reads the lengths back and works out the blocks' offsets
+(:func:`.ht_gpu_plan.segment_offsets`); the kernel ``ht_gather`` copies the segments together
+in block order on the GPU, and only they come back.  Same bytes, offsets, rates, K and dtypes
+as ht_encode_rows, including its early return when a block's segment is too long
+(Scup > 4079).  :func:`coding_ms` times the coding kernels alone (``bench_ht``).
 
 Importing this module needs CuPy; :mod:`.ht_gpu_plan` holds the host-only steps, which the
-tests run against the kernel's host build (``cuda/ht_encode_host.cpp``).
+tests run against the kernels' host builds (``cuda/ht_encode_host.cpp``,
+``cuda/ht_encode_warp_host.cpp``).
 """
 
 from __future__ import annotations
