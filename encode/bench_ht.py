@@ -23,7 +23,8 @@ at plane 0): ``ht_enc_blocks`` (one thread a code-block) and ``ht_enc_blocks_war
 a code-block, T.814 clause 7 split over the lanes), each as ms per frame and fps of the coding
 kernels alone (CUDA events, ``--repeat`` runs) and of the whole ``ht_encode_rows_cuda`` (with
 the lengths' read-back, gather and download), lossless and 9/7; the two must give the same
-bytes.  ``--kernels-only`` stops there.
+bytes.  ``--kernels-only`` stops there; otherwise the lossless rows also show the whole
+encoder with ``Encoder(ht_kernel="thread")`` beside the default (the warp kernel).
 
 Every stream is decoded with :func:`cinegpu.decode.decode` for PSNR (the peers decode our
 streams to the same samples: tests/test_ht_encode.py).  The peers' times are their processes
@@ -283,6 +284,8 @@ def main(argv=None) -> None:
             return data, fps
 
         data, _ = run_ours("", "lossless", reversible=True)
+        if on_gpu:  # the whole encoder with the one-thread-a-block HT kernel, to compare
+            run_ours("ht_kernel=thread", "lossless", reversible=True, ht_kernel="thread")
         lossless = max(len(d) for d in data)
         if shutil.which("ojph_compress"):
             out = tmp / "ojph"
