@@ -20,23 +20,25 @@
  *      then the U-VLC of 7.3.6 / Table 3: prefixes, suffixes, extensions, or the first
  *      line-pair's forms after its MEL symbol) into one word of at most 38 bits, and lists
  *      the pair's MEL symbols (7.3.3: c_q = 0 quads, then the first line-pair's u_off pair);
- *   D  MagSgn by all lanes (htw_magsgn_row): each quad's bits go into a shared bit buffer
- *      at the prefix sum of the quads' counts (row-major: the stream's order), behind the
- *      bits still pending from the step before; lanes cut 32 bytes a round, each as if no
- *      0xFF came before it, and the bytes up to the first 0xFF of the round stand (the byte
- *      after a 0xFF carries 7 bits: 7.3.2), so a round costs one ballot and the output is
- *      ms_put's, byte for byte;
- *   E  lane 0 feeds the step's pairs, in order, to the serial writers of ht_encode.cu for MEL
- *      and VLC (mel_encode, vlc_put: MEL's run-length state and VLC's stuffing after a byte
- *      above 0x8F make positions depend on every bit before).  Writing (a, m) then (b, n) is
- *      writing a | b << m in m + n bits for these writers (each holds its state per bit), so
- *      the joined words give the same bytes.
+ *   D  MagSgn and VLC by all lanes (htw_magsgn_row, htw_vlc_step): each quad's MagSgn bits
+ *      and each pair's VLC word go into a shared bit buffer at the prefix sum of the counts
+ *      (row-major: the stream's order), behind the bits still pending from the step before;
+ *      lanes cut 32 bytes a round, each as if no stuffing came before it, and the bytes up to
+ *      the first stuffed one stand: in MagSgn the byte after a 0xFF carries 7 bits (7.3.2),
+ *      in VLC a byte after one above 0x8F whose low 7 bits are all 1 is 0x7F with a stuffed
+ *      0 MSB (7.3.4).  A round costs one to three ballots and the output is ms_put's and
+ *      vlc_put's, byte for byte;
+ *   E  lane 0 feeds the step's MEL symbols, in order, to mel_encode of ht_encode.cu (MEL's
+ *      run-length state makes every symbol depend on all before it).
+ *   Joining words is exact: writing (a, m) then (b, n) is writing a | b << m in m + n bits
+ *   for these writers (each holds its state per bit).
  *
  * MagSgn goes straight into the block's output region (it opens the segment, 7.1); MEL and
  * VLC are built in the warp's shared memory and copied behind it by all lanes (the paper's
- * KVCPY), VLC reversed; lane 0 then writes Scup into the last two bytes.  Rows are separated
- * by __syncwarp, the row tables double-buffered by step; a step costs three __syncwarp and a
- * ballot a round of 32 MagSgn bytes (and one per 0xFF among them).
+ * KVCPY), VLC reversed; lane 0 then writes Scup into the last two bytes.  Steps are separated
+ * by __syncwarp, the row tables double-buffered by step; a step costs four __syncwarp and
+ * the rounds' ballots (one a round of 32 MagSgn bytes or a 0xFF among them, three a round of
+ * 32 VLC bytes or a stuffed one).
  *
  * Shared memory: HTW_SHARED_BYTES a warp (MEL and VLC buffers of ht_encode.cu's sizes and the
  * row tables), HTW_WARPS warps a CUDA block.  Launch exactly HTW_THREADS threads a block;
@@ -50,6 +52,7 @@
 #define HTW_MAX_W 64                  /* widest block: one lane a quad of a row */
 #define HTW_MAX_H 64
 #define HTW_FULL 0xFFFFFFFFu
+#define HTW_VLC_WORDS 42              /* 7 carried + 32 pairs x 38 bits, words + slack */
 #define HTW_MS_WORDS 132              /* 7 carried + 32 quads x 128 bits, 32-bit words + slack */
 
 typedef unsigned long long u64;
@@ -64,8 +67,8 @@ typedef struct {
     int ms_count[32];                 /* D: a quad's MagSgn bits */
     int quad[32];                     /* B: u | cw << 8 | cw length << 16 | coded << 20
                                           | mel << 21 | mel symbol << 22 */
-    u64 pair_vlc[32];                 /* C: a pair's VLC bits, at its first quad's lane */
-    u8 pair_vlc_len[32];
+    unsigned int vlc_bits[HTW_VLC_WORDS]; /* D: the step's VLC bits behind the carry */
+    int vlc_count[32];                /* C: a pair's VLC bits, at its first quad's lane */
     u8 pair_mel[32];                  /* C: symbols count | bits << 2 (first first) */
     int result[4];                    /* lane 0's totals: MagSgn, MEL, VLC bytes, status */
 } HtwShared;
@@ -165,8 +168,9 @@ HTE_DEV int htw_quad(HtwShared* s, const int* src, i64 off, i64 stride, int w, i
 }
 
 /* Step C for the pair of quads lane, lane + 1 (the first of a pair in its row; the second
- * absent when !has2): its VLC word and MEL symbols (7.3.3, 7.3.4, 7.3.6), at [lane] */
-HTE_DEV void htw_pair(HtwShared* s, int lane, int has2, int initial)
+ * absent when !has2): its VLC word and length (7.3.4, 7.3.6) into *vbits, *vlen, its MEL
+ * symbols (7.3.3) at pair_mel[lane] */
+HTE_DEV void htw_pair(HtwShared* s, int lane, int has2, int initial, u64* vbits, int* vlen)
 {
     int q1 = s->quad[lane], q2 = has2 ? s->quad[lane + 1] : 0;
     u64 acc = 0;
@@ -206,8 +210,8 @@ HTE_DEV void htw_pair(HtwShared* s, int lane, int has2, int initial)
         htw_append(&acc, &n, pp.pre, pp.lpre);
         htw_append(&acc, &n, pp.suf, pp.lsuf);
     }
-    s->pair_vlc[lane] = acc;
-    s->pair_vlc_len[lane] = (u8)n;
+    *vbits = acc;
+    *vlen = n;
     s->pair_mel[lane] = (u8)(nmel | (mel << 2));
 }
 
@@ -277,6 +281,58 @@ HTE_DEV void htw_magsgn_row(HtwShared* s, int lane, const u64* msw, const int* m
     ms->cap = cap;
 }
 
+/* Step D for VLC (7.3.4; vlc_put's bytes exactly), by all lanes after htw_magsgn_row (whose
+ * __syncwarp orders the pairs' vlc_count): the pending bits and the step's pairs' words (the
+ * pair of lane l at the prefix sum of vlc_count) go into the VLC bit buffer; then, 32 bytes a
+ * round, lane k takes 8 bits at 8k as if no byte so far were short.  A byte is short (7
+ * bits, its stuffed MSB 0: the value 0x7F) where the byte before is above 0x8F and its own
+ * low 7 bits are all 1; the bytes up to and including the first short one stand, or up to
+ * the first without its bits.  *v (the same in every lane) holds the bytes written (into
+ * v->buf), the bits pending and whether the last byte was above 0x8F. */
+HTE_DEV void htw_vlc_step(HtwShared* s, int lane, u64 vbits, int vlen, VlcWriter* v)
+{
+    int before = 0, total = 0;
+    for (int q = 0; q < 32; q++) {
+        int n = s->vlc_count[q];
+        before += q < lane ? n : 0;
+        total += n;
+    }
+    htw_or_bits(s->vlc_bits, v->used + before, vbits, vlen);
+    if (lane == 0)
+        htw_or_bits(s->vlc_bits, 0, (u64)v->tmp, v->used);
+    __syncwarp();
+    int end = v->used + total, start = 0, gt = v->gt8f;
+    for (;;) {
+        int at = start + 8 * lane;
+        int byte = at + 7 <= end ? htw_get_bits(s->vlc_bits, at, hte_min(8, end - at)) : 0;
+        unsigned int above = __ballot_sync(HTW_FULL, byte > 0x8F);
+        int prev_above = lane == 0 ? gt : (above >> (lane - 1)) & 1;
+        int is_short = at + 7 <= end && prev_above && (byte & 0x7F) == 0x7F;
+        int whole = at + 8 <= end;
+        unsigned int shorts = __ballot_sync(HTW_FULL, is_short);
+        unsigned int missing = __ballot_sync(HTW_FULL, !whole && !is_short);
+        int fs = shorts ? __ffs(shorts) - 1 : 32, fm = missing ? __ffs(missing) - 1 : 32;
+        int m = fs < fm ? fs + 1 : fm;  /* bytes of this round that stand */
+        if (lane < m)
+            v->buf[v->pos + lane] = (u8)(lane == fs ? 0x7F : byte);
+        v->pos += m;
+        if (fs < fm) {                  /* a short byte ends the round: 7 bits, 0x7F */
+            start += 8 * fs + 7;
+            gt = 0;
+            continue;
+        }
+        if (m > 0) {
+            start += 8 * m;
+            gt = (above >> (m - 1)) & 1;
+        }
+        if (m < 32)
+            break;
+    }
+    v->used = end - start;
+    v->tmp = v->used ? htw_get_bits(s->vlc_bits, start, v->used) : 0;
+    v->gt8f = gt;
+}
+
 /* The cleanup segment of one block by the whole warp (all lanes call it with the same
  * arguments): Lcup (bytes), 0 (nothing significant) or HT_TOO_LONG, in every lane.  Audited
  * hot kernel: the step loop and lane 0's writers belong together. */
@@ -287,7 +343,7 @@ HTE_DEV i64 htw_encode_block(HtwShared* s, const int* src, i64 off, i64 stride, 
     int qw = (w + 1) >> 1, qh = (h + 1) >> 1;
     MsWriter ms = {out, 0, 0, 0, 8};          /* every lane's copy of the same state */
     MelWriter mel = {s->mel, 0, 0, 8, 0, 0};  /* lane 0's */
-    VlcWriter vlc = {s->vlc, 1, 0xF, 4, 1};   /* lane 0's; vlc[0]: the Scup byte */
+    VlcWriter vlc = {s->vlc, 1, 0xF, 4, 1};   /* every lane's copy; vlc[0]: the Scup byte */
     int any_sig = 0;
     int rsh = 0;
     while ((1 << rsh) < qw)
@@ -302,20 +358,25 @@ HTE_DEV i64 htw_encode_block(HtwShared* s, const int* src, i64 off, i64 stride, 
         s->ms_count[lane] = msl[0] + msl[1];
         for (int k = lane; k < HTW_MS_WORDS; k += 32)
             s->ms_bits[k] = 0;
+        for (int k = lane; k < HTW_VLC_WORDS; k += 32)
+            s->vlc_bits[k] = 0;
         __syncwarp();
         int q = lane & (qwp - 1), qy = qy0 + (lane >> rsh);
+        u64 vbits = 0;
+        int vlen = 0;
         if (!(q & 1) && q < qw && qy < qh)
-            htw_pair(s, lane, q + 1 < qw, qy == 0);
+            htw_pair(s, lane, q + 1 < qw, qy == 0, &vbits, &vlen);
+        s->vlc_count[lane] = vlen;
         htw_magsgn_row(s, lane, msw, msl, out, &ms);  /* its first __syncwarp orders C */
+        htw_vlc_step(s, lane, vbits, vlen, &vlc);
         if (lane == 0) {
-            for (int l = 0; l < 32; l++) {  /* the step's pairs in row-major order */
+            for (int l = 0; l < 32; l++) {  /* the step's pairs' MEL symbols in order */
                 int lq = l & (qwp - 1);
                 if ((lq & 1) || lq >= qw || qy0 + (l >> rsh) >= qh)
                     continue;
                 int m = s->pair_mel[l];
                 for (int i = 0; i < (m & 3); i++)
                     mel_encode(&mel, (m >> (2 + i)) & 1, mel_exp);
-                vlc_put(&vlc, (i64)s->pair_vlc[l], s->pair_vlc_len[l]);
             }
         }
         /* the next step's first __syncwarp (in htw_quad) orders lane 0's reads and the last
