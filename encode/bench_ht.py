@@ -4,6 +4,7 @@ on the same synthetic 12-bit RGB frames, in one run.
 
     python -m cinegpu.encode.bench_ht [--size 2k|4k] [--frames N] [--distinct K]
         [--backend auto|cpu|cuda] [--threads N] [--workers N] [--budget BYTES] [--nvjpeg2000]
+        [--kernels-only] [--repeat N]
 
 Rows (5 levels, 64 x 64 blocks for every encoder):
 
@@ -15,6 +16,15 @@ Rows (5 levels, 64 x 64 blocks for every encoder):
   the largest stream within the budget); OpenJPH (``-qstep``) and nvJPEG2000 HT (its
   quantisation step) bisected the same way, so PSNR compares at about equal sizes.  Grok 10
   ignores ``-r``/``-q`` with ``-M 64``, so it appears in the lossless row only.
+
+On the GPU, "kernel" rows first compare the two cleanup-pass kernels of
+:mod:`.tier1.ht_gpu` on the frame's own coefficients (the forward stage run once, every block
+at plane 0): ``ht_enc_blocks`` (one thread a code-block) and ``ht_enc_blocks_warp`` (one warp
+a code-block, T.814 clause 7 split over the lanes), each as ms per frame and fps of the coding
+kernels alone (CUDA events, ``--repeat`` runs) and of the whole ``ht_encode_rows_cuda`` (with
+the lengths' read-back, gather and download), lossless and 9/7; the two must give the same
+bytes.  ``--kernels-only`` stops there; otherwise the lossless rows also show the whole
+encoder with ``Encoder(ht_kernel="thread")`` beside the default (the warp kernel).
 
 Every stream is decoded with :func:`cinegpu.decode.decode` for PSNR (the peers decode our
 streams to the same samples: tests/test_ht_encode.py).  The peers' times are their processes
@@ -159,6 +169,63 @@ def _row(kind, name, streams, secs, frames, note="", distinct=None):
     return len(streams) / secs
 
 
+def frame_coefficients(enc: Encoder, image: np.ndarray):
+    """The forward stage of ``enc`` (cuda back end) on ``image`` as :meth:`Encoder.encode`
+    runs it before the cleanup passes: (flats, plans), the tiles' int32 coefficients on the
+    GPU and their plans."""
+    from dataclasses import replace  # noqa: PLC0415
+
+    from .encoder import _precisions, _split  # noqa: PLC0415
+    from .encoder import RSIZ_HT  # noqa: PLC0415
+    from .profiles import make_params  # noqa: PLC0415
+    with enc.on_stream():
+        comps = _split(image)
+        if enc.backend == "cuda":
+            comps = enc._upload(image, comps)
+        precs, sgn = _precisions(comps, 12, False)
+        params = make_params([c.shape for c in comps], precs, sgn, **enc.options)
+        params = replace(params, Rsiz=params.Rsiz | RSIZ_HT)
+        cs, plans = enc._geometry(params)
+        flats = enc._forward(comps, params, plans)
+        _, _, plans, flats = enc._guard_bits(params, cs, plans, flats)
+    return flats, plans
+
+
+def kernel_rows(image: np.ndarray, repeat: int) -> None:
+    """Print the "kernel" rows: each HT cleanup-pass kernel on one frame's coefficients,
+    lossless and 9/7, as ms per frame and fps (module docstring)."""
+    import cupy  # noqa: PLC0415
+
+    from .tier1.ht_gpu import coding_ms, ht_encode_rows_cuda  # noqa: PLC0415
+    names = {"thread": "ht_enc_blocks (thread/blk)", "auto": "ht_enc_blocks_warp"}
+    for kind, reversible in (("lossless", True), ("9/7", False)):
+        with Encoder(backend="cuda", workers=1, reversible=reversible, **HT) as enc:
+            flats, plans = frame_coefficients(enc, image)
+            with enc.on_stream():
+                outs = {}
+                for kernel, name in names.items():
+                    ms = 0.0
+                    for plan, flat in zip(plans, flats):
+                        n = plan.cb.shape[0]
+                        ms += coding_ms(flat, plan.cb, np.arange(n), np.zeros(n, np.int64),
+                                        kernel=kernel, repeat=repeat)
+                    t0 = time.perf_counter()
+                    for _ in range(repeat):
+                        outs[kernel] = [ht_encode_rows_cuda(flat, plan.cb, np.arange(
+                            plan.cb.shape[0]), np.zeros(plan.cb.shape[0], np.int64),
+                            kernel=kernel) for plan, flat in zip(plans, flats)]
+                    cupy.cuda.get_current_stream().synchronize()
+                    whole = (time.perf_counter() - t0) * 1e3 / repeat
+                    size = sum(int(o[1][-1]) for o in outs[kernel])
+                    print(f"{'kernel':<9} {name:<26} {size:>9} bytes  {1e3 / ms:8.2f} fps  "
+                          f"{ms:7.3f} ms/frame coding kernels, {whole:7.3f} ms/frame "
+                          f"({1e3 / whole:.1f} fps) ht_encode_rows_cuda  ({kind})", flush=True)
+                same = all(all(np.array_equal(a, b) for a, b in zip(x, y))
+                           for x, y in zip(outs["thread"], outs["auto"]))
+                print(f"{'kernel':<9} {kind}: the two kernels' outputs "
+                      f"{'are identical' if same else 'DIFFER'}", flush=True)
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--size", choices=sorted(SIZES), default="2k")
@@ -171,6 +238,10 @@ def main(argv=None) -> None:
     ap.add_argument("--workers", type=int, default=2, help="tier-1 threads of each encoder")
     ap.add_argument("--budget", type=int, default=None,
                     help="bytes a frame for the 9/7 rows (default: the lossless size / 8)")
+    ap.add_argument("--kernels-only", action="store_true",
+                    help="on the GPU, only the rows comparing the HT cleanup-pass kernels")
+    ap.add_argument("--repeat", type=int, default=20,
+                    help="runs of each kernel row (timings are their mean)")
     ap.add_argument("--nvjpeg2000", action="store_true",
                     help="also time nvJPEG2000's HT encoder (nvImageCodec), if importable")
     args = ap.parse_args(argv)
@@ -184,6 +255,13 @@ def main(argv=None) -> None:
         on_gpu = probe.backend == "cuda"
     print(f"{args.size} {w}x{h} 12-bit RGB, {args.frames} frame(s) over {len(images)} images, "
           f"ours on {'the GPU' if on_gpu else 'the CPU'} in {args.threads} thread(s)", flush=True)
+    if on_gpu:
+        kernel_rows(images[0], args.repeat)
+        if args.kernels_only:
+            return
+    elif args.kernels_only:
+        print("--kernels-only: the kernel rows need the cuda back end")
+        return
     device_frames = None
     if on_gpu:
         import cupy  # noqa: PLC0415
@@ -206,6 +284,8 @@ def main(argv=None) -> None:
             return data, fps
 
         data, _ = run_ours("", "lossless", reversible=True)
+        if on_gpu:  # the whole encoder with the one-thread-a-block HT kernel, to compare
+            run_ours("ht_kernel=thread", "lossless", reversible=True, ht_kernel="thread")
         lossless = max(len(d) for d in data)
         if shutil.which("ojph_compress"):
             out = tmp / "ojph"

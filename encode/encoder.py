@@ -26,6 +26,7 @@ from .forward import forward_tile
 from .profiles import Params, make_params
 from .markers import main_header
 from .quant import block_components
+from .tier1.ht_gpu_plan import KERNEL_CHOICES
 
 __all__ = ["Encoder", "GeometryCache", "encode"]
 
@@ -174,11 +175,16 @@ class Encoder:
                  precincts=None, backend="auto", workers=None, style=0, quantization="expounded",
                  guard_bits=None, base_step=1.0, early_stop=True, rate_on_gpu=None,
                  geometry: GeometryCache | None = None, codec="j2k", mct=None,
-                 device: int | None = None):
+                 device: int | None = None, ht_kernel: str = "auto"):
         if codec not in ("j2k", "htj2k"):
             raise ValueError(f"codec {codec!r} is neither 'j2k' nor 'htj2k'")
         #: "htj2k": HT code-blocks (ISO/IEC 15444-15), the path of :mod:`.ht`
         self.codec = codec
+        if ht_kernel not in KERNEL_CHOICES:
+            raise ValueError(f"ht_kernel {ht_kernel!r}: one of {KERNEL_CHOICES}")
+        #: the GPU's HT cleanup-pass kernel (cuda back end): "auto" one warp a code-block up
+        #: to 64 x 64, "thread" one thread a block (benchmarks; the same bytes)
+        self.ht_kernel = ht_kernel
         if codec == "htj2k":
             style = int(style) | HT_STYLE
         self.options = dict(profile=profile, fps=fps, bitrate=bitrate, reversible=reversible,
@@ -295,7 +301,7 @@ class Encoder:
         t1 = time.perf_counter()
         with self.on_stream():
             data = encode_ht_frame(Frame, params, cs, plans, flats, self.base_step, self.pool,
-                                   self.stats)
+                                   self.stats, kernel=self.ht_kernel)
         self.timings = {"forward": t1 - t0, "tier1+rate+tier2": time.perf_counter() - t1}
         return data
 

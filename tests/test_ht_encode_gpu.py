@@ -3,8 +3,9 @@ kernel encode/cuda/ht_encode.cu; T.814 clause 7) against its numba twin ht_encod
 whole tuples compared (bytes, offsets, rates, K, dtypes): random blocks of many shapes and
 planes from host and device buffers, a scratch budget small enough that threads take many
 blocks, illegal sizes (ht_encode_rows' early return), an empty row set, a stream of its own
-and the tiles of a real frame.  The kernel's own code is checked without a GPU by
-test_ht_encode_host.py, whose helpers these tests share.
+and the tiles of a real frame.  The kernels' own code is checked without a GPU by
+test_ht_encode_host.py (one thread a block), whose helpers these tests share, and
+test_ht_encode_warp.py (one warp a block, which has its own GPU tests).
 """
 
 from __future__ import annotations
@@ -44,14 +45,17 @@ def test_random_blocks(on_device):
                      ht_encode_rows(flat, cb, rows, drops))
 
 
-def test_grid_stride_and_row_subsets():
-    """Three threads' worth of scratch: one CUDA block of threads taking many blocks each;
-    rows out of order and repeated."""
+@pytest.mark.parametrize("kernel", ["auto", "thread"])
+def test_grid_stride_and_row_subsets(kernel):
+    """Three threads' worth of scratch: one CUDA block of threads taking many blocks each
+    (with "thread" every block, with "auto" the 1024-long ones; the warp kernel has the
+    rest); rows out of order and repeated."""
     flat, cb, rows, drops = _blocks(2, 300)
     rng = np.random.default_rng(3)
     sub = rng.integers(0, len(rows), size=200)
     for r, d in ((rows, drops), (sub, drops[sub])):
-        got = ht_encode_rows_cuda(flat, cb, r, d, scratch_bytes=3 * scratch_pitch())
+        got = ht_encode_rows_cuda(flat, cb, r, d, scratch_bytes=3 * scratch_pitch(),
+                                  kernel=kernel)
         assert_same_rows(got, ht_encode_rows(flat, cb, r, d))
 
 

@@ -26,13 +26,18 @@
  * (int32, 2048 entries each, encode/tier1/ht_tables.py) and MEL_EXP (int32, 13 entries,
  * decode/tier1/ht_tables.py).  Integers only: no float, so --fmad does not matter.
  *
+ * The warp-parallel kernel ht_enc_blocks_warp (one warp per code-block of at most 64 x 64
+ * samples, the same bytes) lives in ht_encode_warp.cuh, included at the end.
+ *
  * The file also compiles as plain C++ (HTE_HOST, ht_encode_host.cpp), so CI checks this code
- * against numba on machines without a GPU.
+ * against numba on machines without a GPU; the warp kernel only with HTE_HOST_WARP
+ * (ht_encode_warp_host.cpp, whose lanes are host_warp.h's cooperative contexts).
  */
 
 #ifndef HTE_HOST
 #define HTE_DEV __device__ __forceinline__
 #define HTE_CLZ64(x) __clzll((long long)(x))
+#define HTE_SHARED __shared__
 #endif
 
 typedef long long i64;
@@ -391,3 +396,7 @@ extern "C" __global__ void ht_gather(const u8* out, const i64* cap_off, const i6
             dst[k] = src[k];
     }
 }
+
+#if !defined(HTE_HOST) || defined(HTE_HOST_WARP)
+#include "ht_encode_warp.cuh"
+#endif

@@ -2,18 +2,23 @@
 :func:`cinegpu.encode.tier1.ht.ht_encode_rows` (ITU-T T.814 clause 7: 7.3.2 MagSgn, 7.3.3
 MEL, 7.3.4-7.3.6 CxtVLC and U-VLC, 7.1 the segment and Scup).
 
-    ht_encode_rows_cuda(flat, cb, rows, drops, stream=None)
+    ht_encode_rows_cuda(flat, cb, rows, drops, stream=None, *, kernel="auto")
         -> (coded, coded_off, rates, rate_off, dists, num_bps)
 
-The kernel ``ht_enc_blocks`` of ``cuda/ht_encode.cu`` (one thread per code-block,
-grid-stride) writes each block's cleanup segment into its own region of one device buffer
-(area * 5 + 64 bytes) and its length; the host reads the lengths back and works out the
-blocks' offsets (:func:`.ht_gpu_plan.segment_offsets`); the kernel ``ht_gather`` copies the
-segments together in block order on the GPU, and only they come back.  Same bytes, offsets, rates, K and dtypes as
-ht_encode_rows, including its early return when a block's segment is too long (Scup > 4079).
+The kernel ``ht_enc_blocks_warp`` of ``cuda/ht_encode.cu`` (``ht_encode_warp.cuh``: one warp
+per code-block of at most 64 x 64 samples, the quads of whole rows coded by its lanes at once)
+and, for larger blocks, ``ht_enc_blocks`` (one thread per code-block, grid-stride) write each
+block's cleanup segment into its own region of one device buffer (area * 5 + 64 bytes) and
+its length (``kernel``: "auto", "warp" or "thread", :func:`.ht_gpu_plan.split_rows`); the
+host reads the lengths back and works out the blocks' offsets
+(:func:`.ht_gpu_plan.segment_offsets`); the kernel ``ht_gather`` copies the segments together
+in block order on the GPU, and only they come back.  Same bytes, offsets, rates, K and dtypes
+as ht_encode_rows, including its early return when a block's segment is too long
+(Scup > 4079).  :func:`coding_ms` times the coding kernels alone (``bench_ht``).
 
 Importing this module needs CuPy; :mod:`.ht_gpu_plan` holds the host-only steps, which the
-tests run against the kernel's host build (``cuda/ht_encode_host.cpp``).
+tests run against the kernels' host builds (``cuda/ht_encode_host.cpp``,
+``cuda/ht_encode_warp_host.cpp``).
 """
 
 from __future__ import annotations
@@ -23,10 +28,11 @@ import functools
 import cupy
 import numpy as np
 
-from .ht_gpu_plan import CUDA_SOURCE, GATHER, KERNEL, assemble, capacity_offsets, \
-    kernel_tables, rows_tuple, scratch_pitch, segment_offsets
+from .ht_gpu_plan import CUDA_SOURCE, GATHER, KERNEL, WARP_KERNEL, assemble, \
+    capacity_offsets, kernel_tables, rows_tuple, scratch_pitch, segment_offsets, split_rows, \
+    warp_limits
 
-__all__ = ["ht_encode_rows_cuda"]
+__all__ = ["coding_ms", "ht_encode_rows_cuda"]
 
 THREADS = 64  # threads per CUDA block
 GATHER_THREADS = 128  # threads per CUDA block of ht_gather (one CUDA block per code-block)
@@ -55,12 +61,15 @@ def _grid(nblk: int, pitch: int, scratch_bytes: int) -> int:
 
 
 def ht_encode_rows_cuda(flat, cb, rows, drops, stream=None, *,
-                        scratch_bytes: int = SCRATCH_BYTES):
+                        scratch_bytes: int = SCRATCH_BYTES, kernel: str = "auto"):
     """ht_encode_rows on the GPU: the blocks cb[rows] (the plan's int64 table, numpy) of the
     flat int32 coefficients ``flat`` (CuPy, or numpy: uploaded), block j at bit-plane
     drops[j], on ``stream`` (default: the current one).  Returns ht_encode_rows' 6-tuple of
     numpy arrays, identical; waits for the GPU.  scratch_bytes (tuning, tests): budget of the
-    per-thread scratch of the launch, fewer threads taking more blocks each."""
+    per-thread scratch of the launch, fewer threads taking more blocks each.  kernel
+    (benchmarks, tests): "auto" the warp kernel for blocks of at most 64 x 64 samples and the
+    one-thread kernel for the rest, "warp" the same but ValueError for a larger block,
+    "thread" the one-thread kernel for all."""
     cb = np.ascontiguousarray(cb, np.int64)
     rows = np.ascontiguousarray(rows, np.int64)
     drops = np.ascontiguousarray(drops, np.int64)
@@ -69,6 +78,7 @@ def ht_encode_rows_cuda(flat, cb, rows, drops, stream=None, *,
                          "length")
     nblk = rows.shape[0]
     cap_off = capacity_offsets(cb, rows)
+    warp_sel, thread_sel = split_rows(cb, rows, kernel)
     if nblk == 0:
         return assemble(np.zeros(0, np.uint8), cap_off, np.zeros(0, np.int64), drops)
     stream = stream if stream is not None else cupy.cuda.get_current_stream()
@@ -78,16 +88,8 @@ def ht_encode_rows_cuda(flat, cb, rows, drops, stream=None, *,
             raise TypeError(f"ht_encode_rows_cuda: flat must be 1-D int32, not "
                             f"{d_flat.ndim}-D {d_flat.dtype}")
         device_id = cupy.cuda.runtime.getDevice()
-        pitch = scratch_pitch()
-        grid = _grid(nblk, pitch, scratch_bytes)
-        d_out = cupy.empty(int(cap_off[-1]), cupy.uint8)
-        d_lens = cupy.empty(nblk, cupy.int64)
-        d_scratch = cupy.empty(grid * THREADS * pitch, cupy.uint8)
-        d_cap_off = cupy.asarray(cap_off)
-        args = (d_flat, cupy.asarray(cb), np.int32(cb.shape[1]), np.int32(nblk),
-                cupy.asarray(rows), cupy.asarray(drops), d_cap_off, d_out, d_lens,
-                d_scratch, np.int64(pitch), *_device_tables(device_id))
-        _kernel(device_id)((grid,), (THREADS,), args)
+        d_out, d_lens, d_cap_off = _code_blocks(device_id, d_flat, cb, rows, drops, cap_off,
+                                                warp_sel, thread_sel, scratch_bytes)
         lens = d_lens.get()  # blocking: waits for the kernel on this stream
         stop, coded_off, rates, rate_off, num_bps = segment_offsets(lens, drops)
         if stop < nblk:      # a block too long: the early return, from the whole region
@@ -99,3 +101,72 @@ def ht_encode_rows_cuda(flat, cb, rows, drops, stream=None, *,
                                         np.int32(nblk), d_coded))
         coded = d_coded.get()
     return rows_tuple(coded, cap_off, stop, coded_off, rates, rate_off, num_bps)
+
+
+def _code_blocks(device_id, d_flat, cb, rows, drops, cap_off, warp_sel, thread_sel,
+                 scratch_bytes):
+    """Launch the coding kernels (the warp kernel on rows[warp_sel], the one-thread kernel on
+    rows[thread_sel]) on the current stream: (d_out, d_lens, d_cap_off), not waited for."""
+    nblk = rows.shape[0]
+    d_out = cupy.empty(int(cap_off[-1]), cupy.uint8)
+    d_lens = cupy.empty(nblk, cupy.int64)
+    d_cb, d_rows, d_drops = cupy.asarray(cb), cupy.asarray(rows), cupy.asarray(drops)
+    d_cap_off = cupy.asarray(cap_off)
+    tables = _device_tables(device_id)
+    for sel, launch in ((warp_sel, _launch_warp), (thread_sel, _launch_thread)):
+        if sel.size == nblk:                 # every block: no subsets
+            launch(device_id, d_flat, d_cb, nblk, d_rows, d_drops, d_cap_off, d_out, d_lens,
+                   tables, scratch_bytes)
+        elif sel.size:
+            d_sel = cupy.asarray(sel)
+            d_sub = cupy.empty(sel.size, cupy.int64)
+            launch(device_id, d_flat, d_cb, sel.size, d_rows[d_sel], d_drops[d_sel],
+                   d_cap_off[d_sel], d_out, d_sub, tables, scratch_bytes)
+            d_lens[d_sel] = d_sub
+    return d_out, d_lens, d_cap_off
+
+
+def coding_ms(flat, cb, rows, drops, *, kernel: str = "auto", repeat: int = 10,
+              scratch_bytes: int = SCRATCH_BYTES) -> float:
+    """Milliseconds of the coding kernels alone (CUDA events on the current stream, the mean
+    of ``repeat`` runs after one warm run) for ht_encode_rows_cuda's blocks and ``kernel``:
+    what the benchmark compares between the warp and the one-thread kernel."""
+    cb = np.ascontiguousarray(cb, np.int64)
+    rows = np.ascontiguousarray(rows, np.int64)
+    drops = np.ascontiguousarray(drops, np.int64)
+    warp_sel, thread_sel = split_rows(cb, rows, kernel)
+    cap_off = capacity_offsets(cb, rows)
+    d_flat = cupy.ascontiguousarray(cupy.asarray(flat))
+    device_id = cupy.cuda.runtime.getDevice()
+    _code_blocks(device_id, d_flat, cb, rows, drops, cap_off, warp_sel, thread_sel,
+                 scratch_bytes)
+    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+    start.record()
+    for _ in range(repeat):
+        _code_blocks(device_id, d_flat, cb, rows, drops, cap_off, warp_sel, thread_sel,
+                     scratch_bytes)
+    stop.record()
+    stop.synchronize()
+    return cupy.cuda.get_elapsed_time(start, stop) / repeat
+
+
+def _launch_warp(device_id, d_flat, d_cb, nblk, d_rows, d_drops, d_cap_off, d_out, d_lens,
+                 tables, scratch_bytes):
+    """ht_enc_blocks_warp over nblk rows: one warp a block, HTW_WARPS warps a CUDA block."""
+    warps = warp_limits()[0]
+    grid = min(-(-nblk // warps), 65535)
+    _kernel(device_id, WARP_KERNEL)((grid,), (32 * warps,),
+                                    (d_flat, d_cb, np.int32(d_cb.shape[1]), np.int32(nblk),
+                                     d_rows, d_drops, d_cap_off, d_out, d_lens, *tables))
+
+
+def _launch_thread(device_id, d_flat, d_cb, nblk, d_rows, d_drops, d_cap_off, d_out, d_lens,
+                   tables, scratch_bytes):
+    """ht_enc_blocks over nblk rows: one thread a block, as many as scratch_bytes holds."""
+    pitch = scratch_pitch()
+    grid = _grid(nblk, pitch, scratch_bytes)
+    d_scratch = cupy.empty(grid * THREADS * pitch, cupy.uint8)
+    _kernel(device_id)((grid,), (THREADS,),
+                       (d_flat, d_cb, np.int32(d_cb.shape[1]), np.int32(nblk), d_rows,
+                        d_drops, d_cap_off, d_out, d_lens, d_scratch, np.int64(pitch),
+                        *tables))

@@ -8,6 +8,9 @@
     rows_tuple(coded, cap_off, ...)      ht_encode_rows' 6-tuple from the gathered segments
     assemble(region, cap_off, lens, drops)  the kernel's output as ht_encode_rows returns it
                                          (the gather on the host: kernel ht_gather's twin)
+    warp_limits()                        warps a CUDA block, largest block of the warp kernel
+    split_rows(cb, rows, kernel)         which blocks ht_enc_blocks_warp codes (one warp a
+                                         block, up to 64 x 64), which ht_enc_blocks
 
 The numba twin is :func:`cinegpu.encode.tier1.ht.ht_encode_rows` (T.814 clause 7).
 """
@@ -25,11 +28,14 @@ from cinegpu.decode.tier1.ht_tables import MEL_EXP
 
 from .ht_tables import VLC_ENC_0, VLC_ENC_1
 
-__all__ = ["CUDA_SOURCE", "GATHER", "KERNEL", "assemble", "capacity_offsets", "kernel_tables",
-           "rows_tuple", "scratch_pitch", "segment_offsets"]
+__all__ = ["CUDA_SOURCE", "GATHER", "KERNEL", "KERNEL_CHOICES", "WARP_KERNEL", "assemble",
+           "capacity_offsets", "kernel_tables", "rows_tuple", "scratch_pitch", "segment_offsets",
+           "split_rows", "warp_limits"]
 
 CUDA_SOURCE = Path(__file__).resolve().parents[1] / "cuda" / "ht_encode.cu"
+WARP_SOURCE = CUDA_SOURCE.with_name("ht_encode_warp.cuh")  # included by CUDA_SOURCE
 KERNEL = "ht_enc_blocks"
+WARP_KERNEL = "ht_enc_blocks_warp"
 GATHER = "ht_gather"
 
 
@@ -103,3 +109,39 @@ def assemble(region: np.ndarray, cap_off: np.ndarray, lens: np.ndarray, drops: n
     n = coded_off[1:stop + 1] - coded_off[:stop]
     idx = np.repeat(cap_off[:stop] - coded_off[:stop], n) + np.arange(int(coded_off[stop]))
     return rows_tuple(region[idx], cap_off, stop, coded_off, rates, rate_off, num_bps)
+
+
+# ------------------------------------------------------------------ the warp kernel's rows
+
+#: kernel choices of ht_encode_rows_cuda: "auto" the warp kernel where a block fits it and the
+#: one-thread kernel for the rest, "warp" the same but refusing a block that does not fit,
+#: "thread" the one-thread kernel for every block
+KERNEL_CHOICES = ("auto", "warp", "thread")
+
+
+@functools.cache
+def warp_limits() -> tuple[int, int, int]:
+    """(warps per CUDA block, widest, tallest block in samples) of ht_enc_blocks_warp: the
+    HTW_WARPS, HTW_MAX_W, HTW_MAX_H of ht_encode_warp.cuh, whose CUDA blocks are exactly
+    32 * warps threads."""
+    text = WARP_SOURCE.read_text()
+    return tuple(int(re.search(rf"^#define {name} (\d+)", text, re.M).group(1))
+                 for name in ("HTW_WARPS", "HTW_MAX_W", "HTW_MAX_H"))
+
+
+def split_rows(cb: np.ndarray, rows: np.ndarray, kernel: str = "auto"):
+    """(warp, thread): int64 indices j into ``rows`` of the blocks ht_enc_blocks_warp codes
+    (at most HTW_MAX_W x HTW_MAX_H samples) and of those left to ht_enc_blocks, per
+    ``kernel`` (:data:`KERNEL_CHOICES`); ValueError for "warp" with a block too large."""
+    if kernel not in KERNEL_CHOICES:
+        raise ValueError(f"HT encoding kernel {kernel!r}: one of {KERNEL_CHOICES}")
+    j = np.arange(rows.shape[0], dtype=np.int64)
+    if kernel == "thread":
+        return j[:0], j
+    _, max_w, max_h = warp_limits()
+    r = cb[rows]
+    fits = (r[:, CB_WIDTH] <= max_w) & (r[:, CB_HEIGHT] <= max_h)
+    if kernel == "warp" and not fits.all():
+        raise ValueError(f"HT encoding kernel 'warp' takes blocks of at most {max_w} x "
+                         f"{max_h} samples")
+    return j[fits], j[~fits]
