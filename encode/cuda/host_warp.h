@@ -148,4 +148,19 @@ static int host_run_block(void (*entry)(void))
     }
 }
 
+/* A launch of `grid` CUDA blocks of THREADS threads each running entry(), block by block;
+ * 0, or host_run_block's first failure */
+static int host_run_grid(int grid, void (*entry)(void))
+{
+    blockDim.x = THREADS;
+    gridDim.x = grid;
+    for (int b = 0; b < grid; b++) {
+        blockIdx.x = b;
+        int rc = host_run_block(entry);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
 #endif

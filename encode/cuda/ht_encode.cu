@@ -67,6 +67,21 @@ typedef unsigned char u8;
 HTE_DEV int hte_min(int a, int b) { return a < b ? a : b; }
 HTE_DEV int hte_max(int a, int b) { return a > b ? a : b; }
 
+/* T.814 7.3.6: a quad's U_q = max(E_max, kappa) - kappa (*u), and the EMB bits epsilon (the
+ * return): bit n set where sample n's exponent (byte n of es) equals max(E_max, kappa), for
+ * U_q > 0 */
+HTE_DEV int hte_emb_bits(int es, int emax, int kappa, int* u)
+{
+    int big_u = hte_max(emax, kappa);
+    *u = big_u - kappa;
+    int eps = 0;
+    if (*u > 0)
+        for (int n = 0; n < 4; n++)
+            if (((es >> (8 * n)) & 0xFF) == big_u)
+                eps |= 1 << n;
+    return eps;
+}
+
 /* Bit length of v >= 0 (numba _bitlen) */
 HTE_DEV int hte_bitlen(i64 v) { return v ? 64 - HTE_CLZ64(v) : 0; }
 
@@ -282,13 +297,9 @@ HTE_DEV i64 ht_encode_block(const int* src, i64 off, i64 stride, i64 w64, i64 h6
                                      hte_max(eline[ep + x0 + 2], eline[ep + x0 + 3]));
                     kappa = hte_max(em - 1, 1);
                 }
-                int big_u = hte_max(emax, kappa);
-                int u = big_u - kappa;
-                int eps = 0;
-                if (u > 0)
-                    for (int n = 0; n < 4; n++)
-                        if (((es >> (8 * n)) & 0xFF) == big_u)
-                            eps |= 1 << n;
+                int u;
+                int eps = hte_emb_bits(es, emax, kappa, &u);
+                int big_u = u + kappa;
                 if (c == 0)
                     mel_encode(&mel, rho ? 1 : 0, mel_exp);
                 int ek = 0;

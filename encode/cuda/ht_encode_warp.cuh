@@ -138,13 +138,9 @@ HTE_DEV int htw_quad(HtwShared* s, const int* src, i64 off, i64 stride, int w, i
             kappa = hte_max(em - 1, 1);
         }
     }
-    int big_u = hte_max(emax, kappa);
-    int u = big_u - kappa;
-    int eps = 0;
-    if (u > 0)
-        for (int n = 0; n < 4; n++)
-            if (((es >> (8 * n)) & 0xFF) == big_u)
-                eps |= 1 << n;
+    int u;
+    int eps = hte_emb_bits(es, emax, kappa, &u);
+    int big_u = u + kappa;
     int cw = 0, cwl = 0, coded = 0, ek = 0;
     if (act && (rho || c)) {
         int entry = (initial ? vlc0 : vlc1)[(c << 8) | (rho << 4) | eps];

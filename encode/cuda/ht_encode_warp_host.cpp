@@ -68,13 +68,5 @@ extern "C" int htw_emulate(const int* flat, const i64* cb, int ncols, int nblk, 
     a.vlc0 = vlc0;
     a.vlc1 = vlc1;
     a.mel_exp = mel_exp;
-    blockDim.x = HTW_THREADS;
-    gridDim.x = grid;
-    for (int b = 0; b < grid; b++) {
-        blockIdx.x = b;
-        int rc = host_run_block(thread_main);
-        if (rc)
-            return rc;
-    }
-    return 0;
+    return host_run_grid(grid, thread_main);
 }

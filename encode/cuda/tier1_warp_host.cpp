@@ -81,13 +81,5 @@ extern "C" int t1w_emulate(const int* flat, const i64* cb, int ncols, int nblk, 
     a.sc_lut = sc_lut;
     a.ctx_init = ctx_init;
     a.floor_bp = floor_bp;
-    blockDim.x = THREADS;
-    gridDim.x = grid;
-    for (int b = 0; b < grid; b++) {
-        blockIdx.x = b;
-        int rc = host_run_block(thread_main);
-        if (rc)
-            return rc;
-    }
-    return 0;
+    return host_run_grid(grid, thread_main);
 }
