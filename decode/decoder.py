@@ -390,7 +390,8 @@ class Decoder:
                 timings["upload"] = time.perf_counter() - t_gpu
                 t_gpu = time.perf_counter()
         for plan, off in zip(prep.plans, prep.offsets):
-            planes = reconstruct_tile(plan, coeffs[off : off + plan.coeff_size], s, self.transform, components)
+            planes = reconstruct_tile(plan, coeffs[off : off + plan.coeff_size], s, self.transform, components,
+                                      dtypes)
             for c, (tc, plane) in enumerate(zip(plan.components, planes)):
                 if plane is None:
                     continue
@@ -402,7 +403,7 @@ class Decoder:
                 if out[c] is None:
                     w, h = sizes[c]
                     if (res.x0 - cx0, res.y0 - cy0, res.x1 - cx0, res.y1 - cy0) == (0, 0, w, h):
-                        out[c] = plane.astype(dtypes[c])
+                        out[c] = plane.astype(dtypes[c], copy=False)
                         continue
                     out[c] = mod.zeros((h, w), dtypes[c])
                 out[c][res.y0 - cy0 : res.y1 - cy0, res.x0 - cx0 : res.x1 - cx0] = plane

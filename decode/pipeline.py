@@ -207,7 +207,8 @@ class FramePipeline:
                  to_host: bool = True, gpu_tier1: bool | None = None, batch: int = 1,
                  max_pixels: int | None = DEFAULT_MAX_PIXELS, max_memory: int | None = DEFAULT_MAX_MEMORY,
                  request: DecodeRequest | None = None,
-                 cancelled: Callable[[], bool] | None = None, gpus: int | None = 1) -> None:
+                 cancelled: Callable[[], bool] | None = None, gpus: int | None = 1,
+                 overlap: bool = True) -> None:
         """``max_pixels``, ``max_memory``: as for :class:`Decoder`, checked as each frame is submitted.
         ``request``: ``reduce``, ``layers``, ``strict`` and ``components`` as one
         :class:`~cinegpu.decode.request.DecodeRequest` (then leave those keywords out).
@@ -220,7 +221,10 @@ class FramePipeline:
         ``gpus``: with the ``cuda`` back end, the GPUs the frames are spread over (CUDA devices
         0 .. gpus - 1, None: all), one decoder and CUDA context each; a batch (or, with
         ``batch`` 1, a frame) goes to each GPU in turn, and frames still come out in order.
-        With 1 (the default) everything runs on the current device."""
+        With 1 (the default) everything runs on the current device.
+        ``overlap``: with ``batch`` > 1, each GPU queues tier-1 and reconstruction on two
+        streams of its own (reconstruction first in priority), so that one batch's
+        reconstruction runs beside the next batch's tier-1; False: both on the caller's stream."""
         if batch < 1:
             raise ValueError("batch must be >= 1")
         #: what every frame is decoded to (sent to the workers with each frame)
@@ -231,6 +235,8 @@ class FramePipeline:
         #: one decoder per GPU (devices 0 ..), or just ``decoder`` on the current device
         self._decoders = [self.decoder]
         self._gpu_turn = 0
+        self.overlap = overlap
+        self._streams: dict[int, tuple] = {}    # GPU -> (tier-1 stream, reconstruction stream)
         if gpus is None or gpus > 1:
             if not self.decoder.selected.cuda:
                 raise ValueError(f"several GPUs need the cuda back end, not {self.backend}")
@@ -427,13 +433,26 @@ class FramePipeline:
             k = self._next_gpu()
             try:
                 with self._on_gpu(k):
-                    results = SegmentsMode.finish_batch(self._decoders[k], items, self.to_host)
+                    results = SegmentsMode.finish_batch(self._decoders[k], items, self.to_host, self._batch_streams(k))
             except CodestreamError as exc:     # each frame of the batch reports it
                 self.stats["errors"] += len(items)
                 results = [(exc, None)] * len(items)
             for (job, *_), (result, work) in zip(items, results):
                 self._done[job.seq] = _Done(job.key, result, job.slot, work, k)
         self.stats["reconstruct_s"] += time.perf_counter() - t0
+
+    def _batch_streams(self, k: int):
+        """GPU ``k``'s (tier-1, reconstruction) streams for batches (made on first use, in
+        its context), or None to queue both on the caller's stream."""
+        if not self.overlap:
+            return None
+        if k not in self._streams:
+            cuda = self.decoder.xp.cuda
+            # 0 is the default (and least) priority; CUDA clamps a number below its greatest
+            # priority (-5 on current GPUs) to it
+            self._streams[k] = (cuda.Stream(non_blocking=True, priority=0),
+                                cuda.Stream(non_blocking=True, priority=-(1 << 10)))
+        return self._streams[k]
 
     def _finish_written(self, job: Job, reply: Written) -> _Done:
         """The frame out of what its worker wrote, as its mode says: reconstructed here, copied

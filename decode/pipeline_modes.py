@@ -44,6 +44,9 @@ class GpuWork:
     share: float = 1.0
     #: recorded before this frame's reconstruction (None: at ``tier1_done``)
     reconstruct_start: object = None
+    #: device memory the GPU work reads on another stream than the one it was allocated on
+    #: (the batch's tier-1 output): held until ``done``, so that no later launch reuses it sooner
+    keep: object = None
 
 
 @dataclass(frozen=True)
@@ -160,37 +163,58 @@ class SegmentsMode(FrameMode):
         return self.finish_batch(decoder, [(job, buf, reply, components)], to_host)[0]
 
     @staticmethod
-    def finish_batch(decoder: Decoder, items: list, to_host: bool) -> list[tuple[Frame, GpuWork]]:
+    def finish_batch(decoder: Decoder, items: list, to_host: bool, streams=None) -> list[tuple[Frame, GpuWork]]:
         """Several frames' tier-1 as one kernel launch, then each frame's reconstruction, all
         queued without waiting. ``items``: (job, buf, reply, components) per frame, in order.
+
+        ``streams``: (tier-1 stream, reconstruction stream) of the current device, None: both on
+        the current stream. With two, the reconstructions wait for the batch's tier-1 (an event)
+        and nothing else, so they run while the next batch's tier-1 does: the reconstructions
+        (memory-bound) fill the GPU beside the tier-1 kernel (bound by its MQ decoders' latency)
+        and its tail. The reconstruction stream should have the higher priority, so that its
+        blocks go first whenever tier-1 blocks end.
 
         The tier-2 arrays go to the GPU straight from the slots (page-locked: by DMA); a
         frame's slot is free again once the batch's ``tier1_done`` event has passed."""
         from .tile import TileSegments
 
         xp = decoder.xp
+        here = xp.cuda.get_current_stream()
+        tier1_stream, recon_stream = streams or (here, here)
         t0 = time.perf_counter()
         start, tier1_done = xp.cuda.Event(), xp.cuda.Event()
-        start.record()
         frames = [(job.prep, [TileSegments(coded=t.coded.view(buf), table=t.table.view(buf),
                                            seg_lengths=t.seg_lengths.view(buf), seg_passes=t.seg_passes.view(buf),
                                            order=t.order.view(buf), entries=t.entries) for t in reply.tiles])
                   for job, buf, reply, _ in items]
-        launched = decoder.tier1_gpu_launch_batch(frames, host_statuses=True)   # read after `done`
-        tier1_done.record()    # the slots' arrays have been read by then
+        with tier1_stream:
+            start.record()
+            launched = decoder.tier1_gpu_launch_batch(frames, host_statuses=True)   # read after `done`
+            tier1_done.record()    # the slots' arrays have been read by then
+        apart = recon_stream is not tier1_stream
+        if apart:
+            recon_stream.wait_event(tier1_done)
+            # and after what the caller's stream has queued so far: memory of frames it has let
+            # go (their reconstruction stream's) is reused only once the caller's work with it ran
+            if here is not recon_stream:
+                mark = xp.cuda.Event(disable_timing=True)
+                mark.record(here)
+                recon_stream.wait_event(mark)
         share = 1.0 / len(items)
         t_launch = (time.perf_counter() - t0) * share
         results = []
-        for (job, _, reply, components), (coeffs, statuses) in zip(items, launched):
-            t1 = time.perf_counter()
-            begin, done = xp.cuda.Event(), xp.cuda.Event()
-            begin.record()
-            out = decoder.reconstruct(job.prep, coeffs, components, to_host=to_host)
-            done.record()
-            frame = finish_frame(job.prep, out, reply.reports, components, 0.0)
-            frame.timings["launch"] = t_launch + time.perf_counter() - t1
-            results.append((frame, GpuWork(job.prep, job.submitted, start, tier1_done, done, statuses,
-                                           share=share, reconstruct_start=begin)))
+        with recon_stream:
+            for (job, _, reply, components), (coeffs, statuses) in zip(items, launched):
+                t1 = time.perf_counter()
+                begin, done = xp.cuda.Event(), xp.cuda.Event()
+                begin.record()
+                out = decoder.reconstruct(job.prep, coeffs, components, to_host=to_host)
+                done.record()
+                frame = finish_frame(job.prep, out, reply.reports, components, 0.0)
+                frame.timings["launch"] = t_launch + time.perf_counter() - t1
+                results.append((frame, GpuWork(job.prep, job.submitted, start, tier1_done, done, statuses,
+                                               share=share, reconstruct_start=begin,
+                                               keep=coeffs if apart else None)))
         return results
 
 

@@ -37,12 +37,15 @@ def _check_mct(plan: TilePlan) -> bool:
     return c0.reversible
 
 
-def reconstruct_tile(plan: TilePlan, coeffs, siz, tf: TransformBackend, components=None) -> list:
+def reconstruct_tile(plan: TilePlan, coeffs, siz, tf: TransformBackend, components=None, dtypes=None) -> list:
     """Samples of the tile's components (clipped ints, DC shift applied).
 
     ``components``: the indices wanted (None: all); others come back as None.
     The inverse MCT needs components 0-2 and is skipped when one of them is
-    not wanted (as ``opj_decompress -c`` does).
+    not wanted (as ``opj_decompress -c`` does).  ``dtypes``: the type each
+    component's samples are returned in by the caller; the components under
+    the MCT come in it already when the three share one (a GPU writes them
+    so in its last kernel), the others as int32.
     """
     n = len(plan.components)
     wanted = set(range(n) if components is None else components)
@@ -52,9 +55,10 @@ def reconstruct_tile(plan: TilePlan, coeffs, siz, tf: TransformBackend, componen
     first = 0
     if mct:
         layouts = [tc.flat_layout() for tc in plan.components[:3]]
+        dtype = dtypes[0] if dtypes is not None and dtypes[0] == dtypes[1] == dtypes[2] else None
         out[0], out[1], out[2] = tf.reconstruct_mct_flat(coeffs, layouts, reversible,
                                                          [siz.precision(c) for c in range(3)],
-                                                         [siz.signed(c) for c in range(3)])
+                                                         [siz.signed(c) for c in range(3)], dtype)
         first = 3
     batch = _batch(plan, first, siz) if components is None and n - first > 1 else None
     if batch is not None:   # every remaining component in one call

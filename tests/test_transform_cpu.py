@@ -222,6 +222,41 @@ def test_reconstruct_mct_equals_composition(nlevels, reversible):
     assert count == (168 if nlevels % 2 == 0 else 167)
 
 
+@pytest.mark.parametrize("reversible", [True, False], ids=["53", "97"])
+@pytest.mark.parametrize("precision,sign,dtype", [(8, False, np.uint8), (8, True, np.int8), (12, False, np.uint16),
+                                                  (16, True, np.int16), (20, False, np.int32)])
+@pytest.mark.parametrize("nlevels", [1, 3])
+def test_reconstruct_mct_flat_in_the_sample_type(nlevels, precision, sign, dtype, reversible):
+    """Samples asked for in a type come in it, equal to the int32 samples (which are clipped to
+    the precision, so the type holds them); both ways through the flat entry point: the compiled
+    call and the general one the numpy twin composes."""
+    from cinegpu.decode.transform.layout import FlatLayout
+
+    rng = np.random.default_rng(700 + precision + nlevels)
+    rect = (3, 1, 3 + 45, 1 + 38)
+    comps, parts, layouts, off = [], [], [], 0
+    for _ in range(3):
+        ll, levels = _int_bands(rng, rect, nlevels, lim=1 << min(precision + 2, 22))
+        deltas = _deltas(rng, nlevels)
+        bands = []
+        for a in [ll] + [b for hl, lh, hh, _ in levels for b in (hl, lh, hh)]:
+            bands.append((off, a.shape[0], a.shape[1]))
+            parts.append(a.ravel())
+            off += a.size
+        layouts.append(FlatLayout.build(bands, [r for *_, r in levels], deltas))
+    flat = np.concatenate(parts).astype(np.int32)
+    precisions, signed = [precision] * 3, [sign] * 3
+    for backend in (cpu, ref):
+        wide = backend.reconstruct_mct_flat(flat, layouts, reversible, precisions, signed)
+        got = backend.reconstruct_mct_flat(flat, layouts, reversible, precisions, signed, dtype)
+        for c in range(3):
+            assert wide[c].dtype == np.int32 and got[c].dtype == np.dtype(dtype)
+            lo, hi = (-(1 << (precision - 1)), (1 << (precision - 1)) - 1) if sign else (0, (1 << precision) - 1)
+            assert wide[c].min() >= lo and wide[c].max() <= hi
+            assert wide[c].min() == lo or wide[c].max() == hi, "the clipping is exercised"
+            np.testing.assert_array_equal(got[c], wide[c].astype(dtype))
+
+
 def test_decoder_frame_equal_through_either_back_end():
     """A whole 2K frame through the decoder: numpy twin vs numba back end."""
     from pathlib import Path

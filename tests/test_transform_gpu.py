@@ -361,3 +361,36 @@ def test_reconstruct_mct_flat_schedule_is_the_general_path(nlevels, reversible):
             for c, (g, x) in enumerate(zip(got, want)):
                 assert g.shape == x.shape and g.dtype == x.dtype
                 assert cupy.array_equal(g, x), f"component {c}, {w}x{h} at {(u0, v0)}"
+
+
+# (precision, signed) and the type the decoder returns such samples in
+SAMPLE_TYPES = [(8, False, np.uint8), (8, True, np.int8), (12, False, np.uint16), (16, True, np.int16),
+                (20, False, np.int32)]
+
+
+@pytest.mark.parametrize("reversible", [True, False], ids=["53", "97"])
+@pytest.mark.parametrize("precision,sign,dtype", SAMPLE_TYPES, ids=[np.dtype(t).name for *_, t in SAMPLE_TYPES])
+@pytest.mark.parametrize("nlevels", [0, 2, 5])
+def test_reconstruct_mct_flat_writes_the_sample_type(nlevels, precision, sign, dtype, reversible):
+    """Samples asked for in the decoder's type come from the last kernel in that type: the int32
+    samples converted, exactly (the schedule with levels, the general path without), and the
+    numpy/numba twin's samples in the same type (9/7: within 1, float rounding)."""
+    from cinegpu.decode.transform import cpu_backend as cpu
+
+    rng = np.random.default_rng(500 + nlevels + precision)
+    precisions, signed = [precision] * 3, [sign] * 3
+    for (w, h), (u0, v0) in itertools.islice(itertools.product(SIZES, OFFSETS), 3, None, 23):
+        comps = [_tier1_bands(rng, (u0, v0, u0 + w, v0 + h), nlevels) for _ in range(3)]
+        flat, layouts = _flat(comps)
+        # samples beyond the precision's range both ways, so the clipping is exercised
+        flat = (flat * (1 << max(0, precision - 10))).astype(np.int32)
+        dev = cupy.asarray(flat)
+        got = gpu.reconstruct_mct_flat(dev, layouts, reversible, precisions, signed, dtype)
+        wide = gpu.reconstruct_mct_flat(dev, layouts, reversible, precisions, signed)
+        twin = cpu.reconstruct_mct_flat(flat, layouts, reversible, precisions, signed, dtype)
+        for c, (g, x, t) in enumerate(zip(got, wide, twin)):
+            where = f"component {c}, {w}x{h} at {(u0, v0)}"
+            assert g.dtype == t.dtype == np.dtype(dtype) and x.dtype == np.int32, where
+            assert cupy.array_equal(g, x.astype(dtype)), where
+            diff = np.abs(cupy.asnumpy(g).astype(np.int64) - t.astype(np.int64))
+            assert diff.max(initial=0) <= (0 if reversible else 1), where

@@ -60,5 +60,7 @@ class TransformBackend(Protocol):
         (its ``items``), in order."""
 
     def reconstruct_mct_flat(self, coeffs, layouts, reversible: bool, precisions: Sequence[int],
-                             signed: Sequence[bool]):
-        """:meth:`reconstruct_mct` of the three components ``layouts`` place in ``coeffs``."""
+                             signed: Sequence[bool], dtype=None):
+        """:meth:`reconstruct_mct` of the three components ``layouts`` place in ``coeffs``, the
+        samples as ``dtype`` (None: int32; the decoder asks for the type it returns, so that a
+        GPU writes them so in its last kernel)."""

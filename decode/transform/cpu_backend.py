@@ -30,6 +30,7 @@ from .dwt_numba import last_level_53_rct, last_level_97_ict, level_53, level_97
 from .flat_numba import (idwt_53_flat, idwt_97_flat, mct_53_flat, mct_97_flat, samples_53_flat,
                          samples_97_flat, samples_batch_flat)
 from .frame_numba import frame_samples
+from .fused import as_samples
 from .layout import BATCH_COLS, BATCH_OUT, BATCH_ROWS, FlatLayout, FlatLayoutBatch, FrameLayout
 from .pointwise_numba import (
     dequantize_f32, dequantize_i32, ict, ict_samples, rct, rct_samples, to_samples_f, to_samples_i,
@@ -295,19 +296,19 @@ def components_samples_flat(coeffs: np.ndarray, batch: FlatLayoutBatch) -> list:
 
 
 def reconstruct_mct_flat(coeffs: np.ndarray, layouts: Sequence[FlatLayout], reversible: bool,
-                         precisions: Sequence[int], signed: Sequence[bool]):
+                         precisions: Sequence[int], signed: Sequence[bool], dtype=None):
     """``reconstruct_mct([l.args(coeffs) for l in layouts], ...)`` in one compiled call where
     the three components have two levels or more and one finest rectangle of two rows or more
-    (else through :func:`reconstruct_mct`)."""
+    (else through :func:`reconstruct_mct`); the samples as ``dtype`` (None: int32)."""
     if len(layouts) != 3:
         raise ValueError(f"need three components, got {len(layouts)}")
     l0, l1, l2 = layouts
     if (min(l0.levels, l1.levels, l2.levels) < 2
-            or not (np.array_equal(l0.rects[-1], l1.rects[-1]) and np.array_equal(l0.rects[-1], l2.rects[-1]))):
-        return reconstruct_mct([lay.args(coeffs) for lay in layouts], reversible, precisions, signed)
+            or not (np.array_equal(l0.rects[-1], l1.rects[-1]) and np.array_equal(l0.rects[-1], l2.rects[-1]))
+            or l0.size[0] < 2 or l0.size[1] < 1):
+        return as_samples(reconstruct_mct([lay.args(coeffs) for lay in layouts], reversible, precisions, signed),
+                          dtype)
     h, w = l0.size
-    if h < 2 or w < 1:
-        return reconstruct_mct([lay.args(coeffs) for lay in layouts], reversible, precisions, signed)
     s, lo, hi = _sample_bounds(precisions, signed)
     out = tuple(np.empty((h, w), np.int32) for _ in range(3))
     if reversible:
@@ -316,7 +317,7 @@ def reconstruct_mct_flat(coeffs: np.ndarray, layouts: Sequence[FlatLayout], reve
     else:
         mct_97_flat(coeffs, l0.bands, l0.rects, l0.dq97, l1.bands, l1.rects, l1.dq97, l2.bands, l2.rects, l2.dq97,
                     s, lo, hi, *out)
-    return out
+    return as_samples(out, dtype)
 
 
 def frame_samples_flat(coeffs: np.ndarray, layout: FrameLayout, out: np.ndarray) -> None:

@@ -69,6 +69,15 @@ _I32 = np.int32
 _ROW_THREADS = 256
 _COL_THREADS = 512
 _DEFAULT_SMEM = 48 * 1024  # bytes of dynamic shared memory without opting in
+#: the sample types the inverse MCT kernels write (``*_to_samples_*`` in pointwise.cu), by suffix
+_SAMPLE_SUFFIX = {np.dtype(np.int32): "", np.dtype(np.uint16): "_u16", np.dtype(np.int16): "_i16",
+                  np.dtype(np.uint8): "_u8", np.dtype(np.int8): "_i8"}
+
+
+def _sample_type(dtype):
+    """``dtype`` as a numpy dtype if the inverse MCT kernels write it (None: int32), else None."""
+    dt = np.dtype(np.int32 if dtype is None else dtype)
+    return dt if dt in _SAMPLE_SUFFIX else None
 
 
 def _dev(a, dtype):
@@ -290,15 +299,16 @@ def _sample_bounds(precisions, signed) -> list:
     return out
 
 
-def reconstruct_mct(comps, reversible: bool, precisions: Sequence[int], signed: Sequence[bool]):
+def reconstruct_mct(comps, reversible: bool, precisions: Sequence[int], signed: Sequence[bool],
+                    dtype=None):
     """Components 0-2 of a tile under the multiple component transformation.
 
     As :func:`.cpu_backend.reconstruct_mct`: ``comps`` are three ``(ll,
-    levels, deltas)`` of :func:`dequantize_idwt`; returns three int32 sample
-    arrays, ``to_samples`` of the inverse RCT (reversible) or ICT of the three
-    reconstructed components.  Components of one geometry (always so in a
-    DCI frame) share every launch; others are reconstructed one by one.
-    Precisions 1..24.
+    levels, deltas)`` of :func:`dequantize_idwt`; returns three sample arrays
+    of ``dtype`` (None: int32), ``to_samples`` of the inverse RCT (reversible)
+    or ICT of the three reconstructed components.  Components of one geometry
+    (always so in a DCI frame) share every launch; others are reconstructed
+    one by one.  Precisions 1..24.
     """
     if len(comps) != 3:
         raise ValueError(f"need three components, got {len(comps)}")
@@ -314,11 +324,14 @@ def reconstruct_mct(comps, reversible: bool, precisions: Sequence[int], signed: 
     shape = planes[0].shape
     if not (shape == planes[1].shape == planes[2].shape):
         raise ValueError(f"components differ in shape: {[p.shape for p in planes]}")
-    out = cupy.empty((3, *shape), cupy.int32)
-    name = "rct_to_samples_i32" if reversible else "ict_to_samples_f32"
+    kind = _sample_type(dtype)
+    out = cupy.empty((3, *shape), kind or cupy.int32)
+    name = ("rct_to_samples_i32" if reversible else "ict_to_samples_f32") + _SAMPLE_SUFFIX[out.dtype]
     planes = [_dev(p, cupy.int32 if reversible else cupy.float32) for p in planes]
     n = planes[0].size
     launch_1d(kernel("pointwise", name), n, (*planes, out[0], out[1], out[2], *bounds, np.int64(n)))
+    if kind is None:
+        return tuple(o.astype(dtype) for o in out)
     return out[0], out[1], out[2]
 
 
@@ -390,12 +403,13 @@ class _MctSchedule:
     launches: tuple
     work_elements: int      #: 4-byte elements of the levels' outputs, one workspace a call
     shape: tuple            #: (rows, columns) of each output plane
+    dtype: np.dtype         #: of the output planes
 
     def run(self, coeffs):
         cbase = coeffs.data.ptr
         work = cupy.empty(max(self.work_elements, 1), cupy.int32)
-        out = cupy.empty((3, *self.shape), cupy.int32)
-        wbase, obase, plane = work.data.ptr, out.data.ptr, 4 * self.shape[0] * self.shape[1]
+        out = cupy.empty((3, *self.shape), self.dtype)
+        wbase, obase, plane = work.data.ptr, out.data.ptr, self.dtype.itemsize * self.shape[0] * self.shape[1]
         for ln in self.launches:
             args = list(ln.args)
             for i, off in ln.coeffs_at:
@@ -410,9 +424,10 @@ class _MctSchedule:
 
 @functools.lru_cache(maxsize=32)
 def _mct_schedule(layouts: tuple, reversible: bool, precisions: tuple, signed: tuple,
-                  device_id: int) -> _MctSchedule | None:
-    """The launches of ``reconstruct_mct`` for three layouts of one geometry (None: not so, or
-    without decomposition levels; those take the general path)."""
+                  device_id: int, dtype: np.dtype = np.dtype(np.int32)) -> _MctSchedule | None:
+    """The launches of ``reconstruct_mct`` for three layouts of one geometry, writing samples
+    of ``dtype`` (one of ``_SAMPLE_SUFFIX``) (None: not so, or without decomposition levels;
+    those take the general path)."""
     if len(layouts) != 3 or not layouts[0].levels:
         return None
     rects = [tuple(map(tuple, lay.rects.tolist())) for lay in layouts]
@@ -458,21 +473,24 @@ def _mct_schedule(layouts: tuple, reversible: bool, precisions: tuple, signed: t
         prev, work = work, work + 4 * 3 * m * n
     m, n = rects[0][-1][3] - rects[0][-1][1], rects[0][-1][2] - rects[0][-1][0]
     if m * n:
-        name = "rct_to_samples_i32" if reversible else "ict_to_samples_f32"
+        name = ("rct_to_samples_i32" if reversible else "ict_to_samples_f32") + _SAMPLE_SUFFIX[dtype]
         threads = 256
         args = (None, None, None, None, None, None, *_sample_bounds(list(precisions), list(signed)), np.int64(m * n))
         launches.append(_Launch(kernel("pointwise", name), (min(-(-m * n // threads), 65535),), (threads,), 0, args,
                                 work_at=tuple((c, prev + 4 * c * m * n) for c in range(3)), out_at=(3, 4, 5)))
-    return _MctSchedule(tuple(launches), work // 4, (m, n))
+    return _MctSchedule(tuple(launches), work // 4, (m, n), dtype)
 
 
-def reconstruct_mct_flat(coeffs, layouts, reversible: bool, precisions: Sequence[int], signed: Sequence[bool]):
-    """``reconstruct_mct`` of the three components ``layouts`` place in ``coeffs``: for three
-    components of one geometry (every DCI frame) by a :class:`_MctSchedule` worked out once
-    per layouts, else as the composition of the general functions."""
-    if isinstance(coeffs, cupy.ndarray) and coeffs.dtype == _I32 and coeffs.flags.c_contiguous:
+def reconstruct_mct_flat(coeffs, layouts, reversible: bool, precisions: Sequence[int], signed: Sequence[bool],
+                         dtype=None):
+    """``reconstruct_mct`` of the three components ``layouts`` place in ``coeffs``, as ``dtype``
+    (None: int32): for three components of one geometry (every DCI frame) by a
+    :class:`_MctSchedule` worked out once per layouts, whose last kernel writes the samples in
+    ``dtype`` (no conversion after it), else as the composition of the general functions."""
+    kind = _sample_type(dtype)
+    if kind is not None and isinstance(coeffs, cupy.ndarray) and coeffs.dtype == _I32 and coeffs.flags.c_contiguous:
         sched = _mct_schedule(tuple(layouts), bool(reversible), tuple(int(p) for p in precisions),
-                              tuple(bool(sg) for sg in signed), cupy.cuda.Device().id)
+                              tuple(bool(sg) for sg in signed), cupy.cuda.Device().id, kind)
         if sched is not None:
             return sched.run(coeffs)
-    return _FLAT.reconstruct_mct_flat(coeffs, layouts, reversible, precisions, signed)
+    return _FLAT.reconstruct_mct_flat(coeffs, layouts, reversible, precisions, signed, dtype)

@@ -27,7 +27,7 @@ from .mct import inverse_ict, inverse_rct
 from .quantization import dequantize
 
 __all__ = ["FlatEntryPoints", "component_samples_flat", "components_samples_flat", "dequantize_idwt", "dequantize_idwt_flat", "reconstruct_mct",
-           "reconstruct_mct_flat"]
+           "reconstruct_mct_flat", "as_samples"]
 
 
 def dequantize_idwt(ll, levels: Sequence[Level], deltas: Sequence[float], reversible: bool):
@@ -84,9 +84,17 @@ class FlatEntryPoints:
         return [self.component_samples_flat(coeffs, lay, rev, p, sg) for _, lay, rev, p, sg in batch.items]
 
     def reconstruct_mct_flat(self, coeffs, layouts, reversible: bool, precisions: Sequence[int],
-                             signed: Sequence[bool]):
-        """``reconstruct_mct`` of the three components that ``layouts`` place in ``coeffs``."""
-        return self.reconstruct_mct([lay.args(coeffs) for lay in layouts], reversible, precisions, signed)
+                             signed: Sequence[bool], dtype=None):
+        """``reconstruct_mct`` of the three components that ``layouts`` place in ``coeffs``, as
+        ``dtype`` (None: int32)."""
+        planes = self.reconstruct_mct([lay.args(coeffs) for lay in layouts], reversible, precisions, signed)
+        return as_samples(planes, dtype)
+
+
+def as_samples(planes, dtype) -> tuple:
+    """``planes`` (int32 samples) as ``dtype`` (None: as they are), copied only if the type
+    changes; samples are clipped to their precision, so a type that holds it holds them."""
+    return tuple(planes) if dtype is None else tuple(p.astype(dtype, copy=False) for p in planes)
 
 
 _FLAT = FlatEntryPoints(dequantize_idwt, reconstruct_mct, to_samples)

@@ -105,31 +105,54 @@ __device__ __forceinline__ int sample_i32(int x, int shift, int lo, int hi)
 }
 
 // inverse_ict_f32 then to_samples_f32 per component (shift, lo, hi of each):
-// the last kernel of cuda_backend.reconstruct_mct.
-extern "C" __global__ void ict_to_samples_f32(const float *c0, const float *c1, const float *c2,
-                                              int *r, int *g, int *b,
-                                              int s0, int lo0, int hi0, int s1, int lo1, int hi1,
-                                              int s2, int lo2, int hi2, long long n)
+// the last kernel of cuda_backend.reconstruct_mct.  The samples are written
+// as T: int (ict_to_samples_f32) or the type the decoder returns them in
+// (suffix _u8, _i8, _u16, _i16; the values are clipped to the component's
+// precision first, so every such type holds them exactly).
+template <typename T>
+__device__ __forceinline__ void ict_to_samples(const float *c0, const float *c1, const float *c2,
+                                               T *r, T *g, T *b,
+                                               int s0, int lo0, int hi0, int s1, int lo1, int hi1,
+                                               int s2, int lo2, int hi2, long long n)
 {
     GRID_STRIDE(i, n) {
         float y = c0[i], u = c1[i], v = c2[i];
-        r[i] = sample_f32(__fadd_rn(y, __fmul_rn(v, 1.402f)), s0, lo0, hi0);
-        g[i] = sample_f32(__fsub_rn(__fsub_rn(y, __fmul_rn(u, 0.34413f)), __fmul_rn(v, 0.71414f)), s1, lo1, hi1);
-        b[i] = sample_f32(__fadd_rn(y, __fmul_rn(u, 1.772f)), s2, lo2, hi2);
+        r[i] = (T)sample_f32(__fadd_rn(y, __fmul_rn(v, 1.402f)), s0, lo0, hi0);
+        g[i] = (T)sample_f32(__fsub_rn(__fsub_rn(y, __fmul_rn(u, 0.34413f)), __fmul_rn(v, 0.71414f)), s1, lo1, hi1);
+        b[i] = (T)sample_f32(__fadd_rn(y, __fmul_rn(u, 1.772f)), s2, lo2, hi2);
     }
 }
 
-// inverse_rct_i32 then to_samples_i32 per component.
-extern "C" __global__ void rct_to_samples_i32(const int *c0, const int *c1, const int *c2,
-                                              int *r, int *g, int *b,
-                                              int s0, int lo0, int hi0, int s1, int lo1, int hi1,
-                                              int s2, int lo2, int hi2, long long n)
+// inverse_rct_i32 then to_samples_i32 per component, written as T (as above).
+template <typename T>
+__device__ __forceinline__ void rct_to_samples(const int *c0, const int *c1, const int *c2,
+                                               T *r, T *g, T *b,
+                                               int s0, int lo0, int hi0, int s1, int lo1, int hi1,
+                                               int s2, int lo2, int hi2, long long n)
 {
     GRID_STRIDE(i, n) {
         int y0 = c0[i], y1 = c1[i], y2 = c2[i];
         int gg = y0 - ((y1 + y2) >> 2);
-        r[i] = sample_i32(y2 + gg, s0, lo0, hi0);
-        g[i] = sample_i32(gg, s1, lo1, hi1);
-        b[i] = sample_i32(y1 + gg, s2, lo2, hi2);
+        r[i] = (T)sample_i32(y2 + gg, s0, lo0, hi0);
+        g[i] = (T)sample_i32(gg, s1, lo1, hi1);
+        b[i] = (T)sample_i32(y1 + gg, s2, lo2, hi2);
     }
 }
+
+#define MCT_TO_SAMPLES(name, body, in_t, suffix, T)                                                  \
+    extern "C" __global__ void name##suffix(const in_t *c0, const in_t *c1, const in_t *c2,          \
+                                            T *r, T *g, T *b,                                        \
+                                            int s0, int lo0, int hi0, int s1, int lo1, int hi1,      \
+                                            int s2, int lo2, int hi2, long long n)                   \
+    {                                                                                                \
+        body<T>(c0, c1, c2, r, g, b, s0, lo0, hi0, s1, lo1, hi1, s2, lo2, hi2, n);                   \
+    }
+#define MCT_TO_SAMPLES_ALL(name, body, in_t)                   \
+    MCT_TO_SAMPLES(name, body, in_t, , int)                    \
+    MCT_TO_SAMPLES(name, body, in_t, _u16, unsigned short)     \
+    MCT_TO_SAMPLES(name, body, in_t, _i16, short)              \
+    MCT_TO_SAMPLES(name, body, in_t, _u8, unsigned char)       \
+    MCT_TO_SAMPLES(name, body, in_t, _i8, signed char)
+
+MCT_TO_SAMPLES_ALL(ict_to_samples_f32, ict_to_samples, float)
+MCT_TO_SAMPLES_ALL(rct_to_samples_i32, rct_to_samples, int)
