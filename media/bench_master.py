@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import tempfile
 from pathlib import Path
@@ -66,12 +67,24 @@ def write_frames(folder: Path, images: list[np.ndarray], frames: int) -> None:
             os.symlink(f"f{k % len(images):06d}.tif", path)
 
 
+def _cpu_seconds(who: int) -> float:
+    """User + system CPU seconds of ``resource.getrusage(who)``."""
+    r = resource.getrusage(who)
+    return r.ru_utime + r.ru_stime
+
+
 def _master(folder: Path, tmp: str, profile: str, fps: int, procs, threads, backend, gpus=None) -> dict:
+    """One master of ``folder``: mastering's ``stats``, with the GPUs asked for and the CPU
+    seconds of this (the writing) process and of the encoder processes it started and ended
+    (``main_cpu_s``, ``coders_cpu_s``; threads of one process count once each)."""
     stats: dict = {}
     out = Path(tmp) / "dcp"
+    main0, kids0 = _cpu_seconds(resource.RUSAGE_SELF), _cpu_seconds(resource.RUSAGE_CHILDREN)
     master_images(folder, out, title="bench", profile=dci.profile(profile).short, fps=fps,
                   processes=procs, workers=threads, backend=backend, progress=False,
                   stats=stats, **({} if gpus is None else {"gpus": gpus}))
+    stats["main_cpu_s"] = _cpu_seconds(resource.RUSAGE_SELF) - main0
+    stats["coders_cpu_s"] = _cpu_seconds(resource.RUSAGE_CHILDREN) - kids0
     shutil.rmtree(out)
     stats["gpus"] = gpus
     return stats
@@ -141,6 +154,11 @@ def main(argv=None) -> None:
             print(f"  {s['processes']} process(es) x {s['threads']} thread(s){on}: {end:.2f} fps end "
                   f"to end (ready after {s['ready_s']:.2f} s, first frame after "
                   f"{s['first_s']:.2f} s), {steady:.2f} fps from the first frame to the last")
+            n = r["frames"]
+            print(f"    CPU per frame: writing process {1e3 * s['main_cpu_s'] / n:.1f} ms, encoder "
+                  f"processes {1e3 * s['coders_cpu_s'] / n:.1f} ms (start included); on average "
+                  f"{(s['main_cpu_s'] + s['coders_cpu_s']) / s['total_s']:.1f} of "
+                  f"{os.cpu_count()} cores busy")
         if "opj_fps" in r:
             print(f"  opj_compress ({a.opj_processes} processes, {r['peer_frames']} frames) "
                   f"{r['opj_fps']:.3f} fps  ratio x{best / r['opj_fps']:.2f} (end to end)")
