@@ -112,6 +112,10 @@ class ClusterCoders:
     def in_flight(self) -> int:
         return len(self._pending)
 
+    def has_room(self) -> bool:
+        """Whether another frame may be submitted now: fewer than :attr:`window` in flight."""
+        return len(self._pending) < self.window
+
     def _job_future(self, again: bool = False):
         """The job, scattered to every worker (again: after a failure, in case the copies
         went with their workers)."""

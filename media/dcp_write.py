@@ -44,6 +44,7 @@ import shutil
 import subprocess
 import tempfile
 import uuid
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -354,7 +355,9 @@ class DCPWriter:
         self.sound_writer: SoundTrackWriter | None = None
         self.subtitles = subtitles
         self.subtitle_writer: TimedTextTrackWriter | None = None
-        self.pictures: list[tuple[TrackFile, str]] = []     # the finished reels' pictures
+        #: the finished reels' pictures, each with its hash (a Future while it is worked out)
+        self.pictures: list[tuple[TrackFile, Future | str]] = []
+        self._hasher: ThreadPoolExecutor | None = None
         prefix = f".{self.out.name}.partial-"
         with self._writing(prefix + "*"):
             self.tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=self.out.parent))
@@ -394,7 +397,31 @@ class DCPWriter:
     def _close_picture(self) -> None:
         with self._writing(self.mxf_name):
             track = self.track_writer.close()
-            self.pictures.append((track, file_hash(track.path)))
+        self.pictures.append((track, self._hash_later(track.path)))
+
+    def _hash_later(self, path: Path) -> Future:
+        """:func:`file_hash` of a finished track file, worked out on a thread of this writer
+        (reading the file and SHA-1 release the GIL): a reel's picture is hashed while the
+        next reel's frames are coded, the last reel's while the sound and subtitle track files
+        are written. (The hash cannot be worked out as the file is written: its header,
+        first in the file, is written again last.)"""
+        if self._hasher is None:
+            self._hasher = ThreadPoolExecutor(1, thread_name_prefix="cinegpu-hash")
+        return self._hasher.submit(file_hash, path)
+
+    def _hashed(self, track, digest: Future | str) -> str:
+        """The hash of ``track`` (waited for), a MediaError naming it if it could not be read."""
+        if isinstance(digest, str):
+            return digest
+        with self._writing(track.path.name):
+            return digest.result()
+
+    def _stop_hashing(self) -> None:
+        """End the hashing thread (hashes not begun are dropped; one being worked out is waited
+        for, so that its file is not removed under it)."""
+        if self._hasher is not None:
+            self._hasher.shutdown(wait=True, cancel_futures=True)
+            self._hasher = None
 
     def write(self, codestream: bytes, parsed: Codestream | None = None) -> None:
         """Append one frame; ``parsed``: its parse, where the caller has it (not parsed again).
@@ -412,6 +439,7 @@ class DCPWriter:
     def abort(self) -> None:
         """Remove the partial folder (and so everything written so far), and the key file
         if this writer wrote it."""
+        self._stop_hashing()
         self.track_writer.abort()
         for w in (self.sound_writer, self.subtitle_writer):
             if w is not None:
@@ -445,6 +473,8 @@ class DCPWriter:
                                        f"{sum(self.reel_lengths)}")
         sounds = self._write_sounds(lengths)
         subtitles = self._write_subtitles(lengths)
+        self.pictures = [(t, self._hashed(t, h)) for t, h in self.pictures]
+        self._stop_hashing()
         reels = tuple(Reel(pic, ph, snd, sh, sub, th, {
             t.asset_id: self.key_ids[t.asset_id] for t in (pic, snd, sub)
             if t is not None and t.asset_id in self.key_ids})

@@ -79,6 +79,10 @@ class ThreadCoders:
     def in_flight(self) -> int:
         return len(self._pending)
 
+    def has_room(self) -> bool:
+        """Whether another frame may be submitted now: fewer than :attr:`window` in flight."""
+        return len(self._pending) < self.window
+
     def submit(self, i: int) -> None:
         self._pending.append(self._pool.submit(code_frame, *self._args[:2], i, *self._args[2:]))
 
@@ -218,6 +222,10 @@ class ProcessCoders:
         #: frames in flight per process: twice its threads, so that none waits for work
         self.capacity = 2 * self.threads
         self.window = processes * self.capacity
+        #: coded frames that may wait here for an older one (the writer takes them in
+        #: order): as many again as the processes hold, so that one slow frame at the head
+        #: does not leave the other processes without work
+        self.reorder = self.window
         self._procs: list = []                       # (process, connection)
         self._held: list[dict[int, int]] = []        # per process: seq -> input frame
         self._done: dict[int, FrameCoded | FrameFailed] = {}
@@ -260,6 +268,13 @@ class ProcessCoders:
     @property
     def in_flight(self) -> int:
         return sum(len(h) for h in self._held) + len(self._done)
+
+    def has_room(self) -> bool:
+        """Whether another frame may be submitted now: a process holds fewer than
+        :attr:`capacity` frames, and fewer than :attr:`reorder` coded frames wait for an
+        older one. (Counting the waiting frames against the processes' own window instead
+        made every process wait for the slowest one's frame at the head of the line.)"""
+        return min(len(h) for h in self._held) < self.capacity and len(self._done) < self.reorder
 
     def submit(self, i: int) -> None:
         """Send input frame ``i`` to the process holding the fewest frames."""

@@ -80,8 +80,10 @@ class IMFWriter(DCPWriter):
     def _finish(self) -> Package:
         with self._writing(self.mxf_name):
             track = self.track_writer.close()
-            track_hash = file_hash(track.path)
+        digest = self._hash_later(track.path)      # while the sound track file is written
         sound, sound_hash = self._write_imf_sound(track.frames)
+        track_hash = self._hashed(track, digest)
+        self._stop_hashing()
         cpl_id, pkl_id = uuid.uuid4(), uuid.uuid4()
         cpl = self.tmp / f"CPL_{cpl_id}.xml"
         pkl = self.tmp / f"PKL_{pkl_id}.xml"

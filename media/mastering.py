@@ -77,8 +77,9 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
     workers see its files) and written here in order; ``processes`` and ``gpus`` do not
     apply, ``workers`` is a local cluster's threads per worker process.  ``stats``: a
     dict, filled with ``processes``, ``threads`` and the seconds from the call until the
-    encoders were ready (``ready_s``), the first frame was written (``first_s``) and the
-    package was complete (``total_s``).  ``reels``: each reel's length in frames (summing to
+    encoders were ready (``ready_s``), the first frame was written (``first_s``), the last
+    frame was (``written_s``) and the package was complete (``total_s``: the track files
+    finished and hashed, the sound and subtitles written, the XML).  ``reels``: each reel's length in frames (summing to
     the composition), or ``reel_length``: reels of that many seconds, the last taking the rest
     (:func:`.dcp_write.reels_of_length`); each reel has its own track files, the sound and
     subtitles cut at the joins (:class:`.dcp_write.DCPWriter`). ``keys``: encrypt every track
@@ -164,7 +165,7 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
         with writer() as dcp:
             submitted = 0
             for i in range(total):
-                while submitted < count and coders.in_flight < coders.window:
+                while submitted < count and coders.has_room():
                     coders.submit(submitted)
                     submitted += 1
                 k = i % count
@@ -179,6 +180,7 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
                     first_s = time.perf_counter()
                 if bar is not None:
                     bar.update(1)
+            written = time.perf_counter()
             coders.close()
             coders = None
             package = dcp.close()
@@ -194,7 +196,8 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
             bar.close()
     if stats is not None:
         stats.update(processes=procs, threads=workers, ready_s=ready - started,
-                     first_s=first_s - started, total_s=time.perf_counter() - started)
+                     first_s=first_s - started, written_s=written - started,
+                     total_s=time.perf_counter() - started)
     return package
 
 

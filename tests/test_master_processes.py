@@ -57,6 +57,66 @@ class _DieOn:
         return self.files(i)
 
 
+@dataclass(frozen=True)
+class _HoldFirst:
+    """Frames of ``files``, except that reading frame 0 waits until ``flag`` exists (at most
+    two minutes, so that a failing test cannot hang)."""
+
+    files: ImageFrames
+    flag: str
+
+    def __call__(self, i: int):
+        end = time.monotonic() + 120
+        while i == 0 and not os.path.exists(self.flag) and time.monotonic() < end:
+            time.sleep(0.01)
+        return self.files(i)
+
+
+@pytest.mark.slow
+def test_a_slow_frame_at_the_head_does_not_stop_the_other_processes(tmp_path):
+    """While the oldest frame is still being coded, the other processes go on: coded frames
+    may wait for it beyond the processes' own window (the writer takes them in order), and
+    they all come out in order once it is done."""
+    import tifffile
+
+    from cinegpu.decode import decode
+    from cinegpu.media.frame_coders import CoderSetup, ProcessCoders
+    total = 10
+    src = tmp_path / "in"
+    src.mkdir()
+    for i in range(total):      # frame i: one grey level, rising with i
+        tifffile.imwrite(src / f"f{i:04d}.tif", np.full((54, 96, 3), 4000 * (i + 1), np.uint16),
+                         photometric="rgb")
+    files = ImageFrames(tuple(map(str, list_frames(src))), (4096, 2160))
+    flag = tmp_path / "go"
+    options = dict(profile="2k", fps=24, bitrate=None, colorspace="rec709", backend="cpu")
+    coders = ProcessCoders(lambda p: CoderSetup(_HoldFirst(files, str(flag)), 96, 54, options, None, 1), 2)
+    submitted, t0 = 0, time.monotonic()
+    try:
+        assert coders.window == 4 and coders.reorder == 4
+        # frame 0 holds process 0; process 1 codes on until `reorder` frames wait for frame 0
+        while len(coders._done) < coders.reorder:
+            if coders.has_room():
+                coders.submit(submitted)
+                submitted += 1
+            else:
+                coders._collect()
+        assert not flag.exists() and time.monotonic() - t0 < 100, "frame 0 was let go by its time limit"
+        assert coders.in_flight > coders.window      # the old rule stopped at the window
+        assert not coders.has_room()                  # and the waiting frames are bounded
+        flag.touch()
+        out = []
+        while len(out) < total:
+            while submitted < total and coders.has_room():
+                coders.submit(submitted)
+                submitted += 1
+            out.append(coders.next())
+    finally:
+        coders.close(abort=True)
+    levels = [int(decode(c)[1][27, 48]) for c in out]
+    assert levels == sorted(levels) and len(set(levels)) == total, levels
+
+
 # -- no processes started ---------------------------------------------------------------------
 def test_frame_failure_crosses_back_as_the_same_kind():
     for exc in (CorruptMedia("/a/f7.tif", "frame 7: damaged image", 12),
@@ -264,3 +324,4 @@ def test_bench_master_prints_each_layout(capsys):
     out = capsys.readouterr().out
     assert "dci-2k master: 3 frames (2 distinct) from TIFF files" in out
     assert "1 process(es) x 1 thread(s):" in out and "2 process(es) x 1 thread(s):" in out
+    assert out.count("s to finish the package") == 2 and out.count("CPU per frame: writing process") == 2
