@@ -17,6 +17,7 @@ to the worker in the :class:`~cinegpu.decode.pipeline_messages.WorkerTask`.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -179,31 +180,30 @@ class SegmentsMode(FrameMode):
         from .tile import TileSegments
 
         xp = decoder.xp
-        here = xp.cuda.get_current_stream()
-        tier1_stream, recon_stream = streams or (here, here)
+        apart = streams is not None
+        tier1_on, recon_on = streams if apart else (contextlib.nullcontext(), contextlib.nullcontext())
         t0 = time.perf_counter()
         start, tier1_done = xp.cuda.Event(), xp.cuda.Event()
         frames = [(job.prep, [TileSegments(coded=t.coded.view(buf), table=t.table.view(buf),
                                            seg_lengths=t.seg_lengths.view(buf), seg_passes=t.seg_passes.view(buf),
                                            order=t.order.view(buf), entries=t.entries) for t in reply.tiles])
                   for job, buf, reply, _ in items]
-        with tier1_stream:
+        if apart:
+            # after what the caller's stream has queued so far: memory of frames it has let go
+            # (the reconstruction stream's) is reused only once the caller's work with it ran
+            mark = xp.cuda.Event(disable_timing=True)
+            mark.record(xp.cuda.get_current_stream())
+        with tier1_on:
             start.record()
             launched = decoder.tier1_gpu_launch_batch(frames, host_statuses=True)   # read after `done`
             tier1_done.record()    # the slots' arrays have been read by then
-        apart = recon_stream is not tier1_stream
         if apart:
-            recon_stream.wait_event(tier1_done)
-            # and after what the caller's stream has queued so far: memory of frames it has let
-            # go (their reconstruction stream's) is reused only once the caller's work with it ran
-            if here is not recon_stream:
-                mark = xp.cuda.Event(disable_timing=True)
-                mark.record(here)
-                recon_stream.wait_event(mark)
+            recon_on.wait_event(tier1_done)
+            recon_on.wait_event(mark)
         share = 1.0 / len(items)
         t_launch = (time.perf_counter() - t0) * share
         results = []
-        with recon_stream:
+        with recon_on:
             for (job, _, reply, components), (coeffs, statuses) in zip(items, launched):
                 t1 = time.perf_counter()
                 begin, done = xp.cuda.Event(), xp.cuda.Event()
