@@ -191,6 +191,7 @@ def _check_dci_layout(data, tmp_path, four_k):
     return int(m.group(1)), int(m.group(2))
 
 
+@pytest.mark.slow
 @needs_opj
 def test_dci_2k_layout_caps_and_psnr(tmp_path):
     img = synthetic_frame(2048, 1080, seed=0)

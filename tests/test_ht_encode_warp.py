@@ -139,6 +139,7 @@ def test_limits(wlib):
     assert 0 < wlib.htw_shared_bytes() * warps <= 48 * 1024  # static shared memory
 
 
+@pytest.mark.slow
 @NO_GXX
 def test_every_shape(wlib):
     """Every w x h with w, h in 1..64 (4096 blocks), at planes 0..29 in turn."""

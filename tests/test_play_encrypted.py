@@ -324,6 +324,7 @@ def test_libdcps_encrypted_dcp_refuses_a_wrong_key_by_its_check_value():
             track.read(3, 4)
 
 
+@pytest.mark.slow
 def test_kdm_make_then_play_end_to_end(world, tmp_path, gl):
     """As a user runs them: ``cinegpu kdm make`` from the master's key file for a projector's
     certificate, then ``cinegpu play --kdm --key`` with the projector's key shows the clear
