@@ -355,8 +355,8 @@ class DCPWriter:
         self.sound_writer: SoundTrackWriter | None = None
         self.subtitles = subtitles
         self.subtitle_writer: TimedTextTrackWriter | None = None
-        #: the finished reels' pictures, each with its hash (a Future while it is worked out)
-        self.pictures: list[tuple[TrackFile, Future | str]] = []
+        #: the finished reels' pictures, each with its hash being worked out
+        self.pictures: list[tuple[TrackFile, Future]] = []
         self._hasher: ThreadPoolExecutor | None = None
         prefix = f".{self.out.name}.partial-"
         with self._writing(prefix + "*"):
@@ -409,10 +409,8 @@ class DCPWriter:
             self._hasher = ThreadPoolExecutor(1, thread_name_prefix="cinegpu-hash")
         return self._hasher.submit(file_hash, path)
 
-    def _hashed(self, track, digest: Future | str) -> str:
+    def _hashed(self, track, digest: Future) -> str:
         """The hash of ``track`` (waited for), a MediaError naming it if it could not be read."""
-        if isinstance(digest, str):
-            return digest
         with self._writing(track.path.name):
             return digest.result()
 
@@ -473,12 +471,12 @@ class DCPWriter:
                                        f"{sum(self.reel_lengths)}")
         sounds = self._write_sounds(lengths)
         subtitles = self._write_subtitles(lengths)
-        self.pictures = [(t, self._hashed(t, h)) for t, h in self.pictures]
+        pictures = [(t, self._hashed(t, h)) for t, h in self.pictures]
         self._stop_hashing()
         reels = tuple(Reel(pic, ph, snd, sh, sub, th, {
             t.asset_id: self.key_ids[t.asset_id] for t in (pic, snd, sub)
             if t is not None and t.asset_id in self.key_ids})
-            for (pic, ph), (snd, sh), (sub, th) in zip(self.pictures, sounds, subtitles))
+            for (pic, ph), (snd, sh), (sub, th) in zip(pictures, sounds, subtitles))
         track = reels[0].picture
         aspect = self.aspect or (track.width, track.height)
         cpl_id, pkl_id = uuid.uuid4(), uuid.uuid4()

@@ -57,15 +57,20 @@ def tlib():
 
 # ------------------------------------------------------------------------------ helpers
 
+def outputs(cb, rows):
+    """What a launch over cb[rows] writes into: (capacity offsets, a region of FILL bytes,
+    lengths of -99)."""
+    cap_off = capacity_offsets(cb, rows)
+    return cap_off, np.full(int(cap_off[-1]), FILL, np.uint8), np.full(rows.shape[0], -99, np.int64)
+
+
 def emulate_warp(wlib, flat, cb, rows, drops, grid=3, tables=None):
     """ht_enc_blocks_warp over cb[rows] on ``grid`` CUDA blocks -> (region, cap_off, lens)."""
     flat = np.ascontiguousarray(flat, np.int32)
     cb = np.ascontiguousarray(cb, np.int64)
     rows = np.ascontiguousarray(rows, np.int64)
     drops = np.ascontiguousarray(drops, np.int64)
-    cap_off = capacity_offsets(cb, rows)
-    region = np.full(int(cap_off[-1]), FILL, np.uint8)
-    lens = np.full(rows.shape[0], -99, np.int64)
+    cap_off, region, lens = outputs(cb, rows)
     tables = kernel_tables() if tables is None else tables
     rc = wlib.htw_emulate(ctypes.c_void_p(flat.ctypes.data), ctypes.c_void_p(cb.ctypes.data),
                           ctypes.c_int(cb.shape[1]), ctypes.c_int(rows.shape[0]),
@@ -82,9 +87,7 @@ def host_rows(wlib, tlib, flat, cb, rows, drops, kernel="auto", grid=3):
     cb = np.ascontiguousarray(cb, np.int64)
     rows = np.asarray(rows, np.int64)
     drops = np.asarray(drops, np.int64)
-    cap_off = capacity_offsets(cb, rows)
-    region = np.full(int(cap_off[-1]), FILL, np.uint8)
-    lens = np.full(rows.shape[0], -99, np.int64)
+    cap_off, region, lens = outputs(cb, rows)
     warp, thread = split_rows(cb, rows, kernel)
     for sel, run in ((warp, lambda r, d: emulate_warp(wlib, flat, cb, r, d, grid)),
                      (thread, lambda r, d: emulate(tlib, flat, cb, r, d, grid, 8))):

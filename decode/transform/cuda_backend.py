@@ -299,16 +299,15 @@ def _sample_bounds(precisions, signed) -> list:
     return out
 
 
-def reconstruct_mct(comps, reversible: bool, precisions: Sequence[int], signed: Sequence[bool],
-                    dtype=None):
+def reconstruct_mct(comps, reversible: bool, precisions: Sequence[int], signed: Sequence[bool]):
     """Components 0-2 of a tile under the multiple component transformation.
 
     As :func:`.cpu_backend.reconstruct_mct`: ``comps`` are three ``(ll,
-    levels, deltas)`` of :func:`dequantize_idwt`; returns three sample arrays
-    of ``dtype`` (None: int32), ``to_samples`` of the inverse RCT (reversible)
-    or ICT of the three reconstructed components.  Components of one geometry
-    (always so in a DCI frame) share every launch; others are reconstructed
-    one by one.  Precisions 1..24.
+    levels, deltas)`` of :func:`dequantize_idwt`; returns three int32 sample
+    arrays, ``to_samples`` of the inverse RCT (reversible) or ICT of the three
+    reconstructed components.  Components of one geometry (always so in a
+    DCI frame) share every launch; others are reconstructed one by one.
+    Precisions 1..24.
     """
     if len(comps) != 3:
         raise ValueError(f"need three components, got {len(comps)}")
@@ -324,14 +323,11 @@ def reconstruct_mct(comps, reversible: bool, precisions: Sequence[int], signed: 
     shape = planes[0].shape
     if not (shape == planes[1].shape == planes[2].shape):
         raise ValueError(f"components differ in shape: {[p.shape for p in planes]}")
-    kind = _sample_type(dtype)
-    out = cupy.empty((3, *shape), kind or cupy.int32)
-    name = ("rct_to_samples_i32" if reversible else "ict_to_samples_f32") + _SAMPLE_SUFFIX[out.dtype]
+    out = cupy.empty((3, *shape), cupy.int32)
+    name = "rct_to_samples_i32" if reversible else "ict_to_samples_f32"
     planes = [_dev(p, cupy.int32 if reversible else cupy.float32) for p in planes]
     n = planes[0].size
     launch_1d(kernel("pointwise", name), n, (*planes, out[0], out[1], out[2], *bounds, np.int64(n)))
-    if kind is None:
-        return tuple(o.astype(dtype) for o in out)
     return out[0], out[1], out[2]
 
 
