@@ -158,6 +158,9 @@ def main(argv=None) -> None:
                   f"last, then {s['total_s'] - s['written_s']:.2f} s to finish the package "
                   "(track file hashed, XML)")
             n = r["frames"]
+            coding = max(s["written_s"] - s["first_s"], 1e-9)
+            print(f"    while coding: the receiving thread busy {100 * s['loop_cpu_s'] / coding:.0f} %"
+                  f" of the time, the writing thread {100 * s['write_cpu_s'] / coding:.0f} %")
             print(f"    CPU per frame: writing process {1e3 * s['main_cpu_s'] / n:.1f} ms, encoder "
                   f"processes {1e3 * s['coders_cpu_s'] / n:.1f} ms (start included); on average "
                   f"{(s['main_cpu_s'] + s['coders_cpu_s']) / s['total_s']:.1f} of "

@@ -16,7 +16,7 @@ submission order (``next()``), with at most ``window`` frames in flight; each fr
   :meth:`.FrameEncoders.default_processes`).
 
 The messages between this process and an encoder process are the frozen dataclasses below,
-pickled through the process's pipe: :class:`CoderSetup` (its start arguments), then
+pickled through the process's pipe: :class:`CoderSetup` (its first message), then
 :class:`CoderReady` or :class:`CoderBroken`; per frame a :class:`CodeFrame`, answered by
 :class:`FrameCoded` or :class:`FrameFailed` (the frame's :class:`.errors.MediaError`, rebuilt
 here as the same kind); :class:`StopCoder` ends it.  A process that dies mid-job, or fails to
@@ -86,8 +86,9 @@ class ThreadCoders:
     def submit(self, i: int) -> None:
         self._pending.append(self._pool.submit(code_frame, *self._args[:2], i, *self._args[2:]))
 
-    def next(self) -> bytes:
-        """The codestream of the oldest frame submitted (its MediaError raised here)."""
+    def next(self, refill: Callable[[], None] | None = None) -> bytes:
+        """The codestream of the oldest frame submitted (its MediaError raised here).
+        ``refill`` is not called: room opens only when a frame is taken."""
         return self._pending.popleft().result()
 
     def close(self, abort: bool = False) -> None:
@@ -167,10 +168,15 @@ class FrameFailed:
         return kind(self.path, self.reason, self.offset)
 
 
-def _coder_main(conn, setup: CoderSetup) -> None:
-    """An encoder process: code each :class:`CodeFrame` on ``setup.threads`` threads and answer
-    each in turn as it is done, until :class:`StopCoder` (or the main process is gone)."""
+def _coder_main(conn) -> None:
+    """An encoder process: take its :class:`CoderSetup` (the first message), then code each
+    :class:`CodeFrame` on ``setup.threads`` threads and answer each in turn as it is done,
+    until :class:`StopCoder` (or the main process is gone)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)     # Ctrl-C is the main process's to handle
+    try:
+        setup = conn.recv()
+    except (EOFError, OSError):
+        os._exit(1)
     try:
         from .frame_encode import FrameEncoders
         encoders = FrameEncoders(**setup.options, device=setup.device)
@@ -232,14 +238,20 @@ class ProcessCoders:
         self._seq = itertools.count()
         self._next = 0
         try:
-            for s in self._setups:
+            # the setups (a frame list may be large) go through each process's pipe once all
+            # have started: as start() arguments, a setup larger than the pipe's buffer held
+            # start() until that process had imported this module, so the processes started
+            # one after another (16 processes of 3,840 frames: 8-9 s to ready, 4 s with 16)
+            for _ in self._setups:
                 parent, child = ctx.Pipe()
-                proc = ctx.Process(target=_coder_main, args=(child, s), daemon=True,
+                proc = ctx.Process(target=_coder_main, args=(child,), daemon=True,
                                    name="cinegpu-encoder")
                 proc.start()
                 child.close()
                 self._procs.append((proc, parent))
                 self._held.append({})
+            for p, s in enumerate(self._setups):
+                self._send(p, s)
             for p in range(processes):
                 self._await_ready(p, start_timeout)
         except BaseException:
@@ -249,6 +261,16 @@ class ProcessCoders:
     def _where(self, p: int) -> str:
         d = self._setups[p].device
         return f"encoder process {p}" + ("" if d is None else f" (GPU {d})")
+
+    def _send(self, p: int, message) -> None:
+        """``message`` to process ``p`` while it starts; MediaError if it has ended."""
+        proc, conn = self._procs[p]
+        try:
+            conn.send(message)
+        except OSError:
+            proc.join(timeout=1)
+            raise MediaError(None, f"{self._where(p)} ended while starting "
+                                   f"(exit code {proc.exitcode})") from None
 
     def _await_ready(self, p: int, timeout: float) -> None:
         proc, conn = self._procs[p]
@@ -286,10 +308,15 @@ class ProcessCoders:
             self._ended(p)
         self._held[p][seq] = i
 
-    def next(self) -> bytes:
-        """The codestream of the oldest frame submitted (its MediaError raised here)."""
+    def next(self, refill: Callable[[], None] | None = None) -> bytes:
+        """The codestream of the oldest frame submitted (its MediaError raised here).
+        ``refill()`` is called each time frames come back while the oldest is still being
+        coded, so that the caller submits more (:meth:`has_room`) to the processes that are
+        done with theirs instead of leaving them idle until the oldest is in."""
         while self._next not in self._done:
             self._collect()
+            if refill is not None and self._next not in self._done:
+                refill()
         reply = self._done.pop(self._next)
         self._next += 1
         if isinstance(reply, FrameFailed):

@@ -37,6 +37,7 @@ from .colour import COLORSPACES, SAMPLINGS
 from .dcp_write import DCPWriter, Package, check_key_path, check_reels, reels_of_length
 from .frame_coders import CoderSetup, ProcessCoders, ThreadCoders
 from .frame_encode import FrameEncoders, device_for, pick_backend
+from .write_behind import WriteBehind
 from .imf_write import IMFWriter
 from .package_signature import check_signer
 from .images_in import ImageFrames, image_area, list_frames, max_input_size
@@ -163,24 +164,35 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
                                   width, height, workers)
         ready = time.perf_counter()
         with writer() as dcp:
-            submitted = 0
-            for i in range(total):
-                while submitted < count and coders.has_room():
-                    coders.submit(submitted)
-                    submitted += 1
-                k = i % count
-                if k in cache:
-                    data = cache[k]
-                else:
-                    data = coders.next()
-                    if total > count:
-                        cache[k] = data
-                dcp.write(data)
-                if first_s is None:
-                    first_s = time.perf_counter()
-                if bar is not None:
-                    bar.update(1)
-            written = time.perf_counter()
+            behind = WriteBehind(dcp.write, depth=8)
+            try:
+                loop_cpu = time.thread_time()
+                submitted = 0
+
+                def refill() -> None:
+                    nonlocal submitted
+                    while submitted < count and coders.has_room():
+                        coders.submit(submitted)
+                        submitted += 1
+
+                for i in range(total):
+                    refill()
+                    k = i % count
+                    if k in cache:
+                        data = cache[k]
+                    else:
+                        data = coders.next(refill)
+                        if total > count:
+                            cache[k] = data
+                    behind.put(data)
+                    if bar is not None:
+                        bar.update(1)
+                loop_cpu = time.thread_time() - loop_cpu
+                behind.finish()
+            except BaseException:
+                behind.stop()
+                raise
+            first_s, written = behind.first_s, behind.last_s
             coders.close()
             coders = None
             package = dcp.close()
@@ -197,7 +209,8 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
     if stats is not None:
         stats.update(processes=procs, threads=workers, ready_s=ready - started,
                      first_s=first_s - started, written_s=written - started,
-                     total_s=time.perf_counter() - started)
+                     total_s=time.perf_counter() - started, loop_cpu_s=loop_cpu,
+                     write_cpu_s=behind.cpu_s)
     return package
 
 

@@ -324,4 +324,5 @@ def test_bench_master_prints_each_layout(capsys):
     out = capsys.readouterr().out
     assert "dci-2k master: 3 frames (2 distinct) from TIFF files" in out
     assert "1 process(es) x 1 thread(s):" in out and "2 process(es) x 1 thread(s):" in out
-    assert out.count("s to finish the package") == 2 and out.count("CPU per frame: writing process") == 2
+    assert out.count("s to finish the package") == 2 and out.count("CPU per frame: writing process") == 2 \
+        and out.count("while coding: the receiving thread busy") == 2
