@@ -134,10 +134,9 @@ class ClusterCoders:
     def submit(self, i: int) -> None:
         self._pending.append(self._submit(i, 0))
 
-    def next(self, refill: Callable[[], None] | None = None) -> bytes:
+    def next(self) -> bytes:
         """The codestream of the oldest frame submitted; a frame that failed twice raises
-        its MediaError here.  ``refill`` is not called: room opens only when a frame is
-        taken."""
+        its MediaError here."""
         frame = self._pending[0]
         while True:
             failure = self._outcome(frame)

@@ -86,9 +86,8 @@ class ThreadCoders:
     def submit(self, i: int) -> None:
         self._pending.append(self._pool.submit(code_frame, *self._args[:2], i, *self._args[2:]))
 
-    def next(self, refill: Callable[[], None] | None = None) -> bytes:
-        """The codestream of the oldest frame submitted (its MediaError raised here).
-        ``refill`` is not called: room opens only when a frame is taken."""
+    def next(self) -> bytes:
+        """The codestream of the oldest frame submitted (its MediaError raised here)."""
         return self._pending.popleft().result()
 
     def close(self, abort: bool = False) -> None:
@@ -308,15 +307,10 @@ class ProcessCoders:
             self._ended(p)
         self._held[p][seq] = i
 
-    def next(self, refill: Callable[[], None] | None = None) -> bytes:
-        """The codestream of the oldest frame submitted (its MediaError raised here).
-        ``refill()`` is called each time frames come back while the oldest is still being
-        coded, so that the caller submits more (:meth:`has_room`) to the processes that are
-        done with theirs instead of leaving them idle until the oldest is in."""
+    def next(self) -> bytes:
+        """The codestream of the oldest frame submitted (its MediaError raised here)."""
         while self._next not in self._done:
             self._collect()
-            if refill is not None and self._next not in self._done:
-                refill()
         reply = self._done.pop(self._next)
         self._next += 1
         if isinstance(reply, FrameFailed):

@@ -168,20 +168,15 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
             try:
                 loop_cpu = time.thread_time()
                 submitted = 0
-
-                def refill() -> None:
-                    nonlocal submitted
+                for i in range(total):
                     while submitted < count and coders.has_room():
                         coders.submit(submitted)
                         submitted += 1
-
-                for i in range(total):
-                    refill()
                     k = i % count
                     if k in cache:
                         data = cache[k]
                     else:
-                        data = coders.next(refill)
+                        data = coders.next()
                         if total > count:
                             cache[k] = data
                     behind.put(data)
