@@ -118,14 +118,19 @@ def _ours(frames, profile, fps, backend, workers, rate_on_gpu=None):
         return out, secs, enc.timings
 
 
+def dci_options(profile, fps, backend, rate_on_gpu=None) -> dict:
+    """The :class:`Encoder` arguments of this benchmark's encoders (one tier-1 worker each)."""
+    return dict(profile=profile, fps=fps, backend=backend, workers=1, rate_on_gpu=rate_on_gpu)
+
+
 class _ThreadEncoders:
     """A warm :class:`Encoder` per calling thread (and, on the GPU, its own CUDA stream), as
-    ``cinegpu master`` runs them: ``encode(frame)``; ``close()`` ends them all."""
+    ``cinegpu master`` runs them, each made with ``options`` (:class:`Encoder`'s arguments):
+    ``encode(frame)`` of ``bits``-bit samples; ``close()`` ends them all."""
 
-    def __init__(self, profile, fps, backend, rate_on_gpu=None):
+    def __init__(self, options: dict, bits: int = 12):
         import threading
-        self._args = dict(profile=profile, fps=fps, backend=backend, workers=1,
-                          rate_on_gpu=rate_on_gpu)
+        self._args, self._bits = dict(options), bits
         self._local, self._made = threading.local(), []
 
     def encode(self, frame) -> bytes:
@@ -133,7 +138,7 @@ class _ThreadEncoders:
         if enc is None:
             enc = self._local.enc = Encoder(**self._args)
             self._made.append(enc)
-        return enc.encode(frame, bits=12)
+        return enc.encode(frame, bits=self._bits)
 
     def close(self) -> None:
         for e in self._made:
@@ -143,7 +148,7 @@ class _ThreadEncoders:
 def _ours_threads(frames, profile, fps, backend, threads, rate_on_gpu=None):
     """Frames spread over ``threads`` threads, each with its own warm encoder
     (:class:`_ThreadEncoders`)."""
-    encoders = _ThreadEncoders(profile, fps, backend, rate_on_gpu)
+    encoders = _ThreadEncoders(dci_options(profile, fps, backend, rate_on_gpu))
     try:
         with ThreadPoolExecutor(threads) as pool:
             list(pool.map(encoders.encode, frames[:1] * threads * 2))  # warm every thread
@@ -164,40 +169,48 @@ def opj_encode_frames(frames, profile, fps, processes):
     return out, time.perf_counter() - t0
 
 
-def _process_main(shm_name: str, shape, dtype: str, ks, profile, fps, backend, threads,
-                  rate_on_gpu, ready, go, out) -> None:
-    """One encoder process of :func:`_ours_processes`: frames ``ks`` of the shared block,
-    coded by ``threads`` threads with a warm :class:`Encoder` each, once ``go`` is set; puts
-    (codestreams by frame, wall-clock start, end)."""
+def _process_main(shm_name: str, shape, dtype: str, ks, options: dict, threads,
+                  ready, go, out, on_device: bool = False) -> None:
+    """One encoder process of :func:`ours_processes`: frames ``ks`` of the shared block
+    (``on_device``: copied to the GPU first), coded by ``threads`` threads with a warm
+    :class:`Encoder` (``options``) each, once ``go`` is set; puts (codestreams by frame,
+    wall-clock start, end)."""
     from multiprocessing import shared_memory
     shm = shared_memory.SharedMemory(name=shm_name)
-    encoders = _ThreadEncoders(profile, fps, backend, rate_on_gpu)
+    encoders = _ThreadEncoders(options)
     enc_one = encoders.encode
     try:
         frames = np.ndarray(shape, np.dtype(dtype), buffer=shm.buf)
+        mine = {k: frames[k] for k in ks}
         with ThreadPoolExecutor(threads) as pool:
             try:
-                list(pool.map(enc_one, [frames[ks[0]]] * threads * 2))  # warm every thread
+                if on_device:
+                    import cupy  # noqa: PLC0415
+                    mine = {k: cupy.asarray(f) for k, f in mine.items()}
+                list(pool.map(enc_one, [mine[ks[0]]] * threads * 2))  # warm every thread
             except Exception as exc:
                 ready.put(f"{type(exc).__name__}: {exc}")
                 raise
             ready.put(None)
             go.wait()
             t0 = time.time()
-            coded = list(pool.map(enc_one, (frames[k] for k in ks)))
+            coded = list(pool.map(enc_one, (mine[k] for k in ks)))
             t1 = time.time()
-        del frames
+        del frames, mine
         out.put((dict(zip(ks, coded)), t0, t1))
     finally:
         encoders.close()
         shm.close()
 
 
-def _ours_processes(frames, profile, fps, backend, processes, threads, rate_on_gpu=None):
-    """Frames dealt out to ``processes`` spawned processes of ``threads`` threads each (one warm
-    :class:`Encoder` a thread), read from one shared-memory block, all started together after
-    every thread is warm: (codestreams in order, seconds from the first start to the last
-    end), as ``cinegpu master`` runs its encoder processes on a long job."""
+def ours_processes(frames, options: dict, processes: int, threads: int,
+                   on_device: bool = False):
+    """Frames (12-bit) dealt out to ``processes`` spawned processes of ``threads`` threads each
+    (one warm :class:`Encoder` made with ``options`` a thread), read from one shared-memory
+    block (``on_device``: each process copies its frames to the GPU before the clock, as
+    GPU-memory rows compare), all started together after every thread is warm: (codestreams
+    in order, seconds from the first start to the last end), as ``cinegpu master`` runs its
+    encoder processes on a long job."""
     import multiprocessing as mp
     from multiprocessing import shared_memory
     block = np.stack(frames)
@@ -208,8 +221,8 @@ def _ours_processes(frames, profile, fps, backend, processes, threads, rate_on_g
         ready, out, go = ctx.Queue(), ctx.Queue(), ctx.Event()
         procs = [ctx.Process(target=_process_main, daemon=True,
                              args=(shm.name, block.shape, block.dtype.str,
-                                   list(range(p, len(frames), processes)), profile, fps,
-                                   backend, threads, rate_on_gpu, ready, go, out))
+                                   list(range(p, len(frames), processes)), options,
+                                   threads, ready, go, out, on_device))
                  for p in range(processes)]
         for pr in procs:
             pr.start()
@@ -235,7 +248,7 @@ def run(profile: str, frames: int, fps: int, backend: str, workers: int, process
         encoder_processes: tuple[int, int] | None = None) -> dict:
     """One profile's row; ``rate_on_gpu`` as :class:`Encoder`'s, or "both": each, in turn,
     the second's figures under "gpu_rate" (and its codestreams checked identical).
-    ``encoder_processes`` (P, T): also in P processes of T threads (:func:`_ours_processes`).
+    ``encoder_processes`` (P, T): also in P processes of T threads (:func:`ours_processes`).
     The peers, where installed: opj_compress in ``processes`` processes, grk_compress over the
     frames in ``grk_threads`` threads (0: all cores), nvJPEG2000 when ``nvjpeg2000``."""
     w, h = dci.PROFILES[profile].container
@@ -252,7 +265,7 @@ def run(profile: str, frames: int, fps: int, backend: str, workers: int, process
                    par_bytes=max(len(d) for d in par))
     if encoder_processes:
         pp, pt = encoder_processes
-        coded, t_pp = _ours_processes(src, profile, fps, backend, pp, pt, first)
+        coded, t_pp = ours_processes(src, dci_options(profile, fps, backend, first), pp, pt)
         row.update(proc=(pp, pt), proc_fps=frames / t_pp, proc_same=coded == ours,
                    proc_bytes=max(len(d) for d in coded))
     if rate_on_gpu == "both":

@@ -4,7 +4,7 @@ on the same synthetic 12-bit RGB frames, in one run.
 
     python -m cinegpu.encode.bench_ht [--size 2k|4k] [--frames N] [--distinct K]
         [--backend auto|cpu|cuda] [--threads N] [--workers N] [--budget BYTES] [--nvjpeg2000]
-        [--kernels-only] [--repeat N]
+        [--kernels-only] [--repeat N] [--processes P T [P T ...]] [--no-budget]
 
 Rows (5 levels, 64 x 64 blocks for every encoder):
 
@@ -25,6 +25,13 @@ kernels alone (CUDA events, ``--repeat`` runs) and of the whole ``ht_encode_rows
 the lengths' read-back, gather and download), lossless and 9/7; the two must give the same
 bytes.  ``--kernels-only`` stops there; otherwise the lossless rows also show the whole
 encoder with ``Encoder(ht_kernel="thread")`` beside the default (the warp kernel).
+
+``--processes P T``: ours also in P spawned processes of T threads each (one warm encoder a
+thread, frames from one shared-memory block, :func:`.bench.ours_processes`, as ``cinegpu
+master`` runs its encoder processes; on the GPU also with each process's frames copied to
+GPU memory first), for the lossless and the quantisation rows; the bytes must equal one
+encoder's.  Several pairs give several rows.  ``--no-budget`` leaves out the
+byte-budget row.
 
 Every stream is decoded with :func:`cinegpu.decode.decode` for PSNR (the peers decode our
 streams to the same samples: tests/test_ht_encode.py).  The peers' times are their processes
@@ -57,6 +64,7 @@ import numpy as np
 
 from cinegpu.decode import decode
 
+from .bench import ours_processes
 from .encoder import Encoder
 
 SIZES = {"2k": (2048, 1080), "4k": (4096, 2160)}
@@ -244,7 +252,13 @@ def main(argv=None) -> None:
                     help="runs of each kernel row (timings are their mean)")
     ap.add_argument("--nvjpeg2000", action="store_true",
                     help="also time nvJPEG2000's HT encoder (nvImageCodec), if importable")
+    ap.add_argument("--processes", type=int, nargs="+", default=[], metavar="P T",
+                    help="also ours in P processes of T threads each (pairs)")
+    ap.add_argument("--no-budget", action="store_true", help="leave out the byte-budget row")
     args = ap.parse_args(argv)
+    if len(args.processes) % 2:
+        ap.error("--processes takes pairs: P T [P T ...]")
+    args.processes = list(zip(args.processes[::2], args.processes[1::2]))
     w, h = SIZES[args.size]
     images = [synthetic_frame(w, h, seed=k) for k in range(max(1, min(args.distinct,
                                                                        args.frames)))]
@@ -281,6 +295,14 @@ def main(argv=None) -> None:
                 again, secs = ours(device_frames, args.threads, backend, args.workers, **opts)
                 assert again == data, "device and host input gave different codestreams"
                 row(kind, f"cinegpu {label} (GPU memory)", again, secs, frames, note)
+            for pp, pt in (args.processes if also_device else ()):
+                for gpu_memory in (False, True) if device_frames is not None else (False,):
+                    again, secs = ours_processes(frames, dict(backend=backend,
+                                                              workers=args.workers, **HT,
+                                                              **opts), pp, pt, gpu_memory)
+                    assert again == data, "processes and one encoder gave other codestreams"
+                    row(kind, f"cinegpu {label} {pp}x{pt} processes"
+                        + (" (GPU memory)" if gpu_memory else ""), again, secs, frames, note)
             return data, fps
 
         data, _ = run_ours("", "lossless", reversible=True)
@@ -302,7 +324,9 @@ def main(argv=None) -> None:
             _nvjpeg2000_rows(frames, len(images), "lossless", dict(lossless=True))
 
         budget = args.budget or lossless // 8
-        run_ours("budget", "9/7", f"budget {budget}", False, bitrate=budget * 8 * 24, fps=24)
+        if not args.no_budget:
+            run_ours("budget", "9/7", f"budget {budget}", False, bitrate=budget * 8 * 24,
+                     fps=24)
         found = _bisect(lambda q: ours(images[:1], 1, backend, args.workers,
                                        base_step=q)[0][0],
                         lambda d: len(d) <= budget, 1e-3, 64.0)

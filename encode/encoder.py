@@ -168,6 +168,9 @@ class Encoder:
     ``geometry``: a :class:`GeometryCache` shared with other encoders (default: its own).
     ``device``: the CUDA device it encodes on (cuda back end; default the current one), so
     that encoders in several threads spread frames over several GPUs.
+    ``graphs`` (cuda back end): replay the forward stage as a CUDA graph per geometry from
+    its second frame (:mod:`.forward_graph`: the same codestream, far fewer launches from
+    Python); False runs it kernel by kernel.
     """
 
     def __init__(self, *, profile="generic", fps=24, bitrate=None, reversible=False,
@@ -175,7 +178,7 @@ class Encoder:
                  precincts=None, backend="auto", workers=None, style=0, quantization="expounded",
                  guard_bits=None, base_step=1.0, early_stop=True, rate_on_gpu=None,
                  geometry: GeometryCache | None = None, codec="j2k", mct=None,
-                 device: int | None = None, ht_kernel: str = "auto"):
+                 device: int | None = None, ht_kernel: str = "auto", graphs: bool = True):
         if codec not in ("j2k", "htj2k"):
             raise ValueError(f"codec {codec!r} is neither 'j2k' nor 'htj2k'")
         #: "htj2k": HT code-blocks (ISO/IEC 15444-15), the path of :mod:`.ht`
@@ -215,6 +218,10 @@ class Encoder:
         self._stream = None
         self._staging = None        # page-locked upload buffer (cuda, made on first use)
         self._tiles = None          # the GPU tier-1's per-plan tables (TileGeometries)
+        #: the forward stage replayed as CUDA graphs (:mod:`.forward_graph`; cuda back end)
+        self.graphs = graphs
+        self._graphs = None
+        self._ht_blocks: dict = {}  # each plan's HT BlockSet on the GPU (cuda, htj2k)
 
     def close(self):
         self.pool.close()
@@ -301,7 +308,8 @@ class Encoder:
         t1 = time.perf_counter()
         with self.on_stream():
             data = encode_ht_frame(Frame, params, cs, plans, flats, self.base_step, self.pool,
-                                   self.stats, kernel=self.ht_kernel)
+                                   self.stats, kernel=self.ht_kernel,
+                                   blocks=self._ht_blocks)
         self.timings = {"forward": t1 - t0, "tier1+rate+tier2": time.perf_counter() - t1}
         return data
 
@@ -334,8 +342,20 @@ class Encoder:
     def _forward(self, comps, params, plans):
         if self.backend == "cuda":
             from .gpu import forward_tile_cuda
-            return [forward_tile_cuda(comps, p, params.precisions, params.signed, params.mct,
-                                      params.reversible, on_device=True) for p in plans]
+
+            def build(planes):
+                return [forward_tile_cuda(planes, p, params.precisions, params.signed,
+                                          params.mct, params.reversible, on_device=True)
+                        for p in plans]
+            if not self.graphs:
+                return build(comps)
+            if self._graphs is None:
+                from .forward_graph import ForwardGraphs
+                self._graphs = ForwardGraphs()
+            key = (id(plans), tuple((c.shape, c.dtype.str) for c in comps),
+                   tuple(params.precisions), tuple(params.signed), params.mct,
+                   params.reversible)
+            return self._graphs.run(key, plans, comps, build, self._stream)
         return [forward_tile(comps, p, params.precisions, params.signed, params.mct,
                              params.reversible) for p in plans]
 

@@ -39,6 +39,8 @@ DMAX = 20
 #: Coding rounds under a budget, and the fill (share of the budget) that ends them early.
 ROUNDS = 6
 FILL = 0.985
+#: the tile plans whose GPU block tables (:class:`.tier1.ht_gpu.BlockSet`) an encoder keeps
+BLOCK_SETS = 32
 
 
 def _tile_rows(pool, flat, cb, drops):
@@ -68,7 +70,7 @@ def _tile_figures(pool, flat, cb):
     return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
-def _code(frame_cls, params, cs, plans, flats, drops, pool, kernel="auto"):
+def _code(frame_cls, params, cs, plans, flats, drops, pool, kernel="auto", blocks=None):
     parts = []
     base = 0
     for plan, flat in zip(plans, flats):
@@ -76,9 +78,17 @@ def _code(frame_cls, params, cs, plans, flats, drops, pool, kernel="auto"):
         if isinstance(flat, np.ndarray):
             out = _tile_rows(pool, flat, plan.cb, drops[base:base + n])
         else:                                    # on the GPU (CuPy): coded there
-            from .tier1.ht_gpu import ht_encode_rows_cuda  # noqa: PLC0415
-            out = ht_encode_rows_cuda(flat, plan.cb, np.arange(n, dtype=np.int64),
-                                      drops[base:base + n], kernel=kernel)
+            from .tier1.ht_gpu import BlockSet, ht_encode_rows_cuda  # noqa: PLC0415
+            rows = np.arange(n, dtype=np.int64)
+            made = None if blocks is None else blocks.get(id(plan))
+            if made is None or made[0] is not plan:
+                made = (plan, BlockSet(plan.cb, rows, kernel))
+                if blocks is not None:
+                    if len(blocks) >= BLOCK_SETS:      # geometries come and go: start over
+                        blocks.clear()
+                    blocks[id(plan)] = made
+            out = ht_encode_rows_cuda(flat, plan.cb, rows, drops[base:base + n],
+                                      kernel=kernel, blocks=made[1])
         if out[5].shape[0] != n:
             raise ValueError("an HT cleanup segment is longer than Scup allows (4079 bytes)")
         parts.append(out)
@@ -112,13 +122,16 @@ def _select(w, dist, bits, target):
 
 
 def encode_ht_frame(frame_cls, params, cs, plans, flats, base_step, pool=None,
-                    stats: dict | None = None, kernel: str = "auto") -> bytes:
+                    stats: dict | None = None, kernel: str = "auto",
+                    blocks: dict | None = None) -> bytes:
     """The HTJ2K codestream of a frame after the forward stage (``flats``: each tile's
     quantised int32 coefficients in plan layout, numpy, or CuPy to code the blocks on the
     GPU on the current stream); ``params.frame_bytes`` the budget or None.
     ``frame_cls`` is :class:`.encoder.Frame`; ``pool`` a :class:`.blocks.TierOnePool`
     (or None).  ``stats`` receives "drops" (per block) and "rounds".  ``kernel``: which GPU
-    kernel codes the blocks (:data:`.tier1.ht_gpu_plan.KERNEL_CHOICES`; CuPy flats only)."""
+    kernel codes the blocks (:data:`.tier1.ht_gpu_plan.KERNEL_CHOICES`; CuPy flats only).
+    ``blocks``: the caller's dict in which each plan's :class:`.tier1.ht_gpu.BlockSet` is
+    kept between frames (CuPy flats; None: made every frame)."""
     from dataclasses import replace
 
     from .writer import allocate_and_write, allocate_stream
@@ -127,7 +140,7 @@ def encode_ht_frame(frame_cls, params, cs, plans, flats, base_step, pool=None,
     nblocks = sum(plan.cb.shape[0] for plan in plans)
     drops = np.zeros(nblocks, np.int64)
     if budget is None:
-        frame = _code(frame_cls, keep_all, cs, plans, flats, drops, pool, kernel)
+        frame = _code(frame_cls, keep_all, cs, plans, flats, drops, pool, kernel, blocks)
         if stats is not None:
             stats.update(drops=drops, rounds=1)
         return allocate_and_write(frame, base_step)
@@ -141,7 +154,7 @@ def encode_ht_frame(frame_cls, params, cs, plans, flats, base_step, pool=None,
     rounds = 0
     for rounds in range(1, ROUNDS + 1):
         drops = _select(w, dist, bits, target)
-        frame = _code(frame_cls, keep_all, cs, plans, flats, drops, pool, kernel)
+        frame = _code(frame_cls, keep_all, cs, plans, flats, drops, pool, kernel, blocks)
         data = allocate_stream(frame, base_step)    # joined only if it is the one kept
         if len(data) <= budget and (best is None or len(data) > len(best[0])):
             best = data, drops
@@ -155,7 +168,7 @@ def encode_ht_frame(frame_cls, params, cs, plans, flats, base_step, pool=None,
     while best is None:  # still over: aim lower until it fits (headers bound the loop)
         target *= 0.8
         drops = _select(w, dist, bits, target)
-        frame = _code(frame_cls, keep_all, cs, plans, flats, drops, pool, kernel)
+        frame = _code(frame_cls, keep_all, cs, plans, flats, drops, pool, kernel, blocks)
         data = allocate_stream(frame, base_step)
         rounds += 1
         if len(data) <= budget:

@@ -326,8 +326,8 @@ def test_dci_4k_rate_control_converges_on_flat_synthetic_content():
 def test_bench_encoder_processes_give_one_encoders_codestreams():
     """encode.bench's processes (frames from one shared-memory block, dealt out in turn) give
     back every frame's codestream in order, the same bytes as one encoder."""
-    from cinegpu.encode.bench import _ours, _ours_processes
+    from cinegpu.encode.bench import _ours, dci_options, ours_processes
     src = [synthetic_frame(256, 128, seed=k) for k in range(5)]
-    coded, secs = _ours_processes(src, "generic", 24, "cpu", 2, 1)
+    coded, secs = ours_processes(src, dci_options("generic", 24, "cpu"), 2, 1)
     one = _ours(src, "generic", 24, "cpu", 1)[0]
     assert secs > 0 and len(coded) == 5 and coded == one and len(set(coded)) == 5

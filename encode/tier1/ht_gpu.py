@@ -32,7 +32,7 @@ from .ht_gpu_plan import CUDA_SOURCE, GATHER, KERNEL, WARP_KERNEL, assemble, \
     capacity_offsets, kernel_tables, rows_tuple, scratch_pitch, segment_offsets, split_rows, \
     warp_limits
 
-__all__ = ["coding_ms", "ht_encode_rows_cuda"]
+__all__ = ["BlockSet", "coding_ms", "ht_encode_rows_cuda"]
 
 THREADS = 64  # threads per CUDA block
 GATHER_THREADS = 128  # threads per CUDA block of ht_gather (one CUDA block per code-block)
@@ -60,8 +60,38 @@ def _grid(nblk: int, pitch: int, scratch_bytes: int) -> int:
     return min(-(-threads // THREADS), 65535)
 
 
+class BlockSet:
+    """The tables of :func:`ht_encode_rows_cuda` that depend only on the blocks cb[rows] and
+    the kernel choice, made once (a sequence's frames share their geometry): the capacity
+    offsets, the warp / one-thread split, and their device copies (on the current device)."""
+
+    def __init__(self, cb, rows, kernel: str = "auto"):
+        self.cb = np.ascontiguousarray(cb, np.int64)
+        self.rows = np.ascontiguousarray(rows, np.int64)
+        if self.cb.ndim != 2 or self.rows.ndim != 1:
+            raise ValueError("ht_encode_rows_cuda: cb must be 2-D, rows 1-D")
+        self.kernel = kernel
+        self.cap_off = capacity_offsets(self.cb, self.rows)
+        self.warp_sel, self.thread_sel = split_rows(self.cb, self.rows, kernel)
+        self.d_cb, self.d_rows = cupy.asarray(self.cb), cupy.asarray(self.rows)
+        self.d_cap_off = cupy.asarray(self.cap_off)
+        #: per subset (warp, thread) when the kernels share the blocks: (d_sel, d_rows,
+        #: d_cap_off) of the subset
+        self.subsets = [None if sel.size in (0, self.rows.shape[0]) else
+                        (cupy.asarray(sel), self.d_rows[cupy.asarray(sel)],
+                         self.d_cap_off[cupy.asarray(sel)])
+                        for sel in (self.warp_sel, self.thread_sel)]
+
+    def matches(self, cb, rows, kernel) -> bool:
+        """Whether this set was made for the same blocks and kernel (by identity of cb and
+        equality of rows: a plan's table is built once)."""
+        return (cb is self.cb or np.array_equal(cb, self.cb)) and kernel == self.kernel \
+            and np.array_equal(rows, self.rows)
+
+
 def ht_encode_rows_cuda(flat, cb, rows, drops, stream=None, *,
-                        scratch_bytes: int = SCRATCH_BYTES, kernel: str = "auto"):
+                        scratch_bytes: int = SCRATCH_BYTES, kernel: str = "auto",
+                        blocks: BlockSet | None = None):
     """ht_encode_rows on the GPU: the blocks cb[rows] (the plan's int64 table, numpy) of the
     flat int32 coefficients ``flat`` (CuPy, or numpy: uploaded), block j at bit-plane
     drops[j], on ``stream`` (default: the current one).  Returns ht_encode_rows' 6-tuple of
@@ -69,27 +99,27 @@ def ht_encode_rows_cuda(flat, cb, rows, drops, stream=None, *,
     per-thread scratch of the launch, fewer threads taking more blocks each.  kernel
     (benchmarks, tests): "auto" the warp kernel for blocks of at most 64 x 64 samples and the
     one-thread kernel for the rest, "warp" the same but ValueError for a larger block,
-    "thread" the one-thread kernel for all."""
-    cb = np.ascontiguousarray(cb, np.int64)
-    rows = np.ascontiguousarray(rows, np.int64)
+    "thread" the one-thread kernel for all.  ``blocks``: the :class:`BlockSet` of cb, rows
+    and kernel made earlier (on this device), so that its tables are not made again."""
     drops = np.ascontiguousarray(drops, np.int64)
-    if cb.ndim != 2 or rows.ndim != 1 or drops.shape != rows.shape:
-        raise ValueError("ht_encode_rows_cuda: cb must be 2-D, rows and drops 1-D of one "
-                         "length")
-    nblk = rows.shape[0]
-    cap_off = capacity_offsets(cb, rows)
-    warp_sel, thread_sel = split_rows(cb, rows, kernel)
-    if nblk == 0:
-        return assemble(np.zeros(0, np.uint8), cap_off, np.zeros(0, np.int64), drops)
     stream = stream if stream is not None else cupy.cuda.get_current_stream()
     with stream:
+        if blocks is None:
+            blocks = BlockSet(cb, rows, kernel)
+        elif not blocks.matches(cb, rows, kernel):
+            raise ValueError("ht_encode_rows_cuda: blocks was made for other blocks")
+        nblk = blocks.rows.shape[0]
+        if drops.shape != blocks.rows.shape:
+            raise ValueError("ht_encode_rows_cuda: drops must hold one plane per row")
+        cap_off = blocks.cap_off
+        if nblk == 0:
+            return assemble(np.zeros(0, np.uint8), cap_off, np.zeros(0, np.int64), drops)
         d_flat = cupy.ascontiguousarray(cupy.asarray(flat))
         if d_flat.dtype != np.int32 or d_flat.ndim != 1:
             raise TypeError(f"ht_encode_rows_cuda: flat must be 1-D int32, not "
                             f"{d_flat.ndim}-D {d_flat.dtype}")
         device_id = cupy.cuda.runtime.getDevice()
-        d_out, d_lens, d_cap_off = _code_blocks(device_id, d_flat, cb, rows, drops, cap_off,
-                                                warp_sel, thread_sel, scratch_bytes)
+        d_out, d_lens = _code_blocks(device_id, d_flat, blocks, drops, scratch_bytes)
         lens = d_lens.get()  # blocking: waits for the kernel on this stream
         stop, coded_off, rates, rate_off, num_bps = segment_offsets(lens, drops)
         if stop < nblk:      # a block too long: the early return, from the whole region
@@ -97,33 +127,32 @@ def ht_encode_rows_cuda(flat, cb, rows, drops, stream=None, *,
         d_coded = cupy.empty(int(coded_off[nblk]), cupy.uint8)
         if d_coded.size:
             _kernel(device_id, GATHER)((min(nblk, 65535),), (GATHER_THREADS,),
-                                       (d_out, d_cap_off, cupy.asarray(coded_off),
+                                       (d_out, blocks.d_cap_off, cupy.asarray(coded_off),
                                         np.int32(nblk), d_coded))
         coded = d_coded.get()
     return rows_tuple(coded, cap_off, stop, coded_off, rates, rate_off, num_bps)
 
 
-def _code_blocks(device_id, d_flat, cb, rows, drops, cap_off, warp_sel, thread_sel,
-                 scratch_bytes):
-    """Launch the coding kernels (the warp kernel on rows[warp_sel], the one-thread kernel on
-    rows[thread_sel]) on the current stream: (d_out, d_lens, d_cap_off), not waited for."""
-    nblk = rows.shape[0]
-    d_out = cupy.empty(int(cap_off[-1]), cupy.uint8)
+def _code_blocks(device_id, d_flat, blocks: BlockSet, drops, scratch_bytes):
+    """Launch the coding kernels (the warp kernel on the blocks' warp subset, the one-thread
+    kernel on the rest) on the current stream: (d_out, d_lens), not waited for."""
+    nblk = blocks.rows.shape[0]
+    d_out = cupy.empty(int(blocks.cap_off[-1]), cupy.uint8)
     d_lens = cupy.empty(nblk, cupy.int64)
-    d_cb, d_rows, d_drops = cupy.asarray(cb), cupy.asarray(rows), cupy.asarray(drops)
-    d_cap_off = cupy.asarray(cap_off)
+    d_drops = cupy.asarray(drops)
     tables = _device_tables(device_id)
-    for sel, launch in ((warp_sel, _launch_warp), (thread_sel, _launch_thread)):
+    for sel, sub, launch in zip((blocks.warp_sel, blocks.thread_sel), blocks.subsets,
+                                (_launch_warp, _launch_thread)):
         if sel.size == nblk:                 # every block: no subsets
-            launch(device_id, d_flat, d_cb, nblk, d_rows, d_drops, d_cap_off, d_out, d_lens,
-                   tables, scratch_bytes)
+            launch(device_id, d_flat, blocks.d_cb, nblk, blocks.d_rows, d_drops,
+                   blocks.d_cap_off, d_out, d_lens, tables, scratch_bytes)
         elif sel.size:
-            d_sel = cupy.asarray(sel)
+            d_sel, d_rows, d_cap_off = sub
             d_sub = cupy.empty(sel.size, cupy.int64)
-            launch(device_id, d_flat, d_cb, sel.size, d_rows[d_sel], d_drops[d_sel],
-                   d_cap_off[d_sel], d_out, d_sub, tables, scratch_bytes)
+            launch(device_id, d_flat, blocks.d_cb, sel.size, d_rows, d_drops[d_sel],
+                   d_cap_off, d_out, d_sub, tables, scratch_bytes)
             d_lens[d_sel] = d_sub
-    return d_out, d_lens, d_cap_off
+    return d_out, d_lens
 
 
 def coding_ms(flat, cb, rows, drops, *, kernel: str = "auto", repeat: int = 10,
@@ -131,20 +160,15 @@ def coding_ms(flat, cb, rows, drops, *, kernel: str = "auto", repeat: int = 10,
     """Milliseconds of the coding kernels alone (CUDA events on the current stream, the mean
     of ``repeat`` runs after one warm run) for ht_encode_rows_cuda's blocks and ``kernel``:
     what the benchmark compares between the warp and the one-thread kernel."""
-    cb = np.ascontiguousarray(cb, np.int64)
-    rows = np.ascontiguousarray(rows, np.int64)
     drops = np.ascontiguousarray(drops, np.int64)
-    warp_sel, thread_sel = split_rows(cb, rows, kernel)
-    cap_off = capacity_offsets(cb, rows)
+    blocks = BlockSet(cb, rows, kernel)
     d_flat = cupy.ascontiguousarray(cupy.asarray(flat))
     device_id = cupy.cuda.runtime.getDevice()
-    _code_blocks(device_id, d_flat, cb, rows, drops, cap_off, warp_sel, thread_sel,
-                 scratch_bytes)
+    _code_blocks(device_id, d_flat, blocks, drops, scratch_bytes)
     start, stop = cupy.cuda.Event(), cupy.cuda.Event()
     start.record()
     for _ in range(repeat):
-        _code_blocks(device_id, d_flat, cb, rows, drops, cap_off, warp_sel, thread_sel,
-                     scratch_bytes)
+        _code_blocks(device_id, d_flat, blocks, drops, scratch_bytes)
     stop.record()
     stop.synchronize()
     return cupy.cuda.get_elapsed_time(start, stop) / repeat
