@@ -19,7 +19,11 @@ the sound as the photon samples' ``AUDIO_*.mxf`` (DaVinci Resolve) have it:
                          MCA sub-descriptors (ST 377-4): a SoundfieldGroupLabelSubDescriptor with
                          MCATitle, MCATitleVersion, MCAAudioContentKind (PRM),
                          MCAAudioElementKind (FCMP) and RFC5646SpokenLanguage as ST 2067-2
-                         asks, and one AudioChannelLabelSubDescriptor per channel
+                         asks, and one AudioChannelLabelSubDescriptor per channel, each
+                         naming the group's MCALinkID as its SoundfieldGroupLinkID (ST 377-4
+                         6.4.1); SubDescriptors, an ordered array (ST 377-1), lists the group
+                         first, then the channels in channel order, as asdcplib writes it and
+                         as the RegXML in the CPL has it
 
 :meth:`IMFSoundTrackWriter.essence_descriptor` gives the same descriptor as RegXML for the
 CPL's EssenceDescriptorList (``r0:WAVEPCMDescriptor``, as photon writes it).
@@ -170,7 +174,9 @@ class IMFSoundTrackWriter(TrackWriter):
                 (t["MCAChannelID"], u32(channel)),
                 (t["SoundfieldGroupLinkID"], group_link)]))
         desc = local_set(WAVE_DESCRIPTOR, [
-            (0x3C0A, ids["desc"]), (0xFFFF, _batch(uids + [self.ids["group"].bytes], 16)),
+            # SubDescriptors: the group, then the channels; the same order as the RegXML of
+            # essence_descriptor (the CPL's copy of this descriptor, ST 2067-3)
+            (0x3C0A, ids["desc"]), (0xFFFF, _batch([self.ids["group"].bytes] + uids, 16)),
             (0x3006, u32(2)),                                   # LinkedTrackID
             (0x3001, _rational(self.edit_rate)),                # SampleRate: the edit rate
             (0x3002, struct.pack(">Q", n)),                     # ContainerDuration
