@@ -21,7 +21,9 @@ Rate:
 
 On the ``cuda`` back end the coefficients stay on the GPU and the cleanup passes are coded there
 (:func:`.tier1.ht_gpu.ht_encode_rows_cuda`, the same bytes as :func:`.tier1.ht.ht_encode_rows`);
-under a budget the per-plane figures are worked out on the CPU from one copy of them.
+under a budget the per-plane figures are worked out there too
+(:func:`.tier1.ht_gpu.ht_plane_figures_cuda`, exact integer sums as in ht_plane_figures, so
+the same float64 figures and the same codestream), and only they come back to the host.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from .tier1.ht import ht_encode_rows, ht_plane_figures
 
 __all__ = ["DMAX", "encode_ht_frame", "jph_file"]
 
-#: The most low bit-planes rate control may drop from a block.
+#: The most low bit-planes rate control may drop from a block (at most FIGURES_DMAX).
 DMAX = 20
 #: Coding rounds under a budget, and the fill (share of the budget) that ends them early.
 ROUNDS = 6
@@ -58,9 +60,13 @@ def _tile_rows(pool, flat, cb, drops):
 
 
 def _tile_figures(pool, flat, cb):
-    """ht_plane_figures of every block of a tile (DMAX planes), runs of blocks on the pool's
-    threads: (dist, bits), one row per block."""
+    """ht_plane_figures of every block of a tile (DMAX planes): (dist, bits), one row per
+    block; numpy ``flat`` in runs of blocks on the pool's threads, CuPy ``flat`` on the GPU
+    (the current stream)."""
     cb = np.ascontiguousarray(cb, np.int64)
+    if not isinstance(flat, np.ndarray):         # on the GPU (CuPy): worked out there
+        from .tier1.ht_gpu import ht_plane_figures_cuda  # noqa: PLC0415
+        return ht_plane_figures_cuda(flat, cb, np.arange(cb.shape[0], dtype=np.int64), DMAX)
     runs = None if pool is None else pool.runs(cb)
     if runs is None:
         return ht_plane_figures(flat, cb, np.arange(cb.shape[0], dtype=np.int64), DMAX)
@@ -125,8 +131,9 @@ def encode_ht_frame(frame_cls, params, cs, plans, flats, base_step, pool=None,
                     stats: dict | None = None, kernel: str = "auto",
                     blocks: dict | None = None) -> bytes:
     """The HTJ2K codestream of a frame after the forward stage (``flats``: each tile's
-    quantised int32 coefficients in plan layout, numpy, or CuPy to code the blocks on the
-    GPU on the current stream); ``params.frame_bytes`` the budget or None.
+    quantised int32 coefficients in plan layout, numpy, or CuPy to code the blocks, and work
+    out the budget's plane figures, on the GPU on the current stream); ``params.frame_bytes``
+    the budget or None.
     ``frame_cls`` is :class:`.encoder.Frame`; ``pool`` a :class:`.blocks.TierOnePool`
     (or None).  ``stats`` receives "drops" (per block) and "rounds".  ``kernel``: which GPU
     kernel codes the blocks (:data:`.tier1.ht_gpu_plan.KERNEL_CHOICES`; CuPy flats only).
@@ -144,8 +151,7 @@ def encode_ht_frame(frame_cls, params, cs, plans, flats, base_step, pool=None,
         if stats is not None:
             stats.update(drops=drops, rounds=1)
         return allocate_and_write(frame, base_step)
-    host = [f if isinstance(f, np.ndarray) else f.get() for f in flats]
-    figs = [_tile_figures(pool, flat, plan.cb) for plan, flat in zip(plans, host)]
+    figs = [_tile_figures(pool, flat, plan.cb) for plan, flat in zip(plans, flats)]
     dist = np.concatenate([f[0] for f in figs])
     bits = np.concatenate([f[1] for f in figs])
     w = np.concatenate([block_weights(plan, params) for plan in plans])

@@ -3,9 +3,10 @@ kernel encode/cuda/ht_encode.cu; T.814 clause 7) against its numba twin ht_encod
 whole tuples compared (bytes, offsets, rates, K, dtypes): random blocks of many shapes and
 planes from host and device buffers, a scratch budget small enough that threads take many
 blocks, illegal sizes (ht_encode_rows' early return), an empty row set, a stream of its own
-and the tiles of a real frame.  The kernels' own code is checked without a GPU by
-test_ht_encode_host.py (one thread a block), whose helpers these tests share, and
-test_ht_encode_warp.py (one warp a block, which has its own GPU tests).
+and the tiles of a real frame; the encoder on the GPU against the CPU path, under a byte
+budget too (the plane figures of test_ht_figures.py).  The kernels' own code is checked
+without a GPU by test_ht_encode_host.py (one thread a block), whose helpers these tests
+share, and test_ht_encode_warp.py (one warp a block, which has its own GPU tests).
 """
 
 from __future__ import annotations
@@ -96,18 +97,22 @@ def test_real_tile(reversible):
     {"reversible": True},
     {"reversible": True, "tiles": (96, 80), "codeblock": (16, 16)},
     {"bitrate": 2_000_000, "fps": 24},
+    {"bitrate": 3_000_000, "fps": 24, "tiles": (96, 80), "codeblock": (32, 16)},
     {"profile": "dci-2k", "fps": 24},
-], ids=["lossless", "lossless-tiles", "budget", "dci-2k-budget"])
-def test_encoder_htj2k_on_the_gpu_equals_the_cpu_path(opts):
+], ids=["lossless", "lossless-tiles", "budget", "budget-tiles", "dci-2k-budget"])
+def test_encoder_htj2k_on_the_gpu_equals_the_cpu_path(opts, monkeypatch):
     """Encoder(codec="htj2k") on the cuda back end (coefficients kept on the GPU, cleanup
     passes coded by the kernel) writes the CPU path's codestream byte for byte, lossless ones
-    included, under a budget too (where the plane figures come from a copy of them)."""
+    included, under a budget too, where the plane figures are worked out on the GPU
+    (ht_plane_figures_cuda; the numba ht_plane_figures is not called there)."""
     from cinegpu.decode import decode
-    from cinegpu.encode import encode
+    from cinegpu.encode import encode, ht
     from cinegpu.encode.bench import synthetic_frame
     size = (2048, 1080) if opts.get("profile") == "dci-2k" else (300, 200)
     img = synthetic_frame(*size, seed=7)
-    got = encode(img, bits=12, codec="htj2k", backend="cuda", **opts)
+    with monkeypatch.context() as m:
+        m.setattr(ht, "ht_plane_figures", None)  # the CPU twin: a TypeError if called
+        got = encode(img, bits=12, codec="htj2k", backend="cuda", **opts)
     assert got == encode(img, bits=12, codec="htj2k", backend="cpu", **opts)
     if opts.get("reversible"):
         for k, comp in enumerate(decode(got)):

@@ -394,6 +394,11 @@ def ht_encode_rows(flat, cb, rows, drops):
             np.zeros(rate_off[nb]), num_bps)
 
 
+#: Most planes :func:`ht_plane_figures` (and its GPU twin) may drop: up to it every figure is
+#: an exact int64 sum that float64 holds exactly (see there).
+FIGURES_DMAX = 20
+
+
 @njit(cache=True, nogil=True)
 def ht_plane_figures(flat, cb, rows, dmax):
     """Per block cb[rows] and per dropped plane count d = 0..dmax: the squared error of the
@@ -401,15 +406,30 @@ def ht_plane_figures(flat, cb, rows, dmax):
     ((mu + 1/2) 2^d, 0 when mu = 0), in index units squared; and an estimate of its coded
     bits: 2 + E bits per significant sample (E the exponent of 7.3.7, MagSgn and its share
     of the VLC and MEL) and a bit per 8 samples.  Returns (dist, bits), (len(rows), dmax + 1)
-    float64 each; rate control scales the estimate by what the encoder then measures."""
+    float64 each; rate control scales the estimate by what the encoder then measures.
+
+    Integers throughout, so any summation order gives the same figures (the GPU twin,
+    ``cuda/ht_figures.cu``, sums a warp's lanes): with mu = a >> d > 0 the error is
+    a - (mu + 1/2) 2^d = r - 2^(d-1), r = a mod 2^d, so four times the squared error is
+    (2r - 2^d)^2 <= 2^(2d); with mu = 0 it is 4 a^2 < 2^(2d+2).  Over a legal block (at most
+    4096 samples) 4 dist < 2^(2d+14) <= 2^54 for d <= FIGURES_DMAX = 20, a multiple of 4 for
+    d >= 1 (at most 4096 for d = 0): no int64 overflow, and its float64 value and the quarter
+    of it are exact.  The bit counts stay below 34 x 4096.  ValueError for dmax outside
+    0..FIGURES_DMAX."""
+    if dmax < 0 or dmax > FIGURES_DMAX:
+        raise ValueError("ht_plane_figures: dmax must be 0..20")
     nb = rows.shape[0]
     dist = np.zeros((nb, dmax + 1))
     bits = np.zeros((nb, dmax + 1))
-    zero = np.zeros(dmax + 2)
+    err4 = np.zeros(dmax + 1, np.int64)   # (2r - 2^d)^2 of the samples with mu > 0
+    count = np.zeros(dmax + 1, np.int64)  # their 2 + E bits
+    zero4 = np.zeros(dmax + 1, np.int64)  # 4 a^2 of the samples whose first zero plane is d
     for j in range(nb):
         r = cb[rows[j]]
         w, h, off, stride = r[CB_WIDTH], r[CB_HEIGHT], r[CB_OUT], r[CB_STRIDE]
-        zero[:] = 0.0
+        err4[:] = 0
+        count[:] = 0
+        zero4[:] = 0
         for y in range(h):
             for x in range(w):
                 q = np.int64(flat[off + y * stride + x])
@@ -419,14 +439,15 @@ def ht_plane_figures(flat, cb, rows, dmax):
                     mu = a >> d
                     if mu == 0:
                         break
-                    e = float(a) - (mu + 0.5) * (1 << d)
-                    dist[j, d] += e * e
-                    bits[j, d] += 2 + _bitlen(2 * mu - 1)
+                    t = 2 * (a & ((np.int64(1) << d) - 1)) - (np.int64(1) << d)
+                    err4[d] += t * t
+                    count[d] += 2 + _bitlen(2 * mu - 1)
                     d += 1
-                zero[d] += float(a) * float(a)  # planes d.. see a zero
-        acc = 0.0
+                if d <= dmax:
+                    zero4[d] += 4 * a * a  # planes d.. see a zero
+        acc = np.int64(0)
         for d in range(dmax + 1):
-            acc += zero[d]
-            dist[j, d] += acc
-            bits[j, d] += (w * h) / 8.0
+            acc += zero4[d]
+            dist[j, d] = (err4[d] + acc) * 0.25
+            bits[j, d] = count[d] + (w * h) / 8.0
     return dist, bits

@@ -16,9 +16,16 @@ in block order on the GPU, and only they come back.  Same bytes, offsets, rates,
 as ht_encode_rows, including its early return when a block's segment is too long
 (Scup > 4079).  :func:`coding_ms` times the coding kernels alone (``bench_ht``).
 
+    ht_plane_figures_cuda(flat, cb, rows, dmax, stream=None) -> (dist, bits)
+
+The byte budget's per-plane figures, :func:`cinegpu.encode.tier1.ht.ht_plane_figures` on the
+GPU: the kernel ``ht_plane_figures_warp`` of ``cuda/ht_figures.cu`` (one warp per code-block,
+exact integer sums, so the same float64 figures bit for bit) writes them on the device and
+only they come back, not the coefficients.
+
 Importing this module needs CuPy; :mod:`.ht_gpu_plan` holds the host-only steps, which the
 tests run against the kernels' host builds (``cuda/ht_encode_host.cpp``,
-``cuda/ht_encode_warp_host.cpp``).
+``cuda/ht_encode_warp_host.cpp``, ``cuda/ht_figures_host.cpp``).
 """
 
 from __future__ import annotations
@@ -28,11 +35,11 @@ import functools
 import cupy
 import numpy as np
 
-from .ht_gpu_plan import CUDA_SOURCE, GATHER, KERNEL, WARP_KERNEL, assemble, \
-    capacity_offsets, kernel_tables, rows_tuple, scratch_pitch, segment_offsets, split_rows, \
-    warp_limits
+from .ht_gpu_plan import CUDA_SOURCE, FIGURES_KERNEL, FIGURES_SOURCE, GATHER, KERNEL, \
+    WARP_KERNEL, assemble, capacity_offsets, figures_args, figures_limits, kernel_tables, \
+    rows_tuple, scratch_pitch, segment_offsets, split_rows, warp_limits
 
-__all__ = ["BlockSet", "coding_ms", "ht_encode_rows_cuda"]
+__all__ = ["BlockSet", "coding_ms", "ht_encode_rows_cuda", "ht_plane_figures_cuda"]
 
 THREADS = 64  # threads per CUDA block
 GATHER_THREADS = 128  # threads per CUDA block of ht_gather (one CUDA block per code-block)
@@ -40,11 +47,11 @@ SCRATCH_BYTES = 256 << 20  # the threads' scratch of one launch at most (then gr
 
 
 @functools.lru_cache(maxsize=None)
-def _kernel(device_id: int, name: str = KERNEL):
+def _kernel(device_id: int, name: str = KERNEL, source=CUDA_SOURCE):
     from cinegpu.decode import nvrtc  # noqa: PLC0415
 
     with cupy.cuda.Device(device_id):
-        return nvrtc.kernel(CUDA_SOURCE, name)
+        return nvrtc.kernel(source, name)
 
 
 @functools.lru_cache(maxsize=None)
@@ -194,3 +201,30 @@ def _launch_thread(device_id, d_flat, d_cb, nblk, d_rows, d_drops, d_cap_off, d_
                        (d_flat, d_cb, np.int32(d_cb.shape[1]), np.int32(nblk), d_rows,
                         d_drops, d_cap_off, d_out, d_lens, d_scratch, np.int64(pitch),
                         *tables))
+
+
+def ht_plane_figures_cuda(flat, cb, rows, dmax, stream=None):
+    """ht_plane_figures on the GPU: per block cb[rows] (the plan's int64 table, numpy) of the
+    flat int32 coefficients ``flat`` (CuPy, or numpy: uploaded) and per dropped plane count
+    d = 0..dmax, the squared error at the midpoint reconstruction (index units squared) and
+    the estimated bits, on ``stream`` (default: the current one).  Returns (dist, bits),
+    numpy float64 (len(rows), dmax + 1), identical to the numba function's; waits for the
+    GPU.  ValueError for dmax outside 0..FIGURES_DMAX, as there."""
+    cb, rows, shape = figures_args(cb, rows, dmax)
+    if shape[0] == 0:
+        return np.zeros(shape), np.zeros(shape)
+    stream = stream if stream is not None else cupy.cuda.get_current_stream()
+    with stream:
+        d_flat = cupy.ascontiguousarray(cupy.asarray(flat))
+        if d_flat.dtype != np.int32 or d_flat.ndim != 1:
+            raise TypeError(f"ht_plane_figures_cuda: flat must be 1-D int32, not "
+                            f"{d_flat.ndim}-D {d_flat.dtype}")
+        d_dist = cupy.empty(shape, cupy.float64)
+        d_bits = cupy.empty(shape, cupy.float64)
+        warps = figures_limits()[1]
+        grid = min(-(-shape[0] // warps), 65535)
+        kernel = _kernel(cupy.cuda.runtime.getDevice(), FIGURES_KERNEL, FIGURES_SOURCE)
+        kernel((grid,), (32 * warps,),
+               (d_flat, cupy.asarray(cb), np.int32(cb.shape[1]), np.int32(shape[0]),
+                cupy.asarray(rows), np.int32(dmax), d_dist, d_bits))
+        return d_dist.get(), d_bits.get()

@@ -1,5 +1,6 @@
 """Host-side steps of the HT cleanup-pass encoder on the GPU (``cuda/ht_encode.cu``, kernel
-``ht_enc_blocks``), shared by :mod:`.ht_gpu` (CuPy) and the tests' host emulation; no CuPy.
+``ht_enc_blocks``) and of its rate control's plane figures (``cuda/ht_figures.cu``), shared
+by :mod:`.ht_gpu` (CuPy) and the tests' host emulations; no CuPy.
 
     capacity_offsets(cb, rows)           each block's byte region in the kernel's output
     scratch_pitch()                      bytes of one thread's scratch (HTE_SCRATCH_BYTES)
@@ -11,8 +12,12 @@
     warp_limits()                        warps a CUDA block, largest block of the warp kernel
     split_rows(cb, rows, kernel)         which blocks ht_enc_blocks_warp codes (one warp a
                                          block, up to 64 x 64), which ht_enc_blocks
+    figures_limits()                     most planes and warps a CUDA block of
+                                         ht_plane_figures_warp
+    figures_args(cb, rows, dmax)         its checked int64 tables and the output shape
 
-The numba twin is :func:`cinegpu.encode.tier1.ht.ht_encode_rows` (T.814 clause 7).
+The numba twins are :func:`cinegpu.encode.tier1.ht.ht_encode_rows` (T.814 clause 7) and
+:func:`cinegpu.encode.tier1.ht.ht_plane_figures`.
 """
 
 from __future__ import annotations
@@ -26,10 +31,12 @@ import numpy as np
 from cinegpu.decode.tier1.codeblock import CB_HEIGHT, CB_WIDTH
 from cinegpu.decode.tier1.ht_tables import MEL_EXP
 
+from .ht import FIGURES_DMAX
 from .ht_tables import VLC_ENC_0, VLC_ENC_1
 
-__all__ = ["CUDA_SOURCE", "GATHER", "KERNEL", "KERNEL_CHOICES", "WARP_KERNEL", "assemble",
-           "capacity_offsets", "kernel_tables", "rows_tuple", "scratch_pitch", "segment_offsets",
+__all__ = ["CUDA_SOURCE", "FIGURES_KERNEL", "FIGURES_SOURCE", "GATHER", "KERNEL",
+           "KERNEL_CHOICES", "WARP_KERNEL", "assemble", "capacity_offsets", "figures_args",
+           "figures_limits", "kernel_tables", "rows_tuple", "scratch_pitch", "segment_offsets",
            "split_rows", "warp_limits"]
 
 CUDA_SOURCE = Path(__file__).resolve().parents[1] / "cuda" / "ht_encode.cu"
@@ -37,6 +44,8 @@ WARP_SOURCE = CUDA_SOURCE.with_name("ht_encode_warp.cuh")  # included by CUDA_SO
 KERNEL = "ht_enc_blocks"
 WARP_KERNEL = "ht_enc_blocks_warp"
 GATHER = "ht_gather"
+FIGURES_SOURCE = CUDA_SOURCE.with_name("ht_figures.cu")
+FIGURES_KERNEL = "ht_plane_figures_warp"
 
 
 def capacity_offsets(cb: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -145,3 +154,28 @@ def split_rows(cb: np.ndarray, rows: np.ndarray, kernel: str = "auto"):
         raise ValueError(f"HT encoding kernel 'warp' takes blocks of at most {max_w} x "
                          f"{max_h} samples")
     return j[fits], j[~fits]
+
+
+# ------------------------------------------------------------------ the plane figures' kernel
+
+@functools.cache
+def figures_limits() -> tuple[int, int]:
+    """(most planes dropped, warps per CUDA block) of ht_plane_figures_warp: the HTF_DMAX and
+    HTF_WARPS of ht_figures.cu (HTF_DMAX is :data:`.ht.FIGURES_DMAX`), whose CUDA blocks are
+    exactly 32 * warps threads."""
+    text = FIGURES_SOURCE.read_text()
+    return tuple(int(re.search(rf"^#define {name} (\d+)", text, re.M).group(1))
+                 for name in ("HTF_DMAX", "HTF_WARPS"))
+
+
+def figures_args(cb: np.ndarray, rows: np.ndarray, dmax: int):
+    """(cb, rows) as contiguous int64 for ht_plane_figures_warp, and the shape of its dist and
+    bits, (len(rows), dmax + 1); ValueError for tables of other ranks or dmax outside
+    0..FIGURES_DMAX (what :func:`.ht.ht_plane_figures` refuses)."""
+    cb = np.ascontiguousarray(cb, np.int64)
+    rows = np.ascontiguousarray(rows, np.int64)
+    if cb.ndim != 2 or rows.ndim != 1:
+        raise ValueError("plane figures: cb must be 2-D and rows 1-D")
+    if not 0 <= dmax <= FIGURES_DMAX:
+        raise ValueError(f"plane figures: dmax must be 0..{FIGURES_DMAX}, not {dmax}")
+    return cb, rows, (rows.shape[0], int(dmax) + 1)
