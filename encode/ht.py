@@ -14,8 +14,9 @@ Rate:
   and per d, the squared error of the indices at the decoder's midpoint reconstruction,
   weighted by the block's synthesis weight (the same :func:`.quant.block_weights` the Part-1
   rate control uses), and an estimate of its bytes (:func:`.tier1.ht.ht_plane_figures`);
-  each block takes the d minimising weighted error + lambda x bits, lambda found by
-  bisection so the estimated bytes meet the target.  The frame is then coded and written;
+  each block takes the d minimising weighted error + lambda x bits, lambda the smallest
+  for which the estimated bytes meet the target (:class:`.ht_select.PlaneChoice`, exact
+  over the blocks' hull slopes, made once a frame).  The frame is then coded and written;
   the estimate's bias is removed by scaling the target by what was measured (a few
   rounds, keeping the largest stream that fits).
 
@@ -31,6 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from .blocks import BlockTable
+from .ht_select import PlaneChoice
 from .quant import block_components, block_weights
 from .tier1.ht import ht_encode_rows, ht_plane_figures
 
@@ -106,27 +108,6 @@ def _code(frame_cls, params, cs, plans, flats, drops, pool, kernel="auto", block
     return frame_cls(params, cs, plans, table, dists, comp, first)
 
 
-def _select(w, dist, bits, target):
-    """Per block the d minimising w dist + lambda bits, lambda by bisection so that the
-    estimated bits stay within ``target`` (all d = 0 when they already do)."""
-    d = np.zeros(w.shape[0], np.int64)
-    rows = np.arange(w.shape[0])
-    if bits[:, 0].sum() <= target:
-        return d
-    wd = w[:, None] * dist
-    lo, hi = -30.0, 60.0  # log2 lambda
-    for _ in range(50):
-        mid = (lo + hi) / 2
-        pick = np.argmin(wd + 2.0 ** mid * bits, axis=1)
-        if bits[rows, pick].sum() <= target:
-            hi, d = mid, pick
-        else:
-            lo = mid
-    if not d.any() and bits[:, 0].sum() > target:
-        d = np.argmin(wd + 2.0 ** hi * bits, axis=1)
-    return d.astype(np.int64)
-
-
 def encode_ht_frame(frame_cls, params, cs, plans, flats, base_step, pool=None,
                     stats: dict | None = None, kernel: str = "auto",
                     blocks: dict | None = None) -> bytes:
@@ -155,11 +136,12 @@ def encode_ht_frame(frame_cls, params, cs, plans, flats, base_step, pool=None,
     dist = np.concatenate([f[0] for f in figs])
     bits = np.concatenate([f[1] for f in figs])
     w = np.concatenate([block_weights(plan, params) for plan in plans])
+    choice = PlaneChoice(w, dist, bits)
     target = 8.0 * budget * 0.97  # estimated bits; corrected by what is measured
     best = None
     rounds = 0
     for rounds in range(1, ROUNDS + 1):
-        drops = _select(w, dist, bits, target)
+        drops = choice.select(target)
         frame = _code(frame_cls, keep_all, cs, plans, flats, drops, pool, kernel, blocks)
         data = allocate_stream(frame, base_step)    # joined only if it is the one kept
         if len(data) <= budget and (best is None or len(data) > len(best[0])):
@@ -173,7 +155,7 @@ def encode_ht_frame(frame_cls, params, cs, plans, flats, base_step, pool=None,
         target = est * goal / max(body, 1.0)
     while best is None:  # still over: aim lower until it fits (headers bound the loop)
         target *= 0.8
-        drops = _select(w, dist, bits, target)
+        drops = choice.select(target)
         frame = _code(frame_cls, keep_all, cs, plans, flats, drops, pool, kernel, blocks)
         data = allocate_stream(frame, base_step)
         rounds += 1
