@@ -17,8 +17,9 @@ Rate:
   each block takes the d minimising weighted error + lambda x bits, lambda the smallest
   for which the estimated bytes meet the target (:class:`.ht_select.PlaneChoice`, exact
   over the blocks' hull slopes, made once a frame).  The frame is then coded and written;
-  the estimate's bias is removed by scaling the target by what was measured (a few
-  rounds, keeping the largest stream that fits).
+  the estimate's bias is removed from what was measured: the target is scaled until one
+  round fits and one does not, then interpolated between the two (a few rounds, keeping
+  the largest stream that fits).
 
 On the ``cuda`` back end the coefficients stay on the GPU and the cleanup passes are coded there
 (:func:`.tier1.ht_gpu.ht_encode_rows_cuda`, the same bytes as :func:`.tier1.ht.ht_encode_rows`);
@@ -138,21 +139,31 @@ def encode_ht_frame(frame_cls, params, cs, plans, flats, base_step, pool=None,
     w = np.concatenate([block_weights(plan, params) for plan in plans])
     choice = PlaneChoice(w, dist, bits)
     target = 8.0 * budget * 0.97  # estimated bits; corrected by what is measured
-    best = None
+    goal = budget * (1.0 + FILL) / 2.0             # bytes aimed at, inside [FILL, 1] x budget
+    best = under = over = None   # (estimated bits, bytes): the largest that fit, least over
     rounds = 0
     for rounds in range(1, ROUNDS + 1):
         drops = choice.select(target)
+        est = float(bits[np.arange(nblocks), drops].sum())
         frame = _code(frame_cls, keep_all, cs, plans, flats, drops, pool, kernel, blocks)
         data = allocate_stream(frame, base_step)    # joined only if it is the one kept
-        if len(data) <= budget and (best is None or len(data) > len(best[0])):
-            best = data, drops
-        if budget * FILL <= len(data) <= budget:
+        size = len(data)
+        if size <= budget:
+            if best is None or size > len(best[0]):
+                best = data, drops
+            if under is None or est > under[0]:
+                under = est, size
+        elif over is None or est < over[0]:
+            over = est, size
+        if budget * FILL <= size <= budget:
             break
-        est = float(bits[np.arange(nblocks), drops].sum())
-        body = float(frame.table.body_bytes(frame.table.npasses))
-        overhead = len(data) - body
-        goal = max(budget - overhead, 0.0) * (0.995 if len(data) > budget else 1.0)
-        target = est * goal / max(body, 1.0)
+        if under is not None and over is not None and over[0] > under[0]:
+            # bracketed: interpolate between the two (the size grows with the estimate)
+            target = under[0] + (goal - under[1]) * (over[0] - under[0]) / \
+                max(over[1] - under[1], 1)
+        else:                    # one side only: scale the bodies to what is left of the goal
+            body = float(frame.table.body_bytes(frame.table.npasses))
+            target = est * max(goal - (size - body), 0.0) / max(body, 1.0)
     while best is None:  # still over: aim lower until it fits (headers bound the loop)
         target *= 0.8
         drops = choice.select(target)
