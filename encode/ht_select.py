@@ -63,6 +63,46 @@ def hull_steps(wd, bits):
     return start, lam, nxt, count
 
 
+@njit(cache=True, nogil=True)
+def _moves(start, lam, nxt, count, bits):
+    """Every block's moves flattened: (slopes, bits saved by each, total bits at the start)."""
+    n = start.shape[0]
+    total = 0
+    for j in range(n):
+        total += count[j]
+    slopes = np.empty(total, np.float64)
+    gains = np.empty(total, np.float64)
+    first = 0.0
+    i = 0
+    for j in range(n):
+        c = start[j]
+        first += bits[j, c]
+        for k in range(count[j]):
+            slopes[i] = lam[j, k]
+            gains[i] = bits[j, c] - bits[j, nxt[j, k]]
+            c = nxt[j, k]
+            i += 1
+    return slopes, gains, first
+
+
+@njit(cache=True, nogil=True)
+def _planes_at(start, lam, nxt, slope, inclusive):
+    """Each block's plane at ``slope``: its moves at slopes up to it (``inclusive``: or
+    equal) taken."""
+    n, m = lam.shape
+    d = np.empty(n, np.int64)
+    for j in range(n):
+        c = start[j]
+        for k in range(m):
+            s = lam[j, k]
+            if s < slope or (inclusive and s == slope):
+                c = nxt[j, k]
+            else:
+                break
+        d[j] = c
+    return d
+
+
 class PlaneChoice:
     """The moves of every block (:func:`hull_steps`) sorted by slope, made once per frame
     from its figures: ``select(target)`` is then one search and one pass over the blocks
@@ -78,15 +118,10 @@ class PlaneChoice:
             return
         wd = np.ascontiguousarray(w[:, None] * dist, np.float64)
         self.start, self.lam, self.nxt, count = hull_steps(wd, self.bits)
-        rows = np.arange(n)
-        self.used = np.arange(self.lam.shape[1])[None, :] < count[:, None]
-        prev = np.concatenate([self.start[:, None], self.nxt[:, :-1]], axis=1)
-        gain = self.bits[rows[:, None], prev] - self.bits[rows[:, None], self.nxt]
-        slopes = self.lam[self.used]
-        order = np.argsort(slopes, kind="stable")
+        slopes, gains, self.first = _moves(self.start, self.lam, self.nxt, count, self.bits)
+        order = np.argsort(slopes)           # ties in any order: a tie is taken whole
         self.slopes = slopes[order]
-        self.first = float(self.bits[rows, self.start].sum())
-        self.left = self.first - np.cumsum(gain[self.used][order])   # bits after each move
+        self.left = self.first - np.cumsum(gains[order])   # bits after each move
 
     def select(self, target) -> np.ndarray:
         """Per block the planes d (int64) minimising ``w dist + lambda bits`` for the smallest
@@ -102,13 +137,8 @@ class PlaneChoice:
             fits = np.flatnonzero(self.left <= target)
             lam_star = float(self.slopes[fits[0]]) if fits.size else np.inf
         if lam_star <= hi:
-            moves = np.sum(self.lam <= max(lam_star, lo), axis=1)
-        else:                    # not met even at the largest slope: the choice there
-            moves = np.sum(self.lam < hi, axis=1)
-        d[:] = self.start
-        moved = np.flatnonzero(moves)
-        d[moved] = self.nxt[moved, moves[moved] - 1]
-        return d
+            return _planes_at(self.start, self.lam, self.nxt, max(lam_star, lo), True)
+        return _planes_at(self.start, self.lam, self.nxt, hi, False)   # out of reach
 
 
 def select_planes(w, dist, bits, target):
