@@ -1,8 +1,10 @@
 /* The host emulations' grid loop: `call` run for every thread of a grid of `grid` CUDA blocks
  * of `threads` threads, one after another (blockIdx.x, threadIdx.x set as on the GPU; the
- * emulation defines the Dim globals).  For kernels whose threads never meet at a barrier. */
+ * Dim globals come from host_dim.h).  For kernels whose threads never meet at a barrier. */
 #ifndef CINEGPU_HOST_GRID_H
 #define CINEGPU_HOST_GRID_H
+
+#include "host_dim.h"
 
 #define HOST_FOR_EACH_THREAD(grid, threads, call)                                           \
     do {                                                                                    \

@@ -6,12 +6,14 @@
  * block.  A lane that leaves the kernel while others of its warp wait at an intrinsic is
  * reported (-2), as a divergent full-mask intrinsic is an error on the GPU.
  *
- * The including file defines the Dim globals (threadIdx, blockIdx, blockDim, gridDim) before
- * this header and runs a block with host_run_block(entry), entry being the kernel call of one
+ * The Dim globals (threadIdx, blockIdx, blockDim, gridDim) come from host_dim.h; the including
+ * file runs a block with host_run_block(entry), entry being the kernel call of one
  * thread.  Host only; the kernels' own code is what the emulations test.
  */
 #ifndef CINEGPU_HOST_WARP_H
 #define CINEGPU_HOST_WARP_H
+
+#include "host_dim.h"
 
 #include <stdlib.h>
 #include <string.h>

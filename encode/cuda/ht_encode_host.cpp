@@ -13,11 +13,6 @@
 #define HTE_CLZ64(x) __builtin_clzll((unsigned long long)(x))
 #define __global__
 
-struct Dim {
-    unsigned int x;
-};
-static Dim threadIdx, blockIdx, blockDim, gridDim;
-
 #include "host_grid.h"
 #include "ht_encode.cu"
 

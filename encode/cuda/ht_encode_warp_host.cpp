@@ -15,11 +15,6 @@
 #define HTE_CLZ64(x) __builtin_clzll((unsigned long long)(x))
 #define __global__
 
-struct Dim {
-    unsigned int x;
-};
-static Dim threadIdx, blockIdx, blockDim, gridDim;
-
 #define HOST_WARP_THREADS 128
 #include "host_warp.h"
 #include "ht_encode.cu"

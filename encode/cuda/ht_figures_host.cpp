@@ -14,11 +14,6 @@
 #define HTF_CLZ32(x) __builtin_clz((unsigned int)(x))
 #define __global__
 
-struct Dim {
-    unsigned int x;
-};
-static Dim threadIdx, blockIdx, blockDim, gridDim;
-
 #define HOST_WARP_THREADS 128
 #include "host_warp.h"
 #include "ht_figures.cu"

@@ -14,11 +14,6 @@
 #define T1E_CLZ32(x) __builtin_clz((unsigned int)(x))
 #define __global__
 
-struct Dim {
-    unsigned int x;
-};
-static Dim threadIdx, blockIdx, blockDim, gridDim;
-
 #include "host_warp.h"
 #include "host_atomics.h"
 
