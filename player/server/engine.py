@@ -543,11 +543,13 @@ class Engine:
         self.entry = None
         status = 409
         err = CommandError(status, f"cannot load {item.entry.id}: {type(item.error).__name__}: {item.error}")
+        # published before the answer, as _answer_pending does: a client that reads the status
+        # right after its 409 sees "idle", not the "loading" of the last snapshot
+        self._publish(force=True)
         for f in self._pending:
             if not f.done():
                 f.set_exception(err)
         self._pending.clear()
-        self._publish(force=True)
 
     def _answer_pending(self) -> None:
         self._publish(force=True)
