@@ -221,6 +221,7 @@ class Encoder:
         #: the forward stage replayed as CUDA graphs (:mod:`.forward_graph`; cuda back end)
         self.graphs = graphs
         self._graphs = None
+        self._band_tables = None    # the batched forward path's per-plan tables (cuda)
         self._ht_blocks: dict = {}  # each plan's HT BlockSet on the GPU (cuda, htj2k)
 
     def close(self):
@@ -343,9 +344,14 @@ class Encoder:
         if self.backend == "cuda":
             from .gpu import forward_tile_cuda
 
+            if self._band_tables is None:
+                from .gpu import BandTables
+                self._band_tables = BandTables()
+
             def build(planes):
                 return [forward_tile_cuda(planes, p, params.precisions, params.signed,
-                                          params.mct, params.reversible, on_device=True)
+                                          params.mct, params.reversible, on_device=True,
+                                          tables=self._band_tables)
                         for p in plans]
             if not self.graphs:
                 return build(comps)

@@ -22,8 +22,10 @@ import numpy as np
 from cinegpu.decode import nvrtc
 from cinegpu.decode.transform.dwt import level_rects
 
-__all__ = ["HostStaging", "band_layout", "code_values", "component_extremes", "fdwt53", "fdwt97",
-           "forward_tile_cuda", "guard_bits_cuda", "ict", "kernel", "quantize", "rct",
+from .forward_graph import interleaved
+
+__all__ = ["BandTables", "HostStaging", "band_layout", "band_tables", "code_values",
+           "component_extremes", "fdwt53", "fdwt97", "forward_tile_cuda", "guard_bits_cuda", "ict", "kernel", "quantize", "rct",
            "rgb_to_xyz12"]
 
 log = logging.getLogger(__name__)
@@ -62,12 +64,22 @@ def extremes_grid(h: int, w: int) -> tuple[int, int]:
 
 def component_extremes(comps) -> np.ndarray:
     """int64 (len(comps), 2): the smallest and largest sample of each component, CuPy 2-D
-    planes of any strides (the views of an interleaved image), one kernel per component
-    (``plane_extremes_*``) and one copy back for all.  Planes of other dtypes or ranks, or
+    planes of any strides, one kernel per component (``plane_extremes_*``) and one copy back
+    for all; the components of one interleaved image (:func:`.forward_graph.interleaved`)
+    in one pass over it (``image_extremes_*``).  Planes of other dtypes or ranks, or
     empty ones, are reduced by CuPy."""
     lo, hi = np.iinfo(np.int64).min, np.iinfo(np.int64).max
     out = cupy.empty((len(comps), 2), cupy.int64)
     out[:, 0], out[:, 1] = hi, lo
+    image = interleaved(comps)
+    suffix = EXTREMES_KERNELS.get(np.dtype(image.dtype)) if image is not None else None
+    if suffix is not None and len(comps) <= 4:      # the whole image in one pass
+        threads = EXTREMES_THREADS - EXTREMES_THREADS % len(comps)
+        grid = max(1, min(-(-image.size // (threads * 16)), 2048))
+        kernel(f"image_extremes_{suffix}")((grid,), (threads,),
+                                           (image, np.int64(image.size), np.int32(len(comps)),
+                                            out))
+        return out.get()
     for i, c in enumerate(comps):
         suffix = EXTREMES_KERNELS.get(np.dtype(c.dtype))
         if suffix is None or c.ndim != 2 or c.size == 0 or \
@@ -225,11 +237,144 @@ def _tile_planes(comps, plan, precisions, signed, mct: int, reversible: bool) ->
     return planes
 
 
+#: input sample types the batched path's colour kernels read in place (colour_*_<suffix>)
+_COLOUR_INPUTS = {np.dtype(np.uint8): "u8", np.dtype(np.uint16): "u16",
+                  np.dtype(np.int16): "i16", np.dtype(np.int32): "i32"}
+
+
+class BandTables:
+    """Per tile plan, what the batched forward path's kernels read for every level: each
+    component's band offsets in the flat buffer (LL, HL, LH, HH) and reciprocal step sizes,
+    on the GPU, made once (from the default memory pool, outside any graph's own pool, so a
+    graph replay never uploads).  One per :class:`.encoder.Encoder`; ``None`` where a caller
+    has none (built every call)."""
+
+    #: plans kept (a sequence has one geometry; the oldest is dropped first)
+    KEEP = 16
+
+    def __init__(self):
+        self._items: dict = {}
+
+    def get(self, plan, reversible: bool):
+        key = (id(plan), reversible, cupy.cuda.runtime.getDevice())
+        got = self._items.get(key)
+        if got is None or got[0] is not plan:
+            if len(self._items) >= self.KEEP:
+                self._items.pop(next(iter(self._items)))
+            got = self._items[key] = (plan, *band_tables(plan, reversible))
+        return got[1:]
+
+
+def band_tables(plan, reversible: bool):
+    """(offsets, inverse steps, whole): device int64 and float32 arrays (levels, components,
+    4) of the batched path's bands per level, finest level first (LL's entry used at the last
+    level only); ``whole``: whether the bands cover the flat buffer (no zero fill needed)."""
+    tcs = plan.components
+    levels = tcs[0].levels
+    offs = np.zeros((levels, len(tcs), 4), np.int64)
+    inv = np.ones((levels, len(tcs), 4), np.float32)
+    for c, tc in enumerate(tcs):
+        for j in range(levels):
+            bands = (tc.resolutions[0].bands[0], *tc.resolutions[levels - j].bands)
+            for k, b in enumerate(bands):
+                offs[j, c, k] = b.offset
+                if not reversible:
+                    inv[j, c, k] = np.float32(1.0 / b.delta)
+    covered = sum(b.width * b.height for tc in tcs for res in tc.resolutions for b in res.bands)
+    with cupy.cuda.using_allocator(cupy.get_default_memory_pool().malloc):
+        return cupy.asarray(offs), cupy.asarray(inv), covered == plan.coeff_size
+
+
+def _batchable(plan) -> bool:
+    """Whether the tile's components can take the batched path: 1-3 components of one
+    geometry (no subsampling), at least one DWT level, no level empty."""
+    tcs = plan.components
+    if not 1 <= len(tcs) <= 3:
+        return False
+    t0 = tcs[0]
+    geo = (t0.x0, t0.y0, t0.x1, t0.y1, t0.levels)
+    if t0.levels < 1 or any((tc.x0, tc.y0, tc.x1, tc.y1, tc.levels) != geo for tc in tcs):
+        return False
+    rects = level_rects((t0.x0, t0.y0, t0.x1, t0.y1), t0.levels)
+    return all(r[2] > r[0] and r[3] > r[1] for r in rects)
+
+
+def _batched_input(comps, plan):
+    """The tile's components as (planes, rs, ps, suffix) for the colour kernels: CuPy views
+    read in place when they share a dtype the kernels read and their strides, else
+    contiguous uploads / int32 copies."""
+    parts = [a[tc.y0:tc.y1, tc.x0:tc.x1] for tc, a in zip(plan.components, comps)]
+    parts = [cupy.asarray(np.ascontiguousarray(p)) if isinstance(p, np.ndarray) else p
+             for p in parts]
+    d = parts[0].dtype
+    if d not in _COLOUR_INPUTS or any(p.dtype != d or p.strides != parts[0].strides
+                                      for p in parts) \
+            or any(st % d.itemsize for st in parts[0].strides):
+        parts = [cupy.ascontiguousarray(p, cupy.int32) for p in parts]
+        d = parts[0].dtype
+    rs, ps = (st // d.itemsize for st in parts[0].strides)
+    return parts, rs, ps, _COLOUR_INPUTS[d]
+
+
+def _forward_batched(comps, plan, precisions, signed, mct: int, reversible: bool, tables):
+    """forward_tile_cuda's flat buffer in two launches a level for all components (the
+    batched, fused kernels of forward.cu): the same buffer to the bit."""
+    tcs = plan.components
+    t0 = tcs[0]
+    ncomp, levels = len(tcs), t0.levels
+    h, w = t0.y1 - t0.y0, t0.x1 - t0.x0
+    offs, inv, whole = (tables.get(plan, reversible) if tables is not None
+                        else band_tables(plan, reversible))
+    parts, rs, ps, suffix = _batched_input(comps, plan)
+    shifts = [0 if signed[tc.c] else 1 << (precisions[tc.c] - 1) for tc in tcs]
+    dtype = cupy.int32 if reversible else cupy.float32
+    scalar = np.int32 if reversible else np.float32
+    x = [parts[min(i, ncomp - 1)] for i in range(3)]
+    a = cupy.empty((ncomp, h, w), dtype)
+    kernel(f"colour_{'i32' if reversible else 'f32'}_{suffix}")(
+        (min(-(-w // THREADS), 64), min(h, _GRID_MAX)), (THREADS,),
+        (*x, np.int64(rs), np.int64(ps), np.int32(h), np.int32(w), np.int32(ncomp),
+         np.int32(bool(mct) and ncomp == 3), *(scalar(shifts[min(i, ncomp - 1)])
+                                               for i in range(3)), a, np.int64(h * w)))
+    flat = (cupy.empty if whole else cupy.zeros)(plan.coeff_size, cupy.int32)
+    filt = "53" if reversible else "97"
+    rects = level_rects((t0.x0, t0.y0, t0.x1, t0.y1), levels)
+    for j, rect in enumerate(rects):
+        n, m = a.shape[1], a.shape[2]          # rows, columns of this level's input
+        pv, pu = rect[1] & 1, rect[0] & 1
+        nlv, nl = (n - pv + 1) // 2, (m - pu + 1) // 2
+        bands = tcs[0].resolutions[levels - j].bands
+        want = ((nlv, m - nl), (n - nlv, nl), (n - nlv, m - nl))
+        if tuple((b.height, b.width) for b in bands) != want:
+            raise AssertionError(f"bands {[(b.height, b.width) for b in bands]} != plan {want}")
+        v = cupy.empty_like(a)
+        kernel(f"sd{filt}_cols_c")(
+            (min(-(-m // _SD_COLS), _GRID_MAX), min(-(-n // _SD_S), _GRID_MAX), ncomp),
+            (THREADS,), (a, v, np.int64(n * m), np.int32(n), np.int32(m), np.int32(pv)))
+        last = j == levels - 1
+        ll = v if last else cupy.empty((ncomp, nlv, nl), dtype)   # v: unused at the last
+        kernel(f"sd{filt}_rows_q")(
+            (min(-(-m // _SD_S), _GRID_MAX), min(-(-n // _SD_ROWS), _GRID_MAX), ncomp),
+            (THREADS,), (v, np.int64(n * m), np.int32(m), np.int32(n), np.int32(pu),
+                         np.int32(nlv), ll, np.int64(nlv * nl), flat, offs[j], inv[j],
+                         np.int32(last)))
+        a = ll
+    return flat
+
+
 def forward_tile_cuda(comps, plan, precisions, signed, mct: int, reversible: bool,
-                      on_device: bool = False):
+                      on_device: bool = False, tables: BandTables | None = None,
+                      batched: bool = True):
     """As :func:`cinegpu.encode.forward.forward_tile`, on the GPU: 9/7 + ICT +
     quantisation, or (``reversible``) 5/3 + RCT with the integer coefficients as indices.
-    ``comps``: numpy or CuPy planes; ``on_device``: return the CuPy buffer (no copy back)."""
+    ``comps``: numpy or CuPy planes; ``on_device``: return the CuPy buffer (no copy back).
+    A tile of 1-3 components of one geometry takes the batched path (two launches a DWT
+    level, quantisation fused; ``tables``: the encoder's :class:`BandTables`); ``batched``
+    False, or another tile, runs kernel by kernel and component by component.  Both give
+    the same buffer to the bit (GPU tests)."""
+    if batched and _batchable(plan):
+        flat = _forward_batched(comps, plan, precisions, signed, mct, reversible, tables)
+        return flat if on_device else cupy.asnumpy(flat)
     planes = _tile_planes(comps, plan, precisions, signed, mct, reversible)
     flat = cupy.zeros(plan.coeff_size, cupy.int32)
     fdwt = fdwt53 if reversible else fdwt97

@@ -100,14 +100,31 @@ __device__ __forceinline__ void sd_pass(T* s, int nlines, int b0, int b1, int n,
     __syncthreads();
 }
 
+// Where 1D_SD's outputs go: low sample k of line `line` to lo, high sample k to hi, laid
+// out as the input ((nl, lines) / (lines, nl) and so on).
+template <bool COLS, typename T>
+struct PlaneSink {
+    T* lo;
+    T* hi;
+    int lines, nl, nh;
+    __device__ void low(int line, int k, T v) const
+    {
+        lo[COLS ? (long long)k * lines + line : (long long)line * nl + k] = v;
+    }
+    __device__ void high(int line, int k, T v) const
+    {
+        hi[COLS ? (long long)k * lines + line : (long long)line * nh + k] = v;
+    }
+};
+
 // 1D_SD of `lines` lines of n samples, F the filter (Sd97 or Sd53), p the parity of the
-// first sample: low samples (i + p even) to lo, high ones to hi, k = (i - p) / 2 and
-// (i + p - 1) / 2, laid out as the input ((nl, lines) / (lines, nl) and so on).
-template <bool COLS, typename F, typename T>
-__device__ __forceinline__ void sd_lines(const T* x, T* lo, T* hi, int n, int lines, int p,
+// first sample: low samples (i + p even) and high ones to the sink as sample k = (i - p) / 2
+// and (i + p - 1) / 2 of their line.
+template <bool COLS, typename F, typename T, typename Sink>
+__device__ __forceinline__ void sd_lines(const T* x, const Sink& out, int n, int lines, int p,
                                          T* s)
 {
-    int nl = (n - p + 1) / 2, nh = n - nl;
+    int nl = (n - p + 1) / 2;
     int ngroups = (lines + SD_LINES(COLS) - 1) / SD_LINES(COLS), nseg = (n + SD_S - 1) / SD_S;
     int g0 = COLS ? blockIdx.x : blockIdx.y, gstep = COLS ? gridDim.x : gridDim.y;
     int s0 = COLS ? blockIdx.y : blockIdx.x, sstep = COLS ? gridDim.y : gridDim.x;
@@ -118,8 +135,8 @@ __device__ __forceinline__ void sd_lines(const T* x, T* lo, T* hi, int n, int li
         int nlines = lines - l0 < SD_LINES(COLS) ? lines - l0 : SD_LINES(COLS);
         if (n == 1) {  // F.4.8: a lone sample is copied, or doubled at an odd coordinate
             for (int t = threadIdx.x; s0 == 0 && t < nlines; t += blockDim.x) {
-                if (nl) lo[l0 + t] = x[l0 + t];
-                else hi[l0 + t] = F::lone_high(x[l0 + t]);
+                if (nl) out.low(l0 + t, 0, x[l0 + t]);
+                else out.high(l0 + t, 0, F::lone_high(x[l0 + t]));
             }
             continue;
         }
@@ -136,10 +153,10 @@ __device__ __forceinline__ void sd_lines(const T* x, T* lo, T* hi, int n, int li
             for (int t = threadIdx.x; sd_item<COLS>(t, SD_S / 2, &line, &q); t += blockDim.x) {
                 if (line >= nlines) continue;
                 int i = fl + 2 * q;
-                if (i < r1) lo[SD_G((i - p) >> 1, line, nl)] = s[sd_at<COLS>(line, i - b0)];
+                if (i < r1) out.low(l0 + line, (i - p) >> 1, s[sd_at<COLS>(line, i - b0)]);
                 i = fh + 2 * q;
                 if (i < r1)
-                    hi[SD_G((i + p - 1) >> 1, line, nh)] = F::high(s[sd_at<COLS>(line, i - b0)]);
+                    out.high(l0 + line, (i + p - 1) >> 1, F::high(s[sd_at<COLS>(line, i - b0)]));
             }
             __syncthreads();  // the next segment reuses s
         }
@@ -190,7 +207,9 @@ struct Sd97 {
 extern "C" __global__ void sd97_cols(const float* x, float* lo, float* hi, int n, int w, int p)
 {
     __shared__ float s[SD_BUF * SD_COLS];
-    sd_lines<true, Sd97>(x, lo, hi, n, w, p, s);
+    int nl = (n - p + 1) / 2;
+    PlaneSink<true, float> out = {lo, hi, w, nl, n - nl};
+    sd_lines<true, Sd97>(x, out, n, w, p, s);
 }
 
 // The same along every row of a row-major (m, n) plane: lo (m, nl), hi (m, nh).
@@ -198,7 +217,9 @@ extern "C" __global__ void sd97_cols(const float* x, float* lo, float* hi, int n
 extern "C" __global__ void sd97_rows(const float* x, float* lo, float* hi, int n, int m, int p)
 {
     __shared__ float s[SD_BUF * SD_ROWS];
-    sd_lines<false, Sd97>(x, lo, hi, n, m, p, s);
+    int nl = (n - p + 1) / 2;
+    PlaneSink<false, float> out = {lo, hi, m, nl, n - nl};
+    sd_lines<false, Sd97>(x, out, n, m, p, s);
 }
 
 // Deadzone quantisation (E.1): q = sign(c) floor(|c| * (1 / Delta_b)), into out + offset.
@@ -283,14 +304,204 @@ struct Sd53 {
 extern "C" __global__ void sd53_cols_i32(const int* x, int* lo, int* hi, int n, int w, int p)
 {
     __shared__ int s[SD_BUF * SD_COLS];
-    sd_lines<true, Sd53>(x, lo, hi, n, w, p, s);
+    int nl = (n - p + 1) / 2;
+    PlaneSink<true, int> out = {lo, hi, w, nl, n - nl};
+    sd_lines<true, Sd53>(x, out, n, w, p, s);
 }
 
 // The same along every row of a row-major int32 (m, n) plane, as sd97_rows.
 extern "C" __global__ void sd53_rows_i32(const int* x, int* lo, int* hi, int n, int m, int p)
 {
     __shared__ int s[SD_BUF * SD_ROWS];
-    sd_lines<false, Sd53>(x, lo, hi, n, m, p, s);
+    int nl = (n - p + 1) / 2;
+    PlaneSink<false, int> out = {lo, hi, m, nl, n - nl};
+    sd_lines<false, Sd53>(x, out, n, m, p, s);
+}
+
+// ------------------------------------------------------------- batched, fused -------
+// The forward stage of a tile whose components (at most 3) share one geometry, in two
+// launches a DWT level for all components at once (cinegpu.encode.gpu.forward_tile_cuda's
+// batched path; blockIdx.z = component, planes stacked in one buffer `cs` samples apart):
+//   colour_{f32,i32}_<in>: DC level shift (and ICT / RCT) read from the input's own sample
+//     type and strides (the components of an interleaved image read in place);
+//   sd{97,53}_cols_c: VER_SD, low rows then high rows into one (n, w) plane per component;
+//   sd{97,53}_rows_q: HOR_SD of that plane with the quantisation (E.1) of the level's final
+//     bands fused: HL, LH, HH (and LL at the last level) written as indices straight into
+//     the tile's flat buffer, the LL plane kept for the next level.
+// Each sample is computed by the same operations as the per-component kernels above (and
+// their numpy twins), so the flat buffer is the same to the bit.
+
+// DC level shift (and ICT, G-7) of up to 3 components read as In at element strides rs
+// (rows) and ps (samples) from x0, x1, x2, into out + c * cs (h x w float32 planes).
+template <typename In>
+__device__ __forceinline__ void colour_f32(const In* x0, const In* x1, const In* x2,
+                                           long long rs, long long ps, int h, int w,
+                                           int ncomp, int mct, float s0, float s1, float s2,
+                                           float* out, long long cs)
+{
+    for (int r = blockIdx.y; r < h; r += gridDim.y)
+        for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < w; c += blockDim.x * gridDim.x) {
+            long long src = r * rs + c * ps, i = (long long)r * w + c;
+            float R = (float)(int)x0[src] - s0;
+            if (ncomp < 2) {
+                out[i] = R;
+                continue;
+            }
+            float G = (float)(int)x1[src] - s1;
+            if (ncomp < 3) {
+                out[i] = R;
+                out[cs + i] = G;
+                continue;
+            }
+            float B = (float)(int)x2[src] - s2;
+            if (mct) {
+                out[i] = 0.299f * R + 0.587f * G + 0.114f * B;
+                out[cs + i] = -0.16875f * R - 0.33126f * G + 0.5f * B;
+                out[2 * cs + i] = 0.5f * R - 0.41869f * G - 0.08131f * B;
+            } else {
+                out[i] = R;
+                out[cs + i] = G;
+                out[2 * cs + i] = B;
+            }
+        }
+}
+
+// The same for the reversible path: int32 shift (and RCT, G-5), wrapping as numpy's.
+template <typename In>
+__device__ __forceinline__ void colour_i32(const In* x0, const In* x1, const In* x2,
+                                           long long rs, long long ps, int h, int w,
+                                           int ncomp, int mct, int s0, int s1, int s2,
+                                           int* out, long long cs)
+{
+    for (int r = blockIdx.y; r < h; r += gridDim.y)
+        for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < w; c += blockDim.x * gridDim.x) {
+            long long src = r * rs + c * ps, i = (long long)r * w + c;
+            int R = sub_wrap((int)x0[src], s0);
+            if (ncomp < 2) {
+                out[i] = R;
+                continue;
+            }
+            int G = sub_wrap((int)x1[src], s1);
+            if (ncomp < 3) {
+                out[i] = R;
+                out[cs + i] = G;
+                continue;
+            }
+            int B = sub_wrap((int)x2[src], s2);
+            if (mct) {
+                out[i] = add_wrap(add_wrap(R, add_wrap(G, G)), B) >> 2;
+                out[cs + i] = sub_wrap(B, G);
+                out[2 * cs + i] = sub_wrap(R, G);
+            } else {
+                out[i] = R;
+                out[cs + i] = G;
+                out[2 * cs + i] = B;
+            }
+        }
+}
+
+#define COLOUR(name, In)                                                                      \
+    extern "C" __global__ void colour_f32_##name(                                            \
+        const In* x0, const In* x1, const In* x2, long long rs, long long ps, int h, int w,  \
+        int ncomp, int mct, float s0, float s1, float s2, float* out, long long cs)          \
+    {                                                                                        \
+        colour_f32<In>(x0, x1, x2, rs, ps, h, w, ncomp, mct, s0, s1, s2, out, cs);           \
+    }                                                                                        \
+    extern "C" __global__ void colour_i32_##name(                                            \
+        const In* x0, const In* x1, const In* x2, long long rs, long long ps, int h, int w,  \
+        int ncomp, int mct, int s0, int s1, int s2, int* out, long long cs)                  \
+    {                                                                                        \
+        colour_i32<In>(x0, x1, x2, rs, ps, h, w, ncomp, mct, s0, s1, s2, out, cs);           \
+    }
+COLOUR(u8, unsigned char)
+COLOUR(u16, unsigned short)
+COLOUR(i16, short)
+COLOUR(i32, int)
+
+// VER_SD of every column of component z's (n, w) plane at x + z * cs into out + z * cs:
+// its nl low rows, then its n - nl high rows.  Grid: (ceil(w / SD_COLS), ceil(n / SD_S),
+// components).
+extern "C" __global__ void sd97_cols_c(const float* x, float* out, long long cs, int n, int w,
+                                       int p)
+{
+    __shared__ float s[SD_BUF * SD_COLS];
+    int nl = (n - p + 1) / 2;
+    float* o = out + blockIdx.z * cs;
+    PlaneSink<true, float> sink = {o, o + (long long)nl * w, w, nl, n - nl};
+    sd_lines<true, Sd97>(x + blockIdx.z * cs, sink, n, w, p, s);
+}
+
+extern "C" __global__ void sd53_cols_c(const int* x, int* out, long long cs, int n, int w,
+                                       int p)
+{
+    __shared__ int s[SD_BUF * SD_COLS];
+    int nl = (n - p + 1) / 2;
+    int* o = out + blockIdx.z * cs;
+    PlaneSink<true, int> sink = {o, o + (long long)nl * w, w, nl, n - nl};
+    sd_lines<true, Sd53>(x + blockIdx.z * cs, sink, n, w, p, s);
+}
+
+// E.1 index of a coefficient: sign(c) floor(|c| / Delta_b) (9/7, as quantize_f32), or the
+// integer coefficient itself (5/3).
+__device__ __forceinline__ int band_index(float v, float inv)
+{
+    int q = (int)floorf(fabsf(v) * inv);
+    return v < 0.0f ? -q : q;
+}
+__device__ __forceinline__ int band_index(int v, float) { return v; }
+
+// HOR_SD's outputs of one level plane (its first nlv rows the vertical low-pass half): the
+// low half's low samples are LL (to the plane ll, nlv x nl, or with ll_q as indices to
+// flat), every other band is written as indices into flat.  Band j of the component
+// (0 LL, 1 HL, 2 LH, 3 HH) starts at flat[off[j]], row-major, quantised with inv[j].
+template <typename T>
+struct BandSink {
+    T* ll;
+    int* flat;
+    const long long* off;
+    const float* inv;
+    int nlv, nl, nh, ll_q;
+    __device__ void low(int line, int k, T v) const
+    {
+        if (line >= nlv)
+            flat[off[2] + (long long)(line - nlv) * nl + k] = band_index(v, inv[2]);
+        else if (ll_q)
+            flat[off[0] + (long long)line * nl + k] = band_index(v, inv[0]);
+        else
+            ll[(long long)line * nl + k] = v;
+    }
+    __device__ void high(int line, int k, T v) const
+    {
+        if (line >= nlv)
+            flat[off[3] + (long long)(line - nlv) * nh + k] = band_index(v, inv[3]);
+        else
+            flat[off[1] + (long long)line * nh + k] = band_index(v, inv[1]);
+    }
+};
+
+// HOR_SD of component z's (m, n) level plane at x + z * xcs (rows [0, nlv) low-pass), LL to
+// ll + z * llcs, the bands to flat at offs[4 z ..] with inv[4 z ..] (BandSink).  Grid:
+// (ceil(n / SD_S), ceil(m / SD_ROWS), components).
+extern "C" __global__ void sd97_rows_q(const float* x, long long xcs, int n, int m, int p,
+                                       int nlv, float* ll, long long llcs, int* flat,
+                                       const long long* offs, const float* inv, int ll_q)
+{
+    __shared__ float s[SD_BUF * SD_ROWS];
+    int z = blockIdx.z, nl = (n - p + 1) / 2;
+    BandSink<float> sink = {ll + z * llcs, flat, offs + 4 * z, inv + 4 * z, nlv, nl, n - nl,
+                            ll_q};
+    sd_lines<false, Sd97>(x + z * xcs, sink, n, m, p, s);
+}
+
+extern "C" __global__ void sd53_rows_q(const int* x, long long xcs, int n, int m, int p,
+                                       int nlv, int* ll, long long llcs, int* flat,
+                                       const long long* offs, const float* inv, int ll_q)
+{
+    __shared__ int s[SD_BUF * SD_ROWS];
+    int z = blockIdx.z, nl = (n - p + 1) / 2;
+    BandSink<int> sink = {ll + z * llcs, flat, offs + 4 * z, inv + 4 * z, nlv, nl, n - nl,
+                          ll_q};
+    sd_lines<false, Sd53>(x + z * xcs, sink, n, m, p, s);
 }
 
 // ------------------------------------------------------------- guard bits -------
@@ -418,6 +629,51 @@ PLANE_EXTREMES(plane_extremes_i16, short)
 PLANE_EXTREMES(plane_extremes_u32, unsigned int)
 PLANE_EXTREMES(plane_extremes_i32, int)
 PLANE_EXTREMES(plane_extremes_i64, long long)
+
+// Smallest and largest sample of every component of a C-contiguous interleaved image
+// (n elements, component of element e: e % ncomp, ncomp <= 4) in one pass, into out[2 c]
+// (min) and out[2 c + 1] (max) preset as for plane_extremes.  blockDim.x (at most
+// EXT_THREADS) must be a multiple of ncomp: thread t then reads component t % ncomp only,
+// and thread c < ncomp of each block gathers its component's extremes.  Grid: any.
+// Twin: the per-component (c.min(), c.max()) of cinegpu.encode.encoder._extremes.
+template <typename T>
+__device__ __forceinline__ void image_extremes(const T* x, long long n, int ncomp,
+                                               long long* out)
+{
+    __shared__ long long lo[EXT_THREADS], hi[EXT_THREADS];
+    long long a = 0x7fffffffffffffffLL, b = -a - 1;
+    long long first = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    for (long long e = first; e < n; e += (long long)blockDim.x * gridDim.x) {
+        long long v = (long long)x[e];
+        a = v < a ? v : a;
+        b = v > b ? v : b;
+    }
+    lo[threadIdx.x] = a;
+    hi[threadIdx.x] = b;
+    __syncthreads();
+    int t = threadIdx.x;
+    if (t < ncomp) {
+        for (int j = t + ncomp; j < (int)blockDim.x; j += ncomp) {
+            a = lo[j] < a ? lo[j] : a;
+            b = hi[j] > b ? hi[j] : b;
+        }
+        atomicMin(out + 2 * t, a);
+        atomicMax(out + 2 * t + 1, b);
+    }
+}
+
+#define IMAGE_EXTREMES(name, T)                                                              \
+    extern "C" __global__ void name(const T* x, long long n, int ncomp, long long* out)     \
+    {                                                                                       \
+        image_extremes<T>(x, n, ncomp, out);                                                \
+    }
+IMAGE_EXTREMES(image_extremes_u8, unsigned char)
+IMAGE_EXTREMES(image_extremes_i8, signed char)
+IMAGE_EXTREMES(image_extremes_u16, unsigned short)
+IMAGE_EXTREMES(image_extremes_i16, short)
+IMAGE_EXTREMES(image_extremes_u32, unsigned int)
+IMAGE_EXTREMES(image_extremes_i32, int)
+IMAGE_EXTREMES(image_extremes_i64, long long)
 
 // ------------------------------------------------------------- mastering colour -------
 

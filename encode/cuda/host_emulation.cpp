@@ -1,6 +1,7 @@
 /* forward.cu compiled as plain C++ for the host: the 1D_SD kernels' logic checked bit for
  * bit against their numpy twins where there is no GPU (tests/test_encode_dwt_host.py builds
- * it with g++ -ffp-contract=off, as NVRTC's --fmad=false).
+ * it with g++ -ffp-contract=off, as NVRTC's --fmad=false); the batched, fused kernels
+ * (colour_*, sd*_cols_c, sd*_rows_q) and image_extremes_* in tests/test_forward_batched_host.py.
  *
  * A block's threads are run as cooperative contexts (ucontext), one at a time in thread order
  * (or reversed): each runs until its __syncthreads, and the block's next phase starts when
@@ -61,21 +62,42 @@ enum { MAX_THREADS = 1024, STACK = 1 << 16 };
 static ucontext_t sched, ctx[MAX_THREADS];
 static char* stacks[MAX_THREADS];
 static int cur, finished[MAX_THREADS];
+/* The kernel a run starts (args.kind) and its arguments. */
+enum Kind { K_SD, K_HIST, K_PLANE_EXT, K_COLOUR, K_COLS_C, K_ROWS_Q, K_IMAGE_EXT };
 static struct {
-    int filt, cols, n, lines, p;
+    int kind, filt, cols, n, lines, p;
     const void* x;
     void *lo, *hi;
     long long count, w, rs, ps;
+    int code, rev, h, ncomp, mct;   /* colour_* (code: input type), image_extremes_* */
+    const void *x1, *x2;            /* colour_*: components 1, 2 (0 at x) */
+    double s[3];                    /* colour_*: the shifts */
+    long long cs, llcs;             /* component strides: of x (and out), of ll */
+    int nlv, ll_q;                  /* sd*_rows_q (ll at lo, flat at hi) */
+    const long long* offs;
+    const float* inv;
 } args;
 
 static void host_sync() { swapcontext(&ctx[cur], &sched); }
 
+/* colour_f32_<in> / colour_i32_<in> of `args`, the kernels themselves (their wrappers
+ * included): the shifts as float32 / int32. */
+#define RUN_COLOUR(name, In)                                                                        \
+    (args.rev ? colour_i32_##name((const In*)args.x, (const In*)args.x1, (const In*)args.x2,        \
+                                  args.rs, args.ps, args.h, (int)args.w, args.ncomp,                \
+                                  args.mct, (int)args.s[0], (int)args.s[1], (int)args.s[2],         \
+                                  (int*)args.lo, args.cs)                                           \
+              : colour_f32_##name((const In*)args.x, (const In*)args.x1, (const In*)args.x2,        \
+                                  args.rs, args.ps, args.h, (int)args.w, args.ncomp,                \
+                                  args.mct, (float)args.s[0], (float)args.s[1],                     \
+                                  (float)args.s[2], (float*)args.lo, args.cs))
+
 static void thread_main()
 {
     long long* ext = (long long*)args.lo;
-    if (args.filt == 0)
+    if (args.kind == K_HIST)
         bit_length_histogram((const int*)args.x, args.count, (unsigned long long*)args.lo);
-    else if (args.filt == 1)       /* plane_extremes: p is the dtype's code */
+    else if (args.kind == K_PLANE_EXT)       /* p is the dtype's code */
         switch (args.p) {
         case 0: plane_extremes_u8((const unsigned char*)args.x, args.count, args.w, args.rs, args.ps, ext); break;
         case 1: plane_extremes_i8((const signed char*)args.x, args.count, args.w, args.rs, args.ps, ext); break;
@@ -85,6 +107,33 @@ static void thread_main()
         case 5: plane_extremes_i32((const int*)args.x, args.count, args.w, args.rs, args.ps, ext); break;
         default: plane_extremes_i64((const long long*)args.x, args.count, args.w, args.rs, args.ps, ext); break;
         }
+    else if (args.kind == K_IMAGE_EXT)       /* code: the dtype's, as plane_extremes */
+        switch (args.code) {
+        case 0: image_extremes_u8((const unsigned char*)args.x, args.count, args.ncomp, ext); break;
+        case 1: image_extremes_i8((const signed char*)args.x, args.count, args.ncomp, ext); break;
+        case 2: image_extremes_u16((const unsigned short*)args.x, args.count, args.ncomp, ext); break;
+        case 3: image_extremes_i16((const short*)args.x, args.count, args.ncomp, ext); break;
+        case 4: image_extremes_u32((const unsigned int*)args.x, args.count, args.ncomp, ext); break;
+        case 5: image_extremes_i32((const int*)args.x, args.count, args.ncomp, ext); break;
+        default: image_extremes_i64((const long long*)args.x, args.count, args.ncomp, ext); break;
+        }
+    else if (args.kind == K_COLOUR)          /* code: 0 u8, 1 u16, 2 i16, 3 i32 */
+        switch (args.code) {
+        case 0: RUN_COLOUR(u8, unsigned char); break;
+        case 1: RUN_COLOUR(u16, unsigned short); break;
+        case 2: RUN_COLOUR(i16, short); break;
+        default: RUN_COLOUR(i32, int); break;
+        }
+    else if (args.kind == K_COLS_C && args.filt == 97)
+        sd97_cols_c((const float*)args.x, (float*)args.lo, args.cs, args.n, args.lines, args.p);
+    else if (args.kind == K_COLS_C)
+        sd53_cols_c((const int*)args.x, (int*)args.lo, args.cs, args.n, args.lines, args.p);
+    else if (args.kind == K_ROWS_Q && args.filt == 97)
+        sd97_rows_q((const float*)args.x, args.cs, args.n, args.lines, args.p, args.nlv,
+                    (float*)args.lo, args.llcs, (int*)args.hi, args.offs, args.inv, args.ll_q);
+    else if (args.kind == K_ROWS_Q)
+        sd53_rows_q((const int*)args.x, args.cs, args.n, args.lines, args.p, args.nlv,
+                    (int*)args.lo, args.llcs, (int*)args.hi, args.offs, args.inv, args.ll_q);
     else if (args.filt == 97 && args.cols)
         sd97_cols((const float*)args.x, (float*)args.lo, (float*)args.hi, args.n, args.lines, args.p);
     else if (args.filt == 97)
@@ -125,24 +174,25 @@ static int run_block(int nthreads, int reverse)
     return 0;
 }
 
-/* The kernel of `args` on a (gx, gy) grid of blocks of `threads` threads, block after block
- * (run_block); the first nonzero run_block result, else 0. */
-static int run_grid(int gx, int gy, int threads, int reverse)
+/* The kernel of `args` on a (gx, gy, gz) grid of blocks of `threads` threads, block after
+ * block (run_block, x fastest, z slowest); the first nonzero run_block result, else 0. */
+static int run_grid(int gx, int gy, int gz, int threads, int reverse)
 {
     blockDim.x = threads;
     blockDim.y = blockDim.z = 1;
     gridDim.x = gx;
     gridDim.y = gy;
-    gridDim.z = 1;
+    gridDim.z = gz;
     threadIdx.y = threadIdx.z = 0;
-    for (int by = 0; by < gy; by++)
-        for (int bx = 0; bx < gx; bx++) {
-            blockIdx.x = bx;
-            blockIdx.y = by;
-            blockIdx.z = 0;
-            int rc = run_block(threads, reverse);
-            if (rc) return rc;
-        }
+    for (int bz = 0; bz < gz; bz++)
+        for (int by = 0; by < gy; by++)
+            for (int bx = 0; bx < gx; bx++) {
+                blockIdx.x = bx;
+                blockIdx.y = by;
+                blockIdx.z = bz;
+                int rc = run_block(threads, reverse);
+                if (rc) return rc;
+            }
     return 0;
 }
 
@@ -154,6 +204,7 @@ extern "C" int sd_emulate(int filt, int cols, const void* x, void* lo, void* hi,
                           int lines, int p, int gx, int gy, int threads, int reverse)
 {
     if ((filt != 97 && filt != 53) || threads < 1 || threads > MAX_THREADS) return -1;
+    args.kind = K_SD;
     args.filt = filt;
     args.cols = cols;
     args.n = n;
@@ -162,7 +213,7 @@ extern "C" int sd_emulate(int filt, int cols, const void* x, void* lo, void* hi,
     args.x = x;
     args.lo = lo;
     args.hi = hi;
-    return run_grid(gx, gy, threads, reverse);
+    return run_grid(gx, gy, 1, threads, reverse);
 }
 
 /* bit_length_histogram over n int32 indices on gx blocks of `threads` threads, added to
@@ -171,11 +222,11 @@ extern "C" int hist_emulate(const int* v, long long n, unsigned long long* out, 
                             int threads, int reverse)
 {
     if (threads < 1 || threads > MAX_THREADS || gx < 1) return -1;
-    args.filt = 0;
+    args.kind = K_HIST;
     args.x = v;
     args.lo = out;
     args.count = n;
-    return run_grid(gx, 1, threads, reverse);
+    return run_grid(gx, 1, 1, threads, reverse);
 }
 
 /* plane_extremes_<dtype> (code: 0 u8, 1 i8, 2 u16, 3 i16, 4 u32, 5 i32, 6 i64) of an
@@ -187,7 +238,7 @@ extern "C" int extremes_emulate(int code, const void* x, long long h, long long 
 {
     if (threads < 1 || threads > EXT_THREADS || gx < 1 || gy < 1 || code < 0 || code > 6)
         return -1;
-    args.filt = 1;
+    args.kind = K_PLANE_EXT;
     args.p = code;
     args.x = x;
     args.lo = out;
@@ -195,5 +246,106 @@ extern "C" int extremes_emulate(int code, const void* x, long long h, long long 
     args.w = w;
     args.rs = rs;
     args.ps = ps;
-    return run_grid(gx, gy, threads, reverse);
+    return run_grid(gx, gy, 1, threads, reverse);
+}
+
+/* image_extremes_<dtype> (code as extremes_emulate) of a C-contiguous interleaved image of n
+ * elements and ncomp components on gx blocks of `threads` threads (a multiple of ncomp),
+ * into out[2 c], out[2 c + 1] (preset to LLONG_MAX, LLONG_MIN).  Returns as sd_emulate. */
+extern "C" int image_extremes_emulate(int code, const void* x, long long n, int ncomp,
+                                      long long* out, int gx, int threads, int reverse)
+{
+    if (threads < 1 || threads > EXT_THREADS || gx < 1 || code < 0 || code > 6 || ncomp < 1 ||
+        ncomp > 4 || threads % ncomp)
+        return -1;
+    args.kind = K_IMAGE_EXT;
+    args.code = code;
+    args.x = x;
+    args.count = n;
+    args.ncomp = ncomp;
+    args.lo = out;
+    return run_grid(gx, 1, 1, threads, reverse);
+}
+
+/* colour_f32_<in> (rev 0: float32 shifts s0..s2) or colour_i32_<in> (rev != 0: int32
+ * shifts), in code 0 u8, 1 u16, 2 i16, 3 i32: the DC level shift (and with mct the ICT /
+ * RCT) of ncomp (1-3) components read at element strides rs, ps from x0, x1, x2, into the
+ * (h, w) planes out + c * cs, on a (gx, gy) grid of blocks of `threads` threads.  Returns
+ * as sd_emulate. */
+extern "C" int colour_emulate(int code, int rev, const void* x0, const void* x1, const void* x2,
+                              long long rs, long long ps, int h, int w, int ncomp, int mct,
+                              double s0, double s1, double s2, void* out, long long cs, int gx,
+                              int gy, int threads, int reverse)
+{
+    if (threads < 1 || threads > MAX_THREADS || gx < 1 || gy < 1 || code < 0 || code > 3 ||
+        ncomp < 1 || ncomp > 3)
+        return -1;
+    args.kind = K_COLOUR;
+    args.code = code;
+    args.rev = rev;
+    args.x = x0;
+    args.x1 = x1;
+    args.x2 = x2;
+    args.rs = rs;
+    args.ps = ps;
+    args.h = h;
+    args.w = w;
+    args.ncomp = ncomp;
+    args.mct = mct;
+    args.s[0] = s0;
+    args.s[1] = s1;
+    args.s[2] = s2;
+    args.lo = out;
+    args.cs = cs;
+    return run_grid(gx, gy, 1, threads, reverse);
+}
+
+/* sd97_cols_c (filt 97, float32) or sd53_cols_c (filt 53, int32): VER_SD of the (n, w)
+ * planes x + z * cs into out + z * cs (low rows, then high rows) for z < gz, on a
+ * (gx, gy, gz) grid of blocks of `threads` threads.  Returns as sd_emulate. */
+extern "C" int sd_cols_c_emulate(int filt, const void* x, void* out, long long cs, int n,
+                                 int w, int p, int gx, int gy, int gz, int threads, int reverse)
+{
+    if ((filt != 97 && filt != 53) || threads < 1 || threads > MAX_THREADS || gx < 1 ||
+        gy < 1 || gz < 1)
+        return -1;
+    args.kind = K_COLS_C;
+    args.filt = filt;
+    args.x = x;
+    args.lo = out;
+    args.cs = cs;
+    args.n = n;
+    args.lines = w;
+    args.p = p;
+    return run_grid(gx, gy, gz, threads, reverse);
+}
+
+/* sd97_rows_q (filt 97, float32) or sd53_rows_q (filt 53, int32): HOR_SD of the m rows of n
+ * samples of the planes x + z * xcs (rows [0, nlv) the vertical low half) for z < gz, LL to
+ * ll + z * llcs (ll_q 0) or, as every other band, quantised into flat at offs[4 z ..] with
+ * inv[4 z ..], on a (gx, gy, gz) grid of blocks of `threads` threads.  Returns as
+ * sd_emulate. */
+extern "C" int sd_rows_q_emulate(int filt, const void* x, long long xcs, int n, int m, int p,
+                                 int nlv, void* ll, long long llcs, int* flat,
+                                 const long long* offs, const float* inv, int ll_q, int gx,
+                                 int gy, int gz, int threads, int reverse)
+{
+    if ((filt != 97 && filt != 53) || threads < 1 || threads > MAX_THREADS || gx < 1 ||
+        gy < 1 || gz < 1)
+        return -1;
+    args.kind = K_ROWS_Q;
+    args.filt = filt;
+    args.x = x;
+    args.cs = xcs;
+    args.n = n;
+    args.lines = m;
+    args.p = p;
+    args.nlv = nlv;
+    args.lo = ll;
+    args.llcs = llcs;
+    args.hi = flat;
+    args.offs = offs;
+    args.inv = inv;
+    args.ll_q = ll_q;
+    return run_grid(gx, gy, gz, threads, reverse);
 }
