@@ -222,6 +222,7 @@ class Encoder:
         self.graphs = graphs
         self._graphs = None
         self._band_tables = None    # the batched forward path's per-plan tables (cuda)
+        self._maxima = None         # the last forward stage's band maxima per tile (cuda)
         self._ht_blocks: dict = {}  # each plan's HT BlockSet on the GPU (cuda, htj2k)
 
     def close(self):
@@ -348,20 +349,24 @@ class Encoder:
                 from .gpu import BandTables
                 self._band_tables = BandTables()
 
-            def build(planes):
+            def build(planes):                 # each tile's flat buffer, then its maxima
+                maxima: list = []
                 return [forward_tile_cuda(planes, p, params.precisions, params.signed,
                                           params.mct, params.reversible, on_device=True,
-                                          tables=self._band_tables)
-                        for p in plans]
+                                          tables=self._band_tables, maxima=maxima)
+                        for p in plans] + maxima
             if not self.graphs:
-                return build(comps)
-            if self._graphs is None:
-                from .forward_graph import ForwardGraphs
-                self._graphs = ForwardGraphs()
-            key = (id(plans), tuple((c.shape, c.dtype.str) for c in comps),
-                   tuple(params.precisions), tuple(params.signed), params.mct,
-                   params.reversible)
-            return self._graphs.run(key, plans, comps, build, self._stream)
+                outs = build(comps)
+            else:
+                if self._graphs is None:
+                    from .forward_graph import ForwardGraphs
+                    self._graphs = ForwardGraphs()
+                key = (id(plans), tuple((c.shape, c.dtype.str) for c in comps),
+                       tuple(params.precisions), tuple(params.signed), params.mct,
+                       params.reversible)
+                outs = self._graphs.run(key, plans, comps, build, self._stream)
+            self._maxima = outs[len(plans):]
+            return outs[:len(plans)]
         return [forward_tile(comps, p, params.precisions, params.signed, params.mct,
                              params.reversible) for p in plans]
 
@@ -370,7 +375,9 @@ class Encoder:
         G and clips instead (as a real-time encoder would)."""
         if self.backend == "cuda":
             from .gpu import guard_bits_cuda
-            need = guard_bits_cuda(plans, flats, params.guard_bits, params.guard_bits_fixed)
+            maxima, self._maxima = self._maxima, None     # this frame's, from _forward
+            need = guard_bits_cuda(plans, flats, params.guard_bits, params.guard_bits_fixed,
+                                   maxima, self._band_tables, params.reversible)
             return self._with_guard_bits(params, cs, plans, flats, need)
         need = params.guard_bits
         for plan, flat in zip(plans, flats):

@@ -266,23 +266,27 @@ class BandTables:
 
 
 def band_tables(plan, reversible: bool):
-    """(offsets, inverse steps, whole): device int64 and float32 arrays (levels, components,
-    4) of the batched path's bands per level, finest level first (LL's entry used at the last
-    level only); ``whole``: whether the bands cover the flat buffer (no zero fill needed)."""
+    """(offsets, inverse steps, whole, M_b): the batched path's bands per level as arrays
+    (levels, components, 4) of (LL, HL, LH, HH), finest level first, LL's entry used at the
+    last level only: device int64 offsets and float32 1 / Delta_b, and host int64 M_b (0
+    where unused); ``whole``: whether the bands cover the flat buffer (no zero fill)."""
     tcs = plan.components
     levels = tcs[0].levels
     offs = np.zeros((levels, len(tcs), 4), np.int64)
     inv = np.ones((levels, len(tcs), 4), np.float32)
+    mb = np.zeros((levels, len(tcs), 4), np.int64)
     for c, tc in enumerate(tcs):
         for j in range(levels):
             bands = (tc.resolutions[0].bands[0], *tc.resolutions[levels - j].bands)
             for k, b in enumerate(bands):
-                offs[j, c, k] = b.offset
+                if k == 0 and j != levels - 1:
+                    continue
+                offs[j, c, k], mb[j, c, k] = b.offset, b.Mb
                 if not reversible:
                     inv[j, c, k] = np.float32(1.0 / b.delta)
     covered = sum(b.width * b.height for tc in tcs for res in tc.resolutions for b in res.bands)
     with cupy.cuda.using_allocator(cupy.get_default_memory_pool().malloc):
-        return cupy.asarray(offs), cupy.asarray(inv), covered == plan.coeff_size
+        return cupy.asarray(offs), cupy.asarray(inv), covered == plan.coeff_size, mb
 
 
 def _batchable(plan) -> bool:
@@ -318,13 +322,15 @@ def _batched_input(comps, plan):
 
 def _forward_batched(comps, plan, precisions, signed, mct: int, reversible: bool, tables):
     """forward_tile_cuda's flat buffer in two launches a level for all components (the
-    batched, fused kernels of forward.cu): the same buffer to the bit."""
+    batched, fused kernels of forward.cu; the same buffer to the bit), and each band's
+    largest |index| as uint32 (levels, components, 4) in :func:`band_tables`' order."""
     tcs = plan.components
     t0 = tcs[0]
     ncomp, levels = len(tcs), t0.levels
     h, w = t0.y1 - t0.y0, t0.x1 - t0.x0
-    offs, inv, whole = (tables.get(plan, reversible) if tables is not None
-                        else band_tables(plan, reversible))
+    offs, inv, whole, _ = (tables.get(plan, reversible) if tables is not None
+                           else band_tables(plan, reversible))
+    tops = cupy.zeros((levels, ncomp, 4), cupy.uint32)
     parts, rs, ps, suffix = _batched_input(comps, plan)
     shifts = [0 if signed[tc.c] else 1 << (precisions[tc.c] - 1) for tc in tcs]
     dtype = cupy.int32 if reversible else cupy.float32
@@ -357,24 +363,30 @@ def _forward_batched(comps, plan, precisions, signed, mct: int, reversible: bool
             (min(-(-m // _SD_S), _GRID_MAX), min(-(-n // _SD_ROWS), _GRID_MAX), ncomp),
             (THREADS,), (v, np.int64(n * m), np.int32(m), np.int32(n), np.int32(pu),
                          np.int32(nlv), ll, np.int64(nlv * nl), flat, offs[j], inv[j],
-                         np.int32(last)))
+                         np.int32(last), tops[j]))
         a = ll
-    return flat
+    return flat, tops
 
 
 def forward_tile_cuda(comps, plan, precisions, signed, mct: int, reversible: bool,
                       on_device: bool = False, tables: BandTables | None = None,
-                      batched: bool = True):
+                      batched: bool = True, maxima: list | None = None):
     """As :func:`cinegpu.encode.forward.forward_tile`, on the GPU: 9/7 + ICT +
     quantisation, or (``reversible``) 5/3 + RCT with the integer coefficients as indices.
     ``comps``: numpy or CuPy planes; ``on_device``: return the CuPy buffer (no copy back).
     A tile of 1-3 components of one geometry takes the batched path (two launches a DWT
     level, quantisation fused; ``tables``: the encoder's :class:`BandTables`); ``batched``
     False, or another tile, runs kernel by kernel and component by component.  Both give
-    the same buffer to the bit (GPU tests)."""
+    the same buffer to the bit (GPU tests).  ``maxima``: a list to which the batched path
+    appends its bands' largest |index| (device uint32, for :func:`guard_bits_cuda`), the
+    other path None."""
     if batched and _batchable(plan):
-        flat = _forward_batched(comps, plan, precisions, signed, mct, reversible, tables)
+        flat, tops = _forward_batched(comps, plan, precisions, signed, mct, reversible, tables)
+        if maxima is not None:
+            maxima.append(tops)
         return flat if on_device else cupy.asnumpy(flat)
+    if maxima is not None:
+        maxima.append(None)
     planes = _tile_planes(comps, plan, precisions, signed, mct, reversible)
     flat = cupy.zeros(plan.coeff_size, cupy.int32)
     fdwt = fdwt53 if reversible else fdwt97
@@ -405,13 +417,23 @@ def _band_grid(lengths: np.ndarray) -> tuple[int, int]:
     return (max(1, min((most + THREADS * 8 - 1) // (THREADS * 8), 1024)), int(lengths.size))
 
 
-def guard_bits_cuda(plans, flats, guard_bits: int, fixed: bool) -> int:
+def guard_bits_cuda(plans, flats, guard_bits: int, fixed: bool, maxima=None,
+                    tables: BandTables | None = None, reversible: bool = False) -> int:
     """The GPU side of ``Encoder._guard_bits``: with ``fixed`` guard bits (DCI) clip every
     band's indices to its M_b bit-planes in place (no host round trip) and return
     ``guard_bits``; else return the guard bits the largest index needs (E-2: one small
-    device-to-host copy)."""
+    device-to-host copy).  ``maxima``: per tile, the batched forward path's band maxima
+    (or None: the bands are read here)."""
     need = guard_bits
-    for plan, flat in zip(plans, flats):
+    maxima = maxima if maxima is not None else [None] * len(plans)
+    for plan, flat, tops in zip(plans, flats, maxima):
+        if tops is not None and not fixed:
+            mb = (tables.get(plan, reversible) if tables is not None
+                  else band_tables(plan, reversible))[3]
+            bits = np.array([int(v).bit_length() for v in cupy.asnumpy(tops).ravel()],
+                            np.int64).reshape(mb.shape)
+            need = max(need, guard_bits + int(max(0, (bits - mb).max())))
+            continue
         off, length, mb = band_layout(plan)
         if not off.size:
             continue

@@ -59,13 +59,34 @@ def _sources(img):
     ]
 
 
+def _band_maxima(want, plan):
+    """Each band's largest |index| of a flat buffer in band_tables' (levels, components, 4)
+    order, 0 where unused."""
+    tcs = plan.components
+    levels = tcs[0].levels
+    out = np.zeros((levels, len(tcs), 4), np.int64)
+    for c, tc in enumerate(tcs):
+        for j in range(levels):
+            bands = (tc.resolutions[0].bands[0], *tc.resolutions[levels - j].bands)
+            for k, b in enumerate(bands):
+                if (k or j == levels - 1) and b.width * b.height:
+                    part = want[b.offset:b.offset + b.width * b.height].astype(np.int64)
+                    out[j, c, k] = np.abs(part).max()
+    return out
+
+
 def _check(params, plans, host, dev):
     for plan in plans:
         want = forward_tile(host, plan, params.precisions, params.signed, params.mct,
                             params.reversible)
         tables = gpu.BandTables()
+        maxima = []
         got = gpu.forward_tile_cuda(dev, plan, params.precisions, params.signed, params.mct,
-                                    params.reversible, tables=tables)
+                                    params.reversible, tables=tables, maxima=maxima)
+        if gpu._batchable(plan):
+            np.testing.assert_array_equal(maxima[0].get(), _band_maxima(want, plan))
+        else:
+            assert maxima == [None]
         again = gpu.forward_tile_cuda(dev, plan, params.precisions, params.signed, params.mct,
                                       params.reversible, tables=tables)
         eager = gpu.forward_tile_cuda(dev, plan, params.precisions, params.signed, params.mct,
@@ -133,3 +154,20 @@ def test_component_extremes_of_an_interleaved_image_in_one_pass(dtype, ncomp):
         [(int(img[:, :, i].min()), int(img[:, :, i].max())) for i in range(ncomp)]
     assert interleaved([d[:, :, i] for i in reversed(range(ncomp))]) is None or ncomp == 1
     assert interleaved([d[:, :-1, i] for i in range(ncomp)]) is None
+
+
+@pytest.mark.parametrize("reversible", [False, True])
+def test_guard_bits_from_the_fused_maxima_as_the_cpu_encoder(reversible):
+    """16-bit 2 x 2 blocks of black and white with no guard bits asked for: the reversible
+    indices need one, which the encoder finds in the row pass's band maxima as the CPU encoder
+    does in its bands (the same codestream, eager, captured and replayed; G raised in it)."""
+    from cinegpu.encode.encoder import parse_codestream
+    y, x = np.mgrid[0:61, 0:83]
+    p = (((x // 2) + (y // 2)) % 2) * 65535
+    img = np.stack([p, 65535 - p, p], -1).astype(np.uint16)
+    opts = dict(reversible=reversible, guard_bits=0, base_step=0.5, levels=3)
+    with Encoder(backend="cpu", **opts) as cpu, Encoder(backend="cuda", **opts) as enc:
+        want = cpu.encode(img, bits=16)
+        for _ in range(3):
+            assert enc.encode(cupy.asarray(img), bits=16) == want
+    assert parse_codestream(want).main.qcd.guard_bits == (1 if reversible else 0)

@@ -242,11 +242,12 @@ def rows_q_host(lib, x: np.ndarray, p: int, nlv: int, ll_q: int, deltas: np.ndar
     ll = _sentinel(ncomp * llcs + PAD, x.dtype)
     inv = (1.0 / deltas).astype(np.float32)     # as quantize_band: np.float32(1.0 / delta)
     gx, gy = (-(-n // SD_S), -(-m // SD_ROWS)) if grid == "gpu" else (1, 1)
+    tops = np.zeros(4 * ncomp, np.uint32)
     rc = lib.sd_rows_q_emulate(*_ints(filt), _ptr(buf), *_lls(xcs), *_ints(n, m, p, nlv),
                                _ptr(ll), *_lls(llcs), _ptr(flat), _ptr(offs), _ptr(inv),
-                               *_ints(ll_q, gx, gy, ncomp, threads, reverse))
+                               *_ints(ll_q), _ptr(tops), *_ints(gx, gy, ncomp, threads, reverse))
     assert rc == 0
-    return ll, llcs, flat, offs
+    return ll, llcs, flat, offs, tops.reshape(ncomp, 4)
 
 
 @pytest.mark.parametrize("filt", ["97", "53"])
@@ -264,8 +265,9 @@ def test_sd_rows_q_host_matches_numpy(lib, filt, grid, threads, reverse):
             else:
                 x = rng.integers(-(1 << 13), 1 << 13, (ncomp, m, n)).astype(np.int32)
             deltas = rng.uniform(0.05, 9.0, (ncomp, 4))
-            ll, llcs, flat, offs = rows_q_host(lib, x, p, nlv, ll_q, deltas, grid, threads,
-                                               reverse, rng)
+            ll, llcs, flat, offs, tops = rows_q_host(lib, x, p, nlv, ll_q, deltas, grid,
+                                                     threads, reverse, rng)
+            want_tops = np.zeros((ncomp, 4), np.uint32)
             want_flat = np.full(flat.size, SENTINEL, np.int32)
             want_ll = _sentinel(ll.size, x.dtype)
             for z in range(ncomp):
@@ -277,9 +279,12 @@ def test_sd_rows_q_host_matches_numpy(lib, filt, grid, threads, reverse):
                         continue
                     q = quantize_band(band, deltas[z, j], reversible).ravel()
                     want_flat[offs[z, j]:offs[z, j] + q.size] = q
+                    if q.size:      # as band_absmax_i32: |INT_MIN| exact, as unsigned
+                        want_tops[z, j] = np.abs(q.astype(np.int64)).max()
             what = (m, n, nlv, p, ll_q, ncomp)
             _assert_bits(want_flat, flat, what)
             _assert_bits(want_ll, ll, what)
+            np.testing.assert_array_equal(tops, want_tops, err_msg=str(what))
 
 
 # ---------------------------------------------------------------- image_extremes -------

@@ -450,10 +450,17 @@ __device__ __forceinline__ int band_index(float v, float inv)
 }
 __device__ __forceinline__ int band_index(int v, float) { return v; }
 
+// |q| as unsigned, so that |INT_MIN| is exact (as band_absmax_i32).
+__device__ __forceinline__ unsigned int abs_index(int q)
+{
+    return q < 0 ? 0u - (unsigned int)q : (unsigned int)q;
+}
+
 // HOR_SD's outputs of one level plane (its first nlv rows the vertical low-pass half): the
 // low half's low samples are LL (to the plane ll, nlv x nl, or with ll_q as indices to
 // flat), every other band is written as indices into flat.  Band j of the component
-// (0 LL, 1 HL, 2 LH, 3 HH) starts at flat[off[j]], row-major, quantised with inv[j].
+// (0 LL, 1 HL, 2 LH, 3 HH) starts at flat[off[j]], row-major, quantised with inv[j]; the
+// largest |index| this thread wrote to band j is kept in top[j] (band_maxima).
 template <typename T>
 struct BandSink {
     T* ll;
@@ -461,47 +468,77 @@ struct BandSink {
     const long long* off;
     const float* inv;
     int nlv, nl, nh, ll_q;
+    mutable unsigned int top[4];
+    __device__ void put(int j, long long at, int q) const
+    {
+        flat[off[j] + at] = q;
+        unsigned int a = abs_index(q);
+        top[j] = a > top[j] ? a : top[j];
+    }
     __device__ void low(int line, int k, T v) const
     {
         if (line >= nlv)
-            flat[off[2] + (long long)(line - nlv) * nl + k] = band_index(v, inv[2]);
+            put(2, (long long)(line - nlv) * nl + k, band_index(v, inv[2]));
         else if (ll_q)
-            flat[off[0] + (long long)line * nl + k] = band_index(v, inv[0]);
+            put(0, (long long)line * nl + k, band_index(v, inv[0]));
         else
             ll[(long long)line * nl + k] = v;
     }
     __device__ void high(int line, int k, T v) const
     {
         if (line >= nlv)
-            flat[off[3] + (long long)(line - nlv) * nh + k] = band_index(v, inv[3]);
+            put(3, (long long)(line - nlv) * nh + k, band_index(v, inv[3]));
         else
-            flat[off[1] + (long long)line * nh + k] = band_index(v, inv[1]);
+            put(1, (long long)line * nh + k, band_index(v, inv[1]));
     }
 };
 
+// The block's largest |index| of each band (the threads' BandSink tops) into tops[0..3]
+// (atomicMax; tops zeroed before the level's launch): the guard-bit check's figures
+// (E-2) without another pass over the flat buffer.  Twin: band_absmax_i32.
+template <typename T>
+__device__ __forceinline__ void band_maxima(const BandSink<T>& sink, unsigned int* tops)
+{
+    __shared__ unsigned int best[4];
+    if (threadIdx.x < 4)
+        best[threadIdx.x] = 0;
+    __syncthreads();
+    for (int j = 0; j < 4; j++)
+        if (sink.top[j])
+            atomicMax(&best[j], sink.top[j]);
+    __syncthreads();
+    if (threadIdx.x < 4 && best[threadIdx.x])
+        atomicMax(tops + threadIdx.x, best[threadIdx.x]);
+}
+
 // HOR_SD of component z's (m, n) level plane at x + z * xcs (rows [0, nlv) low-pass), LL to
-// ll + z * llcs, the bands to flat at offs[4 z ..] with inv[4 z ..] (BandSink).  Grid:
-// (ceil(n / SD_S), ceil(m / SD_ROWS), components).
+// ll + z * llcs, the bands to flat at offs[4 z ..] with inv[4 z ..] (BandSink), each band's
+// largest |index| to tops[4 z ..] (band_maxima).  Grid: (ceil(n / SD_S), ceil(m / SD_ROWS),
+// components).
 extern "C" __global__ void sd97_rows_q(const float* x, long long xcs, int n, int m, int p,
                                        int nlv, float* ll, long long llcs, int* flat,
-                                       const long long* offs, const float* inv, int ll_q)
+                                       const long long* offs, const float* inv, int ll_q,
+                                       unsigned int* tops)
 {
     __shared__ float s[SD_BUF * SD_ROWS];
     int z = blockIdx.z, nl = (n - p + 1) / 2;
     BandSink<float> sink = {ll + z * llcs, flat, offs + 4 * z, inv + 4 * z, nlv, nl, n - nl,
-                            ll_q};
+                            ll_q, {0, 0, 0, 0}};
     sd_lines<false, Sd97>(x + z * xcs, sink, n, m, p, s);
+    band_maxima(sink, tops + 4 * z);
 }
 
 extern "C" __global__ void sd53_rows_q(const int* x, long long xcs, int n, int m, int p,
                                        int nlv, int* ll, long long llcs, int* flat,
-                                       const long long* offs, const float* inv, int ll_q)
+                                       const long long* offs, const float* inv, int ll_q,
+                                       unsigned int* tops)
 {
     __shared__ int s[SD_BUF * SD_ROWS];
     int z = blockIdx.z, nl = (n - p + 1) / 2;
     BandSink<int> sink = {ll + z * llcs, flat, offs + 4 * z, inv + 4 * z, nlv, nl, n - nl,
-                          ll_q};
+                          ll_q, {0, 0, 0, 0}};
     sd_lines<false, Sd53>(x + z * xcs, sink, n, m, p, s);
+    band_maxima(sink, tops + 4 * z);
 }
 
 // ------------------------------------------------------------- guard bits -------

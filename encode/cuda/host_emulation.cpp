@@ -76,6 +76,7 @@ static struct {
     int nlv, ll_q;                  /* sd*_rows_q (ll at lo, flat at hi) */
     const long long* offs;
     const float* inv;
+    unsigned int* tops;             /* sd*_rows_q: each band's largest |index| */
 } args;
 
 static void host_sync() { swapcontext(&ctx[cur], &sched); }
@@ -130,10 +131,12 @@ static void thread_main()
         sd53_cols_c((const int*)args.x, (int*)args.lo, args.cs, args.n, args.lines, args.p);
     else if (args.kind == K_ROWS_Q && args.filt == 97)
         sd97_rows_q((const float*)args.x, args.cs, args.n, args.lines, args.p, args.nlv,
-                    (float*)args.lo, args.llcs, (int*)args.hi, args.offs, args.inv, args.ll_q);
+                    (float*)args.lo, args.llcs, (int*)args.hi, args.offs, args.inv, args.ll_q,
+                    args.tops);
     else if (args.kind == K_ROWS_Q)
         sd53_rows_q((const int*)args.x, args.cs, args.n, args.lines, args.p, args.nlv,
-                    (int*)args.lo, args.llcs, (int*)args.hi, args.offs, args.inv, args.ll_q);
+                    (int*)args.lo, args.llcs, (int*)args.hi, args.offs, args.inv, args.ll_q,
+                    args.tops);
     else if (args.filt == 97 && args.cols)
         sd97_cols((const float*)args.x, (float*)args.lo, (float*)args.hi, args.n, args.lines, args.p);
     else if (args.filt == 97)
@@ -323,12 +326,13 @@ extern "C" int sd_cols_c_emulate(int filt, const void* x, void* out, long long c
 /* sd97_rows_q (filt 97, float32) or sd53_rows_q (filt 53, int32): HOR_SD of the m rows of n
  * samples of the planes x + z * xcs (rows [0, nlv) the vertical low half) for z < gz, LL to
  * ll + z * llcs (ll_q 0) or, as every other band, quantised into flat at offs[4 z ..] with
- * inv[4 z ..], on a (gx, gy, gz) grid of blocks of `threads` threads.  Returns as
- * sd_emulate. */
+ * inv[4 z ..], each band's largest |index| atomically into tops[4 z ..], on a (gx, gy, gz)
+ * grid of blocks of `threads` threads.  Returns as sd_emulate. */
 extern "C" int sd_rows_q_emulate(int filt, const void* x, long long xcs, int n, int m, int p,
                                  int nlv, void* ll, long long llcs, int* flat,
-                                 const long long* offs, const float* inv, int ll_q, int gx,
-                                 int gy, int gz, int threads, int reverse)
+                                 const long long* offs, const float* inv, int ll_q,
+                                 unsigned int* tops, int gx, int gy, int gz, int threads,
+                                 int reverse)
 {
     if ((filt != 97 && filt != 53) || threads < 1 || threads > MAX_THREADS || gx < 1 ||
         gy < 1 || gz < 1)
@@ -347,5 +351,6 @@ extern "C" int sd_rows_q_emulate(int filt, const void* x, long long xcs, int n, 
     args.offs = offs;
     args.inv = inv;
     args.ll_q = ll_q;
+    args.tops = tops;
     return run_grid(gx, gy, gz, threads, reverse);
 }
