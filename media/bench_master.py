@@ -6,6 +6,7 @@ encoder processes and threads, against ``opj_compress -cinema2K/-cinema4K`` and
     python -m cinegpu.media.bench_master [--profile dci-2k dci-4k] [--frames N]
         [--distinct K] [--layouts 1x1 1x8 auto] [--backend auto|cpu|cuda]
         [--peer-frames N] [--opj-processes N] [--grk-threads N] [--fps 24] [--gpus 1 2 ...]
+        [--timeline]
 
 The input is a folder of ``--frames`` 16-bit RGB TIFF files, as a user masters, made of
 ``--distinct`` different images (the encoder benchmark's 12-bit pattern,
@@ -15,7 +16,9 @@ threads (``auto``: the defaults of ``cinegpu master``), run on each count of ``-
 processes take the GPUs in turn; default: one), after one warm-up run of the first;
 each prints the frames per second end to end (the encoder processes' start included) and
 from the first frame written to the last (the coding rate), and the seconds then spent
-finishing the package (the track file's hash, read back whole, is most of it).  OpenJPEG codes ``--peer-frames`` of the same frames
+finishing the package (the track file's hash, read back whole, is most of it); with
+``--timeline``, per GPU the encoder processes' rate, how busy their threads were and where a
+frame waited (:func:`timeline_lines`).  OpenJPEG codes ``--peer-frames`` of the same frames
 converted to X'Y'Z', as PPM files, ``--opj-processes`` at once, and Grok all of them in one run
 of ``--grk-threads`` threads (0: every core).  Not a timed test: the numbers depend on the
 machine.
@@ -39,7 +42,7 @@ from cinegpu.encode.peers import grk_compress_dci, have_grk, have_opj
 from .colour import to_xyz12
 from .mastering import master_images
 
-__all__ = ["layout", "main", "run_master", "write_frames"]
+__all__ = ["layout", "main", "run_master", "timeline_lines", "write_frames"]
 
 
 def layout(text: str) -> tuple[int | None, int | None]:
@@ -74,16 +77,46 @@ def _cpu_seconds(who: int) -> float:
     return r.ru_utime + r.ru_stime
 
 
-def _master(folder: Path, tmp: str, profile: str, fps: int, procs, threads, backend, gpus=None) -> dict:
+def timeline_lines(records, threads: int) -> list[str]:
+    """Per GPU (``CPU`` for encoder processes without one), from the encoder processes'
+    :class:`.frame_coders.FrameTiming` records: the frames, their rate from the first taken to
+    the last finished, how busy the processes' ``threads`` threads were (seconds coding over
+    that span x threads), and per frame the mean milliseconds it waited in its process before
+    a thread took it, was being read and coded, and waited before this process read it back."""
+    by: dict = {}
+    for r in records:
+        by.setdefault(r.device, []).append(r)
+    lines = []
+    for dev in sorted(by, key=lambda d: (d is None, d or 0)):
+        rs = by[dev]
+        procs = len({r.process for r in rs})
+        span = max(max(r.ended for r in rs) - min(r.began for r in rs), 1e-9)
+        busy = sum(r.ended - r.began for r in rs) / (span * procs * threads)
+        ms = [1e3 * float(np.mean([b - a for a, b in pairs])) for pairs in (
+            [(r.submitted, r.began) for r in rs], [(r.began, r.ended) for r in rs],
+            [(r.ended, r.received) for r in rs])]
+        where = "CPU" if dev is None else f"GPU {dev}"
+        lines.append(f"    {where}: {len(rs)} frames in {procs} process(es), {len(rs) / span:.1f} "
+                     f"fps, threads busy {100 * busy:.0f} %; a frame {ms[0]:.1f} ms queued in "
+                     f"its process, {ms[1]:.1f} ms read and coded, {ms[2]:.1f} ms until read "
+                     "back")
+    return lines
+
+
+def _master(folder: Path, tmp: str, profile: str, fps: int, procs, threads, backend, gpus=None,
+            timeline: bool = False) -> dict:
     """One master of ``folder``: mastering's ``stats``, with the GPUs asked for and the CPU
     seconds of this (the writing) process and of the encoder processes it started and ended
-    (``main_cpu_s``, ``coders_cpu_s``; threads of one process count once each)."""
+    (``main_cpu_s``, ``coders_cpu_s``; threads of one process count once each); with
+    ``timeline``, the encoder processes' frame timings (``timeline``)."""
     stats: dict = {}
     out = Path(tmp) / "dcp"
+    records: list | None = [] if timeline else None
     main0, kids0 = _cpu_seconds(resource.RUSAGE_SELF), _cpu_seconds(resource.RUSAGE_CHILDREN)
     master_images(folder, out, title="bench", profile=dci.profile(profile).short, fps=fps,
                   processes=procs, workers=threads, backend=backend, progress=False,
-                  stats=stats, **({} if gpus is None else {"gpus": gpus}))
+                  stats=stats, timeline=records, **({} if gpus is None else {"gpus": gpus}))
+    stats["timeline"] = records
     stats["main_cpu_s"] = _cpu_seconds(resource.RUSAGE_SELF) - main0
     stats["coders_cpu_s"] = _cpu_seconds(resource.RUSAGE_CHILDREN) - kids0
     shutil.rmtree(out)
@@ -92,11 +125,12 @@ def _master(folder: Path, tmp: str, profile: str, fps: int, procs, threads, back
 
 
 def run_master(profile: str, frames: int, distinct: int, fps: int, layouts, backend: str,
-               peer_frames: int, processes: int, grk_threads: int = 0, gpus=(None,)) -> dict:
+               peer_frames: int, processes: int, grk_threads: int = 0, gpus=(None,),
+               timeline: bool = False) -> dict:
     """One profile: per layout (processes, threads) the ``stats`` of
-    :func:`cinegpu.media.mastering.master` over ``frames`` TIFF files; OpenJPEG's
-    (``processes`` at once) and Grok's (``grk_threads``) frames per second over
-    ``peer_frames`` of the frames, where installed."""
+    :func:`cinegpu.media.mastering.master` over ``frames`` TIFF files (``timeline``: with the
+    encoder processes' frame timings); OpenJPEG's (``processes`` at once) and Grok's
+    (``grk_threads``) frames per second over ``peer_frames`` of the frames, where installed."""
     w, h = dci.profile(profile).container
     images = [(synthetic_frame(w, h, seed=k).astype(np.uint32) * 16).astype(np.uint16)
               for k in range(min(distinct, frames))]
@@ -114,7 +148,8 @@ def run_master(profile: str, frames: int, distinct: int, fps: int, layouts, back
             _master(warm, tmp, profile, fps, 2, 1, backend)
         for g in gpus:
             for procs, threads in layouts:
-                row["runs"].append(_master(folder, tmp, profile, fps, procs, threads, backend, g))
+                row["runs"].append(_master(folder, tmp, profile, fps, procs, threads, backend, g,
+                                           timeline))
     n = min(peer_frames, frames)
     if n and (have_opj() or have_grk()):
         xyz = [to_xyz12(f.astype(np.float32) / np.float32(65535), "rec709") for f in images]
@@ -141,10 +176,12 @@ def main(argv=None) -> None:
     ap.add_argument("--grk-threads", type=int, default=0)
     ap.add_argument("--gpus", type=int, nargs="+", default=[None], metavar="N",
                     help="CUDA: run every layout on each of these GPU counts (default: master's, one)")
+    ap.add_argument("--timeline", action="store_true",
+                    help="per GPU: the encoder processes' rate, busy threads and where a frame waits")
     a = ap.parse_args(argv)
     for profile in a.profile:
         r = run_master(profile, a.frames, a.distinct, a.fps, a.layouts, a.backend,
-                       a.peer_frames, a.opj_processes, a.grk_threads, a.gpus)
+                       a.peer_frames, a.opj_processes, a.grk_threads, a.gpus, a.timeline)
         print(f"{profile} master: {r['frames']} frames ({a.distinct} distinct) from TIFF files")
         best = 0.0
         for s in r["runs"]:
@@ -165,6 +202,8 @@ def main(argv=None) -> None:
                   f"processes {1e3 * s['coders_cpu_s'] / n:.1f} ms (start included); on average "
                   f"{(s['main_cpu_s'] + s['coders_cpu_s']) / s['total_s']:.1f} of "
                   f"{os.cpu_count()} cores busy")
+            if s["timeline"]:
+                print("\n".join(timeline_lines(s["timeline"], s["threads"])))
         if "opj_fps" in r:
             print(f"  opj_compress ({a.opj_processes} processes, {r['peer_frames']} frames) "
                   f"{r['opj_fps']:.3f} fps  ratio x{best / r['opj_fps']:.2f} (end to end)")

@@ -45,7 +45,7 @@ from .errors import MediaError
 from .images_in import fit
 
 __all__ = ["CodeFrame", "CoderBroken", "CoderReady", "CoderSetup", "FrameCoded", "FrameFailed",
-           "ProcessCoders", "StopCoder", "ThreadCoders", "code_frame"]
+           "FrameTiming", "ProcessCoders", "StopCoder", "ThreadCoders", "code_frame"]
 
 
 def code_frame(encoders, read: Callable[[int], np.ndarray], i: int, width: int,
@@ -138,10 +138,29 @@ class StopCoder:
 
 @dataclass(frozen=True)
 class FrameCoded:
-    """The codestream of request ``seq``."""
+    """The codestream of request ``seq``; ``began`` and ``ended``: when a thread of the
+    encoder process took it and finished it (``time.monotonic()`` seconds, one clock for
+    every process of the machine)."""
 
     seq: int
     data: bytes
+    began: float = 0.0
+    ended: float = 0.0
+
+
+@dataclass(frozen=True)
+class FrameTiming:
+    """One coded frame's way through :class:`ProcessCoders` (``time.monotonic()`` seconds):
+    sent to encoder process ``process`` (on GPU ``device``, None on the CPU), taken and
+    finished by one of its threads, and read back here."""
+
+    seq: int
+    process: int
+    device: int | None
+    submitted: float
+    began: float
+    ended: float
+    received: float
 
 
 @dataclass(frozen=True)
@@ -186,9 +205,10 @@ def _coder_main(conn) -> None:
     lock = threading.Lock()
 
     def one(task: CodeFrame) -> None:
+        began = time.monotonic()
         try:
-            reply = FrameCoded(task.seq, code_frame(encoders, setup.read, task.index,
-                                                    setup.width, setup.height))
+            data = code_frame(encoders, setup.read, task.index, setup.width, setup.height)
+            reply = FrameCoded(task.seq, data, began, time.monotonic())
         except MediaError as exc:
             reply = FrameFailed.of(task.seq, exc)
         except Exception as exc:          # read() of another kind than images_in's
@@ -219,7 +239,7 @@ class ProcessCoders:
     a process may take to start (import and make its encoders)."""
 
     def __init__(self, setup: Callable[[int], CoderSetup], processes: int,
-                 start_timeout: float = 300.0):
+                 start_timeout: float = 300.0, timeline: list | None = None):
         ctx = mp.get_context("spawn")
         self.processes = processes
         self._setups = [setup(p) for p in range(processes)]
@@ -231,6 +251,9 @@ class ProcessCoders:
         #: order): as many again as the processes hold, so that one slow frame at the head
         #: does not leave the other processes without work
         self.reorder = self.window
+        #: where each coded frame's :class:`FrameTiming` is appended (None: not kept)
+        self.timeline = timeline
+        self._sent: dict[int, float] = {}            # seq -> when submitted (timeline)
         self._procs: list = []                       # (process, connection)
         self._held: list[dict[int, int]] = []        # per process: seq -> input frame
         self._done: dict[int, FrameCoded | FrameFailed] = {}
@@ -294,13 +317,20 @@ class ProcessCoders:
         """Whether another frame may be submitted now: a process holds fewer than
         :attr:`capacity` frames, and fewer than :attr:`reorder` coded frames wait for an
         older one. (Counting the waiting frames against the processes' own window instead
-        made every process wait for the slowest one's frame at the head of the line.)"""
+        made every process wait for the slowest one's frame at the head of the line.)  The
+        replies already in the pipes are read first, so a frame coded but not yet read no
+        longer counts as held by its process."""
+        for p, (_, conn) in enumerate(self._procs):
+            if conn.poll(0):
+                self._read(p)
         return min(len(h) for h in self._held) < self.capacity and len(self._done) < self.reorder
 
     def submit(self, i: int) -> None:
         """Send input frame ``i`` to the process holding the fewest frames."""
         p = min(range(self.processes), key=lambda k: len(self._held[k]))
         seq = next(self._seq)
+        if self.timeline is not None:
+            self._sent[seq] = time.monotonic()
         try:
             self._procs[p][1].send(CodeFrame(seq, i))
         except OSError:                   # it ended since it last answered
@@ -350,6 +380,10 @@ class ProcessCoders:
                 return
             self._held[p].pop(reply.seq, None)
             self._done[reply.seq] = reply
+            if self.timeline is not None and isinstance(reply, FrameCoded):
+                self.timeline.append(FrameTiming(
+                    reply.seq, p, self._setups[p].device, self._sent.pop(reply.seq, 0.0),
+                    reply.began, reply.ended, time.monotonic()))
             if once:
                 return
 

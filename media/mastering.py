@@ -56,7 +56,7 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
            codec: str = "j2k", bits: int = 12, lossless: bool = False,
            sampling: str = "rgb", processes: int | None = None, gpus: int | None = 1,
            cluster: str | None = None, stats: dict | None = None, reels=None,
-           reel_length=None, keys=None, signer=None) -> Package:
+           reel_length=None, keys=None, signer=None, timeline: list | None = None) -> Package:
     """Master ``count`` input images (``get_frame(i)``: (H, W, 3) floats 0..1, or integers
     read as a fraction of their dtype's maximum) into a DCP at ``out``. ``frames``:
     composition length (default ``count``; the input repeats to fill it). ``bitrate`` in
@@ -86,7 +86,9 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
     subtitles cut at the joins (:class:`.dcp_write.DCPWriter`). ``keys``: encrypt every track
     file under its own key and write the keys to this new file (ST 429-6,
     :mod:`.content_keys`).  ``signer``: a :class:`.package_signature.Signer` that signs the
-    CPL and PKL (ST 429-7, ST 429-8; checked before anything is encoded).  Raises ValueError for a bad profile, rate, size, colour space,
+    CPL and PKL (ST 429-7, ST 429-8; checked before anything is encoded).  ``timeline``: a
+    list to which encoder processes' frames are appended as
+    :class:`.frame_coders.FrameTiming` (benchmarks).  Raises ValueError for a bad profile, rate, size, colour space,
     ``processes`` or reels, MediaError for sound shorter than the picture or a key file
     that exists."""
     started = time.perf_counter()
@@ -158,7 +160,7 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
             def setup(p: int) -> CoderSetup:
                 device = device_for(p, encoders.gpus) if encoders.backend == "cuda" else None
                 return CoderSetup(get_frame, width, height, options, device, workers)
-            coders = ProcessCoders(setup, procs)
+            coders = ProcessCoders(setup, procs, timeline=timeline)
         else:
             coders = ThreadCoders(encoders, lambda i: first if i == 0 else get_frame(i),
                                   width, height, workers)
