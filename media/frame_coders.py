@@ -317,12 +317,10 @@ class ProcessCoders:
         """Whether another frame may be submitted now: a process holds fewer than
         :attr:`capacity` frames, and fewer than :attr:`reorder` coded frames wait for an
         older one. (Counting the waiting frames against the processes' own window instead
-        made every process wait for the slowest one's frame at the head of the line.)  The
-        replies already in the pipes are read first, so a frame coded but not yet read no
-        longer counts as held by its process."""
-        for p, (_, conn) in enumerate(self._procs):
-            if conn.poll(0):
-                self._read(p)
+        made every process wait for the slowest one's frame at the head of the line.  Reading
+        the replies already in the pipes here first, so that a frame coded but not yet read
+        stops counting as held, did not help: on 4 H200s, 2,400 2K frames, 421.3 fps with it
+        against 485.3 without, one run each.)"""
         return min(len(h) for h in self._held) < self.capacity and len(self._done) < self.reorder
 
     def submit(self, i: int) -> None:
