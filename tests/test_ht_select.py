@@ -110,3 +110,39 @@ def test_unreachable_target_takes_the_choice_at_the_largest_slope():
     assert list(select_planes(w, dist, bits, 1.0)) == list(bisection(w, dist, bits, 1.0))
     assert list(select_planes(w, dist, bits, 1.0)) == [1, 1, 0]
     assert not select_planes(w, dist, bits, 30.0).any()
+
+
+def _sorted_walk(slopes, gains, need):
+    """The reference: moves sorted by slope, the first whose running total saves ``need``."""
+    order = np.argsort(slopes, kind="stable")
+    acc = np.cumsum(gains[order])
+    hit = np.flatnonzero(acc >= need)
+    return float(slopes[order][hit[0]]) if hit.size else np.inf
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_bucketed_selection_is_the_sorted_walk(seed):
+    """The weighted selection over slope buckets gives the slope the sorted walk gives, on
+    slopes spread over many octaves, crowded into one bucket, tied, zero (+0.0 and -0.0) and
+    gains in eighths (exact sums, as the figures' bits), for needs at and between steps."""
+    from cinegpu.encode.ht_select import _bucketed, _first_fit_bucketed
+    rng = np.random.default_rng(seed)
+    n = 5000
+    slopes = np.concatenate([2.0 ** rng.uniform(-40, 40, n),          # many buckets
+                             1.0 + rng.random(n) * 1e-3,              # one crowded bucket
+                             np.repeat(rng.random(20) * 100, 50),     # ties
+                             np.zeros(30), -np.zeros(30)])
+    gains = rng.integers(1, 4000, slopes.size) / 8.0
+    b = _bucketed(slopes, gains)
+    total = gains.sum()
+    cums = np.cumsum(gains[np.argsort(slopes, kind="stable")])
+    needs = [1e-3, gains.min(), total / 3, total / 2, total, total + 1,
+             *cums[rng.integers(0, cums.size, 40)], *(cums[rng.integers(0, cums.size, 40)] + 0.0625)]
+    for need in needs:
+        assert _first_fit_bucketed(*b, need) == _sorted_walk(slopes, gains, need), need
+
+
+def test_negative_or_nan_figures_are_refused():
+    bits = np.array([[10.0, 5.0]])
+    with pytest.raises(ValueError, match="non-negative"):
+        PlaneChoice(np.array([1.0]), np.array([[np.nan, 1.0]]), bits)
