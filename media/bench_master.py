@@ -82,7 +82,8 @@ def timeline_lines(records, threads: int) -> list[str]:
     :class:`.frame_coders.FrameTiming` records: the frames, their rate from the first taken to
     the last finished, how busy the processes' ``threads`` threads were (seconds coding over
     that span x threads), and per frame the mean milliseconds it waited in its process before
-    a thread took it, was being read and coded, and waited before this process read it back."""
+    a thread took it, was being read, was being coded, and waited before this process read it
+    back."""
     by: dict = {}
     for r in records:
         by.setdefault(r.device, []).append(r)
@@ -93,13 +94,13 @@ def timeline_lines(records, threads: int) -> list[str]:
         span = max(max(r.ended for r in rs) - min(r.began for r in rs), 1e-9)
         busy = sum(r.ended - r.began for r in rs) / (span * procs * threads)
         ms = [1e3 * float(np.mean([b - a for a, b in pairs])) for pairs in (
-            [(r.submitted, r.began) for r in rs], [(r.began, r.ended) for r in rs],
-            [(r.ended, r.received) for r in rs])]
+            [(r.submitted, r.began) for r in rs], [(r.began, r.read) for r in rs],
+            [(r.read, r.ended) for r in rs], [(r.ended, r.received) for r in rs])]
         where = "CPU" if dev is None else f"GPU {dev}"
         lines.append(f"    {where}: {len(rs)} frames in {procs} process(es), {len(rs) / span:.1f} "
                      f"fps, threads busy {100 * busy:.0f} %; a frame {ms[0]:.1f} ms queued in "
-                     f"its process, {ms[1]:.1f} ms read and coded, {ms[2]:.1f} ms until read "
-                     "back")
+                     f"its process, {ms[1]:.1f} ms read, {ms[2]:.1f} ms coded, {ms[3]:.1f} ms "
+                     "until read back")
     return lines
 
 

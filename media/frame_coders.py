@@ -49,11 +49,14 @@ __all__ = ["CodeFrame", "CoderBroken", "CoderReady", "CoderSetup", "FrameCoded",
 
 
 def code_frame(encoders, read: Callable[[int], np.ndarray], i: int, width: int,
-               height: int) -> bytes:
+               height: int, stamps: list | None = None) -> bytes:
     """Input frame ``i``: read, fitted to ``width`` x ``height`` and encoded.  A reading
     error stays the MediaError ``read`` raised; the encoder's own failure becomes a
-    MediaError naming the frame and the encoder."""
+    MediaError naming the frame and the encoder.  ``stamps``: a list to which the
+    ``time.monotonic()`` at which the frame had been read is appended."""
     image = read(i)
+    if stamps is not None:
+        stamps.append(time.monotonic())
     try:
         return encoders.encode(fit(image, width, height))
     except MediaError:
@@ -138,27 +141,29 @@ class StopCoder:
 
 @dataclass(frozen=True)
 class FrameCoded:
-    """The codestream of request ``seq``; ``began`` and ``ended``: when a thread of the
-    encoder process took it and finished it (``time.monotonic()`` seconds, one clock for
-    every process of the machine)."""
+    """The codestream of request ``seq``; ``began``, ``read`` and ``ended``: when a thread of
+    the encoder process took it, had read its input frame and had coded it
+    (``time.monotonic()`` seconds, one clock for every process of the machine)."""
 
     seq: int
     data: bytes
     began: float = 0.0
+    read: float = 0.0
     ended: float = 0.0
 
 
 @dataclass(frozen=True)
 class FrameTiming:
     """One coded frame's way through :class:`ProcessCoders` (``time.monotonic()`` seconds):
-    sent to encoder process ``process`` (on GPU ``device``, None on the CPU), taken and
-    finished by one of its threads, and read back here."""
+    sent to encoder process ``process`` (on GPU ``device``, None on the CPU), taken by one
+    of its threads, read, coded, and read back here."""
 
     seq: int
     process: int
     device: int | None
     submitted: float
     began: float
+    read: float
     ended: float
     received: float
 
@@ -205,10 +210,11 @@ def _coder_main(conn) -> None:
     lock = threading.Lock()
 
     def one(task: CodeFrame) -> None:
-        began = time.monotonic()
+        began, stamps = time.monotonic(), []
         try:
-            data = code_frame(encoders, setup.read, task.index, setup.width, setup.height)
-            reply = FrameCoded(task.seq, data, began, time.monotonic())
+            data = code_frame(encoders, setup.read, task.index, setup.width, setup.height,
+                              stamps)
+            reply = FrameCoded(task.seq, data, began, stamps[0], time.monotonic())
         except MediaError as exc:
             reply = FrameFailed.of(task.seq, exc)
         except Exception as exc:          # read() of another kind than images_in's
@@ -381,7 +387,7 @@ class ProcessCoders:
             if self.timeline is not None and isinstance(reply, FrameCoded):
                 self.timeline.append(FrameTiming(
                     reply.seq, p, self._setups[p].device, self._sent.pop(reply.seq, 0.0),
-                    reply.began, reply.ended, time.monotonic()))
+                    reply.began, reply.read, reply.ended, time.monotonic()))
             if once:
                 return
 

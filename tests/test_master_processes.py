@@ -183,7 +183,7 @@ def test_processes_write_the_same_codestreams_as_threads(tmp_path):
     # each frame's way through the processes, on one clock
     assert sorted(t.seq for t in timeline) == list(range(5))
     assert {t.process for t in timeline} <= {0, 1} and {t.device for t in timeline} == {None}
-    assert all(0 < t.submitted <= t.began <= t.ended <= t.received for t in timeline)
+    assert all(0 < t.submitted <= t.began <= t.read <= t.ended <= t.received for t in timeline)
 
 
 @pytest.mark.slow
@@ -328,7 +328,7 @@ def test_bench_master_prints_each_layout(capsys):
           "--backend", "cpu", "--peer-frames", "0", "--timeline"])
     out = capsys.readouterr().out
     assert out.count("    CPU: 3 frames in 2 process(es), ") == 1     # the 2x1 layout's
-    assert "threads busy" in out and "ms until read back" in out
+    assert "threads busy" in out and " ms read, " in out and "ms until read back" in out
     assert "dci-2k master: 3 frames (2 distinct) from TIFF files" in out
     assert "1 process(es) x 1 thread(s):" in out and "2 process(es) x 1 thread(s):" in out
     assert out.count("s to finish the package") == 2 and out.count("CPU per frame: writing process") == 2 \
@@ -338,12 +338,14 @@ def test_bench_master_prints_each_layout(capsys):
 def test_timeline_lines_per_gpu():
     from cinegpu.media.bench_master import timeline_lines
     from cinegpu.media.frame_coders import FrameTiming
-    recs = [FrameTiming(0, 0, 1, 10.0, 10.5, 11.5, 11.6), FrameTiming(1, 1, 1, 10.0, 11.0, 12.5, 12.6),
-            FrameTiming(2, 2, 0, 10.0, 10.0, 11.0, 11.2)]
+    recs = [FrameTiming(0, 0, 1, 10.0, 10.5, 10.75, 11.5, 11.6),
+            FrameTiming(1, 1, 1, 10.0, 11.0, 11.25, 12.5, 12.6),
+            FrameTiming(2, 2, 0, 10.0, 10.0, 10.5, 11.0, 11.2)]
     lines = timeline_lines(recs, 2)
-    # GPU 0 first; GPU 1: 2 frames from 10.5 to 12.5 (1 fps each second), 2.5 s coding over
-    # 2 s x 2 processes x 2 threads; queued 0.5 and 1.0 s, read back 0.1 s after each
+    # GPU 0 first; GPU 1: 2 frames from 10.5 to 12.5 (1 fps each second), 2.5 s in frames over
+    # 2 s x 2 processes x 2 threads; queued 0.5 and 1.0 s, read in 0.25 s, coded in 0.75 and
+    # 1.25 s, read back 0.1 s after each
     assert lines[0].startswith("    GPU 0: 1 frames in 1 process(es), 1.0 fps")
     assert lines[1] == ("    GPU 1: 2 frames in 2 process(es), 1.0 fps, threads busy 31 %; a frame "
-                        "750.0 ms queued in its process, 1250.0 ms read and coded, 100.0 ms "
-                        "until read back")
+                        "750.0 ms queued in its process, 250.0 ms read, 1000.0 ms coded, "
+                        "100.0 ms until read back")
