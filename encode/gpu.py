@@ -25,8 +25,8 @@ from cinegpu.decode.transform.dwt import level_rects
 from .forward_graph import interleaved
 
 __all__ = ["BandTables", "HostStaging", "band_layout", "band_tables", "code_values",
-           "component_extremes", "fdwt53", "fdwt97", "forward_tile_cuda", "guard_bits_cuda", "ict", "kernel", "quantize", "rct",
-           "rgb_to_xyz12"]
+           "component_extremes", "fdwt53", "fdwt97", "forward_tile_cuda", "guard_bits_cuda",
+           "ict", "kernel", "quantize", "rct", "rgb_to_xyz12"]
 
 log = logging.getLogger(__name__)
 CUDA_DIR = Path(__file__).with_name("cuda")

@@ -6,11 +6,12 @@ For a slope lambda > 0 every block takes the d minimising ``w dist[d] + lambda b
 (``w`` its synthesis weight); lambda is the smallest for which the estimated bits of all blocks
 fit the target.  :func:`select_planes` finds it exactly instead of by bisection: per block the
 lower convex hull of its (bits, w dist) points, walked from lambda -> 0+, gives the slopes at
-which the block moves to fewer bits (:func:`hull_steps`); all blocks' moves sorted by slope
-give the estimated bits as a step function of lambda, and the first step within the target is
-the answer (found by a weighted selection, without sorting them).  Linear in blocks x planes, where a bisection of 50 rounds over every
-block and plane took about 110 ms for a 4K frame of 32 x 32 blocks (25,920 blocks, 21 planes)
-on the development machine, and ran up to six times a frame.
+which the block moves to fewer bits (:func:`hull_steps`); all blocks' moves taken in order of
+slope give the estimated bits as a step function of lambda, and the first step within the
+target is the answer (found by a weighted selection over slope buckets, without sorting every
+move).  Linear in blocks x planes, where a bisection of 50 rounds over every block and plane
+took about 110 ms for a 4K frame of 32 x 32 blocks (25,920 blocks, 21 planes) on the
+development machine, and ran up to six times a frame.
 
 Lambda is searched between 2^-30 and 2^60 (in units of weighted squared index error per
 estimated bit): below, the blocks take their choice at 2^-30; a target that even 2^60 does not

@@ -80,8 +80,8 @@ def _cpu_seconds(who: int) -> float:
 def timeline_lines(records, threads: int) -> list[str]:
     """Per GPU (``CPU`` for encoder processes without one), from the encoder processes'
     :class:`.frame_coders.FrameTiming` records: the frames, their rate from the first taken to
-    the last finished, how busy the processes' ``threads`` threads were (seconds coding over
-    that span x threads), and per frame the mean milliseconds it waited in its process before
+    the last finished, how busy the processes' ``threads`` threads were (seconds inside
+    frames over that span x threads), and per frame the mean milliseconds it waited in its process before
     a thread took it, was being read, was being coded, and waited before this process read it
     back."""
     by: dict = {}
