@@ -19,7 +19,9 @@ Rate:
   over the blocks' hull slopes, made once a frame).  The frame is then coded and written;
   the estimate's bias is removed from what was measured: the target is scaled until one
   round fits and one does not, then interpolated between the two (a few rounds, keeping
-  the largest stream that fits).
+  the largest stream that fits).  A block's segment depends only on its coefficients and
+  its plane, so a round after the first codes only the blocks whose plane changed
+  (:class:`_Segments`); the stream is the one coding every block each round would give.
 
 On the ``cuda`` back end the coefficients stay on the GPU and the cleanup passes are coded there
 (:func:`.tier1.ht_gpu.ht_encode_rows_cuda`, the same bytes as :func:`.tier1.ht.ht_encode_rows`);
@@ -31,6 +33,7 @@ the same float64 figures and the same codestream), and only they come back to th
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from .blocks import BlockTable
 from .ht_select import PlaneChoice
@@ -48,16 +51,16 @@ FILL = 0.985
 BLOCK_SETS = 32
 
 
-def _tile_rows(pool, flat, cb, drops):
-    """ht_encode_rows over all rows of a tile, runs of rows on the pool's threads."""
-    n = cb.shape[0]
+def _tile_rows(pool, flat, cb, rows, drops):
+    """ht_encode_rows of the blocks cb[rows] (block rows[j] at plane drops[j]), runs of them
+    on the pool's threads."""
     cb = np.ascontiguousarray(cb, np.int64)
+    rows = np.ascontiguousarray(rows, np.int64)
     drops = np.ascontiguousarray(drops, np.int64)
-    runs = None if pool is None else pool.runs(cb)
+    runs = None if pool is None else pool.runs(cb[rows])
     if runs is None:
-        return ht_encode_rows(flat, cb, np.arange(n, dtype=np.int64), drops)
-    futures = [pool.submit(ht_encode_rows, flat, cb, np.arange(a, b, dtype=np.int64),
-                           drops[a:b]) for a, b in runs]
+        return ht_encode_rows(flat, cb, rows, drops)
+    futures = [pool.submit(ht_encode_rows, flat, cb, rows[a:b], drops[a:b]) for a, b in runs]
     table, dists = BlockTable.join([f.result() for f in futures])
     return table.coded, table.coded_off, table.rates, table.rate_off, dists, table.num_bps
 
@@ -79,34 +82,120 @@ def _tile_figures(pool, flat, cb):
     return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
-def _code(frame_cls, params, cs, plans, flats, drops, pool, kernel="auto", blocks=None):
-    parts = []
+def _code_rows(plans, flats, rows, drops, pool, kernel="auto", blocks=None):
+    """The cleanup segments of the frame's blocks ``rows`` (global indices, ascending; None:
+    all) at the planes ``drops`` (one per frame block): (coded, coded_off), the segments
+    joined in the order of ``rows``.  ValueError for a segment longer than Scup allows."""
+    coded, lens = [], []
     base = 0
     for plan, flat in zip(plans, flats):
         n = plan.cb.shape[0]
+        if rows is None:
+            local = np.arange(n, dtype=np.int64)
+        else:
+            local = rows[(rows >= base) & (rows < base + n)] - base
+        if local.size == 0:
+            base += n
+            continue
         if isinstance(flat, np.ndarray):
-            out = _tile_rows(pool, flat, plan.cb, drops[base:base + n])
+            out = _tile_rows(pool, flat, plan.cb, local, drops[base + local])
         else:                                    # on the GPU (CuPy): coded there
             from .tier1.ht_gpu import BlockSet, ht_encode_rows_cuda  # noqa: PLC0415
-            rows = np.arange(n, dtype=np.int64)
-            made = None if blocks is None else blocks.get(id(plan))
-            if made is None or made[0] is not plan:
-                made = (plan, BlockSet(plan.cb, rows, kernel))
-                if blocks is not None:
-                    if len(blocks) >= BLOCK_SETS:      # geometries come and go: start over
-                        blocks.clear()
-                    blocks[id(plan)] = made
-            out = ht_encode_rows_cuda(flat, plan.cb, rows, drops[base:base + n],
-                                      kernel=kernel, blocks=made[1])
-        if out[5].shape[0] != n:
+            made = None
+            if rows is None:         # every block: the plan's tables kept between frames
+                made = None if blocks is None else blocks.get(id(plan))
+                if made is None or made[0] is not plan:
+                    made = (plan, BlockSet(plan.cb, local, kernel))
+                    if blocks is not None:
+                        if len(blocks) >= BLOCK_SETS:  # geometries come and go: start over
+                            blocks.clear()
+                        blocks[id(plan)] = made
+            out = ht_encode_rows_cuda(flat, plan.cb, local, drops[base + local],
+                                      kernel=kernel, blocks=None if made is None else made[1])
+        if out[5].shape[0] != local.size:
             raise ValueError("an HT cleanup segment is longer than Scup allows (4079 bytes)")
-        parts.append(out)
+        coded.append(out[0])
+        lens.append(np.diff(out[1]))
         base += n
-    table, dists = BlockTable.join(parts)
-    sizes = [plan.cb.shape[0] for plan in plans]
-    first = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
-    comp = np.concatenate([block_components(plan) for plan in plans])
-    return frame_cls(params, cs, plans, table, dists, comp, first)
+    lens = np.concatenate(lens) if lens else np.zeros(0, np.int64)
+    off = np.zeros(lens.shape[0] + 1, np.int64)
+    np.cumsum(lens, out=off[1:])
+    if len(coded) == 1:
+        return coded[0], off
+    return (np.concatenate(coded) if coded else np.zeros(0, np.uint8)), off
+
+
+class _Segments:
+    """Every block's cleanup segment of a frame as coded so far under a budget: ``coded``
+    (uint8) and ``off`` (int64, blocks + 1) in block order, and ``drops``, the plane each
+    block was coded at.  A block's segment depends only on its coefficients and its plane,
+    so a later round codes only the blocks whose plane changed (:meth:`replaced`)."""
+
+    def __init__(self, coded, off, drops):
+        self.coded, self.off, self.drops = coded, off, drops
+
+    def replaced(self, rows, coded, off, drops):
+        """These segments with blocks ``rows`` (ascending) replaced by ``coded``/``off``
+        (their segments in that order), now at planes drops[rows]."""
+        new_drops = self.drops.copy()
+        new_drops[rows] = drops[rows]
+        joined, joined_off = _splice(self.coded, self.off, rows, coded, off)
+        return _Segments(joined, joined_off, new_drops)
+
+    def frame(self, frame_cls, params, cs, plans):
+        """The :class:`.encoder.Frame` of these segments: one pass per block with a segment
+        (rate = its length, K = plane + 1, as :func:`.tier1.ht.ht_encode_rows` gives it)."""
+        lens = np.diff(self.off)
+        has = lens > 0
+        rate_off = np.zeros(lens.shape[0] + 1, np.int64)
+        np.cumsum(has, out=rate_off[1:])
+        num_bps = np.where(has, self.drops + 1, 0).astype(np.int64)
+        rates = lens[has].astype(np.int64)
+        table, dists = BlockTable.join([(self.coded, self.off, rates, rate_off,
+                                         np.zeros(rates.shape[0]), num_bps)])
+        sizes = [plan.cb.shape[0] for plan in plans]
+        first = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
+        comp = np.concatenate([block_components(plan) for plan in plans])
+        return frame_cls(params, cs, plans, table, dists, comp, first)
+
+
+@njit(cache=True, nogil=True)
+def _splice(a, a_off, rows, b, b_off):
+    """Segments ``a`` (offsets a_off) with those of blocks ``rows`` (ascending) taken from
+    ``b`` (offsets b_off, in the order of rows): (joined, joined offsets)."""
+    n = a_off.shape[0] - 1
+    off = np.zeros(n + 1, np.int64)
+    k = 0
+    for i in range(n):
+        if k < rows.shape[0] and rows[k] == i:
+            off[i + 1] = off[i] + b_off[k + 1] - b_off[k]
+            k += 1
+        else:
+            off[i + 1] = off[i] + a_off[i + 1] - a_off[i]
+    out = np.empty(off[n], np.uint8)
+    k = 0
+    for i in range(n):
+        if k < rows.shape[0] and rows[k] == i:
+            out[off[i]:off[i + 1]] = b[b_off[k]:b_off[k + 1]]
+            k += 1
+        else:
+            out[off[i]:off[i + 1]] = a[a_off[i]:a_off[i + 1]]
+    return out, off
+
+
+def _code(frame_cls, params, cs, plans, flats, drops, pool, kernel="auto", blocks=None,
+          segments: _Segments | None = None):
+    """The frame with every block at plane drops[b]: (Frame, its _Segments).  With the
+    ``segments`` of an earlier round only the blocks whose plane differs are coded."""
+    if segments is None:
+        coded, off = _code_rows(plans, flats, None, drops, pool, kernel, blocks)
+        segments = _Segments(coded, off, drops.copy())
+    else:
+        rows = np.flatnonzero(segments.drops != drops).astype(np.int64)
+        if rows.size:
+            coded, off = _code_rows(plans, flats, rows, drops, pool, kernel, blocks)
+            segments = segments.replaced(rows, coded, off, drops)
+    return segments.frame(frame_cls, params, cs, plans), segments
 
 
 def encode_ht_frame(frame_cls, params, cs, plans, flats, base_step, pool=None,
@@ -117,7 +206,8 @@ def encode_ht_frame(frame_cls, params, cs, plans, flats, base_step, pool=None,
     out the budget's plane figures, on the GPU on the current stream); ``params.frame_bytes``
     the budget or None.
     ``frame_cls`` is :class:`.encoder.Frame`; ``pool`` a :class:`.blocks.TierOnePool`
-    (or None).  ``stats`` receives "drops" (per block) and "rounds".  ``kernel``: which GPU
+    (or None).  ``stats`` receives "drops" (per block), "rounds" and "coded" (blocks coded
+    over all rounds: a later round codes only the blocks whose plane changed).  ``kernel``: which GPU
     kernel codes the blocks (:data:`.tier1.ht_gpu_plan.KERNEL_CHOICES`; CuPy flats only).
     ``blocks``: the caller's dict in which each plan's :class:`.tier1.ht_gpu.BlockSet` is
     kept between frames (CuPy flats; None: made every frame)."""
@@ -129,9 +219,9 @@ def encode_ht_frame(frame_cls, params, cs, plans, flats, base_step, pool=None,
     nblocks = sum(plan.cb.shape[0] for plan in plans)
     drops = np.zeros(nblocks, np.int64)
     if budget is None:
-        frame = _code(frame_cls, keep_all, cs, plans, flats, drops, pool, kernel, blocks)
+        frame, _ = _code(frame_cls, keep_all, cs, plans, flats, drops, pool, kernel, blocks)
         if stats is not None:
-            stats.update(drops=drops, rounds=1)
+            stats.update(drops=drops, rounds=1, coded=nblocks)
         return allocate_and_write(frame, base_step)
     figs = [_tile_figures(pool, flat, plan.cb) for plan, flat in zip(plans, flats)]
     dist = np.concatenate([f[0] for f in figs])
@@ -141,11 +231,21 @@ def encode_ht_frame(frame_cls, params, cs, plans, flats, base_step, pool=None,
     target = 8.0 * budget * 0.97  # estimated bits; corrected by what is measured
     goal = budget * (1.0 + FILL) / 2.0             # bytes aimed at, inside [FILL, 1] x budget
     best = under = over = None   # (estimated bits, bytes): the largest that fit, least over
-    rounds = 0
+    segments = None      # the blocks as last coded: a round codes only those that change
+    coded = rounds = 0
+
+    def code(drops):
+        nonlocal segments, coded
+        before = segments
+        frame, segments = _code(frame_cls, keep_all, cs, plans, flats, drops, pool, kernel,
+                                blocks, segments)
+        coded += nblocks if before is None else int((before.drops != drops).sum())
+        return frame
+
     for rounds in range(1, ROUNDS + 1):
         drops = choice.select(target)
         est = float(bits[np.arange(nblocks), drops].sum())
-        frame = _code(frame_cls, keep_all, cs, plans, flats, drops, pool, kernel, blocks)
+        frame = code(drops)
         data = allocate_stream(frame, base_step)    # joined only if it is the one kept
         size = len(data)
         if size <= budget:
@@ -167,15 +267,14 @@ def encode_ht_frame(frame_cls, params, cs, plans, flats, base_step, pool=None,
     while best is None:  # still over: aim lower until it fits (headers bound the loop)
         target *= 0.8
         drops = choice.select(target)
-        frame = _code(frame_cls, keep_all, cs, plans, flats, drops, pool, kernel, blocks)
-        data = allocate_stream(frame, base_step)
+        data = allocate_stream(code(drops), base_step)
         rounds += 1
         if len(data) <= budget:
             best = data, drops
         elif target < 1.0 or rounds > 40:
             raise ValueError(f"cannot fit the HTJ2K codestream in {budget} bytes")
     if stats is not None:
-        stats.update(drops=best[1], rounds=rounds)
+        stats.update(drops=best[1], rounds=rounds, coded=coded)
     return bytes(best[0])
 
 

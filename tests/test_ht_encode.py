@@ -180,6 +180,42 @@ def test_budget_rounds_fill_the_budget(size, opts, rate):
         assert enc.stats["rounds"] <= ROUNDS
 
 
+@pytest.mark.parametrize("size,opts,rate,workers", [
+    ((300, 200), dict(tiles=(96, 80), codeblock=(32, 16)), 1_000_000, 1),
+    ((300, 200), dict(tiles=(96, 80), codeblock=(32, 16)), 3_000_000, 3),
+    ((331, 197), dict(codeblock=(16, 16), levels=3), 2_500_000, 2),
+])
+def test_later_rounds_code_only_changed_blocks(size, opts, rate, workers, monkeypatch):
+    """A round after the first codes only the blocks whose plane changed and splices them
+    into the segments kept: every round's frame (table, K, rates) is the one coding every
+    block gives, over tiles and threads, and fewer blocks are coded than rounds x blocks."""
+    from cinegpu.encode import ht
+    from cinegpu.encode.bench import synthetic_frame
+    real = ht._code
+    seen = []
+
+    def checked(frame_cls, params, cs, plans, flats, drops, pool, kernel="auto",
+                blocks=None, segments=None):
+        frame, kept = real(frame_cls, params, cs, plans, flats, drops, pool, kernel, blocks,
+                           segments)
+        whole, _ = real(frame_cls, params, cs, plans, flats, drops, pool, kernel, blocks)
+        for name in ("coded", "coded_off", "rates", "rate_off", "num_bps"):
+            assert np.array_equal(getattr(frame.table, name), getattr(whole.table, name)), name
+        assert np.array_equal(frame.dists, whole.dists)
+        assert np.array_equal(kept.drops, drops)
+        seen.append(segments is not None and bool((segments.drops != drops).any()))
+        return frame, kept
+
+    monkeypatch.setattr(ht, "_code", checked)
+    with Encoder(codec="htj2k", bitrate=rate, fps=24, backend="cpu", workers=workers,
+                 **opts) as enc:
+        enc.encode(synthetic_frame(*size, seed=3), bits=12)
+        nblocks = enc.stats["drops"].shape[0]
+        rounds, coded = enc.stats["rounds"], enc.stats["coded"]
+    assert rounds >= 2 and any(seen)            # a later round spliced changed blocks in
+    assert nblocks <= coded < rounds * nblocks
+
+
 def test_budget_in_threads_gives_the_same_codestream():
     """Under a budget the plane figures and the blocks are worked out in runs of blocks on
     the encoder's threads: the codestream is the one of a single thread, byte for byte."""
