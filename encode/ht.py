@@ -162,9 +162,11 @@ class _Segments:
 @njit(cache=True, nogil=True)
 def _splice(a, a_off, rows, b, b_off):
     """Segments ``a`` (offsets a_off) with those of blocks ``rows`` (ascending) taken from
-    ``b`` (offsets b_off, in the order of rows): (joined, joined offsets)."""
+    ``b`` (offsets b_off, in the order of rows): (joined, joined offsets).  The blocks
+    between two rows are copied as one run."""
     n = a_off.shape[0] - 1
-    off = np.zeros(n + 1, np.int64)
+    off = np.empty(n + 1, np.int64)
+    off[0] = 0
     k = 0
     for i in range(n):
         if k < rows.shape[0] and rows[k] == i:
@@ -173,13 +175,14 @@ def _splice(a, a_off, rows, b, b_off):
         else:
             off[i + 1] = off[i] + a_off[i + 1] - a_off[i]
     out = np.empty(off[n], np.uint8)
-    k = 0
-    for i in range(n):
-        if k < rows.shape[0] and rows[k] == i:
-            out[off[i]:off[i + 1]] = b[b_off[k]:b_off[k + 1]]
-            k += 1
-        else:
-            out[off[i]:off[i + 1]] = a[a_off[i]:a_off[i + 1]]
+    i = 0                              # the next block to place
+    for k in range(rows.shape[0] + 1):
+        r = rows[k] if k < rows.shape[0] else n
+        if r > i:                      # blocks i..r-1 unchanged: one run of a
+            out[off[i]:off[r]] = a[a_off[i]:a_off[r]]
+        if r < n:
+            out[off[r]:off[r + 1]] = b[b_off[k]:b_off[k + 1]]
+        i = r + 1
     return out, off
 
 

@@ -216,6 +216,28 @@ def test_later_rounds_code_only_changed_blocks(size, opts, rate, workers, monkey
     assert nblocks <= coded < rounds * nblocks
 
 
+@pytest.mark.parametrize("n,pick", [(1, [0]), (5, []), (5, [0, 4]), (9, [1, 2, 3]),
+                                     (40, list(range(0, 40, 3))), (40, list(range(40)))])
+def test_splice_segments(n, pick):
+    """_splice puts the new segments of the rows picked (first, last, runs, none, all; some
+    of zero bytes) in place of the old ones and keeps the rest in order."""
+    from cinegpu.encode.ht import _splice
+    rng = np.random.default_rng(n + len(pick))
+    old = [rng.integers(0, 256, rng.integers(0, 4) * 3, dtype=np.uint8) for _ in range(n)]
+    new = [rng.integers(0, 256, rng.integers(0, 4) * 5, dtype=np.uint8) for _ in pick]
+
+    def joined(parts):
+        off = np.concatenate(([0], np.cumsum([p.size for p in parts]))).astype(np.int64)
+        return (np.concatenate(parts) if parts else np.zeros(0, np.uint8)), off
+
+    want = list(old)
+    for r, seg in zip(pick, new):
+        want[r] = seg
+    got, got_off = _splice(*joined(old), np.array(pick, np.int64), *joined(new))
+    w, w_off = joined(want)
+    assert np.array_equal(got_off, w_off) and got.tobytes() == w.tobytes()
+
+
 def test_budget_in_threads_gives_the_same_codestream():
     """Under a budget the plane figures and the blocks are worked out in runs of blocks on
     the encoder's threads: the codestream is the one of a single thread, byte for byte."""
