@@ -191,18 +191,37 @@ class FrameFailed:
         return kind(self.path, self.reason, self.offset)
 
 
+def only_device(device: int, environ) -> tuple[int, str]:
+    """The CUDA_VISIBLE_DEVICES that shows an encoder process its one GPU, ``device`` as the
+    parent numbers it (an index into the parent's own CUDA_VISIBLE_DEVICES list, if set in
+    ``environ``), and that GPU's number in the process (0): (0, value).  So the process
+    makes a CUDA context on that GPU only: CUDA 12+ otherwise also made one on GPU 0 in
+    every encoder process (16 contexts there with 16 processes over 4 GPUs)."""
+    shown = environ.get("CUDA_VISIBLE_DEVICES")
+    if shown is None or not shown.strip():
+        return 0, str(device)
+    entries = [e.strip() for e in shown.split(",")]
+    if not 0 <= device < len(entries) or not entries[device]:
+        raise ValueError(f"GPU {device} is not among CUDA_VISIBLE_DEVICES={shown!r}")
+    return 0, entries[device]
+
+
 def _coder_main(conn) -> None:
     """An encoder process: take its :class:`CoderSetup` (the first message), then code each
     :class:`CodeFrame` on ``setup.threads`` threads and answer each in turn as it is done,
-    until :class:`StopCoder` (or the main process is gone)."""
+    until :class:`StopCoder` (or the main process is gone).  On a GPU the process sees only
+    its own (:func:`only_device`; set before CUDA starts in it)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)     # Ctrl-C is the main process's to handle
     try:
         setup = conn.recv()
     except (EOFError, OSError):
         os._exit(1)
     try:
+        device = setup.device
+        if device is not None:
+            device, os.environ["CUDA_VISIBLE_DEVICES"] = only_device(device, os.environ)
         from .frame_encode import FrameEncoders
-        encoders = FrameEncoders(**setup.options, device=setup.device)
+        encoders = FrameEncoders(**setup.options, device=device)
     except Exception as exc:
         conn.send(CoderBroken(f"{type(exc).__name__}: {exc}"))
         return

@@ -303,6 +303,19 @@ def _state(pid: int) -> str:
         return "Z"
 
 
+def test_an_encoder_process_sees_only_its_gpu():
+    """An encoder process on GPU d is shown that GPU alone, as the parent numbers it: the
+    d-th entry of the parent's CUDA_VISIBLE_DEVICES (numbers, UUIDs or MIG names), or d."""
+    from cinegpu.media.frame_coders import only_device
+    assert only_device(3, {}) == (0, "3")
+    assert only_device(0, {"CUDA_VISIBLE_DEVICES": ""}) == (0, "0")
+    assert only_device(1, {"CUDA_VISIBLE_DEVICES": "2, 5,7"}) == (0, "5")
+    assert only_device(0, {"CUDA_VISIBLE_DEVICES": "GPU-8f0e,GPU-11aa"}) == (0, "GPU-8f0e")
+    for bad in (2, -1):
+        with pytest.raises(ValueError, match="not among CUDA_VISIBLE_DEVICES"):
+            only_device(bad, {"CUDA_VISIBLE_DEVICES": "4,6"})
+
+
 # -- on the GPU -------------------------------------------------------------------------------
 @pytest.mark.gpu
 def test_gpu_processes_write_the_same_codestreams_as_threads(tmp_path, gpu):
