@@ -27,7 +27,9 @@ On the ``cuda`` back end the coefficients stay on the GPU and the cleanup passes
 (:func:`.tier1.ht_gpu.ht_encode_rows_cuda`, the same bytes as :func:`.tier1.ht.ht_encode_rows`);
 under a budget the per-plane figures are worked out there too
 (:func:`.tier1.ht_gpu.ht_plane_figures_cuda`, exact integer sums as in ht_plane_figures, so
-the same float64 figures and the same codestream), and only they come back to the host.
+the same float64 figures and the same codestream) and stay there: the planes are chosen on
+the GPU (:class:`.ht_select_gpu.PlaneChoiceCuda`, the same choice as PlaneChoice), and only
+they come back to the host.
 """
 
 from __future__ import annotations
@@ -68,11 +70,12 @@ def _tile_rows(pool, flat, cb, rows, drops):
 def _tile_figures(pool, flat, cb):
     """ht_plane_figures of every block of a tile (DMAX planes): (dist, bits), one row per
     block; numpy ``flat`` in runs of blocks on the pool's threads, CuPy ``flat`` on the GPU
-    (the current stream)."""
+    (the current stream), where they stay (CuPy arrays)."""
     cb = np.ascontiguousarray(cb, np.int64)
     if not isinstance(flat, np.ndarray):         # on the GPU (CuPy): worked out there
         from .tier1.ht_gpu import ht_plane_figures_cuda  # noqa: PLC0415
-        return ht_plane_figures_cuda(flat, cb, np.arange(cb.shape[0], dtype=np.int64), DMAX)
+        return ht_plane_figures_cuda(flat, cb, np.arange(cb.shape[0], dtype=np.int64), DMAX,
+                                     keep=True)
     runs = None if pool is None else pool.runs(cb)
     if runs is None:
         return ht_plane_figures(flat, cb, np.arange(cb.shape[0], dtype=np.int64), DMAX)
@@ -80,6 +83,23 @@ def _tile_figures(pool, flat, cb):
                                               np.arange(a, b, dtype=np.int64), DMAX)
                                   for a, b in runs]]
     return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+
+def _plane_choice(pool, plans, flats, params):
+    """The frame's :class:`.ht_select.PlaneChoice` from its blocks' figures, or on the GPU
+    (CuPy flats) :class:`.ht_select_gpu.PlaneChoiceCuda`, the same choice made there."""
+    figs = [_tile_figures(pool, flat, plan.cb) for plan, flat in zip(plans, flats)]
+    w = np.concatenate([block_weights(plan, params) for plan in plans])
+    if isinstance(figs[0][0], np.ndarray):
+        return PlaneChoice(w, np.concatenate([f[0] for f in figs]),
+                           np.concatenate([f[1] for f in figs]))
+    import cupy  # noqa: PLC0415
+
+    from .ht_select_gpu import PlaneChoiceCuda  # noqa: PLC0415
+    if len(figs) == 1:
+        return PlaneChoiceCuda(w, *figs[0])
+    return PlaneChoiceCuda(w, cupy.concatenate([f[0] for f in figs]),
+                           cupy.concatenate([f[1] for f in figs]))
 
 
 def _code_rows(plans, flats, rows, drops, pool, kernel="auto", blocks=None):
@@ -226,11 +246,7 @@ def encode_ht_frame(frame_cls, params, cs, plans, flats, base_step, pool=None,
         if stats is not None:
             stats.update(drops=drops, rounds=1, coded=nblocks)
         return allocate_and_write(frame, base_step)
-    figs = [_tile_figures(pool, flat, plan.cb) for plan, flat in zip(plans, flats)]
-    dist = np.concatenate([f[0] for f in figs])
-    bits = np.concatenate([f[1] for f in figs])
-    w = np.concatenate([block_weights(plan, params) for plan in plans])
-    choice = PlaneChoice(w, dist, bits)
+    choice = _plane_choice(pool, plans, flats, params)
     target = 8.0 * budget * 0.97  # estimated bits; corrected by what is measured
     goal = budget * (1.0 + FILL) / 2.0             # bytes aimed at, inside [FILL, 1] x budget
     best = under = over = None   # (estimated bits, bytes): the largest that fit, least over
@@ -247,7 +263,7 @@ def encode_ht_frame(frame_cls, params, cs, plans, flats, base_step, pool=None,
 
     for rounds in range(1, ROUNDS + 1):
         drops = choice.select(target)
-        est = float(bits[np.arange(nblocks), drops].sum())
+        est = choice.estimate(drops)
         frame = code(drops)
         data = allocate_stream(frame, base_step)    # joined only if it is the one kept
         size = len(data)

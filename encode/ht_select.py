@@ -199,6 +199,10 @@ class PlaneChoice:
             return _planes_at(self.start, self.lam, self.nxt, max(lam_star, lo), True)
         return _planes_at(self.start, self.lam, self.nxt, hi, False)   # out of reach
 
+    def estimate(self, drops) -> float:
+        """The estimated bits of the blocks at planes ``drops``, exact."""
+        return float(self.bits[np.arange(self.n), drops].sum())
+
 
 def select_planes(w, dist, bits, target):
     """:meth:`PlaneChoice.select` of one target."""

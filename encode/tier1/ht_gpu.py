@@ -16,7 +16,7 @@ in block order on the GPU, and only they come back.  Same bytes, offsets, rates,
 as ht_encode_rows, including its early return when a block's segment is too long
 (Scup > 4079).  :func:`coding_ms` times the coding kernels alone (``bench_ht``).
 
-    ht_plane_figures_cuda(flat, cb, rows, dmax, stream=None) -> (dist, bits)
+    ht_plane_figures_cuda(flat, cb, rows, dmax, stream=None, *, keep=False) -> (dist, bits)
 
 The byte budget's per-plane figures, :func:`cinegpu.encode.tier1.ht.ht_plane_figures` on the
 GPU: the kernel ``ht_plane_figures_warp`` of ``cuda/ht_figures.cu`` (one warp per code-block,
@@ -203,16 +203,18 @@ def _launch_thread(device_id, d_flat, d_cb, nblk, d_rows, d_drops, d_cap_off, d_
                         *tables))
 
 
-def ht_plane_figures_cuda(flat, cb, rows, dmax, stream=None):
+def ht_plane_figures_cuda(flat, cb, rows, dmax, stream=None, *, keep: bool = False):
     """ht_plane_figures on the GPU: per block cb[rows] (the plan's int64 table, numpy) of the
     flat int32 coefficients ``flat`` (CuPy, or numpy: uploaded) and per dropped plane count
     d = 0..dmax, the squared error at the midpoint reconstruction (index units squared) and
     the estimated bits, on ``stream`` (default: the current one).  Returns (dist, bits),
     numpy float64 (len(rows), dmax + 1), identical to the numba function's; waits for the
-    GPU.  ValueError for dmax outside 0..FIGURES_DMAX, as there."""
+    GPU.  ``keep``: return the CuPy arrays instead, left on the device (not waited for).
+    ValueError for dmax outside 0..FIGURES_DMAX, as there."""
     cb, rows, shape = figures_args(cb, rows, dmax)
     if shape[0] == 0:
-        return np.zeros(shape), np.zeros(shape)
+        xp = cupy if keep else np
+        return xp.zeros(shape), xp.zeros(shape)
     stream = stream if stream is not None else cupy.cuda.get_current_stream()
     with stream:
         d_flat = cupy.ascontiguousarray(cupy.asarray(flat))
@@ -227,4 +229,6 @@ def ht_plane_figures_cuda(flat, cb, rows, dmax, stream=None):
         kernel((grid,), (32 * warps,),
                (d_flat, cupy.asarray(cb), np.int32(cb.shape[1]), np.int32(shape[0]),
                 cupy.asarray(rows), np.int32(dmax), d_dist, d_bits))
+        if keep:
+            return d_dist, d_bits
         return d_dist.get(), d_bits.get()
