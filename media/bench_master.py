@@ -6,14 +6,15 @@ encoder processes and threads, against ``opj_compress -cinema2K/-cinema4K`` and
     python -m cinegpu.media.bench_master [--profile dci-2k dci-4k] [--frames N]
         [--distinct K] [--layouts 1x1 1x8 auto] [--backend auto|cpu|cuda]
         [--peer-frames N] [--opj-processes N] [--grk-threads N] [--fps 24] [--gpus 1 2 ...]
-        [--timeline]
+        [--mps on off] [--timeline]
 
 The input is a folder of ``--frames`` 16-bit RGB TIFF files, as a user masters, made of
 ``--distinct`` different images (the encoder benchmark's 12-bit pattern,
 :func:`cinegpu.encode.bench.synthetic_frame`, scaled by 16; the other files are links to
 them, so every frame is read and coded).  Each layout ``PxT`` is P encoder processes of T
 threads (``auto``: the defaults of ``cinegpu master``), run on each count of ``--gpus`` (the
-processes take the GPUs in turn; default: one), after one warm-up run of the first;
+processes take the GPUs in turn; default: one) and for each of ``--mps`` (``on``: master's
+private CUDA MPS where processes outnumber the GPUs, ``off``: without), after one warm-up run;
 each prints the frames per second end to end (the encoder processes' start included) and
 from the first frame written to the last (the coding rate), and the seconds then spent
 finishing the package (the track file's hash, read back whole, is most of it); with
@@ -105,7 +106,7 @@ def timeline_lines(records, threads: int) -> list[str]:
 
 
 def _master(folder: Path, tmp: str, profile: str, fps: int, procs, threads, backend, gpus=None,
-            timeline: bool = False) -> dict:
+            timeline: bool = False, mps: bool = True) -> dict:
     """One master of ``folder``: mastering's ``stats``, with the GPUs asked for and the CPU
     seconds of this (the writing) process and of the encoder processes it started and ended
     (``main_cpu_s``, ``coders_cpu_s``; threads of one process count once each); with
@@ -116,7 +117,8 @@ def _master(folder: Path, tmp: str, profile: str, fps: int, procs, threads, back
     main0, kids0 = _cpu_seconds(resource.RUSAGE_SELF), _cpu_seconds(resource.RUSAGE_CHILDREN)
     master_images(folder, out, title="bench", profile=dci.profile(profile).short, fps=fps,
                   processes=procs, workers=threads, backend=backend, progress=False,
-                  stats=stats, timeline=records, **({} if gpus is None else {"gpus": gpus}))
+                  stats=stats, timeline=records, mps=mps,
+                  **({} if gpus is None else {"gpus": gpus}))
     stats["timeline"] = records
     stats["main_cpu_s"] = _cpu_seconds(resource.RUSAGE_SELF) - main0
     stats["coders_cpu_s"] = _cpu_seconds(resource.RUSAGE_CHILDREN) - kids0
@@ -127,10 +129,11 @@ def _master(folder: Path, tmp: str, profile: str, fps: int, procs, threads, back
 
 def run_master(profile: str, frames: int, distinct: int, fps: int, layouts, backend: str,
                peer_frames: int, processes: int, grk_threads: int = 0, gpus=(None,),
-               timeline: bool = False) -> dict:
+               timeline: bool = False, mps=(True,)) -> dict:
     """One profile: per layout (processes, threads) the ``stats`` of
     :func:`cinegpu.media.mastering.master` over ``frames`` TIFF files (``timeline``: with the
-    encoder processes' frame timings); OpenJPEG's (``processes`` at once) and Grok's
+    encoder processes' frame timings; ``mps``: each layout with and/or without master's
+    private CUDA MPS); OpenJPEG's (``processes`` at once) and Grok's
     (``grk_threads``) frames per second over ``peer_frames`` of the frames, where installed."""
     w, h = dci.profile(profile).container
     images = [(synthetic_frame(w, h, seed=k).astype(np.uint32) * 16).astype(np.uint16)
@@ -149,8 +152,9 @@ def run_master(profile: str, frames: int, distinct: int, fps: int, layouts, back
             _master(warm, tmp, profile, fps, 2, 1, backend)
         for g in gpus:
             for procs, threads in layouts:
-                row["runs"].append(_master(folder, tmp, profile, fps, procs, threads, backend, g,
-                                           timeline))
+                for shared in mps:
+                    row["runs"].append(_master(folder, tmp, profile, fps, procs, threads,
+                                               backend, g, timeline, shared))
     n = min(peer_frames, frames)
     if n and (have_opj() or have_grk()):
         xyz = [to_xyz12(f.astype(np.float32) / np.float32(65535), "rec709") for f in images]
@@ -177,19 +181,24 @@ def main(argv=None) -> None:
     ap.add_argument("--grk-threads", type=int, default=0)
     ap.add_argument("--gpus", type=int, nargs="+", default=[None], metavar="N",
                     help="CUDA: run every layout on each of these GPU counts (default: master's, one)")
+    ap.add_argument("--mps", choices=("on", "off"), nargs="+", default=["on"],
+                    help="run every layout with master's private CUDA MPS (on, where it starts) "
+                         "and/or without it (off)")
     ap.add_argument("--timeline", action="store_true",
                     help="per GPU: the encoder processes' rate, busy threads and where a frame waits")
     a = ap.parse_args(argv)
     for profile in a.profile:
         r = run_master(profile, a.frames, a.distinct, a.fps, a.layouts, a.backend,
-                       a.peer_frames, a.opj_processes, a.grk_threads, a.gpus, a.timeline)
+                       a.peer_frames, a.opj_processes, a.grk_threads, a.gpus, a.timeline,
+                       [m == "on" for m in a.mps])
         print(f"{profile} master: {r['frames']} frames ({a.distinct} distinct) from TIFF files")
         best = 0.0
         for s in r["runs"]:
             end = r["frames"] / s["total_s"]
             steady = (r["frames"] - 1) / max(s["written_s"] - s["first_s"], 1e-9)
             best = max(best, end)
-            on = "" if s["gpus"] is None else f" on {s['gpus']} GPU(s)"
+            on = ("" if s["gpus"] is None else f" on {s['gpus']} GPU(s)") + \
+                (", CUDA MPS" if s["mps"] else "")
             print(f"  {s['processes']} process(es) x {s['threads']} thread(s){on}: {end:.2f} fps end "
                   f"to end (ready after {s['ready_s']:.2f} s, first frame after "
                   f"{s['first_s']:.2f} s), {steady:.2f} fps from the first frame written to the "

@@ -43,6 +43,7 @@ import numpy as np
 from . import errors
 from .errors import MediaError
 from .images_in import fit
+from .mps import mps_serves
 
 __all__ = ["CodeFrame", "CoderBroken", "CoderReady", "CoderSetup", "FrameCoded", "FrameFailed",
            "FrameTiming", "ProcessCoders", "StopCoder", "ThreadCoders", "code_frame"]
@@ -104,7 +105,8 @@ class ThreadCoders:
 class CoderSetup:
     """An encoder process's start arguments: how to read a frame (``read(i)``, picklable),
     the image area, :class:`.FrameEncoders`' keyword arguments, its CUDA device (None on the
-    CPU) and its threads."""
+    CPU), its threads, and the environment variables it sets before CUDA starts in it
+    (:func:`device_environ`, :meth:`.mps.PrivateMPS.device_environ`)."""
 
     read: Callable[[int], np.ndarray]
     width: int
@@ -112,6 +114,7 @@ class CoderSetup:
     options: dict
     device: int | None
     threads: int
+    environ: dict | None = None
 
 
 @dataclass(frozen=True)
@@ -191,26 +194,31 @@ class FrameFailed:
         return kind(self.path, self.reason, self.offset)
 
 
-def only_device(device: int, environ) -> tuple[int, str]:
-    """The CUDA_VISIBLE_DEVICES that shows an encoder process its one GPU, ``device`` as the
-    parent numbers it (an index into the parent's own CUDA_VISIBLE_DEVICES list, if set in
-    ``environ``), and that GPU's number in the process (0): (0, value).  So the process
-    makes a CUDA context on that GPU only: CUDA 12+ otherwise also made one on GPU 0 in
-    every encoder process (16 contexts there with 16 processes over 4 GPUs)."""
+def device_environ(device: int, environ) -> dict:
+    """What an encoder process on GPU ``device`` (as this process numbers it: an index into
+    CUDA_VISIBLE_DEVICES if ``environ`` sets it) sets before CUDA starts in it, so that it
+    sees that GPU alone, as its GPU 0: CUDA 12+ otherwise also made a context on GPU 0 in
+    every encoder process (16 there with 16 processes over 4 GPUs).  Nothing where an MPS
+    of the user's serves (:func:`.mps.mps_serves`: its server numbers the GPUs its own way);
+    a private MPS of the job's numbers them as this process does
+    (:meth:`.mps.PrivateMPS.device_environ`)."""
+    if mps_serves(environ):
+        return {}
     shown = environ.get("CUDA_VISIBLE_DEVICES")
     if shown is None or not shown.strip():
-        return 0, str(device)
+        return {"CUDA_VISIBLE_DEVICES": str(device)}
     entries = [e.strip() for e in shown.split(",")]
     if not 0 <= device < len(entries) or not entries[device]:
         raise ValueError(f"GPU {device} is not among CUDA_VISIBLE_DEVICES={shown!r}")
-    return 0, entries[device]
+    return {"CUDA_VISIBLE_DEVICES": entries[device]}
 
 
 def _coder_main(conn) -> None:
     """An encoder process: take its :class:`CoderSetup` (the first message), then code each
     :class:`CodeFrame` on ``setup.threads`` threads and answer each in turn as it is done,
-    until :class:`StopCoder` (or the main process is gone).  On a GPU the process sees only
-    its own (:func:`only_device`; set before CUDA starts in it)."""
+    until :class:`StopCoder` (or the main process is gone).  ``setup.environ`` is set before
+    CUDA starts in the process; where it names the one GPU the process sees, that is its
+    GPU 0."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)     # Ctrl-C is the main process's to handle
     try:
         setup = conn.recv()
@@ -218,8 +226,9 @@ def _coder_main(conn) -> None:
         os._exit(1)
     try:
         device = setup.device
-        if device is not None:
-            device, os.environ["CUDA_VISIBLE_DEVICES"] = only_device(device, os.environ)
+        os.environ.update(setup.environ or {})
+        if device is not None and "CUDA_VISIBLE_DEVICES" in (setup.environ or {}):
+            device = 0
         from .frame_encode import FrameEncoders
         encoders = FrameEncoders(**setup.options, device=device)
     except Exception as exc:

@@ -23,6 +23,7 @@ file is encrypted under its own key (ST 429-6) and the keys are written to that 
 
 from __future__ import annotations
 
+import os
 import pickle
 import time
 from dataclasses import replace
@@ -35,12 +36,13 @@ from cinegpu.decode.codestream import dci, imf
 
 from .colour import COLORSPACES, SAMPLINGS
 from .dcp_write import DCPWriter, Package, check_key_path, check_reels, reels_of_length
-from .frame_coders import CoderSetup, ProcessCoders, ThreadCoders
+from .frame_coders import CoderSetup, ProcessCoders, ThreadCoders, device_environ
 from .frame_encode import FrameEncoders, device_for, pick_backend
 from .write_behind import WriteBehind
 from .imf_write import IMFWriter
 from .package_signature import check_signer
 from .images_in import ImageFrames, image_area, list_frames, max_input_size
+from .mps import start_private_mps
 from .sound_in import SoundInput
 from .subtitle_write import TimedTextAsset
 
@@ -56,7 +58,8 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
            codec: str = "j2k", bits: int = 12, lossless: bool = False,
            sampling: str = "rgb", processes: int | None = None, gpus: int | None = 1,
            cluster: str | None = None, stats: dict | None = None, reels=None,
-           reel_length=None, keys=None, signer=None, timeline: list | None = None) -> Package:
+           reel_length=None, keys=None, signer=None, timeline: list | None = None,
+           mps: bool = True) -> Package:
     """Master ``count`` input images (``get_frame(i)``: (H, W, 3) floats 0..1, or integers
     read as a fraction of their dtype's maximum) into a DCP at ``out``. ``frames``:
     composition length (default ``count``; the input repeats to fill it). ``bitrate`` in
@@ -88,7 +91,10 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
     :mod:`.content_keys`).  ``signer``: a :class:`.package_signature.Signer` that signs the
     CPL and PKL (ST 429-7, ST 429-8; checked before anything is encoded).  ``timeline``: a
     list to which encoder processes' frames are appended as
-    :class:`.frame_coders.FrameTiming` (benchmarks).  Raises ValueError for a bad profile, rate, size, colour space,
+    :class:`.frame_coders.FrameTiming` (benchmarks).  ``mps``: where encoder processes
+    outnumber the GPUs, let them share each GPU through a CUDA MPS of the job's own
+    (:func:`.mps.start_private_mps`, where it is available; ``stats["mps"]`` says whether it
+    ran).  Raises ValueError for a bad profile, rate, size, colour space,
     ``processes`` or reels, MediaError for sound shorter than the picture or a key file
     that exists."""
     started = time.perf_counter()
@@ -140,12 +146,16 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
     options = dict(profile=encoder_profile, fps=rate, bitrate=bitrate, colorspace=colorspace,
                    backend=backend, bits=bits, codec=codec if format == "imf" else "j2k",
                    lossless=lossless, sampling=sampling, gpus=gpus)
-    encoders = procs = None
+    encoders = procs = private = None
     if cluster is None:
         encoders = FrameEncoders(**options)
         procs = _processes(processes, encoders, get_frame, count)
         workers = max(1, workers or encoders.default_workers(procs))
+        if mps and procs > 1 and encoders.backend == "cuda" and procs > encoders.gpus:
+            private = start_private_mps()        # before any thread of ours (its fork)
     bar = _progress(total, title, progress)
+    if bar is not None and private is not None:
+        bar.set_postfix_str("GPUs shared through CUDA MPS")
     cache: dict[int, bytes] = {}
     coders = first_s = None
     try:
@@ -158,8 +168,12 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
                 options["gpus"] = encoders.gpus
 
             def setup(p: int) -> CoderSetup:
-                device = device_for(p, encoders.gpus) if encoders.backend == "cuda" else None
-                return CoderSetup(get_frame, width, height, options, device, workers)
+                if encoders.backend != "cuda":
+                    return CoderSetup(get_frame, width, height, options, None, workers)
+                device = device_for(p, encoders.gpus)
+                environ = private.device_environ(device) if private is not None else \
+                    device_environ(device, os.environ)
+                return CoderSetup(get_frame, width, height, options, device, workers, environ)
             coders = ProcessCoders(setup, procs, timeline=timeline)
         else:
             coders = ThreadCoders(encoders, lambda i: first if i == 0 else get_frame(i),
@@ -201,10 +215,13 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
             coders.close(abort=True)
         if encoders is not None:
             encoders.close()
+        if private is not None:
+            private.close()
         if bar is not None:
             bar.close()
     if stats is not None:
-        stats.update(processes=procs, threads=workers, ready_s=ready - started,
+        stats.update(processes=procs, threads=workers, mps=private is not None,
+                     ready_s=ready - started,
                      first_s=first_s - started, written_s=written - started,
                      total_s=time.perf_counter() - started, loop_cpu_s=loop_cpu,
                      write_cpu_s=behind.cpu_s)

@@ -303,19 +303,6 @@ def _state(pid: int) -> str:
         return "Z"
 
 
-def test_an_encoder_process_sees_only_its_gpu():
-    """An encoder process on GPU d is shown that GPU alone, as the parent numbers it: the
-    d-th entry of the parent's CUDA_VISIBLE_DEVICES (numbers, UUIDs or MIG names), or d."""
-    from cinegpu.media.frame_coders import only_device
-    assert only_device(3, {}) == (0, "3")
-    assert only_device(0, {"CUDA_VISIBLE_DEVICES": ""}) == (0, "0")
-    assert only_device(1, {"CUDA_VISIBLE_DEVICES": "2, 5,7"}) == (0, "5")
-    assert only_device(0, {"CUDA_VISIBLE_DEVICES": "GPU-8f0e,GPU-11aa"}) == (0, "GPU-8f0e")
-    for bad in (2, -1):
-        with pytest.raises(ValueError, match="not among CUDA_VISIBLE_DEVICES"):
-            only_device(bad, {"CUDA_VISIBLE_DEVICES": "4,6"})
-
-
 # -- on the GPU -------------------------------------------------------------------------------
 @pytest.mark.gpu
 def test_gpu_processes_write_the_same_codestreams_as_threads(tmp_path, gpu):
@@ -327,6 +314,15 @@ def test_gpu_processes_write_the_same_codestreams_as_threads(tmp_path, gpu):
                   progress=False, stats=many)
     assert many["processes"] == 3 and one["processes"] == 1
     assert _codestreams(tmp_path / "threads") == _codestreams(tmp_path / "procs")
+    # three processes on one GPU share it through the job's own MPS where there is one
+    import shutil
+    from cinegpu.media.mps import CONTROL, mps_serves
+    assert many["mps"] == (shutil.which(CONTROL) is not None and not mps_serves(os.environ))
+    assert not one["mps"]
+    master_images(src, tmp_path / "no-mps", title="t", processes=3, workers=2,
+                  backend="cuda", progress=False, stats=many, mps=False)
+    assert not many["mps"]
+    assert _codestreams(tmp_path / "no-mps") == _codestreams(tmp_path / "procs")
 
 
 @pytest.mark.slow

@@ -51,6 +51,10 @@ def register(subparsers) -> None:
                         "CPU 1)")
     p.add_argument("--gpus", type=gpu_count, default=1, metavar="N|all",
                    help="GPUs the encoder processes are spread over (default 1)")
+    p.add_argument("--no-mps", dest="mps", action="store_false",
+                   help="do not share each GPU between the encoder processes through a CUDA "
+                        "MPS of the job's own (default: where processes outnumber the GPUs and "
+                        "nvidia-cuda-mps-control is there, and no MPS of yours runs)")
     p.add_argument("--cluster", default=None, metavar="ADDRESS|local[:N]",
                    help="code the frames on a Dask cluster: a scheduler's address "
                         "(tcp://host:8786; the workers must see INPUT at the same path) or "
@@ -216,7 +220,7 @@ def _run(args) -> int:
                                 colorspace=args.colorspace,
                                 container=args.container, frames=frames, workers=args.workers,
                                 processes=args.processes, gpus=args.gpus,
-                                cluster=args.cluster,
+                                cluster=args.cluster, mps=args.mps,
                                 kind=args.kind, progress=not args.quiet,
                                 backend=args.backend, sound=sound, subtitles=subtitles,
                                 format=args.format, codec=args.codec, bits=args.bits,
