@@ -11,7 +11,9 @@ submission order (``next()``), with at most ``window`` frames in flight; each fr
   encoders on one GPU (:func:`.frame_encode.device_for`: the processes take the GPUs in
   turn) and its own GIL; each reads and decodes its frames itself (``read`` must pickle, as
   :class:`.images_in.ImageFrames` does), so only frame numbers go out and codestreams come
-  back.  On one GPU, threads of one process are bound by the host: 4 processes of 4 threads
+  back, through a shared-memory slot per frame in flight (the reply names it; a codestream
+  larger than :data:`SLOT_BYTES`, or where /dev/shm has no room, through the pipe).  On one
+  GPU, threads of one process are bound by the host: 4 processes of 4 threads
   encoded 2K frames 2.3x as fast as 8 threads of one (see
   :meth:`.FrameEncoders.default_processes`).
 
@@ -35,6 +37,7 @@ import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from multiprocessing import shared_memory
 from multiprocessing.connection import wait
 from typing import Callable
 
@@ -43,6 +46,8 @@ import numpy as np
 from . import errors
 from .errors import MediaError
 from .images_in import fit
+from cinegpu.decode.shm import SHM_FOLDER, create_segment, reclaim_orphans
+
 from .mps import mps_serves
 
 __all__ = ["CodeFrame", "CoderBroken", "CoderReady", "CoderSetup", "FrameCoded", "FrameFailed",
@@ -100,6 +105,12 @@ class ThreadCoders:
         self._pool.shutdown(wait=not abort, cancel_futures=abort)
 
 
+#: bytes of one codestream slot in an encoder process's shared memory (:class:`ProcessCoders`):
+#: a DCI frame at 250 Mbit/s and 24 fps is at most 1.3 MB; a larger codestream (HTJ2K
+#: lossless, say) goes through the pipe
+SLOT_BYTES = 2 << 20
+
+
 # -- messages ---------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class CoderSetup:
@@ -115,6 +126,8 @@ class CoderSetup:
     device: int | None
     threads: int
     environ: dict | None = None
+    #: the process's shared memory for codestreams: (segment name, bytes a slot), or None
+    slots: tuple[str, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -131,10 +144,12 @@ class CoderBroken:
 
 @dataclass(frozen=True)
 class CodeFrame:
-    """Code input frame ``index``; ``seq`` numbers the request."""
+    """Code input frame ``index``; ``seq`` numbers the request; ``slot``: the slot of the
+    process's shared memory its codestream may be written to (None: none)."""
 
     seq: int
     index: int
+    slot: int | None = None
 
 
 @dataclass(frozen=True)
@@ -147,15 +162,19 @@ class FrameCoded:
     """The codestream of request ``seq``; ``began``, ``read`` and ``ended``: when a thread of
     the encoder process took it, had read its input frame and had coded it
     (``time.monotonic()`` seconds, one clock for every process of the machine).  Between
-    processes ``data`` is None in the message and the codestream follows it as one raw
-    message (``send_bytes``): not pickled, it is copied twice less (receiving a 1.3 MB
-    frame: 0.53-0.69 ms of CPU here, against 0.91-0.99 ms pickled)."""
+    processes ``data`` is None in the message: the codestream's ``length`` bytes are in
+    the request's shared-memory ``slot`` (:class:`ProcessCoders`), or, where it has none or
+    the codestream does not fit, follow as one raw message (``send_bytes``; not pickled, it
+    is copied twice less: receiving a 1.3 MB frame took 0.53-0.69 ms of CPU here, against
+    0.91-0.99 ms pickled)."""
 
     seq: int
     data: bytes | None
     began: float = 0.0
     read: float = 0.0
     ended: float = 0.0
+    slot: int | None = None
+    length: int = 0
 
 
 @dataclass(frozen=True)
@@ -237,6 +256,9 @@ def _coder_main(conn) -> None:
     except Exception as exc:
         conn.send(CoderBroken(f"{type(exc).__name__}: {exc}"))
         return
+    segment, slot_bytes = None, 0
+    if setup.slots is not None:
+        segment, slot_bytes = shared_memory.SharedMemory(name=setup.slots[0]), setup.slots[1]
     conn.send(CoderReady())
     lock = threading.Lock()
 
@@ -245,7 +267,11 @@ def _coder_main(conn) -> None:
         try:
             data = code_frame(encoders, setup.read, task.index, setup.width, setup.height,
                               stamps)
-            reply = FrameCoded(task.seq, None, began, stamps[0], time.monotonic())
+            slot = task.slot if segment is not None and len(data) <= slot_bytes else None
+            if slot is not None:
+                segment.buf[slot * slot_bytes:slot * slot_bytes + len(data)] = data
+            reply = FrameCoded(task.seq, None, began, stamps[0], time.monotonic(), slot,
+                               len(data))
         except MediaError as exc:
             reply = FrameFailed.of(task.seq, exc)
         except Exception as exc:          # read() of another kind than images_in's
@@ -254,7 +280,7 @@ def _coder_main(conn) -> None:
         try:
             with lock:
                 conn.send(reply)
-                if isinstance(reply, FrameCoded):
+                if isinstance(reply, FrameCoded) and reply.slot is None:
                     conn.send_bytes(data)
         except OSError:                   # the main process is gone
             os._exit(1)
@@ -270,6 +296,8 @@ def _coder_main(conn) -> None:
         os._exit(1)
     pool.shutdown()
     encoders.close()
+    if segment is not None:
+        segment.close()
 
 
 class ProcessCoders:
@@ -278,7 +306,8 @@ class ProcessCoders:
     a process may take to start (import and make its encoders)."""
 
     def __init__(self, setup: Callable[[int], CoderSetup], processes: int,
-                 start_timeout: float = 300.0, timeline: list | None = None):
+                 start_timeout: float = 300.0, timeline: list | None = None,
+                 slot_bytes: int = SLOT_BYTES):
         ctx = mp.get_context("spawn")
         self.processes = processes
         self._setups = [setup(p) for p in range(processes)]
@@ -298,7 +327,16 @@ class ProcessCoders:
         self._done: dict[int, FrameCoded | FrameFailed] = {}
         self._seq = itertools.count()
         self._next = 0
+        #: per process its shared memory for codestreams (None: the pipe), its free slots,
+        #: and the slot of each request in flight
+        self.slot_bytes = slot_bytes
+        self._segments: list = []
+        self._free: list[list[int]] = []
+        self._slot_of: dict[int, int] = {}
         try:
+            self._segments = self._make_segments(processes)
+            self._free = [list(range(self.capacity)) if seg is not None else []
+                          for seg in self._segments]
             # the setups (a frame list may be large) go through each process's pipe once all
             # have started: as start() arguments, a setup larger than the pipe's buffer held
             # start() until that process had imported this module, so the processes started
@@ -312,12 +350,28 @@ class ProcessCoders:
                 self._procs.append((proc, parent))
                 self._held.append({})
             for p, s in enumerate(self._setups):
-                self._send(p, s)
+                seg = self._segments[p]
+                self._send(p, s if seg is None else replace(s, slots=(seg.name, slot_bytes)))
             for p in range(processes):
                 self._await_ready(p, start_timeout)
         except BaseException:
             self.close(abort=True)
             raise
+
+    def _make_segments(self, processes: int) -> list:
+        """Each process's shared memory of :attr:`capacity` codestream slots of
+        :attr:`slot_bytes`, where /dev/shm has room for all of them twice over (a segment
+        is filled lazily: writing past the room left would kill the writer); else None
+        each, and codestreams go through the pipes."""
+        need = processes * self.capacity * self.slot_bytes
+        try:
+            room = os.statvfs(SHM_FOLDER)
+        except OSError:
+            return [None] * processes
+        if self.slot_bytes <= 0 or room.f_bavail * room.f_frsize < 2 * need:
+            return [None] * processes
+        reclaim_orphans()
+        return [create_segment(self.capacity * self.slot_bytes) for _ in range(processes)]
 
     def _where(self, p: int) -> str:
         d = self._setups[p].device
@@ -368,8 +422,11 @@ class ProcessCoders:
         seq = next(self._seq)
         if self.timeline is not None:
             self._sent[seq] = time.monotonic()
+        slot = self._free[p].pop() if self._free and self._free[p] else None
+        if slot is not None:
+            self._slot_of[seq] = slot
         try:
-            self._procs[p][1].send(CodeFrame(seq, i))
+            self._procs[p][1].send(CodeFrame(seq, i, slot))
         except OSError:                   # it ended since it last answered
             self._ended(p)
         self._held[p][seq] = i
@@ -413,10 +470,16 @@ class ProcessCoders:
                 if not once and not conn.poll(0):
                     return
                 reply = conn.recv()
-                if isinstance(reply, FrameCoded) and reply.data is None:
+                if isinstance(reply, FrameCoded) and reply.data is None and reply.slot is None:
                     reply = replace(reply, data=conn.recv_bytes())
             except (EOFError, OSError):   # it ended: its sentinel says so
                 return
+            slot = self._slot_of.pop(reply.seq, None)
+            if slot is not None:          # the reply read: the slot is free again
+                if isinstance(reply, FrameCoded) and reply.slot is not None:
+                    at = slot * self.slot_bytes
+                    reply = replace(reply, data=bytes(self._segments[p].buf[at:at + reply.length]))
+                self._free[p].append(slot)
             self._held[p].pop(reply.seq, None)
             self._done[reply.seq] = reply
             if self.timeline is not None and isinstance(reply, FrameCoded):
@@ -445,3 +508,8 @@ class ProcessCoders:
                 proc.join(timeout=1)
             conn.close()
         self._procs = []
+        for seg in self._segments:
+            if seg is not None:
+                seg.close()
+                seg.unlink()
+        self._segments = []

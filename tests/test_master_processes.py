@@ -229,6 +229,55 @@ def test_an_encoder_process_that_dies_is_one_error(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["in"]
 
 
+def _segments_of_this_process() -> set[str]:
+    folder = Path("/dev/shm")
+    return {e.name for e in folder.iterdir() if e.name.startswith(f"cinegpu_{os.getpid()}_")} \
+        if folder.is_dir() else set()
+
+
+def test_codestreams_come_back_through_slots_or_the_pipe(tmp_path):
+    """Codestreams come back through each process's shared-memory slots, through the pipe
+    when a codestream is larger than a slot (here some are, some not) or no slots were made
+    (slot_bytes 0): the same bytes in the same order, every slot free again; the segments
+    are gone after close, and after an abort."""
+    from cinegpu.media.frame_coders import CoderSetup, ProcessCoders
+    src = _frames(tmp_path / "in", 10)
+    files = ImageFrames(tuple(map(str, list_frames(src))), (4096, 2160))
+    options = dict(profile="2k", fps=24, bitrate=None, colorspace="rec709", backend="cpu")
+    before = _segments_of_this_process()
+
+    def run(slot_bytes, frames=range(10)):
+        coders = ProcessCoders(lambda p: CoderSetup(files, 96, 54, options, None, 1), 2,
+                               slot_bytes=slot_bytes)
+        try:
+            made = [seg is not None for seg in coders._segments]
+            got = []
+            for i in frames:
+                while not coders.has_room():
+                    got.append(coders.next())
+                coders.submit(i)
+            while len(got) < len(frames):
+                got.append(coders.next())
+            assert [len(f) for f in coders._free] == [coders.capacity * m for m in made]  # free
+            return got, made
+        finally:
+            coders.close()
+
+    piped, made = run(0)
+    assert made == [False, False]
+    sizes = sorted(map(len, piped))
+    assert sizes[0] < sizes[-1]
+    for slot_bytes in (1 << 20, sizes[len(sizes) // 2]):     # all fit; about half fit
+        got, made = run(slot_bytes)
+        assert made == [True, True] and got == piped
+    assert _segments_of_this_process() == before
+    coders = ProcessCoders(lambda p: CoderSetup(files, 96, 54, options, None, 1), 1)
+    assert _segments_of_this_process() - before
+    coders.submit(0)
+    coders.close(abort=True)
+    assert _segments_of_this_process() == before
+
+
 @pytest.mark.slow
 def test_an_encoder_process_that_ended_while_idle_is_one_error(tmp_path):
     """A frame handed to a process that has ended (its pipe broken) is the same MediaError,
