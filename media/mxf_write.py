@@ -338,12 +338,19 @@ class TrackWriter:
         """Write one edit unit's essence element (frame wrapping: one KLV per edit unit), as an
         encrypted triplet (ST 429-6) when the writer has an ``encryption``."""
         e = self.encryption
-        element = klv(self.ELEMENT, value) if e is None else encrypt_element(
-            self.ELEMENT, value, e.key, context_id=e.context_id, track_file_id=self.asset_id.bytes,
-            sequence=len(self.offsets) + 1)
-        self.file.write(element)
+        if e is None:            # key and length, then the value as it is (not copied into one)
+            head = self.ELEMENT + ber(len(value))
+            self.file.write(head)
+            self.file.write(value)
+            size = len(head) + len(value)
+        else:
+            element = encrypt_element(
+                self.ELEMENT, value, e.key, context_id=e.context_id,
+                track_file_id=self.asset_id.bytes, sequence=len(self.offsets) + 1)
+            self.file.write(element)
+            size = len(element)
         self.offsets.append(self.stream_offset)
-        self.stream_offset += len(element)
+        self.stream_offset += size
 
     def _finish_file(self) -> int:
         """Write the footer, the index and the random index pack, then the header; the file's
