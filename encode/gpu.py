@@ -454,20 +454,37 @@ class HostStaging:
     """A reusable page-locked host buffer for uploads (one per thread): an image copied
     into it goes up with an asynchronous copy at full bus speed, where a pageable array
     is staged by the driver in pieces.  ``upload(a, stream)`` returns a CuPy copy of
-    ``a`` queued on ``stream``; the buffer is reused once that copy has run."""
+    ``a`` queued on ``stream``; the buffer is reused once that copy has run.  ``buffer(shape,
+    dtype)`` hands out the buffer itself to be filled (a frame read straight into it), and
+    an ``a`` that is that buffer goes up without being copied first."""
 
     def __init__(self):
         self._mem = None
         self._done = None
 
-    def upload(self, a: np.ndarray, stream=None):
-        a = np.asarray(a)
+    def buffer(self, shape, dtype) -> np.ndarray:
+        """The page-locked buffer as an array of ``shape`` and ``dtype``, once the last
+        upload from it has run (grown as needed)."""
+        dtype = np.dtype(dtype)
+        size = int(np.prod(shape))
         if self._done is not None:
             self._done.synchronize()           # the last upload has left the buffer
-        if self._mem is None or self._mem.size() < a.nbytes:
-            self._mem = cupy.cuda.alloc_pinned_memory(max(a.nbytes, 1))
-        host = np.frombuffer(self._mem, a.dtype, a.size).reshape(a.shape)
-        np.copyto(host, a)
+        if self._mem is None or self._mem.size() < size * dtype.itemsize:
+            self._mem = cupy.cuda.alloc_pinned_memory(max(size * dtype.itemsize, 1))
+        return np.frombuffer(self._mem, dtype, size).reshape(shape)
+
+    def upload(self, a: np.ndarray, stream=None):
+        a = np.asarray(a)
+        host = self._mem is not None and a.flags.c_contiguous and \
+            a.__array_interface__["data"][0] == self._mem.ptr and a.nbytes <= self._mem.size()
+        if host:                                 # read into the buffer: it goes up as it is
+            host = a
+        else:
+            if self._mem is not None and np.may_share_memory(
+                    a, np.frombuffer(self._mem, np.uint8, self._mem.size())):
+                a = a.copy()                     # another view of the buffer: copy it out first
+            host = self.buffer(a.shape, a.dtype)
+            np.copyto(host, a)
         stream = stream if stream is not None else cupy.cuda.get_current_stream()
         dev = cupy.empty(a.shape, a.dtype)
         dev.set(host, stream=stream)

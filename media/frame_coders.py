@@ -45,7 +45,7 @@ import numpy as np
 
 from . import errors
 from .errors import MediaError
-from .images_in import fit
+from .images_in import ImageFrames, fit
 from cinegpu.decode.shm import SHM_FOLDER, create_segment, reclaim_orphans
 
 from .mps import mps_serves
@@ -59,8 +59,14 @@ def code_frame(encoders, read: Callable[[int], np.ndarray], i: int, width: int,
     """Input frame ``i``: read, fitted to ``width`` x ``height`` and encoded.  A reading
     error stays the MediaError ``read`` raised; the encoder's own failure becomes a
     MediaError naming the frame and the encoder.  ``stamps``: a list to which the
-    ``time.monotonic()`` at which the frame had been read is appended."""
-    image = read(i)
+    ``time.monotonic()`` at which the frame had been read is appended.  Image files
+    (:class:`.images_in.ImageFrames`) are read into the encoders' input buffer where they
+    have one (:meth:`.FrameEncoders.input_buffer`: a GPU encoder's page-locked buffer, so
+    that the frame is not copied again to go up)."""
+    if isinstance(read, ImageFrames):
+        image = read(i, out=encoders.input_buffer)
+    else:
+        image = read(i)
     if stamps is not None:
         stamps.append(time.monotonic())
     try:

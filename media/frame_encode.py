@@ -199,13 +199,27 @@ class FrameEncoders:
         rgb = np.rint(unit_scale(a, top) * peak)
         return enc.encode(rgb.astype(np.uint16), bits=self.bits, signed=False)
 
-    def _on_gpu(self, enc, a: np.ndarray, convert):
-        """``convert(image)`` of ``a`` uploaded as it is (uint8, uint16 and float32 through
-        this thread's page-locked buffer), on the encoder's device and stream: the planes."""
+    def input_buffer(self, shape, dtype) -> np.ndarray | None:
+        """An array of ``shape`` and ``dtype`` to read this thread's next frame into: on the
+        GPU back end (uint8, uint16 and float32 samples) a view of the thread's page-locked
+        upload buffer, which :meth:`encode` then sends up without copying it; else None."""
+        if self.backend != "cuda" or not self.ours or \
+                np.dtype(dtype) not in (np.uint8, np.uint16, np.float32):
+            return None
+        return self._staging().buffer(shape, dtype)
+
+    def _staging(self):
+        """This thread's :class:`cinegpu.encode.gpu.HostStaging`."""
         from cinegpu.encode.gpu import HostStaging
         staging = getattr(self._local, "staging", None)
         if staging is None:
             staging = self._local.staging = HostStaging()
+        return staging
+
+    def _on_gpu(self, enc, a: np.ndarray, convert):
+        """``convert(image)`` of ``a`` uploaded as it is (uint8, uint16 and float32 through
+        this thread's page-locked buffer), on the encoder's device and stream: the planes."""
+        staging = self._staging()
         with enc.on_stream():     # the upload and the kernels on the encoder's stream
             image = staging.upload(a) if a.dtype in (np.uint8, np.uint16, np.float32) else a
             return convert(image)

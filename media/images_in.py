@@ -114,19 +114,25 @@ def _check_size(p: Path, width: int, height: int, limit, expect) -> None:
 
 
 def read_image(path, *, limit=max_input_size("4k"), expect=None,
-               stored: bool = False) -> np.ndarray:
+               stored: bool = False, out=None) -> np.ndarray:
     """Read one TIFF, PNG or DPX frame as (H, W, 3) float32 0..1 (``stored``: 8- and 16-bit
     samples as the uint8/uint16 they are stored as); MediaError if unreadable.
 
     The size in the file's header (PNG IHDR, TIFF ImageWidth/ImageLength, DPX image element)
     is checked against ``limit`` (width, height; default: the 4K profile's) and, if given,
     ``expect`` (width, height) before the pixel data is decoded, so memory is bounded by
-    the limit whatever the header or the compressed data claims."""
+    the limit whatever the header or the compressed data claims.  ``out``: a function
+    ``out(shape, dtype)`` giving an array of that shape and dtype to decode into, or None
+    (a GPU encoder's page-locked upload buffer: the frame then goes up without a copy);
+    asked for TIFF files of interleaved samples only, after their size was checked.  With
+    ``stored``, 8- and 16-bit RGB samples come back in that array itself."""
     p = Path(path)
     reader = _READERS.get(p.suffix.lower())
     if reader is None:
         raise UnsupportedMedia(p, f"not a TIFF, PNG or DPX image ({p.suffix or 'no suffix'})")
     try:
+        if reader is _read_tiff:
+            return (_as_stored if stored else _normalise)(*reader(p, limit, expect, out))
         return (_as_stored if stored else _normalise)(*reader(p, limit, expect))
     except MediaError:
         raise
@@ -152,9 +158,11 @@ class ImageFrames:
     def __len__(self) -> int:
         return len(self.files)
 
-    def __call__(self, i: int) -> np.ndarray:
+    def __call__(self, i: int, out=None) -> np.ndarray:
+        """Frame ``i``; ``out``: as :func:`read_image`'s."""
         try:
-            return read_image(self.files[i], limit=self.limit, expect=self.size, stored=True)
+            return read_image(self.files[i], limit=self.limit, expect=self.size, stored=True,
+                              out=out)
         except MediaError as exc:      # same kind, the frame named
             raise type(exc)(self.files[i], f"frame {i}: {exc.reason}") from None
 
@@ -222,8 +230,10 @@ def _read_png(p: Path, limit, expect) -> tuple[np.ndarray, int]:
     return a, 16 if a.dtype == np.uint16 else 8
 
 
-def _read_tiff(p: Path, limit, expect) -> tuple[np.ndarray, None]:
-    """The first image of a TIFF through ``tifffile``, its size checked from the IFD's tags."""
+def _read_tiff(p: Path, limit, expect, out=None) -> tuple[np.ndarray, None]:
+    """The first image of a TIFF through ``tifffile``, its size checked from the IFD's tags;
+    interleaved samples decoded straight into ``out(shape, dtype)`` where that gives an
+    array (see :func:`read_image`)."""
     import tifffile
     with tifffile.TiffFile(p) as tif:
         if not tif.pages:
@@ -235,8 +245,10 @@ def _read_tiff(p: Path, limit, expect) -> tuple[np.ndarray, None]:
             raise UnsupportedMedia(p, f"unsupported TIFF layout: {page.samplesperpixel} samples of "
                                 f"{page.dtype}, depth {page.imagedepth} (want 1 to 4 samples "
                                 "of up to 32 bits, one plane)")
-        a = page.asarray()
-        if page.axes.startswith("S"):          # planar configuration 2: one plane per sample
+        planar = page.axes.startswith("S")     # planar configuration 2: one plane per sample
+        buf = None if out is None or planar else out(page.shape, page.dtype)
+        a = page.asarray() if buf is None else page.asarray(out=buf)
+        if planar:
             a = np.moveaxis(a, 0, -1)
     return a, None
 

@@ -257,6 +257,51 @@ def test_host_staging_uploads_each_array_exactly_on_a_stream():
         np.testing.assert_array_equal(cupy.asnumpy(d), a[:, ::-1] if k == 2 else a)
 
 
+def test_host_staging_buffer_goes_up_without_a_copy(monkeypatch):
+    """A frame read into the staging buffer itself (buffer(shape, dtype)) goes up as it is
+    (np.copyto not called) and equals its source; an array that is another view of the
+    buffer is copied out first, not over itself."""
+    rng = np.random.default_rng(4)
+    staging = gpu.HostStaging()
+    src = rng.integers(0, 65536, (216, 409, 3)).astype(np.uint16)
+    buf = staging.buffer(src.shape, src.dtype)
+    buf[...] = src
+    copies = []
+    real = np.copyto
+    monkeypatch.setattr(np, "copyto", lambda *a, **k: copies.append(1) or real(*a, **k))
+    d = staging.upload(buf)
+    assert copies == []
+    np.testing.assert_array_equal(cupy.asnumpy(d), src)
+    view = staging.buffer(src.shape, src.dtype)[:, ::-1]          # reversed: same memory
+    d = staging.upload(view)
+    assert copies == [1]
+    np.testing.assert_array_equal(cupy.asnumpy(d), src[:, ::-1])
+
+
+def test_frames_read_into_the_upload_buffer_code_the_same(tmp_path):
+    """Mastering's encoder threads read TIFF frames into their page-locked upload buffer
+    (FrameEncoders.input_buffer): the same codestreams as from frames read on their own."""
+    import tifffile
+    from cinegpu.media.frame_coders import code_frame
+    from cinegpu.media.frame_encode import FrameEncoders
+    from cinegpu.media.images_in import ImageFrames
+    rng = np.random.default_rng(6)
+    files = []
+    for k in range(3):
+        tifffile.imwrite(tmp_path / f"f{k}.tif",
+                         rng.integers(0, 65536, (1080, 2048, 3)).astype(np.uint16),
+                         photometric="rgb")
+        files.append(str(tmp_path / f"f{k}.tif"))
+    frames = ImageFrames(tuple(files), (4096, 2160))
+    with FrameEncoders(profile="2k", fps=24, bitrate=None, colorspace="rec709",
+                       backend="cuda") as enc:
+        assert enc.input_buffer((4, 5, 3), np.uint16).shape == (4, 5, 3)
+        assert enc.input_buffer((4, 5, 3), np.int32) is None
+        direct = [code_frame(enc, frames, k, 2048, 1080) for k in range(3)]
+        plain = [code_frame(enc, lambda i: frames(i), k, 2048, 1080) for k in range(3)]
+    assert direct == plain
+
+
 def test_guard_bits_cuda_clips_and_measures_as_numpy():
     from cinegpu.encode.profiles import make_params
     enc_opts = dict(profile="generic", fps=24, bitrate=None, reversible=False, levels=3,

@@ -109,6 +109,41 @@ def test_tiff_png_inputs(tmp_path):
         read_image(tmp_path / "bad.png")
 
 
+def test_tiff_read_into_a_given_array(tmp_path):
+    """read_image(out=): interleaved TIFF samples are decoded into the array out(shape,
+    dtype) gives, after the size check, and come back in it (stored RGB); the same samples
+    as without; planar TIFFs, PNGs and an out() that gives None read as before."""
+    import tifffile
+    rng = np.random.default_rng(5)
+    img16 = rng.integers(0, 65536, (20, 30, 3), dtype=np.uint16)
+    tifffile.imwrite(tmp_path / "a.tif", img16, photometric="rgb")
+    tifffile.imwrite(tmp_path / "p.tif", np.moveaxis(img16, -1, 0), photometric="rgb",
+                     planarconfig="separate")
+    _write_png16(tmp_path / "a.png", img16 / 65535)
+    asked = []
+
+    def out(shape, dtype):
+        asked.append((tuple(shape), np.dtype(dtype)))
+        return np.full(shape, 7, dtype)
+
+    got = read_image(tmp_path / "a.tif", stored=True, out=out)
+    assert asked == [((20, 30, 3), np.dtype(np.uint16))]
+    np.testing.assert_array_equal(got, img16)
+    buf = []
+    got = read_image(tmp_path / "a.tif", stored=True, out=lambda s, d: buf.append(np.zeros(s, d)) or buf[-1])
+    assert got is buf[0] or np.shares_memory(got, buf[0])
+    np.testing.assert_array_equal(buf[0], img16)
+    asked.clear()
+    for name in ("p.tif", "a.png"):
+        np.testing.assert_array_equal(read_image(tmp_path / name, stored=True, out=out), img16)
+    assert asked == []
+    np.testing.assert_array_equal(read_image(tmp_path / "a.tif", stored=True,
+                                             out=lambda s, d: None), img16)
+    with pytest.raises(MediaError, match="larger than"):
+        read_image(tmp_path / "a.tif", limit=(10, 10), out=out)
+    assert asked == []                     # refused before anything was asked for
+
+
 def test_stored_samples_are_the_files_integers(tmp_path):
     """read_image(stored=True): 8- and 16-bit samples as stored (grey repeated, alpha
     dropped), other depths as the float32 0..1 of the default; fit() reads integers as a
