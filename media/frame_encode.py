@@ -206,7 +206,8 @@ class FrameEncoders:
         if self.backend != "cuda" or not self.ours or \
                 np.dtype(dtype) not in (np.uint8, np.uint16, np.float32):
             return None
-        return self._staging().buffer(shape, dtype)
+        with self._encoder().on_stream():       # allocated on the encoder's own device
+            return self._staging().buffer(shape, dtype)
 
     def _staging(self):
         """This thread's :class:`cinegpu.encode.gpu.HostStaging`."""
