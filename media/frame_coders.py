@@ -43,15 +43,16 @@ from typing import Callable
 
 import numpy as np
 
+from cinegpu.decode.shm import SHM_FOLDER, create_segment, reclaim_orphans
+
 from . import errors
 from .errors import MediaError
 from .images_in import ImageFrames, fit
-from cinegpu.decode.shm import SHM_FOLDER, create_segment, reclaim_orphans
-
 from .mps import mps_serves
 
-__all__ = ["CodeFrame", "CoderBroken", "CoderReady", "CoderSetup", "FrameCoded", "FrameFailed",
-           "FrameTiming", "ProcessCoders", "StopCoder", "ThreadCoders", "code_frame"]
+__all__ = ["SLOT_BYTES", "CodeFrame", "CoderBroken", "CoderReady", "CoderSetup", "FrameCoded",
+           "FrameFailed", "FrameTiming", "ProcessCoders", "StopCoder", "ThreadCoders",
+           "code_frame", "device_environ"]
 
 
 def code_frame(encoders, read: Callable[[int], np.ndarray], i: int, width: int,
@@ -259,12 +260,13 @@ def _coder_main(conn) -> None:
             device = 0
         from .frame_encode import FrameEncoders
         encoders = FrameEncoders(**setup.options, device=device)
+        segment, slot_bytes = None, 0
+        if setup.slots is not None:
+            segment = shared_memory.SharedMemory(name=setup.slots[0])
+            slot_bytes = setup.slots[1]
     except Exception as exc:
         conn.send(CoderBroken(f"{type(exc).__name__}: {exc}"))
         return
-    segment, slot_bytes = None, 0
-    if setup.slots is not None:
-        segment, slot_bytes = shared_memory.SharedMemory(name=setup.slots[0]), setup.slots[1]
     conn.send(CoderReady())
     lock = threading.Lock()
 
