@@ -12,7 +12,8 @@ DCI 2K mastering, 8 processes x 2 threads, 242.6 -> 370.1 fps; 4K IMF HTJ2K at 2
 touched), checks with a probe process that an MPS server really starts, and returns a
 :class:`PrivateMPS` whose :attr:`~PrivateMPS.environ` the encoder processes take before CUDA
 starts in them; :meth:`PrivateMPS.close` quits the daemon (and its server) and removes the
-folder.  The daemon is also ended by the kernel if this process dies (PR_SET_PDEATHSIG).
+folder.  The daemon is also ended by the kernel if this process dies (PR_SET_PDEATHSIG),
+and the folder of a job killed outright is removed by the next one (:func:`reclaim_folders`).
 
 MPS is left alone where it cannot help or might surprise: off Linux, without the control
 program, where an MPS already serves this user (``CUDA_MPS_PIPE_DIRECTORY`` set, or the
@@ -37,7 +38,8 @@ import tempfile
 import time
 from pathlib import Path
 
-__all__ = ["CONTROL", "DEFAULT_PIPE", "PrivateMPS", "mps_serves", "start_private_mps"]
+__all__ = ["CONTROL", "DEFAULT_PIPE", "PrivateMPS", "mps_serves", "reclaim_folders",
+           "start_private_mps"]
 
 #: the MPS control program (NVIDIA driver utilities)
 CONTROL = "nvidia-cuda-mps-control"
@@ -48,6 +50,32 @@ START_TIMEOUT = 10.0
 PROBE_TIMEOUT = 120.0
 #: what the probe runs: CUDA started and a kernel run through the private server
 PROBE = "import cupy; cupy.arange(4).sum().item()"
+#: the start of a private daemon's folder name, then the job's process id
+FOLDER_PREFIX = "cinegpu-mps-"
+
+
+def reclaim_folders(parent: Path | None = None) -> list[Path]:
+    """Remove the folders of private daemons whose job is gone (named after its process id:
+    a job killed outright leaves its folder; its daemon ends with it); the folders removed."""
+    parent = Path(tempfile.gettempdir()) if parent is None else parent
+    gone = []
+    for folder in parent.glob(f"{FOLDER_PREFIX}*-*"):
+        pid = folder.name[len(FOLDER_PREFIX):].split("-", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid() or _alive(int(pid)):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        gone.append(folder)
+    return gone
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:             # another user's live process
+        return True
+    return True
 
 
 def mps_serves(environ) -> bool:
@@ -114,7 +142,8 @@ def start_private_mps(environ=None, which=shutil.which, probe: str = PROBE) -> P
     control = which(CONTROL)
     if not sys.platform.startswith("linux") or control is None or mps_serves(environ):
         return None
-    folder = Path(tempfile.mkdtemp(prefix="cinegpu-mps-"))
+    reclaim_folders()
+    folder = Path(tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{os.getpid()}-"))
     (folder / "pipe").mkdir()
     (folder / "log").mkdir()
     env = dict(environ, CUDA_MPS_PIPE_DIRECTORY=str(folder / "pipe"),

@@ -122,3 +122,23 @@ def test_an_encoder_process_sees_only_its_gpu(monkeypatch):
     for bad in (2, -1):
         with pytest.raises(ValueError, match="not among CUDA_VISIBLE_DEVICES"):
             device_environ(bad, {"CUDA_VISIBLE_DEVICES": "4,6"})
+
+
+def test_folders_of_gone_jobs_are_reclaimed(tmp_path):
+    """A folder left by a job that was killed (its process gone) is removed; a live job's,
+    this process's and other names are kept."""
+    import subprocess
+    from cinegpu.media.mps import FOLDER_PREFIX, reclaim_folders
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        names = [f"{FOLDER_PREFIX}{dead.pid}-abc", f"{FOLDER_PREFIX}{live.pid}-abc",
+                 f"{FOLDER_PREFIX}{os.getpid()}-abc", f"{FOLDER_PREFIX}x-abc", "other-1-abc"]
+        for name in names:
+            (tmp_path / name / "pipe").mkdir(parents=True)
+        assert reclaim_folders(tmp_path) == [tmp_path / names[0]]
+        assert sorted(p.name for p in tmp_path.iterdir()) == sorted(names[1:])
+    finally:
+        live.kill()
+        live.wait()
