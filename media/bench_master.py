@@ -6,7 +6,8 @@ encoder processes and threads, against ``opj_compress -cinema2K/-cinema4K`` and
     python -m cinegpu.media.bench_master [--profile dci-2k dci-4k] [--frames N]
         [--distinct K] [--layouts 1x1 1x8 auto] [--backend auto|cpu|cuda]
         [--peer-frames N] [--opj-processes N] [--grk-threads N] [--fps 24] [--gpus 1 2 ...]
-        [--mps on off] [--timeline]
+        [--mps on off] [--format dcp|imf --codec j2k|htj2k --bitrate MBITS] [--read P ...]
+        [--timeline]
 
 The input is a folder of ``--frames`` 16-bit RGB TIFF files, as a user masters, made of
 ``--distinct`` different images (the encoder benchmark's 12-bit pattern,
@@ -20,7 +21,9 @@ from the first frame written to the last (the coding rate), and the seconds then
 finishing the package (the track file's hash, read back whole, is most of it); with
 ``--timeline``, per GPU the encoder processes' rate, how busy their threads were and where a
 frame waited (:func:`timeline_lines`).  OpenJPEG codes ``--peer-frames`` of the same frames
-converted to X'Y'Z', as PPM files, ``--opj-processes`` at once, and Grok all of them in one run
+converted to X'Y'Z', as PPM files (DCPs only; ``--format imf`` masters an IMF package of the
+same frames, ``--read`` also times reading the files alone, what mastering would reach if
+coding cost nothing), ``--opj-processes`` at once, and Grok all of them in one run
 of ``--grk-threads`` threads (0: every core).  Not a timed test: the numbers depend on the
 machine.
 """
@@ -32,6 +35,7 @@ import os
 import resource
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -41,6 +45,7 @@ from cinegpu.encode.bench import opj_encode_frames, synthetic_frame
 from cinegpu.encode.peers import grk_compress_dci, have_grk, have_opj
 
 from .colour import to_xyz12
+from .images_in import read_image
 from .mastering import master_images
 
 __all__ = ["layout", "main", "run_master", "timeline_lines", "write_frames"]
@@ -106,7 +111,7 @@ def timeline_lines(records, threads: int) -> list[str]:
 
 
 def _master(folder: Path, tmp: str, profile: str, fps: int, procs, threads, backend, gpus=None,
-            timeline: bool = False, mps: bool = True) -> dict:
+            timeline: bool = False, mps: bool = True, package: dict | None = None) -> dict:
     """One master of ``folder``: mastering's ``stats``, with the GPUs asked for and the CPU
     seconds of this (the writing) process and of the encoder processes it started and ended
     (``main_cpu_s``, ``coders_cpu_s``; threads of one process count once each); with
@@ -117,7 +122,7 @@ def _master(folder: Path, tmp: str, profile: str, fps: int, procs, threads, back
     main0, kids0 = _cpu_seconds(resource.RUSAGE_SELF), _cpu_seconds(resource.RUSAGE_CHILDREN)
     master_images(folder, out, title="bench", profile=dci.profile(profile).short, fps=fps,
                   processes=procs, workers=threads, backend=backend, progress=False,
-                  stats=stats, timeline=records, mps=mps,
+                  stats=stats, timeline=records, mps=mps, **(package or {}),
                   **({} if gpus is None else {"gpus": gpus}))
     stats["timeline"] = records
     stats["main_cpu_s"] = _cpu_seconds(resource.RUSAGE_SELF) - main0
@@ -127,13 +132,35 @@ def _master(folder: Path, tmp: str, profile: str, fps: int, procs, threads, back
     return stats
 
 
+def _read_files(paths: list[str]) -> int:
+    for path in paths:
+        read_image(path, limit=None, stored=True)
+    return len(paths)
+
+
+def read_rate(folder: Path, processes: int) -> float:
+    """Frames per second at which ``processes`` processes read the TIFF files of ``folder``
+    (:func:`.images_in.read_image`, as stored) and do nothing else, after reading two each:
+    the rate mastering would have if coding cost nothing."""
+    from concurrent.futures import ProcessPoolExecutor
+    paths = [str(p) for p in sorted(folder.glob("*.tif"))]
+    with ProcessPoolExecutor(processes) as pool:
+        list(pool.map(_read_files, [paths[:2]] * processes))
+        start = time.perf_counter()
+        done = sum(pool.map(_read_files, [paths[k::processes] for k in range(processes)]))
+        return done / (time.perf_counter() - start)
+
+
 def run_master(profile: str, frames: int, distinct: int, fps: int, layouts, backend: str,
                peer_frames: int, processes: int, grk_threads: int = 0, gpus=(None,),
-               timeline: bool = False, mps=(True,)) -> dict:
+               timeline: bool = False, mps=(True,), package: dict | None = None,
+               read=()) -> dict:
     """One profile: per layout (processes, threads) the ``stats`` of
     :func:`cinegpu.media.mastering.master` over ``frames`` TIFF files (``timeline``: with the
     encoder processes' frame timings; ``mps``: each layout with and/or without master's
-    private CUDA MPS); OpenJPEG's (``processes`` at once) and Grok's
+    private CUDA MPS; ``package``: more of master's options, e.g. an IMF package's
+    ``format``, ``codec`` and ``bitrate``), the frames per second at which ``read`` (counts
+    of processes) processes read the same files alone (``read_fps``); OpenJPEG's (``processes`` at once) and Grok's
     (``grk_threads``) frames per second over ``peer_frames`` of the frames, where installed."""
     w, h = dci.profile(profile).container
     images = [(synthetic_frame(w, h, seed=k).astype(np.uint32) * 16).astype(np.uint16)
@@ -147,15 +174,16 @@ def run_master(profile: str, frames: int, distinct: int, fps: int, layouts, back
         for k in range(min(2, frames)):
             os.symlink(folder / f"f{k:06d}.tif", warm / f"f{k:06d}.tif")
         # warm: imports, numba and kernel caches, here and (on disk) for encoder processes
-        _master(warm, tmp, profile, fps, 1, None, backend)
+        _master(warm, tmp, profile, fps, 1, None, backend, package=package)
         if any(p != 1 for p, _ in layouts):
-            _master(warm, tmp, profile, fps, 2, 1, backend)
+            _master(warm, tmp, profile, fps, 2, 1, backend, package=package)
+        row["read_fps"] = {k: read_rate(folder, k) for k in read}
         for g in gpus:
             for procs, threads in layouts:
                 for shared in mps:
                     row["runs"].append(_master(folder, tmp, profile, fps, procs, threads,
-                                               backend, g, timeline, shared))
-    n = min(peer_frames, frames)
+                                               backend, g, timeline, shared, package))
+    n = min(peer_frames, frames) if not package else 0     # the peers write DCI frames
     if n and (have_opj() or have_grk()):
         xyz = [to_xyz12(f.astype(np.float32) / np.float32(65535), "rec709") for f in images]
         peer = [xyz[k % len(xyz)] for k in range(n)]
@@ -184,14 +212,32 @@ def main(argv=None) -> None:
     ap.add_argument("--mps", choices=("on", "off"), nargs="+", default=["on"],
                     help="run every layout with master's private CUDA MPS (on, where it starts) "
                          "and/or without it (off)")
+    ap.add_argument("--format", choices=("dcp", "imf"), default="dcp",
+                    help="the package mastered (imf: App 2E, the picture at the profile's size)")
+    ap.add_argument("--codec", choices=("j2k", "htj2k"), default="j2k", help="IMF only")
+    ap.add_argument("--bitrate", type=float, default=None, metavar="MBITS",
+                    help="IMF only (default: master's)")
+    ap.add_argument("--read", type=int, nargs="*", default=[], metavar="P",
+                    help="also time reading the files alone in P processes (each count)")
     ap.add_argument("--timeline", action="store_true",
                     help="per GPU: the encoder processes' rate, busy threads and where a frame waits")
     a = ap.parse_args(argv)
+    package = None
+    if a.format == "imf":
+        package = {"format": "imf", "codec": a.codec}
+        if a.bitrate is not None:
+            package["bitrate"] = a.bitrate
+    elif a.codec != "j2k" or a.bitrate is not None:
+        ap.error("--codec and --bitrate are for --format imf")
     for profile in a.profile:
         r = run_master(profile, a.frames, a.distinct, a.fps, a.layouts, a.backend,
                        a.peer_frames, a.opj_processes, a.grk_threads, a.gpus, a.timeline,
-                       [m == "on" for m in a.mps])
-        print(f"{profile} master: {r['frames']} frames ({a.distinct} distinct) from TIFF files")
+                       [m == "on" for m in a.mps], package, a.read)
+        what = profile if package is None else \
+            f"{profile} IMF {a.codec}" + (f" {a.bitrate:g} Mbit/s" if a.bitrate else "")
+        print(f"{what} master: {r['frames']} frames ({a.distinct} distinct) from TIFF files")
+        for k, fps in r["read_fps"].items():
+            print(f"  reading the files alone in {k} process(es): {fps:.2f} fps")
         best = 0.0
         for s in r["runs"]:
             end = r["frames"] / s["total_s"]

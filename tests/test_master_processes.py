@@ -393,6 +393,24 @@ def test_bench_master_prints_each_layout(capsys):
         and out.count("while coding: the receiving thread busy") == 2
 
 
+@pytest.mark.slow
+@needs_encoder
+def test_bench_master_imf_and_reading_alone(capsys):
+    """bench_master --format imf masters an IMF package of the frames (no DCI peers) and
+    --read times reading the same files alone; --codec without --format imf is refused."""
+    from cinegpu.media.bench_master import main
+    main(["--profile", "dci-2k", "--frames", "3", "--distinct", "2", "--layouts", "1x1",
+          "--backend", "cpu", "--format", "imf", "--codec", "htj2k", "--bitrate", "100",
+          "--read", "1", "2", "--peer-frames", "3"])
+    out = capsys.readouterr().out
+    assert "dci-2k IMF htj2k 100 Mbit/s master: 3 frames (2 distinct) from TIFF files" in out
+    assert "reading the files alone in 1 process(es): " in out
+    assert "reading the files alone in 2 process(es): " in out
+    assert "1 process(es) x 1 thread(s):" in out and "opj_compress" not in out
+    with pytest.raises(SystemExit):
+        main(["--codec", "htj2k", "--frames", "1"])
+
+
 def test_timeline_lines_per_gpu():
     from cinegpu.media.bench_master import timeline_lines
     from cinegpu.media.frame_coders import FrameTiming
