@@ -18,7 +18,8 @@ import secrets
 from multiprocessing import resource_tracker, shared_memory
 from pathlib import Path
 
-__all__ = ["PREFIX", "create_segment", "reclaim_orphans", "segment_owner", "unlink_own"]
+__all__ = ["PREFIX", "create_segment", "process_alive", "reclaim_orphans", "segment_owner",
+           "unlink_own"]
 
 #: The start of every segment name the pipeline makes.
 PREFIX = "cinegpu_"
@@ -44,7 +45,8 @@ def segment_owner(name: str) -> int | None:
     return int(pid) if sep and pid.isdigit() and tail else None
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (another user's counts as alive)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -62,7 +64,7 @@ def reclaim_orphans(folder: Path = SHM_FOLDER) -> list[str]:
     gone = []
     for entry in folder.iterdir():
         pid = segment_owner(entry.name)
-        if pid is None or pid == os.getpid() or _alive(pid):
+        if pid is None or pid == os.getpid() or process_alive(pid):
             continue
         try:
             entry.unlink()

@@ -38,6 +38,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from cinegpu.decode.shm import process_alive
+
 __all__ = ["CONTROL", "DEFAULT_PIPE", "PrivateMPS", "mps_serves", "reclaim_folders",
            "start_private_mps"]
 
@@ -61,21 +63,11 @@ def reclaim_folders(parent: Path | None = None) -> list[Path]:
     gone = []
     for folder in parent.glob(f"{FOLDER_PREFIX}*-*"):
         pid = folder.name[len(FOLDER_PREFIX):].split("-", 1)[0]
-        if not pid.isdigit() or int(pid) == os.getpid() or _alive(int(pid)):
+        if not pid.isdigit() or int(pid) == os.getpid() or process_alive(int(pid)):
             continue
         shutil.rmtree(folder, ignore_errors=True)
         gone.append(folder)
     return gone
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:             # another user's live process
-        return True
-    return True
 
 
 def mps_serves(environ) -> bool:
