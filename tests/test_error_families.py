@@ -9,6 +9,9 @@
 
 from __future__ import annotations
 
+import os
+import signal
+
 import sys
 import time
 
@@ -71,8 +74,10 @@ def test_a_killed_worker_is_a_pipeline_error_not_bad_input():
     from cinegpu.decode.pipeline import FramePipeline
 
     with FramePipeline(backend="cpu", workers=1, depth=2) as pipe:
+        worker = pipe._workers[0][0]
+        os.kill(worker.pid, signal.SIGSTOP)   # it cannot answer the frame before it is killed
         pipe.submit(SMALL.read_bytes(), key="doomed")
-        pipe._workers[0][0].kill()
+        worker.kill()
         key, result = pipe.get()
     assert key == "doomed" and isinstance(result, WorkerCrashed) and isinstance(result, PipelineError)
     assert not isinstance(result, CodestreamError)
