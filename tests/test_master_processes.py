@@ -241,13 +241,13 @@ def test_codestreams_come_back_through_slots_or_the_pipe(tmp_path):
     (slot_bytes 0): the same bytes in the same order, every slot free again; the segments
     are gone after close, and after an abort."""
     from cinegpu.media.frame_coders import CoderSetup, ProcessCoders
-    src = _frames(tmp_path / "in", 10)
+    src = _frames(tmp_path / "in", 8)
     files = ImageFrames(tuple(map(str, list_frames(src))), (4096, 2160))
     options = dict(profile="2k", fps=24, bitrate=None, colorspace="rec709", backend="cpu")
     before = _segments_of_this_process()
 
-    def run(slot_bytes, frames=range(10)):
-        coders = ProcessCoders(lambda p: CoderSetup(files, 96, 54, options, None, 1), 2,
+    def run(slot_bytes, frames=range(8)):
+        coders = ProcessCoders(lambda p: CoderSetup(files, 96, 54, options, None, 1), 1,
                                slot_bytes=slot_bytes)
         try:
             made = [seg is not None for seg in coders._segments]
@@ -264,12 +264,12 @@ def test_codestreams_come_back_through_slots_or_the_pipe(tmp_path):
             coders.close()
 
     piped, made = run(0)
-    assert made == [False, False]
+    assert made == [False]
     sizes = sorted(map(len, piped))
     assert sizes[0] < sizes[-1]
     for slot_bytes in (1 << 20, sizes[len(sizes) // 2]):     # all fit; about half fit
         got, made = run(slot_bytes)
-        assert made == [True, True] and got == piped
+        assert made == [True] and got == piped
     assert _segments_of_this_process() == before
     coders = ProcessCoders(lambda p: CoderSetup(files, 96, 54, options, None, 1), 1)
     assert _segments_of_this_process() - before
