@@ -162,9 +162,10 @@ class _Segments:
         joined, joined_off = _splice(self.coded, self.off, rows, coded, off)
         return _Segments(joined, joined_off, new_drops)
 
-    def frame(self, frame_cls, params, cs, plans):
+    def frame(self, frame_cls, params, cs, plans, layout):
         """The :class:`.encoder.Frame` of these segments: one pass per block with a segment
-        (rate = its length, K = plane + 1, as :func:`.tier1.ht.ht_encode_rows` gives it)."""
+        (rate = its length, K = plane + 1, as :func:`.tier1.ht.ht_encode_rows` gives it);
+        ``layout``: the plans' :func:`_block_layout`."""
         lens = np.diff(self.off)
         has = lens > 0
         rate_off = np.zeros(lens.shape[0] + 1, np.int64)
@@ -173,10 +174,15 @@ class _Segments:
         rates = lens[has].astype(np.int64)
         table, dists = BlockTable.join([(self.coded, self.off, rates, rate_off,
                                          np.zeros(rates.shape[0]), num_bps)])
-        sizes = [plan.cb.shape[0] for plan in plans]
-        first = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
-        comp = np.concatenate([block_components(plan) for plan in plans])
-        return frame_cls(params, cs, plans, table, dists, comp, first)
+        return frame_cls(params, cs, plans, table, dists, *layout)
+
+
+def _block_layout(plans):
+    """(component of every block, first block of each tile) over the frame's tiles: what
+    every round's frame shares, worked out once a frame."""
+    sizes = [plan.cb.shape[0] for plan in plans]
+    first = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
+    return np.concatenate([block_components(plan) for plan in plans]), first
 
 
 @njit(cache=True, nogil=True)
@@ -207,9 +213,10 @@ def _splice(a, a_off, rows, b, b_off):
 
 
 def _code(frame_cls, params, cs, plans, flats, drops, pool, kernel="auto", blocks=None,
-          segments: _Segments | None = None):
+          segments: _Segments | None = None, layout=None):
     """The frame with every block at plane drops[b]: (Frame, its _Segments).  With the
-    ``segments`` of an earlier round only the blocks whose plane differs are coded."""
+    ``segments`` of an earlier round only the blocks whose plane differs are coded.
+    ``layout``: the plans' :func:`_block_layout` (None: worked out here)."""
     if segments is None:
         coded, off = _code_rows(plans, flats, None, drops, pool, kernel, blocks)
         segments = _Segments(coded, off, drops.copy())
@@ -218,7 +225,8 @@ def _code(frame_cls, params, cs, plans, flats, drops, pool, kernel="auto", block
         if rows.size:
             coded, off = _code_rows(plans, flats, rows, drops, pool, kernel, blocks)
             segments = segments.replaced(rows, coded, off, drops)
-    return segments.frame(frame_cls, params, cs, plans), segments
+    layout = _block_layout(plans) if layout is None else layout
+    return segments.frame(frame_cls, params, cs, plans, layout), segments
 
 
 def encode_ht_frame(frame_cls, params, cs, plans, flats, base_step, pool=None,
@@ -251,13 +259,14 @@ def encode_ht_frame(frame_cls, params, cs, plans, flats, base_step, pool=None,
     goal = budget * (1.0 + FILL) / 2.0             # bytes aimed at, inside [FILL, 1] x budget
     best = under = over = None   # (estimated bits, bytes): the largest that fit, least over
     segments = None      # the blocks as last coded: a round codes only those that change
+    layout = _block_layout(plans)
     coded = rounds = 0
 
     def code(drops):
         nonlocal segments, coded
         before = segments
         frame, segments = _code(frame_cls, keep_all, cs, plans, flats, drops, pool, kernel,
-                                blocks, segments)
+                                blocks, segments, layout)
         coded += nblocks if before is None else int((before.drops != drops).sum())
         return frame
 

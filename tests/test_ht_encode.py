@@ -195,9 +195,9 @@ def test_later_rounds_code_only_changed_blocks(size, opts, rate, workers, monkey
     seen = []
 
     def checked(frame_cls, params, cs, plans, flats, drops, pool, kernel="auto",
-                blocks=None, segments=None):
+                blocks=None, segments=None, layout=None):
         frame, kept = real(frame_cls, params, cs, plans, flats, drops, pool, kernel, blocks,
-                           segments)
+                           segments, layout)
         whole, _ = real(frame_cls, params, cs, plans, flats, drops, pool, kernel, blocks)
         for name in ("coded", "coded_off", "rates", "rate_off", "num_bps"):
             assert np.array_equal(getattr(frame.table, name), getattr(whole.table, name)), name
