@@ -1,6 +1,6 @@
 """The HT byte budget's per-plane figures (encode/tier1/ht.py ht_plane_figures; T.814 clause
 7.3: the squared error of a cleanup at plane d, reconstructed at the midpoint, and the bits
-it is estimated to cost) and their GPU twin, the kernel ht_plane_figures_warp of
+it is estimated to cost, quad by quad with its neighbours) and their GPU twin, the kernel ht_plane_figures_warp of
 encode/cuda/ht_figures.cu (one warp per code-block, exact integer sums), float64 for float64,
 bit for bit (the arrays' bytes compared).
 
@@ -11,7 +11,8 @@ __syncwarp) against the numba function, so CI checks the kernel's own code witho
 shapes 1 x 1 .. 64 x 64 and 4 x 1024, 1024 x 4, 1 x 1024, magnitudes from 0 to 2^31 (and
 the largest figures, near 2^52, at dmax 20), dmax 0, 1, 5, 20, rows out of order, repeated
 and zero-sized, random row strides with large values in the gaps, grids with fewer and more
-warps than blocks, the tiles of a real frame; dmax outside 0..20 refused.  The "cuda" tests
+warps than blocks, the tiles of a real frame; dmax outside 0..20 and blocks wider than 1024
+refused.  The "cuda" tests
 (marked gpu) run the same cases through ht_plane_figures_cuda on a device.
 """
 
@@ -26,7 +27,7 @@ import pytest
 
 from cinegpu.decode.tier1.codeblock import CB_HEIGHT, CB_OUT, CB_STRIDE, CB_WIDTH
 from cinegpu.encode.ht import DMAX
-from cinegpu.encode.tier1.ht import FIGURES_DMAX, ht_plane_figures
+from cinegpu.encode.tier1.ht import FIGURES_DMAX, FIGURES_WMAX, ht_plane_figures
 from cinegpu.encode.tier1.ht_gpu_plan import figures_args, figures_limits
 
 from conftest import host_build
@@ -85,22 +86,49 @@ def check(lib, flat, cb, rows=None, dmax=DMAX, grid=3):
     return want
 
 
+def _bitlen(v):
+    """Bit lengths of an int64 array of values 0 <= v < 2^34."""
+    return sum((v >> k) > 0 for k in range(34))
+
+
 def definition(flat, cb, rows, dmax):
-    """ht_plane_figures as its docstring defines it, in numpy floats: per plane d the error
-    a - (mu + 1/2) 2^d of each sample with mu = a >> d > 0 (else a) squared and summed, and
-    2 + bitlen(2 mu - 1) bits per such sample plus w h / 8."""
+    """ht_plane_figures as its docstring defines it, in numpy: per plane d the error
+    a - (mu + 1/2) 2^d of each sample with mu = a >> d > 0 (else a) squared and summed; and per
+    quad (the block padded with zeros to even sizes) n (U - 1) + 7 bits and the U-VLC term's
+    bitlen(U - kappa) + 1 where n > 0, else 1/2 bit beside a significant neighbour (left, or
+    the three above) or 1/4; nothing for a block with no mu > 0."""
     dist, bits = np.zeros((len(rows), dmax + 1)), np.zeros((len(rows), dmax + 1))
     for j, r in enumerate(cb[rows]):
         w, h, off, stride = (int(r[c]) for c in (CB_WIDTH, CB_HEIGHT, CB_OUT, CB_STRIDE))
         idx = off + np.arange(h)[:, None] * stride + np.arange(w)[None, :]
-        a = np.abs(flat[idx].astype(np.int64)).ravel()
+        block = np.abs(flat[idx].astype(np.int64))
+        a = block.ravel()
+        qh, qw = (h + 1) // 2, (w + 1) // 2
+        pad = np.zeros((2 * qh, 2 * qw), np.int64)
+        pad[:h, :w] = block
+        quads = pad.reshape(qh, 2, qw, 2).transpose(0, 2, 1, 3).reshape(qh, qw, 4)
+        amax = quads.max(axis=2) if quads.size else np.zeros((qh, qw), np.int64)
+        left = np.zeros_like(amax)
+        left[:, 1:] = amax[:, :-1]
+        wide = np.zeros((qh + 1, qw + 2), np.int64)
+        wide[1:, 1:-1] = amax
+        above = np.maximum(np.maximum(wide[:-1, :-2], wide[:-1, 1:-1]), wide[:-1, 2:])
+        not_first = (np.arange(qh) > 0)[:, None]
         for d in range(dmax + 1):
             mu = a >> d
             e = np.where(mu > 0, a - (mu + 0.5) * 2.0 ** d, a.astype(np.float64))
             dist[j, d] = (e * e).sum()
-            v = np.where(mu > 0, 2 * mu - 1, 0)
-            bitlen = sum((v >> k) > 0 for k in range(34))
-            bits[j, d] = np.where(mu > 0, 2 + bitlen, 0).sum() + w * h / 8.0
+            if a.size == 0 or a.max() >> d == 0:
+                continue
+            n = ((quads >> d) > 0).sum(axis=2)
+            big = np.where(amax >> d > 0, _bitlen(np.maximum(2 * (amax >> d) - 1, 0)), 0)
+            t = above >> d
+            kappa = np.where(not_first & (n > 1) & (t > 0),
+                             np.maximum(1, _bitlen(np.maximum(2 * t - 1, 0)) - 1), 1)
+            u = big - kappa
+            full = 8 * (n * (big - 1) + 7) + np.where(u > 0, 8 * (_bitlen(np.maximum(u, 0)) + 1), 0)
+            empty = np.where(((left >> d) | t) > 0, 4, 2)
+            bits[j, d] = np.where(n > 0, full, empty).sum() / 8.0
     return dist, bits
 
 
@@ -155,6 +183,25 @@ def test_dmax_limits(lib):
         figures_args(cb[0], rows, 3)
     dist, bits = emulate(lib, flat, cb, rows, FIGURES_DMAX + 1)
     assert (dist == UNWRITTEN).all() and (bits == UNWRITTEN).all()
+
+
+def test_width_limit(lib):
+    """FIGURES_WMAX (1024, the widest legal code-block) is the kernel's HTF_WMAX; a wider
+    block is refused by numba and the launcher's checks, and the kernel writes nothing for
+    it (the blocks beside it are still right)."""
+    assert lib.htf_limit(3) == FIGURES_WMAX == 1024
+    rng = np.random.default_rng(3)
+    flat, cb = pack([random_block(rng, 2, 1024, 9), random_block(rng, 1, 1025, 9),
+                     random_block(rng, 3, 5, 9)], rng)
+    rows = np.arange(3, dtype=np.int64)
+    for bad in (rows, rows[1:2]):
+        with pytest.raises(ValueError, match="wider"):
+            ht_plane_figures(flat, cb, bad, DMAX)
+        with pytest.raises(ValueError, match="wider"):
+            figures_args(cb, bad, DMAX)
+    dist, bits = emulate(lib, flat, cb, rows, DMAX)
+    assert (dist[1] == UNWRITTEN).all() and (bits[1] == UNWRITTEN).all()
+    assert_same((dist[[0, 2]], bits[[0, 2]]), ht_plane_figures(flat, cb, rows[[0, 2]], DMAX))
 
 
 # ------------------------------------------------------------------------------ host build

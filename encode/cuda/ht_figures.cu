@@ -8,28 +8,39 @@
  *
  *   dist[j][d]  the squared error of the block's indices reconstructed at (mu + 1/2) 2^d,
  *               or 0 where mu = 0, in index units squared;
- *   bits[j][d]  the sum over samples with mu > 0 of 2 + bitlen(2 mu - 1), plus w h / 8.
+ *   bits[j][d]  the estimated bits of a cleanup at plane d: per quad (2 x 2 samples) with
+ *               A its largest magnitude, n its samples with mu > 0, U = bitlen(2 (A >> d)
+ *               - 1): n (U - 1) + 7 bits and the U-VLC term where n > 0, half a bit
+ *               (a neighbour significant) or a quarter (MEL) where n = 0; 0 for a block
+ *               with no mu > 0.  The exact rule, kappa and the neighbours are the numba
+ *               twin's docstring; the sums are integers in eighths.
  *
  * Integers, so the order of the sums does not matter: with a = |q|, mu = a >> d > 0 and
  * r = a mod 2^d, four times the squared error is (2r - 2^d)^2 <= 2^(2d); with mu = 0 it is
  * 4 a^2 < 2^(2d+2).  A legal block has at most 4096 samples, so for d <= HTF_DMAX (20) the
  * block's sum 4 dist < 2^54 fits a u64 (so does every lane's share of it), and being a
  * multiple of 4 for d >= 1 (at most 4096 for d = 0) its double, and the quarter of that, are
- * exact: the numba twin's int64 sums give the same doubles, bit for bit.  The bit counts stay
- * below 34 x 4096.  No double arithmetic but those exact conversions, a quarter and
- * (double)count + w h / 8.0, so --fmad does not matter either.
+ * exact: the numba twin's int64 sums give the same doubles, bit for bit.  The bits, in
+ * eighths, stay below 2^21 a block (at most 1136 eighths a quad, 1024 quads and a few).
+ * No double arithmetic but those exact conversions, a quarter and an eighth, so --fmad does
+ * not matter either.
  *
  * Kernel ht_plane_figures_warp: one warp per code-block (of fewer than 2^31 samples: w h is
  * taken as 32-bit), HTF_WARPS warps per CUDA block
  * (launch exactly HTF_THREADS threads a block); warp q of the grid takes j = q, q + warps,
- * ... < nblk.  Lane l takes the samples i = l, l + 32, ... < w h in raster order (row
- * i / w, column i mod w: consecutive lanes read consecutive samples of a row) and sums per
- * plane in registers (planes unrolled up to HTF_DMAX, those above dmax skipped; zero samples
- * add nothing); the lanes leave their sums in the warp's shared rows and, after __syncwarp,
- * lane d <= dmax adds plane d's 32 sums and writes dist[j][d] and bits[j][d].  A second
- * __syncwarp lets the next block's sums overwrite the rows.  dmax outside 0..HTF_DMAX is the
- * launcher's ValueError (encode/tier1/ht_gpu.py ht_plane_figures_cuda); here it writes
- * nothing.
+ * ... < nblk.  Errors: lane l takes the samples i = l, l + 32, ... < w h in raster order
+ * (row i / w, column i mod w: consecutive lanes read consecutive samples of a row) and sums
+ * per plane in registers (planes unrolled up to HTF_DMAX, those above dmax skipped; zero
+ * samples add nothing); the lanes leave their sums in the warp's shared rows and, after
+ * __syncwarp, lane d <= dmax adds plane d's 32 sums and writes dist[j][d].  Bits: line-pair
+ * by line-pair, lane l takes the quads qx = l, l + 32, ... < ceil(w / 2): each writes its
+ * quad's A into the warp's current quad line (two lines of HTF_QMAX + 2 in the shared memory
+ * the error sums used, 0 at both ends), and after __syncwarp reads its left neighbour there
+ * and the three above in the other line, and adds its cost per plane in registers; a second
+ * __syncwarp ends the line-pair.  The lanes' sums are added as the errors were, with the
+ * block's largest magnitude (a shuffle reduction) zeroing the planes where it has none.
+ * dmax outside 0..HTF_DMAX, and blocks wider than HTF_WMAX, are the launcher's ValueError
+ * (encode/tier1/ht_gpu.py ht_plane_figures_cuda); here nothing is written for them.
  *
  * The file also compiles as plain C++ (HTF_HOST, ht_figures_host.cpp, whose lanes are
  * host_warp.h's cooperative contexts), so CI checks this code against numba without a GPU.
@@ -51,21 +62,37 @@ typedef unsigned long long u64;
 #define CB_STRIDE 10
 
 #define HTF_DMAX 20                  /* encode/tier1/ht.py FIGURES_DMAX */
+#define HTF_WMAX 1024                /* encode/tier1/ht.py FIGURES_WMAX: widest block */
+#define HTF_QMAX (HTF_WMAX / 2)      /* quads in a line-pair of the widest block */
 #define HTF_PLANES (HTF_DMAX + 1)
 #define HTF_WARPS 4                  /* warps per CUDA block */
 #define HTF_THREADS (32 * HTF_WARPS) /* threads per CUDA block: launch exactly this */
 
 /* One warp's shared rows: the lanes' sums per plane, 33 columns so that the lanes writing a
- * plane and the lanes reading their planes meet few bank conflicts */
+ * plane and the lanes reading their planes meet few bank conflicts; the two quad lines of the
+ * bits pass share the error sums' memory (used after those are added) */
 typedef struct {
-    u64 err4[HTF_PLANES][33];         /* 4 x squared error */
-    unsigned int count[HTF_PLANES][33]; /* 2 + E bits of the significant samples */
+    union {
+        u64 err4[HTF_PLANES][33];                 /* 4 x squared error */
+        unsigned int line[2][HTF_QMAX + 2];       /* quads' largest magnitude A at qx + 1 */
+    } u;
+    unsigned int count[HTF_PLANES][33]; /* estimated bits in eighths */
 } HtfShared;
 
 #define HTF_SHARED_BYTES ((int)sizeof(HtfShared))
 
 /* Bits of v > 0 */
 HTF_DEV int htf_bitlen(unsigned int v) { return 32 - HTF_CLZ32(v); }
+
+/* Bits of v >= 0 */
+HTF_DEV int htf_bitlen0(unsigned int v) { return v ? htf_bitlen(v) : 0; }
+
+/* Magnitude of q, 0 outside the block */
+HTF_DEV unsigned int htf_mag(const int* flat, i64 at, bool inside)
+{
+    int q = inside ? flat[at] : 0;
+    return q < 0 ? 0u - (unsigned int)q : (unsigned int)q;
+}
 
 extern "C" __global__ void ht_plane_figures_warp(const int* flat, const i64* cb, int ncols,
                                                  int nblk, const i64* rows, int dmax,
@@ -80,50 +107,126 @@ extern "C" __global__ void ht_plane_figures_warp(const int* flat, const i64* cb,
     for (int j = blockIdx.x * HTF_WARPS + (threadIdx.x >> 5); j < nblk; j += warps) {
         const i64* r = cb + rows[j] * ncols;
         i64 w = r[CB_WIDTH], h = r[CB_HEIGHT], off = r[CB_OUT], stride = r[CB_STRIDE];
+        if (w > HTF_WMAX)
+            continue;                       /* the same for every lane */
         unsigned int n = w > 0 && h > 0 ? (unsigned int)(w * h) : 0, uw = (unsigned int)w;
-        u64 err4[HTF_PLANES];
-        unsigned int count[HTF_PLANES];
+        unsigned int top = 0;               /* the lane's largest magnitude */
+        {
+            u64 err4[HTF_PLANES];
 #pragma unroll
-        for (int d = 0; d < HTF_PLANES; d++) {
-            err4[d] = 0;
-            count[d] = 0;
-        }
-        for (unsigned int i = lane; i < n; i += 32) {
-            unsigned int y = i / uw;
-            int q = flat[off + (i64)y * stride + (i - y * uw)];
-            unsigned int a = q < 0 ? 0u - (unsigned int)q : (unsigned int)q;
-            if (a == 0)
-                continue;
+            for (int d = 0; d < HTF_PLANES; d++)
+                err4[d] = 0;
+            for (unsigned int i = lane; i < n; i += 32) {
+                unsigned int y = i / uw;
+                int q = flat[off + (i64)y * stride + (i - y * uw)];
+                unsigned int a = q < 0 ? 0u - (unsigned int)q : (unsigned int)q;
+                if (a == 0)
+                    continue;
+                top = a > top ? a : top;
 #pragma unroll
-            for (int d = 0; d < HTF_PLANES; d++) {
-                if (d > dmax)
-                    break;
-                unsigned int mu = a >> d;
-                if (mu) {
-                    /* 2 (a - (mu + 1/2) 2^d) = 2r - 2^d, |.| <= 2^d */
-                    int t = (int)((a & ((1u << d) - 1)) << 1) - (1 << d);
-                    err4[d] += (u64)((i64)t * t);
-                    count[d] += 2 + htf_bitlen(2 * mu - 1);
-                } else {
-                    err4[d] += 4 * ((u64)a * a);
+                for (int d = 0; d < HTF_PLANES; d++) {
+                    if (d > dmax)
+                        break;
+                    unsigned int mu = a >> d;
+                    if (mu) {
+                        /* 2 (a - (mu + 1/2) 2^d) = 2r - 2^d, |.| <= 2^d */
+                        int t = (int)((a & ((1u << d) - 1)) << 1) - (1 << d);
+                        err4[d] += (u64)((i64)t * t);
+                    } else {
+                        err4[d] += 4 * ((u64)a * a);
+                    }
                 }
             }
+#pragma unroll
+            for (int d = 0; d < HTF_PLANES; d++)
+                s->u.err4[d][lane] = err4[d];
+            __syncwarp();
+            if (lane <= dmax) {
+                u64 e = 0;
+                for (int l = 0; l < 32; l++)
+                    e += s->u.err4[lane][l];
+                dist[(i64)j * (dmax + 1) + lane] = (double)(i64)e * 0.25;
+            }
+            __syncwarp();
+        }
+        for (int k = 16; k > 0; k >>= 1) {  /* the block's largest magnitude, in every lane */
+            unsigned int o = __shfl_down_sync(0xffffffffu, top, k);
+            top = o > top ? o : top;
+        }
+        top = (unsigned int)__shfl_sync(0xffffffffu, (int)top, 0);
+
+        unsigned int count[HTF_PLANES];
+#pragma unroll
+        for (int d = 0; d < HTF_PLANES; d++)
+            count[d] = 0;
+        unsigned int qw = w > 0 ? (unsigned int)((w + 1) >> 1) : 0;
+        unsigned int qh = h > 0 ? (unsigned int)((h + 1) >> 1) : 0;
+        for (unsigned int i = lane; i < qw + 2; i += 32)
+            s->u.line[0][i] = s->u.line[1][i] = 0;
+        __syncwarp();
+        for (unsigned int qy = 0; qy < qh; qy++) {
+            unsigned int* cur = s->u.line[qy & 1];
+            const unsigned int* prev = s->u.line[(qy & 1) ^ 1];
+            i64 y = 2 * (i64)qy;
+            bool two = y + 1 < h;
+            for (unsigned int qx = lane; qx < qw; qx += 32) {
+                i64 x = 2 * (i64)qx, at = off + y * stride + x;
+                bool right = x + 1 < w;
+                unsigned int a0 = htf_mag(flat, at, true), a1 = htf_mag(flat, at + 1, right);
+                unsigned int a2 = htf_mag(flat, at + stride, two);
+                unsigned int a3 = htf_mag(flat, at + stride + 1, two && right);
+                unsigned int m01 = a0 > a1 ? a0 : a1, m23 = a2 > a3 ? a2 : a3;
+                cur[qx + 1] = m01 > m23 ? m01 : m23;
+            }
+            __syncwarp();
+            for (unsigned int qx = lane; qx < qw; qx += 32) {
+                i64 x = 2 * (i64)qx, at = off + y * stride + x;
+                bool right = x + 1 < w;
+                int b0 = htf_bitlen0(htf_mag(flat, at, true));
+                int b1 = htf_bitlen0(htf_mag(flat, at + 1, right));
+                int b2 = htf_bitlen0(htf_mag(flat, at + stride, two));
+                int b3 = htf_bitlen0(htf_mag(flat, at + stride + 1, two && right));
+                unsigned int amax = cur[qx + 1], left = cur[qx];
+                unsigned int above = prev[qx] > prev[qx + 1] ? prev[qx] : prev[qx + 1];
+                above = prev[qx + 2] > above ? prev[qx + 2] : above;
+                /* see _exponents: the exponent of a >> d < B is B - d + (d < L) */
+                int qtop = htf_bitlen0(amax);
+                int qlow = amax ? htf_bitlen0(amax ^ (1u << (qtop - 1))) : 0;
+                int atop = htf_bitlen0(above);
+                int alow = above ? htf_bitlen0(above ^ (1u << (atop - 1))) : 0;
+                int ctx = htf_bitlen0(left | above);
+#pragma unroll
+                for (int d = 0; d < HTF_PLANES; d++) {
+                    if (d > dmax)
+                        break;
+                    if (d >= qtop) {        /* empty: a CxtVLC symbol beside significance */
+                        count[d] += d < ctx ? 4 : 2;    /* or a MEL symbol */
+                        continue;
+                    }
+                    int nq = (b0 > d) + (b1 > d) + (b2 > d) + (b3 > d);
+                    int big = qtop - d + (d < qlow);    /* U_q (7.3.7) */
+                    int kappa = 1;
+                    if (nq > 1 && d < atop) {       /* above = 0 on the first line-pair */
+                        int k = atop - d + (d < alow) - 1;
+                        kappa = k > 1 ? k : 1;
+                    }
+                    unsigned int c = 8 * (unsigned int)(nq * (big - 1) + 7);
+                    if (big > kappa)
+                        c += 8 * (unsigned int)(htf_bitlen((unsigned int)(big - kappa)) + 1);
+                    count[d] += c;
+                }
+            }
+            __syncwarp();
         }
 #pragma unroll
-        for (int d = 0; d < HTF_PLANES; d++) {
-            s->err4[d][lane] = err4[d];
+        for (int d = 0; d < HTF_PLANES; d++)
             s->count[d][lane] = count[d];
-        }
         __syncwarp();
         if (lane <= dmax) {
-            u64 e = 0;
             unsigned int c = 0;
-            for (int l = 0; l < 32; l++) {
-                e += s->err4[lane][l];
+            for (int l = 0; l < 32; l++)
                 c += s->count[lane][l];
-            }
-            dist[(i64)j * (dmax + 1) + lane] = (double)(i64)e * 0.25;
-            bits[(i64)j * (dmax + 1) + lane] = (double)c + (double)(w * h) / 8.0;
+            bits[(i64)j * (dmax + 1) + lane] = (top >> lane) ? (double)c / 8.0 : 0.0;
         }
         __syncwarp();
     }
