@@ -11,8 +11,8 @@ __syncwarp) against the numba function, so CI checks the kernel's own code witho
 shapes 1 x 1 .. 64 x 64 and 4 x 1024, 1024 x 4, 1 x 1024, magnitudes from 0 to 2^31 (and
 the largest figures, near 2^52, at dmax 20), dmax 0, 1, 5, 20, rows out of order, repeated
 and zero-sized, random row strides with large values in the gaps, grids with fewer and more
-warps than blocks, the tiles of a real frame; dmax outside 0..20 and blocks wider than 1024
-refused.  The "cuda" tests
+warps than blocks, the tiles of a real frame; dmax outside 0..20 and blocks of more than
+1024 quads refused.  The "cuda" tests
 (marked gpu) run the same cases through ht_plane_figures_cuda on a device.
 """
 
@@ -27,7 +27,7 @@ import pytest
 
 from cinegpu.decode.tier1.codeblock import CB_HEIGHT, CB_OUT, CB_STRIDE, CB_WIDTH
 from cinegpu.encode.ht import DMAX
-from cinegpu.encode.tier1.ht import FIGURES_DMAX, FIGURES_WMAX, ht_plane_figures
+from cinegpu.encode.tier1.ht import FIGURES_DMAX, FIGURES_QUADS, ht_plane_figures
 from cinegpu.encode.tier1.ht_gpu_plan import figures_args, figures_limits
 
 from conftest import host_build
@@ -185,23 +185,25 @@ def test_dmax_limits(lib):
     assert (dist == UNWRITTEN).all() and (bits == UNWRITTEN).all()
 
 
-def test_width_limit(lib):
-    """FIGURES_WMAX (1024, the widest legal code-block) is the kernel's HTF_WMAX; a wider
-    block is refused by numba and the launcher's checks, and the kernel writes nothing for
-    it (the blocks beside it are still right)."""
-    assert lib.htf_limit(3) == FIGURES_WMAX == 1024
+def test_quad_limit(lib):
+    """FIGURES_QUADS (1024, the most quads of a legal code-block) is the kernel's HTF_QUADS; a
+    block of more quads is refused by numba and the launcher's checks, and the kernel writes
+    nothing for it (the blocks beside it are still right): 1024 x 3 and 2048 x 1 have 1024
+    quads, 1024 x 5 and 2049 x 1 more."""
+    assert lib.htf_limit(3) == FIGURES_QUADS == 1024
     rng = np.random.default_rng(3)
-    flat, cb = pack([random_block(rng, 2, 1024, 9), random_block(rng, 1, 1025, 9),
-                     random_block(rng, 3, 5, 9)], rng)
-    rows = np.arange(3, dtype=np.int64)
-    for bad in (rows, rows[1:2]):
-        with pytest.raises(ValueError, match="wider"):
+    shapes = [(3, 1024), (5, 1024), (1, 2048), (1, 2049), (3, 5)]
+    flat, cb = pack([random_block(rng, h, w, 9) for h, w in shapes], rng)
+    rows = np.arange(len(shapes), dtype=np.int64)
+    for bad in (rows, rows[1:2], rows[3:4]):
+        with pytest.raises(ValueError, match="1024 quads"):
             ht_plane_figures(flat, cb, bad, DMAX)
-        with pytest.raises(ValueError, match="wider"):
+        with pytest.raises(ValueError, match="1024 quads"):
             figures_args(cb, bad, DMAX)
     dist, bits = emulate(lib, flat, cb, rows, DMAX)
-    assert (dist[1] == UNWRITTEN).all() and (bits[1] == UNWRITTEN).all()
-    assert_same((dist[[0, 2]], bits[[0, 2]]), ht_plane_figures(flat, cb, rows[[0, 2]], DMAX))
+    good = [0, 2, 4]
+    assert (dist[[1, 3]] == UNWRITTEN).all() and (bits[[1, 3]] == UNWRITTEN).all()
+    assert_same((dist[good], bits[good]), ht_plane_figures(flat, cb, rows[good], DMAX))
 
 
 # ------------------------------------------------------------------------------ host build

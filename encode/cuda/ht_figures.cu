@@ -32,15 +32,15 @@
  * (row i / w, column i mod w: consecutive lanes read consecutive samples of a row) and sums
  * per plane in registers (planes unrolled up to HTF_DMAX, those above dmax skipped; zero
  * samples add nothing); the lanes leave their sums in the warp's shared rows and, after
- * __syncwarp, lane d <= dmax adds plane d's 32 sums and writes dist[j][d].  Bits: line-pair
- * by line-pair, lane l takes the quads qx = l, l + 32, ... < ceil(w / 2): each writes its
- * quad's A into the warp's current quad line (two lines of HTF_QMAX + 2 in the shared memory
- * the error sums used, 0 at both ends), and after __syncwarp reads its left neighbour there
- * and the three above in the other line, and adds its cost per plane in registers; a second
- * __syncwarp ends the line-pair.  The lanes' sums are added as the errors were, with the
- * block's largest magnitude (a shuffle reduction) zeroing the planes where it has none.
- * dmax outside 0..HTF_DMAX, and blocks wider than HTF_WMAX, are the launcher's ValueError
- * (encode/tier1/ht_gpu.py ht_plane_figures_cuda); here nothing is written for them.
+ * __syncwarp, lane d <= dmax adds plane d's 32 sums and writes dist[j][d].  Bits: lane l
+ * takes the quads i = l, l + 32, ... of the block in raster order (ceil(w / 2) a line-pair)
+ * and writes each one's A into the warp's shared quad table (the memory the error sums used);
+ * after __syncwarp it takes the same quads again, reads their left neighbour and the three
+ * above in the table, and adds their cost per plane in registers.  The lanes' sums are added
+ * as the errors were, with the block's largest magnitude (a shuffle reduction) zeroing the
+ * planes where it has none.  dmax outside 0..HTF_DMAX, and blocks of more than HTF_QUADS
+ * quads, are the launcher's ValueError (encode/tier1/ht_gpu.py ht_plane_figures_cuda); here
+ * nothing is written for them.
  *
  * The file also compiles as plain C++ (HTF_HOST, ht_figures_host.cpp, whose lanes are
  * host_warp.h's cooperative contexts), so CI checks this code against numba without a GPU.
@@ -62,19 +62,18 @@ typedef unsigned long long u64;
 #define CB_STRIDE 10
 
 #define HTF_DMAX 20                  /* encode/tier1/ht.py FIGURES_DMAX */
-#define HTF_WMAX 1024                /* encode/tier1/ht.py FIGURES_WMAX: widest block */
-#define HTF_QMAX (HTF_WMAX / 2)      /* quads in a line-pair of the widest block */
+#define HTF_QUADS 1024               /* encode/tier1/ht.py FIGURES_QUADS: most quads a block */
 #define HTF_PLANES (HTF_DMAX + 1)
 #define HTF_WARPS 4                  /* warps per CUDA block */
 #define HTF_THREADS (32 * HTF_WARPS) /* threads per CUDA block: launch exactly this */
 
 /* One warp's shared rows: the lanes' sums per plane, 33 columns so that the lanes writing a
- * plane and the lanes reading their planes meet few bank conflicts; the two quad lines of the
- * bits pass share the error sums' memory (used after those are added) */
+ * plane and the lanes reading their planes meet few bank conflicts; the quads' largest
+ * magnitudes for the bits pass share the error sums' memory (used after those are added) */
 typedef struct {
     union {
         u64 err4[HTF_PLANES][33];                 /* 4 x squared error */
-        unsigned int line[2][HTF_QMAX + 2];       /* quads' largest magnitude A at qx + 1 */
+        unsigned int quad[HTF_QUADS];             /* each quad's A, in raster order */
     } u;
     unsigned int count[HTF_PLANES][33]; /* estimated bits in eighths */
 } HtfShared;
@@ -107,7 +106,8 @@ extern "C" __global__ void ht_plane_figures_warp(const int* flat, const i64* cb,
     for (int j = blockIdx.x * HTF_WARPS + (threadIdx.x >> 5); j < nblk; j += warps) {
         const i64* r = cb + rows[j] * ncols;
         i64 w = r[CB_WIDTH], h = r[CB_HEIGHT], off = r[CB_OUT], stride = r[CB_STRIDE];
-        if (w > HTF_WMAX)
+        i64 qw = w > 0 ? (w + 1) >> 1 : 0, qh = h > 0 ? (h + 1) >> 1 : 0;
+        if (qw * qh > HTF_QUADS)
             continue;                       /* the same for every lane */
         unsigned int n = w > 0 && h > 0 ? (unsigned int)(w * h) : 0, uw = (unsigned int)w;
         unsigned int top = 0;               /* the lane's largest magnitude */
@@ -159,64 +159,62 @@ extern "C" __global__ void ht_plane_figures_warp(const int* flat, const i64* cb,
 #pragma unroll
         for (int d = 0; d < HTF_PLANES; d++)
             count[d] = 0;
-        unsigned int qw = w > 0 ? (unsigned int)((w + 1) >> 1) : 0;
-        unsigned int qh = h > 0 ? (unsigned int)((h + 1) >> 1) : 0;
-        for (unsigned int i = lane; i < qw + 2; i += 32)
-            s->u.line[0][i] = s->u.line[1][i] = 0;
+        unsigned int quads = (unsigned int)(qw * qh), uqw = (unsigned int)qw;
+        for (unsigned int i = lane; i < quads; i += 32) {
+            unsigned int qy = i / uqw, qx = i - qy * uqw;
+            i64 y = 2 * (i64)qy, x = 2 * (i64)qx, at = off + y * stride + x;
+            bool two = y + 1 < h, right = x + 1 < w;
+            unsigned int a0 = htf_mag(flat, at, true), a1 = htf_mag(flat, at + 1, right);
+            unsigned int a2 = htf_mag(flat, at + stride, two);
+            unsigned int a3 = htf_mag(flat, at + stride + 1, two && right);
+            unsigned int m01 = a0 > a1 ? a0 : a1, m23 = a2 > a3 ? a2 : a3;
+            s->u.quad[i] = m01 > m23 ? m01 : m23;
+        }
         __syncwarp();
-        for (unsigned int qy = 0; qy < qh; qy++) {
-            unsigned int* cur = s->u.line[qy & 1];
-            const unsigned int* prev = s->u.line[(qy & 1) ^ 1];
-            i64 y = 2 * (i64)qy;
-            bool two = y + 1 < h;
-            for (unsigned int qx = lane; qx < qw; qx += 32) {
-                i64 x = 2 * (i64)qx, at = off + y * stride + x;
-                bool right = x + 1 < w;
-                unsigned int a0 = htf_mag(flat, at, true), a1 = htf_mag(flat, at + 1, right);
-                unsigned int a2 = htf_mag(flat, at + stride, two);
-                unsigned int a3 = htf_mag(flat, at + stride + 1, two && right);
-                unsigned int m01 = a0 > a1 ? a0 : a1, m23 = a2 > a3 ? a2 : a3;
-                cur[qx + 1] = m01 > m23 ? m01 : m23;
+        for (unsigned int i = lane; i < quads; i += 32) {
+            unsigned int qy = i / uqw, qx = i - qy * uqw;
+            i64 y = 2 * (i64)qy, x = 2 * (i64)qx, at = off + y * stride + x;
+            bool two = y + 1 < h, right = x + 1 < w;
+            int b0 = htf_bitlen0(htf_mag(flat, at, true));
+            int b1 = htf_bitlen0(htf_mag(flat, at + 1, right));
+            int b2 = htf_bitlen0(htf_mag(flat, at + stride, two));
+            int b3 = htf_bitlen0(htf_mag(flat, at + stride + 1, two && right));
+            const unsigned int* quad = s->u.quad;
+            unsigned int amax = quad[i], left = qx ? quad[i - 1] : 0, above = 0;
+            if (qy) {                       /* the (up to) three quads above */
+                const unsigned int* up = quad + (i - uqw);
+                above = up[0];
+                if (qx && up[-1] > above)
+                    above = up[-1];
+                if (qx + 1 < uqw && up[1] > above)
+                    above = up[1];
             }
-            __syncwarp();
-            for (unsigned int qx = lane; qx < qw; qx += 32) {
-                i64 x = 2 * (i64)qx, at = off + y * stride + x;
-                bool right = x + 1 < w;
-                int b0 = htf_bitlen0(htf_mag(flat, at, true));
-                int b1 = htf_bitlen0(htf_mag(flat, at + 1, right));
-                int b2 = htf_bitlen0(htf_mag(flat, at + stride, two));
-                int b3 = htf_bitlen0(htf_mag(flat, at + stride + 1, two && right));
-                unsigned int amax = cur[qx + 1], left = cur[qx];
-                unsigned int above = prev[qx] > prev[qx + 1] ? prev[qx] : prev[qx + 1];
-                above = prev[qx + 2] > above ? prev[qx + 2] : above;
-                /* see _exponents: the exponent of a >> d < B is B - d + (d < L) */
-                int qtop = htf_bitlen0(amax);
-                int qlow = amax ? htf_bitlen0(amax ^ (1u << (qtop - 1))) : 0;
-                int atop = htf_bitlen0(above);
-                int alow = above ? htf_bitlen0(above ^ (1u << (atop - 1))) : 0;
-                int ctx = htf_bitlen0(left | above);
+            /* see _exponents: the exponent of a >> d < B is B - d + (d < L) */
+            int qtop = htf_bitlen0(amax);
+            int qlow = amax ? htf_bitlen0(amax ^ (1u << (qtop - 1))) : 0;
+            int atop = htf_bitlen0(above);
+            int alow = above ? htf_bitlen0(above ^ (1u << (atop - 1))) : 0;
+            int ctx = htf_bitlen0(left | above);
 #pragma unroll
-                for (int d = 0; d < HTF_PLANES; d++) {
-                    if (d > dmax)
-                        break;
-                    if (d >= qtop) {        /* empty: a CxtVLC symbol beside significance */
-                        count[d] += d < ctx ? 4 : 2;    /* or a MEL symbol */
-                        continue;
-                    }
-                    int nq = (b0 > d) + (b1 > d) + (b2 > d) + (b3 > d);
-                    int big = qtop - d + (d < qlow);    /* U_q (7.3.7) */
-                    int kappa = 1;
-                    if (nq > 1 && d < atop) {       /* above = 0 on the first line-pair */
-                        int k = atop - d + (d < alow) - 1;
-                        kappa = k > 1 ? k : 1;
-                    }
-                    unsigned int c = 8 * (unsigned int)(nq * (big - 1) + 7);
-                    if (big > kappa)
-                        c += 8 * (unsigned int)(htf_bitlen((unsigned int)(big - kappa)) + 1);
-                    count[d] += c;
+            for (int d = 0; d < HTF_PLANES; d++) {
+                if (d > dmax)
+                    break;
+                if (d >= qtop) {            /* empty: a CxtVLC symbol beside significance */
+                    count[d] += d < ctx ? 4 : 2;        /* or a MEL symbol */
+                    continue;
                 }
+                int nsig = (b0 > d) + (b1 > d) + (b2 > d) + (b3 > d);
+                int big = qtop - d + (d < qlow);        /* U_q (7.3.7) */
+                int kappa = 1;
+                if (nsig > 1 && d < atop) {  /* above = 0 on the first line-pair */
+                    int k = atop - d + (d < alow) - 1;
+                    kappa = k > 1 ? k : 1;
+                }
+                unsigned int c = 8 * (unsigned int)(nsig * (big - 1) + 7);
+                if (big > kappa)
+                    c += 8 * (unsigned int)(htf_bitlen((unsigned int)(big - kappa)) + 1);
+                count[d] += c;
             }
-            __syncwarp();
         }
 #pragma unroll
         for (int d = 0; d < HTF_PLANES; d++)

@@ -34,11 +34,11 @@ static void thread_main()
     ht_plane_figures_warp(a.flat, a.cb, a.ncols, a.nblk, a.rows, a.dmax, a.dist, a.bits);
 }
 
-/* HTF_DMAX, HTF_WARPS, one warp's shared memory (HTF_SHARED_BYTES) and HTF_WMAX */
+/* HTF_DMAX, HTF_WARPS, one warp's shared memory (HTF_SHARED_BYTES) and HTF_QUADS */
 extern "C" int htf_limit(int which)
 {
     return which == 0 ? HTF_DMAX : which == 1 ? HTF_WARPS : which == 2 ? HTF_SHARED_BYTES
-                                                                       : HTF_WMAX;
+                                                                       : HTF_QUADS;
 }
 
 /* ht_plane_figures_warp over a grid of `grid` CUDA blocks of HTF_THREADS threads.  Returns 0,

@@ -397,9 +397,10 @@ def ht_encode_rows(flat, cb, rows, drops):
 #: Most planes :func:`ht_plane_figures` (and its GPU twin) may drop: up to it every figure is
 #: an exact int64 sum that float64 holds exactly (see there).
 FIGURES_DMAX = 20
-#: Widest code-block the figures take: 2^(xcb + 2) <= 1024 samples (T.800 A.6.1), so a line of
-#: quads holds at most 512 (the GPU twin keeps two such lines per warp).
-FIGURES_WMAX = 1024
+#: Most quads a code-block may have for the figures: a legal block's nominal sizes are powers
+#: of two from 4 to 1024 whose product is at most 4096 (T.800 A.6.1), so it has at most 1024
+#: quads (the GPU twin keeps each quad's largest magnitude in 4 KiB of shared memory a warp).
+FIGURES_QUADS = 1024
 
 
 @njit(inline='always', **JIT)
@@ -419,7 +420,7 @@ def _bitlen32(v):
     return n + v
 
 
-@njit(inline='always', **JIT)
+@njit(**JIT)
 def _exponents(a):
     """(B, L) of a magnitude a > 0 such that for d < B the exponent of a >> d,
     bitlen(2 (a >> d) - 1), is B - d + (d < L): B = bitlen(a), and L the bit length of a
@@ -428,7 +429,7 @@ def _exponents(a):
     return top, _bitlen32(a ^ (1 << (top - 1)))
 
 
-@njit(inline='always', **JIT)
+@njit(**JIT)
 def _quad_bits8(a0, a1, a2, a3, amax, left, above, dmax, bits8, tail8):
     """Add one quad's estimated cleanup bits, in eighths, per plane d = 0..dmax (see
     :func:`ht_plane_figures`): ``a0..a3`` its magnitudes (0 outside the block), ``amax``
@@ -487,7 +488,7 @@ def ht_plane_figures(flat, cb, rows, dmax):
     4096 samples) 4 dist < 2^(2d+14) <= 2^54 for d <= FIGURES_DMAX = 20, a multiple of 4 for
     d >= 1 (at most 4096 for d = 0): no int64 overflow, and its float64 value and the quarter
     of it are exact.  The bits are summed in eighths, below 2^21 a block.  ValueError for dmax
-    outside 0..FIGURES_DMAX or a block wider than FIGURES_WMAX."""
+    outside 0..FIGURES_DMAX or a block of more than FIGURES_QUADS quads."""
     if dmax < 0 or dmax > FIGURES_DMAX:
         raise ValueError("ht_plane_figures: dmax must be 0..20")
     nb = rows.shape[0]
@@ -497,12 +498,12 @@ def ht_plane_figures(flat, cb, rows, dmax):
     zero4 = np.zeros(dmax + 1, np.int64)  # 4 a^2 of the samples whose first zero plane is d
     bits8 = np.zeros(dmax + 1, np.int64)  # estimated bits in eighths
     tail8 = np.zeros(dmax + 1, np.int64)  # the empty quads' eighths, as steps over d
-    lines = np.zeros((2, FIGURES_WMAX // 2 + 2), np.int64)  # quads' A at qx + 1, 0 at the ends
+    lines = np.zeros((2, FIGURES_QUADS + 2), np.int64)  # quads' A at qx + 1, 0 at the ends
     for j in range(nb):
         r = cb[rows[j]]
         w, h, off, stride = r[CB_WIDTH], r[CB_HEIGHT], r[CB_OUT], r[CB_STRIDE]
-        if w > FIGURES_WMAX:
-            raise ValueError("ht_plane_figures: a code-block is wider than 1024 samples")
+        if ((w + 1) >> 1) * ((h + 1) >> 1) > FIGURES_QUADS:
+            raise ValueError("ht_plane_figures: a code-block has more than 1024 quads")
         err4[:] = 0
         zero4[:] = 0
         bits8[:] = 0

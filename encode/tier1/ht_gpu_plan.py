@@ -31,7 +31,7 @@ import numpy as np
 from cinegpu.decode.tier1.codeblock import CB_HEIGHT, CB_WIDTH
 from cinegpu.decode.tier1.ht_tables import MEL_EXP
 
-from .ht import FIGURES_DMAX, FIGURES_WMAX
+from .ht import FIGURES_DMAX, FIGURES_QUADS
 from .ht_tables import VLC_ENC_0, VLC_ENC_1
 
 __all__ = ["CUDA_SOURCE", "FIGURES_KERNEL", "FIGURES_SOURCE", "GATHER", "KERNEL",
@@ -171,14 +171,16 @@ def figures_limits() -> tuple[int, int]:
 def figures_args(cb: np.ndarray, rows: np.ndarray, dmax: int):
     """(cb, rows) as contiguous int64 for ht_plane_figures_warp, and the shape of its dist and
     bits, (len(rows), dmax + 1); ValueError for tables of other ranks, dmax outside
-    0..FIGURES_DMAX or blocks wider than FIGURES_WMAX (what :func:`.ht.ht_plane_figures`
-    refuses)."""
+    0..FIGURES_DMAX or blocks of more than FIGURES_QUADS quads (what
+    :func:`.ht.ht_plane_figures` refuses)."""
     cb = np.ascontiguousarray(cb, np.int64)
     rows = np.ascontiguousarray(rows, np.int64)
     if cb.ndim != 2 or rows.ndim != 1:
         raise ValueError("plane figures: cb must be 2-D and rows 1-D")
     if not 0 <= dmax <= FIGURES_DMAX:
         raise ValueError(f"plane figures: dmax must be 0..{FIGURES_DMAX}, not {dmax}")
-    if rows.shape[0] and cb.shape[0] and cb[rows, CB_WIDTH].max() > FIGURES_WMAX:
-        raise ValueError(f"plane figures: a code-block is wider than {FIGURES_WMAX} samples")
+    if rows.shape[0] and cb.shape[0]:
+        sizes = (cb[rows, CB_WIDTH] + 1) // 2 * ((cb[rows, CB_HEIGHT] + 1) // 2)
+        if sizes.max() > FIGURES_QUADS:
+            raise ValueError(f"plane figures: a code-block has more than {FIGURES_QUADS} quads")
     return cb, rows, (rows.shape[0], int(dmax) + 1)
