@@ -479,7 +479,8 @@ def ht_plane_figures(flat, cb, rows, dmax):
     costs nothing.  The weights were fitted to coded segment lengths: on three 4K frames (the
     benchmarks' synthetic one, 1/f noise, a decoded IMF frame) the median error per block and
     plane is 2 % and the 90th percentile 9 %, against 13 % and 70 % for the estimate before
-    (2 + E bits a significant sample and w h / 8), whose error also changed with d.
+    (2 + E bits a significant sample, even without its w h / 8 a block), whose error also
+    changed with d.
 
     Integers throughout, so any summation order gives the same figures (the GPU twin,
     ``cuda/ht_figures.cu``, sums a warp's lanes): with mu = a >> d > 0 the error is
