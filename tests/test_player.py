@@ -114,13 +114,18 @@ def test_cli_headless_prints_the_summary(gl, sequences, tmp_path, capsys):
 
 
 class SlowSource(ArraySource):
-    """Frame 2 becomes ready only 0.25 s after the start: it is dropped, yet its screenshot is taken."""
+    """Frame 2 becomes ready only 0.25 s after playback first asks for a frame (it is due
+    2/24 s after the clock starts): it is dropped, yet its screenshot is taken.  The time runs
+    from that first request, not from the source's making, so a slow window start (a loaded
+    machine) cannot let frame 2 be ready in time."""
 
     def __init__(self, pictures):
         super().__init__(pictures, edit_rate=24)
-        self.t0 = time.perf_counter()
+        self.t0 = None
 
     def get(self, n):
+        if self.t0 is None:
+            self.t0 = time.perf_counter()
         if n == 2 and time.perf_counter() - self.t0 < 0.25:
             return None
         return super().get(n)
