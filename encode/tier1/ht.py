@@ -403,30 +403,13 @@ FIGURES_DMAX = 20
 FIGURES_QUADS = 1024
 
 
-@njit(inline='always', **JIT)
-def _bitlen32(v):
-    """Bits of 0 <= v < 2^32, by halving (the loop of _bitlen takes up to 32 steps)."""
-    n = 0
-    if v >> 16:
-        n, v = 16, v >> 16
-    if v >> 8:
-        n, v = n + 8, v >> 8
-    if v >> 4:
-        n, v = n + 4, v >> 4
-    if v >> 2:
-        n, v = n + 2, v >> 2
-    if v >> 1:
-        n, v = n + 1, v >> 1
-    return n + v
-
-
 @njit(**JIT)
 def _exponents(a):
     """(B, L) of a magnitude a > 0 such that for d < B the exponent of a >> d,
     bitlen(2 (a >> d) - 1), is B - d + (d < L): B = bitlen(a), and L the bit length of a
     below its top bit (a >> d is a power of two, one bit shorter, from d >= L on)."""
-    top = _bitlen32(a)
-    return top, _bitlen32(a ^ (1 << (top - 1)))
+    top = _bitlen(a)
+    return top, _bitlen(a ^ (1 << (top - 1)))
 
 
 @njit(**JIT)
@@ -438,7 +421,7 @@ def _quad_bits8(a0, a1, a2, a3, amax, left, above, dmax, bits8, tail8):
     planes where it has a significant sample go into bits8; from the first empty plane up its
     cost goes into tail8 as steps (tail8[e] - tail8[e - 1] is added at every plane >= e)."""
     top, low = (0, 0) if amax == 0 else _exponents(amax)  # planes < top keep a sample
-    b0, b1, b2, b3 = _bitlen32(a0), _bitlen32(a1), _bitlen32(a2), _bitlen32(a3)
+    b0, b1, b2, b3 = _bitlen(a0), _bitlen(a1), _bitlen(a2), _bitlen(a3)
     atop, alow = (0, 0) if above == 0 else _exponents(above)
     for d in range(min(top, dmax + 1)):
         n = (b0 > d) + (b1 > d) + (b2 > d) + (b3 > d)
@@ -448,10 +431,10 @@ def _quad_bits8(a0, a1, a2, a3, amax, left, above, dmax, bits8, tail8):
             kappa = max(1, atop - d + (d < alow) - 1)
         c = 8 * (n * (big - 1) + 7)      # MagSgn, less the EMB bits; the CxtVLC codeword
         if big > kappa:
-            c += 8 * (_bitlen32(big - kappa) + 1)   # U-VLC of u_q (7.3.6)
+            c += 8 * (_bitlen(big - kappa) + 1)   # U-VLC of u_q (7.3.6)
         bits8[d] += c
     if top <= dmax:                      # empty from plane top up: a CxtVLC symbol (4/8)
-        ctx = _bitlen32(left | above)    # while a neighbour is significant, then MEL (2/8)
+        ctx = _bitlen(left | above)    # while a neighbour is significant, then MEL (2/8)
         tail8[top] += 2
         if ctx > top:
             tail8[top] += 2
