@@ -29,9 +29,10 @@
  * taken as 32-bit), HTF_WARPS warps per CUDA block
  * (launch exactly HTF_THREADS threads a block); warp q of the grid takes j = q, q + warps,
  * ... < nblk.  Errors: lane l takes the samples i = l, l + 32, ... < w h in raster order
- * (row i / w, column i mod w: consecutive lanes read consecutive samples of a row) and sums
- * per plane in registers (planes unrolled up to HTF_DMAX, those above dmax skipped; zero
- * samples add nothing); the lanes leave their sums in the warp's shared rows and, after
+ * (row i / w, column i mod w, stepped without a division: consecutive lanes read
+ * consecutive samples of a row) and sums per plane in registers (planes unrolled up to
+ * HTF_DMAX; a sample a visits planes d < min(bitlen(a), dmax + 1) only, its 4 a^2 above them
+ * going into one sum for all planes, see there; zero samples add nothing); the lanes leave their sums in the warp's shared rows and, after
  * __syncwarp, lane d <= dmax adds plane d's 32 sums and writes dist[j][d].  Bits: lane l
  * takes the quads i = l, l + 32, ... of the block in raster order (ceil(w / 2) a line-pair)
  * and writes each one's A into the warp's shared quad table (the memory the error sums used);
@@ -93,6 +94,33 @@ HTF_DEV unsigned int htf_mag(const int* flat, i64 at, bool inside)
     return q < 0 ? 0u - (unsigned int)q : (unsigned int)q;
 }
 
+/* A lane's place in a raster of w > 0 columns, stepping 32 places at a time without a
+ * division a step: (y, x) of place i, and the step's (32 / w, 32 mod w) */
+typedef struct {
+    unsigned int y, x, sy, sx;
+} HtfStep;
+
+HTF_DEV HtfStep htf_step(int lane, unsigned int w)
+{
+    HtfStep at;
+    w = w ? w : 1;                      /* no places then: never stepped */
+    at.y = (unsigned int)lane / w;
+    at.x = (unsigned int)lane - at.y * w;
+    at.sy = 32u / w;
+    at.sx = 32u - at.sy * w;
+    return at;
+}
+
+HTF_DEV void htf_next(HtfStep* at, unsigned int w)
+{
+    at->x += at->sx;
+    at->y += at->sy;
+    if (at->x >= w) {
+        at->x -= w;
+        at->y++;
+    }
+}
+
 extern "C" __global__ void ht_plane_figures_warp(const int* flat, const i64* cb, int ncols,
                                                  int nblk, const i64* rows, int dmax,
                                                  double* dist, double* bits)
@@ -112,34 +140,38 @@ extern "C" __global__ void ht_plane_figures_warp(const int* flat, const i64* cb,
         unsigned int n = w > 0 && h > 0 ? (unsigned int)(w * h) : 0, uw = (unsigned int)w;
         unsigned int top = 0;               /* the lane's largest magnitude */
         {
-            u64 err4[HTF_PLANES];
+            /* Four times the error at plane d is 4 a^2 from a's first zero plane bitlen(a)
+             * up, (2r - 2^d)^2 below it: so the lane keeps sum4 = sum of 4 a^2 and, per
+             * plane, less[d] = sum over the samples with bitlen(a) > d of (2r - 2^d)^2
+             * - 4 a^2, and 4 dist = sum4 + less[d].  In u64, modulo 2^64, which the true
+             * sums (below 2^54) come out of exactly; a sample costs bitlen(a) planes, not
+             * dmax + 1. */
+            u64 sum4 = 0, less[HTF_PLANES];
 #pragma unroll
             for (int d = 0; d < HTF_PLANES; d++)
-                err4[d] = 0;
-            for (unsigned int i = lane; i < n; i += 32) {
-                unsigned int y = i / uw;
-                int q = flat[off + (i64)y * stride + (i - y * uw)];
+                less[d] = 0;
+            HtfStep at = htf_step(lane, uw);
+            for (unsigned int i = lane; i < n; i += 32, htf_next(&at, uw)) {
+                int q = flat[off + (i64)at.y * stride + at.x];
                 unsigned int a = q < 0 ? 0u - (unsigned int)q : (unsigned int)q;
                 if (a == 0)
                     continue;
                 top = a > top ? a : top;
+                u64 a4 = 4 * ((u64)a * a);
+                sum4 += a4;
+                int b = htf_bitlen(a);
 #pragma unroll
                 for (int d = 0; d < HTF_PLANES; d++) {
-                    if (d > dmax)
+                    if (d >= b || d > dmax)
                         break;
-                    unsigned int mu = a >> d;
-                    if (mu) {
-                        /* 2 (a - (mu + 1/2) 2^d) = 2r - 2^d, |.| <= 2^d */
-                        int t = (int)((a & ((1u << d) - 1)) << 1) - (1 << d);
-                        err4[d] += (u64)((i64)t * t);
-                    } else {
-                        err4[d] += 4 * ((u64)a * a);
-                    }
+                    /* 2 (a - (mu + 1/2) 2^d) = 2r - 2^d, |.| <= 2^d */
+                    int t = (int)((a & ((1u << d) - 1)) << 1) - (1 << d);
+                    less[d] += (u64)((i64)t * t) - a4;
                 }
             }
 #pragma unroll
             for (int d = 0; d < HTF_PLANES; d++)
-                s->u.err4[d][lane] = err4[d];
+                s->u.err4[d][lane] = sum4 + less[d];
             __syncwarp();
             if (lane <= dmax) {
                 u64 e = 0;
@@ -160,8 +192,9 @@ extern "C" __global__ void ht_plane_figures_warp(const int* flat, const i64* cb,
         for (int d = 0; d < HTF_PLANES; d++)
             count[d] = 0;
         unsigned int quads = (unsigned int)(qw * qh), uqw = (unsigned int)qw;
-        for (unsigned int i = lane; i < quads; i += 32) {
-            unsigned int qy = i / uqw, qx = i - qy * uqw;
+        HtfStep qat = htf_step(lane, uqw);
+        for (unsigned int i = lane; i < quads; i += 32, htf_next(&qat, uqw)) {
+            unsigned int qy = qat.y, qx = qat.x;
             i64 y = 2 * (i64)qy, x = 2 * (i64)qx, at = off + y * stride + x;
             bool two = y + 1 < h, right = x + 1 < w;
             unsigned int a0 = htf_mag(flat, at, true), a1 = htf_mag(flat, at + 1, right);
@@ -171,8 +204,9 @@ extern "C" __global__ void ht_plane_figures_warp(const int* flat, const i64* cb,
             s->u.quad[i] = m01 > m23 ? m01 : m23;
         }
         __syncwarp();
-        for (unsigned int i = lane; i < quads; i += 32) {
-            unsigned int qy = i / uqw, qx = i - qy * uqw;
+        qat = htf_step(lane, uqw);
+        for (unsigned int i = lane; i < quads; i += 32, htf_next(&qat, uqw)) {
+            unsigned int qy = qat.y, qx = qat.x;
             i64 y = 2 * (i64)qy, x = 2 * (i64)qx, at = off + y * stride + x;
             bool two = y + 1 < h, right = x + 1 < w;
             int b0 = htf_bitlen0(htf_mag(flat, at, true));
