@@ -141,15 +141,17 @@ def rct(r, g, b, shifts=(0, 0, 0)):
 # 1D_SD kernels of a contiguous plane: (columns kernel, rows kernel, dtype) per filter
 _SD = {"97": ("sd97_cols", "sd97_rows", cupy.float32),
        "53": ("sd53_cols_i32", "sd53_rows_i32", cupy.int32)}
-# forward.cu's tiles: SD_S samples along the transform, SD_COLS columns or SD_ROWS rows
-_SD_S, _SD_COLS, _SD_ROWS = 64, 32, 8
+# forward.cu's tiles: SD_S samples along the transform, SD_COLS columns or SD_ROWS rows;
+# a block of one warp, a thread a line
+_SD_S, _SD_COLS, _SD_ROWS = 64, 32, 32
+_SD_THREADS = 32
 _GRID_MAX = 65535  # the kernels loop over tiles past the grid
 
 
 def _sd(x, p: int, filt: str, axis: int):
     """1D_SD (F.4.8; ``filt``: "97" or "53") of a contiguous 2-D plane along ``axis``
     (0: down the columns, 1: along the rows) -> (lo, hi); ``p``: parity of the first
-    sample.  One block per tile of 64 samples by 32 columns or 8 rows."""
+    sample.  One block per tile of 64 samples by 32 columns or 32 rows."""
     cols, rows, dtype = _SD[filt]
     n, lines = (x.shape[0], x.shape[1]) if axis == 0 else (x.shape[1], x.shape[0])
     nl = (n - p + 1) // 2
@@ -161,7 +163,7 @@ def _sd(x, p: int, filt: str, axis: int):
             grid = (min(-(-lines // _SD_COLS), _GRID_MAX), min(segs, _GRID_MAX))
         else:
             grid = (min(segs, _GRID_MAX), min(-(-lines // _SD_ROWS), _GRID_MAX))
-        kernel(cols if axis == 0 else rows)(grid, (THREADS,),
+        kernel(cols if axis == 0 else rows)(grid, (_SD_THREADS,),
                                             (x, lo, hi, np.int32(n), np.int32(lines), np.int32(p)))
     return lo, hi
 
@@ -266,27 +268,32 @@ class BandTables:
 
 
 def band_tables(plan, reversible: bool):
-    """(offsets, inverse steps, whole, M_b): the batched path's bands per level as arrays
-    (levels, components, 4) of (LL, HL, LH, HH), finest level first, LL's entry used at the
-    last level only: device int64 offsets and float32 1 / Delta_b, and host int64 M_b (0
-    where unused); ``whole``: whether the bands cover the flat buffer (no zero fill)."""
+    """(offsets, inverse steps, whole, M_b, lengths, limits): the batched path's bands per
+    level as arrays (levels, components, 4) of (LL, HL, LH, HH), finest level first, LL's
+    entry used at the last level only: device int64 offsets and float32 1 / Delta_b, host
+    int64 M_b (0 where unused), device int64 sample counts (0 where unused) and int32
+    largest index magnitudes 2^M_b - 1 (what a DCI band is clipped to); ``whole``: whether
+    the bands cover the flat buffer (no zero fill)."""
     tcs = plan.components
     levels = tcs[0].levels
     offs = np.zeros((levels, len(tcs), 4), np.int64)
     inv = np.ones((levels, len(tcs), 4), np.float32)
     mb = np.zeros((levels, len(tcs), 4), np.int64)
+    lens = np.zeros((levels, len(tcs), 4), np.int64)
     for c, tc in enumerate(tcs):
         for j in range(levels):
             bands = (tc.resolutions[0].bands[0], *tc.resolutions[levels - j].bands)
             for k, b in enumerate(bands):
                 if k == 0 and j != levels - 1:
                     continue
-                offs[j, c, k], mb[j, c, k] = b.offset, b.Mb
+                offs[j, c, k], mb[j, c, k], lens[j, c, k] = b.offset, b.Mb, b.width * b.height
                 if not reversible:
                     inv[j, c, k] = np.float32(1.0 / b.delta)
     covered = sum(b.width * b.height for tc in tcs for res in tc.resolutions for b in res.bands)
+    lims = np.minimum((1 << np.minimum(mb, 31)) - 1, np.iinfo(np.int32).max).astype(np.int32)
     with cupy.cuda.using_allocator(cupy.get_default_memory_pool().malloc):
-        return cupy.asarray(offs), cupy.asarray(inv), covered == plan.coeff_size, mb
+        return (cupy.asarray(offs), cupy.asarray(inv), covered == plan.coeff_size, mb,
+                cupy.asarray(lens), cupy.asarray(lims))
 
 
 def _batchable(plan) -> bool:
@@ -328,8 +335,8 @@ def _forward_batched(comps, plan, precisions, signed, mct: int, reversible: bool
     t0 = tcs[0]
     ncomp, levels = len(tcs), t0.levels
     h, w = t0.y1 - t0.y0, t0.x1 - t0.x0
-    offs, inv, whole, _ = (tables.get(plan, reversible) if tables is not None
-                           else band_tables(plan, reversible))
+    offs, inv, whole = (tables.get(plan, reversible) if tables is not None
+                        else band_tables(plan, reversible))[:3]
     tops = cupy.zeros((levels, ncomp, 4), cupy.uint32)
     parts, rs, ps, suffix = _batched_input(comps, plan)
     shifts = [0 if signed[tc.c] else 1 << (precisions[tc.c] - 1) for tc in tcs]
@@ -356,12 +363,12 @@ def _forward_batched(comps, plan, precisions, signed, mct: int, reversible: bool
         v = cupy.empty_like(a)
         kernel(f"sd{filt}_cols_c")(
             (min(-(-m // _SD_COLS), _GRID_MAX), min(-(-n // _SD_S), _GRID_MAX), ncomp),
-            (THREADS,), (a, v, np.int64(n * m), np.int32(n), np.int32(m), np.int32(pv)))
+            (_SD_THREADS,), (a, v, np.int64(n * m), np.int32(n), np.int32(m), np.int32(pv)))
         last = j == levels - 1
         ll = v if last else cupy.empty((ncomp, nlv, nl), dtype)   # v: unused at the last
         kernel(f"sd{filt}_rows_q")(
             (min(-(-m // _SD_S), _GRID_MAX), min(-(-n // _SD_ROWS), _GRID_MAX), ncomp),
-            (THREADS,), (v, np.int64(n * m), np.int32(m), np.int32(n), np.int32(pu),
+            (_SD_THREADS,), (v, np.int64(n * m), np.int32(m), np.int32(n), np.int32(pu),
                          np.int32(nlv), ll, np.int64(nlv * nl), flat, offs[j], inv[j],
                          np.int32(last), tops[j]))
         a = ll
@@ -417,17 +424,28 @@ def _band_grid(lengths: np.ndarray) -> tuple[int, int]:
     return (max(1, min((most + THREADS * 8 - 1) // (THREADS * 8), 1024)), int(lengths.size))
 
 
+#: blocks a band for band_clip_over_i32, whose blocks mostly find their band within its limit
+_CLIP_OVER_CHUNKS = 32
+
+
 def guard_bits_cuda(plans, flats, guard_bits: int, fixed: bool, maxima=None,
                     tables: BandTables | None = None, reversible: bool = False) -> int:
     """The GPU side of ``Encoder._guard_bits``: with ``fixed`` guard bits (DCI) clip every
     band's indices to its M_b bit-planes in place (no host round trip) and return
     ``guard_bits``; else return the guard bits the largest index needs (E-2: one small
     device-to-host copy).  ``maxima``: per tile, the batched forward path's band maxima
-    (or None: the bands are read here)."""
+    (or None: the bands are read here); with them a fixed clip reads only the bands whose
+    largest index is over the limit (none, mostly), on the GPU without a host round trip."""
     need = guard_bits
     maxima = maxima if maxima is not None else [None] * len(plans)
     for plan, flat, tops in zip(plans, flats, maxima):
-        if tops is not None and not fixed:
+        if tops is not None and fixed:
+            offs, _, _, mb, lens, lims = (tables.get(plan, reversible) if tables is not None
+                                          else band_tables(plan, reversible))
+            grid = (_CLIP_OVER_CHUNKS, int(mb.size))   # few blocks a band: most return at once
+            kernel("band_clip_over_i32")(grid, (THREADS,), (flat, offs, lens, lims, tops))
+            continue
+        if tops is not None:
             mb = (tables.get(plan, reversible) if tables is not None
                   else band_tables(plan, reversible))[3]
             bits = np.array([int(v).bit_length() for v in cupy.asnumpy(tops).ravel()],

@@ -3,8 +3,8 @@ sd53_rows_i32) compiled as C++ for the host (encode/cuda/host_emulation.cpp, g++
 their numpy twins ``_sd_97`` / ``_sd_53`` (T.800 F.4.8.2 / F.4.8.1), bit for bit: every odd
 length 1..67 and 2, 4, 64, 66, 1000, 1001 along the transform, both parities p of the first
 sample, columns and rows, line counts across the kernels' tile widths, on the launch grid
-and block size of encode/gpu.py (256 threads, run phase by phase between barriers, so a
-missing __syncthreads fails), on a one-block grid (the kernels' block loops) and with other
+and block size of encode/gpu.py (32 threads, a thread a line, run phase by phase between
+barriers, so a missing __syncthreads fails), on a one-block grid (the kernels' block loops) and with other
 block sizes and thread orders.  Skipped without g++.
 """
 
@@ -26,7 +26,7 @@ SOURCE = Path(__file__).resolve().parents[1] / "encode" / "cuda" / "host_emulati
 pytestmark = pytest.mark.skipif(CXX is None, reason="g++ not installed: no host build")
 
 LENGTHS = list(range(1, 68, 2)) + [2, 4, 64, 66, 1000, 1001]
-SD_S, SD_COLS, SD_ROWS = 64, 32, 8  # tile shape of forward.cu (SD_S, SD_COLS, SD_ROWS)
+SD_S, SD_COLS, SD_ROWS = 64, 32, 32  # tile shape of forward.cu (SD_S, SD_COLS, SD_ROWS)
 
 
 def test_case_count():
@@ -38,7 +38,7 @@ def lib():
     return host_build(SOURCE, "-ffp-contract=off")
 
 
-def sd_host(lib, x: np.ndarray, p: int, axis: int, grid: str = "gpu", threads: int = 256,
+def sd_host(lib, x: np.ndarray, p: int, axis: int, grid: str = "gpu", threads: int = 32,
             reverse: bool = False):
     """1D_SD of a 2-D plane along ``axis`` by the host-built kernel -> (lo, hi)."""
     filt = 97 if x.dtype == np.float32 else 53
@@ -118,7 +118,8 @@ def test_sd_host_one_block_grid(lib, filt):
 
 
 @pytest.mark.parametrize("filt", ["97", "53"])
-@pytest.mark.parametrize("threads,reverse", [(1, False), (96, True), (256, True), (1024, False)])
+@pytest.mark.parametrize("threads,reverse", [(1, False), (7, True), (96, True), (256, True),
+                                             (1024, False)])
 def test_sd_host_block_sizes_and_orders(lib, filt, threads, reverse):
     """Any block size works (the phases loop in steps of blockDim.x), in either thread order."""
     rng = np.random.default_rng(threads)

@@ -171,3 +171,31 @@ def test_guard_bits_from_the_fused_maxima_as_the_cpu_encoder(reversible):
         for _ in range(3):
             assert enc.encode(cupy.asarray(img), bits=16) == want
     assert parse_codestream(want).main.qcd.guard_bits == (1 if reversible else 0)
+
+
+@pytest.mark.parametrize("reversible", [False, True])
+def test_fixed_clip_from_the_fused_maxima_as_every_band_clipped(reversible):
+    """With the row pass's band maxima a fixed (DCI) clip reads only the bands over their
+    limit (band_clip_over_i32) and leaves the same indices as clipping every band to
+    2^M_b - 1 in numpy; 16-bit black and white with no guard bits puts reversible bands
+    over their limit."""
+    y, x = np.mgrid[0:61, 0:83]
+    p = (((x // 2) + (y // 2)) % 2) * 65535
+    img = np.stack([p, 65535 - p, p], -1).astype(np.uint16)
+    enc = Encoder(backend="cpu", reversible=reversible, guard_bits=0, base_step=0.5, levels=3)
+    params = make_params([img.shape[:2]] * 3, [16] * 3, [False] * 3, **enc.options)
+    plan = enc._geometry(params)[1][0]
+    comps = [cupy.asarray(img[:, :, i]) for i in range(3)]
+    tables, maxima = gpu.BandTables(), []
+    flat = gpu.forward_tile_cuda(comps, plan, params.precisions, params.signed, params.mct,
+                                 params.reversible, on_device=True, tables=tables,
+                                 maxima=maxima)
+    want = flat.get()
+    over = 0
+    for o, n, m in zip(*gpu.band_layout(plan)):
+        lim = (1 << int(m)) - 1
+        over += int(np.abs(want[o:o + n].astype(np.int64)).max() > lim)
+        np.clip(want[o:o + n], -lim, lim, out=want[o:o + n])
+    assert over or not reversible
+    assert gpu.guard_bits_cuda([plan], [flat], 0, True, maxima, tables, reversible) == 0
+    np.testing.assert_array_equal(flat.get(), want)

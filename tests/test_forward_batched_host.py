@@ -46,13 +46,19 @@ SOURCE = Path(__file__).resolve().parents[1] / "encode" / "cuda" / "host_emulati
 pytestmark = pytest.mark.skipif(CXX is None, reason="g++ not installed: no host build")
 
 THREADS = 256                      # encode/gpu.py's block size
-SD_S, SD_COLS, SD_ROWS = 64, 32, 8  # tile shape of forward.cu (SD_S, SD_COLS, SD_ROWS)
+SD_S, SD_COLS, SD_ROWS = 64, 32, 32  # tile shape of forward.cu (SD_S, SD_COLS, SD_ROWS)
 SENTINEL = np.int32(0x7FC0BEEF)     # a NaN as float32: any write over it shows
 PAD = 5                             # samples between component planes in the buffers
 
 #: (grid, threads, reverse): encode/gpu.py's launch, one block per component, reversed order
 GRIDS = [("gpu", THREADS, False), ("one", THREADS, True), ("gpu", 96, True)]
 GRID_IDS = ["gpu", "one-reversed", "gpu-96-reversed"]
+SD_THREADS = 32                     # encode/gpu.py's block size for the 1D_SD kernels
+#: the same for the 1D_SD kernels: gpu.py's launch (a thread a line), then more threads
+#: than lines and fewer, reversed
+SD_GRIDS = [("gpu", SD_THREADS, False), ("one", SD_THREADS, True), ("gpu", 96, True),
+            ("gpu", 5, True)]
+SD_GRID_IDS = ["gpu", "one-reversed", "gpu-96-reversed", "gpu-5-reversed"]
 
 
 @pytest.fixture(scope="module")
@@ -187,7 +193,7 @@ def cols_c_host(lib, x: np.ndarray, p: int, grid: str, threads: int, reverse: bo
 
 
 @pytest.mark.parametrize("filt", ["97", "53"])
-@pytest.mark.parametrize("grid,threads,reverse", GRIDS, ids=GRID_IDS)
+@pytest.mark.parametrize("grid,threads,reverse", SD_GRIDS, ids=SD_GRID_IDS)
 def test_sd_cols_c_host_matches_numpy(lib, filt, grid, threads, reverse):
     rng = np.random.default_rng(11 + threads + reverse)
     sd = _sd_97 if filt == "97" else _sd_53
@@ -251,7 +257,7 @@ def rows_q_host(lib, x: np.ndarray, p: int, nlv: int, ll_q: int, deltas: np.ndar
 
 
 @pytest.mark.parametrize("filt", ["97", "53"])
-@pytest.mark.parametrize("grid,threads,reverse", GRIDS, ids=GRID_IDS)
+@pytest.mark.parametrize("grid,threads,reverse", SD_GRIDS, ids=SD_GRID_IDS)
 def test_sd_rows_q_host_matches_numpy(lib, filt, grid, threads, reverse):
     rng = np.random.default_rng(23 + threads + reverse)
     sd = _sd_97 if filt == "97" else _sd_53
@@ -332,6 +338,31 @@ def test_image_extremes_host_matches_numpy(lib, code, dtype):
                 got = extremes_host(lib, code, img, gx, threads, reverse)
                 np.testing.assert_array_equal(got, want, err_msg=str((ncomp, img.shape, gx,
                                                                       reverse)))
+
+
+@pytest.mark.parametrize("gx,threads,reverse", [(1, 1, False), (3, 32, True), (2, 256, False)])
+def test_band_clip_host_matches_numpy(lib, gx, threads, reverse):
+    """band_clip_i32 clips every band to [-lim, lim] (np.clip); band_clip_over_i32 only the
+    bands whose given maximum is over the limit, leaving the others unread (a band whose
+    stated maximum is at its limit keeps its larger samples)."""
+    rng = np.random.default_rng(gx + threads)
+    off = np.array([0, 40, 40, 47, 300], np.int64)
+    length = np.array([40, 0, 7, 253, 1], np.int64)
+    lim = np.array([5, 9, 0, 100, 3], np.int32)
+    flat = rng.integers(-300, 300, 301).astype(np.int32)
+    flat[0] = np.iinfo(np.int32).min + 1
+    tops = np.array([301, 0, 0, 100, 9], np.uint32)   # band 3 said to fit: left alone
+    for over in (False, True):
+        got = flat.copy()
+        rc = lib.band_clip_emulate(_ptr(got), _ptr(off), _ptr(length), _ptr(lim),
+                                   _ptr(tops if over else None), *_ints(5, gx, threads, reverse))
+        assert rc == 0
+        want = flat.copy()
+        for b, (o, n, m) in enumerate(zip(off, length, lim)):
+            if not over or tops[b] > m:
+                np.clip(want[o:o + n], -m, m, out=want[o:o + n])
+        np.testing.assert_array_equal(got, want)
+        assert (got[47:300] != np.clip(flat[47:300], -100, 100)).any() == over
 
 
 def test_host_entry_points_reject_bad_arguments(lib):

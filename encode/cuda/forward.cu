@@ -45,24 +45,29 @@ __device__ __forceinline__ int clampi(int v, int hi)
 // of an (n, lines) plane (sd*_cols) or the rows of a (lines, n) plane (sd*_rows).  A block
 // takes SD_COLS columns or SD_ROWS rows and, per segment, SD_S output samples of each;
 // it reads the segment's input samples plus a halo of SD_H on each side into shared
-// memory (coalesced), runs every lifting step in place there, one barrier between steps,
-// and writes the segment's low and high samples.  Each lifting step reads neighbours at
-// +-1 of the previous step, so the 9/7's final low at i depends on inputs within +-4 of
-// i (its high within +-3), the 5/3's within +-2: with SD_H = 4 every output is exact,
+// memory (coalesced), then each thread runs every lifting step of one line in place there
+// (one line a thread, in order: no barrier between steps, and no index arithmetic but the
+// line's own), and the block writes the segment's low and high samples (coalesced).  Each
+// lifting step reads neighbours at +-1 of the previous step, so the 9/7's final low at i
+// depends on inputs within +-4 of i (its high within +-3), the 5/3's within +-2: with
+// SD_H = 4 every output is exact,
 // the halo's own samples (recomputed by each neighbouring segment) may be wrong near
 // the buffer's inner edges but never reach an output.  At the line's ends the neighbour
 // of i is mirrored (i - 1 -> i + 1 at 0, i + 1 -> i - 1 at n - 1), which for n >= 2 is
 // exactly the band index clamping (periodic symmetric extension, F.3.7) of the twins
 // _sd_97 / _sd_53; each sample is computed with the twins' operations in their order.
 // Blocks loop over line groups and segments, so any grid is correct (gpu.py's grid is
-// one block per tile).  Threads: any number, 256 in gpu.py; shared: SD_BUF * 32 samples.
+// one block per tile).  Threads: any number, SD_LINES (one warp, a thread a line) in
+// gpu.py; shared: SD_PITCH * 32 samples.
 #define SD_S 64                       // output samples of a line per segment
 #define SD_H 4                        // halo samples on each side
 #define SD_BUF (SD_S + 2 * SD_H)      // samples of a line in shared memory
-#define SD_SLOTS ((SD_BUF + 1) / 2)   // at most this many samples of one parity
 #define SD_COLS 32                    // columns per block (one warp wide)
-#define SD_ROWS 8                     // rows per block
+#define SD_ROWS 32                    // rows per block
 #define SD_LINES(COLS) ((COLS) ? SD_COLS : SD_ROWS)
+#define SD_PITCH (SD_BUF + 1)         // a row's samples in shared memory: odd, so that the
+                                      // threads walking their own rows meet no bank twice
+static_assert(SD_S / 2 == SD_ROWS, "sd_lines' one-warp row store: a sample pair a thread");
 
 // Work item t of a block's loop over (line, slot), slots of one parity, line-fast for
 // columns (a warp on one row of the tile), slot-fast for rows.  False past the end.
@@ -79,25 +84,49 @@ __device__ __forceinline__ bool sd_item(int t, int slots, int* line, int* slot)
 template <bool COLS>
 __device__ __forceinline__ int sd_at(int line, int b)
 {
-    return COLS ? b * SD_COLS + line : line * SD_BUF + b;
+    return COLS ? b * SD_COLS + line : line * SD_PITCH + b;
 }
 
-// One lifting step on the samples i of the buffer [b0, b1) (line positions) from `first`
-// in steps of 2: s[i] = op(s[i], s[left], s[right]).
+// Sample i of one lifting step on a line's buffer [b0, b1) (line positions):
+// s[i] = op(s[i], s[left], s[right]), the left and right neighbours mirrored at the line's
+// ends (0, n - 1) and clamped to the buffer's.
 template <bool COLS, typename T, typename Op>
-__device__ __forceinline__ void sd_pass(T* s, int nlines, int b0, int b1, int n, int first,
+__device__ __forceinline__ void sd_one(T* s, int line, int b0, int b1, int n, int i, Op op)
+{
+    int a = clampi((i > 0 ? i - 1 : i + 1) - b0, b1 - b0 - 1);
+    int b = clampi((i + 1 < n ? i + 1 : i - 1) - b0, b1 - b0 - 1);
+    int c = sd_at<COLS>(line, i - b0);
+    s[c] = op(s[c], s[sd_at<COLS>(line, a)], s[sd_at<COLS>(line, b)]);
+}
+
+// One lifting step of line `line` on its samples i of the buffer [b0, b1) from `first` in
+// steps of 2, by one thread (sd_one each).  Every neighbour is of the other parity (or,
+// clamped at the buffer's ends, the sample itself), so the order of the samples does not
+// change a result.  Only the first and last samples can be mirrored or clamped (i = b0,
+// i + 1 = b1; i = 0 is b0 and n - 1 >= b1 - 1); those between read i - 1 and i + 1 as
+// they are, the right one kept for the next sample's left.
+template <bool COLS, typename T, typename Op>
+__device__ __forceinline__ void sd_step(T* s, int line, int b0, int b1, int n, int first,
                                         Op op)
 {
-    int line, slot;
-    for (int t = threadIdx.x; sd_item<COLS>(t, SD_SLOTS, &line, &slot); t += blockDim.x) {
-        int i = first + 2 * slot;
-        if (line >= nlines || i >= b1) continue;
-        int a = clampi((i > 0 ? i - 1 : i + 1) - b0, b1 - b0 - 1);
-        int b = clampi((i + 1 < n ? i + 1 : i - 1) - b0, b1 - b0 - 1);
-        int c = sd_at<COLS>(line, i - b0);
-        s[c] = op(s[c], s[sd_at<COLS>(line, a)], s[sd_at<COLS>(line, b)]);
+    const int st = COLS ? SD_COLS : 1;
+    int i = first;
+    if (i == b0 && i < b1) {
+        sd_one<COLS>(s, line, b0, b1, n, i, op);
+        i += 2;
     }
-    __syncthreads();
+    if (i + 1 < b1) {
+        T* c = s + sd_at<COLS>(line, i - b0);
+        T left = c[-st];
+#pragma unroll 4
+        for (; i + 1 < b1; i += 2, c += 2 * st) {
+            T right = c[st];
+            c[0] = op(c[0], left, right);
+            left = right;
+        }
+    }
+    if (i < b1)
+        sd_one<COLS>(s, line, b0, b1, n, i, op);
 }
 
 // Where 1D_SD's outputs go: low sample k of line `line` to lo, high sample k to hi, laid
@@ -115,6 +144,19 @@ struct PlaneSink {
     {
         hi[COLS ? (long long)k * lines + line : (long long)line * nh + k] = v;
     }
+    // One row's outputs (rows only), as low / high of that line: its low samples at lo,
+    // its high ones at hi
+    struct Row {
+        T* lo;
+        T* hi;
+        __device__ void low(int k, T v) const { lo[k] = v; }
+        __device__ void high(int k, T v) const { hi[k] = v; }
+    };
+    __device__ Row row(int line) const
+    {
+        return {lo + (long long)line * nl, hi + (long long)line * nh};
+    }
+    __device__ void fold(int, const Row&) const {}
 };
 
 // 1D_SD of `lines` lines of n samples, F the filter (Sd97 or Sd53), p the parity of the
@@ -126,6 +168,9 @@ __device__ __forceinline__ void sd_lines(const T* x, const Sink& out, int n, int
 {
     int nl = (n - p + 1) / 2;
     int ngroups = (lines + SD_LINES(COLS) - 1) / SD_LINES(COLS), nseg = (n + SD_S - 1) / SD_S;
+    // gpu.py's block: a warp, a thread a line, the loads and stores without the general
+    // loop's (line, sample) of each item; any other block size takes the general loop
+    bool one_warp = blockDim.x == SD_LINES(COLS);
     int g0 = COLS ? blockIdx.x : blockIdx.y, gstep = COLS ? gridDim.x : gridDim.y;
     int s0 = COLS ? blockIdx.y : blockIdx.x, sstep = COLS ? gridDim.y : gridDim.x;
 #define SD_G(i, line, len) (COLS ? (long long)(i) * lines + l0 + (line) \
@@ -143,20 +188,59 @@ __device__ __forceinline__ void sd_lines(const T* x, const Sink& out, int n, int
         for (int seg = s0; seg < nseg; seg += sstep) {
             int r0 = seg * SD_S, r1 = r0 + SD_S < n ? r0 + SD_S : n;
             int b0 = r0 > SD_H ? r0 - SD_H : 0, b1 = r1 + SD_H < n ? r1 + SD_H : n;
-            int line, b;
-            for (int t = threadIdx.x; sd_item<COLS>(t, SD_BUF, &line, &b); t += blockDim.x)
-                if (line < nlines && b < b1 - b0)
-                    s[sd_at<COLS>(line, b)] = x[SD_G(b0 + b, line, n)];
+            int line, b, nb = b1 - b0;
+            if (one_warp && COLS) {         // a thread a column, the warp along a row
+                if (threadIdx.x < nlines)
+#pragma unroll 8
+                    for (b = 0; b < nb; b++)        // unrolled: loads in flight together
+                        s[sd_at<COLS>(threadIdx.x, b)] = x[SD_G(b0 + b, threadIdx.x, n)];
+            } else if (one_warp) {          // the warp along each row in turn
+#pragma unroll 4
+                for (line = 0; line < nlines; line++)
+#pragma unroll
+                    for (int k = 0; k < (SD_BUF + SD_ROWS - 1) / SD_ROWS; k++) {
+                        b = threadIdx.x + k * SD_ROWS;
+                        if (b < nb)
+                            s[sd_at<COLS>(line, b)] = x[SD_G(b0 + b, line, n)];
+                    }
+            } else {
+                for (int t = threadIdx.x; sd_item<COLS>(t, SD_BUF, &line, &b); t += blockDim.x)
+                    if (line < nlines && b < nb)
+                        s[sd_at<COLS>(line, b)] = x[SD_G(b0 + b, line, n)];
+            }
             __syncthreads();
-            F::template lift<COLS>(s, nlines, b0, b1, n, p);
+            for (int line = threadIdx.x; line < nlines; line += blockDim.x)
+                F::template lift<COLS>(s, line, b0, b1, n, p);
+            __syncthreads();
             int fl = r0 + ((r0 + p) & 1), fh = r0 + ((r0 + p + 1) & 1), q;
-            for (int t = threadIdx.x; sd_item<COLS>(t, SD_S / 2, &line, &q); t += blockDim.x) {
-                if (line >= nlines) continue;
-                int i = fl + 2 * q;
-                if (i < r1) out.low(l0 + line, (i - p) >> 1, s[sd_at<COLS>(line, i - b0)]);
-                i = fh + 2 * q;
-                if (i < r1)
-                    out.high(l0 + line, (i + p - 1) >> 1, F::high(s[sd_at<COLS>(line, i - b0)]));
+            if (one_warp && COLS) {         // a thread a column, the warp along a row
+                if (threadIdx.x < nlines) {
+                    for (int i = fl; i < r1; i += 2)
+                        out.low(l0 + threadIdx.x, (i - p) >> 1,
+                                s[sd_at<COLS>(threadIdx.x, i - b0)]);
+                    for (int i = fh; i < r1; i += 2)
+                        out.high(l0 + threadIdx.x, (i + p - 1) >> 1,
+                                 F::high(s[sd_at<COLS>(threadIdx.x, i - b0)]));
+                }
+            } else if (one_warp) {          // the warp along each row in turn
+                for (line = 0; line < nlines; line++) {
+                    auto row = out.row(l0 + line);
+                    int i = fl + 2 * threadIdx.x;
+                    if (i < r1) row.low((i - p) >> 1, s[sd_at<COLS>(line, i - b0)]);
+                    i = fh + 2 * threadIdx.x;
+                    if (i < r1) row.high((i + p - 1) >> 1, F::high(s[sd_at<COLS>(line, i - b0)]));
+                    out.fold(l0 + line, row);
+                }
+            } else {
+                for (int t = threadIdx.x; sd_item<COLS>(t, SD_S / 2, &line, &q); t += blockDim.x) {
+                    if (line >= nlines) continue;
+                    int i = fl + 2 * q;
+                    if (i < r1) out.low(l0 + line, (i - p) >> 1, s[sd_at<COLS>(line, i - b0)]);
+                    i = fh + 2 * q;
+                    if (i < r1)
+                        out.high(l0 + line, (i + p - 1) >> 1,
+                                 F::high(s[sd_at<COLS>(line, i - b0)]));
+                }
             }
             __syncthreads();  // the next segment reuses s
         }
@@ -188,14 +272,14 @@ struct Lift97Last {
 // 1D_SD with the 9/7 filter (F.4.8.2): the four lifting steps, the high-pass scaling.
 struct Sd97 {
     template <bool COLS>
-    __device__ static void lift(float* s, int nlines, int b0, int b1, int n, int p)
+    __device__ static void lift(float* s, int line, int b0, int b1, int n, int p)
     {
         int fl = b0 + ((b0 + p) & 1), fh = b0 + ((b0 + p + 1) & 1);
         Lift97 alpha = {ALPHA}, beta = {BETA}, gamma = {GAMMA};
-        sd_pass<COLS>(s, nlines, b0, b1, n, fh, alpha);
-        sd_pass<COLS>(s, nlines, b0, b1, n, fl, beta);
-        sd_pass<COLS>(s, nlines, b0, b1, n, fh, gamma);
-        sd_pass<COLS>(s, nlines, b0, b1, n, fl, Lift97Last());
+        sd_step<COLS>(s, line, b0, b1, n, fh, alpha);
+        sd_step<COLS>(s, line, b0, b1, n, fl, beta);
+        sd_step<COLS>(s, line, b0, b1, n, fh, gamma);
+        sd_step<COLS>(s, line, b0, b1, n, fl, Lift97Last());
     }
     __device__ static float high(float v) { return v * K_HIGH; }
     __device__ static float lone_high(float v) { return v * 2.0f; }
@@ -216,7 +300,7 @@ extern "C" __global__ void sd97_cols(const float* x, float* lo, float* hi, int n
 // Grid: (ceil(n / SD_S), ceil(m / SD_ROWS)).
 extern "C" __global__ void sd97_rows(const float* x, float* lo, float* hi, int n, int m, int p)
 {
-    __shared__ float s[SD_BUF * SD_ROWS];
+    __shared__ float s[SD_PITCH * SD_ROWS];
     int nl = (n - p + 1) / 2;
     PlaneSink<false, float> out = {lo, hi, m, nl, n - nl};
     sd_lines<false, Sd97>(x, out, n, m, p, s);
@@ -287,10 +371,10 @@ struct Update53 {
 // 1D_SD with the 5/3 filter (F.4.8.1): predict then update; a lone odd sample is doubled.
 struct Sd53 {
     template <bool COLS>
-    __device__ static void lift(int* s, int nlines, int b0, int b1, int n, int p)
+    __device__ static void lift(int* s, int line, int b0, int b1, int n, int p)
     {
-        sd_pass<COLS>(s, nlines, b0, b1, n, b0 + ((b0 + p + 1) & 1), Predict53());
-        sd_pass<COLS>(s, nlines, b0, b1, n, b0 + ((b0 + p) & 1), Update53());
+        sd_step<COLS>(s, line, b0, b1, n, b0 + ((b0 + p + 1) & 1), Predict53());
+        sd_step<COLS>(s, line, b0, b1, n, b0 + ((b0 + p) & 1), Update53());
     }
     __device__ static int high(int v) { return v; }
     __device__ static int lone_high(int v) { return add_wrap(v, v); }
@@ -312,7 +396,7 @@ extern "C" __global__ void sd53_cols_i32(const int* x, int* lo, int* hi, int n, 
 // The same along every row of a row-major int32 (m, n) plane, as sd97_rows.
 extern "C" __global__ void sd53_rows_i32(const int* x, int* lo, int* hi, int n, int m, int p)
 {
-    __shared__ int s[SD_BUF * SD_ROWS];
+    __shared__ int s[SD_PITCH * SD_ROWS];
     int nl = (n - p + 1) / 2;
     PlaneSink<false, int> out = {lo, hi, m, nl, n - nl};
     sd_lines<false, Sd53>(x, out, n, m, p, s);
@@ -491,6 +575,55 @@ struct BandSink {
         else
             put(1, (long long)line * nh + k, band_index(v, inv[1]));
     }
+    // One row's outputs, as low / high of that line with the band chosen once: the low
+    // samples into the LL plane at ll (not quantised) or as indices at lo, the high ones as
+    // indices at hi; the largest |index| of each in mlo, mhi until fold() keeps them
+    struct Row {
+        T* ll;
+        int* lo;
+        int* hi;
+        float ilo, ihi;
+        mutable unsigned int mlo, mhi;
+        __device__ void low(int k, T v) const
+        {
+            if (ll) {
+                ll[k] = v;
+                return;
+            }
+            int q = band_index(v, ilo);
+            lo[k] = q;
+            unsigned int a = abs_index(q);
+            mlo = a > mlo ? a : mlo;
+        }
+        __device__ void high(int k, T v) const
+        {
+            int q = band_index(v, ihi);
+            hi[k] = q;
+            unsigned int a = abs_index(q);
+            mhi = a > mhi ? a : mhi;
+        }
+    };
+    __device__ Row row(int line) const
+    {
+        if (line >= nlv) {
+            long long r = line - nlv;
+            return {nullptr, flat + off[2] + r * nl, flat + off[3] + r * nh, inv[2], inv[3],
+                    0, 0};
+        }
+        return {ll_q ? nullptr : ll + (long long)line * nl, flat + off[0] + (long long)line * nl,
+                flat + off[1] + (long long)line * nh, inv[0], inv[1], 0, 0};
+    }
+    __device__ void fold(int line, const Row& r) const
+    {
+        int j = line >= nlv ? 2 : 0;
+        if (j) {
+            top[2] = r.mlo > top[2] ? r.mlo : top[2];
+            top[3] = r.mhi > top[3] ? r.mhi : top[3];
+        } else {
+            top[0] = r.mlo > top[0] ? r.mlo : top[0];
+            top[1] = r.mhi > top[1] ? r.mhi : top[1];
+        }
+    }
 };
 
 // The block's largest |index| of each band (the threads' BandSink tops) into tops[0..3]
@@ -520,7 +653,7 @@ extern "C" __global__ void sd97_rows_q(const float* x, long long xcs, int n, int
                                        const long long* offs, const float* inv, int ll_q,
                                        unsigned int* tops)
 {
-    __shared__ float s[SD_BUF * SD_ROWS];
+    __shared__ float s[SD_PITCH * SD_ROWS];
     int z = blockIdx.z, nl = (n - p + 1) / 2;
     BandSink<float> sink = {ll + z * llcs, flat, offs + 4 * z, inv + 4 * z, nlv, nl, n - nl,
                             ll_q, {0, 0, 0, 0}};
@@ -533,7 +666,7 @@ extern "C" __global__ void sd53_rows_q(const int* x, long long xcs, int n, int m
                                        const long long* offs, const float* inv, int ll_q,
                                        unsigned int* tops)
 {
-    __shared__ int s[SD_BUF * SD_ROWS];
+    __shared__ int s[SD_PITCH * SD_ROWS];
     int z = blockIdx.z, nl = (n - p + 1) / 2;
     BandSink<int> sink = {ll + z * llcs, flat, offs + 4 * z, inv + 4 * z, nlv, nl, n - nl,
                           ll_q, {0, 0, 0, 0}};
@@ -571,12 +704,11 @@ extern "C" __global__ void band_absmax_i32(const int* flat, const long long* off
         atomicMax(out + b, best[0]);
 }
 
-// Clip each band's indices to [-lim[b], lim[b]] in place (the DCI profile keeps its guard
-// bits and clips, E.1 / Encoder._guard_bits).  Grid: (chunks, bands).
-extern "C" __global__ void band_clip_i32(int* flat, const long long* off, const long long* len,
-                                         const int* lim)
+// Clip band b's indices (flat[off[b] .. off[b] + len[b])) to [-lim[b], lim[b]] in place,
+// this block's share of them (grid x).
+__device__ __forceinline__ void clip_band(int* flat, const long long* off, const long long* len,
+                                          const int* lim, int b)
 {
-    int b = blockIdx.y;
     long long n = len[b];
     int* x = flat + off[b];
     int hi = lim[b];
@@ -585,6 +717,27 @@ extern "C" __global__ void band_clip_i32(int* flat, const long long* off, const 
         int v = x[i];
         x[i] = v > hi ? hi : (v < -hi ? -hi : v);
     }
+}
+
+// Clip each band's indices to [-lim[b], lim[b]] in place (the DCI profile keeps its guard
+// bits and clips, E.1 / Encoder._guard_bits).  Grid: (chunks, bands).
+extern "C" __global__ void band_clip_i32(int* flat, const long long* off, const long long* len,
+                                         const int* lim)
+{
+    clip_band(flat, off, len, lim, blockIdx.y);
+}
+
+// The same for the bands of the batched path's tables (gpu.py band_tables: off, len, lim per
+// level, component and band, len 0 where unused), where tops[b], the band's largest |index|
+// from the row pass (band_maxima), is above lim[b]: the others are not read at all.
+// Grid: (chunks, table entries).
+extern "C" __global__ void band_clip_over_i32(int* flat, const long long* off,
+                                              const long long* len, const int* lim,
+                                              const unsigned int* tops)
+{
+    int b = blockIdx.y;
+    if (tops[b] > (unsigned int)lim[b])
+        clip_band(flat, off, len, lim, b);
 }
 
 // ------------------------------------------------------------- early stop -------

@@ -63,7 +63,7 @@ static ucontext_t sched, ctx[MAX_THREADS];
 static char* stacks[MAX_THREADS];
 static int cur, finished[MAX_THREADS];
 /* The kernel a run starts (args.kind) and its arguments. */
-enum Kind { K_SD, K_HIST, K_PLANE_EXT, K_COLOUR, K_COLS_C, K_ROWS_Q, K_IMAGE_EXT };
+enum Kind { K_SD, K_HIST, K_PLANE_EXT, K_COLOUR, K_COLS_C, K_ROWS_Q, K_IMAGE_EXT, K_CLIP };
 static struct {
     int kind, filt, cols, n, lines, p;
     const void* x;
@@ -77,6 +77,8 @@ static struct {
     const long long* offs;
     const float* inv;
     unsigned int* tops;             /* sd*_rows_q: each band's largest |index| */
+    const long long* lens;          /* band_clip*: band lengths (offsets at offs) */
+    const int* lims;                /* band_clip*: limits */
 } args;
 
 static void host_sync() { swapcontext(&ctx[cur], &sched); }
@@ -129,6 +131,10 @@ static void thread_main()
         sd97_cols_c((const float*)args.x, (float*)args.lo, args.cs, args.n, args.lines, args.p);
     else if (args.kind == K_COLS_C)
         sd53_cols_c((const int*)args.x, (int*)args.lo, args.cs, args.n, args.lines, args.p);
+    else if (args.kind == K_CLIP && args.tops)
+        band_clip_over_i32((int*)args.hi, args.offs, args.lens, args.lims, args.tops);
+    else if (args.kind == K_CLIP)
+        band_clip_i32((int*)args.hi, args.offs, args.lens, args.lims);
     else if (args.kind == K_ROWS_Q && args.filt == 97)
         sd97_rows_q((const float*)args.x, args.cs, args.n, args.lines, args.p, args.nlv,
                     (float*)args.lo, args.llcs, (int*)args.hi, args.offs, args.inv, args.ll_q,
@@ -353,4 +359,21 @@ extern "C" int sd_rows_q_emulate(int filt, const void* x, long long xcs, int n, 
     args.ll_q = ll_q;
     args.tops = tops;
     return run_grid(gx, gy, gz, threads, reverse);
+}
+
+/* band_clip_i32 (tops NULL) or band_clip_over_i32 of the nb bands (off, len, lim, tops) of
+ * flat, on a (gx, nb) grid of blocks of `threads` threads.  Returns as sd_emulate. */
+extern "C" int band_clip_emulate(int* flat, const long long* off, const long long* len,
+                                 const int* lim, const unsigned int* tops, int nb, int gx,
+                                 int threads, int reverse)
+{
+    if (threads < 1 || threads > MAX_THREADS || gx < 1 || nb < 1)
+        return -1;
+    args.kind = K_CLIP;
+    args.hi = flat;
+    args.offs = off;
+    args.lens = len;
+    args.lims = lim;
+    args.tops = (unsigned int*)tops;
+    return run_grid(gx, nb, 1, threads, reverse);
 }
