@@ -59,7 +59,7 @@ def worker_encoders(options: tuple[tuple[str, object], ...]):
     """This worker process's :class:`.FrameEncoders` for ``options``, made once and kept
     for the next frames (and jobs) with the same options: its thread-local encoders and
     their geometry cache outlive a task.  On the GPU, the worker's first visible device
-    (one worker per GPU, each with its ``CUDA_VISIBLE_DEVICES``)."""
+    (each worker's ``CUDA_VISIBLE_DEVICES`` names its GPU)."""
     from .frame_encode import FrameEncoders
     kw = dict(options)
     return FrameEncoders(**kw, device=0 if kw.get("backend") == "cuda" else None)
