@@ -412,34 +412,63 @@ def _exponents(a):
     return top, _bitlen(a ^ (1 << (top - 1)))
 
 
-@njit(**JIT)
-def _quad_bits8(a0, a1, a2, a3, amax, left, above, dmax, bits8, tail8):
-    """Add one quad's estimated cleanup bits, in eighths, per plane d = 0..dmax (see
-    :func:`ht_plane_figures`): ``a0..a3`` its magnitudes (0 outside the block), ``amax``
-    their largest, ``left`` the largest of the quad to its left and ``above`` of the
-    three above it (0 where there is none, as on the block's first line-pair).  The
-    planes where it has a significant sample go into bits8; from the first empty plane up its
-    cost goes into tail8 as steps (tail8[e] - tail8[e - 1] is added at every plane >= e)."""
+@njit(inline='always', **JIT)
+def _quad_terms(a0, a1, a2, a3, amax, left, above, dmax, terms, k, tail8):
+    """One quad's share of :func:`ht_plane_figures`' bits: ``a0..a3`` its magnitudes (0
+    outside the block), ``amax`` their largest, ``left`` the largest of the quad to its
+    left and ``above`` of the three above it (0 where there is none, as on the block's first
+    line-pair).  What the planes where it has a significant sample cost depends on the bit
+    lengths of a0..a3, (B, L) of amax and of above (:func:`_exponents`): these go into
+    column k of ``terms`` (rows b0, b1, b2, b3, B, L, Ba, La) for :func:`_planes_bits8`.
+    From its first empty plane B up its cost goes into tail8 as steps (tail8[e] - tail8[e - 1]
+    is added at every plane >= e): a CxtVLC symbol (4/8) while a neighbour is significant,
+    then MEL (2/8)."""
     top, low = (0, 0) if amax == 0 else _exponents(amax)  # planes < top keep a sample
-    b0, b1, b2, b3 = _bitlen(a0), _bitlen(a1), _bitlen(a2), _bitlen(a3)
     atop, alow = (0, 0) if above == 0 else _exponents(above)
-    for d in range(min(top, dmax + 1)):
-        n = (b0 > d) + (b1 > d) + (b2 > d) + (b3 > d)
-        big = top - d + (d < low)        # U_q: the quad's largest exponent (7.3.7)
-        kappa = 1
-        if n > 1 and d < atop:
-            kappa = max(1, atop - d + (d < alow) - 1)
-        c = 8 * (n * (big - 1) + 7)      # MagSgn, less the EMB bits; the CxtVLC codeword
-        if big > kappa:
-            c += 8 * (_bitlen(big - kappa) + 1)   # U-VLC of u_q (7.3.6)
-        bits8[d] += c
-    if top <= dmax:                      # empty from plane top up: a CxtVLC symbol (4/8)
-        ctx = _bitlen(left | above)    # while a neighbour is significant, then MEL (2/8)
+    terms[0, k] = _bitlen(a0)
+    terms[1, k] = _bitlen(a1)
+    terms[2, k] = _bitlen(a2)
+    terms[3, k] = _bitlen(a3)
+    terms[4, k] = top
+    terms[5, k] = low
+    terms[6, k] = atop
+    terms[7, k] = alow
+    if top <= dmax:
+        ctx = _bitlen(left | above)
         tail8[top] += 2
         if ctx > top:
             tail8[top] += 2
             if ctx <= dmax:
                 tail8[ctx] -= 2
+
+
+@njit(**JIT)
+def _planes_bits8(terms, nq, planes, bits8):
+    """Add to bits8[d], d < planes, the eighths of bits of the quads 0..nq-1 of ``terms``
+    (:func:`_quad_terms`) that have a significant sample at plane d (d < B), plane by plane
+    over the quads (a loop without branches, which the compiler vectorises): with n their
+    samples with mu > 0 and U = B - d + (d < L) their exponent (7.3.7), 8 (n (U - 1) + 7)
+    (MagSgn less the EMB bits, the CxtVLC codeword) and 8 (bitlen(U - kappa) + 1) where
+    U > kappa (the U-VLC of u_q, 7.3.6), kappa = max(1, Ba - d + (d < La) - 1) where n > 1
+    and d < Ba, else 1.  U - kappa is at most 32, so its bit length is six comparisons."""
+    b0, b1, b2, b3 = terms[0], terms[1], terms[2], terms[3]
+    tq, lq, ta, la = terms[4], terms[5], terms[6], terms[7]
+    for d64 in range(planes):
+        d = np.int32(d64)
+        acc = np.int64(0)
+        for k in range(nq):
+            n = (np.int32(b0[k] > d) + np.int32(b1[k] > d) + np.int32(b2[k] > d)
+                 + np.int32(b3[k] > d))
+            big = tq[k] - d + np.int32(d < lq[k])
+            kap = ta[k] - d + np.int32(d < la[k]) - np.int32(1)
+            kappa = kap if (n > 1) & (d < ta[k]) & (kap > 1) else np.int32(1)
+            u = big - kappa
+            ulen = (np.int32(u > 0) + np.int32(u > 1) + np.int32(u > 3) + np.int32(u > 7)
+                    + np.int32(u > 15) + np.int32(u > 31))
+            c = np.int32(8) * (n * (big - np.int32(1)) + np.int32(7)) \
+                + (np.int32(8) * (ulen + np.int32(1)) if u > 0 else np.int32(0))
+            acc += c if d < tq[k] else np.int32(0)
+        bits8[d64] += acc
 
 
 @njit(cache=True, nogil=True)
@@ -478,38 +507,47 @@ def ht_plane_figures(flat, cb, rows, dmax):
     nb = rows.shape[0]
     dist = np.zeros((nb, dmax + 1))
     bits = np.zeros((nb, dmax + 1))
-    err4 = np.zeros(dmax + 1, np.int64)   # (2r - 2^d)^2 of the samples with mu > 0
-    zero4 = np.zeros(dmax + 1, np.int64)  # 4 a^2 of the samples whose first zero plane is d
+    err4 = np.zeros(dmax + 1, np.int64)   # 4 x the squared error at each plane
     bits8 = np.zeros(dmax + 1, np.int64)  # estimated bits in eighths
     tail8 = np.zeros(dmax + 1, np.int64)  # the empty quads' eighths, as steps over d
     lines = np.zeros((2, FIGURES_QUADS + 2), np.int64)  # quads' A at qx + 1, 0 at the ends
+    mag = np.zeros(4 * FIGURES_QUADS, np.int64)        # the block's magnitudes, raster order
+    terms = np.zeros((8, FIGURES_QUADS), np.int32)     # the block's quads' terms, raster order
     for j in range(nb):
         r = cb[rows[j]]
         w, h, off, stride = r[CB_WIDTH], r[CB_HEIGHT], r[CB_OUT], r[CB_STRIDE]
         if ((w + 1) >> 1) * ((h + 1) >> 1) > FIGURES_QUADS:
             raise ValueError("ht_plane_figures: a code-block has more than 1024 quads")
-        err4[:] = 0
-        zero4[:] = 0
         bits8[:] = 0
         tail8[:] = 0
         top = np.int64(0)
+        n = 0
         for y in range(h):
             for x in range(w):
                 q = np.int64(flat[off + y * stride + x])
                 a = -q if q < 0 else q
+                mag[n] = a
+                n += 1
                 top = max(top, a)
-                d = 0
-                while d <= dmax:
-                    mu = a >> d
-                    if mu == 0:
-                        break
-                    t = 2 * (a & ((np.int64(1) << d) - 1)) - (np.int64(1) << d)
-                    err4[d] += t * t
-                    d += 1
-                if d <= dmax:
-                    zero4[d] += 4 * a * a  # planes d.. see a zero
+        # plane by plane over the block (a loop the compiler vectorises): (2r - 2^d)^2 where
+        # mu > 0, 4 a^2 where mu = 0; from the block's bit length up every mu is 0
+        planes = min(_bitlen(top), dmax + 1)
+        for d in range(planes):
+            half = np.int64(1) << d
+            e = np.int64(0)
+            for i in range(n):
+                a = mag[i]
+                t = 2 * (a & (half - 1)) - half
+                e += t * t if (a >> d) > 0 else 4 * a * a
+            err4[d] = e
+        if planes <= dmax:
+            e = np.int64(0)
+            for i in range(n):
+                e += 4 * mag[i] * mag[i]
+            err4[planes:] = e
         qw = (w + 1) >> 1
         lines[:, :qw + 2] = 0
+        nq = 0
         for qy in range((h + 1) >> 1):
             y = 2 * qy
             cur = lines[qy & 1]
@@ -525,12 +563,12 @@ def ht_plane_figures(flat, cb, rows, dmax):
                 amax = max(max(a0, a1), max(a2, a3))
                 cur[qx + 1] = amax
                 above = max(max(prev[qx], prev[qx + 1]), prev[qx + 2])
-                _quad_bits8(a0, a1, a2, a3, amax, cur[qx], above, dmax, bits8, tail8)
-        acc = np.int64(0)
+                _quad_terms(a0, a1, a2, a3, amax, cur[qx], above, dmax, terms, nq, tail8)
+                nq += 1
+        _planes_bits8(terms, nq, planes, bits8)
         empty = np.int64(0)
         for d in range(dmax + 1):
-            acc += zero4[d]
             empty += tail8[d]
-            dist[j, d] = (err4[d] + acc) * 0.25
+            dist[j, d] = err4[d] * 0.25
             bits[j, d] = (bits8[d] + empty) / 8.0 if (top >> d) > 0 else 0.0
     return dist, bits
