@@ -450,7 +450,8 @@ def _planes_bits8(terms, nq, planes, bits8):
     samples with mu > 0 and U = B - d + (d < L) their exponent (7.3.7), 8 (n (U - 1) + 7)
     (MagSgn less the EMB bits, the CxtVLC codeword) and 8 (bitlen(U - kappa) + 1) where
     U > kappa (the U-VLC of u_q, 7.3.6), kappa = max(1, Ba - d + (d < La) - 1) where n > 1
-    and d < Ba, else 1.  U - kappa is at most 32, so its bit length is six comparisons."""
+    and d < Ba, else 1.  For int32 indices (B <= 32) U - kappa is at most 31, and its bit
+    length a sum of comparisons (up to 63)."""
     b0, b1, b2, b3 = terms[0], terms[1], terms[2], terms[3]
     tq, lq, ta, la = terms[4], terms[5], terms[6], terms[7]
     for d64 in range(planes):
