@@ -65,7 +65,8 @@ def test_a_floor_codes_the_leading_passes_of_the_full_coding(floor):
 def test_magnitude_histogram_counts_bit_lengths():
     rng = np.random.default_rng(1)
     flats = [rng.integers(-(1 << 29), 1 << 29, 5000).astype(np.int32) >> rng.integers(0, 29, 5000),
-             np.array([0, 1, -1, 2, -3, 4, (1 << 30) - 1, -(1 << 30) + 1], np.int32)]
+             np.array([0, 1, -1, 2, -3, 4, (1 << 30) - 1, -(1 << 30) + 1, 65535, 65536,
+                       -65537, np.iinfo(np.int32).min], np.int32)]
     got = early_stop.magnitude_histogram(flats)
     m = np.abs(np.concatenate(flats).astype(np.int64))
     want = np.bincount([int(v).bit_length() for v in m], minlength=33)
