@@ -21,9 +21,10 @@ Rate:
   round fits and one does not, then interpolated between the two (a few rounds, keeping
   the largest stream that fits).  The first round aims at AIM of the budget in estimated
   bits (the packet headers come on top of the segments); a round whose planes would be the
-  last round's ends the loop (a frame that fits whole takes one round).  A block's segment depends only on its coefficients and
-  its plane, so a round after the first codes only the blocks whose plane changed
-  (:class:`_Segments`); the stream is the one coding every block each round would give.
+  last round's ends the loop (a frame that fits whole takes one round).  A block's segment
+  depends only on its coefficients and its plane, so a round after the first codes only the
+  blocks whose plane changed (:class:`_Segments`); the stream is the one coding every block
+  each round would give.
 
 On the ``cuda`` back end the coefficients stay on the GPU and the cleanup passes are coded there
 (:func:`.tier1.ht_gpu.ht_encode_rows_cuda`, the same bytes as :func:`.tier1.ht.ht_encode_rows`);

@@ -401,6 +401,8 @@ FIGURES_DMAX = 20
 #: of two from 4 to 1024 whose product is at most 4096 (T.800 A.6.1), so it has at most 1024
 #: quads (the GPU twin keeps each quad's largest magnitude in 4 KiB of shared memory a warp).
 FIGURES_QUADS = 1024
+#: Magnitudes from here up keep mu > 0 at every plane the figures may drop (d <= FIGURES_DMAX)
+FIGURES_LARGE = 1 << (FIGURES_DMAX + 1)
 
 
 @njit(**JIT)
@@ -423,12 +425,14 @@ def _quad_terms(a0, a1, a2, a3, amax, left, above, dmax, terms, k, tail8):
     From its first empty plane B up its cost goes into tail8 as steps (tail8[e] - tail8[e - 1]
     is added at every plane >= e): a CxtVLC symbol (4/8) while a neighbour is significant,
     then MEL (2/8)."""
-    top, low = (0, 0) if amax == 0 else _exponents(amax)  # planes < top keep a sample
+    b0, b1, b2, b3 = _bitlen(a0), _bitlen(a1), _bitlen(a2), _bitlen(a3)
+    top = max(max(b0, b1), max(b2, b3))          # bitlen(amax): planes < top keep a sample
+    low = 0 if amax == 0 else _bitlen(amax ^ (1 << (top - 1)))   # as _exponents
     atop, alow = (0, 0) if above == 0 else _exponents(above)
-    terms[0, k] = _bitlen(a0)
-    terms[1, k] = _bitlen(a1)
-    terms[2, k] = _bitlen(a2)
-    terms[3, k] = _bitlen(a3)
+    terms[0, k] = b0
+    terms[1, k] = b1
+    terms[2, k] = b2
+    terms[3, k] = b3
     terms[4, k] = top
     terms[5, k] = low
     terms[6, k] = atop
@@ -522,6 +526,7 @@ def ht_plane_figures(flat, cb, rows, dmax):
         bits8[:] = 0
         tail8[:] = 0
         top = np.int64(0)
+        sum4 = np.int64(0)    # 4 a^2 of every sample: what each plane from bitlen(top) up sees
         n = 0
         for y in range(h):
             for x in range(w):
@@ -530,6 +535,8 @@ def ht_plane_figures(flat, cb, rows, dmax):
                 mag[n] = a
                 n += 1
                 top = max(top, a)
+                if a < FIGURES_LARGE:  # a larger one leaves no plane to use sum4 for
+                    sum4 += 4 * a * a
         # plane by plane over the block (a loop the compiler vectorises): (2r - 2^d)^2 where
         # mu > 0, 4 a^2 where mu = 0; from the block's bit length up every mu is 0
         planes = min(_bitlen(top), dmax + 1)
@@ -541,11 +548,7 @@ def ht_plane_figures(flat, cb, rows, dmax):
                 t = 2 * (a & (half - 1)) - half
                 e += t * t if (a >> d) > 0 else 4 * a * a
             err4[d] = e
-        if planes <= dmax:
-            e = np.int64(0)
-            for i in range(n):
-                e += 4 * mag[i] * mag[i]
-            err4[planes:] = e
+        err4[planes:] = sum4
         qw = (w + 1) >> 1
         lines[:, :qw + 2] = 0
         nq = 0
@@ -555,7 +558,7 @@ def ht_plane_figures(flat, cb, rows, dmax):
             prev = lines[1 - (qy & 1)]
             for qx in range(qw):
                 x = 2 * qx
-                at = off + y * stride + x
+                at = off + y * stride + x       # (from mag instead: slower here)
                 a0 = abs(np.int64(flat[at]))
                 a1 = abs(np.int64(flat[at + 1])) if x + 1 < w else np.int64(0)
                 a2 = abs(np.int64(flat[at + stride])) if y + 1 < h else np.int64(0)
