@@ -32,8 +32,9 @@
  * (row i / w, column i mod w, stepped without a division: consecutive lanes read
  * consecutive samples of a row) and sums per plane in registers (planes unrolled up to
  * HTF_DMAX; a sample a visits planes d < min(bitlen(a), dmax + 1) only, its 4 a^2 above them
- * going into one sum for all planes, see there; zero samples add nothing); the lanes leave their sums in the warp's shared rows and, after
- * __syncwarp, lane d <= dmax adds plane d's 32 sums and writes dist[j][d].  Bits: lane l
+ * going into one sum for all planes, see there; zero samples add nothing); the lanes leave
+ * their sums in the warp's shared rows and, after __syncwarp, lane d <= dmax adds plane d's
+ * 32 sums and writes dist[j][d].  Bits: lane l
  * takes the quads i = l, l + 32, ... of the block in raster order (ceil(w / 2) a line-pair)
  * and writes each one's A into the warp's shared quad table (the memory the error sums used);
  * after __syncwarp it takes the same quads again, reads their left neighbour and the three
