@@ -6,8 +6,8 @@ encoder processes and threads, against ``opj_compress -cinema2K/-cinema4K`` and
     python -m cinegpu.media.bench_master [--profile dci-2k dci-4k] [--frames N]
         [--distinct K] [--layouts 1x1 1x8 auto] [--backend auto|cpu|cuda]
         [--peer-frames N] [--opj-processes N] [--grk-threads N] [--fps 24] [--gpus 1 2 ...]
-        [--mps on off] [--format dcp|imf --codec j2k|htj2k --bitrate MBITS] [--read P ...]
-        [--timeline]
+        [--mps on off] [--rate default cpu gpu]
+        [--format dcp|imf --codec j2k|htj2k --bitrate MBITS] [--read P ...] [--timeline]
 
 The input is a folder of ``--frames`` 16-bit RGB TIFF files, as a user masters, made of
 ``--distinct`` different images (the encoder benchmark's 12-bit pattern,
@@ -15,12 +15,14 @@ The input is a folder of ``--frames`` 16-bit RGB TIFF files, as a user masters, 
 them, so every frame is read and coded).  Each layout ``PxT`` is P encoder processes of T
 threads (``auto``: the defaults of ``cinegpu master``), run on each count of ``--gpus`` (the
 processes take the GPUs in turn; default: one) and for each of ``--mps`` (``on``: master's
-private CUDA MPS where processes outnumber the GPUs, ``off``: without), after one warm-up run;
-each prints the frames per second end to end (the encoder processes' start included) and
-from the first frame written to the last (the coding rate), and the seconds then spent
+private CUDA MPS where processes outnumber the GPUs, ``off``: without) and of ``--rate``
+(Part-1 rate control's hull on the ``cpu``, the ``gpu`` or master's ``default``), after one
+warm-up run; each prints the frames per second end to end (the encoder processes' start
+included) and from the first frame written to the last (the coding rate), and the seconds then spent
 finishing the package (the track file's hash, read back whole, is most of it); with
 ``--timeline``, per GPU the encoder processes' rate, how busy their threads were and where a
-frame waited (:func:`timeline_lines`).  OpenJPEG codes ``--peer-frames`` of the same frames
+frame waited (:func:`timeline_lines`), and the rate over the middle 80 % of the frames
+(:func:`steady_fps`).  OpenJPEG codes ``--peer-frames`` of the same frames
 converted to X'Y'Z', as PPM files (DCPs only; ``--format imf`` masters an IMF package of the
 same frames, ``--read`` also times reading the files alone, what mastering would reach if
 coding cost nothing), ``--opj-processes`` at once, and Grok all of them in one run
@@ -48,7 +50,7 @@ from .colour import to_xyz12
 from .images_in import read_image
 from .mastering import master_images
 
-__all__ = ["layout", "main", "run_master", "timeline_lines", "write_frames"]
+__all__ = ["layout", "main", "run_master", "steady_fps", "timeline_lines", "write_frames"]
 
 
 def layout(text: str) -> tuple[int | None, int | None]:
@@ -110,8 +112,23 @@ def timeline_lines(records, threads: int) -> list[str]:
     return lines
 
 
+def steady_fps(records, middle: float = 0.8) -> float | None:
+    """Frames per second over the ``middle`` share of a master's frames, by the moments this
+    process read them back (:attr:`.frame_coders.FrameTiming.received`): the rate once every
+    encoder has started and before the last ones drain (a feature is 150,000 frames; a
+    benchmark's few thousand are coded partly while the later encoders are still starting).
+    None for fewer than 10 records."""
+    if not records or len(records) < 10:
+        return None
+    t = np.sort([r.received for r in records])
+    a = int(round(len(t) * (1 - middle) / 2))
+    b = len(t) - 1 - a
+    return (b - a) / max(float(t[b] - t[a]), 1e-9)
+
+
 def _master(folder: Path, tmp: str, profile: str, fps: int, procs, threads, backend, gpus=None,
-            timeline: bool = False, mps: bool = True, package: dict | None = None) -> dict:
+            timeline: bool = False, mps: bool = True, package: dict | None = None,
+            rate_on_gpu: bool | None = None) -> dict:
     """One master of ``folder``: mastering's ``stats``, with the GPUs asked for and the CPU
     seconds of this (the writing) process and of the encoder processes it started and ended
     (``main_cpu_s``, ``coders_cpu_s``; threads of one process count once each); with
@@ -122,13 +139,15 @@ def _master(folder: Path, tmp: str, profile: str, fps: int, procs, threads, back
     main0, kids0 = _cpu_seconds(resource.RUSAGE_SELF), _cpu_seconds(resource.RUSAGE_CHILDREN)
     master_images(folder, out, title="bench", profile=dci.profile(profile).short, fps=fps,
                   processes=procs, workers=threads, backend=backend, progress=False,
-                  stats=stats, timeline=records, mps=mps, **(package or {}),
+                  stats=stats, timeline=records, mps=mps, rate_on_gpu=rate_on_gpu,
+                  **(package or {}),
                   **({} if gpus is None else {"gpus": gpus}))
     stats["timeline"] = records
     stats["main_cpu_s"] = _cpu_seconds(resource.RUSAGE_SELF) - main0
     stats["coders_cpu_s"] = _cpu_seconds(resource.RUSAGE_CHILDREN) - kids0
     shutil.rmtree(out)
     stats["gpus"] = gpus
+    stats["rate_on_gpu"] = rate_on_gpu
     return stats
 
 
@@ -154,11 +173,12 @@ def read_rate(folder: Path, processes: int) -> float:
 def run_master(profile: str, frames: int, distinct: int, fps: int, layouts, backend: str,
                peer_frames: int, processes: int, grk_threads: int = 0, gpus=(None,),
                timeline: bool = False, mps=(True,), package: dict | None = None,
-               read=()) -> dict:
+               read=(), rate=(None,)) -> dict:
     """One profile: per layout (processes, threads) the ``stats`` of
     :func:`cinegpu.media.mastering.master` over ``frames`` TIFF files (``timeline``: with the
     encoder processes' frame timings; ``mps``: each layout with and/or without master's
-    private CUDA MPS; ``package``: more of master's options, e.g. an IMF package's
+    private CUDA MPS; ``rate``: each layout with Part-1 rate control on the host (False),
+    the GPU (True) and/or master's default (None); ``package``: more of master's options, e.g. an IMF package's
     ``format``, ``codec`` and ``bitrate``), the frames per second at which ``read`` (counts
     of processes) processes read the same files alone (``read_fps``); OpenJPEG's (``processes`` at once) and Grok's
     (``grk_threads``) frames per second over ``peer_frames`` of the frames, where installed."""
@@ -181,8 +201,10 @@ def run_master(profile: str, frames: int, distinct: int, fps: int, layouts, back
         for g in gpus:
             for procs, threads in layouts:
                 for shared in mps:
-                    row["runs"].append(_master(folder, tmp, profile, fps, procs, threads,
-                                               backend, g, timeline, shared, package))
+                    for on_gpu in rate:
+                        row["runs"].append(_master(folder, tmp, profile, fps, procs, threads,
+                                                   backend, g, timeline, shared, package,
+                                                   on_gpu))
     n = min(peer_frames, frames) if not package else 0     # the peers write DCI frames
     if n and (have_opj() or have_grk()):
         xyz = [to_xyz12(f.astype(np.float32) / np.float32(65535), "rec709") for f in images]
@@ -219,6 +241,9 @@ def main(argv=None) -> None:
                     help="IMF only (default: master's)")
     ap.add_argument("--read", type=int, nargs="*", default=[], metavar="P",
                     help="also time reading the files alone in P processes (each count)")
+    ap.add_argument("--rate", choices=("default", "cpu", "gpu"), nargs="+", default=["default"],
+                    help="Part-1 rate control's hull on the host (cpu), the GPU (gpu) or "
+                         "master's default, each in turn")
     ap.add_argument("--timeline", action="store_true",
                     help="per GPU: the encoder processes' rate, busy threads and where a frame waits")
     a = ap.parse_args(argv)
@@ -232,7 +257,8 @@ def main(argv=None) -> None:
     for profile in a.profile:
         r = run_master(profile, a.frames, a.distinct, a.fps, a.layouts, a.backend,
                        a.peer_frames, a.opj_processes, a.grk_threads, a.gpus, a.timeline,
-                       [m == "on" for m in a.mps], package, a.read)
+                       [m == "on" for m in a.mps], package, a.read,
+                       [{"default": None, "cpu": False, "gpu": True}[r] for r in a.rate])
         what = profile if package is None else \
             f"{profile} IMF {a.codec}" + (f" {a.bitrate:g} Mbit/s" if a.bitrate else "")
         print(f"{what} master: {r['frames']} frames ({a.distinct} distinct) from TIFF files")
@@ -244,7 +270,9 @@ def main(argv=None) -> None:
             steady = (r["frames"] - 1) / max(s["written_s"] - s["first_s"], 1e-9)
             best = max(best, end)
             on = ("" if s["gpus"] is None else f" on {s['gpus']} GPU(s)") + \
-                (", CUDA MPS" if s["mps"] else "")
+                (", CUDA MPS" if s["mps"] else "") + \
+                ("" if s["rate_on_gpu"] is None else
+                 f", rate control on the {'GPU' if s['rate_on_gpu'] else 'host'}")
             print(f"  {s['processes']} process(es) x {s['threads']} thread(s){on}: {end:.2f} fps end "
                   f"to end (ready after {s['ready_s']:.2f} s, first frame after "
                   f"{s['first_s']:.2f} s), {steady:.2f} fps from the first frame written to the "
@@ -259,6 +287,9 @@ def main(argv=None) -> None:
                   f"{(s['main_cpu_s'] + s['coders_cpu_s']) / s['total_s']:.1f} of "
                   f"{os.cpu_count()} cores busy")
             if s["timeline"]:
+                middle = steady_fps(s["timeline"])
+                if middle is not None:
+                    print(f"    steady: {middle:.2f} fps over the middle 80 % of the frames")
                 print("\n".join(timeline_lines(s["timeline"], s["threads"])))
         if "opj_fps" in r:
             print(f"  opj_compress ({a.opj_processes} processes, {r['peer_frames']} frames) "

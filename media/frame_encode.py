@@ -69,7 +69,7 @@ class FrameEncoders:
     def __init__(self, *, profile: str, fps, bitrate: float | None, colorspace: str,
                  backend: str = "auto", bits: int = 12, codec: str = "j2k",
                  lossless: bool = False, sampling: str = "rgb", gpus: int | None = 1,
-                 device: int | None = None):
+                 device: int | None = None, rate_on_gpu: bool | None = None):
         self.profile, self.fps, self.colorspace = profile, Fraction(fps), colorspace
         #: an IMF profile ("imf-2k", "imf-4k"): R'G'B' as given, ``bits`` per component
         self.imf = profile in imf.PROFILES
@@ -82,6 +82,10 @@ class FrameEncoders:
         self.dci = None if self.imf else dci.profile(profile)   # "2k" / "4k" / "dci-2k"...
         self.encoder_profile = profile if self.imf else self.dci.name
         self.bitrate = None if bitrate is None else bitrate * 1e6
+        #: Part-1 codestreams on the cuda back end: PCRD-opt's hull and thresholds on the GPU
+        #: (:mod:`cinegpu.encode.rate_gpu`, the same codestream) instead of the host's
+        #: (None: the encoder's default, the host)
+        self.rate_on_gpu = rate_on_gpu
         self.ours = _cinegpu_encoder() is not None
         self.backend = pick_backend(backend) if self.ours else "cpu"
         self._local = threading.local()
@@ -151,7 +155,9 @@ class FrameEncoders:
                           backend=self.backend, workers=1, geometry=self._geometry,
                           device=device,
                           codec=self.codec, reversible=self.lossless,
-                          mct=False if self.sampling != "rgb" else None)
+                          mct=False if self.sampling != "rgb" else None,
+                          rate_on_gpu=self.rate_on_gpu if self.backend == "cuda" and
+                          self.codec == "j2k" else None)
             self._local.encoder = enc
             with self._lock:
                 self._made.append(enc)

@@ -59,7 +59,7 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
            sampling: str = "rgb", processes: int | None = None, gpus: int | None = 1,
            cluster: str | None = None, stats: dict | None = None, reels=None,
            reel_length=None, keys=None, signer=None, timeline: list | None = None,
-           mps: bool = True) -> Package:
+           mps: bool = True, rate_on_gpu: bool | None = None) -> Package:
     """Master ``count`` input images (``get_frame(i)``: (H, W, 3) floats 0..1, or integers
     read as a fraction of their dtype's maximum) into a DCP at ``out``. ``frames``:
     composition length (default ``count``; the input repeats to fill it). ``bitrate`` in
@@ -94,9 +94,10 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
     :class:`.frame_coders.FrameTiming` (benchmarks).  ``mps``: where encoder processes
     outnumber the GPUs, let them share each GPU through a CUDA MPS of the job's own
     (:func:`.mps.start_private_mps`, where it is available; ``stats["mps"]`` says whether it
-    ran).  Raises ValueError for a bad profile, rate, size, colour space,
-    ``processes`` or reels, MediaError for sound shorter than the picture or a key file
-    that exists."""
+    ran).  ``rate_on_gpu``: Part-1 rate control's hull and thresholds on the GPU
+    (:attr:`.FrameEncoders.rate_on_gpu`; the same codestreams).  Raises ValueError for a
+    bad profile, rate, size, colour space, ``processes`` or reels, MediaError for sound
+    shorter than the picture or a key file that exists."""
     started = time.perf_counter()
     rate = Fraction(fps)
     if format == "imf":
@@ -145,7 +146,7 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
 
     options = dict(profile=encoder_profile, fps=rate, bitrate=bitrate, colorspace=colorspace,
                    backend=backend, bits=bits, codec=codec if format == "imf" else "j2k",
-                   lossless=lossless, sampling=sampling, gpus=gpus)
+                   lossless=lossless, sampling=sampling, gpus=gpus, rate_on_gpu=rate_on_gpu)
     encoders = procs = private = None
     if cluster is None:
         encoders = FrameEncoders(**options)

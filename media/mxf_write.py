@@ -45,6 +45,7 @@ from cinegpu.decode.errors import CodestreamError
 
 from .errors import MediaError, media_error_of
 from .essence_crypto import encrypt_element
+from .positioned_writes import PositionedWrites
 from .mxf import CRYPTO_CONTEXT, CRYPTO_FRAMEWORK, GC_ELEMENT, INDEX_SEGMENT, PRIMER_PACK, RANDOM_INDEX_PACK
 
 __all__ = ["HEADER_RESERVE", "J2KHeader", "PictureTrackWriter", "TrackFile", "TrackWriter",
@@ -314,6 +315,10 @@ class TrackWriter:
     OPERATIONAL_PATTERN = OP_ATOM
     #: The Preface's MXF version (ST 377-1 9.5.1): 1.2 as asdcplib writes DCPs.
     MXF_VERSION = 0x0102
+    #: Threads that write the elements at their offsets (:class:`.positioned_writes.
+    #: PositionedWrites`), for a subclass whose every byte between the body partition pack
+    #: and the footer goes through :meth:`_append`; 0: written in the calling thread.
+    WRITE_THREADS = 0
 
     def __init__(self, path, *, edit_rate, asset_id: uuid.UUID | None = None,
                  product: str = "cinegpu", version: str = "0.1.0",
@@ -327,9 +332,14 @@ class TrackWriter:
         self.offsets: list[int] = []      # stream offset of each edit unit's KLV (bytes)
         self.stream_offset = 0
         self.file = open(self.path, "wb")
+        self._writes: PositionedWrites | None = None
         try:
             self.file.write(bytes(HEADER_RESERVE))
             self.file.write(self._partition(3, HEADER_RESERVE, 0, 0, body_sid=BODY_SID))
+            if self.WRITE_THREADS:
+                self.file.flush()
+                self._end = self.file.tell()      # where the next element goes
+                self._writes = PositionedWrites(self.file.fileno(), self.WRITE_THREADS)
         except BaseException:
             self.abort()
             raise
@@ -339,16 +349,18 @@ class TrackWriter:
         encrypted triplet (ST 429-6) when the writer has an ``encryption``."""
         e = self.encryption
         if e is None:            # key and length, then the value as it is (not copied into one)
-            head = self.ELEMENT + ber(len(value))
-            self.file.write(head)
-            self.file.write(value)
-            size = len(head) + len(value)
+            parts = (self.ELEMENT + ber(len(value)), value)
         else:
-            element = encrypt_element(
+            parts = (encrypt_element(
                 self.ELEMENT, value, e.key, context_id=e.context_id,
-                track_file_id=self.asset_id.bytes, sequence=len(self.offsets) + 1)
-            self.file.write(element)
-            size = len(element)
+                track_file_id=self.asset_id.bytes, sequence=len(self.offsets) + 1),)
+        size = sum(len(p) for p in parts)
+        if self._writes is not None:
+            self._writes.put(parts, self._end)
+            self._end += size
+        else:
+            for p in parts:
+                self.file.write(p)
         self.offsets.append(self.stream_offset)
         self.stream_offset += size
 
@@ -358,6 +370,11 @@ class TrackWriter:
         if not self.offsets:
             self.abort()
             raise MediaError(self.path, "no frames written")
+        if self._writes is not None:          # every element written, then on from the last
+            self._writes.drain()
+            self._writes.close()
+            self._writes = None
+            self.file.seek(self._end)
         streams = self._generic_streams()
         footer = self.file.tell()
         index = self._index_segments()
@@ -452,6 +469,9 @@ class TrackWriter:
 
     def abort(self) -> None:
         """Close and remove the file; a flush that fails again (a full disk) is not reported."""
+        if self._writes is not None:
+            self._writes.close()
+            self._writes = None
         if not self.file.closed:
             try:
                 self.file.close()
@@ -606,6 +626,8 @@ class PictureTrackWriter(TrackWriter):
     TRACK_NAME = "Picture Track"
     PACKAGE_NAME = "File Package: SMPTE 429-4 frame wrapping of JPEG 2000 codestreams"
     DYNAMIC_TAGS = J2K_PRIMER
+    #: frames of 1-6 MB copied into the file by threads of the writer's own
+    WRITE_THREADS = 3
 
     def __init__(self, path, **kwargs):
         self.header: J2KHeader | None = None

@@ -372,6 +372,11 @@ def test_gpu_processes_write_the_same_codestreams_as_threads(tmp_path, gpu):
                   backend="cuda", progress=False, stats=many, mps=False)
     assert not many["mps"]
     assert _codestreams(tmp_path / "no-mps") == _codestreams(tmp_path / "procs")
+    # rate control's hull on the GPU: the same codestreams, whichever way it is asked for
+    for on_gpu in (True, False):
+        master_images(src, tmp_path / f"rate-{on_gpu}", title="t", processes=3, workers=2,
+                      backend="cuda", progress=False, rate_on_gpu=on_gpu)
+        assert _codestreams(tmp_path / f"rate-{on_gpu}") == _codestreams(tmp_path / "procs")
 
 
 @pytest.mark.slow
@@ -383,12 +388,14 @@ def test_bench_master_prints_each_layout(capsys):
         with pytest.raises(Exception, match="PxT|at least 1"):
             layout(bad)
     main(["--profile", "dci-2k", "--frames", "3", "--distinct", "2", "--layouts", "1x1", "2x1",
-          "--backend", "cpu", "--peer-frames", "0", "--timeline"])
+          "--backend", "cpu", "--peer-frames", "0", "--timeline", "--rate", "cpu"])
     out = capsys.readouterr().out
     assert out.count("    CPU: 3 frames in 2 process(es), ") == 1     # the 2x1 layout's
+    assert out.count(", rate control on the host") == 2
     assert "threads busy" in out and " ms read, " in out and "ms until read back" in out
     assert "dci-2k master: 3 frames (2 distinct) from TIFF files" in out
-    assert "1 process(es) x 1 thread(s):" in out and "2 process(es) x 1 thread(s):" in out
+    assert "1 process(es) x 1 thread(s), rate control on the host:" in out and \
+        "2 process(es) x 1 thread(s), rate control on the host:" in out
     assert out.count("s to finish the package") == 2 and out.count("CPU per frame: writing process") == 2 \
         and out.count("while coding: the receiving thread busy") == 2
 
@@ -425,3 +432,19 @@ def test_timeline_lines_per_gpu():
     assert lines[1] == ("    GPU 1: 2 frames in 2 process(es), 1.0 fps, threads busy 31 %; a frame "
                         "750.0 ms queued in its process, 250.0 ms read, 1000.0 ms coded, "
                         "100.0 ms until read back")
+
+
+def test_steady_fps_over_the_middle_of_the_frames():
+    from cinegpu.media.bench_master import steady_fps
+    from cinegpu.media.frame_coders import FrameTiming
+
+    def recs(times):
+        return [FrameTiming(k, 0, 0, 0.0, 0.0, 0.0, 0.0, t) for k, t in enumerate(times)]
+    # 100 frames: the first 10 and the last 10 slow (a start and a drain), 80 at 2 ms each
+    times = [1.0 * k for k in range(10)] + [10.0 + 0.002 * k for k in range(80)] + \
+        [11.0 + k for k in range(10)]
+    # the middle 80 %: records 10 .. 89, 79 intervals of 2 ms
+    assert steady_fps(recs(times)) == pytest.approx(500.0)
+    assert steady_fps(recs(times[::-1])) == pytest.approx(500.0)   # order of arrival only
+    assert steady_fps(recs(times), middle=1.0) == pytest.approx(99 / 20.0)
+    assert steady_fps(recs(times[:9])) is None and steady_fps([]) is None

@@ -24,7 +24,7 @@ from cinegpu.media import MediaError, describe, open_source
 from cinegpu.media.check import check
 from cinegpu.media.errors import CorruptMedia, UnsupportedMedia
 from cinegpu.media.mxf import MXFFile
-from cinegpu.media.mxf_write import PICTURE_ELEMENT, PictureTrackWriter, klv, parse_j2k_header, write_track
+from cinegpu.media.mxf_write import PictureTrackWriter, parse_j2k_header, write_track
 from cinegpu.media.package import MAX_XML_BYTES
 
 from conftest import DCP_SAMPLES, needs_dcp_samples
@@ -394,10 +394,7 @@ def write_raw_track(path: Path, elements: list[bytes], header: bytes):
     w = PictureTrackWriter(path, edit_rate=24)
     w.header = parse_j2k_header(header)
     for data in elements:
-        element = klv(PICTURE_ELEMENT, data)
-        w.file.write(element)
-        w.offsets.append(w.stream_offset)
-        w.stream_offset += len(element)
+        w._append(data)             # the element as it is: a key, a length, the bytes
     return w.close()
 
 
