@@ -133,6 +133,46 @@ def _max_passes(block, npass, take, out):
             out[block[i]] = npass[i]
 
 
+@njit(cache=True, nogil=True)
+def _take_sorted(order, block, npass, drate, slope, out_block, out_npass, out_drate,
+                 out_slope, csum):
+    """The segments in ``order`` and the running sum of their bytes, in one pass: what
+    ``x[order]`` of each column and ``np.cumsum`` (sequential, as numpy's) give."""
+    acc = 0.0
+    for i in range(order.shape[0]):
+        j = order[i]
+        out_block[i] = block[j]
+        out_npass[i] = npass[j]
+        d = drate[j]
+        out_drate[i] = d
+        out_slope[i] = slope[j]
+        acc += d
+        csum[i] = acc
+
+
+@njit(cache=True, nogil=True)
+def _component_csums(block, block_comp, drate, comp, csums):
+    """Each segment's component (``block_comp[block]``) and, per component c, the running
+    sum of the bytes of its segments along the order (``csums[c]``: what
+    ``np.cumsum(np.where(comp == c, drate, 0))`` gives; adding 0.0 leaves a sum as it is)."""
+    ncomp = csums.shape[0]
+    acc = np.zeros(ncomp)
+    for i in range(block.shape[0]):
+        c = block_comp[block[i]]
+        comp[i] = c
+        acc[c] += drate[i]
+        for k in range(ncomp):
+            csums[k, i] = acc[k]
+
+
+@njit(cache=True, nogil=True)
+def _passes_below(block, npass, comp, lims, out):
+    """out[block[i]] = max(out[block[i]], npass[i]) for the segments i < lims[comp[i]]."""
+    for i in range(block.shape[0]):
+        if i < lims[comp[i]] and npass[i] > out[block[i]]:
+            out[block[i]] = npass[i]
+
+
 def _order_desc(slope: np.ndarray) -> np.ndarray:
     """``np.argsort(-slope, kind="stable")``: the radix sort when every slope is positive
     and finite (hull slopes are: each hull point adds bytes and distortion decrease)."""
@@ -151,11 +191,12 @@ class Hull:
 
     def __init__(self, block, npass, drate, slope, nblocks: int):
         order = _order_desc(slope)
-        self.block = block[order]
-        self.npass = npass[order]
-        self.drate = drate[order]
-        self.slope = slope[order]
-        self.csum = np.cumsum(self.drate)
+        n = order.shape[0]
+        self.block, self.npass = np.empty(n, np.int64), np.empty(n, np.int64)
+        self.drate, self.slope, self.csum = np.empty(n), np.empty(n), np.empty(n)
+        _take_sorted(order, np.asarray(block, np.int64), np.asarray(npass, np.int64),
+                     np.asarray(drate, np.float64), np.asarray(slope, np.float64),
+                     self.block, self.npass, self.drate, self.slope, self.csum)
         self.nblocks = nblocks
         self.ncomp = 1
         self.comp = np.zeros(len(self.slope), np.int64)
@@ -182,10 +223,13 @@ class Hull:
         """Record each segment's component (``block_comp``: the component of each block) and
         each component's bytes along the slope order; returns self."""
         self.ncomp = ncomp
-        self.comp = np.asarray(block_comp, np.int64)[self.block] if self.nblocks else \
-            np.zeros(0, np.int64)
-        self.comp_csum = [np.cumsum(np.where(self.comp == c, self.drate, 0))
-                          for c in range(ncomp)]
+        n = len(self.block)
+        self.comp = np.zeros(n, np.int64)
+        csums = np.zeros((ncomp, n))
+        if n:
+            _component_csums(self.block, np.ascontiguousarray(block_comp, np.int64),
+                             self.drate, self.comp, csums)
+        self.comp_csum = list(csums)
         return self
 
     def comp_count(self, c: int, budget: float) -> int:
@@ -219,8 +263,10 @@ class Hull:
     def passes_for(self, lims: np.ndarray) -> np.ndarray:
         """Passes kept per block when segment i (in the slope order) is taken while
         i < lims[its component]."""
-        take = np.arange(len(self.slope)) < np.asarray(lims, np.int64)[self.comp]
-        return self.passes(take)
+        out = np.zeros(self.nblocks, np.int64)
+        _passes_below(self.block, self.npass, self.comp,
+                      np.ascontiguousarray(lims, np.int64), out)
+        return out
 
 
 def build_hull(rates_list, dists_list, weights) -> Hull:
