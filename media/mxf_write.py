@@ -45,8 +45,8 @@ from cinegpu.decode.errors import CodestreamError
 
 from .errors import MediaError, media_error_of
 from .essence_crypto import encrypt_element
-from .positioned_writes import PositionedWrites
 from .mxf import CRYPTO_CONTEXT, CRYPTO_FRAMEWORK, GC_ELEMENT, INDEX_SEGMENT, PRIMER_PACK, RANDOM_INDEX_PACK
+from .positioned_writes import PositionedWrites
 
 __all__ = ["HEADER_RESERVE", "J2KHeader", "PictureTrackWriter", "TrackFile", "TrackWriter",
            "parse_j2k_header"]
@@ -356,6 +356,8 @@ class TrackWriter:
                 track_file_id=self.asset_id.bytes, sequence=len(self.offsets) + 1),)
         size = sum(len(p) for p in parts)
         if self._writes is not None:
+            # written later by another thread: a buffer the caller may change is copied first
+            parts = tuple(p if isinstance(p, bytes) else bytes(p) for p in parts)
             self._writes.put(parts, self._end)
             self._end += size
         else:

@@ -139,3 +139,28 @@ def test_a_track_file_written_by_threads_has_the_sequential_writers_essence(tmp_
         assert out[PictureTrackWriter] == out[_Sequential]
     else:
         assert out[PictureTrackWriter][1:] == out[_Sequential][1:]
+
+
+def test_a_frame_in_a_buffer_the_caller_reuses_is_written_as_it_was(tmp_path, monkeypatch):
+    import numpy as np
+    from cinegpu.encode.encoder import encode
+    cs = encode(np.arange(48 * 64, dtype=np.uint16).reshape(48, 64) % 251, bits=8)
+    gate, real = threading.Event(), positioned_writes.pwrite_all
+
+    def held(*args):                           # no write before the caller has reused its buffer
+        gate.wait(10)
+        real(*args)
+    monkeypatch.setattr(positioned_writes, "pwrite_all", held)
+    buf = bytearray(cs)
+    w = PictureTrackWriter(tmp_path / "t.mxf", edit_rate=Fraction(24))
+    with w:
+        for _ in range(3):
+            w.write(buf)
+        buf[:] = bytes(len(buf))
+        gate.set()
+        w.close()
+    mxf = MXFFile(w.path)
+    try:
+        assert [mxf.frame(k) for k in range(3)] == [cs] * 3
+    finally:
+        mxf.close()
