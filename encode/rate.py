@@ -126,14 +126,6 @@ def _radix_order_desc(slope):
 
 
 @njit(cache=True, nogil=True)
-def _max_passes(block, npass, take, out):
-    """out[block[i]] = max(out[block[i]], npass[i]) where take[i] (np.maximum.at)."""
-    for i in range(block.shape[0]):
-        if take[i] and npass[i] > out[block[i]]:
-            out[block[i]] = npass[i]
-
-
-@njit(cache=True, nogil=True)
 def _take_sorted(order, block, npass, drate, slope, out_block, out_npass, out_drate,
                  out_slope, csum):
     """The segments in ``order`` and the running sum of their bytes, in one pass: what
@@ -207,12 +199,6 @@ class Hull:
         binary search for the slope threshold."""
         csum = self.csum if mask is None else np.cumsum(np.where(mask, self.drate, 0))
         return int(np.searchsorted(csum, budget, side="right"))
-
-    def passes(self, take: np.ndarray) -> np.ndarray:
-        """Passes kept per block when the segments where ``take`` is set are taken."""
-        out = np.zeros(self.nblocks, np.int64)
-        _max_passes(self.block, self.npass, np.ascontiguousarray(take, np.bool_), out)
-        return out
 
     def threshold(self, count: int) -> float:
         """The slope threshold lambda of taking the first ``count`` segments."""

@@ -338,7 +338,7 @@ class TrackWriter:
             self.file.write(self._partition(3, HEADER_RESERVE, 0, 0, body_sid=BODY_SID))
             if self.WRITE_THREADS:
                 self.file.flush()
-                self._end = self.file.tell()      # where the next element goes
+                self._body = self.file.tell()     # element k at _body + offsets[k]
                 self._writes = PositionedWrites(self.file.fileno(), self.WRITE_THREADS)
         except BaseException:
             self.abort()
@@ -358,8 +358,7 @@ class TrackWriter:
         if self._writes is not None:
             # written later by another thread: a buffer the caller may change is copied first
             parts = tuple(p if isinstance(p, bytes) else bytes(p) for p in parts)
-            self._writes.put(parts, self._end)
-            self._end += size
+            self._writes.put(parts, self._body + self.stream_offset)
         else:
             for p in parts:
                 self.file.write(p)
@@ -376,7 +375,7 @@ class TrackWriter:
             self._writes.drain()
             self._writes.close()
             self._writes = None
-            self.file.seek(self._end)
+            self.file.seek(self._body + self.stream_offset)
         streams = self._generic_streams()
         footer = self.file.tell()
         index = self._index_segments()

@@ -8,8 +8,9 @@ coded frames waited 77 ms to be read back).  :class:`PositionedWrites` lets that
 hand each frame over: ``os.pwritev`` at the frame's offset runs in one of ``threads``
 threads (the system call releases the GIL), at most ``depth`` frames waiting.
 
-The first error of a write (a full disk) is raised by the next :meth:`~PositionedWrites.put`
-or by :meth:`~PositionedWrites.drain`; :meth:`~PositionedWrites.close` drops what waits.
+The error of a write (a full disk) is raised by the first :meth:`~PositionedWrites.put` after
+that write has ended, or by :meth:`~PositionedWrites.drain`; :meth:`~PositionedWrites.close`
+drops what waits.
 """
 
 from __future__ import annotations
@@ -54,8 +55,9 @@ class PositionedWrites:
         self._pending: deque[Future] = deque()
 
     def put(self, parts, offset: int) -> None:
-        """Queue ``parts`` for ``offset``; an earlier write's error raised here."""
-        while len(self._pending) >= self.depth:
+        """Queue ``parts`` for ``offset``; the error of an earlier write that has ended (or
+        that this one must wait for, ``depth`` being reached) raised here."""
+        while self._pending and (self._pending[0].done() or len(self._pending) >= self.depth):
             self._pending.popleft().result()
         self._pending.append(self._pool.submit(pwrite_all, self.fd, tuple(parts), offset))
 

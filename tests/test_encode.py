@@ -146,8 +146,7 @@ def test_hull_is_convex_and_prefix():
         assert (np.diff(s) < 0).all()  # in sorted order, each block's slopes decrease
         n = hull.npass[hull.block == b]
         assert (np.diff(n) > 0).all()
-    take = np.arange(len(hull.slope)) < hull.count_for(300)
-    passes = hull.passes(take)
+    passes = hull.passes_for(np.array([hull.count_for(300)]))
     assert sum(int(r[n - 1]) for r, n in zip(rates, passes) if n) <= 300
 
 
