@@ -7,6 +7,11 @@ for (budget - overhead) body bytes with the PCRD threshold, write the whole
 codestream exactly, measure the overhead (headers, markers), repeat until it
 fits (a few rounds; each is exact, nothing is estimated at the end).  Caps
 per component (DCI) work the same way on each component's own bytes.
+
+A round needs only lengths (:meth:`_Writer.measure`).  With one precinct's packets
+depending on that precinct's code-blocks alone (B.9: its tag trees, Lblock states and
+headers are its own), a round writes again only the packets of the precincts whose
+blocks' passes changed since the round before; the chosen passes are written whole once.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import functools
 
 import numpy as np
 
+from cinegpu.decode.plan import PB_CB_FIRST, PB_NCBX, PB_NCBY
 from cinegpu.decode.tier2.progression import packet_order
 
 from . import markers as mk
@@ -29,6 +35,37 @@ __all__ = ["allocate_and_write", "allocate_stream"]
 MAX_ROUNDS = 10
 #: Stop refining once the stream is within this fraction below the budget.
 SLACK = 0.001
+
+
+#: Bytes of a tile-part's SOT and SOD markers (A.4.2, A.4.3).
+TILE_PART_HEAD = mk.SOT_BYTES + 2
+
+
+def _block_precincts(plan) -> np.ndarray:
+    """The precinct of each of the tile's code-blocks (in ``plan.cb`` order), from the
+    plan's precinct-band tables: a block lies in one band of one precinct."""
+    prec_pb, pb = plan.prec_pb, plan.pb
+    rows = _ramp(prec_pb[:, 0], prec_pb[:, 1])                  # precinct-band rows
+    rows_prec = np.repeat(np.arange(len(prec_pb), dtype=np.int64), prec_pb[:, 1])
+    counts = pb[rows, PB_NCBX] * pb[rows, PB_NCBY]
+    out = np.full(plan.cb.shape[0], -1, np.int64)
+    out[_ramp(pb[rows, PB_CB_FIRST], counts)] = np.repeat(rows_prec, counts)
+    return out
+
+
+def _ramp(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """starts[0], starts[0] + 1, ..., counts[0] of them, then the same from starts[1], ..."""
+    starts, counts = np.asarray(starts, np.int64), np.asarray(counts, np.int64)
+    before = np.cumsum(counts) - counts
+    return np.repeat(starts - before, counts) + np.arange(int(counts.sum()), dtype=np.int64)
+
+
+class _Measured:
+    """Packet lengths of a writer's tiles for ``passes``: per tile, each packet's bytes
+    (header and body) and its body's, in the tile's packet order."""
+
+    def __init__(self, passes: np.ndarray, lengths: list, bodies: list):
+        self.passes, self.lengths, self.bodies = passes, lengths, bodies
 
 
 def _prec_components(plan) -> np.ndarray:
@@ -56,7 +93,17 @@ class _Writer:
         # component of each packet, in each tile's packet order
         self.packet_comp = [_prec_components(plan)[order[:, 0]]
                             for plan, order in zip(frame.plans, self.orders)]
+        # tile-parts: runs of a tile's packets, (first, after, component), a new one where
+        # the component changes when the profile splits them (DCI)
+        self.tile_parts = [_tile_parts(comp, self.params.split_components)
+                           for comp in self.packet_comp]
         self.total_passes = self.table.npasses
+        self._measured: _Measured | None = None      # the last write's or measure's lengths
+
+    @functools.cached_property
+    def block_precincts(self) -> list[np.ndarray]:
+        """Per tile, the precinct of each code-block (:func:`_block_precincts`)."""
+        return [_block_precincts(plan) for plan in self.frame.plans]
 
     @functools.cached_property
     def hull(self):
@@ -104,35 +151,83 @@ class _Writer:
         return self.table.body_bytes(passes)
 
     def write(self, passes: np.ndarray) -> tuple["_Stream", np.ndarray, np.ndarray]:
-        """The codestream for ``passes`` (its bytes made only when asked for: rate control
-        needs the lengths of several candidates); bytes per component in total and in
-        bodies."""
-        p = self.params
-        comp_total = np.zeros(p.ncomp, np.int64)
-        comp_body = np.zeros(p.ncomp, np.int64)
+        """The codestream for ``passes`` (its bytes made only when asked for); bytes per
+        component in total and in bodies."""
+        tps = []
+        for t, (coder, order) in enumerate(zip(self.coders, self.orders)):
+            base = int(self.frame.base[t])
+            tps.append(coder.tile_packets(passes[:, base:base + self.frame.plans[t].cb.shape[0]],
+                                          order))
+        self._measured = _Measured(passes.copy(), [np.diff(tp.ends, prepend=0) for tp in tps],
+                                   [tp.body_len for tp in tps])
+        header, sizes, comp_total, comp_body = self._sizes(self._measured)
         parts = []  # (tile, SOT + SOD bytes, TilePackets, first packet, packet after)
+        for t, i, psot in sizes:
+            a, b, _ = self.tile_parts[t][i]
+            head = mk.sot(Isot=t, Psot=psot, TPsot=i, TNsot=len(self.tile_parts[t]))
+            parts.append((t, head + mk.sod(), tps[t], a, b))
+        return _Stream(header, parts), comp_total, comp_body
+
+    def measure(self, passes: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
+        """``len()`` of :meth:`write`'s codestream for ``passes`` and its bytes per component
+        in total and in bodies, without the codestream: only the packets of the precincts
+        whose blocks' passes differ from the last :meth:`write` or :meth:`measure` are
+        written again (their headers, to learn their lengths)."""
+        last = self._measured
+        lengths, bodies = [], []
         for t, (coder, order) in enumerate(zip(self.coders, self.orders)):
             base = int(self.frame.base[t])
             n = self.frame.plans[t].cb.shape[0]
-            tp = coder.tile_packets(passes[:, base:base + n], order)
-            ends = tp.ends
+            mine = passes[:, base:base + n]
+            if last is None:
+                tp = coder.tile_packets(mine, order)
+                lengths.append(np.diff(tp.ends, prepend=0))
+                bodies.append(tp.body_len)
+                continue
+            changed = (mine != last.passes[:, base:base + n]).any(axis=0)
+            length, body = last.lengths[t], last.bodies[t]
+            if changed.any():
+                precincts = np.zeros(len(self.frame.plans[t].prec_pb), bool)
+                precincts[self.block_precincts[t][changed]] = True
+                again = np.flatnonzero(precincts[order[:, 0]])   # every layer of them, in order
+                tp = coder.tile_packets(mine, order[again])
+                length, body = length.copy(), body.copy()
+                length[again] = np.diff(tp.ends, prepend=0)
+                body[again] = tp.body_len
+            lengths.append(length)
+            bodies.append(body)
+        self._measured = _Measured(passes.copy(), lengths, bodies)
+        header, sizes, comp_total, comp_body = self._sizes(self._measured)
+        return len(header) + sum(psot for _, _, psot in sizes) + 2, comp_total, comp_body
+
+    def _sizes(self, m: _Measured):
+        """(main header, (tile, tile-part, Psot) of every tile-part, bytes per component in
+        total and in bodies) of the packet lengths ``m``."""
+        p = self.params
+        comp_total = np.zeros(p.ncomp, np.int64)
+        comp_body = np.zeros(p.ncomp, np.int64)
+        sizes = []
+        for t, (length, body) in enumerate(zip(m.lengths, m.bodies)):
             comp = self.packet_comp[t]
-            comp_total += np.bincount(comp, np.diff(ends, prepend=0), p.ncomp).astype(np.int64)
-            comp_body += np.bincount(comp, tp.body_len, p.ncomp).astype(np.int64)
-            # tile-parts: runs of packets (a new one where the component changes)
-            cuts = np.flatnonzero(comp[1:] != comp[:-1]) + 1 if p.split_components \
-                else np.zeros(0, np.int64)
-            firsts = np.concatenate(([0], cuts)).astype(np.int64).tolist()
-            lasts = np.concatenate((cuts, [len(ends)])).astype(np.int64).tolist()
-            for i, (a, b) in enumerate(zip(firsts, lasts)):
-                c = int(comp[a]) if len(ends) else 0
-                psot = mk.SOT_BYTES + 2 + tp.size(a, b)
-                head = mk.sot(Isot=t, Psot=psot, TPsot=i, TNsot=len(firsts))
-                parts.append((t, head + mk.sod(), tp, a, b))
-                comp_total[c] += mk.SOT_BYTES + 2
-        header = self.main_header(p, self.base_step,
-                                  [(t, len(h) + tp.size(a, b)) for t, h, tp, a, b in parts])
-        return _Stream(header, parts), comp_total, comp_body
+            comp_total += np.bincount(comp, length, p.ncomp).astype(np.int64)
+            comp_body += np.bincount(comp, body, p.ncomp).astype(np.int64)
+            ends = np.cumsum(length)
+            for i, (a, b, c) in enumerate(self.tile_parts[t]):
+                size = int(ends[b - 1] - (ends[a - 1] if a else 0)) if b > a else 0
+                sizes.append((t, i, TILE_PART_HEAD + size))
+                comp_total[c] += TILE_PART_HEAD
+        header = self.main_header(p, self.base_step, [(t, psot) for t, _, psot in sizes])
+        return header, sizes, comp_total, comp_body
+
+
+def _tile_parts(comp: np.ndarray, split: bool) -> list[tuple[int, int, int]]:
+    """(first packet, packet after, component) of each tile-part of a tile whose packets
+    are of components ``comp`` (in order): one tile-part, or one per run of a component
+    when ``split``."""
+    cuts = np.flatnonzero(comp[1:] != comp[:-1]) + 1 if split else np.zeros(0, np.int64)
+    firsts = np.concatenate(([0], cuts)).astype(np.int64).tolist()
+    lasts = np.concatenate((cuts, [len(comp)])).astype(np.int64).tolist()
+    return [(a, b, int(comp[a]) if len(comp) else 0) for a, b in zip(firsts, lasts)]
 
 
 class _Stream:
@@ -206,31 +301,39 @@ def _allocate(frame, base_step: float):
         overhead = len(w.main_header(p, base_step, [(0, 0)] * 8)) + 2 + 3 * w.nblocks
     hull = w.hull
     comp_over = np.zeros(p.ncomp)
-    best = None
+    best = None                           # (bytes, passes) of the largest that fits
     last = None
     for _ in range(MAX_ROUNDS):
         lims = w.limits(budget - overhead, None if cap is None else cap - comp_over)
         passes = w.layer_passes(lims)
-        data, comp_total, comp_body = w.write(passes)
+        size, comp_total, comp_body = w.measure(passes)
         w.rounds += 1
         body = comp_body.sum()
-        fits = len(data) <= budget and (cap is None or (comp_total <= cap).all())
-        if fits and (best is None or len(data) > len(best[0])):
-            best = data, passes[-1], w
-        if fits and len(data) >= budget * (1 - SLACK):
+        fits = size <= budget and (cap is None or (comp_total <= cap).all())
+        if fits and (best is None or size > best[0]):
+            best = size, passes
+        if fits and size >= budget * (1 - SLACK):
             break
-        if (len(data), tuple(comp_total)) == last:
+        if (size, tuple(comp_total)) == last:
             break                         # the same stream again: nothing left to trade
-        last = len(data), tuple(comp_total)
-        new_over = len(data) - body
-        overhead = new_over + (len(data) - budget + 8 if len(data) > budget else 0)
+        last = size, tuple(comp_total)
+        new_over = size - body
+        overhead = new_over + (size - budget + 8 if size > budget else 0)
         for c in range(p.ncomp):
             extra = comp_total[c] - comp_body[c]
             over = comp_total[c] - cap + 8 if cap is not None and comp_total[c] > cap else 0
             comp_over[c] = max(extra + over, comp_over[c] if over else extra)
     if best is None:
         best = _shrink_until_fit(w, hull, budget, cap, overhead, comp_over)
-    return best
+    return _written(w, *best)
+
+
+def _written(w: _Writer, size: int, passes: np.ndarray):
+    """(codestream, final layer's passes, writer) of the ``passes`` measured at ``size``."""
+    stream = w.write(passes)[0]
+    if len(stream) != size:
+        raise AssertionError("tier-2: the codestream's length is not the one measured")
+    return stream, passes[-1], w
 
 
 def _shrink_until_fit(w, hull, budget, cap, overhead, comp_over):
@@ -246,8 +349,8 @@ def _shrink_until_fit(w, hull, budget, cap, overhead, comp_over):
             for c in range(ncomp):
                 lims[c] = min(lims[c], w.comp_count(c, max(cap * aim - comp_over[c], 0)))
         passes = w.layer_passes(lims)
-        data, comp_total, _ = w.write(passes)
+        size, comp_total, _ = w.measure(passes)
         w.rounds += 1
-        if len(data) <= budget and (cap is None or (comp_total <= cap).all()):
-            return data, passes[-1], w
+        if size <= budget and (cap is None or (comp_total <= cap).all()):
+            return size, passes
     raise ValueError(f"cannot fit the codestream in {budget} bytes: its headers alone exceed it")

@@ -316,3 +316,67 @@ def test_hull_of_ties_keeps_block_order():
     hull = build_hull(rates, dists, np.ones(5))
     assert hull.block.tolist() == [0, 1, 2, 3, 4] * 3
     assert hull.npass.tolist() == [1] * 5 + [2] * 5 + [3] * 5
+
+
+@pytest.mark.parametrize("case", range(len(PLANS)))
+def test_packets_of_some_precincts_are_those_of_the_whole_tile(case):
+    """Rate control's rounds write again only the precincts whose blocks changed: the
+    packets of a subset of the precincts (every layer of each, in the tile's order) are
+    byte for byte those the whole tile's writing gives them."""
+    shape, opts = PLANS[case]
+    cs, plans = _plans(shape, opts)
+    rng = np.random.default_rng(40 + case)
+    for plan in plans:
+        mb = plan.cb[:, tier1.CB_NUM_BPS].astype(np.int64)
+        order = packet_order(plan, cs.siz)
+        blocks = _random_blocks(rng, mb)
+        passes = _random_passes(rng, blocks, plan.layers)
+        coder = TileCoder(plan, BlockTable.of(blocks), 0)
+        whole = coder.packets(passes, order)
+        nprec = len(plan.prec_pb)
+        for keep in (rng.random(nprec) < 0.3, np.arange(nprec) == nprec - 1, np.ones(nprec, bool)):
+            rows = np.flatnonzero(keep[order[:, 0]])
+            assert coder.packets(passes, order[rows]) == [whole[k] for k in rows]
+
+
+def test_measured_rounds_are_the_written_streams():
+    """The writer's incremental lengths (:meth:`_Writer.measure`, packets written again only
+    in precincts whose blocks changed) against a whole writing of the same passes by a fresh
+    writer: total, per-component totals and bodies, over tiles, layers and tile-parts per
+    component, for rounds that change many blocks, a few, one, or none."""
+    from dataclasses import replace
+
+    from cinegpu.encode.writer import _block_precincts, _Writer
+    img = synthetic_frame(150, 110, seed=8)
+    with Encoder(backend="cpu", layers=3, codeblock=(16, 16), tiles=(64, 48),
+                 precincts=[(32, 32)], progression="RPCL") as enc:
+        comps, precs, sgn = _as_components(img, 12, None)
+        params = make_params([c.shape for c in comps], precs, sgn, **enc.options)
+        cs, plans = enc._geometry(params)
+        flats = enc._forward(comps, params, plans)
+        params, cs, plans, flats = enc._guard_bits(params, cs, plans, flats)
+        frame = enc._tier1(params, cs, plans, flats)
+    frame.params = replace(frame.params, split_components=True)   # DCI's tile-parts
+    assert len(frame.plans) == 9 and params.ncomp == 3
+    for plan in frame.plans:        # every block lies in the precinct whose bands list it
+        prec = _block_precincts(plan)
+        for p, (q0, nq) in enumerate(plan.prec_pb):
+            for q in range(q0, q0 + nq):
+                first, n = plan.pb[q, 2], plan.pb[q, 0] * plan.pb[q, 1]
+                assert (prec[first:first + n] == p).all()
+        assert (prec >= 0).all()
+    w = _Writer(frame, enc.base_step)
+    nseg = len(w.hull.slope)
+    rng = np.random.default_rng(9)
+    lims = np.full(3, nseg // 2, np.int64)
+    steps = [None, nseg // 3, 200, 5, 1, 0, 0, nseg, 3]
+    for i, step in enumerate(steps * 3):
+        if step is not None:
+            lims = np.clip(lims + rng.integers(-step, step + 1, 3), 0, nseg)
+        passes = w.layer_passes(None if step is None else lims)
+        got = w.measure(passes)
+        stream, total, body = _Writer(frame, enc.base_step).write(passes)
+        assert got[0] == len(stream) == len(bytes(stream)), i
+        assert (got[1] == total).all() and (got[2] == body).all(), i
+        if i % 4 == 0:              # and a writing after measures is the fresh one's
+            assert bytes(w.write(passes)[0]) == bytes(stream), i

@@ -97,27 +97,35 @@ def _lengths(bw, buf, rates, r0, p0, p1, npasses, multi, style, lblock):
 
 
 @njit(**JIT)
-def _trees(prec_pb, pb, passes, zbp, nodes):
+def _trees(order, prec_pb, pb, passes, zbp, nodes):
     """Inclusion trees over the layer of first inclusion (the layer count when never
-    included) and zero bit-plane trees of every precinct-band, with fresh state."""
+    included) and zero bit-plane trees of every precinct-band of the precincts that
+    ``order`` names, with fresh state (the other precincts' nodes are left at 0)."""
     nlayers = passes.shape[0]
     incl = np.zeros(nodes, np.int64)
     zero = np.zeros(nodes, np.int64)
-    for q in range(pb.shape[0]):
-        w, h, first, base = pb[q, PB_NCBX], pb[q, PB_NCBY], pb[q, PB_CB_FIRST], pb[q, PB_NODES]
-        if w * h == 0:
+    named = np.zeros(prec_pb.shape[0], np.uint8)
+    for k in range(order.shape[0]):
+        named[order[k, 0]] = 1
+    for prec in range(prec_pb.shape[0]):
+        if named[prec] == 0:
             continue
-        for j in range(w * h):
-            i = first + j
-            fl = nlayers
-            for layer in range(nlayers):
-                if passes[layer, i] > 0:
-                    fl = layer
-                    break
-            incl[base + j] = fl
-            zero[base + j] = zbp[i]
-        tree_build(incl, base, w, h)
-        tree_build(zero, base, w, h)
+        for q in range(prec_pb[prec, 0], prec_pb[prec, 0] + prec_pb[prec, 1]):
+            w, h = pb[q, PB_NCBX], pb[q, PB_NCBY]
+            first, base = pb[q, PB_CB_FIRST], pb[q, PB_NODES]
+            if w * h == 0:
+                continue
+            for j in range(w * h):
+                i = first + j
+                fl = nlayers
+                for layer in range(nlayers):
+                    if passes[layer, i] > 0:
+                        fl = layer
+                        break
+                incl[base + j] = fl
+                zero[base + j] = zbp[i]
+            tree_build(incl, base, w, h)
+            tree_build(zero, base, w, h)
     return incl, zero
 
 
@@ -146,7 +154,7 @@ def write_headers(order, prec_pb, pb, nodes, passes, zbp, rates, rate_off, coded
 
     An audited hot kernel: one loop over packets, blocks and segment parts; every loop is
     bounded by the tables' sizes."""
-    incl_value, zbp_value = _trees(prec_pb, pb, passes, zbp, nodes)
+    incl_value, zbp_value = _trees(order, prec_pb, pb, passes, zbp, nodes)
     incl_low = np.zeros(nodes, np.int64)
     zbp_low = np.zeros(nodes, np.int64)
     incl_known = np.zeros(nodes, np.uint8)
