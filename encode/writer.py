@@ -101,6 +101,28 @@ class _Writer:
         self._measured: _Measured | None = None      # the last write's or measure's lengths
 
     @functools.cached_property
+    def whole_bodies(self) -> np.ndarray:
+        """Per component, the bytes of all its hull segments (float64): its body when rate
+        control takes every pass it can (a pass past the last hull point adds bytes and no
+        distortion decrease, so it is never taken)."""
+        hull = self.hull
+        n = len(hull.slope)
+        return np.array([float(hull.comp_csum[c][n - 1]) if n else 0.0
+                         for c in range(self.params.ncomp)])
+
+    def full(self, size: int, comp_total: np.ndarray, comp_body: np.ndarray, budget: float,
+             caps) -> bool:
+        """Whether a codestream of ``size`` bytes that fits leaves nothing worth adding:
+        within SLACK of the ``budget``, or every component within SLACK of its cap (of
+        ``caps``, None: no caps) or holding all its hull segments."""
+        if size >= budget * (1 - SLACK):
+            return True
+        done = comp_body >= self.whole_bodies - 0.5
+        if caps is not None:
+            done |= comp_total >= np.asarray(caps, np.float64) * (1 - SLACK)
+        return bool(done.all())
+
+    @functools.cached_property
     def block_precincts(self) -> list[np.ndarray]:
         """Per tile, the precinct of each code-block (:func:`_block_precincts`)."""
         return [_block_precincts(plan) for plan in self.frame.plans]
@@ -312,7 +334,7 @@ def _allocate(frame, base_step: float):
         fits = size <= budget and (cap is None or (comp_total <= cap).all())
         if fits and (best is None or size > best[0]):
             best = size, passes
-        if fits and size >= budget * (1 - SLACK):
+        if fits and w.full(size, comp_total, comp_body, budget, cap):
             break
         if (size, tuple(comp_total)) == last:
             break                         # the same stream again: nothing left to trade

@@ -237,6 +237,62 @@ def test_dci_component_cap_binds_and_the_others_take_the_rest():
     assert [c.shape for c in decode(data)] == [(1080, 2048)] * 3
 
 
+def test_rate_rounds_stop_once_nothing_is_left_to_add(monkeypatch):
+    """A component held to its cap while the others take all their hull segments cannot
+    grow the frame towards its budget: the rounds stop at the first codestream that fits
+    so (not only one within the slack of the frame's budget), and it decodes."""
+    from dataclasses import replace
+
+    from cinegpu.encode import writer
+    from cinegpu.encode.encoder import Encoder
+    rng = np.random.default_rng(3)
+    h, w = 256, 384
+    img = np.stack([rng.integers(0, 4096, (h, w)),                 # noise: all the bytes
+                    np.full((h, w), 1000), np.tile(np.arange(w) * 8, (h, 1))], -1)
+    frames = []
+    with Encoder(backend="cpu", codeblock=(16, 16), mct=False) as enc:
+        real = enc._tier1
+        monkeypatch.setattr(enc, "_tier1", lambda *a, **k: frames.append(real(*a, **k)) or
+                            frames[-1])
+        enc.encode(img.astype(np.uint16), bits=12)
+    frame = frames[-1]
+    whole = writer._Writer(frame, enc.base_step).whole_bodies
+    assert whole[0] > 20 * max(whole[1], whole[2]) > 0
+    cap = int(0.6 * whole[0])
+    frame.params = replace(frame.params, frame_bytes=int(4 * whole.sum()), component_bytes=cap)
+    rounds = []
+    measure = writer._Writer.measure
+    monkeypatch.setattr(writer._Writer, "measure",
+                        lambda self, passes: rounds.append(measure(self, passes)) or rounds[-1])
+    stream, _, wr = writer._allocate(frame, enc.base_step)
+    size, total, body = rounds[-1]
+    assert len(stream) == size <= frame.params.frame_bytes
+    assert cap * (1 - writer.SLACK) <= total[0] <= cap
+    assert (body[1:] >= whole[1:] - 0.5).all()                        # the others whole
+    for s, t, b in rounds[:-1]:                                       # none stopped before
+        assert not (s <= frame.params.frame_bytes and (t <= cap).all()) or \
+            not wr.full(s, t, b, frame.params.frame_bytes, np.full(3, cap))
+    assert [c.shape for c in decode(bytes(stream))] == [(h, w)] * 3
+
+
+def test_writer_full():
+    """:meth:`_Writer.full`: within the slack of the budget, or every component within the
+    slack of its cap or holding all its hull segments."""
+    from cinegpu.encode import writer
+
+    class W:                         # the method needs only the hull's bytes per component
+        whole_bodies = np.array([500.0, 300.0, 200.0])
+    full = writer._Writer.full
+    slack = writer.SLACK
+    assert full(W, 1000 * (1 - slack), np.zeros(3), np.zeros(3), 1000, None)
+    assert not full(W, 900, np.array([400, 300, 200]), np.array([390, 290, 190]), 1000, None)
+    assert full(W, 900, np.array([510, 310, 210]), np.array([500, 300, 200]), 1000, None)
+    caps = np.array([400.0, 1e9, 1e9])
+    assert full(W, 900, np.array([400, 310, 210]), np.array([390, 300, 200]), 5000, caps)
+    assert not full(W, 900, np.array([398, 310, 210]), np.array([388, 300, 200]), 5000, caps)
+    assert not full(W, 900, np.array([400, 310, 200]), np.array([390, 300, 190]), 5000, caps)
+
+
 @needs_opj
 def test_dci_4k_layout(tmp_path):
     # a 4K codestream of a small picture keeps the test short; the layout is the same
