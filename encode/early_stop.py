@@ -11,7 +11,9 @@ that coded it:
    (T.800 D.2: a sample becomes significant in the bit-plane of its leading one).
 2. :func:`first_floor`: the floor F, the lowest magnitude bit-plane to code, from a
    conservative estimate of the bytes of each plane (:func:`plane_bytes`): one plane below
-   the one where the estimate meets the budget.
+   the one where the estimate meets the budget.  Under per-component caps (DCI) the
+   estimate is made per component (:func:`component_histograms`) and a component counts
+   only up to its cap: when one is held to it, the others fill the budget from lower planes.
 3. Tier-1 codes every block only down to plane F
    (:func:`cinegpu.encode.tier1.codeblock.coded_passes`): the passes it codes are the
    passes of the full coding, with the same distortions (measured on the whole
@@ -19,7 +21,10 @@ that coded it:
    codestream changes but which passes exist for rate control to choose from.
 4. :func:`floor_share`: after rate control, the share of the kept body bytes that came
    from plane F.  Above :data:`FLOOR_SHARE` the floor may have cut passes that rate control
-   wanted, and the encoder codes the frame again one plane lower.
+   wanted, and the encoder codes the frame again one plane lower.  When rate control ends
+   under the budget with a component that is not at its cap holding every pass it could
+   take (the writer's "starved"), the floor surely cut them: the frame is coded again from
+   every plane.
 
 (Dropping the planes by a coarser quantisation step instead would code the same passes, but
 their distortions would be measured against the coarser indices; on content near the
@@ -34,6 +39,7 @@ from numba import njit
 
 __all__ = [
     "FLOOR_SHARE",
+    "component_histograms",
     "first_floor",
     "floor_share",
     "magnitude_histogram",
@@ -87,16 +93,52 @@ def magnitude_histogram(flats) -> np.ndarray:
     for flat in flats:
         if on_device(flat):     # counted in shared memory by blocks (forward.cu)
             import cupy  # noqa: PLC0415
-            from .gpu import THREADS, kernel  # noqa: PLC0415
             counts = cupy.zeros(BITS + 1, cupy.uint64)
-            if flat.size:
-                blocks = max(1, min(-(-flat.size // THREADS), 1024))
-                kernel("bit_length_histogram")((blocks,), (THREADS,),
-                                               (cupy.ascontiguousarray(flat, cupy.int32),
-                                                np.int64(flat.size), counts))
+            _count_on_device(flat, counts)
             out += counts.get().astype(np.int64)
         else:
             _histogram(np.ascontiguousarray(flat, np.int32), out)
+    return out
+
+
+def _count_on_device(flat, counts) -> None:
+    """Add the bit length counts of the CuPy int32 ``flat`` to ``counts`` (CuPy uint64[33])
+    on the current stream: ``bit_length_histogram`` of forward.cu."""
+    import cupy  # noqa: PLC0415
+    from .gpu import THREADS, kernel  # noqa: PLC0415
+    if flat.size:
+        blocks = max(1, min(-(-flat.size // THREADS), 1024))
+        kernel("bit_length_histogram")((blocks,), (THREADS,),
+                                       (cupy.ascontiguousarray(flat, cupy.int32),
+                                        np.int64(flat.size), counts))
+
+
+def component_ranges(plan) -> list[tuple[int, int, int]]:
+    """(component, first, after) of each tile-component's indices in the tile's flat buffer
+    (the plan's layout puts a tile-component's bands together)."""
+    out = []
+    for tc in plan.components:
+        bands = [b for res in tc.resolutions for b in res.bands if b.width * b.height]
+        if bands:
+            out.append((tc.c, min(b.offset for b in bands),
+                        max(b.offset + b.width * b.height for b in bands)))
+    return out
+
+
+def component_histograms(plans, flats, ncomp: int) -> np.ndarray:
+    """int64[ncomp, 33]: :func:`magnitude_histogram` of each component's indices over the
+    tiles (``plans`` and their ``flats``, numpy or CuPy; on the GPU one wait for all)."""
+    if any(on_device(f) for f in flats):
+        import cupy  # noqa: PLC0415
+        counts = cupy.zeros((ncomp, BITS + 1), cupy.uint64)
+        for plan, flat in zip(plans, flats):
+            for c, a, z in component_ranges(plan):
+                _count_on_device(flat[a:z], counts[c])
+        return counts.get().astype(np.int64)
+    out = np.zeros((ncomp, BITS + 1), np.int64)
+    for plan, flat in zip(plans, flats):
+        for c, a, z in component_ranges(plan):
+            _histogram(np.ascontiguousarray(flat[a:z], np.int32), out[c])
     return out
 
 
@@ -111,15 +153,33 @@ def plane_bytes(hist: np.ndarray) -> np.ndarray:
     return (REFINE_BITS * above[p + 2] + NEW_BITS * h[p + 1]) / 8.0
 
 
-def first_floor(hist: np.ndarray, budget: float, max_floor: int) -> int:
+def first_floor(hist: np.ndarray, budget: float, max_floor: int, caps=None) -> int:
     """The lowest bit-plane to code: the largest F <= ``max_floor`` whose planes above F are
     estimated (:func:`plane_bytes`) at BUDGET_SHARE x ``budget`` bytes or more, so plane F
-    is coded as a spare; 0 when every plane fits."""
-    est = plane_bytes(hist)
-    above = np.concatenate((np.cumsum(est[::-1])[::-1], [0.0]))  # above[p]: planes >= p
+    is coded as a spare; 0 when every plane fits.
+
+    ``hist``: int64[33], or [ncomp, 33] per component (:func:`component_histograms`) with
+    ``caps`` (bytes per component, DCI) or None.  A component counts for at most
+    BUDGET_SHARE x its cap: where one is held to its cap, the others must bring the rest of
+    the budget, from planes as low as they need (one floor for all)."""
+    h = np.atleast_2d(np.asarray(hist, np.int64))
+    above = _above(plane_bytes(h.sum(axis=0)))                  # above[p]: planes >= p
+    each = np.array([_above(plane_bytes(row)) for row in h])   # the same per component
+    lim = None if caps is None else BUDGET_SHARE * np.broadcast_to(
+        np.asarray(caps, np.float64), (h.shape[0],))
+
+    def reach(f: int) -> float:
+        if lim is None or (each[:, f + 1] <= lim).all():
+            return above[f + 1]
+        return float(np.minimum(each[:, f + 1], lim).sum())
     ok = [f for f in range(1, max(0, int(max_floor)) + 1)
-          if above[f + 1] >= BUDGET_SHARE * float(budget)]
+          if reach(f) >= BUDGET_SHARE * float(budget)]
     return max(ok, default=0)
+
+
+def _above(est: np.ndarray) -> np.ndarray:
+    """float64[33]: entry p sums the estimates of planes p and above (0 past the top)."""
+    return np.concatenate((np.cumsum(est[::-1])[::-1], [0.0]))
 
 
 def floor_share(rates: np.ndarray, rate_off: np.ndarray, num_bps: np.ndarray,

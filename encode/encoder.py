@@ -20,7 +20,7 @@ from cinegpu.decode.plan import build_tile_plan
 
 from . import markers as mk
 from .blocks import Block, BlockTable, TierOnePool
-from .early_stop import FLOOR_SHARE, first_floor, floor_share, magnitude_histogram
+from .early_stop import FLOOR_SHARE, component_histograms, first_floor, floor_share
 from .early_stop import on_device as _on_device  # noqa: I001 (one definition of 'a CuPy array')
 from .forward import forward_tile
 from .profiles import Params, make_params
@@ -282,7 +282,7 @@ class Encoder:
             params, cs, plans, flats = self._guard_bits(params, cs, plans, flats)
             if self.codec == "htj2k":
                 return self._encode_ht(params, cs, plans, flats, t0)
-            floor = self._first_floor(params, flats)
+            floor = self._first_floor(params, plans, flats)
         t1 = time.perf_counter()
         tier1 = rate = 0.0
         retries = 0
@@ -292,11 +292,13 @@ class Encoder:
                 frame = self._tier1(params, cs, plans, flats, floor)
             tb = time.perf_counter()
             with self.on_stream():
-                data, share = self._rate_and_write(frame, floor)
+                data, share, starved = self._rate_and_write(frame, floor)
             tier1, rate = tier1 + tb - ta, rate + time.perf_counter() - tb
-            if floor == 0 or share <= FLOOR_SHARE or retries == MAX_RETRIES:
+            if floor == 0 or (share <= FLOOR_SHARE and not starved) or retries == MAX_RETRIES:
                 break
-            floor, retries = floor - 1, retries + 1     # the floor cut what rate control wanted
+            # the floor cut what rate control wanted: one plane lower, or every plane when
+            # the budget had room for passes the floor left out
+            floor, retries = (0 if starved else floor - 1), retries + 1
         self.stats.update(floor=floor, floor_share=share, retries=retries)
         self.timings = {"forward": t1 - t0, "tier1": tier1, "rate+tier2": rate}
         return data
@@ -444,18 +446,20 @@ class Encoder:
             return (cupy.asarray(table.rate_off), cupy.asarray(table.rates.astype(np.int32)),
                     cupy.asarray(dists))
 
-    def _first_floor(self, params: Params, flats) -> int:
-        """Bit-planes not to code (:func:`.early_stop.first_floor`): 0 without a budget, for
-        the reversible path (lossless unless a budget cuts it; its planes are few), or with
-        early_stop off."""
+    def _first_floor(self, params: Params, plans, flats) -> int:
+        """Bit-planes not to code (:func:`.early_stop.first_floor`, from each component's
+        histogram and its cap): 0 without a budget, for the reversible path (lossless
+        unless a budget cuts it; its planes are few), or with early_stop off."""
         budget = params.frame_bytes or params.component_bytes
         if not self.early_stop or params.reversible or not budget:
             return 0
-        return first_floor(magnitude_histogram(flats), budget, MAX_FLOOR)
+        return first_floor(component_histograms(plans, flats, params.ncomp), budget, MAX_FLOOR,
+                           params.component_bytes)
 
-    def _rate_and_write(self, frame: Frame, floor: int) -> tuple[bytes, float]:
+    def _rate_and_write(self, frame: Frame, floor: int) -> tuple[bytes, float, bool]:
         """The codestream and, when the planes under ``floor`` were not coded, the share of
-        its body bytes from plane ``floor`` (:func:`.early_stop.floor_share`)."""
+        its body bytes from plane ``floor`` (:func:`.early_stop.floor_share`) and whether
+        rate control was starved (the writer's stats)."""
         from .writer import allocate_and_write
         stats: dict = {}
         data = allocate_and_write(frame, self.base_step, stats)
@@ -463,7 +467,7 @@ class Encoder:
         t = frame.table
         share = floor_share(t.rates, t.rate_off, t.num_bps, stats["passes"], floor) \
             if floor else 0.0
-        return data, share
+        return data, share, bool(floor) and stats["starved"]
 
 
 def encode(image, *, profile="generic", fps=24, bitrate=None, reversible=False, levels=None,

@@ -90,6 +90,9 @@ class _Writer:
                                  self.params.cblk_style)
                        for plan, base in zip(frame.plans, frame.base)]
         self.rounds = 0
+        #: whether rate control ended under the budget with a component that had room
+        #: holding every pass it could take (set by the allocation; no budget: False)
+        self.starved = False
         # component of each packet, in each tile's packet order
         self.packet_comp = [_prec_components(plan)[order[:, 0]]
                             for plan, order in zip(frame.plans, self.orders)]
@@ -112,15 +115,12 @@ class _Writer:
 
     def full(self, size: int, comp_total: np.ndarray, comp_body: np.ndarray, budget: float,
              caps) -> bool:
-        """Whether a codestream of ``size`` bytes that fits leaves nothing worth adding:
-        within SLACK of the ``budget``, or every component within SLACK of its cap (of
-        ``caps``, None: no caps) or holding all its hull segments."""
-        if size >= budget * (1 - SLACK):
-            return True
-        done = comp_body >= self.whole_bodies - 0.5
-        if caps is not None:
-            done |= comp_total >= np.asarray(caps, np.float64) * (1 - SLACK)
-        return bool(done.all())
+        """Whether a codestream of ``size`` bytes that fits leaves nothing worth adding: no
+        component with room (:func:`_room`: the frame more than SLACK under ``budget``, the
+        component more than SLACK under its cap of ``caps``, None: no caps) lacks some of
+        its hull segments."""
+        whole = comp_body >= self.whole_bodies - 0.5
+        return not (_room(size, comp_total, budget, caps) & ~whole).any()
 
     @functools.cached_property
     def block_precincts(self) -> list[np.ndarray]:
@@ -303,6 +303,7 @@ def allocate_stream(frame, base_step: float, stats: dict | None = None) -> "_Str
         stats["spare_planes"] = spare_planes(w.table, final)
         stats["rounds"] = w.rounds
         stats["passes"] = np.asarray(final, np.int64)
+        stats["starved"] = w.starved
     return stream
 
 
@@ -316,7 +317,9 @@ def _allocate(frame, base_step: float):
     if w.frame_body(w.total_passes) <= budget:
         full, full_comp, _ = w.write(w.layer_passes(None))
         if len(full) <= budget and (cap is None or (full_comp <= cap).all()):
-            return full, w.total_passes, w  # everything fits
+            # everything fits: every component holds all its passes
+            w.starved = _room(len(full), full_comp, budget, cap).any()
+            return full, w.total_passes, w
         overhead = len(full) - w.frame_body(w.total_passes)
     else:
         # markers, plus about 3 bytes of packet header per code-block (refined below)
@@ -351,11 +354,27 @@ def _allocate(frame, base_step: float):
 
 
 def _written(w: _Writer, size: int, passes: np.ndarray):
-    """(codestream, final layer's passes, writer) of the ``passes`` measured at ``size``."""
-    stream = w.write(passes)[0]
+    """(codestream, final layer's passes, writer) of the ``passes`` measured at ``size``;
+    sets the writer's ``starved``."""
+    stream, comp_total, comp_body = w.write(passes)
     if len(stream) != size:
         raise AssertionError("tier-2: the codestream's length is not the one measured")
+    p = w.params
+    budget = p.frame_bytes if p.frame_bytes is not None else float("inf")
+    whole = comp_body >= w.whole_bodies - 0.5
+    w.starved = bool((_room(size, comp_total, budget, p.component_bytes) & whole).any())
     return stream, passes[-1], w
+
+
+def _room(size: int, comp_total: np.ndarray, budget: float, cap) -> np.ndarray:
+    """Per component, whether a codestream of ``size`` bytes could take more of it: the
+    frame more than SLACK under its ``budget`` and the component more than SLACK under its
+    ``cap`` (None: no caps).  A component with room that holds every pass it could take
+    (all its hull segments) was starved by passes left uncoded (early stop's floor)."""
+    frame = size < budget * (1 - SLACK)
+    if cap is None:
+        return np.full(len(comp_total), frame)
+    return frame & (np.asarray(comp_total) < cap * (1 - SLACK))
 
 
 def _shrink_until_fit(w, hull, budget, cap, overhead, comp_over):

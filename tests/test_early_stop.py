@@ -85,6 +85,84 @@ def test_first_floor_leaves_a_spare_plane_and_zero_when_all_fits():
     assert early_stop.first_floor(hist, 1, 3) == 3                  # capped
 
 
+def test_component_histograms_split_the_magnitude_histogram():
+    """Each component's indices lie together in a tile's flat buffer; their histograms add
+    up to the tile's, over several tiles."""
+    from cinegpu.encode.encoder import _as_components
+    from cinegpu.encode.profiles import make_params
+    img = synthetic_frame(150, 90, seed=6)
+    with Encoder(backend="cpu", bitrate=150 * 90 * 24 * 4, fps=24, tiles=(64, 48)) as enc:
+        comps, precs, sgn = _as_components(img, 12, None)
+        params = make_params([c.shape for c in comps], precs, sgn, **enc.options)
+        cs, plans = enc._geometry(params)
+        flats = enc._forward(comps, params, plans)
+    assert len(plans) == 6
+    got = early_stop.component_histograms(plans, flats, 3)
+    want = np.zeros_like(got)
+    for plan, flat in zip(plans, flats):
+        ranges = sorted((a, z, c) for c, a, z in early_stop.component_ranges(plan))
+        assert [r[2] for r in ranges] == [0, 1, 2] and ranges[0][0] == 0
+        assert all(r[1] == q[0] for r, q in zip(ranges, ranges[1:]))   # end to end
+        assert ranges[-1][1] == flat.shape[0]
+        for a, z, c in ranges:
+            want[c] += early_stop.magnitude_histogram([flat[a:z]])
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got.sum(axis=0), early_stop.magnitude_histogram(flats))
+    assert (got[:, 1:].sum(axis=1) > 0).all()
+
+
+def test_first_floor_counts_a_component_up_to_its_cap():
+    """One component with nearly all the bytes, two small ones: without caps (or caps it
+    stays under) the floor is the one of the summed estimate; with a cap the big one passes,
+    it counts only up to BUDGET_SHARE of it and the floor goes down for the small ones."""
+    big, small = np.zeros(33, np.int64), np.zeros(33, np.int64)
+    big[1:15] = 40_000
+    small[1:9] = 3_000
+    hists = np.stack([big, small, small])
+    above = early_stop._above(early_stop.plane_bytes(hists.sum(axis=0)))
+    budget = 0.5 * above[0]
+    f = early_stop.first_floor(hists, budget, 24)
+    assert f >= 3 and f == early_stop.first_floor(hists.sum(axis=0), budget, 24)
+    assert early_stop.first_floor(hists, budget, 24, caps=budget) == f      # never reached
+    cap = 0.6 * budget
+    low = early_stop.first_floor(hists, budget, 24, caps=cap)
+    assert low < f
+    each = [early_stop._above(early_stop.plane_bytes(h)) for h in hists]
+    reach = min(each[0][low + 1], early_stop.BUDGET_SHARE * cap) + each[1][low + 1] * 2
+    assert reach >= early_stop.BUDGET_SHARE * budget or low == 0
+    if low:                             # and one plane higher would not reach it
+        reach = min(each[0][low + 2], early_stop.BUDGET_SHARE * cap) + each[1][low + 2] * 2
+        assert reach < early_stop.BUDGET_SHARE * budget
+
+
+def _capped_luma(amp: int):
+    """A DCI 2K picture whose luma (noise) passes its cap while the chroma differences are
+    small (+-amp): the chroma must fill the rest of the frame from low planes."""
+    rng = np.random.default_rng(0)
+    g = rng.integers(0, 3900, (1080, 2048))
+    return np.stack([g + rng.integers(0, amp, g.shape) for _ in range(3)], -1).astype(np.uint16)
+
+
+def test_a_starved_frame_is_coded_again_from_every_plane(monkeypatch):
+    """The floor of the summed estimate (caps left out) leaves the chroma too few planes:
+    rate control ends far under the budget with them whole, so the frame is coded again
+    from every plane and fills the budget; the floor with the caps gets there at once."""
+    import cinegpu.encode.encoder as encoder
+    from cinegpu.encode.profiles import dci_caps
+    img = _capped_luma(8)
+    frame_cap, comp_cap = dci_caps(24)
+    with Encoder(profile="dci-2k", fps=24, backend="cpu", workers=2) as enc:
+        direct = enc.encode(img, bits=12)
+        assert enc.stats["retries"] == 0 and enc.stats["floor"] == 0 and not enc.stats["starved"]
+    assert frame_cap * 0.999 <= len(direct) <= frame_cap
+    monkeypatch.setattr(encoder, "first_floor",
+                        lambda hist, budget, most, caps=None: early_stop.first_floor(hist, budget, most))
+    with Encoder(profile="dci-2k", fps=24, backend="cpu", workers=2) as enc:
+        again = enc.encode(img, bits=12)
+        assert enc.stats["retries"] == 1 and enc.stats["floor"] == 0
+    assert direct == again                  # both from every plane
+
+
 def test_floor_share_counts_the_lowest_coded_plane():
     # block 0: K = 3 with floor 1 -> passes: CUP p2, SPP/MRP/CUP p1 (plane 1 = the floor)
     # block 1: K = 2 with floor 1 -> one pass, all of it in plane 1
@@ -125,7 +203,7 @@ def test_a_floor_that_cuts_what_rate_control_wants_is_lowered(monkeypatch):
     with Encoder(**kw) as enc:
         enc.encode(img, bits=12)
         right = enc.stats["floor"]
-    monkeypatch.setattr(encoder, "first_floor", lambda hist, budget, cap: right + 3)
+    monkeypatch.setattr(encoder, "first_floor", lambda *args: right + 3)
     with Encoder(**kw) as enc:
         data = enc.encode(img, bits=12)
         assert enc.stats["retries"] >= 1 and enc.stats["floor"] < right + 3

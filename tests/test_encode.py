@@ -269,6 +269,7 @@ def test_rate_rounds_stop_once_nothing_is_left_to_add(monkeypatch):
     assert len(stream) == size <= frame.params.frame_bytes
     assert cap * (1 - writer.SLACK) <= total[0] <= cap
     assert (body[1:] >= whole[1:] - 0.5).all()                        # the others whole
+    assert wr.starved                # whole with room: more passes would have been taken
     for s, t, b in rounds[:-1]:                                       # none stopped before
         assert not (s <= frame.params.frame_bytes and (t <= cap).all()) or \
             not wr.full(s, t, b, frame.params.frame_bytes, np.full(3, cap))

@@ -355,6 +355,33 @@ def test_magnitude_histogram_on_the_gpu_equals_the_cpu_twin():
     assert want.sum() == sum(f.size for f in flats)
 
 
+def test_component_histograms_on_the_gpu_equal_the_cpu_twin():
+    """Each component's counts on the GPU (one wait for all the tiles' components), from the
+    cuda forward stage's flats, equal the CPU twin's on the same indices; and a DCI 2K frame
+    whose luma passes its cap gets the same floor and codestream on both back ends."""
+    from cinegpu.encode.early_stop import component_histograms
+    from cinegpu.encode.encoder import _as_components
+    from cinegpu.encode.profiles import make_params
+    img = synthetic_frame(150, 90, seed=6)
+    with Encoder(backend="cuda", bitrate=150 * 90 * 24 * 4, fps=24, tiles=(64, 48)) as enc:
+        comps, precs, sgn = _as_components(img, 12, None)
+        params = make_params([c.shape for c in comps], precs, sgn, **enc.options)
+        cs, plans = enc._geometry(params)
+        with enc.on_stream():
+            flats = enc._forward(enc._upload(img, comps), params, plans)
+            got = component_histograms(plans, flats, 3)
+    want = component_histograms(plans, [cupy.asnumpy(f) for f in flats], 3)
+    np.testing.assert_array_equal(got, want)
+    rng = np.random.default_rng(0)
+    g = rng.integers(0, 3900, (1080, 2048))
+    img = np.stack([g + rng.integers(0, 8, g.shape) for _ in range(3)], -1).astype(np.uint16)
+    out = {}
+    for backend in ("cpu", "cuda"):
+        with Encoder(profile="dci-2k", fps=24, backend=backend) as enc:
+            out[backend] = (enc.encode(img, bits=12), enc.stats["floor"], enc.stats["retries"])
+    assert out["cpu"] == out["cuda"]
+
+
 def test_mastering_frames_on_the_gpu_match_the_cpu_path():
     """FrameEncoders (what ``cinegpu master`` runs) on the cuda back end, from 16-bit RGB read
     as a TIFF would give it, in four threads sharing one geometry: every codestream fits the
