@@ -8,11 +8,15 @@ encoder processes and threads, against ``opj_compress -cinema2K/-cinema4K`` and
         [--peer-frames N] [--opj-processes N] [--grk-threads N] [--fps 24] [--gpus 1 2 ...]
         [--mps on off] [--rate default cpu gpu]
         [--format dcp|imf --codec j2k|htj2k --bitrate MBITS] [--read P ...] [--timeline]
+        [--source FILE ...]
 
 The input is a folder of ``--frames`` 16-bit RGB TIFF files, as a user masters, made of
 ``--distinct`` different images (the encoder benchmark's 12-bit pattern,
 :func:`cinegpu.encode.bench.synthetic_frame`, scaled by 16; the other files are links to
-them, so every frame is read and coded).  Each layout ``PxT`` is P encoder processes of T
+them, so every frame is read and coded).  ``--source`` takes the images from real pictures
+instead, one distinct image each (:func:`source_images`): DCI codestreams (``.j2c``,
+``.j2k``, e.g. ``../shared/bench-frames``), decoded and mastered again from their X'Y'Z'
+samples (``colorspace="xyz"``), or RGB TIFF/PNG/DPX files; each of the profile's size.  Each layout ``PxT`` is P encoder processes of T
 threads (``auto``: the defaults of ``cinegpu master``), run on each count of ``--gpus`` (the
 processes take the GPUs in turn; default: one) and for each of ``--mps`` (``on``: master's
 private CUDA MPS where processes outnumber the GPUs, ``off``: without) and of ``--rate``
@@ -50,7 +54,11 @@ from .colour import to_xyz12
 from .images_in import read_image
 from .mastering import master_images
 
-__all__ = ["layout", "main", "run_master", "steady_fps", "timeline_lines", "write_frames"]
+__all__ = ["layout", "main", "run_master", "source_images", "steady_fps", "timeline_lines",
+           "write_frames"]
+
+#: Codestream files that --source decodes (the others are read as images).
+CODESTREAMS = (".j2c", ".j2k", ".jpc")
 
 
 def layout(text: str) -> tuple[int | None, int | None]:
@@ -77,6 +85,38 @@ def write_frames(folder: Path, images: list[np.ndarray], frames: int) -> None:
             tifffile.imwrite(path, images[k], photometric="rgb")
         else:
             os.symlink(f"f{k % len(images):06d}.tif", path)
+
+
+def source_images(paths, size: tuple[int, int]) -> tuple[list[np.ndarray], str]:
+    """(16-bit RGB images, the colorspace to master them in) of real pictures, each
+    ``size`` (width, height): DCI codestreams decoded (:func:`cinegpu.decode.decode`) as
+    their X'Y'Z' code values v scaled to round(v x 65535 / 4095), which ``xyz`` mastering
+    brings back to v exactly; or TIFF/PNG/DPX RGB files as stored, mastered as ``rec709``.
+    All of one kind; ValueError otherwise or for another size."""
+    from cinegpu.decode import decode
+    paths = [Path(p) for p in paths]
+    kinds = {p.suffix.lower() in CODESTREAMS for p in paths}
+    if len(kinds) != 1:
+        raise ValueError("--source: codestreams or images, not both")
+    out = []
+    for path in paths:
+        if path.suffix.lower() in CODESTREAMS:
+            comps = decode(path.read_bytes())
+            if len(comps) != 3 or any(c.shape != comps[0].shape for c in comps):
+                raise ValueError(f"{path}: not three components of one size")
+            xyz = np.stack(comps, -1).astype(np.int64)
+            if xyz.min() < 0 or xyz.max() > 4095:
+                raise ValueError(f"{path}: samples outside 12-bit X'Y'Z' code values")
+            image = ((xyz * 65535 + 2047) // 4095).astype(np.uint16)
+        else:
+            image = read_image(path, limit=None, stored=True)
+            if image.dtype != np.uint16:
+                image = image.astype(np.uint16) * np.uint16(257)
+        if image.shape[:2] != (size[1], size[0]):
+            raise ValueError(f"{path}: {image.shape[1]} x {image.shape[0]}, not the profile's "
+                             f"{size[0]} x {size[1]}")
+        out.append(image)
+    return out, "xyz" if True in kinds else "rec709"
 
 
 def _cpu_seconds(who: int) -> float:
@@ -128,7 +168,7 @@ def steady_fps(records, middle: float = 0.8) -> float | None:
 
 def _master(folder: Path, tmp: str, profile: str, fps: int, procs, threads, backend, gpus=None,
             timeline: bool = False, mps: bool = True, package: dict | None = None,
-            rate_on_gpu: bool | None = None) -> dict:
+            rate_on_gpu: bool | None = None, colorspace: str = "rec709") -> dict:
     """One master of ``folder``: mastering's ``stats``, with the GPUs asked for and the CPU
     seconds of this (the writing) process and of the encoder processes it started and ended
     (``main_cpu_s``, ``coders_cpu_s``; threads of one process count once each); with
@@ -140,7 +180,7 @@ def _master(folder: Path, tmp: str, profile: str, fps: int, procs, threads, back
     master_images(folder, out, title="bench", profile=dci.profile(profile).short, fps=fps,
                   processes=procs, workers=threads, backend=backend, progress=False,
                   stats=stats, timeline=records, mps=mps, rate_on_gpu=rate_on_gpu,
-                  **(package or {}),
+                  colorspace=colorspace, **(package or {}),
                   **({} if gpus is None else {"gpus": gpus}))
     stats["timeline"] = records
     stats["main_cpu_s"] = _cpu_seconds(resource.RUSAGE_SELF) - main0
@@ -173,7 +213,7 @@ def read_rate(folder: Path, processes: int) -> float:
 def run_master(profile: str, frames: int, distinct: int, fps: int, layouts, backend: str,
                peer_frames: int, processes: int, grk_threads: int = 0, gpus=(None,),
                timeline: bool = False, mps=(True,), package: dict | None = None,
-               read=(), rate=(None,)) -> dict:
+               read=(), rate=(None,), sources=None) -> dict:
     """One profile: per layout (processes, threads) the ``stats`` of
     :func:`cinegpu.media.mastering.master` over ``frames`` TIFF files (``timeline``: with the
     encoder processes' frame timings; ``mps``: each layout with and/or without master's
@@ -181,11 +221,18 @@ def run_master(profile: str, frames: int, distinct: int, fps: int, layouts, back
     the GPU (True) and/or master's default (None); ``package``: more of master's options, e.g. an IMF package's
     ``format``, ``codec`` and ``bitrate``), the frames per second at which ``read`` (counts
     of processes) processes read the same files alone (``read_fps``); OpenJPEG's (``processes`` at once) and Grok's
-    (``grk_threads``) frames per second over ``peer_frames`` of the frames, where installed."""
+    (``grk_threads``) frames per second over ``peer_frames`` of the frames, where installed.
+    ``sources``: files of real pictures (:func:`source_images`) in place of ``distinct``
+    synthetic ones."""
     w, h = dci.profile(profile).container
-    images = [(synthetic_frame(w, h, seed=k).astype(np.uint32) * 16).astype(np.uint16)
-              for k in range(min(distinct, frames))]
-    row = {"profile": profile, "frames": frames, "runs": []}
+    colorspace = "rec709"
+    if sources:
+        images, colorspace = source_images(sources, (w, h))
+    else:
+        images = [(synthetic_frame(w, h, seed=k).astype(np.uint32) * 16).astype(np.uint16)
+                  for k in range(min(distinct, frames))]
+    row = {"profile": profile, "frames": frames, "distinct": min(len(images), frames), "runs": [],
+           "colorspace": colorspace}
     with tempfile.TemporaryDirectory(prefix="cinegpu-bench-") as tmp:
         folder, warm = Path(tmp) / "in", Path(tmp) / "warm"
         folder.mkdir()
@@ -194,9 +241,11 @@ def run_master(profile: str, frames: int, distinct: int, fps: int, layouts, back
         for k in range(min(2, frames)):
             os.symlink(folder / f"f{k:06d}.tif", warm / f"f{k:06d}.tif")
         # warm: imports, numba and kernel caches, here and (on disk) for encoder processes
-        _master(warm, tmp, profile, fps, 1, None, backend, package=package)
+        _master(warm, tmp, profile, fps, 1, None, backend, package=package,
+                colorspace=colorspace)
         if any(p != 1 for p, _ in layouts):
-            _master(warm, tmp, profile, fps, 2, 1, backend, package=package)
+            _master(warm, tmp, profile, fps, 2, 1, backend, package=package,
+                    colorspace=colorspace)
         row["read_fps"] = {k: read_rate(folder, k) for k in read}
         for g in gpus:
             for procs, threads in layouts:
@@ -204,10 +253,10 @@ def run_master(profile: str, frames: int, distinct: int, fps: int, layouts, back
                     for on_gpu in rate:
                         row["runs"].append(_master(folder, tmp, profile, fps, procs, threads,
                                                    backend, g, timeline, shared, package,
-                                                   on_gpu))
+                                                   on_gpu, colorspace))
     n = min(peer_frames, frames) if not package else 0     # the peers write DCI frames
     if n and (have_opj() or have_grk()):
-        xyz = [to_xyz12(f.astype(np.float32) / np.float32(65535), "rec709") for f in images]
+        xyz = [to_xyz12(f.astype(np.float32) / np.float32(65535), colorspace) for f in images]
         peer = [xyz[k % len(xyz)] for k in range(n)]
         row["peer_frames"] = n
         if have_opj():
@@ -246,7 +295,13 @@ def main(argv=None) -> None:
                          "master's default, each in turn")
     ap.add_argument("--timeline", action="store_true",
                     help="per GPU: the encoder processes' rate, busy threads and where a frame waits")
+    ap.add_argument("--source", nargs="+", default=None, metavar="FILE",
+                    help="real pictures instead of the synthetic ones: DCI codestreams "
+                         "(mastered again from their X'Y'Z') or RGB TIFF/PNG/DPX files, "
+                         "each of the profile's size (one --profile)")
     a = ap.parse_args(argv)
+    if a.source and len(a.profile) != 1:
+        ap.error("--source takes one --profile (the pictures' size)")
     package = None
     if a.format == "imf":
         package = {"format": "imf", "codec": a.codec}
@@ -258,10 +313,13 @@ def main(argv=None) -> None:
         r = run_master(profile, a.frames, a.distinct, a.fps, a.layouts, a.backend,
                        a.peer_frames, a.opj_processes, a.grk_threads, a.gpus, a.timeline,
                        [m == "on" for m in a.mps], package, a.read,
-                       [{"default": None, "cpu": False, "gpu": True}[r] for r in a.rate])
+                       [{"default": None, "cpu": False, "gpu": True}[r] for r in a.rate],
+                       a.source)
         what = profile if package is None else \
             f"{profile} IMF {a.codec}" + (f" {a.bitrate:g} Mbit/s" if a.bitrate else "")
-        print(f"{what} master: {r['frames']} frames ({a.distinct} distinct) from TIFF files")
+        source = f", real pictures ({r['colorspace']})" if a.source else ""
+        print(f"{what} master: {r['frames']} frames ({r['distinct']} distinct{source}) "
+              "from TIFF files")
         for k, fps in r["read_fps"].items():
             print(f"  reading the files alone in {k} process(es): {fps:.2f} fps")
         best = 0.0

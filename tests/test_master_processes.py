@@ -418,6 +418,53 @@ def test_bench_master_imf_and_reading_alone(capsys):
         main(["--codec", "htj2k", "--frames", "1"])
 
 
+def test_bench_master_sources_are_real_pictures(tmp_path):
+    """--source: a DCI codestream's X'Y'Z' samples come back exactly from the 16-bit images
+    that xyz mastering reads; RGB image files are taken as stored (8-bit scaled to 16) in
+    rec709; kinds mixed or another size are refused."""
+    from PIL import Image
+
+    from cinegpu.decode import decode
+    from cinegpu.encode import encode
+    from cinegpu.media.bench_master import source_images
+    from cinegpu.media.colour import to_xyz12
+    rng = np.random.default_rng(4)
+    xyz = rng.integers(0, 4096, (48, 64, 3)).astype(np.uint16)
+    xyz[0, 0], xyz[0, 1] = 0, 4095
+    (tmp_path / "a.j2c").write_bytes(encode(xyz, bits=12, reversible=True, backend="cpu"))
+    images, colorspace = source_images([tmp_path / "a.j2c"], (64, 48))
+    assert colorspace == "xyz" and images[0].dtype == np.uint16
+    want = np.stack(decode((tmp_path / "a.j2c").read_bytes()), -1)
+    assert np.array_equal(want, xyz)
+    assert np.array_equal(to_xyz12(images[0].astype(np.float32) / np.float32(65535), "xyz"), want)
+    rgb = rng.integers(0, 256, (48, 64, 3)).astype(np.uint8)
+    Image.fromarray(rgb).save(tmp_path / "b.png")
+    images, colorspace = source_images([tmp_path / "b.png"], (64, 48))
+    assert colorspace == "rec709" and np.array_equal(images[0], rgb.astype(np.uint16) * 257)
+    with pytest.raises(ValueError, match="not both"):
+        source_images([tmp_path / "a.j2c", tmp_path / "b.png"], (64, 48))
+    with pytest.raises(ValueError, match="not the profile's"):
+        source_images([tmp_path / "a.j2c"], (2048, 1080))
+
+
+@pytest.mark.slow
+@needs_encoder
+def test_bench_master_masters_real_pictures(tmp_path, capsys):
+    from cinegpu.encode import encode
+    from cinegpu.encode.bench import synthetic_frame
+    from cinegpu.media.bench_master import main
+    frame = tmp_path / "f.j2c"
+    frame.write_bytes(encode(synthetic_frame(2048, 1080, seed=3), profile="dci-2k", bits=12,
+                             backend="cpu"))
+    main(["--profile", "dci-2k", "--frames", "2", "--layouts", "1x1", "--backend", "cpu",
+          "--peer-frames", "0", "--source", str(frame)])
+    out = capsys.readouterr().out
+    assert "dci-2k master: 2 frames (1 distinct, real pictures (xyz)) from TIFF files" in out
+    assert "1 process(es) x 1 thread(s):" in out
+    with pytest.raises(SystemExit):
+        main(["--profile", "dci-2k", "dci-4k", "--source", str(frame)])
+
+
 def test_timeline_lines_per_gpu():
     from cinegpu.media.bench_master import timeline_lines
     from cinegpu.media.frame_coders import FrameTiming
