@@ -208,6 +208,19 @@ def _random_passes(rng, blocks, layers):
     return out
 
 
+def _tier1_frame(img, **options):
+    """(tier-1 Frame, base step) of a 12-bit picture coded on the CPU with 3 layers, 16 x 16
+    blocks, 32 x 32 precincts, RPCL and ``options`` (the writer's input)."""
+    with Encoder(backend="cpu", layers=3, codeblock=(16, 16), precincts=[(32, 32)],
+                 progression="RPCL", **options) as enc:
+        comps, precs, sgn = _as_components(img, 12, None)
+        params = make_params([c.shape for c in comps], precs, sgn, **enc.options)
+        cs, plans = enc._geometry(params)
+        flats = enc._forward(comps, params, plans)
+        params, cs, plans, flats = enc._guard_bits(params, cs, plans, flats)
+        return enc._tier1(params, cs, plans, flats), enc.base_step
+
+
 # -- tests -------------------------------------------------------------------------------
 
 def test_reference_case_counts():
@@ -248,16 +261,9 @@ def test_packets_match_reference_on_random_blocks(case, style):
 def test_packets_match_reference_on_tier1_output(style):
     # real code-blocks (tier-1 of a picture) at the layers the writer chooses with no budget
     from cinegpu.encode.writer import _Writer
-    img = synthetic_frame(90, 70, seed=3)
-    with Encoder(backend="cpu", layers=3, codeblock=(16, 16), style=style,
-                 precincts=[(32, 32)], progression="RPCL") as enc:
-        comps, precs, sgn = _as_components(img, 12, None)
-        params = make_params([c.shape for c in comps], precs, sgn, **enc.options)
-        cs, plans = enc._geometry(params)
-        flats = enc._forward(comps, params, plans)
-        params, cs, plans, flats = enc._guard_bits(params, cs, plans, flats)
-        frame = enc._tier1(params, cs, plans, flats)
-    w = _Writer(frame, enc.base_step)
+    frame, base_step = _tier1_frame(synthetic_frame(90, 70, seed=3), style=style)
+    params = frame.params
+    w = _Writer(frame, base_step)
     third = np.full(params.ncomp, len(w.hull.slope) // 3, np.int64)
     for lims in (None, third):
         passes = w.layer_passes(lims)
@@ -347,17 +353,9 @@ def test_measured_rounds_are_the_written_streams():
     from dataclasses import replace
 
     from cinegpu.encode.writer import _block_precincts, _Writer
-    img = synthetic_frame(150, 110, seed=8)
-    with Encoder(backend="cpu", layers=3, codeblock=(16, 16), tiles=(64, 48),
-                 precincts=[(32, 32)], progression="RPCL") as enc:
-        comps, precs, sgn = _as_components(img, 12, None)
-        params = make_params([c.shape for c in comps], precs, sgn, **enc.options)
-        cs, plans = enc._geometry(params)
-        flats = enc._forward(comps, params, plans)
-        params, cs, plans, flats = enc._guard_bits(params, cs, plans, flats)
-        frame = enc._tier1(params, cs, plans, flats)
+    frame, base_step = _tier1_frame(synthetic_frame(150, 110, seed=8), tiles=(64, 48))
     frame.params = replace(frame.params, split_components=True)   # DCI's tile-parts
-    assert len(frame.plans) == 9 and params.ncomp == 3
+    assert len(frame.plans) == 9 and frame.params.ncomp == 3
     for plan in frame.plans:        # every block lies in the precinct whose bands list it
         prec = _block_precincts(plan)
         for p, (q0, nq) in enumerate(plan.prec_pb):
@@ -365,7 +363,7 @@ def test_measured_rounds_are_the_written_streams():
                 first, n = plan.pb[q, 2], plan.pb[q, 0] * plan.pb[q, 1]
                 assert (prec[first:first + n] == p).all()
         assert (prec >= 0).all()
-    w = _Writer(frame, enc.base_step)
+    w = _Writer(frame, base_step)
     nseg = len(w.hull.slope)
     rng = np.random.default_rng(9)
     lims = np.full(3, nseg // 2, np.int64)
@@ -375,7 +373,7 @@ def test_measured_rounds_are_the_written_streams():
             lims = np.clip(lims + rng.integers(-step, step + 1, 3), 0, nseg)
         passes = w.layer_passes(None if step is None else lims)
         got = w.measure(passes)
-        stream, total, body = _Writer(frame, enc.base_step).write(passes)
+        stream, total, body = _Writer(frame, base_step).write(passes)
         assert got[0] == len(stream) == len(bytes(stream)), i
         assert (got[1] == total).all() and (got[2] == body).all(), i
         if i % 4 == 0:              # and a writing after measures is the fresh one's
