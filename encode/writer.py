@@ -175,11 +175,8 @@ class _Writer:
     def write(self, passes: np.ndarray) -> tuple["_Stream", np.ndarray, np.ndarray]:
         """The codestream for ``passes`` (its bytes made only when asked for); bytes per
         component in total and in bodies."""
-        tps = []
-        for t, (coder, order) in enumerate(zip(self.coders, self.orders)):
-            base = int(self.frame.base[t])
-            tps.append(coder.tile_packets(passes[:, base:base + self.frame.plans[t].cb.shape[0]],
-                                          order))
+        tps = [coder.tile_packets(self._tile(passes, t), order)
+               for t, (coder, order) in enumerate(zip(self.coders, self.orders))]
         self._measured = _Measured(passes.copy(), [np.diff(tp.ends, prepend=0) for tp in tps],
                                    [tp.body_len for tp in tps])
         header, sizes, comp_total, comp_body = self._sizes(self._measured)
@@ -198,15 +195,13 @@ class _Writer:
         last = self._measured
         lengths, bodies = [], []
         for t, (coder, order) in enumerate(zip(self.coders, self.orders)):
-            base = int(self.frame.base[t])
-            n = self.frame.plans[t].cb.shape[0]
-            mine = passes[:, base:base + n]
+            mine = self._tile(passes, t)
             if last is None:
                 tp = coder.tile_packets(mine, order)
                 lengths.append(np.diff(tp.ends, prepend=0))
                 bodies.append(tp.body_len)
                 continue
-            changed = (mine != last.passes[:, base:base + n]).any(axis=0)
+            changed = (mine != self._tile(last.passes, t)).any(axis=0)
             length, body = last.lengths[t], last.bodies[t]
             if changed.any():
                 precincts = np.zeros(len(self.frame.plans[t].prec_pb), bool)
@@ -221,6 +216,11 @@ class _Writer:
         self._measured = _Measured(passes.copy(), lengths, bodies)
         header, sizes, comp_total, comp_body = self._sizes(self._measured)
         return len(header) + sum(psot for _, _, psot in sizes) + 2, comp_total, comp_body
+
+    def _tile(self, passes: np.ndarray, t: int) -> np.ndarray:
+        """Tile t's columns of the frame's (layers, blocks) ``passes``."""
+        base = int(self.frame.base[t])
+        return passes[:, base:base + self.frame.plans[t].cb.shape[0]]
 
     def _sizes(self, m: _Measured):
         """(main header, (tile, tile-part, Psot) of every tile-part, bytes per component in
@@ -318,7 +318,7 @@ def _allocate(frame, base_step: float):
         full, full_comp, _ = w.write(w.layer_passes(None))
         if len(full) <= budget and (cap is None or (full_comp <= cap).all()):
             # everything fits: every component holds all its passes
-            w.starved = _room(len(full), full_comp, budget, cap).any()
+            w.starved = bool(_room(len(full), full_comp, budget, cap).any())
             return full, w.total_passes, w
         overhead = len(full) - w.frame_body(w.total_passes)
     else:
@@ -350,19 +350,17 @@ def _allocate(frame, base_step: float):
             comp_over[c] = max(extra + over, comp_over[c] if over else extra)
     if best is None:
         best = _shrink_until_fit(w, hull, budget, cap, overhead, comp_over)
-    return _written(w, *best)
+    return _written(w, budget, cap, *best)
 
 
-def _written(w: _Writer, size: int, passes: np.ndarray):
+def _written(w: _Writer, budget: float, cap, size: int, passes: np.ndarray):
     """(codestream, final layer's passes, writer) of the ``passes`` measured at ``size``;
-    sets the writer's ``starved``."""
+    sets the writer's ``starved`` (under ``budget`` and the components' ``cap``)."""
     stream, comp_total, comp_body = w.write(passes)
     if len(stream) != size:
         raise AssertionError("tier-2: the codestream's length is not the one measured")
-    p = w.params
-    budget = p.frame_bytes if p.frame_bytes is not None else float("inf")
     whole = comp_body >= w.whole_bodies - 0.5
-    w.starved = bool((_room(size, comp_total, budget, p.component_bytes) & whole).any())
+    w.starved = bool((_room(size, comp_total, budget, cap) & whole).any())
     return stream, passes[-1], w
 
 

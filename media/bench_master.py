@@ -108,10 +108,12 @@ def source_images(paths, size: tuple[int, int]) -> tuple[list[np.ndarray], str]:
             if xyz.min() < 0 or xyz.max() > 4095:
                 raise ValueError(f"{path}: samples outside 12-bit X'Y'Z' code values")
             image = ((xyz * 65535 + 2047) // 4095).astype(np.uint16)
-        else:
+        else:             # 8- and 16-bit samples as stored, others as floats 0..1 (DPX)
             image = read_image(path, limit=None, stored=True)
-            if image.dtype != np.uint16:
+            if image.dtype == np.uint8:
                 image = image.astype(np.uint16) * np.uint16(257)
+            elif image.dtype != np.uint16:
+                image = np.rint(np.clip(image, 0.0, 1.0) * 65535.0).astype(np.uint16)
         if image.shape[:2] != (size[1], size[0]):
             raise ValueError(f"{path}: {image.shape[1]} x {image.shape[0]}, not the profile's "
                              f"{size[0]} x {size[1]}")

@@ -441,6 +441,12 @@ def test_bench_master_sources_are_real_pictures(tmp_path):
     Image.fromarray(rgb).save(tmp_path / "b.png")
     images, colorspace = source_images([tmp_path / "b.png"], (64, 48))
     assert colorspace == "rec709" and np.array_equal(images[0], rgb.astype(np.uint16) * 257)
+    from test_master import _dpx
+    ten = rng.integers(0, 1024, (48, 64, 3))
+    (tmp_path / "c.dpx").write_bytes(_dpx(ten, 10))
+    images, colorspace = source_images([tmp_path / "c.dpx"], (64, 48))  # 10-bit: as 0..1
+    assert colorspace == "rec709" and images[0].dtype == np.uint16
+    assert np.array_equal(images[0], np.rint(ten * 65535.0 / 1023.0).astype(np.uint16))
     with pytest.raises(ValueError, match="not both"):
         source_images([tmp_path / "a.j2c", tmp_path / "b.png"], (64, 48))
     with pytest.raises(ValueError, match="not the profile's"):
