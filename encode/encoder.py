@@ -282,6 +282,7 @@ class Encoder:
             params, cs, plans, flats = self._guard_bits(params, cs, plans, flats)
             if self.codec == "htj2k":
                 return self._encode_ht(params, cs, plans, flats, t0)
+            tf = time.perf_counter()
             floor = self._first_floor(params, plans, flats)
         t1 = time.perf_counter()
         tier1 = rate = 0.0
@@ -300,7 +301,8 @@ class Encoder:
             # the budget had room for passes the floor left out
             floor, retries = (0 if starved else floor - 1), retries + 1
         self.stats.update(floor=floor, floor_share=share, retries=retries)
-        self.timings = {"forward": t1 - t0, "tier1": tier1, "rate+tier2": rate}
+        self.timings = {"forward": tf - t0, "floor": t1 - tf, "tier1": tier1,
+                        "rate+tier2": rate}
         return data
 
     def _encode_ht(self, params, cs, plans, flats, t0) -> bytes:

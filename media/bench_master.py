@@ -151,7 +151,36 @@ def timeline_lines(records, threads: int) -> list[str]:
                      f"fps, threads busy {100 * busy:.0f} %; a frame {ms[0]:.1f} ms queued in "
                      f"its process, {ms[1]:.1f} ms read, {ms[2]:.1f} ms coded, {ms[3]:.1f} ms "
                      "until read back")
+        steady = _steady_records(records, rs)
+        if steady:
+            lines.append("      " + _median_line(steady))
     return lines
+
+
+def _steady_records(records, rs) -> list:
+    """Those of ``rs`` read back within the middle 80 % of all ``records`` (as
+    :func:`steady_fps` counts them): no encoder's first frames, no drain."""
+    t = np.sort([r.received for r in records])
+    a = int(round(len(t) * 0.1))
+    lo, hi = t[a], t[len(t) - 1 - a]
+    return [r for r in rs if lo <= r.received <= hi]
+
+
+def _median_line(rs) -> str:
+    """Median milliseconds of steady frames: read and coded, each with its thread's CPU
+    time, and the encoder's stages (:attr:`.frame_coders.FrameTiming.stages`)."""
+    def med(values) -> float:
+        return 1e3 * float(np.median(values))
+    text = (f"steady, medians of {len(rs)} frames: read {med([r.read - r.began for r in rs]):.1f} "
+            f"ms ({med([r.cpu[0] for r in rs]):.1f} ms CPU), coded "
+            f"{med([r.ended - r.read for r in rs]):.1f} ms ({med([r.cpu[1] for r in rs]):.1f} ms "
+            "CPU)")
+    names = [name for name, _ in rs[0].stages]
+    if names and all([name for name, _ in r.stages] == names for r in rs):
+        text += "; in the encoder " + ", ".join(
+            f"{name} {med([r.stages[k][1] for r in rs]):.1f}" for k, name in enumerate(names)) \
+            + " ms"
+    return text
 
 
 def steady_fps(records, middle: float = 0.8) -> float | None:

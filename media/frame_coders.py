@@ -60,7 +60,8 @@ def code_frame(encoders, read: Callable[[int], np.ndarray], i: int, width: int,
     """Input frame ``i``: read, fitted to ``width`` x ``height`` and encoded.  A reading
     error stays the MediaError ``read`` raised; the encoder's own failure becomes a
     MediaError naming the frame and the encoder.  ``stamps``: a list to which the
-    ``time.monotonic()`` at which the frame had been read is appended.  Image files
+    ``time.monotonic()`` and the thread's ``time.thread_time()`` at which the frame had been
+    read are appended.  Image files
     (:class:`.images_in.ImageFrames`) are read into the encoders' input buffer where they
     have one (:meth:`.FrameEncoders.input_buffer`: a GPU encoder's page-locked buffer, so
     that the frame is not copied again to go up)."""
@@ -69,7 +70,7 @@ def code_frame(encoders, read: Callable[[int], np.ndarray], i: int, width: int,
     else:
         image = read(i)
     if stamps is not None:
-        stamps.append(time.monotonic())
+        stamps += [time.monotonic(), time.thread_time()]
     try:
         return encoders.encode(fit(image, width, height))
     except MediaError:
@@ -173,7 +174,9 @@ class FrameCoded:
     the request's shared-memory ``slot`` (:class:`ProcessCoders`), or, where it has none or
     the codestream does not fit, follow as one raw message (``send_bytes``; not pickled, it
     is copied twice less: receiving a 1.3 MB frame took 0.53-0.69 ms of CPU here, against
-    0.91-0.99 ms pickled)."""
+    0.91-0.99 ms pickled).  ``cpu``: the thread's CPU seconds (``time.thread_time``) reading
+    and coding the frame; ``stages``: the encoder's (stage, seconds) of it
+    (:meth:`.FrameEncoders.last_timings`)."""
 
     seq: int
     data: bytes | None
@@ -182,13 +185,16 @@ class FrameCoded:
     ended: float = 0.0
     slot: int | None = None
     length: int = 0
+    cpu: tuple[float, float] = (0.0, 0.0)
+    stages: tuple = ()
 
 
 @dataclass(frozen=True)
 class FrameTiming:
     """One coded frame's way through :class:`ProcessCoders` (``time.monotonic()`` seconds):
     sent to encoder process ``process`` (on GPU ``device``, None on the CPU), taken by one
-    of its threads, read, coded, and read back here."""
+    of its threads, read, coded, and read back here; the thread's CPU seconds reading and
+    coding it and the encoder's (stage, seconds) (:class:`FrameCoded`)."""
 
     seq: int
     process: int
@@ -198,6 +204,8 @@ class FrameTiming:
     read: float
     ended: float
     received: float
+    cpu: tuple[float, float] = (0.0, 0.0)
+    stages: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -271,15 +279,17 @@ def _coder_main(conn) -> None:
     lock = threading.Lock()
 
     def one(task: CodeFrame) -> None:
-        began, stamps = time.monotonic(), []
+        began, cpu0, stamps = time.monotonic(), time.thread_time(), []
         try:
             data = code_frame(encoders, setup.read, task.index, setup.width, setup.height,
                               stamps)
+            ended, cpu1 = time.monotonic(), time.thread_time()
             slot = task.slot if segment is not None and len(data) <= slot_bytes else None
             if slot is not None:
                 segment.buf[slot * slot_bytes:slot * slot_bytes + len(data)] = data
-            reply = FrameCoded(task.seq, None, began, stamps[0], time.monotonic(), slot,
-                               len(data))
+            reply = FrameCoded(task.seq, None, began, stamps[0], ended, slot, len(data),
+                               (stamps[1] - cpu0, cpu1 - stamps[1]),
+                               tuple(encoders.last_timings().items()))
         except MediaError as exc:
             reply = FrameFailed.of(task.seq, exc)
         except Exception as exc:          # read() of another kind than images_in's
@@ -493,7 +503,8 @@ class ProcessCoders:
             if self.timeline is not None and isinstance(reply, FrameCoded):
                 self.timeline.append(FrameTiming(
                     reply.seq, p, self._setups[p].device, self._sent.pop(reply.seq, 0.0),
-                    reply.began, reply.read, reply.ended, time.monotonic()))
+                    reply.began, reply.read, reply.ended, time.monotonic(), reply.cpu,
+                    reply.stages))
             if once:
                 return
 

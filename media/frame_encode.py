@@ -205,6 +205,13 @@ class FrameEncoders:
         rgb = np.rint(unit_scale(a, top) * peak)
         return enc.encode(rgb.astype(np.uint16), bits=self.bits, signed=False)
 
+    def last_timings(self) -> dict:
+        """This thread's encoder's stage seconds of its last frame
+        (:attr:`cinegpu.encode.encoder.Encoder.timings`); empty before one, or for the
+        OpenJPEG stand-in."""
+        enc = getattr(self._local, "encoder", None)
+        return dict(getattr(enc, "timings", None) or {})
+
     def input_buffer(self, shape, dtype) -> np.ndarray | None:
         """An array of ``shape`` and ``dtype`` to read this thread's next frame into: on the
         GPU back end (uint8, uint16 and float32 samples) a view of the thread's page-locked

@@ -360,7 +360,7 @@ def test_component_histograms_on_the_gpu_equal_the_cpu_twin():
     cuda forward stage's flats, equal the CPU twin's on the same indices; and a DCI 2K frame
     whose luma passes its cap gets the same floor and codestream on both back ends."""
     from cinegpu.encode.early_stop import component_histograms
-    from cinegpu.encode.encoder import _as_components
+    from cinegpu.encode.encoder import Encoder, _as_components
     from cinegpu.encode.profiles import make_params
     img = synthetic_frame(150, 90, seed=6)
     with Encoder(backend="cuda", bitrate=150 * 90 * 24 * 4, fps=24, tiles=(64, 48)) as enc:

@@ -11,7 +11,7 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -184,6 +184,10 @@ def test_processes_write_the_same_codestreams_as_threads(tmp_path):
     assert sorted(t.seq for t in timeline) == list(range(5))
     assert {t.process for t in timeline} <= {0, 1} and {t.device for t in timeline} == {None}
     assert all(0 < t.submitted <= t.began <= t.read <= t.ended <= t.received for t in timeline)
+    # the thread's CPU time reading and coding, and the encoder's stages of each frame
+    assert all(t.cpu[0] >= 0 and t.cpu[1] > 0 for t in timeline)
+    assert all([name for name, _ in t.stages] == ["forward", "floor", "tier1", "rate+tier2"]
+               and all(v >= 0 for _, v in t.stages) for t in timeline)
 
 
 @pytest.mark.slow
@@ -393,6 +397,8 @@ def test_bench_master_prints_each_layout(capsys):
     assert out.count("    CPU: 3 frames in 2 process(es), ") == 1     # the 2x1 layout's
     assert out.count(", rate control on the host") == 2
     assert "threads busy" in out and " ms read, " in out and "ms until read back" in out
+    assert out.count("      steady, medians of 3 frames: read ") == 1 and \
+        "ms CPU); in the encoder forward " in out and " rate+tier2 " in out
     assert "dci-2k master: 3 frames (2 distinct) from TIFF files" in out
     assert "1 process(es) x 1 thread(s), rate control on the host:" in out and \
         "2 process(es) x 1 thread(s), rate control on the host:" in out
@@ -482,9 +488,27 @@ def test_timeline_lines_per_gpu():
     # 2 s x 2 processes x 2 threads; queued 0.5 and 1.0 s, read in 0.25 s, coded in 0.75 and
     # 1.25 s, read back 0.1 s after each
     assert lines[0].startswith("    GPU 0: 1 frames in 1 process(es), 1.0 fps")
-    assert lines[1] == ("    GPU 1: 2 frames in 2 process(es), 1.0 fps, threads busy 31 %; a frame "
+    assert lines[2] == ("    GPU 1: 2 frames in 2 process(es), 1.0 fps, threads busy 31 %; a frame "
                         "750.0 ms queued in its process, 250.0 ms read, 1000.0 ms coded, "
                         "100.0 ms until read back")
+    # under each GPU, medians of its frames read back in the middle 80 % of all the frames
+    # (of 3 frames, all), with the threads' CPU time and the encoder's stages
+    assert lines[1] == "      steady, medians of 1 frames: read 500.0 ms (0.0 ms CPU), coded " \
+        "500.0 ms (0.0 ms CPU)"
+    stages = (("forward", 0.25), ("tier1", 0.5))
+    recs = [replace(r, cpu=(0.001 * k, 0.1 * k), stages=stages) for k, r in enumerate(recs)]
+    lines = timeline_lines(recs, 2)
+    assert lines[3] == "      steady, medians of 2 frames: read 250.0 ms (0.5 ms CPU), coded " \
+        "1000.0 ms (50.0 ms CPU); in the encoder forward 250.0, tier1 500.0 ms"
+
+
+def test_steady_records_leave_out_the_start_and_the_drain():
+    from cinegpu.media.bench_master import _steady_records
+    from cinegpu.media.frame_coders import FrameTiming
+    recs = [FrameTiming(k, 0, k % 2, 0.0, 0.0, 0.0, 0.0, float(k)) for k in range(20)]
+    # of 20 frames read back at 0 .. 19 s, the middle 80 %: 2 .. 17 s
+    assert [r.seq for r in _steady_records(recs, recs)] == list(range(2, 18))
+    assert [r.seq for r in _steady_records(recs, recs[1::2])] == list(range(3, 18, 2))
 
 
 def test_steady_fps_over_the_middle_of_the_frames():
