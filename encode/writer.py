@@ -254,8 +254,9 @@ def _tile_parts(comp: np.ndarray, split: bool) -> list[tuple[int, int, int]]:
 
 class _Stream:
     """A codestream as its main header and tile-parts (SOT + SOD bytes, then a run of a
-    tile's packets), EOC implied: ``len()`` without joining, ``bytes()`` joins once: one
-    copy of every byte, from views of the headers and of tier-1's coded bytes."""
+    tile's packets), EOC implied: ``len()`` without joining, ``bytes()`` joins once: every
+    packet copied into one buffer by compiled code without the GIL, then that buffer into
+    the bytes object."""
 
     def __init__(self, header: bytes, parts: list):
         self.header, self.parts = header, parts
@@ -265,15 +266,20 @@ class _Stream:
         return self.size
 
     def __bytes__(self) -> bytes:
-        pieces = [self.header]
+        out = np.empty(self.size, np.uint8)
+        at = _put(out, 0, self.header)
         for _, head, tp, a, b in self.parts:
-            pieces.append(head)
-            pieces.extend(tp.pieces(a, b))
-        pieces.append(mk.eoc())
-        out = b"".join(pieces)
-        if len(out) != self.size:
+            at = tp.into(out, _put(out, at, head), a, b)
+        at = _put(out, at, mk.eoc())
+        if at != self.size:
             raise AssertionError("codestream join: the pieces do not add up to the size")
-        return out
+        return out.tobytes()
+
+
+def _put(out: np.ndarray, at: int, data: bytes) -> int:
+    """``data`` into ``out`` from byte ``at``; the byte after it."""
+    out[at:at + len(data)] = np.frombuffer(data, np.uint8)
+    return at + len(data)
 
 
 def spare_planes(table: BlockTable, passes: np.ndarray, percentile: float = 5.0) -> int:

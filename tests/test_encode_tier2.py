@@ -345,6 +345,32 @@ def test_packets_of_some_precincts_are_those_of_the_whole_tile(case):
             assert coder.packets(passes, order[rows]) == [whole[k] for k in rows]
 
 
+@pytest.mark.parametrize("case", range(len(PLANS)))
+def test_packets_copied_into_a_buffer_at_an_offset(case):
+    """TilePackets.into (how the codestream is joined): packets k0..k1-1 land at the offset
+    given, byte for byte the tile's packets there, nothing around them touched."""
+    shape, opts = PLANS[case]
+    cs, plans = _plans(shape, opts)
+    rng = np.random.default_rng(70 + case)
+    for plan in plans:
+        mb = plan.cb[:, tier1.CB_NUM_BPS].astype(np.int64)
+        order = packet_order(plan, cs.siz)
+        blocks = _random_blocks(rng, mb)
+        passes = _random_passes(rng, blocks, plan.layers)
+        coder = TileCoder(plan, BlockTable.of(blocks), 0)
+        tp = coder.tile_packets(passes, order)
+        whole = b"".join(h + b for _, h, b in coder.packets(passes, order))
+        n = len(order)
+        assert tp.data().tobytes() == whole
+        for k0, k1 in ((0, n), (n // 3, n - n // 4), (n - 1, n), (2, 2)):
+            size = tp.size(k0, k1)
+            start = len(b"".join(h + b for _, h, b in coder.packets(passes, order[:k0])))
+            out = np.full(size + 9, 0xAB, np.uint8)
+            assert tp.into(out, 4, k0, k1) == 4 + size
+            assert out[4:4 + size].tobytes() == whole[start:start + size]
+            assert (out[:4] == 0xAB).all() and (out[4 + size:] == 0xAB).all()
+
+
 def test_measured_rounds_are_the_written_streams():
     """The writer's incremental lengths (:meth:`_Writer.measure`, packets written again only
     in precincts whose blocks changed) against a whole writing of the same passes by a fresh

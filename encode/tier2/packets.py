@@ -262,10 +262,6 @@ class TilePackets:
     runs of the tile's coded bytes, nothing copied yet.  ``ends``: the byte offset after
     each packet in the tile's packet stream; ``body_len``: each packet's body (bytes)."""
 
-    #: above this many pieces (headers and runs), :meth:`pieces` copies the packets into one
-    #: buffer in a compiled call instead of handing out a view per piece (~0.5 us each)
-    MAX_VIEWS = 2048
-
     def __init__(self, hbuf, head_end, body_len, runs, run_end, coded):
         self.hbuf, self.head_end, self.body_len = hbuf, head_end, body_len
         self.runs, self.run_end, self.coded = runs, run_end, coded
@@ -279,29 +275,19 @@ class TilePackets:
         """Packets k0..k1-1 (default: all) copied back to back (uint8)."""
         k1 = self.ends.shape[0] if k1 is None else k1
         out = np.empty(self.size(k0, k1), np.uint8)
-        if k1 > k0:
-            gather_packets(self.hbuf, self.head_end, self.runs, self.run_end, self.coded,
-                           k0, k1, out)
+        self.into(out, 0, k0, k1)
         return out
 
-    def pieces(self, k0: int, k1: int) -> list:
-        """Packets k0..k1-1 as a list of buffers to join: views of the headers and of the
-        coded bytes, or one copied buffer when they are many pieces."""
-        if k1 <= k0:
-            return []
-        r0 = int(self.run_end[k0 - 1]) if k0 else 0
-        if (k1 - k0) + int(self.run_end[k1 - 1]) - r0 > self.MAX_VIEWS:
-            return [self.data(k0, k1)]
-        heads, coded = memoryview(self.hbuf), memoryview(self.coded)
-        h = int(self.head_end[k0 - 1]) if k0 else 0
-        out = []
-        for he, re in zip(self.head_end[k0:k1].tolist(), self.run_end[k0:k1].tolist()):
-            out.append(heads[h:he])
-            h = he
-            for a, n in self.runs[r0:re].tolist():
-                out.append(coded[a:a + n])
-            r0 = re
-        return out
+    def into(self, out: np.ndarray, at: int, k0: int, k1: int) -> int:
+        """Packets k0..k1-1 copied back to back into ``out`` (uint8) from byte ``at``, in one
+        compiled call that releases the GIL (a 4K frame's packets are thousands of pieces,
+        which a Python loop over views made the encoder threads' largest share of the GIL);
+        returns the byte after them."""
+        n = self.size(k0, k1)
+        if n:
+            gather_packets(self.hbuf, self.head_end, self.runs, self.run_end, self.coded,
+                           k0, k1, out[at:at + n])
+        return at + n
 
 
 class TileCoder:
