@@ -115,8 +115,15 @@ def steps_for(levels: int, precision: int, reversible: bool, *, mct: bool = Fals
     HTJ2K parameter B the steps may need with ``guard_bits`` (T.814 A.3, counted as
     :func:`cinegpu.decode.codestream.imf.ht_magb_b`): a band whose step is finer gets
     epsilon_b = max_b - G + n_b and mu_b = 0, the finest step that keeps to it (IMF HTJ2K,
-    ST 2067-21:2023 Annex I).
+    ST 2067-21:2023 Annex I).  Worked out once per set of arguments (every frame's header
+    and rate control ask again).
     """
+    return list(_steps_for(int(levels), int(precision), bool(reversible), bool(mct),
+                           float(base), bool(derived), max_b, int(guard_bits)))
+
+
+@functools.lru_cache(maxsize=256)
+def _steps_for(levels, precision, reversible, mct, base, derived, max_b, guard_bits):
     out = []
     for r in range(levels + 1):
         for orient in ((0,) if r == 0 else (1, 2, 3)):
@@ -134,7 +141,7 @@ def steps_for(levels: int, precision: int, reversible: bool, *, mct: bool = Fals
             if max_b is not None and eps > max_b - guard_bits + nb:
                 eps, mu = max_b - guard_bits + nb, 0
             out.append((eps, mu))
-    return out
+    return tuple(out)
 
 
 def block_components(plan) -> np.ndarray:
