@@ -22,6 +22,7 @@ import numpy as np
 from cinegpu.decode.codestream import dci, imf
 
 from .colour import rgb_to_ycbcr, to_xyz12, xyz12_parameters
+from .gpu_waits import sleep_on_waits
 from .dcp_write import _cinegpu_encoder, encode_frame, encoder_name
 from .errors import UnsupportedMedia
 from .images_in import unit_scale
@@ -90,11 +91,16 @@ class FrameEncoders:
         self.backend = pick_backend(backend) if self.ours else "cpu"
         self._local = threading.local()
         self._geometry = None           # one GeometryCache for every thread's encoder
+        #: whether this process's waits for its GPUs sleep (:func:`.gpu_waits.sleep_on_waits`)
+        self.sleeping_waits = False
         self._gpus = gpus               # CUDA devices (cuda back end); None: counted on first use
         #: the one CUDA device of every thread's encoder (an encoder process's); None: the
         #: threads take the :attr:`gpus` devices in turn
         self.device = device
         self._started = 0               # encoder threads started so far
+        if self.backend == "cuda" and self.ours:
+            self.sleeping_waits = sleep_on_waits(
+                [device] if device is not None else range(self.gpus))
         self._made: list = []
         self._lock = threading.Lock()
 

@@ -358,6 +358,27 @@ def _state(pid: int) -> str:
 
 # -- on the GPU -------------------------------------------------------------------------------
 @pytest.mark.gpu
+def test_gpu_encoders_sleep_while_they_wait(gpu, monkeypatch):
+    """A GPU FrameEncoders sets its device's primary context to sleep in waits
+    (CU_CTX_SCHED_BLOCKING_SYNC) instead of spinning a core; CINEGPU_CUDA_WAITS=spin
+    leaves CUDA's default."""
+    from cuda.bindings import driver
+
+    from cinegpu.media.gpu_waits import sleep_on_waits
+    monkeypatch.setenv("CINEGPU_CUDA_WAITS", "spin")
+    assert sleep_on_waits([0]) is False
+    monkeypatch.delenv("CINEGPU_CUDA_WAITS")
+    enc = FrameEncoders(profile="dci-2k", fps=24, bitrate=None, colorspace="rec709",
+                        backend="cuda", device=0)
+    assert enc.sleeping_waits is True
+    _, dev = driver.cuDeviceGet(0)
+    _, flags, _ = driver.cuDevicePrimaryCtxGetState(dev)
+    mask = int(driver.CUctx_flags.CU_CTX_SCHED_MASK)
+    assert int(flags) & mask == int(driver.CUctx_flags.CU_CTX_SCHED_BLOCKING_SYNC)
+    enc.close()
+
+
+@pytest.mark.gpu
 def test_gpu_processes_write_the_same_codestreams_as_threads(tmp_path, gpu):
     src = _frames(tmp_path / "in", 6, size=(2048, 1080))
     one, many = {}, {}
