@@ -27,15 +27,20 @@ from .dcp_write import _cinegpu_encoder, encode_frame, encoder_name
 from .errors import UnsupportedMedia
 from .images_in import unit_scale
 
-__all__ = ["GPU_WORKERS", "PROCESS_MIN_FRAMES", "PROCESS_THREADS", "FrameEncoders", "device_for",
-           "pick_backend"]
+__all__ = ["GPU_WORKERS", "MULTI_GPU_PROCESS_THREADS", "PROCESS_MIN_FRAMES", "PROCESS_THREADS",
+           "FrameEncoders", "device_for", "pick_backend"]
 
 #: Frames encoded at once on one GPU by one process's threads, by default
 #: (:meth:`FrameEncoders.default_workers`).
 GPU_WORKERS = 8
-#: Encoder threads in each of several encoder processes on the GPU, by default
+#: Encoder threads in each of several encoder processes on one GPU, by default
 #: (:meth:`FrameEncoders.default_processes`).
 PROCESS_THREADS = 4
+#: The same on several GPUs, where the host bounds the encoder processes and the threads of
+#: one process contend for its GIL: 4K DCI on 4 H200s (64 cores), real frames, was mastered at
+#: 463.6-483.6 fps by 32 processes x 2 threads against 440.8 by 16 x 4 (2K: 993.4 against
+#: 894.0), while 32 processes on one GPU failed (GPU memory).
+MULTI_GPU_PROCESS_THREADS = 2
 #: Frames to encode from which encoder processes are started by default: they take about 3 s
 #: to start (imports, CUDA context, kernels), which 4 processes of 4 threads win back over 8
 #: threads of one process after about 580 2K or 720 4K frames (H200, 16 cores).
@@ -106,7 +111,7 @@ class FrameEncoders:
 
     def default_processes(self, frames: int | None = None) -> int:
         """Encoder processes when the user does not say, for a job of ``frames`` frames to
-        encode (None: a long one): on the GPU one per :data:`PROCESS_THREADS` cores (and at
+        encode (None: a long one): on the GPU one per :meth:`process_threads` cores (and at
         least one per GPU), each reading, converting and encoding its own frames, once the job
         is long enough (:data:`PROCESS_MIN_FRAMES`) to pay for their start; else, and on the
         CPU (the numba tier-1 releases the GIL, so threads suffice), one.  Threads of one
@@ -115,11 +120,16 @@ class FrameEncoders:
         by 8 x 2 (4K: 58.8, 67.1, 81.7, 95.1, 86.1)."""
         if self.backend != "cuda" or (frames is not None and frames < PROCESS_MIN_FRAMES):
             return 1
-        return max(self.gpus, (os.cpu_count() or 1) // PROCESS_THREADS)
+        return max(self.gpus, (os.cpu_count() or 1) // self.process_threads())
+
+    def process_threads(self) -> int:
+        """Threads of each of several GPU encoder processes: :data:`PROCESS_THREADS` on one
+        GPU, :data:`MULTI_GPU_PROCESS_THREADS` on several."""
+        return PROCESS_THREADS if self.gpus == 1 else MULTI_GPU_PROCESS_THREADS
 
     def default_workers(self, processes: int = 1) -> int:
         """Encoder threads in each of ``processes`` processes when the user does not say: a
-        thread per CPU core shared out, or on the GPU :data:`PROCESS_THREADS` per process,
+        thread per CPU core shared out, or on the GPU :meth:`process_threads` per process,
         and in a single process at most GPU_WORKERS per device used (more threads only
         contend for the GIL and the device: on an H200 with 16 cores, 16 threads mastered 2K
         at 56 fps, 12 at 70 and 8 at 96)."""
@@ -127,7 +137,7 @@ class FrameEncoders:
         if self.backend != "cuda":
             return max(1, cores // max(1, processes))
         if processes > 1:
-            return PROCESS_THREADS
+            return self.process_threads()
         return min(cores, GPU_WORKERS * self.gpus)
 
     @property

@@ -142,7 +142,9 @@ def test_how_many_processes(tmp_path, monkeypatch):
         _processes(3, enc, lambda i: None, 9)
     with pytest.raises(ValueError, match="at least 1"):
         _processes(0, enc, files, 9)
-    for cores, gpus, procs, threads in ((16, 1, 4, 4), (2, 1, 1, 2), (32, 2, 8, 4), (4, 2, 2, 4),
+    # several GPUs: processes of 2 threads (the host bounds them there, not the GPUs)
+    for cores, gpus, procs, threads in ((16, 1, 4, 4), (2, 1, 1, 2), (32, 2, 16, 2), (4, 2, 2, 2),
+                                        (64, 1, 16, 4), (64, 4, 32, 2), (4, 4, 4, 2),
                                         (None, 1, 1, 1)):
         monkeypatch.setattr(frame_encode.os, "cpu_count", lambda: cores)
         enc = FrameEncoders(profile="2k", fps=24, bitrate=None, colorspace="rec709",
