@@ -39,7 +39,7 @@ PROCESS_THREADS = 4
 #: The same on several GPUs, where the host bounds the encoder processes and the threads of
 #: one process contend for its GIL: 4K DCI on 4 H200s (64 cores), real frames, was mastered at
 #: 463.6-483.6 fps by 32 processes x 2 threads against 440.8 by 16 x 4 (2K: 993.4 against
-#: 894.0), while 32 processes on one GPU failed (GPU memory).
+#: 894.0); 32 processes on one GPU failed at 4K (cudaErrorDevicesUnavailable).
 MULTI_GPU_PROCESS_THREADS = 2
 #: Frames to encode from which encoder processes are started by default: they take about 3 s
 #: to start (imports, CUDA context, kernels), which 4 processes of 4 threads win back over 8
