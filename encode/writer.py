@@ -29,6 +29,7 @@ from .markers import main_header
 from .quant import block_weights
 from .rate import hull_of
 from .tier2 import TileCoder
+from .tier2.packets import TilePackets
 
 __all__ = ["allocate_and_write", "allocate_stream"]
 
@@ -62,10 +63,55 @@ def _ramp(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
 
 class _Measured:
     """Packet lengths of a writer's tiles for ``passes``: per tile, each packet's bytes
-    (header and body) and its body's, in the tile's packet order."""
+    (header and body) and its body's, in the tile's packet order; and where each packet was
+    written (``sources``: per tile, the :class:`TilePackets` of the rounds that wrote some of
+    its packets, with each packet's source and its index there), so that the codestream of
+    these passes is put together without writing a packet again."""
 
-    def __init__(self, passes: np.ndarray, lengths: list, bodies: list):
+    def __init__(self, passes: np.ndarray, lengths: list, bodies: list, sources: list):
         self.passes, self.lengths, self.bodies = passes, lengths, bodies
+        self.sources = sources
+
+
+def _whole_source(tp) -> tuple[list, np.ndarray, np.ndarray]:
+    """A tile's packet sources when one writing made them all."""
+    n = tp.ends.shape[0]
+    return [tp], np.zeros(n, np.int64), np.arange(n, dtype=np.int64)
+
+
+def _merged(source) -> TilePackets:
+    """One :class:`TilePackets` of a tile's packets from the writings that made them
+    (:class:`_Measured` ``sources``): each packet's header bytes and body runs taken from its
+    own writing, in packet order (a precinct's packets depend on its own blocks alone)."""
+    tps, src, idx = source
+    if len(tps) == 1 and (idx == np.arange(idx.shape[0])).all():
+        return tps[0]
+    n = src.shape[0]
+    h0, h1 = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    r0, r1 = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    body = np.zeros(n, np.int64)
+    hoff = roff = 0
+    heads, runs = [], []
+    for s, tp in enumerate(tps):
+        mine = np.flatnonzero(src == s)
+        j = idx[mine]
+        head_end = np.asarray(tp.head_end, np.int64)
+        run_end = np.asarray(tp.run_end, np.int64)
+        h1[mine] = hoff + head_end[j]
+        h0[mine] = hoff + np.where(j > 0, head_end[j - 1], 0)
+        r1[mine] = roff + run_end[j]
+        r0[mine] = roff + np.where(j > 0, run_end[j - 1], 0)
+        body[mine] = np.asarray(tp.body_len, np.int64)[j]
+        used = int(head_end[-1]) if head_end.shape[0] else 0
+        nruns = int(run_end[-1]) if run_end.shape[0] else 0
+        heads.append(np.asarray(tp.hbuf, np.uint8)[:used])
+        runs.append(tp.runs[:nruns])
+        hoff += used
+        roff += nruns
+    hbuf = np.concatenate(heads)[_ramp(h0, h1 - h0)]
+    runs = np.concatenate(runs)[_ramp(r0, r1 - r0)]
+    return TilePackets(hbuf, np.cumsum(h1 - h0), body, runs, np.cumsum(r1 - r0),
+                       tps[0].coded)
 
 
 def _prec_components(plan) -> np.ndarray:
@@ -90,6 +136,8 @@ class _Writer:
                                  self.params.cblk_style)
                        for plan, base in zip(frame.plans, frame.base)]
         self.rounds = 0
+        #: codestreams put together from the measured packets, none written again
+        self.reused = 0
         #: whether rate control ended under the budget with a component that had room
         #: holding every pass it could take (set by the allocation; no budget: False)
         self.starved = False
@@ -175,10 +223,16 @@ class _Writer:
     def write(self, passes: np.ndarray) -> tuple["_Stream", np.ndarray, np.ndarray]:
         """The codestream for ``passes`` (its bytes made only when asked for); bytes per
         component in total and in bodies."""
-        tps = [coder.tile_packets(self._tile(passes, t), order)
-               for t, (coder, order) in enumerate(zip(self.coders, self.orders))]
+        last = self._measured
+        if last is not None and np.array_equal(last.passes, passes):
+            tps = [_merged(source) for source in last.sources]     # measured: none written
+            self.reused += 1
+        else:
+            tps = [coder.tile_packets(self._tile(passes, t), order)
+                   for t, (coder, order) in enumerate(zip(self.coders, self.orders))]
         self._measured = _Measured(passes.copy(), [np.diff(tp.ends, prepend=0) for tp in tps],
-                                   [tp.body_len for tp in tps])
+                                   [tp.body_len for tp in tps],
+                                   [_whole_source(tp) for tp in tps])
         header, sizes, comp_total, comp_body = self._sizes(self._measured)
         parts = []  # (tile, SOT + SOD bytes, TilePackets, first packet, packet after)
         for t, i, psot in sizes:
@@ -193,16 +247,17 @@ class _Writer:
         whose blocks' passes differ from the last :meth:`write` or :meth:`measure` are
         written again (their headers, to learn their lengths)."""
         last = self._measured
-        lengths, bodies = [], []
+        lengths, bodies, sources = [], [], []
         for t, (coder, order) in enumerate(zip(self.coders, self.orders)):
             mine = self._tile(passes, t)
             if last is None:
                 tp = coder.tile_packets(mine, order)
                 lengths.append(np.diff(tp.ends, prepend=0))
                 bodies.append(tp.body_len)
+                sources.append(_whole_source(tp))
                 continue
             changed = (mine != self._tile(last.passes, t)).any(axis=0)
-            length, body = last.lengths[t], last.bodies[t]
+            length, body, source = last.lengths[t], last.bodies[t], last.sources[t]
             if changed.any():
                 precincts = np.zeros(len(self.frame.plans[t].prec_pb), bool)
                 precincts[self.block_precincts[t][changed]] = True
@@ -211,9 +266,15 @@ class _Writer:
                 length, body = length.copy(), body.copy()
                 length[again] = np.diff(tp.ends, prepend=0)
                 body[again] = tp.body_len
+                tps, src, idx = source
+                src, idx = src.copy(), idx.copy()
+                src[again] = len(tps)
+                idx[again] = np.arange(len(again), dtype=np.int64)
+                source = (tps + [tp], src, idx)
             lengths.append(length)
             bodies.append(body)
-        self._measured = _Measured(passes.copy(), lengths, bodies)
+            sources.append(source)
+        self._measured = _Measured(passes.copy(), lengths, bodies, sources)
         header, sizes, comp_total, comp_body = self._sizes(self._measured)
         return len(header) + sum(psot for _, _, psot in sizes) + 2, comp_total, comp_body
 

@@ -369,6 +369,11 @@ def test_packets_copied_into_a_buffer_at_an_offset(case):
             assert tp.into(out, 4, k0, k1) == 4 + size
             assert out[4:4 + size].tobytes() == whole[start:start + size]
             assert (out[:4] == 0xAB).all() and (out[4 + size:] == 0xAB).all()
+            if size:                # a buffer too short: refused, nothing written past it
+                short = np.full(size + 8, 0xAB, np.uint8)
+                with pytest.raises(AssertionError, match="measured size"):
+                    tp.into(short[:size + 3], 4, k0, k1)
+                assert (short[size + 3:] == 0xAB).all()
 
 
 def test_measured_rounds_are_the_written_streams():
@@ -402,5 +407,7 @@ def test_measured_rounds_are_the_written_streams():
         stream, total, body = _Writer(frame, base_step).write(passes)
         assert got[0] == len(stream) == len(bytes(stream)), i
         assert (got[1] == total).all() and (got[2] == body).all(), i
-        if i % 4 == 0:              # and a writing after measures is the fresh one's
+        if i % 4 == 0:              # and a writing after measures is the fresh one's,
+            reused = w.reused       # put together from the measured packets, none written
             assert bytes(w.write(passes)[0]) == bytes(stream), i
+            assert w.reused == reused + 1, i

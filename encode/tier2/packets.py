@@ -242,17 +242,24 @@ def _copy(out, at, src, a, n):
 @njit(**LEAF)
 def gather_packets(hbuf, head_end, runs, run_end, coded, k0, k1, out):
     """Packets k0..k1-1 (header, then body runs) back to back into ``out``; returns the
-    bytes written (``out`` must hold them: the packets' header and body lengths)."""
+    bytes written, or -1 (nothing past ``out`` or its sources touched) where a header or a
+    run does not fit ``out`` or lies outside ``hbuf`` / ``coded``."""
     at = 0
     h = head_end[k0 - 1] if k0 else 0
     r = run_end[k0 - 1] if k0 else 0
     for k in range(k0, k1):
-        _copy(out, at, hbuf, h, head_end[k] - h)
-        at += head_end[k] - h
+        n = head_end[k] - h
+        if n < 0 or h < 0 or head_end[k] > hbuf.shape[0] or at + n > out.shape[0]:
+            return -1
+        _copy(out, at, hbuf, h, n)
+        at += n
         h = head_end[k]
         for j in range(r, run_end[k]):
-            _copy(out, at, coded, runs[j, 0], runs[j, 1])
-            at += runs[j, 1]
+            a, n = runs[j, 0], runs[j, 1]
+            if n < 0 or a < 0 or a + n > coded.shape[0] or at + n > out.shape[0]:
+                return -1
+            _copy(out, at, coded, a, n)
+            at += n
         r = run_end[k]
     return at
 
@@ -284,9 +291,9 @@ class TilePackets:
         which a Python loop over views made the encoder threads' largest share of the GIL);
         returns the byte after them."""
         n = self.size(k0, k1)
-        if n:
-            gather_packets(self.hbuf, self.head_end, self.runs, self.run_end, self.coded,
-                           k0, k1, out[at:at + n])
+        if n and gather_packets(self.hbuf, self.head_end, self.runs, self.run_end, self.coded,
+                                k0, k1, out[at:at + n]) != n:
+            raise AssertionError("tier-2: packets do not add up to their measured size")
         return at + n
 
 
