@@ -208,6 +208,20 @@ def _random_passes(rng, blocks, layers):
     return out
 
 
+def _random_tiles(case: int, seed: int):
+    """(plan, packet order, random passes, TileCoder of random blocks, the generator) of each
+    tile of PLANS[case] (style 0), from the generator seeded ``seed + case``."""
+    shape, opts = PLANS[case]
+    cs, plans = _plans(shape, opts)
+    rng = np.random.default_rng(seed + case)
+    for plan in plans:
+        mb = plan.cb[:, tier1.CB_NUM_BPS].astype(np.int64)
+        order = packet_order(plan, cs.siz)
+        blocks = _random_blocks(rng, mb)
+        passes = _random_passes(rng, blocks, plan.layers)
+        yield plan, order, passes, TileCoder(plan, BlockTable.of(blocks), 0), rng
+
+
 def _tier1_frame(img, **options):
     """(tier-1 Frame, base step) of a 12-bit picture coded on the CPU with 3 layers, 16 x 16
     blocks, 32 x 32 precincts, RPCL and ``options`` (the writer's input)."""
@@ -329,15 +343,7 @@ def test_packets_of_some_precincts_are_those_of_the_whole_tile(case):
     """Rate control's rounds write again only the precincts whose blocks changed: the
     packets of a subset of the precincts (every layer of each, in the tile's order) are
     byte for byte those the whole tile's writing gives them."""
-    shape, opts = PLANS[case]
-    cs, plans = _plans(shape, opts)
-    rng = np.random.default_rng(40 + case)
-    for plan in plans:
-        mb = plan.cb[:, tier1.CB_NUM_BPS].astype(np.int64)
-        order = packet_order(plan, cs.siz)
-        blocks = _random_blocks(rng, mb)
-        passes = _random_passes(rng, blocks, plan.layers)
-        coder = TileCoder(plan, BlockTable.of(blocks), 0)
+    for plan, order, passes, coder, rng in _random_tiles(case, 40):
         whole = coder.packets(passes, order)
         nprec = len(plan.prec_pb)
         for keep in (rng.random(nprec) < 0.3, np.arange(nprec) == nprec - 1, np.ones(nprec, bool)):
@@ -349,15 +355,7 @@ def test_packets_of_some_precincts_are_those_of_the_whole_tile(case):
 def test_packets_copied_into_a_buffer_at_an_offset(case):
     """TilePackets.into (how the codestream is joined): packets k0..k1-1 land at the offset
     given, byte for byte the tile's packets there, nothing around them touched."""
-    shape, opts = PLANS[case]
-    cs, plans = _plans(shape, opts)
-    rng = np.random.default_rng(70 + case)
-    for plan in plans:
-        mb = plan.cb[:, tier1.CB_NUM_BPS].astype(np.int64)
-        order = packet_order(plan, cs.siz)
-        blocks = _random_blocks(rng, mb)
-        passes = _random_passes(rng, blocks, plan.layers)
-        coder = TileCoder(plan, BlockTable.of(blocks), 0)
+    for _, order, passes, coder, _ in _random_tiles(case, 70):
         tp = coder.tile_packets(passes, order)
         whole = b"".join(h + b for _, h, b in coder.packets(passes, order))
         n = len(order)
