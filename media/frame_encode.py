@@ -22,9 +22,9 @@ import numpy as np
 from cinegpu.decode.codestream import dci, imf
 
 from .colour import rgb_to_ycbcr, to_xyz12, xyz12_parameters
-from .gpu_waits import sleep_on_waits
 from .dcp_write import _cinegpu_encoder, encode_frame, encoder_name
 from .errors import UnsupportedMedia
+from .gpu_waits import sleep_on_waits
 from .images_in import unit_scale
 
 __all__ = ["GPU_WORKERS", "MULTI_GPU_PROCESS_THREADS", "PROCESS_MIN_FRAMES", "PROCESS_THREADS",
