@@ -8,7 +8,8 @@ itself, so that a frame's bytes never depend on the frames coded before it or on
 that coded it:
 
 1. :func:`magnitude_histogram`: how many quantisation indices have each bit length
-   (T.800 D.2: a sample becomes significant in the bit-plane of its leading one).
+   (T.800 D.2: a sample becomes significant in the bit-plane of its leading one); the
+   encoder counts them per component (:func:`component_histograms`).
 2. :func:`first_floor`: the floor F, the lowest magnitude bit-plane to code, from a
    conservative estimate of the bytes of each plane (:func:`plane_bytes`): one plane below
    the one where the estimate meets the budget.  Under per-component caps (DCI) the

@@ -11,7 +11,9 @@ per component (DCI) work the same way on each component's own bytes.
 A round needs only lengths (:meth:`_Writer.measure`).  With one precinct's packets
 depending on that precinct's code-blocks alone (B.9: its tag trees, Lblock states and
 headers are its own), a round writes again only the packets of the precincts whose
-blocks' passes changed since the round before; the chosen passes are written whole once.
+blocks' passes changed since the round before, and keeps where each packet was written, so
+that the chosen passes (the last round's) are put together from those packets without
+writing any again.
 """
 
 from __future__ import annotations
@@ -167,8 +169,8 @@ class _Writer:
         component with room (:func:`_room`: the frame more than SLACK under ``budget``, the
         component more than SLACK under its cap of ``caps``, None: no caps) lacks some of
         its hull segments."""
-        whole = comp_body >= self.whole_bodies - 0.5
-        return not (_room(size, comp_total, budget, caps) & ~whole).any()
+        return not (_room(size, comp_total, budget, caps)
+                    & ~_whole(comp_body, self.whole_bodies)).any()
 
     @functools.cached_property
     def block_precincts(self) -> list[np.ndarray]:
@@ -426,9 +428,15 @@ def _written(w: _Writer, budget: float, cap, size: int, passes: np.ndarray):
     stream, comp_total, comp_body = w.write(passes)
     if len(stream) != size:
         raise AssertionError("tier-2: the codestream's length is not the one measured")
-    whole = comp_body >= w.whole_bodies - 0.5
-    w.starved = bool((_room(size, comp_total, budget, cap) & whole).any())
+    w.starved = bool((_room(size, comp_total, budget, cap)
+                      & _whole(comp_body, w.whole_bodies)).any())
     return stream, passes[-1], w
+
+
+def _whole(comp_body: np.ndarray, whole_bodies: np.ndarray) -> np.ndarray:
+    """Per component, whether its ``comp_body`` bytes hold all its hull segments
+    (:attr:`_Writer.whole_bodies`)."""
+    return comp_body >= whole_bodies - 0.5
 
 
 def _room(size: int, comp_total: np.ndarray, budget: float, cap) -> np.ndarray:

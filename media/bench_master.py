@@ -157,13 +157,19 @@ def timeline_lines(records, threads: int) -> list[str]:
     return lines
 
 
-def _steady_records(records, rs) -> list:
-    """Those of ``rs`` read back within the middle 80 % of all ``records`` (as
+def _steady_records(records, rs, middle: float = 0.8) -> list:
+    """Those of ``rs`` read back within the ``middle`` share of all ``records`` (as
     :func:`steady_fps` counts them): no encoder's first frames, no drain."""
+    t, a, b = _middle(records, middle)
+    return [r for r in rs if t[a] <= r.received <= t[b]]
+
+
+def _middle(records, middle: float):
+    """(sorted read-back times of ``records``, first and last index of their ``middle``
+    share)."""
     t = np.sort([r.received for r in records])
-    a = int(round(len(t) * 0.1))
-    lo, hi = t[a], t[len(t) - 1 - a]
-    return [r for r in rs if lo <= r.received <= hi]
+    a = int(round(len(t) * (1 - middle) / 2))
+    return t, a, len(t) - 1 - a
 
 
 def _median_line(rs) -> str:
@@ -191,9 +197,7 @@ def steady_fps(records, middle: float = 0.8) -> float | None:
     None for fewer than 10 records."""
     if not records or len(records) < 10:
         return None
-    t = np.sort([r.received for r in records])
-    a = int(round(len(t) * (1 - middle) / 2))
-    b = len(t) - 1 - a
+    t, a, b = _middle(records, middle)
     return (b - a) / max(float(t[b] - t[a]), 1e-9)
 
 
