@@ -17,8 +17,9 @@ them, so every frame is read and coded).  ``--source`` takes the images from rea
 instead, one distinct image each (:func:`source_images`): DCI codestreams (``.j2c``,
 ``.j2k``, e.g. ``../shared/bench-frames``), decoded and mastered again from their X'Y'Z'
 samples (``colorspace="xyz"``), or RGB TIFF/PNG/DPX files; each of the profile's size.
-Each layout ``PxT`` is P encoder processes of T threads (``auto``: the defaults of ``cinegpu master``), run on each count of ``--gpus`` (the
-processes take the GPUs in turn; default: one) and for each of ``--mps`` (``on``: master's
+Each layout ``PxT`` is P encoder processes of T threads (``auto``: the defaults of
+``cinegpu master``), run on each count of ``--gpus`` (the processes take the GPUs in turn;
+default: one) and for each of ``--mps`` (``on``: master's
 private CUDA MPS where processes outnumber the GPUs, ``off``: without) and of ``--rate``
 (Part-1 rate control's hull on the ``cpu``, the ``gpu`` or master's ``default``), after one
 warm-up run; each prints the frames per second end to end (the encoder processes' start
