@@ -4,7 +4,7 @@ encoder processes and threads, against ``opj_compress -cinema2K/-cinema4K`` and
 ``grk_compress -cinema2K/-cinema4K`` on the same synthetic frames.
 
     python -m cinegpu.media.bench_master [--profile dci-2k dci-4k] [--frames N]
-        [--distinct K] [--layouts 1x1 1x8 auto] [--backend auto|cpu|cuda]
+        [--distinct K] [--files N] [--layouts 1x1 1x8 auto] [--backend auto|cpu|cuda]
         [--peer-frames N] [--opj-processes N] [--grk-threads N] [--fps 24] [--gpus 1 2 ...]
         [--mps on off] [--rate default cpu gpu]
         [--format dcp|imf --codec j2k|htj2k --bitrate MBITS] [--read P ...] [--timeline]
@@ -12,8 +12,10 @@ encoder processes and threads, against ``opj_compress -cinema2K/-cinema4K`` and
 
 The input is a folder of ``--frames`` 16-bit RGB TIFF files, as a user masters, made of
 ``--distinct`` different images (the encoder benchmark's 12-bit pattern,
-:func:`cinegpu.encode.bench.synthetic_frame`, scaled by 16; the other files are links to
-them, so every frame is read and coded).  ``--source`` takes the images from real pictures
+:func:`cinegpu.encode.bench.synthetic_frame`, scaled by 16), copied to ``--files`` files
+(default 240: a sequence's frames are files of their own, whose pages processes reading at
+once do not share), the other files links to those, so every frame is read and coded.
+``--source`` takes the images from real pictures
 instead, one distinct image each (:func:`source_images`): DCI codestreams (``.j2c``,
 ``.j2k``, e.g. ``../shared/bench-frames``), decoded and mastered again from their X'Y'Z'
 samples (``colorspace="xyz"``), or RGB TIFF/PNG/DPX files; each of the profile's size.
@@ -30,7 +32,8 @@ frame waited (:func:`timeline_lines`), and the rate over the middle 80 % of the 
 (:func:`steady_fps`).  OpenJPEG codes ``--peer-frames`` of the same frames
 converted to X'Y'Z', as PPM files (DCPs only; ``--format imf`` masters an IMF package of the
 same frames, ``--read`` also times reading the files alone, what mastering would reach if
-coding cost nothing), ``--opj-processes`` at once, and Grok all of them in one run
+coding cost nothing: into host memory, and with the cuda back end also to the GPU as the
+encoder threads read them), ``--opj-processes`` at once, and Grok all of them in one run
 of ``--grk-threads`` threads (0: every core).  Not a timed test: the numbers depend on the
 machine.
 """
@@ -52,7 +55,8 @@ from cinegpu.encode.bench import opj_encode_frames, synthetic_frame
 from cinegpu.encode.peers import grk_compress_dci, have_grk, have_opj
 
 from .colour import to_xyz12
-from .images_in import read_image
+from .frame_encode import pick_backend
+from .images_in import read_image, tiff_run
 from .mastering import master_images
 
 __all__ = ["layout", "main", "run_master", "source_images", "steady_fps", "timeline_lines",
@@ -76,16 +80,20 @@ def layout(text: str) -> tuple[int | None, int | None]:
     return p, t
 
 
-def write_frames(folder: Path, images: list[np.ndarray], frames: int) -> None:
-    """``frames`` TIFF files in ``folder``: the ``images`` written once, the rest symbolic
-    links to them in turn."""
+def write_frames(folder: Path, images: list[np.ndarray], frames: int, files: int = 0) -> None:
+    """``frames`` TIFF files in ``folder``: the ``images`` written once, copied up to
+    ``files`` files in all (each its own file and pages in the page cache, as a sequence's
+    frames are), the rest symbolic links to those in turn."""
     import tifffile
+    files = max(len(images), min(files, frames))
     for k in range(frames):
         path = folder / f"f{k:06d}.tif"
         if k < len(images):
             tifffile.imwrite(path, images[k], photometric="rgb")
+        elif k < files:
+            shutil.copyfile(folder / f"f{k % len(images):06d}.tif", path)
         else:
-            os.symlink(f"f{k % len(images):06d}.tif", path)
+            os.symlink(f"f{k % files:06d}.tif", path)
 
 
 def source_images(paths, size: tuple[int, int]) -> tuple[list[np.ndarray], str]:
@@ -227,29 +235,47 @@ def _master(folder: Path, tmp: str, profile: str, fps: int, procs, threads, back
     return stats
 
 
-def _read_files(paths: list[str]) -> int:
-    for path in paths:
-        read_image(path, limit=None, stored=True)
+def _read_files(paths: list[str], gpu: bool = False) -> int:
+    if not gpu:
+        for path in paths:
+            read_image(path, limit=None, stored=True)
+        return len(paths)
+    import cupy
+    from cinegpu.encode.gpu import HostStaging
+    from cinegpu.encode.mapped_upload import MappedUploads
+    uploads, staging = MappedUploads(), HostStaging()
+    with cupy.cuda.Stream(non_blocking=True) as stream:
+        for path in paths:        # as an encoder thread reads (media.frame_coders.code_frame)
+            run = tiff_run(path, limit=None)
+            if run is None or uploads.upload(run) is None:
+                staging.upload(read_image(path, limit=None, stored=True,
+                                          out=staging.buffer))
+        uploads.close()
+        stream.synchronize()
     return len(paths)
 
 
-def read_rate(folder: Path, processes: int) -> float:
+def read_rate(folder: Path, processes: int, gpu: bool = False) -> float:
     """Frames per second at which ``processes`` processes read the TIFF files of ``folder``
     (:func:`.images_in.read_image`, as stored) and do nothing else, after reading two each:
-    the rate mastering would have if coding cost nothing."""
+    the rate mastering would have if coding cost nothing.  ``gpu``: read as a GPU encoder
+    thread reads them, into GPU memory (straight from the file where it can,
+    :mod:`cinegpu.encode.mapped_upload`, else through a page-locked buffer)."""
+    import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     paths = [str(p) for p in sorted(folder.glob("*.tif"))]
-    with ProcessPoolExecutor(processes) as pool:
-        list(pool.map(_read_files, [paths[:2]] * processes))
+    with ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn")) as pool:
+        list(pool.map(_read_files, [paths[:2]] * processes, [gpu] * processes))
         start = time.perf_counter()
-        done = sum(pool.map(_read_files, [paths[k::processes] for k in range(processes)]))
+        done = sum(pool.map(_read_files, [paths[k::processes] for k in range(processes)],
+                            [gpu] * processes))
         return done / (time.perf_counter() - start)
 
 
 def run_master(profile: str, frames: int, distinct: int, fps: int, layouts, backend: str,
                peer_frames: int, processes: int, grk_threads: int = 0, gpus=(None,),
                timeline: bool = False, mps=(True,), package: dict | None = None,
-               read=(), rate=(None,), sources=None) -> dict:
+               read=(), rate=(None,), sources=None, files: int = 0) -> dict:
     """One profile: per layout (processes, threads) the ``stats`` of
     :func:`cinegpu.media.mastering.master` over ``frames`` TIFF files (``timeline``: with the
     encoder processes' frame timings; ``mps``: each layout with and/or without master's
@@ -259,7 +285,7 @@ def run_master(profile: str, frames: int, distinct: int, fps: int, layouts, back
     of processes) processes read the same files alone (``read_fps``); OpenJPEG's (``processes`` at once) and Grok's
     (``grk_threads``) frames per second over ``peer_frames`` of the frames, where installed.
     ``sources``: files of real pictures (:func:`source_images`) in place of ``distinct``
-    synthetic ones."""
+    synthetic ones; ``files``: how many files the frames are (:func:`write_frames`)."""
     w, h = dci.profile(profile).container
     colorspace = "rec709"
     if sources:
@@ -273,7 +299,7 @@ def run_master(profile: str, frames: int, distinct: int, fps: int, layouts, back
         folder, warm = Path(tmp) / "in", Path(tmp) / "warm"
         folder.mkdir()
         warm.mkdir()
-        write_frames(folder, images, frames)
+        write_frames(folder, images, frames, files)
         for k in range(min(2, frames)):
             os.symlink(folder / f"f{k:06d}.tif", warm / f"f{k:06d}.tif")
         # warm: imports, numba and kernel caches, here and (on disk) for encoder processes
@@ -283,6 +309,8 @@ def run_master(profile: str, frames: int, distinct: int, fps: int, layouts, back
             _master(warm, tmp, profile, fps, 2, 1, backend, package=package,
                     colorspace=colorspace)
         row["read_fps"] = {k: read_rate(folder, k) for k in read}
+        if read and backend != "cpu" and pick_backend(backend) == "cuda":
+            row["read_gpu_fps"] = {k: read_rate(folder, k, gpu=True) for k in read}
         for g in gpus:
             for procs, threads in layouts:
                 for shared in mps:
@@ -307,6 +335,8 @@ def main(argv=None) -> None:
     ap.add_argument("--profile", nargs="+", default=["dci-2k", "dci-4k"])
     ap.add_argument("--frames", type=int, default=4)
     ap.add_argument("--distinct", type=int, default=4)
+    ap.add_argument("--files", type=int, default=240,
+                    help="files the frames are copied to (the rest are links to them)")
     ap.add_argument("--layouts", type=layout, nargs="+", default=[(1, 1), (None, None)],
                     metavar="PxT|auto")
     ap.add_argument("--backend", default="auto", choices=("auto", "cpu", "cuda"))
@@ -350,14 +380,17 @@ def main(argv=None) -> None:
                        a.peer_frames, a.opj_processes, a.grk_threads, a.gpus, a.timeline,
                        [m == "on" for m in a.mps], package, a.read,
                        [{"default": None, "cpu": False, "gpu": True}[r] for r in a.rate],
-                       a.source)
+                       a.source, a.files)
         what = profile if package is None else \
             f"{profile} IMF {a.codec}" + (f" {a.bitrate:g} Mbit/s" if a.bitrate else "")
         source = f", real pictures ({r['colorspace']})" if a.source else ""
         print(f"{what} master: {r['frames']} frames ({r['distinct']} distinct{source}) "
-              "from TIFF files")
+              f"from {min(max(a.files, r['distinct']), r['frames'])} TIFF files")
         for k, fps in r["read_fps"].items():
             print(f"  reading the files alone in {k} process(es): {fps:.2f} fps")
+        for k, fps in r.get("read_gpu_fps", {}).items():
+            print(f"  reading them alone to the GPU as mastering does, in {k} process(es): "
+                  f"{fps:.2f} fps")
         best = 0.0
         for s in r["runs"]:
             end = r["frames"] / s["total_s"]

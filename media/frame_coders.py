@@ -64,9 +64,14 @@ def code_frame(encoders, read: Callable[[int], np.ndarray], i: int, width: int,
     read are appended.  Image files
     (:class:`.images_in.ImageFrames`) are read into the encoders' input buffer where they
     have one (:meth:`.FrameEncoders.input_buffer`: a GPU encoder's page-locked buffer, so
-    that the frame is not copied again to go up)."""
+    that the frame is not copied again to go up), or where a GPU encoder can take them straight
+    from the file, copied up from there (:meth:`.FrameEncoders.upload_run`)."""
     if isinstance(read, ImageFrames):
-        image = read(i, out=encoders.input_buffer)
+        run = read.run(i)
+        image = encoders.upload_run(run) if run is not None and \
+            run.shape[:2] == (height, width) else None
+        if image is None:
+            image = read(i, out=encoders.input_buffer)
     else:
         image = read(i)
     if stamps is not None:

@@ -27,20 +27,24 @@ from .errors import UnsupportedMedia
 from .gpu_waits import sleep_on_waits
 from .images_in import unit_scale
 
-__all__ = ["GPU_WORKERS", "MULTI_GPU_PROCESS_THREADS", "PROCESS_MIN_FRAMES", "PROCESS_THREADS",
+__all__ = ["GPU_PROCESSES", "GPU_WORKERS", "PROCESS_MIN_FRAMES", "PROCESS_THREADS",
            "FrameEncoders", "device_for", "pick_backend"]
 
 #: Frames encoded at once on one GPU by one process's threads, by default
 #: (:meth:`FrameEncoders.default_workers`).
 GPU_WORKERS = 8
-#: Encoder threads in each of several encoder processes on one GPU, by default
-#: (:meth:`FrameEncoders.default_processes`).
-PROCESS_THREADS = 4
-#: The same on several GPUs, where the host bounds the encoder processes and the threads of
-#: one process contend for its GIL: 4K DCI on 4 H200s (64 cores), real frames, was mastered at
-#: 463.6-483.6 fps by 32 processes x 2 threads against 440.8 by 16 x 4 (2K: 993.4 against
-#: 894.0); 32 processes on one GPU failed at 4K (cudaErrorDevicesUnavailable).
-MULTI_GPU_PROCESS_THREADS = 2
+#: Encoder threads in each encoder process on the GPU, by default
+#: (:meth:`FrameEncoders.default_processes`): their frames wait on the GPU much of the time
+#: (the waits sleep, :mod:`.gpu_waits`), and more threads in one process contend for its GIL.
+#: On one GPU with 16 cores, 2026-11-27: 4K IMF HTJ2K at 200 Mbit/s was mastered at 397.4 fps
+#: by 16 processes x 2 threads, 333.8 by 8 x 2 and 264.4 by 4 x 4 (H100), 459.9 by 16 x 2,
+#: 432.7 by 8 x 4 and 388.1 by 8 x 2 (H200); 4K DCI at 147.1 by 16 x 2 against 128.1 by 4 x 4
+#: (H100).  On 4 H200s (64 cores) 4K DCI at 463.6-483.6 fps by 32 x 2 against 440.8 by 16 x 4
+#: (2K: 993.4 against 894.0).
+PROCESS_THREADS = 2
+#: Encoder processes on one GPU at most, by default: 24 ran there, 32 failed at 4K
+#: (cudaErrorDevicesUnavailable).
+GPU_PROCESSES = 16
 #: Frames to encode from which encoder processes are started by default: they take about 3 s
 #: to start (imports, CUDA context, kernels), which 4 processes of 4 threads win back over 8
 #: threads of one process after about 580 2K or 720 4K frames (H200, 16 cores).
@@ -56,6 +60,11 @@ def pick_backend(backend: str = "auto") -> str:
     """
     from cinegpu.decode.backend import ENCODER_NAMES, select_backend
     return select_backend(backend, names=ENCODER_NAMES).name
+
+
+def _on_device(a) -> bool:
+    """Whether ``a`` is a GPU array (:meth:`FrameEncoders.upload_run`'s), not a host one."""
+    return hasattr(a, "__cuda_array_interface__")
 
 
 def device_for(thread: int, gpus: int) -> int:
@@ -107,25 +116,26 @@ class FrameEncoders:
             self.sleeping_waits = sleep_on_waits(
                 [device] if device is not None else range(self.gpus))
         self._made: list = []
+        self._uploads: list = []        # every thread's MappedUploads, closed with the encoders
         self._lock = threading.Lock()
 
     def default_processes(self, frames: int | None = None) -> int:
         """Encoder processes when the user does not say, for a job of ``frames`` frames to
-        encode (None: a long one): on the GPU one per :meth:`process_threads` cores (and at
-        least one per GPU), each reading, converting and encoding its own frames, once the job
-        is long enough (:data:`PROCESS_MIN_FRAMES`) to pay for their start; else, and on the
-        CPU (the numba tier-1 releases the GIL, so threads suffice), one.  Threads of one
-        process are bound by the host: on an H200 with 16 cores, 2K frames were encoded at
-        92.7 fps by 1 process of 8 threads, 177 by 2 x 4, 209 by 4 x 3, 216 by 4 x 4 and 201
-        by 8 x 2 (4K: 58.8, 67.1, 81.7, 95.1, 86.1)."""
+        encode (None: a long one): on the GPU, once the job is long enough
+        (:data:`PROCESS_MIN_FRAMES`) to pay for their start, one per core on one GPU (the
+        frames' waits on it overlap) and one per two cores on several (the host bounds them
+        there), at least one and at most :data:`GPU_PROCESSES` per GPU, each reading,
+        converting and encoding its own frames in :data:`PROCESS_THREADS` threads; else, and
+        on the CPU (the numba tier-1 releases the GIL, so threads suffice), one."""
         if self.backend != "cuda" or (frames is not None and frames < PROCESS_MIN_FRAMES):
             return 1
-        return max(self.gpus, (os.cpu_count() or 1) // self.process_threads())
+        cores = os.cpu_count() or 1
+        return max(self.gpus, min(cores if self.gpus == 1 else cores // 2,
+                                  GPU_PROCESSES * self.gpus))
 
     def process_threads(self) -> int:
-        """Threads of each of several GPU encoder processes: :data:`PROCESS_THREADS` on one
-        GPU, :data:`MULTI_GPU_PROCESS_THREADS` on several."""
-        return PROCESS_THREADS if self.gpus == 1 else MULTI_GPU_PROCESS_THREADS
+        """Threads of each of several GPU encoder processes: :data:`PROCESS_THREADS`."""
+        return PROCESS_THREADS
 
     def default_workers(self, processes: int = 1) -> int:
         """Encoder threads in each of ``processes`` processes when the user does not say: a
@@ -179,8 +189,8 @@ class FrameEncoders:
                 self._made.append(enc)
         return enc
 
-    def encode(self, image: np.ndarray, top: float | None = None) -> bytes:
-        a = np.asarray(image)
+    def encode(self, image, top: float | None = None) -> bytes:
+        a = image if _on_device(image) else np.asarray(image)
         if a.ndim != 3 or a.shape[2] != 3:
             raise UnsupportedMedia(None, f"want an (H, W, 3) image, got shape {a.shape}")
         if top is None:
@@ -238,6 +248,24 @@ class FrameEncoders:
         with self._encoder().on_stream():       # allocated on the encoder's own device
             return self._staging().buffer(shape, dtype)
 
+    def upload_run(self, run):
+        """Frame samples stored as one run of a file
+        (:class:`cinegpu.encode.mapped_upload.FileRun`) copied to this thread's encoder's
+        device straight from the file (:class:`cinegpu.encode.mapped_upload.MappedUploads`):
+        a CuPy array, queued on the encoder's stream; None on the CPU back end, for the
+        OpenJPEG stand-in or where the file cannot be locked for the GPU (read it then)."""
+        if self.backend != "cuda" or not self.ours or run is None or \
+                (self.imf and self.sampling != "rgb"):      # Y'CbCr is made on the host
+            return None
+        uploads = getattr(self._local, "uploads", None)
+        if uploads is None:
+            from cinegpu.encode.mapped_upload import MappedUploads
+            uploads = self._local.uploads = MappedUploads()
+            with self._lock:
+                self._uploads.append(uploads)
+        with self._encoder().on_stream():
+            return uploads.upload(run)
+
     def _staging(self):
         """This thread's :class:`cinegpu.encode.gpu.HostStaging`."""
         from cinegpu.encode.gpu import HostStaging
@@ -251,12 +279,16 @@ class FrameEncoders:
         this thread's page-locked buffer), on the encoder's device and stream: the planes."""
         staging = self._staging()
         with enc.on_stream():     # the upload and the kernels on the encoder's stream
-            image = staging.upload(a) if a.dtype in (np.uint8, np.uint16, np.float32) else a
+            image = a if _on_device(a) or a.dtype not in (np.uint8, np.uint16, np.float32) \
+                else staging.upload(a)
             return convert(image)
 
     def close(self) -> None:
         with self._lock:
             made, self._made = self._made, []
+            uploads, self._uploads = self._uploads, []
+        for up in uploads:
+            up.close()
         for enc in made:
             enc.close()
 

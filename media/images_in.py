@@ -18,6 +18,7 @@ and pads it with black, centred; :func:`image_area` picks flat, scope or the ful
 from __future__ import annotations
 
 import struct
+import sys
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +30,7 @@ from cinegpu.decode.codestream import dci
 from .errors import CorruptMedia, MediaError, UnsupportedMedia
 
 __all__ = ["IMAGE_SUFFIXES", "ImageFrames", "fit", "image_area", "list_frames", "max_input_size",
-           "read_dpx", "read_image", "unit_scale"]
+           "read_dpx", "read_image", "tiff_run", "unit_scale"]
 
 IMAGE_SUFFIXES = (".tif", ".tiff", ".png", ".dpx")
 
@@ -166,6 +167,13 @@ class ImageFrames:
         except MediaError as exc:      # same kind, the frame named
             raise type(exc)(self.files[i], f"frame {i}: {exc.reason}") from None
 
+    def run(self, i: int):
+        """Frame ``i``'s samples as one run of its file (:func:`tiff_run`), or None."""
+        try:
+            return tiff_run(self.files[i], limit=self.limit, expect=self.size)
+        except MediaError as exc:
+            raise type(exc)(self.files[i], f"frame {i}: {exc.reason}") from None
+
 
 #: PNG colour type -> (samples per pixel, allowed bit depths) (ISO/IEC 15948 11.2.2 table 11.1).
 _PNG_COLOUR = {0: (1, (1, 2, 4, 8, 16)), 2: (3, (8, 16)), 3: (1, (1, 2, 4, 8)),
@@ -254,6 +262,43 @@ def _read_tiff(p: Path, limit, expect, out=None) -> tuple[np.ndarray, None]:
 
 
 # -- DPX (SMPTE ST 268) ---------------------------------------------------------------------------
+def tiff_run(path, *, limit=max_input_size("4k"), expect=None):
+    """Where a TIFF file's first image is 8- or 16-bit RGB stored uncompressed as one run of
+    interleaved samples in this machine's byte order: a
+    :class:`cinegpu.encode.mapped_upload.FileRun` of them (an (H, W, 3) array, the very
+    samples :func:`read_image` with ``stored=True`` returns), so that a GPU encoder can copy
+    them up straight from the file; else None.  The size is checked as :func:`read_image`
+    checks it (MediaError)."""
+    from cinegpu.encode.mapped_upload import FileRun
+    p = Path(path)
+    if p.suffix.lower() not in (".tif", ".tiff"):
+        return None
+    import tifffile
+    try:
+        with tifffile.TiffFile(p) as tif:
+            if not tif.pages:
+                return None
+            page = tif.pages.first
+            _check_size(p, page.imagewidth, page.imagelength, limit, expect)
+            dtype = page.dtype
+            if dtype not in (np.uint8, np.uint16) or page.samplesperpixel != 3 or \
+                    page.photometric != 2 or page.planarconfig != 1 or page.imagedepth != 1 or \
+                    page.bitspersample != 8 * dtype.itemsize or page.fillorder != 1 or \
+                    page.predictor != 1 or not page.is_contiguous or \
+                    tif.byteorder != ("<" if sys.byteorder == "little" else ">") or \
+                    page.shape != (page.imagelength, page.imagewidth, 3) or \
+                    sum(page.databytecounts) < page.nbytes:
+                return None
+            return FileRun(str(p), int(page.dataoffsets[0]), tuple(page.shape),
+                           np.dtype(dtype.type))
+    except MediaError:
+        raise
+    except OSError as exc:
+        raise MediaError(p, f"cannot read image: {exc.strerror or exc}") from None
+    except Exception:      # a damaged header: read_image names what is wrong
+        return None
+
+
 def read_dpx(path, *, limit=max_input_size("4k"), expect=None) -> np.ndarray:
     """(H, W, 3) float32 0..1 from an RGB (descriptor 50) or RGBA (51) DPX file."""
     return _normalise(*_read_dpx(Path(path), limit, expect))

@@ -279,8 +279,10 @@ def test_host_staging_buffer_goes_up_without_a_copy(monkeypatch):
 
 
 def test_frames_read_into_the_upload_buffer_code_the_same(tmp_path):
-    """Mastering's encoder threads read TIFF frames into their page-locked upload buffer
-    (FrameEncoders.input_buffer): the same codestreams as from frames read on their own."""
+    """Mastering's encoder threads copy TIFF frames to the GPU straight from their files
+    (FrameEncoders.upload_run) or read them into their page-locked upload buffer
+    (FrameEncoders.input_buffer): the same codestreams as from frames read on their own,
+    DCI and IMF HTJ2K; the CPU back end reads them as before."""
     import tifffile
     from cinegpu.media.frame_coders import code_frame
     from cinegpu.media.frame_encode import FrameEncoders
@@ -297,9 +299,20 @@ def test_frames_read_into_the_upload_buffer_code_the_same(tmp_path):
                        backend="cuda") as enc:
         assert enc.input_buffer((4, 5, 3), np.uint16).shape == (4, 5, 3)
         assert enc.input_buffer((4, 5, 3), np.int32) is None
+        assert enc.upload_run(frames.run(0)) is not None     # straight from the file
         direct = [code_frame(enc, frames, k, 2048, 1080) for k in range(3)]
         plain = [code_frame(enc, lambda i: frames(i), k, 2048, 1080) for k in range(3)]
     assert direct == plain
+    # IMF HTJ2K R'G'B': frames copied up straight from their files code the same too
+    with FrameEncoders(profile="imf-2k", fps=24, bitrate=100, colorspace="rec709",
+                       backend="cuda", bits=12, codec="htj2k") as enc:
+        assert enc.upload_run(frames.run(0)) is not None
+        direct = [code_frame(enc, frames, k, 2048, 1080) for k in range(3)]
+        plain = [code_frame(enc, lambda i: frames(i), k, 2048, 1080) for k in range(3)]
+    assert direct == plain
+    with FrameEncoders(profile="imf-2k", fps=24, bitrate=100, colorspace="rec709",
+                       backend="cpu", bits=12, codec="htj2k") as cpu:
+        assert cpu.upload_run(frames.run(0)) is None
 
 
 def test_guard_bits_cuda_clips_and_measures_as_numpy():

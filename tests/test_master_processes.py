@@ -142,10 +142,11 @@ def test_how_many_processes(tmp_path, monkeypatch):
         _processes(3, enc, lambda i: None, 9)
     with pytest.raises(ValueError, match="at least 1"):
         _processes(0, enc, files, 9)
-    # several GPUs: processes of 2 threads (the host bounds them there, not the GPUs)
-    for cores, gpus, procs, threads in ((16, 1, 4, 4), (2, 1, 1, 2), (32, 2, 16, 2), (4, 2, 2, 2),
-                                        (64, 1, 16, 4), (64, 4, 32, 2), (4, 4, 4, 2),
-                                        (None, 1, 1, 1)):
+    # processes of 2 threads: one per core on one GPU, one per two cores on several (the
+    # host bounds them there), at most 16 per GPU
+    for cores, gpus, procs, threads in ((16, 1, 16, 2), (2, 1, 2, 2), (32, 2, 16, 2), (4, 2, 2, 2),
+                                        (64, 1, 16, 2), (64, 4, 32, 2), (4, 4, 4, 2),
+                                        (200, 4, 64, 2), (None, 1, 1, 1)):
         monkeypatch.setattr(frame_encode.os, "cpu_count", lambda: cores)
         enc = FrameEncoders(profile="2k", fps=24, bitrate=None, colorspace="rec709",
                             backend="cpu", gpus=gpus)
@@ -405,6 +406,24 @@ def test_gpu_processes_write_the_same_codestreams_as_threads(tmp_path, gpu):
         assert _codestreams(tmp_path / f"rate-{on_gpu}") == _codestreams(tmp_path / "procs")
 
 
+def test_bench_master_frames_are_files_of_their_own(tmp_path):
+    """write_frames: the distinct images written, copied up to ``files`` files (each its own
+    inode, so its own pages in the page cache), the other frames links to those in turn."""
+    from cinegpu.media.bench_master import write_frames
+    from cinegpu.media.images_in import read_image
+    images = [np.full((4, 6, 3), k, np.uint16) for k in range(2)]
+    write_frames(tmp_path, images, 7, files=5)
+    paths = sorted(tmp_path.iterdir())
+    assert [p.name for p in paths] == [f"f{k:06d}.tif" for k in range(7)]
+    assert [p.is_symlink() for p in paths] == [False] * 5 + [True] * 2
+    assert len({p.stat().st_ino for p in paths[:5]}) == 5
+    assert [int(read_image(p, stored=True)[0, 0, 0]) for p in paths] == [0, 1, 0, 1, 0, 0, 1]
+    other = tmp_path / "few"
+    other.mkdir()
+    write_frames(other, images, 3)              # files below the images: one each
+    assert [p.is_symlink() for p in sorted(other.iterdir())] == [False, False, True]
+
+
 @pytest.mark.slow
 @needs_encoder
 def test_bench_master_prints_each_layout(capsys):
@@ -421,7 +440,7 @@ def test_bench_master_prints_each_layout(capsys):
     assert "threads busy" in out and " ms read, " in out and "ms until read back" in out
     assert out.count("      steady, medians of 3 frames: read ") == 1 and \
         "ms CPU); in the encoder forward " in out and " rate+tier2 " in out
-    assert "dci-2k master: 3 frames (2 distinct) from TIFF files" in out
+    assert "dci-2k master: 3 frames (2 distinct) from 3 TIFF files" in out
     assert "1 process(es) x 1 thread(s), rate control on the host:" in out and \
         "2 process(es) x 1 thread(s), rate control on the host:" in out
     assert out.count("s to finish the package") == 2 and out.count("CPU per frame: writing process") == 2 \
@@ -438,7 +457,7 @@ def test_bench_master_imf_and_reading_alone(capsys):
           "--backend", "cpu", "--format", "imf", "--codec", "htj2k", "--bitrate", "100",
           "--read", "1", "2", "--peer-frames", "3"])
     out = capsys.readouterr().out
-    assert "dci-2k IMF htj2k 100 Mbit/s master: 3 frames (2 distinct) from TIFF files" in out
+    assert "dci-2k IMF htj2k 100 Mbit/s master: 3 frames (2 distinct) from 3 TIFF files" in out
     assert "reading the files alone in 1 process(es): " in out
     assert "reading the files alone in 2 process(es): " in out
     assert "1 process(es) x 1 thread(s):" in out and "opj_compress" not in out
@@ -493,7 +512,7 @@ def test_bench_master_masters_real_pictures(tmp_path, capsys):
     main(["--profile", "dci-2k", "--frames", "2", "--layouts", "1x1", "--backend", "cpu",
           "--peer-frames", "0", "--source", str(frame)])
     out = capsys.readouterr().out
-    assert "dci-2k master: 2 frames (1 distinct, real pictures (xyz)) from TIFF files" in out
+    assert "dci-2k master: 2 frames (1 distinct, real pictures (xyz)) from 2 TIFF files" in out
     assert "1 process(es) x 1 thread(s):" in out
     with pytest.raises(SystemExit):
         main(["--profile", "dci-2k", "dci-4k", "--source", str(frame)])

@@ -1,0 +1,184 @@
+"""Frames copied to the GPU straight from their files: which TIFF files qualify
+(media.images_in.tiff_run, on the CPU) and the mapped, locked upload itself
+(encode.mapped_upload, on the GPU)."""
+
+import os
+
+import numpy as np
+import pytest
+
+from cinegpu.media.errors import MediaError, UnsupportedMedia
+from cinegpu.media.images_in import ImageFrames, read_image, tiff_run
+
+tifffile = pytest.importorskip("tifffile")
+
+
+def _image(dtype, shape=(37, 53, 3), seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, np.iinfo(dtype).max + 1, shape).astype(dtype)
+
+
+def _run_samples(run) -> np.ndarray:
+    count = int(np.prod(run.shape))
+    return np.fromfile(run.path, run.dtype, count, offset=run.offset).reshape(run.shape)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
+@pytest.mark.parametrize("strip_rows", [None, 5])
+def test_a_plain_tiff_run_holds_what_read_image_reads(tmp_path, dtype, strip_rows):
+    """An uncompressed interleaved RGB TIFF (one strip or several laid end to end) is one run
+    of bytes, and that run holds the very samples read_image(stored=True) returns."""
+    img = _image(dtype)
+    path = tmp_path / "a.tif"
+    tifffile.imwrite(path, img, photometric="rgb", rowsperstrip=strip_rows)
+    run = tiff_run(path)
+    assert run is not None and run.shape == img.shape and run.dtype == np.dtype(dtype)
+    assert run.nbytes == img.nbytes
+    stored = read_image(path, stored=True)
+    assert np.array_equal(_run_samples(run), stored) and np.array_equal(stored, img)
+
+
+@pytest.mark.parametrize("kind", ["zlib", "planar", "big-endian", "rgba", "grey", "float",
+                                  "tiled", "minisblack-3"])
+def test_other_tiffs_are_read_the_usual_way(tmp_path, kind):
+    """Compressed, planar, big-endian, RGBA, grey, float, tiled (tiles narrower than the
+    image) and 3-sample files that are not RGB have no run; read_image still reads them."""
+    img = _image(np.uint16, (32, 48, 3))
+    path = tmp_path / "b.tif"
+    if kind == "zlib":
+        tifffile.imwrite(path, img, photometric="rgb", compression="zlib")
+    elif kind == "planar":
+        tifffile.imwrite(path, np.moveaxis(img, -1, 0), photometric="rgb",
+                         planarconfig="separate")
+    elif kind == "big-endian":
+        tifffile.imwrite(path, img, photometric="rgb", byteorder=">")
+    elif kind == "rgba":
+        tifffile.imwrite(path, _image(np.uint16, (32, 48, 4)), photometric="rgb",
+                         extrasamples=[2])
+    elif kind == "grey":
+        tifffile.imwrite(path, img[:, :, 0], photometric="minisblack")
+    elif kind == "float":
+        tifffile.imwrite(path, img.astype(np.float32) / 65535, photometric="rgb")
+    elif kind == "tiled":
+        tifffile.imwrite(path, img, photometric="rgb", tile=(16, 16))
+    else:
+        tifffile.imwrite(path, img, photometric="minisblack", planarconfig="contig")
+    assert tiff_run(path) is None
+    assert read_image(path, stored=True).shape == (32, 48, 3)
+
+
+def test_run_checks_the_size_and_leaves_damage_to_read_image(tmp_path):
+    """The header's size is checked as read_image checks it (the frame named through
+    ImageFrames); a damaged file or one that is no TIFF has no run, and read_image names
+    the fault."""
+    img = _image(np.uint16)
+    big, other = tmp_path / "big.tif", tmp_path / "other.tif"
+    tifffile.imwrite(big, img, photometric="rgb")
+    with pytest.raises(UnsupportedMedia, match="larger than"):
+        tiff_run(big, limit=(40, 30))
+    tifffile.imwrite(other, img[:20], photometric="rgb")
+    frames = ImageFrames((str(big), str(other)), None, (53, 37))
+    assert frames.run(0) is not None
+    with pytest.raises(UnsupportedMedia, match="frame 1: 53x20 pixels, but the sequence"):
+        frames.run(1)
+    cut = tmp_path / "cut.tif"
+    cut.write_bytes(big.read_bytes()[:60])
+    assert tiff_run(cut) is None
+    with pytest.raises(MediaError):
+        read_image(cut)
+    png = tmp_path / "c.png"
+    png.write_bytes(b"\x89PNG\r\n\x1a\n")
+    assert tiff_run(png) is None
+    with pytest.raises(MediaError):
+        tiff_run(tmp_path / "missing.tif")
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.gpu
+def test_mapped_upload_equals_the_samples_and_releases_its_file(tmp_path):
+    """MappedUploads copies a run to the GPU straight from its file: the same samples as
+    read_image; a run the file no longer holds gives None (read it then); no file stays
+    open once closed; a failure to lock turns the path off for good."""
+    cupy = pytest.importorskip("cupy")
+    from cinegpu.encode.mapped_upload import MappedUploads
+    img = _image(np.uint16, (300, 400, 3), seed=3)
+    path = tmp_path / "a.tif"
+    tifffile.imwrite(path, img, photometric="rgb")
+    run = tiff_run(path)
+    up = MappedUploads()
+    up.upload(run)                       # CUDA's own files opened on first use
+    up.close()
+    before = _open_fds()
+    out = up.upload(run)
+    assert out is not None and np.array_equal(cupy.asnumpy(out), img)
+    out2 = up.upload(run)                # the first one released on the way
+    assert np.array_equal(cupy.asnumpy(out2), img)
+    up.close()
+    assert _open_fds() == before
+    short = tmp_path / "short.tif"
+    short.write_bytes(path.read_bytes()[:run.offset + run.nbytes - 1])
+    from dataclasses import replace
+    assert up.upload(replace(run, path=str(short))) is None and up.supported
+    up.close()                           # the gate's file closed too
+    assert _open_fds() == before
+
+
+@pytest.mark.gpu
+def test_a_failure_to_lock_turns_mapped_uploads_off(tmp_path, monkeypatch):
+    cupy = pytest.importorskip("cupy")
+    from cinegpu.encode.mapped_upload import MappedUploads
+    img = _image(np.uint8, (20, 30, 3))
+    path = tmp_path / "a.tif"
+    tifffile.imwrite(path, img, photometric="rgb")
+
+    def refuse(*args):
+        raise cupy.cuda.runtime.CUDARuntimeError(801)       # cudaErrorNotSupported
+    monkeypatch.setattr(cupy.cuda.runtime, "hostRegister", refuse)
+    cupy.empty(1)                        # CUDA's own files opened before counting
+    before = _open_fds()
+    up = MappedUploads()
+    assert up.upload(tiff_run(path)) is None and not up.supported
+    assert up.upload(tiff_run(path)) is None
+    up.close()
+    assert _open_fds() == before
+
+
+def test_the_register_gate_is_one_holder_at_a_time(tmp_path):
+    """RegisterGate: taken by one open file at a time (two gates on one path, as two
+    processes or threads hold them), free again once left."""
+    from cinegpu.encode.mapped_upload import RegisterGate
+    a, b = RegisterGate(str(tmp_path / "g.lock")), RegisterGate(str(tmp_path / "g.lock"))
+    try:
+        assert a.try_enter() and not b.try_enter()
+        a.leave()
+        assert b.try_enter() and not a.try_enter()
+        b.leave()
+        a.enter()
+        a.leave()
+    finally:
+        a.close()
+        b.close()
+    assert RegisterGate().path.endswith(f"cinegpu-{os.getuid()}-host-register.lock")
+
+
+@pytest.mark.gpu
+def test_a_taken_gate_sends_the_frame_the_usual_way(tmp_path):
+    """While another holds the gate, upload gives None (the caller reads the frame) and
+    stays supported; once it is free, the frame goes up straight from its file."""
+    cupy = pytest.importorskip("cupy")
+    from cinegpu.encode.mapped_upload import MappedUploads, RegisterGate
+    img = _image(np.uint16, (20, 30, 3))
+    path = tmp_path / "a.tif"
+    tifffile.imwrite(path, img, photometric="rgb")
+    lock = str(tmp_path / "g.lock")
+    other = RegisterGate(lock)
+    up = MappedUploads(RegisterGate(lock))
+    assert other.try_enter()
+    assert up.upload(tiff_run(path)) is None and up.supported
+    other.leave()
+    assert np.array_equal(cupy.asnumpy(up.upload(tiff_run(path))), img)
+    up.close()
+    other.close()
