@@ -73,6 +73,37 @@ class _HoldFirst:
 
 
 @pytest.mark.slow
+def test_next_takes_the_replies_already_waiting(tmp_path):
+    """next() reads every reply already in the pipes, not only until the head frame is
+    here: a process whose frame is coded no longer counts as holding it, so has_room lets
+    the next frame go to it."""
+    from multiprocessing.connection import wait
+
+    import tifffile
+
+    from cinegpu.media.frame_coders import CoderSetup, ProcessCoders
+    for i in range(2):
+        tifffile.imwrite(tmp_path / f"f{i}.tif", np.full((54, 96, 3), 9000 * (i + 1), np.uint16),
+                         photometric="rgb")
+    files = ImageFrames(tuple(str(tmp_path / f"f{i}.tif") for i in range(2)), (4096, 2160))
+    options = dict(profile="2k", fps=24, bitrate=None, colorspace="rec709", backend="cpu")
+    coders = ProcessCoders(lambda p: CoderSetup(files, 96, 54, options, None, 1), 2)
+    try:
+        coders.submit(0)
+        while 0 not in coders._done:
+            coders._collect()                      # frame 0 coded and read back
+        coders.submit(1)
+        p = next(k for k in range(2) if coders._held[k])
+        assert wait([coders._procs[p][1]], timeout=100), "frame 1 was not coded in time"
+        assert coders.in_flight == 2
+        assert coders.next()                       # frame 0's codestream ...
+        assert not coders._held[p] and 1 in coders._done   # ... and frame 1's reply taken
+        assert coders.next()
+    finally:
+        coders.close()
+
+
+@pytest.mark.slow
 def test_a_slow_frame_at_the_head_does_not_stop_the_other_processes(tmp_path):
     """While the oldest frame is still being coded, the other processes go on: coded frames
     may wait for it beyond the processes' own window (the writer takes them in order), and
