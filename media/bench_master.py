@@ -285,7 +285,9 @@ def run_master(profile: str, frames: int, distinct: int, fps: int, layouts, back
     of processes) processes read the same files alone (``read_fps``); OpenJPEG's (``processes`` at once) and Grok's
     (``grk_threads``) frames per second over ``peer_frames`` of the frames, where installed.
     ``sources``: files of real pictures (:func:`source_images`) in place of ``distinct``
-    synthetic ones; ``files``: how many files the frames are (:func:`write_frames`)."""
+    synthetic ones; ``files``: how many files the frames are (:func:`write_frames`), at most
+    as many as a quarter of the temporary folder's free space holds (``files`` in the row:
+    how many were made)."""
     w, h = dci.profile(profile).container
     colorspace = "rec709"
     if sources:
@@ -299,7 +301,11 @@ def run_master(profile: str, frames: int, distinct: int, fps: int, layouts, back
         folder, warm = Path(tmp) / "in", Path(tmp) / "warm"
         folder.mkdir()
         warm.mkdir()
-        write_frames(folder, images, frames, files)
+        # copies only as far as a quarter of the free space: the frames' folder must fit
+        each = images[0].nbytes + 4096 if images else 1
+        room = shutil.disk_usage(folder).free // 4 // each
+        row["files"] = max(len(images), min(files, frames, room))
+        write_frames(folder, images, frames, row["files"])
         for k in range(min(2, frames)):
             os.symlink(folder / f"f{k:06d}.tif", warm / f"f{k:06d}.tif")
         # warm: imports, numba and kernel caches, here and (on disk) for encoder processes
@@ -336,7 +342,8 @@ def main(argv=None) -> None:
     ap.add_argument("--frames", type=int, default=4)
     ap.add_argument("--distinct", type=int, default=4)
     ap.add_argument("--files", type=int, default=240,
-                    help="files the frames are copied to (the rest are links to them)")
+                    help="files the frames are copied to (the rest are links to them), as far "
+                         "as a quarter of the temporary folder's free space allows")
     ap.add_argument("--layouts", type=layout, nargs="+", default=[(1, 1), (None, None)],
                     metavar="PxT|auto")
     ap.add_argument("--backend", default="auto", choices=("auto", "cpu", "cuda"))
@@ -385,7 +392,7 @@ def main(argv=None) -> None:
             f"{profile} IMF {a.codec}" + (f" {a.bitrate:g} Mbit/s" if a.bitrate else "")
         source = f", real pictures ({r['colorspace']})" if a.source else ""
         print(f"{what} master: {r['frames']} frames ({r['distinct']} distinct{source}) "
-              f"from {min(max(a.files, r['distinct']), r['frames'])} TIFF files")
+              f"from {min(r['files'], r['frames'])} TIFF files")
         for k, fps in r["read_fps"].items():
             print(f"  reading the files alone in {k} process(es): {fps:.2f} fps")
         for k, fps in r.get("read_gpu_fps", {}).items():

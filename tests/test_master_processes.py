@@ -457,6 +457,23 @@ def test_bench_master_frames_are_files_of_their_own(tmp_path):
 
 @pytest.mark.slow
 @needs_encoder
+def test_bench_master_copies_only_what_the_disk_holds(monkeypatch):
+    """The frames are copied to --files files only as far as a quarter of the temporary
+    folder's free space holds them; the rest are links."""
+    from collections import namedtuple
+
+    from cinegpu.media import bench_master
+    usage = namedtuple("usage", "total used free")
+    w, h = 2048, 1080
+    for free, want in ((4 * 2 * (w * h * 6 + 4096), 2), (10 ** 15, 3)):
+        monkeypatch.setattr(bench_master.shutil, "disk_usage",
+                            lambda path, free=free: usage(free, 0, free))
+        row = bench_master.run_master("dci-2k", 3, 1, 24, [(1, 1)], "cpu", 0, 1, files=240)
+        assert row["files"] == want and row["frames"] == 3
+
+
+@pytest.mark.slow
+@needs_encoder
 def test_bench_master_prints_each_layout(capsys):
     from cinegpu.media.bench_master import layout, main
     assert layout("auto") == (None, None) and layout("4x3") == (4, 3)
