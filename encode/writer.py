@@ -5,8 +5,11 @@ The budget counts every byte of the codestream.  Packet headers depend on
 what is included, so allocation and writing alternate: choose the passes
 for (budget - overhead) body bytes with the PCRD threshold, write the whole
 codestream exactly, measure the overhead (headers, markers), repeat until it
-fits (a few rounds; each is exact, nothing is estimated at the end).  Caps
-per component (DCI) work the same way on each component's own bytes.
+fits (a few rounds; each is exact, nothing is estimated at the end).  From the
+second round on, the overhead set aside follows the header bytes' growth with the
+body over the last two rounds (:func:`_next_overhead`), so the rounds close in on the
+budget from both sides instead of swinging about it.  Caps per component (DCI) work the
+same way on each component's own bytes.
 
 A round needs only lengths (:meth:`_Writer.measure`).  With one precinct's packets
 depending on that precinct's code-blocks alone (B.9: its tag trees, Lblock states and
@@ -19,6 +22,7 @@ writing any again.
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 
@@ -396,7 +400,7 @@ def _allocate(frame, base_step: float):
     hull = w.hull
     comp_over = np.zeros(p.ncomp)
     best = None                           # (bytes, passes) of the largest that fits
-    last = None
+    last = prev = None
     for _ in range(MAX_ROUNDS):
         lims = w.limits(budget - overhead, None if cap is None else cap - comp_over)
         passes = w.layer_passes(lims)
@@ -412,14 +416,37 @@ def _allocate(frame, base_step: float):
             break                         # the same stream again: nothing left to trade
         last = size, tuple(comp_total)
         new_over = size - body
-        overhead = new_over + (size - budget + 8 if size > budget else 0)
+        overhead = _next_overhead(budget, body, new_over, prev and prev[0])
+        if overhead is None:
+            overhead = new_over + (size - budget + 8 if size > budget else 0)
         for c in range(p.ncomp):
             extra = comp_total[c] - comp_body[c]
             over = comp_total[c] - cap + 8 if cap is not None and comp_total[c] > cap else 0
-            comp_over[c] = max(extra + over, comp_over[c] if over else extra)
+            guess = None if cap is None or prev is None else \
+                _next_overhead(cap, comp_body[c], extra, prev[1][c])
+            comp_over[c] = guess if guess is not None else \
+                max(extra + over, comp_over[c] if over else extra)
+        prev = (body, new_over), [(comp_body[c], comp_total[c] - comp_body[c])
+                                  for c in range(p.ncomp)]
     if best is None:
         best = _shrink_until_fit(w, hull, budget, cap, overhead, comp_over)
     return _written(w, budget, cap, *best)
+
+
+def _next_overhead(limit: float, body: float, header: float, before) -> float | None:
+    """The header bytes to set aside under ``limit`` for the next round, from this round's
+    ``body`` and ``header`` bytes and the round before's (``before``: (body, header), or
+    None): headers grow with the body they carry, about linearly over a round's change, so
+    the body that fills ``limit`` with its own header is where that line meets it.  None
+    where the two rounds do not give a line (no earlier round, the same body, or a slope
+    outside 0 .. 0.5 header bytes a body byte) or there is no limit (infinite)."""
+    if not before or body == before[0] or not math.isfinite(limit):
+        return None
+    slope = (header - before[1]) / (body - before[0])
+    if not 0.0 <= slope <= 0.5:
+        return None
+    fill = (limit - header + slope * body) / (1.0 + slope)
+    return limit - fill
 
 
 def _written(w: _Writer, budget: float, cap, size: int, passes: np.ndarray):
