@@ -67,7 +67,7 @@ def code_frame(encoders, read: Callable[[int], np.ndarray], i: int, width: int,
     that the frame is not copied again to go up), or where a GPU encoder can take them straight
     from the file, copied up from there (:meth:`.FrameEncoders.upload_run`)."""
     if isinstance(read, ImageFrames):
-        run = read.run(i)
+        run = read.run(i) if encoders.uploads_runs else None
         image = encoders.upload_run(run) if run is not None and \
             run.shape[:2] == (height, width) else None
         if image is None:

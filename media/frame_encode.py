@@ -248,14 +248,19 @@ class FrameEncoders:
         with self._encoder().on_stream():       # allocated on the encoder's own device
             return self._staging().buffer(shape, dtype)
 
+    @property
+    def uploads_runs(self) -> bool:
+        """Whether :meth:`upload_run` can take frames straight from their files: the cuda back
+        end with cinegpu's encoder, and R'G'B' kept as given (Y'CbCr is made on the host)."""
+        return self.backend == "cuda" and self.ours and not (self.imf and self.sampling != "rgb")
+
     def upload_run(self, run):
         """Frame samples stored as one run of a file
         (:class:`cinegpu.encode.mapped_upload.FileRun`) copied to this thread's encoder's
         device straight from the file (:class:`cinegpu.encode.mapped_upload.MappedUploads`):
         a CuPy array, queued on the encoder's stream; None on the CPU back end, for the
         OpenJPEG stand-in or where the file cannot be locked for the GPU (read it then)."""
-        if self.backend != "cuda" or not self.ours or run is None or \
-                (self.imf and self.sampling != "rgb"):      # Y'CbCr is made on the host
+        if run is None or not self.uploads_runs:
             return None
         uploads = getattr(self._local, "uploads", None)
         if uploads is None:

@@ -312,7 +312,7 @@ def test_frames_read_into_the_upload_buffer_code_the_same(tmp_path):
     assert direct == plain
     with FrameEncoders(profile="imf-2k", fps=24, bitrate=100, colorspace="rec709",
                        backend="cpu", bits=12, codec="htj2k") as cpu:
-        assert cpu.upload_run(frames.run(0)) is None
+        assert cpu.upload_run(frames.run(0)) is None and not cpu.uploads_runs
 
 
 def test_guard_bits_cuda_clips_and_measures_as_numpy():

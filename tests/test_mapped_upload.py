@@ -182,3 +182,17 @@ def test_a_taken_gate_sends_the_frame_the_usual_way(tmp_path):
     assert np.array_equal(cupy.asnumpy(up.upload(tiff_run(path))), img)
     up.close()
     other.close()
+
+
+def test_which_encoders_take_frames_from_their_files():
+    """Only cinegpu's encoder on the cuda back end takes frames straight from their files,
+    and not where IMF Y'CbCr is made from them on the host."""
+    from cinegpu.media.frame_encode import FrameEncoders
+    enc = FrameEncoders(profile="2k", fps=24, bitrate=None, colorspace="rec709", backend="cpu")
+    assert not enc.uploads_runs and enc.upload_run(object()) is None
+    enc.backend = "cuda"                 # as on a GPU machine (nothing is uploaded here)
+    assert enc.uploads_runs == enc.ours
+    ycc = FrameEncoders(profile="imf-2k", fps=24, bitrate=100, colorspace="rec709",
+                        backend="cpu", codec="htj2k", sampling="ycbcr444", bits=10)
+    ycc.backend = "cuda"
+    assert not ycc.uploads_runs
