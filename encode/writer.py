@@ -400,7 +400,9 @@ def _allocate(frame, base_step: float):
     hull = w.hull
     comp_over = np.zeros(p.ncomp)
     best = None                           # (bytes, passes) of the largest that fits
-    last = prev = None
+    last = None
+    before = None                         # the last round's (body, header), frame ...
+    comp_before = None                    # ... and per component
     for _ in range(MAX_ROUNDS):
         lims = w.limits(budget - overhead, None if cap is None else cap - comp_over)
         passes = w.layer_passes(lims)
@@ -416,18 +418,18 @@ def _allocate(frame, base_step: float):
             break                         # the same stream again: nothing left to trade
         last = size, tuple(comp_total)
         new_over = size - body
-        overhead = _next_overhead(budget, body, new_over, prev and prev[0])
+        overhead = _next_overhead(budget, body, new_over, before)
         if overhead is None:
             overhead = new_over + (size - budget + 8 if size > budget else 0)
+        comp_extra = comp_total - comp_body
         for c in range(p.ncomp):
-            extra = comp_total[c] - comp_body[c]
             over = comp_total[c] - cap + 8 if cap is not None and comp_total[c] > cap else 0
-            guess = None if cap is None or prev is None else \
-                _next_overhead(cap, comp_body[c], extra, prev[1][c])
+            guess = None if cap is None or comp_before is None else \
+                _next_overhead(cap, comp_body[c], comp_extra[c], comp_before[c])
             comp_over[c] = guess if guess is not None else \
-                max(extra + over, comp_over[c] if over else extra)
-        prev = (body, new_over), [(comp_body[c], comp_total[c] - comp_body[c])
-                                  for c in range(p.ncomp)]
+                max(comp_extra[c] + over, comp_over[c] if over else comp_extra[c])
+        before = body, new_over
+        comp_before = list(zip(comp_body, comp_extra))
     if best is None:
         best = _shrink_until_fit(w, hull, budget, cap, overhead, comp_over)
     return _written(w, budget, cap, *best)

@@ -133,13 +133,9 @@ class FrameEncoders:
         return max(self.gpus, min(cores if self.gpus == 1 else cores // 2,
                                   GPU_PROCESSES * self.gpus))
 
-    def process_threads(self) -> int:
-        """Threads of each of several GPU encoder processes: :data:`PROCESS_THREADS`."""
-        return PROCESS_THREADS
-
     def default_workers(self, processes: int = 1) -> int:
         """Encoder threads in each of ``processes`` processes when the user does not say: a
-        thread per CPU core shared out, or on the GPU :meth:`process_threads` per process,
+        thread per CPU core shared out, or on the GPU :data:`PROCESS_THREADS` per process,
         and in a single process at most GPU_WORKERS per device used (more threads only
         contend for the GIL and the device: on an H200 with 16 cores, 16 threads mastered 2K
         at 56 fps, 12 at 70 and 8 at 96)."""
@@ -147,7 +143,7 @@ class FrameEncoders:
         if self.backend != "cuda":
             return max(1, cores // max(1, processes))
         if processes > 1:
-            return self.process_threads()
+            return PROCESS_THREADS
         return min(cores, GPU_WORKERS * self.gpus)
 
     @property
