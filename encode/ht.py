@@ -56,8 +56,52 @@ FILL = 0.985
 #: at 50-800 Mbit/s its stream landed at 0.983-1.021 of the budget; 7 of the 12 cases ended
 #: in that round, the others in the second.
 AIM = 0.94
-#: the tile plans whose GPU block tables (:class:`.tier1.ht_gpu.BlockSet`) an encoder keeps
+#: the tile plans whose tables (:class:`_PlanTables`) an encoder keeps
 BLOCK_SETS = 32
+
+
+class _PlanTables:
+    """What an encoder keeps of one tile plan between frames (a sequence's frames share their
+    geometry): each block's component and, per set of quantisation options, its weight
+    (:func:`.quant.block_weights`), and on the GPU the :class:`.tier1.ht_gpu.BlockSet` of all
+    its blocks, whose device tables the coding and the figures kernels read."""
+
+    def __init__(self, plan):
+        self.plan = plan
+        self.components = block_components(plan)
+        self._weights: dict = {}
+        self._block_set = None
+
+    def weights(self, params) -> np.ndarray:
+        key = (bool(params.mct), bool(params.reversible), int(params.ncomp))
+        w = self._weights.get(key)
+        if w is None:
+            w = self._weights[key] = block_weights(self.plan, params)
+        return w
+
+    def block_set(self, kernel: str):
+        """The plan's BlockSet for ``kernel`` (all its blocks), made on first use (CuPy)."""
+        if self._block_set is None or self._block_set.kernel != kernel:
+            from .tier1.ht_gpu import BlockSet  # noqa: PLC0415
+            self._block_set = BlockSet(self.plan.cb, np.arange(self.plan.cb.shape[0],
+                                                               dtype=np.int64), kernel)
+        return self._block_set
+
+
+def _plan_tables(plans, kept: dict | None) -> list[_PlanTables]:
+    """The plans' :class:`_PlanTables`, from ``kept`` (the caller's dict, by plan; None:
+    made for this frame alone)."""
+    out = []
+    for plan in plans:
+        t = None if kept is None else kept.get(id(plan))
+        if t is None or t.plan is not plan:
+            t = _PlanTables(plan)
+            if kept is not None:
+                if len(kept) >= BLOCK_SETS:      # geometries come and go: start over
+                    kept.clear()
+                kept[id(plan)] = t
+        out.append(t)
+    return out
 
 
 def _tile_rows(pool, flat, cb, rows, drops):
@@ -74,15 +118,16 @@ def _tile_rows(pool, flat, cb, rows, drops):
     return table.coded, table.coded_off, table.rates, table.rate_off, dists, table.num_bps
 
 
-def _tile_figures(pool, flat, cb):
+def _tile_figures(pool, flat, cb, blocks=None):
     """ht_plane_figures of every block of a tile (DMAX planes): (dist, bits), one row per
     block; numpy ``flat`` in runs of blocks on the pool's threads, CuPy ``flat`` on the GPU
-    (the current stream), where they stay (CuPy arrays)."""
+    (the current stream), where they stay (CuPy arrays; ``blocks``: the tile's BlockSet of
+    all its blocks, whose device tables the kernel then reads)."""
     cb = np.ascontiguousarray(cb, np.int64)
     if not isinstance(flat, np.ndarray):         # on the GPU (CuPy): worked out there
         from .tier1.ht_gpu import ht_plane_figures_cuda  # noqa: PLC0415
         return ht_plane_figures_cuda(flat, cb, np.arange(cb.shape[0], dtype=np.int64), DMAX,
-                                     keep=True)
+                                     keep=True, blocks=blocks)
     runs = None if pool is None else pool.runs(cb)
     if runs is None:
         return ht_plane_figures(flat, cb, np.arange(cb.shape[0], dtype=np.int64), DMAX)
@@ -92,12 +137,16 @@ def _tile_figures(pool, flat, cb):
     return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
-def _plane_choice(pool, plans, flats, params):
+def _plane_choice(pool, plans, flats, params, tables=None, kernel="auto"):
     """The frame's :class:`.ht_select.PlaneChoice` from its blocks' figures, or on the GPU
-    (CuPy flats) :class:`.ht_select_gpu.PlaneChoiceCuda`, the same choice made there."""
-    figs = [_tile_figures(pool, flat, plan.cb) for plan, flat in zip(plans, flats)]
-    w = np.concatenate([block_weights(plan, params) for plan in plans])
-    if isinstance(figs[0][0], np.ndarray):
+    (CuPy flats) :class:`.ht_select_gpu.PlaneChoiceCuda`, the same choice made there.
+    ``tables``: the plans' :class:`_PlanTables` (None: made here)."""
+    tables = _plan_tables(plans, None) if tables is None else tables
+    gpu = not isinstance(flats[0], np.ndarray)
+    figs = [_tile_figures(pool, flat, plan.cb, t.block_set(kernel) if gpu else None)
+            for plan, flat, t in zip(plans, flats, tables)]
+    w = np.concatenate([t.weights(params) for t in tables])
+    if not gpu:
         return PlaneChoice(w, np.concatenate([f[0] for f in figs]),
                            np.concatenate([f[1] for f in figs]))
     import cupy  # noqa: PLC0415
@@ -109,13 +158,16 @@ def _plane_choice(pool, plans, flats, params):
                            cupy.concatenate([f[1] for f in figs]))
 
 
-def _code_rows(plans, flats, rows, drops, pool, kernel="auto", blocks=None):
+def _code_rows(plans, flats, rows, drops, pool, kernel="auto", tables=None):
     """The cleanup segments of the frame's blocks ``rows`` (global indices, ascending; None:
     all) at the planes ``drops`` (one per frame block): (coded, coded_off), the segments
-    joined in the order of ``rows``.  ValueError for a segment longer than Scup allows."""
+    joined in the order of ``rows``.  ValueError for a segment longer than Scup allows.
+    ``tables``: the plans' :class:`_PlanTables` (None: made here), whose BlockSet codes
+    every block of a tile on the GPU."""
+    tables = _plan_tables(plans, None) if tables is None else tables
     coded, lens = [], []
     base = 0
-    for plan, flat in zip(plans, flats):
+    for plan, flat, t in zip(plans, flats, tables):
         n = plan.cb.shape[0]
         if rows is None:
             local = np.arange(n, dtype=np.int64)
@@ -127,18 +179,9 @@ def _code_rows(plans, flats, rows, drops, pool, kernel="auto", blocks=None):
         if isinstance(flat, np.ndarray):
             out = _tile_rows(pool, flat, plan.cb, local, drops[base + local])
         else:                                    # on the GPU (CuPy): coded there
-            from .tier1.ht_gpu import BlockSet, ht_encode_rows_cuda  # noqa: PLC0415
-            made = None
-            if rows is None:         # every block: the plan's tables kept between frames
-                made = None if blocks is None else blocks.get(id(plan))
-                if made is None or made[0] is not plan:
-                    made = (plan, BlockSet(plan.cb, local, kernel))
-                    if blocks is not None:
-                        if len(blocks) >= BLOCK_SETS:  # geometries come and go: start over
-                            blocks.clear()
-                        blocks[id(plan)] = made
-            out = ht_encode_rows_cuda(flat, plan.cb, local, drops[base + local],
-                                      kernel=kernel, blocks=None if made is None else made[1])
+            from .tier1.ht_gpu import ht_encode_rows_cuda  # noqa: PLC0415
+            out = ht_encode_rows_cuda(flat, plan.cb, local, drops[base + local], kernel=kernel,
+                                      blocks=t.block_set(kernel) if rows is None else None)
         if out[5].shape[0] != local.size:
             raise ValueError("an HT cleanup segment is longer than Scup allows (4079 bytes)")
         coded.append(out[0])
@@ -184,11 +227,14 @@ class _Segments:
         return frame_cls(params, cs, plans, table, dists, *layout)
 
 
-def _block_layout(plans):
+def _block_layout(plans, tables=None):
     """(component of every block, first block of each tile) over the frame's tiles: what
-    every round's frame shares, worked out once a frame."""
+    every round's frame shares, worked out once a frame (``tables``: the plans'
+    :class:`_PlanTables`, whose components are kept)."""
     sizes = [plan.cb.shape[0] for plan in plans]
     first = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
+    if tables is not None:
+        return np.concatenate([t.components for t in tables]), first
     return np.concatenate([block_components(plan) for plan in plans]), first
 
 
@@ -219,18 +265,19 @@ def _splice(a, a_off, rows, b, b_off):
     return out, off
 
 
-def _code(frame_cls, params, cs, plans, flats, drops, pool, kernel="auto", blocks=None,
+def _code(frame_cls, params, cs, plans, flats, drops, pool, kernel="auto", tables=None,
           segments: _Segments | None = None, layout=None):
     """The frame with every block at plane drops[b]: (Frame, its _Segments).  With the
     ``segments`` of an earlier round only the blocks whose plane differs are coded.
-    ``layout``: the plans' :func:`_block_layout` (None: worked out here)."""
+    ``tables``: the plans' :class:`_PlanTables` (None: made here); ``layout``: the plans'
+    :func:`_block_layout` (None: worked out here)."""
     if segments is None:
-        coded, off = _code_rows(plans, flats, None, drops, pool, kernel, blocks)
+        coded, off = _code_rows(plans, flats, None, drops, pool, kernel, tables)
         segments = _Segments(coded, off, drops.copy())
     else:
         rows = np.flatnonzero(segments.drops != drops).astype(np.int64)
         if rows.size:
-            coded, off = _code_rows(plans, flats, rows, drops, pool, kernel, blocks)
+            coded, off = _code_rows(plans, flats, rows, drops, pool, kernel, tables)
             segments = segments.replaced(rows, coded, off, drops)
     layout = _block_layout(plans) if layout is None else layout
     return segments.frame(frame_cls, params, cs, plans, layout), segments
@@ -245,10 +292,12 @@ def encode_ht_frame(frame_cls, params, cs, plans, flats, base_step, pool=None,
     the budget or None.
     ``frame_cls`` is :class:`.encoder.Frame`; ``pool`` a :class:`.blocks.TierOnePool`
     (or None).  ``stats`` receives "drops" (per block), "rounds" and "coded" (blocks coded
-    over all rounds: a later round codes only the blocks whose plane changed).  ``kernel``: which GPU
-    kernel codes the blocks (:data:`.tier1.ht_gpu_plan.KERNEL_CHOICES`; CuPy flats only).
-    ``blocks``: the caller's dict in which each plan's :class:`.tier1.ht_gpu.BlockSet` is
-    kept between frames (CuPy flats; None: made every frame)."""
+    over all rounds: a later round codes only the blocks whose plane changed).  ``kernel``:
+    which GPU kernel codes the blocks (:data:`.tier1.ht_gpu_plan.KERNEL_CHOICES`; CuPy flats
+    only).
+    ``blocks``: the caller's dict in which what each plan's frames share is kept between
+    frames (:class:`_PlanTables`: block weights and components, and on the GPU the plan's
+    :class:`.tier1.ht_gpu.BlockSet`; None: made every frame)."""
     from dataclasses import replace
 
     from .writer import allocate_and_write, allocate_stream
@@ -256,24 +305,26 @@ def encode_ht_frame(frame_cls, params, cs, plans, flats, base_step, pool=None,
     keep_all = replace(params, frame_bytes=None, component_bytes=None)
     nblocks = sum(plan.cb.shape[0] for plan in plans)
     drops = np.zeros(nblocks, np.int64)
+    tables = _plan_tables(plans, blocks)
     if budget is None:
-        frame, _ = _code(frame_cls, keep_all, cs, plans, flats, drops, pool, kernel, blocks)
+        frame, _ = _code(frame_cls, keep_all, cs, plans, flats, drops, pool, kernel, tables,
+                         layout=_block_layout(plans, tables))
         if stats is not None:
             stats.update(drops=drops, rounds=1, coded=nblocks)
         return allocate_and_write(frame, base_step)
-    choice = _plane_choice(pool, plans, flats, params)
+    choice = _plane_choice(pool, plans, flats, params, tables, kernel)
     target = 8.0 * budget * AIM  # estimated bits; corrected by what is measured
     goal = budget * (1.0 + FILL) / 2.0             # bytes aimed at, inside [FILL, 1] x budget
     best = under = over = None   # (estimated bits, bytes): the largest that fit, least over
     segments = None      # the blocks as last coded: a round codes only those that change
-    layout = _block_layout(plans)
+    layout = _block_layout(plans, tables)
     coded = rounds = 0
 
     def code(drops):
         nonlocal segments, coded
         before = segments
         frame, segments = _code(frame_cls, keep_all, cs, plans, flats, drops, pool, kernel,
-                                blocks, segments, layout)
+                                tables, segments, layout)
         coded += nblocks if before is None else int((before.drops != drops).sum())
         return frame
 

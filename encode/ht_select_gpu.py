@@ -77,9 +77,9 @@ class PlaneChoiceCuda:
         xp = self.xp = launch.xp
         n = w.shape[0]
         self.bits = xp.ascontiguousarray(xp.asarray(bits), xp.float64)
-        self.bits0 = float(self.bits[:, 0].sum()) if n else 0.0
         self.n = n
         if n == 0:
+            self.bits0 = 0.0
             return
         m = self.m = self.bits.shape[1]
         w = xp.ascontiguousarray(xp.asarray(w), xp.float64)
@@ -89,13 +89,20 @@ class PlaneChoiceCuda:
         launch("ht_hull_steps", n, (w, dist, self.bits, np.int32(n), np.int32(m), self.start,
                                     self.lam, self.nxt, count))
         off = xp.concatenate((xp.zeros(1, xp.int64), xp.cumsum(count)))
-        total = int(off[-1])
+        # one read-back for both: the bits at d = 0 (eighths: exact in any order) and the moves
+        bits0, total = launch.asnumpy(xp.stack((self.bits[:, 0].sum(),
+                                                off[-1].astype(xp.float64))))
+        self.bits0, total = float(bits0), int(total)
         slopes, gains = xp.empty(total, xp.float64), xp.empty(total, xp.float64)
         first_bits = xp.empty(n, xp.float64)
         launch("ht_moves", n, (self.start, self.lam, self.nxt, count, self.bits, off,
                                np.int32(n), np.int32(m), slopes, gains, first_bits))
-        self.first = float(first_bits.sum())     # eighths: exact in any order
-        if total and bool((~(slopes >= 0.0)).any()):   # the walk starts at the least w dist
+        # one read-back: the first bits (eighths: exact in any order) and whether any slope
+        # is negative or NaN (the walk starts at the least w dist)
+        first, bad = launch.asnumpy(xp.stack((first_bits.sum(), (~(slopes >= 0.0)).sum()
+                                              .astype(xp.float64))))
+        self.first = float(first)
+        if bad:
             raise ValueError("plane figures must be finite, non-negative numbers")
         # The moves by slope, their gains summed in that order; the order among equal slopes
         # does not matter: a tie is taken whole (select's inclusive planes), every gain is

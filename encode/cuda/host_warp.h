@@ -98,6 +98,7 @@ static inline unsigned int __ballot_sync(unsigned int, int pred)
 static void __syncwarp() { warp_barrier(); }
 
 static inline int __ffs(unsigned int x) { return __builtin_ffs((int)x); }
+static inline int __ffsll(long long x) { return __builtin_ffsll(x); }
 
 /* Shared-memory atomics: the lanes run one at a time, so a plain read-modify-write is atomic */
 static inline unsigned int atomicOr(unsigned int* p, unsigned int v)

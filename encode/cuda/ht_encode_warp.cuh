@@ -22,23 +22,25 @@
  *      the pair's MEL symbols (7.3.3: c_q = 0 quads, then the first line-pair's u_off pair);
  *   D  MagSgn and VLC by all lanes (htw_magsgn_row, htw_vlc_step): each quad's MagSgn bits
  *      and each pair's VLC word go into a shared bit buffer at the prefix sum of the counts
- *      (row-major: the stream's order), behind the bits still pending from the step before;
+ *      (a shuffle scan over the lanes, row-major: the stream's order), behind the bits still pending from the step before;
  *      lanes cut 32 bytes a round, each as if no stuffing came before it, and the bytes up to
  *      the first stuffed one stand: in MagSgn the byte after a 0xFF carries 7 bits (7.3.2),
  *      in VLC a byte after one above 0x8F whose low 7 bits are all 1 is 0x7F with a stuffed
  *      0 MSB (7.3.4).  A round costs one to three ballots and the output is ms_put's and
  *      vlc_put's, byte for byte;
- *   E  lane 0 feeds the step's MEL symbols, in order, to mel_encode of ht_encode.cu (MEL's
- *      run-length state makes every symbol depend on all before it).
+ *   E  the pairs' MEL symbols are laid behind each other (a shuffle scan of their counts)
+ *      in one word, and lane 0 codes them (htw_mel_symbols: what mel_encode of ht_encode.cu
+ *      does symbol by symbol, a run of zeros at once; MEL's run-length state makes every
+ *      symbol depend on all before it).
  *   Joining words is exact: writing (a, m) then (b, n) is writing a | b << m in m + n bits
  *   for these writers (each holds its state per bit).
  *
  * MagSgn goes straight into the block's output region (it opens the segment, 7.1); MEL and
  * VLC are built in the warp's shared memory and copied behind it by all lanes (the paper's
  * KVCPY), VLC reversed; lane 0 then writes Scup into the last two bytes.  Steps are separated
- * by __syncwarp, the row tables double-buffered by step; a step costs four __syncwarp and
- * the rounds' ballots (one a round of 32 MagSgn bytes or a 0xFF among them, three a round of
- * 32 VLC bytes or a stuffed one).
+ * by __syncwarp, the row tables double-buffered by step; a step costs four __syncwarp, three
+ * shuffle scans and the rounds' ballots (one a round of 32 MagSgn bytes or a 0xFF among them,
+ * three a round of 32 VLC bytes or a stuffed one).
  *
  * Shared memory: HTW_SHARED_BYTES a warp (MEL and VLC buffers of ht_encode.cu's sizes and the
  * row tables), HTW_WARPS warps a CUDA block.  Launch exactly HTW_THREADS threads a block;
@@ -64,12 +66,10 @@ typedef struct {
     u8 rho[2][32];                    /* per lane, of the steps of parity 0 / 1 */
     u8 elo[2][64];                    /* bitlen(v) of their lower lines, two a lane */
     unsigned int ms_bits[HTW_MS_WORDS]; /* D: the step's MagSgn bits behind the carry */
-    int ms_count[32];                 /* D: a quad's MagSgn bits */
     int quad[32];                     /* B: u | cw << 8 | cw length << 16 | coded << 20
                                           | mel << 21 | mel symbol << 22 */
     unsigned int vlc_bits[HTW_VLC_WORDS]; /* D: the step's VLC bits behind the carry */
-    int vlc_count[32];                /* C: a pair's VLC bits, at its first quad's lane */
-    u8 pair_mel[32];                  /* C: symbols count | bits << 2 (first first) */
+    unsigned int mel_sym[2];          /* C: the step's MEL symbols in order, LSB first */
     int result[4];                    /* lane 0's totals: MagSgn, MEL, VLC bytes, status */
 } HtwShared;
 
@@ -164,9 +164,9 @@ HTE_DEV int htw_quad(HtwShared* s, const int* src, i64 off, i64 stride, int w, i
 }
 
 /* Step C for the pair of quads lane, lane + 1 (the first of a pair in its row; the second
- * absent when !has2): its VLC word and length (7.3.4, 7.3.6) into *vbits, *vlen, its MEL
- * symbols (7.3.3) at pair_mel[lane] */
-HTE_DEV void htw_pair(HtwShared* s, int lane, int has2, int initial, u64* vbits, int* vlen)
+ * absent when !has2): its VLC word and length (7.3.4, 7.3.6) into *vbits, *vlen; returns its
+ * MEL symbols (7.3.3) as their count (0 to 3) | their bits << 2 (the first the lowest) */
+HTE_DEV int htw_pair(HtwShared* s, int lane, int has2, int initial, u64* vbits, int* vlen)
 {
     int q1 = s->quad[lane], q2 = has2 ? s->quad[lane + 1] : 0;
     u64 acc = 0;
@@ -208,7 +208,55 @@ HTE_DEV void htw_pair(HtwShared* s, int lane, int has2, int initial, u64* vbits,
     }
     *vbits = acc;
     *vlen = n;
-    s->pair_mel[lane] = (u8)(nmel | (mel << 2));
+    return nmel | (mel << 2);
+}
+
+/* Step E: the n MEL symbols of a step (sym, LSB first; n <= 64), as n calls of mel_encode
+ * of ht_encode.cu would code them, by one lane: a run of zeros at once (the run grows, a 1
+ * for each full run of 2^E[k]), then a one (a 0 and the run in E[k] bits).  epack holds
+ * E[k] (T.814 Table 2) in bits 4k..4k + 3. */
+HTE_DEV void htw_mel_symbols(MelWriter* s, u64 sym, int n, u64 epack)
+{
+    int pos = 0;
+    while (pos < n) {
+        u64 rest = sym >> pos;
+        int z = rest ? hte_min(__ffsll((long long)rest) - 1, n - pos) : n - pos;
+        pos += z;
+        while (z > 0) {
+            int need = (1 << (int)((epack >> (4 * s->k)) & 15)) - s->run;
+            if (z < need) {
+                s->run += z;
+                break;
+            }
+            z -= need;
+            mel_put(s, 1);
+            s->run = 0;
+            s->k = hte_min(s->k + 1, 12);
+        }
+        if (pos < n) {
+            int e = (int)((epack >> (4 * s->k)) & 15);
+            mel_put(s, 0);
+            for (int i = e - 1; i >= 0; i--)
+                mel_put(s, (s->run >> i) & 1);
+            s->run = 0;
+            s->k = hte_max(s->k - 1, 0);
+            pos++;
+        }
+    }
+}
+
+/* Exclusive prefix sum of n over the warp's lanes (a shuffle scan; every lane calls it):
+ * the sum of lanes below this one, and the warp's total in *total */
+HTE_DEV int htw_scan(int n, int lane, int* total)
+{
+    int incl = n;
+    for (int k = 1; k < 32; k <<= 1) {
+        int o = __shfl_up_sync(HTW_FULL, incl, k);
+        if (lane >= k)
+            incl += o;
+    }
+    *total = __shfl_sync(HTW_FULL, incl, 31);
+    return incl - n;
 }
 
 /* OR the low n bits of val into the row's bit buffer at bit `at` (lanes' ranges are
@@ -242,12 +290,8 @@ HTE_DEV int htw_get_bits(const unsigned int* buf, int at, int n)
 HTE_DEV void htw_magsgn_row(HtwShared* s, int lane, const u64* msw, const int* msl, u8* out,
                             MsWriter* ms)
 {
-    int before = 0, total = 0;
-    for (int q = 0; q < 32; q++) {
-        int n = s->ms_count[q];
-        before += q < lane ? n : 0;
-        total += n;
-    }
+    int total;
+    int before = htw_scan(msl[0] + msl[1], lane, &total);
     int at = ms->used + before;
     htw_or_bits(s->ms_bits, at, msw[0], msl[0]);
     htw_or_bits(s->ms_bits, at + msl[0], msw[1], msl[1]);
@@ -277,9 +321,9 @@ HTE_DEV void htw_magsgn_row(HtwShared* s, int lane, const u64* msw, const int* m
     ms->cap = cap;
 }
 
-/* Step D for VLC (7.3.4; vlc_put's bytes exactly), by all lanes after htw_magsgn_row (whose
- * __syncwarp orders the pairs' vlc_count): the pending bits and the step's pairs' words (the
- * pair of lane l at the prefix sum of vlc_count) go into the VLC bit buffer; then, 32 bytes a
+/* Step D for VLC (7.3.4; vlc_put's bytes exactly), by all lanes after htw_magsgn_row: the
+ * pending bits and the step's pairs' words (the pair of lane l at the prefix sum of the
+ * lanes' vlen) go into the VLC bit buffer; then, 32 bytes a
  * round, lane k takes 8 bits at 8k as if no byte so far were short.  A byte is short (7
  * bits, its stuffed MSB 0: the value 0x7F) where the byte before is above 0x8F and its own
  * low 7 bits are all 1; the bytes up to and including the first short one stand, or up to
@@ -287,12 +331,8 @@ HTE_DEV void htw_magsgn_row(HtwShared* s, int lane, const u64* msw, const int* m
  * v->buf), the bits pending and whether the last byte was above 0x8F. */
 HTE_DEV void htw_vlc_step(HtwShared* s, int lane, u64 vbits, int vlen, VlcWriter* v)
 {
-    int before = 0, total = 0;
-    for (int q = 0; q < 32; q++) {
-        int n = s->vlc_count[q];
-        before += q < lane ? n : 0;
-        total += n;
-    }
+    int total;
+    int before = htw_scan(vlen, lane, &total);
     htw_or_bits(s->vlc_bits, v->used + before, vbits, vlen);
     if (lane == 0)
         htw_or_bits(s->vlc_bits, 0, (u64)v->tmp, v->used);
@@ -333,8 +373,8 @@ HTE_DEV void htw_vlc_step(HtwShared* s, int lane, u64 vbits, int vlen, VlcWriter
  * arguments): Lcup (bytes), 0 (nothing significant) or HT_TOO_LONG, in every lane.  Audited
  * hot kernel: the step loop and lane 0's writers belong together. */
 HTE_DEV i64 htw_encode_block(HtwShared* s, const int* src, i64 off, i64 stride, int w, int h,
-                             int p, u8* out, const int* vlc0, const int* vlc1,
-                             const int* mel_exp, int lane)
+                             int p, u8* out, const int* vlc0, const int* vlc1, u64 epack,
+                             int lane)
 {
     int qw = (w + 1) >> 1, qh = (h + 1) >> 1;
     MsWriter ms = {out, 0, 0, 0, 8};          /* every lane's copy of the same state */
@@ -351,30 +391,29 @@ HTE_DEV i64 htw_encode_block(HtwShared* s, const int* src, i64 off, i64 stride, 
         int rho = htw_quad(s, src, off, stride, w, h, p, qy0, step & 1, rsh, qw, qh, lane,
                            vlc0, vlc1, msw, msl);
         any_sig |= rho;
-        s->ms_count[lane] = msl[0] + msl[1];
         for (int k = lane; k < HTW_MS_WORDS; k += 32)
             s->ms_bits[k] = 0;
         for (int k = lane; k < HTW_VLC_WORDS; k += 32)
             s->vlc_bits[k] = 0;
+        if (lane < 2)
+            s->mel_sym[lane] = 0;
         __syncwarp();
         int q = lane & (qwp - 1), qy = qy0 + (lane >> rsh);
         u64 vbits = 0;
-        int vlen = 0;
+        int vlen = 0, pm = 0;
         if (!(q & 1) && q < qw && qy < qh)
-            htw_pair(s, lane, q + 1 < qw, qy == 0, &vbits, &vlen);
-        s->vlc_count[lane] = vlen;
+            pm = htw_pair(s, lane, q + 1 < qw, qy == 0, &vbits, &vlen);
+        /* the pairs' MEL symbols behind each other in stream order (row-major: by lane); at
+         * most 48 a step: 3 a pair of 16, or 1 a lone quad of 32 (a block 1 or 2 wide) */
+        int nmel = pm & 3, nsym;
+        int sym_at = htw_scan(nmel, lane, &nsym);
+        if (nmel)
+            htw_or_bits(s->mel_sym, sym_at, (u64)(pm >> 2), nmel);
         htw_magsgn_row(s, lane, msw, msl, out, &ms);  /* its first __syncwarp orders C */
         htw_vlc_step(s, lane, vbits, vlen, &vlc);
-        if (lane == 0) {
-            for (int l = 0; l < 32; l++) {  /* the step's pairs' MEL symbols in order */
-                int lq = l & (qwp - 1);
-                if ((lq & 1) || lq >= qw || qy0 + (l >> rsh) >= qh)
-                    continue;
-                int m = s->pair_mel[l];
-                for (int i = 0; i < (m & 3); i++)
-                    mel_encode(&mel, (m >> (2 + i)) & 1, mel_exp);
-            }
-        }
+        if (lane == 0 && nsym)
+            htw_mel_symbols(&mel, (u64)s->mel_sym[0] | ((u64)s->mel_sym[1] << 32), nsym,
+                            epack);
         /* the next step's first __syncwarp (in htw_quad) orders lane 0's reads and the last
          * reads of the bit buffer before they are written again; the row tables alternate
          * by step */
@@ -427,6 +466,9 @@ extern "C" __global__ void ht_enc_blocks_warp(const int* flat, const i64* cb, in
     int lane = threadIdx.x & 31;
     HtwShared* s = &shared[threadIdx.x >> 5];
     int warps = gridDim.x * HTW_WARPS;
+    u64 epack = 0;                    /* MEL's E[k] (13 states), 4 bits each */
+    for (int k = 0; k < 13; k++)
+        epack |= (u64)(mel_exp[k] & 15) << (4 * k);
     for (int j = blockIdx.x * HTW_WARPS + (threadIdx.x >> 5); j < nblk; j += warps) {
         const i64* r = cb + rows[j] * ncols;
         i64 w = r[CB_WIDTH], h = r[CB_HEIGHT], n = 0;
@@ -434,7 +476,7 @@ extern "C" __global__ void ht_enc_blocks_warp(const int* flat, const i64* cb, in
             n = HT_TOO_LONG;
         else if (w > 0 && h > 0)
             n = htw_encode_block(s, flat, r[CB_OUT], r[CB_STRIDE], (int)w, (int)h,
-                                 (int)drops[j], out + cap_off[j], vlc0, vlc1, mel_exp, lane);
+                                 (int)drops[j], out + cap_off[j], vlc0, vlc1, epack, lane);
         if (lane == 0)
             lens[j] = n;
     }

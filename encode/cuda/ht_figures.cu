@@ -30,7 +30,8 @@
  * (launch exactly HTF_THREADS threads a block); warp q of the grid takes j = q, q + warps,
  * ... < nblk.  Errors: lane l takes the samples i = l, l + 32, ... < w h in raster order
  * (row i / w, column i mod w, stepped without a division: consecutive lanes read
- * consecutive samples of a row) and sums per plane in registers (planes unrolled up to
+ * consecutive samples of a row; HTF_BATCH of its samples loaded at once) and sums per plane
+ * in registers (planes unrolled up to
  * HTF_DMAX; a sample a visits planes d < min(bitlen(a), dmax + 1) only, its 4 a^2 above them
  * going into one sum for all planes, see there; zero samples add nothing); the lanes leave
  * their sums in the warp's shared rows and, after __syncwarp, lane d <= dmax adds plane d's
@@ -38,7 +39,10 @@
  * takes the quads i = l, l + 32, ... of the block in raster order (ceil(w / 2) a line-pair)
  * and writes each one's A into the warp's shared quad table (the memory the error sums used);
  * after __syncwarp it takes the same quads again, reads their left neighbour and the three
- * above in the table, and adds their cost per plane in registers.  The lanes' sums are added
+ * above in the table, and adds their cost per plane in registers for the planes below the
+ * quad's top bit (the planes where it has a significant sample); the empty planes above cost
+ * 4 or 2 eighths each, which the lane keeps as steps in its column of the count rows (where
+ * the cost starts and where it drops) and sums over the planes once.  The lanes' sums are added
  * as the errors were, with the block's largest magnitude (a shuffle reduction) zeroing the
  * planes where it has none.  dmax outside 0..HTF_DMAX, and blocks of more than HTF_QUADS
  * quads, are the launcher's ValueError (encode/tier1/ht_gpu.py ht_plane_figures_cuda); here
@@ -68,6 +72,7 @@ typedef unsigned long long u64;
 #define HTF_PLANES (HTF_DMAX + 1)
 #define HTF_WARPS 4                  /* warps per CUDA block */
 #define HTF_THREADS (32 * HTF_WARPS) /* threads per CUDA block: launch exactly this */
+#define HTF_BATCH 4                  /* samples a lane loads at once in the error pass */
 
 /* One warp's shared rows: the lanes' sums per plane, 33 columns so that the lanes writing a
  * plane and the lanes reading their planes meet few bank conflicts; the quads' largest
@@ -152,22 +157,32 @@ extern "C" __global__ void ht_plane_figures_warp(const int* flat, const i64* cb,
             for (int d = 0; d < HTF_PLANES; d++)
                 less[d] = 0;
             HtfStep at = htf_step(lane, uw);
-            for (unsigned int i = lane; i < n; i += 32, htf_next(&at, uw)) {
-                int q = flat[off + (i64)at.y * stride + at.x];
-                unsigned int a = q < 0 ? 0u - (unsigned int)q : (unsigned int)q;
-                if (a == 0)
-                    continue;
-                top = a > top ? a : top;
-                u64 a4 = 4 * ((u64)a * a);
-                sum4 += a4;
-                int b = htf_bitlen(a);
+            for (unsigned int i = lane; i < n; i += 32 * HTF_BATCH) {
+                /* HTF_BATCH samples loaded before any is used, so that their loads overlap */
+                int qs[HTF_BATCH];
 #pragma unroll
-                for (int d = 0; d < HTF_PLANES; d++) {
-                    if (d >= b || d > dmax)
-                        break;
-                    /* 2 (a - (mu + 1/2) 2^d) = 2r - 2^d, |.| <= 2^d */
-                    int t = (int)((a & ((1u << d) - 1)) << 1) - (1 << d);
-                    less[d] += (u64)((i64)t * t) - a4;
+                for (int u = 0; u < HTF_BATCH; u++) {
+                    qs[u] = i + 32 * u < n ? flat[off + (i64)at.y * stride + at.x] : 0;
+                    htf_next(&at, uw);
+                }
+#pragma unroll
+                for (int u = 0; u < HTF_BATCH; u++) {
+                    int q = qs[u];
+                    unsigned int a = q < 0 ? 0u - (unsigned int)q : (unsigned int)q;
+                    if (a == 0)
+                        continue;
+                    top = a > top ? a : top;
+                    u64 a4 = 4 * ((u64)a * a);
+                    sum4 += a4;
+                    int b = htf_bitlen(a);
+#pragma unroll
+                    for (int d = 0; d < HTF_PLANES; d++) {
+                        if (d >= b || d > dmax)
+                            break;
+                        /* 2 (a - (mu + 1/2) 2^d) = 2r - 2^d, |.| <= 2^d */
+                        int t = (int)((a & ((1u << d) - 1)) << 1) - (1 << d);
+                        less[d] += (u64)((i64)t * t) - a4;
+                    }
                 }
             }
 #pragma unroll
@@ -190,8 +205,10 @@ extern "C" __global__ void ht_plane_figures_warp(const int* flat, const i64* cb,
 
         unsigned int count[HTF_PLANES];
 #pragma unroll
-        for (int d = 0; d < HTF_PLANES; d++)
+        for (int d = 0; d < HTF_PLANES; d++) {
             count[d] = 0;
+            s->count[d][lane] = 0;          /* the lane's empty-plane steps, by plane */
+        }
         unsigned int quads = (unsigned int)(qw * qh), uqw = (unsigned int)qw;
         HtfStep qat = htf_step(lane, uqw);
         for (unsigned int i = lane; i < quads; i += 32, htf_next(&qat, uqw)) {
@@ -230,14 +247,18 @@ extern "C" __global__ void ht_plane_figures_warp(const int* flat, const i64* cb,
             int atop = htf_bitlen0(above);
             int alow = above ? htf_bitlen0(above ^ (1u << (atop - 1))) : 0;
             int ctx = htf_bitlen0(left | above);
+            /* empty from plane qtop up: 4 eighths (a CxtVLC symbol) while d < ctx, a
+             * significant neighbour, 2 (a MEL symbol) from there; as steps of the lane's
+             * column, summed over the planes once at the end */
+            if (qtop <= dmax) {
+                s->count[qtop][lane] += ctx > qtop ? 4 : 2;
+                if (ctx > qtop && ctx <= dmax)
+                    s->count[ctx][lane] -= 2;
+            }
 #pragma unroll
             for (int d = 0; d < HTF_PLANES; d++) {
-                if (d > dmax)
+                if (d > dmax || d >= qtop)
                     break;
-                if (d >= qtop) {            /* empty: a CxtVLC symbol beside significance */
-                    count[d] += d < ctx ? 4 : 2;        /* or a MEL symbol */
-                    continue;
-                }
                 int nsig = (b0 > d) + (b1 > d) + (b2 > d) + (b3 > d);
                 int big = qtop - d + (d < qlow);        /* U_q (7.3.7) */
                 int kappa = 1;
@@ -251,9 +272,12 @@ extern "C" __global__ void ht_plane_figures_warp(const int* flat, const i64* cb,
                 count[d] += c;
             }
         }
+        unsigned int step = 0;
 #pragma unroll
-        for (int d = 0; d < HTF_PLANES; d++)
-            s->count[d][lane] = count[d];
+        for (int d = 0; d < HTF_PLANES; d++) {
+            step += s->count[d][lane];
+            s->count[d][lane] = count[d] + step;
+        }
         __syncwarp();
         if (lane <= dmax) {
             unsigned int c = 0;

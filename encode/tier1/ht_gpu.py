@@ -16,7 +16,8 @@ in block order on the GPU, and only they come back.  Same bytes, offsets, rates,
 as ht_encode_rows, including its early return when a block's segment is too long
 (Scup > 4079).  :func:`coding_ms` times the coding kernels alone (``bench_ht``).
 
-    ht_plane_figures_cuda(flat, cb, rows, dmax, stream=None, *, keep=False) -> (dist, bits)
+    ht_plane_figures_cuda(flat, cb, rows, dmax, stream=None, *, keep=False, blocks=None)
+        -> (dist, bits)
 
 The byte budget's per-plane figures, :func:`cinegpu.encode.tier1.ht.ht_plane_figures` on the
 GPU: the kernel ``ht_plane_figures_warp`` of ``cuda/ht_figures.cu`` (one warp per code-block,
@@ -88,6 +89,15 @@ class BlockSet:
                         (cupy.asarray(sel), self.d_rows[cupy.asarray(sel)],
                          self.d_cap_off[cupy.asarray(sel)])
                         for sel in (self.warp_sel, self.thread_sel)]
+        self._figures: dict = {}         # dmax -> the figures' shape, once checked
+
+    def figures_shape(self, dmax: int) -> tuple[int, int]:
+        """The (rows, dmax + 1) shape of these blocks' plane figures, checked once per dmax
+        as :func:`.ht_gpu_plan.figures_args` checks them (ValueError)."""
+        shape = self._figures.get(dmax)
+        if shape is None:
+            shape = self._figures[dmax] = figures_args(self.cb, self.rows, dmax)[2]
+        return shape
 
     def matches(self, cb, rows, kernel) -> bool:
         """Whether this set was made for the same blocks and kernel (by identity of cb and
@@ -203,15 +213,25 @@ def _launch_thread(device_id, d_flat, d_cb, nblk, d_rows, d_drops, d_cap_off, d_
                         *tables))
 
 
-def ht_plane_figures_cuda(flat, cb, rows, dmax, stream=None, *, keep: bool = False):
+def ht_plane_figures_cuda(flat, cb, rows, dmax, stream=None, *, keep: bool = False,
+                          blocks: BlockSet | None = None):
     """ht_plane_figures on the GPU: per block cb[rows] (the plan's int64 table, numpy) of the
     flat int32 coefficients ``flat`` (CuPy, or numpy: uploaded) and per dropped plane count
     d = 0..dmax, the squared error at the midpoint reconstruction (index units squared) and
     the estimated bits, on ``stream`` (default: the current one).  Returns (dist, bits),
     numpy float64 (len(rows), dmax + 1), identical to the numba function's; waits for the
     GPU.  ``keep``: return the CuPy arrays instead, left on the device (not waited for).
-    ValueError for dmax outside 0..FIGURES_DMAX, as there."""
-    cb, rows, shape = figures_args(cb, rows, dmax)
+    ValueError for dmax outside 0..FIGURES_DMAX, as there.  ``blocks``: the
+    :class:`BlockSet` of cb and rows made earlier (on this device), whose checked tables and
+    device copies are used instead of making them again."""
+    if blocks is not None:
+        if not blocks.matches(cb, rows, blocks.kernel):
+            raise ValueError("ht_plane_figures_cuda: blocks was made for other blocks")
+        shape = blocks.figures_shape(dmax)
+        cb, rows, d_cb, d_rows = blocks.cb, blocks.rows, blocks.d_cb, blocks.d_rows
+    else:
+        cb, rows, shape = figures_args(cb, rows, dmax)
+        d_cb = d_rows = None
     if shape[0] == 0:
         xp = cupy if keep else np
         return xp.zeros(shape), xp.zeros(shape)
@@ -227,8 +247,9 @@ def ht_plane_figures_cuda(flat, cb, rows, dmax, stream=None, *, keep: bool = Fal
         grid = min(-(-shape[0] // warps), 65535)
         kernel = _kernel(cupy.cuda.runtime.getDevice(), FIGURES_KERNEL, FIGURES_SOURCE)
         kernel((grid,), (32 * warps,),
-               (d_flat, cupy.asarray(cb), np.int32(cb.shape[1]), np.int32(shape[0]),
-                cupy.asarray(rows), np.int32(dmax), d_dist, d_bits))
+               (d_flat, cupy.asarray(cb) if d_cb is None else d_cb, np.int32(cb.shape[1]),
+                np.int32(shape[0]), cupy.asarray(rows) if d_rows is None else d_rows,
+                np.int32(dmax), d_dist, d_bits))
         if keep:
             return d_dist, d_bits
         return d_dist.get(), d_bits.get()
