@@ -18,7 +18,9 @@ Locking and unlocking a file's pages is serialised on the host (the kernel and t
 on that H200 host 8 processes uploading this way reached 445 frames a second and 16 only 369,
 waiting on each other.  So one thread of the machine (one user's, :class:`RegisterGate`)
 locks pages at a time, and a thread that finds the gate taken reads its frame the usual way
-instead of waiting: the two paths share the work between them.
+instead of waiting: the two paths share the work between them.  A thread unlocks its last
+file in the same turn as it locks the next, so that a frame costs one turn, and never waits
+for one except to unlock its last file at the end.
 """
 
 from __future__ import annotations
@@ -92,28 +94,41 @@ class _Held:
     def __init__(self, fd: int, mapping: mmap.mmap, view: np.ndarray, done):
         self.fd, self.mapping, self.view, self.done = fd, mapping, view, done
 
-    def release(self, gate: RegisterGate) -> None:
+    def copied(self) -> None:
+        """Wait for the copy out of the file."""
+        if self.done is not None:
+            self.done.synchronize()
+
+    def unlock(self) -> None:
+        """Unregister, unmap and close the file, the copy done; the caller holds the gate."""
         import cupy
         try:
-            if self.done is not None:
-                self.done.synchronize()
-            gate.enter()
-            try:
-                cupy.cuda.runtime.hostUnregister(self.view.ctypes.data)
-            finally:
-                gate.leave()
+            self.copied()
+            cupy.cuda.runtime.hostUnregister(self.view.ctypes.data)
         finally:
             self.view = None
             self.mapping.close()
             os.close(self.fd)
+
+    def release(self, gate: RegisterGate) -> None:
+        """:meth:`unlock` in a turn of the gate, waited for."""
+        try:
+            self.copied()
+        finally:
+            gate.enter()
+            try:
+                self.unlock()
+            finally:
+                gate.leave()
 
 
 class MappedUploads:
     """Uploads straight from files for one thread: :meth:`upload` returns a CuPy array of a
     :class:`FileRun`'s samples on the current device, queued on the current stream, or None
     where the file cannot be locked (the caller then reads it itself).  The file stays mapped
-    and locked until the next upload or :meth:`close` (the copy must have left it); after the
-    first failure to lock, none is tried again.  ``gate``: the machine's
+    and locked until the next upload that gets a turn of the gate, which unlocks it in the same
+    turn as it locks its own file (one turn a frame), or :meth:`close` (the copy must have
+    left it); after the first failure to lock, none is tried again.  ``gate``: the machine's
     :class:`RegisterGate` (default: this user's); a frame whose thread finds it taken gives
     None too."""
 
@@ -127,8 +142,8 @@ class MappedUploads:
     def upload(self, run: FileRun):
         """The samples of ``run`` as a CuPy array, or None (see the class)."""
         import cupy
-        self.release()
         if not self.supported:
+            self.release()
             return None
         if self._gate is None:
             try:
@@ -136,11 +151,16 @@ class MappedUploads:
             except OSError:                  # no gate file of ours can be made: no mapping
                 self.supported = False
                 return None
+        if self._held is not None:
+            self._held.copied()              # its copy has left long ago: no wait in the turn
         if not self._gate.try_enter():
             return None                      # another thread is locking pages: read it
         fd = mapping = view = None
         try:
             try:
+                held, self._held = self._held, None
+                if held is not None:         # the last file unlocked in this same turn
+                    held.unlock()
                 fd = os.open(run.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
                 size = os.fstat(fd).st_size
                 if run.offset < 0 or run.offset + run.nbytes > size or run.nbytes == 0:

@@ -140,9 +140,9 @@ def timeline_lines(records, threads: int) -> list[str]:
     """Per GPU (``CPU`` for encoder processes without one), from the encoder processes'
     :class:`.frame_coders.FrameTiming` records: the frames, their rate from the first taken to
     the last finished, how busy the processes' ``threads`` threads were (seconds inside
-    frames over that span x threads), and per frame the mean milliseconds it waited in its process before
+    frames over that span x threads), per frame the mean milliseconds it waited in its process before
     a thread took it, was being read, was being coded, and waited before this process read it
-    back."""
+    back, and how many frames went to the GPU straight from their files."""
     by: dict = {}
     for r in records:
         by.setdefault(r.device, []).append(r)
@@ -156,10 +156,11 @@ def timeline_lines(records, threads: int) -> list[str]:
             [(r.submitted, r.began) for r in rs], [(r.began, r.read) for r in rs],
             [(r.read, r.ended) for r in rs], [(r.ended, r.received) for r in rs])]
         where = "CPU" if dev is None else f"GPU {dev}"
+        mapped = sum(r.mapped for r in rs)
         lines.append(f"    {where}: {len(rs)} frames in {procs} process(es), {len(rs) / span:.1f} "
                      f"fps, threads busy {100 * busy:.0f} %; a frame {ms[0]:.1f} ms queued in "
                      f"its process, {ms[1]:.1f} ms read, {ms[2]:.1f} ms coded, {ms[3]:.1f} ms "
-                     "until read back")
+                     f"until read back; {mapped} went up straight from their files")
         steady = _steady_records(records, rs)
         if steady:
             lines.append("      " + _median_line(steady))

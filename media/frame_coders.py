@@ -61,21 +61,23 @@ def code_frame(encoders, read: Callable[[int], np.ndarray], i: int, width: int,
     error stays the MediaError ``read`` raised; the encoder's own failure becomes a
     MediaError naming the frame and the encoder.  ``stamps``: a list to which the
     ``time.monotonic()`` and the thread's ``time.thread_time()`` at which the frame had been
-    read are appended.  Image files
+    read are appended, and whether it went up straight from its file.  Image files
     (:class:`.images_in.ImageFrames`) are read into the encoders' input buffer where they
     have one (:meth:`.FrameEncoders.input_buffer`: a GPU encoder's page-locked buffer, so
     that the frame is not copied again to go up), or where a GPU encoder can take them straight
     from the file, copied up from there (:meth:`.FrameEncoders.upload_run`)."""
+    mapped = False
     if isinstance(read, ImageFrames):
         run = read.run(i) if encoders.uploads_runs else None
         image = encoders.upload_run(run) if run is not None and \
             run.shape[:2] == (height, width) else None
+        mapped = image is not None
         if image is None:
             image = read(i, out=encoders.input_buffer)
     else:
         image = read(i)
     if stamps is not None:
-        stamps += [time.monotonic(), time.thread_time()]
+        stamps += [time.monotonic(), time.thread_time(), mapped]
     try:
         return encoders.encode(fit(image, width, height))
     except MediaError:
@@ -192,6 +194,8 @@ class FrameCoded:
     length: int = 0
     cpu: tuple[float, float] = (0.0, 0.0)
     stages: tuple = ()
+    #: the frame went to the GPU straight from its file (:meth:`.FrameEncoders.upload_run`)
+    mapped: bool = False
 
 
 @dataclass(frozen=True)
@@ -211,6 +215,7 @@ class FrameTiming:
     received: float
     cpu: tuple[float, float] = (0.0, 0.0)
     stages: tuple = ()
+    mapped: bool = False
 
 
 @dataclass(frozen=True)
@@ -294,7 +299,7 @@ def _coder_main(conn) -> None:
                 segment.buf[slot * slot_bytes:slot * slot_bytes + len(data)] = data
             reply = FrameCoded(task.seq, None, began, stamps[0], ended, slot, len(data),
                                (stamps[1] - cpu0, cpu1 - stamps[1]),
-                               tuple(encoders.last_timings().items()))
+                               tuple(encoders.last_timings().items()), stamps[2])
         except MediaError as exc:
             reply = FrameFailed.of(task.seq, exc)
         except Exception as exc:          # read() of another kind than images_in's
@@ -516,7 +521,7 @@ class ProcessCoders:
                 self.timeline.append(FrameTiming(
                     reply.seq, p, self._setups[p].device, self._sent.pop(reply.seq, 0.0),
                     reply.began, reply.read, reply.ended, time.monotonic(), reply.cpu,
-                    reply.stages))
+                    reply.stages, reply.mapped))
             if once:
                 return
 

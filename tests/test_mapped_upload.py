@@ -167,21 +167,32 @@ def test_the_register_gate_is_one_holder_at_a_time(tmp_path):
 @pytest.mark.gpu
 def test_a_taken_gate_sends_the_frame_the_usual_way(tmp_path):
     """While another holds the gate, upload gives None (the caller reads the frame) and
-    stays supported; once it is free, the frame goes up straight from its file."""
+    stays supported, the last file it mapped still locked; once the gate is free, the frame
+    goes up straight from its file and the last one is unlocked in the same turn."""
     cupy = pytest.importorskip("cupy")
     from cinegpu.encode.mapped_upload import MappedUploads, RegisterGate
     img = _image(np.uint16, (20, 30, 3))
     path = tmp_path / "a.tif"
     tifffile.imwrite(path, img, photometric="rgb")
     lock = str(tmp_path / "g.lock")
+    cupy.empty(1)                        # CUDA's own files opened before counting
+    before = _open_fds()
     other = RegisterGate(lock)
     up = MappedUploads(RegisterGate(lock))
     assert other.try_enter()
     assert up.upload(tiff_run(path)) is None and up.supported
     other.leave()
     assert np.array_equal(cupy.asnumpy(up.upload(tiff_run(path))), img)
+    # a taken gate leaves the last file locked (unlocked in the next turn, one turn a frame)
+    held = _open_fds()
+    assert other.try_enter()
+    assert up.upload(tiff_run(path)) is None and _open_fds() == held
+    other.leave()
+    assert np.array_equal(cupy.asnumpy(up.upload(tiff_run(path))), img)
+    assert _open_fds() == held           # the last one unlocked and closed, this one open
     up.close()
     other.close()
+    assert _open_fds() == before
 
 
 def test_which_encoders_take_frames_from_their_files():

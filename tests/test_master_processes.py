@@ -569,17 +569,18 @@ def test_bench_master_masters_real_pictures(tmp_path, capsys):
 def test_timeline_lines_per_gpu():
     from cinegpu.media.bench_master import timeline_lines
     from cinegpu.media.frame_coders import FrameTiming
-    recs = [FrameTiming(0, 0, 1, 10.0, 10.5, 10.75, 11.5, 11.6),
+    recs = [FrameTiming(0, 0, 1, 10.0, 10.5, 10.75, 11.5, 11.6, mapped=True),
             FrameTiming(1, 1, 1, 10.0, 11.0, 11.25, 12.5, 12.6),
             FrameTiming(2, 2, 0, 10.0, 10.0, 10.5, 11.0, 11.2)]
     lines = timeline_lines(recs, 2)
     # GPU 0 first; GPU 1: 2 frames from 10.5 to 12.5 (1 fps each second), 2.5 s in frames over
     # 2 s x 2 processes x 2 threads; queued 0.5 and 1.0 s, read in 0.25 s, coded in 0.75 and
-    # 1.25 s, read back 0.1 s after each
+    # 1.25 s, read back 0.1 s after each; one of them went up straight from its file
     assert lines[0].startswith("    GPU 0: 1 frames in 1 process(es), 1.0 fps")
+    assert lines[0].endswith("until read back; 0 went up straight from their files")
     assert lines[2] == ("    GPU 1: 2 frames in 2 process(es), 1.0 fps, threads busy 31 %; a frame "
                         "750.0 ms queued in its process, 250.0 ms read, 1000.0 ms coded, "
-                        "100.0 ms until read back")
+                        "100.0 ms until read back; 1 went up straight from their files")
     # under each GPU, medians of its frames read back in the middle 80 % of all the frames
     # (of 3 frames, all), with the threads' CPU time and the encoder's stages
     assert lines[1] == "      steady, medians of 1 frames: read 500.0 ms (0.0 ms CPU), coded " \
@@ -614,3 +615,36 @@ def test_steady_fps_over_the_middle_of_the_frames():
     assert steady_fps(recs(times[::-1])) == pytest.approx(500.0)   # order of arrival only
     assert steady_fps(recs(times), middle=1.0) == pytest.approx(99 / 20.0)
     assert steady_fps(recs(times[:9])) is None and steady_fps([]) is None
+
+
+def test_code_frame_stamps_whether_the_frame_went_up_from_its_file(tmp_path):
+    """code_frame's stamps say whether the frame went to the encoder straight from its file
+    (upload_run gave an array) or was read (upload_run gave None, or no run)."""
+    import tifffile
+    from cinegpu.media.frame_coders import code_frame
+    from cinegpu.media.images_in import ImageFrames
+    img = np.arange(6 * 8 * 3, dtype=np.uint16).reshape(6, 8, 3)
+    tifffile.imwrite(tmp_path / "f0.tif", img, photometric="rgb")
+    frames = ImageFrames((str(tmp_path / "f0.tif"),), None)
+
+    class Encoders:
+        uploads_runs, input_buffer = True, None
+
+        def __init__(self, up):
+            self.up, self.seen = up, []
+
+        def upload_run(self, run):
+            return img.copy() if self.up else None
+
+        def encode(self, image):
+            self.seen.append(image)
+            return b"x"
+
+    for up in (True, False):
+        enc, stamps = Encoders(up), []
+        assert code_frame(enc, frames, 0, 8, 6, stamps) == b"x"
+        assert len(stamps) == 3 and stamps[2] is up
+        assert np.array_equal(enc.seen[0], img)
+    stamps = []
+    code_frame(Encoders(True), lambda i: img, 0, 8, 6, stamps)   # not image files: read
+    assert stamps[2] is False
