@@ -648,3 +648,28 @@ def test_code_frame_stamps_whether_the_frame_went_up_from_its_file(tmp_path):
     stamps = []
     code_frame(Encoders(True), lambda i: img, 0, 8, 6, stamps)   # not image files: read
     assert stamps[2] is False
+
+
+def test_reading_alone_reuses_one_buffer(tmp_path, monkeypatch):
+    """bench_master's reading alone reads every frame into one buffer, as an encoder thread
+    reads into its page-locked one (fresh arrays would cost their pages' first touch, which
+    mastering does not pay), a new one only for frames of another shape."""
+    import tifffile
+    from cinegpu.media import bench_master
+    paths = []
+    for k, shape in enumerate([(6, 8, 3), (6, 8, 3), (4, 8, 3), (4, 8, 3)]):
+        paths.append(str(tmp_path / f"f{k}.tif"))
+        tifffile.imwrite(paths[-1], np.full(shape, k, np.uint16), photometric="rgb")
+    seen, values = [], []
+    real = bench_master.read_image
+
+    def spy(path, **kw):
+        a = real(path, **kw)
+        seen.append(a)
+        values.append(int(a[0, 0, 0]))
+        return a
+    monkeypatch.setattr(bench_master, "read_image", spy)
+    assert bench_master._read_files(paths) == 4
+    assert values == [0, 1, 2, 3]          # each frame read whole, into the one buffer
+    assert np.shares_memory(seen[0], seen[1]) and np.shares_memory(seen[2], seen[3])
+    assert not np.shares_memory(seen[1], seen[2])
