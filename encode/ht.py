@@ -227,15 +227,12 @@ class _Segments:
         return frame_cls(params, cs, plans, table, dists, *layout)
 
 
-def _block_layout(plans, tables=None):
-    """(component of every block, first block of each tile) over the frame's tiles: what
-    every round's frame shares, worked out once a frame (``tables``: the plans'
-    :class:`_PlanTables`, whose components are kept)."""
-    sizes = [plan.cb.shape[0] for plan in plans]
+def _block_layout(tables):
+    """(component of every block, first block of each tile) over the frame's tiles (their
+    :class:`_PlanTables`): what every round's frame shares, put together once a frame."""
+    sizes = [t.plan.cb.shape[0] for t in tables]
     first = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
-    if tables is not None:
-        return np.concatenate([t.components for t in tables]), first
-    return np.concatenate([block_components(plan) for plan in plans]), first
+    return np.concatenate([t.components for t in tables]), first
 
 
 @njit(cache=True, nogil=True)
@@ -265,12 +262,11 @@ def _splice(a, a_off, rows, b, b_off):
     return out, off
 
 
-def _code(frame_cls, params, cs, plans, flats, drops, pool, kernel="auto", tables=None,
-          segments: _Segments | None = None, layout=None):
+def _code(frame_cls, params, cs, plans, flats, drops, pool, kernel, tables, layout,
+          segments: _Segments | None = None):
     """The frame with every block at plane drops[b]: (Frame, its _Segments).  With the
     ``segments`` of an earlier round only the blocks whose plane differs are coded.
-    ``tables``: the plans' :class:`_PlanTables` (None: made here); ``layout``: the plans'
-    :func:`_block_layout` (None: worked out here)."""
+    ``tables``: the plans' :class:`_PlanTables`; ``layout``: their :func:`_block_layout`."""
     if segments is None:
         coded, off = _code_rows(plans, flats, None, drops, pool, kernel, tables)
         segments = _Segments(coded, off, drops.copy())
@@ -279,7 +275,6 @@ def _code(frame_cls, params, cs, plans, flats, drops, pool, kernel="auto", table
         if rows.size:
             coded, off = _code_rows(plans, flats, rows, drops, pool, kernel, tables)
             segments = segments.replaced(rows, coded, off, drops)
-    layout = _block_layout(plans) if layout is None else layout
     return segments.frame(frame_cls, params, cs, plans, layout), segments
 
 
@@ -308,7 +303,7 @@ def encode_ht_frame(frame_cls, params, cs, plans, flats, base_step, pool=None,
     tables = _plan_tables(plans, blocks)
     if budget is None:
         frame, _ = _code(frame_cls, keep_all, cs, plans, flats, drops, pool, kernel, tables,
-                         layout=_block_layout(plans, tables))
+                         _block_layout(tables))
         if stats is not None:
             stats.update(drops=drops, rounds=1, coded=nblocks)
         return allocate_and_write(frame, base_step)
@@ -317,14 +312,14 @@ def encode_ht_frame(frame_cls, params, cs, plans, flats, base_step, pool=None,
     goal = budget * (1.0 + FILL) / 2.0             # bytes aimed at, inside [FILL, 1] x budget
     best = under = over = None   # (estimated bits, bytes): the largest that fit, least over
     segments = None      # the blocks as last coded: a round codes only those that change
-    layout = _block_layout(plans, tables)
+    layout = _block_layout(tables)
     coded = rounds = 0
 
     def code(drops):
         nonlocal segments, coded
         before = segments
         frame, segments = _code(frame_cls, keep_all, cs, plans, flats, drops, pool, kernel,
-                                tables, segments, layout)
+                                tables, layout, segments)
         coded += nblocks if before is None else int((before.drops != drops).sum())
         return frame
 

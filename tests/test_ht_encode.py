@@ -237,11 +237,12 @@ def test_later_rounds_code_only_changed_blocks(size, opts, rate, workers, monkey
     real = ht._code
     seen = []
 
-    def checked(frame_cls, params, cs, plans, flats, drops, pool, kernel="auto",
-                blocks=None, segments=None, layout=None):
-        frame, kept = real(frame_cls, params, cs, plans, flats, drops, pool, kernel, blocks,
-                           segments, layout)
-        whole, _ = real(frame_cls, params, cs, plans, flats, drops, pool, kernel, blocks)
+    def checked(frame_cls, params, cs, plans, flats, drops, pool, kernel, tables, layout,
+                segments=None):
+        frame, kept = real(frame_cls, params, cs, plans, flats, drops, pool, kernel, tables,
+                           layout, segments)
+        whole, _ = real(frame_cls, params, cs, plans, flats, drops, pool, kernel, tables,
+                        layout)
         for name in ("coded", "coded_off", "rates", "rate_off", "num_bps"):
             assert np.array_equal(getattr(frame.table, name), getattr(whole.table, name)), name
         assert np.array_equal(frame.dists, whole.dists)
