@@ -141,29 +141,29 @@ def rct(r, g, b, shifts=(0, 0, 0)):
 # 1D_SD kernels of a contiguous plane: (columns kernel, rows kernel, dtype) per filter
 _SD = {"97": ("sd97_cols", "sd97_rows", cupy.float32),
        "53": ("sd53_cols_i32", "sd53_rows_i32", cupy.int32)}
-# forward.cu's tiles: SD_S samples along the transform, SD_COLS columns or SD_ROWS rows;
-# a block of one warp, a thread a line
-_SD_S, _SD_COLS, _SD_ROWS = 64, 32, 32
-_SD_THREADS = 32
+# forward.cu's 1D_SD launches: columns in segments of SDC_S rows, a thread a column, blocks
+# of _SDC_THREADS; rows in tiles of SD_ROWS rows by SD_S samples, a block of one warp
+_SDC_S, _SDC_THREADS = 32, 128
+_SD_S, _SD_ROWS, _SD_THREADS = 64, 32, 32
 _GRID_MAX = 65535  # the kernels loop over tiles past the grid
 
 
 def _sd(x, p: int, filt: str, axis: int):
     """1D_SD (F.4.8; ``filt``: "97" or "53") of a contiguous 2-D plane along ``axis``
     (0: down the columns, 1: along the rows) -> (lo, hi); ``p``: parity of the first
-    sample.  One block per tile of 64 samples by 32 columns or 32 rows."""
+    sample.  Columns: a thread a column, 32 rows a block; rows: one block per tile of 64
+    samples by 32 rows."""
     cols, rows, dtype = _SD[filt]
     n, lines = (x.shape[0], x.shape[1]) if axis == 0 else (x.shape[1], x.shape[0])
     nl = (n - p + 1) // 2
     shapes = ((nl, lines), (n - nl, lines)) if axis == 0 else ((lines, nl), (lines, n - nl))
     lo, hi = (cupy.empty(s, dtype) for s in shapes)
     if n and lines:
-        segs = -(-n // _SD_S)
         if axis == 0:
-            grid = (min(-(-lines // _SD_COLS), _GRID_MAX), min(segs, _GRID_MAX))
+            grid = (min(-(-lines // _SDC_THREADS), _GRID_MAX), min(-(-n // _SDC_S), _GRID_MAX))
         else:
-            grid = (min(segs, _GRID_MAX), min(-(-lines // _SD_ROWS), _GRID_MAX))
-        kernel(cols if axis == 0 else rows)(grid, (_SD_THREADS,),
+            grid = (min(-(-n // _SD_S), _GRID_MAX), min(-(-lines // _SD_ROWS), _GRID_MAX))
+        kernel(cols if axis == 0 else rows)(grid, (_SDC_THREADS if axis == 0 else _SD_THREADS,),
                                             (x, lo, hi, np.int32(n), np.int32(lines), np.int32(p)))
     return lo, hi
 
@@ -362,8 +362,8 @@ def _forward_batched(comps, plan, precisions, signed, mct: int, reversible: bool
             raise AssertionError(f"bands {[(b.height, b.width) for b in bands]} != plan {want}")
         v = cupy.empty_like(a)
         kernel(f"sd{filt}_cols_c")(
-            (min(-(-m // _SD_COLS), _GRID_MAX), min(-(-n // _SD_S), _GRID_MAX), ncomp),
-            (_SD_THREADS,), (a, v, np.int64(n * m), np.int32(n), np.int32(m), np.int32(pv)))
+            (min(-(-m // _SDC_THREADS), _GRID_MAX), min(-(-n // _SDC_S), _GRID_MAX), ncomp),
+            (_SDC_THREADS,), (a, v, np.int64(n * m), np.int32(n), np.int32(m), np.int32(pv)))
         last = j == levels - 1
         ll = v if last else cupy.empty((ncomp, nlv, nl), dtype)   # v: unused at the last
         kernel(f"sd{filt}_rows_q")(

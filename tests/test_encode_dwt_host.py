@@ -26,7 +26,7 @@ SOURCE = Path(__file__).resolve().parents[1] / "encode" / "cuda" / "host_emulati
 pytestmark = pytest.mark.skipif(CXX is None, reason="g++ not installed: no host build")
 
 LENGTHS = list(range(1, 68, 2)) + [2, 4, 64, 66, 1000, 1001]
-SD_S, SD_COLS, SD_ROWS = 64, 32, 32  # tile shape of forward.cu (SD_S, SD_COLS, SD_ROWS)
+SDC_S, SD_S, SD_ROWS = 32, 64, 32  # forward.cu's column segments, row segments, rows a block
 
 
 def test_case_count():
@@ -38,9 +38,11 @@ def lib():
     return host_build(SOURCE, "-ffp-contract=off")
 
 
-def sd_host(lib, x: np.ndarray, p: int, axis: int, grid: str = "gpu", threads: int = 32,
+def sd_host(lib, x: np.ndarray, p: int, axis: int, grid: str = "gpu", threads: int | None = None,
             reverse: bool = False):
-    """1D_SD of a 2-D plane along ``axis`` by the host-built kernel -> (lo, hi)."""
+    """1D_SD of a 2-D plane along ``axis`` by the host-built kernel -> (lo, hi); ``threads``
+    a block, gpu.py's by default (128 for columns, a warp for rows)."""
+    threads = threads or (128 if axis == 0 else 32)
     filt = 97 if x.dtype == np.float32 else 53
     x = np.ascontiguousarray(x)
     n, lines = (x.shape[0], x.shape[1]) if axis == 0 else (x.shape[1], x.shape[0])
@@ -49,8 +51,8 @@ def sd_host(lib, x: np.ndarray, p: int, axis: int, grid: str = "gpu", threads: i
         lo, hi = np.full((nl, lines), 7, x.dtype), np.full((n - nl, lines), 7, x.dtype)
     else:
         lo, hi = np.full((lines, nl), 7, x.dtype), np.full((lines, n - nl), 7, x.dtype)
-    tiles = -(-lines // (SD_COLS if axis == 0 else SD_ROWS))
-    segs = -(-n // SD_S)
+    tiles = -(-lines // (threads if axis == 0 else SD_ROWS))   # gpu.py's grid: a thread a column
+    segs = -(-n // (SDC_S if axis == 0 else SD_S))
     gx, gy = (tiles, segs) if axis == 0 else (segs, tiles)
     if grid == "one":
         gx = gy = 1

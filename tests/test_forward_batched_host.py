@@ -46,19 +46,24 @@ SOURCE = Path(__file__).resolve().parents[1] / "encode" / "cuda" / "host_emulati
 pytestmark = pytest.mark.skipif(CXX is None, reason="g++ not installed: no host build")
 
 THREADS = 256                      # encode/gpu.py's block size
-SD_S, SD_COLS, SD_ROWS = 64, 32, 32  # tile shape of forward.cu (SD_S, SD_COLS, SD_ROWS)
+SDC_S, SD_S, SD_ROWS = 32, 64, 32  # forward.cu's column segments, row segments, rows a block
 SENTINEL = np.int32(0x7FC0BEEF)     # a NaN as float32: any write over it shows
 PAD = 5                             # samples between component planes in the buffers
 
 #: (grid, threads, reverse): encode/gpu.py's launch, one block per component, reversed order
 GRIDS = [("gpu", THREADS, False), ("one", THREADS, True), ("gpu", 96, True)]
 GRID_IDS = ["gpu", "one-reversed", "gpu-96-reversed"]
-SD_THREADS = 32                     # encode/gpu.py's block size for the 1D_SD kernels
+SD_THREADS = 32                     # encode/gpu.py's block size for the rows' 1D_SD kernels
+SDC_THREADS = 128                   # and for the columns' (a thread a column)
 #: the same for the 1D_SD kernels: gpu.py's launch (a thread a line), then more threads
 #: than lines and fewer, reversed
 SD_GRIDS = [("gpu", SD_THREADS, False), ("one", SD_THREADS, True), ("gpu", 96, True),
             ("gpu", 5, True)]
 SD_GRID_IDS = ["gpu", "one-reversed", "gpu-96-reversed", "gpu-5-reversed"]
+#: the columns' (gpu.py: SDC_THREADS a block), then a warp, and fewer threads than columns
+COLS_GRIDS = [("gpu", SDC_THREADS, False), ("one", SDC_THREADS, True), ("gpu", 32, True),
+              ("gpu", 5, True)]
+COLS_GRID_IDS = ["gpu", "one-reversed", "gpu-32-reversed", "gpu-5-reversed"]
 
 
 @pytest.fixture(scope="module")
@@ -170,8 +175,9 @@ def test_colour_host_matches_tile_planes(lib, reversible, grid, threads, reverse
 
 # -------------------------------------------------------------- VER_SD (cols_c) ------
 
-#: (n, w): lengths 1, 2, odd, one segment exactly, several segments; widths across tiles
-COLS_SHAPES = [(1, 5), (2, 33), (3, 1), (9, 31), (64, 32), (67, 40), (131, 17)]
+#: (n, w): lengths 1, 2, odd, one segment exactly, several segments (with and without the
+#: extension in a window); widths across blocks
+COLS_SHAPES = [(1, 5), (2, 33), (3, 1), (9, 31), (32, 32), (64, 130), (67, 40), (131, 17)]
 
 
 def cols_c_host(lib, x: np.ndarray, p: int, grid: str, threads: int, reverse: bool):
@@ -185,7 +191,7 @@ def cols_c_host(lib, x: np.ndarray, p: int, grid: str, threads: int, reverse: bo
     for z in range(ncomp):
         buf[z * cs:z * cs + n * w] = x[z].ravel()
     out = _sentinel(ncomp * cs + PAD, x.dtype)
-    gx, gy = (-(-w // SD_COLS), -(-n // SD_S)) if grid == "gpu" else (1, 1)
+    gx, gy = (-(-w // threads), -(-n // SDC_S)) if grid == "gpu" else (1, 1)
     rc = lib.sd_cols_c_emulate(*_ints(filt), _ptr(buf), _ptr(out), *_lls(cs),
                                *_ints(n, w, p, gx, gy, ncomp, threads, reverse))
     assert rc == 0
@@ -193,7 +199,7 @@ def cols_c_host(lib, x: np.ndarray, p: int, grid: str, threads: int, reverse: bo
 
 
 @pytest.mark.parametrize("filt", ["97", "53"])
-@pytest.mark.parametrize("grid,threads,reverse", SD_GRIDS, ids=SD_GRID_IDS)
+@pytest.mark.parametrize("grid,threads,reverse", COLS_GRIDS, ids=COLS_GRID_IDS)
 def test_sd_cols_c_host_matches_numpy(lib, filt, grid, threads, reverse):
     rng = np.random.default_rng(11 + threads + reverse)
     sd = _sd_97 if filt == "97" else _sd_53
@@ -220,7 +226,7 @@ def test_sd_cols_c_host_matches_numpy(lib, filt, grid, threads, reverse):
 #: (m rows, n samples, vertical low halves nlv): n = 1, 2, odd, even, several segments;
 #: m odd with nlv between 0 and m, nlv = 0 and m, m across row groups
 ROWS_CASES = [(1, 1, (1, 0)), (5, 2, (3, 0)), (7, 9, (4, 3, 7)), (9, 67, (5, 4)),
-              (3, 130, (2, 1)), (17, 33, (9,)), (4, 64, (2,))]
+              (3, 130, (2, 1)), (17, 33, (9,)), (4, 64, (2,)), (3, 203, (2,))]
 
 
 def rows_q_host(lib, x: np.ndarray, p: int, nlv: int, ll_q: int, deltas: np.ndarray,

@@ -35,98 +35,165 @@ extern "C" __global__ void dc_shift_ict_f32(const int* r, const int* g, const in
     }
 }
 
-__device__ __forceinline__ int clampi(int v, int hi)
-{
-    return v < 0 ? 0 : (v > hi ? hi : v);
-}
-
-// ------------------------------------------------------------- 1D_SD tiles -------
-// 1D_SD (F.4.8) of lines of a row-major plane, tile by tile.  The lines are the columns
-// of an (n, lines) plane (sd*_cols) or the rows of a (lines, n) plane (sd*_rows).  A block
-// takes SD_COLS columns or SD_ROWS rows and, per segment, SD_S output samples of each;
-// it reads the segment's input samples plus a halo of SD_H on each side into shared
-// memory (coalesced), then each thread runs every lifting step of one line in place there
-// (one line a thread, in order: no barrier between steps, and no index arithmetic but the
-// line's own), and the block writes the segment's low and high samples (coalesced).  Each
-// lifting step reads neighbours at +-1 of the previous step, so the 9/7's final low at i
-// depends on inputs within +-4 of i (its high within +-3), the 5/3's within +-2: with
-// SD_H = 4 every output is exact,
-// the halo's own samples (recomputed by each neighbouring segment) may be wrong near
-// the buffer's inner edges but never reach an output.  At the line's ends the neighbour
-// of i is mirrored (i - 1 -> i + 1 at 0, i + 1 -> i - 1 at n - 1), which for n >= 2 is
-// exactly the band index clamping (periodic symmetric extension, F.3.7) of the twins
-// _sd_97 / _sd_53; each sample is computed with the twins' operations in their order.
-// Blocks loop over line groups and segments, so any grid is correct (gpu.py's grid is
-// one block per tile).  Threads: any number, SD_LINES (one warp, a thread a line) in
-// gpu.py; shared: SD_PITCH * 32 samples.
-#define SD_S 64                       // output samples of a line per segment
+// ------------------------------------------------------------- 1D_SD -------
+// 1D_SD (F.4.8) of lines of a row-major plane: the columns of an (n, lines) plane
+// (sd*_cols*) or the rows of a (lines, n) plane (sd*_rows*).  A thread lifts a segment of
+// one line in registers: a window of the segment's samples and SD_H more on each side, read
+// at the periodic symmetric extension's positions (F.3.7: sample g of the line is sample
+// sd_reflect(g, n)), every lifting step run over the window's inner samples (its two end
+// samples stay as read).  A step reads neighbours at +-1 of the step before, so the 9/7's
+// outputs depend on inputs within +-4 (the 5/3's within +-2): with SD_H = 4 every output is
+// exact, the window's outer samples are not.  Lifting the extension gives the twins'
+// results to the bit (_sd_97 / _sd_53 mirror a neighbour at the ends: i - 1 -> i + 1 at 0,
+// i + 1 -> i - 1 at n - 1): a step's operation is symmetric in its two neighbours (a + b
+// first, in either order the same float), so the extension stays mirrored about 0 and
+// n - 1 step by step.  A line of one sample is copied, or doubled at an odd coordinate.
+//   Columns (sd_cols): a thread a column, a warp along a row, the window read and the
+//     outputs written coalesced from and to global memory, SDC_S outputs a segment; no
+//     shared memory, no barriers.  Grid (gpu.py): (ceil(lines / threads), ceil(n / SDC_S)).
+//   Rows (sd_rows): a block takes SD_ROWS rows by SD_S outputs; it copies their samples and
+//     the halo into shared memory (coalesced, asynchronously where the GPU can: every copy
+//     of the tile in flight at once), each thread lifts one row's window in registers and
+//     puts its outputs back, and the block writes them (coalesced).  Grid (gpu.py):
+//     (ceil(n / SD_S), ceil(lines / SD_ROWS)), a block of one warp.
+// Blocks loop over line groups and segments, so any grid is correct, and any block size.
 #define SD_H 4                        // halo samples on each side
-#define SD_BUF (SD_S + 2 * SD_H)      // samples of a line in shared memory
-#define SD_COLS 32                    // columns per block (one warp wide)
+#define SDC_S 32                      // columns: output samples of a line per segment
+#define SDC_W (SDC_S + 2 * SD_H)      // columns: a thread's window
+#define SD_S 64                       // rows: output samples of a line per segment
+#define SD_BUF (SD_S + 2 * SD_H)      // rows: samples of a line in shared memory (its window)
 #define SD_ROWS 32                    // rows per block
-#define SD_LINES(COLS) ((COLS) ? SD_COLS : SD_ROWS)
 #define SD_PITCH (SD_BUF + 1)         // a row's samples in shared memory: odd, so that the
-                                      // threads walking their own rows meet no bank twice
-static_assert(SD_S / 2 == SD_ROWS, "sd_lines' one-warp row store: a sample pair a thread");
+                                      // threads reading their own rows meet no bank twice
+static_assert(SD_S / 2 == SD_ROWS, "sd_rows' one-warp row store: a sample pair a thread");
+static_assert(SDC_S % 2 == 0 && SD_S % 2 == 0 && SD_H % 2 == 0,
+              "a window's sample i has the parity of its line position");
 
-// Work item t of a block's loop over (line, slot), slots of one parity, line-fast for
-// columns (a warp on one row of the tile), slot-fast for rows.  False past the end.
-template <bool COLS>
-__device__ __forceinline__ bool sd_item(int t, int slots, int* line, int* slot)
+// Position g of a line of n >= 2 samples under the periodic symmetric extension (F.3.7,
+// period 2 (n - 1)): the sample it repeats, 0 .. n - 1.
+__device__ __forceinline__ int sd_reflect(int g, int n)
 {
-    if (t >= slots * SD_LINES(COLS)) return false;
-    *line = COLS ? t % SD_COLS : t / slots;
-    *slot = COLS ? t / SD_COLS : t % slots;
-    return true;
+    int per = 2 * (n - 1);
+    g %= per;
+    if (g < 0)
+        g += per;
+    return g > n - 1 ? per - g : g;
 }
 
-// Shared index of sample b (0 .. SD_BUF - 1 of the buffer) of a tile's line.
-template <bool COLS>
-__device__ __forceinline__ int sd_at(int line, int b)
+// One lifting step over a window v of W samples whose sample i has the parity of i + P:
+// v[i] = op(v[i], v[i - 1], v[i + 1]) for the inner samples of parity PAR (1: high-pass
+// positions, 0: low-pass).  The neighbours are of the other parity, so the order of the
+// samples changes no result.
+template <int P, int PAR, int W, typename T, typename Op>
+__device__ __forceinline__ void sd_step(T (&v)[W], Op op)
 {
-    return COLS ? b * SD_COLS + line : line * SD_PITCH + b;
+#pragma unroll
+    for (int i = 1; i < W - 1; i++)
+        if (((i + P) & 1) == PAR)
+            v[i] = op(v[i], v[i - 1], v[i + 1]);
 }
 
-// Sample i of one lifting step on a line's buffer [b0, b1) (line positions):
-// s[i] = op(s[i], s[left], s[right]), the left and right neighbours mirrored at the line's
-// ends (0, n - 1) and clamped to the buffer's.
-template <bool COLS, typename T, typename Op>
-__device__ __forceinline__ void sd_one(T* s, int line, int b0, int b1, int n, int i, Op op)
+// Async copy of one sample from global to shared memory (cp.async, sm_80 and later; a
+// plain copy elsewhere), complete for the thread after sd_copies_wait().
+template <typename T>
+__device__ __forceinline__ void sd_copy(T* to_shared, const T* from)
 {
-    int a = clampi((i > 0 ? i - 1 : i + 1) - b0, b1 - b0 - 1);
-    int b = clampi((i + 1 < n ? i + 1 : i - 1) - b0, b1 - b0 - 1);
-    int c = sd_at<COLS>(line, i - b0);
-    s[c] = op(s[c], s[sd_at<COLS>(line, a)], s[sd_at<COLS>(line, b)]);
+    static_assert(sizeof(T) == 4, "cp.async of 4 bytes");
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    unsigned int at = (unsigned int)__cvta_generic_to_shared(to_shared);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(at), "l"(from));
+#else
+    *to_shared = *from;
+#endif
 }
 
-// One lifting step of line `line` on its samples i of the buffer [b0, b1) from `first` in
-// steps of 2, by one thread (sd_one each).  Every neighbour is of the other parity (or,
-// clamped at the buffer's ends, the sample itself), so the order of the samples does not
-// change a result.  Only the first and last samples can be mirrored or clamped (i = b0,
-// i + 1 = b1; i = 0 is b0 and n - 1 >= b1 - 1); those between read i - 1 and i + 1 as
-// they are, the right one kept for the next sample's left.
-template <bool COLS, typename T, typename Op>
-__device__ __forceinline__ void sd_step(T* s, int line, int b0, int b1, int n, int first,
-                                        Op op)
+__device__ __forceinline__ void sd_copies_wait()
 {
-    const int st = COLS ? SD_COLS : 1;
-    int i = first;
-    if (i == b0 && i < b1) {
-        sd_one<COLS>(s, line, b0, b1, n, i, op);
-        i += 2;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
+}
+
+// A line of one sample (F.4.8): copied to the low band, or doubled to the high one when its
+// coordinate is odd (p = 1).
+template <typename F, typename T, typename Sink>
+__device__ __forceinline__ void sd_lone(const Sink& out, int line, int p, T v)
+{
+    if (p == 0)
+        out.low(line, 0, v);
+    else
+        out.high(line, 0, F::lone_high(v));
+}
+
+// sd_cols' segment [r0, r1) of column `line`, P the parity of the first row; EDGE: the
+// window reaches past the column's ends (read at sd_reflect's rows).
+template <typename F, int P, bool EDGE, typename T, typename Sink>
+__device__ __forceinline__ void sd_col_segment(const T* x, const Sink& out, int n, int lines,
+                                               int line, int r0, int r1)
+{
+    T v[SDC_W];
+#pragma unroll
+    for (int i = 0; i < SDC_W; i++) {   // unrolled: every load of the window in flight
+        int g = r0 - SD_H + i;
+        v[i] = x[(long long)(EDGE ? sd_reflect(g, n) : g) * lines + line];
     }
-    if (i + 1 < b1) {
-        T* c = s + sd_at<COLS>(line, i - b0);
-        T left = c[-st];
-#pragma unroll 4
-        for (; i + 1 < b1; i += 2, c += 2 * st) {
-            T right = c[st];
-            c[0] = op(c[0], left, right);
-            left = right;
+    F::template lift<P>(v);
+#pragma unroll
+    for (int i = SD_H; i < SD_H + SDC_S; i++) {
+        int g = r0 - SD_H + i;
+        if (g < r1) {
+            if (((i + P) & 1) == 0)
+                out.low(line, (g - P) >> 1, v[i]);
+            else
+                out.high(line, (g + P - 1) >> 1, F::high(v[i]));
         }
     }
-    if (i < b1)
-        sd_one<COLS>(s, line, b0, b1, n, i, op);
+}
+
+// 1D_SD (filter F: Sd97 or Sd53) down the `lines` columns of an (n, lines) plane x, p the
+// parity of the first row: low samples (i + p even) to the sink as sample (i - p) / 2 of
+// their column, high ones as (i + p - 1) / 2.
+template <typename F, typename T, typename Sink>
+__device__ __forceinline__ void sd_cols(const T* x, const Sink& out, int n, int lines, int p)
+{
+    int ngroups = (lines + blockDim.x - 1) / blockDim.x, nseg = (n + SDC_S - 1) / SDC_S;
+    for (int grp = blockIdx.x; grp < ngroups; grp += gridDim.x) {
+        int line = grp * blockDim.x + threadIdx.x;
+        if (line >= lines)
+            continue;
+        if (n == 1) {
+            if (blockIdx.y == 0)
+                sd_lone<F>(out, line, p, x[line]);
+            continue;
+        }
+        for (int seg = blockIdx.y; seg < nseg; seg += gridDim.y) {
+            int r0 = seg * SDC_S, r1 = r0 + SDC_S < n ? r0 + SDC_S : n;
+            bool edge = r0 < SD_H || r0 + SDC_S + SD_H > n;
+            if (p == 0) {
+                if (edge) sd_col_segment<F, 0, true>(x, out, n, lines, line, r0, r1);
+                else sd_col_segment<F, 0, false>(x, out, n, lines, line, r0, r1);
+            } else {
+                if (edge) sd_col_segment<F, 1, true>(x, out, n, lines, line, r0, r1);
+                else sd_col_segment<F, 1, false>(x, out, n, lines, line, r0, r1);
+            }
+        }
+    }
+}
+
+// sd_rows' lifting of one row's window in shared memory (row: the window, line positions
+// r0 - SD_H ..), P the parity of the first sample: into registers, lifted, the segment's
+// outputs back in place (the high ones not yet scaled).
+template <typename F, int P, typename T>
+__device__ __forceinline__ void sd_row_lift(T* row)
+{
+    T v[SD_BUF];
+#pragma unroll
+    for (int i = 0; i < SD_BUF; i++)
+        v[i] = row[i];
+    F::template lift<P>(v);
+#pragma unroll
+    for (int i = SD_H; i < SD_H + SD_S; i++)
+        row[i] = v[i];
 }
 
 // Where 1D_SD's outputs go: low sample k of line `line` to lo, high sample k to hi, laid
@@ -159,93 +226,79 @@ struct PlaneSink {
     __device__ void fold(int, const Row&) const {}
 };
 
-// 1D_SD of `lines` lines of n samples, F the filter (Sd97 or Sd53), p the parity of the
-// first sample: low samples (i + p even) and high ones to the sink as sample k = (i - p) / 2
-// and (i + p - 1) / 2 of their line.
-template <bool COLS, typename F, typename T, typename Sink>
-__device__ __forceinline__ void sd_lines(const T* x, const Sink& out, int n, int lines, int p,
-                                         T* s)
+// 1D_SD (filter F) along the `lines` rows of n samples of a (lines, n) plane x, p the
+// parity of the first sample, outputs to the sink as sd_cols'; s: the block's shared
+// SD_PITCH * SD_ROWS samples.
+template <typename F, typename T, typename Sink>
+__device__ __forceinline__ void sd_rows(const T* x, const Sink& out, int n, int lines, int p,
+                                        T* s)
 {
-    int nl = (n - p + 1) / 2;
-    int ngroups = (lines + SD_LINES(COLS) - 1) / SD_LINES(COLS), nseg = (n + SD_S - 1) / SD_S;
-    // gpu.py's block: a warp, a thread a line, the loads and stores without the general
-    // loop's (line, sample) of each item; any other block size takes the general loop
-    bool one_warp = blockDim.x == SD_LINES(COLS);
-    int g0 = COLS ? blockIdx.x : blockIdx.y, gstep = COLS ? gridDim.x : gridDim.y;
-    int s0 = COLS ? blockIdx.y : blockIdx.x, sstep = COLS ? gridDim.y : gridDim.x;
-#define SD_G(i, line, len) (COLS ? (long long)(i) * lines + l0 + (line) \
-                                 : (long long)(l0 + (line)) * (len) + (i))
-    for (int g = g0; g < ngroups; g += gstep) {
-        int l0 = g * SD_LINES(COLS);
-        int nlines = lines - l0 < SD_LINES(COLS) ? lines - l0 : SD_LINES(COLS);
-        if (n == 1) {  // F.4.8: a lone sample is copied, or doubled at an odd coordinate
-            for (int t = threadIdx.x; s0 == 0 && t < nlines; t += blockDim.x) {
-                if (nl) out.low(l0 + t, 0, x[l0 + t]);
-                else out.high(l0 + t, 0, F::lone_high(x[l0 + t]));
-            }
+    int ngroups = (lines + SD_ROWS - 1) / SD_ROWS, nseg = (n + SD_S - 1) / SD_S;
+    // gpu.py's block: a warp, the loads and stores along each row in turn without the
+    // general loop's (row, sample) of each item; any other block size takes the general loop
+    bool one_warp = blockDim.x == SD_ROWS;
+    for (int grp = blockIdx.y; grp < ngroups; grp += gridDim.y) {
+        int l0 = grp * SD_ROWS;
+        int nlines = lines - l0 < SD_ROWS ? lines - l0 : SD_ROWS;
+        if (n == 1) {
+            for (int t = threadIdx.x; blockIdx.x == 0 && t < nlines; t += blockDim.x)
+                sd_lone<F>(out, l0 + t, p, x[l0 + t]);
             continue;
         }
-        for (int seg = s0; seg < nseg; seg += sstep) {
-            int r0 = seg * SD_S, r1 = r0 + SD_S < n ? r0 + SD_S : n;
-            int b0 = r0 > SD_H ? r0 - SD_H : 0, b1 = r1 + SD_H < n ? r1 + SD_H : n;
-            int line, b, nb = b1 - b0;
-            if (one_warp && COLS) {         // a thread a column, the warp along a row
-                if (threadIdx.x < nlines)
-#pragma unroll 8
-                    for (b = 0; b < nb; b++)        // unrolled: loads in flight together
-                        s[sd_at<COLS>(threadIdx.x, b)] = x[SD_G(b0 + b, threadIdx.x, n)];
-            } else if (one_warp) {          // the warp along each row in turn
+        for (int seg = blockIdx.x; seg < nseg; seg += gridDim.x) {
+            int r0 = seg * SD_S, r1 = r0 + SD_S < n ? r0 + SD_S : n, w0 = r0 - SD_H;
+            bool edge = r0 < SD_H || r0 + SD_S + SD_H > n;
+            const T* x0 = x + (long long)l0 * n;
+            if (one_warp) {
 #pragma unroll 4
-                for (line = 0; line < nlines; line++)
+                for (int line = 0; line < nlines; line++)
 #pragma unroll
                     for (int k = 0; k < (SD_BUF + SD_ROWS - 1) / SD_ROWS; k++) {
-                        b = threadIdx.x + k * SD_ROWS;
-                        if (b < nb)
-                            s[sd_at<COLS>(line, b)] = x[SD_G(b0 + b, line, n)];
+                        int b = threadIdx.x + k * SD_ROWS, g = w0 + b;
+                        if (b < SD_BUF)
+                            sd_copy(s + line * SD_PITCH + b,
+                                    x0 + (long long)line * n + (edge ? sd_reflect(g, n) : g));
                     }
             } else {
-                for (int t = threadIdx.x; sd_item<COLS>(t, SD_BUF, &line, &b); t += blockDim.x)
-                    if (line < nlines && b < nb)
-                        s[sd_at<COLS>(line, b)] = x[SD_G(b0 + b, line, n)];
+                for (int t = threadIdx.x; t < nlines * SD_BUF; t += blockDim.x) {
+                    int line = t / SD_BUF, b = t % SD_BUF, g = w0 + b;
+                    sd_copy(s + line * SD_PITCH + b,
+                            x0 + (long long)line * n + (edge ? sd_reflect(g, n) : g));
+                }
+            }
+            sd_copies_wait();
+            __syncthreads();
+            for (int line = threadIdx.x; line < nlines; line += blockDim.x) {
+                if (p == 0)
+                    sd_row_lift<F, 0>(s + line * SD_PITCH);
+                else
+                    sd_row_lift<F, 1>(s + line * SD_PITCH);
             }
             __syncthreads();
-            for (int line = threadIdx.x; line < nlines; line += blockDim.x)
-                F::template lift<COLS>(s, line, b0, b1, n, p);
-            __syncthreads();
-            int fl = r0 + ((r0 + p) & 1), fh = r0 + ((r0 + p + 1) & 1), q;
-            if (one_warp && COLS) {         // a thread a column, the warp along a row
-                if (threadIdx.x < nlines) {
-                    for (int i = fl; i < r1; i += 2)
-                        out.low(l0 + threadIdx.x, (i - p) >> 1,
-                                s[sd_at<COLS>(threadIdx.x, i - b0)]);
-                    for (int i = fh; i < r1; i += 2)
-                        out.high(l0 + threadIdx.x, (i + p - 1) >> 1,
-                                 F::high(s[sd_at<COLS>(threadIdx.x, i - b0)]));
-                }
-            } else if (one_warp) {          // the warp along each row in turn
-                for (line = 0; line < nlines; line++) {
+            int fl = r0 + ((r0 + p) & 1), fh = r0 + ((r0 + p + 1) & 1);
+            if (one_warp) {          // the warp along each row in turn
+                for (int line = 0; line < nlines; line++) {
                     auto row = out.row(l0 + line);
+                    const T* sl = s + line * SD_PITCH - w0;
                     int i = fl + 2 * threadIdx.x;
-                    if (i < r1) row.low((i - p) >> 1, s[sd_at<COLS>(line, i - b0)]);
+                    if (i < r1) row.low((i - p) >> 1, sl[i]);
                     i = fh + 2 * threadIdx.x;
-                    if (i < r1) row.high((i + p - 1) >> 1, F::high(s[sd_at<COLS>(line, i - b0)]));
+                    if (i < r1) row.high((i + p - 1) >> 1, F::high(sl[i]));
                     out.fold(l0 + line, row);
                 }
             } else {
-                for (int t = threadIdx.x; sd_item<COLS>(t, SD_S / 2, &line, &q); t += blockDim.x) {
-                    if (line >= nlines) continue;
+                for (int t = threadIdx.x; t < nlines * (SD_S / 2); t += blockDim.x) {
+                    int line = t / (SD_S / 2), q = t % (SD_S / 2);
+                    const T* sl = s + line * SD_PITCH - w0;
                     int i = fl + 2 * q;
-                    if (i < r1) out.low(l0 + line, (i - p) >> 1, s[sd_at<COLS>(line, i - b0)]);
+                    if (i < r1) out.low(l0 + line, (i - p) >> 1, sl[i]);
                     i = fh + 2 * q;
-                    if (i < r1)
-                        out.high(l0 + line, (i + p - 1) >> 1,
-                                 F::high(s[sd_at<COLS>(line, i - b0)]));
+                    if (i < r1) out.high(l0 + line, (i + p - 1) >> 1, F::high(sl[i]));
                 }
             }
             __syncthreads();  // the next segment reuses s
         }
     }
-#undef SD_G
 }
 
 // 9/7 lifting step of F-8 in the twin's float32 order: t = a + b; t *= c; x + t.
@@ -271,15 +324,13 @@ struct Lift97Last {
 
 // 1D_SD with the 9/7 filter (F.4.8.2): the four lifting steps, the high-pass scaling.
 struct Sd97 {
-    template <bool COLS>
-    __device__ static void lift(float* s, int line, int b0, int b1, int n, int p)
+    template <int P, int W>
+    __device__ static void lift(float (&v)[W])
     {
-        int fl = b0 + ((b0 + p) & 1), fh = b0 + ((b0 + p + 1) & 1);
-        Lift97 alpha = {ALPHA}, beta = {BETA}, gamma = {GAMMA};
-        sd_step<COLS>(s, line, b0, b1, n, fh, alpha);
-        sd_step<COLS>(s, line, b0, b1, n, fl, beta);
-        sd_step<COLS>(s, line, b0, b1, n, fh, gamma);
-        sd_step<COLS>(s, line, b0, b1, n, fl, Lift97Last());
+        sd_step<P, 1>(v, Lift97{ALPHA});
+        sd_step<P, 0>(v, Lift97{BETA});
+        sd_step<P, 1>(v, Lift97{GAMMA});
+        sd_step<P, 0>(v, Lift97Last());
     }
     __device__ static float high(float v) { return v * K_HIGH; }
     __device__ static float lone_high(float v) { return v * 2.0f; }
@@ -287,13 +338,12 @@ struct Sd97 {
 
 // 1D_SD with the 9/7 filter (F.4.8.2) down every column of a row-major (n, w) plane;
 // p: parity of the first row.  Low-pass rows go to lo (nl, w), high-pass rows to hi
-// (nh, w).  Grid: (ceil(w / SD_COLS), ceil(n / SD_S)), as the tiles above.
+// (nh, w).  Grid: (ceil(w / threads), ceil(n / SDC_S)), as sd_cols'.
 extern "C" __global__ void sd97_cols(const float* x, float* lo, float* hi, int n, int w, int p)
 {
-    __shared__ float s[SD_BUF * SD_COLS];
     int nl = (n - p + 1) / 2;
     PlaneSink<true, float> out = {lo, hi, w, nl, n - nl};
-    sd_lines<true, Sd97>(x, out, n, w, p, s);
+    sd_cols<Sd97>(x, out, n, w, p);
 }
 
 // The same along every row of a row-major (m, n) plane: lo (m, nl), hi (m, nh).
@@ -303,7 +353,7 @@ extern "C" __global__ void sd97_rows(const float* x, float* lo, float* hi, int n
     __shared__ float s[SD_PITCH * SD_ROWS];
     int nl = (n - p + 1) / 2;
     PlaneSink<false, float> out = {lo, hi, m, nl, n - nl};
-    sd_lines<false, Sd97>(x, out, n, m, p, s);
+    sd_rows<Sd97>(x, out, n, m, p, s);
 }
 
 // Deadzone quantisation (E.1): q = sign(c) floor(|c| * (1 / Delta_b)), into out + offset.
@@ -370,11 +420,11 @@ struct Update53 {
 
 // 1D_SD with the 5/3 filter (F.4.8.1): predict then update; a lone odd sample is doubled.
 struct Sd53 {
-    template <bool COLS>
-    __device__ static void lift(int* s, int line, int b0, int b1, int n, int p)
+    template <int P, int W>
+    __device__ static void lift(int (&v)[W])
     {
-        sd_step<COLS>(s, line, b0, b1, n, b0 + ((b0 + p + 1) & 1), Predict53());
-        sd_step<COLS>(s, line, b0, b1, n, b0 + ((b0 + p) & 1), Update53());
+        sd_step<P, 1>(v, Predict53());
+        sd_step<P, 0>(v, Update53());
     }
     __device__ static int high(int v) { return v; }
     __device__ static int lone_high(int v) { return add_wrap(v, v); }
@@ -387,10 +437,9 @@ struct Sd53 {
 // with the periodic symmetric extension of F.3.7.  p: parity of the first row.
 extern "C" __global__ void sd53_cols_i32(const int* x, int* lo, int* hi, int n, int w, int p)
 {
-    __shared__ int s[SD_BUF * SD_COLS];
     int nl = (n - p + 1) / 2;
     PlaneSink<true, int> out = {lo, hi, w, nl, n - nl};
-    sd_lines<true, Sd53>(x, out, n, w, p, s);
+    sd_cols<Sd53>(x, out, n, w, p);
 }
 
 // The same along every row of a row-major int32 (m, n) plane, as sd97_rows.
@@ -399,7 +448,7 @@ extern "C" __global__ void sd53_rows_i32(const int* x, int* lo, int* hi, int n, 
     __shared__ int s[SD_PITCH * SD_ROWS];
     int nl = (n - p + 1) / 2;
     PlaneSink<false, int> out = {lo, hi, m, nl, n - nl};
-    sd_lines<false, Sd53>(x, out, n, m, p, s);
+    sd_rows<Sd53>(x, out, n, m, p, s);
 }
 
 // ------------------------------------------------------------- batched, fused -------
@@ -503,26 +552,24 @@ COLOUR(i16, short)
 COLOUR(i32, int)
 
 // VER_SD of every column of component z's (n, w) plane at x + z * cs into out + z * cs:
-// its nl low rows, then its n - nl high rows.  Grid: (ceil(w / SD_COLS), ceil(n / SD_S),
+// its nl low rows, then its n - nl high rows.  Grid: (ceil(w / threads), ceil(n / SDC_S),
 // components).
 extern "C" __global__ void sd97_cols_c(const float* x, float* out, long long cs, int n, int w,
                                        int p)
 {
-    __shared__ float s[SD_BUF * SD_COLS];
     int nl = (n - p + 1) / 2;
     float* o = out + blockIdx.z * cs;
     PlaneSink<true, float> sink = {o, o + (long long)nl * w, w, nl, n - nl};
-    sd_lines<true, Sd97>(x + blockIdx.z * cs, sink, n, w, p, s);
+    sd_cols<Sd97>(x + blockIdx.z * cs, sink, n, w, p);
 }
 
 extern "C" __global__ void sd53_cols_c(const int* x, int* out, long long cs, int n, int w,
                                        int p)
 {
-    __shared__ int s[SD_BUF * SD_COLS];
     int nl = (n - p + 1) / 2;
     int* o = out + blockIdx.z * cs;
     PlaneSink<true, int> sink = {o, o + (long long)nl * w, w, nl, n - nl};
-    sd_lines<true, Sd53>(x + blockIdx.z * cs, sink, n, w, p, s);
+    sd_cols<Sd53>(x + blockIdx.z * cs, sink, n, w, p);
 }
 
 // E.1 index of a coefficient: sign(c) floor(|c| / Delta_b) (9/7, as quantize_f32), or the
@@ -657,7 +704,7 @@ extern "C" __global__ void sd97_rows_q(const float* x, long long xcs, int n, int
     int z = blockIdx.z, nl = (n - p + 1) / 2;
     BandSink<float> sink = {ll + z * llcs, flat, offs + 4 * z, inv + 4 * z, nlv, nl, n - nl,
                             ll_q, {0, 0, 0, 0}};
-    sd_lines<false, Sd97>(x + z * xcs, sink, n, m, p, s);
+    sd_rows<Sd97>(x + z * xcs, sink, n, m, p, s);
     band_maxima(sink, tops + 4 * z);
 }
 
@@ -670,7 +717,7 @@ extern "C" __global__ void sd53_rows_q(const int* x, long long xcs, int n, int m
     int z = blockIdx.z, nl = (n - p + 1) / 2;
     BandSink<int> sink = {ll + z * llcs, flat, offs + 4 * z, inv + 4 * z, nlv, nl, n - nl,
                           ll_q, {0, 0, 0, 0}};
-    sd_lines<false, Sd53>(x + z * xcs, sink, n, m, p, s);
+    sd_rows<Sd53>(x + z * xcs, sink, n, m, p, s);
     band_maxima(sink, tops + 4 * z);
 }
 
