@@ -22,7 +22,7 @@ from . import markers as mk
 from .blocks import Block, BlockTable, TierOnePool
 from .early_stop import FLOOR_SHARE, component_histograms, first_floor, floor_share
 from .early_stop import on_device as _on_device  # noqa: I001 (one definition of 'a CuPy array')
-from .forward import forward_tile
+from .forward import code_value_step, forward_tile
 from .profiles import Params, make_params
 from .markers import main_header
 from .quant import block_components
@@ -256,20 +256,38 @@ class Encoder:
             return _split(self._staging.upload(np.asarray(image), self._stream))
         return [c if _on_device(c) else cupy.asarray(np.ascontiguousarray(c)) for c in comps]
 
-    def encode_planes(self, planes, precisions, signed=None) -> bytes:
+    def encode_planes(self, planes, precisions, signed=None, *, code_values=None) -> bytes:
         """Encode components already on the GPU (CuPy int32 planes, e.g. from
         :func:`cinegpu.encode.gpu.rgb_to_xyz12`) without a host round trip.  The caller
         guarantees every sample lies in its ``precisions`` range (unsigned unless
-        ``signed``); needs the ``cuda`` back end."""
+        ``signed``); needs the ``cuda`` back end.
+
+        ``code_values``: (top, bits): the planes hold samples (e.g. the component views
+        ``image[:, :, c]`` of an interleaved uint8 / uint16 CuPy image, read in place) to be
+        coded as IMF's R'G'B' code values ``rint((2^bits - 1) clip(s / top, 0, 1))``, computed
+        in the forward stage's colour kernel: the codestream of
+        ``encode_planes(gpu.code_values(image, top, bits), precisions)`` without its int32
+        planes.  The code values (0 .. 2^bits - 1) are what is coded and checked: they must
+        fit every precision, unsigned."""
         if self.backend != "cuda":
             raise ValueError("encode_planes needs the cuda back end")
         n = len(planes)
         precs = [int(precisions)] * n if np.ndim(precisions) == 0 else [int(p) for p in precisions]
         sgn = [bool(signed)] * n if signed is None or np.ndim(signed) == 0 else \
             [bool(s) for s in signed]
-        return self._encode(list(planes), precs, sgn)
+        step = None
+        if code_values is not None:
+            top, bits = code_values
+            if any(sgn) or any(p < int(bits) for p in precs):
+                raise ValueError(f"{int(bits)}-bit code values need unsigned components of "
+                                 f"at least {int(bits)} bits, got {precs} (signed {sgn})")
+            step = code_value_step(top, bits)
+        return self._encode(list(planes), precs, sgn, step)
 
-    def _encode(self, comps, precs, sgn) -> bytes:
+    def _encode(self, comps, precs, sgn, code_values=None) -> bytes:
+        """The codestream of ``comps`` (precisions ``precs``, signedness ``sgn``);
+        ``code_values``: (scale, peak) of :func:`.forward.code_value_step`, the components'
+        samples coded as their code values (cuda back end)."""
         import time
         t0 = time.perf_counter()
         params = make_params([c.shape for c in comps], precs, sgn, **self.options)
@@ -278,7 +296,7 @@ class Encoder:
         self.stats = {}
         with self.on_stream():
             cs, plans = self._geometry(params)
-            flats = self._forward(comps, params, plans)
+            flats = self._forward(comps, params, plans, code_values)
             params, cs, plans, flats = self._guard_bits(params, cs, plans, flats)
             if self.codec == "htj2k":
                 return self._encode_ht(params, cs, plans, flats, t0)
@@ -345,7 +363,10 @@ class Encoder:
             return cs, [build_tile_plan(cs, t) for t in range(params.num_tiles)]
         return self._plans.get(header, build)
 
-    def _forward(self, comps, params, plans):
+    def _forward(self, comps, params, plans, code_values=None):
+        """Each tile's flat int32 buffer (:func:`.forward.forward_tile`, or
+        :func:`.gpu.forward_tile_cuda` on the GPU, replayed as a CUDA graph per geometry and
+        code-value step); ``code_values``: (scale, peak), as :meth:`_encode`."""
         if self.backend == "cuda":
             from .gpu import forward_tile_cuda
 
@@ -357,7 +378,8 @@ class Encoder:
                 maxima: list = []
                 return [forward_tile_cuda(planes, p, params.precisions, params.signed,
                                           params.mct, params.reversible, on_device=True,
-                                          tables=self._band_tables, maxima=maxima)
+                                          tables=self._band_tables, maxima=maxima,
+                                          code_values=code_values)
                         for p in plans] + maxima
             if not self.graphs:
                 outs = build(comps)
@@ -367,12 +389,13 @@ class Encoder:
                     self._graphs = ForwardGraphs()
                 key = (id(plans), tuple((c.shape, c.dtype.str) for c in comps),
                        tuple(params.precisions), tuple(params.signed), params.mct,
-                       params.reversible)
+                       params.reversible,    # the step's scale and peak are kernel arguments
+                       None if code_values is None else tuple(float(v) for v in code_values))
                 outs = self._graphs.run(key, plans, comps, build, self._stream)
             self._maxima = outs[len(plans):]
             return outs[:len(plans)]
         return [forward_tile(comps, p, params.precisions, params.signed, params.mct,
-                             params.reversible) for p in plans]
+                             params.reversible, code_values) for p in plans]
 
     def _guard_bits(self, params, cs, plans, flats):
         """Raise G until every band's indices fit in M_b bit-planes (E-2); DCI keeps its

@@ -17,17 +17,39 @@ import numpy as np
 from cinegpu.decode.plan import TilePlan
 from cinegpu.decode.transform import fdwt_53, fdwt_97, forward_ict, forward_rct
 
-__all__ = ["tile_planes", "forward_tile", "place_bands", "quantize_band"]
+__all__ = ["code_value_samples", "code_value_step", "tile_planes", "forward_tile",
+           "place_bands", "quantize_band"]
+
+
+def code_value_step(top: float, bits: int) -> tuple[np.float32, np.float32]:
+    """(scale, peak) of IMF's R'G'B' code values at ``bits`` per component: float32 1 / top
+    (the scaling of :func:`cinegpu.media.images_in.unit_scale`) and 2^bits - 1, as
+    :func:`cinegpu.encode.gpu.code_values` passes them to its kernel."""
+    return np.float32(1.0 / top), np.float32((1 << int(bits)) - 1)
+
+
+def code_value_samples(x, code_values) -> np.ndarray:
+    """int32 ``rint(peak clip(x scale, 0, 1))`` of samples ``x``, ``code_values`` = (scale,
+    peak) (:func:`code_value_step`), every operation in float32: the numpy twin of forward.cu's
+    ``code_value`` (and of :func:`cinegpu.encode.gpu.code_values`), bit for bit."""
+    scale, peak = (np.float32(v) for v in code_values)
+    v = np.asarray(x).astype(np.float32) * scale
+    np.clip(v, np.float32(0), np.float32(1), out=v)
+    return np.rint(v * peak).astype(np.int32)
 
 
 def tile_planes(comps: Sequence[np.ndarray], plan: TilePlan, precisions, signed,
-                mct: int, reversible: bool) -> list[np.ndarray]:
+                mct: int, reversible: bool, code_values=None) -> list[np.ndarray]:
     """Level-shifted (and colour-transformed) planes of the tile's components:
-    int32 when reversible, else float32."""
+    int32 when reversible, else float32.  ``code_values``: (scale, peak), the samples
+    coded as their code values (:func:`code_value_samples`, before the G.1.2 shift)."""
     dtype = np.int32 if reversible else np.float32
     planes = []
     for tc, a in zip(plan.components, comps):
-        x = np.asarray(a[tc.y0:tc.y1, tc.x0:tc.x1], dtype=np.int32 if reversible else np.float32)
+        x = a[tc.y0:tc.y1, tc.x0:tc.x1]
+        if code_values is not None:
+            x = code_value_samples(x, code_values)
+        x = np.asarray(x, dtype=np.int32 if reversible else np.float32)
         if not signed[tc.c]:
             x = x - dtype(1 << (precisions[tc.c] - 1))  # G.1.2 DC level shift
         planes.append(x)
@@ -58,10 +80,11 @@ def place_bands(flat: np.ndarray, tc, ll, levels) -> None:
 
 
 def forward_tile(comps: Sequence[np.ndarray], plan: TilePlan, precisions, signed, mct: int,
-                 reversible: bool) -> np.ndarray:
-    """The tile's quantisation indices as one flat int32 buffer (plan layout)."""
+                 reversible: bool, code_values=None) -> np.ndarray:
+    """The tile's quantisation indices as one flat int32 buffer (plan layout);
+    ``code_values`` as :func:`tile_planes`."""
     flat = np.zeros(plan.coeff_size, np.int32)
-    planes = tile_planes(comps, plan, precisions, signed, mct, reversible)
+    planes = tile_planes(comps, plan, precisions, signed, mct, reversible, code_values)
     fdwt = fdwt_53 if reversible else fdwt_97
     for tc, x in zip(plan.components, planes):
         ll, levels = fdwt(x, tc.levels, (tc.x0, tc.y0))

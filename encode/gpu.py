@@ -24,9 +24,9 @@ from cinegpu.decode.transform.dwt import level_rects
 
 from .forward_graph import interleaved
 
-__all__ = ["BandTables", "HostStaging", "band_layout", "band_tables", "code_values",
-           "component_extremes", "fdwt53", "fdwt97", "forward_tile_cuda", "guard_bits_cuda",
-           "ict", "kernel", "quantize", "rct", "rgb_to_xyz12"]
+__all__ = ["BandTables", "HostStaging", "band_layout", "band_tables", "code_value_plane",
+           "code_values", "component_extremes", "fdwt53", "fdwt97", "forward_tile_cuda",
+           "guard_bits_cuda", "ict", "kernel", "quantize", "rct", "rgb_to_xyz12"]
 
 log = logging.getLogger(__name__)
 CUDA_DIR = Path(__file__).with_name("cuda")
@@ -216,16 +216,29 @@ def quantize(c, delta: float, out=None, offset: int = 0):
     return out
 
 
-def _tile_planes(comps, plan, precisions, signed, mct: int, reversible: bool) -> list:
+def code_value_plane(x, code_values):
+    """int32 ``rint(peak clip(x scale, 0, 1))`` of a CuPy plane, ``code_values`` = (scale,
+    peak) (:func:`cinegpu.encode.forward.code_value_step`), in CuPy's float32 operations:
+    forward.cu's ``code_value`` (and :func:`code_values`), bit for bit, for the paths that do
+    not fuse it into the colour kernel."""
+    scale, peak = (np.float32(v) for v in code_values)
+    v = cupy.clip(x.astype(cupy.float32) * scale, np.float32(0), np.float32(1))
+    return cupy.rint(v * peak).astype(cupy.int32)
+
+
+def _tile_planes(comps, plan, precisions, signed, mct: int, reversible: bool,
+                 code_values=None) -> list:
     """Device planes of the tile's components after the DC shift and colour transform:
-    int32 when reversible (RCT), else float32 (ICT)."""
+    int32 when reversible (RCT), else float32 (ICT); ``code_values`` (scale, peak): the
+    samples' code values first (:func:`code_value_plane`)."""
     planes = []
     shifts = [0 if signed[tc.c] else 1 << (precisions[tc.c] - 1) for tc in plan.components]
     for tc, a in zip(plan.components, comps):
         part = a[tc.y0:tc.y1, tc.x0:tc.x1]
         if isinstance(part, np.ndarray):   # one upload at the host dtype, widened on the GPU
             part = cupy.asarray(np.ascontiguousarray(part))
-        planes.append(cupy.ascontiguousarray(part, cupy.int32))
+        planes.append(cupy.ascontiguousarray(part, cupy.int32) if code_values is None
+                      else code_value_plane(part, code_values))
     colour, shift = (rct, dc_shift_i32) if reversible else (ict, dc_shift)
     if not reversible:
         shifts = [float(s) for s in shifts]
@@ -310,10 +323,11 @@ def _batchable(plan) -> bool:
     return all(r[2] > r[0] and r[3] > r[1] for r in rects)
 
 
-def _batched_input(comps, plan):
-    """The tile's components as (planes, rs, ps, suffix) for the colour kernels: CuPy views
-    read in place when they share a dtype the kernels read and their strides, else
-    contiguous uploads / int32 copies."""
+def _batched_input(comps, plan, code_values=None):
+    """The tile's components as (planes, rs, ps, suffix, code_values) for the colour
+    kernels: CuPy views read in place when they share a dtype the kernels read and their
+    strides, else contiguous uploads / int32 copies (their code values, where
+    ``code_values`` is given: then None is returned for the kernel's step)."""
     parts = [a[tc.y0:tc.y1, tc.x0:tc.x1] for tc, a in zip(plan.components, comps)]
     parts = [cupy.asarray(np.ascontiguousarray(p)) if isinstance(p, np.ndarray) else p
              for p in parts]
@@ -321,16 +335,19 @@ def _batched_input(comps, plan):
     if d not in _COLOUR_INPUTS or any(p.dtype != d or p.strides != parts[0].strides
                                       for p in parts) \
             or any(st % d.itemsize for st in parts[0].strides):
-        parts = [cupy.ascontiguousarray(p, cupy.int32) for p in parts]
-        d = parts[0].dtype
+        parts = [cupy.ascontiguousarray(p, cupy.int32) if code_values is None
+                 else code_value_plane(p, code_values) for p in parts]
+        d, code_values = parts[0].dtype, None
     rs, ps = (st // d.itemsize for st in parts[0].strides)
-    return parts, rs, ps, _COLOUR_INPUTS[d]
+    return parts, rs, ps, _COLOUR_INPUTS[d], code_values
 
 
-def _forward_batched(comps, plan, precisions, signed, mct: int, reversible: bool, tables):
+def _forward_batched(comps, plan, precisions, signed, mct: int, reversible: bool, tables,
+                     code_values=None):
     """forward_tile_cuda's flat buffer in two launches a level for all components (the
     batched, fused kernels of forward.cu; the same buffer to the bit), and each band's
-    largest |index| as uint32 (levels, components, 4) in :func:`band_tables`' order."""
+    largest |index| as uint32 (levels, components, 4) in :func:`band_tables`' order.
+    ``code_values`` (scale, peak): the colour kernel codes each sample's code value."""
     tcs = plan.components
     t0 = tcs[0]
     ncomp, levels = len(tcs), t0.levels
@@ -338,7 +355,8 @@ def _forward_batched(comps, plan, precisions, signed, mct: int, reversible: bool
     offs, inv, whole = (tables.get(plan, reversible) if tables is not None
                         else band_tables(plan, reversible))[:3]
     tops = cupy.zeros((levels, ncomp, 4), cupy.uint32)
-    parts, rs, ps, suffix = _batched_input(comps, plan)
+    parts, rs, ps, suffix, code_values = _batched_input(comps, plan, code_values)
+    scale, peak = code_values if code_values is not None else (1.0, 0.0)   # peak 0: no step
     shifts = [0 if signed[tc.c] else 1 << (precisions[tc.c] - 1) for tc in tcs]
     dtype = cupy.int32 if reversible else cupy.float32
     scalar = np.int32 if reversible else np.float32
@@ -348,7 +366,8 @@ def _forward_batched(comps, plan, precisions, signed, mct: int, reversible: bool
         (min(-(-w // THREADS), 64), min(h, _GRID_MAX)), (THREADS,),
         (*x, np.int64(rs), np.int64(ps), np.int32(h), np.int32(w), np.int32(ncomp),
          np.int32(bool(mct) and ncomp == 3), *(scalar(shifts[min(i, ncomp - 1)])
-                                               for i in range(3)), a, np.int64(h * w)))
+                                               for i in range(3)), a, np.int64(h * w),
+         np.float32(scale), np.float32(peak)))
     flat = (cupy.empty if whole else cupy.zeros)(plan.coeff_size, cupy.int32)
     filt = "53" if reversible else "97"
     rects = level_rects((t0.x0, t0.y0, t0.x1, t0.y1), levels)
@@ -377,7 +396,7 @@ def _forward_batched(comps, plan, precisions, signed, mct: int, reversible: bool
 
 def forward_tile_cuda(comps, plan, precisions, signed, mct: int, reversible: bool,
                       on_device: bool = False, tables: BandTables | None = None,
-                      batched: bool = True, maxima: list | None = None):
+                      batched: bool = True, maxima: list | None = None, code_values=None):
     """As :func:`cinegpu.encode.forward.forward_tile`, on the GPU: 9/7 + ICT +
     quantisation, or (``reversible``) 5/3 + RCT with the integer coefficients as indices.
     ``comps``: numpy or CuPy planes; ``on_device``: return the CuPy buffer (no copy back).
@@ -386,15 +405,20 @@ def forward_tile_cuda(comps, plan, precisions, signed, mct: int, reversible: boo
     False, or another tile, runs kernel by kernel and component by component.  Both give
     the same buffer to the bit (GPU tests).  ``maxima``: a list to which the batched path
     appends its bands' largest |index| (device uint32, for :func:`guard_bits_cuda`), the
-    other path None."""
+    other path None.  ``code_values``: (scale, peak)
+    (:func:`cinegpu.encode.forward.code_value_step`): the components hold samples coded as
+    IMF's code values ``rint(peak clip(s scale, 0, 1))``, computed by the batched path's colour
+    kernel as it reads them (no int32 planes), by the other path first; both as
+    :func:`code_values` (the same buffer as from its planes)."""
     if batched and _batchable(plan):
-        flat, tops = _forward_batched(comps, plan, precisions, signed, mct, reversible, tables)
+        flat, tops = _forward_batched(comps, plan, precisions, signed, mct, reversible, tables,
+                                      code_values)
         if maxima is not None:
             maxima.append(tops)
         return flat if on_device else cupy.asnumpy(flat)
     if maxima is not None:
         maxima.append(None)
-    planes = _tile_planes(comps, plan, precisions, signed, mct, reversible)
+    planes = _tile_planes(comps, plan, precisions, signed, mct, reversible, code_values)
     flat = cupy.zeros(plan.coeff_size, cupy.int32)
     fdwt = fdwt53 if reversible else fdwt97
     for tc, x in zip(plan.components, planes):

@@ -27,8 +27,8 @@ from .errors import UnsupportedMedia
 from .gpu_waits import sleep_on_waits
 from .images_in import unit_scale
 
-__all__ = ["GPU_PROCESSES", "GPU_WORKERS", "PROCESS_MIN_FRAMES", "PROCESS_THREADS",
-           "FrameEncoders", "device_for", "pick_backend"]
+__all__ = ["FUSED_CODE_VALUES", "GPU_PROCESSES", "GPU_WORKERS", "PROCESS_MIN_FRAMES",
+           "PROCESS_THREADS", "FrameEncoders", "device_for", "pick_backend"]
 
 #: Frames encoded at once on one GPU by one process's threads, by default
 #: (:meth:`FrameEncoders.default_workers`).
@@ -49,6 +49,11 @@ GPU_PROCESSES = 16
 #: to start (imports, CUDA context, kernels), which 4 processes of 4 threads win back over 8
 #: threads of one process after about 580 2K or 720 4K frames (H200, 16 cores).
 PROCESS_MIN_FRAMES = 720
+#: IMF R'G'B' image sample types whose code values the cuda back end computes in the forward
+#: stage's colour kernel as it reads the image in place (``Encoder.encode_planes(...,
+#: code_values=)``: no int32 planes); others (float32) through
+#: :func:`cinegpu.encode.gpu.code_values` first.  The same codestream either way.
+FUSED_CODE_VALUES = (np.dtype(np.uint8), np.dtype(np.uint16))
 
 
 def pick_backend(backend: str = "auto") -> str:
@@ -209,7 +214,8 @@ class FrameEncoders:
 
     def _encode_rgb(self, a: np.ndarray, top: float) -> bytes:
         """IMF: the R'G'B' samples scaled to ``bits`` (no colour conversion; on the GPU with
-        the cuda back end, :func:`cinegpu.encode.gpu.code_values`, the same values), or their
+        the cuda back end, :func:`cinegpu.encode.gpu.code_values`, the same values, computed
+        by the forward stage's colour kernel for :data:`FUSED_CODE_VALUES` images), or their
         Y'CbCr (:attr:`sampling`, on the host)."""
         if not self.ours:
             raise UnsupportedMedia(None, "IMF mastering needs cinegpu.encode "
@@ -220,6 +226,10 @@ class FrameEncoders:
             return self._encoder().encode(planes, bits=self.bits, signed=False)
         enc = self._encoder()
         if self.backend == "cuda":
+            if np.dtype(a.dtype) in FUSED_CODE_VALUES:   # the image read in place, once
+                image = self._on_gpu(enc, a, lambda image: image)
+                return enc.encode_planes([image[:, :, c] for c in range(3)], self.bits,
+                                         code_values=(top, self.bits))
             from cinegpu.encode.gpu import code_values
             planes = self._on_gpu(enc, a, lambda image: code_values(image, top, self.bits))
             return enc.encode_planes(planes, self.bits)

@@ -7,7 +7,10 @@ bit (float32 compared as int32 views, so -0.0 and NaN payloads count):
 * colour: every input type (u8, u16, i16, i32), 1-3 components, mct on and off, both
   reversible (int32 shift, RCT) and irreversible (float32 shift, ICT), the components of an
   interleaved image read in place (a tile cropped out of it) and separate planes, against
-  ``cinegpu.encode.forward.tile_planes``;
+  ``cinegpu.encode.forward.tile_planes``; the same with IMF's code-value step on (scale,
+  peak: samples below 0 and over ``top`` clipped, several ``top`` and bits), against
+  ``tile_planes(..., code_values=)``, whose ``code_value_samples`` is the host's
+  ``rint(peak unit_scale(s, top))``;
 * VER_SD (``*_cols_c``): 1-3 components of different data, lengths 1, 2, odd, one and
   several segments, widths not a multiple of the tile's, both parities, against
   ``_sd_97`` / ``_sd_53`` along axis 0 (low rows, then high rows);
@@ -37,7 +40,8 @@ import numpy as np
 import pytest
 
 from cinegpu.decode.transform.dwt import _sd_53, _sd_97
-from cinegpu.encode.forward import quantize_band, tile_planes
+from cinegpu.encode.forward import (code_value_samples, code_value_step, quantize_band,
+                                    tile_planes)
 
 from conftest import host_build
 
@@ -116,9 +120,10 @@ def _plan(h: int, w: int, ncomp: int):
 
 
 def colour_host(lib, comps, rs: int, ps: int, h: int, w: int, shifts, mct: int,
-                reversible: bool, grid: str, threads: int, reverse: bool):
+                reversible: bool, grid: str, threads: int, reverse: bool, step=(1.0, 0.0)):
     """colour_{i32,f32}_<in> of the component views ``comps`` (sharing one buffer's strides
-    rs, ps, or separate planes) -> (out buffer, cs): planes at out[c * cs:]."""
+    rs, ps, or separate planes) -> (out buffer, cs): planes at out[c * cs:]; ``step``: the
+    code-value step's (scale, peak), peak 0 none."""
     ncomp = len(comps)
     code = COLOUR_INPUTS[comps[0].dtype.type][0]
     cs = h * w + PAD
@@ -128,7 +133,7 @@ def colour_host(lib, comps, rs: int, ps: int, h: int, w: int, shifts, mct: int,
     sh = [ctypes.c_double(shifts[min(i, ncomp - 1)]) for i in range(3)]
     rc = lib.colour_emulate(*_ints(code, reversible), *(_ptr(a) for a in x), *_lls(rs, ps),
                             *_ints(h, w, ncomp, mct), *sh, _ptr(out), *_lls(cs),
-                            *_ints(gx, gy, threads, reverse))
+                            *(ctypes.c_float(v) for v in step), *_ints(gx, gy, threads, reverse))
     assert rc == 0
     return out, cs
 
@@ -171,6 +176,74 @@ def test_colour_host_matches_tile_planes(lib, reversible, grid, threads, reverse
                         for c in range(ncomp):
                             mask[c * cs:c * cs + h * w] = False
                         assert (out.view(np.int32)[mask] == SENTINEL).all(), what
+
+
+#: the code-value step's cases per input type: (top, bits, low, high) with samples drawn
+#: from low..high, so below 0 and over top (clipped) where the type has room
+CODE_VALUE_CASES = {
+    np.uint8: [(255.0, 8, 0, 255), (255.0, 12, 0, 255), (200.0, 10, 0, 255)],
+    np.uint16: [(65535.0, 12, 0, 65535), (65535.0, 16, 0, 65535), (1023.0, 10, 0, 1200),
+                (4095.0, 12, 0, 65535)],
+    np.int16: [(32767.0, 12, -32768, 32767), (1023.0, 10, -50, 1100)],
+    np.int32: [(float((1 << 24) + 3), 12, -(1 << 25), (1 << 25) + 7), (65535.0, 16, -9, 70000)],
+}
+
+
+def test_code_value_samples_are_the_hosts():
+    """The twin's code values are FrameEncoders' host IMF path's, rint(peak unit_scale(s))."""
+    from cinegpu.media.images_in import unit_scale
+    rng = np.random.default_rng(11)
+    for dtype, cases in CODE_VALUE_CASES.items():
+        for top, bits, lo, hi in cases:
+            x = rng.integers(lo, hi, (9, 31), dtype=np.int64, endpoint=True).astype(dtype)
+            want = np.rint(unit_scale(x, top) * np.float32((1 << bits) - 1)).astype(np.int32)
+            got = code_value_samples(x, code_value_step(top, bits))
+            _assert_bits(want, got, (np.dtype(dtype).name, top, bits))
+            assert got.min() >= 0 and got.max() <= (1 << bits) - 1
+
+
+@pytest.mark.parametrize("reversible", [False, True], ids=["f32", "i32"])
+@pytest.mark.parametrize("grid,threads,reverse", [("gpu", THREADS, False), ("one", 32, True)],
+                         ids=["gpu", "one-32-reversed"])
+def test_colour_host_code_values_match_tile_planes(lib, reversible, grid, threads, reverse):
+    """The colour kernels with IMF's code-value step (scale, peak) on: every input type, 1-3
+    components, mct on and off, an interleaved image read in place and separate planes, as
+    tile_planes(..., code_values=) (code_values' int32 planes, then the old colour step)."""
+    rng = np.random.default_rng(17 + reversible)
+    h, w = 5, 37
+    runs = 0
+    for dtype, cases in CODE_VALUE_CASES.items():
+        for top, bits, lo, hi in cases:
+            step = code_value_step(top, bits)
+            for ncomp in (1, 2, 3):
+                big = rng.integers(lo, hi, (h + 3, w + 4, ncomp), dtype=np.int64,
+                                   endpoint=True).astype(dtype)
+                big[1, 1, :], big[h, w, :] = lo, hi          # the range's ends in the tile
+                big[2, 2, :] = (lo, hi, 0)[:ncomp]
+                big[3, 3, :] = (int(top), 0, int(top))[:ncomp]    # white exactly
+                tile = big[1:1 + h, 1:1 + w]
+                layouts = {"interleaved": [tile[..., c] for c in range(ncomp)],
+                           "planes": [np.ascontiguousarray(tile[::-1, :, c])
+                                      for c in range(ncomp)]}
+                precisions = (bits,) * ncomp
+                shifts = [1 << (bits - 1)] * ncomp
+                for name, comps in layouts.items():
+                    rs, ps = (st // comps[0].itemsize for st in comps[0].strides)
+                    for mct in (0, 1):
+                        want = tile_planes(comps, _plan(h, w, ncomp), precisions,
+                                           [False] * ncomp, mct and ncomp == 3, reversible,
+                                           code_values=step)
+                        out, cs = colour_host(lib, comps, rs, ps, h, w, shifts, mct,
+                                              reversible, grid, threads, reverse, step)
+                        what = (np.dtype(dtype).name, top, bits, ncomp, name, mct)
+                        for c in range(ncomp):
+                            _assert_bits(want[c].ravel(), out[c * cs:c * cs + h * w], what)
+                        mask = np.ones(out.size, bool)
+                        for c in range(ncomp):
+                            mask[c * cs:c * cs + h * w] = False
+                        assert (out.view(np.int32)[mask] == SENTINEL).all(), what
+                        runs += 1
+    assert runs == sum(map(len, CODE_VALUE_CASES.values())) * 3 * 2 * 2
 
 
 # -------------------------------------------------------------- VER_SD (cols_c) ------

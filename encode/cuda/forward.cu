@@ -456,7 +456,8 @@ extern "C" __global__ void sd53_rows_i32(const int* x, int* lo, int* hi, int n, 
 // launches a DWT level for all components at once (cinegpu.encode.gpu.forward_tile_cuda's
 // batched path; blockIdx.z = component, planes stacked in one buffer `cs` samples apart):
 //   colour_{f32,i32}_<in>: DC level shift (and ICT / RCT) read from the input's own sample
-//     type and strides (the components of an interleaved image read in place);
+//     type and strides (the components of an interleaved image read in place), optionally
+//     after IMF's code-value scaling (code_value: no int32 planes from code_values first);
 //   sd{97,53}_cols_c: VER_SD, low rows then high rows into one (n, w) plane per component;
 //   sd{97,53}_rows_q: HOR_SD of that plane with the quantisation (E.1) of the level's final
 //     bands fused: HL, LH, HH (and LL at the last level) written as indices straight into
@@ -464,29 +465,45 @@ extern "C" __global__ void sd53_rows_i32(const int* x, int* lo, int* hi, int n, 
 // Each sample is computed by the same operations as the per-component kernels above (and
 // their numpy twins), so the flat buffer is the same to the bit.
 
+// A sample as colour_* read it: itself (peak <= 0), or IMF's R'G'B' code value at
+// peak = 2^bits - 1, rint(peak clip(x scale, 0, 1)) with scale float32 1 / top, in the float32
+// operations of rgb_to_xyz12's in_gamma <= 0 branch (cinegpu.encode.gpu.code_values; twin:
+// cinegpu.encode.forward.code_value_samples), so that the colour kernel reading an image in
+// place codes what code_values' int32 planes would give it.
+template <typename In>
+__device__ __forceinline__ int code_value(In x, float scale, float peak)
+{
+    if (peak <= 0.0f)
+        return (int)x;
+    float s = (float)x * scale;
+    s = s < 0.0f ? 0.0f : (s > 1.0f ? 1.0f : s);
+    return (int)rintf(s * peak);
+}
+
 // DC level shift (and ICT, G-7) of up to 3 components read as In at element strides rs
-// (rows) and ps (samples) from x0, x1, x2, into out + c * cs (h x w float32 planes).
+// (rows) and ps (samples) from x0, x1, x2 (each sample first its code value where peak > 0:
+// code_value), into out + c * cs (h x w float32 planes).
 template <typename In>
 __device__ __forceinline__ void colour_f32(const In* x0, const In* x1, const In* x2,
                                            long long rs, long long ps, int h, int w,
                                            int ncomp, int mct, float s0, float s1, float s2,
-                                           float* out, long long cs)
+                                           float* out, long long cs, float scale, float peak)
 {
     for (int r = blockIdx.y; r < h; r += gridDim.y)
         for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < w; c += blockDim.x * gridDim.x) {
             long long src = r * rs + c * ps, i = (long long)r * w + c;
-            float R = (float)(int)x0[src] - s0;
+            float R = (float)code_value(x0[src], scale, peak) - s0;
             if (ncomp < 2) {
                 out[i] = R;
                 continue;
             }
-            float G = (float)(int)x1[src] - s1;
+            float G = (float)code_value(x1[src], scale, peak) - s1;
             if (ncomp < 3) {
                 out[i] = R;
                 out[cs + i] = G;
                 continue;
             }
-            float B = (float)(int)x2[src] - s2;
+            float B = (float)code_value(x2[src], scale, peak) - s2;
             if (mct) {
                 out[i] = 0.299f * R + 0.587f * G + 0.114f * B;
                 out[cs + i] = -0.16875f * R - 0.33126f * G + 0.5f * B;
@@ -504,23 +521,23 @@ template <typename In>
 __device__ __forceinline__ void colour_i32(const In* x0, const In* x1, const In* x2,
                                            long long rs, long long ps, int h, int w,
                                            int ncomp, int mct, int s0, int s1, int s2,
-                                           int* out, long long cs)
+                                           int* out, long long cs, float scale, float peak)
 {
     for (int r = blockIdx.y; r < h; r += gridDim.y)
         for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < w; c += blockDim.x * gridDim.x) {
             long long src = r * rs + c * ps, i = (long long)r * w + c;
-            int R = sub_wrap((int)x0[src], s0);
+            int R = sub_wrap(code_value(x0[src], scale, peak), s0);
             if (ncomp < 2) {
                 out[i] = R;
                 continue;
             }
-            int G = sub_wrap((int)x1[src], s1);
+            int G = sub_wrap(code_value(x1[src], scale, peak), s1);
             if (ncomp < 3) {
                 out[i] = R;
                 out[cs + i] = G;
                 continue;
             }
-            int B = sub_wrap((int)x2[src], s2);
+            int B = sub_wrap(code_value(x2[src], scale, peak), s2);
             if (mct) {
                 out[i] = add_wrap(add_wrap(R, add_wrap(G, G)), B) >> 2;
                 out[cs + i] = sub_wrap(B, G);
@@ -536,15 +553,19 @@ __device__ __forceinline__ void colour_i32(const In* x0, const In* x1, const In*
 #define COLOUR(name, In)                                                                      \
     extern "C" __global__ void colour_f32_##name(                                            \
         const In* x0, const In* x1, const In* x2, long long rs, long long ps, int h, int w,  \
-        int ncomp, int mct, float s0, float s1, float s2, float* out, long long cs)          \
+        int ncomp, int mct, float s0, float s1, float s2, float* out, long long cs,          \
+        float scale, float peak)                                                             \
     {                                                                                        \
-        colour_f32<In>(x0, x1, x2, rs, ps, h, w, ncomp, mct, s0, s1, s2, out, cs);           \
+        colour_f32<In>(x0, x1, x2, rs, ps, h, w, ncomp, mct, s0, s1, s2, out, cs, scale,     \
+                       peak);                                                                \
     }                                                                                        \
     extern "C" __global__ void colour_i32_##name(                                            \
         const In* x0, const In* x1, const In* x2, long long rs, long long ps, int h, int w,  \
-        int ncomp, int mct, int s0, int s1, int s2, int* out, long long cs)                  \
+        int ncomp, int mct, int s0, int s1, int s2, int* out, long long cs, float scale,     \
+        float peak)                                                                          \
     {                                                                                        \
-        colour_i32<In>(x0, x1, x2, rs, ps, h, w, ncomp, mct, s0, s1, s2, out, cs);           \
+        colour_i32<In>(x0, x1, x2, rs, ps, h, w, ncomp, mct, s0, s1, s2, out, cs, scale,     \
+                       peak);                                                                \
     }
 COLOUR(u8, unsigned char)
 COLOUR(u16, unsigned short)
@@ -596,8 +617,8 @@ template <typename T>
 struct BandSink {
     T* ll;
     int* flat;
-    const long long* off;
-    const float* inv;
+    long long off[4];   // in registers: a row's band pointers without a load from memory
+    float inv[4];
     int nlv, nl, nh, ll_q;
     mutable unsigned int top[4];
     __device__ void put(int j, long long at, int q) const
@@ -702,8 +723,10 @@ extern "C" __global__ void sd97_rows_q(const float* x, long long xcs, int n, int
 {
     __shared__ float s[SD_PITCH * SD_ROWS];
     int z = blockIdx.z, nl = (n - p + 1) / 2;
-    BandSink<float> sink = {ll + z * llcs, flat, offs + 4 * z, inv + 4 * z, nlv, nl, n - nl,
-                            ll_q, {0, 0, 0, 0}};
+    const long long* o = offs + 4 * z;
+    const float* q = inv + 4 * z;
+    BandSink<float> sink = {ll + z * llcs, flat, {o[0], o[1], o[2], o[3]},
+                            {q[0], q[1], q[2], q[3]}, nlv, nl, n - nl, ll_q, {0, 0, 0, 0}};
     sd_rows<Sd97>(x + z * xcs, sink, n, m, p, s);
     band_maxima(sink, tops + 4 * z);
 }
@@ -715,8 +738,10 @@ extern "C" __global__ void sd53_rows_q(const int* x, long long xcs, int n, int m
 {
     __shared__ int s[SD_PITCH * SD_ROWS];
     int z = blockIdx.z, nl = (n - p + 1) / 2;
-    BandSink<int> sink = {ll + z * llcs, flat, offs + 4 * z, inv + 4 * z, nlv, nl, n - nl,
-                          ll_q, {0, 0, 0, 0}};
+    const long long* o = offs + 4 * z;
+    const float* q = inv + 4 * z;
+    BandSink<int> sink = {ll + z * llcs, flat, {o[0], o[1], o[2], o[3]},
+                          {q[0], q[1], q[2], q[3]}, nlv, nl, n - nl, ll_q, {0, 0, 0, 0}};
     sd_rows<Sd53>(x + z * xcs, sink, n, m, p, s);
     band_maxima(sink, tops + 4 * z);
 }

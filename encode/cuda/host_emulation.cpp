@@ -72,6 +72,7 @@ static struct {
     int code, rev, h, ncomp, mct;   /* colour_* (code: input type), image_extremes_* */
     const void *x1, *x2;            /* colour_*: components 1, 2 (0 at x) */
     double s[3];                    /* colour_*: the shifts */
+    float scale, peak;              /* colour_*: the code-value step (peak <= 0: none) */
     long long cs, llcs;             /* component strides: of x (and out), of ll */
     int nlv, ll_q;                  /* sd*_rows_q (ll at lo, flat at hi) */
     const long long* offs;
@@ -84,16 +85,17 @@ static struct {
 static void host_sync() { swapcontext(&ctx[cur], &sched); }
 
 /* colour_f32_<in> / colour_i32_<in> of `args`, the kernels themselves (their wrappers
- * included): the shifts as float32 / int32. */
+ * included): the shifts as float32 / int32, the code-value step's scale and peak as float32. */
 #define RUN_COLOUR(name, In)                                                                        \
     (args.rev ? colour_i32_##name((const In*)args.x, (const In*)args.x1, (const In*)args.x2,        \
                                   args.rs, args.ps, args.h, (int)args.w, args.ncomp,                \
                                   args.mct, (int)args.s[0], (int)args.s[1], (int)args.s[2],         \
-                                  (int*)args.lo, args.cs)                                           \
+                                  (int*)args.lo, args.cs, args.scale, args.peak)                    \
               : colour_f32_##name((const In*)args.x, (const In*)args.x1, (const In*)args.x2,        \
                                   args.rs, args.ps, args.h, (int)args.w, args.ncomp,                \
                                   args.mct, (float)args.s[0], (float)args.s[1],                     \
-                                  (float)args.s[2], (float*)args.lo, args.cs))
+                                  (float)args.s[2], (float*)args.lo, args.cs, args.scale,           \
+                                  args.peak))
 
 static void thread_main()
 {
@@ -278,13 +280,14 @@ extern "C" int image_extremes_emulate(int code, const void* x, long long n, int 
 
 /* colour_f32_<in> (rev 0: float32 shifts s0..s2) or colour_i32_<in> (rev != 0: int32
  * shifts), in code 0 u8, 1 u16, 2 i16, 3 i32: the DC level shift (and with mct the ICT /
- * RCT) of ncomp (1-3) components read at element strides rs, ps from x0, x1, x2, into the
+ * RCT) of ncomp (1-3) components read at element strides rs, ps from x0, x1, x2 (each
+ * sample first its code value where peak > 0: code_value, float32 scale and peak), into the
  * (h, w) planes out + c * cs, on a (gx, gy) grid of blocks of `threads` threads.  Returns
  * as sd_emulate. */
 extern "C" int colour_emulate(int code, int rev, const void* x0, const void* x1, const void* x2,
                               long long rs, long long ps, int h, int w, int ncomp, int mct,
-                              double s0, double s1, double s2, void* out, long long cs, int gx,
-                              int gy, int threads, int reverse)
+                              double s0, double s1, double s2, void* out, long long cs,
+                              float scale, float peak, int gx, int gy, int threads, int reverse)
 {
     if (threads < 1 || threads > MAX_THREADS || gx < 1 || gy < 1 || code < 0 || code > 3 ||
         ncomp < 1 || ncomp > 3)
@@ -304,6 +307,8 @@ extern "C" int colour_emulate(int code, int rev, const void* x0, const void* x1,
     args.s[0] = s0;
     args.s[1] = s1;
     args.s[2] = s2;
+    args.scale = scale;
+    args.peak = peak;
     args.lo = out;
     args.cs = cs;
     return run_grid(gx, gy, 1, threads, reverse);
