@@ -138,6 +138,16 @@ def colour_host(lib, comps, rs: int, ps: int, h: int, w: int, shifts, mct: int,
     return out, cs
 
 
+def _assert_colour_planes(want, out: np.ndarray, cs: int, what):
+    """colour_host's planes (component c at out[c * cs:]) are ``want`` to the bit, and the
+    padding between planes and past the last one is untouched."""
+    mask = np.ones(out.size, bool)
+    for c, plane in enumerate(want):
+        _assert_bits(plane.ravel(), out[c * cs:c * cs + plane.size], what)
+        mask[c * cs:c * cs + plane.size] = False
+    assert (out.view(np.int32)[mask] == SENTINEL).all(), what
+
+
 @pytest.mark.parametrize("reversible", [False, True], ids=["f32", "i32"])
 @pytest.mark.parametrize("grid,threads,reverse", [("gpu", THREADS, False), ("gpu", THREADS, True),
                                                   ("one", 32, True)],
@@ -169,13 +179,7 @@ def test_colour_host_matches_tile_planes(lib, reversible, grid, threads, reverse
                         out, cs = colour_host(lib, comps, rs, ps, h, w, shifts, mct,
                                               reversible, grid, threads, reverse)
                         what = (np.dtype(dtype).name, precisions, ncomp, name, mct)
-                        for c in range(ncomp):
-                            _assert_bits(want[c].ravel(), out[c * cs:c * cs + h * w], what)
-                        # the padding between planes and past the last one is untouched
-                        mask = np.ones(out.size, bool)
-                        for c in range(ncomp):
-                            mask[c * cs:c * cs + h * w] = False
-                        assert (out.view(np.int32)[mask] == SENTINEL).all(), what
+                        _assert_colour_planes(want, out, cs, what)
 
 
 #: the code-value step's cases per input type: (top, bits, low, high) with samples drawn
@@ -236,12 +240,7 @@ def test_colour_host_code_values_match_tile_planes(lib, reversible, grid, thread
                         out, cs = colour_host(lib, comps, rs, ps, h, w, shifts, mct,
                                               reversible, grid, threads, reverse, step)
                         what = (np.dtype(dtype).name, top, bits, ncomp, name, mct)
-                        for c in range(ncomp):
-                            _assert_bits(want[c].ravel(), out[c * cs:c * cs + h * w], what)
-                        mask = np.ones(out.size, bool)
-                        for c in range(ncomp):
-                            mask[c * cs:c * cs + h * w] = False
-                        assert (out.view(np.int32)[mask] == SENTINEL).all(), what
+                        _assert_colour_planes(want, out, cs, what)
                         runs += 1
     assert runs == sum(map(len, CODE_VALUE_CASES.values())) * 3 * 2 * 2
 
