@@ -16,11 +16,11 @@ environment turns the path off (every frame read the usual way).
 
 Locking and unlocking a file's pages is serialised on the host (the kernel and the driver):
 on that H200 host 8 processes uploading this way reached 445 frames a second and 16 only 369,
-waiting on each other.  So one thread of the machine (one user's, :class:`RegisterGate`)
-locks pages at a time, and a thread that finds the gate taken reads its frame the usual way
-instead of waiting: the two paths share the work between them.  A thread unlocks its last
-file in the same turn as it locks the next, so that a frame costs one turn, and never waits
-for one except to unlock its last file at the end.
+waiting on each other.  So one thread of the machine (one user's, :class:`RegisterGate`;
+``CINEGPU_MAPPED_TURNS=N``: N threads) locks pages at a time, and a thread that finds the
+gate taken reads its frame the usual way instead of waiting: the two paths share the work
+between them.  A thread unlocks its last file in the same turn as it locks the next, so that
+a frame costs one turn, and never waits for one except to unlock its last file at the end.
 """
 
 from __future__ import annotations
@@ -33,13 +33,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["FileRun", "MappedUploads", "RegisterGate"]
+__all__ = ["TURNS", "FileRun", "MappedUploads", "RegisterGate"]
 
 #: cudaHostRegisterReadOnly (CUDA runtime API, cudaHostRegister flags): the pages are only read
 #: by the device, so read-only mappings can be locked.
 _REGISTER_READ_ONLY = 0x08
 #: cudaMemcpyHostToDevice
 _HOST_TO_DEVICE = 1
+#: Threads of the machine that may lock or unlock pages at once (:class:`RegisterGate`).
+TURNS = 1
 
 
 @dataclass(frozen=True)
@@ -58,34 +60,75 @@ class FileRun:
 
 
 class RegisterGate:
-    """The machine-wide turn to lock or unlock pages for the GPU: an exclusive ``flock`` on
-    one file of this user's in the temporary folder (``path``), taken by one open file at a
-    time, whichever process or thread holds it.  :meth:`try_enter` takes it if free,
-    :meth:`enter` waits for it; :meth:`leave` gives it back."""
+    """The machine-wide turns to lock or unlock pages for the GPU: ``turns`` exclusive
+    ``flock`` s, one on each of as many files of this user's in the temporary folder
+    (``path``, then ``path.1``, ``path.2``...), each taken by one open file at a time, whichever
+    process or thread holds it.  :meth:`try_enter` takes a free one if any, :meth:`enter`
+    waits for one; :meth:`leave` gives back the one taken.  ``turns`` default:
+    ``CINEGPU_MAPPED_TURNS`` in the environment, else :data:`TURNS`; every process of a job
+    must use the same."""
 
-    def __init__(self, path: str | None = None):
+    def __init__(self, path: str | None = None, turns: int | None = None):
         self.path = path or os.path.join(tempfile.gettempdir(),
                                          f"cinegpu-{os.getuid()}-host-register.lock")
-        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0),
-                           0o600)
+        if turns is None:
+            turns = _env_turns()
+        if turns < 1:
+            raise ValueError(f"a register gate needs at least one turn, got {turns}")
+        self._fds: list[int] = []
+        try:
+            for k in range(turns):
+                name = self.path if k == 0 else f"{self.path}.{k}"
+                self._fds.append(os.open(name, os.O_RDWR | os.O_CREAT |
+                                         getattr(os, "O_CLOEXEC", 0), 0o600))
+        except OSError:
+            self.close()
+            raise
+        self._taken: int | None = None      # the fd of the turn this gate holds
+
+    @property
+    def turns(self) -> int:
+        return len(self._fds)
 
     def try_enter(self) -> bool:
-        try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
-        return True
+        for fd in self._fds:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue
+            self._taken = fd
+            return True
+        return False
 
     def enter(self) -> None:
-        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        if not self.try_enter():            # every turn taken: wait for the first
+            fcntl.flock(self._fds[0], fcntl.LOCK_EX)
+            self._taken = self._fds[0]
 
     def leave(self) -> None:
-        fcntl.flock(self._fd, fcntl.LOCK_UN)
+        fd, self._taken = self._taken, None
+        if fd is not None:
+            fcntl.flock(fd, fcntl.LOCK_UN)
 
     def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        fds, self._fds, self._taken = self._fds, [], None
+        for fd in fds:
+            os.close(fd)
+
+
+def _env_turns() -> int:
+    """``CINEGPU_MAPPED_TURNS`` (a positive integer) or :data:`TURNS`; ValueError for another
+    value."""
+    text = os.environ.get("CINEGPU_MAPPED_TURNS", "").strip()
+    if not text:
+        return TURNS
+    try:
+        turns = int(text)
+    except ValueError:
+        turns = 0
+    if turns < 1:
+        raise ValueError(f"CINEGPU_MAPPED_TURNS must be a positive integer, got {text!r}")
+    return turns
 
 
 class _Held:

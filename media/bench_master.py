@@ -8,7 +8,7 @@ encoder processes and threads, against ``opj_compress -cinema2K/-cinema4K`` and
         [--peer-frames N] [--opj-processes N] [--grk-threads N] [--fps 24] [--gpus 1 2 ...]
         [--mps on off] [--rate default cpu gpu]
         [--format dcp|imf --codec j2k|htj2k --bitrate MBITS] [--read P ...] [--timeline]
-        [--source FILE ...]
+        [--source FILE ...] [--code]
 
 The input is a folder of ``--frames`` 16-bit RGB TIFF files, as a user masters, made of
 ``--distinct`` different images (the encoder benchmark's 12-bit pattern,
@@ -33,7 +33,10 @@ frame waited (:func:`timeline_lines`), and the rate over the middle 80 % of the 
 converted to X'Y'Z', as PPM files (DCPs only; ``--format imf`` masters an IMF package of the
 same frames, ``--read`` also times reading the files alone, what mastering would reach if
 coding cost nothing: into host memory (a buffer each process reuses), and with the cuda back
-end also to the GPU as the encoder threads read them), ``--opj-processes`` at once, and Grok
+end also to the GPU as the encoder threads read them; ``--code`` masters each layout once more
+from frames held in GPU memory (:class:`HeldFrames`: the distinct images, read once by each
+encoder process), what mastering would reach if reading cost nothing), ``--opj-processes`` at
+once, and Grok
 all of them in one run of ``--grk-threads`` threads (0: every core).  Not a timed test: the
 numbers depend on the machine.
 """
@@ -41,10 +44,12 @@ numbers depend on the machine.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import resource
 import shutil
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -59,8 +64,8 @@ from .frame_encode import pick_backend
 from .images_in import read_image, tiff_run
 from .mastering import master_images
 
-__all__ = ["layout", "main", "run_master", "source_images", "steady_fps", "timeline_lines",
-           "write_frames"]
+__all__ = ["HeldFrames", "layout", "main", "run_master", "source_images", "steady_fps",
+           "timeline_lines", "write_frames"]
 
 #: Codestream files that --source decodes (the others are read as images).
 CODESTREAMS = (".j2c", ".j2k", ".jpc")
@@ -236,6 +241,85 @@ def _master(folder: Path, tmp: str, profile: str, fps: int, procs, threads, back
     return stats
 
 
+class HeldFrames:
+    """Frames held in memory, for timing the coding alone: frame ``i`` is the image of
+    ``files[i % len(files)]`` (:func:`.images_in.read_image` as stored), read once.  In the
+    process that makes it the images are numpy arrays; unpickled in an encoder process
+    (:mod:`.frame_coders`) with ``gpu``, they are CuPy arrays on that process's current GPU,
+    so the encoder takes them as they are: no file read and no upload per frame.  A
+    picklable value."""
+
+    def __init__(self, files, gpu: bool = False):
+        self.files, self.gpu = tuple(str(f) for f in files), bool(gpu)
+        self._device = False
+        self._held: dict = {}
+        self._lock = threading.Lock()
+
+    def __getstate__(self):
+        return {"files": self.files, "gpu": self.gpu}
+
+    def __setstate__(self, state):
+        self.files, self.gpu = state["files"], state["gpu"]
+        self._device = self.gpu          # an encoder process: the images go to its GPU
+        self._held = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, i: int) -> np.ndarray:
+        k = i % len(self.files)
+        with self._lock:
+            image = self._held.get(k)
+            if image is None:
+                image = read_image(self.files[k], limit=None, stored=True)
+                if self._device:
+                    import cupy
+                    image = cupy.asarray(image)
+                    cupy.cuda.get_current_stream().synchronize()
+                self._held[k] = image
+        return image
+
+
+def _code_held(folder: Path, tmp: str, distinct: int, frames: int, profile: str, fps: int,
+               procs, threads, backend, gpus, timeline: bool, mps: bool,
+               package: dict | None, colorspace: str) -> dict:
+    """One master (as :func:`_master`) of ``frames`` frames held in GPU memory
+    (:class:`HeldFrames` of the first ``distinct`` files of ``folder``): mastering's
+    ``stats`` with the coding alone."""
+    from .mastering import master
+    files = sorted(folder.glob("*.tif"))[:max(1, distinct)]
+    stats: dict = {}
+    records: list | None = [] if timeline else None
+    out = Path(tmp) / "held"
+    main0, kids0 = _cpu_seconds(resource.RUSAGE_SELF), _cpu_seconds(resource.RUSAGE_CHILDREN)
+    gpu = backend != "cpu" and pick_backend(backend) == "cuda"
+    master(HeldFrames(files, gpu), frames, out, title="bench", profile=dci.profile(profile).short,
+           fps=fps, processes=procs,
+           workers=threads, backend=backend, progress=False, stats=stats, timeline=records,
+           mps=mps, colorspace=colorspace, **(package or {}),
+           **({} if gpus is None else {"gpus": gpus}))
+    stats["timeline"] = records
+    stats["main_cpu_s"] = _cpu_seconds(resource.RUSAGE_SELF) - main0
+    stats["coders_cpu_s"] = _cpu_seconds(resource.RUSAGE_CHILDREN) - kids0
+    shutil.rmtree(out)
+    stats.update(gpus=gpus, rate_on_gpu=None, held="GPU memory" if gpu else "memory")
+    return stats
+
+
+@contextlib.contextmanager
+def _turns(n: int | None):
+    """``CINEGPU_MAPPED_TURNS`` set to ``n`` (None: as it was) for the encoder processes
+    started meanwhile."""
+    old = os.environ.get("CINEGPU_MAPPED_TURNS")
+    if n is not None:
+        os.environ["CINEGPU_MAPPED_TURNS"] = str(n)
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("CINEGPU_MAPPED_TURNS", None)
+        else:
+            os.environ["CINEGPU_MAPPED_TURNS"] = old
+
+
 def _read_files(paths: list[str], gpu: bool = False) -> int:
     if not gpu:                   # into one buffer, reused as an encoder thread reuses its own
         kept: dict = {}
@@ -287,7 +371,8 @@ def read_rate(folder: Path, processes: int, gpu: bool = False) -> float:
 def run_master(profile: str, frames: int, distinct: int, fps: int, layouts, backend: str,
                peer_frames: int, processes: int, grk_threads: int = 0, gpus=(None,),
                timeline: bool = False, mps=(True,), package: dict | None = None,
-               read=(), rate=(None,), sources=None, files: int = 0) -> dict:
+               read=(), rate=(None,), sources=None, files: int = 0,
+               code: bool = False, turns=(None,)) -> dict:
     """One profile: per layout (processes, threads) the ``stats`` of
     :func:`cinegpu.media.mastering.master` over ``frames`` TIFF files (``timeline``: with the
     encoder processes' frame timings; ``mps``: each layout with and/or without master's
@@ -299,7 +384,10 @@ def run_master(profile: str, frames: int, distinct: int, fps: int, layouts, back
     ``sources``: files of real pictures (:func:`source_images`) in place of ``distinct``
     synthetic ones; ``files``: how many files the frames are (:func:`write_frames`), at most
     as many as a quarter of the temporary folder's free space holds (``files`` in the row:
-    how many were made)."""
+    how many were made); ``code``: each layout once more from frames held in GPU memory
+    (:func:`_code_held`, rows with ``held``); ``turns``: each layout with each count of
+    threads that may lock file pages for the GPU at once (``CINEGPU_MAPPED_TURNS``, see
+    :class:`cinegpu.encode.mapped_upload.RegisterGate`; None: master's default)."""
     w, h = dci.profile(profile).container
     colorspace = "rec709"
     if sources:
@@ -333,9 +421,16 @@ def run_master(profile: str, frames: int, distinct: int, fps: int, layouts, back
             for procs, threads in layouts:
                 for shared in mps:
                     for on_gpu in rate:
-                        row["runs"].append(_master(folder, tmp, profile, fps, procs, threads,
-                                                   backend, g, timeline, shared, package,
-                                                   on_gpu, colorspace))
+                        for n in turns:
+                            with _turns(n):
+                                s = _master(folder, tmp, profile, fps, procs, threads,
+                                            backend, g, timeline, shared, package, on_gpu,
+                                            colorspace)
+                            row["runs"].append(dict(s, turns=n))
+                    if code:
+                        row["runs"].append(_code_held(folder, tmp, len(images), frames,
+                                                      profile, fps, procs, threads, backend, g,
+                                                      timeline, shared, package, colorspace))
     n = min(peer_frames, frames) if not package else 0     # the peers write DCI frames
     if n and (have_opj() or have_grk()):
         xyz = [to_xyz12(f.astype(np.float32) / np.float32(65535), colorspace) for f in images]
@@ -378,6 +473,12 @@ def main(argv=None) -> None:
     ap.add_argument("--rate", choices=("default", "cpu", "gpu"), nargs="+", default=["default"],
                     help="Part-1 rate control's hull on the host (cpu), the GPU (gpu) or "
                          "master's default, each in turn")
+    ap.add_argument("--turns", type=int, nargs="+", default=[None], metavar="N",
+                    help="run every layout with each count of threads that may lock file pages "
+                         "for the GPU at once (CINEGPU_MAPPED_TURNS; default: master's)")
+    ap.add_argument("--code", action="store_true",
+                    help="also master each layout from frames held in GPU memory (cuda): the "
+                         "coding alone, without reading files")
     ap.add_argument("--timeline", action="store_true",
                     help="per GPU: the encoder processes' rate, busy threads and where a frame waits")
     ap.add_argument("--source", nargs="+", default=None, metavar="FILE",
@@ -399,7 +500,7 @@ def main(argv=None) -> None:
                        a.peer_frames, a.opj_processes, a.grk_threads, a.gpus, a.timeline,
                        [m == "on" for m in a.mps], package, a.read,
                        [{"default": None, "cpu": False, "gpu": True}[r] for r in a.rate],
-                       a.source, a.files)
+                       a.source, a.files, a.code, a.turns)
         what = profile if package is None else \
             f"{profile} IMF {a.codec}" + (f" {a.bitrate:g} Mbit/s" if a.bitrate else "")
         source = f", real pictures ({r['colorspace']})" if a.source else ""
@@ -415,7 +516,9 @@ def main(argv=None) -> None:
             end = r["frames"] / s["total_s"]
             steady = (r["frames"] - 1) / max(s["written_s"] - s["first_s"], 1e-9)
             best = max(best, end)
-            on = ("" if s["gpus"] is None else f" on {s['gpus']} GPU(s)") + \
+            on = (f", frames held in {s['held']}" if s.get("held") else "") + \
+                ("" if s.get("turns") is None else f", {s['turns']} page-locking turn(s)") + \
+                ("" if s["gpus"] is None else f" on {s['gpus']} GPU(s)") + \
                 (", CUDA MPS" if s["mps"] else "") + \
                 ("" if s["rate_on_gpu"] is None else
                  f", rate control on the {'GPU' if s['rate_on_gpu'] else 'host'}")

@@ -164,6 +164,41 @@ def test_the_register_gate_is_one_holder_at_a_time(tmp_path):
     assert RegisterGate().path.endswith(f"cinegpu-{os.getuid()}-host-register.lock")
 
 
+def test_a_gate_of_several_turns(tmp_path, monkeypatch):
+    """RegisterGate(turns=N): N holders at once (each on its own file), the next refused
+    until one leaves; enter() takes a free turn; CINEGPU_MAPPED_TURNS sets the default, and
+    a value that is not a positive integer is a clear ValueError."""
+    from cinegpu.encode.mapped_upload import TURNS, RegisterGate
+    lock = str(tmp_path / "g.lock")
+    gates = [RegisterGate(lock, turns=2) for _ in range(3)]
+    try:
+        assert gates[0].try_enter() and gates[1].try_enter() and not gates[2].try_enter()
+        gates[0].leave()
+        assert gates[2].try_enter() and not gates[0].try_enter()
+        gates[1].leave()
+        gates[0].enter()                 # the free turn, without waiting
+        gates[0].leave()
+        gates[2].leave()
+    finally:
+        for g in gates:
+            g.close()
+    assert sorted(os.listdir(tmp_path)) == ["g.lock", "g.lock.1"]
+    monkeypatch.delenv("CINEGPU_MAPPED_TURNS", raising=False)
+    g = RegisterGate(lock)
+    assert g.turns == TURNS
+    g.close()
+    monkeypatch.setenv("CINEGPU_MAPPED_TURNS", "3")
+    g = RegisterGate(lock)
+    assert g.turns == 3
+    g.close()
+    for bad in ("0", "two", "-1"):
+        monkeypatch.setenv("CINEGPU_MAPPED_TURNS", bad)
+        with pytest.raises(ValueError, match="CINEGPU_MAPPED_TURNS"):
+            RegisterGate(lock)
+    with pytest.raises(ValueError, match="at least one turn"):
+        RegisterGate(lock, turns=0)
+
+
 @pytest.mark.gpu
 def test_a_taken_gate_sends_the_frame_the_usual_way(tmp_path):
     """While another holds the gate, upload gives None (the caller reads the frame) and

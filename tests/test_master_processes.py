@@ -455,6 +455,37 @@ def test_bench_master_frames_are_files_of_their_own(tmp_path):
     assert [p.is_symlink() for p in sorted(other.iterdir())] == [False, False, True]
 
 
+def test_bench_master_held_frames(tmp_path):
+    """HeldFrames: frame i is the (i mod files)-th image as stored, read once; pickled it
+    carries only the file names (an encoder process reads its own copy)."""
+    import pickle
+
+    from cinegpu.media.bench_master import HeldFrames, write_frames
+    images = [np.full((4, 6, 3), 100 * k + 1, np.uint16) for k in range(2)]
+    write_frames(tmp_path, images, 2)
+    held = HeldFrames(sorted(tmp_path.iterdir()))
+    assert [int(held(i)[0, 0, 0]) for i in range(5)] == [1, 101, 1, 101, 1]
+    assert held(0) is held(2) and held(0).dtype == np.uint16
+    blob = pickle.dumps(held)
+    assert len(blob) < 1000
+    again = pickle.loads(blob)
+    assert again.files == held.files and not again.gpu and np.array_equal(again(1), images[1])
+
+
+@pytest.mark.slow
+@needs_encoder
+def test_bench_master_codes_held_frames(capsys):
+    """--code: each layout mastered once more from frames held in memory (on the CPU back
+    end, host memory), printed as its own row."""
+    from cinegpu.media.bench_master import main
+    main(["--profile", "dci-2k", "--frames", "3", "--distinct", "2", "--layouts", "1x1", "2x1",
+          "--backend", "cpu", "--peer-frames", "0", "--code"])
+    out = capsys.readouterr().out
+    assert "1 process(es) x 1 thread(s), frames held in memory:" in out and \
+        "2 process(es) x 1 thread(s), frames held in memory:" in out
+    assert out.count("s to finish the package") == 4
+
+
 @pytest.mark.slow
 @needs_encoder
 def test_bench_master_copies_only_what_the_disk_holds(monkeypatch):
