@@ -70,6 +70,7 @@ class _PlanTables:
         self.plan = plan
         self.components = block_components(plan)
         self._weights: dict = {}
+        self._device_weights: dict = {}
         self._block_set = None
 
     def weights(self, params) -> np.ndarray:
@@ -77,6 +78,17 @@ class _PlanTables:
         w = self._weights.get(key)
         if w is None:
             w = self._weights[key] = block_weights(self.plan, params)
+        return w
+
+    def device_weights(self, params):
+        """:meth:`weights` on the current CUDA device (CuPy float64), uploaded once: an
+        upload from pageable memory waits for the stream's work before it."""
+        import cupy  # noqa: PLC0415
+        key = (bool(params.mct), bool(params.reversible), int(params.ncomp),
+               cupy.cuda.runtime.getDevice())
+        w = self._device_weights.get(key)
+        if w is None:
+            w = self._device_weights[key] = cupy.asarray(self.weights(params), cupy.float64)
         return w
 
     def block_set(self, kernel: str):
@@ -145,25 +157,27 @@ def _plane_choice(pool, plans, flats, params, tables=None, kernel="auto"):
     gpu = not isinstance(flats[0], np.ndarray)
     figs = [_tile_figures(pool, flat, plan.cb, t.block_set(kernel) if gpu else None)
             for plan, flat, t in zip(plans, flats, tables)]
-    w = np.concatenate([t.weights(params) for t in tables])
     if not gpu:
+        w = np.concatenate([t.weights(params) for t in tables])
         return PlaneChoice(w, np.concatenate([f[0] for f in figs]),
                            np.concatenate([f[1] for f in figs]))
     import cupy  # noqa: PLC0415
 
     from .ht_select_gpu import PlaneChoiceCuda  # noqa: PLC0415
     if len(figs) == 1:
-        return PlaneChoiceCuda(w, *figs[0])
-    return PlaneChoiceCuda(w, cupy.concatenate([f[0] for f in figs]),
+        return PlaneChoiceCuda(tables[0].device_weights(params), *figs[0])
+    return PlaneChoiceCuda(cupy.concatenate([t.device_weights(params) for t in tables]),
+                           cupy.concatenate([f[0] for f in figs]),
                            cupy.concatenate([f[1] for f in figs]))
 
 
-def _code_rows(plans, flats, rows, drops, pool, kernel="auto", tables=None):
+def _code_rows(plans, flats, rows, drops, pool, kernel="auto", tables=None, d_drops=None):
     """The cleanup segments of the frame's blocks ``rows`` (global indices, ascending; None:
     all) at the planes ``drops`` (one per frame block): (coded, coded_off), the segments
     joined in the order of ``rows``.  ValueError for a segment longer than Scup allows.
     ``tables``: the plans' :class:`_PlanTables` (None: made here), whose BlockSet codes
-    every block of a tile on the GPU."""
+    every block of a tile on the GPU.  ``d_drops``: drops already on the GPU (CuPy), which
+    the coding kernels read when every block is coded (``rows`` None)."""
     tables = _plan_tables(plans, None) if tables is None else tables
     coded, lens = [], []
     base = 0
@@ -180,8 +194,11 @@ def _code_rows(plans, flats, rows, drops, pool, kernel="auto", tables=None):
             out = _tile_rows(pool, flat, plan.cb, local, drops[base + local])
         else:                                    # on the GPU (CuPy): coded there
             from .tier1.ht_gpu import ht_encode_rows_cuda  # noqa: PLC0415
+            whole = rows is None
             out = ht_encode_rows_cuda(flat, plan.cb, local, drops[base + local], kernel=kernel,
-                                      blocks=t.block_set(kernel) if rows is None else None)
+                                      blocks=t.block_set(kernel) if whole else None,
+                                      d_drops=d_drops[base:base + n] if whole and
+                                      d_drops is not None else None)
         if out[5].shape[0] != local.size:
             raise ValueError("an HT cleanup segment is longer than Scup allows (4079 bytes)")
         coded.append(out[0])
@@ -263,12 +280,13 @@ def _splice(a, a_off, rows, b, b_off):
 
 
 def _code(frame_cls, params, cs, plans, flats, drops, pool, kernel, tables, layout,
-          segments: _Segments | None = None):
+          segments: _Segments | None = None, d_drops=None):
     """The frame with every block at plane drops[b]: (Frame, its _Segments).  With the
     ``segments`` of an earlier round only the blocks whose plane differs are coded.
-    ``tables``: the plans' :class:`_PlanTables`; ``layout``: their :func:`_block_layout`."""
+    ``tables``: the plans' :class:`_PlanTables`; ``layout``: their :func:`_block_layout`;
+    ``d_drops``: drops already on the GPU (or None)."""
     if segments is None:
-        coded, off = _code_rows(plans, flats, None, drops, pool, kernel, tables)
+        coded, off = _code_rows(plans, flats, None, drops, pool, kernel, tables, d_drops)
         segments = _Segments(coded, off, drops.copy())
     else:
         rows = np.flatnonzero(segments.drops != drops).astype(np.int64)
@@ -318,8 +336,10 @@ def encode_ht_frame(frame_cls, params, cs, plans, flats, base_step, pool=None,
     def code(drops):
         nonlocal segments, coded
         before = segments
+        on_device = getattr(choice, "on_device", None)   # the GPU's choice: its planes there
         frame, segments = _code(frame_cls, keep_all, cs, plans, flats, drops, pool, kernel,
-                                tables, layout, segments)
+                                tables, layout, segments,
+                                None if on_device is None else on_device(drops))
         coded += nblocks if before is None else int((before.drops != drops).sum())
         return frame
 

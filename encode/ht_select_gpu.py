@@ -78,6 +78,7 @@ class PlaneChoiceCuda:
         n = w.shape[0]
         self.bits = xp.ascontiguousarray(xp.asarray(bits), xp.float64)
         self.n = n
+        self._last = None          # the last planes select gave: (host, device) copies
         if n == 0:
             self.bits0 = 0.0
             return
@@ -131,11 +132,23 @@ class PlaneChoiceCuda:
     def estimate(self, drops) -> float:
         """The estimated bits of the blocks at planes ``drops`` (numpy or CuPy), exact."""
         xp = self.xp
-        return float(self.bits[xp.arange(self.n), xp.asarray(drops)].sum())
+        on_device = self.on_device(drops)
+        d = xp.asarray(drops) if on_device is None else on_device
+        return float(self.bits[xp.arange(self.n), d].sum())
+
+    def on_device(self, drops):
+        """The device copy of ``drops`` where it is the very array :meth:`select` last
+        returned (the planes it read back), else None: what the coding kernels can take
+        without uploading the planes again (an upload from pageable memory waits for the
+        stream's work before it)."""
+        last = self._last
+        return last[1] if last is not None and drops is last[0] else None
 
     def _planes_at(self, slope: float, inclusive: bool) -> np.ndarray:
         d = self.xp.empty(self.n, self.xp.int64)
         self.launch("ht_planes_at", self.n, (self.start, self.lam, self.nxt, np.int32(self.n),
                                              np.int32(self.m), np.float64(slope),
                                              np.int32(inclusive), d))
-        return self.launch.asnumpy(d)
+        host = self.launch.asnumpy(d)
+        self._last = (host, d)
+        return host

@@ -16,9 +16,9 @@ environment turns the path off (every frame read the usual way).
 
 Locking and unlocking a file's pages is serialised on the host (the kernel and the driver):
 on that H200 host 8 processes uploading this way reached 445 frames a second and 16 only 369,
-waiting on each other.  So one thread of the machine (one user's, :class:`RegisterGate`;
-``CINEGPU_MAPPED_TURNS=N``: N threads) locks pages at a time, and a thread that finds the
-gate taken reads its frame the usual way instead of waiting: the two paths share the work
+waiting on each other.  So a few threads of the machine (one user's, :class:`RegisterGate`:
+:data:`TURNS`, or ``CINEGPU_MAPPED_TURNS=N``) lock pages at a time, and a thread that finds
+every turn taken reads its frame the usual way instead of waiting: the two paths share the work
 between them.  A thread unlocks its last file in the same turn as it locks the next, so that
 a frame costs one turn, and never waits for one except to unlock its last file at the end.
 """
@@ -40,8 +40,13 @@ __all__ = ["TURNS", "FileRun", "MappedUploads", "RegisterGate"]
 _REGISTER_READ_ONLY = 0x08
 #: cudaMemcpyHostToDevice
 _HOST_TO_DEVICE = 1
-#: Threads of the machine that may lock or unlock pages at once (:class:`RegisterGate`).
-TURNS = 1
+#: Threads of the machine that may lock or unlock pages at once (:class:`RegisterGate`).  One
+#: H200 with 16 cores, 4K IMF HTJ2K mastered by 16 x 2 processes (1,800 frames of 240 TIFF
+#: files, 2026-11-29): 1 turn 434.3 and 455.6 fps (263-280 frames straight from their files),
+#: 2 turns 464.7, 4 turns 485.7 (761 frames) in one call; in another 1 turn 478.5, 4 turns
+#: 548.5 (710 frames), 8 turns 527.1 (973), 16 turns 468.8 (1,351): the page locking slows
+#: as more threads lock at once, while each frame locked costs its thread less CPU.
+TURNS = 4
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,7 @@ from cinegpu.decode.shm import SHM_FOLDER, create_segment, reclaim_orphans
 
 from . import errors
 from .errors import MediaError
-from .images_in import ImageFrames, fit
+from .images_in import ImageFrames, fit, read_run
 from .mps import mps_serves
 
 __all__ = ["SLOT_BYTES", "CodeFrame", "CoderBroken", "CoderReady", "CoderSetup", "FrameCoded",
@@ -65,13 +65,17 @@ def code_frame(encoders, read: Callable[[int], np.ndarray], i: int, width: int,
     (:class:`.images_in.ImageFrames`) are read into the encoders' input buffer where they
     have one (:meth:`.FrameEncoders.input_buffer`: a GPU encoder's page-locked buffer, so
     that the frame is not copied again to go up), or where a GPU encoder can take them straight
-    from the file, copied up from there (:meth:`.FrameEncoders.upload_run`)."""
+    from the file, copied up from there (:meth:`.FrameEncoders.upload_run`), or else, where
+    :func:`.images_in.tiff_run` located them, read from there (:func:`.images_in.read_run`)
+    without parsing the file's header again."""
     mapped = False
     if isinstance(read, ImageFrames):
         run = read.run(i) if encoders.uploads_runs else None
         image = encoders.upload_run(run) if run is not None and \
             run.shape[:2] == (height, width) else None
         mapped = image is not None
+        if image is None and run is not None:     # located by its header: read, not parsed again
+            image = read_run(run, encoders.input_buffer)
         if image is None:
             image = read(i, out=encoders.input_buffer)
     else:

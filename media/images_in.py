@@ -17,6 +17,7 @@ and pads it with black, centred; :func:`image_area` picks flat, scope or the ful
 
 from __future__ import annotations
 
+import os
 import struct
 import sys
 import zlib
@@ -30,7 +31,7 @@ from cinegpu.decode.codestream import dci
 from .errors import CorruptMedia, MediaError, UnsupportedMedia
 
 __all__ = ["IMAGE_SUFFIXES", "ImageFrames", "fit", "image_area", "list_frames", "max_input_size",
-           "read_dpx", "read_image", "tiff_run", "unit_scale"]
+           "read_dpx", "read_image", "read_run", "tiff_run", "unit_scale"]
 
 IMAGE_SUFFIXES = (".tif", ".tiff", ".png", ".dpx")
 
@@ -259,6 +260,37 @@ def _read_tiff(p: Path, limit, expect, out=None) -> tuple[np.ndarray, None]:
         if planar:
             a = np.moveaxis(a, 0, -1)
     return a, None
+
+
+def read_run(run, out=None) -> np.ndarray | None:
+    """The samples of ``run`` (a :func:`tiff_run`'s FileRun: the very samples
+    :func:`read_image` with ``stored=True`` returns) read straight from their offset in the
+    file by ``preadv``, without parsing its header again (about 0.6 ms of CPU a 4K frame on the
+    development machine): into ``out(shape, dtype)`` where that gives a C-contiguous array
+    (see :func:`read_image`), else into a new one.  None where the file cannot be opened or
+    holds fewer bytes than the run (the caller then reads it the usual way, which names what
+    is wrong)."""
+    buf = out(run.shape, run.dtype) if out is not None else None
+    if buf is None or not buf.flags.c_contiguous or buf.shape != tuple(run.shape) or \
+            buf.dtype != np.dtype(run.dtype):
+        buf = np.empty(run.shape, run.dtype)
+    view = memoryview(buf.reshape(-1).view(np.uint8))
+    try:
+        fd = os.open(run.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        got = 0
+        while got < view.nbytes:              # a read may stop short: go on from there
+            n = os.preadv(fd, [view[got:]], run.offset + got)
+            if n <= 0:
+                return None                   # the file ends before the run does
+            got += n
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return buf
 
 
 # -- DPX (SMPTE ST 268) ---------------------------------------------------------------------------

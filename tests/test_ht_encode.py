@@ -238,9 +238,9 @@ def test_later_rounds_code_only_changed_blocks(size, opts, rate, workers, monkey
     seen = []
 
     def checked(frame_cls, params, cs, plans, flats, drops, pool, kernel, tables, layout,
-                segments=None):
+                segments=None, d_drops=None):
         frame, kept = real(frame_cls, params, cs, plans, flats, drops, pool, kernel, tables,
-                           layout, segments)
+                           layout, segments, d_drops)
         whole, _ = real(frame_cls, params, cs, plans, flats, drops, pool, kernel, tables,
                         layout)
         for name in ("coded", "coded_off", "rates", "rate_off", "num_bps"):

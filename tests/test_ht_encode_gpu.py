@@ -46,6 +46,21 @@ def test_random_blocks(on_device):
                      ht_encode_rows(flat, cb, rows, drops))
 
 
+def test_planes_already_on_the_device():
+    """d_drops: the kernels read the planes' device copy (the same segments as from the
+    host's); a copy of another shape or type is refused."""
+    flat, cb, rows, drops = _blocks(7)
+    want = ht_encode_rows(flat, cb, rows, drops)
+    assert_same_rows(ht_encode_rows_cuda(flat, cb, rows, drops, d_drops=cupy.asarray(drops)),
+                     want)
+    # the device copy is what is coded: host planes of zeros, device planes as drawn
+    got = ht_encode_rows_cuda(flat, cb, rows, np.zeros_like(drops), d_drops=cupy.asarray(drops))
+    assert np.array_equal(got[0], want[0])
+    for bad in (cupy.asarray(drops[:-1]), cupy.asarray(drops, cupy.int32)):
+        with pytest.raises(ValueError, match="d_drops"):
+            ht_encode_rows_cuda(flat, cb, rows, drops, d_drops=bad)
+
+
 @pytest.mark.parametrize("kernel", ["auto", "thread"])
 def test_grid_stride_and_row_subsets(kernel):
     """Three threads' worth of scratch: one CUDA block of threads taking many blocks each

@@ -305,3 +305,29 @@ def test_no_rows(lib):
     rng = np.random.default_rng(11)
     flat, cb = pack([random_block(rng, 4, 4, 5)], rng)
     assert len(check(lib, flat, cb, rows=np.zeros(0), drops=np.zeros(0))) == 0
+
+
+def test_segment_offsets_tables():
+    """segment_offsets: the coded offsets are the running sum of the lengths up to the first
+    block too long (-1), rates list the non-empty blocks' lengths in order with rate_off
+    counting them, num_bps is plane + 1 for the non-empty blocks; past the stop all zero."""
+    rng = np.random.default_rng(7)
+    for trial in range(200):
+        nb = int(rng.integers(0, 40))
+        lens = rng.integers(0, 30, nb).astype(np.int64)
+        lens[rng.random(nb) < 0.3] = 0
+        if nb and trial % 3 == 0:
+            lens[rng.integers(0, nb)] = -1
+        drops = rng.integers(0, 9, nb).astype(np.int64)
+        stop, coded_off, rates, rate_off, num_bps = segment_offsets(lens, drops)
+        bad = np.flatnonzero(lens < 0)
+        assert stop == (int(bad[0]) if bad.size else nb)
+        n = lens[:stop]
+        assert np.array_equal(coded_off, np.concatenate(([0], np.cumsum(n), np.zeros(nb - stop))))
+        assert np.array_equal(rate_off, np.concatenate(([0], np.cumsum(n > 0),
+                                                        np.zeros(nb - stop))))
+        assert np.array_equal(rates[:int((n > 0).sum())], n[n > 0]) and \
+            not rates[int((n > 0).sum()):].any()
+        assert np.array_equal(num_bps, np.concatenate((np.where(n > 0, drops[:stop] + 1, 0),
+                                                       np.zeros(nb - stop))))
+        assert all(a.dtype == np.int64 for a in (coded_off, rates, rate_off, num_bps))

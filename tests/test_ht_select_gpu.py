@@ -272,6 +272,12 @@ def check_choice(launch, w, dist, bits, rng, upload=lambda a: a):
         seen.add(want.tobytes())
         assert gpu.estimate(want) == cpu.estimate(want) == bits[rows, want].sum()
         assert gpu.estimate(upload(want)) == cpu.estimate(want)
+        # the planes select returned are kept on the device, and only those
+        kept = gpu.on_device(got)
+        if gpu.n and not (cpu.n == 0 or gpu.bits0 <= target):
+            assert kept is not None and np.array_equal(launch.asnumpy(kept), got)
+            assert gpu.estimate(got) == cpu.estimate(want)
+        assert gpu.on_device(got.copy()) is None
     return len(seen)
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from cinegpu.media.errors import MediaError, UnsupportedMedia
-from cinegpu.media.images_in import ImageFrames, read_image, tiff_run
+from cinegpu.media.images_in import ImageFrames, read_image, read_run, tiff_run
 
 tifffile = pytest.importorskip("tifffile")
 
@@ -36,6 +36,64 @@ def test_a_plain_tiff_run_holds_what_read_image_reads(tmp_path, dtype, strip_row
     assert run.nbytes == img.nbytes
     stored = read_image(path, stored=True)
     assert np.array_equal(_run_samples(run), stored) and np.array_equal(stored, img)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
+def test_read_run_reads_the_run_into_the_buffer_given(tmp_path, dtype):
+    """read_run: the samples read_image(stored=True) returns, read into out(shape, dtype)
+    where that is a C-contiguous array of the run's shape (else a new array); None for a
+    file shorter than its run or one that is gone."""
+    img = _image(dtype, seed=3)
+    path = tmp_path / "a.tif"
+    tifffile.imwrite(path, img, photometric="rgb", rowsperstrip=7)
+    run = tiff_run(path)
+    buf = np.zeros(img.shape, dtype)
+    got = read_run(run, lambda shape, dt: buf)
+    assert got is buf and np.array_equal(buf, read_image(path, stored=True))
+    assert np.array_equal(read_run(run), img) and np.array_equal(read_run(run, lambda *a: None), img)
+    strided = np.zeros((img.shape[0], img.shape[1] * 2, 3), dtype)[:, ::2]
+    other = read_run(run, lambda shape, dt: strided)
+    assert other is not strided and np.array_equal(other, img) and not strided.any()
+    short = tmp_path / "short.tif"
+    short.write_bytes(path.read_bytes()[:run.offset + run.nbytes - 1])
+    assert read_run(tiff_run(short) or run.__class__(str(short), run.offset, run.shape,
+                                                       run.dtype)) is None
+    gone = tmp_path / "gone.tif"
+    assert read_run(run.__class__(str(gone), run.offset, run.shape, run.dtype)) is None
+
+
+def test_code_frame_reads_a_located_run_without_parsing_again(tmp_path, monkeypatch):
+    """Where the encoders take frames from their files but a frame's file cannot be locked,
+    code_frame reads the run tiff_run located (read_run), not the whole file through
+    read_image again, and encodes the same samples."""
+    from cinegpu.media import frame_coders, images_in
+    img = _image(np.uint16, (6, 8, 3), seed=5)
+    path = tmp_path / "a.tif"
+    tifffile.imwrite(path, img, photometric="rgb")
+    parsed = []
+    real = images_in.read_image
+    monkeypatch.setattr(images_in, "read_image", lambda *a, **k: parsed.append(a) or real(*a, **k))
+
+    class Encoders:
+        uploads_runs, name = True, "fake"
+        seen: list = []
+
+        def upload_run(self, run):
+            return None                     # as when another thread holds the gate
+
+        def input_buffer(self, shape, dtype):
+            return np.empty(shape, dtype)
+
+        def encode(self, image):
+            self.seen.append(np.array(image))
+            return b"x"
+
+    enc = Encoders()
+    assert frame_coders.code_frame(enc, ImageFrames((str(path),), None), 0, 8, 6) == b"x"
+    assert parsed == [] and np.array_equal(enc.seen[0], img)
+    enc.uploads_runs = False                # the usual way: read_image
+    frame_coders.code_frame(enc, ImageFrames((str(path),), None), 0, 8, 6)
+    assert len(parsed) == 1 and np.array_equal(enc.seen[1], img)
 
 
 @pytest.mark.parametrize("kind", ["zlib", "planar", "big-endian", "rgba", "grey", "float",
@@ -147,10 +205,10 @@ def test_a_failure_to_lock_turns_mapped_uploads_off(tmp_path, monkeypatch):
 
 
 def test_the_register_gate_is_one_holder_at_a_time(tmp_path):
-    """RegisterGate: taken by one open file at a time (two gates on one path, as two
-    processes or threads hold them), free again once left."""
+    """RegisterGate of one turn: taken by one open file at a time (two gates on one path, as
+    two processes or threads hold them), free again once left."""
     from cinegpu.encode.mapped_upload import RegisterGate
-    a, b = RegisterGate(str(tmp_path / "g.lock")), RegisterGate(str(tmp_path / "g.lock"))
+    a, b = RegisterGate(str(tmp_path / "g.lock"), 1), RegisterGate(str(tmp_path / "g.lock"), 1)
     try:
         assert a.try_enter() and not b.try_enter()
         a.leave()
@@ -212,8 +270,8 @@ def test_a_taken_gate_sends_the_frame_the_usual_way(tmp_path):
     lock = str(tmp_path / "g.lock")
     cupy.empty(1)                        # CUDA's own files opened before counting
     before = _open_fds()
-    other = RegisterGate(lock)
-    up = MappedUploads(RegisterGate(lock))
+    other = RegisterGate(lock, 1)
+    up = MappedUploads(RegisterGate(lock, 1))
     assert other.try_enter()
     assert up.upload(tiff_run(path)) is None and up.supported
     other.leave()

@@ -108,7 +108,7 @@ class BlockSet:
 
 def ht_encode_rows_cuda(flat, cb, rows, drops, stream=None, *,
                         scratch_bytes: int = SCRATCH_BYTES, kernel: str = "auto",
-                        blocks: BlockSet | None = None):
+                        blocks: BlockSet | None = None, d_drops=None):
     """ht_encode_rows on the GPU: the blocks cb[rows] (the plan's int64 table, numpy) of the
     flat int32 coefficients ``flat`` (CuPy, or numpy: uploaded), block j at bit-plane
     drops[j], on ``stream`` (default: the current one).  Returns ht_encode_rows' 6-tuple of
@@ -117,7 +117,9 @@ def ht_encode_rows_cuda(flat, cb, rows, drops, stream=None, *,
     (benchmarks, tests): "auto" the warp kernel for blocks of at most 64 x 64 samples and the
     one-thread kernel for the rest, "warp" the same but ValueError for a larger block,
     "thread" the one-thread kernel for all.  ``blocks``: the :class:`BlockSet` of cb, rows
-    and kernel made earlier (on this device), so that its tables are not made again."""
+    and kernel made earlier (on this device), so that its tables are not made again.
+    ``d_drops``: the same planes already on this device (CuPy int64, one per row), which the
+    kernels then read instead of an upload of ``drops``."""
     drops = np.ascontiguousarray(drops, np.int64)
     stream = stream if stream is not None else cupy.cuda.get_current_stream()
     with stream:
@@ -136,7 +138,9 @@ def ht_encode_rows_cuda(flat, cb, rows, drops, stream=None, *,
             raise TypeError(f"ht_encode_rows_cuda: flat must be 1-D int32, not "
                             f"{d_flat.ndim}-D {d_flat.dtype}")
         device_id = cupy.cuda.runtime.getDevice()
-        d_out, d_lens = _code_blocks(device_id, d_flat, blocks, drops, scratch_bytes)
+        if d_drops is not None and (d_drops.shape != drops.shape or d_drops.dtype != np.int64):
+            raise ValueError("ht_encode_rows_cuda: d_drops must be drops' int64 device copy")
+        d_out, d_lens = _code_blocks(device_id, d_flat, blocks, drops, scratch_bytes, d_drops)
         lens = d_lens.get()  # blocking: waits for the kernel on this stream
         stop, coded_off, rates, rate_off, num_bps = segment_offsets(lens, drops)
         if stop < nblk:      # a block too long: the early return, from the whole region
@@ -150,13 +154,15 @@ def ht_encode_rows_cuda(flat, cb, rows, drops, stream=None, *,
     return rows_tuple(coded, cap_off, stop, coded_off, rates, rate_off, num_bps)
 
 
-def _code_blocks(device_id, d_flat, blocks: BlockSet, drops, scratch_bytes):
+def _code_blocks(device_id, d_flat, blocks: BlockSet, drops, scratch_bytes, d_drops=None):
     """Launch the coding kernels (the warp kernel on the blocks' warp subset, the one-thread
-    kernel on the rest) on the current stream: (d_out, d_lens), not waited for."""
+    kernel on the rest) on the current stream: (d_out, d_lens), not waited for.
+    ``d_drops``: drops already on the device (None: uploaded)."""
     nblk = blocks.rows.shape[0]
     d_out = cupy.empty(int(blocks.cap_off[-1]), cupy.uint8)
     d_lens = cupy.empty(nblk, cupy.int64)
-    d_drops = cupy.asarray(drops)
+    if d_drops is None:
+        d_drops = cupy.asarray(drops)
     tables = _device_tables(device_id)
     for sel, sub, launch in zip((blocks.warp_sel, blocks.thread_sel), blocks.subsets,
                                 (_launch_warp, _launch_thread)):

