@@ -336,10 +336,8 @@ def encode_ht_frame(frame_cls, params, cs, plans, flats, base_step, pool=None,
     def code(drops):
         nonlocal segments, coded
         before = segments
-        on_device = getattr(choice, "on_device", None)   # the GPU's choice: its planes there
         frame, segments = _code(frame_cls, keep_all, cs, plans, flats, drops, pool, kernel,
-                                tables, layout, segments,
-                                None if on_device is None else on_device(drops))
+                                tables, layout, segments, choice.on_device(drops))
         coded += nblocks if before is None else int((before.drops != drops).sum())
         return frame
 

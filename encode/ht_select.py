@@ -203,6 +203,11 @@ class PlaneChoice:
         """The estimated bits of the blocks at planes ``drops``, exact."""
         return float(self.bits[np.arange(self.n), drops].sum())
 
+    def on_device(self, drops):
+        """None: the planes are chosen on the host (the interface of
+        :meth:`.ht_select_gpu.PlaneChoiceCuda.on_device`)."""
+        return None
+
 
 def select_planes(w, dist, bits, target):
     """:meth:`PlaneChoice.select` of one target."""

@@ -62,7 +62,7 @@ from cinegpu.encode.peers import grk_compress_dci, have_grk, have_opj
 from .colour import to_xyz12
 from .frame_encode import pick_backend
 from .images_in import read_image, tiff_run
-from .mastering import master_images
+from .mastering import master, master_images
 
 __all__ = ["HeldFrames", "layout", "main", "run_master", "source_images", "steady_fps",
            "timeline_lines", "write_frames"]
@@ -218,8 +218,10 @@ def steady_fps(records, middle: float = 0.8) -> float | None:
 
 def _master(folder: Path, tmp: str, profile: str, fps: int, procs, threads, backend, gpus=None,
             timeline: bool = False, mps: bool = True, package: dict | None = None,
-            rate_on_gpu: bool | None = None, colorspace: str = "rec709") -> dict:
-    """One master of ``folder``: mastering's ``stats``, with the GPUs asked for and the CPU
+            rate_on_gpu: bool | None = None, colorspace: str = "rec709",
+            held: "HeldFrames | None" = None, frames: int = 0) -> dict:
+    """One master of ``folder``, or with ``held`` of ``frames`` frames of those images held
+    in memory (the coding alone): mastering's ``stats``, with the GPUs asked for and the CPU
     seconds of this (the writing) process and of the encoder processes it started and ended
     (``main_cpu_s``, ``coders_cpu_s``; threads of one process count once each); with
     ``timeline``, the encoder processes' frame timings (``timeline``)."""
@@ -227,17 +229,23 @@ def _master(folder: Path, tmp: str, profile: str, fps: int, procs, threads, back
     out = Path(tmp) / "dcp"
     records: list | None = [] if timeline else None
     main0, kids0 = _cpu_seconds(resource.RUSAGE_SELF), _cpu_seconds(resource.RUSAGE_CHILDREN)
-    master_images(folder, out, title="bench", profile=dci.profile(profile).short, fps=fps,
-                  processes=procs, workers=threads, backend=backend, progress=False,
-                  stats=stats, timeline=records, mps=mps, rate_on_gpu=rate_on_gpu,
-                  colorspace=colorspace, **(package or {}),
-                  **({} if gpus is None else {"gpus": gpus}))
+    options = dict(title="bench", profile=dci.profile(profile).short, fps=fps,
+                   processes=procs, workers=threads, backend=backend, progress=False,
+                   stats=stats, timeline=records, mps=mps, rate_on_gpu=rate_on_gpu,
+                   colorspace=colorspace, **(package or {}),
+                   **({} if gpus is None else {"gpus": gpus}))
+    if held is None:
+        master_images(folder, out, **options)
+    else:
+        master(held, frames, out, **options)
     stats["timeline"] = records
     stats["main_cpu_s"] = _cpu_seconds(resource.RUSAGE_SELF) - main0
     stats["coders_cpu_s"] = _cpu_seconds(resource.RUSAGE_CHILDREN) - kids0
     shutil.rmtree(out)
     stats["gpus"] = gpus
     stats["rate_on_gpu"] = rate_on_gpu
+    if held is not None:
+        stats["held"] = "GPU memory" if held.gpu else "memory"
     return stats
 
 
@@ -276,32 +284,6 @@ class HeldFrames:
                     cupy.cuda.get_current_stream().synchronize()
                 self._held[k] = image
         return image
-
-
-def _code_held(folder: Path, tmp: str, distinct: int, frames: int, profile: str, fps: int,
-               procs, threads, backend, gpus, timeline: bool, mps: bool,
-               package: dict | None, colorspace: str) -> dict:
-    """One master (as :func:`_master`) of ``frames`` frames held in GPU memory
-    (:class:`HeldFrames` of the first ``distinct`` files of ``folder``): mastering's
-    ``stats`` with the coding alone."""
-    from .mastering import master
-    files = sorted(folder.glob("*.tif"))[:max(1, distinct)]
-    stats: dict = {}
-    records: list | None = [] if timeline else None
-    out = Path(tmp) / "held"
-    main0, kids0 = _cpu_seconds(resource.RUSAGE_SELF), _cpu_seconds(resource.RUSAGE_CHILDREN)
-    gpu = backend != "cpu" and pick_backend(backend) == "cuda"
-    master(HeldFrames(files, gpu), frames, out, title="bench", profile=dci.profile(profile).short,
-           fps=fps, processes=procs,
-           workers=threads, backend=backend, progress=False, stats=stats, timeline=records,
-           mps=mps, colorspace=colorspace, **(package or {}),
-           **({} if gpus is None else {"gpus": gpus}))
-    stats["timeline"] = records
-    stats["main_cpu_s"] = _cpu_seconds(resource.RUSAGE_SELF) - main0
-    stats["coders_cpu_s"] = _cpu_seconds(resource.RUSAGE_CHILDREN) - kids0
-    shutil.rmtree(out)
-    stats.update(gpus=gpus, rate_on_gpu=None, held="GPU memory" if gpu else "memory")
-    return stats
 
 
 @contextlib.contextmanager
@@ -385,7 +367,7 @@ def run_master(profile: str, frames: int, distinct: int, fps: int, layouts, back
     synthetic ones; ``files``: how many files the frames are (:func:`write_frames`), at most
     as many as a quarter of the temporary folder's free space holds (``files`` in the row:
     how many were made); ``code``: each layout once more from frames held in GPU memory
-    (:func:`_code_held`, rows with ``held``); ``turns``: each layout with each count of
+    (:class:`HeldFrames`, rows with ``held``); ``turns``: each layout with each count of
     threads that may lock file pages for the GPU at once (``CINEGPU_MAPPED_TURNS``, see
     :class:`cinegpu.encode.mapped_upload.RegisterGate`; None: master's default)."""
     w, h = dci.profile(profile).container
@@ -428,9 +410,11 @@ def run_master(profile: str, frames: int, distinct: int, fps: int, layouts, back
                                             colorspace)
                             row["runs"].append(dict(s, turns=n))
                     if code:
-                        row["runs"].append(_code_held(folder, tmp, len(images), frames,
-                                                      profile, fps, procs, threads, backend, g,
-                                                      timeline, shared, package, colorspace))
+                        gpu = backend != "cpu" and pick_backend(backend) == "cuda"
+                        held = HeldFrames(sorted(folder.glob("*.tif"))[:len(images)], gpu)
+                        row["runs"].append(_master(folder, tmp, profile, fps, procs, threads,
+                                                   backend, g, timeline, shared, package,
+                                                   None, colorspace, held, frames))
     n = min(peer_frames, frames) if not package else 0     # the peers write DCI frames
     if n and (have_opj() or have_grk()):
         xyz = [to_xyz12(f.astype(np.float32) / np.float32(65535), colorspace) for f in images]

@@ -323,6 +323,7 @@ def test_plane_choice_estimate():
     w, dist, bits = random_eighths(np.random.default_rng(3), 50, 21)
     drops = np.random.default_rng(4).integers(0, 21, 50)
     assert PlaneChoice(w, dist, bits).estimate(drops) == bits[np.arange(50), drops].sum()
+    assert PlaneChoice(w, dist, bits).on_device(drops) is None     # chosen on the host
     assert PlaneChoice(np.zeros(0), np.zeros((0, 21)), np.zeros((0, 21))).estimate(
         np.zeros(0, np.int64)) == 0.0
 
