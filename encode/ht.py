@@ -348,19 +348,19 @@ def encode_ht_frame(frame_cls, params, cs, plans, flats, base_step, pool=None,
             rounds -= 1              # the same planes again: the same stream, nothing to gain
             break
         last = drops
-        est = choice.estimate(drops)
         frame = code(drops)
         data = allocate_stream(frame, base_step)    # joined only if it is the one kept
         size = len(data)
+        if size <= budget and (best is None or size > len(best[0])):
+            best = data, drops
+        if budget * FILL <= size <= budget:
+            break
+        est = choice.estimate(drops)   # only where another round follows (a read-back)
         if size <= budget:
-            if best is None or size > len(best[0]):
-                best = data, drops
             if under is None or est > under[0]:
                 under = est, size
         elif over is None or est < over[0]:
             over = est, size
-        if budget * FILL <= size <= budget:
-            break
         if under is not None and over is not None and over[0] > under[0]:
             # bracketed: interpolate between the two (the size grows with the estimate)
             target = under[0] + (goal - under[1]) * (over[0] - under[0]) / \

@@ -89,21 +89,21 @@ class PlaneChoiceCuda:
         self.lam, self.nxt = xp.empty((n, m), xp.float64), xp.empty((n, m), xp.int64)
         launch("ht_hull_steps", n, (w, dist, self.bits, np.int32(n), np.int32(m), self.start,
                                     self.lam, self.nxt, count))
-        off = xp.concatenate((xp.zeros(1, xp.int64), xp.cumsum(count)))
-        # one read-back for both: the bits at d = 0 (eighths: exact in any order) and the moves
-        bits0, total = launch.asnumpy(xp.stack((self.bits[:, 0].sum(),
-                                                off[-1].astype(xp.float64))))
-        self.bits0, total = float(bits0), int(total)
-        slopes, gains = xp.empty(total, xp.float64), xp.empty(total, xp.float64)
+        # Every block's moves (at most m) at j * m: no count comes back to size them; the
+        # entries no move fills are slopes of inf that save nothing, which change neither the
+        # running sums nor the slope a need is first met at (the inf past the last move).
+        off = xp.arange(0, (n + 1) * m, m, dtype=xp.int64)
+        slopes, gains = xp.full(n * m, xp.inf, xp.float64), xp.zeros(n * m, xp.float64)
         first_bits = xp.empty(n, xp.float64)
         launch("ht_moves", n, (self.start, self.lam, self.nxt, count, self.bits, off,
                                np.int32(n), np.int32(m), slopes, gains, first_bits))
-        # one read-back: the first bits (eighths: exact in any order) and whether any slope
-        # is negative or NaN (the walk starts at the least w dist)
-        first, bad = launch.asnumpy(xp.stack((first_bits.sum(), (~(slopes >= 0.0)).sum()
-                                              .astype(xp.float64))))
-        self.first = float(first)
-        if bad:
+        # one read-back: the bits at d = 0 and at the start (eighths: exact in any order) and
+        # whether every slope is >= 0 (none negative or NaN; the walk starts at the least
+        # w dist)
+        bits0, first, ok = launch.asnumpy(xp.stack((self.bits[:, 0].sum(), first_bits.sum(),
+                                                    (slopes >= 0.0).all().astype(xp.float64))))
+        self.bits0, self.first = float(bits0), float(first)
+        if not ok:
             raise ValueError("plane figures must be finite, non-negative numbers")
         # The moves by slope, their gains summed in that order; the order among equal slopes
         # does not matter: a tie is taken whole (select's inclusive planes), every gain is
@@ -116,18 +116,27 @@ class PlaneChoiceCuda:
     def select(self, target) -> np.ndarray:
         """PlaneChoice.select: per block the planes d (numpy int64) minimising
         ``w dist + lambda bits`` for the smallest lambda in LAMBDA_RANGE whose estimated bits
-        stay within ``target``; all d = 0 when the bits at d = 0 already do."""
+        stay within ``target``; all d = 0 when the bits at d = 0 already do.  The slope is
+        found and clamped to LAMBDA_RANGE on the device (``ht_planes_at_move``): the planes
+        are the one read-back."""
         if self.n == 0 or self.bits0 <= target:
             return np.zeros(self.n, np.int64)
         lo, hi = LAMBDA_RANGE
+        d = self.xp.empty(self.n, self.xp.int64)
         if self.first <= target:
-            lam_star = lo
+            self.launch("ht_planes_at", self.n, (self.start, self.lam, self.nxt,
+                                                 np.int32(self.n), np.int32(self.m),
+                                                 np.float64(lo), np.int32(1), d))
         else:   # the first move whose running gain reaches the need (the inf past the last)
             need = self.xp.full(1, self.first - target, self.xp.float64)
-            lam_star = self.slopes[self.xp.searchsorted(self.cum, need, side="left")].item()
-        if lam_star <= hi:
-            return self._planes_at(max(lam_star, lo), True)
-        return self._planes_at(hi, False)   # out of reach
+            at = self.xp.searchsorted(self.cum, need, side="left")
+            self.launch("ht_planes_at_move", self.n, (self.start, self.lam, self.nxt,
+                                                      np.int32(self.n), np.int32(self.m),
+                                                      self.slopes, at, np.float64(lo),
+                                                      np.float64(hi), d))
+        host = self.launch.asnumpy(d)
+        self._last = (host, d)
+        return host
 
     def estimate(self, drops) -> float:
         """The estimated bits of the blocks at planes ``drops`` (numpy or CuPy), exact."""
@@ -143,12 +152,3 @@ class PlaneChoiceCuda:
         stream's work before it)."""
         last = self._last
         return last[1] if last is not None and drops is last[0] else None
-
-    def _planes_at(self, slope: float, inclusive: bool) -> np.ndarray:
-        d = self.xp.empty(self.n, self.xp.int64)
-        self.launch("ht_planes_at", self.n, (self.start, self.lam, self.nxt, np.int32(self.n),
-                                             np.int32(self.m), np.float64(slope),
-                                             np.int32(inclusive), d))
-        host = self.launch.asnumpy(d)
-        self._last = (host, d)
-        return host

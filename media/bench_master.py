@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import os
 import resource
 import shutil
@@ -287,19 +288,19 @@ class HeldFrames:
 
 
 @contextlib.contextmanager
-def _turns(n: int | None):
-    """``CINEGPU_MAPPED_TURNS`` set to ``n`` (None: as it was) for the encoder processes
-    started meanwhile."""
-    old = os.environ.get("CINEGPU_MAPPED_TURNS")
-    if n is not None:
-        os.environ["CINEGPU_MAPPED_TURNS"] = str(n)
+def _environ(name: str, value: str | None):
+    """The environment variable ``name`` set to ``value`` (None: as it was) for the encoder
+    processes started meanwhile."""
+    old = os.environ.get(name)
+    if value is not None:
+        os.environ[name] = value
     try:
         yield
     finally:
         if old is None:
-            os.environ.pop("CINEGPU_MAPPED_TURNS", None)
+            os.environ.pop(name, None)
         else:
-            os.environ["CINEGPU_MAPPED_TURNS"] = old
+            os.environ[name] = old
 
 
 def _read_files(paths: list[str], gpu: bool = False) -> int:
@@ -318,14 +319,16 @@ def _read_files(paths: list[str], gpu: bool = False) -> int:
     import cupy
     from cinegpu.encode.gpu import HostStaging
     from cinegpu.encode.mapped_upload import MappedUploads
-    uploads, staging = MappedUploads(), HostStaging()
+    from cinegpu.encode.ring_upload import RingUploads
+    uploads, ring, staging = MappedUploads(), RingUploads(), HostStaging()
     with cupy.cuda.Stream(non_blocking=True) as stream:
         for path in paths:        # as an encoder thread reads (media.frame_coders.code_frame)
             run = tiff_run(path, limit=None)
-            if run is None or uploads.upload(run) is None:
+            if run is None or (uploads.upload(run) is None and ring.upload(run) is None):
                 staging.upload(read_image(path, limit=None, stored=True,
                                           out=staging.buffer))
         uploads.close()
+        ring.close()
         stream.synchronize()
     return len(paths)
 
@@ -338,7 +341,8 @@ def read_rate(folder: Path, processes: int, gpu: bool = False) -> float:
     a frame costs its pages' first touch: on the 2-core development machine one process read
     4K 16-bit frames at 89-95 fps into fresh arrays, 311-315 into one reused).  ``gpu``: read
     as a GPU encoder thread reads them, into GPU memory (straight from the file where it can,
-    :mod:`cinegpu.encode.mapped_upload`, else through a page-locked buffer)."""
+    :mod:`cinegpu.encode.mapped_upload`, else through a small page-locked ring,
+    :mod:`cinegpu.encode.ring_upload`)."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     paths = [str(p) for p in sorted(folder.glob("*.tif"))]
@@ -354,7 +358,7 @@ def run_master(profile: str, frames: int, distinct: int, fps: int, layouts, back
                peer_frames: int, processes: int, grk_threads: int = 0, gpus=(None,),
                timeline: bool = False, mps=(True,), package: dict | None = None,
                read=(), rate=(None,), sources=None, files: int = 0,
-               code: bool = False, turns=(None,)) -> dict:
+               code: bool = False, turns=(None,), ring=(None,)) -> dict:
     """One profile: per layout (processes, threads) the ``stats`` of
     :func:`cinegpu.media.mastering.master` over ``frames`` TIFF files (``timeline``: with the
     encoder processes' frame timings; ``mps``: each layout with and/or without master's
@@ -369,7 +373,10 @@ def run_master(profile: str, frames: int, distinct: int, fps: int, layouts, back
     how many were made); ``code``: each layout once more from frames held in GPU memory
     (:class:`HeldFrames`, rows with ``held``); ``turns``: each layout with each count of
     threads that may lock file pages for the GPU at once (``CINEGPU_MAPPED_TURNS``, see
-    :class:`cinegpu.encode.mapped_upload.RegisterGate`; None: master's default)."""
+    :class:`cinegpu.encode.mapped_upload.RegisterGate`; None: master's default); ``ring``:
+    each layout with frames not taken straight from their files read to the GPU through a
+    small page-locked ring (True, :mod:`cinegpu.encode.ring_upload`) and/or whole into the
+    page-locked buffer (False), through ``CINEGPU_RING_UPLOADS`` (None: master's default)."""
     w, h = dci.profile(profile).container
     colorspace = "rec709"
     if sources:
@@ -403,12 +410,14 @@ def run_master(profile: str, frames: int, distinct: int, fps: int, layouts, back
             for procs, threads in layouts:
                 for shared in mps:
                     for on_gpu in rate:
-                        for n in turns:
-                            with _turns(n):
+                        for n, on in itertools.product(turns, ring):
+                            with _environ("CINEGPU_MAPPED_TURNS", None if n is None else str(n)), \
+                                    _environ("CINEGPU_RING_UPLOADS",
+                                             None if on is None else ("on" if on else "off")):
                                 s = _master(folder, tmp, profile, fps, procs, threads,
                                             backend, g, timeline, shared, package, on_gpu,
                                             colorspace)
-                            row["runs"].append(dict(s, turns=n))
+                            row["runs"].append(dict(s, turns=n, ring=on))
                     if code:
                         gpu = backend != "cpu" and pick_backend(backend) == "cuda"
                         held = HeldFrames(sorted(folder.glob("*.tif"))[:len(images)], gpu)
@@ -460,6 +469,11 @@ def main(argv=None) -> None:
     ap.add_argument("--turns", type=int, nargs="+", default=[None], metavar="N",
                     help="run every layout with each count of threads that may lock file pages "
                          "for the GPU at once (CINEGPU_MAPPED_TURNS; default: master's)")
+    ap.add_argument("--ring", choices=("on", "off"), nargs="+", default=None,
+                    help="run every layout with frames that are not taken straight from their "
+                         "files read to the GPU through a small page-locked ring (on) and/or "
+                         "whole into a page-locked buffer (off) (CINEGPU_RING_UPLOADS; default: "
+                         "master's)")
     ap.add_argument("--code", action="store_true",
                     help="also master each layout from frames held in GPU memory (cuda): the "
                          "coding alone, without reading files")
@@ -484,7 +498,8 @@ def main(argv=None) -> None:
                        a.peer_frames, a.opj_processes, a.grk_threads, a.gpus, a.timeline,
                        [m == "on" for m in a.mps], package, a.read,
                        [{"default": None, "cpu": False, "gpu": True}[r] for r in a.rate],
-                       a.source, a.files, a.code, a.turns)
+                       a.source, a.files, a.code, a.turns,
+                       [None] if a.ring is None else [r == "on" for r in a.ring])
         what = profile if package is None else \
             f"{profile} IMF {a.codec}" + (f" {a.bitrate:g} Mbit/s" if a.bitrate else "")
         source = f", real pictures ({r['colorspace']})" if a.source else ""
@@ -502,6 +517,8 @@ def main(argv=None) -> None:
             best = max(best, end)
             on = (f", frames held in {s['held']}" if s.get("held") else "") + \
                 ("" if s.get("turns") is None else f", {s['turns']} page-locking turn(s)") + \
+                ("" if s.get("ring") is None else
+                 f", {'ring' if s['ring'] else 'whole-frame'} reads") + \
                 ("" if s["gpus"] is None else f" on {s['gpus']} GPU(s)") + \
                 (", CUDA MPS" if s["mps"] else "") + \
                 ("" if s["rate_on_gpu"] is None else

@@ -66,8 +66,10 @@ def code_frame(encoders, read: Callable[[int], np.ndarray], i: int, width: int,
     have one (:meth:`.FrameEncoders.input_buffer`: a GPU encoder's page-locked buffer, so
     that the frame is not copied again to go up), or where a GPU encoder can take them straight
     from the file, copied up from there (:meth:`.FrameEncoders.upload_run`), or else, where
-    :func:`.images_in.tiff_run` located them, read from there (:func:`.images_in.read_run`)
-    without parsing the file's header again."""
+    :func:`.images_in.tiff_run` located them, read from there without parsing the file's
+    header again: by a GPU encoder through its small page-locked ring
+    (:meth:`.FrameEncoders.send_run`), else into the input buffer
+    (:func:`.images_in.read_run`)."""
     mapped = False
     if isinstance(read, ImageFrames):
         run = read.run(i) if encoders.uploads_runs else None
@@ -75,7 +77,9 @@ def code_frame(encoders, read: Callable[[int], np.ndarray], i: int, width: int,
             run.shape[:2] == (height, width) else None
         mapped = image is not None
         if image is None and run is not None:     # located by its header: read, not parsed again
-            image = read_run(run, encoders.input_buffer)
+            image = encoders.send_run(run) if run.shape[:2] == (height, width) else None
+            if image is None:
+                image = read_run(run, encoders.input_buffer)
         if image is None:
             image = read(i, out=encoders.input_buffer)
     else:

@@ -121,7 +121,7 @@ class FrameEncoders:
             self.sleeping_waits = sleep_on_waits(
                 [device] if device is not None else range(self.gpus))
         self._made: list = []
-        self._uploads: list = []        # every thread's MappedUploads, closed with the encoders
+        self._uploads: list = []        # every thread's Mapped/RingUploads, closed with the encoders
         self._lock = threading.Lock()
 
     def default_processes(self, frames: int | None = None) -> int:
@@ -266,16 +266,33 @@ class FrameEncoders:
         device straight from the file (:class:`cinegpu.encode.mapped_upload.MappedUploads`):
         a CuPy array, queued on the encoder's stream; None on the CPU back end, for the
         OpenJPEG stand-in or where the file cannot be locked for the GPU (read it then)."""
+        from cinegpu.encode.mapped_upload import MappedUploads
+        return self._run_up(run, "uploads", MappedUploads)
+
+    def send_run(self, run):
+        """Frame samples stored as one run of a file (a
+        :class:`cinegpu.encode.mapped_upload.FileRun`) read to this thread's encoder's device
+        through a small ring of page-locked buffers, each chunk copied up while the next is
+        read (:class:`cinegpu.encode.ring_upload.RingUploads`: the copy engine reads chunks a
+        core has just written, not a whole frame from memory): a CuPy array queued on the
+        encoder's stream;
+        None where :attr:`uploads_runs` is False or the run cannot be read (read it then)."""
+        from cinegpu.encode.ring_upload import RingUploads
+        return self._run_up(run, "ring", RingUploads)
+
+    def _run_up(self, run, name: str, make):
+        """``run`` sent up by this thread's ``name`` uploader (made by ``make()`` on first use
+        and closed with the encoders) on the encoder's stream; None where runs are not taken."""
         if run is None or not self.uploads_runs:
             return None
-        uploads = getattr(self._local, "uploads", None)
-        if uploads is None:
-            from cinegpu.encode.mapped_upload import MappedUploads
-            uploads = self._local.uploads = MappedUploads()
+        up = getattr(self._local, name, None)
+        if up is None:
+            up = make()
+            setattr(self._local, name, up)
             with self._lock:
-                self._uploads.append(uploads)
+                self._uploads.append(up)
         with self._encoder().on_stream():
-            return uploads.upload(run)
+            return up.upload(run)
 
     def _staging(self):
         """This thread's :class:`cinegpu.encode.gpu.HostStaging`."""

@@ -278,7 +278,7 @@ def test_host_staging_buffer_goes_up_without_a_copy(monkeypatch):
     np.testing.assert_array_equal(cupy.asnumpy(d), src[:, ::-1])
 
 
-def test_frames_read_into_the_upload_buffer_code_the_same(tmp_path):
+def test_frames_read_into_the_upload_buffer_code_the_same(tmp_path, monkeypatch):
     """Mastering's encoder threads copy TIFF frames to the GPU straight from their files
     (FrameEncoders.upload_run) or read them into their page-locked upload buffer
     (FrameEncoders.input_buffer): the same codestreams as from frames read on their own,
@@ -302,6 +302,8 @@ def test_frames_read_into_the_upload_buffer_code_the_same(tmp_path):
         assert enc.upload_run(frames.run(0)) is not None     # straight from the file
         direct = [code_frame(enc, frames, k, 2048, 1080) for k in range(3)]
         plain = [code_frame(enc, lambda i: frames(i), k, 2048, 1080) for k in range(3)]
+        sent = enc.send_run(frames.run(1))                    # through the ring
+        assert np.array_equal(cupy.asnumpy(sent), frames(1))
     assert direct == plain
     # IMF HTJ2K R'G'B': frames copied up straight from their files code the same too
     with FrameEncoders(profile="imf-2k", fps=24, bitrate=100, colorspace="rec709",
@@ -310,6 +312,15 @@ def test_frames_read_into_the_upload_buffer_code_the_same(tmp_path):
         direct = [code_frame(enc, frames, k, 2048, 1080) for k in range(3)]
         plain = [code_frame(enc, lambda i: frames(i), k, 2048, 1080) for k in range(3)]
     assert direct == plain
+    # every file's pages refused: the frames go up through the ring, and code the same
+    monkeypatch.setenv("CINEGPU_MAPPED_UPLOADS", "off")
+    with FrameEncoders(profile="imf-2k", fps=24, bitrate=100, colorspace="rec709",
+                       backend="cuda", bits=12, codec="htj2k") as enc:
+        sent = []
+        real = enc.send_run
+        enc.send_run = lambda run: sent.append(run) or real(run)
+        ringed = [code_frame(enc, frames, k, 2048, 1080) for k in range(3)]
+    assert len(sent) == 3 and ringed == plain
     with FrameEncoders(profile="imf-2k", fps=24, bitrate=100, colorspace="rec709",
                        backend="cpu", bits=12, codec="htj2k") as cpu:
         assert cpu.upload_run(frames.run(0)) is None and not cpu.uploads_runs

@@ -180,6 +180,18 @@ def run_planes_at(launch, hull, slope, inclusive):
     return launch.asnumpy(d)
 
 
+def run_planes_at_move(launch, hull, slopes, at):
+    xp = launch.xp
+    start, lam, nxt, _ = (xp.asarray(a) for a in hull)
+    n, m = lam.shape
+    d = xp.full(n, UNWRITTEN, xp.int64)
+    lo, hi = LAMBDA_RANGE
+    launch("ht_planes_at_move", n, (start, lam, nxt, np.int32(n), np.int32(m),
+                                    xp.asarray(slopes), xp.asarray(np.array([at], np.int64)),
+                                    np.float64(lo), np.float64(hi), d))
+    return launch.asnumpy(d)
+
+
 def assert_bytes(got, want, name):
     assert got.dtype == want.dtype and got.shape == want.shape, name
     if got.tobytes() != want.tobytes():
@@ -207,6 +219,14 @@ def check_kernels(launch, w, dist, bits):
         for inclusive in (False, True):
             assert_bytes(run_planes_at(launch, hull, slope, inclusive),
                          _planes_at(*hull[:3], slope, inclusive), f"planes at {slope}")
+    # at a move's slope read on the device: clamped up to lo inclusive, past hi at hi
+    # exclusive (the inf past the last move too)
+    table = np.concatenate((np.sort(slopes), [lo / 2, lo, hi, hi * 2, np.inf]))
+    for at in np.unique(np.linspace(0, table.size - 1, min(table.size, 30)).astype(int)):
+        s = table[at]
+        want = _planes_at(*hull[:3], max(s, lo), True) if s <= hi else \
+            _planes_at(*hull[:3], hi, False)
+        assert_bytes(run_planes_at_move(launch, hull, table, at), want, f"planes at move {s}")
     return slopes
 
 

@@ -81,6 +81,9 @@ def test_code_frame_reads_a_located_run_without_parsing_again(tmp_path, monkeypa
         def upload_run(self, run):
             return None                     # as when another thread holds the gate
 
+        def send_run(self, run):
+            return None                     # as when the run cannot be read through the ring
+
         def input_buffer(self, shape, dtype):
             return np.empty(shape, dtype)
 
@@ -94,6 +97,99 @@ def test_code_frame_reads_a_located_run_without_parsing_again(tmp_path, monkeypa
     enc.uploads_runs = False                # the usual way: read_image
     frame_coders.code_frame(enc, ImageFrames((str(path),), None), 0, 8, 6)
     assert len(parsed) == 1 and np.array_equal(enc.seen[1], img)
+
+
+def test_code_frame_sends_a_located_run_through_the_ring_when_not_mapped(tmp_path):
+    """A frame whose file could not be locked goes up through the encoders' ring
+    (send_run) where it can, of the very run tiff_run located; it is read into the input
+    buffer only where the ring gives None, and runs of another size are not sent."""
+    from cinegpu.media import frame_coders
+    img = _image(np.uint16, (6, 8, 3), seed=7)
+    path = tmp_path / "a.tif"
+    tifffile.imwrite(path, img, photometric="rgb")
+
+    class Encoders:
+        uploads_runs, name = True, "fake"
+
+        def __init__(self, ring):
+            self.ring, self.sent, self.buffers, self.seen = ring, [], 0, []
+
+        def upload_run(self, run):
+            return None
+
+        def send_run(self, run):
+            self.sent.append(run)
+            return read_run(run) if self.ring else None
+
+        def input_buffer(self, shape, dtype):
+            self.buffers += 1
+            return np.empty(shape, dtype)
+
+        def encode(self, image):
+            self.seen.append(np.array(image))
+            return b"x"
+
+    frames = ImageFrames((str(path),), None)
+    for ring in (True, False):
+        enc, stamps = Encoders(ring), []
+        assert frame_coders.code_frame(enc, frames, 0, 8, 6, stamps) == b"x"
+        assert [r.offset for r in enc.sent] == [frames.run(0).offset]
+        assert enc.buffers == (0 if ring else 1) and stamps[2] is False
+        assert np.array_equal(enc.seen[0], img)
+    enc = Encoders(True)                    # another size: fitted on the host, not sent
+    frame_coders.code_frame(enc, frames, 0, 10, 6)
+    assert enc.sent == [] and enc.buffers == 1
+
+
+def test_the_environment_turns_ring_uploads_off(tmp_path, monkeypatch):
+    """CINEGPU_RING_UPLOADS=off: every frame is read the usual way (no GPU needed to see it:
+    nothing is opened or made)."""
+    from cinegpu.encode.mapped_upload import FileRun
+    from cinegpu.encode.ring_upload import RingUploads
+    path = tmp_path / "f.raw"
+    path.write_bytes(bytes(48))
+    monkeypatch.setenv("CINEGPU_RING_UPLOADS", "off")
+    ring = RingUploads()
+    assert not ring.supported
+    assert ring.upload(FileRun(str(path), 0, (2, 4, 3), np.dtype(np.uint16))) is None
+    assert ring._mem is None
+    monkeypatch.setenv("CINEGPU_RING_UPLOADS", "on")
+    assert RingUploads().supported
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("chunk, slots", [(1000, 3), (1 << 20, 4), (7, 1)])
+def test_ring_upload_equals_the_samples(tmp_path, chunk, slots):
+    """RingUploads copies a run to the device exactly, in chunks of any size (the last one
+    short) and slots reused many times over; a file shorter than the run, or gone, gives
+    None; the ring is made once and freed by close."""
+    cupy = pytest.importorskip("cupy")
+    from cinegpu.encode.mapped_upload import FileRun
+    from cinegpu.encode.ring_upload import RingUploads
+    rng = np.random.default_rng(chunk)
+    ring = RingUploads(chunk, slots)
+    with cupy.cuda.Stream(non_blocking=True):
+        for k, shape in enumerate([(6, 8, 3), (37, 51, 3), (300, 211, 3)]):
+            img = rng.integers(0, 65536, shape, dtype=np.uint16)
+            path = tmp_path / f"f{k}.raw"
+            path.write_bytes(b"h" * (13 + k) + img.tobytes() + b"tail")
+            run = FileRun(str(path), 13 + k, shape, np.dtype(np.uint16))
+            d = ring.upload(run)
+            assert d.shape == shape and d.dtype == np.uint16
+            np.testing.assert_array_equal(cupy.asnumpy(d), img)
+        mem = ring._mem
+        short = FileRun(str(path), 13 + k, (301, 211, 3), np.dtype(np.uint16))
+        assert ring.upload(short) is None
+        assert ring.upload(FileRun(str(tmp_path / "gone.raw"), 0, (2, 2, 3),
+                                   np.dtype(np.uint16))) is None
+        assert ring.upload(FileRun(str(path), 0, (0, 2, 3), np.dtype(np.uint16))) is None
+        d = ring.upload(run)
+        np.testing.assert_array_equal(cupy.asnumpy(d), img)
+        assert ring._mem is mem              # one ring for every upload
+    ring.close()
+    assert ring._mem is None
+    with pytest.raises(ValueError):
+        RingUploads(0, 4)
 
 
 @pytest.mark.parametrize("kind", ["zlib", "planar", "big-endian", "rgba", "grey", "float",

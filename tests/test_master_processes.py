@@ -503,6 +503,33 @@ def test_bench_master_copies_only_what_the_disk_holds(monkeypatch):
         assert row["files"] == want and row["frames"] == 3
 
 
+def test_bench_master_runs_each_layout_with_each_turns_and_ring(monkeypatch):
+    """--turns and --ring: every layout mastered once per (turns, ring) pair with
+    CINEGPU_MAPPED_TURNS and CINEGPU_RING_UPLOADS set for its encoder processes, and the
+    environment as it was afterwards (None: left as it is)."""
+    from cinegpu.media import bench_master
+    seen = []
+
+    def fake(folder, tmp, *args, **kw):
+        seen.append((folder.name, os.environ.get("CINEGPU_MAPPED_TURNS"),
+                     os.environ.get("CINEGPU_RING_UPLOADS")))
+        return {}
+    monkeypatch.setattr(bench_master, "_master", fake)
+    monkeypatch.setattr(bench_master, "synthetic_frame",
+                        lambda w, h, seed=0: np.zeros((8, 16, 3), np.float32))
+    monkeypatch.setenv("CINEGPU_RING_UPLOADS", "kept")
+    monkeypatch.delenv("CINEGPU_MAPPED_TURNS", raising=False)
+    row = bench_master.run_master("dci-2k", 2, 1, 24, [(2, 1)], "cpu", 0, 1,
+                                  turns=(None, 4), ring=(True, False, None))
+    runs = [s for s in seen if s[0] != "warm"]
+    assert runs == [("in", None, "on"), ("in", None, "off"), ("in", None, "kept"),
+                    ("in", "4", "on"), ("in", "4", "off"), ("in", "4", "kept")]
+    assert [(r["turns"], r["ring"]) for r in row["runs"]] == \
+        [(None, True), (None, False), (None, None), (4, True), (4, False), (4, None)]
+    assert os.environ["CINEGPU_RING_UPLOADS"] == "kept" and \
+        "CINEGPU_MAPPED_TURNS" not in os.environ
+
+
 @pytest.mark.slow
 @needs_encoder
 def test_bench_master_prints_each_layout(capsys):
@@ -666,6 +693,9 @@ def test_code_frame_stamps_whether_the_frame_went_up_from_its_file(tmp_path):
 
         def upload_run(self, run):
             return img.copy() if self.up else None
+
+        def send_run(self, run):
+            return None
 
         def encode(self, image):
             self.seen.append(image)

@@ -16,6 +16,9 @@
  *                first_bits[j] = bits[j][start[j]] (summed by the caller).
  * ht_planes_at   _planes_at: d[j] the plane of block j at `slope`, its moves of slope below
  *                it taken (`inclusive` != 0: or equal).
+ * ht_planes_at_move  the same at the slope of move `at[0]` of the sorted `slopes` (read on
+ *                the device, so that it never comes back to the host): s, clamped to lo if
+ *                below it, inclusive, when s <= hi; else hi, exclusive (PlaneChoiceCuda.select).
  *
  * One thread per code-block, grid-stride (any grid and block size; no barriers, no shared
  * memory).  The double arithmetic is numba's, operation for operation: one product
@@ -99,18 +102,35 @@ extern "C" __global__ void ht_moves(const i64* start, const double* lam, const i
     }
 }
 
+/* block j's plane at `slope`: its moves of slope below it taken (inclusive: or equal) */
+static __device__ i64 plane_at(const i64* start, const double* lam, const i64* nxt, int j, int m,
+                               double slope, int inclusive)
+{
+    i64 c = start[j];
+    for (int k = 0; k < m; k++) {
+        const double s = lam[(i64)j * m + k];
+        if (s < slope || (inclusive && s == slope))
+            c = nxt[(i64)j * m + k];
+        else
+            break;
+    }
+    return c;
+}
+
 extern "C" __global__ void ht_planes_at(const i64* start, const double* lam, const i64* nxt,
                                         int n, int m, double slope, int inclusive, i64* d)
 {
-    for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < n; j += blockDim.x * gridDim.x) {
-        i64 c = start[j];
-        for (int k = 0; k < m; k++) {
-            const double s = lam[(i64)j * m + k];
-            if (s < slope || (inclusive && s == slope))
-                c = nxt[(i64)j * m + k];
-            else
-                break;
-        }
-        d[j] = c;
-    }
+    for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < n; j += blockDim.x * gridDim.x)
+        d[j] = plane_at(start, lam, nxt, j, m, slope, inclusive);
+}
+
+extern "C" __global__ void ht_planes_at_move(const i64* start, const double* lam, const i64* nxt,
+                                             int n, int m, const double* slopes, const i64* at,
+                                             double lo, double hi, i64* d)
+{
+    const double s = slopes[at[0]];
+    const int inclusive = s <= hi;
+    const double slope = inclusive ? (lo > s ? lo : s) : hi;
+    for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < n; j += blockDim.x * gridDim.x)
+        d[j] = plane_at(start, lam, nxt, j, m, slope, inclusive);
 }

@@ -11,6 +11,7 @@
 #define HTS_MUL(a, b) ((a) * (b))
 #define HTS_INF __builtin_inf()
 #define __global__
+#define __device__
 
 #include "host_grid.h"
 
@@ -38,4 +39,12 @@ extern "C" void hts_planes_at(const i64* start, const double* lam, const i64* nx
 {
     HOST_FOR_EACH_THREAD(grid, threads,
                          ht_planes_at(start, lam, nxt, n, m, slope, inclusive, d));
+}
+
+extern "C" void hts_planes_at_move(const i64* start, const double* lam, const i64* nxt, int n,
+                                   int m, const double* slopes, const i64* at, double lo,
+                                   double hi, i64* d, int grid, int threads)
+{
+    HOST_FOR_EACH_THREAD(grid, threads,
+                         ht_planes_at_move(start, lam, nxt, n, m, slopes, at, lo, hi, d));
 }
