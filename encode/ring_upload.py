@@ -6,12 +6,14 @@ Read whole into one page-locked frame buffer, a frame passes through the host's 
 times (the page cache read, the buffer written, the buffer read by the copy engine), and a 4K
 16-bit frame (53 MB) is far larger than the processor's caches.  Through a ring of
 :data:`SLOTS` x :data:`CHUNK` bytes the copy engine reads a chunk that a core has just written,
-still in the processor's cache.  One H200 host with 16 cores (2026-11-29), 16 processes moving
-4K 16-bit frames from page-cached files to the GPU, two rounds in one call: whole frames 605.9
-and 512.1 fps at 23.7 and 27.9 ms of CPU a frame; a ring of 4 x 1 MiB 698.1 and 570.0 fps at
-12.3 and 14.2 ms (4 x 256 KiB: 430.5 and 375.0 fps, the calls' overhead; 4 x 4 MiB: 695.8
+still in the processor's cache.  One H200 host with 16 cores (2026-11-29), a standalone
+microbenchmark of 16 processes moving 4K 16-bit frames (raw files, no mapping) from the page
+cache to the GPU, two rounds in one call: whole frames 605.9 and 512.1 fps at 23.7 and
+27.9 ms of CPU a frame; a ring of 4 x 1 MiB 698.1 and 570.0 fps at 12.3 and 14.2 ms
+(4 x 256 KiB, four times the calls: 430.5 and 375.0 fps; 4 x 4 MiB: 695.8
 and 621.2 fps at 17.6 and 20.0 ms); one process alone 95.7 fps at 10.5 ms against 121.3 fps at
-8.75 ms.
+8.75 ms.  ``python -m cinegpu.media.bench_master --read 16 --ring on off`` compares the two
+ways in mastering and in reading alone to the GPU (where locked pages come first).
 
 This is the way a GPU encoder thread reads a frame that :mod:`.mapped_upload` could not take
 straight from its file (every turn to lock pages taken); where the run cannot be read (the file

@@ -376,7 +376,8 @@ def run_master(profile: str, frames: int, distinct: int, fps: int, layouts, back
     :class:`cinegpu.encode.mapped_upload.RegisterGate`; None: master's default); ``ring``:
     each layout with frames not taken straight from their files read to the GPU through a
     small page-locked ring (True, :mod:`cinegpu.encode.ring_upload`) and/or whole into the
-    page-locked buffer (False), through ``CINEGPU_RING_UPLOADS`` (None: master's default)."""
+    page-locked buffer (False), through ``CINEGPU_RING_UPLOADS`` (None: master's default),
+    and so too the reading alone to the GPU (``read_gpu_fps`` keyed (processes, ring))."""
     w, h = dci.profile(profile).container
     colorspace = "rec709"
     if sources:
@@ -405,7 +406,11 @@ def run_master(profile: str, frames: int, distinct: int, fps: int, layouts, back
                     colorspace=colorspace)
         row["read_fps"] = {k: read_rate(folder, k) for k in read}
         if read and backend != "cpu" and pick_backend(backend) == "cuda":
-            row["read_gpu_fps"] = {k: read_rate(folder, k, gpu=True) for k in read}
+            row["read_gpu_fps"] = {}
+            for k, on in itertools.product(read, ring):   # keyed (processes, ring)
+                with _environ("CINEGPU_RING_UPLOADS",
+                              None if on is None else ("on" if on else "off")):
+                    row["read_gpu_fps"][k, on] = read_rate(folder, k, gpu=True)
         for g in gpus:
             for procs, threads in layouts:
                 for shared in mps:
@@ -507,8 +512,9 @@ def main(argv=None) -> None:
               f"from {min(r['files'], r['frames'])} TIFF files")
         for k, fps in r["read_fps"].items():
             print(f"  reading the files alone in {k} process(es): {fps:.2f} fps")
-        for k, fps in r.get("read_gpu_fps", {}).items():
-            print(f"  reading them alone to the GPU as mastering does, in {k} process(es): "
+        for (k, on), fps in r.get("read_gpu_fps", {}).items():
+            how = "" if on is None else (", through the ring" if on else ", whole frames")
+            print(f"  reading them alone to the GPU as mastering does{how}, in {k} process(es): "
                   f"{fps:.2f} fps")
         best = 0.0
         for s in r["runs"]:

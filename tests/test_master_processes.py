@@ -528,6 +528,16 @@ def test_bench_master_runs_each_layout_with_each_turns_and_ring(monkeypatch):
         [(None, True), (None, False), (None, None), (4, True), (4, False), (4, None)]
     assert os.environ["CINEGPU_RING_UPLOADS"] == "kept" and \
         "CINEGPU_MAPPED_TURNS" not in os.environ
+    # the reading alone to the GPU too, once per ring value (into memory once)
+    reads = []
+    monkeypatch.setattr(bench_master, "pick_backend", lambda backend: "cuda")
+    monkeypatch.setattr(bench_master, "read_rate", lambda folder, k, gpu=False: reads.append(
+        (k, gpu, os.environ.get("CINEGPU_RING_UPLOADS"))) or 10.0 * len(reads))
+    row = bench_master.run_master("dci-2k", 2, 1, 24, [(2, 1)], "cuda", 0, 1, read=(16,),
+                                  ring=(True, False))
+    assert reads == [(16, False, "kept"), (16, True, "on"), (16, True, "off")]
+    assert row["read_fps"] == {16: 10.0} and \
+        row["read_gpu_fps"] == {(16, True): 20.0, (16, False): 30.0}
 
 
 @pytest.mark.slow
