@@ -3,7 +3,10 @@ plays, through the multi-process decode pipeline on the CPU back end.
 
 Six client threads, each on its own keep-alive connection, send ``REQUESTS`` requests in all
 (status polls, library rescans, the OpenAPI document, short event streams, idempotent play, bad
-seeks and unknown loads) within ``DEADLINE`` seconds.  Every request must be answered with the
+seeks and unknown loads) within ``DEADLINE`` seconds, going round them again until at least
+``SOAK`` seconds have passed, so that the playback is judged over some hundreds of frames (a
+few seconds' worth of requests left a 4-frame hiccup of a 2-core machine, busy with other
+tests, over the 5 % of drops allowed).  Every request must be answered with the
 expected status; the server must keep playing at its edit rate (frames shown ~ 24 x elapsed) with
 few drops, and its resident memory must not grow by more than ``RSS_GROWTH`` after warm-up.
 """
@@ -29,6 +32,7 @@ pytestmark = pytest.mark.slow
 REQUESTS = 2000
 CLIENTS = 6
 DEADLINE = 60.0                 # seconds for all requests
+SOAK = 10.0                     # seconds the clients keep sending at least
 RSS_GROWTH = 24 << 20           # bytes
 
 MIX = [  # (weight, method, path, body, expected status)
@@ -63,25 +67,32 @@ def playing_server(tmp_path_factory):
     assert s.stop() == 0, "".join(s.stderr)[-3000:]
 
 
-def _client(base: str, jobs: list, results: list, deadline: float, token: str) -> None:
+def _client(base: str, jobs: list, results: list, deadline: float, token: str,
+            until: float = 0.0) -> None:
+    """``jobs`` sent in order on one keep-alive connection, round after round until
+    ``until`` (time.monotonic()) has passed (one round at least); each answer appended to
+    ``results``."""
     u = urlsplit(base)
     conn = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
-    for method, path, body, expect in jobs:
-        if time.monotonic() > deadline:
-            results.append((path, "deadline"))
-            continue
-        data = None if body is None else json.dumps(body).encode()
-        headers = {"Authorization": f"Bearer {token}", **({"Content-Type": "application/json"} if method == "POST" else {})}
-        try:
-            conn.request(method, path, body=data, headers=headers)
-            r = conn.getresponse()
-            raw = r.read()
-            ok = r.status == expect and (path.startswith("/api/v1/events") or json.loads(raw) is not None)
-            results.append((path, "ok" if ok else f"{r.status} {raw[:200]!r}"))
-        except (OSError, http.client.HTTPException, ValueError) as exc:
-            results.append((path, f"{type(exc).__name__}: {exc}"))
-            conn.close()
-            conn = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+    while True:
+        for method, path, body, expect in jobs:
+            if time.monotonic() > deadline:
+                results.append((path, "deadline"))
+                continue
+            data = None if body is None else json.dumps(body).encode()
+            headers = {"Authorization": f"Bearer {token}", **({"Content-Type": "application/json"} if method == "POST" else {})}
+            try:
+                conn.request(method, path, body=data, headers=headers)
+                r = conn.getresponse()
+                raw = r.read()
+                ok = r.status == expect and (path.startswith("/api/v1/events") or json.loads(raw) is not None)
+                results.append((path, "ok" if ok else f"{r.status} {raw[:200]!r}"))
+            except (OSError, http.client.HTTPException, ValueError) as exc:
+                results.append((path, f"{type(exc).__name__}: {exc}"))
+                conn.close()
+                conn = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+        if time.monotonic() >= until or time.monotonic() > deadline:
+            break
     conn.close()
 
 
@@ -99,7 +110,8 @@ def test_soak_mixed_requests_during_playback(playing_server):
     t0 = time.monotonic()
     results: list = []
     deadline = t0 + DEADLINE
-    threads = [threading.Thread(target=_client, args=(s.url, jobs[200 + i::CLIENTS], results, deadline, s.token))
+    threads = [threading.Thread(target=_client, args=(s.url, jobs[200 + i::CLIENTS], results, deadline, s.token,
+                                                      t0 + SOAK))
                for i in range(CLIENTS)]
     for t in threads:
         t.start()
@@ -110,9 +122,9 @@ def test_soak_mixed_requests_during_playback(playing_server):
     rss1 = rss_bytes(s.pid)
 
     failures = [r for r in results if r[1] != "ok"]
-    assert len(results) == REQUESTS - 200 and not failures, failures[:10]
+    assert len(results) >= REQUESTS - 200 and not failures, failures[:10]
     elapsed = t1 - t0
-    assert elapsed < DEADLINE
+    assert SOAK <= elapsed < DEADLINE
     shown = st1["shown"] - st0["shown"]
     dropped = st1["dropped"] - st0["dropped"]
     rate = float(st1["edit_rate_fps"])
