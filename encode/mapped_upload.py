@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["TURNS", "FileRun", "MappedUploads", "RegisterGate"]
+__all__ = ["TURNS", "FileRun", "MappedUploads", "RegisterGate", "pread_full"]
 
 #: cudaHostRegisterReadOnly (CUDA runtime API, cudaHostRegister flags): the pages are only read
 #: by the device, so read-only mappings can be locked.
@@ -62,6 +62,20 @@ class FileRun:
     @property
     def nbytes(self) -> int:
         return int(np.prod(self.shape)) * np.dtype(self.dtype).itemsize
+
+
+def pread_full(fd: int, view, offset: int) -> bool:
+    """Fill ``view`` (a writable buffer) with the bytes of file ``fd`` from ``offset``, one
+    ``preadv`` after another where a read stops short; False where the file ends first (OSError
+    as ``os.preadv`` raises it)."""
+    view = memoryview(view).cast("B")
+    got = 0
+    while got < view.nbytes:
+        n = os.preadv(fd, [view[got:]], offset + got)
+        if n <= 0:
+            return False
+        got += n
+    return True
 
 
 class RegisterGate:

@@ -28,7 +28,7 @@ import os
 
 import numpy as np
 
-from .mapped_upload import FileRun
+from .mapped_upload import FileRun, pread_full
 
 __all__ = ["CHUNK", "SLOTS", "RingUploads"]
 
@@ -80,13 +80,9 @@ class RingUploads:
                 n = min(self.chunk, nbytes - at)
                 self._copied[slot].synchronize()     # the copy out of this slot has run
                 view = self._ring[slot][:n]
-                got = 0
-                while got < n:                   # a read may stop short: go on from there
-                    k = os.preadv(fd, [view[got:]], run.offset + at + got)
-                    if k <= 0:
-                        self._drain()
-                        return None              # the file shrank under us: read it
-                    got += k
+                if not pread_full(fd, view, run.offset + at):
+                    self._drain()
+                    return None                  # the file shrank under us: read it
                 cupy.cuda.runtime.memcpyAsync(out.data.ptr + at, view.ctypes.data, n,
                                               _HOST_TO_DEVICE, stream.ptr)
                 self._copied[slot].record(stream)

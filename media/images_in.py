@@ -274,18 +274,14 @@ def read_run(run, out=None) -> np.ndarray | None:
     if buf is None or not buf.flags.c_contiguous or buf.shape != tuple(run.shape) or \
             buf.dtype != np.dtype(run.dtype):
         buf = np.empty(run.shape, run.dtype)
-    view = memoryview(buf.reshape(-1).view(np.uint8))
+    from cinegpu.encode.mapped_upload import pread_full
     try:
         fd = os.open(run.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return None
     try:
-        got = 0
-        while got < view.nbytes:              # a read may stop short: go on from there
-            n = os.preadv(fd, [view[got:]], run.offset + got)
-            if n <= 0:
-                return None                   # the file ends before the run does
-            got += n
+        if not pread_full(fd, buf.reshape(-1).view(np.uint8), run.offset):
+            return None                       # the file ends before the run does
     except OSError:
         return None
     finally:

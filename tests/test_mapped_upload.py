@@ -141,6 +141,27 @@ def test_code_frame_sends_a_located_run_through_the_ring_when_not_mapped(tmp_pat
     assert enc.sent == [] and enc.buffers == 1
 
 
+def test_pread_full_goes_on_after_short_reads(tmp_path, monkeypatch):
+    """pread_full fills the whole view from the offset however short each read is, and says
+    False where the file ends first."""
+    from cinegpu.encode import mapped_upload
+    data = bytes(range(256)) * 4
+    path = tmp_path / "f.raw"
+    path.write_bytes(data)
+    real = os.preadv
+    calls = []
+    monkeypatch.setattr(mapped_upload.os, "preadv", lambda fd, bufs, off: calls.append(off) or
+                        real(fd, [memoryview(bufs[0])[:7]], off))
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        out = np.zeros(100, np.uint8)
+        assert mapped_upload.pread_full(fd, out, 30)
+        assert out.tobytes() == data[30:130] and calls[:3] == [30, 37, 44] and len(calls) == 15
+        assert not mapped_upload.pread_full(fd, np.zeros(100, np.uint8), len(data) - 50)
+    finally:
+        os.close(fd)
+
+
 def test_the_environment_turns_ring_uploads_off(tmp_path, monkeypatch):
     """CINEGPU_RING_UPLOADS=off: every frame is read the usual way (no GPU needed to see it:
     nothing is opened or made)."""
