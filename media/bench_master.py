@@ -303,7 +303,32 @@ def _environ(name: str, value: str | None):
             os.environ[name] = old
 
 
-def _read_files(paths: list[str], gpu: bool = False) -> int:
+def _on_off(on: bool | None) -> str | None:
+    return None if on is None else ("on" if on else "off")
+
+
+def drop_files(folder: Path) -> None:
+    """Every file of ``folder`` (not the links to them) dropped from the page cache
+    (``posix_fadvise`` ``DONTNEED``; their pages are clean once written out), so that the
+    next run reads them from storage."""
+    os.sync()
+    for p in sorted(folder.iterdir()):
+        if p.is_symlink() or not p.is_file():
+            continue
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def _read_files(paths: list[str], gpu: bool = False) -> tuple[int, float]:
+    """(files read, CPU seconds of this process meanwhile, all its threads)."""
+    cpu = time.process_time()
+    return _read_each(paths, gpu), time.process_time() - cpu
+
+
+def _read_each(paths: list[str], gpu: bool) -> int:
     if not gpu:                   # into one buffer, reused as an encoder thread reuses its own
         kept: dict = {}
 
@@ -319,12 +344,15 @@ def _read_files(paths: list[str], gpu: bool = False) -> int:
     import cupy
     from cinegpu.encode.gpu import HostStaging
     from cinegpu.encode.mapped_upload import MappedUploads
+    from cinegpu.encode.direct_read import cold
     from cinegpu.encode.ring_upload import RingUploads
     uploads, ring, staging = MappedUploads(), RingUploads(), HostStaging()
     with cupy.cuda.Stream(non_blocking=True) as stream:
         for path in paths:        # as an encoder thread reads (media.frame_coders.code_frame)
             run = tiff_run(path, limit=None)
-            if run is None or (uploads.upload(run) is None and ring.upload(run) is None):
+            on_storage = run is not None and cold(run)
+            if run is None or ((on_storage or uploads.upload(run) is None) and
+                               ring.upload(run, on_storage) is None):
                 staging.upload(read_image(path, limit=None, stored=True,
                                           out=staging.buffer))
         uploads.close()
@@ -333,8 +361,9 @@ def _read_files(paths: list[str], gpu: bool = False) -> int:
     return len(paths)
 
 
-def read_rate(folder: Path, processes: int, gpu: bool = False) -> float:
-    """Frames per second at which ``processes`` processes read the TIFF files of ``folder``
+def read_rate(folder: Path, processes: int, gpu: bool = False) -> tuple[float, float]:
+    """(Frames per second, ms of CPU a frame) at which ``processes`` processes read the TIFF
+    files of ``folder``
     (:func:`.images_in.read_image`, as stored) and do nothing else, after reading two each:
     the rate mastering would have if coding cost nothing.  Each process reads into one
     buffer it reuses, as an encoder thread reads into its own page-locked one (a fresh array
@@ -349,16 +378,19 @@ def read_rate(folder: Path, processes: int, gpu: bool = False) -> float:
     with ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn")) as pool:
         list(pool.map(_read_files, [paths[:2]] * processes, [gpu] * processes))
         start = time.perf_counter()
-        done = sum(pool.map(_read_files, [paths[k::processes] for k in range(processes)],
-                            [gpu] * processes))
-        return done / (time.perf_counter() - start)
+        parts = list(pool.map(_read_files, [paths[k::processes] for k in range(processes)],
+                              [gpu] * processes))
+        seconds = time.perf_counter() - start
+        done = sum(n for n, _ in parts)
+        return done / seconds, 1e3 * sum(c for _, c in parts) / max(done, 1)
 
 
 def run_master(profile: str, frames: int, distinct: int, fps: int, layouts, backend: str,
                peer_frames: int, processes: int, grk_threads: int = 0, gpus=(None,),
                timeline: bool = False, mps=(True,), package: dict | None = None,
                read=(), rate=(None,), sources=None, files: int = 0,
-               code: bool = False, turns=(None,), ring=(None,)) -> dict:
+               code: bool = False, turns=(None,), ring=(None,), direct=(None,),
+               cold: bool = False) -> dict:
     """One profile: per layout (processes, threads) the ``stats`` of
     :func:`cinegpu.media.mastering.master` over ``frames`` TIFF files (``timeline``: with the
     encoder processes' frame timings; ``mps``: each layout with and/or without master's
@@ -377,7 +409,13 @@ def run_master(profile: str, frames: int, distinct: int, fps: int, layouts, back
     each layout with frames not taken straight from their files read to the GPU through a
     small page-locked ring (True, :mod:`cinegpu.encode.ring_upload`) and/or whole into the
     page-locked buffer (False), through ``CINEGPU_RING_UPLOADS`` (None: master's default),
-    and so too the reading alone to the GPU (``read_gpu_fps`` keyed (processes, ring))."""
+    and so too the reading alone to the GPU (``read_gpu_fps`` keyed (processes, ring,
+    direct)); ``direct``: each with files not in the page cache read ``O_DIRECT`` (True,
+    :mod:`cinegpu.encode.direct_read`) and/or the usual way (False), through
+    ``CINEGPU_DIRECT_READS``; ``cold``: every file dropped from the page cache before each
+    reading alone and each master (:func:`drop_files`), as a feature's frames come from
+    storage (give as many ``files`` as ``frames``, or a file read twice is read from memory
+    the second time where it is read the usual way)."""
     w, h = dci.profile(profile).container
     colorspace = "rec709"
     if sources:
@@ -404,25 +442,36 @@ def run_master(profile: str, frames: int, distinct: int, fps: int, layouts, back
         if any(p != 1 for p, _ in layouts):
             _master(warm, tmp, profile, fps, 2, 1, backend, package=package,
                     colorspace=colorspace)
-        row["read_fps"] = {k: read_rate(folder, k) for k in read}
+        row["read_fps"], row["read_cpu_ms"] = {}, {}
+        for k in read:
+            if cold:
+                drop_files(folder)
+            row["read_fps"][k], row["read_cpu_ms"][k] = read_rate(folder, k)
         if read and backend != "cpu" and pick_backend(backend) == "cuda":
-            row["read_gpu_fps"] = {}
-            for k, on in itertools.product(read, ring):   # keyed (processes, ring)
-                with _environ("CINEGPU_RING_UPLOADS",
-                              None if on is None else ("on" if on else "off")):
-                    row["read_gpu_fps"][k, on] = read_rate(folder, k, gpu=True)
+            row["read_gpu_fps"], row["read_gpu_cpu_ms"] = {}, {}
+            for k, on, d in itertools.product(read, ring, direct):   # keyed so
+                with _environ("CINEGPU_RING_UPLOADS", _on_off(on)), \
+                        _environ("CINEGPU_DIRECT_READS", None if d is None else
+                                 ("auto" if d else "off")):
+                    if cold:
+                        drop_files(folder)
+                    row["read_gpu_fps"][k, on, d], row["read_gpu_cpu_ms"][k, on, d] = \
+                        read_rate(folder, k, gpu=True)
         for g in gpus:
             for procs, threads in layouts:
                 for shared in mps:
                     for on_gpu in rate:
-                        for n, on in itertools.product(turns, ring):
+                        for n, on, d in itertools.product(turns, ring, direct):
                             with _environ("CINEGPU_MAPPED_TURNS", None if n is None else str(n)), \
-                                    _environ("CINEGPU_RING_UPLOADS",
-                                             None if on is None else ("on" if on else "off")):
+                                    _environ("CINEGPU_RING_UPLOADS", _on_off(on)), \
+                                    _environ("CINEGPU_DIRECT_READS", None if d is None else
+                                             ("auto" if d else "off")):
+                                if cold:
+                                    drop_files(folder)
                                 s = _master(folder, tmp, profile, fps, procs, threads,
                                             backend, g, timeline, shared, package, on_gpu,
                                             colorspace)
-                            row["runs"].append(dict(s, turns=n, ring=on))
+                            row["runs"].append(dict(s, turns=n, ring=on, direct=d))
                     if code:
                         gpu = backend != "cpu" and pick_backend(backend) == "cuda"
                         held = HeldFrames(sorted(folder.glob("*.tif"))[:len(images)], gpu)
@@ -479,6 +528,14 @@ def main(argv=None) -> None:
                          "files read to the GPU through a small page-locked ring (on) and/or "
                          "whole into a page-locked buffer (off) (CINEGPU_RING_UPLOADS; default: "
                          "master's)")
+    ap.add_argument("--direct", choices=("on", "off"), nargs="+", default=None,
+                    help="run every layout with files not in the page cache read O_DIRECT "
+                         "(on) and/or the usual way (off) (CINEGPU_DIRECT_READS; default: "
+                         "master's, on)")
+    ap.add_argument("--cold", action="store_true",
+                    help="drop the files from the page cache before each reading alone and "
+                         "each master, as a feature's frames come from storage (with --files "
+                         "as large as --frames)")
     ap.add_argument("--code", action="store_true",
                     help="also master each layout from frames held in GPU memory (cuda): the "
                          "coding alone, without reading files")
@@ -504,18 +561,22 @@ def main(argv=None) -> None:
                        [m == "on" for m in a.mps], package, a.read,
                        [{"default": None, "cpu": False, "gpu": True}[r] for r in a.rate],
                        a.source, a.files, a.code, a.turns,
-                       [None] if a.ring is None else [r == "on" for r in a.ring])
+                       [None] if a.ring is None else [r == "on" for r in a.ring],
+                       [None] if a.direct is None else [r == "on" for r in a.direct], a.cold)
         what = profile if package is None else \
             f"{profile} IMF {a.codec}" + (f" {a.bitrate:g} Mbit/s" if a.bitrate else "")
         source = f", real pictures ({r['colorspace']})" if a.source else ""
         print(f"{what} master: {r['frames']} frames ({r['distinct']} distinct{source}) "
               f"from {min(r['files'], r['frames'])} TIFF files")
         for k, fps in r["read_fps"].items():
-            print(f"  reading the files alone in {k} process(es): {fps:.2f} fps")
-        for (k, on), fps in r.get("read_gpu_fps", {}).items():
-            how = "" if on is None else (", through the ring" if on else ", whole frames")
+            print(f"  reading the files alone in {k} process(es): {fps:.2f} fps "
+                  f"({r['read_cpu_ms'][k]:.1f} ms of CPU a frame)")
+        for (k, on, d), fps in r.get("read_gpu_fps", {}).items():
+            how = ("" if on is None else (", through the ring" if on else ", whole frames")) + \
+                ("" if d is None else (", O_DIRECT where not in memory" if d else
+                                       ", no O_DIRECT"))
             print(f"  reading them alone to the GPU as mastering does{how}, in {k} process(es): "
-                  f"{fps:.2f} fps")
+                  f"{fps:.2f} fps ({r['read_gpu_cpu_ms'][k, on, d]:.1f} ms of CPU a frame)")
         best = 0.0
         for s in r["runs"]:
             end = r["frames"] / s["total_s"]
@@ -525,6 +586,8 @@ def main(argv=None) -> None:
                 ("" if s.get("turns") is None else f", {s['turns']} page-locking turn(s)") + \
                 ("" if s.get("ring") is None else
                  f", {'ring' if s['ring'] else 'whole-frame'} reads") + \
+                ("" if s.get("direct") is None else
+                 (", O_DIRECT where not in memory" if s["direct"] else ", no O_DIRECT")) + \
                 ("" if s["gpus"] is None else f" on {s['gpus']} GPU(s)") + \
                 (", CUDA MPS" if s["mps"] else "") + \
                 ("" if s["rate_on_gpu"] is None else

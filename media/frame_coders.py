@@ -69,15 +69,20 @@ def code_frame(encoders, read: Callable[[int], np.ndarray], i: int, width: int,
     :func:`.images_in.tiff_run` located them, read from there without parsing the file's
     header again: by a GPU encoder through its small page-locked ring
     (:meth:`.FrameEncoders.send_run`), else into the input buffer
-    (:func:`.images_in.read_run`)."""
+    (:func:`.images_in.read_run`).  A GPU encoder reads a frame whose file is not in the page
+    cache (:func:`cinegpu.encode.direct_read.cold`) through its ring ``O_DIRECT``, neither
+    locking its pages nor copying them."""
     mapped = False
     if isinstance(read, ImageFrames):
         run = read.run(i) if encoders.uploads_runs else None
-        image = encoders.upload_run(run) if run is not None and \
-            run.shape[:2] == (height, width) else None
+        fits = run is not None and run.shape[:2] == (height, width)
+        if fits:
+            from cinegpu.encode.direct_read import cold as on_storage
+        cold = fits and on_storage(run)
+        image = encoders.upload_run(run) if fits and not cold else None
         mapped = image is not None
         if image is None and run is not None:     # located by its header: read, not parsed again
-            image = encoders.send_run(run) if run.shape[:2] == (height, width) else None
+            image = encoders.send_run(run, cold) if fits else None
             if image is None:
                 image = read_run(run, encoders.input_buffer)
         if image is None:

@@ -269,18 +269,19 @@ class FrameEncoders:
         from cinegpu.encode.mapped_upload import MappedUploads
         return self._run_up(run, "uploads", MappedUploads)
 
-    def send_run(self, run):
+    def send_run(self, run, direct: bool = False):
         """Frame samples stored as one run of a file (a
         :class:`cinegpu.encode.mapped_upload.FileRun`) read to this thread's encoder's device
         through a small ring of page-locked buffers, each chunk copied up while the next is
         read (:class:`cinegpu.encode.ring_upload.RingUploads`: the copy engine reads chunks a
         core has just written, not a whole frame from memory): a CuPy array queued on the
-        encoder's stream;
+        encoder's stream; ``direct``: read ``O_DIRECT`` (a run not in the page cache,
+        :func:`cinegpu.encode.direct_read.cold`);
         None where :attr:`uploads_runs` is False or the run cannot be read (read it then)."""
         from cinegpu.encode.ring_upload import RingUploads
-        return self._run_up(run, "ring", RingUploads)
+        return self._run_up(run, "ring", RingUploads, direct)
 
-    def _run_up(self, run, name: str, make):
+    def _run_up(self, run, name: str, make, *how):
         """``run`` sent up by this thread's ``name`` uploader (made by ``make()`` on first use
         and closed with the encoders) on the encoder's stream; None where runs are not taken."""
         if run is None or not self.uploads_runs:
@@ -292,7 +293,7 @@ class FrameEncoders:
             with self._lock:
                 self._uploads.append(up)
         with self._encoder().on_stream():
-            return up.upload(run)
+            return up.upload(run, *how)
 
     def _staging(self):
         """This thread's :class:`cinegpu.encode.gpu.HostStaging`."""

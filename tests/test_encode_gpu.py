@@ -318,7 +318,7 @@ def test_frames_read_into_the_upload_buffer_code_the_same(tmp_path, monkeypatch)
                        backend="cuda", bits=12, codec="htj2k") as enc:
         sent = []
         real = enc.send_run
-        enc.send_run = lambda run: sent.append(run) or real(run)
+        enc.send_run = lambda run, direct=False: sent.append(run) or real(run, direct)
         ringed = [code_frame(enc, frames, k, 2048, 1080) for k in range(3)]
     assert len(sent) == 3 and ringed == plain
     with FrameEncoders(profile="imf-2k", fps=24, bitrate=100, colorspace="rec709",

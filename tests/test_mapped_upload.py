@@ -81,7 +81,7 @@ def test_code_frame_reads_a_located_run_without_parsing_again(tmp_path, monkeypa
         def upload_run(self, run):
             return None                     # as when another thread holds the gate
 
-        def send_run(self, run):
+        def send_run(self, run, direct=False):
             return None                     # as when the run cannot be read through the ring
 
         def input_buffer(self, shape, dtype):
@@ -112,13 +112,14 @@ def test_code_frame_sends_a_located_run_through_the_ring_when_not_mapped(tmp_pat
         uploads_runs, name = True, "fake"
 
         def __init__(self, ring):
-            self.ring, self.sent, self.buffers, self.seen = ring, [], 0, []
+            self.ring, self.sent, self.buffers, self.seen, self.direct = ring, [], 0, [], []
 
         def upload_run(self, run):
             return None
 
-        def send_run(self, run):
+        def send_run(self, run, direct=False):
             self.sent.append(run)
+            self.direct.append(direct)
             return read_run(run) if self.ring else None
 
         def input_buffer(self, shape, dtype):
@@ -139,6 +140,51 @@ def test_code_frame_sends_a_located_run_through_the_ring_when_not_mapped(tmp_pat
     enc = Encoders(True)                    # another size: fitted on the host, not sent
     frame_coders.code_frame(enc, frames, 0, 10, 6)
     assert enc.sent == [] and enc.buffers == 1
+
+
+def test_code_frame_reads_a_frame_on_storage_direct_through_the_ring(tmp_path, monkeypatch):
+    """A frame whose file is not in the page cache is neither locked for the GPU nor read the
+    usual way: it goes through the ring O_DIRECT (send_run's direct); one in memory is offered
+    to upload_run first and sent the usual way; CINEGPU_DIRECT_READS=off asks nothing."""
+    from cinegpu.encode import direct_read
+    from cinegpu.media import frame_coders
+    img = _image(np.uint16, (6, 8, 3), seed=9)
+    path = tmp_path / "a.tif"
+    tifffile.imwrite(path, img, photometric="rgb")
+    on_storage = []
+    monkeypatch.setattr(direct_read, "in_page_cache",
+                        lambda fd, offset, nbytes: not on_storage[-1])
+
+    class Encoders:
+        uploads_runs, name = True, "fake"
+
+        def __init__(self):
+            self.mapped, self.direct, self.seen = 0, [], []
+
+        def upload_run(self, run):
+            self.mapped += 1
+            return None
+
+        def send_run(self, run, direct=False):
+            self.direct.append(direct)
+            return read_run(run)
+
+        def encode(self, image):
+            self.seen.append(np.array(image))
+            return b"x"
+
+    frames = ImageFrames((str(path),), None)
+    for cold in (True, False):
+        on_storage.append(cold)
+        enc = Encoders()
+        assert frame_coders.code_frame(enc, frames, 0, 8, 6) == b"x"
+        assert enc.direct == [cold] and enc.mapped == (0 if cold else 1)
+        assert np.array_equal(enc.seen[0], img)
+    monkeypatch.setenv("CINEGPU_DIRECT_READS", "off")
+    on_storage.append(True)
+    enc = Encoders()
+    frame_coders.code_frame(enc, frames, 0, 8, 6)
+    assert enc.direct == [False] and enc.mapped == 1
 
 
 def test_pread_full_goes_on_after_short_reads(tmp_path, monkeypatch):
@@ -173,7 +219,7 @@ def test_the_environment_turns_ring_uploads_off(tmp_path, monkeypatch):
     ring = RingUploads()
     assert not ring.supported
     assert ring.upload(FileRun(str(path), 0, (2, 4, 3), np.dtype(np.uint16))) is None
-    assert ring._mem is None
+    assert ring.made == 0
     monkeypatch.setenv("CINEGPU_RING_UPLOADS", "on")
     assert RingUploads().supported
 
@@ -198,7 +244,7 @@ def test_ring_upload_equals_the_samples(tmp_path, chunk, slots):
             d = ring.upload(run)
             assert d.shape == shape and d.dtype == np.uint16
             np.testing.assert_array_equal(cupy.asnumpy(d), img)
-        mem = ring._mem
+        mem = ring._rings[False].mem
         short = FileRun(str(path), 13 + k, (301, 211, 3), np.dtype(np.uint16))
         assert ring.upload(short) is None
         assert ring.upload(FileRun(str(tmp_path / "gone.raw"), 0, (2, 2, 3),
@@ -206,9 +252,10 @@ def test_ring_upload_equals_the_samples(tmp_path, chunk, slots):
         assert ring.upload(FileRun(str(path), 0, (0, 2, 3), np.dtype(np.uint16))) is None
         d = ring.upload(run)
         np.testing.assert_array_equal(cupy.asnumpy(d), img)
-        assert ring._mem is mem              # one ring for every upload
+        assert ring._rings[False].mem is mem     # one ring for every upload
+        assert ring.made == chunk * slots         # and none for O_DIRECT reads
     ring.close()
-    assert ring._mem is None
+    assert ring._rings == {} and ring.made == 0
     with pytest.raises(ValueError):
         RingUploads(0, 4)
 

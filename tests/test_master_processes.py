@@ -532,12 +532,65 @@ def test_bench_master_runs_each_layout_with_each_turns_and_ring(monkeypatch):
     reads = []
     monkeypatch.setattr(bench_master, "pick_backend", lambda backend: "cuda")
     monkeypatch.setattr(bench_master, "read_rate", lambda folder, k, gpu=False: reads.append(
-        (k, gpu, os.environ.get("CINEGPU_RING_UPLOADS"))) or 10.0 * len(reads))
+        (k, gpu, os.environ.get("CINEGPU_RING_UPLOADS"))) or (10.0 * len(reads), 1.0))
     row = bench_master.run_master("dci-2k", 2, 1, 24, [(2, 1)], "cuda", 0, 1, read=(16,),
                                   ring=(True, False))
     assert reads == [(16, False, "kept"), (16, True, "on"), (16, True, "off")]
     assert row["read_fps"] == {16: 10.0} and \
-        row["read_gpu_fps"] == {(16, True): 20.0, (16, False): 30.0}
+        row["read_gpu_fps"] == {(16, True, None): 20.0, (16, False, None): 30.0}
+
+
+def test_bench_master_direct_and_cold(monkeypatch, tmp_path):
+    """--direct: every layout and the reading alone to the GPU once per value, with
+    CINEGPU_DIRECT_READS set (on: auto); --cold: the files dropped from the page cache
+    before each of them (drop_files), links left alone."""
+    from cinegpu.media import bench_master
+    seen, dropped = [], []
+
+    def fake(folder, tmp, *args, **kw):
+        seen.append((folder.name, os.environ.get("CINEGPU_DIRECT_READS")))
+        return {}
+    monkeypatch.setattr(bench_master, "_master", fake)
+    monkeypatch.setattr(bench_master, "pick_backend", lambda backend: "cuda")
+    monkeypatch.setattr(bench_master, "synthetic_frame",
+                        lambda w, h, seed=0: np.zeros((8, 16, 3), np.float32))
+    monkeypatch.setattr(bench_master, "read_rate", lambda folder, k, gpu=False: seen.append(
+        ("read", gpu, os.environ.get("CINEGPU_DIRECT_READS"))) or (5.0, 2.0))
+    real_drop = bench_master.drop_files
+    monkeypatch.setattr(bench_master, "drop_files", lambda folder: dropped.append(len(seen)) or
+                        real_drop(folder))
+    monkeypatch.delenv("CINEGPU_DIRECT_READS", raising=False)
+    row = bench_master.run_master("dci-2k", 3, 1, 24, [(2, 1)], "cuda", 0, 1, read=(4,),
+                                  direct=(True, False), cold=True)
+    assert [s for s in seen if s[0] != "warm"] == [
+        ("read", False, None), ("read", True, "auto"), ("read", True, "off"),
+        ("in", "auto"), ("in", "off")]
+    assert dropped == [2, 3, 4, 5, 6]        # before each (after the two warming masters)
+    assert [r["direct"] for r in row["runs"]] == [True, False]
+    assert set(row["read_gpu_fps"]) == {(4, None, True), (4, None, False)}
+    assert row["read_gpu_cpu_ms"] == {(4, None, True): 2.0, (4, None, False): 2.0}
+    assert "CINEGPU_DIRECT_READS" not in os.environ
+    from cinegpu.encode.direct_read import in_page_cache
+
+    def cached(path) -> bool:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            return in_page_cache(fd, 0, 1 << 16)
+        finally:
+            os.close(fd)
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "a.raw").write_bytes(os.urandom(1 << 16))
+    os.symlink("a.raw", folder / "b.raw")
+    assert cached(folder / "a.raw")                  # just written
+    real_drop(folder)
+    if cached(folder / "a.raw"):
+        fd = os.open(folder / "a.raw", os.O_RDONLY)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.close(fd)
+        if cached(folder / "a.raw"):
+            pytest.skip("this file system keeps the pages, or cannot tell whether it does")
+        raise AssertionError("drop_files left the file in the page cache")
 
 
 @pytest.mark.slow
@@ -704,7 +757,7 @@ def test_code_frame_stamps_whether_the_frame_went_up_from_its_file(tmp_path):
         def upload_run(self, run):
             return img.copy() if self.up else None
 
-        def send_run(self, run):
+        def send_run(self, run, direct=False):
             return None
 
         def encode(self, image):
@@ -740,7 +793,8 @@ def test_reading_alone_reuses_one_buffer(tmp_path, monkeypatch):
         values.append(int(a[0, 0, 0]))
         return a
     monkeypatch.setattr(bench_master, "read_image", spy)
-    assert bench_master._read_files(paths) == 4
+    n, cpu = bench_master._read_files(paths)
+    assert n == 4 and cpu >= 0
     assert values == [0, 1, 2, 3]          # each frame read whole, into the one buffer
     assert np.shares_memory(seen[0], seen[1]) and np.shares_memory(seen[2], seen[3])
     assert not np.shares_memory(seen[1], seen[2])
