@@ -361,7 +361,8 @@ def _read_each(paths: list[str], gpu: bool) -> int:
     return len(paths)
 
 
-def read_rate(folder: Path, processes: int, gpu: bool = False) -> tuple[float, float]:
+def read_rate(folder: Path, processes: int, gpu: bool = False,
+              cold: bool = False) -> tuple[float, float]:
     """(Frames per second, ms of CPU a frame) at which ``processes`` processes read the TIFF
     files of ``folder``
     (:func:`.images_in.read_image`, as stored) and do nothing else, after reading two each:
@@ -371,12 +372,15 @@ def read_rate(folder: Path, processes: int, gpu: bool = False) -> tuple[float, f
     4K 16-bit frames at 89-95 fps into fresh arrays, 311-315 into one reused).  ``gpu``: read
     as a GPU encoder thread reads them, into GPU memory (straight from the file where it can,
     :mod:`cinegpu.encode.mapped_upload`, else through a small page-locked ring,
-    :mod:`cinegpu.encode.ring_upload`)."""
+    :mod:`cinegpu.encode.ring_upload`).  ``cold``: the files dropped from the page cache
+    after the two read to warm up (:func:`drop_files`)."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     paths = [str(p) for p in sorted(folder.glob("*.tif"))]
     with ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn")) as pool:
         list(pool.map(_read_files, [paths[:2]] * processes, [gpu] * processes))
+        if cold:
+            drop_files(folder)
         start = time.perf_counter()
         parts = list(pool.map(_read_files, [paths[k::processes] for k in range(processes)],
                               [gpu] * processes))
@@ -413,7 +417,7 @@ def run_master(profile: str, frames: int, distinct: int, fps: int, layouts, back
     direct)); ``direct``: each with files not in the page cache read ``O_DIRECT`` (True,
     :mod:`cinegpu.encode.direct_read`) and/or the usual way (False), through
     ``CINEGPU_DIRECT_READS``; ``cold``: every file dropped from the page cache before each
-    reading alone and each master (:func:`drop_files`), as a feature's frames come from
+    reading alone (after its warming up) and each master (:func:`drop_files`), as a feature's frames come from
     storage (give as many ``files`` as ``frames``, or a file read twice is read from memory
     the second time where it is read the usual way)."""
     w, h = dci.profile(profile).container
@@ -444,19 +448,15 @@ def run_master(profile: str, frames: int, distinct: int, fps: int, layouts, back
                     colorspace=colorspace)
         row["read_fps"], row["read_cpu_ms"] = {}, {}
         for k in read:
-            if cold:
-                drop_files(folder)
-            row["read_fps"][k], row["read_cpu_ms"][k] = read_rate(folder, k)
+            row["read_fps"][k], row["read_cpu_ms"][k] = read_rate(folder, k, cold=cold)
         if read and backend != "cpu" and pick_backend(backend) == "cuda":
             row["read_gpu_fps"], row["read_gpu_cpu_ms"] = {}, {}
             for k, on, d in itertools.product(read, ring, direct):   # keyed so
                 with _environ("CINEGPU_RING_UPLOADS", _on_off(on)), \
                         _environ("CINEGPU_DIRECT_READS", None if d is None else
                                  ("auto" if d else "off")):
-                    if cold:
-                        drop_files(folder)
                     row["read_gpu_fps"][k, on, d], row["read_gpu_cpu_ms"][k, on, d] = \
-                        read_rate(folder, k, gpu=True)
+                        read_rate(folder, k, gpu=True, cold=cold)
         for g in gpus:
             for procs, threads in layouts:
                 for shared in mps:
@@ -567,7 +567,11 @@ def main(argv=None) -> None:
             f"{profile} IMF {a.codec}" + (f" {a.bitrate:g} Mbit/s" if a.bitrate else "")
         source = f", real pictures ({r['colorspace']})" if a.source else ""
         print(f"{what} master: {r['frames']} frames ({r['distinct']} distinct{source}) "
-              f"from {min(r['files'], r['frames'])} TIFF files")
+              f"from {min(r['files'], r['frames'])} TIFF files" +
+              (", each dropped from the page cache before each run" if a.cold else ""))
+        if a.cold and r["files"] < r["frames"]:
+            print(f"  (--cold with fewer files than frames: a file read the usual way is in "
+                  f"memory the next time; {r['frames'] - r['files']} frames are such re-reads)")
         for k, fps in r["read_fps"].items():
             print(f"  reading the files alone in {k} process(es): {fps:.2f} fps "
                   f"({r['read_cpu_ms'][k]:.1f} ms of CPU a frame)")

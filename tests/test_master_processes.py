@@ -531,7 +531,7 @@ def test_bench_master_runs_each_layout_with_each_turns_and_ring(monkeypatch):
     # the reading alone to the GPU too, once per ring value (into memory once)
     reads = []
     monkeypatch.setattr(bench_master, "pick_backend", lambda backend: "cuda")
-    monkeypatch.setattr(bench_master, "read_rate", lambda folder, k, gpu=False: reads.append(
+    monkeypatch.setattr(bench_master, "read_rate", lambda folder, k, gpu=False, cold=False: reads.append(
         (k, gpu, os.environ.get("CINEGPU_RING_UPLOADS"))) or (10.0 * len(reads), 1.0))
     row = bench_master.run_master("dci-2k", 2, 1, 24, [(2, 1)], "cuda", 0, 1, read=(16,),
                                   ring=(True, False))
@@ -543,7 +543,7 @@ def test_bench_master_runs_each_layout_with_each_turns_and_ring(monkeypatch):
 def test_bench_master_direct_and_cold(monkeypatch, tmp_path):
     """--direct: every layout and the reading alone to the GPU once per value, with
     CINEGPU_DIRECT_READS set (on: auto); --cold: the files dropped from the page cache
-    before each of them (drop_files), links left alone."""
+    before each master and in each reading alone (drop_files), links left alone."""
     from cinegpu.media import bench_master
     seen, dropped = [], []
 
@@ -554,8 +554,9 @@ def test_bench_master_direct_and_cold(monkeypatch, tmp_path):
     monkeypatch.setattr(bench_master, "pick_backend", lambda backend: "cuda")
     monkeypatch.setattr(bench_master, "synthetic_frame",
                         lambda w, h, seed=0: np.zeros((8, 16, 3), np.float32))
-    monkeypatch.setattr(bench_master, "read_rate", lambda folder, k, gpu=False: seen.append(
-        ("read", gpu, os.environ.get("CINEGPU_DIRECT_READS"))) or (5.0, 2.0))
+    monkeypatch.setattr(bench_master, "read_rate", lambda folder, k, gpu=False, cold=False:
+                        seen.append(("read", gpu, os.environ.get("CINEGPU_DIRECT_READS"), cold))
+                        or (5.0, 2.0))
     real_drop = bench_master.drop_files
     monkeypatch.setattr(bench_master, "drop_files", lambda folder: dropped.append(len(seen)) or
                         real_drop(folder))
@@ -563,9 +564,9 @@ def test_bench_master_direct_and_cold(monkeypatch, tmp_path):
     row = bench_master.run_master("dci-2k", 3, 1, 24, [(2, 1)], "cuda", 0, 1, read=(4,),
                                   direct=(True, False), cold=True)
     assert [s for s in seen if s[0] != "warm"] == [
-        ("read", False, None), ("read", True, "auto"), ("read", True, "off"),
+        ("read", False, None, True), ("read", True, "auto", True), ("read", True, "off", True),
         ("in", "auto"), ("in", "off")]
-    assert dropped == [2, 3, 4, 5, 6]        # before each (after the two warming masters)
+    assert dropped == [5, 6]          # before each master (read_rate drops after warming up)
     assert [r["direct"] for r in row["runs"]] == [True, False]
     assert set(row["read_gpu_fps"]) == {(4, None, True), (4, None, False)}
     assert row["read_gpu_cpu_ms"] == {(4, None, True): 2.0, (4, None, False): 2.0}
@@ -798,3 +799,20 @@ def test_reading_alone_reuses_one_buffer(tmp_path, monkeypatch):
     assert values == [0, 1, 2, 3]          # each frame read whole, into the one buffer
     assert np.shares_memory(seen[0], seen[1]) and np.shares_memory(seen[2], seen[3])
     assert not np.shares_memory(seen[1], seen[2])
+
+
+def test_reading_alone_cold_drops_the_files_after_warming_up(tmp_path, monkeypatch):
+    """read_rate(cold=True) drops the folder's files from the page cache after the reads that
+    warm its processes up and before the clock starts, and times every file; (frames per
+    second, ms of CPU a frame) both positive."""
+    import tifffile
+    from cinegpu.media import bench_master
+    for k in range(3):
+        tifffile.imwrite(tmp_path / f"f{k}.tif", np.full((6, 8, 3), k, np.uint16),
+                         photometric="rgb")
+    dropped = []
+    monkeypatch.setattr(bench_master, "drop_files", lambda folder: dropped.append(folder))
+    fps, cpu = bench_master.read_rate(tmp_path, 1, cold=True)
+    assert dropped == [tmp_path] and fps > 0 and cpu >= 0
+    fps, cpu = bench_master.read_rate(tmp_path, 1)
+    assert dropped == [tmp_path] and fps > 0
