@@ -303,6 +303,32 @@ def _environ(name: str, value: str | None):
             os.environ[name] = old
 
 
+def _median(values) -> float:
+    return float(np.median(values))
+
+
+def variant_medians(row) -> list[tuple[dict, list[dict], float, float | None]]:
+    """The runs of ``row`` grouped by setting (all but the round), in first-run order: (the
+    first run, the setting's runs, the median rate from the first frame written to the last,
+    the median steady rate or None without timelines)."""
+    groups: dict = {}
+    for s in row["runs"]:
+        key = tuple((k, v) for k, v in sorted(s.items()) if k in _SETTING)
+        groups.setdefault(key, []).append(s)
+    out = []
+    for runs in groups.values():
+        rates = [(row["frames"] - 1) / max(s["written_s"] - s["first_s"], 1e-9) for s in runs]
+        steady = [steady_fps(s["timeline"]) for s in runs if s.get("timeline")]
+        steady = [v for v in steady if v is not None]
+        out.append((runs[0], runs, _median(rates), _median(steady) if steady else None))
+    return out
+
+
+#: What tells one setting's runs from another's (:func:`variant_medians`).
+_SETTING = ("processes", "threads", "gpus", "mps", "rate_on_gpu", "held", "turns", "ring",
+            "direct")
+
+
 def _on_off(on: bool | None) -> str | None:
     return None if on is None else ("on" if on else "off")
 
@@ -394,7 +420,7 @@ def run_master(profile: str, frames: int, distinct: int, fps: int, layouts, back
                timeline: bool = False, mps=(True,), package: dict | None = None,
                read=(), rate=(None,), sources=None, files: int = 0,
                code: bool = False, turns=(None,), ring=(None,), direct=(None,),
-               cold: bool = False) -> dict:
+               cold: bool = False, rounds: int = 1) -> dict:
     """One profile: per layout (processes, threads) the ``stats`` of
     :func:`cinegpu.media.mastering.master` over ``frames`` TIFF files (``timeline``: with the
     encoder processes' frame timings; ``mps``: each layout with and/or without master's
@@ -419,7 +445,10 @@ def run_master(profile: str, frames: int, distinct: int, fps: int, layouts, back
     ``CINEGPU_DIRECT_READS``; ``cold``: every file dropped from the page cache before each
     reading alone (after its warming up) and each master (:func:`drop_files`), as a feature's frames come from
     storage (give as many ``files`` as ``frames``, or a file read twice is read from memory
-    the second time where it is read the usual way)."""
+    the second time where it is read the usual way); ``rounds``: all of the readings alone
+    and masters that many times over, in turn (each run's ``round``; the reading rates are
+    the medians over the rounds, each round's in ``read_rounds``), since runs of one setting
+    spread widely from one to the next."""
     w, h = dci.profile(profile).container
     colorspace = "rec709"
     if sources:
@@ -446,38 +475,53 @@ def run_master(profile: str, frames: int, distinct: int, fps: int, layouts, back
         if any(p != 1 for p, _ in layouts):
             _master(warm, tmp, profile, fps, 2, 1, backend, package=package,
                     colorspace=colorspace)
-        row["read_fps"], row["read_cpu_ms"] = {}, {}
-        for k in read:
-            row["read_fps"][k], row["read_cpu_ms"][k] = read_rate(folder, k, cold=cold)
-        if read and backend != "cpu" and pick_backend(backend) == "cuda":
-            row["read_gpu_fps"], row["read_gpu_cpu_ms"] = {}, {}
-            for k, on, d in itertools.product(read, ring, direct):   # keyed so
-                with _environ("CINEGPU_RING_UPLOADS", _on_off(on)), \
-                        _environ("CINEGPU_DIRECT_READS", None if d is None else
-                                 ("auto" if d else "off")):
-                    row["read_gpu_fps"][k, on, d], row["read_gpu_cpu_ms"][k, on, d] = \
-                        read_rate(folder, k, gpu=True, cold=cold)
-        for g in gpus:
-            for procs, threads in layouts:
-                for shared in mps:
-                    for on_gpu in rate:
-                        for n, on, d in itertools.product(turns, ring, direct):
-                            with _environ("CINEGPU_MAPPED_TURNS", None if n is None else str(n)), \
-                                    _environ("CINEGPU_RING_UPLOADS", _on_off(on)), \
-                                    _environ("CINEGPU_DIRECT_READS", None if d is None else
-                                             ("auto" if d else "off")):
-                                if cold:
-                                    drop_files(folder)
-                                s = _master(folder, tmp, profile, fps, procs, threads,
-                                            backend, g, timeline, shared, package, on_gpu,
-                                            colorspace)
-                            row["runs"].append(dict(s, turns=n, ring=on, direct=d))
-                    if code:
-                        gpu = backend != "cpu" and pick_backend(backend) == "cuda"
-                        held = HeldFrames(sorted(folder.glob("*.tif"))[:len(images)], gpu)
-                        row["runs"].append(_master(folder, tmp, profile, fps, procs, threads,
-                                                   backend, g, timeline, shared, package,
-                                                   None, colorspace, held, frames))
+        reads: dict = {}          # (where, processes, ring, direct) -> [(fps, cpu ms)], a round each
+        for rnd in range(rounds):
+            for k in read:
+                reads.setdefault(("memory", k, None, None), []).append(
+                    read_rate(folder, k, cold=cold))
+            if read and backend != "cpu" and pick_backend(backend) == "cuda":
+                for k, on, d in itertools.product(read, ring, direct):
+                    with _environ("CINEGPU_RING_UPLOADS", _on_off(on)), \
+                            _environ("CINEGPU_DIRECT_READS", None if d is None else
+                                     ("auto" if d else "off")):
+                        reads.setdefault(("gpu", k, on, d), []).append(
+                            read_rate(folder, k, gpu=True, cold=cold))
+            for g in gpus:
+                for procs, threads in layouts:
+                    for shared in mps:
+                        for on_gpu in rate:
+                            for n, on, d in itertools.product(turns, ring, direct):
+                                with _environ("CINEGPU_MAPPED_TURNS",
+                                              None if n is None else str(n)), \
+                                        _environ("CINEGPU_RING_UPLOADS", _on_off(on)), \
+                                        _environ("CINEGPU_DIRECT_READS", None if d is None else
+                                                 ("auto" if d else "off")):
+                                    if cold:
+                                        drop_files(folder)
+                                    s = _master(folder, tmp, profile, fps, procs, threads,
+                                                backend, g, timeline, shared, package, on_gpu,
+                                                colorspace)
+                                row["runs"].append(dict(s, turns=n, ring=on, direct=d,
+                                                        round=rnd))
+                        if code:
+                            gpu = backend != "cpu" and pick_backend(backend) == "cuda"
+                            held = HeldFrames(sorted(folder.glob("*.tif"))[:len(images)], gpu)
+                            row["runs"].append(dict(
+                                _master(folder, tmp, profile, fps, procs, threads, backend, g,
+                                        timeline, shared, package, None, colorspace, held,
+                                        frames), round=rnd))
+        # medians over the rounds (a round's own: the lists)
+        row["read_rounds"] = reads
+        row["read_fps"] = {k: _median([f for f, _ in v]) for (w, k, _, _), v in reads.items()
+                           if w == "memory"}
+        row["read_cpu_ms"] = {k: _median([c for _, c in v]) for (w, k, _, _), v in reads.items()
+                              if w == "memory"}
+        if any(w == "gpu" for w, *_ in reads):
+            row["read_gpu_fps"] = {key[1:]: _median([f for f, _ in v])
+                                   for key, v in reads.items() if key[0] == "gpu"}
+            row["read_gpu_cpu_ms"] = {key[1:]: _median([c for _, c in v])
+                                      for key, v in reads.items() if key[0] == "gpu"}
     n = min(peer_frames, frames) if not package else 0     # the peers write DCI frames
     if n and (have_opj() or have_grk()):
         xyz = [to_xyz12(f.astype(np.float32) / np.float32(65535), colorspace) for f in images]
@@ -488,6 +532,20 @@ def run_master(profile: str, frames: int, distinct: int, fps: int, layouts, back
         if have_grk():
             row["grk_fps"] = n / grk_compress_dci(peer, profile, fps, grk_threads)[1]
     return row
+
+
+def _setting_words(s) -> str:
+    """A run's setting in words (all but its layout)."""
+    return (f", frames held in {s['held']}" if s.get("held") else "") + \
+        ("" if s.get("turns") is None else f", {s['turns']} page-locking turn(s)") + \
+        ("" if s.get("ring") is None else
+         f", {'ring' if s['ring'] else 'whole-frame'} reads") + \
+        ("" if s.get("direct") is None else
+         (", O_DIRECT where not in memory" if s["direct"] else ", no O_DIRECT")) + \
+        ("" if s["gpus"] is None else f" on {s['gpus']} GPU(s)") + \
+        (", CUDA MPS" if s["mps"] else "") + \
+        ("" if s["rate_on_gpu"] is None else
+         f", rate control on the {'GPU' if s['rate_on_gpu'] else 'host'}")
 
 
 def main(argv=None) -> None:
@@ -536,6 +594,10 @@ def main(argv=None) -> None:
                     help="drop the files from the page cache before each reading alone and "
                          "each master, as a feature's frames come from storage (with --files "
                          "as large as --frames)")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="run all the readings alone and masters this many times over, in "
+                         "turn, and print each setting's median (runs of one setting spread "
+                         "widely from one to the next)")
     ap.add_argument("--code", action="store_true",
                     help="also master each layout from frames held in GPU memory (cuda): the "
                          "coding alone, without reading files")
@@ -562,7 +624,8 @@ def main(argv=None) -> None:
                        [{"default": None, "cpu": False, "gpu": True}[r] for r in a.rate],
                        a.source, a.files, a.code, a.turns,
                        [None] if a.ring is None else [r == "on" for r in a.ring],
-                       [None] if a.direct is None else [r == "on" for r in a.direct], a.cold)
+                       [None] if a.direct is None else [r == "on" for r in a.direct], a.cold,
+                       a.rounds)
         what = profile if package is None else \
             f"{profile} IMF {a.codec}" + (f" {a.bitrate:g} Mbit/s" if a.bitrate else "")
         source = f", real pictures ({r['colorspace']})" if a.source else ""
@@ -572,30 +635,26 @@ def main(argv=None) -> None:
         if a.cold and r["files"] < r["frames"]:
             print(f"  (--cold with fewer files than frames: a file read the usual way is in "
                   f"memory the next time; {r['frames'] - r['files']} frames are such re-reads)")
+        def each(key) -> str:
+            v = r["read_rounds"][key]
+            return "" if len(v) < 2 else \
+                " (median of " + " / ".join(f"{f:.2f}" for f, _ in v) + ")"
         for k, fps in r["read_fps"].items():
             print(f"  reading the files alone in {k} process(es): {fps:.2f} fps "
-                  f"({r['read_cpu_ms'][k]:.1f} ms of CPU a frame)")
+                  f"({r['read_cpu_ms'][k]:.1f} ms of CPU a frame){each(('memory', k, None, None))}")
         for (k, on, d), fps in r.get("read_gpu_fps", {}).items():
             how = ("" if on is None else (", through the ring" if on else ", whole frames")) + \
                 ("" if d is None else (", O_DIRECT where not in memory" if d else
                                        ", no O_DIRECT"))
             print(f"  reading them alone to the GPU as mastering does{how}, in {k} process(es): "
-                  f"{fps:.2f} fps ({r['read_gpu_cpu_ms'][k, on, d]:.1f} ms of CPU a frame)")
+                  f"{fps:.2f} fps ({r['read_gpu_cpu_ms'][k, on, d]:.1f} ms of CPU a frame)"
+                  f"{each(('gpu', k, on, d))}")
         best = 0.0
         for s in r["runs"]:
             end = r["frames"] / s["total_s"]
             steady = (r["frames"] - 1) / max(s["written_s"] - s["first_s"], 1e-9)
             best = max(best, end)
-            on = (f", frames held in {s['held']}" if s.get("held") else "") + \
-                ("" if s.get("turns") is None else f", {s['turns']} page-locking turn(s)") + \
-                ("" if s.get("ring") is None else
-                 f", {'ring' if s['ring'] else 'whole-frame'} reads") + \
-                ("" if s.get("direct") is None else
-                 (", O_DIRECT where not in memory" if s["direct"] else ", no O_DIRECT")) + \
-                ("" if s["gpus"] is None else f" on {s['gpus']} GPU(s)") + \
-                (", CUDA MPS" if s["mps"] else "") + \
-                ("" if s["rate_on_gpu"] is None else
-                 f", rate control on the {'GPU' if s['rate_on_gpu'] else 'host'}")
+            on = _setting_words(s) + (f", round {s['round'] + 1}" if a.rounds > 1 else "")
             print(f"  {s['processes']} process(es) x {s['threads']} thread(s){on}: {end:.2f} fps end "
                   f"to end (ready after {s['ready_s']:.2f} s, first frame after "
                   f"{s['first_s']:.2f} s), {steady:.2f} fps from the first frame written to the "
@@ -614,6 +673,18 @@ def main(argv=None) -> None:
                 if middle is not None:
                     print(f"    steady: {middle:.2f} fps over the middle 80 % of the frames")
                 print("\n".join(timeline_lines(s["timeline"], s["threads"])))
+        if a.rounds > 1:
+            memory = max(r["read_fps"].values(), default=None)
+            print(f"  medians of {a.rounds} rounds, from the first frame written to the last"
+                  + (f" (and against the fastest reading alone into memory, {memory:.2f} fps)"
+                     if memory else "") + ":")
+            for first, runs, rate, steady in variant_medians(r):
+                share = f", {100 * rate / memory:.0f} %" if memory else ""
+                print(f"    {first['processes']} process(es) x {first['threads']} thread(s)"
+                      f"{_setting_words(first)}: {rate:.2f} fps{share} ("
+                      + " / ".join(f"{(r['frames'] - 1) / max(s['written_s'] - s['first_s'], 1e-9):.2f}"
+                                   for s in runs) + ")"
+                      + ("" if steady is None else f"; steady {steady:.2f}"))
         if "opj_fps" in r:
             print(f"  opj_compress ({a.opj_processes} processes, {r['peer_frames']} frames) "
                   f"{r['opj_fps']:.3f} fps  ratio x{best / r['opj_fps']:.2f} (end to end)")

@@ -816,3 +816,36 @@ def test_reading_alone_cold_drops_the_files_after_warming_up(tmp_path, monkeypat
     assert dropped == [tmp_path] and fps > 0 and cpu >= 0
     fps, cpu = bench_master.read_rate(tmp_path, 1)
     assert dropped == [tmp_path] and fps > 0
+
+
+def test_bench_master_rounds_interleave_and_give_medians(monkeypatch):
+    """--rounds: every reading alone and every master run that many times, in turn (all the
+    settings of round 1, then of round 2...); the reading rates are the medians over the
+    rounds, each round's kept; variant_medians groups the runs by setting, in first-run order,
+    with the median rate from the first frame written to the last."""
+    from cinegpu.media import bench_master
+    order, rates = [], iter([10.0, 30.0, 20.0, 40.0])
+
+    def fake(folder, tmp, profile, fps, procs, threads, *args, **kw):
+        if folder.name == "warm":
+            return {}
+        ring = os.environ.get("CINEGPU_RING_UPLOADS")
+        order.append(ring)
+        written = 1.0 + 9.0 / next(rates)      # 10 frames: 9 intervals at that rate
+        return {"processes": procs, "threads": threads, "gpus": None, "mps": True,
+                "rate_on_gpu": None, "first_s": 1.0, "written_s": written, "timeline": []}
+    monkeypatch.setattr(bench_master, "_master", fake)
+    monkeypatch.setattr(bench_master, "synthetic_frame",
+                        lambda w, h, seed=0: np.zeros((8, 16, 3), np.float32))
+    reads = iter([(100.0, 1.0), (300.0, 3.0)])
+    monkeypatch.setattr(bench_master, "read_rate",
+                        lambda folder, k, gpu=False, cold=False: next(reads))
+    row = bench_master.run_master("dci-2k", 10, 1, 24, [(2, 1)], "cpu", 0, 1, read=(4,),
+                                  ring=(True, False), rounds=2)
+    assert order == ["on", "off", "on", "off"]
+    assert [s["round"] for s in row["runs"]] == [0, 0, 1, 1]
+    assert row["read_fps"] == {4: 200.0} and row["read_cpu_ms"] == {4: 2.0}
+    assert row["read_rounds"] == {("memory", 4, None, None): [(100.0, 1.0), (300.0, 3.0)]}
+    groups = bench_master.variant_medians(row)
+    assert [(g[0]["ring"], len(g[1])) for g in groups] == [(True, 2), (False, 2)]
+    assert [round(g[2], 6) for g in groups] == [15.0, 35.0] and groups[0][3] is None
