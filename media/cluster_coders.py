@@ -162,6 +162,9 @@ class ClusterCoders:
             text = str(exc).split(". ")[0].strip() or "no message"
             return f"{type(exc).__name__}: {text}"
 
+    def stop(self) -> None:
+        """Nothing to begin ending: :meth:`close` disconnects (as ``ProcessCoders.stop``)."""
+
     def close(self, abort: bool = False) -> None:
         """Disconnect (a local cluster ends); ``abort``: cancel the frames in flight
         first."""

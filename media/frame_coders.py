@@ -127,6 +127,9 @@ class ThreadCoders:
         """The codestream of the oldest frame submitted (its MediaError raised here)."""
         return self._pending.popleft().result()
 
+    def stop(self) -> None:
+        """Nothing to begin ending: :meth:`close` does it (as :meth:`ProcessCoders.stop`)."""
+
     def close(self, abort: bool = False) -> None:
         """Wait for the threads; ``abort``: drop the frames not started and do not wait for
         those being coded (they only return bytes)."""
@@ -364,6 +367,7 @@ class ProcessCoders:
         self.timeline = timeline
         self._sent: dict[int, float] = {}            # seq -> when submitted (timeline)
         self._procs: list = []                       # (process, connection)
+        self._stopped: set[int] = set()              # processes told to stop (stop())
         self._held: list[dict[int, int]] = []        # per process: seq -> input frame
         self._done: dict[int, FrameCoded | FrameFailed] = {}
         self._seq = itertools.count()
@@ -538,18 +542,33 @@ class ProcessCoders:
             if once:
                 return
 
-    def close(self, abort: bool = False, timeout: float = 10.0) -> None:
-        """End the encoder processes: an idle one is told to stop and has ``timeout`` seconds
-        to; one still holding frames (or all, with ``abort``) is killed at once."""
-        end = time.monotonic() + timeout
-        for p, (proc, conn) in enumerate(self._procs):
-            if abort or self._held[p]:
-                proc.kill()
+    def stop(self) -> None:
+        """Tell every encoder process that holds no frame to stop, without waiting for it: the
+        processes end (their GPU contexts torn down) while the caller finishes its package;
+        :meth:`close` then waits for them."""
+        for p, (_, conn) in enumerate(self._procs):
+            if p in self._stopped or self._held[p]:
                 continue
             try:
                 conn.send(StopCoder())
             except OSError:
                 pass
+            self._stopped.add(p)
+
+    def close(self, abort: bool = False, timeout: float = 10.0) -> None:
+        """End the encoder processes: an idle one is told to stop (unless :meth:`stop` has)
+        and has ``timeout`` seconds to; one still holding frames (or all, with ``abort``) is
+        killed at once."""
+        end = time.monotonic() + timeout
+        for p, (proc, conn) in enumerate(self._procs):
+            if abort or self._held[p]:
+                proc.kill()
+                continue
+            if p not in self._stopped:
+                try:
+                    conn.send(StopCoder())
+                except OSError:
+                    pass
         for proc, conn in self._procs:
             proc.join(timeout=max(0.0, end - time.monotonic()))
             if proc.is_alive():

@@ -205,9 +205,10 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
                 behind.stop()
                 raise
             first_s, written = behind.first_s, behind.last_s
+            coders.stop()             # they end while the package is finished
+            package = dcp.close()
             coders.close()
             coders = None
-            package = dcp.close()
     finally:
         if coders is not None:
             # a failure: drop the frames not started, end the encoder processes; the writer's

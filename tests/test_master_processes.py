@@ -849,3 +849,41 @@ def test_bench_master_rounds_interleave_and_give_medians(monkeypatch):
     groups = bench_master.variant_medians(row)
     assert [(g[0]["ring"], len(g[1])) for g in groups] == [(True, 2), (False, 2)]
     assert [round(g[2], 6) for g in groups] == [15.0, 35.0] and groups[0][3] is None
+
+
+@pytest.mark.slow
+def test_stop_ends_idle_processes_without_waiting_and_close_waits(tmp_path):
+    """stop() tells the encoder processes that hold no frame to stop and returns at once
+    (master finishes its package meanwhile); they end by themselves; a process holding a
+    frame is not told; close() then joins them without telling any twice."""
+    import tifffile
+
+    from cinegpu.media.frame_coders import CoderSetup, ProcessCoders
+    tifffile.imwrite(tmp_path / "f0.tif", np.full((54, 96, 3), 9000, np.uint16),
+                     photometric="rgb")
+    files = ImageFrames((str(tmp_path / "f0.tif"),), (4096, 2160))
+    options = dict(profile="2k", fps=24, bitrate=None, colorspace="rec709", backend="cpu")
+    coders = ProcessCoders(lambda p: CoderSetup(files, 96, 54, options, None, 1), 2)
+    try:
+        coders.submit(0)
+        assert coders.next()
+        coders.stop()
+        assert coders._stopped == {0, 1}
+        for proc, _ in coders._procs:
+            proc.join(timeout=60)
+            assert proc.exitcode == 0              # ended of itself, told once
+        coders.stop()                              # nothing more to tell
+        assert coders._stopped == {0, 1}
+    finally:
+        coders.close()
+    assert coders._procs == []
+    coders = ProcessCoders(lambda p: CoderSetup(files, 96, 54, options, None, 1), 2)
+    try:
+        coders._held[0][99] = 0                    # as if process 0 held a frame
+        coders.stop()
+        assert coders._stopped == {1}
+        coders._procs[1][0].join(timeout=60)
+        assert coders._procs[1][0].exitcode == 0 and coders._procs[0][0].is_alive()
+        coders._held[0].clear()
+    finally:
+        coders.close()
