@@ -111,6 +111,30 @@ def test_in_page_cache_tells_a_read_file_from_a_dropped_one(tmp_path):
         os.close(fd)
 
 
+def test_where_the_system_cannot_tell_a_run_counts_as_in_memory(tmp_path, monkeypatch):
+    """A file system that refuses RWF_NOWAIT (EOPNOTSUPP, as NFS does) or a system without the
+    flag: the run counts as in memory, so it is read the usual way (never wrongly O_DIRECT);
+    a file that cannot be opened is not cold either (the usual read names what is wrong)."""
+    import errno
+    path = tmp_path / "f.raw"
+    path.write_bytes(os.urandom(4 * ALIGN))
+    run = FileRun(str(path), 0, (4 * ALIGN,), np.dtype(np.uint8))
+
+    def refuse(fd, bufs, off, *flags):
+        raise OSError(errno.EOPNOTSUPP, "not supported")
+    monkeypatch.setattr(direct_read.os, "preadv", refuse)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert in_page_cache(fd, 0, 4 * ALIGN)
+    finally:
+        os.close(fd)
+    assert not direct_read.cold(run)
+    monkeypatch.undo()
+    monkeypatch.delattr(direct_read.os, "RWF_NOWAIT", raising=False)
+    assert not direct_read.cold(run)
+    assert not direct_read.cold(FileRun(str(tmp_path / "gone"), 0, (8,), np.dtype(np.uint8)))
+
+
 def test_short_direct_reads_go_on_only_at_block_boundaries(tmp_path, monkeypatch):
     """A read that stops at a block boundary is taken up where it stopped; one that stops
     elsewhere has met the file's end, so the run is not all there."""
