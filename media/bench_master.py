@@ -148,7 +148,8 @@ def timeline_lines(records, threads: int) -> list[str]:
     the last finished, how busy the processes' ``threads`` threads were (seconds inside
     frames over that span x threads), per frame the mean milliseconds it waited in its process before
     a thread took it, was being read, was being coded, and waited before this process read it
-    back, and how many frames went to the GPU straight from their files."""
+    back, and how many frames went to the GPU straight from their files (and how many were
+    read ``O_DIRECT``, where any were)."""
     by: dict = {}
     for r in records:
         by.setdefault(r.device, []).append(r)
@@ -163,10 +164,12 @@ def timeline_lines(records, threads: int) -> list[str]:
             [(r.read, r.ended) for r in rs], [(r.ended, r.received) for r in rs])]
         where = "CPU" if dev is None else f"GPU {dev}"
         mapped = sum(r.mapped for r in rs)
+        direct = sum(r.direct for r in rs)
         lines.append(f"    {where}: {len(rs)} frames in {procs} process(es), {len(rs) / span:.1f} "
                      f"fps, threads busy {100 * busy:.0f} %; a frame {ms[0]:.1f} ms queued in "
                      f"its process, {ms[1]:.1f} ms read, {ms[2]:.1f} ms coded, {ms[3]:.1f} ms "
-                     f"until read back; {mapped} went up straight from their files")
+                     f"until read back; {mapped} went up straight from their files" +
+                     (f", {direct} were read O_DIRECT from storage" if direct else ""))
         steady = _steady_records(records, rs)
         if steady:
             lines.append("      " + _median_line(steady))

@@ -61,7 +61,8 @@ def code_frame(encoders, read: Callable[[int], np.ndarray], i: int, width: int,
     error stays the MediaError ``read`` raised; the encoder's own failure becomes a
     MediaError naming the frame and the encoder.  ``stamps``: a list to which the
     ``time.monotonic()`` and the thread's ``time.thread_time()`` at which the frame had been
-    read are appended, and whether it went up straight from its file.  Image files
+    read are appended, whether it went up straight from its file, and whether it was read
+    ``O_DIRECT`` (not in the page cache).  Image files
     (:class:`.images_in.ImageFrames`) are read into the encoders' input buffer where they
     have one (:meth:`.FrameEncoders.input_buffer`: a GPU encoder's page-locked buffer, so
     that the frame is not copied again to go up), or where a GPU encoder can take them straight
@@ -72,7 +73,7 @@ def code_frame(encoders, read: Callable[[int], np.ndarray], i: int, width: int,
     (:func:`.images_in.read_run`).  A GPU encoder reads a frame whose file is not in the page
     cache (:func:`cinegpu.encode.direct_read.cold`) through its ring ``O_DIRECT``, neither
     locking its pages nor copying them."""
-    mapped = False
+    mapped = direct = False
     if isinstance(read, ImageFrames):
         run = read.run(i) if encoders.uploads_runs else None
         fits = run is not None and run.shape[:2] == (height, width)
@@ -83,6 +84,7 @@ def code_frame(encoders, read: Callable[[int], np.ndarray], i: int, width: int,
         mapped = image is not None
         if image is None and run is not None:     # located by its header: read, not parsed again
             image = encoders.send_run(run, cold) if fits else None
+            direct = cold and image is not None
             if image is None:
                 image = read_run(run, encoders.input_buffer)
         if image is None:
@@ -90,7 +92,7 @@ def code_frame(encoders, read: Callable[[int], np.ndarray], i: int, width: int,
     else:
         image = read(i)
     if stamps is not None:
-        stamps += [time.monotonic(), time.thread_time(), mapped]
+        stamps += [time.monotonic(), time.thread_time(), mapped, direct]
     try:
         return encoders.encode(fit(image, width, height))
     except MediaError:
@@ -212,6 +214,8 @@ class FrameCoded:
     stages: tuple = ()
     #: the frame went to the GPU straight from its file (:meth:`.FrameEncoders.upload_run`)
     mapped: bool = False
+    #: the frame was read ``O_DIRECT``, not being in the page cache (:func:`code_frame`)
+    direct: bool = False
 
 
 @dataclass(frozen=True)
@@ -232,6 +236,7 @@ class FrameTiming:
     cpu: tuple[float, float] = (0.0, 0.0)
     stages: tuple = ()
     mapped: bool = False
+    direct: bool = False
 
 
 @dataclass(frozen=True)
@@ -315,7 +320,7 @@ def _coder_main(conn) -> None:
                 segment.buf[slot * slot_bytes:slot * slot_bytes + len(data)] = data
             reply = FrameCoded(task.seq, None, began, stamps[0], ended, slot, len(data),
                                (stamps[1] - cpu0, cpu1 - stamps[1]),
-                               tuple(encoders.last_timings().items()), stamps[2])
+                               tuple(encoders.last_timings().items()), stamps[2], stamps[3])
         except MediaError as exc:
             reply = FrameFailed.of(task.seq, exc)
         except Exception as exc:          # read() of another kind than images_in's
@@ -538,7 +543,7 @@ class ProcessCoders:
                 self.timeline.append(FrameTiming(
                     reply.seq, p, self._setups[p].device, self._sent.pop(reply.seq, 0.0),
                     reply.began, reply.read, reply.ended, time.monotonic(), reply.cpu,
-                    reply.stages, reply.mapped))
+                    reply.stages, reply.mapped, reply.direct))
             if once:
                 return
 

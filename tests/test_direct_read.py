@@ -231,13 +231,15 @@ def test_frames_on_storage_code_the_same_read_direct(tmp_path):
     def master_three():
         with FrameEncoders(profile="imf-2k", fps=24, bitrate=100, colorspace="rec709",
                            backend="cuda", bits=12, codec="htj2k") as enc:
-            out = [code_frame(enc, frames, k, 2048, 1080) for k in range(3)]
-            return out, sum(getattr(up, "direct_reads", 0) for up in enc._uploads)
-    warm, direct = master_three()
-    assert direct == 0                                 # just written: in memory
+            stamps = [[] for _ in range(3)]
+            out = [code_frame(enc, frames, k, 2048, 1080, stamps[k]) for k in range(3)]
+            return out, sum(getattr(up, "direct_reads", 0) for up in enc._uploads), \
+                [st[3] for st in stamps]
+    warm, direct, said = master_three()
+    assert direct == 0 and said == [False] * 3         # just written: in memory
     for f in files:
         with open(f, "rb+") as fh:
             os.fsync(fh.fileno())
         _evict(f, os.path.getsize(f))
-    cold, direct = master_three()
-    assert cold == warm and direct == 3
+    cold, direct, said = master_three()
+    assert cold == warm and direct == 3 and said == [True] * 3

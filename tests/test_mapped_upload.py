@@ -176,10 +176,11 @@ def test_code_frame_reads_a_frame_on_storage_direct_through_the_ring(tmp_path, m
     frames = ImageFrames((str(path),), None)
     for cold in (True, False):
         on_storage.append(cold)
-        enc = Encoders()
-        assert frame_coders.code_frame(enc, frames, 0, 8, 6) == b"x"
+        enc, stamps = Encoders(), []
+        assert frame_coders.code_frame(enc, frames, 0, 8, 6, stamps) == b"x"
         assert enc.direct == [cold] and enc.mapped == (0 if cold else 1)
         assert np.array_equal(enc.seen[0], img)
+        assert stamps[2:] == [False, cold]        # not mapped; read O_DIRECT where cold
     monkeypatch.setenv("CINEGPU_DIRECT_READS", "off")
     on_storage.append(True)
     enc = Encoders()

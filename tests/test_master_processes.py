@@ -692,7 +692,7 @@ def test_timeline_lines_per_gpu():
     from cinegpu.media.bench_master import timeline_lines
     from cinegpu.media.frame_coders import FrameTiming
     recs = [FrameTiming(0, 0, 1, 10.0, 10.5, 10.75, 11.5, 11.6, mapped=True),
-            FrameTiming(1, 1, 1, 10.0, 11.0, 11.25, 12.5, 12.6),
+            FrameTiming(1, 1, 1, 10.0, 11.0, 11.25, 12.5, 12.6, direct=True),
             FrameTiming(2, 2, 0, 10.0, 10.0, 10.5, 11.0, 11.2)]
     lines = timeline_lines(recs, 2)
     # GPU 0 first; GPU 1: 2 frames from 10.5 to 12.5 (1 fps each second), 2.5 s in frames over
@@ -702,7 +702,8 @@ def test_timeline_lines_per_gpu():
     assert lines[0].endswith("until read back; 0 went up straight from their files")
     assert lines[2] == ("    GPU 1: 2 frames in 2 process(es), 1.0 fps, threads busy 31 %; a frame "
                         "750.0 ms queued in its process, 250.0 ms read, 1000.0 ms coded, "
-                        "100.0 ms until read back; 1 went up straight from their files")
+                        "100.0 ms until read back; 1 went up straight from their files, "
+                        "1 were read O_DIRECT from storage")
     # under each GPU, medians of its frames read back in the middle 80 % of all the frames
     # (of 3 frames, all), with the threads' CPU time and the encoder's stages
     assert lines[1] == "      steady, medians of 1 frames: read 500.0 ms (0.0 ms CPU), coded " \
@@ -768,7 +769,7 @@ def test_code_frame_stamps_whether_the_frame_went_up_from_its_file(tmp_path):
     for up in (True, False):
         enc, stamps = Encoders(up), []
         assert code_frame(enc, frames, 0, 8, 6, stamps) == b"x"
-        assert len(stamps) == 3 and stamps[2] is up
+        assert len(stamps) == 4 and stamps[2] is up and stamps[3] is False
         assert np.array_equal(enc.seen[0], img)
     stamps = []
     code_frame(Encoders(True), lambda i: img, 0, 8, 6, stamps)   # not image files: read
