@@ -24,12 +24,11 @@ from __future__ import annotations
 
 import mmap
 import os
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from .mapped_upload import FileRun
+from .mapped_upload import FileRun, pread_full
 
 __all__ = ["ALIGN", "cold", "enabled", "in_page_cache", "open_direct", "pieces", "read_pieces",
            "read_run_direct"]
@@ -119,21 +118,6 @@ def pieces(offset: int, nbytes: int, chunk: int, align: int = 1
         at += length
 
 
-def _read_at_least(fd: int, view: memoryview, at: int, need: int, align: int) -> bool:
-    """Read into ``view`` from file offset ``at`` until at least ``need`` bytes are in; False
-    where the file ends first.  A read that stops short anywhere but at an ``align`` boundary
-    can only have met the file's end (``O_DIRECT`` reads stop at block boundaries)."""
-    got = 0
-    while got < need:
-        n = os.preadv(fd, [view[got:]], at + got)
-        if n <= 0:
-            return False
-        got += n
-        if got < need and got % align:
-            return False
-    return True
-
-
 def read_pieces(fd: int, run: FileRun, slots: list, direct: bool,
                 take: Callable[[int], None], send: Callable[[int, int, int, int], None]) -> bool:
     """Read ``run``'s bytes from file ``fd`` piece by piece through ``slots`` (writable buffers
@@ -148,7 +132,7 @@ def read_pieces(fd: int, run: FileRun, slots: list, direct: bool,
         slot = k % len(slots)
         take(slot)
         view = memoryview(slots[slot]).cast("B")[:length]
-        if not _read_at_least(fd, view, at, skip + n, align):
+        if not pread_full(fd, view, at, skip + n, align):
             return False
         send(slot, skip, out_at, n)
     return True

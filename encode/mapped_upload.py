@@ -64,17 +64,22 @@ class FileRun:
         return int(np.prod(self.shape)) * np.dtype(self.dtype).itemsize
 
 
-def pread_full(fd: int, view, offset: int) -> bool:
+def pread_full(fd: int, view, offset: int, need: int | None = None, align: int = 1) -> bool:
     """Fill ``view`` (a writable buffer) with the bytes of file ``fd`` from ``offset``, one
     ``preadv`` after another where a read stops short; False where the file ends first (OSError
-    as ``os.preadv`` raises it)."""
+    as ``os.preadv`` raises it).  ``need``: done once that many bytes are in (default: all of
+    ``view``); ``align``: a read that stops short anywhere but at a multiple of it has met the
+    file's end (``O_DIRECT`` reads stop at block boundaries)."""
     view = memoryview(view).cast("B")
+    need = view.nbytes if need is None else need
     got = 0
-    while got < view.nbytes:
+    while got < need:
         n = os.preadv(fd, [view[got:]], offset + got)
         if n <= 0:
             return False
         got += n
+        if got < need and got % align:
+            return False
     return True
 
 

@@ -61,6 +61,7 @@ from cinegpu.encode.bench import opj_encode_frames, synthetic_frame
 from cinegpu.encode.peers import grk_compress_dci, have_grk, have_opj
 
 from .colour import to_xyz12
+from .frame_coders import run_up
 from .frame_encode import pick_backend
 from .images_in import read_image, tiff_run
 from .mastering import master, master_images
@@ -306,6 +307,16 @@ def _environ(name: str, value: str | None):
             os.environ[name] = old
 
 
+def written_rate(s: dict, frames: int) -> float:
+    """A master run's frames a second from the first frame written to the last."""
+    return (frames - 1) / max(s["written_s"] - s["first_s"], 1e-9)
+
+
+def _direct_env(direct: bool | None) -> str | None:
+    """``CINEGPU_DIRECT_READS`` for ``direct`` (None: as it is)."""
+    return None if direct is None else ("auto" if direct else "off")
+
+
 def _median(values) -> float:
     return float(np.median(values))
 
@@ -320,7 +331,7 @@ def variant_medians(row) -> list[tuple[dict, list[dict], float, float | None]]:
         groups.setdefault(key, []).append(s)
     out = []
     for runs in groups.values():
-        rates = [(row["frames"] - 1) / max(s["written_s"] - s["first_s"], 1e-9) for s in runs]
+        rates = [written_rate(s, row["frames"]) for s in runs]
         steady = [steady_fps(s["timeline"]) for s in runs if s.get("timeline")]
         steady = [v for v in steady if v is not None]
         out.append((runs[0], runs, _median(rates), _median(steady) if steady else None))
@@ -373,15 +384,12 @@ def _read_each(paths: list[str], gpu: bool) -> int:
     import cupy
     from cinegpu.encode.gpu import HostStaging
     from cinegpu.encode.mapped_upload import MappedUploads
-    from cinegpu.encode.direct_read import cold
     from cinegpu.encode.ring_upload import RingUploads
     uploads, ring, staging = MappedUploads(), RingUploads(), HostStaging()
     with cupy.cuda.Stream(non_blocking=True) as stream:
         for path in paths:        # as an encoder thread reads (media.frame_coders.code_frame)
             run = tiff_run(path, limit=None)
-            on_storage = run is not None and cold(run)
-            if run is None or ((on_storage or uploads.upload(run) is None) and
-                               ring.upload(run, on_storage) is None):
+            if run is None or run_up(run, uploads.upload, ring.upload)[0] is None:
                 staging.upload(read_image(path, limit=None, stored=True,
                                           out=staging.buffer))
         uploads.close()
@@ -486,8 +494,7 @@ def run_master(profile: str, frames: int, distinct: int, fps: int, layouts, back
             if read and backend != "cpu" and pick_backend(backend) == "cuda":
                 for k, on, d in itertools.product(read, ring, direct):
                     with _environ("CINEGPU_RING_UPLOADS", _on_off(on)), \
-                            _environ("CINEGPU_DIRECT_READS", None if d is None else
-                                     ("auto" if d else "off")):
+                            _environ("CINEGPU_DIRECT_READS", _direct_env(d)):
                         reads.setdefault(("gpu", k, on, d), []).append(
                             read_rate(folder, k, gpu=True, cold=cold))
             for g in gpus:
@@ -498,8 +505,7 @@ def run_master(profile: str, frames: int, distinct: int, fps: int, layouts, back
                                 with _environ("CINEGPU_MAPPED_TURNS",
                                               None if n is None else str(n)), \
                                         _environ("CINEGPU_RING_UPLOADS", _on_off(on)), \
-                                        _environ("CINEGPU_DIRECT_READS", None if d is None else
-                                                 ("auto" if d else "off")):
+                                        _environ("CINEGPU_DIRECT_READS", _direct_env(d)):
                                     if cold:
                                         drop_files(folder)
                                     s = _master(folder, tmp, profile, fps, procs, threads,
@@ -655,7 +661,7 @@ def main(argv=None) -> None:
         best = 0.0
         for s in r["runs"]:
             end = r["frames"] / s["total_s"]
-            steady = (r["frames"] - 1) / max(s["written_s"] - s["first_s"], 1e-9)
+            steady = written_rate(s, r["frames"])
             best = max(best, end)
             on = _setting_words(s) + (f", round {s['round'] + 1}" if a.rounds > 1 else "")
             print(f"  {s['processes']} process(es) x {s['threads']} thread(s){on}: {end:.2f} fps end "
@@ -685,8 +691,7 @@ def main(argv=None) -> None:
                 share = f", {100 * rate / memory:.0f} %" if memory else ""
                 print(f"    {first['processes']} process(es) x {first['threads']} thread(s)"
                       f"{_setting_words(first)}: {rate:.2f} fps{share} ("
-                      + " / ".join(f"{(r['frames'] - 1) / max(s['written_s'] - s['first_s'], 1e-9):.2f}"
-                                   for s in runs) + ")"
+                      + " / ".join(f"{written_rate(s, r['frames']):.2f}" for s in runs) + ")"
                       + ("" if steady is None else f"; steady {steady:.2f}"))
         if "opj_fps" in r:
             print(f"  opj_compress ({a.opj_processes} processes, {r['peer_frames']} frames) "

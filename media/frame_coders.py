@@ -52,7 +52,7 @@ from .mps import mps_serves
 
 __all__ = ["SLOT_BYTES", "CodeFrame", "CoderBroken", "CoderReady", "CoderSetup", "FrameCoded",
            "FrameFailed", "FrameTiming", "ProcessCoders", "StopCoder", "ThreadCoders",
-           "code_frame", "device_environ"]
+           "code_frame", "device_environ", "run_up"]
 
 
 def code_frame(encoders, read: Callable[[int], np.ndarray], i: int, width: int,
@@ -61,8 +61,9 @@ def code_frame(encoders, read: Callable[[int], np.ndarray], i: int, width: int,
     error stays the MediaError ``read`` raised; the encoder's own failure becomes a
     MediaError naming the frame and the encoder.  ``stamps``: a list to which the
     ``time.monotonic()`` and the thread's ``time.thread_time()`` at which the frame had been
-    read are appended, whether it went up straight from its file, and whether it was read
-    ``O_DIRECT`` (not in the page cache).  Image files
+    read are appended, whether it went up straight from its file, and whether it went through
+    the ring to be read ``O_DIRECT`` (not in the page cache; the ring reads it the usual way
+    where the file cannot be opened so).  Image files
     (:class:`.images_in.ImageFrames`) are read into the encoders' input buffer where they
     have one (:meth:`.FrameEncoders.input_buffer`: a GPU encoder's page-locked buffer, so
     that the frame is not copied again to go up), or where a GPU encoder can take them straight
@@ -76,17 +77,11 @@ def code_frame(encoders, read: Callable[[int], np.ndarray], i: int, width: int,
     mapped = direct = False
     if isinstance(read, ImageFrames):
         run = read.run(i) if encoders.uploads_runs else None
-        fits = run is not None and run.shape[:2] == (height, width)
-        if fits:
-            from cinegpu.encode.direct_read import cold as on_storage
-        cold = fits and on_storage(run)
-        image = encoders.upload_run(run) if fits and not cold else None
-        mapped = image is not None
+        image = None
+        if run is not None and run.shape[:2] == (height, width):
+            image, mapped, direct = run_up(run, encoders.upload_run, encoders.send_run)
         if image is None and run is not None:     # located by its header: read, not parsed again
-            image = encoders.send_run(run, cold) if fits else None
-            direct = cold and image is not None
-            if image is None:
-                image = read_run(run, encoders.input_buffer)
+            image = read_run(run, encoders.input_buffer)
         if image is None:
             image = read(i, out=encoders.input_buffer)
     else:
@@ -100,6 +95,22 @@ def code_frame(encoders, read: Callable[[int], np.ndarray], i: int, width: int,
     except Exception as exc:
         raise MediaError(None, f"frame {i}: {encoders.name} failed: "
                                f"{type(exc).__name__}: {exc}") from exc
+
+
+def run_up(run, upload_run, send_run) -> tuple:
+    """A frame's run of samples sent to the GPU the way mastering does: (the device array or
+    None, whether it went up straight from its file, whether it went through the ring to be
+    read ``O_DIRECT``).  A run not in the page cache (:func:`cinegpu.encode.direct_read.cold`)
+    goes through the ring ``O_DIRECT`` (``send_run(run, True)``); one in memory is locked
+    for the GPU where a turn is free (``upload_run(run)``), else read through the ring
+    (``send_run(run, False)``)."""
+    from cinegpu.encode.direct_read import cold as on_storage
+    cold = on_storage(run)
+    image = None if cold else upload_run(run)
+    if image is not None:
+        return image, True, False
+    image = send_run(run, cold)
+    return image, False, cold and image is not None
 
 
 class ThreadCoders:

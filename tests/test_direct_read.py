@@ -8,7 +8,7 @@ import pytest
 
 from cinegpu.encode import direct_read
 from cinegpu.encode.direct_read import ALIGN, in_page_cache, pieces, read_run_direct
-from cinegpu.encode.mapped_upload import FileRun
+from cinegpu.encode.mapped_upload import FileRun, pread_full
 
 
 def _cold_file(path, data: bytes) -> None:
@@ -151,12 +151,12 @@ def test_short_direct_reads_go_on_only_at_block_boundaries(tmp_path, monkeypatch
     fd = os.open(path, os.O_RDONLY)
     try:
         buf = np.zeros(4 * ALIGN, np.uint8)
-        assert direct_read._read_at_least(fd, memoryview(buf), ALIGN, 3 * ALIGN + 5, ALIGN)
+        assert pread_full(fd, memoryview(buf), ALIGN, 3 * ALIGN + 5, ALIGN)
         assert buf.tobytes() == data[ALIGN:5 * ALIGN] and calls == [k * ALIGN for k in (1, 2, 3, 4)]
         monkeypatch.setattr(direct_read.os, "preadv",
                             lambda fd, bufs, off, *f: real(fd, [memoryview(bufs[0])[:100]], off))
-        assert not direct_read._read_at_least(fd, memoryview(buf), 0, 200, ALIGN)
-        assert direct_read._read_at_least(fd, memoryview(buf), 0, 200, 1)
+        assert not pread_full(fd, memoryview(buf), 0, 200, ALIGN)
+        assert pread_full(fd, memoryview(buf), 0, 200, 1)
     finally:
         os.close(fd)
 
