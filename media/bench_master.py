@@ -338,6 +338,15 @@ def variant_medians(row) -> list[tuple[dict, list[dict], float, float | None]]:
     return out
 
 
+def same_way_read(row, run) -> float | None:
+    """The median rate (frames/s) of reading the files alone to the GPU as ``run`` read them
+    (the same ring and O_DIRECT settings), the best of the process counts; None where not
+    measured."""
+    rates = [f for (_, on, d), f in row.get("read_gpu_fps", {}).items()
+             if on == run.get("ring") and d == run.get("direct")]
+    return max(rates, default=None)
+
+
 #: What tells one setting's runs from another's (:func:`variant_medians`).
 _SETTING = ("processes", "threads", "gpus", "mps", "rate_on_gpu", "held", "turns", "ring",
             "direct")
@@ -685,10 +694,14 @@ def main(argv=None) -> None:
         if a.rounds > 1:
             memory = max(r["read_fps"].values(), default=None)
             print(f"  medians of {a.rounds} rounds, from the first frame written to the last"
-                  + (f" (and against the fastest reading alone into memory, {memory:.2f} fps)"
-                     if memory else "") + ":")
+                  + (f" (share: of the median reading alone into memory, {memory:.2f} fps, "
+                     f"the best of the process counts; and of reading alone to the GPU the "
+                     f"same way, where measured)" if memory else "") + ":")
             for first, runs, rate, steady in variant_medians(r):
                 share = f", {100 * rate / memory:.0f} %" if memory else ""
+                gpu = same_way_read(r, first)
+                if gpu:
+                    share += f" and {100 * rate / gpu:.0f} % of {gpu:.2f}"
                 print(f"    {first['processes']} process(es) x {first['threads']} thread(s)"
                       f"{_setting_words(first)}: {rate:.2f} fps{share} ("
                       + " / ".join(f"{written_rate(s, r['frames']):.2f}" for s in runs) + ")"

@@ -852,6 +852,20 @@ def test_bench_master_rounds_interleave_and_give_medians(monkeypatch):
     assert [round(g[2], 6) for g in groups] == [15.0, 35.0] and groups[0][3] is None
 
 
+def test_same_way_read_matches_the_masters_ring_and_direct_settings():
+    """A master's share against reading alone to the GPU is taken against the reading with
+    its own ring and O_DIRECT settings, the best of the process counts; None where that way
+    was not measured."""
+    from cinegpu.media.bench_master import same_way_read
+    row = {"read_gpu_fps": {(16, True, None): 500.0, (8, True, None): 550.0,
+                            (16, False, None): 600.0, (16, True, False): 400.0}}
+    assert same_way_read(row, {"ring": True, "direct": None}) == 550.0
+    assert same_way_read(row, {"ring": False, "direct": None}) == 600.0
+    assert same_way_read(row, {"ring": True, "direct": False}) == 400.0
+    assert same_way_read(row, {"ring": None, "direct": None}) is None
+    assert same_way_read({}, {"ring": True, "direct": None}) is None
+
+
 @pytest.mark.slow
 def test_stop_ends_idle_processes_without_waiting_and_close_waits(tmp_path):
     """stop() tells the encoder processes that hold no frame to stop and returns at once
