@@ -699,7 +699,7 @@ def main(argv=None) -> None:
                      f"same way, where measured)" if memory else "") + ":")
             for first, runs, rate, steady in variant_medians(r):
                 share = f", {100 * rate / memory:.0f} %" if memory else ""
-                gpu = same_way_read(r, first)
+                gpu = None if first.get("held") else same_way_read(r, first)
                 if gpu:
                     share += f" and {100 * rate / gpu:.0f} % of {gpu:.2f}"
                 print(f"    {first['processes']} process(es) x {first['threads']} thread(s)"
