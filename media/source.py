@@ -294,7 +294,8 @@ _MAGIC = ((b"\xff\x4f\xff\x51", "JPEG 2000 codestream"),
           (b"\x89PNG\r\n\x1a\n", "a PNG image"), (b"\xff\xd8\xff", "a JPEG image"),
           (b"II*\x00", "a TIFF image"), (b"MM\x00*", "a TIFF image"),
           (b"SDPX", "a DPX image"), (b"XPDS", "a DPX image"), (b"PK\x03\x04", "a ZIP archive"),
-          (b"%PDF", "a PDF document"), (b"RIFF", "a RIFF (WAV/AVI) file"))
+          (b"%PDF", "a PDF document"), (b"RIFF", "a RIFF (WAV/AVI) file"),
+          (b"RF64", "an RF64 (WAV) file"), (b"BW64", "a BW64 (WAV) file"))
 
 
 def sniff(path: Path) -> str:

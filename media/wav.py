@@ -11,6 +11,15 @@ Interface and Data Specifications 1.0" 1991, and the WAVEFORMATEXTENSIBLE addend
             dwChannelMask u32, SubFormat GUID (16 bytes)]
     "data"  the interleaved samples, little-endian, signed (16, 24, 32 bits)
 
+A WAV over 4 GiB (a feature's 5.1 mix at 24 bits and 48 kHz passes it after about 2 h 4 min)
+is an RF64 file (EBU Tech 3306; ITU-R BS.2088's BW64 is the same layout): "RF64" (or "BW64")
+in place of "RIFF", 0xFFFFFFFF in the 32-bit sizes that overflow, and as the first chunk
+
+    "ds64"  riffSize u64, dataSize u64, sampleCount u64, tableLength u32, then tableLength
+            entries of chunkId (4 bytes) and chunkSize u64 for other chunks over 4 GiB
+
+whose 64-bit sizes stand in for the 0xFFFFFFFF ones.
+
 Only the header is read by :func:`read_wav_info`; samples are read a block at a time by
 :func:`read_samples`. Every count is checked against the file's size before it is used, at
 most :data:`MAX_CHUNKS` chunks are looked at, and a malformed header raises
@@ -38,6 +47,12 @@ WAVE_FORMAT_PCM, WAVE_FORMAT_EXTENSIBLE = 0x0001, 0xFFFE
 SUBTYPE_PCM = bytes.fromhex("0100000000001000800000aa00389b71")
 #: Container sizes read (bits per sample); 8-bit WAV is unsigned and never cinema material.
 SAMPLE_BITS = (16, 24, 32)
+#: The first four bytes of a WAV: RIFF, and the 64-bit forms (EBU Tech 3306 RF64, BS.2088 BW64).
+RIFF_IDS, RF64_IDS = (b"RIFF",), (b"RF64", b"BW64")
+#: A 32-bit chunk size that defers to the ds64 chunk (EBU Tech 3306).
+SIZE_IN_DS64 = 0xFFFFFFFF
+#: ds64 table entries looked at (EBU Tech 3306 expects none in practice).
+MAX_DS64_TABLE = 64
 
 
 @dataclass(frozen=True)
@@ -64,8 +79,10 @@ class WavInfo:
         return self.frames / self.rate
 
 
-def _chunks(f, path: Path, size: int):
-    """(id, body offset, body size) of each chunk after the RIFF header, bounded."""
+def _chunks(f, path: Path, size: int, big: dict[bytes, int] | None = None):
+    """(id, body offset, body size) of each chunk after the RIFF header, bounded.  ``big``
+    (an RF64 file's, :func:`_read_ds64`): the 64-bit sizes of chunks whose 32-bit size is
+    :data:`SIZE_IN_DS64`; such a chunk not in it is CorruptMedia."""
     pos = 12
     for _ in range(MAX_CHUNKS):
         if pos + 8 > size:
@@ -75,6 +92,11 @@ def _chunks(f, path: Path, size: int):
         if len(head) < 8:
             return
         cid, n = head[:4], struct.unpack("<I", head[4:])[0]
+        if big is not None and n == SIZE_IN_DS64:
+            if cid not in big:
+                raise CorruptMedia(path, f"{cid!r} chunk's size is deferred to the ds64 chunk, "
+                                         "which does not give it", pos + 4)
+            n = big[cid]
         yield cid, pos + 8, n
         pos += 8 + n + (n & 1)
     raise CorruptMedia(path, f"no data chunk among the first {MAX_CHUNKS} chunks", pos)
@@ -112,9 +134,31 @@ def _parse_fmt(path: Path, body: bytes, offset: int) -> tuple[int, int, int, int
     return tag, channels, rate, align, bits, mask
 
 
+def _read_ds64(f, path: Path, size: int) -> dict[bytes, int]:
+    """The 64-bit chunk sizes of an RF64/BW64 file's ds64 chunk, its first (EBU Tech 3306
+    clause 3): ``b"data"``'s from dataSize, others from its table."""
+    f.seek(12)
+    head = f.read(8)
+    if len(head) < 8 or head[:4] != b"ds64":
+        raise CorruptMedia(path, "RF64 file without a ds64 chunk first", 12)
+    n = struct.unpack("<I", head[4:])[0]
+    if n < 28 or 20 + n > size:
+        raise CorruptMedia(path, f"ds64 chunk of {n} bytes; at least 28, within the file, "
+                                 "expected", 16)
+    body = f.read(min(n, 28 + 12 * MAX_DS64_TABLE))
+    _riff, data, _count, entries = struct.unpack("<QQQI", body[:28])
+    if entries > MAX_DS64_TABLE or 28 + 12 * entries > n:
+        raise CorruptMedia(path, f"ds64 table of {entries} entries in a {n}-byte chunk", 44)
+    big = {body[28 + 12 * k:32 + 12 * k]: struct.unpack("<Q", body[32 + 12 * k:40 + 12 * k])[0]
+           for k in range(entries)}
+    big[b"data"] = data
+    return big
+
+
 def read_wav_info(path) -> WavInfo:
     """The format and data extent of a PCM WAV file; MediaError if it is missing, not a
-    RIFF/WAVE file, or not 16/24/32-bit integer PCM; the data chunk must lie in the file."""
+    RIFF/WAVE (or RF64/BW64 WAVE) file, or not 16/24/32-bit integer PCM; the data chunk
+    must lie in the file."""
     path = Path(path)
     try:
         f = open(path, "rb")
@@ -123,12 +167,11 @@ def read_wav_info(path) -> WavInfo:
     with f:
         size = os.fstat(f.fileno()).st_size
         head = f.read(12)
-        if len(head) < 12 or head[:4] != b"RIFF" or head[8:12] != b"WAVE":
-            what = "RF64 (a WAV over 4 GiB)" if head[:4] in (b"RF64", b"BW64") else \
-                "not a RIFF/WAVE file"
-            raise UnsupportedMedia(path, what, 0)
+        if len(head) < 12 or head[:4] not in RIFF_IDS + RF64_IDS or head[8:12] != b"WAVE":
+            raise UnsupportedMedia(path, "not a RIFF/WAVE file", 0)
+        big = _read_ds64(f, path, size) if head[:4] in RF64_IDS else None
         fmt = None
-        for cid, offset, n in _chunks(f, path, size):
+        for cid, offset, n in _chunks(f, path, size, big):
             if cid == b"fmt ":
                 if n > 1024:
                     raise CorruptMedia(path, f"fmt chunk of {n} bytes", offset - 4)

@@ -36,6 +36,7 @@ MISTAKES = [
     (["bench", "--workers", "0", "--gpus", "2"], "--gpus needs worker processes"),
     (["bench", "--backend", "cpu", "--workers", "1", "--gpus", "2"], "several GPUs need the cuda back end"),
     (["info", "{png}"], "a PNG image"),
+    (["info", "{tmp}/mix.wav"], "an RF64 (WAV) file"),
     (["info", "{tmp}/missing"], "no such file or folder"),
     (["decode", "{tmp}/missing.j2c", "-o", "{tmp}/o.png"], "no such file"),
     (["decode", SAMPLE, "-o", "{tmp}/o.jpg"], "unknown image type"),
@@ -54,6 +55,7 @@ if not have_cuda():
 def test_a_mistake_is_one_line_and_exit_2(tmp_path, args, words):
     png = tmp_path / "picture.png"
     png.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
+    (tmp_path / "mix.wav").write_bytes(b"RF64\xff\xff\xff\xffWAVEds64" + bytes(64))
     args = [str(a).format(tmp=tmp_path, png=png) for a in args]
     r = cinegpu(*args, cwd=tmp_path)
     lines = r.stderr.strip().splitlines()

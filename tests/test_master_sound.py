@@ -53,6 +53,23 @@ def _wav(path: Path, samples: np.ndarray, *, rate=48000, bits=24, extensible=Tru
     return path
 
 
+def _rf64(riff: Path, out: Path, kind: bytes = b"RF64", table: bytes = b"",
+          data_size: int | None = None) -> Path:
+    """``riff`` (a file of :func:`_wav`) as an RF64 file (EBU Tech 3306): ``kind`` for
+    "RIFF" and 0xFFFFFFFF for its size, a ds64 chunk first (``table``: its entries; ``data_size``
+    for dataSize, default the data's), and the data chunk's 32-bit size 0xFFFFFFFF."""
+    d = riff.read_bytes()
+    at = d.index(b"data", 12)
+    n = struct.unpack("<I", d[at + 4:at + 8])[0]
+    entries = len(table) // 12
+    ds64 = struct.pack("<QQQI", len(d) + 36 + len(table) - 8, n if data_size is None else data_size,
+                       0, entries) + table
+    body = (b"WAVE" + b"ds64" + struct.pack("<I", len(ds64)) + ds64 + d[12:at] + b"data"
+            + struct.pack("<I", 0xFFFFFFFF) + d[at + 8:])
+    out.write_bytes(kind + struct.pack("<I", 0xFFFFFFFF) + body)
+    return out
+
+
 def _tones(n: int, channels: int, rate=48000, seed=0) -> np.ndarray:
     """A distinct tone per channel (220 Hz * (c + 1)), with random low bytes: 24-bit values."""
     rng = np.random.default_rng(seed)
@@ -91,6 +108,66 @@ def test_wav_reader_reads_16_24_32_bit(tmp_path):
     assert np.array_equal(read_samples(info, 0, 500), s16.astype(np.int32) << 8)
     info = read_wav_info(_wav(tmp_path / "c.wav", x << 8, bits=32, extensible=False))
     assert np.array_equal(read_samples(info, 0, 500), x)
+
+
+def test_wav_reader_reads_rf64_and_bw64(tmp_path):
+    """A WAV over 4 GiB is RF64 (or BW64): its 64-bit sizes come from the ds64 chunk; the
+    samples read are those of the same file as RIFF."""
+    x = _tones(700, 6, seed=3)
+    riff = _wav(tmp_path / "a.wav", x)
+    for kind in (b"RF64", b"BW64"):
+        info = read_wav_info(_rf64(riff, tmp_path / "b.wav", kind))
+        assert (info.channels, info.rate, info.bits, info.frames) == (6, 48000, 24, 700)
+        assert np.array_equal(read_samples(info, 0, 700), x)
+        assert np.array_equal(read_samples(info, 650, 100), x[650:])
+    # a table entry for another chunk of deferred size is taken as well
+    table = b"LIST" + struct.pack("<Q", 3)
+    d = _rf64(riff, tmp_path / "c.wav", table=table).read_bytes()
+    at = d.index(b"LIST")
+    (tmp_path / "c.wav").write_bytes(d[:at + 4] + struct.pack("<I", 0xFFFFFFFF) + d[at + 8:])
+    assert np.array_equal(read_samples(read_wav_info(tmp_path / "c.wav"), 0, 700), x)
+
+
+@needs_ffmpeg
+def test_wav_reader_reads_ffmpegs_rf64(tmp_path):
+    """ffmpeg's own RF64 writer (``-rf64 always``), an independent maker of the format."""
+    x = _tones(900, 6, seed=4)
+    riff = tmp_path / "a.wav"
+    with wave.open(str(riff), "wb") as w:                # plain PCM, which ffmpeg reads
+        w.setnchannels(6), w.setsampwidth(3), w.setframerate(48000)
+        w.writeframes(np.ascontiguousarray(x, "<i4").view(np.uint8).reshape(-1, 4)[:, :3].tobytes())
+    out = tmp_path / "b.wav"
+    run = subprocess.run(["ffmpeg", "-v", "error", "-i", str(riff), "-c:a", "pcm_s24le",
+                          "-rf64", "always", "-y", str(out)], capture_output=True, timeout=120)
+    assert run.returncode == 0, run.stderr.decode()[-1000:]
+    assert out.read_bytes()[:4] == b"RF64"
+    info = read_wav_info(out)
+    assert (info.channels, info.frames) == (6, 900)
+    assert np.array_equal(read_samples(info, 0, 900), x)
+
+
+@pytest.mark.parametrize("make, kind, words", [
+    # no ds64 chunk first
+    (lambda riff, out: out.write_bytes(b"RF64" + riff.read_bytes()[4:]), CorruptMedia,
+     "without a ds64"),
+    # dataSize past the end of the file
+    (lambda riff, out: _rf64(riff, out, data_size=1 << 40), CorruptMedia, "runs past the end"),
+    # a table longer than its chunk
+    (lambda riff, out: out.write_bytes(_rf64(riff, out).read_bytes()[:44]
+                                       + struct.pack("<I", 9) + _rf64(riff, out).read_bytes()[48:]),
+     CorruptMedia, "ds64 table of 9 entries"),
+    # a deferred size the ds64 chunk does not give
+    (lambda riff, out: out.write_bytes(_rf64(riff, out).read_bytes().replace(
+        b"LIST" + struct.pack("<I", 3), b"LIST" + struct.pack("<I", 0xFFFFFFFF))),
+     CorruptMedia, "does not give it"),
+])
+def test_wav_reader_refuses_bad_rf64(tmp_path, make, kind, words):
+    riff = _wav(tmp_path / "a.wav", _tones(10, 2))
+    out = tmp_path / "b.wav"
+    make(riff, out)
+    with pytest.raises(kind, match=words) as err:
+        read_wav_info(out)
+    assert err.value.path == str(out) and err.value.offset is not None
 
 
 @pytest.mark.parametrize("damage, kind, words", [
@@ -304,9 +381,12 @@ def _check_master(tmp_path, capsys, audio: list[Path], x: np.ndarray) -> None:
 @needs_encoder
 @needs_ffmpeg
 @needs_mediainfo
-def test_master_with_one_six_channel_wav(tmp_path, capsys):
+@pytest.mark.parametrize("rf64", [False, True])
+def test_master_with_one_six_channel_wav(tmp_path, capsys, rf64):
+    """One 5.1 WAV; as RF64 too (a feature's mix over 4 GiB comes so), which masters the same."""
     x = _tones(49000, 6, seed=7)
-    _check_master(tmp_path, capsys, [_wav(tmp_path / "s.wav", x, mask=0x60F)], x)
+    wav = _wav(tmp_path / "r.wav", x, mask=0x60F)
+    _check_master(tmp_path, capsys, [_rf64(wav, tmp_path / "s.wav") if rf64 else wav], x)
 
 
 @pytest.mark.slow
