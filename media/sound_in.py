@@ -4,6 +4,12 @@ Input is one multichannel WAV, or one mono WAV per channel, in the order of a la
 
     5.1    6 channels  L R C LFE Ls Rs            track: 6 channels, as given
     7.1DS  8 channels  L R C LFE Lss Rss Lrs Rrs  track: 12 channels, Lrs and Rrs on 11 and 12
+    stereo 2 channels  L R (one file)             track: 5.1, C LFE Ls Rs silent
+    mono   1 channel   C (one file)               track: 5.1, all but C silent
+
+A stereo or mono mix goes into a 5.1 track as DCP-o-matic maps it by default (stereo to L and
+R, mono to the centre), since cinema servers and processors expect a 5.1 or 7.1 track; an IMF
+package takes 5.1 or 7.1 only (ST 2067-8's stereo soundfield is not written yet).
 
 A DCP's channels are numbered by SMPTE ST 428-12 / ST 429-2 Annex A and the ISDCF's
 "Recommendations for Audio Channels" (Doc 4), as libdcp numbers them: 1 L, 2 R, 3 C, 4 LFE,
@@ -88,6 +94,9 @@ SEVEN_ONE = Layout("7.1DS", ("L", "R", "C", "LFE", "Lss", "Rss", "Lrs", "Rrs"),
                    (0, 1, 2, 3, 4, 5, 10, 11), 12, "sg71", _MCA[:-2] + "0202" + "00000000", "71")
 #: Input channel count -> layout.
 LAYOUTS = {6: FIVE_ONE, 8: SEVEN_ONE}
+#: A one-file mix of fewer channels -> (its name, the 5.1 channels its channels go to), as
+#: DCP-o-matic maps it by default; the other channels of the 5.1 track are silent.
+MIXES_IN_5_1 = {2: ("stereo", ("L", "R")), 1: ("mono", ("C",))}
 #: WAVE_FORMAT_EXTENSIBLE channel mask of 7.1 in Microsoft order: FL FR FC LFE BL BR SL SR.
 MASK_7_1_MS = 0x63F
 #: Input channel -> 7.1DS input position for that order (BL -> Lrs, SL -> Lss).
@@ -100,14 +109,17 @@ LANGUAGE = re.compile(r"[A-Za-z]{1,8}(-[A-Za-z0-9]{1,8})*")
 class SoundInput:
     """Checked sound input: ``files`` (one multichannel file, or one mono file per input
     channel), their ``layout``, ``rate`` (Hz) and length ``frames`` (samples per channel);
-    ``order``: for each input channel of the layout, (file index, channel in that file)."""
+    ``order``: for each input channel of the layout, (file index, channel in that file), or
+    None where that channel is silent (a stereo or mono mix in a 5.1 track); ``mapping``: how
+    such a mix was placed, in words (None: every channel of the layout given)."""
 
     files: tuple[WavInfo, ...]
     layout: Layout
     rate: int
     frames: int
-    order: tuple[tuple[int, int], ...]
+    order: tuple[tuple[int, int] | None, ...]
     language: str | None = None
+    mapping: str | None = None
 
     def samples_per_frame(self, edit_rate) -> int:
         """Samples per channel in one edit unit; MediaError unless a whole number."""
@@ -138,7 +150,12 @@ class SoundInput:
         return int(need)
 
     def fit_imf(self, picture_frames: int, edit_rate) -> str | None:
-        """:meth:`fit` for an IMF track (:meth:`imf_samples`): the same limits, in samples."""
+        """:meth:`fit` for an IMF track (:meth:`imf_samples`): the same limits, in samples;
+        UnsupportedMedia for a stereo or mono mix (an IMF track is 5.1 or 7.1 here)."""
+        if self.mapping is not None:
+            raise UnsupportedMedia(self.files[0].path, f"{self.files[0].channels} channel(s): "
+                                   "an IMF package takes 5.1 or 7.1 sound here (ST 2067-8's "
+                                   "stereo soundfield is not written yet)")
         need = self.imf_samples(picture_frames, edit_rate)
         spf = -(-self.rate // Fraction(edit_rate))
         return self._fit(need, int(spf), picture_frames, edit_rate)
@@ -167,9 +184,10 @@ class SoundInput:
             n = min(block, count - start)
             out = np.zeros((n, width), np.int32)
             data = [read_samples(info, start, n) for info in self.files]
-            for k, (f, ch) in enumerate(self.order):
-                got = data[f][:, ch]
-                out[:len(got), k] = got
+            for k, where in enumerate(self.order):
+                if where is not None:
+                    got = data[where[0]][:, where[1]]
+                    out[:len(got), k] = got
             yield out.astype("<i4").view(np.uint8).reshape(-1, 4)[:, :3].tobytes()
 
     def edit_units(self, count: int, edit_rate) -> Iterator[bytes]:
@@ -183,9 +201,10 @@ class SoundInput:
             block = np.zeros((n * spf, width), np.int32)
             start = first * spf
             data = [read_samples(info, start, n * spf) for info in self.files]
-            for (f, ch), pos in zip(self.order, self.layout.positions):
-                got = data[f][:, ch]
-                block[:len(got), pos] = got
+            for where, pos in zip(self.order, self.layout.positions):
+                if where is not None:
+                    got = data[where[0]][:, where[1]]
+                    block[:len(got), pos] = got
             raw = block.astype("<i4").view(np.uint8).reshape(-1, 4)[:, :3].tobytes()
             step = spf * width * 3
             for k in range(n):
@@ -195,7 +214,8 @@ class SoundInput:
 def open_sound(paths, language: str | None = None) -> SoundInput:
     """Read and check the headers of the sound input (nothing else is read): one multichannel
     WAV or one mono WAV per channel, 6 (5.1) or 8 (7.1) channels, 48000 or 96000 Hz, mono files
-    of equal rate and length. MediaError naming the file and the problem."""
+    of equal rate and length; or one stereo or mono WAV, placed in a 5.1 track
+    (:data:`MIXES_IN_5_1`). MediaError naming the file and the problem."""
     paths = list(paths)
     if not paths:
         raise MediaError(None, "no sound files given")
@@ -209,12 +229,21 @@ def open_sound(paths, language: str | None = None) -> SoundInput:
                                               "sound is 48000 or 96000 Hz (ST 428-2, "
                                               "ST 2067-2)")
     supported = " or ".join(f"{n} ({lay.name})" for n, lay in LAYOUTS.items())
+    if len(infos) == 1 and infos[0].channels in MIXES_IN_5_1:
+        info = infos[0]
+        name, labels = MIXES_IN_5_1[info.channels]
+        order = tuple((0, labels.index(lab)) if lab in labels else None
+                      for lab in FIVE_ONE.inputs)
+        silent = ", ".join(lab for lab in FIVE_ONE.inputs if lab not in labels)
+        return SoundInput(infos, FIVE_ONE, info.rate, info.frames, order, language,
+                          f"{name} sound: {' and '.join(labels)} of a 5.1 track, {silent} silent")
     if len(infos) == 1:
         info = infos[0]
         layout = LAYOUTS.get(info.channels)
         if layout is None:
             raise UnsupportedMedia(info.path, f"{info.channels} channels; the CPL declares "
-                                              f"{supported} channels")
+                                              f"{supported} channels (or a stereo or mono "
+                                              "file in 5.1)")
         order = _MS_7_1 if layout is SEVEN_ONE and info.channel_mask == MASK_7_1_MS \
             else range(info.channels)
         # input channel k of the layout is file channel inverse(order)[k]

@@ -225,6 +225,27 @@ def test_seven_one_goes_to_channels_11_and_12(tmp_path):
     assert np.array_equal(_units(s, 2, 25)[:, [0, 1, 2, 3, 4, 5, 10, 11]], x)
 
 
+def test_stereo_and_mono_go_into_a_5_1_track(tmp_path):
+    """As DCP-o-matic maps them by default: stereo to L and R, mono to C, the rest of the 5.1
+    track silent, and said so; an IMF package refuses them (5.1 or 7.1 only)."""
+    x = _tones(3840, 2, seed=5)
+    s = open_sound([_wav(tmp_path / "st.wav", x, extensible=False)])
+    assert s.layout is FIVE_ONE and s.mapping == \
+        "stereo sound: L and R of a 5.1 track, C, LFE, Ls, Rs silent"
+    got = _units(s, 2, 25)
+    assert got.shape == (3840, 6) and np.array_equal(got[:, :2], x) and not got[:, 2:].any()
+    blocks = _s24(b"".join(s.sample_blocks(3840, block=1000)), 6)
+    assert np.array_equal(blocks, got)
+    with pytest.raises(UnsupportedMedia, match="IMF package takes 5.1 or 7.1"):
+        s.fit_imf(2, 25)
+    m = open_sound([_wav(tmp_path / "m.wav", x[:, :1], extensible=False)])
+    assert m.mapping == "mono sound: C of a 5.1 track, L, R, LFE, Ls, Rs silent"
+    got = _units(m, 2, 25)
+    assert np.array_equal(got[:, 2], x[:, 0]) and not got[:, [0, 1, 3, 4, 5]].any()
+    six = open_sound([_wav(tmp_path / "six.wav", _tones(3840, 6))])
+    assert six.mapping is None and six.fit_imf(2, 25) is None
+
+
 # -- the track file ----------------------------------------------------------------------------------
 def _write_track(tmp_path, sound, frames, rate, name="s.mxf", language=None):
     path = tmp_path / name
@@ -344,7 +365,9 @@ def test_sound_mistakes_exit_2_before_encoding(tmp_path, capsys, monkeypatch):
         assert not (tmp_path / "out").exists() and not any(tmp_path.glob(".out*")), name
 
 
-def _check_master(tmp_path, capsys, audio: list[Path], x: np.ndarray) -> None:
+def _check_master(tmp_path, capsys, audio: list[Path], x: np.ndarray, note: str = "") -> None:
+    """Master a second of picture with ``audio``; the sound track must be ``x`` (the track's
+    6 channels) cut to the picture, and the master's messages include ``note``."""
     out = tmp_path / "dcp"
     rc = main(["master", str(_still(tmp_path)), "-o", str(out), "--title",
                "Sound_TST_F_EN-XX_51_2K_CGP_20260101_CGP_SMPTE_OV", "--quiet",
@@ -352,6 +375,7 @@ def _check_master(tmp_path, capsys, audio: list[Path], x: np.ndarray) -> None:
     captured = capsys.readouterr()
     assert rc == 0, captured.err
     assert "last 1000 samples are cut" in captured.err           # 1 s of picture, 49000 samples
+    assert note in captured.err
     (pcm,) = out.glob("pcm_*.mxf")
     got = _extract(pcm, 6)
     assert np.array_equal(got, x[:48000])
@@ -387,6 +411,19 @@ def test_master_with_one_six_channel_wav(tmp_path, capsys, rf64):
     x = _tones(49000, 6, seed=7)
     wav = _wav(tmp_path / "r.wav", x, mask=0x60F)
     _check_master(tmp_path, capsys, [_rf64(wav, tmp_path / "s.wav") if rf64 else wav], x)
+
+
+@pytest.mark.slow
+@needs_encoder
+@needs_ffmpeg
+@needs_mediainfo
+def test_master_with_a_stereo_wav(tmp_path, capsys):
+    """A stereo mix: L and R of the 5.1 track, the rest silent, and the mapping said."""
+    x = _tones(49000, 2, seed=10)
+    track = np.zeros((49000, 6), np.int32)
+    track[:, :2] = x
+    _check_master(tmp_path, capsys, [_wav(tmp_path / "st.wav", x, extensible=False)], track,
+                  note="stereo sound: L and R of a 5.1 track")
 
 
 @pytest.mark.slow
