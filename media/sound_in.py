@@ -20,29 +20,35 @@ Microsoft order: back before side) is read in that order; any other 8-channel fi
 order above.
 
 Samples are 24-bit in the track (ST 428-2): 16-bit input is shifted up 8 bits (exact),
-32-bit input keeps its top 24 bits. The rate is 48000 or 96000 Hz, and each picture frame
-carries ``rate / edit rate`` samples per channel (2000 at 48 kHz and 24 fps), which must be a
-whole number (ST 429-3 frame wrapping: one element of sound per picture edit unit). Length against the picture (``picture frames * samples per
-frame``): shorter by more than one frame is refused; shorter by up to one frame is padded with
-silence; longer is cut at the picture's end, with a warning (:meth:`SoundInput.fit`).
+32-bit input keeps its top 24 bits. The rate is 48000 or 96000 Hz (input at another rate from
+8 to 384 kHz, 44.1 kHz say, is converted to 48000 Hz as it is read, :mod:`.sound_resample`),
+and each picture frame carries ``rate / edit rate`` samples per channel (2000 at 48 kHz and
+24 fps), which must be a whole number (ST 429-3 frame wrapping: one element of sound per
+picture edit unit). Length against the picture (``picture frames * samples per frame``):
+shorter by more than one frame is refused; shorter by up to one frame is padded with silence;
+longer is cut at the picture's end, with a warning (:meth:`SoundInput.fit`).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Iterator
 
 import numpy as np
 
 from .errors import MediaError, UnsupportedMedia
+from .sound_resample import MAX_RATIO, ResampledWav, resampler_missing
 from .wav import WavInfo, read_samples, read_wav_info
 
 __all__ = ["LAYOUTS", "Layout", "SoundInput", "open_sound"]
 
 #: Sample rates a DCP carries (ST 428-2), Hz.
 RATES = (48000, 96000)
+#: The rate sound at any other rate is converted to, and the input rates taken for that (Hz).
+CONVERT_TO = 48000
+CONVERT_FROM = (CONVERT_TO // MAX_RATIO, 384000)
 #: Edit units read from the files at a time.
 BATCH = 48
 
@@ -111,7 +117,9 @@ class SoundInput:
     channel), their ``layout``, ``rate`` (Hz) and length ``frames`` (samples per channel);
     ``order``: for each input channel of the layout, (file index, channel in that file), or
     None where that channel is silent (a stereo or mono mix in a 5.1 track); ``mapping``: how
-    such a mix was placed, in words (None: every channel of the layout given)."""
+    such a mix was placed, in words (None: every channel of the layout given);
+    ``source_rate``: the files' rate where it is converted to ``rate`` as they are read
+    (:class:`.sound_resample.ResampledWav`; ``frames`` then counts samples at ``rate``)."""
 
     files: tuple[WavInfo, ...]
     layout: Layout
@@ -120,6 +128,22 @@ class SoundInput:
     order: tuple[tuple[int, int] | None, ...]
     language: str | None = None
     mapping: str | None = None
+    source_rate: int | None = None
+
+    @property
+    def note(self) -> str | None:
+        """What was done to the sound on its way into the track, in words (None: nothing)."""
+        done = ([self.mapping] if self.mapping else []) + \
+            ([f"sound converted from {self.source_rate} Hz to {self.rate} Hz (libsoxr, very "
+              "high quality)"] if self.source_rate else [])
+        return "; ".join(done) or None
+
+    def _readers(self) -> list:
+        """Per file, a call (start, count) -> its samples at :attr:`rate` (read in order)."""
+        if self.source_rate is None:
+            return [lambda start, n, info=info: read_samples(info, start, n)
+                    for info in self.files]
+        return [ResampledWav(info, self.rate).read for info in self.files]
 
     def samples_per_frame(self, edit_rate) -> int:
         """Samples per channel in one edit unit; MediaError unless a whole number."""
@@ -180,10 +204,11 @@ class SoundInput:
         an IMF track carries ``len(layout.inputs)`` channels), 24-bit little-endian signed,
         in blocks of up to ``block`` sample frames; silence past the end of the input."""
         width = len(self.layout.inputs)
+        readers = self._readers()
         for start in range(0, count, block):
             n = min(block, count - start)
             out = np.zeros((n, width), np.int32)
-            data = [read_samples(info, start, n) for info in self.files]
+            data = [read(start, n) for read in readers]
             for k, where in enumerate(self.order):
                 if where is not None:
                     got = data[where[0]][:, where[1]]
@@ -196,11 +221,12 @@ class SoundInput:
         silence past the end of the input."""
         spf = self.samples_per_frame(edit_rate)
         width = self.layout.track_channels
+        readers = self._readers()
         for first in range(0, count, BATCH):
             n = min(BATCH, count - first)
             block = np.zeros((n * spf, width), np.int32)
             start = first * spf
-            data = [read_samples(info, start, n * spf) for info in self.files]
+            data = [read(start, n * spf) for read in readers]
             for where, pos in zip(self.order, self.layout.positions):
                 if where is not None:
                     got = data[where[0]][:, where[1]]
@@ -225,9 +251,26 @@ def open_sound(paths, language: str | None = None) -> SoundInput:
     infos = tuple(read_wav_info(p) for p in paths)
     for info in infos:
         if info.rate not in RATES:
-            raise UnsupportedMedia(info.path, f"sample rate {info.rate} Hz; DCP and IMF "
-                                              "sound is 48000 or 96000 Hz (ST 428-2, "
-                                              "ST 2067-2)")
+            why = resampler_missing()
+            if why or not CONVERT_FROM[0] <= info.rate <= CONVERT_FROM[1]:
+                raise UnsupportedMedia(info.path, f"sample rate {info.rate} Hz; DCP and IMF "
+                                       "sound is 48000 or 96000 Hz (ST 428-2, ST 2067-2), "
+                                       + (f"and converting it needs {why}" if why else
+                                          f"and {CONVERT_FROM[0]} to {CONVERT_FROM[1]} Hz is "
+                                          f"converted to {CONVERT_TO}"))
+    return _at_track_rate(_open(infos, language))
+
+
+def _at_track_rate(s: SoundInput) -> SoundInput:
+    """``s`` converted to :data:`CONVERT_TO` Hz where its rate is not one a track carries."""
+    if s.rate in RATES:
+        return s
+    return replace(s, rate=CONVERT_TO, source_rate=s.rate,
+                   frames=(s.frames * CONVERT_TO + s.rate // 2) // s.rate)
+
+
+def _open(infos: tuple[WavInfo, ...], language: str | None) -> SoundInput:
+    """The layout and order of checked headers (:func:`open_sound`), at the files' rate."""
     supported = " or ".join(f"{n} ({lay.name})" for n, lay in LAYOUTS.items())
     if len(infos) == 1 and infos[0].channels in MIXES_IN_5_1:
         info = infos[0]

@@ -20,6 +20,7 @@ import pytest
 from cinegpu.media import CorruptMedia, MediaError, UnsupportedMedia
 from cinegpu.media.mxf_sound_write import SoundTrackWriter
 from cinegpu.media.sound_in import FIVE_ONE, SEVEN_ONE, open_sound
+from cinegpu.media.sound_resample import ResampledWav
 from cinegpu.media.wav import read_samples, read_wav_info
 from cinegpu.player.cli import main
 
@@ -246,6 +247,43 @@ def test_stereo_and_mono_go_into_a_5_1_track(tmp_path):
     assert six.mapping is None and six.fit_imf(2, 25) is None
 
 
+def _sines(n: int, channels: int, rate: int, start: int = 0) -> np.ndarray:
+    """Half-scale sines (1 kHz * (c + 1) per channel) at ``rate``: 24-bit values, samples
+    ``start`` .. ``start + n``."""
+    t = np.arange(start, start + n)[:, None] / rate
+    return np.rint(np.sin(2 * np.pi * 1000 * (np.arange(channels) + 1) * t)
+                   * (1 << 22)).astype(np.int32)
+
+
+def test_sound_at_another_rate_is_converted_to_48k(tmp_path):
+    """44.1 kHz (a music or video edit's rate) goes into the track at 48 kHz: as long in time,
+    the same sines within a 24-bit step away from the ends, read in blocks of any size alike;
+    rates too low to convert are refused."""
+    s = open_sound([_wav(tmp_path / "cd.wav", _sines(44100, 6, 44100), rate=44100)])
+    assert (s.rate, s.frames, s.source_rate) == (48000, 48000, 44100)
+    assert s.note == "sound converted from 44100 Hz to 48000 Hz (libsoxr, very high quality)"
+    assert s.fit(24, 24) is None
+    got = _units(s, 24, 24)
+    ideal = _sines(48000, 6, 48000)
+    assert got.shape == (48000, 6)
+    assert np.abs(got[2000:-2000] - ideal[2000:-2000]).max() <= 1
+    blocks = _s24(b"".join(s.sample_blocks(48000, block=777)), 6)
+    assert np.array_equal(blocks, got)
+    # a stereo mix at 32 kHz: converted and placed in 5.1 both
+    st = open_sound([_wav(tmp_path / "st.wav", _sines(32000, 2, 32000), rate=32000)])
+    assert (st.frames, st.layout) == (48000, FIVE_ONE) and "stereo" in st.note \
+        and "from 32000 Hz" in st.note
+    got = _units(st, 24, 24)
+    assert np.abs(got[2000:-2000, :2] - ideal[2000:-2000, :2]).max() <= 1
+    assert not got[:, 2:].any()
+    reader = ResampledWav(read_wav_info(tmp_path / "cd.wav"), 48000)
+    reader.read(0, 100)
+    with pytest.raises(ValueError, match="read in order"):
+        reader.read(0, 100)
+    with pytest.raises(UnsupportedMedia, match="4000 Hz.*8000 to 384000 Hz is converted"):
+        open_sound([_wav(tmp_path / "low.wav", _sines(400, 6, 4000), rate=4000)])
+
+
 # -- the track file ----------------------------------------------------------------------------------
 def _write_track(tmp_path, sound, frames, rate, name="s.mxf", language=None):
     path = tmp_path / name
@@ -344,7 +382,8 @@ def _mistakes(tmp_path: Path) -> dict:
     (tmp_path / "zero.wav").write_bytes(bytes(data))
     return {
         "short": ([_wav(tmp_path / "short.wav", one_s[:45000])], "shorter than the picture"),
-        "44.1 kHz": ([_wav(tmp_path / "cd.wav", one_s[:44100], rate=44100)], "44100 Hz"),
+        "4 kHz": ([_wav(tmp_path / "low.wav", one_s[:4000], rate=4000)],
+                  "4000 Hz.*8000 to 384000 Hz is converted"),
         "mono lengths": (mono[:5] + [shorter], "mono files must be of equal length"),
         "0 channels": ([tmp_path / "zero.wav"], "0 channels"),
         "missing": ([tmp_path / "nowhere.wav"], "cannot read: No such file"),
@@ -411,6 +450,26 @@ def test_master_with_one_six_channel_wav(tmp_path, capsys, rf64):
     x = _tones(49000, 6, seed=7)
     wav = _wav(tmp_path / "r.wav", x, mask=0x60F)
     _check_master(tmp_path, capsys, [_rf64(wav, tmp_path / "s.wav") if rf64 else wav], x)
+
+
+@pytest.mark.slow
+@needs_encoder
+@needs_ffmpeg
+def test_master_with_a_44_1_khz_wav(tmp_path, capsys):
+    """A 44.1 kHz mix masters into a 48 kHz track (ffmpeg reads back the sines) and says so."""
+    out = tmp_path / "dcp"
+    wav = _wav(tmp_path / "cd.wav", _sines(44100, 6, 44100), rate=44100)
+    rc = main(["master", str(_still(tmp_path)), "-o", str(out), "--title", "t", "--quiet",
+               "--audio", str(wav)])
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    assert "converted from 44100 Hz to 48000 Hz" in err
+    (pcm,) = out.glob("pcm_*.mxf")
+    got = _extract(pcm, 6)
+    assert got.shape == (48000, 6)
+    ideal = _sines(48000, 6, 48000)
+    assert np.abs(got[2000:-2000] - ideal[2000:-2000]).max() <= 1
+    _clairmeta_ok(out)
 
 
 @pytest.mark.slow

@@ -194,8 +194,8 @@ def _run(args) -> int:
             sound = open_sound(args.audio, args.audio_language)
             fit = sound.fit_imf if imf else sound.fit
             warning = fit(frames or count, args.fps)
-            if sound.mapping:
-                print(f"cinegpu master: {sound.mapping}", file=sys.stderr)
+            if sound.note:
+                print(f"cinegpu master: {sound.note}", file=sys.stderr)
             if warning:
                 print(f"cinegpu master: warning: {warning}", file=sys.stderr)
         elif args.audio_language:
