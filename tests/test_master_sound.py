@@ -269,6 +269,12 @@ def test_sound_at_another_rate_is_converted_to_48k(tmp_path):
     assert np.abs(got[2000:-2000] - ideal[2000:-2000]).max() <= 1
     blocks = _s24(b"".join(s.sample_blocks(48000, block=777)), 6)
     assert np.array_equal(blocks, got)
+    assert s.fit_imf(24, 24) is None and s.imf_samples(24, 24) == 48000
+    # one mono file per channel: each converted on its own, the same samples
+    x = _sines(44100, 6, 44100)
+    mono = open_sound([_wav(tmp_path / f"m{k}.wav", x[:, k:k + 1], rate=44100, extensible=False)
+                       for k in range(6)])
+    assert mono.source_rate == 44100 and np.array_equal(_units(mono, 24, 24), got)
     # a stereo mix at 32 kHz: converted and placed in 5.1 both
     st = open_sound([_wav(tmp_path / "st.wav", _sines(32000, 2, 32000), rate=32000)])
     assert (st.frames, st.layout) == (48000, FIVE_ONE) and "stereo" in st.note \
