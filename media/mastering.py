@@ -119,7 +119,11 @@ def master(get_frame: Callable[[int], np.ndarray], count: int, out, *, title: st
         raise ValueError("no input frames")
     total = frames or count
     if sound is not None:            # MediaError before anything is encoded
-        sound.fit_imf(total, rate) if format == "imf" else sound.fit(total, rate)
+        if format == "imf":
+            sound = sound.for_imf()
+            sound.fit_imf(total, rate)
+        else:
+            sound.fit(total, rate)
     if subtitles is not None and subtitles.duration != total:
         raise ValueError(f"subtitles prepared for {subtitles.duration} frames; the composition has {total}")
     reels = _reels(reels, reel_length, total, rate, format, keys)

@@ -7,9 +7,10 @@ Input is one multichannel WAV, or one mono WAV per channel, in the order of a la
     stereo 2 channels  L R (one file)             track: 5.1, C LFE Ls Rs silent
     mono   1 channel   C (one file)               track: 5.1, all but C silent
 
-A stereo or mono mix goes into a 5.1 track as DCP-o-matic maps it by default (stereo to L and
-R, mono to the centre), since cinema servers and processors expect a 5.1 or 7.1 track; an IMF
-package takes 5.1 or 7.1 only (ST 2067-8's stereo soundfield is not written yet).
+A stereo or mono mix goes into a DCP's 5.1 track as DCP-o-matic maps it by default (stereo to
+L and R, mono to the centre), since cinema servers and processors expect a 5.1 or 7.1 track. An
+IMF package carries stereo as it is, a Standard Stereo soundfield of 2 channels (ST 2067-8,
+:meth:`SoundInput.for_imf`); mono is not written there.
 
 A DCP's channels are numbered by SMPTE ST 428-12 / ST 429-2 Annex A and the ISDCF's
 "Recommendations for Audio Channels" (Doc 4), as libdcp numbers them: 1 L, 2 R, 3 C, 4 LFE,
@@ -98,6 +99,10 @@ FIVE_ONE = Layout("5.1", ("L", "R", "C", "LFE", "Ls", "Rs"), (0, 1, 2, 3, 4, 5),
                   "sg51", _MCA[:-2] + "0201" + "00000000", "51")
 SEVEN_ONE = Layout("7.1DS", ("L", "R", "C", "LFE", "Lss", "Rss", "Lrs", "Rrs"),
                    (0, 1, 2, 3, 4, 5, 10, 11), 12, "sg71", _MCA[:-2] + "0202" + "00000000", "71")
+#: IMF's Standard Stereo soundfield (ST 2067-8 Table 3: group label 20h 01h; its channels are
+#: ST 428-12's L and R). Not a DCP layout.
+STEREO = Layout("Standard Stereo", ("L", "R"), (0, 1), 2, "sgST",
+                _MCA[:-2] + "0220" + "01000000", "ST")
 #: Input channel count -> layout.
 LAYOUTS = {6: FIVE_ONE, 8: SEVEN_ONE}
 #: A one-file mix of fewer channels -> (its name, the 5.1 channels its channels go to), as
@@ -173,13 +178,21 @@ class SoundInput:
                                    f"(use a multiple of {step} frames)")
         return int(need)
 
+    def for_imf(self) -> "SoundInput":
+        """This sound as an IMF track carries it: a stereo mix as Standard Stereo (2 channels,
+        :data:`STEREO`) rather than in 5.1; UnsupportedMedia for a mono one."""
+        if self.mapping is None:
+            return self
+        if self.files[0].channels != 2:
+            raise UnsupportedMedia(self.files[0].path, f"{self.files[0].channels} channel: an "
+                                   "IMF package takes stereo, 5.1 or 7.1 sound here (mono is "
+                                   "not written)")
+        return replace(self, layout=STEREO, order=((0, 0), (0, 1)), mapping=None)
+
     def fit_imf(self, picture_frames: int, edit_rate) -> str | None:
         """:meth:`fit` for an IMF track (:meth:`imf_samples`): the same limits, in samples;
-        UnsupportedMedia for a stereo or mono mix (an IMF track is 5.1 or 7.1 here)."""
-        if self.mapping is not None:
-            raise UnsupportedMedia(self.files[0].path, f"{self.files[0].channels} channel(s): "
-                                   "an IMF package takes 5.1 or 7.1 sound here (ST 2067-8's "
-                                   "stereo soundfield is not written yet)")
+        UnsupportedMedia for sound an IMF track does not carry (:meth:`for_imf`)."""
+        self.for_imf()
         need = self.imf_samples(picture_frames, edit_rate)
         spf = -(-self.rate // Fraction(edit_rate))
         return self._fit(need, int(spf), picture_frames, edit_rate)

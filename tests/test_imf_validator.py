@@ -35,6 +35,7 @@ import subprocess
 import uuid
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from cinegpu.media.mxf import MXFFile
@@ -45,7 +46,7 @@ from cinegpu.player.cli import main
 
 from conftest import DCP_SAMPLES, needs_dcp_samples
 from test_imf_write import _frames
-from test_master_sound import _tones, _wav
+from test_master_sound import _extract, _tones, _wav
 
 IMFERNO = shutil.which("imferno")
 needs_imferno = pytest.mark.skipif(
@@ -62,8 +63,10 @@ CASES = {
     "htj2k-lossless": ["--codec", "htj2k", "--lossless"],
     "ycbcr422": ["--sampling", "ycbcr422", "--bits", "10"],
     "audio": ["--audio", "{wav}", "--audio-language", "en"],
+    "stereo": ["--audio", "{stereo}", "--audio-language", "en"],
 }
 FRAMES = 2
+STEREO_SAMPLES = _tones(FRAMES * 48000 // 25, 2, seed=6)
 #: ST 377-4 items by UL (bytes 1-7 and 9-16: the registry version, byte 8, varies by writer).
 MCA_LINK_ID = SOUND_PRIMER[IMF_MCA_TAGS["MCALinkID"]]
 SOUNDFIELD_GROUP_LINK_ID = SOUND_PRIMER[IMF_MCA_TAGS["SoundfieldGroupLinkID"]]
@@ -121,8 +124,10 @@ def packages(tmp_path_factory):
             if not (tmp / "in").exists():
                 _frames(tmp / "in", FRAMES, 1920, 1080)
                 _wav(tmp / "s.wav", _tones(FRAMES * 48000 // 25, 6, seed=5))
+                _wav(tmp / "st.wav", STEREO_SAMPLES, extensible=False)
             out = tmp / case
-            extra = [a.replace("{wav}", str(tmp / "s.wav")) for a in CASES[case]]
+            extra = [a.replace("{wav}", str(tmp / "s.wav")).replace("{stereo}", str(tmp / "st.wav"))
+                     for a in CASES[case]]
             rc = main(["master", str(tmp / "in"), "-o", str(out), "--format", "imf",
                        "--fps", "25", "--frames", str(FRAMES), "--title", f"imferno {case}",
                        "--backend", "cpu", "--workers", "2", "--quiet", *extra])
@@ -166,6 +171,22 @@ def test_sound_subdescriptors_list_the_group_first(packages):
     subs = sound_subdescriptors(next(packages("audio").glob("AUDIO_*.mxf")))
     assert [kind for kind, _ in subs] == [SOUNDFIELD_GROUP] + [AUDIO_CHANNEL] * 6
     assert links_to_group(subs)
+
+
+@needs_imferno
+def test_stereo_passes_as_standard_stereo(packages):
+    """A stereo mix goes into an IMF package as it is: a Standard Stereo soundfield of two
+    channels (ST 2067-8), which imferno accepts and ffmpeg reads back bit for bit."""
+    package = packages("stereo")
+    _check(validate(package), [])
+    mxf = next(package.glob("AUDIO_*.mxf"))
+    subs = sound_subdescriptors(mxf)
+    assert [kind for kind, _ in subs] == [SOUNDFIELD_GROUP] + [AUDIO_CHANNEL] * 2
+    assert links_to_group(subs)
+    cpl = next(package.glob("CPL_*.xml")).read_text()
+    assert ">sgST<" in cpl and ">Standard Stereo<" in cpl and ">chL<" in cpl and ">chR<" in cpl
+    if shutil.which("ffmpeg"):
+        assert np.array_equal(_extract(mxf, 2), STEREO_SAMPLES)
 
 
 # -- the slow pass: the other pictures, and what imferno says of photon's samples ---------------

@@ -19,7 +19,7 @@ import pytest
 
 from cinegpu.media import CorruptMedia, MediaError, UnsupportedMedia
 from cinegpu.media.mxf_sound_write import SoundTrackWriter
-from cinegpu.media.sound_in import FIVE_ONE, SEVEN_ONE, open_sound
+from cinegpu.media.sound_in import FIVE_ONE, SEVEN_ONE, STEREO, open_sound
 from cinegpu.media.sound_resample import ResampledWav
 from cinegpu.media.wav import read_samples, read_wav_info
 from cinegpu.player.cli import main
@@ -228,7 +228,7 @@ def test_seven_one_goes_to_channels_11_and_12(tmp_path):
 
 def test_stereo_and_mono_go_into_a_5_1_track(tmp_path):
     """As DCP-o-matic maps them by default: stereo to L and R, mono to C, the rest of the 5.1
-    track silent, and said so; an IMF package refuses them (5.1 or 7.1 only)."""
+    track silent, and said so; in an IMF package stereo is Standard Stereo, mono refused."""
     x = _tones(3840, 2, seed=5)
     s = open_sound([_wav(tmp_path / "st.wav", x, extensible=False)])
     assert s.layout is FIVE_ONE and s.mapping == \
@@ -237,12 +237,16 @@ def test_stereo_and_mono_go_into_a_5_1_track(tmp_path):
     assert got.shape == (3840, 6) and np.array_equal(got[:, :2], x) and not got[:, 2:].any()
     blocks = _s24(b"".join(s.sample_blocks(3840, block=1000)), 6)
     assert np.array_equal(blocks, got)
-    with pytest.raises(UnsupportedMedia, match="IMF package takes 5.1 or 7.1"):
-        s.fit_imf(2, 25)
+    imf = s.for_imf()                    # IMF: a Standard Stereo track of 2 channels
+    assert imf.layout is STEREO and imf.mapping is None and imf.fit_imf(2, 25) is None
+    assert imf.for_imf() is imf
+    assert np.array_equal(_s24(b"".join(imf.sample_blocks(3840, block=1000)), 2), x)
     m = open_sound([_wav(tmp_path / "m.wav", x[:, :1], extensible=False)])
     assert m.mapping == "mono sound: C of a 5.1 track, L, R, LFE, Ls, Rs silent"
     got = _units(m, 2, 25)
     assert np.array_equal(got[:, 2], x[:, 0]) and not got[:, [0, 1, 3, 4, 5]].any()
+    with pytest.raises(UnsupportedMedia, match="IMF package takes stereo, 5.1 or 7.1"):
+        m.fit_imf(2, 25)
     six = open_sound([_wav(tmp_path / "six.wav", _tones(3840, 6))])
     assert six.mapping is None and six.fit_imf(2, 25) is None
 

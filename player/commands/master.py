@@ -64,8 +64,10 @@ def register(subparsers) -> None:
                    help="where the encoder runs (default auto: the GPU when CuPy sees one)")
     p.add_argument("--audio", nargs="+", default=None, metavar="FILE.wav",
                    help="sound: one multichannel WAV, or one mono WAV per channel, in 5.1 "
-                        "(L R C LFE Ls Rs) or 7.1 (L R C LFE Lss Rss Lrs Rrs) order; 16/24/32-bit "
-                        "PCM at 48 or 96 kHz. Longer than the picture: cut (warning); shorter "
+                        "(L R C LFE Ls Rs) or 7.1 (L R C LFE Lss Rss Lrs Rrs) order, or one "
+                        "stereo or mono WAV (a DCP: in 5.1, the rest silent; IMF: stereo as "
+                        "it is); 16/24/32-bit PCM at 48 or 96 kHz, other rates from 8 to 384 "
+                        "kHz converted to 48. Longer than the picture: cut (warning); shorter "
                         "by more than a frame: refused")
     p.add_argument("--audio-language", default=None, metavar="TAG",
                    help="spoken language of the sound, an RFC 5646 tag such as en-US")
@@ -192,6 +194,8 @@ def _run(args) -> int:
         sound = None
         if args.audio:
             sound = open_sound(args.audio, args.audio_language)
+            if imf:
+                sound = sound.for_imf()
             fit = sound.fit_imf if imf else sound.fit
             warning = fit(frames or count, args.fps)
             if sound.note:
