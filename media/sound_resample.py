@@ -43,7 +43,7 @@ class ResampledWav:
 
     def __init__(self, info: WavInfo, rate: int):
         import soxr
-        if not info.rate * MAX_RATIO >= rate:
+        if info.rate * MAX_RATIO < rate:
             raise UnsupportedMedia(info.path, f"sample rate {info.rate} Hz is too low to convert "
                                               f"to {rate} Hz (at most {MAX_RATIO} times up)")
         self.info, self.rate = info, rate

@@ -292,6 +292,8 @@ def test_sound_at_another_rate_is_converted_to_48k(tmp_path):
         reader.read(0, 100)
     with pytest.raises(UnsupportedMedia, match="4000 Hz.*8000 to 384000 Hz is converted"):
         open_sound([_wav(tmp_path / "low.wav", _sines(400, 6, 4000), rate=4000)])
+    with pytest.raises(UnsupportedMedia, match="too low to convert"):   # output bounded by input
+        ResampledWav(read_wav_info(tmp_path / "low.wav"), 48000)
 
 
 # -- the track file ----------------------------------------------------------------------------------
