@@ -40,7 +40,7 @@ from typing import Iterator
 import numpy as np
 
 from .errors import MediaError, UnsupportedMedia
-from .sound_resample import MAX_RATIO, ResampledWav, resampler_missing
+from .sound_resample import MAX_RATIO, ResampledWav, resampled_length, resampler_missing
 from .wav import WavInfo, read_samples, read_wav_info
 
 __all__ = ["LAYOUTS", "Layout", "SoundInput", "open_sound"]
@@ -279,7 +279,7 @@ def _at_track_rate(s: SoundInput) -> SoundInput:
     if s.rate in RATES:
         return s
     return replace(s, rate=CONVERT_TO, source_rate=s.rate,
-                   frames=(s.frames * CONVERT_TO + s.rate // 2) // s.rate)
+                   frames=resampled_length(s.frames, s.rate, CONVERT_TO))
 
 
 def _open(infos: tuple[WavInfo, ...], language: str | None) -> SoundInput:

@@ -19,13 +19,19 @@ import numpy as np
 from .errors import UnsupportedMedia
 from .wav import WavInfo, read_samples
 
-__all__ = ["MAX_RATIO", "ResampledWav", "resampler_missing"]
+__all__ = ["MAX_RATIO", "ResampledWav", "resampled_length", "resampler_missing"]
 
 #: Largest output/input rate ratio taken (8 kHz to 48 kHz): output is bounded by the input's size.
 MAX_RATIO = 6
 #: Input samples per channel fed to the stream at a time.
 CHUNK = 32768
 FULL_SCALE = float(1 << 23)
+
+
+def resampled_length(frames: int, rate: int, to_rate: int) -> int:
+    """Samples per channel that ``frames`` samples at ``rate`` Hz make at ``to_rate`` Hz (the
+    same duration, rounded to the nearest sample)."""
+    return (frames * to_rate + rate // 2) // rate
 
 
 def resampler_missing() -> str | None:
@@ -47,7 +53,7 @@ class ResampledWav:
             raise UnsupportedMedia(info.path, f"sample rate {info.rate} Hz is too low to convert "
                                               f"to {rate} Hz (at most {MAX_RATIO} times up)")
         self.info, self.rate = info, rate
-        self.frames = (info.frames * rate + info.rate // 2) // info.rate
+        self.frames = resampled_length(info.frames, info.rate, rate)
         self._stream = soxr.ResampleStream(info.rate, rate, info.channels, dtype="float64",
                                            quality="VHQ")
         self._taken = 0                      # input samples fed to the stream
