@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import threading
+import warnings
 from collections import OrderedDict
 
 import numpy as np
 
-from .decoder import Decoder
+from .decoder import Decoder, Frame
+from .errors import LenientWarning
 from .limits import DEFAULT_MAX_MEMORY, DEFAULT_MAX_PIXELS
 from .request import DecodeRequest
 
@@ -37,15 +39,19 @@ def cached_decoder(backend: str, max_pixels: int | None, max_memory: int | None)
 
 
 def decode(data, *, reduce: int = 0, layers: int | None = None, backend: str = "cpu",
-           strict: bool = True, components=None, max_pixels: int | None = DEFAULT_MAX_PIXELS,
+           strict: bool = False, components=None, max_pixels: int | None = DEFAULT_MAX_PIXELS,
            max_memory: int | None = DEFAULT_MAX_MEMORY, request: DecodeRequest | None = None) -> list[np.ndarray]:
     """Decode a JPEG 2000 codestream (.j2c/.j2k) or JP2 file (.jp2).
 
     Returns one 2-D integer array per component at its own size (divided by
     2**reduce), after the inverse colour transform, DC level shift and
     clipping to the component's precision. ``layers`` decodes only the first
-    N quality layers. Bad input raises :class:`CodestreamError`; with
-    ``strict=False`` damaged parts are concealed instead. ``components``
+    N quality layers. Decoding is lenient by default, as OpenJPEG, Grok and FFmpeg decode:
+    what breaks ISO/IEC 15444-1 in a way they decode is decoded as they decode it, damage
+    (data cut short, a broken packet stream) is concealed (zeros), and each is warned with a
+    :class:`~cinegpu.decode.errors.LenientWarning` naming what was passed over; input that
+    cannot be decoded at all raises :class:`CodestreamError`. ``strict=True`` raises on the
+    first departure instead (what ``cinegpu check --decode`` does). ``components``
     selects and orders the components returned (the inverse MCT is then
     skipped unless components 0-2 are all selected).
 
@@ -80,4 +86,20 @@ def decode(data, *, reduce: int = 0, layers: int | None = None, backend: str = "
     """
     request = DecodeRequest.given(request, reduce=reduce, layers=layers, strict=strict, components=components)
     frame = cached_decoder(backend, max_pixels, max_memory).decode(data, request=request)
+    warn_passed_over(frame)
     return frame.components
+
+
+#: Lines :func:`warn_passed_over` warns with at most, the rest counted in one more.
+WARNED_LINES = 8
+
+
+def warn_passed_over(frame: Frame, stacklevel: int = 3) -> None:
+    """One :class:`~cinegpu.decode.errors.LenientWarning` per distinct line of what a lenient
+    decode tolerated or concealed (the codestream's warnings, then each tile's faults), at most
+    :data:`WARNED_LINES` of them and a count of the rest."""
+    lines = list(dict.fromkeys(f.line() for f in frame.passed_over()))
+    for line in lines[:WARNED_LINES]:
+        warnings.warn(LenientWarning(line), stacklevel=stacklevel)
+    if len(lines) > WARNED_LINES:
+        warnings.warn(LenientWarning(f"and {len(lines) - WARNED_LINES} more"), stacklevel=stacklevel)

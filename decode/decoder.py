@@ -22,6 +22,7 @@ import numpy as np
 
 from .backend import Backend, select_backend
 from .codestream.header import Codestream, MainHeaderCache, parse_codestream, tile_part_ppm_headers
+from .errors import InvalidSegment
 from .jp2 import JP2Header, apply_channels, apply_palette, read_jp2
 from .limits import (DEFAULT_MAX_MEMORY, DEFAULT_MAX_PIXELS, Cost, Limits, TileGeometry, check_limits,
                      memory_guard, tile_geometry)
@@ -59,7 +60,12 @@ class Frame:
 
     @property
     def damaged(self) -> bool:
-        return any(r.faults for r in self.reports)
+        """True when something was concealed (a fault not merely tolerated)."""
+        return any(not f.tolerated for r in self.reports for f in r.faults)
+
+    def passed_over(self) -> list[Fault]:
+        """Every fault a lenient decode went past: the codestream's warnings, then the tiles'."""
+        return [*self.warnings, *(f for r in self.reports for f in r.faults)]
 
 
 @dataclass
@@ -155,14 +161,14 @@ class Decoder:
         return key
 
     @staticmethod
-    def _key(cs: Codestream, t: int, reduce: int, main_key: str) -> tuple:
+    def _key(cs: Codestream, t: int, reduce: int, main_key: str, lenient: bool = False) -> tuple:
         tile = cs.tiles.get(t)
         h = tile.header if tile is not None else None
         if h is None or not (h.cod or h.coc or h.qcd or h.qcc or h.rgn or h.poc):
             tile_key = None if h is None else ""     # no segment that shapes the plan
         else:
             tile_key = repr((h.cod, h.coc, h.qcd, h.qcc, h.rgn, h.poc))
-        return (main_key, t, reduce, tile_key)
+        return (main_key, t, reduce, tile_key, lenient)
 
     def geometry(self, cs: Codestream, t: int, reduce: int, main_key: str | None = None,
                  key: tuple | None = None) -> TileGeometry:
@@ -184,7 +190,7 @@ class Decoder:
             key = self._key(cs, t, reduce, self._main_key(cs) if main_key is None else main_key)
         plan = self._plans.get(key)
         if plan is None:
-            plan = build_tile_plan(cs, t, reduce)
+            plan = build_tile_plan(cs, t, reduce, lenient=key[-1])
             check_plan(plan)
             if len(self._plans) >= PLAN_CACHE_SIZE:
                 self._plans.clear()
@@ -223,7 +229,7 @@ class Decoder:
     # --- the three steps -------------------------------------------------
     @memory_guard
     def prepare(self, data, *, reduce: int = 0, layers: int | None = None,
-                strict: bool | Strictness = True, request: DecodeRequest | None = None) -> Prepared:
+                strict: bool | Strictness = False, request: DecodeRequest | None = None) -> Prepared:
         """Parse the headers, check the limits and find (or build) the plan of every tile.
 
         ``strict``: a bool or a :class:`~cinegpu.decode.strictness.Strictness` (the policy the
@@ -243,14 +249,19 @@ class Decoder:
         cs = parse_codestream(codestream, strict=policy, cache=self._headers)
         missing = missing_tiles(cs, reduce)
         if missing:
-            # resilient: recorded in the missing tile's report (missing_tile_report) and left zero
+            # lenient: recorded in the missing tile's report (missing_tile_report) and left zero
             policy.fault(missing_tile(missing[0], cs.siz.num_tiles))
         main_key = self._main_key(cs)
-        keys = {t: self._key(cs, t, reduce, main_key) for t in cs.tiles}
+        keys = {t: self._key(cs, t, reduce, main_key, not policy.strict) for t in cs.tiles}
         cost = check_limits(cs, reduce, self.limits, len(codestream),
                             lambda t: self.geometry(cs, t, reduce, key=keys[t]))
         # only tiles present are planned: a missing tile stays zero (reported)
         plans = [self.plan(cs, t, reduce, key=keys[t]) for t in sorted(cs.tiles)]
+        missing_steps = sum(p.missing_steps for p in plans)
+        if missing_steps:
+            policy.tolerate(InvalidSegment("quantization lists fewer step sizes than subbands"), cs.warnings,
+                            text=f"QCD/QCC list no step size for {missing_steps} subbands (A.6.4); "
+                                 "decoded with what OpenJPEG's decoder holds for them")
         offsets = list(itertools.accumulate((p.coeff_size for p in plans), initial=0))
         return Prepared(cs, jp2, plans, offsets[:-1], offsets[-1], reduce, layers, policy,
                         time.perf_counter() - t0, has_ht_blocks(plans), cost, missing)
@@ -423,13 +434,13 @@ class Decoder:
         return out
 
     @memory_guard
-    def decode(self, data, *, reduce: int = 0, layers: int | None = None, strict: bool | Strictness = True,
+    def decode(self, data, *, reduce: int = 0, layers: int | None = None, strict: bool | Strictness = False,
                components=None, request: DecodeRequest | None = None) -> Frame:
         """Decode a codestream or JP2 file into a :class:`Frame`.
 
-        ``strict``: raise on the first fault; otherwise conceal damaged tiles
-        and code-blocks (zeros) and report them in ``Frame.reports`` (a bool, or a
-        :class:`~cinegpu.decode.strictness.Strictness`).
+        ``strict``: raise on the first fault; otherwise (lenient, the default) decode what
+        OpenJPEG decodes as it does, conceal damaged tiles and code-blocks (zeros), and report
+        both in ``Frame.reports`` (a bool, or a :class:`~cinegpu.decode.strictness.Strictness`).
         ``components``: indices to decode (None: all); the result then holds
         only those, in that order, and skips the inverse MCT unless 0-2 are
         all among them.
@@ -491,7 +502,7 @@ def finish_frame(prep: Prepared, out: list, reports: list[TileReport], component
         if prep.jp2 is not None:
             out = apply_palette(out, prep.jp2)
     elif prep.jp2 is not None:
-        out, order = apply_channels(out, prep.jp2)
+        out, order = apply_channels(out, prep.jp2, prep.strict)
         alpha = order.alpha
     frame = Frame(out, reports, list(prep.cs.warnings), alpha=alpha)
     frame.timings = {

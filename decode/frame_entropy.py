@@ -135,7 +135,8 @@ def entropy_decode_frame(cs: Codestream, plans: list[TilePlan], offsets: list[in
     reach = [b1 - b0 if sh else h1 - h0 for b0, b1, h0, h1, sh in ranges]
     orders, starts = tables.packet_orders(plans, cs.siz, reach)
     rows = np.array([(b0, b1, h0, h1, sh, starts[i], starts[i + 1],
-                      p.layers if layers is None else min(layers, p.layers), int(p.sop), int(p.eph))
+                      p.layers if layers is None else min(layers, p.layers), int(p.sop), int(p.eph),
+                      int(not policy.strict))
                      for i, (p, (b0, b1, h0, h1, sh)) in enumerate(zip(plans, ranges))],
                     np.int64).reshape(-1, P.T_COLUMNS)
     results = np.zeros((len(plans), 4), np.int64)
@@ -156,7 +157,8 @@ def entropy_decode_frame(cs: Codestream, plans: list[TilePlan], offsets: list[in
             _tier2_fault(cs, plan, int(results[i, P.R_STATUS]), int(results[i, P.R_DONE]),
                          int(results[i, P.R_WHERE]) - ranges[i][0], ranges[i][4], policy, report)
         if bad_t1:
-            check_tier1_status(status[tables.cb_first[i] : tables.cb_first[i + 1]], plan, policy, report)
+            rows = slice(tables.cb_first[i], tables.cb_first[i + 1])
+            check_tier1_status(status[rows], plan, policy, report, table[rows, tier1.CB_NUM_BPS])
         reports.append(report)
     if reports:
         reports[0].tier2_s, reports[0].tier1_s = t1 - t0, t2 - t1

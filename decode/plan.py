@@ -23,6 +23,7 @@ import numpy as np
 
 from . import tier1
 from .codestream.header import Codestream, Tile
+from .codestream.qcd import QUANT_DERIVED
 from .errors import InvalidSegment, UnsupportedFeature
 from .transform.layout import FlatLayout
 
@@ -140,6 +141,8 @@ class TilePlan:
     #: (or None where one cannot be batched), by the first such component, filled by
     #: :func:`cinegpu.decode.reconstruct.reconstruct_tile`
     batches: dict = field(default_factory=dict, repr=False, compare=False)
+    #: subbands quantised with a step size their QCD/QCC does not list (lenient plans only)
+    missing_steps: int = 0
 
 
 def tile_rect(cs: Codestream, t: int) -> tuple[int, int, int, int]:
@@ -176,8 +179,13 @@ def tile_covers_samples(cs: Codestream, t: int, reduce: int = 0, pairs: list | N
     return False
 
 
-def build_tile_plan(cs: Codestream, t: int, reduce: int = 0) -> TilePlan:
-    """Lay out tile ``t``: resolutions, subbands, precincts, code-blocks."""
+def build_tile_plan(cs: Codestream, t: int, reduce: int = 0, lenient: bool = False) -> TilePlan:
+    """Lay out tile ``t``: resolutions, subbands, precincts, code-blocks.
+
+    ``lenient``: a subband that its QCD/QCC lists no step size for (A.6.4 wants one each; a
+    scalar-derived one derives them, E-5) takes what OpenJPEG's decoder holds for it: a tile
+    header's missing step from the main header's, else exponent and mantissa 0; the plan
+    counts them in ``missing_steps``. Strict, such a band raises :class:`InvalidSegment`."""
     tile = cs.tiles.get(t)
     tx0, ty0, tx1, ty1 = tile_rect(cs, t)
     cod = cs.cod(tile)
@@ -186,10 +194,10 @@ def build_tile_plan(cs: Codestream, t: int, reduce: int = 0) -> TilePlan:
     pb_rows: list[np.ndarray] = []
     cb_rows: list[np.ndarray] = []
     keep_rows: list[np.ndarray] = []
-    counters = {"prec": 0, "pb": 0, "cb": 0, "nodes": 0, "coeff": 0}
+    counters = {"prec": 0, "pb": 0, "cb": 0, "nodes": 0, "coeff": 0, "missing_steps": 0}
     for c in range(cs.siz.Csiz):
         tc = _tile_component(cs, tile, c, (tx0, ty0, tx1, ty1), reduce, counters,
-                             prec_pb, pb_rows, cb_rows, keep_rows)
+                             prec_pb, pb_rows, cb_rows, keep_rows, lenient)
         comps.append(tc)
     prec = np.concatenate(prec_pb) if prec_pb else np.zeros((0, 2), np.int64)
     pb = np.concatenate(pb_rows) if pb_rows else np.zeros((0, PB_COLUMNS), np.int64)
@@ -200,6 +208,7 @@ def build_tile_plan(cs: Codestream, t: int, reduce: int = 0) -> TilePlan:
         prec, pb, cb, keep, counters["nodes"], counters["coeff"], prec.shape[0], cod.sop, cod.eph,
         cod.progression, list(cs.progressions(tile)), cod.mct,
         ht=bool(cb.shape[0]) and bool((cb[:, tier1.CB_STYLE] & tier1.CBLK_HT).any()),
+        missing_steps=counters["missing_steps"],
     )
 
 
@@ -234,7 +243,18 @@ def resolution_rects(tcrect, NL: int, r: int, PPx: int, PPy: int):
     return (rx0, ry0, rx1, ry1), bands, npx, npy
 
 
-def _tile_component(cs, tile: Tile | None, c, trect, reduce, counters, prec_pb, pb_rows, cb_rows, keep_rows):
+def _missing_step(cs, q, c: int, band_index: int) -> tuple[int, int]:
+    """What OpenJPEG's decoder holds for a subband its QCD/QCC lists no step size for: a tile
+    header's copy of the main header's (it starts a tile's parameters as a copy of them),
+    else zeros (its tables start zeroed)."""
+    main = cs.quantization(None, c)
+    if main is not q and main.style == q.style and band_index < len(main.steps):
+        return main.steps[band_index]
+    return (0, 0)
+
+
+def _tile_component(cs, tile: Tile | None, c, trect, reduce, counters, prec_pb, pb_rows, cb_rows, keep_rows,
+                    lenient: bool = False):
     s = cs.siz
     sp = cs.spcod(tile, c)
     q = cs.quantization(tile, c)
@@ -252,7 +272,11 @@ def _tile_component(cs, tile: Tile | None, c, trect, reduce, counters, prec_pb, 
         keep = r <= NL - reduce
         bands = []
         for orient, bx0, by0, bx1, by1 in rects:
-            eps, mu = q.step(band_index, NL)
+            missing = None
+            if lenient and band_index >= len(q.steps):
+                missing = _missing_step(cs, q, c, band_index)
+                counters["missing_steps"] += q.style != QUANT_DERIVED
+            eps, mu = q.step(band_index, NL, missing)
             band_index += 1
             Rb = precision + LOG2_GAIN[orient]
             delta = 1.0 if sp.reversible else (2.0 ** (Rb - eps)) * (1.0 + mu / 2048.0)

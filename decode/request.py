@@ -24,7 +24,7 @@ class DecodeRequest:
     ``reduce``: resolution levels discarded (T.800 B.5; the image is ``2**reduce`` times smaller).
     ``layers``: decode only the first N quality layers (B.12; None: all).
     ``strict``: a bool or a :class:`~cinegpu.decode.strictness.Strictness`; strict raises on the
-    first fault, resilient conceals and reports it.
+    first fault, lenient (the default) decodes what the peers decode and conceals damage, reporting both.
     ``components``: the component indices returned, in that order (None: all); kept as a tuple.
     The values are checked where a frame is decoded (``reduce >= 0``, ``layers >= 1``,
     ``components`` within the frame's), as the loose keyword options always were.
@@ -32,7 +32,7 @@ class DecodeRequest:
 
     reduce: int = 0
     layers: int | None = None
-    strict: bool | Strictness = True
+    strict: bool | Strictness = False
     components: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:

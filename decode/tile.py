@@ -4,7 +4,7 @@ The coefficients land in one flat int32 buffer laid out per subband (the
 plan's ``Band.offset``), holding 2 x the reconstructed quantisation index
 (tier-1's convention). Faults go through the decoding policy
 (:class:`~cinegpu.decode.strictness.Strictness`): strict, the first one raises;
-resilient, each is recorded as a typed :class:`~cinegpu.decode.strictness.Fault`
+lenient, each is recorded as a typed :class:`~cinegpu.decode.strictness.Fault`
 in the tile's :class:`TileReport`.
 """
 
@@ -35,7 +35,7 @@ T2_MESSAGES = {
 
 @dataclass
 class TileReport:
-    """What went wrong in one tile, for resilient decoding and the player.
+    """What went wrong in one tile, for lenient decoding and the player.
 
     ``faults`` holds typed :class:`~cinegpu.decode.strictness.Fault` objects; each prints as
     one line ("tile missing", "3 code-blocks with tier-1 faults", ...).
@@ -75,7 +75,7 @@ def missing_tile(index: int, num_tiles: int) -> TruncatedCodestream:
 
 
 def missing_tile_report(index: int, num_tiles: int) -> TileReport:
-    """The report of a tile absent from the codestream (resilient decoding: left zero)."""
+    """The report of a tile absent from the codestream (lenient decoding: left zero)."""
     return TileReport(index, faults=[Fault(missing_tile(index, num_tiles), index, "tile missing")])
 
 
@@ -103,7 +103,7 @@ def tier2_tile(cs: Codestream, plan: TilePlan, tile: Tile, *, layers: int | None
     """Read the tile's packets (B.9, B.10) and lay out its code-blocks for tier-1.
 
     A packet stream that breaks off (B.10) ends the tile: strict, its error is raised;
-    resilient, it is recorded in ``report`` and the packets read so far are kept.
+    lenient, it is recorded in ``report`` and the packets read so far are kept.
     """
     t0 = time.perf_counter()
     body = _tile_data(cs, tile)
@@ -123,7 +123,7 @@ def tier2_tile(cs: Codestream, plan: TilePlan, tile: Tile, *, layers: int | None
     max_layers = plan.layers if layers is None else min(layers, plan.layers)
     pieces, n_pieces, status, done, where = P.read_packets(
         hdr, 0, hdr.shape[0], body, 0, body.shape[0], shared,
-        order, plan.prec_pb, plan.pb, table, plan.cb_keep, max_layers, plan.sop, plan.eph,
+        order, plan.prec_pb, plan.pb, table, plan.cb_keep, max_layers, plan.sop, plan.eph, not policy.strict,
         incl_v, incl_l, zbp_v, zbp_l, state,
     )
     report.packets_read = int(done)
@@ -137,22 +137,41 @@ def tier2_tile(cs: Codestream, plan: TilePlan, tile: Tile, *, layers: int | None
     return TileSegments(coded, table, seg_lengths, seg_passes)
 
 
-def check_tier1_status(status: np.ndarray, plan: TilePlan, policy: Strictness, report: TileReport) -> None:
-    """Turn tier-1 status bits (one per code-block) into an error (strict) or a concealment count.
+def check_tier1_status(status: np.ndarray, plan: TilePlan, policy: Strictness, report: TileReport,
+                       num_bps: np.ndarray | None = None) -> None:
+    """Turn tier-1 status bits (one per code-block) into an error (strict) or faults (lenient).
 
-    A wrong segmentation symbol alone (D.5, ``STATUS_SEGSYM``) is concealed in both modes.
+    Strict, any status but a wrong segmentation symbol raises. Lenient, more coding passes
+    than a block's K bit-planes hold (``STATUS_TOO_MANY_PASSES``, T.800 D.4: decoded as
+    OpenJPEG decodes them, see tier1/codeblock.py) and K < 0 (zero bit-planes past Mb, B.10.5,
+    which tier-2 lets through: zeros, as OpenJPEG and Grok) are tolerated; the rest is
+    concealed. A wrong segmentation symbol alone (D.5, ``STATUS_SEGSYM``) is recorded in both
+    modes. ``num_bps``: the blocks' K after tier-2, to tell the zero bit-planes apart.
     """
     bad = np.flatnonzero(status)
-    if bad.size:
-        error = InvalidSegment(
-            f"tile {plan.index}: {bad.size} code-blocks fail tier-1 decoding (status {int(status[bad[0]])})"
-        )
-        text = f"{bad.size} code-blocks with tier-1 faults"
-        if np.any(status[bad] & ~tier1.STATUS_SEGSYM):
-            policy.fault(error, report.faults, tile=plan.index, text=text)
-        else:
-            report.faults.append(Fault(error, plan.index, text))
-        report.concealed_blocks = int(bad.size)
+    if not bad.size:
+        return
+    error = InvalidSegment(
+        f"tile {plan.index}: {bad.size} code-blocks fail tier-1 decoding (status {int(status[bad[0]])})"
+    )
+    found = status[bad]
+    if policy.strict and np.any(found & ~tier1.STATUS_SEGSYM):
+        raise error
+    passes = (found & tier1.STATUS_TOO_MANY_PASSES) != 0
+    past_mb = passes & (num_bps[bad] < 0) if num_bps is not None else np.zeros_like(passes)
+    if past_mb.any():
+        policy.tolerate(error, report.faults, tile=plan.index,
+                        text=f"tile {plan.index}: {int(past_mb.sum())} code-blocks with more zero bit-planes "
+                             "than the subband's magnitude bits (B.10.5), decoded as zeros as OpenJPEG does")
+    if (passes & ~past_mb).any():
+        policy.tolerate(error, report.faults, tile=plan.index,
+                        text=f"tile {plan.index}: {int((passes & ~past_mb).sum())} code-blocks with more coding "
+                             "passes than their bit-planes hold (D.4), decoded as OpenJPEG decodes them")
+    damaged = (found & ~(tier1.STATUS_TOO_MANY_PASSES | tier1.STATUS_SEGSYM)) != 0
+    segsym = (found & tier1.STATUS_SEGSYM) != 0
+    if (damaged | segsym).any():
+        report.faults.append(Fault(error, plan.index, f"{int((damaged | segsym).sum())} code-blocks with tier-1 faults"))
+        report.concealed_blocks = int((damaged | segsym).sum())
 
 
 def decode_tile(cs: Codestream, plan: TilePlan, tile: Tile | None, *, layers: int | None,
@@ -175,6 +194,6 @@ def decode_tile(cs: Codestream, plan: TilePlan, tile: Tile | None, *, layers: in
     t1 = time.perf_counter()
     if plan.cb.shape[0]:
         status = tier1.decode_codeblocks(seg.coded, seg.table, seg.seg_lengths, seg.seg_passes, coeffs)
-        check_tier1_status(status, plan, policy, report)
+        check_tier1_status(status, plan, policy, report, seg.table[:, tier1.CB_NUM_BPS])
     report.tier1_s = time.perf_counter() - t1
     return coeffs, report

@@ -96,7 +96,7 @@ def decode_chunk(chunk: DecodeChunk) -> ChunkChecked:
         for n in range(chunk.first, chunk.first + chunk.count):
             for eye in chunk.eyes:
                 try:
-                    decode(mxf.frame(n, eye), backend=chunk.backend)
+                    decode(mxf.frame(n, eye), backend=chunk.backend, strict=True)
                 except (CodestreamError, MediaError, OSError, IndexError) as exc:
                     faults.append(FrameFault(chunk.package, chunk.track, n, _why(exc),
                                              eye if stereo else None))

@@ -55,9 +55,9 @@ BACKENDS = [
 def test_conformance(case, backend):
     data = case.path.read_bytes()
     if case.klass == "class0":
-        out = decode(data, reduce=case.reduce, components=[0], backend=backend)
+        out = decode(data, reduce=case.reduce, components=[0], backend=backend, strict=True)
     else:
-        out = decode(data, reduce=case.reduce, backend=backend)
+        out = decode(data, reduce=case.reduce, backend=backend, strict=True)
     assert len(out) >= len(case.references)
     precision = parse_codestream(data).siz.precision(0)
     for k, ref_name in enumerate(case.references):
@@ -106,9 +106,9 @@ def test_htj2k_conformance(case, backend):
     name = Path(case.file).name
     if name in HT_UNSUPPORTED:
         with pytest.raises(UnsupportedFeature, match=HT_UNSUPPORTED[name]):
-            decode(data, reduce=case.reduce, backend=backend)
+            decode(data, reduce=case.reduce, backend=backend, strict=True)
         return
-    out = decode(data, reduce=case.reduce, backend=backend)
+    out = decode(data, reduce=case.reduce, backend=backend, strict=True)
     assert len(out) >= len(case.references)
     for k, ref_name in enumerate(case.references):
         ref = read_pgx(CONFORMANCE / ref_name)
@@ -126,6 +126,6 @@ def test_htj2k_without_reference_decodes():
     path = CONFORMANCE / "htj2k" / "codestreams" / "ds0_ht_07_b11.j2k"
     if not path.exists():
         pytest.skip("ds0_ht_07_b11.j2k is not in the snapshot")
-    out = decode(path.read_bytes())
+    out = decode(path.read_bytes(), strict=True)
     assert [c.shape for c in out] == [(2048, 2048)] * 3
     assert all(c.dtype == np.int16 for c in out) and out[0].std() > 10

@@ -74,8 +74,9 @@ SOT_AT = QCD_AT + len(qcd())
 
 
 def raises(cls, data: bytes, match: str, offset=..., **kw) -> CodestreamError:
+    """The error strict decoding raises (``strict=False`` in ``kw``: what lenient still does)."""
     with pytest.raises(cls, match=match) as info:
-        decode(data, **kw)
+        decode(data, **{"strict": True, **kw})
     if offset is not ...:
         assert info.value.offset == offset, f"offset {info.value.offset}, expected {offset}: {info.value}"
     return info.value
@@ -368,7 +369,7 @@ def test_packet_header_overrun():
     # an included code-block announcing 1 pass of 100 bytes in a body of 2 bytes
     data = stream(tiles=tile_part(body=b"\xc0\x00"))
     with pytest.raises(CodestreamError, match="tile 0, packet 0"):
-        decode(data)
+        decode(data, strict=True)
 
 
 def test_reduce_beyond_levels():

@@ -103,7 +103,7 @@ def test_cdef_is_not_applied_to_selected_components(rgb):
 
 @pytest.mark.parametrize("entries, match", [
     (((0, 0, 1), (1, 0, 2), (3, 0, 3)), "cdef: channel 3 of 3"),
-    (((0, 0, 1), (1, 0, 2), (1, 0, 3)), "cdef: channel 1 described twice"),
+    (((0, 0, 1), (1, 0, 2), (1, 0, 3)), "cdef: channel 2 not described"),
     (((0, 0, 1), (1, 0, 2)), "cdef: channel 2 not described"),
     (((0, 0, 1), (1, 0, 2), (2, 0, 4)), "cdef: channel 2 associated with colour 4 of 3"),
     ((), "cdef: no channel described"),
@@ -112,6 +112,24 @@ def test_bad_cdef_is_an_error(rgb, entries, match):
     _, cs = rgb
     with pytest.raises(InvalidSegment, match=match):
         decode(jp2(cs, ihdr(H, W, 3) + colr(16) + cdef(*entries)))
+
+
+@pytest.mark.parametrize("entries", [
+    ((0, 0, 1), (1, 0, 2), (2, 0, 3), (1, 0, 2)),
+    ((0, 0, 3), (1, 0, 2), (2, 0, 1), (0, 0, 2)),
+    ((2, 0, 1), (0, 0, 2), (1, 0, 3), (2, 0, 3), (0, 1, 0)),
+])
+def test_cdef_describing_a_channel_twice_decodes_as_openjpeg(rgb, entries, tmp_path):
+    """I.5.3.6 wants each channel described once; OpenJPEG decodes a cdef that describes one
+    twice, its swaps made in order: strict refuses, lenient gives OpenJPEG's channels."""
+    _, cs = rgb
+    data = jp2(cs, ihdr(H, W, 3) + colr(16) + cdef(*entries))
+    with pytest.raises(InvalidSegment, match="described twice"):
+        decode(data, strict=True)
+    with pytest.warns(LenientWarning, match="described twice"):
+        got = decode(data)
+    if "opj_decompress" in PEERS:
+        assert same(got, peer_output("opj_decompress", data, tmp_path))
 
 
 def test_second_cdef_is_an_error(rgb):
@@ -171,13 +189,20 @@ def test_codestream_box_past_the_end_of_the_file(rgb, tmp_path):
         assert same(got, peer_output(tool, long, tmp_path)), tool
 
 
-def test_codestream_box_cut_short_inside_its_data_still_fails(rgb):
+def test_codestream_box_cut_short_inside_its_data_still_fails_strict(rgb):
+    """The box's length is tolerated, the codestream cut inside its tile data is not: strict
+    raises; lenient conceals what is lost and warns of both."""
     _, cs = rgb
     clean = jp2(cs, ihdr(H, W, 3) + colr(16))
     at = codestream_box_at(clean)
     cut = clean[:at] + struct.pack(">I", 100000) + clean[at + 4: at + 8 + len(cs) // 2]
     with pytest.warns(LenientWarning), pytest.raises(CodestreamError):
+        decode(cut, strict=True)
+    with pytest.warns(LenientWarning) as seen:
         decode(cut)
+    lines = [str(w.message) for w in seen]
+    assert any("run past the end of the file" in line for line in lines), lines
+    assert any("cut short" in line or "runs past the end of the tile data" in line for line in lines), lines
 
 
 def test_cmap_outside_jp2h_is_read(palette, tmp_path):

@@ -194,7 +194,7 @@ def test_peer(case: Case, tmp_path):
             pytest.skip(f"{tool} is not installed")
     stream = encode(case.tool, case.img, list(case.args), tmp_path, case.ext)
     ref = opj_reference(stream, tmp_path, case.reduce, case.layers)
-    got = decode(stream.read_bytes(), reduce=case.reduce, layers=case.layers)
+    got = decode(stream.read_bytes(), reduce=case.reduce, layers=case.layers, strict=True)
     problems = compare(got, ref, 1 if case.lossy else 0)
     assert not problems, (f"{case.tool}_compress {' '.join(case.args)} ({case.img}); "
                           f"reduce={case.reduce} layers={case.layers}:\n" + "\n".join(problems))

@@ -1,6 +1,6 @@
-"""The decoding policy (cinegpu.decode.strictness): strict raises the typed error; resilient
-records it as a Fault (error, byte offset, tile), decoding goes on, and the text printed for
-it is the one the reports, ``cinegpu info`` and ``cinegpu decode --resilient`` always showed.
+"""The decoding policy (cinegpu.decode.strictness): strict raises the typed error; lenient (the
+default) records it as a Fault (error, byte offset, tile), decoding goes on, and the text printed
+for it is the one the reports, ``cinegpu info`` and ``cinegpu decode``'s warnings show.
 
 Streams: the byte-built ones of test_errors.py, and a small encoded one whose tile-part body
 is cut in half (Psot rewritten, EOC kept) so that tier-2 (B.10) runs out of packet data.
@@ -26,7 +26,7 @@ from cinegpu.decode import (
 from cinegpu.decode.codestream.describe import describe_codestream
 from cinegpu.decode.codestream.header import parse_codestream
 from cinegpu.decode.decoder import Decoder
-from cinegpu.decode.strictness import RESILIENT, STRICT
+from cinegpu.decode.strictness import LENIENT, STRICT
 
 from test_errors import SOT_AT, cod, qcd, seg, siz, stream, tile_part
 
@@ -40,7 +40,7 @@ def test_strict_raises_the_error_itself():
     assert info.value is error
 
 
-def test_resilient_records_a_typed_fault():
+def test_lenient_records_a_typed_fault():
     faults: list[Fault] = []
     error = TruncatedCodestream("SOT runs past the end", 65)
     got = Strictness(False).fault(error, faults, tile=3, text="SOT at byte 65 cut short; rest ignored")
@@ -48,13 +48,13 @@ def test_resilient_records_a_typed_fault():
     assert got.error is error and got.offset == 65 and got.tile == 3
     assert str(got) == "SOT at byte 65 cut short; rest ignored"
     assert str(Fault(error)) == "SOT runs past the end at byte 65"  # without text: the error's message
-    assert RESILIENT.fault(error) == Fault(error)  # no list: returned only
+    assert LENIENT.fault(error) == Fault(error)  # no list: returned only
 
 
 def test_policy_from_the_strict_argument():
-    assert Strictness.of(True) is STRICT and Strictness.of(False) is RESILIENT
-    assert Strictness.of(RESILIENT) is RESILIENT
-    assert STRICT.strict and not RESILIENT.strict
+    assert Strictness.of(True) is STRICT and Strictness.of(False) is LENIENT
+    assert Strictness.of(LENIENT) is LENIENT
+    assert STRICT.strict and not LENIENT.strict
 
 
 def test_fault_survives_pickling():
@@ -93,14 +93,14 @@ def test_garbage_where_sot_is_due():
     assert isinstance(fault.error, MisplacedMarker) and fault.offset == at
     assert str(fault) == f"expected SOT or EOC at byte {at}; rest ignored"
     with pytest.raises(MisplacedMarker, match="expected SOT or EOC, found 0x1234") as info:
-        decode(data)
+        decode(data, strict=True)
     assert str(info.value) == str(fault.error) and info.value.offset == fault.offset
 
 
 def test_damaged_tile_part_header_keeps_the_tiles_before():
     two = stream(size=siz(w=16, tw=8), tiles=tile_part(0) + tile_part(1, header=seg(0xFF52, b"\x00")))
     with pytest.raises(InvalidSegment, match="COD: segment too short"):
-        decode(two)
+        decode(two, strict=True)
     frame = Decoder().decode(two, strict=False)
     assert frame.components[0].shape == (8, 16)
     (fault,) = frame.warnings
@@ -114,7 +114,7 @@ def test_damaged_tile_part_header_keeps_the_tiles_before():
 def test_missing_tile():
     data = stream(size=siz(w=16, tw=8), tiles=tile_part(0))
     with pytest.raises(TruncatedCodestream, match="tile 1 is missing"):
-        decode(data)
+        decode(data, strict=True)
     frame = Decoder().decode(data, strict=False)
     (report,) = [r for r in frame.reports if r.faults]
     (fault,) = report.faults
@@ -142,7 +142,7 @@ def cod_qcd_with_unknown_marker() -> bytes:
 def test_main_header_cut_short():
     data = stream()[:SOT_AT]
     with pytest.raises(TruncatedCodestream):
-        decode(data)
+        decode(data, strict=True)
     frame = Decoder().decode(data, strict=False)
     assert frame.components[0].shape == (8, 8)
     (fault,) = frame.warnings
@@ -171,7 +171,7 @@ def _cut_stream() -> tuple[bytes, int]:
 def test_packet_data_running_out(capsys, tmp_path):
     data, body = _cut_stream()
     with pytest.raises(TruncatedCodestream, match="packet body runs past the end of the tile data") as info:
-        decode(data)
+        decode(data, strict=True)
     frame = Decoder().decode(data, strict=False)
     assert frame.components[0].shape == (32, 32) and frame.damaged and not frame.warnings
     (fault,) = frame.reports[0].faults
@@ -184,8 +184,10 @@ def test_packet_data_running_out(capsys, tmp_path):
 
     path = tmp_path / "cut.j2c"
     path.write_bytes(data)
-    assert main(["decode", str(path), "-o", str(tmp_path / "out.pgx"), "--resilient"]) == 0
-    assert f"concealed: tile 0: {fault}\n" in capsys.readouterr().err
+    assert main(["decode", str(path), "-o", str(tmp_path / "out.pgx")]) == 0  # lenient by default
+    assert f"{path}: warning: {fault}\n" in capsys.readouterr().err
+    assert main(["decode", str(path), "-o", str(tmp_path / "out.pgx"), "--strict"]) == 2
+    assert f"{path}: {info.value}\n" in capsys.readouterr().err
 
 
 # ------------------------------------------------------------------ absent tiles that hold no samples
@@ -210,7 +212,7 @@ def test_absent_tile_holding_no_samples_is_not_missing():
 def test_absent_tile_holding_samples_is_still_missing():
     data = _subsampled_two_tiles(1)
     with pytest.raises(TruncatedCodestream, match="tile 0 is missing"):
-        decode(data)
+        decode(data, strict=True)
     frame = Decoder().decode(data, strict=False)
     assert frame.damaged
     assert [(r.tile, [str(f) for f in r.faults]) for r in frame.reports] == [(0, ["tile missing"]), (1, [])]
@@ -221,6 +223,6 @@ def test_absent_tile_empty_only_at_the_reduced_resolution():
     data = stream(size=siz(w=2, h=2, tw=1, th=2), main=cod(levels=1) + qcd(levels=1),
                   tiles=tile_part(0))
     with pytest.raises(TruncatedCodestream, match="tile 1 is missing"):
-        decode(data)
+        decode(data, strict=True)
     (plane,) = decode(data, reduce=1)
     assert plane.shape == (1, 1)

@@ -82,6 +82,8 @@ def test_fuzz_never_crashes():
 
 
 def test_too_many_passes_decodes_the_valid_ones():
+    """Passes past 3K - 2 are ignored, as OpenJPEG ignores them; K < 0 (zero bit-planes past
+    Mb, which lenient tier-2 lets through) decodes none: zeros, as OpenJPEG and Grok."""
     data, lengths, passes, num_bps, v = _encoded()
     ok, out_ok = _run(data, [_row(num_bps=num_bps)], lengths, passes)
     extra = passes.copy()
@@ -89,8 +91,9 @@ def test_too_many_passes_decodes_the_valid_ones():
     status, out = _run(data, [_row(num_bps=num_bps)], lengths, extra)
     assert ok[0] == 0 and status[0] == t1.STATUS_TOO_MANY_PASSES
     np.testing.assert_array_equal(out, out_ok)
-    status, out = _run(data, [_row(num_bps=0)], lengths, passes)
-    assert status[0] == t1.STATUS_TOO_MANY_PASSES and not out.any()
+    for k in (0, -1, -80):
+        status, out = _run(data, [_row(num_bps=k)], lengths, passes)
+        assert status[0] == t1.STATUS_TOO_MANY_PASSES and not out.any()
 
 
 def test_k_too_large():
@@ -101,7 +104,7 @@ def test_k_too_large():
 
 @pytest.mark.parametrize("field,value", [
     (t1.CB_DATA, -1), (t1.CB_DATA, 1), (t1.CB_DATA, 1 << 40), (t1.CB_SEG_FIRST, 1),
-    (t1.CB_SEG_FIRST, -1), (t1.CB_SEG_COUNT, 5), (t1.CB_SEG_COUNT, -1), (t1.CB_NUM_BPS, -1),
+    (t1.CB_SEG_FIRST, -1), (t1.CB_SEG_COUNT, 5), (t1.CB_SEG_COUNT, -1),
     (t1.CB_ORIENT, 4), (t1.CB_ORIENT, -1), (t1.CB_ROISHIFT, -1), (t1.CB_OUT, -1),
     (t1.CB_OUT, 4096 - 63), (t1.CB_WIDTH, 9), (t1.CB_WIDTH, -8), (t1.CB_HEIGHT, 4096),
     (t1.CB_STRIDE, 7), (t1.CB_STRIDE, 1 << 40), (t1.CB_WIDTH, 2048),
@@ -147,6 +150,27 @@ def test_segsym_mismatch_reported():
                          lengths, passes)
         hits += bool(status[0] & t1.STATUS_SEGSYM)
     assert hits > 0
+
+
+def test_segsym_of_the_last_pass_not_checked():
+    """A block cut inside its last cleanup pass (rate control truncating it short of its
+    segmentation symbol, which then reads as 1s, C.3.4) is not reported: only a symbol
+    followed by more passes is checked (D.5)."""
+    rng = np.random.default_rng(4)
+    v = (rng.integers(-900, 900, (16, 16)) * (rng.random((16, 16)) < 0.8)).astype(np.int32)
+    coded, rates, _, num_bps = encode_codeblock(v, 0, t1.CBLK_SEGSYM)
+    cut_checked = 0
+    for n in range(1, len(rates) + 1, 3):  # passes ending with a cleanup pass
+        for short in (1, 2):
+            length = int(rates[n - 1]) - short
+            if length <= (rates[n - 2] if n > 1 else 0):
+                continue
+            data = np.frombuffer(bytes(coded[:length]) + b"\xff\xff", np.uint8)
+            status, _ = _run(data, [_row(num_bps=num_bps, style=t1.CBLK_SEGSYM, w=16, h=16, stride=16)],
+                             [length], [n], 256)
+            assert not status[0] & t1.STATUS_SEGSYM, (n, short)
+            cut_checked += 1
+    assert cut_checked > 5
 
 
 def test_missing_padding_is_a_bad_row():

@@ -159,6 +159,23 @@ def test_every_truncation_point(backend, style):
     assert not status.any()
 
 
+@pytest.mark.parametrize("flags_in", ["shared", "global"])
+def test_more_planes_coded_than_signalled(backend, flags_in):
+    """Passes past 3K - 2 (test_tier1_roundtrip's case) ignored, and K < 0 (zero bit-planes past
+    Mb, tolerated) decoding to zeros."""
+    rng = np.random.default_rng(21)
+    batch = Batch(stride=32)
+    for style in (0, t1.CBLK_BYPASS, t1.CBLK_VCAUSAL, 0x3F):
+        v = random_block(rng, (13, 17), 9, 0.6)
+        coded, rates, _, num_bps = encode_codeblock(v, style % 4, style)
+        for fewer in (1, 2, num_bps, num_bps + 1, num_bps + 9):
+            k = num_bps - fewer
+            for n in range(max(3 * k - 2, 0), len(rates) + 1):
+                batch.add(coded, *segments(rates, style, n), v.shape, k, style % 4, style)
+    status, _ = batch.compare(backend, flags_in=flags_in)
+    assert (status == t1.STATUS_TOO_MANY_PASSES).sum() > 20
+
+
 def test_roi_and_magnitude_limits(backend):
     rng = np.random.default_rng(11)
     batch = Batch(stride=32)
@@ -261,7 +278,7 @@ def tile_tables(cs, plan, tile, ppm):
     hdr = body if shared else headers
     pieces, n_pieces, status, _, _ = P.read_packets(
         hdr, 0, hdr.shape[0], body, 0, body.shape[0], shared, order, plan.prec_pb, plan.pb,
-        table, plan.cb_keep, plan.layers, plan.sop, plan.eph, incl_v, incl_l, zbp_v, zbp_l,
+        table, plan.cb_keep, plan.layers, plan.sop, plan.eph, False, incl_v, incl_l, zbp_v, zbp_l,
         state)
     assert status in (P.OK, P.ENDED)
     coded, seg_lengths, seg_passes = P.gather_segments(body, pieces, n_pieces, table)

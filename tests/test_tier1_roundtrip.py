@@ -77,6 +77,27 @@ def test_every_truncation_point(style):
         np.testing.assert_allclose(dists, -np.diff(errors), rtol=1e-9, atol=1e-6)
 
 
+@pytest.mark.parametrize("style", [0, t1.CBLK_BYPASS, t1.CBLK_TERMALL, t1.CBLK_VCAUSAL, 0x3F])
+@pytest.mark.parametrize("fewer", [1, 2])
+def test_more_planes_coded_than_signalled(style, fewer):
+    """An encoder that codes ``fewer`` more bit-planes than the K it signals: the first 3K - 2
+    passes decode, one plane per three passes lower than coded (the model's ``decoded_bps``);
+    the rest are ignored, as OpenJPEG ignores them, and flagged STATUS_TOO_MANY_PASSES."""
+    rng = np.random.default_rng(style * 3 + fewer)
+    for trial, shape in enumerate([(9, 7), (16, 16), (4, 30)]):
+        orient = trial % 4
+        v = random_block(rng, shape, 9, [1.0, 0.3, 0.6][trial])
+        coded, rates, _, num_bps = encode_codeblock(v, orient, style)
+        k = num_bps - fewer
+        for n in range(max(3 * k - 3, 0), len(rates) + 1):
+            lengths, passes = segments(rates, style, n)
+            status, out = decode(coded, lengths, passes, shape, k, orient, style)
+            model = reconstruct(v, n, vcausal=bool(style & t1.CBLK_VCAUSAL), num_bps=num_bps,
+                                decoded_bps=k)
+            assert status == (t1.STATUS_TOO_MANY_PASSES if n > 3 * k - 2 else 0)
+            np.testing.assert_array_equal(out, model, err_msg=f"after {n} passes")
+
+
 def test_truncation_is_tight():
     """Per-pass rates are exact, not a conservative estimate: one byte less breaks a pass."""
     rng = np.random.default_rng(7)

@@ -13,7 +13,7 @@ segment's bytes as stored).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from ..errors import CodestreamError, InvalidSegment, MisplacedMarker, TruncatedCodestream
@@ -81,7 +81,7 @@ class Codestream:
     main: Segments
     tiles: dict[int, Tile]
     markers: list[tuple[int, int, int]]  #: (code, offset, length) in stream order
-    #: what was skipped or cut (both modes) and, resilient, the faults concealed; each prints
+    #: what was skipped or cut (both modes) and, lenient, the faults passed over; each prints
     #: as one line of text
     warnings: list[Fault]
     data: bytes | memoryview
@@ -191,8 +191,13 @@ def _store(seg: Segments, attr: str, value: object) -> None:
 
 
 def _read_segments(data, pos: int, scope: str, siz: SIZ, seg: Segments, cs_markers, warnings,
-                   stop: tuple[int, ...]) -> int:
-    """Parse marker segments from ``pos`` until a marker in ``stop``; return its offset."""
+                   stop: tuple[int, ...], policy: Strictness | None = None) -> int:
+    """Parse marker segments from ``pos`` until a marker in ``stop``; return its offset.
+
+    A COD, COC, QCD, QCC or RGN in a tile-part header after the tile's first (A.4.2 allows
+    them only there) raises :class:`MisplacedMarker`, or, under a lenient ``policy``, is
+    tolerated and applied to the tile, as OpenJPEG applies it (it overrides what the tile
+    had: OpenJPEG decodes a tile once all its parts are read)."""
     n = len(data)
     while True:
         code = read_u16(data, pos, "a header marker")
@@ -219,7 +224,12 @@ def _read_segments(data, pos: int, scope: str, siz: SIZ, seg: Segments, cs_marke
             where, attr, parser = entry
             allowed = where.split()
             if scope not in allowed and not (scope == "first" and "tile" in allowed):
-                raise MisplacedMarker(f"{M.name(code)} is not allowed in a {scope} header", pos)
+                error = MisplacedMarker(f"{M.name(code)} is not allowed in a {scope} header", pos)
+                if policy is None or scope != "tile" or "first" not in allowed:
+                    raise error
+                policy.tolerate(error, warnings, text=f"{M.name(code)} in a tile-part header after the "
+                                                      f"tile's first at byte {pos}, applied to the tile as "
+                                                      "OpenJPEG applies it")
             reader = SegmentReader(data, pos + 4, end, M.name(code))
             _store(seg, attr, parser(reader, siz))
         pos = end
@@ -288,7 +298,7 @@ def parse_codestream(data: bytes | memoryview, *, strict: bool | Strictness = Tr
     try:
         pos = _read_segments(data, 4 + length, "main", siz, main, cs_markers, warnings, (M.SOT, M.EOC))
     except TruncatedCodestream as exc:
-        # resilient: a main header with its COD and QCD is enough for a (blank) picture
+        # lenient: a main header with its COD and QCD is enough for a (blank) picture
         if main.cod is None or main.qcd is None:
             raise
         policy.fault(exc, warnings, text=f"main header cut short ({exc}); no tile data")
@@ -307,7 +317,7 @@ def parse_codestream(data: bytes | memoryview, *, strict: bool | Strictness = Tr
 
 def _read_tile_parts(data, pos: int, siz: SIZ, cs_markers, warnings: list[Fault],
                      policy: Strictness) -> dict[int, Tile]:
-    """The tile-parts from ``pos`` to EOC (A.4.2); resilient, a damaged one ends the walk."""
+    """The tile-parts from ``pos`` to EOC (A.4.2); lenient, a damaged one ends the walk."""
     n = len(data)
     tiles: dict[int, Tile] = {}
     for _ in range(MAX_TILE_PARTS):
@@ -337,15 +347,24 @@ def _read_tile_parts(data, pos: int, siz: SIZ, cs_markers, warnings: list[Fault]
         if sot.Isot >= siz.num_tiles:
             raise InvalidSegment(f"SOT: tile {sot.Isot} of {siz.num_tiles}", pos + 4)
         tile = tiles.setdefault(sot.Isot, Tile(sot.Isot))
-        if sot.TPsot != len(tile.parts):
-            raise InvalidSegment(
-                f"SOT: tile {sot.Isot} part {sot.TPsot} where part {len(tile.parts)} was due", pos + 8
-            )
+        due = len(tile.parts)
+        if sot.TPsot != due:
+            error = InvalidSegment(f"SOT: tile {sot.Isot} part {sot.TPsot} where part {due} was due", pos + 8)
+            # TPsot is 8 bits (A.4.2: at most 255 tile-parts); OpenJPEG's encoder writes more, its
+            # count wrapping past 255, and its decoder reads them in order
+            if due < 256 or sot.TPsot != due % 256:
+                raise error
+            if due == 256:
+                policy.tolerate(error, warnings, tile=sot.Isot,
+                                text=f"tile {sot.Isot} has more than 255 tile-parts (TPsot wraps to 0 at byte "
+                                     f"{pos + 8}); read in order, as OpenJPEG reads them")
+            sot = replace(sot, TPsot=due)
         scope = "first" if sot.TPsot == 0 else "tile"
         try:
-            sod = _read_segments(data, pos + 12, scope, siz, tile.header, cs_markers, warnings, (M.SOD,))
+            sod = _read_segments(data, pos + 12, scope, siz, tile.header, cs_markers, warnings, (M.SOD,),
+                                 policy)
         except CodestreamError as exc:
-            # resilient: keep the tiles read so far, drop this damaged tile-part
+            # lenient: keep the tiles read so far, drop this damaged tile-part
             policy.fault(exc, warnings, tile=sot.Isot,
                          text=f"tile {sot.Isot} part {sot.TPsot}: {exc}; rest of the codestream ignored")
             if not tile.parts:

@@ -25,18 +25,23 @@ class Quantization:
     guard_bits: int
     steps: tuple[tuple[int, int], ...]
 
-    def step(self, band_index: int, levels: int) -> tuple[int, int]:
+    def step(self, band_index: int, levels: int, missing: tuple[int, int] | None = None) -> tuple[int, int]:
         """(epsilon_b, mu_b) of subband ``band_index`` (0 = LL, 1.. = as listed).
 
         For derived quantization, E-5: epsilon_b = epsilon_0 - NL + n_b,
         where n_b is the level of the band counted from the finest (levels
         for LL); ``band_index`` k >= 1 lies at n_b = levels - (k - 1) // 3.
+        A band past the ones listed (A.6.4 wants one per subband) raises
+        :class:`InvalidSegment`, or, with ``missing`` given, takes that pair (lenient
+        decoding: what OpenJPEG's decoder holds for it, see ``decode/plan.py``).
         """
         if self.style == QUANT_DERIVED:
             eps0, mu0 = self.steps[0]
             nb = levels if band_index == 0 else levels - (band_index - 1) // 3
             return eps0 - levels + nb, mu0
         if band_index >= len(self.steps):
+            if missing is not None:
+                return missing
             raise InvalidSegment(
                 f"quantization lists {len(self.steps)} subbands, band {band_index} needed"
             )

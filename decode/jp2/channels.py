@@ -12,11 +12,12 @@ same colour channels; its order of the rest may differ when there are two or mor
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InvalidSegment
+from ..errors import InvalidSegment, LenientWarning
 from .boxes import JP2Header, apply_palette
 
 #: cdef Typ values (Table I.17)
@@ -38,28 +39,36 @@ class ChannelOrder:
         return [items[i] for i in self.order]
 
 
-def channel_order(header: JP2Header | None, channels: int) -> ChannelOrder:
+def channel_order(header: JP2Header | None, channels: int, strict: bool = False) -> ChannelOrder:
     """The output order of ``channels`` channels under the header's cdef (identity without one).
 
     A cdef that names a channel outside 0..channels-1, associates one with a colour beyond
-    ``channels``, describes a channel twice or leaves one out raises :class:`InvalidSegment`
-    (OpenJPEG refuses such files too: "Invalid component index", "Incomplete channel
-    definitions").
+    ``channels`` or leaves one out raises :class:`InvalidSegment` (OpenJPEG refuses such files
+    too: "Invalid component index", "Incomplete channel definitions"). One that describes a
+    channel twice (I.5.3.6 wants each once) raises it when ``strict``; else it is decoded as
+    OpenJPEG decodes it (its swaps replayed, :func:`openjpeg_order`), with a
+    :class:`~cinegpu.decode.errors.LenientWarning`.
     """
     if header is None or not header.cdef:
         return ChannelOrder(tuple(range(channels)))
     seen: set[int] = set()
+    twice = None
     for cn, typ, asoc in header.cdef:
         if cn >= channels:
             raise InvalidSegment(f"cdef: channel {cn} of {channels}")
-        if cn in seen:
-            raise InvalidSegment(f"cdef: channel {cn} described twice")
+        if cn in seen and twice is None:
+            twice = InvalidSegment(f"cdef: channel {cn} described twice")
         if asoc not in (WHOLE_IMAGE, NO_ASSOCIATION) and asoc > channels:
             raise InvalidSegment(f"cdef: channel {cn} associated with colour {asoc} of {channels}")
         seen.add(cn)
     if len(seen) != channels:
         missing = min(set(range(channels)) - seen)
         raise InvalidSegment(f"cdef: channel {missing} not described (cdef lists {len(seen)} of {channels})")
+    if twice is not None:
+        if strict:
+            raise twice
+        warnings.warn(LenientWarning(f"{twice}; decoded in the order OpenJPEG gives"), stacklevel=3)
+        return openjpeg_order(header.cdef, channels)
     colour = sorted((asoc, cn) for cn, typ, asoc in header.cdef
                     if typ == COLOUR and asoc not in (WHOLE_IMAGE, NO_ASSOCIATION))
     first = [cn for _, cn in colour]
@@ -70,12 +79,36 @@ def channel_order(header: JP2Header | None, channels: int) -> ChannelOrder:
     return ChannelOrder(order, alpha, alpha is not None and types[order[alpha]] == PREMULTIPLIED)
 
 
-def apply_channels(components: list[np.ndarray], header: JP2Header | None) -> tuple[list[np.ndarray], ChannelOrder]:
+def openjpeg_order(cdef, channels: int) -> ChannelOrder:
+    """The order OpenJPEG's ``opj_jp2_apply_cdef`` leaves ``channels`` channels in, replayed:
+    each colour entry in turn swaps its channel into position Asoc - 1 (the alpha marks go
+    with the channels), and the later entries follow the swap. Used for a cdef that names a
+    channel twice, where the order of :func:`channel_order` is not defined."""
+    source = list(range(channels))  # what each position holds
+    marks = [0] * channels  # the Typ OpenJPEG sets on the channel at each position
+    cns = [cn for cn, _, _ in cdef]
+    for i, (_, typ, asoc) in enumerate(cdef):
+        cn = cns[i]
+        if asoc in (WHOLE_IMAGE, NO_ASSOCIATION):
+            marks[cn] = typ
+            continue
+        acn = asoc - 1
+        if cn != acn and typ == COLOUR:
+            source[cn], source[acn] = source[acn], source[cn]
+            marks[cn], marks[acn] = marks[acn], marks[cn]
+            cns[i + 1:] = [acn if c == cn else cn if c == acn else c for c in cns[i + 1:]]
+        marks[cn] = typ
+    alpha = next((k for k, m in enumerate(marks) if m in (OPACITY, PREMULTIPLIED)), None)
+    return ChannelOrder(tuple(source), alpha, alpha is not None and marks[alpha] == PREMULTIPLIED)
+
+
+def apply_channels(components: list[np.ndarray], header: JP2Header | None,
+                   strict: bool = False) -> tuple[list[np.ndarray], ChannelOrder]:
     """Palette (pclr/cmap), then cdef's order: the channels of a JP2 file, and that order."""
     if header is None:
         return components, ChannelOrder(tuple(range(len(components))))
     out = apply_palette(components, header)
-    order = channel_order(header, len(out))
+    order = channel_order(header, len(out), strict)
     return order.apply(out), order
 
 

@@ -47,7 +47,7 @@ CB_STRIDE = 10  # samples between rows in `out`
 CB_COLUMNS = 11
 
 # Status bits (int32, one per code-block; 0 = fine)
-STATUS_TOO_MANY_PASSES = 0x01  # more passes than 3K - 2: the valid ones were decoded
+STATUS_TOO_MANY_PASSES = 0x01  # more passes than 3K - 2: the valid ones decoded, as OpenJPEG
 STATUS_SEGSYM = 0x02  # a segmentation symbol was not 1010
 STATUS_K_TOO_LARGE = 0x04  # K > 30 would overflow int32; nothing decoded
 STATUS_BAD_ROW = 0x08  # offsets, lengths, sizes or parameters out of range; nothing decoded
@@ -113,7 +113,16 @@ def decode_into(coded, data_start, seg_lengths, seg_passes, seg_first, seg_count
     reset_contexts(ctx)
     zc = ZC_LUT[orient]
     vcausal = (style & CBLK_VCAUSAL) != 0
+    # K bit-planes hold 3K - 2 passes (D.4); passes an encoder coded beyond them are ignored,
+    # as OpenJPEG's decoder ignores them (its loop ends with the last plane), and flagged
+    # STATUS_TOO_MANY_PASSES; K < 0 (zero bit-planes past Mb, tolerated by tier-2) decodes none.
     max_passes = 3 * num_bps - 2 if num_bps > 0 else 0
+    # the segmentation symbol (D.5) of the block's last pass is not checked: an encoder that
+    # cut the block's bytes after rate control (non-terminated, as most do) may have cut it
+    # short, the decoder then reading 1s for it (C.3.4), and the passes' samples are sound
+    last_pass = -1
+    for j in range(seg_first, seg_first + seg_count):
+        last_pass += seg_passes[j]
     status = 0
     k = 0  # pass index in the code-block
     pos = data_start
@@ -158,7 +167,7 @@ def decode_into(coded, data_start, seg_lengths, seg_passes, seg_first, seg_count
                     for _b in range(4):
                         d, a, c, ct, bp = mq_decode(coded, ctx, CTX_UNI, a, c, ct, bp)
                         sym = (sym << 1) | d
-                    if sym != 0xA:
+                    if sym != 0xA and k != last_pass:
                         status |= STATUS_SEGSYM
             if style & CBLK_RESET:
                 reset_contexts(ctx)
@@ -183,7 +192,7 @@ def check_params(w, h, num_bps, orient, roishift):
     """0, or the status bits for block parameters out of range."""
     if w < 0 or h < 0 or w > MAX_CBLK_SIDE or h > MAX_CBLK_SIDE or w * h > MAX_CBLK_AREA:
         return STATUS_BAD_ROW
-    if orient < 0 or orient > 3 or num_bps < 0 or roishift < 0:
+    if orient < 0 or orient > 3 or roishift < 0:
         return STATUS_BAD_ROW
     if num_bps > MAX_NUM_BPS:
         return STATUS_K_TOO_LARGE

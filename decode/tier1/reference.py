@@ -31,24 +31,32 @@ def _scan(h, w):
                 yield y, x
 
 
-def reconstruct(coeffs, npasses, vcausal=False, roishift=0, num_bps=None):
-    """2 x reconstructed coefficients (int64 array) after the first `npasses` passes."""
+def reconstruct(coeffs, npasses, vcausal=False, roishift=0, num_bps=None, decoded_bps=None):
+    """2 x reconstructed coefficients (int64 array) after the first `npasses` passes.
+
+    ``num_bps``: the bit-planes the coefficients were coded in (default: their bit length).
+    ``decoded_bps``: the K a decoder was told (default ``num_bps``); when smaller, coded plane
+    p lands on the decoder's plane p - (num_bps - decoded_bps) and the passes beyond its
+    3K - 2 are ignored, as OpenJPEG decodes an encoder that coded more planes than it signals.
+    """
     v = np.asarray(coeffs, dtype=np.int64)
     h, w = v.shape
     mag = np.abs(v).tolist()
     if num_bps is None:
         num_bps = int(max((max(r) for r in mag), default=0)).bit_length()
+    shift = num_bps - (num_bps if decoded_bps is None else decoded_bps)
     sig = [[False] * w for _ in range(h)]
     visit = [[False] * w for _ in range(h)]
     rec = [[0] * w for _ in range(h)]
-    for k in range(min(npasses, max(3 * num_bps - 2, 0))):
+    for k in range(min(npasses, max(3 * num_bps - 2, 0), max(3 * (num_bps - shift) - 2, 0))):
         kind = (k + 2) % 3
-        p = num_bps - 1 - (k + 2) // 3
+        p = num_bps - 1 - (k + 2) // 3  # the coded plane
+        d = p - shift  # the decoder's
         for y, x in _scan(h, w):
             m = mag[y][x]
             if kind == 1:  # magnitude refinement
                 if sig[y][x] and not visit[y][x]:
-                    rec[y][x] += (1 << p) if (m >> p) & 1 else -(1 << p)
+                    rec[y][x] += (1 << d) if (m >> p) & 1 else -(1 << d)
                 continue
             if sig[y][x] or visit[y][x]:
                 if kind == 2:
@@ -60,7 +68,7 @@ def reconstruct(coeffs, npasses, vcausal=False, roishift=0, num_bps=None):
                 visit[y][x] = True
             if (m >> p) & 1:
                 sig[y][x] = True
-                rec[y][x] = 3 << p
+                rec[y][x] = 3 << d
     out = np.array(rec, dtype=np.int64).reshape(h, w)
     if roishift > 0:
         big = out >= (1 << (roishift + 1))

@@ -35,7 +35,7 @@ OK = 0
 ENDED = 1  #: data ran out at a packet boundary: remaining packets absent
 E_HEADER_OVERRUN = 2  #: a packet header runs past the end of its data
 E_BODY_OVERRUN = 3  #: a packet body runs past the end of the tile data
-E_BITPLANES = 4  #: zero bit-planes above Mb or a runaway tag tree
+E_BITPLANES = 4  #: zero bit-planes above Mb (strict only) or a runaway tag tree
 E_LBLOCK = 5  #: Lblock grew past 32 bits
 E_PASSES = 6  #: more coding passes than 164 in total
 
@@ -196,11 +196,14 @@ _NEED_ROOM = -1  #: _walk's status when ``pieces`` must grow before packet ``at[
 
 @njit(**_JIT)
 def _walk(hdr, hdr_end, body, body_end, shared, packets, prec_pb, pb, cb_table, cb_keep,
-          max_layers, sop, eph, incl_value, incl_low, zbp_value, zbp_low, cb_state,
+          max_layers, sop, eph, lenient, incl_value, incl_low, zbp_value, zbp_low, cb_state,
           pb_included, bs, path, pieces, at):
     """The packets of :func:`read_packets` from ``at[_AT_K]`` on, without allocating (so
     without reference counting, as tier1/mq.py): returns a status, and ``at`` says where it
-    stopped. Stops with :data:`_NEED_ROOM` before a packet that ``pieces`` may lack room for."""
+    stopped. Stops with :data:`_NEED_ROOM` before a packet that ``pieces`` may lack room for.
+
+    ``lenient``: a code-block whose zero bit-planes exceed Mb (B.10.5) gets K < 0, which tier-1
+    decodes as zeros, as OpenJPEG and Grok do, instead of ending the tile (E_BITPLANES)."""
     hpos = at[_AT_HPOS]
     bpos = at[_AT_BPOS]
     n_pieces = at[_AT_PIECES]
@@ -256,7 +259,7 @@ def _walk(hdr, hdr_end, body, body_end, shared, packets, prec_pb, pb, cb_table, 
                         zbp = i - 1
                         # with ROI the encoder counts zero bit-planes from Mb + s (Annex H)
                         mb = cb_table[cb, tier1.CB_NUM_BPS] + cb_table[cb, tier1.CB_ROISHIFT]
-                        if zbp > mb:
+                        if zbp > mb and not lenient:
                             status = E_BITPLANES
                             break
                         cb_table[cb, tier1.CB_NUM_BPS] = mb - zbp
@@ -343,7 +346,7 @@ def _walk(hdr, hdr_end, body, body_end, shared, packets, prec_pb, pb, cb_table, 
 
 @njit(cache=True, nogil=True)
 def read_packets(hdr, hdr_start, hdr_end, body, body_start, body_end, shared,
-                 packets, prec_pb, pb, cb_table, cb_keep, max_layers, sop, eph,
+                 packets, prec_pb, pb, cb_table, cb_keep, max_layers, sop, eph, lenient,
                  incl_value, incl_low, zbp_value, zbp_low, cb_state):
     """Read every packet of a tile.
 
@@ -352,7 +355,8 @@ def read_packets(hdr, hdr_start, hdr_end, body, body_start, body_end, shared,
     Lblock, segments so far, passes in the last segment, its maximum (HT
     blocks: passes so far and a flag instead, see :func:`_ht_lengths`); it
     starts zeroed. ``cb_table[:, CB_NUM_BPS]`` holds Mb on entry and
-    receives K = Mb - zero bit-planes + ROI shift for included blocks.
+    receives K = Mb - zero bit-planes + ROI shift for included blocks (``lenient``: below
+    zero where the zero bit-planes exceed Mb, see :func:`_walk`).
 
     Returns (pieces, n_pieces, status, packets read, byte offset of a fault).
 
@@ -372,7 +376,7 @@ def read_packets(hdr, hdr_start, hdr_end, body, body_start, body_end, shared,
     at[_AT_BPOS] = body_start
     while True:
         status = _walk(hdr, hdr_end, body, body_end, shared, packets, prec_pb, pb, cb_table, cb_keep,
-                       max_layers, sop, eph, incl_value, incl_low, zbp_value, zbp_low, cb_state,
+                       max_layers, sop, eph, lenient, incl_value, incl_low, zbp_value, zbp_low, cb_state,
                        pb_included, bs, path, pieces, at)
         if status != _NEED_ROOM:
             return pieces, at[_AT_PIECES], status, at[_AT_K], at[_AT_WHERE]
@@ -383,10 +387,10 @@ def read_packets(hdr, hdr_start, hdr_end, body, body_start, body_end, shared,
 
 #: Columns of read_frame_packets' tile rows: the tile's body and packet-header byte ranges in
 #: ``body`` and ``hdr``, whether its headers are in its body (no PPM/PPT), its rows in
-#: ``orders``, the layers decoded, and COD's SOP and EPH flags.
+#: ``orders``, the layers decoded, COD's SOP and EPH flags, and lenient decoding (see _walk).
 T_BODY_START, T_BODY_END, T_HDR_START, T_HDR_END, T_SHARED, T_ORDER_START, T_ORDER_END, T_MAX_LAYERS, \
-    T_SOP, T_EPH = range(10)
-T_COLUMNS = 10
+    T_SOP, T_EPH, T_LENIENT = range(11)
+T_COLUMNS = 11
 #: Columns of read_frame_packets' result rows: status, packets read, byte offset of a fault
 #: (in ``body`` or ``hdr``), pieces of the frame so far once the tile is read.
 R_STATUS, R_DONE, R_WHERE, R_PIECES = range(4)
@@ -426,7 +430,8 @@ def read_frame_packets(body, hdr, tiles, orders, prec_pb, pb, cb_table, cb_keep,
             shared = tiles[t, T_SHARED] != 0
             status = _walk(body if shared else hdr, tiles[t, T_HDR_END], body, tiles[t, T_BODY_END], shared,
                            packets, prec_pb, pb, cb_table, cb_keep, tiles[t, T_MAX_LAYERS],
-                           tiles[t, T_SOP] != 0, tiles[t, T_EPH] != 0, incl_value, incl_low, zbp_value,
+                           tiles[t, T_SOP] != 0, tiles[t, T_EPH] != 0, tiles[t, T_LENIENT] != 0,
+                           incl_value, incl_low, zbp_value,
                            zbp_low, cb_state, pb_included, bs, path, pieces, at)
             if status != _NEED_ROOM:
                 break

@@ -199,7 +199,7 @@ def _bench_pipeline(work: list[bytes], backend: str, workers: int, to_host: bool
     from cinegpu.decode.pipeline import FramePipeline
 
     stages: dict[str, float] = {}
-    with FramePipeline(backend=backend, workers=workers, strict=True, to_host=to_host, batch=batch,
+    with FramePipeline(backend=backend, workers=workers, to_host=to_host, batch=batch,
                        gpus=gpus) as pipe:
         pipe.reserve(work[0])   # every slot made (and pinned) before the clock, as the player does
         warm = [work[k % len(work)] for k in range(max(workers, 2 * batch * pipe.gpus if batch > 1 else pipe.gpus))]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -10,13 +11,18 @@ from .args import non_negative_int, positive_int
 
 def register(sub) -> None:
     p = sub.add_parser("decode", help="decode a .j2c/.j2k/.jp2 file to TIFF, PNG or PGX")
-    p.add_argument("file", type=Path)
+    p.add_argument("file", type=Path, help="the .j2c/.j2k codestream or .jp2 file to decode")
     p.add_argument("-o", "--output", type=Path, required=True,
                    help="output image: .tif/.tiff or .png (components of one size), .pgx (one file each)")
     p.add_argument("-r", "--reduce", type=non_negative_int, default=0, help="discard the N highest resolution levels")
     p.add_argument("-l", "--layers", type=positive_int, default=None, help="decode only the first N quality layers")
-    p.add_argument("--backend", choices=("cpu", "cuda", "auto"), default="cpu")
-    p.add_argument("--resilient", action="store_true", help="conceal damage instead of failing")
+    p.add_argument("--backend", choices=("cpu", "cuda", "auto"), default="cpu",
+                   help="where to decode: cpu (default), cuda (the GPU) or auto (the GPU when there is one)")
+    strictness = p.add_mutually_exclusive_group()
+    strictness.add_argument("--strict", action="store_true",
+                            help="fail on the first departure from ISO/IEC 15444-1 instead of decoding what "
+                                 "OpenJPEG decodes and concealing damage (the default), each with a warning")
+    strictness.add_argument("--resilient", action="store_true", help=argparse.SUPPRESS)  # the default, as before
     p.add_argument("--max-pixels", type=non_negative_int, default=None, metavar="N",
                    help="refuse a component of more than N samples (default 2^27; 0: no limit)")
     p.add_argument("--max-memory", type=non_negative_int, default=None, metavar="BYTES",
@@ -66,8 +72,7 @@ def run(args) -> int:
         try:
             decoder = Decoder(args.backend, max_pixels=limit(args.max_pixels, DEFAULT_MAX_PIXELS),
                               max_memory=limit(args.max_memory, DEFAULT_MAX_MEMORY))
-            frame = decoder.decode(data, reduce=args.reduce, layers=args.layers,
-                                   strict=not args.resilient)
+            frame = decoder.decode(data, reduce=args.reduce, layers=args.layers, strict=args.strict)
             picture = _picture(data, frame, args)
             error = None
         except (CodestreamError, BackendUnavailable) as exc:
@@ -88,9 +93,8 @@ def run(args) -> int:
     for path in write_image(out, comps, picture.bits, picture.signed, photometric=picture.photometric,
                             alpha=picture.alpha):
         print(path)
-    for r in frame.reports:
-        for fault in r.faults:
-            print(f"concealed: tile {r.tile}: {fault}", file=sys.stderr)
+    for fault in dict.fromkeys(f.line() for f in frame.passed_over()):
+        print(f"cinegpu decode: {args.file}: warning: {fault}", file=sys.stderr)
     return 0
 
 

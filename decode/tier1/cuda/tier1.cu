@@ -415,7 +415,12 @@ T1_DEV int decode_passes(const Cb& cb, State& st, const unsigned char* coded, i6
 {
     reset_contexts(cb, ctx_init);
     bool vcausal = (style & CBLK_VCAUSAL) != 0;
+    /* codeblock.py: 3K - 2 passes; those beyond are ignored (and flagged), as OpenJPEG */
     int max_passes = num_bps > 0 ? 3 * num_bps - 2 : 0;
+    /* codeblock.py: the last pass's segmentation symbol is not checked */
+    i64 last_pass = -1;
+    for (i64 j = seg_first; j < wadd(seg_first, seg_count); j++)
+        last_pass += seg_passes[j];
     int status = 0;
     int k = 0;
     i64 pos = data_start;
@@ -456,7 +461,7 @@ T1_DEV int decode_passes(const Cb& cb, State& st, const unsigned char* coded, i6
                     int sym = 0;
                     for (int b = 0; b < 4; b++)
                         sym = (sym << 1) | mq_decode(m, cb, CTX_UNI);
-                    if (sym != 0xA)
+                    if (sym != 0xA && k != last_pass)
                         status |= STATUS_SEGSYM;
                 }
             }
@@ -498,12 +503,19 @@ T1_DEV int roi_unshift(int v, i64 roishift)
 
 #include "ht_decode.cuh"
 
+/* A row's K as the passes take it: every K < 0 (zero bit-planes past Mb, tolerated by tier-2)
+ * decodes nothing, as numba's int64 arithmetic has it; check_params caps it above */
+T1_DEV int row_bps(i64 k)
+{
+    return k < 0 ? -1 : (int)k;
+}
+
 /* codeblock.py check_params: 0 or the status bits of parameters out of range */
 T1_DEV int check_params(i64 w, i64 h, i64 num_bps, i64 orient, i64 roishift)
 {
     if (w < 0 || h < 0 || w > MAX_CBLK_SIDE || h > MAX_CBLK_SIDE || w * h > MAX_CBLK_AREA)
         return STATUS_BAD_ROW;
-    if (orient < 0 || orient > 3 || num_bps < 0 || roishift < 0)
+    if (orient < 0 || orient > 3 || roishift < 0)
         return STATUS_BAD_ROW;
     if (num_bps > MAX_NUM_BPS)
         return STATUS_K_TOO_LARGE;
@@ -645,7 +657,7 @@ T1_DEV void decode_slot(Cb& cb, int* next_row, const unsigned char* coded, i64 c
             mk.zc9 = s_zc9 + 512 * (int)row[CB_ORIENT];
             mask_clear(mk);
             st = decode_passes(cb, mk, coded, row[CB_DATA], seg_lengths, seg_passes,
-                               row[CB_SEG_FIRST], row[CB_SEG_COUNT], (int)row[CB_NUM_BPS],
+                               row[CB_SEG_FIRST], row[CB_SEG_COUNT], row_bps(row[CB_NUM_BPS]),
                                style, s_init);
             if (roishift > 0)
                 for (int y = 0; y < h; y++)
@@ -657,11 +669,11 @@ T1_DEV void decode_slot(Cb& cb, int* next_row, const unsigned char* coded, i64 c
         if (style & CBLK_HT) {
             st = ht_decode_into(cb, coded, row[CB_DATA], seg_lengths, seg_passes,
                                 row[CB_SEG_FIRST], row[CB_SEG_COUNT], w, h,
-                                (int)row[CB_NUM_BPS], style, s_vlc);
+                                row_bps(row[CB_NUM_BPS]), style, s_vlc);
             known = HT_VAL | HT_NEW;
         } else {
             st = decode_into(cb, coded, row[CB_DATA], seg_lengths, seg_passes,
-                             row[CB_SEG_FIRST], row[CB_SEG_COUNT], w, h, (int)row[CB_NUM_BPS],
+                             row[CB_SEG_FIRST], row[CB_SEG_COUNT], w, h, row_bps(row[CB_NUM_BPS]),
                              style, s_init);
             known = F_SIG;
         }
