@@ -26,7 +26,8 @@ from .errors import InvalidSegment
 from .jp2 import JP2Header, apply_channels, apply_palette, read_jp2
 from .limits import (DEFAULT_MAX_MEMORY, DEFAULT_MAX_PIXELS, Cost, Limits, TileGeometry, check_limits,
                      memory_guard, tile_geometry)
-from .plan import TilePlan, build_tile_plan, check_plan, sampling_pairs, tile_covers_samples
+from .plan import (TilePlan, build_tile_plan, check_plan, sampling_pairs, tile_covers_samples, tile_rect, translated,
+                   translation_period)
 from .frame_entropy import FrameTables, entropy_decode_frame
 from .reconstruct import frame_layout, reconstruct_frame, reconstruct_tile
 from .request import DecodeRequest
@@ -138,7 +139,12 @@ class Decoder:
         self.transform, self.xp, self.backend = self.selected.transform, self.selected.xp, self.selected.name
         self.gpu_tier1 = self.selected.gpu_tier1 if gpu_tier1 is None else (gpu_tier1 and self.selected.gpu_tier1)
         self.limits = Limits(max_pixels, max_memory)
+        #: plans by (class key, tile): a tile's own, or its class's first moved to it
         self._plans: dict[tuple, TilePlan] = {}
+        #: the first plan built of each class key (tiles that share one, see :meth:`_key`)
+        self._templates: dict[tuple, TilePlan] = {}
+        #: reference-grid periods (:func:`~.plan.translation_period`) by main and tile key
+        self._periods: dict[tuple, tuple[int, int]] = {}
         self._geometries: dict[tuple, TileGeometry] = {}
         #: what is kept per set of plans (FrameLayout, FrameTables), by the plans' identities
         self._frames: dict[tuple, dict] = {}
@@ -160,20 +166,28 @@ class Decoder:
         self._last_main = (m, key)
         return key
 
-    @staticmethod
-    def _key(cs: Codestream, t: int, reduce: int, main_key: str, lenient: bool = False) -> tuple:
+    def _key(self, cs: Codestream, t: int, reduce: int, main_key: str, lenient: bool = False) -> tuple:
+        """Tile ``t``'s class: tiles of one coding (main and tile headers), one size and one
+        position modulo :func:`~.plan.translation_period` have one plan, moved (B.5-B.7), and one
+        geometry; a stream of hundreds of like tiles plans a handful."""
         tile = cs.tiles.get(t)
         h = tile.header if tile is not None else None
         if h is None or not (h.cod or h.coc or h.qcd or h.qcc or h.rgn or h.poc):
             tile_key = None if h is None else ""     # no segment that shapes the plan
         else:
             tile_key = repr((h.cod, h.coc, h.qcd, h.qcc, h.rgn, h.poc))
-        return (main_key, t, reduce, tile_key, lenient)
+        periods = self._periods.get((main_key, tile_key))
+        if periods is None:
+            if len(self._periods) >= PLAN_CACHE_SIZE:
+                self._periods.clear()
+            periods = self._periods[(main_key, tile_key)] = translation_period(cs, tile)
+        x0, y0, x1, y1 = tile_rect(cs, t)
+        return (main_key, tile_key, reduce, lenient, x0 % periods[0], y0 % periods[1], x1 - x0, y1 - y0)
 
     def geometry(self, cs: Codestream, t: int, reduce: int, main_key: str | None = None,
                  key: tuple | None = None) -> TileGeometry:
-        """Tile ``t``'s precinct and code-block counts (cached like plans; ``key``: its
-        :meth:`_key`, when the caller has it)."""
+        """Tile ``t``'s precinct and code-block counts (cached by its class, :meth:`_key`, which
+        the caller may give)."""
         if key is None:
             key = self._key(cs, t, reduce, self._main_key(cs) if main_key is None else main_key)
         g = self._geometries.get(key)
@@ -186,15 +200,24 @@ class Decoder:
 
     def plan(self, cs: Codestream, t: int, reduce: int, main_key: str | None = None,
              key: tuple | None = None) -> TilePlan:
+        """Tile ``t``'s plan: built for the first tile of its class (:meth:`_key`), moved for
+        the others (:func:`~.plan.translated`), kept for the frames that follow."""
         if key is None:
             key = self._key(cs, t, reduce, self._main_key(cs) if main_key is None else main_key)
-        plan = self._plans.get(key)
+        plan = self._plans.get((key, t))
         if plan is None:
-            plan = build_tile_plan(cs, t, reduce, lenient=key[-1])
-            check_plan(plan)
+            template = self._templates.get(key)
+            if template is None:
+                plan = build_tile_plan(cs, t, reduce, lenient=key[3])
+                check_plan(plan)
+                if len(self._templates) >= PLAN_CACHE_SIZE:
+                    self._templates.clear()
+                self._templates[key] = plan
+            else:
+                plan = translated(template, t, tile_rect(cs, t), cs.siz)
             if len(self._plans) >= PLAN_CACHE_SIZE:
                 self._plans.clear()
-            self._plans[key] = plan
+            self._plans[(key, t)] = plan
         return plan
 
     def _frame(self, prep: Prepared) -> dict:

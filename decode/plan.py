@@ -17,6 +17,7 @@ component's own grid at the resolution named.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -210,6 +211,64 @@ def build_tile_plan(cs: Codestream, t: int, reduce: int = 0, lenient: bool = Fal
         ht=bool(cb.shape[0]) and bool((cb[:, tier1.CB_STYLE] & tier1.CBLK_HT).any()),
         missing_steps=counters["missing_steps"],
     )
+
+
+def translation_period(cs: Codestream, tile: Tile | None) -> tuple[int, int]:
+    """(Px, Py): reference-grid steps by which a tile may move and keep its plan (B.5-B.7).
+
+    Moved by a multiple of 2**(NL - r + PP_r) samples of a component's grid for every
+    resolution r (2**(NL + PP_0) at r = 0), a tile-component's resolutions, subbands, precinct
+    and code-block partitions all move by whole cells, and its inverse DWT keeps the parity of
+    every level (F.3). A resolution whose precincts are wider than the whole image (one
+    precinct, the usual default of 2**15) asks only that its code-block cells move whole:
+    2**(nb + xcb') for its subbands at level nb (and 2**NL for the DWT). Times the sub-sampling
+    XRsiz/YRsiz on the reference grid, and over every component (their least common
+    multiple), the packet order (B.12, on reference-grid positions) moves with them. Tiles that
+    differ by such steps, of one size and one coding, share one plan (:func:`translated`)."""
+    s = cs.siz
+    px = py = 1
+    for c in range(s.Csiz):
+        sp = cs.spcod(tile, c)
+        nl = sp.levels
+        ex = ey = nl
+        for r in range(nl + 1):
+            pp_x, pp_y = sp.precincts[r]
+            d = nl - r  # resolution r is the component divided by 2**d (B-14)
+            nb = nl if r == 0 else d + 1  # its subbands' level
+            cell_x, cell_y = (pp_x, pp_y) if r == 0 else (pp_x - 1, pp_y - 1)
+            one_x = (s.XRsiz[c] << (pp_x + d)) >= s.Xsiz  # one precinct across the image
+            one_y = (s.YRsiz[c] << (pp_y + d)) >= s.Ysiz
+            ex = max(ex, nb + min(sp.xcb, cell_x) if one_x else d + pp_x)
+            ey = max(ey, nb + min(sp.ycb, cell_y) if one_y else d + pp_y)
+        px = math.lcm(px, s.XRsiz[c] << ex)
+        py = math.lcm(py, s.YRsiz[c] << ey)
+    return px, py
+
+
+def translated(plan: TilePlan, t: int, trect: tuple[int, int, int, int], siz) -> TilePlan:
+    """The plan of tile ``t`` at ``trect``, moved from ``plan`` by a multiple of
+    :func:`translation_period` (the caller checks it): the same tables (shared, read-only),
+    packet orders and reconstruction layouts, the rectangles moved. A layout keeps ``plan``'s
+    level rectangles, of the same sizes and parities as the moved ones (an even number of
+    samples away at every level): all that the inverse DWT reads of them (F.3)."""
+    dx, dy = trect[0] - plan.x0, trect[1] - plan.y0
+    comps = []
+    for tc in plan.components:
+        cx, cy = dx // siz.XRsiz[tc.c], dy // siz.YRsiz[tc.c]
+        resolutions = []
+        for res in tc.resolutions:
+            d = tc.levels - res.r  # resolution r is the component divided by 2**d (B-14)
+            rx, ry = cx >> d, cy >> d
+            bx, by = (rx, ry) if res.r == 0 else (rx >> 1, ry >> 1)
+            bands = [Band(b.orient, b.x0 + bx, b.y0 + by, b.x1 + bx, b.y1 + by, b.offset, b.delta, b.Mb)
+                     for b in res.bands]
+            resolutions.append(Resolution(res.r, res.x0 + rx, res.y0 + ry, res.x1 + rx, res.y1 + ry, bands,
+                                          res.PPx, res.PPy, res.npx, res.npy, res.prec_first))
+        comps.append(TileComponent(tc.c, tc.x0 + cx, tc.y0 + cy, tc.x1 + cx, tc.y1 + cy, tc.levels, tc.reversible,
+                                   resolutions, tc.decoded, tc.flat_layout()))
+    return TilePlan(t, *trect, comps, plan.layers, plan.prec_pb, plan.pb, plan.cb, plan.cb_keep, plan.nodes,
+                    plan.coeff_size, plan.num_precincts, plan.sop, plan.eph, plan.progression, plan.pocs, plan.mct,
+                    plan.packet_orders, plan.ht, plan.batches, plan.missing_steps)
 
 
 def component_rect(siz, c: int, trect) -> tuple[int, int, int, int]:

@@ -24,11 +24,12 @@ def test_table_rows_and_text_on_two_tiny_streams():
     rows = bench_cpu.table(streams, repeat=1)
     assert [r.stream for r in rows] == ["p0_11.j2k", "p1_07.j2k"]
     for r in rows:
-        assert r.ours_ms is not None and r.ours_ms > 0
+        assert r.ours_ms is not None and r.ours_ms > 0 and r.first_ms is not None and r.first_ms > 0
         if r.opj_ms is not None:  # OpenJPEG installed
-            assert r.ratio == r.ours_ms / r.opj_ms
+            assert r.ratio == r.ours_ms / r.opj_ms and r.first_ratio == r.first_ms / r.opj_ms
     text = bench_cpu.format_table(rows).splitlines()
-    assert text[0].startswith("# ours:") and text[1].split() == ["stream", "ours", "ms", "opj", "ms", "ratio", "printed"]
+    assert text[0].startswith("# ours:")
+    assert text[1].split() == ["stream", "first", "ms", "ratio", "ours", "ms", "opj", "ms", "ratio", "printed"]
     assert [line.split()[0] for line in text[2:4]] == ["p0_11.j2k", "p1_07.j2k"]
     if any(r.ratio is not None for r in rows):
-        assert text[4].startswith("median ratio ")
+        assert text[4].startswith("first call: median ratio ") and text[5].startswith("warm: median ratio ")
