@@ -13,63 +13,9 @@ Not a timed test: numbers depend on the machine.  OpenJPEG's time is the
 opj_compress process (PPM read and file write included), ``--opj-processes``
 frames at once; ours is :meth:`Encoder.encode` from the array, workers warm.
 
-Measured 2026-11-22 on the GPU machine (one H200, 16 cores), 8 frames each,
-``--backend cuda --workers 16 --opj-processes 16``:
-
-    dci-2k  cinegpu 41.23 dB 1.81 fps | opj_compress 41.22 dB 3.06 fps | +0.01 dB, x0.59
-            last frame: forward 0.06 s, tier-1 0.19 s, rate control + tier-2 0.22 s
-    dci-4k  cinegpu 37.22 dB 0.35 fps | opj_compress 37.22 dB 0.76 fps | +0.01 dB, x0.46
-            last frame: forward 0.29 s, tier-1 0.70 s, rate control + tier-2 1.60 s
-
-Frames are encoded one after another (tier-1 spread over the workers); the
-rate control + tier-2 figures above are from the pure-Python tier-2 of that time.
-
-Measured 2026-11-25 on the GPU machine (one H100, 16 cores), 32 frames,
-``--backend cuda --threads 16 --opj-processes 16 --nvjpeg2000`` (tier-1 on the GPU,
-the rate control's hull ordered by the nogil radix sort; nvJPEG2000 was then given the 12-bit
-samples as 16-bit ones, hence its 24-25 dB: see the later figures for a fair run):
-
-    dci-2k  cinegpu 41.23 dB 17.3 fps, x16 threads 41.25 dB 47.0 fps | opj_compress 41.22 dB
-            5.13 fps | nvJPEG2000 batch 16: 93.6 fps at 24.04 dB, 2338 bytes (no budget)
-    dci-4k  cinegpu 37.22 dB 4.92 fps, x16 threads 37.22 dB 18.7 fps | opj_compress 37.21 dB
-            1.22 fps | nvJPEG2000 batch 16: 26.8 fps at 25.44 dB, 9998 bytes (no budget)
-
-``python -m cinegpu.media.bench_master --frames 48 --workers 16 --opj-processes 16``: 2K 23.4 fps (1 thread), 40.0 fps
-(16 threads), opj_compress 5.97 fps, x6.70; 4K 5.63 / 18.3 fps, opj_compress 1.41 fps, x12.9.
-
-Measured 2026-11-25 (later) on one H100, 16 cores, 2K, 16 frames, ``--backend cuda --threads 16
---opj-processes 16 --nvjpeg2000 --rate-on both``, tier-1 by the warp kernel (one warp a block);
-nvJPEG2000 told the frames' 12-bit precision, at its default quality and at our PSNR:
-
-    dci-2k  cinegpu 41.24 dB 18.5 fps, x16 threads 63.3 fps (GPU rate control 25.0 / 47.7 fps,
-            same codestreams) | opj_compress 41.22 dB 4.93 fps | nvJPEG2000 at our PSNR 41.33 dB:
-            batch 1 39.2 fps, batch 16 92.4 fps (1.13 MB frames); default 50.17 dB 37.9 / 89.6 fps
-    master  1 thread 27.0 fps, 16 threads 37.0 fps (an earlier run: 28.8 / 47.1) |
-            opj_compress 5.38 fps
-
-Measured 2026-11-22 on this 2-core machine (Xeon, no GPU), 2 frames each,
-``--profile dci-2k --backend cpu --workers 2 --opj-processes 2``, with the Python
-tier-2 and then with the numba tier-2 (same codestreams, byte for byte):
-
-    dci-2k  Python tier-2  cinegpu 41.23 dB 1.06 fps | opj_compress 41.22 dB 1.26 fps | x0.84
-            last frame: forward 0.12 s, tier-1 0.66 s, rate control + tier-2 0.19 s
-    dci-2k  numba tier-2   cinegpu 41.23 dB 1.30 fps | opj_compress 41.22 dB 1.34 fps | x0.97
-            last frame: forward 0.11 s, tier-1 0.66 s, rate control + tier-2 0.02 s
-
-``python -m cinegpu.media.bench_master --profile dci-2k --frames 6 --workers 2
---opj-processes 2`` (``encode.bench --master`` then) on this 2-core
-machine (2026-11-22, same codestreams byte for byte before and after):
-
-    per-block tier-1 (Python loop, cut_blocks)  1 thread 0.49 fps  2 threads 0.87 fps
-                                                opj_compress 1.50 fps  x0.58
-    tile tier-1 kernel (nogil), MQ inlined      1 thread 0.60 fps  2 threads 1.18 fps
-                                                opj_compress 1.40 fps  x0.84
-
-One 4K frame after: forward 0.89 s, tier-1 7.0 s, rate control + tier-2 0.09 s.
-
-Rate control + tier-2 (``Encoder._rate_and_write``, frames 2 and 3 of one encoder,
-cpu backend, 2 workers) on this machine: dci-2k 0.17 s -> 0.015 s (2 rounds), dci-4k
-0.82 s -> 0.048 s (3 rounds).
+What this benchmark measured, dated, with the machine and the command line of each run (GPU
+and CPU, beside OpenJPEG, Grok and nvJPEG2000): docs/performance.md, "DCI encoding and
+mastering".
 """
 
 from __future__ import annotations

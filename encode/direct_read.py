@@ -5,10 +5,9 @@ copies it.
 A feature's source frames (150,000-250,000 of them, 53 MB each at 4K 16-bit) come from
 storage, not from memory.  Read the usual way each one is copied by a core from the page cache,
 and the page cache is filled and emptied again at the storage's rate; read ``O_DIRECT`` in
-aligned pieces, a core only waits.  One H200 host with 16 cores and its virtual disk
-(2026-11-29, 16 processes reading 53 MB files not in memory, 4 MiB reads): 4.5 ms of CPU a
-file read ``O_DIRECT`` (1.2-1.3 GB/s) against 19.0-19.2 ms read the usual way (1.7-1.8 GB/s,
-the kernel's read-ahead keeping more in flight).
+aligned pieces, a core only waits.  Measured on the GPU machine's virtual disk, a file read
+``O_DIRECT`` cost about a quarter of the CPU time of the usual read, at a somewhat lower rate
+(the kernel's read-ahead keeps more in flight): docs/performance.md, "Reading and uploads".
 
 Whether a run is in memory is asked of the kernel once a frame, without waiting for storage
 (:func:`cold`: ``preadv2`` with ``RWF_NOWAIT`` of one byte at its start, middle and end): a file

@@ -203,9 +203,9 @@ class Encoder:
         self.stats: dict = {}
         self.backend = select_backend(backend, names=ENCODER_NAMES).name
         #: PCRD-opt's hull and thresholds on the GPU where tier-1 ran (:mod:`.rate_gpu`;
-        #: the same codestream as on the CPU).  None: on the CPU: on an H100 the GPU path is
-        #: faster for one encoder (2K: 25.0 against 18.5 fps) but slower for sixteen in
-        #: threads (47.7 against 63.3 fps), which is how ``cinegpu master`` runs them
+        #: the same codestream as on the CPU).  None: on the CPU: measured on the GPU machine,
+        #: the GPU path is faster for one encoder but slower for sixteen in threads, which is
+        #: how ``cinegpu master`` runs them (docs/performance.md)
         self.rate_on_gpu = False if rate_on_gpu is None else bool(rate_on_gpu)
         if self.rate_on_gpu and self.backend != "cuda":
             raise ValueError("rate_on_gpu needs the cuda back end")

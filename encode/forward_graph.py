@@ -6,10 +6,9 @@ allocations, issued one by one from Python, which encoders in threads of one pro
 overlap (the interpreter lock).  :class:`ForwardGraphs` records that sequence once per geometry
 with CUDA stream capture and replays it: the host then copies the frame into the graph's own
 input buffers (an interleaved image in one device-to-device copy, separate planes one copy
-kernel each) and launches the graph.  Measured on one H200,
-one encoder thread, 4K 12-bit 9/7 HTJ2K from GPU memory: the encoder's "forward" time (with the
-guard-bit check that waits for it) 2.45 ms a frame kernel by kernel, 1.52 ms replayed; the
-whole frame 8.24 and 7.43 ms.
+kernel each) and launches the graph.  Replayed, the encoder's "forward" time (with the
+guard-bit check that waits for it) was measured well under the kernel-by-kernel time on the GPU
+machine, for one encoder thread coding 4K frames from GPU memory (docs/performance.md).
 
 * The first frame of a geometry runs eagerly (it compiles and loads the kernels and fills the
   graph's private memory pool); the second is captured, and every later one is replayed.

@@ -4,9 +4,9 @@ the device (``cudaHostRegister`` with ``cudaHostRegisterReadOnly``) and copied u
 An uncompressed image file holds its samples as one run of bytes.  Read the usual way they are
 copied twice before the GPU sees them (the page cache to the process, then into a page-locked
 buffer or the driver's staging); mapped and registered, the GPU's copy engine reads them from
-the page cache itself, so the host's cores and memory bus do almost nothing for a frame: on an
-H200 host with 16 cores, 16 processes moved 4K 16-bit TIFF frames to the GPU with 5.3 ms of CPU
-a frame this way against 22.1 ms read into a page-locked buffer.
+the page cache itself, so the host's cores and memory bus do almost nothing for a frame: on the
+GPU machine a 4K 16-bit TIFF frame cost about a quarter of the CPU time this way that it cost
+read into a page-locked buffer (docs/performance.md, "Reading and uploads").
 
 The host never touches the mapped bytes (a file truncated under a mapping would raise SIGBUS
 on the first access): once the pages are locked they stay valid until unregistered, and where
@@ -15,8 +15,8 @@ caller gets None and reads the frame the usual way.  ``CINEGPU_MAPPED_UPLOADS=of
 environment turns the path off (every frame read the usual way).
 
 Locking and unlocking a file's pages is serialised on the host (the kernel and the driver):
-on that H200 host 8 processes uploading this way reached 445 frames a second and 16 only 369,
-waiting on each other.  So a few threads of the machine (one user's, :class:`RegisterGate`:
+on the GPU machine 16 processes uploading this way all at once reached fewer frames a second
+than 8, waiting on each other.  So a few threads of the machine (one user's, :class:`RegisterGate`:
 :data:`TURNS`, or ``CINEGPU_MAPPED_TURNS=N``) lock pages at a time, and a thread that finds
 every turn taken reads its frame the usual way instead of waiting: the two paths share the work
 between them.  A thread unlocks its last file in the same turn as it locks the next, so that
@@ -40,12 +40,10 @@ __all__ = ["TURNS", "FileRun", "MappedUploads", "RegisterGate", "pread_full"]
 _REGISTER_READ_ONLY = 0x08
 #: cudaMemcpyHostToDevice
 _HOST_TO_DEVICE = 1
-#: Threads of the machine that may lock or unlock pages at once (:class:`RegisterGate`).  One
-#: H200 with 16 cores, 4K IMF HTJ2K mastered by 16 x 2 processes (1,800 frames of 240 TIFF
-#: files, 2026-11-29): 1 turn 434.3 and 455.6 fps (263-280 frames straight from their files),
-#: 2 turns 464.7, 4 turns 485.7 (761 frames) in one call; in another 1 turn 478.5, 4 turns
-#: 548.5 (710 frames), 8 turns 527.1 (973), 16 turns 468.8 (1,351): the page locking slows
-#: as more threads lock at once, while each frame locked costs its thread less CPU.
+#: Threads of the machine that may lock or unlock pages at once (:class:`RegisterGate`): the
+#: page locking slows as more threads lock at once, while each frame locked costs its thread
+#: less CPU.  4 mastered fastest of 1, 2, 4, 8 and 16 on the GPU machine (4K IMF HTJ2K, 16 x 2
+#: processes; docs/performance.md, "Reading and uploads").
 TURNS = 4
 
 

@@ -6,14 +6,12 @@ Read whole into one page-locked frame buffer, a frame passes through the host's 
 times (the page cache read, the buffer written, the buffer read by the copy engine), and a 4K
 16-bit frame (53 MB) is far larger than the processor's caches.  Through a ring of
 :data:`SLOTS` x :data:`CHUNK` bytes the copy engine reads a chunk that a core has just written,
-still in the processor's cache.  One H200 host with 16 cores (2026-11-29), a standalone
-microbenchmark of 16 processes moving 4K 16-bit frames (raw files, no mapping) from the page
-cache to the GPU, two rounds in one call: whole frames 605.9 and 512.1 fps at 23.7 and
-27.9 ms of CPU a frame; a ring of 4 x 1 MiB 698.1 and 570.0 fps at 12.3 and 14.2 ms
-(4 x 256 KiB, four times the calls: 430.5 and 375.0 fps; 4 x 4 MiB: 695.8
-and 621.2 fps at 17.6 and 20.0 ms); one process alone 95.7 fps at 10.5 ms against 121.3 fps at
-8.75 ms.  ``python -m cinegpu.media.bench_master --read 16 --ring on off`` compares the two
-ways in mastering and in reading alone to the GPU (where locked pages come first).
+still in the processor's cache.  On the GPU machine 16 processes moved 4K 16-bit frames from
+the page cache to the GPU faster through a ring of 4 x 1 MiB than whole, at about half the CPU
+a frame; smaller slots cost more calls and were slower, larger ones more CPU
+(docs/performance.md, "Reading and uploads").  ``python -m cinegpu.media.bench_master --read
+16 --ring on off`` compares the two ways in mastering and in reading alone to the GPU (where
+locked pages come first).
 
 This is the way a GPU encoder thread reads a frame that :mod:`.mapped_upload` could not take
 straight from its file (every turn to lock pages taken), or one not in the page cache, read
@@ -41,10 +39,8 @@ CHUNK = 1 << 20
 SLOTS = 4
 #: Bytes of one slot of the ring that ``O_DIRECT`` reads go through, and its slots: larger
 #: pieces, since what a piece costs the host is its copy's call and wait, not its bytes (no core
-#: touches them).  One H200 host with 16 cores, 16 processes moving 53 MB files not in memory to
-#: the GPU (2026-11-29, one call): 4 x 1 MiB 13.6-14.1 ms of CPU a frame, 2 x 4 MiB 8.2 ms,
-#: against 24.5-25.3 ms read the usual way through 4 x 1 MiB and 5.8 ms ``O_DIRECT`` into
-#: host memory alone; 1.9 GB/s either way (the disk's rate).
+#: touches them).  On the GPU machine's disk 2 x 4 MiB took less CPU a frame than 4 x 1 MiB, at
+#: the disk's rate either way (docs/performance.md, "Reading and uploads").
 DIRECT_CHUNK = 4 << 20
 DIRECT_SLOTS = 2
 #: cudaMemcpyHostToDevice

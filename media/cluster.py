@@ -16,8 +16,9 @@ resubmit a failed task once under a new key); a remote scheduler keeps its own s
 
 GPU-aware scheduling goes through Dask's worker resources: a worker with a GPU advertises
 ``GPU`` (``--resources GPU=1``, with ``CUDA_VISIBLE_DEVICES`` naming its GPU; best several
-one-thread workers a GPU: on one H200 a worker of 4 threads took 55 % longer a frame than 4
-of one thread), and GPU tasks ask for a share of it (:meth:`Cluster.gpu_share`).
+one-thread workers a GPU: on the GPU machine a worker of 4 threads took clearly longer a frame
+than 4 of one thread, docs/performance.md), and GPU tasks ask for a share of it
+(:meth:`Cluster.gpu_share`).
 """
 
 from __future__ import annotations

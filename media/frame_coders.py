@@ -480,9 +480,8 @@ class ProcessCoders:
         :attr:`capacity` frames, and fewer than :attr:`reorder` coded frames wait for an
         older one. (Counting the waiting frames against the processes' own window instead
         made every process wait for the slowest one's frame at the head of the line.  Reading
-        the replies already in the pipes here, at every call, did not help: on 4 H200s, 2,400
-        2K frames, 421.3 fps with it against 485.3 without, one run each; :meth:`next` reads
-        them once a frame instead.)"""
+        the replies already in the pipes here, at every call, did not help: it was slower on 4
+        GPUs, docs/performance.md; :meth:`next` reads them once a frame instead.)"""
         return min(len(h) for h in self._held) < self.capacity and len(self._done) < self.reorder
 
     def submit(self, i: int) -> None:
@@ -504,8 +503,8 @@ class ProcessCoders:
         """The codestream of the oldest frame submitted (its MediaError raised here).  The
         replies already waiting in every pipe are taken first, so that a process whose
         frames are coded counts as free in :meth:`has_room` even while the head frame is
-        here already: on 2 H200s (32 cores, 16 x 2 processes, 2K), a coded frame waited 21 ms
-        to be read back without this and 2.4-7.2 ms with it (4 GPUs: about 78 ms without)."""
+        here already: without this, coded frames waited several times as long to be read back
+        on 2 GPUs (docs/performance.md, "Several GPUs")."""
         for key, _ in self._selector.select(0):
             reply, p = key.data
             if reply:

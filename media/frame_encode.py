@@ -36,18 +36,16 @@ GPU_WORKERS = 8
 #: Encoder threads in each encoder process on the GPU, by default
 #: (:meth:`FrameEncoders.default_processes`): their frames wait on the GPU much of the time
 #: (the waits sleep, :mod:`.gpu_waits`), and more threads in one process contend for its GIL.
-#: On one GPU with 16 cores, 2026-11-27: 4K IMF HTJ2K at 200 Mbit/s was mastered at 397.4 fps
-#: by 16 processes x 2 threads, 333.8 by 8 x 2 and 264.4 by 4 x 4 (H100), 459.9 by 16 x 2,
-#: 432.7 by 8 x 4 and 388.1 by 8 x 2 (H200); 4K DCI at 147.1 by 16 x 2 against 128.1 by 4 x 4
-#: (H100).  On 4 H200s (64 cores) 4K DCI at 463.6-483.6 fps by 32 x 2 against 440.8 by 16 x 4
-#: (2K: 993.4 against 894.0).
+#: Processes of 2 threads mastered fastest on one GPU with 16 cores (4K IMF HTJ2K and 4K DCI)
+#: and on 4 GPUs with 64 cores (DCI 2K and 4K): docs/performance.md.
 PROCESS_THREADS = 2
 #: Encoder processes on one GPU at most, by default: 24 ran there, 32 failed at 4K
 #: (cudaErrorDevicesUnavailable).
 GPU_PROCESSES = 16
 #: Frames to encode from which encoder processes are started by default: they take about 3 s
-#: to start (imports, CUDA context, kernels), which 4 processes of 4 threads win back over 8
-#: threads of one process after about 580 2K or 720 4K frames (H200, 16 cores).
+#: to start (imports, CUDA context, kernels), which 4 processes of 4 threads won back over 8
+#: threads of one process after about 580 2K or 720 4K frames on the GPU machine
+#: (docs/performance.md).
 PROCESS_MIN_FRAMES = 720
 #: IMF R'G'B' image sample types whose code values the cuda back end computes in the forward
 #: stage's colour kernel as it reads the image in place (``Encoder.encode_planes(...,
@@ -142,8 +140,8 @@ class FrameEncoders:
         """Encoder threads in each of ``processes`` processes when the user does not say: a
         thread per CPU core shared out, or on the GPU :data:`PROCESS_THREADS` per process,
         and in a single process at most GPU_WORKERS per device used (more threads only
-        contend for the GIL and the device: on an H200 with 16 cores, 16 threads mastered 2K
-        at 56 fps, 12 at 70 and 8 at 96)."""
+        contend for the GIL and the device: on the GPU machine 8 threads mastered faster than
+        12 or 16, docs/performance.md)."""
         cores = os.cpu_count() or 1
         if self.backend != "cuda":
             return max(1, cores // max(1, processes))
@@ -156,8 +154,8 @@ class FrameEncoders:
         """The CUDA devices the threads' encoders are spread over (round robin, in the order
         the threads start: :func:`device_for`): ``gpus`` as given, None for every device
         CUDA_VISIBLE_DEVICES shows.  One by default: the threads of one process are bound
-        by the host (the GIL), not by the device: on two H200s, 8 threads mastered 2K at
-        84 fps over both against 94 on one, and 4K at 40 against 47."""
+        by the host (the GIL), not by the device: 8 threads mastered more slowly over two
+        GPUs than on one (docs/performance.md, "Several GPUs")."""
         if self._gpus is None:
             import cupy  # noqa: PLC0415
             self._gpus = max(1, cupy.cuda.runtime.getDeviceCount())

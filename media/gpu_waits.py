@@ -5,9 +5,9 @@ CUDA's default for a context ("auto") spins a CPU core while a host thread waits
 than the machine has cores, as every encoder process has.  Mastering runs several encoder
 processes of several threads per GPU, and their rate control and tier-2 on the host are what
 bounds them on several GPUs: a thread spinning through the GPU's share of its frame takes a
-core another thread's tier-2 could use.  On one H200 a 4K DCI frame took 124 ms of its
-thread's CPU time on one GPU (the threads waiting long for a GPU shared by 64 of them)
-against 69 ms on four.
+core another thread's tier-2 could use.  Measured on the GPU machine, a 4K DCI frame's thread
+spent most of its CPU time spinning where many threads share one GPU, and less on four
+(docs/performance.md, "Several GPUs").
 
 :func:`sleep_on_waits` sets the primary context's ``CU_CTX_SCHED_BLOCKING_SYNC`` (CUDA driver
 API, ``cuDevicePrimaryCtxSetFlags``): a waiting thread sleeps until the GPU signals.  The

@@ -3,9 +3,9 @@
 Without MPS, every encoder process has its own CUDA context on its GPU, and a GPU time-slices
 between contexts: one process's kernels never run beside another's, and each wait for a
 result may wait for the other contexts' slices.  Under MPS the processes' work goes through
-one server context per GPU and runs side by side.  On one H200 with 16 cores (2026-11-27):
-DCI 2K mastering, 8 processes x 2 threads, 242.6 -> 370.1 fps; 4K IMF HTJ2K at 200 Mbit/s,
-142.7 -> 183.3 fps.
+one server context per GPU and runs side by side.  Measured on the GPU machine, DCI 2K and 4K
+IMF HTJ2K mastering in processes of 2 threads ran clearly faster with an MPS than without
+(docs/performance.md).
 
 :func:`start_private_mps` starts a control daemon of the job's own (``nvidia-cuda-mps-control
 -f``, its pipe and log folders in a fresh temporary folder, so nothing outside the job is

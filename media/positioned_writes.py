@@ -3,8 +3,8 @@
 A track file's frames are 1-6 MB each and their offsets are known as soon as their sizes are
 (each follows the one before).  Copying them into the page cache is most of what the
 writing thread of ``cinegpu master`` does; with several GPUs it writes a thousand 2K frames a
-second and becomes the bound (on 4 H200s the writing thread was 75 % busy at 1,032 fps and
-coded frames waited 77 ms to be read back).  :class:`PositionedWrites` lets that thread only
+second and becomes the bound (on 4 GPUs the writing thread was mostly busy and coded frames
+waited to be read back: docs/performance.md).  :class:`PositionedWrites` lets that thread only
 hand each frame over: ``os.pwritev`` at the frame's offset runs in one of ``threads``
 threads (the system call releases the GIL), at most ``depth`` frames waiting.
 

@@ -7,7 +7,7 @@ Each package (1920x1080, 2 frames at 25 fps, CPU encoder) must come back with no
 finding and no error, and with no warning but the known one below; ``imferno validate
 --format json`` exits 0 whatever it finds, so the findings are read from its JSON.
 
-What imferno 3.0.1 reports that is its own mistake, not ours (see README):
+What imferno 3.0.1 reports that is its own mistake, not ours (see docs/imf.md):
 
 * ``ST2067-21:2023:7.1/AppIdMismatch`` (warning) on a CPL that carries ST 2067-21:2016's
   ApplicationIdentification (``http://www.smpte-ra.org/schemas/2067-21/2016``; ours do for

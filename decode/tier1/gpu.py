@@ -12,10 +12,11 @@ first, then the blocks decoded in parallel (overlapping decoded windows: either 
 The kernels (``cuda/tier1.cu``, T.800 Annex C and D; HT code-blocks, T.814 clause 7, in
 ``cuda/ht_decode.cuh``) run one thread per code-block, the sample flags in shared memory
 (default) or in global memory, persistent threads taking blocks from a counter.  Rows of both
-kinds may share a table; an HT block needs no scratch beyond an EBCOT block's.  Measured on an
-H100 (DCI frames): one working thread per warp beats full warps of
-different blocks (their branches diverge); sorting blocks by size and passes (work_order, on
-the device) makes the heaviest start first, 0.4 ms that pays back on 4K frames.  Importing this module does not need CuPy; calling does.
+kinds may share a table; an HT block needs no scratch beyond an EBCOT block's.  One working
+thread per warp beats full warps of different blocks, whose branches diverge; sorting blocks by
+size and passes (work_order, on the device) makes the heaviest start first, which pays back on
+4K frames (both measured on DCI frames on the GPU machine: docs/performance.md).  Importing this
+module does not need CuPy; calling does.
 """
 
 from __future__ import annotations
@@ -48,10 +49,9 @@ BLOCK_THREADS = 128  # T1_BLOCK in tier1.cu
 SCRATCH_BYTES = 256 << 20  # per-thread scratch of one call at most (then threads take turns)
 STATIC_SHARED = 8192  # bytes of static shared memory of the kernels (lookup tables), rounded up
 MASK_SIDE, MASK_ROWS_EXTRA = 64, 5  # mask_passes.cuh
-#: working lanes per warp for launches of BATCH_LANES_FROM rows or more (one lane below): measured
-#: on an H100 with 4K DCI frames (26,280 rows of 32 x 32 each, bit-mask passes), ms a frame for
-#: 1 / 2 / 4 / 8 / 16 / 32 lanes: one frame 2.94 / 3.88 / - ; 16 frames 1.73 / 1.31 / 1.04 / 0.99 /
-#: 1.19 / 1.41; 32 frames 1.69 / 1.24 / 0.93 / 0.84 / 1.02 / 1.25
+#: working lanes per warp for launches of BATCH_LANES_FROM rows or more (one lane below): the
+#: fastest count for batches of 16 and 32 4K DCI frames on the GPU machine, where one frame
+#: alone is fastest with one lane (timings by lane count: docs/performance.md)
 BATCH_LANES = 8
 BATCH_LANES_FROM = 100_000
 

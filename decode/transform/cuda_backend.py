@@ -194,7 +194,8 @@ def to_samples(x, precision: int, signed: bool):
 
 # ------------------------------------------- fused dequantise + IDWT --------
 
-#: shared memory a column strip aims at (bytes): 3 blocks on an H100 SM
+#: shared memory a column strip aims at (bytes): 3 blocks fit on one SM of the GPUs it was
+#: tuned on (Hopper)
 _STRIP_BYTES = 72 * 1024
 _NO_DQ = (np.float32(1.0),) * 4
 
