@@ -16,7 +16,7 @@ from conformance import CONFORMANCE
 from pgx import read_pgx
 
 ROOT = Path(__file__).resolve().parents[1]
-SAMPLE = ROOT / "media" / "samples" / "bars_2k.j2c"
+SAMPLE = ROOT / "cinegpu" / "media" / "samples" / "bars_2k.j2c"
 P0_04 = CONFORMANCE / "part1" / "codestreams" / "p0_04.j2k"
 P0_05 = CONFORMANCE / "part1" / "codestreams" / "p0_05.j2k"
 

@@ -12,7 +12,7 @@ import pytest
 from conftest import DCP_SAMPLES, have_cuda
 
 ROOT = Path(__file__).resolve().parents[1]
-SAMPLE = ROOT / "media" / "samples" / "bars_2k.j2c"
+SAMPLE = ROOT / "cinegpu" / "media" / "samples" / "bars_2k.j2c"
 
 
 def cinegpu(*args, cwd=None) -> subprocess.CompletedProcess:

@@ -22,7 +22,7 @@ from cinegpu.decode.transform.dwt import _sd_53, _sd_97
 from conftest import host_build
 
 CXX = shutil.which("g++")
-SOURCE = Path(__file__).resolve().parents[1] / "encode" / "cuda" / "host_emulation.cpp"
+SOURCE = Path(__file__).resolve().parents[1] / "cinegpu" / "encode" / "cuda" / "host_emulation.cpp"
 pytestmark = pytest.mark.skipif(CXX is None, reason="g++ not installed: no host build")
 
 LENGTHS = list(range(1, 68, 2)) + [2, 4, 64, 66, 1000, 1001]

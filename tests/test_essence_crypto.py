@@ -20,7 +20,7 @@ from cinegpu.media.mxf_write import EssenceEncryption, write_track
 
 from conftest import DCP_SAMPLES
 
-SAMPLE = Path(__file__).resolve().parents[1] / "media" / "samples" / "bars_2k.j2c"
+SAMPLE = Path(__file__).resolve().parents[1] / "cinegpu" / "media" / "samples" / "bars_2k.j2c"
 LIBDCP_ENCRYPTED = DCP_SAMPLES / "libdcp-encryption_test-smpte-2k-encrypted" / "video.mxf"
 PICTURE_ELEMENT = bytes.fromhex("060e2b34010201010d01030115010801")
 

@@ -46,7 +46,7 @@ from cinegpu.encode.forward import (code_value_samples, code_value_step, quantiz
 from conftest import host_build
 
 CXX = shutil.which("g++")
-SOURCE = Path(__file__).resolve().parents[1] / "encode" / "cuda" / "host_emulation.cpp"
+SOURCE = Path(__file__).resolve().parents[1] / "cinegpu" / "encode" / "cuda" / "host_emulation.cpp"
 pytestmark = pytest.mark.skipif(CXX is None, reason="g++ not installed: no host build")
 
 THREADS = 256                      # encode/gpu.py's block size

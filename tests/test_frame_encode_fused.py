@@ -75,7 +75,7 @@ def test_fused_types_are_ones_the_colour_kernels_read():
     """FUSED_CODE_VALUES are input types of the batched colour kernels (gpu._COLOUR_INPUTS
     lists u8, u16, i16 and i32; gpu.py needs CuPy, so the list is read from its source)."""
     from pathlib import Path
-    src = (Path(__file__).resolve().parents[1] / "encode" / "gpu.py").read_text()
+    src = (Path(__file__).resolve().parents[1] / "cinegpu" / "encode" / "gpu.py").read_text()
     table = src.split("_COLOUR_INPUTS = {", 1)[1].split("}", 1)[0]
     for d in FUSED_CODE_VALUES:
         assert f"np.dtype(np.{d.name})" in table, d

@@ -31,7 +31,7 @@ from cinegpu.encode.tier1.ht_gpu_plan import assemble, capacity_offsets, kernel_
 from conftest import host_build
 
 CXX = shutil.which("g++")
-SOURCE = Path(__file__).resolve().parents[1] / "encode" / "cuda" / "ht_encode_host.cpp"
+SOURCE = Path(__file__).resolve().parents[1] / "cinegpu" / "encode" / "cuda" / "ht_encode_host.cpp"
 pytestmark = pytest.mark.skipif(CXX is None, reason="g++ not installed: no host build")
 
 PLANES = (0, 1, 5, 20, 29)

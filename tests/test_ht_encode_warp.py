@@ -36,7 +36,7 @@ from test_ht_encode_host import FILL, _tile, assert_same_rows, emulate, numba_re
     random_block
 
 CXX = shutil.which("g++")
-CUDA = Path(__file__).resolve().parents[1] / "encode" / "cuda"
+CUDA = Path(__file__).resolve().parents[1] / "cinegpu" / "encode" / "cuda"
 NO_GXX = pytest.mark.skipif(CXX is None, reason="g++ not installed: no host build")
 GPU = pytest.mark.gpu
 

@@ -34,7 +34,7 @@ from conftest import host_build
 from test_ht_encode_host import _tile, pack, random_block
 
 CXX = shutil.which("g++")
-SOURCE = Path(__file__).resolve().parents[1] / "encode" / "cuda" / "ht_figures_host.cpp"
+SOURCE = Path(__file__).resolve().parents[1] / "cinegpu" / "encode" / "cuda" / "ht_figures_host.cpp"
 NO_GXX = pytest.mark.skipif(CXX is None, reason="g++ not installed: no host build")
 GPU = pytest.mark.gpu
 UNWRITTEN = -7.0  # what the output arrays hold before the kernel: any left fails the check

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent / "cinegpu"
 RANK = {"decode": 0, "encode": 1, "media": 2, "interop": 2, "player": 3}
 
 

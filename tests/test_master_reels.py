@@ -390,7 +390,7 @@ def test_the_cryptographic_sets_are_those_asdcplib_writes(tmp_path):
     """Our encrypted picture track file's header against libdcp's (asdcplib's): the same DM
     sets in the same order, the same items by UL, the same labels, the Preface's DM scheme."""
     from cinegpu.media.mxf_write import EssenceEncryption, write_track
-    sample = Path(__file__).resolve().parents[1] / "media" / "samples" / "bars_2k.j2c"
+    sample = Path(__file__).resolve().parents[1] / "cinegpu" / "media" / "samples" / "bars_2k.j2c"
     ours = MXFFile(write_track(tmp_path / "e.mxf", [sample.read_bytes()], edit_rate=24,
                                encryption=EssenceEncryption(os.urandom(16), uuid.uuid4())).path)
     theirs = MXFFile(DCP_SAMPLES / "libdcp-encryption_test-smpte-2k-encrypted" / "video.mxf")

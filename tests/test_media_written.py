@@ -125,7 +125,7 @@ def test_threads_reading_one_track_file_get_their_own_frames(tmp_path):
 
     from cinegpu.media.mxf_write import write_track
 
-    base = (Path(__file__).resolve().parents[1] / "media" / "samples" / "bars_2k.j2c").read_bytes()
+    base = (Path(__file__).resolve().parents[1] / "cinegpu" / "media" / "samples" / "bars_2k.j2c").read_bytes()
     frames = [base[:-2] + bytes([k]) * 7 + b"\xff\xd9" for k in range(8)]
     write_track(tmp_path / "t.mxf", frames, edit_rate=24)
     m = MXFFile(tmp_path / "t.mxf")

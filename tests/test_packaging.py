@@ -1,4 +1,5 @@
-"""The package as pip installs it: every sub-package listed, kernels and samples inside the wheel."""
+"""The package as pip installs it: the import names are the folders under cinegpu/ (setuptools'
+package discovery, no mapping), kernels and samples inside the wheel."""
 
 from __future__ import annotations
 
@@ -11,20 +12,20 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-FOLDERS = {"decode", "encode", "interop", "player", "media"}
+PACKAGE = ROOT / "cinegpu"
 
 
-def _packages() -> set[str]:
-    return set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+def test_every_python_folder_is_a_package_found_by_discovery():
+    """Each folder of the library that holds Python is a package (its __init__.py), which
+    setuptools finds as pyproject.toml asks; no folder is mapped to a name by hand."""
+    from setuptools import find_packages
 
-
-def test_every_python_folder_is_a_listed_package():
-    found = set()
-    for top in FOLDERS:
-        for init in (ROOT / top).rglob("__init__.py"):
-            rel = init.parent.relative_to(ROOT)
-            found.add("cinegpu." + ".".join(rel.parts))
-    assert found == _packages()
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert "package-dir" not in config and set(config["packages"]) == {"find"}
+    folders = {p.parent for p in PACKAGE.rglob("*.py")} - {p for p in PACKAGE.rglob("__pycache__")}
+    assert all((f / "__init__.py").is_file() for f in folders), sorted(f for f in folders if not (f / "__init__.py").is_file())
+    found = set(find_packages(str(ROOT), include=config["packages"]["find"]["include"]))
+    assert found == {".".join(f.relative_to(ROOT).parts) for f in folders}
 
 
 @pytest.fixture(scope="module")
@@ -40,9 +41,8 @@ def wheel(tmp_path_factory):
 @pytest.mark.slow
 def test_the_wheel_carries_every_kernel_and_the_sample(wheel):
     names = set(wheel.namelist())
-    kernels = sorted(k for top in FOLDERS for pattern in ("*.cu", "*.cuh")
-                     for k in (ROOT / top).rglob(pattern))
+    kernels = sorted(k for pattern in ("*.cu", "*.cuh") for k in PACKAGE.rglob(pattern))
     assert len(kernels) >= 5
     for source in kernels:
-        assert "cinegpu/" + str(source.relative_to(ROOT)) in names, source
+        assert str(source.relative_to(ROOT)) in names, source
     assert "cinegpu/media/samples/bars_2k.j2c" in names

@@ -14,7 +14,7 @@ import pytest
 from cinegpu.decode.shm import PREFIX, SHM_FOLDER, create_segment, reclaim_orphans, segment_owner
 
 ROOT = Path(__file__).resolve().parents[1]
-SAMPLE = ROOT / "media" / "samples" / "bars_2k.j2c"
+SAMPLE = ROOT / "cinegpu" / "media" / "samples" / "bars_2k.j2c"
 
 pytestmark = pytest.mark.skipif(not SHM_FOLDER.is_dir(), reason="no /dev/shm on this system")
 

@@ -263,7 +263,7 @@ def test_decoder_frame_equal_through_either_back_end():
 
     from cinegpu.decode.decoder import Decoder
 
-    sample = Path(__file__).resolve().parents[1] / "media" / "samples" / "bars_2k.j2c"
+    sample = Path(__file__).resolve().parents[1] / "cinegpu" / "media" / "samples" / "bars_2k.j2c"
     if not sample.exists():
         pytest.skip(f"sample {sample.name} not in this checkout")
     data = sample.read_bytes()

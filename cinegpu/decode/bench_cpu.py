@@ -38,7 +38,7 @@ from .errors import CodestreamError, LenientWarning
 
 __all__ = ["Row", "format_table", "main", "manifest_streams", "table"]
 
-CONFORMANCE = Path(__file__).resolve().parents[2] / "shared" / "conformance"
+CONFORMANCE = Path(__file__).resolve().parents[3] / "shared" / "conformance"
 #: The DCI frame every run decodes first (numba's kernels loaded before any stream is timed).
 SAMPLE = Path(__file__).resolve().parents[1] / "media" / "samples" / "bars_2k.j2c"
 
