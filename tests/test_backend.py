@@ -60,7 +60,7 @@ def test_every_caller_selects_the_same_way(no_cupy):
     from cinegpu.decode.decoder import Decoder
     from cinegpu.decode.pipeline import FramePipeline
     from cinegpu.encode.encoder import Encoder
-    from cinegpu.media.frame_encode import pick_backend
+    from cinegpu.jobs.frame_encode import pick_backend
 
     assert Decoder("auto").backend == "cpu" and Decoder("numpy").transform is ref
     assert pick_backend("auto") == "cpu"

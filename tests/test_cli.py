@@ -131,7 +131,7 @@ def test_decoded_png_matches_what_opj_decompress_writes(tmp_path):
 
 
 def test_bench_scaling_table_divides_the_speed_up_by_the_gpus(capsys):
-    from cinegpu.player.commands.bench import _print_scaling
+    from cinegpu.bench.decode import _print_scaling
 
     rows = _print_scaling([(1, 500.0), (2, 900.0), (4, 1600.0)])
     assert [round(r["speedup"], 2) for r in rows] == [1.0, 1.8, 3.2]

@@ -75,7 +75,7 @@ def test_a_failing_peer_is_reported_as_failing(tmp_path):
     """bench --compare goes on when a peer decoder fails on a frame, and names the frame."""
     import shutil
 
-    from cinegpu.decode import peers
+    from cinegpu.bench import decode_peers as peers
 
     if not shutil.which("opj_decompress"):
         pytest.skip("opj_decompress is not installed")

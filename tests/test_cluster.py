@@ -1,5 +1,5 @@
-"""Mastering and library-wide decode checks on a Dask cluster (:mod:`cinegpu.media.cluster`,
-:mod:`cinegpu.media.cluster_coders`, :mod:`cinegpu.media.check_decode`): the same
+"""Mastering and library-wide decode checks on a Dask cluster (:mod:`cinegpu.jobs.cluster`,
+:mod:`cinegpu.jobs.cluster_coders`, :mod:`cinegpu.jobs.check_decode`): the same
 codestreams as one machine, a lost worker's frames redone, a frame that fails twice one
 error naming it with no package left, a scheduler that cannot be reached one line and exit
 2, and every failing frame of a library reported.  Local clusters of worker processes run
@@ -22,8 +22,8 @@ import pytest
 
 from cinegpu.media import MediaError
 from cinegpu.media.errors import CorruptMedia
-from cinegpu.media.images_in import ImageFrames, list_frames
-from cinegpu.media.mastering import master, master_images
+from cinegpu.media.images.frames import ImageFrames, list_frames
+from cinegpu.jobs.mastering import master, master_images
 
 from test_master import needs_encoder
 from test_master_processes import _codestreams, _DieOn, _frames
@@ -31,9 +31,9 @@ from test_master_processes import _codestreams, _DieOn, _frames
 distributed = pytest.importorskip("distributed", reason="dask distributed is not installed "
                                                         "(pip install 'cinegpu[cluster]')")
 
-from cinegpu.media import cluster as cluster_mod  # noqa: E402
-from cinegpu.media.check_decode import check_library, find_packages  # noqa: E402
-from cinegpu.media.cluster import ClusterAddress, connect, parse_address  # noqa: E402
+from cinegpu.jobs import cluster as cluster_mod  # noqa: E402
+from cinegpu.jobs.check_decode import check_library, find_packages  # noqa: E402
+from cinegpu.jobs.cluster import ClusterAddress, connect, parse_address  # noqa: E402
 
 
 def _track(dcp: Path) -> Path:
@@ -151,7 +151,7 @@ def test_cluster_master_writes_the_same_dcp_as_threads(tmp_path):
 
 def _corrupt_frame(track: Path, n: int) -> None:
     """Break frame ``n``'s codestream in place: its SIZ marker (bytes 2-3) becomes junk."""
-    from cinegpu.media.mxf import MXFFile
+    from cinegpu.media.mxf.read import MXFFile
     with MXFFile(track) as mxf:
         off, _size = mxf.locate_frame(n)
     with open(track, "r+b") as f:

@@ -49,7 +49,7 @@ def test_precincts_per_resolution():
 
 
 def test_params_take_keywords_only():
-    from cinegpu.encode.profiles import Params, make_params
+    from cinegpu.encode.presets import Params, make_params
     p = make_params([(1080, 2048)] * 3, [12] * 3, [False] * 3, profile="dci-2k", fps=24,
                     bitrate=None, reversible=False, levels=None, codeblock=(64, 64),
                     progression="LRCP", layers=1, tiles=None, precincts=None, style=0,

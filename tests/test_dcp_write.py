@@ -6,7 +6,7 @@ Photon IMF 4K sample decoded with ``cinegpu.decode`` and re-mastered at 4K. Each
 ClairMeta ``check -type dcp`` without errors; ffprobe's view of the MXF (JPEG 2000, size, rate,
 frame count); every frame read back by ``open_source`` byte-identical to what was written; every
 distinct frame decoded by ``opj_decompress`` equal to ``cinegpu.decode`` (peak <= 1); the PKL hashes
-(``cinegpu.media.check``); the track file's structure field by field.
+(``cinegpu.media.package.check``); the track file's structure field by field.
 """
 
 from __future__ import annotations
@@ -25,14 +25,14 @@ import pytest
 
 from cinegpu.decode import decode
 from cinegpu.media import open_source
-from cinegpu.media.check import check as check_package
-from cinegpu.media.colour import to_xyz12
-from cinegpu.media.dcp_write import DCPWriter, encode_frame, encoder_name
-from cinegpu.media.demo import demo_frame
-from cinegpu.media.images_in import fit
+from cinegpu.media.package.check import check as check_package
+from cinegpu.media.images.colour import to_xyz12
+from cinegpu.media.package.dcp_write import DCPWriter, encode_frame, encoder_name
+from cinegpu.jobs.demo import demo_frame
+from cinegpu.media.images.frames import fit
 from cinegpu.media.j2k_profile import parse_profile
-from cinegpu.media.mxf import MXFFile
-from cinegpu.media.mxf_write import HEADER_RESERVE, PictureTrackWriter, parse_j2k_header
+from cinegpu.media.mxf.read import MXFFile
+from cinegpu.media.mxf.write import HEADER_RESERVE, PictureTrackWriter, parse_j2k_header
 
 from conftest import SHARED
 
@@ -253,8 +253,8 @@ def test_sub_descriptor_items_match_asdcplib():
     """The JPEG2000PictureSubDescriptor items written from the codec's parse of a frame (passed
     in, or parsed by the writer from the main header alone) are those asdcplib wrote."""
     from cinegpu.decode.codestream.header import parse_codestream
-    from cinegpu.media.mxf import J2K_SUB_ITEMS
-    from cinegpu.media.mxf_write import J2K_TAGS, J2KHeader
+    from cinegpu.media.mxf.read import J2K_SUB_ITEMS
+    from cinegpu.media.mxf.write import J2K_TAGS, J2KHeader
     from conftest import DCP_SAMPLES
 
     sample = DCP_SAMPLES / "libdcp-dcp_test1-smpte-2k" / "video.mxf"

@@ -215,9 +215,9 @@ def test_frames_on_storage_code_the_same_read_direct(tmp_path):
     IMF HTJ2K codestreams as the same frames read from memory."""
     pytest.importorskip("cupy")
     import tifffile
-    from cinegpu.media.frame_coders import code_frame
-    from cinegpu.media.frame_encode import FrameEncoders
-    from cinegpu.media.images_in import ImageFrames
+    from cinegpu.jobs.frame_coders import code_frame
+    from cinegpu.jobs.frame_encode import FrameEncoders
+    from cinegpu.media.images.frames import ImageFrames
     rng = np.random.default_rng(8)
     files = []
     for k in range(3):

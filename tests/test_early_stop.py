@@ -8,8 +8,8 @@ import pytest
 
 from cinegpu.decode import decode, tier1
 from cinegpu.encode import Encoder, early_stop
-from cinegpu.encode.bench import synthetic_frame
-from cinegpu.encode.peers import psnr
+from cinegpu.bench.encode import synthetic_frame
+from cinegpu.bench.encode_peers import psnr
 from cinegpu.encode.tier1.codeblock import coded_passes
 from cinegpu.encode.tier1.tile import encode_tile
 
@@ -89,7 +89,7 @@ def test_component_histograms_split_the_magnitude_histogram():
     """Each component's indices lie together in a tile's flat buffer; their histograms add
     up to the tile's, over several tiles."""
     from cinegpu.encode.encoder import _as_components
-    from cinegpu.encode.profiles import make_params
+    from cinegpu.encode.presets import make_params
     img = synthetic_frame(150, 90, seed=6)
     with Encoder(backend="cpu", bitrate=150 * 90 * 24 * 4, fps=24, tiles=(64, 48)) as enc:
         comps, precs, sgn = _as_components(img, 12, None)
@@ -148,7 +148,7 @@ def test_a_starved_frame_is_coded_again_from_every_plane(monkeypatch):
     rate control ends far under the budget with them whole, so the frame is coded again
     from every plane and fills the budget; the floor with the caps gets there at once."""
     import cinegpu.encode.encoder as encoder
-    from cinegpu.encode.profiles import dci_caps
+    from cinegpu.encode.presets import dci_caps
     img = _capped_luma(8)
     frame_cap, comp_cap = dci_caps(24)
     with Encoder(profile="dci-2k", fps=24, backend="cpu", workers=2) as enc:

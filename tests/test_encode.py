@@ -12,9 +12,9 @@ import pytest
 from cinegpu.decode import decode, tier1
 from cinegpu.decode.codestream.header import parse_codestream
 from cinegpu.encode import encode
-from cinegpu.encode.bench import synthetic_frame
-from cinegpu.encode.peers import grk_compress_dci, have_grk, have_opj, opj_compress_dci, opj_decode, psnr
-from cinegpu.encode.profiles import dci_caps
+from cinegpu.bench.encode import synthetic_frame
+from cinegpu.bench.encode_peers import grk_compress_dci, have_grk, have_opj, opj_compress_dci, opj_decode, psnr
+from cinegpu.encode.presets import dci_caps
 from cinegpu.encode.rate import build_hull
 from cinegpu.encode.tier2 import bits as t2bits
 
@@ -400,8 +400,8 @@ def test_workers_give_the_same_stream():
 def test_dci_4k_rate_control_converges_on_flat_synthetic_content():
     # regression: smooth demo content made the budget loop overshoot every round
     from cinegpu.encode import dci_caps
-    from cinegpu.media.demo import demo_frame
-    from cinegpu.media.images_in import fit
+    from cinegpu.jobs.demo import demo_frame
+    from cinegpu.media.images.frames import fit
 
     img = np.rint(fit(demo_frame(3, 1200, 500), 4096, 1716) * 4095).astype(np.uint16)
     data = encode(img, profile="dci-4k", fps=24, workers=1)
@@ -415,7 +415,7 @@ def test_dci_4k_rate_control_converges_on_flat_synthetic_content():
 def test_bench_encoder_processes_give_one_encoders_codestreams():
     """encode.bench's processes (frames from one shared-memory block, dealt out in turn) give
     back every frame's codestream in order, the same bytes as one encoder."""
-    from cinegpu.encode.bench import _ours, dci_options, ours_processes
+    from cinegpu.bench.encode import _ours, dci_options, ours_processes
     src = [synthetic_frame(256, 128, seed=k) for k in range(5)]
     coded, secs = ours_processes(src, dci_options("generic", 24, "cpu"), 2, 1)
     one = _ours(src, "generic", 24, "cpu", 1)[0]

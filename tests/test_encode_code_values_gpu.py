@@ -47,7 +47,7 @@ def _image(dtype, h: int, w: int, seed: int) -> np.ndarray:
 @pytest.mark.parametrize("dtype,bits", [(np.uint16, 12), (np.uint8, 10)])
 @pytest.mark.parametrize("codec,lossless", IMF_CODECS, ids=IMF_CODEC_IDS)
 def test_fused_imf_frames_equal_the_two_kernel_path(dtype, bits, codec, lossless):
-    from cinegpu.media.frame_encode import FUSED_CODE_VALUES, FrameEncoders
+    from cinegpu.jobs.frame_encode import FUSED_CODE_VALUES, FrameEncoders
     assert np.dtype(dtype) in FUSED_CODE_VALUES
     frames = [_image(dtype, 1080, 2048, k) for k in range(4)]
     top = float(np.iinfo(dtype).max)
@@ -89,7 +89,7 @@ def test_code_value_step_change_between_frames(codec, lossless):
 @pytest.mark.parametrize("batched", [True, False], ids=["batched", "per-component"])
 @pytest.mark.parametrize("dtype", [np.uint16, np.uint8])
 def test_forward_tile_cuda_with_the_step_equals_its_planes(reversible, batched, dtype):
-    from cinegpu.encode.profiles import make_params
+    from cinegpu.encode.presets import make_params
     h, w, bits = 67, 45, 10
     img = _image(dtype, h, w, 5)
     top = float(np.iinfo(dtype).max) * 0.9             # some samples over top: clipped

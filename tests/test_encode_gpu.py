@@ -13,7 +13,7 @@ from cinegpu.decode import decode  # noqa: E402
 from cinegpu.decode.transform import fdwt_53, fdwt_97, forward_ict, forward_rct  # noqa: E402
 from cinegpu.encode import encode  # noqa: E402
 from cinegpu.encode import gpu  # noqa: E402
-from cinegpu.encode.bench import synthetic_frame  # noqa: E402
+from cinegpu.bench.encode import synthetic_frame  # noqa: E402
 from cinegpu.encode.forward import quantize_band  # noqa: E402
 
 pytestmark = pytest.mark.gpu
@@ -84,7 +84,7 @@ def test_encoders_on_each_device_give_the_same_codestream():
     from concurrent.futures import ThreadPoolExecutor
 
     from cinegpu.encode.encoder import Encoder
-    from cinegpu.media.frame_encode import FrameEncoders
+    from cinegpu.jobs.frame_encode import FrameEncoders
     img = synthetic_frame(2048, 1080, seed=11)
     devices = list(range(cupy.cuda.runtime.getDeviceCount()))
     with Encoder(profile="dci-2k", backend="cuda", workers=1) as enc:
@@ -203,8 +203,8 @@ def test_encode_cuda_reversible_equals_cpu_and_is_lossless(name, image, opts):
 @pytest.mark.parametrize("colorspace", ["rec709", "p3d65", "dcip3", "xyz"])
 @pytest.mark.parametrize("dtype", [np.uint16, np.uint8, np.float32])
 def test_rgb_to_xyz12_matches_numpy_within_one_code_value(colorspace, dtype):
-    from cinegpu.media.colour import to_xyz12, xyz12_parameters
-    from cinegpu.media.images_in import unit_scale
+    from cinegpu.media.images.colour import to_xyz12, xyz12_parameters
+    from cinegpu.media.images.frames import unit_scale
     rng = np.random.default_rng(7)
     shape = (37, 53, 3)
     if dtype == np.float32:
@@ -226,7 +226,7 @@ def test_rgb_to_xyz12_matches_numpy_within_one_code_value(colorspace, dtype):
 def test_code_values_are_the_hosts_exactly(bits, dtype):
     """IMF R'G'B' on the GPU: rint((2^bits - 1) unit_scale(s, top)), as the host computes it
     in FrameEncoders (so a lossless IMF master holds the same samples either way)."""
-    from cinegpu.media.images_in import unit_scale
+    from cinegpu.media.images.frames import unit_scale
     rng = np.random.default_rng(bits)
     shape = (41, 67, 3)
     if dtype == np.float32:
@@ -284,9 +284,9 @@ def test_frames_read_into_the_upload_buffer_code_the_same(tmp_path, monkeypatch)
     (FrameEncoders.input_buffer): the same codestreams as from frames read on their own,
     DCI and IMF HTJ2K; the CPU back end reads them as before."""
     import tifffile
-    from cinegpu.media.frame_coders import code_frame
-    from cinegpu.media.frame_encode import FrameEncoders
-    from cinegpu.media.images_in import ImageFrames
+    from cinegpu.jobs.frame_coders import code_frame
+    from cinegpu.jobs.frame_encode import FrameEncoders
+    from cinegpu.media.images.frames import ImageFrames
     rng = np.random.default_rng(6)
     files = []
     for k in range(3):
@@ -327,7 +327,7 @@ def test_frames_read_into_the_upload_buffer_code_the_same(tmp_path, monkeypatch)
 
 
 def test_guard_bits_cuda_clips_and_measures_as_numpy():
-    from cinegpu.encode.profiles import make_params
+    from cinegpu.encode.presets import make_params
     enc_opts = dict(profile="generic", fps=24, bitrate=None, reversible=False, levels=3,
                     codeblock=(32, 32), progression="LRCP", layers=1, tiles=None,
                     precincts=None, style=0, quantization="expounded", guard_bits=1)
@@ -385,7 +385,7 @@ def test_component_histograms_on_the_gpu_equal_the_cpu_twin():
     whose luma passes its cap gets the same floor and codestream on both back ends."""
     from cinegpu.encode.early_stop import component_histograms
     from cinegpu.encode.encoder import Encoder, _as_components
-    from cinegpu.encode.profiles import make_params
+    from cinegpu.encode.presets import make_params
     img = synthetic_frame(150, 90, seed=6)
     with Encoder(backend="cuda", bitrate=150 * 90 * 24 * 4, fps=24, tiles=(64, 48)) as enc:
         comps, precs, sgn = _as_components(img, 12, None)
@@ -413,9 +413,9 @@ def test_mastering_frames_on_the_gpu_match_the_cpu_path():
     same X'Y'Z' source; the threads' bytes equal one thread's."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from cinegpu.encode.peers import psnr
-    from cinegpu.media.colour import to_xyz12
-    from cinegpu.media.frame_encode import FrameEncoders
+    from cinegpu.bench.encode_peers import psnr
+    from cinegpu.media.images.colour import to_xyz12
+    from cinegpu.jobs.frame_encode import FrameEncoders
 
     frames = [(synthetic_frame(2048, 1080, seed=k).astype(np.uint32) * 16).astype(np.uint16)
               for k in range(4)]

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from cinegpu.decode import tier1
-from cinegpu.encode.bench import synthetic_frame
+from cinegpu.bench.encode import synthetic_frame
 from cinegpu.encode.blocks import BlockTable, TierOnePool, cut_blocks, encode_blocks
 from cinegpu.encode.encoder import Encoder, _as_components
-from cinegpu.encode.profiles import make_params
+from cinegpu.encode.presets import make_params
 from cinegpu.encode.tier1.tile import encode_tile
 
 STYLES = [0, tier1.CBLK_BYPASS, tier1.CBLK_BYPASS | tier1.CBLK_TERMALL,

@@ -307,9 +307,9 @@ def test_table_checks():
 def dci_tile(width=2048, height=1080, **opts):
     """(flat, cb, style) of a frame's tile after the project's forward stage: a DCI 2K frame
     by default, else a generic one with ``opts``."""
-    from cinegpu.encode.bench import synthetic_frame
+    from cinegpu.bench.encode import synthetic_frame
     from cinegpu.encode.encoder import Encoder, _as_components
-    from cinegpu.encode.profiles import make_params
+    from cinegpu.encode.presets import make_params
 
     img = synthetic_frame(width, height, seed=1)
     with Encoder(backend="cpu", **(opts or {"profile": "dci-2k"})) as enc:

@@ -9,10 +9,10 @@ import pytest
 
 from cinegpu.decode import tier1
 from cinegpu.decode.tier2.progression import packet_order
-from cinegpu.encode.bench import synthetic_frame
+from cinegpu.bench.encode import synthetic_frame
 from cinegpu.encode.blocks import Block, BlockTable
 from cinegpu.encode.encoder import Encoder, _as_components
-from cinegpu.encode.profiles import make_params
+from cinegpu.encode.presets import make_params
 from cinegpu.encode.rate import _order_desc, _radix_order_desc, _stable_argsort, build_hull
 from cinegpu.encode.tier2 import TileCoder
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cinegpu.media.first_run import STAGES, compile_kernels, stamp_path
+from cinegpu.jobs.first_run import STAGES, compile_kernels, stamp_path
 
 
 def test_compiles_once_saying_what_it_does(tmp_path):

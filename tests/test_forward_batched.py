@@ -18,7 +18,7 @@ cupy = require_cuda()  # skips the module without CuPy or a device
 from cinegpu.encode import Encoder  # noqa: E402
 from cinegpu.encode import gpu  # noqa: E402
 from cinegpu.encode.forward import forward_tile  # noqa: E402
-from cinegpu.encode.profiles import make_params  # noqa: E402
+from cinegpu.encode.presets import make_params  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 

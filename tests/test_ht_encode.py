@@ -171,7 +171,7 @@ def test_budget_rounds_fill_the_budget(size, opts, rate):
     """The budget's rounds end within 3 % of the budget, never over, in at most ROUNDS
     rounds (a single-ratio rescaling once swung about the goal: the first case kept 511 of
     its 5,208 bytes)."""
-    from cinegpu.encode.bench import synthetic_frame
+    from cinegpu.bench.encode import synthetic_frame
     from cinegpu.encode.ht import ROUNDS
     budget = rate / 8 / 24
     with Encoder(codec="htj2k", bitrate=rate, fps=24, backend="cpu", **opts) as enc:
@@ -187,7 +187,7 @@ def test_estimate_follows_the_coded_bytes(seed, size, monkeypatch):
     ratio moves less than 8 % between targets (the estimate before, 2 + E bits a sample and
     w h / 8, gave 0.39 to 1.48 here, so rounds overshot and undershot in turn)."""
     from cinegpu.encode import ht
-    from cinegpu.encode.bench import synthetic_frame
+    from cinegpu.bench.encode import synthetic_frame
     seen = {}
     real = ht.encode_ht_frame
 
@@ -215,7 +215,7 @@ def test_estimate_follows_the_coded_bytes(seed, size, monkeypatch):
 def test_a_frame_that_fits_whole_takes_one_round():
     """Where every block at plane 0 fits the budget, the second round would pick the same
     planes: the loop ends after one (it once coded and wrote the frame six times)."""
-    from cinegpu.encode.bench import synthetic_frame
+    from cinegpu.bench.encode import synthetic_frame
     img = synthetic_frame(256, 144, seed=4) // 64          # little to code
     with Encoder(codec="htj2k", bitrate=200_000_000, fps=24, backend="cpu") as enc:
         cs = enc.encode(img, bits=12)
@@ -233,7 +233,7 @@ def test_later_rounds_code_only_changed_blocks(size, opts, rate, workers, monkey
     into the segments kept: every round's frame (table, K, rates) is the one coding every
     block gives, over tiles and threads, and fewer blocks are coded than rounds x blocks."""
     from cinegpu.encode import ht
-    from cinegpu.encode.bench import synthetic_frame
+    from cinegpu.bench.encode import synthetic_frame
     real = ht._code
     seen = []
 

@@ -122,7 +122,7 @@ def test_encoder_htj2k_on_the_gpu_equals_the_cpu_path(opts, monkeypatch):
     (ht_plane_figures_cuda; the numba ht_plane_figures is not called there)."""
     from cinegpu.decode import decode
     from cinegpu.encode import encode, ht
-    from cinegpu.encode.bench import synthetic_frame
+    from cinegpu.bench.encode import synthetic_frame
     size = (2048, 1080) if opts.get("profile") == "dci-2k" else (300, 200)
     img = synthetic_frame(*size, seed=7)
     with monkeypatch.context() as m:

@@ -260,7 +260,7 @@ def test_grid_shapes(lib, grid, threads):
 def _tile(reversible: bool):
     """The first tile's flat indices and code-block table of a synthetic 12-bit frame."""
     from cinegpu.encode import Encoder
-    from cinegpu.encode.bench import synthetic_frame
+    from cinegpu.bench.encode import synthetic_frame
     from cinegpu.encode.encoder import _precisions, _split, make_params
 
     img = synthetic_frame(384, 256, bits=12)

@@ -373,7 +373,7 @@ def test_gpu_encoder_kernels_agree(opts):
     the CPU path's."""
     _cuda()
     from cinegpu.encode import Encoder  # noqa: PLC0415
-    from cinegpu.encode.bench import synthetic_frame  # noqa: PLC0415
+    from cinegpu.bench.encode import synthetic_frame  # noqa: PLC0415
     img = synthetic_frame(392, 264, bits=12)
     out = {}
     for backend, kernel in (("cpu", "auto"), ("cuda", "auto"), ("cuda", "thread")):

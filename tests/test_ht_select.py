@@ -33,7 +33,7 @@ def bisection(w, dist, bits, target):
 
 
 def _frame_figures(seed):
-    from cinegpu.encode.bench import synthetic_frame
+    from cinegpu.bench.encode import synthetic_frame
     from cinegpu.encode.encoder import Encoder
     from cinegpu.encode.ht import _tile_figures
     from cinegpu.encode.quant import block_weights

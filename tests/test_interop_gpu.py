@@ -144,7 +144,7 @@ def test_headless_4k_decoded_playback(window, tmp_path):
     from cinegpu.decode.decoder import Decoder
     from cinegpu.media import open_source
     from cinegpu.player.commands.play import play
-    from cinegpu.media.png import read_png16
+    from cinegpu.media.images.png import read_png16
 
     frames = int(os.environ.get("CINEGPU_4K_COUNT", "48"))
     folder = _sequence(tmp_path, frames)

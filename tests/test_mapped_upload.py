@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from cinegpu.media.errors import MediaError, UnsupportedMedia
-from cinegpu.media.images_in import ImageFrames, read_image, read_run, tiff_run
+from cinegpu.media.images.frames import ImageFrames, read_image, read_run, tiff_run
 
 tifffile = pytest.importorskip("tifffile")
 
@@ -66,7 +66,8 @@ def test_code_frame_reads_a_located_run_without_parsing_again(tmp_path, monkeypa
     """Where the encoders take frames from their files but a frame's file cannot be locked,
     code_frame reads the run tiff_run located (read_run), not the whole file through
     read_image again, and encodes the same samples."""
-    from cinegpu.media import frame_coders, images_in
+    from cinegpu.jobs import frame_coders
+    from cinegpu.media.images import frames as images_in
     img = _image(np.uint16, (6, 8, 3), seed=5)
     path = tmp_path / "a.tif"
     tifffile.imwrite(path, img, photometric="rgb")
@@ -103,7 +104,7 @@ def test_code_frame_sends_a_located_run_through_the_ring_when_not_mapped(tmp_pat
     """A frame whose file could not be locked goes up through the encoders' ring
     (send_run) where it can, of the very run tiff_run located; it is read into the input
     buffer only where the ring gives None, and runs of another size are not sent."""
-    from cinegpu.media import frame_coders
+    from cinegpu.jobs import frame_coders
     img = _image(np.uint16, (6, 8, 3), seed=7)
     path = tmp_path / "a.tif"
     tifffile.imwrite(path, img, photometric="rgb")
@@ -147,7 +148,7 @@ def test_code_frame_reads_a_frame_on_storage_direct_through_the_ring(tmp_path, m
     usual way: it goes through the ring O_DIRECT (send_run's direct); one in memory is offered
     to upload_run first and sent the usual way; CINEGPU_DIRECT_READS=off asks nothing."""
     from cinegpu.encode import direct_read
-    from cinegpu.media import frame_coders
+    from cinegpu.jobs import frame_coders
     img = _image(np.uint16, (6, 8, 3), seed=9)
     path = tmp_path / "a.tif"
     tifffile.imwrite(path, img, photometric="rgb")
@@ -456,7 +457,7 @@ def test_a_taken_gate_sends_the_frame_the_usual_way(tmp_path):
 def test_which_encoders_take_frames_from_their_files():
     """Only cinegpu's encoder on the cuda back end takes frames straight from their files,
     and not where IMF Y'CbCr is made from them on the host."""
-    from cinegpu.media.frame_encode import FrameEncoders
+    from cinegpu.jobs.frame_encode import FrameEncoders
     enc = FrameEncoders(profile="2k", fps=24, bitrate=None, colorspace="rec709", backend="cpu")
     assert not enc.uploads_runs and enc.upload_run(object()) is None
     enc.backend = "cuda"                 # as on a GPU machine (nothing is uploaded here)

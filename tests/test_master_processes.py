@@ -1,4 +1,4 @@
-"""Mastering with encoder processes (:mod:`cinegpu.media.frame_coders`): the same codestreams as
+"""Mastering with encoder processes (:mod:`cinegpu.jobs.frame_coders`): the same codestreams as
 threads of one process, frames read in the processes, and every failure (a bad frame, an
 encoder process that dies or cannot start, Ctrl-C, SIGTERM) one clear error with nothing left
 behind.  The CPU encoder runs here; the GPU case is marked ``gpu``."""
@@ -19,10 +19,10 @@ import pytest
 
 from cinegpu.media import MediaError, open_source
 from cinegpu.media.errors import CorruptMedia, UnsupportedMedia
-from cinegpu.media.frame_coders import FrameFailed
-from cinegpu.media.frame_encode import FrameEncoders
-from cinegpu.media.images_in import ImageFrames, list_frames
-from cinegpu.media.mastering import _processes, master, master_images
+from cinegpu.jobs.frame_coders import FrameFailed
+from cinegpu.jobs.frame_encode import FrameEncoders
+from cinegpu.media.images.frames import ImageFrames, list_frames
+from cinegpu.jobs.mastering import _processes, master, master_images
 
 from test_master import needs_encoder
 
@@ -81,7 +81,7 @@ def test_next_takes_the_replies_already_waiting(tmp_path):
 
     import tifffile
 
-    from cinegpu.media.frame_coders import CoderSetup, ProcessCoders
+    from cinegpu.jobs.frame_coders import CoderSetup, ProcessCoders
     for i in range(2):
         tifffile.imwrite(tmp_path / f"f{i}.tif", np.full((54, 96, 3), 9000 * (i + 1), np.uint16),
                          photometric="rgb")
@@ -111,7 +111,7 @@ def test_a_slow_frame_at_the_head_does_not_stop_the_other_processes(tmp_path):
     import tifffile
 
     from cinegpu.decode import decode
-    from cinegpu.media.frame_coders import CoderSetup, ProcessCoders
+    from cinegpu.jobs.frame_coders import CoderSetup, ProcessCoders
     total = 10
     src = tmp_path / "in"
     src.mkdir()
@@ -160,7 +160,7 @@ def test_frame_failure_crosses_back_as_the_same_kind():
 
 
 def test_how_many_processes(tmp_path, monkeypatch):
-    from cinegpu.media import frame_encode
+    from cinegpu.jobs import frame_encode
     enc = FrameEncoders(profile="2k", fps=24, bitrate=None, colorspace="rec709", backend="cpu")
     files = ImageFrames(("a.tif", "b.tif"), (4096, 2160))
     assert _processes(None, enc, files, 2) == 1                 # CPU: threads
@@ -177,15 +177,15 @@ def test_how_many_processes(tmp_path, monkeypatch):
     # host bounds them there), at most 16 per GPU
     for cores, gpus, procs, threads in ((16, 1, 16, 2), (2, 1, 2, 2), (32, 2, 16, 2), (4, 2, 2, 2),
                                         (64, 1, 16, 2), (64, 4, 32, 2), (4, 4, 4, 2),
-                                        (200, 4, 64, 2), (None, 1, 1, 1)):
-        monkeypatch.setattr(frame_encode.os, "cpu_count", lambda: cores)
+                                        (200, 4, 64, 2), (1, 1, 1, 1)):
+        monkeypatch.setattr(frame_encode, "usable_cores", lambda: cores)
         enc = FrameEncoders(profile="2k", fps=24, bitrate=None, colorspace="rec709",
                             backend="cpu", gpus=gpus)
         assert enc.default_processes() == 1
-        assert enc.default_workers(2) == max(1, (cores or 1) // 2)
+        assert enc.default_workers(2) == max(1, cores // 2)
         enc.backend = "cuda"
         assert (enc.default_processes(), enc.default_workers(enc.default_processes())) == \
-            (procs, threads if procs > 1 else min(cores or 1, 8 * gpus))
+            (procs, threads if procs > 1 else min(cores, 8 * gpus))
         assert enc.default_processes(frame_encode.PROCESS_MIN_FRAMES) == procs
         assert enc.default_processes(frame_encode.PROCESS_MIN_FRAMES - 1) == 1   # short job
 
@@ -278,7 +278,7 @@ def test_codestreams_come_back_through_slots_or_the_pipe(tmp_path):
     when a codestream is larger than a slot (here some are, some not) or no slots were made
     (slot_bytes 0): the same bytes in the same order, every slot free again; the segments
     are gone after close, and after an abort."""
-    from cinegpu.media.frame_coders import CoderSetup, ProcessCoders
+    from cinegpu.jobs.frame_coders import CoderSetup, ProcessCoders
     src = _frames(tmp_path / "in", 8)
     files = ImageFrames(tuple(map(str, list_frames(src))), (4096, 2160))
     options = dict(profile="2k", fps=24, bitrate=None, colorspace="rec709", backend="cpu")
@@ -320,7 +320,7 @@ def test_codestreams_come_back_through_slots_or_the_pipe(tmp_path):
 def test_an_encoder_process_that_ended_while_idle_is_one_error(tmp_path):
     """A frame handed to a process that has ended (its pipe broken) is the same MediaError,
     not an OSError."""
-    from cinegpu.media.frame_coders import CoderSetup, ProcessCoders
+    from cinegpu.jobs.frame_coders import CoderSetup, ProcessCoders
     src = _frames(tmp_path / "in", 2)
     files = ImageFrames(tuple(map(str, list_frames(src))), (4096, 2160))
     options = dict(profile="2k", fps=24, bitrate=None, colorspace="rec709", backend="cpu")
@@ -341,7 +341,7 @@ def test_an_encoder_process_that_ended_while_idle_is_one_error(tmp_path):
 def test_an_encoder_process_that_cannot_start_is_one_error(tmp_path):
     src = _frames(tmp_path / "in", 2)
     files = ImageFrames(tuple(map(str, list_frames(src))), (4096, 2160))
-    from cinegpu.media.frame_coders import CoderSetup, ProcessCoders
+    from cinegpu.jobs.frame_coders import CoderSetup, ProcessCoders
     options = dict(profile="8k", fps=24, bitrate=None, colorspace="rec709", backend="cpu")
     with pytest.raises(MediaError, match="encoder process 0 could not start: ValueError"):
         ProcessCoders(lambda p: CoderSetup(files, 96, 54, options, None, 1), 1)
@@ -397,7 +397,7 @@ def test_gpu_encoders_sleep_while_they_wait(gpu, monkeypatch):
     (CU_CTX_SCHED_BLOCKING_SYNC) instead of spinning a core; CINEGPU_CUDA_WAITS=spin
     leaves CUDA's default."""
     driver = pytest.importorskip("cuda.bindings.driver")   # what sleep_on_waits sets it with
-    from cinegpu.media.gpu_waits import sleep_on_waits
+    from cinegpu.jobs.gpu_waits import sleep_on_waits
     monkeypatch.setenv("CINEGPU_CUDA_WAITS", "spin")
     assert sleep_on_waits([0]) is False
     monkeypatch.delenv("CINEGPU_CUDA_WAITS")
@@ -423,7 +423,7 @@ def test_gpu_processes_write_the_same_codestreams_as_threads(tmp_path, gpu):
     assert _codestreams(tmp_path / "threads") == _codestreams(tmp_path / "procs")
     # three processes on one GPU share it through the job's own MPS where there is one
     import shutil
-    from cinegpu.media.mps import CONTROL, mps_serves
+    from cinegpu.jobs.mps import CONTROL, mps_serves
     assert many["mps"] == (shutil.which(CONTROL) is not None and not mps_serves(os.environ))
     assert not one["mps"]
     master_images(src, tmp_path / "no-mps", title="t", processes=3, workers=2,
@@ -440,8 +440,8 @@ def test_gpu_processes_write_the_same_codestreams_as_threads(tmp_path, gpu):
 def test_bench_master_frames_are_files_of_their_own(tmp_path):
     """write_frames: the distinct images written, copied up to ``files`` files (each its own
     inode, so its own pages in the page cache), the other frames links to those in turn."""
-    from cinegpu.media.bench_master import write_frames
-    from cinegpu.media.images_in import read_image
+    from cinegpu.bench.master import write_frames
+    from cinegpu.media.images.frames import read_image
     images = [np.full((4, 6, 3), k, np.uint16) for k in range(2)]
     write_frames(tmp_path, images, 7, files=5)
     paths = sorted(tmp_path.iterdir())
@@ -460,7 +460,7 @@ def test_bench_master_held_frames(tmp_path):
     carries only the file names (an encoder process reads its own copy)."""
     import pickle
 
-    from cinegpu.media.bench_master import HeldFrames, write_frames
+    from cinegpu.bench.master import HeldFrames, write_frames
     images = [np.full((4, 6, 3), 100 * k + 1, np.uint16) for k in range(2)]
     write_frames(tmp_path, images, 2)
     held = HeldFrames(sorted(tmp_path.iterdir()))
@@ -477,7 +477,7 @@ def test_bench_master_held_frames(tmp_path):
 def test_bench_master_codes_held_frames(capsys):
     """--code: each layout mastered once more from frames held in memory (on the CPU back
     end, host memory), printed as its own row."""
-    from cinegpu.media.bench_master import main
+    from cinegpu.bench.master import main
     main(["--profile", "dci-2k", "--frames", "3", "--distinct", "2", "--layouts", "1x1", "2x1",
           "--backend", "cpu", "--peer-frames", "0", "--code"])
     out = capsys.readouterr().out
@@ -493,7 +493,7 @@ def test_bench_master_copies_only_what_the_disk_holds(monkeypatch):
     folder's free space holds them; the rest are links."""
     from collections import namedtuple
 
-    from cinegpu.media import bench_master
+    from cinegpu.bench import master as bench_master
     usage = namedtuple("usage", "total used free")
     w, h = 2048, 1080
     for free, want in ((4 * 2 * (w * h * 6 + 4096), 2), (10 ** 15, 3)):
@@ -507,7 +507,7 @@ def test_bench_master_runs_each_layout_with_each_turns_and_ring(monkeypatch):
     """--turns and --ring: every layout mastered once per (turns, ring) pair with
     CINEGPU_MAPPED_TURNS and CINEGPU_RING_UPLOADS set for its encoder processes, and the
     environment as it was afterwards (None: left as it is)."""
-    from cinegpu.media import bench_master
+    from cinegpu.bench import master as bench_master
     seen = []
 
     def fake(folder, tmp, *args, **kw):
@@ -544,7 +544,7 @@ def test_bench_master_direct_and_cold(monkeypatch, tmp_path):
     """--direct: every layout and the reading alone to the GPU once per value, with
     CINEGPU_DIRECT_READS set (on: auto); --cold: the files dropped from the page cache
     before each master and in each reading alone (drop_files), links left alone."""
-    from cinegpu.media import bench_master
+    from cinegpu.bench import master as bench_master
     seen, dropped = [], []
 
     def fake(folder, tmp, *args, **kw):
@@ -597,7 +597,7 @@ def test_bench_master_direct_and_cold(monkeypatch, tmp_path):
 @pytest.mark.slow
 @needs_encoder
 def test_bench_master_prints_each_layout(capsys):
-    from cinegpu.media.bench_master import layout, main
+    from cinegpu.bench.master import layout, main
     assert layout("auto") == (None, None) and layout("4x3") == (4, 3)
     for bad in ("4", "0x2", "ax2"):
         with pytest.raises(Exception, match="PxT|at least 1"):
@@ -622,7 +622,7 @@ def test_bench_master_prints_each_layout(capsys):
 def test_bench_master_imf_and_reading_alone(capsys):
     """bench_master --format imf masters an IMF package of the frames (no DCI peers) and
     --read times reading the same files alone; --codec without --format imf is refused."""
-    from cinegpu.media.bench_master import main
+    from cinegpu.bench.master import main
     main(["--profile", "dci-2k", "--frames", "3", "--distinct", "2", "--layouts", "1x1",
           "--backend", "cpu", "--format", "imf", "--codec", "htj2k", "--bitrate", "100",
           "--read", "1", "2", "--peer-frames", "3"])
@@ -643,8 +643,8 @@ def test_bench_master_sources_are_real_pictures(tmp_path):
 
     from cinegpu.decode import decode
     from cinegpu.encode import encode
-    from cinegpu.media.bench_master import source_images
-    from cinegpu.media.colour import to_xyz12
+    from cinegpu.bench.master import source_images
+    from cinegpu.media.images.colour import to_xyz12
     rng = np.random.default_rng(4)
     xyz = rng.integers(0, 4096, (48, 64, 3)).astype(np.uint16)
     xyz[0, 0], xyz[0, 1] = 0, 4095
@@ -674,8 +674,8 @@ def test_bench_master_sources_are_real_pictures(tmp_path):
 @needs_encoder
 def test_bench_master_masters_real_pictures(tmp_path, capsys):
     from cinegpu.encode import encode
-    from cinegpu.encode.bench import synthetic_frame
-    from cinegpu.media.bench_master import main
+    from cinegpu.bench.encode import synthetic_frame
+    from cinegpu.bench.master import main
     frame = tmp_path / "f.j2c"
     frame.write_bytes(encode(synthetic_frame(2048, 1080, seed=3), profile="dci-2k", bits=12,
                              backend="cpu"))
@@ -689,8 +689,8 @@ def test_bench_master_masters_real_pictures(tmp_path, capsys):
 
 
 def test_timeline_lines_per_gpu():
-    from cinegpu.media.bench_master import timeline_lines
-    from cinegpu.media.frame_coders import FrameTiming
+    from cinegpu.bench.master import timeline_lines
+    from cinegpu.jobs.frame_coders import FrameTiming
     recs = [FrameTiming(0, 0, 1, 10.0, 10.5, 10.75, 11.5, 11.6, mapped=True),
             FrameTiming(1, 1, 1, 10.0, 11.0, 11.25, 12.5, 12.6, direct=True),
             FrameTiming(2, 2, 0, 10.0, 10.0, 10.5, 11.0, 11.2)]
@@ -716,8 +716,8 @@ def test_timeline_lines_per_gpu():
 
 
 def test_steady_records_leave_out_the_start_and_the_drain():
-    from cinegpu.media.bench_master import _steady_records
-    from cinegpu.media.frame_coders import FrameTiming
+    from cinegpu.bench.master import _steady_records
+    from cinegpu.jobs.frame_coders import FrameTiming
     recs = [FrameTiming(k, 0, k % 2, 0.0, 0.0, 0.0, 0.0, float(k)) for k in range(20)]
     # of 20 frames read back at 0 .. 19 s, the middle 80 %: 2 .. 17 s
     assert [r.seq for r in _steady_records(recs, recs)] == list(range(2, 18))
@@ -725,8 +725,8 @@ def test_steady_records_leave_out_the_start_and_the_drain():
 
 
 def test_steady_fps_over_the_middle_of_the_frames():
-    from cinegpu.media.bench_master import steady_fps
-    from cinegpu.media.frame_coders import FrameTiming
+    from cinegpu.bench.master import steady_fps
+    from cinegpu.jobs.frame_coders import FrameTiming
 
     def recs(times):
         return [FrameTiming(k, 0, 0, 0.0, 0.0, 0.0, 0.0, t) for k, t in enumerate(times)]
@@ -744,8 +744,8 @@ def test_code_frame_stamps_whether_the_frame_went_up_from_its_file(tmp_path):
     """code_frame's stamps say whether the frame went to the encoder straight from its file
     (upload_run gave an array) or was read (upload_run gave None, or no run)."""
     import tifffile
-    from cinegpu.media.frame_coders import code_frame
-    from cinegpu.media.images_in import ImageFrames
+    from cinegpu.jobs.frame_coders import code_frame
+    from cinegpu.media.images.frames import ImageFrames
     img = np.arange(6 * 8 * 3, dtype=np.uint16).reshape(6, 8, 3)
     tifffile.imwrite(tmp_path / "f0.tif", img, photometric="rgb")
     frames = ImageFrames((str(tmp_path / "f0.tif"),), None)
@@ -781,7 +781,7 @@ def test_reading_alone_reuses_one_buffer(tmp_path, monkeypatch):
     reads into its page-locked one (fresh arrays would cost their pages' first touch, which
     mastering does not pay), a new one only for frames of another shape."""
     import tifffile
-    from cinegpu.media import bench_master
+    from cinegpu.bench import master as bench_master
     paths = []
     for k, shape in enumerate([(6, 8, 3), (6, 8, 3), (4, 8, 3), (4, 8, 3)]):
         paths.append(str(tmp_path / f"f{k}.tif"))
@@ -807,7 +807,7 @@ def test_reading_alone_cold_drops_the_files_after_warming_up(tmp_path, monkeypat
     warm its processes up and before the clock starts, and times every file; (frames per
     second, ms of CPU a frame) both positive."""
     import tifffile
-    from cinegpu.media import bench_master
+    from cinegpu.bench import master as bench_master
     for k in range(3):
         tifffile.imwrite(tmp_path / f"f{k}.tif", np.full((6, 8, 3), k, np.uint16),
                          photometric="rgb")
@@ -824,7 +824,7 @@ def test_bench_master_rounds_interleave_and_give_medians(monkeypatch):
     settings of round 1, then of round 2...); the reading rates are the medians over the
     rounds, each round's kept; variant_medians groups the runs by setting, in first-run order,
     with the median rate from the first frame written to the last."""
-    from cinegpu.media import bench_master
+    from cinegpu.bench import master as bench_master
     order, rates = [], iter([10.0, 30.0, 20.0, 40.0])
 
     def fake(folder, tmp, profile, fps, procs, threads, *args, **kw):
@@ -856,7 +856,7 @@ def test_same_way_read_matches_the_masters_ring_and_direct_settings():
     """A master's share against reading alone to the GPU is taken against the reading with
     its own ring and O_DIRECT settings, the best of the process counts; None where that way
     was not measured."""
-    from cinegpu.media.bench_master import same_way_read
+    from cinegpu.bench.master import same_way_read
     row = {"read_gpu_fps": {(16, True, None): 500.0, (8, True, None): 550.0,
                             (16, False, None): 600.0, (16, True, False): 400.0}}
     assert same_way_read(row, {"ring": True, "direct": None}) == 550.0
@@ -873,7 +873,7 @@ def test_stop_ends_idle_processes_without_waiting_and_close_waits(tmp_path):
     frame is not told; close() then joins them without telling any twice."""
     import tifffile
 
-    from cinegpu.media.frame_coders import CoderSetup, ProcessCoders
+    from cinegpu.jobs.frame_coders import CoderSetup, ProcessCoders
     tifffile.imwrite(tmp_path / "f0.tif", np.full((54, 96, 3), 9000, np.uint16),
                      photometric="rgb")
     files = ImageFrames((str(tmp_path / "f0.tif"),), (4096, 2160))

@@ -19,7 +19,7 @@ import pytest
 from cinegpu.decode import decode
 from cinegpu.decode import transform
 from cinegpu.media import open_source
-from cinegpu.media.png import read_png16
+from cinegpu.media.images.png import read_png16
 
 from pgx import read_pgx
 from conftest import DCP_SAMPLES, needs_dcp_samples
@@ -31,7 +31,7 @@ TOOLS = [shutil.which("ffmpeg"), shutil.which("opj_decompress")]
 
 
 def _picture_mxf(folder: Path) -> Path:
-    from cinegpu.media.mxf import MXFFile
+    from cinegpu.media.mxf.read import MXFFile
 
     return next(p for p in folder.glob("*.mxf") if MXFFile(p).picture is not None)
 

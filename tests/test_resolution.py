@@ -13,7 +13,7 @@ import pytest
 
 from cinegpu.decode.decoder import Decoder
 from cinegpu.encode import encode
-from cinegpu.encode.bench import synthetic_frame
+from cinegpu.bench.encode import synthetic_frame
 from cinegpu.media import open_source
 from cinegpu.player import resolution as res
 from cinegpu.player.resolution import ResolutionGovernor, level_text, upscale

@@ -1,4 +1,4 @@
-"""cinegpu.media.sound: PCM track files (ST 382) read by edit unit and by sample, compared with
+"""cinegpu.media.sound.track: PCM track files (ST 382) read by edit unit and by sample, compared with
 ffmpeg's extraction, and its errors on bad input."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from cinegpu.media.errors import CorruptMedia, EncryptedMedia, MediaError, UnsupportedMedia
-from cinegpu.media.sound import SoundTrack, decode_pcm
+from cinegpu.media.sound.track import SoundTrack, decode_pcm
 from conftest import DCP_SAMPLES, needs_dcp_samples
 from sound_util import ffmpeg_pcm, pattern, patterned_copy
 

@@ -20,12 +20,12 @@ import pytest
 from lxml import etree
 
 from cinegpu.media import CorruptMedia, open_source
-from cinegpu.media.dcp_write import NS_PKL, DCPWriter, file_hash
-from cinegpu.media.demo import demo_frame
-from cinegpu.media.mastering import master
-from cinegpu.media.mxf import MXFFile
-from cinegpu.media.mxf_sound_write import SoundTrackWriter
-from cinegpu.media.sound_in import open_sound
+from cinegpu.media.package.dcp_write import NS_PKL, DCPWriter, file_hash
+from cinegpu.jobs.demo import demo_frame
+from cinegpu.jobs.mastering import master
+from cinegpu.media.mxf.read import MXFFile
+from cinegpu.media.mxf.sound_write import SoundTrackWriter
+from cinegpu.media.sound.inputs import open_sound
 from cinegpu.player.cli import main
 from test_master import HAVE_ENCODER
 from test_master_sound import _tones, _wav

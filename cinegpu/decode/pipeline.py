@@ -53,6 +53,7 @@ from .pipeline_messages import (Failed, GrowSlot, Job, Reply, StopWorker, Worker
 from .pipeline_modes import FrameMode, GpuWork, SegmentsMode, backend_mode
 from .request import DecodeRequest
 from .shm import create_segment, reclaim_orphans
+from .cpus import usable_cores
 
 #: cudaHostRegisterPortable: host memory pinned for every CUDA context, not only the current one
 HOST_REGISTER_PORTABLE = 1
@@ -252,9 +253,8 @@ class FramePipeline:
         reclaimed = reclaim_orphans()   # segments of pipelines whose process was killed
         if reclaimed:
             log.info("reclaimed %d shared-memory segment(s) left by killed processes", len(reclaimed))
-        from .peers import cores
 
-        self.num_workers = max(1, workers if workers is not None else cores() - 1)
+        self.num_workers = max(1, workers if workers is not None else usable_cores() - 1)
         # twice the workers: a slow frame at the head of the line must not
         # leave the other workers without work while it is awaited
         # with batches: a whole batch held while every worker has a frame

@@ -10,6 +10,6 @@ packets and the codestream writer (SIZ, COD, QCD, POC, TLM, COM, SOT/SOD, EOC).
 """
 
 from .encoder import Encoder, encode
-from .profiles import DCI_COMPONENT_BITRATE, DCI_FRAME_BITRATE, dci_caps
+from cinegpu.encode.presets import DCI_COMPONENT_BITRATE, DCI_FRAME_BITRATE, dci_caps
 
 __all__ = ["DCI_COMPONENT_BITRATE", "DCI_FRAME_BITRATE", "Encoder", "dci_caps", "encode"]

@@ -23,7 +23,7 @@ from .blocks import Block, BlockTable, TierOnePool
 from .early_stop import FLOOR_SHARE, component_histograms, first_floor, floor_share
 from .early_stop import on_device as _on_device  # noqa: I001 (one definition of 'a CuPy array')
 from .forward import code_value_step, forward_tile
-from .profiles import Params, make_params
+from cinegpu.encode.presets import Params, make_params
 from .markers import main_header
 from .quant import block_components
 from .tier1.ht_gpu_plan import KERNEL_CHOICES
@@ -506,7 +506,7 @@ def encode(image, *, profile="generic", fps=24, bitrate=None, reversible=False, 
     (subsampled ones allowed); ``bits`` the precision (inferred: 8 for 8-bit arrays,
     else the bits the samples need, at least 8), ``signed`` inferred from the data.
     ``profile``: "generic", "dci-2k" or "dci-4k" (the DCI 2K / 4K profiles of ISO/IEC 15444-1
-    Amd 1, see :mod:`cinegpu.encode.profiles`: the profile fixes everything but ``fps`` and ``bitrate``).
+    Amd 1, see :mod:`cinegpu.encode.presets`: the profile fixes everything but ``fps`` and ``bitrate``).
     ``bitrate``: bits per second at ``fps``; the codestream (headers included) is at
     most bitrate / 8 / fps bytes (DCI: also the 250/200 Mbit/s frame/component caps).
     None in the generic profile keeps every coding pass.

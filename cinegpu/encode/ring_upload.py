@@ -9,7 +9,7 @@ times (the page cache read, the buffer written, the buffer read by the copy engi
 still in the processor's cache.  On the GPU machine 16 processes moved 4K 16-bit frames from
 the page cache to the GPU faster through a ring of 4 x 1 MiB than whole, at about half the CPU
 a frame; smaller slots cost more calls and were slower, larger ones more CPU
-(docs/performance.md, "Reading and uploads").  ``python -m cinegpu.media.bench_master --read
+(docs/performance.md, "Reading and uploads").  ``python -m cinegpu.bench.master --read
 16 --ring on off`` compares the two ways in mastering and in reading alone to the GPU (where
 locked pages come first).
 

@@ -14,7 +14,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from .errors import MediaError, UnsupportedMedia
+from cinegpu.media.errors import MediaError, UnsupportedMedia
 
 __all__ = ["create_new_file", "read_bounded", "replace_atomically"]
 

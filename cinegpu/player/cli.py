@@ -11,7 +11,9 @@ import importlib
 import sys
 
 #: Subcommand modules, in the order ``cinegpu --help`` lists them.
-COMMANDS = ("play", "decode", "info", "bench", "check", "serve", "master", "demo", "kdm")
+#: the sub-commands, each by the module of cinegpu.player.commands that registers it
+COMMANDS = {"play": "play", "decode": "decode", "info": "info", "bench": "speed", "check": "check", "serve": "serve",
+            "master": "master", "demo": "demo", "kdm": "kdm"}
 
 
 #: Shown under ``cinegpu --help``.
@@ -54,8 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"cinegpu {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMANDS:
-        importlib.import_module(f"cinegpu.player.commands.{name}").register(sub)
+    for module in COMMANDS.values():
+        importlib.import_module(f"cinegpu.player.commands.{module}").register(sub)
     return parser
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Callable
 
 from cinegpu.media.describe import fps_text
-from cinegpu.media.png import write_png16
+from cinegpu.media.images.png import write_png16
 
 from .clock import PlaybackClock, PlaybackStats, Scheduler, ranges_text
 from .resolution import level_text

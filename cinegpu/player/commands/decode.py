@@ -30,7 +30,7 @@ def register(sub) -> None:
     p.set_defaults(run=run)
 
 
-#: Output suffixes ``decode`` writes, as :func:`cinegpu.media.image_files.write_image` takes them.
+#: Output suffixes ``decode`` writes, as :func:`cinegpu.media.images.write.write_image` takes them.
 OUTPUT_SUFFIXES = (".tif", ".tiff", ".png", ".pgx")
 
 
@@ -57,7 +57,7 @@ def run(args) -> int:
     from cinegpu.decode import BackendUnavailable, CodestreamError, LenientWarning
     from cinegpu.decode.decoder import Decoder
     from cinegpu.decode.limits import DEFAULT_MAX_MEMORY, DEFAULT_MAX_PIXELS
-    from cinegpu.media.image_files import write_image
+    from cinegpu.media.images.write import write_image
 
     def limit(value, default):
         return default if value is None else (value or None)
@@ -100,11 +100,11 @@ def run(args) -> int:
 
 def _picture(data: bytes, frame, args):
     """What to write: the frame's channels with their precision; for a JP2 file written as TIFF
-    or PNG, converted to display colours (``cinegpu.media.jp2_colour``). PGX keeps the decoded
+    or PNG, converted to display colours (``cinegpu.media.images.jp2_colour``). PGX keeps the decoded
     values."""
     from cinegpu.decode.codestream.header import parse_codestream
     from cinegpu.decode.jp2 import channel_depths, channel_order, read_jp2
-    from cinegpu.media.jp2_colour import Picture, for_display
+    from cinegpu.media.images.jp2_colour import Picture, for_display
 
     codestream, header = read_jp2(data)
     siz = parse_codestream(codestream).siz

@@ -30,9 +30,9 @@ def register(subparsers) -> None:
 def run(args) -> int:
     from cinegpu.decode import BackendUnavailable, PipelineError
     from cinegpu.media import MediaError, open_source
-    from cinegpu.media.dcp_write import encoder_name
-    from cinegpu.media.demo import DEMO_FRAMES, build_demo, demo_dir, find_demo
-    from cinegpu.media.first_run import cache_root, compile_kernels
+    from cinegpu.media.package.dcp_write import encoder_name
+    from cinegpu.jobs.demo import DEMO_FRAMES, build_demo, demo_dir, find_demo
+    from cinegpu.jobs.first_run import cache_root, compile_kernels
 
     frames = args.frames or DEMO_FRAMES
     folder = args.cache or demo_dir()

@@ -133,7 +133,7 @@ def reel_seconds(text: str) -> Fraction:
 def _inputs(args) -> list[str]:
     """The INPUT paths, once the reel and key options agree with them and with the format
     (ValueError; MediaError for a key file that exists or has no folder)."""
-    from cinegpu.media.dcp_write import check_key_path
+    from cinegpu.media.package.dcp_write import check_key_path
     if args.format == "imf" and (args.encrypt or args.reel_length is not None
                                  or len(args.input) > 1):
         raise ValueError("IMF packages are written with one segment and in the clear: "
@@ -161,12 +161,12 @@ def run(args) -> int:
 def _run(args) -> int:
     from cinegpu.decode import BackendUnavailable
     from cinegpu.media import MediaError
-    from cinegpu.media.dcp_write import check_output, encoder_name
-    from cinegpu.media.frame_encode import pick_backend
-    from cinegpu.media.images_in import list_frames
-    from cinegpu.media.mastering import check_imf, master_images
-    from cinegpu.media.sound_in import open_sound
-    from cinegpu.media.subtitle_write import prepare_subtitles
+    from cinegpu.media.package.dcp_write import check_output, encoder_name
+    from cinegpu.jobs.frame_encode import pick_backend
+    from cinegpu.media.images.frames import list_frames
+    from cinegpu.jobs.mastering import check_imf, master_images
+    from cinegpu.media.sound.inputs import open_sound
+    from cinegpu.media.subtitles.write import prepare_subtitles
 
     imf = args.format == "imf"
     try:
@@ -178,7 +178,7 @@ def _run(args) -> int:
             raise ValueError("--codec, --bits, --lossless and --sampling apply to --format imf "
                              "(a DCP is 12-bit lossy Part-1 JPEG 2000 in X'Y'Z')")
         if args.cluster is not None:
-            from cinegpu.media.cluster import parse_address
+            from cinegpu.jobs.cluster import parse_address
             parse_address(args.cluster)          # ValueError: one line, before any work
             if args.processes is not None:
                 raise ValueError("--processes and --cluster exclude each other (a cluster's "
@@ -248,7 +248,7 @@ def _run(args) -> int:
 def _signer(args):
     """The signer of the CPL and PKL: ``--sign DIR``'s; with ``--encrypt`` (and no
     ``--no-sign``) the user's own, made on first use (one line says so); else None."""
-    from cinegpu.media.package_signature import load_signer, user_signer
+    from cinegpu.media.security.package_signature import load_signer, user_signer
     if args.sign is not None:
         return load_signer(args.sign)
     if not args.encrypt or args.no_sign:

@@ -10,6 +10,7 @@ from pathlib import Path
 from .args import UsageError, positive_int, positive_rate
 from .interrupts import INTERRUPTED, TERMINATED, Terminated, interrupts
 from .keys import add_key_args, key_ring
+from cinegpu.decode.cpus import usable_cores
 
 
 def _screenshot(text: str) -> tuple[int, Path]:
@@ -128,7 +129,7 @@ def play(media, *, headless: bool, fps=None, backend: str = "auto", interop: str
     """Play an opened media source (or a ready frame ``source``); the :class:`~..player.Summary`.
     ``auto_resolution``: decode at a lower resolution while decoding cannot keep up.
     ``subtitles``: draw the composition's subtitles (or ``subtitle_file``'s), or a
-    :class:`~cinegpu.media.subtitles.CompositionSubtitles` to draw. ``audio``: "auto", "null"
+    :class:`~cinegpu.media.subtitles.track.CompositionSubtitles` to draw. ``audio``: "auto", "null"
     or "off" (see :func:`~..audio.open_sink`); ``audio_out``: a WAV record of the sound as
     played."""
     from cinegpu.interop import TARGETS, choose_target
@@ -143,7 +144,7 @@ def play(media, *, headless: bool, fps=None, backend: str = "auto", interop: str
         source = PipelineSource(media, backend=backend, colour=colour, primaries=primaries, workers=workers,
                                 auto_resolution=auto_resolution)
     elif source is None:
-        workers = workers or min(8, os.cpu_count() or 2)
+        workers = workers or min(8, usable_cores())
         source = DecodeAheadSource(media, backend=backend, colour=colour, primaries=primaries,
                                    workers=workers, depth=max(8, preroll, 2 * workers),
                                    auto_resolution=auto_resolution)

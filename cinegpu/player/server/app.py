@@ -166,7 +166,7 @@ def create_app(engine: Engine, library: Library, *, token: str | None = None, li
                hosts=(), origins=(), keys=None) -> Starlette:
     """The ASGI application over ``engine`` and ``library``, behind :class:`~.access.Guard` (``token``,
     ``listen_host``, more allowed ``hosts`` and ``origins``).  ``keys``: the server's
-    :class:`~cinegpu.media.key_ring.KeyRing` (None: no encrypted content), which ``POST /kdms``
+    :class:`~cinegpu.media.security.key_ring.KeyRing` (None: no encrypted content), which ``POST /kdms``
     adds KDMs to when it holds the recipient's private key."""
     document = openapi(token=token is not None)
 
@@ -309,7 +309,7 @@ def create_app(engine: Engine, library: Library, *, token: str | None = None, li
     @guarded
     async def post_kdm(request: Request):
         from cinegpu.media.errors import MediaError  # noqa: PLC0415
-        from cinegpu.media.kdm import parse_kdm  # noqa: PLC0415
+        from cinegpu.media.security.kdm import parse_kdm  # noqa: PLC0415
 
         body = await read_json(request, required=True, limit=MAX_KDM_BODY)
         _only(body, {"kdm"})

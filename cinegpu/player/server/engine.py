@@ -42,7 +42,7 @@ from typing import Callable
 
 from cinegpu.decode.errors import BackendUnavailable
 from cinegpu.interop.errors import InteropError
-from cinegpu.media.sound_composition import open_composition_sound
+from cinegpu.media.sound.composition import open_composition_sound
 
 from ..audio import open_feed
 from ..subtitles import subtitles_for

@@ -73,7 +73,7 @@ def serve(library_dir, *, listen: str = "127.0.0.1:8080", token: str | None = No
     seconds a request head (or the next one on a keep-alive connection) may take.  ``audio``:
     the sound sink, "auto" (the output device if there is one, else the null sink; headless:
     null), "null" or "off". ``subtitles``: draw the compositions' subtitles.  ``keys``: the
-    :class:`~cinegpu.media.key_ring.KeyRing` encrypted compositions open with (KDMs added at
+    :class:`~cinegpu.media.security.key_ring.KeyRing` encrypted compositions open with (KDMs added at
     start, and through ``POST /api/v1/kdms`` when it holds the private key)."""
     import uvicorn  # noqa: PLC0415
 
