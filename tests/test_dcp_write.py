@@ -255,11 +255,9 @@ def test_sub_descriptor_items_match_asdcplib():
     from cinegpu.decode.codestream.header import parse_codestream
     from cinegpu.media.mxf.read import J2K_SUB_ITEMS
     from cinegpu.media.mxf.write import J2K_TAGS, J2KHeader
-    from conftest import DCP_SAMPLES
+    from conftest import DCP_SAMPLES, present
 
-    sample = DCP_SAMPLES / "libdcp-dcp_test1-smpte-2k" / "video.mxf"
-    if not sample.is_file():
-        pytest.skip("../shared/dcp-samples is absent")
+    sample = present(DCP_SAMPLES / "libdcp-dcp_test1-smpte-2k" / "video.mxf")
     with MXFFile(sample) as m:
         cs, want = m.frame(0), m.picture.j2k
     mine = PictureTrackWriter._j2k_items(parse_j2k_header(cs))
