@@ -88,6 +88,46 @@ def test_a_failing_peer_is_reported_as_failing(tmp_path):
     assert failed.frames == 0 and "failed on bad.j2c (frame 1): exit code" in failed.note
 
 
+def test_peers_are_timed_on_a_bounded_sample(tmp_path, monkeypatch):
+    """A peer runs on at most SAMPLE_FRAMES of the frames, starting none once its run has
+    taken BUDGET_S seconds (a --repeat 1000 benchmark must not wait minutes for it); one that
+    cannot start is reported as such, in one line."""
+    from cinegpu.bench import decode_peers as peers
+
+    files = [tmp_path / f"f{k}.j2c" for k in range(200)]
+    ran = []
+    done, _ = peers._run_files(lambda f, o: ran.append(f) or ["true"], files, 1)
+    assert done == peers.SAMPLE_FRAMES and len(ran) == peers.SAMPLE_FRAMES + 1   # and the warm-up
+    done, seconds = peers._run_files(lambda f, o: ["sleep", "0.2"], files, 1, budget_s=0.5)
+    assert 1 <= done < 10 and seconds < 2
+    gone = peers._timed("nothing", lambda f, o: [str(tmp_path / "no-such-tool")], files, 1)
+    assert gone.frames == 0 and gone.note.startswith("could not start: ")
+
+
+def test_encoder_benchmark_reports_a_failing_peer_in_one_line(tmp_path, capsys):
+    """bench.encode_ht goes on past a peer encoder that fails, cannot start or runs too long,
+    saying so in one line (no traceback)."""
+    import subprocess
+
+    from cinegpu.bench import encode_ht
+
+    def fails():
+        subprocess.run(["sh", "-c", "echo broken input >&2; exit 3"], check=True, capture_output=True)
+
+    def missing():
+        subprocess.run([str(tmp_path / "no-such-encoder")], check=True, capture_output=True)
+
+    def slow():
+        subprocess.run(["sleep", "2"], check=True, capture_output=True, timeout=0.1)
+
+    for run in (fails, missing, slow):
+        encode_ht._peer_row("lossless", "peer", run, [])
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split("peer", 1)[1].strip().split(":")[0] for line in out] == \
+           ["failed", "could not start", "failed"]
+    assert "exit code 3: broken input" in out[0] and "ran past 0 s" in out[2]
+
+
 def test_check_draws_no_progress_bar_into_a_redirected_stderr():
     dcp = DCP_SAMPLES / "libdcp-dcp_test1-smpte-2k"
     if not dcp.is_dir():

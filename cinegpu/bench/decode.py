@@ -20,7 +20,9 @@ from cinegpu.decode.cpus import usable_cores
 def run(name: str, frames: list[bytes], args) -> int:
     """Time ``frames`` (read from ``name``) as ``args`` (``cinegpu bench``'s options) says, print
     the figures and return the exit code."""
-    workers = usable_cores() - 1 if args.workers is None else args.workers
+    # every core this process may use: the tier-1 workers, the main process reconstructing
+    # while they work; the peers below get as many
+    workers = usable_cores() if args.workers is None else args.workers
     repeat = args.repeat or max(1, -(-max(3, 2 * workers) // len(frames)))
     work = [f for _ in range(repeat) for f in frames]
     if workers == 0 and args.gpus != [1]:
@@ -44,7 +46,7 @@ def run(name: str, frames: list[bytes], args) -> int:
     first = frame.components[0]
     print(f"{name}: {len(frames)} frame(s), {first.shape[1]}x{first.shape[0]}, "
           f"{len(frame.components)} components, decoded {n} times")
-    how = f"{workers} tier-1 worker processes" if workers else "1 process"
+    how = f"{workers} tier-1 worker processes on {usable_cores()} cores" if workers else "1 process"
     if workers and args.batch > 1 and backend == "cuda":
         how += f", tier-1 in batches of {args.batch} frames"
     if scaling[-1][0] > 1:
@@ -66,30 +68,33 @@ def run(name: str, frames: list[bytes], args) -> int:
         threads = args.peer_threads or usable_cores()
         with tempfile.TemporaryDirectory(prefix="cinegpu-bench-") as tmp:
             files = []
-            for k, data in enumerate(work):
+            for k, data in enumerate(work[:peers.SAMPLE_FRAMES]):
                 p = Path(tmp) / f"f{k:05d}.j2c"
                 p.write_bytes(data)
                 files.append(p)
-            runs = [peers.opj_decompress(files, threads=threads), peers.grk_decompress(files, threads=threads)]
+            runs = [lambda: peers.opj_decompress(files, threads=threads),
+                    lambda: peers.grk_decompress(files, threads=threads)]
             if threads > 1:  # the other way to use every core: one single-threaded process per core
-                runs.append(peers.opj_decompress(files, threads=1, processes=threads))
+                runs.append(lambda: peers.opj_decompress(files, threads=1, processes=threads))
             if _is_ht(work[0]):     # OpenJPH decodes HTJ2K only, one thread a process
                 shapes = {c.shape for c in frame.components}
                 suffix = ".pgm" if len(frame.components) == 1 else \
                     ".ppm" if len(frame.components) == 3 and len(shapes) == 1 else ".yuv"
-                runs.append(peers.ojph_expand(files, processes=threads, suffix=suffix))
-            for size in (1, 16, 32):
-                runs.append(peers.nvjpeg2000(work, batch=size))
-            for r in runs:
+                runs.append(lambda: peers.ojph_expand(files, processes=threads, suffix=suffix))
+            runs += [lambda size=size: peers.nvjpeg2000(work, batch=size) for size in (1, 16, 32)]
+            print(f"peers: at most {peers.SAMPLE_FRAMES} frames or {peers.BUDGET_S:.0f} s each, "
+                  f"{threads} thread(s) or process(es) each", flush=True)
+            for peer in runs:       # each row as it is measured
+                r = peer()
                 if r is None:
                     continue
                 if not r.frames:
-                    print(f"{r.name}: {r.note}")
+                    print(f"{r.name}: {r.note}", flush=True)
                     continue
                 ratio = (n / wall) / r.fps
-                print(f"{r.name}: {r.fps:.2f} fps, {1e3 / r.fps:.1f} ms per frame; "
-                      f"our time / theirs = {1 / ratio:.2f}, our fps / theirs = {ratio:.2f}")
-                result["peers"].append({"name": r.name, "fps": r.fps, "our_fps_ratio": ratio,
+                print(f"{r.name}: {r.fps:.2f} fps over {r.frames} frames, {1e3 / r.fps:.1f} ms per frame; "
+                      f"our time / theirs = {1 / ratio:.2f}, our fps / theirs = {ratio:.2f}", flush=True)
+                result["peers"].append({"name": r.name, "fps": r.fps, "frames": r.frames, "our_fps_ratio": ratio,
                                         "time_ratio": 1 / ratio})
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))

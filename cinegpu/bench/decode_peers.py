@@ -1,7 +1,8 @@
 """Other decoders on this machine, run on the same frames for comparison.
 
 Each peer is timed on whole files, start-up and writing raw output to a
-temporary folder included (that is what a user of the tool gets); the
+temporary folder included (that is what a user of the tool gets), over a bounded sample
+(:data:`SAMPLE_FRAMES` frames, :data:`BUDGET_S` seconds) after one untimed warm-up run; the
 caller prints the ratio against our own decode of the same frames.
 """
 
@@ -36,34 +37,53 @@ class PeerFailed(Exception):
     last line the tool printed."""
 
 
-def _run_files(argv_for, files: list[Path], processes: int) -> float:
+#: At most this many frames of a peer's run are timed (the first ones, in order) ...
+SAMPLE_FRAMES = 64
+#: ... and no frame is started once its run has taken this many seconds: a peer many times
+#: slower than us must not hold a benchmark of thousands of repeated frames for minutes.
+BUDGET_S = 20.0
+
+
+def _run_files(argv_for, files: list[Path], processes: int, budget_s: float = BUDGET_S) -> tuple[int, float]:
+    """Run the peer on the first :data:`SAMPLE_FRAMES` of ``files``, ``processes`` at once,
+    after one untimed run on the first (the tool and its libraries loaded, as our decoder is
+    warmed before its clock), starting no frame once ``budget_s`` seconds have passed:
+    (frames decoded, wall seconds)."""
+    sample = files[:SAMPLE_FRAMES]
     with tempfile.TemporaryDirectory(prefix="cinegpu-peer-") as tmp:
-        def one(k_file):
+        def one(k_file) -> int:
             k, f = k_file
+            if k >= 0 and time.perf_counter() - t0 > budget_s:
+                return 0
             argv = argv_for(f, Path(tmp) / f"out_{k}.raw")
             run = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
             if run.returncode != 0:
                 said = run.stderr.decode(errors="replace").strip().splitlines()
-                raise PeerFailed(f"failed on {f.name} (frame {k}): exit code {run.returncode}"
+                raise PeerFailed(f"failed on {f.name} (frame {max(k, 0)}): exit code {run.returncode}"
                                  + (f": {said[-1][:200]}" if said else ""))
+            return 1
 
         t0 = time.perf_counter()
+        one((-1, sample[0]))                 # warm-up, untimed
+        t0 = time.perf_counter()
         if processes <= 1:
-            for item in enumerate(files):
-                one(item)
+            done = sum(one(item) for item in enumerate(sample))
         else:
             with ThreadPoolExecutor(processes) as pool:
-                list(pool.map(one, enumerate(files)))
-        return time.perf_counter() - t0
+                done = sum(pool.map(one, enumerate(sample)))
+        return done, time.perf_counter() - t0
 
 
 def _timed(name: str, argv_for, files: list[Path], processes: int) -> PeerResult:
-    """The peer's wall time over ``files``, or a result with no frames whose note says where
-    it failed."""
+    """The peer's frames and wall time over a bounded sample of ``files`` (:func:`_run_files`),
+    or a result with no frames whose note says where it failed or that it could not start."""
     try:
-        return PeerResult(name, len(files), _run_files(argv_for, files, processes))
+        frames, seconds = _run_files(argv_for, files, processes)
     except PeerFailed as exc:
         return PeerResult(name, 0, 0.0, note=str(exc))
+    except OSError as exc:                   # the tool would not start
+        return PeerResult(name, 0, 0.0, note=f"could not start: {exc}")
+    return PeerResult(name, frames, seconds)
 
 
 def opj_decompress(files: list[Path], threads: int = 1, processes: int = 1) -> PeerResult | None:

@@ -191,56 +191,91 @@ def ours_processes(frames, options: dict, processes: int, threads: int,
 
 def run(profile: str, frames: int, fps: int, backend: str, workers: int, processes: int,
         threads: int = 0, nvjpeg2000: bool = False, rate_on_gpu=None, grk_threads: int = 0,
-        encoder_processes: tuple[int, int] | None = None) -> dict:
-    """One profile's row; ``rate_on_gpu`` as :class:`Encoder`'s, or "both": each, in turn,
-    the second's figures under "gpu_rate" (and its codestreams checked identical).
+        encoder_processes: tuple[int, int] | None = None, emit=print) -> dict:
+    """One profile's row, each part printed through ``emit`` as soon as it is measured (a
+    progress line before each); ``rate_on_gpu`` as :class:`Encoder`'s, or "both": each, in
+    turn, the second's figures under "gpu_rate" (and its codestreams checked identical).
     ``encoder_processes`` (P, T): also in P processes of T threads (:func:`ours_processes`).
     The peers, where installed: opj_compress in ``processes`` processes, grk_compress over the
     frames in ``grk_threads`` threads (0: all cores), nvJPEG2000 when ``nvjpeg2000``."""
     w, h = dci.PROFILES[profile].container
     src = [synthetic_frame(w, h, seed=k) for k in range(frames)]
     first = False if rate_on_gpu == "both" else rate_on_gpu
+    emit(f"{profile}: {frames} frames")
+    emit("  ... cinegpu, one encoder")
     ours, t_ours, stages = _ours(src, profile, fps, backend, workers, first)
     p_ours = np.mean([psnr(s, decode(d)) for s, d in zip(src, ours)])
     row = {"profile": profile, "frames": frames, "ours_fps": frames / t_ours,
            "ours_psnr": p_ours, "ours_bytes": max(len(d) for d in ours), "stages": stages}
+    emit(f"  cinegpu       PSNR {p_ours:.2f} dB  {row['ours_fps']:.3f} fps  max {row['ours_bytes']} bytes  "
+         "stages (last frame, s): " + ", ".join(f"{k} {v:.3f}" for k, v in stages.items()))
     if threads > 1:
+        emit(f"  ... cinegpu, {threads} threads")
         par, t_par = _ours_threads(src, profile, fps, backend, threads, first)
         row.update(threads=threads, par_fps=frames / t_par,
                    par_psnr=np.mean([psnr(s, decode(d)) for s, d in zip(src, par)]),
                    par_bytes=max(len(d) for d in par))
+        emit(f"  cinegpu x{threads} threads  PSNR {row['par_psnr']:.2f} dB  {row['par_fps']:.3f} fps  "
+             f"max {row['par_bytes']} bytes")
     if encoder_processes:
         pp, pt = encoder_processes
+        emit(f"  ... cinegpu, {pp} processes x {pt} threads")
         coded, t_pp = ours_processes(src, dci_options(profile, fps, backend, first), pp, pt)
         row.update(proc=(pp, pt), proc_fps=frames / t_pp, proc_same=coded == ours,
                    proc_bytes=max(len(d) for d in coded))
+        emit(f"  cinegpu {pp} processes x {pt} threads  {row['proc_fps']:.3f} fps  max {row['proc_bytes']} "
+             f"bytes  same codestreams as one encoder: {row['proc_same']}")
     if rate_on_gpu == "both":
+        emit("  ... cinegpu, rate control on the GPU")
         again, t_again, st = _ours(src, profile, fps, backend, workers, True)
         g = {"fps": frames / t_again, "stages": st, "same": again == ours}
         if threads > 1:
             par2, t_par2 = _ours_threads(src, profile, fps, backend, threads, True)
             g.update(par_fps=frames / t_par2, par_same=par2 == par)
         row["gpu_rate"] = g
+        emit("  (above: rate control on the CPU) rate control on the GPU: "
+             f"{g['fps']:.3f} fps" + (f", x{threads} threads {g['par_fps']:.3f} fps" if "par_fps" in g else "")
+             + f"  same codestreams: {g['same'] and g.get('par_same', True)}  stages: "
+             + ", ".join(f"{k} {v:.3f}" for k, v in g["stages"].items()))
+    best = max(row["ours_fps"], row.get("par_fps", 0.0), row.get("proc_fps", 0.0),
+               *(() if "gpu_rate" not in row else (row["gpu_rate"]["fps"], row["gpu_rate"].get("par_fps", 0.0))))
     if nvjpeg2000:
-        from cinegpu.bench.encode_peers import nvjpeg2000_encode
-        # at its default quality and held to our PSNR (precision 12 bits, as ours)
-        for batch, label, target in ((1, "", None), (1, "_same", p_ours), (16, "", None),
-                                     (16, "_same", p_ours)):
-            res = nvjpeg2000_encode(src, batch, target_psnr=target)
-            if res is None:          # no nvImageCodec or no GPU: no row, and no more tries
-                break
-            row[f"nvj_{batch}{label}"] = res
+        _nvjpeg2000_rows(src, p_ours, best, row, emit)
     if have_opj():
+        emit(f"  ... opj_compress, {processes} processes")
         theirs, t_opj = opj_encode_frames(src, profile, fps, processes)
         row.update(opj_fps=frames / t_opj,
                    opj_psnr=np.mean([psnr(s, decode(d)) for s, d in zip(src, theirs)]),
                    opj_bytes=max(len(d) for d in theirs))
+        emit(f"  opj_compress  PSNR {row['opj_psnr']:.2f} dB  {row['opj_fps']:.3f} fps  max {row['opj_bytes']} bytes")
+        emit(f"  ratio         PSNR {p_ours - row['opj_psnr']:+.2f} dB  speed x{best / row['opj_fps']:.2f}")
     if have_grk():
+        emit(f"  ... grk_compress, {grk_threads or 'all'} threads")
         theirs, t_grk = grk_compress_dci(src, profile, fps, grk_threads)
         row.update(grk_fps=frames / t_grk,
                    grk_psnr=np.mean([psnr(s, decode(d)) for s, d in zip(src, theirs)]),
                    grk_bytes=max(len(d) for d in theirs))
+        emit(f"  grk_compress  PSNR {row['grk_psnr']:.2f} dB  {row['grk_fps']:.3f} fps  max {row['grk_bytes']} "
+             f"bytes  ours/theirs PSNR {p_ours - row['grk_psnr']:+.2f} dB  speed x{best / row['grk_fps']:.2f}")
     return row
+
+
+def _nvjpeg2000_rows(src, p_ours: float, best: float, row: dict, emit) -> None:
+    """nvJPEG2000 at its default quality and held to our PSNR (precision 12 bits, as ours), in
+    batches of 1 and 16, each printed as measured; nothing where nvImageCodec or a GPU is
+    missing."""
+    from cinegpu.bench.encode_peers import nvjpeg2000_encode
+    for batch, label, target in ((1, "", None), (1, "_same", p_ours), (16, "", None), (16, "_same", p_ours)):
+        what = f"nvJPEG2000 batch {batch} " + ("PSNR target = ours" if target else "default quality")
+        emit(f"  ... {what}")
+        res = nvjpeg2000_encode(src, batch, target_psnr=target)
+        if res is None:          # no nvImageCodec or no GPU: no row, and no more tries
+            emit("  nvJPEG2000: nvImageCodec or a GPU missing")
+            return
+        row[f"nvj_{batch}{label}"] = res
+        emit(f"  {what}  {res.note}" if res.fps == 0 else (
+            f"  {what}  PSNR {res.psnr:.2f} dB  {res.fps:.3f} fps  max {res.max_bytes} bytes  "
+            f"ours/theirs x{best / res.fps:.2f}"))
 
 
 def main(argv=None) -> None:
@@ -265,46 +300,8 @@ def main(argv=None) -> None:
     a = ap.parse_args(argv)
     for profile in a.profile:
         rate = {"auto": None, "cpu": False, "gpu": True, "both": "both"}[a.rate_on]
-        r = run(profile, a.frames, a.fps, a.backend, a.workers or 1, a.opj_processes,
-                a.threads, a.nvjpeg2000, rate, a.grk_threads, a.processes)
-        print(f"{profile}: {r['frames']} frames")
-        print(f"  cinegpu       PSNR {r['ours_psnr']:.2f} dB  {r['ours_fps']:.3f} fps  "
-              f"max {r['ours_bytes']} bytes  stages (last frame, s): "
-              + ", ".join(f"{k} {v:.3f}" for k, v in r["stages"].items()))
-        if "par_fps" in r:
-            print(f"  cinegpu x{r['threads']} threads  PSNR {r['par_psnr']:.2f} dB  "
-                  f"{r['par_fps']:.3f} fps  max {r['par_bytes']} bytes")
-        if "proc_fps" in r:
-            pp, pt = r["proc"]
-            print(f"  cinegpu {pp} processes x {pt} threads  {r['proc_fps']:.3f} fps  max "
-                  f"{r['proc_bytes']} bytes  same codestreams as one encoder: {r['proc_same']}")
-        g = r.get("gpu_rate")
-        if g is not None:
-            print(f"  (above: rate control on the CPU) rate control on the GPU: "
-                  f"{g['fps']:.3f} fps" + (f", x{r['threads']} threads {g['par_fps']:.3f} fps"
-                                           if "par_fps" in g else "")
-                  + f"  same codestreams: {g['same'] and g.get('par_same', True)}  stages: "
-                  + ", ".join(f"{k} {v:.3f}" for k, v in g["stages"].items()))
-        best = max(r["ours_fps"], r.get("par_fps", 0.0), r.get("proc_fps", 0.0),
-                   *(() if g is None else (g["fps"], g.get("par_fps", 0.0))))
-        for key, res in r.items():
-            if not key.startswith("nvj_"):
-                continue
-            batch, _, same = key[4:].partition("_")
-            what = f"nvJPEG2000 batch {batch} " + ("PSNR target = ours" if same else "default quality")
-            print(f"  {what}  {res.note}" if res.fps == 0 else (
-                f"  {what}  PSNR {res.psnr:.2f} dB  {res.fps:.3f} fps  max {res.max_bytes} "
-                f"bytes  ours/theirs x{best / res.fps:.2f}"))
-        if "opj_fps" in r:
-            print(f"  opj_compress  PSNR {r['opj_psnr']:.2f} dB  {r['opj_fps']:.3f} fps  "
-                  f"max {r['opj_bytes']} bytes")
-            print(f"  ratio         PSNR {r['ours_psnr'] - r['opj_psnr']:+.2f} dB  "
-                  f"speed x{best / r['opj_fps']:.2f}")
-        if "grk_fps" in r:
-            print(f"  grk_compress  PSNR {r['grk_psnr']:.2f} dB  {r['grk_fps']:.3f} fps  "
-                  f"max {r['grk_bytes']} bytes  ours/theirs PSNR "
-                  f"{r['ours_psnr'] - r['grk_psnr']:+.2f} dB  speed x{best / r['grk_fps']:.2f}")
-
+        run(profile, a.frames, a.fps, a.backend, a.workers or 1, a.opj_processes, a.threads, a.nvjpeg2000, rate,
+            a.grk_threads, a.processes, emit=lambda line: print(line, flush=True))
 
 if __name__ == "__main__":
     main()

@@ -165,6 +165,26 @@ def _bisect(code, fits, lo: float, hi: float, rounds: int = 12):
     return best
 
 
+def _peer_row(kind: str, name: str, run, frames, note: str = "", distinct: int | None = None) -> None:
+    """A peer's row (``run()``: (codestreams, seconds)), or one line naming the peer and why it
+    failed (it could not start, exited with an error, or ran past its time), as ``cinegpu
+    bench`` reports a failing peer; the benchmark goes on with the next row."""
+    try:
+        streams, secs = run()
+    except subprocess.CalledProcessError as exc:
+        said = (exc.stderr or b"").decode(errors="replace").strip().splitlines()
+        print(f"{kind:<9} {name:<26} failed: exit code {exc.returncode}" + (f": {said[-1][:200]}" if said else ""),
+              flush=True)
+        return
+    except subprocess.TimeoutExpired as exc:
+        print(f"{kind:<9} {name:<26} failed: ran past {exc.timeout:.0f} s", flush=True)
+        return
+    except OSError as exc:
+        print(f"{kind:<9} {name:<26} could not start: {exc}", flush=True)
+        return
+    _row(kind, name, streams, secs, frames, note, distinct)
+
+
 def _row(kind, name, streams, secs, frames, note="", distinct=None):
     """Print one row; PSNR over the first ``distinct`` frames (the frames cycle over that
     many images, so the others repeat them)."""
@@ -312,14 +332,13 @@ def main(argv=None) -> None:
         if shutil.which("ojph_compress"):
             out = tmp / "ojph"
             out.mkdir()
-            row("lossless", "ojph_compress", *_ojph(src, out, args.threads, "-reversible",
-                                                       "true"), frames,
-                 f"{args.threads} processes")
+            _peer_row("lossless", "ojph_compress", lambda: _ojph(src, out, args.threads, "-reversible", "true"),
+                      frames, f"{args.threads} processes", len(images))
         if shutil.which("grk_compress"):
             out = tmp / "grk"
             out.mkdir()
-            row("lossless", "grk_compress -M 64", *_grk(folder, out, args.threads), frames,
-                 f"{args.threads} threads")
+            _peer_row("lossless", "grk_compress -M 64", lambda: _grk(folder, out, args.threads), frames,
+                      f"{args.threads} threads", len(images))
         if args.nvjpeg2000:
             _nvjpeg2000_rows(frames, len(images), "lossless", dict(lossless=True))
 
@@ -335,12 +354,15 @@ def main(argv=None) -> None:
         if shutil.which("ojph_compress"):
             out = tmp / "q"
             out.mkdir()
-            found = _bisect(lambda q: _ojph(src[:1], out, 1, "-qstep", f"{q:.6f}")[0][0],
-                            lambda d: len(d) <= budget, 2e-4, 0.5)
+            try:
+                found = _bisect(lambda q: _ojph(src[:1], out, 1, "-qstep", f"{q:.6f}")[0][0],
+                                lambda d: len(d) <= budget, 2e-4, 0.5)
+            except (subprocess.SubprocessError, OSError) as exc:
+                print(f"{'9/7':<9} {'ojph_compress':<26} failed while finding its step: {exc}", flush=True)
+                found = None
             if found is not None:
-                row("9/7", "ojph_compress", *_ojph(src, out, args.threads, "-qstep",
-                                                    f"{found[0]:.6f}"), frames,
-                     f"-qstep {found[0]:.6f}, {args.threads} processes")
+                _peer_row("9/7", "ojph_compress", lambda: _ojph(src, out, args.threads, "-qstep", f"{found[0]:.6f}"),
+                          frames, f"-qstep {found[0]:.6f}, {args.threads} processes", len(images))
         if args.nvjpeg2000:
             from cinegpu.bench.encode_peers import nvjpeg2000_encode  # noqa: PLC0415
 

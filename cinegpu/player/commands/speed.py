@@ -27,10 +27,13 @@ def register(sub) -> None:
     p.add_argument("--backend", choices=("cpu", "cuda", "auto"), default="auto",
                    help="reconstruction on the CPU or the GPU (auto: GPU when CUDA is there)")
     p.add_argument("--workers", type=non_negative_int, default=None,
-                   help="tier-1 worker processes (default: cores - 1; 0: decode in this process only)")
+                   help="tier-1 worker processes (default: one per core this process may use; 0: decode in this "
+                        "process only)")
     p.add_argument("--frames", type=positive_int, default=None, help="frames to decode (default: all, at least 3 passes of a short source)")
     p.add_argument("--repeat", type=positive_int, default=None, help="times to cycle through the frames")
-    p.add_argument("--compare", action="store_true", help="also run opj_decompress and grk_decompress")
+    p.add_argument("--compare", action="store_true",
+                   help="also time opj_decompress, grk_decompress, ojph_expand (HTJ2K) and nvJPEG2000 where "
+                        "installed, each on at most 64 of the frames or 20 s")
     p.add_argument("--peer-threads", type=positive_int, default=None,
                    help="threads for each peer process (default: all cores)")
     p.add_argument("--json", type=Path, default=None, help="write the figures as JSON here")
