@@ -9,6 +9,8 @@ code-block (numba, worker processes), PCRD rate control to the byte budget, tier
 packets and the codestream writer (SIZ, COD, QCD, POC, TLM, COM, SOT/SOD, EOC).
 """
 
+from cinegpu.decode import kernel_cache  # noqa: F401  installs numba's cache locator before any kernel is defined
+
 from .encoder import Encoder, encode
 from cinegpu.encode.presets import DCI_COMPONENT_BITRATE, DCI_FRAME_BITRATE, dci_caps
 

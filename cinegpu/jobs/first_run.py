@@ -5,8 +5,9 @@ printing nothing) looks hung. So the demo compiles first, on purpose and saying 
 and decodes one demo frame through the same code the mastering and the player use, stage by
 stage, with a progress bar, and leaves a stamp (named after the cinegpu and numba versions) in
 the cache folder, so that later runs neither compile nor say anything. Compiled code itself is
-kept by numba's on-disk cache (``cache=True``; ``$NUMBA_CACHE_DIR`` when the installed package's
-folder is read-only), which a reinstall of the same version reuses.
+kept by numba's on-disk cache (``cache=True``) in one folder per user
+(:mod:`cinegpu.decode.kernel_cache`), which every copy of the same source reuses: a reinstall,
+an editable install beside a regular one.
 """
 
 from __future__ import annotations
