@@ -244,13 +244,13 @@ def test_rate_rounds_stop_once_nothing_is_left_to_add(monkeypatch):
     from dataclasses import replace
 
     from cinegpu.encode import writer
-    from cinegpu.encode.encoder import Encoder
+    from cinegpu.encode.encoder import Encoder, EncoderSettings
     rng = np.random.default_rng(3)
     h, w = 256, 384
     img = np.stack([rng.integers(0, 4096, (h, w)),                 # noise: all the bytes
                     np.full((h, w), 1000), np.tile(np.arange(w) * 8, (h, 1))], -1)
     frames = []
-    with Encoder(backend="cpu", codeblock=(16, 16), mct=False) as enc:
+    with Encoder(EncoderSettings.of(backend="cpu", codeblock=(16, 16), mct=False)) as enc:
         real = enc._tier1
         monkeypatch.setattr(enc, "_tier1", lambda *a, **k: frames.append(real(*a, **k)) or
                             frames[-1])
@@ -300,10 +300,10 @@ def test_dci_budget_fills_in_three_rounds(rate):
     header alone as the next round's estimate took 5 rounds at 30 Mbit/s and stopped
     0.05 % short at 100)."""
     from cinegpu.encode import writer
-    from cinegpu.encode.encoder import Encoder
+    from cinegpu.encode.encoder import Encoder, EncoderSettings
     from test_encode_streams_pinned import _image
     budget = rate / 8 / 24
-    with Encoder(profile="dci-2k", fps=24, backend="cpu", bitrate=rate) as enc:
+    with Encoder(EncoderSettings.of(profile="dci-2k", fps=24, backend="cpu", bitrate=rate)) as enc:
         data = enc.encode(_image(2048, 1080, 1), bits=12)
         assert enc.stats["rounds"] <= 3
     assert budget * (1 - writer.SLACK) <= len(data) <= budget

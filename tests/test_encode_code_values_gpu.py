@@ -23,7 +23,7 @@ from conftest import require_cuda
 
 cupy = require_cuda()  # skips the module without CuPy or a device
 
-from cinegpu.encode import Encoder, gpu  # noqa: E402
+from cinegpu.encode import Encoder, EncoderSettings, gpu  # noqa: E402
 from cinegpu.encode.forward import code_value_step, forward_tile  # noqa: E402
 
 pytestmark = pytest.mark.gpu
@@ -75,7 +75,8 @@ def test_code_value_step_change_between_frames(codec, lossless):
     cupy.cuda.Device().synchronize()          # uploaded before the encoders' own streams read it
     steps = [(65535.0, 12), (4095.0, 12), (65535.0, 12), (65535.0, 10), (4095.0, 12)]
     opts = dict(codec=codec, reversible=lossless, codeblock=(64, 64), base_step=2.0)
-    with Encoder(backend="cuda", **opts) as enc, Encoder(backend="cuda", **opts) as ref:
+    with Encoder(EncoderSettings.of(backend="cuda", **opts)) as enc, \
+            Encoder(EncoderSettings.of(backend="cuda", **opts)) as ref:
         for top, bits in steps * 2:
             with enc.on_stream():
                 got = enc.encode_planes([img[:, :, c] for c in range(3)], 12,
@@ -94,8 +95,8 @@ def test_forward_tile_cuda_with_the_step_equals_its_planes(reversible, batched, 
     img = _image(dtype, h, w, 5)
     top = float(np.iinfo(dtype).max) * 0.9             # some samples over top: clipped
     step = code_value_step(top, bits)
-    with Encoder(backend="cpu", reversible=reversible, levels=3) as enc:
-        params = make_params([(h, w)] * 3, [bits] * 3, [False] * 3, **enc.options)
+    with Encoder(EncoderSettings.of(backend="cpu", reversible=reversible, levels=3)) as enc:
+        params = make_params([(h, w)] * 3, [bits] * 3, [False] * 3, enc.coding)
         _, plans = enc._geometry(params)
     plan = plans[0]
     dev = cupy.asarray(img)

@@ -83,14 +83,14 @@ def test_encoders_on_each_device_give_the_same_codestream():
     # on a one-GPU machine this checks device=0 against the default
     from concurrent.futures import ThreadPoolExecutor
 
-    from cinegpu.encode.encoder import Encoder
+    from cinegpu.encode.encoder import Encoder, EncoderSettings
     from cinegpu.jobs.frame_encode import FrameEncoders
     img = synthetic_frame(2048, 1080, seed=11)
     devices = list(range(cupy.cuda.runtime.getDeviceCount()))
-    with Encoder(profile="dci-2k", backend="cuda", workers=1) as enc:
+    with Encoder(EncoderSettings.of(profile="dci-2k", backend="cuda", workers=1)) as enc:
         ref = enc.encode(img, bits=12)
     for d in devices:
-        with Encoder(profile="dci-2k", backend="cuda", workers=1, device=d) as enc:
+        with Encoder(EncoderSettings.of(profile="dci-2k", backend="cuda", workers=1, device=d)) as enc:
             assert enc.encode(img, bits=12) == ref
             with enc.on_stream():
                 assert cupy.cuda.Device().id == d
@@ -331,9 +331,9 @@ def test_guard_bits_cuda_clips_and_measures_as_numpy():
     enc_opts = dict(profile="generic", fps=24, bitrate=None, reversible=False, levels=3,
                     codeblock=(32, 32), progression="LRCP", layers=1, tiles=None,
                     precincts=None, style=0, quantization="expounded", guard_bits=1)
-    from cinegpu.encode.encoder import Encoder
-    enc = Encoder(**enc_opts, backend="cpu")
-    params = make_params([(40, 70)], [12], [False], **enc.options)
+    from cinegpu.encode.encoder import Encoder, EncoderSettings
+    enc = Encoder(EncoderSettings.of(**enc_opts, backend="cpu"))
+    params = make_params([(40, 70)], [12], [False], enc.coding)
     _, plans = enc._geometry(params)
     plan = plans[0]
     off, length, mb = gpu.band_layout(plan)
@@ -355,12 +355,12 @@ def test_guard_bits_cuda_clips_and_measures_as_numpy():
 
 @pytest.mark.parametrize("profile,size", [("dci-2k", (1080, 2048)), ("generic", (61, 83))])
 def test_encode_planes_on_device_equals_host_encode(profile, size):
-    from cinegpu.encode.encoder import Encoder
+    from cinegpu.encode.encoder import Encoder, EncoderSettings
     img = synthetic_frame(size[1], size[0], seed=5)
     kw = dict(profile=profile)
     if profile == "generic":
         kw.update(bitrate=61 * 83 * 3 * 2 * 24, levels=4)
-    with Encoder(backend="cuda", **kw) as enc:
+    with Encoder(EncoderSettings.of(backend="cuda", **kw)) as enc:
         planes = [cupy.asarray(img[..., c].astype(np.int32)) for c in range(3)]
         got = enc.encode_planes(planes, 12)
         again = enc.encode_planes(planes, 12)     # the cached geometry gives the same bytes
@@ -384,12 +384,12 @@ def test_component_histograms_on_the_gpu_equal_the_cpu_twin():
     cuda forward stage's flats, equal the CPU twin's on the same indices; and a DCI 2K frame
     whose luma passes its cap gets the same floor and codestream on both back ends."""
     from cinegpu.encode.early_stop import component_histograms
-    from cinegpu.encode.encoder import Encoder, _as_components
+    from cinegpu.encode.encoder import Encoder, EncoderSettings, _as_components
     from cinegpu.encode.presets import make_params
     img = synthetic_frame(150, 90, seed=6)
-    with Encoder(backend="cuda", bitrate=150 * 90 * 24 * 4, fps=24, tiles=(64, 48)) as enc:
+    with Encoder(EncoderSettings.of(backend="cuda", bitrate=150 * 90 * 24 * 4, fps=24, tiles=(64, 48))) as enc:
         comps, precs, sgn = _as_components(img, 12, None)
-        params = make_params([c.shape for c in comps], precs, sgn, **enc.options)
+        params = make_params([c.shape for c in comps], precs, sgn, enc.coding)
         cs, plans = enc._geometry(params)
         with enc.on_stream():
             flats = enc._forward(enc._upload(img, comps), params, plans)
@@ -401,7 +401,7 @@ def test_component_histograms_on_the_gpu_equal_the_cpu_twin():
     img = np.stack([g + rng.integers(0, 8, g.shape) for _ in range(3)], -1).astype(np.uint16)
     out = {}
     for backend in ("cpu", "cuda"):
-        with Encoder(profile="dci-2k", fps=24, backend=backend) as enc:
+        with Encoder(EncoderSettings.of(profile="dci-2k", fps=24, backend=backend)) as enc:
             out[backend] = (enc.encode(img, bits=12), enc.stats["floor"], enc.stats["retries"])
     assert out["cpu"] == out["cuda"]
 

@@ -202,13 +202,14 @@ def test_playback_crosses_the_join_without_a_dropped_frame(gl, masters, tmp_path
     shown, the frames either side of the join as the one-reel master's decode."""
     from cinegpu.media.images.png import read_png16
     from cinegpu.player.commands.play import play
+    from cinegpu.player.settings import PlaySettings
     from test_player import _reference
     one, two, _ = masters
     shots = {n: tmp_path / f"two{n}.png" for n in (23, 24, 25)}
     media = open_source(two.root)
     try:
-        summary = play(media, headless=True, backend="cpu", fps=4, screenshots=shots,
-                       auto_resolution=False)
+        summary = play(media, PlaySettings(headless=True, backend="cpu", fps=4, screenshots=shots,
+                                           auto_resolution=False))
     finally:
         media.close()
     assert summary.stats.dropped == 0 and summary.stats.shown == 60, summary

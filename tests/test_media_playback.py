@@ -57,11 +57,12 @@ def test_every_frame_equals_opj_decompress_of_the_ffmpeg_frame(name, tmp_path):
 
 def _play(path: Path, tmp_path: Path, frames: int, shots: list[int]):
     from cinegpu.player.commands.play import play
+    from cinegpu.player.settings import PlaySettings
 
     media = open_source(path)
     files = {n: tmp_path / f"shot{n}.png" for n in shots}
     try:
-        summary = play(media, headless=True, backend="cpu", screenshots=files, frames=frames)
+        summary = play(media, PlaySettings(headless=True, backend="cpu", screenshots=files, frames=frames))
     finally:
         media.close()
     return summary, files

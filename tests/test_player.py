@@ -75,11 +75,12 @@ def _reference(codestream: bytes, xyz: bool, precision: int) -> np.ndarray:
 
 def _play(path, tmp_path, colour="auto", **kw):
     from cinegpu.player.commands.play import play
+    from cinegpu.player.settings import PlaySettings
 
     media = open_source(path)
     shots = {n: tmp_path / f"shot{n}.png" for n in range(media.frame_count)}
     try:
-        summary = play(media, headless=True, backend="cpu", colour=colour, screenshots=shots, **kw)
+        summary = play(media, PlaySettings(headless=True, backend="cpu", colour=colour, screenshots=shots, **kw))
     finally:
         media.close()
     return summary, shots
@@ -133,11 +134,12 @@ class SlowSource(ArraySource):
 
 def test_a_late_decode_drops_the_frame_without_slowing_the_clock(gl, tmp_path):
     from cinegpu.player.commands.play import play
+    from cinegpu.player.settings import PlaySettings
 
     pics = [np.full((10, 16, 4), 1000 * (k + 1), np.uint16) for k in range(6)]
     shot = tmp_path / "two.png"
     t0 = time.perf_counter()
-    summary = play(None, headless=True, source=SlowSource(pics), screenshots={2: shot}, preroll=1)
+    summary = play(None, PlaySettings(headless=True, screenshots={2: shot}, preroll=1), source=SlowSource(pics))
     wall = time.perf_counter() - t0
     assert summary.stats.dropped == 1 and summary.stats.shown == 5
     assert summary.seconds == pytest.approx(6 / 24, abs=0.1)

@@ -319,12 +319,13 @@ def test_renderer_alignment_fades_and_images(tmp_path):
 def _screens(tmp_path, subtitles, frames=(0, 30)):
     from cinegpu.player import ArraySource
     from cinegpu.player.commands.play import play
+    from cinegpu.player.settings import PlaySettings
     from cinegpu.media.images.png import read_png16
 
     pics = [np.full((216, 384, 4), 3000, np.uint16)]
     shots = {n: tmp_path / f"s{n}.png" for n in frames}
-    summary = play(None, headless=True, source=ArraySource(pics, frame_count=48, edit_rate=24),
-                   screenshots=shots, preroll=1, subtitles=subtitles)
+    summary = play(None, PlaySettings(headless=True, screenshots=shots, preroll=1, subtitles=subtitles),
+                   source=ArraySource(pics, frame_count=48, edit_rate=24))
     assert summary.screenshots == len(frames)
     return {n: read_png16(p) for n, p in shots.items()}
 

@@ -29,7 +29,7 @@ import numpy as np
 from cinegpu.decode import decode
 from cinegpu.decode.codestream import dci
 
-from cinegpu.encode.encoder import Encoder
+from cinegpu.encode.encoder import Encoder, EncoderSettings
 from cinegpu.bench.encode_peers import grk_compress_dci, have_grk, have_opj, opj_compress_dci, psnr
 
 __all__ = ["opj_encode_frames", "synthetic_frame", "main"]
@@ -55,8 +55,8 @@ def synthetic_frame(width: int, height: int, seed: int = 0, bits: int = 12) -> n
 
 
 def _ours(frames, profile, fps, backend, workers, rate_on_gpu=None):
-    with Encoder(profile=profile, fps=fps, backend=backend, workers=workers,
-                 rate_on_gpu=rate_on_gpu) as enc:
+    with Encoder(EncoderSettings.of(profile=profile, fps=fps, backend=backend, workers=workers,
+                                    rate_on_gpu=rate_on_gpu)) as enc:
         enc.encode(frames[0][:256, :256] if profile == "generic" else frames[0], bits=12)  # warm
         t0 = time.perf_counter()
         out = [enc.encode(f, bits=12) for f in frames]
@@ -65,13 +65,14 @@ def _ours(frames, profile, fps, backend, workers, rate_on_gpu=None):
 
 
 def dci_options(profile, fps, backend, rate_on_gpu=None) -> dict:
-    """The :class:`Encoder` arguments of this benchmark's encoders (one tier-1 worker each)."""
+    """The :meth:`EncoderSettings.of` options of this benchmark's encoders (one tier-1 worker
+    each)."""
     return dict(profile=profile, fps=fps, backend=backend, workers=1, rate_on_gpu=rate_on_gpu)
 
 
 class _ThreadEncoders:
     """A warm :class:`Encoder` per calling thread (and, on the GPU, its own CUDA stream), as
-    ``cinegpu master`` runs them, each made with ``options`` (:class:`Encoder`'s arguments):
+    ``cinegpu master`` runs them, each made with ``options`` (:meth:`EncoderSettings.of`'s):
     ``encode(frame)`` of ``bits``-bit samples; ``close()`` ends them all."""
 
     def __init__(self, options: dict, bits: int = 12):
@@ -82,7 +83,7 @@ class _ThreadEncoders:
     def encode(self, frame) -> bytes:
         enc = getattr(self._local, "enc", None)
         if enc is None:
-            enc = self._local.enc = Encoder(**self._args)
+            enc = self._local.enc = Encoder(EncoderSettings.of(**self._args))
             self._made.append(enc)
         return enc.encode(frame, bits=self._bits)
 

@@ -24,7 +24,7 @@ a code-block, T.814 clause 7 split over the lanes), each as ms per frame and fps
 kernels alone (CUDA events, ``--repeat`` runs) and of the whole ``ht_encode_rows_cuda`` (with
 the lengths' read-back, gather and download), lossless and 9/7; the two must give the same
 bytes.  ``--kernels-only`` stops there; otherwise the lossless rows also show the whole
-encoder with ``Encoder(ht_kernel="thread")`` beside the default (the warp kernel).
+encoder with ``EncoderSettings(ht_kernel="thread")`` beside the default (the warp kernel).
 
 ``--processes P T``: ours also in P spawned processes of T threads each (one warm encoder a
 thread, frames from one shared-memory block, :func:`.bench.ours_processes`, as ``cinegpu
@@ -65,7 +65,7 @@ import numpy as np
 from cinegpu.decode import decode
 
 from cinegpu.bench.encode import ours_processes
-from cinegpu.encode.encoder import Encoder
+from cinegpu.encode.encoder import Encoder, EncoderSettings
 
 SIZES = {"2k": (2048, 1080), "4k": (4096, 2160)}
 #: the coding options every row shares (the peers are given the same)
@@ -109,7 +109,7 @@ def ours(frames, threads, backend, workers=1, **opts) -> tuple[list[bytes], floa
     def one(f):
         enc = getattr(local, "enc", None)
         if enc is None:
-            enc = local.enc = Encoder(backend=backend, workers=workers, **HT, **opts)
+            enc = local.enc = Encoder(EncoderSettings.of(backend=backend, workers=workers, **HT, **opts))
             made.append(enc)
         return enc.encode(f, bits=12)
 
@@ -211,7 +211,7 @@ def frame_coefficients(enc: Encoder, image: np.ndarray):
         if enc.backend == "cuda":
             comps = enc._upload(image, comps)
         precs, sgn = _precisions(comps, 12, False)
-        params = make_params([c.shape for c in comps], precs, sgn, **enc.options)
+        params = make_params([c.shape for c in comps], precs, sgn, enc.coding)
         params = replace(params, Rsiz=params.Rsiz | RSIZ_HT)
         cs, plans = enc._geometry(params)
         flats = enc._forward(comps, params, plans)
@@ -227,7 +227,7 @@ def kernel_rows(image: np.ndarray, repeat: int) -> None:
     from cinegpu.encode.tier1.ht_gpu import coding_ms, ht_encode_rows_cuda  # noqa: PLC0415
     names = {"thread": "ht_enc_blocks (thread/blk)", "auto": "ht_enc_blocks_warp"}
     for kind, reversible in (("lossless", True), ("9/7", False)):
-        with Encoder(backend="cuda", workers=1, reversible=reversible, **HT) as enc:
+        with Encoder(EncoderSettings.of(backend="cuda", workers=1, reversible=reversible, **HT)) as enc:
             flats, plans = frame_coefficients(enc, image)
             with enc.on_stream():
                 outs = {}
@@ -285,7 +285,7 @@ def main(argv=None) -> None:
     frames = [images[k % len(images)] for k in range(args.frames)]
     row = functools.partial(_row, distinct=len(images))
     backend = args.backend
-    with Encoder(backend=backend, workers=1) as probe:
+    with Encoder(EncoderSettings(backend=backend, workers=1)) as probe:
         on_gpu = probe.backend == "cuda"
     print(f"{args.size} {w}x{h} 12-bit RGB, {args.frames} frame(s) over {len(images)} images, "
           f"ours on {'the GPU' if on_gpu else 'the CPU'} in {args.threads} thread(s)", flush=True)

@@ -1,9 +1,10 @@
 """Coding parameters of one codestream, and the DCI profiles that fix them.
 
-:func:`make_params` turns the options of :func:`cinegpu.encode.encode` and the
-image's shape into a frozen :class:`Params`; the DCI profiles override the
-options they constrain, with the facts of :mod:`cinegpu.decode.codestream.dci`
-(ISO/IEC 15444-1 Amd 1, SMPTE ST 429-4, as SMPTE Bv2.1 verifiers check them).
+:func:`make_params` turns a :class:`Coding` (what the codestream is asked to be: the
+coding options of :func:`cinegpu.encode.encode`) and the image's shape into a frozen
+:class:`Params`; the DCI profiles override the options they constrain, with the facts of
+:mod:`cinegpu.decode.codestream.dci` (ISO/IEC 15444-1 Amd 1, SMPTE ST 429-4, as SMPTE Bv2.1
+verifiers check them).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from cinegpu.decode.codestream.cod import PROGRESSIONS
 __all__ = [
     "DCI_COMPONENT_BITRATE",
     "DCI_FRAME_BITRATE",
+    "Coding",
     "Params",
     "dci_caps",
     "make_params",
@@ -26,6 +28,42 @@ __all__ = [
 DCI_FRAME_BITRATE = dci.FRAME_BITRATE
 DCI_COMPONENT_BITRATE = dci.COMPONENT_BITRATE
 PROFILES = ("generic", *dci.PROFILES, *imf.PROFILES)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Coding:
+    """What a codestream is asked to be, before it meets an image (:func:`make_params` checks
+    it against the image's components and fixes what a profile fixes).
+
+    ``profile``: "generic", a DCI profile ("dci-2k", "dci-4k": everything but ``fps`` and
+    ``bitrate`` fixed) or an IMF one ("imf-2k", "imf-4k").  ``fps``: frames per second, with
+    ``bitrate`` (bits per second; None: the generic profile keeps every coding pass) the byte
+    budget of a frame, bitrate / 8 / fps.  ``reversible``: 5/3 + RCT, lossless without a
+    bitrate; else 9/7 + ICT.  ``levels``: decomposition levels (None: min(5, log2(min side) -
+    2)).  ``codeblock``: (width, height) as sizes or exponents (T.800 A.6.1).
+    ``progression``: LRCP, RLCP, RPCL, PCRL or CPRL (or its index, Table A.16).  ``layers``:
+    quality layers.  ``tiles``: (XTsiz, YTsiz), None for one tile.  ``precincts``:
+    per-resolution (PPx, PPy) sizes or exponents, lowest resolution first, or None.
+    ``style``: code-block style bits (CBLK_* of :mod:`cinegpu.decode.tier1`).
+    ``quantization``: "expounded" or "derived" (irreversible only; Table A.28).
+    ``guard_bits``: G (None: 2; E.1.1.1).  ``mct``: the multiple component transform (ICT/RCT,
+    T.800 Annex G) over components 0-2; None: where they can take it (three or more components
+    of one size, R'G'B' as given); False: never (Y'CbCr input; DCI profiles always use it)."""
+
+    profile: str = "generic"
+    fps: float = 24
+    bitrate: float | None = None
+    reversible: bool = False
+    levels: int | None = None
+    codeblock: tuple[int, int] = (32, 32)
+    progression: str | int = "LRCP"
+    layers: int = 1
+    tiles: tuple[int, int] | None = None
+    precincts: object = None
+    style: int = 0
+    quantization: str = "expounded"
+    guard_bits: int | None = None
+    mct: bool | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -123,15 +161,12 @@ def _progression(progression) -> int:
     return PROGRESSIONS.index(progression.upper())
 
 
-def make_params(shapes, precisions, signed, *, profile, fps, bitrate, reversible, levels,
-                codeblock, progression, layers, tiles, precincts, style, quantization,
-                guard_bits, mct=None) -> Params:
-    """Validate the options against the image (``shapes``: (h, w) per component).  ``mct``:
-    the multiple component transform (ICT/RCT, T.800 Annex G) over components 0-2; None: where
-    they can take it (three or more components of one size, R'G'B' as given); False: never
-    (Y'CbCr input; DCI profiles always use it)."""
-    if profile not in PROFILES:
-        raise ValueError(f"profile {profile!r} not in {PROFILES}")
+def make_params(shapes, precisions, signed, coding: Coding) -> Params:
+    """The :class:`Params` of ``coding`` for components of ``shapes`` ((h, w) each),
+    ``precisions`` (bits) and ``signed``, validated against them (ValueError)."""
+    c = coding
+    if c.profile not in PROFILES:
+        raise ValueError(f"profile {c.profile!r} not in {PROFILES}")
     h0, w0 = shapes[0]
     XRsiz = tuple(max(1, round(w0 / w)) for h, w in shapes)
     YRsiz = tuple(max(1, round(h0 / h)) for h, w in shapes)
@@ -140,25 +175,26 @@ def make_params(shapes, precisions, signed, *, profile, fps, bitrate, reversible
             raise ValueError(f"component of {w}x{h} is not a subsampling of {w0}x{h0}")
     ncomp = len(shapes)
     same = all(s == shapes[0] for s in shapes[:3])
-    if profile in imf.PROFILES:
-        return _imf_params(profile, shapes, precisions, fps, bitrate, reversible, style,
-                           mct is not False)
-    if profile != "generic":
-        return _dci_params(profile, shapes, precisions, fps, bitrate)
+    if c.profile in imf.PROFILES:
+        return _imf_params(c.profile, shapes, precisions, c.fps, c.bitrate, c.reversible, c.style,
+                           c.mct is not False)
+    if c.profile != "generic":
+        return _dci_params(c.profile, shapes, precisions, c.fps, c.bitrate)
+    levels = c.levels
     if levels is None:
         levels = min(5, max(0, int(math.log2(max(1, min(w0, h0)))) - 2))
-    xcb, ycb = codeblock_exponents(codeblock)
-    tile = (w0, h0) if tiles is None else (int(tiles[0]), int(tiles[1]))
-    frame_bytes = None if bitrate is None else int(bitrate / 8 / fps)
+    xcb, ycb = codeblock_exponents(c.codeblock)
+    tile = (w0, h0) if c.tiles is None else (int(c.tiles[0]), int(c.tiles[1]))
+    frame_bytes = None if c.bitrate is None else int(c.bitrate / 8 / c.fps)
     return Params(
-        profile=profile, Rsiz=0, width=w0, height=h0, precisions=tuple(precisions),
+        profile=c.profile, Rsiz=0, width=w0, height=h0, precisions=tuple(precisions),
         signed=tuple(signed), XRsiz=XRsiz, YRsiz=YRsiz, tile=tile, levels=int(levels),
-        xcb=xcb, ycb=ycb, cblk_style=int(style), reversible=bool(reversible),
-        mct=1 if (ncomp >= 3 and same and mct is not False) else 0,
-        progression=_progression(progression),
-        layers=int(layers), precincts=precinct_exponents(precincts, int(levels)), pocs=(),
-        guard_bits=2 if guard_bits is None else int(guard_bits), guard_bits_fixed=False,
-        quant_style=0 if reversible else (1 if quantization == "derived" else 2),
+        xcb=xcb, ycb=ycb, cblk_style=int(c.style), reversible=bool(c.reversible),
+        mct=1 if (ncomp >= 3 and same and c.mct is not False) else 0,
+        progression=_progression(c.progression),
+        layers=int(c.layers), precincts=precinct_exponents(c.precincts, int(levels)), pocs=(),
+        guard_bits=2 if c.guard_bits is None else int(c.guard_bits), guard_bits_fixed=False,
+        quant_style=0 if c.reversible else (1 if c.quantization == "derived" else 2),
         tlm=False, split_components=False, frame_bytes=frame_bytes, component_bytes=None,
     )
 

@@ -169,7 +169,8 @@ class FrameEncoders:
     def _encoder(self):
         enc = getattr(self._local, "encoder", None)
         if enc is None:
-            from cinegpu.encode.encoder import Encoder, GeometryCache
+            from cinegpu.encode.encoder import Encoder, EncoderSettings, GeometryCache
+            from cinegpu.encode.presets import Coding
             with self._lock:
                 if self._geometry is None:
                     self._geometry = GeometryCache()
@@ -177,13 +178,13 @@ class FrameEncoders:
             device = None
             if self.backend == "cuda":
                 device = self.device if self.device is not None else device_for(started, self.gpus)
-            enc = Encoder(profile=self.encoder_profile, fps=self.fps, bitrate=self.bitrate,
-                          backend=self.backend, workers=1, geometry=self._geometry,
-                          device=device,
-                          codec=self.codec, reversible=self.lossless,
-                          mct=False if self.sampling != "rgb" else None,
-                          rate_on_gpu=self.rate_on_gpu if self.backend == "cuda" and
-                          self.codec == "j2k" else None)
+            coding = Coding(profile=self.encoder_profile, fps=self.fps, bitrate=self.bitrate,
+                            reversible=self.lossless, mct=False if self.sampling != "rgb" else None)
+            settings = EncoderSettings(coding=coding, backend=self.backend, workers=1, device=device,
+                                       codec=self.codec,
+                                       rate_on_gpu=self.rate_on_gpu if self.backend == "cuda" and
+                                       self.codec == "j2k" else None)
+            enc = Encoder(settings, geometry=self._geometry)
             self._local.encoder = enc
             with self._lock:
                 self._made.append(enc)

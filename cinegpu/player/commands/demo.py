@@ -53,6 +53,7 @@ def run(args) -> int:
         print(f"cinegpu demo: {exc}", file=sys.stderr)
         return 2
     from ..window import has_display
+    from ..settings import PlaySettings
     from .play import play
 
     headless = args.headless or not has_display()
@@ -60,7 +61,7 @@ def run(args) -> int:
     picture = folder.parent / f"{folder.name}-frame-{SHOWN_FRAME}.png"
     shots = {min(SHOWN_FRAME, media.frame_count - 1): picture} if headless else {}
     try:
-        summary = play(media, headless=headless, backend=args.backend, screenshots=shots)
+        summary = play(media, PlaySettings(headless=headless, backend=args.backend, screenshots=shots))
     except (MediaError, BackendUnavailable, PipelineError) as exc:   # no frame readable; no GPU; no workers
         print(f"cinegpu demo: {exc}", file=sys.stderr)
         return 2

@@ -7,7 +7,8 @@ import os
 from fractions import Fraction
 from pathlib import Path
 
-from .args import UsageError, positive_int, positive_rate
+from ..settings import PlaySettings
+from .args import UsageError, playback_options, positive_int, positive_rate
 from .interrupts import INTERRUPTED, TERMINATED, Terminated, interrupts
 from .keys import add_key_args, key_ring
 from cinegpu.decode.cpus import usable_cores
@@ -102,12 +103,7 @@ def _run(args) -> int:
         print(f"cinegpu play: {exc}", file=sys.stderr)
         return 2
     try:
-        summary = play(media, headless=headless, fps=args.fps, backend=args.backend, interop=args.interop,
-                       colour=args.colour, primaries=args.primaries, loop=args.loop, frames=args.frames,
-                       screenshots=dict(args.screenshot), workers=args.workers, preroll=args.preroll,
-                       processes=not args.threads, auto_resolution=not args.full_resolution,
-                       subtitles=args.subtitles == "on", subtitle_file=args.subtitle_file,
-                       audio=args.audio, audio_out=args.audio_out)
+        summary = play(media, _settings(args, headless))
     except (MediaError, BackendUnavailable, PipelineError, AudioDeviceError) as exc:
         # no frame readable; no GPU; no workers; --audio device without a sound device
         print(f"cinegpu play: {exc}", file=sys.stderr)
@@ -121,63 +117,49 @@ def _run(args) -> int:
     return 0
 
 
-def play(media, *, headless: bool, fps=None, backend: str = "auto", interop: str = "auto", colour: str = "auto",
-         primaries: str = "p3d65", loop: bool = False, frames: int | None = None, screenshots=None,
-         workers: int | None = None, preroll: int = 2, source=None, processes: bool = True,
-         auto_resolution: bool = True, subtitles=True, subtitle_file=None, audio: str = "auto",
-         audio_out: Path | None = None):
-    """Play an opened media source (or a ready frame ``source``); the :class:`~..player.Summary`.
-    ``auto_resolution``: decode at a lower resolution while decoding cannot keep up.
-    ``subtitles``: draw the composition's subtitles (or ``subtitle_file``'s), or a
-    :class:`~cinegpu.media.subtitles.track.CompositionSubtitles` to draw. ``audio``: "auto", "null"
-    or "off" (see :func:`~..audio.open_sink`); ``audio_out``: a WAV record of the sound as
-    played."""
-    from cinegpu.interop import TARGETS, choose_target
+def _settings(args, headless: bool) -> PlaySettings:
+    """The :class:`PlaySettings` of ``cinegpu play``'s arguments."""
+    return PlaySettings(**playback_options(args), headless=headless, loop=args.loop, frames=args.frames,
+                        screenshots=dict(args.screenshot), auto_resolution=not args.full_resolution,
+                        subtitle_file=args.subtitle_file, audio_out=args.audio_out)
 
+
+def play(media, settings: PlaySettings, *, source=None):
+    """Play an opened media source (or a ready frame ``source``) as ``settings`` say; the
+    :class:`~..player.Summary`."""
     from ..audio import open_feed
     from ..player import Player
     from ..presenter import Presenter
-    from ..source import DecodeAheadSource, PipelineSource
     from ..window import open_window
 
-    if source is None and processes:
-        source = PipelineSource(media, backend=backend, colour=colour, primaries=primaries, workers=workers,
-                                auto_resolution=auto_resolution)
-    elif source is None:
-        workers = workers or min(8, usable_cores())
-        source = DecodeAheadSource(media, backend=backend, colour=colour, primaries=primaries,
-                                   workers=workers, depth=max(8, preroll, 2 * workers),
-                                   auto_resolution=auto_resolution)
-    for n in screenshots or {}:
+    s = settings
+    if source is None:
+        source = _frame_source(media, s)
+    for n in s.screenshots or {}:
         if not 0 <= n < source.frame_count:
             source.close()
             raise UsageError(f"--screenshot {n}: past the last frame ({source.frame_count} frames, "
                              f"numbered from 0)")
-    depth = max(8, preroll, getattr(source, "depth", 8))
-    rate = Fraction(fps) if fps is not None else (source.edit_rate or Fraction(24))
+    depth = max(8, s.preroll, getattr(source, "depth", 8))
+    rate = Fraction(s.fps) if s.fps is not None else (source.edit_rate or Fraction(24))
     title = f"cinegpu - {getattr(media, 'title', '') or 'play'}"
-    if subtitles is True or subtitle_file is not None:
+    subtitles = s.subtitles
+    if subtitles is True or s.subtitle_file is not None:
         from ..subtitles import subtitles_for
         subtitles = subtitles_for(media, source.frame_count, source.edit_rate or rate, on=bool(subtitles),
-                                  file=subtitle_file)
-    window = open_window(*_window_size(source.width, source.height), headless=headless, title=title)
+                                  file=s.subtitle_file)
+    window = open_window(*_window_size(source.width, source.height), headless=s.headless, title=title)
     try:
-        if interop == "auto":
-            target = choose_target(source.backend)
-        else:
-            reason = TARGETS[interop].probe()
-            if reason is not None:
-                raise UsageError(f"--interop {interop} cannot work here: {reason}")
-            target = TARGETS[interop]()
-        player = Player(source, window, target, Presenter(), rate=rate, loop=loop, screenshots=screenshots,
-                        headless=headless, depth=depth, preroll=preroll, max_frames=frames,
+        target = _target(s.interop, source.backend)
+        player = Player(source, window, target, Presenter(), rate=rate, loop=s.loop, screenshots=s.screenshots,
+                        headless=s.headless, depth=depth, preroll=s.preroll, max_frames=s.frames,
                         subtitles=subtitles or None)
         try:
-            player.audio = open_feed(media, player.clock, "null" if headless and audio == "auto" else audio,
-                                     audio_out)
+            player.audio = open_feed(media, player.clock, "null" if s.headless and s.audio == "auto" else s.audio,
+                                     s.audio_out)
             summary = player.run()
             if player.audio is not None:
-                summary.audio = _audio_result(player, summary.frames, audio_out)
+                summary.audio = _audio_result(player, summary.frames, s.audio_out)
             return summary
         finally:
             if player.audio is not None:
@@ -187,6 +169,33 @@ def play(media, *, headless: bool, fps=None, backend: str = "auto", interop: str
     finally:
         source.close()
         window.close()
+
+
+def _frame_source(media, s: PlaySettings):
+    """The decoded frames of ``media``: the multi-process pipeline, or decode-ahead threads
+    (``s.workers`` of them, default min(8, usable cores)) when not ``s.processes``."""
+    from ..source import DecodeAheadSource, PipelineSource
+
+    if s.processes:
+        return PipelineSource(media, backend=s.backend, colour=s.colour, primaries=s.primaries, workers=s.workers,
+                              auto_resolution=s.auto_resolution)
+    workers = s.workers or min(8, usable_cores())
+    return DecodeAheadSource(media, backend=s.backend, colour=s.colour, primaries=s.primaries,
+                             workers=workers, depth=max(8, s.preroll, 2 * workers),
+                             auto_resolution=s.auto_resolution)
+
+
+def _target(interop: str, backend: str):
+    """The texture target: the best that probes well for ``backend`` ("auto"), else
+    ``interop``'s, which must probe well (a :class:`UsageError` saying why not)."""
+    from cinegpu.interop import TARGETS, choose_target
+
+    if interop == "auto":
+        return choose_target(backend)
+    reason = TARGETS[interop].probe()
+    if reason is not None:
+        raise UsageError(f"--interop {interop} cannot work here: {reason}")
+    return TARGETS[interop]()
 
 
 def _audio_result(player, frames: int, audio_out: Path | None) -> str:

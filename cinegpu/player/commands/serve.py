@@ -6,7 +6,8 @@ import os
 
 from pathlib import Path
 
-from .args import positive_int, positive_rate
+from ..settings import Access, ConnectionLimits, Playback, ServeSettings
+from .args import playback_options, positive_int, positive_rate
 from .keys import add_key_args, key_ring
 
 
@@ -87,6 +88,18 @@ def token_of(args, environ=os.environ, warn=None) -> str | None:
     return None
 
 
+def _settings(args, token: str | None, keys, *, headless: bool) -> ServeSettings:
+    """The :class:`ServeSettings` of ``cinegpu serve``'s arguments, with the ``token`` of
+    :func:`token_of` and the key ring ``keys``."""
+    return ServeSettings(
+        library=args.library, listen=args.listen,
+        access=Access(token=token, no_token=args.no_token, hosts=tuple(args.allow_host),
+                      origins=tuple(args.allow_origin)),
+        limits=ConnectionLimits(max_connections=args.max_connections, head_timeout=args.head_timeout),
+        playback=Playback(**playback_options(args), headless=headless), window_size=args.window,
+        load=tuple(args.load), play=args.play, loop=args.loop, keys=keys)
+
+
 def run(args) -> int:
     import logging
     import sys
@@ -103,14 +116,7 @@ def run(args) -> int:
         token = token_of(args, warn=lambda m: print(m, file=sys.stderr))
         keys = key_ring(args, args.kdm_dir, warn=lambda m: print(f"cinegpu serve: {m}", file=sys.stderr),
                         key_alone=True)
-        return serve(args.library, listen=args.listen, token=token, no_token=args.no_token,
-                     hosts=args.allow_host, origins=args.allow_origin, max_connections=args.max_connections,
-                     head_timeout=args.head_timeout,
-                     headless=args.headless or not has_display(), backend=args.backend, interop=args.interop,
-                     colour=args.colour, primaries=args.primaries, workers=args.workers,
-                     processes=not args.threads, fps=args.fps, preroll=args.preroll, window_size=args.window,
-                     load=args.load, play=args.play, loop=args.loop, audio=args.audio,
-                     subtitles=args.subtitles == "on", keys=keys)
+        return serve(_settings(args, token, keys, headless=args.headless or not has_display()))
     except (ValueError, MediaError, BackendUnavailable, OSError, UsageError) as exc:
         print(f"cinegpu serve: {exc}", file=sys.stderr)
         return 2
