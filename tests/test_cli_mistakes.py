@@ -26,6 +26,9 @@ MISTAKES = [
     (["play", "--fps", "-3", SAMPLE, "--headless"], "above 0"),
     (["play", "--fps", "fast", SAMPLE, "--headless"], "want a rate"),
     (["play", SAMPLE, "--headless", "--screenshot", "99:x.png"], "past the last frame"),
+    (["play", SAMPLE, "--headless", "--screenshot", "0:{tmp}/nowhere/x.png"], "nowhere does not exist"),
+    (["play", SAMPLE, "--headless", "--screenshot", "0:{tmp}/x.jpg"], "a screenshot is a .png file"),
+    (["check", "{tmp}/missing"], "no such file or folder"),
     (["play", "{tmp}/missing", "--headless"], "no such file or folder"),
     (["play", "{png}", "--headless"], "a PNG image"),
     (["serve", "--fps", "0", "--library", "{tmp}"], "above 0"),
@@ -126,6 +129,18 @@ def test_encoder_benchmark_reports_a_failing_peer_in_one_line(tmp_path, capsys):
     assert [line.split("peer", 1)[1].strip().split(":")[0] for line in out] == \
            ["failed", "could not start", "failed"]
     assert "exit code 3: broken input" in out[0] and "ran past 0 s" in out[2]
+
+
+def test_serve_on_a_port_in_use_names_it_and_suggests_listen(tmp_path):
+    import socket
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen(1)
+        port = held.getsockname()[1]
+        r = cinegpu("serve", "--library", tmp_path, "--no-token", "--headless", "--listen", f"127.0.0.1:{port}")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert f"port {port} on 127.0.0.1 is in use" in r.stderr and "--listen 127.0.0.1:PORT" in r.stderr
 
 
 def test_check_draws_no_progress_bar_into_a_redirected_stderr():

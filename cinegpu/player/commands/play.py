@@ -15,10 +15,19 @@ from cinegpu.decode.cpus import usable_cores
 
 
 def _screenshot(text: str) -> tuple[int, Path]:
+    """``N:FILE.png``: the frame and the picture to write, refused before anything plays where
+    the folder does not exist or the file is not a PNG."""
     frame, sep, path = text.partition(":")
     if not sep or not frame.isdigit() or not path:
         raise argparse.ArgumentTypeError(f"want N:file.png, got {text!r}")
-    return int(frame), Path(path)
+    where = Path(path)
+    if where.suffix.lower() != ".png":
+        raise argparse.ArgumentTypeError(f"{path}: a screenshot is a .png file")
+    if not where.parent.is_dir():
+        raise argparse.ArgumentTypeError(f"{path}: folder {where.parent} does not exist")
+    if where.is_dir():
+        raise argparse.ArgumentTypeError(f"{path}: is a folder")
+    return int(frame), where
 
 
 def register(subparsers) -> None:

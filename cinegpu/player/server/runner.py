@@ -20,6 +20,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import signal
+import errno
 import socket
 import sys
 import threading
@@ -55,10 +56,21 @@ def is_loopback(host: str) -> bool:
 
 
 def bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host``:``port`` (0: a free port). A port another program
+    holds is an OSError saying so and how to choose another."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise OSError(f"port {port} on {host} is in use (another server?): choose another with "
+                          f"--listen {host}:PORT, or --listen {host}:0 for any free one") from None
+        if exc.errno == errno.EADDRNOTAVAIL:
+            raise OSError(f"{host} is not an address of this machine (--listen {host}:{port})") from None
+        raise
     sock.listen(128)
     sock.set_inheritable(True)
     return sock
