@@ -334,14 +334,15 @@ def test_openjpeg_stand_in_encoder(monkeypatch):
 def test_encoder_failure_names_the_frame(tmp_path, monkeypatch):
     from cinegpu.media.package import dcp_write
     from cinegpu.jobs import frame_encode
-    from cinegpu.jobs import mastering
+    from cinegpu.jobs.master_job import MasterJob
+    from cinegpu.jobs.mastering import master
 
     def broken(*a, **k):
         raise RuntimeError("rate control could not meet the byte budget")
     monkeypatch.setattr(frame_encode.FrameEncoders, "encode", broken)
     with pytest.raises(MediaError, match="frame 0: .*RuntimeError: rate control"):
-        mastering.master(lambda i: demo_frame(i, 64, 36), 2, tmp_path / "out", title="t",
-                         progress=False)
+        master(MasterJob.of(lambda i: demo_frame(i, 64, 36), 2, tmp_path / "out", title="t"),
+               progress=False)
     assert list(tmp_path.iterdir()) == []
     assert dcp_write.encoder_name() in ("cinegpu.encode", "opj_compress")
 
@@ -350,10 +351,11 @@ def test_black_and_dark_frames_master(tmp_path):
     """X'Y'Z' values all below 2048 (black, dark grey) are still 12-bit DCI frames (the
     precision was once inferred from the samples and such frames were refused)."""
     from cinegpu.decode import decode
-    from cinegpu.jobs import mastering
+    from cinegpu.jobs.master_job import MasterJob
+    from cinegpu.jobs.mastering import master
     frames = [np.zeros((36, 64, 3), np.float32), np.full((36, 64, 3), 0.05, np.float32)]
-    mastering.master(lambda i: frames[i], 2, tmp_path / "dcp", title="dark", progress=False,
-                     backend="cpu")
+    master(MasterJob.of(lambda i: frames[i], 2, tmp_path / "dcp", title="dark", backend="cpu"),
+           progress=False)
     with open_source(tmp_path / "dcp") as src:
         assert len(src) == 2
         for i in range(2):

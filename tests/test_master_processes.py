@@ -22,7 +22,9 @@ from cinegpu.media.errors import CorruptMedia, UnsupportedMedia
 from cinegpu.jobs.frame_coders import FrameFailed
 from cinegpu.jobs.frame_encode import FrameEncoders
 from cinegpu.media.images.frames import ImageFrames, list_frames
-from cinegpu.jobs.mastering import _processes, master, master_images
+from cinegpu.jobs.master_job import Encoding, FrameCoding, InputFrames, MasterJob, Picture
+from cinegpu.jobs.mastering import _processes, master
+from cinegpu.bench.master import Sweep
 
 from test_master import needs_encoder
 
@@ -86,8 +88,8 @@ def test_next_takes_the_replies_already_waiting(tmp_path):
         tifffile.imwrite(tmp_path / f"f{i}.tif", np.full((54, 96, 3), 9000 * (i + 1), np.uint16),
                          photometric="rgb")
     files = ImageFrames(tuple(str(tmp_path / f"f{i}.tif") for i in range(2)), (4096, 2160))
-    options = dict(profile="2k", fps=24, bitrate=None, colorspace="rec709", backend="cpu")
-    coders = ProcessCoders(lambda p: CoderSetup(files, 96, 54, options, None, 1), 2)
+    encoding = Encoding(Picture(), "2k", "cpu")
+    coders = ProcessCoders(lambda p: CoderSetup(FrameCoding(files, 96, 54, encoding), None, 1), 2)
     try:
         coders.submit(0)
         while 0 not in coders._done:
@@ -120,8 +122,9 @@ def test_a_slow_frame_at_the_head_does_not_stop_the_other_processes(tmp_path):
                          photometric="rgb")
     files = ImageFrames(tuple(map(str, list_frames(src))), (4096, 2160))
     flag = tmp_path / "go"
-    options = dict(profile="2k", fps=24, bitrate=None, colorspace="rec709", backend="cpu")
-    coders = ProcessCoders(lambda p: CoderSetup(_HoldFirst(files, str(flag)), 96, 54, options, None, 1), 2)
+    encoding = Encoding(Picture(), "2k", "cpu")
+    held = FrameCoding(_HoldFirst(files, str(flag)), 96, 54, encoding)
+    coders = ProcessCoders(lambda p: CoderSetup(held, None, 1), 2)
     submitted, t0 = 0, time.monotonic()
     try:
         assert coders.window == 4 and coders.reorder == 4
@@ -163,16 +166,17 @@ def test_how_many_processes(tmp_path, monkeypatch):
     from cinegpu.jobs import frame_encode
     enc = FrameEncoders(profile="2k", fps=24, bitrate=None, colorspace="rec709", backend="cpu")
     files = ImageFrames(("a.tif", "b.tif"), (4096, 2160))
-    assert _processes(None, enc, files, 2) == 1                 # CPU: threads
+    assert _processes(None, enc, InputFrames(files, 2)) == 1    # CPU: threads
     monkeypatch.setattr(enc, "default_processes", lambda frames: 4)
-    assert _processes(None, enc, files, 2) == 2                 # never more than the frames
-    assert _processes(None, enc, files, 9) == 4
-    assert _processes(None, enc, lambda i: None, 9) == 1        # a lambda cannot be sent
-    assert _processes(3, enc, files, 9) == 3
+    assert _processes(None, enc, InputFrames(files, 2)) == 2    # never more than the frames
+    assert _processes(None, enc, InputFrames(files, 9)) == 4
+    assert _processes(None, enc, InputFrames(lambda i: None, 9)) == 1   # a lambda cannot be sent
+    assert _processes(3, enc, InputFrames(files, 9)) == 3
+    # a job that asks for processes it cannot have is refused when it is made
     with pytest.raises(ValueError, match="get_frame must pickle"):
-        _processes(3, enc, lambda i: None, 9)
+        MasterJob.of(lambda i: None, 9, tmp_path / "out", title="t", processes=3)
     with pytest.raises(ValueError, match="at least 1"):
-        _processes(0, enc, files, 9)
+        MasterJob.of(files, 9, tmp_path / "out", title="t", processes=0)
     # processes of 2 threads: one per core on one GPU, one per two cores on several (the
     # host bounds them there), at most 16 per GPU
     for cores, gpus, procs, threads in ((16, 1, 16, 2), (2, 1, 2, 2), (32, 2, 16, 2), (4, 2, 2, 2),
@@ -204,14 +208,16 @@ def test_gpus_argument():
 @needs_encoder
 def test_processes_write_the_same_codestreams_as_threads(tmp_path):
     src = _frames(tmp_path / "in", 5)
-    one, two, timeline = {}, {}, []
-    master_images(src, tmp_path / "threads", title="t", processes=1, workers=2, backend="cpu",
-                  progress=False, stats=one, timeline=timeline)
+    timeline = []
+    one = master(MasterJob.of_images(src, tmp_path / "threads", title="t", processes=1,
+                                     workers=2, backend="cpu"),
+                 progress=False, timeline=timeline).stats
     assert timeline == []                       # threads of this process: nothing recorded
-    master_images(src, tmp_path / "procs", title="t", processes=2, workers=1, backend="cpu",
-                  progress=False, stats=two, timeline=timeline)
-    assert (one["processes"], one["threads"], two["processes"], two["threads"]) == (1, 2, 2, 1)
-    assert 0 < two["ready_s"] <= two["first_s"] <= two["total_s"]
+    two = master(MasterJob.of_images(src, tmp_path / "procs", title="t", processes=2, workers=1,
+                                     backend="cpu"),
+                 progress=False, timeline=timeline).stats
+    assert (one.processes, one.threads, two.processes, two.threads) == (1, 2, 2, 1)
+    assert 0 < two.ready_s <= two.first_s <= two.total_s
     a, b = _codestreams(tmp_path / "threads"), _codestreams(tmp_path / "procs")
     assert len(a) == 5 and a == b
     # each frame's way through the processes, on one clock
@@ -228,8 +234,8 @@ def test_processes_write_the_same_codestreams_as_threads(tmp_path):
 @needs_encoder
 def test_processes_fill_a_longer_composition_in_order(tmp_path):
     src = _frames(tmp_path / "in", 3)
-    master_images(src, tmp_path / "p", title="t", processes=2, workers=2, backend="cpu",
-                  frames=7, progress=False)
+    master(MasterJob.of_images(src, tmp_path / "p", title="t", processes=2, workers=2,
+                               backend="cpu", frames=7), progress=False)
     cs = _codestreams(tmp_path / "p")
     assert len(cs) == 7 and cs[3:6] == cs[:3] and cs[6] == cs[0] and len(set(cs)) == 3
 
@@ -246,8 +252,8 @@ def test_bad_frame_read_in_a_process_is_named(tmp_path, bad):
         import tifffile
         tifffile.imwrite(victim, np.zeros((20, 30, 3), np.uint16), photometric="rgb")
     with pytest.raises(MediaError) as info:
-        master_images(src, tmp_path / "out", title="t", processes=2, workers=1, backend="cpu",
-                      progress=False)
+        master(MasterJob.of_images(src, tmp_path / "out", title="t", processes=2, workers=1,
+                                   backend="cpu"), progress=False)
     assert info.value.path == str(victim) and info.value.reason.startswith("frame 4: ")
     assert isinstance(info.value, CorruptMedia if bad == "corrupt" else UnsupportedMedia)
     assert not (tmp_path / "out").exists() and sorted(os.listdir(tmp_path)) == ["in"]
@@ -261,8 +267,8 @@ def test_an_encoder_process_that_dies_is_one_error(tmp_path):
     t0 = time.monotonic()
     with pytest.raises(MediaError, match=r"encoder process \d ended \(exit code -9\) while "
                                          r"coding frame\(s\) .*\b3\b"):
-        master(_DieOn(files, 3), 6, tmp_path / "out", title="t", processes=2, workers=1,
-               backend="cpu", progress=False)
+        master(MasterJob.of(_DieOn(files, 3), 6, tmp_path / "out", title="t", processes=2,
+                            workers=1, backend="cpu"), progress=False)
     assert time.monotonic() - t0 < 60
     assert sorted(os.listdir(tmp_path)) == ["in"]
 
@@ -281,12 +287,12 @@ def test_codestreams_come_back_through_slots_or_the_pipe(tmp_path):
     from cinegpu.jobs.frame_coders import CoderSetup, ProcessCoders
     src = _frames(tmp_path / "in", 8)
     files = ImageFrames(tuple(map(str, list_frames(src))), (4096, 2160))
-    options = dict(profile="2k", fps=24, bitrate=None, colorspace="rec709", backend="cpu")
+    encoding = Encoding(Picture(), "2k", "cpu")
     before = _segments_of_this_process()
 
     def run(slot_bytes, frames=range(8)):
-        coders = ProcessCoders(lambda p: CoderSetup(files, 96, 54, options, None, 1), 1,
-                               slot_bytes=slot_bytes)
+        coders = ProcessCoders(lambda p: CoderSetup(FrameCoding(files, 96, 54, encoding), None, 1),
+                               1, slot_bytes=slot_bytes)
         try:
             made = [seg is not None for seg in coders._segments]
             got = []
@@ -309,7 +315,7 @@ def test_codestreams_come_back_through_slots_or_the_pipe(tmp_path):
         got, made = run(slot_bytes)
         assert made == [True] and got == piped
     assert _segments_of_this_process() == before
-    coders = ProcessCoders(lambda p: CoderSetup(files, 96, 54, options, None, 1), 1)
+    coders = ProcessCoders(lambda p: CoderSetup(FrameCoding(files, 96, 54, encoding), None, 1), 1)
     assert _segments_of_this_process() - before
     coders.submit(0)
     coders.close(abort=True)
@@ -323,8 +329,8 @@ def test_an_encoder_process_that_ended_while_idle_is_one_error(tmp_path):
     from cinegpu.jobs.frame_coders import CoderSetup, ProcessCoders
     src = _frames(tmp_path / "in", 2)
     files = ImageFrames(tuple(map(str, list_frames(src))), (4096, 2160))
-    options = dict(profile="2k", fps=24, bitrate=None, colorspace="rec709", backend="cpu")
-    coders = ProcessCoders(lambda p: CoderSetup(files, 96, 54, options, None, 1), 1)
+    encoding = Encoding(Picture(), "2k", "cpu")
+    coders = ProcessCoders(lambda p: CoderSetup(FrameCoding(files, 96, 54, encoding), None, 1), 1)
     try:
         proc = coders._procs[0][0]
         proc.kill()
@@ -342,9 +348,9 @@ def test_an_encoder_process_that_cannot_start_is_one_error(tmp_path):
     src = _frames(tmp_path / "in", 2)
     files = ImageFrames(tuple(map(str, list_frames(src))), (4096, 2160))
     from cinegpu.jobs.frame_coders import CoderSetup, ProcessCoders
-    options = dict(profile="8k", fps=24, bitrate=None, colorspace="rec709", backend="cpu")
+    encoding = Encoding(Picture(), "8k", "cpu")   # no such profile
     with pytest.raises(MediaError, match="encoder process 0 could not start: ValueError"):
-        ProcessCoders(lambda p: CoderSetup(files, 96, 54, options, None, 1), 1)
+        ProcessCoders(lambda p: CoderSetup(FrameCoding(files, 96, 54, encoding), None, 1), 1)
 
 
 @pytest.mark.slow
@@ -414,26 +420,24 @@ def test_gpu_encoders_sleep_while_they_wait(gpu, monkeypatch):
 @pytest.mark.gpu
 def test_gpu_processes_write_the_same_codestreams_as_threads(tmp_path, gpu):
     src = _frames(tmp_path / "in", 6, size=(2048, 1080))
-    one, many = {}, {}
-    master_images(src, tmp_path / "threads", title="t", processes=1, workers=3,
-                  backend="cuda", progress=False, stats=one)
-    master_images(src, tmp_path / "procs", title="t", processes=3, workers=2, backend="cuda",
-                  progress=False, stats=many)
-    assert many["processes"] == 3 and one["processes"] == 1
+    def run(out, **options):
+        job = MasterJob.of_images(src, tmp_path / out, title="t", backend="cuda", **options)
+        return master(job, progress=False).stats
+    one = run("threads", processes=1, workers=3)
+    many = run("procs", processes=3, workers=2)
+    assert many.processes == 3 and one.processes == 1
     assert _codestreams(tmp_path / "threads") == _codestreams(tmp_path / "procs")
     # three processes on one GPU share it through the job's own MPS where there is one
     import shutil
     from cinegpu.jobs.mps import CONTROL, mps_serves
-    assert many["mps"] == (shutil.which(CONTROL) is not None and not mps_serves(os.environ))
-    assert not one["mps"]
-    master_images(src, tmp_path / "no-mps", title="t", processes=3, workers=2,
-                  backend="cuda", progress=False, stats=many, mps=False)
-    assert not many["mps"]
+    assert many.mps == (shutil.which(CONTROL) is not None and not mps_serves(os.environ))
+    assert not one.mps
+    many = run("no-mps", processes=3, workers=2, mps=False)
+    assert not many.mps
     assert _codestreams(tmp_path / "no-mps") == _codestreams(tmp_path / "procs")
     # rate control's hull on the GPU: the same codestreams, whichever way it is asked for
     for on_gpu in (True, False):
-        master_images(src, tmp_path / f"rate-{on_gpu}", title="t", processes=3, workers=2,
-                      backend="cuda", progress=False, rate_on_gpu=on_gpu)
+        run(f"rate-{on_gpu}", processes=3, workers=2, rate_on_gpu=on_gpu)
         assert _codestreams(tmp_path / f"rate-{on_gpu}") == _codestreams(tmp_path / "procs")
 
 
@@ -499,7 +503,8 @@ def test_bench_master_copies_only_what_the_disk_holds(monkeypatch):
     for free, want in ((4 * 2 * (w * h * 6 + 4096), 2), (10 ** 15, 3)):
         monkeypatch.setattr(bench_master.shutil, "disk_usage",
                             lambda path, free=free: usage(free, 0, free))
-        row = bench_master.run_master("dci-2k", 3, 1, 24, [(1, 1)], "cpu", 0, 1, files=240)
+        row = bench_master.run_master(Picture(profile="dci-2k"), 3, 1, backend="cpu",
+                                      sweep=Sweep(layouts=((1, 1),)), files=240)
         assert row["files"] == want and row["frames"] == 3
 
 
@@ -519,8 +524,9 @@ def test_bench_master_runs_each_layout_with_each_turns_and_ring(monkeypatch):
                         lambda w, h, seed=0: np.zeros((8, 16, 3), np.float32))
     monkeypatch.setenv("CINEGPU_RING_UPLOADS", "kept")
     monkeypatch.delenv("CINEGPU_MAPPED_TURNS", raising=False)
-    row = bench_master.run_master("dci-2k", 2, 1, 24, [(2, 1)], "cpu", 0, 1,
-                                  turns=(None, 4), ring=(True, False, None))
+    row = bench_master.run_master(Picture(profile="dci-2k"), 2, 1, backend="cpu",
+                                  sweep=Sweep(layouts=((2, 1),), turns=(None, 4),
+                                              ring=(True, False, None)))
     runs = [s for s in seen if s[0] != "warm"]
     assert runs == [("in", None, "on"), ("in", None, "off"), ("in", None, "kept"),
                     ("in", "4", "on"), ("in", "4", "off"), ("in", "4", "kept")]
@@ -533,8 +539,8 @@ def test_bench_master_runs_each_layout_with_each_turns_and_ring(monkeypatch):
     monkeypatch.setattr(bench_master, "pick_backend", lambda backend: "cuda")
     monkeypatch.setattr(bench_master, "read_rate", lambda folder, k, gpu=False, cold=False: reads.append(
         (k, gpu, os.environ.get("CINEGPU_RING_UPLOADS"))) or (10.0 * len(reads), 1.0))
-    row = bench_master.run_master("dci-2k", 2, 1, 24, [(2, 1)], "cuda", 0, 1, read=(16,),
-                                  ring=(True, False))
+    row = bench_master.run_master(Picture(profile="dci-2k"), 2, 1, backend="cuda",
+                                  sweep=Sweep(layouts=((2, 1),), read=(16,), ring=(True, False)))
     assert reads == [(16, False, "kept"), (16, True, "on"), (16, True, "off")]
     assert row["read_fps"] == {16: 10.0} and \
         row["read_gpu_fps"] == {(16, True, None): 20.0, (16, False, None): 30.0}
@@ -561,8 +567,9 @@ def test_bench_master_direct_and_cold(monkeypatch, tmp_path):
     monkeypatch.setattr(bench_master, "drop_files", lambda folder: dropped.append(len(seen)) or
                         real_drop(folder))
     monkeypatch.delenv("CINEGPU_DIRECT_READS", raising=False)
-    row = bench_master.run_master("dci-2k", 3, 1, 24, [(2, 1)], "cuda", 0, 1, read=(4,),
-                                  direct=(True, False), cold=True)
+    row = bench_master.run_master(Picture(profile="dci-2k"), 3, 1, backend="cuda",
+                                  sweep=Sweep(layouts=((2, 1),), read=(4,), direct=(True, False),
+                                              cold=True))
     assert [s for s in seen if s[0] != "warm"] == [
         ("read", False, None, True), ("read", True, "auto", True), ("read", True, "off", True),
         ("in", "auto"), ("in", "off")]
@@ -827,13 +834,14 @@ def test_bench_master_rounds_interleave_and_give_medians(monkeypatch):
     from cinegpu.bench import master as bench_master
     order, rates = [], iter([10.0, 30.0, 20.0, 40.0])
 
-    def fake(folder, tmp, profile, fps, procs, threads, *args, **kw):
+    def fake(folder, tmp, picture, compute, **kw):
         if folder.name == "warm":
             return {}
         ring = os.environ.get("CINEGPU_RING_UPLOADS")
         order.append(ring)
         written = 1.0 + 9.0 / next(rates)      # 10 frames: 9 intervals at that rate
-        return {"processes": procs, "threads": threads, "gpus": None, "mps": True,
+        return {"processes": compute.processes, "threads": compute.workers, "gpus": None,
+                "mps": True,
                 "rate_on_gpu": None, "first_s": 1.0, "written_s": written, "timeline": []}
     monkeypatch.setattr(bench_master, "_master", fake)
     monkeypatch.setattr(bench_master, "synthetic_frame",
@@ -841,8 +849,9 @@ def test_bench_master_rounds_interleave_and_give_medians(monkeypatch):
     reads = iter([(100.0, 1.0), (300.0, 3.0)])
     monkeypatch.setattr(bench_master, "read_rate",
                         lambda folder, k, gpu=False, cold=False: next(reads))
-    row = bench_master.run_master("dci-2k", 10, 1, 24, [(2, 1)], "cpu", 0, 1, read=(4,),
-                                  ring=(True, False), rounds=2)
+    row = bench_master.run_master(Picture(profile="dci-2k"), 10, 1, backend="cpu",
+                                  sweep=Sweep(layouts=((2, 1),), read=(4,), ring=(True, False),
+                                              rounds=2))
     assert order == ["on", "off", "on", "off"]
     assert [s["round"] for s in row["runs"]] == [0, 0, 1, 1]
     assert row["read_fps"] == {4: 200.0} and row["read_cpu_ms"] == {4: 2.0}
@@ -877,8 +886,8 @@ def test_stop_ends_idle_processes_without_waiting_and_close_waits(tmp_path):
     tifffile.imwrite(tmp_path / "f0.tif", np.full((54, 96, 3), 9000, np.uint16),
                      photometric="rgb")
     files = ImageFrames((str(tmp_path / "f0.tif"),), (4096, 2160))
-    options = dict(profile="2k", fps=24, bitrate=None, colorspace="rec709", backend="cpu")
-    coders = ProcessCoders(lambda p: CoderSetup(files, 96, 54, options, None, 1), 2)
+    encoding = Encoding(Picture(), "2k", "cpu")
+    coders = ProcessCoders(lambda p: CoderSetup(FrameCoding(files, 96, 54, encoding), None, 1), 2)
     try:
         coders.submit(0)
         assert coders.next()
@@ -892,7 +901,7 @@ def test_stop_ends_idle_processes_without_waiting_and_close_waits(tmp_path):
     finally:
         coders.close()
     assert coders._procs == []
-    coders = ProcessCoders(lambda p: CoderSetup(files, 96, 54, options, None, 1), 2)
+    coders = ProcessCoders(lambda p: CoderSetup(FrameCoding(files, 96, 54, encoding), None, 1), 2)
     try:
         coders._held[0][99] = 0                    # as if process 0 held a frame
         coders.stop()

@@ -31,6 +31,7 @@ from cinegpu.media.security.content_keys import read_key_file
 from cinegpu.media.package.dcp_write import DCPWriter, check_reels, reels_of_length
 from cinegpu.jobs.demo import demo_frame
 from cinegpu.media.security.essence_crypto import ENCRYPTED_TRIPLET
+from cinegpu.jobs.master_job import MasterJob
 from cinegpu.jobs.mastering import master
 from cinegpu.media.mxf.read import MXFFile
 from cinegpu.media.sound.track import SoundTrack
@@ -64,8 +65,8 @@ def _frames():
 
 def _master(out: Path, frames: int = 60, **kw):
     pictures = _frames()
-    return master(lambda i: pictures[i], INPUTS, out, title="reels", frames=frames,
-                  progress=False, workers=2, processes=1, **kw)
+    return master(MasterJob.of(lambda i: pictures[i], INPUTS, out, title="reels", frames=frames,
+                               workers=2, processes=1, **kw), progress=False).package
 
 
 def _cpl_reels(root: Path) -> list[dict]:
@@ -232,14 +233,15 @@ def test_playback_crosses_the_join_without_a_dropped_frame(gl, masters, tmp_path
 def test_encoder_processes_and_a_cluster_write_the_same_reels(tmp_path, how):
     """Frames still reach the writer in order from encoder processes and from cluster workers;
     the writer moves to reel 2's files at frame 24 (5 inputs repeat to 48 frames)."""
-    from cinegpu.jobs.mastering import master_images
     from test_master_processes import _codestreams, _frames
     if "cluster" in how:
         pytest.importorskip("distributed", reason="dask distributed is not installed")
     src = _frames(tmp_path / "in", INPUTS)
-    common = dict(title="t", backend="cpu", progress=False, frames=48, reel_length=1)
-    threads = master_images(src, tmp_path / "threads", processes=1, workers=2, **common)
-    other = master_images(src, tmp_path / "other", **how, **common)
+    common = dict(title="t", backend="cpu", frames=48, reel_length=1)
+    threads = master(MasterJob.of_images(src, tmp_path / "threads", processes=1, workers=2,
+                                         **common), progress=False).package
+    other = master(MasterJob.of_images(src, tmp_path / "other", **how, **common),
+                   progress=False).package
     assert [r.picture.frames for r in other.reels] == [24, 24] == \
         [r.picture.frames for r in threads.reels]
     assert _codestreams(tmp_path / "other") == _codestreams(tmp_path / "threads")
@@ -247,22 +249,19 @@ def test_encoder_processes_and_a_cluster_write_the_same_reels(tmp_path, how):
 
 
 # -- the command line ---------------------------------------------------------------------------------
-def test_several_folders_are_one_reel_each_in_order(tmp_path, monkeypatch):
-    from cinegpu.jobs import mastering
-    seen = {}
-    monkeypatch.setattr(mastering, "master", lambda frames, count, out, **kw: seen.update(
-        files=[Path(f).name for f in frames.files], count=count, **kw))
+def test_several_folders_are_one_reel_each_in_order(tmp_path):
     folders = []
-    for k, count in enumerate((3, 2)):
+    for k, count in enumerate((24, 25)):
         folders.append(tmp_path / f"r{k}")
         folders[-1].mkdir()
         for i in range(count):
-            _write_png16(folders[-1] / f"{k}_{i}.png", demo_frame(i, 16, 9))
-    mastering.master_images(folders, tmp_path / "out", title="t")
-    assert seen["reels"] == [3, 2] and seen["count"] == 5
-    assert seen["files"] == ["0_0.png", "0_1.png", "0_2.png", "1_0.png", "1_1.png"]
+            _write_png16(folders[-1] / f"{k}_{i:02d}.png", demo_frame(i, 16, 9))
+    job = MasterJob.of_images(folders, tmp_path / "out", title="t")
+    assert job.composition.reels == (24, 25) == job.reel_lengths and job.input.count == 49
+    assert [Path(f).name for f in job.input.read.files] == \
+        [f"0_{i:02d}.png" for i in range(24)] + [f"1_{i:02d}.png" for i in range(25)]
     with pytest.raises(ValueError, match="leave out --frames"):
-        mastering.master_images(folders, tmp_path / "out", title="t", frames=10)
+        MasterJob.of_images(folders, tmp_path / "out", title="t", frames=10)
 
 
 @pytest.mark.slow

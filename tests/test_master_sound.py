@@ -405,7 +405,7 @@ def _mistakes(tmp_path: Path) -> dict:
 
 
 def test_sound_mistakes_exit_2_before_encoding(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr("cinegpu.jobs.mastering.FrameEncoders", _NoEncoding)
+    monkeypatch.setattr("cinegpu.jobs.master_job.FrameEncoders", _NoEncoding)
     src = _still(tmp_path)
     for name, (files, words) in _mistakes(tmp_path).items():
         rc = main(["master", str(src), "-o", str(tmp_path / "out"), "--title", "t", "--quiet",

@@ -133,7 +133,7 @@ def _still(tmp_path: Path) -> Path:
 
 @needs_font
 def test_subtitle_mistakes_exit_2_before_encoding(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr("cinegpu.jobs.mastering.FrameEncoders", _NoEncoding)
+    monkeypatch.setattr("cinegpu.jobs.master_job.FrameEncoders", _NoEncoding)
     src = _still(tmp_path)
     (tmp_path / "bad_time.srt").write_text("1\n00:00:02,000 --> 00:00:01,000\nbackwards\n")
     (tmp_path / "bad.xml").write_text("<DCSubtitle><Subtitle></DCSubtitle>")

@@ -23,6 +23,7 @@ import argparse
 import statistics
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from cinegpu.decode.codestream import dci
@@ -30,18 +31,18 @@ from cinegpu.bench.encode import synthetic_frame
 
 from cinegpu.bench.master import write_frames
 from cinegpu.jobs.cluster import connect
-from cinegpu.jobs.mastering import master_images
+from cinegpu.jobs.master_job import Compute, MasterJob
+from cinegpu.jobs.mastering import master
 
 __all__ = ["main"]
 
 
-def _run(src: Path, out: Path, profile: str, backend: str, **kw) -> tuple[float, float]:
+def _run(src: Path, out: Path, profile: str, compute: Compute) -> tuple[float, float]:
     """(seconds per frame from the first written to the last, seconds end to end)."""
-    stats: dict = {}
     t0 = time.perf_counter()
-    master_images(src, out, title="bench", profile=profile, backend=backend, progress=False, stats=stats, **kw)
-    frames = len(list(src.iterdir()))
-    return ((stats["total_s"] - stats["first_s"]) / max(1, frames - 1),
+    job = MasterJob.of_images(src, out, title="bench", profile=profile)
+    stats = master(replace(job, compute=compute), progress=False).stats
+    return ((stats.total_s - stats.first_s) / max(1, job.input.count - 1),
             time.perf_counter() - t0)
 
 
@@ -64,18 +65,18 @@ def main(argv=None) -> None:
         src = Path(tmp, "in")
         src.mkdir()
         write_frames(src, images, a.frames)
-        ways = {f"threads 1x{t}": dict(processes=1, workers=t),
-                f"processes {t}x1": dict(processes=t, workers=1),
-                f"cluster {t}x1": dict(cluster=wide.client.scheduler.address),
-                f"cluster 1x{t}": dict(cluster=deep.client.scheduler.address)}
+        ways = {f"threads 1x{t}": Compute(a.backend, processes=1, workers=t),
+                f"processes {t}x1": Compute(a.backend, processes=t, workers=1),
+                f"cluster {t}x1": Compute(a.backend, cluster=wide.client.scheduler.address),
+                f"cluster 1x{t}": Compute(a.backend, cluster=deep.client.scheduler.address)}
         print(f"{a.profile.upper()} {w}x{h}, {a.frames} frames, backend {a.backend}, "
               f"{t} encoders each way (PxT: processes x threads)")
-        for k, kw in enumerate(ways.values()):   # warm-up: numba, encoders, worker caches
-            _run(src, Path(tmp, f"warm-{k}"), a.profile, a.backend, **kw)
+        for k, compute in enumerate(ways.values()):   # warm-up: numba, encoders, worker caches
+            _run(src, Path(tmp, f"warm-{k}"), a.profile, compute)
         got: dict[str, list[tuple[float, float]]] = {k: [] for k in ways}
         for r in range(a.rounds):
-            for k, (name, kw) in enumerate(ways.items()):
-                per, total = _run(src, Path(tmp, f"run-{r}-{k}"), a.profile, a.backend, **kw)
+            for k, (name, compute) in enumerate(ways.items()):
+                per, total = _run(src, Path(tmp, f"run-{r}-{k}"), a.profile, compute)
                 got[name].append((per, total))
                 print(f"  round {r + 1} {name:14s}: {per * 1000:7.1f} ms/frame steady, "
                       f"{total:6.2f} s end to end ({a.frames / total:5.2f} fps)")

@@ -1,5 +1,6 @@
-"""Mastering benchmark: ``cinegpu master`` (:func:`cinegpu.jobs.mastering.master_images`: TIFF
-frames read, colour conversion, encoding, the MXF track file and the DCP) in several layouts of
+"""Mastering benchmark: ``cinegpu master`` (:func:`cinegpu.jobs.mastering.master` of a
+:class:`.master_job.MasterJob` of image files: TIFF frames read, colour conversion, encoding,
+the MXF track file and the DCP) in several layouts of
 encoder processes and threads, against ``opj_compress -cinema2K/-cinema4K`` and
 ``grk_compress -cinema2K/-cinema4K`` on the same synthetic frames.
 
@@ -52,6 +53,7 @@ import shutil
 import tempfile
 import threading
 import time
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -65,10 +67,12 @@ from cinegpu.media.images.colour import to_xyz12
 from cinegpu.jobs.frame_coders import run_up
 from cinegpu.jobs.frame_encode import pick_backend
 from cinegpu.media.images.frames import read_image, tiff_run
-from cinegpu.jobs.mastering import master, master_images
+from cinegpu.jobs.master_job import (Composition, Compute, InputFrames, MasterJob, Picture,
+                                     image_input)
+from cinegpu.jobs.mastering import master
 
-__all__ = ["HeldFrames", "layout", "main", "run_master", "source_images", "steady_fps",
-           "timeline_lines", "write_frames"]
+__all__ = ["HeldFrames", "Peers", "Sweep", "layout", "main", "run_master", "source_images",
+           "steady_fps", "timeline_lines", "write_frames"]
 
 #: Codestream files that --source decodes (the others are read as images).
 CODESTREAMS = (".j2c", ".j2k", ".jpc")
@@ -222,34 +226,24 @@ def steady_fps(records, middle: float = 0.8) -> float | None:
     return (b - a) / max(float(t[b] - t[a]), 1e-9)
 
 
-def _master(folder: Path, tmp: str, profile: str, fps: int, procs, threads, backend, gpus=None,
-            timeline: bool = False, mps: bool = True, package: dict | None = None,
-            rate_on_gpu: bool | None = None, colorspace: str = "rec709",
-            held: "HeldFrames | None" = None, frames: int = 0) -> dict:
-    """One master of ``folder``, or with ``held`` of ``frames`` frames of those images held
-    in memory (the coding alone): mastering's ``stats``, with the GPUs asked for and the CPU
-    seconds of this (the writing) process and of the encoder processes it started and ended
-    (``main_cpu_s``, ``coders_cpu_s``; threads of one process count once each); with
-    ``timeline``, the encoder processes' frame timings (``timeline``)."""
-    stats: dict = {}
+def _master(folder: Path, tmp: str, picture: Picture, compute: Compute, *,
+            timeline: bool = False, held: "HeldFrames | None" = None, frames: int = 0) -> dict:
+    """One master of ``folder`` as ``picture`` and ``compute`` say, or with ``held`` of
+    ``frames`` frames of those images held in memory (the coding alone): mastering's figures
+    (:class:`.mastering.MasterFigures`) as a dict, with the CPU seconds of this (the writing)
+    process and of the encoder processes it started and ended (``main_cpu_s``,
+    ``coders_cpu_s``; threads of one process count once each); with ``timeline``, the encoder
+    processes' frame timings (``timeline``)."""
     out = Path(tmp) / "dcp"
     records: list | None = [] if timeline else None
     main0, kids0 = _cpu_seconds(resource.RUSAGE_SELF), _cpu_seconds(resource.RUSAGE_CHILDREN)
-    options = dict(title="bench", profile=dci.profile(profile).short, fps=fps,
-                   processes=procs, workers=threads, backend=backend, progress=False,
-                   stats=stats, timeline=records, mps=mps, rate_on_gpu=rate_on_gpu,
-                   colorspace=colorspace, **(package or {}),
-                   **({} if gpus is None else {"gpus": gpus}))
-    if held is None:
-        master_images(folder, out, **options)
-    else:
-        master(held, frames, out, **options)
+    frames_in = image_input(folder, picture)[0] if held is None else InputFrames(held, frames)
+    job = MasterJob(frames_in, out, Composition(title="bench"), picture, compute=compute)
+    stats = asdict(master(job, progress=False, timeline=records).stats)
     stats["timeline"] = records
     stats["main_cpu_s"] = _cpu_seconds(resource.RUSAGE_SELF) - main0
     stats["coders_cpu_s"] = _cpu_seconds(resource.RUSAGE_CHILDREN) - kids0
     shutil.rmtree(out)
-    stats["gpus"] = gpus
-    stats["rate_on_gpu"] = rate_on_gpu
     if held is not None:
         stats["held"] = "GPU memory" if held.gpu else "memory"
     return stats
@@ -436,49 +430,71 @@ def read_rate(folder: Path, processes: int, gpu: bool = False,
         return done / seconds, 1e3 * sum(c for _, c in parts) / max(done, 1)
 
 
-def run_master(profile: str, frames: int, distinct: int, fps: int, layouts, backend: str,
-               peer_frames: int, processes: int, grk_threads: int = 0, gpus=(None,),
-               timeline: bool = False, mps=(True,), package: dict | None = None,
-               read=(), rate=(None,), sources=None, files: int = 0,
-               code: bool = False, turns=(None,), ring=(None,), direct=(None,),
-               cold: bool = False, rounds: int = 1) -> dict:
-    """One profile: per layout (processes, threads) the ``stats`` of
-    :func:`cinegpu.jobs.mastering.master` over ``frames`` TIFF files (``timeline``: with the
-    encoder processes' frame timings; ``mps``: each layout with and/or without master's
-    private CUDA MPS; ``rate``: each layout with Part-1 rate control on the host (False),
-    the GPU (True) and/or master's default (None); ``package``: more of master's options, e.g. an IMF package's
-    ``format``, ``codec`` and ``bitrate``), the frames per second at which ``read`` (counts
-    of processes) processes read the same files alone (``read_fps``); OpenJPEG's (``processes`` at once) and Grok's
-    (``grk_threads``) frames per second over ``peer_frames`` of the frames, where installed.
-    ``sources``: files of real pictures (:func:`source_images`) in place of ``distinct``
-    synthetic ones; ``files``: how many files the frames are (:func:`write_frames`), at most
-    as many as a quarter of the temporary folder's free space holds (``files`` in the row:
-    how many were made); ``code``: each layout once more from frames held in GPU memory
-    (:class:`HeldFrames`, rows with ``held``); ``turns``: each layout with each count of
-    threads that may lock file pages for the GPU at once (``CINEGPU_MAPPED_TURNS``, see
-    :class:`cinegpu.encode.mapped_upload.RegisterGate`; None: master's default); ``ring``:
-    each layout with frames not taken straight from their files read to the GPU through a
+@dataclass(frozen=True)
+class Sweep:
+    """What the masters of one benchmark row vary, each combination in turn after a warm-up:
+    ``layouts``, (encoder processes, threads) pairs ((None, None): master's defaults); ``gpus``,
+    GPU counts (None: master's, one); ``mps``, with (True: master's private CUDA MPS where
+    processes outnumber the GPUs and it starts) and/or without it; ``rate``, Part-1 rate
+    control's hull on the host (False), the GPU (True) and/or master's default (None);
+    ``turns``, counts of threads that may lock file pages for the GPU at once
+    (``CINEGPU_MAPPED_TURNS``, see :class:`cinegpu.encode.mapped_upload.RegisterGate`; None:
+    master's); ``ring``, frames not taken straight from their files read to the GPU through a
     small page-locked ring (True, :mod:`cinegpu.encode.ring_upload`) and/or whole into the
-    page-locked buffer (False), through ``CINEGPU_RING_UPLOADS`` (None: master's default),
-    and so too the reading alone to the GPU (``read_gpu_fps`` keyed (processes, ring,
-    direct)); ``direct``: each with files not in the page cache read ``O_DIRECT`` (True,
-    :mod:`cinegpu.encode.direct_read`) and/or the usual way (False), through
-    ``CINEGPU_DIRECT_READS``; ``cold``: every file dropped from the page cache before each
-    reading alone (after its warming up) and each master (:func:`drop_files`), as a feature's frames come from
-    storage (give as many ``files`` as ``frames``, or a file read twice is read from memory
-    the second time where it is read the usual way); ``rounds``: all of the readings alone
-    and masters that many times over, in turn (each run's ``round``; the reading rates are
-    the medians over the rounds, each round's in ``read_rounds``), since runs of one setting
-    spread widely from one to the next."""
-    w, h = dci.profile(profile).container
-    colorspace = "rec709"
-    if sources:
-        images, colorspace = source_images(sources, (w, h))
-    else:
-        images = [(synthetic_frame(w, h, seed=k).astype(np.uint32) * 16).astype(np.uint16)
-                  for k in range(min(distinct, frames))]
-    row = {"profile": profile, "frames": frames, "distinct": min(len(images), frames), "runs": [],
-           "colorspace": colorspace}
+    page-locked buffer (False), through ``CINEGPU_RING_UPLOADS`` (None: master's); ``direct``,
+    files not in the page cache read ``O_DIRECT`` (True, :mod:`cinegpu.encode.direct_read`)
+    and/or the usual way (False), through ``CINEGPU_DIRECT_READS``.  ``code``: each layout once
+    more from frames held in GPU memory (:class:`HeldFrames`); ``timeline``: the encoder
+    processes' frame timings; ``read``: counts of processes that read the files alone, into
+    memory and, on the GPU, to it once per ``ring`` and ``direct``; ``cold``: every file
+    dropped from the page cache before each reading alone (after its warming up) and each
+    master (:func:`drop_files`), as a feature's frames come from storage; ``rounds``: all the
+    readings alone and masters that many times over, in turn."""
+
+    layouts: tuple = ((1, 1), (None, None))
+    gpus: tuple = (None,)
+    mps: tuple = (True,)
+    rate: tuple = (None,)
+    turns: tuple = (None,)
+    ring: tuple = (None,)
+    direct: tuple = (None,)
+    code: bool = False
+    timeline: bool = False
+    read: tuple = ()
+    cold: bool = False
+    rounds: int = 1
+
+
+@dataclass(frozen=True)
+class Peers:
+    """The peers' runs: OpenJPEG (``opj_processes`` at once) and Grok (``grk_threads``, 0:
+    every core) code ``frames`` of the frames, where installed (DCPs only)."""
+
+    frames: int = 0
+    opj_processes: int = 1
+    grk_threads: int = 0
+
+
+def run_master(picture: Picture, frames: int, distinct: int = 4, *, backend: str = "auto",
+               sweep: Sweep = Sweep(), peers: Peers = Peers(), sources=None,
+               files: int = 0) -> dict:
+    """One profile (``picture``: a DCP or an IMF package at its DCI profile's container
+    size): per setting of ``sweep`` the figures of :func:`cinegpu.jobs.mastering.master`
+    over ``frames`` TIFF files, each run a dict with its setting (``runs``; ``round``: the
+    sweep's round); the frames per second at which the sweep's ``read`` processes read the
+    same files alone (``read_fps``, ``read_cpu_ms``; to the GPU ``read_gpu_fps`` keyed
+    (processes, ring, direct); the medians over the rounds, each round's in ``read_rounds``);
+    OpenJPEG's and Grok's frames per second (``peers``).  ``sources``: files of real
+    pictures (:func:`source_images`) in place of ``distinct`` synthetic ones; ``files``: how
+    many files the frames are (:func:`write_frames`), at most as many as a quarter of the
+    temporary folder's free space holds (``files`` in the row: how many were made; give as
+    many as ``frames`` with ``cold``, or a file read twice is read from memory the second
+    time where it is read the usual way).  Runs of one setting spread widely from one to the
+    next: hence rounds."""
+    images, colorspace = _images(picture.profile, frames, distinct, sources)
+    picture = replace(picture, colorspace=colorspace)
+    row = {"profile": picture.profile, "frames": frames,
+           "distinct": min(len(images), frames), "runs": [], "colorspace": colorspace}
     with tempfile.TemporaryDirectory(prefix="cinegpu-bench-") as tmp:
         folder, warm = Path(tmp) / "in", Path(tmp) / "warm"
         folder.mkdir()
@@ -491,66 +507,96 @@ def run_master(profile: str, frames: int, distinct: int, fps: int, layouts, back
         for k in range(min(2, frames)):
             os.symlink(folder / f"f{k:06d}.tif", warm / f"f{k:06d}.tif")
         # warm: imports, numba and kernel caches, here and (on disk) for encoder processes
-        _master(warm, tmp, profile, fps, 1, None, backend, package=package,
-                colorspace=colorspace)
-        if any(p != 1 for p, _ in layouts):
-            _master(warm, tmp, profile, fps, 2, 1, backend, package=package,
-                    colorspace=colorspace)
+        _master(warm, tmp, picture, Compute(backend, processes=1))
+        if any(p != 1 for p, _ in sweep.layouts):
+            _master(warm, tmp, picture, Compute(backend, workers=1, processes=2))
         reads: dict = {}          # (where, processes, ring, direct) -> [(fps, cpu ms)], a round each
-        for rnd in range(rounds):
-            for k in read:
-                reads.setdefault(("memory", k, None, None), []).append(
-                    read_rate(folder, k, cold=cold))
-            if read and backend != "cpu" and pick_backend(backend) == "cuda":
-                for k, on, d in itertools.product(read, ring, direct):
-                    with _environ("CINEGPU_RING_UPLOADS", _on_off(on)), \
-                            _environ("CINEGPU_DIRECT_READS", _direct_env(d)):
-                        reads.setdefault(("gpu", k, on, d), []).append(
-                            read_rate(folder, k, gpu=True, cold=cold))
-            for g in gpus:
-                for procs, threads in layouts:
-                    for shared in mps:
-                        for on_gpu in rate:
-                            for n, on, d in itertools.product(turns, ring, direct):
-                                with _environ("CINEGPU_MAPPED_TURNS",
-                                              None if n is None else str(n)), \
-                                        _environ("CINEGPU_RING_UPLOADS", _on_off(on)), \
-                                        _environ("CINEGPU_DIRECT_READS", _direct_env(d)):
-                                    if cold:
-                                        drop_files(folder)
-                                    s = _master(folder, tmp, profile, fps, procs, threads,
-                                                backend, g, timeline, shared, package, on_gpu,
-                                                colorspace)
-                                row["runs"].append(dict(s, turns=n, ring=on, direct=d,
-                                                        round=rnd))
-                        if code:
-                            gpu = backend != "cpu" and pick_backend(backend) == "cuda"
-                            held = HeldFrames(sorted(folder.glob("*.tif"))[:len(images)], gpu)
-                            row["runs"].append(dict(
-                                _master(folder, tmp, profile, fps, procs, threads, backend, g,
-                                        timeline, shared, package, None, colorspace, held,
-                                        frames), round=rnd))
-        # medians over the rounds (a round's own: the lists)
-        row["read_rounds"] = reads
-        row["read_fps"] = {k: _median([f for f, _ in v]) for (w, k, _, _), v in reads.items()
-                           if w == "memory"}
-        row["read_cpu_ms"] = {k: _median([c for _, c in v]) for (w, k, _, _), v in reads.items()
-                              if w == "memory"}
-        if any(w == "gpu" for w, *_ in reads):
-            row["read_gpu_fps"] = {key[1:]: _median([f for f, _ in v])
-                                   for key, v in reads.items() if key[0] == "gpu"}
-            row["read_gpu_cpu_ms"] = {key[1:]: _median([c for _, c in v])
-                                      for key, v in reads.items() if key[0] == "gpu"}
-    n = min(peer_frames, frames) if not package else 0     # the peers write DCI frames
+        for rnd in range(sweep.rounds):
+            _read_alone(folder, backend, sweep, reads)
+            row["runs"] += _sweep_runs(folder, tmp, picture, backend, sweep, rnd, frames,
+                                       len(images))
+        _read_medians(row, reads)
+    n = min(peers.frames, frames) if not picture.imf else 0     # the peers write DCI frames
     if n and (have_opj() or have_grk()):
         xyz = [to_xyz12(f.astype(np.float32) / np.float32(65535), colorspace) for f in images]
         peer = [xyz[k % len(xyz)] for k in range(n)]
         row["peer_frames"] = n
         if have_opj():
-            row["opj_fps"] = n / opj_encode_frames(peer, profile, fps, processes)[1]
+            row["opj_fps"] = n / opj_encode_frames(peer, picture.profile, picture.fps,
+                                                   peers.opj_processes)[1]
         if have_grk():
-            row["grk_fps"] = n / grk_compress_dci(peer, profile, fps, grk_threads)[1]
+            row["grk_fps"] = n / grk_compress_dci(peer, picture.profile, picture.fps,
+                                                  peers.grk_threads)[1]
     return row
+
+
+def _images(profile: str, frames: int, distinct: int, sources) -> tuple[list[np.ndarray], str]:
+    """(the distinct 16-bit RGB images of a row, the colorspace they are mastered in): the
+    ``sources`` (:func:`source_images`), or ``distinct`` synthetic ones (the encoder
+    benchmark's 12-bit pattern scaled by 16) of the profile's container size."""
+    w, h = dci.profile(profile).container
+    if sources:
+        return source_images(sources, (w, h))
+    return [(synthetic_frame(w, h, seed=k).astype(np.uint32) * 16).astype(np.uint16)
+            for k in range(min(distinct, frames))], "rec709"
+
+
+def _read_alone(folder: Path, backend: str, sweep: Sweep, reads: dict) -> None:
+    """One round of reading the files alone (:func:`read_rate`) in each of the sweep's
+    ``read`` process counts, into memory, and on the GPU to it once per ``ring`` and
+    ``direct``: appended to ``reads`` under (where, processes, ring, direct)."""
+    for k in sweep.read:
+        reads.setdefault(("memory", k, None, None), []).append(
+            read_rate(folder, k, cold=sweep.cold))
+    if sweep.read and backend != "cpu" and pick_backend(backend) == "cuda":
+        for k, on, d in itertools.product(sweep.read, sweep.ring, sweep.direct):
+            with _environ("CINEGPU_RING_UPLOADS", _on_off(on)), \
+                    _environ("CINEGPU_DIRECT_READS", _direct_env(d)):
+                reads.setdefault(("gpu", k, on, d), []).append(
+                    read_rate(folder, k, gpu=True, cold=sweep.cold))
+
+
+def _sweep_runs(folder: Path, tmp: str, picture: Picture, backend: str, sweep: Sweep,
+                rnd: int, frames: int, distinct: int) -> list[dict]:
+    """Round ``rnd`` of the sweep's masters of the ``frames`` frames of ``folder``, each a dict
+    of its figures and its setting; with the sweep's ``code``, each (gpus, layout, mps) once
+    more from its ``distinct`` images held in memory (:class:`HeldFrames`)."""
+    runs = []
+    for g, (procs, threads), shared in itertools.product(sweep.gpus, sweep.layouts, sweep.mps):
+        compute = Compute(backend, workers=threads, processes=procs,
+                          gpus=1 if g is None else g, mps=shared)
+        for on_gpu, n, on, d in itertools.product(sweep.rate, sweep.turns, sweep.ring,
+                                                  sweep.direct):
+            with _environ("CINEGPU_MAPPED_TURNS", None if n is None else str(n)), \
+                    _environ("CINEGPU_RING_UPLOADS", _on_off(on)), \
+                    _environ("CINEGPU_DIRECT_READS", _direct_env(d)):
+                if sweep.cold:
+                    drop_files(folder)
+                s = _master(folder, tmp, picture, replace(compute, rate_on_gpu=on_gpu),
+                            timeline=sweep.timeline)
+            runs.append(dict(s, gpus=g, rate_on_gpu=on_gpu, turns=n, ring=on, direct=d,
+                             round=rnd))
+        if sweep.code:
+            gpu = backend != "cpu" and pick_backend(backend) == "cuda"
+            held = HeldFrames(sorted(folder.glob("*.tif"))[:distinct], gpu)
+            s = _master(folder, tmp, picture, compute, timeline=sweep.timeline, held=held,
+                        frames=frames)
+            runs.append(dict(s, gpus=g, rate_on_gpu=None, round=rnd))
+    return runs
+
+
+def _read_medians(row: dict, reads: dict) -> None:
+    """The reading rates of ``row``: medians over the rounds (each round's: ``read_rounds``)."""
+    row["read_rounds"] = reads
+    row["read_fps"] = {k: _median([f for f, _ in v]) for (w, k, _, _), v in reads.items()
+                       if w == "memory"}
+    row["read_cpu_ms"] = {k: _median([c for _, c in v]) for (w, k, _, _), v in reads.items()
+                          if w == "memory"}
+    if any(w == "gpu" for w, *_ in reads):
+        row["read_gpu_fps"] = {key[1:]: _median([f for f, _ in v])
+                               for key, v in reads.items() if key[0] == "gpu"}
+        row["read_gpu_cpu_ms"] = {key[1:]: _median([c for _, c in v])
+                                  for key, v in reads.items() if key[0] == "gpu"}
 
 
 def _setting_words(s) -> str:
@@ -567,7 +613,7 @@ def _setting_words(s) -> str:
          f", rate control on the {'GPU' if s['rate_on_gpu'] else 'host'}")
 
 
-def main(argv=None) -> None:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--profile", nargs="+", default=["dci-2k", "dci-4k"])
     ap.add_argument("--frames", type=int, default=4)
@@ -626,26 +672,31 @@ def main(argv=None) -> None:
                     help="real pictures instead of the synthetic ones: DCI codestreams "
                          "(mastered again from their X'Y'Z') or RGB TIFF/PNG/DPX files, "
                          "each of the profile's size (one --profile)")
+    return ap
+
+
+def main(argv=None) -> None:
+    ap = _parser()
     a = ap.parse_args(argv)
     if a.source and len(a.profile) != 1:
         ap.error("--source takes one --profile (the pictures' size)")
-    package = None
-    if a.format == "imf":
-        package = {"format": "imf", "codec": a.codec}
-        if a.bitrate is not None:
-            package["bitrate"] = a.bitrate
-    elif a.codec != "j2k" or a.bitrate is not None:
+    if a.format != "imf" and (a.codec != "j2k" or a.bitrate is not None):
         ap.error("--codec and --bitrate are for --format imf")
+    sweep = Sweep(layouts=tuple(a.layouts), gpus=tuple(a.gpus),
+                  mps=tuple(m == "on" for m in a.mps),
+                  rate=tuple({"default": None, "cpu": False, "gpu": True}[r] for r in a.rate),
+                  turns=tuple(a.turns),
+                  ring=(None,) if a.ring is None else tuple(r == "on" for r in a.ring),
+                  direct=(None,) if a.direct is None else tuple(r == "on" for r in a.direct),
+                  code=a.code, timeline=a.timeline, read=tuple(a.read), cold=a.cold,
+                  rounds=a.rounds)
     for profile in a.profile:
-        r = run_master(profile, a.frames, a.distinct, a.fps, a.layouts, a.backend,
-                       a.peer_frames, a.opj_processes, a.grk_threads, a.gpus, a.timeline,
-                       [m == "on" for m in a.mps], package, a.read,
-                       [{"default": None, "cpu": False, "gpu": True}[r] for r in a.rate],
-                       a.source, a.files, a.code, a.turns,
-                       [None] if a.ring is None else [r == "on" for r in a.ring],
-                       [None] if a.direct is None else [r == "on" for r in a.direct], a.cold,
-                       a.rounds)
-        what = profile if package is None else \
+        picture = Picture(format=a.format, profile=profile, fps=a.fps, codec=a.codec,
+                          bitrate=a.bitrate)
+        r = run_master(picture, a.frames, a.distinct, backend=a.backend, sweep=sweep,
+                       peers=Peers(a.peer_frames, a.opj_processes, a.grk_threads),
+                       sources=a.source, files=a.files)
+        what = profile if a.format != "imf" else \
             f"{profile} IMF {a.codec}" + (f" {a.bitrate:g} Mbit/s" if a.bitrate else "")
         source = f", real pictures ({r['colorspace']})" if a.source else ""
         print(f"{what} master: {r['frames']} frames ({r['distinct']} distinct{source}) "
@@ -654,59 +705,10 @@ def main(argv=None) -> None:
         if a.cold and r["files"] < r["frames"]:
             print(f"  (--cold with fewer files than frames: a file read the usual way is in "
                   f"memory the next time; {r['frames'] - r['files']} frames are such re-reads)")
-        def each(key) -> str:
-            v = r["read_rounds"][key]
-            return "" if len(v) < 2 else \
-                " (median of " + " / ".join(f"{f:.2f}" for f, _ in v) + ")"
-        for k, fps in r["read_fps"].items():
-            print(f"  reading the files alone in {k} process(es): {fps:.2f} fps "
-                  f"({r['read_cpu_ms'][k]:.1f} ms of CPU a frame){each(('memory', k, None, None))}")
-        for (k, on, d), fps in r.get("read_gpu_fps", {}).items():
-            how = ("" if on is None else (", through the ring" if on else ", whole frames")) + \
-                ("" if d is None else (", O_DIRECT where not in memory" if d else
-                                       ", no O_DIRECT"))
-            print(f"  reading them alone to the GPU as mastering does{how}, in {k} process(es): "
-                  f"{fps:.2f} fps ({r['read_gpu_cpu_ms'][k, on, d]:.1f} ms of CPU a frame)"
-                  f"{each(('gpu', k, on, d))}")
-        best = 0.0
-        for s in r["runs"]:
-            end = r["frames"] / s["total_s"]
-            steady = written_rate(s, r["frames"])
-            best = max(best, end)
-            on = _setting_words(s) + (f", round {s['round'] + 1}" if a.rounds > 1 else "")
-            print(f"  {s['processes']} process(es) x {s['threads']} thread(s){on}: {end:.2f} fps end "
-                  f"to end (ready after {s['ready_s']:.2f} s, first frame after "
-                  f"{s['first_s']:.2f} s), {steady:.2f} fps from the first frame written to the "
-                  f"last, then {s['total_s'] - s['written_s']:.2f} s to finish the package "
-                  "(track file hashed, XML)")
-            n = r["frames"]
-            coding = max(s["written_s"] - s["first_s"], 1e-9)
-            print(f"    while coding: the receiving thread busy {100 * s['loop_cpu_s'] / coding:.0f} %"
-                  f" of the time, the writing thread {100 * s['write_cpu_s'] / coding:.0f} %")
-            print(f"    CPU per frame: writing process {1e3 * s['main_cpu_s'] / n:.1f} ms, encoder "
-                  f"processes {1e3 * s['coders_cpu_s'] / n:.1f} ms (start included); on average "
-                  f"{(s['main_cpu_s'] + s['coders_cpu_s']) / s['total_s']:.1f} of "
-                  f"{usable_cores()} cores busy")
-            if s["timeline"]:
-                middle = steady_fps(s["timeline"])
-                if middle is not None:
-                    print(f"    steady: {middle:.2f} fps over the middle 80 % of the frames")
-                print("\n".join(timeline_lines(s["timeline"], s["threads"])))
+        _print_reads(r)
+        best = _print_runs(r, a.rounds)
         if a.rounds > 1:
-            memory = max(r["read_fps"].values(), default=None)
-            print(f"  medians of {a.rounds} rounds, from the first frame written to the last"
-                  + (f" (share: of the median reading alone into memory, {memory:.2f} fps, "
-                     f"the best of the process counts; and of reading alone to the GPU the "
-                     f"same way, where measured)" if memory else "") + ":")
-            for first, runs, rate, steady in variant_medians(r):
-                share = f", {100 * rate / memory:.0f} %" if memory else ""
-                gpu = None if first.get("held") else same_way_read(r, first)
-                if gpu:
-                    share += f" and {100 * rate / gpu:.0f} % of {gpu:.2f}"
-                print(f"    {first['processes']} process(es) x {first['threads']} thread(s)"
-                      f"{_setting_words(first)}: {rate:.2f} fps{share} ("
-                      + " / ".join(f"{written_rate(s, r['frames']):.2f}" for s in runs) + ")"
-                      + ("" if steady is None else f"; steady {steady:.2f}"))
+            _print_medians(r, a.rounds)
         if "opj_fps" in r:
             print(f"  opj_compress ({a.opj_processes} processes, {r['peer_frames']} frames) "
                   f"{r['opj_fps']:.3f} fps  ratio x{best / r['opj_fps']:.2f} (end to end)")
@@ -714,6 +716,72 @@ def main(argv=None) -> None:
             threads = f"{a.grk_threads} threads" if a.grk_threads else "all cores"
             print(f"  grk_compress ({threads}, {r['peer_frames']} frames) {r['grk_fps']:.3f} fps  "
                   f"ratio x{best / r['grk_fps']:.2f} (end to end)")
+
+
+def _print_reads(r: dict) -> None:
+    """The row's readings alone: into memory, and to the GPU as mastering reads."""
+    def each(key) -> str:
+        v = r["read_rounds"][key]
+        return "" if len(v) < 2 else \
+            " (median of " + " / ".join(f"{f:.2f}" for f, _ in v) + ")"
+    for k, fps in r["read_fps"].items():
+        print(f"  reading the files alone in {k} process(es): {fps:.2f} fps "
+              f"({r['read_cpu_ms'][k]:.1f} ms of CPU a frame){each(('memory', k, None, None))}")
+    for (k, on, d), fps in r.get("read_gpu_fps", {}).items():
+        how = ("" if on is None else (", through the ring" if on else ", whole frames")) + \
+            ("" if d is None else (", O_DIRECT where not in memory" if d else
+                                   ", no O_DIRECT"))
+        print(f"  reading them alone to the GPU as mastering does{how}, in {k} process(es): "
+              f"{fps:.2f} fps ({r['read_gpu_cpu_ms'][k, on, d]:.1f} ms of CPU a frame)"
+              f"{each(('gpu', k, on, d))}")
+
+
+def _print_runs(r: dict, rounds: int) -> float:
+    """Each master of the row: its rates, when it was ready, where its CPU went, its
+    timeline; the best end-to-end rate (frames/s)."""
+    best = 0.0
+    for s in r["runs"]:
+        end = r["frames"] / s["total_s"]
+        steady = written_rate(s, r["frames"])
+        best = max(best, end)
+        on = _setting_words(s) + (f", round {s['round'] + 1}" if rounds > 1 else "")
+        print(f"  {s['processes']} process(es) x {s['threads']} thread(s){on}: {end:.2f} fps end "
+              f"to end (ready after {s['ready_s']:.2f} s, first frame after "
+              f"{s['first_s']:.2f} s), {steady:.2f} fps from the first frame written to the "
+              f"last, then {s['total_s'] - s['written_s']:.2f} s to finish the package "
+              "(track file hashed, XML)")
+        n = r["frames"]
+        coding = max(s["written_s"] - s["first_s"], 1e-9)
+        print(f"    while coding: the receiving thread busy {100 * s['loop_cpu_s'] / coding:.0f} %"
+              f" of the time, the writing thread {100 * s['write_cpu_s'] / coding:.0f} %")
+        print(f"    CPU per frame: writing process {1e3 * s['main_cpu_s'] / n:.1f} ms, encoder "
+              f"processes {1e3 * s['coders_cpu_s'] / n:.1f} ms (start included); on average "
+              f"{(s['main_cpu_s'] + s['coders_cpu_s']) / s['total_s']:.1f} of "
+              f"{usable_cores()} cores busy")
+        if s["timeline"]:
+            middle = steady_fps(s["timeline"])
+            if middle is not None:
+                print(f"    steady: {middle:.2f} fps over the middle 80 % of the frames")
+            print("\n".join(timeline_lines(s["timeline"], s["threads"])))
+    return best
+
+
+def _print_medians(r: dict, rounds: int) -> None:
+    """Each setting's median rate over the rounds, and its share of reading alone."""
+    memory = max(r["read_fps"].values(), default=None)
+    print(f"  medians of {rounds} rounds, from the first frame written to the last"
+          + (f" (share: of the median reading alone into memory, {memory:.2f} fps, "
+             f"the best of the process counts; and of reading alone to the GPU the "
+             f"same way, where measured)" if memory else "") + ":")
+    for first, runs, rate, steady in variant_medians(r):
+        share = f", {100 * rate / memory:.0f} %" if memory else ""
+        gpu = None if first.get("held") else same_way_read(r, first)
+        if gpu:
+            share += f" and {100 * rate / gpu:.0f} % of {gpu:.2f}"
+        print(f"    {first['processes']} process(es) x {first['threads']} thread(s)"
+              f"{_setting_words(first)}: {rate:.2f} fps{share} ("
+              + " / ".join(f"{written_rate(s, r['frames']):.2f}" for s in runs) + ")"
+              + ("" if steady is None else f"; steady {steady:.2f}"))
 
 
 if __name__ == "__main__":

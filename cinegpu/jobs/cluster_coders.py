@@ -7,10 +7,10 @@ thread waits for work).  Each frame is one Dask task, :func:`code_cluster_frame`
 ``cinegpu-frame-<job>-<i>``: the worker reads frame ``i`` itself through the job's
 picklable ``read`` (so the workers must see the input files at the same paths: shared
 storage), fits and encodes it with the process's :class:`.frame_encode.FrameEncoders` for the
-job's options (made on its first frame and kept, :func:`worker_encoders`), and returns the
+job's encoding (made on its first frame and kept, :func:`worker_encoders`), and returns the
 codestream's bytes, which the client fetches from the worker.  The job itself
-(:class:`ClusterJob`: ``read``, the image area, the encoder options) travels once per
-worker, scattered to all of them, not once per frame.
+(:class:`.master_job.FrameCoding`: ``read``, the image area, the encoders' settings) travels
+once per worker, scattered to all of them, not once per frame.
 
 A frame whose task fails (its :class:`.frame_coders.FrameFailed`, an exception, or Dask's
 ``KilledWorker`` when the workers running it died) is submitted once more under a new key;
@@ -24,53 +24,31 @@ from __future__ import annotations
 
 import uuid
 from collections import deque
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable
-
-import numpy as np
 
 from cinegpu.jobs.cluster import Cluster
 from cinegpu.media.errors import MediaError
 from cinegpu.jobs.frame_coders import FrameFailed, code_frame
+from cinegpu.jobs.master_job import Encoding, FrameCoding
 
-__all__ = ["ClusterCoders", "ClusterJob", "code_cluster_frame", "worker_encoders"]
-
-
-@dataclass(frozen=True)
-class ClusterJob:
-    """What every frame task of one job needs: how to read frame ``i`` (``read(i)``,
-    picklable, e.g. an :class:`.images_in.ImageFrames`), the image area ``width`` x
-    ``height`` and :class:`.frame_encode.FrameEncoders`' keyword arguments as sorted
-    (name, value) pairs (hashable: the key of :func:`worker_encoders`)."""
-
-    read: Callable[[int], np.ndarray]
-    width: int
-    height: int
-    options: tuple[tuple[str, object], ...]
-
-    @classmethod
-    def of(cls, read, width: int, height: int, options: dict) -> "ClusterJob":
-        return cls(read, width, height, tuple(sorted(options.items())))
+__all__ = ["ClusterCoders", "code_cluster_frame", "worker_encoders"]
 
 
 @lru_cache(maxsize=2)
-def worker_encoders(options: tuple[tuple[str, object], ...]):
-    """This worker process's :class:`.FrameEncoders` for ``options``, made once and kept
-    for the next frames (and jobs) with the same options: its thread-local encoders and
+def worker_encoders(encoding: Encoding):
+    """This worker process's :class:`.FrameEncoders` for ``encoding``, made once and kept
+    for the next frames (and jobs) with the same settings: its thread-local encoders and
     their geometry cache outlive a task.  On the GPU, the worker's first visible device
     (each worker's ``CUDA_VISIBLE_DEVICES`` names its GPU)."""
-    from cinegpu.jobs.frame_encode import FrameEncoders
-    kw = dict(options)
-    return FrameEncoders(**kw, device=0 if kw.get("backend") == "cuda" else None)
+    return encoding.encoders(device=0 if encoding.backend == "cuda" else None)
 
 
-def code_cluster_frame(job: ClusterJob, i: int) -> bytes | FrameFailed:
+def code_cluster_frame(job: FrameCoding, i: int) -> bytes | FrameFailed:
     """A Dask task: input frame ``i`` of ``job`` read, fitted and encoded on this worker;
     its codestream, or the frame's MediaError as a :class:`.FrameFailed` (an exception
     of another kind too, as a plain MediaError naming the frame)."""
     try:
-        return code_frame(worker_encoders(job.options), job.read, i, job.width, job.height)
+        return code_frame(worker_encoders(job.encoding), job.read, i, job.width, job.height)
     except MediaError as exc:
         return FrameFailed.of(i, exc)
     except Exception as exc:              # read() of another kind than images_in's
@@ -87,13 +65,14 @@ class _Frame:
 
 
 class ClusterCoders:
-    """Frames of ``job`` coded on ``cluster`` (which this object closes: a local cluster is
-    ended).  ``backend``: the encoder's, ``cpu`` or ``cuda`` (GPU workers only)."""
+    """Frames of ``job`` (a :class:`.master_job.FrameCoding`) coded on ``cluster`` (which this
+    object closes: a local cluster is ended).  ``backend``: the encoder's, ``cpu`` or ``cuda``
+    (GPU workers only)."""
 
     #: tries of a frame before its failure ends the job
     TRIES = 2
 
-    def __init__(self, cluster: Cluster, job: ClusterJob, backend: str):
+    def __init__(self, cluster: Cluster, job: FrameCoding, backend: str):
         self.cluster = cluster
         nthreads = cluster.client.nthreads()
         #: the coders interface: the cluster's worker processes and their threads (the most

@@ -98,6 +98,7 @@ def build_demo(folder: Path | None = None, frames: int = DEMO_FRAMES, *, workers
     """Master the demo into ``folder`` (default :func:`demo_dir`) unless it is there already."""
     import shutil
 
+    from cinegpu.jobs.master_job import MasterJob
     from cinegpu.jobs.mastering import master
     folder = demo_dir() if folder is None else Path(folder)
     if find_demo(folder, frames) is not None:
@@ -109,7 +110,7 @@ def build_demo(folder: Path | None = None, frames: int = DEMO_FRAMES, *, workers
         shutil.rmtree(folder)   # a stale or different demo: ours to replace
     folder.parent.mkdir(parents=True, exist_ok=True)   # the cache's own folder: ours to make
     # a reel lasts at least one second (ST 429-2): fewer frames repeat
-    master(demo_frame, frames, folder, title=TITLE, profile="2k", fps=24, colorspace="rec709",
-           container="flat", frames=max(frames, 24), workers=workers, kind="test",
-           progress=progress)
+    master(MasterJob.of(demo_frame, frames, folder, title=TITLE, profile="2k", fps=24,
+                        colorspace="rec709", container="flat", frames=max(frames, 24),
+                        workers=workers, kind="test"), progress=progress)
     return folder

@@ -49,6 +49,7 @@ from cinegpu.decode.shm import SHM_FOLDER, create_segment, reclaim_orphans
 from cinegpu.media import errors
 from cinegpu.media.errors import MediaError
 from cinegpu.media.images.frames import ImageFrames, fit, read_run
+from cinegpu.jobs.master_job import FrameCoding
 from cinegpu.jobs.mps import mps_serves
 
 __all__ = ["SLOT_BYTES", "CodeFrame", "CoderBroken", "CoderReady", "CoderSetup", "FrameCoded",
@@ -159,15 +160,13 @@ SLOT_BYTES = 2 << 20
 # -- messages ---------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class CoderSetup:
-    """An encoder process's start arguments: how to read a frame (``read(i)``, picklable),
-    the image area, :class:`.FrameEncoders`' keyword arguments, its CUDA device (None on the
-    CPU), its threads, and the environment variables it sets before CUDA starts in it
-    (:func:`device_environ`, :meth:`.mps.PrivateMPS.device_environ`)."""
+    """An encoder process's start arguments: what coding a frame of the job needs
+    (:class:`.master_job.FrameCoding`: how to read a frame, ``read(i)``, picklable; the image
+    area; the encoders' settings), its CUDA device (None on the CPU), its threads, and the
+    environment variables it sets before CUDA starts in it (:func:`device_environ`,
+    :meth:`.mps.PrivateMPS.device_environ`)."""
 
-    read: Callable[[int], np.ndarray]
-    width: int
-    height: int
-    options: dict
+    coding: FrameCoding
     device: int | None
     threads: int
     environ: dict | None = None
@@ -309,8 +308,7 @@ def _coder_main(conn) -> None:
         os.environ.update(setup.environ or {})
         if device is not None and "CUDA_VISIBLE_DEVICES" in (setup.environ or {}):
             device = 0
-        from cinegpu.jobs.frame_encode import FrameEncoders
-        encoders = FrameEncoders(**setup.options, device=device)
+        encoders = setup.coding.encoding.encoders(device)
         segment, slot_bytes = None, 0
         if setup.slots is not None:
             segment = shared_memory.SharedMemory(name=setup.slots[0])
@@ -324,7 +322,8 @@ def _coder_main(conn) -> None:
     def one(task: CodeFrame) -> None:
         began, cpu0, stamps = time.monotonic(), time.thread_time(), []
         try:
-            data = code_frame(encoders, setup.read, task.index, setup.width, setup.height,
+            coding = setup.coding
+            data = code_frame(encoders, coding.read, task.index, coding.width, coding.height,
                               stamps)
             ended, cpu1 = time.monotonic(), time.thread_time()
             slot = task.slot if segment is not None and len(data) <= slot_bytes else None
