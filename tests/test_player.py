@@ -324,7 +324,7 @@ def test_source_latency_is_a_recent_median():
     src._wanted, src._pinned, src._ready, src._busy, src.decoded = [0], set(), {}, set(), 0
     src._ready_level, src.levels = {}, __import__("collections").Counter()
     src.governor = __import__("cinegpu.player.resolution", fromlist=["x"]).ResolutionGovernor(0)
-    src._judged, src._parallel = __import__("collections").deque(), 1
+    src._judged, src._at_level, src._parallel = __import__("collections").deque(), __import__("collections").deque(), 1
     src._rate = __import__("cinegpu.player.source", fromlist=["_Rate"])._Rate()
     assert src.latency == 0.0
     src._store(0, "picture", 2.5)                  # warm-up: kernels compiled in the first frame
