@@ -194,6 +194,6 @@ def test_the_segments_mode_carries_tier2_through_a_slot():
     assert all(np.array_equal(a, b) for a, b in zip(frame.components, decode(data)))
 
 
-def test_a_pipeline_takes_a_request_or_its_keywords_not_both():
+def test_a_pipeline_takes_its_options_as_a_request_not_loose_keywords():
     with pytest.raises(TypeError):           # before any worker starts
         FramePipeline(backend="cpu", workers=1, request=DecodeRequest(strict=False), strict=True)

@@ -47,7 +47,7 @@ import numpy as np
 
 from .decoder import Decoder, Frame, Prepared, check_components
 from .errors import CodestreamError, PipelineError, WorkerCrashed
-from .limits import DEFAULT_MAX_MEMORY, DEFAULT_MAX_PIXELS
+from .limits import Limits
 from .pipeline_messages import (Failed, GrowSlot, Job, Reply, StopWorker, WorkerReady, WorkerTask, Written,
                                 input_bytes)
 from .pipeline_modes import FrameMode, GpuWork, SegmentsMode, backend_mode
@@ -204,15 +204,14 @@ class FramePipeline:
     """
 
     def __init__(self, *, backend: str = "auto", workers: int | None = None, depth: int | None = None,
-                 reduce: int = 0, layers: int | None = None, strict: bool = False, components=None,
+                 request: DecodeRequest = DecodeRequest(), limits: Limits = Limits(),
                  to_host: bool = True, gpu_tier1: bool | None = None, batch: int = 1,
-                 max_pixels: int | None = DEFAULT_MAX_PIXELS, max_memory: int | None = DEFAULT_MAX_MEMORY,
-                 request: DecodeRequest | None = None,
                  cancelled: Callable[[], bool] | None = None, gpus: int | None = 1,
                  overlap: bool = True) -> None:
-        """``max_pixels``, ``max_memory``: as for :class:`Decoder`, checked as each frame is submitted.
-        ``request``: ``reduce``, ``layers``, ``strict`` and ``components`` as one
-        :class:`~cinegpu.decode.request.DecodeRequest` (then leave those keywords out).
+        """``request``: what every frame is decoded to (:class:`~cinegpu.decode.request.DecodeRequest`:
+        ``reduce``, ``layers``, ``strict``, ``components``; lenient by default). ``limits``:
+        ``max_pixels`` and ``max_memory`` as for :class:`Decoder`
+        (:class:`~cinegpu.decode.limits.Limits`), checked as each frame is submitted.
         ``cancelled``: polled while the workers start and before a slot is made; once true,
         :class:`PipelineError` is raised there (a server shutting down does not wait for them).
         ``batch``: with GPU tier-1, frames back from the workers are held until ``batch`` of them
@@ -229,8 +228,8 @@ class FramePipeline:
         if batch < 1:
             raise ValueError("batch must be >= 1")
         #: what every frame is decoded to (sent to the workers with each frame)
-        self.request = DecodeRequest.given(request, defaults=DecodeRequest(strict=False), reduce=reduce,
-                                           layers=layers, strict=strict, components=components)
+        self.request = request
+        max_pixels, max_memory = limits.max_pixels, limits.max_memory
         self.decoder = Decoder(backend, gpu_tier1=gpu_tier1, max_pixels=max_pixels, max_memory=max_memory)
         self.backend = self.decoder.backend
         #: one decoder per GPU (devices 0 ..), or just ``decoder`` on the current device

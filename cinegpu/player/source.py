@@ -393,7 +393,7 @@ class PipelineSource(_AheadSource):
         ``auto_resolution``: as :class:`DecodeAheadSource`."""
         from cinegpu.decode.pipeline import FramePipeline
 
-        self._pipe = FramePipeline(backend=backend, workers=workers, depth=depth, strict=False, to_host=False,
+        self._pipe = FramePipeline(backend=backend, workers=workers, depth=depth, to_host=False,
                                    cancelled=cancelled)
         try:
             self._setup(media, self._pipe.backend, colour, primaries, self._pipe.depth, auto_resolution)
