@@ -74,7 +74,7 @@ def test_a_killed_worker_is_a_pipeline_error_not_bad_input():
     from cinegpu.decode.pipeline import FramePipeline
 
     with FramePipeline(backend="cpu", workers=1, depth=2) as pipe:
-        worker = pipe._workers[0][0]
+        worker = pipe._workers.procs[0]
         os.kill(worker.pid, signal.SIGSTOP)   # it cannot answer the frame before it is killed
         pipe.submit(SMALL.read_bytes(), key="doomed")
         worker.kill()

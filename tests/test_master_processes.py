@@ -96,7 +96,7 @@ def test_next_takes_the_replies_already_waiting(tmp_path):
             coders._collect()                      # frame 0 coded and read back
         coders.submit(1)
         p = next(k for k in range(2) if coders._held[k])
-        assert wait([coders._procs[p][1]], timeout=100), "frame 1 was not coded in time"
+        assert wait([coders._pool.conns[p]], timeout=100), "frame 1 was not coded in time"
         assert coders.in_flight == 2
         assert coders.next()                       # frame 0's codestream ...
         assert not coders._held[p] and 1 in coders._done   # ... and frame 1's reply taken
@@ -332,7 +332,7 @@ def test_an_encoder_process_that_ended_while_idle_is_one_error(tmp_path):
     encoding = Encoding(Picture(), "2k", "cpu")
     coders = ProcessCoders(lambda p: CoderSetup(FrameCoding(files, 96, 54, encoding), None, 1), 1)
     try:
-        proc = coders._procs[0][0]
+        proc = coders._pool.procs[0]
         proc.kill()
         proc.join(timeout=10)
         with pytest.raises(MediaError, match=r"encoder process 0 ended \(exit code -9\)"):
@@ -893,21 +893,21 @@ def test_stop_ends_idle_processes_without_waiting_and_close_waits(tmp_path):
         assert coders.next()
         coders.stop()
         assert coders._stopped == {0, 1}
-        for proc, _ in coders._procs:
+        for proc in coders._pool.procs:
             proc.join(timeout=60)
             assert proc.exitcode == 0              # ended of itself, told once
         coders.stop()                              # nothing more to tell
         assert coders._stopped == {0, 1}
     finally:
         coders.close()
-    assert coders._procs == []
+    assert coders._pool.procs == [None, None]
     coders = ProcessCoders(lambda p: CoderSetup(FrameCoding(files, 96, 54, encoding), None, 1), 2)
     try:
         coders._held[0][99] = 0                    # as if process 0 held a frame
         coders.stop()
         assert coders._stopped == {1}
-        coders._procs[1][0].join(timeout=60)
-        assert coders._procs[1][0].exitcode == 0 and coders._procs[0][0].is_alive()
+        coders._pool.procs[1].join(timeout=60)
+        assert coders._pool.procs[1].exitcode == 0 and coders._pool.procs[0].is_alive()
         coders._held[0].clear()
     finally:
         coders.close()

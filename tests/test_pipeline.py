@@ -62,7 +62,7 @@ def test_header_damage_raises_at_submit_in_map(pipe, frames):
 def test_a_worker_crash_fails_only_its_frame(frames):
     with FramePipeline(backend="cpu", workers=1, depth=2) as pipe:
         pipe.submit(frames[1], key="doomed")
-        pipe._workers[0][0].kill()  # the worker dies with the frame in hand
+        pipe._workers.procs[0].kill()  # the worker dies with the frame in hand
         key, result = pipe.get()
         assert key == "doomed" and isinstance(result, WorkerCrashed)
         pipe.submit(frames[0], key="next")

@@ -19,7 +19,8 @@ submission order (``next()``), with at most ``window`` frames in flight; each fr
 
 The messages between this process and an encoder process are the frozen dataclasses below,
 pickled through the process's pipe: :class:`CoderSetup` (its first message), then
-:class:`CoderReady` or :class:`CoderBroken`; per frame a :class:`CodeFrame`, answered by
+the worker pool's :class:`~cinegpu.decode.workers.Ready` or :class:`~cinegpu.decode.workers.Broken`
+(:class:`~cinegpu.decode.workers.Busy` meanwhile, for each kernel compiled); per frame a :class:`CodeFrame`, answered by
 :class:`FrameCoded` or :class:`FrameFailed` (the frame's :class:`.errors.MediaError`, rebuilt
 here as the same kind); :class:`StopCoder` ends it.  A process that dies mid-job, or fails to
 start, is one MediaError naming the frames it held; Ctrl-C and SIGTERM reach only this process,
@@ -29,9 +30,7 @@ which ends the encoder processes (see :meth:`ProcessCoders.close`).
 from __future__ import annotations
 
 import itertools
-import multiprocessing as mp
 import os
-import selectors
 import signal
 import threading
 import time
@@ -39,12 +38,12 @@ from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from multiprocessing import shared_memory
-from multiprocessing.connection import wait
 from typing import Callable
 
 import numpy as np
 
 from cinegpu.decode.shm import SHM_FOLDER, create_segment, reclaim_orphans
+from cinegpu.decode.workers import START_SILENCE_S, Broken, Ready, WorkerPool, announce_compiles
 
 from cinegpu.media import errors
 from cinegpu.media.errors import MediaError
@@ -52,7 +51,7 @@ from cinegpu.media.images.frames import ImageFrames, fit, read_run
 from cinegpu.jobs.master_job import FrameCoding
 from cinegpu.jobs.mps import mps_serves
 
-__all__ = ["SLOT_BYTES", "CodeFrame", "CoderBroken", "CoderReady", "CoderSetup", "FrameCoded",
+__all__ = ["SLOT_BYTES", "CodeFrame", "CoderSetup", "FrameCoded",
            "FrameFailed", "FrameTiming", "ProcessCoders", "StopCoder", "ThreadCoders",
            "code_frame", "device_environ", "run_up"]
 
@@ -175,18 +174,6 @@ class CoderSetup:
 
 
 @dataclass(frozen=True)
-class CoderReady:
-    """The encoder process has its encoders and waits for frames."""
-
-
-@dataclass(frozen=True)
-class CoderBroken:
-    """The encoder process could not start (``message``: why)."""
-
-    message: str
-
-
-@dataclass(frozen=True)
 class CodeFrame:
     """Code input frame ``index``; ``seq`` numbers the request; ``slot``: the slot of the
     process's shared memory its codestream may be written to (None: none)."""
@@ -303,6 +290,7 @@ def _coder_main(conn) -> None:
         setup = conn.recv()
     except (EOFError, OSError):
         os._exit(1)
+    quiet = announce_compiles(conn)     # a first run's compiles are work, not silence
     try:
         device = setup.device
         os.environ.update(setup.environ or {})
@@ -314,9 +302,11 @@ def _coder_main(conn) -> None:
             segment = shared_memory.SharedMemory(name=setup.slots[0])
             slot_bytes = setup.slots[1]
     except Exception as exc:
-        conn.send(CoderBroken(f"{type(exc).__name__}: {exc}"))
+        conn.send(Broken(f"{type(exc).__name__}: {exc}"))
         return
-    conn.send(CoderReady())
+    finally:
+        quiet()
+    conn.send(Ready())
     lock = threading.Lock()
 
     def one(task: CodeFrame) -> None:
@@ -362,13 +352,13 @@ def _coder_main(conn) -> None:
 
 class ProcessCoders:
     """Frames coded by ``processes`` encoder processes started with ``setup(p)`` (a
-    :class:`CoderSetup` per process ``p``); close() when done.  ``start_timeout``: seconds
-    a process may take to start (import and make its encoders)."""
+    :class:`CoderSetup` per process ``p``); close() when done.  ``start_silence``: seconds
+    a starting process may go without a word (it reports each kernel it compiles, so a first
+    run's minutes of compiling count as work)."""
 
     def __init__(self, setup: Callable[[int], CoderSetup], processes: int,
-                 start_timeout: float = 300.0, timeline: list | None = None,
+                 start_silence: float = START_SILENCE_S, timeline: list | None = None,
                  slot_bytes: int = SLOT_BYTES):
-        ctx = mp.get_context("spawn")
         self.processes = processes
         self._setups = [setup(p) for p in range(processes)]
         self.threads = self._setups[0].threads
@@ -382,10 +372,11 @@ class ProcessCoders:
         #: where each coded frame's :class:`FrameTiming` is appended (None: not kept)
         self.timeline = timeline
         self._sent: dict[int, float] = {}            # seq -> when submitted (timeline)
-        self._procs: list = []                       # (process, connection)
-        #: every process's connection and sentinel, registered once (a ``wait()`` per call
-        #: registered all of them again: 40-80 us of this thread's CPU a frame)
-        self._selector: selectors.BaseSelector | None = None
+        #: the processes; their connections and sentinels are registered once with its
+        #: selector (a ``wait()`` per call registered all of them again: 40-80 us of this
+        #: thread's CPU a frame)
+        self._pool = WorkerPool(_coder_main, processes, name="encoder process", error=self._error,
+                                process_name="cinegpu-encoder", where=self._where)
         self._stopped: set[int] = set()              # processes told to stop (stop())
         self._held: list[dict[int, int]] = []        # per process: seq -> input frame
         self._done: dict[int, FrameCoded | FrameFailed] = {}
@@ -405,23 +396,16 @@ class ProcessCoders:
             # have started: as start() arguments, a setup larger than the pipe's buffer held
             # start() until that process had imported this module, so the processes started
             # one after another (16 processes of 3,840 frames: 8-9 s to ready, 4 s with 16)
-            for _ in self._setups:
-                parent, child = ctx.Pipe()
-                proc = ctx.Process(target=_coder_main, args=(child,), daemon=True,
-                                   name="cinegpu-encoder")
-                proc.start()
-                child.close()
-                self._procs.append((proc, parent))
-                self._held.append({})
-            self._selector = selectors.DefaultSelector()
-            for p, (proc, conn) in enumerate(self._procs):
-                self._selector.register(conn, selectors.EVENT_READ, (True, p))
-                self._selector.register(proc.sentinel, selectors.EVENT_READ, (False, p))
+            self._held = [{} for _ in self._setups]
+            self._pool.start()
             for p, s in enumerate(self._setups):
                 seg = self._segments[p]
-                self._send(p, s if seg is None else replace(s, slots=(seg.name, slot_bytes)))
+                try:
+                    self._pool.send(p, s if seg is None else replace(s, slots=(seg.name, slot_bytes)))
+                except MediaError:
+                    raise self._pool.ended(p, "while starting") from None
             for p in range(processes):
-                self._await_ready(p, start_timeout)
+                self._pool.await_ready(p, start_silence)
         except BaseException:
             self.close(abort=True)
             raise
@@ -445,30 +429,9 @@ class ProcessCoders:
         d = self._setups[p].device
         return f"encoder process {p}" + ("" if d is None else f" (GPU {d})")
 
-    def _send(self, p: int, message) -> None:
-        """``message`` to process ``p`` while it starts; MediaError if it has ended."""
-        proc, conn = self._procs[p]
-        try:
-            conn.send(message)
-        except OSError:
-            proc.join(timeout=1)
-            raise MediaError(None, f"{self._where(p)} ended while starting "
-                                   f"(exit code {proc.exitcode})") from None
-
-    def _await_ready(self, p: int, timeout: float) -> None:
-        proc, conn = self._procs[p]
-        if not wait([conn, proc.sentinel], timeout):
-            raise MediaError(None, f"{self._where(p)} did not start within {timeout:.0f} s")
-        try:
-            msg = conn.recv()
-        except (EOFError, OSError):
-            proc.join(timeout=1)
-            raise MediaError(None, f"{self._where(p)} ended while starting "
-                                   f"(exit code {proc.exitcode})") from None
-        if isinstance(msg, CoderBroken):
-            raise MediaError(None, f"{self._where(p)} could not start: {msg.message}")
-        if not isinstance(msg, CoderReady):
-            raise MediaError(None, f"{self._where(p)} sent {msg!r} while starting")
+    @staticmethod
+    def _error(text: str) -> MediaError:
+        return MediaError(None, text)
 
     @property
     def in_flight(self) -> int:
@@ -493,7 +456,7 @@ class ProcessCoders:
         if slot is not None:
             self._slot_of[seq] = slot
         try:
-            self._procs[p][1].send(CodeFrame(seq, i, slot))
+            self._pool.conns[p].send(CodeFrame(seq, i, slot))
         except OSError:                   # it ended since it last answered
             self._ended(p)
         self._held[p][seq] = i
@@ -504,8 +467,7 @@ class ProcessCoders:
         frames are coded counts as free in :meth:`has_room` even while the head frame is
         here already: without this, coded frames waited several times as long to be read back
         on 2 GPUs (docs/performance.md, "Several GPUs")."""
-        for key, _ in self._selector.select(0):
-            reply, p = key.data
+        for reply, p in self._pool.wait(0):
             if reply:
                 self._read(p)
         while self._next not in self._done:
@@ -518,7 +480,7 @@ class ProcessCoders:
 
     def _collect(self) -> None:
         """Wait for replies; a process that ended is a MediaError naming its frames."""
-        ready = [key.data for key, _ in self._selector.select()]
+        ready = self._pool.wait(None)
         for reply, p in ready:
             if reply:
                 self._read(p, once=True)
@@ -529,15 +491,12 @@ class ProcessCoders:
     def _ended(self, p: int) -> None:
         """Process ``p`` ended before it was told to: one MediaError naming its frames."""
         self._read(p)                     # what it answered before it ended
-        proc = self._procs[p][0]
-        proc.join(timeout=1)
         frames = ", ".join(map(str, sorted(self._held[p].values()))) or "none"
-        raise MediaError(None, f"{self._where(p)} ended (exit code {proc.exitcode}) "
-                               f"while coding frame(s) {frames}")
+        raise self._pool.ended(p, f"while coding frame(s) {frames}")
 
     def _read(self, p: int, once: bool = False) -> None:
         """Take process ``p``'s replies waiting in its pipe (``once``: one), until its end."""
-        conn = self._procs[p][1]
+        conn = self._pool.conns[p]
         while True:
             try:
                 if not once and not conn.poll(0):
@@ -567,8 +526,8 @@ class ProcessCoders:
         """Tell every encoder process that holds no frame to stop, without waiting for it: the
         processes end (their GPU contexts torn down) while the caller finishes its package;
         :meth:`close` then waits for them."""
-        for p, (_, conn) in enumerate(self._procs):
-            if p in self._stopped or self._held[p]:
+        for p, conn in enumerate(self._pool.conns):
+            if conn is None or p in self._stopped or self._held[p]:
                 continue
             try:
                 conn.send(StopCoder())
@@ -580,26 +539,7 @@ class ProcessCoders:
         """End the encoder processes: an idle one is told to stop (unless :meth:`stop` has)
         and has ``timeout`` seconds to; one still holding frames (or all, with ``abort``) is
         killed at once."""
-        end = time.monotonic() + timeout
-        if self._selector is not None:
-            self._selector.close()
-            self._selector = None
-        for p, (proc, conn) in enumerate(self._procs):
-            if abort or self._held[p]:
-                proc.kill()
-                continue
-            if p not in self._stopped:
-                try:
-                    conn.send(StopCoder())
-                except OSError:
-                    pass
-        for proc, conn in self._procs:
-            proc.join(timeout=max(0.0, end - time.monotonic()))
-            if proc.is_alive():
-                proc.kill()
-                proc.join(timeout=1)
-            conn.close()
-        self._procs = []
+        self._pool.close(StopCoder(), idle=lambda p: not abort and not self._held[p], timeout=timeout)
         for seg in self._segments:
             if seg is not None:
                 seg.close()
