@@ -50,6 +50,10 @@ MISTAKES = [
 ]
 if not have_cuda():
     MISTAKES += [(["play", SAMPLE, "--headless", "--backend", "cuda"], "CUDA"),
+                 # refused before the media is even opened: the path's absence is not what it names
+                 (["play", "{tmp}/missing", "--headless", "--interop", "surface"],
+                  "--interop surface cannot work here"),
+                 (["play", "{tmp}/missing", "--headless", "--interop", "pbo"], "--interop pbo cannot work here"),
                  (["decode", SAMPLE, "-o", "{tmp}/o.png", "--backend", "cuda"], "CUDA")]
 
 
@@ -179,3 +183,18 @@ def test_bench_compare_runs_openjph_on_htj2k_frames_only(tmp_path):
     r = cinegpu("bench", SAMPLE, "--compare", "--workers", "0", "--peer-threads", "1", "--frames", "1", "--repeat", "2")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "ojph_expand" not in r.stdout
+
+
+def test_master_refuses_a_rate_before_its_banner(tmp_path):
+    """A rate DCI does not have is refused before anything is read or printed (issue 50, 5)."""
+    import numpy as np
+    import tifffile
+
+    stills = tmp_path / "stills"
+    stills.mkdir()
+    for i in range(2):
+        tifffile.imwrite(stills / f"f{i}.tif", np.full((54, 96, 3), 9000, np.uint16), photometric="rgb")
+    r = cinegpu("master", stills, "-o", tmp_path / "out", "--title", "T", "--fps", "23.976", cwd=tmp_path)
+    assert r.returncode == 2 and r.stdout == "", (r.stdout, r.stderr)
+    assert r.stderr.strip() == "cinegpu master: 24000/1001 fps is not a DCI 2K rate (24, 25, 30, 48, 50, 60)"
+    assert not (tmp_path / "out").exists()

@@ -97,6 +97,7 @@ def _run(args) -> int:
     import sys
 
     from cinegpu.decode import BackendUnavailable, PipelineError
+    from cinegpu.interop import TARGETS
     from cinegpu.media import MediaError, open_source
 
     from ..audio import AudioDeviceError
@@ -106,6 +107,11 @@ def _run(args) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
     path = args.path if args.path is not None else default_media()
     headless = args.headless or not has_display()
+    if args.interop != "auto":          # asked for before any frame is opened or decoded
+        reason = TARGETS[args.interop].missing()
+        if reason is not None:
+            print(f"cinegpu play: --interop {args.interop} cannot work here: {reason}", file=sys.stderr)
+            return 2
     try:
         media = open_source(path, keys=key_ring(args), ov=args.ov)
     except (MediaError, UsageError) as exc:
