@@ -198,3 +198,23 @@ def test_master_refuses_a_rate_before_its_banner(tmp_path):
     assert r.returncode == 2 and r.stdout == "", (r.stdout, r.stderr)
     assert r.stderr.strip() == "cinegpu master: 24000/1001 fps is not a DCI 2K rate (24, 25, 30, 48, 50, 60)"
     assert not (tmp_path / "out").exists()
+
+
+def test_every_argument_has_help_and_a_named_value():
+    """``--help`` explains every argument and names what each option takes (N, FILE, RATE ...),
+    not the bare ``--workers WORKERS`` argparse makes up (issue 50, 8)."""
+    import argparse
+
+    from cinegpu.player.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    missing = []
+    for name, parser in sub.choices.items():
+        for action in parser._actions:
+            if isinstance(action, argparse._HelpAction):
+                continue
+            if not action.help:
+                missing.append(f"{name} {action.option_strings or action.dest}: no help")
+            if action.option_strings and action.nargs != 0 and action.metavar is None and action.choices is None:
+                missing.append(f"{name} {action.option_strings}: shown as {action.dest.upper()}")
+    assert not missing, missing

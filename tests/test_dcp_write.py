@@ -12,7 +12,10 @@ distinct frame decoded by ``opj_decompress`` equal to ``cinegpu.decode`` (peak <
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
+import stat
 import struct
 import subprocess
 import sys
@@ -22,6 +25,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+import cinegpu
 
 from cinegpu.decode import decode
 from cinegpu.media import open_source
@@ -249,6 +254,24 @@ def test_interrupted_writer_leaves_nothing(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.j2c", "t.pgm"]
 
 
+@pytest.mark.skipif(shutil.which("opj_compress") is None, reason="opj_compress not installed")
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_the_package_folder_has_the_mode_mkdir_gives(tmp_path, umask):
+    """The package's folder is made as mkdir makes one (0777 less the umask), as its files are,
+    not mkdtemp's 0700 (issue 50, 8)."""
+    cs = _tiny_codestream(tmp_path)
+    out = tmp_path / "pkg"
+    old = os.umask(umask)
+    try:
+        with DCPWriter(out, title="t") as dcp:
+            dcp.write(cs)
+            dcp.close()
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o777 & ~umask
+    assert {stat.S_IMODE(p.stat().st_mode) for p in out.iterdir()} == {0o666 & ~umask}
+
+
 def test_sub_descriptor_items_match_asdcplib():
     """The JPEG2000PictureSubDescriptor items written from the codec's parse of a frame (passed
     in, or parsed by the writer from the main header alone) are those asdcplib wrote."""
@@ -307,3 +330,9 @@ def test_mediainfo_reads_the_track(made, name):
     assert (int(video["Width"]), int(video["Height"])) == (w, h)
     assert float(video["FrameRate"]) == FPS and int(video["FrameCount"]) == FPS
     assert video["ColorSpace"] == "XYZ" and int(video["BitDepth"]) == 12
+    # who wrote it, as the peers' files read (issue 50, 8): "cinegpu master 0.1.0", not
+    # "cinegpu cinegpu 0.1.0.0.1"
+    assert (general["Encoded_Application_CompanyName"], general["Encoded_Application_Version"]) == \
+        ("cinegpu", cinegpu.__version__)
+    text = subprocess.run(["mediainfo", str(m.pkg.track.path)], capture_output=True, text=True, timeout=60).stdout
+    assert re.search(rf"Writing application\s+: cinegpu master {re.escape(cinegpu.__version__)}\n", text), text

@@ -162,3 +162,17 @@ def test_the_command_lines_options_map_onto_the_job(tmp_path, monkeypatch, capsy
     assert _job(["still", "-o", "s", "--title", "T"]).length == 24
     assert capsys.readouterr().err == ""
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in", "more", "still"]
+
+
+def test_the_progress_bar_names_the_film_not_a_cut_naming_convention_title():
+    """The bar's label (issue 50, 8): a Digital Cinema Naming Convention title by its film title,
+    a long plain title cut at a word with an ellipsis."""
+    from cinegpu.jobs.demo import TITLE
+    from cinegpu.jobs.mastering import BAR_TITLE, bar_title
+
+    assert bar_title(TITLE) == "cinegpu-Demo"
+    assert bar_title("MyFilm_FTR-1_F-185_EN-XX_US-R_51_2K_ST_20260101_FAC_SMPTE_OV") == "MyFilm"
+    long = "A very long feature title that goes on and on"
+    assert bar_title(long) == "A very long feature title\u2026" and len(bar_title(long)) <= BAR_TITLE
+    assert bar_title("x" * 40) == "x" * (BAR_TITLE - 1) + "\u2026"
+    assert bar_title("Short_title") == "Short_title"

@@ -24,6 +24,8 @@ from numba.core import event as numba_event
 from numba.core.registry import CPUDispatcher
 from tqdm import tqdm
 
+import cinegpu
+
 __all__ = ["PARTS", "cache_root", "compile_kernels", "stamp_path"]
 
 #: What is compiled, each part in a process of its own at the same time (the cores of a
@@ -42,13 +44,8 @@ def cache_root() -> Path:
 def stamp_path(cache: Path) -> Path:
     """The stamp in ``cache`` saying this version's kernels were compiled on this machine."""
     import numba
-    from importlib.metadata import PackageNotFoundError, version
 
-    try:
-        ours = version("cinegpu")
-    except PackageNotFoundError:
-        ours = "source"
-    return Path(cache) / f"compiled-cinegpu-{ours}-numba-{numba.__version__}"
+    return Path(cache) / f"compiled-cinegpu-{cinegpu.__version__}-numba-{numba.__version__}"
 
 
 def compile_kernels(cache: Path, *, progress: bool = True, say=print) -> float | None:

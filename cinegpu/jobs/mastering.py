@@ -246,13 +246,34 @@ def _processes(processes: int | None, encoders: FrameEncoders, frames: InputFram
     return max(1, min(want, frames.count))
 
 
+#: characters of a title a progress bar shows
+BAR_TITLE = 28
+#: fields of a Digital Cinema Naming Convention title (FilmTitle_ContentType_...): at least these
+DCNC_FIELDS = 8
+
+
+def bar_title(title: str, width: int = BAR_TITLE) -> str:
+    """A content title short enough for a progress bar's label: the film title of one written
+    after the Digital Cinema Naming Convention (``cinegpu-Demo`` of
+    ``cinegpu-Demo_TST-1_F_XX-XX_51_2K_CINEGPU_20260101_CGP_SMPTE_OV``), and any title longer
+    than ``width`` characters cut at a word with an ellipsis, never in mid-field."""
+    fields = title.split("_")
+    if len(fields) >= DCNC_FIELDS and fields[0]:
+        title = fields[0]
+    if len(title) <= width:
+        return title
+    cut = title[:width - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > width // 2 else cut).rstrip() + "\u2026"
+
+
 def _progress(total: int, title: str, enabled: bool, mps: bool):
     """A progress bar of ``total`` frames (None: not ``enabled``), saying where the GPUs are
     shared through the job's ``mps``."""
     if not enabled:
         return None
     # disable=None: drawn only on a terminal, never into a redirected stderr
-    bar = tqdm(total=total, unit="frame", desc=f"mastering {title}"[:40], dynamic_ncols=True,
+    bar = tqdm(total=total, unit="frame", desc=f"mastering {bar_title(title)}", dynamic_ncols=True,
                disable=None)
     if mps:
         bar.set_postfix_str("GPUs shared through CUDA MPS")

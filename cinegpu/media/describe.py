@@ -296,7 +296,7 @@ def sound_text(t: SoundTrack) -> str:
     d = t.descriptor
     seconds = t.sample_count / float(d.sample_rate)
     labels = ", channel labels " + " ".join(lab.symbol for lab in d.labels) if d.labels else ""
-    return (f"{d.channels} channels ({d.layout()}), {d.sample_rate} Hz, {d.bits}-bit, "
+    return (f"{d.channels_text()}, {d.sample_rate} Hz, {d.bits}-bit, "
             f"{t.duration} edit units at {d.edit_rate}/s ({seconds:.3f} s), {d.wrapping}-wrapped"
             + (f", {d.channel_assignment}" if d.channel_assignment else "") + labels)
 

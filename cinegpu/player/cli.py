@@ -10,6 +10,8 @@ import argparse
 import importlib
 import sys
 
+import cinegpu
+
 #: Subcommand modules, in the order ``cinegpu --help`` lists them.
 #: the sub-commands, each by the module of cinegpu.player.commands that registers it
 COMMANDS = {"play": "play", "decode": "decode", "info": "info", "bench": "speed", "check": "check", "serve": "serve",
@@ -31,13 +33,7 @@ exit codes: 0 done; 1 a check or a playback found problems; 2 a mistake in what 
 
 def version() -> str:
     """The installed distribution's version."""
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as dist_version
-
-    try:
-        return dist_version("cinegpu")
-    except PackageNotFoundError:
-        return "unknown (not installed)"
+    return cinegpu.__version__
 
 
 class Parser(argparse.ArgumentParser):

@@ -37,6 +37,7 @@ from datetime import datetime, timezone
 from fractions import Fraction
 from pathlib import Path
 
+from cinegpu import PRODUCT, __version__
 from cinegpu.decode.codestream import dci
 from cinegpu.decode.codestream import markers as M
 from cinegpu.decode.codestream.header import Codestream, parse_codestream
@@ -194,10 +195,11 @@ def _rational(r: Fraction) -> bytes:
     return struct.pack(">ii", r.numerator, r.denominator)
 
 
-def _version(text: str) -> bytes:
-    """ProductVersion: major, minor, patch, build, release (u16 each)."""
-    parts = [int(p) for p in text.split(".")[:3] if p.isdigit()] + [0, 0, 0]
-    return struct.pack(">5H", parts[0], parts[1], parts[2], 0, 1)
+#: ProductVersion and ToolkitVersion (ST 377-1 9.4, ProductVersion type: major, minor, patch,
+#: build, release, u16 each) left 0, release "unknown", as asdcplib and libdcp write them: the
+#: version is the VersionString, which readers (MediaInfo's "Writing application") then show
+#: as written, not as five numbers.
+NO_VERSION = bytes(10)
 
 
 def _index_segment(items: list[tuple[int, bytes]]) -> bytes:
@@ -321,7 +323,7 @@ class TrackWriter:
     WRITE_THREADS = 0
 
     def __init__(self, path, *, edit_rate, asset_id: uuid.UUID | None = None,
-                 product: str = "cinegpu", version: str = "0.1.0",
+                 product: str = f"{PRODUCT} master", version: str = __version__,
                  encryption: "EssenceEncryption | None" = None):
         self.path = Path(path)
         self.encryption = encryption
@@ -579,10 +581,12 @@ class TrackWriter:
                 (0x3B0A, _batch(list(self._containers()), 16)),
                 (0x3B0B, _batch([CRYPTO_DM_SCHEME] if self.encryption else [], 16))]),
             local_set(IDENTIFICATION, [
-                (0x3C0A, ids["ident"]), (0x3C09, generation), (0x3C01, _utf16(self.product)),
-                (0x3C02, _utf16(self.product)), (0x3C03, _version(self.version)),
+                # CompanyName the project, ProductName what wrote the file: MediaInfo shows
+                # "cinegpu master 0.1.0" (a product named as its company read "cinegpu cinegpu")
+                (0x3C0A, ids["ident"]), (0x3C09, generation), (0x3C01, _utf16(PRODUCT)),
+                (0x3C02, _utf16(self.product)), (0x3C03, NO_VERSION),
                 (0x3C04, _utf16(self.version)), (0x3C05, PRODUCT_UID.bytes), (0x3C06, now),
-                (0x3C07, _version(self.version)), (0x3C08, _utf16("cinegpu (Python)"))]),
+                (0x3C07, NO_VERSION), (0x3C08, _utf16(f"{PRODUCT} (Python)"))]),
             local_set(CONTENT_STORAGE, [
                 (0x3C0A, ids["storage"]), (0x1901, _batch([ids["mp"], ids["fp"]], 16)),
                 (0x1902, _batch([ids["ecd"]], 16))]),

@@ -54,10 +54,12 @@ from pathlib import Path
 import numpy as np
 from lxml import etree
 
+from cinegpu import PRODUCT, __version__
 from cinegpu.decode.codestream import dci
 from cinegpu.decode.codestream.header import Codestream
 
 from cinegpu.media.errors import MediaError
+from cinegpu.media.files import new_partial_folder
 from cinegpu.media.security.package_signature import Signer, check_package_signature, check_signer, sign_document
 from cinegpu.media.mxf.sound_write import SoundTrackFile, SoundTrackWriter
 from cinegpu.media.mxf.timed_text_write import TimedTextTrackFile, TimedTextTrackWriter
@@ -73,7 +75,7 @@ NS_CPL = "http://www.smpte-ra.org/schemas/429-7/2006/CPL"
 NS_PKL = "http://www.smpte-ra.org/schemas/429-8/2007/PKL"
 NS_AM = "http://www.smpte-ra.org/schemas/429-9/2007/AM"
 NS_META = "http://www.smpte-ra.org/schemas/429-16/2014/CPL-Metadata"
-CREATOR = "cinegpu 0.1.0"
+CREATOR = f"{PRODUCT} {__version__}"
 SHA1_ALGORITHM = "http://www.w3.org/2000/09/xmldsig#sha1"
 CONTENT_KINDS = ("feature", "trailer", "test", "teaser", "rating", "advertisement", "short",
                  "transitional", "psa", "policy")
@@ -360,7 +362,7 @@ class DCPWriter:
         self._hasher: ThreadPoolExecutor | None = None
         prefix = f".{self.out.name}.partial-"
         with self._writing(prefix + "*"):
-            self.tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=self.out.parent))
+            self.tmp = new_partial_folder(self.out.parent, prefix)
         try:
             self._next_picture()
         except BaseException:

@@ -196,8 +196,8 @@ class CompositionSound:
     def summary(self) -> str:
         """One line: channels, layout, rate, bits, duration."""
         d = self.descriptor
-        layout = d.layout() if d else "no sound"
-        return (f"{self.channels} channels ({layout}), {self.sample_rate} Hz, {self.bits}-bit, "
+        channels = d.channels_text() if d else f"{self.channels} channels (no sound)"
+        return (f"{channels}, {self.sample_rate} Hz, {self.bits}-bit, "
                 f"{self.sample_count / float(self.sample_rate):.3f} s")
 
     def close(self) -> None:

@@ -94,12 +94,17 @@ class SoundDescriptor:
 
     def layout(self) -> str:
         """The channel layout as ST 429-16 writes MainSoundConfiguration ("51/L,R,C,LFE,Ls,Rs"),
-        or the channel count when there are no labels."""
+        or "" when the track labels no channels (Interop)."""
         if not self.labels:
-            return f"{self.channels} channels"
+            return ""
         field = (self.soundfield or "").removeprefix("sg")
         names = ",".join(lab.short for lab in self.labels)
         return f"{field}/{names}" if field else names
+
+    def channels_text(self) -> str:
+        """"6 channels (51/L,R,C,LFE,Ls,Rs)", or "6 channels" without labels."""
+        layout = self.layout()
+        return f"{self.channels} channels" + (f" ({layout})" if layout else "")
 
 
 def _text(raw: bytes | None) -> str:

@@ -12,10 +12,10 @@ from .args import non_negative_int, positive_int
 def register(sub) -> None:
     p = sub.add_parser("decode", help="decode a .j2c/.j2k/.jp2 file to TIFF, PNG or PGX")
     p.add_argument("file", type=Path, help="the .j2c/.j2k codestream or .jp2 file to decode")
-    p.add_argument("-o", "--output", type=Path, required=True,
+    p.add_argument("-o", "--output", type=Path, required=True, metavar="IMAGE",
                    help="output image: .tif/.tiff or .png (components of one size), .pgx (one file each)")
-    p.add_argument("-r", "--reduce", type=non_negative_int, default=0, help="discard the N highest resolution levels")
-    p.add_argument("-l", "--layers", type=positive_int, default=None, help="decode only the first N quality layers")
+    p.add_argument("-r", "--reduce", type=non_negative_int, default=0, metavar="N", help="discard the N highest resolution levels")
+    p.add_argument("-l", "--layers", type=positive_int, default=None, metavar="N", help="decode only the first N quality layers")
     p.add_argument("--backend", choices=("cpu", "cuda", "auto"), default="cpu",
                    help="where to decode: cpu (default), cuda (the GPU) or auto (the GPU when there is one)")
     strictness = p.add_mutually_exclusive_group()

@@ -25,7 +25,7 @@ from .args import UsageError, one_line_text
 def register(subparsers) -> None:
     p = subparsers.add_parser("kdm", help="KDMs (SMPTE ST 430-1): inspect one (fields, signature, chain, "
                                           "keys), make one for a recipient, make a signing chain")
-    sub = p.add_subparsers(dest="kdm_command", metavar="ACTION", required=True)
+    sub = p.add_subparsers(dest="kdm_command", metavar="ACTION", required=True, help="what to do with KDMs")
     i = sub.add_parser("inspect", help="print a KDM's fields; exit 1 when its signature, chain or "
                                        "validity window does not hold now")
     i.add_argument("kdm", type=Path, help="the KDM (.xml)")

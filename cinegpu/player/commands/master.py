@@ -28,9 +28,9 @@ def register(subparsers) -> None:
     p.add_argument("-o", "--output", required=True, metavar="OUTDIR",
                    help="DCP folder to create (must not exist, or be empty)")
     p.add_argument("--profile", choices=tuple(prof.short for prof in dci.PROFILES.values()), default="2k", help="DCI container (default 2k)")
-    p.add_argument("--fps", type=positive_rate, default=Fraction(24),
+    p.add_argument("--fps", type=positive_rate, default=Fraction(24), metavar="RATE",
                    help=f"edit rate: {rates}; default 24")
-    p.add_argument("--title", required=True, type=one_line_text, help="content title (ContentTitleText of the CPL)")
+    p.add_argument("--title", required=True, type=one_line_text, metavar="TEXT", help="content title (ContentTitleText of the CPL)")
     p.add_argument("--bitrate", type=float, default=None, metavar="MBPS",
                    help=f"target Mbit/s (default and maximum: the DCI cap of "
                         f"{dci.FRAME_BITRATE // 1_000_000})")
@@ -42,7 +42,7 @@ def register(subparsers) -> None:
                    help="composition length in frames; the input repeats to fill it "
                         "(default: one pass of the input, at least one second)")
     _package_arguments(p)
-    p.add_argument("--kind", default="feature", type=one_line_text, help="CPL ContentKind (default feature)")
+    p.add_argument("--kind", default="feature", type=one_line_text, metavar="KIND", help="CPL ContentKind (default feature)")
     _compute_arguments(p)
     p.add_argument("--audio", nargs="+", default=None, metavar="FILE.wav",
                    help="sound: one multichannel WAV, or one mono WAV per channel, in 5.1 "

@@ -37,7 +37,7 @@ def register(subparsers) -> None:
     p.add_argument("--ov", action="append", default=[], metavar="DIR",
                    help="an original-version package whose track files a supplemental package "
                         "(VF) uses; repeatable")
-    p.add_argument("--fps", type=positive_rate, default=None,
+    p.add_argument("--fps", type=positive_rate, default=None, metavar="RATE",
                    help="frame rate for bare sequences (default 24); overrides a package's edit rate")
     p.add_argument("--headless", action="store_true",
                    help="offscreen OpenGL (EGL), play through and print a summary (automatic without a display)")
@@ -51,7 +51,7 @@ def register(subparsers) -> None:
     p.add_argument("--primaries", choices=("p3d65", "rec709"), default="p3d65", help="display for X'Y'Z' content")
     p.add_argument("--loop", action="store_true", help="start with looping on (key l)")
     p.add_argument("--frames", type=positive_int, default=None, metavar="N", help="stop after N frames of playback")
-    p.add_argument("--workers", type=positive_int, default=None,
+    p.add_argument("--workers", type=positive_int, default=None, metavar="N",
                    help="tier-1 worker processes (default: cores - 1); with --threads, decode threads")
     p.add_argument("--threads", action="store_true",
                    help="decode in threads of this process instead of the multi-process pipeline")
@@ -63,7 +63,7 @@ def register(subparsers) -> None:
                    help="draw the package's subtitles (Interop or SMPTE XML) over the picture (default on)")
     p.add_argument("--subtitle-file", default=None, metavar="FILE",
                    help="draw this Interop/SMPTE subtitle XML or SRT file from the first frame instead")
-    p.add_argument("--preroll", type=positive_int, default=2, help="frames decoded before the clock starts (default 2)")
+    p.add_argument("--preroll", type=positive_int, default=2, metavar="N", help="frames decoded before the clock starts (default 2)")
     p.add_argument("--audio", choices=("auto", "device", "null", "off"), default="auto",
                    help="sound: auto (the default output device through sounddevice when there is one, "
                         "else the null sink; headless: null), device (the output device, headless too; "

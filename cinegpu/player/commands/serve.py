@@ -48,10 +48,10 @@ def register(subparsers) -> None:
                    help="texture upload path")
     p.add_argument("--colour", "--color", choices=("auto", "xyz", "rgb"), default="auto", help="content colour")
     p.add_argument("--primaries", choices=("p3d65", "rec709"), default="p3d65", help="display for X'Y'Z' content")
-    p.add_argument("--fps", type=positive_rate, default=None, help="override the edit rate (sequences: 24)")
-    p.add_argument("--workers", type=positive_int, default=None, help="tier-1 worker processes (with --threads: threads)")
+    p.add_argument("--fps", type=positive_rate, default=None, metavar="RATE", help="override the edit rate (sequences: 24)")
+    p.add_argument("--workers", type=positive_int, default=None, metavar="N", help="tier-1 worker processes (with --threads: threads)")
     p.add_argument("--threads", action="store_true", help="decode in threads instead of the multi-process pipeline")
-    p.add_argument("--preroll", type=positive_int, default=2, help="frames decoded before play starts the clock")
+    p.add_argument("--preroll", type=positive_int, default=2, metavar="N", help="frames decoded before play starts the clock")
     p.add_argument("--window", type=_size, default=(1280, 720), metavar="WxH", help="window size (default 1280x720)")
     p.add_argument("--subtitles", choices=("on", "off"), default="on",
                    help="draw the compositions' subtitles (Interop or SMPTE) over the picture (default on)")

@@ -26,18 +26,18 @@ def register(sub) -> None:
                    help="codestream, folder, MXF or package (default: the shipped 2K sample)")
     p.add_argument("--backend", choices=("cpu", "cuda", "auto"), default="auto",
                    help="reconstruction on the CPU or the GPU (auto: GPU when CUDA is there)")
-    p.add_argument("--workers", type=non_negative_int, default=None,
+    p.add_argument("--workers", type=non_negative_int, default=None, metavar="N",
                    help="tier-1 worker processes (default: one per core this process may use; 0: decode in this "
                         "process only)")
-    p.add_argument("--frames", type=positive_int, default=None, help="frames to decode (default: all, at least 3 passes of a short source)")
-    p.add_argument("--repeat", type=positive_int, default=None, help="times to cycle through the frames")
+    p.add_argument("--frames", type=positive_int, default=None, metavar="N", help="frames to decode (default: all, at least 3 passes of a short source)")
+    p.add_argument("--repeat", type=positive_int, default=None, metavar="N", help="times to cycle through the frames")
     p.add_argument("--compare", action="store_true",
                    help="also time opj_decompress, grk_decompress, ojph_expand (HTJ2K) and nvJPEG2000 where "
                         "installed, each on at most 64 of the frames or 20 s")
-    p.add_argument("--peer-threads", type=positive_int, default=None,
+    p.add_argument("--peer-threads", type=positive_int, default=None, metavar="N",
                    help="threads for each peer process (default: all cores)")
-    p.add_argument("--json", type=Path, default=None, help="write the figures as JSON here")
-    p.add_argument("--batch", type=positive_int, default=1,
+    p.add_argument("--json", type=Path, default=None, metavar="FILE", help="write the figures as JSON here")
+    p.add_argument("--batch", type=positive_int, default=1, metavar="N",
                    help="CUDA with GPU tier-1: decode N frames' code-blocks in one tier-1 launch (throughput "
                         "at N frames of latency; the player uses 1)")
     p.add_argument("--gpus", type=gpu_count, nargs="+", default=[1], metavar="N|all",
