@@ -26,6 +26,7 @@ from cinegpu.decode.codestream import dci, imf
 from cinegpu.media.images.colour import rgb_to_ycbcr, to_xyz12, xyz12_parameters
 from cinegpu.media.package.dcp_write import _cinegpu_encoder, encode_frame, encoder_name
 from cinegpu.media.errors import UnsupportedMedia
+from cinegpu.media.mxf.write import J2KHeader
 from cinegpu.jobs.frame_uploads import FrameUploads, UploadSettings
 from cinegpu.jobs.gpu_waits import sleep_on_waits
 from cinegpu.media.images.frames import unit_scale
@@ -273,6 +274,14 @@ class FrameEncoders:
         """A context in which this thread's encoder's device and CUDA stream are current (a
         no-op one on the CPU): where :attr:`uploads` queues a frame's copies."""
         return self._encoder().on_stream()
+
+    def last_header(self) -> J2KHeader | None:
+        """What the track file repeats of the main header this thread's encoder wrote for its
+        last frame (from the encoder's own parse of it, :attr:`cinegpu.encode.Encoder.header`:
+        the codestream is not parsed again); None before a frame, or for the OpenJPEG
+        stand-in."""
+        header = getattr(getattr(self._local, "encoder", None), "header", None)
+        return None if header is None else J2KHeader.of(header)
 
     def _staging(self):
         """This thread's :class:`cinegpu.encode.gpu.HostStaging`."""
