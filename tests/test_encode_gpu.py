@@ -280,12 +280,15 @@ def test_host_staging_buffer_goes_up_without_a_copy(monkeypatch):
 
 def test_frames_read_into_the_upload_buffer_code_the_same(tmp_path, monkeypatch):
     """Mastering's encoder threads copy TIFF frames to the GPU straight from their files
-    (FrameEncoders.upload_run) or read them into their page-locked upload buffer
+    (FrameEncoders.uploads, the mapped path) or read them into their page-locked upload buffer
     (FrameEncoders.input_buffer): the same codestreams as from frames read on their own,
     DCI and IMF HTJ2K; the CPU back end reads them as before."""
+    from dataclasses import replace
+
     import tifffile
     from cinegpu.jobs.frame_coders import code_frame
     from cinegpu.jobs.frame_encode import FrameEncoders
+    from cinegpu.jobs.frame_uploads import FrameUploads
     from cinegpu.media.images.frames import ImageFrames
     rng = np.random.default_rng(6)
     files = []
@@ -299,16 +302,18 @@ def test_frames_read_into_the_upload_buffer_code_the_same(tmp_path, monkeypatch)
                        backend="cuda") as enc:
         assert enc.input_buffer((4, 5, 3), np.uint16).shape == (4, 5, 3)
         assert enc.input_buffer((4, 5, 3), np.int32) is None
-        assert enc.upload_run(frames.run(0)) is not None     # straight from the file
+        assert enc.uploads.send(frames.run(0)).path == "mapped"   # straight from the file
         direct = [code_frame(enc, frames, k, 2048, 1080) for k in range(3)]
         plain = [code_frame(enc, lambda i: frames(i), k, 2048, 1080) for k in range(3)]
-        sent = enc.send_run(frames.run(1))                    # through the ring
-        assert np.array_equal(cupy.asnumpy(sent), frames(1))
+        ring_only = FrameUploads(enc, replace(enc.uploads.settings, mapped=False))
+        sent = ring_only.send(frames.run(1))                    # through the ring
+        assert sent.path == "ring" and np.array_equal(cupy.asnumpy(sent.image), frames(1))
+        ring_only.close()
     assert direct == plain
     # IMF HTJ2K R'G'B': frames copied up straight from their files code the same too
     with FrameEncoders(profile="imf-2k", fps=24, bitrate=100, colorspace="rec709",
                        backend="cuda", bits=12, codec="htj2k") as enc:
-        assert enc.upload_run(frames.run(0)) is not None
+        assert enc.uploads.send(frames.run(0)).path == "mapped"
         direct = [code_frame(enc, frames, k, 2048, 1080) for k in range(3)]
         plain = [code_frame(enc, lambda i: frames(i), k, 2048, 1080) for k in range(3)]
     assert direct == plain
@@ -317,13 +322,13 @@ def test_frames_read_into_the_upload_buffer_code_the_same(tmp_path, monkeypatch)
     with FrameEncoders(profile="imf-2k", fps=24, bitrate=100, colorspace="rec709",
                        backend="cuda", bits=12, codec="htj2k") as enc:
         sent = []
-        real = enc.send_run
-        enc.send_run = lambda run, direct=False: sent.append(run) or real(run, direct)
+        real = enc.uploads.send
+        enc.uploads.send = lambda run: sent.append(real(run)) or sent[-1]
         ringed = [code_frame(enc, frames, k, 2048, 1080) for k in range(3)]
-    assert len(sent) == 3 and ringed == plain
+    assert [u.path for u in sent] == ["ring"] * 3 and ringed == plain
     with FrameEncoders(profile="imf-2k", fps=24, bitrate=100, colorspace="rec709",
                        backend="cpu", bits=12, codec="htj2k") as cpu:
-        assert cpu.upload_run(frames.run(0)) is None and not cpu.uploads_runs
+        assert cpu.uploads.up(frames, 0, 2048, 1080).path == "read" and not cpu.uploads_runs
 
 
 def test_guard_bits_cuda_clips_and_measures_as_numpy():

@@ -753,6 +753,7 @@ def test_code_frame_stamps_whether_the_frame_went_up_from_its_file(tmp_path):
     import tifffile
     from cinegpu.jobs.frame_coders import code_frame
     from cinegpu.media.images.frames import ImageFrames
+    from upload_fakes import seam_of
     img = np.arange(6 * 8 * 3, dtype=np.uint16).reshape(6, 8, 3)
     tifffile.imwrite(tmp_path / "f0.tif", img, photometric="rgb")
     frames = ImageFrames((str(tmp_path / "f0.tif"),), None)
@@ -762,6 +763,7 @@ def test_code_frame_stamps_whether_the_frame_went_up_from_its_file(tmp_path):
 
         def __init__(self, up):
             self.up, self.seen = up, []
+            self.uploads = seam_of(self)
 
         def upload_run(self, run):
             return img.copy() if self.up else None

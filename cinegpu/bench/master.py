@@ -64,8 +64,8 @@ from cinegpu.bench.encode import opj_encode_frames, synthetic_frame
 from cinegpu.bench.encode_peers import grk_compress_dci, have_grk, have_opj
 
 from cinegpu.media.images.colour import to_xyz12
-from cinegpu.jobs.frame_coders import run_up
 from cinegpu.jobs.frame_encode import pick_backend
+from cinegpu.jobs.frame_uploads import FrameUploads, UploadSettings
 from cinegpu.media.images.frames import read_image, tiff_run
 from cinegpu.jobs.master_job import (Composition, Compute, InputFrames, MasterJob, Picture,
                                      image_input)
@@ -387,19 +387,28 @@ def _read_each(paths: list[str], gpu: bool) -> int:
         return len(paths)
     import cupy
     from cinegpu.encode.gpu import HostStaging
-    from cinegpu.encode.mapped_upload import MappedUploads
-    from cinegpu.encode.ring_upload import RingUploads
-    uploads, ring, staging = MappedUploads(), RingUploads(), HostStaging()
+    staging = HostStaging()
+    # as an encoder thread sends a run up (FrameUploads.send), the switches read as an
+    # encoder process reads them
+    uploads = FrameUploads(_OnStream(), UploadSettings.of(os.environ))
     with cupy.cuda.Stream(non_blocking=True) as stream:
-        for path in paths:        # as an encoder thread reads (media.frame_coders.code_frame)
+        for path in paths:
             run = tiff_run(path, limit=None)
-            if run is None or run_up(run, uploads.upload, ring.upload)[0] is None:
+            if run is None or uploads.send(run) is None:
                 staging.upload(read_image(path, limit=None, stored=True,
                                           out=staging.buffer))
         uploads.close()
-        ring.close()
         stream.synchronize()
     return len(paths)
+
+
+class _OnStream:
+    """What :meth:`.FrameUploads.send` asks of an encoder, for reading alone: the stream to
+    queue the copies on, which is current already."""
+
+    @staticmethod
+    def on_stream():
+        return contextlib.nullcontext()
 
 
 def read_rate(folder: Path, processes: int, gpu: bool = False,
@@ -438,7 +447,7 @@ class Sweep:
     processes outnumber the GPUs and it starts) and/or without it; ``rate``, Part-1 rate
     control's hull on the host (False), the GPU (True) and/or master's default (None);
     ``turns``, counts of threads that may lock file pages for the GPU at once
-    (``CINEGPU_MAPPED_TURNS``, see :class:`cinegpu.encode.mapped_upload.RegisterGate`; None:
+    (``CINEGPU_MAPPED_TURNS``, see :class:`cinegpu.jobs.frame_uploads.UploadSettings`; None:
     master's); ``ring``, frames not taken straight from their files read to the GPU through a
     small page-locked ring (True, :mod:`cinegpu.encode.ring_upload`) and/or whole into the
     page-locked buffer (False), through ``CINEGPU_RING_UPLOADS`` (None: master's); ``direct``,

@@ -248,6 +248,12 @@ class Encoder:
             raise ValueError("rate_on_gpu needs the cuda back end")
         self.pool = TierOnePool(settings.workers)
         self.timings: dict[str, float] = {}
+        #: the main header the last frame was written with, as the codec parses it (a
+        #: :class:`~cinegpu.decode.codestream.header.Codestream` of its SIZ, CAP, COD, QCD...,
+        #: shared by every frame of one geometry: parsed once, when the geometry was planned;
+        #: its TLM without entries), for a writer that repeats it (the MXF picture descriptor)
+        #: without parsing the codestream again; None before a frame
+        self.header = None
         self._plans = geometry if geometry is not None else GeometryCache()
         #: the CUDA device (cuda back end) this encoder's stream, buffers and kernels live on;
         #: None: the current device when it first runs
@@ -335,6 +341,7 @@ class Encoder:
             cs, plans = self._geometry(params)
             flats = self._forward(comps, params, plans, code_values)
             params, cs, plans, flats = self._guard_bits(params, cs, plans, flats)
+            self.header = cs                 # the header this frame is written with
             if self.codec == "htj2k":
                 return self._encode_ht(params, cs, plans, flats, t0)
             tf = time.perf_counter()

@@ -47,71 +47,34 @@ from cinegpu.decode.workers import START_SILENCE_S, Broken, Ready, WorkerPool, a
 
 from cinegpu.media import errors
 from cinegpu.media.errors import MediaError
-from cinegpu.media.images.frames import ImageFrames, fit, read_run
+from cinegpu.media.images.frames import fit
 from cinegpu.jobs.master_job import FrameCoding
 from cinegpu.jobs.mps import mps_serves
 
 __all__ = ["SLOT_BYTES", "CodeFrame", "CoderSetup", "FrameCoded",
            "FrameFailed", "FrameTiming", "ProcessCoders", "StopCoder", "ThreadCoders",
-           "code_frame", "device_environ", "run_up"]
+           "code_frame", "device_environ"]
 
 
 def code_frame(encoders, read: Callable[[int], np.ndarray], i: int, width: int,
                height: int, stamps: list | None = None) -> bytes:
-    """Input frame ``i``: read, fitted to ``width`` x ``height`` and encoded.  A reading
-    error stays the MediaError ``read`` raised; the encoder's own failure becomes a
-    MediaError naming the frame and the encoder.  ``stamps``: a list to which the
-    ``time.monotonic()`` and the thread's ``time.thread_time()`` at which the frame had been
-    read are appended, whether it went up straight from its file, and whether it went through
-    the ring to be read ``O_DIRECT`` (not in the page cache; the ring reads it the usual way
-    where the file cannot be opened so).  Image files
-    (:class:`.images_in.ImageFrames`) are read into the encoders' input buffer where they
-    have one (:meth:`.FrameEncoders.input_buffer`: a GPU encoder's page-locked buffer, so
-    that the frame is not copied again to go up), or where a GPU encoder can take them straight
-    from the file, copied up from there (:meth:`.FrameEncoders.upload_run`), or else, where
-    :func:`.images_in.tiff_run` located them, read from there without parsing the file's
-    header again: by a GPU encoder through its small page-locked ring
-    (:meth:`.FrameEncoders.send_run`), else into the input buffer
-    (:func:`.images_in.read_run`).  A GPU encoder reads a frame whose file is not in the page
-    cache (:func:`cinegpu.encode.direct_read.cold`) through its ring ``O_DIRECT``, neither
-    locking its pages nor copying them."""
-    mapped = direct = False
-    if isinstance(read, ImageFrames):
-        run = read.run(i) if encoders.uploads_runs else None
-        image = None
-        if run is not None and run.shape[:2] == (height, width):
-            image, mapped, direct = run_up(run, encoders.upload_run, encoders.send_run)
-        if image is None and run is not None:     # located by its header: read, not parsed again
-            image = read_run(run, encoders.input_buffer)
-        if image is None:
-            image = read(i, out=encoders.input_buffer)
-    else:
-        image = read(i)
+    """Input frame ``i``: read and taken to ``encoders`` by their upload seam
+    (:meth:`.frame_uploads.FrameUploads.up`: which path, and why), fitted to ``width`` x
+    ``height`` and encoded.  A reading error stays the MediaError ``read`` raised; the
+    encoder's own failure becomes a MediaError naming the frame and the encoder.  ``stamps``:
+    a list to which are appended the ``time.monotonic()`` and the thread's
+    ``time.thread_time()`` at which the frame had been read, whether it went up straight from
+    its file and whether it was sent to be read ``O_DIRECT`` (:class:`.frame_uploads.Upload`)."""
+    frame = encoders.uploads.up(read, i, width, height)
     if stamps is not None:
-        stamps += [time.monotonic(), time.thread_time(), mapped, direct]
+        stamps += [time.monotonic(), time.thread_time(), frame.mapped, frame.direct]
     try:
-        return encoders.encode(fit(image, width, height))
+        return encoders.encode(fit(frame.image, width, height))
     except MediaError:
         raise
     except Exception as exc:
         raise MediaError(None, f"frame {i}: {encoders.name} failed: "
                                f"{type(exc).__name__}: {exc}") from exc
-
-
-def run_up(run, upload_run, send_run) -> tuple:
-    """A frame's run of samples sent to the GPU the way mastering does: (the device array or
-    None, whether it went up straight from its file, whether it went through the ring to be
-    read ``O_DIRECT``).  A run not in the page cache (:func:`cinegpu.encode.direct_read.cold`)
-    goes through the ring ``O_DIRECT`` (``send_run(run, True)``); one in memory is locked
-    for the GPU where a turn is free (``upload_run(run)``), else read through the ring
-    (``send_run(run, False)``)."""
-    from cinegpu.encode.direct_read import cold as on_storage
-    cold = on_storage(run)
-    image = None if cold else upload_run(run)
-    if image is not None:
-        return image, True, False
-    image = send_run(run, cold)
-    return image, False, cold and image is not None
 
 
 class ThreadCoders:
@@ -210,7 +173,7 @@ class FrameCoded:
     length: int = 0
     cpu: tuple[float, float] = (0.0, 0.0)
     stages: tuple = ()
-    #: the frame went to the GPU straight from its file (:meth:`.FrameEncoders.upload_run`)
+    #: the frame went to the GPU straight from its file (:attr:`.frame_uploads.Upload.mapped`)
     mapped: bool = False
     #: the frame was read ``O_DIRECT``, not being in the page cache (:func:`code_frame`)
     direct: bool = False

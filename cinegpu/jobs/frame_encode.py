@@ -7,8 +7,10 @@ float32) and the colour conversion (:func:`cinegpu.encode.gpu.rgb_to_xyz12`, the
 :func:`.colour.to_xyz12`), the forward stage and tier-1 run there; only the coded blocks come
 back.  On the CPU the same chain runs in numpy and numba.  The bit-planes the budget drops are
 not coded (:mod:`cinegpu.encode.early_stop`, decided per frame from the frame alone), so a
-frame's bytes never depend on which thread coded it or on the frames before it.  ``CINEGPU_ENCODER=opj_compress``
-(or a missing :mod:`cinegpu.encode`) selects the OpenJPEG stand-in of :mod:`.dcp_write`.
+frame's bytes never depend on which thread coded it or on the frames before it.  How an input
+frame reaches the encoders is their upload seam's to say (:attr:`FrameEncoders.uploads`,
+:mod:`.frame_uploads`).  ``CINEGPU_ENCODER=opj_compress`` selects the OpenJPEG stand-in of
+:mod:`.dcp_write`.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from cinegpu.decode.codestream import dci, imf
 from cinegpu.media.images.colour import rgb_to_ycbcr, to_xyz12, xyz12_parameters
 from cinegpu.media.package.dcp_write import _cinegpu_encoder, encode_frame, encoder_name
 from cinegpu.media.errors import UnsupportedMedia
+from cinegpu.media.mxf.write import J2KHeader
+from cinegpu.jobs.frame_uploads import FrameUploads, UploadSettings
 from cinegpu.jobs.gpu_waits import sleep_on_waits
 from cinegpu.media.images.frames import unit_scale
 from cinegpu.decode.cpus import usable_cores
@@ -67,7 +71,8 @@ def pick_backend(backend: str = "auto") -> str:
 
 
 def _on_device(a) -> bool:
-    """Whether ``a`` is a GPU array (:meth:`FrameEncoders.upload_run`'s), not a host one."""
+    """Whether ``a`` is a GPU array (one :class:`.frame_uploads.FrameUploads` sent up), not a
+    host one."""
     return hasattr(a, "__cuda_array_interface__")
 
 
@@ -82,7 +87,9 @@ class FrameEncoders:
 
     ``encode(image, top)``: ``image`` an (H, W, 3) array already at the DCI container size,
     integers read as ``clip(v / top, 0, 1)`` (``top`` default: the dtype's maximum) or floats
-    0..1; returns the codestream bytes.
+    0..1; returns the codestream bytes.  :attr:`uploads`: how input frames reach these
+    encoders (:class:`.frame_uploads.FrameUploads`, the upload switches read from the
+    environment once, where the encoders take frames as stored on the GPU).
     """
 
     def __init__(self, *, profile: str, fps, bitrate: float | None, colorspace: str,
@@ -120,8 +127,10 @@ class FrameEncoders:
             self.sleeping_waits = sleep_on_waits(
                 [device] if device is not None else range(self.gpus))
         self._made: list = []
-        self._uploads: list = []        # every thread's Mapped/RingUploads, closed with the encoders
         self._lock = threading.Lock()
+        #: the one way from image files to these encoders (the CPU back end reads no switch)
+        self.uploads = FrameUploads(self, UploadSettings.of(os.environ) if self.uploads_runs
+                                    else UploadSettings())
 
     def default_processes(self, frames: int | None = None) -> int:
         """Encoder processes when the user does not say, for a job of ``frames`` frames to
@@ -256,44 +265,23 @@ class FrameEncoders:
 
     @property
     def uploads_runs(self) -> bool:
-        """Whether :meth:`upload_run` can take frames straight from their files: the cuda back
-        end with cinegpu's encoder, and R'G'B' kept as given (Y'CbCr is made on the host)."""
+        """Whether these encoders take frames as stored on their GPU, straight from their files
+        (:attr:`uploads`): the cuda back end with cinegpu's encoder, and R'G'B' kept as given
+        (Y'CbCr is made on the host)."""
         return self.backend == "cuda" and self.ours and not (self.imf and self.sampling != "rgb")
 
-    def upload_run(self, run):
-        """Frame samples stored as one run of a file
-        (:class:`cinegpu.encode.mapped_upload.FileRun`) copied to this thread's encoder's
-        device straight from the file (:class:`cinegpu.encode.mapped_upload.MappedUploads`):
-        a CuPy array, queued on the encoder's stream; None on the CPU back end, for the
-        OpenJPEG stand-in or where the file cannot be locked for the GPU (read it then)."""
-        from cinegpu.encode.mapped_upload import MappedUploads
-        return self._run_up(run, "uploads", MappedUploads)
+    def on_stream(self):
+        """A context in which this thread's encoder's device and CUDA stream are current (a
+        no-op one on the CPU): where :attr:`uploads` queues a frame's copies."""
+        return self._encoder().on_stream()
 
-    def send_run(self, run, direct: bool = False):
-        """Frame samples stored as one run of a file (a
-        :class:`cinegpu.encode.mapped_upload.FileRun`) read to this thread's encoder's device
-        through a small ring of page-locked buffers, each chunk copied up while the next is
-        read (:class:`cinegpu.encode.ring_upload.RingUploads`: the copy engine reads chunks a
-        core has just written, not a whole frame from memory): a CuPy array queued on the
-        encoder's stream; ``direct``: read ``O_DIRECT`` (a run not in the page cache,
-        :func:`cinegpu.encode.direct_read.cold`);
-        None where :attr:`uploads_runs` is False or the run cannot be read (read it then)."""
-        from cinegpu.encode.ring_upload import RingUploads
-        return self._run_up(run, "ring", RingUploads, direct)
-
-    def _run_up(self, run, name: str, make, *how):
-        """``run`` sent up by this thread's ``name`` uploader (made by ``make()`` on first use
-        and closed with the encoders) on the encoder's stream; None where runs are not taken."""
-        if run is None or not self.uploads_runs:
-            return None
-        up = getattr(self._local, name, None)
-        if up is None:
-            up = make()
-            setattr(self._local, name, up)
-            with self._lock:
-                self._uploads.append(up)
-        with self._encoder().on_stream():
-            return up.upload(run, *how)
+    def last_header(self) -> J2KHeader | None:
+        """What the track file repeats of the main header this thread's encoder wrote for its
+        last frame (from the encoder's own parse of it, :attr:`cinegpu.encode.Encoder.header`:
+        the codestream is not parsed again); None before a frame, or for the OpenJPEG
+        stand-in."""
+        header = getattr(getattr(self._local, "encoder", None), "header", None)
+        return None if header is None else J2KHeader.of(header)
 
     def _staging(self):
         """This thread's :class:`cinegpu.encode.gpu.HostStaging`."""
@@ -313,11 +301,10 @@ class FrameEncoders:
             return convert(image)
 
     def close(self) -> None:
+        """Close the uploads' uploaders, then every thread's encoder."""
+        self.uploads.close()
         with self._lock:
             made, self._made = self._made, []
-            uploads, self._uploads = self._uploads, []
-        for up in uploads:
-            up.close()
         for enc in made:
             enc.close()
 

@@ -114,8 +114,8 @@ class IMFPictureTrackWriter(PictureTrackWriter):
         self.instance_ids: dict[str, uuid.UUID] = {}
         super().__init__(path, **kwargs)
 
-    def write(self, codestream: bytes, parsed=None) -> None:
-        super().write(codestream, parsed)
+    def write(self, codestream: bytes, header=None) -> None:
+        super().write(codestream, header)
         if len(self.offsets) == 1:
             coding_label(self.header.Rsiz)    # MediaError now for a codestream IMF cannot carry
 

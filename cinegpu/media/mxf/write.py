@@ -639,10 +639,19 @@ class PictureTrackWriter(TrackWriter):
         super().__init__(path, **kwargs)
 
     # -- frames --
-    def write(self, codestream: bytes, parsed: Codestream | None = None) -> None:
+    def write(self, codestream: bytes, header: J2KHeader | None = None) -> None:
         """Append one frame (ST 422 frame wrapping: one picture element per edit unit).
-        ``parsed``: the frame's parse where the caller has it (else its main header is read)."""
-        header = parse_j2k_header(codestream) if parsed is None else J2KHeader.of(parsed)
+        ``header``: its main header as the encoder that wrote it hands it over
+        (:meth:`cinegpu.jobs.frame_encode.FrameEncoders.last_header`), so that a frame's header
+        is not parsed again; else it is read from the codestream.  The first frame, whose
+        header the descriptor repeats, is read either way, and a header handed with it must be
+        its own."""
+        if self.header is None or header is None:
+            own = parse_j2k_header(codestream)
+            if header is not None and header != own:
+                raise MediaError(self.path, f"frame {len(self.offsets)}: the main header handed "
+                                            "with it is not its own")
+            header = own
         if self.header is None:
             self.header = header
         elif (header.width, header.height, header.Rsiz) != \

@@ -56,7 +56,6 @@ from lxml import etree
 
 from cinegpu import PRODUCT, __version__
 from cinegpu.decode.codestream import dci
-from cinegpu.decode.codestream.header import Codestream
 
 from cinegpu.media.errors import MediaError
 from cinegpu.media.files import new_partial_folder
@@ -64,7 +63,7 @@ from cinegpu.media.security.package_signature import Signer, check_package_signa
 from cinegpu.media.mxf.sound_write import SoundTrackFile, SoundTrackWriter
 from cinegpu.media.mxf.timed_text_write import TimedTextTrackFile, TimedTextTrackWriter
 from cinegpu.media.security.content_keys import KEY_TYPES, TrackKey, new_track_key, write_key_file
-from cinegpu.media.mxf.write import EssenceEncryption, PictureTrackWriter, TrackFile
+from cinegpu.media.mxf.write import EssenceEncryption, J2KHeader, PictureTrackWriter, TrackFile
 from cinegpu.media.sound.inputs import SoundInput
 from cinegpu.media.subtitles.write import NS_DCST, TimedTextAsset, split_subtitles
 
@@ -423,10 +422,11 @@ class DCPWriter:
             self._hasher.shutdown(wait=True, cancel_futures=True)
             self._hasher = None
 
-    def write(self, codestream: bytes, parsed: Codestream | None = None) -> None:
-        """Append one frame; ``parsed``: its parse, where the caller has it (not parsed again).
-        At a reel's last frame's successor the reel's picture track file is finished and the
-        next one begun."""
+    def write(self, codestream: bytes, header: J2KHeader | None = None) -> None:
+        """Append one frame; ``header``: its main header as its encoder hands it over, where
+        the caller has it (:meth:`.PictureTrackWriter.write`: not parsed again).  At a reel's
+        last frame's successor the reel's picture track file is finished and the next one
+        begun."""
         lengths = self.reel_lengths
         if lengths is not None and len(self.track_writer.offsets) == lengths[len(self.pictures)]:
             if len(self.pictures) + 1 == len(lengths):
@@ -434,7 +434,7 @@ class DCPWriter:
             self._close_picture()
             self._next_picture()
         with self._writing(self.mxf_name):
-            self.track_writer.write(codestream, parsed)
+            self.track_writer.write(codestream, header)
 
     def abort(self) -> None:
         """Remove the partial folder (and so everything written so far), and the key file
