@@ -95,9 +95,12 @@ def test_code_frame_reads_a_located_run_without_parsing_again(tmp_path, monkeypa
             self.seen.append(np.array(image))
             return b"x"
 
+        def last_header(self):
+            return None
+
     enc = Encoders()
     enc.uploads = seam_of(enc)
-    assert frame_coders.code_frame(enc, ImageFrames((str(path),), None), 0, 8, 6) == b"x"
+    assert frame_coders.code_frame(enc, ImageFrames((str(path),), None), 0, 8, 6).codestream == b"x"
     assert parsed == [] and np.array_equal(enc.seen[0], img)
     enc.uploads_runs = False                # the usual way: read_image
     frame_coders.code_frame(enc, ImageFrames((str(path),), None), 0, 8, 6)
@@ -136,10 +139,13 @@ def test_code_frame_sends_a_located_run_through_the_ring_when_not_mapped(tmp_pat
             self.seen.append(np.array(image))
             return b"x"
 
+        def last_header(self):
+            return None
+
     frames = ImageFrames((str(path),), None)
     for ring in (True, False):
         enc, stamps = Encoders(ring), []
-        assert frame_coders.code_frame(enc, frames, 0, 8, 6, stamps) == b"x"
+        assert frame_coders.code_frame(enc, frames, 0, 8, 6, stamps).codestream == b"x"
         assert [r.offset for r in enc.sent] == [frames.run(0).offset]
         assert enc.buffers == (0 if ring else 1) and stamps[2] is False
         assert np.array_equal(enc.seen[0], img)
@@ -181,11 +187,14 @@ def test_code_frame_reads_a_frame_on_storage_direct_through_the_ring(tmp_path, m
             self.seen.append(np.array(image))
             return b"x"
 
+        def last_header(self):
+            return None
+
     frames = ImageFrames((str(path),), None)
     for cold in (True, False):
         on_storage.append(cold)
         enc, stamps = Encoders(), []
-        assert frame_coders.code_frame(enc, frames, 0, 8, 6, stamps) == b"x"
+        assert frame_coders.code_frame(enc, frames, 0, 8, 6, stamps).codestream == b"x"
         assert enc.direct == [cold] and enc.mapped == (0 if cold else 1)
         assert np.array_equal(enc.seen[0], img)
         assert stamps[2:] == [False, cold]        # not mapped; read O_DIRECT where cold

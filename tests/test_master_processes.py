@@ -144,7 +144,7 @@ def test_a_slow_frame_at_the_head_does_not_stop_the_other_processes(tmp_path):
             while submitted < total and coders.has_room():
                 coders.submit(submitted)
                 submitted += 1
-            out.append(coders.next())
+            out.append(coders.next().codestream)
     finally:
         coders.close(abort=True)
     levels = [int(decode(c)[1][27, 48]) for c in out]
@@ -298,10 +298,10 @@ def test_codestreams_come_back_through_slots_or_the_pipe(tmp_path):
             got = []
             for i in frames:
                 while not coders.has_room():
-                    got.append(coders.next())
+                    got.append(coders.next().codestream)
                 coders.submit(i)
             while len(got) < len(frames):
-                got.append(coders.next())
+                got.append(coders.next().codestream)
             assert [len(f) for f in coders._free] == [coders.capacity * m for m in made]  # free
             return got, made
         finally:
@@ -775,9 +775,12 @@ def test_code_frame_stamps_whether_the_frame_went_up_from_its_file(tmp_path):
             self.seen.append(image)
             return b"x"
 
+        def last_header(self):
+            return None
+
     for up in (True, False):
         enc, stamps = Encoders(up), []
-        assert code_frame(enc, frames, 0, 8, 6, stamps) == b"x"
+        assert code_frame(enc, frames, 0, 8, 6, stamps).codestream == b"x"
         assert len(stamps) == 4 and stamps[2] is up and stamps[3] is False
         assert np.array_equal(enc.seen[0], img)
     stamps = []
@@ -913,3 +916,23 @@ def test_stop_ends_idle_processes_without_waiting_and_close_waits(tmp_path):
         coders._held[0].clear()
     finally:
         coders.close()
+
+
+@needs_encoder
+@pytest.mark.parametrize("processes", [1, pytest.param(2, marks=pytest.mark.slow)])
+def test_the_writer_parses_no_frame_header_but_the_first(tmp_path, monkeypatch, processes):
+    """Each frame reaches the track file with the main header its encoder wrote (threads of
+    this process, or encoder processes through their replies): the writer parses the first
+    frame's header only, and the track file's codestreams are the frames coded."""
+    from cinegpu.media.mxf import write as mxf_write
+
+    parsed = []
+    parse = mxf_write.parse_j2k_header
+    monkeypatch.setattr(mxf_write, "parse_j2k_header", lambda data: parsed.append(len(data)) or parse(data))
+    src = _frames(tmp_path / "in", 4)
+    master(MasterJob.of_images(src, tmp_path / "out", title="t", processes=processes, workers=1,
+                               backend="cpu"), progress=False)
+    assert len(parsed) == 1
+    frames = _codestreams(tmp_path / "out")
+    headers = [mxf_write.parse_j2k_header(f) for f in frames]
+    assert len(frames) == 4 and all(h == headers[0] for h in headers) and headers[0].height == 1080

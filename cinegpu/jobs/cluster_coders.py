@@ -28,7 +28,7 @@ from functools import lru_cache
 
 from cinegpu.jobs.cluster import Cluster
 from cinegpu.media.errors import MediaError
-from cinegpu.jobs.frame_coders import FrameFailed, code_frame
+from cinegpu.jobs.frame_coders import Coded, FrameFailed, code_frame
 from cinegpu.jobs.master_job import Encoding, FrameCoding
 
 __all__ = ["ClusterCoders", "code_cluster_frame", "worker_encoders"]
@@ -43,9 +43,9 @@ def worker_encoders(encoding: Encoding):
     return encoding.encoders(device=0 if encoding.backend == "cuda" else None)
 
 
-def code_cluster_frame(job: FrameCoding, i: int) -> bytes | FrameFailed:
+def code_cluster_frame(job: FrameCoding, i: int) -> Coded | FrameFailed:
     """A Dask task: input frame ``i`` of ``job`` read, fitted and encoded on this worker;
-    its codestream, or the frame's MediaError as a :class:`.FrameFailed` (an exception
+    its :class:`.frame_coders.Coded` (the codestream and its header), or the frame's MediaError as a :class:`.FrameFailed` (an exception
     of another kind too, as a plain MediaError naming the frame)."""
     try:
         return code_frame(worker_encoders(job.encoding), job.read, i, job.width, job.height)
@@ -113,8 +113,8 @@ class ClusterCoders:
     def submit(self, i: int) -> None:
         self._pending.append(self._submit(i, 0))
 
-    def next(self) -> bytes:
-        """The codestream of the oldest frame submitted; a frame that failed twice raises
+    def next(self) -> Coded:
+        """The oldest frame submitted, coded; a frame that failed twice raises
         its MediaError here."""
         frame = self._pending[0]
         while True:

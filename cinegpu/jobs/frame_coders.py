@@ -38,7 +38,7 @@ from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from multiprocessing import shared_memory
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy as np
 
@@ -48,16 +48,26 @@ from cinegpu.decode.workers import START_SILENCE_S, Broken, Ready, WorkerPool, a
 from cinegpu.media import errors
 from cinegpu.media.errors import MediaError
 from cinegpu.media.images.frames import fit
+from cinegpu.media.mxf.write import J2KHeader
 from cinegpu.jobs.master_job import FrameCoding
 from cinegpu.jobs.mps import mps_serves
 
-__all__ = ["SLOT_BYTES", "CodeFrame", "CoderSetup", "FrameCoded",
+__all__ = ["SLOT_BYTES", "CodeFrame", "Coded", "CoderSetup", "FrameCoded",
            "FrameFailed", "FrameTiming", "ProcessCoders", "StopCoder", "ThreadCoders",
            "code_frame", "device_environ"]
 
 
+class Coded(NamedTuple):
+    """A coded frame: its codestream and what the track file repeats of the main header its
+    encoder wrote (:meth:`.FrameEncoders.last_header`, the encoder's own parse; None from the
+    OpenJPEG stand-in), which the writer takes instead of parsing the codestream again."""
+
+    codestream: bytes
+    header: J2KHeader | None = None
+
+
 def code_frame(encoders, read: Callable[[int], np.ndarray], i: int, width: int,
-               height: int, stamps: list | None = None) -> bytes:
+               height: int, stamps: list | None = None) -> Coded:
     """Input frame ``i``: read and taken to ``encoders`` by their upload seam
     (:meth:`.frame_uploads.FrameUploads.up`: which path, and why), fitted to ``width`` x
     ``height`` and encoded.  A reading error stays the MediaError ``read`` raised; the
@@ -69,7 +79,7 @@ def code_frame(encoders, read: Callable[[int], np.ndarray], i: int, width: int,
     if stamps is not None:
         stamps += [time.monotonic(), time.thread_time(), frame.mapped, frame.direct]
     try:
-        return encoders.encode(fit(frame.image, width, height))
+        return Coded(encoders.encode(fit(frame.image, width, height)), encoders.last_header())
     except MediaError:
         raise
     except Exception as exc:
@@ -100,8 +110,8 @@ class ThreadCoders:
     def submit(self, i: int) -> None:
         self._pending.append(self._pool.submit(code_frame, *self._args[:2], i, *self._args[2:]))
 
-    def next(self) -> bytes:
-        """The codestream of the oldest frame submitted (its MediaError raised here)."""
+    def next(self) -> Coded:
+        """The oldest frame submitted, coded (its MediaError raised here)."""
         return self._pending.popleft().result()
 
     def stop(self) -> None:
@@ -177,6 +187,8 @@ class FrameCoded:
     mapped: bool = False
     #: the frame was read ``O_DIRECT``, not being in the page cache (:func:`code_frame`)
     direct: bool = False
+    #: the main header its encoder wrote, as the track file repeats it (:class:`Coded`)
+    header: J2KHeader | None = None
 
 
 @dataclass(frozen=True)
@@ -276,15 +288,15 @@ def _coder_main(conn) -> None:
         began, cpu0, stamps = time.monotonic(), time.thread_time(), []
         try:
             coding = setup.coding
-            data = code_frame(encoders, coding.read, task.index, coding.width, coding.height,
-                              stamps)
+            data, header = code_frame(encoders, coding.read, task.index, coding.width, coding.height,
+                                      stamps)
             ended, cpu1 = time.monotonic(), time.thread_time()
             slot = task.slot if segment is not None and len(data) <= slot_bytes else None
             if slot is not None:
                 segment.buf[slot * slot_bytes:slot * slot_bytes + len(data)] = data
             reply = FrameCoded(task.seq, None, began, stamps[0], ended, slot, len(data),
                                (stamps[1] - cpu0, cpu1 - stamps[1]),
-                               tuple(encoders.last_timings().items()), stamps[2], stamps[3])
+                               tuple(encoders.last_timings().items()), stamps[2], stamps[3], header)
         except MediaError as exc:
             reply = FrameFailed.of(task.seq, exc)
         except Exception as exc:          # read() of another kind than images_in's
@@ -424,8 +436,8 @@ class ProcessCoders:
             self._ended(p)
         self._held[p][seq] = i
 
-    def next(self) -> bytes:
-        """The codestream of the oldest frame submitted (its MediaError raised here).  The
+    def next(self) -> Coded:
+        """The oldest frame submitted, coded (its MediaError raised here).  The
         replies already waiting in every pipe are taken first, so that a process whose
         frames are coded counts as free in :meth:`has_room` even while the head frame is
         here already: without this, coded frames waited several times as long to be read back
@@ -439,7 +451,7 @@ class ProcessCoders:
         self._next += 1
         if isinstance(reply, FrameFailed):
             raise reply.error()
-        return reply.data
+        return Coded(reply.data, reply.header)
 
     def _collect(self) -> None:
         """Wait for replies; a process that ended is a MediaError naming its frames."""

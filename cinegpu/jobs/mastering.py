@@ -31,7 +31,7 @@ from tqdm import tqdm
 
 from cinegpu.jobs.cluster import connect, parse_address
 from cinegpu.jobs.cluster_coders import ClusterCoders
-from cinegpu.jobs.frame_coders import CoderSetup, ProcessCoders, ThreadCoders, device_environ
+from cinegpu.jobs.frame_coders import Coded, CoderSetup, ProcessCoders, ThreadCoders, device_environ
 from cinegpu.jobs.frame_encode import FrameEncoders, device_for, pick_backend
 from cinegpu.jobs.master_job import Encoding, FrameCoding, InputFrames, MasterJob
 from cinegpu.jobs.mps import start_private_mps
@@ -139,9 +139,10 @@ def _write(job: MasterJob, coders, coding: FrameCoding, bar) -> tuple[Package, W
     XML written), then closed.  (The package, the writer's thread with its times, the CPU
     seconds of this thread in the loop.)"""
     total, count = job.length, job.input.count
-    cache: dict[int, bytes] = {}
+    cache: dict[int, Coded] = {}
     with _writer(job, coding.width, coding.height) as dcp:
-        behind = WriteBehind(dcp.write, depth=8)
+        # each frame with the header its encoder wrote: the writer parses none but the first
+        behind = WriteBehind(lambda coded: dcp.write(*coded), depth=8)
         try:
             loop_cpu = time.thread_time()
             submitted = 0
@@ -151,12 +152,12 @@ def _write(job: MasterJob, coders, coding: FrameCoding, bar) -> tuple[Package, W
                     submitted += 1
                 k = i % count
                 if k in cache:
-                    data = cache[k]
+                    coded = cache[k]
                 else:
-                    data = coders.next()
+                    coded = coders.next()
                     if total > count:
-                        cache[k] = data
-                behind.put(data)
+                        cache[k] = coded
+                behind.put(coded)
                 if bar is not None:
                     bar.update(1)
             loop_cpu = time.thread_time() - loop_cpu

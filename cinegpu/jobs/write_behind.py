@@ -28,7 +28,7 @@ class WriteBehind:
     waits is dropped) ends it.  ``first_s``/``last_s``: :func:`time.perf_counter` when the
     first and the last frame were written; ``cpu_s``: the writing thread's CPU seconds."""
 
-    def __init__(self, write: Callable[[bytes], None], depth: int = 8):
+    def __init__(self, write: Callable[[object], None], depth: int = 8):
         if depth < 1:
             raise ValueError(f"depth must be at least 1, got {depth}")
         self._write = write
