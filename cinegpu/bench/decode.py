@@ -17,6 +17,8 @@ from pathlib import Path
 from cinegpu.bench import decode_peers as peers
 from cinegpu.decode import BackendUnavailable, CodestreamError, PipelineError
 from cinegpu.decode.cpus import usable_cores
+
+
 def run(name: str, frames: list[bytes], args) -> int:
     """Time ``frames`` (read from ``name``) as ``args`` (``cinegpu bench``'s options) says, print
     the figures and return the exit code."""

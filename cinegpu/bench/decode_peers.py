@@ -8,7 +8,6 @@ caller prints the ratio against our own decode of the same frames.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess

@@ -26,11 +26,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from cinegpu.bench.encode_peers import grk_compress_dci, have_grk, have_opj, opj_compress_dci, psnr
 from cinegpu.decode import decode
 from cinegpu.decode.codestream import dci
-
 from cinegpu.encode.encoder import Encoder, EncoderSettings
-from cinegpu.bench.encode_peers import grk_compress_dci, have_grk, have_opj, opj_compress_dci, psnr
 
 __all__ = ["opj_encode_frames", "synthetic_frame", "main"]
 

@@ -62,9 +62,8 @@ from pathlib import Path
 
 import numpy as np
 
-from cinegpu.decode import decode
-
 from cinegpu.bench.encode import ours_processes
+from cinegpu.decode import decode
 from cinegpu.encode.encoder import Encoder, EncoderSettings
 
 SIZES = {"2k": (2048, 1080), "4k": (4096, 2160)}
@@ -203,8 +202,11 @@ def frame_coefficients(enc: Encoder, image: np.ndarray):
     GPU and their plans."""
     from dataclasses import replace  # noqa: PLC0415
 
-    from cinegpu.encode.encoder import _precisions, _split  # noqa: PLC0415
-    from cinegpu.encode.encoder import RSIZ_HT  # noqa: PLC0415
+    from cinegpu.encode.encoder import (  # noqa: PLC0415
+        RSIZ_HT,  # noqa: PLC0415
+        _precisions,
+        _split,
+    )
     from cinegpu.encode.presets import make_params  # noqa: PLC0415
     with enc.on_stream():
         comps = _split(image)

@@ -16,8 +16,7 @@ clipping to the component's precision (Ssiz, A.5.1): ``uint8`` up to 8 bits,
 end is ``"cpu"`` (numba); ``"cuda"``, ``"auto"`` and ``"numpy"`` are the others.
 """
 
-from . import kernel_cache  # noqa: F401  installs numba's cache locator before any kernel is defined
-
+from . import kernel_cache  # noqa: F401  (side effect: installs numba's cache locator before any kernel is defined)
 from .errors import (
     BackendUnavailable,
     CodestreamError,

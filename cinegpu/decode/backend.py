@@ -82,7 +82,7 @@ def cuda_missing() -> tuple[str, str] | None:
         import cupy
     except ImportError as exc:
         return f"CuPy is not installed ({exc})", CUDA_INSTALL_HINT
-    except Exception as exc:  # noqa: BLE001 - a broken CuPy install, named as it says
+    except Exception as exc:  # a broken CuPy install, named as it says
         return f"CuPy cannot be imported ({type(exc).__name__}: {exc})", CUDA_INSTALL_HINT
     driver = "check that the NVIDIA driver is loaded (nvidia-smi lists the GPU), or use the cpu back end"
     # the device count itself, not cupy.cuda.is_available(): that one caches "no device"
@@ -90,7 +90,7 @@ def cuda_missing() -> tuple[str, str] | None:
     try:
         if cupy.cuda.runtime.getDeviceCount() > 0:
             return None
-    except Exception as exc:  # noqa: BLE001 - the driver's own error, named as it says
+    except Exception as exc:  # the driver's own error, named as it says
         if "cudaErrorNoDevice" not in str(exc):
             return f"CuPy cannot use CUDA ({type(exc).__name__}: {exc})", driver
     return "CuPy finds no CUDA device", driver

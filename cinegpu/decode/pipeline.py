@@ -42,6 +42,7 @@ from typing import Callable
 
 import numpy as np
 
+from .cpus import usable_cores
 from .decoder import Decoder, Frame, Prepared, check_components
 from .errors import CodestreamError, PipelineError, WorkerCrashed
 from .limits import Limits
@@ -49,7 +50,6 @@ from .pipeline_messages import Failed, GrowSlot, Job, Reply, StopWorker, WorkerT
 from .pipeline_modes import FrameMode, GpuWork, SegmentsMode, backend_mode
 from .request import DecodeRequest
 from .shm import create_segment, reclaim_orphans
-from .cpus import usable_cores
 from .workers import Broken, Ready, WorkerPool, announce_compiles
 
 #: cudaHostRegisterPortable: host memory pinned for every CUDA context, not only the current one

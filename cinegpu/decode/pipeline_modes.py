@@ -25,8 +25,19 @@ from typing import ClassVar
 import numpy as np
 
 from .decoder import Decoder, Frame, Prepared, finish_frame
-from .pipeline_messages import (CoefficientsWritten, GrowSlot, Job, Reply, SamplesWritten, SegmentsWritten,
-                                TileArrays, WorkerTask, load_arrays, packed_nbytes, store_arrays)
+from .pipeline_messages import (
+    CoefficientsWritten,
+    GrowSlot,
+    Job,
+    Reply,
+    SamplesWritten,
+    SegmentsWritten,
+    TileArrays,
+    WorkerTask,
+    load_arrays,
+    packed_nbytes,
+    store_arrays,
+)
 from .tier1.gpu import scratch_entries, work_order
 
 

@@ -106,6 +106,7 @@ def _count_on_device(flat, counts) -> None:
     """Add the bit length counts of the CuPy int32 ``flat`` to ``counts`` (CuPy uint64[33])
     on the current stream: ``bit_length_histogram`` of forward.cu."""
     import cupy  # noqa: PLC0415
+
     from .gpu import THREADS, kernel  # noqa: PLC0415
     if flat.size:
         blocks = max(1, min(-(-flat.size // THREADS), 1024))

@@ -22,8 +22,8 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cinegpu.media.errors import EncryptedMedia, MediaError
 from cinegpu.decode.cpus import usable_cores
+from cinegpu.media.errors import EncryptedMedia, MediaError
 
 __all__ = ["CHUNK_FRAMES", "ChunkChecked", "DecodeChunk", "DecodeReport", "FrameFault",
            "check_library", "decode_chunk", "find_packages", "plan_library", "run"]
@@ -83,7 +83,6 @@ def decode_chunk(chunk: DecodeChunk) -> ChunkChecked:
     that fails is a :class:`FrameFault` (nothing is raised for bad media)."""
     from cinegpu.decode import decode
     from cinegpu.decode.errors import CodestreamError
-
     from cinegpu.media.mxf.read import MXFFile
     stereo = len(chunk.eyes) > 1
     faults: list[FrameFault] = []

@@ -24,12 +24,11 @@ than 4 of one thread, docs/performance.md), and GPU tasks ask for a share of it
 from __future__ import annotations
 
 import logging
-import os
 import re
 from dataclasses import dataclass
 
-from cinegpu.media.errors import MediaError
 from cinegpu.decode.cpus import usable_cores
+from cinegpu.media.errors import MediaError
 
 __all__ = ["CONNECT_TIMEOUT", "Cluster", "ClusterAddress", "connect", "parse_address"]
 

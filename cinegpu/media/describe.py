@@ -10,13 +10,21 @@ from fractions import Fraction
 from pathlib import Path
 
 from cinegpu.decode.codestream import dci
-
 from cinegpu.media.errors import MediaError, UnsupportedMedia
 from cinegpu.media.j2k_profile import Profile, parse_profile
 from cinegpu.media.mxf.klv import ul_str
 from cinegpu.media.mxf.read import MXFFile
+from cinegpu.media.package.read import (
+    Composition,
+    Package,
+    find_assetmap,
+    local,
+    missing_cpl_error,
+    parse_xml,
+    read_package,
+    relpath,
+)
 from cinegpu.media.sound.track import SoundTrack
-from cinegpu.media.package.read import Composition, Package, find_assetmap, local, missing_cpl_error, parse_xml, read_package, relpath
 from cinegpu.media.source import Source, kind_of, open_sequence
 
 FLAVOURS = {"dcp-smpte": "DCP, SMPTE (ST 429)", "dcp-interop": "DCP, Interop (PROTO-ASDCP)",

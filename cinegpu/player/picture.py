@@ -19,8 +19,8 @@ from __future__ import annotations
 import numpy as np
 
 from cinegpu.decode.codestream import dci
-from cinegpu.media.images.colour import YCBCR_COEFFICIENTS
 from cinegpu.media.errors import UnsupportedMedia
+from cinegpu.media.images.colour import YCBCR_COEFFICIENTS
 
 __all__ = ["COLOURS", "DCI_RSIZ", "is_xyz", "rgba16_reference", "ycbcr_to_rgba16", "PictureConverter"]
 

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import dataclasses
 import logging
 import math
 import queue
 import sys
 import time
-import dataclasses
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path

@@ -301,9 +301,11 @@ class SubtitleOverlay:
         return self._texture
 
     def _upload(self, rgba: np.ndarray) -> None:
-        import pyglet.gl as gl  # noqa: PLC0415
-        from cinegpu.interop import gl as glu  # noqa: PLC0415
         import ctypes  # noqa: PLC0415
+
+        import pyglet.gl as gl  # noqa: PLC0415
+
+        from cinegpu.interop import gl as glu  # noqa: PLC0415
 
         if self._texture is None:
             tex = gl.GLuint()
@@ -323,6 +325,7 @@ class SubtitleOverlay:
     def close(self) -> None:
         if self._texture is not None:
             import ctypes  # noqa: PLC0415
+
             import pyglet.gl as gl  # noqa: PLC0415
             gl.glDeleteTextures(1, ctypes.byref(gl.GLuint(self._texture)))
             self._texture = None
@@ -336,8 +339,10 @@ def subtitles_for(media, frames: int, rate, *, on: bool = True, file=None):
     from fractions import Fraction  # noqa: PLC0415
 
     from cinegpu.media.errors import MediaError  # noqa: PLC0415
-    from cinegpu.media.subtitles.documents import read_subtitles  # noqa: PLC0415
-    from cinegpu.media.subtitles.documents import composition_subtitles  # noqa: PLC0415
+    from cinegpu.media.subtitles.documents import (
+        composition_subtitles,  # noqa: PLC0415
+        read_subtitles,  # noqa: PLC0415
+    )
     from cinegpu.media.subtitles.track import CompositionSubtitles  # noqa: PLC0415
 
     if not on:

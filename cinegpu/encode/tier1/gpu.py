@@ -25,8 +25,18 @@ import functools
 import cupy
 import numpy as np
 
-from .gpu_plan import (BLOCK_THREADS, CUDA_SOURCE, KERNELS, TileGeometry, check_table, collect,
-                       queue_tile, slots, tile_geometry, warp_eligible)
+from .gpu_plan import (
+    BLOCK_THREADS,
+    CUDA_SOURCE,
+    KERNELS,
+    TileGeometry,
+    check_table,
+    collect,
+    queue_tile,
+    slots,
+    tile_geometry,
+    warp_eligible,
+)
 
 __all__ = ["encode_tile_cuda", "launch_tile", "PendingTier1", "TileGeometries"]
 

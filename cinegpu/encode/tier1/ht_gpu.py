@@ -36,9 +36,24 @@ import functools
 import cupy
 import numpy as np
 
-from .ht_gpu_plan import CUDA_SOURCE, FIGURES_KERNEL, FIGURES_SOURCE, GATHER, KERNEL, \
-    WARP_KERNEL, assemble, capacity_offsets, figures_args, figures_limits, kernel_tables, \
-    rows_tuple, scratch_pitch, segment_offsets, split_rows, warp_limits
+from .ht_gpu_plan import (
+    CUDA_SOURCE,
+    FIGURES_KERNEL,
+    FIGURES_SOURCE,
+    GATHER,
+    KERNEL,
+    WARP_KERNEL,
+    assemble,
+    capacity_offsets,
+    figures_args,
+    figures_limits,
+    kernel_tables,
+    rows_tuple,
+    scratch_pitch,
+    segment_offsets,
+    split_rows,
+    warp_limits,
+)
 
 __all__ = ["BlockSet", "coding_ms", "ht_encode_rows_cuda", "ht_plane_figures_cuda"]
 

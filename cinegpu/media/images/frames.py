@@ -27,7 +27,6 @@ from pathlib import Path
 import numpy as np
 
 from cinegpu.decode.codestream import dci
-
 from cinegpu.media.errors import CorruptMedia, MediaError, UnsupportedMedia
 
 __all__ = ["IMAGE_SUFFIXES", "ImageFrames", "fit", "image_area", "list_frames", "max_input_size",

@@ -227,8 +227,8 @@ def _icc(pic: Picture, icc: bytes) -> None:
     """The ICC profile applied to the colour channels through lcms2 (``media/lcms2.py``), to
     sRGB at the profile's rendering intent, as ``opj_decompress`` does; see the module's
     docstring for the precisions."""
-    from cinegpu.media.images import lcms2
     from cinegpu.media.errors import MediaError
+    from cinegpu.media.images import lcms2
 
     try:
         space = lcms2.colour_space(icc)

@@ -38,7 +38,6 @@ from lxml import etree
 
 from cinegpu.decode.codestream import imf
 from cinegpu.decode.codestream import markers as M
-
 from cinegpu.media.errors import MediaError
 
 __all__ = ["Finding", "check_imf_package", "errors"]

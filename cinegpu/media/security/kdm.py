@@ -37,11 +37,16 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from cinegpu.media.security.certificates import ChainReport, certificate_thumbprint, check_certificates, dn_string
 from cinegpu.media.errors import CorruptMedia, KdmRefused, MediaError, UnsupportedMedia
 from cinegpu.media.files import read_bounded
+from cinegpu.media.security.certificates import ChainReport, certificate_thumbprint, check_certificates, dn_string
 from cinegpu.media.security.xml_c14n import canonical_xml
-from cinegpu.media.security.xml_signature import DIGESTS, NS_DS, check_signature_value, digest_value, key_info_certificates
+from cinegpu.media.security.xml_signature import (
+    DIGESTS,
+    NS_DS,
+    check_signature_value,
+    digest_value,
+)
 
 __all__ = ["ContentKey", "Kdm", "TypedKeyId", "check_chain", "check_signature", "check_window",
            "decrypt_keys", "load_private_key", "parse_kdm", "read_kdm"]

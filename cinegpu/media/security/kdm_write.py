@@ -33,12 +33,22 @@ import re
 import uuid
 from datetime import datetime, timedelta, timezone
 
+from cinegpu.media.errors import KdmRefused
 from cinegpu.media.security.certificates import certificate_thumbprint, check_certificates, dn_string
 from cinegpu.media.security.content_keys import KEY_TYPES
-from cinegpu.media.errors import KdmRefused
 from cinegpu.media.security.kdm import KEY_BLOCK_BYTES, KEY_STRUCTURE_ID, NS_DS, NS_ENC, NS_ETM, NS_KDM
 from cinegpu.media.security.xml_c14n import canonical_xml
-from cinegpu.media.security.xml_signature import C14N_WITH_COMMENTS, RSA_SHA256, SHA1, SHA256, add_signature, base64_lines, digest_value, issuer_serial, sign_info
+from cinegpu.media.security.xml_signature import (
+    C14N_WITH_COMMENTS,
+    RSA_SHA256,
+    SHA1,
+    SHA256,
+    add_signature,
+    base64_lines,
+    digest_value,
+    issuer_serial,
+    sign_info,
+)
 
 __all__ = ["ASSUME_TRUST", "FORENSIC_FLAGS", "composition_keys", "make_kdm", "parse_time"]
 

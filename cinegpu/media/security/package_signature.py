@@ -32,11 +32,34 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from cinegpu.media.security.certificates import CHAIN_FILES, check_certificates, dn_string, make_chain, order_chain, read_certificates, write_chain
 from cinegpu.media.errors import CorruptMedia, MediaError
 from cinegpu.media.files import read_bounded
+from cinegpu.media.security.certificates import (
+    CHAIN_FILES,
+    check_certificates,
+    dn_string,
+    make_chain,
+    order_chain,
+    read_certificates,
+    write_chain,
+)
 from cinegpu.media.security.xml_c14n import canonical_xml
-from cinegpu.media.security.xml_signature import C14N_URI, DIGESTS, ENVELOPED, NS_DS, RSA_SHA1, RSA_SHA256, SHA1, add_signature, check_signature_value, digest_value, ds, issuer_serial, key_info_certificates, sign_info
+from cinegpu.media.security.xml_signature import (
+    C14N_URI,
+    DIGESTS,
+    ENVELOPED,
+    NS_DS,
+    RSA_SHA1,
+    RSA_SHA256,
+    SHA1,
+    add_signature,
+    check_signature_value,
+    digest_value,
+    ds,
+    issuer_serial,
+    key_info_certificates,
+    sign_info,
+)
 
 __all__ = ["PackageSignature", "Signer", "check_package_signature", "check_signer", "load_signer",
            "sign_document", "signer_folder", "user_signer"]

@@ -24,8 +24,8 @@ import base64
 import binascii
 import warnings
 
-from cinegpu.media.security.certificates import dn_string
 from cinegpu.media.errors import CorruptMedia, MediaError
+from cinegpu.media.security.certificates import dn_string
 from cinegpu.media.security.xml_c14n import canonical_xml
 
 __all__ = ["C14N", "C14N_URI", "C14N_WITH_COMMENTS", "DIGESTS", "ENVELOPED", "NS_DS", "RSA_SHA1",

@@ -31,7 +31,19 @@ from pathlib import Path
 from cinegpu.media.errors import CorruptMedia, MediaError, UnsupportedMedia
 from cinegpu.media.files import read_bounded
 from cinegpu.media.package.read import MAX_XML_BYTES, confined, local, parse_xml, uuid_of
-from cinegpu.media.subtitles.track import MAX_FADE, Colour, CompositionSubtitles, Cue, Placement, ReelSubtitles, Style, SubtitleImage, SubtitleTrack, TextLine, TextRun
+from cinegpu.media.subtitles.track import (
+    MAX_FADE,
+    Colour,
+    CompositionSubtitles,
+    Cue,
+    Placement,
+    ReelSubtitles,
+    Style,
+    SubtitleImage,
+    SubtitleTrack,
+    TextLine,
+    TextRun,
+)
 
 __all__ = ["read_subtitles", "read_timed_text_track", "parse_subtitle_xml", "read_srt", "parse_time", "composition_subtitles", "MAX_CUES"]
 

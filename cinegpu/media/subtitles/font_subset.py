@@ -57,6 +57,6 @@ def subset_font(data: bytes, text: str, *, name: str = "subtitle font") -> FontS
         sub.subset(font)
         out = io.BytesIO()
         font.save(out)
-    except Exception as exc:  # noqa: BLE001 - a malformed table shows here: named, not raised raw
+    except Exception as exc:  # a malformed table shows here: named, not raised raw
         raise MediaError(None, f"{name}: cannot be subset ({type(exc).__name__}: {exc})") from None
     return FontSubset(out.getvalue(), missing)

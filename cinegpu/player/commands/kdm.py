@@ -87,12 +87,12 @@ def _register_chain(sub) -> None:
 
 
 def run_make(args) -> int:
+    from cinegpu.media.files import replace_atomically
+    from cinegpu.media.package.read import read_cpl
     from cinegpu.media.security.certificates import dn_string, order_chain, read_certificates
     from cinegpu.media.security.content_keys import read_key_file
-    from cinegpu.media.files import replace_atomically
     from cinegpu.media.security.kdm import load_private_key
     from cinegpu.media.security.kdm_write import composition_keys, make_kdm, parse_time
-    from cinegpu.media.package.read import read_cpl
 
     now = datetime.now(timezone.utc)
     try:

@@ -40,8 +40,8 @@ def key_ring(args, kdm_dir: Path | None = None, warn=None, key_alone: bool = Fal
     :class:`~cinegpu.media.errors.KdmRefused` saying which and why (one of ``kdm_dir``'s is
     passed to ``warn`` and left out, when ``warn`` is given: a folder may hold old KDMs).
     ``key_alone``: ``--key`` without KDMs is a ring too (the server's, for KDMs uploaded later)."""
-    from cinegpu.media.security.content_keys import read_key_file
     from cinegpu.media.errors import MediaError
+    from cinegpu.media.security.content_keys import read_key_file
     from cinegpu.media.security.kdm import load_private_key
     from cinegpu.media.security.key_ring import KeyRing
 

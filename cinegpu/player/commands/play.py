@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import os
 from fractions import Fraction
 from pathlib import Path
+
+from cinegpu.decode.cpus import usable_cores
 
 from ..settings import PlaySettings
 from .args import UsageError, playback_options, positive_int, positive_rate
 from .interrupts import INTERRUPTED, TERMINATED, Terminated, interrupts
 from .keys import add_key_args, key_ring
-from cinegpu.decode.cpus import usable_cores
 
 
 def _screenshot(text: str) -> tuple[int, Path]:

@@ -45,12 +45,11 @@ from cinegpu.interop.errors import InteropError
 from cinegpu.media.sound.composition import open_composition_sound
 
 from ..audio import open_feed
-from ..subtitles import subtitles_for
-
 from ..clock import PlaybackStats, ranges_text
 from ..player import Player, short_gil_turns, timecode
 from ..resolution import level_text
 from ..source import FRAME_ERRORS, FrameError
+from ..subtitles import subtitles_for
 from .library import Entry
 
 __all__ = ["Command", "CommandError", "Engine", "parse_timecode"]

@@ -17,10 +17,10 @@ unlinked too, and the process exits 0, within 3 s of the signal.
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import logging
 import signal
-import errno
 import socket
 import sys
 import threading

@@ -32,8 +32,9 @@ def tools_missing(dcp: bool = True) -> list[str]:
 
 def sequence_id(library: Path, folder: Path) -> str:
     """The library id of a frame folder (see :mod:`.library`)."""
-    from .library import SEQUENCE_NS  # noqa: PLC0415
     from cinegpu.media.package.read import relpath  # noqa: PLC0415
+
+    from .library import SEQUENCE_NS  # noqa: PLC0415
     return str(uuid.uuid5(SEQUENCE_NS, relpath(folder.resolve(), library.resolve())))
 
 
