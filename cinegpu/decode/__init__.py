@@ -51,10 +51,10 @@ __all__ = [
 
 
 def __getattr__(name: str):
-    # decode() pulls in numba; keep `import cinegpu.decode` cheap for the
-    # error classes and the header parser.
+    # decode() pulls in the decoder and its numba kernels; `import cinegpu.decode` stays cheap
+    # for the error classes and the header parser
     if name == "decode":
-        from .api import decode
+        from .api import decode  # noqa: PLC0415  (start-up: the decoder, ~0.15 s, only when decode is asked for)
 
         return decode
     raise AttributeError(name)

@@ -18,7 +18,11 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from .errors import BackendUnavailable
+import numpy
+
+from . import transform
+from .errors import CUDA_INSTALL_HINT, BackendUnavailable
+from .transform import cpu_backend
 
 __all__ = ["BACKEND_NAMES", "ENCODER_NAMES", "Backend", "cuda_missing", "select_backend"]
 
@@ -46,16 +50,12 @@ class Backend:
     @property
     def transform(self):
         """The :class:`~cinegpu.decode.transform.backend.TransformBackend` module
-        (imported when first asked for: the numba and CuPy ones are costly to load)."""
+        (the CuPy one imported when first asked for: CuPy is optional)."""
         if self.name == "numpy":
-            from . import transform
-
             return transform
         if self.name == "cpu":
-            from .transform import cpu_backend
-
             return cpu_backend
-        from .transform import cuda_backend
+        from .transform import cuda_backend  # noqa: PLC0415  (optional: CuPy)
 
         return cuda_backend
 
@@ -63,10 +63,9 @@ class Backend:
     def xp(self):
         """The array module: numpy, or cupy for the CUDA back end."""
         if self.cuda:
-            import cupy
+            import cupy  # noqa: PLC0415  (optional: CuPy)
 
             return cupy
-        import numpy
 
         return numpy
 
@@ -76,10 +75,9 @@ def cuda_missing() -> tuple[str, str] | None:
 
     Probing is quiet: any import or driver failure is an answer, not an exception.
     """
-    from .errors import CUDA_INSTALL_HINT
 
     try:
-        import cupy
+        import cupy  # noqa: PLC0415  (optional: CuPy)
     except ImportError as exc:
         return f"CuPy is not installed ({exc})", CUDA_INSTALL_HINT
     except Exception as exc:  # a broken CuPy install, named as it says

@@ -33,6 +33,7 @@ import contextlib
 import gc
 import itertools
 import logging
+import struct
 import time
 import traceback
 from collections import deque
@@ -78,7 +79,6 @@ def tiny_codestream() -> bytes:
     Decoding it loads every numba kernel (from numba's cache) so a worker's
     first real frame is not slowed by compilation.
     """
-    import struct
 
     siz = struct.pack(">HIIIIIIIIH3B", 0, 1, 1, 0, 0, 1, 1, 0, 0, 1, 7, 1, 1)
     cod = struct.pack(">BBHBBBBBB", 0, 0, 1, 0, 0, 4, 4, 0, 1)

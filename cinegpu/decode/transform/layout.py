@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .dwt import _band_sizes
+from .level_shift import sample_bounds
 
 __all__ = ["FlatLayout"]
 
@@ -108,7 +109,6 @@ class FlatLayoutBatch:
     def build(cls, items) -> FlatLayoutBatch:
         """From ``items`` [(component, layout, reversible, precision, signed)], each layout with
         one level or more and each precision of 1..24 bits."""
-        from .level_shift import sample_bounds  # noqa: PLC0415 - a sibling, not a cycle
 
         meta, bands, rects, dq, q = [], [], [], [], []
         b0 = r0 = out = 0
