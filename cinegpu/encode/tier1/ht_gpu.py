@@ -36,6 +36,8 @@ import functools
 import cupy
 import numpy as np
 
+from cinegpu.decode import nvrtc
+
 from .ht_gpu_plan import (
     CUDA_SOURCE,
     FIGURES_KERNEL,
@@ -64,8 +66,6 @@ SCRATCH_BYTES = 256 << 20  # the threads' scratch of one launch at most (then gr
 
 @functools.lru_cache(maxsize=None)
 def _kernel(device_id: int, name: str = KERNEL, source=CUDA_SOURCE):
-    from cinegpu.decode import nvrtc  # noqa: PLC0415
-
     with cupy.cuda.Device(device_id):
         return nvrtc.kernel(source, name)
 
