@@ -28,6 +28,7 @@ from cinegpu.media.mxf.read import MXFFile
 from cinegpu.media.package.read import (
     Composition,
     Package,
+    find_assetmap,
     local,
     missing_assets_error,
     missing_cpl_error,
@@ -349,7 +350,6 @@ def open_source(path, keys: KeyRing | None = None, ov=()) -> Source:
     p = Path(path)
     kind = kind_of(p)
     if kind == "folder":
-        from cinegpu.media.package.read import find_assetmap
         if find_assetmap(p) is not None:
             return open_package(p, keys=keys, ov=ov)
         return open_sequence(p)

@@ -32,6 +32,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from cryptography.hazmat.primitives.asymmetric import rsa
+from lxml import etree
+
 from cinegpu.media.errors import CorruptMedia, MediaError
 from cinegpu.media.files import read_bounded
 from cinegpu.media.security.certificates import (
@@ -43,6 +46,7 @@ from cinegpu.media.security.certificates import (
     read_certificates,
     write_chain,
 )
+from cinegpu.media.security.kdm import load_private_key
 from cinegpu.media.security.xml_c14n import canonical_xml
 from cinegpu.media.security.xml_signature import (
     C14N_URI,
@@ -123,7 +127,6 @@ def sign_document(root, signer: Signer, *, interop: bool = False) -> None:
     out (indented: the digest covers its whitespace), append ``Signer`` (ST 429-7 clause 6.13,
     ST 429-8 clause 5.10) and the enveloped ``ds:Signature``, as the module says.  Serialise
     the result as it is, without pretty-printing."""
-    from lxml import etree
 
     ns = root.nsmap.get(None)
     if ns is None:
@@ -144,7 +147,6 @@ def check_signer(signer: Signer, at: datetime | None = None, path=None) -> None:
     """:class:`~.errors.MediaError` unless ``signer`` can sign at ``at`` (default now): an RSA
     key that is the leaf's, and a chain that holds then (ST 430-2 clause 5: a package signed
     by an expired chain fails DCI's and ClairMeta's checks at its IssueDate)."""
-    from cryptography.hazmat.primitives.asymmetric import rsa
 
     where = path or signer.folder
     if not signer.chain:
@@ -163,7 +165,6 @@ def load_signer(folder) -> Signer:
     """The signer in ``folder`` as ``cinegpu kdm chain`` writes it: ``chain.pem`` (the
     certificates, any order) and ``leaf.key`` (the leaf's unencrypted PEM key), checked by
     :func:`check_signer`."""
-    from cinegpu.media.security.kdm import load_private_key
 
     folder = Path(folder)
     if not folder.is_dir():
@@ -247,8 +248,6 @@ def check_package_signature(document, path=None) -> PackageSignature:
 
 
 def _root(document, path):
-    from lxml import etree
-
     if not isinstance(document, (bytes, str, os.PathLike)):
         return document, path
     if not isinstance(document, bytes):
