@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from cinegpu.decode import decode
 from cinegpu.decode.codestream import dci
 
 __all__ = ["EncodePeer", "grk_compress_dci", "have_grk", "have_opj", "nvjpeg2000_encode", "opj_compress_dci", "opj_decode", "psnr", "read_pgx", "write_ppm"]
@@ -141,11 +142,10 @@ def nvjpeg2000_encode(frames: list[np.ndarray], batch: int = 1, *, bits: int = 1
     transform on.  ``psnr_frames``: PSNR over the first that many frames only (None: all;
     0: none, reported as nan).  None when the package or a GPU is missing."""
     try:
-        import cupy
-        from nvidia import nvimgcodec
+        import cupy  # noqa: PLC0415  (optional: CuPy, probed)
+        from nvidia import nvimgcodec  # noqa: PLC0415  (optional: nvImageCodec, probed)
     except Exception:  # probing is quiet
         return None
-    from cinegpu.decode import decode
     try:
         enc = nvimgcodec.Encoder()
         dev = [cupy.asarray(f) for f in frames]

@@ -22,7 +22,6 @@ import numpy
 
 from . import transform
 from .errors import CUDA_INSTALL_HINT, BackendUnavailable
-from .transform import cpu_backend
 
 __all__ = ["BACKEND_NAMES", "ENCODER_NAMES", "Backend", "cuda_missing", "select_backend"]
 
@@ -50,10 +49,13 @@ class Backend:
     @property
     def transform(self):
         """The :class:`~cinegpu.decode.transform.backend.TransformBackend` module
-        (the CuPy one imported when first asked for: CuPy is optional)."""
+        (the numba and CuPy ones imported when first asked for: the numba one costs ~50 ms to
+        load, which a probe such as :func:`cuda_missing` need not pay, and CuPy is optional)."""
         if self.name == "numpy":
             return transform
         if self.name == "cpu":
+            from .transform import cpu_backend  # noqa: PLC0415  (start-up: the numba transforms, ~50 ms)
+
             return cpu_backend
         from .transform import cuda_backend  # noqa: PLC0415  (optional: CuPy)
 
