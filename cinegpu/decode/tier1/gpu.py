@@ -104,7 +104,7 @@ def work_order(table, seg_passes, xp=np):
 
 def _kernels(device_id: int):
     """KERNELS of cuda/tier1.cu on ``device_id`` (compiled once, by :mod:`cinegpu.decode.nvrtc`)."""
-    from .. import nvrtc  # noqa: PLC0415  (optional: CuPy (nvrtc imports it))
+    from .. import nvrtc  # noqa: PLC0415  (optional: CuPy, which nvrtc imports)
 
     with cupy.cuda.Device(device_id):
         return tuple(nvrtc.kernel(CUDA_SOURCE, name) for name in KERNELS)
