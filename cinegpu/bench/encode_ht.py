@@ -221,7 +221,10 @@ def kernel_rows(image: np.ndarray, repeat: int) -> None:
     lossless and 9/7, as ms per frame and fps (module docstring)."""
     import cupy  # noqa: PLC0415  (optional: CuPy)
 
-    from cinegpu.encode.tier1.ht_gpu import coding_ms, ht_encode_rows_cuda  # noqa: PLC0415  (optional: CuPy, which tier1.ht_gpu imports)
+    from cinegpu.encode.tier1.ht_gpu import (  # noqa: PLC0415  (optional: CuPy, which tier1.ht_gpu imports)
+        coding_ms,
+        ht_encode_rows_cuda,
+    )
     names = {"thread": "ht_enc_blocks (thread/blk)", "auto": "ht_enc_blocks_warp"}
     for kind, reversible in (("lossless", True), ("9/7", False)):
         with Encoder(EncoderSettings.of(backend="cuda", workers=1, reversible=reversible, **HT)) as enc:

@@ -16,7 +16,7 @@ clipping to the component's precision (Ssiz, A.5.1): ``uint8`` up to 8 bits,
 end is ``"cpu"`` (numba); ``"cuda"``, ``"auto"`` and ``"numpy"`` are the others.
 """
 
-from . import kernel_cache  # noqa: F401  (side effect: installs numba's cache locator before any kernel is defined)
+from . import kernel_cache  # noqa: F401  (side effect: numba's cache locator, before any kernel)
 from .errors import (
     BackendUnavailable,
     CodestreamError,
@@ -54,7 +54,7 @@ def __getattr__(name: str):
     # decode() pulls in the decoder and its numba kernels; `import cinegpu.decode` stays cheap
     # for the error classes and the header parser
     if name == "decode":
-        from .api import decode  # noqa: PLC0415  (start-up: the decoder, ~0.15 s, only when decode is asked for)
+        from .api import decode  # noqa: PLC0415  (start-up: the decoder, ~0.15 s)
 
         return decode
     raise AttributeError(name)

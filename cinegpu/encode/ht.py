@@ -100,7 +100,7 @@ class _PlanTables:
     def block_set(self, kernel: str):
         """The plan's BlockSet for ``kernel`` (all its blocks), made on first use (CuPy)."""
         if self._block_set is None or self._block_set.kernel != kernel:
-            from .tier1.ht_gpu import BlockSet  # noqa: PLC0415  (optional: CuPy, which ht_gpu imports)
+            from .tier1.ht_gpu import BlockSet  # noqa: PLC0415  (optional: CuPy, which tier1.ht_gpu imports)
             self._block_set = BlockSet(self.plan.cb, np.arange(self.plan.cb.shape[0],
                                                                dtype=np.int64), kernel)
         return self._block_set
@@ -143,7 +143,7 @@ def _tile_figures(pool, flat, cb, blocks=None):
     all its blocks, whose device tables the kernel then reads)."""
     cb = np.ascontiguousarray(cb, np.int64)
     if not isinstance(flat, np.ndarray):         # on the GPU (CuPy): worked out there
-        from .tier1.ht_gpu import ht_plane_figures_cuda  # noqa: PLC0415  (optional: CuPy, which ht_gpu imports)
+        from .tier1.ht_gpu import ht_plane_figures_cuda  # noqa: PLC0415  (optional: CuPy, which tier1.ht_gpu imports)
         return ht_plane_figures_cuda(flat, cb, np.arange(cb.shape[0], dtype=np.int64), DMAX,
                                      keep=True, blocks=blocks)
     runs = None if pool is None else pool.runs(cb)
@@ -198,7 +198,7 @@ def _code_rows(plans, flats, rows, drops, pool, kernel="auto", tables=None, d_dr
         if isinstance(flat, np.ndarray):
             out = _tile_rows(pool, flat, plan.cb, local, drops[base + local])
         else:                                    # on the GPU (CuPy): coded there
-            from .tier1.ht_gpu import ht_encode_rows_cuda  # noqa: PLC0415  (optional: CuPy, which ht_gpu imports)
+            from .tier1.ht_gpu import ht_encode_rows_cuda  # noqa: PLC0415  (optional: CuPy, which tier1.ht_gpu imports)
             whole = rows is None
             out = ht_encode_rows_cuda(flat, plan.cb, local, drops[base + local], kernel=kernel,
                                       blocks=t.block_set(kernel) if whole else None,

@@ -241,7 +241,7 @@ class PixelBufferTarget(_CudaTarget):
         self.pbo = 0
 
     def open(self, width: int, height: int) -> int:
-        import pyglet.gl as gl  # noqa: PLC0415  (pyglet.gl: imported after open_window's headless or windowed choice)
+        import pyglet.gl as gl  # noqa: PLC0415  (pyglet.gl: after open_window's headless choice)
 
         tex = super().open(width, height)
         buf = gl.GLuint()
@@ -258,7 +258,7 @@ class PixelBufferTarget(_CudaTarget):
 
     def write(self, pixels) -> None:
         import cupy  # noqa: PLC0415  (optional: CuPy)
-        import pyglet.gl as gl  # noqa: PLC0415  (pyglet.gl: imported after open_window's headless or windowed choice)
+        import pyglet.gl as gl  # noqa: PLC0415  (pyglet.gl: after open_window's headless choice)
 
         src = _device_pixels(pixels)
         self._check_shape(src)
@@ -281,7 +281,7 @@ class PixelBufferTarget(_CudaTarget):
     def close(self) -> None:
         super().close()
         if self.pbo:
-            import pyglet.gl as gl  # noqa: PLC0415  (pyglet.gl: imported after open_window's headless or windowed choice)
+            import pyglet.gl as gl  # noqa: PLC0415  (pyglet.gl: after open_window's headless choice)
             gl.glDeleteBuffers(1, ctypes.byref(gl.GLuint(self.pbo)))
             self.pbo = 0
 

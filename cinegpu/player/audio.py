@@ -177,7 +177,7 @@ class DeviceSink:
     DRAIN_LIMIT = 2.0
 
     def __init__(self, rate: int):
-        import sounddevice  # noqa: PLC0415 (optional: needs PortAudio at run time)
+        import sounddevice  # noqa: PLC0415  (optional: sounddevice, which needs PortAudio)
 
         self.rate = int(rate)
 

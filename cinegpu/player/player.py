@@ -211,7 +211,7 @@ class Player:
             self.quit = True
 
     def _install_keys(self) -> None:
-        from pyglet.window import key  # noqa: PLC0415  (pyglet.window: imported after open_window's headless or windowed choice)
+        from pyglet.window import key  # noqa: PLC0415  (pyglet.window: after open_window's headless choice)
 
         def on_key_press(symbol, modifiers):
             action = KEYS.get(key.symbol_string(symbol))
@@ -462,6 +462,6 @@ def _subtitle_overlay(subtitles, width: int, height: int):
     """The GL overlay of ``subtitles`` (None when there are none)."""
     if not subtitles:
         return None
-    from .subtitles import SubtitleOverlay  # noqa: PLC0415  (start-up: PIL and the timed-text readers, ~90 ms)
+    from .subtitles import SubtitleOverlay  # noqa: PLC0415  (start-up: PIL and the timed-text readers, ~50-90 ms)
 
     return SubtitleOverlay(subtitles, width, height)

@@ -333,7 +333,7 @@ class DecodeAheadSource(_AheadSource):
     def __init__(self, media, *, backend: str = "cpu", colour: str = "auto", primaries: str = "p3d65",
                  workers: int = 1, depth: int = 8, decoder_factory: Callable | None = None,
                  auto_resolution: bool = True) -> None:
-        from cinegpu.decode.decoder import Decoder  # noqa: PLC0415  (start-up: the decoder, ~0.1 s over the CLI's imports)
+        from cinegpu.decode.decoder import Decoder  # noqa: PLC0415  (start-up: the decoder, ~80 ms)
 
         self._setup(media, select_backend(backend).name, colour, primaries, depth, auto_resolution)
         self._factory = decoder_factory or (lambda: Decoder(self.backend))
@@ -389,7 +389,7 @@ class PipelineSource(_AheadSource):
                  cancelled: Callable[[], bool] | None = None, auto_resolution: bool = True) -> None:
         """``cancelled``: polled while the workers start (see :class:`FramePipeline`).
         ``auto_resolution``: as :class:`DecodeAheadSource`."""
-        from cinegpu.decode.pipeline import FramePipeline  # noqa: PLC0415  (start-up: the decode pipeline, ~0.14 s over the CLI's imports)
+        from cinegpu.decode.pipeline import FramePipeline  # noqa: PLC0415  (start-up: the decode pipeline, ~0.14 s)
 
         self._pipe = FramePipeline(backend=backend, workers=workers, depth=depth, to_host=False,
                                    cancelled=cancelled)

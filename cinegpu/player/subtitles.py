@@ -300,7 +300,7 @@ class SubtitleOverlay:
         return self._texture
 
     def _upload(self, rgba: np.ndarray) -> None:
-        import pyglet.gl as gl  # noqa: PLC0415  (pyglet.gl: imported after open_window's headless or windowed choice)
+        import pyglet.gl as gl  # noqa: PLC0415  (pyglet.gl: after open_window's headless choice)
 
         if self._texture is None:
             tex = gl.GLuint()
@@ -319,7 +319,7 @@ class SubtitleOverlay:
 
     def close(self) -> None:
         if self._texture is not None:
-            import pyglet.gl as gl  # noqa: PLC0415  (pyglet.gl: imported after open_window's headless or windowed choice)
+            import pyglet.gl as gl  # noqa: PLC0415  (pyglet.gl: after open_window's headless choice)
             gl.glDeleteTextures(1, ctypes.byref(gl.GLuint(self._texture)))
             self._texture = None
 

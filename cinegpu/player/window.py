@@ -25,8 +25,8 @@ def open_window(width: int, height: int, *, headless: bool, title: str = "cinegp
         pyglet.options["headless"] = True
     pyglet.options["shadow_window"] = False
     pyglet.options["debug_gl"] = False       # errors are checked by name in cinegpu.interop.gl
-    import pyglet.gl as gl  # noqa: PLC0415  (pyglet.gl: imported after the headless or windowed choice above)
-    from pyglet import window as pyglet_window  # noqa: PLC0415  (pyglet.window: after the choice above)
+    import pyglet.gl as gl  # noqa: PLC0415  (pyglet.gl: after the headless choice above)
+    from pyglet import window as pyglet_window  # noqa: PLC0415  (pyglet.window: after the headless choice above)
 
     config = gl.Config(major_version=3, minor_version=3, forward_compatible=True, double_buffer=True)
     kwargs = dict(width=max(1, width), height=max(1, height), caption=title, visible=not headless,

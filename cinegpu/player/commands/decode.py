@@ -60,7 +60,10 @@ def _check_paths(source: Path, output: Path) -> str | None:
 
 def run(args) -> int:
     from cinegpu.decode.decoder import Decoder  # noqa: PLC0415  (start-up: the decoder, ~80 ms)
-    from cinegpu.decode.limits import DEFAULT_MAX_MEMORY, DEFAULT_MAX_PIXELS  # noqa: PLC0415  (start-up: the decoder, ~80 ms)
+    from cinegpu.decode.limits import (  # noqa: PLC0415  (start-up: the decoder, ~80 ms)
+        DEFAULT_MAX_MEMORY,
+        DEFAULT_MAX_PIXELS,
+    )
 
     def limit(value, default):
         return default if value is None else (value or None)

@@ -191,7 +191,14 @@ def _job(args):
     nothing is encoded yet); the sound's and subtitles' notes and warnings printed.  A single
     INPUT shorter than a second is repeated to last one (a reel lasts at least a second,
     ST 429-2)."""
-    from cinegpu.jobs.master_job import Composition, Compute, MasterJob, Picture, Protection, image_input  # noqa: PLC0415  (start-up: mastering, ~0.3 s)
+    from cinegpu.jobs.master_job import (  # noqa: PLC0415  (start-up: mastering, ~0.3 s)
+        Composition,
+        Compute,
+        MasterJob,
+        Picture,
+        Protection,
+        image_input,
+    )
     from cinegpu.media.package.dcp_write import check_output  # noqa: PLC0415  (start-up: mastering, ~0.3 s)
 
     _check_options(args)
