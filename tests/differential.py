@@ -38,7 +38,6 @@ import numpy as np
 from cinegpu.decode import CodestreamError, LenientWarning, decode
 from cinegpu.decode.codestream.header import parse_codestream
 from cinegpu.encode import encode
-
 from peers import Image, image_planes, read_pgx, write_input
 
 ENCODERS = {"opj": "opj_compress", "grk": "grk_compress", "ojph": "ojph_compress", "cinegpu": None}

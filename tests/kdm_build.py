@@ -9,7 +9,8 @@ from datetime import datetime, timezone
 
 from cryptography.hazmat.primitives import serialization
 
-from cinegpu.media.security.certificates import Chain, make_chain as _make_chain
+from cinegpu.media.security.certificates import Chain
+from cinegpu.media.security.certificates import make_chain as _make_chain
 from cinegpu.media.security.content_keys import TrackKey
 from cinegpu.media.security.kdm_write import make_kdm as _make_kdm
 

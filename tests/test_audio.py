@@ -6,10 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cinegpu.media.source import open_source
 from cinegpu.media.sound.composition import open_composition_sound
-from cinegpu.player.audio import (A, AudioFeed, NullSink, WavWriter, downmix_matrix,
-                                  measure_offset)
+from cinegpu.media.source import open_source
+from cinegpu.player.audio import A, AudioFeed, NullSink, WavWriter, downmix_matrix, measure_offset
 from cinegpu.player.clock import PlaybackClock
 from conftest import DCP_SAMPLES, needs_dcp_samples
 from sound_util import ffmpeg_pcm, pattern, sound_dcp

@@ -156,7 +156,6 @@ def test_play_a_dcp_through_the_device(pulse, tmp_path, capsys):
     the picture plays (a second of sound, heard for about a second), and the summary gives
     the measured audio/video offset."""
     from cinegpu.player.cli import main
-
     from sound_util import sound_dcp
 
     # the sample's own sound is silence: the copy's carries a position-coded pattern

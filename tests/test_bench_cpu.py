@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from conftest import CONFORMANCE, needs_conformance
 
 from cinegpu.bench import decode_cpu as bench_cpu
+from conftest import CONFORMANCE, needs_conformance
 
 pytestmark = needs_conformance
 

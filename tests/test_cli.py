@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 from cinegpu.decode import decode
-
 from conformance import CONFORMANCE
 from pgx import read_pgx
 

@@ -158,6 +158,7 @@ def test_check_draws_no_progress_bar_into_a_redirected_stderr():
 
 def test_decimal_ntsc_rates_read_as_ffmpeg_reads_them():
     from fractions import Fraction
+
     from cinegpu.player.commands.args import positive_rate
     for text, want in [("23.976", Fraction(24000, 1001)), ("23.98", Fraction(24000, 1001)),
                        ("29.97", Fraction(30000, 1001)), ("59.94", Fraction(60000, 1001)),

@@ -20,12 +20,11 @@ from pathlib import Path
 
 import pytest
 
+from cinegpu.jobs.master_job import MasterJob
+from cinegpu.jobs.mastering import master
 from cinegpu.media import MediaError
 from cinegpu.media.errors import CorruptMedia
 from cinegpu.media.images.frames import ImageFrames, list_frames
-from cinegpu.jobs.master_job import MasterJob
-from cinegpu.jobs.mastering import master
-
 from test_master import needs_encoder
 from test_master_processes import _codestreams, _DieOn, _frames
 
@@ -188,6 +187,7 @@ def test_check_decode_command_here_and_on_a_local_cluster(tmp_path, dcp_samples,
     """The command: the same report from processes here and from ``local:2``; status 1 for a
     broken frame, an encrypted package a warning."""
     import shutil
+
     from cinegpu.player.cli import main
     lib = tmp_path / "lib"
     for name in ("libdcp-dcp_test1-smpte-2k", "libdcp-encryption_test-smpte-2k-encrypted"):

@@ -22,7 +22,6 @@ import pytest
 
 from cinegpu.decode import UnsupportedFeature, decode
 from cinegpu.decode.codestream.header import parse_codestream
-
 from conformance import CONFORMANCE, load_cases
 from conftest import present
 from pgx import read_pgx

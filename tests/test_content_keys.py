@@ -6,8 +6,8 @@ import stat
 import pytest
 
 from cinegpu.media import MediaError
-from cinegpu.media.security.content_keys import KeyFile, TrackKey, new_track_key, read_key_file, write_key_file
 from cinegpu.media.errors import CorruptMedia
+from cinegpu.media.security.content_keys import KeyFile, TrackKey, new_track_key, read_key_file, write_key_file
 
 CPL = "d3b0a6f2-59b4-4c8e-9d43-2b1f0e1c7a11"
 

@@ -27,18 +27,16 @@ import numpy as np
 import pytest
 
 import cinegpu
-
 from cinegpu.decode import decode
-from cinegpu.media import open_source
-from cinegpu.media.package.check import check as check_package
-from cinegpu.media.images.colour import to_xyz12
-from cinegpu.media.package.dcp_write import DCPWriter, encode_frame, encoder_name
 from cinegpu.jobs.demo import demo_frame
+from cinegpu.media import open_source
+from cinegpu.media.images.colour import to_xyz12
 from cinegpu.media.images.frames import fit
 from cinegpu.media.j2k_profile import parse_profile
 from cinegpu.media.mxf.read import MXFFile
 from cinegpu.media.mxf.write import HEADER_RESERVE, PictureTrackWriter, parse_j2k_header
-
+from cinegpu.media.package.check import check as check_package
+from cinegpu.media.package.dcp_write import DCPWriter, encode_frame, encoder_name
 from conftest import SHARED
 
 PHOTON = SHARED / "dcp-samples" / "photon-imf-phdr-4k-j2k"

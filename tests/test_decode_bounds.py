@@ -22,14 +22,22 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import present
 from cinegpu.decode import LimitExceeded, UnsupportedFeature, decode
 from cinegpu.decode import decoder as decoder_module
 from cinegpu.decode.codestream.header import parse_codestream
 from cinegpu.decode.decoder import Decoder
-from cinegpu.decode.limits import (RESOLUTION_WORK, TILE_WORK, TILE_WORK_PER_BYTE, WORK_FREE, WORK_PER_BYTE, Limits,
-                                   check_limits, check_tiles, memory_guard)
-
+from cinegpu.decode.limits import (
+    RESOLUTION_WORK,
+    TILE_WORK,
+    TILE_WORK_PER_BYTE,
+    WORK_FREE,
+    WORK_PER_BYTE,
+    Limits,
+    check_limits,
+    check_tiles,
+    memory_guard,
+)
+from conftest import present
 from peers import Image, encode, have, opj_reference
 from test_errors import SIZ_AT, cod, qcd, siz, stream, tile_part
 

@@ -237,6 +237,7 @@ def test_frames_on_storage_code_the_same_read_direct(tmp_path):
     IMF HTJ2K codestreams as the same frames read from memory."""
     pytest.importorskip("cupy")
     import tifffile
+
     from cinegpu.jobs.frame_coders import code_frame
     from cinegpu.jobs.frame_encode import FrameEncoders
     from cinegpu.media.images.frames import ImageFrames

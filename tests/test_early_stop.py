@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cinegpu.decode import decode, tier1
-from cinegpu.encode import Encoder, EncoderSettings, early_stop
 from cinegpu.bench.encode import synthetic_frame
 from cinegpu.bench.encode_peers import psnr
+from cinegpu.decode import decode, tier1
+from cinegpu.encode import Encoder, EncoderSettings, early_stop
 from cinegpu.encode.tier1.codeblock import coded_passes
 from cinegpu.encode.tier1.tile import encode_tile
 

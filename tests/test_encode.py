@@ -9,11 +9,11 @@ import subprocess
 import numpy as np
 import pytest
 
+from cinegpu.bench.encode import synthetic_frame
+from cinegpu.bench.encode_peers import grk_compress_dci, have_grk, have_opj, opj_compress_dci, opj_decode, psnr
 from cinegpu.decode import decode, tier1
 from cinegpu.decode.codestream.header import parse_codestream
 from cinegpu.encode import encode
-from cinegpu.bench.encode import synthetic_frame
-from cinegpu.bench.encode_peers import grk_compress_dci, have_grk, have_opj, opj_compress_dci, opj_decode, psnr
 from cinegpu.encode.presets import dci_caps
 from cinegpu.encode.rate import build_hull
 from cinegpu.encode.tier2 import bits as t2bits

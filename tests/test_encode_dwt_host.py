@@ -18,7 +18,6 @@ import numpy as np
 import pytest
 
 from cinegpu.decode.transform.dwt import _sd_53, _sd_97
-
 from conftest import host_build
 
 CXX = shutil.which("g++")

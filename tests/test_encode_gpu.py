@@ -9,11 +9,10 @@ from conftest import require_cuda
 
 cupy = require_cuda()  # skips the module without CuPy or a device
 
+from cinegpu.bench.encode import synthetic_frame  # noqa: E402
 from cinegpu.decode import decode  # noqa: E402
 from cinegpu.decode.transform import fdwt_53, fdwt_97, forward_ict, forward_rct  # noqa: E402
-from cinegpu.encode import encode  # noqa: E402
-from cinegpu.encode import gpu  # noqa: E402
-from cinegpu.bench.encode import synthetic_frame  # noqa: E402
+from cinegpu.encode import encode, gpu  # noqa: E402
 from cinegpu.encode.forward import quantize_band  # noqa: E402
 
 pytestmark = pytest.mark.gpu
@@ -286,6 +285,7 @@ def test_frames_read_into_the_upload_buffer_code_the_same(tmp_path, monkeypatch)
     from dataclasses import replace
 
     import tifffile
+
     from cinegpu.jobs.frame_coders import code_frame
     from cinegpu.jobs.frame_encode import FrameEncoders
     from cinegpu.jobs.frame_uploads import FrameUploads
@@ -419,8 +419,8 @@ def test_mastering_frames_on_the_gpu_match_the_cpu_path():
     from concurrent.futures import ThreadPoolExecutor
 
     from cinegpu.bench.encode_peers import psnr
-    from cinegpu.media.images.colour import to_xyz12
     from cinegpu.jobs.frame_encode import FrameEncoders
+    from cinegpu.media.images.colour import to_xyz12
 
     frames = [(synthetic_frame(2048, 1080, seed=k).astype(np.uint32) * 16).astype(np.uint16)
               for k in range(4)]

@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cinegpu.decode import tier1
 from cinegpu.bench.encode import synthetic_frame
+from cinegpu.decode import tier1
 from cinegpu.encode.blocks import BlockTable, TierOnePool, cut_blocks, encode_blocks
 from cinegpu.encode.encoder import Encoder, EncoderSettings, _as_components
 from cinegpu.encode.presets import make_params

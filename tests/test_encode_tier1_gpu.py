@@ -26,7 +26,6 @@ from cinegpu.decode import tier1
 from cinegpu.decode.tier1.gpu import lookup_tables
 from cinegpu.encode.tier1 import gpu_plan as plan
 from cinegpu.encode.tier1.tile import encode_tile
-
 from conftest import have_cuda, host_build
 
 cupy = None

@@ -21,10 +21,19 @@ from cinegpu.decode import tier1
 from cinegpu.decode.tier1.gpu import lookup_tables
 from cinegpu.encode.tier1 import gpu_plan as plan
 from cinegpu.encode.tier1.tile import encode_tile
-
 from conftest import host_build
-from test_encode_tier1_gpu import (CXX, GPU, HostKernel, Tile, _host_library, assert_same,
-                                   cupy, dci_tile, every_k_tile, random_block)
+from test_encode_tier1_gpu import (
+    CXX,
+    GPU,
+    HostKernel,
+    Tile,
+    _host_library,
+    assert_same,
+    cupy,
+    dci_tile,
+    every_k_tile,
+    random_block,
+)
 
 B, R, T, V, P, S = (tier1.CBLK_BYPASS, tier1.CBLK_RESET, tier1.CBLK_TERMALL, tier1.CBLK_VCAUSAL,
                     tier1.CBLK_PTERM, tier1.CBLK_SEGSYM)

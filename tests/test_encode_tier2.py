@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from cinegpu.bench.encode import synthetic_frame
 from cinegpu.decode import tier1
 from cinegpu.decode.tier2.progression import packet_order
-from cinegpu.bench.encode import synthetic_frame
 from cinegpu.encode.blocks import Block, BlockTable
 from cinegpu.encode.encoder import Encoder, EncoderSettings, _as_components
 from cinegpu.encode.presets import Coding, make_params

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import signal
-
 import sys
 import time
 
@@ -19,7 +18,6 @@ import pytest
 
 from cinegpu.decode import BackendUnavailable, CodestreamError, PipelineError, UnsupportedFeature, WorkerCrashed
 from cinegpu.media import CorruptMedia, EncryptedMedia, MediaError, UnsupportedMedia, open_source
-
 from conformance import CONFORMANCE
 from conftest import DCP_SAMPLES
 

@@ -13,11 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from cinegpu.media.security import essence_crypto as E
 from cinegpu.media.errors import CorruptMedia, EncryptedMedia
 from cinegpu.media.mxf.read import MXFFile
 from cinegpu.media.mxf.write import EssenceEncryption, write_track
-
+from cinegpu.media.security import essence_crypto as E
 from conftest import DCP_SAMPLES
 
 SAMPLE = Path(__file__).resolve().parents[1] / "cinegpu" / "media" / "samples" / "bars_2k.j2c"

@@ -17,8 +17,7 @@ from conftest import require_cuda
 
 cupy = require_cuda()  # skips the module without CuPy or a device
 
-from cinegpu.encode import Encoder, EncoderSettings  # noqa: E402
-from cinegpu.encode import gpu  # noqa: E402
+from cinegpu.encode import Encoder, EncoderSettings, gpu  # noqa: E402
 from cinegpu.encode.forward import forward_tile  # noqa: E402
 from cinegpu.encode.presets import make_params  # noqa: E402
 

@@ -40,9 +40,7 @@ import numpy as np
 import pytest
 
 from cinegpu.decode.transform.dwt import _sd_53, _sd_97
-from cinegpu.encode.forward import (code_value_samples, code_value_step, quantize_band,
-                                    tile_planes)
-
+from cinegpu.encode.forward import code_value_samples, code_value_step, quantize_band, tile_planes
 from conftest import host_build
 
 CXX = shutil.which("g++")

@@ -14,8 +14,8 @@ from conftest import require_cuda
 
 cupy = require_cuda()  # skips the module without CuPy or a device
 
-from cinegpu.encode import Encoder, EncoderSettings  # noqa: E402
 from cinegpu.bench.encode import synthetic_frame  # noqa: E402
+from cinegpu.encode import Encoder, EncoderSettings  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 

@@ -18,7 +18,6 @@ import pytest
 from cinegpu.decode import tile as T
 from cinegpu.decode.codestream.header import tile_part_ppm_headers
 from cinegpu.decode.decoder import Decoder
-
 from conformance import CONFORMANCE
 
 # one tile; 4x4 tiles; PPM; PPT; tile-parts; 225 tiles; 257 components; ROI; HT

@@ -18,7 +18,6 @@ from cinegpu.jobs.frame_uploads import PATHS, FrameUploads, UploadSettings
 from cinegpu.media.errors import CorruptMedia
 from cinegpu.media.images import frames as images_in
 from cinegpu.media.images.frames import ImageFrames
-
 from upload_fakes import Uploader, seam_of
 
 tifffile = pytest.importorskip("tifffile")

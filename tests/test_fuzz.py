@@ -31,9 +31,8 @@ import pytest
 from cinegpu.decode import CodestreamError, decode
 from cinegpu.decode.codestream.header import parse_codestream
 from cinegpu.decode.decoder import Decoder
-
-from peers import Image, encode, have
 from conftest import SHARED
+from peers import Image, encode, have
 
 CODESTREAMS = SHARED / "conformance" / "part1" / "codestreams"
 

@@ -22,7 +22,6 @@ from cinegpu.decode.tier1.ht import ht_decode_into, make_ht_scratch
 from cinegpu.encode import Encoder, EncoderSettings, encode
 from cinegpu.encode.ht import jph_file
 from cinegpu.encode.tier1.ht import ht_encode_block, make_ht_enc_scratch
-
 from peers import have
 from pgx import read_pgx
 
@@ -186,8 +185,8 @@ def test_estimate_follows_the_coded_bytes(seed, size, monkeypatch):
     to 40 % of the plane-0 size the coded bytes are within 10 % of the estimate, and their
     ratio moves less than 8 % between targets (the estimate before, 2 + E bits a sample and
     w h / 8, gave 0.39 to 1.48 here, so rounds overshot and undershot in turn)."""
-    from cinegpu.encode import ht
     from cinegpu.bench.encode import synthetic_frame
+    from cinegpu.encode import ht
     seen = {}
     real = ht.encode_ht_frame
 
@@ -232,8 +231,8 @@ def test_later_rounds_code_only_changed_blocks(size, opts, rate, workers, monkey
     """A round after the first codes only the blocks whose plane changed and splices them
     into the segments kept: every round's frame (table, K, rates) is the one coding every
     block gives, over tiles and threads, and fewer blocks are coded than rounds x blocks."""
-    from cinegpu.encode import ht
     from cinegpu.bench.encode import synthetic_frame
+    from cinegpu.encode import ht
     real = ht._code
     seen = []
 

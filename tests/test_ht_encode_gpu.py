@@ -21,7 +21,6 @@ cupy = require_cuda()  # skips the module without CuPy or a device
 from cinegpu.encode.tier1.ht import ht_encode_rows  # noqa: E402
 from cinegpu.encode.tier1.ht_gpu import ht_encode_rows_cuda  # noqa: E402
 from cinegpu.encode.tier1.ht_gpu_plan import scratch_pitch  # noqa: E402
-
 from test_ht_encode_host import PLANES, _tile, assert_same_rows, pack, random_block  # noqa: E402
 
 pytestmark = pytest.mark.gpu
@@ -120,9 +119,9 @@ def test_encoder_htj2k_on_the_gpu_equals_the_cpu_path(opts, monkeypatch):
     passes coded by the kernel) writes the CPU path's codestream byte for byte, lossless ones
     included, under a budget too, where the plane figures are worked out on the GPU
     (ht_plane_figures_cuda; the numba ht_plane_figures is not called there)."""
+    from cinegpu.bench.encode import synthetic_frame
     from cinegpu.decode import decode
     from cinegpu.encode import encode, ht
-    from cinegpu.bench.encode import synthetic_frame
     size = (2048, 1080) if opts.get("profile") == "dci-2k" else (300, 200)
     img = synthetic_frame(*size, seed=7)
     with monkeypatch.context() as m:

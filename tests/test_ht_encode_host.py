@@ -23,11 +23,8 @@ import numpy as np
 import pytest
 
 from cinegpu.decode.tier1.codeblock import CB_COLUMNS, CB_HEIGHT, CB_OUT, CB_STRIDE, CB_WIDTH
-from cinegpu.encode.tier1.ht import HT_TOO_LONG, ht_encode_block, ht_encode_rows, \
-    make_ht_enc_scratch
-from cinegpu.encode.tier1.ht_gpu_plan import assemble, capacity_offsets, kernel_tables, \
-    scratch_pitch, segment_offsets
-
+from cinegpu.encode.tier1.ht import HT_TOO_LONG, ht_encode_block, ht_encode_rows, make_ht_enc_scratch
+from cinegpu.encode.tier1.ht_gpu_plan import assemble, capacity_offsets, kernel_tables, scratch_pitch, segment_offsets
 from conftest import host_build
 
 CXX = shutil.which("g++")
@@ -259,8 +256,8 @@ def test_grid_shapes(lib, grid, threads):
 
 def _tile(reversible: bool):
     """The first tile's flat indices and code-block table of a synthetic 12-bit frame."""
-    from cinegpu.encode import Encoder, EncoderSettings
     from cinegpu.bench.encode import synthetic_frame
+    from cinegpu.encode import Encoder, EncoderSettings
     from cinegpu.encode.encoder import _precisions, _split, make_params
 
     img = synthetic_frame(384, 256, bits=12)

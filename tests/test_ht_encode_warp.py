@@ -28,12 +28,9 @@ import pytest
 
 from cinegpu.decode.tier1.codeblock import CB_HEIGHT, CB_WIDTH
 from cinegpu.encode.tier1.ht import ht_encode_rows
-from cinegpu.encode.tier1.ht_gpu_plan import assemble, capacity_offsets, kernel_tables, \
-    split_rows, warp_limits
-
+from cinegpu.encode.tier1.ht_gpu_plan import assemble, capacity_offsets, kernel_tables, split_rows, warp_limits
 from conftest import host_build
-from test_ht_encode_host import FILL, _tile, assert_same_rows, emulate, numba_region, pack, \
-    random_block
+from test_ht_encode_host import FILL, _tile, assert_same_rows, emulate, numba_region, pack, random_block
 
 CXX = shutil.which("g++")
 CUDA = Path(__file__).resolve().parents[1] / "cinegpu" / "encode" / "cuda"
@@ -372,8 +369,8 @@ def test_gpu_encoder_kernels_agree(opts):
     """EncoderSettings(codec="htj2k") on the GPU writes the same codestream with either kernel, and
     the CPU path's."""
     _cuda()
-    from cinegpu.encode import Encoder, EncoderSettings  # noqa: PLC0415
     from cinegpu.bench.encode import synthetic_frame  # noqa: PLC0415
+    from cinegpu.encode import Encoder, EncoderSettings  # noqa: PLC0415
     img = synthetic_frame(392, 264, bits=12)
     out = {}
     for backend, kernel in (("cpu", "auto"), ("cuda", "auto"), ("cuda", "thread")):

@@ -29,7 +29,6 @@ from cinegpu.decode.tier1.codeblock import CB_HEIGHT, CB_OUT, CB_STRIDE, CB_WIDT
 from cinegpu.encode.ht import DMAX
 from cinegpu.encode.tier1.ht import FIGURES_DMAX, FIGURES_QUADS, ht_plane_figures
 from cinegpu.encode.tier1.ht_gpu_plan import figures_args, figures_limits
-
 from conftest import host_build
 from test_ht_encode_host import _tile, pack, random_block
 

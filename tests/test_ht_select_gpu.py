@@ -25,7 +25,6 @@ import pytest
 
 from cinegpu.encode.ht_select import LAMBDA_RANGE, PlaneChoice, _moves, _planes_at, hull_steps
 from cinegpu.encode.ht_select_gpu import SOURCE, PlaneChoiceCuda
-
 from conftest import host_build
 
 CXX = shutil.which("g++")

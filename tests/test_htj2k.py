@@ -20,9 +20,8 @@ from cinegpu.decode.codestream.header import parse_codestream
 from cinegpu.decode.decoder import Decoder, has_ht_blocks
 from cinegpu.decode.tier1.ht import STATUS_HT_CORRUPT, ht_select
 from cinegpu.decode.tier2 import bits, packets
-
-from peers import Image, encode, have, image_planes
 from conftest import SHARED
+from peers import Image, encode, have, image_planes
 from test_errors import COD_AT, cod, qcd, seg, siz, stream
 
 HT_STREAMS = SHARED / "conformance" / "htj2k" / "codestreams"
@@ -288,7 +287,6 @@ def test_frames_with_ht_blocks_take_the_gpu_tier1():
 @pytest.mark.skipif(not IMF_HT.is_dir(), reason="../shared/dcp-samples is not present")
 def test_htj2k_imf_frame_matches_opj_decompress(tmp_path):
     from cinegpu.media import open_source
-
     from peers import opj_reference
 
     if not have("opj_decompress"):

@@ -24,9 +24,8 @@ import pytest
 
 from cinegpu.decode import tier1
 from cinegpu.decode.decoder import Decoder
-
-from peers import Image, encode, have
 from conftest import SHARED
+from peers import Image, encode, have
 from test_fuzz import fuzz
 
 HT_STREAMS = SHARED / "conformance" / "htj2k" / "codestreams"

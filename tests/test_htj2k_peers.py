@@ -21,7 +21,6 @@ import numpy as np
 import pytest
 
 from cinegpu.decode import decode
-
 from peers import Case, Image, compare, encode, have, image_planes, opj_reference
 
 RGB = Image()  # 67 x 53, 3 x 8 bits (PPM)

@@ -19,11 +19,10 @@ from lxml import etree
 from cinegpu.decode import decode
 from cinegpu.decode.codestream import imf
 from cinegpu.decode.codestream.header import parse_codestream
-from cinegpu.media import open_source
 from cinegpu.jobs.demo import demo_frame
+from cinegpu.media import open_source
 from cinegpu.media.mxf.imf_write import HTJ2K_CODING, coding_label
 from cinegpu.player.cli import main
-
 from test_imf_write import _frames
 from test_master_sound import _extract, _tones, _wav
 

@@ -19,7 +19,6 @@ from cinegpu.encode.quant import steps_for
 from cinegpu.media import open_source
 from cinegpu.media.package.imf_rules import check_imf_package, errors, header_of, ht_findings
 from cinegpu.player.cli import main
-
 from conftest import needs_dcp_samples
 from test_imf_write import _frames
 

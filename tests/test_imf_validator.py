@@ -38,12 +38,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cinegpu.media.mxf.read import MXFFile
 from cinegpu.media.mxf.imf_sound_write import IMF_MCA_TAGS
+from cinegpu.media.mxf.read import MXFFile
 from cinegpu.media.mxf.sound_write import SOUND_PRIMER
 from cinegpu.media.mxf.write import PRIMER, SUBDESCRIPTORS_TAG
 from cinegpu.player.cli import main
-
 from conftest import DCP_SAMPLES, needs_dcp_samples
 from test_imf_write import _frames
 from test_master_sound import _extract, _tones, _wav

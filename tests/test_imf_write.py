@@ -20,8 +20,8 @@ from lxml import etree
 
 from cinegpu.decode import decode
 from cinegpu.decode.codestream import imf
-from cinegpu.media import open_source
 from cinegpu.jobs.demo import demo_frame
+from cinegpu.media import open_source
 from cinegpu.media.mxf.imf_write import coding_label
 from cinegpu.player.cli import main
 

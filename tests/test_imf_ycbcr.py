@@ -16,11 +16,10 @@ from lxml import etree
 
 from cinegpu.decode import decode
 from cinegpu.decode.codestream.header import parse_codestream
+from cinegpu.jobs.demo import demo_frame
 from cinegpu.media import open_source
 from cinegpu.media.images.colour import rgb_to_ycbcr, ycbcr_levels
-from cinegpu.jobs.demo import demo_frame
 from cinegpu.player.cli import main
-
 from test_imf_write import NS, _frames
 
 

@@ -145,9 +145,9 @@ def test_headless_4k_decoded_playback(window, tmp_path):
     from cinegpu.decode import transform
     from cinegpu.decode.decoder import Decoder
     from cinegpu.media import open_source
+    from cinegpu.media.images.png import read_png16
     from cinegpu.player.commands.play import play
     from cinegpu.player.settings import PlaySettings
-    from cinegpu.media.images.png import read_png16
 
     frames = int(os.environ.get("CINEGPU_4K_COUNT", "48"))
     folder = _sequence(tmp_path, frames)

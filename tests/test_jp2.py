@@ -13,7 +13,6 @@ import pytest
 
 from cinegpu.decode import CodestreamError, InvalidSegment, LenientWarning, TruncatedCodestream, decode
 from cinegpu.decode.decoder import Decoder
-
 from jp2_files import FTYP, SIGNATURE, box, cdef, cmap, codestream, colr, ihdr, jp2, pclr, planes
 from pgx import read_pgx
 

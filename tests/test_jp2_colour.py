@@ -12,10 +12,9 @@ import pytest
 
 from cinegpu.decode import decode
 from cinegpu.media.images import lcms2
-from cinegpu.media.images.write import to_file_range
 from cinegpu.media.images.jp2_colour import for_display, upsample
+from cinegpu.media.images.write import to_file_range
 from cinegpu.player.cli import main
-
 from jp2_files import cdef, codestream, colr, ihdr, jp2, planes
 
 H, W = 19, 25

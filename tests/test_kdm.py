@@ -12,9 +12,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from cinegpu.media.security import kdm as K
 from cinegpu.media.errors import CorruptMedia, KdmRefused, UnsupportedMedia
-
+from cinegpu.media.security import kdm as K
 from conftest import DCP_SAMPLES
 from test_cli import cinegpu
 

@@ -19,15 +19,21 @@ from pathlib import Path
 
 import pytest
 
-from cinegpu.media.security import kdm as K
-from cinegpu.media.security.certificates import (certificate_thumbprint, check_certificates, make_chain,
-                                        order_chain, public_key_thumbprint, read_certificates, write_chain)
-from cinegpu.media.security.content_keys import KeyFile, TrackKey, new_track_key, read_key_file, write_key_file
 from cinegpu.media.errors import CorruptMedia, KdmRefused, MediaError
-from cinegpu.media.security.kdm_write import ASSUME_TRUST, FORENSIC_FLAGS, composition_keys, make_kdm, parse_time
 from cinegpu.media.package.read import read_cpl
+from cinegpu.media.security import kdm as K
+from cinegpu.media.security.certificates import (
+    certificate_thumbprint,
+    check_certificates,
+    make_chain,
+    order_chain,
+    public_key_thumbprint,
+    read_certificates,
+    write_chain,
+)
+from cinegpu.media.security.content_keys import KeyFile, TrackKey, new_track_key, read_key_file, write_key_file
+from cinegpu.media.security.kdm_write import ASSUME_TRUST, FORENSIC_FLAGS, composition_keys, make_kdm, parse_time
 from cinegpu.media.security.xml_c14n import canonical_xml
-
 from conftest import DCP_SAMPLES
 
 LIBDCP_DCP = DCP_SAMPLES / "libdcp-encryption_test-smpte-2k-encrypted"

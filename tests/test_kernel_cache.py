@@ -10,8 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from cinegpu.decode import kernel_cache
 from cinegpu.decode.tier1 import mq
 

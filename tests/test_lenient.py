@@ -23,9 +23,8 @@ from cinegpu.decode import CodestreamError, InvalidSegment, LenientWarning, Misp
 from cinegpu.decode.codestream.header import parse_codestream
 from cinegpu.decode.decoder import Decoder
 from cinegpu.encode import encode
-
-from peers import Image, image_planes
 from differential import opj_decode
+from peers import Image, image_planes
 
 OPJ = shutil.which("opj_decompress")
 needs_opj = pytest.mark.skipif(OPJ is None, reason="opj_decompress is not installed (libopenjp2-tools)")

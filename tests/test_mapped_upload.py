@@ -10,7 +10,6 @@ import pytest
 from cinegpu.jobs.frame_uploads import UploadSettings
 from cinegpu.media.errors import MediaError, UnsupportedMedia
 from cinegpu.media.images.frames import ImageFrames, read_image, read_run, tiff_run
-
 from upload_fakes import Uploader, seam_of
 
 tifffile = pytest.importorskip("tifffile")
@@ -230,6 +229,7 @@ def test_the_environment_turns_ring_uploads_off(tmp_path, monkeypatch):
     """CINEGPU_RING_UPLOADS=off: every frame is read the usual way (no GPU needed to see it:
     the upload seam made from the environment opens and makes no ring)."""
     import contextlib
+
     from cinegpu.encode.mapped_upload import FileRun
     from cinegpu.jobs.frame_uploads import FrameUploads
     path = tmp_path / "f.raw"

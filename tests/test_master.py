@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 
 from cinegpu.decode.transform import xyz_to_rgb
+from cinegpu.jobs.demo import demo_frame
 from cinegpu.media import MediaError, open_source
 from cinegpu.media.images.colour import to_xyz12
-from cinegpu.media.package.dcp_write import encoder_name
-from cinegpu.jobs.demo import demo_frame
 from cinegpu.media.images.frames import fit, image_area, list_frames, read_dpx, read_image
 from cinegpu.media.images.png import read_png16
+from cinegpu.media.package.dcp_write import encoder_name
 from cinegpu.player.cli import main
 
 HAVE_ENCODER = encoder_name() != "opj_compress" or shutil.which("opj_compress") is not None
@@ -320,8 +320,8 @@ def test_default_media_prefers_the_cached_demo(tmp_path, monkeypatch):
 
 @pytest.mark.skipif(shutil.which("opj_compress") is None, reason="opj_compress not installed")
 def test_openjpeg_stand_in_encoder(monkeypatch):
-    from cinegpu.media.package.dcp_write import encode_frame
     from cinegpu.media.j2k_profile import parse_profile
+    from cinegpu.media.package.dcp_write import encode_frame
     monkeypatch.setenv("CINEGPU_ENCODER", "opj_compress")
     assert encoder_name() == "opj_compress"
     xyz = to_xyz12(fit(demo_frame(1, 512, 270), 1998, 1080), "rec709")
@@ -332,10 +332,10 @@ def test_openjpeg_stand_in_encoder(monkeypatch):
 
 
 def test_encoder_failure_names_the_frame(tmp_path, monkeypatch):
-    from cinegpu.media.package import dcp_write
     from cinegpu.jobs import frame_encode
     from cinegpu.jobs.master_job import MasterJob
     from cinegpu.jobs.mastering import master
+    from cinegpu.media.package import dcp_write
 
     def broken(*a, **k):
         raise RuntimeError("rate control could not meet the byte budget")

@@ -19,10 +19,9 @@ import numpy as np
 import pytest
 
 from cinegpu.media import MediaError
-from cinegpu.media.package.dcp_write import check_output
 from cinegpu.media.images.frames import read_image
+from cinegpu.media.package.dcp_write import check_output
 from cinegpu.player.cli import main
-
 from test_master import _dpx, _write_png16, needs_encoder
 
 CLI = [sys.executable, "-m", "cinegpu.player.cli"]

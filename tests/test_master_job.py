@@ -12,8 +12,16 @@ from types import SimpleNamespace
 import pytest
 
 from cinegpu.jobs.demo import demo_frame
-from cinegpu.jobs.master_job import (Composition, Compute, Encoding, FrameCoding, InputFrames,
-                                     MasterJob, Picture, Protection)
+from cinegpu.jobs.master_job import (
+    Composition,
+    Compute,
+    Encoding,
+    FrameCoding,
+    InputFrames,
+    MasterJob,
+    Picture,
+    Protection,
+)
 from cinegpu.media import MediaError
 from cinegpu.media.images.frames import ImageFrames
 from cinegpu.media.sound.inputs import open_sound

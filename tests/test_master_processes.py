@@ -17,15 +17,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cinegpu.media import MediaError, open_source
-from cinegpu.media.errors import CorruptMedia, UnsupportedMedia
+from cinegpu.bench.master import Sweep
 from cinegpu.jobs.frame_coders import FrameFailed
 from cinegpu.jobs.frame_encode import FrameEncoders
-from cinegpu.media.images.frames import ImageFrames, list_frames
 from cinegpu.jobs.master_job import Encoding, FrameCoding, InputFrames, MasterJob, Picture
 from cinegpu.jobs.mastering import _processes, master
-from cinegpu.bench.master import Sweep
-
+from cinegpu.media import MediaError, open_source
+from cinegpu.media.errors import CorruptMedia, UnsupportedMedia
+from cinegpu.media.images.frames import ImageFrames, list_frames
 from test_master import needs_encoder
 
 CLI = [sys.executable, "-m", "cinegpu.player.cli"]
@@ -196,6 +195,7 @@ def test_how_many_processes(tmp_path, monkeypatch):
 
 def test_gpus_argument():
     from argparse import ArgumentTypeError
+
     from cinegpu.player.commands.args import gpu_count
     assert gpu_count("all") is None and gpu_count("ALL") is None and gpu_count("2") == 2
     for bad in ("0", "-1", "two"):
@@ -429,6 +429,7 @@ def test_gpu_processes_write_the_same_codestreams_as_threads(tmp_path, gpu):
     assert _codestreams(tmp_path / "threads") == _codestreams(tmp_path / "procs")
     # three processes on one GPU share it through the job's own MPS where there is one
     import shutil
+
     from cinegpu.jobs.mps import CONTROL, mps_serves
     assert many.mps == (shutil.which(CONTROL) is not None and not mps_serves(os.environ))
     assert not one.mps
@@ -648,9 +649,9 @@ def test_bench_master_sources_are_real_pictures(tmp_path):
     rec709; kinds mixed or another size are refused."""
     from PIL import Image
 
+    from cinegpu.bench.master import source_images
     from cinegpu.decode import decode
     from cinegpu.encode import encode
-    from cinegpu.bench.master import source_images
     from cinegpu.media.images.colour import to_xyz12
     rng = np.random.default_rng(4)
     xyz = rng.integers(0, 4096, (48, 64, 3)).astype(np.uint16)
@@ -680,9 +681,9 @@ def test_bench_master_sources_are_real_pictures(tmp_path):
 @pytest.mark.slow
 @needs_encoder
 def test_bench_master_masters_real_pictures(tmp_path, capsys):
-    from cinegpu.encode import encode
     from cinegpu.bench.encode import synthetic_frame
     from cinegpu.bench.master import main
+    from cinegpu.encode import encode
     frame = tmp_path / "f.j2c"
     frame.write_bytes(encode(synthetic_frame(2048, 1080, seed=3), profile="dci-2k", bits=12,
                              backend="cpu"))
@@ -751,6 +752,7 @@ def test_code_frame_stamps_whether_the_frame_went_up_from_its_file(tmp_path):
     """code_frame's stamps say whether the frame went to the encoder straight from its file
     (upload_run gave an array) or was read (upload_run gave None, or no run)."""
     import tifffile
+
     from cinegpu.jobs.frame_coders import code_frame
     from cinegpu.media.images.frames import ImageFrames
     from upload_fakes import seam_of
@@ -793,6 +795,7 @@ def test_reading_alone_reuses_one_buffer(tmp_path, monkeypatch):
     reads into its page-locked one (fresh arrays would cost their pages' first touch, which
     mastering does not pay), a new one only for frames of another shape."""
     import tifffile
+
     from cinegpu.bench import master as bench_master
     paths = []
     for k, shape in enumerate([(6, 8, 3), (6, 8, 3), (4, 8, 3), (4, 8, 3)]):
@@ -819,6 +822,7 @@ def test_reading_alone_cold_drops_the_files_after_warming_up(tmp_path, monkeypat
     warm its processes up and before the clock starts, and times every file; (frames per
     second, ms of CPU a frame) both positive."""
     import tifffile
+
     from cinegpu.bench import master as bench_master
     for k in range(3):
         tifffile.imwrite(tmp_path / f"f{k}.tif", np.full((6, 8, 3), k, np.uint16),

@@ -13,7 +13,6 @@ signed (``master`` here is given no signer; signed packages: test_package_signat
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import stat
 import subprocess
@@ -26,21 +25,21 @@ import numpy as np
 import pytest
 from lxml import etree
 
-from cinegpu.media import EncryptedMedia, MediaError, open_source
-from cinegpu.media.security.content_keys import read_key_file
-from cinegpu.media.package.dcp_write import DCPWriter, check_reels, reels_of_length
 from cinegpu.jobs.demo import demo_frame
-from cinegpu.media.security.essence_crypto import ENCRYPTED_TRIPLET
 from cinegpu.jobs.master_job import MasterJob
 from cinegpu.jobs.mastering import master
+from cinegpu.media import EncryptedMedia, MediaError, open_source
 from cinegpu.media.mxf.read import MXFFile
-from cinegpu.media.sound.track import SoundTrack
+from cinegpu.media.package.dcp_write import DCPWriter, check_reels, reels_of_length
+from cinegpu.media.security.content_keys import read_key_file
+from cinegpu.media.security.essence_crypto import ENCRYPTED_TRIPLET
 from cinegpu.media.sound.inputs import open_sound
+from cinegpu.media.sound.track import SoundTrack
 from cinegpu.media.subtitles.write import prepare_subtitles, split_subtitles
 from cinegpu.player.cli import main
+from conftest import DCP_SAMPLES
 from test_master import HAVE_ENCODER, _write_png16, needs_encoder
 from test_master_sound import _tones, _wav
-from conftest import DCP_SAMPLES
 from test_subtitles import needs_font
 
 NS = {"c": "http://www.smpte-ra.org/schemas/429-7/2006/CPL"}
@@ -293,7 +292,7 @@ def test_master_encrypt_on_the_command_line(tmp_path, capsys):
     rc = main(["master", str(tmp_path / "still.png"), "-o", str(out), "--title", "t", "--quiet",
                "--frames", "48", "--reel-length", "1", "--encrypt", "--keys", str(keys)])
     assert rc == 0, capsys.readouterr().err
-    assert f"in 2 reels (24, 24 frames)" in capsys.readouterr().out
+    assert "in 2 reels (24, 24 frames)" in capsys.readouterr().out
     assert stat.S_IMODE(keys.stat().st_mode) == 0o600 and len(read_key_file(keys).keys) == 2
     with pytest.raises(EncryptedMedia):
         with open_source(out) as media:

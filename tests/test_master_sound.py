@@ -23,7 +23,6 @@ from cinegpu.media.sound.inputs import FIVE_ONE, SEVEN_ONE, STEREO, open_sound
 from cinegpu.media.sound.resample import ResampledWav
 from cinegpu.media.sound.wav import read_samples, read_wav_info
 from cinegpu.player.cli import main
-
 from test_master import _clairmeta_ok, _write_png16, needs_encoder
 
 needs_ffmpeg = pytest.mark.skipif(shutil.which("ffmpeg") is None or shutil.which("ffprobe") is None,

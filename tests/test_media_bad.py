@@ -11,10 +11,9 @@ from pathlib import Path
 import pytest
 
 from cinegpu.media import MediaError, describe, open_source
-from cinegpu.media.package.check import check
 from cinegpu.media.j2k_profile import parse_profile
 from cinegpu.media.mxf.read import MXFFile
-
+from cinegpu.media.package.check import check
 from conftest import DCP_SAMPLES, needs_dcp_samples
 
 SAMPLES = DCP_SAMPLES

@@ -21,12 +21,11 @@ from pathlib import Path
 import pytest
 
 from cinegpu.media import MediaError, describe, open_source
-from cinegpu.media.package.check import check
 from cinegpu.media.errors import CorruptMedia, UnsupportedMedia
 from cinegpu.media.mxf.read import MXFFile
 from cinegpu.media.mxf.write import PictureTrackWriter, parse_j2k_header, write_track
+from cinegpu.media.package.check import check
 from cinegpu.media.package.read import MAX_XML_BYTES
-
 from conftest import DCP_SAMPLES, needs_dcp_samples
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -412,8 +411,8 @@ def test_bad_first_frame_is_reported_and_concealed(tmp_path, kind):
     text = describe(path)
     assert re.search(r"frame 0: (empty|unreadable).*the player conceals it", text), text
     assert "first readable" in text and "3 components, 12/12/12 bit" in text
-    from cinegpu.player.source import first_profile
     from cinegpu.media.j2k_profile import parse_profile
+    from cinegpu.player.source import first_profile
     with open_source(path) as src:
         assert first_profile(src, parse_profile).width == 1998
 

@@ -16,13 +16,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cinegpu.decode import decode
-from cinegpu.decode import transform
+from cinegpu.decode import decode, transform
 from cinegpu.media import open_source
 from cinegpu.media.images.png import read_png16
-
-from pgx import read_pgx
 from conftest import DCP_SAMPLES, needs_dcp_samples
+from pgx import read_pgx
 
 SAMPLES = DCP_SAMPLES
 pytestmark = needs_dcp_samples

@@ -128,6 +128,7 @@ def test_folders_of_gone_jobs_are_reclaimed(tmp_path):
     """A folder left by a job that was killed (its process gone) is removed; a live job's,
     this process's and other names are kept."""
     import subprocess
+
     from cinegpu.jobs.mps import FOLDER_PREFIX, reclaim_folders
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import os
 import re
 import shutil
 import stat
@@ -25,17 +24,24 @@ from pathlib import Path
 import pytest
 from lxml import etree
 
+from cinegpu.jobs.demo import demo_frame
 from cinegpu.media import MediaError
-from cinegpu.media.security.certificates import make_chain, write_chain
 from cinegpu.media.package.check import check
 from cinegpu.media.package.dcp_write import DCPWriter
-from cinegpu.jobs.demo import demo_frame
-from cinegpu.media.security.package_signature import (Signer, check_package_signature, check_signer,
-                                             load_signer, sign_document, signer_folder, user_signer)
+from cinegpu.media.security.certificates import make_chain, write_chain
+from cinegpu.media.security.package_signature import (
+    Signer,
+    check_package_signature,
+    check_signer,
+    load_signer,
+    sign_document,
+    signer_folder,
+    user_signer,
+)
 from cinegpu.media.security.xml_signature import C14N_URI, ENVELOPED, NS_DS, RSA_SHA1, RSA_SHA256, SHA1
 from cinegpu.player.cli import main
 from conftest import DCP_SAMPLES, needs_dcp_samples
-from test_master import HAVE_ENCODER, _write_png16, needs_encoder
+from test_master import HAVE_ENCODER, _write_png16
 
 DS = {"ds": NS_DS}
 SMPTE = DCP_SAMPLES / "libdcp-encryption_test-smpte-2k-encrypted"

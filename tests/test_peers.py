@@ -20,7 +20,6 @@ from __future__ import annotations
 import pytest
 
 from cinegpu.decode import decode
-
 from peers import Case, Image, compare, encode, have, opj_reference
 
 RGB = Image()  # 67 x 53, 3 x 8 bits (PPM)

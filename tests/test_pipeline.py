@@ -6,9 +6,8 @@ import numpy as np
 import pytest
 
 from cinegpu.decode import CodestreamError, decode
-from cinegpu.decode.request import DecodeRequest
 from cinegpu.decode.pipeline import FramePipeline, WorkerCrashed, tiny_codestream
-
+from cinegpu.decode.request import DecodeRequest
 from conformance import CONFORMANCE
 
 STREAMS = ["p0_01", "p0_04", "p0_10", "p1_04", "p0_12"]

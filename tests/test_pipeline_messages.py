@@ -13,15 +13,26 @@ import pytest
 from cinegpu.decode import CodestreamError, DecodeRequest, PipelineError, decode
 from cinegpu.decode.decoder import Decoder
 from cinegpu.decode.pipeline import FramePipeline, tiny_codestream
-from cinegpu.decode.pipeline_messages import (ArraySpec, CoefficientsWritten, Failed, GrowSlot, Job, SamplesWritten,
-                                              SegmentsWritten, StopWorker, TileArrays, WorkerTask,
-                                              load_arrays, packed_nbytes, store_arrays)
+from cinegpu.decode.pipeline_messages import (
+    ArraySpec,
+    CoefficientsWritten,
+    Failed,
+    GrowSlot,
+    Job,
+    SamplesWritten,
+    SegmentsWritten,
+    StopWorker,
+    TileArrays,
+    WorkerTask,
+    load_arrays,
+    packed_nbytes,
+    store_arrays,
+)
 from cinegpu.decode.pipeline_modes import CoefficientsMode, FrameMode, SamplesMode, SegmentsMode, backend_mode
 from cinegpu.decode.strictness import LENIENT
 from cinegpu.decode.tier1 import decode_codeblocks
 from cinegpu.decode.tier1.gpu import scratch_entries, work_order
 from cinegpu.decode.workers import Broken, Busy, Ready
-
 from conformance import CONFORMANCE
 
 FRAME = CONFORMANCE / "part1" / "codestreams" / "p0_04.j2k"

@@ -15,7 +15,6 @@ from cinegpu.decode.codestream.header import parse_codestream
 from cinegpu.decode.decoder import Decoder
 from cinegpu.decode.plan import build_tile_plan, tile_rect, translated
 from cinegpu.encode import encode
-
 from conftest import CONFORMANCE
 from peers import Image, image_planes
 

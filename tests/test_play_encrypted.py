@@ -14,15 +14,14 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 import pytest
 
-from cinegpu.media.security.content_keys import KeyFile, new_track_key, write_key_file
 from cinegpu.media.errors import CorruptMedia, EncryptedMedia, KdmRefused
+from cinegpu.media.mxf.read import MXFFile
+from cinegpu.media.security.content_keys import KeyFile, new_track_key, write_key_file
 from cinegpu.media.security.kdm import parse_kdm
 from cinegpu.media.security.key_ring import KeyRing
-from cinegpu.media.mxf.read import MXFFile
 from cinegpu.media.sound.composition import open_composition_sound
 from cinegpu.media.source import open_source
 from cinegpu.media.subtitles.documents import composition_subtitles
-
 from encrypted_dcp import SUBTITLE_TEXT, key_lines, make_dcp
 from encrypted_dcp import frames as encrypted_frames
 from kdm_build import make_chain, make_kdm, make_recipient
@@ -304,7 +303,6 @@ def test_libdcps_encrypted_dcp_refuses_a_wrong_key_by_its_check_value():
     tells the same on its own."""
     from cinegpu.media.security.content_keys import TrackKey
     from cinegpu.media.sound.track import SoundTrack
-
     from conftest import DCP_SAMPLES
 
     folder = DCP_SAMPLES / "libdcp-encryption_test-smpte-2k-encrypted"
@@ -329,8 +327,8 @@ def test_kdm_make_then_play_end_to_end(world, tmp_path, gl):
     """As a user runs them: ``cinegpu kdm make`` from the master's key file for a projector's
     certificate, then ``cinegpu play --kdm --key`` with the projector's key shows the clear
     package's picture."""
-    from cinegpu.media.security.certificates import make_chain, write_chain
     from cinegpu.media.images.png import read_png16
+    from cinegpu.media.security.certificates import make_chain, write_chain
 
     start = datetime.now(timezone.utc) - timedelta(days=1)
     write_chain(make_chain("distributor.test", "signer", not_before=start), tmp_path / "signer")

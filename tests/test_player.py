@@ -19,9 +19,9 @@ import pytest
 from cinegpu.decode import transform
 from cinegpu.decode.decoder import Decoder
 from cinegpu.media import open_source
+from cinegpu.media.images.png import read_png16, write_png16
 from cinegpu.player import ArraySource, PlaybackClock, PlaybackStats, overlay_text, timecode
 from cinegpu.player.media_default import bars, resolutions, write_ppm
-from cinegpu.media.images.png import read_png16, write_png16
 from cinegpu.player.presenter import letterbox
 
 OPJ = shutil.which("opj_compress")

@@ -7,10 +7,11 @@ import threading
 from fractions import Fraction
 
 import pytest
+
 from cinegpu.media.mxf import positioned_writes
+from cinegpu.media.mxf.positioned_writes import PositionedWrites, pwrite_all
 from cinegpu.media.mxf.read import MXFFile
 from cinegpu.media.mxf.write import HEADER_RESERVE, PictureTrackWriter
-from cinegpu.media.mxf.positioned_writes import PositionedWrites, pwrite_all
 
 
 def _pieces(seed: int, n: int = 60):
@@ -104,6 +105,7 @@ class _Sequential(PictureTrackWriter):
 @pytest.mark.parametrize("encrypted", [False, True])
 def test_a_track_file_written_by_threads_has_the_sequential_writers_essence(tmp_path, encrypted):
     import numpy as np
+
     from cinegpu.encode.encoder import encode
     rng = np.random.default_rng(3)
     frames = [encode(rng.integers(0, 1 << k % 8 + 1, (48, 64), dtype=np.uint8), bits=8)
@@ -143,6 +145,7 @@ def test_a_track_file_written_by_threads_has_the_sequential_writers_essence(tmp_
 
 def test_a_frame_in_a_buffer_the_caller_reuses_is_written_as_it_was(tmp_path, monkeypatch):
     import numpy as np
+
     from cinegpu.encode.encoder import encode
     cs = encode(np.arange(48 * 64, dtype=np.uint16).reshape(48, 64) % 251, bits=8)
     gate, real = threading.Event(), positioned_writes.pwrite_all

@@ -16,10 +16,8 @@ import shutil
 import numpy as np
 import pytest
 
-from cinegpu.encode import Encoder, EncoderSettings
-from cinegpu.encode import rate_gpu
+from cinegpu.encode import Encoder, EncoderSettings, rate_gpu
 from cinegpu.encode.rate import hull_of
-
 from conftest import host_build
 
 CXX = shutil.which("g++")

@@ -12,7 +12,6 @@ from cinegpu.decode import DecodeRequest, decode
 from cinegpu.decode.decoder import Decoder
 from cinegpu.decode.pipeline import tiny_codestream
 from cinegpu.decode.strictness import LENIENT
-
 from conformance import CONFORMANCE
 
 FRAME = CONFORMANCE / "part1" / "codestreams" / "p0_04.j2k"

@@ -11,9 +11,9 @@ import time
 import numpy as np
 import pytest
 
+from cinegpu.bench.encode import synthetic_frame
 from cinegpu.decode.decoder import Decoder
 from cinegpu.encode import encode
-from cinegpu.bench.encode import synthetic_frame
 from cinegpu.media import open_source
 from cinegpu.player import resolution as res
 from cinegpu.player.resolution import ResolutionGovernor, level_text, upscale

@@ -20,7 +20,6 @@ import pytest
 
 from cinegpu.player.server.client import ServerProcess, request
 from cinegpu.player.server.samples import DCP_CPL, MISSING_CPL, make_library, sequence_id, tools_missing
-
 from conftest import require_gl
 
 pytestmark = pytest.mark.slow

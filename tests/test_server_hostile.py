@@ -19,8 +19,8 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import re
 import random
+import re
 import socket
 import stat
 import subprocess
@@ -36,7 +36,6 @@ from cinegpu.media import MediaError
 from cinegpu.player.server.client import ServerProcess, request
 from cinegpu.player.server.library import SEQUENCE_NS, Entry, Library
 from cinegpu.player.server.samples import make_library, sequence_id, tools_missing
-
 from conftest import require_gl
 
 HEAD_TIMEOUT = 2.0          # seconds (--head-timeout of the test server)

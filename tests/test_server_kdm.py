@@ -16,7 +16,6 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from cinegpu.media.security.key_ring import KeyRing
-
 from encrypted_dcp import key_lines, make_dcp
 from kdm_build import make_chain, make_kdm, make_recipient
 
@@ -139,7 +138,6 @@ def test_the_openapi_document_has_the_routes_and_no_key(world, client):
 @pytest.mark.slow
 def test_serve_loads_kdms_plays_and_takes_uploads(world):
     from cinegpu.player.server.client import ServerProcess, request
-
     from conftest import require_gl
 
     require_gl()

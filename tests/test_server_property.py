@@ -16,14 +16,15 @@ import pytest
 
 schemathesis = pytest.importorskip("schemathesis")
 from hypothesis import HealthCheck, settings  # noqa: E402
-
 from schemathesis.checks import not_a_server_error  # noqa: E402
 from schemathesis.specs.openapi.checks import (  # noqa: E402
-    negative_data_rejection, response_schema_conformance, status_code_conformance)
+    negative_data_rejection,
+    response_schema_conformance,
+    status_code_conformance,
+)
 
 from cinegpu.player.server.client import ServerProcess, request  # noqa: E402
 from cinegpu.player.server.samples import DCP_CPL, make_library, tools_missing  # noqa: E402
-
 from conftest import require_gl  # noqa: E402
 
 pytestmark = pytest.mark.slow

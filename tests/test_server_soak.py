@@ -24,7 +24,6 @@ import pytest
 
 from cinegpu.player.server.client import ServerProcess, request, rss_bytes
 from cinegpu.player.server.samples import make_library, sequence_id, tools_missing
-
 from conftest import require_gl
 
 pytestmark = pytest.mark.slow

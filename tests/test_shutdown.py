@@ -29,7 +29,6 @@ import pytest
 
 from cinegpu.decode.shm import SHM_FOLDER, segment_owner
 from cinegpu.player.server.client import ServerProcess, request
-
 from conftest import require_gl
 
 pytestmark = [pytest.mark.slow,

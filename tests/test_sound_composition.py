@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cinegpu.media.source import open_source
 from cinegpu.media.sound.composition import configuration_channels, open_composition_sound
+from cinegpu.media.source import open_source
 from conftest import DCP_SAMPLES, needs_dcp_samples
 from sound_util import ffmpeg_pcm, pattern, sound_dcp
 

@@ -27,7 +27,6 @@ from cinegpu.decode.codestream.describe import describe_codestream
 from cinegpu.decode.codestream.header import parse_codestream
 from cinegpu.decode.decoder import Decoder
 from cinegpu.decode.strictness import LENIENT, STRICT
-
 from test_errors import SOT_AT, cod, qcd, seg, siz, stream, tile_part
 
 # ------------------------------------------------------------------ the policy alone

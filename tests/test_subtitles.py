@@ -317,10 +317,10 @@ def test_renderer_alignment_fades_and_images(tmp_path):
 # ------------------------------------------------------------------ headless play
 
 def _screens(tmp_path, subtitles, frames=(0, 30)):
+    from cinegpu.media.images.png import read_png16
     from cinegpu.player import ArraySource
     from cinegpu.player.commands.play import play
     from cinegpu.player.settings import PlaySettings
-    from cinegpu.media.images.png import read_png16
 
     pics = [np.full((216, 384, 4), 3000, np.uint16)]
     shots = {n: tmp_path / f"s{n}.png" for n in frames}

@@ -19,13 +19,13 @@ from types import SimpleNamespace
 import pytest
 from lxml import etree
 
-from cinegpu.media import CorruptMedia, open_source
-from cinegpu.media.package.dcp_write import NS_PKL, DCPWriter, file_hash
 from cinegpu.jobs.demo import demo_frame
 from cinegpu.jobs.master_job import MasterJob
 from cinegpu.jobs.mastering import master
+from cinegpu.media import CorruptMedia, open_source
 from cinegpu.media.mxf.read import MXFFile
 from cinegpu.media.mxf.sound_write import SoundTrackWriter
+from cinegpu.media.package.dcp_write import NS_PKL, DCPWriter, file_hash
 from cinegpu.media.sound.inputs import open_sound
 from cinegpu.player.cli import main
 from test_master import HAVE_ENCODER

@@ -13,7 +13,6 @@ from cinegpu.decode.pipeline import FramePipeline
 from cinegpu.decode.tier1 import decode_codeblocks
 from cinegpu.decode.tier1.codeblock import CB_DATA, CB_OUT, CB_SEG_FIRST
 from cinegpu.decode.tier1.gpu import RowBatch, scratch_entries
-
 from conformance import CONFORMANCE
 
 # one tile; several tiles (p0_04: 4x4 tiles); an odd layout; a tile-part stream

@@ -23,10 +23,9 @@ import pytest
 from cinegpu.decode import tier1 as t1
 from cinegpu.decode.tier1 import gpu as t1gpu
 from cinegpu.encode.tier1 import encode_codeblock, segments
+from conftest import have_cuda, host_build
 from test_tier1_corrupt import fuzz_cases
 from test_tier1_roundtrip import SHAPES, STYLES, padded, random_block
-
-from conftest import have_cuda, host_build
 
 cupy = None
 if have_cuda():

@@ -23,10 +23,9 @@ import pytest
 from cinegpu.decode import tier1 as t1
 from cinegpu.encode.tier1 import encode_codeblock, segments
 from cinegpu.encode.tier1.ht import ht_encode_block, make_ht_enc_scratch
+from conftest import CONFORMANCE, DCP_SAMPLES
 from test_htj2k_fuzz import _blocks, _layout, _mutate_block, _path
 from test_tier1_gpu import CXX, Batch, compare, decode_cuda, decode_host
-
-from conftest import CONFORMANCE, DCP_SAMPLES
 
 HT = t1.CBLK_HT
 HT_STREAMS = CONFORMANCE / "htj2k" / "codestreams"

@@ -27,8 +27,8 @@ import pytest
 
 from cinegpu.media.mxf.timed_text import read_timed_text
 from cinegpu.media.mxf.timed_text_write import FONT_MIME, PNG_MIME, Resource, write_timed_text
-from cinegpu.media.subtitles.write import NS_DCST, prepare_subtitles
 from cinegpu.media.subtitles.documents import read_subtitles
+from cinegpu.media.subtitles.write import NS_DCST, prepare_subtitles
 from cinegpu.player.cli import main
 from test_master import _write_png16, needs_encoder
 from test_subtitles import FONT, INTEROP, SMPTE, _png, needs_font
@@ -190,8 +190,8 @@ def _master_and_check(tmp_path: Path, capsys, subtitles: Path, expect: list[tupl
     """Master a still with ``subtitles`` (``font``: --subtitle-font, default none: DejaVu Sans
     found by the mastering code), then check the track file, the CPL, ClairMeta, our reader
     (the embedded font cut to the characters shown) and a screenshot."""
-    from cinegpu.media.package.read import read_package
     from cinegpu.media.images.png import read_png16
+    from cinegpu.media.package.read import read_package
     from cinegpu.media.subtitles.documents import composition_subtitles
 
     out = tmp_path / "dcp"

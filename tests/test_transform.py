@@ -15,6 +15,7 @@ import pytest
 
 from cinegpu.decode.transform import (
     dequantize,
+    dwt,
     fdwt_53,
     fdwt_97,
     forward_ict,
@@ -27,7 +28,6 @@ from cinegpu.decode.transform import (
     to_samples,
     xyz_to_rgb,
 )
-from cinegpu.decode.transform import dwt
 from cinegpu.decode.transform.display import xyz_to_rgb_matrix
 
 # ------------------------------------------------- the spec, plainly --------

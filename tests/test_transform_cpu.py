@@ -234,7 +234,7 @@ def test_reconstruct_mct_flat_in_the_sample_type(nlevels, precision, sign, dtype
 
     rng = np.random.default_rng(700 + precision + nlevels)
     rect = (3, 1, 3 + 45, 1 + 38)
-    comps, parts, layouts, off = [], [], [], 0
+    parts, layouts, off = [], [], 0
     for _ in range(3):
         ll, levels = _int_bands(rng, rect, nlevels, lim=1 << min(precision + 2, 22))
         deltas = _deltas(rng, nlevels)

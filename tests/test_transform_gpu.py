@@ -19,7 +19,6 @@ import pytest
 
 from cinegpu.decode import transform as ref
 from cinegpu.decode.transform.dwt import level_rects
-
 from conftest import have_cuda
 
 cupy = None
@@ -27,6 +26,7 @@ pytestmark = pytest.mark.gpu  # skipped without CUDA (conftest.py)
 
 if have_cuda():
     import cupy
+
     from cinegpu.decode.transform import cuda_backend as gpu
 
 SIZES = [(s, (s * 7) % 67 + 1) for s in range(1, 68)]

@@ -4,8 +4,8 @@ import threading
 
 import pytest
 
-from cinegpu.media.errors import MediaError
 from cinegpu.jobs.write_behind import WriteBehind
+from cinegpu.media.errors import MediaError
 
 
 def test_frames_are_written_in_order_by_another_thread():

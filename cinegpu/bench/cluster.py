@@ -26,10 +26,9 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from cinegpu.decode.codestream import dci
 from cinegpu.bench.encode import synthetic_frame
-
 from cinegpu.bench.master import write_frames
+from cinegpu.decode.codestream import dci
 from cinegpu.jobs.cluster import connect
 from cinegpu.jobs.master_job import Compute, MasterJob
 from cinegpu.jobs.mastering import master

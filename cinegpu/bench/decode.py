@@ -14,9 +14,15 @@ import tempfile
 import time
 from pathlib import Path
 
+from tqdm import tqdm
+
 from cinegpu.bench import decode_peers as peers
 from cinegpu.decode import BackendUnavailable, CodestreamError, PipelineError
 from cinegpu.decode.cpus import usable_cores
+from cinegpu.decode.decoder import Decoder
+from cinegpu.decode.pipeline import FramePipeline
+
+
 def run(name: str, frames: list[bytes], args) -> int:
     """Time ``frames`` (read from ``name``) as ``args`` (``cinegpu bench``'s options) says, print
     the figures and return the exit code."""
@@ -116,8 +122,6 @@ def _print_scaling(scaling: list[tuple[int, float]]) -> list[dict]:
 
 def _is_ht(data: bytes) -> bool:
     """Whether the frame has HT code-blocks (ISO/IEC 15444-15)."""
-    from cinegpu.decode import CodestreamError
-    from cinegpu.decode.decoder import Decoder
 
     try:
         return Decoder("cpu").prepare(data, strict=False).ht
@@ -132,9 +136,6 @@ def _add(stages: dict, timings: dict) -> None:
 
 def _bench_inline(work: list[bytes], backend: str):
     """Everything in this process, one frame after another."""
-    from tqdm import tqdm
-
-    from cinegpu.decode.decoder import Decoder
 
     dec = Decoder(backend)
     frame = dec.decode(work[0])  # compile and plan outside the clock
@@ -150,10 +151,6 @@ def _bench_pipeline(work: list[bytes], backend: str, workers: int, to_host: bool
                     gpus: int | None = 1):
     """The multi-process pipeline, started and warmed up outside the clock (every worker, two
     whole batches, every GPU): (wall seconds, stage seconds, the last frame, back end, GPUs)."""
-    from tqdm import tqdm
-
-    from cinegpu.decode import CodestreamError, PipelineError
-    from cinegpu.decode.pipeline import FramePipeline
 
     stages: dict[str, float] = {}
     with FramePipeline(backend=backend, workers=workers, to_host=to_host, batch=batch,

@@ -33,7 +33,10 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+import numba
+
 from cinegpu.bench import decode_peers as peers
+from cinegpu.decode.api import decode
 from cinegpu.decode.errors import CodestreamError, LenientWarning
 
 __all__ = ["Row", "format_table", "main", "manifest_streams", "table"]
@@ -79,7 +82,6 @@ def manifest_streams(conformance: Path, which: str = "part1") -> list[Path]:
 def time_ours(data: bytes, repeat: int) -> tuple[float, float]:
     """(ms of the first decode() of this stream in the process, median ms of ``repeat`` calls
     after it): the first pays for the stream's plans and limits, the later ones reuse them."""
-    from cinegpu.decode.api import decode
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LenientWarning)
@@ -97,7 +99,6 @@ def time_ours(data: bytes, repeat: int) -> tuple[float, float]:
 def warm_up() -> None:
     """One decode of a DCI frame (the package's sample) before any stream is timed: numba's
     kernels loaded from its cache, as in a player or a `cinegpu decode` that has run once."""
-    from cinegpu.decode.api import decode
 
     decode(SAMPLE.read_bytes())
 
@@ -107,7 +108,6 @@ def table(streams: list[Path], repeat: int = 5, *, printed: bool = True, emit=No
     decode in this process timed as well as the warm ones. ``printed``: also run
     ``opj_decompress`` once per stream for its printed decode time. ``emit``: called with each
     row as it is measured."""
-    import numba
 
     numba.set_num_threads(1)
     warm_up()

@@ -8,7 +8,8 @@ caller prints the ratio against our own decode of the same frames.
 
 from __future__ import annotations
 
-import os
+import ctypes
+import ctypes.util
 import re
 import shutil
 import subprocess
@@ -18,6 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 
 @dataclass
@@ -131,8 +134,6 @@ def opj_decode_time(path: Path, threads: int = 1) -> tuple[float | None, float] 
 
 def _libopenjp2():
     """OpenJPEG's library (what opj_decompress runs) through ctypes, or None where absent."""
-    import ctypes
-    import ctypes.util
 
     name = ctypes.util.find_library("openjp2") or "libopenjp2.so.7"
     try:
@@ -162,7 +163,6 @@ def _opj_decoded(lib, path: Path, threads: int = 1):
     """libopenjp2's decode of ``path``: yields (image pointer, milliseconds of opj_read_header
     + opj_decode + opj_end_decompress, the span opj_decompress reports as its "decode time"),
     or (None, None) where it failed; frees the image, stream and codec after."""
-    import ctypes
 
     params = ctypes.create_string_buffer(1 << 16)  # opj_dparameters_t is far smaller
     lib.opj_set_default_decoder_parameters(params)
@@ -210,9 +210,6 @@ def openjpeg_components(path: Path) -> list | None:
     int64 arrays at the component's own size, before any colour conversion (opj_decompress
     turns three components with subsampled chroma into RGB as if they were sYCC; the library
     does not). None: no libopenjp2, or it failed."""
-    import ctypes
-
-    import numpy as np
 
     lib = _libopenjp2()
     if lib is None:
@@ -257,13 +254,13 @@ def nvjpeg2000(frames: list[bytes], batch: int = 1, *, warm_batches: int = 4,
     over ``frames``, are timed. None when the package or a GPU is missing.
     """
     try:
-        from nvidia import nvimgcodec
+        from nvidia import nvimgcodec  # noqa: PLC0415  (optional: nvImageCodec, probed)
     except Exception:
         return None
     if not frames:
         return PeerResult("nvJPEG2000 (nvImageCodec)", 0, 0.0, note="no frames")
     try:
-        import cupy
+        import cupy  # noqa: PLC0415  (optional: CuPy)
 
         dec = nvimgcodec.Decoder()
         position = 0

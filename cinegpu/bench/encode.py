@@ -21,16 +21,18 @@ mastering".
 from __future__ import annotations
 
 import argparse
+import multiprocessing as mp
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from multiprocessing import shared_memory
 
 import numpy as np
 
+from cinegpu.bench.encode_peers import grk_compress_dci, have_grk, have_opj, nvjpeg2000_encode, opj_compress_dci, psnr
 from cinegpu.decode import decode
 from cinegpu.decode.codestream import dci
-
 from cinegpu.encode.encoder import Encoder, EncoderSettings
-from cinegpu.bench.encode_peers import grk_compress_dci, have_grk, have_opj, opj_compress_dci, psnr
 
 __all__ = ["opj_encode_frames", "synthetic_frame", "main"]
 
@@ -76,7 +78,6 @@ class _ThreadEncoders:
     ``encode(frame)`` of ``bits``-bit samples; ``close()`` ends them all."""
 
     def __init__(self, options: dict, bits: int = 12):
-        import threading
         self._args, self._bits = dict(options), bits
         self._local, self._made = threading.local(), []
 
@@ -122,7 +123,6 @@ def _process_main(shm_name: str, shape, dtype: str, ks, options: dict, threads,
     (``on_device``: copied to the GPU first), coded by ``threads`` threads with a warm
     :class:`Encoder` (``options``) each, once ``go`` is set; puts (codestreams by frame,
     wall-clock start, end)."""
-    from multiprocessing import shared_memory
     shm = shared_memory.SharedMemory(name=shm_name)
     encoders = _ThreadEncoders(options)
     enc_one = encoders.encode
@@ -132,7 +132,7 @@ def _process_main(shm_name: str, shape, dtype: str, ks, options: dict, threads,
         with ThreadPoolExecutor(threads) as pool:
             try:
                 if on_device:
-                    import cupy  # noqa: PLC0415
+                    import cupy  # noqa: PLC0415  (optional: CuPy)
                     mine = {k: cupy.asarray(f) for k, f in mine.items()}
                 list(pool.map(enc_one, [mine[ks[0]]] * threads * 2))  # warm every thread
             except Exception as exc:
@@ -158,8 +158,6 @@ def ours_processes(frames, options: dict, processes: int, threads: int,
     GPU-memory rows compare), all started together after every thread is warm: (codestreams
     in order, seconds from the first start to the last end), as ``cinegpu master`` runs its
     encoder processes on a long job."""
-    import multiprocessing as mp
-    from multiprocessing import shared_memory
     block = np.stack(frames)
     shm = shared_memory.SharedMemory(create=True, size=block.nbytes)
     try:
@@ -265,7 +263,6 @@ def _nvjpeg2000_rows(src, p_ours: float, best: float, row: dict, emit) -> None:
     """nvJPEG2000 at its default quality and held to our PSNR (precision 12 bits, as ours), in
     batches of 1 and 16, each printed as measured; nothing where nvImageCodec or a GPU is
     missing."""
-    from cinegpu.bench.encode_peers import nvjpeg2000_encode
     for batch, label, target in ((1, "", None), (1, "_same", p_ours), (16, "", None), (16, "_same", p_ours)):
         what = f"nvJPEG2000 batch {batch} " + ("PSNR target = ours" if target else "default quality")
         emit(f"  ... {what}")

@@ -58,14 +58,16 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
-from cinegpu.decode import decode
-
 from cinegpu.bench.encode import ours_processes
-from cinegpu.encode.encoder import Encoder, EncoderSettings
+from cinegpu.bench.encode_peers import nvjpeg2000_encode
+from cinegpu.decode import decode
+from cinegpu.encode.encoder import RSIZ_HT, Encoder, EncoderSettings, _precisions, _split
+from cinegpu.encode.presets import make_params
 
 SIZES = {"2k": (2048, 1080), "4k": (4096, 2160)}
 #: the coding options every row shares (the peers are given the same)
@@ -201,11 +203,6 @@ def frame_coefficients(enc: Encoder, image: np.ndarray):
     """The forward stage of ``enc`` (cuda back end) on ``image`` as :meth:`Encoder.encode`
     runs it before the cleanup passes: (flats, plans), the tiles' int32 coefficients on the
     GPU and their plans."""
-    from dataclasses import replace  # noqa: PLC0415
-
-    from cinegpu.encode.encoder import _precisions, _split  # noqa: PLC0415
-    from cinegpu.encode.encoder import RSIZ_HT  # noqa: PLC0415
-    from cinegpu.encode.presets import make_params  # noqa: PLC0415
     with enc.on_stream():
         comps = _split(image)
         if enc.backend == "cuda":
@@ -222,9 +219,12 @@ def frame_coefficients(enc: Encoder, image: np.ndarray):
 def kernel_rows(image: np.ndarray, repeat: int) -> None:
     """Print the "kernel" rows: each HT cleanup-pass kernel on one frame's coefficients,
     lossless and 9/7, as ms per frame and fps (module docstring)."""
-    import cupy  # noqa: PLC0415
+    import cupy  # noqa: PLC0415  (optional: CuPy)
 
-    from cinegpu.encode.tier1.ht_gpu import coding_ms, ht_encode_rows_cuda  # noqa: PLC0415
+    from cinegpu.encode.tier1.ht_gpu import (  # noqa: PLC0415  (optional: CuPy, which tier1.ht_gpu imports)
+        coding_ms,
+        ht_encode_rows_cuda,
+    )
     names = {"thread": "ht_enc_blocks (thread/blk)", "auto": "ht_enc_blocks_warp"}
     for kind, reversible in (("lossless", True), ("9/7", False)):
         with Encoder(EncoderSettings.of(backend="cuda", workers=1, reversible=reversible, **HT)) as enc:
@@ -298,7 +298,7 @@ def main(argv=None) -> None:
         return
     device_frames = None
     if on_gpu:
-        import cupy  # noqa: PLC0415
+        import cupy  # noqa: PLC0415  (optional: CuPy)
         device_frames = [cupy.asarray(f) for f in frames]
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
@@ -364,8 +364,6 @@ def main(argv=None) -> None:
                 _peer_row("9/7", "ojph_compress", lambda: _ojph(src, out, args.threads, "-qstep", f"{found[0]:.6f}"),
                           frames, f"-qstep {found[0]:.6f}, {args.threads} processes", len(images))
         if args.nvjpeg2000:
-            from cinegpu.bench.encode_peers import nvjpeg2000_encode  # noqa: PLC0415
-
             def one_size(q):
                 res = nvjpeg2000_encode(images[:1], 1, ht=True, step=q, psnr_frames=0)
                 return b"" if res is None or res.fps == 0 else b"\0" * res.max_bytes
@@ -375,7 +373,6 @@ def main(argv=None) -> None:
 
 
 def _nvjpeg2000_rows(frames, distinct, kind, opts) -> None:
-    from cinegpu.bench.encode_peers import nvjpeg2000_encode  # noqa: PLC0415
     for batch in (1, 16):
         res = nvjpeg2000_encode(frames, batch, ht=True, psnr_frames=distinct, **opts)
         if res is None:

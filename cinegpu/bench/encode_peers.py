@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from cinegpu.decode import decode
 from cinegpu.decode.codestream import dci
 
 __all__ = ["EncodePeer", "grk_compress_dci", "have_grk", "have_opj", "nvjpeg2000_encode", "opj_compress_dci", "opj_decode", "psnr", "read_pgx", "write_ppm"]
@@ -141,11 +142,10 @@ def nvjpeg2000_encode(frames: list[np.ndarray], batch: int = 1, *, bits: int = 1
     transform on.  ``psnr_frames``: PSNR over the first that many frames only (None: all;
     0: none, reported as nan).  None when the package or a GPU is missing."""
     try:
-        from nvidia import nvimgcodec
-        import cupy
-    except Exception:  # noqa: BLE001 - probing is quiet
+        import cupy  # noqa: PLC0415  (optional: CuPy, probed)
+        from nvidia import nvimgcodec  # noqa: PLC0415  (optional: nvImageCodec, probed)
+    except Exception:  # probing is quiet
         return None
-    from cinegpu.decode import decode
     try:
         enc = nvimgcodec.Encoder()
         dev = [cupy.asarray(f) for f in frames]
@@ -178,6 +178,6 @@ def nvjpeg2000_encode(frames: list[np.ndarray], batch: int = 1, *, bits: int = 1
         k = len(frames) if psnr_frames is None else psnr_frames
         quality = float(np.mean([psnr(f, decode(d)) for f, d in zip(frames[:k], data[:k])])) \
             if k else float("nan")
-    except Exception as exc:  # noqa: BLE001 - a peer's failure is reported, not raised
+    except Exception as exc:  # a peer's failure is reported, not raised
         return EncodePeer(note=f"failed: {type(exc).__name__}: {exc}")
     return EncodePeer(len(frames) / secs, quality, max(map(len, data)))

@@ -47,29 +47,31 @@ from __future__ import annotations
 import argparse
 import contextlib
 import itertools
+import multiprocessing
 import os
 import resource
 import shutil
 import tempfile
 import threading
 import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
+import tifffile
 
-from cinegpu.decode.cpus import usable_cores
-from cinegpu.decode.codestream import dci
 from cinegpu.bench.encode import opj_encode_frames, synthetic_frame
 from cinegpu.bench.encode_peers import grk_compress_dci, have_grk, have_opj
-
-from cinegpu.media.images.colour import to_xyz12
+from cinegpu.decode import decode
+from cinegpu.decode.codestream import dci
+from cinegpu.decode.cpus import usable_cores
 from cinegpu.jobs.frame_encode import pick_backend
 from cinegpu.jobs.frame_uploads import FrameUploads, UploadSettings
-from cinegpu.media.images.frames import read_image, tiff_run
-from cinegpu.jobs.master_job import (Composition, Compute, InputFrames, MasterJob, Picture,
-                                     image_input)
+from cinegpu.jobs.master_job import Composition, Compute, InputFrames, MasterJob, Picture, image_input
 from cinegpu.jobs.mastering import master
+from cinegpu.media.images.colour import to_xyz12
+from cinegpu.media.images.frames import read_image, tiff_run
 
 __all__ = ["HeldFrames", "Peers", "Sweep", "layout", "main", "run_master", "source_images",
            "steady_fps", "timeline_lines", "write_frames"]
@@ -96,7 +98,6 @@ def write_frames(folder: Path, images: list[np.ndarray], frames: int, files: int
     """``frames`` TIFF files in ``folder``: the ``images`` written once, copied up to
     ``files`` files in all (each its own file and pages in the page cache, as a sequence's
     frames are), the rest symbolic links to those in turn."""
-    import tifffile
     files = max(len(images), min(files, frames))
     for k in range(frames):
         path = folder / f"f{k:06d}.tif"
@@ -114,7 +115,6 @@ def source_images(paths, size: tuple[int, int]) -> tuple[list[np.ndarray], str]:
     their X'Y'Z' code values v scaled to round(v x 65535 / 4095), which ``xyz`` mastering
     brings back to v exactly; or TIFF/PNG/DPX RGB files as stored, mastered as ``rec709``.
     All of one kind; ValueError otherwise or for another size."""
-    from cinegpu.decode import decode
     paths = [Path(p) for p in paths]
     kinds = {p.suffix.lower() in CODESTREAMS for p in paths}
     if len(kinds) != 1:
@@ -279,7 +279,7 @@ class HeldFrames:
             if image is None:
                 image = read_image(self.files[k], limit=None, stored=True)
                 if self._device:
-                    import cupy
+                    import cupy  # noqa: PLC0415  (optional: CuPy)
                     image = cupy.asarray(image)
                     cupy.cuda.get_current_stream().synchronize()
                 self._held[k] = image
@@ -385,8 +385,9 @@ def _read_each(paths: list[str], gpu: bool) -> int:
         for path in paths:
             read_image(path, limit=None, stored=True, out=out)
         return len(paths)
-    import cupy
-    from cinegpu.encode.gpu import HostStaging
+    import cupy  # noqa: PLC0415  (optional: CuPy)
+
+    from cinegpu.encode.gpu import HostStaging  # noqa: PLC0415  (optional: CuPy, which encode.gpu imports)
     staging = HostStaging()
     # as an encoder thread sends a run up (FrameUploads.send), the switches read as an
     # encoder process reads them
@@ -424,8 +425,6 @@ def read_rate(folder: Path, processes: int, gpu: bool = False,
     :mod:`cinegpu.encode.mapped_upload`, else through a small page-locked ring,
     :mod:`cinegpu.encode.ring_upload`).  ``cold``: the files dropped from the page cache
     after the two read to warm up (:func:`drop_files`)."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
     paths = [str(p) for p in sorted(folder.glob("*.tif"))]
     with ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn")) as pool:
         list(pool.map(_read_files, [paths[:2]] * processes, [gpu] * processes))

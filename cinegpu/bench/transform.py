@@ -22,6 +22,7 @@ import time
 
 import numpy as np
 
+from cinegpu.decode import transform as numpy_tf
 from cinegpu.decode.transform import cpu_backend
 from cinegpu.decode.transform.dwt import _band_sizes, level_rects
 
@@ -82,8 +83,6 @@ def _time(fn, runs: int) -> tuple[float, float]:
 
 
 def main(argv=None) -> None:
-    from cinegpu.decode import transform as numpy_tf
-
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=7)
     args = ap.parse_args(argv)

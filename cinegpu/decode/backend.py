@@ -18,7 +18,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from .errors import BackendUnavailable
+import numpy
+
+from . import transform
+from .errors import CUDA_INSTALL_HINT, BackendUnavailable
 
 __all__ = ["BACKEND_NAMES", "ENCODER_NAMES", "Backend", "cuda_missing", "select_backend"]
 
@@ -46,16 +49,15 @@ class Backend:
     @property
     def transform(self):
         """The :class:`~cinegpu.decode.transform.backend.TransformBackend` module
-        (imported when first asked for: the numba and CuPy ones are costly to load)."""
+        (the numba and CuPy ones imported when first asked for: the numba one costs ~50 ms to
+        load, which a probe such as :func:`cuda_missing` need not pay, and CuPy is optional)."""
         if self.name == "numpy":
-            from . import transform
-
             return transform
         if self.name == "cpu":
-            from .transform import cpu_backend
+            from .transform import cpu_backend  # noqa: PLC0415  (start-up: the numba transforms, ~50 ms)
 
             return cpu_backend
-        from .transform import cuda_backend
+        from .transform import cuda_backend  # noqa: PLC0415  (optional: CuPy)
 
         return cuda_backend
 
@@ -63,10 +65,9 @@ class Backend:
     def xp(self):
         """The array module: numpy, or cupy for the CUDA back end."""
         if self.cuda:
-            import cupy
+            import cupy  # noqa: PLC0415  (optional: CuPy)
 
             return cupy
-        import numpy
 
         return numpy
 
@@ -76,13 +77,12 @@ def cuda_missing() -> tuple[str, str] | None:
 
     Probing is quiet: any import or driver failure is an answer, not an exception.
     """
-    from .errors import CUDA_INSTALL_HINT
 
     try:
-        import cupy
+        import cupy  # noqa: PLC0415  (optional: CuPy)
     except ImportError as exc:
         return f"CuPy is not installed ({exc})", CUDA_INSTALL_HINT
-    except Exception as exc:  # noqa: BLE001 - a broken CuPy install, named as it says
+    except Exception as exc:  # a broken CuPy install, named as it says
         return f"CuPy cannot be imported ({type(exc).__name__}: {exc})", CUDA_INSTALL_HINT
     driver = "check that the NVIDIA driver is loaded (nvidia-smi lists the GPU), or use the cpu back end"
     # the device count itself, not cupy.cuda.is_available(): that one caches "no device"
@@ -90,7 +90,7 @@ def cuda_missing() -> tuple[str, str] | None:
     try:
         if cupy.cuda.runtime.getDeviceCount() > 0:
             return None
-    except Exception as exc:  # noqa: BLE001 - the driver's own error, named as it says
+    except Exception as exc:  # the driver's own error, named as it says
         if "cudaErrorNoDevice" not in str(exc):
             return f"CuPy cannot use CUDA ({type(exc).__name__}: {exc})", driver
     return "CuPy finds no CUDA device", driver

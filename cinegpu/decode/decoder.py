@@ -23,12 +23,28 @@ import numpy as np
 from .backend import Backend, select_backend
 from .codestream.header import Codestream, MainHeaderCache, parse_codestream, tile_part_ppm_headers
 from .errors import InvalidSegment
-from .jp2 import JP2Header, apply_channels, apply_palette, read_jp2
-from .limits import (DEFAULT_MAX_MEMORY, DEFAULT_MAX_PIXELS, Cost, Limits, TileGeometry, check_limits,
-                     memory_guard, tile_geometry)
-from .plan import (TilePlan, build_tile_plan, check_plan, sampling_pairs, tile_covers_samples, tile_rect, translated,
-                   translation_period)
 from .frame_entropy import FrameTables, entropy_decode_frame
+from .jp2 import JP2Header, apply_channels, apply_palette, read_jp2
+from .limits import (
+    DEFAULT_MAX_MEMORY,
+    DEFAULT_MAX_PIXELS,
+    Cost,
+    Limits,
+    TileGeometry,
+    check_limits,
+    memory_guard,
+    tile_geometry,
+)
+from .plan import (
+    TilePlan,
+    build_tile_plan,
+    check_plan,
+    sampling_pairs,
+    tile_covers_samples,
+    tile_rect,
+    translated,
+    translation_period,
+)
 from .reconstruct import frame_layout, reconstruct_frame, reconstruct_tile
 from .request import DecodeRequest
 from .strictness import Fault, Strictness
@@ -344,7 +360,7 @@ class Decoder:
         host wait for every kernel queued on the stream (a device-to-host copy of a CuPy array
         does).
         """
-        from .tier1.gpu import BATCH_LANES, BATCH_LANES_FROM, decode_codeblocks_cuda, upload_batch
+        from .tier1 import gpu as t1gpu  # noqa: PLC0415  (optional: CuPy, which tier1.gpu imports)
 
         xp = self.xp
         parts, out_bases, frame_bases, base = [], [], [], 0
@@ -358,9 +374,9 @@ class Decoder:
         coeffs = xp.empty(max(base, 1), xp.int32)
         status = None
         if parts:
-            batch, (coded, table, lengths, passes, order) = upload_batch(parts, out_bases)
-            lanes = BATCH_LANES if batch.rows[-1] >= BATCH_LANES_FROM else 1
-            status = decode_codeblocks_cuda(coded, table, lengths, passes, coeffs, entries=batch.entries,
+            batch, (coded, table, lengths, passes, order) = t1gpu.upload_batch(parts, out_bases)
+            lanes = t1gpu.BATCH_LANES if batch.rows[-1] >= t1gpu.BATCH_LANES_FROM else 1
+            status = t1gpu.decode_codeblocks_cuda(coded, table, lengths, passes, coeffs, entries=batch.entries,
                                             order=order, lanes=lanes)
             if host_statuses:
                 pinned = xp.cuda.alloc_pinned_memory(status.nbytes)

@@ -26,7 +26,7 @@ from .plan import PB_CB_FIRST, PB_NODES, TilePlan
 from .strictness import Strictness
 from .tier2 import packets as P
 from .tier2.progression import packet_order
-from .tile import T2_MESSAGES, TileReport, packed_headers, check_tier1_status
+from .tile import T2_MESSAGES, TileReport, check_tier1_status, packed_headers
 
 #: Packet orders a FrameTables keeps (one per combination of the tiles' reachable layers).
 ORDERS_PER_FRAME = 4
@@ -75,7 +75,8 @@ class FrameTables:
             nodes += plan.nodes
             prec_first.append(prec_first[-1] + plan.prec_pb.shape[0])
             cb_first.append(cb_first[-1] + plan.cb.shape[0])
-        cat = (lambda xs, shape, dt: np.ascontiguousarray(np.concatenate(xs), dt) if xs else np.zeros(shape, dt))
+        def cat(xs, shape, dt):
+            return np.ascontiguousarray(np.concatenate(xs), dt) if xs else np.zeros(shape, dt)
         return cls(cat(prec_pb, (0, 2), np.int64), cat(pb, (0, 4), np.int64),
                    cat(cb, (0, tier1.CB_COLUMNS), np.int64), cat(keep, (0,), np.int8), nodes, prec_first, cb_first)
 

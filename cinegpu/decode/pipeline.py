@@ -33,6 +33,7 @@ import contextlib
 import gc
 import itertools
 import logging
+import struct
 import time
 import traceback
 from collections import deque
@@ -42,6 +43,7 @@ from typing import Callable
 
 import numpy as np
 
+from .cpus import usable_cores
 from .decoder import Decoder, Frame, Prepared, check_components
 from .errors import CodestreamError, PipelineError, WorkerCrashed
 from .limits import Limits
@@ -49,7 +51,6 @@ from .pipeline_messages import Failed, GrowSlot, Job, Reply, StopWorker, WorkerT
 from .pipeline_modes import FrameMode, GpuWork, SegmentsMode, backend_mode
 from .request import DecodeRequest
 from .shm import create_segment, reclaim_orphans
-from .cpus import usable_cores
 from .workers import Broken, Ready, WorkerPool, announce_compiles
 
 #: cudaHostRegisterPortable: host memory pinned for every CUDA context, not only the current one
@@ -78,7 +79,6 @@ def tiny_codestream() -> bytes:
     Decoding it loads every numba kernel (from numba's cache) so a worker's
     first real frame is not slowed by compilation.
     """
-    import struct
 
     siz = struct.pack(">HIIIIIIIIH3B", 0, 1, 1, 0, 0, 1, 1, 0, 0, 1, 7, 1, 1)
     cod = struct.pack(">BBHBBBBBB", 0, 0, 1, 0, 0, 4, 4, 0, 1)

@@ -25,9 +25,21 @@ from typing import ClassVar
 import numpy as np
 
 from .decoder import Decoder, Frame, Prepared, finish_frame
-from .pipeline_messages import (CoefficientsWritten, GrowSlot, Job, Reply, SamplesWritten, SegmentsWritten,
-                                TileArrays, WorkerTask, load_arrays, packed_nbytes, store_arrays)
+from .pipeline_messages import (
+    CoefficientsWritten,
+    GrowSlot,
+    Job,
+    Reply,
+    SamplesWritten,
+    SegmentsWritten,
+    TileArrays,
+    WorkerTask,
+    load_arrays,
+    packed_nbytes,
+    store_arrays,
+)
 from .tier1.gpu import scratch_entries, work_order
+from .tile import TileSegments
 
 
 @dataclass
@@ -177,7 +189,6 @@ class SegmentsMode(FrameMode):
 
         The tier-2 arrays go to the GPU straight from the slots (page-locked: by DMA); a
         frame's slot is free again once the batch's ``tier1_done`` event has passed."""
-        from .tile import TileSegments
 
         xp = decoder.xp
         apart = streams is not None

@@ -135,8 +135,8 @@ def frame_layout(plans: list[TilePlan], offsets: list[int], siz, reduce: int, dt
             dq0.append(np.float32(lay.deltas[0] / 2.0))
             b0 += b.shape[0]
             r0 += lay.levels
-    cat = (lambda xs, cols, dt: np.ascontiguousarray(np.concatenate(xs), dt) if xs
-           else np.zeros((0, cols), dt))
+    def cat(xs, cols, dt):
+        return np.ascontiguousarray(np.concatenate(xs), dt) if xs else np.zeros((0, cols), dt)
     # a tile's components are planned in order: an MCT row is followed by components 1 and 2
     return FrameLayout(cat(bands, 3, np.int64), cat(rects, 4, np.int64), cat(dq97, 4, np.float32),
                        cat(q53, 4, np.int32), np.array(dq0, np.float32),

@@ -10,10 +10,10 @@ code-block (numba, worker processes), PCRD rate control to the byte budget, tier
 packets and the codestream writer (SIZ, COD, QCD, POC, TLM, COM, SOT/SOD, EOC).
 """
 
-from cinegpu.decode import kernel_cache  # noqa: F401  installs numba's cache locator before any kernel is defined
+from cinegpu.decode import kernel_cache  # noqa: F401  (side effect: numba's cache locator, before any kernel)
+from cinegpu.encode.presets import DCI_COMPONENT_BITRATE, DCI_FRAME_BITRATE, Coding, dci_caps
 
 from .encoder import Encoder, EncoderSettings, encode
-from cinegpu.encode.presets import DCI_COMPONENT_BITRATE, DCI_FRAME_BITRATE, Coding, dci_caps
 
 __all__ = ["DCI_COMPONENT_BITRATE", "DCI_FRAME_BITRATE", "Coding", "Encoder", "EncoderSettings", "dci_caps",
            "encode"]

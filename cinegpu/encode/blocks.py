@@ -11,7 +11,7 @@ the tile kernel to, byte for byte.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -183,7 +183,6 @@ class TierOnePool:
         """Run fn(*args) on one of the threads (a future); in the calling thread, already
         done, with one worker."""
         if self._pool is None:
-            from concurrent.futures import Future
             f: Future = Future()
             f.set_result(fn(*args))
             return f

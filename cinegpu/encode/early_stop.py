@@ -93,7 +93,7 @@ def magnitude_histogram(flats) -> np.ndarray:
     out = np.zeros(BITS + 1, np.int64)
     for flat in flats:
         if on_device(flat):     # counted in shared memory by blocks (forward.cu)
-            import cupy  # noqa: PLC0415
+            import cupy  # noqa: PLC0415  (optional: CuPy)
             counts = cupy.zeros(BITS + 1, cupy.uint64)
             _count_on_device(flat, counts)
             out += counts.get().astype(np.int64)
@@ -105,8 +105,9 @@ def magnitude_histogram(flats) -> np.ndarray:
 def _count_on_device(flat, counts) -> None:
     """Add the bit length counts of the CuPy int32 ``flat`` to ``counts`` (CuPy uint64[33])
     on the current stream: ``bit_length_histogram`` of forward.cu."""
-    import cupy  # noqa: PLC0415
-    from .gpu import THREADS, kernel  # noqa: PLC0415
+    import cupy  # noqa: PLC0415  (optional: CuPy)
+
+    from .gpu import THREADS, kernel  # noqa: PLC0415  (optional: CuPy, which encode.gpu imports)
     if flat.size:
         blocks = max(1, min(-(-flat.size // THREADS), 1024))
         kernel("bit_length_histogram")((blocks,), (THREADS,),
@@ -130,7 +131,7 @@ def component_histograms(plans, flats, ncomp: int) -> np.ndarray:
     """int64[ncomp, 33]: :func:`magnitude_histogram` of each component's indices over the
     tiles (``plans`` and their ``flats``, numpy or CuPy; on the GPU one wait for all)."""
     if any(on_device(f) for f in flats):
-        import cupy  # noqa: PLC0415
+        import cupy  # noqa: PLC0415  (optional: CuPy)
         counts = cupy.zeros((ncomp, BITS + 1), cupy.uint64)
         for plan, flat in zip(plans, flats):
             for c, a, z in component_ranges(plan):

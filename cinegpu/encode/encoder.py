@@ -10,6 +10,9 @@ rate control to the byte budget, headers included (:mod:`.rate`); packets
 
 from __future__ import annotations
 
+import contextlib
+import threading
+import time
 from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
@@ -17,16 +20,18 @@ import numpy as np
 from cinegpu.decode.backend import ENCODER_NAMES, select_backend
 from cinegpu.decode.codestream.header import parse_codestream
 from cinegpu.decode.plan import build_tile_plan
+from cinegpu.encode.presets import Coding, Params, make_params
 
 from . import markers as mk
 from .blocks import Block, BlockTable, TierOnePool
 from .early_stop import FLOOR_SHARE, component_histograms, first_floor, floor_share
 from .early_stop import on_device as _on_device  # noqa: I001 (one definition of 'a CuPy array')
 from .forward import code_value_step, forward_tile
-from cinegpu.encode.presets import Coding, Params, make_params
+from .ht import encode_ht_frame
 from .markers import main_header
 from .quant import block_components
 from .tier1.ht_gpu_plan import KERNEL_CHOICES
+from .writer import allocate_and_write
 
 __all__ = ["Encoder", "EncoderSettings", "GeometryCache", "encode"]
 
@@ -137,7 +142,7 @@ def _extremes(comps) -> list[tuple[int, int]]:
     (:func:`.gpu.component_extremes`: strided views read in place) and one device-to-host
     copy for all."""
     if comps and _on_device(comps[0]):
-        from .gpu import component_extremes  # noqa: PLC0415
+        from .gpu import component_extremes  # noqa: PLC0415  (optional: CuPy, which encode.gpu imports)
         return [(int(lo), int(hi)) for lo, hi in component_extremes(comps)]
     return [(int(c.min()), int(c.max())) for c in comps]
 
@@ -194,7 +199,6 @@ class GeometryCache:
     to build.  Read-only once built, so encoders in several threads share one (``geometry=``)."""
 
     def __init__(self, size: int = 8):
-        import threading
         self._size = size
         self._items: dict[bytes, tuple] = {}
         self._lock = threading.Lock()
@@ -291,8 +295,9 @@ class Encoder:
         dtype, through the encoder's page-locked buffer (one copy; the GPU splits and widens
         the components); separate host planes go up one by one.  Called on the encoder's
         stream."""
-        import cupy  # noqa: PLC0415
-        from .gpu import HostStaging  # noqa: PLC0415
+        import cupy  # noqa: PLC0415  (optional: CuPy)
+
+        from .gpu import HostStaging  # noqa: PLC0415  (optional: CuPy, which encode.gpu imports)
         if not isinstance(image, (list, tuple)) and not _on_device(image):
             if self._staging is None:
                 self._staging = HostStaging()
@@ -331,7 +336,6 @@ class Encoder:
         """The codestream of ``comps`` (precisions ``precs``, signedness ``sgn``);
         ``code_values``: (scale, peak) of :func:`.forward.code_value_step`, the components'
         samples coded as their code values (cuda back end)."""
-        import time
         t0 = time.perf_counter()
         params = make_params([c.shape for c in comps], precs, sgn, self.coding)
         if self.codec == "htj2k":
@@ -371,8 +375,6 @@ class Encoder:
         """The HTJ2K codestream (:func:`.ht.encode_ht_frame`) of the forward stage's output,
         its cleanup passes coded where the forward stage ran (on the cuda back end the
         coefficients stay on the GPU)."""
-        import time
-        from .ht import encode_ht_frame
         t1 = time.perf_counter()
         with self.on_stream():
             data = encode_ht_frame(Frame, params, cs, plans, flats, self.base_step, self.pool,
@@ -385,10 +387,9 @@ class Encoder:
         """A context in which the encoder's device is current and its own CUDA stream (so
         that encoders in several threads overlap on one GPU) is the current stream, or a
         no-op context on the CPU back end."""
-        import contextlib
         if self.backend != "cuda":
             return contextlib.nullcontext()
-        import cupy
+        import cupy  # noqa: PLC0415  (optional: CuPy)
         if self._stream is None:
             if self.device is None:
                 self.device = cupy.cuda.runtime.getDevice()
@@ -412,10 +413,10 @@ class Encoder:
         :func:`.gpu.forward_tile_cuda` on the GPU, replayed as a CUDA graph per geometry and
         code-value step); ``code_values``: (scale, peak), as :meth:`_encode`."""
         if self.backend == "cuda":
-            from .gpu import forward_tile_cuda
+            from .gpu import forward_tile_cuda  # noqa: PLC0415  (optional: CuPy, which encode.gpu imports)
 
             if self._band_tables is None:
-                from .gpu import BandTables
+                from .gpu import BandTables  # noqa: PLC0415  (optional: CuPy, which encode.gpu imports)
                 self._band_tables = BandTables()
 
             def build(planes):                 # each tile's flat buffer, then its maxima
@@ -429,7 +430,7 @@ class Encoder:
                 outs = build(comps)
             else:
                 if self._graphs is None:
-                    from .forward_graph import ForwardGraphs
+                    from .forward_graph import ForwardGraphs  # noqa: PLC0415  (optional: CuPy, which forward_graph imports)
                     self._graphs = ForwardGraphs()
                 key = (id(plans), tuple((c.shape, c.dtype.str) for c in comps),
                        tuple(params.precisions), tuple(params.signed), params.mct,
@@ -445,7 +446,7 @@ class Encoder:
         """Raise G until every band's indices fit in M_b bit-planes (E-2); DCI keeps its
         G and clips instead (as a real-time encoder would)."""
         if self.backend == "cuda":
-            from .gpu import guard_bits_cuda
+            from .gpu import guard_bits_cuda  # noqa: PLC0415  (optional: CuPy, which encode.gpu imports)
             maxima, self._maxima = self._maxima, None     # this frame's, from _forward
             need = guard_bits_cuda(plans, flats, params.guard_bits, params.guard_bits_fixed,
                                    maxima, self._band_tables, params.reversible)
@@ -481,7 +482,7 @@ class Encoder:
     def _tier1(self, params, cs, plans, flats, floor: int = 0) -> Frame:
         """Tier-1 of every tile's blocks, down to bit-plane ``floor`` (early stop)."""
         if self.backend == "cuda":   # on the GPU, every tile launched before any is waited on
-            from .tier1.gpu import TileGeometries, launch_tile
+            from .tier1.gpu import TileGeometries, launch_tile  # noqa: PLC0415  (optional: CuPy, which tier1.gpu imports)
             if self._tiles is None:
                 self._tiles = TileGeometries()
             pending = [launch_tile(flat, plan.cb, params.cblk_style, stream=self._stream,
@@ -504,7 +505,7 @@ class Encoder:
         """The frame's (rate_off, rates, dists) on the GPU: tier-1's own buffers (one tile),
         joined there (several), or uploaded from the table when the numba fallback coded
         some blocks."""
-        import cupy
+        import cupy  # noqa: PLC0415  (optional: CuPy)
         with self._stream:
             figs = [p.figures for p in pending]
             if len(figs) == 1 and figs[0] is not None:
@@ -529,7 +530,6 @@ class Encoder:
         """The codestream and, when the planes under ``floor`` were not coded, the share of
         its body bytes from plane ``floor`` (:func:`.early_stop.floor_share`) and whether
         rate control was starved (the writer's stats)."""
-        from .writer import allocate_and_write
         stats: dict = {}
         data = allocate_and_write(frame, self.base_step, stats)
         self.stats.update(stats)

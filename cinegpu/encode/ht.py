@@ -37,13 +37,19 @@ they come back to the host.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 from numba import njit
 
+from cinegpu.decode.codestream.header import parse_codestream
+
 from .blocks import BlockTable
 from .ht_select import PlaneChoice
+from .ht_select_gpu import PlaneChoiceCuda
 from .quant import block_components, block_weights
 from .tier1.ht import ht_encode_rows, ht_plane_figures
+from .writer import allocate_and_write, allocate_stream
 
 __all__ = ["DMAX", "encode_ht_frame", "jph_file"]
 
@@ -83,7 +89,7 @@ class _PlanTables:
     def device_weights(self, params):
         """:meth:`weights` on the current CUDA device (CuPy float64), uploaded once: an
         upload from pageable memory waits for the stream's work before it."""
-        import cupy  # noqa: PLC0415
+        import cupy  # noqa: PLC0415  (optional: CuPy)
         key = (bool(params.mct), bool(params.reversible), int(params.ncomp),
                cupy.cuda.runtime.getDevice())
         w = self._device_weights.get(key)
@@ -94,7 +100,7 @@ class _PlanTables:
     def block_set(self, kernel: str):
         """The plan's BlockSet for ``kernel`` (all its blocks), made on first use (CuPy)."""
         if self._block_set is None or self._block_set.kernel != kernel:
-            from .tier1.ht_gpu import BlockSet  # noqa: PLC0415
+            from .tier1.ht_gpu import BlockSet  # noqa: PLC0415  (optional: CuPy, which tier1.ht_gpu imports)
             self._block_set = BlockSet(self.plan.cb, np.arange(self.plan.cb.shape[0],
                                                                dtype=np.int64), kernel)
         return self._block_set
@@ -137,7 +143,7 @@ def _tile_figures(pool, flat, cb, blocks=None):
     all its blocks, whose device tables the kernel then reads)."""
     cb = np.ascontiguousarray(cb, np.int64)
     if not isinstance(flat, np.ndarray):         # on the GPU (CuPy): worked out there
-        from .tier1.ht_gpu import ht_plane_figures_cuda  # noqa: PLC0415
+        from .tier1.ht_gpu import ht_plane_figures_cuda  # noqa: PLC0415  (optional: CuPy, which tier1.ht_gpu imports)
         return ht_plane_figures_cuda(flat, cb, np.arange(cb.shape[0], dtype=np.int64), DMAX,
                                      keep=True, blocks=blocks)
     runs = None if pool is None else pool.runs(cb)
@@ -161,9 +167,8 @@ def _plane_choice(pool, plans, flats, params, tables=None, kernel="auto"):
         w = np.concatenate([t.weights(params) for t in tables])
         return PlaneChoice(w, np.concatenate([f[0] for f in figs]),
                            np.concatenate([f[1] for f in figs]))
-    import cupy  # noqa: PLC0415
+    import cupy  # noqa: PLC0415  (optional: CuPy)
 
-    from .ht_select_gpu import PlaneChoiceCuda  # noqa: PLC0415
     if len(figs) == 1:
         return PlaneChoiceCuda(tables[0].device_weights(params), *figs[0])
     return PlaneChoiceCuda(cupy.concatenate([t.device_weights(params) for t in tables]),
@@ -193,7 +198,7 @@ def _code_rows(plans, flats, rows, drops, pool, kernel="auto", tables=None, d_dr
         if isinstance(flat, np.ndarray):
             out = _tile_rows(pool, flat, plan.cb, local, drops[base + local])
         else:                                    # on the GPU (CuPy): coded there
-            from .tier1.ht_gpu import ht_encode_rows_cuda  # noqa: PLC0415
+            from .tier1.ht_gpu import ht_encode_rows_cuda  # noqa: PLC0415  (optional: CuPy, which tier1.ht_gpu imports)
             whole = rows is None
             out = ht_encode_rows_cuda(flat, plan.cb, local, drops[base + local], kernel=kernel,
                                       blocks=t.block_set(kernel) if whole else None,
@@ -311,9 +316,7 @@ def encode_ht_frame(frame_cls, params, cs, plans, flats, base_step, pool=None,
     ``blocks``: the caller's dict in which what each plan's frames share is kept between
     frames (:class:`_PlanTables`: block weights and components, and on the GPU the plan's
     :class:`.tier1.ht_gpu.BlockSet`; None: made every frame)."""
-    from dataclasses import replace
 
-    from .writer import allocate_and_write, allocate_stream
     budget = params.frame_bytes
     keep_all = replace(params, frame_bytes=None, component_bytes=None)
     nblocks = sum(plan.cb.shape[0] for plan in plans)
@@ -392,7 +395,6 @@ def jph_file(codestream: bytes, *, colourspace: int | None = None) -> bytes:
     components and bit depth from SIZ, C = 7, UnkC 0, IPR 0) and an enumerated colr
     (``colourspace``: EnumCS, default sRGB (16) for 3 components or more, else greyscale
     (17)), then the codestream in jp2c."""
-    from cinegpu.decode.codestream.header import parse_codestream
     siz = parse_codestream(codestream).siz
     depths = {siz.Ssiz[c] for c in range(siz.Csiz)}
     bpc = depths.pop() if len(depths) == 1 else 0xFF

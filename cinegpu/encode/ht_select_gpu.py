@@ -40,9 +40,9 @@ THREADS = 128  # threads per CUDA block (the kernels take any: grid-stride, no b
 
 @functools.lru_cache(maxsize=None)
 def _kernel(device_id: int, name: str):
-    import cupy  # noqa: PLC0415
+    import cupy  # noqa: PLC0415  (optional: CuPy)
 
-    from cinegpu.decode import nvrtc  # noqa: PLC0415
+    from cinegpu.decode import nvrtc  # noqa: PLC0415  (optional: CuPy, which nvrtc imports)
 
     with cupy.cuda.Device(device_id):
         return nvrtc.kernel(SOURCE, name)
@@ -54,7 +54,7 @@ class CudaLaunch:
     CuPy, ``asnumpy`` copies an array to the host."""
 
     def __init__(self):
-        import cupy  # noqa: PLC0415
+        import cupy  # noqa: PLC0415  (optional: CuPy)
 
         self.xp = cupy
         self.asnumpy = cupy.asnumpy

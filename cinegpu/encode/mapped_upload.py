@@ -150,7 +150,7 @@ class _Held:
 
     def unlock(self) -> None:
         """Unregister, unmap and close the file, the copy done; the caller holds the gate."""
-        import cupy
+        import cupy  # noqa: PLC0415  (optional: CuPy)
         try:
             self.copied()
             cupy.cuda.runtime.hostUnregister(self.view.ctypes.data)
@@ -190,7 +190,7 @@ class MappedUploads:
 
     def upload(self, run: FileRun):
         """The samples of ``run`` as a CuPy array, or None (see the class)."""
-        import cupy
+        import cupy  # noqa: PLC0415  (optional: CuPy)
         if not self.supported:
             self.release()
             return None

@@ -31,9 +31,9 @@ THREADS = 128
 
 @functools.lru_cache(maxsize=None)
 def _kernels(device_id: int):
-    import cupy  # noqa: PLC0415
+    import cupy  # noqa: PLC0415  (optional: CuPy)
 
-    from cinegpu.decode import nvrtc  # noqa: PLC0415
+    from cinegpu.decode import nvrtc  # noqa: PLC0415  (optional: CuPy, which nvrtc imports)
 
     with cupy.cuda.Device(device_id):
         return {name: nvrtc.kernel(CUDA_SOURCE, name) for name in KERNELS}
@@ -52,7 +52,7 @@ def gpu_hull(device, weights, block_comp, ncomp: int, *, xp=None,
     ``xp`` and ``kernels`` (tests): numpy and pcrd.cu's host emulation instead of CuPy and
     the compiled kernels."""
     if xp is None:
-        import cupy as xp  # noqa: PLC0415
+        import cupy as xp  # noqa: PLC0415  (optional: CuPy)
     if kernels is None:
         kernels = _kernels(xp.cuda.runtime.getDevice())
     rate_off, rates, dists = device

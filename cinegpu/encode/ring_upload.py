@@ -54,7 +54,7 @@ class _Slots:
     the last copy out of it (recorded once when made, so that every slot has one to wait)."""
 
     def __init__(self, size: int, count: int):
-        import cupy
+        import cupy  # noqa: PLC0415  (optional: CuPy)
         self.mem = cupy.cuda.alloc_pinned_memory(size * count)
         ring = np.frombuffer(self.mem, np.uint8, size * count)
         self.views = [ring[k * size:(k + 1) * size] for k in range(count)]
@@ -107,7 +107,7 @@ class RingUploads:
         try:
             if os.fstat(fd).st_size < run.offset + nbytes:
                 return None                      # shorter than its header said: read it
-            import cupy
+            import cupy  # noqa: PLC0415  (optional: CuPy)
             opened = None
             if direct:
                 ring = self._ring(True)

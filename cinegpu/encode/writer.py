@@ -30,6 +30,7 @@ from cinegpu.decode.plan import PB_CB_FIRST, PB_NCBX, PB_NCBY
 from cinegpu.decode.tier2.progression import packet_order
 
 from . import markers as mk
+from . import rate_gpu
 from .blocks import BlockTable
 from .markers import main_header
 from .quant import block_weights
@@ -189,8 +190,7 @@ class _Writer:
         weights = np.concatenate([block_weights(plan, self.params) for plan in frame.plans]) \
             if self.nblocks else np.zeros(0)
         if getattr(frame, "device", None) is not None:   # tier-1's figures are on the GPU
-            from .rate_gpu import gpu_hull
-            return gpu_hull(frame.device, weights, frame.comp, self.params.ncomp)
+            return rate_gpu.gpu_hull(frame.device, weights, frame.comp, self.params.ncomp)
         hull = hull_of(self.table.rate_off, self.table.rates, frame.dists, weights)
         hull.by_component(frame.comp, self.params.ncomp)
         return hull

@@ -21,7 +21,7 @@ _GL_ERRORS = {0x0500: "GL_INVALID_ENUM", 0x0501: "GL_INVALID_VALUE", 0x0502: "GL
 
 
 def _gl():
-    import pyglet.gl as gl  # noqa: PLC0415 (needs pyglet's headless/window choice made first)
+    import pyglet.gl as gl  # noqa: PLC0415  (pyglet.gl: after open_window's headless choice)
     return gl
 
 

@@ -30,6 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
+from cinegpu.decode.backend import cuda_missing
+
 from . import gl as glu
 from .errors import InteropError
 
@@ -98,7 +100,7 @@ class HostUploadTarget(TextureTarget):
 
 
 def _cudart():
-    from cuda.bindings import runtime  # noqa: PLC0415 (optional dependency)
+    from cuda.bindings import runtime  # noqa: PLC0415  (optional: cuda-python)
     return runtime
 
 
@@ -113,7 +115,6 @@ def _cuda(call: str, result):
 
 
 def _probe_cuda() -> str | None:
-    from cinegpu.decode.backend import cuda_missing  # noqa: PLC0415
     missing = cuda_missing()            # the back end's own probe (CuPy and a device)
     if missing is not None:
         return missing[0]
@@ -125,12 +126,12 @@ def _probe_cuda() -> str | None:
 
 
 def _device_pixels(pixels):
-    import cupy  # noqa: PLC0415
+    import cupy  # noqa: PLC0415  (optional: CuPy)
     return cupy.ascontiguousarray(cupy.asarray(pixels, dtype=cupy.uint16))
 
 
 def _stream() -> int:
-    import cupy  # noqa: PLC0415
+    import cupy  # noqa: PLC0415  (optional: CuPy)
     return cupy.cuda.get_current_stream().ptr
 
 
@@ -215,7 +216,7 @@ class SurfaceTarget(_CudaTarget):
             self._unmap()
 
     def _surface_write(self, rt, array, src) -> None:
-        from cinegpu.decode import nvrtc  # noqa: PLC0415 (needs CuPy)
+        from cinegpu.decode import nvrtc  # noqa: PLC0415  (optional: CuPy, which nvrtc imports)
 
         desc = rt.cudaResourceDesc()
         desc.resType = rt.cudaResourceType.cudaResourceTypeArray
@@ -240,7 +241,7 @@ class PixelBufferTarget(_CudaTarget):
         self.pbo = 0
 
     def open(self, width: int, height: int) -> int:
-        import pyglet.gl as gl  # noqa: PLC0415
+        import pyglet.gl as gl  # noqa: PLC0415  (pyglet.gl: after open_window's headless choice)
 
         tex = super().open(width, height)
         buf = gl.GLuint()
@@ -256,8 +257,8 @@ class PixelBufferTarget(_CudaTarget):
         return tex
 
     def write(self, pixels) -> None:
-        import cupy  # noqa: PLC0415
-        import pyglet.gl as gl  # noqa: PLC0415
+        import cupy  # noqa: PLC0415  (optional: CuPy)
+        import pyglet.gl as gl  # noqa: PLC0415  (pyglet.gl: after open_window's headless choice)
 
         src = _device_pixels(pixels)
         self._check_shape(src)
@@ -280,7 +281,7 @@ class PixelBufferTarget(_CudaTarget):
     def close(self) -> None:
         super().close()
         if self.pbo:
-            import pyglet.gl as gl  # noqa: PLC0415
+            import pyglet.gl as gl  # noqa: PLC0415  (pyglet.gl: after open_window's headless choice)
             gl.glDeleteBuffers(1, ctypes.byref(gl.GLuint(self.pbo)))
             self.pbo = 0
 

@@ -17,13 +17,23 @@ second failure reports its frames as not checked.
 
 from __future__ import annotations
 
+import multiprocessing as mp
 import os
 import uuid
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cinegpu.media.errors import EncryptedMedia, MediaError
+from tqdm import tqdm
+
+from cinegpu.decode import decode
+from cinegpu.decode.backend import select_backend
 from cinegpu.decode.cpus import usable_cores
+from cinegpu.decode.errors import CodestreamError
+from cinegpu.jobs.cluster import connect, distributed_module, parse_address
+from cinegpu.media.errors import EncryptedMedia, MediaError
+from cinegpu.media.mxf.read import MXFFile
+from cinegpu.media.package.read import find_assetmap, read_package, relpath
 
 __all__ = ["CHUNK_FRAMES", "ChunkChecked", "DecodeChunk", "DecodeReport", "FrameFault",
            "check_library", "decode_chunk", "find_packages", "plan_library", "run"]
@@ -81,10 +91,6 @@ class ChunkChecked:
 def decode_chunk(chunk: DecodeChunk) -> ChunkChecked:
     """A task: decode the chunk's frames from its track file (opened here); each frame
     that fails is a :class:`FrameFault` (nothing is raised for bad media)."""
-    from cinegpu.decode import decode
-    from cinegpu.decode.errors import CodestreamError
-
-    from cinegpu.media.mxf.read import MXFFile
     stereo = len(chunk.eyes) > 1
     faults: list[FrameFault] = []
     try:
@@ -115,7 +121,6 @@ def _why(exc: BaseException) -> str:
 def find_packages(library) -> list[Path]:
     """The package folders at or under ``library``, in sorted order (MediaError when it is
     not a folder)."""
-    from cinegpu.media.package.read import find_assetmap
     root = Path(library)
     if not root.is_dir():
         raise MediaError(root, "not a folder (want a package folder or a folder of packages)")
@@ -160,8 +165,6 @@ def plan_library(library, backend: str = "cpu",
                  chunk: int = CHUNK_FRAMES) -> tuple[DecodeReport, list[DecodeChunk]]:
     """The report so far (packages and track files found; those that cannot be read as
     problems, encrypted ones as warnings) and the chunks to decode."""
-    from cinegpu.media.mxf.read import MXFFile
-    from cinegpu.media.package.read import read_package, relpath
     report = DecodeReport(Path(library))
     chunks: list[DecodeChunk] = []
     for folder in find_packages(library):
@@ -206,7 +209,6 @@ def check_library(library, *, cluster: str | None = None, workers: int | None = 
     in ``workers`` processes here (default: one per core).  ``backend``: ``cpu``, ``cuda``
     or ``auto`` (on a cluster: ``cuda`` when it has GPU workers).  MediaError when the
     library is not a folder or the cluster cannot be reached."""
-    from tqdm import tqdm
     report, chunks = plan_library(library, "cpu" if backend == "auto" else backend, chunk)
     total = sum(c.count for c in chunks)
     with tqdm(total=total, unit="frame", desc="decoding", dynamic_ncols=True,
@@ -234,10 +236,7 @@ def _not_checked(c: DecodeChunk, why: str, report: DecodeReport, bar) -> None:
 
 def _here(workers, backend: str, chunks: list[DecodeChunk], report: DecodeReport, bar) -> None:
     """The chunks in spawned processes of this machine."""
-    import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor, as_completed
     if backend == "auto":
-        from cinegpu.decode.backend import select_backend
         b = select_backend("auto").name
         chunks = [DecodeChunk(c.package, c.track, c.first, c.count, c.eyes, b) for c in chunks]
     n = max(1, min(workers or usable_cores(), len(chunks)))
@@ -253,13 +252,11 @@ def _here(workers, backend: str, chunks: list[DecodeChunk], report: DecodeReport
 def _on_cluster(where: str, workers, backend: str, chunks: list[DecodeChunk],
                 report: DecodeReport, bar) -> None:
     """The chunks as Dask tasks, each tried twice at most."""
-    from cinegpu.jobs.cluster import connect, distributed_module, parse_address
     address = parse_address(where)
     if address.local and workers is not None:
         address = type(address)(None, workers)
     resources = None
     if address.local and backend in ("cuda", "auto"):
-        from cinegpu.decode.backend import select_backend
         backend = select_backend(backend).name
         resources = {"GPU": 1} if backend == "cuda" else None
     with connect(address, resources=resources) as cluster:

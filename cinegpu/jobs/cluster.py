@@ -24,12 +24,11 @@ than 4 of one thread, docs/performance.md), and GPU tasks ask for a share of it
 from __future__ import annotations
 
 import logging
-import os
 import re
 from dataclasses import dataclass
 
-from cinegpu.media.errors import MediaError
 from cinegpu.decode.cpus import usable_cores
+from cinegpu.media.errors import MediaError
 
 __all__ = ["CONNECT_TIMEOUT", "Cluster", "ClusterAddress", "connect", "parse_address"]
 
@@ -80,7 +79,7 @@ def parse_address(text: str) -> ClusterAddress:
 def distributed_module():
     """The ``distributed`` package, or a MediaError saying how to install it."""
     try:
-        import distributed  # noqa: PLC0415
+        import distributed  # noqa: PLC0415  (optional: dask.distributed)
     except ImportError as exc:
         raise MediaError(None, f"--cluster needs Dask distributed ({exc.name or exc} is not "
                                f"installed): {_INSTALL}") from None
@@ -169,7 +168,7 @@ def connect(where: ClusterAddress | str, *, threads: int = 1, resources: dict | 
 
 def _local(where: ClusterAddress, distributed, threads: int, resources: dict | None) -> Cluster:
     """A LocalCluster of worker processes, its scheduler in this process."""
-    import dask  # noqa: PLC0415
+    import dask  # noqa: PLC0415  (optional: dask.distributed)
     workers = where.workers or usable_cores()
     # no statistical profiler in the workers: it samples every thread's stack each 10 ms,
     # holding the GIL that the encoders' Python steps need

@@ -27,9 +27,9 @@ from collections import deque
 from functools import lru_cache
 
 from cinegpu.jobs.cluster import Cluster
-from cinegpu.media.errors import MediaError
 from cinegpu.jobs.frame_coders import Coded, FrameFailed, code_frame
 from cinegpu.jobs.master_job import Encoding, FrameCoding
+from cinegpu.media.errors import MediaError
 
 __all__ = ["ClusterCoders", "code_cluster_frame", "worker_encoders"]
 

@@ -11,9 +11,13 @@ unset); a DCP found there with the expected frame count is reused.
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
+
+from cinegpu.media.errors import MediaError
+from cinegpu.media.source import open_source
 
 __all__ = ["DEMO_FRAMES", "WIDTH", "HEIGHT", "build_demo", "demo_dir", "demo_frame", "find_demo"]
 
@@ -81,8 +85,6 @@ def find_demo(folder: Path | None = None, frames: int = DEMO_FRAMES) -> Path | N
     folder = demo_dir() if folder is None else Path(folder)
     if not (folder / "ASSETMAP.xml").is_file():
         return None
-    from cinegpu.media.errors import MediaError
-    from cinegpu.media.source import open_source
     try:
         src = open_source(folder)
     except MediaError:
@@ -96,16 +98,14 @@ def find_demo(folder: Path | None = None, frames: int = DEMO_FRAMES) -> Path | N
 def build_demo(folder: Path | None = None, frames: int = DEMO_FRAMES, *, workers: int | None = None,
                progress: bool = True) -> Path:
     """Master the demo into ``folder`` (default :func:`demo_dir`) unless it is there already."""
-    import shutil
-
-    from cinegpu.jobs.master_job import MasterJob
-    from cinegpu.jobs.mastering import master
+    # mastering costs ~0.3 s to import: only when the demo is built (find_demo runs at every start)
+    from cinegpu.jobs.master_job import MasterJob  # noqa: PLC0415  (start-up: mastering, ~0.3 s)
+    from cinegpu.jobs.mastering import master  # noqa: PLC0415  (start-up: mastering, ~0.3 s)
     folder = demo_dir() if folder is None else Path(folder)
     if find_demo(folder, frames) is not None:
         return folder
     if folder.exists() and any(folder.iterdir()):
         if not (folder / "ASSETMAP.xml").is_file():
-            from cinegpu.media.errors import MediaError
             raise MediaError(folder, "not empty and not a DCP: will not replace it with the demo")
         shutil.rmtree(folder)   # a stale or different demo: ours to replace
     folder.parent.mkdir(parents=True, exist_ok=True)   # the cache's own folder: ours to make

@@ -20,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+import numba
 from numba.core import event as numba_event
 from numba.core.registry import CPUDispatcher
 from tqdm import tqdm
@@ -43,7 +44,6 @@ def cache_root() -> Path:
 
 def stamp_path(cache: Path) -> Path:
     """The stamp in ``cache`` saying this version's kernels were compiled on this machine."""
-    import numba
 
     return Path(cache) / f"compiled-cinegpu-{cinegpu.__version__}-numba-{numba.__version__}"
 
@@ -138,17 +138,18 @@ def _compile_part(part: str, messages) -> None:
     the sample frame; what numba compiles goes to its cache (and is posted to ``messages``)."""
     try:
         numba_event.register("numba:compile", _Ticks(part, messages))
+        # each part's process imports only its own kernels' modules: _kernel_count counts those
         if part == "encoder":
-            from cinegpu.jobs.demo import demo_frame
-            from cinegpu.jobs.frame_encode import FrameEncoders
-            from cinegpu.media.images.frames import fit
+            from cinegpu.jobs.demo import demo_frame  # noqa: PLC0415  (a part loads only its own kernels)
+            from cinegpu.jobs.frame_encode import FrameEncoders  # noqa: PLC0415  (a part loads only its own kernels)
+            from cinegpu.media.images.frames import fit  # noqa: PLC0415  (a part loads only its own kernels)
 
             messages.put(("total", part, _kernel_count()))
             with FrameEncoders(profile="2k", fps=24, bitrate=None, colorspace="rec709",
                                backend="cpu") as encoders:
                 encoders.encode(fit(demo_frame(0), 2048, 1080))
         else:
-            from cinegpu.decode.decoder import Decoder
+            from cinegpu.decode.decoder import Decoder  # noqa: PLC0415  (a part loads only its own kernels)
 
             messages.put(("total", part, _kernel_count()))
             Decoder("cpu").decode(SAMPLE.read_bytes())

@@ -44,13 +44,12 @@ import numpy as np
 
 from cinegpu.decode.shm import SHM_FOLDER, create_segment, reclaim_orphans
 from cinegpu.decode.workers import START_SILENCE_S, Broken, Ready, WorkerPool, announce_compiles
-
+from cinegpu.jobs.master_job import FrameCoding
+from cinegpu.jobs.mps import mps_serves
 from cinegpu.media import errors
 from cinegpu.media.errors import MediaError
 from cinegpu.media.images.frames import fit
 from cinegpu.media.mxf.write import J2KHeader
-from cinegpu.jobs.master_job import FrameCoding
-from cinegpu.jobs.mps import mps_serves
 
 __all__ = ["SLOT_BYTES", "CodeFrame", "Coded", "CoderSetup", "FrameCoded",
            "FrameFailed", "FrameTiming", "ProcessCoders", "StopCoder", "ThreadCoders",

@@ -21,16 +21,18 @@ from fractions import Fraction
 
 import numpy as np
 
+from cinegpu.decode.backend import ENCODER_NAMES, select_backend
 from cinegpu.decode.codestream import dci, imf
-
-from cinegpu.media.images.colour import rgb_to_ycbcr, to_xyz12, xyz12_parameters
-from cinegpu.media.package.dcp_write import _cinegpu_encoder, encode_frame, encoder_name
-from cinegpu.media.errors import UnsupportedMedia
-from cinegpu.media.mxf.write import J2KHeader
+from cinegpu.decode.cpus import usable_cores
+from cinegpu.encode.encoder import Encoder, EncoderSettings, GeometryCache
+from cinegpu.encode.presets import Coding
 from cinegpu.jobs.frame_uploads import FrameUploads, UploadSettings
 from cinegpu.jobs.gpu_waits import sleep_on_waits
+from cinegpu.media.errors import UnsupportedMedia
+from cinegpu.media.images.colour import rgb_to_ycbcr, to_xyz12, xyz12_parameters
 from cinegpu.media.images.frames import unit_scale
-from cinegpu.decode.cpus import usable_cores
+from cinegpu.media.mxf.write import J2KHeader
+from cinegpu.media.package.dcp_write import _cinegpu_encoder, encode_frame, encoder_name
 
 __all__ = ["FUSED_CODE_VALUES", "GPU_PROCESSES", "GPU_WORKERS", "PROCESS_MIN_FRAMES",
            "PROCESS_THREADS", "FrameEncoders", "device_for", "pick_backend"]
@@ -66,7 +68,6 @@ def pick_backend(backend: str = "auto") -> str:
     ``ValueError`` for another name; :class:`~cinegpu.decode.errors.BackendUnavailable`
     (naming what is missing and how to install it) for "cuda" without CuPy or a device.
     """
-    from cinegpu.decode.backend import ENCODER_NAMES, select_backend
     return select_backend(backend, names=ENCODER_NAMES).name
 
 
@@ -167,7 +168,7 @@ class FrameEncoders:
         by the host (the GIL), not by the device: 8 threads mastered more slowly over two
         GPUs than on one (docs/performance.md, "Several GPUs")."""
         if self._gpus is None:
-            import cupy  # noqa: PLC0415
+            import cupy  # noqa: PLC0415  (optional: CuPy)
             self._gpus = max(1, cupy.cuda.runtime.getDeviceCount())
         return self._gpus
 
@@ -178,8 +179,6 @@ class FrameEncoders:
     def _encoder(self):
         enc = getattr(self._local, "encoder", None)
         if enc is None:
-            from cinegpu.encode.encoder import Encoder, EncoderSettings, GeometryCache
-            from cinegpu.encode.presets import Coding
             with self._lock:
                 if self._geometry is None:
                     self._geometry = GeometryCache()
@@ -213,7 +212,7 @@ class FrameEncoders:
                                 bitrate=None if self.bitrate is None else self.bitrate / 1e6)
         enc = self._encoder()
         if self.backend == "cuda":
-            from cinegpu.encode.gpu import rgb_to_xyz12
+            from cinegpu.encode.gpu import rgb_to_xyz12  # noqa: PLC0415  (optional: CuPy, which encode.gpu imports)
             planes = self._on_gpu(enc, a, lambda image: rgb_to_xyz12(
                 image, top, *xyz12_parameters(self.colorspace)))
             return enc.encode_planes(planes, 12)
@@ -239,7 +238,7 @@ class FrameEncoders:
                 image = self._on_gpu(enc, a, lambda image: image)
                 return enc.encode_planes([image[:, :, c] for c in range(3)], self.bits,
                                          code_values=(top, self.bits))
-            from cinegpu.encode.gpu import code_values
+            from cinegpu.encode.gpu import code_values  # noqa: PLC0415  (optional: CuPy, which encode.gpu imports)
             planes = self._on_gpu(enc, a, lambda image: code_values(image, top, self.bits))
             return enc.encode_planes(planes, self.bits)
         peak = (1 << self.bits) - 1
@@ -285,7 +284,7 @@ class FrameEncoders:
 
     def _staging(self):
         """This thread's :class:`cinegpu.encode.gpu.HostStaging`."""
-        from cinegpu.encode.gpu import HostStaging
+        from cinegpu.encode.gpu import HostStaging  # noqa: PLC0415  (optional: CuPy, which encode.gpu imports)
         staging = getattr(self._local, "staging", None)
         if staging is None:
             staging = self._local.staging = HostStaging()

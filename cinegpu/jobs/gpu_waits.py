@@ -31,7 +31,7 @@ def sleep_on_waits(devices) -> bool:
     if os.environ.get("CINEGPU_CUDA_WAITS", "sleep").strip().lower() == "spin":
         return False
     try:
-        from cuda.bindings import driver  # noqa: PLC0415 (optional, with CuPy 13+)
+        from cuda.bindings import driver  # noqa: PLC0415  (optional: cuda-python)
     except ImportError:
         return False
     ok = driver.CUresult.CUDA_SUCCESS

@@ -336,7 +336,7 @@ class MasterJob:
         if c.subtitles is not None and c.subtitles.duration != self.length:
             raise ValueError(f"subtitles prepared for {c.subtitles.duration} frames; the "
                              f"composition has {self.length}")
-        self.reel_lengths                  # noqa: B018 - ValueError for reels that do not fit
+        self.reel_lengths                  # read for its check: ValueError for reels that do not fit
         if self.protection.signer is not None and p.imf:
             raise ValueError("signed IMF packages are not written: --sign is for DCPs")
         self._check_readers()

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import os
 
+from cinegpu.decode.errors import UnsupportedFeature
+
 __all__ = ["CorruptMedia", "EncryptedMedia", "KdmRefused", "MediaError", "UnsupportedMedia", "media_error_of"]
 
 
@@ -62,6 +64,5 @@ def media_error_of(exc: BaseException) -> type[MediaError]:
     """The media error class for a codec error met while reading media: a stream using a
     feature the decoder does not implement is :class:`UnsupportedMedia`, any other bad
     codestream :class:`CorruptMedia`."""
-    from cinegpu.decode.errors import UnsupportedFeature
 
     return UnsupportedMedia if isinstance(exc, UnsupportedFeature) else CorruptMedia

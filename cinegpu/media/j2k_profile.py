@@ -21,7 +21,6 @@ from cinegpu.decode.codestream.reader import SegmentReader, read_u16
 from cinegpu.decode.codestream.siz import RSIZ_HTJ2K, parse_siz
 from cinegpu.decode.errors import CodestreamError
 from cinegpu.decode.jp2.boxes import is_jp2, top_boxes
-
 from cinegpu.media.errors import CorruptMedia, UnsupportedMedia, media_error_of
 
 __all__ = ["Profile", "codestream_of", "image_size", "parse_profile", "profile_of"]

@@ -44,6 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
+from cinegpu.media.sound.composition import open_composition_sound
 from cinegpu.media.sound.track import decode_pcm
 
 log = logging.getLogger(__name__)
@@ -176,7 +177,7 @@ class DeviceSink:
     DRAIN_LIMIT = 2.0
 
     def __init__(self, rate: int):
-        import sounddevice  # noqa: PLC0415 (optional: needs PortAudio at run time)
+        import sounddevice  # noqa: PLC0415  (optional: sounddevice, which needs PortAudio)
 
         self.rate = int(rate)
 
@@ -542,7 +543,6 @@ def open_feed(media, clock, mode: str, audio_out: Path | None = None, sound=None
     ``audio_out``: a WAV record. ``sound``: ``media``'s CompositionSound opened already (the
     server opens it in its loader thread; closed here when no feed takes it), else opened here.
     ``cinegpu play`` and ``cinegpu serve`` both build their feed here."""
-    from cinegpu.media.sound.composition import open_composition_sound  # noqa: PLC0415
 
     if mode == "off":
         if sound is not None:

@@ -11,6 +11,11 @@ import importlib
 import sys
 
 import cinegpu
+from cinegpu.decode.errors import BackendUnavailable, CodestreamError, PipelineError
+from cinegpu.interop import InteropError
+from cinegpu.media import MediaError
+
+from .commands.args import UsageError
 
 #: Subcommand modules, in the order ``cinegpu --help`` lists them.
 #: the sub-commands, each by the module of cinegpu.player.commands that registers it
@@ -70,12 +75,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _ordinary_errors() -> tuple[type[BaseException], ...]:
-    from cinegpu.decode.errors import BackendUnavailable, CodestreamError, PipelineError
-    from cinegpu.interop import InteropError
-    from cinegpu.media import MediaError
-
-    from .commands.args import UsageError
-
     return (UsageError, CodestreamError, MediaError, InteropError, BackendUnavailable, PipelineError)
 
 

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from cinegpu.jobs import demo as demo_job
+
 __all__ = ["default_media", "resolutions", "synthesise_sequence", "write_ppm"]
 
 FRAMES, WIDTH, HEIGHT = 24, 960, 540
@@ -67,9 +69,8 @@ def synthesise_sequence(folder, frames: int = FRAMES, width: int = WIDTH, height
 
 def default_media() -> Path:
     """A path to play when none is given (see the module docstring)."""
-    from cinegpu.jobs.demo import find_demo
 
-    demo = find_demo()
+    demo = demo_job.find_demo()
     if demo is not None:
         return demo
     folder = _cache_dir()

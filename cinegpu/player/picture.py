@@ -19,8 +19,9 @@ from __future__ import annotations
 import numpy as np
 
 from cinegpu.decode.codestream import dci
-from cinegpu.media.images.colour import YCBCR_COEFFICIENTS
+from cinegpu.decode.transform import xyz_to_rgb
 from cinegpu.media.errors import UnsupportedMedia
+from cinegpu.media.images.colour import YCBCR_COEFFICIENTS
 
 __all__ = ["COLOURS", "DCI_RSIZ", "is_xyz", "rgba16_reference", "ycbcr_to_rgba16", "PictureConverter"]
 
@@ -51,12 +52,10 @@ def rgba16_reference(components, precisions, xyz: bool, primaries: str = "p3d65"
     if xyz:
         if len(components) < 3:
             raise UnsupportedMedia(None, f"X'Y'Z' needs 3 components, got {len(components)}")
-        if xp is np:
-            from cinegpu.decode.transform import xyz_to_rgb
-        else:
-            from cinegpu.decode.transform.cuda_backend import xyz_to_rgb
-        return xyz_to_rgb(*components[:3], primaries=primaries, out_bits=16, alpha=True,
-                          in_bits=int(precisions[0]))
+        convert = xyz_to_rgb
+        if xp is not np:
+            from cinegpu.decode.transform.cuda_backend import xyz_to_rgb as convert  # noqa: PLC0415  (optional: CuPy)
+        return convert(*components[:3], primaries=primaries, out_bits=16, alpha=True, in_bits=int(precisions[0]))
     if len(components) >= 3:
         planes = [_scale16(xp.asarray(c), p, xp) for c, p in zip(components[:3], precisions[:3])]
     elif len(components) >= 1:
@@ -137,18 +136,18 @@ class PictureConverter:
         if self.ycbcr and len(components) >= 3 and \
                 len({c.shape for c in components[:3]}) == 1:
             if self.device:
-                import cupy  # noqa: PLC0415
+                import cupy  # noqa: PLC0415  (optional: CuPy)
                 return ycbcr_to_rgba16(components, precisions, xp=cupy)
             return ycbcr_to_rgba16(components, precisions)
         if len({c.shape for c in components[:3]}) > 1:
             if self.xyz or not _is_422(components):
                 raise UnsupportedMedia(None, f"components of different sizes {[c.shape for c in components]}")
             if self.device:
-                import cupy  # noqa: PLC0415
+                import cupy  # noqa: PLC0415  (optional: CuPy)
                 return ycbcr_to_rgba16(components, precisions, xp=cupy)
             return ycbcr_to_rgba16(components, precisions)
         if self.device:
-            import cupy  # noqa: PLC0415
+            import cupy  # noqa: PLC0415  (optional: CuPy)
             return rgba16_reference([cupy.asarray(c) for c in components], precisions, self.xyz,
                                     self.primaries, xp=cupy)
         return rgba16_reference(components, precisions, self.xyz, self.primaries)

@@ -15,16 +15,19 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import dataclasses
 import logging
 import math
 import queue
 import sys
 import time
-import dataclasses
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Callable
+
+import numpy as np
+import pyglet
 
 from cinegpu.media.describe import fps_text
 from cinegpu.media.images.png import write_png16
@@ -208,7 +211,7 @@ class Player:
             self.quit = True
 
     def _install_keys(self) -> None:
-        from pyglet.window import key  # noqa: PLC0415
+        from pyglet.window import key  # noqa: PLC0415  (pyglet.window: after open_window's headless choice)
 
         def on_key_press(symbol, modifiers):
             action = KEYS.get(key.symbol_string(symbol))
@@ -253,8 +256,6 @@ class Player:
         self.window.flip()
 
     def _draw_overlay(self) -> None:
-        import pyglet  # noqa: PLC0415
-
         text = overlay_text(self.clock, self.scheduler.current, self.scheduler.stats, self.source.decode_fps,
                             self.source.backend, self.target.name, getattr(self.source, "level", 0))
         if self._label is None:
@@ -295,7 +296,6 @@ class Player:
 
     def _buffer(self):
         """A readback buffer of the frame's size, its pages touched (a 4K one is 70 MB)."""
-        import numpy as np  # noqa: PLC0415
 
         buffer = np.empty((self.target.height, self.target.width, 4), np.uint16)
         buffer.fill(0)
@@ -462,6 +462,6 @@ def _subtitle_overlay(subtitles, width: int, height: int):
     """The GL overlay of ``subtitles`` (None when there are none)."""
     if not subtitles:
         return None
-    from .subtitles import SubtitleOverlay  # noqa: PLC0415
+    from .subtitles import SubtitleOverlay  # noqa: PLC0415  (start-up: PIL and the timed-text readers, ~50-90 ms)
 
     return SubtitleOverlay(subtitles, width, height)

@@ -46,7 +46,7 @@ def letterbox(frame_w: int, frame_h: int, win_w: int, win_h: int, pixel_aspect: 
 
 
 def _gl():
-    import pyglet.gl as gl  # noqa: PLC0415
+    import pyglet.gl as gl  # noqa: PLC0415  (pyglet.gl: after open_window's headless choice)
     return gl
 
 

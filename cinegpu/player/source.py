@@ -31,8 +31,10 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import Callable, Sequence
 
+from cinegpu.decode.backend import select_backend
 from cinegpu.decode.errors import BackendUnavailable, CodestreamError, PipelineError
-from cinegpu.media.errors import MediaError, UnsupportedMedia
+from cinegpu.media.errors import CorruptMedia, MediaError, UnsupportedMedia
+from cinegpu.media.j2k_profile import parse_profile
 
 from .picture import PictureConverter, is_xyz
 from .resolution import ResolutionGovernor, upscale
@@ -127,7 +129,6 @@ def first_profile(media, parse_profile):
     An unreadable frame (empty, not JPEG 2000, a broken index entry) is logged and later
     concealed by the player like any frame that fails; a MediaError when none is readable.
     """
-    from cinegpu.media.errors import CorruptMedia
 
     reasons = []
     for n in range(min(PROBE_FRAMES, media.frame_count)):
@@ -151,8 +152,6 @@ class _AheadSource:
 
     def _setup(self, media, backend: str, colour: str, primaries: str, depth: int,
                auto_resolution: bool = True) -> None:
-        from cinegpu.media.j2k_profile import parse_profile
-
         self.media = media
         self.frame_count = media.frame_count
         self.edit_rate = media.edit_rate
@@ -296,7 +295,7 @@ class _AheadSource:
                 raise UnsupportedMedia(None, f"a {picture.shape[1]}x{picture.shape[0]} frame in a "
                                              f"{self.width}x{self.height} sequence")
             if self._convert.device:
-                import cupy  # noqa: PLC0415
+                import cupy  # noqa: PLC0415  (optional: CuPy)
                 cupy.cuda.get_current_stream().synchronize()
             return picture
         except (MediaError, MemoryError, ValueError) as exc:  # content it cannot show; no memory for the picture
@@ -334,8 +333,7 @@ class DecodeAheadSource(_AheadSource):
     def __init__(self, media, *, backend: str = "cpu", colour: str = "auto", primaries: str = "p3d65",
                  workers: int = 1, depth: int = 8, decoder_factory: Callable | None = None,
                  auto_resolution: bool = True) -> None:
-        from cinegpu.decode.backend import select_backend
-        from cinegpu.decode.decoder import Decoder
+        from cinegpu.decode.decoder import Decoder  # noqa: PLC0415  (start-up: the decoder, ~80 ms)
 
         self._setup(media, select_backend(backend).name, colour, primaries, depth, auto_resolution)
         self._factory = decoder_factory or (lambda: Decoder(self.backend))
@@ -391,7 +389,7 @@ class PipelineSource(_AheadSource):
                  cancelled: Callable[[], bool] | None = None, auto_resolution: bool = True) -> None:
         """``cancelled``: polled while the workers start (see :class:`FramePipeline`).
         ``auto_resolution``: as :class:`DecodeAheadSource`."""
-        from cinegpu.decode.pipeline import FramePipeline
+        from cinegpu.decode.pipeline import FramePipeline  # noqa: PLC0415  (start-up: the decode pipeline, ~0.14 s)
 
         self._pipe = FramePipeline(backend=backend, workers=workers, depth=depth, to_host=False,
                                    cancelled=cancelled)

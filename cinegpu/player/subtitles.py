@@ -24,16 +24,22 @@ the picture on screen and in screenshots.
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import io
 import logging
 import shutil
 import subprocess
 from dataclasses import replace
+from fractions import Fraction
 
 import numpy as np
+from PIL import Image, ImageDraw, ImageFont, features
 
-from cinegpu.media.subtitles.track import Cue, Style, TextLine, TextRun
+from cinegpu.interop import gl as glu
+from cinegpu.media.errors import MediaError
+from cinegpu.media.subtitles.documents import composition_subtitles, read_subtitles
+from cinegpu.media.subtitles.track import CompositionSubtitles, Cue, Style, TextLine, TextRun
 
 __all__ = ["SubtitleRenderer", "SubtitleOverlay", "default_font_path"]
 
@@ -57,7 +63,6 @@ def default_font_path() -> str | None:
                 return out
         except (OSError, subprocess.SubprocessError):
             pass
-    from PIL import ImageFont  # noqa: PLC0415
     try:
         ImageFont.truetype("DejaVuSans.ttf", 10)
         return "DejaVuSans.ttf"
@@ -79,8 +84,6 @@ class SubtitleRenderer:
     # ------------------------------------------------------------ fonts
 
     def _face(self, style: Style, px: int):
-        from PIL import ImageFont  # noqa: PLC0415
-
         key = (style.font, px)
         face = self._faces.get(key)
         if face is None:
@@ -107,7 +110,6 @@ class SubtitleRenderer:
         """(premultiplied float32 RGBA patch, baseline row in the patch) of one text line."""
         if line.place.direction in ("ttb", "btt"):
             return self._vertical(line, interop)
-        from PIL import Image, ImageDraw  # noqa: PLC0415
 
         runs = []
         for run in line.runs:
@@ -199,8 +201,6 @@ class SubtitleRenderer:
         return out, height - pad
 
     def _image(self, png: bytes):
-        from PIL import Image  # noqa: PLC0415
-
         try:
             with Image.open(io.BytesIO(png)) as im:
                 if im.width * im.height > 4 * self.width * self.height:
@@ -273,7 +273,6 @@ class SubtitleRenderer:
 
 @functools.lru_cache(maxsize=1)
 def _raqm() -> bool:
-    from PIL import features  # noqa: PLC0415
     return bool(features.check("raqm"))
 
 
@@ -301,9 +300,7 @@ class SubtitleOverlay:
         return self._texture
 
     def _upload(self, rgba: np.ndarray) -> None:
-        import pyglet.gl as gl  # noqa: PLC0415
-        from cinegpu.interop import gl as glu  # noqa: PLC0415
-        import ctypes  # noqa: PLC0415
+        import pyglet.gl as gl  # noqa: PLC0415  (pyglet.gl: after open_window's headless choice)
 
         if self._texture is None:
             tex = gl.GLuint()
@@ -322,8 +319,7 @@ class SubtitleOverlay:
 
     def close(self) -> None:
         if self._texture is not None:
-            import ctypes  # noqa: PLC0415
-            import pyglet.gl as gl  # noqa: PLC0415
+            import pyglet.gl as gl  # noqa: PLC0415  (pyglet.gl: after open_window's headless choice)
             gl.glDeleteTextures(1, ctypes.byref(gl.GLuint(self._texture)))
             self._texture = None
 
@@ -333,12 +329,6 @@ def subtitles_for(media, frames: int, rate, *, on: bool = True, file=None):
     ``frames`` frames at ``rate``: ``file`` (an Interop/SMPTE XML or SRT file, from frame 0) when
     given, else its composition's subtitles; None when ``on`` is false or there are none.  A
     document that cannot be read is a warning (logged) and shows nothing; playback goes on."""
-    from fractions import Fraction  # noqa: PLC0415
-
-    from cinegpu.media.errors import MediaError  # noqa: PLC0415
-    from cinegpu.media.subtitles.documents import read_subtitles  # noqa: PLC0415
-    from cinegpu.media.subtitles.documents import composition_subtitles  # noqa: PLC0415
-    from cinegpu.media.subtitles.track import CompositionSubtitles  # noqa: PLC0415
 
     if not on:
         return None

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 
+import pyglet
+
 __all__ = ["has_display", "open_window"]
 
 
@@ -19,21 +21,19 @@ def has_display() -> bool:
 
 def open_window(width: int, height: int, *, headless: bool, title: str = "cinegpu"):
     """A pyglet window with a current GL 3.3+ core context; hidden and vsync off when headless."""
-    import pyglet  # noqa: PLC0415
-
     if headless:
         pyglet.options["headless"] = True
     pyglet.options["shadow_window"] = False
     pyglet.options["debug_gl"] = False       # errors are checked by name in cinegpu.interop.gl
-    import pyglet.gl as gl  # noqa: PLC0415
-    import pyglet.window  # noqa: PLC0415
+    import pyglet.gl as gl  # noqa: PLC0415  (pyglet.gl: after the headless choice above)
+    from pyglet import window as pyglet_window  # noqa: PLC0415  (pyglet.window: after the headless choice above)
 
     config = gl.Config(major_version=3, minor_version=3, forward_compatible=True, double_buffer=True)
     kwargs = dict(width=max(1, width), height=max(1, height), caption=title, visible=not headless,
                   vsync=not headless, resizable=not headless)
     try:
-        window = pyglet.window.Window(config=config, **kwargs)
-    except pyglet.window.NoSuchConfigException:
-        window = pyglet.window.Window(**kwargs)
+        window = pyglet_window.Window(config=config, **kwargs)
+    except pyglet_window.NoSuchConfigException:
+        window = pyglet_window.Window(**kwargs)
     window.switch_to()
     return window

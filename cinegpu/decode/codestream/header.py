@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
-from ..errors import CodestreamError, InvalidSegment, MisplacedMarker, TruncatedCodestream
+from ..errors import CodestreamError, InvalidSegment, MisplacedMarker, TruncatedCodestream, UnsupportedFeature
 from ..strictness import Fault, Strictness
 from . import markers as M
 from .cod import COC, COD, SPcod, parse_coc, parse_cod
@@ -395,8 +395,6 @@ def _check_components(cs: Codestream) -> None:
     for seg in [cs.main, *(t.header for t in cs.tiles.values())]:
         for c, rgn in seg.rgn.items():
             if rgn.SPrgn > 30:
-                from ..errors import UnsupportedFeature
-
                 raise UnsupportedFeature(f"RGN: ROI shift {rgn.SPrgn} above 30 bit-planes (component {c})")
         for p in seg.poc:
             if p.RSpoc >= p.REpoc or p.CSpoc >= min(p.CEpoc, csiz) or p.LYEpoc == 0:

@@ -11,14 +11,44 @@ See codeblock.py for the table columns (CB_*), the status bits (STATUS_*) and th
 convention (2 x the reconstructed coefficient, sign applied).
 """
 
-from .codeblock import (CB_COLUMNS, CB_DATA, CB_HEIGHT, CB_NUM_BPS, CB_ORIENT, CB_OUT,
-                        CB_ROISHIFT, CB_SEG_COUNT, CB_SEG_FIRST, CB_STRIDE, CB_STYLE, CB_WIDTH,
-                        CBLK_BYPASS, CBLK_PTERM, CBLK_RESET, CBLK_SEGSYM, CBLK_TERMALL,
-                        CBLK_VCAUSAL, MAX_CBLK_AREA, MAX_CBLK_SIDE, MAX_NUM_BPS, ORIENT_HH,
-                        ORIENT_HL, ORIENT_LH, ORIENT_LL, SCRATCH_SIZE, STATUS_BAD_ROW,
-                        STATUS_BAD_SEGMENTS, STATUS_K_TOO_LARGE, STATUS_SEGSYM,
-                        STATUS_HT, STATUS_TOO_MANY_PASSES, decode_codeblock, decode_codeblocks,
-                        make_scratch, pass_is_raw)
+from .codeblock import (
+                        CB_COLUMNS,
+                        CB_DATA,
+                        CB_HEIGHT,
+                        CB_NUM_BPS,
+                        CB_ORIENT,
+                        CB_OUT,
+                        CB_ROISHIFT,
+                        CB_SEG_COUNT,
+                        CB_SEG_FIRST,
+                        CB_STRIDE,
+                        CB_STYLE,
+                        CB_WIDTH,
+                        CBLK_BYPASS,
+                        CBLK_PTERM,
+                        CBLK_RESET,
+                        CBLK_SEGSYM,
+                        CBLK_TERMALL,
+                        CBLK_VCAUSAL,
+                        MAX_CBLK_AREA,
+                        MAX_CBLK_SIDE,
+                        MAX_NUM_BPS,
+                        ORIENT_HH,
+                        ORIENT_HL,
+                        ORIENT_LH,
+                        ORIENT_LL,
+                        SCRATCH_SIZE,
+                        STATUS_BAD_ROW,
+                        STATUS_BAD_SEGMENTS,
+                        STATUS_HT,
+                        STATUS_K_TOO_LARGE,
+                        STATUS_SEGSYM,
+                        STATUS_TOO_MANY_PASSES,
+                        decode_codeblock,
+                        decode_codeblocks,
+                        make_scratch,
+                        pass_is_raw,
+)
 from .ht import CBLK_HT, CBLK_HT_MIXED
 
 __all__ = [

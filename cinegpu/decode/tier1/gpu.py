@@ -27,8 +27,19 @@ from pathlib import Path
 
 import numpy as np
 
-from .codeblock import (CB_COLUMNS, CB_DATA, CB_HEIGHT, CB_OUT, CB_SEG_COUNT, CB_SEG_FIRST, CB_STYLE,
-                        CB_WIDTH, MAX_CBLK_AREA, MAX_CBLK_SIDE, STATUS_BAD_ROW)
+from .codeblock import (
+    CB_COLUMNS,
+    CB_DATA,
+    CB_HEIGHT,
+    CB_OUT,
+    CB_SEG_COUNT,
+    CB_SEG_FIRST,
+    CB_STYLE,
+    CB_WIDTH,
+    MAX_CBLK_AREA,
+    MAX_CBLK_SIDE,
+    STATUS_BAD_ROW,
+)
 from .ht import CBLK_HT
 from .ht_tables import VLC_LUT_0, VLC_LUT_1
 from .tables import CTX_INIT, MQ_NLPS, MQ_NMPS, MQ_QE, NUM_CONTEXTS, SC_LUT, ZC_LUT
@@ -93,7 +104,7 @@ def work_order(table, seg_passes, xp=np):
 
 def _kernels(device_id: int):
     """KERNELS of cuda/tier1.cu on ``device_id`` (compiled once, by :mod:`cinegpu.decode.nvrtc`)."""
-    from .. import nvrtc  # noqa: PLC0415 (needs CuPy; the host emulation here does not)
+    from .. import nvrtc  # noqa: PLC0415  (optional: CuPy, which nvrtc imports)
 
     with cupy.cuda.Device(device_id):
         return tuple(nvrtc.kernel(CUDA_SOURCE, name) for name in KERNELS)
@@ -290,7 +301,9 @@ class RowBatch:
     def concatenate(self, parts, xp=np):
         """(coded, table, seg_lengths, seg_passes, order) of the whole batch, rebased, built with
         ``xp`` from host arrays (the host's way; :func:`upload_batch` is the GPU's)."""
-        cat = lambda name, dtype: xp.concatenate([xp.asarray(getattr(p, name), dtype=dtype) for p in parts])  # noqa: E731
+        def cat(name, dtype):
+            return xp.concatenate([xp.asarray(getattr(p, name), dtype=dtype) for p in parts])
+
         table = xp.concatenate([xp.asarray(p.table, dtype=xp.int64).reshape(-1, CB_COLUMNS) for p in parts])
         order = xp.concatenate([xp.asarray(_order_of(p), dtype=xp.int32) for p in parts])
         arrays = (cat("coded", xp.uint8), table, cat("seg_lengths", xp.int32), cat("seg_passes", xp.int32), order)

@@ -19,9 +19,28 @@ import numpy as np
 from numba import njit
 
 from .mq import mq_decode, mq_decode_flat, raw_decode
-from .tables import (CTX_MR, CTX_RL, CTX_UNI, F_E, F_N, F_NE, F_NEG_E, F_NEG_N, F_NEG_S,
-                     F_NEG_W, F_NEIGHBOURS, F_NW, F_REFINED, F_S, F_SE, F_SIG, F_SW, F_VISIT,
-                     F_W, SC_LUT)
+from .tables import (
+    CTX_MR,
+    CTX_RL,
+    CTX_UNI,
+    F_E,
+    F_N,
+    F_NE,
+    F_NEG_E,
+    F_NEG_N,
+    F_NEG_S,
+    F_NEG_W,
+    F_NEIGHBOURS,
+    F_NW,
+    F_REFINED,
+    F_S,
+    F_SE,
+    F_SIG,
+    F_SW,
+    F_VISIT,
+    F_W,
+    SC_LUT,
+)
 
 JIT = dict(cache=True, nogil=True, _nrt=False)
 

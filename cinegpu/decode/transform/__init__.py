@@ -13,8 +13,14 @@ Forward transforms (for the encoder) sit next to their inverses.
 
 from .display import xyz_to_rgb
 from .dwt import fdwt_53, fdwt_97, idwt_53, idwt_97, level_rects
-from .fused import (component_samples_flat, components_samples_flat, dequantize_idwt, dequantize_idwt_flat, reconstruct_mct,
-                    reconstruct_mct_flat)
+from .fused import (
+                    component_samples_flat,
+                    components_samples_flat,
+                    dequantize_idwt,
+                    dequantize_idwt_flat,
+                    reconstruct_mct,
+                    reconstruct_mct_flat,
+)
 from .level_shift import to_samples
 from .mct import forward_ict, forward_rct, inverse_ict, inverse_rct
 from .quantization import dequantize, quantize

@@ -27,13 +27,27 @@ from . import level_shift as _np_level_shift
 from .display import xyz_to_rgb
 from .dwt import Level, _check_level
 from .dwt_numba import last_level_53_rct, last_level_97_ict, level_53, level_97
-from .flat_numba import (idwt_53_flat, idwt_97_flat, mct_53_flat, mct_97_flat, samples_53_flat,
-                         samples_97_flat, samples_batch_flat)
+from .flat_numba import (
+    idwt_53_flat,
+    idwt_97_flat,
+    mct_53_flat,
+    mct_97_flat,
+    samples_53_flat,
+    samples_97_flat,
+    samples_batch_flat,
+)
 from .frame_numba import frame_samples
 from .fused import as_samples
 from .layout import BATCH_COLS, BATCH_OUT, BATCH_ROWS, FlatLayout, FlatLayoutBatch, FrameLayout
 from .pointwise_numba import (
-    dequantize_f32, dequantize_i32, ict, ict_samples, rct, rct_samples, to_samples_f, to_samples_i,
+    dequantize_f32,
+    dequantize_i32,
+    ict,
+    ict_samples,
+    rct,
+    rct_samples,
+    to_samples_f,
+    to_samples_i,
 )
 
 __all__ = [

@@ -31,11 +31,11 @@ from typing import Sequence
 import cupy
 import numpy as np
 
+from .. import nvrtc
+from ..nvrtc import launch_1d
 from . import display
 from .dwt import Level, _band_sizes
 from .fused import FlatEntryPoints
-from .. import nvrtc
-from ..nvrtc import launch_1d
 
 __all__ = [
     "dequantize",

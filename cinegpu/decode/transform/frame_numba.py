@@ -19,10 +19,21 @@ from numba import njit
 
 from .dwt_numba import _JIT
 from .flat_numba import idwt_53_flat, idwt_97_flat, mct_53_flat, mct_97_flat
-from .layout import (FRAME_BAND0, FRAME_COLS, FRAME_DST, FRAME_HI, FRAME_LEVELS, FRAME_LO, FRAME_MCT,
-                     FRAME_RECT0, FRAME_REVERSIBLE, FRAME_ROWS, FRAME_SHIFT, FRAME_STRIDE)
-from .pointwise_numba import (dequantize_f32, dequantize_i32, ict_samples, rct_samples, to_samples_f,
-                              to_samples_i)
+from .layout import (
+    FRAME_BAND0,
+    FRAME_COLS,
+    FRAME_DST,
+    FRAME_HI,
+    FRAME_LEVELS,
+    FRAME_LO,
+    FRAME_MCT,
+    FRAME_RECT0,
+    FRAME_REVERSIBLE,
+    FRAME_ROWS,
+    FRAME_SHIFT,
+    FRAME_STRIDE,
+)
+from .pointwise_numba import dequantize_f32, dequantize_i32, ict_samples, rct_samples, to_samples_f, to_samples_i
 
 __all__ = ["frame_samples"]
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .dwt import _band_sizes
+from .level_shift import sample_bounds
 
 __all__ = ["FlatLayout"]
 
@@ -108,7 +109,6 @@ class FlatLayoutBatch:
     def build(cls, items) -> FlatLayoutBatch:
         """From ``items`` [(component, layout, reversible, precision, signed)], each layout with
         one level or more and each precision of 1..24 bits."""
-        from .level_shift import sample_bounds  # noqa: PLC0415 - a sibling, not a cycle
 
         meta, bands, rects, dq, q = [], [], [], [], []
         b0 = r0 = out = 0
@@ -125,8 +125,10 @@ class FlatLayoutBatch:
             b0 += lay.bands.shape[0]
             r0 += lay.levels
             out += h * w
-        cat = (lambda xs, shape, dt: np.ascontiguousarray(np.concatenate(xs), dt) if xs
-               else np.zeros(shape, dt))
+
+        def cat(xs, shape, dt):
+            return np.ascontiguousarray(np.concatenate(xs), dt) if xs else np.zeros(shape, dt)
+
         return cls(tuple(items), cat(bands, (0, 3), np.int64), cat(rects, (0, 4), np.int64),
                    cat(dq, (0, 4), np.float32), cat(q, (0, 4), np.int32),
                    np.array(meta, np.int64).reshape(-1, 10), out)

@@ -9,13 +9,18 @@ MQ and raw coding (after pass 9, after each raw MRP, after each MQ cleanup from 
 import numpy as np
 from numba import njit
 
-from cinegpu.decode.tier1.codeblock import (CBLK_RESET, CBLK_SEGSYM, CBLK_TERMALL,
-                                            CBLK_VCAUSAL, MAX_CBLK_AREA, MAX_CBLK_SIDE,
-                                            pass_is_raw)
+from cinegpu.decode.tier1.codeblock import (
+    CBLK_RESET,
+    CBLK_SEGSYM,
+    CBLK_TERMALL,
+    CBLK_VCAUSAL,
+    MAX_CBLK_AREA,
+    MAX_CBLK_SIDE,
+    pass_is_raw,
+)
 from cinegpu.decode.tier1.tables import CTX_INIT, ZC_LUT
 
-from .mq import (mq_enc_init, mq_flush, mq_trunc_length, raw_enc_init, raw_flush,
-                 raw_pending_length)
+from .mq import mq_enc_init, mq_flush, mq_trunc_length, raw_enc_init, raw_flush, raw_pending_length
 from .passes import cup_mq, mrp_mq, mrp_raw, segsym, spp_mq, spp_raw
 
 JIT = dict(cache=True, nogil=True)

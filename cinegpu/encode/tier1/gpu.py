@@ -25,8 +25,21 @@ import functools
 import cupy
 import numpy as np
 
-from .gpu_plan import (BLOCK_THREADS, CUDA_SOURCE, KERNELS, TileGeometry, check_table, collect,
-                       queue_tile, slots, tile_geometry, warp_eligible)
+from cinegpu.decode import nvrtc
+from cinegpu.decode.tier1.gpu import lookup_tables
+
+from .gpu_plan import (
+    BLOCK_THREADS,
+    CUDA_SOURCE,
+    KERNELS,
+    TileGeometry,
+    check_table,
+    collect,
+    queue_tile,
+    slots,
+    tile_geometry,
+    warp_eligible,
+)
 
 __all__ = ["encode_tile_cuda", "launch_tile", "PendingTier1", "TileGeometries"]
 
@@ -35,16 +48,12 @@ SCRATCH_BYTES = 256 << 20  # per-slot scratch of one launch at most (then slots 
 
 @functools.lru_cache(maxsize=None)
 def _kernels(device_id: int):
-    from cinegpu.decode import nvrtc  # noqa: PLC0415
-
     with cupy.cuda.Device(device_id):
         return tuple(nvrtc.kernel(CUDA_SOURCE, name) for name in KERNELS)
 
 
 @functools.lru_cache(maxsize=None)
 def _device_tables(device_id: int):
-    from cinegpu.decode.tier1.gpu import lookup_tables  # noqa: PLC0415
-
     with cupy.cuda.Device(device_id):
         return tuple(cupy.asarray(t) for t in lookup_tables())
 

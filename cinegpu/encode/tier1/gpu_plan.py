@@ -26,8 +26,15 @@ from pathlib import Path
 
 import numpy as np
 
-from cinegpu.decode.tier1.codeblock import (CB_COLUMNS, CB_HEIGHT, CB_OUT, CB_STRIDE, CB_WIDTH,
-                                            MAX_CBLK_AREA, MAX_CBLK_SIDE)
+from cinegpu.decode.tier1.codeblock import (
+    CB_COLUMNS,
+    CB_HEIGHT,
+    CB_OUT,
+    CB_STRIDE,
+    CB_WIDTH,
+    MAX_CBLK_AREA,
+    MAX_CBLK_SIDE,
+)
 
 from .codeblock import MAX_ENCODE_BPS
 from .tile import encode_tile

@@ -36,9 +36,26 @@ import functools
 import cupy
 import numpy as np
 
-from .ht_gpu_plan import CUDA_SOURCE, FIGURES_KERNEL, FIGURES_SOURCE, GATHER, KERNEL, \
-    WARP_KERNEL, assemble, capacity_offsets, figures_args, figures_limits, kernel_tables, \
-    rows_tuple, scratch_pitch, segment_offsets, split_rows, warp_limits
+from cinegpu.decode import nvrtc
+
+from .ht_gpu_plan import (
+    CUDA_SOURCE,
+    FIGURES_KERNEL,
+    FIGURES_SOURCE,
+    GATHER,
+    KERNEL,
+    WARP_KERNEL,
+    assemble,
+    capacity_offsets,
+    figures_args,
+    figures_limits,
+    kernel_tables,
+    rows_tuple,
+    scratch_pitch,
+    segment_offsets,
+    split_rows,
+    warp_limits,
+)
 
 __all__ = ["BlockSet", "coding_ms", "ht_encode_rows_cuda", "ht_plane_figures_cuda"]
 
@@ -49,8 +66,6 @@ SCRATCH_BYTES = 256 << 20  # the threads' scratch of one launch at most (then gr
 
 @functools.lru_cache(maxsize=None)
 def _kernel(device_id: int, name: str = KERNEL, source=CUDA_SOURCE):
-    from cinegpu.decode import nvrtc  # noqa: PLC0415
-
     with cupy.cuda.Device(device_id):
         return nvrtc.kernel(source, name)
 

@@ -17,8 +17,7 @@ are compiled without reference counting and the MQ helpers are inlined into them
 from numba import njit
 
 from cinegpu.decode.tier1.passes import set_significant, sign_context
-from cinegpu.decode.tier1.tables import (CTX_MR, CTX_RL, CTX_UNI, F_NEIGHBOURS, F_REFINED,
-                                         F_SIG, F_VISIT)
+from cinegpu.decode.tier1.tables import CTX_MR, CTX_RL, CTX_UNI, F_NEIGHBOURS, F_REFINED, F_SIG, F_VISIT
 
 from .mq import mq_encode, mq_encode_flat, raw_encode
 

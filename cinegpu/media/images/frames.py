@@ -24,11 +24,14 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+import imagecodecs
 import numpy as np
+import tifffile
 
 from cinegpu.decode.codestream import dci
-
+from cinegpu.encode.mapped_upload import FileRun, pread_full
 from cinegpu.media.errors import CorruptMedia, MediaError, UnsupportedMedia
+from cinegpu.media.source import natural_key
 
 __all__ = ["IMAGE_SUFFIXES", "ImageFrames", "fit", "image_area", "list_frames", "max_input_size",
            "read_dpx", "read_image", "read_run", "tiff_run", "unit_scale"]
@@ -38,7 +41,6 @@ IMAGE_SUFFIXES = (".tif", ".tiff", ".png", ".dpx")
 
 def list_frames(path) -> list[Path]:
     """The input frames: one image file, or the images of a folder in natural order."""
-    from cinegpu.media.source import natural_key
     p = Path(path)
     if p.is_file():
         if p.suffix.lower() not in IMAGE_SUFFIXES:
@@ -234,7 +236,6 @@ def _read_png(p: Path, limit, expect) -> tuple[np.ndarray, int]:
         raise CorruptMedia(p, f"PNG IHDR: colour type {colour}, bit depth {depth}, interlace "
                             f"{interlace} is not a valid combination (ISO/IEC 15948 11.2.2)")
     _check_png_data(p, data, _png_data_size(width, height, samples * depth, interlace))
-    import imagecodecs
     a = imagecodecs.png_decode(data)
     return a, 16 if a.dtype == np.uint16 else 8
 
@@ -243,7 +244,6 @@ def _read_tiff(p: Path, limit, expect, out=None) -> tuple[np.ndarray, None]:
     """The first image of a TIFF through ``tifffile``, its size checked from the IFD's tags;
     interleaved samples decoded straight into ``out(shape, dtype)`` where that gives an
     array (see :func:`read_image`)."""
-    import tifffile
     with tifffile.TiffFile(p) as tif:
         if not tif.pages:
             raise CorruptMedia(p, "TIFF file with no image")
@@ -274,7 +274,6 @@ def read_run(run, out=None) -> np.ndarray | None:
     if buf is None or not buf.flags.c_contiguous or buf.shape != tuple(run.shape) or \
             buf.dtype != np.dtype(run.dtype):
         buf = np.empty(run.shape, run.dtype)
-    from cinegpu.encode.mapped_upload import pread_full
     try:
         fd = os.open(run.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     except OSError:
@@ -297,11 +296,9 @@ def tiff_run(path, *, limit=max_input_size("4k"), expect=None):
     samples :func:`read_image` with ``stored=True`` returns), so that a GPU encoder can copy
     them up straight from the file; else None.  The size is checked as :func:`read_image`
     checks it (MediaError)."""
-    from cinegpu.encode.mapped_upload import FileRun
     p = Path(path)
     if p.suffix.lower() not in (".tif", ".tiff"):
         return None
-    import tifffile
     try:
         with tifffile.TiffFile(p) as tif:
             if not tif.pages:

@@ -41,6 +41,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from cinegpu.decode.jp2 import JP2Header
+from cinegpu.media.errors import MediaError
+from cinegpu.media.images import lcms2
 
 SRGB, GREY, SYCC, CMYK, CIELAB, ESYCC = 16, 17, 18, 12, 14, 24
 NAMES = {0: "bi-level", 1: "YCbCr(1)", 3: "YCbCr(2)", 4: "YCbCr(3)", 9: "PhotoYCC", 11: "CMY",
@@ -227,8 +229,6 @@ def _icc(pic: Picture, icc: bytes) -> None:
     """The ICC profile applied to the colour channels through lcms2 (``media/lcms2.py``), to
     sRGB at the profile's rendering intent, as ``opj_decompress`` does; see the module's
     docstring for the precisions."""
-    from cinegpu.media.images import lcms2
-    from cinegpu.media.errors import MediaError
 
     try:
         space = lcms2.colour_space(icc)

@@ -21,6 +21,7 @@ import glob
 import os
 
 import numpy as np
+import PIL
 
 from cinegpu.media.errors import CorruptMedia, UnsupportedMedia
 
@@ -67,10 +68,7 @@ _PROTOTYPES = {  # name: (restype, argtypes), as declared in lcms2.h
 def _candidates() -> list[str]:
     found = ctypes.util.find_library("lcms2")
     names = [found] if found else []
-    try:
-        import PIL
-    except ImportError:
-        return names
+    # the copy in Pillow's wheel, when the system has none
     libs = os.path.join(os.path.dirname(os.path.dirname(PIL.__file__)), "pillow.libs")
     return names + sorted(glob.glob(os.path.join(libs, "liblcms2-*.so*")))
 

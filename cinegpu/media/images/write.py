@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import tifffile
 
 from cinegpu.media.images import png
 
@@ -68,7 +69,6 @@ def write_tiff(path: str | Path, components: list[np.ndarray], bits: list[int],
     file's range. ``photometric``: "separated" for CMYK (default: RGB for 3 or 4 samples, else
     grey); ``alpha``: the index of an opacity channel, marked as unassociated alpha when it is
     the one extra sample after the colour ones."""
-    import tifffile
 
     img, _ = _samples(components, bits, signed)
     if photometric is None:

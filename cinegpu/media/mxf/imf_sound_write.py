@@ -39,10 +39,27 @@ from fractions import Fraction
 from lxml import etree
 
 from cinegpu.media.errors import MediaError
-from cinegpu.media.mxf.read import GC_ELEMENT
 from cinegpu.media.mxf.imf_write import NS_ELEMENTS, NS_GROUPS, OP_1A, REGXML_NSMAP, _ul_urn
-from cinegpu.media.mxf.sound_write import AUDIO_CHANNEL, DATA_DEF_SOUND, QUANTIZATION_BITS, SOUND_PRIMER, SOUNDFIELD_GROUP, WAVE_DESCRIPTOR, SoundTrackFile
-from cinegpu.media.mxf.write import BODY_SID, INDEX_SID, TrackWriter, _batch, _index_segment, _rational, _utf16, local_set
+from cinegpu.media.mxf.read import GC_ELEMENT
+from cinegpu.media.mxf.sound_write import (
+    AUDIO_CHANNEL,
+    DATA_DEF_SOUND,
+    QUANTIZATION_BITS,
+    SOUND_PRIMER,
+    SOUNDFIELD_GROUP,
+    WAVE_DESCRIPTOR,
+    SoundTrackFile,
+)
+from cinegpu.media.mxf.write import (
+    BODY_SID,
+    INDEX_SID,
+    TrackWriter,
+    _batch,
+    _index_segment,
+    _rational,
+    _utf16,
+    local_set,
+)
 from cinegpu.media.sound.inputs import CHANNEL_LABELS, Layout
 
 __all__ = ["IMFSoundTrackWriter", "WAV_CLIP_WRAPPED"]
@@ -143,7 +160,9 @@ class IMFSoundTrackWriter(TrackWriter):
 
     def _descriptor(self, ids: dict[str, bytes], n: int) -> list[bytes]:
         """The WaveAudioDescriptor and its MCA sub-descriptors (ST 377-4, ST 2067-2)."""
-        u32 = (lambda v: struct.pack(">I", v))
+        def u32(v):
+            return struct.pack(">I", v)
+
         t = IMF_MCA_TAGS
         self.ids = {"desc": uuid.UUID(bytes=ids["desc"]), "group": uuid.uuid4(),
                     "group_link": uuid.uuid4()}
@@ -202,7 +221,9 @@ class IMFSoundTrackWriter(TrackWriter):
                 e.text = str(text)
             return e
 
-        urn = (lambda u: f"urn:uuid:{u}")
+        def urn(u):
+            return f"urn:uuid:{u}"
+
         wave = etree.Element(f"{{{NS_GROUPS}}}WAVEPCMDescriptor", nsmap=REGXML_NSMAP)
         for tag, value in (
                 ("LinkedTrackID", 2), ("InstanceID", urn(self.ids["desc"])),

@@ -35,10 +35,18 @@ from fractions import Fraction
 from lxml import etree
 
 from cinegpu.decode.codestream import imf
-
-from cinegpu.media.images.colour import ycbcr_levels
 from cinegpu.media.errors import MediaError
-from cinegpu.media.mxf.write import J2K_PRIMER, JP2K_SUBDESCRIPTOR, RGBA_DESCRIPTOR, SUBDESCRIPTORS_TAG, PictureTrackWriter, _batch, _rational, local_set
+from cinegpu.media.images.colour import ycbcr_levels
+from cinegpu.media.mxf.write import (
+    J2K_PRIMER,
+    JP2K_SUBDESCRIPTOR,
+    RGBA_DESCRIPTOR,
+    SUBDESCRIPTORS_TAG,
+    PictureTrackWriter,
+    _batch,
+    _rational,
+    local_set,
+)
 
 __all__ = ["IMFPictureTrackWriter", "JP2K_P1_WRAPPED", "OP_1A", "coding_label"]
 
@@ -157,7 +165,8 @@ class IMFPictureTrackWriter(PictureTrackWriter):
         JPEG2000PictureSubDescriptor (with J2CLayout) and a ContainerConstraintsSubDescriptor."""
         h = self.header
         assert h is not None
-        u32 = lambda v: struct.pack(">I", v)   # noqa: E731
+        def u32(v):
+            return struct.pack(">I", v)
         ids["sub"], ids["constraints"] = uuid.uuid4().bytes, uuid.uuid4().bytes
         self.instance_ids = {k: uuid.UUID(bytes=ids[k]) for k in ("desc", "sub", "constraints")}
         bits = h.siz.Ssiz[0] % 128 + 1

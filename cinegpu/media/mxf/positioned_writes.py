@@ -67,7 +67,7 @@ class PositionedWrites:
         while self._pending:
             try:
                 self._pending.popleft().result()
-            except BaseException as exc:   # noqa: BLE001 (the first one is raised below)
+            except BaseException as exc:   # the first one is raised below
                 error = error or exc
         if error is not None:
             raise error

@@ -23,6 +23,7 @@ from fractions import Fraction
 
 from cinegpu.media.errors import CorruptMedia, EncryptedMedia, MediaError, UnsupportedMedia
 from cinegpu.media.mxf.klv import KLV, Cursor, FileReader, key_matches, ul_str
+from cinegpu.media.security.essence_crypto import check_key, decrypt_triplet, parse_triplet_head
 
 # Keys (ST 377-1 Annex; version byte 7 ignored by key_matches).
 PARTITION_PACK = bytes.fromhex("060e2b34020501010d01020101")     # + kind, status, 00
@@ -542,7 +543,6 @@ class MXFFile:
         """Raise :class:`~.errors.EncryptedMedia` unless ``key`` opens this file's essence: the
         check value of its first encrypted triplet (ST 429-6 clause 7), without reading the
         essence's MIC (a damaged frame is that frame's error, not the key's)."""
-        from cinegpu.media.security.essence_crypto import check_key
 
         value = self.first_triplet()
         if value is not None:
@@ -610,8 +610,6 @@ class MXFFile:
         off, size = self.locate_frame(n, eye)
         data = self.reader.read(off, size, f"frame {n}")
         if self.encrypted:
-            from cinegpu.media.security.essence_crypto import decrypt_triplet
-
             _, data = decrypt_triplet(data, self.key, path=self.path, where=f"frame {n}: ")
         return data
 
@@ -621,7 +619,6 @@ class MXFFile:
         off, size = self.locate_frame(n, eye)
         if not self.encrypted:
             return size
-        from cinegpu.media.security.essence_crypto import parse_triplet_head
 
         return parse_triplet_head(self.reader.read(off, min(size, 128), f"frame {n}"), self.path)[3]
 
@@ -672,7 +669,6 @@ class MXFFile:
                 if self.key is None:
                     raise EncryptedMedia(self.path, "essence is encrypted (SMPTE ST 429-6); a KDM is "
                                      "needed to decrypt it", off)
-                from cinegpu.media.security.essence_crypto import parse_triplet_head
 
                 element = parse_triplet_head(r.read(klv.value_offset, min(klv.length, 128),
                                                     f"frame {n}"), self.path)[2]

@@ -29,8 +29,18 @@ from fractions import Fraction
 from pathlib import Path
 
 from cinegpu.media.errors import MediaError
-from cinegpu.media.mxf.write import BODY_SID, GC_MULTIPLE_WRAPPINGS, INDEX_SID, TrackWriter, _batch, _index_segment, _rational, _utf16, local_set
 from cinegpu.media.mxf.read import GC_ELEMENT
+from cinegpu.media.mxf.write import (
+    BODY_SID,
+    GC_MULTIPLE_WRAPPINGS,
+    INDEX_SID,
+    TrackWriter,
+    _batch,
+    _index_segment,
+    _rational,
+    _utf16,
+    local_set,
+)
 from cinegpu.media.sound.inputs import CHANNEL_LABELS, Layout
 
 __all__ = ["SoundTrackFile", "SoundTrackWriter"]
@@ -136,7 +146,9 @@ class SoundTrackWriter(TrackWriter):
 
     def _descriptor(self, ids: dict[str, bytes], n: int) -> list[bytes]:
         """The WaveAudioDescriptor (ST 382) and its MCA sub-descriptors (ST 377-4)."""
-        u32 = (lambda v: struct.pack(">I", v))
+        def u32(v):
+            return struct.pack(">I", v)
+
         t = MCA_TAGS
         lang = [] if self.language is None else \
             [(t["RFC5646SpokenLanguage"], self.language.encode("ascii"))]

@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from cinegpu.media.errors import CorruptMedia, EncryptedMedia, MediaError
-from cinegpu.media.security.essence_crypto import ENCRYPTED_TRIPLET, decrypt_triplet
 from cinegpu.media.mxf.klv import key_matches
-from cinegpu.media.mxf.read import MXFFile, MetadataSet, _rational, _uint
+from cinegpu.media.mxf.read import MetadataSet, MXFFile, _rational, _uint
 from cinegpu.media.mxf.timed_text_write import GS_DATA_ELEMENT, TT_ELEMENT, TT_PRIMER
+from cinegpu.media.security.essence_crypto import ENCRYPTED_TRIPLET, decrypt_triplet
 
 __all__ = ["TimedTextFile", "read_timed_text", "MAX_DOCUMENT_BYTES", "MAX_RESOURCE_BYTES"]
 

@@ -32,8 +32,18 @@ from fractions import Fraction
 from pathlib import Path
 
 from cinegpu.media.errors import MediaError
+from cinegpu.media.mxf.write import (
+    DATA_DEF_PICTURE,
+    GC_MULTIPLE_WRAPPINGS,
+    HEADER_RESERVE,
+    TrackWriter,
+    _batch,
+    _rational,
+    _utf16,
+    klv,
+    local_set,
+)
 from cinegpu.media.security.essence_crypto import encrypt_element
-from cinegpu.media.mxf.write import DATA_DEF_PICTURE, HEADER_RESERVE, GC_MULTIPLE_WRAPPINGS, TrackWriter, _batch, _rational, _utf16, klv, local_set
 
 __all__ = ["TimedTextTrackFile", "TimedTextTrackWriter", "Resource", "write_timed_text",
            "TT_WRAPPING", "TT_ELEMENT", "GS_DATA_ELEMENT", "FONT_MIME", "PNG_MIME",

@@ -43,11 +43,17 @@ from cinegpu.decode.codestream import markers as M
 from cinegpu.decode.codestream.header import Codestream, parse_codestream
 from cinegpu.decode.codestream.siz import SIZ
 from cinegpu.decode.errors import CodestreamError
-
 from cinegpu.media.errors import MediaError, media_error_of
-from cinegpu.media.security.essence_crypto import encrypt_element
-from cinegpu.media.mxf.read import CRYPTO_CONTEXT, CRYPTO_FRAMEWORK, GC_ELEMENT, INDEX_SEGMENT, PRIMER_PACK, RANDOM_INDEX_PACK
 from cinegpu.media.mxf.positioned_writes import PositionedWrites
+from cinegpu.media.mxf.read import (
+    CRYPTO_CONTEXT,
+    CRYPTO_FRAMEWORK,
+    GC_ELEMENT,
+    INDEX_SEGMENT,
+    PRIMER_PACK,
+    RANDOM_INDEX_PACK,
+)
+from cinegpu.media.security.essence_crypto import encrypt_element
 
 __all__ = ["HEADER_RESERVE", "J2KHeader", "PictureTrackWriter", "TrackFile", "TrackWriter",
            "parse_j2k_header"]

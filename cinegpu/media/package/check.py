@@ -128,7 +128,7 @@ def _cross_check(pkg: Package, report: CheckReport) -> None:
         for reel in comp.reels:
             for a in reel.assets:
                 if a.path is None and a.kind != "markers":
-                    hint = (f" nor in the OV package(s) given" if pkg.ovs else
+                    hint = (" nor in the OV package(s) given" if pkg.ovs else
                             "; if this is a supplemental package (VF), give its OV with --ov DIR")
                     report.problems.append(f"{relpath(comp.path, pkg.root)}: {a.kind} asset {a.id} "
                                            f"is not in the ASSETMAP{hint}")

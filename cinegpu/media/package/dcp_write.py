@@ -56,14 +56,14 @@ from lxml import etree
 
 from cinegpu import PRODUCT, __version__
 from cinegpu.decode.codestream import dci
-
+from cinegpu.encode import encode
 from cinegpu.media.errors import MediaError
 from cinegpu.media.files import new_partial_folder
-from cinegpu.media.security.package_signature import Signer, check_package_signature, check_signer, sign_document
 from cinegpu.media.mxf.sound_write import SoundTrackFile, SoundTrackWriter
 from cinegpu.media.mxf.timed_text_write import TimedTextTrackFile, TimedTextTrackWriter
-from cinegpu.media.security.content_keys import KEY_TYPES, TrackKey, new_track_key, write_key_file
 from cinegpu.media.mxf.write import EssenceEncryption, J2KHeader, PictureTrackWriter, TrackFile
+from cinegpu.media.security.content_keys import KEY_TYPES, TrackKey, new_track_key, write_key_file
+from cinegpu.media.security.package_signature import Signer, check_package_signature, check_signer, sign_document
 from cinegpu.media.sound.inputs import SoundInput
 from cinegpu.media.subtitles.write import NS_DCST, TimedTextAsset, split_subtitles
 
@@ -87,10 +87,6 @@ OPJ_DEFAULT_MBPS = 225
 def _cinegpu_encoder():
     """``cinegpu.encode.encode``, unless missing or ``CINEGPU_ENCODER=opj_compress``."""
     if os.environ.get("CINEGPU_ENCODER") == "opj_compress":
-        return None
-    try:
-        from cinegpu.encode import encode
-    except ImportError:
         return None
     return encode
 

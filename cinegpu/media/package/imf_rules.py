@@ -38,8 +38,9 @@ from lxml import etree
 
 from cinegpu.decode.codestream import imf
 from cinegpu.decode.codestream import markers as M
-
+from cinegpu.decode.codestream.header import parse_codestream
 from cinegpu.media.errors import MediaError
+from cinegpu.media.source import open_source
 
 __all__ = ["Finding", "check_imf_package", "errors"]
 
@@ -247,7 +248,6 @@ class Header:
 
 def header_of(codestream: bytes) -> Header:
     """The :class:`Header` of a codestream's main header."""
-    from cinegpu.decode.codestream.header import parse_codestream
     cs = parse_codestream(codestream, main_only=True)
     s = cs.siz
     comps = tuple(zip(s.Ssiz, s.XRsiz, s.YRsiz))
@@ -363,7 +363,6 @@ def _track_path(root: Path, cpl, track_id: str | None) -> Path | None:
 
 
 def _first_codestream(path: Path) -> bytes:
-    from cinegpu.media.source import open_source
     src = open_source(path)
     try:
         return src.frame(0)

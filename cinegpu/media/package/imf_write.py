@@ -27,13 +27,22 @@ from pathlib import Path
 
 from lxml import etree
 
-from cinegpu.media.package.dcp_write import CONTENT_KINDS, DCPWriter, Package, SHA1_ALGORITHM, _rational, _sub, _urn, _write_xml, file_hash
 from cinegpu.decode.codestream import imf
-
 from cinegpu.media.mxf.imf_sound_write import IMFSoundTrackWriter
 from cinegpu.media.mxf.imf_write import IMFPictureTrackWriter
 from cinegpu.media.mxf.sound_write import SoundTrackFile
 from cinegpu.media.mxf.write import TrackFile
+from cinegpu.media.package.dcp_write import (
+    CONTENT_KINDS,
+    SHA1_ALGORITHM,
+    DCPWriter,
+    Package,
+    _rational,
+    _sub,
+    _urn,
+    _write_xml,
+    file_hash,
+)
 
 __all__ = ["APP_2E", "IMFWriter", "NS_CPL", "NS_PKL"]
 

@@ -33,6 +33,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from cryptography import x509
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import padding, rsa
+from cryptography.x509.name import _ASN1Type
+from cryptography.x509.oid import NameOID
+
 from cinegpu.media.errors import CorruptMedia, MediaError
 from cinegpu.media.files import create_new_file, read_bounded
 
@@ -88,7 +95,6 @@ def make_chain(organisation: str = "cinegpu.example", common_name: str = "cinegp
     that a KDM starting now or an hour ago fits inside it, whatever the clocks of the machines
     that make and check it) for ``days`` days; its issuers a day longer each, so that no
     certificate outlives its issuer."""
-    from cryptography.hazmat.primitives.asymmetric import rsa
 
     if days < 1:
         raise ValueError(f"a chain valid for {days} days is no chain")
@@ -110,9 +116,6 @@ def make_chain(organisation: str = "cinegpu.example", common_name: str = "cinegp
 
 def _certificate(key, issuer, issuer_key, organisation, ou, cn, depth, start, end):
     """One certificate at ``depth`` (0 root, 1 intermediate, 2 leaf)."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes
-    from cryptography.x509.oid import NameOID
 
     public = key.public_key()
     subject = x509.Name([_name_attribute(NameOID.ORGANIZATION_NAME, organisation),
@@ -148,8 +151,6 @@ _PRINTABLE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123
 def _name_attribute(oid, value: str):
     """A name attribute as ST 430-2 clause 5.3 wants it, a PrintableString (ClairMeta's
     check_certif_fields_encoding); UTF8String only for a value PrintableString cannot hold."""
-    from cryptography import x509
-    from cryptography.x509.name import _ASN1Type
 
     printable = bool(value) and set(value) <= _PRINTABLE
     return x509.NameAttribute(oid, value, _type=_ASN1Type.PrintableString if printable else _ASN1Type.UTF8String)
@@ -161,7 +162,6 @@ def write_chain(chain: Chain, directory) -> dict[str, Path]:
     ``KeyInfo``, what ``cinegpu kdm make --signer-chain`` reads), and ``leaf.key``, the leaf's
     private key (PKCS #8 PEM, unencrypted) with mode 600 from its creation. No file is ever
     overwritten: when one of the names is taken nothing is written (:class:`MediaError`)."""
-    from cryptography.hazmat.primitives import serialization
 
     directory = Path(directory)
     try:
@@ -186,7 +186,6 @@ def write_chain(chain: Chain, directory) -> dict[str, Path]:
 
 def read_certificates(path) -> tuple:
     """The X.509 certificates of the PEM file at ``path``, in file order."""
-    from cryptography import x509
 
     data = read_bounded(path, MAX_PEM_BYTES, "PEM file")
     try:
@@ -232,8 +231,6 @@ def check_certificates(signer, certificates, at: datetime, where: str = "the cer
 
 
 def _walk(cert, certificates: tuple, at: datetime, where: str) -> ChainReport:
-    from cryptography import x509
-
     problems: list[str] = []
     chain = [cert]
     by_subject = {c.subject: c for c in certificates}
@@ -292,14 +289,11 @@ def certificate_thumbprint(cert) -> bytes:
 def dn_string(name) -> str:
     """A distinguished name as KDMs write it (RFC 4514, last attribute first, ``dnQualifier``
     named, ``+`` escaped), e.g. ``dnQualifier=...,CN=CS.cinegpu,OU=...,O=...``."""
-    from cryptography.x509.oid import NameOID
 
     return name.rfc4514_string({NameOID.DN_QUALIFIER: "dnQualifier"})
 
 
 def _thumbprint_of_key(public) -> str:
-    from cryptography.hazmat.primitives import serialization
-
     der = public.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.PKCS1)
     return base64.b64encode(hashlib.sha1(der).digest()).decode("ascii")
 
@@ -309,9 +303,6 @@ def _subject(cert) -> str:
 
 
 def _signed_by(cert, issuer) -> bool:
-    from cryptography.exceptions import InvalidSignature
-    from cryptography.hazmat.primitives.asymmetric import padding, rsa
-
     key = issuer.public_key()
     if not isinstance(key, rsa.RSAPublicKey) or cert.signature_hash_algorithm is None:
         return False

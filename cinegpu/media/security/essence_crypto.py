@@ -29,6 +29,8 @@ import os
 import struct
 from dataclasses import dataclass
 
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
 from cinegpu.media.errors import CorruptMedia, EncryptedMedia
 
 __all__ = ["CHECK_VALUE", "ENCRYPTED_TRIPLET", "Triplet", "check_key", "decrypt_triplet", "encrypt_element",
@@ -93,7 +95,6 @@ def encrypt_element(source_key: bytes, value: bytes, key: bytes, *, context_id: 
     """The encrypted triplet (a whole KLV, 4-byte BER lengths as asdcplib writes them) of the
     clear element ``source_key`` / ``value``, edit unit ``sequence`` (1 for the first) of the
     track file ``track_file_id``."""
-    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
     if not 0 <= plaintext_offset <= len(value):
         raise ValueError("plaintext offset beyond the value")
@@ -196,7 +197,6 @@ def check_key(value: bytes, key: bytes, *, path=None, where: str = "") -> None:
 # -- helpers -----------------------------------------------------------------------------------
 def _check_value(t: Triplet, key: bytes, path, where: str):
     """The CBC decryptor of ``t`` under ``key``, past the check value, which it checks."""
-    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
     dec = Cipher(algorithms.AES(key), modes.CBC(t.esv[:BLOCK])).decryptor()
     if dec.update(t.esv[BLOCK:2 * BLOCK]) != CHECK_VALUE:

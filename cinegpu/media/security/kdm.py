@@ -37,11 +37,22 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from cinegpu.media.security.certificates import ChainReport, certificate_thumbprint, check_certificates, dn_string
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import padding, rsa
+from cryptography.hazmat.primitives.serialization import load_pem_private_key
+from lxml import etree
+
 from cinegpu.media.errors import CorruptMedia, KdmRefused, MediaError, UnsupportedMedia
 from cinegpu.media.files import read_bounded
+from cinegpu.media.security.certificates import ChainReport, certificate_thumbprint, check_certificates, dn_string
 from cinegpu.media.security.xml_c14n import canonical_xml
-from cinegpu.media.security.xml_signature import DIGESTS, NS_DS, check_signature_value, digest_value, key_info_certificates
+from cinegpu.media.security.xml_signature import (
+    DIGESTS,
+    NS_DS,
+    check_signature_value,
+    digest_value,
+)
 
 __all__ = ["ContentKey", "Kdm", "TypedKeyId", "check_chain", "check_signature", "check_window",
            "decrypt_keys", "load_private_key", "parse_kdm", "read_kdm"]
@@ -110,7 +121,6 @@ def read_kdm(path) -> Kdm:
 
 def parse_kdm(data: bytes, path=None) -> Kdm:
     """The KDM in ``data`` (ST 430-3 ETM with the ST 430-1 required extensions)."""
-    from lxml import etree
 
     if len(data) > MAX_KDM_BYTES:
         raise UnsupportedMedia(path, f"{len(data)} bytes is not a KDM (at most {MAX_KDM_BYTES >> 20} MiB)")
@@ -210,8 +220,6 @@ def check_chain(kdm: Kdm, at: datetime | None = None) -> ChainReport:
 def load_private_key(path):
     """The RSA private key in the PEM file at ``path`` (unencrypted).  Its bytes are read
     here and go nowhere else."""
-    from cryptography.hazmat.primitives.asymmetric import rsa
-    from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
     try:
         data = Path(path).read_bytes()
@@ -231,8 +239,6 @@ def decrypt_keys(kdm: Kdm, private_key) -> list[ContentKey]:
     :func:`load_private_key` result) by RSA-OAEP (SHA-1, MGF1), each block checked: its
     structure id, the KDM's composition, its key id and type in the ``KeyIdList``, and its
     signer thumbprint (SHA-1 of the signer certificate's signed part, ST 430-2)."""
-    from cryptography.hazmat.primitives import hashes
-    from cryptography.hazmat.primitives.asymmetric import padding
 
     oaep = padding.OAEP(mgf=padding.MGF1(hashes.SHA1()), algorithm=hashes.SHA1(), label=None)
     listed = {t.key_id: t.key_type for t in kdm.key_ids}
@@ -332,8 +338,6 @@ def _time(text: str, path) -> datetime:
 
 
 def _certificate(text: str | None, path):
-    from cryptography import x509
-
     der = _base64(text, path, "X509Certificate")
     try:
         with warnings.catch_warnings():     # serial number 0 and the like: reported by check_chain

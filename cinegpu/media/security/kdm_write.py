@@ -33,12 +33,37 @@ import re
 import uuid
 from datetime import datetime, timedelta, timezone
 
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import padding, rsa
+from cryptography.x509.oid import NameOID
+from lxml import etree
+
+from cinegpu.media.errors import KdmRefused
 from cinegpu.media.security.certificates import certificate_thumbprint, check_certificates, dn_string
 from cinegpu.media.security.content_keys import KEY_TYPES
-from cinegpu.media.errors import KdmRefused
-from cinegpu.media.security.kdm import KEY_BLOCK_BYTES, KEY_STRUCTURE_ID, NS_DS, NS_ENC, NS_ETM, NS_KDM
+from cinegpu.media.security.kdm import (
+    KEY_BLOCK_BYTES,
+    KEY_STRUCTURE_ID,
+    NS_DS,
+    NS_ENC,
+    NS_ETM,
+    NS_KDM,
+    check_chain,
+    check_signature,
+    parse_kdm,
+)
 from cinegpu.media.security.xml_c14n import canonical_xml
-from cinegpu.media.security.xml_signature import C14N_WITH_COMMENTS, RSA_SHA256, SHA1, SHA256, add_signature, base64_lines, digest_value, issuer_serial, sign_info
+from cinegpu.media.security.xml_signature import (
+    C14N_WITH_COMMENTS,
+    RSA_SHA256,
+    SHA1,
+    SHA256,
+    add_signature,
+    base64_lines,
+    digest_value,
+    issuer_serial,
+    sign_info,
+)
 
 __all__ = ["ASSUME_TRUST", "FORENSIC_FLAGS", "composition_keys", "make_kdm", "parse_time"]
 
@@ -72,8 +97,6 @@ def make_kdm(*, cpl_id: str, content_title: str, keys, recipient, signer_key, si
     :class:`~.errors.KdmRefused` says what does not hold: a window that ends before it starts
     or lies outside the recipient's or the signer's certificates, a key that does not match
     the signer's certificate, a broken chain, a malformed key."""
-    from cryptography.hazmat.primitives.asymmetric import rsa
-    from lxml import etree
 
     now = datetime.now(timezone.utc).replace(microsecond=0)
     not_before, not_after = _second(not_before), _second(not_after)
@@ -183,8 +206,6 @@ def _check_window(not_before, not_after, recipient, chain, path) -> None:
 
 
 def _check_signer(signer_key, chain, now, path) -> None:
-    from cryptography.hazmat.primitives.asymmetric import rsa
-
     if not isinstance(signer_key, rsa.RSAPrivateKey):
         raise KdmRefused(path, "the signer's key is not an RSA private key")
     if signer_key.public_key().public_numbers() != chain[0].public_key().public_numbers():
@@ -215,7 +236,6 @@ def _document(cpl, title, keys, recipient, chain, not_before, not_after, annotat
               message_id, trusted, flags):
     """The message without its encrypted keys and signature values: ST 430-3's
     ``DCinemaSecurityMessage`` with ST 430-1's required extensions."""
-    from lxml import etree
 
     root = etree.Element(_etm("DCinemaSecurityMessage"), nsmap={None: NS_ETM, "ds": NS_DS, "enc": NS_ENC})
     public = _sub(root, _etm("AuthenticatedPublic"), Id="ID_AuthenticatedPublic")
@@ -270,8 +290,6 @@ def _key_block(signer_thumbprint: bytes, cpl: uuid.UUID, key, not_before, not_af
 def _encrypt(root, blocks, public) -> None:
     """One ``enc:EncryptedKey`` per block into ``AuthenticatedPrivate``: RSA-OAEP, MGF1 and
     digest SHA-1, with the recipient's public key (ST 430-1 clause 6.2)."""
-    from cryptography.hazmat.primitives import hashes
-    from cryptography.hazmat.primitives.asymmetric import padding
 
     oaep = padding.OAEP(mgf=padding.MGF1(hashes.SHA1()), algorithm=hashes.SHA1(), label=None)
     private = root.find(_etm("AuthenticatedPrivate"))
@@ -286,7 +304,6 @@ def _sign(root, signer_key, chain) -> None:
     """The enveloped ``ds:Signature`` of ST 430-3 clause 5.3 (:func:`.xml_signature.add_signature`:
     two references digested SHA-256, ``SignedInfo`` canonicalised with comments, RSA-SHA256);
     the document is laid out (indented) first, since the digests cover its whitespace."""
-    from lxml import etree
 
     parts = ("AuthenticatedPublic", "AuthenticatedPrivate")
     sig, _, values = add_signature(root, chain, [(f"#ID_{part}", (), SHA256) for part in parts],
@@ -300,7 +317,6 @@ def _sign(root, signer_key, chain) -> None:
 def _read_back(data: bytes, cpl: uuid.UUID, keys, now, path) -> None:
     """The message as a reader sees it: parsed, its signature and chain checked, its public
     part what was asked.  A failure here is cinegpu's bug; no KDM leaves that fails it."""
-    from cinegpu.media.security.kdm import check_chain, check_signature, parse_kdm
 
     kdm = parse_kdm(data, path)
     check_signature(kdm)
@@ -314,8 +330,6 @@ def _read_back(data: bytes, cpl: uuid.UUID, keys, now, path) -> None:
 
 # -- small helpers -----------------------------------------------------------------------------
 def _sub(parent, tag: str, text: str | None = None, **attrib):
-    from lxml import etree
-
     el = etree.SubElement(parent, tag, attrib)
     if text is not None:
         el.text = text
@@ -325,7 +339,6 @@ def _sub(parent, tag: str, text: str | None = None, **attrib):
 def _device_description(cert) -> str:
     """The recipient's common name without its role prefix (``SM.projector`` -> ``projector``),
     as libdcp describes the device list."""
-    from cryptography.x509.oid import NameOID
 
     names = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
     cn = str(names[0].value) if names else dn_string(cert.subject)

@@ -22,9 +22,18 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Callable
 
-from cinegpu.media.security.content_keys import KeyFile
 from cinegpu.media.errors import EncryptedMedia, KdmRefused
-from cinegpu.media.security.kdm import ContentKey, Kdm, TypedKeyId, check_chain, check_signature, check_window, decrypt_keys, read_kdm
+from cinegpu.media.security.content_keys import KeyFile
+from cinegpu.media.security.kdm import (
+    ContentKey,
+    Kdm,
+    TypedKeyId,
+    check_chain,
+    check_signature,
+    check_window,
+    decrypt_keys,
+    read_kdm,
+)
 
 __all__ = ["CompositionKeys", "KdmInfo", "KeyRing", "check_track_key", "utc_now"]
 

@@ -32,11 +32,38 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from cinegpu.media.security.certificates import CHAIN_FILES, check_certificates, dn_string, make_chain, order_chain, read_certificates, write_chain
+from cryptography.hazmat.primitives.asymmetric import rsa
+from lxml import etree
+
 from cinegpu.media.errors import CorruptMedia, MediaError
 from cinegpu.media.files import read_bounded
+from cinegpu.media.security.certificates import (
+    CHAIN_FILES,
+    check_certificates,
+    dn_string,
+    make_chain,
+    order_chain,
+    read_certificates,
+    write_chain,
+)
+from cinegpu.media.security.kdm import load_private_key
 from cinegpu.media.security.xml_c14n import canonical_xml
-from cinegpu.media.security.xml_signature import C14N_URI, DIGESTS, ENVELOPED, NS_DS, RSA_SHA1, RSA_SHA256, SHA1, add_signature, check_signature_value, digest_value, ds, issuer_serial, key_info_certificates, sign_info
+from cinegpu.media.security.xml_signature import (
+    C14N_URI,
+    DIGESTS,
+    ENVELOPED,
+    NS_DS,
+    RSA_SHA1,
+    RSA_SHA256,
+    SHA1,
+    add_signature,
+    check_signature_value,
+    digest_value,
+    ds,
+    issuer_serial,
+    key_info_certificates,
+    sign_info,
+)
 
 __all__ = ["PackageSignature", "Signer", "check_package_signature", "check_signer", "load_signer",
            "sign_document", "signer_folder", "user_signer"]
@@ -100,7 +127,6 @@ def sign_document(root, signer: Signer, *, interop: bool = False) -> None:
     out (indented: the digest covers its whitespace), append ``Signer`` (ST 429-7 clause 6.13,
     ST 429-8 clause 5.10) and the enveloped ``ds:Signature``, as the module says.  Serialise
     the result as it is, without pretty-printing."""
-    from lxml import etree
 
     ns = root.nsmap.get(None)
     if ns is None:
@@ -121,7 +147,6 @@ def check_signer(signer: Signer, at: datetime | None = None, path=None) -> None:
     """:class:`~.errors.MediaError` unless ``signer`` can sign at ``at`` (default now): an RSA
     key that is the leaf's, and a chain that holds then (ST 430-2 clause 5: a package signed
     by an expired chain fails DCI's and ClairMeta's checks at its IssueDate)."""
-    from cryptography.hazmat.primitives.asymmetric import rsa
 
     where = path or signer.folder
     if not signer.chain:
@@ -140,7 +165,6 @@ def load_signer(folder) -> Signer:
     """The signer in ``folder`` as ``cinegpu kdm chain`` writes it: ``chain.pem`` (the
     certificates, any order) and ``leaf.key`` (the leaf's unencrypted PEM key), checked by
     :func:`check_signer`."""
-    from cinegpu.media.security.kdm import load_private_key
 
     folder = Path(folder)
     if not folder.is_dir():
@@ -224,8 +248,6 @@ def check_package_signature(document, path=None) -> PackageSignature:
 
 
 def _root(document, path):
-    from lxml import etree
-
     if not isinstance(document, (bytes, str, os.PathLike)):
         return document, path
     if not isinstance(document, bytes):

@@ -9,6 +9,8 @@ is byte for byte what it checks.
 
 from __future__ import annotations
 
+from lxml import etree
+
 __all__ = ["canonical_xml"]
 
 
@@ -83,10 +85,8 @@ def _attr_escape(t: str) -> str:
 
 
 def _comment_tag():
-    from lxml import etree
     return etree.Comment
 
 
 def _pi_tag():
-    from lxml import etree
     return etree.ProcessingInstruction

@@ -22,10 +22,17 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import warnings
 
-from cinegpu.media.security.certificates import dn_string
+from cryptography import x509
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import padding, rsa
+from lxml import etree
+
 from cinegpu.media.errors import CorruptMedia, MediaError
+from cinegpu.media.security.certificates import dn_string
 from cinegpu.media.security.xml_c14n import canonical_xml
 
 __all__ = ["C14N", "C14N_URI", "C14N_WITH_COMMENTS", "DIGESTS", "ENVELOPED", "NS_DS", "RSA_SHA1",
@@ -66,7 +73,6 @@ def add_signature(parent, chain, references, *, c14n: str = C14N_WITH_COMMENTS,
     as ST 430-3 clause 5.3 and libdcp lay it out.  ``nsmap``: namespace declarations on the
     ``Signature`` element (e.g. ``{"dsig": NS_DS}``).  Returns (signature, signed info, the
     ``DigestValue`` elements in the references' order)."""
-    from cryptography.hazmat.primitives import serialization
 
     sig = _sub(parent, ds("Signature"), nsmap=nsmap)
     info = _sub(sig, ds("SignedInfo"))
@@ -92,7 +98,6 @@ def add_signature(parent, chain, references, *, c14n: str = C14N_WITH_COMMENTS,
 
 def digest_value(data: bytes, method: str) -> str:
     """Base64 of the ``method`` digest (a :data:`DIGESTS` URI) of ``data``."""
-    import hashlib
 
     return base64.b64encode(hashlib.new(DIGESTS[method][1], data).digest()).decode("ascii")
 
@@ -100,7 +105,6 @@ def digest_value(data: bytes, method: str) -> str:
 def canonical_signed_info(info) -> bytes:
     """``SignedInfo`` in the canonical form its ``CanonicalizationMethod`` names (clause 4.3):
     inclusive C14N 1.0 by :func:`.xml_c14n.canonical_xml`, exclusive by libxml2."""
-    from lxml import etree
 
     exclusive, comments = C14N[info.find(ds("CanonicalizationMethod")).get("Algorithm")]
     if exclusive:
@@ -112,7 +116,6 @@ def sign_info(sig, key) -> None:
     """Fill ``SignatureValue`` of ``sig``: RSA PKCS #1 v1.5 over the canonical ``SignedInfo``
     with ``key`` and the hash of its ``SignatureMethod`` (XML-DSig clause 3.1.2).  Every
     ``DigestValue`` must be filled first."""
-    from cryptography.hazmat.primitives.asymmetric import padding
 
     info = sig.find(ds("SignedInfo"))
     method = info.find(ds("SignatureMethod")).get("Algorithm")
@@ -125,8 +128,6 @@ def check_signature_value(sig, cert, path=None, error=MediaError) -> str:
     ``SignedInfo`` with ``cert``'s RSA public key; returns the method's name (``RSA-SHA256``);
     ``error(path, why)`` for an unknown method or canonicalization or a value that does not
     verify.  The references' digests are the caller's to check."""
-    from cryptography.exceptions import InvalidSignature
-    from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
     info = _one(sig, ds("SignedInfo"), path)
     c14n = _one(info, ds("CanonicalizationMethod"), path).get("Algorithm")
@@ -150,7 +151,6 @@ def check_signature_value(sig, cert, path=None, error=MediaError) -> str:
 
 def key_info_certificates(sig, path=None) -> tuple:
     """The X.509 certificates of ``sig``'s ``KeyInfo`` (document order)."""
-    from cryptography import x509
 
     certs = []
     for el in sig.iterfind(f"{ds('KeyInfo')}/{ds('X509Data')}/{ds('X509Certificate')}"):
@@ -186,8 +186,6 @@ def decode_base64(text: str | None, path, what: str) -> bytes:
 
 
 def _hash(name: str):
-    from cryptography.hazmat.primitives import hashes
-
     return hashes.SHA256() if name == "sha256" else hashes.SHA1()
 
 
@@ -200,8 +198,6 @@ def _one(el, tag: str, path):
 
 
 def _sub(parent, tag: str, text: str | None = None, nsmap=None, **attrib):
-    from lxml import etree
-
     el = etree.SubElement(parent, tag, attrib, nsmap=nsmap) if nsmap else etree.SubElement(parent, tag, attrib)
     if text is not None:
         el.text = text

@@ -26,8 +26,8 @@ from fractions import Fraction
 import numpy as np
 
 from cinegpu.media.errors import MediaError
-from cinegpu.media.security.key_ring import CompositionKeys, check_track_key
 from cinegpu.media.package.read import Composition, local, parse_xml
+from cinegpu.media.security.key_ring import CompositionKeys, check_track_key
 from cinegpu.media.sound.track import SoundDescriptor, SoundTrack
 
 

@@ -35,6 +35,7 @@ import numpy as np
 from cinegpu.media.errors import CorruptMedia, EncryptedMedia, UnsupportedMedia
 from cinegpu.media.mxf.klv import key_matches, ul_str
 from cinegpu.media.mxf.read import ENCRYPTED_TRIPLET, GC_ELEMENT, MetadataSet, MXFFile
+from cinegpu.media.security.essence_crypto import decrypt_triplet
 
 SOUND_ITEMS = (0x06, 0x16)          # CP sound, GC sound item types (ST 379-1 7.1)
 MAX_CHANNELS = 64
@@ -300,7 +301,6 @@ class SoundTrack:
         if key_matches(klv.key, ENCRYPTED_TRIPLET):
             if mxf.key is None:
                 raise EncryptedMedia(self.path, "sound essence is encrypted (SMPTE ST 429-6)", off)
-            from cinegpu.media.security.essence_crypto import decrypt_triplet
 
             value = r.read(klv.value_offset, klv.length, f"sound of edit unit {n}")
             element, data = decrypt_triplet(value, mxf.key, path=self.path, where=f"sound of edit unit {n}: ")

@@ -28,10 +28,26 @@ import re
 from fractions import Fraction
 from pathlib import Path
 
+from lxml import etree
+
 from cinegpu.media.errors import CorruptMedia, MediaError, UnsupportedMedia
 from cinegpu.media.files import read_bounded
+from cinegpu.media.mxf.timed_text import read_timed_text
 from cinegpu.media.package.read import MAX_XML_BYTES, confined, local, parse_xml, uuid_of
-from cinegpu.media.subtitles.track import MAX_FADE, Colour, CompositionSubtitles, Cue, Placement, ReelSubtitles, Style, SubtitleImage, SubtitleTrack, TextLine, TextRun
+from cinegpu.media.source import is_mxf
+from cinegpu.media.subtitles.track import (
+    MAX_FADE,
+    Colour,
+    CompositionSubtitles,
+    Cue,
+    Placement,
+    ReelSubtitles,
+    Style,
+    SubtitleImage,
+    SubtitleTrack,
+    TextLine,
+    TextRun,
+)
 
 __all__ = ["read_subtitles", "read_timed_text_track", "parse_subtitle_xml", "read_srt", "parse_time", "composition_subtitles", "MAX_CUES"]
 
@@ -57,7 +73,6 @@ def read_subtitles(path, root: Path | None = None, key: bytes | None = None) -> 
     (by the ``.srt`` suffix).  Font and image files must lie in ``root`` (default: the document's
     folder); a timed-text MXF (ST 429-5) is read with its own resources (``key``: its ST 429-6
     content key when encrypted)."""
-    from cinegpu.media.source import is_mxf
 
     p = Path(path)
     if not p.is_file():
@@ -72,9 +87,6 @@ def read_subtitles(path, root: Path | None = None, key: bytes | None = None) -> 
 def read_timed_text_track(path, key: bytes | None = None) -> SubtitleTrack:
     """The ST 428-7 document inside an ST 429-5 timed-text MXF, its fonts and images taken from
     the file's ancillary resources by ``urn:uuid`` (``key``: the file's content key, ST 429-6)."""
-    from lxml import etree
-
-    from cinegpu.media.mxf.timed_text import read_timed_text
 
     p = Path(path)
     tt = read_timed_text(p, key)

@@ -16,6 +16,9 @@ from __future__ import annotations
 import io
 from dataclasses import dataclass
 
+from fontTools import subset
+from fontTools.ttLib import TTFont, TTLibError
+
 from cinegpu.media.errors import MediaError
 
 __all__ = ["FontSubset", "subset_font"]
@@ -32,8 +35,6 @@ class FontSubset:
 
 def subset_font(data: bytes, text: str, *, name: str = "subtitle font") -> FontSubset:
     """The font ``data`` keeping the glyphs of ``text`` (see the module docstring)."""
-    from fontTools import subset  # noqa: PLC0415 - a dependency of mastering only
-    from fontTools.ttLib import TTFont, TTLibError  # noqa: PLC0415
 
     try:
         font = TTFont(io.BytesIO(data), lazy=False)
@@ -57,6 +58,6 @@ def subset_font(data: bytes, text: str, *, name: str = "subtitle font") -> FontS
         sub.subset(font)
         out = io.BytesIO()
         font.save(out)
-    except Exception as exc:  # noqa: BLE001 - a malformed table shows here: named, not raised raw
+    except Exception as exc:  # a malformed table shows here: named, not raised raw
         raise MediaError(None, f"{name}: cannot be subset ({type(exc).__name__}: {exc})") from None
     return FontSubset(out.getvalue(), missing)

@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 
-
 __all__ = ["Colour", "Style", "Placement", "TextRun", "TextLine", "SubtitleImage", "Cue",
            "SubtitleTrack", "CompositionSubtitles", "ReelSubtitles",
            "DEFAULT_SIZE", "MAX_FADE"]

@@ -33,9 +33,9 @@ from pathlib import Path
 from lxml import etree
 
 from cinegpu.media.errors import MediaError
-from cinegpu.media.subtitles.font_subset import subset_font
 from cinegpu.media.mxf.timed_text_write import FONT_MIME, PNG_MIME, Resource
 from cinegpu.media.subtitles.documents import FONT_MAGIC, MAX_FONT_BYTES, read_subtitles
+from cinegpu.media.subtitles.font_subset import subset_font
 from cinegpu.media.subtitles.track import Cue, Placement, Style, SubtitleTrack, TextLine, TextRun
 
 __all__ = ["NS_DCST", "TimedTextAsset", "prepare_subtitles", "split_subtitles", "default_font", "smpte_document",

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from pathlib import Path
+
+from cinegpu.decode import BackendUnavailable, CodestreamError, LenientWarning
+from cinegpu.decode.codestream.header import parse_codestream
+from cinegpu.decode.jp2 import channel_depths, channel_order, read_jp2
+from cinegpu.media.images.jp2_colour import Picture, for_display
+from cinegpu.media.images.write import write_image
 
 from .args import non_negative_int, positive_int
 
@@ -52,12 +59,11 @@ def _check_paths(source: Path, output: Path) -> str | None:
 
 
 def run(args) -> int:
-    import warnings
-
-    from cinegpu.decode import BackendUnavailable, CodestreamError, LenientWarning
-    from cinegpu.decode.decoder import Decoder
-    from cinegpu.decode.limits import DEFAULT_MAX_MEMORY, DEFAULT_MAX_PIXELS
-    from cinegpu.media.images.write import write_image
+    from cinegpu.decode.decoder import Decoder  # noqa: PLC0415  (start-up: the decoder, ~80 ms)
+    from cinegpu.decode.limits import (  # noqa: PLC0415  (start-up: the decoder, ~80 ms)
+        DEFAULT_MAX_MEMORY,
+        DEFAULT_MAX_PIXELS,
+    )
 
     def limit(value, default):
         return default if value is None else (value or None)
@@ -102,9 +108,6 @@ def _picture(data: bytes, frame, args):
     """What to write: the frame's channels with their precision; for a JP2 file written as TIFF
     or PNG, converted to display colours (``cinegpu.media.images.jp2_colour``). PGX keeps the decoded
     values."""
-    from cinegpu.decode.codestream.header import parse_codestream
-    from cinegpu.decode.jp2 import channel_depths, channel_order, read_jp2
-    from cinegpu.media.images.jp2_colour import Picture, for_display
 
     codestream, header = read_jp2(data)
     siz = parse_codestream(codestream).siz

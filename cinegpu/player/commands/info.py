@@ -5,6 +5,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from cinegpu.decode import CodestreamError
+from cinegpu.decode.codestream.describe import describe_codestream
+from cinegpu.media import MediaError, describe
+from cinegpu.media.source import kind_of
+
+
 def register(sub) -> None:
     p = sub.add_parser("info", help="describe a codestream, MXF track file, DCP, IMF package or frame folder")
     p.add_argument("path", type=Path, help="a package folder (DCP or IMF), CPL, MXF track file, J2K/JP2 "
@@ -16,12 +22,6 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from cinegpu.decode import CodestreamError
-    from cinegpu.decode.codestream.describe import describe_codestream
-
-    from cinegpu.media import MediaError, describe
-    from cinegpu.media.source import kind_of
-
     path: Path = args.path
     try:
         kind = kind_of(path)

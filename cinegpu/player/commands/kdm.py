@@ -19,6 +19,15 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
+from cinegpu.media import MediaError
+from cinegpu.media.errors import KdmRefused
+from cinegpu.media.files import replace_atomically
+from cinegpu.media.package.read import read_cpl
+from cinegpu.media.security.certificates import dn_string, make_chain, order_chain, read_certificates, write_chain
+from cinegpu.media.security.content_keys import read_key_file
+from cinegpu.media.security.kdm import check_chain, check_signature, decrypt_keys, load_private_key, read_kdm
+from cinegpu.media.security.kdm_write import composition_keys, make_kdm, parse_time
+
 from .args import UsageError, one_line_text
 
 
@@ -87,13 +96,6 @@ def _register_chain(sub) -> None:
 
 
 def run_make(args) -> int:
-    from cinegpu.media.security.certificates import dn_string, order_chain, read_certificates
-    from cinegpu.media.security.content_keys import read_key_file
-    from cinegpu.media.files import replace_atomically
-    from cinegpu.media.security.kdm import load_private_key
-    from cinegpu.media.security.kdm_write import composition_keys, make_kdm, parse_time
-    from cinegpu.media.package.read import read_cpl
-
     now = datetime.now(timezone.utc)
     try:
         not_before, not_after = parse_time(args.not_before, now), parse_time(args.not_after, now)
@@ -117,8 +119,6 @@ def run_make(args) -> int:
 
 
 def run_chain(args) -> int:
-    from cinegpu.media.security.certificates import dn_string, make_chain, write_chain
-
     if args.days < 1:
         raise UsageError(f"--days must be at least 1, got {args.days}")
     chain = make_chain(args.organisation, args.common_name, role=args.role, days=args.days)
@@ -131,10 +131,6 @@ def run_chain(args) -> int:
 
 
 def run(args) -> int:
-    from cinegpu.media import MediaError
-    from cinegpu.media.errors import KdmRefused
-    from cinegpu.media.security.kdm import check_chain, check_signature, decrypt_keys, load_private_key, read_kdm
-
     kdm = read_kdm(args.kdm)
     now = datetime.now(timezone.utc)
     problems = []

@@ -6,7 +6,13 @@ dumps (a dump would hold them)."""
 
 from __future__ import annotations
 
+import resource
 from pathlib import Path
+
+from cinegpu.media.errors import MediaError
+from cinegpu.media.security.content_keys import read_key_file
+from cinegpu.media.security.kdm import load_private_key
+from cinegpu.media.security.key_ring import KeyRing
 
 from .args import UsageError
 
@@ -26,7 +32,6 @@ def add_key_args(p) -> None:
 
 def no_core_dumps() -> None:
     """No core file from this process from now on (RLIMIT_CORE 0): content keys are in its memory."""
-    import resource
 
     try:
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -40,10 +45,6 @@ def key_ring(args, kdm_dir: Path | None = None, warn=None, key_alone: bool = Fal
     :class:`~cinegpu.media.errors.KdmRefused` saying which and why (one of ``kdm_dir``'s is
     passed to ``warn`` and left out, when ``warn`` is given: a folder may hold old KDMs).
     ``key_alone``: ``--key`` without KDMs is a ring too (the server's, for KDMs uploaded later)."""
-    from cinegpu.media.security.content_keys import read_key_file
-    from cinegpu.media.errors import MediaError
-    from cinegpu.media.security.kdm import load_private_key
-    from cinegpu.media.security.key_ring import KeyRing
 
     kdms = list(args.kdm)
     folder = []

@@ -11,13 +11,17 @@ import sys
 from dataclasses import replace
 from fractions import Fraction
 
+from cinegpu.decode import BackendUnavailable
+from cinegpu.decode.codestream import dci
+from cinegpu.media import MediaError
+from cinegpu.media.security.package_signature import load_signer, user_signer
+from cinegpu.media.sound.inputs import open_sound
+
 from .args import gpu_count, one_line_text, positive_int, positive_rate
 from .interrupts import INTERRUPTED, TERMINATED, Terminated, interrupts
 
 
 def register(subparsers) -> None:
-    from cinegpu.decode.codestream import dci
-
     rates = " or ".join(f"{', '.join(map(str, prof.frame_rates))} ({prof.short.upper()})"
                         for prof in dci.PROFILES.values())
     p = subparsers.add_parser("master", help="master an image sequence into a DCP (reels, picture, "
@@ -159,9 +163,7 @@ def run(args) -> int:
 
 
 def _run(args) -> int:
-    from cinegpu.decode import BackendUnavailable
-    from cinegpu.jobs.mastering import master
-    from cinegpu.media import MediaError
+    from cinegpu.jobs.mastering import master  # noqa: PLC0415  (start-up: mastering, ~0.3 s)
 
     try:
         job = _job(args)
@@ -189,9 +191,15 @@ def _job(args):
     nothing is encoded yet); the sound's and subtitles' notes and warnings printed.  A single
     INPUT shorter than a second is repeated to last one (a reel lasts at least a second,
     ST 429-2)."""
-    from cinegpu.jobs.master_job import (Composition, Compute, MasterJob, Picture, Protection,
-                                         image_input)
-    from cinegpu.media.package.dcp_write import check_output
+    from cinegpu.jobs.master_job import (  # noqa: PLC0415  (start-up: mastering, ~0.3 s)
+        Composition,
+        Compute,
+        MasterJob,
+        Picture,
+        Protection,
+        image_input,
+    )
+    from cinegpu.media.package.dcp_write import check_output  # noqa: PLC0415  (start-up: mastering, ~0.3 s)
 
     _check_options(args)
     picture = Picture(format=args.format, profile=args.profile, fps=args.fps,
@@ -217,7 +225,6 @@ def _job(args):
 def _sound(args, picture, frames: int):
     """The --audio input as the package carries it, checked against ``frames`` frames
     (MediaError; its note and any warning printed), or None."""
-    from cinegpu.media.sound.inputs import open_sound
     if not args.audio:
         if args.audio_language:
             raise ValueError("--audio-language needs --audio")
@@ -235,7 +242,7 @@ def _sound(args, picture, frames: int):
 
 def _subtitles(args, frames: int):
     """The --subtitles track prepared for ``frames`` frames (its warnings printed), or None."""
-    from cinegpu.media.subtitles.write import prepare_subtitles
+    from cinegpu.media.subtitles.write import prepare_subtitles  # noqa: PLC0415  (start-up: mastering, ~0.3 s)
     if not args.subtitles:
         if args.subtitle_language or args.subtitle_font:
             raise ValueError("--subtitle-language and --subtitle-font need --subtitles")
@@ -251,8 +258,8 @@ def _subtitles(args, frames: int):
 def _plan(job) -> str:
     """The line printed before mastering: frames in and out, the package, the encoder and
     where it runs (BackendUnavailable for a back end that is not there)."""
-    from cinegpu.jobs.frame_encode import pick_backend
-    from cinegpu.media.package.dcp_write import encoder_name
+    from cinegpu.jobs.frame_encode import pick_backend  # noqa: PLC0415  (start-up: mastering, ~0.3 s)
+    from cinegpu.media.package.dcp_write import encoder_name  # noqa: PLC0415  (start-up: mastering, ~0.3 s)
     p, cluster = job.picture, job.compute.cluster
     what = f"IMF App 2E {p.bits}-bit {p.sampling}" if p.imf else f"DCI {p.profile.upper()}"
     where = f"on the cluster {cluster}" if cluster else pick_backend(job.compute.backend)
@@ -263,7 +270,6 @@ def _plan(job) -> str:
 def _signer(args):
     """The signer of the CPL and PKL: ``--sign DIR``'s; with ``--encrypt`` (and no
     ``--no-sign``) the user's own, made on first use (one line says so); else None."""
-    from cinegpu.media.security.package_signature import load_signer, user_signer
     if args.sign is not None:
         return load_signer(args.sign)
     if not args.encrypt or args.no_sign:

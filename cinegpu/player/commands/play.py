@@ -3,15 +3,27 @@
 from __future__ import annotations
 
 import argparse
-import os
+import logging
+import sys
 from fractions import Fraction
 from pathlib import Path
 
+from cinegpu.decode import BackendUnavailable, PipelineError
+from cinegpu.decode.cpus import usable_cores
+from cinegpu.decode.shm import unlink_own
+from cinegpu.interop import TARGETS, choose_target
+from cinegpu.media import MediaError, open_source
+
+from ..audio import AudioDeviceError, measure_offset, offset_text, open_feed
+from ..media_default import default_media
+from ..player import Player
+from ..presenter import Presenter
 from ..settings import PlaySettings
+from ..source import DecodeAheadSource, PipelineSource
+from ..window import has_display, open_window
 from .args import UsageError, playback_options, positive_int, positive_rate
 from .interrupts import INTERRUPTED, TERMINATED, Terminated, interrupts
 from .keys import add_key_args, key_ring
-from cinegpu.decode.cpus import usable_cores
 
 
 def _screenshot(text: str) -> tuple[int, Path]:
@@ -78,9 +90,6 @@ def register(subparsers) -> None:
 def run(args) -> int:
     """Exit status: 0 played; 2 a mistake or media that cannot play (one line on stderr); 143 after
     SIGTERM, 130 after Ctrl-C, each with the decode workers ended and their shared memory unlinked."""
-    import sys
-
-    from cinegpu.decode.shm import unlink_own
 
     with interrupts():
         try:
@@ -93,17 +102,6 @@ def run(args) -> int:
 
 
 def _run(args) -> int:
-    import logging
-    import sys
-
-    from cinegpu.decode import BackendUnavailable, PipelineError
-    from cinegpu.interop import TARGETS
-    from cinegpu.media import MediaError, open_source
-
-    from ..audio import AudioDeviceError
-    from ..media_default import default_media
-    from ..window import has_display
-
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
     path = args.path if args.path is not None else default_media()
     headless = args.headless or not has_display()
@@ -142,10 +140,6 @@ def _settings(args, headless: bool) -> PlaySettings:
 def play(media, settings: PlaySettings, *, source=None):
     """Play an opened media source (or a ready frame ``source``) as ``settings`` say; the
     :class:`~..player.Summary`."""
-    from ..audio import open_feed
-    from ..player import Player
-    from ..presenter import Presenter
-    from ..window import open_window
 
     s = settings
     if source is None:
@@ -160,7 +154,7 @@ def play(media, settings: PlaySettings, *, source=None):
     title = f"cinegpu - {getattr(media, 'title', '') or 'play'}"
     subtitles = s.subtitles
     if subtitles is True or s.subtitle_file is not None:
-        from ..subtitles import subtitles_for
+        from ..subtitles import subtitles_for  # noqa: PLC0415  (start-up: PIL and the timed-text readers, ~50-90 ms)
         subtitles = subtitles_for(media, source.frame_count, source.edit_rate or rate, on=bool(subtitles),
                                   file=s.subtitle_file)
     window = open_window(*_window_size(source.width, source.height), headless=s.headless, title=title)
@@ -189,7 +183,6 @@ def play(media, settings: PlaySettings, *, source=None):
 def _frame_source(media, s: PlaySettings):
     """The decoded frames of ``media``: the multi-process pipeline, or decode-ahead threads
     (``s.workers`` of them, default min(8, usable cores)) when not ``s.processes``."""
-    from ..source import DecodeAheadSource, PipelineSource
 
     if s.processes:
         return PipelineSource(media, backend=s.backend, colour=s.colour, primaries=s.primaries, workers=s.workers,
@@ -203,7 +196,6 @@ def _frame_source(media, s: PlaySettings):
 def _target(interop: str, backend: str):
     """The texture target: the best that probes well for ``backend`` ("auto"), else
     ``interop``'s, which must probe well (a :class:`UsageError` saying why not)."""
-    from cinegpu.interop import TARGETS, choose_target
 
     if interop == "auto":
         return choose_target(backend)
@@ -215,7 +207,6 @@ def _target(interop: str, backend: str):
 
 def _audio_result(player, frames: int, audio_out: Path | None) -> str:
     """Finish the sound and say what became of it: the sink, the record, the measured offset."""
-    from ..audio import measure_offset, offset_text
 
     feed = player.audio
     if not player.quit:

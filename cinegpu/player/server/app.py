@@ -25,6 +25,9 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, StreamingResponse
 from starlette.routing import Route
 
+from cinegpu.media.errors import MediaError
+from cinegpu.media.security.kdm import parse_kdm
+
 from .access import Guard
 from .engine import CommandError, Engine
 from .library import Library
@@ -365,9 +368,6 @@ class KdmRoutes:
 
     @guarded
     async def post_kdm(self, request: Request):
-        from cinegpu.media.errors import MediaError  # noqa: PLC0415
-        from cinegpu.media.security.kdm import parse_kdm  # noqa: PLC0415
-
         keys = self.keys
         body = await read_json(request, required=True, limit=MAX_KDM_BODY)
         _only(body, {"kdm"})

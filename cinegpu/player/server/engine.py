@@ -40,17 +40,18 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Callable
 
+import numpy as np
+
 from cinegpu.decode.errors import BackendUnavailable
 from cinegpu.interop.errors import InteropError
 from cinegpu.media.sound.composition import open_composition_sound
 
 from ..audio import open_feed
-from ..subtitles import subtitles_for
-
 from ..clock import PlaybackStats, ranges_text
 from ..player import Player, short_gil_turns, timecode
 from ..resolution import level_text
 from ..source import FRAME_ERRORS, FrameError
+from ..subtitles import subtitles_for
 from .library import Entry
 
 __all__ = ["Command", "CommandError", "Engine", "parse_timecode"]
@@ -405,7 +406,6 @@ class Engine:
 
     def _apply_audio(self, feed) -> None:
         """Give ``feed`` the settings; a routing that does not fit it goes back to the downmix."""
-        import numpy as np  # noqa: PLC0415
 
         a = self.audio
         if a.routing is not None and (len(a.routing), len(a.routing[0])) != (feed.sound.channels,

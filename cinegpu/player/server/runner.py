@@ -17,17 +17,29 @@ unlinked too, and the process exits 0, within 3 s of the signal.
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import logging
 import signal
-import errno
 import socket
 import sys
 import threading
 
-from cinegpu.decode.shm import unlink_own
+import uvicorn
 
+from cinegpu.decode.shm import unlink_own
+from cinegpu.interop import TARGETS, choose_target
+from cinegpu.media.source import open_package, open_source
+
+from ..presenter import Presenter
 from ..settings import Access, ConnectionLimits, ServeSettings
+from ..source import DecodeAheadSource, PipelineSource
+from ..window import open_window
+from .access import check_token, generate_token
+from .app import create_app
+from .engine import Engine
+from .library import Library
+from .protocol import bounded_protocol
 
 __all__ = ["parse_listen", "is_loopback", "serve"]
 
@@ -80,9 +92,6 @@ def serve(settings: ServeSettings, *, out=sys.stdout) -> int:
     """Run the server ``settings`` describe until SIGTERM/SIGINT (or the window closes); the exit
     status.  It prints where it listens (and a generated token) to ``out``.  ValueError for
     settings that cannot serve (see :func:`check_access`)."""
-    from ..window import open_window  # noqa: PLC0415
-    from .app import create_app  # noqa: PLC0415
-    from .library import Library  # noqa: PLC0415
 
     host, port = parse_listen(settings.listen)
     settings.limits.check()
@@ -127,7 +136,6 @@ def serve(settings: ServeSettings, *, out=sys.stdout) -> int:
 def check_access(access: Access, host: str) -> tuple[str | None, bool]:
     """(the bearer token, whether it was generated here): ``access.token`` checked, or a fresh
     one, or None with ``no_token``, which only a loopback ``host`` may go without (ValueError)."""
-    from .access import check_token, generate_token  # noqa: PLC0415
 
     if access.no_token and access.token:
         raise ValueError("--no-token and a token (--token-file, $CINEGPU_SERVE_TOKEN) exclude each other")
@@ -143,12 +151,6 @@ def check_access(access: Access, host: str) -> tuple[str | None, bool]:
 def make_engine(settings: ServeSettings, library, window):
     """The :class:`~.engine.Engine` playing ``library``'s entries in ``window`` as
     ``settings.playback`` says, opening encrypted ones with ``settings.keys``."""
-    from cinegpu.interop import TARGETS, choose_target  # noqa: PLC0415
-    from cinegpu.media.source import open_package, open_source  # noqa: PLC0415
-
-    from ..presenter import Presenter  # noqa: PLC0415
-    from ..source import DecodeAheadSource, PipelineSource  # noqa: PLC0415
-    from .engine import Engine  # noqa: PLC0415
 
     p, keys = settings.playback, settings.keys
 
@@ -179,9 +181,6 @@ def make_engine(settings: ServeSettings, library, window):
 def http_server(app, limits: ConnectionLimits):
     """The uvicorn server of ``app``, its connections bounded by ``limits``
     (:func:`~.protocol.bounded_protocol`; keep-alive idle for the head timeout, 1..5 s)."""
-    import uvicorn  # noqa: PLC0415
-
-    from .protocol import bounded_protocol  # noqa: PLC0415
 
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", ws="none",
                             http=bounded_protocol(head_timeout=limits.head_timeout,

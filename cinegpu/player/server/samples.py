@@ -20,6 +20,10 @@ from pathlib import Path
 
 import numpy as np
 
+from cinegpu.media.package.read import relpath
+
+from .library import SEQUENCE_NS
+
 __all__ = ["make_library", "DCP_CPL", "MISSING_CPL", "sequence_id", "tools_missing"]
 
 DCP_CPL = "0a1b2c3d-0000-4000-8000-00000000d0c1"
@@ -32,8 +36,7 @@ def tools_missing(dcp: bool = True) -> list[str]:
 
 def sequence_id(library: Path, folder: Path) -> str:
     """The library id of a frame folder (see :mod:`.library`)."""
-    from .library import SEQUENCE_NS  # noqa: PLC0415
-    from cinegpu.media.package.read import relpath  # noqa: PLC0415
+
     return str(uuid.uuid5(SEQUENCE_NS, relpath(folder.resolve(), library.resolve())))
 
 
