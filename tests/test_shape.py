@@ -8,12 +8,11 @@ from __future__ import annotations
 import ast
 import re
 import tomllib
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-PACKAGE = ROOT / "cinegpu"
+from conftest import PACKAGE, ROOT
+
 #: the most modules one folder holds
 MAX_MODULES = 25
 #: the most parameters one function takes

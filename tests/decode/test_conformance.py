@@ -1,6 +1,6 @@
 """ISO/IEC 15444-4 conformance: every Part-1 class-0 and class-1 case, and the HTJ2K streams.
 
-Cases come from ../shared/conformance/MANIFEST.tsv (read by tests/conformance.py):
+Cases come from ../shared/conformance/MANIFEST.tsv (read by tests/helpers/conformance.py):
 class 1 decodes every component; class 0 decodes component 0 alone, without
 the inverse MCT, at the listed reduce level, and compares its 8 most
 significant bits. A component passes when its peak error and MSE are within
@@ -23,9 +23,9 @@ import pytest
 from cinegpu.decode import UnsupportedFeature, decode
 from cinegpu.decode.codestream.header import parse_codestream
 
-from conformance import CONFORMANCE, load_cases
 from conftest import present
-from pgx import read_pgx
+from helpers.conformance import CONFORMANCE, load_cases
+from helpers.pgx import read_pgx
 
 if not (CONFORMANCE / "MANIFEST.tsv").exists():
     pytest.skip("../shared/conformance is not present beside the checkout", allow_module_level=True)

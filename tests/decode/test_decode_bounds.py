@@ -1,8 +1,8 @@
 """A decode's memory and work are bounded by its headers, its limits and its input's size.
 
-Issue 11 item 6 (``cinegpu.decode.limits``). Each hostile stream is built here from markers
-(the builders of ``test_errors``): a SIZ of 65536 or 131072 samples a side, a ~100-byte stream
-of a 15000 x 15000 empty image, 1 x 1 precincts over 2048 and 4096 sample images, 65535
+Issue 11 item 6 (``cinegpu.decode.limits``). Each hostile stream is built from markers (the
+builders of ``helpers/codestreams.py``): a SIZ of 65536 or 131072 samples a side, a ~100-byte
+stream of a 15000 x 15000 empty image, 1 x 1 precincts over 2048 and 4096 sample images, 65535
 quality layers. Each must raise :class:`LimitExceeded` naming the figure and the limit, before
 anything large is allocated; the peak RSS and time of each are measured in a subprocess
 (``resource.getrusage(RUSAGE_SELF).ru_maxrss``) under generous ceilings. Streams that are
@@ -17,12 +17,10 @@ import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from conftest import present
 from cinegpu.decode import LimitExceeded, UnsupportedFeature, decode
 from cinegpu.decode import decoder as decoder_module
 from cinegpu.decode.codestream.header import parse_codestream
@@ -30,25 +28,13 @@ from cinegpu.decode.decoder import Decoder
 from cinegpu.decode.limits import (RESOLUTION_WORK, TILE_WORK, TILE_WORK_PER_BYTE, WORK_FREE, WORK_PER_BYTE, Limits,
                                    check_limits, check_tiles, memory_guard)
 
-from peers import Image, encode, have, opj_reference
-from test_errors import SIZ_AT, cod, qcd, siz, stream, tile_part
+from conftest import ROOT, TESTS, present
+from helpers.codestreams import SIZ_AT, cod, empty_image, one_by_one_precincts, qcd, siz, stream, tile_part
+from helpers.peers import Image, encode, have, opj_reference
 
-ROOT = Path(__file__).resolve().parents[1]
 #: Generous guards: a refusal is milliseconds and a few MB past the imports.
 TIME_GUARD_S = 20.0
 RSS_GUARD_MB = 512  #: peak RSS a bounded case may add to a process that has decoded once
-
-
-def empty_image(n: int, *, levels: int = 0, precincts: bytes = b"", layers: int = 1, xcb: int = 4,
-                ycb: int = 4, body: bytes = b"\x00") -> bytes:
-    """An n x n 8-bit grey image whose only packet is empty (one 0 bit): legal, all mid-grey (128)."""
-    scod = 1 if precincts else 0
-    main = cod(scod=scod, layers=layers, levels=levels, xcb=xcb, ycb=ycb, precincts=precincts) + qcd(levels=levels)
-    return stream(main=main, tiles=tile_part(body=body), size=siz(w=n, h=n))
-
-
-def one_by_one_precincts(n: int) -> bytes:
-    return empty_image(n, precincts=b"\x00")  # PPx = PPy = 0 at resolution 0 (A.6.1)
 
 
 def test_siz_65536_refused_by_max_pixels():
@@ -225,7 +211,7 @@ _PROBE = textwrap.dedent("""
     import json, resource, sys, time
     sys.path.insert(0, {tests!r})
     from cinegpu.decode import CodestreamError, decode
-    from test_decode_bounds import empty_image, one_by_one_precincts
+    from helpers.codestreams import empty_image, one_by_one_precincts
     decode(empty_image(64))  # compile and load what any decode needs (a cold numba cache
     base_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # costs ~1 GB once)
     data = {build}
@@ -245,7 +231,7 @@ _PROBE = textwrap.dedent("""
 def measure(case: str) -> dict:
     """Decode a case in a fresh process: its error, seconds in decode and the process's peak RSS (MB)."""
     build, kwargs, _ = CASES[case]
-    code = _PROBE.format(tests=str(ROOT / "tests"), build=build, kwargs=kwargs)
+    code = _PROBE.format(tests=str(TESTS), build=build, kwargs=kwargs)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))  # this process's cinegpu
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
     assert p.returncode == 0, p.stderr[-3000:]

@@ -1,9 +1,9 @@
-"""The differential harness of tests/differential.py: seeded random streams from OpenJPEG, Grok,
+"""The differential harness of tests/helpers/differential.py: seeded random streams from OpenJPEG, Grok,
 OpenJPH and cinegpu's own encoder, whole and cut short, decoded by us and by opj_decompress.
 
 The quick pass checks :data:`QUICK` seeds; the slow pass (``-m slow``) :data:`SLOW_CHUNKS`
 chunks of :data:`CHUNK` seeds more. A failure names its seed:
-``python3 -c "import differential as d; print(d.make_case(SEED))"`` (from tests/) shows the case.
+``python3 -c "import helpers.differential as d; print(d.make_case(SEED))"`` (from tests/) shows the case.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import shutil
 
 import pytest
 
-from differential import ENCODERS, EncoderRefused, available, check, make_case, make_stream
+from helpers.differential import ENCODERS, EncoderRefused, available, check, make_case, make_stream
 
 QUICK = 48
 CHUNK = 100
@@ -72,8 +72,8 @@ def test_dci_precincts_two_layers_lrcp(tool, tmp_path):
     """The shape of the stream issue 48 found decoded wrong: 2K-wide, 12 bits, 9/7, two
     quality layers in LRCP, the DCI precincts (128 at the lowest resolution, 256 above),
     32 x 32 code-blocks, no mode switch; a layer cut from each block's passes after rate control."""
-    from differential import DiffCase
-    from peers import Image
+    from helpers.differential import DiffCase
+    from helpers.peers import Image
 
     if not available(tool):
         pytest.skip(f"{ENCODERS[tool]} is not installed")

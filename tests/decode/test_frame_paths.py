@@ -19,7 +19,7 @@ from cinegpu.decode import tile as T
 from cinegpu.decode.codestream.header import tile_part_ppm_headers
 from cinegpu.decode.decoder import Decoder
 
-from conformance import CONFORMANCE
+from helpers.conformance import CONFORMANCE
 
 # one tile; 4x4 tiles; PPM; PPT; tile-parts; 225 tiles; 257 components; ROI; HT
 QUICK = ["part1/codestreams/p0_01.j2k", "part1/codestreams/p0_04.j2k",

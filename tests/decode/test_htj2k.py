@@ -21,9 +21,9 @@ from cinegpu.decode.decoder import Decoder, has_ht_blocks
 from cinegpu.decode.tier1.ht import STATUS_HT_CORRUPT, ht_select
 from cinegpu.decode.tier2 import bits, packets
 
-from peers import Image, encode, have, image_planes
 from conftest import SHARED
-from test_errors import COD_AT, cod, qcd, seg, siz, stream
+from helpers.codestreams import COD_AT, cod, qcd, seg, siz, stream
+from helpers.peers import Image, encode, have, image_planes
 
 HT_STREAMS = SHARED / "conformance" / "htj2k" / "codestreams"
 IMF_HT = SHARED / "dcp-samples" / "photon-imf-htj2k-1080p"
@@ -270,7 +270,7 @@ def test_single_block_api_matches_the_batch(grk_pair):
 
 @pytest.mark.skipif(not HT_STREAMS.is_dir(), reason=f"{HT_STREAMS} is not present")
 def test_frames_with_ht_blocks_take_the_gpu_tier1():
-    # the CUDA tier-1 decodes HT blocks too (tests/test_tier1_ht_gpu.py): no CPU detour
+    # the CUDA tier-1 decodes HT blocks too (tests/decode/tier1/test_tier1_ht_gpu.py): no CPU detour
     d = Decoder("cpu")
     d.gpu_tier1 = True  # as with backend="cuda": the rule needs no device
     ht = d.prepare((HT_STREAMS / "ds0_ht_01_b11.j2k").read_bytes())
@@ -289,7 +289,7 @@ def test_frames_with_ht_blocks_take_the_gpu_tier1():
 def test_htj2k_imf_frame_matches_opj_decompress(tmp_path):
     from cinegpu.media import open_source
 
-    from peers import opj_reference
+    from helpers.peers import opj_reference
 
     if not have("opj_decompress"):
         pytest.skip("opj_decompress is not installed")

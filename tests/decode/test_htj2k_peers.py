@@ -1,6 +1,6 @@
 """HTJ2K codestreams made by Grok decode as ``opj_decompress`` decodes them.
 
-Every case encodes a synthetic image (tests/peers.py) with ``grk_compress -M 64``
+Every case encodes a synthetic image (tests/helpers/peers.py) with ``grk_compress -M 64``
 (every code-block an HT block, ISO/IEC 15444-15) and one combination of options,
 then decodes it with :func:`cinegpu.decode.decode` and with ``opj_decompress``
 (OpenJPEG 2.5, which decodes HT cleanup, SigProp and MagRef passes). Both
@@ -22,16 +22,12 @@ import pytest
 
 from cinegpu.decode import decode
 
-from peers import Case, Image, compare, encode, have, image_planes, opj_reference
+from helpers.peers import Case, Image, compare, encode, have, image_planes, opj_reference, pgx_image
 
 RGB = Image()  # 67 x 53, 3 x 8 bits (PPM)
 GRAY = Image(n=1)
 BIG = Image(w=131, h=97, n=1, seed=3)  # room for 7 resolutions
 RGB16 = Image(n=3, bits=16, seed=4)
-
-
-def pgx(bits: int, signed: bool = False) -> Image:
-    return Image(w=45, h=38, n=1, bits=bits, signed=signed, fmt="pgx", seed=5)
 
 
 def _grk_ht() -> list[Case]:
@@ -63,12 +59,12 @@ def _grk_ht() -> list[Case]:
     # MCT off, bit depths, signed
     add("mct-0-I", RGB, "-Y", "0", "-I", lossy=True)
     for bits in (4, 12):
-        add(f"bits-{bits}", pgx(bits), "-n", "3")
+        add(f"bits-{bits}", pgx_image(bits), "-n", "3")
     add("bits-16", Image(n=1, bits=16, seed=9), "-n", "4")
     add("bits-16-I", Image(n=1, bits=16, seed=9), "-I", lossy=True)
     add("bits-16-rgb", RGB16, "-n", "4")
-    add("signed-12", pgx(12, signed=True), "-n", "3")
-    add("signed-8-I", pgx(8, signed=True), "-I", lossy=True)
+    add("signed-12", pgx_image(12, signed=True), "-n", "3")
+    add("signed-8-I", pgx_image(8, signed=True), "-I", lossy=True)
     # SOP/EPH, tile-parts, PLT, JP2
     add("sop-eph", RGB, "-S", "-E")
     add("tp-R", RGB, "-u", "R", "-t", "33,27", "-n", "4")

@@ -14,8 +14,8 @@ import pytest
 from cinegpu.decode import CodestreamError, InvalidSegment, LenientWarning, TruncatedCodestream, decode
 from cinegpu.decode.decoder import Decoder
 
-from jp2_files import FTYP, SIGNATURE, box, cdef, cmap, codestream, colr, ihdr, jp2, pclr, planes
-from pgx import read_pgx
+from helpers.jp2_files import FTYP, SIGNATURE, box, cdef, cmap, codestream, colr, ihdr, jp2, pclr, planes
+from helpers.pgx import read_pgx
 
 H, W = 19, 24
 PEERS = [t for t in ("opj_decompress", "grk_decompress") if shutil.which(t)]

@@ -7,7 +7,7 @@ from other encoders were found to break it, and compares our lenient decode with
 ``opj_decompress`` writes for the same bytes: more coding passes than the bit-planes hold,
 zero bit-planes past Mb, a QCD listing fewer step sizes than subbands, a COD in a later
 tile-part header, a tile missing, more than 255 tile-parts of one tile. (A cdef describing a
-channel twice: tests/test_jp2.py.)
+channel twice: tests/decode/test_jp2.py.)
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from cinegpu.decode.codestream.header import parse_codestream
 from cinegpu.decode.decoder import Decoder
 from cinegpu.encode import encode
 
-from peers import Image, image_planes
-from differential import opj_decode
+from helpers.differential import opj_decode
+from helpers.peers import Image, image_planes
 
 OPJ = shutil.which("opj_decompress")
 needs_opj = pytest.mark.skipif(OPJ is None, reason="opj_decompress is not installed (libopenjp2-tools)")

@@ -1,6 +1,6 @@
 """Codestreams made by OpenJPEG and Grok decode as ``opj_decompress`` decodes them.
 
-Every case encodes a synthetic image (tests/peers.py) in ``tmp_path`` with
+Every case encodes a synthetic image (tests/helpers/peers.py) in ``tmp_path`` with
 ``opj_compress`` or ``grk_compress`` and one combination of options, then
 decodes it with :func:`cinegpu.decode.decode` and with ``opj_decompress``
 (PGX per component, with ``-r`` for ``reduce`` and ``-l`` for ``layers``).
@@ -21,16 +21,12 @@ import pytest
 
 from cinegpu.decode import decode
 
-from peers import Case, Image, compare, encode, have, opj_reference
+from helpers.peers import Case, Image, compare, encode, have, opj_reference, pgx_image
 
 RGB = Image()  # 67 x 53, 3 x 8 bits (PPM)
 GRAY = Image(n=1)
 BIG = Image(w=131, h=97, n=1, seed=3)  # room for 7 resolutions
 RGB16 = Image(n=3, bits=16, seed=4)
-
-
-def pgx(bits: int, signed: bool = False, w: int = 45, h: int = 38, seed: int = 5) -> Image:
-    return Image(w=w, h=h, n=1, bits=bits, signed=signed, fmt="pgx", seed=seed)
 
 
 def raw(bits: int, signed: bool = False, sub=(), n: int = 3, w: int = 59, h: int = 43) -> Image:
@@ -99,17 +95,17 @@ def _opj() -> list[Case]:
     add("sub-mixed-raw-tiles", raw(12, sub=((1, 1), (3, 2), (1, 4))), "-n", "2", "-t", "25,21", "-d", "2,3")
     # bit depths 1..16 unsigned
     for bits in range(1, 17):
-        img = GRAY if bits == 8 else Image(n=1, bits=16, seed=9) if bits == 16 else pgx(bits)
+        img = GRAY if bits == 8 else Image(n=1, bits=16, seed=9) if bits == 16 else pgx_image(bits)
         add(f"bits-{bits}", img, "-n", "3")
     add("bits-16-rgb", RGB16, "-n", "4")
-    add("bits-12-I", pgx(12), "-I", "-n", "3", lossy=True)
+    add("bits-12-I", pgx_image(12), "-I", "-n", "3", lossy=True)
     add("bits-16-I", Image(n=1, bits=16, seed=9), "-I", "-n", "3", lossy=True)
     add("bits-4-raw3", raw(4), "-n", "3")
     add("signed-4-raw3", raw(4, signed=True), "-n", "2")
     # signed
     for bits in (2, 8, 12, 16):
-        add(f"signed-{bits}", pgx(bits, signed=True), "-n", "3")
-    add("signed-12-I", pgx(12, signed=True), "-I", "-n", "3", lossy=True)
+        add(f"signed-{bits}", pgx_image(bits, signed=True), "-n", "3")
+    add("signed-12-I", pgx_image(12, signed=True), "-I", "-n", "3", lossy=True)
     add("signed-12-raw3", raw(12, signed=True), "-n", "3")
     add("signed-16-raw3-I", raw(16, signed=True), "-n", "3", "-I", lossy=True)
     # ROI (max-shift)
@@ -132,7 +128,7 @@ def _opj() -> list[Case]:
     # JP2 output
     add("jp2-rgb", RGB, "-n", "4", ext="jp2")
     add("jp2-gray16-I", Image(n=1, bits=16, seed=9), "-I", ext="jp2", lossy=True)
-    add("jp2-signed", pgx(12, signed=True), "-n", "3", ext="jp2")
+    add("jp2-signed", pgx_image(12, signed=True), "-n", "3", ext="jp2")
     # everything at once
     # (opj_compress 2.5.0 fails on these small tiles and precincts with -r rates, or with -SOP,
     # -EPH, -TP R, -TLM, -PLT added: "only 5 bytes remaining in output buffer", or writes streams
@@ -170,8 +166,8 @@ def _grk() -> list[Case]:
     # a true max-shift: U above the background's magnitude bit-planes (U=5 is below them,
     # where no decoder recovers the image and the peers' ROI threshold differs from H.1)
     add("roi", RGB, "-R", "c=0,U=12", "-n", "4")
-    add("signed-12", pgx(12, signed=True), "-n", "3")
-    add("bits-5", pgx(5), "-n", "3")
+    add("signed-12", pgx_image(12, signed=True), "-n", "3")
+    add("bits-5", pgx_image(5), "-n", "3")
     add("bits-16", Image(n=1, bits=16, seed=9), "-n", "4")
     add("raw-signed-14-I", raw(14, signed=True), "-I", "-n", "3", lossy=True)
     add("res-7", BIG, "-n", "7", reduce=3)

@@ -9,7 +9,7 @@ from cinegpu.decode import CodestreamError, decode
 from cinegpu.decode.request import DecodeRequest
 from cinegpu.decode.pipeline import FramePipeline, WorkerCrashed, tiny_codestream
 
-from conformance import CONFORMANCE
+from helpers.conformance import CONFORMANCE, read_streams
 
 STREAMS = ["p0_01", "p0_04", "p0_10", "p1_04", "p0_12"]
 PATHS = [CONFORMANCE / "part1" / "codestreams" / f"{s}.j2k" for s in STREAMS]
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.skipif(not all(p.exists() for p in PATHS), reason="../s
 
 @pytest.fixture(scope="module")
 def frames():
-    return [p.read_bytes() for p in PATHS]
+    return read_streams(PATHS)
 
 
 @pytest.fixture(scope="module")

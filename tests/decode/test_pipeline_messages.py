@@ -22,7 +22,7 @@ from cinegpu.decode.tier1 import decode_codeblocks
 from cinegpu.decode.tier1.gpu import scratch_entries, work_order
 from cinegpu.decode.workers import Broken, Busy, Ready
 
-from conformance import CONFORMANCE
+from helpers.conformance import CONFORMANCE
 
 FRAME = CONFORMANCE / "part1" / "codestreams" / "p0_04.j2k"
 needs_frame = pytest.mark.skipif(not FRAME.exists(), reason="../shared/conformance is absent")

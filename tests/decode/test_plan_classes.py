@@ -17,7 +17,7 @@ from cinegpu.decode.plan import build_tile_plan, tile_rect, translated
 from cinegpu.encode import encode
 
 from conftest import CONFORMANCE
-from peers import Image, image_planes
+from helpers.peers import Image, image_planes
 
 
 def same_plan(a, b) -> None:

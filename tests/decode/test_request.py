@@ -13,7 +13,7 @@ from cinegpu.decode.decoder import Decoder
 from cinegpu.decode.pipeline import tiny_codestream
 from cinegpu.decode.strictness import LENIENT
 
-from conformance import CONFORMANCE
+from helpers.conformance import CONFORMANCE
 
 FRAME = CONFORMANCE / "part1" / "codestreams" / "p0_04.j2k"
 

@@ -7,14 +7,13 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from cinegpu.decode.shm import PREFIX, SHM_FOLDER, create_segment, reclaim_orphans, segment_owner
 
-ROOT = Path(__file__).resolve().parents[1]
-SAMPLE = ROOT / "cinegpu" / "media" / "samples" / "bars_2k.j2c"
+from conftest import SAMPLE
+
 
 pytestmark = pytest.mark.skipif(not SHM_FOLDER.is_dir(), reason="no /dev/shm on this system")
 

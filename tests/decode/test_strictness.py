@@ -2,7 +2,7 @@
 default) records it as a Fault (error, byte offset, tile), decoding goes on, and the text printed
 for it is the one the reports, ``cinegpu info`` and ``cinegpu decode``'s warnings show.
 
-Streams: the byte-built ones of test_errors.py, and a small encoded one whose tile-part body
+Streams: the byte-built ones of helpers/codestreams.py, and a small encoded one whose tile-part body
 is cut in half (Psot rewritten, EOC kept) so that tier-2 (B.10) runs out of packet data.
 """
 
@@ -28,7 +28,7 @@ from cinegpu.decode.codestream.header import parse_codestream
 from cinegpu.decode.decoder import Decoder
 from cinegpu.decode.strictness import LENIENT, STRICT
 
-from test_errors import SOT_AT, cod, qcd, seg, siz, stream, tile_part
+from helpers.codestreams import SOT_AT, cod, qcd, seg, siz, stream, tile_part
 
 # ------------------------------------------------------------------ the policy alone
 
@@ -134,7 +134,7 @@ def test_warnings_of_both_modes_are_typed():
 
 
 def cod_qcd_with_unknown_marker() -> bytes:
-    from test_errors import cod, qcd
+    from helpers.codestreams import cod, qcd
 
     return cod() + qcd() + seg(0xFF7F, b"\x01\x02")  # FF7F: no marker of T.800 (A.1)
 

@@ -18,6 +18,8 @@ from cinegpu.encode.presets import dci_caps
 from cinegpu.encode.rate import build_hull
 from cinegpu.encode.tier2 import bits as t2bits
 
+from helpers.images import noise_image
+
 needs_opj = pytest.mark.skipif(not have_opj(), reason="OpenJPEG tools (opj_*) not installed")
 
 BYPASS_TERMALL = tier1.CBLK_BYPASS | tier1.CBLK_TERMALL
@@ -44,21 +46,6 @@ REVERSIBLE_CASES = [
 ]
 
 
-def _image(shape, bits, signed, seed=0):
-    rng = np.random.default_rng(seed)
-    lo, hi = (-(1 << (bits - 1)), 1 << (bits - 1)) if signed else (0, 1 << bits)
-    noise = rng.integers(lo, hi, shape)
-    # smooth content plus noise, so bit-planes and zero bit-planes vary between blocks
-    yy, xx = np.indices(shape[:2])
-    ramp = ((xx * 3 + yy * 5) % max(1, hi - lo)) + lo
-    if len(shape) == 3:
-        ramp = ramp[..., None]
-    img = np.where(rng.random(shape) < 0.5, noise, np.broadcast_to(ramp, shape))
-    dtype = (np.int8 if bits <= 8 else np.int16 if bits <= 16 else np.int32) if signed else \
-        (np.uint8 if bits <= 8 else np.uint16)
-    return img.astype(dtype)
-
-
 def _components(img):
     return [img] if img.ndim == 2 else [img[..., i] for i in range(img.shape[2])]
 
@@ -70,7 +57,7 @@ def test_case_count():
 @pytest.mark.parametrize("name,shape,bits,signed,opts", REVERSIBLE_CASES,
                          ids=[c[0] for c in REVERSIBLE_CASES])
 def test_reversible_round_trip(name, shape, bits, signed, opts):
-    img = _image(shape, bits, signed)
+    img = noise_image(shape, bits=bits, signed=signed, pattern="ramp")
     data = encode(img, reversible=True, bits=bits, backend="cpu", **opts)
     ours = decode(data)
     for a, b in zip(ours, _components(img)):
@@ -301,10 +288,9 @@ def test_dci_budget_fills_in_three_rounds(rate):
     0.05 % short at 100)."""
     from cinegpu.encode import writer
     from cinegpu.encode.encoder import Encoder, EncoderSettings
-    from test_encode_streams_pinned import _image
     budget = rate / 8 / 24
     with Encoder(EncoderSettings.of(profile="dci-2k", fps=24, backend="cpu", bitrate=rate)) as enc:
-        data = enc.encode(_image(2048, 1080, 1), bits=12)
+        data = enc.encode(noise_image((1080, 2048, 3), np.uint16, bits=12, seed=1, pattern="picture"), bits=12)
         assert enc.stats["rounds"] <= 3
     assert budget * (1 - writer.SLACK) <= len(data) <= budget
 
@@ -391,7 +377,7 @@ def test_input_precision_and_sign_from_the_samples(dtype, values, bits, signed, 
 
 
 def test_workers_give_the_same_stream():
-    img = _image((64, 96, 3), 8, False, seed=5)
+    img = noise_image((64, 96, 3), bits=8, seed=5, pattern="ramp")
     one = encode(img, reversible=True, backend="cpu", workers=1)
     two = encode(img, reversible=True, backend="cpu", workers=2)
     assert one == two

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from conftest import require_cuda
+from helpers.images import noise_image
 
 cupy = require_cuda()  # skips the module without CuPy or a device
 
@@ -35,21 +36,12 @@ IMF_CODECS = [c for c in CODECS if c != ("j2k", True)]
 IMF_CODEC_IDS = [i for c, i in zip(CODECS, CODEC_IDS) if c != ("j2k", True)]
 
 
-def _image(dtype, h: int, w: int, seed: int) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    top = np.iinfo(dtype).max
-    y, x = np.mgrid[0:h, 0:w]
-    ramp = np.stack([(x * 37 + y * 11 + seed * 101) % (top + 1), (x ^ y) * 257 % (top + 1),
-                     rng.integers(0, top + 1, (h, w))], -1)
-    return ramp.astype(dtype)
-
-
 @pytest.mark.parametrize("dtype,bits", [(np.uint16, 12), (np.uint8, 10)])
 @pytest.mark.parametrize("codec,lossless", IMF_CODECS, ids=IMF_CODEC_IDS)
 def test_fused_imf_frames_equal_the_two_kernel_path(dtype, bits, codec, lossless):
     from cinegpu.jobs.frame_encode import FUSED_CODE_VALUES, FrameEncoders
     assert np.dtype(dtype) in FUSED_CODE_VALUES
-    frames = [_image(dtype, 1080, 2048, k) for k in range(4)]
+    frames = [noise_image((1080, 2048, 3), dtype, seed=k, pattern="code_values") for k in range(4)]
     top = float(np.iinfo(dtype).max)
     opts = dict(profile="imf-2k", fps=24, bitrate=None if lossless else 200,
                 colorspace="rec709", backend="cuda", bits=bits, codec=codec,
@@ -71,7 +63,7 @@ def test_fused_imf_frames_equal_the_two_kernel_path(dtype, bits, codec, lossless
 @pytest.mark.parametrize("codec,lossless", CODECS, ids=CODEC_IDS)
 def test_code_value_step_change_between_frames(codec, lossless):
     """Another top or bits on the same geometry is another graph, never a stale replay."""
-    img = cupy.asarray(_image(np.uint16, 200, 328, 3))
+    img = cupy.asarray(noise_image((200, 328, 3), np.uint16, seed=3, pattern="code_values"))
     cupy.cuda.Device().synchronize()          # uploaded before the encoders' own streams read it
     steps = [(65535.0, 12), (4095.0, 12), (65535.0, 12), (65535.0, 10), (4095.0, 12)]
     opts = dict(codec=codec, reversible=lossless, codeblock=(64, 64), base_step=2.0)
@@ -92,7 +84,7 @@ def test_code_value_step_change_between_frames(codec, lossless):
 def test_forward_tile_cuda_with_the_step_equals_its_planes(reversible, batched, dtype):
     from cinegpu.encode.presets import make_params
     h, w, bits = 67, 45, 10
-    img = _image(dtype, h, w, 5)
+    img = noise_image((h, w, 3), dtype, seed=5, pattern="code_values")
     top = float(np.iinfo(dtype).max) * 0.9             # some samples over top: clipped
     step = code_value_step(top, bits)
     with Encoder(EncoderSettings.of(backend="cpu", reversible=reversible, levels=3)) as enc:

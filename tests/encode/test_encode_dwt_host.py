@@ -11,19 +11,16 @@ block sizes and thread orders.  Skipped without g++.
 from __future__ import annotations
 
 import ctypes
-import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from cinegpu.decode.transform.dwt import _sd_53, _sd_97
 
-from conftest import host_build
+from conftest import PACKAGE, host_library, needs_cxx
 
-CXX = shutil.which("g++")
-SOURCE = Path(__file__).resolve().parents[1] / "cinegpu" / "encode" / "cuda" / "host_emulation.cpp"
-pytestmark = pytest.mark.skipif(CXX is None, reason="g++ not installed: no host build")
+SOURCE = PACKAGE / "encode" / "cuda" / "host_emulation.cpp"
+pytestmark = needs_cxx
 
 LENGTHS = list(range(1, 68, 2)) + [2, 4, 64, 66, 1000, 1001]
 SDC_S, SD_S, SD_ROWS = 32, 64, 32  # forward.cu's column segments, row segments, rows a block
@@ -35,7 +32,7 @@ def test_case_count():
 
 @pytest.fixture(scope="module")
 def lib():
-    return host_build(SOURCE, "-ffp-contract=off")
+    return host_library(SOURCE)
 
 
 def sd_host(lib, x: np.ndarray, p: int, axis: int, grid: str = "gpu", threads: int | None = None,

@@ -18,7 +18,8 @@ The cases cover the HT path (lossless 5/3, 9/7 at a quantisation step, a byte bu
 and at small odd sizes with tiles, precincts, layers and other progressions, and the Part-1
 path through the same writer (layers, DCI tile-parts per component, a budget).  When an
 intended change of the encoder alters these streams, record the new hashes with
-``python tests/test_encode_streams_pinned.py`` and say why in the commit.
+``PYTHONPATH=tests python3 tests/encode/test_encode_streams_pinned.py`` (tests/ for its helpers)
+and say why in the commit.
 """
 
 from __future__ import annotations
@@ -31,23 +32,11 @@ import pytest
 
 from cinegpu.encode import Encoder, EncoderSettings
 
-
-def _image(w: int, h: int, seed: int, comps: int = 3, bits: int = 12) -> np.ndarray:
-    """(h, w, comps) uint16: gradients, a texture in checkers, edges and a little noise."""
-    rng = np.random.default_rng(seed)
-    y, x = np.mgrid[0:h, 0:w].astype(np.float64)
-    top = (1 << bits) - 1
-    base = top * (0.45 + 0.3 * np.sin(x / 37.0 + seed) * np.cos(y / 23.0))
-    tex = top * 0.07 * np.sin(x / 3.1 + y / 5.3) * (((x // 32) + (y // 32) + seed) % 2)
-    out = np.empty((h, w, comps), np.uint16)
-    for c in range(comps):
-        v = base * (0.8 + 0.1 * c) + tex + rng.normal(0, top / 300, (h, w)) + (x > w / 2) * 90 * c
-        out[:, :, c] = np.clip(np.rint(v), 0, top)
-    return out
+from helpers.images import noise_image
 
 
 HT = dict(codec="htj2k", codeblock=(64, 64), levels=5)
-#: name -> (width, height, seed, Encoder options)
+#: name -> (width, height, seed, Encoder options); the image: noise_image(pattern="picture")
 CASES = {
     "ht-2k-lossless": (2048, 1080, 1, dict(HT, reversible=True)),
     "ht-2k-97-step": (2048, 1080, 2, dict(HT, base_step=1.0)),
@@ -86,7 +75,7 @@ PINNED = {
 def stream(name: str) -> bytes:
     w, h, seed, opts = CASES[name]
     with Encoder(EncoderSettings.of(backend="cpu", workers=2, **opts)) as enc:
-        return enc.encode(_image(w, h, seed), bits=12)
+        return enc.encode(noise_image((h, w, 3), np.uint16, bits=12, seed=seed, pattern="picture"), bits=12)
 
 
 def test_case_count():

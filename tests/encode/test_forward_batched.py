@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from conftest import require_cuda
+from helpers.images import noise_image
 
 cupy = require_cuda()  # skips the module without CuPy or a device
 
@@ -31,15 +32,6 @@ GEOMETRIES = [(1, 37, None, None), (37, 1, None, None), (2, 3, 1, None), (33, 17
 #: (dtype, bits, signed)
 TYPES = [(np.uint8, 8, False), (np.uint16, 12, False), (np.int16, 12, True),
          (np.int32, 16, False), (np.uint32, 12, False)]
-
-
-def _image(h, w, ncomp, dtype, bits, signed, seed):
-    rng = np.random.default_rng(seed)
-    lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
-    img = rng.integers(lo, hi, size=(h, w, ncomp), endpoint=True).astype(dtype)
-    img[0, 0] = lo
-    img[-1, -1] = hi
-    return img
 
 
 def _plans(shape, ncomp, bits, signed, reversible, levels, tiles):
@@ -102,7 +94,7 @@ def _check(params, plans, host, dev):
 @pytest.mark.parametrize("reversible", [False, True])
 @pytest.mark.parametrize("ncomp", [1, 2, 3])
 def test_batched_forward_equals_numpy(h, w, levels, tiles, reversible, ncomp):
-    img = _image(h, w, ncomp, np.uint16, 12, False, seed=h * w + ncomp)
+    img = noise_image((h, w, ncomp), np.uint16, bits=12, seed=h * w + ncomp, extremes=True)
     params, plans = _plans((h, w), ncomp, 12, False, reversible, levels, tiles)
     assert params.mct == (ncomp == 3)
     for name, host, dev in _sources(img):
@@ -115,7 +107,7 @@ def test_batched_forward_equals_numpy(h, w, levels, tiles, reversible, ncomp):
 @pytest.mark.parametrize("dtype,bits,signed", TYPES, ids=[t[0].__name__ for t in TYPES])
 @pytest.mark.parametrize("reversible", [False, True])
 def test_batched_forward_reads_every_input_type(dtype, bits, signed, reversible):
-    img = _image(97, 131, 3, dtype, bits, signed, seed=bits)
+    img = noise_image((97, 131, 3), dtype, bits=bits, signed=signed, seed=bits, extremes=True)
     params, plans = _plans((97, 131), 3, bits, signed, reversible, None, (37, 29))
     assert all(gpu._batchable(p) for p in plans)
     for name, host, dev in _sources(img):
@@ -127,7 +119,7 @@ def test_batched_forward_reads_every_input_type(dtype, bits, signed, reversible)
 
 def test_batched_forward_without_mct():
     """Three components coded without the colour transform (Y'CbCr input, ``mct=False``)."""
-    img = _image(64, 96, 3, np.uint16, 10, False, seed=5)
+    img = noise_image((64, 96, 3), np.uint16, bits=10, seed=5, extremes=True)
     for reversible in (False, True):
         enc = Encoder(EncoderSettings.of(backend="cpu", reversible=reversible, base_step=1.5))
         params = make_params([(64, 96)] * 3, [10] * 3, [False] * 3, replace(enc.coding, mct=False))

@@ -32,8 +32,6 @@ from __future__ import annotations
 
 import ctypes
 import itertools
-import shutil
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -43,11 +41,10 @@ from cinegpu.decode.transform.dwt import _sd_53, _sd_97
 from cinegpu.encode.forward import (code_value_samples, code_value_step, quantize_band,
                                     tile_planes)
 
-from conftest import host_build
+from conftest import PACKAGE, host_library, needs_cxx, ptr
 
-CXX = shutil.which("g++")
-SOURCE = Path(__file__).resolve().parents[1] / "cinegpu" / "encode" / "cuda" / "host_emulation.cpp"
-pytestmark = pytest.mark.skipif(CXX is None, reason="g++ not installed: no host build")
+SOURCE = PACKAGE / "encode" / "cuda" / "host_emulation.cpp"
+pytestmark = needs_cxx
 
 THREADS = 256                      # encode/gpu.py's block size
 SDC_S, SD_S, SD_ROWS = 32, 64, 32  # forward.cu's column segments, row segments, rows a block
@@ -72,11 +69,7 @@ COLS_GRID_IDS = ["gpu", "one-reversed", "gpu-32-reversed", "gpu-5-reversed"]
 
 @pytest.fixture(scope="module")
 def lib():
-    return host_build(SOURCE, "-ffp-contract=off")
-
-
-def _ptr(a: np.ndarray | None) -> ctypes.c_void_p:
-    return ctypes.c_void_p(None if a is None else a.ctypes.data)
+    return host_library(SOURCE)
 
 
 def _ints(*v):
@@ -131,8 +124,8 @@ def colour_host(lib, comps, rs: int, ps: int, h: int, w: int, shifts, mct: int,
     x = [comps[min(i, ncomp - 1)] for i in range(3)]
     gx, gy = (min(-(-w // threads), 64), h) if grid == "gpu" else (1, 1)
     sh = [ctypes.c_double(shifts[min(i, ncomp - 1)]) for i in range(3)]
-    rc = lib.colour_emulate(*_ints(code, reversible), *(_ptr(a) for a in x), *_lls(rs, ps),
-                            *_ints(h, w, ncomp, mct), *sh, _ptr(out), *_lls(cs),
+    rc = lib.colour_emulate(*_ints(code, reversible), *(ptr(a) for a in x), *_lls(rs, ps),
+                            *_ints(h, w, ncomp, mct), *sh, ptr(out), *_lls(cs),
                             *(ctypes.c_float(v) for v in step), *_ints(gx, gy, threads, reverse))
     assert rc == 0
     return out, cs
@@ -264,7 +257,7 @@ def cols_c_host(lib, x: np.ndarray, p: int, grid: str, threads: int, reverse: bo
         buf[z * cs:z * cs + n * w] = x[z].ravel()
     out = _sentinel(ncomp * cs + PAD, x.dtype)
     gx, gy = (-(-w // threads), -(-n // SDC_S)) if grid == "gpu" else (1, 1)
-    rc = lib.sd_cols_c_emulate(*_ints(filt), _ptr(buf), _ptr(out), *_lls(cs),
+    rc = lib.sd_cols_c_emulate(*_ints(filt), ptr(buf), ptr(out), *_lls(cs),
                                *_ints(n, w, p, gx, gy, ncomp, threads, reverse))
     assert rc == 0
     return out, cs
@@ -327,9 +320,9 @@ def rows_q_host(lib, x: np.ndarray, p: int, nlv: int, ll_q: int, deltas: np.ndar
     inv = (1.0 / deltas).astype(np.float32)     # as quantize_band: np.float32(1.0 / delta)
     gx, gy = (-(-n // SD_S), -(-m // SD_ROWS)) if grid == "gpu" else (1, 1)
     tops = np.zeros(4 * ncomp, np.uint32)
-    rc = lib.sd_rows_q_emulate(*_ints(filt), _ptr(buf), *_lls(xcs), *_ints(n, m, p, nlv),
-                               _ptr(ll), *_lls(llcs), _ptr(flat), _ptr(offs), _ptr(inv),
-                               *_ints(ll_q), _ptr(tops), *_ints(gx, gy, ncomp, threads, reverse))
+    rc = lib.sd_rows_q_emulate(*_ints(filt), ptr(buf), *_lls(xcs), *_ints(n, m, p, nlv),
+                               ptr(ll), *_lls(llcs), ptr(flat), ptr(offs), ptr(inv),
+                               *_ints(ll_q), ptr(tops), *_ints(gx, gy, ncomp, threads, reverse))
     assert rc == 0
     return ll, llcs, flat, offs, tops.reshape(ncomp, 4)
 
@@ -381,8 +374,8 @@ def extremes_host(lib, code: int, img: np.ndarray, gx: int, threads: int, revers
     ncomp = img.shape[-1]
     out = np.empty(2 * ncomp, np.int64)
     out[0::2], out[1::2] = np.iinfo(np.int64).max, np.iinfo(np.int64).min
-    rc = lib.image_extremes_emulate(*_ints(code), _ptr(img), *_lls(img.size),
-                                    *_ints(ncomp), _ptr(out), *_ints(gx, threads, reverse))
+    rc = lib.image_extremes_emulate(*_ints(code), ptr(img), *_lls(img.size),
+                                    *_ints(ncomp), ptr(out), *_ints(gx, threads, reverse))
     assert rc == 0
     return out.reshape(ncomp, 2)
 
@@ -432,8 +425,8 @@ def test_band_clip_host_matches_numpy(lib, gx, threads, reverse):
     tops = np.array([301, 0, 0, 100, 9], np.uint32)   # band 3 said to fit: left alone
     for over in (False, True):
         got = flat.copy()
-        rc = lib.band_clip_emulate(_ptr(got), _ptr(off), _ptr(length), _ptr(lim),
-                                   _ptr(tops if over else None), *_ints(5, gx, threads, reverse))
+        rc = lib.band_clip_emulate(ptr(got), ptr(off), ptr(length), ptr(lim),
+                                   ptr(tops if over else None), *_ints(5, gx, threads, reverse))
         assert rc == 0
         want = flat.copy()
         for b, (o, n, m) in enumerate(zip(off, length, lim)):
@@ -446,9 +439,9 @@ def test_band_clip_host_matches_numpy(lib, gx, threads, reverse):
 def test_host_entry_points_reject_bad_arguments(lib):
     x = np.zeros(8, np.int32)
     out = np.zeros(8, np.int64)
-    assert lib.image_extremes_emulate(*_ints(0), _ptr(x), *_lls(8), *_ints(3), _ptr(out),
+    assert lib.image_extremes_emulate(*_ints(0), ptr(x), *_lls(8), *_ints(3), ptr(out),
                                       *_ints(1, 256, 0)) == -1     # 256 % 3 != 0
-    assert lib.image_extremes_emulate(*_ints(0), _ptr(x), *_lls(8), *_ints(5), _ptr(out),
+    assert lib.image_extremes_emulate(*_ints(0), ptr(x), *_lls(8), *_ints(5), ptr(out),
                                       *_ints(1, 255, 0)) == -1     # ncomp > 4
-    assert lib.sd_cols_c_emulate(*_ints(42), _ptr(x), _ptr(x), *_lls(0),
+    assert lib.sd_cols_c_emulate(*_ints(42), ptr(x), ptr(x), *_lls(0),
                                  *_ints(1, 1, 0, 1, 1, 1, 256, 0)) == -1

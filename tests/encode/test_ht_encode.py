@@ -23,8 +23,9 @@ from cinegpu.encode import Encoder, EncoderSettings, encode
 from cinegpu.encode.ht import jph_file
 from cinegpu.encode.tier1.ht import ht_encode_block, make_ht_enc_scratch
 
-from peers import have
-from pgx import read_pgx
+from helpers.ht_encoder import random_block
+from helpers.peers import have
+from helpers.pgx import read_pgx
 
 
 def _roundtrip(a: np.ndarray, p: int, scratch) -> tuple[int, bool]:
@@ -50,12 +51,6 @@ def scratch():
     return make_ht_enc_scratch(), make_ht_scratch()
 
 
-def _random_block(rng, h, w, k):
-    a = rng.integers(-(1 << k) + 1, 1 << k, size=(h, w), dtype=np.int64)
-    a *= rng.random((h, w)) < rng.random()
-    return a >> rng.integers(0, k + 1, size=(h, w))  # mixed magnitudes within the block
-
-
 SHAPES = [(1, 1), (1, 2), (2, 1), (3, 5), (4, 4), (7, 9), (16, 16), (31, 33), (64, 64),
           (4, 1024), (1024, 4), (1, 1024), (2, 1024), (5, 64)]
 
@@ -66,7 +61,7 @@ def test_blocks_round_trip(shape, scratch):
     h, w = shape
     for k in (1, 2, 5, 12, 20, 30):
         for p in (0, 1, 3):
-            n, ok = _roundtrip(_random_block(rng, h, w, k), p, scratch)
+            n, ok = _roundtrip(random_block(rng, h, w, k), p, scratch)
             assert ok, (shape, k, p, n)
 
 
@@ -91,7 +86,7 @@ def test_blocks_random_sweep(scratch):
         h, w = int(rng.integers(1, 65)), int(rng.integers(1, 65))
         k = int(rng.integers(1, 31))
         p = int(rng.integers(0, min(k, 4)))
-        n, ok = _roundtrip(_random_block(rng, h, w, k), p, scratch)
+        n, ok = _roundtrip(random_block(rng, h, w, k), p, scratch)
         assert ok, (h, w, k, p, n)
 
 

@@ -10,6 +10,8 @@ import pytest
 from cinegpu.encode.ht import DMAX
 from cinegpu.encode.ht_select import LAMBDA_RANGE, PlaneChoice, hull_steps, select_planes
 
+from helpers.ht_encoder import frame_figures
+
 
 def bisection(w, dist, bits, target):
     """Per block argmin of w dist + lambda bits, lambda bisected on log2 between the ends of
@@ -32,35 +34,10 @@ def bisection(w, dist, bits, target):
     return d.astype(np.int64)
 
 
-def _frame_figures(seed):
-    from cinegpu.bench.encode import synthetic_frame
-    from cinegpu.encode.encoder import Encoder, EncoderSettings
-    from cinegpu.encode.ht import _tile_figures
-    from cinegpu.encode.quant import block_weights
-    img = synthetic_frame(256, 144, seed=seed)
-    got = {}
-
-    def keep(frame_cls, params, cs, plans, flats, *a, **k):
-        figs = [_tile_figures(None, f, p.cb) for p, f in zip(plans, flats)]
-        got["w"] = np.concatenate([block_weights(p, params) for p in plans])
-        got["dist"] = np.concatenate([f[0] for f in figs])
-        got["bits"] = np.concatenate([f[1] for f in figs])
-        return b""
-    import cinegpu.encode.ht as ht
-    orig = ht.encode_ht_frame
-    ht.encode_ht_frame = keep
-    try:
-        with Encoder(EncoderSettings.of(backend="cpu", codec="htj2k", codeblock=(16, 16), base_step=0.5)) as enc:
-            enc.encode(img, bits=12)
-    finally:
-        ht.encode_ht_frame = orig
-    return got["w"], got["dist"], got["bits"]
-
-
 @pytest.mark.parametrize("seed", [0, 1])
 @pytest.mark.parametrize("share", [1.0, 0.9, 0.5, 0.2, 0.05, 0.01, 0.0])
 def test_real_figures_same_planes_as_bisection(seed, share):
-    w, dist, bits = _frame_figures(seed)
+    w, dist, bits = frame_figures(seed)
     assert dist.shape[1] == DMAX + 1 and w.shape[0] > 100
     target = share * bits[:, 0].sum()
     want = bisection(w, dist, bits, target)

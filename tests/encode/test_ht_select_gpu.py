@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import shutil
 
 import numpy as np
 import pytest
@@ -26,11 +25,11 @@ import pytest
 from cinegpu.encode.ht_select import LAMBDA_RANGE, PlaneChoice, _moves, _planes_at, hull_steps
 from cinegpu.encode.ht_select_gpu import SOURCE, PlaneChoiceCuda
 
-from conftest import host_build
+from conftest import host_library, needs_cxx
+from helpers.ht_encoder import frame_figures, synthetic_tile
 
-CXX = shutil.which("g++")
 HOST_SOURCE = SOURCE.with_name("ht_select_host.cpp")
-NO_GXX = pytest.mark.skipif(CXX is None, reason="g++ not installed: no host build")
+NO_GXX = needs_cxx
 GPU = pytest.mark.gpu
 UNWRITTEN = -7  # what the outputs hold before a kernel: any left fails the byte comparison
 GRIDS = [(1, 1), (2, 3), (5, 32), (40, 128)]  # (CUDA blocks, threads a block)
@@ -38,9 +37,7 @@ GRIDS = [(1, 1), (2, 3), (5, 32), (40, 128)]  # (CUDA blocks, threads a block)
 
 @pytest.fixture(scope="module")
 def lib():
-    if CXX is None:
-        pytest.skip("g++ not installed: no host build")
-    return host_build(HOST_SOURCE, "-ffp-contract=off")
+    return host_library(HOST_SOURCE)
 
 
 class HostLaunch:
@@ -73,8 +70,7 @@ class HostLaunch:
 @functools.cache
 def real_figures(seed: int):
     """(w, dist, bits) of the blocks of a synthetic frame, as the byte budget sees them."""
-    from test_ht_select import _frame_figures  # noqa: PLC0415
-    return _frame_figures(seed)
+    return frame_figures(seed)
 
 
 def random_eighths(rng, n, m):
@@ -388,8 +384,7 @@ def test_gpu_figures_kept_on_the_device(reversible):
     cupy, _ = _cuda()
     from cinegpu.encode.ht import DMAX  # noqa: PLC0415
     from cinegpu.encode.tier1.ht_gpu import ht_plane_figures_cuda  # noqa: PLC0415
-    from test_ht_encode_host import _tile  # noqa: PLC0415
-    flat, cb = _tile(reversible)
+    flat, cb = synthetic_tile(reversible)
     rows = np.arange(cb.shape[0], dtype=np.int64)
     dist, bits = ht_plane_figures_cuda(flat, cb, rows, DMAX)
     d_dist, d_bits = ht_plane_figures_cuda(cupy.asarray(flat), cb, rows, DMAX, keep=True)

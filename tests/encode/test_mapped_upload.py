@@ -10,12 +10,9 @@ import pytest
 from cinegpu.media.errors import MediaError, UnsupportedMedia
 from cinegpu.media.images.frames import ImageFrames, read_image, read_run, tiff_run
 
+from helpers.images import noise_image
+
 tifffile = pytest.importorskip("tifffile")
-
-
-def _image(dtype, shape=(37, 53, 3), seed=0):
-    rng = np.random.default_rng(seed)
-    return rng.integers(0, np.iinfo(dtype).max + 1, shape).astype(dtype)
 
 
 def _run_samples(run) -> np.ndarray:
@@ -28,7 +25,7 @@ def _run_samples(run) -> np.ndarray:
 def test_a_plain_tiff_run_holds_what_read_image_reads(tmp_path, dtype, strip_rows):
     """An uncompressed interleaved RGB TIFF (one strip or several laid end to end) is one run
     of bytes, and that run holds the very samples read_image(stored=True) returns."""
-    img = _image(dtype)
+    img = noise_image((37, 53, 3), dtype)
     path = tmp_path / "a.tif"
     tifffile.imwrite(path, img, photometric="rgb", rowsperstrip=strip_rows)
     run = tiff_run(path)
@@ -43,7 +40,7 @@ def test_read_run_reads_the_run_into_the_buffer_given(tmp_path, dtype):
     """read_run: the samples read_image(stored=True) returns, read into out(shape, dtype)
     where that is a C-contiguous array of the run's shape (else a new array); None for a
     file shorter than its run or one that is gone."""
-    img = _image(dtype, seed=3)
+    img = noise_image((37, 53, 3), dtype, seed=3)
     path = tmp_path / "a.tif"
     tifffile.imwrite(path, img, photometric="rgb", rowsperstrip=7)
     run = tiff_run(path)
@@ -68,7 +65,7 @@ def test_code_frame_reads_a_located_run_without_parsing_again(tmp_path, monkeypa
     read_image again, and encodes the same samples."""
     from cinegpu.jobs import frame_coders
     from cinegpu.media.images import frames as images_in
-    img = _image(np.uint16, (6, 8, 3), seed=5)
+    img = noise_image((6, 8, 3), np.uint16, seed=5)
     path = tmp_path / "a.tif"
     tifffile.imwrite(path, img, photometric="rgb")
     parsed = []
@@ -105,7 +102,7 @@ def test_code_frame_sends_a_located_run_through_the_ring_when_not_mapped(tmp_pat
     (send_run) where it can, of the very run tiff_run located; it is read into the input
     buffer only where the ring gives None, and runs of another size are not sent."""
     from cinegpu.jobs import frame_coders
-    img = _image(np.uint16, (6, 8, 3), seed=7)
+    img = noise_image((6, 8, 3), np.uint16, seed=7)
     path = tmp_path / "a.tif"
     tifffile.imwrite(path, img, photometric="rgb")
 
@@ -149,7 +146,7 @@ def test_code_frame_reads_a_frame_on_storage_direct_through_the_ring(tmp_path, m
     to upload_run first and sent the usual way; CINEGPU_DIRECT_READS=off asks nothing."""
     from cinegpu.encode import direct_read
     from cinegpu.jobs import frame_coders
-    img = _image(np.uint16, (6, 8, 3), seed=9)
+    img = noise_image((6, 8, 3), np.uint16, seed=9)
     path = tmp_path / "a.tif"
     tifffile.imwrite(path, img, photometric="rgb")
     on_storage = []
@@ -267,7 +264,7 @@ def test_ring_upload_equals_the_samples(tmp_path, chunk, slots):
 def test_other_tiffs_are_read_the_usual_way(tmp_path, kind):
     """Compressed, planar, big-endian, RGBA, grey, float, tiled (tiles narrower than the
     image) and 3-sample files that are not RGB have no run; read_image still reads them."""
-    img = _image(np.uint16, (32, 48, 3))
+    img = noise_image((32, 48, 3), np.uint16)
     path = tmp_path / "b.tif"
     if kind == "zlib":
         tifffile.imwrite(path, img, photometric="rgb", compression="zlib")
@@ -277,7 +274,7 @@ def test_other_tiffs_are_read_the_usual_way(tmp_path, kind):
     elif kind == "big-endian":
         tifffile.imwrite(path, img, photometric="rgb", byteorder=">")
     elif kind == "rgba":
-        tifffile.imwrite(path, _image(np.uint16, (32, 48, 4)), photometric="rgb",
+        tifffile.imwrite(path, noise_image((32, 48, 4), np.uint16), photometric="rgb",
                          extrasamples=[2])
     elif kind == "grey":
         tifffile.imwrite(path, img[:, :, 0], photometric="minisblack")
@@ -295,7 +292,7 @@ def test_run_checks_the_size_and_leaves_damage_to_read_image(tmp_path):
     """The header's size is checked as read_image checks it (the frame named through
     ImageFrames); a damaged file or one that is no TIFF has no run, and read_image names
     the fault."""
-    img = _image(np.uint16)
+    img = noise_image((37, 53, 3), np.uint16)
     big, other = tmp_path / "big.tif", tmp_path / "other.tif"
     tifffile.imwrite(big, img, photometric="rgb")
     with pytest.raises(UnsupportedMedia, match="larger than"):
@@ -328,7 +325,7 @@ def test_mapped_upload_equals_the_samples_and_releases_its_file(tmp_path):
     open once closed; a failure to lock turns the path off for good."""
     cupy = pytest.importorskip("cupy")
     from cinegpu.encode.mapped_upload import MappedUploads
-    img = _image(np.uint16, (300, 400, 3), seed=3)
+    img = noise_image((300, 400, 3), np.uint16, seed=3)
     path = tmp_path / "a.tif"
     tifffile.imwrite(path, img, photometric="rgb")
     run = tiff_run(path)
@@ -354,7 +351,7 @@ def test_mapped_upload_equals_the_samples_and_releases_its_file(tmp_path):
 def test_a_failure_to_lock_turns_mapped_uploads_off(tmp_path, monkeypatch):
     cupy = pytest.importorskip("cupy")
     from cinegpu.encode.mapped_upload import MappedUploads
-    img = _image(np.uint8, (20, 30, 3))
+    img = noise_image((20, 30, 3), np.uint8)
     path = tmp_path / "a.tif"
     tifffile.imwrite(path, img, photometric="rgb")
 
@@ -430,7 +427,7 @@ def test_a_taken_gate_sends_the_frame_the_usual_way(tmp_path):
     goes up straight from its file and the last one is unlocked in the same turn."""
     cupy = pytest.importorskip("cupy")
     from cinegpu.encode.mapped_upload import MappedUploads, RegisterGate
-    img = _image(np.uint16, (20, 30, 3))
+    img = noise_image((20, 30, 3), np.uint16)
     path = tmp_path / "a.tif"
     tifffile.imwrite(path, img, photometric="rgb")
     lock = str(tmp_path / "g.lock")

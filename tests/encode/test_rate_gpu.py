@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import shutil
 
 import numpy as np
 import pytest
@@ -20,14 +19,13 @@ from cinegpu.encode import Encoder, EncoderSettings
 from cinegpu.encode import rate_gpu
 from cinegpu.encode.rate import hull_of
 
-from conftest import host_build
+from conftest import CXX, host_library
 
-CXX = shutil.which("g++")
 HOST = pytest.mark.skipif(CXX is None, reason="g++ not found (host emulation of pcrd.cu)")
 
 
 def _host_library():
-    return host_build(rate_gpu.CUDA_SOURCE.with_name("pcrd_host.cpp"), "-ffp-contract=off")
+    return host_library(rate_gpu.CUDA_SOURCE.with_name("pcrd_host.cpp"))
 
 
 class HostKernel:

@@ -57,3 +57,8 @@ def load_cases(part: str = "part1") -> list[Case]:
         cases.append(Case(row["file"], row["conformance_class"], reduce, window, refs,
                           _floats(row["tol_peak_per_comp"]), _floats(row["tol_mse_per_comp"]), missing))
     return cases
+
+
+def read_streams(paths) -> list[bytes]:
+    """The bytes of each codestream of ``paths``, in order (a module's frames fixture)."""
+    return [Path(p).read_bytes() for p in paths]

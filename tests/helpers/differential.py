@@ -4,7 +4,7 @@ options, decoded by cinegpu (lenient, the default, and strict) and by ``opj_deco
 A case is one seed. It picks an encoder (``opj_compress``, ``grk_compress``, ``ojph_compress``
 for HTJ2K, or cinegpu's own encoder, whose quality layers are cut from each code-block's
 pass lengths after rate control, not terminated, as Kakadu-style encoders cut them), a
-synthetic image (tests/peers.py: 1-4 components, 8-16 bits, odd sizes, sometimes signed or
+synthetic image (tests/helpers/peers.py: 1-4 components, 8-16 bits, odd sizes, sometimes signed or
 sub-sampled) and options: 1-8 layers at rates that cut code-blocks mid-pass, every
 progression order, code-blocks 4x4..64x64 and every mode switch, tiles, tile-parts, image and
 tile offsets, precincts, SOP/EPH, PLT/TLM, 5/3 and 9/7. Some cases also cut the codestream at
@@ -39,7 +39,7 @@ from cinegpu.decode import CodestreamError, LenientWarning, decode
 from cinegpu.decode.codestream.header import parse_codestream
 from cinegpu.encode import encode
 
-from peers import Image, image_planes, read_pgx, write_input
+from helpers.peers import Image, image_planes, read_pgx, write_input
 
 ENCODERS = {"opj": "opj_compress", "grk": "grk_compress", "ojph": "ojph_compress", "cinegpu": None}
 PROGRESSIONS = ("LRCP", "RLCP", "RPCL", "PCRL", "CPRL")

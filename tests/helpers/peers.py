@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pgx import read_pgx
+from helpers.pgx import read_pgx
 
 
 @dataclass(frozen=True)
@@ -166,3 +166,8 @@ class Case:
     lossy: bool = False  #: irreversible: peak error 1 allowed
     ext: str = "j2k"
     notes: dict = field(default_factory=dict, compare=False)
+
+
+def pgx_image(bits: int, signed: bool = False, w: int = 45, h: int = 38, seed: int = 5) -> Image:
+    """A one-component PGX input (opj_compress reads any precision, signed or not, from PGX)."""
+    return Image(w=w, h=h, n=1, bits=bits, signed=signed, fmt="pgx", seed=seed)

@@ -1,22 +1,65 @@
-"""Helpers for the sound tests: ffmpeg's extraction of a PCM track, and a copy of a frame-wrapped
-track file whose (silent) samples are replaced by a known, position-coded pattern."""
+"""Helpers for the sound tests: WAV files written byte by byte (:func:`write_wav`) of distinct
+tones (:func:`tones`), ffmpeg's extraction of a PCM track (:func:`ffmpeg_pcm`, read by
+:func:`s24le`, not by the library's reader), and a copy of a frame-wrapped track file whose
+(silent) samples are replaced by a known, position-coded pattern."""
 
 from __future__ import annotations
 
 import shutil
+import struct
 import subprocess
 from pathlib import Path
 
 import numpy as np
 
-from cinegpu.media.sound.track import SoundTrack, decode_pcm
+from cinegpu.media.sound.track import SoundTrack
 
 
 def ffmpeg_pcm(path: Path, channels: int) -> np.ndarray:
     """All samples of ``path`` as ffmpeg decodes them (s24le), int32 (frames, channels)."""
-    raw = subprocess.run(["ffmpeg", "-v", "error", "-i", str(path), "-f", "s24le", "-"],
-                         capture_output=True, check=True).stdout
-    return decode_pcm(raw, channels, 24)
+    run = subprocess.run(["ffmpeg", "-v", "error", "-i", str(path), "-f", "s24le", "-"],
+                         capture_output=True, timeout=120)
+    assert run.returncode == 0, run.stderr.decode()[-1000:]
+    return s24le(run.stdout, channels)
+
+
+#: the WAVE_FORMAT_EXTENSIBLE sub-format of PCM (KSDATAFORMAT_SUBTYPE_PCM)
+SUBTYPE_PCM = bytes.fromhex("0100000000001000800000aa00389b71")
+
+
+def write_wav(path: Path, samples: np.ndarray, *, rate=48000, bits=24, extensible=True,
+         mask=0, tag=None) -> Path:
+    """``samples``: (n, channels) ints in range of ``bits``; written little-endian."""
+    n, ch = samples.shape
+    if bits == 24:
+        data = np.ascontiguousarray(samples, "<i4").view(np.uint8).reshape(-1, 4)[:, :3].tobytes()
+    else:
+        data = np.ascontiguousarray(samples, f"<i{bits // 8}").tobytes()
+    align = ch * bits // 8
+    fmt_tag = tag if tag is not None else (0xFFFE if extensible else 1)
+    fmt = struct.pack("<HHIIHH", fmt_tag, ch, rate, rate * align, align, bits)
+    if fmt_tag == 0xFFFE:
+        fmt += struct.pack("<HHI", 22, bits, mask) + SUBTYPE_PCM
+    body = (b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt
+            + b"LIST" + struct.pack("<I", 3) + b"abc\x00"          # an odd chunk, padded
+            + b"data" + struct.pack("<I", len(data)) + data)
+    path.write_bytes(b"RIFF" + struct.pack("<I", len(body)) + body)
+    return path
+
+
+def tones(n: int, channels: int, rate=48000, seed=0) -> np.ndarray:
+    """A distinct tone per channel (220 Hz * (c + 1)), with random low bytes: 24-bit values."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(n) / rate
+    tones = [np.sin(2 * np.pi * 220 * (c + 1) * t) * (1 << 22) for c in range(channels)]
+    return (np.stack(tones, 1).astype(np.int32) & ~0xFF) | rng.integers(0, 256, (n, channels))
+
+
+def s24le(raw: bytes, channels: int) -> np.ndarray:
+    """ffmpeg's ``-f s24le`` output as (n, channels) int32."""
+    b = np.frombuffer(raw, np.uint8).reshape(-1, 3).astype(np.int32)
+    v = b[:, 0] | (b[:, 1] << 8) | (b[:, 2] << 16)
+    return np.where(v >= 1 << 23, v - (1 << 24), v).reshape(-1, channels)
 
 
 def pattern(s0: int, s1: int, channels: int) -> np.ndarray:

@@ -26,8 +26,7 @@ from cinegpu.media.images.frames import ImageFrames, list_frames
 from cinegpu.jobs.master_job import MasterJob
 from cinegpu.jobs.mastering import master
 
-from test_master import needs_encoder
-from test_master_processes import _codestreams, _DieOn, _frames
+from helpers.mastering import DieOn, needs_encoder, package_codestreams, write_tiffs
 
 distributed = pytest.importorskip("distributed", reason="dask distributed is not installed "
                                                         "(pip install 'cinegpu[cluster]')")
@@ -44,7 +43,7 @@ def _track(dcp: Path) -> Path:
 
 
 def _same_dcp(a: Path, b: Path) -> None:
-    assert _codestreams(a) == _codestreams(b)
+    assert package_codestreams(a) == package_codestreams(b)
     assert _track(a).stat().st_size == _track(b).stat().st_size
 
 
@@ -102,7 +101,7 @@ def test_missing_dask_is_one_media_error(monkeypatch):
 def test_unreachable_scheduler_is_one_line_and_status_2(monkeypatch, capsys, tmp_path):
     from cinegpu.player.cli import main
     monkeypatch.setattr(cluster_mod, "CONNECT_TIMEOUT", 0.5)
-    src = _frames(tmp_path / "in", 1)
+    src = write_tiffs(tmp_path / "in", 1)
     t0 = time.monotonic()
     status = main(["master", str(src), "-o", str(tmp_path / "out"), "--title", "t",
                    "--backend", "cpu", "--quiet", "--cluster", "tcp://127.0.0.1:9"])
@@ -139,13 +138,13 @@ def _master_in_threads(src, out, backend="cpu", **options):
 @pytest.mark.slow
 @needs_encoder
 def test_cluster_master_writes_the_same_dcp_as_threads(tmp_path):
-    src = _frames(tmp_path / "in", 5)
+    src = write_tiffs(tmp_path / "in", 5)
     _master_in_threads(src, tmp_path / "threads")
     dist = master(MasterJob.of_images(src, tmp_path / "cluster", title="t", cluster="local:2",
                                       backend="cpu"), progress=False).stats
     assert (dist.processes, dist.threads) == (2, 1)
     assert 0 < dist.ready_s <= dist.first_s <= dist.total_s
-    assert len(_codestreams(tmp_path / "cluster")) == 5
+    assert len(package_codestreams(tmp_path / "cluster")) == 5
     _same_dcp(tmp_path / "threads", tmp_path / "cluster")
 
 
@@ -206,7 +205,7 @@ def test_check_decode_command_here_and_on_a_local_cluster(tmp_path, dcp_samples,
 @pytest.mark.slow
 @needs_encoder
 def test_a_worker_killed_mid_job_changes_nothing(tmp_path):
-    src = _frames(tmp_path / "in", 8)
+    src = write_tiffs(tmp_path / "in", 8)
     _master_in_threads(src, tmp_path / "threads")
     with connect("local:2") as cluster:
         client = cluster.client
@@ -243,7 +242,7 @@ def test_a_worker_killed_mid_job_changes_nothing(tmp_path):
 @pytest.mark.slow
 @needs_encoder
 def test_a_frame_that_fails_once_is_coded_again(tmp_path):
-    src = _frames(tmp_path / "in", 4)
+    src = write_tiffs(tmp_path / "in", 4)
     _master_in_threads(src, tmp_path / "threads")
     mark = tmp_path / "failed-once"
     master(MasterJob.of(_FailOnce(_files(src), 2, str(mark)), 4, tmp_path / "cluster",
@@ -255,7 +254,7 @@ def test_a_frame_that_fails_once_is_coded_again(tmp_path):
 @pytest.mark.slow
 @needs_encoder
 def test_a_corrupt_input_frame_stops_the_job_naming_it(tmp_path):
-    src = _frames(tmp_path / "in", 6)
+    src = write_tiffs(tmp_path / "in", 6)
     victim = src / "f0004.tif"
     victim.write_bytes(victim.read_bytes()[:300])
     with pytest.raises(CorruptMedia) as info:
@@ -268,11 +267,11 @@ def test_a_corrupt_input_frame_stops_the_job_naming_it(tmp_path):
 @pytest.mark.slow
 @needs_encoder
 def test_a_frame_whose_workers_die_twice_is_one_error(tmp_path):
-    src = _frames(tmp_path / "in", 5)
+    src = write_tiffs(tmp_path / "in", 5)
     t0 = time.monotonic()
     with pytest.raises(MediaError, match=r"frame 3: failed 2 times on the cluster at local:2: "
                                          r"KilledWorker"):
-        master(MasterJob.of(_DieOn(_files(src), 3), 5, tmp_path / "out", title="t",
+        master(MasterJob.of(DieOn(_files(src), 3), 5, tmp_path / "out", title="t",
                             cluster="local:2", backend="cpu"), progress=False)
     assert time.monotonic() - t0 < 120
     assert sorted(os.listdir(tmp_path)) == ["in"]
@@ -283,7 +282,7 @@ def test_cluster_command_line_mistakes(tmp_path):
     """In a process of its own: one line on stderr, status 2, nothing written."""
     import subprocess
     import sys
-    src = _frames(tmp_path / "in", 1)
+    src = write_tiffs(tmp_path / "in", 1)
     cli = [sys.executable, "-m", "cinegpu.player.cli"]
     for extra, want in ((["--cluster", "tcp://127.0.0.1:9"], "tcp://127.0.0.1:9: cannot reach"),
                         (["--cluster", "local", "--processes", "2"], "exclude each other"),
@@ -300,7 +299,7 @@ def test_cluster_command_line_mistakes(tmp_path):
 def test_gpu_cluster_master_writes_the_same_dcp(tmp_path, gpu):
     """A local cluster of one GPU worker (resources GPU=1, 2 threads: each frame asks for
     half of it) against the local GPU master."""
-    src = _frames(tmp_path / "in", 6, size=(2048, 1080))
+    src = write_tiffs(tmp_path / "in", 6, size=(2048, 1080))
     _master_in_threads(src, tmp_path / "threads", backend="cuda")
     stats = master(MasterJob.of_images(src, tmp_path / "cluster", title="t", cluster="local:1",
                                        workers=2, backend="cuda"), progress=False).stats

@@ -4,7 +4,7 @@ images go to ``Encoder.encode_planes`` as the three component views of the image
 ``code_values=(top, bits)`` (the code values computed in the forward stage's colour kernel);
 float32 images, which the colour kernels do not read, take ``gpu.code_values``' int32 planes
 first, as before.  That both give the same codestream is the gpu-marked
-tests/test_encode_code_values_gpu.py."""
+tests/encode/test_encode_code_values_gpu.py."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ import numpy as np
 import pytest
 
 from cinegpu.jobs.frame_encode import FUSED_CODE_VALUES, FrameEncoders
+
+from conftest import PACKAGE
 
 
 class _Recorder:
@@ -74,8 +76,7 @@ def test_float_images_keep_the_two_kernel_path(monkeypatch):
 def test_fused_types_are_ones_the_colour_kernels_read():
     """FUSED_CODE_VALUES are input types of the batched colour kernels (gpu._COLOUR_INPUTS
     lists u8, u16, i16 and i32; gpu.py needs CuPy, so the list is read from its source)."""
-    from pathlib import Path
-    src = (Path(__file__).resolve().parents[1] / "cinegpu" / "encode" / "gpu.py").read_text()
+    src = (PACKAGE / "encode" / "gpu.py").read_text()
     table = src.split("_COLOUR_INPUTS = {", 1)[1].split("}", 1)[0]
     for d in FUSED_CODE_VALUES:
         assert f"np.dtype(np.{d.name})" in table, d

@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
-import struct
 import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,25 +19,8 @@ from cinegpu.media.images.frames import fit, image_area, list_frames, read_dpx, 
 from cinegpu.media.images.png import read_png16
 from cinegpu.player.cli import main
 
-HAVE_ENCODER = encoder_name() != "opj_compress" or shutil.which("opj_compress") is not None
-needs_encoder = pytest.mark.skipif(not HAVE_ENCODER, reason="no encoder: cinegpu.encode nor opj_compress")
-CLI = [sys.executable, "-m", "cinegpu.player.cli"]
-
-
-def _clairmeta_ok(root: Path) -> None:
-    try:
-        import clairmeta  # noqa: F401
-    except ImportError:
-        return
-    run = subprocess.run([sys.executable, "-m", "clairmeta.cli", "check", "-type", "dcp", str(root)],
-                         capture_output=True, text=True, timeout=300)
-    report = run.stdout + run.stderr
-    assert "Check succeeded" in report and "Error(s):" not in report, report
-
-
-def _write_png16(path: Path, img: np.ndarray) -> None:
-    from cinegpu.media.images.png import write_png16
-    write_png16(path, np.rint(img * 65535).astype(np.uint16))
+from helpers.cli import CLI
+from helpers.mastering import clairmeta_ok, dpx_bytes, needs_encoder, write_png16
 
 
 # -- colour ------------------------------------------------------------------------------------
@@ -97,7 +77,7 @@ def test_tiff_png_inputs(tmp_path):
     img16 = rng.integers(0, 65536, (20, 30, 3), dtype=np.uint16)
     tifffile.imwrite(tmp_path / "a10.tif", img16)
     assert np.allclose(read_image(tmp_path / "a10.tif"), img16 / 65535, atol=1e-6)
-    _write_png16(tmp_path / "a9.png", img16 / 65535)
+    write_png16(tmp_path / "a9.png", img16 / 65535)
     assert np.allclose(read_image(tmp_path / "a9.png"), img16 / 65535, atol=1e-6)
     img8 = rng.integers(0, 256, (20, 30), dtype=np.uint8)
     Image.fromarray(img8).save(tmp_path / "a100.png")
@@ -119,7 +99,7 @@ def test_tiff_read_into_a_given_array(tmp_path):
     tifffile.imwrite(tmp_path / "a.tif", img16, photometric="rgb")
     tifffile.imwrite(tmp_path / "p.tif", np.moveaxis(img16, -1, 0), photometric="rgb",
                      planarconfig="separate")
-    _write_png16(tmp_path / "a.png", img16 / 65535)
+    write_png16(tmp_path / "a.png", img16 / 65535)
     asked = []
 
     def out(shape, dtype):
@@ -162,36 +142,11 @@ def test_stored_samples_are_the_files_integers(tmp_path):
     assert grey.dtype == np.uint8 and grey.shape == (20, 30, 3)
     assert all(np.array_equal(grey[..., c], img8) for c in range(3))
     values = rng.integers(0, 1024, (7, 9, 3))
-    (tmp_path / "f.dpx").write_bytes(_dpx(values, 10))
+    (tmp_path / "f.dpx").write_bytes(dpx_bytes(values, 10))
     ten = read_image(tmp_path / "f.dpx", stored=True)
     assert ten.dtype == np.float32 and np.array_equal(ten, read_dpx(tmp_path / "f.dpx"))
     small = got[:, :, :3]
     assert np.array_equal(fit(small, 64, 36), fit(read_image(tmp_path / "a.tif"), 64, 36))
-
-
-def _dpx(values: np.ndarray, bits: int, big_endian: bool = True) -> bytes:
-    """A minimal RGB DPX (ST 268): 2048-byte header, then the image element."""
-    h, w, _ = values.shape
-    e = ">" if big_endian else "<"
-    head = bytearray(2048)
-    head[0:4] = b"SDPX" if big_endian else b"XPDS"
-    struct.pack_into(e + "I", head, 4, 2048)
-    struct.pack_into(e + "II", head, 772, w, h)
-    head[800], head[803] = 50, bits
-    struct.pack_into(e + "HHI", head, 804, 1 if bits in (10, 12) else 0, 0, 2048)
-    flat = values.reshape(h, -1).astype(np.uint32)
-    if bits == 10:
-        per_row = -(-w * 3 // 3)
-        padded = np.zeros((h, per_row * 3), np.uint32)
-        padded[:, :w * 3] = flat
-        t = padded.reshape(h, per_row, 3)
-        words = (t[..., 0] << 22) | (t[..., 1] << 12) | (t[..., 2] << 2)
-        data = words.astype(e + "u4").tobytes()
-    elif bits == 12:
-        data = (flat << 4).astype(e + "u2").tobytes()
-    else:
-        data = flat.astype(e + "u2").tobytes()
-    return bytes(head) + data
 
 
 @pytest.mark.parametrize("bits,big", [(10, True), (10, False), (12, True), (16, True)])
@@ -199,7 +154,7 @@ def test_dpx_reader(tmp_path, bits, big):
     rng = np.random.default_rng(bits)
     values = rng.integers(0, 1 << bits, (7, 9, 3))
     path = tmp_path / "f.dpx"
-    path.write_bytes(_dpx(values, bits, big))
+    path.write_bytes(dpx_bytes(values, bits, big))
     assert np.allclose(read_dpx(path), values / ((1 << bits) - 1), atol=1e-6)
 
 
@@ -222,7 +177,7 @@ def test_dpx_reader_rejects_bad_files(tmp_path):
     path.write_bytes(b"SDPX" + bytes(100))
     with pytest.raises(MediaError, match="shorter"):
         read_dpx(path)
-    data = bytearray(_dpx(np.zeros((4, 4, 3), int), 10))
+    data = bytearray(dpx_bytes(np.zeros((4, 4, 3), int), 10))
     path.write_bytes(bytes(data[:2060]))
     with pytest.raises(MediaError, match="truncated"):
         read_dpx(path)
@@ -235,7 +190,7 @@ def test_master_then_play_headless(tmp_path):
     src = tmp_path / "in"
     src.mkdir()
     for i in range(3):     # 1920x1080 Rec.709: flat, pillar-boxed to 1998x1080
-        _write_png16(src / f"frame{i + 8}.png", demo_frame(5 * i, 1920, 1080))
+        write_png16(src / f"frame{i + 8}.png", demo_frame(5 * i, 1920, 1080))
     out = tmp_path / "out" / "MY_DCP"
     out.parent.mkdir()          # the output's parent must exist (a missing one is refused)
     rc = main(["master", str(src), "-o", str(out), "--profile", "2k", "--fps", "24",
@@ -247,7 +202,7 @@ def test_master_then_play_headless(tmp_path):
     assert (media.frame_count, media.width, media.height, media.edit_rate) == (24, 1998, 1080, 24)
     assert media.frame(0) == media.frame(3) != media.frame(1)       # 3 inputs repeat to 1 s
     media.close()
-    _clairmeta_ok(out)
+    clairmeta_ok(out)
     env = dict(os.environ)
     play = subprocess.run(CLI + ["play", str(out), "--headless", "--frames", "4",
                                  "--screenshot", f"1:{tmp_path / 'shot.png'}"],
@@ -278,7 +233,7 @@ def test_master_single_tiff_4k_scope_xyz(tmp_path):
 def test_master_failure_leaves_no_dcp(tmp_path, capsys):
     src = tmp_path / "in"
     src.mkdir()
-    _write_png16(src / "f1.png", demo_frame(0, 64, 36))
+    write_png16(src / "f1.png", demo_frame(0, 64, 36))
     (src / "f2.png").write_bytes(b"\x89PNG\r\n\x1a\n broken")
     out = tmp_path / "out"
     rc = main(["master", str(src), "-o", str(out), "--title", "t", "--quiet"])

@@ -23,9 +23,8 @@ from cinegpu.media.package.dcp_write import check_output
 from cinegpu.media.images.frames import read_image
 from cinegpu.player.cli import main
 
-from test_master import _dpx, _write_png16, needs_encoder
-
-CLI = [sys.executable, "-m", "cinegpu.player.cli"]
+from helpers.cli import CLI
+from helpers.mastering import dpx_bytes, needs_encoder, still, write_png16
 
 
 # -- hostile files, built in code ------------------------------------------------------------------
@@ -83,7 +82,7 @@ def _tiff_strip_bomb(path: Path, inflated: int) -> Path:
 
 def _dpx_claiming(width: int, height: int) -> bytes:
     """A 16-bit RGB DPX header (ST 268) claiming ``width`` x ``height``, with 4 KiB of data."""
-    head = bytearray(_dpx(np.zeros((1, 1, 3), int), 16)[:2048])
+    head = bytearray(dpx_bytes(np.zeros((1, 1, 3), int), 16)[:2048])
     struct.pack_into(">II", head, 772, width, height)
     return bytes(head) + bytes(4096)
 
@@ -119,7 +118,7 @@ HOSTILE = {
                          "damaged image|cannot read"),
     "dpx 30000x30000 header": ("a.dpx", lambda p: _dpx_claiming(30000, 30000),
                                "30000x30000 pixels is larger"),
-    "dpx truncated": ("a.dpx", lambda p: _dpx(np.zeros((64, 64, 3), int), 10)[:4000],
+    "dpx truncated": ("a.dpx", lambda p: dpx_bytes(np.zeros((64, 64, 3), int), 10)[:4000],
                       "DPX image data truncated"),
 }
 
@@ -192,16 +191,6 @@ def test_png_16bit_rgb_read_losslessly(tmp_path):
     assert np.array_equal(np.rint(read_image(tmp_path / "b.png") * 65535), img)
 
 
-# -- output paths ----------------------------------------------------------------------------------
-def _still(tmp_path: Path) -> Path:
-    """A white 64x36 PNG. White, because ``cinegpu.encode.encode`` infers the precision from the
-    samples and refuses a DCI frame whose X'Y'Z' all stay below 2048 ("must be 12 bit")."""
-    src = tmp_path / "in"
-    src.mkdir()
-    _write_png16(src / "f.png", np.ones((36, 64, 3), np.float32))
-    return src
-
-
 def _outputs(tmp_path: Path) -> dict:
     """Output paths cinegpu master must refuse, each with the message's words."""
     (tmp_path / "empty").mkdir()
@@ -215,7 +204,7 @@ def _outputs(tmp_path: Path) -> dict:
 
 
 def test_bad_output_paths_are_refused(tmp_path, capsys):
-    src = _still(tmp_path)
+    src = still(tmp_path)
     for out, message in _outputs(tmp_path).items():
         before = sorted(p.name for p in tmp_path.iterdir())
         rc = main(["master", str(src), "-o", str(tmp_path / out), "--title", "t", "--quiet"])
@@ -231,7 +220,7 @@ def test_bad_output_paths_are_refused(tmp_path, capsys):
 # -- a bad frame in the middle of a sequence ------------------------------------------------------
 def _sequence(tmp_path: Path, suffix: str, bad: bytes | None) -> Path:
     """Three white 64x36 frames of ``suffix``; the middle one replaced by ``bad`` (or 80x36 if
-    None). White: the encoder infers the precision from the samples (see _still)."""
+    None). White: the encoder infers the precision from the samples (see still)."""
     import tifffile
     src = tmp_path / "in"
     src.mkdir()
@@ -239,11 +228,11 @@ def _sequence(tmp_path: Path, suffix: str, bad: bytes | None) -> Path:
         path = src / f"f{i}{suffix}"
         shape = (36, 80, 3) if i == 1 and bad is None else (36, 64, 3)
         if suffix == ".png":
-            _write_png16(path, np.ones(shape, np.float32))
+            write_png16(path, np.ones(shape, np.float32))
         elif suffix == ".tif":
             tifffile.imwrite(path, np.full(shape, 65535, np.uint16), photometric="rgb")
         else:
-            path.write_bytes(_dpx(np.full(shape, 1023, int), 10))
+            path.write_bytes(dpx_bytes(np.full(shape, 1023, int), 10))
         if i == 1 and bad is not None:
             path.write_bytes(bad(path.read_bytes()))
     return src
@@ -306,7 +295,7 @@ sys.exit(main(sys.argv[1:]))
 @pytest.mark.slow
 def test_file_size_limit_efbig(tmp_path):
     """RLIMIT_FSIZE of 64 KiB: the track file outgrows it on the 4th frame (EFBIG)."""
-    src = _still(tmp_path)
+    src = still(tmp_path)
     out = tmp_path / "out"
     run = subprocess.run([sys.executable, "-c", _FSIZE_CHILD, "master", str(src), "-o", str(out),
                           "--title", "t", "--quiet", "--workers", "1"],
@@ -334,7 +323,7 @@ def small_tmpfs(tmp_path):
 
 @needs_encoder
 def test_full_disk_enospc(tmp_path, capsys, small_tmpfs):
-    src = _still(tmp_path)
+    src = still(tmp_path)
     rc = main(["master", str(src), "-o", str(small_tmpfs / "dcp"), "--title", "t", "--quiet",
                "--workers", "1"])
     err = capsys.readouterr().err
@@ -353,7 +342,7 @@ def test_signal_mid_run_leaves_nothing(tmp_path, sig, status, words):
     exits 143 (128 + SIGTERM) or 130 (Ctrl-C) with one line, and removes its partial folder."""
     src = tmp_path / "in"
     src.mkdir()
-    _write_png16(src / "f0.png", np.ones((36, 64, 3), np.float32))
+    write_png16(src / "f0.png", np.ones((36, 64, 3), np.float32))
     for i in range(1, 200):
         os.link(src / "f0.png", src / f"f{i}.png")
     out = tmp_path / "out"

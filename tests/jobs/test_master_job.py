@@ -18,8 +18,9 @@ from cinegpu.media import MediaError
 from cinegpu.media.images.frames import ImageFrames
 from cinegpu.media.sound.inputs import open_sound
 from cinegpu.player.cli import build_parser
-from test_master import _write_png16
-from test_master_sound import _tones, _wav
+
+from helpers.mastering import write_png16
+from helpers.sound_util import tones, write_wav
 
 
 class _Untouchable:
@@ -32,12 +33,12 @@ class _Untouchable:
 def _folder(path: Path, count: int) -> Path:
     path.mkdir()
     for i in range(count):
-        _write_png16(path / f"f{i:02d}.png", demo_frame(i, 16, 9))
+        write_png16(path / f"f{i:02d}.png", demo_frame(i, 16, 9))
     return path
 
 
 def test_a_job_pickles_and_round_trips(tmp_path):
-    wav = _wav(tmp_path / "s.wav", _tones(48 * 2000, 6))
+    wav = write_wav(tmp_path / "s.wav", tones(48 * 2000, 6))
     job = MasterJob.of(ImageFrames(("a.tif", "b.tif"), (4096, 2160)), 2, tmp_path / "out",
                        title="t", frames=48, reel_length=1, fps=24, bitrate=100,
                        sound=open_sound([wav]), keys=tmp_path / "keys.txt", processes=2,
@@ -68,7 +69,7 @@ def test_of_shares_the_options_out_by_name(tmp_path):
 
 def _mistakes(tmp_path: Path) -> dict:
     """Name -> (options, error, words)."""
-    short = _wav(tmp_path / "short.wav", _tones(20000, 6))
+    short = write_wav(tmp_path / "short.wav", tones(20000, 6))
     (tmp_path / "exists.txt").write_text("keep me")
     return {
         "format": (dict(format="mxf"), ValueError, "format must be dcp or imf"),

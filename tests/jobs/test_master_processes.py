@@ -9,7 +9,6 @@ import os
 import pickle
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -17,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cinegpu.media import MediaError, open_source
+from cinegpu.media import MediaError
 from cinegpu.media.errors import CorruptMedia, UnsupportedMedia
 from cinegpu.jobs.frame_coders import FrameFailed
 from cinegpu.jobs.frame_encode import FrameEncoders
@@ -26,37 +25,8 @@ from cinegpu.jobs.master_job import Encoding, FrameCoding, InputFrames, MasterJo
 from cinegpu.jobs.mastering import _processes, master
 from cinegpu.bench.master import Sweep
 
-from test_master import needs_encoder
-
-CLI = [sys.executable, "-m", "cinegpu.player.cli"]
-
-
-def _frames(folder: Path, n: int, size=(96, 54)) -> Path:
-    import tifffile
-    folder.mkdir()
-    rng = np.random.default_rng(7)
-    for i in range(n):
-        img = (rng.random((size[1], size[0], 3)) * 65535).astype(np.uint16)
-        tifffile.imwrite(folder / f"f{i:04d}.tif", img, photometric="rgb")
-    return folder
-
-
-def _codestreams(dcp: Path) -> list[bytes]:
-    with open_source(dcp) as src:
-        return [src.frame(i) for i in range(len(src))]
-
-
-@dataclass(frozen=True)
-class _DieOn:
-    """Frames of ``files``, except that reading frame ``k`` kills the process reading it."""
-
-    files: ImageFrames
-    k: int
-
-    def __call__(self, i: int):
-        if i == self.k:
-            os.kill(os.getpid(), signal.SIGKILL)
-        return self.files(i)
+from helpers.cli import CLI
+from helpers.mastering import DieOn, dpx_bytes, needs_encoder, package_codestreams, write_tiffs
 
 
 @dataclass(frozen=True)
@@ -207,7 +177,7 @@ def test_gpus_argument():
 @pytest.mark.slow
 @needs_encoder
 def test_processes_write_the_same_codestreams_as_threads(tmp_path):
-    src = _frames(tmp_path / "in", 5)
+    src = write_tiffs(tmp_path / "in", 5)
     timeline = []
     one = master(MasterJob.of_images(src, tmp_path / "threads", title="t", processes=1,
                                      workers=2, backend="cpu"),
@@ -218,7 +188,7 @@ def test_processes_write_the_same_codestreams_as_threads(tmp_path):
                  progress=False, timeline=timeline).stats
     assert (one.processes, one.threads, two.processes, two.threads) == (1, 2, 2, 1)
     assert 0 < two.ready_s <= two.first_s <= two.total_s
-    a, b = _codestreams(tmp_path / "threads"), _codestreams(tmp_path / "procs")
+    a, b = package_codestreams(tmp_path / "threads"), package_codestreams(tmp_path / "procs")
     assert len(a) == 5 and a == b
     # each frame's way through the processes, on one clock
     assert sorted(t.seq for t in timeline) == list(range(5))
@@ -233,10 +203,10 @@ def test_processes_write_the_same_codestreams_as_threads(tmp_path):
 @pytest.mark.slow
 @needs_encoder
 def test_processes_fill_a_longer_composition_in_order(tmp_path):
-    src = _frames(tmp_path / "in", 3)
+    src = write_tiffs(tmp_path / "in", 3)
     master(MasterJob.of_images(src, tmp_path / "p", title="t", processes=2, workers=2,
                                backend="cpu", frames=7), progress=False)
-    cs = _codestreams(tmp_path / "p")
+    cs = package_codestreams(tmp_path / "p")
     assert len(cs) == 7 and cs[3:6] == cs[:3] and cs[6] == cs[0] and len(set(cs)) == 3
 
 
@@ -244,7 +214,7 @@ def test_processes_fill_a_longer_composition_in_order(tmp_path):
 @needs_encoder
 @pytest.mark.parametrize("bad", ["corrupt", "size"])
 def test_bad_frame_read_in_a_process_is_named(tmp_path, bad):
-    src = _frames(tmp_path / "in", 6)
+    src = write_tiffs(tmp_path / "in", 6)
     victim = src / "f0004.tif"
     if bad == "corrupt":
         victim.write_bytes(victim.read_bytes()[:300])
@@ -262,12 +232,12 @@ def test_bad_frame_read_in_a_process_is_named(tmp_path, bad):
 @pytest.mark.slow
 @needs_encoder
 def test_an_encoder_process_that_dies_is_one_error(tmp_path):
-    src = _frames(tmp_path / "in", 6)
+    src = write_tiffs(tmp_path / "in", 6)
     files = ImageFrames(tuple(map(str, list_frames(src))), (4096, 2160))
     t0 = time.monotonic()
     with pytest.raises(MediaError, match=r"encoder process \d ended \(exit code -9\) while "
                                          r"coding frame\(s\) .*\b3\b"):
-        master(MasterJob.of(_DieOn(files, 3), 6, tmp_path / "out", title="t", processes=2,
+        master(MasterJob.of(DieOn(files, 3), 6, tmp_path / "out", title="t", processes=2,
                             workers=1, backend="cpu"), progress=False)
     assert time.monotonic() - t0 < 60
     assert sorted(os.listdir(tmp_path)) == ["in"]
@@ -285,7 +255,7 @@ def test_codestreams_come_back_through_slots_or_the_pipe(tmp_path):
     (slot_bytes 0): the same bytes in the same order, every slot free again; the segments
     are gone after close, and after an abort."""
     from cinegpu.jobs.frame_coders import CoderSetup, ProcessCoders
-    src = _frames(tmp_path / "in", 8)
+    src = write_tiffs(tmp_path / "in", 8)
     files = ImageFrames(tuple(map(str, list_frames(src))), (4096, 2160))
     encoding = Encoding(Picture(), "2k", "cpu")
     before = _segments_of_this_process()
@@ -327,7 +297,7 @@ def test_an_encoder_process_that_ended_while_idle_is_one_error(tmp_path):
     """A frame handed to a process that has ended (its pipe broken) is the same MediaError,
     not an OSError."""
     from cinegpu.jobs.frame_coders import CoderSetup, ProcessCoders
-    src = _frames(tmp_path / "in", 2)
+    src = write_tiffs(tmp_path / "in", 2)
     files = ImageFrames(tuple(map(str, list_frames(src))), (4096, 2160))
     encoding = Encoding(Picture(), "2k", "cpu")
     coders = ProcessCoders(lambda p: CoderSetup(FrameCoding(files, 96, 54, encoding), None, 1), 1)
@@ -345,7 +315,7 @@ def test_an_encoder_process_that_ended_while_idle_is_one_error(tmp_path):
 
 @pytest.mark.slow
 def test_an_encoder_process_that_cannot_start_is_one_error(tmp_path):
-    src = _frames(tmp_path / "in", 2)
+    src = write_tiffs(tmp_path / "in", 2)
     files = ImageFrames(tuple(map(str, list_frames(src))), (4096, 2160))
     from cinegpu.jobs.frame_coders import CoderSetup, ProcessCoders
     encoding = Encoding(Picture(), "8k", "cpu")   # no such profile
@@ -359,7 +329,7 @@ def test_an_encoder_process_that_cannot_start_is_one_error(tmp_path):
 def test_signal_ends_the_encoder_processes(tmp_path, sig, status):
     """The main process is signalled mid-run: its exit status, no package, and no encoder
     process left running (each is a child of the CLI's process)."""
-    src = _frames(tmp_path / "in", 40, size=(1024, 540))
+    src = write_tiffs(tmp_path / "in", 40, size=(1024, 540))
     proc = subprocess.Popen(CLI + ["master", str(src), "-o", str(tmp_path / "out"), "--title",
                                    "t", "--backend", "cpu", "--processes", "2", "--workers", "1",
                                    "--quiet"], stderr=subprocess.PIPE, text=True)
@@ -419,14 +389,14 @@ def test_gpu_encoders_sleep_while_they_wait(gpu, monkeypatch):
 
 @pytest.mark.gpu
 def test_gpu_processes_write_the_same_codestreams_as_threads(tmp_path, gpu):
-    src = _frames(tmp_path / "in", 6, size=(2048, 1080))
+    src = write_tiffs(tmp_path / "in", 6, size=(2048, 1080))
     def run(out, **options):
         job = MasterJob.of_images(src, tmp_path / out, title="t", backend="cuda", **options)
         return master(job, progress=False).stats
     one = run("threads", processes=1, workers=3)
     many = run("procs", processes=3, workers=2)
     assert many.processes == 3 and one.processes == 1
-    assert _codestreams(tmp_path / "threads") == _codestreams(tmp_path / "procs")
+    assert package_codestreams(tmp_path / "threads") == package_codestreams(tmp_path / "procs")
     # three processes on one GPU share it through the job's own MPS where there is one
     import shutil
     from cinegpu.jobs.mps import CONTROL, mps_serves
@@ -434,11 +404,11 @@ def test_gpu_processes_write_the_same_codestreams_as_threads(tmp_path, gpu):
     assert not one.mps
     many = run("no-mps", processes=3, workers=2, mps=False)
     assert not many.mps
-    assert _codestreams(tmp_path / "no-mps") == _codestreams(tmp_path / "procs")
+    assert package_codestreams(tmp_path / "no-mps") == package_codestreams(tmp_path / "procs")
     # rate control's hull on the GPU: the same codestreams, whichever way it is asked for
     for on_gpu in (True, False):
         run(f"rate-{on_gpu}", processes=3, workers=2, rate_on_gpu=on_gpu)
-        assert _codestreams(tmp_path / f"rate-{on_gpu}") == _codestreams(tmp_path / "procs")
+        assert package_codestreams(tmp_path / f"rate-{on_gpu}") == package_codestreams(tmp_path / "procs")
 
 
 def test_bench_master_frames_are_files_of_their_own(tmp_path):
@@ -665,9 +635,8 @@ def test_bench_master_sources_are_real_pictures(tmp_path):
     Image.fromarray(rgb).save(tmp_path / "b.png")
     images, colorspace = source_images([tmp_path / "b.png"], (64, 48))
     assert colorspace == "rec709" and np.array_equal(images[0], rgb.astype(np.uint16) * 257)
-    from test_master import _dpx
     ten = rng.integers(0, 1024, (48, 64, 3))
-    (tmp_path / "c.dpx").write_bytes(_dpx(ten, 10))
+    (tmp_path / "c.dpx").write_bytes(dpx_bytes(ten, 10))
     images, colorspace = source_images([tmp_path / "c.dpx"], (64, 48))  # 10-bit: as 0..1
     assert colorspace == "rec709" and images[0].dtype == np.uint16
     assert np.array_equal(images[0], np.rint(ten * 65535.0 / 1023.0).astype(np.uint16))

@@ -38,10 +38,13 @@ from cinegpu.media.sound.track import SoundTrack
 from cinegpu.media.sound.inputs import open_sound
 from cinegpu.media.subtitles.write import prepare_subtitles, split_subtitles
 from cinegpu.player.cli import main
-from test_master import HAVE_ENCODER, _write_png16, needs_encoder
-from test_master_sound import _tones, _wav
-from conftest import DCP_SAMPLES
-from test_subtitles import needs_font
+
+from conftest import DCP_SAMPLES, SAMPLE
+from helpers.mastering import (HAVE_ENCODER, clairmeta_ok, dci_codestream, needs_encoder, package_codestreams,
+                               write_png16, write_tiffs)
+from helpers.playback import reference_picture
+from helpers.sound_util import tones, write_wav
+from helpers.subtitles import FONT, clairmeta_subtitles_ok, needs_font, subtitle_schema_ok
 
 NS = {"c": "http://www.smpte-ra.org/schemas/429-7/2006/CPL"}
 INPUTS = 5                      # distinct input frames, repeated: 5 does not divide 24
@@ -122,13 +125,12 @@ def test_subtitles_are_split_at_the_join_with_times_per_reel(tmp_path):
     with pytest.raises(ValueError, match="do not make"):
         split_subtitles(asset, [24, 24])
     # a reel without a cue still carries the track: one blank cue keeps it schema-valid
-    from test_timed_text import _schema_ok
     parts = split_subtitles(asset, [30, 6, 24])
     assert [p.cues for p in parts] == [2, 1, 1]
     assert [(c.time_in, c.time_out, c.lines[0].text) for c in parts[1].track.cues] == \
         [(0, Fraction(1, 24), " ")]
     for part in parts:
-        _schema_ok(part.document)
+        subtitle_schema_ok(part.document)
 
 
 # -- a multi-reel master --------------------------------------------------------------------------------
@@ -139,8 +141,8 @@ def masters(tmp_path_factory):
     if not HAVE_ENCODER:
         pytest.skip("no encoder: cinegpu.encode nor opj_compress")
     base = tmp_path_factory.mktemp("reels")
-    samples = _tones(60 * 2000, 6, seed=4)
-    wav = _wav(base / "s.wav", samples)
+    samples = tones(60 * 2000, 6, seed=4)
+    wav = write_wav(base / "s.wav", samples)
     one = _master(base / "one", sound=open_sound([wav]))
     two = _master(base / "two", sound=open_sound([wav]), reel_length=1)
     return one, two, samples
@@ -193,8 +195,7 @@ def test_the_sound_is_cut_exactly_at_the_frame_boundary(masters):
 
 
 def test_clairmeta_accepts_the_multi_reel_dcp(masters):
-    from test_master import _clairmeta_ok
-    _clairmeta_ok(masters[1].root)
+    clairmeta_ok(masters[1].root)
 
 
 @pytest.mark.slow
@@ -204,7 +205,6 @@ def test_playback_crosses_the_join_without_a_dropped_frame(gl, masters, tmp_path
     from cinegpu.media.images.png import read_png16
     from cinegpu.player.commands.play import play
     from cinegpu.player.settings import PlaySettings
-    from test_player import _reference
     one, two, _ = masters
     shots = {n: tmp_path / f"two{n}.png" for n in (23, 24, 25)}
     media = open_source(two.root)
@@ -218,7 +218,7 @@ def test_playback_crosses_the_join_without_a_dropped_frame(gl, masters, tmp_path
     whole = open_source(one.root)
     try:
         for n, path in shots.items():
-            want = _reference(whole.frame(n), True, 12)
+            want = reference_picture(whole.frame(n), True, 12)
             assert np.abs(read_png16(path).astype(np.int64) - want).max() <= 1, n
     finally:
         whole.close()
@@ -233,10 +233,9 @@ def test_playback_crosses_the_join_without_a_dropped_frame(gl, masters, tmp_path
 def test_encoder_processes_and_a_cluster_write_the_same_reels(tmp_path, how):
     """Frames still reach the writer in order from encoder processes and from cluster workers;
     the writer moves to reel 2's files at frame 24 (5 inputs repeat to 48 frames)."""
-    from test_master_processes import _codestreams, _frames
     if "cluster" in how:
         pytest.importorskip("distributed", reason="dask distributed is not installed")
-    src = _frames(tmp_path / "in", INPUTS)
+    src = write_tiffs(tmp_path / "in", INPUTS)
     common = dict(title="t", backend="cpu", frames=48, reel_length=1)
     threads = master(MasterJob.of_images(src, tmp_path / "threads", processes=1, workers=2,
                                          **common), progress=False).package
@@ -244,8 +243,8 @@ def test_encoder_processes_and_a_cluster_write_the_same_reels(tmp_path, how):
                    progress=False).package
     assert [r.picture.frames for r in other.reels] == [24, 24] == \
         [r.picture.frames for r in threads.reels]
-    assert _codestreams(tmp_path / "other") == _codestreams(tmp_path / "threads")
-    assert MXFFile(other.reels[1].picture.path).frame(0) == _codestreams(tmp_path / "threads")[4]
+    assert package_codestreams(tmp_path / "other") == package_codestreams(tmp_path / "threads")
+    assert MXFFile(other.reels[1].picture.path).frame(0) == package_codestreams(tmp_path / "threads")[4]
 
 
 # -- the command line ---------------------------------------------------------------------------------
@@ -255,7 +254,7 @@ def test_several_folders_are_one_reel_each_in_order(tmp_path):
         folders.append(tmp_path / f"r{k}")
         folders[-1].mkdir()
         for i in range(count):
-            _write_png16(folders[-1] / f"{k}_{i:02d}.png", demo_frame(i, 16, 9))
+            write_png16(folders[-1] / f"{k}_{i:02d}.png", demo_frame(i, 16, 9))
     job = MasterJob.of_images(folders, tmp_path / "out", title="t")
     assert job.composition.reels == (24, 25) == job.reel_lengths and job.input.count == 49
     assert [Path(f).name for f in job.input.read.files] == \
@@ -272,7 +271,7 @@ def test_one_reel_per_input_folder(tmp_path, capsys):
         f = tmp_path / f"reel{k + 1}"
         f.mkdir()
         for i in range(count):
-            _write_png16(f / f"f{i:03d}.png", demo_frame(k * 50 + (i % 3), 96, 54))
+            write_png16(f / f"f{i:03d}.png", demo_frame(k * 50 + (i % 3), 96, 54))
         folders.append(f)
     out = tmp_path / "dcp"
     rc = main(["master", *map(str, folders), "-o", str(out), "--title", "t", "--quiet"])
@@ -288,7 +287,7 @@ def test_one_reel_per_input_folder(tmp_path, capsys):
 
 @needs_encoder
 def test_master_encrypt_on_the_command_line(tmp_path, capsys):
-    _write_png16(tmp_path / "still.png", demo_frame(2, 96, 54))
+    write_png16(tmp_path / "still.png", demo_frame(2, 96, 54))
     out, keys = tmp_path / "dcp", tmp_path / "keys.txt"
     rc = main(["master", str(tmp_path / "still.png"), "-o", str(out), "--title", "t", "--quiet",
                "--frames", "48", "--reel-length", "1", "--encrypt", "--keys", str(keys)])
@@ -322,7 +321,7 @@ def test_reel_and_key_mistakes_exit_2_and_leave_nothing(tmp_path, capsys, monkey
     for name, count in (("in", 1), ("full", 24), ("short", 3)):
         (tmp_path / name).mkdir()
         for i in range(count):
-            _write_png16(tmp_path / name / f"f{i}.png", demo_frame(i, 64, 36))
+            write_png16(tmp_path / name / f"f{i}.png", demo_frame(i, 64, 36))
     (tmp_path / "exists.txt").write_text("keep me")
     before = sorted(p.name for p in tmp_path.iterdir())
     try:
@@ -335,20 +334,13 @@ def test_reel_and_key_mistakes_exit_2_and_leave_nothing(tmp_path, capsys, monkey
     assert (tmp_path / "exists.txt").read_text() == "keep me"
 
 
-def _codestream() -> bytes:
-    from cinegpu.media.package.dcp_write import encode_frame
-    x = np.full((1080, 1998, 3), 2000, np.uint16)
-    x[0, 0] = 4095                     # 12 bits used
-    return encode_frame(x)
-
-
 # -- encrypted mastering ----------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def encrypted(masters, tmp_path_factory):
     """The two-reel master again, encrypted, with its key file."""
     one, two, samples = masters
     base = tmp_path_factory.mktemp("enc")
-    wav = _wav(base / "s.wav", samples)
+    wav = write_wav(base / "s.wav", samples)
     pkg = _master(base / "enc", sound=open_sound([wav]), reel_length=1, keys=base / "keys.txt")
     return two, pkg
 
@@ -390,7 +382,7 @@ def test_the_cryptographic_sets_are_those_asdcplib_writes(tmp_path):
     """Our encrypted picture track file's header against libdcp's (asdcplib's): the same DM
     sets in the same order, the same items by UL, the same labels, the Preface's DM scheme."""
     from cinegpu.media.mxf.write import EssenceEncryption, write_track
-    sample = Path(__file__).resolve().parents[1] / "cinegpu" / "media" / "samples" / "bars_2k.j2c"
+    sample = SAMPLE
     ours = MXFFile(write_track(tmp_path / "e.mxf", [sample.read_bytes()], edit_rate=24,
                                encryption=EssenceEncryption(os.urandom(16), uuid.uuid4())).path)
     theirs = MXFFile(DCP_SAMPLES / "libdcp-encryption_test-smpte-2k-encrypted" / "video.mxf")
@@ -483,7 +475,7 @@ def test_clairmeta_fails_the_encrypted_dcp_only_for_its_missing_signature(encryp
 
 
 def test_a_failure_after_the_key_file_removes_it_and_the_package(tmp_path, monkeypatch):
-    cs = _codestream()
+    cs = dci_codestream()
 
     def broken(*a, **k):
         raise OSError(28, "No space left on device")
@@ -497,7 +489,7 @@ def test_a_failure_after_the_key_file_removes_it_and_the_package(tmp_path, monke
 
 
 def test_a_writer_refuses_more_or_fewer_frames_than_its_reels(tmp_path):
-    cs = _codestream()
+    cs = dci_codestream()
     w = DCPWriter(tmp_path / "a", title="t", reels=[24])
     for _ in range(24):
         w.write(cs)
@@ -516,7 +508,6 @@ def test_a_writer_refuses_more_or_fewer_frames_than_its_reels(tmp_path):
 @pytest.fixture(scope="module")
 def subtitled(tmp_path_factory):
     """Two-reel masters (24 + 36 frames) with the SRT's subtitles: clear, and encrypted."""
-    from test_subtitles import FONT
     if not HAVE_ENCODER or FONT is None or not Path(FONT).is_file():
         pytest.skip("no encoder, or no default subtitle font")
     base = tmp_path_factory.mktemp("subs")
@@ -530,7 +521,6 @@ def subtitled(tmp_path_factory):
 def test_subtitles_play_at_their_composition_times_across_the_join(subtitled, tmp_path):
     from cinegpu.media.package.read import read_package
     from cinegpu.media.subtitles.documents import composition_subtitles
-    from test_timed_text import _clairmeta_ok
     clear, _ = subtitled
     assert [r["MainSubtitle"][1:3] for r in _cpl_reels(clear.root)] == [(24, 0), (36, 0)]
     pkg = read_package(clear.root)
@@ -540,7 +530,7 @@ def test_subtitles_play_at_their_composition_times_across_the_join(subtitled, tm
     want = [("first reel only",) if 3 <= n < 12 else ("across the join",) if 18 <= n < 30
             else ("second reel only",) if 36 <= n < 48 else () for n in range(60)]
     assert shown == want
-    _clairmeta_ok(clear.root, tmp_path)
+    clairmeta_subtitles_ok(clear.root, tmp_path)
 
 
 def test_encrypted_subtitles_have_their_own_key(subtitled):

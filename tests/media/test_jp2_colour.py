@@ -16,7 +16,7 @@ from cinegpu.media.images.write import to_file_range
 from cinegpu.media.images.jp2_colour import for_display, upsample
 from cinegpu.player.cli import main
 
-from jp2_files import cdef, codestream, colr, ihdr, jp2, planes
+from helpers.jp2_files import cdef, codestream, colr, ihdr, jp2, planes
 
 H, W = 19, 25
 OPJ = shutil.which("opj_decompress")
@@ -99,7 +99,7 @@ def test_sycc_pgx_keeps_the_decoded_values(tmp_path):
     comps = planes([(H, W)], seed=5) + planes([(10, 13)] * 2, seed=6)
     path = write(tmp_path, "sycc", comps, colr(18))
     assert main(["decode", str(path), "-o", str(tmp_path / "out.pgx")]) == 0
-    from pgx import read_pgx
+    from helpers.pgx import read_pgx
 
     assert all(np.array_equal(read_pgx(tmp_path / f"out_{k}.pgx"), comps[k]) for k in range(3))
 

@@ -22,14 +22,6 @@ SMPTE = SAMPLES / "libdcp-dcp_test1-smpte-2k"
 pytestmark = needs_dcp_samples
 
 
-@pytest.fixture
-def dcp(tmp_path):
-    """A scratch copy of the SMPTE sample DCP (in the test's temporary folder)."""
-    dst = tmp_path / "dcp"
-    shutil.copytree(SMPTE, dst)
-    return dst
-
-
 def patched(tmp_path, data: bytes, name="video.mxf") -> Path:
     p = tmp_path / name
     p.write_bytes(data)
@@ -105,80 +97,80 @@ def test_index_entry_count_short(tmp_path):
     assert info.value.offset == count_at
 
 
-def test_missing_asset(dcp):
-    (dcp / "video.mxf").unlink()
+def test_missing_asset(smpte_dcp):
+    (smpte_dcp / "video.mxf").unlink()
     with pytest.raises(MediaError, match="missing") as info:
-        open_source(dcp)
-    assert info.value.path == str(dcp / "video.mxf")
-    report = check(dcp, progress=False)
+        open_source(smpte_dcp)
+    assert info.value.path == str(smpte_dcp / "video.mxf")
+    report = check(smpte_dcp, progress=False)
     assert not report.ok and any("video.mxf: missing" in p for p in report.problems)
 
 
-def test_renamed_asset(dcp):
-    (dcp / "video.mxf").rename(dcp / "picture.mxf")
+def test_renamed_asset(smpte_dcp):
+    (smpte_dcp / "video.mxf").rename(smpte_dcp / "picture.mxf")
     with pytest.raises(MediaError, match="missing"):
-        open_source(dcp)
-    report = check(dcp, progress=False)
+        open_source(smpte_dcp)
+    report = check(smpte_dcp, progress=False)
     assert any("video.mxf: missing" in p for p in report.problems)
     assert any("picture.mxf: extra file" in w for w in report.warnings)
 
 
-def test_asset_not_in_assetmap(dcp):
-    am = dcp / "ASSETMAP.xml"
+def test_asset_not_in_assetmap(smpte_dcp):
+    am = smpte_dcp / "ASSETMAP.xml"
     am.write_text(am.read_text().replace("5407b210-4441-4e97-8b16-8bdc7c12da54",
                                          "00000000-4441-4e97-8b16-8bdc7c12da54"))
     with pytest.raises(MediaError, match="not in the ASSETMAP") as info:
-        open_source(dcp)
+        open_source(smpte_dcp)
     assert "cpl_" in str(info.value)
-    assert not check(dcp, progress=False).ok
+    assert not check(smpte_dcp, progress=False).ok
 
 
 @pytest.mark.parametrize("victim", ["ASSETMAP.xml", "cpl_6affb8ee-0020-4dff-a53c-17652f6358ab.xml",
                                     "pkl_d199d58b-5ef8-4d49-b270-07e590ccb280.xml"])
-def test_malformed_xml(dcp, victim):
-    path = dcp / victim
+def test_malformed_xml(smpte_dcp, victim):
+    path = smpte_dcp / victim
     path.write_text(path.read_text()[:400])
     with pytest.raises(MediaError, match=r"malformed XML \(line \d+") as info:
-        open_source(dcp)
+        open_source(smpte_dcp)
     assert info.value.path == str(path)
-    report = check(dcp, progress=False)
+    report = check(smpte_dcp, progress=False)
     assert not report.ok and victim in report.problems[0]
 
 
-def test_bad_cpl_values(dcp):
-    cpl = dcp / "cpl_6affb8ee-0020-4dff-a53c-17652f6358ab.xml"
+def test_bad_cpl_values(smpte_dcp):
+    cpl = smpte_dcp / "cpl_6affb8ee-0020-4dff-a53c-17652f6358ab.xml"
     cpl.write_text(cpl.read_text().replace("<EntryPoint>0</EntryPoint>", "<EntryPoint>5</EntryPoint>", 1))
     with pytest.raises(MediaError, match="exceeds intrinsic duration"):
-        open_source(dcp)
+        open_source(smpte_dcp)
     cpl.write_text(cpl.read_text().replace("<EntryPoint>5</EntryPoint>", "<EntryPoint>x</EntryPoint>"))
     with pytest.raises(MediaError, match="not an integer"):
-        open_source(dcp)
+        open_source(smpte_dcp)
 
 
-def test_entry_point_respected(dcp):
-    cpl = dcp / "cpl_6affb8ee-0020-4dff-a53c-17652f6358ab.xml"
+def test_entry_point_respected(smpte_dcp):
+    cpl = smpte_dcp / "cpl_6affb8ee-0020-4dff-a53c-17652f6358ab.xml"
     text = cpl.read_text()
     pic = text.index("<MainPicture>")
     text = text[:pic] + text[pic:].replace("<EntryPoint>0</EntryPoint>", "<EntryPoint>4</EntryPoint>", 1) \
         .replace("<Duration>24</Duration>", "<Duration>20</Duration>", 1)
     cpl.write_text(text)
-    with open_source(dcp) as src, MXFFile(dcp / "video.mxf") as m:
+    with open_source(smpte_dcp) as src, MXFFile(smpte_dcp / "video.mxf") as m:
         assert src.frame_count == 20
         assert src.frame(0) == m.frame(4) and src.frame(19) == m.frame(23)
 
 
-def test_hash_and_size_mismatch(dcp):
-    audio = dcp / "audio.mxf"
+def test_hash_and_size_mismatch(smpte_dcp):
+    audio = smpte_dcp / "audio.mxf"
     data = bytearray(audio.read_bytes())
     data[-100] ^= 0xFF
     audio.write_bytes(bytes(data))
-    report = check(dcp, progress=False)
+    report = check(smpte_dcp, progress=False)
     assert not report.ok and any("audio.mxf: SHA-1" in p for p in report.problems)
     audio.write_bytes(bytes(data) + b"x")
-    report = check(dcp, progress=False)
+    report = check(smpte_dcp, progress=False)
     assert any("audio.mxf: 881327 bytes, the PKL says 881326" in p for p in report.problems)
     from cinegpu.player.cli import main
-    assert main(["check", "--no-progress", str(dcp)]) == 1
+    assert main(["check", "--no-progress", str(smpte_dcp)]) == 1
 
 
 def test_not_media(tmp_path):

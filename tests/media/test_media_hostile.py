@@ -27,9 +27,8 @@ from cinegpu.media.mxf.read import MXFFile
 from cinegpu.media.mxf.write import PictureTrackWriter, parse_j2k_header, write_track
 from cinegpu.media.package.read import MAX_XML_BYTES
 
-from conftest import DCP_SAMPLES, needs_dcp_samples
+from conftest import DCP_SAMPLES, ROOT, needs_dcp_samples
 
-ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = DCP_SAMPLES
 SMPTE = SAMPLES / "libdcp-dcp_test1-smpte-2k"
 IMF = SAMPLES / "photon-imf-phdr-4k-j2k"
@@ -38,13 +37,6 @@ CPL_ID = "6affb8ee-0020-4dff-a53c-17652f6358ab"
 CPL_NAME = f"cpl_{CPL_ID}.xml"
 PKL_NAME = "pkl_d199d58b-5ef8-4d49-b270-07e590ccb280.xml"
 pytestmark = needs_dcp_samples
-
-
-@pytest.fixture
-def dcp(tmp_path):
-    dst = tmp_path / "dcp"
-    shutil.copytree(SMPTE, dst)
-    return dst
 
 
 @pytest.fixture
@@ -94,90 +86,90 @@ ESCAPES = {
 
 
 @pytest.mark.parametrize("how", list(ESCAPES))
-def test_picture_path_outside_is_refused(dcp, tmp_path, how):
+def test_picture_path_outside_is_refused(smpte_dcp, tmp_path, how):
     out = _outside(tmp_path)
     rel = ESCAPES[how](out)
-    edit(dcp / "ASSETMAP.xml", "<Path>video.mxf</Path>", f"<Path>{rel}</Path>")
+    edit(smpte_dcp / "ASSETMAP.xml", "<Path>video.mxf</Path>", f"<Path>{rel}</Path>")
     with pytest.raises(MediaError) as info:
-        open_source(dcp)
+        open_source(smpte_dcp)
     msg = str(info.value)
     assert VIDEO_ID in msg and rel in msg and "refused" in msg
     with pytest.raises(MediaError):
-        describe(dcp)
-    report = check(dcp, progress=False)
+        describe(smpte_dcp)
+    report = check(smpte_dcp, progress=False)
     assert not report.ok and report.checked == 0
     assert any(VIDEO_ID in p and rel in p for p in report.problems)
     assert str((SMPTE / "video.mxf").stat().st_size) not in report.text()   # never sized
 
 
-def test_symlink_inside_pointing_outside_is_refused(dcp, tmp_path):
+def test_symlink_inside_pointing_outside_is_refused(smpte_dcp, tmp_path):
     out = _outside(tmp_path)
-    (dcp / "video.mxf").unlink()
-    (dcp / "video.mxf").symlink_to(out / "video.mxf")
+    (smpte_dcp / "video.mxf").unlink()
+    (smpte_dcp / "video.mxf").symlink_to(out / "video.mxf")
     with pytest.raises(MediaError, match=f"{VIDEO_ID}.*'video.mxf' leads outside the package"):
-        open_source(dcp)
-    report = check(dcp, progress=False)
+        open_source(smpte_dcp)
+    report = check(smpte_dcp, progress=False)
     assert not report.ok and report.checked == 0
     # a symlinked folder inside the package is followed only when it stays inside
-    (dcp / "sub").symlink_to(out)
-    edit(dcp / "ASSETMAP.xml", "<Path>video.mxf</Path>", "<Path>sub/video.mxf</Path>")
+    (smpte_dcp / "sub").symlink_to(out)
+    edit(smpte_dcp / "ASSETMAP.xml", "<Path>video.mxf</Path>", "<Path>sub/video.mxf</Path>")
     with pytest.raises(MediaError, match="leads outside"):
-        open_source(dcp)
+        open_source(smpte_dcp)
 
 
 @pytest.mark.parametrize("how", ["loop", "long-name"])
-def test_unusable_paths_are_refused(dcp, how):
+def test_unusable_paths_are_refused(smpte_dcp, how):
     """A symlink loop, a name longer than the file system takes: one MediaError, no OSError."""
     if how == "loop":
-        (dcp / "loop.mxf").symlink_to(dcp / "loop.mxf")
+        (smpte_dcp / "loop.mxf").symlink_to(smpte_dcp / "loop.mxf")
         name = "loop.mxf"
     else:
         name = "\u00e9" * 300 + ".mxf"
-    edit(dcp / "ASSETMAP.xml", "<Path>video.mxf</Path>", f"<Path>{name}</Path>")
+    edit(smpte_dcp / "ASSETMAP.xml", "<Path>video.mxf</Path>", f"<Path>{name}</Path>")
     with pytest.raises(MediaError, match=f"{VIDEO_ID}.*(leads outside|cannot be used)"):
-        open_source(dcp)
-    assert not check(dcp, progress=False).ok
+        open_source(smpte_dcp)
+    assert not check(smpte_dcp, progress=False).ok
 
 
-def test_cpl_path_outside_is_not_read_nor_quoted(dcp, tmp_path):
+def test_cpl_path_outside_is_not_read_nor_quoted(smpte_dcp, tmp_path):
     """The CPL entry points at an XML file outside: its root element never reaches a message."""
     _outside(tmp_path)
-    edit(dcp / "ASSETMAP.xml", f"<Path>{CPL_NAME}</Path>", "<Path>../outside/secret.xml</Path>")
-    for run in (lambda: open_source(dcp), lambda: describe(dcp)):
+    edit(smpte_dcp / "ASSETMAP.xml", f"<Path>{CPL_NAME}</Path>", "<Path>../outside/secret.xml</Path>")
+    for run in (lambda: open_source(smpte_dcp), lambda: describe(smpte_dcp)):
         with pytest.raises(MediaError) as info:
             run()
         assert "TopSecretRoot" not in str(info.value) and "leads outside" in str(info.value)
-    assert "TopSecretRoot" not in check(dcp, progress=False).text()
-    r = cli("info", str(dcp))
+    assert "TopSecretRoot" not in check(smpte_dcp, progress=False).text()
+    r = cli("info", str(smpte_dcp))
     assert_one_line(r, "6affb8ee-0020-4dff-a53c-17652f6358ab", "../outside/secret.xml")
     assert "TopSecretRoot" not in r.stderr + r.stdout
 
 
-def test_pkl_path_outside_is_refused(dcp, tmp_path):
+def test_pkl_path_outside_is_refused(smpte_dcp, tmp_path):
     out = _outside(tmp_path)
-    shutil.copy(dcp / PKL_NAME, out / PKL_NAME)
-    edit(dcp / "ASSETMAP.xml", f"<Path>{PKL_NAME}</Path>", f"<Path>../outside/{PKL_NAME}</Path>")
+    shutil.copy(smpte_dcp / PKL_NAME, out / PKL_NAME)
+    edit(smpte_dcp / "ASSETMAP.xml", f"<Path>{PKL_NAME}</Path>", f"<Path>../outside/{PKL_NAME}</Path>")
     with pytest.raises(MediaError, match="d199d58b-5ef8-4d49-b270-07e590ccb280.*leads outside"):
-        open_source(dcp)
-    r = cli("check", "--no-progress", str(dcp))
+        open_source(smpte_dcp)
+    r = cli("check", "--no-progress", str(smpte_dcp))
     assert r.returncode == 1 and "leads outside" in r.stdout and "Traceback" not in r.stderr
 
 
-def test_cli_info_and_check_of_an_escaping_path(dcp, tmp_path):
+def test_cli_info_and_check_of_an_escaping_path(smpte_dcp, tmp_path):
     _outside(tmp_path)
-    edit(dcp / "ASSETMAP.xml", "<Path>video.mxf</Path>", "<Path>../outside/video.mxf</Path>")
-    assert_one_line(cli("info", str(dcp)), VIDEO_ID, "../outside/video.mxf")
-    r = cli("check", "--no-progress", str(dcp))
+    edit(smpte_dcp / "ASSETMAP.xml", "<Path>video.mxf</Path>", "<Path>../outside/video.mxf</Path>")
+    assert_one_line(cli("info", str(smpte_dcp)), VIDEO_ID, "../outside/video.mxf")
+    r = cli("check", "--no-progress", str(smpte_dcp))
     assert r.returncode == 1 and "PROBLEM" in r.stdout and "Traceback" not in r.stderr
 
 
-def test_relative_file_uri_and_inside_paths_still_work(dcp):
+def test_relative_file_uri_and_inside_paths_still_work(smpte_dcp):
     """``file://video.mxf`` (relative) and ``./x/../video.mxf`` stay inside and are accepted."""
-    edit(dcp / "ASSETMAP.xml", "<Path>video.mxf</Path>", "<Path>file://video.mxf</Path>")
-    edit(dcp / "ASSETMAP.xml", "<Path>audio.mxf</Path>", "<Path>./x/../audio.mxf</Path>")
-    with open_source(dcp) as src:
+    edit(smpte_dcp / "ASSETMAP.xml", "<Path>video.mxf</Path>", "<Path>file://video.mxf</Path>")
+    edit(smpte_dcp / "ASSETMAP.xml", "<Path>audio.mxf</Path>", "<Path>./x/../audio.mxf</Path>")
+    with open_source(smpte_dcp) as src:
         assert src.frame_count == 24
-    assert check(dcp, progress=False).ok
+    assert check(smpte_dcp, progress=False).ok
 
 
 def test_server_library_confines_packages(tmp_path):
@@ -221,25 +213,25 @@ DCP_NUMBERS = {
 
 
 @pytest.mark.parametrize("case", list(DCP_NUMBERS))
-def test_implausible_cpl_numbers(dcp, case):
+def test_implausible_cpl_numbers(smpte_dcp, case):
     old, new, name = DCP_NUMBERS[case]
-    edit(dcp / CPL_NAME, old, new)
-    took, rss = _measure(lambda: pytest.raises(MediaError, open_source, dcp))
+    edit(smpte_dcp / CPL_NAME, old, new)
+    took, rss = _measure(lambda: pytest.raises(MediaError, open_source, smpte_dcp))
     with pytest.raises(MediaError, match=f"<{name}>.*line"):
-        open_source(dcp)
+        open_source(smpte_dcp)
     with pytest.raises(MediaError):
-        describe(dcp)
-    assert not check(dcp, progress=False).ok
+        describe(smpte_dcp)
+    assert not check(smpte_dcp, progress=False).ok
     assert took < 2.0, took
     print(f"{case}: open_source refused in {took * 1e3:.1f} ms, peak RSS {rss:.0f} MiB")
 
 
-def test_implausible_pkl_sizes(dcp):
-    edit(dcp / PKL_NAME, "<Size>31648</Size>", f"<Size>{1 << 63}</Size>")
-    report = check(dcp, progress=False)
+def test_implausible_pkl_sizes(smpte_dcp):
+    edit(smpte_dcp / PKL_NAME, "<Size>31648</Size>", f"<Size>{1 << 63}</Size>")
+    report = check(smpte_dcp, progress=False)
     assert not report.ok and "<Size>" in report.problems[0]
-    edit(dcp / PKL_NAME, f"<Size>{1 << 63}</Size>", "<Size>-1</Size>")
-    assert "negative" in check(dcp, progress=False).problems[0]
+    edit(smpte_dcp / PKL_NAME, f"<Size>{1 << 63}</Size>", "<Size>-1</Size>")
+    assert "negative" in check(smpte_dcp, progress=False).problems[0]
 
 
 def _imf_picture_resource(imf: Path, old: str, new: str) -> None:
@@ -290,43 +282,43 @@ def test_imf_repeat_count_zero(imf):
         open_source(imf)
 
 
-def test_duplicate_asset_in_assetmap(dcp):
-    am = dcp / "ASSETMAP.xml"
+def test_duplicate_asset_in_assetmap(smpte_dcp):
+    am = smpte_dcp / "ASSETMAP.xml"
     text = am.read_text()
     start = text.index("<Asset>", text.index(VIDEO_ID) - 80)
     end = text.index("</Asset>", start) + len("</Asset>")
     am.write_text(text[:end] + text[start:end].replace("video.mxf", "audio.mxf") + text[end:])
     with pytest.raises(MediaError, match=f"asset {VIDEO_ID} is listed twice"):
-        open_source(dcp)
-    assert "listed twice" in check(dcp, progress=False).problems[0]
-    assert_one_line(cli("info", str(dcp)), "listed twice")
+        open_source(smpte_dcp)
+    assert "listed twice" in check(smpte_dcp, progress=False).problems[0]
+    assert_one_line(cli("info", str(smpte_dcp)), "listed twice")
 
 
-def test_duplicate_asset_in_pkl(dcp):
-    pkl = dcp / PKL_NAME
+def test_duplicate_asset_in_pkl(smpte_dcp):
+    pkl = smpte_dcp / PKL_NAME
     text = pkl.read_text()
     start = text.rindex("<Asset>", 0, text.index(VIDEO_ID))
     end = text.index("</Asset>", start) + len("</Asset>")
     pkl.write_text(text[:end] + text[start:end].replace("<Size>31648", "<Size>1") + text[end:])
     with pytest.raises(MediaError, match=f"asset {VIDEO_ID} is listed twice"):
-        open_source(dcp)
-    assert not check(dcp, progress=False).ok
+        open_source(smpte_dcp)
+    assert not check(smpte_dcp, progress=False).ok
 
 
-def test_duplicate_ids_in_cpl(dcp, imf):
-    cpl = dcp / CPL_NAME
+def test_duplicate_ids_in_cpl(smpte_dcp, imf):
+    cpl = smpte_dcp / CPL_NAME
     text = cpl.read_text()
     start = text.index("<MainPicture>")
     end = text.index("</MainPicture>") + len("</MainPicture>")
     cpl.write_text(text[:end] + text[start:end] + text[end:])
     with pytest.raises(MediaError, match=f"{VIDEO_ID}: asset id listed twice in reel"):
-        open_source(dcp)
+        open_source(smpte_dcp)
     cpl.write_text(text)
     start = text.index("<Reel>")
     end = text.index("</Reel>") + len("</Reel>")
     cpl.write_text(text[:end] + text[start:end] + text[end:])
     with pytest.raises(MediaError, match="reel .*id .* listed twice"):
-        open_source(dcp)
+        open_source(smpte_dcp)
     icpl = next(imf.glob("CPL_*.xml"))
     text = icpl.read_text()
     start = text.index("<Resource ", text.index("<cc:MainImageSequence"))
@@ -337,48 +329,48 @@ def test_duplicate_ids_in_cpl(dcp, imf):
 
 
 @pytest.mark.parametrize("how", ["empty", "missing"])
-def test_pkl_without_assets_fails_check(dcp, how):
-    pkl = dcp / PKL_NAME
+def test_pkl_without_assets_fails_check(smpte_dcp, how):
+    pkl = smpte_dcp / PKL_NAME
     text = pkl.read_text()
     start, end = text.index("<AssetList>"), text.index("</AssetList>") + len("</AssetList>")
     pkl.write_text(text[:start] + ("<AssetList/>" if how == "empty" else "") + text[end:])
-    report = check(dcp, progress=False)
+    report = check(smpte_dcp, progress=False)
     assert not report.ok and report.checked == 0
     why = "lists no asset" if how == "empty" else "no <AssetList>"
     assert why in report.problems[0]
-    r = cli("check", "--no-progress", str(dcp))
+    r = cli("check", "--no-progress", str(smpte_dcp))
     assert r.returncode == 1 and "FAILED" in r.stdout and "Traceback" not in r.stderr
-    assert_one_line(cli("info", str(dcp)), PKL_NAME, why)
+    assert_one_line(cli("info", str(smpte_dcp)), PKL_NAME, why)
 
 
-def test_info_fails_when_the_cpl_a_pkl_lists_is_missing(dcp):
+def test_info_fails_when_the_cpl_a_pkl_lists_is_missing(smpte_dcp):
     """Issue 20 item 3: the packing list names the CPL, the ASSETMAP says where, the file is
     gone; ``info`` said nothing of it and exited 0, describing a package of no composition."""
-    (dcp / CPL_NAME).unlink()
+    (smpte_dcp / CPL_NAME).unlink()
     missing = rf"{CPL_NAME}: missing: {PKL_NAME} lists it as .* asset {CPL_ID}"
     with pytest.raises(CorruptMedia, match=missing):
-        describe(dcp)
+        describe(smpte_dcp)
     with pytest.raises(CorruptMedia, match=missing):
-        open_source(dcp)
-    assert_one_line(cli("info", str(dcp)), CPL_NAME, "missing", PKL_NAME)
-    r = cli("check", "--no-progress", str(dcp))
+        open_source(smpte_dcp)
+    assert_one_line(cli("info", str(smpte_dcp)), CPL_NAME, "missing", PKL_NAME)
+    r = cli("check", "--no-progress", str(smpte_dcp))
     assert r.returncode == 1 and f"{CPL_NAME}: missing" in r.stdout
 
 
-def test_xml_above_the_size_cap_is_refused_before_it_is_parsed(dcp):
+def test_xml_above_the_size_cap_is_refused_before_it_is_parsed(smpte_dcp):
     """Issue 20: a 63 MB CPL took 17 s and 614 MB of memory in ``cinegpu info``.  A CPL of
     MAX_XML_BYTES (the sample padded with whitespace after its root element) is read; one byte
     more is refused by its size, naming the file and the cap, although that byte makes it
     malformed: it was not parsed."""
-    cpl = dcp / CPL_NAME
+    cpl = smpte_dcp / CPL_NAME
     text = cpl.read_bytes()
     cpl.write_bytes(text + b" " * (MAX_XML_BYTES - len(text)))
-    open_source(dcp).close()
+    open_source(smpte_dcp).close()
     cpl.write_bytes(text + b" " * (MAX_XML_BYTES - len(text)) + b"<")
     too_big = rf"{CPL_NAME}: XML document of {MAX_XML_BYTES + 1} bytes, more than the {MAX_XML_BYTES} bytes"
     with pytest.raises(UnsupportedMedia, match=too_big):
-        open_source(dcp)
-    assert_one_line(cli("info", str(dcp)), CPL_NAME, f"more than the {MAX_XML_BYTES} bytes (8 MiB)")
+        open_source(smpte_dcp)
+    assert_one_line(cli("info", str(smpte_dcp)), CPL_NAME, f"more than the {MAX_XML_BYTES} bytes (8 MiB)")
 
 
 # -- 9. MXF frames that are empty or not JPEG 2000 -----------------------------------------------

@@ -21,8 +21,9 @@ from cinegpu.decode import transform
 from cinegpu.media import open_source
 from cinegpu.media.images.png import read_png16
 
-from pgx import read_pgx
 from conftest import DCP_SAMPLES, needs_dcp_samples
+from helpers.pgx import read_pgx
+from helpers.playback import play_headless
 
 SAMPLES = DCP_SAMPLES
 pytestmark = needs_dcp_samples
@@ -55,22 +56,9 @@ def test_every_frame_equals_opj_decompress_of_the_ffmpeg_frame(name, tmp_path):
                 assert np.array_equal(comp.astype(np.int64), ref), f"frame {n} component {c}"
 
 
-def _play(path: Path, tmp_path: Path, frames: int, shots: list[int]):
-    from cinegpu.player.commands.play import play
-    from cinegpu.player.settings import PlaySettings
-
-    media = open_source(path)
-    files = {n: tmp_path / f"shot{n}.png" for n in shots}
-    try:
-        summary = play(media, PlaySettings(headless=True, backend="cpu", screenshots=files, frames=frames))
-    finally:
-        media.close()
-    return summary, files
-
-
 @pytest.mark.parametrize("name", DCPS)
 def test_dcp_plays_headless_and_shows_its_frames(gl, name, tmp_path):
-    summary, shots = _play(SAMPLES / name, tmp_path, frames=24, shots=[0, 23])
+    summary, shots = play_headless(SAMPLES / name, tmp_path, [0, 23], frames=24)
     assert summary.stats.errors == 0 and summary.stats.shown > 0
     assert summary.screenshots == 2
     with open_source(SAMPLES / name) as src:
@@ -83,7 +71,7 @@ def test_dcp_plays_headless_and_shows_its_frames(gl, name, tmp_path):
 
 @pytest.mark.slow
 def test_imf_4k_plays(gl, tmp_path):
-    summary, shots = _play(SAMPLES / "photon-imf-phdr-4k-j2k", tmp_path, frames=2, shots=[0])
+    summary, shots = play_headless(SAMPLES / "photon-imf-phdr-4k-j2k", tmp_path, [0], frames=2)
     assert summary.stats.errors == 0 and summary.screenshots == 1
     got = read_png16(shots[0])
     assert got.shape == (2160, 3840, 3)
@@ -101,7 +89,7 @@ def test_htj2k_imf_plays(gl, tmp_path):
                    check=True, capture_output=True)
     for c, comp in enumerate(decode(data)):
         assert np.array_equal(comp.astype(np.int64), read_pgx(tmp_path / f"o_{c}.pgx")), f"component {c}"
-    summary, shots = _play(SAMPLES / name, tmp_path, frames=3, shots=[0])
+    summary, shots = play_headless(SAMPLES / name, tmp_path, [0], frames=3)
     assert summary.stats.errors == 0 and summary.screenshots == 1
     got = read_png16(shots[0])
     assert got.shape == (1080, 1920, 3) and got.std() > 100

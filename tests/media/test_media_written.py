@@ -14,6 +14,8 @@ from cinegpu.media.j2k_profile import parse_profile
 from cinegpu.media.mxf.read import MXFFile
 from cinegpu.media.source import natural_key
 
+from conftest import SAMPLE
+
 needs_tools = pytest.mark.skipif(shutil.which("ffmpeg") is None or shutil.which("opj_compress") is None,
                                  reason="needs ffmpeg and opj_compress")
 FRAMES = 7
@@ -121,11 +123,10 @@ def test_threads_reading_one_track_file_get_their_own_frames(tmp_path):
     """Frames read at once from several threads of one MXFFile (the player's threaded source
     does): each gets its own bytes (reads are positional, not seek-then-read)."""
     from concurrent.futures import ThreadPoolExecutor
-    from pathlib import Path
 
     from cinegpu.media.mxf.write import write_track
 
-    base = (Path(__file__).resolve().parents[1] / "cinegpu" / "media" / "samples" / "bars_2k.j2c").read_bytes()
+    base = SAMPLE.read_bytes()
     frames = [base[:-2] + bytes([k]) * 7 + b"\xff\xd9" for k in range(8)]
     write_track(tmp_path / "t.mxf", frames, edit_rate=24)
     m = MXFFile(tmp_path / "t.mxf")

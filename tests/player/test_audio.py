@@ -11,8 +11,9 @@ from cinegpu.media.sound.composition import open_composition_sound
 from cinegpu.player.audio import (A, AudioFeed, NullSink, WavWriter, downmix_matrix,
                                   measure_offset)
 from cinegpu.player.clock import PlaybackClock
+
 from conftest import DCP_SAMPLES, needs_dcp_samples
-from sound_util import ffmpeg_pcm, pattern, sound_dcp
+from helpers.sound_util import ffmpeg_pcm, pattern, sound_dcp
 
 pytestmark = needs_dcp_samples
 SMPTE = DCP_SAMPLES / "libdcp-dcp_test1-smpte-2k"

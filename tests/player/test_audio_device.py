@@ -157,7 +157,7 @@ def test_play_a_dcp_through_the_device(pulse, tmp_path, capsys):
     the measured audio/video offset."""
     from cinegpu.player.cli import main
 
-    from sound_util import sound_dcp
+    from helpers.sound_util import sound_dcp
 
     # the sample's own sound is silence: the copy's carries a position-coded pattern
     dcp = sound_dcp(tmp_path, [(0, 24, 0, 24)], DCP_SAMPLES / "libdcp-dcp_test1-smpte-2k")

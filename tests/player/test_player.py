@@ -16,13 +16,14 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from cinegpu.decode import transform
 from cinegpu.decode.decoder import Decoder
 from cinegpu.media import open_source
 from cinegpu.player import ArraySource, PlaybackClock, PlaybackStats, overlay_text, timecode
 from cinegpu.player.media_default import bars, resolutions, write_ppm
 from cinegpu.media.images.png import read_png16, write_png16
 from cinegpu.player.presenter import letterbox
+
+from helpers.playback import FakePresenter, FakeWindow, play_headless, reference_picture
 
 OPJ = shutil.which("opj_compress")
 
@@ -63,40 +64,17 @@ def sequences(tmp_path_factory):
     return made
 
 
-def _reference(codestream: bytes, xyz: bool, precision: int) -> np.ndarray:
-    """Decode with the CPU back end, then the numpy output transform: (H, W, 3) uint16."""
-    comps = Decoder("cpu").decode(codestream).components
-    if xyz:
-        return transform.xyz_to_rgb(*comps, primaries="p3d65", out_bits=16, in_bits=precision)
-    planes = comps[:3] if len(comps) >= 3 else comps * 3
-    top = (1 << precision) - 1
-    return np.stack([np.rint(p.astype(np.float64) * 65535 / top) for p in planes], -1).astype(np.uint16)
-
-
-def _play(path, tmp_path, colour="auto", **kw):
-    from cinegpu.player.commands.play import play
-    from cinegpu.player.settings import PlaySettings
-
-    media = open_source(path)
-    shots = {n: tmp_path / f"shot{n}.png" for n in range(media.frame_count)}
-    try:
-        summary = play(media, PlaySettings(headless=True, backend="cpu", colour=colour, screenshots=shots, **kw))
-    finally:
-        media.close()
-    return summary, shots
-
-
 @pytest.mark.parametrize("name,colour,precision", [("rgb12", "auto", 12), ("rgb8", "auto", 8),
                                                    ("grey8", "auto", 8), ("rgb12", "xyz", 12)])
 def test_headless_screenshots_match_the_numpy_reference(gl, sequences, tmp_path, name, colour, precision):
-    summary, shots = _play(sequences[name], tmp_path, colour=colour)
+    summary, shots = play_headless(sequences[name], tmp_path, colour=colour)
     media = open_source(sequences[name])
     assert summary.screenshots == media.frame_count
     assert summary.stats.shown + summary.stats.dropped == media.frame_count
     assert summary.target == "host" and summary.backend == "cpu"
     for n, path in shots.items():
         got = read_png16(path)
-        want = _reference(media.frame(n), colour == "xyz", precision)
+        want = reference_picture(media.frame(n), colour == "xyz", precision)
         assert got.shape == want.shape == (media.height, media.width, 3)
         assert np.abs(got.astype(np.int64) - want).max() <= 1, f"frame {n}"
     media.close()
@@ -243,19 +221,6 @@ class _Target:
         self.written.append(int(picture[0, 0, 0]))
 
 
-class _Window:
-    def get_framebuffer_size(self):
-        return 4, 4
-
-    def flip(self):
-        pass
-
-
-class _Presenter:
-    def draw(self, *args):
-        pass
-
-
 class _BurstSource(ArraySource):
     """Frame n is ready 0.05 s x (n + 1) after it is first wanted: a decoder's first burst."""
 
@@ -280,8 +245,8 @@ def test_preroll_waits_for_its_frames_before_the_clock_runs():
     fake = _FakeTime()
     src = _BurstSource(12, fake)
     target = _Target()
-    p = Player(src, _Window(), target, _Presenter(), rate=24, headless=True, now=fake.now, sleep=fake.sleep,
-               depth=12, preroll=12)
+    p = Player(src, FakeWindow((4, 4)), target, FakePresenter(), rate=24, headless=True, now=fake.now,
+               sleep=fake.sleep, depth=12, preroll=12)
     summary = p.run()
     assert sorted(src.asked) == list(range(12)) and max(src.asked.values()) == 0.0   # all asked at once
     assert summary.stats.shown == 12 and summary.stats.dropped == 0 and summary.stats.late == 0
@@ -294,8 +259,8 @@ def test_a_short_preroll_drops_the_frames_that_are_not_ready():
 
     fake = _FakeTime()
     src = _BurstSource(12, fake)
-    p = Player(src, _Window(), _Target(), _Presenter(), rate=24, headless=True, now=fake.now, sleep=fake.sleep,
-               depth=12, preroll=1)
+    p = Player(src, FakeWindow((4, 4)), _Target(), FakePresenter(), rate=24, headless=True, now=fake.now,
+               sleep=fake.sleep, depth=12, preroll=1)
     summary = p.run()
     assert summary.stats.dropped > 0 and summary.stats.shown + summary.stats.dropped == 12
 
@@ -308,8 +273,8 @@ def test_a_bursty_source_is_prerolled_whole():
     fake = _FakeTime()
     src = _BurstSource(12, fake)
     src.burst = 16                          # more than the media: capped at its 12 frames
-    p = Player(src, _Window(), _Target(), _Presenter(), rate=24, headless=True, now=fake.now, sleep=fake.sleep,
-               depth=12, preroll=1)
+    p = Player(src, FakeWindow((4, 4)), _Target(), FakePresenter(), rate=24, headless=True, now=fake.now,
+               sleep=fake.sleep, depth=12, preroll=1)
     assert p.preroll == 12
     summary = p.run()
     assert summary.stats.dropped == 0 and summary.stats.shown == 12

@@ -3,7 +3,7 @@
 :func:`parse_codestream` with ``main_only`` stops at the first SOT; ``main_end``,
 ``main_markers``, ``segment_body`` and ``tile_part_count`` give the main header as stored
 (T.800 A.4.1) to media's profile check and its MXF writer (ST 422 sub-descriptor).
-Streams are byte-built, as in test_errors.py.
+Streams are byte-built with helpers/codestreams.py, as in test_errors.py.
 """
 
 from __future__ import annotations
@@ -17,9 +17,7 @@ from cinegpu.decode.codestream import markers as M
 from cinegpu.decode.codestream.header import parse_codestream
 from cinegpu.decode.errors import TruncatedCodestream
 
-
-def seg(code: int, body: bytes) -> bytes:
-    return struct.pack(">HH", code, len(body) + 2) + body
+from helpers.codestreams import seg, tile_part
 
 
 SIZ_BODY = struct.pack(">HIIIIIIIIH", 0, 8, 8, 0, 0, 8, 8, 0, 0, 1) + bytes([7, 1, 1])
@@ -28,14 +26,9 @@ QCD_BODY = bytes([2 << 5, 8 << 3])
 COM_BODY = b"\x00\x01hello"
 
 
-def tile_part(tpsot: int, tnsot: int = 2, body: bytes = b"\x00", psot: int | None = None) -> bytes:
-    psot = 12 + 2 + len(body) if psot is None else psot
-    return seg(M.SOT, struct.pack(">HIBB", 0, psot, tpsot, tnsot)) + b"\xff\x93" + body
-
-
 MAIN = (b"\xff\x4f" + seg(M.SIZ, SIZ_BODY) + seg(M.COD, COD_BODY) + seg(M.QCD, QCD_BODY)
         + seg(M.COM, COM_BODY) + seg(M.COM, b"\x00\x01second"))
-STREAM = MAIN + tile_part(0) + tile_part(1) + b"\xff\xd9"
+STREAM = MAIN + tile_part(tpsot=0, tnsot=2) + tile_part(tpsot=1, tnsot=2) + b"\xff\xd9"
 
 
 def test_main_header_markers_and_end():
@@ -64,7 +57,7 @@ def test_segment_body_ignores_tile_part_headers():
 
 
 def test_main_only_stops_at_the_first_sot():
-    broken = MAIN + tile_part(0, psot=5000)          # a tile-part running past the end
+    broken = MAIN + tile_part(tpsot=0, tnsot=2, psot=5000)          # a tile-part running past the end
     with pytest.raises(TruncatedCodestream):
         parse_codestream(broken)
     cs = parse_codestream(broken, main_only=True)

@@ -24,53 +24,9 @@ from cinegpu.decode import (
 )
 from cinegpu.decode.decoder import Decoder
 
-SOC, EOC, SOD = b"\xff\x4f", b"\xff\xd9", b"\xff\x93"
-
-
-def seg(code: int, body: bytes) -> bytes:
-    """A marker segment: marker, Lxxx (counting itself), body."""
-    return struct.pack(">HH", code, len(body) + 2) + body
-
-
-def siz(w=8, h=8, comps=((7, 1, 1),), tw=None, th=None, xo=0, yo=0, xto=0, yto=0, rsiz=0, csiz=None) -> bytes:
-    body = struct.pack(">HIIIIIIIIH", rsiz, w, h, xo, yo, w if tw is None else tw, h if th is None else th, xto, yto,
-                       len(comps) if csiz is None else csiz)
-    body += b"".join(struct.pack(">BBB", *c) for c in comps)
-    return seg(0xFF51, body)
-
-
-def cod(scod=0, prog=0, layers=1, mct=0, levels=0, xcb=4, ycb=4, style=0, transform=1, precincts=b"") -> bytes:
-    return seg(0xFF52, struct.pack(">BBHBBBBBB", scod, prog, layers, mct, levels, xcb, ycb, style, transform)
-               + precincts)
-
-
-def qcd(levels=0, guard=2, style=0, exponent=8) -> bytes:
-    if style == 0:
-        return seg(0xFF5C, bytes([guard << 5 | style]) + bytes([exponent << 3] * (3 * levels + 1)))
-    return seg(0xFF5C, bytes([guard << 5 | style]) + struct.pack(">H", exponent << 11))
-
-
-def sot(isot=0, psot=None, tpsot=0, tnsot=1, body=b"\x00") -> bytes:
-    psot = 12 + 2 + len(body) if psot is None else psot
-    return seg(0xFF90, struct.pack(">HIBB", isot, psot, tpsot, tnsot))
-
-
-def tile_part(isot=0, tpsot=0, tnsot=1, body=b"\x00", header=b"", psot=None) -> bytes:
-    psot = 12 + len(header) + 2 + len(body) if psot is None else psot
-    return seg(0xFF90, struct.pack(">HIBB", isot, psot, tpsot, tnsot)) + header + SOD + body
-
-
-def stream(main: bytes | None = None, tiles: bytes | None = None, *, size: bytes | None = None) -> bytes:
-    """SOC, SIZ, main header (default COD + QCD), tile-parts, EOC."""
-    main = cod() + qcd() if main is None else main
-    tiles = tile_part() if tiles is None else tiles
-    return SOC + (siz() if size is None else size) + main + tiles + EOC
-
-
-# Offsets in the default stream: SIZ at 2 (Lsiz 4, Rsiz 6, Xsiz 8 ... Csiz 40, Ssiz 42),
-# COD at 45 (Scod 49, SGcod 50-53, SPcod 54-58), QCD at 59, first SOT at 59 + 2 + 2 + 2 = 65.
-SIZ_AT, COD_AT, QCD_AT = 2, 45, 59
-SOT_AT = QCD_AT + len(qcd())
+from helpers.codestreams import (COD_AT, EOC, QCD_AT, SIZ_AT, SOC, SOD, SOT_AT, cod, qcd, seg, siz, stream,
+                                 tile_part)
+from helpers.jp2_files import FTYP, SIGNATURE, box
 
 
 def raises(cls, data: bytes, match: str, offset=..., **kw) -> CodestreamError:
@@ -378,12 +334,6 @@ def test_reduce_beyond_levels():
 
 # -------------------------------------------------------------------- JP2
 
-def box(kind: bytes, body: bytes) -> bytes:
-    return struct.pack(">I", 8 + len(body)) + kind + body
-
-
-SIGNATURE = box(b"jP  ", b"\r\n\x87\n")
-FTYP = box(b"ftyp", b"jp2 " + struct.pack(">I", 0) + b"jp2 ")
 JP2H = box(b"jp2h", box(b"ihdr", struct.pack(">IIHBBBB", 8, 8, 1, 7, 7, 0, 0))
            + box(b"colr", b"\x01\x00\x00" + struct.pack(">I", 17)))
 
@@ -398,7 +348,7 @@ def test_jp2_without_jp2c():
 
 
 def test_jp2_box_length_past_the_end():
-    # the codestream box is read to the end of the file, as OpenJPEG does (tests/test_jp2.py);
+    # the codestream box is read to the end of the file, as OpenJPEG does (tests/decode/test_jp2.py);
     # any other box running past the end is an error
     data = SIGNATURE + FTYP + struct.pack(">I", 5000) + b"jp2h" + JP2H[8:] + box(b"jp2c", stream())
     raises(TruncatedCodestream, data, "box b'jp2h' of 5000 bytes runs past the end",

@@ -14,7 +14,7 @@ from cinegpu.decode.tier1 import decode_codeblocks
 from cinegpu.decode.tier1.codeblock import CB_DATA, CB_OUT, CB_SEG_FIRST
 from cinegpu.decode.tier1.gpu import RowBatch, scratch_entries
 
-from conformance import CONFORMANCE
+from helpers.conformance import CONFORMANCE, read_streams
 
 # one tile; several tiles (p0_04: 4x4 tiles); an odd layout; a tile-part stream
 STREAMS = ["p0_01", "p0_04", "p0_12", "p1_04"]
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.skipif(not all(p.exists() for p in PATHS), reason="../s
 
 @pytest.fixture(scope="module")
 def frames():
-    return [p.read_bytes() for p in PATHS]
+    return read_streams(PATHS)
 
 
 def _parts(frames):

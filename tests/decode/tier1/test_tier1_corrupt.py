@@ -10,12 +10,10 @@ import numpy as np
 import pytest
 
 from cinegpu.decode import tier1 as t1
-from cinegpu.encode.tier1 import encode_codeblock, segments
+from cinegpu.encode.tier1 import encode_codeblock
 
-
-def _row(data=0, seg_first=0, seg_count=1, num_bps=8, orient=0, style=0, roi=0, out=0,
-         w=8, h=8, stride=8):
-    return [data, seg_first, seg_count, num_bps, orient, style, roi, out, w, h, stride]
+from conftest import TESTS
+from helpers.tier1_blocks import block_row, encoded_block, fuzz_cases
 
 
 def _run(coded, rows, seg_lengths, seg_passes, out_size=4096):
@@ -24,49 +22,6 @@ def _run(coded, rows, seg_lengths, seg_passes, out_size=4096):
                                   np.array(seg_lengths, np.int32),
                                   np.array(seg_passes, np.int32), out)
     return status, out
-
-
-def _encoded(style=0, shape=(8, 8), seed=0):
-    rng = np.random.default_rng(seed)
-    v = (rng.integers(-200, 200, shape) * (rng.random(shape) < 0.7)).astype(np.int32)
-    coded, rates, _, num_bps = encode_codeblock(v, 0, style)
-    lengths, passes = segments(rates, style)
-    parts, pos = [], 0
-    for n in lengths:
-        parts.append(bytes(coded[pos:pos + n]) + b"\xff\xff")
-        pos += n
-    return np.frombuffer(b"".join(parts), np.uint8), lengths, passes, num_bps, v
-
-
-def fuzz_cases(seed=0, count=300):
-    """(coded, rows, seg_lengths, seg_passes, out_size) built from random and mutated input."""
-    rng = np.random.default_rng(seed)
-    cases = []
-    for i in range(count):
-        style = int(rng.integers(0, 64))
-        w, h = int(rng.integers(1, 65)), int(rng.integers(1, 65))
-        nseg = int(rng.integers(0, 6))
-        lengths = rng.integers(0, 200, nseg)
-        coded = b"".join(rng.bytes(int(n)) + b"\xff\xff" for n in lengths)
-        passes = rng.integers(0, 40, nseg)
-        rows = [_row(0, 0, nseg, int(rng.integers(0, 32)), int(rng.integers(0, 4)), style,
-                     int(rng.integers(0, 4)), 0, w, h, w)]
-        if i % 3 == 0:  # mutate one field of the row to something hostile
-            col = int(rng.integers(0, t1.CB_COLUMNS))
-            rows[0][col] = int(rng.choice([-1, -(1 << 40), 1 << 40, 5000, 70000, 31, 3]))
-        cases.append((coded, rows, lengths, passes, w * h + int(rng.integers(-3, 3))))
-    # mutated real streams
-    for style in (0, t1.CBLK_BYPASS, t1.CBLK_TERMALL | t1.CBLK_BYPASS, t1.CBLK_SEGSYM, 0x3F):
-        data, lengths, passes, num_bps, _ = _encoded(style, (16, 16), style)
-        for j in range(20):
-            d = bytearray(data)
-            for _ in range(3):
-                d[int(rng.integers(0, len(d)))] = int(rng.integers(0, 256))
-            p = passes.copy()
-            p[int(rng.integers(0, len(p)))] += int(rng.integers(-1, 3))
-            cases.append((bytes(d), [_row(0, 0, len(lengths), num_bps, j % 4, style, 0, 0,
-                                          16, 16, 16)], lengths, np.maximum(p, 0), 256))
-    return cases
 
 
 def run_fuzz(seed=0, count=300):
@@ -84,21 +39,21 @@ def test_fuzz_never_crashes():
 def test_too_many_passes_decodes_the_valid_ones():
     """Passes past 3K - 2 are ignored, as OpenJPEG ignores them; K < 0 (zero bit-planes past
     Mb, which lenient tier-2 lets through) decodes none: zeros, as OpenJPEG and Grok."""
-    data, lengths, passes, num_bps, v = _encoded()
-    ok, out_ok = _run(data, [_row(num_bps=num_bps)], lengths, passes)
+    data, lengths, passes, num_bps, v = encoded_block()
+    ok, out_ok = _run(data, [block_row(num_bps=num_bps)], lengths, passes)
     extra = passes.copy()
     extra[-1] += 5
-    status, out = _run(data, [_row(num_bps=num_bps)], lengths, extra)
+    status, out = _run(data, [block_row(num_bps=num_bps)], lengths, extra)
     assert ok[0] == 0 and status[0] == t1.STATUS_TOO_MANY_PASSES
     np.testing.assert_array_equal(out, out_ok)
     for k in (0, -1, -80):
-        status, out = _run(data, [_row(num_bps=k)], lengths, passes)
+        status, out = _run(data, [block_row(num_bps=k)], lengths, passes)
         assert status[0] == t1.STATUS_TOO_MANY_PASSES and not out.any()
 
 
 def test_k_too_large():
-    data, lengths, passes, _, _ = _encoded()
-    status, out = _run(data, [_row(num_bps=t1.MAX_NUM_BPS + 1)], lengths, passes)
+    data, lengths, passes, _, _ = encoded_block()
+    status, out = _run(data, [block_row(num_bps=t1.MAX_NUM_BPS + 1)], lengths, passes)
     assert status[0] == t1.STATUS_K_TOO_LARGE and not out.any()
 
 
@@ -110,43 +65,43 @@ def test_k_too_large():
     (t1.CB_STRIDE, 7), (t1.CB_STRIDE, 1 << 40), (t1.CB_WIDTH, 2048),
 ])
 def test_bad_row(field, value):
-    data, lengths, passes, num_bps, _ = _encoded()
-    row = _row(num_bps=num_bps)
+    data, lengths, passes, num_bps, _ = encoded_block()
+    row = block_row(num_bps=num_bps)
     row[field] = value
-    status, out = _run(data, [row, _row(num_bps=num_bps, out=100)], lengths, passes)
+    status, out = _run(data, [row, block_row(num_bps=num_bps, out=100)], lengths, passes)
     assert status[0] == t1.STATUS_BAD_ROW, status
     assert status[1] == 0
 
 
 def test_bad_segment_table():
-    data, lengths, passes, num_bps, _ = _encoded()
+    data, lengths, passes, num_bps, _ = encoded_block()
     for bad_lengths, bad_passes in [([len(data)], passes), ([-3], passes), (lengths, [-1]),
                                     ([lengths[0] - 1], passes)]:
-        status, _ = _run(data, [_row(num_bps=num_bps)], bad_lengths, bad_passes)
+        status, _ = _run(data, [block_row(num_bps=num_bps)], bad_lengths, bad_passes)
         assert status[0] == t1.STATUS_BAD_ROW
-    status, _ = _run(data, [_row(num_bps=num_bps)], lengths, passes[:0])
+    status, _ = _run(data, [block_row(num_bps=num_bps)], lengths, passes[:0])
     assert status[0] == t1.STATUS_BAD_ROW  # seg_count 1 but no segment rows
     status, _ = _run(data, np.zeros((1, 5), np.int64), lengths, passes)
     assert status[0] == t1.STATUS_BAD_ROW  # too few columns
 
 
 def test_wrong_bypass_segmentation():
-    data, lengths, passes, num_bps, _ = _encoded(t1.CBLK_BYPASS, (16, 16))
+    data, lengths, passes, num_bps, _ = encoded_block(t1.CBLK_BYPASS, (16, 16))
     assert len(lengths) > 2
     merged = np.array([lengths[0] + 2 + lengths[1]], np.int32)  # MQ and raw in one segment
-    status, _ = _run(data, [_row(num_bps=num_bps, style=t1.CBLK_BYPASS, w=16, h=16,
+    status, _ = _run(data, [block_row(num_bps=num_bps, style=t1.CBLK_BYPASS, w=16, h=16,
                                  stride=16)], merged, [passes[0] + passes[1]], 256)
     assert status[0] & t1.STATUS_BAD_SEGMENTS
 
 
 def test_segsym_mismatch_reported():
-    data, lengths, passes, num_bps, _ = _encoded(t1.CBLK_SEGSYM)
-    ok, _ = _run(data, [_row(num_bps=num_bps, style=t1.CBLK_SEGSYM)], lengths, passes)
+    data, lengths, passes, num_bps, _ = encoded_block(t1.CBLK_SEGSYM)
+    ok, _ = _run(data, [block_row(num_bps=num_bps, style=t1.CBLK_SEGSYM)], lengths, passes)
     assert ok[0] == 0
     noisy = np.frombuffer(np.random.default_rng(1).bytes(len(data) - 2) + b"\xff\xff", np.uint8)
     hits = 0
     for orient in range(4):
-        status, _ = _run(noisy, [_row(num_bps=num_bps, style=t1.CBLK_SEGSYM, orient=orient)],
+        status, _ = _run(noisy, [block_row(num_bps=num_bps, style=t1.CBLK_SEGSYM, orient=orient)],
                          lengths, passes)
         hits += bool(status[0] & t1.STATUS_SEGSYM)
     assert hits > 0
@@ -166,7 +121,7 @@ def test_segsym_of_the_last_pass_not_checked():
             if length <= (rates[n - 2] if n > 1 else 0):
                 continue
             data = np.frombuffer(bytes(coded[:length]) + b"\xff\xff", np.uint8)
-            status, _ = _run(data, [_row(num_bps=num_bps, style=t1.CBLK_SEGSYM, w=16, h=16, stride=16)],
+            status, _ = _run(data, [block_row(num_bps=num_bps, style=t1.CBLK_SEGSYM, w=16, h=16, stride=16)],
                              [length], [n], 256)
             assert not status[0] & t1.STATUS_SEGSYM, (n, short)
             cut_checked += 1
@@ -174,14 +129,14 @@ def test_segsym_of_the_last_pass_not_checked():
 
 
 def test_missing_padding_is_a_bad_row():
-    data, lengths, passes, num_bps, _ = _encoded()
+    data, lengths, passes, num_bps, _ = encoded_block()
     cut = data[:-1]
-    status, _ = _run(cut, [_row(num_bps=num_bps)], lengths, passes)
+    status, _ = _run(cut, [block_row(num_bps=num_bps)], lengths, passes)
     assert status[0] == t1.STATUS_BAD_ROW
 
 
 def test_decode_codeblock_checks_scratch_and_shape():
-    data, lengths, passes, num_bps, _ = _encoded()
+    data, lengths, passes, num_bps, _ = encoded_block()
     flags, vals, ctx = t1.make_scratch()
     out = np.zeros((8, 8), np.int32)
     small = np.zeros(10, np.int32)
@@ -196,7 +151,7 @@ def test_decode_codeblock_checks_scratch_and_shape():
 
 _CHILD = """
 import sys
-sys.path.insert(0, {tests!r})
+sys.path[:0] = [{here!r}, {tests!r}]  # this module's folder, and tests/ (conftest, helpers)
 import test_tier1_corrupt as m
 m.run_fuzz(seed=5, count=150)
 m.test_too_many_passes_decodes_the_valid_ones()
@@ -207,12 +162,12 @@ print("BOUNDSCHECK-OK")
 
 
 @pytest.mark.slow
-def test_under_boundscheck(tmp_path):
+def test_under_boundscheck(tmp_path, request):
     if os.environ.get("NUMBA_BOUNDSCHECK") == "1" and os.environ.get("CINEGPU_T1_CHILD"):
         pytest.skip("already the bounds-checked child")
     env = dict(os.environ, NUMBA_BOUNDSCHECK="1", NUMBA_CACHE_DIR=str(tmp_path / "cache"),
                CINEGPU_T1_CHILD="1")
-    code = _CHILD.format(tests=os.path.dirname(__file__))
+    code = _CHILD.format(here=str(request.path.parent), tests=str(TESTS))
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                           text=True, timeout=600)
     assert "BOUNDSCHECK-OK" in proc.stdout, proc.stdout[-2000:] + proc.stderr[-4000:]

@@ -11,9 +11,7 @@ Timing (GPU machine): CINEGPU_T1_BENCH=/dir/with/*.j2c pytest -m gpu -s -k bench
 
 from __future__ import annotations
 
-import ctypes
 import os
-import shutil
 import time
 from pathlib import Path
 
@@ -23,111 +21,17 @@ import pytest
 from cinegpu.decode import tier1 as t1
 from cinegpu.decode.tier1 import gpu as t1gpu
 from cinegpu.encode.tier1 import encode_codeblock, segments
-from test_tier1_corrupt import fuzz_cases
-from test_tier1_roundtrip import SHAPES, STYLES, padded, random_block
 
-from conftest import have_cuda, host_build
+from conftest import SAMPLE, cuda_or_host, have_cuda
+from helpers.tier1_blocks import SHAPES, STYLES, encoded_block, fuzz_cases, random_block
+from helpers.tier1_decoder import Batch, compare, decode_cuda, decode_host
 
 cupy = None
 if have_cuda():
     import cupy
 
-GPU = pytest.mark.gpu  # skipped without CUDA (conftest.py)
-CXX = shutil.which("g++")
-SAMPLE = Path(t1gpu.__file__).parents[2] / "media" / "samples" / "bars_2k.j2c"
-
-
-def _host_library():
-    """tier1.cu built for the host (host_emulation.cpp), loaded with ctypes."""
-    return host_build(Path(t1gpu.CUDA_SOURCE).with_name("host_emulation.cpp"))
-
-
-def _ptr(a):
-    return ctypes.c_void_p(a.ctypes.data)
-
-
-def decode_host(coded, table, seg_lengths, seg_passes, out, max_slots=64, interleave=False,
-                flags_in="shared"):
-    """The kernel run thread by thread on the host, with the wrapper's steps."""
-    table = np.ascontiguousarray(table, np.int64)
-    nblk = table.shape[0]
-    status = np.zeros(nblk, np.int32)
-    if nblk == 0:
-        return status
-    if table.shape[1] < t1.CB_COLUMNS:
-        status[:] = t1.STATUS_BAD_ROW
-        return status
-    coded = np.ascontiguousarray(coded, np.uint8)
-    seg_lengths = np.ascontiguousarray(seg_lengths, np.int32)
-    seg_passes = np.ascontiguousarray(seg_passes, np.int32)
-    order = t1gpu.work_order(table, seg_passes)
-    nslots = min(nblk, max_slots)
-    shared = flags_in == "shared"
-    entries = t1gpu.scratch_entries(table, masks=shared)
-    flags = np.zeros(entries * nslots, np.uint16)
-    vals = np.zeros(entries * nslots, np.int32)
-    luts = (*t1gpu.lookup_tables(), t1gpu.ht_lookup_table())
-    pitch = 0 if interleave else entries
-    i64, i32 = ctypes.c_int64, ctypes.c_int32
-    _host_library().tier1_emulate(
-        _ptr(coded), i64(coded.size), _ptr(table), i32(table.shape[1]), i32(nblk), _ptr(order),
-        _ptr(seg_lengths), i64(seg_lengths.size), _ptr(seg_passes), i64(seg_passes.size),
-        _ptr(out), i64(out.size), _ptr(status), _ptr(flags), _ptr(vals), i32(nslots),
-        i32(t1gpu.shared_pitch(entries) if shared else pitch), i32(pitch), *[_ptr(t) for t in luts],
-        i32(shared))
-    return status
-
-
-def decode_cuda(coded, table, seg_lengths, seg_passes, out, **kw):
-    out_d = cupy.asarray(out)
-    status = t1gpu.decode_codeblocks_cuda(coded, table, seg_lengths, seg_passes, out_d, **kw)
-    out[:] = out_d.get()
-    return cupy.asnumpy(status)
-
-
-@pytest.fixture(params=[pytest.param("cuda", marks=GPU),
-                        pytest.param("host", marks=pytest.mark.skipif(
-                            CXX is None, reason="no g++ to build the host emulation"))])
-def backend(request):
-    return decode_cuda if request.param == "cuda" else decode_host
-
-
-def compare(decode, coded, rows, seg_lengths, seg_passes, out_size, fill=-7, **kw):
-    """Status and `out` of `decode` equal numba's. Returns numba's (status, out)."""
-    rows = np.array(rows, np.int64)
-    args = (np.asarray(coded, np.uint8), rows.reshape(len(rows), -1) if rows.size else rows,
-            np.asarray(seg_lengths, np.int32), np.asarray(seg_passes, np.int32))
-    want = np.full(max(out_size, 0), fill, np.int32)
-    want_status = t1.decode_codeblocks(*args, want)
-    got = np.full(max(out_size, 0), fill, np.int32)
-    got_status = decode(*args, got, **kw)
-    np.testing.assert_array_equal(got_status, want_status)
-    np.testing.assert_array_equal(got, want)
-    return want_status, want
-
-
-class Batch:
-    """Code-blocks packed into one (coded, table, seg_lengths, seg_passes, out) call."""
-
-    def __init__(self, stride=1100):
-        self.blobs, self.rows, self.lengths, self.passes = [], [], [], []
-        self.pos = self.out = 0
-        self.stride = stride
-
-    def add(self, coded, lengths, passes, shape, num_bps, orient, style, roishift=0):
-        blob = padded(coded, lengths).tobytes()
-        h, w = shape
-        self.rows.append([self.pos, len(self.lengths), len(lengths), num_bps, orient, style,
-                          roishift, self.out, w, h, self.stride])
-        self.out += max(h, 1) * self.stride
-        self.blobs.append(blob)
-        self.pos += len(blob)
-        self.lengths += [int(n) for n in lengths]
-        self.passes += [int(n) for n in passes]
-
-    def compare(self, decode, **kw):
-        return compare(decode, np.frombuffer(b"".join(self.blobs), np.uint8), self.rows,
-                       self.lengths, self.passes, self.out, **kw)
+#: the kernel on the GPU (marked gpu) or compiled for the host (skipped without g++)
+backend = cuda_or_host(decode_cuda, decode_host)
 
 
 @pytest.mark.parametrize("style", STYLES)
@@ -209,7 +113,7 @@ def test_fuzz_cases(backend, flags_in):
 @pytest.mark.parametrize("col", range(t1.CB_COLUMNS))
 def test_hostile_row_values(backend, col):
     """Each column set to values that break it, next to a good row: same status, same out."""
-    data, lengths, passes, num_bps, _ = _encoded()
+    data, lengths, passes, num_bps, _ = encoded_block()
     for value in [-1, -8, 0, 1, 7, 9, 31, 100, 4096 - 63, 4096, 5000, 1 << 31, 1 << 40,
                   -(1 << 40), -(1 << 63)]:  # h = 1 << 62 overflows numba's check: a hang
         bad = [0, 0, len(lengths), num_bps, 0, 0, 0, 0, 8, 8, 8]
@@ -219,7 +123,7 @@ def test_hostile_row_values(backend, col):
 
 
 def test_bad_segment_tables(backend):
-    data, lengths, passes, num_bps, _ = _encoded(t1.CBLK_BYPASS, (16, 16))
+    data, lengths, passes, num_bps, _ = encoded_block(t1.CBLK_BYPASS, (16, 16))
     row = [0, 0, len(lengths), num_bps, 0, t1.CBLK_BYPASS, 0, 0, 16, 16, 16]
     merged = [lengths[0] + 2 + lengths[1]] + list(lengths[2:])
     for bad_lengths, bad_passes in [([len(data)], passes), ([-3], passes), (lengths, [-1]),
@@ -247,14 +151,6 @@ def test_random_bytes_batch(backend, flags_in):
                   int(rng.integers(0, 4)))
     status, _ = batch.compare(backend, flags_in=flags_in)
     assert status.any() and (status == 0).any()
-
-
-def _encoded(style=0, shape=(8, 8), seed=0):
-    rng = np.random.default_rng(seed)
-    v = (rng.integers(-200, 200, shape) * (rng.random(shape) < 0.7)).astype(np.int32)
-    coded, rates, _, num_bps = encode_codeblock(v, 0, style)
-    lengths, passes = segments(rates, style)
-    return padded(coded, lengths), lengths, passes, num_bps, v
 
 
 # -- real frames: tables from the decoder's tier-2 --------------------------------------------

@@ -23,10 +23,10 @@ import pytest
 from cinegpu.decode import tier1 as t1
 from cinegpu.encode.tier1 import encode_codeblock, segments
 from cinegpu.encode.tier1.ht import ht_encode_block, make_ht_enc_scratch
-from test_htj2k_fuzz import _blocks, _layout, _mutate_block, _path
-from test_tier1_gpu import CXX, Batch, compare, decode_cuda, decode_host
 
-from conftest import CONFORMANCE, DCP_SAMPLES
+from conftest import CONFORMANCE, DCP_SAMPLES, cuda_or_host
+from helpers.fuzz import ht_blocks, ht_layout, ht_stream_path, mutate_ht_block
+from helpers.tier1_decoder import Batch, compare, decode_cuda, decode_host
 
 HT = t1.CBLK_HT
 HT_STREAMS = CONFORMANCE / "htj2k" / "codestreams"
@@ -40,12 +40,8 @@ SHAPES = [(1, 1), (1, 2), (2, 1), (3, 3), (4, 1024), (1024, 4), (64, 64), (5, 7)
           (33, 31), (1, 37), (37, 1), (3, 64), (63, 65), (2, 2048 // 2)]
 
 
-@pytest.fixture(params=[pytest.param("cuda", marks=pytest.mark.gpu),
-                        pytest.param("host", marks=pytest.mark.skipif(
-                            CXX is None, reason="no g++ to build the host emulation"))])
-def backend(request):
-    """The kernel on the GPU, or compiled for the host (as test_tier1_gpu.py's fixture)."""
-    return decode_cuda if request.param == "cuda" else decode_host
+#: the kernel on the GPU, or compiled for the host (as test_tier1_gpu.py's fixture)
+backend = cuda_or_host(decode_cuda, decode_host)
 
 
 def ht_cleanup(rng, shape, plane, bits, density):
@@ -202,24 +198,24 @@ QUICK_STREAMS = ["ds0_ht_01_b11", "ds1_ht_06_b11", "ds0_hm_15_b8", "ds0_ht_16_b1
 def _compare_mutated_blocks(backend, name, data, *, blocks, trials):
     """``trials`` rounds of up to ``blocks`` of the stream's HT blocks (picked once), each
     mutated as test_htj2k_fuzz does, laid out as one table and compared on ``backend``."""
-    rows, coded = _blocks(data)
+    rows, coded = ht_blocks(data)
     if not rows:
         return
     picks = random.Random(name).sample(range(len(rows)), min(len(rows), blocks))
     for trial in range(trials):
-        mutated = [_mutate_block(random.Random(f"{name}/{trial}/{b}"), rows[b], coded[b])
+        mutated = [mutate_ht_block(random.Random(f"{name}/{trial}/{b}"), rows[b], coded[b])
                    for b in picks]
-        compare(backend, *_layout([m[0] for m in mutated], [m[1] for m in mutated]))
+        compare(backend, *ht_layout([m[0] for m in mutated], [m[1] for m in mutated]))
 
 
 @needs_ht_streams
 @pytest.mark.parametrize("name", QUICK_STREAMS)
 def test_ht_conformance_blocks(backend, name):
     """Real HT blocks, whole (status 0) and mutated as test_htj2k_fuzz does."""
-    for coded, table, sl, sp, size in _tile_calls(_path(name).read_bytes()):
+    for coded, table, sl, sp, size in _tile_calls(ht_stream_path(name).read_bytes()):
         status, _ = compare(backend, coded, table, sl, sp, size)
         assert not status.any()
-    _compare_mutated_blocks(backend, name, _path(name).read_bytes(), blocks=40, trials=8)
+    _compare_mutated_blocks(backend, name, ht_stream_path(name).read_bytes(), blocks=40, trials=8)
 
 
 @pytest.mark.slow

@@ -8,19 +8,7 @@ from cinegpu.decode import tier1 as t1
 from cinegpu.decode.tier1.reference import reconstruct
 from cinegpu.encode.tier1 import encode_codeblock, segments
 
-STYLES = [0, t1.CBLK_BYPASS, t1.CBLK_RESET, t1.CBLK_TERMALL, t1.CBLK_VCAUSAL, t1.CBLK_PTERM,
-          t1.CBLK_SEGSYM, t1.CBLK_BYPASS | t1.CBLK_TERMALL, t1.CBLK_BYPASS | t1.CBLK_VCAUSAL,
-          t1.CBLK_RESET | t1.CBLK_TERMALL | t1.CBLK_SEGSYM, 0x3F]
-SHAPES = [(1, 1), (3, 17), (17, 3), (4, 1024), (1024, 4), (64, 64), (5, 64), (33, 31)]
-
-
-def padded(coded, seg_lengths):
-    """The decoder's input: each segment followed by 0xFF 0xFF."""
-    parts, pos = [], 0
-    for n in seg_lengths:
-        parts.append(bytes(coded[pos:pos + n]) + b"\xff\xff")
-        pos += n
-    return np.frombuffer(b"".join(parts) or b"", np.uint8).copy()
+from helpers.tier1_blocks import SHAPES, STYLES, padded, random_block
 
 
 def decode(coded, seg_lengths, seg_passes, shape, num_bps, orient, style, roishift=0):
@@ -30,12 +18,6 @@ def decode(coded, seg_lengths, seg_passes, shape, num_bps, orient, style, roishi
     status = t1.decode_codeblock(data, 0, seg_lengths, seg_passes, out, num_bps, orient, style,
                                  roishift, flags, vals, ctx)
     return status, out
-
-
-def random_block(rng, shape, max_bits, density):
-    mag = rng.integers(0, 1 << max_bits, shape) >> rng.integers(0, max_bits, shape)
-    v = np.where(rng.random(shape) < 0.5, -mag, mag) * (rng.random(shape) < density)
-    return v.astype(np.int32)
 
 
 def full_value(v):

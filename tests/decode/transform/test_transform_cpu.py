@@ -18,6 +18,8 @@ from cinegpu.decode import transform as ref
 from cinegpu.decode.transform import cpu_backend as cpu
 from cinegpu.decode.transform.dwt import _band_sizes, level_rects
 
+from conftest import SAMPLE
+
 SIZES = [(s, (s * 7) % 67 + 1) for s in range(1, 68)]
 OFFSETS = [(0, 0), (1, 0), (0, 1), (1, 1), (33, 17)]
 CASES = list(itertools.product(SIZES, OFFSETS))
@@ -259,11 +261,10 @@ def test_reconstruct_mct_flat_in_the_sample_type(nlevels, precision, sign, dtype
 
 def test_decoder_frame_equal_through_either_back_end():
     """A whole 2K frame through the decoder: numpy twin vs numba back end."""
-    from pathlib import Path
 
     from cinegpu.decode.decoder import Decoder
 
-    sample = Path(__file__).resolve().parents[1] / "cinegpu" / "media" / "samples" / "bars_2k.j2c"
+    sample = SAMPLE
     if not sample.exists():
         pytest.skip(f"sample {sample.name} not in this checkout")
     data = sample.read_bytes()

@@ -10,14 +10,10 @@ largest and thinnest blocks, every K from 0 to 30, |v| = 2^30 - 1, the K > 30 er
 overflow fallback (forced tiny regions), scratch layouts, and a 2K DCI frame's real tile.
 
 GPU run (timing printed by test_bench_real_tile):
-    python3 -m pytest -q -s -p no:cacheprovider -m gpu tests/test_encode_tier1_gpu.py
+    python3 -m pytest -q -s -p no:cacheprovider -m gpu tests/encode/tier1/test_encode_tier1_gpu.py
 """
 
 from __future__ import annotations
-
-import ctypes
-import functools
-import shutil
 
 import numpy as np
 import pytest
@@ -27,63 +23,25 @@ from cinegpu.decode.tier1.gpu import lookup_tables
 from cinegpu.encode.tier1 import gpu_plan as plan
 from cinegpu.encode.tier1.tile import encode_tile
 
-from conftest import have_cuda, host_build
+from conftest import CXX, cuda_or_host, have_cuda
+from helpers.tier1_encoder import (HostKernel, Tile, assert_same, dci_tile, every_k_tile,
+                                   host_kernels_library, random_block)
 
 cupy = None
 if have_cuda():
     import cupy
 
-GPU = pytest.mark.gpu  # skipped without CUDA (conftest.py)
-CXX = shutil.which("g++")
 
 B, R, T, V, P, S = (tier1.CBLK_BYPASS, tier1.CBLK_RESET, tier1.CBLK_TERMALL, tier1.CBLK_VCAUSAL,
                     tier1.CBLK_PTERM, tier1.CBLK_SEGSYM)
 STYLES = [0, B, R, T, V, S, P, B | T, B | R | V | S, R | T | S, B | P, 0x3F]
 
 
-def _host_library():
-    """tier1_encode.cu built for the host (tier1_encode_host.cpp), loaded with ctypes."""
-    return host_build(plan.CUDA_SOURCE.with_name("tier1_encode_host.cpp"), "-ffp-contract=off")
-
-
-def _ptr(a):
-    return ctypes.c_void_p(a.ctypes.data)
-
-
-class HostKernel:
-    """A kernel of tier1_encode.cu run by the host emulation, called as CuPy's RawKernel:
-    k(grid, block, args) with numpy arrays and np.int32 scalars."""
-
-    def __init__(self, lib, name):
-        self.lib, self.name = lib, name
-
-    @staticmethod
-    def _arg(a):
-        if isinstance(a, np.ndarray):
-            assert a.flags.c_contiguous
-            return _ptr(a)
-        assert isinstance(a, np.int32), type(a)
-        return ctypes.c_int32(int(a))
-
-    def __call__(self, grid, block, args):
-        args = list(args)
-        if self.name == "t1enc_code_blocks":
-            assert block == (plan.BLOCK_THREADS,) and 1 <= args[19] <= 32
-            del args[19:21]  # lanes, next_row: the emulation runs one lane per warp
-            rng = np.random.default_rng(0)  # scratch starts dirty: the kernel must clear it
-            for a in args[14:17]:
-                a[:] = rng.integers(0, 1 << 16, a.size).astype(a.dtype)
-            self.lib.t1enc_emulate_code(*map(self._arg, args))
-        else:
-            getattr(self.lib, self.name.replace("t1enc_", "t1enc_emulate_"))(
-                *map(self._arg, args), ctypes.c_int32(grid[0]), ctypes.c_int32(block[0]))
-
-
 def encode_host(flat, cb, style, rows=None, *, max_capacity=None, max_slots=5,
                 interleave=True, info=None, floor=0):
     """gpu.py's launch and result on the host: gpu_plan.queue_tile with numpy arrays and the
     host-emulated kernels, then gpu_plan.collect."""
-    lib = _host_library()
+    lib = host_kernels_library()
     kernels = tuple(HostKernel(lib, name) for name in plan.KERNELS)
     cb = np.ascontiguousarray(cb, np.int64)
     if rows is not None:
@@ -106,19 +64,8 @@ def encode_cuda(flat, cb, style, rows=None, *, info=None, **kw):
     return gpu.encode_tile_cuda(cupy.asarray(flat), cb, style, rows, **kw)
 
 
-@pytest.fixture(params=[pytest.param("cuda", marks=GPU),
-                        pytest.param("host", marks=pytest.mark.skipif(
-                            CXX is None, reason="no g++ to build the host emulation"))])
-def backend(request):
-    return encode_cuda if request.param == "cuda" else encode_host
-
-
-def assert_same(got, want):
-    names = ("coded", "coded_off", "rates", "rate_off", "dists", "num_bps")
-    for name, g, w in zip(names, got, want):
-        assert g.dtype == w.dtype, name
-        np.testing.assert_array_equal(g, w, err_msg=name)  # dists too: exact
-    assert len(got) == 6
+#: the kernels on the GPU (marked gpu) or their host emulation (skipped without g++)
+backend = cuda_or_host(encode_cuda, encode_host)
 
 
 def compare(encode, flat, cb, style, rows=None, **kw):
@@ -126,39 +73,6 @@ def compare(encode, flat, cb, style, rows=None, **kw):
     got = encode(flat, cb, style, rows, **kw)
     assert_same(got, want)
     return want
-
-
-class Tile:
-    """Blocks packed into one flat int32 buffer with a plan-like table (rows stride apart)."""
-
-    def __init__(self):
-        self.parts, self.rows, self.size = [], [], 0
-
-    def add(self, v, orient, pad=3):
-        h, w = v.shape
-        stride = w + pad
-        buf = np.full((max(h, 1), stride), 12345, np.int32)  # samples outside the block
-        buf[:h, :w] = v
-        row = np.zeros(tier1.CB_COLUMNS, np.int64)
-        row[[tier1.CB_ORIENT, tier1.CB_OUT, tier1.CB_WIDTH, tier1.CB_HEIGHT, tier1.CB_STRIDE]] = \
-            orient, self.size, w, h, stride
-        self.rows.append(row)
-        self.parts.append(buf.ravel())
-        self.size += buf.size
-
-    @property
-    def flat(self):
-        return np.concatenate(self.parts + [np.zeros(1, np.int32)])
-
-    @property
-    def cb(self):
-        return np.array(self.rows, np.int64).reshape(-1, tier1.CB_COLUMNS)
-
-
-def random_block(rng, shape, bits, density):
-    mag = rng.integers(0, 1 << bits, shape, dtype=np.int64) if bits else np.zeros(shape, np.int64)
-    sign = np.where(rng.random(shape) < 0.5, -1, 1)
-    return (mag * sign * (rng.random(shape) < density)).astype(np.int32)
 
 
 def odd_tile(seed, count=24, max_bits=16):
@@ -169,25 +83,6 @@ def odd_tile(seed, count=24, max_bits=16):
         w = int(rng.integers(1, min(67, 4096 // h) + 1))
         bits = int(rng.integers(0, max_bits + 1))
         tile.add(random_block(rng, (h, w), bits, [1.0, 0.4, 0.05][n % 3]), n % 4)
-    return tile
-
-
-def every_k_tile(singles: int) -> Tile:
-    """Blocks of every K from 0 (all zero) to 30, |v| = 2^30 - 1 of both signs, and
-    ``singles`` one-sample blocks near 2^30 (a pass's distortion is then one gain: the rounding
-    of e^2 near 2^62 shows)."""
-    rng = np.random.default_rng(30)
-    tile = Tile()
-    for k in range(31):
-        v = random_block(rng, (9, 11), k, 0.6)
-        if k:
-            v[4, 5] = -((1 << k) - 1) if k % 2 else (1 << (k - 1))
-        tile.add(v, k % 4)
-    top = (1 << 30) - 1
-    tile.add(np.array([[top, -top], [1, 0], [-top, top - 1]], np.int32), 3)
-    tile.add(np.full((17, 5), -top, np.int32), 1)
-    for v in rng.integers(1 << 26, 1 << 30, singles):
-        tile.add(np.array([[v]], np.int32), 0)
     return tile
 
 
@@ -303,25 +198,6 @@ def test_table_checks():
 
 # -- a real tile: the plan and coefficients of a 2K DCI frame ----------------------------------
 
-@functools.lru_cache(maxsize=None)
-def dci_tile(width=2048, height=1080, **opts):
-    """(flat, cb, style) of a frame's tile after the project's forward stage: a DCI 2K frame
-    by default, else a generic one with ``opts``."""
-    from cinegpu.bench.encode import synthetic_frame
-    from cinegpu.encode.encoder import Encoder, EncoderSettings, _as_components
-    from cinegpu.encode.presets import make_params
-
-    img = synthetic_frame(width, height, seed=1)
-    with Encoder(EncoderSettings.of(backend="cpu", **(opts or {"profile": "dci-2k"}))) as enc:
-        comps, precs, sgn = _as_components(img, 12, None)
-        params = make_params([x.shape for x in comps], precs, sgn, enc.coding)
-        cs, plans = enc._geometry(params)
-        flats = enc._forward(comps, params, plans)
-        params, cs, plans, flats = enc._guard_bits(params, cs, plans, flats)
-    assert len(plans) == 1
-    return flats[0], plans[0].cb, params.cblk_style
-
-
 def _real_tile_check(encode, tile, style, min_blocks):
     flat, cb, tile_style = tile
     style = tile_style if style is None else style
@@ -341,11 +217,8 @@ def test_real_small_tile(backend, style):
     _real_tile_check(backend, tile, style, 100)
 
 
-@pytest.fixture(params=[pytest.param("cuda", marks=GPU),
-                        pytest.param("host", marks=[pytest.mark.slow, pytest.mark.skipif(
-                            CXX is None, reason="no g++ to build the host emulation")])])
-def backend_2k(request):
-    return encode_cuda if request.param == "cuda" else encode_host
+#: as ``backend``, the host emulation marked slow too (a whole 2K tile)
+backend_2k = cuda_or_host(encode_cuda, encode_host, slow_host=True)
 
 
 @pytest.mark.parametrize("style", [None, B | T | V])

@@ -22,9 +22,13 @@ from cinegpu.decode.tier1.gpu import lookup_tables
 from cinegpu.encode.tier1 import gpu_plan as plan
 from cinegpu.encode.tier1.tile import encode_tile
 
-from conftest import host_build
-from test_encode_tier1_gpu import (CXX, GPU, HostKernel, Tile, _host_library, assert_same,
-                                   cupy, dci_tile, every_k_tile, random_block)
+from conftest import cuda_or_host, have_cuda, host_library
+from helpers.tier1_encoder import (HostKernel, Tile, assert_same, dci_tile, every_k_tile,
+                                   host_kernels_library, random_block)
+
+cupy = None
+if have_cuda():
+    import cupy
 
 B, R, T, V, P, S = (tier1.CBLK_BYPASS, tier1.CBLK_RESET, tier1.CBLK_TERMALL, tier1.CBLK_VCAUSAL,
                     tier1.CBLK_PTERM, tier1.CBLK_SEGSYM)
@@ -35,8 +39,7 @@ class WarpHostKernel:
     """t1enc_code_blocks_warp run by tier1_warp_host.cpp, called as CuPy's RawKernel."""
 
     def __init__(self):
-        self.lib = host_build(plan.CUDA_SOURCE.with_name("tier1_warp_host.cpp"),
-                              "-ffp-contract=off")
+        self.lib = host_library(plan.CUDA_SOURCE.with_name("tier1_warp_host.cpp"))
 
     def __call__(self, grid, block, args):
         assert block == (plan.BLOCK_THREADS,)
@@ -47,7 +50,7 @@ class WarpHostKernel:
 def encode_host(flat, cb, style, *, floor=0, max_capacity=None, grid=3, info=None):
     """gpu.py's launch and result with the warp kernel, on the host (``grid`` CUDA blocks of
     four warps: fewer warps than blocks, so warps take several blocks)."""
-    old = _host_library()
+    old = host_kernels_library()
     kernels = tuple(HostKernel(old, n) for n in plan.KERNELS[:3]) + (WarpHostKernel(),)
     flat = np.ascontiguousarray(flat)
     cb = plan.check_table(np.ascontiguousarray(cb, np.int64), flat.size)
@@ -66,11 +69,8 @@ def encode_cuda(flat, cb, style, *, floor=0, max_capacity=None, grid=None, info=
                            max_capacity=max_capacity).result()
 
 
-@pytest.fixture(params=[pytest.param("cuda", marks=GPU),
-                        pytest.param("host", marks=pytest.mark.skipif(
-                            CXX is None, reason="no g++ to build the host emulation"))])
-def backend(request):
-    return encode_cuda if request.param == "cuda" else encode_host
+#: the warp kernel on the GPU (marked gpu) or its host emulation (skipped without g++)
+backend = cuda_or_host(encode_cuda, encode_host)
 
 
 def compare(encode, flat, cb, style, **kw):
@@ -152,11 +152,8 @@ def test_k_above_30_raises(backend, value):
         backend(flat, tile.cb, 0)
 
 
-@pytest.fixture(params=[pytest.param("cuda", marks=GPU),
-                        pytest.param("host", marks=[pytest.mark.slow, pytest.mark.skipif(
-                            CXX is None, reason="no g++ to build the host emulation")])])
-def backend_real(request):
-    return encode_cuda if request.param == "cuda" else encode_host
+#: as ``backend``, the host emulation marked slow too (a real tile)
+backend_real = cuda_or_host(encode_cuda, encode_host, slow_host=True)
 
 
 def test_real_small_tile(backend_real):

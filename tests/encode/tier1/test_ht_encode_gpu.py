@@ -22,7 +22,7 @@ from cinegpu.encode.tier1.ht import ht_encode_rows  # noqa: E402
 from cinegpu.encode.tier1.ht_gpu import ht_encode_rows_cuda  # noqa: E402
 from cinegpu.encode.tier1.ht_gpu_plan import scratch_pitch  # noqa: E402
 
-from test_ht_encode_host import PLANES, _tile, assert_same_rows, pack, random_block  # noqa: E402
+from helpers.ht_encoder import PLANES, assert_same_rows, pack, random_block, synthetic_tile  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
@@ -100,7 +100,7 @@ def test_too_long_and_empty():
 
 @pytest.mark.parametrize("reversible", [True, False])
 def test_real_tile(reversible):
-    flat, cb = _tile(reversible)
+    flat, cb = synthetic_tile(reversible)
     rows = np.arange(cb.shape[0], dtype=np.int64)
     rng = np.random.default_rng(6)
     for drops in (np.zeros(len(rows), np.int64), rng.integers(0, 6, size=len(rows))):

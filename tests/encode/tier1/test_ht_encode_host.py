@@ -16,59 +16,30 @@ the too-long status is met through illegal block sizes, which both twins refuse 
 from __future__ import annotations
 
 import ctypes
-import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from cinegpu.decode.tier1.codeblock import CB_COLUMNS, CB_HEIGHT, CB_OUT, CB_STRIDE, CB_WIDTH
-from cinegpu.encode.tier1.ht import HT_TOO_LONG, ht_encode_block, ht_encode_rows, \
+from cinegpu.decode.tier1.codeblock import CB_WIDTH
+from cinegpu.encode.tier1.ht import HT_TOO_LONG, ht_encode_rows, \
     make_ht_enc_scratch
-from cinegpu.encode.tier1.ht_gpu_plan import assemble, capacity_offsets, kernel_tables, \
+from cinegpu.encode.tier1.ht_gpu_plan import assemble, kernel_tables, \
     scratch_pitch, segment_offsets
 
-from conftest import host_build
+from conftest import PACKAGE, host_library, needs_cxx
+from helpers.ht_encoder import (FILL, PLANES, assert_same_rows, emulate, numba_region, pack, random_block,
+                                synthetic_tile)
 
-CXX = shutil.which("g++")
-SOURCE = Path(__file__).resolve().parents[1] / "cinegpu" / "encode" / "cuda" / "ht_encode_host.cpp"
-pytestmark = pytest.mark.skipif(CXX is None, reason="g++ not installed: no host build")
-
-PLANES = (0, 1, 5, 20, 29)
-FILL = 0xA5  # what the output buffers hold before coding: bytes outside segments stay so
+SOURCE = PACKAGE / "encode" / "cuda" / "ht_encode_host.cpp"
+pytestmark = needs_cxx
 
 
 @pytest.fixture(scope="module")
 def lib():
-    lib = host_build(SOURCE, "-ffp-contract=off")
-    lib.hte_scratch_bytes.restype = ctypes.c_longlong
-    return lib
+    return host_library(SOURCE, restypes={"hte_scratch_bytes": ctypes.c_longlong})
 
 
 # ------------------------------------------------------------------------------ helpers
-
-def emulate(lib, flat, cb, rows, drops, grid=4, threads=16, tables=None):
-    """ht_enc_blocks over cb[rows] on a grid x threads launch -> (region, cap_off, lens)."""
-    flat = np.ascontiguousarray(flat, np.int32)
-    cb = np.ascontiguousarray(cb, np.int64)
-    rows = np.ascontiguousarray(rows, np.int64)
-    drops = np.ascontiguousarray(drops, np.int64)
-    cap_off = capacity_offsets(cb, rows)
-    region = np.full(int(cap_off[-1]), FILL, np.uint8)
-    lens = np.full(rows.shape[0], -99, np.int64)
-    pitch = scratch_pitch()
-    scratch = np.zeros(grid * threads * pitch, np.uint8)
-    tables = kernel_tables() if tables is None else tables
-    ptrs = [ctypes.c_void_p(a.ctypes.data) for a in (flat, cb)]
-    rc = lib.hte_emulate(*ptrs, ctypes.c_int(cb.shape[1]), ctypes.c_int(rows.shape[0]),
-                         *(ctypes.c_void_p(a.ctypes.data)
-                           for a in (rows, drops, cap_off, region, lens, scratch)),
-                         ctypes.c_longlong(pitch),
-                         *(ctypes.c_void_p(t.ctypes.data) for t in tables),
-                         ctypes.c_int(grid), ctypes.c_int(threads))
-    assert rc == 0
-    return region, cap_off, lens
-
 
 def gather(lib, region, cap_off, lens, drops, grid=4, threads=16):
     """ht_gather of the blocks' segments in block order, or None with a block too long (the
@@ -81,18 +52,6 @@ def gather(lib, region, cap_off, lens, drops, grid=4, threads=16):
                           ctypes.c_int(lens.shape[0]), ctypes.c_void_p(coded.ctypes.data),
                           ctypes.c_int(grid), ctypes.c_int(threads)) == 0
     return coded
-
-
-def numba_region(flat, cb, rows, drops, cap_off):
-    """ht_encode_block of each block cb[rows[j]] at cap_off[j] of a FILL buffer."""
-    region = np.full(int(cap_off[-1]), FILL, np.uint8)
-    lens = np.zeros(len(rows), np.int64)
-    scratch = make_ht_enc_scratch()
-    for j, r in enumerate(cb[rows]):
-        if r[CB_WIDTH] > 0 and r[CB_HEIGHT] > 0:
-            lens[j] = ht_encode_block(flat, r[CB_OUT], r[CB_STRIDE], r[CB_WIDTH], r[CB_HEIGHT],
-                                      drops[j], region, cap_off[j], *scratch)
-    return region, lens
 
 
 def check(lib, flat, cb, rows=None, drops=None, grid=4, threads=16):
@@ -112,45 +71,6 @@ def check(lib, flat, cb, rows=None, drops=None, grid=4, threads=16):
     if coded is not None:                    # the GPU's gather: the same bytes
         np.testing.assert_array_equal(coded, want[0])
     return lens
-
-
-def assert_same_rows(got, want):
-    """ht_encode_rows' tuples equal (dtypes too); after an early return, the coded prefix."""
-    assert len(got) == len(want) == 6
-    early = want[5].shape[0] == 0 and want[1].shape[0] > 1
-    for i, (a, b) in enumerate(zip(got, want)):
-        assert a.dtype == b.dtype, i
-        if i == 0 and early:
-            n = int(want[1].max())
-            assert a.shape == b.shape
-            np.testing.assert_array_equal(a[:n], b[:n])
-        else:
-            np.testing.assert_array_equal(a, b, err_msg=f"item {i}")
-
-
-def pack(blocks, rng, gap=True):
-    """(flat, cb) of 2-D blocks laid out one after the other, each with a random row stride
-    of w..w+3 and random large values in the gaps (which the coder must not read)."""
-    parts, rows, at = [], [], 0
-    for a in blocks:
-        h, w = a.shape
-        stride = w + (int(rng.integers(0, 4)) if gap else 0)
-        buf = rng.integers(-(1 << 31) + 1, 1 << 31, size=(h, stride), dtype=np.int64)
-        buf[:, :w] = a
-        parts.append(buf.ravel())
-        r = np.zeros(CB_COLUMNS, np.int64)
-        r[CB_OUT], r[CB_WIDTH], r[CB_HEIGHT], r[CB_STRIDE] = at, w, h, stride
-        rows.append(r)
-        at += h * stride
-    flat = np.concatenate(parts) if parts else np.zeros(0, np.int64)
-    return flat.astype(np.int32), np.array(rows, np.int64).reshape(-1, CB_COLUMNS)
-
-
-def random_block(rng, h, w, k):
-    """Random magnitudes below 2^k, some zeros, mixed scales (as test_ht_encode.py)."""
-    a = rng.integers(-(1 << k) + 1, 1 << k, size=(h, w), dtype=np.int64)
-    a *= rng.random((h, w)) < rng.random()
-    return a >> rng.integers(0, k + 1, size=(h, w))
 
 
 # ------------------------------------------------------------------------------ tests
@@ -257,25 +177,9 @@ def test_grid_shapes(lib, grid, threads):
     check(lib, flat, cb, rows=rows, drops=drops[:25], grid=grid, threads=threads)
 
 
-def _tile(reversible: bool):
-    """The first tile's flat indices and code-block table of a synthetic 12-bit frame."""
-    from cinegpu.encode import Encoder, EncoderSettings
-    from cinegpu.bench.encode import synthetic_frame
-    from cinegpu.encode.encoder import _precisions, _split, make_params
-
-    img = synthetic_frame(384, 256, bits=12)
-    enc = Encoder(EncoderSettings.of(profile="generic", codec="htj2k", backend="cpu", reversible=reversible))
-    comps = _split(img)
-    precs, sgn = _precisions(comps, 12, False)
-    params = make_params([c.shape for c in comps], precs, sgn, enc.coding)
-    _, plans = enc._geometry(params)
-    flats = enc._forward(comps, params, plans)
-    return flats[0], np.ascontiguousarray(plans[0].cb, np.int64)
-
-
 @pytest.mark.parametrize("reversible", [True, False])
 def test_real_tile(lib, reversible):
-    flat, cb = _tile(reversible)
+    flat, cb = synthetic_tile(reversible)
     nb = cb.shape[0]
     assert flat.dtype == np.int32 and nb > 100
     rng = np.random.default_rng(9)

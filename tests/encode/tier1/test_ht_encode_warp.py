@@ -20,8 +20,6 @@ bytes.  Skipped without g++.
 from __future__ import annotations
 
 import ctypes
-import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -31,28 +29,23 @@ from cinegpu.encode.tier1.ht import ht_encode_rows
 from cinegpu.encode.tier1.ht_gpu_plan import assemble, capacity_offsets, kernel_tables, \
     split_rows, warp_limits
 
-from conftest import host_build
-from test_ht_encode_host import FILL, _tile, assert_same_rows, emulate, numba_region, pack, \
-    random_block
+from conftest import PACKAGE, host_library, needs_cxx
+from helpers.ht_encoder import (FILL, assert_same_rows, emulate, numba_region, pack, random_block,
+                                synthetic_tile)
 
-CXX = shutil.which("g++")
-CUDA = Path(__file__).resolve().parents[1] / "cinegpu" / "encode" / "cuda"
-NO_GXX = pytest.mark.skipif(CXX is None, reason="g++ not installed: no host build")
+CUDA = PACKAGE / "encode" / "cuda"
+NO_GXX = needs_cxx
 GPU = pytest.mark.gpu
 
 
 @pytest.fixture(scope="module")
 def wlib():
-    if CXX is None:
-        pytest.skip("g++ not installed: no host build")
-    return host_build(CUDA / "ht_encode_warp_host.cpp", "-ffp-contract=off")
+    return host_library(CUDA / "ht_encode_warp_host.cpp")
 
 
 @pytest.fixture(scope="module")
 def tlib():
-    if CXX is None:
-        pytest.skip("g++ not installed: no host build")
-    return host_build(CUDA / "ht_encode_host.cpp", "-ffp-contract=off")
+    return host_library(CUDA / "ht_encode_host.cpp")
 
 
 # ------------------------------------------------------------------------------ helpers
@@ -273,7 +266,7 @@ def test_launcher_split(wlib, tlib, kernel):
 @NO_GXX
 @pytest.mark.parametrize("reversible", [True, False])
 def test_real_tile(wlib, reversible):
-    flat, cb = _tile(reversible)
+    flat, cb = synthetic_tile(reversible)
     nb = cb.shape[0]
     assert nb > 100 and (cb[:, CB_WIDTH] <= 64).all() and (cb[:, CB_HEIGHT] <= 64).all()
     rng = np.random.default_rng(9)
@@ -354,7 +347,7 @@ def test_gpu_mixed_and_early_return():
 @pytest.mark.parametrize("reversible", [True, False])
 def test_gpu_real_tile(reversible):
     encode = _cuda()
-    flat, cb = _tile(reversible)
+    flat, cb = synthetic_tile(reversible)
     nb = cb.shape[0]
     rng = np.random.default_rng(9)
     rows = np.arange(nb, dtype=np.int64)

@@ -19,8 +19,6 @@ warps than blocks, the tiles of a real frame; dmax outside 0..20 and blocks of m
 from __future__ import annotations
 
 import ctypes
-import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -30,12 +28,11 @@ from cinegpu.encode.ht import DMAX
 from cinegpu.encode.tier1.ht import FIGURES_DMAX, FIGURES_QUADS, ht_plane_figures
 from cinegpu.encode.tier1.ht_gpu_plan import figures_args, figures_limits
 
-from conftest import host_build
-from test_ht_encode_host import _tile, pack, random_block
+from conftest import PACKAGE, host_library, needs_cxx
+from helpers.ht_encoder import pack, random_block, synthetic_tile
 
-CXX = shutil.which("g++")
-SOURCE = Path(__file__).resolve().parents[1] / "cinegpu" / "encode" / "cuda" / "ht_figures_host.cpp"
-NO_GXX = pytest.mark.skipif(CXX is None, reason="g++ not installed: no host build")
+SOURCE = PACKAGE / "encode" / "cuda" / "ht_figures_host.cpp"
+NO_GXX = needs_cxx
 GPU = pytest.mark.gpu
 UNWRITTEN = -7.0  # what the output arrays hold before the kernel: any left fails the check
 TOP = (1 << 31) - 1
@@ -43,9 +40,7 @@ TOP = (1 << 31) - 1
 
 @pytest.fixture(scope="module")
 def lib():
-    if CXX is None:
-        pytest.skip("g++ not installed: no host build")
-    return host_build(SOURCE, "-ffp-contract=off")
+    return host_library(SOURCE)
 
 
 # ------------------------------------------------------------------------------ helpers
@@ -274,7 +269,7 @@ def test_strides_and_offsets(lib):
 @NO_GXX
 @pytest.mark.parametrize("reversible", [True, False])
 def test_real_tile(lib, reversible):
-    flat, cb = _tile(reversible)
+    flat, cb = synthetic_tile(reversible)
     assert cb.shape[0] > 100
     dist, _ = check(lib, flat, cb, grid=8)
     assert (np.diff(dist, axis=1) >= 0).mean() > 0.9  # dropping planes mostly costs quality
@@ -328,7 +323,7 @@ def test_gpu_every_shape_and_tiles():
     with pytest.raises(TypeError):
         figures(cupy.asarray(flat, cupy.int64), cb, rows, DMAX)
     for reversible in (True, False):
-        flat, cb = _tile(reversible)
+        flat, cb = synthetic_tile(reversible)
         rows = np.arange(cb.shape[0], dtype=np.int64)
         assert_same(figures(cupy.asarray(flat), cb, rows, DMAX),
                     ht_plane_figures(flat, cb, rows, DMAX))

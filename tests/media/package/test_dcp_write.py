@@ -158,7 +158,7 @@ def test_reader_gives_back_every_frame(made, name):
 @pytest.mark.skipif(shutil.which("opj_decompress") is None, reason="opj_decompress not installed")
 @pytest.mark.parametrize("name", PEER_KINDS)
 def test_opj_decompress_matches_our_decode(made, name, tmp_path):
-    from peers import compare, opj_reference
+    from helpers.peers import compare, opj_reference
     m = made(name)
     for i, cs in enumerate(m.distinct):
         stream = tmp_path / f"f{i}.j2c"

@@ -24,8 +24,10 @@ from cinegpu.jobs.demo import demo_frame
 from cinegpu.media.mxf.imf_write import HTJ2K_CODING, coding_label
 from cinegpu.player.cli import main
 
-from test_imf_write import _frames
-from test_master_sound import _extract, _tones, _wav
+from helpers.images import read_ppm16
+from helpers.imf import demo_pngs
+from helpers.mastering import master_cli
+from helpers.sound_util import ffmpeg_pcm, tones, write_wav
 
 NS = {"cpl": "http://www.smpte-ra.org/schemas/2067-3/2016",
       "cc": "http://www.smpte-ra.org/ns/2067-2/2020",
@@ -34,6 +36,8 @@ NS = {"cpl": "http://www.smpte-ra.org/schemas/2067-3/2016",
       "r2": "http://www.smpte-ra.org/reg/2003/2012"}
 PHOTON_HT = Path("/work/shared/dcp-samples/photon-imf-htj2k-1080p")
 FRAMES, RATE = 6, 48000
+#: cinegpu master's options for these packages (with the input folder tmp/in and the output tmp/IMP)
+HT_MASTER = dict(fmt="imf", codec="htj2k", fps=25, frames=FRAMES, title="HT", workers=2)
 SAMPLES = FRAMES * RATE // 25
 
 
@@ -43,25 +47,16 @@ def _mediainfo(path: Path, kind: str) -> dict:
     return next(t for t in json.loads(run.stdout)["media"]["track"] if t["@type"] == kind)
 
 
-def _master(tmp: Path, *extra: str) -> Path:
-    out = tmp / "IMP"
-    rc = main(["master", str(tmp / "in"), "-o", str(out), "--format", "imf", "--codec",
-               "htj2k", "--fps", "25", "--frames", str(FRAMES), "--title", "HT", "--quiet",
-               "--workers", "2", *extra])
-    assert rc == 0
-    return out
-
-
 @pytest.fixture(scope="module")
 def lossless(tmp_path_factory):
     """3 inputs of 320x180 into 6 lossless HTJ2K frames at 25 fps, with 5.1 sound a little
     longer than the picture (cut)."""
     tmp = tmp_path_factory.mktemp("imfht")
-    _frames(tmp / "in", 3)
-    samples = _tones(SAMPLES + 300, 6, seed=3)
-    _wav(tmp / "s.wav", samples)
-    return _master(tmp, "--lossless", "--audio", str(tmp / "s.wav"), "--audio-language",
-                   "en"), samples
+    demo_pngs(tmp / "in", 3)
+    samples = tones(SAMPLES + 300, 6, seed=3)
+    write_wav(tmp / "s.wav", samples)
+    return master_cli(tmp / "in", tmp / "IMP", "--lossless", "--audio", str(tmp / "s.wav"),
+                      "--audio-language", "en", **HT_MASTER), samples
 
 
 # -- facts -------------------------------------------------------------------------------------
@@ -122,7 +117,7 @@ def test_peers_decode_lossless_frames_exactly(lossless, tmp_path, tool, i, o, ex
     run = subprocess.run([tool, i, str(tmp_path / "f.j2c"), o, str(out)], capture_output=True,
                          text=True, timeout=120)
     assert run.returncode == 0, run.stderr[-1000:]
-    assert np.array_equal(_read_ppm16(out), _input(lossless[0], 1))
+    assert np.array_equal(read_ppm16(out), _input(lossless[0], 1))
 
 
 def _input(package: Path, n: int) -> np.ndarray:
@@ -130,25 +125,6 @@ def _input(package: Path, n: int) -> np.ndarray:
     from cinegpu.media.images.frames import read_image
     rgb = read_image(package.parent / "in" / f"f{n % 3}.png").astype(np.float64)
     return np.rint(rgb.clip(0, 1) * 4095).astype(int)
-
-
-def _read_ppm16(path: Path) -> np.ndarray:
-    """A binary 16-bit PPM (P6), comments allowed in the header."""
-    data = path.read_bytes()
-    fields, pos = [], 0
-    while len(fields) < 4:
-        while data[pos:pos + 1].isspace():
-            pos += 1
-        if data[pos:pos + 1] == b"#":
-            pos = data.index(b"\n", pos)
-            continue
-        end = pos
-        while not data[end:end + 1].isspace():
-            end += 1
-        fields.append(data[pos:end])
-        pos = end
-    w, h = int(fields[1]), int(fields[2])
-    return np.frombuffer(data[pos + 1:], ">u2").reshape(h, w, 3).astype(int)
 
 
 def test_picture_descriptor_as_photon(lossless):
@@ -209,14 +185,14 @@ def test_ffmpeg_reads_the_samples_bit_for_bit(lossless):
     s = json.loads(run.stdout)["streams"][0]
     assert (s["codec_name"], s["channels"], s["sample_rate"], s["duration_ts"]) == \
         ("pcm_s24le", 6, "48000", SAMPLES)
-    assert np.array_equal(_extract(mxf, 6), samples[:SAMPLES])
+    assert np.array_equal(ffmpeg_pcm(mxf, 6), samples[:SAMPLES])
 
 
 # -- lossy under --bitrate -------------------------------------------------------------------
 @pytest.mark.slow
 def test_lossy_under_bitrate(tmp_path):
-    _frames(tmp_path / "in", 2)
-    root = _master(tmp_path, "--bitrate", "4")                       # 20000 bytes a frame
+    demo_pngs(tmp_path / "in", 2)
+    root = master_cli(tmp_path / "in", tmp_path / "IMP", "--bitrate", "4", **HT_MASTER)  # 20000 bytes a frame
     media = open_source(root)
     for n in range(media.frame_count):
         data = media.frame(n)
@@ -234,7 +210,7 @@ def _refused(tmp_path, capsys, monkeypatch, *extra) -> str:
     from cinegpu.jobs import frame_encode
     monkeypatch.setattr(frame_encode.FrameEncoders, "encode",
                         lambda *a, **k: pytest.fail("a frame was encoded"))
-    src = _frames(tmp_path / "in", 1, 64, 36)
+    src = demo_pngs(tmp_path / "in", 1, 64, 36)
     out = tmp_path / "out"
     rc = main(["master", str(src), "-o", str(out), "--format", "imf", "--title", "t",
                "--quiet", *extra])
@@ -244,20 +220,20 @@ def _refused(tmp_path, capsys, monkeypatch, *extra) -> str:
 
 def test_sound_rate_imf_does_not_allow(tmp_path, capsys, monkeypatch):
     """A rate IMF does not carry and too low to convert (44.1 kHz is converted: below)."""
-    wav = _wav(tmp_path / "s.wav", _tones(2000, 6, rate=2000), rate=2000)
+    wav = write_wav(tmp_path / "s.wav", tones(2000, 6, rate=2000), rate=2000)
     err = _refused(tmp_path, capsys, monkeypatch, "--fps", "25", "--audio", str(wav))
     assert "2000 Hz" in err and "48000 or 96000" in err
 
 
 def test_sound_shorter_than_the_picture(tmp_path, capsys, monkeypatch):
-    wav = _wav(tmp_path / "s.wav", _tones(RATE // 2, 6))
+    wav = write_wav(tmp_path / "s.wav", tones(RATE // 2, 6))
     err = _refused(tmp_path, capsys, monkeypatch, "--fps", "25", "--frames", "25",
                    "--audio", str(wav))
     assert "shorter than the picture" in err
 
 
 def test_sound_not_a_whole_number_of_samples(tmp_path, capsys, monkeypatch):
-    wav = _wav(tmp_path / "s.wav", _tones(RATE, 6))
+    wav = write_wav(tmp_path / "s.wav", tones(RATE, 6))
     err = _refused(tmp_path, capsys, monkeypatch, "--fps", "30000/1001", "--frames", "7",
                    "--audio", str(wav))
     assert "not a whole number" in err and "multiple of 5 frames" in err

@@ -18,10 +18,11 @@ from cinegpu.decode.codestream import imf
 from cinegpu.encode.quant import steps_for
 from cinegpu.media import open_source
 from cinegpu.media.package.imf_rules import check_imf_package, errors, header_of, ht_findings
-from cinegpu.player.cli import main
 
 from conftest import needs_dcp_samples
-from test_imf_write import _frames
+from helpers.images import read_ppm16
+from helpers.imf import demo_pngs
+from helpers.mastering import master_cli
 
 #: (name, extra options): the modes we master, small (96x54, one frame each)
 QUICK = (
@@ -48,15 +49,12 @@ assert len(QUICK) == 5 and len(SLOW) == 8
 
 @pytest.fixture(scope="module")
 def src(tmp_path_factory):
-    return _frames(tmp_path_factory.mktemp("rules") / "in", 1, 96, 54)
+    return demo_pngs(tmp_path_factory.mktemp("rules") / "in", 1, 96, 54)
 
 
-def _master(src, out, extra):
-    fps = [] if "--fps" in extra else ["--fps", "24"]
-    rc = main(["master", str(src), "-o", str(out), "--format", "imf", *fps, "--frames", "1",
-               "--title", "rules", "--quiet", "--workers", "1", *extra])
-    assert rc == 0
-    return out
+def _rules(extra) -> dict:
+    """cinegpu master's options for these packages: one frame, 24 fps unless ``extra`` says."""
+    return dict(fmt="imf", fps=None if "--fps" in extra else 24, frames=1, title="rules", workers=1)
 
 
 def _cpl_app(package) -> str:
@@ -66,7 +64,7 @@ def _cpl_app(package) -> str:
 
 @pytest.mark.parametrize("name, extra", QUICK)
 def test_our_masters_keep_the_rules(src, tmp_path, name, extra):
-    out = _master(src, tmp_path / name, extra)
+    out = master_cli(src, tmp_path / name, *extra, **_rules(extra))
     assert check_imf_package(out) == []
     want = imf.APP_2E_2016 if name in ("j2k-rgb-10",) else imf.APP_2E_2021
     assert _cpl_app(out) == want
@@ -75,7 +73,7 @@ def test_our_masters_keep_the_rules(src, tmp_path, name, extra):
 @pytest.mark.slow
 @pytest.mark.parametrize("name, extra", SLOW)
 def test_our_masters_keep_the_rules_sweep(src, tmp_path, name, extra):
-    out = _master(src, tmp_path / name, extra)
+    out = master_cli(src, tmp_path / name, *extra, **_rules(extra))
     assert check_imf_package(out) == []
 
 
@@ -90,7 +88,7 @@ def test_photon_samples_have_no_errors(dcp_samples, name):
 
 # -- packages broken on purpose ---------------------------------------------------------------
 def test_12_bit_under_the_2016_identification_is_flagged(src, tmp_path):
-    out = _master(src, tmp_path / "p", ["--codec", "j2k", "--bits", "12"])
+    out = master_cli(src, tmp_path / "p", "--codec", "j2k", "--bits", "12", **_rules([]))
     cpl = next(out.glob("CPL_*.xml"))
     cpl.write_text(cpl.read_text().replace(imf.APP_2E_2021, imf.APP_2E_2016))
     found = errors(check_imf_package(out))
@@ -98,14 +96,14 @@ def test_12_bit_under_the_2016_identification_is_flagged(src, tmp_path):
 
 
 def test_htj2k_under_the_2016_identification_is_flagged(src, tmp_path):
-    out = _master(src, tmp_path / "p", ["--codec", "htj2k", "--lossless", "--bits", "10"])
+    out = master_cli(src, tmp_path / "p", "--codec", "htj2k", "--lossless", "--bits", "10", **_rules([]))
     cpl = next(out.glob("CPL_*.xml"))
     cpl.write_text(cpl.read_text().replace(imf.APP_2E_2021, imf.APP_2E_2016))
     assert any("HTJ2K picture coding label" in f.what for f in errors(check_imf_package(out)))
 
 
 def test_bad_ccap15_is_flagged(src, tmp_path):
-    out = _master(src, tmp_path / "p", ["--codec", "htj2k", "--bits", "12"])
+    out = master_cli(src, tmp_path / "p", "--codec", "htj2k", "--bits", "12", **_rules([]))
     cs = bytearray(_first(out))
     at = cs.index(b"\xff\x50") + 8                   # CAP, Lcap, Pcap: the Ccap15 word
     ccap15 = struct.unpack(">H", cs[at:at + 2])[0]
@@ -159,12 +157,11 @@ def test_peers_decode_our_rpcl_97_frames_as_we_do(src, tmp_path, tool):
     code value of ours (the 9/7's float rounding)."""
     if shutil.which(tool) is None:
         pytest.skip(f"{tool} not installed")
-    out = _master(src, tmp_path / "p", ["--codec", "htj2k", "--bits", "12"])
+    out = master_cli(src, tmp_path / "p", "--codec", "htj2k", "--bits", "12", **_rules([]))
     (tmp_path / "f.j2c").write_bytes(_first(out))
     run = subprocess.run([tool, "-i", str(tmp_path / "f.j2c"), "-o", str(tmp_path / "f.ppm")],
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr[-1000:]
-    from test_imf_ht_sound import _read_ppm16
-    theirs = _read_ppm16(tmp_path / "f.ppm")
+    theirs = read_ppm16(tmp_path / "f.ppm")
     ours = np.stack([np.asarray(p, np.int64) for p in decode(_first(out))], axis=-1)
     assert np.abs(theirs - ours).max() <= 1

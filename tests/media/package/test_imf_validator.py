@@ -45,8 +45,8 @@ from cinegpu.media.mxf.write import PRIMER, SUBDESCRIPTORS_TAG
 from cinegpu.player.cli import main
 
 from conftest import DCP_SAMPLES, needs_dcp_samples
-from test_imf_write import _frames
-from test_master_sound import _extract, _tones, _wav
+from helpers.imf import demo_pngs
+from helpers.sound_util import ffmpeg_pcm, tones, write_wav
 
 IMFERNO = shutil.which("imferno")
 needs_imferno = pytest.mark.skipif(
@@ -66,7 +66,7 @@ CASES = {
     "stereo": ["--audio", "{stereo}", "--audio-language", "en"],
 }
 FRAMES = 2
-STEREO_SAMPLES = _tones(FRAMES * 48000 // 25, 2, seed=6)
+STEREO_SAMPLES = tones(FRAMES * 48000 // 25, 2, seed=6)
 #: ST 377-4 items by UL (bytes 1-7 and 9-16: the registry version, byte 8, varies by writer).
 MCA_LINK_ID = SOUND_PRIMER[IMF_MCA_TAGS["MCALinkID"]]
 SOUNDFIELD_GROUP_LINK_ID = SOUND_PRIMER[IMF_MCA_TAGS["SoundfieldGroupLinkID"]]
@@ -122,9 +122,9 @@ def packages(tmp_path_factory):
     def make(case: str) -> Path:
         if case not in made:
             if not (tmp / "in").exists():
-                _frames(tmp / "in", FRAMES, 1920, 1080)
-                _wav(tmp / "s.wav", _tones(FRAMES * 48000 // 25, 6, seed=5))
-                _wav(tmp / "st.wav", STEREO_SAMPLES, extensible=False)
+                demo_pngs(tmp / "in", FRAMES, 1920, 1080)
+                write_wav(tmp / "s.wav", tones(FRAMES * 48000 // 25, 6, seed=5))
+                write_wav(tmp / "st.wav", STEREO_SAMPLES, extensible=False)
             out = tmp / case
             extra = [a.replace("{wav}", str(tmp / "s.wav")).replace("{stereo}", str(tmp / "st.wav"))
                      for a in CASES[case]]
@@ -186,7 +186,7 @@ def test_stereo_passes_as_standard_stereo(packages):
     cpl = next(package.glob("CPL_*.xml")).read_text()
     assert ">sgST<" in cpl and ">Standard Stereo<" in cpl and ">chL<" in cpl and ">chR<" in cpl
     if shutil.which("ffmpeg"):
-        assert np.array_equal(_extract(mxf, 2), STEREO_SAMPLES)
+        assert np.array_equal(ffmpeg_pcm(mxf, 2), STEREO_SAMPLES)
 
 
 # -- the slow pass: the other pictures, and what imferno says of photon's samples ---------------

@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,22 +23,8 @@ from cinegpu.jobs.demo import demo_frame
 from cinegpu.media.mxf.imf_write import coding_label
 from cinegpu.player.cli import main
 
-CLI = [sys.executable, "-m", "cinegpu.player.cli"]
-NS = {"c": "http://www.smpte-ra.org/schemas/2067-3/2016",
-      "cc": "http://www.smpte-ra.org/schemas/2067-2/2016",
-      "r0": "http://www.smpte-ra.org/reg/395/2014/13/1/aaf",
-      "r1": "http://www.smpte-ra.org/reg/335/2012",
-      "pkl": "http://www.smpte-ra.org/schemas/2067-2/2016/PKL",
-      "am": "http://www.smpte-ra.org/schemas/429-9/2007/AM"}
-
-
-def _frames(folder: Path, n: int, width: int = 320, height: int = 180) -> Path:
-    from cinegpu.media.images.png import write_png16
-    folder.mkdir()
-    for i in range(n):
-        write_png16(folder / f"f{i}.png",
-                    np.rint(demo_frame(5 * i, width, height) * 65535).astype(np.uint16))
-    return folder
+from helpers.cli import CLI
+from helpers.imf import NS, demo_pngs
 
 
 # -- facts -------------------------------------------------------------------------------------
@@ -64,7 +48,7 @@ def test_imf_levels_and_coding_labels():
 def package(tmp_path_factory):
     """3 inputs of 320x180 mastered into 6 frames at 25 fps, 12-bit."""
     tmp = tmp_path_factory.mktemp("imf")
-    src = _frames(tmp / "in", 3)
+    src = demo_pngs(tmp / "in", 3)
     out = tmp / "IMP"
     rc = main(["master", str(src), "-o", str(out), "--format", "imf", "--codec", "j2k",
                "--fps", "25", "--frames", "6", "--title", "cinegpu IMF test", "--quiet",
@@ -164,7 +148,7 @@ def test_mistakes_exit_2_before_any_frame(tmp_path, capsys, monkeypatch, extra, 
     from cinegpu.jobs import frame_encode
     monkeypatch.setattr(frame_encode.FrameEncoders, "encode",
                         lambda *a, **k: pytest.fail("a frame was encoded"))
-    src = _frames(tmp_path / "in", 1, 64, 36)
+    src = demo_pngs(tmp_path / "in", 1, 64, 36)
     out = tmp_path / "out"
     rc = main(["master", str(src), "-o", str(out), "--format", "imf", "--title", "t", "--quiet",
                *extra])

@@ -21,7 +21,7 @@ from cinegpu.media.images.colour import rgb_to_ycbcr, ycbcr_levels
 from cinegpu.jobs.demo import demo_frame
 from cinegpu.player.cli import main
 
-from test_imf_write import NS, _frames
+from helpers.imf import NS, demo_pngs
 
 
 def test_conversion_levels_and_colours():
@@ -53,7 +53,7 @@ def test_422_chroma_is_cosited_and_filtered():
 def package(tmp_path_factory):
     """3 inputs of 320x180 mastered into 6 frames at 24 fps, 10-bit Y'CbCr 4:2:2."""
     tmp = tmp_path_factory.mktemp("imfy")
-    src = _frames(tmp / "in", 3)
+    src = demo_pngs(tmp / "in", 3)
     out = tmp / "IMP"
     rc = main(["master", str(src), "-o", str(out), "--format", "imf", "--sampling", "ycbcr422",
                "--bits", "10", "--fps", "24", "--frames", "6", "--title", "ycbcr", "--quiet",
@@ -142,7 +142,7 @@ def test_mediainfo_says_yuv_422(package):
 
 
 def test_htj2k_lossless_444_round_trips_the_samples(tmp_path):
-    src = _frames(tmp_path / "in", 1, 96, 54)
+    src = demo_pngs(tmp_path / "in", 1, 96, 54)
     out = tmp_path / "IMP"
     rc = main(["master", str(src), "-o", str(out), "--format", "imf", "--codec", "htj2k",
                "--lossless", "--sampling", "ycbcr444", "--bits", "10", "--fps", "25",
@@ -159,7 +159,7 @@ def test_htj2k_lossless_444_round_trips_the_samples(tmp_path):
     (["--sampling", "ycbcr422"], "apply to --format imf"),           # a DCP
 ])
 def test_sampling_needs_imf(tmp_path, capsys, extra, words):
-    src = _frames(tmp_path / "in", 1, 64, 36)
+    src = demo_pngs(tmp_path / "in", 1, 64, 36)
     rc = main(["master", str(src), "-o", str(tmp_path / "out"), "--title", "t", "--quiet", *extra])
     assert rc == 2 and words in capsys.readouterr().err
 
@@ -195,7 +195,7 @@ def test_ycbcr_444_is_told_by_the_descriptor_and_shown_as_rgb(tmp_path):
     """4:4:4 Y'CbCr has three planes of one size, as R'G'B' has: the player goes by the track's
     CDCI descriptor (`Source.ycbcr`), not by the shapes."""
     from cinegpu.media.images.png import read_png16
-    src = _frames(tmp_path / "in", 1, 160, 90)
+    src = demo_pngs(tmp_path / "in", 1, 160, 90)
     out = tmp_path / "IMP"
     assert main(["master", str(src), "-o", str(out), "--format", "imf", "--sampling", "ycbcr444",
                  "--bits", "10", "--fps", "24", "--frames", "2", "--title", "y444", "--quiet"]) == 0

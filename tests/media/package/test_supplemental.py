@@ -28,8 +28,9 @@ from cinegpu.media.mxf.read import MXFFile
 from cinegpu.media.mxf.sound_write import SoundTrackWriter
 from cinegpu.media.sound.inputs import open_sound
 from cinegpu.player.cli import main
-from test_master import HAVE_ENCODER
-from test_master_sound import _tones, _wav
+
+from helpers.mastering import HAVE_ENCODER
+from helpers.sound_util import tones, write_wav
 
 NS = "http://www.smpte-ra.org/schemas/429-7/2006/CPL"
 ENTRY, LENGTH = 6, 24
@@ -83,10 +84,10 @@ def packages(tmp_path_factory):
     ov = base / "OV"
     master(MasterJob.of(lambda i: pictures[i], 5, ov, title="OV", frames=30, workers=2,
                         processes=1,
-                        sound=open_sound([_wav(base / "ov.wav", _tones(30 * 2000, 6, seed=1))])),
+                        sound=open_sound([write_wav(base / "ov.wav", tones(30 * 2000, 6, seed=1))])),
            progress=False)
     vf = base / "VF"
-    picture_id, sound_id = _make_vf(ov, vf, _wav(base / "vf.wav", _tones(LENGTH * 2000, 6, seed=2)))
+    picture_id, sound_id = _make_vf(ov, vf, write_wav(base / "vf.wav", tones(LENGTH * 2000, 6, seed=2)))
     return ov, vf, picture_id, sound_id
 
 

@@ -14,8 +14,8 @@ from cinegpu.media.security.content_keys import read_key_file
 from cinegpu.jobs.demo import demo_frame
 from cinegpu.media.images.png import read_png16
 
-from test_cli import cinegpu
-from test_master import _write_png16, needs_encoder
+from helpers.cli import cinegpu
+from helpers.mastering import needs_encoder, write_png16
 
 FRAMES = 48                     # two reels of one second at 24 fps
 
@@ -26,7 +26,7 @@ def test_our_encrypted_master_plays_with_the_kdm_we_make(tmp_path, gl):
     frames = tmp_path / "frames"
     frames.mkdir()
     for i in range(4):
-        _write_png16(frames / f"f{i}.png", demo_frame(9 * i, 128, 72))
+        write_png16(frames / f"f{i}.png", demo_frame(9 * i, 128, 72))
     common = [str(frames), "--title", "round trip", "--frames", str(FRAMES), "--reel-length", "1", "--quiet"]
     keys = tmp_path / "keys.txt"
     for name, extra in (("clear", []), ("enc", ["--encrypt", "--keys", str(keys)])):

@@ -9,7 +9,6 @@ import os
 import shutil
 import subprocess
 import uuid
-from pathlib import Path
 
 import pytest
 
@@ -18,9 +17,8 @@ from cinegpu.media.errors import CorruptMedia, EncryptedMedia
 from cinegpu.media.mxf.read import MXFFile
 from cinegpu.media.mxf.write import EssenceEncryption, write_track
 
-from conftest import DCP_SAMPLES
+from conftest import DCP_SAMPLES, SAMPLE
 
-SAMPLE = Path(__file__).resolve().parents[1] / "cinegpu" / "media" / "samples" / "bars_2k.j2c"
 LIBDCP_ENCRYPTED = DCP_SAMPLES / "libdcp-encryption_test-smpte-2k-encrypted" / "video.mxf"
 PICTURE_ELEMENT = bytes.fromhex("060e2b34010201010d01030115010801")
 

@@ -16,7 +16,7 @@ from cinegpu.media.security import kdm as K
 from cinegpu.media.errors import CorruptMedia, KdmRefused, UnsupportedMedia
 
 from conftest import DCP_SAMPLES
-from test_cli import cinegpu
+from helpers.cli import cinegpu
 
 KDMS = DCP_SAMPLES / "libdcp-kdm"
 pytestmark = pytest.mark.skipif(not KDMS.is_dir(), reason="../shared/dcp-samples/libdcp-kdm is absent")

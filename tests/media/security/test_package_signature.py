@@ -34,8 +34,9 @@ from cinegpu.media.security.package_signature import (Signer, check_package_sign
                                              load_signer, sign_document, signer_folder, user_signer)
 from cinegpu.media.security.xml_signature import C14N_URI, ENVELOPED, NS_DS, RSA_SHA1, RSA_SHA256, SHA1
 from cinegpu.player.cli import main
+
 from conftest import DCP_SAMPLES, needs_dcp_samples
-from test_master import HAVE_ENCODER, _write_png16, needs_encoder
+from helpers.mastering import HAVE_ENCODER, dci_codestream, master_cli, needs_encoder, write_png16
 
 DS = {"ds": NS_DS}
 SMPTE = DCP_SAMPLES / "libdcp-encryption_test-smpte-2k-encrypted"
@@ -226,8 +227,7 @@ def packages(tmp_path_factory, signer):
     one (24 frames of one codestream)."""
     if not HAVE_ENCODER:
         pytest.skip("no encoder: cinegpu.encode nor opj_compress")
-    from test_master_reels import _codestream
-    cs = _codestream()
+    cs = dci_codestream()
     base = tmp_path_factory.mktemp("signed")
     made = {}
     for name, keys, who in (("clear", None, signer), ("encrypted", base / "keys.txt", signer),
@@ -407,24 +407,20 @@ def test_info_shows_the_signature(packages, capsys):
 def still(tmp_path):
     if not HAVE_ENCODER:
         pytest.skip("no encoder: cinegpu.encode nor opj_compress")
-    _write_png16(tmp_path / "still.png", demo_frame(3, 96, 54))
+    write_png16(tmp_path / "still.png", demo_frame(3, 96, 54))
     return tmp_path / "still.png"
-
-
-def _master(still, out, *args):
-    return main(["master", str(still), "-o", str(out), "--title", "t", "--quiet", "--frames", "24", *args])
 
 
 def test_encrypting_signs_with_the_users_own_chain_made_on_first_use(still, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert _master(still, tmp_path / "a", "--encrypt", "--keys", str(tmp_path / "ka.txt")) == 0
+    master_cli(still, tmp_path / "a", "--encrypt", "--keys", str(tmp_path / "ka.txt"), frames=24)
     err = capsys.readouterr().err
     folder = tmp_path / "config" / "cinegpu" / "signer"
     made = [ln for ln in err.splitlines() if "made your own signing certificate chain" in ln]
     assert len(made) == 1 and str(folder) in made[0], err
     subject = load_signer(folder).subject
-    assert _master(still, tmp_path / "b", "--encrypt", "--keys", str(tmp_path / "kb.txt")) == 0
+    master_cli(still, tmp_path / "b", "--encrypt", "--keys", str(tmp_path / "kb.txt"), frames=24)
     assert "made your own" not in capsys.readouterr().err
     for out in ("a", "b"):
         for doc in _docs(tmp_path / out):
@@ -434,12 +430,13 @@ def test_encrypting_signs_with_the_users_own_chain_made_on_first_use(still, tmp_
 
 
 def test_sign_and_no_sign_on_the_command_line(still, tmp_path, capsys, chain_dir, signer):
-    assert _master(still, tmp_path / "signed", "--sign", str(chain_dir)) == 0
+    master_cli(still, tmp_path / "signed", "--sign", str(chain_dir), frames=24)
     assert f"signed by {signer.subject}" in capsys.readouterr().out
     assert all(check_package_signature(d).subject == signer.subject for d in _docs(tmp_path / "signed"))
-    assert _master(still, tmp_path / "clear") == 0
+    master_cli(still, tmp_path / "clear", frames=24)
     assert not any(check_package_signature(d).signed for d in _docs(tmp_path / "clear"))
-    assert _master(still, tmp_path / "plain", "--encrypt", "--keys", str(tmp_path / "k.txt"), "--no-sign") == 0
+    master_cli(still, tmp_path / "plain", "--encrypt", "--keys", str(tmp_path / "k.txt"), "--no-sign",
+               frames=24)
     assert not any(check_package_signature(d).signed for d in _docs(tmp_path / "plain"))
 
 
@@ -454,6 +451,6 @@ def test_signing_mistakes_exit_2_and_leave_nothing(still, tmp_path, capsys, chai
     (tmp_path / "HALF").mkdir()
     shutil.copy(chain_dir / "chain.pem", tmp_path / "HALF")
     args = [str(chain_dir) if a == "SIGNER" else a for a in args]
-    assert _master(still, tmp_path / "out", *args) == 2
+    master_cli(still, tmp_path / "out", *args, frames=24, expect=2)
     assert words in capsys.readouterr().err
     assert not (tmp_path / "out").exists()

@@ -1,5 +1,5 @@
 """Encrypted DCPs play (issue 16): a DCP made here with each track file encrypted (ST 429-6) opens
-with a KDM made here (ST 430-1, tests/kdm_build.py) or with the content key file, and gives the
+with a KDM made here (ST 430-1, tests/helpers/kdm_build.py) or with the content key file, and gives the
 clear package's codestreams, sound and subtitles; each refusal names what and where; a changed
 frame is that frame's error; no key's bytes reach a repr, a message, a log or the command's output."""
 
@@ -23,10 +23,9 @@ from cinegpu.media.sound.composition import open_composition_sound
 from cinegpu.media.source import open_source
 from cinegpu.media.subtitles.documents import composition_subtitles
 
-from encrypted_dcp import SUBTITLE_TEXT, key_lines, make_dcp
-from encrypted_dcp import frames as encrypted_frames
-from kdm_build import make_chain, make_kdm, make_recipient
-from test_cli import cinegpu
+from helpers.cli import cinegpu
+from helpers.encrypted_dcp import SUBTITLE_TEXT, frames as encrypted_frames, key_lines, make_dcp
+from helpers.kdm_build import make_chain, make_kdm, make_recipient
 
 NB = datetime(2026, 3, 1, tzinfo=timezone.utc)
 NA = NB + timedelta(days=14)

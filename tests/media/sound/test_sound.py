@@ -12,8 +12,9 @@ import pytest
 
 from cinegpu.media.errors import CorruptMedia, EncryptedMedia, MediaError, UnsupportedMedia
 from cinegpu.media.sound.track import SoundTrack, decode_pcm
+
 from conftest import DCP_SAMPLES, needs_dcp_samples
-from sound_util import ffmpeg_pcm, pattern, patterned_copy
+from helpers.sound_util import ffmpeg_pcm, pattern, patterned_copy
 
 pytestmark = needs_dcp_samples
 

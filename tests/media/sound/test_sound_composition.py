@@ -8,8 +8,9 @@ import pytest
 
 from cinegpu.media.source import open_source
 from cinegpu.media.sound.composition import configuration_channels, open_composition_sound
+
 from conftest import DCP_SAMPLES, needs_dcp_samples
-from sound_util import ffmpeg_pcm, pattern, sound_dcp
+from helpers.sound_util import ffmpeg_pcm, pattern, sound_dcp
 
 pytestmark = needs_dcp_samples
 SMPTE = DCP_SAMPLES / "libdcp-dcp_test1-smpte-2k"

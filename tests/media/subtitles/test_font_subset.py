@@ -13,7 +13,7 @@ import pytest
 from cinegpu.media.errors import MediaError
 from cinegpu.media.subtitles.font_subset import subset_font
 
-from test_subtitles import FONT, needs_font
+from helpers.subtitles import FONT, needs_font
 
 fontTools = pytest.importorskip("fontTools")
 

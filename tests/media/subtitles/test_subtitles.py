@@ -7,7 +7,6 @@ are made here.
 
 from __future__ import annotations
 
-import io
 import shutil
 import subprocess
 from fractions import Fraction
@@ -20,72 +19,12 @@ from cinegpu.media.errors import CorruptMedia, MediaError, UnsupportedMedia
 from cinegpu.media.package.read import read_package
 from cinegpu.media.subtitles.documents import composition_subtitles, parse_time, read_subtitles
 from cinegpu.media.subtitles.track import Colour, CompositionSubtitles
-from cinegpu.player.subtitles import SubtitleRenderer, default_font_path
+from cinegpu.player.subtitles import SubtitleRenderer
 
-FONT = default_font_path()
-needs_font = pytest.mark.skipif(FONT is None or not Path(FONT).is_file(),
-                                reason="no DejaVu Sans file found through fontconfig")
-
-INTEROP = """<?xml version="1.0" encoding="UTF-8"?>
-<DCSubtitle Version="1.0">
-  <SubtitleID>b6c3a3a6-1c9d-4b5e-9f43-1f0e1f9a2c11</SubtitleID>
-  <MovieTitle>Test</MovieTitle>
-  <ReelNumber>1</ReelNumber>
-  <Language>English</Language>
-  <LoadFont Id="F1" URI="{font}"/>
-  <Font Id="F1" Color="FFFFFFFF" Effect="border" EffectColor="FF000000" Size="{size}" Italic="no">
-    <Subtitle SpotNumber="1" TimeIn="{t_in}" TimeOut="{t_out}" FadeUpTime="0" FadeDownTime="0">
-      <Text VAlign="bottom" VPosition="10" HAlign="center" HPosition="0" Direction="horizontal">{text}</Text>
-    </Subtitle>
-    {more}
-  </Font>
-</DCSubtitle>
-"""
-
-SMPTE = """<?xml version="1.0" encoding="UTF-8"?>
-<SubtitleReel xmlns="http://www.smpte-ra.org/schemas/428-7/2010/DCST">
-  <Id>urn:uuid:0c9a4a9e-5d1c-4e0b-a2b1-3f1a6d2e7c01</Id>
-  <ContentTitleText>Test</ContentTitleText>
-  <ReelNumber>2</ReelNumber>
-  <Language>fr</Language>
-  <EditRate>24 1</EditRate>
-  <TimeCodeRate>24</TimeCodeRate>
-  <StartTime>00:00:01:00</StartTime>
-  <LoadFont ID="theFont">urn:uuid:7f1e0c52-9d3b-4e8e-8a4f-2c5d6e7f8a90</LoadFont>
-  <SubtitleList>
-    <Font ID="theFont" Size="40" Weight="bold" Color="FF00FF00" Effect="shadow" EffectColor="FF101010">
-      <Subtitle SpotNumber="1" TimeIn="00:00:02:12" TimeOut="00:00:04:00" FadeUpTime="00:00:00:06" FadeDownTime="00:00:00:12">
-        <Text Valign="top" Vposition="15" Halign="left" Hposition="5" Direction="ltr">Bonjour <Font Italic="yes">à tous</Font></Text>
-        <Text Valign="top" Vposition="22" Halign="right" Hposition="5">deux</Text>
-      </Subtitle>
-      <Subtitle SpotNumber="2" TimeIn="00:00:05:00" TimeOut="00:00:06:00">
-        <Image Valign="center" Vposition="0" Halign="center" Hposition="0">urn:uuid:1a2b3c4d-0000-4000-8000-000000000001</Image>
-      </Subtitle>
-      <Subtitle SpotNumber="3" TimeIn="00:00:05:30" TimeOut="00:00:06:00"><Text Vposition="1">bad frames</Text></Subtitle>
-    </Font>
-  </SubtitleList>
-</SubtitleReel>
-"""
-
-
-def _png(w: int = 40, h: int = 20, rgba=(255, 0, 0, 255)) -> bytes:
-    from PIL import Image
-    out = io.BytesIO()
-    Image.new("RGBA", (w, h), rgba).save(out, "PNG")
-    return out.getvalue()
-
-
-def _interop(folder: Path, *, t_in="00:00:01:000", t_out="00:00:02:000", text="Hello", more="",
-             font="font.ttf", size=42, name="sub.xml") -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    if FONT and font == "font.ttf":
-        shutil.copyfile(FONT, folder / "font.ttf")
-    p = folder / name
-    p.write_text(INTEROP.format(t_in=t_in, t_out=t_out, text=text, more=more, font=font, size=size))
-    return p
-
+from helpers.subtitles import FONT, SMPTE, interop_file, needs_font, rgba_png
 
 # ------------------------------------------------------------------ parsing
+
 
 def test_timecodes():
     assert parse_time("00:00:01:125", 250) == Fraction(3, 2)         # ticks of 4 ms
@@ -102,8 +41,8 @@ def test_interop_document(tmp_path):
                 FadeDownTime="00:00:00:050"><Font Italic="yes" Color="80FF0000" Effect="shadow"><Text VAlign="top"
                 VPosition="20" HAlign="left" HPosition="12.5">a <Font Size="60">big</Font> word</Text></Font>
                 <Image VAlign="bottom" VPosition="5" HAlign="right" HPosition="3">pic.png</Image></Subtitle>"""
-    (tmp_path / "pic.png").write_bytes(_png())
-    track = read_subtitles(_interop(tmp_path, more=more))
+    (tmp_path / "pic.png").write_bytes(rgba_png())
+    track = read_subtitles(interop_file(tmp_path, more=more))
     assert track.dialect == "interop" and track.language == "English" and track.reel_number == 1
     assert track.id == "b6c3a3a6-1c9d-4b5e-9f43-1f0e1f9a2c11" and track.warnings == []
     assert track.fonts["F1"] == Path(FONT).read_bytes()
@@ -131,7 +70,7 @@ def test_interop_document(tmp_path):
 def test_smpte_document(tmp_path):
     if FONT:
         shutil.copyfile(FONT, tmp_path / "7f1e0c52-9d3b-4e8e-8a4f-2c5d6e7f8a90.ttf")
-    (tmp_path / "1a2b3c4d-0000-4000-8000-000000000001.png").write_bytes(_png())
+    (tmp_path / "1a2b3c4d-0000-4000-8000-000000000001.png").write_bytes(rgba_png())
     p = tmp_path / "smpte.xml"
     p.write_text(SMPTE)
     track = read_subtitles(p)
@@ -172,7 +111,7 @@ def test_bad_cues_are_dropped_with_a_warning_and_the_line(tmp_path):
     <Subtitle SpotNumber="4" TimeIn="soon" TimeOut="00:00:06:000"><Text>words</Text></Subtitle>
     <Subtitle SpotNumber="5" TimeOut="00:00:06:000"><Text>none</Text></Subtitle>
     <Subtitle SpotNumber="6" TimeIn="00:00:07:000" TimeOut="00:00:08:000"><Text VPosition="x" VAlign="up">ok</Text></Subtitle>"""
-    track = read_subtitles(_interop(tmp_path, more=more, font="nofont.ttf"))
+    track = read_subtitles(interop_file(tmp_path, more=more, font="nofont.ttf"))
     assert [c.spot for c in track.cues] == [1, 6]
     w = "\n".join(track.warnings)
     assert "font 'F1' (nofont.ttf) is missing: the default font is used" in w and track.fonts == {"F1": None}
@@ -202,7 +141,7 @@ def test_bad_documents_raise_media_errors(tmp_path):
 
 def test_a_font_or_image_outside_the_package_is_refused(tmp_path):
     more = '<Subtitle TimeIn="00:00:03:000" TimeOut="00:00:04:000"><Image>../../etc/passwd</Image></Subtitle>'
-    track = read_subtitles(_interop(tmp_path / "pkg", font="/etc/passwd", more=more))
+    track = read_subtitles(interop_file(tmp_path / "pkg", font="/etc/passwd", more=more))
     w = "\n".join(track.warnings)
     assert "font 'F1' not loaded" in w and "refused" in w and "<Image> '../../etc/passwd' dropped" in w
     assert track.fonts == {"F1": None} and len(track.cues) == 1
@@ -232,7 +171,7 @@ def _package(folder: Path, reels: list[tuple[int, int, int]], missing: int | Non
     for k in range(len(reels)):
         assets.append(AM_ASSET.format(f"00000000-0000-4000-8000-00000000030{k}", "", f"sub{k}.xml"))
         if k != missing:
-            _interop(folder, text=f"reel {k}", name=f"sub{k}.xml")
+            interop_file(folder, text=f"reel {k}", name=f"sub{k}.xml")
     (folder / "ASSETMAP.xml").write_text(ASSETMAP.format("".join(assets)))
     (folder / "pkl.xml").write_text(
         '<PackingList xmlns="http://www.digicine.com/PROTO-ASDCP-PKL-20040311#"><Id>urn:uuid:'
@@ -269,7 +208,7 @@ def test_a_missing_subtitle_file_is_a_warning(tmp_path):
 # ------------------------------------------------------------------ drawing (Pillow)
 
 def _drawn(tmp_path, more="", **kw):
-    track = read_subtitles(_interop(tmp_path, more=more, **kw))
+    track = read_subtitles(interop_file(tmp_path, more=more, **kw))
     subs = CompositionSubtitles.single(track, 200, 24)
     return subs, SubtitleRenderer(384, 216, subs.fonts())
 
@@ -291,7 +230,7 @@ def test_renderer_places_text_and_effects(tmp_path):
 
 @needs_font
 def test_renderer_alignment_fades_and_images(tmp_path):
-    (tmp_path / "pic.png").write_bytes(_png(40, 20))
+    (tmp_path / "pic.png").write_bytes(rgba_png(40, 20))
     more = """<Subtitle TimeIn="00:00:03:000" TimeOut="00:00:04:000" FadeUpTime="0" FadeDownTime="0">
       <Text VAlign="top" VPosition="10" HAlign="left" HPosition="5">L</Text>
       <Text VAlign="top" VPosition="10" HAlign="right" HPosition="5">R</Text></Subtitle>
@@ -333,7 +272,7 @@ def _screens(tmp_path, subtitles, frames=(0, 30)):
 @pytest.mark.slow
 @needs_font
 def test_screenshots_include_the_subtitles(gl, tmp_path):
-    track = read_subtitles(_interop(tmp_path, size=84))
+    track = read_subtitles(interop_file(tmp_path, size=84))
     subs = CompositionSubtitles.single(track, 48, 24)
     shots = _screens(tmp_path, subs)
     assert (shots[0] == 3000).all()                             # before the cue: the picture alone
@@ -359,7 +298,7 @@ def test_cli_subtitle_file_and_subtitles_off(gl, tmp_path):
         write_ppm(tmp_path / "f.ppm", np.full((108, 192, 3), 20, np.int64), 255)
         subprocess.run(["opj_compress", "-i", str(tmp_path / "f.ppm"), "-o", str(folder / f"f{k}.j2c"), "-n", "3"],
                        check=True, capture_output=True)
-    sub = _interop(tmp_path / "subs", t_in="00:00:00:000", t_out="00:00:10:000", size=84)
+    sub = interop_file(tmp_path / "subs", t_in="00:00:00:000", t_out="00:00:10:000", size=84)
     for state, lit in (("on", True), ("off", False)):
         shot = tmp_path / f"{state}.png"
         assert main(["play", str(folder), "--headless", "--backend", "cpu", "--subtitle-file", str(sub),

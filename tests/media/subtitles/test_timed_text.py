@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
 import shutil
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -30,10 +28,11 @@ from cinegpu.media.mxf.timed_text_write import FONT_MIME, PNG_MIME, Resource, wr
 from cinegpu.media.subtitles.write import NS_DCST, prepare_subtitles
 from cinegpu.media.subtitles.documents import read_subtitles
 from cinegpu.player.cli import main
-from test_master import _write_png16, needs_encoder
-from test_subtitles import FONT, INTEROP, SMPTE, _png, needs_font
 
-TOOLS = Path(__file__).parent / "tools"
+from helpers.mastering import NoEncoding, needs_encoder, still
+from helpers.subtitles import (FONT, INTEROP, SMPTE, clairmeta_subtitles_ok, interop_file, needs_font,
+                               rgba_png, subtitle_schema_ok)
+
 SRT = """1
 00:00:00,250 --> 00:00:00,750
 Hello <i>world</i>
@@ -50,17 +49,6 @@ def _cues(track):
             for c in track.cues]
 
 
-def _schema_ok(document: bytes) -> None:
-    from lxml import etree
-    try:
-        import clairmeta
-    except ImportError:
-        return
-    xsd = Path(clairmeta.__file__).parent / "xsd" / "DCDMSubtitle-2010.xsd"
-    schema = etree.XMLSchema(etree.parse(str(xsd)))
-    schema.assertValid(etree.fromstring(document))
-
-
 # -- the track file --------------------------------------------------------------------------------
 @needs_font
 def test_track_file_round_trip_with_a_font_and_a_png(tmp_path):
@@ -68,7 +56,7 @@ def test_track_file_round_trip_with_a_font_and_a_png(tmp_path):
     the same cues, and the resources' bytes back unchanged."""
     font_id, png_id = "7f1e0c52-9d3b-4e8e-8a4f-2c5d6e7f8a90", "1a2b3c4d-0000-4000-8000-000000000001"
     doc = SMPTE.encode()
-    font, png = Path(FONT).read_bytes(), _png()
+    font, png = Path(FONT).read_bytes(), rgba_png()
     (tmp_path / "sub.xml").write_bytes(doc)
     (tmp_path / f"{font_id}.ttf").write_bytes(font)
     (tmp_path / f"{png_id}.png").write_bytes(png)
@@ -107,7 +95,7 @@ def test_the_smpte_document_follows_st_428_7(tmp_path):
     (tmp_path / "s.srt").write_text(SRT)
     asset, warnings = prepare_subtitles(tmp_path / "s.srt", frames=24, fps=24, title="T", language="de",
                                         font=FONT)
-    _schema_ok(asset.document)
+    subtitle_schema_ok(asset.document)
     text = asset.document.decode()
     assert re.search(r'<Subtitle SpotNumber="1" TimeIn="00:00:00:06" TimeOut="00:00:00:18"', text)
     assert "<EditRate>24 1</EditRate><TimeCodeRate>24</TimeCodeRate><StartTime>00:00:00:00</StartTime>" in text
@@ -118,23 +106,10 @@ def test_the_smpte_document_follows_st_428_7(tmp_path):
     assert asset.cues == 2 and asset.duration == 24
 
 
-# -- mistakes ----------------------------------------------------------------------------------------
-class _NoEncoding:
-    def __init__(self, *a, **k):
-        raise AssertionError("a frame was about to be encoded")
-
-
-def _still(tmp_path: Path) -> Path:
-    src = tmp_path / "in"
-    src.mkdir(exist_ok=True)
-    _write_png16(src / "f.png", np.full((36, 64, 3), 0.3, np.float32))
-    return src
-
-
 @needs_font
 def test_subtitle_mistakes_exit_2_before_encoding(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr("cinegpu.jobs.master_job.FrameEncoders", _NoEncoding)
-    src = _still(tmp_path)
+    monkeypatch.setattr("cinegpu.jobs.master_job.FrameEncoders", NoEncoding)
+    src = still(tmp_path, 0.3)
     (tmp_path / "bad_time.srt").write_text("1\n00:00:02,000 --> 00:00:01,000\nbackwards\n")
     (tmp_path / "bad.xml").write_text("<DCSubtitle><Subtitle></DCSubtitle>")
     (tmp_path / "ok.srt").write_text(SRT)
@@ -166,25 +141,6 @@ def test_subtitle_mistakes_exit_2_before_encoding(tmp_path, capsys, monkeypatch)
 
 
 # -- master, check, read back, play --------------------------------------------------------------------
-def _clairmeta_ok(root: Path, tmp_path: Path) -> str:
-    try:
-        import clairmeta  # noqa: F401
-    except ImportError:
-        return ""
-    profile = tmp_path / "profile.json"
-    from clairmeta.profile import get_default_profile
-    p = get_default_profile()
-    # these read asdcp-info's probe of the MXF (KeyError 'Probe' without asdcplib)
-    p["bypass"] = ["check_subtitle_cpl_uuid", "check_subtitle_cpl_xml", "check_subtitle_cpl_duplicated_uuid"]
-    profile.write_text(json.dumps(p))
-    env = {**os.environ, "PATH": f"{TOOLS}:{os.environ['PATH']}"}
-    run = subprocess.run([sys.executable, "-m", "clairmeta.cli", "check", "-type", "dcp", "-profile",
-                          str(profile), str(root)], capture_output=True, text=True, timeout=300, env=env)
-    report = run.stdout + run.stderr
-    assert "Check succeeded" in report and "Error(s):" not in report, report
-    return report
-
-
 def _master_and_check(tmp_path: Path, capsys, subtitles: Path, expect: list[tuple[str, ...]],
                       font: Path | None = None) -> None:
     """Master a still with ``subtitles`` (``font``: --subtitle-font, default none: DejaVu Sans
@@ -195,7 +151,8 @@ def _master_and_check(tmp_path: Path, capsys, subtitles: Path, expect: list[tupl
     from cinegpu.media.subtitles.documents import composition_subtitles
 
     out = tmp_path / "dcp"
-    rc = main(["master", str(_still(tmp_path)), "-o", str(out), "--title", "Subs_TST-1_F_EN-EN_2K_CGP_20260101_CGP_SMPTE_OV",
+    rc = main(["master", str(still(tmp_path, 0.3)), "-o", str(out),
+               "--title", "Subs_TST-1_F_EN-EN_2K_CGP_20260101_CGP_SMPTE_OV",
                "--quiet", "--subtitles", str(subtitles), "--subtitle-language", "en",
                *(["--subtitle-font", str(font)] if font else [])])
     captured = capsys.readouterr()
@@ -207,8 +164,8 @@ def _master_and_check(tmp_path: Path, capsys, subtitles: Path, expect: list[tupl
                      r"<IntrinsicDuration>24</IntrinsicDuration>\s*<EntryPoint>0</EntryPoint>\s*"
                      r"<Duration>24</Duration>\s*<Hash>[^<]+</Hash>\s*<Language>en</Language>", cpl)
     assert sid in next(out.glob("pkl_*.xml")).read_text() and sid in (out / "ASSETMAP.xml").read_text()
-    _schema_ok(read_timed_text(sub).document)
-    _clairmeta_ok(out, tmp_path)
+    subtitle_schema_ok(read_timed_text(sub).document)
+    clairmeta_subtitles_ok(out, tmp_path)
     pkg = read_package(out)
     subs = composition_subtitles(pkg.compositions[0], root=pkg.root)
     assert subs.warnings == []
@@ -244,7 +201,6 @@ def test_master_with_srt_subtitles(tmp_path, capsys, gl):
 @needs_font
 @needs_encoder
 def test_master_with_interop_subtitles(tmp_path, capsys, gl):
-    from test_subtitles import _interop
-    xml = _interop(tmp_path / "subs", t_in="00:00:00:025", t_out="00:00:00:225", text="Bonjour", size=60)
+    xml = interop_file(tmp_path / "subs", t_in="00:00:00:025", t_out="00:00:00:225", text="Bonjour", size=60)
     _master_and_check(tmp_path, capsys, xml, [("Bonjour",)],
                       font=Path(FONT).with_name("DejaVuSansMono.ttf"))

@@ -4,26 +4,19 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from cinegpu.decode import decode
 
-from conformance import CONFORMANCE
-from pgx import read_pgx
+from conftest import SAMPLE
+from helpers.cli import cinegpu
+from helpers.conformance import CONFORMANCE
+from helpers.pgx import read_pgx
 
-ROOT = Path(__file__).resolve().parents[1]
-SAMPLE = ROOT / "cinegpu" / "media" / "samples" / "bars_2k.j2c"
 P0_04 = CONFORMANCE / "part1" / "codestreams" / "p0_04.j2k"
 P0_05 = CONFORMANCE / "part1" / "codestreams" / "p0_05.j2k"
-
-
-def cinegpu(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cinegpu.player.cli", *args],
-                          capture_output=True, text=True, timeout=600)
 
 
 def test_info_codestream_lists_the_header():

@@ -15,7 +15,7 @@ from cinegpu.media.security.certificates import make_chain, write_chain
 from cinegpu.media.security.content_keys import TrackKey, read_key_file, write_key_file
 
 from conftest import DCP_SAMPLES
-from test_cli import cinegpu
+from helpers.cli import cinegpu
 
 CPL = DCP_SAMPLES / "libdcp-encryption_test-smpte-2k-encrypted" / "cpl_6affb8ee-0020-4dff-a53c-17652f6358ab.xml"
 CPL_ID = "6affb8ee-0020-4dff-a53c-17652f6358ab"

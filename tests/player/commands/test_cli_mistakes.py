@@ -3,21 +3,10 @@ no traceback, found before any long work (issue: the first ten minutes)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
-from conftest import DCP_SAMPLES, have_cuda
-
-ROOT = Path(__file__).resolve().parents[1]
-SAMPLE = ROOT / "cinegpu" / "media" / "samples" / "bars_2k.j2c"
-
-
-def cinegpu(*args, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cinegpu.player.cli", *map(str, args)],
-                          capture_output=True, text=True, timeout=300, cwd=cwd)
+from conftest import DCP_SAMPLES, SAMPLE, have_cuda
+from helpers.cli import cinegpu
 
 
 MISTAKES = [
@@ -172,7 +161,7 @@ def test_bench_compare_runs_openjph_on_htj2k_frames_only(tmp_path):
     it out for Part-1 frames."""
     import shutil
 
-    from conformance import CONFORMANCE
+    from helpers.conformance import CONFORMANCE
 
     ht = CONFORMANCE / "htj2k" / "codestreams" / "ds0_ht_01_b11.j2k"
     if not shutil.which("ojph_expand") or not ht.exists():

@@ -22,6 +22,7 @@ from cinegpu.player.server.client import ServerProcess, request
 from cinegpu.player.server.samples import DCP_CPL, MISSING_CPL, make_library, sequence_id, tools_missing
 
 from conftest import require_gl
+from helpers.server import api, engine, pump, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -41,21 +42,6 @@ def server(library):
     yield s
     code = s.stop()
     assert code == 0, "".join(s.stderr)[-3000:]
-
-
-def api(server, path, method="GET", body=None, **kw):
-    return request(f"{server.url}/api/v1{path}", method, body, token=server.token, **kw)
-
-
-def wait_for(server, pred, timeout=30.0, what="condition"):
-    end = time.monotonic() + timeout
-    st = None
-    while time.monotonic() < end:
-        _, st = api(server, "/status")
-        if pred(st):
-            return st
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}; last status {st}")
 
 
 def test_openapi_and_library(server, library):
@@ -316,106 +302,27 @@ def test_library_lists_bad_packages_and_duplicate_ids(tmp_path):
     assert scan.entries == {} and len(scan.errors) == 1 and scan.errors[0]["path"] == "bad"
 
 
-class _Target:
-    name, texture, width, height = "fake", 0, 0, 0
-
-    def open(self, w, h):
-        self.width, self.height = w, h
-
-    def write(self, picture):
-        pass
-
-    def close(self):
-        pass
-
-
-class _Presenter:
-    def draw(self, *a):
-        pass
-
-    def close(self):
-        pass
-
-
-class _Window:
-    def get_framebuffer_size(self):
-        return (16, 9)
-
-    def flip(self):
-        pass
-
-
-class _Clock:
-    def __init__(self):
-        self.t = 0.0
-
-    def __call__(self):
-        return self.t
-
-    def sleep(self, s):
-        self.t += max(s, 0.001)
-
-
-def _engine(frames=(10, 5), **kw):
-    """An engine over in-memory sources (ArraySource) with a fake clock, window and GL."""
-    import numpy as np
-
-    from cinegpu.player.server.engine import Engine
-    from cinegpu.player.server.library import Entry
-    from cinegpu.player.source import ArraySource
-
-    clock = _Clock()
-    pictures = [np.zeros((9, 16, 4), np.uint16)]
-    entries = [Entry(f"id{i}", "j2k-sequence", f"t{i}", None, None, None, n, (("", n),))
-               for i, n in enumerate(frames)]
-
-    class Media:
-        def __init__(self, entry):
-            self.frame_count = entry.frames
-
-        def close(self):
-            pass
-
-    def make_source(media):
-        return ArraySource(pictures, frame_count=media.frame_count, edit_rate=24)
-
-    eng = Engine(_Window(), open_media=Media, make_source=make_source, make_target=lambda b: _Target(),
-                 make_presenter=_Presenter, now=clock, sleep=clock.sleep, **kw)
-    return eng, entries, clock
-
-
-def _pump(eng, clock, until, limit=5000):
-    for _ in range(limit):
-        eng._drain()
-        eng._sleep(min(eng._turn(), 0.01))
-        eng._publish()
-        if until():
-            return
-        time.sleep(0.0005)          # let the loader thread run
-    raise AssertionError(f"engine stuck in {eng.state}")
-
-
 def test_engine_plays_a_playlist_through_with_commands_from_a_queue():
-    eng, entries, clock = _engine()
+    eng, entries, clock = engine()
     play = eng.submit("play")
     eng._drain()
     assert play.exception(0).status == 409                                  # nothing loaded
     load = eng.submit("load", entries=entries, play=True)
-    _pump(eng, clock, lambda: load.done())
+    pump(eng, clock, lambda: load.done())
     assert load.result()["state"] == "starting"
-    _pump(eng, clock, lambda: eng.state == "playing")
-    _pump(eng, clock, lambda: eng.index == 1 and eng.state == "playing")
-    _pump(eng, clock, lambda: eng.state == "ended")
+    pump(eng, clock, lambda: eng.state == "playing")
+    pump(eng, clock, lambda: eng.index == 1 and eng.state == "playing")
+    pump(eng, clock, lambda: eng.state == "ended")
     st = eng.snapshot()
     assert st["composition"]["id"] == "id1" and st["frame"] == 4 and st["dropped"] == 0
     # the counts are the composition's, all reset when it started; the playlist's are kept apart
     assert st["shown"] == 5 and st["late"] == 0 and st["dropped_at"] == ""
     assert st["session"] == {"shown": 15, "late": 0, "dropped": 0, "frame_errors": 0}
     seek = eng.submit("seek", frame=2)
-    _pump(eng, clock, lambda: seek.done())
+    pump(eng, clock, lambda: seek.done())
     assert seek.result()["frame"] == 2 and seek.result()["state"] == "paused"
     bad = eng.submit("seek", frame=7)
-    _pump(eng, clock, lambda: bad.done())
+    pump(eng, clock, lambda: bad.done())
     assert bad.exception().status == 422
     eng.request_quit()
     eng._shutdown()
@@ -436,9 +343,9 @@ def test_engine_gives_the_player_the_compositions_subtitles(gl, tmp_path, monkey
         asked.append((frames, rate))
         return subs.subtitles_for(media, frames, rate, file=srt)
     monkeypatch.setattr(engine_module, "subtitles_for", with_file)
-    eng, entries, clock = _engine(subtitles=on)
+    eng, entries, clock = engine(subtitles=on)
     load = eng.submit("load", entries=entries[:1])
-    _pump(eng, clock, lambda: load.done())
+    pump(eng, clock, lambda: load.done())
     assert (eng.player.subtitles is not None) == on
     assert asked == ([(10, 24)] if on else [])
     if on:

@@ -12,8 +12,9 @@ from types import SimpleNamespace
 import pytest
 
 from cinegpu.player.server.client import ServerProcess, request
+
 from conftest import DCP_SAMPLES, needs_dcp_samples, require_gl
-from test_server import _engine, _pump, api, wait_for
+from helpers.server import api, engine, pump, wait_for
 
 SMPTE = DCP_SAMPLES / "libdcp-dcp_test1-smpte-2k"
 CPL = "6affb8ee-0020-4dff-a53c-17652f6358ab"
@@ -125,9 +126,9 @@ def test_audio_off_reports_null_and_refuses_settings():
 
 
 def test_engine_without_sound_reports_audio_null():
-    eng, entries, clock = _engine(audio="null")
+    eng, entries, clock = engine(audio="null")
     load = eng.submit("load", entries=entries[:1])
-    _pump(eng, clock, lambda: load.done())
+    pump(eng, clock, lambda: load.done())
     assert load.result()["audio"] is None
     bad = eng.submit("audio", volume=0.5)
     eng._drain()
@@ -137,7 +138,7 @@ def test_engine_without_sound_reports_audio_null():
 
 
 def test_engine_resets_a_routing_that_does_not_fit_the_next_sound():
-    eng, _, _ = _engine(audio="null")
+    eng, _, _ = engine(audio="null")
     eng.audio.routing, eng.audio.volume = IDENTITY, 0.25
     feed = SimpleNamespace(sound=SimpleNamespace(channels=2), sink=SimpleNamespace(channels=2),
                            volume=1.0, mute=False, routing=None)

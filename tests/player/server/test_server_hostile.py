@@ -38,6 +38,7 @@ from cinegpu.player.server.library import SEQUENCE_NS, Entry, Library
 from cinegpu.player.server.samples import make_library, sequence_id, tools_missing
 
 from conftest import require_gl
+from helpers.server import api
 
 HEAD_TIMEOUT = 2.0          # seconds (--head-timeout of the test server)
 MAX_CONNECTIONS = 100
@@ -78,10 +79,6 @@ def server(library):
     yield s
     code = s.stop()
     assert code == 0, "".join(s.stderr)[-3000:]
-
-
-def api(server, path, method="GET", body=None, **kw):
-    return request(f"{server.url}/api/v1{path}", method, body, token=server.token, **kw)
 
 
 def addr(server) -> tuple[str, int]:

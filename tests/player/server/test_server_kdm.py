@@ -17,8 +17,8 @@ import pytest
 
 from cinegpu.media.security.key_ring import KeyRing
 
-from encrypted_dcp import key_lines, make_dcp
-from kdm_build import make_chain, make_kdm, make_recipient
+from helpers.encrypted_dcp import key_lines, make_dcp
+from helpers.kdm_build import make_chain, make_kdm, make_recipient
 
 NOW = datetime.now(timezone.utc)
 
