@@ -17,23 +17,46 @@
   (:func:`_config_home`), so that ``cinegpu master --encrypt`` makes its signer chain there,
   never in the real home; ``config_home`` gives the folder.
 
-Test modules import the names here (``from conftest import ...``): the tests folder is on
-``sys.path`` (pytest's default "prepend" import mode), as for ``conformance.py``.
+* Paths: :data:`ROOT` (the checkout), :data:`PACKAGE` (``cinegpu/``), :data:`SAMPLE` (the
+  bundled ``bars_2k.j2c``), :data:`TESTS` (this folder) and :data:`TOOLS` (``tests/tools``:
+  stand-ins for programs a test puts on ``PATH``).  Test modules sit in folders that mirror the
+  package (``tests/decode/tier1/`` ...), so none computes these from its own ``__file__``.
+* Host builds: :func:`host_library` is a ``cuda/*_host*.cpp`` emulation built by g++ (once a
+  session) and loaded with ctypes, skipping the test where g++ is missing; :func:`cuda_or_host`
+  makes the fixture that runs a case on the GPU kernel and on its host emulation; :func:`ptr`
+  passes a numpy array to it.
+
+Test modules import the names here (``from conftest import ...``) and the shared helpers of
+``tests/helpers/`` (``from helpers.peers import ...``): this folder is on ``sys.path``, since
+pytest's default "prepend" import mode inserts the folder of this conftest.py (and of each
+test module, which is how a test module may import a sibling of its own folder).
 """
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import os
 import re
+import shutil
 from importlib import metadata
 from pathlib import Path
 
 import pytest
 
+#: this folder (``tests/``), on ``sys.path`` for the test modules and ``tests/helpers``
+TESTS = Path(__file__).resolve().parent
+#: the checkout
+ROOT = TESTS.parent
+#: the package's folder
+PACKAGE = ROOT / "cinegpu"
+#: the 2K DCI codestream the package ships (``cinegpu bench``'s default input)
+SAMPLE = PACKAGE / "media" / "samples" / "bars_2k.j2c"
+#: stand-ins for programs a test puts first on ``PATH`` (``asdcp-unwrap``)
+TOOLS = TESTS / "tools"
 #: ``../shared`` beside the checkout, or where ``CINEGPU_SHARED`` says (data kept elsewhere, or a
 #: partial copy: every test skips per file it lacks, see :func:`present`)
-SHARED = Path(os.environ.get("CINEGPU_SHARED") or Path(__file__).resolve().parents[1].parent / "shared")
+SHARED = Path(os.environ.get("CINEGPU_SHARED") or ROOT.parent / "shared")
 CONFORMANCE = SHARED / "conformance"
 DCP_SAMPLES = SHARED / "dcp-samples"
 
@@ -71,23 +94,64 @@ def require_cuda():
     return cupy
 
 
+#: g++, which builds the host emulations (None where it is missing)
+CXX = shutil.which("g++")
+#: marks a test (or a module, as ``pytestmark``) that needs g++
+needs_cxx = pytest.mark.skipif(CXX is None, reason="g++ not installed: no host build")
+
+
 @functools.cache
 def host_build(source: Path, *flags: str):
     """A ``cuda/*_host*.cpp`` emulation (a .cu compiled as C++ for the host, so CI checks a
     kernel's own code without a GPU) built by g++ with ``flags`` and loaded with ctypes; built
-    once per session.  The caller skips when g++ is missing (``shutil.which("g++")``)."""
+    once per session.  The caller skips when g++ is missing (:data:`CXX`); see
+    :func:`host_library`."""
     return _host_build(str(source), tuple(flags))
+
+
+def host_library(source: Path, *, restypes: dict | None = None,
+                 flags: tuple[str, ...] = ("-ffp-contract=off",)):
+    """:func:`host_build` of ``source`` (by default with ``-ffp-contract=off``: no fused
+    multiply-adds, so float results match numpy's to the bit), with the ``restypes`` given
+    (``{"function": ctypes.c_longlong}``) set; skips the calling test where g++ is missing.
+    A module's ``lib`` fixture is one call of it."""
+    if CXX is None:
+        pytest.skip("g++ not installed: no host build")
+    lib = host_build(source, *flags)
+    for name, restype in (restypes or {}).items():
+        getattr(lib, name).restype = restype
+    return lib
+
+
+def ptr(a) -> ctypes.c_void_p:
+    """A numpy array's data as a ``void *`` argument of a host-built kernel (None: NULL)."""
+    return ctypes.c_void_p(None if a is None else a.ctypes.data)
+
+
+def cuda_or_host(cuda, host, *, slow_host: bool = False):
+    """A fixture, parametrized ``cuda`` (marked gpu) and ``host`` (skipped without g++; marked
+    slow too where ``slow_host``), that gives the ``cuda`` or the ``host`` function: the same
+    case run on a kernel and on its host emulation.  A module names it by assignment:
+    ``backend = cuda_or_host(decode_cuda, decode_host)``."""
+    host_marks = [pytest.mark.skipif(CXX is None, reason="no g++ to build the host emulation")]
+    if slow_host:
+        host_marks.insert(0, pytest.mark.slow)
+
+    @pytest.fixture(params=[pytest.param("cuda", marks=pytest.mark.gpu),
+                            pytest.param("host", marks=host_marks)])
+    def backend(request):
+        return cuda if request.param == "cuda" else host
+
+    return backend
 
 
 @functools.lru_cache(maxsize=None)
 def _host_build(source: str, flags: tuple):
-    import ctypes
-    import shutil
     import subprocess
     import tempfile
     src = Path(source)
     lib = Path(tempfile.mkdtemp(prefix=src.stem)) / f"{src.stem}.so"
-    subprocess.run([shutil.which("g++"), "-O2", *flags, "-shared", "-fPIC", "-o", str(lib),
+    subprocess.run([CXX, "-O2", *flags, "-shared", "-fPIC", "-o", str(lib),
                     str(src)], check=True, cwd=src.parent, capture_output=True)
     return ctypes.CDLL(str(lib))
 
@@ -154,6 +218,16 @@ def conformance() -> Path:
     if not (CONFORMANCE / "MANIFEST.tsv").is_file():
         pytest.skip("../shared/conformance is absent")
     return CONFORMANCE
+
+
+@pytest.fixture
+def smpte_dcp(tmp_path) -> Path:
+    """A scratch copy of libdcp's SMPTE sample DCP (``../shared/dcp-samples/
+    libdcp-dcp_test1-smpte-2k``) in the test's temporary folder, to damage; skips where absent."""
+    sample = DCP_SAMPLES / "libdcp-dcp_test1-smpte-2k"
+    if not sample.is_dir():
+        pytest.skip(f"{sample} is not present")
+    return Path(shutil.copytree(sample, tmp_path / "dcp"))
 
 
 @pytest.fixture(scope="session")

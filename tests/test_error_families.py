@@ -18,8 +18,8 @@ import pytest
 
 from cinegpu.decode import BackendUnavailable, CodestreamError, PipelineError, UnsupportedFeature, WorkerCrashed
 from cinegpu.media import CorruptMedia, EncryptedMedia, MediaError, UnsupportedMedia, open_source
-from conformance import CONFORMANCE
 from conftest import DCP_SAMPLES
+from helpers.conformance import CONFORMANCE
 
 SAMPLES = DCP_SAMPLES
 ENCRYPTED = SAMPLES / "libdcp-encryption_test-smpte-2k-encrypted"

@@ -6,11 +6,12 @@ rank, at module level or inside a function, written absolute (``cinegpu.media``)
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent / "cinegpu"
+from conftest import PACKAGE
+
+ROOT = PACKAGE
 RANK = {"decode": 0, "encode": 1, "media": 2, "interop": 2, "jobs": 3, "bench": 4, "player": 5}
 
 

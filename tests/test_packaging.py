@@ -7,12 +7,10 @@ import subprocess
 import sys
 import tomllib
 import zipfile
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-PACKAGE = ROOT / "cinegpu"
+from conftest import PACKAGE, ROOT
 
 
 def test_every_python_folder_is_a_package_found_by_discovery():

@@ -1,7 +1,8 @@
 """The shape of the checkout (issue 49's "done when"): a real package folder found by discovery,
 benchmarks and peers in ``cinegpu/bench`` only, no folder over 25 modules, no function over 16
 parameters or (outside numba and CUDA kernels) over 150 lines, no GPU timings in the library,
-and a README that is a quick start."""
+and a README that is a quick start; and the tests laid out as the package, their shared helpers
+in tests/helpers/ once."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-PACKAGE = ROOT / "cinegpu"
+from conftest import PACKAGE, ROOT, TESTS
+
 #: the most modules one folder holds
 MAX_MODULES = 25
 #: the most parameters one function takes
@@ -104,3 +105,118 @@ def test_the_checks_see_what_they_look_for(tmp_path):
 def test_the_readme_is_a_quick_start():
     lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
     assert len(lines) <= MAX_README_LINES, len(lines)
+
+
+# -- the tests' own layout (issue 49, item 9) ---------------------------------------------------
+#: folders of tests/ that hold no test areas: the shared helpers and the stand-in programs
+NOT_AREAS = ("helpers", "tools")
+
+
+def _test_folders(tests):
+    return sorted(d for d in tests.rglob("*") if d.is_dir() and "__pycache__" not in d.parts
+                  and not any(part.startswith(".") for part in d.relative_to(tests).parts))
+
+
+def _stray_test_folders(tests, package) -> list[str]:
+    """Folders under ``tests`` that mirror no folder of ``package`` (helpers/, tools/ aside)."""
+    return [str(d.relative_to(tests)) for d in _test_folders(tests)
+            if d.relative_to(tests).parts[0] not in NOT_AREAS
+            and not (package / d.relative_to(tests)).is_dir()]
+
+
+def _shared_names(tree) -> set[str]:
+    """Names a module imports from conftest or tests/helpers."""
+    return {a.asname or a.name for n in tree.body if isinstance(n, ast.ImportFrom) and n.level == 0
+            and (n.module == "conftest" or (n.module or "").startswith("helpers")) for a in n.names}
+
+
+def _copied_definitions(tests) -> list[list[str]]:
+    """Top-level functions and classes defined with the same body (``ast.dump``, docstring aside)
+    in more than one file under ``tests`` (tools/ aside), whatever their names: each group as
+    ["file:line name", ...].  A body that is one call of a name the module imports from conftest
+    or tests/helpers (a ``lib`` fixture's ``return host_library(SOURCE)``) uses a shared helper
+    and copies none."""
+    bodies: dict[str, list[tuple[str, str]]] = {}
+    for path in sorted(tests.rglob("*.py")):
+        rel = path.relative_to(tests)
+        if rel.parts[0] == "tools" or "__pycache__" in rel.parts:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        shared = _shared_names(tree)
+        for node in tree.body:
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            body = node.body[1:] if ast.get_docstring(node) is not None else node.body
+            if not body:
+                continue
+            if len(body) == 1 and isinstance(body[0], (ast.Return, ast.Expr)) \
+                    and isinstance(body[0].value, ast.Call) and isinstance(body[0].value.func, ast.Name) \
+                    and body[0].value.func.id in shared:
+                continue
+            key = ast.dump(ast.Module(body=body, type_ignores=[]))
+            bodies.setdefault(key, []).append((str(rel), f"{rel}:{node.lineno} {node.name}"))
+    return [[where for _, where in found] for found in bodies.values() if len({f for f, _ in found}) > 1]
+
+
+def _test_module_imports(tests) -> list[str]:
+    """Imports of a test module by another module under ``tests`` (at any depth of the code)."""
+    modules = {p.stem for p in tests.rglob("test_*.py")}
+    found = []
+    for path in sorted(tests.rglob("*.py")):
+        if "__pycache__" in path.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 else []
+            found += [f"{path.relative_to(tests)}:{node.lineno} imports {n}" for n in names
+                      if n in modules and n != path.stem]
+    return found
+
+
+def test_test_folders_mirror_the_package():
+    """Every folder of tests/ is a folder of cinegpu/ (tests/decode/tier1/ for
+    cinegpu/decode/tier1/ ...), tests/helpers/ and tests/tools/ aside."""
+    assert not _stray_test_folders(TESTS, PACKAGE)
+    assert {d.name for d in _test_folders(TESTS) if d.parent == TESTS} >= {"decode", "encode", "media", "helpers"}
+
+
+def test_test_modules_keep_prepend_mode():
+    """No __init__.py in a test folder and one conftest.py (pytest's "prepend" import mode: tests/
+    and each test module's folder on sys.path), so every test module's name is unique."""
+    folders = [d for d in _test_folders(TESTS) if d.relative_to(TESTS).parts[0] != "helpers"]
+    assert not [str(d) for d in folders if (d / "__init__.py").exists()]
+    assert [p.relative_to(TESTS) for p in TESTS.rglob("conftest.py")] == [Path("conftest.py")]
+    names = [p.name for p in TESTS.rglob("test_*.py")]
+    assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
+    assert (TESTS / "helpers" / "__init__.py").is_file()
+
+
+def test_no_function_is_copied_between_test_modules():
+    """Shared helpers live in tests/helpers/ (or conftest.py), once."""
+    copied = _copied_definitions(TESTS)
+    assert not copied, copied
+
+
+def test_no_test_module_imports_another():
+    """A test module imports conftest and tests/helpers, never another test module (whose folder
+    need not be on sys.path)."""
+    found = _test_module_imports(TESTS)
+    assert not found, found
+
+
+def test_the_layout_checks_see_what_they_look_for(tmp_path):
+    """A stray folder, a copied function (under another name too), and an import of a test module
+    are found; a one-line use of a shared helper is not a copy."""
+    package, tests = tmp_path / "cinegpu", tmp_path / "tests"
+    for folder in ("cinegpu/decode/tier1", "tests/decode/tier1", "tests/decode/tier9", "tests/helpers",
+                   "tests/tools/x"):
+        (tmp_path / folder).mkdir(parents=True)
+    assert _stray_test_folders(tests, package) == ["decode/tier9"]
+    seg = 'def seg(code, body):\n    """A segment."""\n    return struct.pack(">HH", code, len(body) + 2) + body\n'
+    segment = seg.replace("seg(", "_segment(").replace('    """A segment."""\n', "")
+    lib = 'from conftest import host_library\n\n\ndef lib():\n    return host_library(SOURCE)\n'
+    (tests / "decode" / "test_a.py").write_text(seg + "\n\n" + lib)
+    (tests / "decode" / "tier1" / "test_b.py").write_text(segment + "\n\n" + lib + "\nimport test_a\n")
+    copied = _copied_definitions(tests)
+    assert copied == [["decode/test_a.py:1 seg", "decode/tier1/test_b.py:1 _segment"]], copied
+    assert _test_module_imports(tests) == ["decode/tier1/test_b.py:11 imports test_a"]

@@ -22,12 +22,12 @@ from cinegpu.decode.codestream.header import parse_codestream
 from cinegpu.decode.plan import build_tile_plan
 from cinegpu.encode.presets import Coding, Params, make_params
 
+from . import ht  # called as ht.encode_ht_frame, so a stand-in set on the module takes effect
 from . import markers as mk
 from .blocks import Block, BlockTable, TierOnePool
 from .early_stop import FLOOR_SHARE, component_histograms, first_floor, floor_share
 from .early_stop import on_device as _on_device  # noqa: I001 (one definition of 'a CuPy array')
 from .forward import code_value_step, forward_tile
-from .ht import encode_ht_frame
 from .markers import main_header
 from .quant import block_components
 from .tier1.ht_gpu_plan import KERNEL_CHOICES
@@ -377,7 +377,7 @@ class Encoder:
         coefficients stay on the GPU)."""
         t1 = time.perf_counter()
         with self.on_stream():
-            data = encode_ht_frame(Frame, params, cs, plans, flats, self.base_step, self.pool,
+            data = ht.encode_ht_frame(Frame, params, cs, plans, flats, self.base_step, self.pool,
                                    self.stats, kernel=self.ht_kernel,
                                    blocks=self._ht_blocks)
         self.timings = {"forward": t1 - t0, "tier1+rate+tier2": time.perf_counter() - t1}

@@ -1,0 +1,138 @@
+"""The multi-process decode pipeline: order, equality, failures, back-pressure."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cinegpu.decode import CodestreamError, decode
+from cinegpu.decode.pipeline import FramePipeline, WorkerCrashed, tiny_codestream
+from cinegpu.decode.request import DecodeRequest
+from helpers.conformance import CONFORMANCE, read_streams
+
+STREAMS = ["p0_01", "p0_04", "p0_10", "p1_04", "p0_12"]
+PATHS = [CONFORMANCE / "part1" / "codestreams" / f"{s}.j2k" for s in STREAMS]
+pytestmark = pytest.mark.skipif(not all(p.exists() for p in PATHS), reason="../shared/conformance is absent")
+
+
+@pytest.fixture(scope="module")
+def frames():
+    return read_streams(PATHS)
+
+
+@pytest.fixture(scope="module")
+def pipe():
+    with FramePipeline(backend="cpu", workers=2, depth=3) as p:
+        yield p
+
+
+def test_frames_come_back_in_order_and_equal_decode(pipe, frames):
+    work = frames * 2
+    results = list(pipe.map(work, keys=range(len(work))))
+    assert [k for k, _ in results] == list(range(len(work)))
+    for (k, frame), data in zip(results, work):
+        want = decode(data, strict=False)
+        assert len(frame.components) == len(want)
+        for a, b in zip(frame.components, want):
+            assert np.array_equal(a, b), f"frame {k}"
+        assert frame.timings["tier1"] > 0
+
+
+def test_a_corrupt_frame_is_reported_and_the_pool_keeps_going(frames):
+    good = frames[1]
+    bad = bytearray(good)
+    sod = good.index(b"\xff\x93") + 2
+    bad[sod : sod + 64] = b"\xff" * 64  # the first packet header now grows Lblock without end
+    with FramePipeline(backend="cpu", workers=1, request=DecodeRequest(strict=True)) as pipe:
+        out = list(pipe.map([good, bytes(bad), good]))
+    assert not isinstance(out[0][1], Exception)
+    assert isinstance(out[1][1], CodestreamError)
+    assert not isinstance(out[2][1], Exception)
+    assert np.array_equal(out[2][1].components[0], decode(good)[0])
+
+
+def test_header_damage_raises_at_submit_in_map(pipe, frames):
+    results = list(pipe.map([frames[0], b"\xff\x4f\x00\x00", frames[0]]))
+    assert len(results) == 3
+    assert isinstance(results[1][1], CodestreamError)
+    assert not isinstance(results[2][1], Exception)
+
+
+def test_a_worker_crash_fails_only_its_frame(frames):
+    with FramePipeline(backend="cpu", workers=1, depth=2) as pipe:
+        pipe.submit(frames[1], key="doomed")
+        pipe._workers.procs[0].kill()  # the worker dies with the frame in hand
+        key, result = pipe.get()
+        assert key == "doomed" and isinstance(result, WorkerCrashed)
+        pipe.submit(frames[0], key="next")
+        key, result = pipe.get()
+        assert key == "next" and np.array_equal(result.components[0], decode(frames[0])[0])
+        assert pipe.stats["crashes"] == 1
+
+
+def test_back_pressure_bounds_frames_in_flight(frames):
+    seen = []
+    with FramePipeline(backend="cpu", workers=1, depth=2) as pipe:
+        def source():
+            for _ in range(6):
+                seen.append(pipe.in_flight)
+                yield frames[0]
+
+        out = list(pipe.map(source()))
+    assert len(out) == 6
+    assert max(seen) <= 2
+
+
+def test_tiny_codestream_decodes():
+    assert decode(tiny_codestream())[0].tolist() == [[128]]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("gpu_tier1", [True, False], ids=["tier1-gpu", "tier1-cpu"])
+def test_cuda_pipeline_matches_the_cpu_decode(frames, gpu_tier1):
+    with FramePipeline(backend="cuda", workers=2, gpu_tier1=gpu_tier1) as pipe:
+        assert pipe.backend == "cuda"
+        assert pipe.mode.name == ("segments" if gpu_tier1 else "coefficients")
+        results = list(pipe.map(frames))
+    for (_, frame), data in zip(results, frames):
+        want = decode(data)
+        for a, b in zip(frame.components, want):
+            assert np.abs(a.astype(np.int64) - b).max() <= 1
+
+
+@pytest.mark.gpu
+def test_cuda_pipeline_reuses_slots_behind_queued_gpu_work(frames):
+    """GPU tier-1 is launched without waiting; a slot is reused only once its copies ran.
+    With two slots and five frames submitted before any is taken, submit must wait for
+    the queued GPU work (not for a worker) and every frame must still decode right."""
+    with FramePipeline(backend="cuda", workers=1, depth=2, to_host=False) as pipe:
+        assert pipe.mode.name == "segments"
+        for k in range(5):
+            pipe.submit(frames[k % len(frames)], key=k)
+        results = [pipe.get() for _ in range(5)]
+    for key, frame in results:
+        want = decode(frames[key % len(frames)])
+        assert frame.timings["tier1"] > 0 and frame.timings["gpu"] > 0
+        for a, b in zip(frame.components, want):
+            assert np.abs(a.get().astype(np.int64) - b).max() <= 1
+
+
+HT_PATHS = [CONFORMANCE / "htj2k" / "codestreams" / f"{s}.j2k" for s in ("ds0_ht_01_b11", "ds1_ht_04_b9")]
+
+
+@pytest.mark.skipif(not all(p.exists() for p in HT_PATHS), reason="the HTJ2K conformance streams are absent")
+@pytest.mark.parametrize("backend", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_htj2k_frames_mixed_with_part1_frames(frames, backend):
+    """Frames with HT code-blocks (Part 15) among EBCOT ones: with GPU tier-1 on, all of them
+    get their tier-1 on the GPU; all in order, all right."""
+    work = [frames[0], HT_PATHS[0].read_bytes(), frames[1], HT_PATHS[1].read_bytes(), frames[0]]
+    with FramePipeline(backend=backend, workers=2, depth=3) as pipe:
+        if backend == "cuda":
+            assert pipe.mode.name == "segments"
+            assert [pipe._mode(pipe.decoder.prepare(d)).name for d in work[:2]] == ["segments", "segments"]
+        results = list(pipe.map(work))
+    for (_, frame), data in zip(results, work):
+        assert not isinstance(frame, Exception), frame
+        want = decode(data, strict=False)
+        for a, b in zip(frame.components, want):
+            assert np.abs(np.asarray(a, np.int64) - b).max() <= (0 if backend == "cpu" else 1)

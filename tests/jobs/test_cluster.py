@@ -1,0 +1,307 @@
+"""Mastering and library-wide decode checks on a Dask cluster (:mod:`cinegpu.jobs.cluster`,
+:mod:`cinegpu.jobs.cluster_coders`, :mod:`cinegpu.jobs.check_decode`): the same
+codestreams as one machine, a lost worker's frames redone, a frame that fails twice one
+error naming it with no package left, a scheduler that cannot be reached one line and exit
+2, and every failing frame of a library reported.  Local clusters of worker processes run
+here on the CPU; the GPU case is marked ``gpu``.
+
+The DCPs' UUIDs and timestamps are random (``uuid4``, ``now``: no deterministic option), so
+"the same DCP" is checked as :mod:`test_master_processes` does: the same codestreams, in
+order, in the picture track file, and the same track file size (the same MXF layout)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from cinegpu.jobs.master_job import MasterJob
+from cinegpu.jobs.mastering import master
+from cinegpu.media import MediaError
+from cinegpu.media.errors import CorruptMedia
+from cinegpu.media.images.frames import ImageFrames, list_frames
+from helpers.mastering import DieOn, needs_encoder, package_codestreams, write_tiffs
+
+distributed = pytest.importorskip("distributed", reason="dask distributed is not installed "
+                                                        "(pip install 'cinegpu[cluster]')")
+
+from cinegpu.jobs import cluster as cluster_mod  # noqa: E402  (after importorskip: distributed)
+from cinegpu.jobs.check_decode import check_library, find_packages  # noqa: E402  (after importorskip: distributed)
+from cinegpu.jobs.cluster import ClusterAddress, connect, parse_address  # noqa: E402  (after importorskip: distributed)
+
+
+def _track(dcp: Path) -> Path:
+    (mxf,) = [p for p in dcp.iterdir() if p.suffix == ".mxf" and p.name.startswith("j2c")] or \
+        [p for p in dcp.iterdir() if p.suffix == ".mxf"]
+    return mxf
+
+
+def _same_dcp(a: Path, b: Path) -> None:
+    assert package_codestreams(a) == package_codestreams(b)
+    assert _track(a).stat().st_size == _track(b).stat().st_size
+
+
+@dataclass(frozen=True)
+class _Slow:
+    """Frames of ``files``, each read taking ``delay`` seconds more (frames stay in flight)."""
+
+    files: ImageFrames
+    delay: float
+
+    def __call__(self, i: int):
+        time.sleep(self.delay)
+        return self.files(i)
+
+
+@dataclass(frozen=True)
+class _FailOnce:
+    """Frames of ``files``; the first read of frame ``k`` fails (it leaves ``mark`` behind)."""
+
+    files: ImageFrames
+    k: int
+    mark: str
+
+    def __call__(self, i: int):
+        if i == self.k and not os.path.exists(self.mark):
+            Path(self.mark).touch()
+            raise OSError("a transient read error")
+        return self.files(i)
+
+
+def _files(folder: Path) -> ImageFrames:
+    return ImageFrames(tuple(map(str, list_frames(folder))), (4096, 2160))
+
+
+# -- no cluster started -----------------------------------------------------------------------
+def test_addresses():
+    assert parse_address("local") == ClusterAddress(None, None)
+    assert parse_address("local:3") == ClusterAddress(None, 3)
+    assert parse_address("tcp://10.0.0.5:8786") == ClusterAddress("tcp://10.0.0.5:8786")
+    assert parse_address("render-1:8786") == ClusterAddress("tcp://render-1:8786")
+    assert str(ClusterAddress(None, 2)) == "local:2"
+    for bad in ("local:0", "local:x", "http://a b", "", "tcp://"):
+        with pytest.raises(ValueError):
+            parse_address(bad)
+
+
+def test_missing_dask_is_one_media_error(monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    with pytest.raises(MediaError, match=r"needs Dask distributed .*pip install "
+                                         r"'cinegpu\[cluster\]'"):
+        connect("local:1")
+
+
+def test_unreachable_scheduler_is_one_line_and_status_2(monkeypatch, capsys, tmp_path):
+    from cinegpu.player.cli import main
+    monkeypatch.setattr(cluster_mod, "CONNECT_TIMEOUT", 0.5)
+    src = write_tiffs(tmp_path / "in", 1)
+    t0 = time.monotonic()
+    status = main(["master", str(src), "-o", str(tmp_path / "out"), "--title", "t",
+                   "--backend", "cpu", "--quiet", "--cluster", "tcp://127.0.0.1:9"])
+    err = capsys.readouterr().err
+    assert status == 2 and time.monotonic() - t0 < 30
+    assert err.count("\n") == 1, err
+    assert err.startswith("cinegpu master: tcp://127.0.0.1:9: cannot reach a Dask scheduler "
+                          "there within 0.5 s")
+    assert not (tmp_path / "out").exists()
+    assert main(["check", "--decode", str(tmp_path), "--cluster", "local:0"]) == 2
+    assert capsys.readouterr().err == "cinegpu check: a local cluster needs at least 1 worker, " \
+                                      "got 'local:0'\n"
+
+
+def test_packages_of_a_library(tmp_path, dcp_samples):
+    import shutil
+    for name in ("libdcp-dcp_test1-smpte-2k", "libdcp-dcp_test3-interop-2k"):
+        shutil.copytree(dcp_samples / name, tmp_path / "lib" / "shelf" / name)
+    (tmp_path / "lib" / "empty").mkdir()
+    found = find_packages(tmp_path / "lib")
+    assert [p.name for p in found] == ["libdcp-dcp_test1-smpte-2k", "libdcp-dcp_test3-interop-2k"]
+    assert find_packages(found[0]) == [found[0]]
+    with pytest.raises(MediaError, match="not a folder"):
+        find_packages(tmp_path / "nothing")
+
+
+def _master_in_threads(src, out, backend="cpu", **options):
+    """The single-machine master the cluster's output is compared with: 2 threads, 1 process."""
+    master(MasterJob.of_images(src, out, title="t", processes=1, workers=2, backend=backend,
+                               **options), progress=False)
+
+
+# -- local clusters on the CPU ----------------------------------------------------------------
+@pytest.mark.slow
+@needs_encoder
+def test_cluster_master_writes_the_same_dcp_as_threads(tmp_path):
+    src = write_tiffs(tmp_path / "in", 5)
+    _master_in_threads(src, tmp_path / "threads")
+    dist = master(MasterJob.of_images(src, tmp_path / "cluster", title="t", cluster="local:2",
+                                      backend="cpu"), progress=False).stats
+    assert (dist.processes, dist.threads) == (2, 1)
+    assert 0 < dist.ready_s <= dist.first_s <= dist.total_s
+    assert len(package_codestreams(tmp_path / "cluster")) == 5
+    _same_dcp(tmp_path / "threads", tmp_path / "cluster")
+
+
+def _corrupt_frame(track: Path, n: int) -> None:
+    """Break frame ``n``'s codestream in place: its SIZ marker (bytes 2-3) becomes junk."""
+    from cinegpu.media.mxf.read import MXFFile
+    with MXFFile(track) as mxf:
+        off, _size = mxf.locate_frame(n)
+    with open(track, "r+b") as f:
+        f.seek(off + 2)
+        f.write(b"\x12\x34")
+
+
+@pytest.mark.slow
+def test_check_decode_reports_exactly_the_broken_frame(tmp_path, dcp_samples):
+    import shutil
+    lib = tmp_path / "lib"
+    for name in ("libdcp-dcp_test1-smpte-2k", "libdcp-dcp_test3-interop-2k"):
+        shutil.copytree(dcp_samples / name, lib / name)
+    with connect("local:2") as cluster:
+        address = cluster.client.scheduler.address
+        report = check_library(lib, cluster=address, progress=False)
+        assert report.ok, report.text()
+        assert (report.packages, report.tracks, report.frames) == (2, 2, 48)
+        track = next((lib / "libdcp-dcp_test3-interop-2k").glob("j2c_*.mxf"))
+        _corrupt_frame(track, 7)
+        report = check_library(lib, cluster=address, progress=False, chunk=5)
+    assert not report.ok and report.frames == 48 and not report.problems
+    (fault,) = report.faults
+    assert (Path(fault.track), fault.frame, fault.through) == (track, 7, None)
+    assert fault.text().startswith(f"libdcp-dcp_test3-interop-2k: {track.name} frame 7: ")
+    assert fault.error == "MisplacedMarker: SIZ must follow SOC at byte 2"
+    text = report.text()
+    assert f"FAILED: libdcp-dcp_test3-interop-2k: {track.name} frame 7: " in text
+    assert text.endswith("FAILED: 1 problem(s)")
+
+
+@pytest.mark.slow
+def test_check_decode_command_here_and_on_a_local_cluster(tmp_path, dcp_samples, capsys):
+    """The command: the same report from processes here and from ``local:2``; status 1 for a
+    broken frame, an encrypted package a warning."""
+    import shutil
+
+    from cinegpu.player.cli import main
+    lib = tmp_path / "lib"
+    for name in ("libdcp-dcp_test1-smpte-2k", "libdcp-encryption_test-smpte-2k-encrypted"):
+        shutil.copytree(dcp_samples / name, lib / name)
+    assert main(["check", "--decode", str(lib), "--no-progress", "--workers", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "decoded 24 frame(s) of 1 picture track file(s) in 2 package(s)" in out
+    assert "encrypted, not decoded" in out and out.rstrip().endswith("OK")
+    _corrupt_frame(lib / "libdcp-dcp_test1-smpte-2k" / "video.mxf", 23)
+    for extra in ([], ["--cluster", "local:2"]):
+        assert main(["check", "--decode", str(lib), "--no-progress", *extra]) == 1
+        out = capsys.readouterr().out
+        assert out.count("FAILED: libdcp-dcp_test1-smpte-2k: video.mxf frame 23: ") == 1
+
+
+@pytest.mark.slow
+@needs_encoder
+def test_a_worker_killed_mid_job_changes_nothing(tmp_path):
+    src = write_tiffs(tmp_path / "in", 8)
+    _master_in_threads(src, tmp_path / "threads")
+    with connect("local:2") as cluster:
+        client = cluster.client
+        pids = client.run(os.getpid)
+        errors: list[BaseException] = []
+
+        def job():
+            try:
+                master(MasterJob.of(_Slow(_files(src), 0.5), 8, tmp_path / "cluster", title="t",
+                                    cluster=client.scheduler.address, backend="cpu"),
+                       progress=False)
+            except BaseException as exc:      # noqa: BLE001 - handed to the test's thread
+                errors.append(exc)
+
+        t = threading.Thread(target=job)
+        t.start()
+        victim = None
+        deadline = time.monotonic() + 120
+        while victim is None and time.monotonic() < deadline:
+            for worker, keys in client.processing().items():
+                if any(str(k).startswith("cinegpu-frame-") for k in keys) and worker in pids:
+                    victim = pids[worker]
+                    break
+            time.sleep(0.1)
+        assert victim is not None, "no frame reached a worker"
+        time.sleep(0.3)
+        os.kill(victim, signal.SIGKILL)
+        t.join(timeout=300)
+        assert not t.is_alive() and not errors, errors
+        assert victim not in client.run(os.getpid).values()      # the worker was replaced
+    _same_dcp(tmp_path / "threads", tmp_path / "cluster")
+
+
+@pytest.mark.slow
+@needs_encoder
+def test_a_frame_that_fails_once_is_coded_again(tmp_path):
+    src = write_tiffs(tmp_path / "in", 4)
+    _master_in_threads(src, tmp_path / "threads")
+    mark = tmp_path / "failed-once"
+    master(MasterJob.of(_FailOnce(_files(src), 2, str(mark)), 4, tmp_path / "cluster",
+                        title="t", cluster="local:2", backend="cpu"), progress=False)
+    assert mark.exists()
+    _same_dcp(tmp_path / "threads", tmp_path / "cluster")
+
+
+@pytest.mark.slow
+@needs_encoder
+def test_a_corrupt_input_frame_stops_the_job_naming_it(tmp_path):
+    src = write_tiffs(tmp_path / "in", 6)
+    victim = src / "f0004.tif"
+    victim.write_bytes(victim.read_bytes()[:300])
+    with pytest.raises(CorruptMedia) as info:
+        master(MasterJob.of_images(src, tmp_path / "out", title="t", cluster="local:2",
+                                   backend="cpu"), progress=False)
+    assert info.value.path == str(victim) and info.value.reason.startswith("frame 4: ")
+    assert sorted(os.listdir(tmp_path)) == ["in"]
+
+
+@pytest.mark.slow
+@needs_encoder
+def test_a_frame_whose_workers_die_twice_is_one_error(tmp_path):
+    src = write_tiffs(tmp_path / "in", 5)
+    t0 = time.monotonic()
+    with pytest.raises(MediaError, match=r"frame 3: failed 2 times on the cluster at local:2: "
+                                         r"KilledWorker"):
+        master(MasterJob.of(DieOn(_files(src), 3), 5, tmp_path / "out", title="t",
+                            cluster="local:2", backend="cpu"), progress=False)
+    assert time.monotonic() - t0 < 120
+    assert sorted(os.listdir(tmp_path)) == ["in"]
+
+
+@pytest.mark.slow
+def test_cluster_command_line_mistakes(tmp_path):
+    """In a process of its own: one line on stderr, status 2, nothing written."""
+    import subprocess
+    import sys
+    src = write_tiffs(tmp_path / "in", 1)
+    cli = [sys.executable, "-m", "cinegpu.player.cli"]
+    for extra, want in ((["--cluster", "tcp://127.0.0.1:9"], "tcp://127.0.0.1:9: cannot reach"),
+                        (["--cluster", "local", "--processes", "2"], "exclude each other"),
+                        (["--cluster", "nowhere://x"], "want local, local:N")):
+        r = subprocess.run(cli + ["master", str(src), "-o", str(tmp_path / "out"), "--title",
+                                  "t", "--backend", "cpu", "--quiet", *extra],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and want in r.stderr, r.stderr
+        assert not (tmp_path / "out").exists()
+
+
+# -- on the GPU -------------------------------------------------------------------------------
+@pytest.mark.gpu
+def test_gpu_cluster_master_writes_the_same_dcp(tmp_path, gpu):
+    """A local cluster of one GPU worker (resources GPU=1, 2 threads: each frame asks for
+    half of it) against the local GPU master."""
+    src = write_tiffs(tmp_path / "in", 6, size=(2048, 1080))
+    _master_in_threads(src, tmp_path / "threads", backend="cuda")
+    stats = master(MasterJob.of_images(src, tmp_path / "cluster", title="t", cluster="local:1",
+                                       workers=2, backend="cuda"), progress=False).stats
+    assert (stats.processes, stats.threads) == (1, 2)
+    _same_dcp(tmp_path / "threads", tmp_path / "cluster")

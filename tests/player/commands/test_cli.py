@@ -1,0 +1,131 @@
+"""The cinegpu command line, run as a user would (a real subprocess)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import numpy as np
+import pytest
+
+from cinegpu.decode import decode
+from conftest import SAMPLE
+from helpers.cli import cinegpu
+from helpers.conformance import CONFORMANCE
+from helpers.pgx import read_pgx
+
+P0_04 = CONFORMANCE / "part1" / "codestreams" / "p0_04.j2k"
+P0_05 = CONFORMANCE / "part1" / "codestreams" / "p0_05.j2k"
+
+
+def test_info_codestream_lists_the_header():
+    r = cinegpu("info", str(SAMPLE))
+    assert r.returncode == 0, r.stderr
+    assert "Rsiz 0x0003" in r.stdout
+    assert "2048 x 1080" in r.stdout
+    assert "CPRL" in r.stdout and "9/7 irreversible" in r.stdout
+
+
+def test_info_bad_file_is_a_clear_error(tmp_path):
+    bad = tmp_path / "bad.j2c"
+    bad.write_bytes(b"\xff\x4f\xff\x51\x00")
+    r = cinegpu("info", str(bad))
+    assert r.returncode == 2
+    assert "bad.j2c" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not P0_05.exists(), reason=f"{P0_05} is not present")
+def test_decode_writes_pgx_for_subsampled_components(tmp_path):
+    r = cinegpu("decode", str(P0_05), "-o", str(tmp_path / "out.tif"))
+    assert r.returncode == 0, r.stderr
+    want = decode(P0_05.read_bytes())
+    for k, comp in enumerate(want):
+        assert np.array_equal(read_pgx(tmp_path / f"out_{k}.pgx"), comp)
+
+
+@pytest.mark.skipif(not P0_04.exists(), reason=f"{P0_04} is not present")
+@pytest.mark.parametrize("suffix", [".tif", ".png"])
+def test_decode_writes_an_image_equal_to_decode(tmp_path, suffix):
+    out = tmp_path / f"out{suffix}"
+    r = cinegpu("decode", str(P0_04), "-o", str(out), "-r", "1")
+    assert r.returncode == 0, r.stderr
+    want = np.stack(decode(P0_04.read_bytes(), reduce=1), axis=-1)
+    if suffix == ".tif":
+        import tifffile
+
+        got = tifffile.imread(out)
+    else:
+        from PIL import Image
+
+        got = np.asarray(Image.open(out))
+    assert np.array_equal(got, want)
+
+
+def test_bench_default_runs_on_the_shipped_sample(tmp_path):
+    r = cinegpu("bench", "--frames", "1", "--repeat", "1", "--json", str(tmp_path / "b.json"))
+    assert r.returncode == 0, r.stderr
+    assert "fps" in r.stdout and "tier1" in r.stdout
+    result = json.loads((tmp_path / "b.json").read_text())
+    assert result["frames"] == 1 and result["fps"] > 0
+    assert set(result["ms_per_frame"]) == {"parse", "tier2", "tier1", "reconstruct"}
+
+
+@pytest.mark.parametrize("make,expect", [
+    (lambda t: (t / "missing.j2c", t / "o.png"), "no such file"),
+    (lambda t: (t, t / "o.png"), "not a file"),
+    (lambda t: (SAMPLE, t / "o.jpg"), "unknown image type '.jpg'"),
+    (lambda t: (SAMPLE, t / "nowhere" / "o.png"), "does not exist"),
+])
+def test_decode_mistakes_are_one_line_before_any_work(tmp_path, make, expect):
+    source, out = make(tmp_path)
+    r = cinegpu("decode", str(source), "-o", str(out))
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and expect in lines[0], r.stderr
+
+
+@pytest.mark.parametrize("suffix", [".png", ".tif"])
+def test_decoded_12_bit_pictures_fill_the_16_bit_range(tmp_path, suffix):
+    """A 12-bit frame is written scaled to 16 bits (v * 65535 // 4095), PNG with sBIT 12."""
+    import imagecodecs
+
+    out = tmp_path / f"out{suffix}"
+    r = cinegpu("decode", str(SAMPLE), "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    comps = decode(SAMPLE.read_bytes())
+    want = (np.stack(comps, axis=-1).astype(np.int64) * 65535 // 4095).astype(np.uint16)
+    data = out.read_bytes()
+    got = imagecodecs.png_decode(data) if suffix == ".png" else imagecodecs.tiff_decode(data)
+    assert got.dtype == np.uint16 and np.array_equal(got, want)
+    assert got.max() > 4095 * 8            # not left at 12-bit values
+    if suffix == ".png":
+        assert data[data.index(b"sBIT") + 4:][:3] == bytes([12, 12, 12])
+
+
+@pytest.mark.slow
+def test_decoded_png_matches_what_opj_decompress_writes(tmp_path):
+    import shutil
+
+    import imagecodecs
+
+    if not shutil.which("opj_decompress"):
+        pytest.skip("opj_decompress is not installed")
+    ours, theirs = tmp_path / "ours.png", tmp_path / "theirs.png"
+    assert cinegpu("decode", str(SAMPLE), "-o", str(ours)).returncode == 0
+    subprocess.run(["opj_decompress", "-i", str(SAMPLE), "-o", str(theirs)], check=True,
+                   capture_output=True, timeout=120)
+    a = imagecodecs.png_decode(ours.read_bytes()).astype(np.int64)
+    b = imagecodecs.png_decode(theirs.read_bytes()).astype(np.int64)
+    assert a.shape == b.shape and a.dtype == b.dtype
+    # one 12-bit code apart at most (9/7 rounding may differ by one), scaled: 17 of 65535
+    assert np.abs(a - b).max() <= 17
+
+
+def test_bench_scaling_table_divides_the_speed_up_by_the_gpus(capsys):
+    from cinegpu.bench.decode import _print_scaling
+
+    rows = _print_scaling([(1, 500.0), (2, 900.0), (4, 1600.0)])
+    assert [round(r["speedup"], 2) for r in rows] == [1.0, 1.8, 3.2]
+    assert [round(r["efficiency"], 2) for r in rows] == [1.0, 0.9, 0.8]
+    assert "efficiency per GPU" in capsys.readouterr().out
