@@ -55,8 +55,13 @@ class _Slots:
 
     def __init__(self, size: int, count: int):
         import cupy  # noqa: PLC0415  (optional: CuPy)
-        self.mem = cupy.cuda.alloc_pinned_memory(size * count)
-        ring = np.frombuffer(self.mem, np.uint8, size * count)
+        # one page more than the slots, so that they start on a page whatever address the
+        # pinned-memory pool hands out (O_DIRECT needs aligned addresses; the pool's blocks are
+        # aligned to its own rounding, which depends on what the process allocated before)
+        self.mem = cupy.cuda.alloc_pinned_memory(size * count + direct_read.ALIGN)
+        whole = np.frombuffer(self.mem, np.uint8, size * count + direct_read.ALIGN)
+        start = -whole.ctypes.data % direct_read.ALIGN
+        ring = whole[start:start + size * count]
         self.views = [ring[k * size:(k + 1) * size] for k in range(count)]
         self.copied = [cupy.cuda.Event(block=True, disable_timing=True) for _ in range(count)]
         stream = cupy.cuda.get_current_stream()
