@@ -68,6 +68,7 @@ def test_corrupt_and_unsupported_media(tmp_path):
 
 
 @pytest.mark.skipif(not SMALL.exists(), reason=f"{SMALL} is not present")
+@pytest.mark.slow  # long: in the slow pass (issue 50: the quick pass under 150 s)
 def test_a_killed_worker_is_a_pipeline_error_not_bad_input():
     from cinegpu.decode.pipeline import FramePipeline
 

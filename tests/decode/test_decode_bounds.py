@@ -263,6 +263,7 @@ def test_bounded_case_peak_rss_and_time(case):
     assert result["added_mb"] < RSS_GUARD_MB, result
 
 
+@pytest.mark.slow  # long: in the slow pass (issue 50: the quick pass under 150 s)
 def test_cli_decode_limits(tmp_path):
     """``cinegpu decode`` refuses by default, names the limit, and takes --max-pixels (0: none)."""
     src = tmp_path / "wide.j2c"
@@ -280,6 +281,7 @@ def test_cli_decode_limits(tmp_path):
     assert r.returncode == 0 and (tmp_path / "out.png").exists(), r.stderr
 
 
+@pytest.mark.slow  # long: in the slow pass (issue 50: the quick pass under 150 s)
 def test_ppm_is_summed_once_a_frame_not_once_a_tile(conformance, monkeypatch):
     """The limits read the main header's PPM bytes once per frame: summing its segments again
     for each tile cost tiles x segments (p1_05: 225 tiles, PPM in the main header)."""

@@ -86,6 +86,7 @@ def opj_streams(tmp_path_factory):
 
 
 @pytest.mark.parametrize("name", [s[0] for s in OPJ_SEEDS])
+@pytest.mark.slow  # long: in the slow pass (issue 50: the quick pass under 150 s)
 def test_fuzz_opj(opj_streams, name):
     fuzz(name, opj_streams[name], MUTATIONS_OPJ)
 

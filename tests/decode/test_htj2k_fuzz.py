@@ -51,6 +51,7 @@ def test_seed_count():
 
 @pytest.mark.skipif(not HT_STREAMS.is_dir(), reason=f"{HT_STREAMS} is not present")
 @pytest.mark.parametrize("name", sorted(SEEDS))
+@pytest.mark.slow  # long: in the slow pass (issue 50: the quick pass under 150 s)
 def test_fuzz_htj2k_conformance(name):
     fuzz(name, ht_stream_path(name).read_bytes(), SEEDS[name])
 

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from cinegpu.decode import kernel_cache
 from cinegpu.decode.tier1 import mq
 
@@ -47,6 +49,7 @@ def _probe(package_parent: Path, cache: Path) -> tuple[int, int, str]:
     return int(hits), int(misses), folder
 
 
+@pytest.mark.slow  # long: in the slow pass (issue 50: the quick pass under 150 s)
 def test_a_second_copy_of_the_package_loads_what_the_first_compiled(tmp_path):
     cache = tmp_path / "cache"
     copies = []

@@ -26,6 +26,7 @@ def pipe():
         yield p
 
 
+@pytest.mark.slow  # long: in the slow pass (issue 50: the quick pass under 150 s)
 def test_frames_come_back_in_order_and_equal_decode(pipe, frames):
     work = frames * 2
     results = list(pipe.map(work, keys=range(len(work))))
@@ -38,6 +39,7 @@ def test_frames_come_back_in_order_and_equal_decode(pipe, frames):
         assert frame.timings["tier1"] > 0
 
 
+@pytest.mark.slow  # long: in the slow pass (issue 50: the quick pass under 150 s)
 def test_a_corrupt_frame_is_reported_and_the_pool_keeps_going(frames):
     good = frames[1]
     bad = bytearray(good)
@@ -58,6 +60,7 @@ def test_header_damage_raises_at_submit_in_map(pipe, frames):
     assert not isinstance(results[2][1], Exception)
 
 
+@pytest.mark.slow  # long: in the slow pass (issue 50: the quick pass under 150 s)
 def test_a_worker_crash_fails_only_its_frame(frames):
     with FramePipeline(backend="cpu", workers=1, depth=2) as pipe:
         pipe.submit(frames[1], key="doomed")
@@ -70,6 +73,7 @@ def test_a_worker_crash_fails_only_its_frame(frames):
         assert pipe.stats["crashes"] == 1
 
 
+@pytest.mark.slow  # long: in the slow pass (issue 50: the quick pass under 150 s)
 def test_back_pressure_bounds_frames_in_flight(frames):
     seen = []
     with FramePipeline(backend="cpu", workers=1, depth=2) as pipe:
@@ -122,6 +126,7 @@ HT_PATHS = [CONFORMANCE / "htj2k" / "codestreams" / f"{s}.j2k" for s in ("ds0_ht
 
 @pytest.mark.skipif(not all(p.exists() for p in HT_PATHS), reason="the HTJ2K conformance streams are absent")
 @pytest.mark.parametrize("backend", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+@pytest.mark.slow  # long: in the slow pass (issue 50: the quick pass under 150 s)
 def test_htj2k_frames_mixed_with_part1_frames(frames, backend):
     """Frames with HT code-blocks (Part 15) among EBCOT ones: with GPU tier-1 on, all of them
     get their tier-1 on the GPU; all in order, all right."""

@@ -124,6 +124,7 @@ class NeedsBigSlot(SamplesMode):
 
 
 @needs_frame
+@pytest.mark.slow  # long: in the slow pass (issue 50: the quick pass under 150 s)
 def test_a_worker_asking_for_a_bigger_slot_gets_one_and_the_frame_decodes():
     data = FRAME.read_bytes()
     with FramePipeline(backend="cpu", workers=1, depth=2) as pipe:
@@ -136,6 +137,7 @@ def test_a_worker_asking_for_a_bigger_slot_gets_one_and_the_frame_decodes():
 
 
 @needs_frame
+@pytest.mark.slow  # long: in the slow pass (issue 50: the quick pass under 150 s)
 def test_the_coefficients_mode_on_the_cpu_gives_what_decode_gives():
     """The worker writes coefficients, this process reconstructs them (CUDA's split, here on
     the CPU); with a request for reduce=1 and components 2, 0."""

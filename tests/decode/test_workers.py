@@ -48,6 +48,7 @@ def _pool(target, count=1) -> WorkerPool:
     return WorkerPool(target, count, name="test worker", error=StartError)
 
 
+@pytest.mark.slow  # long: in the slow pass (issue 50: the quick pass under 150 s)
 def test_a_worker_busy_longer_than_the_silence_still_starts():
     pool = _pool(_busy_then_ready)
     try:
@@ -73,6 +74,7 @@ def test_a_silent_worker_fails_to_start_naming_it():
         pool.close("stop", idle=lambda i: False, timeout=0)
 
 
+@pytest.mark.slow  # long: in the slow pass (issue 50: the quick pass under 150 s)
 def test_a_broken_start_and_an_end_while_starting_are_the_owners_errors():
     pool = _pool(_broken)
     try:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from cinegpu.jobs.first_run import PARTS, compile_kernels, stamp_path
 
 
+@pytest.mark.slow  # long: in the slow pass (issue 50: the quick pass under 150 s)
 def test_compiles_once_saying_what_it_does(tmp_path):
     lines: list[str] = []
     seconds = compile_kernels(tmp_path, progress=False, say=lines.append)

@@ -301,6 +301,7 @@ def test_encoder_failure_names_the_frame(tmp_path, monkeypatch):
     assert dcp_write.encoder_name() in ("cinegpu.encode", "opj_compress")
 
 
+@pytest.mark.slow  # long: in the slow pass (issue 50: the quick pass under 150 s)
 def test_black_and_dark_frames_master(tmp_path):
     """X'Y'Z' values all below 2048 (black, dark grey) are still 12-bit DCI frames (the
     precision was once inferred from the samples and such frames were refused)."""

@@ -158,6 +158,7 @@ print(json.dumps(rows))
 """
 
 
+@pytest.mark.slow  # long: in the slow pass (issue 50: the quick pass under 150 s)
 def test_hostile_frames_bounded_in_time_and_memory(tmp_path):
     """All hostile frames in one child (its address space capped at 3 GiB, so an unbounded
     reader fails there rather than on the machine): each refused within a second, the child's

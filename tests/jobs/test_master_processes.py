@@ -249,6 +249,7 @@ def _segments_of_this_process() -> set[str]:
         if folder.is_dir() else set()
 
 
+@pytest.mark.slow  # long: in the slow pass (issue 50: the quick pass under 150 s)
 def test_codestreams_come_back_through_slots_or_the_pipe(tmp_path):
     """Codestreams come back through each process's shared-memory slots, through the pipe
     when a codestream is larger than a slot (here some are, some not) or no slots were made
@@ -786,6 +787,7 @@ def test_reading_alone_reuses_one_buffer(tmp_path, monkeypatch):
     assert not np.shares_memory(seen[1], seen[2])
 
 
+@pytest.mark.slow  # long: in the slow pass (issue 50: the quick pass under 150 s)
 def test_reading_alone_cold_drops_the_files_after_warming_up(tmp_path, monkeypatch):
     """read_rate(cold=True) drops the folder's files from the page cache after the reads that
     warm its processes up and before the clock starts, and times every file; (frames per

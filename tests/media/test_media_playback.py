@@ -55,6 +55,7 @@ def test_every_frame_equals_opj_decompress_of_the_ffmpeg_frame(name, tmp_path):
 
 
 @pytest.mark.parametrize("name", DCPS)
+@pytest.mark.slow  # long: in the slow pass (issue 50: the quick pass under 150 s)
 def test_dcp_plays_headless_and_shows_its_frames(gl, name, tmp_path):
     summary, shots = play_headless(SAMPLES / name, tmp_path, [0, 23], frames=24)
     assert summary.stats.errors == 0 and summary.stats.shown > 0
@@ -77,6 +78,7 @@ def test_imf_4k_plays(gl, tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("opj_decompress") is None, reason="opj_decompress is needed")
+@pytest.mark.slow  # long: in the slow pass (issue 50: the quick pass under 150 s)
 def test_htj2k_imf_plays(gl, tmp_path):
     """The HTJ2K (Part 15) IMF package: frame 0 decodes as opj_decompress decodes it, and it plays."""
     name = "photon-imf-htj2k-1080p"

@@ -85,6 +85,7 @@ def test_pipeline_refuses_a_batch_below_one():
         FramePipeline(backend="cpu", workers=1, batch=0)
 
 
+@pytest.mark.slow  # long: in the slow pass (issue 50: the quick pass under 150 s)
 def test_batch_is_ignored_where_there_is_no_gpu_tier1(frames):
     """The CPU back end decodes whole frames in its workers: ``batch`` changes nothing there."""
     from cinegpu.decode import decode

@@ -34,6 +34,7 @@ backend = cuda_or_host(decode_cuda, decode_host)
 
 
 @pytest.mark.parametrize("style", STYLES)
+@pytest.mark.slow  # long: in the slow pass (issue 50: the quick pass under 150 s)
 def test_round_trips(backend, style):
     """Every shape and orientation, whole and truncated at a random pass."""
     rng = np.random.default_rng(style + 100)
@@ -207,6 +208,7 @@ def frame_tables(data):
 
 @pytest.mark.parametrize("layout", [dict(flags_in="shared"), dict(flags_in="shared", interleave=True),
                                     dict(flags_in="global"), dict(flags_in="global", interleave=True)])
+@pytest.mark.slow  # long: in the slow pass (issue 50: the quick pass under 150 s)
 def test_real_frame(backend, layout):
     coded, table, sl, sp, size = frame_tables(SAMPLE.read_bytes())
     assert table.shape[0] > 1000

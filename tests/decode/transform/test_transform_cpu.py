@@ -198,6 +198,7 @@ def test_xyz_to_rgb_is_the_twins():
 
 @pytest.mark.parametrize("reversible", [True, False], ids=["53", "97"])
 @pytest.mark.parametrize("nlevels", range(7))
+@pytest.mark.slow  # long: in the slow pass (issue 50: the quick pass under 150 s)
 def test_reconstruct_mct_equals_composition(nlevels, reversible):
     """Last level + MCT + to_samples fused == the twin's functions one by one."""
     rng = np.random.default_rng(300 + nlevels)

@@ -97,6 +97,7 @@ def small_tile(seed, count=12, max_bits=14):
 
 
 @pytest.mark.parametrize("style", WARP_STYLES)
+@pytest.mark.slow  # long: in the slow pass (issue 50: the quick pass under 150 s)
 def test_random_blocks_every_style(backend, style):
     for seed in range(2):
         tile = small_tile(100 * style + seed)
@@ -122,6 +123,7 @@ def test_full_blocks_and_sparse_runs(backend):
 
 
 @pytest.mark.parametrize("style", [0, R | T | S])
+@pytest.mark.slow  # long: in the slow pass (issue 50: the quick pass under 150 s)
 def test_every_k_and_largest_magnitudes(backend, style):
     tile = every_k_tile(16)
     want = compare(backend, tile.flat, tile.cb, style)

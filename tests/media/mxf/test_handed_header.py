@@ -84,6 +84,7 @@ def _track(writer, path, frames, hand: bool, monkeypatch) -> tuple[bytes, int]:
     (PictureTrackWriter, "2k", dict(bitrate=None)),
     (IMFPictureTrackWriter, "imf-2k", dict(bitrate=100, bits=12, codec="htj2k")),
 ])
+@pytest.mark.slow  # long: in the slow pass (issue 50: the quick pass under 150 s)
 def test_a_track_file_written_with_the_handed_headers_is_the_same(tmp_path, monkeypatch, writer,
                                                                   profile, kw):
     """DCI and IMF HTJ2K: the frames' track file with the headers their encoder handed over

@@ -122,6 +122,7 @@ def test_clairmeta_finds_no_errors(made, name):
 @needs_encoder
 @pytest.mark.skipif(shutil.which("ffprobe") is None, reason="ffprobe not installed")
 @pytest.mark.parametrize("name", PEER_KINDS)
+@pytest.mark.slow  # long: in the slow pass (issue 50: the quick pass under 150 s)
 def test_ffprobe_reads_jpeg2000(made, name):
     m = made(name)
     w, h = CASES[name][1]
@@ -155,6 +156,7 @@ def test_reader_gives_back_every_frame(made, name):
 @needs_encoder
 @pytest.mark.skipif(shutil.which("opj_decompress") is None, reason="opj_decompress not installed")
 @pytest.mark.parametrize("name", PEER_KINDS)
+@pytest.mark.slow  # long: in the slow pass (issue 50: the quick pass under 150 s)
 def test_opj_decompress_matches_our_decode(made, name, tmp_path):
     from helpers.peers import compare, opj_reference
     m = made(name)
@@ -169,6 +171,7 @@ def test_opj_decompress_matches_our_decode(made, name, tmp_path):
 
 @needs_encoder
 @pytest.mark.parametrize("name", KINDS)
+@pytest.mark.slow  # long: in the slow pass (issue 50: the quick pass under 150 s)
 def test_codestreams_fit_the_dci_profile(made, name):
     m = made(name)
     profile = CASES[name][0]

@@ -164,6 +164,7 @@ def test_sampling_needs_imf(tmp_path, capsys, extra, words):
     assert rc == 2 and words in capsys.readouterr().err
 
 
+@pytest.mark.slow  # long: in the slow pass (issue 50: the quick pass under 150 s)
 def test_the_player_shows_ycbcr_as_rgb(package, tmp_path):
     """`cinegpu play` of the 4:2:2 package: the screenshot is the source R'G'B' again (the
     narrow-range BT.709 conversion undone, chroma brought back to full width)."""

@@ -248,6 +248,7 @@ def test_play_refuses_without_keys_and_with_an_expired_kdm(world):
     no_key_in(world, r.stdout, r.stderr)
 
 
+@pytest.mark.slow  # long: in the slow pass (issue 50: the quick pass under 150 s)
 def test_play_with_the_key_file_shows_the_clear_packages_picture(world, tmp_path, gl):
     from cinegpu.media.images.png import read_png16
 

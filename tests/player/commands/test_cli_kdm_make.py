@@ -45,6 +45,7 @@ def _make(d, out, *extra, keys="keys", signer_key="signer/leaf.key", chain="sign
                    "-o", str(out), *extra)
 
 
+@pytest.mark.slow  # long: in the slow pass (issue 50: the quick pass under 150 s)
 def test_chain_make_inspect(tmp_path, setup):
     r = cinegpu("kdm", "chain", "-o", str(tmp_path / "mine"), "--organisation", "Example Films",
                 "--common-name", "example")

@@ -47,6 +47,7 @@ if not have_cuda():
 
 @pytest.mark.parametrize("args,words", MISTAKES, ids=lambda v: " ".join(map(str, v))[:60]
                          if isinstance(v, list) else None)
+@pytest.mark.slow  # long: in the slow pass (issue 50: the quick pass under 150 s)
 def test_a_mistake_is_one_line_and_exit_2(tmp_path, args, words):
     png = tmp_path / "picture.png"
     png.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
