@@ -26,8 +26,8 @@ from .errors import InvalidSegment
 from .jp2 import JP2Header, apply_channels, apply_palette, read_jp2
 from .limits import (DEFAULT_MAX_MEMORY, DEFAULT_MAX_PIXELS, Cost, Limits, TileGeometry, check_limits,
                      memory_guard, tile_geometry)
-from .plan import (TilePlan, build_tile_plan, check_plan, sampling_pairs, tile_covers_samples, tile_rect, translated,
-                   translation_period)
+from .plan import (TileCoding, TilePlan, build_tile_plan, check_plan, sampling_pairs, tile_coding, tile_covers_samples,
+                   tile_rect, translated, translation_period)
 from .frame_entropy import FrameTables, entropy_decode_frame
 from .reconstruct import frame_layout, reconstruct_frame, reconstruct_tile
 from .request import DecodeRequest
@@ -146,6 +146,8 @@ class Decoder:
         #: reference-grid periods (:func:`~.plan.translation_period`) by main and tile key
         self._periods: dict[tuple, tuple[int, int]] = {}
         self._geometries: dict[tuple, TileGeometry] = {}
+        #: each coding's :class:`~.plan.TileCoding`, by main key, tile key and leniency
+        self._codings: dict[tuple, TileCoding] = {}
         #: what is kept per set of plans (FrameLayout, FrameTables), by the plans' identities
         self._frames: dict[tuple, dict] = {}
         #: the latest main headers parsed, reused whole by frames that share them
@@ -184,6 +186,16 @@ class Decoder:
         x0, y0, x1, y1 = tile_rect(cs, t)
         return (main_key, tile_key, reduce, lenient, x0 % periods[0], y0 % periods[1], x1 - x0, y1 - y0)
 
+    def _coding(self, cs: Codestream, t: int, key: tuple) -> TileCoding:
+        """Tile ``t``'s :class:`~.plan.TileCoding`, worked out once per coding (the main and
+        tile keys and the leniency of its class ``key``)."""
+        found = self._codings.get((key[0], key[1], key[3]))
+        if found is None:
+            if len(self._codings) >= PLAN_CACHE_SIZE:
+                self._codings.clear()
+            found = self._codings[(key[0], key[1], key[3])] = tile_coding(cs, cs.tiles.get(t), key[3])
+        return found
+
     def geometry(self, cs: Codestream, t: int, reduce: int, main_key: str | None = None,
                  key: tuple | None = None) -> TileGeometry:
         """Tile ``t``'s precinct and code-block counts (cached by its class, :meth:`_key`, which
@@ -192,7 +204,7 @@ class Decoder:
             key = self._key(cs, t, reduce, self._main_key(cs) if main_key is None else main_key)
         g = self._geometries.get(key)
         if g is None:
-            g = tile_geometry(cs, t, reduce)
+            g = tile_geometry(cs, t, reduce, self._coding(cs, t, key))
             if len(self._geometries) >= PLAN_CACHE_SIZE:
                 self._geometries.clear()
             self._geometries[key] = g
@@ -208,7 +220,7 @@ class Decoder:
         if plan is None:
             template = self._templates.get(key)
             if template is None:
-                plan = build_tile_plan(cs, t, reduce, lenient=key[3])
+                plan = build_tile_plan(cs, t, reduce, lenient=key[3], coding=self._coding(cs, t, key))
                 check_plan(plan)
                 if len(self._templates) >= PLAN_CACHE_SIZE:
                     self._templates.clear()

@@ -51,7 +51,8 @@ from dataclasses import dataclass
 
 from .codestream.header import Codestream
 from .errors import LimitExceeded
-from .plan import cell_span, component_rect, precinct_shape, resolution_rects, tile_rect
+from .plan import TileCoding, tile_counts
+from .plan_numba import COUNT_CB, COUNT_PREC, COUNT_RES, COUNT_SAMPLES
 
 #: Default cap on one component's samples at the decoded resolution (16K UHD fits).
 DEFAULT_MAX_PIXELS = 1 << 27
@@ -102,33 +103,17 @@ class TileGeometry:
     samples: int  #: coefficients at the decoded resolution, all components
 
 
-def tile_geometry(cs: Codestream, t: int, reduce: int) -> TileGeometry:
+def tile_geometry(cs: Codestream, t: int, reduce: int, coding: TileCoding | None = None) -> TileGeometry:
     """Precincts, code-blocks and decoded samples of tile ``t`` (B.5-B.7), without tables.
 
-    Counts exactly what :func:`cinegpu.decode.plan.build_tile_plan` would lay out: code-block
-    cells never straddle precincts, so a band's blocks are (cells across) x (cells down).
+    Counts exactly what :func:`cinegpu.decode.plan.build_tile_plan` would lay out, in one
+    compiled pass (:func:`cinegpu.decode.plan_numba.tile_counts`): code-block cells never
+    straddle precincts, so a band's blocks are (cells across) x (cells down). ``coding``: the
+    tile's :func:`~cinegpu.decode.plan.tile_coding`, when the caller keeps them.
     """
-    tile = cs.tiles.get(t)
-    trect = tile_rect(cs, t)
-    n_res = n_prec = n_cb = samples = 0
-    for c in range(cs.siz.Csiz):
-        sp = cs.spcod(tile, c)
-        tcrect = component_rect(cs.siz, c, trect)
-        for r in range(sp.levels + 1):
-            PPx, PPy = sp.precincts[r]
-            (rx0, ry0, _, _), bands, npx, npy = resolution_rects(tcrect, sp.levels, r, PPx, PPy)
-            n_res += 1
-            n_prec += npx * npy
-            keep = r <= sp.levels - reduce
-            pp_x, pp_y, xcb, ycb = precinct_shape(r, PPx, PPy, sp)
-            for _, bx0, by0, bx1, by1 in bands:
-                if keep:
-                    samples += max(bx1 - bx0, 0) * max(by1 - by0, 0)
-                if npx and npy:
-                    _, ncbx = cell_span(rx0 >> PPx, npx, pp_x, bx0, bx1, xcb)
-                    _, ncby = cell_span(ry0 >> PPy, npy, pp_y, by0, by1, ycb)
-                    n_cb += int(ncbx.sum()) * int(ncby.sum())
-    return TileGeometry(n_res, n_prec, n_cb, cs.cod(tile).layers, samples)
+    counts = tile_counts(cs, t, reduce, coding)
+    return TileGeometry(int(counts[COUNT_RES]), int(counts[COUNT_PREC]), int(counts[COUNT_CB]),
+                        cs.cod(cs.tiles.get(t)).layers, int(counts[COUNT_SAMPLES]))
 
 
 @dataclass(frozen=True)

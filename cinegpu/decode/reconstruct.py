@@ -21,20 +21,23 @@ import numpy as np
 from .errors import InvalidSegment
 from .plan import TilePlan
 from .transform.backend import TransformBackend
+from .plan_numba import (RES_COLUMNS, RES_X0, RES_X1, RES_Y0, RES_Y1, TC_C, TC_COLUMNS, TC_DECODED, TC_LAY_BAND,
+                         TC_LAY_RECT, TC_RES, TC_REVERSIBLE)
 from .transform.layout import FRAME_COLUMNS, FlatLayoutBatch, FrameLayout
-from .transform.level_shift import sample_bounds
 
 
 def _check_mct(plan: TilePlan) -> bool:
     """Whether the MCT applies; raise if components 0-2 cannot carry it."""
-    c0, c1, c2 = plan.components[:3]
-    sizes = {(tc.resolutions[tc.decoded - 1].x1 - tc.resolutions[tc.decoded - 1].x0,
-              tc.resolutions[tc.decoded - 1].y1 - tc.resolutions[tc.decoded - 1].y0) for tc in (c0, c1, c2)}
+    g = plan.geometry
+    tcs = g.tcs[:3]
+    last = g.res[tcs[:, TC_RES] + tcs[:, TC_DECODED] - 1]   # each one's decoded resolution
+    sizes = {(x1 - x0, y1 - y0) for x0, y0, x1, y1 in last[:, RES_X0 : RES_Y1 + 1].tolist()}
     if len(sizes) != 1:
         raise InvalidSegment("multiple component transform over components of different sizes")
-    if not (c0.reversible == c1.reversible == c2.reversible):
+    rev = tcs[:, TC_REVERSIBLE].tolist()
+    if not (rev[0] == rev[1] == rev[2]):
         raise InvalidSegment("multiple component transform mixes 5/3 and 9/7 components")
-    return c0.reversible
+    return bool(rev[0])
 
 
 def reconstruct_tile(plan: TilePlan, coeffs, siz, tf: TransformBackend, components=None, dtypes=None) -> list:
@@ -85,62 +88,81 @@ def _batch(plan: TilePlan, first: int, siz) -> FlatLayoutBatch | None:
     return plan.batches[first]
 
 
+def _planes(siz, reduce: int, dtypes) -> tuple[np.ndarray, tuple]:
+    """Each component's plane (offset, rows, columns) in a frame's planes buffer at ``reduce``
+    (B-2), the planes of one returned dtype consecutive in the order of their first component,
+    and their groups (dtype, first, end, components) as :class:`~.transform.layout.FrameLayout`
+    has them."""
+    kinds = list(dict.fromkeys(np.dtype(d) for d in dtypes))
+    kind = np.array([kinds.index(np.dtype(d)) for d in dtypes], np.int64)
+    order = np.argsort(kind, kind="stable")
+    wh = np.array(siz.component_sizes(reduce), np.int64).reshape(-1, 2)
+    area = wh[:, 0] * wh[:, 1]
+    planes = np.empty((siz.Csiz, 3), np.int64)
+    planes[order, 0] = np.cumsum(area[order]) - area[order]
+    planes[:, 1], planes[:, 2] = wh[:, 1], wh[:, 0]
+    ends = np.cumsum([int(area[kind == i].sum()) for i in range(len(kinds))]).tolist()
+    groups = tuple((k.type, ends[i - 1] if i else 0, ends[i], tuple(order[kind[order] == i].tolist()))
+                   for i, k in enumerate(kinds))
+    return planes, groups
+
+
 def frame_layout(plans: list[TilePlan], offsets: list[int], siz, reduce: int, dtypes) -> FrameLayout | None:
     """Every tile-component of ``plans`` (tiles at ``offsets`` in the frame's coefficient buffer)
     placed in its component's plane at ``reduce`` (B-2, B-14), components returned as
     ``dtypes``; None where the frame needs the per-tile path (a precision above 24 bits, a
     tile-component outside its plane). Raises as :func:`reconstruct_tile` does for an MCT over
-    components that cannot carry it."""
-    n = siz.Csiz
-    if any(siz.precision(c) > 24 for c in range(n)):
+    components that cannot carry it. Made of the plans' arrays (:class:`~.plan.PlanGeometry`)
+    in numpy passes over the frame's tile-components: no Python per tile-component."""
+    ssiz = np.array(siz.Ssiz, np.int64)
+    precision, signed = (ssiz & 0x7F) + 1, (ssiz & 0x80) != 0
+    if (precision > 24).any():
         return None
-    sizes, origins = siz.component_sizes(reduce), siz.component_origins(reduce)
-    kinds = list(dict.fromkeys(np.dtype(d) for d in dtypes))
-    order = sorted(range(n), key=lambda c: kinds.index(np.dtype(dtypes[c])))
-    planes: list = [None] * n
-    total = 0
-    for c in order:
-        w, h = sizes[c]
-        planes[c] = (total, h, w)
-        total += h * w
-    groups, first = [], 0
-    for kind in kinds:
-        comps = [c for c in order if np.dtype(dtypes[c]) == kind]
-        end = planes[comps[-1]][0] + planes[comps[-1]][1] * planes[comps[-1]][2]
-        groups.append((kind.type, first, end, tuple(comps)))
-        first = end
-    rows, bands, rects, dq97, q53, dq0 = [], [], [], [], [], []
-    b0 = r0 = 0
-    for plan, off in zip(plans, offsets):
-        mct = bool(plan.mct) and len(plan.components) >= 3
-        if mct:
+    planes, groups = _planes(siz, reduce, dtypes)
+    geos = [p.geometry for p in plans]
+    lays = [g.layout for g in geos]
+    per_plan = np.array([g.tcs.shape[0] for g in geos], np.int64)
+    mct = np.array([bool(p.mct) for p in plans], bool) & (per_plan >= 3)
+    cat = (lambda xs, cols, dt: np.ascontiguousarray(np.concatenate(xs), dt) if xs else np.zeros((0, cols), dt))
+    tcs, rects = cat([g.tcs for g in geos], TC_COLUMNS, np.int64), cat([lay.rects for lay in lays], 4, np.int64)
+    bands = cat([lay.bands for lay in lays], 3, np.int64)
+    # each plan's first resolution, layout band and layout level rows, per tile-component
+    firsts = [np.cumsum([0] + [a.shape[0] for a in arrays])[:-1] for arrays in
+              ([g.res for g in geos], [lay.bands for lay in lays], [lay.rects for lay in lays])]
+    res0, band0, rect0 = (np.repeat(np.asarray(f, np.int64), per_plan) for f in firsts)
+    res = cat([g.res for g in geos], RES_COLUMNS, np.int64)[tcs[:, TC_RES] + tcs[:, TC_DECODED] - 1 + res0]
+    levels, b0, r0 = tcs[:, TC_DECODED] - 1, tcs[:, TC_LAY_BAND] + band0, tcs[:, TC_LAY_RECT] + rect0
+    # each one's reconstructed size: its finest level's rectangle, else its LL band's
+    size = bands[b0, 1:3].copy()
+    fine = levels > 0
+    last = rects[r0[fine] + levels[fine] - 1]
+    size[fine, 0], size[fine, 1] = last[:, 3] - last[:, 1], last[:, 2] - last[:, 0]
+    c = tcs[:, TC_C]
+    origins = np.array(siz.component_origins(reduce), np.int64).reshape(-1, 2)[c]
+    y, x = res[:, RES_Y0] - origins[:, 0], res[:, RES_X0] - origins[:, 1]
+    rh, rw = res[:, RES_Y1] - res[:, RES_Y0], res[:, RES_X1] - res[:, RES_X0]
+    start, h, w = planes[c, 0], planes[c, 1], planes[c, 2]
+    fits = (0 <= y) & (y + rh <= h) & (0 <= x) & (x + rw <= w) & (size[:, 0] == rh) & (size[:, 1] == rw)
+    # tile by tile: an MCT is checked up to the first tile that does not fit
+    misfit = np.repeat(np.arange(len(plans)), per_plan)[~fits]
+    upto = int(misfit[0]) if misfit.shape[0] else len(plans) - 1
+    for plan, under in zip(plans[: upto + 1], mct[: upto + 1].tolist()):
+        if under:
             _check_mct(plan)
-        for tc in plan.components:
-            lay = tc.flat_layout()
-            res = tc.resolutions[tc.decoded - 1]
-            cy0, cx0 = origins[tc.c]
-            start, h, w = planes[tc.c]
-            y, x, rh, rw = res.y0 - cy0, res.x0 - cx0, res.y1 - res.y0, res.x1 - res.x0
-            if not (0 <= y and y + rh <= h and 0 <= x and x + rw <= w) or lay.size != (rh, rw):
-                return None
-            shift, lo, hi = sample_bounds(siz.precision(tc.c), siz.signed(tc.c))
-            rows.append((b0, r0, lay.levels, int(bool(tc.reversible)), shift, lo, hi, start + y * w + x, w, rh, rw,
-                         int(mct and tc.c == 0)))
-            b = lay.bands.copy()
-            b[:, 0] += off
-            bands.append(b)
-            rects.append(lay.rects)
-            dq97.append(lay.dq97)
-            q53.append(lay.q53)
-            dq0.append(np.float32(lay.deltas[0] / 2.0))
-            b0 += b.shape[0]
-            r0 += lay.levels
-    cat = (lambda xs, cols, dt: np.ascontiguousarray(np.concatenate(xs), dt) if xs
-           else np.zeros((0, cols), dt))
+    if misfit.shape[0]:
+        return None
+    half = 1 << (precision - 1)   # G.1.2: the DC shift and clip range of each component
+    shift, lo, hi = np.where(signed, 0, half), np.where(signed, -half, 0), np.where(signed, half - 1, 2 * half - 1)
     # a tile's components are planned in order: an MCT row is followed by components 1 and 2
-    return FrameLayout(cat(bands, 3, np.int64), cat(rects, 4, np.int64), cat(dq97, 4, np.float32),
-                       cat(q53, 4, np.int32), np.array(dq0, np.float32),
-                       np.array(rows, np.int64).reshape(-1, FRAME_COLUMNS), total, tuple(planes), tuple(groups))
+    items = np.stack([b0, r0, levels, tcs[:, TC_REVERSIBLE], shift[c], lo[c], hi[c], start + y * w + x, w, rh, rw,
+                      (np.repeat(mct, per_plan) & (c == 0)).astype(np.int64)], axis=1)
+    bands[:, 0] += np.repeat(np.asarray(offsets, np.int64), [lay.bands.shape[0] for lay in lays])
+    return FrameLayout(bands, rects, cat([lay.dq97 for lay in lays], 4, np.float32),
+                       cat([lay.q53 for lay in lays], 4, np.int32),
+                       np.ascontiguousarray(np.concatenate([lay.dq0 for lay in lays]) if lays else np.zeros(0),
+                                            np.float32),
+                       np.ascontiguousarray(items, np.int64).reshape(-1, FRAME_COLUMNS),
+                       int((planes[:, 1] * planes[:, 2]).sum()), tuple(map(tuple, planes.tolist())), groups)
 
 
 def reconstruct_frame(layout: FrameLayout, coeffs: np.ndarray, tf: TransformBackend) -> list:

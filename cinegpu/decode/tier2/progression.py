@@ -10,9 +10,11 @@ precinct that straddles it.
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from ..codestream.poc import Progression
 from ..plan import TilePlan
+from ..plan_numba import RES_NPX, RES_NPY, RES_PPX, RES_PPY, RES_PREC, RES_R, RES_TC, RES_X0, RES_Y0, TC_C, TC_LEVELS
 
 LRCP, RLCP, RPCL, PCRL, CPRL = range(5)
 #: Packet orders a plan keeps (one per layer count asked for; a reel asks for one or two).
@@ -21,27 +23,38 @@ ORDERS_PER_PLAN = 4
 
 def _precinct_table(plan: TilePlan, siz) -> np.ndarray:
     """Rows (precinct, c, r, px, py, x_ref, y_ref) for every precinct of the tile."""
-    rows = []
-    for tc in plan.components:
-        xr, yr = siz.XRsiz[tc.c], siz.YRsiz[tc.c]
-        for res in tc.resolutions:
-            n = res.npx * res.npy
-            if n == 0:
-                continue
-            d = tc.levels - res.r
-            i = np.arange(n) % res.npx
-            j = np.arange(n) // res.npx
-            kx0, ky0 = res.x0 >> res.PPx, res.y0 >> res.PPy
-            x_ref = ((kx0 + i) << (res.PPx + d)) * xr
-            y_ref = ((ky0 + j) << (res.PPy + d)) * yr
-            # a first precinct whose corner lies before the tile is met at the tile's corner
-            x_ref = np.where((i == 0) & (x_ref < plan.x0), plan.x0, x_ref)
-            y_ref = np.where((j == 0) & (y_ref < plan.y0), plan.y0, y_ref)
-            rows.append(np.stack([res.prec_first + np.arange(n), np.full(n, tc.c), np.full(n, res.r),
-                                  i, j, x_ref, y_ref], axis=1))
-    if not rows:
-        return np.zeros((0, 7), np.int64)
-    return np.concatenate(rows).astype(np.int64)
+    g = plan.geometry
+    return _precinct_rows(g.tcs, g.res, np.asarray(siz.XRsiz, np.int64), np.asarray(siz.YRsiz, np.int64),
+                          plan.x0, plan.y0)
+
+
+@njit(cache=True)
+def _precinct_rows(tcs, res, xr, yr, tx0, ty0):
+    """:func:`_precinct_table` of a plan's tile-component and resolution rows (``plan_numba``'s
+    TC_* and RES_*), tile corner (tx0, ty0): precinct (px, py) of resolution r of component c
+    meets the B.12.1.3 loops at ((kx0 + px) 2**(PPx + NL - r) XRsiz, likewise y) on the
+    reference grid, kx0 = floor(rx0 / 2**PPx), or at the tile's corner where that lies before
+    it (the first precinct of a row or column)."""
+    n = 0
+    for i in range(res.shape[0]):
+        n += res[i, RES_NPX] * res[i, RES_NPY]
+    out = np.empty((n, 7), np.int64)
+    row = 0
+    for i in range(res.shape[0]):
+        npx, npy = res[i, RES_NPX], res[i, RES_NPY]
+        t, r = res[i, RES_TC], res[i, RES_R]
+        c, d = tcs[t, TC_C], tcs[t, TC_LEVELS] - r
+        ppx, ppy = res[i, RES_PPX], res[i, RES_PPY]
+        kx0, ky0 = res[i, RES_X0] >> ppx, res[i, RES_Y0] >> ppy
+        for k in range(npx * npy):
+            px, py = k % npx, k // npx
+            x = ((kx0 + px) << (ppx + d)) * xr[c]
+            y = ((ky0 + py) << (ppy + d)) * yr[c]
+            out[row, 0], out[row, 1], out[row, 2], out[row, 3], out[row, 4] = res[i, RES_PREC] + k, c, r, px, py
+            out[row, 5] = tx0 if px == 0 and x < tx0 else x
+            out[row, 6] = ty0 if py == 0 and y < ty0 else y
+            row += 1
+    return out
 
 
 def _ordered(table: np.ndarray, layers: int, order: int) -> np.ndarray:
