@@ -600,3 +600,29 @@ def frame_layout(plans: list, offsets: list[int], siz, reduce: int, dtypes) -> F
     return FrameLayout(cat(bands, 3, np.int64), cat(rects, 4, np.int64), cat(dq97, 4, np.float32),
                        cat(q53, 4, np.int32), np.array(dq0, np.float32),
                        np.array(rows, np.int64).reshape(-1, FRAME_COLUMNS), total, tuple(planes), tuple(groups))
+
+
+# --- frame_entropy.FrameTables.build before the plan tables, as a tuple of its fields
+def frame_tables(plans: list, offsets: list[int]) -> tuple:
+    prec_pb, pb, cb, keep = [], [], [], []
+    prec_first, cb_first = [0], [0]
+    n_pb = nodes = 0
+    for plan, off in zip(plans, offsets):
+        a = plan.prec_pb.copy()
+        a[:, 0] += n_pb
+        b = plan.pb.copy()
+        b[:, PB_CB_FIRST] += cb_first[-1]
+        b[:, PB_NODES] += nodes
+        c = plan.cb.copy()
+        c[:, tier1.CB_OUT] += off
+        prec_pb.append(a)
+        pb.append(b)
+        cb.append(c)
+        keep.append(plan.cb_keep)
+        n_pb += plan.pb.shape[0]
+        nodes += plan.nodes
+        prec_first.append(prec_first[-1] + plan.prec_pb.shape[0])
+        cb_first.append(cb_first[-1] + plan.cb.shape[0])
+    cat = (lambda xs, shape, dt: np.ascontiguousarray(np.concatenate(xs), dt) if xs else np.zeros(shape, dt))
+    return (cat(prec_pb, (0, 2), np.int64), cat(pb, (0, 4), np.int64),
+            cat(cb, (0, tier1.CB_COLUMNS), np.int64), cat(keep, (0,), np.int8), nodes, prec_first, cb_first)

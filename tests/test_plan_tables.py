@@ -24,10 +24,11 @@ import plan_reference as ref
 from cinegpu.decode import CodestreamError
 from cinegpu.decode.codestream.header import parse_codestream
 from cinegpu.decode.decoder import Decoder, sample_dtypes
+from cinegpu.decode.frame_entropy import FrameTables
 from cinegpu.decode.limits import tile_geometry
 from cinegpu.decode.plan import build_tile_plan, tile_coding
 from cinegpu.decode.reconstruct import frame_layout
-from cinegpu.decode.tier2.progression import packet_order
+from cinegpu.decode.tier2.progression import _ordered, packet_order
 from cinegpu.encode import encode
 
 from conftest import CONFORMANCE
@@ -74,15 +75,32 @@ def same_orders(cs, new, old) -> None:
             np.testing.assert_array_equal(got, ref.packet_order(old, cs.siz, layers))
 
 
-def same_frame_layouts(cs, reduce: int, lenient: bool) -> None:
-    """The frame layout of every tile's plan (reconstruct.frame_layout) against the reference's
-    of the reference plans: both None, the same error, or every array and field equal."""
+def same_frames(cs, reduce: int, lenient: bool) -> None:
+    """The frame's tables and packet orders (frame_entropy.FrameTables) and its layout
+    (reconstruct.frame_layout) of every tile's plan against the reference's of the reference
+    plans: the same arrays, both None, or the same error."""
     tiles = sorted(cs.tiles)
     new = outcome(lambda: [build_tile_plan(cs, t, reduce, lenient=lenient) for t in tiles])
     old = outcome(lambda: [ref.build_tile_plan(cs, t, reduce, lenient=lenient) for t in tiles])
     if isinstance(old, tuple):
         return
     offsets = list(itertools.accumulate((p.coeff_size for p in new), initial=0))[:-1]
+    tables = FrameTables.build(new, offsets)
+    want = ref.frame_tables(old, offsets)
+    for name, w in zip(("prec_pb", "pb", "cb", "cb_keep", "nodes", "prec_first", "cb_first"), want):
+        got = getattr(tables, name)
+        if isinstance(w, np.ndarray):
+            assert got.dtype == w.dtype and got.shape == w.shape and got.flags.c_contiguous, name
+            np.testing.assert_array_equal(got, w, err_msg=name)
+        else:
+            assert got == w and type(got) is type(w), name
+    for reach in ({p.layers for p in old} | {1, 0}):
+        orders, starts = tables.packet_orders(new, cs.siz, [reach] * len(new))
+        want = [ref.packet_order(p, cs.siz, min(p.layers, reach)) + [first, 0]
+                for p, first in zip(old, tables.prec_first)]
+        assert orders.dtype == np.int64 and orders.flags.c_contiguous
+        np.testing.assert_array_equal(orders, np.concatenate(want) if want else np.zeros((0, 2), np.int64))
+        assert starts == list(itertools.accumulate((w.shape[0] for w in want), initial=0))
     dtypes = sample_dtypes(cs.siz.Ssiz)
     a = outcome(lambda: frame_layout(new, offsets, cs.siz, reduce, dtypes))
     b = outcome(lambda: ref.frame_layout(old, offsets, cs.siz, reduce, dtypes))
@@ -112,12 +130,12 @@ def check_stream(data: bytes, reduces=range(4), orders: bool = True) -> int:
     made = 0
     for reduce in reduces:
         for lenient in (False, True):
-            same_frame_layouts(cs, reduce, lenient)
+            same_frames(cs, reduce, lenient)
     for t in sorted(cs.tiles):
         for reduce in reduces:
-            g = astuple(tile_geometry(cs, t, reduce))
-            assert g == astuple(ref.tile_geometry(cs, t, reduce))
-            assert g == astuple(tile_geometry(cs, t, reduce, tile_coding(cs, cs.tiles[t], lenient=False)))
+            g = tile_geometry(cs, t, reduce)
+            assert astuple(g)[:5] == astuple(ref.tile_geometry(cs, t, reduce))
+            assert g == tile_geometry(cs, t, reduce, tile_coding(cs, cs.tiles[t], lenient=False))
             for lenient in (False, True):
                 new = outcome(lambda: build_tile_plan(cs, t, reduce, lenient=lenient))
                 old = outcome(lambda: ref.build_tile_plan(cs, t, reduce, lenient=lenient))
@@ -233,3 +251,19 @@ def test_decoder_codings_are_shared():
     dec = Decoder()
     prep = dec.prepare(path.read_bytes())
     assert len(prep.plans) == 225 and len(dec._codings) == 1
+
+
+@pytest.mark.parametrize("order", range(5))
+def test_packet_sort_of_wide_keys(order):
+    """The packet sort (tier2/progression._ordered: one mixed-radix key where the keys' ranges
+    allow, else one stable sort per key) against np.lexsort's (the reference), with keys of a
+    few values, with ties, and with positions too far apart for one 62-bit key."""
+    rng = np.random.default_rng(order)
+    for wide in (0, 3, 40):
+        n = 200
+        table = np.zeros((n, 7), np.int64)
+        table[:, 0] = np.arange(n)
+        table[:, 1], table[:, 2] = rng.integers(0, 3, n), rng.integers(0, 6, n)
+        table[:, 5], table[:, 6] = rng.integers(0, 1 << wide, n) << 4, rng.integers(0, 1 << wide, n) << 4
+        for layers in (1, 3):
+            np.testing.assert_array_equal(_ordered(table, layers, order), ref._ordered(table, layers, order))

@@ -220,7 +220,9 @@ class Decoder:
         if plan is None:
             template = self._templates.get(key)
             if template is None:
-                plan = build_tile_plan(cs, t, reduce, lenient=key[3], coding=self._coding(cs, t, key))
+                geometry = self._geometries.get(key)   # its counts, when the limits were checked
+                plan = build_tile_plan(cs, t, reduce, lenient=key[3], coding=self._coding(cs, t, key),
+                                       counts=None if geometry is None else geometry.counts)
                 check_plan(plan)
                 if len(self._templates) >= PLAN_CACHE_SIZE:
                     self._templates.clear()

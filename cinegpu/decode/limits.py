@@ -47,7 +47,9 @@ never reaches the caller.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from .codestream.header import Codestream
 from .errors import LimitExceeded
@@ -101,6 +103,8 @@ class TileGeometry:
     codeblocks: int
     layers: int
     samples: int  #: coefficients at the decoded resolution, all components
+    #: what :func:`cinegpu.decode.plan.tile_counts` gave (the plan reuses it), or None
+    counts: np.ndarray | None = field(default=None, repr=False, compare=False)
 
 
 def tile_geometry(cs: Codestream, t: int, reduce: int, coding: TileCoding | None = None) -> TileGeometry:
@@ -113,7 +117,7 @@ def tile_geometry(cs: Codestream, t: int, reduce: int, coding: TileCoding | None
     """
     counts = tile_counts(cs, t, reduce, coding)
     return TileGeometry(int(counts[COUNT_RES]), int(counts[COUNT_PREC]), int(counts[COUNT_CB]),
-                        cs.cod(cs.tiles.get(t)).layers, int(counts[COUNT_SAMPLES]))
+                        cs.cod(cs.tiles.get(t)).layers, int(counts[COUNT_SAMPLES]), counts)
 
 
 @dataclass(frozen=True)

@@ -136,13 +136,15 @@ class PlanLayout:
 class PlanGeometry:
     """A plan's tile-components, resolutions and subbands as rows of :mod:`.plan_numba`
     (``tcs``: TC_*, ``res``: RES_*, ``bands``: BAND_*, in samples of each one's grid), the step
-    size Delta_b of each subband (``deltas``, E-3) and the decoded subbands' :class:`PlanLayout`."""
+    size Delta_b of each subband (``deltas``, E-3), the decoded subbands' :class:`PlanLayout` and
+    the largest side of a decoded code-block (samples)."""
 
     tcs: np.ndarray
     res: np.ndarray
     bands: np.ndarray
     deltas: np.ndarray
     layout: PlanLayout
+    largest_block: int = 0
 
     def flat_layout(self, i: int) -> FlatLayout:
         """Tile-component row ``i``'s :class:`~.transform.layout.FlatLayout` (views of the
@@ -353,37 +355,40 @@ def tile_counts(cs: Codestream, t: int, reduce: int, coding: TileCoding | None =
     ``coding``: the tile's :func:`tile_coding` (lenient or not alike here), when the caller has it."""
     if coding is None:
         coding = tile_coding(cs, cs.tiles.get(t), lenient=True)
-    return N.tile_counts(np.array(tile_rect(cs, t), np.int64), coding.coding, coding.pp, coding.steps, reduce)
+    counts = np.zeros(N.COUNT_COLUMNS, np.int64)
+    N.tile_counts(np.array(tile_rect(cs, t), np.int64), coding.coding, coding.pp, coding.steps, reduce, counts)
+    return counts
 
 
 def build_tile_plan(cs: Codestream, t: int, reduce: int = 0, lenient: bool = False,
-                    coding: TileCoding | None = None) -> TilePlan:
+                    coding: TileCoding | None = None, counts: np.ndarray | None = None) -> TilePlan:
     """Lay out tile ``t``: resolutions, subbands, precincts, code-blocks.
 
     ``lenient``: a subband that its QCD/QCC lists no step size for (A.6.4 wants one each; a
     scalar-derived one derives them, E-5) takes what OpenJPEG's decoder holds for it: a tile
     header's missing step from the main header's, else exponent and mantissa 0; the plan
     counts them in ``missing_steps``. Strict, such a band raises :class:`InvalidSegment`.
-    ``coding``: the tile's :func:`tile_coding` (of the same ``lenient``), when the caller keeps
-    them."""
+    ``coding`` and ``counts``: the tile's :func:`tile_coding` (of the same ``lenient``) and
+    :func:`tile_counts` (with that coding), when the caller keeps them."""
     tile = cs.tiles.get(t)
     trect = tile_rect(cs, t)
     cod = cs.cod(tile)
     if coding is None:
         coding = tile_coding(cs, tile, lenient)
     rect = np.array(trect, np.int64)
-    counts = N.tile_counts(rect, coding.coding, coding.pp, coding.steps, reduce)
+    if counts is None:
+        counts = np.zeros(N.COUNT_COLUMNS, np.int64)
+        N.tile_counts(rect, coding.coding, coding.pp, coding.steps, reduce, counts)
     if counts[N.COUNT_ERROR]:
         _raise_fault(cs, tile, counts, reduce)
-    tcs, res, bands, deltas, prec_pb, pb, cb, keep, lay_bands, lay_rects, dq97, q53, dq0, nodes, size = \
-        N.tile_tables(rect, coding.coding, coding.pp, coding.steps, coding.deltas, reduce, counts)
-    geometry = PlanGeometry(tcs, res, bands, deltas, PlanLayout(lay_bands, lay_rects, dq97, q53, dq0))
-    return TilePlan(
-        t, *trect, geometry, cod.layers, prec_pb, pb, cb, keep, int(nodes), int(size), prec_pb.shape[0], cod.sop,
-        cod.eph, cod.progression, list(cs.progressions(tile)), cod.mct,
-        ht=bool(cb.shape[0]) and bool((cb[:, tier1.CB_STYLE] & tier1.CBLK_HT).any()),
-        missing_steps=coding.missing_steps,
-    )
+    arrays = N.plan_arrays(counts, coding.coding.shape[0])
+    nodes, size, ht, side = N.tile_tables(rect, coding.coding, coding.pp, coding.steps, coding.deltas, reduce,
+                                          *arrays)
+    tcs, res, bands, deltas, prec_pb, pb, cb, keep, lay_bands, lay_rects, dq97, q53, dq0 = arrays
+    geometry = PlanGeometry(tcs, res, bands, deltas, PlanLayout(lay_bands, lay_rects, dq97, q53, dq0), side)
+    return TilePlan(t, *trect, geometry, cod.layers, prec_pb, pb, cb, keep, nodes, size, prec_pb.shape[0], cod.sop,
+                    cod.eph, cod.progression, list(cs.progressions(tile)), cod.mct, ht=bool(ht),
+                    missing_steps=coding.missing_steps)
 
 
 def _raise_fault(cs: Codestream, tile: Tile | None, counts: np.ndarray, reduce: int):
@@ -457,10 +462,10 @@ def translated(plan: TilePlan, t: int, trect: tuple[int, int, int, int], siz) ->
     bands = g.bands.copy()
     bands[:, [N.BAND_X0, N.BAND_X1]] += (rx >> sub)[per_band][:, None]
     bands[:, [N.BAND_Y0, N.BAND_Y1]] += (ry >> sub)[per_band][:, None]
-    return TilePlan(t, *trect, PlanGeometry(tcs, res, bands, g.deltas, g.layout), plan.layers, plan.prec_pb, plan.pb,
-                    plan.cb, plan.cb_keep, plan.nodes, plan.coeff_size, plan.num_precincts, plan.sop, plan.eph,
-                    plan.progression, plan.pocs, plan.mct, plan.packet_orders, plan.ht, plan.batches,
-                    plan.missing_steps)
+    return TilePlan(t, *trect, PlanGeometry(tcs, res, bands, g.deltas, g.layout, g.largest_block), plan.layers,
+                    plan.prec_pb, plan.pb, plan.cb, plan.cb_keep, plan.nodes, plan.coeff_size, plan.num_precincts,
+                    plan.sop, plan.eph, plan.progression, plan.pocs, plan.mct, plan.packet_orders, plan.ht,
+                    plan.batches, plan.missing_steps)
 
 
 def _missing_step(cs, q, c: int, band_index: int) -> tuple[int, int]:
@@ -474,6 +479,7 @@ def _missing_step(cs, q, c: int, band_index: int) -> tuple[int, int]:
 
 
 def check_plan(plan: TilePlan) -> None:
-    """Sanity checks of a finished plan (cheap; catches header nonsense)."""
-    if plan.cb.shape[0] and (plan.cb[:, tier1.CB_WIDTH].max() > 1024 or plan.cb[:, tier1.CB_HEIGHT].max() > 1024):
+    """Sanity checks of a finished plan (cheap; catches header nonsense): no code-block's
+    width or height (``tier1.CB_WIDTH``, ``CB_HEIGHT``) above 1024 samples."""
+    if plan.geometry.largest_block > 1024:
         raise InvalidSegment("code-block larger than 1024 samples a side")

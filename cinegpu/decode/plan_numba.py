@@ -25,7 +25,7 @@ from numba import njit
 
 from . import tier1
 
-__all__ = ["tile_counts", "tile_tables"]
+__all__ = ["plan_arrays", "tile_counts", "tile_tables"]
 
 # Columns of ``coding``: XRsiz, YRsiz, NL, xcb, ycb (exponents), code-block style, 1 when
 # reversible (5/3), ROI shift, first row of ``pp``, first row of ``steps``.
@@ -142,14 +142,13 @@ def _fault(counts, code, c, band, value):
 
 
 @njit(cache=True)
-def tile_counts(trect, coding, pp, steps, reduce):
-    """Counts of the plan of the tile at ``trect`` decoded ``reduce`` levels down (int64
-    COUNT_COLUMNS), and its first fault in the order :func:`cinegpu.decode.plan.build_tile_plan`
+def tile_counts(trect, coding, pp, steps, reduce, counts):
+    """Counts of the plan of the tile at ``trect`` decoded ``reduce`` levels down, into ``counts``
+    (int64 COUNT_COLUMNS, zeros), and its first fault in the order :func:`cinegpu.decode.plan.build_tile_plan`
     meets them: per component, ``reduce`` above NL; per resolution, a subband without a step
     size (strict), then more than MAX_CODEBLOCKS code-blocks, then a subband of a resolution
     with precincts whose Mb + ROI shift exceeds 30 or whose Mb is negative (B.10.5, Annex H).
     Every count goes on past a fault: they bound the work whether or not the plan is made."""
-    counts = np.zeros(COUNT_COLUMNS, np.int64)
     for c in range(coding.shape[0]):
         xr, yr, nl = coding[c, CODING_XR], coding[c, CODING_YR], coding[c, CODING_LEVELS]
         if reduce > nl:
@@ -189,46 +188,51 @@ def tile_counts(trect, coding, pp, steps, reduce):
                     if mb + coding[c, CODING_ROI] > 30 or mb < 0:
                         _fault(counts, E_BITPLANES, c, first + k, mb)
             counts[COUNT_CB] += blocks
-    return counts
+
+
+def plan_arrays(counts, components: int) -> tuple:
+    """Arrays for :func:`tile_tables` to fill, sized by ``counts`` (:func:`tile_counts`): made
+    here, as numpy allocates them in a fraction of what returning them from compiled code costs."""
+    n_res, n_bands, n_prec, n_pb, n_cb, _, levels, kept = counts[:COUNT_ERROR].tolist()
+    return (np.empty((components, TC_COLUMNS), np.int64), np.empty((n_res, RES_COLUMNS), np.int64),
+            np.empty((n_bands, BAND_COLUMNS), np.int64), np.empty(n_bands, np.float64),
+            np.empty((n_prec, 2), np.int64), np.empty((n_pb, PB_COLUMNS), np.int64),
+            np.zeros((n_cb, tier1.CB_COLUMNS), np.int64), np.zeros(n_cb, np.int8),
+            np.empty((kept, 3), np.int64), np.empty((levels, 4), np.int64), np.empty((levels, 4), np.float32),
+            np.empty((levels, 4), np.int32), np.empty(components, np.float32))
 
 
 @njit(cache=True)
-def tile_tables(trect, coding, pp, steps, deltas, reduce, counts):
-    """Every table of the plan of the tile at ``trect`` (``counts``: :func:`tile_counts`'
-    result, without a fault), in packet order: per component (a component's subbands, Table
-    A.30 order, lie one after another in the flat buffer), per resolution, per precinct in
-    raster order, per subband, code-blocks in raster order (B.6, B.9).
+def tile_tables(trect, coding, pp, steps, deltas, reduce, tcs, res, bands, band_deltas, prec_pb, pb, cb, keep,
+                lay_bands, lay_rects, dq97, q53, dq0):
+    """Fill every table of the plan of the tile at ``trect`` (the arrays of :func:`plan_arrays`
+    for a :func:`tile_counts` without a fault), in packet order: per component (a component's
+    subbands, Table A.30 order, lie one after another in the flat buffer), per resolution, per
+    precinct in raster order, per subband, code-blocks in raster order (B.6, B.9).
 
-    Returns (tcs, res, bands, band_deltas, prec_pb, pb, cb, keep, lay_bands, lay_rects, dq97,
-    q53, dq0, nodes, coeff_size): the TC_*, RES_* and BAND_* rows and Delta_b of each subband;
-    prec_pb (first precinct-band, count), pb (PB_*), cb (the tier-1 table, ``tier1.CB_*``) and
-    keep (1 where the block's resolution is decoded); the decoded subbands as a FlatLayout
-    places them: (offset, rows, columns), each decoded level's rectangle (F.3.2, coarsest
-    first), Delta_b / 2 of its subbands (1.0 for the LL of a level above the first, E.1) and the
-    5/3 halving flags, and Delta_LL / 2 of each tile-component; the tag-tree nodes and the flat
-    buffer's samples."""
+    The tables: the TC_*, RES_* and BAND_* rows and Delta_b of each subband; prec_pb (first
+    precinct-band, count), pb (PB_*), cb (the tier-1 table, ``tier1.CB_*``) and keep (1 where the
+    block's resolution is decoded); the decoded subbands as a FlatLayout places them: (offset,
+    rows, columns), each decoded level's rectangle (F.3.2, coarsest first), Delta_b / 2 of its
+    subbands (1.0 for the LL of a level above the first, E.1) and the 5/3 halving flags, and
+    Delta_LL / 2 of each tile-component. Returns (tag-tree nodes, the flat buffer's samples, 1
+    where a code-block has the HT style bit (ISO/IEC 15444-15), the largest side of a decoded
+    code-block)."""
     at = np.zeros(9, np.int64)
-    tcs = np.zeros((coding.shape[0], TC_COLUMNS), np.int64)
-    res = np.zeros((counts[COUNT_RES], RES_COLUMNS), np.int64)
-    bands = np.zeros((counts[COUNT_BANDS], BAND_COLUMNS), np.int64)
-    band_deltas = np.zeros(counts[COUNT_BANDS], np.float64)
-    prec_pb = np.zeros((counts[COUNT_PREC], 2), np.int64)
-    pb = np.zeros((counts[COUNT_PB], PB_COLUMNS), np.int64)
-    cb = np.zeros((counts[COUNT_CB], tier1.CB_COLUMNS), np.int64)
-    keep = np.zeros(counts[COUNT_CB], np.int8)
-    lay_bands = np.zeros((counts[COUNT_KEPT], 3), np.int64)
-    lay_rects = np.zeros((counts[COUNT_LEVELS], 4), np.int64)
-    dq97 = np.zeros((counts[COUNT_LEVELS], 4), np.float32)
-    q53 = np.zeros((counts[COUNT_LEVELS], 4), np.int32)
-    dq0 = np.zeros(coding.shape[0], np.float32)
+    ht = 0
     for c in range(coding.shape[0]):
         _fill_component(trect, coding, pp, steps, deltas, reduce, c, at, tcs, res, bands, band_deltas,
                         lay_bands, lay_rects, dq97, q53, dq0)
+        blocks = at[_AT_CB]
         for i in range(tcs[c, TC_RES], at[_AT_RES]):
             _fill_precincts(coding, c, res, bands, at, prec_pb, pb, cb, keep, res[i, RES_R] <= tcs[c, TC_DECODED] - 1,
                             i)
-    return (tcs, res, bands, band_deltas, prec_pb, pb, cb, keep, lay_bands, lay_rects, dq97, q53, dq0,
-            at[_AT_NODES], at[_AT_COEFF])
+        if at[_AT_CB] > blocks and coding[c, CODING_STYLE] & tier1.CBLK_HT:
+            ht = 1
+    side = 0
+    for row in range(cb.shape[0]):
+        side = max(side, cb[row, tier1.CB_WIDTH], cb[row, tier1.CB_HEIGHT])
+    return at[_AT_NODES], at[_AT_COEFF], ht, side
 
 
 @njit(cache=True)

@@ -17,13 +17,16 @@ in one call: :func:`frame_layout` lays every tile-component of the frame out as 
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from .errors import InvalidSegment
 from .plan import TilePlan
-from .transform.backend import TransformBackend
 from .plan_numba import (RES_COLUMNS, RES_X0, RES_X1, RES_Y0, RES_Y1, TC_C, TC_COLUMNS, TC_DECODED, TC_LAY_BAND,
                          TC_LAY_RECT, TC_RES, TC_REVERSIBLE)
-from .transform.layout import FRAME_COLUMNS, FlatLayoutBatch, FrameLayout
+from .transform.backend import TransformBackend
+from .transform.layout import (FRAME_BAND0, FRAME_COLS, FRAME_COLUMNS, FRAME_DST, FRAME_HI, FRAME_LEVELS, FRAME_LO,
+                               FRAME_MCT, FRAME_RECT0, FRAME_REVERSIBLE, FRAME_ROWS, FRAME_SHIFT, FRAME_STRIDE,
+                               FlatLayoutBatch, FrameLayout)
 
 
 def _check_mct(plan: TilePlan) -> bool:
@@ -88,13 +91,20 @@ def _batch(plan: TilePlan, first: int, siz) -> FlatLayoutBatch | None:
     return plan.batches[first]
 
 
+# How :func:`_frame_items` ends: every tile-component placed; one outside its plane (the frame
+# takes the per-tile path); a tile whose components 0-2 cannot carry its MCT (an error).
+_FITS, _MISFIT, _NO_MCT = range(3)
+
+
 def _planes(siz, reduce: int, dtypes) -> tuple[np.ndarray, tuple]:
     """Each component's plane (offset, rows, columns) in a frame's planes buffer at ``reduce``
     (B-2), the planes of one returned dtype consecutive in the order of their first component,
     and their groups (dtype, first, end, components) as :class:`~.transform.layout.FrameLayout`
     has them."""
-    kinds = list(dict.fromkeys(np.dtype(d) for d in dtypes))
-    kind = np.array([kinds.index(np.dtype(d)) for d in dtypes], np.int64)
+    named = {d: np.dtype(d) for d in dict.fromkeys(dtypes)}  # each distinct type looked at once
+    kinds = list(dict.fromkeys(named.values()))
+    index = {d: kinds.index(k) for d, k in named.items()}
+    kind = np.array([index[d] for d in dtypes], np.int64)
     order = np.argsort(kind, kind="stable")
     wh = np.array(siz.component_sizes(reduce), np.int64).reshape(-1, 2)
     area = wh[:, 0] * wh[:, 1]
@@ -112,57 +122,91 @@ def frame_layout(plans: list[TilePlan], offsets: list[int], siz, reduce: int, dt
     placed in its component's plane at ``reduce`` (B-2, B-14), components returned as
     ``dtypes``; None where the frame needs the per-tile path (a precision above 24 bits, a
     tile-component outside its plane). Raises as :func:`reconstruct_tile` does for an MCT over
-    components that cannot carry it. Made of the plans' arrays (:class:`~.plan.PlanGeometry`)
-    in numpy passes over the frame's tile-components: no Python per tile-component."""
+    components that cannot carry it. Made of the plans' arrays (:class:`~.plan.PlanGeometry`),
+    stacked, in one compiled pass (:func:`_frame_items`): no Python per tile-component."""
     ssiz = np.array(siz.Ssiz, np.int64)
-    precision, signed = (ssiz & 0x7F) + 1, (ssiz & 0x80) != 0
-    if (precision > 24).any():
+    if ((ssiz & 0x7F) + 1 > 24).any():
         return None
     planes, groups = _planes(siz, reduce, dtypes)
     geos = [p.geometry for p in plans]
     lays = [g.layout for g in geos]
-    per_plan = np.array([g.tcs.shape[0] for g in geos], np.int64)
-    mct = np.array([bool(p.mct) for p in plans], bool) & (per_plan >= 3)
+    # per plan: tile-components, resolution rows, layout bands, layout levels, under the MCT, offset
+    rows = np.array([(g.tcs.shape[0], g.res.shape[0], lay.bands.shape[0], lay.rects.shape[0], bool(p.mct), off)
+                     for p, g, lay, off in zip(plans, geos, lays, offsets)], np.int64).reshape(-1, 6)
     cat = (lambda xs, cols, dt: np.ascontiguousarray(np.concatenate(xs), dt) if xs else np.zeros((0, cols), dt))
-    tcs, rects = cat([g.tcs for g in geos], TC_COLUMNS, np.int64), cat([lay.rects for lay in lays], 4, np.int64)
-    bands = cat([lay.bands for lay in lays], 3, np.int64)
-    # each plan's first resolution, layout band and layout level rows, per tile-component
-    firsts = [np.cumsum([0] + [a.shape[0] for a in arrays])[:-1] for arrays in
-              ([g.res for g in geos], [lay.bands for lay in lays], [lay.rects for lay in lays])]
-    res0, band0, rect0 = (np.repeat(np.asarray(f, np.int64), per_plan) for f in firsts)
-    res = cat([g.res for g in geos], RES_COLUMNS, np.int64)[tcs[:, TC_RES] + tcs[:, TC_DECODED] - 1 + res0]
-    levels, b0, r0 = tcs[:, TC_DECODED] - 1, tcs[:, TC_LAY_BAND] + band0, tcs[:, TC_LAY_RECT] + rect0
-    # each one's reconstructed size: its finest level's rectangle, else its LL band's
-    size = bands[b0, 1:3].copy()
-    fine = levels > 0
-    last = rects[r0[fine] + levels[fine] - 1]
-    size[fine, 0], size[fine, 1] = last[:, 3] - last[:, 1], last[:, 2] - last[:, 0]
-    c = tcs[:, TC_C]
-    origins = np.array(siz.component_origins(reduce), np.int64).reshape(-1, 2)[c]
-    y, x = res[:, RES_Y0] - origins[:, 0], res[:, RES_X0] - origins[:, 1]
-    rh, rw = res[:, RES_Y1] - res[:, RES_Y0], res[:, RES_X1] - res[:, RES_X0]
-    start, h, w = planes[c, 0], planes[c, 1], planes[c, 2]
-    fits = (0 <= y) & (y + rh <= h) & (0 <= x) & (x + rw <= w) & (size[:, 0] == rh) & (size[:, 1] == rw)
-    # tile by tile: an MCT is checked up to the first tile that does not fit
-    misfit = np.repeat(np.arange(len(plans)), per_plan)[~fits]
-    upto = int(misfit[0]) if misfit.shape[0] else len(plans) - 1
-    for plan, under in zip(plans[: upto + 1], mct[: upto + 1].tolist()):
-        if under:
-            _check_mct(plan)
-    if misfit.shape[0]:
+    bands, rects = cat([lay.bands for lay in lays], 3, np.int64), cat([lay.rects for lay in lays], 4, np.int64)
+    items, stop, why = _frame_items(cat([g.tcs for g in geos], TC_COLUMNS, np.int64),
+                                    cat([g.res for g in geos], RES_COLUMNS, np.int64), bands, rects, rows, planes,
+                                    np.array(siz.component_origins(reduce), np.int64).reshape(-1, 2), ssiz)
+    if why == _MISFIT:
         return None
-    half = 1 << (precision - 1)   # G.1.2: the DC shift and clip range of each component
-    shift, lo, hi = np.where(signed, 0, half), np.where(signed, -half, 0), np.where(signed, half - 1, 2 * half - 1)
-    # a tile's components are planned in order: an MCT row is followed by components 1 and 2
-    items = np.stack([b0, r0, levels, tcs[:, TC_REVERSIBLE], shift[c], lo[c], hi[c], start + y * w + x, w, rh, rw,
-                      (np.repeat(mct, per_plan) & (c == 0)).astype(np.int64)], axis=1)
-    bands[:, 0] += np.repeat(np.asarray(offsets, np.int64), [lay.bands.shape[0] for lay in lays])
+    if why != _FITS:
+        _check_mct(plans[stop])   # raises
     return FrameLayout(bands, rects, cat([lay.dq97 for lay in lays], 4, np.float32),
                        cat([lay.q53 for lay in lays], 4, np.int32),
                        np.ascontiguousarray(np.concatenate([lay.dq0 for lay in lays]) if lays else np.zeros(0),
                                             np.float32),
-                       np.ascontiguousarray(items, np.int64).reshape(-1, FRAME_COLUMNS),
-                       int((planes[:, 1] * planes[:, 2]).sum()), tuple(map(tuple, planes.tolist())), groups)
+                       items, int((planes[:, 1] * planes[:, 2]).sum()), tuple(map(tuple, planes.tolist())), groups)
+
+
+@njit(cache=True)
+def _frame_items(tcs, res, bands, rects, plans, planes, origins, ssiz):
+    """:class:`~.transform.layout.FrameLayout` rows (FRAME_*) of the stacked tile-component and
+    resolution rows (``plan_numba``'s TC_*, RES_*) of ``plans`` (rows: tile-components,
+    resolution rows, layout bands, layout levels, MCT, offset in the frame's coefficient
+    buffer), each placed in its component's plane (``planes``: offset, rows, columns) at its
+    decoded resolution's place from the component's origin (B-2, B-14), with its DC shift and
+    clip range (G.1.2); ``bands`` (the stacked layout bands) get their tile's offset. Tile by
+    tile, as the per-tile path meets them, it stops at a tile under the MCT whose components
+    0-2 cannot carry it (:func:`_mct_fits`) or at a tile-component outside its plane or of
+    another size than its layout's. Returns (items, the plan it stopped at or -1, _FITS,
+    _MISFIT or _NO_MCT)."""
+    items = np.zeros((tcs.shape[0], FRAME_COLUMNS), np.int64)
+    i = r0 = b0 = l0 = 0
+    for p in range(plans.shape[0]):
+        for k in range(b0, b0 + plans[p, 2]):
+            bands[k, 0] += plans[p, 5]
+        if plans[p, 4] and plans[p, 0] >= 3 and not _mct_fits(tcs, res, i, r0):
+            return items, p, _NO_MCT
+        for _ in range(plans[p, 0]):
+            c, levels = tcs[i, TC_C], tcs[i, TC_DECODED] - 1
+            j = r0 + tcs[i, TC_RES] + levels
+            y, x = res[j, RES_Y0] - origins[c, 0], res[j, RES_X0] - origins[c, 1]
+            rh, rw = res[j, RES_Y1] - res[j, RES_Y0], res[j, RES_X1] - res[j, RES_X0]
+            b, r = b0 + tcs[i, TC_LAY_BAND], l0 + tcs[i, TC_LAY_RECT]
+            # its reconstructed size: its finest level's rectangle, else its LL band's
+            h, w = bands[b, 1], bands[b, 2]
+            if levels:
+                f = r + levels - 1
+                h, w = rects[f, 3] - rects[f, 1], rects[f, 2] - rects[f, 0]
+            if not (0 <= y and y + rh <= planes[c, 1] and 0 <= x and x + rw <= planes[c, 2] and (h, w) == (rh, rw)):
+                return items, p, _MISFIT
+            precision, signed = (ssiz[c] & 0x7F) + 1, ssiz[c] & 0x80
+            half = 1 << (precision - 1)
+            items[i, FRAME_BAND0], items[i, FRAME_RECT0], items[i, FRAME_LEVELS] = b, r, levels
+            items[i, FRAME_REVERSIBLE] = tcs[i, TC_REVERSIBLE]
+            items[i, FRAME_SHIFT], items[i, FRAME_LO], items[i, FRAME_HI] = \
+                (0, -half, half - 1) if signed else (half, 0, 2 * half - 1)
+            items[i, FRAME_DST] = planes[c, 0] + y * planes[c, 2] + x
+            items[i, FRAME_STRIDE], items[i, FRAME_ROWS], items[i, FRAME_COLS] = planes[c, 2], rh, rw
+            # a tile's components are planned in order: an MCT row is followed by components 1 and 2
+            items[i, FRAME_MCT] = 1 if plans[p, 4] and plans[p, 0] >= 3 and c == 0 else 0
+            i += 1
+        r0, b0, l0 = r0 + plans[p, 1], b0 + plans[p, 2], l0 + plans[p, 3]
+    return items, -1, _FITS
+
+
+@njit(cache=True)
+def _mct_fits(tcs, res, i, r0):
+    """Whether tile-components ``i``..``i + 2`` (their resolution rows from ``r0``) can carry
+    the MCT (G.2, G.3): one size at their decoded resolutions, one wavelet transform."""
+    for k in range(i + 1, i + 3):
+        a, b = r0 + tcs[i, TC_RES] + tcs[i, TC_DECODED] - 1, r0 + tcs[k, TC_RES] + tcs[k, TC_DECODED] - 1
+        if (res[a, RES_X1] - res[a, RES_X0] != res[b, RES_X1] - res[b, RES_X0]
+                or res[a, RES_Y1] - res[a, RES_Y0] != res[b, RES_Y1] - res[b, RES_Y0]
+                or tcs[i, TC_REVERSIBLE] != tcs[k, TC_REVERSIBLE]):
+            return False
+    return True
 
 
 def reconstruct_frame(layout: FrameLayout, coeffs: np.ndarray, tf: TransformBackend) -> list:
