@@ -28,7 +28,7 @@ from cinegpu.decode.frame_entropy import FrameTables
 from cinegpu.decode.limits import tile_geometry
 from cinegpu.decode.plan import build_tile_plan, tile_coding
 from cinegpu.decode.reconstruct import frame_layout
-from cinegpu.decode.tier2.progression import _ordered, packet_order
+from cinegpu.decode.tier2.progression import _ordered_into, packet_order
 from cinegpu.encode import encode
 
 from conftest import CONFORMANCE
@@ -255,7 +255,7 @@ def test_decoder_codings_are_shared():
 
 @pytest.mark.parametrize("order", range(5))
 def test_packet_sort_of_wide_keys(order):
-    """The packet sort (tier2/progression._ordered: one mixed-radix key where the keys' ranges
+    """The packet sort (tier2/progression._ordered_into: one mixed-radix key where the keys' ranges
     allow, else one stable sort per key) against np.lexsort's (the reference), with keys of a
     few values, with ties, and with positions too far apart for one 62-bit key."""
     rng = np.random.default_rng(order)
@@ -266,4 +266,6 @@ def test_packet_sort_of_wide_keys(order):
         table[:, 1], table[:, 2] = rng.integers(0, 3, n), rng.integers(0, 6, n)
         table[:, 5], table[:, 6] = rng.integers(0, 1 << wide, n) << 4, rng.integers(0, 1 << wide, n) << 4
         for layers in (1, 3):
-            np.testing.assert_array_equal(_ordered(table, layers, order), ref._ordered(table, layers, order))
+            got = np.full((n * layers + 2, 2), -1, np.int64)
+            assert _ordered_into(table, layers, order, got, 1) == n * layers
+            np.testing.assert_array_equal(got[1:-1], ref._ordered(table, layers, order))

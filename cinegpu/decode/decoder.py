@@ -143,7 +143,7 @@ class Decoder:
         self._plans: dict[tuple, TilePlan] = {}
         #: the first plan built of each class key (tiles that share one, see :meth:`_key`)
         self._templates: dict[tuple, TilePlan] = {}
-        #: reference-grid periods (:func:`~.plan.translation_period`) by main and tile key
+        #: reference-grid periods (:func:`~.plan.translation_period`) by main key and tile coding styles
         self._periods: dict[tuple, tuple[int, int]] = {}
         self._geometries: dict[tuple, TileGeometry] = {}
         #: each coding's :class:`~.plan.TileCoding`, by main key, tile key and leniency
@@ -178,11 +178,13 @@ class Decoder:
             tile_key = None if h is None else ""     # no segment that shapes the plan
         else:
             tile_key = repr((h.cod, h.coc, h.qcd, h.qcc, h.rgn, h.poc))
-        periods = self._periods.get((main_key, tile_key))
+        # the period depends on the coding styles alone (COD, COC), not on the step sizes
+        style_key = repr((h.cod, h.coc)) if h is not None and (h.cod or h.coc) else None
+        periods = self._periods.get((main_key, style_key))
         if periods is None:
             if len(self._periods) >= PLAN_CACHE_SIZE:
                 self._periods.clear()
-            periods = self._periods[(main_key, tile_key)] = translation_period(cs, tile)
+            periods = self._periods[(main_key, style_key)] = translation_period(cs, tile)
         x0, y0, x1, y1 = tile_rect(cs, t)
         return (main_key, tile_key, reduce, lenient, x0 % periods[0], y0 % periods[1], x1 - x0, y1 - y0)
 

@@ -56,6 +56,10 @@ class FrameTables:
 
     @classmethod
     def build(cls, plans: list[TilePlan], offsets: list[int]) -> FrameTables:
+        """The plans' tables stacked (a tile alone at offset 0: its plan's own, read-only both)."""
+        if len(plans) == 1 and offsets[0] == 0:
+            p = plans[0]
+            return cls(p.prec_pb, p.pb, p.cb, p.cb_keep, p.nodes, [0, p.prec_pb.shape[0]], [0, p.cb.shape[0]])
         cat = (lambda xs, shape, dt: np.ascontiguousarray(np.concatenate(xs), dt) if xs else np.zeros(shape, dt))
         counts = np.array([(p.prec_pb.shape[0], p.pb.shape[0], p.cb.shape[0], p.nodes) for p in plans],
                           np.int64).reshape(-1, 4)

@@ -24,6 +24,8 @@ component's own grid at the resolution named.
 
 from __future__ import annotations
 
+import collections
+import itertools
 import math
 from dataclasses import dataclass, field
 
@@ -327,25 +329,25 @@ def tile_coding(cs: Codestream, tile: Tile | None, lenient: bool = False) -> Til
         for c, seg in rgn.items():
             roi[c] = seg.SPrgn
     precision = (np.array(s.Ssiz, np.int64) & 0x7F) + 1
-    kinds, first, inverse = np.unique(((sp_of * len(qs) + q_of) * (n + 1) + mq_of) * 256 + precision, return_index=True,
-                                      return_inverse=True)
-    steps, deltas, step_first, missing = [], [], [], 0
-    per_kind = np.bincount(inverse.reshape(-1), minlength=kinds.shape[0])
-    for k, c in enumerate(first.tolist()):
+    # the components of one coding, quantization and precision share their steps
+    keys = (((sp_of * len(qs) + q_of) * (n + 1) + mq_of) * 256 + precision).tolist()
+    first = dict(zip(reversed(keys), range(n - 1, -1, -1)))   # each kind's first component
+    per_kind = collections.Counter(keys)
+    steps, deltas, missing, step_first = [], [], 0, {}
+    for key, c in first.items():
         rows, ds, m = _band_steps(cs, sps[sp_of[c]], qs[q_of[c]], c, int(precision[c]), lenient)
-        step_first.append(len(steps))
+        step_first[key] = len(steps)
         steps += rows
         deltas += ds
-        missing += m * int(per_kind[k])
-    pp_first = np.cumsum([0] + [len(sp.precincts) for sp in sps])
-    per_sp = np.array([(sp.levels, sp.xcb, sp.ycb, sp.cblk_style, int(sp.reversible)) for sp in sps],
-                      np.int64).reshape(-1, 5)
+        missing += m * per_kind[key]
+    pp_first = list(itertools.accumulate((len(sp.precincts) for sp in sps), initial=0))
+    per_sp = [(sp.levels, sp.xcb, sp.ycb, sp.cblk_style, int(sp.reversible), pp_first[k]) for k, sp in enumerate(sps)]
     coding = np.empty((n, N.CODING_COLUMNS), np.int64)
     coding[:, N.CODING_XR], coding[:, N.CODING_YR] = s.XRsiz, s.YRsiz
-    coding[:, N.CODING_LEVELS : N.CODING_REVERSIBLE + 1] = per_sp[sp_of]
+    coding[:, [N.CODING_LEVELS, N.CODING_XCB, N.CODING_YCB, N.CODING_STYLE, N.CODING_REVERSIBLE, N.CODING_PP]] = \
+        np.array(per_sp, np.int64)[sp_of]
     coding[:, N.CODING_ROI] = roi
-    coding[:, N.CODING_PP] = pp_first[sp_of]
-    coding[:, N.CODING_STEP] = np.array(step_first, np.int64)[inverse.reshape(-1)]
+    coding[:, N.CODING_STEP] = list(map(step_first.__getitem__, keys))
     pp = np.array([p for sp in sps for p in sp.precincts], np.int64).reshape(-1, 2)
     return TileCoding(coding, pp, np.array(steps, np.int64).reshape(-1, 2), np.array(deltas, np.float64), missing)
 

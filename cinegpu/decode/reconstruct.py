@@ -96,27 +96,6 @@ def _batch(plan: TilePlan, first: int, siz) -> FlatLayoutBatch | None:
 _FITS, _MISFIT, _NO_MCT = range(3)
 
 
-def _planes(siz, reduce: int, dtypes) -> tuple[np.ndarray, tuple]:
-    """Each component's plane (offset, rows, columns) in a frame's planes buffer at ``reduce``
-    (B-2), the planes of one returned dtype consecutive in the order of their first component,
-    and their groups (dtype, first, end, components) as :class:`~.transform.layout.FrameLayout`
-    has them."""
-    named = {d: np.dtype(d) for d in dict.fromkeys(dtypes)}  # each distinct type looked at once
-    kinds = list(dict.fromkeys(named.values()))
-    index = {d: kinds.index(k) for d, k in named.items()}
-    kind = np.array([index[d] for d in dtypes], np.int64)
-    order = np.argsort(kind, kind="stable")
-    wh = np.array(siz.component_sizes(reduce), np.int64).reshape(-1, 2)
-    area = wh[:, 0] * wh[:, 1]
-    planes = np.empty((siz.Csiz, 3), np.int64)
-    planes[order, 0] = np.cumsum(area[order]) - area[order]
-    planes[:, 1], planes[:, 2] = wh[:, 1], wh[:, 0]
-    ends = np.cumsum([int(area[kind == i].sum()) for i in range(len(kinds))]).tolist()
-    groups = tuple((k.type, ends[i - 1] if i else 0, ends[i], tuple(order[kind[order] == i].tolist()))
-                   for i, k in enumerate(kinds))
-    return planes, groups
-
-
 def frame_layout(plans: list[TilePlan], offsets: list[int], siz, reduce: int, dtypes) -> FrameLayout | None:
     """Every tile-component of ``plans`` (tiles at ``offsets`` in the frame's coefficient buffer)
     placed in its component's plane at ``reduce`` (B-2, B-14), components returned as
@@ -127,7 +106,12 @@ def frame_layout(plans: list[TilePlan], offsets: list[int], siz, reduce: int, dt
     ssiz = np.array(siz.Ssiz, np.int64)
     if ((ssiz & 0x7F) + 1 > 24).any():
         return None
-    planes, groups = _planes(siz, reduce, dtypes)
+    # the planes of one returned dtype consecutive, in the order of their first component
+    named = {d: np.dtype(d) for d in dict.fromkeys(dtypes)}  # each distinct type looked at once
+    kinds = list(dict.fromkeys(named.values()))
+    index = {d: kinds.index(k) for d, k in named.items()}
+    kind = [index[d] for d in dtypes]
+    planes, ends = np.empty((siz.Csiz, 3), np.int64), np.empty(len(kinds), np.int64)
     geos = [p.geometry for p in plans]
     lays = [g.layout for g in geos]
     # per plan: tile-components, resolution rows, layout bands, layout levels, under the MCT, offset
@@ -135,6 +119,8 @@ def frame_layout(plans: list[TilePlan], offsets: list[int], siz, reduce: int, dt
                      for p, g, lay, off in zip(plans, geos, lays, offsets)], np.int64).reshape(-1, 6)
     cat = (lambda xs, cols, dt: np.ascontiguousarray(np.concatenate(xs), dt) if xs else np.zeros((0, cols), dt))
     bands, rects = cat([lay.bands for lay in lays], 3, np.int64), cat([lay.rects for lay in lays], 4, np.int64)
+    _place_planes(np.array(siz.component_sizes(reduce), np.int64).reshape(-1, 2), np.array(kind, np.int64), planes,
+                  ends)
     items, stop, why = _frame_items(cat([g.tcs for g in geos], TC_COLUMNS, np.int64),
                                     cat([g.res for g in geos], RES_COLUMNS, np.int64), bands, rects, rows, planes,
                                     np.array(siz.component_origins(reduce), np.int64).reshape(-1, 2), ssiz)
@@ -142,11 +128,30 @@ def frame_layout(plans: list[TilePlan], offsets: list[int], siz, reduce: int, dt
         return None
     if why != _FITS:
         _check_mct(plans[stop])   # raises
+    comps: list[list[int]] = [[] for _ in kinds]
+    for c, k in enumerate(kind):
+        comps[k].append(c)
+    ends = ends.tolist()
+    groups = tuple((k.type, ends[i - 1] if i else 0, ends[i], tuple(comps[i])) for i, k in enumerate(kinds))
     return FrameLayout(bands, rects, cat([lay.dq97 for lay in lays], 4, np.float32),
                        cat([lay.q53 for lay in lays], 4, np.int32),
                        np.ascontiguousarray(np.concatenate([lay.dq0 for lay in lays]) if lays else np.zeros(0),
                                             np.float32),
-                       items, int((planes[:, 1] * planes[:, 2]).sum()), tuple(map(tuple, planes.tolist())), groups)
+                       items, ends[-1], tuple(map(tuple, planes.tolist())), groups)
+
+
+@njit(cache=True)
+def _place_planes(wh, kind, planes, ends):
+    """Each component's plane (offset, rows, columns) in a frame's planes buffer (``planes``),
+    from its (width, height) ``wh`` at the decoded resolution (B-2): the planes of kind 0 first,
+    each kind's in component order; ``ends``: where each kind's planes end."""
+    at = 0
+    for k in range(ends.shape[0]):
+        for c in range(kind.shape[0]):
+            if kind[c] == k:
+                planes[c, 0], planes[c, 1], planes[c, 2] = at, wh[c, 1], wh[c, 0]
+                at += wh[c, 0] * wh[c, 1]
+        ends[k] = at
 
 
 @njit(cache=True)
