@@ -26,7 +26,7 @@ from cinegpu.decode.codestream.header import parse_codestream
 from cinegpu.decode.decoder import Decoder, sample_dtypes
 from cinegpu.decode.frame_entropy import FrameTables
 from cinegpu.decode.limits import tile_geometry
-from cinegpu.decode.plan import build_tile_plan, tile_coding
+from cinegpu.decode.plan import build_tile_plan, build_tile_plans, tile_coding
 from cinegpu.decode.reconstruct import frame_layout
 from cinegpu.decode.tier2.progression import _ordered_into, packet_order
 from cinegpu.encode import encode
@@ -76,14 +76,17 @@ def same_orders(cs, new, old) -> None:
 
 
 def same_frames(cs, reduce: int, lenient: bool) -> None:
-    """The frame's tables and packet orders (frame_entropy.FrameTables) and its layout
-    (reconstruct.frame_layout) of every tile's plan against the reference's of the reference
-    plans: the same arrays, both None, or the same error."""
+    """Every tile's plan made in one pass (plan.build_tile_plans), the frame's tables and packet
+    orders (frame_entropy.FrameTables) and its layout (reconstruct.frame_layout) against the
+    reference's of the reference plans: the same arrays, both None, or the same error."""
     tiles = sorted(cs.tiles)
-    new = outcome(lambda: [build_tile_plan(cs, t, reduce, lenient=lenient) for t in tiles])
+    new = outcome(lambda: build_tile_plans(cs, tiles, reduce, lenient=lenient))   # in one pass
     old = outcome(lambda: [ref.build_tile_plan(cs, t, reduce, lenient=lenient) for t in tiles])
     if isinstance(old, tuple):
+        assert new == old   # the first tile at fault, as tile by tile
         return
+    for a, b in zip(new, old, strict=True):
+        same_as_reference(a, b)
     offsets = list(itertools.accumulate((p.coeff_size for p in new), initial=0))[:-1]
     tables = FrameTables.build(new, offsets)
     want = ref.frame_tables(old, offsets)

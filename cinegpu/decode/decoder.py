@@ -25,9 +25,9 @@ from .codestream.header import Codestream, MainHeaderCache, parse_codestream, ti
 from .errors import InvalidSegment
 from .jp2 import JP2Header, apply_channels, apply_palette, read_jp2
 from .limits import (DEFAULT_MAX_MEMORY, DEFAULT_MAX_PIXELS, Cost, Limits, TileGeometry, check_limits,
-                     memory_guard, tile_geometry)
-from .plan import (TileCoding, TilePlan, build_tile_plan, check_plan, sampling_pairs, tile_coding, tile_covers_samples,
-                   tile_rect, translated, translation_period)
+                     memory_guard, tile_geometries)
+from .plan import (TileCoding, TilePlan, build_tile_plans, check_plan, sampling_pairs, tile_coding,
+                   tile_covers_samples, tile_rect, translated, translation_period)
 from .frame_entropy import FrameTables, entropy_decode_frame
 from .reconstruct import frame_layout, reconstruct_frame, reconstruct_tile
 from .request import DecodeRequest
@@ -204,13 +204,27 @@ class Decoder:
         the caller may give)."""
         if key is None:
             key = self._key(cs, t, reduce, self._main_key(cs) if main_key is None else main_key)
-        g = self._geometries.get(key)
-        if g is None:
-            g = tile_geometry(cs, t, reduce, self._coding(cs, t, key))
-            if len(self._geometries) >= PLAN_CACHE_SIZE:
+        return self._geometries_of(cs, [t], reduce, {t: key})[t]
+
+    def _geometries_of(self, cs: Codestream, tiles: list[int], reduce: int, keys: dict) -> dict[int, TileGeometry]:
+        """The :class:`~.limits.TileGeometry` of each of ``tiles`` (classes ``keys``), those of
+        classes not yet measured in one pass (:func:`~.limits.tile_geometries`)."""
+        found, todo = {}, {}
+        for t in tiles:
+            g = self._geometries.get(keys[t])
+            if g is None:
+                todo.setdefault(keys[t], []).append(t)
+            else:
+                found[t] = g
+        if todo:
+            firsts = [ts[0] for ts in todo.values()]
+            measured = tile_geometries(cs, firsts, reduce, [self._coding(cs, t, keys[t]) for t in firsts])
+            if len(self._geometries) + len(todo) > PLAN_CACHE_SIZE:
                 self._geometries.clear()
-            self._geometries[key] = g
-        return g
+            for (key, ts), g in zip(todo.items(), measured):
+                self._geometries[key] = g
+                found.update(dict.fromkeys(ts, g))
+        return found
 
     def plan(self, cs: Codestream, t: int, reduce: int, main_key: str | None = None,
              key: tuple | None = None) -> TilePlan:
@@ -218,23 +232,39 @@ class Decoder:
         the others (:func:`~.plan.translated`), kept for the frames that follow."""
         if key is None:
             key = self._key(cs, t, reduce, self._main_key(cs) if main_key is None else main_key)
-        plan = self._plans.get((key, t))
-        if plan is None:
-            template = self._templates.get(key)
-            if template is None:
-                geometry = self._geometries.get(key)   # its counts, when the limits were checked
-                plan = build_tile_plan(cs, t, reduce, lenient=key[3], coding=self._coding(cs, t, key),
-                                       counts=None if geometry is None else geometry.counts)
+        return self._plans_of(cs, [t], reduce, {t: key})[0]
+
+    def _plans_of(self, cs: Codestream, tiles: list[int], reduce: int, keys: dict) -> list[TilePlan]:
+        """The plans of ``tiles`` (classes ``keys``): kept ones, those of classes without one
+        built in one pass (:func:`~.plan.build_tile_plans`, with the limits' counts where
+        measured; faults raised in the order of ``tiles``), the others moved from their class's."""
+        build = {}   # class: its first tile without a plan
+        for t in tiles:
+            if (keys[t], t) not in self._plans and keys[t] not in self._templates:
+                build.setdefault(keys[t], t)
+        made = {}
+        if build:
+            firsts = list(build.values())
+            geometries = [self._geometries.get(keys[t]) for t in firsts]
+            counts = None if None in geometries else np.stack([g.counts for g in geometries])
+            made = dict(zip(firsts, build_tile_plans(cs, firsts, reduce, codings=[self._coding(cs, t, keys[t])
+                                                                                  for t in firsts], counts=counts)))
+            for plan in made.values():
                 check_plan(plan)
-                if len(self._templates) >= PLAN_CACHE_SIZE:
-                    self._templates.clear()
-                self._templates[key] = plan
-            else:
-                plan = translated(template, t, tile_rect(cs, t), cs.siz)
-            if len(self._plans) >= PLAN_CACHE_SIZE:
-                self._plans.clear()
-            self._plans[(key, t)] = plan
-        return plan
+            if len(self._templates) + len(made) > PLAN_CACHE_SIZE:
+                self._templates.clear()
+            self._templates.update((keys[t], plan) for t, plan in made.items())
+        plans = []
+        for t in tiles:
+            plan = made.get(t) or self._plans.get((keys[t], t))
+            if plan is None:
+                plan = translated(self._templates[keys[t]], t, tile_rect(cs, t), cs.siz)
+            if (keys[t], t) not in self._plans:
+                if len(self._plans) >= PLAN_CACHE_SIZE:
+                    self._plans.clear()
+                self._plans[(keys[t], t)] = plan
+            plans.append(plan)
+        return plans
 
     def _frame(self, prep: Prepared) -> dict:
         """What is kept for the set of plans of ``prep``'s tiles: its "layout" and "tables"
@@ -292,10 +322,16 @@ class Decoder:
             policy.fault(missing_tile(missing[0], cs.siz.num_tiles))
         main_key = self._main_key(cs)
         keys = {t: self._key(cs, t, reduce, main_key, not policy.strict) for t in cs.tiles}
-        cost = check_limits(cs, reduce, self.limits, len(codestream),
-                            lambda t: self.geometry(cs, t, reduce, key=keys[t]))
+        measured: dict[int, TileGeometry] = {}
+
+        def geometry(t: int) -> TileGeometry:   # every tile's at once, once the tiles are counted
+            if not measured:
+                measured.update(self._geometries_of(cs, sorted(cs.tiles), reduce, keys))
+            return measured[t]
+
+        cost = check_limits(cs, reduce, self.limits, len(codestream), geometry)
         # only tiles present are planned: a missing tile stays zero (reported)
-        plans = [self.plan(cs, t, reduce, key=keys[t]) for t in sorted(cs.tiles)]
+        plans = self._plans_of(cs, sorted(cs.tiles), reduce, keys)
         missing_steps = sum(p.missing_steps for p in plans)
         if missing_steps:
             policy.tolerate(InvalidSegment("quantization lists fewer step sizes than subbands"), cs.warnings,

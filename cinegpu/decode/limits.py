@@ -53,7 +53,7 @@ import numpy as np
 
 from .codestream.header import Codestream
 from .errors import LimitExceeded
-from .plan import TileCoding, tile_counts
+from .plan import TileCoding, plan_counts, tile_coding
 from .plan_numba import COUNT_CB, COUNT_PREC, COUNT_RES, COUNT_SAMPLES
 
 #: Default cap on one component's samples at the decoded resolution (16K UHD fits).
@@ -107,17 +107,25 @@ class TileGeometry:
     counts: np.ndarray | None = field(default=None, repr=False, compare=False)
 
 
-def tile_geometry(cs: Codestream, t: int, reduce: int, coding: TileCoding | None = None) -> TileGeometry:
-    """Precincts, code-blocks and decoded samples of tile ``t`` (B.5-B.7), without tables.
+def tile_geometries(cs: Codestream, tiles: list[int], reduce: int, codings: list[TileCoding]) -> list[TileGeometry]:
+    """Precincts, code-blocks and decoded samples of each of ``tiles`` (B.5-B.7), without tables.
 
     Counts exactly what :func:`cinegpu.decode.plan.build_tile_plan` would lay out, in one
-    compiled pass (:func:`cinegpu.decode.plan_numba.tile_counts`): code-block cells never
-    straddle precincts, so a band's blocks are (cells across) x (cells down). ``coding``: the
-    tile's :func:`~cinegpu.decode.plan.tile_coding`, when the caller keeps them.
+    compiled pass over the tiles (:func:`cinegpu.decode.plan_numba.tiles_counts`): code-block
+    cells never straddle precincts, so a band's blocks are (cells across) x (cells down).
+    ``codings``: each tile's :func:`~cinegpu.decode.plan.tile_coding`.
     """
-    counts = tile_counts(cs, t, reduce, coding)
-    return TileGeometry(int(counts[COUNT_RES]), int(counts[COUNT_PREC]), int(counts[COUNT_CB]),
-                        cs.cod(cs.tiles.get(t)).layers, int(counts[COUNT_SAMPLES]), counts)
+    counts = plan_counts(cs, tiles, reduce, codings)
+    return [TileGeometry(n_res, n_prec, n_cb, cs.cod(cs.tiles.get(t)).layers, samples, row)
+            for t, row, (n_res, n_prec, n_cb, samples) in
+            zip(tiles, counts, counts[:, [COUNT_RES, COUNT_PREC, COUNT_CB, COUNT_SAMPLES]].tolist())]
+
+
+def tile_geometry(cs: Codestream, t: int, reduce: int, coding: TileCoding | None = None) -> TileGeometry:
+    """:func:`tile_geometries` of tile ``t`` alone (``coding``: its
+    :func:`~cinegpu.decode.plan.tile_coding`, when the caller keeps them)."""
+    return tile_geometries(cs, [t], reduce, [tile_coding(cs, cs.tiles.get(t), lenient=True) if coding is None
+                                             else coding])[0]
 
 
 @dataclass(frozen=True)

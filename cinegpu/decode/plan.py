@@ -40,8 +40,9 @@ from .plan_numba import MAX_CODEBLOCKS, PB_CB_FIRST, PB_COLUMNS, PB_NCBX, PB_NCB
 from .transform.layout import FlatLayout
 
 __all__ = ["MAX_CODEBLOCKS", "PB_CB_FIRST", "PB_COLUMNS", "PB_NCBX", "PB_NCBY", "PB_NODES", "Band", "PlanGeometry",
-           "Resolution", "TileCoding", "TileComponent", "TilePlan", "build_tile_plan", "check_plan", "sampling_pairs",
-           "tile_coding", "tile_counts", "tile_covers_samples", "tile_rect", "translated", "translation_period"]
+           "Resolution", "TileCoding", "TileComponent", "TilePlan", "build_tile_plan", "build_tile_plans", "check_plan",
+           "plan_counts", "sampling_pairs", "tile_coding", "tile_counts", "tile_covers_samples", "tile_rect",
+           "translated", "translation_period"]
 
 #: log2 of the band gain (Table E.1) by orientation LL, HL, LH, HH.
 LOG2_GAIN = (0, 1, 1, 2)
@@ -352,14 +353,94 @@ def tile_coding(cs: Codestream, tile: Tile | None, lenient: bool = False) -> Til
     return TileCoding(coding, pp, np.array(steps, np.int64).reshape(-1, 2), np.array(deltas, np.float64), missing)
 
 
-def tile_counts(cs: Codestream, t: int, reduce: int, coding: TileCoding | None = None) -> np.ndarray:
-    """:func:`.plan_numba.tile_counts` of tile ``t``: what its plan holds, and its first fault.
-    ``coding``: the tile's :func:`tile_coding` (lenient or not alike here), when the caller has it."""
-    if coding is None:
-        coding = tile_coding(cs, cs.tiles.get(t), lenient=True)
-    counts = np.zeros(N.COUNT_COLUMNS, np.int64)
-    N.tile_counts(np.array(tile_rect(cs, t), np.int64), coding.coding, coding.pp, coding.steps, reduce, counts)
+def _stacked(codings: list[TileCoding]) -> tuple:
+    """The distinct ``codings`` (each tile's) stacked as :func:`.plan_numba.tiles_counts` takes
+    them: (coding, pp, steps, deltas, each one's first rows (FIRST_*; one more at the end), and
+    each tile's among them)."""
+    index: dict[int, int] = {}
+    kinds: list[TileCoding] = []
+    which = []
+    for c in codings:
+        k = index.get(id(c))
+        if k is None:
+            k = index[id(c)] = len(kinds)
+            kinds.append(c)
+        which.append(k)
+    firsts = np.zeros((len(kinds) + 1, N.FIRST_COLUMNS), np.int64)
+    firsts[1:] = [(c.coding.shape[0], c.pp.shape[0], c.steps.shape[0]) for c in kinds]
+    if len(kinds) == 1:
+        one = kinds[0]
+        return one.coding, one.pp, one.steps, one.deltas, firsts, np.zeros(len(codings), np.int64)
+    np.cumsum(firsts, axis=0, out=firsts)
+    return (np.concatenate([c.coding for c in kinds]), np.concatenate([c.pp for c in kinds]),
+            np.concatenate([c.steps for c in kinds]), np.concatenate([c.deltas for c in kinds]), firsts,
+            np.array(which, np.int64))
+
+
+def plan_counts(cs: Codestream, tiles: list[int], reduce: int, codings: list[TileCoding]) -> np.ndarray:
+    """:func:`.plan_numba.tile_counts` of each of ``tiles`` (coded as ``codings``, each tile's
+    :func:`tile_coding`, lenient or not alike here) in one call: what its plan holds and its
+    first fault, a row a tile."""
+    coding, pp, steps, _, firsts, which = _stacked(codings)
+    counts = np.zeros((len(tiles), N.COUNT_COLUMNS), np.int64)
+    N.tiles_counts(np.array([tile_rect(cs, t) for t in tiles], np.int64).reshape(-1, 4), which, coding, pp, steps,
+                   firsts, reduce, counts)
     return counts
+
+
+def tile_counts(cs: Codestream, t: int, reduce: int, coding: TileCoding | None = None) -> np.ndarray:
+    """:func:`plan_counts` of tile ``t`` alone (``coding``: its :func:`tile_coding`, when the
+    caller has it)."""
+    return plan_counts(cs, [t], reduce, [tile_coding(cs, cs.tiles.get(t), lenient=True) if coding is None
+                                         else coding])[0]
+
+
+def build_tile_plans(cs: Codestream, tiles: list[int], reduce: int = 0, lenient: bool = False,
+                     codings: list[TileCoding] | None = None, counts: np.ndarray | None = None) -> list[TilePlan]:
+    """:func:`build_tile_plan` of each of ``tiles``, in one pass of each kernel over them all
+    (a frame of 225 tiles costs two compiled calls and a few views per tile); a tile's tables
+    are views of the stacked ones. Raises as :func:`build_tile_plan` does for the first of
+    ``tiles`` at fault, before any table is filled. ``codings`` and ``counts``: each tile's
+    :func:`tile_coding` (of ``lenient``) and its row of :func:`plan_counts`, when the caller
+    keeps them."""
+    if codings is None:
+        codings = [tile_coding(cs, cs.tiles.get(t), lenient) for t in tiles]
+    coding, pp, steps, deltas, firsts, which = _stacked(codings)
+    trects = [tile_rect(cs, t) for t in tiles]
+    rects = np.array(trects, np.int64).reshape(-1, 4)
+    if counts is None:
+        counts = np.zeros((len(tiles), N.COUNT_COLUMNS), np.int64)
+        N.tiles_counts(rects, which, coding, pp, steps, firsts, reduce, counts)
+    if counts[:, N.COUNT_ERROR].any():
+        i = int(np.flatnonzero(counts[:, N.COUNT_ERROR])[0])
+        _raise_fault(cs, cs.tiles.get(tiles[i]), counts[i], reduce)
+    rows, arrays = N.plan_arrays(counts, [c.coding.shape[0] for c in codings])
+    results = np.empty((len(tiles), 4), np.int64)
+    N.tiles_tables(rects, which, coding, pp, steps, deltas, firsts, reduce, rows, *arrays, results)
+    rows = rows.tolist()
+    return [_tile_plan(cs, t, trect, rows[i], rows[i + 1], arrays, result, codings[i].missing_steps)
+            for i, (t, trect, result) in enumerate(zip(tiles, trects, results.tolist()))]
+
+
+def _tile_plan(cs: Codestream, t: int, trect, a: list, b: list, arrays: tuple, result: list,
+               missing_steps: int) -> TilePlan:
+    """Tile ``t``'s plan: its rows ``a[k]`` to ``b[k]`` (``plan_numba.ROWS_*``) of each stacked
+    table of ``arrays`` and its ``result`` (nodes, samples, HT, largest block) of
+    :func:`.plan_numba.tiles_tables`."""
+    tcs, res, bands, deltas, prec_pb, pb, cb, keep, lay_bands, lay_rects, dq97, q53, dq0 = arrays
+    tile = cs.tiles.get(t)
+    cod = cs.cod(tile)
+    c0, c1, l0, l1 = a[N.ROWS_TCS], b[N.ROWS_TCS], a[N.ROWS_LEVELS], b[N.ROWS_LEVELS]
+    layout = PlanLayout(lay_bands[a[N.ROWS_KEPT] : b[N.ROWS_KEPT]], lay_rects[l0:l1], dq97[l0:l1], q53[l0:l1],
+                        dq0[c0:c1])
+    band = slice(a[N.ROWS_BANDS], b[N.ROWS_BANDS])
+    geometry = PlanGeometry(tcs[c0:c1], res[a[N.ROWS_RES] : b[N.ROWS_RES]], bands[band], deltas[band], layout,
+                            result[3])
+    block = slice(a[N.ROWS_CB], b[N.ROWS_CB])
+    prec = prec_pb[a[N.ROWS_PREC] : b[N.ROWS_PREC]]
+    return TilePlan(t, *trect, geometry, cod.layers, prec, pb[a[N.ROWS_PB] : b[N.ROWS_PB]], cb[block], keep[block],
+                    result[0], result[1], prec.shape[0], cod.sop, cod.eph, cod.progression, list(cs.progressions(tile)),
+                    cod.mct, ht=bool(result[2]), missing_steps=missing_steps)
 
 
 def build_tile_plan(cs: Codestream, t: int, reduce: int = 0, lenient: bool = False,
@@ -372,25 +453,8 @@ def build_tile_plan(cs: Codestream, t: int, reduce: int = 0, lenient: bool = Fal
     counts them in ``missing_steps``. Strict, such a band raises :class:`InvalidSegment`.
     ``coding`` and ``counts``: the tile's :func:`tile_coding` (of the same ``lenient``) and
     :func:`tile_counts` (with that coding), when the caller keeps them."""
-    tile = cs.tiles.get(t)
-    trect = tile_rect(cs, t)
-    cod = cs.cod(tile)
-    if coding is None:
-        coding = tile_coding(cs, tile, lenient)
-    rect = np.array(trect, np.int64)
-    if counts is None:
-        counts = np.zeros(N.COUNT_COLUMNS, np.int64)
-        N.tile_counts(rect, coding.coding, coding.pp, coding.steps, reduce, counts)
-    if counts[N.COUNT_ERROR]:
-        _raise_fault(cs, tile, counts, reduce)
-    arrays = N.plan_arrays(counts, coding.coding.shape[0])
-    nodes, size, ht, side = N.tile_tables(rect, coding.coding, coding.pp, coding.steps, coding.deltas, reduce,
-                                          *arrays)
-    tcs, res, bands, deltas, prec_pb, pb, cb, keep, lay_bands, lay_rects, dq97, q53, dq0 = arrays
-    geometry = PlanGeometry(tcs, res, bands, deltas, PlanLayout(lay_bands, lay_rects, dq97, q53, dq0), side)
-    return TilePlan(t, *trect, geometry, cod.layers, prec_pb, pb, cb, keep, nodes, size, prec_pb.shape[0], cod.sop,
-                    cod.eph, cod.progression, list(cs.progressions(tile)), cod.mct, ht=bool(ht),
-                    missing_steps=coding.missing_steps)
+    return build_tile_plans(cs, [t], reduce, lenient, None if coding is None else [coding],
+                            None if counts is None else counts.reshape(1, -1))[0]
 
 
 def _raise_fault(cs: Codestream, tile: Tile | None, counts: np.ndarray, reduce: int):

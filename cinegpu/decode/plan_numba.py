@@ -1,4 +1,4 @@
-"""The plan's tables of one tile in two compiled passes (T.800 B.5-B.7, B.10.2, E.1, F.3).
+"""The plans' tables of tiles in two compiled passes (T.800 B.5-B.7, B.10.2, E.1, F.3).
 
 :func:`tile_counts` walks a tile's components, resolutions and subbands and counts what the
 plan holds (resolutions, subbands, precincts, precinct-bands, code-blocks, decoded samples),
@@ -8,8 +8,9 @@ plan in packet order: the tile-components, resolutions and subbands as rows (the
 :mod:`cinegpu.decode.plan` are made from them only when asked for), the precinct,
 precinct-band and code-block tables tier-2 and tier-1 read, and the decoded bands' layout in
 the flat coefficient buffer that the reconstruction reads (:class:`.transform.layout.FlatLayout`).
-A tile of 24 resolutions and 2,000 precincts costs one call of each, not a numpy pass per
-subband.
+:func:`tiles_counts` and :func:`tiles_tables` run them over many tiles at once (each of its
+own coding, each tile's tables in its rows of stacked ones), so a frame of 225 tiles of 24
+resolutions costs one call of each, not a numpy pass per subband nor a call per tile.
 
 Inputs: ``trect`` int64 (tx0, ty0, tx1, ty1) on the reference grid (B-7); ``coding`` int64
 (Csiz, CODING_COLUMNS), each component's sub-sampling, SPcod/SPcoc (A.6.1, A.6.2) and ROI shift
@@ -25,7 +26,7 @@ from numba import njit
 
 from . import tier1
 
-__all__ = ["plan_arrays", "tile_counts", "tile_tables"]
+__all__ = ["plan_arrays", "tile_counts", "tile_tables", "tiles_counts", "tiles_tables"]
 
 # Columns of ``coding``: XRsiz, YRsiz, NL, xcb, ycb (exponents), code-block style, 1 when
 # reversible (5/3), ROI shift, first row of ``pp``, first row of ``steps``.
@@ -62,6 +63,22 @@ BAND_COLUMNS = 7
 # Columns of the precinct-band table (as :mod:`cinegpu.decode.plan`'s PB_*).
 PB_NCBX, PB_NCBY, PB_CB_FIRST, PB_NODES = range(4)
 PB_COLUMNS = 4
+
+# Columns of the stacked codings' first rows (tiles_counts, tiles_tables): coding, pp, steps.
+FIRST_CODING, FIRST_PP, FIRST_STEP = range(3)
+FIRST_COLUMNS = 3
+# Columns of each tile's first rows in the stacked tables (plan_arrays): tile-components (and dq0),
+# resolutions, subbands (and their deltas), precincts, precinct-bands, code-blocks (and keep),
+# layout bands, layout levels (and dq97, q53).
+ROWS_TCS, ROWS_RES, ROWS_BANDS, ROWS_PREC, ROWS_PB, ROWS_CB, ROWS_KEPT, ROWS_LEVELS = range(8)
+ROWS_COLUMNS = 8
+#: The counts (COUNT_*) that size the stacked tables of ROWS_RES onwards.
+_ROWS_COUNTS = np.array([COUNT_RES, COUNT_BANDS, COUNT_PREC, COUNT_PB, COUNT_CB, COUNT_KEPT, COUNT_LEVELS])
+
+# The walks allocate nothing and run without numba's reference counting: each call of a helper
+# would otherwise pay an atomic increment and decrement per array it is handed (as
+# tier2/packets.py says of the packet walk).
+_NO_RC = dict(cache=True, _nrt=False)
 
 # The running rows of the fill: resolution, subband, precinct, precinct-band, code-block,
 # tag-tree node, coefficient, layout band, layout level.
@@ -141,7 +158,7 @@ def _fault(counts, code, c, band, value):
             code, c, band, value
 
 
-@njit(cache=True)
+@njit(**_NO_RC)
 def tile_counts(trect, coding, pp, steps, reduce, counts):
     """Counts of the plan of the tile at ``trect`` decoded ``reduce`` levels down, into ``counts``
     (int64 COUNT_COLUMNS, zeros), and its first fault in the order :func:`cinegpu.decode.plan.build_tile_plan`
@@ -190,16 +207,55 @@ def tile_counts(trect, coding, pp, steps, reduce, counts):
             counts[COUNT_CB] += blocks
 
 
-def plan_arrays(counts, components: int) -> tuple:
-    """Arrays for :func:`tile_tables` to fill, sized by ``counts`` (:func:`tile_counts`): made
-    here, as numpy allocates them in a fraction of what returning them from compiled code costs."""
-    n_res, n_bands, n_prec, n_pb, n_cb, _, levels, kept = counts[:COUNT_ERROR].tolist()
-    return (np.empty((components, TC_COLUMNS), np.int64), np.empty((n_res, RES_COLUMNS), np.int64),
-            np.empty((n_bands, BAND_COLUMNS), np.int64), np.empty(n_bands, np.float64),
-            np.empty((n_prec, 2), np.int64), np.empty((n_pb, PB_COLUMNS), np.int64),
-            np.zeros((n_cb, tier1.CB_COLUMNS), np.int64), np.zeros(n_cb, np.int8),
-            np.empty((kept, 3), np.int64), np.empty((levels, 4), np.int64), np.empty((levels, 4), np.float32),
-            np.empty((levels, 4), np.int32), np.empty(components, np.float32))
+def plan_arrays(counts, components) -> tuple:
+    """The stacked tables of tiles for :func:`tiles_tables` to fill, sized by their ``counts``
+    (:func:`tiles_counts`, a row a tile) and ``components`` (each tile's), as numpy allocates
+    them (in a fraction of what returning them from compiled code costs), and each tile's first
+    row in them (ROWS_* columns; one more row at the end: the totals)."""
+    rows = np.zeros((counts.shape[0] + 1, ROWS_COLUMNS), np.int64)
+    rows[1:, ROWS_TCS] = components
+    rows[1:, ROWS_RES:] = counts[:, _ROWS_COUNTS]
+    np.cumsum(rows, axis=0, out=rows)
+    n_tcs, n_res, n_bands, n_prec, n_pb, n_cb, kept, levels = rows[-1].tolist()
+    return rows, (np.empty((n_tcs, TC_COLUMNS), np.int64), np.empty((n_res, RES_COLUMNS), np.int64),
+                  np.empty((n_bands, BAND_COLUMNS), np.int64), np.empty(n_bands, np.float64),
+                  np.empty((n_prec, 2), np.int64), np.empty((n_pb, PB_COLUMNS), np.int64),
+                  np.zeros((n_cb, tier1.CB_COLUMNS), np.int64), np.zeros(n_cb, np.int8),
+                  np.empty((kept, 3), np.int64), np.empty((levels, 4), np.int64), np.empty((levels, 4), np.float32),
+                  np.empty((levels, 4), np.int32), np.empty(n_tcs, np.float32))
+
+
+@njit(cache=True)
+def tiles_counts(rects, which, coding, pp, steps, firsts, reduce, counts):
+    """:func:`tile_counts` of every tile (``rects``: their (tx0, ty0, tx1, ty1)), each coded by
+    coding ``which[i]``, whose rows of the stacked ``coding``, ``pp`` and ``steps`` start at
+    ``firsts[which[i]]`` (FIRST_* columns) and end at the next coding's; into ``counts[i]``."""
+    for i in range(rects.shape[0]):
+        k = which[i]
+        tile_counts(rects[i], coding[firsts[k, FIRST_CODING] : firsts[k + 1, FIRST_CODING]],
+                    pp[firsts[k, FIRST_PP] : firsts[k + 1, FIRST_PP]],
+                    steps[firsts[k, FIRST_STEP] : firsts[k + 1, FIRST_STEP]], reduce, counts[i])
+
+
+@njit(cache=True)
+def tiles_tables(rects, which, coding, pp, steps, deltas, firsts, reduce, rows, tcs, res, bands, band_deltas,
+                 prec_pb, pb, cb, keep, lay_bands, lay_rects, dq97, q53, dq0, results):
+    """:func:`tile_tables` of every tile (as :func:`tiles_counts` takes them, none at fault)
+    into its rows of the stacked tables (from ``rows[i]`` to ``rows[i + 1]``, ROWS_* columns),
+    each tile's tables as if alone (indices from its own first rows); ``results[i]``: its tag-tree
+    nodes, flat buffer's samples, HT flag and largest code-block side."""
+    for i in range(rects.shape[0]):
+        k = which[i]
+        a, b = rows[i], rows[i + 1]
+        s0, s1 = firsts[k, FIRST_STEP], firsts[k + 1, FIRST_STEP]
+        results[i, 0], results[i, 1], results[i, 2], results[i, 3] = tile_tables(
+            rects[i], coding[firsts[k, FIRST_CODING] : firsts[k + 1, FIRST_CODING]],
+            pp[firsts[k, FIRST_PP] : firsts[k + 1, FIRST_PP]], steps[s0:s1], deltas[s0:s1], reduce,
+            tcs[a[ROWS_TCS] : b[ROWS_TCS]], res[a[ROWS_RES] : b[ROWS_RES]], bands[a[ROWS_BANDS] : b[ROWS_BANDS]],
+            band_deltas[a[ROWS_BANDS] : b[ROWS_BANDS]], prec_pb[a[ROWS_PREC] : b[ROWS_PREC]],
+            pb[a[ROWS_PB] : b[ROWS_PB]], cb[a[ROWS_CB] : b[ROWS_CB]], keep[a[ROWS_CB] : b[ROWS_CB]],
+            lay_bands[a[ROWS_KEPT] : b[ROWS_KEPT]], lay_rects[a[ROWS_LEVELS] : b[ROWS_LEVELS]],
+            dq97[a[ROWS_LEVELS] : b[ROWS_LEVELS]], q53[a[ROWS_LEVELS] : b[ROWS_LEVELS]], dq0[a[ROWS_TCS] : b[ROWS_TCS]])
 
 
 @njit(cache=True)
@@ -235,7 +291,7 @@ def tile_tables(trect, coding, pp, steps, deltas, reduce, tcs, res, bands, band_
     return at[_AT_NODES], at[_AT_COEFF], ht, side
 
 
-@njit(cache=True)
+@njit(**_NO_RC)
 def _fill_component(trect, coding, pp, steps, deltas, reduce, c, at, tcs, res, bands, band_deltas,
                     lay_bands, lay_rects, dq97, q53, dq0):
     """Component ``c``'s row, its resolutions' and subbands' rows (each subband's samples
@@ -285,7 +341,7 @@ def _fill_component(trect, coding, pp, steps, deltas, reduce, c, at, tcs, res, b
                     dq97[at[_AT_LAY_RECT] - 1, 1 + k] = np.float32(band_deltas[j] / 2.0)
 
 
-@njit(cache=True)
+@njit(**_NO_RC)
 def _fill_precincts(coding, c, res, bands, at, prec_pb, pb, cb, keep, kept, i):
     """The precinct, precinct-band and code-block rows of resolution row ``i`` of component
     ``c``: precincts in raster order, in each its subbands, in each its code-blocks in raster
