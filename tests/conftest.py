@@ -5,11 +5,13 @@
   reason where it is not None; the ``gpu`` fixture gives such a test the ``cupy`` module.
 * OpenGL: :func:`gl_reason` opens one 8x8 headless window (pyglet on EGL, GL 3.3) once per
   session; the ``gl`` fixture and :func:`require_gl` skip with the reason where that fails.
-* Data: :data:`SHARED` is the ``shared`` folder beside the checkout (``../shared``), holding the
+* Data: :data:`SHARED` is the ``shared`` folder beside the checkout (``../shared``, or
+  ``$CINEGPU_SHARED``), holding the
   ISO/IEC 15444-4 conformance streams (:data:`CONFORMANCE`, with ``MANIFEST.tsv``) and real
   DCP/IMF packages (:data:`DCP_SAMPLES`).  ``needs_conformance`` / ``needs_dcp_samples`` mark
   a test (or a module, as ``pytestmark``) to skip when they are absent; the ``conformance`` and
-  ``dcp_samples`` fixtures give the folder or skip.
+  ``dcp_samples`` fixtures give the folder or skip; :func:`present` skips a test for each file
+  of them it needs that is missing, naming it.
 
 * Configuration: every test runs with ``XDG_CONFIG_HOME`` set to a session temporary folder
   (:func:`_config_home`), so that ``cinegpu master --encrypt`` makes its signer chain there,
@@ -22,13 +24,16 @@ Test modules import the names here (``from conftest import ...``): the tests fol
 from __future__ import annotations
 
 import functools
+import os
 import re
 from importlib import metadata
 from pathlib import Path
 
 import pytest
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+#: ``../shared`` beside the checkout, or where ``CINEGPU_SHARED`` says (data kept elsewhere, or a
+#: partial copy: every test skips per file it lacks, see :func:`present`)
+SHARED = Path(os.environ.get("CINEGPU_SHARED") or Path(__file__).resolve().parents[1].parent / "shared")
 CONFORMANCE = SHARED / "conformance"
 DCP_SAMPLES = SHARED / "dcp-samples"
 
@@ -131,6 +136,16 @@ def gpu():
 def gl() -> None:
     """Skips the test with the reason where no headless OpenGL window can be opened."""
     require_gl()
+
+
+def present(*paths: Path) -> Path:
+    """The first of ``paths``, once every one of them is there: a test that needs a file of
+    the shared data skips naming the first one absent (a partial copy of ``../shared`` skips
+    what it lacks, file by file)."""
+    for path in paths:
+        if not Path(path).is_file():
+            pytest.skip(f"{path} is not present")
+    return paths[0]
 
 
 @pytest.fixture(scope="session")

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import numpy as np
 
-from cinegpu.media.content_keys import TrackKey, new_track_key
-from cinegpu.media.mxf_sound_write import SoundTrackWriter
-from cinegpu.media.mxf_timed_text_write import TimedTextTrackWriter
-from cinegpu.media.mxf_write import EssenceEncryption, write_track
-from cinegpu.media.sound_in import FIVE_ONE
-from cinegpu.media.subtitle_write import NS_DCST
+from cinegpu.media.security.content_keys import TrackKey, new_track_key
+from cinegpu.media.mxf.sound_write import SoundTrackWriter
+from cinegpu.media.mxf.timed_text_write import TimedTextTrackWriter
+from cinegpu.media.mxf.write import EssenceEncryption, write_track
+from cinegpu.media.sound.inputs import FIVE_ONE
+from cinegpu.media.subtitles.write import NS_DCST
 
 FPS = 24
 RATE = 48000

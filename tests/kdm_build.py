@@ -1,5 +1,5 @@
-"""KDMs for the playback tests, made by the project's own KDM maker (:func:`cinegpu.media.kdm_write.make_kdm`,
-:func:`cinegpu.media.certificates.make_chain`): a signer chain and recipients whose certificates
+"""KDMs for the playback tests, made by the project's own KDM maker (:func:`cinegpu.media.security.kdm_write.make_kdm`,
+:func:`cinegpu.media.security.certificates.make_chain`): a signer chain and recipients whose certificates
 are valid from 2026-01-01 for ten years, so that a test may choose a window in 2026."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from datetime import datetime, timezone
 
 from cryptography.hazmat.primitives import serialization
 
-from cinegpu.media.certificates import Chain, make_chain as _make_chain
-from cinegpu.media.content_keys import TrackKey
-from cinegpu.media.kdm_write import make_kdm as _make_kdm
+from cinegpu.media.security.certificates import Chain, make_chain as _make_chain
+from cinegpu.media.security.content_keys import TrackKey
+from cinegpu.media.security.kdm_write import make_kdm as _make_kdm
 
 START = datetime(2026, 1, 1, tzinfo=timezone.utc)
 

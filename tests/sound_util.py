@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cinegpu.media.sound import SoundTrack, decode_pcm
+from cinegpu.media.sound.track import SoundTrack, decode_pcm
 
 
 def ffmpeg_pcm(path: Path, channels: int) -> np.ndarray:

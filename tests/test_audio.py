@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from cinegpu.media.source import open_source
-from cinegpu.media.sound_composition import open_composition_sound
+from cinegpu.media.sound.composition import open_composition_sound
 from cinegpu.player.audio import (A, AudioFeed, NullSink, WavWriter, downmix_matrix,
                                   measure_offset)
 from cinegpu.player.clock import PlaybackClock

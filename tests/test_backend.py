@@ -59,19 +59,19 @@ def test_every_caller_selects_the_same_way(no_cupy):
     """Decoder, pipeline, encoder and mastering: one rule, one error."""
     from cinegpu.decode.decoder import Decoder
     from cinegpu.decode.pipeline import FramePipeline
-    from cinegpu.encode.encoder import Encoder
-    from cinegpu.media.frame_encode import pick_backend
+    from cinegpu.encode.encoder import Encoder, EncoderSettings
+    from cinegpu.jobs.frame_encode import pick_backend
 
     assert Decoder("auto").backend == "cpu" and Decoder("numpy").transform is ref
     assert pick_backend("auto") == "cpu"
-    with Encoder(backend="auto") as enc:
+    with Encoder(EncoderSettings.of(backend="auto")) as enc:
         assert enc.backend == "cpu"
     for make in (lambda: Decoder("cuda"), lambda: FramePipeline(backend="cuda", workers=1),
-                 lambda: Encoder(backend="cuda"), lambda: pick_backend("cuda")):
+                 lambda: Encoder(EncoderSettings.of(backend="cuda")), lambda: pick_backend("cuda")):
         with pytest.raises(BackendUnavailable, match="cinegpu\\[cuda13\\]"):
             make()
     with pytest.raises(ValueError, match="unknown back end 'numpy'"):
-        Encoder(backend="numpy")
+        Encoder(EncoderSettings.of(backend="numpy"))
 
 
 def test_transform_modules_satisfy_the_protocol():

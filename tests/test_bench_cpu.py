@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from conftest import CONFORMANCE, needs_conformance
 
-from cinegpu.decode import bench_cpu
+from cinegpu.bench import decode_cpu as bench_cpu
 
 pytestmark = needs_conformance
 

@@ -43,7 +43,7 @@ def test_info_bad_file_is_a_clear_error(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not P0_05.exists(), reason="../shared/conformance is absent")
+@pytest.mark.skipif(not P0_05.exists(), reason=f"{P0_05} is not present")
 def test_decode_writes_pgx_for_subsampled_components(tmp_path):
     r = cinegpu("decode", str(P0_05), "-o", str(tmp_path / "out.tif"))
     assert r.returncode == 0, r.stderr
@@ -52,7 +52,7 @@ def test_decode_writes_pgx_for_subsampled_components(tmp_path):
         assert np.array_equal(read_pgx(tmp_path / f"out_{k}.pgx"), comp)
 
 
-@pytest.mark.skipif(not P0_04.exists(), reason="../shared/conformance is absent")
+@pytest.mark.skipif(not P0_04.exists(), reason=f"{P0_04} is not present")
 @pytest.mark.parametrize("suffix", [".tif", ".png"])
 def test_decode_writes_an_image_equal_to_decode(tmp_path, suffix):
     out = tmp_path / f"out{suffix}"
@@ -131,7 +131,7 @@ def test_decoded_png_matches_what_opj_decompress_writes(tmp_path):
 
 
 def test_bench_scaling_table_divides_the_speed_up_by_the_gpus(capsys):
-    from cinegpu.player.commands.bench import _print_scaling
+    from cinegpu.bench.decode import _print_scaling
 
     rows = _print_scaling([(1, 500.0), (2, 900.0), (4, 1600.0)])
     assert [round(r["speedup"], 2) for r in rows] == [1.0, 1.8, 3.2]

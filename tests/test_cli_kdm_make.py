@@ -11,8 +11,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from cinegpu.media.certificates import make_chain, write_chain
-from cinegpu.media.content_keys import TrackKey, read_key_file, write_key_file
+from cinegpu.media.security.certificates import make_chain, write_chain
+from cinegpu.media.security.content_keys import TrackKey, read_key_file, write_key_file
 
 from conftest import DCP_SAMPLES
 from test_cli import cinegpu

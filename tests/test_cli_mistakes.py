@@ -26,6 +26,9 @@ MISTAKES = [
     (["play", "--fps", "-3", SAMPLE, "--headless"], "above 0"),
     (["play", "--fps", "fast", SAMPLE, "--headless"], "want a rate"),
     (["play", SAMPLE, "--headless", "--screenshot", "99:x.png"], "past the last frame"),
+    (["play", SAMPLE, "--headless", "--screenshot", "0:{tmp}/nowhere/x.png"], "nowhere does not exist"),
+    (["play", SAMPLE, "--headless", "--screenshot", "0:{tmp}/x.jpg"], "a screenshot is a .png file"),
+    (["check", "{tmp}/missing"], "no such file or folder"),
     (["play", "{tmp}/missing", "--headless"], "no such file or folder"),
     (["play", "{png}", "--headless"], "a PNG image"),
     (["serve", "--fps", "0", "--library", "{tmp}"], "above 0"),
@@ -47,6 +50,10 @@ MISTAKES = [
 ]
 if not have_cuda():
     MISTAKES += [(["play", SAMPLE, "--headless", "--backend", "cuda"], "CUDA"),
+                 # refused before the media is even opened: the path's absence is not what it names
+                 (["play", "{tmp}/missing", "--headless", "--interop", "surface"],
+                  "--interop surface cannot work here"),
+                 (["play", "{tmp}/missing", "--headless", "--interop", "pbo"], "--interop pbo cannot work here"),
                  (["decode", SAMPLE, "-o", "{tmp}/o.png", "--backend", "cuda"], "CUDA")]
 
 
@@ -75,7 +82,7 @@ def test_a_failing_peer_is_reported_as_failing(tmp_path):
     """bench --compare goes on when a peer decoder fails on a frame, and names the frame."""
     import shutil
 
-    from cinegpu.decode import peers
+    from cinegpu.bench import decode_peers as peers
 
     if not shutil.which("opj_decompress"):
         pytest.skip("opj_decompress is not installed")
@@ -86,6 +93,58 @@ def test_a_failing_peer_is_reported_as_failing(tmp_path):
     assert ok.frames == 1 and ok.seconds > 0 and not ok.note
     failed = peers.opj_decompress([good, bad])
     assert failed.frames == 0 and "failed on bad.j2c (frame 1): exit code" in failed.note
+
+
+def test_peers_are_timed_on_a_bounded_sample(tmp_path, monkeypatch):
+    """A peer runs on at most SAMPLE_FRAMES of the frames, starting none once its run has
+    taken BUDGET_S seconds (a --repeat 1000 benchmark must not wait minutes for it); one that
+    cannot start is reported as such, in one line."""
+    from cinegpu.bench import decode_peers as peers
+
+    files = [tmp_path / f"f{k}.j2c" for k in range(200)]
+    ran = []
+    done, _ = peers._run_files(lambda f, o: ran.append(f) or ["true"], files, 1)
+    assert done == peers.SAMPLE_FRAMES and len(ran) == peers.SAMPLE_FRAMES + 1   # and the warm-up
+    done, seconds = peers._run_files(lambda f, o: ["sleep", "0.2"], files, 1, budget_s=0.5)
+    assert 1 <= done < 10 and seconds < 2
+    gone = peers._timed("nothing", lambda f, o: [str(tmp_path / "no-such-tool")], files, 1)
+    assert gone.frames == 0 and gone.note.startswith("could not start: ")
+
+
+def test_encoder_benchmark_reports_a_failing_peer_in_one_line(tmp_path, capsys):
+    """bench.encode_ht goes on past a peer encoder that fails, cannot start or runs too long,
+    saying so in one line (no traceback)."""
+    import subprocess
+
+    from cinegpu.bench import encode_ht
+
+    def fails():
+        subprocess.run(["sh", "-c", "echo broken input >&2; exit 3"], check=True, capture_output=True)
+
+    def missing():
+        subprocess.run([str(tmp_path / "no-such-encoder")], check=True, capture_output=True)
+
+    def slow():
+        subprocess.run(["sleep", "2"], check=True, capture_output=True, timeout=0.1)
+
+    for run in (fails, missing, slow):
+        encode_ht._peer_row("lossless", "peer", run, [])
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split("peer", 1)[1].strip().split(":")[0] for line in out] == \
+           ["failed", "could not start", "failed"]
+    assert "exit code 3: broken input" in out[0] and "ran past 0 s" in out[2]
+
+
+def test_serve_on_a_port_in_use_names_it_and_suggests_listen(tmp_path):
+    import socket
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen(1)
+        port = held.getsockname()[1]
+        r = cinegpu("serve", "--library", tmp_path, "--no-token", "--headless", "--listen", f"127.0.0.1:{port}")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert f"port {port} on 127.0.0.1 is in use" in r.stderr and "--listen 127.0.0.1:PORT" in r.stderr
 
 
 def test_check_draws_no_progress_bar_into_a_redirected_stderr():
@@ -124,3 +183,38 @@ def test_bench_compare_runs_openjph_on_htj2k_frames_only(tmp_path):
     r = cinegpu("bench", SAMPLE, "--compare", "--workers", "0", "--peer-threads", "1", "--frames", "1", "--repeat", "2")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "ojph_expand" not in r.stdout
+
+
+def test_master_refuses_a_rate_before_its_banner(tmp_path):
+    """A rate DCI does not have is refused before anything is read or printed (issue 50, 5)."""
+    import numpy as np
+    import tifffile
+
+    stills = tmp_path / "stills"
+    stills.mkdir()
+    for i in range(2):
+        tifffile.imwrite(stills / f"f{i}.tif", np.full((54, 96, 3), 9000, np.uint16), photometric="rgb")
+    r = cinegpu("master", stills, "-o", tmp_path / "out", "--title", "T", "--fps", "23.976", cwd=tmp_path)
+    assert r.returncode == 2 and r.stdout == "", (r.stdout, r.stderr)
+    assert r.stderr.strip() == "cinegpu master: 24000/1001 fps is not a DCI 2K rate (24, 25, 30, 48, 50, 60)"
+    assert not (tmp_path / "out").exists()
+
+
+def test_every_argument_has_help_and_a_named_value():
+    """``--help`` explains every argument and names what each option takes (N, FILE, RATE ...),
+    not the bare ``--workers WORKERS`` argparse makes up (issue 50, 8)."""
+    import argparse
+
+    from cinegpu.player.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    missing = []
+    for name, parser in sub.choices.items():
+        for action in parser._actions:
+            if isinstance(action, argparse._HelpAction):
+                continue
+            if not action.help:
+                missing.append(f"{name} {action.option_strings or action.dest}: no help")
+            if action.option_strings and action.nargs != 0 and action.metavar is None and action.choices is None:
+                missing.append(f"{name} {action.option_strings}: shown as {action.dest.upper()}")
+    assert not missing, missing

@@ -1,5 +1,5 @@
-"""Mastering and library-wide decode checks on a Dask cluster (:mod:`cinegpu.media.cluster`,
-:mod:`cinegpu.media.cluster_coders`, :mod:`cinegpu.media.check_decode`): the same
+"""Mastering and library-wide decode checks on a Dask cluster (:mod:`cinegpu.jobs.cluster`,
+:mod:`cinegpu.jobs.cluster_coders`, :mod:`cinegpu.jobs.check_decode`): the same
 codestreams as one machine, a lost worker's frames redone, a frame that fails twice one
 error naming it with no package left, a scheduler that cannot be reached one line and exit
 2, and every failing frame of a library reported.  Local clusters of worker processes run
@@ -22,8 +22,9 @@ import pytest
 
 from cinegpu.media import MediaError
 from cinegpu.media.errors import CorruptMedia
-from cinegpu.media.images_in import ImageFrames, list_frames
-from cinegpu.media.mastering import master, master_images
+from cinegpu.media.images.frames import ImageFrames, list_frames
+from cinegpu.jobs.master_job import MasterJob
+from cinegpu.jobs.mastering import master
 
 from test_master import needs_encoder
 from test_master_processes import _codestreams, _DieOn, _frames
@@ -31,9 +32,9 @@ from test_master_processes import _codestreams, _DieOn, _frames
 distributed = pytest.importorskip("distributed", reason="dask distributed is not installed "
                                                         "(pip install 'cinegpu[cluster]')")
 
-from cinegpu.media import cluster as cluster_mod  # noqa: E402
-from cinegpu.media.check_decode import check_library, find_packages  # noqa: E402
-from cinegpu.media.cluster import ClusterAddress, connect, parse_address  # noqa: E402
+from cinegpu.jobs import cluster as cluster_mod  # noqa: E402
+from cinegpu.jobs.check_decode import check_library, find_packages  # noqa: E402
+from cinegpu.jobs.cluster import ClusterAddress, connect, parse_address  # noqa: E402
 
 
 def _track(dcp: Path) -> Path:
@@ -130,8 +131,8 @@ def test_packages_of_a_library(tmp_path, dcp_samples):
 
 def _master_in_threads(src, out, backend="cpu", **options):
     """The single-machine master the cluster's output is compared with: 2 threads, 1 process."""
-    master_images(src, out, title="t", processes=1, workers=2, backend=backend, progress=False,
-                  **options)
+    master(MasterJob.of_images(src, out, title="t", processes=1, workers=2, backend=backend,
+                               **options), progress=False)
 
 
 # -- local clusters on the CPU ----------------------------------------------------------------
@@ -139,19 +140,18 @@ def _master_in_threads(src, out, backend="cpu", **options):
 @needs_encoder
 def test_cluster_master_writes_the_same_dcp_as_threads(tmp_path):
     src = _frames(tmp_path / "in", 5)
-    one, dist = {}, {}
-    _master_in_threads(src, tmp_path / "threads", stats=one)
-    master_images(src, tmp_path / "cluster", title="t", cluster="local:2", backend="cpu",
-                  progress=False, stats=dist)
-    assert (dist["processes"], dist["threads"]) == (2, 1)
-    assert 0 < dist["ready_s"] <= dist["first_s"] <= dist["total_s"]
+    _master_in_threads(src, tmp_path / "threads")
+    dist = master(MasterJob.of_images(src, tmp_path / "cluster", title="t", cluster="local:2",
+                                      backend="cpu"), progress=False).stats
+    assert (dist.processes, dist.threads) == (2, 1)
+    assert 0 < dist.ready_s <= dist.first_s <= dist.total_s
     assert len(_codestreams(tmp_path / "cluster")) == 5
     _same_dcp(tmp_path / "threads", tmp_path / "cluster")
 
 
 def _corrupt_frame(track: Path, n: int) -> None:
     """Break frame ``n``'s codestream in place: its SIZ marker (bytes 2-3) becomes junk."""
-    from cinegpu.media.mxf import MXFFile
+    from cinegpu.media.mxf.read import MXFFile
     with MXFFile(track) as mxf:
         off, _size = mxf.locate_frame(n)
     with open(track, "r+b") as f:
@@ -215,8 +215,9 @@ def test_a_worker_killed_mid_job_changes_nothing(tmp_path):
 
         def job():
             try:
-                master(_Slow(_files(src), 0.5), 8, tmp_path / "cluster", title="t",
-                       cluster=client.scheduler.address, backend="cpu", progress=False)
+                master(MasterJob.of(_Slow(_files(src), 0.5), 8, tmp_path / "cluster", title="t",
+                                    cluster=client.scheduler.address, backend="cpu"),
+                       progress=False)
             except BaseException as exc:      # noqa: BLE001 - handed to the test's thread
                 errors.append(exc)
 
@@ -245,8 +246,8 @@ def test_a_frame_that_fails_once_is_coded_again(tmp_path):
     src = _frames(tmp_path / "in", 4)
     _master_in_threads(src, tmp_path / "threads")
     mark = tmp_path / "failed-once"
-    master(_FailOnce(_files(src), 2, str(mark)), 4, tmp_path / "cluster", title="t",
-           cluster="local:2", backend="cpu", progress=False)
+    master(MasterJob.of(_FailOnce(_files(src), 2, str(mark)), 4, tmp_path / "cluster",
+                        title="t", cluster="local:2", backend="cpu"), progress=False)
     assert mark.exists()
     _same_dcp(tmp_path / "threads", tmp_path / "cluster")
 
@@ -258,8 +259,8 @@ def test_a_corrupt_input_frame_stops_the_job_naming_it(tmp_path):
     victim = src / "f0004.tif"
     victim.write_bytes(victim.read_bytes()[:300])
     with pytest.raises(CorruptMedia) as info:
-        master_images(src, tmp_path / "out", title="t", cluster="local:2", backend="cpu",
-                      progress=False)
+        master(MasterJob.of_images(src, tmp_path / "out", title="t", cluster="local:2",
+                                   backend="cpu"), progress=False)
     assert info.value.path == str(victim) and info.value.reason.startswith("frame 4: ")
     assert sorted(os.listdir(tmp_path)) == ["in"]
 
@@ -271,8 +272,8 @@ def test_a_frame_whose_workers_die_twice_is_one_error(tmp_path):
     t0 = time.monotonic()
     with pytest.raises(MediaError, match=r"frame 3: failed 2 times on the cluster at local:2: "
                                          r"KilledWorker"):
-        master(_DieOn(_files(src), 3), 5, tmp_path / "out", title="t", cluster="local:2",
-               backend="cpu", progress=False)
+        master(MasterJob.of(_DieOn(_files(src), 3), 5, tmp_path / "out", title="t",
+                            cluster="local:2", backend="cpu"), progress=False)
     assert time.monotonic() - t0 < 120
     assert sorted(os.listdir(tmp_path)) == ["in"]
 
@@ -300,9 +301,8 @@ def test_gpu_cluster_master_writes_the_same_dcp(tmp_path, gpu):
     """A local cluster of one GPU worker (resources GPU=1, 2 threads: each frame asks for
     half of it) against the local GPU master."""
     src = _frames(tmp_path / "in", 6, size=(2048, 1080))
-    stats = {}
     _master_in_threads(src, tmp_path / "threads", backend="cuda")
-    master_images(src, tmp_path / "cluster", title="t", cluster="local:1", workers=2,
-                  backend="cuda", progress=False, stats=stats)
-    assert (stats["processes"], stats["threads"]) == (1, 2)
+    stats = master(MasterJob.of_images(src, tmp_path / "cluster", title="t", cluster="local:1",
+                                       workers=2, backend="cuda"), progress=False).stats
+    assert (stats.processes, stats.threads) == (1, 2)
     _same_dcp(tmp_path / "threads", tmp_path / "cluster")

@@ -24,6 +24,7 @@ from cinegpu.decode import UnsupportedFeature, decode
 from cinegpu.decode.codestream.header import parse_codestream
 
 from conformance import CONFORMANCE, load_cases
+from conftest import present
 from pgx import read_pgx
 
 if not (CONFORMANCE / "MANIFEST.tsv").exists():
@@ -53,7 +54,7 @@ BACKENDS = [
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("case", PRESENT, ids=lambda c: c.id)
 def test_conformance(case, backend):
-    data = case.path.read_bytes()
+    data = present(case.path, *(CONFORMANCE / r for r in case.references)).read_bytes()
     if case.klass == "class0":
         out = decode(data, reduce=case.reduce, components=[0], backend=backend, strict=True)
     else:
@@ -102,7 +103,7 @@ def _ht_id(case) -> str:
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("case", HT_PRESENT, ids=_ht_id)
 def test_htj2k_conformance(case, backend):
-    data = case.path.read_bytes()
+    data = present(case.path, *(CONFORMANCE / r for r in case.references)).read_bytes()
     name = Path(case.file).name
     if name in HT_UNSUPPORTED:
         with pytest.raises(UnsupportedFeature, match=HT_UNSUPPORTED[name]):
@@ -123,9 +124,7 @@ def test_htj2k_conformance(case, backend):
 def test_htj2k_without_reference_decodes():
     # ds0_ht_07_b11 (2048 x 2048, 256 tiles, 8 layers): no reference in the snapshot, so
     # only its geometry is checked; the peers' cross-check is in test_htj2k_peers.py
-    path = CONFORMANCE / "htj2k" / "codestreams" / "ds0_ht_07_b11.j2k"
-    if not path.exists():
-        pytest.skip("ds0_ht_07_b11.j2k is not in the snapshot")
+    path = present(CONFORMANCE / "htj2k" / "codestreams" / "ds0_ht_07_b11.j2k")
     out = decode(path.read_bytes(), strict=True)
     assert [c.shape for c in out] == [(2048, 2048)] * 3
     assert all(c.dtype == np.int16 for c in out) and out[0].std() > 10

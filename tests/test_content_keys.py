@@ -1,4 +1,4 @@
-"""The content key file of ``cinegpu master --encrypt`` (:mod:`cinegpu.media.content_keys`)."""
+"""The content key file of ``cinegpu master --encrypt`` (:mod:`cinegpu.media.security.content_keys`)."""
 
 import os
 import stat
@@ -6,7 +6,7 @@ import stat
 import pytest
 
 from cinegpu.media import MediaError
-from cinegpu.media.content_keys import KeyFile, TrackKey, new_track_key, read_key_file, write_key_file
+from cinegpu.media.security.content_keys import KeyFile, TrackKey, new_track_key, read_key_file, write_key_file
 from cinegpu.media.errors import CorruptMedia
 
 CPL = "d3b0a6f2-59b4-4c8e-9d43-2b1f0e1c7a11"

@@ -49,11 +49,11 @@ def test_precincts_per_resolution():
 
 
 def test_params_take_keywords_only():
-    from cinegpu.encode.profiles import Params, make_params
-    p = make_params([(1080, 2048)] * 3, [12] * 3, [False] * 3, profile="dci-2k", fps=24,
-                    bitrate=None, reversible=False, levels=None, codeblock=(64, 64),
-                    progression="LRCP", layers=1, tiles=None, precincts=None, style=0,
-                    quantization="expounded", guard_bits=None)
+    from cinegpu.encode.presets import Coding, Params, make_params
+    p = make_params([(1080, 2048)] * 3, [12] * 3, [False] * 3,
+                    Coding(profile="dci-2k", fps=24, bitrate=None, reversible=False, levels=None,
+                           codeblock=(64, 64), progression="LRCP", layers=1, tiles=None, precincts=None,
+                           style=0, quantization="expounded", guard_bits=None))
     assert (p.Rsiz, p.levels, p.guard_bits, p.precincts, p.progression) == \
         (3, 5, 1, dci.DCI_2K.precincts(), dci.PROGRESSION)
     with pytest.raises(TypeError):

@@ -6,13 +6,16 @@ Photon IMF 4K sample decoded with ``cinegpu.decode`` and re-mastered at 4K. Each
 ClairMeta ``check -type dcp`` without errors; ffprobe's view of the MXF (JPEG 2000, size, rate,
 frame count); every frame read back by ``open_source`` byte-identical to what was written; every
 distinct frame decoded by ``opj_decompress`` equal to ``cinegpu.decode`` (peak <= 1); the PKL hashes
-(``cinegpu.media.check``); the track file's structure field by field.
+(``cinegpu.media.package.check``); the track file's structure field by field.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
+import stat
 import struct
 import subprocess
 import sys
@@ -23,16 +26,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import cinegpu
+
 from cinegpu.decode import decode
 from cinegpu.media import open_source
-from cinegpu.media.check import check as check_package
-from cinegpu.media.colour import to_xyz12
-from cinegpu.media.dcp_write import DCPWriter, encode_frame, encoder_name
-from cinegpu.media.demo import demo_frame
-from cinegpu.media.images_in import fit
+from cinegpu.media.package.check import check as check_package
+from cinegpu.media.images.colour import to_xyz12
+from cinegpu.media.package.dcp_write import DCPWriter, encode_frame, encoder_name
+from cinegpu.jobs.demo import demo_frame
+from cinegpu.media.images.frames import fit
 from cinegpu.media.j2k_profile import parse_profile
-from cinegpu.media.mxf import MXFFile
-from cinegpu.media.mxf_write import HEADER_RESERVE, PictureTrackWriter, parse_j2k_header
+from cinegpu.media.mxf.read import MXFFile
+from cinegpu.media.mxf.write import HEADER_RESERVE, PictureTrackWriter, parse_j2k_header
 
 from conftest import SHARED
 
@@ -249,17 +254,33 @@ def test_interrupted_writer_leaves_nothing(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.j2c", "t.pgm"]
 
 
+@pytest.mark.skipif(shutil.which("opj_compress") is None, reason="opj_compress not installed")
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_the_package_folder_has_the_mode_mkdir_gives(tmp_path, umask):
+    """The package's folder is made as mkdir makes one (0777 less the umask), as its files are,
+    not mkdtemp's 0700 (issue 50, 8)."""
+    cs = _tiny_codestream(tmp_path)
+    out = tmp_path / "pkg"
+    old = os.umask(umask)
+    try:
+        with DCPWriter(out, title="t") as dcp:
+            dcp.write(cs)
+            dcp.close()
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o777 & ~umask
+    assert {stat.S_IMODE(p.stat().st_mode) for p in out.iterdir()} == {0o666 & ~umask}
+
+
 def test_sub_descriptor_items_match_asdcplib():
     """The JPEG2000PictureSubDescriptor items written from the codec's parse of a frame (passed
     in, or parsed by the writer from the main header alone) are those asdcplib wrote."""
     from cinegpu.decode.codestream.header import parse_codestream
-    from cinegpu.media.mxf import J2K_SUB_ITEMS
-    from cinegpu.media.mxf_write import J2K_TAGS, J2KHeader
-    from conftest import DCP_SAMPLES
+    from cinegpu.media.mxf.read import J2K_SUB_ITEMS
+    from cinegpu.media.mxf.write import J2K_TAGS, J2KHeader
+    from conftest import DCP_SAMPLES, present
 
-    sample = DCP_SAMPLES / "libdcp-dcp_test1-smpte-2k" / "video.mxf"
-    if not sample.is_file():
-        pytest.skip("../shared/dcp-samples is absent")
+    sample = present(DCP_SAMPLES / "libdcp-dcp_test1-smpte-2k" / "video.mxf")
     with MXFFile(sample) as m:
         cs, want = m.frame(0), m.picture.j2k
     mine = PictureTrackWriter._j2k_items(parse_j2k_header(cs))
@@ -309,3 +330,9 @@ def test_mediainfo_reads_the_track(made, name):
     assert (int(video["Width"]), int(video["Height"])) == (w, h)
     assert float(video["FrameRate"]) == FPS and int(video["FrameCount"]) == FPS
     assert video["ColorSpace"] == "XYZ" and int(video["BitDepth"]) == 12
+    # who wrote it, as the peers' files read (issue 50, 8): "cinegpu master 0.1.0", not
+    # "cinegpu cinegpu 0.1.0.0.1"
+    assert (general["Encoded_Application_CompanyName"], general["Encoded_Application_Version"]) == \
+        ("cinegpu", cinegpu.__version__)
+    text = subprocess.run(["mediainfo", str(m.pkg.track.path)], capture_output=True, text=True, timeout=60).stdout
+    assert re.search(rf"Writing application\s+: cinegpu master {re.escape(cinegpu.__version__)}\n", text), text

@@ -162,14 +162,36 @@ def test_short_direct_reads_go_on_only_at_block_boundaries(tmp_path, monkeypatch
 
 
 def test_the_environment_turns_direct_reads_off(tmp_path, monkeypatch):
-    """CINEGPU_DIRECT_READS=off: no run is cold, whatever the page cache holds."""
+    """CINEGPU_DIRECT_READS=off: no run is taken for cold, whatever the page cache holds (the
+    upload seam made from the environment sends it the usual way)."""
+    from cinegpu.jobs.frame_uploads import UploadSettings
+    from upload_fakes import seam_of
     path = tmp_path / "f.raw"
     _cold_file(path, os.urandom(8 * ALIGN))
     run = FileRun(str(path), 0, (8 * ALIGN,), np.dtype(np.uint8))
+
+    class Encoders:
+        uploads_runs, input_buffer = True, None
+
+        def __init__(self):
+            self.direct = []
+
+        def upload_run(self, run):
+            return None
+
+        def send_run(self, run, direct=False):
+            self.direct.append(direct)
+            return np.zeros(run.shape, run.dtype)
+
     monkeypatch.setenv("CINEGPU_DIRECT_READS", "off")
-    assert not direct_read.enabled() and not direct_read.cold(run)
+    enc = Encoders()
+    settings = UploadSettings.of(os.environ)
+    assert not settings.direct and not seam_of(enc, settings).send(run).direct
     monkeypatch.delenv("CINEGPU_DIRECT_READS")
-    assert direct_read.enabled() and direct_read.cold(run)
+    _evict(path, 8 * ALIGN)
+    settings = UploadSettings.of(os.environ)
+    assert settings.direct and seam_of(enc, settings).send(run).direct
+    assert enc.direct == [False, True]
 
 
 @pytest.mark.gpu
@@ -215,9 +237,9 @@ def test_frames_on_storage_code_the_same_read_direct(tmp_path):
     IMF HTJ2K codestreams as the same frames read from memory."""
     pytest.importorskip("cupy")
     import tifffile
-    from cinegpu.media.frame_coders import code_frame
-    from cinegpu.media.frame_encode import FrameEncoders
-    from cinegpu.media.images_in import ImageFrames
+    from cinegpu.jobs.frame_coders import code_frame
+    from cinegpu.jobs.frame_encode import FrameEncoders
+    from cinegpu.media.images.frames import ImageFrames
     rng = np.random.default_rng(8)
     files = []
     for k in range(3):
@@ -233,8 +255,7 @@ def test_frames_on_storage_code_the_same_read_direct(tmp_path):
                            backend="cuda", bits=12, codec="htj2k") as enc:
             stamps = [[] for _ in range(3)]
             out = [code_frame(enc, frames, k, 2048, 1080, stamps[k]) for k in range(3)]
-            return out, sum(getattr(up, "direct_reads", 0) for up in enc._uploads), \
-                [st[3] for st in stamps]
+            return out, enc.uploads.direct_reads, [st[3] for st in stamps]
     warm, direct, said = master_three()
     assert direct == 0 and said == [False] * 3         # just written: in memory
     for f in files:

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from cinegpu.decode import decode, tier1
-from cinegpu.encode import Encoder, early_stop
-from cinegpu.encode.bench import synthetic_frame
-from cinegpu.encode.peers import psnr
+from cinegpu.encode import Encoder, EncoderSettings, early_stop
+from cinegpu.bench.encode import synthetic_frame
+from cinegpu.bench.encode_peers import psnr
 from cinegpu.encode.tier1.codeblock import coded_passes
 from cinegpu.encode.tier1.tile import encode_tile
 
@@ -89,11 +89,11 @@ def test_component_histograms_split_the_magnitude_histogram():
     """Each component's indices lie together in a tile's flat buffer; their histograms add
     up to the tile's, over several tiles."""
     from cinegpu.encode.encoder import _as_components
-    from cinegpu.encode.profiles import make_params
+    from cinegpu.encode.presets import make_params
     img = synthetic_frame(150, 90, seed=6)
-    with Encoder(backend="cpu", bitrate=150 * 90 * 24 * 4, fps=24, tiles=(64, 48)) as enc:
+    with Encoder(EncoderSettings.of(backend="cpu", bitrate=150 * 90 * 24 * 4, fps=24, tiles=(64, 48))) as enc:
         comps, precs, sgn = _as_components(img, 12, None)
-        params = make_params([c.shape for c in comps], precs, sgn, **enc.options)
+        params = make_params([c.shape for c in comps], precs, sgn, enc.coding)
         cs, plans = enc._geometry(params)
         flats = enc._forward(comps, params, plans)
     assert len(plans) == 6
@@ -148,16 +148,16 @@ def test_a_starved_frame_is_coded_again_from_every_plane(monkeypatch):
     rate control ends far under the budget with them whole, so the frame is coded again
     from every plane and fills the budget; the floor with the caps gets there at once."""
     import cinegpu.encode.encoder as encoder
-    from cinegpu.encode.profiles import dci_caps
+    from cinegpu.encode.presets import dci_caps
     img = _capped_luma(8)
     frame_cap, comp_cap = dci_caps(24)
-    with Encoder(profile="dci-2k", fps=24, backend="cpu", workers=2) as enc:
+    with Encoder(EncoderSettings.of(profile="dci-2k", fps=24, backend="cpu", workers=2)) as enc:
         direct = enc.encode(img, bits=12)
         assert enc.stats["retries"] == 0 and enc.stats["floor"] == 0 and not enc.stats["starved"]
     assert frame_cap * 0.999 <= len(direct) <= frame_cap
     monkeypatch.setattr(encoder, "first_floor",
                         lambda hist, budget, most, caps=None: early_stop.first_floor(hist, budget, most))
-    with Encoder(profile="dci-2k", fps=24, backend="cpu", workers=2) as enc:
+    with Encoder(EncoderSettings.of(profile="dci-2k", fps=24, backend="cpu", workers=2)) as enc:
         again = enc.encode(img, bits=12)
         assert enc.stats["retries"] == 1 and enc.stats["floor"] == 0
     assert direct == again                  # both from every plane
@@ -183,10 +183,10 @@ def _budget_frame(seed=4):
 
 def test_early_stop_skips_planes_and_keeps_the_quality():
     img, kw = _budget_frame()
-    with Encoder(early_stop=False, **kw) as enc:
+    with Encoder(EncoderSettings.of(early_stop=False, **kw)) as enc:
         full = enc.encode(img, bits=12)
         full_passes = int(enc.stats["passes"].sum())
-    with Encoder(**kw) as enc:
+    with Encoder(EncoderSettings.of(**kw)) as enc:
         fast = enc.encode(img, bits=12)
         stats = dict(enc.stats)
     assert stats["floor"] >= 1 and stats["floor_share"] <= early_stop.FLOOR_SHARE
@@ -200,11 +200,11 @@ def test_a_floor_that_cuts_what_rate_control_wants_is_lowered(monkeypatch):
     so the frame is coded again lower, up to MAX_RETRIES times."""
     import cinegpu.encode.encoder as encoder
     img, kw = _budget_frame()
-    with Encoder(**kw) as enc:
+    with Encoder(EncoderSettings.of(**kw)) as enc:
         enc.encode(img, bits=12)
         right = enc.stats["floor"]
     monkeypatch.setattr(encoder, "first_floor", lambda *args: right + 3)
-    with Encoder(**kw) as enc:
+    with Encoder(EncoderSettings.of(**kw)) as enc:
         data = enc.encode(img, bits=12)
         assert enc.stats["retries"] >= 1 and enc.stats["floor"] < right + 3
     assert len(data) <= 256 * 192 * 3 / 8
@@ -213,9 +213,9 @@ def test_a_floor_that_cuts_what_rate_control_wants_is_lowered(monkeypatch):
 def test_frames_do_not_depend_on_the_frames_before():
     img, kw = _budget_frame(5)
     other, _ = _budget_frame(9)
-    with Encoder(**kw) as enc:
+    with Encoder(EncoderSettings.of(**kw)) as enc:
         alone = enc.encode(img, bits=12)
-    with Encoder(**kw) as enc:
+    with Encoder(EncoderSettings.of(**kw)) as enc:
         enc.encode(other, bits=12)
         enc.encode(np.zeros_like(img), bits=12)
         assert enc.encode(img, bits=12) == alone
@@ -223,9 +223,9 @@ def test_frames_do_not_depend_on_the_frames_before():
 
 def test_no_floor_without_a_budget_or_when_reversible():
     img = synthetic_frame(96, 64, seed=2)
-    with Encoder(backend="cpu", levels=3) as enc:
+    with Encoder(EncoderSettings.of(backend="cpu", levels=3)) as enc:
         enc.encode(img, bits=12)
         assert enc.stats["floor"] == 0
-    with Encoder(backend="cpu", levels=3, reversible=True, bitrate=96 * 64 * 3 * 24) as enc:
+    with Encoder(EncoderSettings.of(backend="cpu", levels=3, reversible=True, bitrate=96 * 64 * 3 * 24)) as enc:
         enc.encode(img, bits=12)
         assert enc.stats["floor"] == 0

@@ -12,9 +12,9 @@ import pytest
 from cinegpu.decode import decode, tier1
 from cinegpu.decode.codestream.header import parse_codestream
 from cinegpu.encode import encode
-from cinegpu.encode.bench import synthetic_frame
-from cinegpu.encode.peers import grk_compress_dci, have_grk, have_opj, opj_compress_dci, opj_decode, psnr
-from cinegpu.encode.profiles import dci_caps
+from cinegpu.bench.encode import synthetic_frame
+from cinegpu.bench.encode_peers import grk_compress_dci, have_grk, have_opj, opj_compress_dci, opj_decode, psnr
+from cinegpu.encode.presets import dci_caps
 from cinegpu.encode.rate import build_hull
 from cinegpu.encode.tier2 import bits as t2bits
 
@@ -244,13 +244,13 @@ def test_rate_rounds_stop_once_nothing_is_left_to_add(monkeypatch):
     from dataclasses import replace
 
     from cinegpu.encode import writer
-    from cinegpu.encode.encoder import Encoder
+    from cinegpu.encode.encoder import Encoder, EncoderSettings
     rng = np.random.default_rng(3)
     h, w = 256, 384
     img = np.stack([rng.integers(0, 4096, (h, w)),                 # noise: all the bytes
                     np.full((h, w), 1000), np.tile(np.arange(w) * 8, (h, 1))], -1)
     frames = []
-    with Encoder(backend="cpu", codeblock=(16, 16), mct=False) as enc:
+    with Encoder(EncoderSettings.of(backend="cpu", codeblock=(16, 16), mct=False)) as enc:
         real = enc._tier1
         monkeypatch.setattr(enc, "_tier1", lambda *a, **k: frames.append(real(*a, **k)) or
                             frames[-1])
@@ -300,10 +300,10 @@ def test_dci_budget_fills_in_three_rounds(rate):
     header alone as the next round's estimate took 5 rounds at 30 Mbit/s and stopped
     0.05 % short at 100)."""
     from cinegpu.encode import writer
-    from cinegpu.encode.encoder import Encoder
+    from cinegpu.encode.encoder import Encoder, EncoderSettings
     from test_encode_streams_pinned import _image
     budget = rate / 8 / 24
-    with Encoder(profile="dci-2k", fps=24, backend="cpu", bitrate=rate) as enc:
+    with Encoder(EncoderSettings.of(profile="dci-2k", fps=24, backend="cpu", bitrate=rate)) as enc:
         data = enc.encode(_image(2048, 1080, 1), bits=12)
         assert enc.stats["rounds"] <= 3
     assert budget * (1 - writer.SLACK) <= len(data) <= budget
@@ -400,8 +400,8 @@ def test_workers_give_the_same_stream():
 def test_dci_4k_rate_control_converges_on_flat_synthetic_content():
     # regression: smooth demo content made the budget loop overshoot every round
     from cinegpu.encode import dci_caps
-    from cinegpu.media.demo import demo_frame
-    from cinegpu.media.images_in import fit
+    from cinegpu.jobs.demo import demo_frame
+    from cinegpu.media.images.frames import fit
 
     img = np.rint(fit(demo_frame(3, 1200, 500), 4096, 1716) * 4095).astype(np.uint16)
     data = encode(img, profile="dci-4k", fps=24, workers=1)
@@ -415,7 +415,7 @@ def test_dci_4k_rate_control_converges_on_flat_synthetic_content():
 def test_bench_encoder_processes_give_one_encoders_codestreams():
     """encode.bench's processes (frames from one shared-memory block, dealt out in turn) give
     back every frame's codestream in order, the same bytes as one encoder."""
-    from cinegpu.encode.bench import _ours, dci_options, ours_processes
+    from cinegpu.bench.encode import _ours, dci_options, ours_processes
     src = [synthetic_frame(256, 128, seed=k) for k in range(5)]
     coded, secs = ours_processes(src, dci_options("generic", 24, "cpu"), 2, 1)
     one = _ours(src, "generic", 24, "cpu", 1)[0]

@@ -23,7 +23,7 @@ from conftest import require_cuda
 
 cupy = require_cuda()  # skips the module without CuPy or a device
 
-from cinegpu.encode import Encoder, gpu  # noqa: E402
+from cinegpu.encode import Encoder, EncoderSettings, gpu  # noqa: E402
 from cinegpu.encode.forward import code_value_step, forward_tile  # noqa: E402
 
 pytestmark = pytest.mark.gpu
@@ -47,7 +47,7 @@ def _image(dtype, h: int, w: int, seed: int) -> np.ndarray:
 @pytest.mark.parametrize("dtype,bits", [(np.uint16, 12), (np.uint8, 10)])
 @pytest.mark.parametrize("codec,lossless", IMF_CODECS, ids=IMF_CODEC_IDS)
 def test_fused_imf_frames_equal_the_two_kernel_path(dtype, bits, codec, lossless):
-    from cinegpu.media.frame_encode import FUSED_CODE_VALUES, FrameEncoders
+    from cinegpu.jobs.frame_encode import FUSED_CODE_VALUES, FrameEncoders
     assert np.dtype(dtype) in FUSED_CODE_VALUES
     frames = [_image(dtype, 1080, 2048, k) for k in range(4)]
     top = float(np.iinfo(dtype).max)
@@ -75,7 +75,8 @@ def test_code_value_step_change_between_frames(codec, lossless):
     cupy.cuda.Device().synchronize()          # uploaded before the encoders' own streams read it
     steps = [(65535.0, 12), (4095.0, 12), (65535.0, 12), (65535.0, 10), (4095.0, 12)]
     opts = dict(codec=codec, reversible=lossless, codeblock=(64, 64), base_step=2.0)
-    with Encoder(backend="cuda", **opts) as enc, Encoder(backend="cuda", **opts) as ref:
+    with Encoder(EncoderSettings.of(backend="cuda", **opts)) as enc, \
+            Encoder(EncoderSettings.of(backend="cuda", **opts)) as ref:
         for top, bits in steps * 2:
             with enc.on_stream():
                 got = enc.encode_planes([img[:, :, c] for c in range(3)], 12,
@@ -89,13 +90,13 @@ def test_code_value_step_change_between_frames(codec, lossless):
 @pytest.mark.parametrize("batched", [True, False], ids=["batched", "per-component"])
 @pytest.mark.parametrize("dtype", [np.uint16, np.uint8])
 def test_forward_tile_cuda_with_the_step_equals_its_planes(reversible, batched, dtype):
-    from cinegpu.encode.profiles import make_params
+    from cinegpu.encode.presets import make_params
     h, w, bits = 67, 45, 10
     img = _image(dtype, h, w, 5)
     top = float(np.iinfo(dtype).max) * 0.9             # some samples over top: clipped
     step = code_value_step(top, bits)
-    with Encoder(backend="cpu", reversible=reversible, levels=3) as enc:
-        params = make_params([(h, w)] * 3, [bits] * 3, [False] * 3, **enc.options)
+    with Encoder(EncoderSettings.of(backend="cpu", reversible=reversible, levels=3)) as enc:
+        params = make_params([(h, w)] * 3, [bits] * 3, [False] * 3, enc.coding)
         _, plans = enc._geometry(params)
     plan = plans[0]
     dev = cupy.asarray(img)

@@ -13,7 +13,7 @@ from cinegpu.decode import decode  # noqa: E402
 from cinegpu.decode.transform import fdwt_53, fdwt_97, forward_ict, forward_rct  # noqa: E402
 from cinegpu.encode import encode  # noqa: E402
 from cinegpu.encode import gpu  # noqa: E402
-from cinegpu.encode.bench import synthetic_frame  # noqa: E402
+from cinegpu.bench.encode import synthetic_frame  # noqa: E402
 from cinegpu.encode.forward import quantize_band  # noqa: E402
 
 pytestmark = pytest.mark.gpu
@@ -83,14 +83,14 @@ def test_encoders_on_each_device_give_the_same_codestream():
     # on a one-GPU machine this checks device=0 against the default
     from concurrent.futures import ThreadPoolExecutor
 
-    from cinegpu.encode.encoder import Encoder
-    from cinegpu.media.frame_encode import FrameEncoders
+    from cinegpu.encode.encoder import Encoder, EncoderSettings
+    from cinegpu.jobs.frame_encode import FrameEncoders
     img = synthetic_frame(2048, 1080, seed=11)
     devices = list(range(cupy.cuda.runtime.getDeviceCount()))
-    with Encoder(profile="dci-2k", backend="cuda", workers=1) as enc:
+    with Encoder(EncoderSettings.of(profile="dci-2k", backend="cuda", workers=1)) as enc:
         ref = enc.encode(img, bits=12)
     for d in devices:
-        with Encoder(profile="dci-2k", backend="cuda", workers=1, device=d) as enc:
+        with Encoder(EncoderSettings.of(profile="dci-2k", backend="cuda", workers=1, device=d)) as enc:
             assert enc.encode(img, bits=12) == ref
             with enc.on_stream():
                 assert cupy.cuda.Device().id == d
@@ -203,8 +203,8 @@ def test_encode_cuda_reversible_equals_cpu_and_is_lossless(name, image, opts):
 @pytest.mark.parametrize("colorspace", ["rec709", "p3d65", "dcip3", "xyz"])
 @pytest.mark.parametrize("dtype", [np.uint16, np.uint8, np.float32])
 def test_rgb_to_xyz12_matches_numpy_within_one_code_value(colorspace, dtype):
-    from cinegpu.media.colour import to_xyz12, xyz12_parameters
-    from cinegpu.media.images_in import unit_scale
+    from cinegpu.media.images.colour import to_xyz12, xyz12_parameters
+    from cinegpu.media.images.frames import unit_scale
     rng = np.random.default_rng(7)
     shape = (37, 53, 3)
     if dtype == np.float32:
@@ -226,7 +226,7 @@ def test_rgb_to_xyz12_matches_numpy_within_one_code_value(colorspace, dtype):
 def test_code_values_are_the_hosts_exactly(bits, dtype):
     """IMF R'G'B' on the GPU: rint((2^bits - 1) unit_scale(s, top)), as the host computes it
     in FrameEncoders (so a lossless IMF master holds the same samples either way)."""
-    from cinegpu.media.images_in import unit_scale
+    from cinegpu.media.images.frames import unit_scale
     rng = np.random.default_rng(bits)
     shape = (41, 67, 3)
     if dtype == np.float32:
@@ -280,13 +280,16 @@ def test_host_staging_buffer_goes_up_without_a_copy(monkeypatch):
 
 def test_frames_read_into_the_upload_buffer_code_the_same(tmp_path, monkeypatch):
     """Mastering's encoder threads copy TIFF frames to the GPU straight from their files
-    (FrameEncoders.upload_run) or read them into their page-locked upload buffer
+    (FrameEncoders.uploads, the mapped path) or read them into their page-locked upload buffer
     (FrameEncoders.input_buffer): the same codestreams as from frames read on their own,
     DCI and IMF HTJ2K; the CPU back end reads them as before."""
+    from dataclasses import replace
+
     import tifffile
-    from cinegpu.media.frame_coders import code_frame
-    from cinegpu.media.frame_encode import FrameEncoders
-    from cinegpu.media.images_in import ImageFrames
+    from cinegpu.jobs.frame_coders import code_frame
+    from cinegpu.jobs.frame_encode import FrameEncoders
+    from cinegpu.jobs.frame_uploads import FrameUploads
+    from cinegpu.media.images.frames import ImageFrames
     rng = np.random.default_rng(6)
     files = []
     for k in range(3):
@@ -299,16 +302,18 @@ def test_frames_read_into_the_upload_buffer_code_the_same(tmp_path, monkeypatch)
                        backend="cuda") as enc:
         assert enc.input_buffer((4, 5, 3), np.uint16).shape == (4, 5, 3)
         assert enc.input_buffer((4, 5, 3), np.int32) is None
-        assert enc.upload_run(frames.run(0)) is not None     # straight from the file
+        assert enc.uploads.send(frames.run(0)).path == "mapped"   # straight from the file
         direct = [code_frame(enc, frames, k, 2048, 1080) for k in range(3)]
         plain = [code_frame(enc, lambda i: frames(i), k, 2048, 1080) for k in range(3)]
-        sent = enc.send_run(frames.run(1))                    # through the ring
-        assert np.array_equal(cupy.asnumpy(sent), frames(1))
+        ring_only = FrameUploads(enc, replace(enc.uploads.settings, mapped=False))
+        sent = ring_only.send(frames.run(1))                    # through the ring
+        assert sent.path == "ring" and np.array_equal(cupy.asnumpy(sent.image), frames(1))
+        ring_only.close()
     assert direct == plain
     # IMF HTJ2K R'G'B': frames copied up straight from their files code the same too
     with FrameEncoders(profile="imf-2k", fps=24, bitrate=100, colorspace="rec709",
                        backend="cuda", bits=12, codec="htj2k") as enc:
-        assert enc.upload_run(frames.run(0)) is not None
+        assert enc.uploads.send(frames.run(0)).path == "mapped"
         direct = [code_frame(enc, frames, k, 2048, 1080) for k in range(3)]
         plain = [code_frame(enc, lambda i: frames(i), k, 2048, 1080) for k in range(3)]
     assert direct == plain
@@ -317,23 +322,23 @@ def test_frames_read_into_the_upload_buffer_code_the_same(tmp_path, monkeypatch)
     with FrameEncoders(profile="imf-2k", fps=24, bitrate=100, colorspace="rec709",
                        backend="cuda", bits=12, codec="htj2k") as enc:
         sent = []
-        real = enc.send_run
-        enc.send_run = lambda run, direct=False: sent.append(run) or real(run, direct)
+        real = enc.uploads.send
+        enc.uploads.send = lambda run: sent.append(real(run)) or sent[-1]
         ringed = [code_frame(enc, frames, k, 2048, 1080) for k in range(3)]
-    assert len(sent) == 3 and ringed == plain
+    assert [u.path for u in sent] == ["ring"] * 3 and ringed == plain
     with FrameEncoders(profile="imf-2k", fps=24, bitrate=100, colorspace="rec709",
                        backend="cpu", bits=12, codec="htj2k") as cpu:
-        assert cpu.upload_run(frames.run(0)) is None and not cpu.uploads_runs
+        assert cpu.uploads.up(frames, 0, 2048, 1080).path == "read" and not cpu.uploads_runs
 
 
 def test_guard_bits_cuda_clips_and_measures_as_numpy():
-    from cinegpu.encode.profiles import make_params
+    from cinegpu.encode.presets import make_params
     enc_opts = dict(profile="generic", fps=24, bitrate=None, reversible=False, levels=3,
                     codeblock=(32, 32), progression="LRCP", layers=1, tiles=None,
                     precincts=None, style=0, quantization="expounded", guard_bits=1)
-    from cinegpu.encode.encoder import Encoder
-    enc = Encoder(**enc_opts, backend="cpu")
-    params = make_params([(40, 70)], [12], [False], **enc.options)
+    from cinegpu.encode.encoder import Encoder, EncoderSettings
+    enc = Encoder(EncoderSettings.of(**enc_opts, backend="cpu"))
+    params = make_params([(40, 70)], [12], [False], enc.coding)
     _, plans = enc._geometry(params)
     plan = plans[0]
     off, length, mb = gpu.band_layout(plan)
@@ -355,12 +360,12 @@ def test_guard_bits_cuda_clips_and_measures_as_numpy():
 
 @pytest.mark.parametrize("profile,size", [("dci-2k", (1080, 2048)), ("generic", (61, 83))])
 def test_encode_planes_on_device_equals_host_encode(profile, size):
-    from cinegpu.encode.encoder import Encoder
+    from cinegpu.encode.encoder import Encoder, EncoderSettings
     img = synthetic_frame(size[1], size[0], seed=5)
     kw = dict(profile=profile)
     if profile == "generic":
         kw.update(bitrate=61 * 83 * 3 * 2 * 24, levels=4)
-    with Encoder(backend="cuda", **kw) as enc:
+    with Encoder(EncoderSettings.of(backend="cuda", **kw)) as enc:
         planes = [cupy.asarray(img[..., c].astype(np.int32)) for c in range(3)]
         got = enc.encode_planes(planes, 12)
         again = enc.encode_planes(planes, 12)     # the cached geometry gives the same bytes
@@ -384,12 +389,12 @@ def test_component_histograms_on_the_gpu_equal_the_cpu_twin():
     cuda forward stage's flats, equal the CPU twin's on the same indices; and a DCI 2K frame
     whose luma passes its cap gets the same floor and codestream on both back ends."""
     from cinegpu.encode.early_stop import component_histograms
-    from cinegpu.encode.encoder import Encoder, _as_components
-    from cinegpu.encode.profiles import make_params
+    from cinegpu.encode.encoder import Encoder, EncoderSettings, _as_components
+    from cinegpu.encode.presets import make_params
     img = synthetic_frame(150, 90, seed=6)
-    with Encoder(backend="cuda", bitrate=150 * 90 * 24 * 4, fps=24, tiles=(64, 48)) as enc:
+    with Encoder(EncoderSettings.of(backend="cuda", bitrate=150 * 90 * 24 * 4, fps=24, tiles=(64, 48))) as enc:
         comps, precs, sgn = _as_components(img, 12, None)
-        params = make_params([c.shape for c in comps], precs, sgn, **enc.options)
+        params = make_params([c.shape for c in comps], precs, sgn, enc.coding)
         cs, plans = enc._geometry(params)
         with enc.on_stream():
             flats = enc._forward(enc._upload(img, comps), params, plans)
@@ -401,7 +406,7 @@ def test_component_histograms_on_the_gpu_equal_the_cpu_twin():
     img = np.stack([g + rng.integers(0, 8, g.shape) for _ in range(3)], -1).astype(np.uint16)
     out = {}
     for backend in ("cpu", "cuda"):
-        with Encoder(profile="dci-2k", fps=24, backend=backend) as enc:
+        with Encoder(EncoderSettings.of(profile="dci-2k", fps=24, backend=backend)) as enc:
             out[backend] = (enc.encode(img, bits=12), enc.stats["floor"], enc.stats["retries"])
     assert out["cpu"] == out["cuda"]
 
@@ -413,9 +418,9 @@ def test_mastering_frames_on_the_gpu_match_the_cpu_path():
     same X'Y'Z' source; the threads' bytes equal one thread's."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from cinegpu.encode.peers import psnr
-    from cinegpu.media.colour import to_xyz12
-    from cinegpu.media.frame_encode import FrameEncoders
+    from cinegpu.bench.encode_peers import psnr
+    from cinegpu.media.images.colour import to_xyz12
+    from cinegpu.jobs.frame_encode import FrameEncoders
 
     frames = [(synthetic_frame(2048, 1080, seed=k).astype(np.uint32) * 16).astype(np.uint16)
               for k in range(4)]

@@ -29,7 +29,7 @@ import sys
 import numpy as np
 import pytest
 
-from cinegpu.encode import Encoder
+from cinegpu.encode import Encoder, EncoderSettings
 
 
 def _image(w: int, h: int, seed: int, comps: int = 3, bits: int = 12) -> np.ndarray:
@@ -85,7 +85,7 @@ PINNED = {
 
 def stream(name: str) -> bytes:
     w, h, seed, opts = CASES[name]
-    with Encoder(backend="cpu", workers=2, **opts) as enc:
+    with Encoder(EncoderSettings.of(backend="cpu", workers=2, **opts)) as enc:
         return enc.encode(_image(w, h, seed), bits=12)
 
 

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from cinegpu.decode import tier1
-from cinegpu.encode.bench import synthetic_frame
+from cinegpu.bench.encode import synthetic_frame
 from cinegpu.encode.blocks import BlockTable, TierOnePool, cut_blocks, encode_blocks
-from cinegpu.encode.encoder import Encoder, _as_components
-from cinegpu.encode.profiles import make_params
+from cinegpu.encode.encoder import Encoder, EncoderSettings, _as_components
+from cinegpu.encode.presets import make_params
 from cinegpu.encode.tier1.tile import encode_tile
 
 STYLES = [0, tier1.CBLK_BYPASS, tier1.CBLK_BYPASS | tier1.CBLK_TERMALL,
@@ -33,9 +33,9 @@ def _tiles(shape, opts, style):
     """(plans, flats) of a synthetic picture after the forward stage and guard bits."""
     h, w, c = shape
     img = synthetic_frame(max(w, 2), max(h, 2), seed=c)[:h, :w, :c]
-    with Encoder(backend="cpu", style=style, **opts) as enc:
+    with Encoder(EncoderSettings.of(backend="cpu", style=style, **opts)) as enc:
         comps, precs, sgn = _as_components(img, 12, None)
-        params = make_params([x.shape for x in comps], precs, sgn, **enc.options)
+        params = make_params([x.shape for x in comps], precs, sgn, enc.coding)
         cs, plans = enc._geometry(params)
         flats = enc._forward(comps, params, plans)
         params, cs, plans, flats = enc._guard_bits(params, cs, plans, flats)

@@ -307,14 +307,14 @@ def test_table_checks():
 def dci_tile(width=2048, height=1080, **opts):
     """(flat, cb, style) of a frame's tile after the project's forward stage: a DCI 2K frame
     by default, else a generic one with ``opts``."""
-    from cinegpu.encode.bench import synthetic_frame
-    from cinegpu.encode.encoder import Encoder, _as_components
-    from cinegpu.encode.profiles import make_params
+    from cinegpu.bench.encode import synthetic_frame
+    from cinegpu.encode.encoder import Encoder, EncoderSettings, _as_components
+    from cinegpu.encode.presets import make_params
 
     img = synthetic_frame(width, height, seed=1)
-    with Encoder(backend="cpu", **(opts or {"profile": "dci-2k"})) as enc:
+    with Encoder(EncoderSettings.of(backend="cpu", **(opts or {"profile": "dci-2k"}))) as enc:
         comps, precs, sgn = _as_components(img, 12, None)
-        params = make_params([x.shape for x in comps], precs, sgn, **enc.options)
+        params = make_params([x.shape for x in comps], precs, sgn, enc.coding)
         cs, plans = enc._geometry(params)
         flats = enc._forward(comps, params, plans)
         params, cs, plans, flats = enc._guard_bits(params, cs, plans, flats)

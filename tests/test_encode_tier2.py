@@ -9,10 +9,10 @@ import pytest
 
 from cinegpu.decode import tier1
 from cinegpu.decode.tier2.progression import packet_order
-from cinegpu.encode.bench import synthetic_frame
+from cinegpu.bench.encode import synthetic_frame
 from cinegpu.encode.blocks import Block, BlockTable
-from cinegpu.encode.encoder import Encoder, _as_components
-from cinegpu.encode.profiles import make_params
+from cinegpu.encode.encoder import Encoder, EncoderSettings, _as_components
+from cinegpu.encode.presets import Coding, make_params
 from cinegpu.encode.rate import _order_desc, _radix_order_desc, _stable_argsort, build_hull
 from cinegpu.encode.tier2 import TileCoder
 
@@ -169,14 +169,12 @@ STYLES = [0, BYPASS, TERMALL, BYPASS | TERMALL]
 
 def _plans(shape, opts):
     h, w, c = shape
-    params = make_params([(h, w)] * c, [12] * c, [False] * c, profile="generic", fps=24,
-                         bitrate=None, reversible=True, levels=opts.get("levels"),
-                         codeblock=opts.get("codeblock", (32, 32)),
-                         progression=opts.get("progression", "LRCP"),
-                         layers=opts.get("layers", 1), tiles=opts.get("tiles"),
-                         precincts=opts.get("precincts"), style=0, quantization="expounded",
-                         guard_bits=None)
-    with Encoder(backend="cpu") as enc:
+    coding = Coding(profile="generic", fps=24, bitrate=None, reversible=True, levels=opts.get("levels"),
+                    codeblock=opts.get("codeblock", (32, 32)), progression=opts.get("progression", "LRCP"),
+                    layers=opts.get("layers", 1), tiles=opts.get("tiles"), precincts=opts.get("precincts"),
+                    style=0, quantization="expounded", guard_bits=None)
+    params = make_params([(h, w)] * c, [12] * c, [False] * c, coding)
+    with Encoder(EncoderSettings.of(backend="cpu")) as enc:
         cs, plans = enc._geometry(params)
     return cs, plans
 
@@ -225,10 +223,10 @@ def _random_tiles(case: int, seed: int):
 def _tier1_frame(img, **options):
     """(tier-1 Frame, base step) of a 12-bit picture coded on the CPU with 3 layers, 16 x 16
     blocks, 32 x 32 precincts, RPCL and ``options`` (the writer's input)."""
-    with Encoder(backend="cpu", layers=3, codeblock=(16, 16), precincts=[(32, 32)],
-                 progression="RPCL", **options) as enc:
+    with Encoder(EncoderSettings.of(backend="cpu", layers=3, codeblock=(16, 16), precincts=[(32, 32)],
+                                    progression="RPCL", **options)) as enc:
         comps, precs, sgn = _as_components(img, 12, None)
-        params = make_params([c.shape for c in comps], precs, sgn, **enc.options)
+        params = make_params([c.shape for c in comps], precs, sgn, enc.coding)
         cs, plans = enc._geometry(params)
         flats = enc._forward(comps, params, plans)
         params, cs, plans, flats = enc._guard_bits(params, cs, plans, flats)

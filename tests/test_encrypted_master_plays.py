@@ -10,9 +10,9 @@ import re
 import numpy as np
 import pytest
 
-from cinegpu.media.content_keys import read_key_file
-from cinegpu.media.demo import demo_frame
-from cinegpu.media.png import read_png16
+from cinegpu.media.security.content_keys import read_key_file
+from cinegpu.jobs.demo import demo_frame
+from cinegpu.media.images.png import read_png16
 
 from test_cli import cinegpu
 from test_master import _write_png16, needs_encoder

@@ -40,7 +40,7 @@ def test_the_families_are_apart():
                                                      "a.mxf at byte 12: truncated KLV header")
 
 
-@pytest.mark.skipif(not ENCRYPTED.exists(), reason="../shared/dcp-samples is absent")
+@pytest.mark.skipif(not ENCRYPTED.exists(), reason=f"{ENCRYPTED} is not present")
 def test_an_encrypted_package_is_encrypted_media():
     for target in (ENCRYPTED, ENCRYPTED / "video.mxf"):
         with pytest.raises(EncryptedMedia, match="KDM"):
@@ -69,12 +69,12 @@ def test_corrupt_and_unsupported_media(tmp_path):
     assert type(info.value) is MediaError
 
 
-@pytest.mark.skipif(not SMALL.exists(), reason="../shared/conformance is absent")
+@pytest.mark.skipif(not SMALL.exists(), reason=f"{SMALL} is not present")
 def test_a_killed_worker_is_a_pipeline_error_not_bad_input():
     from cinegpu.decode.pipeline import FramePipeline
 
     with FramePipeline(backend="cpu", workers=1, depth=2) as pipe:
-        worker = pipe._workers[0][0]
+        worker = pipe._workers.procs[0]
         os.kill(worker.pid, signal.SIGSTOP)   # it cannot answer the frame before it is killed
         pipe.submit(SMALL.read_bytes(), key="doomed")
         worker.kill()
@@ -113,7 +113,7 @@ class _Media:
         pass
 
 
-@pytest.mark.skipif(not SMALL.exists(), reason="../shared/conformance is absent")
+@pytest.mark.skipif(not SMALL.exists(), reason=f"{SMALL} is not present")
 def test_the_player_source_conceals_frames_of_each_family():
     from cinegpu.player.source import DecodeAheadSource, FrameError
 

@@ -1,4 +1,4 @@
-"""Encrypted essence (SMPTE ST 429-6, cinegpu.media.essence_crypto): the MIC key generator on
+"""Encrypted essence (SMPTE ST 429-6, cinegpu.media.security.essence_crypto): the MIC key generator on
 NIST's vector, our encrypted track files read back by us and decrypted by ffmpeg to the same
 codestreams, wrong and missing keys, damaged triplets, and asdcplib's triplets (libdcp's
 encrypted test DCP in ../shared, whose key is not published: structure and refusal only)."""
@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from cinegpu.media import essence_crypto as E
+from cinegpu.media.security import essence_crypto as E
 from cinegpu.media.errors import CorruptMedia, EncryptedMedia
-from cinegpu.media.mxf import MXFFile
-from cinegpu.media.mxf_write import EssenceEncryption, write_track
+from cinegpu.media.mxf.read import MXFFile
+from cinegpu.media.mxf.write import EssenceEncryption, write_track
 
 from conftest import DCP_SAMPLES
 

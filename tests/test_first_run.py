@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cinegpu.media.first_run import STAGES, compile_kernels, stamp_path
+from cinegpu.jobs.first_run import PARTS, compile_kernels, stamp_path
 
 
 def test_compiles_once_saying_what_it_does(tmp_path):
@@ -14,4 +14,4 @@ def test_compiles_once_saying_what_it_does(tmp_path):
     lines.clear()
     assert compile_kernels(tmp_path, progress=False, say=lines.append) is None
     assert lines == []
-    assert len(STAGES) == 2
+    assert PARTS == ("encoder", "decoder")

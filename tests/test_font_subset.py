@@ -1,4 +1,4 @@
-"""The subtitle font cut to the characters shown (cinegpu.media.font_subset), checked with
+"""The subtitle font cut to the characters shown (cinegpu.media.subtitles.font_subset), checked with
 fontTools' own reader: the characters' glyphs stay (outlines equal to the whole font's), the
 others go, names stay, missing characters are named, and a file that is not a font is refused
 by name.  prepare_subtitles embeds the subset and warns about missing glyphs."""
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from cinegpu.media.errors import MediaError
-from cinegpu.media.font_subset import subset_font
+from cinegpu.media.subtitles.font_subset import subset_font
 
 from test_subtitles import FONT, needs_font
 
@@ -52,7 +52,7 @@ def test_not_a_font_is_refused_by_name(data):
 
 @needs_font
 def test_prepare_subtitles_embeds_the_subset_and_names_missing_glyphs(tmp_path):
-    from cinegpu.media.subtitle_write import prepare_subtitles
+    from cinegpu.media.subtitles.write import prepare_subtitles
 
     srt = tmp_path / "s.srt"
     srt.write_text("1\n00:00:00,100 --> 00:00:00,900\nHello 世界\n", encoding="utf-8")

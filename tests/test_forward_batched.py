@@ -8,6 +8,8 @@ sample check of an interleaved image against numpy (gpu-marked)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -15,10 +17,10 @@ from conftest import require_cuda
 
 cupy = require_cuda()  # skips the module without CuPy or a device
 
-from cinegpu.encode import Encoder  # noqa: E402
+from cinegpu.encode import Encoder, EncoderSettings  # noqa: E402
 from cinegpu.encode import gpu  # noqa: E402
 from cinegpu.encode.forward import forward_tile  # noqa: E402
-from cinegpu.encode.profiles import make_params  # noqa: E402
+from cinegpu.encode.presets import make_params  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
@@ -41,9 +43,9 @@ def _image(h, w, ncomp, dtype, bits, signed, seed):
 
 
 def _plans(shape, ncomp, bits, signed, reversible, levels, tiles):
-    enc = Encoder(backend="cpu", reversible=reversible, levels=levels, tiles=tiles,
-                  base_step=1.5)
-    params = make_params([shape] * ncomp, [bits] * ncomp, [signed] * ncomp, **enc.options)
+    enc = Encoder(EncoderSettings.of(backend="cpu", reversible=reversible, levels=levels, tiles=tiles,
+                                     base_step=1.5))
+    params = make_params([shape] * ncomp, [bits] * ncomp, [signed] * ncomp, enc.coding)
     return params, enc._geometry(params)[1]
 
 
@@ -127,9 +129,8 @@ def test_batched_forward_without_mct():
     """Three components coded without the colour transform (Y'CbCr input, ``mct=False``)."""
     img = _image(64, 96, 3, np.uint16, 10, False, seed=5)
     for reversible in (False, True):
-        enc = Encoder(backend="cpu", reversible=reversible, base_step=1.5)
-        opts = dict(enc.options, mct=False)
-        params = make_params([(64, 96)] * 3, [10] * 3, [False] * 3, **opts)
+        enc = Encoder(EncoderSettings.of(backend="cpu", reversible=reversible, base_step=1.5))
+        params = make_params([(64, 96)] * 3, [10] * 3, [False] * 3, replace(enc.coding, mct=False))
         assert not params.mct
         plans = enc._geometry(params)[1]
         for name, host, dev in _sources(img):
@@ -166,7 +167,8 @@ def test_guard_bits_from_the_fused_maxima_as_the_cpu_encoder(reversible):
     p = (((x // 2) + (y // 2)) % 2) * 65535
     img = np.stack([p, 65535 - p, p], -1).astype(np.uint16)
     opts = dict(reversible=reversible, guard_bits=0, base_step=0.5, levels=3)
-    with Encoder(backend="cpu", **opts) as cpu, Encoder(backend="cuda", **opts) as enc:
+    with Encoder(EncoderSettings.of(backend="cpu", **opts)) as cpu, \
+            Encoder(EncoderSettings.of(backend="cuda", **opts)) as enc:
         want = cpu.encode(img, bits=16)
         for _ in range(3):
             assert enc.encode(cupy.asarray(img), bits=16) == want
@@ -182,8 +184,8 @@ def test_fixed_clip_from_the_fused_maxima_as_every_band_clipped(reversible):
     y, x = np.mgrid[0:61, 0:83]
     p = (((x // 2) + (y // 2)) % 2) * 65535
     img = np.stack([p, 65535 - p, p], -1).astype(np.uint16)
-    enc = Encoder(backend="cpu", reversible=reversible, guard_bits=0, base_step=0.5, levels=3)
-    params = make_params([img.shape[:2]] * 3, [16] * 3, [False] * 3, **enc.options)
+    enc = Encoder(EncoderSettings.of(backend="cpu", reversible=reversible, guard_bits=0, base_step=0.5, levels=3))
+    params = make_params([img.shape[:2]] * 3, [16] * 3, [False] * 3, enc.coding)
     plan = enc._geometry(params)[1][0]
     comps = [cupy.asarray(img[:, :, i]) for i in range(3)]
     tables, maxima = gpu.BandTables(), []

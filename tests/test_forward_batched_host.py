@@ -195,7 +195,7 @@ CODE_VALUE_CASES = {
 
 def test_code_value_samples_are_the_hosts():
     """The twin's code values are FrameEncoders' host IMF path's, rint(peak unit_scale(s))."""
-    from cinegpu.media.images_in import unit_scale
+    from cinegpu.media.images.frames import unit_scale
     rng = np.random.default_rng(11)
     for dtype, cases in CODE_VALUE_CASES.items():
         for top, bits, lo, hi in cases:

@@ -1,4 +1,4 @@
-"""The forward stage replayed as a CUDA graph (encode/forward_graph.py, Encoder(graphs=True))
+"""The forward stage replayed as a CUDA graph (encode/forward_graph.py, EncoderSettings(graphs=True))
 against the same encoder kernel by kernel (graphs=False) and the CPU back end: every frame of
 a sequence of different images gives the same codestream (so the graph reads each frame's
 own samples and its outputs are rewritten), for Part-1 and HTJ2K, reversible and
@@ -14,8 +14,8 @@ from conftest import require_cuda
 
 cupy = require_cuda()  # skips the module without CuPy or a device
 
-from cinegpu.encode import Encoder  # noqa: E402
-from cinegpu.encode.bench import synthetic_frame  # noqa: E402
+from cinegpu.encode import Encoder, EncoderSettings  # noqa: E402
+from cinegpu.bench.encode import synthetic_frame  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
@@ -38,11 +38,11 @@ def _frames(opts, n=5):
 @pytest.mark.parametrize("source", ["host", "device"])
 def test_graph_replays_give_each_frames_codestream(name, opts, source):
     frames = _frames(opts)
-    with Encoder(backend="cpu", **opts) as ref:
+    with Encoder(EncoderSettings.of(backend="cpu", **opts)) as ref:
         want = [ref.encode(f, bits=12) for f in frames]
     assert len(set(want)) == len(want)           # the frames differ, so would the streams
-    with Encoder(backend="cuda", graphs=True, **opts) as enc, \
-            Encoder(backend="cuda", graphs=False, **opts) as eager:
+    with Encoder(EncoderSettings.of(backend="cuda", graphs=True, **opts)) as enc, \
+            Encoder(EncoderSettings.of(backend="cuda", graphs=False, **opts)) as eager:
         for k, f in enumerate(frames):
             src = cupy.asarray(f) if source == "device" else f
             assert enc.encode(src, bits=12) == want[k], f"frame {k} with the graph"
@@ -57,9 +57,9 @@ def test_graph_follows_geometry_changes_and_planes():
     small = [synthetic_frame(160, 96, seed=k) for k in range(3)]
     large = [synthetic_frame(328, 200, seed=10 + k) for k in range(3)]
     seq = [f for pair in zip(small, large) for f in pair]
-    with Encoder(backend="cpu", **opts) as ref:
+    with Encoder(EncoderSettings.of(backend="cpu", **opts)) as ref:
         want = [ref.encode(f, bits=12) for f in seq]
-    with Encoder(backend="cuda", **opts) as enc:
+    with Encoder(EncoderSettings.of(backend="cuda", **opts)) as enc:
         got = [enc.encode(f, bits=12) for f in seq]
         assert enc._graphs.captured == 2
         planes = [[cupy.asarray(f[:, :, c].astype(np.int32)) for c in range(3)] for f in small]

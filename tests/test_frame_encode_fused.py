@@ -14,7 +14,7 @@ import types
 import numpy as np
 import pytest
 
-from cinegpu.media.frame_encode import FUSED_CODE_VALUES, FrameEncoders
+from cinegpu.jobs.frame_encode import FUSED_CODE_VALUES, FrameEncoders
 
 
 class _Recorder:

@@ -19,7 +19,7 @@ import pytest
 from cinegpu.decode import decode
 from cinegpu.decode.codestream.header import parse_codestream
 from cinegpu.decode.tier1.ht import ht_decode_into, make_ht_scratch
-from cinegpu.encode import Encoder, encode
+from cinegpu.encode import Encoder, EncoderSettings, encode
 from cinegpu.encode.ht import jph_file
 from cinegpu.encode.tier1.ht import ht_encode_block, make_ht_enc_scratch
 
@@ -130,7 +130,7 @@ def test_header_marks_ht():
     assert (ccap & 0x1F) + 8 >= 12                        # MAGB covers 12-bit + gains
     assert cs[cs.index(b"\xff\x52") + 12] & 0x40         # COD code-block style: HT
     with pytest.raises(ValueError):
-        Encoder(codec="jpeg")
+        Encoder(EncoderSettings.of(codec="jpeg"))
 
 
 def test_lossless_ours():
@@ -152,7 +152,7 @@ def test_jph_file():
 def test_budget_fits():
     img = _lossy_rgb12()
     budget = 9000
-    with Encoder(codec="htj2k", bitrate=budget * 8 * 24, codeblock=(64, 64)) as enc:
+    with Encoder(EncoderSettings.of(codec="htj2k", bitrate=budget * 8 * 24, codeblock=(64, 64))) as enc:
         cs = enc.encode(img, bits=12)
     assert budget * 0.9 <= len(cs) <= budget
     out = np.stack(decode(cs), -1).astype(float)
@@ -171,10 +171,10 @@ def test_budget_rounds_fill_the_budget(size, opts, rate):
     """The budget's rounds end within 3 % of the budget, never over, in at most ROUNDS
     rounds (a single-ratio rescaling once swung about the goal: the first case kept 511 of
     its 5,208 bytes)."""
-    from cinegpu.encode.bench import synthetic_frame
+    from cinegpu.bench.encode import synthetic_frame
     from cinegpu.encode.ht import ROUNDS
     budget = rate / 8 / 24
-    with Encoder(codec="htj2k", bitrate=rate, fps=24, backend="cpu", **opts) as enc:
+    with Encoder(EncoderSettings.of(codec="htj2k", bitrate=rate, fps=24, backend="cpu", **opts)) as enc:
         cs = enc.encode(synthetic_frame(*size, seed=1), bits=12)
         assert 0.97 * budget <= len(cs) <= budget
         assert enc.stats["rounds"] <= ROUNDS
@@ -187,7 +187,7 @@ def test_estimate_follows_the_coded_bytes(seed, size, monkeypatch):
     ratio moves less than 8 % between targets (the estimate before, 2 + E bits a sample and
     w h / 8, gave 0.39 to 1.48 here, so rounds overshot and undershot in turn)."""
     from cinegpu.encode import ht
-    from cinegpu.encode.bench import synthetic_frame
+    from cinegpu.bench.encode import synthetic_frame
     seen = {}
     real = ht.encode_ht_frame
 
@@ -196,8 +196,8 @@ def test_estimate_follows_the_coded_bytes(seed, size, monkeypatch):
         return real(*args, **kw)
 
     monkeypatch.setattr(ht, "encode_ht_frame", spy)
-    with Encoder(codec="htj2k", bitrate=20_000_000, fps=24, backend="cpu",
-                 codeblock=(32, 32)) as enc:
+    with Encoder(EncoderSettings.of(codec="htj2k", bitrate=20_000_000, fps=24, backend="cpu",
+                                    codeblock=(32, 32))) as enc:
         enc.encode(synthetic_frame(*size, seed=seed), bits=12)
     _, params, _, plans, flats = seen["args"]
     choice = ht._plane_choice(None, plans, flats, params)
@@ -215,9 +215,9 @@ def test_estimate_follows_the_coded_bytes(seed, size, monkeypatch):
 def test_a_frame_that_fits_whole_takes_one_round():
     """Where every block at plane 0 fits the budget, the second round would pick the same
     planes: the loop ends after one (it once coded and wrote the frame six times)."""
-    from cinegpu.encode.bench import synthetic_frame
+    from cinegpu.bench.encode import synthetic_frame
     img = synthetic_frame(256, 144, seed=4) // 64          # little to code
-    with Encoder(codec="htj2k", bitrate=200_000_000, fps=24, backend="cpu") as enc:
+    with Encoder(EncoderSettings.of(codec="htj2k", bitrate=200_000_000, fps=24, backend="cpu")) as enc:
         cs = enc.encode(img, bits=12)
         assert enc.stats["rounds"] == 1 and not enc.stats["drops"].any()
     assert len(cs) < 0.5 * 200_000_000 / 8 / 24
@@ -233,7 +233,7 @@ def test_later_rounds_code_only_changed_blocks(size, opts, rate, workers, monkey
     into the segments kept: every round's frame (table, K, rates) is the one coding every
     block gives, over tiles and threads, and fewer blocks are coded than rounds x blocks."""
     from cinegpu.encode import ht
-    from cinegpu.encode.bench import synthetic_frame
+    from cinegpu.bench.encode import synthetic_frame
     real = ht._code
     seen = []
 
@@ -251,8 +251,8 @@ def test_later_rounds_code_only_changed_blocks(size, opts, rate, workers, monkey
         return frame, kept
 
     monkeypatch.setattr(ht, "_code", checked)
-    with Encoder(codec="htj2k", bitrate=rate, fps=24, backend="cpu", workers=workers,
-                 **opts) as enc:
+    with Encoder(EncoderSettings.of(codec="htj2k", bitrate=rate, fps=24, backend="cpu", workers=workers,
+                                    **opts)) as enc:
         enc.encode(synthetic_frame(*size, seed=3), bits=12)
         nblocks = enc.stats["drops"].shape[0]
         rounds, coded = enc.stats["rounds"], enc.stats["coded"]
@@ -287,7 +287,8 @@ def test_budget_in_threads_gives_the_same_codestream():
     the encoder's threads: the codestream is the one of a single thread, byte for byte."""
     img = _lossy_rgb12()
     opts = dict(codec="htj2k", bitrate=9000 * 8 * 24, codeblock=(16, 16), backend="cpu")
-    with Encoder(workers=1, **opts) as one, Encoder(workers=3, **opts) as three:
+    with Encoder(EncoderSettings.of(workers=1, **opts)) as one, \
+            Encoder(EncoderSettings.of(workers=3, **opts)) as three:
         assert one.encode(img, bits=12) == three.encode(img, bits=12)
         assert three.stats["rounds"] >= 1 and three.stats["drops"].any()
 

@@ -116,13 +116,13 @@ def test_real_tile(reversible):
     {"profile": "dci-2k", "fps": 24},
 ], ids=["lossless", "lossless-tiles", "budget", "budget-tiles", "dci-2k-budget"])
 def test_encoder_htj2k_on_the_gpu_equals_the_cpu_path(opts, monkeypatch):
-    """Encoder(codec="htj2k") on the cuda back end (coefficients kept on the GPU, cleanup
+    """EncoderSettings(codec="htj2k") on the cuda back end (coefficients kept on the GPU, cleanup
     passes coded by the kernel) writes the CPU path's codestream byte for byte, lossless ones
     included, under a budget too, where the plane figures are worked out on the GPU
     (ht_plane_figures_cuda; the numba ht_plane_figures is not called there)."""
     from cinegpu.decode import decode
     from cinegpu.encode import encode, ht
-    from cinegpu.encode.bench import synthetic_frame
+    from cinegpu.bench.encode import synthetic_frame
     size = (2048, 1080) if opts.get("profile") == "dci-2k" else (300, 200)
     img = synthetic_frame(*size, seed=7)
     with monkeypatch.context() as m:

@@ -259,15 +259,15 @@ def test_grid_shapes(lib, grid, threads):
 
 def _tile(reversible: bool):
     """The first tile's flat indices and code-block table of a synthetic 12-bit frame."""
-    from cinegpu.encode import Encoder
-    from cinegpu.encode.bench import synthetic_frame
+    from cinegpu.encode import Encoder, EncoderSettings
+    from cinegpu.bench.encode import synthetic_frame
     from cinegpu.encode.encoder import _precisions, _split, make_params
 
     img = synthetic_frame(384, 256, bits=12)
-    enc = Encoder(profile="generic", codec="htj2k", backend="cpu", reversible=reversible)
+    enc = Encoder(EncoderSettings.of(profile="generic", codec="htj2k", backend="cpu", reversible=reversible))
     comps = _split(img)
     precs, sgn = _precisions(comps, 12, False)
-    params = make_params([c.shape for c in comps], precs, sgn, **enc.options)
+    params = make_params([c.shape for c in comps], precs, sgn, enc.coding)
     _, plans = enc._geometry(params)
     flats = enc._forward(comps, params, plans)
     return flats[0], np.ascontiguousarray(plans[0].cb, np.int64)

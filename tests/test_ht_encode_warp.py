@@ -369,14 +369,14 @@ def test_gpu_real_tile(reversible):
                                   {"reversible": True, "codeblock": (32, 32)}],
                          ids=["lossless", "budget", "32x32"])
 def test_gpu_encoder_kernels_agree(opts):
-    """Encoder(codec="htj2k") on the GPU writes the same codestream with either kernel, and
+    """EncoderSettings(codec="htj2k") on the GPU writes the same codestream with either kernel, and
     the CPU path's."""
     _cuda()
-    from cinegpu.encode import Encoder  # noqa: PLC0415
-    from cinegpu.encode.bench import synthetic_frame  # noqa: PLC0415
+    from cinegpu.encode import Encoder, EncoderSettings  # noqa: PLC0415
+    from cinegpu.bench.encode import synthetic_frame  # noqa: PLC0415
     img = synthetic_frame(392, 264, bits=12)
     out = {}
     for backend, kernel in (("cpu", "auto"), ("cuda", "auto"), ("cuda", "thread")):
-        with Encoder(codec="htj2k", backend=backend, ht_kernel=kernel, **opts) as enc:
+        with Encoder(EncoderSettings.of(codec="htj2k", backend=backend, ht_kernel=kernel, **opts)) as enc:
             out[backend, kernel] = enc.encode(img, bits=12)
     assert out["cuda", "auto"] == out["cuda", "thread"] == out["cpu", "auto"]

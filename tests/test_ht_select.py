@@ -33,8 +33,8 @@ def bisection(w, dist, bits, target):
 
 
 def _frame_figures(seed):
-    from cinegpu.encode.bench import synthetic_frame
-    from cinegpu.encode.encoder import Encoder
+    from cinegpu.bench.encode import synthetic_frame
+    from cinegpu.encode.encoder import Encoder, EncoderSettings
     from cinegpu.encode.ht import _tile_figures
     from cinegpu.encode.quant import block_weights
     img = synthetic_frame(256, 144, seed=seed)
@@ -50,7 +50,7 @@ def _frame_figures(seed):
     orig = ht.encode_ht_frame
     ht.encode_ht_frame = keep
     try:
-        with Encoder(backend="cpu", codec="htj2k", codeblock=(16, 16), base_step=0.5) as enc:
+        with Encoder(EncoderSettings.of(backend="cpu", codec="htj2k", codeblock=(16, 16), base_step=0.5)) as enc:
             enc.encode(img, bits=12)
     finally:
         ht.encode_ht_frame = orig

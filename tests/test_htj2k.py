@@ -268,7 +268,7 @@ def test_single_block_api_matches_the_batch(grk_pair):
 
 # --------------------------------------------------------------------------- GPU tier-1
 
-@pytest.mark.skipif(not HT_STREAMS.is_dir(), reason="../shared/conformance is not present")
+@pytest.mark.skipif(not HT_STREAMS.is_dir(), reason=f"{HT_STREAMS} is not present")
 def test_frames_with_ht_blocks_take_the_gpu_tier1():
     # the CUDA tier-1 decodes HT blocks too (tests/test_tier1_ht_gpu.py): no CPU detour
     d = Decoder("cpu")

@@ -60,7 +60,7 @@ def test_seed_count():
         assert all(_path(n).stat().st_size <= 40_000 for n in SEEDS)
 
 
-@pytest.mark.skipif(not HT_STREAMS.is_dir(), reason="../shared/conformance is not present beside the checkout")
+@pytest.mark.skipif(not HT_STREAMS.is_dir(), reason=f"{HT_STREAMS} is not present")
 @pytest.mark.parametrize("name", sorted(SEEDS))
 def test_fuzz_htj2k_conformance(name):
     fuzz(name, _path(name).read_bytes(), SEEDS[name])
@@ -142,7 +142,7 @@ def _layout(rows, blocks):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not HT_STREAMS.is_dir(), reason="../shared/conformance is not present beside the checkout")
+@pytest.mark.skipif(not HT_STREAMS.is_dir(), reason=f"{HT_STREAMS} is not present")
 @pytest.mark.parametrize("name", ["hifi_ht1_02", "ds1_ht_06_b11", "ds0_hm_06_b11", "ds0_ht_05_b11"])
 def test_fuzz_ht_codeblocks(name):
     rows, blocks = _blocks(_path(name).read_bytes())

@@ -20,8 +20,8 @@ from cinegpu.decode import decode
 from cinegpu.decode.codestream import imf
 from cinegpu.decode.codestream.header import parse_codestream
 from cinegpu.media import open_source
-from cinegpu.media.demo import demo_frame
-from cinegpu.media.mxf_imf_write import HTJ2K_CODING, coding_label
+from cinegpu.jobs.demo import demo_frame
+from cinegpu.media.mxf.imf_write import HTJ2K_CODING, coding_label
 from cinegpu.player.cli import main
 
 from test_imf_write import _frames
@@ -127,7 +127,7 @@ def test_peers_decode_lossless_frames_exactly(lossless, tmp_path, tool, i, o, ex
 
 def _input(package: Path, n: int) -> np.ndarray:
     """Input frame ``n`` (of 3) as the encoder took it: 12-bit R'G'B' integers."""
-    from cinegpu.media.images_in import read_image
+    from cinegpu.media.images.frames import read_image
     rgb = read_image(package.parent / "in" / f"f{n % 3}.png").astype(np.float64)
     return np.rint(rgb.clip(0, 1) * 4095).astype(int)
 
@@ -231,7 +231,7 @@ def test_lossy_under_bitrate(tmp_path):
 
 # -- mistakes ---------------------------------------------------------------------------------
 def _refused(tmp_path, capsys, monkeypatch, *extra) -> str:
-    from cinegpu.media import frame_encode
+    from cinegpu.jobs import frame_encode
     monkeypatch.setattr(frame_encode.FrameEncoders, "encode",
                         lambda *a, **k: pytest.fail("a frame was encoded"))
     src = _frames(tmp_path / "in", 1, 64, 36)

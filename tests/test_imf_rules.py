@@ -1,4 +1,4 @@
-"""The App #2E rules check (:mod:`cinegpu.media.imf_rules`): our masters in each mode keep the
+"""The App #2E rules check (:mod:`cinegpu.media.package.imf_rules`): our masters in each mode keep the
 rules photon enforces (ST 2067-21), the photon sample packages pass, and packages broken on
 purpose (a 12-bit picture under the 2016 identification, a Ccap15 B above the bound) are
 flagged. The identification chosen per picture and the Ccap15 B bound are checked as facts."""
@@ -17,7 +17,7 @@ from cinegpu.decode import decode
 from cinegpu.decode.codestream import imf
 from cinegpu.encode.quant import steps_for
 from cinegpu.media import open_source
-from cinegpu.media.imf_rules import check_imf_package, errors, header_of, ht_findings
+from cinegpu.media.package.imf_rules import check_imf_package, errors, header_of, ht_findings
 from cinegpu.player.cli import main
 
 from conftest import needs_dcp_samples

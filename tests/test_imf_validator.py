@@ -38,10 +38,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cinegpu.media.mxf import MXFFile
-from cinegpu.media.mxf_imf_sound_write import IMF_MCA_TAGS
-from cinegpu.media.mxf_sound_write import SOUND_PRIMER
-from cinegpu.media.mxf_write import PRIMER, SUBDESCRIPTORS_TAG
+from cinegpu.media.mxf.read import MXFFile
+from cinegpu.media.mxf.imf_sound_write import IMF_MCA_TAGS
+from cinegpu.media.mxf.sound_write import SOUND_PRIMER
+from cinegpu.media.mxf.write import PRIMER, SUBDESCRIPTORS_TAG
 from cinegpu.player.cli import main
 
 from conftest import DCP_SAMPLES, needs_dcp_samples

@@ -21,8 +21,8 @@ from lxml import etree
 from cinegpu.decode import decode
 from cinegpu.decode.codestream import imf
 from cinegpu.media import open_source
-from cinegpu.media.demo import demo_frame
-from cinegpu.media.mxf_imf_write import coding_label
+from cinegpu.jobs.demo import demo_frame
+from cinegpu.media.mxf.imf_write import coding_label
 from cinegpu.player.cli import main
 
 CLI = [sys.executable, "-m", "cinegpu.player.cli"]
@@ -35,7 +35,7 @@ NS = {"c": "http://www.smpte-ra.org/schemas/2067-3/2016",
 
 
 def _frames(folder: Path, n: int, width: int = 320, height: int = 180) -> Path:
-    from cinegpu.media.png import write_png16
+    from cinegpu.media.images.png import write_png16
     folder.mkdir()
     for i in range(n):
         write_png16(folder / f"f{i}.png",
@@ -161,7 +161,7 @@ def test_play_headless(package, tmp_path):
     (["--codec", "htj2k", "--lossless", "--bitrate", "50"], "exclude each other"),
 ])
 def test_mistakes_exit_2_before_any_frame(tmp_path, capsys, monkeypatch, extra, words):
-    from cinegpu.media import frame_encode
+    from cinegpu.jobs import frame_encode
     monkeypatch.setattr(frame_encode.FrameEncoders, "encode",
                         lambda *a, **k: pytest.fail("a frame was encoded"))
     src = _frames(tmp_path / "in", 1, 64, 36)
@@ -173,8 +173,8 @@ def test_mistakes_exit_2_before_any_frame(tmp_path, capsys, monkeypatch, extra, 
 
 
 def test_over_4k_exits_2_before_any_frame(tmp_path, capsys, monkeypatch):
-    from cinegpu.media import frame_encode
-    from cinegpu.media.png import write_png16
+    from cinegpu.jobs import frame_encode
+    from cinegpu.media.images.png import write_png16
     monkeypatch.setattr(frame_encode.FrameEncoders, "encode",
                         lambda *a, **k: pytest.fail("a frame was encoded"))
     src = tmp_path / "in"

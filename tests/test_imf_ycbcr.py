@@ -17,8 +17,8 @@ from lxml import etree
 from cinegpu.decode import decode
 from cinegpu.decode.codestream.header import parse_codestream
 from cinegpu.media import open_source
-from cinegpu.media.colour import rgb_to_ycbcr, ycbcr_levels
-from cinegpu.media.demo import demo_frame
+from cinegpu.media.images.colour import rgb_to_ycbcr, ycbcr_levels
+from cinegpu.jobs.demo import demo_frame
 from cinegpu.player.cli import main
 
 from test_imf_write import NS, _frames
@@ -84,7 +84,7 @@ def test_codestream_and_samples(package):
 def test_openjpeg_decodes_the_frames_as_we_do(package, tmp_path):
     """libopenjp2 (its components as decoded: opj_decompress would turn them into RGB as if
     they were full-range sYCC) gives our samples exactly."""
-    from cinegpu.decode.peers import openjpeg_components
+    from cinegpu.bench.decode_peers import openjpeg_components
     track = open_source(next(package.glob("IMAGE_*.mxf")))
     data = track.frame(2)
     track.close()
@@ -167,7 +167,7 @@ def test_sampling_needs_imf(tmp_path, capsys, extra, words):
 def test_the_player_shows_ycbcr_as_rgb(package, tmp_path):
     """`cinegpu play` of the 4:2:2 package: the screenshot is the source R'G'B' again (the
     narrow-range BT.709 conversion undone, chroma brought back to full width)."""
-    from cinegpu.media.png import read_png16
+    from cinegpu.media.images.png import read_png16
     shot = tmp_path / "s.png"
     assert main(["play", str(package), "--headless", "--threads", "--backend", "cpu",
                  "--screenshot", f"0:{shot}"]) == 0
@@ -194,7 +194,7 @@ def test_ycbcr_to_rgba16_undoes_the_conversion():
 def test_ycbcr_444_is_told_by_the_descriptor_and_shown_as_rgb(tmp_path):
     """4:4:4 Y'CbCr has three planes of one size, as R'G'B' has: the player goes by the track's
     CDCI descriptor (`Source.ycbcr`), not by the shapes."""
-    from cinegpu.media.png import read_png16
+    from cinegpu.media.images.png import read_png16
     src = _frames(tmp_path / "in", 1, 160, 90)
     out = tmp_path / "IMP"
     assert main(["master", str(src), "-o", str(out), "--format", "imf", "--sampling", "ycbcr444",

@@ -117,10 +117,12 @@ def test_headless_4k_display_240_frames_at_24fps_without_drops(window):
     """The display side alone: 4K pictures already on the GPU, 240 frames at 24 fps."""
     from cinegpu.player import ArraySource
     from cinegpu.player.commands.play import play
+    from cinegpu.player.settings import PlaySettings
 
     rng = np.random.default_rng(2)
     pics = [cupy.asarray(rng.integers(0, 65536, (H4K, W4K, 4), dtype=np.uint16)) for _ in range(4)]
-    summary = play(None, headless=True, source=ArraySource(pics, frame_count=240, edit_rate=24, backend="cuda"))
+    summary = play(None, PlaySettings(headless=True),
+                   source=ArraySource(pics, frame_count=240, edit_rate=24, backend="cuda"))
     print(f"\n4K display-only: {summary}")
     assert summary.stats.shown == 240 and summary.stats.dropped == 0
 
@@ -144,7 +146,8 @@ def test_headless_4k_decoded_playback(window, tmp_path):
     from cinegpu.decode.decoder import Decoder
     from cinegpu.media import open_source
     from cinegpu.player.commands.play import play
-    from cinegpu.media.png import read_png16
+    from cinegpu.player.settings import PlaySettings
+    from cinegpu.media.images.png import read_png16
 
     frames = int(os.environ.get("CINEGPU_4K_COUNT", "48"))
     folder = _sequence(tmp_path, frames)
@@ -153,8 +156,9 @@ def test_headless_4k_decoded_playback(window, tmp_path):
     media = open_source(folder)
     shot = tmp_path / "f0.png"
     t0 = time.perf_counter()
-    summary = play(media, headless=True, backend="cuda", workers=int(os.environ.get("CINEGPU_WORKERS", "12")),
-                   screenshots={0: shot}, preroll=int(os.environ.get("CINEGPU_PREROLL", "2")))
+    settings = PlaySettings(headless=True, backend="cuda", workers=int(os.environ.get("CINEGPU_WORKERS", "12")),
+                            screenshots={0: shot}, preroll=int(os.environ.get("CINEGPU_PREROLL", "2")))
+    summary = play(media, settings)
     print(f"\n4K decoded ({frames} frames, {time.perf_counter() - t0:.1f} s wall): {summary}")
     comps = Decoder("cpu").decode(media.frame(0)).components
     want = transform.xyz_to_rgb(*comps, primaries="p3d65", out_bits=16)

@@ -1,5 +1,5 @@
 """``cinegpu decode`` writes a JP2 file's display colours, as ``opj_decompress`` does
-(cinegpu.media.jp2_colour): sYCC, e-sYCC, CMYK, CIELab, ICC profiles; cdef's alpha."""
+(cinegpu.media.images.jp2_colour): sYCC, e-sYCC, CMYK, CIELab, ICC profiles; cdef's alpha."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from cinegpu.decode import decode
-from cinegpu.media import lcms2
-from cinegpu.media.image_files import to_file_range
-from cinegpu.media.jp2_colour import for_display, upsample
+from cinegpu.media.images import lcms2
+from cinegpu.media.images.write import to_file_range
+from cinegpu.media.images.jp2_colour import for_display, upsample
 from cinegpu.player.cli import main
 
 from jp2_files import cdef, codestream, colr, ihdr, jp2, planes

@@ -1,4 +1,4 @@
-"""KDMs (cinegpu.media.kdm): parsing, the XML signature, the certificate chain, the content
+"""KDMs (cinegpu.media.security.kdm): parsing, the XML signature, the certificate chain, the content
 keys, the validity window, hostile input, and ``cinegpu kdm inspect``, on KDMs another
 implementation produced (libdcp's test data in ../shared/dcp-samples/libdcp-kdm, read in
 place: an easyDCP KDM whose signature xmlsec verifies, and a cinemaslides one whose
@@ -12,7 +12,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from cinegpu.media import kdm as K
+from cinegpu.media.security import kdm as K
 from cinegpu.media.errors import CorruptMedia, KdmRefused, UnsupportedMedia
 
 from conftest import DCP_SAMPLES

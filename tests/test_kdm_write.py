@@ -1,4 +1,4 @@
-"""Making KDMs (cinegpu.media.kdm_write) with chains made by cinegpu.media.certificates: read
+"""Making KDMs (cinegpu.media.security.kdm_write) with chains made by cinegpu.media.security.certificates: read
 back by cinegpu's own reader (signature, chain, keys) and checked independently: the ST 430-3
 ETM and ST 430-1 KDM schemas ClairMeta ships, lxml's whole-document C14N, openssl (signature,
 chain, RSA-OAEP decryption) and python-xmlsec where it is usable; changed messages, wrong keys
@@ -19,14 +19,14 @@ from pathlib import Path
 
 import pytest
 
-from cinegpu.media import kdm as K
-from cinegpu.media.certificates import (certificate_thumbprint, check_certificates, make_chain,
+from cinegpu.media.security import kdm as K
+from cinegpu.media.security.certificates import (certificate_thumbprint, check_certificates, make_chain,
                                         order_chain, public_key_thumbprint, read_certificates, write_chain)
-from cinegpu.media.content_keys import KeyFile, TrackKey, new_track_key, read_key_file, write_key_file
+from cinegpu.media.security.content_keys import KeyFile, TrackKey, new_track_key, read_key_file, write_key_file
 from cinegpu.media.errors import CorruptMedia, KdmRefused, MediaError
-from cinegpu.media.kdm_write import ASSUME_TRUST, FORENSIC_FLAGS, composition_keys, make_kdm, parse_time
-from cinegpu.media.package import read_cpl
-from cinegpu.media.xml_c14n import canonical_xml
+from cinegpu.media.security.kdm_write import ASSUME_TRUST, FORENSIC_FLAGS, composition_keys, make_kdm, parse_time
+from cinegpu.media.package.read import read_cpl
+from cinegpu.media.security.xml_c14n import canonical_xml
 
 from conftest import DCP_SAMPLES
 

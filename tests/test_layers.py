@@ -1,6 +1,7 @@
 """The folder layers (ARCHITECTURE.md): decode (the codec core) <- encode <- media and interop
-<- player.  No module imports a layer above its own or a sibling of its own rank, at module
-level or inside a function, written absolute (``cinegpu.media``) or relative (``..media``)."""
+<- jobs <- bench <- player.  No module imports a layer above its own or a sibling of its own
+rank, at module level or inside a function, written absolute (``cinegpu.media``) or relative
+(``..media``): so no library layer imports the benchmarks, which only the command line runs."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent / "cinegpu"
-RANK = {"decode": 0, "encode": 1, "media": 2, "interop": 2, "player": 3}
+RANK = {"decode": 0, "encode": 1, "media": 2, "interop": 2, "jobs": 3, "bench": 4, "player": 5}
 
 
 def imports(source: str, module: str):
@@ -60,8 +61,12 @@ def test_no_module_imports_upward_or_sideways():
 
 
 @pytest.mark.parametrize("source,module,bad", [
-    ("from cinegpu.media.colour import to_xyz12", "cinegpu.encode.bench", True),
-    ("def f():\n    import cinegpu.player.cli", "cinegpu.media.demo", True),
+    ("from cinegpu.media.images.colour import to_xyz12", "cinegpu.encode.writer", True),
+    ("from cinegpu.bench import decode_peers", "cinegpu.jobs.mastering", True),
+    ("from cinegpu.jobs.mastering import master", "cinegpu.media.demo", True),
+    ("from cinegpu.jobs.mastering import master", "cinegpu.bench.master", False),
+    ("from cinegpu.bench import decode", "cinegpu.player.commands.speed", False),
+    ("def f():\n    import cinegpu.player.cli", "cinegpu.jobs.demo", True),
     ("from ...media import colour", "cinegpu.encode.tier1.gpu", True),
     ("from ... import player", "cinegpu.decode.tier1.gpu", True),
     ("from cinegpu.interop import x", "cinegpu.media.source", True),

@@ -7,8 +7,11 @@ import os
 import numpy as np
 import pytest
 
+from cinegpu.jobs.frame_uploads import UploadSettings
 from cinegpu.media.errors import MediaError, UnsupportedMedia
-from cinegpu.media.images_in import ImageFrames, read_image, read_run, tiff_run
+from cinegpu.media.images.frames import ImageFrames, read_image, read_run, tiff_run
+
+from upload_fakes import Uploader, seam_of
 
 tifffile = pytest.importorskip("tifffile")
 
@@ -66,7 +69,8 @@ def test_code_frame_reads_a_located_run_without_parsing_again(tmp_path, monkeypa
     """Where the encoders take frames from their files but a frame's file cannot be locked,
     code_frame reads the run tiff_run located (read_run), not the whole file through
     read_image again, and encodes the same samples."""
-    from cinegpu.media import frame_coders, images_in
+    from cinegpu.jobs import frame_coders
+    from cinegpu.media.images import frames as images_in
     img = _image(np.uint16, (6, 8, 3), seed=5)
     path = tmp_path / "a.tif"
     tifffile.imwrite(path, img, photometric="rgb")
@@ -91,8 +95,12 @@ def test_code_frame_reads_a_located_run_without_parsing_again(tmp_path, monkeypa
             self.seen.append(np.array(image))
             return b"x"
 
+        def last_header(self):
+            return None
+
     enc = Encoders()
-    assert frame_coders.code_frame(enc, ImageFrames((str(path),), None), 0, 8, 6) == b"x"
+    enc.uploads = seam_of(enc)
+    assert frame_coders.code_frame(enc, ImageFrames((str(path),), None), 0, 8, 6).codestream == b"x"
     assert parsed == [] and np.array_equal(enc.seen[0], img)
     enc.uploads_runs = False                # the usual way: read_image
     frame_coders.code_frame(enc, ImageFrames((str(path),), None), 0, 8, 6)
@@ -103,7 +111,7 @@ def test_code_frame_sends_a_located_run_through_the_ring_when_not_mapped(tmp_pat
     """A frame whose file could not be locked goes up through the encoders' ring
     (send_run) where it can, of the very run tiff_run located; it is read into the input
     buffer only where the ring gives None, and runs of another size are not sent."""
-    from cinegpu.media import frame_coders
+    from cinegpu.jobs import frame_coders
     img = _image(np.uint16, (6, 8, 3), seed=7)
     path = tmp_path / "a.tif"
     tifffile.imwrite(path, img, photometric="rgb")
@@ -113,6 +121,7 @@ def test_code_frame_sends_a_located_run_through_the_ring_when_not_mapped(tmp_pat
 
         def __init__(self, ring):
             self.ring, self.sent, self.buffers, self.seen, self.direct = ring, [], 0, [], []
+            self.uploads = seam_of(self)
 
         def upload_run(self, run):
             return None
@@ -130,10 +139,13 @@ def test_code_frame_sends_a_located_run_through_the_ring_when_not_mapped(tmp_pat
             self.seen.append(np.array(image))
             return b"x"
 
+        def last_header(self):
+            return None
+
     frames = ImageFrames((str(path),), None)
     for ring in (True, False):
         enc, stamps = Encoders(ring), []
-        assert frame_coders.code_frame(enc, frames, 0, 8, 6, stamps) == b"x"
+        assert frame_coders.code_frame(enc, frames, 0, 8, 6, stamps).codestream == b"x"
         assert [r.offset for r in enc.sent] == [frames.run(0).offset]
         assert enc.buffers == (0 if ring else 1) and stamps[2] is False
         assert np.array_equal(enc.seen[0], img)
@@ -145,9 +157,10 @@ def test_code_frame_sends_a_located_run_through_the_ring_when_not_mapped(tmp_pat
 def test_code_frame_reads_a_frame_on_storage_direct_through_the_ring(tmp_path, monkeypatch):
     """A frame whose file is not in the page cache is neither locked for the GPU nor read the
     usual way: it goes through the ring O_DIRECT (send_run's direct); one in memory is offered
-    to upload_run first and sent the usual way; CINEGPU_DIRECT_READS=off asks nothing."""
+    to upload_run first and sent the usual way; CINEGPU_DIRECT_READS=off (read by the upload
+    seam when it is made) asks nothing."""
     from cinegpu.encode import direct_read
-    from cinegpu.media import frame_coders
+    from cinegpu.jobs import frame_coders
     img = _image(np.uint16, (6, 8, 3), seed=9)
     path = tmp_path / "a.tif"
     tifffile.imwrite(path, img, photometric="rgb")
@@ -160,6 +173,7 @@ def test_code_frame_reads_a_frame_on_storage_direct_through_the_ring(tmp_path, m
 
         def __init__(self):
             self.mapped, self.direct, self.seen = 0, [], []
+            self.uploads = seam_of(self, UploadSettings.of(os.environ))
 
         def upload_run(self, run):
             self.mapped += 1
@@ -173,11 +187,14 @@ def test_code_frame_reads_a_frame_on_storage_direct_through_the_ring(tmp_path, m
             self.seen.append(np.array(image))
             return b"x"
 
+        def last_header(self):
+            return None
+
     frames = ImageFrames((str(path),), None)
     for cold in (True, False):
         on_storage.append(cold)
         enc, stamps = Encoders(), []
-        assert frame_coders.code_frame(enc, frames, 0, 8, 6, stamps) == b"x"
+        assert frame_coders.code_frame(enc, frames, 0, 8, 6, stamps).codestream == b"x"
         assert enc.direct == [cold] and enc.mapped == (0 if cold else 1)
         assert np.array_equal(enc.seen[0], img)
         assert stamps[2:] == [False, cold]        # not mapped; read O_DIRECT where cold
@@ -211,18 +228,27 @@ def test_pread_full_goes_on_after_short_reads(tmp_path, monkeypatch):
 
 def test_the_environment_turns_ring_uploads_off(tmp_path, monkeypatch):
     """CINEGPU_RING_UPLOADS=off: every frame is read the usual way (no GPU needed to see it:
-    nothing is opened or made)."""
+    the upload seam made from the environment opens and makes no ring)."""
+    import contextlib
     from cinegpu.encode.mapped_upload import FileRun
-    from cinegpu.encode.ring_upload import RingUploads
+    from cinegpu.jobs.frame_uploads import FrameUploads
     path = tmp_path / "f.raw"
     path.write_bytes(bytes(48))
     monkeypatch.setenv("CINEGPU_RING_UPLOADS", "off")
-    ring = RingUploads()
-    assert not ring.supported
-    assert ring.upload(FileRun(str(path), 0, (2, 4, 3), np.dtype(np.uint16))) is None
-    assert ring.made == 0
+    made = []
+
+    class Encoders:
+        uploads_runs, input_buffer = True, None
+        on_stream = staticmethod(contextlib.nullcontext)
+
+    uploads = FrameUploads(Encoders(), UploadSettings.of(os.environ),
+                           mapped=lambda: Uploader(lambda run: None),     # no turn free
+                           ring=lambda: made.append("ring"))
+    assert not uploads.settings.ring
+    assert uploads.send(FileRun(str(path), 0, (2, 4, 3), np.dtype(np.uint16))) is None
+    assert made == []
     monkeypatch.setenv("CINEGPU_RING_UPLOADS", "on")
-    assert RingUploads().supported
+    assert UploadSettings.of(os.environ).ring
 
 
 @pytest.mark.gpu
@@ -389,8 +415,9 @@ def test_the_register_gate_is_one_holder_at_a_time(tmp_path):
 
 def test_a_gate_of_several_turns(tmp_path, monkeypatch):
     """RegisterGate(turns=N): N holders at once (each on its own file), the next refused
-    until one leaves; enter() takes a free turn; CINEGPU_MAPPED_TURNS sets the default, and
-    a value that is not a positive integer is a clear ValueError."""
+    until one leaves; enter() takes a free turn; CINEGPU_MAPPED_TURNS sets the count (read
+    by the upload seam's settings), and a value that is not a positive integer is a clear
+    ValueError."""
     from cinegpu.encode.mapped_upload import TURNS, RegisterGate
     lock = str(tmp_path / "g.lock")
     gates = [RegisterGate(lock, turns=2) for _ in range(3)]
@@ -407,17 +434,17 @@ def test_a_gate_of_several_turns(tmp_path, monkeypatch):
             g.close()
     assert sorted(os.listdir(tmp_path)) == ["g.lock", "g.lock.1"]
     monkeypatch.delenv("CINEGPU_MAPPED_TURNS", raising=False)
-    g = RegisterGate(lock)
+    g = RegisterGate(lock, UploadSettings.of(os.environ).turns)
     assert g.turns == TURNS
     g.close()
     monkeypatch.setenv("CINEGPU_MAPPED_TURNS", "3")
-    g = RegisterGate(lock)
+    g = RegisterGate(lock, UploadSettings.of(os.environ).turns)
     assert g.turns == 3
     g.close()
     for bad in ("0", "two", "-1"):
         monkeypatch.setenv("CINEGPU_MAPPED_TURNS", bad)
         with pytest.raises(ValueError, match="CINEGPU_MAPPED_TURNS"):
-            RegisterGate(lock)
+            RegisterGate(lock, UploadSettings.of(os.environ).turns)
     with pytest.raises(ValueError, match="at least one turn"):
         RegisterGate(lock, turns=0)
 
@@ -453,12 +480,14 @@ def test_a_taken_gate_sends_the_frame_the_usual_way(tmp_path):
     assert _open_fds() == before
 
 
-def test_which_encoders_take_frames_from_their_files():
+def test_which_encoders_take_frames_from_their_files(tmp_path):
     """Only cinegpu's encoder on the cuda back end takes frames straight from their files,
     and not where IMF Y'CbCr is made from them on the host."""
-    from cinegpu.media.frame_encode import FrameEncoders
+    from cinegpu.jobs.frame_encode import FrameEncoders
+    tifffile.imwrite(tmp_path / "a.tif", _image(np.uint16, (6, 8, 3)), photometric="rgb")
     enc = FrameEncoders(profile="2k", fps=24, bitrate=None, colorspace="rec709", backend="cpu")
-    assert not enc.uploads_runs and enc.upload_run(object()) is None
+    assert not enc.uploads_runs and \
+        enc.uploads.up(ImageFrames((str(tmp_path / "a.tif"),), None), 0, 8, 6).path == "read"
     enc.backend = "cuda"                 # as on a GPU machine (nothing is uploaded here)
     assert enc.uploads_runs == enc.ours
     ycc = FrameEncoders(profile="imf-2k", fps=24, bitrate=100, colorspace="rec709",

@@ -15,11 +15,11 @@ import pytest
 
 from cinegpu.decode.transform import xyz_to_rgb
 from cinegpu.media import MediaError, open_source
-from cinegpu.media.colour import to_xyz12
-from cinegpu.media.dcp_write import encoder_name
-from cinegpu.media.demo import demo_frame
-from cinegpu.media.images_in import fit, image_area, list_frames, read_dpx, read_image
-from cinegpu.media.png import read_png16
+from cinegpu.media.images.colour import to_xyz12
+from cinegpu.media.package.dcp_write import encoder_name
+from cinegpu.jobs.demo import demo_frame
+from cinegpu.media.images.frames import fit, image_area, list_frames, read_dpx, read_image
+from cinegpu.media.images.png import read_png16
 from cinegpu.player.cli import main
 
 HAVE_ENCODER = encoder_name() != "opj_compress" or shutil.which("opj_compress") is not None
@@ -39,7 +39,7 @@ def _clairmeta_ok(root: Path) -> None:
 
 
 def _write_png16(path: Path, img: np.ndarray) -> None:
-    from cinegpu.media.png import write_png16
+    from cinegpu.media.images.png import write_png16
     write_png16(path, np.rint(img * 65535).astype(np.uint16))
 
 
@@ -311,7 +311,7 @@ def test_demo_in_a_fresh_cache(tmp_path):
 
 
 def test_default_media_prefers_the_cached_demo(tmp_path, monkeypatch):
-    from cinegpu.media import demo
+    from cinegpu.jobs import demo
     from cinegpu.player.media_default import default_media
     monkeypatch.setenv("CINEGPU_DEMO_DIR", str(tmp_path / "demo"))
     monkeypatch.setattr(demo, "find_demo", lambda *a, **k: tmp_path / "demo")
@@ -320,7 +320,7 @@ def test_default_media_prefers_the_cached_demo(tmp_path, monkeypatch):
 
 @pytest.mark.skipif(shutil.which("opj_compress") is None, reason="opj_compress not installed")
 def test_openjpeg_stand_in_encoder(monkeypatch):
-    from cinegpu.media.dcp_write import encode_frame
+    from cinegpu.media.package.dcp_write import encode_frame
     from cinegpu.media.j2k_profile import parse_profile
     monkeypatch.setenv("CINEGPU_ENCODER", "opj_compress")
     assert encoder_name() == "opj_compress"
@@ -332,14 +332,17 @@ def test_openjpeg_stand_in_encoder(monkeypatch):
 
 
 def test_encoder_failure_names_the_frame(tmp_path, monkeypatch):
-    from cinegpu.media import dcp_write, frame_encode, mastering
+    from cinegpu.media.package import dcp_write
+    from cinegpu.jobs import frame_encode
+    from cinegpu.jobs.master_job import MasterJob
+    from cinegpu.jobs.mastering import master
 
     def broken(*a, **k):
         raise RuntimeError("rate control could not meet the byte budget")
     monkeypatch.setattr(frame_encode.FrameEncoders, "encode", broken)
     with pytest.raises(MediaError, match="frame 0: .*RuntimeError: rate control"):
-        mastering.master(lambda i: demo_frame(i, 64, 36), 2, tmp_path / "out", title="t",
-                         progress=False)
+        master(MasterJob.of(lambda i: demo_frame(i, 64, 36), 2, tmp_path / "out", title="t"),
+               progress=False)
     assert list(tmp_path.iterdir()) == []
     assert dcp_write.encoder_name() in ("cinegpu.encode", "opj_compress")
 
@@ -348,10 +351,11 @@ def test_black_and_dark_frames_master(tmp_path):
     """X'Y'Z' values all below 2048 (black, dark grey) are still 12-bit DCI frames (the
     precision was once inferred from the samples and such frames were refused)."""
     from cinegpu.decode import decode
-    from cinegpu.media import mastering
+    from cinegpu.jobs.master_job import MasterJob
+    from cinegpu.jobs.mastering import master
     frames = [np.zeros((36, 64, 3), np.float32), np.full((36, 64, 3), 0.05, np.float32)]
-    mastering.master(lambda i: frames[i], 2, tmp_path / "dcp", title="dark", progress=False,
-                     backend="cpu")
+    master(MasterJob.of(lambda i: frames[i], 2, tmp_path / "dcp", title="dark", backend="cpu"),
+           progress=False)
     with open_source(tmp_path / "dcp") as src:
         assert len(src) == 2
         for i in range(2):
@@ -361,12 +365,12 @@ def test_black_and_dark_frames_master(tmp_path):
 
 
 def test_default_workers_are_the_cores_or_at_most_eight_on_the_gpu(monkeypatch):
-    from cinegpu.media import frame_encode
+    from cinegpu.jobs import frame_encode
     enc = frame_encode.FrameEncoders(profile="2k", fps=24, bitrate=None, colorspace="rec709",
                                      backend="cpu")
-    for cores, gpus, cpu, cuda in ((2, 1, 2, 2), (16, 1, 16, 8), (None, 1, 1, 1), (16, 2, 16, 16),
+    for cores, gpus, cpu, cuda in ((2, 1, 2, 2), (16, 1, 16, 8), (1, 1, 1, 1), (16, 2, 16, 16),
                                    (64, 2, 64, 16), (12, 3, 12, 12)):
-        monkeypatch.setattr(frame_encode.os, "cpu_count", lambda: cores)
+        monkeypatch.setattr(frame_encode, "usable_cores", lambda: cores)
         enc._gpus = gpus
         enc.backend = "cpu"
         assert enc.default_workers() == cpu
@@ -378,7 +382,7 @@ def test_default_workers_are_the_cores_or_at_most_eight_on_the_gpu(monkeypatch):
 
 
 def test_encoder_threads_take_the_gpus_in_turn():
-    from cinegpu.media.frame_encode import device_for
+    from cinegpu.jobs.frame_encode import device_for
     assert [device_for(k, 1) for k in range(4)] == [0, 0, 0, 0]
     assert [device_for(k, 2) for k in range(5)] == [0, 1, 0, 1, 0]
     assert [device_for(k, 3) for k in range(7)] == [0, 1, 2, 0, 1, 2, 0]

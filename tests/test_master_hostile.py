@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 from cinegpu.media import MediaError
-from cinegpu.media.dcp_write import check_output
-from cinegpu.media.images_in import read_image
+from cinegpu.media.package.dcp_write import check_output
+from cinegpu.media.images.frames import read_image
 from cinegpu.player.cli import main
 
 from test_master import _dpx, _write_png16, needs_encoder
@@ -145,7 +145,7 @@ def test_hostile_frame_is_one_media_error(tmp_path, name):
 _MEASURE = r"""
 import json, resource, sys, time
 from cinegpu.media import MediaError
-from cinegpu.media.images_in import read_image
+from cinegpu.media.images.frames import read_image
 rows = [["(imports)", "", 0.0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024]]
 for path in sys.argv[1:]:
     t = time.perf_counter()
@@ -293,7 +293,7 @@ def test_frame_over_the_limit_first(tmp_path, capsys):
 _FSIZE_CHILD = r"""
 import resource, signal, sys
 import numpy as np
-from cinegpu.media.dcp_write import encode_frame
+from cinegpu.media.package.dcp_write import encode_frame
 from cinegpu.player.cli import main
 encode_frame(np.full((1080, 1998, 3), 3960, np.uint16))   # compile (and cache) first
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)        # write() then fails with EFBIG

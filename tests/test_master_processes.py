@@ -1,4 +1,4 @@
-"""Mastering with encoder processes (:mod:`cinegpu.media.frame_coders`): the same codestreams as
+"""Mastering with encoder processes (:mod:`cinegpu.jobs.frame_coders`): the same codestreams as
 threads of one process, frames read in the processes, and every failure (a bad frame, an
 encoder process that dies or cannot start, Ctrl-C, SIGTERM) one clear error with nothing left
 behind.  The CPU encoder runs here; the GPU case is marked ``gpu``."""
@@ -19,10 +19,12 @@ import pytest
 
 from cinegpu.media import MediaError, open_source
 from cinegpu.media.errors import CorruptMedia, UnsupportedMedia
-from cinegpu.media.frame_coders import FrameFailed
-from cinegpu.media.frame_encode import FrameEncoders
-from cinegpu.media.images_in import ImageFrames, list_frames
-from cinegpu.media.mastering import _processes, master, master_images
+from cinegpu.jobs.frame_coders import FrameFailed
+from cinegpu.jobs.frame_encode import FrameEncoders
+from cinegpu.media.images.frames import ImageFrames, list_frames
+from cinegpu.jobs.master_job import Encoding, FrameCoding, InputFrames, MasterJob, Picture
+from cinegpu.jobs.mastering import _processes, master
+from cinegpu.bench.master import Sweep
 
 from test_master import needs_encoder
 
@@ -81,20 +83,20 @@ def test_next_takes_the_replies_already_waiting(tmp_path):
 
     import tifffile
 
-    from cinegpu.media.frame_coders import CoderSetup, ProcessCoders
+    from cinegpu.jobs.frame_coders import CoderSetup, ProcessCoders
     for i in range(2):
         tifffile.imwrite(tmp_path / f"f{i}.tif", np.full((54, 96, 3), 9000 * (i + 1), np.uint16),
                          photometric="rgb")
     files = ImageFrames(tuple(str(tmp_path / f"f{i}.tif") for i in range(2)), (4096, 2160))
-    options = dict(profile="2k", fps=24, bitrate=None, colorspace="rec709", backend="cpu")
-    coders = ProcessCoders(lambda p: CoderSetup(files, 96, 54, options, None, 1), 2)
+    encoding = Encoding(Picture(), "2k", "cpu")
+    coders = ProcessCoders(lambda p: CoderSetup(FrameCoding(files, 96, 54, encoding), None, 1), 2)
     try:
         coders.submit(0)
         while 0 not in coders._done:
             coders._collect()                      # frame 0 coded and read back
         coders.submit(1)
         p = next(k for k in range(2) if coders._held[k])
-        assert wait([coders._procs[p][1]], timeout=100), "frame 1 was not coded in time"
+        assert wait([coders._pool.conns[p]], timeout=100), "frame 1 was not coded in time"
         assert coders.in_flight == 2
         assert coders.next()                       # frame 0's codestream ...
         assert not coders._held[p] and 1 in coders._done   # ... and frame 1's reply taken
@@ -111,7 +113,7 @@ def test_a_slow_frame_at_the_head_does_not_stop_the_other_processes(tmp_path):
     import tifffile
 
     from cinegpu.decode import decode
-    from cinegpu.media.frame_coders import CoderSetup, ProcessCoders
+    from cinegpu.jobs.frame_coders import CoderSetup, ProcessCoders
     total = 10
     src = tmp_path / "in"
     src.mkdir()
@@ -120,8 +122,9 @@ def test_a_slow_frame_at_the_head_does_not_stop_the_other_processes(tmp_path):
                          photometric="rgb")
     files = ImageFrames(tuple(map(str, list_frames(src))), (4096, 2160))
     flag = tmp_path / "go"
-    options = dict(profile="2k", fps=24, bitrate=None, colorspace="rec709", backend="cpu")
-    coders = ProcessCoders(lambda p: CoderSetup(_HoldFirst(files, str(flag)), 96, 54, options, None, 1), 2)
+    encoding = Encoding(Picture(), "2k", "cpu")
+    held = FrameCoding(_HoldFirst(files, str(flag)), 96, 54, encoding)
+    coders = ProcessCoders(lambda p: CoderSetup(held, None, 1), 2)
     submitted, t0 = 0, time.monotonic()
     try:
         assert coders.window == 4 and coders.reorder == 4
@@ -141,7 +144,7 @@ def test_a_slow_frame_at_the_head_does_not_stop_the_other_processes(tmp_path):
             while submitted < total and coders.has_room():
                 coders.submit(submitted)
                 submitted += 1
-            out.append(coders.next())
+            out.append(coders.next().codestream)
     finally:
         coders.close(abort=True)
     levels = [int(decode(c)[1][27, 48]) for c in out]
@@ -160,32 +163,33 @@ def test_frame_failure_crosses_back_as_the_same_kind():
 
 
 def test_how_many_processes(tmp_path, monkeypatch):
-    from cinegpu.media import frame_encode
+    from cinegpu.jobs import frame_encode
     enc = FrameEncoders(profile="2k", fps=24, bitrate=None, colorspace="rec709", backend="cpu")
     files = ImageFrames(("a.tif", "b.tif"), (4096, 2160))
-    assert _processes(None, enc, files, 2) == 1                 # CPU: threads
+    assert _processes(None, enc, InputFrames(files, 2)) == 1    # CPU: threads
     monkeypatch.setattr(enc, "default_processes", lambda frames: 4)
-    assert _processes(None, enc, files, 2) == 2                 # never more than the frames
-    assert _processes(None, enc, files, 9) == 4
-    assert _processes(None, enc, lambda i: None, 9) == 1        # a lambda cannot be sent
-    assert _processes(3, enc, files, 9) == 3
+    assert _processes(None, enc, InputFrames(files, 2)) == 2    # never more than the frames
+    assert _processes(None, enc, InputFrames(files, 9)) == 4
+    assert _processes(None, enc, InputFrames(lambda i: None, 9)) == 1   # a lambda cannot be sent
+    assert _processes(3, enc, InputFrames(files, 9)) == 3
+    # a job that asks for processes it cannot have is refused when it is made
     with pytest.raises(ValueError, match="get_frame must pickle"):
-        _processes(3, enc, lambda i: None, 9)
+        MasterJob.of(lambda i: None, 9, tmp_path / "out", title="t", processes=3)
     with pytest.raises(ValueError, match="at least 1"):
-        _processes(0, enc, files, 9)
+        MasterJob.of(files, 9, tmp_path / "out", title="t", processes=0)
     # processes of 2 threads: one per core on one GPU, one per two cores on several (the
     # host bounds them there), at most 16 per GPU
     for cores, gpus, procs, threads in ((16, 1, 16, 2), (2, 1, 2, 2), (32, 2, 16, 2), (4, 2, 2, 2),
                                         (64, 1, 16, 2), (64, 4, 32, 2), (4, 4, 4, 2),
-                                        (200, 4, 64, 2), (None, 1, 1, 1)):
-        monkeypatch.setattr(frame_encode.os, "cpu_count", lambda: cores)
+                                        (200, 4, 64, 2), (1, 1, 1, 1)):
+        monkeypatch.setattr(frame_encode, "usable_cores", lambda: cores)
         enc = FrameEncoders(profile="2k", fps=24, bitrate=None, colorspace="rec709",
                             backend="cpu", gpus=gpus)
         assert enc.default_processes() == 1
-        assert enc.default_workers(2) == max(1, (cores or 1) // 2)
+        assert enc.default_workers(2) == max(1, cores // 2)
         enc.backend = "cuda"
         assert (enc.default_processes(), enc.default_workers(enc.default_processes())) == \
-            (procs, threads if procs > 1 else min(cores or 1, 8 * gpus))
+            (procs, threads if procs > 1 else min(cores, 8 * gpus))
         assert enc.default_processes(frame_encode.PROCESS_MIN_FRAMES) == procs
         assert enc.default_processes(frame_encode.PROCESS_MIN_FRAMES - 1) == 1   # short job
 
@@ -204,14 +208,16 @@ def test_gpus_argument():
 @needs_encoder
 def test_processes_write_the_same_codestreams_as_threads(tmp_path):
     src = _frames(tmp_path / "in", 5)
-    one, two, timeline = {}, {}, []
-    master_images(src, tmp_path / "threads", title="t", processes=1, workers=2, backend="cpu",
-                  progress=False, stats=one, timeline=timeline)
+    timeline = []
+    one = master(MasterJob.of_images(src, tmp_path / "threads", title="t", processes=1,
+                                     workers=2, backend="cpu"),
+                 progress=False, timeline=timeline).stats
     assert timeline == []                       # threads of this process: nothing recorded
-    master_images(src, tmp_path / "procs", title="t", processes=2, workers=1, backend="cpu",
-                  progress=False, stats=two, timeline=timeline)
-    assert (one["processes"], one["threads"], two["processes"], two["threads"]) == (1, 2, 2, 1)
-    assert 0 < two["ready_s"] <= two["first_s"] <= two["total_s"]
+    two = master(MasterJob.of_images(src, tmp_path / "procs", title="t", processes=2, workers=1,
+                                     backend="cpu"),
+                 progress=False, timeline=timeline).stats
+    assert (one.processes, one.threads, two.processes, two.threads) == (1, 2, 2, 1)
+    assert 0 < two.ready_s <= two.first_s <= two.total_s
     a, b = _codestreams(tmp_path / "threads"), _codestreams(tmp_path / "procs")
     assert len(a) == 5 and a == b
     # each frame's way through the processes, on one clock
@@ -228,8 +234,8 @@ def test_processes_write_the_same_codestreams_as_threads(tmp_path):
 @needs_encoder
 def test_processes_fill_a_longer_composition_in_order(tmp_path):
     src = _frames(tmp_path / "in", 3)
-    master_images(src, tmp_path / "p", title="t", processes=2, workers=2, backend="cpu",
-                  frames=7, progress=False)
+    master(MasterJob.of_images(src, tmp_path / "p", title="t", processes=2, workers=2,
+                               backend="cpu", frames=7), progress=False)
     cs = _codestreams(tmp_path / "p")
     assert len(cs) == 7 and cs[3:6] == cs[:3] and cs[6] == cs[0] and len(set(cs)) == 3
 
@@ -246,8 +252,8 @@ def test_bad_frame_read_in_a_process_is_named(tmp_path, bad):
         import tifffile
         tifffile.imwrite(victim, np.zeros((20, 30, 3), np.uint16), photometric="rgb")
     with pytest.raises(MediaError) as info:
-        master_images(src, tmp_path / "out", title="t", processes=2, workers=1, backend="cpu",
-                      progress=False)
+        master(MasterJob.of_images(src, tmp_path / "out", title="t", processes=2, workers=1,
+                                   backend="cpu"), progress=False)
     assert info.value.path == str(victim) and info.value.reason.startswith("frame 4: ")
     assert isinstance(info.value, CorruptMedia if bad == "corrupt" else UnsupportedMedia)
     assert not (tmp_path / "out").exists() and sorted(os.listdir(tmp_path)) == ["in"]
@@ -261,8 +267,8 @@ def test_an_encoder_process_that_dies_is_one_error(tmp_path):
     t0 = time.monotonic()
     with pytest.raises(MediaError, match=r"encoder process \d ended \(exit code -9\) while "
                                          r"coding frame\(s\) .*\b3\b"):
-        master(_DieOn(files, 3), 6, tmp_path / "out", title="t", processes=2, workers=1,
-               backend="cpu", progress=False)
+        master(MasterJob.of(_DieOn(files, 3), 6, tmp_path / "out", title="t", processes=2,
+                            workers=1, backend="cpu"), progress=False)
     assert time.monotonic() - t0 < 60
     assert sorted(os.listdir(tmp_path)) == ["in"]
 
@@ -278,24 +284,24 @@ def test_codestreams_come_back_through_slots_or_the_pipe(tmp_path):
     when a codestream is larger than a slot (here some are, some not) or no slots were made
     (slot_bytes 0): the same bytes in the same order, every slot free again; the segments
     are gone after close, and after an abort."""
-    from cinegpu.media.frame_coders import CoderSetup, ProcessCoders
+    from cinegpu.jobs.frame_coders import CoderSetup, ProcessCoders
     src = _frames(tmp_path / "in", 8)
     files = ImageFrames(tuple(map(str, list_frames(src))), (4096, 2160))
-    options = dict(profile="2k", fps=24, bitrate=None, colorspace="rec709", backend="cpu")
+    encoding = Encoding(Picture(), "2k", "cpu")
     before = _segments_of_this_process()
 
     def run(slot_bytes, frames=range(8)):
-        coders = ProcessCoders(lambda p: CoderSetup(files, 96, 54, options, None, 1), 1,
-                               slot_bytes=slot_bytes)
+        coders = ProcessCoders(lambda p: CoderSetup(FrameCoding(files, 96, 54, encoding), None, 1),
+                               1, slot_bytes=slot_bytes)
         try:
             made = [seg is not None for seg in coders._segments]
             got = []
             for i in frames:
                 while not coders.has_room():
-                    got.append(coders.next())
+                    got.append(coders.next().codestream)
                 coders.submit(i)
             while len(got) < len(frames):
-                got.append(coders.next())
+                got.append(coders.next().codestream)
             assert [len(f) for f in coders._free] == [coders.capacity * m for m in made]  # free
             return got, made
         finally:
@@ -309,7 +315,7 @@ def test_codestreams_come_back_through_slots_or_the_pipe(tmp_path):
         got, made = run(slot_bytes)
         assert made == [True] and got == piped
     assert _segments_of_this_process() == before
-    coders = ProcessCoders(lambda p: CoderSetup(files, 96, 54, options, None, 1), 1)
+    coders = ProcessCoders(lambda p: CoderSetup(FrameCoding(files, 96, 54, encoding), None, 1), 1)
     assert _segments_of_this_process() - before
     coders.submit(0)
     coders.close(abort=True)
@@ -320,13 +326,13 @@ def test_codestreams_come_back_through_slots_or_the_pipe(tmp_path):
 def test_an_encoder_process_that_ended_while_idle_is_one_error(tmp_path):
     """A frame handed to a process that has ended (its pipe broken) is the same MediaError,
     not an OSError."""
-    from cinegpu.media.frame_coders import CoderSetup, ProcessCoders
+    from cinegpu.jobs.frame_coders import CoderSetup, ProcessCoders
     src = _frames(tmp_path / "in", 2)
     files = ImageFrames(tuple(map(str, list_frames(src))), (4096, 2160))
-    options = dict(profile="2k", fps=24, bitrate=None, colorspace="rec709", backend="cpu")
-    coders = ProcessCoders(lambda p: CoderSetup(files, 96, 54, options, None, 1), 1)
+    encoding = Encoding(Picture(), "2k", "cpu")
+    coders = ProcessCoders(lambda p: CoderSetup(FrameCoding(files, 96, 54, encoding), None, 1), 1)
     try:
-        proc = coders._procs[0][0]
+        proc = coders._pool.procs[0]
         proc.kill()
         proc.join(timeout=10)
         with pytest.raises(MediaError, match=r"encoder process 0 ended \(exit code -9\)"):
@@ -341,10 +347,10 @@ def test_an_encoder_process_that_ended_while_idle_is_one_error(tmp_path):
 def test_an_encoder_process_that_cannot_start_is_one_error(tmp_path):
     src = _frames(tmp_path / "in", 2)
     files = ImageFrames(tuple(map(str, list_frames(src))), (4096, 2160))
-    from cinegpu.media.frame_coders import CoderSetup, ProcessCoders
-    options = dict(profile="8k", fps=24, bitrate=None, colorspace="rec709", backend="cpu")
+    from cinegpu.jobs.frame_coders import CoderSetup, ProcessCoders
+    encoding = Encoding(Picture(), "8k", "cpu")   # no such profile
     with pytest.raises(MediaError, match="encoder process 0 could not start: ValueError"):
-        ProcessCoders(lambda p: CoderSetup(files, 96, 54, options, None, 1), 1)
+        ProcessCoders(lambda p: CoderSetup(FrameCoding(files, 96, 54, encoding), None, 1), 1)
 
 
 @pytest.mark.slow
@@ -397,7 +403,7 @@ def test_gpu_encoders_sleep_while_they_wait(gpu, monkeypatch):
     (CU_CTX_SCHED_BLOCKING_SYNC) instead of spinning a core; CINEGPU_CUDA_WAITS=spin
     leaves CUDA's default."""
     driver = pytest.importorskip("cuda.bindings.driver")   # what sleep_on_waits sets it with
-    from cinegpu.media.gpu_waits import sleep_on_waits
+    from cinegpu.jobs.gpu_waits import sleep_on_waits
     monkeypatch.setenv("CINEGPU_CUDA_WAITS", "spin")
     assert sleep_on_waits([0]) is False
     monkeypatch.delenv("CINEGPU_CUDA_WAITS")
@@ -414,34 +420,32 @@ def test_gpu_encoders_sleep_while_they_wait(gpu, monkeypatch):
 @pytest.mark.gpu
 def test_gpu_processes_write_the_same_codestreams_as_threads(tmp_path, gpu):
     src = _frames(tmp_path / "in", 6, size=(2048, 1080))
-    one, many = {}, {}
-    master_images(src, tmp_path / "threads", title="t", processes=1, workers=3,
-                  backend="cuda", progress=False, stats=one)
-    master_images(src, tmp_path / "procs", title="t", processes=3, workers=2, backend="cuda",
-                  progress=False, stats=many)
-    assert many["processes"] == 3 and one["processes"] == 1
+    def run(out, **options):
+        job = MasterJob.of_images(src, tmp_path / out, title="t", backend="cuda", **options)
+        return master(job, progress=False).stats
+    one = run("threads", processes=1, workers=3)
+    many = run("procs", processes=3, workers=2)
+    assert many.processes == 3 and one.processes == 1
     assert _codestreams(tmp_path / "threads") == _codestreams(tmp_path / "procs")
     # three processes on one GPU share it through the job's own MPS where there is one
     import shutil
-    from cinegpu.media.mps import CONTROL, mps_serves
-    assert many["mps"] == (shutil.which(CONTROL) is not None and not mps_serves(os.environ))
-    assert not one["mps"]
-    master_images(src, tmp_path / "no-mps", title="t", processes=3, workers=2,
-                  backend="cuda", progress=False, stats=many, mps=False)
-    assert not many["mps"]
+    from cinegpu.jobs.mps import CONTROL, mps_serves
+    assert many.mps == (shutil.which(CONTROL) is not None and not mps_serves(os.environ))
+    assert not one.mps
+    many = run("no-mps", processes=3, workers=2, mps=False)
+    assert not many.mps
     assert _codestreams(tmp_path / "no-mps") == _codestreams(tmp_path / "procs")
     # rate control's hull on the GPU: the same codestreams, whichever way it is asked for
     for on_gpu in (True, False):
-        master_images(src, tmp_path / f"rate-{on_gpu}", title="t", processes=3, workers=2,
-                      backend="cuda", progress=False, rate_on_gpu=on_gpu)
+        run(f"rate-{on_gpu}", processes=3, workers=2, rate_on_gpu=on_gpu)
         assert _codestreams(tmp_path / f"rate-{on_gpu}") == _codestreams(tmp_path / "procs")
 
 
 def test_bench_master_frames_are_files_of_their_own(tmp_path):
     """write_frames: the distinct images written, copied up to ``files`` files (each its own
     inode, so its own pages in the page cache), the other frames links to those in turn."""
-    from cinegpu.media.bench_master import write_frames
-    from cinegpu.media.images_in import read_image
+    from cinegpu.bench.master import write_frames
+    from cinegpu.media.images.frames import read_image
     images = [np.full((4, 6, 3), k, np.uint16) for k in range(2)]
     write_frames(tmp_path, images, 7, files=5)
     paths = sorted(tmp_path.iterdir())
@@ -460,7 +464,7 @@ def test_bench_master_held_frames(tmp_path):
     carries only the file names (an encoder process reads its own copy)."""
     import pickle
 
-    from cinegpu.media.bench_master import HeldFrames, write_frames
+    from cinegpu.bench.master import HeldFrames, write_frames
     images = [np.full((4, 6, 3), 100 * k + 1, np.uint16) for k in range(2)]
     write_frames(tmp_path, images, 2)
     held = HeldFrames(sorted(tmp_path.iterdir()))
@@ -477,7 +481,7 @@ def test_bench_master_held_frames(tmp_path):
 def test_bench_master_codes_held_frames(capsys):
     """--code: each layout mastered once more from frames held in memory (on the CPU back
     end, host memory), printed as its own row."""
-    from cinegpu.media.bench_master import main
+    from cinegpu.bench.master import main
     main(["--profile", "dci-2k", "--frames", "3", "--distinct", "2", "--layouts", "1x1", "2x1",
           "--backend", "cpu", "--peer-frames", "0", "--code"])
     out = capsys.readouterr().out
@@ -493,13 +497,14 @@ def test_bench_master_copies_only_what_the_disk_holds(monkeypatch):
     folder's free space holds them; the rest are links."""
     from collections import namedtuple
 
-    from cinegpu.media import bench_master
+    from cinegpu.bench import master as bench_master
     usage = namedtuple("usage", "total used free")
     w, h = 2048, 1080
     for free, want in ((4 * 2 * (w * h * 6 + 4096), 2), (10 ** 15, 3)):
         monkeypatch.setattr(bench_master.shutil, "disk_usage",
                             lambda path, free=free: usage(free, 0, free))
-        row = bench_master.run_master("dci-2k", 3, 1, 24, [(1, 1)], "cpu", 0, 1, files=240)
+        row = bench_master.run_master(Picture(profile="dci-2k"), 3, 1, backend="cpu",
+                                      sweep=Sweep(layouts=((1, 1),)), files=240)
         assert row["files"] == want and row["frames"] == 3
 
 
@@ -507,7 +512,7 @@ def test_bench_master_runs_each_layout_with_each_turns_and_ring(monkeypatch):
     """--turns and --ring: every layout mastered once per (turns, ring) pair with
     CINEGPU_MAPPED_TURNS and CINEGPU_RING_UPLOADS set for its encoder processes, and the
     environment as it was afterwards (None: left as it is)."""
-    from cinegpu.media import bench_master
+    from cinegpu.bench import master as bench_master
     seen = []
 
     def fake(folder, tmp, *args, **kw):
@@ -519,8 +524,9 @@ def test_bench_master_runs_each_layout_with_each_turns_and_ring(monkeypatch):
                         lambda w, h, seed=0: np.zeros((8, 16, 3), np.float32))
     monkeypatch.setenv("CINEGPU_RING_UPLOADS", "kept")
     monkeypatch.delenv("CINEGPU_MAPPED_TURNS", raising=False)
-    row = bench_master.run_master("dci-2k", 2, 1, 24, [(2, 1)], "cpu", 0, 1,
-                                  turns=(None, 4), ring=(True, False, None))
+    row = bench_master.run_master(Picture(profile="dci-2k"), 2, 1, backend="cpu",
+                                  sweep=Sweep(layouts=((2, 1),), turns=(None, 4),
+                                              ring=(True, False, None)))
     runs = [s for s in seen if s[0] != "warm"]
     assert runs == [("in", None, "on"), ("in", None, "off"), ("in", None, "kept"),
                     ("in", "4", "on"), ("in", "4", "off"), ("in", "4", "kept")]
@@ -533,8 +539,8 @@ def test_bench_master_runs_each_layout_with_each_turns_and_ring(monkeypatch):
     monkeypatch.setattr(bench_master, "pick_backend", lambda backend: "cuda")
     monkeypatch.setattr(bench_master, "read_rate", lambda folder, k, gpu=False, cold=False: reads.append(
         (k, gpu, os.environ.get("CINEGPU_RING_UPLOADS"))) or (10.0 * len(reads), 1.0))
-    row = bench_master.run_master("dci-2k", 2, 1, 24, [(2, 1)], "cuda", 0, 1, read=(16,),
-                                  ring=(True, False))
+    row = bench_master.run_master(Picture(profile="dci-2k"), 2, 1, backend="cuda",
+                                  sweep=Sweep(layouts=((2, 1),), read=(16,), ring=(True, False)))
     assert reads == [(16, False, "kept"), (16, True, "on"), (16, True, "off")]
     assert row["read_fps"] == {16: 10.0} and \
         row["read_gpu_fps"] == {(16, True, None): 20.0, (16, False, None): 30.0}
@@ -544,7 +550,7 @@ def test_bench_master_direct_and_cold(monkeypatch, tmp_path):
     """--direct: every layout and the reading alone to the GPU once per value, with
     CINEGPU_DIRECT_READS set (on: auto); --cold: the files dropped from the page cache
     before each master and in each reading alone (drop_files), links left alone."""
-    from cinegpu.media import bench_master
+    from cinegpu.bench import master as bench_master
     seen, dropped = [], []
 
     def fake(folder, tmp, *args, **kw):
@@ -561,8 +567,9 @@ def test_bench_master_direct_and_cold(monkeypatch, tmp_path):
     monkeypatch.setattr(bench_master, "drop_files", lambda folder: dropped.append(len(seen)) or
                         real_drop(folder))
     monkeypatch.delenv("CINEGPU_DIRECT_READS", raising=False)
-    row = bench_master.run_master("dci-2k", 3, 1, 24, [(2, 1)], "cuda", 0, 1, read=(4,),
-                                  direct=(True, False), cold=True)
+    row = bench_master.run_master(Picture(profile="dci-2k"), 3, 1, backend="cuda",
+                                  sweep=Sweep(layouts=((2, 1),), read=(4,), direct=(True, False),
+                                              cold=True))
     assert [s for s in seen if s[0] != "warm"] == [
         ("read", False, None, True), ("read", True, "auto", True), ("read", True, "off", True),
         ("in", "auto"), ("in", "off")]
@@ -597,7 +604,7 @@ def test_bench_master_direct_and_cold(monkeypatch, tmp_path):
 @pytest.mark.slow
 @needs_encoder
 def test_bench_master_prints_each_layout(capsys):
-    from cinegpu.media.bench_master import layout, main
+    from cinegpu.bench.master import layout, main
     assert layout("auto") == (None, None) and layout("4x3") == (4, 3)
     for bad in ("4", "0x2", "ax2"):
         with pytest.raises(Exception, match="PxT|at least 1"):
@@ -622,7 +629,7 @@ def test_bench_master_prints_each_layout(capsys):
 def test_bench_master_imf_and_reading_alone(capsys):
     """bench_master --format imf masters an IMF package of the frames (no DCI peers) and
     --read times reading the same files alone; --codec without --format imf is refused."""
-    from cinegpu.media.bench_master import main
+    from cinegpu.bench.master import main
     main(["--profile", "dci-2k", "--frames", "3", "--distinct", "2", "--layouts", "1x1",
           "--backend", "cpu", "--format", "imf", "--codec", "htj2k", "--bitrate", "100",
           "--read", "1", "2", "--peer-frames", "3"])
@@ -643,8 +650,8 @@ def test_bench_master_sources_are_real_pictures(tmp_path):
 
     from cinegpu.decode import decode
     from cinegpu.encode import encode
-    from cinegpu.media.bench_master import source_images
-    from cinegpu.media.colour import to_xyz12
+    from cinegpu.bench.master import source_images
+    from cinegpu.media.images.colour import to_xyz12
     rng = np.random.default_rng(4)
     xyz = rng.integers(0, 4096, (48, 64, 3)).astype(np.uint16)
     xyz[0, 0], xyz[0, 1] = 0, 4095
@@ -674,8 +681,8 @@ def test_bench_master_sources_are_real_pictures(tmp_path):
 @needs_encoder
 def test_bench_master_masters_real_pictures(tmp_path, capsys):
     from cinegpu.encode import encode
-    from cinegpu.encode.bench import synthetic_frame
-    from cinegpu.media.bench_master import main
+    from cinegpu.bench.encode import synthetic_frame
+    from cinegpu.bench.master import main
     frame = tmp_path / "f.j2c"
     frame.write_bytes(encode(synthetic_frame(2048, 1080, seed=3), profile="dci-2k", bits=12,
                              backend="cpu"))
@@ -689,8 +696,8 @@ def test_bench_master_masters_real_pictures(tmp_path, capsys):
 
 
 def test_timeline_lines_per_gpu():
-    from cinegpu.media.bench_master import timeline_lines
-    from cinegpu.media.frame_coders import FrameTiming
+    from cinegpu.bench.master import timeline_lines
+    from cinegpu.jobs.frame_coders import FrameTiming
     recs = [FrameTiming(0, 0, 1, 10.0, 10.5, 10.75, 11.5, 11.6, mapped=True),
             FrameTiming(1, 1, 1, 10.0, 11.0, 11.25, 12.5, 12.6, direct=True),
             FrameTiming(2, 2, 0, 10.0, 10.0, 10.5, 11.0, 11.2)]
@@ -716,8 +723,8 @@ def test_timeline_lines_per_gpu():
 
 
 def test_steady_records_leave_out_the_start_and_the_drain():
-    from cinegpu.media.bench_master import _steady_records
-    from cinegpu.media.frame_coders import FrameTiming
+    from cinegpu.bench.master import _steady_records
+    from cinegpu.jobs.frame_coders import FrameTiming
     recs = [FrameTiming(k, 0, k % 2, 0.0, 0.0, 0.0, 0.0, float(k)) for k in range(20)]
     # of 20 frames read back at 0 .. 19 s, the middle 80 %: 2 .. 17 s
     assert [r.seq for r in _steady_records(recs, recs)] == list(range(2, 18))
@@ -725,8 +732,8 @@ def test_steady_records_leave_out_the_start_and_the_drain():
 
 
 def test_steady_fps_over_the_middle_of_the_frames():
-    from cinegpu.media.bench_master import steady_fps
-    from cinegpu.media.frame_coders import FrameTiming
+    from cinegpu.bench.master import steady_fps
+    from cinegpu.jobs.frame_coders import FrameTiming
 
     def recs(times):
         return [FrameTiming(k, 0, 0, 0.0, 0.0, 0.0, 0.0, t) for k, t in enumerate(times)]
@@ -744,8 +751,9 @@ def test_code_frame_stamps_whether_the_frame_went_up_from_its_file(tmp_path):
     """code_frame's stamps say whether the frame went to the encoder straight from its file
     (upload_run gave an array) or was read (upload_run gave None, or no run)."""
     import tifffile
-    from cinegpu.media.frame_coders import code_frame
-    from cinegpu.media.images_in import ImageFrames
+    from cinegpu.jobs.frame_coders import code_frame
+    from cinegpu.media.images.frames import ImageFrames
+    from upload_fakes import seam_of
     img = np.arange(6 * 8 * 3, dtype=np.uint16).reshape(6, 8, 3)
     tifffile.imwrite(tmp_path / "f0.tif", img, photometric="rgb")
     frames = ImageFrames((str(tmp_path / "f0.tif"),), None)
@@ -755,6 +763,7 @@ def test_code_frame_stamps_whether_the_frame_went_up_from_its_file(tmp_path):
 
         def __init__(self, up):
             self.up, self.seen = up, []
+            self.uploads = seam_of(self)
 
         def upload_run(self, run):
             return img.copy() if self.up else None
@@ -766,9 +775,12 @@ def test_code_frame_stamps_whether_the_frame_went_up_from_its_file(tmp_path):
             self.seen.append(image)
             return b"x"
 
+        def last_header(self):
+            return None
+
     for up in (True, False):
         enc, stamps = Encoders(up), []
-        assert code_frame(enc, frames, 0, 8, 6, stamps) == b"x"
+        assert code_frame(enc, frames, 0, 8, 6, stamps).codestream == b"x"
         assert len(stamps) == 4 and stamps[2] is up and stamps[3] is False
         assert np.array_equal(enc.seen[0], img)
     stamps = []
@@ -781,7 +793,7 @@ def test_reading_alone_reuses_one_buffer(tmp_path, monkeypatch):
     reads into its page-locked one (fresh arrays would cost their pages' first touch, which
     mastering does not pay), a new one only for frames of another shape."""
     import tifffile
-    from cinegpu.media import bench_master
+    from cinegpu.bench import master as bench_master
     paths = []
     for k, shape in enumerate([(6, 8, 3), (6, 8, 3), (4, 8, 3), (4, 8, 3)]):
         paths.append(str(tmp_path / f"f{k}.tif"))
@@ -807,7 +819,7 @@ def test_reading_alone_cold_drops_the_files_after_warming_up(tmp_path, monkeypat
     warm its processes up and before the clock starts, and times every file; (frames per
     second, ms of CPU a frame) both positive."""
     import tifffile
-    from cinegpu.media import bench_master
+    from cinegpu.bench import master as bench_master
     for k in range(3):
         tifffile.imwrite(tmp_path / f"f{k}.tif", np.full((6, 8, 3), k, np.uint16),
                          photometric="rgb")
@@ -824,16 +836,17 @@ def test_bench_master_rounds_interleave_and_give_medians(monkeypatch):
     settings of round 1, then of round 2...); the reading rates are the medians over the
     rounds, each round's kept; variant_medians groups the runs by setting, in first-run order,
     with the median rate from the first frame written to the last."""
-    from cinegpu.media import bench_master
+    from cinegpu.bench import master as bench_master
     order, rates = [], iter([10.0, 30.0, 20.0, 40.0])
 
-    def fake(folder, tmp, profile, fps, procs, threads, *args, **kw):
+    def fake(folder, tmp, picture, compute, **kw):
         if folder.name == "warm":
             return {}
         ring = os.environ.get("CINEGPU_RING_UPLOADS")
         order.append(ring)
         written = 1.0 + 9.0 / next(rates)      # 10 frames: 9 intervals at that rate
-        return {"processes": procs, "threads": threads, "gpus": None, "mps": True,
+        return {"processes": compute.processes, "threads": compute.workers, "gpus": None,
+                "mps": True,
                 "rate_on_gpu": None, "first_s": 1.0, "written_s": written, "timeline": []}
     monkeypatch.setattr(bench_master, "_master", fake)
     monkeypatch.setattr(bench_master, "synthetic_frame",
@@ -841,8 +854,9 @@ def test_bench_master_rounds_interleave_and_give_medians(monkeypatch):
     reads = iter([(100.0, 1.0), (300.0, 3.0)])
     monkeypatch.setattr(bench_master, "read_rate",
                         lambda folder, k, gpu=False, cold=False: next(reads))
-    row = bench_master.run_master("dci-2k", 10, 1, 24, [(2, 1)], "cpu", 0, 1, read=(4,),
-                                  ring=(True, False), rounds=2)
+    row = bench_master.run_master(Picture(profile="dci-2k"), 10, 1, backend="cpu",
+                                  sweep=Sweep(layouts=((2, 1),), read=(4,), ring=(True, False),
+                                              rounds=2))
     assert order == ["on", "off", "on", "off"]
     assert [s["round"] for s in row["runs"]] == [0, 0, 1, 1]
     assert row["read_fps"] == {4: 200.0} and row["read_cpu_ms"] == {4: 2.0}
@@ -856,7 +870,7 @@ def test_same_way_read_matches_the_masters_ring_and_direct_settings():
     """A master's share against reading alone to the GPU is taken against the reading with
     its own ring and O_DIRECT settings, the best of the process counts; None where that way
     was not measured."""
-    from cinegpu.media.bench_master import same_way_read
+    from cinegpu.bench.master import same_way_read
     row = {"read_gpu_fps": {(16, True, None): 500.0, (8, True, None): 550.0,
                             (16, False, None): 600.0, (16, True, False): 400.0}}
     assert same_way_read(row, {"ring": True, "direct": None}) == 550.0
@@ -873,32 +887,52 @@ def test_stop_ends_idle_processes_without_waiting_and_close_waits(tmp_path):
     frame is not told; close() then joins them without telling any twice."""
     import tifffile
 
-    from cinegpu.media.frame_coders import CoderSetup, ProcessCoders
+    from cinegpu.jobs.frame_coders import CoderSetup, ProcessCoders
     tifffile.imwrite(tmp_path / "f0.tif", np.full((54, 96, 3), 9000, np.uint16),
                      photometric="rgb")
     files = ImageFrames((str(tmp_path / "f0.tif"),), (4096, 2160))
-    options = dict(profile="2k", fps=24, bitrate=None, colorspace="rec709", backend="cpu")
-    coders = ProcessCoders(lambda p: CoderSetup(files, 96, 54, options, None, 1), 2)
+    encoding = Encoding(Picture(), "2k", "cpu")
+    coders = ProcessCoders(lambda p: CoderSetup(FrameCoding(files, 96, 54, encoding), None, 1), 2)
     try:
         coders.submit(0)
         assert coders.next()
         coders.stop()
         assert coders._stopped == {0, 1}
-        for proc, _ in coders._procs:
+        for proc in coders._pool.procs:
             proc.join(timeout=60)
             assert proc.exitcode == 0              # ended of itself, told once
         coders.stop()                              # nothing more to tell
         assert coders._stopped == {0, 1}
     finally:
         coders.close()
-    assert coders._procs == []
-    coders = ProcessCoders(lambda p: CoderSetup(files, 96, 54, options, None, 1), 2)
+    assert coders._pool.procs == [None, None]
+    coders = ProcessCoders(lambda p: CoderSetup(FrameCoding(files, 96, 54, encoding), None, 1), 2)
     try:
         coders._held[0][99] = 0                    # as if process 0 held a frame
         coders.stop()
         assert coders._stopped == {1}
-        coders._procs[1][0].join(timeout=60)
-        assert coders._procs[1][0].exitcode == 0 and coders._procs[0][0].is_alive()
+        coders._pool.procs[1].join(timeout=60)
+        assert coders._pool.procs[1].exitcode == 0 and coders._pool.procs[0].is_alive()
         coders._held[0].clear()
     finally:
         coders.close()
+
+
+@needs_encoder
+@pytest.mark.parametrize("processes", [1, pytest.param(2, marks=pytest.mark.slow)])
+def test_the_writer_parses_no_frame_header_but_the_first(tmp_path, monkeypatch, processes):
+    """Each frame reaches the track file with the main header its encoder wrote (threads of
+    this process, or encoder processes through their replies): the writer parses the first
+    frame's header only, and the track file's codestreams are the frames coded."""
+    from cinegpu.media.mxf import write as mxf_write
+
+    parsed = []
+    parse = mxf_write.parse_j2k_header
+    monkeypatch.setattr(mxf_write, "parse_j2k_header", lambda data: parsed.append(len(data)) or parse(data))
+    src = _frames(tmp_path / "in", 4)
+    master(MasterJob.of_images(src, tmp_path / "out", title="t", processes=processes, workers=1,
+                               backend="cpu"), progress=False)
+    assert len(parsed) == 1
+    frames = _codestreams(tmp_path / "out")
+    headers = [mxf_write.parse_j2k_header(f) for f in frames]
+    assert len(frames) == 4 and all(h == headers[0] for h in headers) and headers[0].height == 1080

@@ -27,15 +27,16 @@ import pytest
 from lxml import etree
 
 from cinegpu.media import EncryptedMedia, MediaError, open_source
-from cinegpu.media.content_keys import read_key_file
-from cinegpu.media.dcp_write import DCPWriter, check_reels, reels_of_length
-from cinegpu.media.demo import demo_frame
-from cinegpu.media.essence_crypto import ENCRYPTED_TRIPLET
-from cinegpu.media.mastering import master
-from cinegpu.media.mxf import MXFFile
-from cinegpu.media.sound import SoundTrack
-from cinegpu.media.sound_in import open_sound
-from cinegpu.media.subtitle_write import prepare_subtitles, split_subtitles
+from cinegpu.media.security.content_keys import read_key_file
+from cinegpu.media.package.dcp_write import DCPWriter, check_reels, reels_of_length
+from cinegpu.jobs.demo import demo_frame
+from cinegpu.media.security.essence_crypto import ENCRYPTED_TRIPLET
+from cinegpu.jobs.master_job import MasterJob
+from cinegpu.jobs.mastering import master
+from cinegpu.media.mxf.read import MXFFile
+from cinegpu.media.sound.track import SoundTrack
+from cinegpu.media.sound.inputs import open_sound
+from cinegpu.media.subtitles.write import prepare_subtitles, split_subtitles
 from cinegpu.player.cli import main
 from test_master import HAVE_ENCODER, _write_png16, needs_encoder
 from test_master_sound import _tones, _wav
@@ -64,8 +65,8 @@ def _frames():
 
 def _master(out: Path, frames: int = 60, **kw):
     pictures = _frames()
-    return master(lambda i: pictures[i], INPUTS, out, title="reels", frames=frames,
-                  progress=False, workers=2, processes=1, **kw)
+    return master(MasterJob.of(lambda i: pictures[i], INPUTS, out, title="reels", frames=frames,
+                               workers=2, processes=1, **kw), progress=False).package
 
 
 def _cpl_reels(root: Path) -> list[dict]:
@@ -200,15 +201,16 @@ def test_clairmeta_accepts_the_multi_reel_dcp(masters):
 def test_playback_crosses_the_join_without_a_dropped_frame(gl, masters, tmp_path):
     """Played at 4 fps (2 CPU cores decode 2K at about 6-7 frames a second): every frame
     shown, the frames either side of the join as the one-reel master's decode."""
-    from cinegpu.media.png import read_png16
+    from cinegpu.media.images.png import read_png16
     from cinegpu.player.commands.play import play
+    from cinegpu.player.settings import PlaySettings
     from test_player import _reference
     one, two, _ = masters
     shots = {n: tmp_path / f"two{n}.png" for n in (23, 24, 25)}
     media = open_source(two.root)
     try:
-        summary = play(media, headless=True, backend="cpu", fps=4, screenshots=shots,
-                       auto_resolution=False)
+        summary = play(media, PlaySettings(headless=True, backend="cpu", fps=4, screenshots=shots,
+                                           auto_resolution=False))
     finally:
         media.close()
     assert summary.stats.dropped == 0 and summary.stats.shown == 60, summary
@@ -231,14 +233,15 @@ def test_playback_crosses_the_join_without_a_dropped_frame(gl, masters, tmp_path
 def test_encoder_processes_and_a_cluster_write_the_same_reels(tmp_path, how):
     """Frames still reach the writer in order from encoder processes and from cluster workers;
     the writer moves to reel 2's files at frame 24 (5 inputs repeat to 48 frames)."""
-    from cinegpu.media.mastering import master_images
     from test_master_processes import _codestreams, _frames
     if "cluster" in how:
         pytest.importorskip("distributed", reason="dask distributed is not installed")
     src = _frames(tmp_path / "in", INPUTS)
-    common = dict(title="t", backend="cpu", progress=False, frames=48, reel_length=1)
-    threads = master_images(src, tmp_path / "threads", processes=1, workers=2, **common)
-    other = master_images(src, tmp_path / "other", **how, **common)
+    common = dict(title="t", backend="cpu", frames=48, reel_length=1)
+    threads = master(MasterJob.of_images(src, tmp_path / "threads", processes=1, workers=2,
+                                         **common), progress=False).package
+    other = master(MasterJob.of_images(src, tmp_path / "other", **how, **common),
+                   progress=False).package
     assert [r.picture.frames for r in other.reels] == [24, 24] == \
         [r.picture.frames for r in threads.reels]
     assert _codestreams(tmp_path / "other") == _codestreams(tmp_path / "threads")
@@ -246,22 +249,19 @@ def test_encoder_processes_and_a_cluster_write_the_same_reels(tmp_path, how):
 
 
 # -- the command line ---------------------------------------------------------------------------------
-def test_several_folders_are_one_reel_each_in_order(tmp_path, monkeypatch):
-    from cinegpu.media import mastering
-    seen = {}
-    monkeypatch.setattr(mastering, "master", lambda frames, count, out, **kw: seen.update(
-        files=[Path(f).name for f in frames.files], count=count, **kw))
+def test_several_folders_are_one_reel_each_in_order(tmp_path):
     folders = []
-    for k, count in enumerate((3, 2)):
+    for k, count in enumerate((24, 25)):
         folders.append(tmp_path / f"r{k}")
         folders[-1].mkdir()
         for i in range(count):
-            _write_png16(folders[-1] / f"{k}_{i}.png", demo_frame(i, 16, 9))
-    mastering.master_images(folders, tmp_path / "out", title="t")
-    assert seen["reels"] == [3, 2] and seen["count"] == 5
-    assert seen["files"] == ["0_0.png", "0_1.png", "0_2.png", "1_0.png", "1_1.png"]
+            _write_png16(folders[-1] / f"{k}_{i:02d}.png", demo_frame(i, 16, 9))
+    job = MasterJob.of_images(folders, tmp_path / "out", title="t")
+    assert job.composition.reels == (24, 25) == job.reel_lengths and job.input.count == 49
+    assert [Path(f).name for f in job.input.read.files] == \
+        [f"0_{i:02d}.png" for i in range(24)] + [f"1_{i:02d}.png" for i in range(25)]
     with pytest.raises(ValueError, match="leave out --frames"):
-        mastering.master_images(folders, tmp_path / "out", title="t", frames=10)
+        MasterJob.of_images(folders, tmp_path / "out", title="t", frames=10)
 
 
 @pytest.mark.slow
@@ -336,7 +336,7 @@ def test_reel_and_key_mistakes_exit_2_and_leave_nothing(tmp_path, capsys, monkey
 
 
 def _codestream() -> bytes:
-    from cinegpu.media.dcp_write import encode_frame
+    from cinegpu.media.package.dcp_write import encode_frame
     x = np.full((1080, 1998, 3), 2000, np.uint16)
     x[0, 0] = 4095                     # 12 bits used
     return encode_frame(x)
@@ -389,7 +389,7 @@ def test_the_mxf_headers_carry_the_cryptographic_context(encrypted):
 def test_the_cryptographic_sets_are_those_asdcplib_writes(tmp_path):
     """Our encrypted picture track file's header against libdcp's (asdcplib's): the same DM
     sets in the same order, the same items by UL, the same labels, the Preface's DM scheme."""
-    from cinegpu.media.mxf_write import EssenceEncryption, write_track
+    from cinegpu.media.mxf.write import EssenceEncryption, write_track
     sample = Path(__file__).resolve().parents[1] / "cinegpu" / "media" / "samples" / "bars_2k.j2c"
     ours = MXFFile(write_track(tmp_path / "e.mxf", [sample.read_bytes()], edit_rate=24,
                                encryption=EssenceEncryption(os.urandom(16), uuid.uuid4())).path)
@@ -426,7 +426,7 @@ def test_the_encrypted_master_decrypts_to_the_clear_masters_codestreams(encrypte
 def _decrypted_elements(path: Path, key: bytes) -> list[tuple[bytes, bytes]]:
     """(source key, value) of every encrypted triplet of the track file at ``path``, in order
     (each triplet's length is BER 0x83 + 3 bytes, as written)."""
-    from cinegpu.media.essence_crypto import decrypt_triplet
+    from cinegpu.media.security.essence_crypto import decrypt_triplet
     data, out = path.read_bytes(), []
     at = data.find(ENCRYPTED_TRIPLET, 16384)
     while at >= 0:
@@ -438,8 +438,8 @@ def _decrypted_elements(path: Path, key: bytes) -> list[tuple[bytes, bytes]]:
 
 
 def test_the_encrypted_sound_decrypts_to_the_clear_samples(encrypted):
-    from cinegpu.media.mxf_sound_write import SOUND_ELEMENT
-    from cinegpu.media.sound import decode_pcm
+    from cinegpu.media.mxf.sound_write import SOUND_ELEMENT
+    from cinegpu.media.sound.track import decode_pcm
     clear, pkg = encrypted
     by_id = read_key_file(pkg.keys).by_id()
     for c, e, cpl in zip(clear.reels, pkg.reels, _cpl_reels(pkg.root)):
@@ -528,8 +528,8 @@ def subtitled(tmp_path_factory):
 
 
 def test_subtitles_play_at_their_composition_times_across_the_join(subtitled, tmp_path):
-    from cinegpu.media.package import read_package
-    from cinegpu.media.subtitle_xml import composition_subtitles
+    from cinegpu.media.package.read import read_package
+    from cinegpu.media.subtitles.documents import composition_subtitles
     from test_timed_text import _clairmeta_ok
     clear, _ = subtitled
     assert [r["MainSubtitle"][1:3] for r in _cpl_reels(clear.root)] == [(24, 0), (36, 0)]
@@ -544,9 +544,9 @@ def test_subtitles_play_at_their_composition_times_across_the_join(subtitled, tm
 
 
 def test_encrypted_subtitles_have_their_own_key(subtitled):
-    from cinegpu.media.mxf_timed_text import read_timed_text
-    from cinegpu.media.mxf_timed_text_write import GS_DATA_ELEMENT, TT_ELEMENT
-    from cinegpu.media.subtitle_xml import FONT_MAGIC
+    from cinegpu.media.mxf.timed_text import read_timed_text
+    from cinegpu.media.mxf.timed_text_write import GS_DATA_ELEMENT, TT_ELEMENT
+    from cinegpu.media.subtitles.documents import FONT_MAGIC
     _, secret = subtitled
     keys = read_key_file(secret.keys).by_id()
     reels = _cpl_reels(secret.root)

@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 
 from cinegpu.media import CorruptMedia, MediaError, UnsupportedMedia
-from cinegpu.media.mxf_sound_write import SoundTrackWriter
-from cinegpu.media.sound_in import FIVE_ONE, SEVEN_ONE, STEREO, open_sound
-from cinegpu.media.sound_resample import ResampledWav
-from cinegpu.media.wav import read_samples, read_wav_info
+from cinegpu.media.mxf.sound_write import SoundTrackWriter
+from cinegpu.media.sound.inputs import FIVE_ONE, SEVEN_ONE, STEREO, open_sound
+from cinegpu.media.sound.resample import ResampledWav
+from cinegpu.media.sound.wav import read_samples, read_wav_info
 from cinegpu.player.cli import main
 
 from test_master import _clairmeta_ok, _write_png16, needs_encoder
@@ -405,7 +405,7 @@ def _mistakes(tmp_path: Path) -> dict:
 
 
 def test_sound_mistakes_exit_2_before_encoding(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr("cinegpu.media.mastering.FrameEncoders", _NoEncoding)
+    monkeypatch.setattr("cinegpu.jobs.master_job.FrameEncoders", _NoEncoding)
     src = _still(tmp_path)
     for name, (files, words) in _mistakes(tmp_path).items():
         rc = main(["master", str(src), "-o", str(tmp_path / "out"), "--title", "t", "--quiet",

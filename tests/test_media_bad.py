@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from cinegpu.media import MediaError, describe, open_source
-from cinegpu.media.check import check
+from cinegpu.media.package.check import check
 from cinegpu.media.j2k_profile import parse_profile
-from cinegpu.media.mxf import MXFFile
+from cinegpu.media.mxf.read import MXFFile
 
 from conftest import DCP_SAMPLES, needs_dcp_samples
 

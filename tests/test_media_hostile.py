@@ -1,7 +1,7 @@
 """Hostile packages and track files: confined paths, bounded numbers, duplicate ids, concealed frames.
 
 Each case is built here from a scratch copy of a sample package (``../shared/dcp-samples``) or a
-track file written with ``cinegpu.media.mxf_write``; each must end in one MediaError (or a
+track file written with ``cinegpu.media.mxf.write``; each must end in one MediaError (or a
 ``check`` problem, or exit status 2 and one line from the CLI), quickly, without opening, sizing,
 hashing or quoting a file outside the package.
 """
@@ -21,11 +21,11 @@ from pathlib import Path
 import pytest
 
 from cinegpu.media import MediaError, describe, open_source
-from cinegpu.media.check import check
+from cinegpu.media.package.check import check
 from cinegpu.media.errors import CorruptMedia, UnsupportedMedia
-from cinegpu.media.mxf import MXFFile
-from cinegpu.media.mxf_write import PictureTrackWriter, parse_j2k_header, write_track
-from cinegpu.media.package import MAX_XML_BYTES
+from cinegpu.media.mxf.read import MXFFile
+from cinegpu.media.mxf.write import PictureTrackWriter, parse_j2k_header, write_track
+from cinegpu.media.package.read import MAX_XML_BYTES
 
 from conftest import DCP_SAMPLES, needs_dcp_samples
 

@@ -19,7 +19,7 @@ import pytest
 from cinegpu.decode import decode
 from cinegpu.decode import transform
 from cinegpu.media import open_source
-from cinegpu.media.png import read_png16
+from cinegpu.media.images.png import read_png16
 
 from pgx import read_pgx
 from conftest import DCP_SAMPLES, needs_dcp_samples
@@ -31,7 +31,7 @@ TOOLS = [shutil.which("ffmpeg"), shutil.which("opj_decompress")]
 
 
 def _picture_mxf(folder: Path) -> Path:
-    from cinegpu.media.mxf import MXFFile
+    from cinegpu.media.mxf.read import MXFFile
 
     return next(p for p in folder.glob("*.mxf") if MXFFile(p).picture is not None)
 
@@ -57,11 +57,12 @@ def test_every_frame_equals_opj_decompress_of_the_ffmpeg_frame(name, tmp_path):
 
 def _play(path: Path, tmp_path: Path, frames: int, shots: list[int]):
     from cinegpu.player.commands.play import play
+    from cinegpu.player.settings import PlaySettings
 
     media = open_source(path)
     files = {n: tmp_path / f"shot{n}.png" for n in shots}
     try:
-        summary = play(media, headless=True, backend="cpu", screenshots=files, frames=frames)
+        summary = play(media, PlaySettings(headless=True, backend="cpu", screenshots=files, frames=frames))
     finally:
         media.close()
     return summary, files

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from cinegpu.media import MediaError, describe, open_source
-from cinegpu.media.check import check
-from cinegpu.media.mxf import MXFFile
+from cinegpu.media.package.check import check
+from cinegpu.media.mxf.read import MXFFile
 
 from conftest import DCP_SAMPLES, needs_dcp_samples
 
@@ -111,6 +111,8 @@ def test_describe_reports_profile_and_sizes():
     assert "6 channels (51/L,R,C,LFE,Ls,Rs), 48000 Hz, 24-bit, 24 edit units at 24/s" in smpte
     interop = describe(SAMPLES / "libdcp-dcp_test3-interop-2k")
     assert "DCP, Interop" in interop and "aspect 1.85" in interop
+    # an Interop track labels no channels: their count once, not "6 channels (6 channels)"
+    assert "6 channels, 48000 Hz, 24-bit, 24 edit units at 24/s" in interop and "(6 channels)" not in interop
     ht = describe(SAMPLES / "photon-imf-htj2k-1080p")
     assert "IMF" in ht and "HTJ2K" in ht and "Rsiz 0x4000" in ht and "59.94" in ht
     k4 = describe(SAMPLES / "photon-imf-phdr-4k-j2k")

@@ -11,7 +11,7 @@ import pytest
 
 from cinegpu.media import MediaError, describe, open_source
 from cinegpu.media.j2k_profile import parse_profile
-from cinegpu.media.mxf import MXFFile
+from cinegpu.media.mxf.read import MXFFile
 from cinegpu.media.source import natural_key
 
 needs_tools = pytest.mark.skipif(shutil.which("ffmpeg") is None or shutil.which("opj_compress") is None,
@@ -106,7 +106,7 @@ def test_empty_folder(tmp_path):
 @needs_tools
 def test_long_op1a_many_partitions(codestreams, tmp_path):
     """ffmpeg starts a body partition and an index segment every few hundred frames."""
-    from cinegpu.media.bench_seek import write_long_mxf
+    from cinegpu.bench.seek import write_long_mxf
     mxf_path = write_long_mxf(tmp_path, 700)
     tiny = (tmp_path / "tiny.j2c").read_bytes()
     with MXFFile(mxf_path) as m:
@@ -123,7 +123,7 @@ def test_threads_reading_one_track_file_get_their_own_frames(tmp_path):
     from concurrent.futures import ThreadPoolExecutor
     from pathlib import Path
 
-    from cinegpu.media.mxf_write import write_track
+    from cinegpu.media.mxf.write import write_track
 
     base = (Path(__file__).resolve().parents[1] / "cinegpu" / "media" / "samples" / "bars_2k.j2c").read_bytes()
     frames = [base[:-2] + bytes([k]) * 7 + b"\xff\xd9" for k in range(8)]

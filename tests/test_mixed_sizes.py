@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from cinegpu.encode import encode
-from cinegpu.encode.bench import synthetic_frame
+from cinegpu.bench.encode import synthetic_frame
 from cinegpu.media.errors import MediaError
 from cinegpu.media.j2k_profile import image_size
 

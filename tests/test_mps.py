@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from cinegpu.media.frame_coders import device_environ
-from cinegpu.media.mps import PrivateMPS, mps_serves, start_private_mps
+from cinegpu.jobs.frame_coders import device_environ
+from cinegpu.jobs.mps import PrivateMPS, mps_serves, start_private_mps
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="MPS is Linux's")
 
@@ -128,7 +128,7 @@ def test_folders_of_gone_jobs_are_reclaimed(tmp_path):
     """A folder left by a job that was killed (its process gone) is removed; a live job's,
     this process's and other names are kept."""
     import subprocess
-    from cinegpu.media.mps import FOLDER_PREFIX, reclaim_folders
+    from cinegpu.jobs.mps import FOLDER_PREFIX, reclaim_folders
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])

@@ -26,13 +26,13 @@ import pytest
 from lxml import etree
 
 from cinegpu.media import MediaError
-from cinegpu.media.certificates import make_chain, write_chain
-from cinegpu.media.check import check
-from cinegpu.media.dcp_write import DCPWriter
-from cinegpu.media.demo import demo_frame
-from cinegpu.media.package_signature import (Signer, check_package_signature, check_signer,
+from cinegpu.media.security.certificates import make_chain, write_chain
+from cinegpu.media.package.check import check
+from cinegpu.media.package.dcp_write import DCPWriter
+from cinegpu.jobs.demo import demo_frame
+from cinegpu.media.security.package_signature import (Signer, check_package_signature, check_signer,
                                              load_signer, sign_document, signer_folder, user_signer)
-from cinegpu.media.xml_signature import C14N_URI, ENVELOPED, NS_DS, RSA_SHA1, RSA_SHA256, SHA1
+from cinegpu.media.security.xml_signature import C14N_URI, ENVELOPED, NS_DS, RSA_SHA1, RSA_SHA256, SHA1
 from cinegpu.player.cli import main
 from conftest import DCP_SAMPLES, needs_dcp_samples
 from test_master import HAVE_ENCODER, _write_png16, needs_encoder

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from cinegpu.decode import CodestreamError, decode
+from cinegpu.decode.request import DecodeRequest
 from cinegpu.decode.pipeline import FramePipeline, WorkerCrashed, tiny_codestream
 
 from conformance import CONFORMANCE
@@ -43,7 +44,7 @@ def test_a_corrupt_frame_is_reported_and_the_pool_keeps_going(frames):
     bad = bytearray(good)
     sod = good.index(b"\xff\x93") + 2
     bad[sod : sod + 64] = b"\xff" * 64  # the first packet header now grows Lblock without end
-    with FramePipeline(backend="cpu", workers=1, strict=True) as pipe:
+    with FramePipeline(backend="cpu", workers=1, request=DecodeRequest(strict=True)) as pipe:
         out = list(pipe.map([good, bytes(bad), good]))
     assert not isinstance(out[0][1], Exception)
     assert isinstance(out[1][1], CodestreamError)
@@ -61,7 +62,7 @@ def test_header_damage_raises_at_submit_in_map(pipe, frames):
 def test_a_worker_crash_fails_only_its_frame(frames):
     with FramePipeline(backend="cpu", workers=1, depth=2) as pipe:
         pipe.submit(frames[1], key="doomed")
-        pipe._workers[0][0].kill()  # the worker dies with the frame in hand
+        pipe._workers.procs[0].kill()  # the worker dies with the frame in hand
         key, result = pipe.get()
         assert key == "doomed" and isinstance(result, WorkerCrashed)
         pipe.submit(frames[0], key="next")

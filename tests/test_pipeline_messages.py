@@ -14,12 +14,13 @@ from cinegpu.decode import CodestreamError, DecodeRequest, PipelineError, decode
 from cinegpu.decode.decoder import Decoder
 from cinegpu.decode.pipeline import FramePipeline, tiny_codestream
 from cinegpu.decode.pipeline_messages import (ArraySpec, CoefficientsWritten, Failed, GrowSlot, Job, SamplesWritten,
-                                              SegmentsWritten, StopWorker, TileArrays, WorkerReady, WorkerTask,
+                                              SegmentsWritten, StopWorker, TileArrays, WorkerTask,
                                               load_arrays, packed_nbytes, store_arrays)
 from cinegpu.decode.pipeline_modes import CoefficientsMode, FrameMode, SamplesMode, SegmentsMode, backend_mode
 from cinegpu.decode.strictness import LENIENT
 from cinegpu.decode.tier1 import decode_codeblocks
 from cinegpu.decode.tier1.gpu import scratch_entries, work_order
+from cinegpu.decode.workers import Broken, Busy, Ready
 
 from conformance import CONFORMANCE
 
@@ -39,7 +40,7 @@ def _same(a, b) -> bool:
 def test_every_message_pickles_round_trip():
     spec = ArraySpec(64, (3, 5), "<i4")
     request = DecodeRequest(reduce=1, layers=2, strict=LENIENT, components=[2, 0])
-    messages = [WorkerReady(), StopWorker(), spec, TileArrays(spec, spec, spec, spec, spec, entries=49),
+    messages = [Ready(), Busy("compiled f"), Broken("no"), StopWorker(), spec, TileArrays(spec, spec, spec, spec, spec, entries=49),
                 GrowSlot(7, 1 << 20), Failed(3, CodestreamError("bad", 12)), Failed(4, PipelineError("bug")),
                 CoefficientsWritten(1, []), SamplesWritten(2, [], (spec, None), 0.25),
                 SegmentsWritten(5, [], (TileArrays(spec, spec, spec, spec, spec, entries=1),)), request]
@@ -194,6 +195,6 @@ def test_the_segments_mode_carries_tier2_through_a_slot():
     assert all(np.array_equal(a, b) for a, b in zip(frame.components, decode(data)))
 
 
-def test_a_pipeline_takes_a_request_or_its_keywords_not_both():
+def test_a_pipeline_takes_its_options_as_a_request_not_loose_keywords():
     with pytest.raises(TypeError):           # before any worker starts
         FramePipeline(backend="cpu", workers=1, request=DecodeRequest(strict=False), strict=True)

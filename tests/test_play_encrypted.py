@@ -14,14 +14,14 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 import pytest
 
-from cinegpu.media.content_keys import KeyFile, new_track_key, write_key_file
+from cinegpu.media.security.content_keys import KeyFile, new_track_key, write_key_file
 from cinegpu.media.errors import CorruptMedia, EncryptedMedia, KdmRefused
-from cinegpu.media.kdm import parse_kdm
-from cinegpu.media.key_ring import KeyRing
-from cinegpu.media.mxf import MXFFile
-from cinegpu.media.sound_composition import open_composition_sound
+from cinegpu.media.security.kdm import parse_kdm
+from cinegpu.media.security.key_ring import KeyRing
+from cinegpu.media.mxf.read import MXFFile
+from cinegpu.media.sound.composition import open_composition_sound
 from cinegpu.media.source import open_source
-from cinegpu.media.subtitle_xml import composition_subtitles
+from cinegpu.media.subtitles.documents import composition_subtitles
 
 from encrypted_dcp import SUBTITLE_TEXT, key_lines, make_dcp
 from encrypted_dcp import frames as encrypted_frames
@@ -250,7 +250,7 @@ def test_play_refuses_without_keys_and_with_an_expired_kdm(world):
 
 
 def test_play_with_the_key_file_shows_the_clear_packages_picture(world, tmp_path, gl):
-    from cinegpu.media.png import read_png16
+    from cinegpu.media.images.png import read_png16
 
     keys = write_key_file(tmp_path / "keys.txt", world["enc"].keys.values(), world["enc"].cpl_id)
     shots = {}
@@ -277,7 +277,7 @@ def test_play_conceals_a_changed_frame_and_goes_on(world, tmp_path, gl):
 
 # -- the cost ------------------------------------------------------------------------------------
 def test_the_decryption_bench_reads_both_track_files(capsys):
-    from cinegpu.media import bench_decrypt
+    from cinegpu.bench import decrypt as bench_decrypt
 
     cost = bench_decrypt.measure(list(encrypted_frames()), frames=12, threads=2)
     assert cost.threads == 2 and cost.clear_ms > 0 and cost.encrypted_ms > 0
@@ -302,8 +302,8 @@ def test_libdcps_encrypted_dcp_refuses_a_wrong_key_by_its_check_value():
     """asdcplib's triplets (libdcp's test DCP, whose key is not published): a key file with the
     right key ids and wrong keys is refused on the picture's check value, and the sound track
     tells the same on its own."""
-    from cinegpu.media.content_keys import TrackKey
-    from cinegpu.media.sound import SoundTrack
+    from cinegpu.media.security.content_keys import TrackKey
+    from cinegpu.media.sound.track import SoundTrack
 
     from conftest import DCP_SAMPLES
 
@@ -329,8 +329,8 @@ def test_kdm_make_then_play_end_to_end(world, tmp_path, gl):
     """As a user runs them: ``cinegpu kdm make`` from the master's key file for a projector's
     certificate, then ``cinegpu play --kdm --key`` with the projector's key shows the clear
     package's picture."""
-    from cinegpu.media.certificates import make_chain, write_chain
-    from cinegpu.media.png import read_png16
+    from cinegpu.media.security.certificates import make_chain, write_chain
+    from cinegpu.media.images.png import read_png16
 
     start = datetime.now(timezone.utc) - timedelta(days=1)
     write_chain(make_chain("distributor.test", "signer", not_before=start), tmp_path / "signer")

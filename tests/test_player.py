@@ -21,7 +21,7 @@ from cinegpu.decode.decoder import Decoder
 from cinegpu.media import open_source
 from cinegpu.player import ArraySource, PlaybackClock, PlaybackStats, overlay_text, timecode
 from cinegpu.player.media_default import bars, resolutions, write_ppm
-from cinegpu.media.png import read_png16, write_png16
+from cinegpu.media.images.png import read_png16, write_png16
 from cinegpu.player.presenter import letterbox
 
 OPJ = shutil.which("opj_compress")
@@ -75,11 +75,12 @@ def _reference(codestream: bytes, xyz: bool, precision: int) -> np.ndarray:
 
 def _play(path, tmp_path, colour="auto", **kw):
     from cinegpu.player.commands.play import play
+    from cinegpu.player.settings import PlaySettings
 
     media = open_source(path)
     shots = {n: tmp_path / f"shot{n}.png" for n in range(media.frame_count)}
     try:
-        summary = play(media, headless=True, backend="cpu", colour=colour, screenshots=shots, **kw)
+        summary = play(media, PlaySettings(headless=True, backend="cpu", colour=colour, screenshots=shots, **kw))
     finally:
         media.close()
     return summary, shots
@@ -133,11 +134,12 @@ class SlowSource(ArraySource):
 
 def test_a_late_decode_drops_the_frame_without_slowing_the_clock(gl, tmp_path):
     from cinegpu.player.commands.play import play
+    from cinegpu.player.settings import PlaySettings
 
     pics = [np.full((10, 16, 4), 1000 * (k + 1), np.uint16) for k in range(6)]
     shot = tmp_path / "two.png"
     t0 = time.perf_counter()
-    summary = play(None, headless=True, source=SlowSource(pics), screenshots={2: shot}, preroll=1)
+    summary = play(None, PlaySettings(headless=True, screenshots={2: shot}, preroll=1), source=SlowSource(pics))
     wall = time.perf_counter() - t0
     assert summary.stats.dropped == 1 and summary.stats.shown == 5
     assert summary.seconds == pytest.approx(6 / 24, abs=0.1)
@@ -322,7 +324,7 @@ def test_source_latency_is_a_recent_median():
     src._wanted, src._pinned, src._ready, src._busy, src.decoded = [0], set(), {}, set(), 0
     src._ready_level, src.levels = {}, __import__("collections").Counter()
     src.governor = __import__("cinegpu.player.resolution", fromlist=["x"]).ResolutionGovernor(0)
-    src._judged, src._parallel = __import__("collections").deque(), 1
+    src._judged, src._at_level, src._parallel = __import__("collections").deque(), __import__("collections").deque(), 1
     src._rate = __import__("cinegpu.player.source", fromlist=["_Rate"])._Rate()
     assert src.latency == 0.0
     src._store(0, "picture", 2.5)                  # warm-up: kernels compiled in the first frame

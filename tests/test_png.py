@@ -6,7 +6,7 @@ import imagecodecs
 import numpy as np
 import pytest
 
-from cinegpu.media.png import read_png16, write_png, write_png16
+from cinegpu.media.images.png import read_png16, write_png, write_png16
 
 
 @pytest.mark.parametrize("shape,dtype", [((5, 7), np.uint8), ((5, 7, 2), np.uint8),

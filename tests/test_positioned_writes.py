@@ -7,10 +7,10 @@ import threading
 from fractions import Fraction
 
 import pytest
-from cinegpu.media import positioned_writes
-from cinegpu.media.mxf import MXFFile
-from cinegpu.media.mxf_write import HEADER_RESERVE, PictureTrackWriter
-from cinegpu.media.positioned_writes import PositionedWrites, pwrite_all
+from cinegpu.media.mxf import positioned_writes
+from cinegpu.media.mxf.read import MXFFile
+from cinegpu.media.mxf.write import HEADER_RESERVE, PictureTrackWriter
+from cinegpu.media.mxf.positioned_writes import PositionedWrites, pwrite_all
 
 
 def _pieces(seed: int, n: int = 60):
@@ -116,7 +116,7 @@ def test_a_track_file_written_by_threads_has_the_sequential_writers_essence(tmp_
             pytest.importorskip("cryptography")    # AES for the triplets (ST 429-6)
             import uuid
 
-            from cinegpu.media.mxf_write import EssenceEncryption
+            from cinegpu.media.mxf.write import EssenceEncryption
             kw["encryption"] = EssenceEncryption(bytes(range(16)), uuid.UUID(int=7), bytes(16))
         w = cls(tmp_path / f"{cls.__name__}.mxf", edit_rate=Fraction(24), **kw)
         with w:

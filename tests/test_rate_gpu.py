@@ -16,7 +16,7 @@ import shutil
 import numpy as np
 import pytest
 
-from cinegpu.encode import Encoder
+from cinegpu.encode import Encoder, EncoderSettings
 from cinegpu.encode import rate_gpu
 from cinegpu.encode.rate import hull_of
 
@@ -135,8 +135,8 @@ def test_host_rate_control_writes_the_same_codestream(monkeypatch, layers):
     """The writer with the GPU hull (host emulation) writes the CPU rate control's bytes."""
     from cinegpu.encode import writer
     img = _synthetic(150, 230, 5)
-    with Encoder(backend="cpu", bitrate=150_000 * 8 * 24, fps=24, layers=layers,
-                 codeblock=(16, 16)) as enc:
+    with Encoder(EncoderSettings.of(backend="cpu", bitrate=150_000 * 8 * 24, fps=24, layers=layers,
+                                    codeblock=(16, 16))) as enc:
         want = enc.encode(img, bits=12)
         frames = []
         real = enc._tier1
@@ -172,11 +172,12 @@ def test_cuda_encoder_same_bytes_with_rate_control_on_either_side(gpu, profile, 
     kw = dict(profile=profile, backend="cuda")
     if profile == "generic":
         kw.update(bitrate=60_000 * 8 * 24, layers=2)
-    with Encoder(rate_on_gpu=True, **kw) as a, Encoder(rate_on_gpu=False, **kw) as b:
+    with Encoder(EncoderSettings.of(rate_on_gpu=True, **kw)) as a, \
+            Encoder(EncoderSettings.of(rate_on_gpu=False, **kw)) as b:
         assert a.encode(img, bits=12) == b.encode(img, bits=12)
 
 
 def test_rate_on_gpu_needs_cuda():
     with pytest.raises(ValueError, match="cuda"):
-        Encoder(backend="cpu", rate_on_gpu=True)
+        Encoder(EncoderSettings.of(backend="cpu", rate_on_gpu=True))
 

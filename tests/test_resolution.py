@@ -13,7 +13,7 @@ import pytest
 
 from cinegpu.decode.decoder import Decoder
 from cinegpu.encode import encode
-from cinegpu.encode.bench import synthetic_frame
+from cinegpu.bench.encode import synthetic_frame
 from cinegpu.media import open_source
 from cinegpu.player import resolution as res
 from cinegpu.player.resolution import ResolutionGovernor, level_text, upscale
@@ -56,6 +56,34 @@ def test_governor_goes_back_up_when_the_level_above_was_fast_or_its_measure_is_o
     fast._capacity[0] = res._Measured(40.0, clock.t)        # measured fast at full before
     fast.level = 1
     assert fast.observe(24.0, 24.0, 5) == 0
+
+
+def test_governor_steps_down_at_once_when_the_first_frames_are_far_too_slow():
+    """A 4K frame decoded in 3 s by two decoders (0.67 frames/s) at 24 frames/s: judged on
+    the first frames, before the measure is there, down as many levels as it takes (the same
+    rule at every picture size); a moderately slow first look waits for the measure."""
+    clock = FakeClock()
+    g = ResolutionGovernor(5, now=clock)
+    assert g.observe(0.0, 24.0, 0, first=2 / 3.0) == 4       # log3(0.97 * 24 * 1.5) -> 4 levels
+    assert [lv for _, lv in g.changes] == [4]
+    slow = ResolutionGovernor(5, now=clock)
+    assert slow.observe(0.0, 24.0, 0, first=20.0) == 0      # slower than 24, not 4x: wait
+    assert slow.observe(0.0, 0.0, 0, first=0.5) == 0        # paused: nothing is decided
+    capped = ResolutionGovernor(2, now=clock)
+    assert capped.observe(0.0, 24.0, 0, first=0.1) == 2     # never past the stream's levels
+
+
+def test_the_advice_line_is_there_when_too_few_frames_were_decoded_for_a_rate():
+    """A short clip of slow frames: no decode rate measured, the frame time tells it."""
+    from fractions import Fraction
+
+    from cinegpu.player.clock import PlaybackStats
+    from cinegpu.player.player import Summary
+
+    stats = PlaybackStats()
+    stats.shown, stats.dropped = 2, 22
+    summary = Summary(24, stats, 1.0, Fraction(24), "cpu", "headless", 0.0, latency=3.081)
+    assert "decodes this material at 0.3 frames/s (cpu)" in summary.why_dropped()
 
 
 def test_governor_without_levels_never_reduces():

@@ -407,7 +407,10 @@ def test_engine_plays_a_playlist_through_with_commands_from_a_queue():
     _pump(eng, clock, lambda: eng.index == 1 and eng.state == "playing")
     _pump(eng, clock, lambda: eng.state == "ended")
     st = eng.snapshot()
-    assert st["composition"]["id"] == "id1" and st["frame"] == 4 and st["shown"] == 15 and st["dropped"] == 0
+    assert st["composition"]["id"] == "id1" and st["frame"] == 4 and st["dropped"] == 0
+    # the counts are the composition's, all reset when it started; the playlist's are kept apart
+    assert st["shown"] == 5 and st["late"] == 0 and st["dropped_at"] == ""
+    assert st["session"] == {"shown": 15, "late": 0, "dropped": 0, "frame_errors": 0}
     seek = eng.submit("seek", frame=2)
     _pump(eng, clock, lambda: seek.done())
     assert seek.result()["frame"] == 2 and seek.result()["state"] == "paused"

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from cinegpu.media.key_ring import KeyRing
+from cinegpu.media.security.key_ring import KeyRing
 
 from encrypted_dcp import key_lines, make_dcp
 from kdm_build import make_chain, make_kdm, make_recipient

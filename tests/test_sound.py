@@ -1,4 +1,4 @@
-"""cinegpu.media.sound: PCM track files (ST 382) read by edit unit and by sample, compared with
+"""cinegpu.media.sound.track: PCM track files (ST 382) read by edit unit and by sample, compared with
 ffmpeg's extraction, and its errors on bad input."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from cinegpu.media.errors import CorruptMedia, EncryptedMedia, MediaError, UnsupportedMedia
-from cinegpu.media.sound import SoundTrack, decode_pcm
+from cinegpu.media.sound.track import SoundTrack, decode_pcm
 from conftest import DCP_SAMPLES, needs_dcp_samples
 from sound_util import ffmpeg_pcm, pattern, patterned_copy
 
@@ -21,8 +21,7 @@ SMPTE_AUDIO = DCP_SAMPLES / "libdcp-dcp_test1-smpte-2k" / "audio.mxf"
 # (track file, channels, edit units, wrapping, layout)
 TRACKS = [
     ("libdcp-dcp_test1-smpte-2k/audio.mxf", 6, 24, "frame", "51/L,R,C,LFE,Ls,Rs"),
-    ("libdcp-dcp_test3-interop-2k/pcm_69cf9eaf-9a99-4776-b022-6902208626c3.mxf", 6, 24, "frame",
-     "6 channels"),
+    ("libdcp-dcp_test3-interop-2k/pcm_69cf9eaf-9a99-4776-b022-6902208626c3.mxf", 6, 24, "frame", ""),
     ("photon-imf-htj2k-1080p/AUDIO_b285d8f3-0294-4207-8ea8-4f0b72314213.mxf", 2, 64064, "clip",
      "ST/L,R"),
     ("photon-imf-phdr-4k-j2k/AUDIO_a2a83e0a-a0ac-4785-8685-d868631f493a.mxf", 6, 48048, "clip",

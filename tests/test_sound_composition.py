@@ -1,4 +1,4 @@
-"""cinegpu.media.sound_composition: a composition's sound by picture frame across reel joins,
+"""cinegpu.media.sound.composition: a composition's sound by picture frame across reel joins,
 and the warnings for sound that does not fit its picture."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from cinegpu.media.source import open_source
-from cinegpu.media.sound_composition import configuration_channels, open_composition_sound
+from cinegpu.media.sound.composition import configuration_channels, open_composition_sound
 from conftest import DCP_SAMPLES, needs_dcp_samples
 from sound_util import ffmpeg_pcm, pattern, sound_dcp
 

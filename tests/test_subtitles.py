@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 from cinegpu.media.errors import CorruptMedia, MediaError, UnsupportedMedia
-from cinegpu.media.package import read_package
-from cinegpu.media.subtitle_xml import composition_subtitles, parse_time, read_subtitles
-from cinegpu.media.subtitles import Colour, CompositionSubtitles
+from cinegpu.media.package.read import read_package
+from cinegpu.media.subtitles.documents import composition_subtitles, parse_time, read_subtitles
+from cinegpu.media.subtitles.track import Colour, CompositionSubtitles
 from cinegpu.player.subtitles import SubtitleRenderer, default_font_path
 
 FONT = default_font_path()
@@ -319,12 +319,13 @@ def test_renderer_alignment_fades_and_images(tmp_path):
 def _screens(tmp_path, subtitles, frames=(0, 30)):
     from cinegpu.player import ArraySource
     from cinegpu.player.commands.play import play
-    from cinegpu.media.png import read_png16
+    from cinegpu.player.settings import PlaySettings
+    from cinegpu.media.images.png import read_png16
 
     pics = [np.full((216, 384, 4), 3000, np.uint16)]
     shots = {n: tmp_path / f"s{n}.png" for n in frames}
-    summary = play(None, headless=True, source=ArraySource(pics, frame_count=48, edit_rate=24),
-                   screenshots=shots, preroll=1, subtitles=subtitles)
+    summary = play(None, PlaySettings(headless=True, screenshots=shots, preroll=1, subtitles=subtitles),
+                   source=ArraySource(pics, frame_count=48, edit_rate=24))
     assert summary.screenshots == len(frames)
     return {n: read_png16(p) for n, p in shots.items()}
 
@@ -348,7 +349,7 @@ def test_screenshots_include_the_subtitles(gl, tmp_path):
 @needs_font
 @pytest.mark.skipif(shutil.which("opj_compress") is None, reason="opj_compress makes the frames")
 def test_cli_subtitle_file_and_subtitles_off(gl, tmp_path):
-    from cinegpu.media.png import read_png16
+    from cinegpu.media.images.png import read_png16
     from cinegpu.player.cli import main
     from cinegpu.player.media_default import write_ppm
 

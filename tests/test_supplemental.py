@@ -20,12 +20,13 @@ import pytest
 from lxml import etree
 
 from cinegpu.media import CorruptMedia, open_source
-from cinegpu.media.dcp_write import NS_PKL, DCPWriter, file_hash
-from cinegpu.media.demo import demo_frame
-from cinegpu.media.mastering import master
-from cinegpu.media.mxf import MXFFile
-from cinegpu.media.mxf_sound_write import SoundTrackWriter
-from cinegpu.media.sound_in import open_sound
+from cinegpu.media.package.dcp_write import NS_PKL, DCPWriter, file_hash
+from cinegpu.jobs.demo import demo_frame
+from cinegpu.jobs.master_job import MasterJob
+from cinegpu.jobs.mastering import master
+from cinegpu.media.mxf.read import MXFFile
+from cinegpu.media.mxf.sound_write import SoundTrackWriter
+from cinegpu.media.sound.inputs import open_sound
 from cinegpu.player.cli import main
 from test_master import HAVE_ENCODER
 from test_master_sound import _tones, _wav
@@ -80,8 +81,10 @@ def packages(tmp_path_factory):
     base = tmp_path_factory.mktemp("vf")
     pictures = [demo_frame(9 * i, 96, 54) for i in range(5)]
     ov = base / "OV"
-    master(lambda i: pictures[i], 5, ov, title="OV", frames=30, progress=False, workers=2,
-           processes=1, sound=open_sound([_wav(base / "ov.wav", _tones(30 * 2000, 6, seed=1))]))
+    master(MasterJob.of(lambda i: pictures[i], 5, ov, title="OV", frames=30, workers=2,
+                        processes=1,
+                        sound=open_sound([_wav(base / "ov.wav", _tones(30 * 2000, 6, seed=1))])),
+           progress=False)
     vf = base / "VF"
     picture_id, sound_id = _make_vf(ov, vf, _wav(base / "vf.wav", _tones(LENGTH * 2000, 6, seed=2)))
     return ov, vf, picture_id, sound_id

@@ -277,9 +277,8 @@ def tile_tables(cs, plan, tile, ppm):
     shared = headers is None
     hdr = body if shared else headers
     pieces, n_pieces, status, _, _ = P.read_packets(
-        hdr, 0, hdr.shape[0], body, 0, body.shape[0], shared, order, plan.prec_pb, plan.pb,
-        table, plan.cb_keep, plan.layers, plan.sop, plan.eph, False, incl_v, incl_l, zbp_v, zbp_l,
-        state)
+        hdr, (0, hdr.shape[0]), body, (0, body.shape[0]), shared, (order, plan.prec_pb, plan.pb, table, plan.cb_keep),
+        (plan.layers, plan.sop, plan.eph, False), (incl_v, incl_l, zbp_v, zbp_l), state)
     assert status in (P.OK, P.ENDED)
     coded, seg_lengths, seg_passes = P.gather_segments(body, pieces, n_pieces, table)
     return coded, table, seg_lengths, seg_passes

@@ -25,10 +25,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cinegpu.media.mxf_timed_text import read_timed_text
-from cinegpu.media.mxf_timed_text_write import FONT_MIME, PNG_MIME, Resource, write_timed_text
-from cinegpu.media.subtitle_write import NS_DCST, prepare_subtitles
-from cinegpu.media.subtitle_xml import read_subtitles
+from cinegpu.media.mxf.timed_text import read_timed_text
+from cinegpu.media.mxf.timed_text_write import FONT_MIME, PNG_MIME, Resource, write_timed_text
+from cinegpu.media.subtitles.write import NS_DCST, prepare_subtitles
+from cinegpu.media.subtitles.documents import read_subtitles
 from cinegpu.player.cli import main
 from test_master import _write_png16, needs_encoder
 from test_subtitles import FONT, INTEROP, SMPTE, _png, needs_font
@@ -133,7 +133,7 @@ def _still(tmp_path: Path) -> Path:
 
 @needs_font
 def test_subtitle_mistakes_exit_2_before_encoding(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr("cinegpu.media.mastering.FrameEncoders", _NoEncoding)
+    monkeypatch.setattr("cinegpu.jobs.master_job.FrameEncoders", _NoEncoding)
     src = _still(tmp_path)
     (tmp_path / "bad_time.srt").write_text("1\n00:00:02,000 --> 00:00:01,000\nbackwards\n")
     (tmp_path / "bad.xml").write_text("<DCSubtitle><Subtitle></DCSubtitle>")
@@ -190,9 +190,9 @@ def _master_and_check(tmp_path: Path, capsys, subtitles: Path, expect: list[tupl
     """Master a still with ``subtitles`` (``font``: --subtitle-font, default none: DejaVu Sans
     found by the mastering code), then check the track file, the CPL, ClairMeta, our reader
     (the embedded font cut to the characters shown) and a screenshot."""
-    from cinegpu.media.package import read_package
-    from cinegpu.media.png import read_png16
-    from cinegpu.media.subtitle_xml import composition_subtitles
+    from cinegpu.media.package.read import read_package
+    from cinegpu.media.images.png import read_png16
+    from cinegpu.media.subtitles.documents import composition_subtitles
 
     out = tmp_path / "dcp"
     rc = main(["master", str(_still(tmp_path)), "-o", str(out), "--title", "Subs_TST-1_F_EN-EN_2K_CGP_20260101_CGP_SMPTE_OV",

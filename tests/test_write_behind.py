@@ -5,7 +5,7 @@ import threading
 import pytest
 
 from cinegpu.media.errors import MediaError
-from cinegpu.media.write_behind import WriteBehind
+from cinegpu.jobs.write_behind import WriteBehind
 
 
 def test_frames_are_written_in_order_by_another_thread():

@@ -12,9 +12,11 @@ clipping to the component's precision (Ssiz, A.5.1): ``uint8`` up to 8 bits,
 ``int32``). For a JP2 file the channels are put in the order its Channel Definition box
 (cdef, I.5.3.6) gives: colour channels by association, then opacity. No JP2 colour space
 (colr) conversion is applied: ``cinegpu decode`` does that when it writes an image
-(``cinegpu.media.jp2_colour``). The default back
+(``cinegpu.media.images.jp2_colour``). The default back
 end is ``"cpu"`` (numba); ``"cuda"``, ``"auto"`` and ``"numpy"`` are the others.
 """
+
+from . import kernel_cache  # noqa: F401  installs numba's cache locator before any kernel is defined
 
 from .errors import (
     BackendUnavailable,

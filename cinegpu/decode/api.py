@@ -61,7 +61,7 @@ def decode(data, *, reduce: int = 0, layers: int | None = None, backend: str = "
     Y, Cb, Cr (chroma at its own, subsampled size), CMYK stays four channels, CIELab stays
     L, a, b, and an ICC profile (colr method 2/3) is not applied (``JP2Header.icc_profile``
     holds it; :func:`cinegpu.decode.jp2.read_jp2` gives the header). ``cinegpu decode``
-    converts them for display when it writes an image (``cinegpu.media.jp2_colour``).
+    converts them for display when it writes an image (``cinegpu.media.images.jp2_colour``).
     ``Decoder.decode`` returns a ``Frame`` whose ``alpha`` names the opacity channel. With
     ``components`` given, cdef is not applied (the indices are the codestream's).
     What OpenJPEG and Grok tolerate in a JP2 file's boxes is decoded with a

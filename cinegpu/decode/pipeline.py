@@ -33,9 +33,6 @@ import contextlib
 import gc
 import itertools
 import logging
-import math
-import multiprocessing as mp
-import select
 import time
 import traceback
 from collections import deque
@@ -47,12 +44,13 @@ import numpy as np
 
 from .decoder import Decoder, Frame, Prepared, check_components
 from .errors import CodestreamError, PipelineError, WorkerCrashed
-from .limits import DEFAULT_MAX_MEMORY, DEFAULT_MAX_PIXELS
-from .pipeline_messages import (Failed, GrowSlot, Job, Reply, StopWorker, WorkerReady, WorkerTask, Written,
-                                input_bytes)
+from .limits import Limits
+from .pipeline_messages import Failed, GrowSlot, Job, Reply, StopWorker, WorkerTask, Written, input_bytes
 from .pipeline_modes import FrameMode, GpuWork, SegmentsMode, backend_mode
 from .request import DecodeRequest
 from .shm import create_segment, reclaim_orphans
+from .cpus import usable_cores
+from .workers import Broken, Ready, WorkerPool, announce_compiles
 
 #: cudaHostRegisterPortable: host memory pinned for every CUDA context, not only the current one
 HOST_REGISTER_PORTABLE = 1
@@ -100,9 +98,16 @@ def _worker_main(conn) -> None:
     says, and answer with a :class:`Reply`, until :class:`StopWorker`."""
     # the caller's prepare() checked each frame against its max_pixels / max_memory; the
     # work bound, tied to the input's size, holds here too
-    decoder = Decoder("cpu", max_pixels=None, max_memory=None)
-    decoder.decode(tiny_codestream())
-    conn.send(WorkerReady())
+    quiet = announce_compiles(conn)     # a first run's compiles are work, not silence
+    try:
+        decoder = Decoder("cpu", max_pixels=None, max_memory=None)
+        decoder.decode(tiny_codestream())
+    except Exception as exc:
+        conn.send(Broken(f"{exc!r}"))
+        return
+    finally:
+        quiet()
+    conn.send(Ready())
     attached: dict[str, shared_memory.SharedMemory] = {}
     try:
         while True:
@@ -203,15 +208,14 @@ class FramePipeline:
     """
 
     def __init__(self, *, backend: str = "auto", workers: int | None = None, depth: int | None = None,
-                 reduce: int = 0, layers: int | None = None, strict: bool = False, components=None,
+                 request: DecodeRequest = DecodeRequest(), limits: Limits = Limits(),
                  to_host: bool = True, gpu_tier1: bool | None = None, batch: int = 1,
-                 max_pixels: int | None = DEFAULT_MAX_PIXELS, max_memory: int | None = DEFAULT_MAX_MEMORY,
-                 request: DecodeRequest | None = None,
                  cancelled: Callable[[], bool] | None = None, gpus: int | None = 1,
                  overlap: bool = True) -> None:
-        """``max_pixels``, ``max_memory``: as for :class:`Decoder`, checked as each frame is submitted.
-        ``request``: ``reduce``, ``layers``, ``strict`` and ``components`` as one
-        :class:`~cinegpu.decode.request.DecodeRequest` (then leave those keywords out).
+        """``request``: what every frame is decoded to (:class:`~cinegpu.decode.request.DecodeRequest`:
+        ``reduce``, ``layers``, ``strict``, ``components``; lenient by default). ``limits``:
+        ``max_pixels`` and ``max_memory`` as for :class:`Decoder`
+        (:class:`~cinegpu.decode.limits.Limits`), checked as each frame is submitted.
         ``cancelled``: polled while the workers start and before a slot is made; once true,
         :class:`PipelineError` is raised there (a server shutting down does not wait for them).
         ``batch``: with GPU tier-1, frames back from the workers are held until ``batch`` of them
@@ -228,8 +232,8 @@ class FramePipeline:
         if batch < 1:
             raise ValueError("batch must be >= 1")
         #: what every frame is decoded to (sent to the workers with each frame)
-        self.request = DecodeRequest.given(request, defaults=DecodeRequest(strict=False), reduce=reduce,
-                                           layers=layers, strict=strict, components=components)
+        self.request = request
+        max_pixels, max_memory = limits.max_pixels, limits.max_memory
         self.decoder = Decoder(backend, gpu_tier1=gpu_tier1, max_pixels=max_pixels, max_memory=max_memory)
         self.backend = self.decoder.backend
         #: one decoder per GPU (devices 0 ..), or just ``decoder`` on the current device
@@ -252,9 +256,8 @@ class FramePipeline:
         reclaimed = reclaim_orphans()   # segments of pipelines whose process was killed
         if reclaimed:
             log.info("reclaimed %d shared-memory segment(s) left by killed processes", len(reclaimed))
-        from .peers import cores
 
-        self.num_workers = max(1, workers if workers is not None else cores() - 1)
+        self.num_workers = max(1, workers if workers is not None else usable_cores() - 1)
         # twice the workers: a slow frame at the head of the line must not
         # leave the other workers without work while it is awaited
         # with batches: a whole batch held while every worker has a frame
@@ -263,9 +266,8 @@ class FramePipeline:
         self.to_host = to_host
         #: the back end's :class:`~cinegpu.decode.pipeline_modes.FrameMode`; :meth:`_mode` settles each frame's
         self.mode: FrameMode = backend_mode(self.decoder)
-        self._ctx = mp.get_context("spawn")
-        self._workers: list[tuple] = []  # (process, connection)
-        self._poll = None                # _poller(), over the workers above
+        self._workers = WorkerPool(_worker_main, self.num_workers, name="tier-1 worker", error=PipelineError,
+                                   process_name="cinegpu-tier1")
         self._busy: dict[int, Job] = {}  # worker index -> job
         self._queue: deque[Job] = deque()
         self._done: dict[int, _Done] = {}  # seq -> frame back from its worker
@@ -279,10 +281,9 @@ class FramePipeline:
         self._closing = False
         self._cancelled = cancelled or (lambda: False)
         try:
-            for i in range(self.num_workers):
-                self._workers.append(self._start_worker())
+            self._workers.start()
             for i in range(self.num_workers):  # warm: numba kernels loaded before the first frame
-                self._await_ready(i)
+                self._workers.await_ready(i, cancelled=self._stopping)
         except BaseException:       # a worker that failed to start, a cancel, a signal: end the others
             self.close(timeout=0)
             raise
@@ -302,28 +303,8 @@ class FramePipeline:
         return self.decoder.xp.cuda.Device(k) if len(self._decoders) > 1 else contextlib.nullcontext()
 
     # --- workers ---------------------------------------------------------
-    def _start_worker(self):
-        parent, child = self._ctx.Pipe()
-        proc = self._ctx.Process(target=_worker_main, args=(child,), daemon=True,
-                                 name="cinegpu-tier1")
-        proc.start()
-        child.close()
-        return proc, parent
-
-    def _await_ready(self, i: int, timeout: float = 300.0) -> None:
-        proc, conn = self._workers[i]
-        end = time.monotonic() + timeout
-        while not conn.poll(0.05):      # in steps, to see a cancel or close within 50 ms
-            if self._closing or self._cancelled():
-                raise PipelineError(f"tier-1 worker {i}: the pipeline was closed while it started")
-            if time.monotonic() > end:
-                raise PipelineError(f"tier-1 worker {i} did not start within {timeout:.0f} s")
-        try:
-            msg = conn.recv()
-        except EOFError:
-            raise PipelineError(f"tier-1 worker {i} died while starting (exit code {proc.exitcode})") from None
-        if not isinstance(msg, WorkerReady):
-            raise PipelineError(f"tier-1 worker {i} sent {msg!r} while starting")
+    def _stopping(self) -> bool:
+        return self._closing or self._cancelled()
 
     def _mode(self, prep: Prepared) -> FrameMode:
         """This frame's mode: the back end's as settled by :meth:`FrameMode.for_frame` (with GPU
@@ -333,7 +314,7 @@ class FramePipeline:
     def _dispatch(self) -> None:
         if self._closing:       # the workers may be gone (abort): nothing more is sent
             raise PipelineError("the pipeline was closed with frames in flight")
-        for i, (proc, conn) in enumerate(self._workers):
+        for i in range(len(self._workers)):
             if not self._queue:
                 return
             if i in self._busy:
@@ -342,55 +323,38 @@ class FramePipeline:
             self._busy[i] = job
             slot = self._slots[job.slot]
             slot.shm.buf[:len(job.data)] = job.data     # the codestream goes through the slot
-            conn.send(job.task(slot.shm.name))
-
-    def _poller(self):
-        """A poll object over every worker's connection and process sentinel, made again when
-        a worker is replaced: (poll, {fd: ("conn" | "exit", worker index)})."""
-        if self._poll is None:
-            poll, fds = select.poll(), {}
-            for i, (proc, conn) in enumerate(self._workers):
-                for fd, what in ((conn.fileno(), "conn"), (proc.sentinel, "exit")):
-                    poll.register(fd, select.POLLIN)
-                    fds[fd] = (what, i)
-            self._poll = (poll, fds)
-        return self._poll
+            try:
+                self._workers.send(i, job.task(slot.shm.name))
+            except PipelineError:
+                pass    # it ended: its end is collected, and the job fails with WorkerCrashed
 
     def _collect(self, timeout: float | None) -> None:
-        """Wait for worker messages (or deaths) and finish those frames."""
-        poll, fds = self._poller()
-        events = poll.poll(None if timeout is None else max(0, math.ceil(timeout * 1000)))
-        ready = [fds[fd] for fd, _ in events if fd in fds]
-        ready.sort(key=lambda r: r[0] == "exit")     # messages first: a worker's last reply, then its death
-        for what, i in ready:
-            if what == "conn":
-                r = self._workers[i][1]
+        """Wait for worker messages (or ends) and finish those frames."""
+        for message, i in self._workers.wait(timeout):
+            if message:
                 try:
-                    reply = r.recv()
+                    reply = self._workers.conns[i].recv()
                 except (EOFError, OSError):
-                    continue  # the sentinel reports the death
+                    continue  # its end is reported next
                 job = self._busy.pop(i)
                 assert job.seq == reply.seq
                 self._dispatch()  # keep the worker busy while this frame is reconstructed
                 self._finish(job, reply)
-            else:
-                if i in self._busy or not self._workers[i][0].is_alive():
-                    self._replace(i)
+            elif i in self._busy or not self._workers.procs[i].is_alive():
+                self._replace(i)
 
     def _replace(self, i: int) -> None:
         if self._closing:       # ended by abort(): a waiting get() or submit() stops here
             raise PipelineError("the pipeline was closed with frames in flight")
-        proc, conn = self._workers[i]
-        proc.join(timeout=1)
-        conn.close()
+        self._workers.forget(i)
+        exitcode = self._workers.procs[i].exitcode      # known once it is reaped
         self.stats["crashes"] += 1
         job = self._busy.pop(i, None)
-        log.warning("tier-1 worker %d died (exit code %s); replacing it", i, proc.exitcode)
-        self._workers[i] = self._start_worker()
-        self._poll = None
-        self._await_ready(i)
+        log.warning("tier-1 worker %d ended (exit code %s); replacing it", i, exitcode)
+        self._workers.start(i)
+        self._workers.await_ready(i, cancelled=self._stopping)
         if job is not None:
-            self._finish(job, Failed(job.seq, WorkerCrashed(f"worker died (exit code {proc.exitcode}) "
+            self._finish(job, Failed(job.seq, WorkerCrashed(f"worker died (exit code {exitcode}) "
                                                             f"decoding frame {job.seq}")))
 
     def _output(self, job: Job):
@@ -618,29 +582,13 @@ class FramePipeline:
         flight are lost: a :meth:`get` or :meth:`submit` waiting on one raises
         :class:`PipelineError`, and no worker is replaced.  :meth:`close` still has to be called."""
         self._closing = True
-        for proc, _ in list(self._workers):
-            proc.kill()
+        self._workers.kill()
 
     def close(self, timeout: float = 5.0) -> None:
         """End the workers and unlink the slots.  An idle worker is told to stop and has ``timeout``
         seconds to; a busy one is killed at once, as its frame will not be collected."""
         self._closing = True
-        end = time.monotonic() + timeout
-        for i, (proc, conn) in enumerate(self._workers):
-            if i in self._busy:
-                proc.kill()
-                continue
-            try:
-                conn.send(StopWorker())
-            except OSError:
-                pass
-        for proc, conn in self._workers:
-            proc.join(timeout=max(0.0, end - time.monotonic()))
-            if proc.is_alive():
-                proc.kill()
-                proc.join(timeout=1)
-            conn.close()
-        self._workers = []
+        self._workers.close(StopWorker(), idle=lambda i: i not in self._busy, timeout=timeout)
         if self.decoder.xp is not np:
             self.decoder.xp.cuda.Device().synchronize()     # copies from the slots may be queued
         for slot in self._slots:

@@ -6,7 +6,9 @@ Every message is a frozen dataclass defined at module level, so it pickles by na
 :class:`DecodeRequest`, tile reports, where arrays lie); the arrays themselves are written
 into the frame's shared-memory slot and described by :class:`ArraySpec`.
 
-- worker to pipeline, once: :class:`WorkerReady` (kernels loaded);
+- worker to pipeline, while it starts: the worker pool's own :class:`~cinegpu.decode.workers.Busy`
+  (a kernel compiled), then :class:`~cinegpu.decode.workers.Ready` (kernels loaded) or
+  :class:`~cinegpu.decode.workers.Broken`;
 - pipeline to worker, per frame: a :class:`WorkerTask` (built from the :class:`Job` this
   process keeps), or :class:`StopWorker`;
 - worker to pipeline, per frame, a :class:`Reply`: :class:`Failed`, :class:`GrowSlot` (the
@@ -90,11 +92,6 @@ class TileArrays:
 
 
 # --- pipeline to worker ----------------------------------------------------
-@dataclass(frozen=True)
-class WorkerReady:
-    """A worker's first message: its numba kernels are loaded, frames may come."""
-
-
 @dataclass(frozen=True)
 class StopWorker:
     """Tells a worker to detach its slots and exit."""

@@ -122,9 +122,9 @@ def tier2_tile(cs: Codestream, plan: TilePlan, tile: Tile, *, layers: int | None
     hdr = body if shared else headers
     max_layers = plan.layers if layers is None else min(layers, plan.layers)
     pieces, n_pieces, status, done, where = P.read_packets(
-        hdr, 0, hdr.shape[0], body, 0, body.shape[0], shared,
-        order, plan.prec_pb, plan.pb, table, plan.cb_keep, max_layers, plan.sop, plan.eph, not policy.strict,
-        incl_v, incl_l, zbp_v, zbp_l, state,
+        hdr, (0, hdr.shape[0]), body, (0, body.shape[0]), shared,
+        (order, plan.prec_pb, plan.pb, table, plan.cb_keep), (max_layers, plan.sop, plan.eph, not policy.strict),
+        (incl_v, incl_l, zbp_v, zbp_l), state,
     )
     report.packets_read = int(done)
     if status not in (P.OK, P.ENDED):

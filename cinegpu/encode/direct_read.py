@@ -15,8 +15,9 @@ the system has just written or read stays on the usual path, where it is cheaper
 :func:`read_pieces` is the one loop both readers share: the GPU's ring
 (:class:`.ring_upload.RingUploads`, each piece copied up from its slot) and
 :func:`read_run_direct` (each piece copied into an array on the host, the ring's twin).
-``CINEGPU_DIRECT_READS=off`` in the environment turns the path off (every run read the usual
-way).
+Whether a frame is read this way at all is mastering's upload seam's to say
+(:class:`cinegpu.jobs.frame_uploads.FrameUploads`, which holds the switch
+``CINEGPU_DIRECT_READS=off``); this module reads no environment.
 """
 
 from __future__ import annotations
@@ -29,17 +30,12 @@ import numpy as np
 
 from .mapped_upload import FileRun, pread_full
 
-__all__ = ["ALIGN", "cold", "enabled", "in_page_cache", "open_direct", "pieces", "read_pieces",
+__all__ = ["ALIGN", "cold", "in_page_cache", "open_direct", "pieces", "read_pieces",
            "read_run_direct"]
 
 #: Bytes to which an ``O_DIRECT`` read's file offset, length and memory are aligned: the
 #: largest logical block size of common storage (512 or 4096 bytes), and the page size.
 ALIGN = 4096
-
-
-def enabled() -> bool:
-    """False where ``CINEGPU_DIRECT_READS=off`` is in the environment."""
-    return os.environ.get("CINEGPU_DIRECT_READS", "auto") != "off"
 
 
 def in_page_cache(fd: int, offset: int, nbytes: int) -> bool:
@@ -63,12 +59,11 @@ def in_page_cache(fd: int, offset: int, nbytes: int) -> bool:
 
 
 def cold(run: FileRun) -> bool:
-    """Whether ``run`` is to be read ``O_DIRECT``: the path is on (:func:`enabled`) and its
-    bytes are not in the page cache (:func:`in_page_cache`, asked through a file of its own
-    told to expect random reads, so that a miss starts no read-ahead beyond the page asked
-    for).  Ask once a frame: a miss brings its page in, so a second question may be told
-    otherwise."""
-    if not enabled() or run.nbytes <= 0 or run.offset < 0:
+    """Whether ``run`` is to be read ``O_DIRECT``: its bytes are not in the page cache
+    (:func:`in_page_cache`, asked through a file of its own told to expect random reads, so
+    that a miss starts no read-ahead beyond the page asked for).  Ask once a frame: a miss
+    brings its page in, so a second question may be told otherwise."""
+    if run.nbytes <= 0 or run.offset < 0:
         return False
     try:
         fd = os.open(run.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))

@@ -10,7 +10,7 @@ rate control to the byte budget, headers included (:mod:`.rate`); packets
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
@@ -23,12 +23,12 @@ from .blocks import Block, BlockTable, TierOnePool
 from .early_stop import FLOOR_SHARE, component_histograms, first_floor, floor_share
 from .early_stop import on_device as _on_device  # noqa: I001 (one definition of 'a CuPy array')
 from .forward import code_value_step, forward_tile
-from .profiles import Params, make_params
+from cinegpu.encode.presets import Coding, Params, make_params
 from .markers import main_header
 from .quant import block_components
 from .tier1.ht_gpu_plan import KERNEL_CHOICES
 
-__all__ = ["Encoder", "GeometryCache", "encode"]
+__all__ = ["Encoder", "EncoderSettings", "GeometryCache", "encode"]
 
 #: COD code-block style bit of HT blocks (T.814 A.2) and the Rsiz bit of Part 15 (T.814 A.2).
 HT_STYLE = 0x40
@@ -37,6 +37,57 @@ RSIZ_HT = 0x4000
 MAX_RETRIES = 2
 #: The highest floor (bit-planes never coded) early stop may choose.
 MAX_FLOOR = 24
+
+
+@dataclass(frozen=True, kw_only=True)
+class EncoderSettings:
+    """How an :class:`Encoder` codes: the codestream asked for (``coding``, a
+    :class:`~cinegpu.encode.presets.Coding`), the block coder, the quantisation step, early
+    stop, and where the work runs.
+
+    ``codec``: "j2k" (Part 1, EBCOT) or "htj2k" (Part 15: HT code-blocks, cleanup pass only,
+    :mod:`.ht`; the HT bit is set in the code-block style).  ``base_step``: the irreversible
+    quantisation step, sample units, before the per-band weighting.  ``early_stop``: under a
+    budget (irreversible), skip the bit-planes rate control would drop (:mod:`.early_stop`).
+    ``backend``: the forward stage on "cpu" or "cuda" ("auto": CUDA when present;
+    :func:`cinegpu.decode.backend.select_backend`).  ``workers``: tier-1 threads (None: the
+    pool's default).  ``rate_on_gpu``: PCRD-opt on the GPU where tier-1 ran (:mod:`.rate_gpu`,
+    cuda only; None: on the CPU).  ``device``: the CUDA device (None: the current one when
+    it first runs).  ``ht_kernel``: the GPU's HT cleanup kernel, one of
+    :data:`~.tier1.ht_gpu_plan.KERNEL_CHOICES`.  ``graphs`` (cuda back end): replay the
+    forward stage as a CUDA graph per geometry from its second frame (:mod:`.forward_graph`:
+    the same codestream, far fewer launches from Python); False runs it kernel by kernel."""
+
+    coding: Coding = field(default_factory=Coding)
+    codec: str = "j2k"
+    base_step: float = 1.0
+    early_stop: bool = True
+    backend: str = "auto"
+    workers: int | None = None
+    rate_on_gpu: bool | None = None
+    device: int | None = None
+    ht_kernel: str = "auto"
+    graphs: bool = True
+
+    def __post_init__(self):
+        if self.codec not in ("j2k", "htj2k"):
+            raise ValueError(f"codec {self.codec!r} is neither 'j2k' nor 'htj2k'")
+        if self.ht_kernel not in KERNEL_CHOICES:
+            raise ValueError(f"ht_kernel {self.ht_kernel!r}: one of {KERNEL_CHOICES}")
+
+    @classmethod
+    def of(cls, **options) -> EncoderSettings:
+        """The settings of flat keyword options, as :func:`encode` takes them: the fields of
+        :class:`~cinegpu.encode.presets.Coding` and of this class (but ``coding``); a
+        TypeError names any other."""
+        coding_names = {f.name for f in fields(Coding)}
+        own_names = {f.name for f in fields(cls)} - {"coding"}
+        for name in options:
+            if name not in coding_names and name not in own_names:
+                raise TypeError(f"unknown encoder option {name!r} (neither a Coding nor an "
+                                f"EncoderSettings field)")
+        coding = Coding(**{k: v for k, v in options.items() if k in coding_names})
+        return cls(coding=coding, **{k: v for k, v in options.items() if k in own_names})
 
 
 @dataclass
@@ -162,64 +213,56 @@ class GeometryCache:
 
 
 class Encoder:
-    """Reusable encoder (keeps its tier-1 worker threads between frames).
-
-    Options as :func:`encode`; ``encode(image, bits=None)`` returns the codestream.
-    ``geometry``: a :class:`GeometryCache` shared with other encoders (default: its own).
-    ``device``: the CUDA device it encodes on (cuda back end; default the current one), so
-    that encoders in several threads spread frames over several GPUs.
-    ``graphs`` (cuda back end): replay the forward stage as a CUDA graph per geometry from
-    its second frame (:mod:`.forward_graph`: the same codestream, far fewer launches from
-    Python); False runs it kernel by kernel.
+    """Reusable encoder (keeps its tier-1 worker threads between frames), coding as
+    ``settings`` (:class:`EncoderSettings`) say; ``encode(image, bits=None)`` returns the
+    codestream.  ``geometry``: a :class:`GeometryCache` shared with other encoders (default:
+    its own).  Encoders in several threads, each on its ``settings.device``, spread frames
+    over several GPUs.
     """
 
-    def __init__(self, *, profile="generic", fps=24, bitrate=None, reversible=False,
-                 levels=None, codeblock=(32, 32), progression="LRCP", layers=1, tiles=None,
-                 precincts=None, backend="auto", workers=None, style=0, quantization="expounded",
-                 guard_bits=None, base_step=1.0, early_stop=True, rate_on_gpu=None,
-                 geometry: GeometryCache | None = None, codec="j2k", mct=None,
-                 device: int | None = None, ht_kernel: str = "auto", graphs: bool = True):
-        if codec not in ("j2k", "htj2k"):
-            raise ValueError(f"codec {codec!r} is neither 'j2k' nor 'htj2k'")
+    def __init__(self, settings: EncoderSettings = EncoderSettings(), *,
+                 geometry: GeometryCache | None = None):
+        self.settings = settings
         #: "htj2k": HT code-blocks (ISO/IEC 15444-15), the path of :mod:`.ht`
-        self.codec = codec
-        if ht_kernel not in KERNEL_CHOICES:
-            raise ValueError(f"ht_kernel {ht_kernel!r}: one of {KERNEL_CHOICES}")
+        self.codec = settings.codec
         #: the GPU's HT cleanup-pass kernel (cuda back end): "auto" one warp a code-block up
         #: to 64 x 64, "thread" one thread a block (benchmarks; the same bytes)
-        self.ht_kernel = ht_kernel
-        if codec == "htj2k":
-            style = int(style) | HT_STYLE
-        self.options = dict(profile=profile, fps=fps, bitrate=bitrate, reversible=reversible,
-                            levels=levels, codeblock=codeblock, progression=progression,
-                            layers=layers, tiles=tiles, precincts=precincts, style=style,
-                            quantization=quantization, guard_bits=guard_bits, mct=mct)
-        self.base_step = float(base_step)
+        self.ht_kernel = settings.ht_kernel
+        #: what the codestream is asked to be; the HT bit in the style for "htj2k"
+        self.coding = settings.coding if self.codec != "htj2k" else \
+            replace(settings.coding, style=int(settings.coding.style) | HT_STYLE)
+        self.base_step = float(settings.base_step)
         #: under a budget (irreversible), skip the bit-planes rate control would drop
         #: (:mod:`.early_stop`), decided per frame from the frame alone
-        self.early_stop = early_stop
+        self.early_stop = settings.early_stop
         #: the last frame's "floor" (bit-planes not coded), "floor_share", "retries",
         #: "rounds" and "spare_planes"
         self.stats: dict = {}
-        self.backend = select_backend(backend, names=ENCODER_NAMES).name
+        self.backend = select_backend(settings.backend, names=ENCODER_NAMES).name
         #: PCRD-opt's hull and thresholds on the GPU where tier-1 ran (:mod:`.rate_gpu`;
         #: the same codestream as on the CPU).  None: on the CPU: measured on the GPU machine,
         #: the GPU path is faster for one encoder but slower for sixteen in threads, which is
         #: how ``cinegpu master`` runs them (docs/performance.md)
-        self.rate_on_gpu = False if rate_on_gpu is None else bool(rate_on_gpu)
+        self.rate_on_gpu = bool(settings.rate_on_gpu)
         if self.rate_on_gpu and self.backend != "cuda":
             raise ValueError("rate_on_gpu needs the cuda back end")
-        self.pool = TierOnePool(workers)
+        self.pool = TierOnePool(settings.workers)
         self.timings: dict[str, float] = {}
+        #: the main header the last frame was written with, as the codec parses it (a
+        #: :class:`~cinegpu.decode.codestream.header.Codestream` of its SIZ, CAP, COD, QCD...,
+        #: shared by every frame of one geometry: parsed once, when the geometry was planned;
+        #: its TLM without entries), for a writer that repeats it (the MXF picture descriptor)
+        #: without parsing the codestream again; None before a frame
+        self.header = None
         self._plans = geometry if geometry is not None else GeometryCache()
         #: the CUDA device (cuda back end) this encoder's stream, buffers and kernels live on;
         #: None: the current device when it first runs
-        self.device = device
+        self.device = settings.device
         self._stream = None
         self._staging = None        # page-locked upload buffer (cuda, made on first use)
         self._tiles = None          # the GPU tier-1's per-plan tables (TileGeometries)
         #: the forward stage replayed as CUDA graphs (:mod:`.forward_graph`; cuda back end)
-        self.graphs = graphs
+        self.graphs = settings.graphs
         self._graphs = None
         self._band_tables = None    # the batched forward path's per-plan tables (cuda)
         self._maxima = None         # the last forward stage's band maxima per tile (cuda)
@@ -290,7 +333,7 @@ class Encoder:
         samples coded as their code values (cuda back end)."""
         import time
         t0 = time.perf_counter()
-        params = make_params([c.shape for c in comps], precs, sgn, **self.options)
+        params = make_params([c.shape for c in comps], precs, sgn, self.coding)
         if self.codec == "htj2k":
             params = replace(params, Rsiz=params.Rsiz | RSIZ_HT)
         self.stats = {}
@@ -298,6 +341,7 @@ class Encoder:
             cs, plans = self._geometry(params)
             flats = self._forward(comps, params, plans, code_values)
             params, cs, plans, flats = self._guard_bits(params, cs, plans, flats)
+            self.header = cs                 # the header this frame is written with
             if self.codec == "htj2k":
                 return self._encode_ht(params, cs, plans, flats, t0)
             tf = time.perf_counter()
@@ -495,18 +539,15 @@ class Encoder:
         return data, share, bool(floor) and stats["starved"]
 
 
-def encode(image, *, profile="generic", fps=24, bitrate=None, reversible=False, levels=None,
-           codeblock=(32, 32), progression="LRCP", layers=1, tiles=None, precincts=None,
-           backend="auto", workers=None, bits=None, signed=None, style=0,
-           quantization="expounded", guard_bits=None, base_step=1.0, codec="j2k",
-           mct=None) -> bytes:
+def encode(image, *, bits=None, signed=None, **options) -> bytes:
     """Encode an image as a JPEG 2000 codestream (T.800 Annex A), returned as bytes.
 
     ``image``: (H, W) or (H, W, C) integer array, or a list of 2-D component arrays
     (subsampled ones allowed); ``bits`` the precision (inferred: 8 for 8-bit arrays,
     else the bits the samples need, at least 8), ``signed`` inferred from the data.
+    ``options``: :meth:`EncoderSettings.of`'s, by name (a TypeError for any other):
     ``profile``: "generic", "dci-2k" or "dci-4k" (the DCI 2K / 4K profiles of ISO/IEC 15444-1
-    Amd 1, see :mod:`cinegpu.encode.profiles`: the profile fixes everything but ``fps`` and ``bitrate``).
+    Amd 1, see :mod:`cinegpu.encode.presets`: the profile fixes everything but ``fps`` and ``bitrate``).
     ``bitrate``: bits per second at ``fps``; the codestream (headers included) is at
     most bitrate / 8 / fps bytes (DCI: also the 250/200 Mbit/s frame/component caps).
     None in the generic profile keeps every coding pass.
@@ -527,9 +568,5 @@ def encode(image, *, profile="generic", fps=24, bitrate=None, reversible=False, 
     for a .jph file).  ``mct``: the component transform over components 0-2 where they are
     of one size (None, the default), or never (False: Y'CbCr input, as IMF carries it).
     """
-    with Encoder(profile=profile, fps=fps, bitrate=bitrate, reversible=reversible, levels=levels,
-                 codeblock=codeblock, progression=progression, layers=layers, tiles=tiles,
-                 precincts=precincts, backend=backend, workers=workers, style=style,
-                 quantization=quantization, guard_bits=guard_bits, base_step=base_step,
-                 codec=codec, mct=mct) as enc:
+    with Encoder(EncoderSettings.of(**options)) as enc:
         return enc.encode(image, bits=bits, signed=signed)

@@ -23,7 +23,7 @@ __all__ = ["code_value_samples", "code_value_step", "tile_planes", "forward_tile
 
 def code_value_step(top: float, bits: int) -> tuple[np.float32, np.float32]:
     """(scale, peak) of IMF's R'G'B' code values at ``bits`` per component: float32 1 / top
-    (the scaling of :func:`cinegpu.media.images_in.unit_scale`) and 2^bits - 1, as
+    (the scaling of :func:`cinegpu.media.images.frames.unit_scale`) and 2^bits - 1, as
     :func:`cinegpu.encode.gpu.code_values` passes them to its kernel."""
     return np.float32(1.0 / top), np.float32((1 << int(bits)) - 1)
 

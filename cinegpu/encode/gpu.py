@@ -543,11 +543,11 @@ def rgb_to_xyz12(image, top: float, in_gamma: float, matrix, inv_gamma: float,
                  peak: int = 4095):
     """DCI X'Y'Z' 12-bit code values of an (H, W, 3) image (numpy or CuPy; uint8, uint16
     or float32) as three CuPy int32 planes, on the GPU.  Samples are read as
-    ``clip(s * (1 / top), 0, 1)`` in float32 (:func:`cinegpu.media.images_in.unit_scale`);
+    ``clip(s * (1 / top), 0, 1)`` in float32 (:func:`cinegpu.media.images.frames.unit_scale`);
     ``in_gamma``, ``matrix`` (3x3, XYZ per unit of peak white) and ``inv_gamma`` come from
-    :func:`cinegpu.media.colour.xyz12_parameters` (``in_gamma`` <= 0: no transform, the
+    :func:`cinegpu.media.images.colour.xyz12_parameters` (``in_gamma`` <= 0: no transform, the
     image holds X'Y'Z' already); code values run to ``peak``.  Twin:
-    :func:`cinegpu.media.colour.to_xyz12`, within one code value (exact without a
+    :func:`cinegpu.media.images.colour.to_xyz12`, within one code value (exact without a
     transform)."""
     img = cupy.asarray(image)
     if img.dtype not in _XYZ_KERNELS:
@@ -569,6 +569,6 @@ def rgb_to_xyz12(image, top: float, in_gamma: float, matrix, inv_gamma: float,
 def code_values(image, top: float, bits: int):
     """``rint((2^bits - 1) clip(s * (1 / top), 0, 1))`` of an (H, W, 3) image (as
     :func:`rgb_to_xyz12`) as three CuPy int32 planes: IMF's R'G'B' at ``bits`` per component,
-    exactly as the host computes it (:func:`cinegpu.media.images_in.unit_scale`, then
+    exactly as the host computes it (:func:`cinegpu.media.images.frames.unit_scale`, then
     ``np.rint``)."""
     return rgb_to_xyz12(image, top, 0.0, np.eye(3, dtype=np.float32), 1.0, (1 << bits) - 1)

@@ -1,6 +1,6 @@
 """HTJ2K frames (ITU-T T.814 | ISO/IEC 15444-15): the HT path of :class:`.Encoder` and JPH.
 
-``Encoder(codec="htj2k")`` codes every code-block with one HT set holding only its cleanup
+``EncoderSettings(codec="htj2k")`` codes every code-block with one HT set holding only its cleanup
 pass (:mod:`.tier1.ht`); the codestream is the Part-1 one with COD's code-block style bit
 0x40, Rsiz bit 14 and a CAP marker (:func:`.markers.cap_ht`); tier-2 writes one pass per
 included block (T.814 B.3: a lone cleanup's length takes Lblock bits, as a Part-1 pass).

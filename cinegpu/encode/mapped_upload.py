@@ -11,13 +11,15 @@ read into a page-locked buffer (docs/performance.md, "Reading and uploads").
 The host never touches the mapped bytes (a file truncated under a mapping would raise SIGBUS
 on the first access): once the pages are locked they stay valid until unregistered, and where
 locking fails (the file shrank, a file system or driver that cannot lock such pages) the
-caller gets None and reads the frame the usual way.  ``CINEGPU_MAPPED_UPLOADS=off`` in the
-environment turns the path off (every frame read the usual way).
+caller gets None and reads the frame the usual way.  Whether a frame is tried this way at all
+is mastering's upload seam's to say (:class:`cinegpu.jobs.frame_uploads.FrameUploads`, which
+holds the switches ``CINEGPU_MAPPED_UPLOADS`` and ``CINEGPU_MAPPED_TURNS``); this module reads
+no environment.
 
 Locking and unlocking a file's pages is serialised on the host (the kernel and the driver):
 on the GPU machine 16 processes uploading this way all at once reached fewer frames a second
 than 8, waiting on each other.  So a few threads of the machine (one user's, :class:`RegisterGate`:
-:data:`TURNS`, or ``CINEGPU_MAPPED_TURNS=N``) lock pages at a time, and a thread that finds
+:data:`TURNS` by default) lock pages at a time, and a thread that finds
 every turn taken reads its frame the usual way instead of waiting: the two paths share the work
 between them.  A thread unlocks its last file in the same turn as it locks the next, so that
 a frame costs one turn, and never waits for one except to unlock its last file at the end.
@@ -86,15 +88,12 @@ class RegisterGate:
     ``flock`` s, one on each of as many files of this user's in the temporary folder
     (``path``, then ``path.1``, ``path.2``...), each taken by one open file at a time, whichever
     process or thread holds it.  :meth:`try_enter` takes a free one if any, :meth:`enter`
-    waits for one; :meth:`leave` gives back the one taken.  ``turns`` default:
-    ``CINEGPU_MAPPED_TURNS`` in the environment, else :data:`TURNS`; every process of a job
-    must use the same."""
+    waits for one; :meth:`leave` gives back the one taken.  Every process of a job must
+    use the same ``turns``."""
 
-    def __init__(self, path: str | None = None, turns: int | None = None):
+    def __init__(self, path: str | None = None, turns: int = TURNS):
         self.path = path or os.path.join(tempfile.gettempdir(),
                                          f"cinegpu-{os.getuid()}-host-register.lock")
-        if turns is None:
-            turns = _env_turns()
         if turns < 1:
             raise ValueError(f"a register gate needs at least one turn, got {turns}")
         self._fds: list[int] = []
@@ -138,21 +137,6 @@ class RegisterGate:
             os.close(fd)
 
 
-def _env_turns() -> int:
-    """``CINEGPU_MAPPED_TURNS`` (a positive integer) or :data:`TURNS`; ValueError for another
-    value."""
-    text = os.environ.get("CINEGPU_MAPPED_TURNS", "").strip()
-    if not text:
-        return TURNS
-    try:
-        turns = int(text)
-    except ValueError:
-        turns = 0
-    if turns < 1:
-        raise ValueError(f"CINEGPU_MAPPED_TURNS must be a positive integer, got {text!r}")
-    return turns
-
-
 class _Held:
     """One file mapped and registered, until the copy out of it (``done``) has run."""
 
@@ -194,15 +178,15 @@ class MappedUploads:
     and locked until the next upload that gets a turn of the gate, which unlocks it in the same
     turn as it locks its own file (one turn a frame), or :meth:`close` (the copy must have
     left it); after the first failure to lock, none is tried again.  ``gate``: the machine's
-    :class:`RegisterGate` (default: this user's); a frame whose thread finds it taken gives
-    None too."""
+    :class:`RegisterGate` (default: this user's, of ``turns`` turns, made at the first upload);
+    a frame whose thread finds it taken gives None too."""
 
-    def __init__(self, gate: RegisterGate | None = None):
+    def __init__(self, gate: RegisterGate | None = None, turns: int = TURNS):
         self._held: _Held | None = None
         self._gate = gate
-        #: False once locking a mapping has failed (not supported here), or where the
-        #: environment turns the path off: no more tries
-        self.supported = os.environ.get("CINEGPU_MAPPED_UPLOADS", "on") != "off"
+        self._turns = turns
+        #: False once locking a mapping has failed (not supported here): no more tries
+        self.supported = True
 
     def upload(self, run: FileRun):
         """The samples of ``run`` as a CuPy array, or None (see the class)."""
@@ -212,7 +196,7 @@ class MappedUploads:
             return None
         if self._gate is None:
             try:
-                self._gate = RegisterGate()
+                self._gate = RegisterGate(turns=self._turns)
             except OSError:                  # no gate file of ours can be made: no mapping
                 self.supported = False
                 return None

@@ -156,7 +156,7 @@ def sot(*, Isot: int, Psot: int, TPsot: int, TNsot: int) -> bytes:
 
 def main_header(params, base_step: float, tlm_entries) -> bytes:
     """SOC, SIZ, COD, QCD, [POC], [TLM], COM (A.4-A.9) for ``params`` (an
-    :class:`~cinegpu.encode.profiles.Params`); ``base_step`` scales the QCD step sizes (E.1),
+    :class:`~cinegpu.encode.presets.Params`); ``base_step`` scales the QCD step sizes (E.1),
     ``tlm_entries`` are (tile index, tile-part length in bytes) pairs or None."""
     steps = steps_for(params.levels, params.precisions[0], params.reversible,
                       mct=bool(params.mct), base=base_step, derived=params.quant_style == 1,

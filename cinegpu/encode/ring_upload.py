@@ -9,7 +9,7 @@ times (the page cache read, the buffer written, the buffer read by the copy engi
 still in the processor's cache.  On the GPU machine 16 processes moved 4K 16-bit frames from
 the page cache to the GPU faster through a ring of 4 x 1 MiB than whole, at about half the CPU
 a frame; smaller slots cost more calls and were slower, larger ones more CPU
-(docs/performance.md, "Reading and uploads").  ``python -m cinegpu.media.bench_master --read
+(docs/performance.md, "Reading and uploads").  ``python -m cinegpu.bench.master --read
 16 --ring on off`` compares the two ways in mastering and in reading alone to the GPU (where
 locked pages come first).
 
@@ -17,8 +17,10 @@ This is the way a GPU encoder thread reads a frame that :mod:`.mapped_upload` co
 straight from its file (every turn to lock pages taken), or one not in the page cache, read
 ``O_DIRECT`` (:mod:`.direct_read`: the storage writes into the slots); where the run cannot be read (the file
 is gone or shorter than its header said) the caller gets None and reads the frame the usual
-way, which names what is wrong.  ``CINEGPU_RING_UPLOADS=off`` in the environment turns the
-path off (every such frame read whole into the thread's page-locked buffer, as before).
+way, which names what is wrong.  Whether a frame is read this way at all is mastering's upload
+seam's to say (:class:`cinegpu.jobs.frame_uploads.FrameUploads`, which holds the switch
+``CINEGPU_RING_UPLOADS=off``: every such frame read whole into the thread's page-locked buffer);
+this module reads no environment.
 """
 
 from __future__ import annotations
@@ -85,8 +87,6 @@ class RingUploads:
                              f"and {direct_slots} x {direct_chunk}")
         self.chunk, self.slots = int(chunk), int(slots)
         self.direct_chunk, self.direct_slots = int(direct_chunk), int(direct_slots)
-        #: False where the environment turns the path off
-        self.supported = os.environ.get("CINEGPU_RING_UPLOADS", "on") != "off"
         self._rings: dict[bool, _Slots] = {}     # direct or not -> its ring, once made
         #: runs read ``O_DIRECT`` so far (not in the page cache)
         self.direct_reads = 0
@@ -97,7 +97,7 @@ class RingUploads:
         in the page cache), the storage writing each piece into its slot; the usual read where
         the file cannot be opened so."""
         nbytes = run.nbytes
-        if not self.supported or nbytes == 0 or run.offset < 0:
+        if nbytes == 0 or run.offset < 0:
             return None
         try:
             fd = os.open(run.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))

@@ -49,9 +49,16 @@ class TextureTarget:
         self.width = self.height = 0
 
     @classmethod
-    def probe(cls) -> str | None:
-        """Why this target cannot work here (quietly found), or None when it can."""
+    def missing(cls) -> str | None:
+        """Why this target cannot work on this machine whatever the GL context (CuPy or CUDA
+        missing), found quietly and at once, without a context: asked before any long work."""
         return None
+
+    @classmethod
+    def probe(cls) -> str | None:
+        """Why this target cannot work here (quietly found, the GL context current), or None
+        when it can."""
+        return cls.missing()
 
     def open(self, width: int, height: int) -> int:
         """Create the texture (``width`` x ``height`` samples); its GL name."""
@@ -135,8 +142,12 @@ class _CudaTarget(TextureTarget):
         self._resource = None
 
     @classmethod
+    def missing(cls) -> str | None:
+        return _probe_cuda()
+
+    @classmethod
     def probe(cls) -> str | None:
-        reason = _probe_cuda()
+        reason = cls.missing()
         if reason is not None:
             return reason
         target = cls()

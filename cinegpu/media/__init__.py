@@ -5,9 +5,9 @@
 (``CorruptMedia``, ``UnsupportedMedia``, ``EncryptedMedia``: see :mod:`.errors`).
 """
 
-from .errors import CorruptMedia, EncryptedMedia, MediaError, UnsupportedMedia
-from .source import Source, open_source
-from .describe import describe   # after .source; binds the function over the submodule's name
+from cinegpu.media.errors import CorruptMedia, EncryptedMedia, MediaError, UnsupportedMedia
+from cinegpu.media.source import Source, open_source
+from cinegpu.media.describe import describe   # after .source; binds the function over the submodule's name
 
 
 __all__ = ["CorruptMedia", "EncryptedMedia", "MediaError", "Source", "UnsupportedMedia", "describe", "open_source"]

@@ -11,14 +11,13 @@ from pathlib import Path
 
 from cinegpu.decode.codestream import dci
 
-from .errors import MediaError, UnsupportedMedia
-from .j2k_profile import Profile, parse_profile
-from .klv import ul_str
-from .mxf import MXFFile
-from .sound import SoundTrack
-from .package import (Composition, Package, find_assetmap, local, missing_cpl_error, parse_xml, read_package,
-                      relpath)
-from .source import Source, kind_of, open_sequence
+from cinegpu.media.errors import MediaError, UnsupportedMedia
+from cinegpu.media.j2k_profile import Profile, parse_profile
+from cinegpu.media.mxf.klv import ul_str
+from cinegpu.media.mxf.read import MXFFile
+from cinegpu.media.sound.track import SoundTrack
+from cinegpu.media.package.read import Composition, Package, find_assetmap, local, missing_cpl_error, parse_xml, read_package, relpath
+from cinegpu.media.source import Source, kind_of, open_sequence
 
 FLAVOURS = {"dcp-smpte": "DCP, SMPTE (ST 429)", "dcp-interop": "DCP, Interop (PROTO-ASDCP)",
             "imf": "IMF (ST 2067)"}
@@ -126,7 +125,7 @@ SIZE_PROBE_BYTES = 65536
 def sequence_size_lines(files: list[Path]) -> list[str]:
     """Nothing when every frame file of a sequence has the first one's image size; else a line
     per size, with how many frames and which (a folder mixing 2K and 4K frames, say)."""
-    from .j2k_profile import image_size
+    from cinegpu.media.j2k_profile import image_size
     sizes: dict[tuple[int, int] | str, list[int]] = {}
     for n, f in enumerate(files):
         try:
@@ -253,7 +252,7 @@ def composition_lines(pkg: Package, comp: Composition) -> list[str]:
 def signature_text(path) -> str:
     """The document's signature in a line (:func:`.package_signature.check_package_signature`):
     unsigned, or signed by whom and whether it holds."""
-    from .package_signature import check_package_signature
+    from cinegpu.media.security.package_signature import check_package_signature
 
     try:
         return check_package_signature(path).text()
@@ -264,7 +263,7 @@ def signature_text(path) -> str:
 def package_report(pkg: Package) -> list[str]:
     """The lines ``cinegpu info`` prints for a package; a MediaError when a CPL that a packing
     list names is missing (the package cannot be described whole)."""
-    from .source import open_composition
+    from cinegpu.media.source import open_composition
 
     missing = missing_cpl_error(pkg)
     if missing is not None:
@@ -297,14 +296,14 @@ def sound_text(t: SoundTrack) -> str:
     d = t.descriptor
     seconds = t.sample_count / float(d.sample_rate)
     labels = ", channel labels " + " ".join(lab.symbol for lab in d.labels) if d.labels else ""
-    return (f"{d.channels} channels ({d.layout()}), {d.sample_rate} Hz, {d.bits}-bit, "
+    return (f"{d.channels_text()}, {d.sample_rate} Hz, {d.bits}-bit, "
             f"{t.duration} edit units at {d.edit_rate}/s ({seconds:.3f} s), {d.wrapping}-wrapped"
             + (f", {d.channel_assignment}" if d.channel_assignment else "") + labels)
 
 
 def composition_sound_lines(comp: Composition, source: Source) -> list[str]:
     """The composition's sound as played beside its picture, and what is wrong with it."""
-    from .sound_composition import open_composition_sound
+    from cinegpu.media.sound.composition import open_composition_sound
 
     try:
         sound = open_composition_sound(source)
@@ -338,12 +337,12 @@ def describe(path, ov=()) -> str:
         with MXFFile(p) as mxf:
             out = [f"MXF track file: {p}"] + mxf_lines(mxf)
             if mxf.picture and not mxf.encrypted:
-                from .source import open_mxf_source
+                from cinegpu.media.source import open_mxf_source
                 with open_mxf_source(p) as src:
                     out += picture_lines(src)
             return "\n".join(out)
     if kind == "codestream":
-        from .source import open_source
+        from cinegpu.media.source import open_source
         with open_source(p) as src:
             return "\n".join([f"codestream: {p}"] + picture_lines(src))
     root = parse_xml(p)

@@ -5,18 +5,24 @@
 - :func:`create_new_file`: a file that must not exist yet (a private key, a key file), created
   with its final mode (e.g. 600) so that it is never readable by others, not even for a moment;
 - :func:`replace_atomically`: a file that appears whole or not at all (a KDM), through a
-  temporary file in the same folder renamed into place.
+  temporary file in the same folder renamed into place;
+- :func:`new_partial_folder`: a folder being filled (a package) before it is renamed into
+  place, with the mode ``mkdir`` gives it (the umask's), not ``mkdtemp``'s 0700.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import tempfile
 from pathlib import Path
 
-from .errors import MediaError, UnsupportedMedia
+from cinegpu.media.errors import MediaError, UnsupportedMedia
 
-__all__ = ["create_new_file", "read_bounded", "replace_atomically"]
+__all__ = ["create_new_file", "new_partial_folder", "read_bounded", "replace_atomically"]
+
+#: names :func:`new_partial_folder` tries before it gives up (each taken already)
+FOLDER_TRIES = 100
 
 
 def read_bounded(path, limit: int, what: str) -> bytes:
@@ -88,3 +94,17 @@ def replace_atomically(path, data: bytes, what: str, overwrite: bool = False, mo
     finally:
         Path(tmp).unlink(missing_ok=True)
     return path
+
+
+def new_partial_folder(parent, prefix: str) -> Path:
+    """A new, empty folder ``prefix`` + a random suffix in ``parent``, made as ``mkdir`` makes
+    one (mode 0777 less the umask: a package's folder is as readable as the user's other
+    folders once it is renamed into place); ``OSError`` as ``mkdir`` raises it."""
+    for _ in range(FOLDER_TRIES):
+        path = Path(parent) / f"{prefix}{secrets.token_hex(4)}"
+        try:
+            path.mkdir(mode=0o777)
+        except FileExistsError:
+            continue
+        return path
+    raise FileExistsError(f"{parent}: no free name {prefix}* after {FOLDER_TRIES} tries")

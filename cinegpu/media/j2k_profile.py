@@ -22,7 +22,7 @@ from cinegpu.decode.codestream.siz import RSIZ_HTJ2K, parse_siz
 from cinegpu.decode.errors import CodestreamError
 from cinegpu.decode.jp2.boxes import is_jp2, top_boxes
 
-from .errors import CorruptMedia, UnsupportedMedia, media_error_of
+from cinegpu.media.errors import CorruptMedia, UnsupportedMedia, media_error_of
 
 __all__ = ["Profile", "codestream_of", "image_size", "parse_profile", "profile_of"]
 

@@ -21,13 +21,12 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Protocol
 
-from .errors import CorruptMedia, EncryptedMedia, KdmRefused, MediaError, UnsupportedMedia
-from .files import read_bounded
-from .j2k_profile import Profile, parse_profile
-from .key_ring import CompositionKeys, KeyRing, check_track_key
-from .mxf import MXFFile
-from .package import (Composition, Package, local, missing_assets_error, missing_cpl_error, parse_xml,
-                      read_package)
+from cinegpu.media.errors import CorruptMedia, EncryptedMedia, KdmRefused, MediaError, UnsupportedMedia
+from cinegpu.media.files import read_bounded
+from cinegpu.media.j2k_profile import Profile, parse_profile
+from cinegpu.media.security.key_ring import CompositionKeys, KeyRing, check_track_key
+from cinegpu.media.mxf.read import MXFFile
+from cinegpu.media.package.read import Composition, Package, local, missing_assets_error, missing_cpl_error, parse_xml, read_package
 
 #: Suffixes of one frame's file: Part-1 and HT (Part 15) codestreams, JP2 and JPH files.
 FRAME_SUFFIXES = (".j2c", ".j2k", ".jp2", ".jpc", ".jhc", ".jph")
@@ -342,7 +341,7 @@ def open_source(path, keys: KeyRing | None = None, ov=()) -> Source:
     p = Path(path)
     kind = kind_of(p)
     if kind == "folder":
-        from .package import find_assetmap
+        from cinegpu.media.package.read import find_assetmap
         if find_assetmap(p) is not None:
             return open_package(p, keys=keys, ov=ov)
         return open_sequence(p)

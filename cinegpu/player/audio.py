@@ -5,7 +5,7 @@ Sync model: the picture clock (:class:`~cinegpu.player.clock.PlaybackClock`) is 
 On each turn of the draw loop :class:`AudioFeed` hands the sink the composition's samples from
 where it stopped up to the clock's position now (plus the sink's latency), each timeline sample
 mapped through the clock to a media sample, so pause (nothing fed), seek and loop (the feed
-follows the clock's media frame) and reel joins (:class:`~cinegpu.media.sound_composition.
+follows the clock's media frame) and reel joins (:class:`~cinegpu.media.sound.composition.
 CompositionSound` reads across them) need no separate logic. A device whose clock drifts from
 the system clock fills or drains its queue; the feed corrects that by skipping or repeating
 samples once the queue is off its target by more than :data:`DRIFT_LIMIT` seconds. A device
@@ -44,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cinegpu.media.sound import decode_pcm
+from cinegpu.media.sound.track import decode_pcm
 
 log = logging.getLogger(__name__)
 
@@ -542,7 +542,7 @@ def open_feed(media, clock, mode: str, audio_out: Path | None = None, sound=None
     ``audio_out``: a WAV record. ``sound``: ``media``'s CompositionSound opened already (the
     server opens it in its loader thread; closed here when no feed takes it), else opened here.
     ``cinegpu play`` and ``cinegpu serve`` both build their feed here."""
-    from cinegpu.media.sound_composition import open_composition_sound  # noqa: PLC0415
+    from cinegpu.media.sound.composition import open_composition_sound  # noqa: PLC0415
 
     if mode == "off":
         if sound is not None:

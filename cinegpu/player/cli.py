@@ -10,8 +10,12 @@ import argparse
 import importlib
 import sys
 
+import cinegpu
+
 #: Subcommand modules, in the order ``cinegpu --help`` lists them.
-COMMANDS = ("play", "decode", "info", "bench", "check", "serve", "master", "demo", "kdm")
+#: the sub-commands, each by the module of cinegpu.player.commands that registers it
+COMMANDS = {"play": "play", "decode": "decode", "info": "info", "bench": "speed", "check": "check", "serve": "serve",
+            "master": "master", "demo": "demo", "kdm": "kdm"}
 
 
 #: Shown under ``cinegpu --help``.
@@ -29,13 +33,7 @@ exit codes: 0 done; 1 a check or a playback found problems; 2 a mistake in what 
 
 def version() -> str:
     """The installed distribution's version."""
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as dist_version
-
-    try:
-        return dist_version("cinegpu")
-    except PackageNotFoundError:
-        return "unknown (not installed)"
+    return cinegpu.__version__
 
 
 class Parser(argparse.ArgumentParser):
@@ -54,8 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"cinegpu {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMANDS:
-        importlib.import_module(f"cinegpu.player.commands.{name}").register(sub)
+    for module in COMMANDS.values():
+        importlib.import_module(f"cinegpu.player.commands.{module}").register(sub)
     return parser
 
 

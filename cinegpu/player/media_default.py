@@ -2,7 +2,7 @@
 
 :func:`default_media` returns a path :func:`cinegpu.media.open_source` opens.
 The demo DCP that ``cinegpu demo`` masters, when it is in its cache
-(:func:`cinegpu.media.demo.find_demo`); else moving colour bars (24 frames,
+(:func:`cinegpu.jobs.demo.find_demo`); else moving colour bars (24 frames,
 960x540, 8-bit RGB) synthesised with OpenJPEG's ``opj_compress`` into a cache
 folder; without it, the sample frame shipped in ``cinegpu/media/samples``.
 """
@@ -67,7 +67,7 @@ def synthesise_sequence(folder, frames: int = FRAMES, width: int = WIDTH, height
 
 def default_media() -> Path:
     """A path to play when none is given (see the module docstring)."""
-    from cinegpu.media.demo import find_demo
+    from cinegpu.jobs.demo import find_demo
 
     demo = find_demo()
     if demo is not None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from cinegpu.decode.codestream import dci
-from cinegpu.media.colour import YCBCR_COEFFICIENTS
+from cinegpu.media.images.colour import YCBCR_COEFFICIENTS
 from cinegpu.media.errors import UnsupportedMedia
 
 __all__ = ["COLOURS", "DCI_RSIZ", "is_xyz", "rgba16_reference", "ycbcr_to_rgba16", "PictureConverter"]

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Callable
 
 from cinegpu.media.describe import fps_text
-from cinegpu.media.png import write_png16
+from cinegpu.media.images.png import write_png16
 
 from .clock import PlaybackClock, PlaybackStats, Scheduler, ranges_text
 from .resolution import level_text
@@ -99,9 +99,11 @@ class Summary:
                     f"rate of {fps_text(Fraction(self.rate))} ({self.backend}): the player went down "
                     f"to {level_text(max(self.reduced))} resolution, dropping {self.stats.dropped} "
                     f"frame{'s' if self.stats.dropped != 1 else ''} on the way{hint}")
-        if not self.stats.dropped or not 0 < self.decode_fps < SLOWER * rate:
+        # too few frames decoded for a rate (a slow 4K frame, a short clip): one frame's time
+        fps = self.decode_fps or (1.0 / self.latency if self.latency > 0 else 0.0)
+        if not self.stats.dropped or not 0 < fps < SLOWER * rate:
             return ""
-        return (f"this machine decodes this material at {self.decode_fps:.1f} frames/s "
+        return (f"this machine decodes this material at {fps:.1f} frames/s "
                 f"({self.backend}), below the edit rate of {fps_text(Fraction(self.rate))}: "
                 f"the player kept time by dropping frames{hint}")
 

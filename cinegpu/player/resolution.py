@@ -17,6 +17,7 @@ and the interop paths never see another size.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,6 +36,16 @@ SETTLE_SECONDS = 2.0
 #: A capacity measured this long ago no longer holds the resolution down (it is tried again:
 #: the first frames include warm-up, and the material changes).
 FORGET_SECONDS = 20.0
+#: Decoding slower than the playback rate divided by this is judged on the first frames
+#: already (their decode times, each decoder's first included: past the kernels' warm-up,
+#: nothing else makes a frame this much slower), and steps down as many levels as it takes
+#: at once (:data:`LEVEL_GAIN` a level): a 4K frame decoded in 3 s by two decoders at 24
+#: frames/s, not a level per few frames (which at such a pace takes longer than many a clip
+#: lasts).
+FAR_SHARE = 4.0
+#: How much a level down cuts the decode time (a quarter of the samples, T.800 B.5; a little
+#: less in all, the packet headers being read whatever the level).
+LEVEL_GAIN = 3.0
 
 
 def level_text(level: int) -> str:
@@ -67,12 +78,23 @@ class ResolutionGovernor:
         #: (time, level) of every change, for the summary
         self.changes: list[tuple[float, int]] = []
 
-    def observe(self, capacity: float, rate: float, samples: int) -> int:
+    def observe(self, capacity: float, rate: float, samples: int, first: float = 0.0) -> int:
         """The level after one more look at ``capacity`` (frames/s the source can decode at
-        this level, from ``samples`` frames) while playing at ``rate`` frames/s."""
-        if rate <= 0 or samples < SAMPLES or capacity <= 0:
+        this level, from ``samples`` frames) while playing at ``rate`` frames/s. ``first``: the
+        capacity the first frames at this level give, each decoder's first included (0:
+        unknown); far below the rate (:data:`FAR_SHARE`), it steps down before ``capacity`` is
+        measured, by the levels it takes."""
+        if rate <= 0:
             return self.level
         t = self._now()
+        if samples < SAMPLES and 0 < first < rate / FAR_SHARE:
+            self._capacity[self.level] = _Measured(first, t)
+            need = math.ceil(math.log(DOWN_SHARE * rate / first) / math.log(LEVEL_GAIN))
+            if self.level < self.max_level:
+                self._set(min(self.max_level, self.level + max(1, need)), t)
+            return self.level
+        if samples < SAMPLES or capacity <= 0:
+            return self.level
         if capacity < DOWN_SHARE * rate:
             self._capacity[self.level] = _Measured(capacity, t)
             if self.level < self.max_level:

@@ -184,6 +184,9 @@ class _AheadSource:
         #: decode times of the frames finished at the current level (the governor's measure;
         #: not each decoder's first frame, which pays for warm-up: kernels loaded, caches filled)
         self._judged: collections.deque[float] = collections.deque(maxlen=LATENCY_FRAMES)
+        #: decode times of every frame at the current level, each decoder's first included:
+        #: enough to see decoding far too slow before the measure above is there
+        self._at_level: collections.deque[float] = collections.deque(maxlen=LATENCY_FRAMES)
         self._level_since = time.monotonic()   # when this level (or playback) started
         self._playing = False
         #: frames decoded at each resolution level (0 = full)
@@ -229,8 +232,11 @@ class _AheadSource:
             capacity = min(capacity, delivered) if capacity > 0 else delivered
         with self._cond:
             level = self.governor.level
-            if self.governor.observe(capacity, float(rate), len(self._judged)) != level:
+            first = sorted(self._at_level)
+            first = self._parallel / first[len(first) // 2] if first and first[len(first) // 2] > 0 else 0.0
+            if self.governor.observe(capacity, float(rate), len(self._judged), first) != level:
                 self._judged.clear()
+                self._at_level.clear()
                 self._level_since = time.monotonic()
 
     def want(self, frames, start: int = 0) -> None:
@@ -308,8 +314,10 @@ class _AheadSource:
             self.levels[level] += 1
             if took:
                 self._took.append(took)
-                if level == self.governor.level and self.decoded > self._parallel:
-                    self._judged.append(took)   # the governor's measure, past each decoder's first frame
+                if level == self.governor.level:
+                    self._at_level.append(took)     # the governor's first look, first frames included
+                    if self.decoded > self._parallel:
+                        self._judged.append(took)   # its measure, past each decoder's first frame
             self._cond.notify_all()
 
 
@@ -385,7 +393,7 @@ class PipelineSource(_AheadSource):
         ``auto_resolution``: as :class:`DecodeAheadSource`."""
         from cinegpu.decode.pipeline import FramePipeline
 
-        self._pipe = FramePipeline(backend=backend, workers=workers, depth=depth, strict=False, to_host=False,
+        self._pipe = FramePipeline(backend=backend, workers=workers, depth=depth, to_host=False,
                                    cancelled=cancelled)
         try:
             self._setup(media, self._pipe.backend, colour, primaries, self._pipe.depth, auto_resolution)

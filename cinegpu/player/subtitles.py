@@ -1,6 +1,6 @@
 """Subtitles over the picture: cues rasterised with Pillow (FreeType), composited in OpenGL.
 
-:class:`SubtitleRenderer` turns the cues a :class:`~cinegpu.media.subtitles.CompositionSubtitles`
+:class:`SubtitleRenderer` turns the cues a :class:`~cinegpu.media.subtitles.track.CompositionSubtitles`
 shows at a frame into one premultiplied RGBA8 picture of the frame's size (row 0 the top, as
 the picture texture): each text line in the font its package carries (Pillow's FreeType
 rendering, with libraqm's layout where Pillow has it), else the default font, DejaVu Sans, found
@@ -33,7 +33,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from cinegpu.media.subtitles import Cue, Style, TextLine, TextRun
+from cinegpu.media.subtitles.track import Cue, Style, TextLine, TextRun
 
 __all__ = ["SubtitleRenderer", "SubtitleOverlay", "default_font_path"]
 
@@ -336,9 +336,9 @@ def subtitles_for(media, frames: int, rate, *, on: bool = True, file=None):
     from fractions import Fraction  # noqa: PLC0415
 
     from cinegpu.media.errors import MediaError  # noqa: PLC0415
-    from cinegpu.media.subtitle_xml import read_subtitles  # noqa: PLC0415
-    from cinegpu.media.subtitle_xml import composition_subtitles  # noqa: PLC0415
-    from cinegpu.media.subtitles import CompositionSubtitles  # noqa: PLC0415
+    from cinegpu.media.subtitles.documents import read_subtitles  # noqa: PLC0415
+    from cinegpu.media.subtitles.documents import composition_subtitles  # noqa: PLC0415
+    from cinegpu.media.subtitles.track import CompositionSubtitles  # noqa: PLC0415
 
     if not on:
         return None

@@ -195,15 +195,21 @@ _NEED_ROOM = -1  #: _walk's status when ``pieces`` must grow before packet ``at[
 
 
 @njit(**_JIT)
-def _walk(hdr, hdr_end, body, body_end, shared, packets, prec_pb, pb, cb_table, cb_keep,
-          max_layers, sop, eph, lenient, incl_value, incl_low, zbp_value, zbp_low, cb_state,
-          pb_included, bs, path, pieces, at):
+def _walk(hdr, hdr_end, body, body_end, shared, geometry, options, trees, state, pieces, at):
     """The packets of :func:`read_packets` from ``at[_AT_K]`` on, without allocating (so
     without reference counting, as tier1/mq.py): returns a status, and ``at`` says where it
     stopped. Stops with :data:`_NEED_ROOM` before a packet that ``pieces`` may lack room for.
 
-    ``lenient``: a code-block whose zero bit-planes exceed Mb (B.10.5) gets K < 0, which tier-1
-    decodes as zeros, as OpenJPEG and Grok do, instead of ending the tile (E_BITPLANES)."""
+    ``geometry``: the tile's (packets, prec_pb, pb, cb_table, cb_keep); ``options``:
+    (max_layers, sop, eph, lenient); ``trees``: the tag trees' (incl_value, incl_low,
+    zbp_value, zbp_low) state; ``state``: (cb_state, pb_included, bs, path), each as
+    :func:`read_packets` says. ``lenient``: a code-block whose zero bit-planes exceed Mb
+    (B.10.5) gets K < 0, which tier-1 decodes as zeros, as OpenJPEG and Grok do, instead of
+    ending the tile (E_BITPLANES)."""
+    packets, prec_pb, pb, cb_table, cb_keep = geometry
+    max_layers, sop, eph, lenient = options
+    incl_value, incl_low, zbp_value, zbp_low = trees
+    cb_state, pb_included, bs, path = state
     hpos = at[_AT_HPOS]
     bpos = at[_AT_BPOS]
     n_pieces = at[_AT_PIECES]
@@ -345,13 +351,15 @@ def _walk(hdr, hdr_end, body, body_end, shared, packets, prec_pb, pb, cb_table, 
 
 
 @njit(cache=True, nogil=True)
-def read_packets(hdr, hdr_start, hdr_end, body, body_start, body_end, shared,
-                 packets, prec_pb, pb, cb_table, cb_keep, max_layers, sop, eph, lenient,
-                 incl_value, incl_low, zbp_value, zbp_low, cb_state):
+def read_packets(hdr, hdr_range, body, body_range, shared, geometry, options, trees, cb_state):
     """Read every packet of a tile.
 
-    ``shared``: headers are in the body (no PPM/PPT); then ``hdr`` is
-    ``body``. ``cb_state`` (n_cb, 5) holds per code-block: included flag,
+    ``hdr_range``, ``body_range``: (start, end) byte offsets of the packet headers in ``hdr``
+    and of the packet data in ``body``. ``shared``: headers are in the body (no PPM/PPT); then
+    ``hdr`` is ``body``. ``geometry``: (packets, prec_pb, pb, cb_table, cb_keep): the packet
+    order and the plan's tables (tier2/progression.py, plan.py); ``options``: (max_layers,
+    sop, eph, lenient); ``trees``: (incl_value, incl_low, zbp_value, zbp_low), the tag trees'
+    values and lower bounds (B.10.2), one entry per node. ``cb_state`` (n_cb, 5) holds per code-block: included flag,
     Lblock, segments so far, passes in the last segment, its maximum (HT
     blocks: passes so far and a flag instead, see :func:`_ht_lengths`); it
     starts zeroed. ``cb_table[:, CB_NUM_BPS]`` holds Mb on entry and
@@ -368,16 +376,16 @@ def read_packets(hdr, hdr_start, hdr_end, body, body_start, body_end, shared,
     arrays and grows the piece table between packets when a packet may need more room.
     """
     pieces = np.empty((1024, 5), np.int64)
+    pb = geometry[2]
     pb_included = np.zeros(pb.shape[0], np.int32)  # code-blocks of each precinct-band included so far
     bs = np.zeros(5, np.int64)
     path = np.empty(MAX_DEPTH, np.int64)  # tag-tree scratch (tree_decode)
+    state = (cb_state, pb_included, bs, path)
     at = np.zeros(5, np.int64)
-    at[_AT_HPOS] = hdr_start
-    at[_AT_BPOS] = body_start
+    at[_AT_HPOS] = hdr_range[0]
+    at[_AT_BPOS] = body_range[0]
     while True:
-        status = _walk(hdr, hdr_end, body, body_end, shared, packets, prec_pb, pb, cb_table, cb_keep,
-                       max_layers, sop, eph, lenient, incl_value, incl_low, zbp_value, zbp_low, cb_state,
-                       pb_included, bs, path, pieces, at)
+        status = _walk(hdr, hdr_range[1], body, body_range[1], shared, geometry, options, trees, state, pieces, at)
         if status != _NEED_ROOM:
             return pieces, at[_AT_PIECES], status, at[_AT_K], at[_AT_WHERE]
         bigger = np.empty((max(pieces.shape[0] * 2, at[_AT_PIECES] + at[_AT_WHERE]), 5), np.int64)
@@ -417,6 +425,8 @@ def read_frame_packets(body, hdr, tiles, orders, prec_pb, pb, cb_table, cb_keep,
     pb_included = np.zeros(pb.shape[0], np.int32)
     bs = np.zeros(5, np.int64)
     path = np.empty(MAX_DEPTH, np.int64)
+    trees = (incl_value, incl_low, zbp_value, zbp_low)
+    state = (cb_state, pb_included, bs, path)
     at = np.zeros(5, np.int64)
     n_pieces = 0
     for t in range(tiles.shape[0]):
@@ -428,11 +438,9 @@ def read_frame_packets(body, hdr, tiles, orders, prec_pb, pb, cb_table, cb_keep,
         at[_AT_WHERE] = 0
         while True:
             shared = tiles[t, T_SHARED] != 0
+            options = (tiles[t, T_MAX_LAYERS], tiles[t, T_SOP] != 0, tiles[t, T_EPH] != 0, tiles[t, T_LENIENT] != 0)
             status = _walk(body if shared else hdr, tiles[t, T_HDR_END], body, tiles[t, T_BODY_END], shared,
-                           packets, prec_pb, pb, cb_table, cb_keep, tiles[t, T_MAX_LAYERS],
-                           tiles[t, T_SOP] != 0, tiles[t, T_EPH] != 0, tiles[t, T_LENIENT] != 0,
-                           incl_value, incl_low, zbp_value,
-                           zbp_low, cb_state, pb_included, bs, path, pieces, at)
+                           (packets, prec_pb, pb, cb_table, cb_keep), options, trees, state, pieces, at)
             if status != _NEED_ROOM:
                 break
             bigger = np.empty((max(pieces.shape[0] * 2, at[_AT_PIECES] + at[_AT_WHERE]), 5), np.int64)

@@ -62,17 +62,18 @@ def scratch_size(w, h, num_bps):
 
 
 @njit(**JIT)
-def code_block(src, off, stride, w, h, orient, style, num_bps, floor, mag, neg, flags, rec, ctx,
-               snap, buf, rates, dists):
+def code_block(src, off, stride, w, h, orient, style, num_bps, floor, scratch, rates, dists):
     """Tier-1 code the w x h block at src[off] (rows ``stride`` apart) of K = num_bps planes,
     down to bit-plane ``floor`` (0: all).
 
-    Scratch: mag, neg, flags, rec of at least (h + 2) (w + 2) samples, ctx (NUM_CONTEXTS),
-    snap (passes, 5), buf (scratch_size bytes); all reset here.  Writes the segments to buf
-    from 0 and rates (cumulative bytes) and dists of the coded_passes(K, floor) passes;
-    returns the length.  The distortions are those of the whole magnitudes, so a pass has
-    the same distortion and bytes whatever the floor (but the last, which is terminated).
+    ``scratch``: the tuple (mag, neg, flags, rec, ctx, snap, buf): mag, neg, flags, rec of at
+    least (h + 2) (w + 2) samples, ctx (NUM_CONTEXTS), snap (passes, 5), buf (scratch_size
+    bytes); all reset here.  Writes the segments to buf from 0 and rates (cumulative bytes)
+    and dists of the coded_passes(K, floor) passes; returns the length.  The distortions are
+    those of the whole magnitudes, so a pass has the same distortion and bytes whatever the
+    floor (but the last, which is terminated).
     """
+    mag, neg, flags, rec, ctx, snap, buf = scratch
     fs = w + 2
     n = (h + 2) * fs
     mag[:n] = 0
@@ -162,10 +163,10 @@ def encode_core(coeffs, orient, style):
     buf = np.empty(64 + 16 * npasses + 4 * w * h * (npasses + 1), np.uint8)
     rates = np.zeros(npasses, np.int32)
     dists = np.zeros(npasses, np.float64)
-    length = code_block(src, 0, w, w, h, orient, style, num_bps, 0, np.empty(n, np.int64),
-                        np.empty(n, np.int32), np.empty(n, np.int32), np.empty(n, np.int64),
-                        np.empty(CTX_INIT.shape[0], np.int32),
-                        np.zeros((max(npasses, 1), 5), np.int64), buf, rates, dists)
+    scratch = (np.empty(n, np.int64), np.empty(n, np.int32), np.empty(n, np.int32),
+               np.empty(n, np.int64), np.empty(CTX_INIT.shape[0], np.int32),
+               np.zeros((max(npasses, 1), 5), np.int64), buf)
+    length = code_block(src, 0, w, w, h, orient, style, num_bps, 0, scratch, rates, dists)
     return buf, length, rates, dists, num_bps
 
 

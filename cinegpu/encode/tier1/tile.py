@@ -50,6 +50,7 @@ def _encode_rows(flat, cb, rows, style, floor):
     ctx = np.empty(NUM_CONTEXTS, np.int32)
     snap = np.zeros((maxpass, 5), np.int64)
     buf = np.empty(64 + 16 * maxpass + 4 * area * (maxpass + 1), np.uint8)
+    scratch = (mag, neg, flags, rec, ctx, snap, buf)
     coded = np.empty(max(1024, area * nb // 2), np.uint8)
     coded_off = np.zeros(nb + 1, np.int64)
     for j in range(nb):
@@ -60,8 +61,7 @@ def _encode_rows(flat, cb, rows, style, floor):
         if p1 > p0:
             rates32[:p1 - p0] = 0
             n = code_block(flat, r[CB_OUT], r[CB_STRIDE], w, h, r[CB_ORIENT], style,
-                           num_bps[j], floor, mag, neg, flags, rec, ctx, snap, buf, rates32,
-                           dists[p0:p1])
+                           num_bps[j], floor, scratch, rates32, dists[p0:p1])
             rates[p0:p1] = rates32[:p1 - p0]
         at = coded_off[j]
         if at + n > coded.shape[0]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from fractions import Fraction
 
-__all__ = ["UsageError", "gpu_count", "non_negative_int", "one_line_text", "positive_int",
+__all__ = ["UsageError", "gpu_count", "non_negative_int", "one_line_text", "playback_options", "positive_int",
            "positive_rate"]
 
 
@@ -72,3 +72,13 @@ def one_line_text(text: str) -> str:
             raise argparse.ArgumentTypeError(f"character {k} is U+{o:04X}, a control character "
                                              f"or one XML cannot hold")
     return text
+
+
+def playback_options(args) -> dict:
+    """The :class:`~cinegpu.player.settings.Playback` fields (but ``headless``, which depends
+    on the display) of the options ``cinegpu play`` and ``cinegpu serve`` share: ``--fps``,
+    ``--backend``, ``--interop``, ``--colour``, ``--primaries``, ``--workers``, ``--threads``,
+    ``--preroll``, ``--audio`` and ``--subtitles``."""
+    return dict(fps=args.fps, backend=args.backend, interop=args.interop, colour=args.colour,
+                primaries=args.primaries, workers=args.workers, processes=not args.threads,
+                preroll=args.preroll, audio=args.audio, subtitles=args.subtitles == "on")

@@ -4,6 +4,8 @@ cluster with ``--cluster``)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from .args import UsageError, positive_int
 
 
@@ -38,15 +40,17 @@ def register(subparsers) -> None:
 def run(args) -> int:
     """0: the package checks out (--decode: every frame decodes); 1: problems found (printed);
     2: bad arguments, a library that is not a folder, or a cluster that cannot be reached."""
+    if not Path(args.path).exists():        # a mistake in what was asked, not a failing package
+        raise UsageError(f"{args.path}: no such file or folder")
     if not args.decode:
         if args.cluster or args.workers or args.backend != "cpu":
             raise UsageError("--cluster, --workers and --backend go with --decode")
-        from cinegpu.media.check import run as check_run
+        from cinegpu.media.package.check import run as check_run
         return check_run(args.path, progress=not args.no_progress, ov=args.ov)
     if args.ov:
         raise UsageError("--ov goes without --decode (a library's packages are decoded as they are)")
-    from cinegpu.media.check_decode import run as decode_run
-    from cinegpu.media.cluster import parse_address
+    from cinegpu.jobs.check_decode import run as decode_run
+    from cinegpu.jobs.cluster import parse_address
     if args.cluster is not None:
         try:
             parse_address(args.cluster)

@@ -12,10 +12,10 @@ from .args import non_negative_int, positive_int
 def register(sub) -> None:
     p = sub.add_parser("decode", help="decode a .j2c/.j2k/.jp2 file to TIFF, PNG or PGX")
     p.add_argument("file", type=Path, help="the .j2c/.j2k codestream or .jp2 file to decode")
-    p.add_argument("-o", "--output", type=Path, required=True,
+    p.add_argument("-o", "--output", type=Path, required=True, metavar="IMAGE",
                    help="output image: .tif/.tiff or .png (components of one size), .pgx (one file each)")
-    p.add_argument("-r", "--reduce", type=non_negative_int, default=0, help="discard the N highest resolution levels")
-    p.add_argument("-l", "--layers", type=positive_int, default=None, help="decode only the first N quality layers")
+    p.add_argument("-r", "--reduce", type=non_negative_int, default=0, metavar="N", help="discard the N highest resolution levels")
+    p.add_argument("-l", "--layers", type=positive_int, default=None, metavar="N", help="decode only the first N quality layers")
     p.add_argument("--backend", choices=("cpu", "cuda", "auto"), default="cpu",
                    help="where to decode: cpu (default), cuda (the GPU) or auto (the GPU when there is one)")
     strictness = p.add_mutually_exclusive_group()
@@ -30,7 +30,7 @@ def register(sub) -> None:
     p.set_defaults(run=run)
 
 
-#: Output suffixes ``decode`` writes, as :func:`cinegpu.media.image_files.write_image` takes them.
+#: Output suffixes ``decode`` writes, as :func:`cinegpu.media.images.write.write_image` takes them.
 OUTPUT_SUFFIXES = (".tif", ".tiff", ".png", ".pgx")
 
 
@@ -57,7 +57,7 @@ def run(args) -> int:
     from cinegpu.decode import BackendUnavailable, CodestreamError, LenientWarning
     from cinegpu.decode.decoder import Decoder
     from cinegpu.decode.limits import DEFAULT_MAX_MEMORY, DEFAULT_MAX_PIXELS
-    from cinegpu.media.image_files import write_image
+    from cinegpu.media.images.write import write_image
 
     def limit(value, default):
         return default if value is None else (value or None)
@@ -100,11 +100,11 @@ def run(args) -> int:
 
 def _picture(data: bytes, frame, args):
     """What to write: the frame's channels with their precision; for a JP2 file written as TIFF
-    or PNG, converted to display colours (``cinegpu.media.jp2_colour``). PGX keeps the decoded
+    or PNG, converted to display colours (``cinegpu.media.images.jp2_colour``). PGX keeps the decoded
     values."""
     from cinegpu.decode.codestream.header import parse_codestream
     from cinegpu.decode.jp2 import channel_depths, channel_order, read_jp2
-    from cinegpu.media.jp2_colour import Picture, for_display
+    from cinegpu.media.images.jp2_colour import Picture, for_display
 
     codestream, header = read_jp2(data)
     siz = parse_codestream(codestream).siz

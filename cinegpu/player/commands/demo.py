@@ -30,9 +30,9 @@ def register(subparsers) -> None:
 def run(args) -> int:
     from cinegpu.decode import BackendUnavailable, PipelineError
     from cinegpu.media import MediaError, open_source
-    from cinegpu.media.dcp_write import encoder_name
-    from cinegpu.media.demo import DEMO_FRAMES, build_demo, demo_dir, find_demo
-    from cinegpu.media.first_run import cache_root, compile_kernels
+    from cinegpu.media.package.dcp_write import encoder_name
+    from cinegpu.jobs.demo import DEMO_FRAMES, build_demo, demo_dir, find_demo
+    from cinegpu.jobs.first_run import cache_root, compile_kernels
 
     frames = args.frames or DEMO_FRAMES
     folder = args.cache or demo_dir()
@@ -53,6 +53,7 @@ def run(args) -> int:
         print(f"cinegpu demo: {exc}", file=sys.stderr)
         return 2
     from ..window import has_display
+    from ..settings import PlaySettings
     from .play import play
 
     headless = args.headless or not has_display()
@@ -60,7 +61,7 @@ def run(args) -> int:
     picture = folder.parent / f"{folder.name}-frame-{SHOWN_FRAME}.png"
     shots = {min(SHOWN_FRAME, media.frame_count - 1): picture} if headless else {}
     try:
-        summary = play(media, headless=headless, backend=args.backend, screenshots=shots)
+        summary = play(media, PlaySettings(headless=headless, backend=args.backend, screenshots=shots))
     except (MediaError, BackendUnavailable, PipelineError) as exc:   # no frame readable; no GPU; no workers
         print(f"cinegpu demo: {exc}", file=sys.stderr)
         return 2

@@ -7,7 +7,8 @@ from pathlib import Path
 
 def register(sub) -> None:
     p = sub.add_parser("info", help="describe a codestream, MXF track file, DCP, IMF package or frame folder")
-    p.add_argument("path", type=Path)
+    p.add_argument("path", type=Path, help="a package folder (DCP or IMF), CPL, MXF track file, J2K/JP2 "
+                   "codestream, folder of frames or sound file to describe")
     p.add_argument("--ov", action="append", default=[], metavar="DIR",
                    help="an original-version package whose track files a supplemental package "
                         "(VF) uses; repeatable")

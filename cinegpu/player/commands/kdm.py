@@ -5,8 +5,8 @@
   screening, as libdcp's ``dcpkdm`` shows them; exit 1 when something does not hold now;
 - ``kdm make --cpl CPL.xml --keys KEYS --recipient CERT.pem --signer-key K.pem --signer-chain
   CHAIN.pem --not-before T --not-after T -o KDM.xml``: a signed KDM giving the keys of a
-  composition's encrypted assets (from the key file of :mod:`cinegpu.media.content_keys`) to
-  one recipient (:func:`cinegpu.media.kdm_write.make_kdm`), written whole or not at all;
+  composition's encrypted assets (from the key file of :mod:`cinegpu.media.security.content_keys`) to
+  one recipient (:func:`cinegpu.media.security.kdm_write.make_kdm`), written whole or not at all;
 - ``kdm chain -o DIR``: a new ST 430-2 certificate chain and its leaf's private key, to sign
   KDMs with (or to stand for a recipient in tests).
 
@@ -25,7 +25,7 @@ from .args import UsageError, one_line_text
 def register(subparsers) -> None:
     p = subparsers.add_parser("kdm", help="KDMs (SMPTE ST 430-1): inspect one (fields, signature, chain, "
                                           "keys), make one for a recipient, make a signing chain")
-    sub = p.add_subparsers(dest="kdm_command", metavar="ACTION", required=True)
+    sub = p.add_subparsers(dest="kdm_command", metavar="ACTION", required=True, help="what to do with KDMs")
     i = sub.add_parser("inspect", help="print a KDM's fields; exit 1 when its signature, chain or "
                                        "validity window does not hold now")
     i.add_argument("kdm", type=Path, help="the KDM (.xml)")
@@ -48,7 +48,7 @@ def _register_make(sub) -> None:
     m.add_argument("--cpl", type=Path, required=True, help="the composition playlist (CPL .xml)")
     m.add_argument("--keys", type=Path, required=True,
                    help="the content key file (mode 600; one 'TYPE urn:uuid:KEYID HEXKEY' a line, as "
-                        "cinegpu.media.content_keys writes it)")
+                        "cinegpu.media.security.content_keys writes it)")
     m.add_argument("--recipient", type=Path, required=True,
                    help="the recipient's certificate (PEM; a chain in it: its leaf), e.g. a projector's")
     m.add_argument("--signer-key", type=Path, required=True,
@@ -87,12 +87,12 @@ def _register_chain(sub) -> None:
 
 
 def run_make(args) -> int:
-    from cinegpu.media.certificates import dn_string, order_chain, read_certificates
-    from cinegpu.media.content_keys import read_key_file
+    from cinegpu.media.security.certificates import dn_string, order_chain, read_certificates
+    from cinegpu.media.security.content_keys import read_key_file
     from cinegpu.media.files import replace_atomically
-    from cinegpu.media.kdm import load_private_key
-    from cinegpu.media.kdm_write import composition_keys, make_kdm, parse_time
-    from cinegpu.media.package import read_cpl
+    from cinegpu.media.security.kdm import load_private_key
+    from cinegpu.media.security.kdm_write import composition_keys, make_kdm, parse_time
+    from cinegpu.media.package.read import read_cpl
 
     now = datetime.now(timezone.utc)
     try:
@@ -117,7 +117,7 @@ def run_make(args) -> int:
 
 
 def run_chain(args) -> int:
-    from cinegpu.media.certificates import dn_string, make_chain, write_chain
+    from cinegpu.media.security.certificates import dn_string, make_chain, write_chain
 
     if args.days < 1:
         raise UsageError(f"--days must be at least 1, got {args.days}")
@@ -133,7 +133,7 @@ def run_chain(args) -> int:
 def run(args) -> int:
     from cinegpu.media import MediaError
     from cinegpu.media.errors import KdmRefused
-    from cinegpu.media.kdm import check_chain, check_signature, decrypt_keys, load_private_key, read_kdm
+    from cinegpu.media.security.kdm import check_chain, check_signature, decrypt_keys, load_private_key, read_kdm
 
     kdm = read_kdm(args.kdm)
     now = datetime.now(timezone.utc)

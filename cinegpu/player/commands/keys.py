@@ -1,7 +1,7 @@
 """The options that give a command the keys of encrypted DCPs (ST 429-6): ``--kdm KDM.xml``
 (repeatable) with ``--key recipient.pem``, and ``--keys KEYS.txt`` (the content key file that
 ``cinegpu master --encrypt`` writes, to preview one's own master).  Keys are read into a
-:class:`~cinegpu.media.key_ring.KeyRing` only; once any is loaded the process gives up core
+:class:`~cinegpu.media.security.key_ring.KeyRing` only; once any is loaded the process gives up core
 dumps (a dump would hold them)."""
 
 from __future__ import annotations
@@ -40,10 +40,10 @@ def key_ring(args, kdm_dir: Path | None = None, warn=None, key_alone: bool = Fal
     :class:`~cinegpu.media.errors.KdmRefused` saying which and why (one of ``kdm_dir``'s is
     passed to ``warn`` and left out, when ``warn`` is given: a folder may hold old KDMs).
     ``key_alone``: ``--key`` without KDMs is a ring too (the server's, for KDMs uploaded later)."""
-    from cinegpu.media.content_keys import read_key_file
+    from cinegpu.media.security.content_keys import read_key_file
     from cinegpu.media.errors import MediaError
-    from cinegpu.media.kdm import load_private_key
-    from cinegpu.media.key_ring import KeyRing
+    from cinegpu.media.security.kdm import load_private_key
+    from cinegpu.media.security.key_ring import KeyRing
 
     kdms = list(args.kdm)
     folder = []

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from fractions import Fraction
 
 from .args import gpu_count, one_line_text, positive_int, positive_rate
@@ -27,9 +28,9 @@ def register(subparsers) -> None:
     p.add_argument("-o", "--output", required=True, metavar="OUTDIR",
                    help="DCP folder to create (must not exist, or be empty)")
     p.add_argument("--profile", choices=tuple(prof.short for prof in dci.PROFILES.values()), default="2k", help="DCI container (default 2k)")
-    p.add_argument("--fps", type=positive_rate, default=Fraction(24),
+    p.add_argument("--fps", type=positive_rate, default=Fraction(24), metavar="RATE",
                    help=f"edit rate: {rates}; default 24")
-    p.add_argument("--title", required=True, type=one_line_text, help="content title (ContentTitleText of the CPL)")
+    p.add_argument("--title", required=True, type=one_line_text, metavar="TEXT", help="content title (ContentTitleText of the CPL)")
     p.add_argument("--bitrate", type=float, default=None, metavar="MBPS",
                    help=f"target Mbit/s (default and maximum: the DCI cap of "
                         f"{dci.FRAME_BITRATE // 1_000_000})")
@@ -41,27 +42,8 @@ def register(subparsers) -> None:
                    help="composition length in frames; the input repeats to fill it "
                         "(default: one pass of the input, at least one second)")
     _package_arguments(p)
-    p.add_argument("--kind", default="feature", type=one_line_text, help="CPL ContentKind (default feature)")
-    p.add_argument("--workers", type=positive_int, default=None, metavar="N",
-                   help="encoder threads in each encoder process (default: the CPU cores shared "
-                        "out; on the GPU 4 per process, or at most 8 in one process)")
-    p.add_argument("--processes", type=positive_int, default=None, metavar="N",
-                   help="encoder processes, each reading and encoding its own frames (default: "
-                        "on the GPU one per 4 CPU cores for 720 frames or more, else 1; on the "
-                        "CPU 1)")
-    p.add_argument("--gpus", type=gpu_count, default=1, metavar="N|all",
-                   help="GPUs the encoder processes are spread over (default 1)")
-    p.add_argument("--no-mps", dest="mps", action="store_false",
-                   help="do not share each GPU between the encoder processes through a CUDA "
-                        "MPS of the job's own (default: where processes outnumber the GPUs and "
-                        "nvidia-cuda-mps-control is there, and no MPS of yours runs)")
-    p.add_argument("--cluster", default=None, metavar="ADDRESS|local[:N]",
-                   help="code the frames on a Dask cluster: a scheduler's address "
-                        "(tcp://host:8786; the workers must see INPUT at the same path) or "
-                        "local[:N] (N worker processes here, --workers threads each); this "
-                        "machine writes the package. Needs cinegpu[cluster]")
-    p.add_argument("--backend", choices=("auto", "cpu", "cuda"), default="auto",
-                   help="where the encoder runs (default auto: the GPU when CuPy sees one)")
+    p.add_argument("--kind", default="feature", type=one_line_text, metavar="KIND", help="CPL ContentKind (default feature)")
+    _compute_arguments(p)
     p.add_argument("--audio", nargs="+", default=None, metavar="FILE.wav",
                    help="sound: one multichannel WAV, or one mono WAV per channel, in 5.1 "
                         "(L R C LFE Ls Rs) or 7.1 (L R C LFE Lss Rss Lrs Rrs) order, or one "
@@ -119,6 +101,31 @@ def _package_arguments(p) -> None:
                         "DCI and ClairMeta refuse an unsigned encrypted DCP)")
 
 
+def _compute_arguments(p) -> None:
+    """Where the frames are encoded: threads, processes, GPUs, MPS, a cluster, the back end."""
+    p.add_argument("--workers", type=positive_int, default=None, metavar="N",
+                   help="encoder threads in each encoder process (default: on the CPU the cores "
+                        "shared out; on the GPU 2 per encoder process, or in one process one "
+                        "per core, at most 8 per GPU)")
+    p.add_argument("--processes", type=positive_int, default=None, metavar="N",
+                   help="encoder processes, each reading and encoding its own frames (default: "
+                        "on the GPU for 720 input frames or more one per CPU core on one GPU, "
+                        "one per 2 cores on several, at most 16 per GPU; else 1; on the CPU 1)")
+    p.add_argument("--gpus", type=gpu_count, default=1, metavar="N|all",
+                   help="GPUs the encoder processes are spread over (default 1)")
+    p.add_argument("--no-mps", dest="mps", action="store_false",
+                   help="do not share each GPU between the encoder processes through a CUDA "
+                        "MPS of the job's own (default: where processes outnumber the GPUs and "
+                        "nvidia-cuda-mps-control is there, and no MPS of yours runs)")
+    p.add_argument("--cluster", default=None, metavar="ADDRESS|local[:N]",
+                   help="code the frames on a Dask cluster: a scheduler's address "
+                        "(tcp://host:8786; the workers must see INPUT at the same path) or "
+                        "local[:N] (N worker processes here, --workers threads each); this "
+                        "machine writes the package. Needs cinegpu[cluster]")
+    p.add_argument("--backend", choices=("auto", "cpu", "cuda"), default="auto",
+                   help="where the encoder runs (default auto: the GPU when CuPy sees one)")
+
+
 def reel_seconds(text: str) -> Fraction:
     """A reel length in seconds: a number of at least 1 (ST 429-7: no reel under a second)."""
     try:
@@ -130,25 +137,18 @@ def reel_seconds(text: str) -> Fraction:
     return seconds
 
 
-def _inputs(args) -> list[str]:
-    """The INPUT paths, once the reel and key options agree with them and with the format
-    (ValueError; MediaError for a key file that exists or has no folder)."""
-    from cinegpu.media.dcp_write import check_key_path
-    if args.format == "imf" and (args.encrypt or args.reel_length is not None
-                                 or len(args.input) > 1):
-        raise ValueError("IMF packages are written with one segment and in the clear: "
-                         "--reel-length, several INPUT folders and --encrypt are for DCPs")
+def _check_options(args) -> None:
+    """ValueError for options that do not go together (before anything is read or made):
+    --encrypt and --keys, --sign and --no-sign or IMF, several INPUT folders (one reel each)
+    and --reel-length or --frames."""
     if args.encrypt != (args.keys is not None):
         raise ValueError("--encrypt needs --keys KEYS.txt (the file the content keys are "
                          "written to), and --keys goes with --encrypt")
-    if args.keys is not None:
-        check_key_path(args.keys)
     if args.sign is not None and (args.no_sign or args.format == "imf"):
         raise ValueError("--sign goes without --no-sign, and signs DCPs (not --format imf)")
     if len(args.input) > 1 and (args.reel_length is not None or args.frames is not None):
         raise ValueError("several INPUT folders make one reel each: leave out --reel-length "
                          "and --frames")
-    return args.input
 
 
 def run(args) -> int:
@@ -160,77 +160,15 @@ def run(args) -> int:
 
 def _run(args) -> int:
     from cinegpu.decode import BackendUnavailable
+    from cinegpu.jobs.mastering import master
     from cinegpu.media import MediaError
-    from cinegpu.media.dcp_write import check_output, encoder_name
-    from cinegpu.media.frame_encode import pick_backend
-    from cinegpu.media.images_in import list_frames
-    from cinegpu.media.mastering import check_imf, master_images
-    from cinegpu.media.sound_in import open_sound
-    from cinegpu.media.subtitle_write import prepare_subtitles
 
-    imf = args.format == "imf"
     try:
-        inputs = _inputs(args)
-        if imf:
-            check_imf(args.codec, args.fps, args.colorspace, args.bits, None,
-                      args.subtitles or None, args.lossless, args.bitrate, args.sampling)
-        elif args.codec != "j2k" or args.bits != 12 or args.lossless or args.sampling != "rgb":
-            raise ValueError("--codec, --bits, --lossless and --sampling apply to --format imf "
-                             "(a DCP is 12-bit lossy Part-1 JPEG 2000 in X'Y'Z')")
-        if args.cluster is not None:
-            from cinegpu.media.cluster import parse_address
-            parse_address(args.cluster)          # ValueError: one line, before any work
-            if args.processes is not None:
-                raise ValueError("--processes and --cluster exclude each other (a cluster's "
-                                 "worker processes code the frames)")
-        check_output(args.output)
-        counts = [len(list_frames(p)) for p in inputs]
-        count = sum(counts)
-        frames = args.frames
-        if frames is None and count < args.fps and len(inputs) == 1:
-            frames = int(-(-args.fps // 1))   # a reel lasts at least one second (ST 429-2)
-        if frames is not None and frames < 1:
-            raise ValueError("--frames must be at least 1")
-        sound = None
-        if args.audio:
-            sound = open_sound(args.audio, args.audio_language)
-            if imf:
-                sound = sound.for_imf()
-            fit = sound.fit_imf if imf else sound.fit
-            warning = fit(frames or count, args.fps)
-            if sound.note:
-                print(f"cinegpu master: {sound.note}", file=sys.stderr)
-            if warning:
-                print(f"cinegpu master: warning: {warning}", file=sys.stderr)
-        elif args.audio_language:
-            raise ValueError("--audio-language needs --audio")
-        subtitles = None
-        if args.subtitles:
-            subtitles, warnings = prepare_subtitles(
-                args.subtitles, frames=frames or count, fps=args.fps, title=args.title,
-                language=args.subtitle_language, font=args.subtitle_font)
-            for warning in warnings:
-                print(f"cinegpu master: warning: {warning}", file=sys.stderr)
-        elif args.subtitle_language or args.subtitle_font:
-            raise ValueError("--subtitle-language and --subtitle-font need --subtitles")
+        job = _job(args)
         if not args.quiet:
-            print(f"cinegpu master: {count} input frame(s) -> {frames or count} frames at "
-                  f"{args.fps} fps, "
-                  f"{f'IMF App 2E {args.bits}-bit {args.sampling}' if imf else 'DCI ' + args.profile.upper()}"
-                  f", encoder {encoder_name()} "
-                  f"({'on the cluster ' + args.cluster if args.cluster else pick_backend(args.backend)})",
-                  file=sys.stderr)
-        package = master_images(inputs if len(inputs) > 1 else inputs[0], args.output,
-                                reel_length=args.reel_length, keys=args.keys, title=args.title, profile=args.profile,
-                                fps=args.fps, bitrate=args.bitrate,
-                                colorspace=args.colorspace,
-                                container=args.container, frames=frames, workers=args.workers,
-                                processes=args.processes, gpus=args.gpus,
-                                cluster=args.cluster, mps=args.mps,
-                                kind=args.kind, progress=not args.quiet,
-                                backend=args.backend, sound=sound, subtitles=subtitles,
-                                format=args.format, codec=args.codec, bits=args.bits,
-                                lossless=args.lossless, sampling=args.sampling, signer=_signer(args))
+            print(_plan(job), file=sys.stderr)
+        job = replace(job, protection=replace(job.protection, signer=_signer(args)))
+        package = master(job, progress=not args.quiet).package
     except (MediaError, BackendUnavailable, ValueError, OSError) as exc:
         print(f"cinegpu master: {exc}", file=sys.stderr)
         return 2
@@ -245,10 +183,87 @@ def _run(args) -> int:
     return 0
 
 
+def _job(args):
+    """The :class:`.master_job.MasterJob` of the options, unsigned (:func:`_signer` is asked
+    last): each part checked as it is made, the cheap ones first (ValueError, MediaError;
+    nothing is encoded yet); the sound's and subtitles' notes and warnings printed.  A single
+    INPUT shorter than a second is repeated to last one (a reel lasts at least a second,
+    ST 429-2)."""
+    from cinegpu.jobs.master_job import (Composition, Compute, MasterJob, Picture, Protection,
+                                         image_input)
+    from cinegpu.media.package.dcp_write import check_output
+
+    _check_options(args)
+    picture = Picture(format=args.format, profile=args.profile, fps=args.fps,
+                      bitrate=args.bitrate, colorspace=args.colorspace, container=args.container,
+                      codec=args.codec, bits=args.bits, lossless=args.lossless,
+                      sampling=args.sampling)
+    picture.check_holds(len(args.input), args.reel_length, args.encrypt, args.subtitles or None)
+    protection = Protection(keys=args.keys)
+    compute = Compute(backend=args.backend, workers=args.workers, processes=args.processes,
+                      gpus=args.gpus, cluster=args.cluster, mps=args.mps)
+    check_output(args.output)
+    frames, reels = image_input(args.input, picture)
+    length = args.frames
+    if length is None and frames.count < args.fps and reels is None:
+        length = int(-(-args.fps // 1))
+    composition = Composition(title=args.title, kind=args.kind, frames=length, reels=reels,
+                              reel_length=args.reel_length,
+                              sound=_sound(args, picture, length or frames.count),
+                              subtitles=_subtitles(args, length or frames.count))
+    return MasterJob(frames, args.output, composition, picture, protection, compute)
+
+
+def _sound(args, picture, frames: int):
+    """The --audio input as the package carries it, checked against ``frames`` frames
+    (MediaError; its note and any warning printed), or None."""
+    from cinegpu.media.sound.inputs import open_sound
+    if not args.audio:
+        if args.audio_language:
+            raise ValueError("--audio-language needs --audio")
+        return None
+    sound = open_sound(args.audio, args.audio_language)
+    if picture.imf:
+        sound = sound.for_imf()
+    warning = (sound.fit_imf if picture.imf else sound.fit)(frames, picture.fps)
+    if sound.note:
+        print(f"cinegpu master: {sound.note}", file=sys.stderr)
+    if warning:
+        print(f"cinegpu master: warning: {warning}", file=sys.stderr)
+    return sound
+
+
+def _subtitles(args, frames: int):
+    """The --subtitles track prepared for ``frames`` frames (its warnings printed), or None."""
+    from cinegpu.media.subtitles.write import prepare_subtitles
+    if not args.subtitles:
+        if args.subtitle_language or args.subtitle_font:
+            raise ValueError("--subtitle-language and --subtitle-font need --subtitles")
+        return None
+    subtitles, warnings = prepare_subtitles(
+        args.subtitles, frames=frames, fps=args.fps, title=args.title,
+        language=args.subtitle_language, font=args.subtitle_font)
+    for warning in warnings:
+        print(f"cinegpu master: warning: {warning}", file=sys.stderr)
+    return subtitles
+
+
+def _plan(job) -> str:
+    """The line printed before mastering: frames in and out, the package, the encoder and
+    where it runs (BackendUnavailable for a back end that is not there)."""
+    from cinegpu.jobs.frame_encode import pick_backend
+    from cinegpu.media.package.dcp_write import encoder_name
+    p, cluster = job.picture, job.compute.cluster
+    what = f"IMF App 2E {p.bits}-bit {p.sampling}" if p.imf else f"DCI {p.profile.upper()}"
+    where = f"on the cluster {cluster}" if cluster else pick_backend(job.compute.backend)
+    return (f"cinegpu master: {job.input.count} input frame(s) -> {job.length} frames at "
+            f"{p.fps} fps, {what}, encoder {encoder_name()} ({where})")
+
+
 def _signer(args):
     """The signer of the CPL and PKL: ``--sign DIR``'s; with ``--encrypt`` (and no
     ``--no-sign``) the user's own, made on first use (one line says so); else None."""
-    from cinegpu.media.package_signature import load_signer, user_signer
+    from cinegpu.media.security.package_signature import load_signer, user_signer
     if args.sign is not None:
         return load_signer(args.sign)
     if not args.encrypt or args.no_sign:

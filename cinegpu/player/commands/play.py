@@ -7,16 +7,27 @@ import os
 from fractions import Fraction
 from pathlib import Path
 
-from .args import UsageError, positive_int, positive_rate
+from ..settings import PlaySettings
+from .args import UsageError, playback_options, positive_int, positive_rate
 from .interrupts import INTERRUPTED, TERMINATED, Terminated, interrupts
 from .keys import add_key_args, key_ring
+from cinegpu.decode.cpus import usable_cores
 
 
 def _screenshot(text: str) -> tuple[int, Path]:
+    """``N:FILE.png``: the frame and the picture to write, refused before anything plays where
+    the folder does not exist or the file is not a PNG."""
     frame, sep, path = text.partition(":")
     if not sep or not frame.isdigit() or not path:
         raise argparse.ArgumentTypeError(f"want N:file.png, got {text!r}")
-    return int(frame), Path(path)
+    where = Path(path)
+    if where.suffix.lower() != ".png":
+        raise argparse.ArgumentTypeError(f"{path}: a screenshot is a .png file")
+    if not where.parent.is_dir():
+        raise argparse.ArgumentTypeError(f"{path}: folder {where.parent} does not exist")
+    if where.is_dir():
+        raise argparse.ArgumentTypeError(f"{path}: is a folder")
+    return int(frame), where
 
 
 def register(subparsers) -> None:
@@ -26,7 +37,7 @@ def register(subparsers) -> None:
     p.add_argument("--ov", action="append", default=[], metavar="DIR",
                    help="an original-version package whose track files a supplemental package "
                         "(VF) uses; repeatable")
-    p.add_argument("--fps", type=positive_rate, default=None,
+    p.add_argument("--fps", type=positive_rate, default=None, metavar="RATE",
                    help="frame rate for bare sequences (default 24); overrides a package's edit rate")
     p.add_argument("--headless", action="store_true",
                    help="offscreen OpenGL (EGL), play through and print a summary (automatic without a display)")
@@ -40,7 +51,7 @@ def register(subparsers) -> None:
     p.add_argument("--primaries", choices=("p3d65", "rec709"), default="p3d65", help="display for X'Y'Z' content")
     p.add_argument("--loop", action="store_true", help="start with looping on (key l)")
     p.add_argument("--frames", type=positive_int, default=None, metavar="N", help="stop after N frames of playback")
-    p.add_argument("--workers", type=positive_int, default=None,
+    p.add_argument("--workers", type=positive_int, default=None, metavar="N",
                    help="tier-1 worker processes (default: cores - 1); with --threads, decode threads")
     p.add_argument("--threads", action="store_true",
                    help="decode in threads of this process instead of the multi-process pipeline")
@@ -52,7 +63,7 @@ def register(subparsers) -> None:
                    help="draw the package's subtitles (Interop or SMPTE XML) over the picture (default on)")
     p.add_argument("--subtitle-file", default=None, metavar="FILE",
                    help="draw this Interop/SMPTE subtitle XML or SRT file from the first frame instead")
-    p.add_argument("--preroll", type=positive_int, default=2, help="frames decoded before the clock starts (default 2)")
+    p.add_argument("--preroll", type=positive_int, default=2, metavar="N", help="frames decoded before the clock starts (default 2)")
     p.add_argument("--audio", choices=("auto", "device", "null", "off"), default="auto",
                    help="sound: auto (the default output device through sounddevice when there is one, "
                         "else the null sink; headless: null), device (the output device, headless too; "
@@ -86,6 +97,7 @@ def _run(args) -> int:
     import sys
 
     from cinegpu.decode import BackendUnavailable, PipelineError
+    from cinegpu.interop import TARGETS
     from cinegpu.media import MediaError, open_source
 
     from ..audio import AudioDeviceError
@@ -95,18 +107,18 @@ def _run(args) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
     path = args.path if args.path is not None else default_media()
     headless = args.headless or not has_display()
+    if args.interop != "auto":          # asked for before any frame is opened or decoded
+        reason = TARGETS[args.interop].missing()
+        if reason is not None:
+            print(f"cinegpu play: --interop {args.interop} cannot work here: {reason}", file=sys.stderr)
+            return 2
     try:
         media = open_source(path, keys=key_ring(args), ov=args.ov)
     except (MediaError, UsageError) as exc:
         print(f"cinegpu play: {exc}", file=sys.stderr)
         return 2
     try:
-        summary = play(media, headless=headless, fps=args.fps, backend=args.backend, interop=args.interop,
-                       colour=args.colour, primaries=args.primaries, loop=args.loop, frames=args.frames,
-                       screenshots=dict(args.screenshot), workers=args.workers, preroll=args.preroll,
-                       processes=not args.threads, auto_resolution=not args.full_resolution,
-                       subtitles=args.subtitles == "on", subtitle_file=args.subtitle_file,
-                       audio=args.audio, audio_out=args.audio_out)
+        summary = play(media, _settings(args, headless))
     except (MediaError, BackendUnavailable, PipelineError, AudioDeviceError) as exc:
         # no frame readable; no GPU; no workers; --audio device without a sound device
         print(f"cinegpu play: {exc}", file=sys.stderr)
@@ -120,63 +132,49 @@ def _run(args) -> int:
     return 0
 
 
-def play(media, *, headless: bool, fps=None, backend: str = "auto", interop: str = "auto", colour: str = "auto",
-         primaries: str = "p3d65", loop: bool = False, frames: int | None = None, screenshots=None,
-         workers: int | None = None, preroll: int = 2, source=None, processes: bool = True,
-         auto_resolution: bool = True, subtitles=True, subtitle_file=None, audio: str = "auto",
-         audio_out: Path | None = None):
-    """Play an opened media source (or a ready frame ``source``); the :class:`~..player.Summary`.
-    ``auto_resolution``: decode at a lower resolution while decoding cannot keep up.
-    ``subtitles``: draw the composition's subtitles (or ``subtitle_file``'s), or a
-    :class:`~cinegpu.media.subtitles.CompositionSubtitles` to draw. ``audio``: "auto", "null"
-    or "off" (see :func:`~..audio.open_sink`); ``audio_out``: a WAV record of the sound as
-    played."""
-    from cinegpu.interop import TARGETS, choose_target
+def _settings(args, headless: bool) -> PlaySettings:
+    """The :class:`PlaySettings` of ``cinegpu play``'s arguments."""
+    return PlaySettings(**playback_options(args), headless=headless, loop=args.loop, frames=args.frames,
+                        screenshots=dict(args.screenshot), auto_resolution=not args.full_resolution,
+                        subtitle_file=args.subtitle_file, audio_out=args.audio_out)
 
+
+def play(media, settings: PlaySettings, *, source=None):
+    """Play an opened media source (or a ready frame ``source``) as ``settings`` say; the
+    :class:`~..player.Summary`."""
     from ..audio import open_feed
     from ..player import Player
     from ..presenter import Presenter
-    from ..source import DecodeAheadSource, PipelineSource
     from ..window import open_window
 
-    if source is None and processes:
-        source = PipelineSource(media, backend=backend, colour=colour, primaries=primaries, workers=workers,
-                                auto_resolution=auto_resolution)
-    elif source is None:
-        workers = workers or min(8, os.cpu_count() or 2)
-        source = DecodeAheadSource(media, backend=backend, colour=colour, primaries=primaries,
-                                   workers=workers, depth=max(8, preroll, 2 * workers),
-                                   auto_resolution=auto_resolution)
-    for n in screenshots or {}:
+    s = settings
+    if source is None:
+        source = _frame_source(media, s)
+    for n in s.screenshots or {}:
         if not 0 <= n < source.frame_count:
             source.close()
             raise UsageError(f"--screenshot {n}: past the last frame ({source.frame_count} frames, "
                              f"numbered from 0)")
-    depth = max(8, preroll, getattr(source, "depth", 8))
-    rate = Fraction(fps) if fps is not None else (source.edit_rate or Fraction(24))
+    depth = max(8, s.preroll, getattr(source, "depth", 8))
+    rate = Fraction(s.fps) if s.fps is not None else (source.edit_rate or Fraction(24))
     title = f"cinegpu - {getattr(media, 'title', '') or 'play'}"
-    if subtitles is True or subtitle_file is not None:
+    subtitles = s.subtitles
+    if subtitles is True or s.subtitle_file is not None:
         from ..subtitles import subtitles_for
         subtitles = subtitles_for(media, source.frame_count, source.edit_rate or rate, on=bool(subtitles),
-                                  file=subtitle_file)
-    window = open_window(*_window_size(source.width, source.height), headless=headless, title=title)
+                                  file=s.subtitle_file)
+    window = open_window(*_window_size(source.width, source.height), headless=s.headless, title=title)
     try:
-        if interop == "auto":
-            target = choose_target(source.backend)
-        else:
-            reason = TARGETS[interop].probe()
-            if reason is not None:
-                raise UsageError(f"--interop {interop} cannot work here: {reason}")
-            target = TARGETS[interop]()
-        player = Player(source, window, target, Presenter(), rate=rate, loop=loop, screenshots=screenshots,
-                        headless=headless, depth=depth, preroll=preroll, max_frames=frames,
+        target = _target(s.interop, source.backend)
+        player = Player(source, window, target, Presenter(), rate=rate, loop=s.loop, screenshots=s.screenshots,
+                        headless=s.headless, depth=depth, preroll=s.preroll, max_frames=s.frames,
                         subtitles=subtitles or None)
         try:
-            player.audio = open_feed(media, player.clock, "null" if headless and audio == "auto" else audio,
-                                     audio_out)
+            player.audio = open_feed(media, player.clock, "null" if s.headless and s.audio == "auto" else s.audio,
+                                     s.audio_out)
             summary = player.run()
             if player.audio is not None:
-                summary.audio = _audio_result(player, summary.frames, audio_out)
+                summary.audio = _audio_result(player, summary.frames, s.audio_out)
             return summary
         finally:
             if player.audio is not None:
@@ -186,6 +184,33 @@ def play(media, *, headless: bool, fps=None, backend: str = "auto", interop: str
     finally:
         source.close()
         window.close()
+
+
+def _frame_source(media, s: PlaySettings):
+    """The decoded frames of ``media``: the multi-process pipeline, or decode-ahead threads
+    (``s.workers`` of them, default min(8, usable cores)) when not ``s.processes``."""
+    from ..source import DecodeAheadSource, PipelineSource
+
+    if s.processes:
+        return PipelineSource(media, backend=s.backend, colour=s.colour, primaries=s.primaries, workers=s.workers,
+                              auto_resolution=s.auto_resolution)
+    workers = s.workers or min(8, usable_cores())
+    return DecodeAheadSource(media, backend=s.backend, colour=s.colour, primaries=s.primaries,
+                             workers=workers, depth=max(8, s.preroll, 2 * workers),
+                             auto_resolution=s.auto_resolution)
+
+
+def _target(interop: str, backend: str):
+    """The texture target: the best that probes well for ``backend`` ("auto"), else
+    ``interop``'s, which must probe well (a :class:`UsageError` saying why not)."""
+    from cinegpu.interop import TARGETS, choose_target
+
+    if interop == "auto":
+        return choose_target(backend)
+    reason = TARGETS[interop].probe()
+    if reason is not None:
+        raise UsageError(f"--interop {interop} cannot work here: {reason}")
+    return TARGETS[interop]()
 
 
 def _audio_result(player, frames: int, audio_out: Path | None) -> str:

@@ -6,7 +6,8 @@ import os
 
 from pathlib import Path
 
-from .args import positive_int, positive_rate
+from ..settings import Access, ConnectionLimits, Playback, ServeSettings
+from .args import playback_options, positive_int, positive_rate
 from .keys import add_key_args, key_ring
 
 
@@ -47,10 +48,10 @@ def register(subparsers) -> None:
                    help="texture upload path")
     p.add_argument("--colour", "--color", choices=("auto", "xyz", "rgb"), default="auto", help="content colour")
     p.add_argument("--primaries", choices=("p3d65", "rec709"), default="p3d65", help="display for X'Y'Z' content")
-    p.add_argument("--fps", type=positive_rate, default=None, help="override the edit rate (sequences: 24)")
-    p.add_argument("--workers", type=positive_int, default=None, help="tier-1 worker processes (with --threads: threads)")
+    p.add_argument("--fps", type=positive_rate, default=None, metavar="RATE", help="override the edit rate (sequences: 24)")
+    p.add_argument("--workers", type=positive_int, default=None, metavar="N", help="tier-1 worker processes (with --threads: threads)")
     p.add_argument("--threads", action="store_true", help="decode in threads instead of the multi-process pipeline")
-    p.add_argument("--preroll", type=positive_int, default=2, help="frames decoded before play starts the clock")
+    p.add_argument("--preroll", type=positive_int, default=2, metavar="N", help="frames decoded before play starts the clock")
     p.add_argument("--window", type=_size, default=(1280, 720), metavar="WxH", help="window size (default 1280x720)")
     p.add_argument("--subtitles", choices=("on", "off"), default="on",
                    help="draw the compositions' subtitles (Interop or SMPTE) over the picture (default on)")
@@ -87,6 +88,18 @@ def token_of(args, environ=os.environ, warn=None) -> str | None:
     return None
 
 
+def _settings(args, token: str | None, keys, *, headless: bool) -> ServeSettings:
+    """The :class:`ServeSettings` of ``cinegpu serve``'s arguments, with the ``token`` of
+    :func:`token_of` and the key ring ``keys``."""
+    return ServeSettings(
+        library=args.library, listen=args.listen,
+        access=Access(token=token, no_token=args.no_token, hosts=tuple(args.allow_host),
+                      origins=tuple(args.allow_origin)),
+        limits=ConnectionLimits(max_connections=args.max_connections, head_timeout=args.head_timeout),
+        playback=Playback(**playback_options(args), headless=headless), window_size=args.window,
+        load=tuple(args.load), play=args.play, loop=args.loop, keys=keys)
+
+
 def run(args) -> int:
     import logging
     import sys
@@ -103,14 +116,7 @@ def run(args) -> int:
         token = token_of(args, warn=lambda m: print(m, file=sys.stderr))
         keys = key_ring(args, args.kdm_dir, warn=lambda m: print(f"cinegpu serve: {m}", file=sys.stderr),
                         key_alone=True)
-        return serve(args.library, listen=args.listen, token=token, no_token=args.no_token,
-                     hosts=args.allow_host, origins=args.allow_origin, max_connections=args.max_connections,
-                     head_timeout=args.head_timeout,
-                     headless=args.headless or not has_display(), backend=args.backend, interop=args.interop,
-                     colour=args.colour, primaries=args.primaries, workers=args.workers,
-                     processes=not args.threads, fps=args.fps, preroll=args.preroll, window_size=args.window,
-                     load=args.load, play=args.play, loop=args.loop, audio=args.audio,
-                     subtitles=args.subtitles == "on", keys=keys)
+        return serve(_settings(args, token, keys, headless=args.headless or not has_display()))
     except (ValueError, MediaError, BackendUnavailable, OSError, UsageError) as exc:
         print(f"cinegpu serve: {exc}", file=sys.stderr)
         return 2

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import time
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -162,16 +163,27 @@ def wants_html(request: Request) -> bool:
     return "text/html" in request.headers.get("accept", "")
 
 
-def create_app(engine: Engine, library: Library, *, token: str | None = None, listen_host: str = "127.0.0.1",
-               hosts=(), origins=(), keys=None) -> Starlette:
-    """The ASGI application over ``engine`` and ``library``, behind :class:`~.access.Guard` (``token``,
-    ``listen_host``, more allowed ``hosts`` and ``origins``).  ``keys``: the server's
-    :class:`~cinegpu.media.key_ring.KeyRing` (None: no encrypted content), which ``POST /kdms``
-    adds KDMs to when it holds the recipient's private key."""
-    document = openapi(token=token is not None)
+def guarded(handler):
+    """``handler`` answering a :class:`BadRequest` with its JSON error."""
+    async def wrapper(*args):
+        try:
+            return await handler(*args)
+        except BadRequest as exc:
+            return error(exc.status, str(exc))
+    wrapper.__name__ = handler.__name__
+    return wrapper
 
-    async def command(name: str, timeout: float = COMMAND_TIMEOUT, **args) -> JSONResponse:
-        future = engine.submit(name, **args)
+
+class Commands:
+    """Queues a command on the engine and awaits it: the JSON status after it, the engine's
+    :class:`CommandError` as its status, or 503 when it is not done within ``timeout``
+    seconds (the command is then cancelled: still queued, the engine skips it)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    async def __call__(self, name: str, timeout: float = COMMAND_TIMEOUT, **args) -> JSONResponse:
+        future = self.engine.submit(name, **args)
         try:
             status = await asyncio.wait_for(asyncio.wrap_future(future), timeout)
         except CommandError as exc:
@@ -181,31 +193,91 @@ def create_app(engine: Engine, library: Library, *, token: str | None = None, li
             return error(503, f"{name} not done within {timeout:g} s")
         return JSONResponse(status)
 
-    def guarded(handler):
-        async def wrapper(request: Request):
-            try:
-                return await handler(request)
-            except BadRequest as exc:
-                return error(exc.status, str(exc))
-        wrapper.__name__ = handler.__name__
-        return wrapper
 
+def page_routes(document: dict) -> list[Route]:
+    """``GET /``, the control page, and ``GET /api/v1/openapi.json``, ``document``."""
     async def index(request: Request):
         return HTMLResponse(INDEX)
 
     async def get_openapi(request: Request):
         return JSONResponse(document)
 
-    async def get_status(request: Request):
-        return JSONResponse(engine.snapshot())
+    return [Route("/", index, methods=["GET"]),
+            Route("/api/v1/openapi.json", get_openapi, methods=["GET"])]
 
-    async def get_library(request: Request):
-        import time  # noqa: PLC0415
-        scan = await run_in_threadpool(library.rescan, time.time())
+
+class StatusRoutes:
+    """What is playing and what could: ``GET /api/v1/status``, ``/library`` (scanned again for
+    every request) and ``/events`` (server-sent events, one ``status`` event per change)."""
+
+    def __init__(self, engine: Engine, library: Library) -> None:
+        self.engine, self.library = engine, library
+
+    def routes(self) -> list[Route]:
+        return [Route("/api/v1/status", self.get_status, methods=["GET"]),
+                Route("/api/v1/library", self.get_library, methods=["GET"]),
+                Route("/api/v1/events", self.get_events, methods=["GET"])]
+
+    async def get_status(self, request: Request):
+        return JSONResponse(self.engine.snapshot())
+
+    async def get_library(self, request: Request):
+        scan = await run_in_threadpool(self.library.rescan, time.time())
         return JSONResponse(scan.to_json())
 
     @guarded
-    async def post_load(request: Request):
+    async def get_events(self, request: Request):
+        q = request.query_params
+        extra = set(q.keys()) - {"max_events", "max_seconds"}
+        if extra:
+            raise BadRequest(422, f"unknown query parameter(s): {', '.join(sorted(extra))[:200]}")
+        try:
+            limit = int(q["max_events"]) if "max_events" in q else None
+            seconds = float(q["max_seconds"]) if "max_seconds" in q else None
+        except ValueError:
+            raise BadRequest(422, "max_events is an integer, max_seconds a number") from None
+        if (limit is not None and not 1 <= limit <= 100_000) or \
+                (seconds is not None and not (0 < seconds <= 86400 and math.isfinite(seconds))):
+            raise BadRequest(422, "max_events in 1..100000, max_seconds in (0, 86400]")
+        return StreamingResponse(self.events(limit, seconds), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+    async def events(self, limit: int | None, seconds: float | None):
+        """A ``status`` event per new snapshot version (polled every 50 ms), a keep-alive
+        comment after 15 s of quiet; ends after ``limit`` events, ``seconds`` or at shutdown."""
+        engine = self.engine
+        loop = asyncio.get_running_loop()
+        end = None if seconds is None else loop.time() + seconds
+        last, sent, quiet = None, 0, loop.time()
+        while not engine.quitting and (limit is None or sent < limit) and (end is None or loop.time() < end):
+            snap = engine.snapshot()
+            if snap.get("version") != last:
+                last, sent, quiet = snap.get("version"), sent + 1, loop.time()
+                yield f"event: status\nid: {last}\ndata: {json.dumps(snap, separators=(',', ':'))}\n\n"
+            elif loop.time() - quiet > 15:
+                quiet = loop.time()
+                yield ": keep-alive\n\n"
+            await asyncio.sleep(0.05)
+
+
+class TransportRoutes:
+    """The commands: ``POST /api/v1/load``, ``play``, ``pause``, ``stop``, ``step``, ``seek`` and
+    ``audio``, each body checked here and the command run by the engine (:class:`Commands`)."""
+
+    def __init__(self, library: Library, command: Commands) -> None:
+        self.library, self.command = library, command
+
+    def routes(self) -> list[Route]:
+        return [Route("/api/v1/load", self.post_load, methods=["POST"]),
+                Route("/api/v1/play", self.simple("play", compat=True), methods=["POST"]),
+                Route("/api/v1/pause", self.simple("pause"), methods=["POST"]),
+                Route("/api/v1/stop", self.simple("stop", compat=True), methods=["POST"]),
+                Route("/api/v1/step", self.post_step, methods=["POST"]),
+                Route("/api/v1/seek", self.post_seek, methods=["POST"]),
+                Route("/api/v1/audio", self.post_audio, methods=["POST"])]
+
+    @guarded
+    async def post_load(self, request: Request):
         body = await read_json(request, required=True)
         _only(body, {"cpl", "playlist", "loop", "play"})
         if ("cpl" in body) == ("playlist" in body):
@@ -220,18 +292,20 @@ def create_app(engine: Engine, library: Library, *, token: str | None = None, li
         loop, play = _flag(body, "loop"), _flag(body, "play")
         entries = []
         for i in ids:
-            entry = await run_in_threadpool(library.find, i)
+            entry = await run_in_threadpool(self.library.find, i)
             if entry is None:
                 return error(404, f"no composition {i!r} in the library")
             entries.append(entry)
-        return await command("load", LOAD_TIMEOUT, entries=entries, loop=loop, play=play)
+        return await self.command("load", LOAD_TIMEOUT, entries=entries, loop=loop, play=play)
 
-    def simple(name: str, compat: bool = False):
+    def simple(self, name: str, compat: bool = False):
+        """The handler of a command without arguments; ``compat``: DCP-o-matic's player API,
+        a client that wants a page gets 303 to / instead of the status."""
         @guarded
         async def handler(request: Request):
             body = await read_json(request, required=False)
             _only(body, set())
-            response = await command(name)
+            response = await self.command(name)
             if compat and wants_html(request) and response.status_code == 200:
                 return RedirectResponse("/", status_code=303)
             return response
@@ -239,26 +313,26 @@ def create_app(engine: Engine, library: Library, *, token: str | None = None, li
         return handler
 
     @guarded
-    async def post_step(request: Request):
+    async def post_step(self, request: Request):
         body = await read_json(request, required=False)
         _only(body, {"frames"})
-        return await command("step", frames=_int(body.get("frames", 1), "frames", -1_000_000, 1_000_000))
+        return await self.command("step", frames=_int(body.get("frames", 1), "frames", -1_000_000, 1_000_000))
 
     @guarded
-    async def post_seek(request: Request):
+    async def post_seek(self, request: Request):
         body = await read_json(request, required=True)
         _only(body, {"frame", "timecode"})
         if ("frame" in body) == ("timecode" in body):
             raise BadRequest(422, "give either frame or timecode")
         if "frame" in body:
-            return await command("seek", frame=_int(body["frame"], "frame", 0, 2**62))
+            return await self.command("seek", frame=_int(body["frame"], "frame", 0, 2**62))
         tc = body["timecode"]
         if not isinstance(tc, str) or len(tc) > 32:
             raise BadRequest(422, "timecode must be a string hh:mm:ss:ff")
-        return await command("seek", timecode=tc)
+        return await self.command("seek", timecode=tc)
 
     @guarded
-    async def post_audio(request: Request):
+    async def post_audio(self, request: Request):
         body = await read_json(request, required=True)
         _only(body, {"volume", "mute", "routing"})
         args: dict = {}
@@ -270,47 +344,31 @@ def create_app(engine: Engine, library: Library, *, token: str | None = None, li
             args["mute"] = body["mute"]
         if "routing" in body:
             args["set_routing"], args["routing"] = True, _routing(body["routing"])
-        return await command("audio", **args)
+        return await self.command("audio", **args)
 
-    @guarded
-    async def get_events(request: Request):
-        q = request.query_params
-        extra = set(q.keys()) - {"max_events", "max_seconds"}
-        if extra:
-            raise BadRequest(422, f"unknown query parameter(s): {', '.join(sorted(extra))[:200]}")
-        try:
-            limit = int(q["max_events"]) if "max_events" in q else None
-            seconds = float(q["max_seconds"]) if "max_seconds" in q else None
-        except ValueError:
-            raise BadRequest(422, "max_events is an integer, max_seconds a number") from None
-        if (limit is not None and not 1 <= limit <= 100_000) or \
-                (seconds is not None and not (0 < seconds <= 86400 and math.isfinite(seconds))):
-            raise BadRequest(422, "max_events in 1..100000, max_seconds in (0, 86400]")
-        return StreamingResponse(events(limit, seconds), media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
-    async def events(limit: int | None, seconds: float | None):
-        loop = asyncio.get_running_loop()
-        end = None if seconds is None else loop.time() + seconds
-        last, sent, quiet = None, 0, loop.time()
-        while not engine.quitting and (limit is None or sent < limit) and (end is None or loop.time() < end):
-            snap = engine.snapshot()
-            if snap.get("version") != last:
-                last, sent, quiet = snap.get("version"), sent + 1, loop.time()
-                yield f"event: status\nid: {last}\ndata: {json.dumps(snap, separators=(',', ':'))}\n\n"
-            elif loop.time() - quiet > 15:
-                quiet = loop.time()
-                yield ": keep-alive\n\n"
-            await asyncio.sleep(0.05)
+class KdmRoutes:
+    """``GET /api/v1/kdms``, the public fields of the KDMs held, and ``POST /api/v1/kdms``, one
+    more, opened with the private key of ``keys`` (a
+    :class:`~cinegpu.media.security.key_ring.KeyRing`; None: no encrypted content)."""
 
-    async def get_kdms(request: Request):
+    def __init__(self, keys) -> None:
+        self.keys = keys
+
+    def routes(self) -> list[Route]:
+        return [Route("/api/v1/kdms", self.get_kdms, methods=["GET"]),
+                Route("/api/v1/kdms", self.post_kdm, methods=["POST"])]
+
+    async def get_kdms(self, request: Request):
+        keys = self.keys
         return JSONResponse({"kdms": [k.to_json() for k in keys.kdms()] if keys is not None else []})
 
     @guarded
-    async def post_kdm(request: Request):
+    async def post_kdm(self, request: Request):
         from cinegpu.media.errors import MediaError  # noqa: PLC0415
-        from cinegpu.media.kdm import parse_kdm  # noqa: PLC0415
+        from cinegpu.media.security.kdm import parse_kdm  # noqa: PLC0415
 
+        keys = self.keys
         body = await read_json(request, required=True, limit=MAX_KDM_BODY)
         _only(body, {"kdm"})
         text = body.get("kdm")
@@ -327,28 +385,25 @@ def create_app(engine: Engine, library: Library, *, token: str | None = None, li
             return error(422, str(exc))
         return JSONResponse(info.to_json(), status_code=201)
 
-    async def not_found(request: Request, exc: HTTPException):
-        return error(exc.status_code, exc.detail if isinstance(exc.detail, str) else "error")
 
-    async def server_error(request: Request, exc: Exception):
-        return error(500, f"{type(exc).__name__}: {exc}")
+async def not_found(request: Request, exc: HTTPException):
+    return error(exc.status_code, exc.detail if isinstance(exc.detail, str) else "error")
 
-    routes = [
-        Route("/", index, methods=["GET"]),
-        Route("/api/v1/openapi.json", get_openapi, methods=["GET"]),
-        Route("/api/v1/status", get_status, methods=["GET"]),
-        Route("/api/v1/library", get_library, methods=["GET"]),
-        Route("/api/v1/events", get_events, methods=["GET"]),
-        Route("/api/v1/load", post_load, methods=["POST"]),
-        Route("/api/v1/play", simple("play", compat=True), methods=["POST"]),
-        Route("/api/v1/pause", simple("pause"), methods=["POST"]),
-        Route("/api/v1/stop", simple("stop", compat=True), methods=["POST"]),
-        Route("/api/v1/step", post_step, methods=["POST"]),
-        Route("/api/v1/seek", post_seek, methods=["POST"]),
-        Route("/api/v1/audio", post_audio, methods=["POST"]),
-        Route("/api/v1/kdms", get_kdms, methods=["GET"]),
-        Route("/api/v1/kdms", post_kdm, methods=["POST"]),
-    ]
+
+async def server_error(request: Request, exc: Exception):
+    return error(500, f"{type(exc).__name__}: {exc}")
+
+
+def create_app(engine: Engine, library: Library, *, token: str | None = None, listen_host: str = "127.0.0.1",
+               hosts=(), origins=(), keys=None) -> Starlette:
+    """The ASGI application over ``engine`` and ``library``, behind :class:`~.access.Guard` (``token``,
+    ``listen_host``, more allowed ``hosts`` and ``origins``).  ``keys``: the server's
+    :class:`~cinegpu.media.security.key_ring.KeyRing` (None: no encrypted content), which ``POST /kdms``
+    adds KDMs to when it holds the recipient's private key."""
+    routes = [*page_routes(openapi(token=token is not None)),
+              *StatusRoutes(engine, library).routes(),
+              *TransportRoutes(library, Commands(engine)).routes(),
+              *KdmRoutes(keys).routes()]
     app = Starlette(routes=routes, exception_handlers={HTTPException: not_found, Exception: server_error})
     app.add_middleware(Guard, token=token, listen_host=listen_host, hosts=tuple(hosts), origins=tuple(origins))
     return app

@@ -42,7 +42,7 @@ from typing import Callable
 
 from cinegpu.decode.errors import BackendUnavailable
 from cinegpu.interop.errors import InteropError
-from cinegpu.media.sound_composition import open_composition_sound
+from cinegpu.media.sound.composition import open_composition_sound
 
 from ..audio import open_feed
 from ..subtitles import subtitles_for
@@ -675,9 +675,12 @@ class Engine:
             "edit_rate_fps": None if rate is None else float(rate),
             "decode_fps": round(p.source.decode_fps, 2) if p is not None else 0.0,
             "resolution": level_text(getattr(p.source, "level", 0)) if p is not None else "full",
-            "shown": t.shown + s.shown, "late": t.late + s.late, "dropped": t.dropped + s.dropped,
-            "frame_errors": t.errors + s.errors,
+            # this composition's counts, reset together when the next one starts ...
+            "shown": s.shown, "late": s.late, "dropped": s.dropped, "frame_errors": s.errors,
             "dropped_at": ranges_text(s.dropped_at),
+            # ... and the playlist's, since it was loaded
+            "session": {"shown": t.shown + s.shown, "late": t.late + s.late, "dropped": t.dropped + s.dropped,
+                        "frame_errors": t.errors + s.errors},
             "backend": p.source.backend if p is not None else self.backend,
             "interop": p.target.name if p is not None else None,
             "errors": list(self._errors.recent)[-10:], "error_count": self._errors.count,

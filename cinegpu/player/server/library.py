@@ -25,7 +25,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from cinegpu.media import MediaError
-from cinegpu.media.package import find_assetmap, read_package, relpath
+from cinegpu.media.package.read import find_assetmap, read_package, relpath
 from cinegpu.media.source import FRAME_SUFFIXES
 
 __all__ = ["Entry", "Library", "Scan"]

@@ -3,7 +3,7 @@
 The main thread opens the GL window (EGL when headless) and runs :meth:`Engine.run`; uvicorn
 serves the ASGI app from a background thread with its own asyncio loop, on a socket bound here
 (so ``--listen 127.0.0.1:0`` picks a free port and the line ``listening on http://HOST:PORT``
-says which).  A token is required unless ``no_token`` (loopback only): without one given, it is
+says which).  A token is required unless ``Access.no_token`` (loopback only): without one given, it is
 generated and printed on the next line with how to use it.  Connections are bounded (see
 :mod:`.protocol`: head deadline, idle keep-alive timeout, connection cap, TCP_NODELAY), and the
 library is confined to its folder (:meth:`Library.check` before each load).
@@ -20,9 +20,14 @@ from __future__ import annotations
 import ipaddress
 import logging
 import signal
+import errno
 import socket
 import sys
 import threading
+
+from cinegpu.decode.shm import unlink_own
+
+from ..settings import Access, ConnectionLimits, ServeSettings
 
 __all__ = ["parse_listen", "is_loopback", "serve"]
 
@@ -51,86 +56,45 @@ def is_loopback(host: str) -> bool:
 
 
 def bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host``:``port`` (0: a free port). A port another program
+    holds is an OSError saying so and how to choose another."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise OSError(f"port {port} on {host} is in use (another server?): choose another with "
+                          f"--listen {host}:PORT, or --listen {host}:0 for any free one") from None
+        if exc.errno == errno.EADDRNOTAVAIL:
+            raise OSError(f"{host} is not an address of this machine (--listen {host}:{port})") from None
+        raise
     sock.listen(128)
     sock.set_inheritable(True)
     return sock
 
 
-def serve(library_dir, *, listen: str = "127.0.0.1:8080", token: str | None = None, no_token: bool = False,
-          hosts=(), origins=(), max_connections: int = 256, head_timeout: float = 5.0, headless: bool = True,
-          backend: str = "auto", interop: str = "auto", colour: str = "auto", primaries: str = "p3d65",
-          workers: int | None = None, processes: bool = True, fps=None, preroll: int = 2,
-          window_size: tuple[int, int] = (1280, 720), load: list[str] | None = None, play: bool = False,
-          loop: bool = False, audio: str = "auto", subtitles: bool = True, keys=None, out=sys.stdout) -> int:
-    """Run the server until SIGTERM/SIGINT (or the window closes); the exit status.
-
-    ``token``: the bearer token (None: generate one, unless ``no_token``); ``hosts``, ``origins``:
-    more Host names and Origins to accept; ``max_connections`` open at once; ``head_timeout``:
-    seconds a request head (or the next one on a keep-alive connection) may take.  ``audio``:
-    the sound sink, "auto" (the output device if there is one, else the null sink; headless:
-    null), "null" or "off". ``subtitles``: draw the compositions' subtitles.  ``keys``: the
-    :class:`~cinegpu.media.key_ring.KeyRing` encrypted compositions open with (KDMs added at
-    start, and through ``POST /api/v1/kdms`` when it holds the private key)."""
-    import uvicorn  # noqa: PLC0415
-
-    from cinegpu.decode.shm import unlink_own  # noqa: PLC0415
-    from cinegpu.interop import TARGETS, choose_target  # noqa: PLC0415
-    from cinegpu.media.source import open_package, open_source  # noqa: PLC0415
-
-    from ..presenter import Presenter  # noqa: PLC0415
-    from ..source import DecodeAheadSource, PipelineSource  # noqa: PLC0415
+def serve(settings: ServeSettings, *, out=sys.stdout) -> int:
+    """Run the server ``settings`` describe until SIGTERM/SIGINT (or the window closes); the exit
+    status.  It prints where it listens (and a generated token) to ``out``.  ValueError for
+    settings that cannot serve (see :func:`check_access`)."""
     from ..window import open_window  # noqa: PLC0415
     from .app import create_app  # noqa: PLC0415
-    from .engine import Engine  # noqa: PLC0415
     from .library import Library  # noqa: PLC0415
 
-    from .access import check_token, generate_token  # noqa: PLC0415
-    from .protocol import bounded_protocol  # noqa: PLC0415
-
-    host, port = parse_listen(listen)
-    if not (1 <= max_connections <= 100_000 and 0.1 <= head_timeout <= 3600):
-        raise ValueError("--max-connections wants 1..100000, --head-timeout 0.1..3600 seconds")
-    if no_token and token:
-        raise ValueError("--no-token and a token (--token-file, $CINEGPU_SERVE_TOKEN) exclude each other")
-    if no_token and not is_loopback(host):
-        raise ValueError(f"listening on {host} (not loopback) needs a token: --no-token is for loopback only")
-    generated = not no_token and not token
-    token = None if no_token else check_token(token, "--token") if token else generate_token()
-    library = Library(library_dir)
-
-    def open_media(entry):
-        library.check(entry)                # still inside the library (links may have changed)
-        if entry.package is None:
-            return open_source(entry.path, keys=keys)
-        return open_package(entry.package, cpl=entry.path, keys=keys)
-
-    def make_source(media):
-        if processes:       # a shutdown does not wait for the workers to start
-            return PipelineSource(media, backend=backend, colour=colour, primaries=primaries, workers=workers,
-                                  cancelled=lambda: engine.quitting)
-        n = workers or 2
-        return DecodeAheadSource(media, backend=backend, colour=colour, primaries=primaries, workers=n,
-                                 depth=max(8, preroll, 2 * n))
-
-    def make_target(source_backend):
-        return choose_target(source_backend) if interop == "auto" else TARGETS[interop]()
-
-    window = open_window(*window_size, headless=headless, title="cinegpu serve")
-    engine = Engine(window, open_media=open_media, make_source=make_source, make_target=make_target,
-                    make_presenter=Presenter, headless=headless, fps=fps, preroll=preroll, backend=backend,
-                    audio="null" if headless and audio == "auto" else audio, subtitles=subtitles)
+    host, port = parse_listen(settings.listen)
+    settings.limits.check()
+    token, generated = check_access(settings.access, host)
+    library = Library(settings.library)
+    window = open_window(*settings.window_size, headless=settings.playback.headless, title="cinegpu serve")
+    engine = make_engine(settings, library, window)
     sock = bind(host, port)
-    app = create_app(engine, library, token=token, listen_host=host, hosts=hosts, origins=origins, keys=keys)
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", ws="none",
-                            http=bounded_protocol(head_timeout=head_timeout, max_connections=max_connections),
-                            timeout_graceful_shutdown=HTTP_GRACE,
-                            timeout_keep_alive=max(1, min(5, round(head_timeout))),
-                            h11_max_incomplete_event_size=16 << 10, backlog=128)
-    server = uvicorn.Server(config)
+    access = settings.access
+    app = create_app(engine, library, token=token, listen_host=host, hosts=access.hosts, origins=access.origins,
+                     keys=settings.keys)
+    server = http_server(app, settings.limits)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="http", daemon=True)
 
     def on_signal(signum, frame):
@@ -140,24 +104,9 @@ def serve(library_dir, *, listen: str = "127.0.0.1:8080", token: str | None = No
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
         thread.start()
-        name = f"[{host}]" if ":" in host else host
-        url = f"http://{name}:{sock.getsockname()[1]}"
-        print(f"cinegpu serve: listening on {url} "
-              f"(library {library.root}, {'token required' if token else 'no token, loopback only'})",
-              file=out, flush=True)
-        if keys is not None:
-            print(f"cinegpu serve: {len(keys.kdms())} KDMs held"
-                  f"{'; more through POST /api/v1/kdms' if keys.can_open_kdms else ''}", file=out, flush=True)
-        if generated:
-            print(f"cinegpu serve: token {token} (generated): send 'Authorization: Bearer {token}', or open "
-                  f"{url}/#token={token} in a browser; choose one with $CINEGPU_SERVE_TOKEN or --token-file "
-                  "(mode 600), or --no-token on loopback", file=out, flush=True)
-        if load:
-            entries = [library.find(i) for i in load]
-            missing = [i for i, e in zip(load, entries) if e is None]
-            if missing:
-                raise ValueError(f"--load: no composition {', '.join(missing)} in {library.root}")
-            engine.submit("load", entries=entries, loop=loop, play=play)
+        announce(out, host, sock, library, token, generated, settings.keys)
+        if settings.load:
+            load_at_start(engine, library, settings)
         try:
             engine.run()
         finally:
@@ -173,3 +122,98 @@ def serve(library_dir, *, listen: str = "127.0.0.1:8080", token: str | None = No
             signal.signal(s, h)
     print("cinegpu serve: stopped", file=out, flush=True)
     return 0
+
+
+def check_access(access: Access, host: str) -> tuple[str | None, bool]:
+    """(the bearer token, whether it was generated here): ``access.token`` checked, or a fresh
+    one, or None with ``no_token``, which only a loopback ``host`` may go without (ValueError)."""
+    from .access import check_token, generate_token  # noqa: PLC0415
+
+    if access.no_token and access.token:
+        raise ValueError("--no-token and a token (--token-file, $CINEGPU_SERVE_TOKEN) exclude each other")
+    if access.no_token and not is_loopback(host):
+        raise ValueError(f"listening on {host} (not loopback) needs a token: --no-token is for loopback only")
+    if access.no_token:
+        return None, False
+    if access.token:
+        return check_token(access.token, "--token"), False
+    return generate_token(), True
+
+
+def make_engine(settings: ServeSettings, library, window):
+    """The :class:`~.engine.Engine` playing ``library``'s entries in ``window`` as
+    ``settings.playback`` says, opening encrypted ones with ``settings.keys``."""
+    from cinegpu.interop import TARGETS, choose_target  # noqa: PLC0415
+    from cinegpu.media.source import open_package, open_source  # noqa: PLC0415
+
+    from ..presenter import Presenter  # noqa: PLC0415
+    from ..source import DecodeAheadSource, PipelineSource  # noqa: PLC0415
+    from .engine import Engine  # noqa: PLC0415
+
+    p, keys = settings.playback, settings.keys
+
+    def open_media(entry):
+        library.check(entry)                # still inside the library (links may have changed)
+        if entry.package is None:
+            return open_source(entry.path, keys=keys)
+        return open_package(entry.package, cpl=entry.path, keys=keys)
+
+    def make_source(media):
+        if p.processes:     # a shutdown does not wait for the workers to start
+            return PipelineSource(media, backend=p.backend, colour=p.colour, primaries=p.primaries,
+                                  workers=p.workers, cancelled=lambda: engine.quitting)
+        n = p.workers or 2
+        return DecodeAheadSource(media, backend=p.backend, colour=p.colour, primaries=p.primaries, workers=n,
+                                 depth=max(8, p.preroll, 2 * n))
+
+    def make_target(source_backend):
+        return choose_target(source_backend) if p.interop == "auto" else TARGETS[p.interop]()
+
+    engine = Engine(window, open_media=open_media, make_source=make_source, make_target=make_target,
+                    make_presenter=Presenter, headless=p.headless, fps=p.fps, preroll=p.preroll,
+                    backend=p.backend, audio="null" if p.headless and p.audio == "auto" else p.audio,
+                    subtitles=p.subtitles)
+    return engine
+
+
+def http_server(app, limits: ConnectionLimits):
+    """The uvicorn server of ``app``, its connections bounded by ``limits``
+    (:func:`~.protocol.bounded_protocol`; keep-alive idle for the head timeout, 1..5 s)."""
+    import uvicorn  # noqa: PLC0415
+
+    from .protocol import bounded_protocol  # noqa: PLC0415
+
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", ws="none",
+                            http=bounded_protocol(head_timeout=limits.head_timeout,
+                                                  max_connections=limits.max_connections),
+                            timeout_graceful_shutdown=HTTP_GRACE,
+                            timeout_keep_alive=max(1, min(5, round(limits.head_timeout))),
+                            h11_max_incomplete_event_size=16 << 10, backlog=128)
+    return uvicorn.Server(config)
+
+
+def announce(out, host: str, sock: socket.socket, library, token: str | None, generated: bool, keys) -> None:
+    """The start lines: the address and library, the KDMs held, and a generated token with how
+    to use it."""
+    name = f"[{host}]" if ":" in host else host
+    url = f"http://{name}:{sock.getsockname()[1]}"
+    print(f"cinegpu serve: listening on {url} "
+          f"(library {library.root}, {'token required' if token else 'no token, loopback only'})",
+          file=out, flush=True)
+    if keys is not None:
+        print(f"cinegpu serve: {len(keys.kdms())} KDMs held"
+              f"{'; more through POST /api/v1/kdms' if keys.can_open_kdms else ''}", file=out, flush=True)
+    if generated:
+        print(f"cinegpu serve: token {token} (generated): send 'Authorization: Bearer {token}', or open "
+              f"{url}/#token={token} in a browser; choose one with $CINEGPU_SERVE_TOKEN or --token-file "
+              "(mode 600), or --no-token on loopback", file=out, flush=True)
+
+
+def load_at_start(engine, library, settings: ServeSettings) -> None:
+    """Queue the load of ``settings.load`` (a playlist; ValueError naming the ids not in the
+    library), then play and loop as ``settings`` say."""
+    entries = [library.find(i) for i in settings.load]
+    missing = [i for i, e in zip(settings.load, entries) if e is None]
+    if missing:
+        raise ValueError(f"--load: no composition {', '.join(missing)} in {library.root}")
+    engine.submit("load", entries=entries, loop=settings.loop, play=settings.play)

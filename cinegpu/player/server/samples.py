@@ -8,7 +8,7 @@
 - ``missing/``: a DCP whose second reel's track file is named in the ASSETMAP but absent,
   CPL id :data:`MISSING_CPL`.
 
-The DCP XML is the minimum :mod:`cinegpu.media.package` reads (no hashes or signatures).
+The DCP XML is the minimum :mod:`cinegpu.media.package.read` reads (no hashes or signatures).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def tools_missing(dcp: bool = True) -> list[str]:
 def sequence_id(library: Path, folder: Path) -> str:
     """The library id of a frame folder (see :mod:`.library`)."""
     from .library import SEQUENCE_NS  # noqa: PLC0415
-    from cinegpu.media.package import relpath  # noqa: PLC0415
+    from cinegpu.media.package.read import relpath  # noqa: PLC0415
     return str(uuid.uuid5(SEQUENCE_NS, relpath(folder.resolve(), library.resolve())))
 
 

@@ -1,0 +1,173 @@
+"""What ``cinegpu bench`` runs: decode speed on your own content, beside the peers.
+
+The command (:mod:`cinegpu.player.commands.speed`) reads the frames; :func:`run` times them
+in this process or the multi-process pipeline and prints frames per second and the time per
+frame of each stage; ``--compare`` runs the peer decoders installed on the machine on the same
+frames in the same run (:mod:`.decode_peers`) and prints our ratio to each.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from cinegpu.bench import decode_peers as peers
+from cinegpu.decode import BackendUnavailable, CodestreamError, PipelineError
+from cinegpu.decode.cpus import usable_cores
+def run(name: str, frames: list[bytes], args) -> int:
+    """Time ``frames`` (read from ``name``) as ``args`` (``cinegpu bench``'s options) says, print
+    the figures and return the exit code."""
+    # every core this process may use: the tier-1 workers, the main process reconstructing
+    # while they work; the peers below get as many
+    workers = usable_cores() if args.workers is None else args.workers
+    repeat = args.repeat or max(1, -(-max(3, 2 * workers) // len(frames)))
+    work = [f for _ in range(repeat) for f in frames]
+    if workers == 0 and args.gpus != [1]:
+        print("cinegpu bench: --gpus needs worker processes (--workers 1 or more)", file=sys.stderr)
+        return 2
+    scaling = []    # (GPUs, fps) of each run
+    try:
+        for gpus in args.gpus:
+            if workers > 0:
+                wall, stages, frame, backend, used = _bench_pipeline(work, args.backend, workers, args.to_host,
+                                                                     args.batch, gpus)
+            else:
+                (wall, stages, frame, backend), used = _bench_inline(work, args.backend), 1
+            scaling.append((used, len(work) / wall))
+            if len(args.gpus) > 1:
+                print(f"{used} GPU(s): {len(work) / wall:.2f} fps", flush=True)
+    except (CodestreamError, PipelineError, BackendUnavailable, ValueError) as exc:
+        print(f"cinegpu bench: {exc}", file=sys.stderr)
+        return 2
+    n = len(work)
+    first = frame.components[0]
+    print(f"{name}: {len(frames)} frame(s), {first.shape[1]}x{first.shape[0]}, "
+          f"{len(frame.components)} components, decoded {n} times")
+    how = f"{workers} tier-1 worker processes on {usable_cores()} cores" if workers else "1 process"
+    if workers and args.batch > 1 and backend == "cuda":
+        how += f", tier-1 in batches of {args.batch} frames"
+    if scaling[-1][0] > 1:
+        how += f", {scaling[-1][0]} GPUs"
+    print(f"cinegpu ({backend}, {how}): {n / wall:.2f} fps, {1e3 * wall / n:.1f} ms per frame end to end")
+    print("  time per frame in each stage" + (" (summed over workers)" if workers else "") + ":")
+    names = ("parse", "tier2", "tier1", "reconstruct", "upload", "gpu", "download", "launch")
+    labels = {"reconstruct": "reconstruction" + (" (all GPU steps)" if backend == "cuda" else ""),
+              "upload": "  host->GPU", "gpu": "  GPU kernels", "download": "  GPU->host",
+              "launch": "GPU stage, host time to launch"}
+    for k in names:
+        if k in stages:
+            print(f"  {labels.get(k, k):<30} {1e3 * stages[k] / n:8.1f} ms")
+    result = {"source": name, "frames": n, "backend": backend, "workers": workers, "batch": args.batch, "fps": n / wall,
+              "gpus": scaling[-1][0], "ms_per_frame": {k: 1e3 * v / n for k, v in stages.items()}, "peers": []}
+    if len(scaling) > 1:
+        result["scaling"] = _print_scaling(scaling)
+    if args.compare:
+        threads = args.peer_threads or usable_cores()
+        with tempfile.TemporaryDirectory(prefix="cinegpu-bench-") as tmp:
+            files = []
+            for k, data in enumerate(work[:peers.SAMPLE_FRAMES]):
+                p = Path(tmp) / f"f{k:05d}.j2c"
+                p.write_bytes(data)
+                files.append(p)
+            runs = [lambda: peers.opj_decompress(files, threads=threads),
+                    lambda: peers.grk_decompress(files, threads=threads)]
+            if threads > 1:  # the other way to use every core: one single-threaded process per core
+                runs.append(lambda: peers.opj_decompress(files, threads=1, processes=threads))
+            if _is_ht(work[0]):     # OpenJPH decodes HTJ2K only, one thread a process
+                shapes = {c.shape for c in frame.components}
+                suffix = ".pgm" if len(frame.components) == 1 else \
+                    ".ppm" if len(frame.components) == 3 and len(shapes) == 1 else ".yuv"
+                runs.append(lambda: peers.ojph_expand(files, processes=threads, suffix=suffix))
+            runs += [lambda size=size: peers.nvjpeg2000(work, batch=size) for size in (1, 16, 32)]
+            print(f"peers: at most {peers.SAMPLE_FRAMES} frames or {peers.BUDGET_S:.0f} s each, "
+                  f"{threads} thread(s) or process(es) each", flush=True)
+            for peer in runs:       # each row as it is measured
+                r = peer()
+                if r is None:
+                    continue
+                if not r.frames:
+                    print(f"{r.name}: {r.note}", flush=True)
+                    continue
+                ratio = (n / wall) / r.fps
+                print(f"{r.name}: {r.fps:.2f} fps over {r.frames} frames, {1e3 / r.fps:.1f} ms per frame; "
+                      f"our time / theirs = {1 / ratio:.2f}, our fps / theirs = {ratio:.2f}", flush=True)
+                result["peers"].append({"name": r.name, "fps": r.fps, "frames": r.frames, "our_fps_ratio": ratio,
+                                        "time_ratio": 1 / ratio})
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2))
+    return 0
+
+
+def _print_scaling(scaling: list[tuple[int, float]]) -> list[dict]:
+    """The table of a run per GPU count: fps, speed-up over the first run and efficiency per
+    GPU (the speed-up over the first run divided by the ratio of their GPU counts)."""
+    g0, f0 = scaling[0]
+    rows = []
+    print("GPUs        fps   speed-up   efficiency per GPU")
+    for g, f in scaling:
+        speedup, eff = f / f0, (f / f0) / (g / g0)
+        print(f"{g:4d} {f:10.2f} {speedup:9.2f}x {100 * eff:12.1f} %")
+        rows.append({"gpus": g, "fps": f, "speedup": speedup, "efficiency": eff})
+    return rows
+
+
+def _is_ht(data: bytes) -> bool:
+    """Whether the frame has HT code-blocks (ISO/IEC 15444-15)."""
+    from cinegpu.decode import CodestreamError
+    from cinegpu.decode.decoder import Decoder
+
+    try:
+        return Decoder("cpu").prepare(data, strict=False).ht
+    except CodestreamError:
+        return False
+
+
+def _add(stages: dict, timings: dict) -> None:
+    for k, v in timings.items():
+        stages[k] = stages.get(k, 0.0) + v
+
+
+def _bench_inline(work: list[bytes], backend: str):
+    """Everything in this process, one frame after another."""
+    from tqdm import tqdm
+
+    from cinegpu.decode.decoder import Decoder
+
+    dec = Decoder(backend)
+    frame = dec.decode(work[0])  # compile and plan outside the clock
+    stages: dict[str, float] = {}
+    t0 = time.perf_counter()
+    for data in tqdm(work, desc="decoding", unit="frame", disable=len(work) < 8 or not sys.stderr.isatty()):
+        frame = dec.decode(data)
+        _add(stages, frame.timings)
+    return time.perf_counter() - t0, stages, frame, dec.backend
+
+
+def _bench_pipeline(work: list[bytes], backend: str, workers: int, to_host: bool, batch: int = 1,
+                    gpus: int | None = 1):
+    """The multi-process pipeline, started and warmed up outside the clock (every worker, two
+    whole batches, every GPU): (wall seconds, stage seconds, the last frame, back end, GPUs)."""
+    from tqdm import tqdm
+
+    from cinegpu.decode import CodestreamError, PipelineError
+    from cinegpu.decode.pipeline import FramePipeline
+
+    stages: dict[str, float] = {}
+    with FramePipeline(backend=backend, workers=workers, to_host=to_host, batch=batch,
+                       gpus=gpus) as pipe:
+        pipe.reserve(work[0])   # every slot made (and pinned) before the clock, as the player does
+        warm = [work[k % len(work)] for k in range(max(workers, 2 * batch * pipe.gpus if batch > 1 else pipe.gpus))]
+        for _, frame in pipe.map(warm):  # warm every worker
+            if isinstance(frame, (CodestreamError, PipelineError)):
+                raise frame
+        t0 = time.perf_counter()
+        for _, frame in tqdm(pipe.map(work), total=len(work), desc="decoding", unit="frame",
+                             disable=len(work) < 8 or not sys.stderr.isatty()):
+            if isinstance(frame, (CodestreamError, PipelineError)):
+                raise frame
+            _add(stages, {k: v for k, v in frame.timings.items() if k != "latency"})
+        wall = time.perf_counter() - t0
+        return wall, stages, frame, pipe.backend, pipe.gpus

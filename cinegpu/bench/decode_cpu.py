@@ -1,0 +1,179 @@
+"""Our CPU decode against ``opj_decompress -threads 1``, one thread each, per conformance stream.
+
+    python3 -m cinegpu.bench.decode_cpu [--set part1|all] [--repeat N] [--conformance DIR]
+
+For every codestream that ``MANIFEST.tsv`` lists (``part1``: the T.803 Part-1 profile-0 and
+profile-1 streams, ``p0_*``/``p1_*``; ``all``: the HTJ2K and hi-fi ones too), each decoded
+whole (every component, reduce 0, what ``opj_decompress`` does by default):
+
+* ours: :func:`cinegpu.decode.decode` on the CPU back end with one numba thread, after one DCI
+  frame has been decoded in the process: the stream's first call (what ``cinegpu decode FILE``,
+  ``info`` and the first frame of a composition pay), then the median of ``repeat`` calls. A
+  later call of the same stream may use what the first one cached (its plans), as a user
+  decoding a sequence of frames does.
+* opj: OpenJPEG's library, ``libopenjp2`` (what ``opj_decompress`` runs), with one thread, in
+  this process: timed around ``opj_read_header``, ``opj_decode`` and ``opj_end_decompress``, the
+  span ``opj_decompress`` prints as its "decode time", warmed up by one run, median of
+  ``repeat``. ``opj_decompress -threads 1`` prints that time in whole milliseconds (0 for a
+  third of these streams), so its printed time is listed beside (one run) as a cross-check.
+
+The table gives the times and ratios (ours / opj), first call and warm, each row printed as it
+is measured, then the median and the worst ratio of each.
+Nothing here asserts a time; ``tests/test_bench_cpu.py`` checks the table's shape only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import statistics
+import sys
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+from cinegpu.bench import decode_peers as peers
+from cinegpu.decode.errors import CodestreamError, LenientWarning
+
+__all__ = ["Row", "format_table", "main", "manifest_streams", "table"]
+
+CONFORMANCE = Path(__file__).resolve().parents[3] / "shared" / "conformance"
+#: The DCI frame every run decodes first (numba's kernels loaded before any stream is timed).
+SAMPLE = Path(__file__).resolve().parents[1] / "media" / "samples" / "bars_2k.j2c"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One stream's line: our and OpenJPEG's milliseconds, and opj_decompress's printed time."""
+
+    stream: str
+    ours_ms: float | None  #: warm median; None: our decoder refused the stream
+    opj_ms: float | None  #: libopenjp2 in this process (None: it failed or is absent)
+    printed_ms: float | None = None  #: what ``opj_decompress -threads 1`` printed (whole ms)
+    first_ms: float | None = None  #: our first decode of the stream in this process
+
+    @property
+    def ratio(self) -> float | None:
+        return None if not self.opj_ms or self.ours_ms is None else self.ours_ms / self.opj_ms
+
+    @property
+    def first_ratio(self) -> float | None:
+        return None if not self.opj_ms or self.first_ms is None else self.first_ms / self.opj_ms
+
+
+def manifest_streams(conformance: Path, which: str = "part1") -> list[Path]:
+    """The distinct codestreams MANIFEST.tsv lists that are present, in its order."""
+    seen: list[Path] = []
+    with open(conformance / "MANIFEST.tsv", newline="") as f:
+        for row in csv.DictReader(f, delimiter="\t"):
+            name = row["file"].split()[0]
+            if which == "part1" and not name.startswith("part1/"):
+                continue
+            path = conformance / name
+            if path.is_file() and path not in seen:
+                seen.append(path)
+    return seen
+
+
+def time_ours(data: bytes, repeat: int) -> tuple[float, float]:
+    """(ms of the first decode() of this stream in the process, median ms of ``repeat`` calls
+    after it): the first pays for the stream's plans and limits, the later ones reuse them."""
+    from cinegpu.decode.api import decode
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LenientWarning)
+        t0 = time.perf_counter()
+        decode(data)
+        first = (time.perf_counter() - t0) * 1e3
+        times = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            decode(data)
+            times.append((time.perf_counter() - t0) * 1e3)
+    return first, statistics.median(times)
+
+
+def warm_up() -> None:
+    """One decode of a DCI frame (the package's sample) before any stream is timed: numba's
+    kernels loaded from its cache, as in a player or a `cinegpu decode` that has run once."""
+    from cinegpu.decode.api import decode
+
+    decode(SAMPLE.read_bytes())
+
+
+def table(streams: list[Path], repeat: int = 5, *, printed: bool = True, emit=None) -> list[Row]:
+    """One :class:`Row` per stream (numba is asked for one thread here), each stream's first
+    decode in this process timed as well as the warm ones. ``printed``: also run
+    ``opj_decompress`` once per stream for its printed decode time. ``emit``: called with each
+    row as it is measured."""
+    import numba
+
+    numba.set_num_threads(1)
+    warm_up()
+    rows = []
+    for path in streams:
+        try:
+            first, ours = time_ours(path.read_bytes(), repeat)
+        except CodestreamError:
+            first = ours = None
+        run = peers.opj_decode_time(path, threads=1) if printed else None
+        rows.append(Row(path.name, ours, peers.openjpeg_decode_ms(path, threads=1, repeat=repeat),
+                        None if run is None else run[0], first))
+        if emit is not None:
+            emit(rows[-1])
+    return rows
+
+
+HEADER = ("# ours: decode() on the CPU back end, 1 numba thread: the stream's first call in the process"
+          " (after one DCI frame), then warm, median; opj: libopenjp2 1 thread, read_header + decode +"
+          " end_decompress, warm, median; printed: opj_decompress -threads 1's 'decode time' (whole ms, one run)")
+COLUMNS = f"{'stream':24s} {'first ms':>9s} {'ratio':>7s} {'ours ms':>9s} {'opj ms':>9s} {'ratio':>7s} {'printed':>8s}"
+
+
+def format_row(r: Row) -> str:
+    """One stream's line of the table."""
+    def ms(v, missing):
+        return missing if v is None else f"{v:9.2f}"
+
+    def ratio(v):
+        return "-" if v is None else f"{v:6.2f}x"
+
+    printed = "-" if r.printed_ms is None else f"{r.printed_ms:g}"
+    return (f"{r.stream:24s} {ms(r.first_ms, 'refused'):>9s} {ratio(r.first_ratio):>7s} {ms(r.ours_ms, 'refused'):>9s}"
+            f" {ms(r.opj_ms, 'failed'):>9s} {ratio(r.ratio):>7s} {printed:>8s}")
+
+
+def summary(rows: list[Row]) -> list[str]:
+    """Median and worst ratio, first calls and warm ones."""
+    lines = []
+    for what, key in (("first call", "first_ratio"), ("warm", "ratio")):
+        got = [(getattr(r, key), r.stream) for r in rows if getattr(r, key) is not None]
+        if got:
+            worst = max(got)
+            lines.append(f"{what}: median ratio {statistics.median(v for v, _ in got):.2f}x, worst {worst[0]:.2f}x "
+                         f"({worst[1]}); {sum(v > 2 for v, _ in got)} of {len(got)} over 2x")
+    return lines
+
+
+def format_table(rows: list[Row]) -> str:
+    """The table as text: a header saying how each side was timed, the rows, median and worst."""
+    return "\n".join([HEADER, COLUMNS, *map(format_row, rows), *summary(rows)])
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--set", choices=("part1", "all"), default="part1")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--conformance", type=Path, default=CONFORMANCE)
+    args = ap.parse_args(argv)
+    if not (args.conformance / "MANIFEST.tsv").is_file():
+        sys.exit(f"no MANIFEST.tsv in {args.conformance}")
+    print(HEADER, COLUMNS, sep="\n", flush=True)
+    rows = table(manifest_streams(args.conformance, args.set), max(args.repeat, 1),
+                 emit=lambda row: print(format_row(row), flush=True))
+    print(*summary(rows), sep="\n", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,461 @@
+"""A mastering job as one value: :class:`MasterJob`, what :func:`.mastering.master` runs.
+
+A job is made of a few named parts, each a frozen dataclass that checks itself when it is made
+(ValueError, or :class:`.errors.MediaError` for what it finds on disk), so that a job that
+exists may be mastered and nothing is read or encoded for one that may not:
+
+- :class:`InputFrames`: ``read(i)`` gives input frame ``i`` of ``count``
+  (:class:`.images_in.ImageFrames` for image files: picklable, so that encoder processes and
+  cluster workers read their own frames);
+- :class:`Picture`: what the picture becomes: a DCP (ST 429-2: X'Y'Z', a DCI profile, its
+  rates and image areas) or an IMF App #2E package (ST 2067-21: R'G'B' or Y'CbCr at the
+  input's size, Part-1 or HTJ2K, 10 or 12 bits);
+- :class:`Composition`: the CPL's title and kind, its length in frames, its reels (ST 429-7:
+  each at least a second), sound and subtitles;
+- :class:`Protection`: the content key file of an encrypted DCP (ST 429-6) and the signer of
+  its CPL and PKL (ST 429-7, ST 429-8);
+- :class:`Compute`: where the frames are encoded: back end, threads, encoder processes, GPUs,
+  a Dask cluster, CUDA MPS, rate control on the GPU;
+
+and the output folder.  The checks that need two parts (an IMF package is one segment in the
+clear, the sound and subtitles last as long as the picture, the reels make the composition,
+frames read elsewhere must pickle) are :class:`MasterJob`'s own.  The job pickles where its
+parts do (its ``read``; a :class:`.package_signature.Signer`'s key does not).
+
+The command line (``cinegpu master``) builds a job part by part; scripts and tests use
+:meth:`MasterJob.of` (a callable and keyword options) or :meth:`MasterJob.of_images` (image
+files).  Each frame's coder gets a :class:`FrameCoding` (the job's ``read``, the image area and
+the :class:`Encoding`), made by :func:`.mastering.master` once it has read the first frame.
+"""
+
+from __future__ import annotations
+
+import pickle
+from dataclasses import dataclass, fields, replace
+from fractions import Fraction
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from cinegpu.decode.codestream import dci, imf
+from cinegpu.jobs.cluster import parse_address
+from cinegpu.jobs.frame_encode import FrameEncoders
+from cinegpu.media.images.colour import COLORSPACES, SAMPLINGS
+from cinegpu.media.images.frames import ImageFrames, image_area, list_frames, max_input_size
+from cinegpu.media.package.dcp_write import check_key_path, check_reels, reels_of_length
+from cinegpu.media.security.package_signature import Signer, check_signer
+from cinegpu.media.sound.inputs import SoundInput
+from cinegpu.media.subtitles.write import TimedTextAsset
+
+__all__ = ["Composition", "Compute", "Encoding", "FrameCoding", "InputFrames", "MasterJob",
+           "Picture", "Protection", "check_imf", "image_input"]
+
+_SAMPLING_NAMES = {"rgb": "R'G'B'", "ycbcr444": "Y'CbCr 4:4:4", "ycbcr422": "Y'CbCr 4:2:2"}
+
+
+def check_imf(codec: str, rate: Fraction, colorspace: str, bits: int, sound=None,
+              subtitles=None, lossless: bool = False, bitrate=None, sampling: str = "rgb") -> None:
+    """ValueError unless an IMF package can be mastered with these: Part-1 JPEG 2000 or HTJ2K
+    (``lossless``: HTJ2K only, without a ``bitrate``), an ST 2067-21 edit rate, Rec. 709
+    input, 10 or 12 bits, a sampling of :data:`.colour.SAMPLINGS` that an App #2E edition
+    allows at that depth, rate and codec (:func:`imf.identification`), no subtitles. ``sound`` (a :class:`.sound_in.SoundInput`) must
+    last a whole number of samples as long as the picture: :meth:`~.SoundInput.fit_imf`,
+    checked by :class:`MasterJob`."""
+    if codec not in ("j2k", "htj2k"):
+        raise ValueError(f"codec must be j2k or htj2k, got {codec!r}")
+    if rate not in imf.FRAME_RATES:
+        rates = ", ".join(f"{float(r):g}" for r in imf.FRAME_RATES)
+        raise ValueError(f"{float(rate):g} fps is not an IMF rate ({rates})")
+    if colorspace != "rec709":
+        raise ValueError(f"IMF packages carry the input's R'G'B' as it is: only rec709 input "
+                         f"is written so far, got {colorspace!r}")
+    if sampling not in SAMPLINGS:
+        raise ValueError(f"sampling must be one of {SAMPLINGS}, got {sampling!r}")
+    if bits not in imf.PRECISIONS:
+        raise ValueError(f"IMF bit depth must be one of {imf.PRECISIONS}, got {bits}")
+    ycbcr = sampling != "rgb"
+    if imf.identification(codec == "htj2k", ycbcr, 2 if sampling == "ycbcr422" else 1, bits,
+                          1, 1, rate) is None:
+        raise ValueError(
+            f"ST 2067-21 App #2E does not allow {bits}-bit {_SAMPLING_NAMES[sampling]} "
+            f"{'HTJ2K' if codec == 'htj2k' else 'JPEG 2000'} at {float(rate):g} fps (Table 3, "
+            f"as photon checks it: Y'CbCr 4:4:4 is 8/10-bit, and under HTJ2K at 25, 29.97 "
+            f"or 30 fps only): use R'G'B' or 4:2:2")
+    if lossless and codec != "htj2k":
+        raise ValueError("--lossless is written for --codec htj2k only (Part-1 IMF is the "
+                         "lossy 9/7 profile here)")
+    if lossless and bitrate is not None:
+        raise ValueError("--lossless and --bitrate exclude each other")
+    if subtitles is not None:
+        raise ValueError("subtitles in IMF packages are not supported yet (IMF timed text is "
+                         "ST 2067-2 IMSC1, not the DCP's ST 428-7): leave out --subtitles")
+
+
+@dataclass(frozen=True)
+class Picture:
+    """What the picture becomes.  ``format``: ``dcp`` (SMPTE DCP: X'Y'Z' 12-bit Part-1 JPEG
+    2000 in the DCI ``profile``'s container, ``2k`` or ``4k``, at one of its rates, fitted to
+    the image area ``container``: flat, scope, full or ``auto``, the nearest aspect ratio) or
+    ``imf`` (ST 2067-21 App #2E: the input's size and R'G'B', :func:`check_imf`: ``codec``
+    ``j2k`` or ``htj2k``, ``bits`` 10 or 12 per component, ``lossless`` the 5/3 path, ``sampling``
+    ``ycbcr444``/``ycbcr422`` for Rec. 709 Y'CbCr; ``profile`` and ``container`` not used).
+    ``fps``: the edit rate (frames/s, kept as a Fraction); ``bitrate``: the target in Mbit/s
+    (None: the profile's cap); ``colorspace``: what the input holds
+    (:data:`.colour.COLORSPACES`).  ValueError when made with values no package takes."""
+
+    format: str = "dcp"
+    profile: str = "2k"
+    fps: Fraction = Fraction(24)
+    bitrate: float | None = None
+    colorspace: str = "rec709"
+    container: str = "auto"
+    codec: str = "j2k"
+    bits: int = 12
+    lossless: bool = False
+    sampling: str = "rgb"
+
+    def __post_init__(self):
+        rate = Fraction(self.fps)
+        if self.format == "imf":
+            check_imf(self.codec, rate, self.colorspace, self.bits, lossless=self.lossless,
+                      bitrate=self.bitrate, sampling=self.sampling)
+        elif self.format != "dcp":
+            raise ValueError(f"format must be dcp or imf, got {self.format!r}")
+        else:
+            self._check_dcp(rate)
+        if self.colorspace not in COLORSPACES:
+            raise ValueError(f"colorspace must be one of {COLORSPACES}, got {self.colorspace!r}")
+        object.__setattr__(self, "fps", rate)
+
+    def _check_dcp(self, rate: Fraction) -> None:
+        """A DCP's picture: DCI 12-bit X'Y'Z' Part-1, a DCI profile, rate and image area."""
+        if self.codec != "j2k" or self.bits != 12 or self.lossless or self.sampling != "rgb":
+            raise ValueError("--codec, --bits, --lossless and --sampling apply to --format imf "
+                             "(a DCP is 12-bit lossy Part-1 JPEG 2000 in X'Y'Z')")
+        try:
+            p = dci.profile(self.profile)
+        except ValueError:
+            raise ValueError(f"profile must be 2k or 4k, got {self.profile!r}") from None
+        if rate not in p.frame_rates:
+            raise ValueError(f"{self.fps} fps is not a {p.title} rate {p.frame_rates}")
+        if self.container not in ("auto", *dict(p.image_areas)):
+            raise ValueError(f"container must be auto, flat, scope or full, got "
+                             f"{self.container!r}")
+
+    @property
+    def imf(self) -> bool:
+        """Whether the package is an IMF one (else a DCP)."""
+        return self.format == "imf"
+
+    @property
+    def input_limit(self) -> tuple[int, int]:
+        """(width, height) in pixels of the largest input frame this picture takes: IMF's 4K
+        (4096 x 3112), or twice the DCI profile's container each way
+        (:func:`.images_in.max_input_size`)."""
+        return imf.IMF_4K.container if self.imf else max_input_size(self.profile)
+
+    def check_holds(self, reels: int = 1, reel_length=None, encrypted: bool = False,
+                    subtitles=None) -> None:
+        """ValueError unless this picture's package can hold ``reels`` reels (or reels of
+        ``reel_length`` seconds), encryption and ``subtitles``: an IMF package is one segment
+        in the clear, without subtitles so far (:func:`check_imf`); a DCP holds them all."""
+        if not self.imf:
+            return
+        if encrypted or reels > 1 or reel_length is not None:
+            raise ValueError("IMF packages are written with one segment and in the clear: "
+                             "--reel-length, several INPUT folders and --encrypt are for DCPs")
+        check_imf(self.codec, self.fps, self.colorspace, self.bits, None, subtitles,
+                  self.lossless, self.bitrate, self.sampling)
+
+    def coded_size(self, width: int, height: int) -> tuple[int, int, str]:
+        """(width, height, encoder profile) of the frames coded from a ``width`` x ``height``
+        input: an IMF picture keeps its size, in the IMF profile for it
+        (:func:`imf.profile_for`, ValueError above 4K); a DCP's is the image area of the DCI
+        container (:func:`.images_in.image_area`)."""
+        if self.imf:
+            return width, height, imf.profile_for(width, height).name
+        _, w, h = image_area(width, height, self.profile, self.container)
+        return w, h, self.profile
+
+
+@dataclass(frozen=True)
+class Composition:
+    """The composition: the CPL's ContentTitleText ``title`` and ContentKind ``kind``;
+    ``frames``, its length in frames (None: the input's count; more frames repeat the input,
+    each distinct frame encoded once); ``reels``, each reel's length in frames (summing to the
+    length; one reel each at least a second, ST 429-7), or ``reel_length``, reels of that many
+    seconds, the last taking the rest (:func:`.dcp_write.reels_of_length`), not both; the
+    ``sound`` (a checked :class:`.sound_in.SoundInput`, cut or padded to the composition:
+    :meth:`~.SoundInput.fit`) and ``subtitles`` (a :class:`.subtitle_write.TimedTextAsset`
+    prepared for the composition's length, :func:`.subtitle_write.prepare_subtitles`)."""
+
+    title: str
+    kind: str = "feature"
+    frames: int | None = None
+    reels: tuple[int, ...] | None = None
+    reel_length: Fraction | None = None
+    sound: SoundInput | None = None
+    subtitles: TimedTextAsset | None = None
+
+    def __post_init__(self):
+        if self.frames is not None and self.frames < 1:
+            raise ValueError("--frames must be at least 1")
+        if self.reels is not None:
+            object.__setattr__(self, "reels", tuple(int(n) for n in self.reels))
+            if self.reel_length is not None:
+                raise ValueError("reels come from the input folders or from --reel-length, "
+                                 "not both")
+
+
+@dataclass(frozen=True)
+class Protection:
+    """``keys``: encrypt every track file under its own key and write the keys to this new
+    file (ST 429-6, :mod:`.content_keys`; MediaError when it exists or its folder does not);
+    ``signer``: a :class:`.package_signature.Signer` that signs the CPL and PKL (ST 429-7,
+    ST 429-8; MediaError unless it can sign now)."""
+
+    keys: str | Path | None = None
+    signer: Signer | None = None
+
+    def __post_init__(self):
+        if self.keys is not None:
+            check_key_path(self.keys)
+        if self.signer is not None:
+            check_signer(self.signer)
+
+
+@dataclass(frozen=True)
+class Compute:
+    """Where the frames are encoded.  ``backend``: the encoder's ``cpu`` or ``cuda`` (``auto``:
+    CUDA when there is a device; colour conversion, forward stage and tier-1 then run on the
+    GPU).  ``processes``: encoder processes (:class:`.frame_coders.ProcessCoders`), each with
+    ``workers`` threads (None: :meth:`.FrameEncoders.default_processes` and
+    :meth:`~.FrameEncoders.default_workers` where the input pickles, else threads of this
+    process).  ``gpus``: CUDA devices the encoders are spread over (None: every one).
+    ``cluster``: a Dask scheduler's address or ``local[:N]`` (:func:`.cluster.parse_address`):
+    the frames are coded there (:class:`.cluster_coders.ClusterCoders`; the workers must see
+    the input's files) and written here; ``processes`` is not given then, ``gpus`` does not
+    apply and ``workers`` is a local cluster's threads per worker process.  ``mps``: where
+    encoder processes outnumber the GPUs, let them share each GPU through a CUDA MPS of the
+    job's own (:func:`.mps.start_private_mps`, where it is available).  ``rate_on_gpu``: Part-1
+    rate control's hull and thresholds on the GPU (:attr:`.FrameEncoders.rate_on_gpu`; the
+    same codestreams; None: the encoder's default)."""
+
+    backend: str = "auto"
+    workers: int | None = None
+    processes: int | None = None
+    gpus: int | None = 1
+    cluster: str | None = None
+    mps: bool = True
+    rate_on_gpu: bool | None = None
+
+    def __post_init__(self):
+        if self.processes is not None and self.processes < 1:
+            raise ValueError(f"processes must be at least 1, got {self.processes}")
+        if self.cluster is not None:
+            parse_address(self.cluster)               # ValueError for a bad address
+            if self.processes is not None:
+                raise ValueError("--processes and --cluster exclude each other (a cluster's "
+                                 "worker processes code the frames)")
+
+
+@dataclass(frozen=True)
+class InputFrames:
+    """The input: ``read(i)`` gives input frame ``i`` of ``count``, an (H, W, 3) array of
+    floats 0..1 or of integers read as a fraction of their dtype's maximum;
+    :class:`.images_in.ImageFrames` for image files (:func:`image_input`).  ValueError for no
+    frames."""
+
+    read: Callable[[int], np.ndarray]
+    count: int
+
+    def __post_init__(self):
+        if self.count < 1:
+            raise ValueError("no input frames")
+
+    @property
+    def picklable(self) -> bool:
+        """Whether ``read`` pickles, so that encoder processes or cluster workers may read
+        their own frames."""
+        try:
+            pickle.dumps(self.read)
+        except Exception:
+            return False
+        return True
+
+    def first(self) -> tuple[np.ndarray, Callable[[int], np.ndarray]]:
+        """Frame 0, and ``read`` with every frame held to its size (an
+        :class:`.images_in.ImageFrames` that does not hold them to one yet: checked from each
+        file's header before its pixels are decoded)."""
+        first = self.read(0)
+        read = self.read
+        if isinstance(read, ImageFrames) and read.size is None:
+            read = replace(read, size=(first.shape[1], first.shape[0]))
+        return first, read
+
+
+def image_input(paths, picture: Picture) -> tuple[InputFrames, tuple[int, ...] | None]:
+    """The frames of ``paths`` (a TIFF/PNG/DPX frame or a folder of them in natural order, or
+    a list of several folders) as :class:`.images_in.ImageFrames` held to the ``picture``'s
+    :attr:`~Picture.input_limit`, and with several folders each one's length in frames (one
+    reel each, in the order given; else None).  MediaError for a folder without frames."""
+    paths = [paths] if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__") \
+        else list(paths)
+    folders = [list_frames(p) for p in paths]
+    files = tuple(str(f) for fs in folders for f in fs)
+    reels = tuple(len(fs) for fs in folders) if len(folders) > 1 else None
+    return InputFrames(ImageFrames(files, picture.input_limit), len(files)), reels
+
+
+@dataclass(frozen=True)
+class MasterJob:
+    """One mastering job: the ``input`` frames mastered into a package at ``out`` (created;
+    written beside it first, :class:`.dcp_write.DCPWriter`), as the ``composition``,
+    ``picture``, ``protection`` and ``compute`` say.  Made, it is checked as a whole, before
+    any frame is read: ValueError for an IMF package of several reels, encrypted, signed or
+    with subtitles, subtitles of another length, reels that do not make the composition or
+    last less than a second, or an input that does not pickle where encoder processes or a
+    cluster read it; MediaError for sound shorter than the picture (or, in an IMF package,
+    not a whole number of samples or mono)."""
+
+    input: InputFrames
+    out: str | Path
+    composition: Composition
+    picture: Picture = Picture()
+    protection: Protection = Protection()
+    compute: Compute = Compute()
+
+    def __post_init__(self):
+        p, c = self.picture, self.composition
+        p.check_holds(len(c.reels or ()), c.reel_length, self.protection.keys is not None,
+                      c.subtitles)
+        if c.sound is not None:            # MediaError before anything is encoded
+            fit = c.sound.fit_imf if p.imf else c.sound.fit
+            fit(self.length, p.fps)
+        if c.subtitles is not None and c.subtitles.duration != self.length:
+            raise ValueError(f"subtitles prepared for {c.subtitles.duration} frames; the "
+                             f"composition has {self.length}")
+        self.reel_lengths                  # noqa: B018 - ValueError for reels that do not fit
+        if self.protection.signer is not None and p.imf:
+            raise ValueError("signed IMF packages are not written: --sign is for DCPs")
+        self._check_readers()
+
+    def _check_readers(self) -> None:
+        """ValueError where encoder processes or cluster workers must read their own frames
+        and the input does not pickle."""
+        compute, read = self.compute, self.input.read
+        if compute.cluster is not None and not self.input.picklable:
+            raise ValueError("cluster workers read their own frames: get_frame must pickle (e.g. "
+                             f"an images_in.ImageFrames), not a {type(read).__name__}")
+        if compute.processes is not None and compute.processes > 1 and \
+                not self.input.picklable:
+            raise ValueError("encoder processes read their own frames: get_frame must "
+                             "pickle (e.g. an images_in.ImageFrames), not a "
+                             f"{type(read).__name__}")
+
+    @property
+    def length(self) -> int:
+        """The composition's length in frames."""
+        return self.composition.frames or self.input.count
+
+    @property
+    def reel_lengths(self) -> tuple[int, ...]:
+        """Each reel's length in frames: the composition's ``reels`` (they must make its
+        length), or cut every ``reel_length`` seconds, or one reel; each at least a second
+        (ValueError, ST 429-7)."""
+        c, rate = self.composition, self.picture.fps
+        if c.reel_length is not None:
+            return reels_of_length(self.length, rate, c.reel_length)
+        if c.reels is None:
+            return (self.length,)
+        reels = check_reels(c.reels, rate)
+        if sum(reels) != self.length:
+            raise ValueError(f"reels of {sum(reels)} frames for a composition of {self.length}")
+        return reels
+
+    @property
+    def sound(self) -> SoundInput | None:
+        """The sound as the package's track carries it (an IMF track: a stereo mix as
+        stereo, :meth:`~.SoundInput.for_imf`), or None."""
+        s = self.composition.sound
+        return s.for_imf() if s is not None and self.picture.imf else s
+
+    @classmethod
+    def of(cls, read: Callable[[int], np.ndarray], count: int, out, **options) -> "MasterJob":
+        """The job of ``count`` frames of ``read`` into ``out``, each keyword option going to
+        the part with a field of that name (``title=``, ``fps=``, ``keys=``, ``workers=``...);
+        TypeError for a name no part has."""
+        parts = _parts(options)
+        picture = Picture(**parts[Picture])
+        return cls._of(InputFrames(read, count), out, picture, parts)
+
+    @classmethod
+    def of_images(cls, path, out, **options) -> "MasterJob":
+        """:meth:`of` for a TIFF/PNG/DPX frame, or a folder of them in natural order
+        (:func:`image_input`); ``path`` a list of several folders: one reel per folder, in the
+        order given (each at least a second long; not with ``frames`` or ``reel_length``).
+        Every frame must have the first frame's size, and none may be larger than the
+        picture's :attr:`~Picture.input_limit`; both are checked from each file's header
+        before its pixels are decoded.  A bad frame raises MediaError naming its file and
+        number."""
+        parts = _parts(options)
+        picture = Picture(**parts[Picture])
+        frames, reels = image_input(path, picture)
+        if reels is not None:
+            if parts[Composition].get("frames") not in (None, frames.count):
+                raise ValueError("with several INPUT folders (one reel each) the composition "
+                                 "is the input: leave out --frames")
+            parts[Composition]["reels"] = reels
+        return cls._of(frames, out, picture, parts)
+
+    @classmethod
+    def _of(cls, frames: InputFrames, out, picture: Picture, parts: dict) -> "MasterJob":
+        return cls(frames, out, Composition(**parts[Composition]), picture,
+                   Protection(**parts[Protection]), Compute(**parts[Compute]))
+
+
+def _parts(options: dict) -> dict[type, dict]:
+    """``options`` shared out by field name to the job's parts: {part: {name: value}};
+    TypeError for a name no part has."""
+    parts = {part: {f.name: options.pop(f.name) for f in fields(part) if f.name in options}
+             for part in (Picture, Composition, Protection, Compute)}
+    if options:
+        raise TypeError(f"not an option of a mastering job: {', '.join(sorted(options))}")
+    return parts
+
+
+@dataclass(frozen=True)
+class Encoding:
+    """How every frame of a job is encoded: :class:`.frame_encode.FrameEncoders`' settings,
+    from the job's ``picture`` and :class:`Compute`: the encoder's ``profile`` (the DCI one, or
+    the IMF one for the picture's size: :meth:`Picture.coded_size`), the back end, the GPUs and
+    where Part-1 rate control runs.  Hashable: a cluster worker keeps its encoders for it."""
+
+    picture: Picture
+    profile: str
+    backend: str = "auto"
+    gpus: int | None = 1
+    rate_on_gpu: bool | None = None
+
+    def encoders(self, device: int | None = None) -> FrameEncoders:
+        """Thread-local encoders of these settings (close() when done); ``device``: the one
+        CUDA device of every thread's encoder (None: the threads take :attr:`gpus` in turn)."""
+        p = self.picture
+        return FrameEncoders(profile=self.profile, fps=p.fps, bitrate=p.bitrate,
+                             colorspace=p.colorspace, backend=self.backend, bits=p.bits,
+                             codec=p.codec, lossless=p.lossless, sampling=p.sampling,
+                             gpus=self.gpus, device=device, rate_on_gpu=self.rate_on_gpu)
+
+
+@dataclass(frozen=True)
+class FrameCoding:
+    """What coding any input frame of a job needs, in this process, in an encoder process or
+    on a cluster worker (picklable where ``read`` is): ``read(i)``, the image area ``width`` x
+    ``height`` in pixels each frame is fitted to (:func:`.images_in.fit`), and its
+    :class:`Encoding`."""
+
+    read: Callable[[int], np.ndarray]
+    width: int
+    height: int
+    encoding: Encoding

@@ -1,0 +1,1 @@
+"""Images: TIFF/PNG/DPX frames read for mastering, decoded frames written, colour and JP2 colour."""

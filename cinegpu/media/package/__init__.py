@@ -1,0 +1,1 @@
+"""Packages: DCP and IMF reading (ASSETMAP, PKL, CPL), writing, checking, the IMF rules."""

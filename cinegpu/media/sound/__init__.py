@@ -1,0 +1,1 @@
+"""Sound: reading sound track files and compositions, WAV input for mastering, resampling."""

@@ -1,0 +1,1 @@
+"""Subtitles: the timed-text model, ST 428-7 and Interop documents, writing them with their font."""

@@ -1,0 +1,62 @@
+"""numba's cache of cinegpu's kernels in one folder per user (cinegpu/decode/kernel_cache.py):
+a second copy of the same source (an editable install beside a regular one, a reinstall)
+loads what the first compiled instead of compiling again."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cinegpu.decode import kernel_cache
+from cinegpu.decode.tier1 import mq
+
+PACKAGE = Path(kernel_cache.__file__).resolve().parents[1]
+
+#: compiles (or loads) one small kernel and says which: its cache hits and misses, and its folder
+PROBE = """
+import numpy as np
+from cinegpu.decode.tier1 import mq
+data = np.full(8, 0xFF, np.uint8)
+mq.mq_init(data, 0)
+print(sum(mq.mq_init.stats.cache_hits.values()), sum(mq.mq_init.stats.cache_misses.values()),
+      mq.mq_init._cache._cache_path)
+"""
+
+
+def test_the_locator_puts_each_module_under_the_package_path(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    here = kernel_cache.PackageCacheLocator.from_function(mq.mq_init.py_func, mq.__file__)
+    assert Path(here.get_cache_path()) == tmp_path / "cinegpu" / "numba" / "decode" / "tier1"
+    outside = tmp_path / "elsewhere.py"
+    outside.write_text("def f():\n    return 1\n")
+    assert kernel_cache.PackageCacheLocator.from_function(mq.mq_init.py_func, str(outside)) is None
+
+
+def _probe(package_parent: Path, cache: Path) -> tuple[int, int, str]:
+    """(cache hits, cache misses, cache folder) of the kernel PROBE runs from the copy of
+    cinegpu in ``package_parent``, with its cache under ``cache``."""
+    env = dict(os.environ, XDG_CACHE_HOME=str(cache), PYTHONPATH=str(package_parent))
+    env.pop("NUMBA_CACHE_DIR", None)
+    r = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, env=env, timeout=600,
+                       cwd=package_parent)
+    assert r.returncode == 0, r.stderr[-2000:]
+    hits, misses, folder = r.stdout.split()[-3:]
+    return int(hits), int(misses), folder
+
+
+def test_a_second_copy_of_the_package_loads_what_the_first_compiled(tmp_path):
+    cache = tmp_path / "cache"
+    copies = []
+    for name in ("one", "two"):
+        parent = tmp_path / name
+        shutil.copytree(PACKAGE, parent / "cinegpu", ignore=shutil.ignore_patterns("__pycache__"))
+        copies.append(parent)
+    hits, misses, folder = _probe(copies[0], cache)
+    assert not hits and misses and Path(folder) == cache / "cinegpu" / "numba" / "decode" / "tier1"
+    hits, misses, folder = _probe(copies[1], cache)
+    assert hits and not misses      # the same source at another path: loaded, not compiled
