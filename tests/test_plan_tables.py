@@ -31,7 +31,7 @@ from cinegpu.decode.reconstruct import frame_layout
 from cinegpu.decode.tier2.progression import _ordered_into, packet_order
 from cinegpu.encode import encode
 
-from conftest import CONFORMANCE
+from conftest import CONFORMANCE, present
 from peers import Image, image_planes
 from test_errors import cod, qcd, seg, siz, stream, tile_part
 
@@ -248,9 +248,7 @@ def test_random_headers(seed):
 
 def test_decoder_codings_are_shared():
     """The decoder works a coding out once for all its tiles (p1_05: 225 tiles, one coding)."""
-    path = CONFORMANCE / "part1" / "codestreams" / "p1_05.j2k"
-    if not path.is_file():
-        pytest.skip(f"{path} is not present")
+    path = present(CONFORMANCE / "part1" / "codestreams" / "p1_05.j2k")
     dec = Decoder()
     prep = dec.prepare(path.read_bytes())
     assert len(prep.plans) == 225 and len(dec._codings) == 1

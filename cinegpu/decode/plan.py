@@ -416,7 +416,7 @@ def build_tile_plans(cs: Codestream, tiles: list[int], reduce: int = 0, lenient:
         _raise_fault(cs, cs.tiles.get(tiles[i]), counts[i], reduce)
     rows, arrays = N.plan_arrays(counts, [c.coding.shape[0] for c in codings])
     results = np.empty((len(tiles), 4), np.int64)
-    N.tiles_tables(rects, which, coding, pp, steps, deltas, firsts, reduce, rows, *arrays, results)
+    N.tiles_tables(rects, which, coding, pp, steps, deltas, firsts, reduce, rows, arrays, results)
     rows = rows.tolist()
     return [_tile_plan(cs, t, trect, rows[i], rows[i + 1], arrays, result, codings[i].missing_steps)
             for i, (t, trect, result) in enumerate(zip(tiles, trects, results.tolist()))]

@@ -211,7 +211,9 @@ def plan_arrays(counts, components) -> tuple:
     """The stacked tables of tiles for :func:`tiles_tables` to fill, sized by their ``counts``
     (:func:`tiles_counts`, a row a tile) and ``components`` (each tile's), as numpy allocates
     them (in a fraction of what returning them from compiled code costs), and each tile's first
-    row in them (ROWS_* columns; one more row at the end: the totals)."""
+    row in them (ROWS_* columns; one more row at the end: the totals). The tables, one tuple
+    (the kernels take it whole, see :func:`tile_tables`): tcs, res, bands, band_deltas, prec_pb,
+    pb, cb, keep, lay_bands, lay_rects, dq97, q53, dq0."""
     rows = np.zeros((counts.shape[0] + 1, ROWS_COLUMNS), np.int64)
     rows[1:, ROWS_TCS] = components
     rows[1:, ROWS_RES:] = counts[:, _ROWS_COUNTS]
@@ -238,31 +240,33 @@ def tiles_counts(rects, which, coding, pp, steps, firsts, reduce, counts):
 
 
 @njit(cache=True)
-def tiles_tables(rects, which, coding, pp, steps, deltas, firsts, reduce, rows, tcs, res, bands, band_deltas,
-                 prec_pb, pb, cb, keep, lay_bands, lay_rects, dq97, q53, dq0, results):
+def tiles_tables(rects, which, coding, pp, steps, deltas, firsts, reduce, rows, tables, results):
     """:func:`tile_tables` of every tile (as :func:`tiles_counts` takes them, none at fault)
-    into its rows of the stacked tables (from ``rows[i]`` to ``rows[i + 1]``, ROWS_* columns),
-    each tile's tables as if alone (indices from its own first rows); ``results[i]``: its tag-tree
-    nodes, flat buffer's samples, HT flag and largest code-block side."""
+    into its rows of the stacked ``tables`` (:func:`plan_arrays`' tuple; a tile's from ``rows[i]``
+    to ``rows[i + 1]``, ROWS_* columns), each tile's tables as if alone (indices from its own
+    first rows); ``results[i]``: its tag-tree nodes, flat buffer's samples, HT flag and largest
+    code-block side."""
+    tcs, res, bands, band_deltas, prec_pb, pb, cb, keep, lay_bands, lay_rects, dq97, q53, dq0 = tables
     for i in range(rects.shape[0]):
         k = which[i]
         a, b = rows[i], rows[i + 1]
         s0, s1 = firsts[k, FIRST_STEP], firsts[k + 1, FIRST_STEP]
+        tile = (tcs[a[ROWS_TCS] : b[ROWS_TCS]], res[a[ROWS_RES] : b[ROWS_RES]], bands[a[ROWS_BANDS] : b[ROWS_BANDS]],
+                band_deltas[a[ROWS_BANDS] : b[ROWS_BANDS]], prec_pb[a[ROWS_PREC] : b[ROWS_PREC]],
+                pb[a[ROWS_PB] : b[ROWS_PB]], cb[a[ROWS_CB] : b[ROWS_CB]], keep[a[ROWS_CB] : b[ROWS_CB]],
+                lay_bands[a[ROWS_KEPT] : b[ROWS_KEPT]], lay_rects[a[ROWS_LEVELS] : b[ROWS_LEVELS]],
+                dq97[a[ROWS_LEVELS] : b[ROWS_LEVELS]], q53[a[ROWS_LEVELS] : b[ROWS_LEVELS]],
+                dq0[a[ROWS_TCS] : b[ROWS_TCS]])
         results[i, 0], results[i, 1], results[i, 2], results[i, 3] = tile_tables(
             rects[i], coding[firsts[k, FIRST_CODING] : firsts[k + 1, FIRST_CODING]],
-            pp[firsts[k, FIRST_PP] : firsts[k + 1, FIRST_PP]], steps[s0:s1], deltas[s0:s1], reduce,
-            tcs[a[ROWS_TCS] : b[ROWS_TCS]], res[a[ROWS_RES] : b[ROWS_RES]], bands[a[ROWS_BANDS] : b[ROWS_BANDS]],
-            band_deltas[a[ROWS_BANDS] : b[ROWS_BANDS]], prec_pb[a[ROWS_PREC] : b[ROWS_PREC]],
-            pb[a[ROWS_PB] : b[ROWS_PB]], cb[a[ROWS_CB] : b[ROWS_CB]], keep[a[ROWS_CB] : b[ROWS_CB]],
-            lay_bands[a[ROWS_KEPT] : b[ROWS_KEPT]], lay_rects[a[ROWS_LEVELS] : b[ROWS_LEVELS]],
-            dq97[a[ROWS_LEVELS] : b[ROWS_LEVELS]], q53[a[ROWS_LEVELS] : b[ROWS_LEVELS]], dq0[a[ROWS_TCS] : b[ROWS_TCS]])
+            pp[firsts[k, FIRST_PP] : firsts[k + 1, FIRST_PP]], steps[s0:s1], deltas[s0:s1], reduce, tile)
 
 
 @njit(cache=True)
-def tile_tables(trect, coding, pp, steps, deltas, reduce, tcs, res, bands, band_deltas, prec_pb, pb, cb, keep,
-                lay_bands, lay_rects, dq97, q53, dq0):
-    """Fill every table of the plan of the tile at ``trect`` (the arrays of :func:`plan_arrays`
-    for a :func:`tile_counts` without a fault), in packet order: per component (a component's
+def tile_tables(trect, coding, pp, steps, deltas, reduce, tables):
+    """Fill every table of the plan of the tile at ``trect`` (``tables``: the tuple of
+    :func:`plan_arrays` for a :func:`tile_counts` without a fault, one argument for the 13
+    arrays: tests/test_shape.py allows no function more than 16 parameters), in packet order: per component (a component's
     subbands, Table A.30 order, lie one after another in the flat buffer), per resolution, per
     precinct in raster order, per subband, code-blocks in raster order (B.6, B.9).
 
@@ -274,11 +278,11 @@ def tile_tables(trect, coding, pp, steps, deltas, reduce, tcs, res, bands, band_
     Delta_LL / 2 of each tile-component. Returns (tag-tree nodes, the flat buffer's samples, 1
     where a code-block has the HT style bit (ISO/IEC 15444-15), the largest side of a decoded
     code-block)."""
+    tcs, res, bands, _, prec_pb, pb, cb, keep = tables[:8]
     at = np.zeros(9, np.int64)
     ht = 0
     for c in range(coding.shape[0]):
-        _fill_component(trect, coding, pp, steps, deltas, reduce, c, at, tcs, res, bands, band_deltas,
-                        lay_bands, lay_rects, dq97, q53, dq0)
+        _fill_component(trect, coding, pp, steps, deltas, reduce, c, at, tables)
         blocks = at[_AT_CB]
         for i in range(tcs[c, TC_RES], at[_AT_RES]):
             _fill_precincts(coding, c, res, bands, at, prec_pb, pb, cb, keep, res[i, RES_R] <= tcs[c, TC_DECODED] - 1,
@@ -292,10 +296,12 @@ def tile_tables(trect, coding, pp, steps, deltas, reduce, tcs, res, bands, band_
 
 
 @njit(**_NO_RC)
-def _fill_component(trect, coding, pp, steps, deltas, reduce, c, at, tcs, res, bands, band_deltas,
-                    lay_bands, lay_rects, dq97, q53, dq0):
+def _fill_component(trect, coding, pp, steps, deltas, reduce, c, at, tables):
     """Component ``c``'s row, its resolutions' and subbands' rows (each subband's samples
-    placed after the last one's when its resolution is decoded) and its decoded layout."""
+    placed after the last one's when its resolution is decoded) and its decoded layout, in
+    ``tables`` (:func:`tile_tables`')."""
+    tcs, res, bands, band_deltas = tables[:4]
+    lay_bands, lay_rects, dq97, q53, dq0 = tables[8:]
     xr, yr, nl = coding[c, CODING_XR], coding[c, CODING_YR], coding[c, CODING_LEVELS]
     tcx0, tcy0, tcx1, tcy1 = _cdiv(trect[0], xr), _cdiv(trect[1], yr), _cdiv(trect[2], xr), _cdiv(trect[3], yr)
     decoded = nl + 1 - reduce
