@@ -33,13 +33,15 @@ from .limits import (
     TileGeometry,
     check_limits,
     memory_guard,
-    tile_geometry,
+    tile_geometries,
 )
 from .plan import (
+    TileCoding,
     TilePlan,
-    build_tile_plan,
+    build_tile_plans,
     check_plan,
     sampling_pairs,
+    tile_coding,
     tile_covers_samples,
     tile_rect,
     translated,
@@ -159,9 +161,11 @@ class Decoder:
         self._plans: dict[tuple, TilePlan] = {}
         #: the first plan built of each class key (tiles that share one, see :meth:`_key`)
         self._templates: dict[tuple, TilePlan] = {}
-        #: reference-grid periods (:func:`~.plan.translation_period`) by main and tile key
+        #: reference-grid periods (:func:`~.plan.translation_period`) by main key and tile coding styles
         self._periods: dict[tuple, tuple[int, int]] = {}
         self._geometries: dict[tuple, TileGeometry] = {}
+        #: each coding's :class:`~.plan.TileCoding`, by main key, tile key and leniency
+        self._codings: dict[tuple, TileCoding] = {}
         #: what is kept per set of plans (FrameLayout, FrameTables), by the plans' identities
         self._frames: dict[tuple, dict] = {}
         #: the latest main headers parsed, reused whole by frames that share them
@@ -192,13 +196,25 @@ class Decoder:
             tile_key = None if h is None else ""     # no segment that shapes the plan
         else:
             tile_key = repr((h.cod, h.coc, h.qcd, h.qcc, h.rgn, h.poc))
-        periods = self._periods.get((main_key, tile_key))
+        # the period depends on the coding styles alone (COD, COC), not on the step sizes
+        style_key = repr((h.cod, h.coc)) if h is not None and (h.cod or h.coc) else None
+        periods = self._periods.get((main_key, style_key))
         if periods is None:
             if len(self._periods) >= PLAN_CACHE_SIZE:
                 self._periods.clear()
-            periods = self._periods[(main_key, tile_key)] = translation_period(cs, tile)
+            periods = self._periods[(main_key, style_key)] = translation_period(cs, tile)
         x0, y0, x1, y1 = tile_rect(cs, t)
         return (main_key, tile_key, reduce, lenient, x0 % periods[0], y0 % periods[1], x1 - x0, y1 - y0)
+
+    def _coding(self, cs: Codestream, t: int, key: tuple) -> TileCoding:
+        """Tile ``t``'s :class:`~.plan.TileCoding`, worked out once per coding (the main and
+        tile keys and the leniency of its class ``key``)."""
+        found = self._codings.get((key[0], key[1], key[3]))
+        if found is None:
+            if len(self._codings) >= PLAN_CACHE_SIZE:
+                self._codings.clear()
+            found = self._codings[(key[0], key[1], key[3])] = tile_coding(cs, cs.tiles.get(t), key[3])
+        return found
 
     def geometry(self, cs: Codestream, t: int, reduce: int, main_key: str | None = None,
                  key: tuple | None = None) -> TileGeometry:
@@ -206,13 +222,27 @@ class Decoder:
         the caller may give)."""
         if key is None:
             key = self._key(cs, t, reduce, self._main_key(cs) if main_key is None else main_key)
-        g = self._geometries.get(key)
-        if g is None:
-            g = tile_geometry(cs, t, reduce)
-            if len(self._geometries) >= PLAN_CACHE_SIZE:
+        return self._geometries_of(cs, [t], reduce, {t: key})[t]
+
+    def _geometries_of(self, cs: Codestream, tiles: list[int], reduce: int, keys: dict) -> dict[int, TileGeometry]:
+        """The :class:`~.limits.TileGeometry` of each of ``tiles`` (classes ``keys``), those of
+        classes not yet measured in one pass (:func:`~.limits.tile_geometries`)."""
+        found, todo = {}, {}
+        for t in tiles:
+            g = self._geometries.get(keys[t])
+            if g is None:
+                todo.setdefault(keys[t], []).append(t)
+            else:
+                found[t] = g
+        if todo:
+            firsts = [ts[0] for ts in todo.values()]
+            measured = tile_geometries(cs, firsts, reduce, [self._coding(cs, t, keys[t]) for t in firsts])
+            if len(self._geometries) + len(todo) > PLAN_CACHE_SIZE:
                 self._geometries.clear()
-            self._geometries[key] = g
-        return g
+            for (key, ts), g in zip(todo.items(), measured):
+                self._geometries[key] = g
+                found.update(dict.fromkeys(ts, g))
+        return found
 
     def plan(self, cs: Codestream, t: int, reduce: int, main_key: str | None = None,
              key: tuple | None = None) -> TilePlan:
@@ -220,21 +250,39 @@ class Decoder:
         the others (:func:`~.plan.translated`), kept for the frames that follow."""
         if key is None:
             key = self._key(cs, t, reduce, self._main_key(cs) if main_key is None else main_key)
-        plan = self._plans.get((key, t))
-        if plan is None:
-            template = self._templates.get(key)
-            if template is None:
-                plan = build_tile_plan(cs, t, reduce, lenient=key[3])
+        return self._plans_of(cs, [t], reduce, {t: key})[0]
+
+    def _plans_of(self, cs: Codestream, tiles: list[int], reduce: int, keys: dict) -> list[TilePlan]:
+        """The plans of ``tiles`` (classes ``keys``): kept ones, those of classes without one
+        built in one pass (:func:`~.plan.build_tile_plans`, with the limits' counts where
+        measured; faults raised in the order of ``tiles``), the others moved from their class's."""
+        build = {}   # class: its first tile without a plan
+        for t in tiles:
+            if (keys[t], t) not in self._plans and keys[t] not in self._templates:
+                build.setdefault(keys[t], t)
+        made = {}
+        if build:
+            firsts = list(build.values())
+            geometries = [self._geometries.get(keys[t]) for t in firsts]
+            counts = None if None in geometries else np.stack([g.counts for g in geometries])
+            made = dict(zip(firsts, build_tile_plans(cs, firsts, reduce, codings=[self._coding(cs, t, keys[t])
+                                                                                  for t in firsts], counts=counts)))
+            for plan in made.values():
                 check_plan(plan)
-                if len(self._templates) >= PLAN_CACHE_SIZE:
-                    self._templates.clear()
-                self._templates[key] = plan
-            else:
-                plan = translated(template, t, tile_rect(cs, t), cs.siz)
-            if len(self._plans) >= PLAN_CACHE_SIZE:
-                self._plans.clear()
-            self._plans[(key, t)] = plan
-        return plan
+            if len(self._templates) + len(made) > PLAN_CACHE_SIZE:
+                self._templates.clear()
+            self._templates.update((keys[t], plan) for t, plan in made.items())
+        plans = []
+        for t in tiles:
+            plan = made.get(t) or self._plans.get((keys[t], t))
+            if plan is None:
+                plan = translated(self._templates[keys[t]], t, tile_rect(cs, t), cs.siz)
+            if (keys[t], t) not in self._plans:
+                if len(self._plans) >= PLAN_CACHE_SIZE:
+                    self._plans.clear()
+                self._plans[(keys[t], t)] = plan
+            plans.append(plan)
+        return plans
 
     def _frame(self, prep: Prepared) -> dict:
         """What is kept for the set of plans of ``prep``'s tiles: its "layout" and "tables"
@@ -292,10 +340,16 @@ class Decoder:
             policy.fault(missing_tile(missing[0], cs.siz.num_tiles))
         main_key = self._main_key(cs)
         keys = {t: self._key(cs, t, reduce, main_key, not policy.strict) for t in cs.tiles}
-        cost = check_limits(cs, reduce, self.limits, len(codestream),
-                            lambda t: self.geometry(cs, t, reduce, key=keys[t]))
+        measured: dict[int, TileGeometry] = {}
+
+        def geometry(t: int) -> TileGeometry:   # every tile's at once, once the tiles are counted
+            if not measured:
+                measured.update(self._geometries_of(cs, sorted(cs.tiles), reduce, keys))
+            return measured[t]
+
+        cost = check_limits(cs, reduce, self.limits, len(codestream), geometry)
         # only tiles present are planned: a missing tile stays zero (reported)
-        plans = [self.plan(cs, t, reduce, key=keys[t]) for t in sorted(cs.tiles)]
+        plans = self._plans_of(cs, sorted(cs.tiles), reduce, keys)
         missing_steps = sum(p.missing_steps for p in plans)
         if missing_steps:
             policy.tolerate(InvalidSegment("quantization lists fewer step sizes than subbands"), cs.warnings,

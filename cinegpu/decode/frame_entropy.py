@@ -25,7 +25,7 @@ from .errors import InvalidSegment, TruncatedCodestream
 from .plan import PB_CB_FIRST, PB_NODES, TilePlan
 from .strictness import Strictness
 from .tier2 import packets as P
-from .tier2.progression import packet_order
+from .tier2.progression import frame_packet_orders
 from .tile import T2_MESSAGES, TileReport, check_tier1_status, packed_headers
 
 #: Packet orders a FrameTables keeps (one per combination of the tiles' reachable layers).
@@ -56,29 +56,25 @@ class FrameTables:
 
     @classmethod
     def build(cls, plans: list[TilePlan], offsets: list[int]) -> FrameTables:
-        prec_pb, pb, cb, keep = [], [], [], []
-        prec_first, cb_first = [0], [0]
-        n_pb = nodes = 0
-        for plan, off in zip(plans, offsets):
-            a = plan.prec_pb.copy()
-            a[:, 0] += n_pb
-            b = plan.pb.copy()
-            b[:, PB_CB_FIRST] += cb_first[-1]
-            b[:, PB_NODES] += nodes
-            c = plan.cb.copy()
-            c[:, tier1.CB_OUT] += off
-            prec_pb.append(a)
-            pb.append(b)
-            cb.append(c)
-            keep.append(plan.cb_keep)
-            n_pb += plan.pb.shape[0]
-            nodes += plan.nodes
-            prec_first.append(prec_first[-1] + plan.prec_pb.shape[0])
-            cb_first.append(cb_first[-1] + plan.cb.shape[0])
+        """The plans' tables stacked (a tile alone at offset 0: its plan's own, read-only both)."""
+        if len(plans) == 1 and offsets[0] == 0:
+            p = plans[0]
+            return cls(p.prec_pb, p.pb, p.cb, p.cb_keep, p.nodes, [0, p.prec_pb.shape[0]], [0, p.cb.shape[0]])
         def cat(xs, shape, dt):
-            return np.ascontiguousarray(np.concatenate(xs), dt) if xs else np.zeros(shape, dt)
-        return cls(cat(prec_pb, (0, 2), np.int64), cat(pb, (0, 4), np.int64),
-                   cat(cb, (0, tier1.CB_COLUMNS), np.int64), cat(keep, (0,), np.int8), nodes, prec_first, cb_first)
+            return (np.ascontiguousarray(np.concatenate(xs), dt) if xs else np.zeros(shape, dt))
+        counts = np.array([(p.prec_pb.shape[0], p.pb.shape[0], p.cb.shape[0], p.nodes) for p in plans],
+                          np.int64).reshape(-1, 4)
+        firsts = np.zeros((len(plans) + 1, 4), np.int64)
+        np.cumsum(counts, axis=0, out=firsts[1:])
+        prec_pb = cat([p.prec_pb for p in plans], (0, 2), np.int64)
+        prec_pb[:, 0] += np.repeat(firsts[:-1, 1], counts[:, 0])
+        pb = cat([p.pb for p in plans], (0, 4), np.int64)
+        pb[:, PB_CB_FIRST] += np.repeat(firsts[:-1, 2], counts[:, 1])
+        pb[:, PB_NODES] += np.repeat(firsts[:-1, 3], counts[:, 1])
+        cb = cat([p.cb for p in plans], (0, tier1.CB_COLUMNS), np.int64)
+        cb[:, tier1.CB_OUT] += np.repeat(np.asarray(offsets, np.int64), counts[:, 2])
+        return cls(prec_pb, pb, cb, cat([p.cb_keep for p in plans], (0,), np.int8), int(firsts[-1, 3]),
+                   firsts[:, 0].tolist(), firsts[:, 2].tolist())
 
     def packet_orders(self, plans: list[TilePlan], siz, reachable: list[int]) -> tuple[np.ndarray, list[int]]:
         """Every tile's :func:`~.tier2.progression.packet_order` one after another, precincts
@@ -86,16 +82,9 @@ class FrameTables:
         layers = tuple(min(p.layers, max(r, 0)) for p, r in zip(plans, reachable))
         found = self.orders.get(layers)
         if found is None:
-            rows, starts = [], [0]
-            for plan, r, first in zip(plans, reachable, self.prec_first):
-                order = packet_order(plan, siz, reachable=r).copy()
-                order[:, 0] += first
-                rows.append(order)
-                starts.append(starts[-1] + order.shape[0])
-            cat = np.ascontiguousarray(np.concatenate(rows), np.int64) if rows else np.zeros((0, 2), np.int64)
             if len(self.orders) >= ORDERS_PER_FRAME:
                 self.orders.clear()
-            found = self.orders[layers] = (cat, starts)
+            found = self.orders[layers] = frame_packet_orders(plans, siz, list(layers), self.prec_first)
         return found
 
 

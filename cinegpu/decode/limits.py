@@ -47,11 +47,14 @@ never reaches the caller.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from .codestream.header import Codestream
 from .errors import LimitExceeded
-from .plan import cell_span, component_rect, precinct_shape, resolution_rects, tile_rect
+from .plan import TileCoding, plan_counts, tile_coding
+from .plan_numba import COUNT_CB, COUNT_PREC, COUNT_RES, COUNT_SAMPLES
 
 #: Default cap on one component's samples at the decoded resolution (16K UHD fits).
 DEFAULT_MAX_PIXELS = 1 << 27
@@ -100,35 +103,29 @@ class TileGeometry:
     codeblocks: int
     layers: int
     samples: int  #: coefficients at the decoded resolution, all components
+    #: what :func:`cinegpu.decode.plan.tile_counts` gave (the plan reuses it), or None
+    counts: np.ndarray | None = field(default=None, repr=False, compare=False)
 
 
-def tile_geometry(cs: Codestream, t: int, reduce: int) -> TileGeometry:
-    """Precincts, code-blocks and decoded samples of tile ``t`` (B.5-B.7), without tables.
+def tile_geometries(cs: Codestream, tiles: list[int], reduce: int, codings: list[TileCoding]) -> list[TileGeometry]:
+    """Precincts, code-blocks and decoded samples of each of ``tiles`` (B.5-B.7), without tables.
 
-    Counts exactly what :func:`cinegpu.decode.plan.build_tile_plan` would lay out: code-block
+    Counts exactly what :func:`cinegpu.decode.plan.build_tile_plan` would lay out, in one
+    compiled pass over the tiles (:func:`cinegpu.decode.plan_numba.tiles_counts`): code-block
     cells never straddle precincts, so a band's blocks are (cells across) x (cells down).
+    ``codings``: each tile's :func:`~cinegpu.decode.plan.tile_coding`.
     """
-    tile = cs.tiles.get(t)
-    trect = tile_rect(cs, t)
-    n_res = n_prec = n_cb = samples = 0
-    for c in range(cs.siz.Csiz):
-        sp = cs.spcod(tile, c)
-        tcrect = component_rect(cs.siz, c, trect)
-        for r in range(sp.levels + 1):
-            PPx, PPy = sp.precincts[r]
-            (rx0, ry0, _, _), bands, npx, npy = resolution_rects(tcrect, sp.levels, r, PPx, PPy)
-            n_res += 1
-            n_prec += npx * npy
-            keep = r <= sp.levels - reduce
-            pp_x, pp_y, xcb, ycb = precinct_shape(r, PPx, PPy, sp)
-            for _, bx0, by0, bx1, by1 in bands:
-                if keep:
-                    samples += max(bx1 - bx0, 0) * max(by1 - by0, 0)
-                if npx and npy:
-                    _, ncbx = cell_span(rx0 >> PPx, npx, pp_x, bx0, bx1, xcb)
-                    _, ncby = cell_span(ry0 >> PPy, npy, pp_y, by0, by1, ycb)
-                    n_cb += int(ncbx.sum()) * int(ncby.sum())
-    return TileGeometry(n_res, n_prec, n_cb, cs.cod(tile).layers, samples)
+    counts = plan_counts(cs, tiles, reduce, codings)
+    return [TileGeometry(n_res, n_prec, n_cb, cs.cod(cs.tiles.get(t)).layers, samples, row)
+            for t, row, (n_res, n_prec, n_cb, samples) in
+            zip(tiles, counts, counts[:, [COUNT_RES, COUNT_PREC, COUNT_CB, COUNT_SAMPLES]].tolist())]
+
+
+def tile_geometry(cs: Codestream, t: int, reduce: int, coding: TileCoding | None = None) -> TileGeometry:
+    """:func:`tile_geometries` of tile ``t`` alone (``coding``: its
+    :func:`~cinegpu.decode.plan.tile_coding`, when the caller keeps them)."""
+    return tile_geometries(cs, [t], reduce, [tile_coding(cs, cs.tiles.get(t), lenient=True) if coding is None
+                                             else coding])[0]
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,13 @@ numpy tables that the numba tier-2 and tier-1 kernels read:
   in packet order (precinct, subband, raster), output offsets into one flat
   coefficient buffer laid out per subband.
 
+The tables are filled in numba (:mod:`.plan_numba`, two passes over the tile); the
+tile-components, resolutions and subbands come as rows of arrays too (``TilePlan.geometry``),
+made into objects only when asked for (``TilePlan.components``), so the decoder's CPU path
+plans a tile of many small resolutions without a Python object per resolution or subband.
+What shapes a tile's plan apart from its rectangle (its components' coding and step sizes)
+is worked out once per coding (:func:`tile_coding`), not per tile.
+
 Every frame of a reel shares its main header, so a plan is reused across
 frames: only coded bytes change. Coordinates are in samples on each
 component's own grid at the resolution named.
@@ -17,25 +24,27 @@ component's own grid at the resolution named.
 
 from __future__ import annotations
 
+import collections
+import itertools
 import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import tier1
+from . import plan_numba as N
 from .codestream.header import Codestream, Tile
 from .codestream.qcd import QUANT_DERIVED
 from .errors import InvalidSegment, UnsupportedFeature
+from .plan_numba import MAX_CODEBLOCKS, PB_CB_FIRST, PB_COLUMNS, PB_NCBX, PB_NCBY, PB_NODES
 from .transform.layout import FlatLayout
 
-# Columns of the precinct-band table.
-PB_NCBX, PB_NCBY, PB_CB_FIRST, PB_NODES = 0, 1, 2, 3
-PB_COLUMNS = 4
+__all__ = ["MAX_CODEBLOCKS", "PB_CB_FIRST", "PB_COLUMNS", "PB_NCBX", "PB_NCBY", "PB_NODES", "Band", "PlanGeometry",
+           "Resolution", "TileCoding", "TileComponent", "TilePlan", "build_tile_plan", "build_tile_plans", "check_plan",
+           "plan_counts", "sampling_pairs", "tile_coding", "tile_counts", "tile_covers_samples", "tile_rect",
+           "translated", "translation_period"]
 
 #: log2 of the band gain (Table E.1) by orientation LL, HL, LH, HH.
 LOG2_GAIN = (0, 1, 1, 2)
-#: Cap on the code-blocks of one tile (guards memory against absurd headers).
-MAX_CODEBLOCKS = 1 << 24
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -109,6 +118,60 @@ class TileComponent:
         return self.layout
 
 
+@dataclass(frozen=True, eq=False)
+class PlanLayout:
+    """The decoded subbands of every tile-component of a plan as
+    :class:`~.transform.layout.FlatLayout` arrays one after another (each tile-component's from
+    its ``TC_LAY_BAND`` and ``TC_LAY_RECT`` rows, ``TC_DECODED`` - 1 levels): ``bands`` (offset,
+    rows, columns), ``rects`` (each level's rectangle, F.3.2), ``dq97`` and ``q53`` (the
+    per-level dequantisation arguments, E.1) and ``dq0``, float32 Delta_LL / 2 per tile-component.
+    Shared by the plans moved from one (:func:`translated`)."""
+
+    bands: np.ndarray
+    rects: np.ndarray
+    dq97: np.ndarray
+    q53: np.ndarray
+    dq0: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class PlanGeometry:
+    """A plan's tile-components, resolutions and subbands as rows of :mod:`.plan_numba`
+    (``tcs``: TC_*, ``res``: RES_*, ``bands``: BAND_*, in samples of each one's grid), the step
+    size Delta_b of each subband (``deltas``, E-3), the decoded subbands' :class:`PlanLayout` and
+    the largest side of a decoded code-block (samples)."""
+
+    tcs: np.ndarray
+    res: np.ndarray
+    bands: np.ndarray
+    deltas: np.ndarray
+    layout: PlanLayout
+    largest_block: int = 0
+
+    def flat_layout(self, i: int) -> FlatLayout:
+        """Tile-component row ``i``'s :class:`~.transform.layout.FlatLayout` (views of the
+        plan's layout arrays, whose shapes fit each level by B-15 and F.3.3 alike)."""
+        lay = self.layout
+        b0, r0, levels = (int(v) for v in self.tcs[i, [N.TC_LAY_BAND, N.TC_LAY_RECT, N.TC_DECODED]])
+        levels -= 1
+        first = int(self.res[self.tcs[i, N.TC_RES], N.RES_BAND])
+        return FlatLayout(lay.bands[b0 : b0 + 1 + 3 * levels], lay.rects[r0 : r0 + levels],
+                          tuple(self.deltas[first : first + 1 + 3 * levels].tolist()),
+                          lay.dq97[r0 : r0 + levels], lay.q53[r0 : r0 + levels])
+
+    def components(self) -> list[TileComponent]:
+        """The tile-components as objects, with their resolutions, subbands and layouts."""
+        res, bands, deltas = self.res.tolist(), self.bands.tolist(), self.deltas.tolist()
+        out = []
+        for i, (c, x0, y0, x1, y1, nl, rev, decoded, r0, _, _) in enumerate(self.tcs.tolist()):
+            resolutions = []
+            for r, rx0, ry0, rx1, ry1, ppx, ppy, npx, npy, prec, b0, nb, _ in res[r0 : r0 + nl + 1]:
+                subbands = [Band(*bands[j][:6], deltas[j], bands[j][N.BAND_MB]) for j in range(b0, b0 + nb)]
+                resolutions.append(Resolution(r, rx0, ry0, rx1, ry1, subbands, ppx, ppy, npx, npy, prec))
+            out.append(TileComponent(c, x0, y0, x1, y1, nl, bool(rev), resolutions, decoded, self.flat_layout(i)))
+        return out
+
+
 @dataclass
 class TilePlan:
     """Geometry of one tile and the flat tables of its precincts and code-blocks."""
@@ -118,7 +181,7 @@ class TilePlan:
     y0: int
     x1: int
     y1: int
-    components: list[TileComponent]
+    geometry: PlanGeometry
     layers: int
     prec_pb: np.ndarray
     pb: np.ndarray
@@ -144,6 +207,15 @@ class TilePlan:
     batches: dict = field(default_factory=dict, repr=False, compare=False)
     #: subbands quantised with a step size their QCD/QCC does not list (lenient plans only)
     missing_steps: int = 0
+    _components: list | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def components(self) -> list[TileComponent]:
+        """The tile-components (:class:`TileComponent`), made from ``geometry`` on first use
+        and kept."""
+        if self._components is None:
+            self._components = self.geometry.components()
+        return self._components
 
 
 def tile_rect(cs: Codestream, t: int) -> tuple[int, int, int, int]:
@@ -180,37 +252,220 @@ def tile_covers_samples(cs: Codestream, t: int, reduce: int = 0, pairs: list | N
     return False
 
 
-def build_tile_plan(cs: Codestream, t: int, reduce: int = 0, lenient: bool = False) -> TilePlan:
+@dataclass(frozen=True, eq=False)
+class TileCoding:
+    """How a tile's components are coded, as :mod:`.plan_numba` reads it: ``coding`` (CODING_*
+    rows: sub-sampling, SPcod/SPcoc, ROI shift), ``pp`` (PPx, PPy of each resolution), ``steps``
+    (Mb, E-2, and 1 where no step size is listed) and ``deltas`` (Delta_b, E-3) of every subband;
+    ``missing_steps``: the subbands quantised with a step size their QCD/QCC does not list
+    (lenient). Depends on the main and tile headers alone, so tiles of one coding share it."""
+
+    coding: np.ndarray
+    pp: np.ndarray
+    steps: np.ndarray
+    deltas: np.ndarray
+    missing_steps: int
+
+
+def _in_force(n: int, default, main: dict, tile_default, tile: dict, get) -> tuple[list, np.ndarray]:
+    """The segments in force for ``n`` components by A.6's precedence (a tile's per-component
+    segment, else its default, else the main header's per-component one, else its default):
+    the distinct ones and each component's index among them."""
+    found, of = [default], np.zeros(n, np.int64)
+    for c, seg in main.items():
+        found.append(get(seg))
+        of[c] = len(found) - 1
+    if tile_default is not None:
+        found.append(tile_default)
+        of[:] = len(found) - 1
+    for c, seg in tile.items():
+        found.append(get(seg))
+        of[c] = len(found) - 1
+    return found, of
+
+
+def _spcods(cs: Codestream, tile: Tile | None) -> tuple[list, np.ndarray]:
+    """The SPcod of every component (A.6.1, A.6.2), as :func:`_in_force` gives them."""
+    h = tile.header if tile is not None else None
+    return _in_force(cs.siz.Csiz, cs.cod(None).spcod, cs.main.coc, h.cod.spcod if h and h.cod else None,
+                     h.coc if h else {}, lambda coc: coc.spcod)
+
+
+def _band_steps(cs: Codestream, sp, q, c: int, precision: int, lenient: bool):
+    """(rows of (Mb, absent), Delta_b, missing) of every subband of a component coded ``sp``,
+    quantised ``q`` (E-2, E-3; Table A.30 order). A subband its QCD/QCC lists no step size for
+    is absent (strict: the plan raises where it meets it) or, lenient, takes what OpenJPEG's
+    decoder holds (:func:`_missing_step`) and counts as missing."""
+    rows, deltas, missing = [], [], 0
+    for band_index in range(3 * sp.levels + 1):
+        given = None
+        if band_index >= len(q.steps) and q.style != QUANT_DERIVED:
+            if not lenient:
+                rows.append((0, 1))
+                deltas.append(0.0)
+                continue
+            given = _missing_step(cs, q, c, band_index)
+            missing += 1
+        eps, mu = q.step(band_index, sp.levels, given)
+        Rb = precision + LOG2_GAIN[0 if band_index == 0 else (band_index - 1) % 3 + 1]
+        deltas.append(1.0 if sp.reversible else (2.0 ** (Rb - eps)) * (1.0 + mu / 2048.0))
+        rows.append((q.guard_bits + eps - 1, 0))
+    return rows, deltas, missing
+
+
+def tile_coding(cs: Codestream, tile: Tile | None, lenient: bool = False) -> TileCoding:
+    """The :class:`TileCoding` of ``tile`` (None: the main header's), its step sizes worked out
+    once per distinct coding, quantization and precision among the components (A.6, E.1)."""
+    s = cs.siz
+    n = s.Csiz
+    h = tile.header if tile is not None else None
+    sps, sp_of = _spcods(cs, tile)
+    qs, q_of = _in_force(n, cs.main.qcd, cs.main.qcc, h.qcd if h else None, h.qcc if h else {},
+                         lambda qcc: qcc.quantization)
+    # a missing step is the main header's, which depends on the component (lenient only)
+    mq_of = _in_force(n, cs.main.qcd, cs.main.qcc, None, {}, lambda qcc: qcc.quantization)[1] if lenient else 0
+    roi = np.zeros(n, np.int64)
+    for rgn in (cs.main.rgn, h.rgn if h else {}):
+        for c, seg in rgn.items():
+            roi[c] = seg.SPrgn
+    precision = (np.array(s.Ssiz, np.int64) & 0x7F) + 1
+    # the components of one coding, quantization and precision share their steps
+    keys = (((sp_of * len(qs) + q_of) * (n + 1) + mq_of) * 256 + precision).tolist()
+    first = dict(zip(reversed(keys), range(n - 1, -1, -1)))   # each kind's first component
+    per_kind = collections.Counter(keys)
+    steps, deltas, missing, step_first = [], [], 0, {}
+    for key, c in first.items():
+        rows, ds, m = _band_steps(cs, sps[sp_of[c]], qs[q_of[c]], c, int(precision[c]), lenient)
+        step_first[key] = len(steps)
+        steps += rows
+        deltas += ds
+        missing += m * per_kind[key]
+    pp_first = list(itertools.accumulate((len(sp.precincts) for sp in sps), initial=0))
+    per_sp = [(sp.levels, sp.xcb, sp.ycb, sp.cblk_style, int(sp.reversible), pp_first[k]) for k, sp in enumerate(sps)]
+    coding = np.empty((n, N.CODING_COLUMNS), np.int64)
+    coding[:, N.CODING_XR], coding[:, N.CODING_YR] = s.XRsiz, s.YRsiz
+    coding[:, [N.CODING_LEVELS, N.CODING_XCB, N.CODING_YCB, N.CODING_STYLE, N.CODING_REVERSIBLE, N.CODING_PP]] = \
+        np.array(per_sp, np.int64)[sp_of]
+    coding[:, N.CODING_ROI] = roi
+    coding[:, N.CODING_STEP] = list(map(step_first.__getitem__, keys))
+    pp = np.array([p for sp in sps for p in sp.precincts], np.int64).reshape(-1, 2)
+    return TileCoding(coding, pp, np.array(steps, np.int64).reshape(-1, 2), np.array(deltas, np.float64), missing)
+
+
+def _stacked(codings: list[TileCoding]) -> tuple:
+    """The distinct ``codings`` (each tile's) stacked as :func:`.plan_numba.tiles_counts` takes
+    them: (coding, pp, steps, deltas, each one's first rows (FIRST_*; one more at the end), and
+    each tile's among them)."""
+    index: dict[int, int] = {}
+    kinds: list[TileCoding] = []
+    which = []
+    for c in codings:
+        k = index.get(id(c))
+        if k is None:
+            k = index[id(c)] = len(kinds)
+            kinds.append(c)
+        which.append(k)
+    firsts = np.zeros((len(kinds) + 1, N.FIRST_COLUMNS), np.int64)
+    firsts[1:] = [(c.coding.shape[0], c.pp.shape[0], c.steps.shape[0]) for c in kinds]
+    if len(kinds) == 1:
+        one = kinds[0]
+        return one.coding, one.pp, one.steps, one.deltas, firsts, np.zeros(len(codings), np.int64)
+    np.cumsum(firsts, axis=0, out=firsts)
+    return (np.concatenate([c.coding for c in kinds]), np.concatenate([c.pp for c in kinds]),
+            np.concatenate([c.steps for c in kinds]), np.concatenate([c.deltas for c in kinds]), firsts,
+            np.array(which, np.int64))
+
+
+def plan_counts(cs: Codestream, tiles: list[int], reduce: int, codings: list[TileCoding]) -> np.ndarray:
+    """:func:`.plan_numba.tile_counts` of each of ``tiles`` (coded as ``codings``, each tile's
+    :func:`tile_coding`, lenient or not alike here) in one call: what its plan holds and its
+    first fault, a row a tile."""
+    coding, pp, steps, _, firsts, which = _stacked(codings)
+    counts = np.zeros((len(tiles), N.COUNT_COLUMNS), np.int64)
+    N.tiles_counts(np.array([tile_rect(cs, t) for t in tiles], np.int64).reshape(-1, 4), which, coding, pp, steps,
+                   firsts, reduce, counts)
+    return counts
+
+
+def tile_counts(cs: Codestream, t: int, reduce: int, coding: TileCoding | None = None) -> np.ndarray:
+    """:func:`plan_counts` of tile ``t`` alone (``coding``: its :func:`tile_coding`, when the
+    caller has it)."""
+    return plan_counts(cs, [t], reduce, [tile_coding(cs, cs.tiles.get(t), lenient=True) if coding is None
+                                         else coding])[0]
+
+
+def build_tile_plans(cs: Codestream, tiles: list[int], reduce: int = 0, lenient: bool = False,
+                     codings: list[TileCoding] | None = None, counts: np.ndarray | None = None) -> list[TilePlan]:
+    """:func:`build_tile_plan` of each of ``tiles``, in one pass of each kernel over them all
+    (a frame of 225 tiles costs two compiled calls and a few views per tile); a tile's tables
+    are views of the stacked ones. Raises as :func:`build_tile_plan` does for the first of
+    ``tiles`` at fault, before any table is filled. ``codings`` and ``counts``: each tile's
+    :func:`tile_coding` (of ``lenient``) and its row of :func:`plan_counts`, when the caller
+    keeps them."""
+    if codings is None:
+        codings = [tile_coding(cs, cs.tiles.get(t), lenient) for t in tiles]
+    coding, pp, steps, deltas, firsts, which = _stacked(codings)
+    trects = [tile_rect(cs, t) for t in tiles]
+    rects = np.array(trects, np.int64).reshape(-1, 4)
+    if counts is None:
+        counts = np.zeros((len(tiles), N.COUNT_COLUMNS), np.int64)
+        N.tiles_counts(rects, which, coding, pp, steps, firsts, reduce, counts)
+    if counts[:, N.COUNT_ERROR].any():
+        i = int(np.flatnonzero(counts[:, N.COUNT_ERROR])[0])
+        _raise_fault(cs, cs.tiles.get(tiles[i]), counts[i], reduce)
+    rows, arrays = N.plan_arrays(counts, [c.coding.shape[0] for c in codings])
+    results = np.empty((len(tiles), 4), np.int64)
+    N.tiles_tables(rects, which, coding, pp, steps, deltas, firsts, reduce, rows, arrays, results)
+    rows = rows.tolist()
+    return [_tile_plan(cs, t, trect, rows[i], rows[i + 1], arrays, result, codings[i].missing_steps)
+            for i, (t, trect, result) in enumerate(zip(tiles, trects, results.tolist()))]
+
+
+def _tile_plan(cs: Codestream, t: int, trect, a: list, b: list, arrays: tuple, result: list,
+               missing_steps: int) -> TilePlan:
+    """Tile ``t``'s plan: its rows ``a[k]`` to ``b[k]`` (``plan_numba.ROWS_*``) of each stacked
+    table of ``arrays`` and its ``result`` (nodes, samples, HT, largest block) of
+    :func:`.plan_numba.tiles_tables`."""
+    tcs, res, bands, deltas, prec_pb, pb, cb, keep, lay_bands, lay_rects, dq97, q53, dq0 = arrays
+    tile = cs.tiles.get(t)
+    cod = cs.cod(tile)
+    c0, c1, l0, l1 = a[N.ROWS_TCS], b[N.ROWS_TCS], a[N.ROWS_LEVELS], b[N.ROWS_LEVELS]
+    layout = PlanLayout(lay_bands[a[N.ROWS_KEPT] : b[N.ROWS_KEPT]], lay_rects[l0:l1], dq97[l0:l1], q53[l0:l1],
+                        dq0[c0:c1])
+    band = slice(a[N.ROWS_BANDS], b[N.ROWS_BANDS])
+    geometry = PlanGeometry(tcs[c0:c1], res[a[N.ROWS_RES] : b[N.ROWS_RES]], bands[band], deltas[band], layout,
+                            result[3])
+    block = slice(a[N.ROWS_CB], b[N.ROWS_CB])
+    prec = prec_pb[a[N.ROWS_PREC] : b[N.ROWS_PREC]]
+    return TilePlan(t, *trect, geometry, cod.layers, prec, pb[a[N.ROWS_PB] : b[N.ROWS_PB]], cb[block], keep[block],
+                    result[0], result[1], prec.shape[0], cod.sop, cod.eph, cod.progression, list(cs.progressions(tile)),
+                    cod.mct, ht=bool(result[2]), missing_steps=missing_steps)
+
+
+def build_tile_plan(cs: Codestream, t: int, reduce: int = 0, lenient: bool = False,
+                    coding: TileCoding | None = None, counts: np.ndarray | None = None) -> TilePlan:
     """Lay out tile ``t``: resolutions, subbands, precincts, code-blocks.
 
     ``lenient``: a subband that its QCD/QCC lists no step size for (A.6.4 wants one each; a
     scalar-derived one derives them, E-5) takes what OpenJPEG's decoder holds for it: a tile
     header's missing step from the main header's, else exponent and mantissa 0; the plan
-    counts them in ``missing_steps``. Strict, such a band raises :class:`InvalidSegment`."""
-    tile = cs.tiles.get(t)
-    tx0, ty0, tx1, ty1 = tile_rect(cs, t)
-    cod = cs.cod(tile)
-    comps: list[TileComponent] = []
-    prec_pb: list[np.ndarray] = []
-    pb_rows: list[np.ndarray] = []
-    cb_rows: list[np.ndarray] = []
-    keep_rows: list[np.ndarray] = []
-    counters = {"prec": 0, "pb": 0, "cb": 0, "nodes": 0, "coeff": 0, "missing_steps": 0}
-    for c in range(cs.siz.Csiz):
-        tc = _tile_component(cs, tile, c, (tx0, ty0, tx1, ty1), reduce, counters,
-                             prec_pb, pb_rows, cb_rows, keep_rows, lenient)
-        comps.append(tc)
-    prec = np.concatenate(prec_pb) if prec_pb else np.zeros((0, 2), np.int64)
-    pb = np.concatenate(pb_rows) if pb_rows else np.zeros((0, PB_COLUMNS), np.int64)
-    cb = np.concatenate(cb_rows) if cb_rows else np.zeros((0, tier1.CB_COLUMNS), np.int64)
-    keep = np.concatenate(keep_rows) if keep_rows else np.zeros(0, np.int8)
-    return TilePlan(
-        t, tx0, ty0, tx1, ty1, comps, cod.layers,
-        prec, pb, cb, keep, counters["nodes"], counters["coeff"], prec.shape[0], cod.sop, cod.eph,
-        cod.progression, list(cs.progressions(tile)), cod.mct,
-        ht=bool(cb.shape[0]) and bool((cb[:, tier1.CB_STYLE] & tier1.CBLK_HT).any()),
-        missing_steps=counters["missing_steps"],
-    )
+    counts them in ``missing_steps``. Strict, such a band raises :class:`InvalidSegment`.
+    ``coding`` and ``counts``: the tile's :func:`tile_coding` (of the same ``lenient``) and
+    :func:`tile_counts` (with that coding), when the caller keeps them."""
+    return build_tile_plans(cs, [t], reduce, lenient, None if coding is None else [coding],
+                            None if counts is None else counts.reshape(1, -1))[0]
+
+
+def _raise_fault(cs: Codestream, tile: Tile | None, counts: np.ndarray, reduce: int):
+    """Raise the fault :func:`.plan_numba.tile_counts` met first, as the plan's checks word it."""
+    code, c, band, value = (int(v) for v in counts[N.COUNT_ERROR : N.COUNT_ERROR_VALUE + 1])
+    if code == N.E_REDUCE:
+        raise UnsupportedFeature(f"reduce {reduce} is more than the {value} levels of component {c}")
+    if code == N.E_STEP:
+        cs.quantization(tile, c).step(band, cs.spcod(tile, c).levels)   # raises InvalidSegment
+    if code == N.E_CODEBLOCKS:
+        raise UnsupportedFeature(f"more than {MAX_CODEBLOCKS} code-blocks in one tile")
+    raise UnsupportedFeature(f"subband with {value} magnitude bit-planes and ROI shift {cs.roi_shift(tile, c)}")
 
 
 def translation_period(cs: Codestream, tile: Tile | None) -> tuple[int, int]:
@@ -224,11 +479,13 @@ def translation_period(cs: Codestream, tile: Tile | None) -> tuple[int, int]:
     2**(nb + xcb') for its subbands at level nb (and 2**NL for the DWT). Times the sub-sampling
     XRsiz/YRsiz on the reference grid, and over every component (their least common
     multiple), the packet order (B.12, on reference-grid positions) moves with them. Tiles that
-    differ by such steps, of one size and one coding, share one plan (:func:`translated`)."""
+    differ by such steps, of one size and one coding, share one plan (:func:`translated`).
+    Components of one coding and sub-sampling are looked at once."""
     s = cs.siz
+    sps, sp_of = _spcods(cs, tile)
     px = py = 1
-    for c in range(s.Csiz):
-        sp = cs.spcod(tile, c)
+    for k, xr, yr in set(zip(sp_of.tolist(), s.XRsiz, s.YRsiz)):
+        sp = sps[k]
         nl = sp.levels
         ex = ey = nl
         for r in range(nl + 1):
@@ -236,12 +493,12 @@ def translation_period(cs: Codestream, tile: Tile | None) -> tuple[int, int]:
             d = nl - r  # resolution r is the component divided by 2**d (B-14)
             nb = nl if r == 0 else d + 1  # its subbands' level
             cell_x, cell_y = (pp_x, pp_y) if r == 0 else (pp_x - 1, pp_y - 1)
-            one_x = (s.XRsiz[c] << (pp_x + d)) >= s.Xsiz  # one precinct across the image
-            one_y = (s.YRsiz[c] << (pp_y + d)) >= s.Ysiz
+            one_x = (xr << (pp_x + d)) >= s.Xsiz  # one precinct across the image
+            one_y = (yr << (pp_y + d)) >= s.Ysiz
             ex = max(ex, nb + min(sp.xcb, cell_x) if one_x else d + pp_x)
             ey = max(ey, nb + min(sp.ycb, cell_y) if one_y else d + pp_y)
-        px = math.lcm(px, s.XRsiz[c] << ex)
-        py = math.lcm(py, s.YRsiz[c] << ey)
+        px = math.lcm(px, xr << ex)
+        py = math.lcm(py, yr << ey)
     return px, py
 
 
@@ -251,55 +508,29 @@ def translated(plan: TilePlan, t: int, trect: tuple[int, int, int, int], siz) ->
     packet orders and reconstruction layouts, the rectangles moved. A layout keeps ``plan``'s
     level rectangles, of the same sizes and parities as the moved ones (an even number of
     samples away at every level): all that the inverse DWT reads of them (F.3)."""
-    dx, dy = trect[0] - plan.x0, trect[1] - plan.y0
-    comps = []
-    for tc in plan.components:
-        cx, cy = dx // siz.XRsiz[tc.c], dy // siz.YRsiz[tc.c]
-        resolutions = []
-        for res in tc.resolutions:
-            d = tc.levels - res.r  # resolution r is the component divided by 2**d (B-14)
-            rx, ry = cx >> d, cy >> d
-            bx, by = (rx, ry) if res.r == 0 else (rx >> 1, ry >> 1)
-            bands = [Band(b.orient, b.x0 + bx, b.y0 + by, b.x1 + bx, b.y1 + by, b.offset, b.delta, b.Mb)
-                     for b in res.bands]
-            resolutions.append(Resolution(res.r, res.x0 + rx, res.y0 + ry, res.x1 + rx, res.y1 + ry, bands,
-                                          res.PPx, res.PPy, res.npx, res.npy, res.prec_first))
-        comps.append(TileComponent(tc.c, tc.x0 + cx, tc.y0 + cy, tc.x1 + cx, tc.y1 + cy, tc.levels, tc.reversible,
-                                   resolutions, tc.decoded, tc.flat_layout()))
-    return TilePlan(t, *trect, comps, plan.layers, plan.prec_pb, plan.pb, plan.cb, plan.cb_keep, plan.nodes,
-                    plan.coeff_size, plan.num_precincts, plan.sop, plan.eph, plan.progression, plan.pocs, plan.mct,
-                    plan.packet_orders, plan.ht, plan.batches, plan.missing_steps)
-
-
-def component_rect(siz, c: int, trect) -> tuple[int, int, int, int]:
-    """(tcx0, tcy0, tcx1, tcy1): the tile-component on component ``c``'s grid (B-12)."""
-    tx0, ty0, tx1, ty1 = trect
-    return (_cdiv(tx0, siz.XRsiz[c]), _cdiv(ty0, siz.YRsiz[c]),
-            _cdiv(tx1, siz.XRsiz[c]), _cdiv(ty1, siz.YRsiz[c]))
-
-
-def resolution_rects(tcrect, NL: int, r: int, PPx: int, PPy: int):
-    """Geometry of resolution ``r`` of a tile-component with ``NL`` levels (B-14, B-15, B-16).
-
-    Returns ((rx0, ry0, rx1, ry1), [(orient, bx0, by0, bx1, by1) per subband], npx, npy),
-    in samples of the resolution and of each subband; npx x npy precincts of 2**PPx x 2**PPy.
-    """
-    tcx0, tcy0, tcx1, tcy1 = tcrect
-    d = 1 << (NL - r)
-    rx0, rx1, ry0, ry1 = _cdiv(tcx0, d), _cdiv(tcx1, d), _cdiv(tcy0, d), _cdiv(tcy1, d)
-    if r == 0:
-        bands = [(tier1.ORIENT_LL, rx0, ry0, rx1, ry1)]
-    else:
-        nb = NL - r + 1
-        h = 1 << (nb - 1)
-        bands = []
-        for orient in (tier1.ORIENT_HL, tier1.ORIENT_LH, tier1.ORIENT_HH):
-            xob, yob = (orient & 1), (orient >> 1)
-            bands.append((orient, _cdiv(tcx0 - h * xob, 1 << nb), _cdiv(tcy0 - h * yob, 1 << nb),
-                          _cdiv(tcx1 - h * xob, 1 << nb), _cdiv(tcy1 - h * yob, 1 << nb)))
-    npx = (_cdiv(rx1, 1 << PPx) - (rx0 >> PPx)) if rx1 > rx0 else 0
-    npy = (_cdiv(ry1, 1 << PPy) - (ry0 >> PPy)) if ry1 > ry0 else 0
-    return (rx0, ry0, rx1, ry1), bands, npx, npy
+    g = plan.geometry
+    c = g.tcs[:, N.TC_C]
+    cx = (trect[0] - plan.x0) // np.asarray(siz.XRsiz, np.int64)[c]
+    cy = (trect[1] - plan.y0) // np.asarray(siz.YRsiz, np.int64)[c]
+    tcs = g.tcs.copy()
+    tcs[:, [N.TC_X0, N.TC_X1]] += cx[:, None]
+    tcs[:, [N.TC_Y0, N.TC_Y1]] += cy[:, None]
+    of = g.res[:, N.RES_TC]
+    d = g.tcs[of, N.TC_LEVELS] - g.res[:, N.RES_R]  # resolution r is the component divided by 2**d (B-14)
+    rx, ry = cx[of] >> d, cy[of] >> d
+    res = g.res.copy()
+    res[:, [N.RES_X0, N.RES_X1]] += rx[:, None]
+    res[:, [N.RES_Y0, N.RES_Y1]] += ry[:, None]
+    # subbands of resolution r >= 1 lie on a grid twice as coarse as it (B-15)
+    sub = (g.res[:, N.RES_R] > 0).astype(np.int64)
+    per_band = np.repeat(np.arange(res.shape[0]), g.res[:, N.RES_NBANDS])
+    bands = g.bands.copy()
+    bands[:, [N.BAND_X0, N.BAND_X1]] += (rx >> sub)[per_band][:, None]
+    bands[:, [N.BAND_Y0, N.BAND_Y1]] += (ry >> sub)[per_band][:, None]
+    return TilePlan(t, *trect, PlanGeometry(tcs, res, bands, g.deltas, g.layout, g.largest_block), plan.layers,
+                    plan.prec_pb, plan.pb, plan.cb, plan.cb_keep, plan.nodes, plan.coeff_size, plan.num_precincts,
+                    plan.sop, plan.eph, plan.progression, plan.pocs, plan.mct, plan.packet_orders, plan.ht,
+                    plan.batches, plan.missing_steps)
 
 
 def _missing_step(cs, q, c: int, band_index: int) -> tuple[int, int]:
@@ -312,153 +543,8 @@ def _missing_step(cs, q, c: int, band_index: int) -> tuple[int, int]:
     return (0, 0)
 
 
-def _tile_component(cs, tile: Tile | None, c, trect, reduce, counters, prec_pb, pb_rows, cb_rows, keep_rows,
-                    lenient: bool = False):
-    s = cs.siz
-    sp = cs.spcod(tile, c)
-    q = cs.quantization(tile, c)
-    roi = cs.roi_shift(tile, c)
-    NL = sp.levels
-    if reduce > NL:
-        raise UnsupportedFeature(f"reduce {reduce} is more than the {NL} levels of component {c}")
-    tcrect = component_rect(s, c, trect)
-    precision = s.precision(c)
-    resolutions = []
-    band_index = 0
-    for r in range(NL + 1):
-        PPx, PPy = sp.precincts[r]
-        (rx0, ry0, rx1, ry1), rects, npx, npy = resolution_rects(tcrect, NL, r, PPx, PPy)
-        keep = r <= NL - reduce
-        bands = []
-        for orient, bx0, by0, bx1, by1 in rects:
-            missing = None
-            if lenient and band_index >= len(q.steps):
-                missing = _missing_step(cs, q, c, band_index)
-                counters["missing_steps"] += q.style != QUANT_DERIVED
-            eps, mu = q.step(band_index, NL, missing)
-            band_index += 1
-            Rb = precision + LOG2_GAIN[orient]
-            delta = 1.0 if sp.reversible else (2.0 ** (Rb - eps)) * (1.0 + mu / 2048.0)
-            Mb = q.guard_bits + eps - 1
-            size = (bx1 - bx0) * (by1 - by0) if keep else 0
-            bands.append(Band(orient, bx0, by0, bx1, by1, counters["coeff"], delta, Mb))
-            counters["coeff"] += size
-        res = Resolution(r, rx0, ry0, rx1, ry1, bands, PPx, PPy, npx, npy, counters["prec"])
-        counters["prec"] += npx * npy
-        _precincts(res, sp, roi, keep, counters, prec_pb, pb_rows, cb_rows, keep_rows)
-        resolutions.append(res)
-    tcx0, tcy0, tcx1, tcy1 = tcrect
-    return TileComponent(c, tcx0, tcy0, tcx1, tcy1, NL, sp.reversible, resolutions, NL + 1 - reduce)
-
-
-def _tree_nodes(w: np.ndarray, h: np.ndarray) -> np.ndarray:
-    """Nodes of tag trees over w x h leaves (B.10.2), elementwise."""
-    total = np.zeros_like(w)
-    w, h = w.copy(), h.copy()
-    live = (w > 0) & (h > 0)
-    while live.any():
-        total += np.where(live, w * h, 0)
-        done = live & (w == 1) & (h == 1)
-        live &= ~done
-        w, h = (w + 1) // 2, (h + 1) // 2
-    return total
-
-
-def cell_span(k0: int, n: int, pp: int, b0: int, b1: int, cb: int) -> tuple[np.ndarray, np.ndarray]:
-    """Code-block cells of ``n`` precincts along one axis of a band (B.6, B.7).
-
-    Precinct ``k0 + k`` covers band samples [(k0 + k) << pp, (k0 + k + 1) << pp), cut to
-    [b0, b1); code-blocks are cells of 2**cb samples (cb <= pp), so they never straddle a
-    precinct. Returns (first cell, cells) per precinct, int64 arrays of length ``n``.
-    """
-    k = np.arange(n, dtype=np.int64)
-    p0 = np.maximum((k0 + k) << pp, b0)
-    p1 = np.minimum((k0 + k + 1) << pp, b1)
-    c0 = p0 >> cb
-    c1 = np.where(p1 > p0, -(-p1 >> cb), c0)
-    return c0, np.maximum(c1 - c0, 0)
-
-
-def precinct_shape(r: int, PPx: int, PPy: int, sp) -> tuple[int, int, int, int]:
-    """(pp_x, pp_y, xcb, ycb): precinct and code-block size exponents in the subband samples
-    of resolution ``r`` (B-16, B-17)."""
-    pp_x = PPx if r == 0 else PPx - 1
-    pp_y = PPy if r == 0 else PPy - 1
-    return pp_x, pp_y, min(sp.xcb, pp_x), min(sp.ycb, pp_y)
-
-
-def _precincts(res: Resolution, sp, roi, keep, counters, prec_pb, pb_rows, cb_rows, keep_rows):
-    """Fill the precinct, precinct-band and code-block tables of one resolution.
-
-    Everything is array arithmetic over the precincts and code-blocks: no Python loop runs
-    per precinct, so a resolution of many (even 1 x 1) precincts costs a few numpy passes.
-    """
-    n_prec = res.npx * res.npy
-    nbands = len(res.bands)
-    pp_x, pp_y, xcb, ycb = precinct_shape(res.r, res.PPx, res.PPy, sp)
-    kx0, ky0 = res.x0 >> res.PPx, res.y0 >> res.PPy
-    pb_first = counters["pb"]
-    if n_prec == 0:
-        return
-    prec_pb.append(np.stack([pb_first + np.arange(n_prec, dtype=np.int64) * nbands,
-                             np.full(n_prec, nbands, np.int64)], axis=1))
-    tables = np.zeros((n_prec, nbands, PB_COLUMNS), np.int64)
-    per_band = []
-    for bi, b in enumerate(res.bands):
-        cx0, ncbx = cell_span(kx0, res.npx, pp_x, b.x0, b.x1, xcb)
-        cy0, ncby = cell_span(ky0, res.npy, pp_y, b.y0, b.y1, ycb)
-        tables[:, bi, PB_NCBX] = np.tile(ncbx, res.npy)
-        tables[:, bi, PB_NCBY] = np.repeat(ncby, res.npx)
-        per_band.append((b, cx0, cy0))
-    counts = tables[:, :, PB_NCBX] * tables[:, :, PB_NCBY]
-    total = int(counts.sum())
-    if counters["cb"] + total > MAX_CODEBLOCKS:
-        raise UnsupportedFeature(f"more than {MAX_CODEBLOCKS} code-blocks in one tile")
-    firsts = counters["cb"] + np.concatenate(([0], np.cumsum(counts.ravel())[:-1])).reshape(n_prec, nbands)
-    tables[:, :, PB_CB_FIRST] = firsts
-    nodes = _tree_nodes(tables[:, :, PB_NCBX].ravel(), tables[:, :, PB_NCBY].ravel())
-    tables[:, :, PB_NODES] = counters["nodes"] + np.concatenate(([0], np.cumsum(nodes)[:-1])).reshape(n_prec, nbands)
-    counters["nodes"] += int(nodes.sum())
-    pb_rows.append(tables.reshape(-1, PB_COLUMNS))
-    counters["pb"] += n_prec * nbands
-    cbs = np.zeros((total, tier1.CB_COLUMNS), np.int64)
-    for bi, (b, cx0, cy0) in enumerate(per_band):
-        _codeblocks(cbs, tables[:, bi], counters["cb"], b, cx0, cy0, xcb, ycb, res.npx, sp, roi, keep)
-    cb_rows.append(cbs)
-    keep_rows.append(np.full(total, 1 if keep else 0, np.int8))
-    counters["cb"] += total
-
-
-def _codeblocks(cbs, pbt, cb_base, b: Band, cx0, cy0, xcb, ycb, npx, sp, roi, keep):
-    """Tier-1 rows of the code-blocks of band ``b`` in every precinct (raster order in each)."""
-    nx, ny = pbt[:, PB_NCBX], pbt[:, PB_NCBY]
-    counts = nx * ny
-    total = int(counts.sum())
-    if b.Mb + roi > 30 or b.Mb < 0:
-        raise UnsupportedFeature(f"subband with {b.Mb} magnitude bit-planes and ROI shift {roi}")
-    if total == 0:
-        return
-    prec = np.repeat(np.arange(pbt.shape[0], dtype=np.int64), counts)  # each block's precinct
-    k = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
-    rows = pbt[prec, PB_CB_FIRST] - cb_base + k
-    w = nx[prec]
-    gx = (cx0[prec % npx] + k % w) << xcb
-    gy = (cy0[prec // npx] + k // w) << ycb
-    x0, x1 = np.maximum(gx, b.x0), np.minimum(gx + (1 << xcb), b.x1)
-    y0, y1 = np.maximum(gy, b.y0), np.minimum(gy + (1 << ycb), b.y1)
-    # blocks of resolutions dropped by ``reduce`` are read but not decoded
-    if keep:
-        cbs[rows, tier1.CB_WIDTH] = x1 - x0
-        cbs[rows, tier1.CB_HEIGHT] = y1 - y0
-        cbs[rows, tier1.CB_OUT] = b.offset + (y0 - b.y0) * b.width + (x0 - b.x0)
-    cbs[rows, tier1.CB_STRIDE] = b.width
-    cbs[rows, tier1.CB_ORIENT] = b.orient
-    cbs[rows, tier1.CB_STYLE] = sp.cblk_style
-    cbs[rows, tier1.CB_ROISHIFT] = roi
-    cbs[rows, tier1.CB_NUM_BPS] = b.Mb  # tier-2 replaces this by Mb - zero bit-planes (+ roi)
-
-
 def check_plan(plan: TilePlan) -> None:
-    """Sanity checks of a finished plan (cheap; catches header nonsense)."""
-    if plan.cb.shape[0] and (plan.cb[:, tier1.CB_WIDTH].max() > 1024 or plan.cb[:, tier1.CB_HEIGHT].max() > 1024):
+    """Sanity checks of a finished plan (cheap; catches header nonsense): no code-block's
+    width or height (``tier1.CB_WIDTH``, ``CB_HEIGHT``) above 1024 samples."""
+    if plan.geometry.largest_block > 1024:
         raise InvalidSegment("code-block larger than 1024 samples a side")

@@ -17,24 +17,56 @@ in one call: :func:`frame_layout` lays every tile-component of the frame out as 
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from .errors import InvalidSegment
 from .plan import TilePlan
+from .plan_numba import (
+    RES_COLUMNS,
+    RES_X0,
+    RES_X1,
+    RES_Y0,
+    RES_Y1,
+    TC_C,
+    TC_COLUMNS,
+    TC_DECODED,
+    TC_LAY_BAND,
+    TC_LAY_RECT,
+    TC_RES,
+    TC_REVERSIBLE,
+)
 from .transform.backend import TransformBackend
-from .transform.layout import FRAME_COLUMNS, FlatLayoutBatch, FrameLayout
-from .transform.level_shift import sample_bounds
+from .transform.layout import (
+    FRAME_BAND0,
+    FRAME_COLS,
+    FRAME_COLUMNS,
+    FRAME_DST,
+    FRAME_HI,
+    FRAME_LEVELS,
+    FRAME_LO,
+    FRAME_MCT,
+    FRAME_RECT0,
+    FRAME_REVERSIBLE,
+    FRAME_ROWS,
+    FRAME_SHIFT,
+    FRAME_STRIDE,
+    FlatLayoutBatch,
+    FrameLayout,
+)
 
 
 def _check_mct(plan: TilePlan) -> bool:
     """Whether the MCT applies; raise if components 0-2 cannot carry it."""
-    c0, c1, c2 = plan.components[:3]
-    sizes = {(tc.resolutions[tc.decoded - 1].x1 - tc.resolutions[tc.decoded - 1].x0,
-              tc.resolutions[tc.decoded - 1].y1 - tc.resolutions[tc.decoded - 1].y0) for tc in (c0, c1, c2)}
+    g = plan.geometry
+    tcs = g.tcs[:3]
+    last = g.res[tcs[:, TC_RES] + tcs[:, TC_DECODED] - 1]   # each one's decoded resolution
+    sizes = {(x1 - x0, y1 - y0) for x0, y0, x1, y1 in last[:, RES_X0 : RES_Y1 + 1].tolist()}
     if len(sizes) != 1:
         raise InvalidSegment("multiple component transform over components of different sizes")
-    if not (c0.reversible == c1.reversible == c2.reversible):
+    rev = tcs[:, TC_REVERSIBLE].tolist()
+    if not (rev[0] == rev[1] == rev[2]):
         raise InvalidSegment("multiple component transform mixes 5/3 and 9/7 components")
-    return c0.reversible
+    return bool(rev[0])
 
 
 def reconstruct_tile(plan: TilePlan, coeffs, siz, tf: TransformBackend, components=None, dtypes=None) -> list:
@@ -85,62 +117,128 @@ def _batch(plan: TilePlan, first: int, siz) -> FlatLayoutBatch | None:
     return plan.batches[first]
 
 
+# How :func:`_frame_items` ends: every tile-component placed; one outside its plane (the frame
+# takes the per-tile path); a tile whose components 0-2 cannot carry its MCT (an error).
+_FITS, _MISFIT, _NO_MCT = range(3)
+
+
 def frame_layout(plans: list[TilePlan], offsets: list[int], siz, reduce: int, dtypes) -> FrameLayout | None:
     """Every tile-component of ``plans`` (tiles at ``offsets`` in the frame's coefficient buffer)
     placed in its component's plane at ``reduce`` (B-2, B-14), components returned as
     ``dtypes``; None where the frame needs the per-tile path (a precision above 24 bits, a
     tile-component outside its plane). Raises as :func:`reconstruct_tile` does for an MCT over
-    components that cannot carry it."""
-    n = siz.Csiz
-    if any(siz.precision(c) > 24 for c in range(n)):
+    components that cannot carry it. Made of the plans' arrays (:class:`~.plan.PlanGeometry`),
+    stacked, in one compiled pass (:func:`_frame_items`): no Python per tile-component."""
+    ssiz = np.array(siz.Ssiz, np.int64)
+    if ((ssiz & 0x7F) + 1 > 24).any():
         return None
-    sizes, origins = siz.component_sizes(reduce), siz.component_origins(reduce)
-    kinds = list(dict.fromkeys(np.dtype(d) for d in dtypes))
-    order = sorted(range(n), key=lambda c: kinds.index(np.dtype(dtypes[c])))
-    planes: list = [None] * n
-    total = 0
-    for c in order:
-        w, h = sizes[c]
-        planes[c] = (total, h, w)
-        total += h * w
-    groups, first = [], 0
-    for kind in kinds:
-        comps = [c for c in order if np.dtype(dtypes[c]) == kind]
-        end = planes[comps[-1]][0] + planes[comps[-1]][1] * planes[comps[-1]][2]
-        groups.append((kind.type, first, end, tuple(comps)))
-        first = end
-    rows, bands, rects, dq97, q53, dq0 = [], [], [], [], [], []
-    b0 = r0 = 0
-    for plan, off in zip(plans, offsets):
-        mct = bool(plan.mct) and len(plan.components) >= 3
-        if mct:
-            _check_mct(plan)
-        for tc in plan.components:
-            lay = tc.flat_layout()
-            res = tc.resolutions[tc.decoded - 1]
-            cy0, cx0 = origins[tc.c]
-            start, h, w = planes[tc.c]
-            y, x, rh, rw = res.y0 - cy0, res.x0 - cx0, res.y1 - res.y0, res.x1 - res.x0
-            if not (0 <= y and y + rh <= h and 0 <= x and x + rw <= w) or lay.size != (rh, rw):
-                return None
-            shift, lo, hi = sample_bounds(siz.precision(tc.c), siz.signed(tc.c))
-            rows.append((b0, r0, lay.levels, int(bool(tc.reversible)), shift, lo, hi, start + y * w + x, w, rh, rw,
-                         int(mct and tc.c == 0)))
-            b = lay.bands.copy()
-            b[:, 0] += off
-            bands.append(b)
-            rects.append(lay.rects)
-            dq97.append(lay.dq97)
-            q53.append(lay.q53)
-            dq0.append(np.float32(lay.deltas[0] / 2.0))
-            b0 += b.shape[0]
-            r0 += lay.levels
+    # the planes of one returned dtype consecutive, in the order of their first component
+    named = {d: np.dtype(d) for d in dict.fromkeys(dtypes)}  # each distinct type looked at once
+    kinds = list(dict.fromkeys(named.values()))
+    index = {d: kinds.index(k) for d, k in named.items()}
+    kind = [index[d] for d in dtypes]
+    planes, ends = np.empty((siz.Csiz, 3), np.int64), np.empty(len(kinds), np.int64)
+    geos = [p.geometry for p in plans]
+    lays = [g.layout for g in geos]
+    # per plan: tile-components, resolution rows, layout bands, layout levels, under the MCT, offset
+    rows = np.array([(g.tcs.shape[0], g.res.shape[0], lay.bands.shape[0], lay.rects.shape[0], bool(p.mct), off)
+                     for p, g, lay, off in zip(plans, geos, lays, offsets)], np.int64).reshape(-1, 6)
     def cat(xs, cols, dt):
-        return np.ascontiguousarray(np.concatenate(xs), dt) if xs else np.zeros((0, cols), dt)
-    # a tile's components are planned in order: an MCT row is followed by components 1 and 2
-    return FrameLayout(cat(bands, 3, np.int64), cat(rects, 4, np.int64), cat(dq97, 4, np.float32),
-                       cat(q53, 4, np.int32), np.array(dq0, np.float32),
-                       np.array(rows, np.int64).reshape(-1, FRAME_COLUMNS), total, tuple(planes), tuple(groups))
+        return (np.ascontiguousarray(np.concatenate(xs), dt) if xs else np.zeros((0, cols), dt))
+    bands, rects = cat([lay.bands for lay in lays], 3, np.int64), cat([lay.rects for lay in lays], 4, np.int64)
+    _place_planes(np.array(siz.component_sizes(reduce), np.int64).reshape(-1, 2), np.array(kind, np.int64), planes,
+                  ends)
+    items, stop, why = _frame_items(cat([g.tcs for g in geos], TC_COLUMNS, np.int64),
+                                    cat([g.res for g in geos], RES_COLUMNS, np.int64), bands, rects, rows, planes,
+                                    np.array(siz.component_origins(reduce), np.int64).reshape(-1, 2), ssiz)
+    if why == _MISFIT:
+        return None
+    if why != _FITS:
+        _check_mct(plans[stop])   # raises
+    comps: list[list[int]] = [[] for _ in kinds]
+    for c, k in enumerate(kind):
+        comps[k].append(c)
+    ends = ends.tolist()
+    groups = tuple((k.type, ends[i - 1] if i else 0, ends[i], tuple(comps[i])) for i, k in enumerate(kinds))
+    return FrameLayout(bands, rects, cat([lay.dq97 for lay in lays], 4, np.float32),
+                       cat([lay.q53 for lay in lays], 4, np.int32),
+                       np.ascontiguousarray(np.concatenate([lay.dq0 for lay in lays]) if lays else np.zeros(0),
+                                            np.float32),
+                       items, ends[-1], tuple(map(tuple, planes.tolist())), groups)
+
+
+@njit(cache=True)
+def _place_planes(wh, kind, planes, ends):
+    """Each component's plane (offset, rows, columns) in a frame's planes buffer (``planes``),
+    from its (width, height) ``wh`` at the decoded resolution (B-2): the planes of kind 0 first,
+    each kind's in component order; ``ends``: where each kind's planes end."""
+    at = 0
+    for k in range(ends.shape[0]):
+        for c in range(kind.shape[0]):
+            if kind[c] == k:
+                planes[c, 0], planes[c, 1], planes[c, 2] = at, wh[c, 1], wh[c, 0]
+                at += wh[c, 0] * wh[c, 1]
+        ends[k] = at
+
+
+@njit(cache=True)
+def _frame_items(tcs, res, bands, rects, plans, planes, origins, ssiz):
+    """:class:`~.transform.layout.FrameLayout` rows (FRAME_*) of the stacked tile-component and
+    resolution rows (``plan_numba``'s TC_*, RES_*) of ``plans`` (rows: tile-components,
+    resolution rows, layout bands, layout levels, MCT, offset in the frame's coefficient
+    buffer), each placed in its component's plane (``planes``: offset, rows, columns) at its
+    decoded resolution's place from the component's origin (B-2, B-14), with its DC shift and
+    clip range (G.1.2); ``bands`` (the stacked layout bands) get their tile's offset. Tile by
+    tile, as the per-tile path meets them, it stops at a tile under the MCT whose components
+    0-2 cannot carry it (:func:`_mct_fits`) or at a tile-component outside its plane or of
+    another size than its layout's. Returns (items, the plan it stopped at or -1, _FITS,
+    _MISFIT or _NO_MCT)."""
+    items = np.zeros((tcs.shape[0], FRAME_COLUMNS), np.int64)
+    i = r0 = b0 = l0 = 0
+    for p in range(plans.shape[0]):
+        for k in range(b0, b0 + plans[p, 2]):
+            bands[k, 0] += plans[p, 5]
+        if plans[p, 4] and plans[p, 0] >= 3 and not _mct_fits(tcs, res, i, r0):
+            return items, p, _NO_MCT
+        for _ in range(plans[p, 0]):
+            c, levels = tcs[i, TC_C], tcs[i, TC_DECODED] - 1
+            j = r0 + tcs[i, TC_RES] + levels
+            y, x = res[j, RES_Y0] - origins[c, 0], res[j, RES_X0] - origins[c, 1]
+            rh, rw = res[j, RES_Y1] - res[j, RES_Y0], res[j, RES_X1] - res[j, RES_X0]
+            b, r = b0 + tcs[i, TC_LAY_BAND], l0 + tcs[i, TC_LAY_RECT]
+            # its reconstructed size: its finest level's rectangle, else its LL band's
+            h, w = bands[b, 1], bands[b, 2]
+            if levels:
+                f = r + levels - 1
+                h, w = rects[f, 3] - rects[f, 1], rects[f, 2] - rects[f, 0]
+            if not (0 <= y and y + rh <= planes[c, 1] and 0 <= x and x + rw <= planes[c, 2] and (h, w) == (rh, rw)):
+                return items, p, _MISFIT
+            precision, signed = (ssiz[c] & 0x7F) + 1, ssiz[c] & 0x80
+            half = 1 << (precision - 1)
+            items[i, FRAME_BAND0], items[i, FRAME_RECT0], items[i, FRAME_LEVELS] = b, r, levels
+            items[i, FRAME_REVERSIBLE] = tcs[i, TC_REVERSIBLE]
+            items[i, FRAME_SHIFT], items[i, FRAME_LO], items[i, FRAME_HI] = \
+                (0, -half, half - 1) if signed else (half, 0, 2 * half - 1)
+            items[i, FRAME_DST] = planes[c, 0] + y * planes[c, 2] + x
+            items[i, FRAME_STRIDE], items[i, FRAME_ROWS], items[i, FRAME_COLS] = planes[c, 2], rh, rw
+            # a tile's components are planned in order: an MCT row is followed by components 1 and 2
+            items[i, FRAME_MCT] = 1 if plans[p, 4] and plans[p, 0] >= 3 and c == 0 else 0
+            i += 1
+        r0, b0, l0 = r0 + plans[p, 1], b0 + plans[p, 2], l0 + plans[p, 3]
+    return items, -1, _FITS
+
+
+@njit(cache=True)
+def _mct_fits(tcs, res, i, r0):
+    """Whether tile-components ``i``..``i + 2`` (their resolution rows from ``r0``) can carry
+    the MCT (G.2, G.3): one size at their decoded resolutions, one wavelet transform."""
+    for k in range(i + 1, i + 3):
+        a, b = r0 + tcs[i, TC_RES] + tcs[i, TC_DECODED] - 1, r0 + tcs[k, TC_RES] + tcs[k, TC_DECODED] - 1
+        if (res[a, RES_X1] - res[a, RES_X0] != res[b, RES_X1] - res[b, RES_X0]
+                or res[a, RES_Y1] - res[a, RES_Y0] != res[b, RES_Y1] - res[b, RES_Y0]
+                or tcs[i, TC_REVERSIBLE] != tcs[k, TC_REVERSIBLE]):
+            return False
+    return True
 
 
 def reconstruct_frame(layout: FrameLayout, coeffs: np.ndarray, tf: TransformBackend) -> list:

@@ -129,8 +129,8 @@ def test_65535_tiles_of_15_bytes_are_refused_before_planning(monkeypatch):
     def not_here(*args):
         raise AssertionError("a tile was measured or planned")
 
-    monkeypatch.setattr(decoder_module, "tile_geometry", not_here)
-    monkeypatch.setattr(decoder_module, "build_tile_plan", not_here)
+    monkeypatch.setattr(decoder_module, "tile_geometries", not_here)
+    monkeypatch.setattr(decoder_module, "build_tile_plans", not_here)
     with pytest.raises(LimitExceeded, match=rf"^65535 tiles with at least 65535 tile-component resolutions need "
                                             rf"\d+ units of work, more than the \d+ allowed for {len(data)} bytes .*"
                                             rf"tile grid of 1 x 1 samples in SIZ at byte {SIZ_AT}$") as info:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..errors import InvalidSegment, UnsupportedFeature
 from .reader import SegmentReader
 
@@ -60,8 +62,15 @@ class SIZ:
         the instance: a frame with hundreds of components asks for them several times)."""
         memo = self.__dict__.setdefault("_sizes_memo", {})   # not a field: eq/hash ignore it
         sizes = memo.get(reduce)
-        if sizes is None:
+        if sizes is None and reduce > 32:   # beyond int64's sub-samplings
             sizes = memo[reduce] = tuple(self.component_size(c, reduce) for c in range(self.Csiz))
+        if sizes is None:
+            # component_size of each, over the components at once (B-2)
+            sx = np.array(self.XRsiz, np.int64) << reduce
+            sy = np.array(self.YRsiz, np.int64) << reduce
+            w = -(-self.Xsiz // sx) + (-self.XOsiz // sx)
+            h = -(-self.Ysiz // sy) + (-self.YOsiz // sy)
+            sizes = memo[reduce] = tuple(zip(w.tolist(), h.tolist()))
         return sizes
 
     def component_origins(self, reduce: int = 0) -> tuple[tuple[int, int], ...]:
@@ -70,10 +79,13 @@ class SIZ:
         :meth:`component_sizes`."""
         memo = self.__dict__.setdefault("_origins_memo", {})
         found = memo.get(reduce)
-        if found is None:
+        if found is None and reduce > 32:   # beyond int64's sub-samplings
             found = memo[reduce] = tuple((-(-self.YOsiz // (self.YRsiz[c] << reduce)),
-                                          -(-self.XOsiz // (self.XRsiz[c] << reduce)))
-                                         for c in range(self.Csiz))
+                                          -(-self.XOsiz // (self.XRsiz[c] << reduce))) for c in range(self.Csiz))
+        if found is None:
+            sx = np.array(self.XRsiz, np.int64) << reduce
+            sy = np.array(self.YRsiz, np.int64) << reduce
+            found = memo[reduce] = tuple(zip((-(-self.YOsiz // sy)).tolist(), (-(-self.XOsiz // sx)).tolist()))
         return found
 
     def component_size(self, c: int, reduce: int = 0) -> tuple[int, int]:
@@ -96,11 +108,9 @@ def parse_siz(r: SegmentReader) -> SIZ:
         raise InvalidSegment(f"SIZ: Csiz {Csiz} outside 1..16384", at + 34)
     if r.remaining != 3 * Csiz:
         raise InvalidSegment(f"SIZ: Lsiz does not match Csiz {Csiz}", at + 34)
-    comps = [(r.u8(), r.u8(), r.u8()) for _ in range(Csiz)]
-    siz = SIZ(
-        Rsiz, Xsiz, Ysiz, XOsiz, YOsiz, XTsiz, YTsiz, XTOsiz, YTOsiz,
-        tuple(c[0] for c in comps), tuple(c[1] for c in comps), tuple(c[2] for c in comps),
-    )
+    comps = r.raw(3 * Csiz)   # Ssiz, XRsiz, YRsiz of each component
+    siz = SIZ(Rsiz, Xsiz, Ysiz, XOsiz, YOsiz, XTsiz, YTsiz, XTOsiz, YTOsiz,
+              tuple(comps[0::3]), tuple(comps[1::3]), tuple(comps[2::3]))
     _check(siz, at)
     return siz
 
@@ -118,6 +128,8 @@ def _check(s: SIZ, at: int) -> None:
         raise UnsupportedFeature(f"SIZ: image larger than {MAX_SIDE} samples a side", at)
     if s.num_tiles > 65535:
         raise InvalidSegment(f"SIZ: {s.num_tiles} tiles, more than Isot can index", at)
+    if min(s.XRsiz) and min(s.YRsiz) and max(v & 0x7F for v in s.Ssiz) < MAX_PRECISION:
+        return   # every component as supported (looked at one by one below only when one is not)
     for c in range(s.Csiz):
         if s.XRsiz[c] == 0 or s.YRsiz[c] == 0:
             raise InvalidSegment(f"SIZ: component {c} has a subsampling factor of 0", at)
