@@ -289,15 +289,20 @@ def _signer(args):
 
 
 def _summary(package) -> str:
-    """The line printed for a finished package: frames, size, reels, sound, subtitles, keys."""
+    """The line printed for a finished package: frames, size, reels, sound, subtitles, keys;
+    the picture, sound and subtitle bytes are each summed over every reel."""
     t = package.track
     s = package.sound
-    sound = "" if s is None else \
-        f", sound {s.layout.name} {s.channels} channels {s.rate} Hz ({s.size} bytes)"
-    subs = "" if package.subtitle is None else f", subtitles ({package.subtitle.size} bytes)"
     reels = package.reels or ()
     frames = sum(r.picture.frames for r in reels) if reels else t.frames
     pictures = sum(r.picture.size for r in reels) if reels else t.size
+    sounds = sum(r.sound.size for r in reels if r.sound is not None) if reels else \
+        (0 if s is None else s.size)
+    texts = sum(r.subtitle.size for r in reels if r.subtitle is not None) if reels else \
+        (0 if package.subtitle is None else package.subtitle.size)
+    sound = "" if s is None else \
+        f", sound {s.layout.name} {s.channels} channels {s.rate} Hz ({sounds} bytes)"
+    subs = "" if package.subtitle is None else f", subtitles ({texts} bytes)"
     more = f" in {len(reels)} reels ({', '.join(str(r.picture.frames) for r in reels)} frames)" \
         if len(reels) > 1 else ""
     keys = "" if package.keys is None else f"; encrypted, content keys in {package.keys}"
