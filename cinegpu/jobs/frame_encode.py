@@ -108,7 +108,10 @@ class FrameEncoders:
         self.sampling = sampling
         self.dci = None if self.imf else dci.profile(profile)   # "2k" / "4k" / "dci-2k"...
         self.encoder_profile = profile if self.imf else self.dci.name
-        self.bitrate = None if bitrate is None else bitrate * 1e6
+        #: bits/s; a DCP's default the safe level (:data:`dci.FRAME_BITRATE_SAFE`, which
+        #: ``cinegpu info`` warns above), IMF's None (the profile's own default)
+        self.bitrate = bitrate * 1e6 if bitrate is not None else \
+            (None if self.imf else float(dci.FRAME_BITRATE_SAFE))
         #: Part-1 codestreams on the cuda back end: PCRD-opt's hull and thresholds on the GPU
         #: (:mod:`cinegpu.encode.rate_gpu`, the same codestream) instead of the host's
         #: (None: the encoder's default, the host)

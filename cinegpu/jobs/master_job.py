@@ -101,7 +101,8 @@ class Picture:
     ``j2k`` or ``htj2k``, ``bits`` 10 or 12 per component, ``lossless`` the 5/3 path, ``sampling``
     ``ycbcr444``/``ycbcr422`` for Rec. 709 Y'CbCr; ``profile`` and ``container`` not used).
     ``fps``: the edit rate (frames/s, kept as a Fraction); ``bitrate``: the target in Mbit/s
-    (None: the profile's cap); ``colorspace``: what the input holds
+    (None: for a DCP the safe level :data:`dci.FRAME_BITRATE_SAFE`, for IMF the profile's
+    default; :meth:`bitrate_warning` above the safe level); ``colorspace``: what the input holds
     (:data:`.colour.COLORSPACES`).  ValueError when made with values no package takes."""
 
     format: str = "dcp"
@@ -142,6 +143,19 @@ class Picture:
         if self.container not in ("auto", *dict(p.image_areas)):
             raise ValueError(f"container must be auto, flat, scope or full, got "
                              f"{self.container!r}")
+
+    def bitrate_warning(self) -> str | None:
+        """The warning for a DCP ``bitrate`` above the safe level (:data:`dci.FRAME_BITRATE_SAFE`,
+        which ``cinegpu info`` and libdcp warn above), else None.  Up to the DCI cap
+        (:data:`dci.FRAME_BITRATE`) it is coded as asked; above it, at the cap."""
+        if self.imf or self.bitrate is None or self.bitrate * 1e6 <= dci.FRAME_BITRATE_SAFE:
+            return None
+        safe, cap = dci.FRAME_BITRATE_SAFE // 1_000_000, dci.FRAME_BITRATE // 1_000_000
+        coded = "" if self.bitrate * 1e6 <= dci.FRAME_BITRATE else f"; coded at the cap, {cap}"
+        return (f"--bitrate {self.bitrate:g} Mbit/s is above the safe {safe} Mbit/s (the "
+                f"default{coded}): cinegpu info and libdcp warn above {safe}, ClairMeta above "
+                f"an average of 245, and asdcplib refuses an encrypted picture above {cap} "
+                f"Mbit/s once the encryption's bytes count")
 
     @property
     def imf(self) -> bool:

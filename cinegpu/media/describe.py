@@ -1,7 +1,8 @@
 """The report of ``cinegpu info PATH``: package, compositions, reels, picture, frame sizes, profile.
 
 Frame-size caps are those of :mod:`cinegpu.decode.codestream.dci`: libdcp's verifier errors
-above 250e6 / (8 fps) bytes per frame (DCI's cap) and warns above 230e6 / (8 fps).
+above 250e6 / (8 fps) bytes per frame (DCI's cap) and warns above 230e6 / (8 fps)
+(:data:`~cinegpu.decode.codestream.dci.FRAME_BITRATE_SAFE`, also ``cinegpu master``'s default).
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ def frame_caps(rate: Fraction | None) -> tuple[int, int] | None:
     if not rate:
         return None
     return (dci.bytes_per_frame(dci.FRAME_BITRATE, rate),
-            dci.bytes_per_frame(dci.FRAME_BITRATE_WARNING, rate))
+            dci.bytes_per_frame(dci.FRAME_BITRATE_SAFE, rate))
 
 
 def size_lines(sizes: list[tuple[int, int]], rate: Fraction | None, dci_checks: bool = True) -> list[str]:
@@ -73,7 +74,7 @@ def size_lines(sizes: list[tuple[int, int]], rate: Fraction | None, dci_checks: 
         near = sum(k for s, k in sizes if warn < s <= cap)
         verdict = ("within the cap" if not over and not near else
                    f"{over} frame(s) over the cap, {near} above the "
-                   f"{dci.FRAME_BITRATE_WARNING // 1_000_000} Mbit/s warning level")
+                   f"{dci.FRAME_BITRATE_SAFE // 1_000_000} Mbit/s warning level")
         out.append(f"  DCI cap at {fps_text(rate)} fps: {cap:,} bytes per frame "
                    f"({dci.FRAME_BITRATE // 1_000_000} Mbit/s): {verdict}")
     return out

@@ -9,9 +9,12 @@ from fractions import Fraction
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
+from cinegpu.decode.codestream import dci
 from cinegpu.jobs.demo import demo_frame
+from cinegpu.jobs.frame_encode import FrameEncoders
 from cinegpu.jobs.master_job import (
     Composition,
     Compute,
@@ -23,6 +26,7 @@ from cinegpu.jobs.master_job import (
     Protection,
 )
 from cinegpu.media import MediaError
+from cinegpu.media.describe import frame_caps, size_lines
 from cinegpu.media.images.frames import ImageFrames
 from cinegpu.media.sound.inputs import open_sound
 from cinegpu.player.cli import build_parser
@@ -170,6 +174,54 @@ def test_the_command_lines_options_map_onto_the_job(tmp_path, monkeypatch, capsy
     assert _job(["still", "-o", "s", "--title", "T"]).length == 24
     assert capsys.readouterr().err == ""
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in", "more", "still"]
+
+
+def test_the_default_bitrate_is_the_level_info_warns_above():
+    """Issue 51 item 6: a DCP's default rate is :data:`dci.FRAME_BITRATE_SAFE` (230 Mbit/s),
+    the one figure ``cinegpu info`` warns above and ``--help`` names; IMF keeps its own."""
+    assert dci.FRAME_BITRATE_SAFE == 230_000_000 < dci.FRAME_BITRATE == 250_000_000
+    for profile in ("2k", "4k"):
+        enc = FrameEncoders(profile=profile, fps=24, bitrate=None, colorspace="rec709",
+                            backend="cpu")
+        assert enc.bitrate == dci.FRAME_BITRATE_SAFE
+    assert FrameEncoders(profile="2k", fps=24, bitrate=250, colorspace="rec709",
+                         backend="cpu").bitrate == 250e6
+    assert FrameEncoders(profile="imf-2k", fps=24, bitrate=None, colorspace="rec709",
+                         backend="cpu").bitrate is None
+    for fps in (24, 48, 60):
+        assert frame_caps(Fraction(fps))[1] == dci.bytes_per_frame(dci.FRAME_BITRATE_SAFE, fps)
+    master_help = build_parser()._subparsers._group_actions[0].choices["master"].format_help()
+    assert "DCP default: the safe 230" in " ".join(master_help.split())
+
+
+def test_a_bitrate_above_the_safe_level_is_coded_with_a_warning(tmp_path, monkeypatch, capsys):
+    assert Picture().bitrate_warning() is None and Picture(bitrate=230).bitrate_warning() is None
+    assert Picture(format="imf", bitrate=400).bitrate_warning() is None
+    warning = Picture(bitrate=250).bitrate_warning()
+    assert warning.startswith("--bitrate 250 Mbit/s is above the safe 230 Mbit/s (the default)")
+    assert "coded at the cap, 250" in Picture(bitrate=300).bitrate_warning()
+    monkeypatch.chdir(tmp_path)
+    _folder(tmp_path / "in", 2)
+    job = _job(["in", "-o", "out", "--title", "T", "--bitrate", "250"])
+    assert job.picture.bitrate == 250
+    assert capsys.readouterr().err == f"cinegpu master: warning: {warning}\n"
+    _job(["in", "-o", "out", "--title", "T"])
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.slow   # two 2K frames filled to their budget: a few seconds on the CPU
+def test_a_frame_at_the_default_rate_is_within_infos_warning_level():
+    noise = np.random.default_rng(1).random((1080, 1998, 3), dtype=np.float32)
+    sizes, verdicts = [], []
+    for bitrate in (None, 250):
+        with FrameEncoders(profile="2k", fps=24, bitrate=bitrate, colorspace="rec709",
+                           backend="cpu") as enc:
+            sizes.append(len(enc.encode(noise)))
+        verdicts.append(size_lines([(sizes[-1], 1)], Fraction(24))[1])
+    safe = dci.bytes_per_frame(dci.FRAME_BITRATE_SAFE, 24)
+    assert 0.99 * safe < sizes[0] <= safe < sizes[1] <= dci.bytes_per_frame(dci.FRAME_BITRATE, 24)
+    assert verdicts[0].endswith(": within the cap"), verdicts
+    assert verdicts[1].endswith("0 frame(s) over the cap, 1 above the 230 Mbit/s warning level")
 
 
 def test_the_progress_bar_names_the_film_not_a_cut_naming_convention_title():

@@ -20,6 +20,7 @@ import sys
 import uuid
 from fractions import Fraction
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -37,6 +38,7 @@ from cinegpu.media.sound.inputs import open_sound
 from cinegpu.media.sound.track import SoundTrack
 from cinegpu.media.subtitles.write import prepare_subtitles, split_subtitles
 from cinegpu.player.cli import main
+from cinegpu.player.commands.master import _summary
 from conftest import DCP_SAMPLES, SAMPLE
 from helpers.mastering import (
     HAVE_ENCODER,
@@ -559,3 +561,35 @@ def test_encrypted_subtitles_have_their_own_key(subtitled):
         assert font.startswith(FONT_MAGIC)                  # the font is encrypted too (asdcplib)
         with pytest.raises(MediaError, match="timed text is encrypted"):
             read_timed_text(reel.subtitle.path)
+
+
+# -- the summary line --------------------------------------------------------------------------------
+def test_the_summary_sums_every_reels_sound_and_subtitle_bytes():
+    """Issue 51 item 8: picture, sound and subtitle bytes are each the sum over the reels (the
+    sound and subtitles were once the first reel's)."""
+    layout = SimpleNamespace(name="5.1")
+
+    def reel(frames, picture, sound, text):
+        return SimpleNamespace(picture=SimpleNamespace(frames=frames, size=picture),
+                               sound=SimpleNamespace(size=sound, layout=layout, channels=6,
+                                                     rate=48000),
+                               subtitle=SimpleNamespace(size=text))
+
+    reels = (reel(24, 1000, 300, 40), reel(36, 2000, 500, 60))
+    package = SimpleNamespace(root=Path("dcp"), track=SimpleNamespace(width=1998, height=1080,
+                                                                      edit_rate=24, frames=24, size=1000),
+                              sound=reels[0].sound, subtitle=reels[0].subtitle, reels=reels,
+                              cpl_id="c", keys=None, signer=None)
+    line = _summary(package)
+    assert "60 frames 1998x1080 at 24 fps in 2 reels (24, 36 frames)" in line
+    assert "3000 bytes of picture, sound 5.1 6 channels 48000 Hz (800 bytes), " \
+           "subtitles (100 bytes)" in line
+    one = SimpleNamespace(**{**vars(package), "reels": ()})          # one reel, no list of reels
+    assert "1000 bytes of picture, sound 5.1 6 channels 48000 Hz (300 bytes), subtitles (40 " \
+           "bytes)" in _summary(one)
+
+
+def test_the_summary_of_a_two_reel_master_counts_both_subtitle_files(subtitled):
+    clear, _ = subtitled
+    sizes = [r.subtitle.path.stat().st_size for r in clear.reels]
+    assert len(sizes) == 2 and f"subtitles ({sum(sizes)} bytes)" in _summary(clear)

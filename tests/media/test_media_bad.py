@@ -13,7 +13,7 @@ import pytest
 from cinegpu.media import MediaError, describe, open_source
 from cinegpu.media.j2k_profile import parse_profile
 from cinegpu.media.mxf.read import MXFFile
-from cinegpu.media.package.check import check
+from cinegpu.media.package.check import check, sha1_base64
 from conftest import DCP_SAMPLES, needs_dcp_samples
 
 SAMPLES = DCP_SAMPLES
@@ -170,6 +170,33 @@ def test_hash_and_size_mismatch(smpte_dcp):
     assert any("audio.mxf: 881327 bytes, the PKL says 881326" in p for p in report.problems)
     from cinegpu.player.cli import main
     assert main(["check", "--no-progress", str(smpte_dcp)]) == 1
+
+
+def test_stale_assetmap_length(smpte_dcp):
+    """A CPL changed and its PKL brought up to date (as after re-signing) but not the ASSETMAP:
+    its Length is stale, which check reports naming the asset and both sizes (ClairMeta does);
+    a Length that is no number is a problem too, and one left out (optional) is not."""
+    cpl = smpte_dcp / "cpl_6affb8ee-0020-4dff-a53c-17652f6358ab.xml"
+    cpl.write_bytes(cpl.read_bytes() + b"<!-- changed -->\n")
+    assert cpl.stat().st_size == 8559 + 17
+    pkl = smpte_dcp / "pkl_d199d58b-5ef8-4d49-b270-07e590ccb280.xml"
+    pkl.write_text(pkl.read_text()
+                   .replace("skI+5b/9LA/y6h0mcyxysJYanxI=", sha1_base64(cpl))
+                   .replace("<Size>8559</Size>", f"<Size>{8559 + 17}</Size>"))
+    report = check(smpte_dcp, progress=False)
+    assert report.problems == [
+        f"{cpl.name}: 8576 bytes, the ASSETMAP.xml's Length for asset "
+        "6affb8ee-0020-4dff-a53c-17652f6358ab says 8559"], report.text()
+    from cinegpu.player.cli import main
+    assert main(["check", "--no-progress", str(smpte_dcp)]) == 1
+    assetmap = smpte_dcp / "ASSETMAP.xml"
+    text = assetmap.read_text()
+    assetmap.write_text(text.replace("<Length>8559</Length>", "<Length>lots</Length>"))
+    assert [p for p in check(smpte_dcp, progress=False).problems if "Length" in p] == [
+        f"{cpl.name}: the ASSETMAP.xml's Length for asset 6affb8ee-0020-4dff-a53c-17652f6358ab "
+        "is not a number of bytes: 'lots'"]
+    assetmap.write_text(text.replace("<Length>8559</Length>", ""))
+    assert check(smpte_dcp, progress=False).ok
 
 
 def test_not_media(tmp_path):

@@ -9,7 +9,8 @@ encoder's profiles, media's profile check, the mastering and MXF writers read th
 Both profiles: one tile with image and tile origin (0, 0); 3 components (X'Y'Z') of 12 bits,
 unsigned; 9/7 irreversible wavelet with the ICT; 32x32 code-blocks; precincts 128x128 in the
 lowest resolution and 256x256 elsewhere; CPRL progression; a TLM marker; at most 250 Mbit/s
-per frame and 200 Mbit/s per component. They differ in what :class:`DCIProfile` holds.
+per frame and 200 Mbit/s per component (:data:`FRAME_BITRATE_SAFE`, 230 Mbit/s, is the level
+that leaves room). They differ in what :class:`DCIProfile` holds.
 
 Units: sizes in samples, bit rates in bits per second, byte caps in bytes per frame, frame
 rates in frames per second, code-block and precinct sizes as exponents of two (A.6.1).
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "CODEBLOCK", "COMPONENT_BITRATE", "COMPONENTS", "DCI_2K", "DCI_4K", "DCIProfile",
-    "FRAME_BITRATE", "FRAME_BITRATE_WARNING", "MCT", "PRECINCTS", "PRECISION", "PROFILES",
+    "FRAME_BITRATE", "FRAME_BITRATE_SAFE", "MCT", "PRECINCTS", "PRECISION", "PROFILES",
     "PROGRESSION", "bytes_per_frame", "profile", "profile_for",
 ]
 
@@ -29,8 +30,19 @@ __all__ = [
 FRAME_BITRATE = 250_000_000
 #: Per-component bit rate cap, bits/s: 1,041,666 bytes per component at 24 fps.
 COMPONENT_BITRATE = 200_000_000
-#: Where a verifier warns, bits/s (libdcp ``verify.cc`` practice, not a DCI cap).
-FRAME_BITRATE_WARNING = 230_000_000
+#: The safe image bit rate, bits/s: mastering's default and ``info``'s warning level (libdcp
+#: ``verify.cc`` warns above it; not a DCI cap).  At 24 fps it is 1,197,916 codestream bytes
+#: per frame.  Encryption adds bytes the rate control does not see: an encrypted triplet
+#: (SMPTE ST 429-6 clause 7, 4-byte BER lengths as asdcplib writes them) holds, besides the
+#: codestream, CryptographicContextLink 4+16, PlaintextOffset 4+8, SourceKey 4+16,
+#: SourceLength 4+8, the EncryptedSourceValue's BER 4, IV 16 and check value 16, 1 to 16
+#: bytes of CBC padding, and TrackFileID 4+16, SequenceNumber 4+8, MIC 4+20: at most 172
+#: bytes a frame more than the clear KLV (whose key and length, 20 bytes, both have).  That
+#: is 172 * 8 * 24 = 33,024 bit/s at 24 fps and 82,560 bit/s at 60 fps, so an encrypted
+#: picture mastered at this rate stays under 230.1 Mbit/s: below ClairMeta's safe average of
+#: 245 Mbit/s and asdcplib's 250 (at the 250 cap the same bytes make 250.03 Mbit/s, which
+#: ``asdcp-info -r`` refuses).
+FRAME_BITRATE_SAFE = 230_000_000
 #: Components (X', Y', Z') and their precision, bits (unsigned).
 COMPONENTS, PRECISION = 3, 12
 #: COD's multiple component transform: 1, the ICT (with the 9/7 irreversible wavelet).

@@ -1,7 +1,9 @@
 """``cinegpu check PATH``: verify a package against its packing lists (ST 429-8, ST 2067-2).
 
 Every PKL asset must exist where the ASSETMAP puts it, with the PKL's size and SHA-1 hash
-(base64 of the digest, as PKLs carry it). Files in the package folder that the ASSETMAP does not
+(base64 of the digest, as PKLs carry it); every file the ASSETMAP names with a chunk ``Length``
+(optional, ST 429-9) must have that many bytes, which a CPL changed and its PKL re-signed
+without a new ASSETMAP does not. Files in the package folder that the ASSETMAP does not
 name are reported as extra (a warning); CPL assets missing from the ASSETMAP are problems.
 A supplemental package (VF) checked with its original versions (``ov``) has the CPL assets it
 lacks looked up in their ASSETMAPs (:func:`.package.resolve_from_ov`): those found are reported
@@ -99,6 +101,23 @@ def _verify_assets(pkg: Package, report: CheckReport, progress: bool) -> None:
                                        f"match {whose} {a.hash.strip()}")
 
 
+def _check_lengths(pkg: Package, report: CheckReport) -> None:
+    """A problem for each ASSETMAP chunk ``Length`` that is not its file's size in bytes (a
+    missing file is reported by :func:`_verify_assets` or :func:`_cross_check`)."""
+    for aid, length in pkg.lengths.items():
+        path = pkg.paths[aid]
+        if not path.is_file():
+            continue
+        name = relpath(path, pkg.root)
+        where = f"the {pkg.assetmap_path.name}'s Length for asset {aid}"
+        if not (length.isascii() and length.isdigit()):
+            report.problems.append(f"{name}: {where} is not a number of bytes: {length[:40]!r}")
+            continue
+        size = path.stat().st_size
+        if size != int(length):
+            report.problems.append(f"{name}: {size} bytes, {where} says {int(length)}")
+
+
 def _ov_assets(pkg: Package, report: CheckReport) -> list:
     """The CPL assets found in an OV package: a note each, and (path, asset, CPL name) to hash
     against the CPL's Hash (a missing OV file is a problem)."""
@@ -184,6 +203,7 @@ def check(path, progress: bool = True, ov=()) -> CheckReport:
     if not pkg.pkls:
         report.problems.append(f"{pkg.assetmap_path.name}: no packing list")
     _verify_assets(pkg, report, progress)
+    _check_lengths(pkg, report)
     _cross_check(pkg, report)
     _check_signatures(pkg, report)
     return report

@@ -234,6 +234,9 @@ class Package:
     flavour: str                  # of the ASSETMAP: "smpte" or "interop"
     paths: dict[str, Path]        # asset id -> file
     packing_list_ids: list[str]
+    #: asset id -> the chunk's ``Length`` as the ASSETMAP gives it (text, bytes; ST 429-9
+    #: makes it optional: assets without one are not here), which ``check`` compares
+    lengths: dict[str, str] = field(default_factory=dict)
     pkls: list[PackingList] = field(default_factory=list)
     compositions: list[Composition] = field(default_factory=list)
     volindex: Path | None = None
@@ -266,6 +269,7 @@ def read_assetmap(path: Path) -> Package:
                                f"{namespace(root) or 'none'}")
     folder = path.parent
     paths: dict[str, Path] = {}
+    lengths: dict[str, str] = {}
     pkl_ids: list[str] = []
     asset_list = child(root, "AssetList")
     if asset_list is None:
@@ -284,6 +288,9 @@ def read_assetmap(path: Path) -> Package:
             raise CorruptMedia(path, f"asset {aid} is listed twice (line {asset.sourceline}): "
                                    "which file it names is ambiguous")
         paths[aid] = confined(folder, rel, f"asset {aid} (line {asset.sourceline})", path)
+        length = text(chunk, "Length")
+        if length is not None:
+            lengths[aid] = length.strip()
         if (text(asset, "PackingList") or "").lower() == "true":
             pkl_ids.append(aid)
     vol = None
@@ -291,7 +298,7 @@ def read_assetmap(path: Path) -> Package:
         if (folder / n).is_file() and inside(folder / n, folder):
             vol = folder / n
             break
-    return Package(folder, path, flavour, paths, pkl_ids, volindex=vol)
+    return Package(folder, path, flavour, paths, pkl_ids, lengths, volindex=vol)
 
 
 def inside(path: Path, root: Path) -> bool:

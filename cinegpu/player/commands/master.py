@@ -36,8 +36,9 @@ def register(subparsers) -> None:
                    help=f"edit rate: {rates}; default 24")
     p.add_argument("--title", required=True, type=one_line_text, metavar="TEXT", help="content title (ContentTitleText of the CPL)")
     p.add_argument("--bitrate", type=float, default=None, metavar="MBPS",
-                   help=f"target Mbit/s (default and maximum: the DCI cap of "
-                        f"{dci.FRAME_BITRATE // 1_000_000})")
+                   help=f"target Mbit/s (DCP default: the safe {dci.FRAME_BITRATE_SAFE // 1_000_000}, "
+                        f"which leaves room for encryption; up to the DCI cap of "
+                        f"{dci.FRAME_BITRATE // 1_000_000} with a warning)")
     p.add_argument("--colorspace", choices=("rec709", "p3d65", "dcip3", "xyz"), default="rec709",
                    help="what the input holds (default rec709); xyz: X'Y'Z' code values as they are")
     p.add_argument("--container", choices=("auto", "flat", "scope", "full"), default="auto",
@@ -207,6 +208,8 @@ def _job(args):
                       codec=args.codec, bits=args.bits, lossless=args.lossless,
                       sampling=args.sampling)
     picture.check_holds(len(args.input), args.reel_length, args.encrypt, args.subtitles or None)
+    if (warning := picture.bitrate_warning()) is not None:
+        print(f"cinegpu master: warning: {warning}", file=sys.stderr)
     protection = Protection(keys=args.keys)
     compute = Compute(backend=args.backend, workers=args.workers, processes=args.processes,
                       gpus=args.gpus, cluster=args.cluster, mps=args.mps)
@@ -286,15 +289,20 @@ def _signer(args):
 
 
 def _summary(package) -> str:
-    """The line printed for a finished package: frames, size, reels, sound, subtitles, keys."""
+    """The line printed for a finished package: frames, size, reels, sound, subtitles, keys;
+    the picture, sound and subtitle bytes are each summed over every reel."""
     t = package.track
     s = package.sound
-    sound = "" if s is None else \
-        f", sound {s.layout.name} {s.channels} channels {s.rate} Hz ({s.size} bytes)"
-    subs = "" if package.subtitle is None else f", subtitles ({package.subtitle.size} bytes)"
     reels = package.reels or ()
     frames = sum(r.picture.frames for r in reels) if reels else t.frames
     pictures = sum(r.picture.size for r in reels) if reels else t.size
+    sounds = sum(r.sound.size for r in reels if r.sound is not None) if reels else \
+        (0 if s is None else s.size)
+    texts = sum(r.subtitle.size for r in reels if r.subtitle is not None) if reels else \
+        (0 if package.subtitle is None else package.subtitle.size)
+    sound = "" if s is None else \
+        f", sound {s.layout.name} {s.channels} channels {s.rate} Hz ({sounds} bytes)"
+    subs = "" if package.subtitle is None else f", subtitles ({texts} bytes)"
     more = f" in {len(reels)} reels ({', '.join(str(r.picture.frames) for r in reels)} frames)" \
         if len(reels) > 1 else ""
     keys = "" if package.keys is None else f"; encrypted, content keys in {package.keys}"

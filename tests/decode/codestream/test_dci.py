@@ -31,7 +31,7 @@ def test_byte_caps_of_dci_facts_md():
     assert dci.bytes_per_frame(dci.FRAME_BITRATE, 48) == 651_041
     assert dci.bytes_per_frame(dci.COMPONENT_BITRATE, 24) == 1_041_666
     assert dci.bytes_per_frame(dci.COMPONENT_BITRATE, 48) == 520_833
-    assert dci.bytes_per_frame(dci.FRAME_BITRATE_WARNING, Fraction(24)) == 1_197_916
+    assert dci.bytes_per_frame(dci.FRAME_BITRATE_SAFE, Fraction(24)) == 1_197_916
 
 
 def test_encoder_caps_are_the_facts():

@@ -12,6 +12,7 @@ import uuid
 
 import pytest
 
+from cinegpu.decode.codestream import dci
 from cinegpu.media.errors import CorruptMedia, EncryptedMedia
 from cinegpu.media.mxf.read import MXFFile
 from cinegpu.media.mxf.write import EssenceEncryption, write_track
@@ -121,3 +122,22 @@ def test_asdcplibs_triplets_parse_and_refuse_a_wrong_key():
         m.frame(0)
     with pytest.raises(EncryptedMedia, match="a KDM is needed"):
         MXFFile(LIBDCP_ENCRYPTED).frame(0)
+
+
+@pytest.mark.parametrize("fps", dci.DCI_2K.frame_rates)
+def test_an_encrypted_frame_at_the_safe_rate_stays_under_clairmetas_safe_average(fps):
+    """Issue 51 item 6: the default rate (:data:`dci.FRAME_BITRATE_SAFE`) leaves room for what
+    encryption adds (ST 429-6 clause 7): at most 172 bytes a frame over the clear triplet, so
+    the encrypted picture stays under 230.1 Mbit/s, below ClairMeta's 245 and asdcplib's 250;
+    at the 250 cap the same bytes go over it, as asdcp-info -r says."""
+    key, source_key = os.urandom(16), PICTURE_ELEMENT
+    for n in range(1000, 1016):           # every CBC padding length, 1 to 16
+        triplet = E.encrypt_element(source_key, bytes(n), key, context_id=bytes(16),
+                                    track_file_id=bytes(16), sequence=1)
+        assert len(triplet) - (16 + 4 + n) <= 172
+    safe = dci.bytes_per_frame(dci.FRAME_BITRATE_SAFE, fps)
+    triplet = E.encrypt_element(source_key, bytes(safe), key, context_id=bytes(16),
+                                track_file_id=bytes(16), sequence=1)
+    assert len(triplet) * 8 * fps < 230.1e6 < 245e6
+    cap = dci.bytes_per_frame(dci.FRAME_BITRATE, fps)
+    assert (cap + 172) * 8 * fps > dci.FRAME_BITRATE
