@@ -162,6 +162,7 @@ def test_an_existing_folder_others_may_write_is_not_written_into(tmp_path):
     assert make_private_folder(folder) == folder and _mode(folder) == 0o755
 
 
+@pytest.mark.slow  # long: in the slow pass (issue 50: the quick pass under 150 s): two child processes
 def test_the_command_line_refuses_in_one_line_with_exit_2(tmp_path, pem):
     path = _key(tmp_path / "mine", pem, 0o644)
     open_folder = tmp_path / "open"
