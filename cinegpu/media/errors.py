@@ -11,6 +11,9 @@
 - :class:`KdmRefused`: a Key Delivery Message that is well formed but does not unlock: its
   signature or certificate chain does not hold, the private key is another recipient's, it is
   for another composition, or the time is outside its window.
+- :class:`ExposedKey`: a private key or content key file that others may read, or that others
+  could replace (its folder writable by them), refused as OpenSSH refuses such keys; the
+  message says which ``chmod`` fixes it.
 - a plain :class:`MediaError`: anything else about a file, e.g. one that is missing or cannot
   be read (the ``OSError`` named), or a destination that cannot be written.
 
@@ -23,7 +26,7 @@ import os
 
 from cinegpu.decode.errors import UnsupportedFeature
 
-__all__ = ["CorruptMedia", "EncryptedMedia", "KdmRefused", "MediaError", "UnsupportedMedia", "media_error_of"]
+__all__ = ["CorruptMedia", "EncryptedMedia", "ExposedKey", "KdmRefused", "MediaError", "UnsupportedMedia", "media_error_of"]
 
 
 class MediaError(ValueError):
@@ -58,6 +61,11 @@ class EncryptedMedia(UnsupportedMedia):
 class KdmRefused(MediaError):
     """A KDM (SMPTE ST 430-1) that does not unlock the content: broken signature or chain,
     another recipient's key, another composition, outside its validity window."""
+
+
+class ExposedKey(MediaError):
+    """A private key or key file that others may read, or that others could replace (its folder
+    writable by them): refused, with the ``chmod`` that fixes it."""
 
 
 def media_error_of(exc: BaseException) -> type[MediaError]:

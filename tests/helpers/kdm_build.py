@@ -4,8 +4,11 @@ are valid from 2026-01-01 for ten years, so that a test may choose a window in 2
 
 from __future__ import annotations
 
+import os
+import shutil
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from pathlib import Path
 
 from cryptography.hazmat.primitives import serialization
 
@@ -27,6 +30,19 @@ class Party:
     def pem(self) -> bytes:
         return self.key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
                                       serialization.NoEncryption())
+
+
+def private_copy(src, folder) -> Path:
+    """A copy of the private key ``src`` in ``folder`` (made mode 700 if absent), mode 600: a
+    shared sample key lies world-readable (mode 444) in a read-only folder, and cinegpu refuses
+    to read a key others may read (:mod:`cinegpu.media.security.key_files`)."""
+    folder = Path(folder)
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(folder, 0o700)
+    dst = folder / Path(src).name
+    shutil.copyfile(src, dst)
+    os.chmod(dst, 0o600)
+    return dst
 
 
 def make_chain() -> tuple[Chain, Chain]:

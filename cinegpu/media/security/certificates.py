@@ -42,6 +42,7 @@ from cryptography.x509.oid import NameOID
 
 from cinegpu.media.errors import CorruptMedia, MediaError
 from cinegpu.media.files import create_new_file, read_bounded
+from cinegpu.media.security.key_files import make_private_folder
 
 __all__ = ["CHAIN_FILES", "Chain", "ChainReport", "certificate_thumbprint", "check_certificates",
            "dn_string", "make_chain", "order_chain", "public_key_thumbprint", "read_certificates",
@@ -160,14 +161,12 @@ def write_chain(chain: Chain, directory) -> dict[str, Path]:
     """Write ``chain`` into ``directory`` (made if absent) as :data:`CHAIN_FILES` names them:
     each certificate as PEM, ``chain.pem`` with all three leaf first (the order of a KDM's
     ``KeyInfo``, what ``cinegpu kdm make --signer-chain`` reads), and ``leaf.key``, the leaf's
-    private key (PKCS #8 PEM, unencrypted) with mode 600 from its creation. No file is ever
+    private key (PKCS #8 PEM, unencrypted) with mode 600 from its creation, whatever the umask.
+    The folder and any parent made for it are made mode 700 (:func:`.key_files.make_private_folder`;
+    an existing one others may write is refused, :class:`~.errors.ExposedKey`). No file is ever
     overwritten: when one of the names is taken nothing is written (:class:`MediaError`)."""
 
-    directory = Path(directory)
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise MediaError(directory, f"cannot make the folder: {exc.strerror or exc}") from None
+    directory = make_private_folder(directory, "chain folder")
     paths = {what: directory / name for what, name in CHAIN_FILES.items()}
     taken = [p.name for p in paths.values() if p.exists() or p.is_symlink()]
     if taken:

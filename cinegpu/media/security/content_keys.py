@@ -18,13 +18,13 @@ The key types are ST 430-1's (MDIK picture, MDAK sound, MDSK subtitles). A :clas
 from __future__ import annotations
 
 import os
-import stat
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cinegpu.media.errors import CorruptMedia, MediaError
-from cinegpu.media.files import create_new_file, read_bounded
+from cinegpu.media.errors import CorruptMedia
+from cinegpu.media.files import create_new_file
+from cinegpu.media.security.key_files import read_private_file
 
 __all__ = ["KEY_TYPES", "KeyFile", "TrackKey", "new_track_key", "read_key_file", "write_key_file"]
 
@@ -81,16 +81,10 @@ def write_key_file(path, keys, cpl_id: str | None = None) -> Path:
 
 def read_key_file(path) -> KeyFile:
     """Parse a key file (:func:`write_key_file`'s format). A file that others may read is
-    refused: keys must not lie open on a shared machine."""
+    refused: keys must not lie open on a shared machine (:func:`.key_files.read_private_file`:
+    nor in a folder others may write)."""
     path = Path(path)
-    try:
-        st = os.stat(path)
-    except OSError as exc:
-        raise MediaError(path, f"cannot read the key file: {exc.strerror or exc}") from None
-    if st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise MediaError(path, f"the key file is open to others (mode {stat.S_IMODE(st.st_mode):03o}); "
-                               f"chmod 600 it first")
-    text = read_bounded(path, MAX_KEY_FILE_BYTES, "key file")
+    text = read_private_file(path, MAX_KEY_FILE_BYTES, "key file")
     try:
         lines = text.decode("ascii").splitlines()
     except UnicodeDecodeError:

@@ -35,7 +35,6 @@ import uuid
 import warnings
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from pathlib import Path
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes
@@ -46,6 +45,7 @@ from lxml import etree
 from cinegpu.media.errors import CorruptMedia, KdmRefused, MediaError, UnsupportedMedia
 from cinegpu.media.files import read_bounded
 from cinegpu.media.security.certificates import ChainReport, certificate_thumbprint, check_certificates, dn_string
+from cinegpu.media.security.key_files import read_private_file
 from cinegpu.media.security.xml_c14n import canonical_xml
 from cinegpu.media.security.xml_signature import (
     DIGESTS,
@@ -62,6 +62,8 @@ NS_KDM = "http://www.smpte-ra.org/schemas/430-1/2006/KDM"
 NS_ENC = "http://www.w3.org/2001/04/xmlenc#"
 #: a KDM is a few tens of KB (one EncryptedKey per content key); more is not one
 MAX_KDM_BYTES = 1 << 20
+#: the most bytes of a PEM private key read (an RSA 4096 key is about 3.3 KB)
+MAX_PRIVATE_KEY_BYTES = 64 << 10
 #: ST 430-1 clause 6.2: the first 16 bytes of every decrypted key block
 KEY_STRUCTURE_ID = bytes.fromhex("f1dc124460169a0e85bc300642f866ab")
 KEY_BLOCK_BYTES = 138
@@ -219,12 +221,10 @@ def check_chain(kdm: Kdm, at: datetime | None = None) -> ChainReport:
 
 def load_private_key(path):
     """The RSA private key in the PEM file at ``path`` (unencrypted).  Its bytes are read
-    here and go nowhere else."""
+    here and go nowhere else.  A key others may read or replace is refused
+    (:func:`.key_files.read_private_file`: :class:`~.errors.ExposedKey`, with the fix)."""
 
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise MediaError(path, f"cannot read the private key: {exc.strerror or exc}") from None
+    data = read_private_file(path, MAX_PRIVATE_KEY_BYTES)
     try:
         key = load_pem_private_key(data, password=None)
     except (ValueError, TypeError):

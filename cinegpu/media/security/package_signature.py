@@ -35,7 +35,7 @@ from pathlib import Path
 from cryptography.hazmat.primitives.asymmetric import rsa
 from lxml import etree
 
-from cinegpu.media.errors import CorruptMedia, MediaError
+from cinegpu.media.errors import CorruptMedia, ExposedKey, MediaError
 from cinegpu.media.files import read_bounded
 from cinegpu.media.security.certificates import (
     CHAIN_FILES,
@@ -47,6 +47,7 @@ from cinegpu.media.security.certificates import (
     write_chain,
 )
 from cinegpu.media.security.kdm import load_private_key
+from cinegpu.media.security.key_files import make_private_folder
 from cinegpu.media.security.xml_c14n import canonical_xml
 from cinegpu.media.security.xml_signature import (
     C14N_URI,
@@ -191,19 +192,19 @@ def signer_folder(environ=None) -> Path:
 def user_signer(environ=None) -> tuple[Signer, bool]:
     """The user's own signer (:func:`signer_folder`) and whether it was made now: on first use
     a new ST 430-2 chain (:func:`.certificates.make_chain`, leaf ``CS.cinegpu.signer``) is
-    written there, the folder mode 700 and ``leaf.key`` 600, as DCP-o-matic makes its own."""
+    written there, the folder (and each parent made for it, e.g. ``$XDG_CONFIG_HOME/cinegpu``)
+    mode 700 and ``leaf.key`` 600 whatever the umask, as DCP-o-matic makes its own; a
+    ``leaf.key`` or folder others may read or write is refused (:class:`~.errors.ExposedKey`)."""
     folder = signer_folder(environ)
     if (folder / CHAIN_FILES["chain"]).is_file() or (folder / CHAIN_FILES["key"]).exists():
         try:
             return load_signer(folder), False
+        except ExposedKey:
+            raise                   # its message says the chmod that fixes it
         except MediaError as exc:
             raise MediaError(folder, f"{exc.reason} (your own signer: move the folder away and a new "
                                      f"chain is made, or sign with --sign DIR)") from None
-    try:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        os.chmod(folder, 0o700)
-    except OSError as exc:
-        raise MediaError(folder, f"cannot make the signer folder: {exc.strerror or exc}") from None
+    make_private_folder(folder, "signer folder")
     chain = make_chain("cinegpu", "cinegpu.signer", role="CS", days=USER_CHAIN_DAYS)
     write_chain(chain, folder)
     return load_signer(folder), True

@@ -1,7 +1,7 @@
 """KDMs (cinegpu.media.security.kdm): parsing, the XML signature, the certificate chain, the content
 keys, the validity window, hostile input, and ``cinegpu kdm inspect``, on KDMs another
 implementation produced (libdcp's test data in ../shared/dcp-samples/libdcp-kdm, read in
-place: an easyDCP KDM whose signature xmlsec verifies, and a cinemaslides one whose
+place, its world-readable private keys copied mode 600 first: an easyDCP KDM whose signature xmlsec verifies, and a cinemaslides one whose
 AuthenticatedPublic no longer matches its signature, which xmlsec refuses too)."""
 
 from __future__ import annotations
@@ -16,13 +16,21 @@ from cinegpu.media.errors import CorruptMedia, KdmRefused, UnsupportedMedia
 from cinegpu.media.security import kdm as K
 from conftest import DCP_SAMPLES
 from helpers.cli import cinegpu
+from helpers.kdm_build import private_copy
 
 KDMS = DCP_SAMPLES / "libdcp-kdm"
 pytestmark = pytest.mark.skipif(not KDMS.is_dir(), reason="../shared/dcp-samples/libdcp-kdm is absent")
 EASYDCP = KDMS / "target.pem.crt.de5d4eba-e683-41ca-bdda-aa4ad96af3f4.kdm.xml"
-EASYDCP_KEY = KDMS / "failing-private.key"
+SHARED_EASYDCP_KEY = KDMS / "failing-private.key"
 SLIDES = KDMS / "kdm_TONEPLATES-SMPTE-ENC_.smpte-430-2.ROOT.NOT_FOR_PRODUCTION_20130706_20230702_CAR_OV_t1_8971c838.xml"
-SLIDES_KEY = KDMS / "private.key"
+SHARED_SLIDES_KEY = KDMS / "private.key"
+
+
+@pytest.fixture(scope="module")
+def private_keys(tmp_path_factory):
+    """The shared sample keys, copied mode 600 (they lie world-readable, which cinegpu refuses)."""
+    folder = tmp_path_factory.mktemp("keys")
+    return {"easydcp": private_copy(SHARED_EASYDCP_KEY, folder), "slides": private_copy(SHARED_SLIDES_KEY, folder)}
 
 
 def test_the_public_fields():
@@ -41,12 +49,12 @@ def test_the_public_fields():
     assert len(e.cipher_values) == 4 and len(e.certificates) == 4
 
 
-@pytest.mark.parametrize("path,key,count", [(SLIDES, SLIDES_KEY, 2), (EASYDCP, EASYDCP_KEY, 4)])
-def test_the_recipients_key_opens_every_content_key(path, key, count):
+@pytest.mark.parametrize("path,key,count", [(SLIDES, "slides", 2), (EASYDCP, "easydcp", 4)])
+def test_the_recipients_key_opens_every_content_key(private_keys, path, key, count):
     """Each block decrypts to the ST 430-1 structure id, the KDM's composition and a key id of
     its KeyIdList with the same type, in order: what a wrong decryption cannot give."""
     k = K.read_kdm(path)
-    keys = K.decrypt_keys(k, K.load_private_key(key))
+    keys = K.decrypt_keys(k, K.load_private_key(private_keys[key]))
     assert len(keys) == count
     assert [(c.key_type, c.key_id) for c in keys] == [(t.key_type, t.key_id) for t in k.key_ids]
     for c in keys:
@@ -56,15 +64,15 @@ def test_the_recipients_key_opens_every_content_key(path, key, count):
     assert len({c.key for c in keys}) == count
 
 
-def test_another_recipients_key_is_refused_without_naming_a_key():
+def test_another_recipients_key_is_refused_without_naming_a_key(private_keys):
     k = K.read_kdm(SLIDES)
     with pytest.raises(KdmRefused, match="not the recipient's key .*CS.smpte-430-2.LEAF"):
-        K.decrypt_keys(k, K.load_private_key(EASYDCP_KEY))
+        K.decrypt_keys(k, K.load_private_key(private_keys["easydcp"]))
     with pytest.raises(KdmRefused, match="not the recipient's key"):
-        K.decrypt_keys(K.read_kdm(EASYDCP), K.load_private_key(SLIDES_KEY))
+        K.decrypt_keys(K.read_kdm(EASYDCP), K.load_private_key(private_keys["slides"]))
 
 
-def test_key_blocks_name_the_signer():
+def test_key_blocks_name_the_signer(private_keys):
     """Each block's signer thumbprint is SHA-1 of the signer certificate's signed part: a KDM
     whose Signer names another of its certificates is refused when its keys are opened."""
     data = EASYDCP.read_bytes()
@@ -74,7 +82,7 @@ def test_key_blocks_name_the_signer():
                      data, count=1, flags=re.S)
     assert changed != data
     with pytest.raises(KdmRefused, match="made by another signer"):
-        K.decrypt_keys(K.parse_kdm(changed), K.load_private_key(EASYDCP_KEY))
+        K.decrypt_keys(K.parse_kdm(changed), K.load_private_key(private_keys["easydcp"]))
 
 
 def test_the_signature_as_xmlsec_sees_it():
@@ -171,8 +179,8 @@ def test_hostile_kdms_are_one_media_error(make, kind, words):
         K.check_signature(k)        # entities: parsed without expansion, then refused
 
 
-def test_inspect_prints_the_fields_and_with_the_key_the_keys(tmp_path):
-    r = cinegpu("kdm", "inspect", str(EASYDCP), "--key", str(EASYDCP_KEY), "--json")
+def test_inspect_prints_the_fields_and_with_the_key_the_keys(tmp_path, private_keys):
+    r = cinegpu("kdm", "inspect", str(EASYDCP), "--key", str(private_keys["easydcp"]), "--json")
     assert r.returncode == 1, r.stderr          # the window and the leaf's extension: problems
     report = json.loads(r.stdout)
     assert report["cpl_id"] == "1296643f-e0ba-438e-bcfa-e47852173d5b"
