@@ -35,7 +35,6 @@ import uuid
 import warnings
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from pathlib import Path
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes
@@ -45,7 +44,13 @@ from lxml import etree
 
 from cinegpu.media.errors import CorruptMedia, KdmRefused, MediaError, UnsupportedMedia
 from cinegpu.media.files import read_bounded
-from cinegpu.media.security.certificates import ChainReport, certificate_thumbprint, check_certificates, dn_string
+from cinegpu.media.security.certificates import (
+    MAX_PEM_BYTES,
+    ChainReport,
+    certificate_thumbprint,
+    check_certificates,
+    dn_string,
+)
 from cinegpu.media.security.xml_c14n import canonical_xml
 from cinegpu.media.security.xml_signature import (
     DIGESTS,
@@ -221,10 +226,7 @@ def load_private_key(path):
     """The RSA private key in the PEM file at ``path`` (unencrypted).  Its bytes are read
     here and go nowhere else."""
 
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise MediaError(path, f"cannot read the private key: {exc.strerror or exc}") from None
+    data = read_bounded(path, MAX_PEM_BYTES, "private key file")
     try:
         key = load_pem_private_key(data, password=None)
     except (ValueError, TypeError):
