@@ -1,7 +1,8 @@
 """Whole small files the media layer reads and writes.
 
-- :func:`read_bounded`: a codestream, a KDM, an SRT file, a subtitle resource, with a bound on
-  its size checked before a byte is read;
+- :func:`read_bounded`: every whole file a user names (a codestream, a KDM, a key or certificate,
+  an XML document, an SRT file, a font, a subtitle resource), never more than a bound on its size,
+  whatever ``stat`` says (a device or a pipe says 0 bytes);
 - :func:`create_new_file`: a file that must not exist yet (a private key, a key file), created
   with its final mode (e.g. 600) so that it is never readable by others, not even for a moment;
 - :func:`replace_atomically`: a file that appears whole or not at all (a KDM), through a
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import stat
 import tempfile
 from pathlib import Path
 
@@ -25,18 +27,35 @@ __all__ = ["create_new_file", "new_partial_folder", "read_bounded", "replace_ato
 FOLDER_TRIES = 100
 
 
-def read_bounded(path, limit: int, what: str) -> bytes:
-    """The bytes of ``path``: :class:`~.errors.UnsupportedMedia` when it has more than
-    ``limit`` bytes (``what`` names the kind of file), :class:`~.errors.MediaError` naming the
-    ``OSError`` when it cannot be read."""
+def read_bounded(path, limit: int, what: str, hint: str = "") -> bytes:
+    """The bytes of ``path``, a file a user named (``what`` says what kind, e.g. "KDM"): at
+    most ``limit`` bytes, else :class:`~.errors.UnsupportedMedia` naming the file and the limit;
+    :class:`~.errors.MediaError` naming the ``OSError`` when it cannot be read.
+
+    The size is not taken on trust: a device (``/dev/zero``) or a pipe says 0 bytes, so at most
+    ``limit + 1`` bytes are read whatever ``stat`` says (a regular file larger than ``limit`` is
+    refused before a byte is read).  A folder is refused by name.  ``hint`` ends the message of a
+    file too large (e.g. how large real ones are)."""
     p = Path(path)
+    bound = f"{limit} bytes{f' ({limit >> 20} MiB)' if limit >= 1 << 20 and limit % (1 << 20) == 0 else ''}"
+    hint = f"; {hint}" if hint else ""
     try:
-        size = p.stat().st_size
-        if size > limit:
-            raise UnsupportedMedia(p, f"{what} of {size} bytes, more than the {limit} bytes cinegpu reads")
-        return p.read_bytes()
+        with open(p, "rb") as f:
+            st = os.fstat(f.fileno())
+            if stat.S_ISDIR(st.st_mode):
+                raise MediaError(p, "a folder, not a file")
+            if stat.S_ISREG(st.st_mode) and st.st_size > limit:
+                raise UnsupportedMedia(p, f"{what} of {st.st_size} bytes, more than the {bound} cinegpu "
+                                          f"reads{hint}")
+            data = f.read(limit + 1)
+    except IsADirectoryError:
+        raise MediaError(p, "a folder, not a file") from None
     except OSError as exc:
         raise MediaError(p, f"cannot read: {exc.strerror or exc}") from None
+    if len(data) > limit:
+        kind = "" if stat.S_ISREG(st.st_mode) else " (not a regular file: a device or a pipe?)"
+        raise UnsupportedMedia(p, f"{what} of more than the {bound} cinegpu reads{kind}{hint}")
+    return data
 
 
 def create_new_file(path, data: bytes, mode: int, what: str, exists: str = "") -> Path:

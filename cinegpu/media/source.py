@@ -330,8 +330,10 @@ def kind_of(path) -> str:
     p = Path(path)
     if p.is_dir():
         return "folder"
-    if not p.is_file():
+    if not p.exists():
         raise MediaError(p, "no such file or folder")
+    if not p.is_file():
+        raise MediaError(p, "not a regular file or a folder (a device or a pipe?)")
     if p.suffix.lower() == ".mxf" or is_mxf(p):
         return "mxf"
     kind = sniff(p)

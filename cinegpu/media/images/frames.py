@@ -46,8 +46,10 @@ def list_frames(path) -> list[Path]:
         if p.suffix.lower() not in IMAGE_SUFFIXES:
             raise UnsupportedMedia(p, f"not a TIFF, PNG or DPX image ({p.suffix or 'no suffix'})")
         return [p]
-    if not p.is_dir():
+    if not p.exists():
         raise MediaError(p, "no such file or folder")
+    if not p.is_dir():
+        raise MediaError(p, "not a regular file or a folder (a device or a pipe?)")
     files = sorted((f for f in p.iterdir() if f.is_file() and f.suffix.lower() in IMAGE_SUFFIXES),
                    key=lambda f: natural_key(f.name))
     if not files:

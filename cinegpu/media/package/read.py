@@ -32,6 +32,7 @@ from pathlib import Path
 from lxml import etree
 
 from cinegpu.media.errors import CorruptMedia, MediaError, UnsupportedMedia
+from cinegpu.media.files import read_bounded
 
 NS_AM = {"http://www.smpte-ra.org/schemas/429-9/2007/AM": "smpte",
          "http://www.digicine.com/PROTO-ASDCP-AM-20040311#": "interop"}
@@ -94,23 +95,15 @@ def text(el, name: str, default: str | None = None) -> str | None:
 
 def parse_xml(path: Path):
     """Parse ``path`` with entities and network off; MediaError names the line on failure."""
-    try:
-        size = path.stat().st_size
-    except OSError as exc:
-        raise MediaError(path, f"cannot read: {exc.strerror or exc}") from None
-    if size > MAX_XML_BYTES:
-        raise UnsupportedMedia(path, f"XML document of {size} bytes, more than the {MAX_XML_BYTES} bytes "
-                                     f"({MAX_XML_BYTES >> 20} MiB) cinegpu reads; real CPLs, PKLs and ASSETMAPs "
-                                     f"are a few MB at most")
+    data = read_bounded(path, MAX_XML_BYTES, "XML document",
+                        "real CPLs, PKLs, ASSETMAPs and subtitle documents are a few MB at most")
     parser = etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=False,
                              remove_comments=True)
     try:
-        return etree.parse(str(path), parser).getroot()
+        return etree.fromstring(data, parser, base_url=str(path))
     except etree.XMLSyntaxError as exc:
         line, col = exc.position if exc.position else (None, None)
         raise CorruptMedia(path, f"malformed XML (line {line}, column {col}): {exc.msg}") from None
-    except OSError as exc:
-        raise MediaError(path, f"cannot read: {exc}") from None
 
 
 def _int(el, name: str, path, default: int | None = None, limit: int = MAX_FRAMES) -> int | None:

@@ -75,7 +75,7 @@ def read_subtitles(path, root: Path | None = None, key: bytes | None = None) -> 
     content key when encrypted)."""
 
     p = Path(path)
-    if not p.is_file():
+    if not p.exists():
         raise MediaError(p, "subtitle file is missing")
     if p.suffix.lower() == ".mxf" or is_mxf(p):
         return read_timed_text_track(p, key)

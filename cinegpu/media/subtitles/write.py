@@ -33,6 +33,7 @@ from pathlib import Path
 from lxml import etree
 
 from cinegpu.media.errors import MediaError
+from cinegpu.media.files import read_bounded
 from cinegpu.media.mxf.timed_text_write import FONT_MIME, PNG_MIME, Resource
 from cinegpu.media.subtitles.documents import FONT_MAGIC, MAX_FONT_BYTES, read_subtitles
 from cinegpu.media.subtitles.font_subset import subset_font
@@ -90,15 +91,9 @@ def default_font() -> Path:
 
 def _font_bytes(font) -> bytes:
     p = Path(font) if font is not None else default_font()
-    try:
-        size = p.stat().st_size
-        if size > MAX_FONT_BYTES:
-            raise MediaError(p, f"font of {size} bytes, more than the {MAX_FONT_BYTES} bytes embedded")
-        data = p.read_bytes()
-    except FileNotFoundError:
-        raise MediaError(p, "subtitle font file is missing") from None
-    except OSError as exc:
-        raise MediaError(p, f"cannot read the subtitle font: {exc.strerror or exc}") from None
+    if not p.exists():
+        raise MediaError(p, "subtitle font file is missing")
+    data = read_bounded(p, MAX_FONT_BYTES, "subtitle font")
     if not data.startswith(FONT_MAGIC):
         raise MediaError(p, "not a TrueType/OpenType font file")
     return data

@@ -10,8 +10,10 @@ from pathlib import Path
 from cinegpu.decode import BackendUnavailable, CodestreamError, LenientWarning
 from cinegpu.decode.codestream.header import parse_codestream
 from cinegpu.decode.jp2 import channel_depths, channel_order, read_jp2
+from cinegpu.media.errors import MediaError
 from cinegpu.media.images.jp2_colour import Picture, for_display
 from cinegpu.media.images.write import write_image
+from cinegpu.media.source import read_codestream_file
 
 from .args import non_negative_int, positive_int
 
@@ -72,7 +74,11 @@ def run(args) -> int:
     if problem:
         print(f"cinegpu decode: {problem}", file=sys.stderr)
         return 2
-    data = args.file.read_bytes()
+    try:
+        data = read_codestream_file(args.file)
+    except MediaError as exc:
+        print(f"cinegpu decode: {exc}", file=sys.stderr)
+        return 2
     with warnings.catch_warnings(record=True) as tolerated:
         warnings.simplefilter("always", LenientWarning)
         try:

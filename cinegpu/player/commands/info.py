@@ -8,7 +8,7 @@ from pathlib import Path
 from cinegpu.decode import CodestreamError
 from cinegpu.decode.codestream.describe import describe_codestream
 from cinegpu.media import MediaError, describe
-from cinegpu.media.source import kind_of
+from cinegpu.media.source import kind_of, read_codestream_file
 
 
 def register(sub) -> None:
@@ -30,7 +30,12 @@ def run(args) -> int:
         return 2
     if kind == "codestream":
         try:
-            print(describe_codestream(path.read_bytes(), name=str(path)))
+            data = read_codestream_file(path)
+        except MediaError as exc:
+            print(f"cinegpu info: {exc}", file=sys.stderr)
+            return 2
+        try:
+            print(describe_codestream(data, name=str(path)))
         except CodestreamError as exc:
             print(f"cinegpu info: {path}: {exc}", file=sys.stderr)
             return 2

@@ -36,8 +36,10 @@ def register(subparsers) -> None:
     tok.add_argument("--no-token", action="store_true",
                      help="no token (loopback addresses only): any local program may drive the player")
     tok.add_argument("--token", metavar="TOKEN",
-                     help="deprecated: every local user can read a command line; use $CINEGPU_SERVE_TOKEN or "
-                          "--token-file")
+                     help="refused unless --insecure-token-on-command-line is also given: every local user can "
+                          "read a command line; use $CINEGPU_SERVE_TOKEN or --token-file")
+    p.add_argument("--insecure-token-on-command-line", action="store_true",
+                   help="accept --token although every local user can read it (ps, /proc/PID/cmdline)")
     p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
                    help="also accept requests whose Host header is NAME (a DNS name the server is reached by)")
     p.add_argument("--allow-origin", action="append", default=[], metavar="URL",
@@ -75,12 +77,19 @@ def register(subparsers) -> None:
 
 
 def token_of(args, environ=os.environ, warn=None) -> str | None:
-    """The token from --token-file, else $CINEGPU_SERVE_TOKEN, else the deprecated --token (with a
-    warning: a command line is readable by every local user); None: generate one (or --no-token)."""
+    """The token from --token-file, else $CINEGPU_SERVE_TOKEN, else --token, which is a
+    :class:`UsageError` without --insecure-token-on-command-line and a warning with it (a command
+    line is readable by every local user); None: generate one (or --no-token)."""
     from ..server.access import check_token, read_token_file  # noqa: PLC0415  (start-up: the HTTP server, ~0.16 s)
 
     if args.token_file:
         return read_token_file(args.token_file)
+    if args.token and not args.insecure_token_on_command_line:
+        raise UsageError("--token puts the token in the command line, which every local user can read "
+                         "(ps, /proc/PID/cmdline): give it as $CINEGPU_SERVE_TOKEN or in a --token-file "
+                         "(mode 600), or add --insecure-token-on-command-line")
+    if args.insecure_token_on_command_line and not args.token:
+        raise UsageError("--insecure-token-on-command-line without --token")
     if args.token:
         if warn:
             warn("cinegpu serve: warning: --token puts the token in the command line, which every local user can "

@@ -3,8 +3,14 @@ no traceback, found before any long work (issue: the first ten minutes)."""
 
 from __future__ import annotations
 
-import pytest
+import os
+from pathlib import Path
 
+import pytest
+from PIL import Image
+
+from cinegpu.media.security.certificates import make_chain, write_chain
+from cinegpu.media.security.content_keys import TrackKey, write_key_file
 from conftest import DCP_SAMPLES, SAMPLE, have_cuda
 from helpers.cli import cinegpu
 
@@ -58,6 +64,82 @@ def test_a_mistake_is_one_line_and_exit_2(tmp_path, args, words):
     assert r.returncode == 2, (r.returncode, r.stderr[-2000:])
     assert "Traceback" not in r.stderr, r.stderr[-2000:]
     assert len(lines) == 1 and words in lines[0], r.stderr
+
+
+ENCRYPTED = DCP_SAMPLES / "libdcp-encryption_test-smpte-2k-encrypted"
+ENCRYPTED_CPL = ENCRYPTED / "cpl_6affb8ee-0020-4dff-a53c-17652f6358ab.xml"
+KDM = DCP_SAMPLES / "libdcp-kdm" / "target.pem.crt.de5d4eba-e683-41ca-bdda-aa4ad96af3f4.kdm.xml"
+RECIPIENT_KEY = DCP_SAMPLES / "libdcp-kdm" / "private.key"
+KDM_MAKE = ["kdm", "make", "--keys", "{tmp}/keys", "--not-before", "now", "--not-after", "+2d", "-o", "{tmp}/kdm.xml"]
+DEVICE = "bytes (1 MiB) cinegpu reads (not a regular file"
+#: files a user names given as /dev/zero, whose st_size is 0 (issue 51, item 4: each was read until
+#: MemoryError): (arguments, words the one line must contain)
+DEVICE_FILES = [
+    (["kdm", "inspect", "/dev/zero"], f"/dev/zero: KDM of more than the 1048576 {DEVICE}"),
+    (["kdm", "inspect", KDM, "--key", "/dev/zero"], f"/dev/zero: private key file of more than the 1048576 {DEVICE}"),
+    (["play", ENCRYPTED, "--headless", "--kdm", "/dev/zero", "--key", RECIPIENT_KEY], f"KDM of more than the 1048576 {DEVICE}"),
+    (["play", ENCRYPTED, "--headless", "--kdm", KDM, "--key", "/dev/zero"], f"private key file of more than the 1048576 {DEVICE}"),
+    (["play", "/dev/zero", "--headless"], "/dev/zero: not a regular file or a folder"),
+    ([*KDM_MAKE, "--cpl", "/dev/zero", "--recipient", "{tmp}/chain/leaf.signed.pem", "--signer-key", "{tmp}/chain/leaf.key",
+      "--signer-chain", "{tmp}/chain/chain.pem"], "/dev/zero: XML document of more than the 8388608 bytes (8 MiB)"),
+    ([*KDM_MAKE, "--cpl", ENCRYPTED_CPL, "--recipient", "/dev/zero", "--signer-key", "{tmp}/chain/leaf.key",
+      "--signer-chain", "{tmp}/chain/chain.pem"], f"/dev/zero: PEM file of more than the 1048576 {DEVICE}"),
+    ([*KDM_MAKE, "--cpl", ENCRYPTED_CPL, "--recipient", "{tmp}/chain/leaf.signed.pem", "--signer-key", "/dev/zero",
+      "--signer-chain", "{tmp}/chain/chain.pem"], f"/dev/zero: private key file of more than the 1048576 {DEVICE}"),
+    ([*KDM_MAKE, "--cpl", ENCRYPTED_CPL, "--recipient", "{tmp}/chain/leaf.signed.pem", "--signer-key",
+      "{tmp}/chain/leaf.key", "--signer-chain", "/dev/zero"], f"/dev/zero: PEM file of more than the 1048576 {DEVICE}"),
+    ([*KDM_MAKE, "--cpl", ENCRYPTED_CPL, "--recipient", "{tmp}/chain/leaf.signed.pem", "--signer-key",
+      "{tmp}/chain/leaf.key", "--signer-chain", "{tmp}/chain/chain.pem", "--trusted-device", "/dev/zero"],
+     f"/dev/zero: PEM file of more than the 1048576 {DEVICE}"),
+    (["master", "{tmp}/frames", "-o", "{tmp}/out", "--title", "T", "--subtitles", "{tmp}/s.srt",
+      "--subtitle-font", "/dev/zero"], "/dev/zero: subtitle font of more than the 67108864 bytes (64 MiB) cinegpu reads"),
+    (["master", "{tmp}/frames", "-o", "{tmp}/out", "--title", "T", "--subtitles", "/dev/zero"],
+     "/dev/zero: XML document of more than the 8388608 bytes (8 MiB)"),
+    (["master", "{tmp}/frames", "-o", "{tmp}/out", "--title", "T", "--audio", "/dev/zero"], "not a RIFF/WAVE file"),
+    (["info", "/dev/zero"], "/dev/zero: not a regular file or a folder"),
+    (["decode", "/dev/zero", "-o", "{tmp}/o.png"], "/dev/zero: not a file"),
+]
+
+
+@pytest.fixture(scope="module")
+def named_files(tmp_path_factory) -> Path:
+    """A chain and its leaf key, a key file for libdcp's encrypted CPL, a frame folder and an SRT file."""
+    d = tmp_path_factory.mktemp("named")
+    write_chain(make_chain("cinegpu.test", "signer"), d / "chain")
+    keys = [("MDIK", "ac8d301c-e5d9-4343-b6f3-ba2668adbe56"), ("MDAK", "7ab6c77b-6648-44b9-8549-a5290ada6238")]
+    write_key_file(d / "keys", [TrackKey(t, i, os.urandom(16)) for t, i in keys], "6affb8ee-0020-4dff-a53c-17652f6358ab")
+    (d / "frames").mkdir()
+    Image.new("RGB", (1998, 1080)).save(d / "frames" / "f0.png")
+    (d / "s.srt").write_text("1\n00:00:00,000 --> 00:00:00,040\nhi\n")
+    return d
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="no /dev/zero here")
+@pytest.mark.parametrize("args,words", DEVICE_FILES,
+                         ids=[" ".join(str(a) for a in args if "/" not in str(a) or a == "/dev/zero")[:60]
+                              for args, _ in DEVICE_FILES])
+@pytest.mark.slow  # long: in the slow pass (issue 50: the quick pass under 150 s)
+def test_a_device_named_as_a_file_is_one_line_and_exit_2(named_files, args, words):
+    """Each is refused within the time a mistake takes (not read until memory runs out)."""
+    if any(str(a).startswith(str(DCP_SAMPLES)) for a in args) and not DCP_SAMPLES.is_dir():
+        pytest.skip("../shared/dcp-samples is absent")
+    r = cinegpu(*[str(a).format(tmp=named_files) for a in args], cwd=named_files, timeout=60)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2, (r.returncode, r.stderr[-2000:])
+    assert "Traceback" not in r.stderr, r.stderr[-2000:]
+    assert len(lines) == 1 and words in lines[0], r.stderr
+
+
+def test_serve_refuses_a_token_on_the_command_line(tmp_path):
+    """Issue 51, item 5: ``--token T`` is readable in /proc/PID/cmdline; refused, naming the safe ways."""
+    r = cinegpu("serve", "--library", tmp_path, "--headless", "--token", "cmdline-token-0123", timeout=60)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1, r.stderr
+    assert "$CINEGPU_SERVE_TOKEN" in lines[0] and "--token-file" in lines[0] and "/proc/PID/cmdline" in lines[0]
+    assert "--insecure-token-on-command-line" in lines[0]
+    r = cinegpu("serve", "--library", tmp_path, "--headless", "--insecure-token-on-command-line", timeout=60)
+    assert r.returncode == 2 and r.stderr.strip().splitlines() == [
+        "cinegpu serve: --insecure-token-on-command-line without --token"], r.stderr
 
 
 def test_version_and_examples():

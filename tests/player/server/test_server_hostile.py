@@ -343,8 +343,10 @@ def test_token_file_with_a_non_ascii_token(library, tmp_path):
         assert head(s, token=False)[0] == 401
 
 
-def test_token_on_the_command_line_is_deprecated(library):
-    with ServerProcess(library, "--threads", "--backend", "cpu", "--token", "cmdline-token-0123", token=None) as s:
+def test_token_on_the_command_line_needs_the_insecure_flag_and_warns(library):
+    """Issue 51, item 5: without --insecure-token-on-command-line it is refused (test_cli_mistakes)."""
+    with ServerProcess(library, "--threads", "--backend", "cpu", "--token", "cmdline-token-0123",
+                       "--insecure-token-on-command-line", token=None) as s:
         assert request(s.url + "/api/v1/status", token="cmdline-token-0123")[0] == 200
         time.sleep(0.2)
         assert any("every local user" in line for line in s.stderr), s.stderr
