@@ -13,6 +13,7 @@ from cinegpu.media.security.certificates import make_chain, write_chain
 from cinegpu.media.security.content_keys import TrackKey, write_key_file
 from conftest import DCP_SAMPLES, SAMPLE, have_cuda
 from helpers.cli import cinegpu
+from helpers.kdm_build import private_copy
 
 MISTAKES = [
     # (arguments, words the one line must contain)
@@ -76,16 +77,17 @@ DEVICE = "bytes (1 MiB) cinegpu reads (not a regular file"
 #: MemoryError): (arguments, words the one line must contain)
 DEVICE_FILES = [
     (["kdm", "inspect", "/dev/zero"], f"/dev/zero: KDM of more than the 1048576 {DEVICE}"),
-    (["kdm", "inspect", KDM, "--key", "/dev/zero"], f"/dev/zero: private key file of more than the 1048576 {DEVICE}"),
-    (["play", ENCRYPTED, "--headless", "--kdm", "/dev/zero", "--key", RECIPIENT_KEY], f"KDM of more than the 1048576 {DEVICE}"),
-    (["play", ENCRYPTED, "--headless", "--kdm", KDM, "--key", "/dev/zero"], f"private key file of more than the 1048576 {DEVICE}"),
+    (["kdm", "inspect", KDM, "--key", "/dev/zero"], "/dev/zero: the private key is not a regular file"),
+    (["play", ENCRYPTED, "--headless", "--kdm", "/dev/zero", "--key", "{tmp}/recipient/private.key"],
+     f"KDM of more than the 1048576 {DEVICE}"),
+    (["play", ENCRYPTED, "--headless", "--kdm", KDM, "--key", "/dev/zero"], "/dev/zero: the private key is not a regular file"),
     (["play", "/dev/zero", "--headless"], "/dev/zero: not a regular file or a folder"),
     ([*KDM_MAKE, "--cpl", "/dev/zero", "--recipient", "{tmp}/chain/leaf.signed.pem", "--signer-key", "{tmp}/chain/leaf.key",
       "--signer-chain", "{tmp}/chain/chain.pem"], "/dev/zero: XML document of more than the 8388608 bytes (8 MiB)"),
     ([*KDM_MAKE, "--cpl", ENCRYPTED_CPL, "--recipient", "/dev/zero", "--signer-key", "{tmp}/chain/leaf.key",
       "--signer-chain", "{tmp}/chain/chain.pem"], f"/dev/zero: PEM file of more than the 1048576 {DEVICE}"),
     ([*KDM_MAKE, "--cpl", ENCRYPTED_CPL, "--recipient", "{tmp}/chain/leaf.signed.pem", "--signer-key", "/dev/zero",
-      "--signer-chain", "{tmp}/chain/chain.pem"], f"/dev/zero: private key file of more than the 1048576 {DEVICE}"),
+      "--signer-chain", "{tmp}/chain/chain.pem"], "/dev/zero: the private key is not a regular file"),
     ([*KDM_MAKE, "--cpl", ENCRYPTED_CPL, "--recipient", "{tmp}/chain/leaf.signed.pem", "--signer-key",
       "{tmp}/chain/leaf.key", "--signer-chain", "/dev/zero"], f"/dev/zero: PEM file of more than the 1048576 {DEVICE}"),
     ([*KDM_MAKE, "--cpl", ENCRYPTED_CPL, "--recipient", "{tmp}/chain/leaf.signed.pem", "--signer-key",
@@ -111,6 +113,8 @@ def named_files(tmp_path_factory) -> Path:
     (d / "frames").mkdir()
     Image.new("RGB", (1998, 1080)).save(d / "frames" / "f0.png")
     (d / "s.srt").write_text("1\n00:00:00,000 --> 00:00:00,040\nhi\n")
+    if RECIPIENT_KEY.is_file():     # the shared copy is mode 444, which the key check refuses
+        private_copy(RECIPIENT_KEY, d / "recipient")
     return d
 
 
