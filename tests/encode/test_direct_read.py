@@ -2,6 +2,7 @@
 the page cache, the host reader, and the GPU ring and mapped uploads' use of them."""
 
 import os
+import time
 
 import numpy as np
 import pytest
@@ -31,7 +32,8 @@ def _drop(path) -> None:
 
 def _evict(path, nbytes: int) -> None:
     """``path`` dropped from the page cache, the test skipped where that cannot be seen (the
-    probe's misses bring their pages in, so the file is dropped again after it)."""
+    probe's misses bring their pages in, so the file is dropped again after it; the read-ahead
+    they start can land after that drop, so it is dropped once more when that has settled)."""
     _drop(path)
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -39,6 +41,8 @@ def _evict(path, nbytes: int) -> None:
             pytest.skip("this file system keeps the pages, or cannot tell whether it does")
     finally:
         os.close(fd)
+    _drop(path)
+    time.sleep(0.2)
     _drop(path)
 
 
