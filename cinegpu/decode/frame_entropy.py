@@ -22,7 +22,7 @@ import numpy as np
 from . import tier1
 from .codestream.header import Codestream
 from .errors import InvalidSegment, TruncatedCodestream
-from .plan import PB_CB_FIRST, PB_NODES, TilePlan
+from .plan import PB_CB_FIRST, PB_NODES, TilePlan, stacked
 from .strictness import Strictness
 from .tier2 import packets as P
 from .tier2.progression import frame_packet_orders
@@ -60,20 +60,18 @@ class FrameTables:
         if len(plans) == 1 and offsets[0] == 0:
             p = plans[0]
             return cls(p.prec_pb, p.pb, p.cb, p.cb_keep, p.nodes, [0, p.prec_pb.shape[0]], [0, p.cb.shape[0]])
-        def cat(xs, shape, dt):
-            return (np.ascontiguousarray(np.concatenate(xs), dt) if xs else np.zeros(shape, dt))
         counts = np.array([(p.prec_pb.shape[0], p.pb.shape[0], p.cb.shape[0], p.nodes) for p in plans],
                           np.int64).reshape(-1, 4)
         firsts = np.zeros((len(plans) + 1, 4), np.int64)
         np.cumsum(counts, axis=0, out=firsts[1:])
-        prec_pb = cat([p.prec_pb for p in plans], (0, 2), np.int64)
+        prec_pb = stacked([p.prec_pb for p in plans], (2,), np.int64)
         prec_pb[:, 0] += np.repeat(firsts[:-1, 1], counts[:, 0])
-        pb = cat([p.pb for p in plans], (0, 4), np.int64)
+        pb = stacked([p.pb for p in plans], (4,), np.int64)
         pb[:, PB_CB_FIRST] += np.repeat(firsts[:-1, 2], counts[:, 1])
         pb[:, PB_NODES] += np.repeat(firsts[:-1, 3], counts[:, 1])
-        cb = cat([p.cb for p in plans], (0, tier1.CB_COLUMNS), np.int64)
+        cb = stacked([p.cb for p in plans], (tier1.CB_COLUMNS,), np.int64)
         cb[:, tier1.CB_OUT] += np.repeat(np.asarray(offsets, np.int64), counts[:, 2])
-        return cls(prec_pb, pb, cb, cat([p.cb_keep for p in plans], (0,), np.int8), int(firsts[-1, 3]),
+        return cls(prec_pb, pb, cb, stacked([p.cb_keep for p in plans], (), np.int8), int(firsts[-1, 3]),
                    firsts[:, 0].tolist(), firsts[:, 2].tolist())
 
     def packet_orders(self, plans: list[TilePlan], siz, reachable: list[int]) -> tuple[np.ndarray, list[int]]:

@@ -394,6 +394,13 @@ def tile_counts(cs: Codestream, t: int, reduce: int, coding: TileCoding | None =
                                          else coding])[0]
 
 
+def stacked(parts: list, tail: tuple, dtype) -> np.ndarray:
+    """The arrays ``parts`` one after another along their first axis, C-contiguous, of
+    ``dtype``; an empty ``(0, *tail)`` array where there are none (a frame's tables of every
+    tile stacked)."""
+    return np.ascontiguousarray(np.concatenate(parts), dtype) if parts else np.zeros((0, *tail), dtype)
+
+
 def build_tile_plans(cs: Codestream, tiles: list[int], reduce: int = 0, lenient: bool = False,
                      codings: list[TileCoding] | None = None, counts: np.ndarray | None = None) -> list[TilePlan]:
     """:func:`build_tile_plan` of each of ``tiles``, in one pass of each kernel over them all

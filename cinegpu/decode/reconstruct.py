@@ -20,7 +20,7 @@ import numpy as np
 from numba import njit
 
 from .errors import InvalidSegment
-from .plan import TilePlan
+from .plan import TilePlan, stacked
 from .plan_numba import (
     RES_COLUMNS,
     RES_X0,
@@ -143,13 +143,13 @@ def frame_layout(plans: list[TilePlan], offsets: list[int], siz, reduce: int, dt
     # per plan: tile-components, resolution rows, layout bands, layout levels, under the MCT, offset
     rows = np.array([(g.tcs.shape[0], g.res.shape[0], lay.bands.shape[0], lay.rects.shape[0], bool(p.mct), off)
                      for p, g, lay, off in zip(plans, geos, lays, offsets)], np.int64).reshape(-1, 6)
-    def cat(xs, cols, dt):
-        return (np.ascontiguousarray(np.concatenate(xs), dt) if xs else np.zeros((0, cols), dt))
-    bands, rects = cat([lay.bands for lay in lays], 3, np.int64), cat([lay.rects for lay in lays], 4, np.int64)
+    bands = stacked([lay.bands for lay in lays], (3,), np.int64)
+    rects = stacked([lay.rects for lay in lays], (4,), np.int64)
     _place_planes(np.array(siz.component_sizes(reduce), np.int64).reshape(-1, 2), np.array(kind, np.int64), planes,
                   ends)
-    items, stop, why = _frame_items(cat([g.tcs for g in geos], TC_COLUMNS, np.int64),
-                                    cat([g.res for g in geos], RES_COLUMNS, np.int64), bands, rects, rows, planes,
+    tcs = stacked([g.tcs for g in geos], (TC_COLUMNS,), np.int64)
+    res = stacked([g.res for g in geos], (RES_COLUMNS,), np.int64)
+    items, stop, why = _frame_items(tcs, res, bands, rects, rows, planes,
                                     np.array(siz.component_origins(reduce), np.int64).reshape(-1, 2), ssiz)
     if why == _MISFIT:
         return None
@@ -160,8 +160,8 @@ def frame_layout(plans: list[TilePlan], offsets: list[int], siz, reduce: int, dt
         comps[k].append(c)
     ends = ends.tolist()
     groups = tuple((k.type, ends[i - 1] if i else 0, ends[i], tuple(comps[i])) for i, k in enumerate(kinds))
-    return FrameLayout(bands, rects, cat([lay.dq97 for lay in lays], 4, np.float32),
-                       cat([lay.q53 for lay in lays], 4, np.int32),
+    return FrameLayout(bands, rects, stacked([lay.dq97 for lay in lays], (4,), np.float32),
+                       stacked([lay.q53 for lay in lays], (4,), np.int32),
                        np.ascontiguousarray(np.concatenate([lay.dq0 for lay in lays]) if lays else np.zeros(0),
                                             np.float32),
                        items, ends[-1], tuple(map(tuple, planes.tolist())), groups)

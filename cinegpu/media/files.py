@@ -27,7 +27,7 @@ __all__ = ["create_new_file", "new_partial_folder", "read_bounded", "replace_ato
 FOLDER_TRIES = 100
 
 
-def read_bounded(path, limit: int, what: str, hint: str = "") -> bytes:
+def read_bounded(path, limit: int, what: str, hint: str = "", check=None) -> bytes:
     """The bytes of ``path``, a file a user named (``what`` says what kind, e.g. "KDM"): at
     most ``limit`` bytes, else :class:`~.errors.UnsupportedMedia` naming the file and the limit;
     :class:`~.errors.MediaError` naming the ``OSError`` when it cannot be read.
@@ -35,13 +35,18 @@ def read_bounded(path, limit: int, what: str, hint: str = "") -> bytes:
     The size is not taken on trust: a device (``/dev/zero``) or a pipe says 0 bytes, so at most
     ``limit + 1`` bytes are read whatever ``stat`` says (a regular file larger than ``limit`` is
     refused before a byte is read).  A folder is refused by name.  ``hint`` ends the message of a
-    file too large (e.g. how large real ones are)."""
+    file too large (e.g. how large real ones are).  ``check(path, st)``, where given, is
+    called with the ``fstat`` of the file as opened (without blocking, so that a pipe with no
+    writer is not waited on) before a byte is read: what it checks is what is read."""
     p = Path(path)
     bound = f"{limit} bytes{f' ({limit >> 20} MiB)' if limit >= 1 << 20 and limit % (1 << 20) == 0 else ''}"
     hint = f"; {hint}" if hint else ""
     try:
-        with open(p, "rb") as f:
+        flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | (os.O_NONBLOCK if check else 0)
+        with os.fdopen(os.open(p, flags), "rb") as f:
             st = os.fstat(f.fileno())
+            if check is not None:
+                check(p, st)
             if stat.S_ISDIR(st.st_mode):
                 raise MediaError(p, "a folder, not a file")
             if stat.S_ISREG(st.st_mode) and st.st_size > limit:

@@ -23,7 +23,8 @@ import os
 import stat
 from pathlib import Path
 
-from cinegpu.media.errors import ExposedKey, MediaError, UnsupportedMedia
+from cinegpu.media.errors import ExposedKey, MediaError
+from cinegpu.media.files import read_bounded
 
 __all__ = ["check_private_file", "make_private_folder", "read_private_file"]
 
@@ -63,24 +64,11 @@ def check_private_file(path, st: os.stat_result | None = None, what: str = "priv
 
 
 def read_private_file(path, limit: int, what: str = "private key") -> bytes:
-    """The bytes of the private file ``path`` (at most ``limit`` of them, else
-    :class:`~cinegpu.media.errors.UnsupportedMedia`), after :func:`check_private_file` on the
-    open file.  Opened without blocking, so that a FIFO is refused rather than waited on."""
+    """The bytes of the private file ``path`` (at most ``limit`` of them), read through the
+    bounded reader (:func:`cinegpu.media.files.read_bounded`) after :func:`check_private_file`
+    on the open file: a FIFO or a device is refused, not waited on or read."""
 
-    path = Path(path)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        raise MediaError(path, f"cannot read the {what}: {exc.strerror or exc}") from None
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
-        check_private_file(path, st, what)
-        if st.st_size > limit:
-            raise UnsupportedMedia(path, f"{what} of {st.st_size} bytes, more than the {limit} bytes cinegpu reads")
-        try:
-            return f.read(limit + 1)[:limit]
-        except OSError as exc:
-            raise MediaError(path, f"cannot read the {what}: {exc.strerror or exc}") from None
+    return read_bounded(path, limit, what, check=lambda p, st: check_private_file(p, st, what))
 
 
 def make_private_folder(path, what: str = "folder") -> Path:
