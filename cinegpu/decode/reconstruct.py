@@ -194,7 +194,7 @@ def _frame_items(tcs, res, bands, rects, plans, planes, origins, ssiz):
     another size than its layout's. Returns (items, the plan it stopped at or -1, _FITS,
     _MISFIT or _NO_MCT)."""
     items = np.zeros((tcs.shape[0], FRAME_COLUMNS), np.int64)
-    i = r0 = b0 = l0 = 0
+    i = r0 = b0 = l0 = np.int64(0)     # not literal 0s: _mct_fits compiles once
     for p in range(plans.shape[0]):
         for k in range(b0, b0 + plans[p, 2]):
             bands[k, 0] += plans[p, 5]

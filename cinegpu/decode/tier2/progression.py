@@ -146,7 +146,8 @@ def _poc_into(table, layers, pocs, out, at):
             if pocs[k, POC_CS] <= table[i, 1] < pocs[k, POC_CE] and pocs[k, POC_RS] <= table[i, 2] < pocs[k, POC_RE]:
                 sub[m] = table[i]
                 m += 1
-        got = _ordered_into(sub[:m], min(pocs[k, POC_LYE], layers), pocs[k, POC_P], listed, 0)
+        # np.int64(0), not a literal 0: a literal would compile _ordered_into a second time
+        got = _ordered_into(sub[:m], min(pocs[k, POC_LYE], layers), pocs[k, POC_P], listed, np.int64(0))
         for j in range(got):
             f = listed[j, 0] * layers + listed[j, 1]
             if not done[f]:

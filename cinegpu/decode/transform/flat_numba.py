@@ -34,7 +34,8 @@ def _band(coeffs, bands, k):
 def idwt_97_flat(coeffs, bands, rects, dq, nlev):
     """The first ``nlev`` (>= 1) 9/7 levels (F.3.2), dequantised on load (E.1): float32."""
     a = np.empty((rects[0, 3] - rects[0, 1], rects[0, 2] - rects[0, 0]), np.float32)
-    level_97(_band(coeffs, bands, 0), _band(coeffs, bands, 1), _band(coeffs, bands, 2), _band(coeffs, bands, 3),
+    k = np.int64(0)     # not literals 0..3: _band compiles once
+    level_97(_band(coeffs, bands, k), _band(coeffs, bands, k + 1), _band(coeffs, bands, k + 2), _band(coeffs, bands, k + 3),
              dq[0], rects[0, 0], rects[0, 1], a)
     for j in range(1, nlev):
         out = np.empty((rects[j, 3] - rects[j, 1], rects[j, 2] - rects[j, 0]), np.float32)
@@ -48,7 +49,8 @@ def idwt_97_flat(coeffs, bands, rects, dq, nlev):
 def idwt_53_flat(coeffs, bands, rects, q, nlev):
     """The first ``nlev`` (>= 1) 5/3 levels (F.3.2), tier-1 output halved on load: int32."""
     a = np.empty((rects[0, 3] - rects[0, 1], rects[0, 2] - rects[0, 0]), np.int32)
-    level_53(_band(coeffs, bands, 0), _band(coeffs, bands, 1), _band(coeffs, bands, 2), _band(coeffs, bands, 3),
+    k = np.int64(0)     # not literals 0..3: _band compiles once
+    level_53(_band(coeffs, bands, k), _band(coeffs, bands, k + 1), _band(coeffs, bands, k + 2), _band(coeffs, bands, k + 3),
              q[0], rects[0, 0], rects[0, 1], a)
     for j in range(1, nlev):
         out = np.empty((rects[j, 3] - rects[j, 1], rects[j, 2] - rects[j, 0]), np.int32)

@@ -147,7 +147,7 @@ def frame_samples(coeffs, bands, rects, dq97, q53, dq0, items, out):
     """Samples of every row of a :class:`.layout.FrameLayout` (its arrays; ``coeffs``: the
     frame's flat int32 buffer, ``out``: the int32 buffer of its component planes), in row
     order; a row flagged ``FRAME_MCT`` is taken with the two after it."""
-    i = 0
+    i = np.int64(0)     # not a literal 0: every kernel below would compile twice (literal, int64)
     while i < items.shape[0]:
         if items[i, FRAME_MCT]:
             _mct(coeffs, bands, rects, dq97, q53, dq0, items, i, out)

@@ -96,10 +96,10 @@ def code_block(src, off, stride, w, h, orient, style, num_bps, floor, scratch, r
     zc = ZC_LUT[orient]
     vcausal = (style & CBLK_VCAUSAL) != 0
     # snapshots of the MQ registers after non-terminated passes: bp, b, c, a, ct
-    seg_start = 0
+    seg_start = np.int64(0)     # int64, not a literal 0: the passes compile once (mq_enc_init)
     seg_first_pass = 0
-    mq = mq_enc_init(0)
-    rw = raw_enc_init(0)
+    mq = mq_enc_init(seg_start)
+    rw = raw_enc_init(seg_start)
     for k in range(npasses):
         raw = pass_is_raw(k, style)
         if k == seg_first_pass:

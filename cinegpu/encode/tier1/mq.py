@@ -27,8 +27,10 @@ JIT = dict(cache=True, nogil=True, _nrt=False)
 
 @njit(**JIT)
 def mq_enc_init(start):
-    """INITENC, T.800 Figure C.10, for a segment at buf[start]. Returns (a, c, ct, bp, b)."""
-    return 0x8000, 0, 12, start - 1, 0
+    """INITENC, T.800 Figure C.10, for a segment at buf[start]. Returns (a, c, ct, bp, b), each
+    an int64 (numba would otherwise type the constants as literals, and every pass taking the
+    registers would compile twice: once for the literals, once for int64)."""
+    return np.int64(0x8000), np.int64(0), np.int64(12), np.int64(start - 1), np.int64(0)
 
 
 @njit(inline='always', **JIT)
@@ -173,8 +175,8 @@ def mq_trunc_length(buf, start, n, bp, b, c, a, ct):
 @njit(**JIT)
 def raw_enc_init(start):
     """Raw (bypass) writer for a segment at buf[start]. Returns (c, ct, bp): byte being
-    built, free bits in it, index of the byte being built."""
-    return 0, 8, start
+    built, free bits in it, index of the byte being built; int64 each, as :func:`mq_enc_init`."""
+    return np.int64(0), np.int64(8), np.int64(start)
 
 
 @njit(inline='always', **JIT)
