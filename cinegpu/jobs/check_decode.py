@@ -21,7 +21,7 @@ import multiprocessing as mp
 import os
 import uuid
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tqdm import tqdm
@@ -30,7 +30,7 @@ from cinegpu.decode import decode
 from cinegpu.decode.backend import select_backend
 from cinegpu.decode.cpus import usable_cores
 from cinegpu.decode.errors import CodestreamError
-from cinegpu.jobs.cluster import connect, distributed_module, parse_address
+from cinegpu.jobs.cluster import ClusterAddress, connect, distributed_module, parse_address
 from cinegpu.media.errors import EncryptedMedia, MediaError
 from cinegpu.media.mxf.read import MXFFile
 from cinegpu.media.package.read import find_assetmap, read_package, relpath
@@ -201,7 +201,7 @@ def plan_library(library, backend: str = "cpu",
     return report, chunks
 
 
-def check_library(library, *, cluster: str | None = None, workers: int | None = None,
+def check_library(library, *, cluster: ClusterAddress | str | None = None, workers: int | None = None,
                   backend: str = "cpu", chunk: int = CHUNK_FRAMES,
                   progress: bool = True) -> DecodeReport:
     """Decode every frame under ``library`` (see the module's text): on the Dask cluster
@@ -249,12 +249,12 @@ def _here(workers, backend: str, chunks: list[DecodeChunk], report: DecodeReport
                 _not_checked(futures[fut], _why(exc), report, bar)
 
 
-def _on_cluster(where: str, workers, backend: str, chunks: list[DecodeChunk],
+def _on_cluster(where: ClusterAddress | str, workers, backend: str, chunks: list[DecodeChunk],
                 report: DecodeReport, bar) -> None:
     """The chunks as Dask tasks, each tried twice at most."""
-    address = parse_address(where)
+    address = parse_address(where) if isinstance(where, str) else where
     if address.local and workers is not None:
-        address = type(address)(None, workers)
+        address = replace(address, workers=workers)
     resources = None
     if address.local and backend in ("cuda", "auto"):
         backend = select_backend(backend).name
@@ -292,7 +292,7 @@ def _on_cluster(where: str, workers, backend: str, chunks: list[DecodeChunk],
             _done(result, report, bar)
 
 
-def run(library, *, cluster: str | None = None, workers: int | None = None,
+def run(library, *, cluster: ClusterAddress | str | None = None, workers: int | None = None,
         backend: str = "cpu", progress: bool = True) -> int:
     """Print the report; 0 when every frame decodes, 1 otherwise (``cinegpu check``'s
     statuses)."""

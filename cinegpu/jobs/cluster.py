@@ -1,12 +1,23 @@
 """A Dask cluster to spread frames over: a scheduler's address, or a local cluster.
 
-``--cluster tcp://host:8786`` connects to a running ``dask scheduler`` (its workers started
-with ``dask worker tcp://host:8786 --nthreads T [--resources GPU=1]``); ``--cluster local``
-or ``local:N`` starts a :class:`distributed.LocalCluster` of N worker processes (default:
-one per CPU core) of one thread each, ended with the connection.  Dask is an optional
-extra (``pip install 'cinegpu[cluster]'``); without it, a missing scheduler, or a
-scheduler without workers, :func:`connect` raises one :class:`.errors.MediaError` saying
-which.
+A Dask worker runs whatever function a client of its scheduler sends, so every cluster
+cinegpu uses authenticates both ends (Dask's TLS, :mod:`.cluster_tls`):
+
+- ``--cluster local`` or ``local:N`` starts a :class:`distributed.LocalCluster` of N worker
+  processes (default: one per CPU core) of one thread each on 127.0.0.1, ended with the
+  connection, with throw-away credentials (``Security.temporary()``: a key and certificate
+  made in memory for this cluster alone), so another process of this machine cannot join
+  it or send it work;
+- ``--cluster tls://host:8786 --cluster-tls DIR`` connects to a running ``dask scheduler``
+  started with TLS (docs/cluster.md), showing the client certificate of ``DIR``
+  (:func:`.cluster_tls.read_credentials`); without ``--cluster-tls``, Dask's own
+  configuration (``distributed.comm.tls.*``) must name the files;
+- a plain ``tcp://`` (or ``ucx://``) scheduler is refused, unless ``--insecure-cluster``
+  says the network is trusted.
+
+Dask is an optional extra (``pip install 'cinegpu[cluster]'``); without it, a missing
+scheduler, or a scheduler without workers, :func:`connect` raises one
+:class:`.errors.MediaError` saying which.
 
 A local cluster is started without the workers' statistical profiler, and with
 ``distributed.scheduler.allowed-failures`` at 0, so that a
@@ -26,6 +37,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from cinegpu.decode.cpus import usable_cores
 from cinegpu.media.errors import MediaError
@@ -40,13 +52,23 @@ LOCAL_START_TIMEOUT = 120.0
 _INSTALL = "pip install 'cinegpu[cluster]' (or: pip install 'dask[distributed]')"
 
 
+#: Why a plain tcp:// scheduler is refused, and the ways out.
+PLAIN = ("a Dask scheduler at a plain {scheme}:// address runs tasks from anyone who reaches it, "
+         "in your workers: start it with TLS and give tls://HOST:PORT with --cluster-tls DIR "
+         "(docs/cluster.md), or say --insecure-cluster on a network you trust")
+
+
 @dataclass(frozen=True)
 class ClusterAddress:
-    """Where the cluster is: a scheduler's ``address`` (``tcp://host:8786``), or None for
-    a local cluster of ``workers`` processes (None: one per CPU core)."""
+    """Where the cluster is: a scheduler's ``address`` (``tls://host:8786``), or None for
+    a local cluster of ``workers`` processes (None: one per CPU core). ``tls``: the folder of
+    this side's TLS credentials for a ``tls://`` scheduler (:mod:`.cluster_tls`; None: Dask's
+    configuration); ``insecure``: a plain ``tcp://`` scheduler was asked for knowingly."""
 
     address: str | None
     workers: int | None = None
+    tls: Path | None = None
+    insecure: bool = False
 
     @property
     def local(self) -> bool:
@@ -58,22 +80,33 @@ class ClusterAddress:
         return "local" if self.workers is None else f"local:{self.workers}"
 
 
-def parse_address(text: str) -> ClusterAddress:
-    """``local``, ``local:N`` (N >= 1), ``tcp://host:port``, ``tls://host:port`` or
-    ``host:port`` (taken as tcp); ValueError otherwise."""
+def parse_address(text: str, *, tls=None, insecure: bool = False) -> ClusterAddress:
+    """``local``, ``local:N`` (N >= 1), ``tls://host:port``, or with ``insecure``
+    ``tcp://host:port``, ``ucx://host:port`` or ``host:port`` (taken as tcp); ``tls``: the
+    folder of the client's credentials, for a ``tls://`` address only. ValueError otherwise,
+    saying why (:data:`PLAIN` for a plain address without ``insecure``)."""
     t = text.strip()
     m = re.fullmatch(r"local(?::(\d+))?", t)
     if m:
         n = None if m.group(1) is None else int(m.group(1))
         if n is not None and n < 1:
             raise ValueError(f"a local cluster needs at least 1 worker, got {t!r}")
+        if tls is not None:
+            raise ValueError("--cluster-tls is for a tls:// scheduler; a local cluster makes "
+                             "credentials of its own")
         return ClusterAddress(None, n)
     if "://" not in t:
         t = "tcp://" + t
     if not re.fullmatch(r"(tcp|tls|ucx)://([^\s/:\[\]]+|\[[0-9A-Fa-f:.]+\])(:\d+)?/?", t):
         raise ValueError(f"want local, local:N or a scheduler address such as "
-                         f"tcp://host:8786, got {text!r}")
-    return ClusterAddress(t.rstrip("/"))
+                         f"tls://host:8786, got {text!r}")
+    scheme = t.split("://")[0]
+    if scheme != "tls":
+        if not insecure:
+            raise ValueError(PLAIN.format(scheme=scheme))
+        if tls is not None:
+            raise ValueError(f"--cluster-tls is for a tls:// scheduler, not {scheme}://")
+    return ClusterAddress(t.rstrip("/"), tls=None if tls is None else Path(tls), insecure=insecure)
 
 
 def distributed_module():
@@ -148,8 +181,10 @@ def connect(where: ClusterAddress | str, *, threads: int = 1, resources: dict | 
     timeout = CONNECT_TIMEOUT if timeout is None else timeout
     if where.local:
         return _local(where, distributed, threads, resources)
+    security = _security(where, distributed)
     try:
-        client = distributed.Client(where.address, timeout=timeout, set_as_default=False)
+        client = distributed.Client(where.address, timeout=timeout, set_as_default=False,
+                                    security=security)
     except (OSError, TimeoutError) as exc:
         raise MediaError(where.address, f"cannot reach a Dask scheduler there within "
                                         f"{timeout:g} s ({type(exc).__name__}: "
@@ -166,10 +201,29 @@ def connect(where: ClusterAddress | str, *, threads: int = 1, resources: dict | 
     return cluster
 
 
+def _security(where: ClusterAddress, distributed):
+    """Dask's Security for a remote scheduler: the client credentials of ``where.tls``
+    (required both ways); None (Dask's configuration) when no folder was given."""
+    if where.tls is None:
+        import dask  # noqa: PLC0415  (optional: dask.distributed)
+        if where.address.startswith("tls://") and not dask.config.get("distributed.comm.tls.ca-file", None):
+            raise MediaError(where.address, "a tls:// scheduler needs this side's credentials: "
+                                            "--cluster-tls DIR (ca.pem, cert.pem, key.pem; "
+                                            "cinegpu cluster-tls makes them)")
+        return None
+    from cinegpu.jobs.cluster_tls import read_credentials  # noqa: PLC0415  (start-up: cryptography, for tls:// only)
+
+    c = read_credentials(where.tls)
+    return distributed.Security(tls_ca_file=c.ca, tls_client_cert=c.cert, tls_client_key=c.key,
+                                require_encryption=True)
+
+
 def _local(where: ClusterAddress, distributed, threads: int, resources: dict | None) -> Cluster:
-    """A LocalCluster of worker processes, its scheduler in this process."""
+    """A LocalCluster of worker processes, its scheduler in this process, every connection
+    TLS with credentials made for it alone (in memory; Dask hands them to its workers)."""
     import dask  # noqa: PLC0415  (optional: dask.distributed)
     workers = where.workers or usable_cores()
+    security = distributed.Security.temporary()
     # no statistical profiler in the workers: it samples every thread's stack each 10 ms,
     # holding the GIL that the encoders' Python steps need
     with dask.config.set({"distributed.scheduler.allowed-failures": 0,
@@ -177,6 +231,7 @@ def _local(where: ClusterAddress, distributed, threads: int, resources: dict | N
         local = distributed.LocalCluster(
             n_workers=workers, threads_per_worker=threads, processes=True,
             host="127.0.0.1", dashboard_address=None, resources=resources,
+            security=security, protocol="tls://",
             # no dashboard; the scheduler's HTTP routes on a free port of this machine
             # (by default they try 8787, warning when another cluster has it)
             scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
@@ -184,7 +239,7 @@ def _local(where: ClusterAddress, distributed, threads: int, resources: dict | N
             # report what it costs (a frame redone, or one error)
             silence_logs=logging.CRITICAL)
     try:
-        client = distributed.Client(local, set_as_default=False)
+        client = distributed.Client(local, set_as_default=False, security=security)
         client.wait_for_workers(workers, timeout=LOCAL_START_TIMEOUT)
     except BaseException:
         local.close()

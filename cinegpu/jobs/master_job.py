@@ -39,7 +39,7 @@ from typing import Callable
 import numpy as np
 
 from cinegpu.decode.codestream import dci, imf
-from cinegpu.jobs.cluster import parse_address
+from cinegpu.jobs.cluster import ClusterAddress, parse_address
 from cinegpu.jobs.frame_encode import FrameEncoders
 from cinegpu.media.images.colour import COLORSPACES, SAMPLINGS
 from cinegpu.media.images.frames import ImageFrames, image_area, list_frames, max_input_size
@@ -247,7 +247,8 @@ class Compute:
     ``workers`` threads (None: :meth:`.FrameEncoders.default_processes` and
     :meth:`~.FrameEncoders.default_workers` where the input pickles, else threads of this
     process).  ``gpus``: CUDA devices the encoders are spread over (None: every one).
-    ``cluster``: a Dask scheduler's address or ``local[:N]`` (:func:`.cluster.parse_address`):
+    ``cluster``: a :class:`.cluster.ClusterAddress`, or its text (a ``tls://`` scheduler's
+    address or ``local[:N]``, :func:`.cluster.parse_address`):
     the frames are coded there (:class:`.cluster_coders.ClusterCoders`; the workers must see
     the input's files) and written here; ``processes`` is not given then, ``gpus`` does not
     apply and ``workers`` is a local cluster's threads per worker process.  ``mps``: where
@@ -260,15 +261,16 @@ class Compute:
     workers: int | None = None
     processes: int | None = None
     gpus: int | None = 1
-    cluster: str | None = None
+    cluster: ClusterAddress | str | None = None
     mps: bool = True
     rate_on_gpu: bool | None = None
 
     def __post_init__(self):
         if self.processes is not None and self.processes < 1:
             raise ValueError(f"processes must be at least 1, got {self.processes}")
+        if isinstance(self.cluster, str):       # ValueError for a bad or a plain tcp:// address
+            object.__setattr__(self, "cluster", parse_address(self.cluster))
         if self.cluster is not None:
-            parse_address(self.cluster)               # ValueError for a bad address
             if self.processes is not None:
                 raise ValueError("--processes and --cluster exclude each other (a cluster's "
                                  "worker processes code the frames)")

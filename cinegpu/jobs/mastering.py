@@ -29,7 +29,7 @@ from typing import Callable
 import numpy as np
 from tqdm import tqdm
 
-from cinegpu.jobs.cluster import connect, parse_address
+from cinegpu.jobs.cluster import connect
 from cinegpu.jobs.cluster_coders import ClusterCoders
 from cinegpu.jobs.frame_coders import Coded, CoderSetup, ProcessCoders, ThreadCoders, device_environ
 from cinegpu.jobs.frame_encode import FrameEncoders, device_for, pick_backend
@@ -210,7 +210,7 @@ def _cluster_coders(job: MasterJob, coding: FrameCoding, threads: int) -> Cluste
     ``threads`` threads per worker): the back end ``auto`` is ``cuda`` when the cluster has
     GPU workers (a local cluster: when this machine has a GPU, each worker then offering
     ``GPU=1``).  MediaError from :func:`.cluster.connect`."""
-    address = parse_address(job.compute.cluster)
+    address = job.compute.cluster
     backend = job.compute.backend
     resources = None
     if address.local:

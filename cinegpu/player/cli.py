@@ -20,7 +20,7 @@ from .commands.args import UsageError
 #: Subcommand modules, in the order ``cinegpu --help`` lists them.
 #: the sub-commands, each by the module of cinegpu.player.commands that registers it
 COMMANDS = {"play": "play", "decode": "decode", "info": "info", "bench": "speed", "check": "check", "serve": "serve",
-            "master": "master", "demo": "demo", "kdm": "kdm"}
+            "master": "master", "demo": "demo", "kdm": "kdm", "cluster-tls": "cluster_tls"}
 
 
 #: Shown under ``cinegpu --help``.

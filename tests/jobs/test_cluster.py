@@ -25,6 +25,7 @@ from cinegpu.jobs.mastering import master
 from cinegpu.media import MediaError
 from cinegpu.media.errors import CorruptMedia
 from cinegpu.media.images.frames import ImageFrames, list_frames
+from helpers.cluster import tls_cluster
 from helpers.mastering import DieOn, needs_encoder, package_codestreams, write_tiffs
 
 distributed = pytest.importorskip("distributed", reason="dask distributed is not installed "
@@ -81,12 +82,22 @@ def _files(folder: Path) -> ImageFrames:
 def test_addresses():
     assert parse_address("local") == ClusterAddress(None, None)
     assert parse_address("local:3") == ClusterAddress(None, 3)
-    assert parse_address("tcp://10.0.0.5:8786") == ClusterAddress("tcp://10.0.0.5:8786")
-    assert parse_address("render-1:8786") == ClusterAddress("tcp://render-1:8786")
+    assert parse_address("tls://10.0.0.5:8786") == ClusterAddress("tls://10.0.0.5:8786")
+    assert parse_address("tls://10.0.0.5:8786", tls="/k") == ClusterAddress("tls://10.0.0.5:8786", tls=Path("/k"))
+    assert parse_address("tcp://10.0.0.5:8786", insecure=True) == ClusterAddress("tcp://10.0.0.5:8786", insecure=True)
+    assert parse_address("render-1:8786", insecure=True) == ClusterAddress("tcp://render-1:8786", insecure=True)
     assert str(ClusterAddress(None, 2)) == "local:2"
     for bad in ("local:0", "local:x", "http://a b", "", "tcp://"):
         with pytest.raises(ValueError):
-            parse_address(bad)
+            parse_address(bad, insecure=True)
+    # a plain scheduler runs anyone's tasks: refused unless asked for knowingly
+    for plain in ("tcp://10.0.0.5:8786", "render-1:8786", "ucx://10.0.0.5:8786"):
+        with pytest.raises(ValueError, match="runs tasks from anyone who reaches it.*--insecure-cluster"):
+            parse_address(plain)
+    with pytest.raises(ValueError, match="--cluster-tls is for a tls:// scheduler"):
+        parse_address("tcp://10.0.0.5:8786", tls="/k", insecure=True)
+    with pytest.raises(ValueError, match="a local cluster makes credentials of its own"):
+        parse_address("local:2", tls="/k")
 
 
 def test_missing_dask_is_one_media_error(monkeypatch):
@@ -103,7 +114,7 @@ def test_unreachable_scheduler_is_one_line_and_status_2(monkeypatch, capsys, tmp
     src = write_tiffs(tmp_path / "in", 1)
     t0 = time.monotonic()
     status = main(["master", str(src), "-o", str(tmp_path / "out"), "--title", "t",
-                   "--backend", "cpu", "--quiet", "--cluster", "tcp://127.0.0.1:9"])
+                   "--backend", "cpu", "--quiet", "--cluster", "tcp://127.0.0.1:9", "--insecure-cluster"])
     err = capsys.readouterr().err
     assert status == 2 and time.monotonic() - t0 < 30
     assert err.count("\n") == 1, err
@@ -111,7 +122,7 @@ def test_unreachable_scheduler_is_one_line_and_status_2(monkeypatch, capsys, tmp
                           "there within 0.5 s")
     assert not (tmp_path / "out").exists()
     assert main(["check", "--decode", str(tmp_path), "--cluster", "local:0"]) == 2
-    assert capsys.readouterr().err == "cinegpu check: a local cluster needs at least 1 worker, " \
+    assert capsys.readouterr().err == "cinegpu check: --cluster: a local cluster needs at least 1 worker, " \
                                       "got 'local:0'\n"
 
 
@@ -163,8 +174,8 @@ def test_check_decode_reports_exactly_the_broken_frame(tmp_path, dcp_samples):
     lib = tmp_path / "lib"
     for name in ("libdcp-dcp_test1-smpte-2k", "libdcp-dcp_test3-interop-2k"):
         shutil.copytree(dcp_samples / name, lib / name)
-    with connect("local:2") as cluster:
-        address = cluster.client.scheduler.address
+    with tls_cluster(tmp_path / "tls") as cluster:
+        address = cluster.where
         report = check_library(lib, cluster=address, progress=False)
         assert report.ok, report.text()
         assert (report.packages, report.tracks, report.frames) == (2, 2, 48)
@@ -207,7 +218,7 @@ def test_check_decode_command_here_and_on_a_local_cluster(tmp_path, dcp_samples,
 def test_a_worker_killed_mid_job_changes_nothing(tmp_path):
     src = write_tiffs(tmp_path / "in", 8)
     _master_in_threads(src, tmp_path / "threads")
-    with connect("local:2") as cluster:
+    with tls_cluster(tmp_path / "tls") as cluster:
         client = cluster.client
         pids = client.run(os.getpid)
         errors: list[BaseException] = []
@@ -215,7 +226,7 @@ def test_a_worker_killed_mid_job_changes_nothing(tmp_path):
         def job():
             try:
                 master(MasterJob.of(_Slow(_files(src), 0.5), 8, tmp_path / "cluster", title="t",
-                                    cluster=client.scheduler.address, backend="cpu"),
+                                    cluster=cluster.where, backend="cpu"),
                        progress=False)
             except BaseException as exc:      # noqa: BLE001 - handed to the test's thread
                 errors.append(exc)
@@ -284,7 +295,9 @@ def test_cluster_command_line_mistakes(tmp_path):
     import sys
     src = write_tiffs(tmp_path / "in", 1)
     cli = [sys.executable, "-m", "cinegpu.player.cli"]
-    for extra, want in ((["--cluster", "tcp://127.0.0.1:9"], "tcp://127.0.0.1:9: cannot reach"),
+    for extra, want in ((["--cluster", "tcp://127.0.0.1:9", "--insecure-cluster"], "tcp://127.0.0.1:9: cannot reach"),
+                        (["--cluster", "tcp://127.0.0.1:9"], "or say --insecure-cluster"),
+                        (["--cluster-tls", str(tmp_path)], "go with --cluster"),
                         (["--cluster", "local", "--processes", "2"], "exclude each other"),
                         (["--cluster", "nowhere://x"], "want local, local:N")):
         r = subprocess.run(cli + ["master", str(src), "-o", str(tmp_path / "out"), "--title",

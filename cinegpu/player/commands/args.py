@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import argparse
 from fractions import Fraction
+from pathlib import Path
 
-__all__ = ["UsageError", "gpu_count", "non_negative_int", "one_line_text", "playback_options", "positive_int",
+from cinegpu.jobs.cluster import ClusterAddress, parse_address
+
+__all__ = ["UsageError", "cluster_address", "cluster_arguments", "gpu_count", "non_negative_int", "one_line_text", "playback_options", "positive_int",
            "positive_rate"]
 
 
@@ -82,3 +85,31 @@ def playback_options(args) -> dict:
     return dict(fps=args.fps, backend=args.backend, interop=args.interop, colour=args.colour,
                 primaries=args.primaries, workers=args.workers, processes=not args.threads,
                 preroll=args.preroll, audio=args.audio, subtitles=args.subtitles == "on")
+
+
+def cluster_arguments(p, what: str) -> None:
+    """``--cluster``, ``--cluster-tls`` and ``--insecure-cluster``: where ``what`` is done on
+    a Dask cluster, and how it is reached (:mod:`cinegpu.jobs.cluster`)."""
+    p.add_argument("--cluster", default=None, metavar="ADDRESS|local[:N]",
+                   help=f"{what} on a Dask cluster: local[:N] (N worker processes here, TLS with "
+                        "throw-away credentials) or a TLS scheduler's address, tls://host:8786 "
+                        "(the workers must see the files at the same paths); needs cinegpu[cluster]")
+    p.add_argument("--cluster-tls", type=Path, default=None, metavar="DIR",
+                   help="this side's credentials for a tls:// scheduler: DIR/ca.pem, cert.pem, "
+                        "key.pem (cinegpu cluster-tls makes them; default: Dask's configuration)")
+    p.add_argument("--insecure-cluster", action="store_true",
+                   help="allow a plain tcp:// scheduler, which runs tasks from anyone who reaches "
+                        "it: only on a network you trust")
+
+
+def cluster_address(args) -> ClusterAddress | None:
+    """The cluster :func:`cluster_arguments` asked for (None: none); UsageError for a bad
+    address, a plain one without ``--insecure-cluster``, or TLS options without a cluster."""
+    if args.cluster is None:
+        if args.cluster_tls is not None or args.insecure_cluster:
+            raise UsageError("--cluster-tls and --insecure-cluster go with --cluster")
+        return None
+    try:
+        return parse_address(args.cluster, tls=args.cluster_tls, insecure=args.insecure_cluster)
+    except ValueError as exc:
+        raise UsageError(f"--cluster: {exc}") from None

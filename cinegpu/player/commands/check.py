@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cinegpu.jobs.cluster import parse_address
 from cinegpu.media.package.check import run as check_run
 
-from .args import UsageError, positive_int
+from .args import UsageError, cluster_address, cluster_arguments, positive_int
 
 
 def register(subparsers) -> None:
@@ -22,10 +21,7 @@ def register(subparsers) -> None:
                    help="decode every frame of every picture track file the packages' CPLs "
                         "name, and report each frame that fails (package, track file, frame, "
                         "error), instead of checking hashes")
-    p.add_argument("--cluster", default=None, metavar="ADDRESS|local[:N]",
-                   help="with --decode: decode on a Dask cluster, a scheduler's address "
-                        "(tcp://host:8786; the workers must see the library at the same path) "
-                        "or local[:N] (N worker processes here); needs cinegpu[cluster]")
+    cluster_arguments(p, "with --decode: decode")
     p.add_argument("--workers", type=positive_int, default=None, metavar="N",
                    help="with --decode: decoding processes here, or a local cluster's workers "
                         "(default: one per CPU core)")
@@ -46,16 +42,11 @@ def run(args) -> int:
     if not Path(args.path).exists():        # a mistake in what was asked, not a failing package
         raise UsageError(f"{args.path}: no such file or folder")
     if not args.decode:
-        if args.cluster or args.workers or args.backend != "cpu":
-            raise UsageError("--cluster, --workers and --backend go with --decode")
+        if args.cluster or args.cluster_tls or args.insecure_cluster or args.workers or args.backend != "cpu":
+            raise UsageError("--cluster, --cluster-tls, --insecure-cluster, --workers and --backend go with --decode")
         return check_run(args.path, progress=not args.no_progress, ov=args.ov)
     if args.ov:
         raise UsageError("--ov goes without --decode (a library's packages are decoded as they are)")
     from cinegpu.jobs.check_decode import run as decode_run  # noqa: PLC0415  (start-up: the decoder, ~80 ms)
-    if args.cluster is not None:
-        try:
-            parse_address(args.cluster)
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
-    return decode_run(args.path, cluster=args.cluster, workers=args.workers,
+    return decode_run(args.path, cluster=cluster_address(args), workers=args.workers,
                       backend=args.backend, progress=not args.no_progress)

@@ -17,7 +17,7 @@ from cinegpu.media import MediaError
 from cinegpu.media.security.package_signature import load_signer, user_signer
 from cinegpu.media.sound.inputs import open_sound
 
-from .args import gpu_count, one_line_text, positive_int, positive_rate
+from .args import cluster_address, cluster_arguments, gpu_count, one_line_text, positive_int, positive_rate
 from .interrupts import INTERRUPTED, TERMINATED, Terminated, interrupts
 
 
@@ -122,11 +122,7 @@ def _compute_arguments(p) -> None:
                    help="do not share each GPU between the encoder processes through a CUDA "
                         "MPS of the job's own (default: where processes outnumber the GPUs and "
                         "nvidia-cuda-mps-control is there, and no MPS of yours runs)")
-    p.add_argument("--cluster", default=None, metavar="ADDRESS|local[:N]",
-                   help="code the frames on a Dask cluster: a scheduler's address "
-                        "(tcp://host:8786; the workers must see INPUT at the same path) or "
-                        "local[:N] (N worker processes here, --workers threads each); this "
-                        "machine writes the package. Needs cinegpu[cluster]")
+    cluster_arguments(p, "code the frames (this machine writes the package)")
     p.add_argument("--backend", choices=("auto", "cpu", "cuda"), default="auto",
                    help="where the encoder runs (default auto: the GPU when CuPy sees one)")
 
@@ -212,7 +208,7 @@ def _job(args):
         print(f"cinegpu master: warning: {warning}", file=sys.stderr)
     protection = Protection(keys=args.keys)
     compute = Compute(backend=args.backend, workers=args.workers, processes=args.processes,
-                      gpus=args.gpus, cluster=args.cluster, mps=args.mps)
+                      gpus=args.gpus, cluster=cluster_address(args), mps=args.mps)
     check_output(args.output)
     frames, reels = image_input(args.input, picture)
     length = args.frames
