@@ -38,12 +38,13 @@ import numba
 from cinegpu.bench import decode_peers as peers
 from cinegpu.decode.api import decode
 from cinegpu.decode.errors import CodestreamError, LenientWarning
+from cinegpu.media.samples import BARS_2K
 
 __all__ = ["Row", "format_table", "main", "manifest_streams", "table"]
 
 CONFORMANCE = Path(__file__).resolve().parents[3] / "shared" / "conformance"
 #: The DCI frame every run decodes first (numba's kernels loaded before any stream is timed).
-SAMPLE = Path(__file__).resolve().parents[1] / "media" / "samples" / "bars_2k.j2c"
+SAMPLE = BARS_2K
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,9 @@ from pathlib import Path
 
 from cinegpu.media.mxf.read import MXFFile
 from cinegpu.media.mxf.write import EssenceEncryption, write_track
+from cinegpu.media.samples import BARS_2K
 
-SAMPLE = Path(__file__).resolve().parents[1] / "media" / "samples" / "bars_2k.j2c"
+SAMPLE = BARS_2K
 RUNS = 5
 
 

@@ -1,18 +1,27 @@
 """The first run: numba compiles the CPU encoder and decoder the first time they run.
 
-On a fresh two-core machine that takes minutes, and a progress bar sitting at 0% (or a player
-printing nothing) looks hung. So the demo compiles first, on purpose and saying so: it encodes
-a demo frame and decodes a sample one through the same code the mastering and the player use,
-the encoder and the decoder at once in processes of their own, with a bar that ticks per
-function compiled, and leaves a stamp (named after the cinegpu and numba versions) in
-the cache folder, so that later runs neither compile nor say anything. Compiled code itself is
-kept by numba's on-disk cache (``cache=True``) in one folder per user
+On a fresh two-core machine that takes a minute or more, and a progress bar sitting at 0% (or
+a player printing nothing) looks hung. So the demo compiles first, on purpose and saying so,
+with a bar that ticks per function compiled, and leaves a stamp (named after the cinegpu and
+numba versions) in the cache folder, so that later runs neither compile nor say anything.
+Compiled code itself is kept by numba's on-disk cache (``cache=True``) in one folder per user
 (:mod:`cinegpu.decode.kernel_cache`), which every copy of the same source reuses: a reinstall,
 an editable install beside a regular one.
+
+What is compiled is :data:`ENTRY_KERNELS`: the kernels the encoder and the decoder call from
+Python on the demo's path (a DCI 2K frame encoded and decoded on the CPU), each with the
+argument types those calls give, so each can be compiled by its signature
+(``dispatcher.compile``) without running anything. Every kernel they call is compiled with
+them. The entries go, largest first, to as many spawned processes as there are cores (each
+takes the next when done), so both cores of a two-core machine compile until the end; a
+decode and an encode, one after the other, would leave one core idle and compile the kernels
+they share twice. ``tests/jobs/test_first_run.py`` checks that the encoder and the decoder
+call these kernels with exactly these signatures (any other would be compiled again).
 """
 
 from __future__ import annotations
 
+import importlib
 import multiprocessing as mp
 import os
 import queue
@@ -21,19 +30,44 @@ import time
 from pathlib import Path
 
 import numba
+from numba import types as nb_types
 from numba.core import event as numba_event
 from numba.core.registry import CPUDispatcher
 from tqdm import tqdm
 
 import cinegpu
+from cinegpu.decode.cpus import usable_cores
 
-__all__ = ["PARTS", "cache_root", "compile_kernels", "stamp_path"]
+__all__ = ["ENTRY_KERNELS", "MAX_PROCESSES", "cache_root", "compile_kernels", "entry_kernel", "signature",
+           "stamp_path"]
 
-#: What is compiled, each part in a process of its own at the same time (the cores of a
-#: two-core machine both compiling), as the bar names them.
-PARTS = ("encoder", "decoder")
-#: The DCI 2K frame the decoder's part decodes (the demo's picture is of the same kind).
-SAMPLE = Path(__file__).resolve().parents[1] / "media" / "samples" / "bars_2k.j2c"
+#: The kernels the CPU encoder and decoder call from Python on the demo's path, largest
+#: compile first ("module:function" -> argument types: ``DT[N]`` an N-dimensional C-contiguous
+#: array of DT, with ``r`` read-only; ``int`` an int64; ``( ... )`` a tuple of what it holds).
+ENTRY_KERNELS = {
+    "cinegpu.encode.tier1.tile:_encode_rows": "i32[1] i64[2] i64[1] int int",
+    "cinegpu.decode.tier1.codeblock:decode_codeblocks": "u8[1] i64[2] i32[1] i32[1] i32[1]",
+    "cinegpu.decode.transform.frame_numba:frame_samples": "i32[1] i64[2] i64[2] f32[2] i32[2] f32[1] i64[2] i32[1]",
+    "cinegpu.decode.tier2.packets:read_frame_packets":
+        "u8[1]r u8[1]r i64[2] i64[2] i64[2] i64[2] i64[2] i8[1] int i64[2]",
+    "cinegpu.decode.tier2.progression:_tile_orders": "i64[2] i64[2] i64[2] i64[2] i64[1] i64[1]",
+    "cinegpu.encode.tier2.packets:write_headers":
+        "i64[2] i64[2] i64[2] int i64[2] i64[1] i64[1] i64[1] i64[1] int u8[1] i64[1] i64[1] i64[2] i64[1]",
+    "cinegpu.decode.plan_numba:tiles_tables":
+        "i64[2] i64[1] i64[2] i64[2] i64[2] f64[1] i64[2] int i64[2]"
+        " ( i64[2] i64[2] i64[2] f64[1] i64[2] i64[2] i64[2] i8[1] i64[2] i64[2] f32[2] i32[2] f32[1] ) i64[2]",
+    "cinegpu.decode.plan_numba:tiles_counts": "i64[2] i64[1] i64[2] i64[2] i64[2] i64[2] int i64[2]",
+    "cinegpu.decode.reconstruct:_frame_items": "i64[2] i64[2] i64[2] i64[2] i64[2] i64[2] i64[2] i64[1]",
+    "cinegpu.decode.tier2.packets:gather_segments": "u8[1]r i64[2] int i64[2]",
+    "cinegpu.encode.tier2.packets:gather_packets": "u8[1] i64[1] i64[2] i64[1] u8[1]r int int u8[1]",
+    "cinegpu.decode.reconstruct:_place_planes": "i64[2] i64[1] i64[2] i64[1]",
+    "cinegpu.encode.blocks:_body_bytes": "i64[1] i64[1] i64[1]",
+    "cinegpu.encode.early_stop:_histogram": "i32[1] i64[1]",
+}
+#: At most this many compiling processes (each holds numba and its compiler, ~0.5 GB).
+MAX_PROCESSES = 8
+_DTYPES = {"u8": nb_types.uint8, "i8": nb_types.int8, "i32": nb_types.int32, "i64": nb_types.int64,
+           "f32": nb_types.float32, "f64": nb_types.float64}
 
 
 def cache_root() -> Path:
@@ -48,26 +82,50 @@ def stamp_path(cache: Path) -> Path:
     return Path(cache) / f"compiled-cinegpu-{cinegpu.__version__}-numba-{numba.__version__}"
 
 
-def compile_kernels(cache: Path, *, progress: bool = True, say=print) -> float | None:
-    """Compile the CPU encoder's and decoder's kernels unless ``cache``'s stamp says they are;
-    seconds taken, or None when there was nothing to do. ``say`` gets one line before and
-    one after.
+def signature(text: str) -> tuple:
+    """numba's argument types for an :data:`ENTRY_KERNELS` text."""
+    stack: list[list] = [[]]
+    for token in text.split():
+        if token == "(":
+            stack.append([])
+        elif token == ")":
+            inner = stack.pop()
+            stack[-1].append(nb_types.Tuple(inner))
+        elif token == "int":
+            stack[-1].append(nb_types.int64)
+        else:
+            dtype, rest = token.split("[")
+            ndim, flags = rest.split("]")
+            stack[-1].append(nb_types.Array(_DTYPES[dtype], int(ndim), "C", readonly=flags == "r"))
+    (args,) = stack
+    return tuple(args)
 
-    The parts (:data:`PARTS`) compile at once, each in a process of its own that encodes or
-    decodes one frame, and numba's cache (:mod:`cinegpu.decode.kernel_cache`) hands this
+
+def entry_kernel(name: str):
+    """The dispatcher an :data:`ENTRY_KERNELS` name (``module:function``) stands for."""
+    module, function = name.split(":")
+    return getattr(importlib.import_module(module), function)
+
+
+def compile_kernels(cache: Path, *, progress: bool = True, say=print) -> float | None:
+    """Compile :data:`ENTRY_KERNELS` unless ``cache``'s stamp says they are; seconds taken, or
+    None when there was nothing to do. ``say`` gets one line before and one after.
+
+    The kernels are shared out to spawned processes (one per core, at most
+    :data:`MAX_PROCESSES`), and numba's cache (:mod:`cinegpu.decode.kernel_cache`) hands this
     process and every later one what they compiled; the bar ticks once a function is compiled
-    (the count estimated from the kernels their modules define) and shows the one in hand,
-    its clock moving each second. A part that fails leaves its kernels to be compiled when
-    they are first used, as they would have been without this step."""
+    (the count estimated from the kernels their modules define) and shows the one in hand, its
+    clock moving each second. A kernel that fails to compile is left to be compiled when it is
+    first used, as it would have been without this step."""
     stamp = stamp_path(cache)
     if stamp.is_file():
         return None
     say("compiling the CPU encoder and decoder (first run only; later runs start in seconds)")
     t0 = time.perf_counter()
-    failed = _compile_parts(progress)
+    failed = _compile_all(progress)
     seconds = time.perf_counter() - t0
-    for part, why in failed.items():
-        say(f"the {part} did not compile ahead ({why}); it compiles when first used")
+    for name, why in failed.items():
+        say(f"{name} did not compile ahead ({why}); it compiles when first used")
     if not failed:
         stamp.parent.mkdir(parents=True, exist_ok=True)
         stamp.write_text(f"compiled in {seconds:.1f} s\n")
@@ -75,48 +133,63 @@ def compile_kernels(cache: Path, *, progress: bool = True, say=print) -> float |
     return seconds
 
 
-def _compile_parts(progress: bool) -> dict[str, str]:
-    """Run every part in a spawned process, drawing their progress; the parts that failed,
-    with why."""
+def _kernel_count() -> int:
+    """The numba kernels the cinegpu modules of :data:`ENTRY_KERNELS` define (imported here,
+    not compiled): about how many functions the processes compile."""
+    for name in ENTRY_KERNELS:
+        importlib.import_module(name.split(":")[0])
+    return sum(isinstance(v, CPUDispatcher) for name, mod in list(sys.modules.items())
+               if name.startswith("cinegpu.") and mod is not None for v in vars(mod).values())
+
+
+def _compile_all(progress: bool) -> dict[str, str]:
+    """Compile every entry kernel in spawned processes, drawing their progress; the kernels
+    that failed (or whose process died), with why."""
     ctx = mp.get_context("spawn")
-    messages = ctx.Queue()
-    procs = {part: ctx.Process(target=_compile_part, args=(part, messages), daemon=True,
-                               name=f"cinegpu-compile-{part}") for part in PARTS}
-    for proc in procs.values():
+    todo, messages = ctx.Queue(), ctx.Queue()
+    for name in ENTRY_KERNELS:
+        todo.put(name)
+    count = max(1, min(usable_cores(), len(ENTRY_KERNELS), MAX_PROCESSES))
+    for _ in range(count):
+        todo.put(None)                                  # one "no more" for each process
+    procs = [ctx.Process(target=_compile_entries, args=(todo, messages), daemon=True,
+                         name=f"cinegpu-compile-{i}") for i in range(count)]
+    for proc in procs:
         proc.start()
-    totals: dict[str, int] = {}
-    ended: dict[str, str | None] = {}
-    with tqdm(total=0, unit="function", disable=None if progress else True, desc="compiling",
+    failed: dict[str, str] = {}
+    done = 0
+    with tqdm(total=_kernel_count(), unit="function", disable=None if progress else True, desc="compiling",
               bar_format="{desc}: {n_fmt}/{total_fmt} functions {bar} {elapsed}<{remaining} {postfix}") as bar:
-        while len(ended) < len(procs):
+        while done < len(ENTRY_KERNELS):
             try:
-                kind, part, value = messages.get(timeout=0.5)
+                kind, value = messages.get(timeout=0.5)
             except queue.Empty:
-                for part, proc in procs.items():
-                    if part not in ended and proc.exitcode is not None:
-                        ended[part] = f"its process ended (exit code {proc.exitcode})"
+                if all(p.exitcode is not None for p in procs):
+                    failed["the compiling processes"] = "they ended before every kernel was compiled"
+                    break
                 bar.refresh()       # the clock moves while a long function compiles
                 continue
-            if kind == "total":
-                totals[part] = value
-                bar.total = sum(totals.values())
-            elif kind == "compiled":
+            if kind == "compiled":
                 bar.update(1)
                 bar.set_postfix_str(value[-40:])
-            else:                   # "done" (None) or "failed" (why)
-                ended[part] = value
+            elif kind == "failed":
+                name, why = value
+                failed[name] = why
+                done += 1
+            else:                   # "done"
+                done += 1
         bar.n = max(bar.n, bar.total)
         bar.set_postfix_str("")
-    for proc in procs.values():
+    for proc in procs:
         proc.join(timeout=5)
-    return {part: why for part, why in ended.items() if why is not None}
+    return failed
 
 
 class _Ticks(numba_event.Listener):
     """Posts the name of every cinegpu function numba finishes compiling."""
 
-    def __init__(self, part: str, messages) -> None:
-        self.part, self.messages = part, messages
+    def __init__(self, messages) -> None:
+        self.messages = messages
 
     def on_start(self, ev) -> None:
         pass
@@ -124,35 +197,18 @@ class _Ticks(numba_event.Listener):
     def on_end(self, ev) -> None:
         func = getattr(ev.data.get("dispatcher"), "py_func", None)
         if func is not None and func.__module__.startswith("cinegpu."):
-            self.messages.put(("compiled", self.part, f"{func.__module__}.{func.__qualname__}"))
+            self.messages.put(("compiled", f"{func.__module__}.{func.__qualname__}"))
 
 
-def _kernel_count() -> int:
-    """The numba kernels the cinegpu modules loaded so far define: what a part may compile."""
-    return sum(isinstance(v, CPUDispatcher) for name, mod in list(sys.modules.items())
-               if name.startswith("cinegpu.") and mod is not None for v in vars(mod).values())
-
-
-def _compile_part(part: str, messages) -> None:
-    """One part, in a process of its own: the encoder codes a demo frame, the decoder decodes
-    the sample frame; what numba compiles goes to its cache (and is posted to ``messages``)."""
-    try:
-        numba_event.register("numba:compile", _Ticks(part, messages))
-        # each part's process imports only its own kernels' modules: _kernel_count counts those
-        if part == "encoder":
-            from cinegpu.jobs.demo import demo_frame  # noqa: PLC0415  (a part loads only its own kernels)
-            from cinegpu.jobs.frame_encode import FrameEncoders  # noqa: PLC0415  (a part loads only its own kernels)
-            from cinegpu.media.images.frames import fit  # noqa: PLC0415  (a part loads only its own kernels)
-
-            messages.put(("total", part, _kernel_count()))
-            with FrameEncoders(profile="2k", fps=24, bitrate=None, colorspace="rec709",
-                               backend="cpu") as encoders:
-                encoders.encode(fit(demo_frame(0), 2048, 1080))
+def _compile_entries(todo, messages) -> None:
+    """In a process of its own: compile the entry kernels named on ``todo`` until its None,
+    each by its signature; what numba compiles goes to its cache (and is posted to
+    ``messages``), then ``("done", name)`` or ``("failed", (name, why))``."""
+    numba_event.register("numba:compile", _Ticks(messages))
+    while (name := todo.get()) is not None:
+        try:
+            entry_kernel(name).compile(signature(ENTRY_KERNELS[name]))
+        except Exception as exc:        # reported by the parent: the kernel then compiles on first use
+            messages.put(("failed", (name, f"{type(exc).__name__}: {exc}")))
         else:
-            from cinegpu.decode.decoder import Decoder  # noqa: PLC0415  (a part loads only its own kernels)
-
-            messages.put(("total", part, _kernel_count()))
-            Decoder("cpu").decode(SAMPLE.read_bytes())
-        messages.put(("done", part, None))
-    except Exception as exc:        # reported by the parent: the kernels then compile on first use
-        messages.put(("failed", part, f"{type(exc).__name__}: {exc}"))
+            messages.put(("done", name))

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from cinegpu.jobs import demo as demo_job
+from cinegpu.media.samples import BARS_2K
 
 __all__ = ["default_media", "resolutions", "synthesise_sequence", "write_ppm"]
 
@@ -82,7 +83,7 @@ def default_media() -> Path:
         shutil.rmtree(folder, ignore_errors=True)
         tmp.rename(folder)
         return folder
-    sample = Path(__file__).resolve().parent.parent / "media" / "samples" / "bars_2k.j2c"
+    sample = BARS_2K
     if sample.is_file():
         return sample
     raise FileNotFoundError("no default media: install OpenJPEG's opj_compress or give a PATH")

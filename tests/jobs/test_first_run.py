@@ -1,10 +1,13 @@
-"""The first run compiles on purpose and says so (media/first_run.py)."""
+"""The first run compiles on purpose and says so (jobs/first_run.py)."""
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
-from cinegpu.jobs.first_run import PARTS, compile_kernels, stamp_path
+from cinegpu.jobs.first_run import ENTRY_KERNELS, compile_kernels, entry_kernel, signature, stamp_path
+from cinegpu.media.samples import BARS_2K
 
 
 @pytest.mark.slow  # long: in the slow pass (issue 50: the quick pass under 150 s)
@@ -17,4 +20,40 @@ def test_compiles_once_saying_what_it_does(tmp_path):
     lines.clear()
     assert compile_kernels(tmp_path, progress=False, say=lines.append) is None
     assert lines == []
-    assert PARTS == ("encoder", "decoder")
+
+
+def test_the_entry_kernels_are_what_the_encoder_and_decoder_call():
+    """Each entry kernel is compiled ahead by a signature: the one the demo's encoder and
+    decoder call it with (else it would be compiled again on first use), and every kernel
+    they call from Python on that path is one of them."""
+
+    from numba.core.registry import CPUDispatcher
+
+    from cinegpu.decode.decoder import Decoder
+    from cinegpu.jobs.demo import demo_frame
+    from cinegpu.jobs.frame_encode import FrameEncoders
+    from cinegpu.media.images.frames import fit
+
+    kernels = {name: entry_kernel(name) for name in ENTRY_KERNELS}
+
+    def called():
+        return {(f"{v.py_func.__module__}:{v.py_func.__qualname__}", sig) for m in list(sys.modules.values())
+                if m is not None and m.__name__.startswith("cinegpu.")
+                for v in list(vars(m).values()) if isinstance(v, CPUDispatcher) for sig in v.signatures}
+
+    before = called()
+    Decoder("cpu").decode(BARS_2K.read_bytes())
+    with FrameEncoders(profile="2k", fps=24, bitrate=None, colorspace="rec709", backend="cpu") as encoders:
+        encoders.encode(fit(demo_frame(0), 2048, 1080))
+    new = called() - before
+    declared = {(name, signature(text)) for name, text in ENTRY_KERNELS.items()}
+    assert new <= declared, f"called with other signatures than ENTRY_KERNELS: {sorted(map(str, new - declared))}"
+    for name, kernel in kernels.items():
+        assert signature(ENTRY_KERNELS[name]) in kernel.signatures, f"{name} was not called as declared"
+
+
+def test_signature_texts():
+    from numba import types as t
+    assert signature("u8[1]r int ( i64[2] f32[1] ) i32[3]") == (
+        t.Array(t.uint8, 1, "C", readonly=True), t.int64,
+        t.Tuple((t.Array(t.int64, 2, "C"), t.Array(t.float32, 1, "C"))), t.Array(t.int32, 3, "C"))

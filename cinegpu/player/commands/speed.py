@@ -12,11 +12,12 @@ import sys
 from pathlib import Path
 
 from cinegpu.media import MediaError, open_source
+from cinegpu.media.samples import BARS_2K
 
 from .args import UsageError, gpu_count, non_negative_int, positive_int
 from .keys import add_key_args, key_ring
 
-SAMPLE = Path(__file__).resolve().parents[2] / "media" / "samples" / "bars_2k.j2c"
+SAMPLE = BARS_2K
 
 
 def register(sub) -> None:
