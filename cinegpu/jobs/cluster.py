@@ -39,10 +39,12 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import cinegpu
 from cinegpu.decode.cpus import usable_cores
 from cinegpu.media.errors import MediaError
 
-__all__ = ["CONNECT_TIMEOUT", "Cluster", "ClusterAddress", "connect", "parse_address"]
+__all__ = ["CONNECT_TIMEOUT", "Cluster", "ClusterAddress", "check_versions", "connect", "parse_address",
+           "worker_version"]
 
 #: Seconds to reach a scheduler, and to wait for its first worker.
 CONNECT_TIMEOUT = 5.0
@@ -198,7 +200,33 @@ def connect(where: ClusterAddress | str, *, threads: int = 1, resources: dict | 
         raise MediaError(where.address, f"the Dask scheduler has no workers (none joined "
                                         f"within {timeout:g} s): start some with "
                                         f"dask worker {where.address}") from None
+    try:
+        check_versions(cluster)
+    except BaseException:
+        cluster.close()
+        raise
     return cluster
+
+
+def worker_version() -> str:
+    """This process's cinegpu version (run on each worker by :func:`check_versions`)."""
+    return cinegpu.__version__
+
+
+def check_versions(cluster: Cluster) -> None:
+    """MediaError naming each worker that runs another cinegpu version than this process, or
+    none: a frame coded by another version could differ from this machine's."""
+    try:
+        versions = cluster.client.run(worker_version, on_error="return")
+    except (OSError, TimeoutError) as exc:
+        raise MediaError(str(cluster.where), f"cannot ask the workers their cinegpu version: {exc}") from None
+    wrong = {w: v for w, v in versions.items() if v != cinegpu.__version__}
+    if wrong:
+        what = "; ".join(f"{w} {'runs cinegpu ' + v if isinstance(v, str) else f'has no cinegpu ({type(v).__name__})'}"
+                         for w, v in sorted(wrong.items(), key=lambda kv: kv[0]))
+        raise MediaError(str(cluster.where), f"workers of another cinegpu than this machine's "
+                                             f"{cinegpu.__version__}: {what}; install the same "
+                                             f"version on every machine")
 
 
 def _security(where: ClusterAddress, distributed):

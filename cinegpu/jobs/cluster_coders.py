@@ -26,6 +26,7 @@ import uuid
 from collections import deque
 from functools import lru_cache
 
+import cinegpu
 from cinegpu.jobs.cluster import Cluster
 from cinegpu.jobs.frame_coders import Coded, FrameFailed, code_frame
 from cinegpu.jobs.master_job import Encoding, FrameCoding
@@ -43,10 +44,16 @@ def worker_encoders(encoding: Encoding):
     return encoding.encoders(device=0 if encoding.backend == "cuda" else None)
 
 
-def code_cluster_frame(job: FrameCoding, i: int) -> Coded | FrameFailed:
+def code_cluster_frame(job: FrameCoding, i: int, version: str | None = None) -> Coded | FrameFailed:
     """A Dask task: input frame ``i`` of ``job`` read, fitted and encoded on this worker;
     its :class:`.frame_coders.Coded` (the codestream and its header), or the frame's MediaError as a :class:`.FrameFailed` (an exception
-    of another kind too, as a plain MediaError naming the frame)."""
+    of another kind too, as a plain MediaError naming the frame). ``version``: the cinegpu
+    version of the machine writing the package; a worker of another version (one that
+    joined after :func:`.cluster.check_versions`) codes nothing and says so."""
+    if version is not None and version != cinegpu.__version__:
+        return FrameFailed(i, "MediaError", None, f"frame {i}: a worker of cinegpu {cinegpu.__version__} "
+                                                  f"took it, this machine runs {version}: install the "
+                                                  f"same version on every machine")
     try:
         return code_frame(worker_encoders(job.encoding), job.read, i, job.width, job.height)
     except MediaError as exc:
@@ -106,7 +113,7 @@ class ClusterCoders:
     def _submit(self, i: int, tries: int) -> _Frame:
         key = f"cinegpu-frame-{self._token}-{i}" + (f"-try{tries + 1}" if tries else "")
         future = self.cluster.client.submit(code_cluster_frame, self._job_future(tries > 0),
-                                            i, key=key, pure=False,
+                                            i, cinegpu.__version__, key=key, pure=False,
                                             resources=self._resources)
         return _Frame(i, future, tries)
 

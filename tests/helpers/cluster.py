@@ -4,12 +4,40 @@
 from __future__ import annotations
 
 import logging
+import shutil
+import sys
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from cinegpu.jobs.cluster import ClusterAddress, parse_address
 from cinegpu.jobs.cluster_tls import CA_FILE, CERT_FILE, KEY_FILE, make_credentials
+from cinegpu.media.images.frames import ImageFrames
+
+
+@dataclass(frozen=True)
+class SlowFrames:
+    """Frames of ``files``, each read taking ``delay`` seconds more (frames stay in flight)."""
+
+    files: ImageFrames
+    delay: float
+
+    def __call__(self, i: int):
+        time.sleep(self.delay)
+        return self.files(i)
+
+
+def dask_command(*args: str) -> list[str]:
+    """The ``dask`` command beside this Python."""
+    exe = Path(sys.executable).with_name("dask")
+    return [str(exe) if exe.exists() else shutil.which("dask") or "dask", *args]
+
+
+def tls_options(folder: Path) -> list[str]:
+    """The ``dask scheduler`` / ``dask worker`` options for a role's credentials folder."""
+    return ["--tls-ca-file", str(folder / CA_FILE), "--tls-cert", str(folder / CERT_FILE),
+            "--tls-key", str(folder / KEY_FILE)]
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from cinegpu.jobs.mastering import master
 from cinegpu.media import MediaError
 from cinegpu.media.errors import CorruptMedia
 from cinegpu.media.images.frames import ImageFrames, list_frames
-from helpers.cluster import tls_cluster
+from helpers.cluster import SlowFrames, tls_cluster
 from helpers.mastering import DieOn, needs_encoder, package_codestreams, write_tiffs
 
 distributed = pytest.importorskip("distributed", reason="dask distributed is not installed "
@@ -45,18 +45,6 @@ def _track(dcp: Path) -> Path:
 def _same_dcp(a: Path, b: Path) -> None:
     assert package_codestreams(a) == package_codestreams(b)
     assert _track(a).stat().st_size == _track(b).stat().st_size
-
-
-@dataclass(frozen=True)
-class _Slow:
-    """Frames of ``files``, each read taking ``delay`` seconds more (frames stay in flight)."""
-
-    files: ImageFrames
-    delay: float
-
-    def __call__(self, i: int):
-        time.sleep(self.delay)
-        return self.files(i)
 
 
 @dataclass(frozen=True)
@@ -225,7 +213,7 @@ def test_a_worker_killed_mid_job_changes_nothing(tmp_path):
 
         def job():
             try:
-                master(MasterJob.of(_Slow(_files(src), 0.5), 8, tmp_path / "cluster", title="t",
+                master(MasterJob.of(SlowFrames(_files(src), 0.5), 8, tmp_path / "cluster", title="t",
                                     cluster=cluster.where, backend="cpu"),
                        progress=False)
             except BaseException as exc:      # noqa: BLE001 - handed to the test's thread
@@ -318,3 +306,14 @@ def test_gpu_cluster_master_writes_the_same_dcp(tmp_path, gpu):
                                        workers=2, backend="cuda"), progress=False).stats
     assert (stats.processes, stats.threads) == (1, 2)
     _same_dcp(tmp_path / "threads", tmp_path / "cluster")
+
+
+def test_a_worker_of_another_version_codes_nothing():
+    """A worker that joined after the version check (:func:`.cluster.check_versions`) and runs
+    another cinegpu refuses the frame instead of coding it."""
+    from cinegpu.jobs.cluster_coders import code_cluster_frame
+    from cinegpu.jobs.frame_coders import FrameFailed
+
+    failed = code_cluster_frame(None, 3, "0.0.0+other")
+    assert isinstance(failed, FrameFailed) and failed.seq == 3 and failed.kind == "MediaError"
+    assert "this machine runs 0.0.0+other" in failed.reason and "same version on every machine" in failed.reason

@@ -6,7 +6,6 @@ other process can use, and a scheduler and workers started as docs/cluster.md sa
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 import subprocess
 import sys
@@ -18,6 +17,7 @@ from cryptography import x509
 
 from cinegpu.jobs.cluster_tls import CA_FILE, CERT_FILE, KEY_FILE, make_credentials, read_credentials
 from cinegpu.media.errors import ExposedKey, MediaError
+from helpers.cluster import dask_command, tls_options
 
 
 def _mode(p: Path) -> int:
@@ -105,12 +105,6 @@ def test_a_local_cluster_takes_no_one_elses_work():
         _refused(address, distributed.Security.temporary())      # TLS with another CA's certificate
 
 
-def _dask(*args) -> list[str]:
-    """The ``dask`` command beside this Python."""
-    exe = Path(sys.executable).with_name("dask")
-    return [str(exe) if exe.exists() else shutil.which("dask") or "dask", *args]
-
-
 @pytest.mark.slow  # long: a dask scheduler and worker started as processes
 def test_a_tls_scheduler_started_as_documented(tmp_path):
     """``dask scheduler`` and ``dask worker`` with the files ``cinegpu cluster-tls`` made
@@ -118,10 +112,9 @@ def test_a_tls_scheduler_started_as_documented(tmp_path):
     from cinegpu.jobs.cluster import Cluster
 
     roles = make_credentials(tmp_path / "tls")
-    files = {r: ["--tls-ca-file", str(d / CA_FILE), "--tls-cert", str(d / CERT_FILE), "--tls-key", str(d / KEY_FILE)]
-             for r, d in roles.items()}
+    files = {r: tls_options(d) for r, d in roles.items()}
     info = tmp_path / "scheduler.json"
-    procs = [subprocess.Popen(_dask("scheduler", "--protocol", "tls", "--host", "127.0.0.1", "--port", "0",
+    procs = [subprocess.Popen(dask_command("scheduler", "--protocol", "tls", "--host", "127.0.0.1", "--port", "0",
                                     "--dashboard-address", "127.0.0.1:0", "--scheduler-file", str(info),
                                     *files["scheduler"]), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
     try:
@@ -132,7 +125,7 @@ def test_a_tls_scheduler_started_as_documented(tmp_path):
         time.sleep(0.2)
         address = json.loads(info.read_text())["address"]
         assert address.startswith("tls://127.0.0.1:")
-        procs.append(subprocess.Popen(_dask("worker", address, "--nthreads", "1", "--no-dashboard",
+        procs.append(subprocess.Popen(dask_command("worker", address, "--nthreads", "1", "--no-dashboard",
                                             *files["worker"]), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         with connect(parse_address(address, tls=roles["client"]), timeout=60) as cluster:
             assert isinstance(cluster, Cluster) and cluster.threads == 1

@@ -1,0 +1,136 @@
+"""The cluster across machines, as far as one machine allows: a TLS scheduler and its workers
+each in a network namespace of its own (tests/helpers/netns.py), reaching each other and
+``cinegpu master`` only over a bridge, started with the ``dask`` command as docs/cluster.md
+says. The input frames are in a folder all of them see (the shared storage the docs ask for).
+A worker killed mid-job leaves the package as one machine writes it; a worker of another
+cinegpu version is refused at connect. Skipped, with the reason, where namespaces cannot be
+made (not root, no ``ip``)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from cinegpu.jobs.cluster_tls import make_credentials
+from cinegpu.jobs.master_job import MasterJob
+from cinegpu.jobs.mastering import master
+from cinegpu.media import MediaError
+from cinegpu.media.images.frames import ImageFrames, list_frames
+from helpers.cluster import SlowFrames, dask_command, tls_options
+from helpers.mastering import needs_encoder, package_codestreams, write_tiffs
+from helpers.netns import hosts, why_not
+
+distributed = pytest.importorskip("distributed", reason="dask distributed is not installed "
+                                                        "(pip install 'cinegpu[cluster]')")
+
+from cinegpu.jobs.cluster import connect, parse_address  # noqa: E402  (after importorskip: distributed)
+
+WHY_NOT = why_not()
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(WHY_NOT is not None, reason=f"no network namespaces: {WHY_NOT}")]
+
+TESTS = Path(__file__).resolve().parents[1]
+PORT = 8786
+
+
+def _wait_port(host: str, port: int, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection((host, port), timeout=1):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise AssertionError(f"nothing listens on {host}:{port} after {seconds} s")
+
+
+@contextmanager
+def _processes():
+    procs: list[subprocess.Popen] = []
+    try:
+        yield procs
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+def _worker(host, scheduler: str, folder: Path, log: Path, *extra: str) -> subprocess.Popen:
+    """``dask worker`` in ``host``'s namespace, listening on its address only."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]))
+    return subprocess.Popen(host.command(*dask_command("worker", scheduler, "--host", host.address, "--nthreads", "1",
+                                                       "--no-dashboard", *tls_options(folder), *extra)),
+                            env=env, stdout=subprocess.DEVNULL, stderr=open(log, "wb"))
+
+
+@needs_encoder
+def test_master_across_namespaces_a_worker_killed_and_another_version_refused(tmp_path):
+    src = write_tiffs(tmp_path / "in", 8)
+    files = ImageFrames(tuple(map(str, list_frames(src))), (4096, 2160))
+    master(MasterJob.of(files, 8, tmp_path / "one", title="t", backend="cpu"), progress=False)
+    roles = make_credentials(tmp_path / "tls")
+    with hosts(4) as (s, w1, w2, other), _processes() as procs:
+        scheduler = f"tls://{s.address}:{PORT}"
+        procs.append(subprocess.Popen(s.command(*dask_command(
+            "scheduler", "--protocol", "tls", "--host", s.address, "--port", str(PORT), "--no-dashboard",
+            *tls_options(roles["scheduler"]))), stdout=subprocess.DEVNULL, stderr=open(tmp_path / "s.log", "wb")))
+        _wait_port(s.address, PORT, 60)
+        procs += [_worker(w, scheduler, roles["worker"], tmp_path / f"{w.ns}.log") for w in (w1, w2)]
+        where = parse_address(scheduler, tls=roles["client"])
+        with connect(where, timeout=60) as cluster:
+            cluster.client.wait_for_workers(2, timeout=60)
+            pids = cluster.client.run(os.getpid)
+            assert sorted(a.split("//")[1].split(":")[0] for a in pids) == sorted([w1.address, w2.address])
+            errors: list[BaseException] = []
+
+            def job():
+                try:
+                    master(MasterJob.of(SlowFrames(files, 0.5), 8, tmp_path / "cluster", title="t",
+                                        cluster=where, backend="cpu"), progress=False)
+                except BaseException as exc:      # noqa: BLE001 - handed to the test's thread
+                    errors.append(exc)
+
+            t = threading.Thread(target=job)
+            t.start()
+            victim = None
+            deadline = time.monotonic() + 120
+            while victim is None and time.monotonic() < deadline:
+                for worker, keys in cluster.client.processing().items():
+                    if any(str(k).startswith("cinegpu-frame-") for k in keys) and worker in pids:
+                        victim = pids[worker]
+                        break
+                time.sleep(0.1)
+            assert victim is not None, "no frame reached a worker"
+            time.sleep(0.3)
+            os.kill(victim, signal.SIGKILL)
+            t.join(timeout=300)
+            assert not t.is_alive() and not errors, errors
+        assert package_codestreams(tmp_path / "one") == package_codestreams(tmp_path / "cluster")
+
+        # a worker whose cinegpu says another version (a preload changes it) is refused at connect
+        preload = tmp_path / "other_version.py"
+        preload.write_text("import cinegpu\ncinegpu.__version__ = '0.0.0+other'\n")
+        procs.append(_worker(other, scheduler, roles["worker"], tmp_path / "other.log", "--preload", str(preload)))
+        deadline = time.monotonic() + 90
+        while True:                                  # until the third worker has joined
+            try:
+                with connect(where, timeout=60) as cluster:
+                    joined = len(cluster.workers())
+            except MediaError as exc:
+                refusal = str(exc)
+                break
+            assert joined < 3 and time.monotonic() < deadline, "a worker of another version was taken"
+            time.sleep(0.5)
+        assert f"tls://{other.address}:" in refusal and "runs cinegpu 0.0.0+other" in refusal, refusal
+        assert "install the same version on every machine" in refusal
