@@ -289,3 +289,15 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
                  if v != "not installed"), "not installed")
     return [_cuda_line(),
             f"cupy {cupy}, numba {_version('numba')}, pyglet {_version('pyglet')}"]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """In the controller (or the one process) only: the CPU encoder and decoder compiled as the
+    first run does (:func:`cinegpu.jobs.first_run.compile_kernels`, a no-op once its stamp is
+    there), before any test: the commands that decode compile them on first use and say so on
+    stderr, which a test comparing stderr would otherwise meet on a machine's first run."""
+    if hasattr(config, "workerinput") or config.option.collectonly:
+        return
+    from cinegpu.jobs.first_run import cache_root, compile_kernels
+
+    compile_kernels(cache_root(), progress=False, say=lambda line: None)

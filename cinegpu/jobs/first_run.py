@@ -38,7 +38,7 @@ from tqdm import tqdm
 import cinegpu
 from cinegpu.decode.cpus import usable_cores
 
-__all__ = ["ENTRY_KERNELS", "MAX_PROCESSES", "cache_root", "compile_kernels", "entry_kernel", "signature",
+__all__ = ["DECODER_KERNELS", "ENTRY_KERNELS", "MAX_PROCESSES", "cache_root", "compile_kernels", "entry_kernel", "signature",
            "stamp_path"]
 
 #: The kernels the CPU encoder and decoder call from Python on the demo's path, largest
@@ -64,6 +64,8 @@ ENTRY_KERNELS = {
     "cinegpu.encode.blocks:_body_bytes": "i64[1] i64[1] i64[1]",
     "cinegpu.encode.early_stop:_histogram": "i32[1] i64[1]",
 }
+#: The decoder's entries alone: what playing, decoding and checking need.
+DECODER_KERNELS = tuple(name for name in ENTRY_KERNELS if name.startswith("cinegpu.decode."))
 #: At most this many compiling processes (each holds numba and its compiler, ~0.5 GB).
 MAX_PROCESSES = 8
 _DTYPES = {"u8": nb_types.uint8, "i8": nb_types.int8, "i32": nb_types.int32, "i64": nb_types.int64,
@@ -76,10 +78,12 @@ def cache_root() -> Path:
     return Path(base) / "cinegpu"
 
 
-def stamp_path(cache: Path) -> Path:
-    """The stamp in ``cache`` saying this version's kernels were compiled on this machine."""
+def stamp_path(cache: Path, encoder: bool = True) -> Path:
+    """The stamp in ``cache`` saying this version's kernels (without ``encoder``: the
+    decoder's alone) were compiled on this machine."""
 
-    return Path(cache) / f"compiled-cinegpu-{cinegpu.__version__}-numba-{numba.__version__}"
+    return Path(cache) / (f"compiled-cinegpu-{cinegpu.__version__}-numba-{numba.__version__}"
+                          f"{'' if encoder else '-decoder'}")
 
 
 def signature(text: str) -> tuple:
@@ -107,9 +111,10 @@ def entry_kernel(name: str):
     return getattr(importlib.import_module(module), function)
 
 
-def compile_kernels(cache: Path, *, progress: bool = True, say=print) -> float | None:
-    """Compile :data:`ENTRY_KERNELS` unless ``cache``'s stamp says they are; seconds taken, or
-    None when there was nothing to do. ``say`` gets one line before and one after.
+def compile_kernels(cache: Path, *, progress: bool = True, say=print, encoder: bool = True) -> float | None:
+    """Compile :data:`ENTRY_KERNELS` (without ``encoder``: :data:`DECODER_KERNELS`, for a
+    command that only decodes) unless ``cache``'s stamp says they are; seconds taken, or None
+    when there was nothing to do. ``say`` gets one line before and one after.
 
     The kernels are shared out to spawned processes (one per core, at most
     :data:`MAX_PROCESSES`), and numba's cache (:mod:`cinegpu.decode.kernel_cache`) hands this
@@ -117,12 +122,14 @@ def compile_kernels(cache: Path, *, progress: bool = True, say=print) -> float |
     (the count estimated from the kernels their modules define) and shows the one in hand, its
     clock moving each second. A kernel that fails to compile is left to be compiled when it is
     first used, as it would have been without this step."""
-    stamp = stamp_path(cache)
-    if stamp.is_file():
+    stamp = stamp_path(cache, encoder)
+    if stamp.is_file() or stamp_path(cache).is_file():
         return None
-    say("compiling the CPU encoder and decoder (first run only; later runs start in seconds)")
+    names = tuple(ENTRY_KERNELS) if encoder else DECODER_KERNELS
+    say(f"compiling the CPU {'encoder and decoder' if encoder else 'decoder'} (first run only; "
+        f"later runs start in seconds)")
     t0 = time.perf_counter()
-    failed = _compile_all(progress)
+    failed = _compile_all(names, progress)
     seconds = time.perf_counter() - t0
     for name, why in failed.items():
         say(f"{name} did not compile ahead ({why}); it compiles when first used")
@@ -133,23 +140,23 @@ def compile_kernels(cache: Path, *, progress: bool = True, say=print) -> float |
     return seconds
 
 
-def _kernel_count() -> int:
-    """The numba kernels the cinegpu modules of :data:`ENTRY_KERNELS` define (imported here,
-    not compiled): about how many functions the processes compile."""
-    for name in ENTRY_KERNELS:
+def _kernel_count(names) -> int:
+    """The numba kernels the cinegpu modules loaded with the entries ``names`` define
+    (imported here, not compiled): about how many functions the processes compile."""
+    for name in names:
         importlib.import_module(name.split(":")[0])
     return sum(isinstance(v, CPUDispatcher) for name, mod in list(sys.modules.items())
                if name.startswith("cinegpu.") and mod is not None for v in vars(mod).values())
 
 
-def _compile_all(progress: bool) -> dict[str, str]:
-    """Compile every entry kernel in spawned processes, drawing their progress; the kernels
-    that failed (or whose process died), with why."""
+def _compile_all(names, progress: bool) -> dict[str, str]:
+    """Compile the entry kernels ``names`` in spawned processes, drawing their progress; the
+    kernels that failed (or whose process died), with why."""
     ctx = mp.get_context("spawn")
     todo, messages = ctx.Queue(), ctx.Queue()
-    for name in ENTRY_KERNELS:
+    for name in names:
         todo.put(name)
-    count = max(1, min(usable_cores(), len(ENTRY_KERNELS), MAX_PROCESSES))
+    count = max(1, min(usable_cores(), len(names), MAX_PROCESSES))
     for _ in range(count):
         todo.put(None)                                  # one "no more" for each process
     procs = [ctx.Process(target=_compile_entries, args=(todo, messages), daemon=True,
@@ -158,9 +165,9 @@ def _compile_all(progress: bool) -> dict[str, str]:
         proc.start()
     failed: dict[str, str] = {}
     done = 0
-    with tqdm(total=_kernel_count(), unit="function", disable=None if progress else True, desc="compiling",
+    with tqdm(total=_kernel_count(names), unit="function", disable=None if progress else True, desc="compiling",
               bar_format="{desc}: {n_fmt}/{total_fmt} functions {bar} {elapsed}<{remaining} {postfix}") as bar:
-        while done < len(ENTRY_KERNELS):
+        while done < len(names):
             try:
                 kind, value = messages.get(timeout=0.5)
             except queue.Empty:

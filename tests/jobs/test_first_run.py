@@ -57,3 +57,21 @@ def test_signature_texts():
     assert signature("u8[1]r int ( i64[2] f32[1] ) i32[3]") == (
         t.Array(t.uint8, 1, "C", readonly=True), t.int64,
         t.Tuple((t.Array(t.int64, 2, "C"), t.Array(t.float32, 1, "C"))), t.Array(t.int32, 3, "C"))
+
+
+@pytest.mark.slow  # long: the compiling processes start (numba's cache warm: they load, not compile)
+def test_a_decoding_command_compiles_the_decoder_first_once(tmp_path, monkeypatch, capsys):
+    from cinegpu.jobs import first_run
+    from cinegpu.player.cli import main
+    from cinegpu.player.commands import compiling
+
+    monkeypatch.setattr(compiling, "cache_root", lambda: tmp_path)
+    out = tmp_path / "f.png"
+    assert main(["decode", str(BARS_2K), "-o", str(out), "-r", "2"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "cinegpu decode: compiling the CPU decoder (first run only; later runs start in seconds)"
+    assert err[1].startswith("cinegpu decode: compiled in ")
+    assert first_run.stamp_path(tmp_path, encoder=False).is_file() and not first_run.stamp_path(tmp_path).is_file()
+    out.unlink()
+    assert main(["decode", str(BARS_2K), "-o", str(out), "-r", "2"]) == 0
+    assert "compil" not in capsys.readouterr().err

@@ -48,5 +48,9 @@ def run(args) -> int:
     if args.ov:
         raise UsageError("--ov goes without --decode (a library's packages are decoded as they are)")
     from cinegpu.jobs.check_decode import run as decode_run  # noqa: PLC0415  (start-up: the decoder, ~80 ms)
-    return decode_run(args.path, cluster=cluster_address(args), workers=args.workers,
+    where = cluster_address(args)
+    from .compiling import compile_decoder  # noqa: PLC0415  (start-up: numba, for --decode only)
+
+    compile_decoder("check")
+    return decode_run(args.path, cluster=where, workers=args.workers,
                       backend=args.backend, progress=not args.no_progress)

@@ -16,6 +16,7 @@ from cinegpu.media.images.write import write_image
 from cinegpu.media.source import read_codestream_file
 
 from .args import non_negative_int, positive_int
+from .compiling import compile_decoder
 
 
 def register(sub) -> None:
@@ -79,6 +80,7 @@ def run(args) -> int:
     except MediaError as exc:
         print(f"cinegpu decode: {exc}", file=sys.stderr)
         return 2
+    compile_decoder("decode")
     with warnings.catch_warnings(record=True) as tolerated:
         warnings.simplefilter("always", LenientWarning)
         try:

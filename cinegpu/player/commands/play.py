@@ -22,6 +22,7 @@ from ..settings import PlaySettings
 from ..source import DecodeAheadSource, PipelineSource
 from ..window import has_display, open_window
 from .args import UsageError, playback_options, positive_int, positive_rate
+from .compiling import compile_decoder
 from .interrupts import INTERRUPTED, TERMINATED, Terminated, interrupts
 from .keys import add_key_args, key_ring
 
@@ -115,6 +116,7 @@ def _run(args) -> int:
     except (MediaError, UsageError) as exc:
         print(f"cinegpu play: {exc}", file=sys.stderr)
         return 2
+    compile_decoder("play")
     try:
         summary = play(media, _settings(args, headless))
     except (MediaError, BackendUnavailable, PipelineError, AudioDeviceError) as exc:

@@ -15,6 +15,7 @@ from cinegpu.media import MediaError, open_source
 from cinegpu.media.samples import BARS_2K
 
 from .args import UsageError, gpu_count, non_negative_int, positive_int
+from .compiling import compile_decoder
 from .keys import add_key_args, key_ring
 
 SAMPLE = BARS_2K
@@ -67,4 +68,5 @@ def run(args) -> int:
         return 2
     from cinegpu.bench import decode as bench_decode  # noqa: PLC0415  (start-up: the decoder and pipeline, ~0.11 s)
 
+    compile_decoder("bench")
     return bench_decode.run(name, frames, args)
