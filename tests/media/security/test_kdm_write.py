@@ -375,6 +375,27 @@ def test_xmlsec_verifies_the_signature(made, signer):
     assert not verify(made[1].replace(b"A Test DCP</ContentTitleText>", b"A Test DCQ</ContentTitleText>"))
 
 
+@pytest.mark.skipif(shutil.which("xmlsec1") is None, reason="the xmlsec1 command is not installed")
+def test_the_xmlsec1_command_verifies_the_signature(made, signer, tmp_path):
+    """xmlsec1 (libxmlsec1, not our code) verifies the KDM against the signer's certificate, and
+    refuses it once a signed value changed."""
+    from cryptography.hazmat.primitives import serialization
+
+    cert = tmp_path / "leaf.pem"
+    cert.write_bytes(signer.leaf.public_bytes(serialization.Encoding.PEM))
+
+    def verify(data: bytes) -> subprocess.CompletedProcess:
+        (tmp_path / "kdm.xml").write_bytes(data)
+        return subprocess.run(["xmlsec1", "--verify", "--pubkey-cert-pem", str(cert), "--id-attr:Id",
+                               "AuthenticatedPublic", "--id-attr:Id", "AuthenticatedPrivate",
+                               str(tmp_path / "kdm.xml")], capture_output=True, text=True, timeout=60)
+
+    good = verify(made[1])
+    assert good.returncode == 0 and "OK" in good.stderr, good.stderr
+    bad = verify(made[1].replace(b"A Test DCP</ContentTitleText>", b"A Test DCQ</ContentTitleText>"))
+    assert bad.returncode != 0 and "FAIL" in bad.stderr, bad.stderr
+
+
 # -- refusals ----------------------------------------------------------------------------------
 def _flip_first(data: bytes, tag: bytes) -> bytes:
     return re.sub(rb"(<" + tag + rb">)(.)", lambda m: m.group(1) + (b"A" if m.group(2) != b"A" else b"B"), data, count=1)
