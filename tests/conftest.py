@@ -159,7 +159,7 @@ def _host_build(source: str, flags: tuple):
 def gl_reason() -> str | None:
     """Why headless OpenGL cannot be used here, or None (one 8x8 headless window opened once)."""
     try:
-        from cinegpu.player.window import open_window
+        from cinegpu.interop.window import open_window
 
         open_window(8, 8, headless=True).close()
     except Exception as exc:  # no pyglet, no EGL, no GL 3.3: the reason is the skip message

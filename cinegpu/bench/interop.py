@@ -35,21 +35,6 @@ def _size(text: str) -> tuple[int, int]:
     return w, h
 
 
-def _context():
-    """A hidden pyglet window with a current GL 3.3 core context (EGL when headless)."""
-    import pyglet  # noqa: PLC0415  (optional: pyglet, and its headless choice before pyglet.gl)
-
-    pyglet.options["headless"] = True
-    pyglet.options["shadow_window"] = False
-    import pyglet.gl as gl  # noqa: PLC0415  (pyglet.gl: after the headless choice above)
-    from pyglet import window as pyglet_window  # noqa: PLC0415  (pyglet.window: after the headless choice)
-
-    config = gl.Config(major_version=3, minor_version=3, forward_compatible=True)
-    win = pyglet_window.Window(width=64, height=64, config=config, visible=False, vsync=False)
-    win.switch_to()
-    return win
-
-
 def _target(name: str):
     from cinegpu.interop import HostUploadTarget, PixelBufferTarget, SurfaceTarget  # noqa: PLC0415  (after the context)
 
@@ -90,7 +75,9 @@ def main(argv=None) -> int:
     try:
         import cupy  # noqa: PLC0415  (optional: CuPy)
         cupy.cuda.runtime.getDeviceCount()
-        window = _context()
+        from cinegpu.interop.window import open_window  # noqa: PLC0415  (optional: pyglet, GL loaded on demand)
+
+        window = open_window(64, 64, headless=True)
     except Exception as exc:   # no CuPy, no CUDA device, no headless OpenGL: say which
         print(f"interop bench: cannot run here: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2

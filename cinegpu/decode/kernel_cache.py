@@ -24,16 +24,22 @@ from pathlib import Path
 
 from numba.core import caching, config
 
-__all__ = ["PackageCacheLocator", "cache_folder", "install"]
+__all__ = ["PackageCacheLocator", "cache_folder", "cache_root", "install"]
 
 #: the cinegpu package folder: the kernels whose cache this locator keeps lie under it
 PACKAGE = Path(__file__).resolve().parents[1]
 
 
+def cache_root() -> Path:
+    """cinegpu's cache folder, ``$XDG_CACHE_HOME/cinegpu`` (``~/.cache/cinegpu`` when unset): the
+    compiled kernels, the first run's stamps, the demo DCP, the default media."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "cinegpu"
+
+
 def cache_folder() -> Path:
     """``$XDG_CACHE_HOME/cinegpu/numba`` (``~/.cache/cinegpu/numba`` when unset)."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "cinegpu" / "numba"
+    return cache_root() / "numba"
 
 
 class PackageCacheLocator(caching._SourceFileBackedLocatorMixin, caching._CacheLocator):

@@ -220,10 +220,12 @@ def check_versions(cluster: Cluster) -> None:
         versions = cluster.client.run(worker_version, on_error="return")
     except (OSError, TimeoutError) as exc:
         raise MediaError(str(cluster.where), f"cannot ask the workers their cinegpu version: {exc}") from None
-    wrong = {w: v for w, v in versions.items() if v != cinegpu.__version__}
+    def said(v) -> str:         # a version, or the exception of a worker that has no cinegpu
+        return f"runs cinegpu {v}" if isinstance(v, str) else f"has no cinegpu ({type(v).__name__})"
+
+    wrong = sorted((w, said(v)) for w, v in versions.items() if v != cinegpu.__version__)
     if wrong:
-        what = "; ".join(f"{w} {'runs cinegpu ' + v if isinstance(v, str) else f'has no cinegpu ({type(v).__name__})'}"
-                         for w, v in sorted(wrong.items(), key=lambda kv: kv[0]))
+        what = "; ".join(f"{w} {text}" for w, text in wrong)
         raise MediaError(str(cluster.where), f"workers of another cinegpu than this machine's "
                                              f"{cinegpu.__version__}: {what}; install the same "
                                              f"version on every machine")

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from cinegpu.decode.kernel_cache import cache_root
 from cinegpu.media.errors import MediaError
 from cinegpu.media.source import open_source
 
@@ -40,8 +41,7 @@ def demo_dir() -> Path:
     env = os.environ.get("CINEGPU_DEMO_DIR")
     if env:
         return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "cinegpu" / "demo"
+    return cache_root() / "demo"
 
 
 def _digits(text: str, scale: int) -> np.ndarray:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import importlib
 import multiprocessing as mp
-import os
 import queue
 import sys
 import time
@@ -37,6 +36,7 @@ from tqdm import tqdm
 
 import cinegpu
 from cinegpu.decode.cpus import usable_cores
+from cinegpu.decode.kernel_cache import cache_root
 
 __all__ = ["DECODER_KERNELS", "ENTRY_KERNELS", "MAX_PROCESSES", "cache_root", "compile_kernels", "entry_kernel", "signature",
            "stamp_path"]
@@ -70,12 +70,6 @@ DECODER_KERNELS = tuple(name for name in ENTRY_KERNELS if name.startswith("cineg
 MAX_PROCESSES = 8
 _DTYPES = {"u8": nb_types.uint8, "i8": nb_types.int8, "i32": nb_types.int32, "i64": nb_types.int64,
            "f32": nb_types.float32, "f64": nb_types.float64}
-
-
-def cache_root() -> Path:
-    """cinegpu's cache folder: ``$XDG_CACHE_HOME/cinegpu`` (``~/.cache/cinegpu`` when unset)."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "cinegpu"
 
 
 def stamp_path(cache: Path, encoder: bool = True) -> Path:

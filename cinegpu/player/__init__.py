@@ -1,6 +1,6 @@
 """The player: playback clock, frame sources, presenter and the ``cinegpu play`` command.
 
-Importing this package loads no GL; :func:`cinegpu.player.window.open_window` does.
+Importing this package loads no GL; :func:`cinegpu.interop.window.open_window` does.
 """
 
 from .clock import PlaybackClock, PlaybackStats, Scheduler

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from cinegpu.decode.kernel_cache import cache_root
 from cinegpu.jobs import demo as demo_job
 from cinegpu.media.samples import BARS_2K
 
@@ -26,8 +27,7 @@ FRAMES, WIDTH, HEIGHT = 24, 960, 540
 
 
 def _cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "cinegpu" / "default-media"
+    return cache_root() / "default-media"
 
 
 def write_ppm(path, pixels: np.ndarray, maxval: int) -> None:

@@ -4,8 +4,12 @@
 from __future__ import annotations
 
 import logging
+import os
 import shutil
+import signal
+import subprocess
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -92,3 +96,48 @@ def tls_cluster(folder: Path, workers: int = 2):
             client.close()
     finally:
         cluster.close()
+
+
+@contextmanager
+def processes():
+    """A list to put started processes in; each is terminated at the end (killed after 20 s)."""
+    procs: list[subprocess.Popen] = []
+    try:
+        yield procs
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+def kill_a_worker_during(job, client, pids: dict) -> int:
+    """Run ``job()`` in a thread and SIGKILL the worker process (of ``pids``: worker address ->
+    pid) that first holds a frame task; the job must then end without an error. The pid killed."""
+    errors: list[BaseException] = []
+
+    def run():
+        try:
+            job()
+        except BaseException as exc:      # noqa: BLE001 - handed to the test's thread
+            errors.append(exc)
+
+    t = threading.Thread(target=run)
+    t.start()
+    victim = None
+    deadline = time.monotonic() + 120
+    while victim is None and time.monotonic() < deadline:
+        for worker, keys in client.processing().items():
+            if any(str(k).startswith("cinegpu-frame-") for k in keys) and worker in pids:
+                victim = pids[worker]
+                break
+        time.sleep(0.1)
+    assert victim is not None, "no frame reached a worker"
+    time.sleep(0.3)
+    os.kill(victim, signal.SIGKILL)
+    t.join(timeout=300)
+    assert not t.is_alive() and not errors, errors
+    return victim

@@ -28,7 +28,7 @@ W4K, H4K = 4096, 2160
 @pytest.fixture(scope="module")
 def window():
     try:
-        from cinegpu.player.window import open_window
+        from cinegpu.interop.window import open_window
         win = open_window(64, 64, headless=True)
     except Exception as exc:  # no pyglet / EGL: the reason is the skip message
         pytest.skip(f"no headless OpenGL: {type(exc).__name__}: {exc}")

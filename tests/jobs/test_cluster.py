@@ -12,8 +12,6 @@ order, in the picture track file, and the same track file size (the same MXF lay
 from __future__ import annotations
 
 import os
-import signal
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +23,7 @@ from cinegpu.jobs.mastering import master
 from cinegpu.media import MediaError
 from cinegpu.media.errors import CorruptMedia
 from cinegpu.media.images.frames import ImageFrames, list_frames
-from helpers.cluster import SlowFrames, tls_cluster
+from helpers.cluster import SlowFrames, kill_a_worker_during, tls_cluster
 from helpers.mastering import DieOn, needs_encoder, package_codestreams, write_tiffs
 
 distributed = pytest.importorskip("distributed", reason="dask distributed is not installed "
@@ -209,31 +207,10 @@ def test_a_worker_killed_mid_job_changes_nothing(tmp_path):
     with tls_cluster(tmp_path / "tls") as cluster:
         client = cluster.client
         pids = client.run(os.getpid)
-        errors: list[BaseException] = []
-
-        def job():
-            try:
-                master(MasterJob.of(SlowFrames(_files(src), 0.5), 8, tmp_path / "cluster", title="t",
-                                    cluster=cluster.where, backend="cpu"),
-                       progress=False)
-            except BaseException as exc:      # noqa: BLE001 - handed to the test's thread
-                errors.append(exc)
-
-        t = threading.Thread(target=job)
-        t.start()
-        victim = None
-        deadline = time.monotonic() + 120
-        while victim is None and time.monotonic() < deadline:
-            for worker, keys in client.processing().items():
-                if any(str(k).startswith("cinegpu-frame-") for k in keys) and worker in pids:
-                    victim = pids[worker]
-                    break
-            time.sleep(0.1)
-        assert victim is not None, "no frame reached a worker"
-        time.sleep(0.3)
-        os.kill(victim, signal.SIGKILL)
-        t.join(timeout=300)
-        assert not t.is_alive() and not errors, errors
+        victim = kill_a_worker_during(
+            lambda: master(MasterJob.of(SlowFrames(_files(src), 0.5), 8, tmp_path / "cluster", title="t",
+                                        cluster=cluster.where, backend="cpu"), progress=False),
+            client, pids)
         assert victim not in client.run(os.getpid).values()      # the worker was replaced
     _same_dcp(tmp_path / "threads", tmp_path / "cluster")
 

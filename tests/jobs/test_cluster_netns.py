@@ -9,12 +9,9 @@ made (not root, no ``ip``)."""
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
-import threading
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -24,7 +21,7 @@ from cinegpu.jobs.master_job import MasterJob
 from cinegpu.jobs.mastering import master
 from cinegpu.media import MediaError
 from cinegpu.media.images.frames import ImageFrames, list_frames
-from helpers.cluster import SlowFrames, dask_command, tls_options
+from helpers.cluster import SlowFrames, dask_command, kill_a_worker_during, processes, tls_options
 from helpers.mastering import needs_encoder, package_codestreams, write_tiffs
 from helpers.netns import hosts, why_not
 
@@ -51,21 +48,6 @@ def _wait_port(host: str, port: int, seconds: float) -> None:
     raise AssertionError(f"nothing listens on {host}:{port} after {seconds} s")
 
 
-@contextmanager
-def _processes():
-    procs: list[subprocess.Popen] = []
-    try:
-        yield procs
-    finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                p.kill()
-
-
 def _worker(host, scheduler: str, folder: Path, log: Path, *extra: str) -> subprocess.Popen:
     """``dask worker`` in ``host``'s namespace, listening on its address only."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]))
@@ -80,7 +62,7 @@ def test_master_across_namespaces_a_worker_killed_and_another_version_refused(tm
     files = ImageFrames(tuple(map(str, list_frames(src))), (4096, 2160))
     master(MasterJob.of(files, 8, tmp_path / "one", title="t", backend="cpu"), progress=False)
     roles = make_credentials(tmp_path / "tls")
-    with hosts(4) as (s, w1, w2, other), _processes() as procs:
+    with hosts(4) as (s, w1, w2, other), processes() as procs:
         scheduler = f"tls://{s.address}:{PORT}"
         procs.append(subprocess.Popen(s.command(*dask_command(
             "scheduler", "--protocol", "tls", "--host", s.address, "--port", str(PORT), "--no-dashboard",
@@ -92,30 +74,10 @@ def test_master_across_namespaces_a_worker_killed_and_another_version_refused(tm
             cluster.client.wait_for_workers(2, timeout=60)
             pids = cluster.client.run(os.getpid)
             assert sorted(a.split("//")[1].split(":")[0] for a in pids) == sorted([w1.address, w2.address])
-            errors: list[BaseException] = []
-
-            def job():
-                try:
-                    master(MasterJob.of(SlowFrames(files, 0.5), 8, tmp_path / "cluster", title="t",
-                                        cluster=where, backend="cpu"), progress=False)
-                except BaseException as exc:      # noqa: BLE001 - handed to the test's thread
-                    errors.append(exc)
-
-            t = threading.Thread(target=job)
-            t.start()
-            victim = None
-            deadline = time.monotonic() + 120
-            while victim is None and time.monotonic() < deadline:
-                for worker, keys in cluster.client.processing().items():
-                    if any(str(k).startswith("cinegpu-frame-") for k in keys) and worker in pids:
-                        victim = pids[worker]
-                        break
-                time.sleep(0.1)
-            assert victim is not None, "no frame reached a worker"
-            time.sleep(0.3)
-            os.kill(victim, signal.SIGKILL)
-            t.join(timeout=300)
-            assert not t.is_alive() and not errors, errors
+            kill_a_worker_during(
+                lambda: master(MasterJob.of(SlowFrames(files, 0.5), 8, tmp_path / "cluster", title="t",
+                                            cluster=where, backend="cpu"), progress=False),
+                cluster.client, pids)
         assert package_codestreams(tmp_path / "one") == package_codestreams(tmp_path / "cluster")
 
         # a worker whose cinegpu says another version (a preload changes it) is refused at connect

@@ -5,6 +5,7 @@ other process can use, and a scheduler and workers started as docs/cluster.md sa
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import subprocess
@@ -17,7 +18,7 @@ from cryptography import x509
 
 from cinegpu.jobs.cluster_tls import CA_FILE, CERT_FILE, KEY_FILE, make_credentials, read_credentials
 from cinegpu.media.errors import ExposedKey, MediaError
-from helpers.cluster import dask_command, tls_options
+from helpers.cluster import dask_command, processes, tls_options
 
 
 def _mode(p: Path) -> int:
@@ -114,19 +115,20 @@ def test_a_tls_scheduler_started_as_documented(tmp_path):
     roles = make_credentials(tmp_path / "tls")
     files = {r: tls_options(d) for r, d in roles.items()}
     info = tmp_path / "scheduler.json"
-    procs = [subprocess.Popen(dask_command("scheduler", "--protocol", "tls", "--host", "127.0.0.1", "--port", "0",
-                                    "--dashboard-address", "127.0.0.1:0", "--scheduler-file", str(info),
-                                    *files["scheduler"]), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
-    try:
+    with processes() as procs:
+        procs.append(subprocess.Popen(dask_command(
+            "scheduler", "--protocol", "tls", "--host", "127.0.0.1", "--port", "0", "--dashboard-address",
+            "127.0.0.1:0", "--scheduler-file", str(info), *files["scheduler"]),
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         deadline = time.monotonic() + 60
         while not info.exists() and time.monotonic() < deadline:
             time.sleep(0.2)
-        import json
         time.sleep(0.2)
         address = json.loads(info.read_text())["address"]
         assert address.startswith("tls://127.0.0.1:")
         procs.append(subprocess.Popen(dask_command("worker", address, "--nthreads", "1", "--no-dashboard",
-                                            *files["worker"]), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+                                                   *files["worker"]),
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         with connect(parse_address(address, tls=roles["client"]), timeout=60) as cluster:
             assert isinstance(cluster, Cluster) and cluster.threads == 1
             assert cluster.client.submit(sum, [2, 3]).result() == 5
@@ -134,11 +136,3 @@ def test_a_tls_scheduler_started_as_documented(tmp_path):
             connect(parse_address(address))
         _refused(address.replace("tls://", "tcp://"))
         _refused(address, distributed.Security.temporary())
-    finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                p.kill()

@@ -6,12 +6,12 @@ import sys
 from pathlib import Path
 
 from cinegpu.decode import BackendUnavailable, PipelineError
+from cinegpu.interop.window import has_display
 from cinegpu.jobs.demo import DEMO_FRAMES, build_demo, demo_dir, find_demo
 from cinegpu.jobs.first_run import cache_root, compile_kernels
 from cinegpu.media import MediaError, open_source
 
 from ..settings import PlaySettings
-from ..window import has_display
 from .args import positive_int
 from .play import play
 

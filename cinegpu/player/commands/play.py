@@ -12,6 +12,7 @@ from cinegpu.decode import BackendUnavailable, PipelineError
 from cinegpu.decode.cpus import usable_cores
 from cinegpu.decode.shm import unlink_own
 from cinegpu.interop import TARGETS, choose_target
+from cinegpu.interop.window import has_display, open_window
 from cinegpu.media import MediaError, open_source
 
 from ..audio import AudioDeviceError, measure_offset, offset_text, open_feed
@@ -20,7 +21,6 @@ from ..player import Player
 from ..presenter import Presenter
 from ..settings import PlaySettings
 from ..source import DecodeAheadSource, PipelineSource
-from ..window import has_display, open_window
 from .args import UsageError, playback_options, positive_int, positive_rate
 from .compiling import compile_decoder
 from .interrupts import INTERRUPTED, TERMINATED, Terminated, interrupts

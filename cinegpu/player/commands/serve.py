@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 
 from cinegpu.decode import BackendUnavailable
+from cinegpu.interop.window import has_display
 from cinegpu.media import MediaError
 
 from ..settings import Access, ConnectionLimits, Playback, ServeSettings
-from ..window import has_display
 from .args import UsageError, playback_options, positive_int, positive_rate
 from .keys import add_key_args, key_ring
 

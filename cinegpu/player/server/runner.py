@@ -29,12 +29,12 @@ import uvicorn
 
 from cinegpu.decode.shm import unlink_own
 from cinegpu.interop import TARGETS, choose_target
+from cinegpu.interop.window import open_window
 from cinegpu.media.source import open_package, open_source
 
 from ..presenter import Presenter
 from ..settings import Access, ConnectionLimits, ServeSettings
 from ..source import DecodeAheadSource, PipelineSource
-from ..window import open_window
 from .access import check_token, generate_token
 from .app import create_app
 from .engine import Engine

@@ -1,4 +1,4 @@
-"""The GL surface the player draws on: a pyglet window, or an offscreen EGL one (headless).
+"""The GL surface cinegpu draws on: a pyglet window, or an offscreen EGL one (headless).
 
 pyglet decides between X11/EGL when ``pyglet.window`` is first imported, so
 :func:`open_window` sets the options before importing it; in one process the
