@@ -126,25 +126,28 @@ def mel_bit(data, end, pos, cur, nbits):
     return (cur >> nbits) & 1, pos, cur, nbits
 
 
+@njit(**JIT)
+def mel_codeword(data, end, pos, cur, nbits, k):
+    """The next MEL codeword (T.814 7.3.3): a 1 stands for 2^E[k] zeros; 0 followed by E[k]
+    bits r for r zeros and a one. Returns (run, one, pos, cur, nbits, k). Called, not inlined
+    (once per run of symbols; see u_pair)."""
+    e = MEL_EXP[k]
+    bit, pos, cur, nbits = mel_bit(data, end, pos, cur, nbits)
+    if bit:
+        return 1 << e, 0, pos, cur, nbits, min(k + 1, 12)
+    run = 0
+    for _ in range(e):
+        bit, pos, cur, nbits = mel_bit(data, end, pos, cur, nbits)
+        run = (run << 1) | bit
+    return run, 1, pos, cur, nbits, max(k - 1, 0)
+
+
 @njit(inline='always', **JIT)
 def mel_symbol(data, end, pos, cur, nbits, k, run, one):
-    """Next MEL symbol (T.814 7.3.3): (symbol, pos, cur, nbits, k, run, one).
-
-    A codeword 1 stands for 2^E[k] zeros; 0 followed by E[k] bits r for r zeros and a one.
-    """
+    """Next MEL symbol (T.814 7.3.3): (symbol, pos, cur, nbits, k, run, one): the zeros of
+    the current codeword's run, then its one (if it has one), then the next codeword's."""
     if run == 0 and one == 0:
-        e = MEL_EXP[k]
-        bit, pos, cur, nbits = mel_bit(data, end, pos, cur, nbits)
-        if bit:
-            run = 1 << e
-            k = min(k + 1, 12)
-        else:
-            run = 0
-            for _ in range(e):
-                bit, pos, cur, nbits = mel_bit(data, end, pos, cur, nbits)
-                run = (run << 1) | bit
-            k = max(k - 1, 0)
-            one = 1
+        run, one, pos, cur, nbits, k = mel_codeword(data, end, pos, cur, nbits, k)
     if run > 0:
         return 0, pos, cur, nbits, k, run - 1, one
     return 1, pos, cur, nbits, k, run, 0
@@ -178,6 +181,44 @@ def u_extension(sfx, acc, nb):
     if sfx < 28:
         return 0, acc, nb
     return acc & 15, acc >> 4, nb - 4
+
+
+@njit(**JIT)
+def u_pair(uoff1, uoff2, initial, mel, acc, nb):
+    """The exponent offsets u of a quad pair (T.814 7.3.6) from the VLC reader: prefixes, then
+    suffixes, then extensions; on the initial line-pair with both offsets and a MEL symbol of
+    0, a prefix above 2 leaves the second u one bit (1 or 2). ``mel`` (both offsets coded)
+    adds 2 to each. Returns (u1, u2, acc, nb).
+
+    Called, not inlined: its twelve reader steps inlined into the cleanup pass cost more to
+    compile (numba's SSA pass, see passes.py) than the call costs a quad pair."""
+    u1 = 0
+    u2 = 0
+    if uoff1 and uoff2:
+        pfx1, acc, nb = u_prefix(acc, nb)
+        if initial and mel == 0 and pfx1 > 2:
+            u2 = (acc & 1) + 1
+            acc >>= 1
+            nb -= 1
+            sfx1, acc, nb = u_suffix(pfx1, acc, nb)
+            ext1, acc, nb = u_extension(sfx1, acc, nb)
+        else:
+            pfx2, acc, nb = u_prefix(acc, nb)
+            sfx1, acc, nb = u_suffix(pfx1, acc, nb)
+            sfx2, acc, nb = u_suffix(pfx2, acc, nb)
+            ext1, acc, nb = u_extension(sfx1, acc, nb)
+            ext2, acc, nb = u_extension(sfx2, acc, nb)
+            u2 = pfx2 + sfx2 + 4 * ext2 + (2 if mel else 0)
+        u1 = pfx1 + sfx1 + 4 * ext1 + (2 if mel else 0)
+    else:
+        pfx, acc, nb = u_prefix(acc, nb)
+        sfx, acc, nb = u_suffix(pfx, acc, nb)
+        ext, acc, nb = u_extension(sfx, acc, nb)
+        if uoff1:
+            u1 = pfx + sfx + 4 * ext
+        else:
+            u2 = pfx + sfx + 4 * ext
+    return u1, u2, acc, nb
 
 
 # ------------------------------------------------------------------------------ cleanup pass
@@ -244,7 +285,8 @@ def ht_cleanup(data, start, lcup, w, h, p, vals, fs, sig, fsg, eline):
         return STATUS_HT_CORRUPT
     pcup = end - scup
     ms_pos, ms_acc, ms_nb, ms_ff = start, np.int64(0), 0, False
-    mel_pos, mel_cur, mel_nbits, mel_k, mel_run, mel_one = pcup, np.int64(0), 0, 0, 0, 0
+    zero = np.int64(0)  # typed: one compiled mel_codeword, not one for literal zeros too
+    mel_pos, mel_cur, mel_nbits, mel_k, mel_run, mel_one = pcup, zero, zero, zero, zero, zero
     d = np.int64(data[end - 2])
     vl_acc = d >> 4
     vl_nb = 4
@@ -300,34 +342,12 @@ def ht_cleanup(data, start, lcup, w, h, p, vals, fs, sig, fsg, eline):
             uoff2 = (e2 >> 3) & 1
             u1 = 0
             u2 = 0
-            if uoff1 and uoff2:
+            if uoff1 or uoff2:
                 mel = 0
-                if initial:
+                if initial and uoff1 and uoff2:
                     mel, mel_pos, mel_cur, mel_nbits, mel_k, mel_run, mel_one = mel_symbol(
                         data, end, mel_pos, mel_cur, mel_nbits, mel_k, mel_run, mel_one)
-                pfx1, vl_acc, vl_nb = u_prefix(vl_acc, vl_nb)
-                if initial and mel == 0 and pfx1 > 2:
-                    u2 = (vl_acc & 1) + 1
-                    vl_acc >>= 1
-                    vl_nb -= 1
-                    sfx1, vl_acc, vl_nb = u_suffix(pfx1, vl_acc, vl_nb)
-                    ext1, vl_acc, vl_nb = u_extension(sfx1, vl_acc, vl_nb)
-                else:
-                    pfx2, vl_acc, vl_nb = u_prefix(vl_acc, vl_nb)
-                    sfx1, vl_acc, vl_nb = u_suffix(pfx1, vl_acc, vl_nb)
-                    sfx2, vl_acc, vl_nb = u_suffix(pfx2, vl_acc, vl_nb)
-                    ext1, vl_acc, vl_nb = u_extension(sfx1, vl_acc, vl_nb)
-                    ext2, vl_acc, vl_nb = u_extension(sfx2, vl_acc, vl_nb)
-                    u2 = pfx2 + sfx2 + 4 * ext2 + (2 if mel else 0)
-                u1 = pfx1 + sfx1 + 4 * ext1 + (2 if mel else 0)
-            elif uoff1 or uoff2:
-                pfx, vl_acc, vl_nb = u_prefix(vl_acc, vl_nb)
-                sfx, vl_acc, vl_nb = u_suffix(pfx, vl_acc, vl_nb)
-                ext, vl_acc, vl_nb = u_extension(sfx, vl_acc, vl_nb)
-                if uoff1:
-                    u1 = pfx + sfx + 4 * ext
-                else:
-                    u2 = pfx + sfx + 4 * ext
+                u1, u2, vl_acc, vl_nb = u_pair(uoff1, uoff2, initial, mel, vl_acc, vl_nb)
             for j in range(nquads):
                 entry = e1 if j == 0 else e2
                 rho = (entry >> 4) & 0xF

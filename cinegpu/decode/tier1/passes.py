@@ -13,6 +13,14 @@ mq_decode_flat (they are close to random, so a branch on them mispredicts often)
 run-length and UNIFORM decisions of the cleanup pass keep the branching mq_decode, which
 measured faster there.  The per-sample helpers are inlined (inline='always') into the pass
 loops; with reference counting off (mq.py) that costs no atomic operations.
+
+Each inlined copy costs compile time out of proportion: numba's SSA pass (numba.core.ssa)
+walks the whole function once per variable assigned more than once, and every copy adds such
+variables as well as statements, so a pass's first compile grows with the square of its
+copies.  The significance and refinement passes therefore loop over a column's four samples
+(one copy; measured as fast as four), and the cleanup pass, whose unrolled column measured
+faster, calls its rarer newly-significant step (sign and neighbours) instead of inlining it:
+the three MQ passes compile in about a third of the time they took (docs/performance.md).
 """
 
 import numpy as np
@@ -128,7 +136,7 @@ def spp_sample(data, a, c, ct, bp, ctx, flags, vals, i, fs, zc, one_half, hide_n
 def spp_mq(data, a, c, ct, bp, ctx, flags, vals, w, h, zc, plane, vcausal):
     """Significance propagation pass, MQ coded (D.3.1). zc: ZC_LUT row of the orientation.
 
-    Full stripes go column by column with the four samples unrolled; a column is skipped at
+    Full stripes go column by column, four samples a column; a column is skipped at
     once when no sample has a significant neighbour or all four are significant (nothing in
     it can be coded: a sample that is not coded cannot make its column neighbours codable).
     """
@@ -143,14 +151,11 @@ def spp_mq(data, a, c, ct, bp, ctx, flags, vals, w, h, zc, plane, vcausal):
             f2 = flags[i + U2 * fs]
             f3 = flags[i + U3 * fs]
             if ((f0 | f1 | f2 | f3) & F_NEIGHBOURS) != 0 and (f0 & f1 & f2 & f3 & F_SIG) == 0:
-                a, c, ct, bp = spp_sample(data, a, c, ct, bp, ctx, flags, vals, i, fs, zc,
-                                          one_half, vcausal)
-                a, c, ct, bp = spp_sample(data, a, c, ct, bp, ctx, flags, vals, i + fs, fs, zc,
-                                          one_half, False)
-                a, c, ct, bp = spp_sample(data, a, c, ct, bp, ctx, flags, vals, i + U2 * fs, fs,
-                                          zc, one_half, False)
-                a, c, ct, bp = spp_sample(data, a, c, ct, bp, ctx, flags, vals, i + U3 * fs, fs,
-                                          zc, one_half, False)
+                j = i
+                for k in range(4):
+                    a, c, ct, bp = spp_sample(data, a, c, ct, bp, ctx, flags, vals, j, fs, zc,
+                                              one_half, vcausal and k == 0)
+                    j += fs
             i += U1
     if full < h:  # last, partial stripe
         i0 = np.uint64((full + 1) * (w + 2) + 1)
@@ -184,7 +189,7 @@ def mrp_sample(data, a, c, ct, bp, ctx, flags, vals, i, half):
 def mrp_mq(data, a, c, ct, bp, ctx, flags, vals, w, h, plane):
     """Magnitude refinement pass, MQ coded (D.3.3), contexts of Table D.4.
 
-    Full stripes unrolled by column; a column without a significant sample is skipped."""
+    Full stripes four samples a column; a column without a significant sample is skipped."""
     fs = np.uint64(w + 2)
     half = 1 << plane
     full = h & ~3
@@ -192,12 +197,10 @@ def mrp_mq(data, a, c, ct, bp, ctx, flags, vals, w, h, plane):
         i = np.uint64((y0 + 1) * (w + 2) + 1)
         for _x in range(w):
             if (flags[i] | flags[i + fs] | flags[i + U2 * fs] | flags[i + U3 * fs]) & F_SIG:
-                a, c, ct, bp = mrp_sample(data, a, c, ct, bp, ctx, flags, vals, i, half)
-                a, c, ct, bp = mrp_sample(data, a, c, ct, bp, ctx, flags, vals, i + fs, half)
-                a, c, ct, bp = mrp_sample(data, a, c, ct, bp, ctx, flags, vals, i + U2 * fs,
-                                          half)
-                a, c, ct, bp = mrp_sample(data, a, c, ct, bp, ctx, flags, vals, i + U3 * fs,
-                                          half)
+                j = i
+                for _k in range(4):
+                    a, c, ct, bp = mrp_sample(data, a, c, ct, bp, ctx, flags, vals, j, half)
+                    j += fs
             i += U1
     if full < h:
         i0 = np.uint64((full + 1) * (w + 2) + 1)
@@ -225,7 +228,7 @@ def cup_sample(data, a, c, ct, bp, ctx, flags, vals, i, fs, zc, one_half, hide_n
     return a, c, ct, bp
 
 
-@njit(inline='always', **JIT)
+@njit(**JIT)
 def cup_newly_significant(data, a, c, ct, bp, ctx, flags, vals, i, fs, f, one_half, hide_north):
     """Sign decoding (D.3.2, Table D.3) and significance update of sample i with flags f."""
     sc = sign_context(f)
@@ -247,6 +250,8 @@ def cup_mq(data, a, c, ct, bp, ctx, flags, vals, w, h, zc, plane, vcausal):
     fs = np.uint64(w + 2)
     one_half = 3 << plane
     full = h & ~3
+    later = np.bool_(False)  # a stripe's later rows never hide their north (typed, not a literal:
+    # one compiled cup_newly_significant)
     for y0 in range(0, full, 4):
         i = np.uint64((y0 + 1) * (w + 2) + 1)
         for _x in range(w):
@@ -263,16 +268,16 @@ def cup_mq(data, a, c, ct, bp, ctx, flags, vals, w, h, zc, plane, vcausal):
                     for _y in range(r + 1, 4):
                         j += fs
                         a, c, ct, bp = cup_sample(data, a, c, ct, bp, ctx, flags, vals, j, fs,
-                                                  zc, one_half, False)
+                                                  zc, one_half, later)
             else:
                 a, c, ct, bp = cup_sample(data, a, c, ct, bp, ctx, flags, vals, i, fs, zc,
                                           one_half, vcausal)
                 a, c, ct, bp = cup_sample(data, a, c, ct, bp, ctx, flags, vals, i + fs, fs, zc,
-                                          one_half, False)
+                                          one_half, later)
                 a, c, ct, bp = cup_sample(data, a, c, ct, bp, ctx, flags, vals, i + U2 * fs, fs,
-                                          zc, one_half, False)
+                                          zc, one_half, later)
                 a, c, ct, bp = cup_sample(data, a, c, ct, bp, ctx, flags, vals, i + U3 * fs, fs,
-                                          zc, one_half, False)
+                                          zc, one_half, later)
             i += U1
     if full < h:
         i0 = np.uint64((full + 1) * (w + 2) + 1)
