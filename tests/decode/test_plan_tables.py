@@ -7,7 +7,8 @@ Geometries: every conformance codestream present at every reduce level; cinegpu'
 tiles, sub-sampling, precincts, code-block styles and progressions; and a few hundred headers
 built from bytes at random (image and tile offsets, up to four components of their own
 sub-sampling, COC/QCC/RGN, user precincts from 2**0, steps missing or too large), each tile
-planned strict and lenient at reduce 0..3.
+planned strict and lenient at reduce 0..3. The longest of these (the largest streams, most of
+the random seeds) run in the slow pass.
 """
 
 from __future__ import annotations
@@ -151,11 +152,20 @@ def check_stream(data: bytes, reduces=range(4), orders: bool = True) -> int:
     return made
 
 
+#: Streams compared in the slow pass only (issue 50: the quick pass under 150 s): each takes
+#: seconds (p1_05's 225 tiles, the HTJ2K ones' many precincts).
+SLOW_STREAMS = {"p1_05.j2k", "ds1_ht_05_b11.j2k", "ds0_ht_07_b11.j2k", "ds0_ht_08_b11.j2k"}
+#: The random-header seeds (25 headers each) of the quick pass; the others run in the slow pass.
+QUICK_SEEDS = {0, 150}
+
+
 def _streams(kind: str):
-    return sorted((CONFORMANCE / kind / "codestreams").glob("*.j2k"))
+    return [pytest.param(p, marks=pytest.mark.slow) if p.name in SLOW_STREAMS else p
+            for p in sorted((CONFORMANCE / kind / "codestreams").glob("*.j2k"))]
 
 
-@pytest.mark.parametrize("path", [*_streams("part1"), *_streams("htj2k"), *_streams("hifi")], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [*_streams("part1"), *_streams("htj2k"), *_streams("hifi")],
+                         ids=lambda p: getattr(p, "name", None))
 def test_conformance_streams(path):
     data = path.read_bytes()
     cs = parse_codestream(data, strict=False)
@@ -231,7 +241,8 @@ def _random_header(rng: random.Random) -> bytes:
     return stream(main=main, tiles=b"".join(tile_part(isot=t) for t in range(min(nt, 40))), size=size)
 
 
-@pytest.mark.parametrize("seed", range(0, 300, 25))
+@pytest.mark.parametrize("seed", [seed if seed in QUICK_SEEDS else pytest.param(seed, marks=pytest.mark.slow)
+                                  for seed in range(0, 300, 25)])
 def test_random_headers(seed):
     made = tried = 0
     for s in range(seed, seed + 25):
