@@ -9,7 +9,8 @@ Compiled code itself is kept by numba's on-disk cache (``cache=True``) in one fo
 an editable install beside a regular one.
 
 What is compiled is :data:`ENTRY_KERNELS`: the kernels the encoder and the decoder call from
-Python on the demo's path (a DCI 2K frame encoded and decoded on the CPU), each with the
+Python (the demo's path, a DCI 2K frame encoded and decoded on the CPU, is
+:data:`DEMO_KERNELS`; HTJ2K code-blocks add :data:`HTJ2K_KERNELS`), each with the
 argument types those calls give, so each can be compiled by its signature
 (``dispatcher.compile``) without running anything. Every kernel they call is compiled with
 them. The entries go, largest first, to as many spawned processes as there are cores (each
@@ -38,16 +39,17 @@ import cinegpu
 from cinegpu.decode.cpus import usable_cores
 from cinegpu.decode.kernel_cache import cache_root
 
-__all__ = ["DECODER_KERNELS", "ENTRY_KERNELS", "MAX_PROCESSES", "cache_root", "compile_kernels", "entry_kernel", "signature",
-           "stamp_path"]
+__all__ = ["DECODER_KERNELS", "DEMO_KERNELS", "ENTRY_KERNELS", "HTJ2K_KERNELS", "MAX_PROCESSES", "cache_root",
+           "compile_kernels", "entry_kernel", "signature", "stamp_path"]
 
-#: The kernels the CPU encoder and decoder call from Python on the demo's path, largest
+#: The kernels the CPU encoder and decoder call from Python, largest
 #: compile first ("module:function" -> argument types: ``DT[N]`` an N-dimensional C-contiguous
 #: array of DT, with ``r`` read-only; ``int`` an int64; ``( ... )`` a tuple of what it holds).
 ENTRY_KERNELS = {
     "cinegpu.encode.tier1.tile:_encode_rows": "i32[1] i64[2] i64[1] int int",
-    "cinegpu.decode.tier1.codeblock:decode_codeblocks": "u8[1] i64[2] i32[1] i32[1] i32[1]",
+    "cinegpu.decode.tier1.codeblock:decode_codeblocks_ebcot": "u8[1] i64[2] i32[1] i32[1] i32[1]",
     "cinegpu.decode.transform.frame_numba:frame_samples": "i32[1] i64[2] i64[2] f32[2] i32[2] f32[1] i64[2] i32[1]",
+    "cinegpu.decode.tier1.codeblock:decode_codeblocks_mixed": "u8[1] i64[2] i32[1] i32[1] i32[1]",
     "cinegpu.decode.tier2.packets:read_frame_packets":
         "u8[1]r u8[1]r i64[2] i64[2] i64[2] i64[2] i64[2] i8[1] int i64[2]",
     "cinegpu.decode.tier2.progression:_tile_orders": "i64[2] i64[2] i64[2] i64[2] i64[1] i64[1]",
@@ -64,6 +66,11 @@ ENTRY_KERNELS = {
     "cinegpu.encode.blocks:_body_bytes": "i64[1] i64[1] i64[1]",
     "cinegpu.encode.early_stop:_histogram": "i32[1] i64[1]",
 }
+#: What only HTJ2K code-blocks (T.814) need: compiled ahead for the decoding commands, not for
+#: the demo, whose DCI frames have none (about a tenth of the compile).
+HTJ2K_KERNELS = ("cinegpu.decode.tier1.codeblock:decode_codeblocks_mixed",)
+#: The demo's path: a DCI 2K frame encoded and decoded on the CPU.
+DEMO_KERNELS = tuple(name for name in ENTRY_KERNELS if name not in HTJ2K_KERNELS)
 #: The decoder's entries alone: what playing, decoding and checking need.
 DECODER_KERNELS = tuple(name for name in ENTRY_KERNELS if name.startswith("cinegpu.decode."))
 #: At most this many compiling processes (each holds numba and its compiler, ~0.5 GB).
@@ -73,8 +80,8 @@ _DTYPES = {"u8": nb_types.uint8, "i8": nb_types.int8, "i32": nb_types.int32, "i6
 
 
 def stamp_path(cache: Path, encoder: bool = True) -> Path:
-    """The stamp in ``cache`` saying this version's kernels (without ``encoder``: the
-    decoder's alone) were compiled on this machine."""
+    """The stamp in ``cache`` saying this version's :data:`DEMO_KERNELS` (without
+    ``encoder``: :data:`DECODER_KERNELS`) were compiled on this machine."""
 
     return Path(cache) / (f"compiled-cinegpu-{cinegpu.__version__}-numba-{numba.__version__}"
                           f"{'' if encoder else '-decoder'}")
@@ -106,8 +113,9 @@ def entry_kernel(name: str):
 
 
 def compile_kernels(cache: Path, *, progress: bool = True, say=print, encoder: bool = True) -> float | None:
-    """Compile :data:`ENTRY_KERNELS` (without ``encoder``: :data:`DECODER_KERNELS`, for a
-    command that only decodes) unless ``cache``'s stamp says they are; seconds taken, or None
+    """Compile :data:`DEMO_KERNELS` (without ``encoder``: :data:`DECODER_KERNELS`, HTJ2K's
+    included, for a command that only decodes) unless ``cache``'s stamp says they are (what
+    one set left uncompiled, the other finds in numba's cache); seconds taken, or None
     when there was nothing to do. ``say`` gets one line before and one after.
 
     The kernels are shared out to spawned processes (one per core, at most
@@ -117,9 +125,9 @@ def compile_kernels(cache: Path, *, progress: bool = True, say=print, encoder: b
     clock moving each second. A kernel that fails to compile is left to be compiled when it is
     first used, as it would have been without this step."""
     stamp = stamp_path(cache, encoder)
-    if stamp.is_file() or stamp_path(cache).is_file():
+    if stamp.is_file():
         return None
-    names = tuple(ENTRY_KERNELS) if encoder else DECODER_KERNELS
+    names = DEMO_KERNELS if encoder else DECODER_KERNELS
     say(f"compiling the CPU {'encoder and decoder' if encoder else 'decoder'} (first run only; "
         f"later runs start in seconds)")
     t0 = time.perf_counter()

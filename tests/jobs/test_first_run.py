@@ -4,9 +4,18 @@ from __future__ import annotations
 
 import sys
 
+import numpy as np
 import pytest
 
-from cinegpu.jobs.first_run import ENTRY_KERNELS, compile_kernels, entry_kernel, signature, stamp_path
+from cinegpu.jobs.first_run import (
+    DEMO_KERNELS,
+    ENTRY_KERNELS,
+    HTJ2K_KERNELS,
+    compile_kernels,
+    entry_kernel,
+    signature,
+    stamp_path,
+)
 from cinegpu.media.samples import BARS_2K
 
 
@@ -24,17 +33,20 @@ def test_compiles_once_saying_what_it_does(tmp_path):
 
 def test_the_entry_kernels_are_what_the_encoder_and_decoder_call():
     """Each entry kernel is compiled ahead by a signature: the one the demo's encoder and
-    decoder call it with (else it would be compiled again on first use), and every kernel
-    they call from Python on that path is one of them."""
+    decoder (and the decoder of an HTJ2K stream) call it with (else it would be compiled again
+    on first use), and every kernel they call from Python on that path is one of them."""
 
     from numba.core.registry import CPUDispatcher
 
     from cinegpu.decode.decoder import Decoder
+    from cinegpu.encode import encode
     from cinegpu.jobs.demo import demo_frame
     from cinegpu.jobs.frame_encode import FrameEncoders
     from cinegpu.media.images.frames import fit
 
-    kernels = {name: entry_kernel(name) for name in ENTRY_KERNELS}
+    kernels = {name: entry_kernel(name) for name in DEMO_KERNELS}
+    ht_stream = encode(np.zeros((16, 24), np.uint8) + np.arange(24, dtype=np.uint8), bits=8, backend="cpu",
+                       codec="htj2k", levels=2, reversible=True)
 
     def called():
         return {(f"{v.py_func.__module__}:{v.py_func.__qualname__}", sig) for m in list(sys.modules.values())
@@ -50,6 +62,13 @@ def test_the_entry_kernels_are_what_the_encoder_and_decoder_call():
     assert new <= declared, f"called with other signatures than ENTRY_KERNELS: {sorted(map(str, new - declared))}"
     for name, kernel in kernels.items():
         assert signature(ENTRY_KERNELS[name]) in kernel.signatures, f"{name} was not called as declared"
+    # the demo's DCI frame has no HT code-block: the HTJ2K kernels are left to a stream that has
+    assert not {name for name, _ in new} & set(HTJ2K_KERNELS)
+    before = called()
+    Decoder("cpu").decode(ht_stream)
+    assert (called() - before) <= declared
+    for name in HTJ2K_KERNELS:      # called before this test or now, as declared
+        assert signature(ENTRY_KERNELS[name]) in entry_kernel(name).signatures, f"{name} was not called as declared"
 
 
 def test_signature_texts():

@@ -262,14 +262,41 @@ def check_out_region(out_len, off, w, h, stride):
     return off + (h - 1) * stride + w <= out_len
 
 
-@njit(**JIT_NRT)
 def decode_codeblocks(coded, table, seg_lengths, seg_passes, out):
     """Decode every code-block of `table` (int64, CB_COLUMNS columns) into the flat `out`.
 
-    Returns the int32 status array, one per row (STATUS_* bits).  Scratch is allocated once.
-    Rows whose style has CBLK_HT are HT code-blocks (T.814), decoded by ht.py into the same
-    value convention, so dequantisation does not tell them apart.
+    Returns the int32 status array, one per row (STATUS_* bits).  Rows whose style has
+    CBLK_HT are HT code-blocks (T.814), decoded by ht.py into the same value convention, so
+    dequantisation does not tell them apart.  A table without them goes to
+    :func:`decode_codeblocks_ebcot`, one with them to :func:`decode_codeblocks_mixed`: the HT
+    decoder is compiled only where a stream has HT code-blocks (DCI frames have none).
     """
+    if table.ndim == 2 and table.shape[1] > CB_STYLE and (table[:, CB_STYLE] & CBLK_HT).any():
+        return decode_codeblocks_mixed(coded, table, seg_lengths, seg_passes, out)
+    return decode_codeblocks_ebcot(coded, table, seg_lengths, seg_passes, out)
+
+
+@njit(**JIT_NRT)
+def decode_codeblocks_ebcot(coded, table, seg_lengths, seg_passes, out):
+    """:func:`decode_codeblocks` for a table of EBCOT code-blocks only (T.800 Annex D): a row
+    marked CBLK_HT is refused (STATUS_BAD_ROW). Scratch is allocated once."""
+    nblk = table.shape[0]
+    status = np.zeros(nblk, np.int32)
+    if table.shape[1] < CB_COLUMNS:
+        status[:] = STATUS_BAD_ROW
+        return status
+    # decode_into clears the part of flags and vals a block uses
+    flags = np.empty(SCRATCH_SIZE, np.int32)
+    vals = np.empty(SCRATCH_SIZE, np.int32)
+    ctx = np.empty(NUM_CONTEXTS, np.int32)
+    decode_rows_ebcot(coded, table, seg_lengths, seg_passes, out, status, flags, vals, ctx)
+    return status
+
+
+@njit(**JIT_NRT)
+def decode_codeblocks_mixed(coded, table, seg_lengths, seg_passes, out):
+    """:func:`decode_codeblocks` for a table with HT code-blocks (T.814), EBCOT ones beside
+    them allowed. Scratch is allocated once."""
     nblk = table.shape[0]
     status = np.zeros(nblk, np.int32)
     if table.shape[1] < CB_COLUMNS:
@@ -280,51 +307,86 @@ def decode_codeblocks(coded, table, seg_lengths, seg_passes, out):
     vals = np.empty(SCRATCH_SIZE, np.int32)
     ctx = np.empty(NUM_CONTEXTS, np.int32)
     sig, eline = make_ht_scratch()
-    decode_rows(coded, table, seg_lengths, seg_passes, out, status, flags, vals, ctx, sig, eline)
+    decode_rows_mixed(coded, table, seg_lengths, seg_passes, out, status, flags, vals, ctx, sig, eline)
     return status
 
 
+#: row_status's answer for a row to decode (its other answers: a status, the row zeroed)
+ROW_TO_DECODE = -1
+
+
 @njit(**JIT)
-def decode_rows(coded, table, seg_lengths, seg_passes, out, status, flags, vals, ctx, sig, eline):
-    """The loop of :func:`decode_codeblocks` over its scratch, without reference counting
-    (it allocates nothing): each row's status into ``status``."""
-    for b in range(table.shape[0]):
-        w = table[b, CB_WIDTH]
-        h = table[b, CB_HEIGHT]
-        off = table[b, CB_OUT]
-        stride = table[b, CB_STRIDE]
-        num_bps = table[b, CB_NUM_BPS]
-        orient = table[b, CB_ORIENT]
-        style = table[b, CB_STYLE]
-        roishift = table[b, CB_ROISHIFT]
-        if not check_out_region(out.shape[0], off, w, h, stride):
-            status[b] = STATUS_BAD_ROW
-            continue
-        st = check_params(w, h, num_bps, orient, roishift)
-        if st == 0 and not check_segments(coded, table[b, CB_DATA], seg_lengths, seg_passes,
-                                          table[b, CB_SEG_FIRST], table[b, CB_SEG_COUNT]):
-            st = STATUS_BAD_ROW
-        if st:
-            for y in range(h):
-                out[off + y * stride:off + y * stride + w] = 0
-            status[b] = st
-            continue
-        first = table[b, CB_SEG_FIRST]
-        count = table[b, CB_SEG_COUNT]
-        coded_passes = False
+def row_status(coded, table, seg_lengths, seg_passes, out, b):
+    """Row ``b`` checked: ROW_TO_DECODE, or the status to give it (0: nothing coded, often
+    most blocks) with its samples in ``out`` zeroed."""
+    w = table[b, CB_WIDTH]
+    h = table[b, CB_HEIGHT]
+    off = table[b, CB_OUT]
+    stride = table[b, CB_STRIDE]
+    if not check_out_region(out.shape[0], off, w, h, stride):
+        return STATUS_BAD_ROW
+    st = check_params(w, h, table[b, CB_NUM_BPS], table[b, CB_ORIENT], table[b, CB_ROISHIFT])
+    first = table[b, CB_SEG_FIRST]
+    count = table[b, CB_SEG_COUNT]
+    if st == 0 and not check_segments(coded, table[b, CB_DATA], seg_lengths, seg_passes, first, count):
+        st = STATUS_BAD_ROW
+    if st == 0:
         for j in range(first, first + count):
             if seg_passes[j] != 0:
-                coded_passes = True
-                break
-        if not coded_passes:  # nothing coded (often most blocks)
-            for y in range(h):
-                out[off + y * stride:off + y * stride + w] = 0
+                return ROW_TO_DECODE
+    for y in range(h):
+        out[off + y * stride:off + y * stride + w] = 0
+    return st
+
+
+@njit(**JIT)
+def decode_rows_ebcot(coded, table, seg_lengths, seg_passes, out, status, flags, vals, ctx):
+    """The loop of :func:`decode_codeblocks_ebcot` over its scratch, without reference
+    counting (it allocates nothing): each row's status into ``status``."""
+    for b in range(table.shape[0]):
+        st = row_status(coded, table, seg_lengths, seg_passes, out, b)
+        if st == ROW_TO_DECODE and table[b, CB_STYLE] & CBLK_HT:
+            st = row_status_refused(table, out, b)
+        if st != ROW_TO_DECODE:
+            status[b] = st
             continue
+        w = table[b, CB_WIDTH]
+        h = table[b, CB_HEIGHT]
+        status[b] = decode_into(coded, table[b, CB_DATA], seg_lengths, seg_passes, table[b, CB_SEG_FIRST],
+                                table[b, CB_SEG_COUNT], w, h, table[b, CB_NUM_BPS], table[b, CB_ORIENT],
+                                table[b, CB_STYLE], flags, vals, ctx)
+        copy_out(vals, w, h, table[b, CB_ROISHIFT], out, table[b, CB_OUT], table[b, CB_STRIDE])
+
+
+@njit(**JIT)
+def row_status_refused(table, out, b):
+    """STATUS_BAD_ROW for row ``b`` (an HT block given to the EBCOT-only driver), zeroed."""
+    w = table[b, CB_WIDTH]
+    off = table[b, CB_OUT]
+    stride = table[b, CB_STRIDE]
+    for y in range(table[b, CB_HEIGHT]):
+        out[off + y * stride:off + y * stride + w] = 0
+    return STATUS_BAD_ROW
+
+
+@njit(**JIT)
+def decode_rows_mixed(coded, table, seg_lengths, seg_passes, out, status, flags, vals, ctx, sig, eline):
+    """The loop of :func:`decode_codeblocks_mixed` over its scratch, without reference
+    counting (it allocates nothing): each row's status into ``status``."""
+    for b in range(table.shape[0]):
+        st = row_status(coded, table, seg_lengths, seg_passes, out, b)
+        if st != ROW_TO_DECODE:
+            status[b] = st
+            continue
+        w = table[b, CB_WIDTH]
+        h = table[b, CB_HEIGHT]
+        style = table[b, CB_STYLE]
         if style & CBLK_HT:
-            st = ht_decode_into(coded, table[b, CB_DATA], seg_lengths, seg_passes, first, count,
-                                w, h, num_bps, style, vals, sig, eline)
+            st = ht_decode_into(coded, table[b, CB_DATA], seg_lengths, seg_passes, table[b, CB_SEG_FIRST],
+                                table[b, CB_SEG_COUNT], w, h, table[b, CB_NUM_BPS], style, vals, sig, eline)
         else:
-            st = decode_into(coded, table[b, CB_DATA], seg_lengths, seg_passes, first, count, w,
-                             h, num_bps, orient, style, flags, vals, ctx)
-        copy_out(vals, w, h, roishift, out, off, stride)
+            st = decode_into(coded, table[b, CB_DATA], seg_lengths, seg_passes, table[b, CB_SEG_FIRST],
+                             table[b, CB_SEG_COUNT], w, h, table[b, CB_NUM_BPS], table[b, CB_ORIENT], style,
+                             flags, vals, ctx)
+        copy_out(vals, w, h, table[b, CB_ROISHIFT], out, table[b, CB_OUT], table[b, CB_STRIDE])
         status[b] = st
