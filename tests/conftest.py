@@ -293,11 +293,13 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 def pytest_configure(config: pytest.Config) -> None:
     """In the controller (or the one process) only: the CPU encoder and decoder compiled as the
-    first run does (:func:`cinegpu.jobs.first_run.compile_kernels`, a no-op once its stamp is
-    there), before any test: the commands that decode compile them on first use and say so on
+    first run and the decoding commands do (:func:`cinegpu.jobs.first_run.compile_kernels`, a
+    no-op once its stamp is there), before any test: the commands that decode compile them on first use and say so on
     stderr, which a test comparing stderr would otherwise meet on a machine's first run."""
     if hasattr(config, "workerinput") or config.option.collectonly:
         return
     from cinegpu.jobs.first_run import cache_root, compile_kernels
 
     compile_kernels(cache_root(), progress=False, say=lambda line: None)
+    # the decoding commands' set too (HTJ2K's kernels; the rest is found in the cache)
+    compile_kernels(cache_root(), progress=False, say=lambda line: None, encoder=False)
