@@ -54,6 +54,9 @@ PACKAGE = ROOT / "cinegpu"
 SAMPLE = PACKAGE / "media" / "samples" / "bars_2k.j2c"
 #: stand-ins for programs a test puts first on ``PATH`` (``asdcp-unwrap``)
 TOOLS = TESTS / "tools"
+#: asdcplib's asdcp-info and asdcp-unwrap on PATH (CI builds them: .ci/install-asdcplib): ClairMeta
+#: then probes every track file and no check is bypassed
+HAVE_ASDCPLIB = bool(shutil.which("asdcp-info") and shutil.which("asdcp-unwrap"))
 #: ``../shared`` beside the checkout, or where ``CINEGPU_SHARED`` says (data kept elsewhere, or a
 #: partial copy: every test skips per file it lacks, see :func:`present`)
 SHARED = Path(os.environ.get("CINEGPU_SHARED") or ROOT.parent / "shared")

@@ -23,23 +23,32 @@ from cinegpu.media import open_source
 from cinegpu.media.images.frames import ImageFrames
 from cinegpu.media.package.dcp_write import encoder_name
 from cinegpu.player.cli import main
+from conftest import HAVE_ASDCPLIB
 
 #: whether mastering can encode here: cinegpu.encode, or opj_compress where that is the encoder
 HAVE_ENCODER = encoder_name() != "opj_compress" or shutil.which("opj_compress") is not None
 needs_encoder = pytest.mark.skipif(not HAVE_ENCODER, reason="no encoder: cinegpu.encode nor opj_compress")
 
 
-def clairmeta_ok(root: Path) -> None:
-    """ClairMeta's ``check -type dcp`` of ``root`` succeeds with no error (nothing where ClairMeta
-    is not installed)."""
+def clairmeta_ok(root: Path, *, kdm: Path | None = None, key: Path | None = None) -> str:
+    """ClairMeta's ``check -type dcp`` of ``root`` (with ``kdm`` and the recipient's ``key``
+    for an encrypted package) succeeds with no error and no bit-rate warning; its report
+    ("" where ClairMeta is not installed). With asdcplib's tools on PATH
+    (:data:`conftest.HAVE_ASDCPLIB`, as in CI) every track file is probed by them: no
+    dependency may be missing; without them ClairMeta checks what it can."""
     try:
         import clairmeta  # noqa: F401  (probe: is ClairMeta installed)
     except ImportError:
-        return
-    run = subprocess.run([sys.executable, "-m", "clairmeta.cli", "check", "-type", "dcp", str(root)],
+        return ""
+    keys = ["-kdm", str(kdm), "-key", str(key)] if kdm is not None else []
+    run = subprocess.run([sys.executable, "-m", "clairmeta.cli", "check", "-type", "dcp", *keys, str(root)],
                          capture_output=True, text=True, timeout=300)
     report = run.stdout + run.stderr
     assert "Check succeeded" in report and "Error(s):" not in report, report
+    assert "bitrate" not in report.lower(), report
+    if HAVE_ASDCPLIB:
+        assert "Missing dependency" not in report and "ProbeError" not in report, report
+    return report
 
 
 def write_png16(path: Path, img: np.ndarray) -> None:

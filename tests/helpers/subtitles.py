@@ -2,7 +2,8 @@
 :data:`SMPTE`), an Interop file with its font beside it (:func:`interop_file`), an RGBA PNG
 (:func:`rgba_png`), the font the player draws with (:data:`FONT`, :data:`needs_font`), and the
 checks of a subtitle document by ClairMeta's ST 428-7 schema and of an SMPTE DCP with subtitles
-by ClairMeta (``asdcp-unwrap`` stood in for by ``tests/tools``).
+by ClairMeta (with asdcplib's tools where installed, as in CI; else ``asdcp-unwrap`` stood in
+for by ``tests/tools`` and the three checks that need ``asdcp-info`` bypassed).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from cinegpu.player.subtitles import default_font_path
-from conftest import TOOLS
+from conftest import HAVE_ASDCPLIB, TOOLS
 
 FONT = default_font_path()
 
@@ -106,12 +107,16 @@ def clairmeta_subtitles_ok(root: Path, tmp_path: Path) -> str:
     profile = tmp_path / "profile.json"
     from clairmeta.profile import get_default_profile
     p = get_default_profile()
-    # these read asdcp-info's probe of the MXF (KeyError 'Probe' without asdcplib)
-    p["bypass"] = ["check_subtitle_cpl_uuid", "check_subtitle_cpl_xml", "check_subtitle_cpl_duplicated_uuid"]
+    env = dict(os.environ)
+    if not HAVE_ASDCPLIB:
+        # these read asdcp-info's probe of the MXF (KeyError 'Probe' without asdcplib), and
+        # asdcp-unwrap is stood in for (tests/tools); with asdcplib (CI) nothing is bypassed
+        p["bypass"] = ["check_subtitle_cpl_uuid", "check_subtitle_cpl_xml", "check_subtitle_cpl_duplicated_uuid"]
+        env["PATH"] = f"{TOOLS}:{os.environ['PATH']}"
     profile.write_text(json.dumps(p))
-    env = {**os.environ, "PATH": f"{TOOLS}:{os.environ['PATH']}"}
     run = subprocess.run([sys.executable, "-m", "clairmeta.cli", "check", "-type", "dcp", "-profile",
                           str(profile), str(root)], capture_output=True, text=True, timeout=300, env=env)
     report = run.stdout + run.stderr
     assert "Check succeeded" in report and "Error(s):" not in report, report
+    assert not HAVE_ASDCPLIB or "Missing dependency" not in report, report
     return report

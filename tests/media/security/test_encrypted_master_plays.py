@@ -1,7 +1,8 @@
 """The whole encrypted round trip as a user runs it, every step our own command line:
 ``cinegpu master --encrypt`` (two reels), ``cinegpu kdm chain`` for a distributor and for a
-projector, ``cinegpu kdm make`` from the master's key file, then ``cinegpu play --kdm --key``
-shows what the clear master of the same frames shows, in both reels, with nothing dropped."""
+projector, ``cinegpu kdm make`` from the master's key file, ClairMeta's check of both packages (the
+encrypted one with the KDM and the key), then ``cinegpu play --kdm --key`` shows what the clear
+master of the same frames shows, in both reels, with nothing dropped."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from cinegpu.jobs.demo import demo_frame
 from cinegpu.media.images.png import read_png16
 from cinegpu.media.security.content_keys import read_key_file
 from helpers.cli import cinegpu
-from helpers.mastering import needs_encoder, write_png16
+from helpers.mastering import clairmeta_ok, needs_encoder, write_png16
 
 FRAMES = 48                     # two reels of one second at 24 fps
 
@@ -45,6 +46,9 @@ def test_our_encrypted_master_plays_with_the_kdm_we_make(tmp_path, gl):
                 "--signer-chain", str(tmp_path / "distributor" / "chain.pem"),
                 "--not-before=-1h", "--not-after=+2d", "-o", str(tmp_path / "kdm.xml"))
     assert r.returncode == 0, r.stderr
+    # ClairMeta checks the encrypted package with the KDM and the projector's key, and the clear one
+    clairmeta_ok(tmp_path / "enc", kdm=tmp_path / "kdm.xml", key=tmp_path / "projector" / "leaf.key")
+    clairmeta_ok(tmp_path / "clear")
     shots = {}
     for name, extra in (("clear", []), ("enc", ["--kdm", str(tmp_path / "kdm.xml"),
                                                 "--key", str(tmp_path / "projector" / "leaf.key")])):
