@@ -65,16 +65,26 @@ class ClusterAddress:
     """Where the cluster is: a scheduler's ``address`` (``tls://host:8786``), or None for
     a local cluster of ``workers`` processes (None: one per CPU core). ``tls``: the folder of
     this side's TLS credentials for a ``tls://`` scheduler (:mod:`.cluster_tls`; None: Dask's
-    configuration); ``insecure``: a plain ``tcp://`` scheduler was asked for knowingly."""
+    configuration); ``insecure``: a plain ``tcp://`` scheduler was asked for knowingly.
+    ``shared``: whether the workers see the input files at the same paths (shared storage) and
+    read them themselves; else this machine reads each frame and sends it to the worker that
+    codes it, over the cluster's connections. None: shared for a local cluster (the same
+    machine), sent for a scheduler's."""
 
     address: str | None
     workers: int | None = None
     tls: Path | None = None
     insecure: bool = False
+    shared: bool | None = None
 
     @property
     def local(self) -> bool:
         return self.address is None
+
+    @property
+    def shared_files(self) -> bool:
+        """Whether the workers read the input files themselves (see ``shared``)."""
+        return self.local if self.shared is None else self.shared
 
     def __str__(self) -> str:
         if self.address is not None:
@@ -82,11 +92,12 @@ class ClusterAddress:
         return "local" if self.workers is None else f"local:{self.workers}"
 
 
-def parse_address(text: str, *, tls=None, insecure: bool = False) -> ClusterAddress:
+def parse_address(text: str, *, tls=None, insecure: bool = False, shared: bool | None = None) -> ClusterAddress:
     """``local``, ``local:N`` (N >= 1), ``tls://host:port``, or with ``insecure``
     ``tcp://host:port``, ``ucx://host:port`` or ``host:port`` (taken as tcp); ``tls``: the
-    folder of the client's credentials, for a ``tls://`` address only. ValueError otherwise,
-    saying why (:data:`PLAIN` for a plain address without ``insecure``)."""
+    folder of the client's credentials, for a ``tls://`` address only; ``shared``: as
+    :class:`ClusterAddress` has it. ValueError otherwise, saying why (:data:`PLAIN` for a
+    plain address without ``insecure``)."""
     t = text.strip()
     m = re.fullmatch(r"local(?::(\d+))?", t)
     if m:
@@ -96,7 +107,7 @@ def parse_address(text: str, *, tls=None, insecure: bool = False) -> ClusterAddr
         if tls is not None:
             raise ValueError("--cluster-tls is for a tls:// scheduler; a local cluster makes "
                              "credentials of its own")
-        return ClusterAddress(None, n)
+        return ClusterAddress(None, n, shared=shared)
     if "://" not in t:
         t = "tcp://" + t
     if not re.fullmatch(r"(tcp|tls|ucx)://([^\s/:\[\]]+|\[[0-9A-Fa-f:.]+\])(:\d+)?/?", t):
@@ -108,7 +119,7 @@ def parse_address(text: str, *, tls=None, insecure: bool = False) -> ClusterAddr
             raise ValueError(PLAIN.format(scheme=scheme))
         if tls is not None:
             raise ValueError(f"--cluster-tls is for a tls:// scheduler, not {scheme}://")
-    return ClusterAddress(t.rstrip("/"), tls=None if tls is None else Path(tls), insecure=insecure)
+    return ClusterAddress(t.rstrip("/"), tls=None if tls is None else Path(tls), insecure=insecure, shared=shared)
 
 
 def distributed_module():

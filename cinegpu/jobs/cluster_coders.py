@@ -5,8 +5,10 @@ in by number (``submit(i)``) and their codestreams come back in submission order
 (``next()``), at most ``window`` in flight (twice the cluster's worker threads, so that no
 thread waits for work).  Each frame is one Dask task, :func:`code_cluster_frame`, keyed
 ``cinegpu-frame-<job>-<i>``: the worker reads frame ``i`` itself through the job's
-picklable ``read`` (so the workers must see the input files at the same paths: shared
-storage), fits and encodes it with the process's :class:`.frame_encode.FrameEncoders` for the
+picklable ``read`` where the workers see the input files at the same paths (shared storage,
+:attr:`.cluster.ClusterAddress.shared_files`), or else is sent the frame, read here and
+scattered to the cluster (to the worker that takes the task, over the cluster's TLS
+connections; at most ``window`` frames held here at once); it fits and encodes it with the process's :class:`.frame_encode.FrameEncoders` for the
 job's encoding (made on its first frame and kept, :func:`worker_encoders`), and returns the
 codestream's bytes, which the client fetches from the worker.  The job itself
 (:class:`.master_job.FrameCoding`: ``read``, the image area, the encoders' settings) travels
@@ -44,8 +46,9 @@ def worker_encoders(encoding: Encoding):
     return encoding.encoders(device=0 if encoding.backend == "cuda" else None)
 
 
-def code_cluster_frame(job: FrameCoding, i: int, version: str | None = None) -> Coded | FrameFailed:
-    """A Dask task: input frame ``i`` of ``job`` read, fitted and encoded on this worker;
+def code_cluster_frame(job: FrameCoding, i: int, version: str | None = None, image=None) -> Coded | FrameFailed:
+    """A Dask task: input frame ``i`` of ``job`` (``image``: the frame as sent, else read
+    here through ``job.read``) fitted and encoded on this worker;
     its :class:`.frame_coders.Coded` (the codestream and its header), or the frame's MediaError as a :class:`.FrameFailed` (an exception
     of another kind too, as a plain MediaError naming the frame). ``version``: the cinegpu
     version of the machine writing the package; a worker of another version (one that
@@ -55,7 +58,8 @@ def code_cluster_frame(job: FrameCoding, i: int, version: str | None = None) -> 
                                                   f"took it, this machine runs {version}: install the "
                                                   f"same version on every machine")
     try:
-        return code_frame(worker_encoders(job.encoding), job.read, i, job.width, job.height)
+        read = job.read if image is None else (lambda _i: image)
+        return code_frame(worker_encoders(job.encoding), read, i, job.width, job.height)
     except MediaError as exc:
         return FrameFailed.of(i, exc)
     except Exception as exc:              # read() of another kind than images_in's
@@ -79,8 +83,10 @@ class ClusterCoders:
     #: tries of a frame before its failure ends the job
     TRIES = 2
 
-    def __init__(self, cluster: Cluster, job: FrameCoding, backend: str):
+    def __init__(self, cluster: Cluster, job: FrameCoding, backend: str, *, send_frames: bool = False):
         self.cluster = cluster
+        #: whether frames are read here and sent (the workers do not see the input files)
+        self.send_frames = send_frames
         nthreads = cluster.client.nthreads()
         #: the coders interface: the cluster's worker processes and their threads (the most
         #: of one worker), when the job started
@@ -112,8 +118,10 @@ class ClusterCoders:
 
     def _submit(self, i: int, tries: int) -> _Frame:
         key = f"cinegpu-frame-{self._token}-{i}" + (f"-try{tries + 1}" if tries else "")
+        # sent: read here (a reading error is the frame's MediaError, raised here) and scattered
+        image = self.cluster.client.scatter(self._job.read(i), hash=False) if self.send_frames else None
         future = self.cluster.client.submit(code_cluster_frame, self._job_future(tries > 0),
-                                            i, cinegpu.__version__, key=key, pure=False,
+                                            i, cinegpu.__version__, image, key=key, pure=False,
                                             resources=self._resources)
         return _Frame(i, future, tries)
 

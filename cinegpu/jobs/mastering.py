@@ -221,7 +221,7 @@ def _cluster_coders(job: MasterJob, coding: FrameCoding, threads: int) -> Cluste
         if backend == "auto":
             backend = "cuda" if cluster.gpu_workers() else "cpu"
         coding = replace(coding, encoding=replace(coding.encoding, backend=backend, gpus=1))
-        return ClusterCoders(cluster, coding, backend)
+        return ClusterCoders(cluster, coding, backend, send_frames=not address.shared_files)
     except BaseException:
         cluster.close()
         raise

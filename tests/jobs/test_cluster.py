@@ -84,6 +84,10 @@ def test_addresses():
         parse_address("tcp://10.0.0.5:8786", tls="/k", insecure=True)
     with pytest.raises(ValueError, match="a local cluster makes credentials of its own"):
         parse_address("local:2", tls="/k")
+    # frames: read by the workers on one machine, sent to a scheduler's unless told otherwise
+    assert parse_address("local:2").shared_files and not parse_address("tls://10.0.0.5:8786").shared_files
+    assert parse_address("tls://10.0.0.5:8786", shared=True).shared_files
+    assert not parse_address("local", shared=False).shared_files
 
 
 def test_missing_dask_is_one_media_error(monkeypatch):
@@ -142,6 +146,25 @@ def test_cluster_master_writes_the_same_dcp_as_threads(tmp_path):
     assert 0 < dist.ready_s <= dist.first_s <= dist.total_s
     assert len(package_codestreams(tmp_path / "cluster")) == 5
     _same_dcp(tmp_path / "threads", tmp_path / "cluster")
+
+
+@pytest.mark.slow
+@needs_encoder
+def test_frames_sent_to_the_workers_give_the_same_dcp(tmp_path):
+    """The frames read here and sent to the workers (what a scheduler's cluster does unless
+    the workers share the files): the DCP the threads write; a broken frame is named, read
+    here."""
+    src = write_tiffs(tmp_path / "in", 5)
+    _master_in_threads(src, tmp_path / "threads")
+    sent = parse_address("local:2", shared=False)
+    master(MasterJob.of_images(src, tmp_path / "cluster", title="t", cluster=sent, backend="cpu"), progress=False)
+    _same_dcp(tmp_path / "threads", tmp_path / "cluster")
+    victim = src / "f0003.tif"
+    victim.write_bytes(victim.read_bytes()[:300])
+    with pytest.raises(CorruptMedia) as info:
+        master(MasterJob.of_images(src, tmp_path / "out", title="t", cluster=sent, backend="cpu"), progress=False)
+    assert info.value.path == str(victim) and info.value.reason.startswith("frame 3: ")
+    assert not (tmp_path / "out").exists()
 
 
 def _corrupt_frame(track: Path, n: int) -> None:

@@ -1,8 +1,9 @@
 """The cluster across machines, as far as one machine allows: a TLS scheduler and its workers
 each in a network namespace of its own (tests/helpers/netns.py), reaching each other and
 ``cinegpu master`` only over a bridge, started with the ``dask`` command as docs/cluster.md
-says. The input frames are in a folder all of them see (the shared storage the docs ask for).
-A worker killed mid-job leaves the package as one machine writes it; a worker of another
+says. The input frames are in a folder all of them see (shared storage, ``--cluster-frames
+shared``), or in one the workers cannot see (a mount namespace of their own), the frames then
+sent to them over the network (the default with a scheduler). A worker killed mid-job leaves the package as one machine writes it; a worker of another
 cinegpu version is refused at connect. Skipped, with the reason, where namespaces cannot be
 made (not root, no ``ip``)."""
 
@@ -48,12 +49,26 @@ def _wait_port(host: str, port: int, seconds: float) -> None:
     raise AssertionError(f"nothing listens on {host}:{port} after {seconds} s")
 
 
-def _worker(host, scheduler: str, folder: Path, log: Path, *extra: str) -> subprocess.Popen:
-    """``dask worker`` in ``host``'s namespace, listening on its address only."""
+def _worker(host, scheduler: str, folder: Path, log: Path, *extra: str, hide: Path | None = None) -> subprocess.Popen:
+    """``dask worker`` in ``host``'s namespace, listening on its address only; ``hide``: a
+    folder the worker cannot see (an empty file system mounted over it, in a mount namespace
+    of the worker's own), as on a machine without the shared storage."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]))
-    return subprocess.Popen(host.command(*dask_command("worker", scheduler, "--host", host.address, "--nthreads", "1",
-                                                       "--no-dashboard", *tls_options(folder), *extra)),
-                            env=env, stdout=subprocess.DEVNULL, stderr=open(log, "wb"))
+    argv = dask_command("worker", scheduler, "--host", host.address, "--nthreads", "1", "--no-dashboard",
+                        *tls_options(folder), *extra)
+    if hide is not None:
+        argv = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                'mount -t tmpfs none "$0" && exec "$@"', str(hide), *argv]
+    return subprocess.Popen(host.command(*argv), env=env, stdout=subprocess.DEVNULL, stderr=open(log, "wb"))
+
+
+def _scheduler(host, roles, log: Path) -> subprocess.Popen:
+    """``dask scheduler`` (TLS) in ``host``'s namespace on :data:`PORT`, once it listens."""
+    proc = subprocess.Popen(host.command(*dask_command(
+        "scheduler", "--protocol", "tls", "--host", host.address, "--port", str(PORT), "--no-dashboard",
+        *tls_options(roles["scheduler"]))), stdout=subprocess.DEVNULL, stderr=open(log, "wb"))
+    _wait_port(host.address, PORT, 60)
+    return proc
 
 
 @needs_encoder
@@ -64,12 +79,9 @@ def test_master_across_namespaces_a_worker_killed_and_another_version_refused(tm
     roles = make_credentials(tmp_path / "tls")
     with hosts(4) as (s, w1, w2, other), processes() as procs:
         scheduler = f"tls://{s.address}:{PORT}"
-        procs.append(subprocess.Popen(s.command(*dask_command(
-            "scheduler", "--protocol", "tls", "--host", s.address, "--port", str(PORT), "--no-dashboard",
-            *tls_options(roles["scheduler"]))), stdout=subprocess.DEVNULL, stderr=open(tmp_path / "s.log", "wb")))
-        _wait_port(s.address, PORT, 60)
+        procs.append(_scheduler(s, roles, tmp_path / "s.log"))
         procs += [_worker(w, scheduler, roles["worker"], tmp_path / f"{w.ns}.log") for w in (w1, w2)]
-        where = parse_address(scheduler, tls=roles["client"])
+        where = parse_address(scheduler, tls=roles["client"], shared=True)
         with connect(where, timeout=60) as cluster:
             cluster.client.wait_for_workers(2, timeout=60)
             pids = cluster.client.run(os.getpid)
@@ -96,3 +108,31 @@ def test_master_across_namespaces_a_worker_killed_and_another_version_refused(tm
             time.sleep(0.5)
         assert f"tls://{other.address}:" in refusal and "runs cinegpu 0.0.0+other" in refusal, refusal
         assert "install the same version on every machine" in refusal
+
+
+@needs_encoder
+def test_frames_reach_workers_that_do_not_see_them_over_the_network(tmp_path):
+    """Workers on machines without the input files (the folder hidden from them): the frames
+    are read by ``master`` and sent over the TLS connections, the package the same as one
+    machine writes; told the workers share the files, they cannot read them and the job
+    stops naming the frame."""
+    src = write_tiffs(tmp_path / "in", 4)
+    files = ImageFrames(tuple(map(str, list_frames(src))), (4096, 2160))
+    master(MasterJob.of(files, 4, tmp_path / "one", title="t", backend="cpu"), progress=False)
+    roles = make_credentials(tmp_path / "tls")
+    with hosts(3) as (s, w1, w2), processes() as procs:
+        scheduler = f"tls://{s.address}:{PORT}"
+        procs.append(_scheduler(s, roles, tmp_path / "s.log"))
+        procs += [_worker(w, scheduler, roles["worker"], tmp_path / f"{w.ns}.log", hide=src) for w in (w1, w2)]
+        where = parse_address(scheduler, tls=roles["client"])       # a scheduler's: frames sent
+        assert not where.shared_files
+        with connect(where, timeout=60) as cluster:
+            cluster.client.wait_for_workers(2, timeout=60)
+            seen = cluster.client.run(os.path.exists, str(src / "f0000.tif"))
+            assert len(seen) == 2 and not any(seen.values())           # the workers do not see them
+        master(MasterJob.of(files, 4, tmp_path / "sent", title="t", cluster=where, backend="cpu"), progress=False)
+        assert package_codestreams(tmp_path / "one") == package_codestreams(tmp_path / "sent")
+        shared = parse_address(scheduler, tls=roles["client"], shared=True)
+        with pytest.raises(MediaError, match="frame 0"):
+            master(MasterJob.of(files, 4, tmp_path / "shared", title="t", cluster=shared, backend="cpu"),
+                   progress=False)

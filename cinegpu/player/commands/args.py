@@ -87,16 +87,23 @@ def playback_options(args) -> dict:
                 preroll=args.preroll, audio=args.audio, subtitles=args.subtitles == "on")
 
 
-def cluster_arguments(p, what: str) -> None:
-    """``--cluster``, ``--cluster-tls`` and ``--insecure-cluster``: where ``what`` is done on
-    a Dask cluster, and how it is reached (:mod:`cinegpu.jobs.cluster`)."""
+def cluster_arguments(p, what: str, *, frames: bool = True) -> None:
+    """``--cluster``, ``--cluster-tls``, ``--cluster-frames`` and ``--insecure-cluster``: where
+    ``what`` is done on a Dask cluster, how it is reached and how the frames reach its workers
+    (:mod:`cinegpu.jobs.cluster`)."""
     p.add_argument("--cluster", default=None, metavar="ADDRESS|local[:N]",
                    help=f"{what} on a Dask cluster: local[:N] (N worker processes here, TLS with "
-                        "throw-away credentials) or a TLS scheduler's address, tls://host:8786 "
-                        "(the workers must see the files at the same paths); needs cinegpu[cluster]")
+                        "throw-away credentials) or a TLS scheduler's address, tls://host:8786"
+                        + ("" if frames else " (the workers must see the files at the same paths)")
+                        + "; needs cinegpu[cluster]")
     p.add_argument("--cluster-tls", type=Path, default=None, metavar="DIR",
                    help="this side's credentials for a tls:// scheduler: DIR/ca.pem, cert.pem, "
                         "key.pem (cinegpu cluster-tls makes them; default: Dask's configuration)")
+    if frames:
+        p.add_argument("--cluster-frames", choices=("sent", "shared"), default=None,
+                       help="sent: this machine reads each frame and sends it to the worker that codes "
+                            "it (the default with a scheduler); shared: the workers read the files "
+                            "themselves, which they must see at the same paths (the default with local[:N])")
     p.add_argument("--insecure-cluster", action="store_true",
                    help="allow a plain tcp:// scheduler, which runs tasks from anyone who reaches "
                         "it: only on a network you trust")
@@ -106,10 +113,12 @@ def cluster_address(args) -> ClusterAddress | None:
     """The cluster :func:`cluster_arguments` asked for (None: none); UsageError for a bad
     address, a plain one without ``--insecure-cluster``, or TLS options without a cluster."""
     if args.cluster is None:
-        if args.cluster_tls is not None or args.insecure_cluster:
-            raise UsageError("--cluster-tls and --insecure-cluster go with --cluster")
+        if args.cluster_tls is not None or args.insecure_cluster or getattr(args, "cluster_frames", None):
+            raise UsageError("--cluster-tls, --cluster-frames and --insecure-cluster go with --cluster")
         return None
+    frames = getattr(args, "cluster_frames", None)
+    shared = None if frames is None else frames == "shared"
     try:
-        return parse_address(args.cluster, tls=args.cluster_tls, insecure=args.insecure_cluster)
+        return parse_address(args.cluster, tls=args.cluster_tls, insecure=args.insecure_cluster, shared=shared)
     except ValueError as exc:
         raise UsageError(f"--cluster: {exc}") from None

@@ -21,7 +21,7 @@ def register(subparsers) -> None:
                    help="decode every frame of every picture track file the packages' CPLs "
                         "name, and report each frame that fails (package, track file, frame, "
                         "error), instead of checking hashes")
-    cluster_arguments(p, "with --decode: decode")
+    cluster_arguments(p, "with --decode: decode", frames=False)
     p.add_argument("--workers", type=positive_int, default=None, metavar="N",
                    help="with --decode: decoding processes here, or a local cluster's workers "
                         "(default: one per CPU core)")
