@@ -286,6 +286,7 @@ def test_cluster_command_line_mistakes(tmp_path):
     for extra, want in ((["--cluster", "tcp://127.0.0.1:9", "--insecure-cluster"], "tcp://127.0.0.1:9: cannot reach"),
                         (["--cluster", "tcp://127.0.0.1:9"], "or say --insecure-cluster"),
                         (["--cluster-tls", str(tmp_path)], "go with --cluster"),
+                        (["--cluster-frames", "sent"], "go with --cluster"),
                         (["--cluster", "local", "--processes", "2"], "exclude each other"),
                         (["--cluster", "nowhere://x"], "want local, local:N")):
         r = subprocess.run(cli + ["master", str(src), "-o", str(tmp_path / "out"), "--title",
