@@ -318,7 +318,8 @@ ROW_TO_DECODE = -1
 @njit(**JIT)
 def row_status(coded, table, seg_lengths, seg_passes, out, b):
     """Row ``b`` checked: ROW_TO_DECODE, or the status to give it (0: nothing coded, often
-    most blocks) with its samples in ``out`` zeroed."""
+    most blocks) with its samples in ``out`` zeroed (not where its place in ``out`` is out of
+    bounds: STATUS_BAD_ROW alone)."""
     w = table[b, CB_WIDTH]
     h = table[b, CB_HEIGHT]
     off = table[b, CB_OUT]
