@@ -173,3 +173,25 @@ def test_play_exits_within_3_s_of_sigterm_mid_decode(library, tmp_path):
     assert took < PROMISE_S
     assert before and not after, f"segments left in {SHM_FOLDER}: {after}"
     assert stderr.strip().splitlines()[-1] == "cinegpu play: terminated (SIGTERM)", stderr[-2000:]
+
+
+def test_bench_exits_on_sigterm_mid_decode_leaving_nothing(library, tmp_path):
+    """``cinegpu bench`` stopped by SIGTERM while its workers decode: one line, status 143, its
+    workers ended and their shared memory unlinked (before, Python's resource tracker found the
+    segments and warned of them)."""
+    proc = subprocess.Popen([sys.executable, "-m", "cinegpu.player.cli", "bench", str(library / "noise"),
+                             "--workers", "1", "--backend", "cpu", "--repeat", "1000"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for_busy_worker(proc.pid, proc)
+    except BaseException:
+        proc.kill()
+        proc.wait(10)
+        raise
+    took, before, after = terminate(proc, proc.pid, "cinegpu bench, mid-decode")
+    stderr = proc.stderr.read()
+    assert proc.returncode == 128 + signal.SIGTERM, stderr[-2000:]
+    assert took < PROMISE_S
+    assert before and not after, f"segments left in {SHM_FOLDER}: {after}"
+    assert stderr.strip().splitlines()[-1] == "cinegpu bench: terminated (SIGTERM)", stderr[-2000:]
+    assert "Traceback" not in stderr and "leaked" not in stderr, stderr[-2000:]
