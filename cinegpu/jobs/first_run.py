@@ -67,7 +67,7 @@ ENTRY_KERNELS = {
     "cinegpu.encode.early_stop:_histogram": "i32[1] i64[1]",
 }
 #: What only HTJ2K code-blocks (T.814) need: compiled ahead for the decoding commands, not for
-#: the demo, whose DCI frames have none (about a tenth of the compile).
+#: the demo, whose DCI frames have none.
 HTJ2K_KERNELS = ("cinegpu.decode.tier1.codeblock:decode_codeblocks_mixed",)
 #: The demo's path: a DCI 2K frame encoded and decoded on the CPU.
 DEMO_KERNELS = tuple(name for name in ENTRY_KERNELS if name not in HTJ2K_KERNELS)

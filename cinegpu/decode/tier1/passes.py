@@ -19,8 +19,8 @@ walks the whole function once per variable assigned more than once, and every co
 variables as well as statements, so a pass's first compile grows with the square of its
 copies.  The significance and refinement passes therefore loop over a column's four samples
 (one copy; measured as fast as four), and the cleanup pass, whose unrolled column measured
-faster, calls its rarer newly-significant step (sign and neighbours) instead of inlining it:
-the three MQ passes compile in about a third of the time they took (docs/performance.md).
+faster, calls its rarer newly-significant step (sign and neighbours) instead of inlining it
+(docs/performance.md has the compile times before and after).
 """
 
 import numpy as np
