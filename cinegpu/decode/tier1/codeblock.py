@@ -277,37 +277,35 @@ def decode_codeblocks(coded, table, seg_lengths, seg_passes, out):
 
 
 @njit(**JIT_NRT)
-def decode_codeblocks_ebcot(coded, table, seg_lengths, seg_passes, out):
-    """:func:`decode_codeblocks` for a table of EBCOT code-blocks only (T.800 Annex D): a row
-    marked CBLK_HT is refused (STATUS_BAD_ROW). Scratch is allocated once."""
-    nblk = table.shape[0]
-    status = np.zeros(nblk, np.int32)
+def batch_start(table):
+    """The status array of a batch (every row STATUS_BAD_ROW where ``table`` has too few
+    columns) and the EBCOT scratch (flags, vals, ctx), allocated once; decode_into clears the
+    part of flags and vals a block uses."""
+    status = np.zeros(table.shape[0], np.int32)
     if table.shape[1] < CB_COLUMNS:
         status[:] = STATUS_BAD_ROW
-        return status
-    # decode_into clears the part of flags and vals a block uses
-    flags = np.empty(SCRATCH_SIZE, np.int32)
-    vals = np.empty(SCRATCH_SIZE, np.int32)
-    ctx = np.empty(NUM_CONTEXTS, np.int32)
-    decode_rows_ebcot(coded, table, seg_lengths, seg_passes, out, status, flags, vals, ctx)
+    return (status, np.empty(SCRATCH_SIZE, np.int32), np.empty(SCRATCH_SIZE, np.int32),
+            np.empty(NUM_CONTEXTS, np.int32))
+
+
+@njit(**JIT_NRT)
+def decode_codeblocks_ebcot(coded, table, seg_lengths, seg_passes, out):
+    """:func:`decode_codeblocks` for a table of EBCOT code-blocks only (T.800 Annex D): a row
+    marked CBLK_HT is refused (STATUS_BAD_ROW)."""
+    status, flags, vals, ctx = batch_start(table)
+    if table.shape[1] >= CB_COLUMNS:
+        decode_rows_ebcot(coded, table, seg_lengths, seg_passes, out, status, flags, vals, ctx)
     return status
 
 
 @njit(**JIT_NRT)
 def decode_codeblocks_mixed(coded, table, seg_lengths, seg_passes, out):
     """:func:`decode_codeblocks` for a table with HT code-blocks (T.814), EBCOT ones beside
-    them allowed. Scratch is allocated once."""
-    nblk = table.shape[0]
-    status = np.zeros(nblk, np.int32)
-    if table.shape[1] < CB_COLUMNS:
-        status[:] = STATUS_BAD_ROW
-        return status
-    # decode_into clears the part of flags and vals a block uses; ht_decode_into its own
-    flags = np.empty(SCRATCH_SIZE, np.int32)
-    vals = np.empty(SCRATCH_SIZE, np.int32)
-    ctx = np.empty(NUM_CONTEXTS, np.int32)
-    sig, eline = make_ht_scratch()
-    decode_rows_mixed(coded, table, seg_lengths, seg_passes, out, status, flags, vals, ctx, sig, eline)
+    them allowed (ht_decode_into clears its own scratch)."""
+    status, flags, vals, ctx = batch_start(table)
+    if table.shape[1] >= CB_COLUMNS:
+        sig, eline = make_ht_scratch()
+        decode_rows_mixed(coded, table, seg_lengths, seg_passes, out, status, flags, vals, ctx, sig, eline)
     return status
 
 
@@ -316,10 +314,10 @@ ROW_TO_DECODE = -1
 
 
 @njit(**JIT)
-def row_status(coded, table, seg_lengths, seg_passes, out, b):
+def row_status(coded, table, seg_lengths, seg_passes, out, b, ht_allowed):
     """Row ``b`` checked: ROW_TO_DECODE, or the status to give it (0: nothing coded, often
-    most blocks) with its samples in ``out`` zeroed (not where its place in ``out`` is out of
-    bounds: STATUS_BAD_ROW alone)."""
+    most blocks; STATUS_BAD_ROW for an HT block unless ``ht_allowed``) with its samples in
+    ``out`` zeroed (not where its place in ``out`` is out of bounds: STATUS_BAD_ROW alone)."""
     w = table[b, CB_WIDTH]
     h = table[b, CB_HEIGHT]
     off = table[b, CB_OUT]
@@ -334,6 +332,9 @@ def row_status(coded, table, seg_lengths, seg_passes, out, b):
     if st == 0:
         for j in range(first, first + count):
             if seg_passes[j] != 0:
+                if table[b, CB_STYLE] & CBLK_HT and not ht_allowed:
+                    st = STATUS_BAD_ROW
+                    break
                 return ROW_TO_DECODE
     for y in range(h):
         out[off + y * stride:off + y * stride + w] = 0
@@ -344,10 +345,9 @@ def row_status(coded, table, seg_lengths, seg_passes, out, b):
 def decode_rows_ebcot(coded, table, seg_lengths, seg_passes, out, status, flags, vals, ctx):
     """The loop of :func:`decode_codeblocks_ebcot` over its scratch, without reference
     counting (it allocates nothing): each row's status into ``status``."""
+    ht_allowed = np.bool_(False)    # typed, not a literal: one compiled row_status for both drivers
     for b in range(table.shape[0]):
-        st = row_status(coded, table, seg_lengths, seg_passes, out, b)
-        if st == ROW_TO_DECODE and table[b, CB_STYLE] & CBLK_HT:
-            st = row_status_refused(table, out, b)
+        st = row_status(coded, table, seg_lengths, seg_passes, out, b, ht_allowed)
         if st != ROW_TO_DECODE:
             status[b] = st
             continue
@@ -360,22 +360,12 @@ def decode_rows_ebcot(coded, table, seg_lengths, seg_passes, out, status, flags,
 
 
 @njit(**JIT)
-def row_status_refused(table, out, b):
-    """STATUS_BAD_ROW for row ``b`` (an HT block given to the EBCOT-only driver), zeroed."""
-    w = table[b, CB_WIDTH]
-    off = table[b, CB_OUT]
-    stride = table[b, CB_STRIDE]
-    for y in range(table[b, CB_HEIGHT]):
-        out[off + y * stride:off + y * stride + w] = 0
-    return STATUS_BAD_ROW
-
-
-@njit(**JIT)
 def decode_rows_mixed(coded, table, seg_lengths, seg_passes, out, status, flags, vals, ctx, sig, eline):
     """The loop of :func:`decode_codeblocks_mixed` over its scratch, without reference
     counting (it allocates nothing): each row's status into ``status``."""
+    ht_allowed = np.bool_(True)
     for b in range(table.shape[0]):
-        st = row_status(coded, table, seg_lengths, seg_passes, out, b)
+        st = row_status(coded, table, seg_lengths, seg_passes, out, b, ht_allowed)
         if st != ROW_TO_DECODE:
             status[b] = st
             continue

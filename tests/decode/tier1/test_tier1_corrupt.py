@@ -72,6 +72,21 @@ def test_bad_row(field, value):
     assert status[1] == 0
 
 
+def test_the_ebcot_driver_refuses_an_ht_block():
+    """decode_codeblocks sends a table with HT rows to the mixed driver; the EBCOT-only one,
+    given such a row anyway, refuses it (zeroed, STATUS_BAD_ROW) and decodes the others as
+    the mixed one does."""
+    from cinegpu.decode.tier1.codeblock import decode_codeblocks_ebcot, decode_codeblocks_mixed
+    data, lengths, passes, num_bps, _ = encoded_block()
+    rows = np.array([block_row(num_bps=num_bps, style=t1.CBLK_HT), block_row(num_bps=num_bps, out=100)], np.int64)
+    args = (np.asarray(data, np.uint8), rows, np.array(lengths, np.int32), np.array(passes, np.int32))
+    ebcot, mixed = np.full(4096, 5, np.int32), np.full(4096, 5, np.int32)
+    status = decode_codeblocks_ebcot(*args, ebcot)
+    assert status[0] == t1.STATUS_BAD_ROW and not ebcot[:64].any()
+    assert decode_codeblocks_mixed(*args, mixed)[1] == status[1] == 0
+    assert np.array_equal(ebcot[100:164], mixed[100:164]) and ebcot[100:164].any()
+
+
 def test_bad_segment_table():
     data, lengths, passes, num_bps, _ = encoded_block()
     for bad_lengths, bad_passes in [([len(data)], passes), ([-3], passes), (lengths, [-1]),
