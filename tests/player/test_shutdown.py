@@ -157,9 +157,10 @@ def test_serve_exits_within_3_s_of_sigterm(library, when):
     assert "Traceback" not in "".join(s.stderr), "".join(s.stderr)[-2000:]
 
 
-def test_play_exits_within_3_s_of_sigterm_mid_decode(library, tmp_path):
-    proc = subprocess.Popen([sys.executable, "-m", "cinegpu.player.cli", "play", str(library / "noise"),
-                             "--headless", "--loop", "--workers", "1", "--backend", "cpu"], cwd=tmp_path,
+def _stopped_mid_decode(command: str, argv: list[str], cwd: Path) -> str:
+    """``cinegpu COMMAND ARGV`` sent SIGTERM once a worker decodes: exits 143 within
+    :data:`PROMISE_S`, its slots unlinked, its last line saying so; its stderr."""
+    proc = subprocess.Popen([sys.executable, "-m", "cinegpu.player.cli", command, *argv], cwd=cwd,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         wait_for_busy_worker(proc.pid, proc)
@@ -167,31 +168,24 @@ def test_play_exits_within_3_s_of_sigterm_mid_decode(library, tmp_path):
         proc.kill()
         proc.wait(10)
         raise
-    took, before, after = terminate(proc, proc.pid, "cinegpu play, mid-decode")
+    took, before, after = terminate(proc, proc.pid, f"cinegpu {command}, mid-decode")
     stderr = proc.stderr.read()
     assert proc.returncode == 128 + signal.SIGTERM, stderr[-2000:]
     assert took < PROMISE_S
     assert before and not after, f"segments left in {SHM_FOLDER}: {after}"
-    assert stderr.strip().splitlines()[-1] == "cinegpu play: terminated (SIGTERM)", stderr[-2000:]
+    assert stderr.strip().splitlines()[-1] == f"cinegpu {command}: terminated (SIGTERM)", stderr[-2000:]
+    return stderr
+
+
+def test_play_exits_within_3_s_of_sigterm_mid_decode(library, tmp_path):
+    _stopped_mid_decode("play", [str(library / "noise"), "--headless", "--loop", "--workers", "1", "--backend", "cpu"],
+                        tmp_path)
 
 
 def test_bench_exits_on_sigterm_mid_decode_leaving_nothing(library, tmp_path):
     """``cinegpu bench`` stopped by SIGTERM while its workers decode: one line, status 143, its
     workers ended and their shared memory unlinked (before, Python's resource tracker found the
     segments and warned of them)."""
-    proc = subprocess.Popen([sys.executable, "-m", "cinegpu.player.cli", "bench", str(library / "noise"),
-                             "--workers", "1", "--backend", "cpu", "--repeat", "1000"], cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        wait_for_busy_worker(proc.pid, proc)
-    except BaseException:
-        proc.kill()
-        proc.wait(10)
-        raise
-    took, before, after = terminate(proc, proc.pid, "cinegpu bench, mid-decode")
-    stderr = proc.stderr.read()
-    assert proc.returncode == 128 + signal.SIGTERM, stderr[-2000:]
-    assert took < PROMISE_S
-    assert before and not after, f"segments left in {SHM_FOLDER}: {after}"
-    assert stderr.strip().splitlines()[-1] == "cinegpu bench: terminated (SIGTERM)", stderr[-2000:]
+    stderr = _stopped_mid_decode("bench", [str(library / "noise"), "--workers", "1", "--backend", "cpu",
+                                           "--repeat", "1000"], tmp_path)
     assert "Traceback" not in stderr and "leaked" not in stderr, stderr[-2000:]

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import sys
 import threading
 
-__all__ = ["Terminated", "interrupts", "TERMINATED", "INTERRUPTED"]
+from cinegpu.decode.shm import unlink_own
+
+__all__ = ["Terminated", "interrupts", "stoppable", "TERMINATED", "INTERRUPTED"]
 
 #: Exit status after SIGTERM (128 + 15) and after SIGINT (128 + 2), as a shell reports them.
 TERMINATED, INTERRUPTED = 128 + signal.SIGTERM, 128 + signal.SIGINT
@@ -43,3 +46,17 @@ def interrupts():
     finally:
         for s, handler in old.items():
             signal.signal(s, handler)
+
+
+def stoppable(command: str, run, args) -> int:
+    """``run(args)`` (a decoding command's body) inside :func:`interrupts`: after SIGTERM or
+    Ctrl-C, the slots of a pipeline whose close the signal cut short unlinked, one line
+    (``cinegpu COMMAND: terminated (SIGTERM)`` or ``interrupted``) and status 143 or 130."""
+    with interrupts():
+        try:
+            return run(args)
+        except (Terminated, KeyboardInterrupt) as exc:
+            unlink_own()
+            terminated = isinstance(exc, Terminated)
+            print(f"cinegpu {command}: {'terminated (SIGTERM)' if terminated else 'interrupted'}", file=sys.stderr)
+            return TERMINATED if terminated else INTERRUPTED

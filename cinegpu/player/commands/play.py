@@ -10,7 +10,6 @@ from pathlib import Path
 
 from cinegpu.decode import BackendUnavailable, PipelineError
 from cinegpu.decode.cpus import usable_cores
-from cinegpu.decode.shm import unlink_own
 from cinegpu.interop import TARGETS, choose_target
 from cinegpu.interop.window import has_display, open_window
 from cinegpu.media import MediaError, open_source
@@ -23,7 +22,7 @@ from ..settings import PlaySettings
 from ..source import DecodeAheadSource, PipelineSource
 from .args import UsageError, playback_options, positive_int, positive_rate
 from .compiling import compile_decoder
-from .interrupts import INTERRUPTED, TERMINATED, Terminated, interrupts
+from .interrupts import stoppable
 from .keys import add_key_args, key_ring
 
 
@@ -92,14 +91,7 @@ def run(args) -> int:
     """Exit status: 0 played; 2 a mistake or media that cannot play (one line on stderr); 143 after
     SIGTERM, 130 after Ctrl-C, each with the decode workers ended and their shared memory unlinked."""
 
-    with interrupts():
-        try:
-            return _run(args)
-        except (Terminated, KeyboardInterrupt) as exc:
-            unlink_own()        # slots of a pipeline whose close the signal cut short
-            terminated = isinstance(exc, Terminated)
-            print(f"cinegpu play: {'terminated (SIGTERM)' if terminated else 'interrupted'}", file=sys.stderr)
-            return TERMINATED if terminated else INTERRUPTED
+    return stoppable("play", _run, args)
 
 
 def _run(args) -> int:

@@ -11,13 +11,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from cinegpu.decode.shm import unlink_own
 from cinegpu.media import MediaError, open_source
 from cinegpu.media.samples import BARS_2K
 
 from .args import UsageError, gpu_count, non_negative_int, positive_int
 from .compiling import compile_decoder
-from .interrupts import INTERRUPTED, TERMINATED, Terminated, interrupts
+from .interrupts import stoppable
 from .keys import add_key_args, key_ring
 
 SAMPLE = BARS_2K
@@ -63,14 +62,7 @@ def run(args) -> int:
     """Exit status: 0 measured; 2 a mistake or no frames (one line on stderr); 143 after
     SIGTERM, 130 after Ctrl-C, each with the decode workers ended and their shared memory
     unlinked (one line, no traceback)."""
-    with interrupts():
-        try:
-            return _run(args)
-        except (Terminated, KeyboardInterrupt) as exc:
-            unlink_own()        # slots of a pipeline whose close the signal cut short
-            terminated = isinstance(exc, Terminated)
-            print(f"cinegpu bench: {'terminated (SIGTERM)' if terminated else 'interrupted'}", file=sys.stderr)
-            return TERMINATED if terminated else INTERRUPTED
+    return stoppable("bench", _run, args)
 
 
 def _run(args) -> int:
