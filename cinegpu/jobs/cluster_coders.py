@@ -8,8 +8,9 @@ thread waits for work).  Each frame is one Dask task, :func:`code_cluster_frame`
 picklable ``read`` where the workers see the input files at the same paths (shared storage,
 :attr:`.cluster.ClusterAddress.shared_files`), or else is sent the frame, read here and
 scattered to the cluster (to the worker that takes the task, over the cluster's TLS
-connections; at most ``window`` frames held here at once); it fits and encodes it with the process's :class:`.frame_encode.FrameEncoders` for the
-job's encoding (made on its first frame and kept, :func:`worker_encoders`), and returns the
+connections; at most ``window`` frames held here at once; a scatter that meets a worker
+lost a moment ago, before the scheduler has noticed, is tried again); it fits and encodes it
+with the process's :class:`.frame_encode.FrameEncoders` for the job's encoding (made on its first frame and kept, :func:`worker_encoders`), and returns the
 codestream's bytes, which the client fetches from the worker.  The job itself
 (:class:`.master_job.FrameCoding`: ``read``, the image area, the encoders' settings) travels
 once per worker, scattered to all of them, not once per frame.
@@ -24,6 +25,7 @@ the other workers by itself.  With the ``cuda`` back end every task asks for a s
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections import deque
 from functools import lru_cache
@@ -82,6 +84,9 @@ class ClusterCoders:
 
     #: tries of a frame before its failure ends the job
     TRIES = 2
+    #: tries of one scatter (a frame's image, the job) before it ends the job, and the pause
+    #: before the next, in seconds (doubling)
+    SCATTER_TRIES, SCATTER_PAUSE = 5, 0.25
 
     def __init__(self, cluster: Cluster, job: FrameCoding, backend: str, *, send_frames: bool = False):
         self.cluster = cluster
@@ -112,14 +117,29 @@ class ClusterCoders:
         """The job, scattered to every worker (again: after a failure, in case the copies
         went with their workers)."""
         if self._scattered is None or again:
-            self._scattered = self.cluster.client.scatter(self._job, broadcast=True,
-                                                          hash=False)
+            self._scattered = self._scatter(self._job, "the job", broadcast=True)
         return self._scattered
+
+    def _scatter(self, data, what: str, **options):
+        """``data`` scattered to the cluster; a connection closed under it (a worker lost,
+        which the scheduler has not yet removed) is tried again, up to
+        :attr:`SCATTER_TRIES` times, then is one MediaError naming ``what``."""
+        pause = self.SCATTER_PAUSE
+        for attempt in range(1, self.SCATTER_TRIES + 1):
+            try:
+                return self.cluster.client.scatter(data, hash=False, **options)
+            except OSError as exc:        # distributed's CommClosedError, a timeout
+                if attempt == self.SCATTER_TRIES:
+                    raise MediaError(None, f"{what}: cannot send it to the cluster at "
+                                           f"{self.cluster.where}: {type(exc).__name__}: "
+                                           f"{exc}") from exc
+                time.sleep(pause)
+                pause *= 2
 
     def _submit(self, i: int, tries: int) -> _Frame:
         key = f"cinegpu-frame-{self._token}-{i}" + (f"-try{tries + 1}" if tries else "")
         # sent: read here (a reading error is the frame's MediaError, raised here) and scattered
-        image = self.cluster.client.scatter(self._job.read(i), hash=False) if self.send_frames else None
+        image = self._scatter(self._job.read(i), f"frame {i}") if self.send_frames else None
         future = self.cluster.client.submit(code_cluster_frame, self._job_future(tries > 0),
                                             i, cinegpu.__version__, image, key=key, pure=False,
                                             resources=self._resources)

@@ -318,3 +318,51 @@ def test_a_worker_of_another_version_codes_nothing():
     failed = code_cluster_frame(None, 3, "0.0.0+other")
     assert isinstance(failed, FrameFailed) and failed.seq == 3 and failed.kind == "MediaError"
     assert "this machine runs 0.0.0+other" in failed.reason and "same version on every machine" in failed.reason
+
+
+class _FlakyClient:
+    """A client whose first ``fails`` scatters meet a closed connection (a worker killed a
+    moment ago, not yet removed by the scheduler)."""
+
+    def __init__(self, fails: int):
+        self.fails, self.scattered = fails, []
+
+    def nthreads(self):
+        return {"tls://w1": 1}
+
+    def scatter(self, data, **options):
+        from distributed.comm.core import CommClosedError
+        if self.fails:
+            self.fails -= 1
+            raise CommClosedError("in <TLS (closed) ConnectionPool.scatter>: Stream is closed")
+        self.scattered.append(data)
+        return f"future-{len(self.scattered)}"
+
+
+@dataclass
+class _FlakyCluster:
+    client: _FlakyClient
+    where: str = "tls://scheduler:8786"
+    threads: int = 1
+
+
+@pytest.mark.parametrize("fails", [0, 1, 4, 5])
+def test_a_scatter_meeting_a_lost_worker_is_tried_again(monkeypatch, fails):
+    """A frame sent to the cluster: a closed connection is tried again (up to SCATTER_TRIES
+    times, pausing), then is one MediaError naming the frame and the cluster."""
+    from cinegpu.jobs.cluster_coders import ClusterCoders
+
+    pauses = []
+    monkeypatch.setattr("cinegpu.jobs.cluster_coders.time.sleep", pauses.append)
+    client = _FlakyClient(fails)
+    coders = ClusterCoders(_FlakyCluster(client), None, "cpu", send_frames=True)
+    if fails < ClusterCoders.SCATTER_TRIES:
+        assert coders._scatter(b"frame 7's image", "frame 7") == "future-1"
+        assert client.scattered == [b"frame 7's image"]
+    else:
+        with pytest.raises(MediaError, match=r"^<input>: frame 7: cannot send it to the cluster at "
+                                             r"tls://scheduler:8786: CommClosedError: "):
+            coders._scatter(b"frame 7's image", "frame 7")
+        assert client.scattered == []
+    assert len(pauses) == min(fails, ClusterCoders.SCATTER_TRIES - 1)
+    assert pauses == sorted(pauses) and len(set(pauses)) == len(pauses)
