@@ -43,6 +43,7 @@ from cinegpu.jobs.cluster import ClusterAddress, parse_address
 from cinegpu.jobs.frame_encode import FrameEncoders
 from cinegpu.media.images.colour import COLORSPACES, SAMPLINGS
 from cinegpu.media.images.frames import ImageFrames, image_area, list_frames, max_input_size
+from cinegpu.media.package.cpl_metadata import CplMetadata
 from cinegpu.media.package.dcp_write import check_key_path, check_reels, reels_of_length
 from cinegpu.media.security.package_signature import Signer, check_signer
 from cinegpu.media.sound.inputs import SoundInput
@@ -202,7 +203,8 @@ class Composition:
     seconds, the last taking the rest (:func:`.dcp_write.reels_of_length`), not both; the
     ``sound`` (a checked :class:`.sound_in.SoundInput`, cut or padded to the composition:
     :meth:`~.SoundInput.fit`) and ``subtitles`` (a :class:`.subtitle_write.TimedTextAsset`
-    prepared for the composition's length, :func:`.subtitle_write.prepare_subtitles`)."""
+    prepared for the composition's length, :func:`.subtitle_write.prepare_subtitles`); the
+    CPL's content version, ratings and markers, ``metadata`` (a DCP's only so far)."""
 
     title: str
     kind: str = "feature"
@@ -211,6 +213,7 @@ class Composition:
     reel_length: Fraction | None = None
     sound: SoundInput | None = None
     subtitles: TimedTextAsset | None = None
+    metadata: CplMetadata = CplMetadata()
 
     def __post_init__(self):
         if self.frames is not None and self.frames < 1:
@@ -330,7 +333,7 @@ class MasterJob:
     written beside it first, :class:`.dcp_write.DCPWriter`), as the ``composition``,
     ``picture``, ``protection`` and ``compute`` say.  Made, it is checked as a whole, before
     any frame is read: ValueError for an IMF package of several reels, encrypted, signed or
-    with subtitles, subtitles of another length, reels that do not make the composition or
+    with subtitles or CPL metadata, subtitles of another length, markers past the end, reels that do not make the composition or
     last less than a second, or an input that does not pickle where encoder processes or a
     cluster read it; MediaError for sound shorter than the picture (or, in an IMF package,
     not a whole number of samples or mono)."""
@@ -353,6 +356,10 @@ class MasterJob:
             raise ValueError(f"subtitles prepared for {c.subtitles.duration} frames; the "
                              f"composition has {self.length}")
         self.reel_lengths                  # read for its check: ValueError for reels that do not fit
+        c.metadata.markers_for(self.length)   # ValueError for a marker past the end
+        if p.imf and c.metadata != CplMetadata():
+            raise ValueError("--content-version, --rating and --marker are written in DCPs; "
+                             "an IMF CPL's are not supported yet")
         if self.protection.signer is not None and p.imf:
             raise ValueError("signed IMF packages are not written: --sign is for DCPs")
         self._check_readers()

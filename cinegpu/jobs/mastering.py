@@ -181,7 +181,7 @@ def _writer(job: MasterJob, width: int, height: int):
     return DCPWriter(job.out, title=c.title, edit_rate=rate, aspect=(width, height),
                      kind=c.kind, sound=job.sound, subtitles=c.subtitles,
                      reels=reels if len(reels) > 1 else None, keys=job.protection.keys,
-                     signer=job.protection.signer)
+                     signer=job.protection.signer, metadata=c.metadata)
 
 
 def _process_setups(coding: FrameCoding, encoders: FrameEncoders, threads: int,

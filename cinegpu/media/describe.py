@@ -15,6 +15,7 @@ from cinegpu.media.errors import MediaError, UnsupportedMedia
 from cinegpu.media.j2k_profile import Profile, image_size, parse_profile
 from cinegpu.media.mxf.klv import ul_str
 from cinegpu.media.mxf.read import MXFFile
+from cinegpu.media.package.cpl_metadata import CplMetadata, timecode_text
 from cinegpu.media.package.read import (
     Composition,
     Package,
@@ -225,6 +226,20 @@ def mxf_lines(mxf: MXFFile, indent: str = "") -> list[str]:
     return out
 
 
+def metadata_lines(meta: CplMetadata, rate: Fraction | None) -> list[str]:
+    """The CPL's content version, ratings and markers (each at its timecode, ``rate``'s
+    frames per timecode second, and its frame), a line each where the CPL has them."""
+    out = []
+    if meta.content_version is not None:
+        out.append(f"  content version: {meta.content_version.label!r} ({meta.content_version.id})")
+    if meta.ratings:
+        out.append("  ratings: " + "; ".join(f"{r.label} ({r.agency})" for r in meta.ratings))
+    if meta.markers:
+        out.append("  markers: " + ", ".join(f"{m.label} {timecode_text(m.frame, rate or 24)} "
+                                               f"(frame {m.frame})" for m in meta.markers))
+    return out
+
+
 def composition_lines(pkg: Package, comp: Composition) -> list[str]:
     pics = [a for r in comp.reels for a in r.of_kind("picture", "stereo-picture")]
     frames = sum(a.duration for a in pics)
@@ -234,6 +249,7 @@ def composition_lines(pkg: Package, comp: Composition) -> list[str]:
            f"{len(comp.reels)} {'segment' if comp.flavour == 'imf' else 'reel'}(s), "
            f"{duration_text(frames, comp.edit_rate)}, "
            f"{'stereoscopic' if comp.stereoscopic else '2D'}"]
+    out += metadata_lines(comp.metadata, comp.edit_rate)
     for i, reel in enumerate(comp.reels, 1):
         out.append(f"  {'segment' if comp.flavour == 'imf' else 'reel'} {i} ({reel.id}):")
         for a in reel.assets:

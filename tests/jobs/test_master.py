@@ -17,6 +17,7 @@ from cinegpu.media.images.colour import to_xyz12
 from cinegpu.media.images.frames import fit, image_area, list_frames, read_dpx, read_image
 from cinegpu.media.images.png import read_png16
 from cinegpu.media.package.dcp_write import encoder_name
+from cinegpu.media.package.read import read_package
 from cinegpu.player.cli import main
 from helpers.cli import CLI
 from helpers.mastering import clairmeta_ok, dpx_bytes, needs_encoder, write_png16
@@ -194,9 +195,14 @@ def test_master_then_play_headless(tmp_path):
     out.parent.mkdir()          # the output's parent must exist (a missing one is refused)
     rc = main(["master", str(src), "-o", str(out), "--profile", "2k", "--fps", "24",
                "--title", "cinegpu-Master_TST_F_XX-XX_2K_CGP_20260101_CGP_SMPTE_OV",
-               "--workers", "2", "--quiet"])
+               "--workers", "2", "--quiet", "--rating", "http://www.mpaa.org/2003-ratings:PG",
+               "--marker", "FFEC=00:00:00:12", "--content-version", "urn:example:v7,Seventh"])
     assert rc == 0
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["MY_DCP"]   # no leftovers
+    meta = read_package(out).compositions[0].metadata
+    assert (meta.content_version.id, meta.content_version.label) == ("urn:example:v7", "Seventh")
+    assert [(r.agency, r.label) for r in meta.ratings] == [("http://www.mpaa.org/2003-ratings", "PG")]
+    assert [(m.label, m.frame) for m in meta.markers] == [("FFOC", 1), ("FFEC", 12), ("LFOC", 23)]
     media = open_source(out)
     assert (media.frame_count, media.width, media.height, media.edit_rate) == (24, 1998, 1080, 24)
     assert media.frame(0) == media.frame(3) != media.frame(1)       # 3 inputs repeat to 1 s

@@ -28,6 +28,7 @@ from cinegpu.jobs.master_job import (
 from cinegpu.media import MediaError
 from cinegpu.media.describe import frame_caps, size_lines
 from cinegpu.media.images.frames import ImageFrames
+from cinegpu.media.package.cpl_metadata import CplMetadata, Marker, Rating
 from cinegpu.media.sound.inputs import open_sound
 from cinegpu.player.cli import build_parser
 from helpers.mastering import write_png16
@@ -96,6 +97,10 @@ def _mistakes(tmp_path: Path) -> dict:
         "imf keys": (dict(format="imf", keys=tmp_path / "k.txt"), ValueError, "one segment"),
         "imf subtitles": (dict(format="imf", subtitles=SimpleNamespace(duration=3)), ValueError,
                           "subtitles in IMF packages are not supported yet"),
+        "imf metadata": (dict(format="imf", metadata=CplMetadata(ratings=(Rating("BBFC", "U"),))),
+                         ValueError, "an IMF CPL's are not supported yet"),
+        "marker past the end": (dict(metadata=CplMetadata(markers=(Marker("FFEC", 3),))), ValueError,
+                                "marker FFEC at frame 3 is past the composition's last frame"),
         "length": (dict(frames=0), ValueError, "--frames must be at least 1"),
         "short reel": (dict(frames=47, reels=(24, 23)), ValueError, "reel 2 lasts 23 frames"),
         "reels": (dict(frames=60, reels=(24, 24)), ValueError,

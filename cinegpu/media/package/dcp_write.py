@@ -2,7 +2,9 @@
 optionally a sound and a timed-text (subtitle) track file of its own, optionally encrypted
 (ST 429-2, -3, -5, -6, -7, -8, -9, -16).
 
-    CPL       Composition Playlist, ST 429-7: the reels in order, each a MainPicture (edit
+    CPL       Composition Playlist, ST 429-7: the content version and ratings given
+              (:mod:`.cpl_metadata`), the reels in order, each with its markers (MainMarkers:
+              FFOC and LFOC at least) and a MainPicture (edit
               rate, durations, KeyId where encrypted, hash, frame rate, screen aspect ratio),
               and with sound a MainSound (the same, and its Language where given), with
               subtitles a MainSubtitle (the same, with its Language); with sound the first
@@ -62,6 +64,7 @@ from cinegpu.media.files import new_partial_folder
 from cinegpu.media.mxf.sound_write import SoundTrackFile, SoundTrackWriter
 from cinegpu.media.mxf.timed_text_write import TimedTextTrackFile, TimedTextTrackWriter
 from cinegpu.media.mxf.write import EssenceEncryption, J2KHeader, PictureTrackWriter, TrackFile
+from cinegpu.media.package.cpl_metadata import CplMetadata, reel_markers
 from cinegpu.media.security.content_keys import KEY_TYPES, TrackKey, new_track_key, write_key_file
 from cinegpu.media.security.package_signature import Signer, check_package_signature, check_signer, sign_document
 from cinegpu.media.sound.inputs import SoundInput
@@ -237,6 +240,23 @@ def _rational(r: Fraction) -> str:
     return f"{r.numerator} {r.denominator}"
 
 
+def _marker_asset(assets, track, markers: list[tuple[str, int]]) -> None:
+    """A reel's MainMarkers (ST 429-7 MarkerAssetType, first in the AssetList): as long as
+    the reel's picture ``track``, each marker a Label and an Offset in edit units from the
+    reel's start."""
+    el = _sub(assets, "MainMarkers")
+    _sub(el, "Id", _urn(uuid.uuid4()))
+    _sub(el, "EditRate", _rational(track.edit_rate))
+    _sub(el, "IntrinsicDuration", track.frames)
+    _sub(el, "EntryPoint", 0)
+    _sub(el, "Duration", track.frames)
+    marker_list = _sub(el, "MarkerList")
+    for label, offset in markers:
+        marker = _sub(marker_list, "Marker")
+        _sub(marker, "Label", label)
+        _sub(marker, "Offset", offset)
+
+
 @dataclass(frozen=True)
 class Reel:
     """A finished reel (ST 429-2 8.3: each reel has its own track files): its picture, sound
@@ -317,7 +337,8 @@ class DCPWriter:
     under its own fresh key, the CPL names each key's ``KeyId``, and the file is written, with
     the CPL's id, before the package is finished. ``signer``: a
     :class:`.package_signature.Signer` that signs the CPL and PKL (checked here: its key is
-    the leaf's, its chain holds now). Use :meth:`write` per codestream, then
+    the leaf's, its chain holds now). ``metadata``: the CPL's content version, ratings and
+    markers (:class:`.cpl_metadata.CplMetadata`). Use :meth:`write` per codestream, then
     :meth:`close`. Everything is written into a partial folder ``.NAME.partial-*`` beside
     ``out``, renamed to ``out`` only when complete; on any exception (inside a ``with`` block,
     or in :meth:`close`), KeyboardInterrupt included, the partial folder is removed, and so is
@@ -333,7 +354,7 @@ class DCPWriter:
     def __init__(self, out, *, title: str, edit_rate=24, aspect: tuple[int, int] | None = None,
                  kind: str = "feature", issuer: str = CREATOR, sound: SoundInput | None = None,
                  subtitles: TimedTextAsset | None = None, reels=None, keys=None,
-                 signer: Signer | None = None):
+                 signer: Signer | None = None, metadata: CplMetadata | None = None):
         if kind not in CONTENT_KINDS:
             raise ValueError(f"content kind must be one of {CONTENT_KINDS}, got {kind!r}")
         self.out = check_output(out)
@@ -341,6 +362,7 @@ class DCPWriter:
             check_signer(signer)
         self.signer = signer
         self.title, self.kind, self.issuer = title, kind, issuer
+        self.metadata = CplMetadata() if metadata is None else metadata
         self.edit_rate = Fraction(edit_rate)
         self.reel_lengths = None if reels is None else check_reels(reels, self.edit_rate)
         self.key_path = None if keys is None else check_key_path(keys)
@@ -567,16 +589,26 @@ class DCPWriter:
         _sub(root, "Creator", CREATOR)
         _sub(root, "ContentTitleText", self.title)
         _sub(root, "ContentKind", self.kind)
+        meta = self.metadata
         version = _sub(root, "ContentVersion")
-        _sub(version, "Id", f"urn:uuid:{uuid.uuid4()}")
-        _sub(version, "LabelText", f"{self.title}_{self.issued[:10]}")
-        _sub(root, "RatingList")
+        given = meta.content_version
+        _sub(version, "Id", f"urn:uuid:{uuid.uuid4()}" if given is None else given.id)
+        _sub(version, "LabelText", f"{self.title}_{self.issued[:10]}" if given is None else given.label)
+        ratings = _sub(root, "RatingList")
+        for rating in meta.ratings:
+            el = _sub(ratings, "Rating")
+            _sub(el, "Agency", rating.agency)
+            _sub(el, "Label", rating.label)
+        lengths = [r.picture.frames for r in reels]
+        markers = reel_markers(meta.markers_for(sum(lengths)), lengths)
         reel_list = _sub(root, "ReelList")
         for k, r in enumerate(reels):
             reel = _sub(reel_list, "Reel")
             _sub(reel, "Id", _urn(uuid.uuid4()))
             assets = _sub(reel, "AssetList")
             track, keys = r.picture, r.key_ids
+            if markers[k]:
+                _marker_asset(assets, track, markers[k])
             pic = _track_asset(assets, "MainPicture", track, r.picture_hash, keys)
             _sub(pic, "FrameRate", _rational(track.edit_rate))
             _sub(pic, "ScreenAspectRatio", f"{aspect[0]} {aspect[1]}")

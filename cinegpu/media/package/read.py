@@ -33,6 +33,7 @@ from lxml import etree
 
 from cinegpu.media.errors import CorruptMedia, MediaError, UnsupportedMedia
 from cinegpu.media.files import read_bounded
+from cinegpu.media.package.cpl_metadata import MARKER_LABELS, ContentVersion, CplMetadata, Marker, Rating
 
 NS_AM = {"http://www.smpte-ra.org/schemas/429-9/2007/AM": "smpte",
          "http://www.digicine.com/PROTO-ASDCP-AM-20040311#": "interop"}
@@ -212,6 +213,8 @@ class Composition:
     content_kind: str | None
     edit_rate: Fraction | None
     reels: list[Reel]
+    #: the CPL's content version, ratings and markers (a DCP's: ST 429-7 6.8, 6.9, 8.3)
+    metadata: CplMetadata = field(default_factory=CplMetadata)
 
     @property
     def stereoscopic(self) -> bool:
@@ -378,8 +381,38 @@ def read_cpl(path: Path, paths: dict[str, Path] | None = None) -> Composition:
     if edit_rate is None:
         pics = [a for r in reels for a in r.of_kind("picture", "stereo-picture")]
         edit_rate = pics[0].edit_rate if pics else None
+    metadata = CplMetadata() if flavour == "imf" else _dcp_metadata(root, path, reels)
     return Composition(path, uuid_of(text(root, "Id")), flavour, title,
-                       text(root, "ContentKind"), edit_rate, reels)
+                       text(root, "ContentKind"), edit_rate, reels, metadata)
+
+
+def _dcp_metadata(root, path, reels: list[Reel]) -> CplMetadata:
+    """A DCP CPL's ContentVersion, RatingList and the markers of its reels' MainMarkers
+    (ST 429-7 6.8, 6.9, 8.3), each marker at its composition frame (the reels before it
+    counted by their pictures' durations); a marker of a label outside the standard set, or
+    given twice, is left out (other tools write their own)."""
+    version = child(root, "ContentVersion")
+    content_version = None
+    if version is not None and text(version, "Id"):
+        content_version = ContentVersion(text(version, "Id").strip(), (text(version, "LabelText") or "").strip())
+    ratings = tuple(Rating((text(el, "Agency") or "").strip(), (text(el, "Label") or "").strip())
+                    for el in (child(root, "RatingList") if child(root, "RatingList") is not None else ())
+                    if local(el) == "Rating")
+    markers: dict[str, Marker] = {}
+    start = 0
+    for reel, parsed in zip((r for r in child(root, "ReelList") if local(r) == "Reel"), reels):
+        al = child(reel, "AssetList")
+        for el in (al if al is not None else ()):
+            if local(el) != "MainMarkers" or child(el, "MarkerList") is None:
+                continue
+            entry = _int(el, "EntryPoint", path, 0) or 0
+            for m in child(el, "MarkerList"):
+                label = (text(m, "Label") or "").strip()
+                if local(m) == "Marker" and label in MARKER_LABELS and label not in markers:
+                    offset = _int(m, "Offset", path, 0) or 0
+                    markers[label] = Marker(label, start + max(0, offset - entry))
+        start += sum(a.duration for a in parsed.of_kind("picture", "stereo-picture")[:1])
+    return CplMetadata(content_version, ratings, tuple(markers.values()))
 
 
 def _check_reels(reels: list[Reel], path: Path) -> None:

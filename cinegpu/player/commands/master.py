@@ -14,6 +14,13 @@ from fractions import Fraction
 from cinegpu.decode import BackendUnavailable
 from cinegpu.decode.codestream import dci
 from cinegpu.media import MediaError
+from cinegpu.media.package.cpl_metadata import (
+    MARKER_LABELS,
+    CplMetadata,
+    parse_content_version,
+    parse_marker,
+    parse_rating,
+)
 from cinegpu.media.security.package_signature import load_signer, user_signer
 from cinegpu.media.sound.inputs import open_sound
 
@@ -48,6 +55,7 @@ def register(subparsers) -> None:
                         "(default: one pass of the input, at least one second)")
     _package_arguments(p)
     p.add_argument("--kind", default="feature", type=one_line_text, metavar="KIND", help="CPL ContentKind (default feature)")
+    _cpl_arguments(p)
     _compute_arguments(p)
     p.add_argument("--audio", nargs="+", default=None, metavar="FILE.wav",
                    help="sound: one multichannel WAV, or one mono WAV per channel, in 5.1 "
@@ -104,6 +112,33 @@ def _package_arguments(p) -> None:
     p.add_argument("--no-sign", action="store_true",
                    help="with --encrypt: leave the CPL and PKL unsigned (for signing elsewhere; "
                         "DCI and ClairMeta refuse an unsigned encrypted DCP)")
+
+
+def _cpl_arguments(p) -> None:
+    """The CPL's content version, ratings and markers (ST 429-7)."""
+    p.add_argument("--content-version", type=_option(parse_content_version), default=None,
+                   metavar="ID,LABEL",
+                   help="the CPL's ContentVersion: an id (a UUID or a URI such as urn:uuid:...) "
+                        "and its label (default: a new id, labelled TITLE_DATE)")
+    p.add_argument("--rating", type=_option(parse_rating), action="append", default=[],
+                   metavar="AGENCY:LABEL",
+                   help="a rating in the CPL's RatingList, the agency a URI "
+                        "(http://www.mpaa.org/2003-ratings:PG-13); repeatable")
+    p.add_argument("--marker", action="append", default=[], metavar="LABEL=HH:MM:SS:FF",
+                   help=f"a reel marker ({', '.join(MARKER_LABELS)}) at a timecode of the "
+                        f"composition (or a frame number), such as FFEC=00:41:12:00; repeatable. "
+                        f"FFOC (frame 1) and LFOC (the last frame) are written unless given")
+
+
+def _option(parse):
+    """An argparse type of ``parse``: its ValueError is the option's one-line error."""
+    def convert(text: str):
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    convert.__name__ = parse.__name__
+    return convert
 
 
 def _compute_arguments(p) -> None:
@@ -199,6 +234,8 @@ def _job(args):
     from cinegpu.media.package.dcp_write import check_output  # noqa: PLC0415  (start-up: mastering, ~0.3 s)
 
     _check_options(args)
+    metadata = CplMetadata(args.content_version, tuple(args.rating),
+                           tuple(parse_marker(m, args.fps) for m in args.marker))
     picture = Picture(format=args.format, profile=args.profile, fps=args.fps,
                       bitrate=args.bitrate, colorspace=args.colorspace, container=args.container,
                       codec=args.codec, bits=args.bits, lossless=args.lossless,
@@ -217,7 +254,7 @@ def _job(args):
     composition = Composition(title=args.title, kind=args.kind, frames=length, reels=reels,
                               reel_length=args.reel_length,
                               sound=_sound(args, picture, length or frames.count),
-                              subtitles=_subtitles(args, length or frames.count))
+                              subtitles=_subtitles(args, length or frames.count), metadata=metadata)
     return MasterJob(frames, args.output, composition, picture, protection, compute)
 
 

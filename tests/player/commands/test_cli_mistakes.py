@@ -42,6 +42,13 @@ MISTAKES = [
     (["nosuchcommand"], "invalid choice"),
     (["master", "{tmp}", "-o", "{tmp}/out", "--title", "a\x07b"], "U+0007"),
     (["master", "{tmp}", "-o", "{tmp}/out", "--title", " "], "must not be empty"),
+    (["master", "{tmp}", "-o", "{tmp}/out", "--title", "T", "--marker", "FFXX=00:00:01:00"],
+     "'FFXX' is not a standard marker"),
+    (["master", "{tmp}", "-o", "{tmp}/out", "--title", "T", "--marker", "FFEC=00:00:01:24"],
+     "frames to 23 at 24 fps"),
+    (["master", "{tmp}", "-o", "{tmp}/out", "--title", "T", "--rating", "PG-13"], "--rating wants AGENCY:LABEL"),
+    (["master", "{tmp}", "-o", "{tmp}/out", "--title", "T", "--content-version", "v2"],
+     "--content-version wants ID,LABEL"),
 ]
 if not have_cuda():
     MISTAKES += [(["play", SAMPLE, "--headless", "--backend", "cuda"], "CUDA"),
