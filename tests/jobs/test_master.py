@@ -3,6 +3,7 @@ input readers (TIFF, PNG, DPX), fitting to the DCI image areas, RGB -> X'Y'Z' co
 
 from __future__ import annotations
 
+import datetime
 import os
 import shutil
 import subprocess
@@ -21,6 +22,7 @@ from cinegpu.media.package.read import read_package
 from cinegpu.player.cli import main
 from helpers.cli import CLI
 from helpers.mastering import clairmeta_ok, dpx_bytes, needs_encoder, write_png16
+from helpers.sound_util import tones, write_wav
 
 
 # -- colour ------------------------------------------------------------------------------------
@@ -348,3 +350,28 @@ def test_encoder_threads_take_the_gpus_in_turn():
     assert [device_for(k, 2) for k in range(5)] == [0, 1, 0, 1, 0]
     assert [device_for(k, 3) for k in range(7)] == [0, 1, 2, 0, 1, 2, 0]
     assert device_for(5, 0) == 0
+
+
+@pytest.mark.slow  # long: a master and ClairMeta's whole check
+@needs_encoder
+def test_master_without_a_title_names_the_dcp_by_the_isdcf_convention(tmp_path):
+    """No --title: the CPL's title is an ISDCF name of the package's facts (2K flat, 24 fps,
+    5.1 sound in English, French subtitles, today) and the --isdcf fields; --kind trailer
+    makes it a TLR; ClairMeta's naming checks find nothing to say about it (issue 52)."""
+    src = tmp_path / "Evening Light"
+    src.mkdir()
+    write_png16(src / "f0.png", demo_frame(0, 1920, 1080))
+    write_wav(tmp_path / "mix.wav", tones(48000, 6))
+    (tmp_path / "s.srt").write_text("1\n00:00:00,100 --> 00:00:00,900\nBonsoir\n")
+    out = tmp_path / "dcp"
+    rc = main(["master", str(src), "-o", str(out), "--frames", "24", "--quiet", "--workers", "2",
+               "--kind", "trailer", "--audio", str(tmp_path / "mix.wav"), "--audio-language", "en-GB",
+               "--subtitles", str(tmp_path / "s.srt"), "--subtitle-language", "fr",
+               "--isdcf", "territory=GB,rating=15,studio=CGP,facility=CGP"])
+    assert rc == 0
+    comp = read_package(out).compositions[0]
+    today = datetime.date.today().strftime("%Y%m%d")
+    assert comp.title == f"EveningLight_TLR-1_F_EN-FR_GB-15_51_2K_CGP_{today}_CGP_SMPTE_OV"
+    assert comp.content_kind == "trailer"
+    report = clairmeta_ok(out)
+    assert "Naming Convention" not in report, report

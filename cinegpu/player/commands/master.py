@@ -7,9 +7,11 @@ Part-1 JPEG 2000 or HTJ2K; one segment, in the clear)."""
 from __future__ import annotations
 
 import argparse
+import datetime
 import sys
 from dataclasses import replace
 from fractions import Fraction
+from pathlib import Path
 
 from cinegpu.decode import BackendUnavailable
 from cinegpu.decode.codestream import dci
@@ -21,6 +23,7 @@ from cinegpu.media.package.cpl_metadata import (
     parse_marker,
     parse_rating,
 )
+from cinegpu.media.package.isdcf import KIND_TYPES, parse_isdcf_option
 from cinegpu.media.security.package_signature import load_signer, user_signer
 from cinegpu.media.sound.inputs import open_sound
 
@@ -41,7 +44,15 @@ def register(subparsers) -> None:
     p.add_argument("--profile", choices=tuple(prof.short for prof in dci.PROFILES.values()), default="2k", help="DCI container (default 2k)")
     p.add_argument("--fps", type=positive_rate, default=Fraction(24), metavar="RATE",
                    help=f"edit rate: {rates}; default 24")
-    p.add_argument("--title", required=True, type=one_line_text, metavar="TEXT", help="content title (ContentTitleText of the CPL)")
+    p.add_argument("--title", default=None, type=one_line_text, metavar="TEXT",
+                   help="content title (ContentTitleText of the CPL); default: an ISDCF name "
+                        "(see --isdcf) for a DCP, the input folder's name for IMF")
+    p.add_argument("--isdcf", type=_option(parse_isdcf_option), default=None, metavar="FIELDS",
+                   help="build the title as an ISDCF Digital Cinema Naming Convention name from "
+                        "the package's facts and these fields: title=, type= (FTR, TLR, TST...), "
+                        "version=, temp, pre, 2d, language=, subtitles=, captions=, territory=, "
+                        "rating=, studio=, facility=, package= (OV, VF, VF-2), comma-separated "
+                        "(the film title defaults to --title, else the input folder's name)")
     p.add_argument("--bitrate", type=float, default=None, metavar="MBPS",
                    help=f"target Mbit/s (DCP default: the safe {dci.FRAME_BITRATE_SAFE // 1_000_000}, "
                         f"which leaves room for encryption; up to the DCI cap of "
@@ -251,10 +262,16 @@ def _job(args):
     length = args.frames
     if length is None and frames.count < args.fps and reels is None:
         length = int(-(-args.fps // 1))
-    composition = Composition(title=args.title, kind=args.kind, frames=length, reels=reels,
-                              reel_length=args.reel_length,
-                              sound=_sound(args, picture, length or frames.count),
-                              subtitles=_subtitles(args, length or frames.count), metadata=metadata)
+    sound = _sound(args, picture, length or frames.count)
+    subtitles = _subtitles(args, length or frames.count, args.title or "")
+    title = args.title
+    if args.isdcf is not None or (title is None and not picture.imf):
+        title = _isdcf_title(args, picture, frames, sound, subtitles)
+        if subtitles is not None:      # its documents carry the title
+            subtitles = _subtitles(args, length or frames.count, title, say=False)
+    composition = Composition(title=title or _input_name(args), kind=_kind(args), frames=length,
+                              reels=reels, reel_length=args.reel_length, sound=sound,
+                              subtitles=subtitles, metadata=metadata)
     return MasterJob(frames, args.output, composition, picture, protection, compute)
 
 
@@ -276,17 +293,54 @@ def _sound(args, picture, frames: int):
     return sound
 
 
-def _subtitles(args, frames: int):
-    """The --subtitles track prepared for ``frames`` frames (its warnings printed), or None."""
+def _kind(args) -> str:
+    """The CPL's ContentKind: --kind's, or where it is left at feature, the one of
+    ``--isdcf type=`` (TLR: trailer...)."""
+    if args.kind != "feature" or args.isdcf is None:
+        return args.kind
+    return {code: kind for kind, code in KIND_TYPES.items()}.get(args.isdcf.content_type, "feature")
+
+
+def _input_name(args) -> str:
+    """The first INPUT's name (a folder's, or an image's without its suffix)."""
+    first = Path(args.input[0]).resolve()
+    return first.name if first.is_dir() else first.stem
+
+
+def _isdcf_title(args, picture, frames, sound, subtitles) -> str:
+    """The ISDCF name (:func:`.isdcf.isdcf_name`) of the package the options make: the
+    picture's size from the first input frame (read here), its rate, today's date, the
+    sound's soundfield and language, the subtitles' language; ValueError naming a field the
+    package contradicts or the convention cannot carry."""
+    from cinegpu.media.package.isdcf import IsdcfFields, PackageFacts, isdcf_name  # noqa: PLC0415  (start-up: only when a title is built)
+    first = frames.read(0)
+    width, height, _ = picture.coded_size(first.shape[1], first.shape[0])
+    fields = args.isdcf or IsdcfFields()
+    if fields.content_type == "FTR" and args.kind != "feature":     # the type follows --kind
+        fields = replace(fields, content_type=KIND_TYPES.get(args.kind, "FTR"))
+    if sound is not None and sound.language and fields.language == "XX":
+        fields = replace(fields, language=sound.language.split("-")[0])
+    if subtitles is not None and fields.subtitle_language is None:
+        fields = replace(fields, subtitle_language=subtitles.language.split("-")[0])
+    facts = PackageFacts(width, height, Fraction(args.fps), datetime.date.today(),
+                         sound_channels=0 if sound is None else len(sound.layout.inputs),
+                         sound_field=None if sound is None else sound.layout.isdcf,
+                         subtitles=subtitles is not None)
+    return isdcf_name(facts, fields, default_title=args.title or _input_name(args))
+
+
+def _subtitles(args, frames: int, title: str, say: bool = True):
+    """The --subtitles track prepared for ``frames`` frames, its documents titled ``title``
+    (its warnings printed where ``say``), or None."""
     from cinegpu.media.subtitles.write import prepare_subtitles  # noqa: PLC0415  (start-up: mastering, ~0.3 s)
     if not args.subtitles:
         if args.subtitle_language or args.subtitle_font:
             raise ValueError("--subtitle-language and --subtitle-font need --subtitles")
         return None
     subtitles, warnings = prepare_subtitles(
-        args.subtitles, frames=frames, fps=args.fps, title=args.title,
+        args.subtitles, frames=frames, fps=args.fps, title=title,
         language=args.subtitle_language, font=args.subtitle_font)
-    for warning in warnings:
+    for warning in warnings if say else ():
         print(f"cinegpu master: warning: {warning}", file=sys.stderr)
     return subtitles
 

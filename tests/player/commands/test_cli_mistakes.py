@@ -49,6 +49,8 @@ MISTAKES = [
     (["master", "{tmp}", "-o", "{tmp}/out", "--title", "T", "--rating", "PG-13"], "--rating wants AGENCY:LABEL"),
     (["master", "{tmp}", "-o", "{tmp}/out", "--title", "T", "--content-version", "v2"],
      "--content-version wants ID,LABEL"),
+    (["master", "{tmp}", "-o", "{tmp}/out", "--isdcf", "type=XYZ"], "--isdcf type"),
+    (["master", "{tmp}", "-o", "{tmp}/out", "--isdcf", "colour=red"], "--isdcf colour"),
 ]
 if not have_cuda():
     MISTAKES += [(["play", SAMPLE, "--headless", "--backend", "cuda"], "CUDA"),
