@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import signal
 import sys
 
 import cinegpu
@@ -72,6 +74,17 @@ def main(argv: list[str] | None = None) -> int:
     except ORDINARY_ERRORS as exc:    # a mistake or bad media, not a bug: one line
         print(f"cinegpu {args.command or 'demo'}: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:           # `cinegpu info X | head`: the reader left, as for cat
+        _quiet_stdout()
+        return 128 + signal.SIGPIPE
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so that flushing it at exit raises nothing more (Python's
+    advice for a closed pipe)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def _ordinary_errors() -> tuple[type[BaseException], ...]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 
 import numpy as np
@@ -10,7 +12,7 @@ import pytest
 
 from cinegpu.decode import decode
 from conftest import SAMPLE
-from helpers.cli import cinegpu
+from helpers.cli import CLI, cinegpu
 from helpers.conformance import CONFORMANCE
 from helpers.pgx import read_pgx
 
@@ -133,3 +135,17 @@ def test_bench_scaling_table_divides_the_speed_up_by_the_gpus(capsys):
     assert [round(r["speedup"], 2) for r in rows] == [1.0, 1.8, 3.2]
     assert [round(r["efficiency"], 2) for r in rows] == [1.0, 0.9, 0.8]
     assert "efficiency per GPU" in capsys.readouterr().out
+
+
+def test_a_reader_that_leaves_the_pipe_gets_no_traceback():
+    """`cinegpu info X | head -1`: the reader closes the pipe; the command ends quietly with
+    128 + SIGPIPE, as cat does, instead of a BrokenPipeError traceback."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)                      # every write now fails with EPIPE
+    try:
+        r = subprocess.run([*CLI, "info", str(SAMPLE)], stdout=write_end, stderr=subprocess.PIPE,
+                           text=True, timeout=120)
+    finally:
+        os.close(write_end)
+    assert r.returncode == 128 + signal.SIGPIPE, r.stderr
+    assert "Traceback" not in r.stderr and "BrokenPipe" not in r.stderr, r.stderr
