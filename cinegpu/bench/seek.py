@@ -40,7 +40,7 @@ def time_frame(mxf: MXFFile, n: int, repeat: int) -> float:
     best = float("inf")
     for _ in range(repeat):
         t0 = time.perf_counter()
-        mxf.frame(n)
+        mxf.frame(n, "left")     # a 3D file: its left eye, as a one-eye player reads it
         best = min(best, time.perf_counter() - t0)
     return best * 1e6
 

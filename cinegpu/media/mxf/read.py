@@ -8,7 +8,10 @@ The subset that DCP (ST 429-3/-4/-10, OP-Atom) and IMF (ST 2067-5, OP-1a) track 
   tag maps; dynamic tags are resolved through the primer to their ULs;
 * index table segments (ST 377-1 11): CBR (``EditUnitByteCount``) and VBR index entries;
 * frame-wrapped and clip-wrapped JPEG 2000 essence (ST 422) in the generic container
-  (ST 379-1), picture items ``0x15``.
+  (ST 379-1), picture items ``0x15``;
+* stereoscopic picture (ST 429-10, as asdcplib writes it): two picture elements an edit unit,
+  left eye then right eye, the index listing the left; :meth:`MXFFile.frame` takes the eye,
+  :meth:`MXFFile.frame_pair` reads both.
 
 Frame ``n`` is found by lookup: index segment -> stream offset -> the partition of the body SID
 holding that offset -> a file offset, then one KLV read. Nothing walks the essence.
@@ -130,7 +133,13 @@ class IndexSegment:
 
 @dataclass(frozen=True)
 class PictureInfo:
-    """What the picture descriptor says (ST 377-1 G.2, ST 422 for the JPEG 2000 part)."""
+    """What the picture descriptor says (ST 377-1 G.2, ST 422 for the JPEG 2000 part).
+
+    ``sample_rate`` is the descriptor's SampleRate (elements a second): for a stereoscopic
+    file as asdcplib writes it, twice the frame rate (48 for 24 frames a second per eye; the
+    file's frame rate is :attr:`MXFFile.edit_rate`).  ``stereoscopic``: the header holds an
+    ST 429-10 StereoscopicPictureSubDescriptor (asdcplib's test for ``ESS_JPEG_2000_S``), so
+    each frame (edit unit) is two codestreams, left eye then right eye."""
 
     descriptor: str
     stored_width: int | None
@@ -141,6 +150,7 @@ class PictureInfo:
     component_depth: int | None
     aspect_ratio: Fraction | None
     j2k: dict
+    stereoscopic: bool = False
 
 
 @dataclass(frozen=True)
@@ -206,8 +216,7 @@ class MXFFile:
         self._dedupe_index()
         self.picture = self._picture_info()
         self.sound = self._sound_info()
-        self.stereoscopic = any(s.type_name == "StereoscopicPictureSubDescriptor"
-                                for s in self.set_list)
+        self.stereoscopic = bool(self.picture and self.picture.stereoscopic)
         self.body_sid = self._picture_body_sid()
         self._essence_parts = sorted(
             (p for p in self.partitions if p.body_sid == self.body_sid and p.body_sid
@@ -445,7 +454,8 @@ class MXFFile:
             depth = layout[1] if len(layout) >= 2 and layout[0] else None
         return PictureInfo(d.type_name, _uint(it.get(0x3203, b"")), _uint(it.get(0x3202, b"")),
                            _rational(it.get(0x3001, b"")), _uint(it.get(0x3002, b"")),
-                           it.get(0x3004), depth, _rational(it.get(0x320E, b"")), j2k)
+                           it.get(0x3004), depth, _rational(it.get(0x320E, b"")), j2k,
+                           bool(self.sets_named("StereoscopicPictureSubDescriptor")))
 
     def _sound_info(self) -> SoundInfo | None:
         found = self.sets_named(*SOUND_DESCRIPTORS)
@@ -604,42 +614,86 @@ class MXFFile:
                                     f"essence (ends at {part.end})", part.offset)
         return off, part
 
-    def frame(self, n: int, eye: str = "left") -> bytes:
+    def frame(self, n: int, eye: str | None = None) -> bytes:
         """Codestream of frame ``n`` (0-based), located through the index table (decrypted,
-        its integrity code checked, when the essence is encrypted)."""
+        its integrity code checked, when the essence is encrypted).
+
+        A stereoscopic file (ST 429-10) holds two codestreams a frame: ``eye`` ("left" or
+        "right") says which, and without one it raises ValueError rather than hand over one
+        eye as the frame (:meth:`frame_pair` reads both).  A 2D file's frame is its one
+        codestream, whatever ``eye`` says (a composition's 2D reels beside 3D ones)."""
         off, size = self.locate_frame(n, eye)
-        data = self.reader.read(off, size, f"frame {n}")
+        what = self._frame_name(n, eye)
+        data = self.reader.read(off, size, what)
         if self.encrypted:
-            _, data = decrypt_triplet(data, self.key, path=self.path, where=f"frame {n}: ")
+            _, data = decrypt_triplet(data, self.key, path=self.path, where=f"{what}: ")
         return data
 
-    def frame_size(self, n: int, eye: str = "left") -> int:
-        """Bytes in frame ``n``'s codestream, without reading it (an encrypted frame's
-        SourceLength, from its triplet's first fields)."""
+    def frame_pair(self, n: int) -> tuple[bytes, bytes]:
+        """(left, right) codestreams of frame ``n`` (0-based edit unit) of a stereoscopic
+        track file (ST 429-10), each located, read and checked as :meth:`frame` does;
+        UnsupportedMedia for a 2D file."""
+        if not self.stereoscopic:
+            raise UnsupportedMedia(self.path, "not a stereoscopic track file (no ST 429-10 "
+                                              "StereoscopicPictureSubDescriptor): one codestream a frame")
+        return self.frame(n, "left"), self.frame(n, "right")
+
+    def frame_size(self, n: int, eye: str | None = None) -> int:
+        """Bytes in frame ``n``'s codestream (``eye`` as :meth:`frame` takes it), without
+        reading it (an encrypted frame's SourceLength, from its triplet's first fields)."""
         off, size = self.locate_frame(n, eye)
         if not self.encrypted:
             return size
+        head = self.reader.read(off, min(size, 128), self._frame_name(n, eye))
+        return parse_triplet_head(head, self.path)[3]
 
-        return parse_triplet_head(self.reader.read(off, min(size, 128), f"frame {n}"), self.path)[3]
+    def _frame_name(self, n: int, eye: str | None) -> str:
+        """How errors name frame ``n`` (and its eye, in a stereoscopic file)."""
+        return f"frame {n} ({eye} eye)" if self.stereoscopic and eye else f"frame {n}"
 
-    def locate_frame(self, n: int, eye: str = "left") -> tuple[int, int]:
-        """(file offset, bytes) of frame ``n``'s codestream, from the index table."""
+    def _right_eye(self, n: int, eye: str | None) -> bool:
+        """Whether ``eye`` asks for the right codestream of an ST 429-10 frame; ValueError for
+        an eye that is neither "left" nor "right", or none asked of a stereoscopic file."""
+        if eye not in (None, "left", "right"):
+            raise ValueError(f"eye must be 'left' or 'right', not {eye!r}")
+        if eye is None and self.stereoscopic:
+            raise ValueError(f"{self.path}: frame {n} of a stereoscopic track file (ST 429-10) "
+                             f"is two codestreams: ask for eye='left' or 'right', or frame_pair({n})")
+        return eye == "right" and self.stereoscopic
+
+    def locate_frame(self, n: int, eye: str | None = None) -> tuple[int, int]:
+        """(file offset, bytes) of frame ``n``'s codestream (``eye`` as :meth:`frame` takes
+        it), from the index table.  An ST 429-10 right eye is the picture element after the
+        left one (asdcplib indexes only the left), and must lie before the next frame's."""
         self.check_readable()
+        right = self._right_eye(n, eye)
         if not 0 <= n < self.frame_count:
             raise IndexError(f"frame {n} out of range 0..{self.frame_count - 1}")
-        unit = n
-        if self._eye_entries:
-            unit = 2 * n + (eye == "right")
-        so, size = self.stream_offset(unit)
-        off, part = self.file_offset(so)
+        what = self._frame_name(n, eye)
+        unit = 2 * n + right if self._eye_entries else n
+        try:
+            so, size = self.stream_offset(unit)
+            off, part = self.file_offset(so)
+        except CorruptMedia as exc:
+            raise self.reader.error(f"{what}: {exc.reason}", exc.offset) from None
         if self.clip_wrapped or (size is not None and not self._points_at_klv(off)):
             if size is None:
                 size = self._clip_end(part) - off
             if size <= 0 or off + size > part.end:
-                raise self.reader.error(f"index gives frame {n} an impossible size {size}", off)
+                raise self.reader.error(f"index gives {what} an impossible size {size}", off)
             return off, size
-        return self._picture_element(off, part, n, second=(eye == "right" and not self._eye_entries
-                                                           and self.stereoscopic))
+        if not right or self._eye_entries:
+            return self._picture_element(off, part, what)
+        value_offset, length = self._picture_element(off, part, what, second=True)
+        if n + 1 < self.frame_count:
+            try:
+                following = self.stream_offset(n + 1)[0]
+            except CorruptMedia as exc:
+                raise self.reader.error(f"{what}: {exc.reason}", exc.offset) from None
+            if so + value_offset - off >= following:
+                raise self.reader.error(f"{what}: the edit unit holds one picture element (the "
+                                        f"next is frame {n + 1}'s; ST 429-10 pairs them)", off)
+        return value_offset, length
 
     def _points_at_klv(self, off: int) -> bool:
         try:
@@ -651,9 +705,11 @@ class MXFFile:
         assert part.essence_start is not None
         return self.reader.klv_at(part.essence_start, part.end).end
 
-    def _picture_element(self, off: int, part: Partition, n: int,
+    def _picture_element(self, off: int, part: Partition, what: str,
                          second: bool = False) -> tuple[int, int]:
-        """Read the picture element of the content package starting at ``off`` (a few KLVs)."""
+        """(file offset, bytes) of the value of the picture element of the content package at
+        ``off`` (a few KLVs read, within ``part``); ``second``: of its second one, an ST 429-10
+        right eye. ``what`` names the frame in errors."""
         r = self.reader
         seen = 0
         for _ in range(16):
@@ -662,7 +718,7 @@ class MXFFile:
             try:
                 klv = r.klv_at(off, part.end)
             except MediaError as exc:
-                raise r.error(f"index entry for frame {n} does not point at an essence element "
+                raise r.error(f"index entry for {what} does not point at an essence element "
                               f"({exc.reason})", off) from None
             element = klv.key
             if key_matches(klv.key, ENCRYPTED_TRIPLET):
@@ -671,7 +727,7 @@ class MXFFile:
                                      "needed to decrypt it", off)
 
                 element = parse_triplet_head(r.read(klv.value_offset, min(klv.length, 128),
-                                                    f"frame {n}"), self.path)[2]
+                                                    what), self.path)[2]
             if key_matches(element, GC_ELEMENT) and element[12] in PICTURE_ITEMS:
                 if not second or seen:
                     return klv.value_offset, klv.length
@@ -681,7 +737,10 @@ class MXFFile:
                     or klv.key[4] == 0x01):
                 break   # not part of a content package (ST 379-1 6.x: system, picture, ... items)
             off = klv.end
-        raise r.error(f"index entry for frame {n} does not point at a picture essence element", off)
+        if second and seen:
+            raise r.error(f"{what}: no second picture element (the right eye) follows the "
+                          "left one in its edit unit (ST 429-10)", off)
+        raise r.error(f"index entry for {what} does not point at a picture essence element", off)
 
 
 def open_mxf(path) -> MXFFile:

@@ -13,7 +13,9 @@ against libdcp's ``dcp_test1/video.mxf``, written by asdcplib):
                    random index pack                                  ST 377-1 12
 
 :class:`TrackWriter` holds what every track file shares (partitions, index placement, RIP,
-header metadata); :class:`PictureTrackWriter` adds the picture essence, and
+header metadata); :class:`PictureTrackWriter` adds the picture essence,
+:class:`StereoscopicPictureTrackWriter` the ST 429-10 stereoscopic picture (two picture elements
+an edit unit, left eye then right eye, as asdcplib's ``JP2K::MXFSWriter`` writes them), and
 :class:`.mxf_sound_write.SoundTrackWriter` the sound essence of ST 429-3.
 
 The header is written last (the reserve is zeros until then), so a file cut short by an
@@ -32,7 +34,7 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from fractions import Fraction
 from pathlib import Path
@@ -55,8 +57,8 @@ from cinegpu.media.mxf.read import (
 )
 from cinegpu.media.security.essence_crypto import encrypt_element
 
-__all__ = ["HEADER_RESERVE", "J2KHeader", "PictureTrackWriter", "TrackFile", "TrackWriter",
-           "parse_j2k_header"]
+__all__ = ["HEADER_RESERVE", "J2KHeader", "PictureTrackWriter", "StereoscopicPictureTrackWriter",
+           "TrackFile", "TrackWriter", "parse_j2k_header"]
 
 #: Bytes kept for the header partition, primer and metadata (asdcplib's default, 16 KiB).
 HEADER_RESERVE = 16384
@@ -89,6 +91,8 @@ def _set_key(kind: int) -> bytes:
 PREFACE, IDENTIFICATION, CONTENT_STORAGE, ESSENCE_CONTAINER_DATA = 0x2F, 0x30, 0x18, 0x23
 MATERIAL_PACKAGE, SOURCE_PACKAGE, TIMELINE_TRACK, SEQUENCE = 0x36, 0x37, 0x3B, 0x0F
 SOURCE_CLIP, TIMECODE_COMPONENT, RGBA_DESCRIPTOR, JP2K_SUBDESCRIPTOR = 0x11, 0x14, 0x29, 0x5A
+#: ST 429-10's StereoscopicPictureSubDescriptor (asdcplib's MDD: 060e2b34.02530101.0d010101.01016300)
+STEREOSCOPIC_SUBDESCRIPTOR = 0x63
 
 #: Local tags and their ULs, for the primer pack (ST 377-1 Annex; dynamic tags 0xFFxx for the
 #: ST 422 sub-descriptor items and SubDescriptors, numbered as asdcplib numbers them).
@@ -297,6 +301,8 @@ class TrackFile:
     width: int
     height: int
     size: int          # bytes
+    #: ST 429-10: each frame (edit unit) holds a left and a right eye's codestream
+    stereoscopic: bool = False
 
 
 class TrackWriter:
@@ -338,6 +344,7 @@ class TrackWriter:
         self.product, self.version = product, version
         self.created = datetime.now(timezone.utc)
         self.offsets: list[int] = []      # stream offset of each edit unit's KLV (bytes)
+        self.elements = 0                 # essence elements written (ST 429-10: two a unit)
         self.stream_offset = 0
         self.file = open(self.path, "wb")
         self._writes: PositionedWrites | None = None
@@ -352,16 +359,18 @@ class TrackWriter:
             self.abort()
             raise
 
-    def _append(self, value: bytes) -> None:
-        """Write one edit unit's essence element (frame wrapping: one KLV per edit unit), as an
-        encrypted triplet (ST 429-6) when the writer has an ``encryption``."""
+    def _append(self, value: bytes, *, indexed: bool = True) -> None:
+        """Write one essence element (frame wrapping: one KLV per edit unit), as an encrypted
+        triplet (ST 429-6) when the writer has an ``encryption``, its SequenceNumber counting
+        elements from 1.  ``indexed``: it begins an edit unit, so the index lists it; an ST
+        429-10 right eye is not (the unit's second element, as asdcplib writes it)."""
         e = self.encryption
         if e is None:            # key and length, then the value as it is (not copied into one)
             parts = (self.ELEMENT + ber(len(value)), value)
         else:
             parts = (encrypt_element(
                 self.ELEMENT, value, e.key, context_id=e.context_id,
-                track_file_id=self.asset_id.bytes, sequence=len(self.offsets) + 1),)
+                track_file_id=self.asset_id.bytes, sequence=self.elements + 1),)
         size = sum(len(p) for p in parts)
         if self._writes is not None:
             # written later by another thread: a buffer the caller may change is copied first
@@ -370,7 +379,9 @@ class TrackWriter:
         else:
             for p in parts:
                 self.file.write(p)
-        self.offsets.append(self.stream_offset)
+        if indexed:
+            self.offsets.append(self.stream_offset)
+        self.elements += 1
         self.stream_offset += size
 
     def _finish_file(self) -> int:
@@ -421,8 +432,14 @@ class TrackWriter:
         """The timecode tracks' edit rate and duration: the essence's by default."""
         return self.edit_rate, self._duration()
 
+    def _timecode_base(self, tc_rate: Fraction) -> int:
+        """The TimecodeComponents' RoundedTimecodeBase (ST 377-1 G.2.x; frames a second):
+        the timecode tracks' rate, rounded."""
+        return round(tc_rate)
+
     def _index_segments(self) -> bytes:
-        """VBR index table segments (ST 377-1 11.2): one entry per element, its stream offset."""
+        """VBR index table segments (ST 377-1 11.2): one entry per edit unit, the stream offset
+        of its (first) element."""
         out = bytearray()
         for start in range(0, len(self.offsets), ENTRIES_PER_SEGMENT):
             chunk = self.offsets[start:start + ENTRIES_PER_SEGMENT]
@@ -541,7 +558,7 @@ class TrackWriter:
         # the timecode tracks run at the picture's rate (an IMF sound file's edit rate is
         # its sample rate; its timecode counts picture frames, as other tools write it)
         tc_rate, tc_n = self._timecode()
-        tc_base = round(tc_rate)
+        tc_base = self._timecode_base(tc_rate)
         ids = {name: uuid.uuid4().bytes for name in (
             "preface", "ident", "storage", "ecd", "mp", "fp", "desc",
             "mp_tc", "mp_tc_seq", "mp_tc_comp", "mp_pic", "mp_pic_seq", "mp_clip",
@@ -652,20 +669,25 @@ class PictureTrackWriter(TrackWriter):
         is not parsed again; else it is read from the codestream.  The first frame, whose
         header the descriptor repeats, is read either way, and a header handed with it must be
         its own."""
+        self._frame_header(codestream, header, f"frame {len(self.offsets)}")
+        self._append(codestream)
+
+    def _frame_header(self, codestream: bytes, header: J2KHeader | None, what: str) -> J2KHeader:
+        """The main header of the codestream ``what`` (see :meth:`write`), checked against the
+        track's: the first one fixes it, later ones must have its size and Rsiz."""
         if self.header is None or header is None:
             own = parse_j2k_header(codestream)
             if header is not None and header != own:
-                raise MediaError(self.path, f"frame {len(self.offsets)}: the main header handed "
-                                            "with it is not its own")
+                raise MediaError(self.path, f"{what}: the main header handed with it is not its own")
             header = own
         if self.header is None:
             self.header = header
         elif (header.width, header.height, header.Rsiz) != \
                 (self.header.width, self.header.height, self.header.Rsiz):
-            raise MediaError(self.path, f"frame {len(self.offsets)} is {header.width}x"
-                             f"{header.height} (Rsiz {header.Rsiz}); the track is "
-                             f"{self.header.width}x{self.header.height} (Rsiz {self.header.Rsiz})")
-        self._append(codestream)
+            raise MediaError(self.path, f"{what} is {header.width}x{header.height} (Rsiz "
+                             f"{header.Rsiz}); the track is {self.header.width}x"
+                             f"{self.header.height} (Rsiz {self.header.Rsiz})")
+        return header
 
     def close(self) -> TrackFile:
         """Write the footer, the index and the random index pack, then the header."""
@@ -674,25 +696,36 @@ class PictureTrackWriter(TrackWriter):
         return TrackFile(self.path, self.asset_id, len(self.offsets), self.edit_rate,
                          self.header.width, self.header.height, size)
 
+    def _sample_rate(self) -> Fraction:
+        """The descriptor's SampleRate (ST 377-1 G.2.x, elements a second): the edit rate."""
+        return self.edit_rate
+
+    def _subdescriptors(self, ids: dict[str, bytes]) -> list[tuple[bytes, bytes]]:
+        """(InstanceUID, local set) of each sub-descriptor the descriptor links, in order: the
+        ST 422 JPEG2000PictureSubDescriptor."""
+        h = self.header
+        assert h is not None
+        ids["sub"] = uuid.uuid4().bytes
+        return [(ids["sub"], local_set(JP2K_SUBDESCRIPTOR, [(0x3C0A, ids["sub"])] + self._j2k_items(h)))]
+
     def _descriptor(self, ids: dict[str, bytes], n: int) -> list[bytes]:
-        """The RGBAEssenceDescriptor and its ST 422 JPEG2000PictureSubDescriptor."""
+        """The RGBAEssenceDescriptor and its sub-descriptors (:meth:`_subdescriptors`)."""
         h = self.header
         assert h is not None
         coding = JP2K_CODING[dci.profile_for(h.width).name]
         u32, u64 = (lambda v: struct.pack(">I", v)), (lambda v: struct.pack(">Q", v))
-        rate = self.edit_rate
-        ids["sub"] = uuid.uuid4().bytes
+        subs = self._subdescriptors(ids)
         return [
             local_set(RGBA_DESCRIPTOR, [
-                (0x3C0A, ids["desc"]), (SUBDESCRIPTORS_TAG, _batch([ids["sub"]], 16)),
-                (0x3006, u32(2)), (0x3001, _rational(rate)), (0x3002, u64(n)),
+                (0x3C0A, ids["desc"]), (SUBDESCRIPTORS_TAG, _batch([uid for uid, _ in subs], 16)),
+                (0x3006, u32(2)), (0x3001, _rational(self._sample_rate())), (0x3002, u64(n)),
                 (0x3004, JP2K_FRAME_WRAPPED), (0x320C, b"\x00"),
                 (0x3203, u32(h.width)), (0x3202, u32(h.height)),
                 (0x3209, u32(h.width)), (0x3208, u32(h.height)),
                 (0x320E, struct.pack(">ii", h.width, h.height)),
                 (0x3201, coding), (0x3406, u32(4095)), (0x3407, u32(0)),
                 (0x3401, PIXEL_LAYOUT_XYZ)]),
-            local_set(JP2K_SUBDESCRIPTOR, [(0x3C0A, ids["sub"])] + self._j2k_items(h)),
+            *(sub for _, sub in subs),
         ]
 
     @staticmethod
@@ -706,6 +739,67 @@ class PictureTrackWriter(TrackWriter):
                  (t["PictureComponentSizing"], _batch(list(h.components), 3)),
                  (t["CodingStyleDefault"], h.cod),
                  (t["QuantizationDefault"], h.qcd)])
+
+
+class StereoscopicPictureTrackWriter(PictureTrackWriter):
+    """Write frame pairs into an ST 429-10 stereoscopic picture track file, as asdcplib's
+    ``JP2K::MXFSWriter`` writes it.
+
+    Each edit unit is two picture elements, the left eye's codestream then the right eye's,
+    both under the one JPEG 2000 element key (element number 1, file package track number
+    ``0x15010801``: asdcplib gives both eyes the same key, and ST 429-10 tells them apart by
+    their order in the unit).  The index table lists each unit once, at its left element, at
+    ``edit_rate`` (frames a second per eye, e.g. 24); the tracks run at that rate too.  The
+    RGBAEssenceDescriptor keeps the ST 429-4 frame-wrapped container label and counts
+    elements: its SampleRate is twice the edit rate (48 for 24), its ContainerDuration the
+    units; it links a JPEG2000PictureSubDescriptor and then a StereoscopicPictureSubDescriptor
+    (ST 429-10; an InstanceUID alone), whose presence is what marks the file stereoscopic.
+    The TimecodeComponents' RoundedTimecodeBase is the element rate (48), as asdcplib derives
+    it.  Encrypted (ST 429-6), each eye is its own triplet, SequenceNumber 2n+1 and 2n+2 for
+    unit n (from 0).
+    """
+
+    PACKAGE_NAME = ("File Package: SMPTE 429-10 frame wrapping of stereoscopic JPEG 2000 "
+                    "codestreams")
+    #: Edit rates (frames a second per eye) whose doubled SampleRate asdcplib's reader accepts.
+    EDIT_RATES = tuple(Fraction(r) for r in (24, 25, 30, 48, 50, 60, 96, 100, 120))
+
+    def __init__(self, path, *, edit_rate, **kwargs):
+        if Fraction(edit_rate) not in self.EDIT_RATES:
+            raise ValueError(f"a stereoscopic track file's edit rate is one of "
+                             f"{', '.join(str(r) for r in self.EDIT_RATES)} frames a second "
+                             f"per eye, not {edit_rate}")
+        super().__init__(path, edit_rate=edit_rate, **kwargs)
+
+    def write(self, left: bytes, right: bytes, left_header: J2KHeader | None = None,   # type: ignore[override]
+              right_header: J2KHeader | None = None) -> None:
+        """Append one edit unit: the ``left`` eye's codestream, then the ``right`` eye's (each
+        ``*_header`` as :meth:`PictureTrackWriter.write` takes it). Both are checked against
+        the track before either is written."""
+        n = len(self.offsets)
+        self._frame_header(left, left_header, f"frame {n} (left eye)")
+        self._frame_header(right, right_header, f"frame {n} (right eye)")
+        self._append(left)
+        self._append(right, indexed=False)
+
+    def close(self) -> TrackFile:
+        """Write the footer, the index and the random index pack, then the header; the
+        TrackFile's ``frames`` are edit units (pairs)."""
+        return replace(super().close(), stereoscopic=True)
+
+    def _sample_rate(self) -> Fraction:
+        """Two elements an edit unit: twice the edit rate (asdcplib's 48 for 24)."""
+        return 2 * self.edit_rate
+
+    def _timecode_base(self, tc_rate: Fraction) -> int:
+        """asdcplib derives it from the descriptor's rate, so 48 for 24 frames a second."""
+        return round(2 * tc_rate)
+
+    def _subdescriptors(self, ids: dict[str, bytes]) -> list[tuple[bytes, bytes]]:
+        """The JPEG2000PictureSubDescriptor, then the ST 429-10 StereoscopicPictureSubDescriptor."""
+        ids["stereo"] = uuid.uuid4().bytes
+        return super()._subdescriptors(ids) + [
+            (ids["stereo"], local_set(STEREOSCOPIC_SUBDESCRIPTOR, [(0x3C0A, ids["stereo"])]))]
 
 
 def write_track(path, codestreams, *, edit_rate, asset_id: uuid.UUID | None = None,
