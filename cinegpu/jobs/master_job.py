@@ -41,6 +41,7 @@ import numpy as np
 from cinegpu.decode.codestream import dci, imf
 from cinegpu.jobs.cluster import ClusterAddress, parse_address
 from cinegpu.jobs.frame_encode import FrameEncoders
+from cinegpu.media.errors import UnsupportedMedia
 from cinegpu.media.images.colour import COLORSPACES, SAMPLINGS
 from cinegpu.media.images.frames import ImageFrames, image_area, list_frames, max_input_size
 from cinegpu.media.package.cpl_metadata import CplMetadata
@@ -48,9 +49,10 @@ from cinegpu.media.package.dcp_write import check_key_path, check_reels, reels_o
 from cinegpu.media.security.package_signature import Signer, check_signer
 from cinegpu.media.sound.inputs import SoundInput
 from cinegpu.media.subtitles.write import TimedTextAsset
+from cinegpu.media.video import is_video
 
 __all__ = ["Composition", "Compute", "Encoding", "FrameCoding", "InputFrames", "MasterJob",
-           "Picture", "Protection", "check_imf", "image_input"]
+           "Picture", "Protection", "check_imf", "image_input", "video_input"]
 
 _SAMPLING_NAMES = {"rgb": "R'G'B'", "ycbcr444": "Y'CbCr 4:4:4", "ycbcr422": "Y'CbCr 4:2:2"}
 
@@ -116,10 +118,14 @@ class Picture:
     bits: int = 12
     lossless: bool = False
     sampling: str = "rgb"
+    stereoscopic: bool = False
 
     def __post_init__(self):
         rate = Fraction(self.fps)
         if self.format == "imf":
+            if self.stereoscopic:
+                raise ValueError("--stereo is for DCPs: stereoscopic IMF packages are not "
+                                 "supported yet")
             check_imf(self.codec, rate, self.colorspace, self.bits, lossless=self.lossless,
                       bitrate=self.bitrate, sampling=self.sampling)
         elif self.format != "dcp":
@@ -144,6 +150,9 @@ class Picture:
         if self.container not in ("auto", *dict(p.image_areas)):
             raise ValueError(f"container must be auto, flat, scope or full, got "
                              f"{self.container!r}")
+        if self.stereoscopic and p is not dci.DCI_2K:
+            raise ValueError("--stereo: DCI defines stereoscopic DCPs in 2K only (a 4K DCP is "
+                             "2D); master 3D with --profile 2k")
 
     def bitrate_warning(self) -> str | None:
         """The warning for a DCP ``bitrate`` above the safe level (:data:`dci.FRAME_BITRATE_SAFE`,
@@ -162,6 +171,20 @@ class Picture:
     def imf(self) -> bool:
         """Whether the package is an IMF one (else a DCP)."""
         return self.format == "imf"
+
+    @property
+    def eyes(self) -> int:
+        """Codestreams a frame: 2 for a stereoscopic picture (left eye, right eye), else 1."""
+        return 2 if self.stereoscopic else 1
+
+    @property
+    def coded_bitrate(self) -> float | None:
+        """The encoder's target in Mbit/s at :attr:`fps`: :attr:`bitrate` (None: the encoder's
+        default); for a stereoscopic picture each eye's half of it (the DCI cap, and the safe
+        level by default, hold for the picture's two eyes together)."""
+        if not self.stereoscopic:
+            return self.bitrate
+        return (self.bitrate or dci.FRAME_BITRATE_SAFE / 1e6) / 2
 
     @property
     def input_limit(self) -> tuple[int, int]:
@@ -303,28 +326,81 @@ class InputFrames:
             return False
         return True
 
+    @classmethod
+    def stereo(cls, left: "InputFrames", right: "InputFrames") -> "InputFrames":
+        """The two eyes' frames as one input of their images in coding order: left eye,
+        right eye, frame after frame (:class:`StereoFrames`); ValueError for eyes of unlike
+        lengths."""
+        if left.count != right.count:
+            raise ValueError(f"--stereo: the left eye has {left.count} frames, the right "
+                             f"{right.count}; both eyes need the same number")
+        return cls(StereoFrames(left.read, right.read), 2 * left.count)
+
     def first(self) -> tuple[np.ndarray, Callable[[int], np.ndarray]]:
         """Frame 0, and ``read`` with every frame held to its size (an
         :class:`.images_in.ImageFrames` that does not hold them to one yet: checked from each
         file's header before its pixels are decoded)."""
         first = self.read(0)
-        read = self.read
-        if isinstance(read, ImageFrames) and read.size is None:
-            read = replace(read, size=(first.shape[1], first.shape[0]))
-        return first, read
+        return first, held_to(self.read, (first.shape[1], first.shape[0]))
 
 
-def image_input(paths, picture: Picture) -> tuple[InputFrames, tuple[int, ...] | None]:
+def held_to(read, size: tuple[int, int]):
+    """``read`` with every image file held to ``size`` (width, height): an
+    :class:`.images_in.ImageFrames` not yet held to one (both of a :class:`StereoFrames`'s),
+    else ``read`` itself."""
+    if isinstance(read, StereoFrames):
+        return StereoFrames(held_to(read.left, size), held_to(read.right, size))
+    if isinstance(read, ImageFrames) and read.size is None:
+        return replace(read, size=size)
+    return read
+
+
+@dataclass(frozen=True)
+class StereoFrames:
+    """A stereoscopic input's images in coding order (ST 429-10: the left eye's image of a
+    frame, then the right eye's): image ``i`` is frame ``i // 2`` of ``left`` (even ``i``) or
+    of ``right`` (odd).  Picklable where both readers are."""
+
+    left: Callable[[int], np.ndarray]
+    right: Callable[[int], np.ndarray]
+
+    def __call__(self, i: int, *args, **kwargs) -> np.ndarray:
+        return (self.right if i % 2 else self.left)(i // 2, *args, **kwargs)
+
+
+def image_input(paths, picture: Picture, video=None) -> tuple[InputFrames, tuple[int, ...] | None]:
     """The frames of ``paths`` (a TIFF/PNG/DPX frame or a folder of them in natural order, or
     a list of several folders) as :class:`.images_in.ImageFrames` held to the ``picture``'s
     :attr:`~Picture.input_limit`, and with several folders each one's length in frames (one
-    reel each, in the order given; else None).  MediaError for a folder without frames."""
+    reel each, in the order given; else None).  MediaError for a folder without frames.
+    One video file (:func:`.video.is_video`; ``video``: it, already probed) gives its
+    :class:`.video.frames.VideoFrames` held to that limit, one reel (:func:`video_input`)."""
     paths = [paths] if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__") \
         else list(paths)
+    if video is not None or any(is_video(p) for p in paths):
+        if len(paths) != 1:
+            raise ValueError("a video file is mastered on its own: give it as the only INPUT")
+        return video_input(paths[0], picture, video), None
     folders = [list_frames(p) for p in paths]
     files = tuple(str(f) for fs in folders for f in fs)
     reels = tuple(len(fs) for fs in folders) if len(folders) > 1 else None
     return InputFrames(ImageFrames(files, picture.input_limit), len(files)), reels
+
+
+def video_input(path, picture: Picture, video=None) -> InputFrames:
+    """The frames of the video file ``path`` (``video``: its probed
+    :class:`.video.frames.VideoFrames`, else probed here) held to the ``picture``'s
+    :attr:`~Picture.input_limit` (UnsupportedMedia where larger; nothing decoded then).
+    UnsupportedMedia where PyAV, which reads video files, is not installed."""
+    if video is None:
+        try:
+            from cinegpu.media.video.frames import open_video  # noqa: PLC0415  (start-up: PyAV, ~0.1 s; optional)
+        except ImportError as exc:
+            raise UnsupportedMedia(path, f"reading video files needs PyAV (pip install av): "
+                                         f"{exc}") from None
+        video = open_video(path, picture.input_limit)
+    video = video.within(picture.input_limit)
+    return InputFrames(video, video.count)
 
 
 @dataclass(frozen=True)
@@ -379,8 +455,9 @@ class MasterJob:
 
     @property
     def length(self) -> int:
-        """The composition's length in frames."""
-        return self.composition.frames or self.input.count
+        """The composition's length in frames (a stereoscopic picture's: pairs of input
+        images)."""
+        return self.composition.frames or self.input.count // self.picture.eyes
 
     @property
     def reel_lengths(self) -> tuple[int, ...]:
@@ -465,7 +542,7 @@ class Encoding:
         """Thread-local encoders of these settings (close() when done); ``device``: the one
         CUDA device of every thread's encoder (None: the threads take :attr:`gpus` in turn)."""
         p = self.picture
-        return FrameEncoders(profile=self.profile, fps=p.fps, bitrate=p.bitrate,
+        return FrameEncoders(profile=self.profile, fps=p.fps, bitrate=p.coded_bitrate,
                              colorspace=p.colorspace, backend=self.backend, bits=p.bits,
                              codec=p.codec, lossless=p.lossless, sampling=p.sampling,
                              gpus=self.gpus, device=device, rate_on_gpu=self.rate_on_gpu)

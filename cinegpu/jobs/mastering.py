@@ -90,7 +90,8 @@ def master(job: MasterJob, *, progress: bool = True, timeline: list | None = Non
             if job.compute.mps and processes > 1 and encoders.backend == "cuda" and \
                     processes > encoders.gpus:
                 private = start_private_mps()        # before any thread of ours (its fork)
-        bar = _progress(job.length, job.composition.title, progress, private is not None)
+        bar = _progress(job.length * job.picture.eyes, job.composition.title, progress,
+                        private is not None)
         if job.compute.cluster is not None:
             coders = _cluster_coders(job, coding, threads)
         elif processes > 1:
@@ -138,7 +139,7 @@ def _write(job: MasterJob, coders, coding: FrameCoding, bar) -> tuple[Package, W
     then the coders told to stop while the package is finished (the track files hashed, the
     XML written), then closed.  (The package, the writer's thread with its times, the CPU
     seconds of this thread in the loop.)"""
-    total, count = job.length, job.input.count
+    total, count = job.length * job.picture.eyes, job.input.count   # codestreams (3D: eye by eye)
     cache: dict[int, Coded] = {}
     with _writer(job, coding.width, coding.height) as dcp:
         # each frame with the header its encoder wrote: the writer parses none but the first
@@ -181,7 +182,8 @@ def _writer(job: MasterJob, width: int, height: int):
     return DCPWriter(job.out, title=c.title, edit_rate=rate, aspect=(width, height),
                      kind=c.kind, sound=job.sound, subtitles=c.subtitles,
                      reels=reels if len(reels) > 1 else None, keys=job.protection.keys,
-                     signer=job.protection.signer, metadata=c.metadata)
+                     signer=job.protection.signer, metadata=c.metadata,
+                     stereoscopic=p.stereoscopic)
 
 
 def _process_setups(coding: FrameCoding, encoders: FrameEncoders, threads: int,

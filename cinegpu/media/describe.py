@@ -99,13 +99,15 @@ def profile_lines(prof: Profile, dci_checks: bool = True) -> list[str]:
 
 def frame_sizes(source: Source) -> list[tuple[int, int]]:
     """(bytes, times played) of every track frame the source plays: a repeated IMF resource
-    is sized once per distinct frame, so the work is bounded by the tracks, not the repeats."""
+    is sized once per distinct frame, so the work is bounded by the tracks, not the repeats.
+    A stereoscopic frame's bytes are both eyes' (DCI's bit rate caps the two together)."""
     out = []
     for span in source.spans:
         distinct = min(span.duration, span.source_duration or span.duration)
         loops, rest = divmod(span.duration, distinct) if distinct else (0, 0)
+        eyes = ("left", "right") if getattr(span.track, "stereoscopic", False) else ("left",)
         for k in range(distinct):
-            size = span.track.frame_size(span.entry_point + k)
+            size = sum(span.track.frame_size(span.entry_point + k, eye) for eye in eyes)
             out.append((size, loops + (k < rest)))
     return out
 
@@ -253,6 +255,9 @@ def composition_lines(pkg: Package, comp: Composition) -> list[str]:
     for i, reel in enumerate(comp.reels, 1):
         out.append(f"  {'segment' if comp.flavour == 'imf' else 'reel'} {i} ({reel.id}):")
         for a in reel.assets:
+            if a.kind == "markers":       # a list in the CPL itself (metadata_lines), no file
+                out.append(f"    markers: {a.id}, duration {a.duration}")
+                continue
             name = relpath(a.path, pkg.root) if a.path else f"{a.id} (not in the ASSETMAP)"
             extra = []
             if a.frame_rate:

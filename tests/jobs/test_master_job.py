@@ -241,3 +241,17 @@ def test_the_progress_bar_names_the_film_not_a_cut_naming_convention_title():
     assert bar_title(long) == "A very long feature title\u2026" and len(bar_title(long)) <= BAR_TITLE
     assert bar_title("x" * 40) == "x" * (BAR_TITLE - 1) + "\u2026"
     assert bar_title("Short_title") == "Short_title"
+
+
+def test_stereo_input_interleaves_the_eyes_and_needs_equal_lengths():
+    """Image 2n is frame n of the left eye, 2n + 1 of the right; the job's length counts
+    frames (pairs); eyes of unlike lengths are refused."""
+    left = InputFrames(lambda i: np.full((2, 2, 3), i, np.float32), 3)
+    right = InputFrames(lambda i: np.full((2, 2, 3), 10 + i, np.float32), 3)
+    both = InputFrames.stereo(left, right)
+    assert both.count == 6 and [both.read(i)[0, 0, 0] for i in range(6)] == [0, 10, 1, 11, 2, 12]
+    job = MasterJob(both, "out", Composition(title="t"), Picture(stereoscopic=True))
+    assert job.length == 3 and job.picture.eyes == 2
+    assert job.picture.coded_bitrate == 115.0          # each eye half the safe 230 Mbit/s
+    with pytest.raises(ValueError, match="the left eye has 3 frames, the right 2"):
+        InputFrames.stereo(left, InputFrames(right.read, 2))

@@ -63,7 +63,13 @@ from cinegpu.media.errors import MediaError
 from cinegpu.media.files import new_partial_folder
 from cinegpu.media.mxf.sound_write import SoundTrackFile, SoundTrackWriter
 from cinegpu.media.mxf.timed_text_write import TimedTextTrackFile, TimedTextTrackWriter
-from cinegpu.media.mxf.write import EssenceEncryption, J2KHeader, PictureTrackWriter, TrackFile
+from cinegpu.media.mxf.write import (
+    EssenceEncryption,
+    J2KHeader,
+    PictureTrackWriter,
+    StereoscopicPictureTrackWriter,
+    TrackFile,
+)
 from cinegpu.media.package.cpl_metadata import CplMetadata, reel_markers
 from cinegpu.media.security.content_keys import KEY_TYPES, TrackKey, new_track_key, write_key_file
 from cinegpu.media.security.package_signature import Signer, check_package_signature, check_signer, sign_document
@@ -77,6 +83,7 @@ NS_CPL = "http://www.smpte-ra.org/schemas/429-7/2006/CPL"
 NS_PKL = "http://www.smpte-ra.org/schemas/429-8/2007/PKL"
 NS_AM = "http://www.smpte-ra.org/schemas/429-9/2007/AM"
 NS_META = "http://www.smpte-ra.org/schemas/429-16/2014/CPL-Metadata"
+NS_STEREO = "http://www.smpte-ra.org/schemas/429-10/2008/Main-Stereo-Picture-CPL"
 CREATOR = f"{PRODUCT} {__version__}"
 SHA1_ALGORITHM = "http://www.w3.org/2000/09/xmldsig#sha1"
 CONTENT_KINDS = ("feature", "trailer", "test", "teaser", "rating", "advertisement", "short",
@@ -142,8 +149,9 @@ def file_hash(path) -> str:
 def _track_asset(assets, kind: str, track, track_hash: str, key_ids=None):
     """A reel's asset element (ST 429-7 8.2: Id, EditRate, IntrinsicDuration, EntryPoint,
     Duration, KeyId where ``key_ids`` (asset id -> key id) names the track file's key, Hash)
-    for a whole track file: ``track`` has ``asset_id``, ``edit_rate``, ``frames``."""
-    el = _sub(assets, kind)
+    for a whole track file: ``track`` has ``asset_id``, ``edit_rate``, ``frames``. ``kind``
+    None: the children go into ``assets`` itself (an element made by the caller)."""
+    el = assets if kind is None else _sub(assets, kind)
     _sub(el, "Id", _urn(track.asset_id))
     _sub(el, "EditRate", _rational(track.edit_rate))
     _sub(el, "IntrinsicDuration", track.frames)
@@ -338,7 +346,10 @@ class DCPWriter:
     the CPL's id, before the package is finished. ``signer``: a
     :class:`.package_signature.Signer` that signs the CPL and PKL (checked here: its key is
     the leaf's, its chain holds now). ``metadata``: the CPL's content version, ratings and
-    markers (:class:`.cpl_metadata.CplMetadata`). Use :meth:`write` per codestream, then
+    markers (:class:`.cpl_metadata.CplMetadata`). ``stereoscopic``: a 3D picture, each reel's
+    an ST 429-10 track file (:class:`.mxf_write.StereoscopicPictureTrackWriter`) that the CPL
+    names as its MainStereoscopicPicture; codestreams then arrive left eye, right eye, frame
+    after frame, and ``reels`` count frames (pairs). Use :meth:`write` per codestream, then
     :meth:`close`. Everything is written into a partial folder ``.NAME.partial-*`` beside
     ``out``, renamed to ``out`` only when complete; on any exception (inside a ``with`` block,
     or in :meth:`close`), KeyboardInterrupt included, the partial folder is removed, and so is
@@ -354,7 +365,8 @@ class DCPWriter:
     def __init__(self, out, *, title: str, edit_rate=24, aspect: tuple[int, int] | None = None,
                  kind: str = "feature", issuer: str = CREATOR, sound: SoundInput | None = None,
                  subtitles: TimedTextAsset | None = None, reels=None, keys=None,
-                 signer: Signer | None = None, metadata: CplMetadata | None = None):
+                 signer: Signer | None = None, metadata: CplMetadata | None = None,
+                 stereoscopic: bool = False):
         if kind not in CONTENT_KINDS:
             raise ValueError(f"content kind must be one of {CONTENT_KINDS}, got {kind!r}")
         self.out = check_output(out)
@@ -363,6 +375,10 @@ class DCPWriter:
         self.signer = signer
         self.title, self.kind, self.issuer = title, kind, issuer
         self.metadata = CplMetadata() if metadata is None else metadata
+        #: a 3D picture (ST 429-10): codestreams come left eye, right eye, and the left one
+        #: waits here for its right one
+        self.stereoscopic = stereoscopic
+        self._left: tuple[bytes, J2KHeader | None] | None = None
         self.edit_rate = Fraction(edit_rate)
         self.reel_lengths = None if reels is None else check_reels(reels, self.edit_rate)
         self.key_path = None if keys is None else check_key_path(keys)
@@ -408,8 +424,9 @@ class DCPWriter:
         """Open the next reel's picture track file."""
         self.asset_id = uuid.uuid4()
         self.mxf_name = f"{self.TRACK_PREFIX}{self.asset_id}.mxf"
+        writer = StereoscopicPictureTrackWriter if self.stereoscopic else self.TRACK_WRITER
         with self._writing(self.mxf_name):
-            self.track_writer = self.TRACK_WRITER(
+            self.track_writer = writer(
                 self.tmp / self.mxf_name, edit_rate=self.edit_rate, asset_id=self.asset_id,
                 encryption=self._encryption("picture", self.asset_id))
 
@@ -444,7 +461,11 @@ class DCPWriter:
         """Append one frame; ``header``: its main header as its encoder hands it over, where
         the caller has it (:meth:`.PictureTrackWriter.write`: not parsed again).  At a reel's
         last frame's successor the reel's picture track file is finished and the next one
-        begun."""
+        begun.  A 3D picture's codestreams come left eye, right eye: a left one is held until
+        its right one comes."""
+        if self.stereoscopic and self._left is None:
+            self._left = (codestream, header)
+            return
         lengths = self.reel_lengths
         if lengths is not None and len(self.track_writer.offsets) == lengths[len(self.pictures)]:
             if len(self.pictures) + 1 == len(lengths):
@@ -452,7 +473,11 @@ class DCPWriter:
             self._close_picture()
             self._next_picture()
         with self._writing(self.mxf_name):
-            self.track_writer.write(codestream, header)
+            if self.stereoscopic:
+                (left, left_header), self._left = self._left, None
+                self.track_writer.write(left, codestream, left_header, header)
+            else:
+                self.track_writer.write(codestream, header)
 
     def abort(self) -> None:
         """Remove the partial folder (and so everything written so far), and the key file
@@ -484,6 +509,8 @@ class DCPWriter:
             raise
 
     def _finish(self) -> Package:
+        if self._left is not None:
+            raise MediaError(self.out, "a 3D picture's last frame has its left eye and not its right")
         self._close_picture()
         lengths = [t.frames for t, _ in self.pictures]
         if self.reel_lengths is not None and lengths != list(self.reel_lengths):
@@ -609,8 +636,13 @@ class DCPWriter:
             track, keys = r.picture, r.key_ids
             if markers[k]:
                 _marker_asset(assets, track, markers[k])
-            pic = _track_asset(assets, "MainPicture", track, r.picture_hash, keys)
-            _sub(pic, "FrameRate", _rational(track.edit_rate))
+            if track.stereoscopic:     # ST 429-10 8: its own namespace, two frames an edit unit
+                pic = etree.SubElement(assets, f"{{{NS_STEREO}}}MainStereoscopicPicture",
+                                       nsmap={"msp-cpl": NS_STEREO})
+                _track_asset(pic, None, track, r.picture_hash, keys)
+            else:
+                pic = _track_asset(assets, "MainPicture", track, r.picture_hash, keys)
+            _sub(pic, "FrameRate", _rational(track.edit_rate * (2 if track.stereoscopic else 1)))
             _sub(pic, "ScreenAspectRatio", f"{aspect[0]} {aspect[1]}")
             if r.sound is not None:
                 snd = _track_asset(assets, "MainSound", r.sound, r.sound_hash, keys)

@@ -14,8 +14,9 @@ from fractions import Fraction
 from pathlib import Path
 
 from cinegpu.decode import BackendUnavailable
-from cinegpu.decode.codestream import dci
+from cinegpu.decode.codestream import dci, imf
 from cinegpu.media import MediaError
+from cinegpu.media.errors import UnsupportedMedia
 from cinegpu.media.package.cpl_metadata import (
     MARKER_LABELS,
     CplMetadata,
@@ -26,6 +27,7 @@ from cinegpu.media.package.cpl_metadata import (
 from cinegpu.media.package.isdcf import KIND_TYPES, parse_isdcf_option
 from cinegpu.media.security.package_signature import load_signer, user_signer
 from cinegpu.media.sound.inputs import open_sound
+from cinegpu.media.video import is_video
 
 from .args import cluster_address, cluster_arguments, gpu_count, one_line_text, positive_int, positive_rate
 from .interrupts import INTERRUPTED, TERMINATED, Terminated, interrupts
@@ -38,12 +40,15 @@ def register(subparsers) -> None:
                                              "sound, subtitles, optionally encrypted)")
     p.add_argument("input", nargs="+",
                    help="a folder of .tif/.tiff/.png/.dpx frames (natural order) or one image; "
-                        "several folders: one reel per folder, in the order given")
+                        "several folders: one reel per folder, in the order given; or one "
+                        "video file (.mov/.mp4/.m4v/.mxf/.mkv: its picture, rate, colour tags "
+                        "and sound, through FFmpeg's libraries)")
     p.add_argument("-o", "--output", required=True, metavar="OUTDIR",
                    help="DCP folder to create (must not exist, or be empty)")
     p.add_argument("--profile", choices=tuple(prof.short for prof in dci.PROFILES.values()), default="2k", help="DCI container (default 2k)")
-    p.add_argument("--fps", type=positive_rate, default=Fraction(24), metavar="RATE",
-                   help=f"edit rate: {rates}; default 24")
+    p.add_argument("--fps", type=positive_rate, default=None, metavar="RATE",
+                   help=f"edit rate: {rates}; default a video file's own rate, else 24 (a "
+                        f"video's frames are taken one for one at RATE)")
     p.add_argument("--title", default=None, type=one_line_text, metavar="TEXT",
                    help="content title (ContentTitleText of the CPL); default: an ISDCF name "
                         "(see --isdcf) for a DCP, the input folder's name for IMF")
@@ -57,10 +62,15 @@ def register(subparsers) -> None:
                    help=f"target Mbit/s (DCP default: the safe {dci.FRAME_BITRATE_SAFE // 1_000_000}, "
                         f"which leaves room for encryption; up to the DCI cap of "
                         f"{dci.FRAME_BITRATE // 1_000_000} with a warning)")
-    p.add_argument("--colorspace", choices=("rec709", "p3d65", "dcip3", "xyz"), default="rec709",
-                   help="what the input holds (default rec709); xyz: X'Y'Z' code values as they are")
+    p.add_argument("--colorspace", choices=("rec709", "p3d65", "dcip3", "xyz"), default=None,
+                   help="what the input holds (default: a video file's colour tags, else "
+                        "rec709); xyz: X'Y'Z' code values as they are")
     p.add_argument("--container", choices=("auto", "flat", "scope", "full"), default="auto",
                    help="image area: flat 1.85, scope 2.39, full container; auto: nearest aspect ratio")
+    p.add_argument("--stereo", action="store_true",
+                   help="a stereoscopic (3D) DCP, 2K only: two INPUTs, the left eye's frames then "
+                        "the right eye's (folders or images of the same length); the picture is "
+                        "an ST 429-10 track file, the bit rate shared by the two eyes")
     p.add_argument("--frames", type=positive_int, default=None, metavar="N",
                    help="composition length in frames; the input repeats to fill it "
                         "(default: one pass of the input, at least one second)")
@@ -193,7 +203,7 @@ def _check_options(args) -> None:
                          "written to), and --keys goes with --encrypt")
     if args.sign is not None and (args.no_sign or args.format == "imf"):
         raise ValueError("--sign goes without --no-sign, and signs DCPs (not --format imf)")
-    if len(args.input) > 1 and (args.reel_length is not None or args.frames is not None):
+    if len(args.input) > 1 and not args.stereo and (args.reel_length is not None or args.frames is not None):
         raise ValueError("several INPUT folders make one reel each: leave out --reel-length "
                          "and --frames")
 
@@ -245,44 +255,104 @@ def _job(args):
     from cinegpu.media.package.dcp_write import check_output  # noqa: PLC0415  (start-up: mastering, ~0.3 s)
 
     _check_options(args)
+    video = _video(args)                   # sets args.fps and args.colorspace where not given
     metadata = CplMetadata(args.content_version, tuple(args.rating),
                            tuple(parse_marker(m, args.fps) for m in args.marker))
     picture = Picture(format=args.format, profile=args.profile, fps=args.fps,
                       bitrate=args.bitrate, colorspace=args.colorspace, container=args.container,
                       codec=args.codec, bits=args.bits, lossless=args.lossless,
-                      sampling=args.sampling)
-    picture.check_holds(len(args.input), args.reel_length, args.encrypt, args.subtitles or None)
+                      sampling=args.sampling, stereoscopic=args.stereo)
+    picture.check_holds(1 if args.stereo else len(args.input), args.reel_length, args.encrypt,
+                        args.subtitles or None)
     if (warning := picture.bitrate_warning()) is not None:
         print(f"cinegpu master: warning: {warning}", file=sys.stderr)
     protection = Protection(keys=args.keys)
     compute = Compute(backend=args.backend, workers=args.workers, processes=args.processes,
                       gpus=args.gpus, cluster=cluster_address(args), mps=args.mps)
     check_output(args.output)
-    frames, reels = image_input(args.input, picture)
+    frames, reels = _stereo_input(args, picture) if args.stereo else image_input(args.input, picture, video)
     length = args.frames
-    if length is None and frames.count < args.fps and reels is None:
+    if length is None and frames.count // picture.eyes < args.fps and reels is None:
         length = int(-(-args.fps // 1))
-    sound = _sound(args, picture, length or frames.count)
-    subtitles = _subtitles(args, length or frames.count, args.title or "")
+    length_or_input = length or frames.count // picture.eyes
+    sound = _sound(args, picture, length_or_input, video)
+    subtitles = _subtitles(args, length_or_input, args.title or "")
     title = args.title
     if args.isdcf is not None or (title is None and not picture.imf):
         title = _isdcf_title(args, picture, frames, sound, subtitles)
         if subtitles is not None:      # its documents carry the title
-            subtitles = _subtitles(args, length or frames.count, title, say=False)
+            subtitles = _subtitles(args, length_or_input, title, say=False)
     composition = Composition(title=title or _input_name(args), kind=_kind(args), frames=length,
                               reels=reels, reel_length=args.reel_length, sound=sound,
                               subtitles=subtitles, metadata=metadata)
     return MasterJob(frames, args.output, composition, picture, protection, compute)
 
 
-def _sound(args, picture, frames: int):
-    """The --audio input as the package carries it, checked against ``frames`` frames
-    (MediaError; its note and any warning printed), or None."""
-    if not args.audio:
-        if args.audio_language:
-            raise ValueError("--audio-language needs --audio")
+def _stereo_input(args, picture):
+    """``--stereo``'s two INPUTs (the left eye's frames, then the right eye's) as one input
+    in coding order (:meth:`.InputFrames.stereo`), and no reels of their own."""
+    from cinegpu.jobs.master_job import InputFrames, image_input  # noqa: PLC0415  (start-up: mastering, ~0.3 s)
+    if len(args.input) != 2:
+        raise ValueError(f"--stereo takes two INPUTs, the left eye's frames then the right "
+                         f"eye's, not {len(args.input)}")
+    left, right = (image_input(path, picture)[0] for path in args.input)
+    return InputFrames.stereo(left, right), None
+
+
+def _video(args):
+    """The probed :class:`.video.frames.VideoFrames` of a video INPUT, else None; sets
+    ``args.fps`` (the file's rate, else 24) and ``args.colorspace`` (its tags, else rec709)
+    where they were not given.  MediaError for a file that does not read or whose rate the
+    package does not take (unless --fps gives the rate to master at: its frames are then taken
+    one for one, which one line says)."""
+    if not any(is_video(p) for p in args.input):
+        args.fps = Fraction(24) if args.fps is None else args.fps
+        args.colorspace = args.colorspace or "rec709"
         return None
-    sound = open_sound(args.audio, args.audio_language)
+    if len(args.input) != 1:
+        raise ValueError("a video file is mastered on its own: give it as the only INPUT")
+    try:
+        from cinegpu.media.video.frames import open_video  # noqa: PLC0415  (start-up: PyAV, ~0.1 s)
+    except ImportError as exc:
+        raise ValueError(f"reading video files needs PyAV (pip install av): {exc}") from None
+    video = open_video(args.input[0])
+    rate = video.rate
+    if args.fps is None:
+        if args.format == "imf":
+            name, rates = "an IMF", imf.FRAME_RATES
+        else:
+            p = dci.profile(args.profile)
+            name, rates = f"a {p.title}", p.frame_rates
+        if rate not in rates:
+            raise UnsupportedMedia(video.path, f"{rate} fps ({float(rate):.3f}) is not {name} "
+                                   f"rate ({', '.join(f'{float(r):g}' for r in rates)}): give "
+                                   "--fps RATE to master its frames one for one at RATE")
+        args.fps = rate
+    elif args.fps != rate:
+        print(f"cinegpu master: {video.path}: its {video.count} frames at {rate} fps are "
+              f"mastered one for one at {args.fps} fps: {float(video.count / rate):.3f} s become "
+              f"{float(video.count / args.fps):.3f} s, its sound follows", file=sys.stderr)
+    args.colorspace = args.colorspace or video.colorspace
+    return video
+
+
+def _sound(args, picture, frames: int, video=None):
+    """The --audio input (else a video INPUT's own sound, decoded into a temporary WAV beside
+    the output) as the package carries it, checked against ``frames`` frames (MediaError;
+    its note and any warning printed), or None."""
+    if not args.audio and video is not None:
+        from cinegpu.media.video.sound import video_sound  # noqa: PLC0415  (start-up: PyAV, ~0.1 s)
+        sound = video_sound(video, folder=Path(args.output).resolve().parent,
+                            language=args.audio_language, speed=Fraction(picture.fps) / video.rate)
+    elif not args.audio:
+        sound = None
+    else:
+        sound = open_sound(args.audio, args.audio_language)
+    if sound is None:
+        if args.audio_language:
+            raise ValueError("--audio-language needs --audio" if video is None else
+                             "--audio-language needs sound: the video file has none; give --audio")
+        return None
     if picture.imf:
         sound = sound.for_imf()
     warning = (sound.fit_imf if picture.imf else sound.fit)(frames, picture.fps)
@@ -323,6 +393,7 @@ def _isdcf_title(args, picture, frames, sound, subtitles) -> str:
     if subtitles is not None and fields.subtitle_language is None:
         fields = replace(fields, subtitle_language=subtitles.language.split("-")[0])
     facts = PackageFacts(width, height, Fraction(args.fps), datetime.date.today(),
+                         stereoscopic=picture.stereoscopic,
                          sound_channels=0 if sound is None else len(sound.layout.inputs),
                          sound_field=None if sound is None else sound.layout.isdcf,
                          subtitles=subtitles is not None)

@@ -50,6 +50,11 @@ MISTAKES = [
     (["master", "{tmp}", "-o", "{tmp}/out", "--title", "T", "--content-version", "v2"],
      "--content-version wants ID,LABEL"),
     (["master", "{tmp}", "-o", "{tmp}/out", "--isdcf", "type=XYZ"], "--isdcf type"),
+    (["master", "{tmp}", "-o", "{tmp}/out", "--title", "T", "--stereo"], "--stereo takes two INPUTs"),
+    (["master", "{tmp}", "{tmp}", "-o", "{tmp}/out", "--title", "T", "--stereo", "--profile", "4k"],
+     "stereoscopic DCPs in 2K only"),
+    (["master", "{tmp}", "{tmp}", "-o", "{tmp}/out", "--title", "T", "--stereo", "--format", "imf"],
+     "stereoscopic IMF packages are not supported yet"),
     (["master", "{tmp}", "-o", "{tmp}/out", "--isdcf", "colour=red"], "--isdcf colour"),
 ]
 if not have_cuda():
