@@ -35,7 +35,9 @@ class Playback:
     the clock starts.  ``audio``: the sound sink, "auto", "device", "null" or "off"
     (:func:`~cinegpu.player.audio.open_sink`; "auto" is "null" headless).  ``subtitles``:
     draw the composition's subtitles (or, for :func:`~.commands.play.play`, a
-    :class:`~cinegpu.media.subtitles.track.CompositionSubtitles` to draw)."""
+    :class:`~cinegpu.media.subtitles.track.CompositionSubtitles` to draw).  ``stereo``: how
+    a 3D composition is shown (:data:`~cinegpu.player.stereo.STEREO_MODES`; None: its left
+    eye)."""
 
     headless: bool
     fps: Fraction | None = None
@@ -48,6 +50,7 @@ class Playback:
     preroll: int = 2
     audio: str = "auto"
     subtitles: object = True
+    stereo: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

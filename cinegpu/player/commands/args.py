@@ -12,8 +12,10 @@ from pathlib import Path
 
 from cinegpu.jobs.cluster import ClusterAddress, parse_address
 
+from ..stereo import STEREO_MODES
+
 __all__ = ["UsageError", "cluster_address", "cluster_arguments", "gpu_count", "non_negative_int", "one_line_text", "playback_options", "positive_int",
-           "positive_rate"]
+           "positive_rate", "stereo_argument"]
 
 
 class UsageError(Exception):
@@ -81,10 +83,19 @@ def playback_options(args) -> dict:
     """The :class:`~cinegpu.player.settings.Playback` fields (but ``headless``, which depends
     on the display) of the options ``cinegpu play`` and ``cinegpu serve`` share: ``--fps``,
     ``--backend``, ``--interop``, ``--colour``, ``--primaries``, ``--workers``, ``--threads``,
-    ``--preroll``, ``--audio`` and ``--subtitles``."""
+    ``--preroll``, ``--audio``, ``--subtitles`` and ``--stereo``."""
     return dict(fps=args.fps, backend=args.backend, interop=args.interop, colour=args.colour,
                 primaries=args.primaries, workers=args.workers, processes=not args.threads,
-                preroll=args.preroll, audio=args.audio, subtitles=args.subtitles == "on")
+                preroll=args.preroll, audio=args.audio, subtitles=args.subtitles == "on",
+                stereo=args.stereo)
+
+
+def stereo_argument(p) -> None:
+    """``--stereo MODE``: how a 3D composition is shown (:mod:`cinegpu.player.stereo`)."""
+    p.add_argument("--stereo", choices=STEREO_MODES, default=None,
+                   help="a 3D composition shown as: left or right (one eye; default left), "
+                        "side-by-side, top-bottom, anaglyph (red/cyan) or frame-sequential (the "
+                        "eyes in turn at twice the rate); refused for a 2D one")
 
 
 def cluster_arguments(p, what: str, *, frames: bool = True) -> None:

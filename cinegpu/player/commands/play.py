@@ -20,7 +20,8 @@ from ..player import Player
 from ..presenter import Presenter
 from ..settings import PlaySettings
 from ..source import DecodeAheadSource, PipelineSource
-from .args import UsageError, playback_options, positive_int, positive_rate
+from ..stereo import stereo_source
+from .args import UsageError, playback_options, positive_int, positive_rate, stereo_argument
 from .compiling import compile_decoder
 from .interrupts import stoppable
 from .keys import add_key_args, key_ring
@@ -83,6 +84,7 @@ def register(subparsers) -> None:
     p.add_argument("--audio-out", type=Path, default=None, metavar="FILE.wav",
                    help="write the sound as played (all channels, native rate and bit depth, before any "
                         "downmix; sample 0 at the first frame played) and print the measured offset")
+    stereo_argument(p)
     add_key_args(p)
     p.set_defaults(run=run)
 
@@ -175,16 +177,25 @@ def play(media, settings: PlaySettings, *, source=None):
 
 
 def _frame_source(media, s: PlaySettings):
-    """The decoded frames of ``media``: the multi-process pipeline, or decode-ahead threads
-    (``s.workers`` of them, default min(8, usable cores)) when not ``s.processes``."""
+    """The decoded frames of ``media`` as ``s.stereo`` shows a 3D one (:func:`.stereo_source`;
+    UsageError for a mode asked of a 2D one): the multi-process pipeline, or decode-ahead
+    threads (``s.workers`` of them, default min(8, usable cores)) when not ``s.processes``;
+    two eyes joined take half the workers each."""
 
-    if s.processes:
-        return PipelineSource(media, backend=s.backend, colour=s.colour, primaries=s.primaries, workers=s.workers,
-                              auto_resolution=s.auto_resolution)
-    workers = s.workers or min(8, usable_cores())
-    return DecodeAheadSource(media, backend=s.backend, colour=s.colour, primaries=s.primaries,
-                             workers=workers, depth=max(8, s.preroll, 2 * workers),
-                             auto_resolution=s.auto_resolution)
+    def make(view, share):
+        if s.processes:
+            workers = None if s.workers is None else max(1, int(s.workers * share))
+            return PipelineSource(view, backend=s.backend, colour=s.colour, primaries=s.primaries,
+                                  workers=workers, auto_resolution=s.auto_resolution)
+        workers = max(1, int((s.workers or min(8, usable_cores())) * share))
+        return DecodeAheadSource(view, backend=s.backend, colour=s.colour, primaries=s.primaries,
+                                 workers=workers, depth=max(8, s.preroll, 2 * workers),
+                                 auto_resolution=s.auto_resolution)
+
+    try:
+        return stereo_source(media, s.stereo, make)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _target(interop: str, backend: str):

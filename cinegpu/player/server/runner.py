@@ -35,6 +35,7 @@ from cinegpu.media.source import open_package, open_source
 from ..presenter import Presenter
 from ..settings import Access, ConnectionLimits, ServeSettings
 from ..source import DecodeAheadSource, PipelineSource
+from ..stereo import stereo_source
 from .access import check_token, generate_token
 from .app import create_app
 from .engine import Engine
@@ -160,13 +161,19 @@ def make_engine(settings: ServeSettings, library, window):
             return open_source(entry.path, keys=keys)
         return open_package(entry.package, cpl=entry.path, keys=keys)
 
-    def make_source(media):
+    def make_view_source(view, share):
         if p.processes:     # a shutdown does not wait for the workers to start
-            return PipelineSource(media, backend=p.backend, colour=p.colour, primaries=p.primaries,
-                                  workers=p.workers, cancelled=lambda: engine.quitting)
-        n = p.workers or 2
-        return DecodeAheadSource(media, backend=p.backend, colour=p.colour, primaries=p.primaries, workers=n,
+            workers = None if p.workers is None else max(1, int(p.workers * share))
+            return PipelineSource(view, backend=p.backend, colour=p.colour, primaries=p.primaries,
+                                  workers=workers, cancelled=lambda: engine.quitting)
+        n = max(1, int((p.workers or 2) * share))
+        return DecodeAheadSource(view, backend=p.backend, colour=p.colour, primaries=p.primaries, workers=n,
                                  depth=max(8, p.preroll, 2 * n))
+
+    def make_source(media):
+        # --stereo shows a 3D composition as it says; a 2D one is shown as it is
+        return stereo_source(media, p.stereo if getattr(media, "stereoscopic", False) else None,
+                             make_view_source)
 
     def make_target(source_backend):
         return choose_target(source_backend) if p.interop == "auto" else TARGETS[p.interop]()
