@@ -227,7 +227,8 @@ class Composition:
     ``sound`` (a checked :class:`.sound_in.SoundInput`, cut or padded to the composition:
     :meth:`~.SoundInput.fit`) and ``subtitles`` (a :class:`.subtitle_write.TimedTextAsset`
     prepared for the composition's length, :func:`.subtitle_write.prepare_subtitles`); the
-    CPL's content version, ratings and markers, ``metadata`` (a DCP's only so far)."""
+    CPL's content version, ratings and markers, ``metadata`` (a DCP's only so far); the closed
+    ``captions``, prepared as the subtitles are (a DCP's only)."""
 
     title: str
     kind: str = "feature"
@@ -237,6 +238,7 @@ class Composition:
     sound: SoundInput | None = None
     subtitles: TimedTextAsset | None = None
     metadata: CplMetadata = CplMetadata()
+    captions: TimedTextAsset | None = None
 
     def __post_init__(self):
         if self.frames is not None and self.frames < 1:
@@ -428,9 +430,12 @@ class MasterJob:
         if c.sound is not None:            # MediaError before anything is encoded
             fit = c.sound.fit_imf if p.imf else c.sound.fit
             fit(self.length, p.fps)
-        if c.subtitles is not None and c.subtitles.duration != self.length:
-            raise ValueError(f"subtitles prepared for {c.subtitles.duration} frames; the "
-                             f"composition has {self.length}")
+        for what, text in (("subtitles", c.subtitles), ("captions", c.captions)):
+            if text is not None and text.duration != self.length:
+                raise ValueError(f"{what} prepared for {text.duration} frames; the "
+                                 f"composition has {self.length}")
+        if c.captions is not None and p.imf:
+            raise ValueError("closed captions in IMF packages are not supported yet: leave out --captions")
         self.reel_lengths                  # read for its check: ValueError for reels that do not fit
         c.metadata.markers_for(self.length)   # ValueError for a marker past the end
         if p.imf and c.metadata != CplMetadata():

@@ -183,7 +183,7 @@ def _writer(job: MasterJob, width: int, height: int):
                      kind=c.kind, sound=job.sound, subtitles=c.subtitles,
                      reels=reels if len(reels) > 1 else None, keys=job.protection.keys,
                      signer=job.protection.signer, metadata=c.metadata,
-                     stereoscopic=p.stereoscopic)
+                     stereoscopic=p.stereoscopic, captions=c.captions)
 
 
 def _process_setups(coding: FrameCoding, encoders: FrameEncoders, threads: int,

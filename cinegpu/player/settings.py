@@ -37,7 +37,7 @@ class Playback:
     draw the composition's subtitles (or, for :func:`~.commands.play.play`, a
     :class:`~cinegpu.media.subtitles.track.CompositionSubtitles` to draw).  ``stereo``: how
     a 3D composition is shown (:data:`~cinegpu.player.stereo.STEREO_MODES`; None: its left
-    eye)."""
+    eye).  ``captions``: draw its closed captions (ST 429-12) too, over the subtitles."""
 
     headless: bool
     fps: Fraction | None = None
@@ -51,6 +51,7 @@ class Playback:
     audio: str = "auto"
     subtitles: object = True
     stereo: str | None = None
+    captions: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)

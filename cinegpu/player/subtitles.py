@@ -39,7 +39,7 @@ from PIL import Image, ImageDraw, ImageFont, features
 from cinegpu.interop import gl as glu
 from cinegpu.media.errors import MediaError
 from cinegpu.media.subtitles.documents import composition_subtitles, read_subtitles
-from cinegpu.media.subtitles.track import CompositionSubtitles, Cue, Style, TextLine, TextRun
+from cinegpu.media.subtitles.track import CompositionSubtitles, Cue, LayeredSubtitles, Style, TextLine, TextRun
 
 __all__ = ["SubtitleRenderer", "SubtitleOverlay", "default_font_path"]
 
@@ -324,25 +324,35 @@ class SubtitleOverlay:
             self._texture = None
 
 
-def subtitles_for(media, frames: int, rate, *, on: bool = True, file=None):
+def subtitles_for(media, frames: int, rate, *, on: bool = True, file=None, captions: bool = False):
     """What to draw over ``media`` (an opened :class:`~cinegpu.media.source.Source`, or None) of
     ``frames`` frames at ``rate``: ``file`` (an Interop/SMPTE XML or SRT file, from frame 0) when
-    given, else its composition's subtitles; None when ``on`` is false or there are none.  A
-    document that cannot be read is a warning (logged) and shows nothing; playback goes on."""
+    given, else its composition's subtitles (when ``on``), with its closed captions (ST 429-12)
+    over them when ``captions`` (a :class:`~cinegpu.media.subtitles.track.LayeredSubtitles`);
+    None when there is nothing to draw.  A document that cannot be read is a warning (logged)
+    and shows nothing; playback goes on."""
 
-    if not on:
-        return None
-    if file is not None:
+    layers = []
+    if on and file is not None:
         try:
-            track = read_subtitles(file)
+            layers.append(CompositionSubtitles.single(read_subtitles(file), frames, Fraction(rate)))
         except MediaError as exc:
             log.warning("subtitles not shown: %s", exc)
-            return None
-        return CompositionSubtitles.single(track, frames, Fraction(rate))
+    elif on:
+        layers.append(_composition_layer(media, rate, "subtitle"))
+    if captions:
+        layers.append(_composition_layer(media, rate, "caption"))
+    layers = [layer for layer in layers if layer]
+    if not layers:
+        return None
+    return layers[0] if len(layers) == 1 else LayeredSubtitles(layers)
+
+
+def _composition_layer(media, rate, kind: str) -> CompositionSubtitles | None:
+    """``media``'s composition's subtitles or closed captions (``kind``), or None."""
     comp = getattr(media, "composition", None)
-    if comp is None or not any(r.of_kind("subtitle") for r in comp.reels):
+    if comp is None or not any(r.of_kind(kind) for r in comp.reels):
         return None
     pkg = getattr(media, "package", None)
-    subs = composition_subtitles(comp, root=pkg.root if pkg is not None else None, edit_rate=rate,
-                                 keys=getattr(media, "keys", None))
-    return subs or None
+    return composition_subtitles(comp, root=pkg.root if pkg is not None else None, edit_rate=rate,
+                                 keys=getattr(media, "keys", None), kind=kind)

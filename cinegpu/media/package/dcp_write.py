@@ -84,6 +84,7 @@ NS_PKL = "http://www.smpte-ra.org/schemas/429-8/2007/PKL"
 NS_AM = "http://www.smpte-ra.org/schemas/429-9/2007/AM"
 NS_META = "http://www.smpte-ra.org/schemas/429-16/2014/CPL-Metadata"
 NS_STEREO = "http://www.smpte-ra.org/schemas/429-10/2008/Main-Stereo-Picture-CPL"
+NS_CAPTION = "http://www.smpte-ra.org/schemas/429-12/2008/TT"
 CREATOR = f"{PRODUCT} {__version__}"
 SHA1_ALGORITHM = "http://www.w3.org/2000/09/xmldsig#sha1"
 CONTENT_KINDS = ("feature", "trailer", "test", "teaser", "rating", "advertisement", "short",
@@ -169,7 +170,7 @@ def _moved_reel(r: Reel, out: Path) -> Reel:
     def moved(t):
         return None if t is None else dataclasses.replace(t, path=out / t.path.name)
     return dataclasses.replace(r, picture=moved(r.picture), sound=moved(r.sound),
-                               subtitle=moved(r.subtitle))
+                               subtitle=moved(r.subtitle), caption=moved(r.caption))
 
 
 def check_reels(reels, edit_rate) -> tuple[int, ...]:
@@ -278,11 +279,14 @@ class Reel:
     subtitle: TimedTextTrackFile | None = None
     subtitle_hash: str | None = None
     key_ids: dict = dataclasses.field(default_factory=dict)
+    caption: TimedTextTrackFile | None = None
+    caption_hash: str | None = None
 
     def tracks(self) -> list[tuple[object, str]]:
         """(track file, hash) of each track file, picture first."""
         return [(t, h) for t, h in ((self.picture, self.picture_hash), (self.sound, self.sound_hash),
-                                    (self.subtitle, self.subtitle_hash)) if t is not None]
+                                    (self.subtitle, self.subtitle_hash),
+                                    (self.caption, self.caption_hash)) if t is not None]
 
 
 @dataclass(frozen=True)
@@ -349,7 +353,9 @@ class DCPWriter:
     markers (:class:`.cpl_metadata.CplMetadata`). ``stereoscopic``: a 3D picture, each reel's
     an ST 429-10 track file (:class:`.mxf_write.StereoscopicPictureTrackWriter`) that the CPL
     names as its MainStereoscopicPicture; codestreams then arrive left eye, right eye, frame
-    after frame, and ``reels`` count frames (pairs). Use :meth:`write` per codestream, then
+    after frame, and ``reels`` count frames (pairs). ``captions``: closed captions, as
+    ``subtitles`` but named in the CPL as ST 429-12 ClosedCaption (shown on a viewer's own
+    device, not on the screen). Use :meth:`write` per codestream, then
     :meth:`close`. Everything is written into a partial folder ``.NAME.partial-*`` beside
     ``out``, renamed to ``out`` only when complete; on any exception (inside a ``with`` block,
     or in :meth:`close`), KeyboardInterrupt included, the partial folder is removed, and so is
@@ -366,7 +372,7 @@ class DCPWriter:
                  kind: str = "feature", issuer: str = CREATOR, sound: SoundInput | None = None,
                  subtitles: TimedTextAsset | None = None, reels=None, keys=None,
                  signer: Signer | None = None, metadata: CplMetadata | None = None,
-                 stereoscopic: bool = False):
+                 stereoscopic: bool = False, captions: TimedTextAsset | None = None):
         if kind not in CONTENT_KINDS:
             raise ValueError(f"content kind must be one of {CONTENT_KINDS}, got {kind!r}")
         self.out = check_output(out)
@@ -388,7 +394,7 @@ class DCPWriter:
         self.aspect = aspect
         self.sound = sound
         self.sound_writer: SoundTrackWriter | None = None
-        self.subtitles = subtitles
+        self.subtitles, self.captions = subtitles, captions
         self.subtitle_writer: TimedTextTrackWriter | None = None
         #: the finished reels' pictures, each with its hash being worked out
         self.pictures: list[tuple[TrackFile, Future]] = []
@@ -517,13 +523,14 @@ class DCPWriter:
             raise MediaError(self.out, f"{sum(lengths)} frames written; the reels hold "
                                        f"{sum(self.reel_lengths)}")
         sounds = self._write_sounds(lengths)
-        subtitles = self._write_subtitles(lengths)
+        subtitles = self._write_subtitles(lengths, self.subtitles, "sub", "subtitle")
+        captions = self._write_subtitles(lengths, self.captions, "ccap", "caption")
         pictures = [(t, self._hashed(t, h)) for t, h in self.pictures]
         self._stop_hashing()
         reels = tuple(Reel(pic, ph, snd, sh, sub, th, {
-            t.asset_id: self.key_ids[t.asset_id] for t in (pic, snd, sub)
-            if t is not None and t.asset_id in self.key_ids})
-            for (pic, ph), (snd, sh), (sub, th) in zip(pictures, sounds, subtitles))
+            t.asset_id: self.key_ids[t.asset_id] for t in (pic, snd, sub, cap)
+            if t is not None and t.asset_id in self.key_ids}, cap, ch)
+            for (pic, ph), (snd, sh), (sub, th), (cap, ch) in zip(pictures, sounds, subtitles, captions))
         track = reels[0].picture
         aspect = self.aspect or (track.width, track.height)
         cpl_id, pkl_id = uuid.uuid4(), uuid.uuid4()
@@ -579,25 +586,25 @@ class DCPWriter:
                 out.append((sound, file_hash(sound.path)))
         return out
 
-    def _write_subtitles(self, lengths: list[int]
+    def _write_subtitles(self, lengths: list[int], s: TimedTextAsset | None, prefix: str, kind: str
                          ) -> list[tuple[TimedTextTrackFile | None, str | None]]:
-        """Each reel's ST 429-5 timed-text track file and its hash ((None, None) each: no
-        subtitles), the cues cut at the joins (:func:`.subtitle_write.split_subtitles`)."""
-        s = self.subtitles
+        """Each reel's ST 429-5 timed-text track file of ``s`` (the subtitles or the closed
+        captions, ``kind``, in files named ``prefix_<id>.mxf``) and its hash ((None, None) each:
+        none), the cues cut at the joins (:func:`.subtitle_write.split_subtitles`)."""
         if s is None:
             return [(None, None)] * len(lengths)
         if s.duration != sum(lengths):
-            raise MediaError(self.out, f"subtitles prepared for {s.duration} frames; the picture "
+            raise MediaError(self.out, f"{kind}s prepared for {s.duration} frames; the picture "
                                        f"has {sum(lengths)}")
         out = []
         for part in split_subtitles(s, lengths):
             sid = uuid.uuid4()
-            name = f"sub_{sid}.mxf"
+            name = f"{prefix}_{sid}.mxf"
             with self._writing(name):
                 self.subtitle_writer = TimedTextTrackWriter(
                     self.tmp / name, edit_rate=self.edit_rate, duration=part.duration,
                     resource_id=part.resource_id, namespace=NS_DCST, language=part.language,
-                    asset_id=sid, encryption=self._encryption("subtitle", sid))
+                    asset_id=sid, encryption=self._encryption(kind, sid))
                 self.subtitle_writer.write(part.document, list(part.resources))
                 done = self.subtitle_writer.close()
                 self.subtitle_writer = None
@@ -652,6 +659,11 @@ class DCPWriter:
                 st = _track_asset(assets, "MainSubtitle", r.subtitle, r.subtitle_hash, keys)
                 if r.subtitle.language:
                     _sub(st, "Language", r.subtitle.language)
+            if r.caption is not None:     # ST 429-12: in its own namespace, children in the CPL's
+                cc = etree.SubElement(assets, f"{{{NS_CAPTION}}}ClosedCaption", nsmap={"tt": NS_CAPTION})
+                _track_asset(cc, None, r.caption, r.caption_hash, keys)
+                if r.caption.language:
+                    _sub(cc, "Language", r.caption.language)
             if r.sound is not None and k == 0:
                 self._composition_metadata(assets, track, r.sound)
         _write_xml(root, path, self.signer)

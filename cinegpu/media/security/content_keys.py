@@ -29,7 +29,8 @@ from cinegpu.media.security.key_files import read_private_file
 __all__ = ["KEY_TYPES", "KeyFile", "TrackKey", "new_track_key", "read_key_file", "write_key_file"]
 
 #: ST 430-1 key types a composition's track files are encrypted under, by CPL asset kind
-KEY_TYPES = {"picture": "MDIK", "stereo-picture": "MDIK", "sound": "MDAK", "subtitle": "MDSK"}
+KEY_TYPES = {"picture": "MDIK", "stereo-picture": "MDIK", "sound": "MDAK", "subtitle": "MDSK",
+             "caption": "MDSK"}
 MAX_KEY_FILE_BYTES = 1 << 20
 AES_KEY_BYTES = 16
 

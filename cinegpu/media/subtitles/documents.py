@@ -507,8 +507,10 @@ def read_srt(path) -> SubtitleTrack:
 
 # ------------------------------------------------------------------ a composition's subtitles
 
-def composition_subtitles(comp, root: Path | None = None, edit_rate=None, keys=None) -> CompositionSubtitles:
-    """The subtitles of a :class:`~.package.Composition`: each reel's ``MainSubtitle`` (an Interop
+def composition_subtitles(comp, root: Path | None = None, edit_rate=None, keys=None,
+                          kind: str = "subtitle") -> CompositionSubtitles:
+    """The subtitles of a :class:`~.package.Composition` (``kind`` "caption": its closed
+    captions, ST 429-12, read alike): each reel's ``MainSubtitle`` (an Interop
     XML file, or an SMPTE XML file) read and placed after the earlier reels' pictures.  A reel
     whose subtitle cannot be read (missing file, a damaged timed-text MXF, broken XML, an
     encrypted one without its key) adds a warning and shows none.  ``root``: the package folder,
@@ -521,18 +523,18 @@ def composition_subtitles(comp, root: Path | None = None, edit_rate=None, keys=N
     for reel in comp.reels:
         pictures = reel.of_kind("picture", "stereo-picture")
         length = pictures[0].duration if pictures else 0
-        for asset in reel.of_kind("subtitle"):
+        for asset in reel.of_kind(kind):
             try:
                 if asset.path is None:
-                    raise MediaError(comp.path, f"subtitle asset {asset.id} of reel {reel.id} is not "
+                    raise MediaError(comp.path, f"{kind} asset {asset.id} of reel {reel.id} is not "
                                                 "in the ASSETMAP")
                 key = None
                 if keys is not None and asset.key_id:
-                    key = keys.key(asset.key_id, kind="subtitle", asset_id=asset.id, reel_id=reel.id,
+                    key = keys.key(asset.key_id, kind=kind, asset_id=asset.id, reel_id=reel.id,
                                    path=asset.path)
                 track = read_subtitles(asset.path, root=root or _root(comp), key=key)
             except MediaError as exc:
-                warnings.append(f"subtitles of reel {reel.id} not shown: {exc}")
+                warnings.append(f"{kind}s of reel {reel.id} not shown: {exc}")
                 log.warning("%s", warnings[-1])
                 continue
             sub_rate = asset.edit_rate or track.edit_rate or rate

@@ -26,7 +26,7 @@ from fractions import Fraction
 from pathlib import Path
 
 __all__ = ["Colour", "Style", "Placement", "TextRun", "TextLine", "SubtitleImage", "Cue",
-           "SubtitleTrack", "CompositionSubtitles", "ReelSubtitles",
+           "SubtitleTrack", "CompositionSubtitles", "LayeredSubtitles", "ReelSubtitles",
            "DEFAULT_SIZE", "MAX_FADE"]
 
 log = logging.getLogger("cinegpu.media.subtitles.track")
@@ -235,3 +235,27 @@ class CompositionSubtitles:
         reel, t = found
         out = [(c, c.alpha(t)) for c in reel.track.at(t)]
         return [(c, a) for c, a in out if a > 0]
+
+
+class LayeredSubtitles:
+    """Several :class:`CompositionSubtitles` shown together over one picture (a composition's
+    subtitles and its closed captions): :meth:`at` gives every layer's cues at a frame, in
+    layer order (later layers drawn over earlier ones)."""
+
+    def __init__(self, layers: list[CompositionSubtitles]):
+        self.layers = list(layers)
+        self.edit_rate = self.layers[0].edit_rate
+        self.reels = [r for layer in self.layers for r in layer.reels]
+        self.warnings = [w for layer in self.layers for w in layer.warnings]
+
+    def __bool__(self) -> bool:
+        return any(self.layers)
+
+    def fonts(self) -> dict[str, bytes | None]:
+        out: dict[str, bytes | None] = {}
+        for layer in self.layers:
+            out.update(layer.fonts())
+        return out
+
+    def at(self, n: int) -> list[tuple[Cue, float]]:
+        return [found for layer in self.layers for found in layer.at(n)]

@@ -15,7 +15,7 @@ from cinegpu.jobs.cluster import ClusterAddress, parse_address
 from ..stereo import STEREO_MODES
 
 __all__ = ["UsageError", "cluster_address", "cluster_arguments", "gpu_count", "non_negative_int", "one_line_text", "playback_options", "positive_int",
-           "positive_rate", "stereo_argument"]
+           "positive_rate", "captions_argument", "stereo_argument"]
 
 
 class UsageError(Exception):
@@ -83,11 +83,19 @@ def playback_options(args) -> dict:
     """The :class:`~cinegpu.player.settings.Playback` fields (but ``headless``, which depends
     on the display) of the options ``cinegpu play`` and ``cinegpu serve`` share: ``--fps``,
     ``--backend``, ``--interop``, ``--colour``, ``--primaries``, ``--workers``, ``--threads``,
-    ``--preroll``, ``--audio``, ``--subtitles`` and ``--stereo``."""
+    ``--preroll``, ``--audio``, ``--subtitles``, ``--captions`` and ``--stereo``."""
     return dict(fps=args.fps, backend=args.backend, interop=args.interop, colour=args.colour,
                 primaries=args.primaries, workers=args.workers, processes=not args.threads,
                 preroll=args.preroll, audio=args.audio, subtitles=args.subtitles == "on",
-                stereo=args.stereo)
+                stereo=args.stereo, captions=args.captions == "on")
+
+
+def captions_argument(p) -> None:
+    """``--captions on|off``: a composition's closed captions drawn over the picture."""
+    p.add_argument("--captions", choices=("on", "off"), default="off",
+                   help="draw the composition's closed captions (ST 429-12 ClosedCaption) over the "
+                        "picture, above its subtitles (default off: in a cinema they go to viewers' "
+                        "own devices)")
 
 
 def stereo_argument(p) -> None:

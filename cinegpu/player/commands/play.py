@@ -21,7 +21,7 @@ from ..presenter import Presenter
 from ..settings import PlaySettings
 from ..source import DecodeAheadSource, PipelineSource
 from ..stereo import stereo_source
-from .args import UsageError, playback_options, positive_int, positive_rate, stereo_argument
+from .args import UsageError, captions_argument, playback_options, positive_int, positive_rate, stereo_argument
 from .compiling import compile_decoder
 from .interrupts import stoppable
 from .keys import add_key_args, key_ring
@@ -85,6 +85,7 @@ def register(subparsers) -> None:
                    help="write the sound as played (all channels, native rate and bit depth, before any "
                         "downmix; sample 0 at the first frame played) and print the measured offset")
     stereo_argument(p)
+    captions_argument(p)
     add_key_args(p)
     p.set_defaults(run=run)
 
@@ -149,10 +150,10 @@ def play(media, settings: PlaySettings, *, source=None):
     rate = Fraction(s.fps) if s.fps is not None else (source.edit_rate or Fraction(24))
     title = f"cinegpu - {getattr(media, 'title', '') or 'play'}"
     subtitles = s.subtitles
-    if subtitles is True or s.subtitle_file is not None:
+    if subtitles is True or s.subtitle_file is not None or (s.captions and subtitles in (False, None)):
         from ..subtitles import subtitles_for  # noqa: PLC0415  (start-up: PIL and the timed-text readers, ~50-90 ms)
         subtitles = subtitles_for(media, source.frame_count, source.edit_rate or rate, on=bool(subtitles),
-                                  file=s.subtitle_file)
+                                  file=s.subtitle_file, captions=s.captions)
     window = open_window(*_window_size(source.width, source.height), headless=s.headless, title=title)
     try:
         target = _target(s.interop, source.backend)

@@ -13,7 +13,7 @@ from cinegpu.interop.window import has_display
 from cinegpu.media import MediaError
 
 from ..settings import Access, ConnectionLimits, Playback, ServeSettings
-from .args import UsageError, playback_options, positive_int, positive_rate, stereo_argument
+from .args import UsageError, captions_argument, playback_options, positive_int, positive_rate, stereo_argument
 from .keys import add_key_args, key_ring
 
 
@@ -62,6 +62,7 @@ def register(subparsers) -> None:
     p.add_argument("--subtitles", choices=("on", "off"), default="on",
                    help="draw the compositions' subtitles (Interop or SMPTE) over the picture (default on)")
     stereo_argument(p)
+    captions_argument(p)
     p.add_argument("--audio", choices=("auto", "null", "off"), default="auto",
                    help="sound: auto (the default output device through sounddevice when there is one, "
                         "else the null sink; headless: null), null (a silent sink on the same clock), off; "

@@ -150,14 +150,15 @@ class Engine:
     ``make_target(backend)`` a texture target; ``make_presenter()`` a presenter.  ``fps``
     overrides the edit rate (sequences have none: 24).  ``now`` and ``sleep`` are injected.
     ``audio``: the sound sink, "auto", "null" or "off" (:func:`~cinegpu.player.audio.open_sink`).
-    ``subtitles``: draw a composition's subtitles over its picture (read by the loader).
+    ``subtitles``: draw a composition's subtitles over its picture (read by the loader);
+    ``captions``: its closed captions too (ST 429-12).
     """
 
     def __init__(self, window, *, open_media: Callable, make_source: Callable, make_target: Callable,
                  make_presenter: Callable, headless: bool = True, fps=None, preroll: int = 2,
                  preroll_timeout: float = 30.0, now: Callable[[], float] = time.perf_counter,
                  sleep: Callable[[float], None] = time.sleep, backend: str = "", audio: str = "off",
-                 subtitles: bool = True) -> None:
+                 subtitles: bool = True, captions: bool = False) -> None:
         self.window, self.headless = window, headless
         self._open_media, self._make_source = open_media, make_source
         self._make_target, self._make_presenter = make_target, make_presenter
@@ -167,7 +168,7 @@ class Engine:
         self.backend = backend
         self.audio_mode = audio
         self.audio = AudioSettings()
-        self.subtitles = subtitles
+        self.subtitles, self.captions = subtitles, captions
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._quit = threading.Event()
         self.player: Player | None = None
@@ -488,10 +489,10 @@ class Engine:
         """``media``'s subtitles (a CompositionSubtitles), or None (off, none, or unreadable:
         :func:`~cinegpu.player.subtitles.subtitles_for` warns and shows nothing)."""
         frames = getattr(media, "frame_count", None)
-        if not self.subtitles or not frames:
+        if not (self.subtitles or self.captions) or not frames:
             return None
         rate = self.fps or getattr(media, "edit_rate", None) or Fraction(24)
-        return subtitles_for(media, frames, rate)
+        return subtitles_for(media, frames, rate, on=self.subtitles, captions=self.captions)
 
     def _install(self, item: _Loaded) -> None:
         if item.generation != self._generation or self._quit.is_set():

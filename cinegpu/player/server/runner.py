@@ -181,7 +181,7 @@ def make_engine(settings: ServeSettings, library, window):
     engine = Engine(window, open_media=open_media, make_source=make_source, make_target=make_target,
                     make_presenter=Presenter, headless=p.headless, fps=p.fps, preroll=p.preroll,
                     backend=p.backend, audio="null" if p.headless and p.audio == "auto" else p.audio,
-                    subtitles=p.subtitles)
+                    subtitles=p.subtitles, captions=p.captions)
     return engine
 
 

@@ -51,6 +51,8 @@ MISTAKES = [
      "--content-version wants ID,LABEL"),
     (["master", "{tmp}", "-o", "{tmp}/out", "--isdcf", "type=XYZ"], "--isdcf type"),
     (["master", "{tmp}", "-o", "{tmp}/out", "--title", "T", "--stereo"], "--stereo takes two INPUTs"),
+    (["master", "{tmp}", "-o", "{tmp}/out", "--title", "T", "--caption-language", "en"], "--caption-language needs --captions"),
+    (["play", SAMPLE, "--headless", "--stereo", "anaglyph"], "the composition is 2D"),
     (["master", "{tmp}", "{tmp}", "-o", "{tmp}/out", "--title", "T", "--stereo", "--profile", "4k"],
      "stereoscopic DCPs in 2K only"),
     (["master", "{tmp}", "{tmp}", "-o", "{tmp}/out", "--title", "T", "--stereo", "--format", "imf"],
