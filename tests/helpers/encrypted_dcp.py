@@ -153,3 +153,10 @@ def _documents(made: Made, ids: dict, n: int) -> None:
 def key_lines(made: Made) -> list[str]:
     """Every key's hex, to look for in outputs that must not hold them."""
     return [k.key.hex() for k in made.keys.values()] + [k.key.hex().upper() for k in made.keys.values()]
+
+
+def no_key_in(made: dict, *texts: str) -> None:
+    """No content key of ``made["enc"]`` (as hex) in any of ``texts`` (output, logs, reprs)."""
+    for t in texts:
+        for hexkey in key_lines(made["enc"]):
+            assert hexkey not in t

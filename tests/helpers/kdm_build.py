@@ -5,11 +5,13 @@ are valid from 2026-01-01 for ten years, so that a test may choose a window in 2
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+import pytest
 from cryptography.hazmat.primitives import serialization
 
 from cinegpu.media.security.certificates import Chain
@@ -63,3 +65,29 @@ def make_kdm(*, root, signer: Chain, recipient: Party, cpl_id: str, title: str, 
                      recipient=recipient.cert, signer_key=signer.leaf_key, signer_chain=signer.certificates,
                      not_before=not_before, not_after=not_after, annotation=f"{title} test KDM",
                      message_id=message_id)
+
+
+def kdm_schema():
+    """ClairMeta's ST 430-1 KDM schema with what it imports (ST 430-3 ETM, XML-DSig, XML-Enc),
+    every import resolved to ClairMeta's own files, nothing from the network.  ClairMeta's ETM
+    schema has its UUID pattern broken over two lines ("[0-9a-fA-\\nF]"), which libxml2 refuses
+    to compile: joined here, as the standard prints it."""
+    clairmeta = pytest.importorskip("clairmeta", reason="ClairMeta (a test dependency) is not installed")
+    from lxml import etree
+
+    xsd = Path(clairmeta.__file__).parent / "xsd"
+
+    class Local(etree.Resolver):
+        def resolve(self, url, pubid, context):
+            name = url.rsplit("/", 1)[-1]
+            if name == "SMPTE-430-3-2006-ETM.xsd":
+                text = (xsd / name).read_text(encoding="utf-8")
+                fixed = re.sub(r"A-\s*\nF", "A-F", text)
+                return self.resolve_string(fixed, context)
+            if (xsd / name).is_file():
+                return self.resolve_filename(str(xsd / name), context)
+            raise AssertionError(f"the schemas import {url}, which is not in ClairMeta's xsd folder")
+
+    parser = etree.XMLParser(no_network=True)
+    parser.resolvers.add(Local())
+    return etree.XMLSchema(etree.parse(str(xsd / "SMPTE-430-1-2006-KDM.xsd"), parser))

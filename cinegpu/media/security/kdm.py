@@ -101,6 +101,8 @@ class Kdm:
     cipher_values: tuple[bytes, ...]
     certificates: tuple = ()
     root: object = field(default=None, repr=False, compare=False)
+    #: ST 430-1 ``ContentAuthenticator`` (base64 certificate thumbprint; DCI formulations)
+    content_authenticator: str | None = None
 
 
 @dataclass(frozen=True)
@@ -169,6 +171,7 @@ def parse_kdm(data: bytes, path=None) -> Kdm:
         cipher_values=ciphers,
         certificates=certificates,
         root=root,
+        content_authenticator=_opt(ext, f"{{{NS_KDM}}}ContentAuthenticator"),
     )
 
 

@@ -6,9 +6,8 @@
   the ``Signer`` (the signing certificate's issuer and serial number) and, as required
   extensions, ST 430-1 clause 5's ``KDMRequiredExtensions``: the ``Recipient`` (issuer, serial
   and subject of its certificate), the composition, its title, the validity window, the
-  ``AuthorizedDeviceInfo`` (the trusted devices' certificate thumbprints, or the "assume
-  trust" thumbprint, SHA-1 of nothing, as DCP-o-matic writes for modified-transitional-1
-  KDMs), the ``KeyIdList`` and, when asked, the ``ForensicMarkFlagList``;
+  ``AuthorizedDeviceInfo`` (what the formulation asks: see below), the ``KeyIdList`` and,
+  when asked, the ``ForensicMarkFlagList``;
 - ``AuthenticatedPrivate``: one ``xenc:EncryptedKey`` per content key, RSA-OAEP (MGF1, SHA-1)
   with the recipient's public key of the 138-byte block of ST 430-1 clause 6.2 (structure id,
   signer thumbprint, composition, key type, key id, window as two 25-character times, AES key);
@@ -17,6 +16,25 @@
   canonicalised by C14N 1.0 with comments and signed RSA-SHA256 (PKCS #1 v1.5) with the
   signer's key; ``KeyInfo`` one ``X509Data`` (issuer and serial, certificate) per certificate
   from the signer to the root (:mod:`.xml_signature`, shared with the CPL and PKL signatures).
+
+The formulations (:data:`FORMULATIONS`) are DCP-o-matic's, written as libdcp's
+``EncryptedKDM`` constructor writes them (libdcp ``src/encrypted_kdm.cc``, after ISDCF Doc 5,
+isdcf.com/papers/ISDCF-Doc5-kdm-certs.pdf): what the ``DeviceList`` of ``AuthorizedDeviceInfo``
+lists (ST 430-1 clause 5: the devices the recipient may pass keys to), and whether
+``ContentAuthenticator`` (ST 430-1: base64 of the ST 430-2 certificate thumbprint of the
+content signer's leaf, here the KDM signer's, as libdcp writes it) is present:
+
+- ``modified-transitional-1``: the "assume trust" thumbprint (base64 of SHA-1 of nothing);
+  no ContentAuthenticator;
+- ``multiple-modified-transitional-1``: the trusted devices' thumbprints (none given: the
+  "assume trust" one); no ContentAuthenticator;
+- ``dci-any``: the "assume trust" thumbprint; a ContentAuthenticator;
+- ``dci-specific``: the trusted devices' thumbprints (none given: "assume trust"); a
+  ContentAuthenticator.
+
+libdcp lists the trusted devices without the recipient's own thumbprint for the "specific"
+formulations (its note: a reading of the standard would add the recipient's, but a working KDM
+of a real installation does not, nor does another maker's); so does cinegpu.
 
 Elements in the order of the ST 430-3 and ST 430-1 schemas. The canonical form is
 :func:`.xml_c14n.canonical_xml`, the one :func:`.kdm.check_signature` checks with, and every
@@ -65,12 +83,19 @@ from cinegpu.media.security.xml_signature import (
     sign_info,
 )
 
-__all__ = ["ASSUME_TRUST", "FORENSIC_FLAGS", "composition_keys", "make_kdm", "parse_time"]
+__all__ = ["ASSUME_TRUST", "FORENSIC_FLAGS", "FORMULATIONS", "composition_keys", "device_thumbprint",
+           "make_kdm", "parse_time"]
 
 MESSAGE_TYPE = "http://www.smpte-ra.org/430-1/2006/KDM#kdm-key-type"
 KEY_TYPE_SCOPE = "http://www.smpte-ra.org/430-1/2006/KDM#kdm-key-type"
 #: the "assume trust" device thumbprint: base64 of SHA-1 of nothing
 ASSUME_TRUST = "2jmj7l5rSw0yVb/vlWAYkK/YBwk="
+#: DCP-o-matic's KDM formulations (libdcp's ``Formulation``): whether the DeviceList names the
+#: trusted devices ("specific", "multiple") and whether ContentAuthenticator is written ("dci")
+FORMULATIONS = {"modified-transitional-1": (False, False), "multiple-modified-transitional-1": (True, False),
+                "dci-any": (False, True), "dci-specific": (True, True)}
+#: an ST 430-2 certificate thumbprint as a DeviceList writes it: base64 of 20 bytes
+_THUMBPRINT = re.compile(r"[A-Za-z0-9+/]{27}=")
 #: ST 430-1's forensic marking flags, by what they switch off
 FORENSIC_FLAGS = {"picture": "http://www.smpte-ra.org/430-1/2006/KDM#mrkflg-picture-disable",
                   "audio": "http://www.smpte-ra.org/430-1/2006/KDM#mrkflg-audio-disable"}
@@ -85,14 +110,17 @@ TIME_CHARS = 25
 def make_kdm(*, cpl_id: str, content_title: str, keys, recipient, signer_key, signer_chain,
              not_before: datetime, not_after: datetime, annotation: str | None = None,
              issue_date: datetime | None = None, message_id: str | None = None,
-             trusted_devices=(), forensic_flags=(), path=None) -> bytes:
+             trusted_devices=(), forensic_flags=(), formulation: str | None = None, path=None) -> bytes:
     """A signed KDM (the XML document's bytes, UTF-8) giving ``keys`` (``TrackKey``-like: key
     type, key id, 16-byte key) of composition ``cpl_id`` to the holder of ``recipient``'s
     private key (an X.509 certificate), from ``not_before`` to ``not_after`` (datetimes, kept
     to the second in their own offset; naive ones are UTC).  ``signer_chain`` is the signer's
     certificates leaf first up to the root (:func:`.certificates.order_chain`), ``signer_key``
-    the leaf's RSA private key.  ``trusted_devices``: certificates whose thumbprints go into
-    the ``DeviceList`` (none: the assume-trust thumbprint); ``forensic_flags``: keys of
+    the leaf's RSA private key.  ``trusted_devices``: certificates, or their ST 430-2
+    thumbprints (base64, 28 characters), for the ``DeviceList``; ``formulation``: one of
+    :data:`FORMULATIONS` (None: multiple-modified-transitional-1 when trusted devices are
+    given, else modified-transitional-1, which write the same when none are); the
+    formulations without a device list refuse trusted devices.  ``forensic_flags``: keys of
     :data:`FORENSIC_FLAGS` or the flags' URIs.  ``path`` names the KDM being made in errors.
     :class:`~.errors.KdmRefused` says what does not hold: a window that ends before it starts
     or lies outside the recipient's or the signer's certificates, a key that does not match
@@ -112,10 +140,11 @@ def make_kdm(*, cpl_id: str, content_title: str, keys, recipient, signer_key, si
     keys = tuple(keys)
     _check_keys(keys, path)
     cpl = _uuid(cpl_id, path, "the composition id")
+    devices, authenticator = _devices(formulation, tuple(trusted_devices), leaf, path)
     root = _document(cpl, content_title, keys, recipient, chain, not_before, not_after,
                      annotation if annotation is not None else content_title,
                      _second(issue_date or now), message_id or str(uuid.uuid4()),
-                     tuple(trusted_devices), tuple(FORENSIC_FLAGS.get(f, f) for f in forensic_flags))
+                     devices, tuple(FORENSIC_FLAGS.get(f, f) for f in forensic_flags), authenticator)
     blocks = [_key_block(certificate_thumbprint(leaf), cpl, k, not_before, not_after) for k in keys]
     _encrypt(root, blocks, public)
     _sign(root, signer_key, chain)
@@ -184,6 +213,36 @@ def parse_time(text: str, now: datetime) -> datetime:
     return _second(d)
 
 
+def device_thumbprint(device, path=None) -> str:
+    """A ``DeviceList`` entry: the ST 430-2 certificate thumbprint (base64 of the SHA-1 of the
+    signed part, 28 characters) of ``device``, a certificate, or ``device`` itself when it is
+    such a thumbprint already (a string); :class:`~.errors.KdmRefused` for any other string."""
+    if isinstance(device, str):
+        text = device.strip()
+        if not _THUMBPRINT.fullmatch(text):
+            raise KdmRefused(path, f"trusted device {text[:60]!r} is not a certificate thumbprint (base64 of "
+                                   f"20 bytes, 28 characters ending in '=')")
+        return text
+    return base64.b64encode(certificate_thumbprint(device)).decode("ascii")
+
+
+def _devices(formulation, trusted: tuple, leaf, path) -> tuple[tuple[str, ...], str | None]:
+    """The ``DeviceList``'s thumbprints and the ``ContentAuthenticator`` (or None) of
+    ``formulation`` (:data:`FORMULATIONS`; libdcp's table in the module's docstring)."""
+    if formulation is None:
+        formulation = "multiple-modified-transitional-1" if trusted else "modified-transitional-1"
+    if formulation not in FORMULATIONS:
+        raise KdmRefused(path, f"formulation {formulation!r} is none of {', '.join(FORMULATIONS)}")
+    specific, dci = FORMULATIONS[formulation]
+    if trusted and not specific:
+        raise KdmRefused(path, f"a {formulation} KDM lists no trusted device (its DeviceList is the "
+                               f"'assume trust' thumbprint): ask for multiple-modified-transitional-1 "
+                               f"or dci-specific")
+    devices = tuple(dict.fromkeys(device_thumbprint(d, path) for d in trusted)) or (ASSUME_TRUST,)
+    authenticator = base64.b64encode(certificate_thumbprint(leaf)).decode("ascii") if dci else None
+    return devices, authenticator
+
+
 # -- checks ------------------------------------------------------------------------------------
 def _second(d: datetime) -> datetime:
     """``d`` to the second, aware (naive: UTC), in an offset of whole minutes (ST 430-1 writes
@@ -233,7 +292,7 @@ def _check_keys(keys, path) -> None:
 
 # -- the document ------------------------------------------------------------------------------
 def _document(cpl, title, keys, recipient, chain, not_before, not_after, annotation, issued,
-              message_id, trusted, flags):
+              message_id, thumbprints, flags, authenticator):
     """The message without its encrypted keys and signature values: ST 430-3's
     ``DCinemaSecurityMessage`` with ST 430-1's required extensions."""
 
@@ -252,14 +311,15 @@ def _document(cpl, title, keys, recipient, chain, not_before, not_after, annotat
     _sub(who, _kdm("X509SubjectName"), dn_string(recipient.subject))
     _sub(ext, _kdm("CompositionPlaylistId"), f"urn:uuid:{cpl}")
     _sub(ext, _kdm("ContentTitleText"), title)
+    if authenticator is not None:
+        _sub(ext, _kdm("ContentAuthenticator"), authenticator)
     _sub(ext, _kdm("ContentKeysNotValidBefore"), _iso(not_before))
     _sub(ext, _kdm("ContentKeysNotValidAfter"), _iso(not_after))
     devices = _sub(ext, _kdm("AuthorizedDeviceInfo"))
     _sub(devices, _kdm("DeviceListIdentifier"), f"urn:uuid:{uuid.uuid4()}")
     _sub(devices, _kdm("DeviceListDescription"), _device_description(recipient))
     device_list = _sub(devices, _kdm("DeviceList"))
-    for thumbprint in ([base64.b64encode(certificate_thumbprint(c)).decode("ascii") for c in trusted]
-                       or [ASSUME_TRUST]):
+    for thumbprint in thumbprints:
         _sub(device_list, _kdm("CertificateThumbprint"), thumbprint)
     id_list = _sub(ext, _kdm("KeyIdList"))
     for k in keys:

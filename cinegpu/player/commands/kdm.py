@@ -7,6 +7,12 @@
   CHAIN.pem --not-before T --not-after T -o KDM.xml``: a signed KDM giving the keys of a
   composition's encrypted assets (from the key file of :mod:`cinegpu.media.security.content_keys`) to
   one recipient (:func:`cinegpu.media.security.kdm_write.make_kdm`), written whole or not at all;
+  ``--screens SCREENS.csv -o DIR [--zip]`` instead of ``--recipient``: one KDM per screen of the
+  CSV (:mod:`cinegpu.media.security.screens`: its columns, DCP-o-matic's file names), all made
+  and checked before the folder is written, whole or not at all; ``--dkdm DKDM.xml --dkdm-key
+  KEY.pem`` instead of ``--keys``: the keys out of a DKDM (:mod:`cinegpu.media.security.dkdm`),
+  the composition its, the window inside its; ``--formulation`` one of DCP-o-matic's
+  (:data:`cinegpu.media.security.kdm_write.FORMULATIONS`: what the DeviceList lists);
 - ``kdm chain -o DIR``: a new ST 430-2 certificate chain and its leaf's private key, to sign
   KDMs with (or to stand for a recipient in tests).
 
@@ -25,8 +31,10 @@ from cinegpu.media.files import replace_atomically
 from cinegpu.media.package.read import read_cpl
 from cinegpu.media.security.certificates import dn_string, make_chain, order_chain, read_certificates, write_chain
 from cinegpu.media.security.content_keys import read_key_file
+from cinegpu.media.security.dkdm import check_inside, open_dkdm
 from cinegpu.media.security.kdm import check_chain, check_signature, decrypt_keys, load_private_key, read_kdm
-from cinegpu.media.security.kdm_write import composition_keys, make_kdm, parse_time
+from cinegpu.media.security.kdm_write import FORMULATIONS, composition_keys, make_kdm, parse_time
+from cinegpu.media.security.screens import read_screens, write_kdm_folder
 
 from .args import UsageError, one_line_text
 
@@ -48,33 +56,64 @@ def register(subparsers) -> None:
 
 
 def _register_make(sub) -> None:
-    m = sub.add_parser("make", help="make a signed KDM giving a composition's content keys to one recipient",
-                       description="Make a SMPTE KDM (ST 430-1 in an ST 430-3 message) for every encrypted "
-                                   "asset of a CPL, signed with a certificate chain (see 'kdm chain'). "
+    m = sub.add_parser("make", help="make signed KDMs giving a composition's content keys to one recipient "
+                                    "or to every screen of a CSV",
+                       description="Make SMPTE KDMs (ST 430-1 in an ST 430-3 message) for every encrypted "
+                                   "asset of a CPL, signed with a certificate chain (see 'kdm chain'): for one "
+                                   "--recipient into the file -o, or for each screen of --screens into the new "
+                                   "folder -o. The keys come from the content key file (--keys) or from a DKDM "
+                                   "(--dkdm with --dkdm-key): a KDM to your own certificate, made with "
+                                   "'kdm make --recipient MY_CERT.pem'. "
                                    "Times: ISO 8601 (2026-12-01T20:00:00+01:00; without an offset a time "
                                    "is UTC; a date alone is its midnight UTC), 'now', or now plus or minus "
                                    "an amount: +7d, +12h, --not-before=-30m (units s, m, h, d, w; a negative amount after '=').")
-    m.add_argument("--cpl", type=Path, required=True, help="the composition playlist (CPL .xml)")
-    m.add_argument("--keys", type=Path, required=True,
-                   help="the content key file (mode 600; one 'TYPE urn:uuid:KEYID HEXKEY' a line, as "
-                        "cinegpu.media.security.content_keys writes it)")
-    m.add_argument("--recipient", type=Path, required=True,
-                   help="the recipient's certificate (PEM; a chain in it: its leaf), e.g. a projector's")
+    m.add_argument("--cpl", type=Path, default=None,
+                   help="the composition playlist (CPL .xml); optional with --dkdm (then the DKDM's "
+                        "composition, title and keys)")
+    source = m.add_mutually_exclusive_group(required=True)
+    source.add_argument("--keys", type=Path, default=None,
+                        help="the content key file (mode 600; one 'TYPE urn:uuid:KEYID HEXKEY' a line, as "
+                             "cinegpu.media.security.content_keys writes it)")
+    source.add_argument("--dkdm", type=Path, default=None,
+                        help="a DKDM (a KDM to your own certificate) to take the content keys from instead "
+                             "of --keys; the new KDMs are for its composition and their window must lie "
+                             "inside its window")
+    m.add_argument("--dkdm-key", type=Path, default=None, metavar="KEY",
+                   help="the DKDM recipient's RSA private key (PEM, unencrypted, mode 600): opens --dkdm")
+    who = m.add_mutually_exclusive_group(required=True)
+    who.add_argument("--recipient", type=Path, default=None,
+                     help="the recipient's certificate (PEM; a chain in it: its leaf), e.g. a projector's")
+    who.add_argument("--screens", type=Path, default=None, metavar="SCREENS.csv",
+                     help="a CSV of screens, one KDM each: a header row naming the columns cinema, screen, "
+                          "certificate (the screen's leaf certificate: a PEM file's path relative to the "
+                          "CSV's folder, or the PEM inline in a quoted cell) and optionally "
+                          "trusted_devices (';'-separated certificate thumbprints, base64 of 20 bytes, or "
+                          "PEM paths); KDMs named as DCP-o-matic names them, KDM_<title>_<cinema>_<screen>.xml")
     m.add_argument("--signer-key", type=Path, required=True,
                    help="the signer's RSA private key (PEM, unencrypted): the chain's leaf's")
     m.add_argument("--signer-chain", type=Path, required=True,
                    help="the signer's certificates: leaf, intermediates and root (PEM, in any order)")
     m.add_argument("--not-before", required=True, metavar="TIME", help="the keys' first valid time")
     m.add_argument("--not-after", required=True, metavar="TIME", help="the keys' last valid time")
-    m.add_argument("-o", "--output", type=Path, required=True, help="the KDM to write (.xml)")
+    m.add_argument("-o", "--output", type=Path, required=True,
+                   help="the KDM to write (.xml); with --screens a new (or empty) folder for the KDMs")
+    m.add_argument("--zip", action="store_true",
+                   help="with --screens: one ZIP per cinema (KDM_<title>_<cinema>.zip) holding its "
+                        "screens' KDMs, instead of the KDMs themselves")
+    m.add_argument("--formulation", choices=tuple(FORMULATIONS), default=None,
+                   help="the KDM's formulation, as DCP-o-matic offers them (default modified-transitional-1; "
+                        "multiple-modified-transitional-1 when trusted devices are given): the DeviceList is "
+                        "the 'assume trust' thumbprint (modified-transitional-1, dci-any) or the trusted "
+                        "devices' (multiple-modified-transitional-1, dci-specific); the dci ones add a "
+                        "ContentAuthenticator")
     m.add_argument("--annotation", type=one_line_text, default=None,
                    help="the KDM's AnnotationText (default: the CPL's title)")
     m.add_argument("--trusted-device", type=Path, action="append", default=[], metavar="CERT",
-                   help="a trusted device's certificate (PEM) for the DeviceList; repeatable "
-                        "(none: the 'assume trust' thumbprint, as DCP-o-matic writes)")
+                   help="a trusted device's certificate (PEM) for the DeviceList; repeatable; with "
+                        "--recipient only (a screen's are in the CSV)")
     m.add_argument("--disable-forensic-marking", action="append", default=[], choices=("picture", "audio"),
                    help="ask the server not to forensically mark the picture or the audio")
-    m.add_argument("--force", action="store_true", help="replace an existing output file")
+    m.add_argument("--force", action="store_true", help="replace an existing output file (not a folder)")
     m.set_defaults(run=run_make)
 
 
@@ -101,20 +140,81 @@ def run_make(args) -> int:
         not_before, not_after = parse_time(args.not_before, now), parse_time(args.not_after, now)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    if not args.force and (args.output.exists() or args.output.is_symlink()):
-        raise UsageError(f"{args.output} exists already (--force replaces it)")
-    cpl = read_cpl(args.cpl)
-    keys = composition_keys(cpl, read_key_file(args.keys), args.keys)
-    recipient = order_chain(read_certificates(args.recipient), args.recipient)[0]
+    _check_make_args(args)
+    title, cpl_id, keys = _content(args, not_before, not_after)
     chain = order_chain(read_certificates(args.signer_chain), args.signer_chain)
+    common = dict(cpl_id=cpl_id, content_title=title, keys=keys, signer_key=load_private_key(args.signer_key),
+                  signer_chain=chain, not_before=not_before, not_after=not_after, annotation=args.annotation,
+                  forensic_flags=args.disable_forensic_marking, formulation=args.formulation)
+    if args.screens is not None:
+        return _make_for_screens(args, common)
+    recipient = order_chain(read_certificates(args.recipient), args.recipient)[0]
     trusted = [order_chain(read_certificates(p), p)[0] for p in args.trusted_device]
-    data = make_kdm(cpl_id=cpl.id, content_title=cpl.title, keys=keys, recipient=recipient,
-                    signer_key=load_private_key(args.signer_key), signer_chain=chain,
-                    not_before=not_before, not_after=not_after, annotation=args.annotation,
-                    trusted_devices=trusted, forensic_flags=args.disable_forensic_marking, path=args.output)
+    data = make_kdm(recipient=recipient, trusted_devices=trusted, path=args.output, **common)
     replace_atomically(args.output, data, "KDM", overwrite=args.force)
-    print(f"{args.output}: KDM for {cpl.title or cpl.id} ({len(keys)} keys) to {dn_string(recipient.subject)}, "
+    print(f"{args.output}: KDM for {title or cpl_id} ({len(keys)} keys) to {dn_string(recipient.subject)}, "
           f"valid {not_before.isoformat()} to {not_after.isoformat()}")
+    return 0
+
+
+def _check_make_args(args) -> None:
+    """The options that go together (argparse's groups say which exclude each other)."""
+    if args.dkdm is not None and args.dkdm_key is None:
+        raise UsageError("--dkdm needs --dkdm-key, the private key of the DKDM's recipient")
+    if args.dkdm is None and args.dkdm_key is not None:
+        raise UsageError("--dkdm-key opens a DKDM: give --dkdm too")
+    if args.dkdm is None and args.cpl is None:
+        raise UsageError("--cpl is needed with --keys (a DKDM names its composition; a key file may not)")
+    if args.screens is not None and args.trusted_device:
+        raise UsageError("with --screens, give each screen's trusted devices in the CSV's trusted_devices "
+                         "column, not --trusted-device")
+    if args.screens is None and args.zip:
+        raise UsageError("--zip packs the KDMs of --screens, one ZIP per cinema")
+    if args.screens is None and not args.force and (args.output.exists() or args.output.is_symlink()):
+        raise UsageError(f"{args.output} exists already (--force replaces it)")
+    out = args.output
+    if args.screens is not None and (out.is_symlink() or (out.exists() and (not out.is_dir() or any(out.iterdir())))):
+        raise UsageError(f"{out} exists already: name a new folder (or an empty one) for the KDMs")
+    if args.formulation in ("modified-transitional-1", "dci-any") and args.trusted_device:
+        raise UsageError(f"a {args.formulation} KDM lists no trusted device: ask for "
+                         f"multiple-modified-transitional-1 or dci-specific")
+
+
+def _content(args, not_before, not_after) -> tuple:
+    """The composition's title and id, and the keys to give: from the key file and the CPL, or
+    from the DKDM (its composition; the CPL, when given, must be it), the window inside the DKDM's."""
+    cpl = read_cpl(args.cpl) if args.cpl is not None else None
+    if args.dkdm is None:
+        return cpl.title, cpl.id, composition_keys(cpl, read_key_file(args.keys), args.keys)
+    dkdm = open_dkdm(args.dkdm, load_private_key(args.dkdm_key))
+    check_inside(dkdm, not_before, not_after)
+    if cpl is None:
+        return dkdm.content_title, dkdm.cpl_id, list(dkdm.keys)
+    if cpl.id != dkdm.cpl_id:
+        raise KdmRefused(args.dkdm, f"the DKDM is for composition {dkdm.cpl_id}, not {cpl.id} ({args.cpl})")
+    return cpl.title, cpl.id, composition_keys(cpl, dkdm.key_file(), args.dkdm)
+
+
+def _make_for_screens(args, common: dict) -> int:
+    """One KDM per screen of the CSV, all made (each read back and checked by ``make_kdm``)
+    before any is written, then written whole into the folder or not at all."""
+    screens = read_screens(args.screens)
+    made = []
+    for screen in screens:
+        try:
+            data = make_kdm(recipient=screen.certificate, trusted_devices=screen.trusted_devices,
+                            path=args.screens, **common)
+        except MediaError as exc:
+            raise type(exc)(args.screens, f"{screen.where()}: {exc.reason}") from None
+        made.append((screen, data))
+    title = common["content_title"] or ""
+    written = write_kdm_folder(args.output, made, title, zip_by_cinema=args.zip)
+    for path in written:
+        print(path)
+    print(f"{args.output}: {len(made)} KDMs for {title or common['cpl_id']} ({len(common['keys'])} keys) to "
+          f"{len(screens)} screens of {len({s.cinema for s in screens})} cinemas"
+          f"{' in ' + str(len(written)) + ' ZIPs' if args.zip else ''}, valid "
+          f"{common['not_before'].isoformat()} to {common['not_after'].isoformat()}")
     return 0
 
 
@@ -159,6 +259,7 @@ def run(args) -> int:
         "recipient": {"subject": kdm.recipient_subject, "issuer": kdm.recipient_issuer,
                       "serial": kdm.recipient_serial},
         "key_ids": [{"type": t.key_type, "id": t.key_id} for t in kdm.key_ids],
+        "device_list": list(kdm.device_thumbprints), "content_authenticator": kdm.content_authenticator,
         "forensic_mark_flags": list(kdm.forensic_flags),
         "signature": signature, "chain": list(chain.subjects),
         "problems": problems,
@@ -186,6 +287,10 @@ def _print(r: dict) -> None:
         print(f"  {'recipient':<12} {r['recipient']['subject']}")
     for k in r["key_ids"]:
         print(f"  {'key id':<12} {k['type']} {k['id']}")
+    for t in r["device_list"]:
+        print(f"  {'device':<12} {t}")
+    if r["content_authenticator"]:
+        print(f"  {'authenticator':<12} {r['content_authenticator']}")
     print(f"  {'signature':<12} {r['signature'] or 'does not hold'}")
     for depth, subject in enumerate(r["chain"]):
         print(f"  {'chain' if depth == 0 else '':<12} {'  ' * depth}{subject}")

@@ -35,6 +35,7 @@ from cinegpu.media.security.content_keys import KeyFile, TrackKey, new_track_key
 from cinegpu.media.security.kdm_write import ASSUME_TRUST, FORENSIC_FLAGS, composition_keys, make_kdm, parse_time
 from cinegpu.media.security.xml_c14n import canonical_xml
 from conftest import DCP_SAMPLES
+from helpers.kdm_build import kdm_schema
 
 LIBDCP_DCP = DCP_SAMPLES / "libdcp-encryption_test-smpte-2k-encrypted"
 LIBDCP_CPL = LIBDCP_DCP / "cpl_6affb8ee-0020-4dff-a53c-17652f6358ab.xml"
@@ -195,36 +196,10 @@ def test_element_order_and_namespaces_follow_the_schemas(made):
     assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d", t) for t in times)
 
 
-def _kdm_schema():
-    """ClairMeta's ST 430-1 KDM schema with what it imports (ST 430-3 ETM, XML-DSig, XML-Enc),
-    every import resolved to ClairMeta's own files, nothing from the network.  ClairMeta's ETM
-    schema has its UUID pattern broken over two lines ("[0-9a-fA-\\nF]"), which libxml2 refuses
-    to compile: joined here, as the standard prints it."""
-    clairmeta = pytest.importorskip("clairmeta", reason="ClairMeta (a test dependency) is not installed")
-    from lxml import etree
-
-    xsd = Path(clairmeta.__file__).parent / "xsd"
-
-    class Local(etree.Resolver):
-        def resolve(self, url, pubid, context):
-            name = url.rsplit("/", 1)[-1]
-            if name == "SMPTE-430-3-2006-ETM.xsd":
-                text = (xsd / name).read_text(encoding="utf-8")
-                fixed = re.sub(r"A-\s*\nF", "A-F", text)
-                return self.resolve_string(fixed, context)
-            if (xsd / name).is_file():
-                return self.resolve_filename(str(xsd / name), context)
-            raise AssertionError(f"the schemas import {url}, which is not in ClairMeta's xsd folder")
-
-    parser = etree.XMLParser(no_network=True)
-    parser.resolvers.add(Local())
-    return etree.XMLSchema(etree.parse(str(xsd / "SMPTE-430-1-2006-KDM.xsd"), parser))
-
-
 def test_the_kdm_validates_against_the_etm_and_kdm_schemas(made, signer, recipient):
     from lxml import etree
 
-    schema = _kdm_schema()
+    schema = kdm_schema()
     flagged = _make(signer, recipient, _keys("MDIK"), forensic_flags=["picture", "audio"],
                     trusted_devices=[recipient.leaf])
     for data in (made[1], flagged):

@@ -23,7 +23,7 @@ from cinegpu.media.sound.composition import open_composition_sound
 from cinegpu.media.source import open_source
 from cinegpu.media.subtitles.documents import composition_subtitles
 from helpers.cli import cinegpu
-from helpers.encrypted_dcp import SUBTITLE_TEXT, key_lines, make_dcp
+from helpers.encrypted_dcp import SUBTITLE_TEXT, make_dcp, no_key_in
 from helpers.encrypted_dcp import frames as encrypted_frames
 from helpers.kdm_build import make_chain, make_kdm, make_recipient
 
@@ -62,12 +62,6 @@ def kdm_for(w, **kw) -> bytes:
                 title=w["enc"].title, keys=w["keys"], not_before=NB, not_after=NA)
     args.update(kw)
     return make_kdm(**args)
-
-
-def no_key_in(w, *texts) -> None:
-    for t in texts:
-        for hexkey in key_lines(w["enc"]):
-            assert hexkey not in t
 
 
 def test_the_encrypted_package_holds_no_clear_essence(world):
