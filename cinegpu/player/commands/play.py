@@ -184,8 +184,9 @@ def _frame_source(media, s: PlaySettings):
     two eyes joined take half the workers each."""
 
     def make(view, share):
-        if s.processes:
-            workers = None if s.workers is None else max(1, int(s.workers * share))
+        if s.processes:     # the pipeline's default: a process a core but one
+            workers = None if s.workers is None and share == 1 else \
+                max(1, int((s.workers or usable_cores() - 1) * share))
             return PipelineSource(view, backend=s.backend, colour=s.colour, primaries=s.primaries,
                                   workers=workers, auto_resolution=s.auto_resolution)
         workers = max(1, int((s.workers or min(8, usable_cores())) * share))

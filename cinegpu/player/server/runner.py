@@ -27,6 +27,7 @@ import threading
 
 import uvicorn
 
+from cinegpu.decode.cpus import usable_cores
 from cinegpu.decode.shm import unlink_own
 from cinegpu.interop import TARGETS, choose_target
 from cinegpu.interop.window import open_window
@@ -163,7 +164,8 @@ def make_engine(settings: ServeSettings, library, window):
 
     def make_view_source(view, share):
         if p.processes:     # a shutdown does not wait for the workers to start
-            workers = None if p.workers is None else max(1, int(p.workers * share))
+            workers = None if p.workers is None and share == 1 else \
+                max(1, int((p.workers or usable_cores() - 1) * share))
             return PipelineSource(view, backend=p.backend, colour=p.colour, primaries=p.primaries,
                                   workers=workers, cancelled=lambda: engine.quitting)
         n = max(1, int((p.workers or 2) * share))
