@@ -46,6 +46,7 @@ from cinegpu.media.images.colour import COLORSPACES, SAMPLINGS
 from cinegpu.media.images.frames import ImageFrames, image_area, list_frames, max_input_size
 from cinegpu.media.package.cpl_metadata import CplMetadata
 from cinegpu.media.package.dcp_write import check_key_path, check_reels, reels_of_length
+from cinegpu.media.package.interop_write import INTEROP_RATES, check_interop_sound
 from cinegpu.media.security.package_signature import Signer, check_signer
 from cinegpu.media.sound.inputs import SoundInput
 from cinegpu.media.subtitles.write import TimedTextAsset
@@ -106,7 +107,9 @@ class Picture:
     ``fps``: the edit rate (frames/s, kept as a Fraction); ``bitrate``: the target in Mbit/s
     (None: for a DCP the safe level :data:`dci.FRAME_BITRATE_SAFE`, for IMF the profile's
     default; :meth:`bitrate_warning` above the safe level); ``colorspace``: what the input holds
-    (:data:`.colour.COLORSPACES`).  ValueError when made with values no package takes."""
+    (:data:`.colour.COLORSPACES`); ``standard``: a DCP's, ``smpte`` or ``interop`` (an Interop
+    DCP, :mod:`.interop_write`: 24 or 48 fps, 2D, in the clear).  ValueError when made with
+    values no package takes."""
 
     format: str = "dcp"
     profile: str = "2k"
@@ -119,10 +122,15 @@ class Picture:
     lossless: bool = False
     sampling: str = "rgb"
     stereoscopic: bool = False
+    standard: str = "smpte"
 
     def __post_init__(self):
         rate = Fraction(self.fps)
+        if self.standard not in ("smpte", "interop"):
+            raise ValueError(f"standard must be smpte or interop, got {self.standard!r}")
         if self.format == "imf":
+            if self.standard != "smpte":
+                raise ValueError("--standard interop is for DCPs (an IMF package is SMPTE ST 2067)")
             if self.stereoscopic:
                 raise ValueError("--stereo is for DCPs: stereoscopic IMF packages are not "
                                  "supported yet")
@@ -153,6 +161,13 @@ class Picture:
         if self.stereoscopic and p is not dci.DCI_2K:
             raise ValueError("--stereo: DCI defines stereoscopic DCPs in 2K only (a 4K DCP is "
                              "2D); master 3D with --profile 2k")
+        if self.interop:           # Interop: asdcplib's MXF Interop, the PROTO-ASDCP documents
+            if rate not in INTEROP_RATES:
+                raise ValueError(f"an Interop DCP runs at 24 or 48 fps, not {self.fps}: "
+                                 "master SMPTE (the default) for other rates")
+            if self.stereoscopic:
+                raise ValueError("--stereo with --standard interop: 3D Interop DCPs are not "
+                                 "written; master 3D as SMPTE (the default)")
 
     def bitrate_warning(self) -> str | None:
         """The warning for a DCP ``bitrate`` above the safe level (:data:`dci.FRAME_BITRATE_SAFE`,
@@ -166,6 +181,11 @@ class Picture:
                 f"default{coded}): cinegpu info and libdcp warn above {safe}, ClairMeta above "
                 f"an average of 245, and asdcplib refuses an encrypted picture above {cap} "
                 f"Mbit/s once the encryption's bytes count")
+
+    @property
+    def interop(self) -> bool:
+        """Whether the DCP is an Interop one (:mod:`.interop_write`), else SMPTE."""
+        return self.standard == "interop"
 
     @property
     def imf(self) -> bool:
@@ -197,7 +217,11 @@ class Picture:
                     subtitles=None) -> None:
         """ValueError unless this picture's package can hold ``reels`` reels (or reels of
         ``reel_length`` seconds), encryption and ``subtitles``: an IMF package is one segment
-        in the clear, without subtitles so far (:func:`check_imf`); a DCP holds them all."""
+        in the clear, without subtitles so far (:func:`check_imf`); an Interop DCP is in the
+        clear; an SMPTE DCP holds them all."""
+        if self.interop and encrypted:
+            raise ValueError("--encrypt with --standard interop: encrypted Interop DCPs are not "
+                             "supported yet (master SMPTE, the default, to encrypt)")
         if not self.imf:
             return
         if encrypted or reels > 1 or reel_length is not None:
@@ -443,7 +467,20 @@ class MasterJob:
                              "an IMF CPL's are not supported yet")
         if self.protection.signer is not None and p.imf:
             raise ValueError("signed IMF packages are not written: --sign is for DCPs")
+        if p.interop:
+            self._check_interop()
         self._check_readers()
+
+    def _check_interop(self) -> None:
+        """ValueError for what an Interop DCP is not written with here: a signature, closed
+        captions, sound other than 48 kHz 5.1 (a stereo or mono mix placed in it)."""
+        if self.protection.signer is not None:
+            raise ValueError("--sign with --standard interop: signed Interop DCPs are not "
+                             "supported yet")
+        if self.composition.captions is not None:
+            raise ValueError("--captions with --standard interop: closed captions are written "
+                             "in SMPTE DCPs only")
+        check_interop_sound(self.composition.sound)
 
     def _check_readers(self) -> None:
         """ValueError where encoder processes or cluster workers must read their own frames

@@ -38,6 +38,7 @@ from cinegpu.jobs.mps import start_private_mps
 from cinegpu.jobs.write_behind import WriteBehind
 from cinegpu.media.package.dcp_write import DCPWriter, Package
 from cinegpu.media.package.imf_write import IMFWriter
+from cinegpu.media.package.interop_write import InteropDCPWriter
 
 __all__ = ["MasterFigures", "Mastered", "master"]
 
@@ -173,12 +174,17 @@ def _write(job: MasterJob, coders, coding: FrameCoding, bar) -> tuple[Package, W
 
 
 def _writer(job: MasterJob, width: int, height: int):
-    """The package's writer: :class:`.imf_write.IMFWriter`, or :class:`.dcp_write.DCPWriter`
-    with the job's reels, keys and signer (a picture of ``width`` x ``height``)."""
+    """The package's writer: :class:`.imf_write.IMFWriter`, :class:`.interop_write.
+    InteropDCPWriter` (an Interop DCP), or :class:`.dcp_write.DCPWriter` with the job's reels,
+    keys and signer (a picture of ``width`` x ``height``)."""
     p, c, rate = job.picture, job.composition, job.picture.fps
     if p.imf:
         return IMFWriter(job.out, title=c.title, edit_rate=rate, kind=c.kind, sound=job.sound)
     reels = job.reel_lengths
+    if p.interop:
+        return InteropDCPWriter(job.out, title=c.title, edit_rate=rate, aspect=(width, height),
+                                kind=c.kind, sound=job.sound, subtitles=c.subtitles,
+                                reels=reels if len(reels) > 1 else None, metadata=c.metadata)
     return DCPWriter(job.out, title=c.title, edit_rate=rate, aspect=(width, height),
                      kind=c.kind, sound=job.sound, subtitles=c.subtitles,
                      reels=reels if len(reels) > 1 else None, keys=job.protection.keys,

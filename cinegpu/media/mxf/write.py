@@ -329,6 +329,10 @@ class TrackWriter:
     OPERATIONAL_PATTERN = OP_ATOM
     #: The Preface's MXF version (ST 377-1 9.5.1): 1.2 as asdcplib writes DCPs.
     MXF_VERSION = 0x0102
+    #: A body partition pack before the essence (ST 429-3 as asdcplib writes SMPTE files: three
+    #: partitions); False: the essence follows the header partition, whose pack names BodySID 1
+    #: (asdcplib's MXF Interop: two partitions, the RIP's first pair (1, 0)).
+    BODY_PARTITION = True
     #: Threads that write the elements at their offsets (:class:`.positioned_writes.
     #: PositionedWrites`), for a subclass whose every byte between the body partition pack
     #: and the footer goes through :meth:`_append`; 0: written in the calling thread.
@@ -350,7 +354,8 @@ class TrackWriter:
         self._writes: PositionedWrites | None = None
         try:
             self.file.write(bytes(HEADER_RESERVE))
-            self.file.write(self._partition(3, HEADER_RESERVE, 0, 0, body_sid=BODY_SID))
+            if self.BODY_PARTITION:
+                self.file.write(self._partition(3, HEADER_RESERVE, 0, 0, body_sid=BODY_SID))
             if self.WRITE_THREADS:
                 self.file.flush()
                 self._body = self.file.tell()     # element k at _body + offsets[k]
@@ -398,14 +403,16 @@ class TrackWriter:
         streams = self._generic_streams()
         footer = self.file.tell()
         index = self._index_segments()
-        previous = streams[-1][1] if streams else HEADER_RESERVE
+        body = [(0, 0), (BODY_SID, HEADER_RESERVE)] if self.BODY_PARTITION else [(BODY_SID, 0)]
+        previous = streams[-1][1] if streams else body[-1][1]
         self.file.write(self._partition(4, footer, previous, footer,
                                         index_byte_count=len(index), index_sid=INDEX_SID))
         self.file.write(index)
-        self.file.write(self._rip([(0, 0), (BODY_SID, HEADER_RESERVE), *streams, (0, footer)]))
+        self.file.write(self._rip([*body, *streams, (0, footer)]))
         size = self.file.tell()
-        self.file.seek(HEADER_RESERVE)
-        self.file.write(self._partition(3, HEADER_RESERVE, 0, footer, body_sid=BODY_SID))
+        if self.BODY_PARTITION:
+            self.file.seek(HEADER_RESERVE)
+            self.file.write(self._partition(3, HEADER_RESERVE, 0, footer, body_sid=BODY_SID))
         self.file.seek(0)
         self.file.write(self._header(footer))
         self.file.close()
@@ -543,7 +550,8 @@ class TrackWriter:
             raise MediaError(self.path, f"header metadata ({len(metadata)} bytes) does not fit "
                              f"the {HEADER_RESERVE}-byte header reserve")
         fill = FILL_KEY + ber(room - 20) + bytes(room - 20)
-        pack = self._partition(2, 0, 0, footer, header_byte_count=len(metadata) + len(fill))
+        pack = self._partition(2, 0, 0, footer, header_byte_count=len(metadata) + len(fill),
+                               body_sid=0 if self.BODY_PARTITION else BODY_SID)
         out = pack + metadata + fill
         assert len(out) == HEADER_RESERVE
         return out

@@ -165,10 +165,11 @@ def _track_asset(assets, kind: str, track, track_hash: str, key_ids=None):
     return el
 
 
-def _moved_reel(r: Reel, out: Path) -> Reel:
-    """``r`` with its track files' paths in the finished folder ``out``."""
+def _moved_reel(r: Reel, out: Path, tmp: Path) -> Reel:
+    """``r`` with its track files' paths, in the partial folder ``tmp``, in the finished folder
+    ``out`` (at the same place under it: an Interop subtitle lies in a folder of its own)."""
     def moved(t):
-        return None if t is None else dataclasses.replace(t, path=out / t.path.name)
+        return None if t is None else dataclasses.replace(t, path=out / t.path.relative_to(tmp))
     return dataclasses.replace(r, picture=moved(r.picture), sound=moved(r.sound),
                                subtitle=moved(r.subtitle), caption=moved(r.caption))
 
@@ -367,6 +368,11 @@ class DCPWriter:
     TRACK_WRITER: type[PictureTrackWriter] = PictureTrackWriter
     TRACK_PREFIX = "j2c_"
     PKL_NAMESPACE = NS_PKL
+    #: The sound track file's writer; the CPL's PKL type; the asset map's and volume index's
+    #: file names (ST 429-9).
+    SOUND_WRITER: type[SoundTrackWriter] = SoundTrackWriter
+    CPL_TYPE = "text/xml"
+    ASSETMAP_NAME, VOLINDEX_NAME = "ASSETMAP.xml", "VOLINDEX.xml"
 
     def __init__(self, out, *, title: str, edit_rate=24, aspect: tuple[int, int] | None = None,
                  kind: str = "feature", issuer: str = CREATOR, sound: SoundInput | None = None,
@@ -540,21 +546,25 @@ class DCPWriter:
         pkl = self.tmp / f"pkl_{pkl_id}.xml"
         with self._writing(cpl.name):
             self._write_cpl(cpl, cpl_id, reels, aspect)
-        mxfs = [th for r in reels for th in r.tracks()]
+        assets = self._track_assets([th for r in reels for th in r.tracks()])
         with self._writing(pkl.name):
-            self._write_pkl(pkl, pkl_id, [(cpl_id, cpl, "text/xml", file_hash(cpl))] + [
-                (t.asset_id, t.path, "application/mxf", h) for t, h in mxfs])
-        with self._writing("ASSETMAP.xml"):
+            self._write_pkl(pkl, pkl_id, [(cpl_id, cpl, self.CPL_TYPE, file_hash(cpl))] + assets)
+        with self._writing(self.ASSETMAP_NAME):
             self._write_assetmap([(pkl_id, pkl, True), (cpl_id, cpl, False)] + [
-                (t.asset_id, t.path, False) for t, _ in mxfs])
-        with self._writing("VOLINDEX.xml"):
+                (aid, path, False) for aid, path, _, _ in assets])
+        with self._writing(self.VOLINDEX_NAME):
             self._write_volindex()
         self._move_into_place()
         keys, self.keys_written = self.keys_written, None       # the package owns it now
-        reels = tuple(_moved_reel(r, self.out) for r in reels)
+        reels = tuple(_moved_reel(r, self.out, self.tmp) for r in reels)
         first = reels[0]
         return Package(self.out, cpl_id, pkl_id, first.picture, self.title, first.sound,
                        first.subtitle, reels, keys, None if self.signer is None else self.signer.subject)
+
+    def _track_assets(self, tracks) -> list[tuple[uuid.UUID, Path, str, str]]:
+        """(id, file, PKL type, hash) of each asset of the reels' ``tracks`` ((track file,
+        hash) pairs): every track file ``application/mxf`` (ST 429-8 6.4, as libdcp writes it)."""
+        return [(t.asset_id, t.path, "application/mxf", h) for t, h in tracks]
 
     def _move_into_place(self) -> None:
         """Rename the finished partial folder to ``out`` (an empty ``out`` is replaced)."""
@@ -576,7 +586,7 @@ class DCPWriter:
             sid = uuid.uuid4()
             name = f"pcm_{sid}.mxf"
             with self._writing(name):
-                self.sound_writer = SoundTrackWriter(
+                self.sound_writer = self.SOUND_WRITER(
                     self.tmp / name, edit_rate=self.edit_rate, rate=s.rate, layout=s.layout,
                     language=s.language, asset_id=sid, encryption=self._encryption("sound", sid))
                 for unit in itertools.islice(units, length):

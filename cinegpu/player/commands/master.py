@@ -93,8 +93,17 @@ def register(subparsers) -> None:
                         "cue with a bad time: refused")
     p.add_argument("--subtitle-language", default=None, metavar="TAG",
                    help="language of the subtitles, an RFC 5646 tag such as fr (default: the file's, else en)")
+    p.add_argument("--captions", default=None, metavar="FILE.xml|FILE.srt",
+                   help="closed captions (SRT, Interop or SMPTE ST 428-7 XML), written as their own "
+                        "timed-text track, named in the CPL as an ST 429-12 ClosedCaption")
+    p.add_argument("--caption-language", default=None, metavar="TAG",
+                   help="language of the closed captions, an RFC 5646 tag (default: the file's, else en)")
     p.add_argument("--subtitle-font", default=None, metavar="FILE.ttf",
                    help="font embedded for the subtitles (default DejaVu Sans, which may be redistributed)")
+    p.add_argument("--standard", choices=("smpte", "interop"), default="smpte",
+                   help="DCP standard: smpte (default) or interop (older servers: asdcplib's MXF "
+                        "Interop track files, PROTO-ASDCP CPL/PKL/ASSETMAP, DCSubtitle XML with its "
+                        "font; 24 or 48 fps, 2D, in the clear, 48 kHz 5.1 sound)")
     p.add_argument("--format", choices=("dcp", "imf"), default="dcp",
                    help="package: dcp (default) or imf (ST 2067-21 App #2E: R'G'B' 4:4:4 at the "
                         "input's size up to 4096x3112, 23.976/24/25/29.97/30/50/59.94/60 fps; "
@@ -201,6 +210,9 @@ def _check_options(args) -> None:
     if args.encrypt != (args.keys is not None):
         raise ValueError("--encrypt needs --keys KEYS.txt (the file the content keys are "
                          "written to), and --keys goes with --encrypt")
+    if args.standard == "interop" and (args.encrypt or args.sign is not None):
+        raise ValueError("--encrypt and --sign with --standard interop: encrypted or signed "
+                         "Interop DCPs are not supported yet (master SMPTE, the default)")
     if args.sign is not None and (args.no_sign or args.format == "imf"):
         raise ValueError("--sign goes without --no-sign, and signs DCPs (not --format imf)")
     if len(args.input) > 1 and not args.stereo and (args.reel_length is not None or args.frames is not None):
@@ -261,7 +273,7 @@ def _job(args):
     picture = Picture(format=args.format, profile=args.profile, fps=args.fps,
                       bitrate=args.bitrate, colorspace=args.colorspace, container=args.container,
                       codec=args.codec, bits=args.bits, lossless=args.lossless,
-                      sampling=args.sampling, stereoscopic=args.stereo)
+                      sampling=args.sampling, stereoscopic=args.stereo, standard=args.standard)
     picture.check_holds(1 if args.stereo else len(args.input), args.reel_length, args.encrypt,
                         args.subtitles or None)
     if (warning := picture.bitrate_warning()) is not None:
@@ -277,6 +289,7 @@ def _job(args):
     length_or_input = length or frames.count // picture.eyes
     sound = _sound(args, picture, length_or_input, video)
     subtitles = _subtitles(args, length_or_input, args.title or "")
+    captions = _captions(args, length_or_input)
     title = args.title
     if args.isdcf is not None or (title is None and not picture.imf):
         title = _isdcf_title(args, picture, frames, sound, subtitles)
@@ -284,7 +297,7 @@ def _job(args):
             subtitles = _subtitles(args, length_or_input, title, say=False)
     composition = Composition(title=title or _input_name(args), kind=_kind(args), frames=length,
                               reels=reels, reel_length=args.reel_length, sound=sound,
-                              subtitles=subtitles, metadata=metadata)
+                              subtitles=subtitles, metadata=metadata, captions=captions)
     return MasterJob(frames, args.output, composition, picture, protection, compute)
 
 
@@ -331,8 +344,12 @@ def _video(args):
     elif args.fps != rate:
         print(f"cinegpu master: {video.path}: its {video.count} frames at {rate} fps are "
               f"mastered one for one at {args.fps} fps: {float(video.count / rate):.3f} s become "
-              f"{float(video.count / args.fps):.3f} s, its sound follows", file=sys.stderr)
+              f"{float(video.count / args.fps):.3f} s"
+              + (", its sound follows" if video.sound and not args.audio else ""), file=sys.stderr)
     args.colorspace = args.colorspace or video.colorspace
+    if not args.quiet:
+        print(f"cinegpu master: {video.path}: {video.describe()}; read as {args.colorspace}",
+              file=sys.stderr)
     return video
 
 
@@ -371,6 +388,21 @@ def _kind(args) -> str:
     return {code: kind for kind, code in KIND_TYPES.items()}.get(args.isdcf.content_type, "feature")
 
 
+def _captions(args, frames: int):
+    """The --captions track prepared for ``frames`` frames as subtitles are (its warnings
+    printed), or None."""
+    from cinegpu.media.subtitles.write import prepare_subtitles  # noqa: PLC0415  (start-up: mastering, ~0.3 s)
+    if not args.captions:
+        if args.caption_language:
+            raise ValueError("--caption-language needs --captions")
+        return None
+    captions, warnings = prepare_subtitles(args.captions, frames=frames, fps=args.fps, title=args.title or "",
+                                           language=args.caption_language, font=args.subtitle_font)
+    for warning in warnings:
+        print(f"cinegpu master: warning (captions): {warning}", file=sys.stderr)
+    return captions
+
+
 def _input_name(args) -> str:
     """The first INPUT's name (a folder's, or an image's without its suffix)."""
     first = Path(args.input[0]).resolve()
@@ -393,7 +425,7 @@ def _isdcf_title(args, picture, frames, sound, subtitles) -> str:
     if subtitles is not None and fields.subtitle_language is None:
         fields = replace(fields, subtitle_language=subtitles.language.split("-")[0])
     facts = PackageFacts(width, height, Fraction(args.fps), datetime.date.today(),
-                         stereoscopic=picture.stereoscopic,
+                         stereoscopic=picture.stereoscopic, standard="IOP" if picture.interop else "SMPTE",
                          sound_channels=0 if sound is None else len(sound.layout.inputs),
                          sound_field=None if sound is None else sound.layout.isdcf,
                          subtitles=subtitles is not None)
@@ -405,8 +437,8 @@ def _subtitles(args, frames: int, title: str, say: bool = True):
     (its warnings printed where ``say``), or None."""
     from cinegpu.media.subtitles.write import prepare_subtitles  # noqa: PLC0415  (start-up: mastering, ~0.3 s)
     if not args.subtitles:
-        if args.subtitle_language or args.subtitle_font:
-            raise ValueError("--subtitle-language and --subtitle-font need --subtitles")
+        if args.subtitle_language or (args.subtitle_font and not args.captions):
+            raise ValueError("--subtitle-language and --subtitle-font need --subtitles (the font: or --captions)")
         return None
     subtitles, warnings = prepare_subtitles(
         args.subtitles, frames=frames, fps=args.fps, title=title,
@@ -422,7 +454,8 @@ def _plan(job) -> str:
     from cinegpu.jobs.frame_encode import pick_backend  # noqa: PLC0415  (start-up: mastering, ~0.3 s)
     from cinegpu.media.package.dcp_write import encoder_name  # noqa: PLC0415  (start-up: mastering, ~0.3 s)
     p, cluster = job.picture, job.compute.cluster
-    what = f"IMF App 2E {p.bits}-bit {p.sampling}" if p.imf else f"DCI {p.profile.upper()}"
+    what = f"IMF App 2E {p.bits}-bit {p.sampling}" if p.imf else \
+        f"DCI {p.profile.upper()}" + (" Interop" if p.interop else "")
     where = f"on the cluster {cluster}" if cluster else pick_backend(job.compute.backend)
     return (f"cinegpu master: {job.input.count} input frame(s) -> {job.length} frames at "
             f"{p.fps} fps, {what}, encoder {encoder_name()} ({where})")

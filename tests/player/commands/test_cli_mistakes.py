@@ -58,6 +58,14 @@ MISTAKES = [
     (["master", "{tmp}", "{tmp}", "-o", "{tmp}/out", "--title", "T", "--stereo", "--format", "imf"],
      "stereoscopic IMF packages are not supported yet"),
     (["master", "{tmp}", "-o", "{tmp}/out", "--isdcf", "colour=red"], "--isdcf colour"),
+    (["master", "{tmp}", "-o", "{tmp}/out", "--title", "T", "--standard", "interop", "--fps", "25"],
+     "an Interop DCP runs at 24 or 48 fps, not 25"),
+    (["master", "{tmp}", "-o", "{tmp}/out", "--title", "T", "--standard", "interop", "--encrypt", "--keys",
+      "{tmp}/keys.txt"], "encrypted or signed Interop DCPs are not supported yet"),
+    (["master", "{tmp}", "{tmp}", "-o", "{tmp}/out", "--title", "T", "--standard", "interop", "--stereo"],
+     "3D Interop DCPs are not written"),
+    (["master", "{tmp}", "-o", "{tmp}/out", "--title", "T", "--standard", "interop", "--format", "imf"],
+     "--standard interop is for DCPs"),
 ]
 if not have_cuda():
     MISTAKES += [(["play", SAMPLE, "--headless", "--backend", "cuda"], "CUDA"),
