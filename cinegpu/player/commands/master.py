@@ -494,6 +494,8 @@ def _summary(package) -> str:
     sound = "" if s is None else \
         f", sound {s.layout.name} {s.channels} channels {s.rate} Hz ({sounds} bytes)"
     subs = "" if package.subtitle is None else f", subtitles ({texts} bytes)"
+    captions = sum(r.caption.size for r in reels if getattr(r, "caption", None) is not None)
+    subs += f", closed captions ({captions} bytes)" if captions else ""
     more = f" in {len(reels)} reels ({', '.join(str(r.picture.frames) for r in reels)} frames)" \
         if len(reels) > 1 else ""
     keys = "" if package.keys is None else f"; encrypted, content keys in {package.keys}"

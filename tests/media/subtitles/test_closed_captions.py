@@ -36,6 +36,7 @@ def captioned(tmp_path_factory):
                 "--captions", str(tmp / "c.srt"), "--caption-language", "en")
     if r.returncode != 0:
         pytest.fail(r.stderr)
+    assert "subtitles (" in r.stdout and "closed captions (" in r.stdout, r.stdout
     return tmp / "dcp"
 
 
