@@ -43,7 +43,7 @@ from cinegpu.media.errors import MediaError, UnsupportedMedia
 from cinegpu.media.sound.resample import MAX_RATIO, ResampledWav, resampled_length, resampler_missing
 from cinegpu.media.sound.wav import WavInfo, read_samples, read_wav_info
 
-__all__ = ["LAYOUTS", "Layout", "SoundInput", "open_sound"]
+__all__ = ["LAYOUTS", "Layout", "SoundInput", "at_track_rate", "checked_headers", "open_sound"]
 
 #: Sample rates a DCP carries (ST 428-2), Hz.
 RATES = (48000, 96000)
@@ -124,7 +124,9 @@ class SoundInput:
     None where that channel is silent (a stereo or mono mix in a 5.1 track); ``mapping``: how
     such a mix was placed, in words (None: every channel of the layout given);
     ``source_rate``: the files' rate where it is converted to ``rate`` as they are read
-    (:class:`.sound_resample.ResampledWav`; ``frames`` then counts samples at ``rate``)."""
+    (:class:`.sound_resample.ResampledWav`; ``frames`` then counts samples at ``rate``);
+    ``gain_db``: a gain in dB applied to every sample as it is read (rounded, and clipped to
+    the 24-bit range)."""
 
     files: tuple[WavInfo, ...]
     layout: Layout
@@ -134,21 +136,29 @@ class SoundInput:
     language: str | None = None
     mapping: str | None = None
     source_rate: int | None = None
+    gain_db: float = 0.0
 
     @property
     def note(self) -> str | None:
         """What was done to the sound on its way into the track, in words (None: nothing)."""
         done = ([self.mapping] if self.mapping else []) + \
             ([f"sound converted from {self.source_rate} Hz to {self.rate} Hz (libsoxr, very "
-              "high quality)"] if self.source_rate else [])
+              "high quality)"] if self.source_rate else []) + \
+            ([f"gain {self.gain_db:+g} dB"] if self.gain_db else [])
         return "; ".join(done) or None
 
     def _readers(self) -> list:
-        """Per file, a call (start, count) -> its samples at :attr:`rate` (read in order)."""
+        """Per file, a call (start, count) -> its samples at :attr:`rate` (read in order),
+        with :attr:`gain_db` applied."""
         if self.source_rate is None:
-            return [lambda start, n, info=info: read_samples(info, start, n)
-                    for info in self.files]
-        return [ResampledWav(info, self.rate).read for info in self.files]
+            readers = [lambda start, n, info=info: read_samples(info, start, n)
+                       for info in self.files]
+        else:
+            readers = [ResampledWav(info, self.rate).read for info in self.files]
+        if not self.gain_db:
+            return readers
+        factor = 10.0 ** (self.gain_db / 20.0)
+        return [lambda start, n, read=read: _gained(read(start, n), factor) for read in readers]
 
     def samples_per_frame(self, edit_rate) -> int:
         """Samples per channel in one edit unit; MediaError unless a whole number."""
@@ -250,11 +260,23 @@ class SoundInput:
                 yield raw[k * step:(k + 1) * step]
 
 
+def _gained(samples: np.ndarray, factor: float) -> np.ndarray:
+    """24-bit ``samples`` times ``factor``, rounded, clipped to the 24-bit range."""
+    top = (1 << 23) - 1
+    return np.clip(np.rint(samples * factor), -top - 1, top).astype(np.int32)
+
+
 def open_sound(paths, language: str | None = None) -> SoundInput:
     """Read and check the headers of the sound input (nothing else is read): one multichannel
     WAV or one mono WAV per channel, 6 (5.1) or 8 (7.1) channels, 48000 or 96000 Hz, mono files
     of equal rate and length; or one stereo or mono WAV, placed in a 5.1 track
     (:data:`MIXES_IN_5_1`). MediaError naming the file and the problem."""
+    return _at_track_rate(_open(checked_headers(paths, language), language))
+
+
+def checked_headers(paths, language: str | None = None) -> tuple[WavInfo, ...]:
+    """The WAV headers of ``paths``, each at a rate a track carries or converts from, and
+    ``language`` an RFC 5646 tag; MediaError naming the file and the problem."""
     paths = list(paths)
     if not paths:
         raise MediaError(None, "no sound files given")
@@ -271,7 +293,12 @@ def open_sound(paths, language: str | None = None) -> SoundInput:
                                        + (f"and converting it needs {why}" if why else
                                           f"and {CONVERT_FROM[0]} to {CONVERT_FROM[1]} Hz is "
                                           f"converted to {CONVERT_TO}"))
-    return _at_track_rate(_open(infos, language))
+    return infos
+
+
+def at_track_rate(s: SoundInput) -> SoundInput:
+    """``s`` converted to :data:`CONVERT_TO` Hz where its rate is not one a track carries."""
+    return _at_track_rate(s)
 
 
 def _at_track_rate(s: SoundInput) -> SoundInput:

@@ -43,7 +43,7 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["ABSOLUTE_GATE", "Loudness", "LoudnessMeter", "RELATIVE_GATE", "SURROUND", "channel_weights",
+__all__ = ["int24", "loudness_text", "mix_loudness", "ABSOLUTE_GATE", "Loudness", "LoudnessMeter", "RELATIVE_GATE", "SURROUND", "channel_weights",
            "interpolator", "k_weighting", "loudness_of", "oversampling"]
 
 #: Sub-block length, seconds: the hop of the gating and short-term blocks (BS.1770-4 2.8: 75 %
@@ -337,3 +337,29 @@ def loudness_of(samples: np.ndarray, rate: float, weights: Sequence[float] | Non
     for i in range(0, len(x), block):
         meter.add(x[i:i + block])
     return meter.measure()
+
+
+def int24(raw: bytes, channels: int) -> np.ndarray:
+    """24-bit little-endian signed samples, ``channels`` interleaved, as (n, channels) int32."""
+    b = np.frombuffer(raw, np.uint8).reshape(-1, 3).astype(np.int32)
+    v = b[:, 0] | (b[:, 1] << 8) | (b[:, 2] << 16)
+    return (v - ((v & 0x800000) << 1)).reshape(-1, channels)
+
+
+def mix_loudness(sound, samples: int) -> Loudness:
+    """The figures of ``samples`` sample frames of a mastering input's sound
+    (:class:`.inputs.SoundInput`, as the track carries it: mapped, converted, with its gain;
+    silence past its end), its channels weighted by their layout's labels."""
+    labels = sound.layout.inputs
+    meter = LoudnessMeter(sound.rate, len(labels), channel_weights(labels, len(labels)), float(1 << 23))
+    for raw in sound.sample_blocks(samples):
+        meter.add(int24(raw, len(labels)))
+    return meter.measure()
+
+
+def loudness_text(figures: Loudness) -> str:
+    """The figures in a line: integrated loudness, loudness range, true peak."""
+    def f(v, unit, sign=""):
+        return "n/a" if v is None else f"{v:{sign}.1f} {unit}"
+    return (f"{f(figures.integrated, 'LUFS')} integrated, range {f(figures.range, 'LU')}, "
+            f"true peak {f(figures.true_peak, 'dBTP', '+')} (ITU-R BS.1770-4, EBU R 128)")

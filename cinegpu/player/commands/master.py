@@ -26,6 +26,7 @@ from cinegpu.media.package.cpl_metadata import (
 )
 from cinegpu.media.package.isdcf import KIND_TYPES, parse_isdcf_option
 from cinegpu.media.security.package_signature import load_signer, user_signer
+from cinegpu.media.sound.channel_map import map_channels, open_mapped_sound, parse_channel_map
 from cinegpu.media.sound.inputs import open_sound
 from cinegpu.media.video import is_video
 
@@ -87,6 +88,13 @@ def register(subparsers) -> None:
                         "by more than a frame: refused")
     p.add_argument("--audio-language", default=None, metavar="TAG",
                    help="spoken language of the sound, an RFC 5646 tag such as en-US")
+    p.add_argument("--channel-map", type=_option(parse_channel_map), default=None, metavar="MAP",
+                   help="which input channel (from 1, across the --audio files in order) feeds "
+                        "each track channel: L=1,R=2,C=3,LFE=4,Ls=5,Rs=6 (a channel left out is "
+                        "silent; Lss/Rss/Lrs/Rrs make a 7.1 track), or a preset of a stem order: "
+                        "smpte, film (L C R Ls Rs LFE), dts (L R Ls Rs C LFE); DCPs only")
+    p.add_argument("--gain", type=_gain, default=0.0, metavar="DB",
+                   help="gain applied to the sound, in dB (-60 to +30; clipped at full scale)")
     p.add_argument("--subtitles", default=None, metavar="FILE.xml|FILE.srt",
                    help="subtitles (SRT, Interop or SMPTE ST 428-7 XML), written as an SMPTE timed-text "
                         "track with an embedded font. Cues past the picture's end: cut (warning); a "
@@ -158,6 +166,17 @@ def _cpl_arguments(p) -> None:
                    help=f"a reel marker ({', '.join(MARKER_LABELS)}) at a timecode of the "
                         f"composition (or a frame number), such as FFEC=00:41:12:00; repeatable. "
                         f"FFOC (frame 1) and LFOC (the last frame) are written unless given")
+
+
+def _gain(text: str) -> float:
+    """A gain in dB, -60 to +30."""
+    try:
+        db = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"want a gain in dB such as -3 or 1.5, got {text!r}") from None
+    if not -60 <= db <= 30:
+        raise argparse.ArgumentTypeError(f"a gain from -60 to +30 dB, got {text}")
+    return db
 
 
 def _option(parse):
@@ -247,7 +266,21 @@ def _run(args) -> int:
               file=sys.stderr)
         return TERMINATED
     print(_summary(package))
+    if job.sound is not None:
+        try:
+            print(_loudness(job))
+        except MediaError as exc:          # the input changed since it was written
+            print(f"cinegpu master: the sound's loudness not measured: {exc}", file=sys.stderr)
     return 0
+
+
+def _loudness(job) -> str:
+    """The line on the mix's loudness as the package carries it (its track's samples, read
+    again from the input through the same mapping, conversion and gain)."""
+    from cinegpu.media.sound.loudness import loudness_text, mix_loudness  # noqa: PLC0415  (start-up: scipy's filters)
+    sound, p = job.sound, job.picture
+    samples = sound.imf_samples(job.length, p.fps) if p.imf else job.length * sound.samples_per_frame(p.fps)
+    return f"sound: {loudness_text(mix_loudness(sound, samples))}"
 
 
 def _job(args):
@@ -363,13 +396,21 @@ def _sound(args, picture, frames: int, video=None):
                             language=args.audio_language, speed=Fraction(picture.fps) / video.rate)
     elif not args.audio:
         sound = None
+    elif args.channel_map is not None:
+        sound = open_mapped_sound(args.audio, args.audio_language, args.channel_map)
     else:
         sound = open_sound(args.audio, args.audio_language)
     if sound is None:
-        if args.audio_language:
-            raise ValueError("--audio-language needs --audio" if video is None else
-                             "--audio-language needs sound: the video file has none; give --audio")
+        if args.audio_language or args.channel_map is not None or args.gain:
+            raise ValueError("--audio-language, --channel-map and --gain need sound: give --audio"
+                             + ("" if video is None else " (the video file has none)"))
         return None
+    if args.channel_map is not None and picture.imf:
+        raise ValueError("--channel-map is for DCPs: an IMF package's sound is taken as it is")
+    if args.channel_map is not None and not args.audio:      # a video's own sound
+        sound = map_channels(sound, args.channel_map)
+    if args.gain:
+        sound = replace(sound, gain_db=args.gain)
     if picture.imf:
         sound = sound.for_imf()
     warning = (sound.fit_imf if picture.imf else sound.fit)(frames, picture.fps)

@@ -52,6 +52,8 @@ MISTAKES = [
     (["master", "{tmp}", "-o", "{tmp}/out", "--isdcf", "type=XYZ"], "--isdcf type"),
     (["master", "{tmp}", "-o", "{tmp}/out", "--title", "T", "--stereo"], "--stereo takes two INPUTs"),
     (["master", "{tmp}", "-o", "{tmp}/out", "--title", "T", "--caption-language", "en"], "--caption-language needs --captions"),
+    (["master", "{tmp}", "-o", "{tmp}/out", "--title", "T", "--gain", "40"], "a gain from -60 to +30 dB"),
+    (["master", "{tmp}", "-o", "{tmp}/out", "--title", "T", "--channel-map", "L=1,X=2"], "no channel of 5.1 or 7.1"),
     (["play", SAMPLE, "--headless", "--stereo", "anaglyph"], "the composition is 2D"),
     (["master", "{tmp}", "{tmp}", "-o", "{tmp}/out", "--title", "T", "--stereo", "--profile", "4k"],
      "stereoscopic DCPs in 2K only"),
