@@ -28,6 +28,7 @@ from cinegpu.media.package.read import (
 )
 from cinegpu.media.security.package_signature import check_package_signature
 from cinegpu.media.sound.composition import open_composition_sound
+from cinegpu.media.sound.loudness import composition_loudness, loudness_text
 from cinegpu.media.sound.track import SoundTrack
 from cinegpu.media.source import Source, kind_of, open_composition, open_mxf_source, open_sequence, open_source
 
@@ -290,7 +291,7 @@ def signature_text(path) -> str:
         return f"signature not checked: {exc.reason}"
 
 
-def package_report(pkg: Package) -> list[str]:
+def package_report(pkg: Package, loudness: bool = False) -> list[str]:
     """The lines ``cinegpu info`` prints for a package; a MediaError when a CPL that a packing
     list names is missing (the package cannot be described whole)."""
 
@@ -316,7 +317,7 @@ def package_report(pkg: Package) -> list[str]:
         except MediaError as exc:
             out.append(f"  picture: not readable: {exc}")
             continue
-        out += composition_sound_lines(comp, source)
+        out += composition_sound_lines(comp, source, loudness)
     return out
 
 
@@ -330,8 +331,9 @@ def sound_text(t: SoundTrack) -> str:
             + (f", {d.channel_assignment}" if d.channel_assignment else "") + labels)
 
 
-def composition_sound_lines(comp: Composition, source: Source) -> list[str]:
-    """The composition's sound as played beside its picture, and what is wrong with it."""
+def composition_sound_lines(comp: Composition, source: Source, loudness: bool = False) -> list[str]:
+    """The composition's sound as played beside its picture, and what is wrong with it; with
+    ``loudness``, its loudness (:func:`.sound.loudness.composition_loudness`)."""
 
     try:
         sound = open_composition_sound(source)
@@ -343,19 +345,22 @@ def composition_sound_lines(comp: Composition, source: Source) -> list[str]:
         lines = [f"  sound: {sound.summary()}"]
         if sound.config:
             lines.append(f"    CPL MainSoundConfiguration {sound.config}")
+        if loudness:
+            lines.append(f"    loudness: {loudness_text(composition_loudness(sound))}")
         return lines + [f"    warning: {w}" for w in sound.warnings]
     finally:
         sound.close()
 
 
-def describe(path, ov=()) -> str:
+def describe(path, ov=(), loudness: bool = False) -> str:
     """What ``path`` holds, as lines of text; ``ov``: original-version packages that resolve a
-    supplemental package's assets (:func:`.package.resolve_from_ov`)."""
+    supplemental package's assets (:func:`.package.resolve_from_ov`); ``loudness``: each
+    composition's sound measured too (read whole: ITU-R BS.1770-4)."""
     p = Path(path)
     kind = kind_of(p)
     if kind == "folder":
         if find_assetmap(p) is not None:
-            return "\n".join(package_report(read_package(p, ov=ov)))
+            return "\n".join(package_report(read_package(p, ov=ov), loudness))
         with open_sequence(p) as seq:
             files = seq.spans[0].track.files  # type: ignore[attr-defined]
             return "\n".join([f"J2K sequence: {p}, {seq.frame_count} frames "
@@ -373,5 +378,5 @@ def describe(path, ov=()) -> str:
             return "\n".join([f"codestream: {p}"] + picture_lines(src))
     root = parse_xml(p)
     if local(root) in ("AssetMap", "PackingList", "CompositionPlaylist", "VolumeIndex"):
-        return describe(p.parent, ov)
+        return describe(p.parent, ov, loudness)
     raise UnsupportedMedia(p, f"not a package, track file or codestream (XML root <{local(root)}>)")

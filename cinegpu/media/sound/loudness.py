@@ -43,7 +43,7 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["int24", "loudness_text", "mix_loudness", "ABSOLUTE_GATE", "Loudness", "LoudnessMeter", "RELATIVE_GATE", "SURROUND", "channel_weights",
+__all__ = ["composition_loudness", "int24", "loudness_text", "mix_loudness", "ABSOLUTE_GATE", "Loudness", "LoudnessMeter", "RELATIVE_GATE", "SURROUND", "channel_weights",
            "interpolator", "k_weighting", "loudness_of", "oversampling"]
 
 #: Sub-block length, seconds: the hop of the gating and short-term blocks (BS.1770-4 2.8: 75 %
@@ -363,3 +363,18 @@ def loudness_text(figures: Loudness) -> str:
         return "n/a" if v is None else f"{v:{sign}.1f} {unit}"
     return (f"{f(figures.integrated, 'LUFS')} integrated, range {f(figures.range, 'LU')}, "
             f"true peak {f(figures.true_peak, 'dBTP', '+')} (ITU-R BS.1770-4, EBU R 128)")
+
+
+def composition_loudness(sound, seconds: float = 10.0) -> Loudness:
+    """The figures of a composition's whole sound (:class:`.composition.CompositionSound`),
+    read ``seconds`` at a time, its channels weighted by their MCA labels where the track has
+    them (:func:`channel_weights`)."""
+    d = sound.descriptor
+    labels = [lab.symbol for lab in d.labels] if d and d.labels else None
+    rate = float(sound.sample_rate)
+    meter = LoudnessMeter(rate, sound.channels, channel_weights(labels, sound.channels),
+                          full_scale=float(1 << (sound.bits - 1)))
+    block = max(1, int(rate * seconds))
+    for s in range(0, sound.sample_count, block):
+        meter.add(sound.read_samples(s, min(sound.sample_count, s + block)))
+    return meter.measure()

@@ -18,6 +18,9 @@ def register(sub) -> None:
     p.add_argument("--ov", action="append", default=[], metavar="DIR",
                    help="an original-version package whose track files a supplemental package "
                         "(VF) uses; repeatable")
+    p.add_argument("--loudness", action="store_true",
+                   help="also measure each composition's sound: integrated loudness, loudness "
+                        "range and true peak (ITU-R BS.1770-4; reads the whole sound)")
     p.set_defaults(run=run)
 
 
@@ -41,7 +44,7 @@ def run(args) -> int:
             return 2
         return 0
     try:
-        print(describe(path, ov=args.ov))
+        print(describe(path, ov=args.ov, loudness=args.loudness))
     except MediaError as exc:
         print(f"cinegpu info: {exc}", file=sys.stderr)
         return 2

@@ -94,3 +94,8 @@ def test_master_maps_gains_and_reports_the_loudness(tmp_path):
     want = np.rint(samples * 10 ** (-6 / 20))
     assert np.abs(got[:, 0] - want[:, 1]).max() <= 1 and np.abs(got[:, 1] - want[:, 0]).max() <= 1
     assert np.abs(got[:, 2] - want[:, 2]).max() <= 1 and not got[:, 3:].any()
+    # info measures the track the master wrote: the same figures as the master's line
+    r = cinegpu("info", str(tmp_path / "dcp"), "--loudness")
+    assert r.returncode == 0, r.stderr
+    (measured,) = [x.strip() for x in r.stdout.splitlines() if x.strip().startswith("loudness: ")]
+    assert measured.removeprefix("loudness: ") == line[0].removeprefix("sound: "), (measured, line)
