@@ -80,13 +80,14 @@ def _master(out: Path, frames: int = 60, **kw):
 
 
 def _cpl_reels(root: Path) -> list[dict]:
-    """Per reel of the CPL: kind -> (asset id, duration, entry point, key id or None)."""
+    """Per reel of the CPL: kind -> (asset id, duration, entry point, key id or None), for its
+    track files (MainMarkers, a list in the CPL itself, left out)."""
     doc = etree.parse(str(next(root.glob("cpl_*.xml"))))
     out = []
     for reel in doc.findall(".//c:Reel", NS):
         assets = {}
         for a in reel.find("c:AssetList", NS):
-            if a.tag.startswith(f"{{{NS['c']}}}Main"):
+            if a.tag.startswith(f"{{{NS['c']}}}Main") and etree.QName(a).localname != "MainMarkers":
                 key = a.findtext("c:KeyId", None, NS)
                 assets[etree.QName(a).localname] = (
                     a.findtext("c:Id", None, NS)[9:], int(a.findtext("c:Duration", None, NS)),
