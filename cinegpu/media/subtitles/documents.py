@@ -1,4 +1,5 @@
-"""Reading subtitle documents: Interop ``DCSubtitle`` XML, SMPTE ST 428-7 ``SubtitleReel`` XML, SRT.
+"""Reading subtitle documents: Interop ``DCSubtitle`` XML, SMPTE ST 428-7 ``SubtitleReel`` XML, SRT
+(SSA/ASS and WebVTT: :mod:`.text_formats`).
 
 Interop (the "Subtitle Specification (XML File Format) for DLP Cinema", ``DCSubtitle``): times
 are ``HH:MM:SS:TTT`` with ticks of 4 ms (250 a second; ``HH:MM:SS.sss`` is read too), fonts are
@@ -35,6 +36,7 @@ from cinegpu.media.files import read_bounded
 from cinegpu.media.mxf.timed_text import read_timed_text
 from cinegpu.media.package.read import MAX_XML_BYTES, confined, local, parse_xml, uuid_of
 from cinegpu.media.source import is_mxf
+from cinegpu.media.subtitles.text_formats import read_text_subtitles, text_kind
 from cinegpu.media.subtitles.track import (
     MAX_FADE,
     Colour,
@@ -69,16 +71,20 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 def read_subtitles(path, root: Path | None = None, key: bytes | None = None) -> SubtitleTrack:
-    """Read the subtitle document at ``path``: Interop or SMPTE XML (by the root element), or SRT
-    (by the ``.srt`` suffix).  Font and image files must lie in ``root`` (default: the document's
-    folder); a timed-text MXF (ST 429-5) is read with its own resources (``key``: its ST 429-6
-    content key when encrypted)."""
+    """Read the subtitle document at ``path``: WebVTT or SSA/ASS (by the content, else by the
+    ``.vtt``, ``.ass`` or ``.ssa`` suffix; :mod:`.text_formats`; EBU STL refused), SRT (by the
+    ``.srt`` suffix), or Interop or SMPTE XML (by the root element).  Font and image files must
+    lie in ``root`` (default: the document's folder); a timed-text MXF (ST 429-5) is read with its
+    own resources (``key``: its ST 429-6 content key when encrypted)."""
 
     p = Path(path)
     if not p.exists():
         raise MediaError(p, "subtitle file is missing")
     if p.suffix.lower() == ".mxf" or is_mxf(p):
         return read_timed_text_track(p, key)
+    kind = text_kind(p)
+    if kind is not None:
+        return read_text_subtitles(p, kind)
     if p.suffix.lower() == ".srt":
         return read_srt(p)
     return parse_subtitle_xml(parse_xml(p), p, _Files(p.parent, root or p.parent))

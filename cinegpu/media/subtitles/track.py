@@ -156,7 +156,7 @@ class SubtitleTrack:
     and its cues in order of ``time_in``; ``warnings`` says what was dropped or replaced."""
 
     path: Path | None
-    dialect: str                       # "interop", "smpte" or "srt"
+    dialect: str                       # "interop", "smpte", "srt", "ass", "ssa" or "webvtt"
     cues: list[Cue]
     fonts: dict[str, bytes | None] = field(default_factory=dict)
     id: str = ""

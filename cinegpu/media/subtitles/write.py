@@ -1,4 +1,4 @@
-"""Subtitles for mastering: any subtitle input (SRT, Interop or SMPTE XML) as an SMPTE ST 428-7
+"""Subtitles for mastering: any subtitle input (SRT, SSA/ASS, WebVTT, Interop or SMPTE XML) as an SMPTE ST 428-7
 ``SubtitleReel`` with one embedded font, ready for an ST 429-5 track file.
 
 :func:`prepare_subtitles` runs before the first frame is encoded. It reads the input with
