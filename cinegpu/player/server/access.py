@@ -4,7 +4,7 @@ A web page the operator opens in a browser can send requests to the server (its 
 known: 127.0.0.1:8080).  The defences, all in :class:`Guard` (ASGI middleware, before routing):
 
 - a bearer token on every request (``Authorization: Bearer <token>``; RFC 6750 2.1) except the
-  static page at ``/``.  A browser sends that header cross-site only after a CORS preflight,
+  static page at ``/`` and its script and style (:data:`OPEN_PATHS`).  A browser sends that header cross-site only after a CORS preflight,
   which this server never grants.  The token is generated at start (``secrets.token_urlsafe``)
   unless given by ``$CINEGPU_SERVE_TOKEN`` or a file of mode 0600 (:func:`read_token_file`);
   ``--no-token`` (loopback only) goes without.  It is compared as bytes: the UTF-8 of the token
@@ -35,7 +35,8 @@ __all__ = ["Guard", "TokenError", "generate_token", "read_token_file", "check_to
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 SAFE_METHODS = frozenset({"GET", "HEAD"})
-OPEN_PATHS = frozenset({"/"})          # GET without a token: the static page (no data, no action)
+#: GET without a token: the control page and its script and style (no data, no action)
+OPEN_PATHS = frozenset({"/", "/static/app.js", "/static/style.css"})
 MAX_TOKEN_FILE = 4096                  # bytes
 
 

@@ -17,15 +17,16 @@ import asyncio
 import json
 import math
 import time
+from pathlib import Path
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, StreamingResponse
+from starlette.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from cinegpu.media.errors import MediaError
+from cinegpu.media.errors import KdmRefused, MediaError
 from cinegpu.media.security.kdm import parse_kdm
 
 from .access import Guard
@@ -44,20 +45,19 @@ BOM = b"\xef\xbb\xbf"
 MAX_GAIN = 2.0                      # linear gain, the volume's and each routing gain's bound
 MAX_CHANNELS = 64                   # rows and columns of a routing matrix at most
 
-INDEX = """<!doctype html><html><head><meta charset="utf-8"><title>cinegpu</title></head>
-<body><h1>cinegpu playback server</h1><p id="s">...</p>
-<button onclick="c('play')">Play</button> <button onclick="c('pause')">Pause</button>
-<button onclick="c('stop')">Stop</button>
-<p><a href="/api/v1/openapi.json">API (OpenAPI)</a> (send the token as <code>Authorization: Bearer</code>)</p>
-<script>const k='cinegpu-token';if(location.hash.startsWith('#token=')){
-sessionStorage.setItem(k,decodeURIComponent(location.hash.slice(7)));history.replaceState(null,'','/')}
-function h(){const t=sessionStorage.getItem(k);return Object.assign({'Content-Type':'application/json'},
-t?{'Authorization':'Bearer '+t}:{})}
-async function c(n){await fetch('/api/v1/'+n,{method:'POST',headers:h(),body:'{}'});t()}
-async function t(){try{const r=await fetch('/api/v1/status',{headers:h()});const j=await r.json();
-document.getElementById('s').textContent=r.ok?j.state+' '+(j.dcp_name||'')+' '+(j.timecode||''):
-j.error+' (open the address printed at start, with #token=...)'}catch(e){}}
-setInterval(t,500);t();</script></body></html>"""
+#: The control page's files (``static/``), served at ``/`` and ``/static/NAME``, without a token
+#: (:data:`~.access.OPEN_PATHS`: they hold no data and do nothing until given the token).
+PAGE_FILES = {"/": ("index.html", "text/html; charset=utf-8"),
+              "/static/app.js": ("app.js", "text/javascript; charset=utf-8"),
+              "/static/style.css": ("style.css", "text/css; charset=utf-8")}
+#: What the page may do (CSP Level 3): its own scripts, styles, requests and preview blobs; no
+#: inline script, no framing (clickjacking), no referrer (a ``?token=`` address must not leak).
+PAGE_HEADERS = {"Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; "
+                                           "connect-src 'self'; img-src 'self' blob: data:; base-uri 'none'; "
+                                           "form-action 'self'; frame-ancestors 'none'",
+                "X-Frame-Options": "DENY", "Referrer-Policy": "no-referrer", "X-Content-Type-Options": "nosniff",
+                "Cache-Control": "no-cache"}
+PREVIEW_MAX_WIDTH = 1920    # pixels: the widest ?width= a preview request may ask for
 
 
 def error(status: int, message: str) -> JSONResponse:
@@ -197,36 +197,87 @@ class Commands:
         return JSONResponse(status)
 
 
-def page_routes(document: dict) -> list[Route]:
-    """``GET /``, the control page, and ``GET /api/v1/openapi.json``, ``document``."""
-    async def index(request: Request):
-        return HTMLResponse(INDEX)
+def page_routes(document: dict, folder: Path | None = None) -> list[Route]:
+    """``GET /``, the control page, its script and style (:data:`PAGE_FILES`, read once from
+    ``folder``, default ``static/`` beside this module) and ``GET /api/v1/openapi.json``, ``document``."""
+    folder = Path(__file__).with_name("static") if folder is None else folder
+    routes = []
+    for path, (name, media_type) in PAGE_FILES.items():
+        body = (folder / name).read_bytes()
+
+        async def page(request: Request, body=body, media_type=media_type):
+            return Response(body, media_type=media_type, headers=PAGE_HEADERS)
+        routes.append(Route(path, page, methods=["GET"]))
 
     async def get_openapi(request: Request):
         return JSONResponse(document)
 
-    return [Route("/", index, methods=["GET"]),
-            Route("/api/v1/openapi.json", get_openapi, methods=["GET"])]
+    return [*routes, Route("/api/v1/openapi.json", get_openapi, methods=["GET"])]
+
+
+def kdm_state(keys, cpl_id: str) -> dict:
+    """Whether an encrypted composition can be played now: ``state`` "valid" (a KDM or key file
+    held opens it; ``not_after``, the end of its KDMs' windows, ISO 8601), "not-valid-now" (its
+    KDMs are held but outside their windows), "missing" (none for it) or "no-keys" (the server
+    holds no keys: no ``--key``/``--kdm-dir``); ``message`` says why when it cannot be played."""
+    if keys is None:
+        return {"state": "no-keys", "message": "this server holds no keys (start it with --key and --kdm-dir)"}
+    mine = [k for k in keys.kdms() if k.cpl_id == cpl_id]
+    try:
+        keys.for_composition(cpl_id)
+    except KdmRefused as exc:
+        return {"state": "not-valid-now" if mine else "missing", "message": exc.reason}
+    ends = [k.not_after for k in mine]
+    return {"state": "valid", "not_after": max(ends).isoformat() if ends else None}
 
 
 class StatusRoutes:
     """What is playing and what could: ``GET /api/v1/status``, ``/library`` (scanned again for
     every request) and ``/events`` (server-sent events, one ``status`` event per change)."""
 
-    def __init__(self, engine: Engine, library: Library) -> None:
-        self.engine, self.library = engine, library
+    def __init__(self, engine: Engine, library: Library, keys=None) -> None:
+        self.engine, self.library, self.keys = engine, library, keys
 
     def routes(self) -> list[Route]:
         return [Route("/api/v1/status", self.get_status, methods=["GET"]),
                 Route("/api/v1/library", self.get_library, methods=["GET"]),
-                Route("/api/v1/events", self.get_events, methods=["GET"])]
+                Route("/api/v1/events", self.get_events, methods=["GET"]),
+                Route("/api/v1/preview", self.get_preview, methods=["GET"])]
 
     async def get_status(self, request: Request):
         return JSONResponse(self.engine.snapshot())
 
     async def get_library(self, request: Request):
-        scan = await run_in_threadpool(self.library.rescan, time.time())
-        return JSONResponse(scan.to_json())
+        def listing() -> dict:
+            doc = self.library.rescan(time.time()).to_json()
+            for comp in doc["compositions"]:
+                comp["kdm"] = kdm_state(self.keys, comp["id"]) if comp["encrypted"] else None
+            return doc
+        return JSONResponse(await run_in_threadpool(listing))
+
+    @guarded
+    async def get_preview(self, request: Request):
+        """The picture on screen as a JPEG (:mod:`.preview`), at most ``?width=`` pixels wide;
+        encoded here (a worker thread), at most every 0.1 s, never on the display thread."""
+        q = request.query_params
+        extra = set(q.keys()) - {"width"}
+        if extra:
+            raise BadRequest(422, f"unknown query parameter(s): {', '.join(sorted(extra))[:200]}")
+        width = None
+        if "width" in q:
+            if not q["width"].isdigit() or not 16 <= int(q["width"]) <= PREVIEW_MAX_WIDTH:
+                raise BadRequest(422, f"width must be an integer in 16..{PREVIEW_MAX_WIDTH}")
+            width = int(q["width"])
+        store = self.engine.preview
+        shot = await run_in_threadpool(store.encode, width)
+        if shot is None:        # nothing loaded, or nothing shown yet: a page polling it logs no error
+            return Response(status_code=204, headers={"Cache-Control": "no-cache"})
+        headers = {"ETag": shot.etag, "Cache-Control": "no-cache", "X-Preview-Serial": str(shot.serial),
+                   "X-Preview-Source-Size": f"{shot.source_width}x{shot.source_height}",
+                   "X-Preview-Copy-Cost": store.cost.header()}
+        if request.headers.get("if-none-match") == shot.etag:
+            return Response(status_code=304, headers=headers)
+        return Response(shot.data, media_type="image/jpeg", headers=headers)
 
     @guarded
     async def get_events(self, request: Request):
@@ -264,8 +315,8 @@ class StatusRoutes:
 
 
 class TransportRoutes:
-    """The commands: ``POST /api/v1/load``, ``play``, ``pause``, ``stop``, ``step``, ``seek`` and
-    ``audio``, each body checked here and the command run by the engine (:class:`Commands`)."""
+    """The commands: ``POST /api/v1/load``, ``play``, ``pause``, ``stop``, ``step``, ``seek``,
+    ``audio``, ``loop`` and ``subtitles``, each body checked here and the command run by the engine (:class:`Commands`)."""
 
     def __init__(self, library: Library, command: Commands) -> None:
         self.library, self.command = library, command
@@ -277,7 +328,9 @@ class TransportRoutes:
                 Route("/api/v1/stop", self.simple("stop", compat=True), methods=["POST"]),
                 Route("/api/v1/step", self.post_step, methods=["POST"]),
                 Route("/api/v1/seek", self.post_seek, methods=["POST"]),
-                Route("/api/v1/audio", self.post_audio, methods=["POST"])]
+                Route("/api/v1/audio", self.post_audio, methods=["POST"]),
+                Route("/api/v1/loop", self.post_loop, methods=["POST"]),
+                Route("/api/v1/subtitles", self.post_subtitles, methods=["POST"])]
 
     @guarded
     async def post_load(self, request: Request):
@@ -333,6 +386,22 @@ class TransportRoutes:
         if not isinstance(tc, str) or len(tc) > 32:
             raise BadRequest(422, "timecode must be a string hh:mm:ss:ff")
         return await self.command("seek", timecode=tc)
+
+    @guarded
+    async def post_loop(self, request: Request):
+        body = await read_json(request, required=True)
+        _only(body, {"loop"})
+        if not isinstance(body.get("loop"), bool):
+            raise BadRequest(422, "loop must be true or false")
+        return await self.command("loop", loop=body["loop"])
+
+    @guarded
+    async def post_subtitles(self, request: Request):
+        body = await read_json(request, required=True)
+        _only(body, {"on"})
+        if not isinstance(body.get("on"), bool):
+            raise BadRequest(422, "on must be true or false")
+        return await self.command("subtitles", on=body["on"])
 
     @guarded
     async def post_audio(self, request: Request):
@@ -401,7 +470,7 @@ def create_app(engine: Engine, library: Library, *, token: str | None = None, li
     :class:`~cinegpu.media.security.key_ring.KeyRing` (None: no encrypted content), which ``POST /kdms``
     adds KDMs to when it holds the recipient's private key."""
     routes = [*page_routes(openapi(token=token is not None)),
-              *StatusRoutes(engine, library).routes(),
+              *StatusRoutes(engine, library, keys).routes(),
               *TransportRoutes(library, Commands(engine)).routes(),
               *KdmRoutes(keys).routes()]
     app = Starlette(routes=routes, exception_handlers={HTTPException: not_found, Exception: server_error})

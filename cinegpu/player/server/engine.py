@@ -53,12 +53,13 @@ from ..resolution import level_text
 from ..source import FRAME_ERRORS, FrameError
 from ..subtitles import subtitles_for
 from .library import Entry
+from .preview import PreviewStore, PreviewTarget
 
 __all__ = ["Command", "CommandError", "Engine", "parse_timecode"]
 
 log = logging.getLogger("cinegpu.server")
 
-COMMANDS = ("load", "play", "pause", "stop", "step", "seek", "audio")
+COMMANDS = ("load", "play", "pause", "stop", "step", "seek", "audio", "loop", "subtitles")
 #: Seconds :meth:`Engine.run` waits, once asked to quit, for the threads loading and closing
 #: sources (the server promises to exit within 3 s of SIGTERM; HTTP stops beside this).
 SHUTDOWN_SECONDS = 1.5
@@ -169,6 +170,11 @@ class Engine:
         self.audio_mode = audio
         self.audio = AudioSettings()
         self.subtitles, self.captions = subtitles, captions
+        #: the last picture presented, for ``GET /api/v1/preview`` (:mod:`.preview`: kept by the
+        #: player's target, downscaled and encoded in the request's thread)
+        self.preview = PreviewStore()
+        #: the ``subtitles`` command's choice; the overlay of a player while it is hidden
+        self.subtitles_shown, self._hidden_overlay = True, None
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._quit = threading.Event()
         self.player: Player | None = None
@@ -380,6 +386,31 @@ class Engine:
         elif self.state == "ended":
             self.state = "paused"
 
+    def _cmd_loop(self, loop: bool) -> None:
+        """Loop or not, from now on: a single composition's clock wraps at its end, a playlist
+        starts again after its last one; also what later loads do unless they say."""
+        self.loop = bool(loop)
+        if self.player is not None:
+            self.player.clock.loop = self.loop and len(self.playlist) == 1
+
+    def _cmd_subtitles(self, on: bool) -> None:
+        """Draw the subtitles (and closed captions) over the picture or not, from now on and for
+        later loads; on, with none read (``--subtitles off``), later loads read them."""
+        self.subtitles_shown = bool(on)
+        self.subtitles = self.subtitles or self.subtitles_shown
+        p = self.player
+        if p is not None:
+            self._show_subtitles(p)
+            if not p.clock.playing and p.scheduler.current is not None:
+                p._draw()       # a held frame: drawn again with or without them
+
+    def _show_subtitles(self, p: Player) -> None:
+        """Give ``p`` its subtitle overlay, or keep it aside, as :attr:`subtitles_shown` says."""
+        if self.subtitles_shown and self._hidden_overlay is not None:
+            p.subtitles, self._hidden_overlay = self._hidden_overlay, None
+        elif not self.subtitles_shown and p.subtitles is not None:
+            self._hidden_overlay, p.subtitles = p.subtitles, None
+
     def _cmd_audio(self, volume: float | None = None, mute: bool | None = None, set_routing: bool = False,
                    routing: list | None = None) -> None:
         """Set the volume (linear gain), mute and routing (None: the default downmix) of the
@@ -501,7 +532,7 @@ class Engine:
         source = item.source
         rate = self.fps or source.edit_rate or Fraction(24)
         try:
-            target = self._make_target(source.backend)
+            target = PreviewTarget(self._make_target(source.backend), self.preview)
             depth = max(8, self.preroll, getattr(source, "depth", 8))
             self.player = Player(source, self.window, target, self._make_presenter(), rate=rate,
                                  loop=self.loop and len(self.playlist) == 1,
@@ -518,6 +549,7 @@ class Engine:
             self._load_failed(_Failed(item.generation, item.entry, exc))
             return
         self.media = item.media
+        self._show_subtitles(self.player)
         self._install_audio(self.player, item)
         self.state = "stopped"
         if self._autoplay:
@@ -562,6 +594,8 @@ class Engine:
     def _unload(self) -> None:
         p, media = self.player, self.media
         self.player, self.media = None, None
+        if p is not None and self._hidden_overlay is not None:     # closed with the player (GL: here)
+            p.subtitles, self._hidden_overlay = self._hidden_overlay, None
         if p is not None:
             s = p.scheduler.stats
             t = self._totals
@@ -691,6 +725,8 @@ class Engine:
             "position": hms(frame or 0, rate) if rate else "0:00:00",
             "dcp_name": "" if e is None else e.title,
             "audio": None if p is None else self._audio_status(p.audio),
+            "subtitles": {"on": self.subtitles_shown,
+                          "available": p is not None and (p.subtitles is not None or self._hidden_overlay is not None)},
         }
 
     def _audio_status(self, feed) -> dict | None:

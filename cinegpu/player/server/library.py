@@ -47,12 +47,25 @@ class Entry:
     frames: int | None            # picture frames (sum of the reels' picture durations)
     reels: tuple[tuple[str, int], ...] = ()     # (reel id, picture frames) in order
     encrypted: bool = False
+    stereoscopic: bool = False    # 3D: a reel has a MainStereoscopicPicture (ST 429-10)
+    size: int | None = None       # bytes of the files it plays (track files, or frame files)
+    content_kind: str | None = None     # the CPL's ContentKind (feature, trailer, ...)
+
+    @property
+    def seconds(self) -> float | None:
+        """Its length in seconds (frames at the edit rate; None without an edit rate)."""
+        if self.frames is None or not self.edit_rate:
+            return None
+        return float(self.frames / self.edit_rate)
 
     def to_json(self, root: Path) -> dict:
+        seconds = self.seconds
         return {"id": self.id, "kind": self.kind, "title": self.title, "path": relpath(self.path, root),
                 "package": None if self.package is None else relpath(self.package, root),
                 "edit_rate": None if self.edit_rate is None else str(self.edit_rate),
-                "frames": self.frames, "encrypted": self.encrypted,
+                "frames": self.frames, "seconds": None if seconds is None else round(seconds, 3),
+                "encrypted": self.encrypted, "stereoscopic": self.stereoscopic, "size": self.size,
+                "content_kind": self.content_kind,
                 "reels": [{"id": r, "frames": n} for r, n in self.reels]}
 
 
@@ -188,7 +201,7 @@ class Library:
         elif frames:
             key = str(uuid.uuid5(SEQUENCE_NS, relpath(folder, self.root)))
             scan.entries[key] = Entry(key, "j2k-sequence", folder.name, folder, None, None, frames,
-                                      (("", frames),))
+                                      (("", frames),), size=_frame_bytes(folder))
 
     def _scan_package(self, scan: Scan, folder: Path) -> None:
         try:
@@ -210,7 +223,8 @@ class Library:
                 reels.append((reel.id, sum(a.duration for a in pics)))
                 encrypted = encrypted or any(a.key_id for a in pics)
             entry = Entry(comp.id, comp.flavour, comp.title, comp.path, folder, comp.edit_rate,
-                          sum(n for _, n in reels), tuple(reels), encrypted)
+                          sum(n for _, n in reels), tuple(reels), encrypted, comp.stereoscopic,
+                          _asset_bytes(comp), comp.content_kind)
             first = scan.entries.setdefault(comp.id, entry)
             if first is not entry:
                 scan.errors.append({"path": relpath(comp.path, self.root),
@@ -218,3 +232,28 @@ class Library:
                                              "which is the one loaded"})
             ids.append(comp.id)
         scan.packages.append({"path": relpath(folder, self.root), "kind": pkg.kind, "compositions": ids})
+
+
+def _asset_bytes(comp) -> int | None:
+    """Bytes of the track files ``comp`` (a :class:`~cinegpu.media.package.read.Composition`)
+    plays, each counted once; None when one of them is missing."""
+    paths = {a.path for reel in comp.reels for a in reel.assets if a.path is not None}
+    total = 0
+    for p in paths:
+        try:
+            total += os.stat(p).st_size
+        except OSError:
+            return None
+    return total
+
+
+def _frame_bytes(folder: Path) -> int | None:
+    """Bytes of the frame files of a sequence folder (None when it cannot be read)."""
+    total = 0
+    try:
+        for e in os.scandir(folder):
+            if Path(e.name).suffix.lower() in FRAME_SUFFIXES and e.is_file():
+                total += e.stat().st_size
+    except OSError:
+        return None
+    return total

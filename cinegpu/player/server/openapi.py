@@ -52,6 +52,8 @@ STATUS = {
         "playing": {"type": "boolean", "description": "DCP-o-matic player API"},
         "position": {"type": "string", "description": "h:mm:ss (DCP-o-matic player API)"},
         "dcp_name": {"type": "string", "description": "DCP-o-matic player API"},
+        "subtitles": {"type": "object", "description": "on: drawn when there are any (the subtitles command); "
+                                                       "available: the composition loaded has some read"},
         "audio": {"oneOf": [{"type": "null"}, {"$ref": "#/components/schemas/AudioStatus"}],
                   "description": "the sound played; null when nothing with sound is loaded (or --audio off)"},
     },
@@ -191,6 +193,21 @@ def openapi(*, token: bool) -> dict:
                 "requestBody": {"required": True, "content": {"application/json": {"schema": AUDIO}}},
                 "responses": {"200": _json({"$ref": "#/components/schemas/Status"}, "status after the change"),
                               **_errors(400, 409, 413, 415, 422)}}},
+            "/api/v1/loop": {"post": {
+                "summary": "loop or not from now on (a composition wraps at its end, a playlist starts again)",
+                "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                    "type": "object", "required": ["loop"], "additionalProperties": False,
+                    "properties": {"loop": {"type": "boolean"}}}}}},
+                "responses": {"200": _json({"$ref": "#/components/schemas/Status"}, "status after the change"),
+                              **_errors(400, 413, 415, 422)}}},
+            "/api/v1/subtitles": {"post": {
+                "summary": "draw the subtitles and captions over the picture or not (from now on, and for later "
+                           "loads; on after --subtitles off: later loads read them)",
+                "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                    "type": "object", "required": ["on"], "additionalProperties": False,
+                    "properties": {"on": {"type": "boolean"}}}}}},
+                "responses": {"200": _json({"$ref": "#/components/schemas/Status"}, "status after the change"),
+                              **_errors(400, 413, 415, 422)}}},
             "/api/v1/kdms": {
                 "get": {"summary": "the KDMs the server holds (public fields only)",
                         "responses": {"200": _json({"type": "object", "required": ["kdms"], "properties": {
@@ -217,6 +234,18 @@ def openapi(*, token: bool) -> dict:
                                           "type": "object", "description": "one event; data is a Status as JSON",
                                           "properties": {"event": {"const": "status"}, "id": {"type": "string"},
                                                          "data": {"type": "string"}}}}}},
+                              **_errors(422)}}},
+            "/api/v1/preview": {"get": {
+                "summary": "the picture on screen, a small JPEG (at most 480 pixels wide, or ?width=); "
+                           "re-encoded at most every 0.1 s, from a copy the display keeps of each frame",
+                "parameters": [{"name": "width", "in": "query", "required": False,
+                                "schema": {"type": "integer", "minimum": 16, "maximum": 1920}}],
+                "responses": {"200": {"description": "the picture (ETag, X-Preview-Serial, "
+                                                     "X-Preview-Source-Size WxH, X-Preview-Copy-Cost headers)",
+                                      "content": {"image/jpeg": {"schema": {"type": "string",
+                                                                            "format": "binary"}}}},
+                              "204": {"description": "no picture on screen (nothing loaded, or not shown yet)"},
+                              "304": {"description": "the picture of If-None-Match is still the one on screen"},
                               **_errors(422)}}},
             "/api/v1/openapi.json": {"get": {"summary": "this document",
                                              "responses": {"200": _json({"type": "object"}, "OpenAPI 3.1")}}},
