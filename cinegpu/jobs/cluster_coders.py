@@ -61,7 +61,8 @@ def code_cluster_frame(job: FrameCoding, i: int, version: str | None = None, ima
                                                   f"same version on every machine")
     try:
         read = job.read if image is None else (lambda _i: image)
-        return code_frame(worker_encoders(job.encoding), read, i, job.width, job.height)
+        return code_frame(worker_encoders(job.encoding), read, i, job.width, job.height,
+                          placement=job.placement)
     except MediaError as exc:
         return FrameFailed.of(i, exc)
     except Exception as exc:              # read() of another kind than images_in's

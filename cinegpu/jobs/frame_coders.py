@@ -66,19 +66,21 @@ class Coded(NamedTuple):
 
 
 def code_frame(encoders, read: Callable[[int], np.ndarray], i: int, width: int,
-               height: int, stamps: list | None = None) -> Coded:
+               height: int, stamps: list | None = None, placement=None) -> Coded:
     """Input frame ``i``: read and taken to ``encoders`` by their upload seam
     (:meth:`.frame_uploads.FrameUploads.up`: which path, and why), fitted to ``width`` x
-    ``height`` and encoded.  A reading error stays the MediaError ``read`` raised; the
+    ``height`` (on the host, as ``placement`` says: a :class:`.geometry.Placement`, None the
+    default ``fit``) and encoded.  A reading error stays the MediaError ``read`` raised; the
     encoder's own failure becomes a MediaError naming the frame and the encoder.  ``stamps``:
     a list to which are appended the ``time.monotonic()`` and the thread's
     ``time.thread_time()`` at which the frame had been read, whether it went up straight from
     its file and whether it was sent to be read ``O_DIRECT`` (:class:`.frame_uploads.Upload`)."""
-    frame = encoders.uploads.up(read, i, width, height)
+    frame = encoders.uploads.up(read, i, width, height, placement=placement)
     if stamps is not None:
         stamps += [time.monotonic(), time.thread_time(), frame.mapped, frame.direct]
     try:
-        return Coded(encoders.encode(fit(frame.image, width, height)), encoders.last_header())
+        return Coded(encoders.encode(fit(frame.image, width, height, placement)),
+                     encoders.last_header())
     except MediaError:
         raise
     except Exception as exc:
@@ -87,14 +89,16 @@ def code_frame(encoders, read: Callable[[int], np.ndarray], i: int, width: int,
 
 
 class ThreadCoders:
-    """Frames coded by ``threads`` threads of this process with ``encoders``."""
+    """Frames coded by ``threads`` threads of this process with ``encoders``, each fitted as
+    ``placement`` says (:func:`code_frame`)."""
 
     def __init__(self, encoders, read: Callable[[int], np.ndarray], width: int, height: int,
-                 threads: int):
+                 threads: int, placement=None):
         self.processes, self.threads = 1, threads
         #: frames in flight at most: twice the threads, so that none waits for work
         self.window = 2 * threads
         self._args = (encoders, read, width, height)
+        self._placement = placement
         self._pool = ThreadPoolExecutor(threads)
         self._pending: deque = deque()
 
@@ -107,7 +111,8 @@ class ThreadCoders:
         return len(self._pending) < self.window
 
     def submit(self, i: int) -> None:
-        self._pending.append(self._pool.submit(code_frame, *self._args[:2], i, *self._args[2:]))
+        self._pending.append(self._pool.submit(code_frame, *self._args[:2], i, *self._args[2:],
+                                               placement=self._placement))
 
     def next(self) -> Coded:
         """The oldest frame submitted, coded (its MediaError raised here)."""
@@ -288,7 +293,7 @@ def _coder_main(conn) -> None:
         try:
             coding = setup.coding
             data, header = code_frame(encoders, coding.read, task.index, coding.width, coding.height,
-                                      stamps)
+                                      stamps, coding.placement)
             ended, cpu1 = time.monotonic(), time.thread_time()
             slot = task.slot if segment is not None and len(data) <= slot_bytes else None
             if slot is not None:

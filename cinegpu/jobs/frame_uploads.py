@@ -15,7 +15,8 @@ run of bytes in its file (:func:`cinegpu.media.images.frames.tiff_run`, a
 - ``ring``: else it is read through a small page-locked ring, each chunk copied up while the
   next is read (:class:`cinegpu.encode.ring_upload.RingUploads`);
 - ``staged``: where no GPU path took it, or the frame must be fitted to the image area on the
-  host, the run is read into the encoder's page-locked input buffer
+  host (a size not the area's, or a ``--crop``/``--scale`` that moves its pixels), the run is
+  read into the encoder's page-locked input buffer
   (:func:`cinegpu.media.images.frames.read_run`, the header not parsed again), which the
   encoder sends up whole;
 - ``read``: any other frame is read by its reader
@@ -121,15 +122,19 @@ class FrameUploads:
         self._made: list = []           # every thread's uploaders, closed by close()
         self._lock = threading.Lock()
 
-    def up(self, read, i: int, width: int, height: int) -> Upload:
+    def up(self, read, i: int, width: int, height: int, placement=None) -> Upload:
         """Input frame ``i`` of ``read`` for the encoder, which fits it to ``width`` x
-        ``height`` pixels.  A reading error is the MediaError ``read`` raises."""
+        ``height`` pixels (as ``placement`` says: a :class:`.geometry.Placement`, None the
+        default ``fit``).  Only a frame the placement leaves as it is (no crop, its size the
+        area's) goes up to the GPU as stored; any other is fitted on the host (``staged``,
+        ``read``).  A reading error is the MediaError ``read`` raises."""
         if not isinstance(read, ImageFrames):       # not image files: as read gives it
             return Upload(read(i), "read")
         # where the encoder takes frames as stored on its GPU, an uncompressed RGB TIFF frame
         # is located in its file by its header, once
         run = read.run(i) if self.encoders.uploads_runs else None
-        if run is not None and run.shape[:2] == (height, width):   # needs no fitting: up as it is
+        as_is = placement is None or placement.identity
+        if run is not None and as_is and run.shape[:2] == (height, width):   # needs no fitting
             sent = self.send(run)
             if sent is not None:
                 return sent

@@ -44,6 +44,7 @@ from cinegpu.jobs.frame_encode import FrameEncoders
 from cinegpu.media.errors import UnsupportedMedia
 from cinegpu.media.images.colour import COLORSPACES, SAMPLINGS
 from cinegpu.media.images.frames import ImageFrames, image_area, list_frames, max_input_size
+from cinegpu.media.images.geometry import SCALES, Crop, Placement, place
 from cinegpu.media.package.cpl_metadata import CplMetadata
 from cinegpu.media.package.dcp_write import check_key_path, check_reels, reels_of_length
 from cinegpu.media.package.interop_write import INTEROP_RATES, check_interop_sound
@@ -108,8 +109,11 @@ class Picture:
     (None: for a DCP the safe level :data:`dci.FRAME_BITRATE_SAFE`, for IMF the profile's
     default; :meth:`bitrate_warning` above the safe level); ``colorspace``: what the input holds
     (:data:`.colour.COLORSPACES`); ``standard``: a DCP's, ``smpte`` or ``interop`` (an Interop
-    DCP, :mod:`.interop_write`: 24 or 48 fps, 2D, in the clear).  ValueError when made with
-    values no package takes."""
+    DCP, :mod:`.interop_write`: 24 or 48 fps, 2D, in the clear).  ``crop``: pixels cut from
+    each side of every input frame (a :class:`.geometry.Crop`, or ``L,T,R,B``; checked against
+    the first frame's size, :meth:`placement`); ``scale``: how the cropped frame goes into a
+    DCP's image area, ``fit``, ``fill`` or ``none`` (:mod:`.geometry`; an IMF picture keeps the
+    cropped size: ``fit`` only).  ValueError when made with values no package takes."""
 
     format: str = "dcp"
     profile: str = "2k"
@@ -123,9 +127,17 @@ class Picture:
     sampling: str = "rgb"
     stereoscopic: bool = False
     standard: str = "smpte"
+    crop: Crop = Crop()
+    scale: str = "fit"
 
     def __post_init__(self):
         rate = Fraction(self.fps)
+        object.__setattr__(self, "crop", Crop.of(self.crop))
+        if self.scale not in SCALES:
+            raise ValueError(f"scale must be one of {', '.join(SCALES)}, got {self.scale!r}")
+        if self.format == "imf" and self.scale != "fit":
+            raise ValueError("--scale is for DCPs: an IMF package keeps the input's size "
+                             "(after --crop)")
         if self.standard not in ("smpte", "interop"):
             raise ValueError(f"standard must be smpte or interop, got {self.standard!r}")
         if self.format == "imf":
@@ -234,11 +246,23 @@ class Picture:
         """(width, height, encoder profile) of the frames coded from a ``width`` x ``height``
         input: an IMF picture keeps its size, in the IMF profile for it
         (:func:`imf.profile_for`, ValueError above 4K); a DCP's is the image area of the DCI
-        container (:func:`.images_in.image_area`)."""
+        container (:func:`.images_in.image_area`), chosen by the cropped size.  ValueError
+        for a :attr:`crop` that leaves nothing."""
+        width, height = self.crop.size(width, height)
         if self.imf:
             return width, height, imf.profile_for(width, height).name
         _, w, h = image_area(width, height, self.profile, self.container)
         return w, h, self.profile
+
+    def placement(self, width: int, height: int) -> Placement:
+        """Where a ``width`` x ``height`` input frame lands in the coded picture
+        (:func:`.geometry.place`: :attr:`crop`, then :attr:`scale` into the image area of
+        :meth:`coded_size`; an IMF picture's area is the cropped size).  ValueError for a crop
+        that leaves nothing."""
+        w, h, _ = self.coded_size(width, height)
+        area = "input" if self.imf else image_area(*self.crop.size(width, height), self.profile,
+                                                   self.container)[0]
+        return place(width, height, w, h, self.crop, self.scale, area)
 
 
 @dataclass(frozen=True)
@@ -594,10 +618,12 @@ class Encoding:
 class FrameCoding:
     """What coding any input frame of a job needs, in this process, in an encoder process or
     on a cluster worker (picklable where ``read`` is): ``read(i)``, the image area ``width`` x
-    ``height`` in pixels each frame is fitted to (:func:`.images_in.fit`), and its
-    :class:`Encoding`."""
+    ``height`` in pixels each frame is fitted to (:func:`.images_in.fit`), its
+    :class:`Encoding`, and the ``placement`` of every frame in that area
+    (:meth:`Picture.placement`; None: the default ``fit`` of each frame's own size)."""
 
     read: Callable[[int], np.ndarray]
     width: int
     height: int
     encoding: Encoding
+    placement: Placement | None = None

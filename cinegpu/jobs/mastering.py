@@ -36,6 +36,7 @@ from cinegpu.jobs.frame_encode import FrameEncoders, device_for, pick_backend
 from cinegpu.jobs.master_job import Encoding, FrameCoding, InputFrames, MasterJob
 from cinegpu.jobs.mps import start_private_mps
 from cinegpu.jobs.write_behind import WriteBehind
+from cinegpu.media.images.geometry import Placement
 from cinegpu.media.package.dcp_write import DCPWriter, Package
 from cinegpu.media.package.imf_write import IMFWriter
 from cinegpu.media.package.interop_write import InteropDCPWriter
@@ -66,10 +67,12 @@ class MasterFigures:
 
 @dataclass(frozen=True)
 class Mastered:
-    """A finished master: the ``package`` written and its ``stats``."""
+    """A finished master: the ``package`` written, its ``stats`` and where each input frame
+    landed in the picture (``placement``: a :class:`.geometry.Placement`, crop and scale)."""
 
     package: Package
     stats: MasterFigures
+    placement: Placement | None = None
 
 
 def master(job: MasterJob, *, progress: bool = True, timeline: list | None = None) -> Mastered:
@@ -100,7 +103,7 @@ def master(job: MasterJob, *, progress: bool = True, timeline: list | None = Non
                                    processes, timeline=timeline)
         else:
             coders = ThreadCoders(encoders, lambda i: first if i == 0 else coding.read(i),
-                                  coding.width, coding.height, threads)
+                                  coding.width, coding.height, threads, coding.placement)
         ready = time.perf_counter()
         package, behind, loop_cpu = _write(job, coders, coding, bar)
         figures = (coders.processes, coders.threads)
@@ -120,7 +123,8 @@ def master(job: MasterJob, *, progress: bool = True, timeline: list | None = Non
     return Mastered(package, MasterFigures(
         *figures, mps=private is not None, ready_s=ready - started,
         first_s=behind.first_s - started, written_s=behind.last_s - started,
-        total_s=time.perf_counter() - started, loop_cpu_s=loop_cpu, write_cpu_s=behind.cpu_s))
+        total_s=time.perf_counter() - started, loop_cpu_s=loop_cpu, write_cpu_s=behind.cpu_s),
+        coding.placement)
 
 
 def _first_frame(job: MasterJob) -> tuple[np.ndarray, FrameCoding]:
@@ -129,9 +133,11 @@ def _first_frame(job: MasterJob) -> tuple[np.ndarray, FrameCoding]:
     (:meth:`.Picture.coded_size`: ValueError above 4K for IMF), the encoders' settings."""
     first, read = job.input.first()
     width, height, profile = job.picture.coded_size(first.shape[1], first.shape[0])
+    placement = job.picture.placement(first.shape[1], first.shape[0])  # ValueError: a crop too large
     c = job.compute
     return first, FrameCoding(read, width, height,
-                              Encoding(job.picture, profile, c.backend, c.gpus, c.rate_on_gpu))
+                              Encoding(job.picture, profile, c.backend, c.gpus, c.rate_on_gpu),
+                              placement)
 
 
 def _write(job: MasterJob, coders, coding: FrameCoding, bar) -> tuple[Package, WriteBehind, float]:

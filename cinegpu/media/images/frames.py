@@ -11,8 +11,9 @@ or 16 bits, either byte order. Every reader takes the frame's size from the file
 checks it (:func:`max_input_size`, the sequence's first frame) before decoding any pixel data:
 a header claiming 30000x30000 costs a few kilobytes, not gigabytes.
 
-:func:`fit` scales an image to fit a DCI image area (keeping its aspect ratio, triangle filter)
-and pads it with black, centred; :func:`image_area` picks flat, scope or the full container.
+:func:`fit` crops and scales an image into a DCI image area as a :class:`.geometry.Placement`
+says (default: the whole picture inside, its aspect ratio kept, a Lanczos (a = 3) filter) and
+pads it with black, centred; :func:`image_area` picks flat, scope or the full container.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ import tifffile
 from cinegpu.decode.codestream import dci
 from cinegpu.encode.mapped_upload import FileRun, pread_full
 from cinegpu.media.errors import CorruptMedia, MediaError, UnsupportedMedia
+from cinegpu.media.images.geometry import Placement, place
+from cinegpu.media.images.resize import resample_fast
 from cinegpu.media.source import natural_key
 
 __all__ = ["IMAGE_SUFFIXES", "ImageFrames", "fit", "image_area", "list_frames", "max_input_size",
@@ -400,45 +403,31 @@ def image_area(width: int, height: int, profile: str = "2k", container: str = "a
     return (name, *areas[name])
 
 
-def _taps(n_in: int, n_out: int) -> tuple[np.ndarray, np.ndarray]:
-    """(indices, weights), each (n_out, taps): a triangle filter, widened when shrinking."""
-    scale = n_out / n_in
-    support = max(1.0, 1.0 / scale)
-    centres = (np.arange(n_out) + 0.5) / scale - 0.5
-    first = np.floor(centres - support).astype(np.int64) + 1
-    offsets = np.arange(int(np.ceil(2 * support)) + 1)
-    idx = first[:, None] + offsets[None, :]
-    w = np.maximum(0.0, 1.0 - np.abs(idx - centres[:, None]) / support)
-    w[(idx < 0) | (idx >= n_in)] = 0.0
-    w /= np.maximum(w.sum(axis=1, keepdims=True), 1e-12)
-    return np.clip(idx, 0, n_in - 1), w.astype(np.float32)
-
-
-def _resample(a: np.ndarray, n_out: int, axis: int) -> np.ndarray:
-    """Resample ``a`` along ``axis`` to ``n_out`` samples (a few taps per output sample)."""
-    if a.shape[axis] == n_out:
-        return a
-    idx, w = _taps(a.shape[axis], n_out)
-    shape = [1] * a.ndim
-    shape[axis] = n_out
-    out = np.zeros(a.shape[:axis] + (n_out,) + a.shape[axis + 1:], np.float32)
-    for k in range(idx.shape[1]):
-        out += np.take(a, idx[:, k], axis=axis) * w[:, k].reshape(shape)
-    return out
-
-
-def fit(image: np.ndarray, width: int, height: int) -> np.ndarray:
-    """Scale ``image`` (H, W, 3) to fit ``width`` x ``height`` keeping its aspect ratio, centred
-    on black: float32 0..1 (integers read as a fraction of their dtype's maximum). Unchanged
-    (a view) when it already has that size."""
+def fit(image: np.ndarray, width: int, height: int, placement: Placement | None = None) -> np.ndarray:
+    """``image`` (H, W, 3) as a ``width`` x ``height`` picture (pixels): cut, scaled and
+    centred as ``placement`` says (:func:`.geometry.place`; None: ``fit``, the whole picture
+    inside, its aspect ratio kept, on black), resized with a Lanczos (a = 3) filter
+    (:func:`.resize.resample_fast`) into float32 0..1 (integers read as a fraction of their dtype's
+    maximum); where nothing is resized (``--scale none``, or a size already right) the samples
+    keep their type, cut or padded with zeros (black).  Unchanged (the array itself) when the
+    placement changes nothing."""
     h, w = image.shape[:2]
-    if (w, h) == (width, height):
+    p = place(w, h, width, height) if placement is None else placement
+    if (p.width, p.height, p.area_width, p.area_height) != (w, h, width, height):
+        raise ValueError(f"a placement of {p.width}x{p.height} into {p.area_width}x"
+                         f"{p.area_height} given a {w}x{h} image for {width}x{height}")
+    if p.identity:
         return image
-    if image.dtype.kind in "ui":           # integers: a fraction of their dtype's maximum
-        image = unit_scale(image, np.iinfo(image.dtype).max)
-    scale = min(width / w, height / h)
-    ow, oh = max(1, round(w * scale)), max(1, round(h * scale))
-    out = np.zeros((height, width, 3), np.float32)
-    y0, x0 = (height - oh) // 2, (width - ow) // 2
-    out[y0:y0 + oh, x0:x0 + ow] = _resample(_resample(image, oh, 0), ow, 1)
+    c, x, y = p.crop, p.x, p.y
+    image = image[c.top:h - c.bottom, c.left:w - c.right]
+    if p.resized:
+        if image.dtype.kind in "ui":       # integers: a fraction of their dtype's maximum
+            image = unit_scale(image, np.iinfo(image.dtype).max)
+        part = resample_fast(resample_fast(image, y.scaled, 0, y.cut_before, y.shown),
+                             x.scaled, 1, x.cut_before, x.shown)
+        part = np.clip(part, 0.0, 1.0)     # the kernel's lobes overshoot at hard edges
+    else:
+        part = image[y.cut_before:y.cut_before + y.shown, x.cut_before:x.cut_before + x.shown]
+    out = np.zeros((height, width) + image.shape[2:], part.dtype)
+    out[y.pad_before:y.pad_before + y.shown, x.pad_before:x.pad_before + x.shown] = part
     return out

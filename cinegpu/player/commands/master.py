@@ -17,6 +17,7 @@ from cinegpu.decode import BackendUnavailable
 from cinegpu.decode.codestream import dci, imf
 from cinegpu.media import MediaError
 from cinegpu.media.errors import UnsupportedMedia
+from cinegpu.media.images.geometry import SCALES, Crop
 from cinegpu.media.package.cpl_metadata import (
     MARKER_LABELS,
     CplMetadata,
@@ -68,6 +69,14 @@ def register(subparsers) -> None:
                         "rec709); xyz: X'Y'Z' code values as they are")
     p.add_argument("--container", choices=("auto", "flat", "scope", "full"), default="auto",
                    help="image area: flat 1.85, scope 2.39, full container; auto: nearest aspect ratio")
+    p.add_argument("--crop", type=_option(Crop.parse), default=Crop(), metavar="L,T,R,B",
+                   help="pixels cut from the left, top, right and bottom of every input frame "
+                        "before it is scaled (checked against the first frame's size)")
+    p.add_argument("--scale", choices=SCALES, default="fit",
+                   help="into the image area: fit (default: the whole picture inside, "
+                        "letterboxed or pillarboxed with black), fill (the area covered, the "
+                        "excess cut centred), none (pixels 1:1, centred, padded or cut); "
+                        "resized with a Lanczos (a=3) filter. IMF keeps the cropped size")
     p.add_argument("--stereo", action="store_true",
                    help="a stereoscopic (3D) DCP, 2K only: two INPUTs, the left eye's frames then "
                         "the right eye's (folders or images of the same length); the picture is "
@@ -95,14 +104,14 @@ def register(subparsers) -> None:
                         "smpte, film (L C R Ls Rs LFE), dts (L R Ls Rs C LFE); DCPs only")
     p.add_argument("--gain", type=_gain, default=0.0, metavar="DB",
                    help="gain applied to the sound, in dB (-60 to +30; clipped at full scale)")
-    p.add_argument("--subtitles", default=None, metavar="FILE.xml|FILE.srt",
-                   help="subtitles (SRT, Interop or SMPTE ST 428-7 XML), written as an SMPTE timed-text "
+    p.add_argument("--subtitles", default=None, metavar="FILE",
+                   help="subtitles (SRT, SSA/ASS, WebVTT, Interop or SMPTE ST 428-7 XML), written as an SMPTE timed-text "
                         "track with an embedded font. Cues past the picture's end: cut (warning); a "
                         "cue with a bad time: refused")
     p.add_argument("--subtitle-language", default=None, metavar="TAG",
                    help="language of the subtitles, an RFC 5646 tag such as fr (default: the file's, else en)")
-    p.add_argument("--captions", default=None, metavar="FILE.xml|FILE.srt",
-                   help="closed captions (SRT, Interop or SMPTE ST 428-7 XML), written as their own "
+    p.add_argument("--captions", default=None, metavar="FILE",
+                   help="closed captions (SRT, SSA/ASS, WebVTT, Interop or SMPTE ST 428-7 XML), written as their own "
                         "timed-text track, named in the CPL as an ST 429-12 ClosedCaption")
     p.add_argument("--caption-language", default=None, metavar="TAG",
                    help="language of the closed captions, an RFC 5646 tag (default: the file's, else en)")
@@ -251,10 +260,11 @@ def _run(args) -> int:
 
     try:
         job = _job(args)
-        if not args.quiet:
-            print(_plan(job), file=sys.stderr)
+        if not args.quiet:        # the first frame read for its geometry: a crop too large ends here
+            print(_plan(job, _first_placement(job)), file=sys.stderr)
         job = replace(job, protection=replace(job.protection, signer=_signer(args)))
-        package = master(job, progress=not args.quiet).package
+        mastered = master(job, progress=not args.quiet)
+        package = mastered.package
     except (MediaError, BackendUnavailable, ValueError, OSError) as exc:
         print(f"cinegpu master: {exc}", file=sys.stderr)
         return 2
@@ -265,7 +275,7 @@ def _run(args) -> int:
         print(f"cinegpu master: terminated (SIGTERM); no {args.format.upper()} written",
               file=sys.stderr)
         return TERMINATED
-    print(_summary(package))
+    print(_summary(package, mastered.placement))
     if job.sound is not None:
         try:
             print(_loudness(job))
@@ -306,7 +316,8 @@ def _job(args):
     picture = Picture(format=args.format, profile=args.profile, fps=args.fps,
                       bitrate=args.bitrate, colorspace=args.colorspace, container=args.container,
                       codec=args.codec, bits=args.bits, lossless=args.lossless,
-                      sampling=args.sampling, stereoscopic=args.stereo, standard=args.standard)
+                      sampling=args.sampling, stereoscopic=args.stereo, standard=args.standard,
+                      crop=args.crop, scale=args.scale)
     picture.check_holds(1 if args.stereo else len(args.input), args.reel_length, args.encrypt,
                         args.subtitles or None)
     if (warning := picture.bitrate_warning()) is not None:
@@ -489,9 +500,17 @@ def _subtitles(args, frames: int, title: str, say: bool = True):
     return subtitles
 
 
-def _plan(job) -> str:
+def _first_placement(job):
+    """Where the first input frame lands in the picture (:meth:`.Picture.placement`, read for
+    its size): ValueError for a ``--crop`` that leaves nothing of it."""
+    first = job.input.read(0)
+    return job.picture.placement(first.shape[1], first.shape[0])
+
+
+def _plan(job, placement=None) -> str:
     """The line printed before mastering: frames in and out, the package, the encoder and
-    where it runs (BackendUnavailable for a back end that is not there)."""
+    where it runs (BackendUnavailable for a back end that is not there), and where the frames
+    land in the picture (``placement``, :meth:`.geometry.Placement.describe`)."""
     from cinegpu.jobs.frame_encode import pick_backend  # noqa: PLC0415  (start-up: mastering, ~0.3 s)
     from cinegpu.media.package.dcp_write import encoder_name  # noqa: PLC0415  (start-up: mastering, ~0.3 s)
     p, cluster = job.picture, job.compute.cluster
@@ -499,7 +518,8 @@ def _plan(job) -> str:
         f"DCI {p.profile.upper()}" + (" Interop" if p.interop else "")
     where = f"on the cluster {cluster}" if cluster else pick_backend(job.compute.backend)
     return (f"cinegpu master: {job.input.count} input frame(s) -> {job.length} frames at "
-            f"{p.fps} fps, {what}, encoder {encoder_name()} ({where})")
+            f"{p.fps} fps, {what}, encoder {encoder_name()} ({where})"
+            + ("" if placement is None else f"; picture {placement.describe()}"))
 
 
 def _signer(args):
@@ -520,9 +540,10 @@ def _signer(args):
     return signer
 
 
-def _summary(package) -> str:
+def _summary(package, placement=None) -> str:
     """The line printed for a finished package: frames, size, reels, sound, subtitles, keys;
-    the picture, sound and subtitle bytes are each summed over every reel."""
+    the picture, sound and subtitle bytes are each summed over every reel; where the input
+    frames landed in the picture (``placement``: crop, scale, padding)."""
     t = package.track
     s = package.sound
     reels = package.reels or ()
@@ -541,5 +562,7 @@ def _summary(package) -> str:
         if len(reels) > 1 else ""
     keys = "" if package.keys is None else f"; encrypted, content keys in {package.keys}"
     signed = "" if getattr(package, "signer", None) is None else f"; signed by {package.signer}"
+    geometry = "" if placement is None else f" (input {placement.describe()})"
     return (f"{package.root}: {frames} frames {t.width}x{t.height} at {t.edit_rate} fps{more}, "
-            f"CPL {package.cpl_id}, {pictures} bytes of picture{sound}{subs}{keys}{signed}")
+            f"CPL {package.cpl_id}, {pictures} bytes of picture{geometry}{sound}{subs}{keys}"
+            f"{signed}")

@@ -68,6 +68,11 @@ MISTAKES = [
      "3D Interop DCPs are not written"),
     (["master", "{tmp}", "-o", "{tmp}/out", "--title", "T", "--standard", "interop", "--format", "imf"],
      "--standard interop is for DCPs"),
+    (["master", "{tmp}", "-o", "{tmp}/out", "--title", "T", "--crop", "0,140,0"], "--crop wants L,T,R,B"),
+    (["master", "{tmp}", "-o", "{tmp}/out", "--title", "T", "--crop", "0,-1,0,0"], "cannot be negative"),
+    (["master", "{tmp}", "-o", "{tmp}/out", "--title", "T", "--scale", "stretch"], "invalid choice"),
+    (["master", "{tmp}", "-o", "{tmp}/out", "--title", "T", "--format", "imf", "--scale", "fill"],
+     "--scale is for DCPs"),
 ]
 if not have_cuda():
     MISTAKES += [(["play", SAMPLE, "--headless", "--backend", "cuda"], "CUDA"),
