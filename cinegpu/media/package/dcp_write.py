@@ -250,6 +250,22 @@ def _rational(r: Fraction) -> str:
     return f"{r.numerator} {r.denominator}"
 
 
+def _asset_chunks(root, assets, folder: Path) -> None:
+    """An AssetMap's AssetList (ST 429-9 and Interop's alike): per (id, file, is packing list)
+    of ``assets``, one chunk on volume 1, its path relative to the package ``folder``."""
+    al = _sub(root, "AssetList")
+    for aid, file, is_pkl in assets:
+        a = _sub(al, "Asset")
+        _sub(a, "Id", _urn(aid))
+        if is_pkl:
+            _sub(a, "PackingList", "true")
+        chunk = _sub(_sub(a, "ChunkList"), "Chunk")
+        _sub(chunk, "Path", file.relative_to(folder).as_posix())
+        _sub(chunk, "VolumeIndex", 1)
+        _sub(chunk, "Offset", 0)
+        _sub(chunk, "Length", file.stat().st_size)
+
+
 def _marker_asset(assets, track, markers: list[tuple[str, int]]) -> None:
     """A reel's MainMarkers (ST 429-7 MarkerAssetType, first in the AssetList): as long as
     the reel's picture ``track``, each marker a Label and an Offset in edit units from the
@@ -373,6 +389,11 @@ class DCPWriter:
     SOUND_WRITER: type[SoundTrackWriter] = SoundTrackWriter
     CPL_TYPE = "text/xml"
     ASSETMAP_NAME, VOLINDEX_NAME = "ASSETMAP.xml", "VOLINDEX.xml"
+    #: Whether each PKL asset names its digest's algorithm (ST 2067-2's PKL does, ST 429-8's
+    #: and Interop's do not).
+    PKL_HASH_ALGORITHM = False
+    #: Whether each PKL asset carries its OriginalFileName (libdcp writes none in Interop's).
+    PKL_ORIGINAL_NAMES = True
 
     def __init__(self, out, *, title: str, edit_rate=24, aspect: tuple[int, int] | None = None,
                  kind: str = "feature", issuer: str = CREATOR, sound: SoundInput | None = None,
@@ -622,20 +643,17 @@ class DCPWriter:
         return out
 
     # -- documents --
-    def _write_cpl(self, path: Path, cpl_id, reels: tuple[Reel, ...], aspect) -> None:
-        """ST 429-7 CompositionPlaylist, its reels in order (element order of the schema);
-        the ST 429-16 CompositionMetadataAsset in the first reel."""
-        root = etree.Element(f"{{{NS_CPL}}}CompositionPlaylist", nsmap={None: NS_CPL})
-        _sub(root, "Id", _urn(cpl_id))
-        _sub(root, "AnnotationText", self.title)
-        _sub(root, "IssueDate", self.issued)
-        _sub(root, "Issuer", self.issuer)
-        _sub(root, "Creator", CREATOR)
-        _sub(root, "ContentTitleText", self.title)
-        _sub(root, "ContentKind", self.kind)
+    def _cpl_head(self, namespace: str, cpl_id) -> etree._Element:
+        """A CompositionPlaylist root of ``namespace`` (ST 429-7 or Interop's) with what comes
+        before its ReelList, in the schema's order: Id to ContentKind, ContentVersion (the
+        metadata's, or a new one labelled title_date) and RatingList."""
+        root = etree.Element(f"{{{namespace}}}CompositionPlaylist", nsmap={None: namespace})
+        for tag, text in (("Id", _urn(cpl_id)), ("AnnotationText", self.title), ("IssueDate", self.issued),
+                          ("Issuer", self.issuer), ("Creator", CREATOR), ("ContentTitleText", self.title),
+                          ("ContentKind", self.kind)):
+            _sub(root, tag, text)
         meta = self.metadata
-        version = _sub(root, "ContentVersion")
-        given = meta.content_version
+        version, given = _sub(root, "ContentVersion"), meta.content_version
         _sub(version, "Id", f"urn:uuid:{uuid.uuid4()}" if given is None else given.id)
         _sub(version, "LabelText", f"{self.title}_{self.issued[:10]}" if given is None else given.label)
         ratings = _sub(root, "RatingList")
@@ -643,16 +661,29 @@ class DCPWriter:
             el = _sub(ratings, "Rating")
             _sub(el, "Agency", rating.agency)
             _sub(el, "Label", rating.label)
+        return root
+
+    def _cpl_reels(self, root, reels: tuple[Reel, ...]):
+        """The ReelList of ``root``: yields (index, reel, its AssetList) for each of ``reels``
+        in order, the AssetList holding the reel's markers (MainMarkers, the metadata's
+        markers that fall in the reel) already."""
         lengths = [r.picture.frames for r in reels]
-        markers = reel_markers(meta.markers_for(sum(lengths)), lengths)
+        markers = reel_markers(self.metadata.markers_for(sum(lengths)), lengths)
         reel_list = _sub(root, "ReelList")
         for k, r in enumerate(reels):
             reel = _sub(reel_list, "Reel")
             _sub(reel, "Id", _urn(uuid.uuid4()))
             assets = _sub(reel, "AssetList")
-            track, keys = r.picture, r.key_ids
             if markers[k]:
-                _marker_asset(assets, track, markers[k])
+                _marker_asset(assets, r.picture, markers[k])
+            yield k, r, assets
+
+    def _write_cpl(self, path: Path, cpl_id, reels: tuple[Reel, ...], aspect) -> None:
+        """ST 429-7 CompositionPlaylist, its reels in order (element order of the schema);
+        the ST 429-16 CompositionMetadataAsset in the first reel."""
+        root = self._cpl_head(NS_CPL, cpl_id)
+        for k, r, assets in self._cpl_reels(root, reels):
+            track, keys = r.picture, r.key_ids
             if track.stereoscopic:     # ST 429-10 8: its own namespace, two frames an edit unit
                 pic = etree.SubElement(assets, f"{{{NS_STEREO}}}MainStereoscopicPicture",
                                        nsmap={"msp-cpl": NS_STEREO})
@@ -719,8 +750,9 @@ class DCPWriter:
             _sub(a, "Hash", digest)
             _sub(a, "Size", file.stat().st_size)
             _sub(a, "Type", mime)
-            _sub(a, "OriginalFileName", file.name)
-            if ns != NS_PKL:       # ST 2067-2 names the digest's algorithm
+            if self.PKL_ORIGINAL_NAMES:
+                _sub(a, "OriginalFileName", file.name)
+            if self.PKL_HASH_ALGORITHM:
                 _sub(a, "HashAlgorithm").set("Algorithm", SHA1_ALGORITHM)
         _write_xml(root, path, self.signer)
 
@@ -733,17 +765,7 @@ class DCPWriter:
         _sub(root, "VolumeCount", 1)
         _sub(root, "IssueDate", self.issued)
         _sub(root, "Issuer", self.issuer)
-        al = _sub(root, "AssetList")
-        for aid, file, is_pkl in assets:
-            a = _sub(al, "Asset")
-            _sub(a, "Id", _urn(aid))
-            if is_pkl:
-                _sub(a, "PackingList", "true")
-            chunk = _sub(_sub(a, "ChunkList"), "Chunk")
-            _sub(chunk, "Path", file.name)
-            _sub(chunk, "VolumeIndex", 1)
-            _sub(chunk, "Offset", 0)
-            _sub(chunk, "Length", file.stat().st_size)
+        _asset_chunks(root, assets, self.tmp)
         _write_xml(root, self.tmp / "ASSETMAP.xml")
 
     def _write_volindex(self) -> None:

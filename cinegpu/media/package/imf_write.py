@@ -68,6 +68,7 @@ class IMFWriter(DCPWriter):
     TRACK_WRITER = IMFPictureTrackWriter
     TRACK_PREFIX = "IMAGE_"
     PKL_NAMESPACE = NS_PKL
+    PKL_HASH_ALGORITHM = True
 
     def __init__(self, out, *, title: str, edit_rate=24, kind: str = "feature", sound=None,
                  **kwargs):

@@ -40,12 +40,11 @@ from lxml import etree
 from cinegpu.media.errors import MediaError
 from cinegpu.media.mxf.interop_write import InteropPictureTrackWriter, InteropSoundTrackWriter
 from cinegpu.media.mxf.sound_write import SoundTrackFile
-from cinegpu.media.package.cpl_metadata import reel_markers
 from cinegpu.media.package.dcp_write import (
     CREATOR,
     DCPWriter,
     Reel,
-    _marker_asset,
+    _asset_chunks,
     _sub,
     _track_asset,
     _urn,
@@ -113,6 +112,7 @@ class InteropDCPWriter(DCPWriter):
     PKL_NAMESPACE = NS_INTEROP_PKL
     CPL_TYPE = "text/xml;asdcpKind=CPL"
     ASSETMAP_NAME, VOLINDEX_NAME = "ASSETMAP", "VOLINDEX"
+    PKL_ORIGINAL_NAMES = False
 
     def __init__(self, out, *, edit_rate=24, keys=None, signer=None, stereoscopic: bool = False,
                  captions: TimedTextAsset | None = None, **kwargs):
@@ -175,29 +175,8 @@ class InteropDCPWriter(DCPWriter):
     def _write_cpl(self, path: Path, cpl_id, reels: tuple[Reel, ...], aspect) -> None:
         """The Interop CompositionPlaylist (PROTO-ASDCP-CPL-20040511, its elements in the
         schema's order)."""
-        root = etree.Element(f"{{{NS_INTEROP_CPL}}}CompositionPlaylist", nsmap={None: NS_INTEROP_CPL})
-        for tag, text in (("Id", _urn(cpl_id)), ("AnnotationText", self.title),
-                          ("IssueDate", self.issued), ("Issuer", self.issuer), ("Creator", CREATOR),
-                          ("ContentTitleText", self.title), ("ContentKind", self.kind)):
-            _sub(root, tag, text)
-        meta = self.metadata
-        version, given = _sub(root, "ContentVersion"), meta.content_version
-        _sub(version, "Id", f"urn:uuid:{uuid.uuid4()}" if given is None else given.id)
-        _sub(version, "LabelText", f"{self.title}_{self.issued[:10]}" if given is None else given.label)
-        ratings = _sub(root, "RatingList")
-        for rating in meta.ratings:
-            el = _sub(ratings, "Rating")
-            _sub(el, "Agency", rating.agency)
-            _sub(el, "Label", rating.label)
-        lengths = [r.picture.frames for r in reels]
-        markers = reel_markers(meta.markers_for(sum(lengths)), lengths)
-        reel_list = _sub(root, "ReelList")
-        for k, r in enumerate(reels):
-            reel = _sub(reel_list, "Reel")
-            _sub(reel, "Id", _urn(uuid.uuid4()))
-            assets = _sub(reel, "AssetList")
-            if markers[k]:
-                _marker_asset(assets, r.picture, markers[k])
+        root = self._cpl_head(NS_INTEROP_CPL, cpl_id)
+        for _, r, assets in self._cpl_reels(root, reels):
             pic = _track_asset(assets, "MainPicture", r.picture, r.picture_hash)
             _sub(pic, "FrameRate", f"{r.picture.edit_rate.numerator} {r.picture.edit_rate.denominator}")
             _sub(pic, "ScreenAspectRatio", f"{aspect[0] / aspect[1]:.2f}")
@@ -209,23 +188,6 @@ class InteropDCPWriter(DCPWriter):
                         _sub(el, "Language", track.language)
         _write_xml(root, path)
 
-    def _write_pkl(self, path: Path, pkl_id, assets) -> None:
-        """The Interop PackingList (PROTO-ASDCP-PKL-20040311): (id, file, type, hash) per
-        asset."""
-        root = etree.Element(f"{{{NS_INTEROP_PKL}}}PackingList", nsmap={None: NS_INTEROP_PKL})
-        for tag, text in (("Id", _urn(pkl_id)), ("AnnotationText", self.title),
-                          ("IssueDate", self.issued), ("Issuer", self.issuer), ("Creator", CREATOR)):
-            _sub(root, tag, text)
-        al = _sub(root, "AssetList")
-        for aid, file, mime, digest in assets:
-            a = _sub(al, "Asset")
-            _sub(a, "Id", _urn(aid))
-            _sub(a, "AnnotationText", file.name)
-            _sub(a, "Hash", digest)
-            _sub(a, "Size", file.stat().st_size)
-            _sub(a, "Type", mime)
-        _write_xml(root, path)
-
     def _write_assetmap(self, assets) -> None:
         """The Interop AssetMap (PROTO-ASDCP-AM-20040311) in ``ASSETMAP``: (id, file, is
         packing list) per asset, each path relative to the package folder, all on volume 1."""
@@ -234,17 +196,7 @@ class InteropDCPWriter(DCPWriter):
                           ("VolumeCount", 1), ("IssueDate", self.issued), ("Issuer", self.issuer),
                           ("Creator", CREATOR)):
             _sub(root, tag, text)
-        al = _sub(root, "AssetList")
-        for aid, file, is_pkl in assets:
-            a = _sub(al, "Asset")
-            _sub(a, "Id", _urn(aid))
-            if is_pkl:
-                _sub(a, "PackingList", "true")
-            chunk = _sub(_sub(a, "ChunkList"), "Chunk")
-            _sub(chunk, "Path", file.relative_to(self.tmp).as_posix())
-            _sub(chunk, "VolumeIndex", 1)
-            _sub(chunk, "Offset", 0)
-            _sub(chunk, "Length", file.stat().st_size)
+        _asset_chunks(root, assets, self.tmp)
         _write_xml(root, self.tmp / self.ASSETMAP_NAME)
 
     def _write_volindex(self) -> None:

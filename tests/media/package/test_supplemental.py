@@ -64,7 +64,8 @@ def _make_vf(ov: Path, vf: Path, wav: Path) -> tuple[str, str]:
         _set(snd, tag, value)
     cpl = vf / f"cpl_{cpl_id}.xml"
     cpl_doc.write(str(cpl), xml_declaration=True, encoding="UTF-8")
-    writer = SimpleNamespace(PKL_NAMESPACE=NS_PKL, title="VF", issuer="test", tmp=vf, signer=None,
+    writer = SimpleNamespace(PKL_NAMESPACE=NS_PKL, PKL_HASH_ALGORITHM=False, PKL_ORIGINAL_NAMES=True,
+                             title="VF", issuer="test", tmp=vf, signer=None,
                              issued=datetime.now(timezone.utc).replace(microsecond=0).isoformat())
     pkl_id = uuid.uuid4()
     pkl = vf / f"pkl_{pkl_id}.xml"
