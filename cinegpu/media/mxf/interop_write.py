@@ -31,14 +31,11 @@ Encryption (asdcplib's MXFInterop_CryptEssence) is not written here.
 from __future__ import annotations
 
 import struct
-from fractions import Fraction
 
 from cinegpu.media.errors import MediaError
 from cinegpu.media.mxf.read import PRIMER_PACK
 from cinegpu.media.mxf.sound_write import (
-    QUANTIZATION_BITS,
     SOUND_PRIMER,
-    WAV_FRAME_WRAPPED,
     WAVE_DESCRIPTOR,
     SoundTrackWriter,
 )
@@ -48,7 +45,6 @@ from cinegpu.media.mxf.write import (
     SUBDESCRIPTORS_TAG,
     PictureTrackWriter,
     _batch,
-    _rational,
     klv,
     local_set,
 )
@@ -106,18 +102,4 @@ class InteropSoundTrackWriter(SoundTrackWriter):
         """The WaveAudioDescriptor (ST 382 items, in asdcplib's order): SampleRate the edit
         rate, ContainerDuration ``n`` edit units, AudioSamplingRate in Hz, BlockAlign bytes a
         sample frame, AvgBps bytes a second; no SubDescriptors, no ChannelAssignment."""
-        def u32(v):
-            return struct.pack(">I", v)
-
-        return [local_set(WAVE_DESCRIPTOR, [
-            (0x3C0A, ids["desc"]),
-            (0x3006, u32(2)),                                   # LinkedTrackID
-            (0x3001, _rational(self.edit_rate)),                # SampleRate: the edit rate
-            (0x3002, struct.pack(">Q", n)),                     # ContainerDuration
-            (0x3004, WAV_FRAME_WRAPPED),
-            (0x3D03, _rational(Fraction(self.rate))),           # AudioSamplingRate, Hz
-            (0x3D02, b"\x00"),                                  # Locked
-            (0x3D07, u32(self.layout.track_channels)),
-            (0x3D01, u32(QUANTIZATION_BITS)),
-            (0x3D0A, struct.pack(">H", self.block_align)),      # bytes per sample frame
-            (0x3D09, u32(self.rate * self.block_align))])]      # AvgBps, bytes per second
+        return [local_set(WAVE_DESCRIPTOR, [(0x3C0A, ids["desc"]), *self._wave_items(n)])]

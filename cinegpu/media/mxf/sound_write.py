@@ -174,18 +174,24 @@ class SoundTrackWriter(TrackWriter):
                 (t["MCATagName"], _utf16(name)),
                 (t["MCAChannelID"], u32(channel)), *lang,
                 (t["SoundfieldGroupLinkID"], group_link)]))
-        channels = self.layout.track_channels
-        desc = local_set(WAVE_DESCRIPTOR, [
-            (0x3C0A, ids["desc"]), (0xFFFF, _batch(uids, 16)),
-            (0x3006, u32(2)),                                   # LinkedTrackID
-            (0x3001, _rational(self.edit_rate)),                # SampleRate: the edit rate
-            (0x3002, struct.pack(">Q", n)),                     # ContainerDuration
-            (0x3004, WAV_FRAME_WRAPPED),
-            (0x3D03, _rational(Fraction(self.rate))),           # AudioSamplingRate, Hz
-            (0x3D02, b"\x00"),                                  # Locked
-            (0x3D07, u32(channels)),
-            (0x3D01, u32(QUANTIZATION_BITS)),
-            (0x3D0A, struct.pack(">H", self.block_align)),      # bytes per sample frame
-            (0x3D09, u32(self.rate * self.block_align)),        # AvgBps, bytes per second
-            (0x3D32, CHANNEL_CONFIG_WTF)])
+        desc = local_set(WAVE_DESCRIPTOR, [(0x3C0A, ids["desc"]), (0xFFFF, _batch(uids, 16)),
+                                           *self._wave_items(n), (0x3D32, CHANNEL_CONFIG_WTF)])
         return [desc, *subs]
+
+    def _wave_items(self, n: int) -> list[tuple[int, bytes]]:
+        """The WaveAudioDescriptor's items every sound track file has (ST 382, in asdcplib's
+        order): SampleRate the edit rate, ContainerDuration ``n`` edit units, AudioSamplingRate
+        in Hz, the channels, 24 bits, BlockAlign bytes a sample frame, AvgBps bytes a second."""
+        def u32(v):
+            return struct.pack(">I", v)
+
+        return [(0x3006, u32(2)),                                   # LinkedTrackID
+                (0x3001, _rational(self.edit_rate)),                # SampleRate: the edit rate
+                (0x3002, struct.pack(">Q", n)),                     # ContainerDuration
+                (0x3004, WAV_FRAME_WRAPPED),
+                (0x3D03, _rational(Fraction(self.rate))),           # AudioSamplingRate, Hz
+                (0x3D02, b"\x00"),                                  # Locked
+                (0x3D07, u32(self.layout.track_channels)),
+                (0x3D01, u32(QUANTIZATION_BITS)),
+                (0x3D0A, struct.pack(">H", self.block_align)),      # bytes per sample frame
+                (0x3D09, u32(self.rate * self.block_align))]        # AvgBps, bytes per second
