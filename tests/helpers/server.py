@@ -1,14 +1,35 @@
-"""The playback server in the tests: :func:`api` and :func:`wait_for` against a running ``cinegpu
-serve``, and :func:`engine`, its engine over in-memory sources with a fake clock, window and GL,
-turned by :func:`pump` without its thread.
+"""The playback server in the tests: :func:`sample_library` and :func:`stopped_cleanly` around a
+``cinegpu serve`` process, :func:`api` and :func:`wait_for` against a running one, and
+:func:`engine`, its engine over in-memory sources with a fake clock, window and GL, turned by
+:func:`pump` without its thread.
 """
 
 from __future__ import annotations
 
 import time
 
-from cinegpu.player.server.client import request
+import pytest
+
+from cinegpu.player.server.client import ServerProcess, request
+from cinegpu.player.server.samples import make_library, tools_missing
+from conftest import require_gl
 from helpers.playback import FakePresenter, FakeWindow
+
+
+def sample_library(tmp_path_factory, **kw):
+    """:func:`~cinegpu.player.server.samples.make_library` (``kw`` its options) in a new
+    temporary folder; the test skipped, with the reason, without the tools it needs or OpenGL."""
+    missing = tools_missing(dcp=kw.get("dcp", True))
+    if missing:
+        pytest.skip(f"needs {', '.join(missing)} to make the test library")
+    require_gl()
+    return make_library(tmp_path_factory.mktemp("library"), **kw)
+
+
+def stopped_cleanly(server: ServerProcess) -> None:
+    """Stop ``server``; an AssertionError with the end of its stderr unless it exited 0."""
+    code = server.stop()
+    assert code == 0, "".join(server.stderr)[-3000:]
 
 
 def api(server, path, method="GET", body=None, **kw):

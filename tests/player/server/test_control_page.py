@@ -31,9 +31,8 @@ from PIL import Image
 
 from cinegpu.player.server.client import ServerProcess
 from cinegpu.player.server.preview import PreviewStore
-from cinegpu.player.server.samples import DCP_CPL, make_library, sequence_id, tools_missing
-from conftest import require_gl
-from helpers.server import api, engine, pump, wait_for
+from cinegpu.player.server.samples import DCP_CPL, sequence_id
+from helpers.server import api, engine, pump, sample_library, stopped_cleanly, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -43,11 +42,7 @@ CHROMIUM = ("/usr/bin/chromium", "chromium", "chromium-browser")
 
 @pytest.fixture(scope="module")
 def library(tmp_path_factory):
-    missing = tools_missing()
-    if missing:
-        pytest.skip(f"needs {', '.join(missing)} to make the test library")
-    require_gl()
-    return make_library(tmp_path_factory.mktemp("library"), width=WIDTH, height=HEIGHT)
+    return sample_library(tmp_path_factory, width=WIDTH, height=HEIGHT)
 
 
 def start_server(library) -> ServerProcess:
@@ -58,8 +53,7 @@ def start_server(library) -> ServerProcess:
 def server(library):
     s = start_server(library)
     yield s
-    code = s.stop()
-    assert code == 0, "".join(s.stderr)[-3000:]
+    stopped_cleanly(s)
 
 
 def fetch(server, path: str, *, token: bool = True, headers: dict | None = None):
@@ -354,8 +348,7 @@ def fresh_server(library):
     """A server of its own: nothing loaded yet (the page's first Play must be refused)."""
     s = start_server(library)
     yield s
-    code = s.stop()
-    assert code == 0, "".join(s.stderr)[-3000:]
+    stopped_cleanly(s)
 
 
 def wait_text(page, selector: str, pred, timeout: float = 30.0, what: str = "") -> str:

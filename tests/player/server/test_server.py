@@ -19,28 +19,22 @@ from fractions import Fraction
 import pytest
 
 from cinegpu.player.server.client import ServerProcess, request
-from cinegpu.player.server.samples import DCP_CPL, MISSING_CPL, make_library, sequence_id, tools_missing
-from conftest import require_gl
-from helpers.server import api, engine, pump, wait_for
+from cinegpu.player.server.samples import DCP_CPL, MISSING_CPL, sequence_id
+from helpers.server import api, engine, pump, sample_library, stopped_cleanly, wait_for
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def library(tmp_path_factory):
-    missing = tools_missing()
-    if missing:
-        pytest.skip(f"needs {', '.join(missing)} to make the test library")
-    require_gl()
-    return make_library(tmp_path_factory.mktemp("library"))
+    return sample_library(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
 def server(library):
     s = ServerProcess(library, "--backend", "cpu", "--workers", "1")
     yield s
-    code = s.stop()
-    assert code == 0, "".join(s.stderr)[-3000:]
+    stopped_cleanly(s)
 
 
 def test_openapi_and_library(server, library):

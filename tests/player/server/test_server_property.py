@@ -24,8 +24,8 @@ from schemathesis.specs.openapi.checks import (  # noqa: E402  (after importorsk
 )
 
 from cinegpu.player.server.client import ServerProcess, request  # noqa: E402  (after importorskip: schemathesis)
-from cinegpu.player.server.samples import DCP_CPL, make_library, tools_missing  # noqa: E402  (after importorskip: schemathesis)
-from conftest import require_gl  # noqa: E402  (after importorskip: schemathesis)
+from cinegpu.player.server.samples import DCP_CPL  # noqa: E402  (after importorskip: schemathesis)
+from helpers.server import sample_library, stopped_cleanly  # noqa: E402  (after importorskip: schemathesis)
 
 pytestmark = pytest.mark.slow
 
@@ -36,16 +36,12 @@ CHECKS = [not_a_server_error, status_code_conformance, response_schema_conforman
 
 @pytest.fixture(scope="module")
 def live_server(tmp_path_factory):
-    missing = tools_missing()
-    if missing:
-        pytest.skip(f"needs {', '.join(missing)} to make the test library")
-    require_gl()
-    library = make_library(tmp_path_factory.mktemp("library"), frames=24, dcp=True)
+    library = sample_library(tmp_path_factory, frames=24, dcp=True)
     s = ServerProcess(library, "--backend", "cpu", "--threads", "--workers", "1")
     code, st = request(f"{s.url}/api/v1/load", "POST", {"cpl": DCP_CPL, "loop": True}, timeout=120, token=s.token)
     assert code == 200, st
     yield s
-    assert s.stop() == 0, "".join(s.stderr)[-3000:]
+    stopped_cleanly(s)
     print(f"\n{len(CALLS)} generated requests, statuses {sorted({c for *_, c in CALLS})}")
 
 

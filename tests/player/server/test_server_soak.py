@@ -23,8 +23,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from cinegpu.player.server.client import ServerProcess, request, rss_bytes
-from cinegpu.player.server.samples import make_library, sequence_id, tools_missing
-from conftest import require_gl
+from cinegpu.player.server.samples import sequence_id
+from helpers.server import sample_library, stopped_cleanly
 
 pytestmark = pytest.mark.slow
 
@@ -48,11 +48,7 @@ MIX = [  # (weight, method, path, body, expected status)
 
 @pytest.fixture(scope="module")
 def playing_server(tmp_path_factory):
-    missing = tools_missing(dcp=False)
-    if missing:
-        pytest.skip(f"needs {', '.join(missing)} to make the test library")
-    require_gl()
-    library = make_library(tmp_path_factory.mktemp("library"), frames=72, dcp=False)
+    library = sample_library(tmp_path_factory, frames=72, dcp=False)
     s = ServerProcess(library, "--backend", "cpu", "--workers", "1")
     code, st = request(f"{s.url}/api/v1/load", "POST",
                        {"cpl": sequence_id(library, library / "seq"), "loop": True, "play": True}, timeout=120,
@@ -63,7 +59,7 @@ def playing_server(tmp_path_factory):
         assert time.monotonic() < end, "never started playing"
         time.sleep(0.05)
     yield s
-    assert s.stop() == 0, "".join(s.stderr)[-3000:]
+    stopped_cleanly(s)
 
 
 def _client(base: str, jobs: list, results: list, deadline: float, token: str,
