@@ -20,6 +20,7 @@ from cinegpu.media.images.frames import fit
 from cinegpu.media.package.read import read_package
 from conftest import HAVE_ASDCPLIB
 from helpers.cli import cinegpu
+from helpers.kdm_commands import kdm_by_command
 from helpers.mastering import clairmeta_ok, needs_encoder, write_png16
 
 #: the distinct images of each eye (the composition repeats them)
@@ -79,17 +80,9 @@ def test_an_encrypted_two_reel_stereo_master_passes_clairmeta(tmp_path):
     comp = read_package(out).compositions[0]
     assert [len(reel.of_kind("stereo-picture")) for reel in comp.reels] == [1, 1]
     assert "3D" in comp.title                 # the ISDCF name says so
-    for who, role in (("distributor", "CS"), ("projector", "SM")):
-        r = cinegpu("kdm", "chain", "-o", str(tmp_path / who), "--organisation", f"{who}.test", "--role", role)
-        assert r.returncode == 0, r.stderr
     (cpl,) = out.glob("cpl_*.xml")
-    r = cinegpu("kdm", "make", "--cpl", str(cpl), "--keys", str(keys),
-                "--recipient", str(tmp_path / "projector" / "leaf.signed.pem"),
-                "--signer-key", str(tmp_path / "distributor" / "leaf.key"),
-                "--signer-chain", str(tmp_path / "distributor" / "chain.pem"),
-                "--not-before=-1h", "--not-after=+2d", "-o", str(tmp_path / "kdm.xml"))
-    assert r.returncode == 0, r.stderr
-    clairmeta_ok(out, kdm=tmp_path / "kdm.xml", key=tmp_path / "projector" / "leaf.key")
+    kdm, projector_key = kdm_by_command(tmp_path, cpl, keys)
+    clairmeta_ok(out, kdm=kdm, key=projector_key)
     r = cinegpu("play", "--headless", "--audio", "null", "--backend", "cpu", "--frames", "30",
-                "--kdm", str(tmp_path / "kdm.xml"), "--key", str(tmp_path / "projector" / "leaf.key"), str(out))
+                "--kdm", str(kdm), "--key", str(projector_key), str(out))
     assert r.returncode == 0 and "errors 0" in r.stdout, r.stdout + r.stderr

@@ -15,6 +15,7 @@ from cinegpu.jobs.demo import demo_frame
 from cinegpu.media.images.png import read_png16
 from cinegpu.media.security.content_keys import read_key_file
 from helpers.cli import cinegpu
+from helpers.kdm_commands import kdm_by_command
 from helpers.mastering import clairmeta_ok, needs_encoder, write_png16
 
 FRAMES = 48                     # two reels of one second at 24 fps
@@ -34,24 +35,14 @@ def test_our_encrypted_master_plays_with_the_kdm_we_make(tmp_path, gl):
         assert r.returncode == 0, r.stderr
     key_hex = [k.key.hex() for k in read_key_file(keys).keys]
     assert len(key_hex) == 2            # a picture track file per reel, each its own key
-    for who, role in (("distributor", "CS"), ("projector", "SM")):
-        r = cinegpu("kdm", "chain", "-o", str(tmp_path / who), "--organisation", f"{who}.test",
-                    "--role", role)
-        assert r.returncode == 0, r.stderr
     (cpl,) = (tmp_path / "enc").glob("*cpl*.xml") or [p for p in (tmp_path / "enc").glob("*.xml")
                                                       if b"CompositionPlaylist" in p.read_bytes()[:400]]
-    r = cinegpu("kdm", "make", "--cpl", str(cpl), "--keys", str(keys),
-                "--recipient", str(tmp_path / "projector" / "leaf.signed.pem"),
-                "--signer-key", str(tmp_path / "distributor" / "leaf.key"),
-                "--signer-chain", str(tmp_path / "distributor" / "chain.pem"),
-                "--not-before=-1h", "--not-after=+2d", "-o", str(tmp_path / "kdm.xml"))
-    assert r.returncode == 0, r.stderr
+    kdm, projector_key = kdm_by_command(tmp_path, cpl, keys)
     # ClairMeta checks the encrypted package with the KDM and the projector's key, and the clear one
-    clairmeta_ok(tmp_path / "enc", kdm=tmp_path / "kdm.xml", key=tmp_path / "projector" / "leaf.key")
+    clairmeta_ok(tmp_path / "enc", kdm=kdm, key=projector_key)
     clairmeta_ok(tmp_path / "clear")
     shots = {}
-    for name, extra in (("clear", []), ("enc", ["--kdm", str(tmp_path / "kdm.xml"),
-                                                "--key", str(tmp_path / "projector" / "leaf.key")])):
+    for name, extra in (("clear", []), ("enc", ["--kdm", str(kdm), "--key", str(projector_key)])):
         shots[name] = [tmp_path / f"{name}-{n}.png" for n in (5, 30)]     # reel 1 and reel 2
         r = cinegpu("play", "--headless", "--audio", "null", "--backend", "cpu", "--fps", "4",
                     *(f for n, s in zip((5, 30), shots[name]) for f in ("--screenshot", f"{n}:{s}")),
