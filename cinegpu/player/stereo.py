@@ -20,6 +20,7 @@ turn, and :class:`StereoSource` joins two eyes' decoded pictures as the modes sa
 from __future__ import annotations
 
 import sys
+from collections import OrderedDict
 from fractions import Fraction
 from typing import Callable
 
@@ -30,6 +31,9 @@ __all__ = ["STEREO_MODES", "EyeView", "SequentialView", "StereoSource", "stereo_
 STEREO_MODES = ("left", "right", "side-by-side", "top-bottom", "anaglyph", "frame-sequential")
 #: The modes that join the two eyes' pictures into one (:class:`StereoSource`).
 JOINED = ("side-by-side", "top-bottom", "anaglyph")
+#: Joined pictures a :class:`StereoSource` keeps (the newest): the player asks for a frame when
+#: it checks that it is ready and again when it shows it, and each join is a copy of both eyes.
+JOINED_KEPT = 3
 
 
 class EyeView:
@@ -101,7 +105,8 @@ def join(mode: str, left, right):
 class StereoSource:
     """A frame source (see :mod:`.source`) joining ``left``'s and ``right``'s pictures of the
     same frame as ``mode`` says (:data:`JOINED`): frame ``n`` is ready when both eyes' are,
-    and fails (a :class:`.source.FrameError`) when either does. Closing it closes both."""
+    and fails (a :class:`.source.FrameError`) when either does; each frame is joined once
+    (the last :data:`JOINED_KEPT` are kept). Closing it closes both."""
 
     def __init__(self, left, right, mode: str) -> None:
         if mode not in JOINED:
@@ -112,6 +117,7 @@ class StereoSource:
         wide, tall = mode == "side-by-side", mode == "top-bottom"
         self.width = left.width * (2 if wide else 1)
         self.height = left.height * (2 if tall else 1)
+        self._joined: OrderedDict = OrderedDict()     # frame: its joined picture
 
     @property
     def depth(self) -> int:
@@ -149,6 +155,9 @@ class StereoSource:
         self.right.want(frames, start)
 
     def get(self, n: int):
+        joined = self._joined.get(n)
+        if joined is not None:
+            return joined
         left = self.left.get(n)
         right = self.right.get(n) if left is not None else None
         if left is None or right is None:
@@ -158,7 +167,10 @@ class StereoSource:
         if left.shape != right.shape:
             return FrameError(n, ValueError(f"the eyes' pictures differ in size: "
                                             f"{left.shape[1]}x{left.shape[0]} and {right.shape[1]}x{right.shape[0]}"))
-        return join(self.mode, left, right)
+        joined = self._joined[n] = join(self.mode, left, right)
+        while len(self._joined) > JOINED_KEPT:
+            self._joined.popitem(last=False)
+        return joined
 
     def pin(self, n: int) -> None:
         self.left.pin(n)
@@ -169,6 +181,7 @@ class StereoSource:
         self.right.unpin(n)
 
     def close(self, *args, **kwargs) -> None:
+        self._joined.clear()
         try:
             self.left.close(*args, **kwargs)
         finally:

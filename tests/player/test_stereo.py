@@ -65,6 +65,18 @@ def test_a_joined_frame_is_ready_when_both_eyes_are():
     assert left.closed and right.closed
 
 
+def test_each_frame_is_joined_once():
+    """The player asks for a frame when it checks it is ready and when it shows it: the eyes
+    are copied into one picture once a frame, and only the newest few are kept."""
+    left, right = _Source(_pictures(1, 5)), _Source(_pictures(2, 5))
+    both = StereoSource(left, right, "top-bottom")
+    first = both.get(0)
+    assert both.get(0) is first and np.array_equal(first, np.concatenate((left.get(0), right.get(0)), 0))
+    for n in range(1, 5):
+        both.get(n)
+    assert both.get(0) is not first and np.array_equal(both.get(0), first)   # dropped, joined again
+
+
 class _Media:
     """A 3D media source of ``frames`` frames whose codestreams name their frame and eye."""
 
