@@ -25,6 +25,10 @@ at a time (memory bounded by the block, not by the track):
   absolute value of the oversampled signal, in dBTP (dB relative to full scale, 1.0).  The
   Annex's 12.04 dB attenuation before the interpolator is for integer arithmetic and is not
   needed in float64.  A true peak is never reported below the sample peak.
+* Leq(m), ISO 21727:2016 (:mod:`.leqm`): each channel M-weighted (the BS.468-4 curve less
+  5.6 dB), squared, summed over the channels in power (surrounds 3 dB down, LFE left out),
+  kept per 100 ms sub-block like the K-weighted energy, and its mean over the stretch in dB
+  (85 dB for a 2 kHz tone at -20 dBFS in one screen channel).
 
 Samples are floats where 1.0 is full scale; integer PCM (``SoundTrack``'s int32 at
 ``QuantizationBits``) is divided by ``full_scale`` (2**(bits - 1)).  Silence has no loudness:
@@ -42,6 +46,8 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
+
+from cinegpu.media.sound.leqm import MWeighting, leq_m_db, leqm_weights
 
 __all__ = ["composition_loudness", "int24", "loudness_text", "mix_loudness", "ABSOLUTE_GATE", "Loudness", "LoudnessMeter", "RELATIVE_GATE", "SURROUND", "channel_weights",
            "interpolator", "k_weighting", "loudness_of", "oversampling"]
@@ -142,7 +148,8 @@ class Loudness:
     ``integrated``: LUFS (BS.1770-4 2.8); ``range``: LU (EBU Tech 3342); ``true_peak`` and
     ``sample_peak``: dBTP and dBFS, the largest over the channels; ``channel_integrated`` and
     ``channel_true_peak``: each channel's own (its integrated loudness measured alone, weight 1);
-    ``seconds``: the stretch's length; ``blocks``: the gating blocks it holds."""
+    ``seconds``: the stretch's length; ``blocks``: the gating blocks it holds; ``leq_m``: the
+    ISO 21727 Leq(m), dB (:mod:`.leqm`; None for silence)."""
 
     integrated: float | None
     range: float | None
@@ -152,6 +159,7 @@ class Loudness:
     channel_true_peak: tuple[float | None, ...]
     seconds: float
     blocks: int
+    leq_m: float | None = None
 
     def as_dict(self) -> dict:
         """The figures as JSON values (rounded to 0.01 dB)."""
@@ -161,7 +169,8 @@ class Loudness:
                 "true_peak_dbtp": r(self.true_peak), "sample_peak_dbfs": r(self.sample_peak),
                 "channel_integrated_lufs": [r(v) for v in self.channel_integrated],
                 "channel_true_peak_dbtp": [r(v) for v in self.channel_true_peak],
-                "seconds": round(self.seconds, 3), "gating_blocks": self.blocks}
+                "seconds": round(self.seconds, 3), "gating_blocks": self.blocks,
+                "leq_m_db": r(self.leq_m)}
 
 
 def _db(power_or_amplitude: float, scale: float) -> float | None:
@@ -235,7 +244,10 @@ class LoudnessMeter:
         self._energy: list[np.ndarray] = []                    # (k, ch) per add()
         self._true: list[np.ndarray] = []
         self._sample: list[np.ndarray] = []
-        self._pending = np.zeros((3, channels))                 # energy sum, true peak, sample peak
+        self._m_weighting = MWeighting(self.rate, channels)
+        self._m_weights = leqm_weights(self.weights)
+        self._m_energy: list[np.ndarray] = []                  # (k, ch): M-weighted, summed
+        self._pending = np.zeros((4, channels))                 # energy sum, true peak, sample peak, M sum
         self._filled = 0                                        # samples in the pending sub-block
         self.samples = 0
 
@@ -257,10 +269,11 @@ class LoudnessMeter:
             for p, taps in enumerate(self._phases):
                 out, self._tp_state[p] = sig.lfilter(taps, [1.0], x, axis=-1, zi=self._tp_state[p])
                 np.maximum(true, np.abs(out, out=out), out=true)
-        self._split(y, true, sample)
+        m = self._m_weighting.filter(x)
+        self._split(y, true, sample, np.multiply(m, m, out=m))
         self.samples += x.shape[1]
 
-    def _split(self, squares: np.ndarray, true: np.ndarray, sample: np.ndarray) -> None:
+    def _split(self, squares: np.ndarray, true: np.ndarray, sample: np.ndarray, m_squares: np.ndarray) -> None:
         """Fold per-sample figures (channels, n) into 100 ms sub-blocks, carrying the unfinished one."""
         n, spb = squares.shape[1], self.sub_block
         head = min(n, spb - self._filled)
@@ -268,6 +281,7 @@ class LoudnessMeter:
         p[0] += squares[:, :head].sum(1)
         p[1] = np.maximum(p[1], true[:, :head].max(1))
         p[2] = np.maximum(p[2], sample[:, :head].max(1))
+        p[3] += m_squares[:, :head].sum(1)
         self._filled += head
         if self._filled < spb:
             return
@@ -277,12 +291,14 @@ class LoudnessMeter:
         self._energy.append(np.concatenate([p[0:1] / spb, squares[:, head:end].reshape(shape).sum(2).T / spb]))
         self._true.append(np.concatenate([p[1:2], true[:, head:end].reshape(shape).max(2).T]))
         self._sample.append(np.concatenate([p[2:3], sample[:, head:end].reshape(shape).max(2).T]))
+        self._m_energy.append(np.concatenate([p[3:4], m_squares[:, head:end].reshape(shape).sum(2).T]))
         p[:] = 0.0
         self._filled = n - end
         if self._filled:
             p[0] = squares[:, end:].sum(1)
             p[1] = true[:, end:].max(1)
             p[2] = sample[:, end:].max(1)
+            p[3] = m_squares[:, end:].sum(1)
 
     def _rows(self, kind: list[np.ndarray]) -> np.ndarray:
         if len(kind) > 1:
@@ -306,15 +322,21 @@ class LoudnessMeter:
 
     def measure(self, start: float = 0.0, end: float | None = None) -> Loudness:
         """The figures of seconds ``[start, end)`` of what was fed (default: all of it), to the
-        100 ms sub-block (a sub-block is counted where it starts)."""
+        100 ms sub-block (a sub-block is counted where it starts).  Leq(m) is that of the
+        M-weighted signal, which lags the input by :data:`.leqm.FIR_SECONDS` (40 ms)."""
         energy = self._rows(self._energy)
         a = max(0, math.ceil(start / SUB_BLOCK - 1e-9))
         b = len(energy) if end is None else min(len(energy), math.ceil(end / SUB_BLOCK - 1e-9))
         energy = energy[a:b]
         true, sample = self._rows(self._true)[a:b], self._rows(self._sample)[a:b]
-        if end is None or end * self.rate >= self.samples:     # the unfinished sub-block's peaks
+        m_energy = self._rows(self._m_energy)[a:b].sum(0)      # M-weighted sums of squares
+        m_samples = len(energy) * self.sub_block
+        if end is None or end * self.rate >= self.samples:     # the unfinished sub-block, the FIR's tail
             true = np.concatenate([true, self._pending[1:2]])
             sample = np.concatenate([sample, self._pending[2:3]])
+            tail = self._m_weighting.tail()
+            m_energy = m_energy + self._pending[3] + (tail * tail).sum(1)
+            m_samples += self._filled
         blocks = _windows(energy, MOMENTARY)
         whole = _gated(blocks @ self.weights)
         per_channel = tuple(_gated(blocks[:, c]) for c in range(self.channels))
@@ -322,9 +344,10 @@ class LoudnessMeter:
         sp = sample.max(0) if len(sample) else np.zeros(self.channels)
         tp = np.maximum(tp, sp)
         seconds = ((end if end is not None else self.samples / self.rate) - start)
+        leq_m = leq_m_db(float(m_energy @ self._m_weights) / m_samples) if m_samples else None
         return Loudness(whole, _range(_windows(energy, SHORT_TERM) @ self.weights),
                         _db(float(tp.max()), 20.0), _db(float(sp.max()), 20.0), per_channel,
-                        tuple(_db(float(v), 20.0) for v in tp), max(0.0, seconds), len(blocks))
+                        tuple(_db(float(v), 20.0) for v in tp), max(0.0, seconds), len(blocks), leq_m)
 
 
 def loudness_of(samples: np.ndarray, rate: float, weights: Sequence[float] | None = None,
@@ -358,11 +381,12 @@ def mix_loudness(sound, samples: int) -> Loudness:
 
 
 def loudness_text(figures: Loudness) -> str:
-    """The figures in a line: integrated loudness, loudness range, true peak."""
+    """The figures in a line: integrated loudness, loudness range, true peak, Leq(m)."""
     def f(v, unit, sign=""):
         return "n/a" if v is None else f"{v:{sign}.1f} {unit}"
     return (f"{f(figures.integrated, 'LUFS')} integrated, range {f(figures.range, 'LU')}, "
-            f"true peak {f(figures.true_peak, 'dBTP', '+')} (ITU-R BS.1770-4, EBU R 128)")
+            f"true peak {f(figures.true_peak, 'dBTP', '+')} (ITU-R BS.1770-4, EBU R 128), "
+            f"Leq(m) {f(figures.leq_m, 'dB')} (ISO 21727)")
 
 
 def composition_loudness(sound, seconds: float = 10.0) -> Loudness:
