@@ -14,7 +14,12 @@ any order; each further row is one screen:
 - ``trusted_devices`` (optional, may be empty): the screen's other trusted devices for the
   ``DeviceList`` of the formulations that list them (:data:`.kdm_write.FORMULATIONS`),
   separated by ``;``: each an ST 430-2 certificate thumbprint (base64 of 20 bytes, 28
-  characters ending in ``=``) or a path to its certificate's PEM, as for ``certificate``.
+  characters ending in ``=``) or a path to its certificate's PEM, as for ``certificate``;
+- ``utc_offset`` (optional, may be empty): the cinema's offset from UTC, as DCP-o-matic keeps
+  one per cinema: ``+01:00``, ``-05:30``, ``+0100`` or hours (``+1``), from -12:00 to +14:00
+  (:func:`parse_utc_offset`).  The screen's KDM writes its window (``ContentKeysNotValidBefore``
+  and ``After``, ST 430-1 xs:dateTime, and the key blocks' times) in that offset
+  (``2026-12-01T20:00:00+01:00``): the same instants, only written as the cinema's local time.
 
 Blank rows are skipped; another column name, a missing cell, an empty name, a screen named
 twice or two screens whose file names would be the same is a :class:`~.errors.CorruptMedia`
@@ -43,6 +48,7 @@ import shutil
 import unicodedata
 import zipfile
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from cryptography import x509
@@ -53,11 +59,11 @@ from cinegpu.media.security.certificates import order_chain, read_certificates
 from cinegpu.media.security.kdm import MAX_KDM_BYTES
 from cinegpu.media.security.kdm_write import device_thumbprint
 
-__all__ = ["COLUMNS", "Screen", "careful_name", "kdm_file_name", "read_screens", "write_kdm_folder",
-           "zip_file_name"]
+__all__ = ["COLUMNS", "Screen", "careful_name", "kdm_file_name", "parse_utc_offset", "read_screens",
+           "write_kdm_folder", "zip_file_name"]
 
 #: the CSV's columns: required, then optional
-COLUMNS = ("cinema", "screen", "certificate", "trusted_devices")
+COLUMNS = ("cinema", "screen", "certificate", "trusted_devices", "utc_offset")
 REQUIRED = COLUMNS[:3]
 #: a screens file of 10 000 screens with inline certificates is about 20 MB
 MAX_SCREENS_BYTES = 32 << 20
@@ -68,19 +74,28 @@ MAX_CELL_CHARS = 64 << 10
 _KEPT = frozenset("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_%.+")
 _THUMBPRINT = re.compile(r"[A-Za-z0-9+/]{27}=")
 _PEM = "-----BEGIN CERTIFICATE-----"
+#: a UTC offset: sign, then H:MM or HH:MM, HHMM, or hours alone
+_OFFSET = re.compile(r"([+-]?)(?:(\d{1,2}):(\d{2})|(\d{2})(\d{2})|(\d{1,2}))")
+#: the offsets in use (UTC-12:00, Baker Island, to UTC+14:00, the Line Islands)
+OFFSET_RANGE = (timedelta(hours=-12), timedelta(hours=14))
 
 
 @dataclass(frozen=True)
 class Screen:
     """One row of the screens CSV: names, the recipient's leaf certificate, the trusted
-    devices' ST 430-2 thumbprints (base64 strings) and the row's first ``line`` in the file
-    (1 is the header)."""
+    devices' ST 430-2 thumbprints (base64 strings), the row's first ``line`` in the file
+    (1 is the header) and the cinema's ``utc_offset`` (None where the cell is absent or empty)."""
 
     cinema: str
     screen: str
     certificate: x509.Certificate
     trusted_devices: tuple[str, ...]
     line: int
+    utc_offset: timedelta | None = None
+
+    def local(self, instant: datetime) -> datetime:
+        """``instant`` (aware) written in the cinema's offset (as it is where it has none)."""
+        return instant if self.utc_offset is None else instant.astimezone(timezone(self.utc_offset))
 
     def where(self) -> str:
         """How errors name the row: its line, cinema and screen."""
@@ -128,7 +143,7 @@ def _check_header(header: list[str], path) -> None:
     missing = [c for c in REQUIRED if c not in header]
     if unknown or missing or len(set(header)) != len(header):
         raise CorruptMedia(path, f"line 1: the header must name the columns {', '.join(REQUIRED)} and "
-                                 f"optionally {COLUMNS[3]}, each once (it has {', '.join(header) or 'none'})")
+                                 f"optionally {', '.join(COLUMNS[3:])}, each once (it has {', '.join(header) or 'none'})")
 
 
 def _screen(cells: dict, n_cells: int, n_header: int, line: int, path) -> Screen:
@@ -152,7 +167,30 @@ def _screen(cells: dict, n_cells: int, n_header: int, line: int, path) -> Screen
     leaf = _leaf(cells["certificate"], folder, path, where)
     trusted = tuple(_thumbprint(t.strip(), folder, path, where)
                     for t in cells.get("trusted_devices", "").split(";") if t.strip())
-    return Screen(names["cinema"], names["screen"], leaf, trusted, line)
+    offset = None
+    if cells.get("utc_offset", "").strip():
+        try:
+            offset = parse_utc_offset(cells["utc_offset"])
+        except ValueError as exc:
+            raise CorruptMedia(path, f"{where}, column utc_offset: {exc}") from None
+    return Screen(names["cinema"], names["screen"], leaf, trusted, line, offset)
+
+
+def parse_utc_offset(text: str) -> timedelta:
+    """A UTC offset: ``+01:00``, ``-05:30``, ``+0100``, ``+1`` (hours; the sign may be left off
+    for a positive offset), from -12:00 to +14:00; ``ValueError`` saying what is wanted."""
+    t = text.strip()
+    m = _OFFSET.fullmatch(t)
+    offset = None
+    if m:
+        sign, colon_h, colon_m, bare_h, bare_m, hours_only = m.groups()
+        hours, minutes = (colon_h, colon_m) if colon_h else (bare_h, bare_m) if bare_h else (hours_only, "0")
+        if int(minutes) < 60:
+            offset = timedelta(hours=int(hours), minutes=int(minutes)) * (-1 if sign == "-" else 1)
+    if offset is None or not OFFSET_RANGE[0] <= offset <= OFFSET_RANGE[1]:
+        raise ValueError(f"{t[:40]!r} is not a UTC offset from -12:00 to +14:00 "
+                         f"(want +HH:MM, -HH:MM, +HHMM or hours, such as +01:00, -05:30, +0100, +1)")
+    return offset
 
 
 def _leaf(cell: str, folder: Path, path, where: str) -> x509.Certificate:

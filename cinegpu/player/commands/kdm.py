@@ -13,6 +13,8 @@
   KEY.pem`` instead of ``--keys``: the keys out of a DKDM (:mod:`cinegpu.media.security.dkdm`),
   the composition its, the window inside its; ``--formulation`` one of DCP-o-matic's
   (:data:`cinegpu.media.security.kdm_write.FORMULATIONS`: what the DeviceList lists);
+  ``--utc-offset +01:00`` writes the window in the cinema's offset (with ``--screens``, for the
+  screens whose CSV ``utc_offset`` cell is empty): the same instants, as local times;
 - ``kdm chain -o DIR``: a new ST 430-2 certificate chain and its leaf's private key, to sign
   KDMs with (or to stand for a recipient in tests).
 
@@ -22,7 +24,7 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from cinegpu.media import MediaError
@@ -34,7 +36,7 @@ from cinegpu.media.security.content_keys import read_key_file
 from cinegpu.media.security.dkdm import check_inside, open_dkdm
 from cinegpu.media.security.kdm import check_chain, check_signature, decrypt_keys, load_private_key, read_kdm
 from cinegpu.media.security.kdm_write import FORMULATIONS, composition_keys, make_kdm, parse_time
-from cinegpu.media.security.screens import read_screens, write_kdm_folder
+from cinegpu.media.security.screens import parse_utc_offset, read_screens, write_kdm_folder
 
 from .args import UsageError, one_line_text
 
@@ -95,6 +97,10 @@ def _register_make(sub) -> None:
                    help="the signer's certificates: leaf, intermediates and root (PEM, in any order)")
     m.add_argument("--not-before", required=True, metavar="TIME", help="the keys' first valid time")
     m.add_argument("--not-after", required=True, metavar="TIME", help="the keys' last valid time")
+    m.add_argument("--utc-offset", default=None, metavar="OFFSET",
+                   help="write the window in this UTC offset, the cinema's (+01:00, -05:30, +0100, +1; "
+                        "the same instants as local times); with --screens, for the screens whose "
+                        "utc_offset cell is empty")
     m.add_argument("-o", "--output", type=Path, required=True,
                    help="the KDM to write (.xml); with --screens a new (or empty) folder for the KDMs")
     m.add_argument("--zip", action="store_true",
@@ -141,13 +147,17 @@ def run_make(args) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     _check_make_args(args)
+    offset = _utc_offset(args.utc_offset)
     title, cpl_id, keys = _content(args, not_before, not_after)
     chain = order_chain(read_certificates(args.signer_chain), args.signer_chain)
     common = dict(cpl_id=cpl_id, content_title=title, keys=keys, signer_key=load_private_key(args.signer_key),
                   signer_chain=chain, not_before=not_before, not_after=not_after, annotation=args.annotation,
                   forensic_flags=args.disable_forensic_marking, formulation=args.formulation)
     if args.screens is not None:
-        return _make_for_screens(args, common)
+        return _make_for_screens(args, common, offset)
+    if offset is not None:
+        not_before, not_after = (t.astimezone(timezone(offset)) for t in (not_before, not_after))
+        common.update(not_before=not_before, not_after=not_after)
     recipient = order_chain(read_certificates(args.recipient), args.recipient)[0]
     trusted = [order_chain(read_certificates(p), p)[0] for p in args.trusted_device]
     data = make_kdm(recipient=recipient, trusted_devices=trusted, path=args.output, **common)
@@ -180,6 +190,16 @@ def _check_make_args(args) -> None:
                          f"multiple-modified-transitional-1 or dci-specific")
 
 
+def _utc_offset(text: str | None) -> timedelta | None:
+    """``--utc-offset`` (None when not given)."""
+    if text is None:
+        return None
+    try:
+        return parse_utc_offset(text)
+    except ValueError as exc:
+        raise UsageError(f"--utc-offset: {exc}") from None
+
+
 def _content(args, not_before, not_after) -> tuple:
     """The composition's title and id, and the keys to give: from the key file and the CPL, or
     from the DKDM (its composition; the CPL, when given, must be it), the window inside the DKDM's."""
@@ -195,15 +215,19 @@ def _content(args, not_before, not_after) -> tuple:
     return cpl.title, cpl.id, composition_keys(cpl, dkdm.key_file(), args.dkdm)
 
 
-def _make_for_screens(args, common: dict) -> int:
+def _make_for_screens(args, common: dict, offset: timedelta | None) -> int:
     """One KDM per screen of the CSV, all made (each read back and checked by ``make_kdm``)
-    before any is written, then written whole into the folder or not at all."""
+    before any is written, then written whole into the folder or not at all; each window in
+    its cinema's UTC offset (the CSV's, else ``offset``, else as given)."""
     screens = read_screens(args.screens)
     made = []
     for screen in screens:
+        zone = screen.utc_offset if screen.utc_offset is not None else offset
+        local = {k: common[k] if zone is None else common[k].astimezone(timezone(zone))
+                 for k in ("not_before", "not_after")}
         try:
             data = make_kdm(recipient=screen.certificate, trusted_devices=screen.trusted_devices,
-                            path=args.screens, **common)
+                            path=args.screens, **{**common, **local})
         except MediaError as exc:
             raise type(exc)(args.screens, f"{screen.where()}: {exc.reason}") from None
         made.append((screen, data))

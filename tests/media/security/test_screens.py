@@ -17,6 +17,7 @@ from cinegpu.media.security.certificates import certificate_thumbprint, make_cha
 from cinegpu.media.security.screens import (
     careful_name,
     kdm_file_name,
+    parse_utc_offset,
     read_screens,
     write_kdm_folder,
     zip_file_name,
@@ -91,12 +92,45 @@ def test_without_the_optional_column(chains):
     ('cinema,screen,certificate,trusted_devices\nA,1,certs/p0/leaf.signed.pem,nothing/here.pem\n',
      r"line 2 \(A / 1\), trusted device: .*nothing/here.pem: cannot read"),
     ('cinema,screen,certificate\nA,1,certs/p0/leaf.signed.pem\nA,"2\n', r"line 3: not CSV"),
+    ("cinema,screen,certificate,utc_offset\nA,1,certs/p0/leaf.signed.pem,+01:00\nB,2,certs/p1/leaf.signed.pem,+15:00\n",
+     r"line 3 \(B / 2\), column utc_offset: '\+15:00' is not a UTC offset from -12:00 to \+14:00"),
+    ("cinema,screen,certificate,utc_offset\nA,1,certs/p0/leaf.signed.pem,CET\n",
+     r"line 2 \(A / 1\), column utc_offset: 'CET' is not a UTC offset"),
 ])
 def test_a_mistake_is_one_error_naming_the_line(chains, text, words):
     d, _ = chains
     with pytest.raises(MediaError, match=words) as e:
         read_screens(_csv(d, text))
     assert "\n" not in str(e.value) and str(e.value).startswith(str(d / "screens.csv"))
+
+
+@pytest.mark.parametrize("text,hours,minutes", [
+    ("+01:00", 1, 0), ("-05:30", -5, -30), ("+0100", 1, 0), ("+1", 1, 0), ("-1", -1, 0), ("5:45", 5, 45),
+    ("+0545", 5, 45), (" 0 ", 0, 0), ("-12:00", -12, 0), ("+14:00", 14, 0), ("-0930", -9, -30),
+])
+def test_utc_offsets_dcp_o_matic_style(text, hours, minutes):
+    assert parse_utc_offset(text) == timedelta(hours=hours, minutes=minutes)
+
+
+@pytest.mark.parametrize("text", ["+14:30", "-12:01", "+01:60", "1h", "+01:00:00", "UTC+1", "", "+", "+123"])
+def test_a_bad_utc_offset_says_what_is_wanted(text):
+    with pytest.raises(ValueError, match=r"is not a UTC offset from -12:00 to \+14:00 \(want \+HH:MM") as e:
+        parse_utc_offset(text)
+    assert "\n" not in str(e.value)
+
+
+def test_the_utc_offset_column(chains):
+    """Each cinema's offset (an empty cell: none); a screen writes an instant in its offset."""
+    d, _ = chains
+    s = read_screens(_csv(d, "cinema,screen,certificate,utc_offset\n"
+                             "Paris,1,certs/p0/leaf.signed.pem,+01:00\n"
+                             "Mumbai,1,certs/p1/leaf.signed.pem,+0530\n"
+                             "London,1,certs/p2/leaf.signed.pem,\n", "offsets.csv"))
+    assert [x.utc_offset for x in s] == [timedelta(hours=1), timedelta(hours=5, minutes=30), None]
+    at = datetime(2026, 12, 1, 19, 0, tzinfo=timezone.utc)
+    assert [x.local(at).isoformat() for x in s] == ["2026-12-01T20:00:00+01:00", "2026-12-02T00:30:00+05:30",
+                                                    "2026-12-01T19:00:00+00:00"]
+    assert all(x.local(at) == at for x in s)
 
 
 def test_not_utf8_and_too_large(chains, tmp_path):
