@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 from lxml import etree
 
+from cinegpu.decode.kernel_cache import cache_root
 from cinegpu.jobs.demo import demo_frame
 from cinegpu.media import MediaError
 from cinegpu.media.package.check import check
@@ -418,6 +419,8 @@ def still(tmp_path):
 
 def test_encrypting_signs_with_the_users_own_chain_made_on_first_use(still, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    # the compiled kernels stay where they are (a module first imported here finds them)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache_root().parent))
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     master_cli(still, tmp_path / "a", "--encrypt", "--keys", str(tmp_path / "ka.txt"), frames=24)
     err = capsys.readouterr().err
