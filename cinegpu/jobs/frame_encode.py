@@ -210,8 +210,7 @@ class FrameEncoders:
         if self.imf:
             return self._encode_rgb(a, top)
         if not self.ours:
-            xyz = to_xyz12(unit_scale(a, top), self.colorspace)
-            return encode_frame(xyz, profile=self.profile, fps=self.fps,
+            return encode_frame(self._host_samples(a, top), profile=self.profile, fps=self.fps,
                                 bitrate=None if self.bitrate is None else self.bitrate / 1e6)
         enc = self._encoder()
         if self.backend == "cuda":
@@ -219,9 +218,41 @@ class FrameEncoders:
             planes = self._on_gpu(enc, a, lambda image: rgb_to_xyz12(
                 image, top, *xyz12_parameters(self.colorspace)))
             return enc.encode_planes(planes, 12)
+        return enc.encode(self._host_samples(a, top), bits=12, signed=False)
+
+    def _host_samples(self, a: np.ndarray, top: float):
+        """The code values the host paths hand the encoder for the image ``a`` (read as
+        ``clip(a / top, 0, 1)``): a DCP's X'Y'Z' 12-bit as an (H, W, 3) uint16 array
+        (:func:`.colour.to_xyz12`), an IMF picture's R'G'B' at :attr:`bits` likewise, or its
+        Y'CbCr as three uint16 planes (:func:`.colour.rgb_to_ycbcr`: 4:2:2 chroma at half
+        width)."""
+        if self.imf:
+            if self.sampling != "rgb":
+                return rgb_to_ycbcr(unit_scale(a, top), self.bits, self.sampling, self.colorspace)
+            return np.rint(unit_scale(a, top) * ((1 << self.bits) - 1)).astype(np.uint16)
         if a.dtype != np.float32 or top != 1.0:
             a = unit_scale(a, top)
-        return enc.encode(to_xyz12(a, self.colorspace), bits=12, signed=False)
+        return to_xyz12(a, self.colorspace)
+
+    def samples(self, image, top: float | None = None) -> list[np.ndarray]:
+        """The code values these encoders are asked to code for ``image`` (as :meth:`encode`
+        takes it, ``top`` likewise), on the host, one plane per component (0..2^bits - 1; a
+        4:2:2 picture's chroma at half width): what the mastering report's PSNR is measured
+        against (:mod:`cinegpu.jobs.report.psnr`).  The host paths' own values; on the cuda
+        back end a DCP's X'Y'Z' come from the GPU twin the encoder runs
+        (:func:`cinegpu.encode.gpu.rgb_to_xyz12`, within one code value of the host's), run
+        here on this thread's current device and copied back; an IMF picture's R'G'B' are
+        the host's there too (:func:`cinegpu.encode.gpu.code_values`: the same values)."""
+        a = np.asarray(image)
+        if a.ndim != 3 or a.shape[2] != 3:
+            raise UnsupportedMedia(None, f"want an (H, W, 3) image, got shape {a.shape}")
+        if top is None:
+            top = float(np.iinfo(a.dtype).max) if a.dtype.kind in "ui" else 1.0
+        if self.backend == "cuda" and self.ours and not self.imf:
+            from cinegpu.encode.gpu import rgb_to_xyz12  # noqa: PLC0415  (optional: CuPy, which encode.gpu imports)
+            return [p.get() for p in rgb_to_xyz12(a, top, *xyz12_parameters(self.colorspace))]
+        out = self._host_samples(a, top)
+        return list(out) if isinstance(out, list) else [out[..., c] for c in range(out.shape[2])]
 
     def _encode_rgb(self, a: np.ndarray, top: float) -> bytes:
         """IMF: the R'G'B' samples scaled to ``bits`` (no colour conversion; on the GPU with
@@ -232,9 +263,7 @@ class FrameEncoders:
             raise UnsupportedMedia(None, "IMF mastering needs cinegpu.encode "
                                          "(the OpenJPEG stand-in makes DCI codestreams only)")
         if self.sampling != "rgb":
-            planes = rgb_to_ycbcr(unit_scale(a, top), self.bits, self.sampling,
-                                  self.colorspace)
-            return self._encoder().encode(planes, bits=self.bits, signed=False)
+            return self._encoder().encode(self._host_samples(a, top), bits=self.bits, signed=False)
         enc = self._encoder()
         if self.backend == "cuda":
             if np.dtype(a.dtype) in FUSED_CODE_VALUES:   # the image read in place, once
@@ -244,9 +273,7 @@ class FrameEncoders:
             from cinegpu.encode.gpu import code_values  # noqa: PLC0415  (optional: CuPy, which encode.gpu imports)
             planes = self._on_gpu(enc, a, lambda image: code_values(image, top, self.bits))
             return enc.encode_planes(planes, self.bits)
-        peak = (1 << self.bits) - 1
-        rgb = np.rint(unit_scale(a, top) * peak)
-        return enc.encode(rgb.astype(np.uint16), bits=self.bits, signed=False)
+        return enc.encode(self._host_samples(a, top), bits=self.bits, signed=False)
 
     def last_timings(self) -> dict:
         """This thread's encoder's stage seconds of its last frame

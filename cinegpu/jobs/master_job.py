@@ -17,7 +17,8 @@ exists may be mastered and nothing is read or encoded for one that may not:
 - :class:`Compute`: where the frames are encoded: back end, threads, encoder processes, GPUs,
   a Dask cluster, CUDA MPS, rate control on the GPU;
 
-and the output folder.  The checks that need two parts (an IMF package is one segment in the
+the output folder, and the QC report to write of the finished package, if any (``report``:
+an .html page, :mod:`cinegpu.jobs.report`, with each frame's PSNR against the source).  The checks that need two parts (an IMF package is one segment in the
 clear, the sound and subtitles last as long as the picture, the reels make the composition,
 frames read elsewhere must pickle) are :class:`MasterJob`'s own.  The job pickles where its
 parts do (its ``read``; a :class:`.package_signature.Signer`'s key does not).
@@ -41,6 +42,7 @@ import numpy as np
 from cinegpu.decode.codestream import dci, imf
 from cinegpu.jobs.cluster import ClusterAddress, parse_address
 from cinegpu.jobs.frame_encode import FrameEncoders
+from cinegpu.jobs.report import check_target
 from cinegpu.media.errors import UnsupportedMedia
 from cinegpu.media.images.colour import COLORSPACES, SAMPLINGS
 from cinegpu.media.images.frames import ImageFrames, image_area, list_frames, max_input_size
@@ -457,7 +459,10 @@ def video_input(path, picture: Picture, video=None) -> InputFrames:
 class MasterJob:
     """One mastering job: the ``input`` frames mastered into a package at ``out`` (created;
     written beside it first, :class:`.dcp_write.DCPWriter`), as the ``composition``,
-    ``picture``, ``protection`` and ``compute`` say.  Made, it is checked as a whole, before
+    ``picture``, ``protection`` and ``compute`` say; ``report``: an .html page to write the
+    finished package's QC report to, with each frame's PSNR against the source
+    (:mod:`cinegpu.jobs.report.psnr`; its JSON twin beside it; ValueError when the report's
+    dependencies are missing or its folder does not exist).  Made, it is checked as a whole, before
     any frame is read: ValueError for an IMF package of several reels, encrypted, signed or
     with subtitles or CPL metadata, subtitles of another length, markers past the end, reels that do not make the composition or
     last less than a second, or an input that does not pickle where encoder processes or a
@@ -470,9 +475,12 @@ class MasterJob:
     picture: Picture = Picture()
     protection: Protection = Protection()
     compute: Compute = Compute()
+    report: str | Path | None = None
 
     def __post_init__(self):
         p, c = self.picture, self.composition
+        if self.report is not None:        # first: nothing else is looked at for a job refused
+            object.__setattr__(self, "report", check_target(self.report))
         p.check_holds(len(c.reels or ()), c.reel_length, self.protection.keys is not None,
                       c.subtitles)
         if c.sound is not None:            # MediaError before anything is encoded
@@ -551,10 +559,11 @@ class MasterJob:
     def of(cls, read: Callable[[int], np.ndarray], count: int, out, **options) -> "MasterJob":
         """The job of ``count`` frames of ``read`` into ``out``, each keyword option going to
         the part with a field of that name (``title=``, ``fps=``, ``keys=``, ``workers=``...);
-        TypeError for a name no part has."""
+        TypeError for a name no part has; ``report=``: the job's own :attr:`report`."""
+        report = options.pop("report", None)
         parts = _parts(options)
         picture = Picture(**parts[Picture])
-        return cls._of(InputFrames(read, count), out, picture, parts)
+        return cls._of(InputFrames(read, count), out, picture, parts, report)
 
     @classmethod
     def of_images(cls, path, out, **options) -> "MasterJob":
@@ -565,6 +574,7 @@ class MasterJob:
         picture's :attr:`~Picture.input_limit`; both are checked from each file's header
         before its pixels are decoded.  A bad frame raises MediaError naming its file and
         number."""
+        report = options.pop("report", None)
         parts = _parts(options)
         picture = Picture(**parts[Picture])
         frames, reels = image_input(path, picture)
@@ -573,12 +583,12 @@ class MasterJob:
                 raise ValueError("with several INPUT folders (one reel each) the composition "
                                  "is the input: leave out --frames")
             parts[Composition]["reels"] = reels
-        return cls._of(frames, out, picture, parts)
+        return cls._of(frames, out, picture, parts, report)
 
     @classmethod
-    def _of(cls, frames: InputFrames, out, picture: Picture, parts: dict) -> "MasterJob":
+    def _of(cls, frames: InputFrames, out, picture: Picture, parts: dict, report=None) -> "MasterJob":
         return cls(frames, out, Composition(**parts[Composition]), picture,
-                   Protection(**parts[Protection]), Compute(**parts[Compute]))
+                   Protection(**parts[Protection]), Compute(**parts[Compute]), report)
 
 
 def _parts(options: dict) -> dict[type, dict]:

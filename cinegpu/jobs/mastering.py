@@ -16,7 +16,11 @@ The sound track file is written beside the picture's when the last frame is in; 
 timed-text track file.  With several reels the writer cuts picture, sound and subtitles into
 each reel's own track files as the frames pass (ST 429-2 8.3); with a key file every track
 file is encrypted under its own key (ST 429-6); with a signer the CPL and PKL are signed
-(ST 429-7, ST 429-8).  Everything the job can be refused for was checked when it was made.
+(ST 429-7, ST 429-8).  With a ``report`` page, each distinct input frame's codestream is
+measured against the source as the loop takes it (:class:`.report.psnr.PsnrMeter`, beside
+the writer), and the finished package's QC report written with those figures
+(:func:`cinegpu.jobs.report.write_report`).  Everything the job can be refused for was
+checked when it was made.
 """
 
 from __future__ import annotations
@@ -24,18 +28,23 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
 from tqdm import tqdm
 
+from cinegpu.decode.cpus import usable_cores
 from cinegpu.jobs.cluster import connect
 from cinegpu.jobs.cluster_coders import ClusterCoders
 from cinegpu.jobs.frame_coders import Coded, CoderSetup, ProcessCoders, ThreadCoders, device_environ
 from cinegpu.jobs.frame_encode import FrameEncoders, device_for, pick_backend
 from cinegpu.jobs.master_job import Encoding, FrameCoding, InputFrames, MasterJob
 from cinegpu.jobs.mps import start_private_mps
+from cinegpu.jobs.report import write_report
+from cinegpu.jobs.report.psnr import MasterPsnr, PsnrMeter, component_names
 from cinegpu.jobs.write_behind import WriteBehind
+from cinegpu.media.images.frames import fit
 from cinegpu.media.images.geometry import Placement
 from cinegpu.media.package.dcp_write import DCPWriter, Package
 from cinegpu.media.package.imf_write import IMFWriter
@@ -67,12 +76,14 @@ class MasterFigures:
 
 @dataclass(frozen=True)
 class Mastered:
-    """A finished master: the ``package`` written, its ``stats`` and where each input frame
-    landed in the picture (``placement``: a :class:`.geometry.Placement`, crop and scale)."""
+    """A finished master: the ``package`` written, its ``stats``, where each input frame
+    landed in the picture (``placement``: a :class:`.geometry.Placement`, crop and scale) and
+    the QC report written of it (``report``: the page and its JSON twin; None: not asked)."""
 
     package: Package
     stats: MasterFigures
     placement: Placement | None = None
+    report: tuple[Path, Path] | None = None
 
 
 def master(job: MasterJob, *, progress: bool = True, timeline: list | None = None) -> Mastered:
@@ -81,11 +92,14 @@ def master(job: MasterJob, *, progress: bool = True, timeline: list | None = Non
     beside ``job.out`` and moved there when complete; a failure, Ctrl-C or SIGTERM removes
     it).  ``progress``: a progress bar on a terminal.  ``timeline``: a list to which encoder
     processes' frames are appended as :class:`.frame_coders.FrameTiming` (benchmarks).
+    With ``job.report``, the package's QC report is written once it is complete, with each
+    frame's PSNR against the source (:func:`_psnr_meter`).
     Raises ValueError for a first frame of a size no package takes, MediaError for a bad
-    frame, a failed encoder or a full disk."""
+    frame, a failed encoder or a full disk (or a report that cannot be written: the
+    package is complete then)."""
     started = time.perf_counter()
     first, coding = _first_frame(job)
-    encoders = private = coders = bar = None
+    encoders = private = coders = bar = meter = None
     try:
         processes, threads = 1, job.compute.workers or 1
         if job.compute.cluster is None:
@@ -104,11 +118,17 @@ def master(job: MasterJob, *, progress: bool = True, timeline: list | None = Non
         else:
             coders = ThreadCoders(encoders, lambda i: first if i == 0 else coding.read(i),
                                   coding.width, coding.height, threads, coding.placement)
+        if job.report is not None:
+            meter = _psnr_meter(coding, encoders)
         ready = time.perf_counter()
-        package, behind, loop_cpu = _write(job, coders, coding, bar)
+        package, behind, loop_cpu = _write(job, coders, coding, bar, meter)
         figures = (coders.processes, coders.threads)
         coders = None
+        measured = meter.finish() if meter is not None else None
+        meter = None
     finally:
+        if meter is not None:
+            meter.close()
         if coders is not None:
             # a failure: drop the frames not started, end the encoder processes; the writer's
             # exit has removed the partial folder without waiting for the frames being
@@ -120,11 +140,16 @@ def master(job: MasterJob, *, progress: bool = True, timeline: list | None = Non
             private.close()
         if bar is not None:
             bar.close()
-    return Mastered(package, MasterFigures(
+    stats = MasterFigures(
         *figures, mps=private is not None, ready_s=ready - started,
         first_s=behind.first_s - started, written_s=behind.last_s - started,
-        total_s=time.perf_counter() - started, loop_cpu_s=loop_cpu, write_cpu_s=behind.cpu_s),
-        coding.placement)
+        total_s=time.perf_counter() - started, loop_cpu_s=loop_cpu, write_cpu_s=behind.cpu_s)
+    report = None
+    if measured is not None:
+        p = job.picture
+        psnr = MasterPsnr(measured, job.input.count, p.eyes, p.bits, component_names(p.imf, p.sampling))
+        report = write_report(job.report, package.root, psnr=psnr, progress=progress)
+    return Mastered(package, stats, coding.placement, report)
 
 
 def _first_frame(job: MasterJob) -> tuple[np.ndarray, FrameCoding]:
@@ -140,9 +165,25 @@ def _first_frame(job: MasterJob) -> tuple[np.ndarray, FrameCoding]:
                               placement)
 
 
-def _write(job: MasterJob, coders, coding: FrameCoding, bar) -> tuple[Package, WriteBehind, float]:
+def _psnr_meter(coding: FrameCoding, encoders: FrameEncoders | None) -> PsnrMeter:
+    """The report's :class:`.report.psnr.PsnrMeter`: input frame ``k`` read again, fitted
+    as the coders fit it (:func:`.images_in.fit`) and taken to the code values ``encoders``
+    code (:meth:`.FrameEncoders.samples`; a cluster's frames: those of a CPU encoder of the
+    job's settings, the host's, within one code value of a GPU worker's X'Y'Z'), on a
+    quarter of the cores (at least one thread)."""
+    if encoders is None:           # never encodes: no encoder, nothing uploaded, nothing to close
+        encoders = replace(coding.encoding, backend="cpu").encoders()
+
+    def samples(k: int):
+        return encoders.samples(fit(coding.read(k), coding.width, coding.height, coding.placement))
+    return PsnrMeter(samples, coding.encoding.picture.bits, threads=max(1, usable_cores() // 4))
+
+
+def _write(job: MasterJob, coders, coding: FrameCoding, bar,
+           meter: PsnrMeter | None = None) -> tuple[Package, WriteBehind, float]:
     """The write loop and the finish: every frame of the composition from ``coders`` in order
-    (an input frame coded once, kept where the input repeats) handed to the writer's thread,
+    (an input frame coded once, kept where the input repeats) handed to the writer's thread
+    (and each input frame's codestream, once, to the report's ``meter``),
     then the coders told to stop while the package is finished (the track files hashed, the
     XML written), then closed.  (The package, the writer's thread with its times, the CPU
     seconds of this thread in the loop.)"""
@@ -165,6 +206,8 @@ def _write(job: MasterJob, coders, coding: FrameCoding, bar) -> tuple[Package, W
                     coded = coders.next()
                     if total > count:
                         cache[k] = coded
+                    if meter is not None:
+                        meter.put(k, coded.codestream)
                 behind.put(coded)
                 if bar is not None:
                     bar.update(1)

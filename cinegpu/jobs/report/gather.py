@@ -22,7 +22,9 @@ these; the HTML page draws them):
   :data:`THUMB_WIDTH` pixels wide) and shown as the player shows it (X'Y'Z' through the DCI
   output transform, :func:`cinegpu.decode.transform.xyz_to_rgb`; an IMF picture as R'G'B', or
   by its luma when Y'CbCr), :func:`thumbnail`;
-* the check's verdicts (problems, warnings, notes; the decode faults).
+* the check's verdicts (problems, warnings, notes; the decode faults);
+* from ``cinegpu master --report``: each frame's PSNR against the source, per reel, eye and
+  component, with min/mean/max (:meth:`.psnr.MasterPsnr.section`), under ``psnr``.
 
 Times are seconds from the composition's start; sizes bytes; rates Mbit/s (10^6 bit/s).
 """
@@ -333,8 +335,9 @@ def _thumbnails(pkg: Package, comp: Composition, index: int, starts: list[int], 
 
 
 def _composition(pkg: Package, comp: Composition, index: int, faults: list[FrameFault], every: float,
-                 gathered: Gathered, progress: bool) -> dict:
-    """One composition's figures (see the module)."""
+                 gathered: Gathered, progress: bool, psnr=None) -> dict:
+    """One composition's figures (see the module); ``psnr``: its master's
+    :class:`.psnr.MasterPsnr`, or None."""
     rate = comp.edit_rate
     fps = float(rate) if rate else None
     reels, all_sizes, starts, frame = [], [], [], 0
@@ -357,6 +360,8 @@ def _composition(pkg: Package, comp: Composition, index: int, faults: list[Frame
     out["cue_count"] = sum(t["cue_count"] for r in reels for t in r["timed_text"])
     out["sound"] = _composition_sound(pkg, comp, reels, progress)
     out["thumbnails"] = _thumbnails(pkg, comp, index, starts, frame, every, gathered, progress)
+    if psnr is not None:
+        out["psnr"] = psnr.section([(r["first_frame"], r["frames"]) for r in reels])
     return out
 
 
@@ -385,18 +390,20 @@ def _composition_sound(pkg: Package, comp: Composition, reels: list[dict], progr
 
 
 def gather(package, *, checked: CheckReport | None = None, decoded: DecodeReport | None = None, ov=(),
-           every: float = 10.0, progress: bool = True) -> Gathered:
+           every: float = 10.0, progress: bool = True, psnr=None) -> Gathered:
     """The figures of the package folder (or ASSETMAP) ``package`` (see the module), with the
     verdicts of the check that ran (``checked``: hashes; ``decoded``: ``check --decode``);
     ``ov``: the original-version packages of a supplemental one (:func:`.package.read.read_package`).
-    ``every``: seconds between thumbnails.  MediaError when the package cannot be read."""
+    ``every``: seconds between thumbnails; ``psnr``: the :class:`.psnr.MasterPsnr` of the
+    master that wrote the package (its one composition's frames).  MediaError when the
+    package cannot be read."""
     if every <= 0:
         raise ValueError(f"thumbnails every {every} s: want more than 0")
     root = Path(package)
     pkg = read_package(root.parent if root.is_file() else root, ov=ov)
     gathered = Gathered({})
     faults = list(decoded.faults) if decoded is not None else []
-    comps = [_composition(pkg, comp, i, faults, every, gathered, progress)
+    comps = [_composition(pkg, comp, i, faults, every, gathered, progress, psnr)
              for i, comp in enumerate(pkg.compositions)]
     gathered.data = {"report": "cinegpu QC report", "version": 1, "cinegpu": __version__,
                      "generated": datetime.now(timezone.utc).replace(microsecond=0).isoformat(),

@@ -8,7 +8,7 @@ import base64
 from html import escape
 
 from .gather import Gathered
-from .plots import bitrate_plot, level_plot, timeline_plot
+from .plots import bitrate_plot, level_plot, psnr_plot, timeline_plot
 
 __all__ = ["render"]
 
@@ -87,6 +87,44 @@ def _picture(comp: dict) -> str:
                        + _lines([f"frame {f['composition_frame']} (track frame {f['frame']}"
                                  + (f", {f['eye']} eye" if f["eye"] else "") + f"): {f['error']}"
                                  for f in p["decode_faults"][:200]], "bad", "failed") + "</ul>")
+    return "".join(out)
+
+
+def _db_row(name: str, eye, frames: int, lossless: int, overall: dict, per: dict) -> str:
+    cells = "".join(f"<td>{_v(s['mean_db'], 2)}</td>" for s in per.values())
+    return (f'<tr><td class="l">{escape(name)}</td><td class="l">{escape(eye or "")}</td><td>{_v(frames)}</td>'
+            f"<td>{_v(lossless)}</td><td>{_v(overall['min_db'], 2)}</td><td>{_v(overall['mean_db'], 2)}</td>"
+            f"<td>{_v(overall['max_db'], 2)}</td>{cells}</tr>")
+
+
+def _psnr(comp: dict) -> str:
+    """The master's PSNR against its source (``cinegpu master --report``): a plot and a row
+    per reel and eye; nothing for a report of ``check``."""
+    psnr = comp.get("psnr")
+    if psnr is None:
+        return ""
+    names = psnr["components"]
+    out = ["<h3>PSNR against the source</h3>",
+           f"<p>Each frame decoded and compared with the code values handed to the encoder "
+           f"({escape(', '.join(names))}, {psnr['bits']} bits, peak {psnr['peak']}): 10 log10(peak&sup2; / MSE) "
+           f"dB per component and over all samples; a frame decoded exactly is lossless (infinite PSNR, "
+           f"not drawn).</p>"]
+    if psnr["lossless"]:
+        out.append('<p class="ok">Lossless: every frame decoded exactly.</p>')
+    for reel in psnr["reels"]:
+        out.append(_img(psnr_plot(reel, names, comp.get("fps")), f"PSNR per frame, reel {reel['number']}"))
+    heads = "".join(f"<th>mean {escape(n)} dB</th>" for n in names)
+    out.append('<table><tr><th class="l">what</th><th class="l">eye</th><th>codestreams</th><th>lossless</th>'
+               f"<th>min dB</th><th>mean dB</th><th>max dB</th>{heads}</tr>")
+    eyes = [e for r in psnr["reels"] for e in r["eyes"]]
+    both = "both" if any(e["eye"] for e in eyes) else None
+    out.append(_db_row("composition", both, psnr["codestreams"], sum(e["lossless_frames"] for e in eyes),
+                       psnr["overall"], psnr["per_component"]))
+    for reel in psnr["reels"]:
+        for e in reel["eyes"]:
+            out.append(_db_row(f"reel {reel['number']}", e["eye"], e["frames"], e["lossless_frames"],
+                               e["overall"], e["per_component"]))
+    out.append("</table>")
     return "".join(out)
 
 
@@ -171,7 +209,7 @@ def _composition(comp: dict, index: int, gathered: Gathered) -> str:
         f'<tr><th class="l">edit rate</th><td class="l">{escape(comp["edit_rate"] or "unknown")}</td></tr>'
         f'<tr><th class="l">length</th><td class="l">{comp["frames"]} frames ({_v(comp["seconds"], 3)} s), '
         f'{len(comp["reels"])} reel(s){", stereoscopic" if comp["stereoscopic"] else ""}</td></tr></table>',
-        _picture(comp), _sound(comp), _timed_text(comp), _thumbnails(comp, index, gathered)])
+        _picture(comp), _psnr(comp), _sound(comp), _timed_text(comp), _thumbnails(comp, index, gathered)])
 
 
 def render(gathered: Gathered) -> str:

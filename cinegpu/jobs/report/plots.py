@@ -6,7 +6,10 @@ figures :mod:`.gather` collected, each returned as PNG bytes for the page to inl
   and the frames ``check --decode`` found failing (red crosses);
 * :func:`level_plot`: momentary (400 ms) and short-term (3 s) loudness (LUFS, EBU Tech 3341)
   over time, and the integrated loudness;
-* :func:`timeline_plot`: each subtitle or caption track's cues (in to out, s) per reel.
+* :func:`timeline_plot`: each subtitle or caption track's cues (in to out, s) per reel;
+* :func:`psnr_plot`: a reel's PSNR (dB) per frame against the source, per component and over
+  all (``cinegpu master --report``), each eye of a 3D picture; frames decoded exactly
+  (infinite PSNR, null in the JSON) are left out.
 
 Each series is cut to at most :data:`.gather.MAX_POINTS` points (a bucket's largest value),
 so a feature's plot costs what a short's does.
@@ -20,7 +23,7 @@ import numpy as np
 
 from .gather import downsample
 
-__all__ = ["bitrate_plot", "level_plot", "timeline_plot"]
+__all__ = ["bitrate_plot", "level_plot", "psnr_plot", "timeline_plot"]
 
 #: Plot size, inches, and resolution, dots per inch (a 1000 x 300 pixel image).
 SIZE, DPI = (10.0, 3.0), 100
@@ -130,4 +133,40 @@ def timeline_plot(comp: dict) -> bytes | None:
     ax.set_xlim(0, comp.get("seconds") or None)
     ax.set_xlabel("time (s)")
     ax.grid(axis="x", alpha=0.3)
+    return _png(fig, plt)
+
+
+def _low_points(values: list) -> tuple[np.ndarray, np.ndarray]:
+    """(indices, dB) of a PSNR series cut to :data:`.gather.MAX_POINTS` points, each bucket by
+    its lowest value (the dips survive); None (lossless) as NaN, which is not drawn."""
+    v = np.asarray([np.nan if x is None else x for x in values], np.float64)
+    idx, low = downsample(-v)
+    low = -low
+    low[~np.isfinite(low)] = np.nan
+    return idx, low
+
+
+def psnr_plot(reel: dict, components: list[str], fps: float | None) -> bytes | None:
+    """One reel's PSNR per frame (see the module): a line per component and the overall one
+    (a 3D picture's right eye dashed) over the reel's frames; None where every frame decoded
+    exactly (nothing finite to draw)."""
+    eyes = reel["eyes"]
+    if all(v is None for e in eyes for v in e["overall_db"]):
+        return None
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=SIZE)
+    colours = ("tab:red", "tab:green", "tab:blue")
+    for e in eyes:
+        style = "--" if e["eye"] == "right" else "-"
+        tag = f" ({e['eye']})" if e["eye"] else ""
+        for name, series, colour in zip(components, e["components_db"], colours):
+            idx, db = _low_points(series)
+            ax.plot(reel["first_frame"] + idx, db, style, linewidth=0.8, color=colour, label=f"{name}{tag}")
+        idx, db = _low_points(e["overall_db"])
+        ax.plot(reel["first_frame"] + idx, db, style, linewidth=1.2, color="black", label=f"all{tag}")
+    ax.set_xlabel("composition frame" + (f" ({fps:g} fps)" if fps else ""))
+    ax.set_ylabel("PSNR (dB)")
+    ax.set_xlim(reel["first_frame"] - 0.5, reel["first_frame"] + max(reel["frames"], 1) - 0.5)
+    ax.legend(loc="lower right", fontsize="small", ncol=2)
+    ax.grid(alpha=0.3)
     return _png(fig, plt)

@@ -2,7 +2,9 @@
 more reels (``--reel-length``, or one reel per INPUT folder), encrypted with ``--encrypt --keys
 KEYS.txt``, its CPL and PKL signed with ``--sign DIR`` (with ``--encrypt`` and no ``--sign``: the
 user's own chain, made on first use; ``--no-sign``: unsigned), or with ``--format imf`` into an IMF package (Application #2E,
-Part-1 JPEG 2000 or HTJ2K; one segment, in the clear)."""
+Part-1 JPEG 2000 or HTJ2K; one segment, in the clear); with ``--report R.html``, also the
+finished package's QC report (:mod:`cinegpu.jobs.report`: the page ``check --report`` writes),
+with each frame's PSNR against the source."""
 
 from __future__ import annotations
 
@@ -135,6 +137,11 @@ def register(subparsers) -> None:
     p.add_argument("--sampling", choices=("rgb", "ycbcr444", "ycbcr422"), default="rgb",
                    help="IMF picture: rgb (R'G'B' 4:4:4 as given, default), ycbcr444 or ycbcr422 "
                         "(narrow-range Rec. 709 Y'CbCr; 4:2:2 halves the chroma width, co-sited)")
+    p.add_argument("--report", metavar="HTML", default=None,
+                   help="also write a QC report of the finished package, as 'cinegpu check --report' "
+                        "writes it (bit rate, loudness, subtitles, thumbnails), with each frame's PSNR "
+                        "against the source per component: one self-contained HTML page and its JSON "
+                        "twin (same stem, .json); needs pip install 'cinegpu[report]'")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(run=run)
 
@@ -250,7 +257,8 @@ def _check_options(args) -> None:
 
 def run(args) -> int:
     """Exit status: 0 done; 2 bad input, bad output path or a full disk (one line on stderr);
-    130 Ctrl-C (SIGINT); 143 SIGTERM (128 + 15). Only 0 leaves anything at ``--output``."""
+    130 Ctrl-C (SIGINT); 143 SIGTERM (128 + 15). Only 0 leaves anything at ``--output``, but for
+    a ``--report`` that could not be written once the package was (2, the package kept)."""
     with interrupts():
         return _run(args)
 
@@ -263,6 +271,9 @@ def _run(args) -> int:
         if not args.quiet:        # the first frame read for its geometry: a crop too large ends here
             print(_plan(job, _first_placement(job)), file=sys.stderr)
         job = replace(job, protection=replace(job.protection, signer=_signer(args)))
+        if job.report is not None:
+            from .compiling import compile_decoder  # noqa: PLC0415  (start-up: numba, for --report only)
+            compile_decoder("master")
         mastered = master(job, progress=not args.quiet)
         package = mastered.package
     except (MediaError, BackendUnavailable, ValueError, OSError) as exc:
@@ -276,6 +287,8 @@ def _run(args) -> int:
               file=sys.stderr)
         return TERMINATED
     print(_summary(package, mastered.placement))
+    if mastered.report is not None:
+        print(f"report: {mastered.report[0]} ({mastered.report[1].name})")
     if job.sound is not None:
         try:
             print(_loudness(job))
@@ -307,9 +320,11 @@ def _job(args):
         Protection,
         image_input,
     )
+    from cinegpu.jobs.report import check_target  # noqa: PLC0415  (start-up: mastering, ~0.3 s)
     from cinegpu.media.package.dcp_write import check_output  # noqa: PLC0415  (start-up: mastering, ~0.3 s)
 
     _check_options(args)
+    report = None if args.report is None else check_target(args.report)    # before any work
     video = _video(args)                   # sets args.fps and args.colorspace where not given
     metadata = CplMetadata(args.content_version, tuple(args.rating),
                            tuple(parse_marker(m, args.fps) for m in args.marker))
@@ -342,7 +357,7 @@ def _job(args):
     composition = Composition(title=title or _input_name(args), kind=_kind(args), frames=length,
                               reels=reels, reel_length=args.reel_length, sound=sound,
                               subtitles=subtitles, metadata=metadata, captions=captions)
-    return MasterJob(frames, args.output, composition, picture, protection, compute)
+    return MasterJob(frames, args.output, composition, picture, protection, compute, report)
 
 
 def _stereo_input(args, picture):
