@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .backend import Backend, select_backend
+from .codestream import markers as M
 from .codestream.header import Codestream, MainHeaderCache, parse_codestream, tile_part_ppm_headers
 from .errors import InvalidSegment
 from .frame_entropy import FrameTables, entropy_decode_frame
@@ -170,34 +171,37 @@ class Decoder:
         self._frames: dict[tuple, dict] = {}
         #: the latest main headers parsed, reused whole by frames that share them
         self._headers = MainHeaderCache()
-        self._last_main: tuple = (None, "")   # (main Segments, its plan key)
+        self._last_main: tuple = (None, b"")   # (main Segments, its plan key)
 
     def tier1_on_gpu(self, prep: Prepared) -> bool:
         """Whether this frame's tier-1 runs on the GPU: with ``gpu_tier1``, for EBCOT and HT
         (ISO/IEC 15444-15) code-blocks alike, the kernel being numba's twin for both."""
         return self.gpu_tier1
 
-    def _main_key(self, cs: Codestream) -> str:
+    def _main_key(self, cs: Codestream) -> bytes:
+        """What of ``cs``'s main header shapes its plans (:func:`plan_segments`: SIZ, COD, COC,
+        QCD, QCC, RGN, POC as stored), the same for every frame of a reel whatever its TLM and COM."""
         m = cs.main
         if self._last_main[0] is m:     # the same parsed header (MainHeaderCache): same key
             return self._last_main[1]
-        # what shapes the plan, not the raw header: TLM, COM differ frame to frame
-        key = repr((cs.siz, m.cod, m.coc, m.qcd, m.qcc, m.rgn, m.poc))
+        key = plan_segments(cs)
         self._last_main = (m, key)
         return key
 
-    def _key(self, cs: Codestream, t: int, reduce: int, main_key: str, lenient: bool = False) -> tuple:
+    def _key(self, cs: Codestream, t: int, reduce: int, main_key: bytes, lenient: bool = False) -> tuple:
         """Tile ``t``'s class: tiles of one coding (main and tile headers), one size and one
         position modulo :func:`~.plan.translation_period` have one plan, moved (B.5-B.7), and one
         geometry; a stream of hundreds of like tiles plans a handful."""
         tile = cs.tiles.get(t)
         h = tile.header if tile is not None else None
         if h is None or not (h.cod or h.coc or h.qcd or h.qcc or h.rgn or h.poc):
-            tile_key = None if h is None else ""     # no segment that shapes the plan
+            tile_key, style_key = None if h is None else "", None    # no segment that shapes the plan
         else:
+            # the parsed segments, not their bytes: a lenient parse keeps those read before a
+            # damaged tile-part that it drops
             tile_key = repr((h.cod, h.coc, h.qcd, h.qcc, h.rgn, h.poc))
-        # the period depends on the coding styles alone (COD, COC), not on the step sizes
-        style_key = repr((h.cod, h.coc)) if h is not None and (h.cod or h.coc) else None
+            # the period depends on the coding styles alone (COD, COC), not on the step sizes
+            style_key = repr((h.cod, h.coc)) if h.cod or h.coc else None
         periods = self._periods.get((main_key, style_key))
         if periods is None:
             if len(self._periods) >= PLAN_CACHE_SIZE:
@@ -216,7 +220,7 @@ class Decoder:
             found = self._codings[(key[0], key[1], key[3])] = tile_coding(cs, cs.tiles.get(t), key[3])
         return found
 
-    def geometry(self, cs: Codestream, t: int, reduce: int, main_key: str | None = None,
+    def geometry(self, cs: Codestream, t: int, reduce: int, main_key: bytes | None = None,
                  key: tuple | None = None) -> TileGeometry:
         """Tile ``t``'s precinct and code-block counts (cached by its class, :meth:`_key`, which
         the caller may give)."""
@@ -244,7 +248,7 @@ class Decoder:
                 found.update(dict.fromkeys(ts, g))
         return found
 
-    def plan(self, cs: Codestream, t: int, reduce: int, main_key: str | None = None,
+    def plan(self, cs: Codestream, t: int, reduce: int, main_key: bytes | None = None,
              key: tuple | None = None) -> TilePlan:
         """Tile ``t``'s plan: built for the first tile of its class (:meth:`_key`), moved for
         the others (:func:`~.plan.translated`), kept for the frames that follow."""
@@ -264,7 +268,7 @@ class Decoder:
         if build:
             firsts = list(build.values())
             geometries = [self._geometries.get(keys[t]) for t in firsts]
-            counts = None if None in geometries else np.stack([g.counts for g in geometries])
+            counts = None if None in geometries else np.array([g.counts for g in geometries], np.int64)
             made = dict(zip(firsts, build_tile_plans(cs, firsts, reduce, codings=[self._coding(cs, t, keys[t])
                                                                                   for t in firsts], counts=counts)))
             for plan in made.values():
@@ -553,6 +557,25 @@ class Decoder:
         t0 = time.perf_counter()
         out = self.reconstruct(prep, coeffs, components)
         return finish_frame(prep, out, reports, components, time.perf_counter() - t0)
+
+
+#: The main header's marker segments that shape the plans: SIZ (A.5.1) and the coding,
+#: quantization, ROI and progression order changes (A.6).
+MAIN_PLAN_MARKERS = frozenset((M.SIZ, M.COD, M.COC, M.QCD, M.QCC, M.RGN, M.POC))
+
+
+def plan_segments(cs: Codestream) -> bytes:
+    """The main header's segments (marker, Lxxx and body, A.1.4) that shape the plans
+    (:data:`MAIN_PLAN_MARKERS`), as stored, one after another: a cache key cheaper than the
+    parsed segments' repr. Codestreams of one key parse to equal SIZ, COD, COC, QCD, QCC, RGN
+    and POC; those whose TLM, COM and the like alone differ (a reel's frames) share it."""
+    data, end, parts = cs.data, cs.main_end, []
+    for code, offset, length in cs.markers:
+        if offset >= end:
+            break
+        if code in MAIN_PLAN_MARKERS:
+            parts.append(data[offset : offset + 2 + length])
+    return b"".join(parts)
 
 
 def missing_tiles(cs: Codestream, reduce: int) -> tuple[int, ...]:

@@ -267,24 +267,25 @@ class TileCoding:
     missing_steps: int
 
 
-def _in_force(n: int, default, main: dict, tile_default, tile: dict, get) -> tuple[list, np.ndarray]:
+def _in_force(n: int, default, main: dict, tile_default, tile: dict, get) -> tuple[list, list[int]]:
     """The segments in force for ``n`` components by A.6's precedence (a tile's per-component
     segment, else its default, else the main header's per-component one, else its default):
-    the distinct ones and each component's index among them."""
-    found, of = [default], np.zeros(n, np.int64)
+    the distinct ones and each component's index among them (plain lists: a frame has a few
+    components, for which numpy's calls cost more than the work)."""
+    found, of = [default], [0] * n
     for c, seg in main.items():
         found.append(get(seg))
         of[c] = len(found) - 1
     if tile_default is not None:
         found.append(tile_default)
-        of[:] = len(found) - 1
+        of = [len(found) - 1] * n
     for c, seg in tile.items():
         found.append(get(seg))
         of[c] = len(found) - 1
     return found, of
 
 
-def _spcods(cs: Codestream, tile: Tile | None) -> tuple[list, np.ndarray]:
+def _spcods(cs: Codestream, tile: Tile | None) -> tuple[list, list[int]]:
     """The SPcod of every component (A.6.1, A.6.2), as :func:`_in_force` gives them."""
     h = tile.header if tile is not None else None
     return _in_force(cs.siz.Csiz, cs.cod(None).spcod, cs.main.coc, h.cod.spcod if h and h.cod else None,
@@ -297,9 +298,11 @@ def _band_steps(cs: Codestream, sp, q, c: int, precision: int, lenient: bool):
     is absent (strict: the plan raises where it meets it) or, lenient, takes what OpenJPEG's
     decoder holds (:func:`_missing_step`) and counts as missing."""
     rows, deltas, missing = [], [], 0
+    listed = len(q.steps) if q.style != QUANT_DERIVED else 3 * sp.levels + 1
+    reversible, guard = sp.reversible, q.guard_bits
     for band_index in range(3 * sp.levels + 1):
         given = None
-        if band_index >= len(q.steps) and q.style != QUANT_DERIVED:
+        if band_index >= listed:
             if not lenient:
                 rows.append((0, 1))
                 deltas.append(0.0)
@@ -307,9 +310,12 @@ def _band_steps(cs: Codestream, sp, q, c: int, precision: int, lenient: bool):
             given = _missing_step(cs, q, c, band_index)
             missing += 1
         eps, mu = q.step(band_index, sp.levels, given)
-        Rb = precision + LOG2_GAIN[0 if band_index == 0 else (band_index - 1) % 3 + 1]
-        deltas.append(1.0 if sp.reversible else (2.0 ** (Rb - eps)) * (1.0 + mu / 2048.0))
-        rows.append((q.guard_bits + eps - 1, 0))
+        if reversible:
+            deltas.append(1.0)
+        else:
+            Rb = precision + LOG2_GAIN[0 if band_index == 0 else (band_index - 1) % 3 + 1]
+            deltas.append((2.0 ** (Rb - eps)) * (1.0 + mu / 2048.0))
+        rows.append((guard + eps - 1, 0))
     return rows, deltas, missing
 
 
@@ -323,31 +329,31 @@ def tile_coding(cs: Codestream, tile: Tile | None, lenient: bool = False) -> Til
     qs, q_of = _in_force(n, cs.main.qcd, cs.main.qcc, h.qcd if h else None, h.qcc if h else {},
                          lambda qcc: qcc.quantization)
     # a missing step is the main header's, which depends on the component (lenient only)
-    mq_of = _in_force(n, cs.main.qcd, cs.main.qcc, None, {}, lambda qcc: qcc.quantization)[1] if lenient else 0
-    roi = np.zeros(n, np.int64)
+    mq_of = _in_force(n, cs.main.qcd, cs.main.qcc, None, {}, lambda qcc: qcc.quantization)[1] if lenient \
+        else [0] * n
+    roi = [0] * n
     for rgn in (cs.main.rgn, h.rgn if h else {}):
         for c, seg in rgn.items():
             roi[c] = seg.SPrgn
-    precision = (np.array(s.Ssiz, np.int64) & 0x7F) + 1
+    precision = [(v & 0x7F) + 1 for v in s.Ssiz]
     # the components of one coding, quantization and precision share their steps
-    keys = (((sp_of * len(qs) + q_of) * (n + 1) + mq_of) * 256 + precision).tolist()
+    nq, n1 = len(qs), n + 1
+    keys = [((k * nq + q) * n1 + m) * 256 + p for k, q, m, p in zip(sp_of, q_of, mq_of, precision)]
     first = dict(zip(reversed(keys), range(n - 1, -1, -1)))   # each kind's first component
-    per_kind = collections.Counter(keys)
+    per_kind = collections.Counter(keys) if len(first) > 1 else {keys[0]: n}
     steps, deltas, missing, step_first = [], [], 0, {}
     for key, c in first.items():
-        rows, ds, m = _band_steps(cs, sps[sp_of[c]], qs[q_of[c]], c, int(precision[c]), lenient)
+        rows, ds, m = _band_steps(cs, sps[sp_of[c]], qs[q_of[c]], c, precision[c], lenient)
         step_first[key] = len(steps)
         steps += rows
         deltas += ds
         missing += m * per_kind[key]
     pp_first = list(itertools.accumulate((len(sp.precincts) for sp in sps), initial=0))
-    per_sp = [(sp.levels, sp.xcb, sp.ycb, sp.cblk_style, int(sp.reversible), pp_first[k]) for k, sp in enumerate(sps)]
-    coding = np.empty((n, N.CODING_COLUMNS), np.int64)
-    coding[:, N.CODING_XR], coding[:, N.CODING_YR] = s.XRsiz, s.YRsiz
-    coding[:, [N.CODING_LEVELS, N.CODING_XCB, N.CODING_YCB, N.CODING_STYLE, N.CODING_REVERSIBLE, N.CODING_PP]] = \
-        np.array(per_sp, np.int64)[sp_of]
-    coding[:, N.CODING_ROI] = roi
-    coding[:, N.CODING_STEP] = list(map(step_first.__getitem__, keys))
+    # CODING_* columns: XR, YR, LEVELS, XCB, YCB, STYLE, REVERSIBLE, ROI, PP, STEP
+    per_sp = [(sp.levels, sp.xcb, sp.ycb, sp.cblk_style, int(sp.reversible)) for sp in sps]
+    coding = np.array([(xr, yr, *per_sp[k], r, pp_first[k], step_first[key])
+                       for xr, yr, k, r, key in zip(s.XRsiz, s.YRsiz, sp_of, roi, keys)],
+                      np.int64).reshape(n, N.CODING_COLUMNS)
     pp = np.array([p for sp in sps for p in sp.precincts], np.int64).reshape(-1, 2)
     return TileCoding(coding, pp, np.array(steps, np.int64).reshape(-1, 2), np.array(deltas, np.float64), missing)
 
@@ -365,11 +371,13 @@ def _stacked(codings: list[TileCoding]) -> tuple:
             k = index[id(c)] = len(kinds)
             kinds.append(c)
         which.append(k)
-    firsts = np.zeros((len(kinds) + 1, N.FIRST_COLUMNS), np.int64)
-    firsts[1:] = [(c.coding.shape[0], c.pp.shape[0], c.steps.shape[0]) for c in kinds]
     if len(kinds) == 1:
         one = kinds[0]
+        firsts = np.array([(0, 0, 0), (one.coding.shape[0], one.pp.shape[0], one.steps.shape[0])],
+                          np.int64).reshape(2, N.FIRST_COLUMNS)
         return one.coding, one.pp, one.steps, one.deltas, firsts, np.zeros(len(codings), np.int64)
+    firsts = np.zeros((len(kinds) + 1, N.FIRST_COLUMNS), np.int64)
+    firsts[1:] = [(c.coding.shape[0], c.pp.shape[0], c.steps.shape[0]) for c in kinds]
     np.cumsum(firsts, axis=0, out=firsts)
     return (np.concatenate([c.coding for c in kinds]), np.concatenate([c.pp for c in kinds]),
             np.concatenate([c.steps for c in kinds]), np.concatenate([c.deltas for c in kinds]), firsts,
@@ -399,6 +407,16 @@ def stacked(parts: list, tail: tuple, dtype) -> np.ndarray:
     ``dtype``; an empty ``(0, *tail)`` array where there are none (a frame's tables of every
     tile stacked)."""
     return np.ascontiguousarray(np.concatenate(parts), dtype) if parts else np.zeros((0, *tail), dtype)
+
+
+def joined(parts: list, tail: tuple, dtype) -> np.ndarray:
+    """:func:`stacked` of ``parts``, or the one part itself where it is already a C-contiguous
+    array of ``dtype`` (a frame of one tile: its plan's arrays, for reading, not copied)."""
+    if len(parts) == 1:
+        one = parts[0]
+        if one.dtype == dtype and one.flags.c_contiguous:
+            return one
+    return stacked(parts, tail, dtype)
 
 
 def build_tile_plans(cs: Codestream, tiles: list[int], reduce: int = 0, lenient: bool = False,
@@ -491,7 +509,7 @@ def translation_period(cs: Codestream, tile: Tile | None) -> tuple[int, int]:
     s = cs.siz
     sps, sp_of = _spcods(cs, tile)
     px = py = 1
-    for k, xr, yr in set(zip(sp_of.tolist(), s.XRsiz, s.YRsiz)):
+    for k, xr, yr in set(zip(sp_of, s.XRsiz, s.YRsiz)):
         sp = sps[k]
         nl = sp.levels
         ex = ey = nl

@@ -20,7 +20,7 @@ import numpy as np
 from numba import njit
 
 from .errors import InvalidSegment
-from .plan import TilePlan, stacked
+from .plan import TilePlan, joined, stacked
 from .plan_numba import (
     RES_COLUMNS,
     RES_X0,
@@ -129,9 +129,9 @@ def frame_layout(plans: list[TilePlan], offsets: list[int], siz, reduce: int, dt
     tile-component outside its plane). Raises as :func:`reconstruct_tile` does for an MCT over
     components that cannot carry it. Made of the plans' arrays (:class:`~.plan.PlanGeometry`),
     stacked, in one compiled pass (:func:`_frame_items`): no Python per tile-component."""
-    ssiz = np.array(siz.Ssiz, np.int64)
-    if ((ssiz & 0x7F) + 1 > 24).any():
+    if any(v & 0x7F >= 24 for v in siz.Ssiz):   # a precision above 24 bits (A.5.1)
         return None
+    ssiz = np.array(siz.Ssiz, np.int64)
     # the planes of one returned dtype consecutive, in the order of their first component
     named = {d: np.dtype(d) for d in dict.fromkeys(dtypes)}  # each distinct type looked at once
     kinds = list(dict.fromkeys(named.values()))
@@ -143,12 +143,12 @@ def frame_layout(plans: list[TilePlan], offsets: list[int], siz, reduce: int, dt
     # per plan: tile-components, resolution rows, layout bands, layout levels, under the MCT, offset
     rows = np.array([(g.tcs.shape[0], g.res.shape[0], lay.bands.shape[0], lay.rects.shape[0], bool(p.mct), off)
                      for p, g, lay, off in zip(plans, geos, lays, offsets)], np.int64).reshape(-1, 6)
-    bands = stacked([lay.bands for lay in lays], (3,), np.int64)
-    rects = stacked([lay.rects for lay in lays], (4,), np.int64)
+    bands = stacked([lay.bands for lay in lays], (3,), np.int64)    # a copy: _frame_items moves it
+    rects = joined([lay.rects for lay in lays], (4,), np.int64)
     _place_planes(np.array(siz.component_sizes(reduce), np.int64).reshape(-1, 2), np.array(kind, np.int64), planes,
                   ends)
-    tcs = stacked([g.tcs for g in geos], (TC_COLUMNS,), np.int64)
-    res = stacked([g.res for g in geos], (RES_COLUMNS,), np.int64)
+    tcs = joined([g.tcs for g in geos], (TC_COLUMNS,), np.int64)
+    res = joined([g.res for g in geos], (RES_COLUMNS,), np.int64)
     items, stop, why = _frame_items(tcs, res, bands, rects, rows, planes,
                                     np.array(siz.component_origins(reduce), np.int64).reshape(-1, 2), ssiz)
     if why == _MISFIT:
@@ -160,10 +160,9 @@ def frame_layout(plans: list[TilePlan], offsets: list[int], siz, reduce: int, dt
         comps[k].append(c)
     ends = ends.tolist()
     groups = tuple((k.type, ends[i - 1] if i else 0, ends[i], tuple(comps[i])) for i, k in enumerate(kinds))
-    return FrameLayout(bands, rects, stacked([lay.dq97 for lay in lays], (4,), np.float32),
-                       stacked([lay.q53 for lay in lays], (4,), np.int32),
-                       np.ascontiguousarray(np.concatenate([lay.dq0 for lay in lays]) if lays else np.zeros(0),
-                                            np.float32),
+    return FrameLayout(bands, rects, joined([lay.dq97 for lay in lays], (4,), np.float32),
+                       joined([lay.q53 for lay in lays], (4,), np.int32),
+                       joined([lay.dq0 for lay in lays], (), np.float32),
                        items, ends[-1], tuple(map(tuple, planes.tolist())), groups)
 
 

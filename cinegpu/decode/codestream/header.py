@@ -27,7 +27,7 @@ from .qcd import QCC, Quantization, parse_qcc, parse_qcd
 from .reader import SegmentReader, read_u16
 from .rgn import RGN, parse_rgn
 from .siz import CAP, SIZ, parse_cap, parse_siz
-from .sot import SOT, parse_sot
+from .sot import SOT
 from .tlm import TLM, PacketLengths, parse_plm, parse_plt, parse_tlm
 
 #: Most tile-parts one codestream may hold (every loop over input is bounded).
@@ -179,6 +179,10 @@ _TABLE: dict[int, tuple[str, str, _Parser]] = {
 }
 
 
+#: Each table marker's scopes, split once.
+_SCOPES = {code: frozenset(where.split()) for code, (where, _, _) in _TABLE.items()}
+
+
 def _store(seg: Segments, attr: str, value: object) -> None:
     if attr in ("coc", "qcc", "rgn"):
         getattr(seg, attr)[value.component] = value  # type: ignore[attr-defined]
@@ -222,7 +226,7 @@ def _read_segments(data, pos: int, scope: str, siz: SIZ, seg: Segments, cs_marke
             warnings.append(Fault(InvalidSegment(f"skipped unknown marker {M.name(code)}", pos)))
         else:
             where, attr, parser = entry
-            allowed = where.split()
+            allowed = _SCOPES[code]
             if scope not in allowed and not (scope == "first" and "tile" in allowed):
                 error = MisplacedMarker(f"{M.name(code)} is not allowed in a {scope} header", pos)
                 if policy is None or scope != "tile" or "first" not in allowed:
@@ -230,7 +234,7 @@ def _read_segments(data, pos: int, scope: str, siz: SIZ, seg: Segments, cs_marke
                 policy.tolerate(error, warnings, text=f"{M.name(code)} in a tile-part header after the "
                                                       f"tile's first at byte {pos}, applied to the tile as "
                                                       "OpenJPEG applies it")
-            reader = SegmentReader(data, pos + 4, end, M.name(code))
+            reader = SegmentReader(data, pos + 4, end, M.NAMES[code])
             _store(seg, attr, parser(reader, siz))
         pos = end
 
@@ -342,7 +346,9 @@ def _read_tile_parts(data, pos: int, siz: SIZ, cs_markers, warnings: list[Fault]
         length = read_u16(data, pos + 2, "the length of SOT")
         if length != 10:
             raise InvalidSegment(f"SOT: Lsot {length}, must be 10", pos + 2)
-        sot = parse_sot(SegmentReader(data, pos + 4, pos + 12, "SOT"))
+        # Isot, Psot, TPsot, TNsot (A.4.2): the 8 bytes after Lsot, read in place
+        sot = SOT((data[pos + 4] << 8) | data[pos + 5], int.from_bytes(data[pos + 6 : pos + 10], "big"),
+                  data[pos + 10], data[pos + 11])
         cs_markers.append((code, pos, length))
         if sot.Isot >= siz.num_tiles:
             raise InvalidSegment(f"SOT: tile {sot.Isot} of {siz.num_tiles}", pos + 4)

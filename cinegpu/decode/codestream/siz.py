@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from ..errors import InvalidSegment, UnsupportedFeature
 from .reader import SegmentReader
 
@@ -62,15 +60,12 @@ class SIZ:
         the instance: a frame with hundreds of components asks for them several times)."""
         memo = self.__dict__.setdefault("_sizes_memo", {})   # not a field: eq/hash ignore it
         sizes = memo.get(reduce)
-        if sizes is None and reduce > 32:   # beyond int64's sub-samplings
-            sizes = memo[reduce] = tuple(self.component_size(c, reduce) for c in range(self.Csiz))
         if sizes is None:
-            # component_size of each, over the components at once (B-2)
-            sx = np.array(self.XRsiz, np.int64) << reduce
-            sy = np.array(self.YRsiz, np.int64) << reduce
-            w = -(-self.Xsiz // sx) + (-self.XOsiz // sx)
-            h = -(-self.Ysiz // sy) + (-self.YOsiz // sy)
-            sizes = memo[reduce] = tuple(zip(w.tolist(), h.tolist()))
+            # B-2, in plain ints (a few components cost less than numpy's calls would)
+            X, Y, XO, YO = self.Xsiz, self.Ysiz, self.XOsiz, self.YOsiz
+            sizes = memo[reduce] = tuple((-(-X // (xr << reduce)) + (-XO // (xr << reduce)),
+                                          -(-Y // (yr << reduce)) + (-YO // (yr << reduce)))
+                                         for xr, yr in zip(self.XRsiz, self.YRsiz))
         return sizes
 
     def component_origins(self, reduce: int = 0) -> tuple[tuple[int, int], ...]:
@@ -79,13 +74,10 @@ class SIZ:
         :meth:`component_sizes`."""
         memo = self.__dict__.setdefault("_origins_memo", {})
         found = memo.get(reduce)
-        if found is None and reduce > 32:   # beyond int64's sub-samplings
-            found = memo[reduce] = tuple((-(-self.YOsiz // (self.YRsiz[c] << reduce)),
-                                          -(-self.XOsiz // (self.XRsiz[c] << reduce))) for c in range(self.Csiz))
         if found is None:
-            sx = np.array(self.XRsiz, np.int64) << reduce
-            sy = np.array(self.YRsiz, np.int64) << reduce
-            found = memo[reduce] = tuple(zip((-(-self.YOsiz // sy)).tolist(), (-(-self.XOsiz // sx)).tolist()))
+            XO, YO = self.XOsiz, self.YOsiz
+            found = memo[reduce] = tuple((-(-YO // (yr << reduce)), -(-XO // (xr << reduce)))
+                                         for xr, yr in zip(self.XRsiz, self.YRsiz))
         return found
 
     def component_size(self, c: int, reduce: int = 0) -> tuple[int, int]:

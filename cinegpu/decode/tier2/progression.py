@@ -16,7 +16,7 @@ import numpy as np
 from numba import njit
 
 from ..codestream.poc import Progression
-from ..plan import TilePlan, stacked
+from ..plan import TilePlan, joined
 from ..plan_numba import (
     RES_COLUMNS,
     RES_NPX,
@@ -196,8 +196,8 @@ def frame_packet_orders(plans: list[TilePlan], siz, layers: list[int], prec_firs
     tiles = np.array([(g.tcs.shape[0], g.res.shape[0], first, p.x0, p.y0, n, p.progression, p.num_precincts, f,
                        len(p.pocs)) for p, g, n, first, f in zip(plans, geos, layers, prec_first, firsts)],
                      np.int64).reshape(-1, 10)
-    tcs = stacked([g.tcs for g in geos], (TC_COLUMNS,), np.int64)
-    res = stacked([g.res for g in geos], (RES_COLUMNS,), np.int64)
+    tcs = joined([g.tcs for g in geos], (TC_COLUMNS,), np.int64)
+    res = joined([g.res for g in geos], (RES_COLUMNS,), np.int64)
     order, starts = _tile_orders(tcs, res, tiles, np.array(pocs, np.int64).reshape(-1, 6), np.asarray(siz.XRsiz, np.int64),
                                  np.asarray(siz.YRsiz, np.int64))
     return order, starts.tolist()
