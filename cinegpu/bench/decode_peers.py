@@ -191,6 +191,14 @@ def openjpeg_decode_ms(path: Path, threads: int = 1, repeat: int = 5) -> float |
     ``repeat`` runs after one untimed run, each timed around ``opj_read_header``, ``opj_decode``
     and ``opj_end_decompress`` (the span opj_decompress reports as its "decode time", to the
     microsecond instead of the millisecond). None: no libopenjp2, or it failed."""
+    times = openjpeg_first_and_warm_ms(path, threads, repeat)
+    return None if times is None else times[1]
+
+
+def openjpeg_first_and_warm_ms(path: Path, threads: int = 1, repeat: int = 5) -> tuple[float, float] | None:
+    """(milliseconds of libopenjp2's first decode of ``path`` in this process, the median of
+    ``repeat`` decodes after it), each timed as :func:`openjpeg_decode_ms` times them. None:
+    no libopenjp2, or it failed."""
     lib = _libopenjp2()
     if lib is None:
         return None
@@ -199,10 +207,11 @@ def openjpeg_decode_ms(path: Path, threads: int = 1, repeat: int = 5) -> float |
         with _opj_decoded(lib, path, threads) as (_, ms):
             return ms
 
-    if once() is None:
+    first = once()
+    if first is None:
         return None
     times = [once() for _ in range(repeat)]
-    return None if None in times else sorted(times)[len(times) // 2]
+    return None if None in times else (first, sorted(times)[len(times) // 2])
 
 
 def openjpeg_components(path: Path) -> list | None:
