@@ -61,6 +61,11 @@ AHEAD_BYTES = 512 << 20
 DECODER_THREADS = 4
 #: How far a stream's average frame rate may lie from its base rate (a fraction of it).
 AVERAGE_TOLERANCE = Fraction(1, 200)
+#: Frames an intra-only stream (every frame a keyframe) is decoded forward across rather than
+#: sought: mastering's threads ask for frames a few apart, each the next of its own, so the
+#: frames between are theirs (kept, :data:`AHEAD_BYTES`), and a seek flushes libavcodec's
+#: frame threads, which then decode one frame at a time.
+INTRA_FORWARD = 16
 #: Seeks tried, each further back, before a frame is given up as unreachable.
 SEEK_TRIES = 8
 #: The libswscale conversion: bicubic chroma, full chroma interpolation, accurate rounding.
@@ -357,7 +362,10 @@ class _Decoder:
         self.ahead: OrderedDict = OrderedDict()
         frame_bytes = max(1, video.width * video.height * 6)
         self.ahead_frames = max(2, AHEAD_BYTES // frame_bytes)
-        self.forward = 1 if video.intra else max(2, 2 * round(video.rate))
+        # how far ahead the next frame is reached by decoding forward rather than by a seek
+        self.forward = (min(self.ahead_frames, INTRA_FORWARD) if video.intra
+                        else max(2, 2 * round(video.rate)))
+        self.seeks = 0          # seeks made (tests)
 
     def close(self) -> None:
         self.container.close()
@@ -416,6 +424,7 @@ class _Decoder:
             at = v.start + int((target - GRID_TOLERANCE) / v.rate / v.time_base)
             self.container.seek(max(at, v.start) if target else v.start, backward=True,
                                 any_frame=False, stream=self.stream)
+            self.seeks += 1
             self.decoded, self.held, self.next = None, None, None
             got = self._next()
             if got is None or got[0] > i:

@@ -6,6 +6,7 @@ reference frames); the library reads them through PyAV."""
 
 from __future__ import annotations
 
+import os
 import pickle
 import shutil
 import subprocess
@@ -22,7 +23,7 @@ av = pytest.importorskip("av", minversion="18", reason="PyAV 18+ (pip install av
 pytestmark = pytest.mark.skipif(shutil.which("ffmpeg") is None,
                                 reason="the ffmpeg command makes the test clips")
 
-from cinegpu.media.video.frames import open_video  # noqa: E402  (after the PyAV skip)
+from cinegpu.media.video.frames import _decoder, open_video  # noqa: E402  (after the PyAV skip)
 from cinegpu.media.video.sound import video_sound  # noqa: E402  (after the PyAV skip)
 
 SIZE = "256x144"
@@ -119,6 +120,22 @@ def test_frames_in_any_order_are_the_frames_in_order(clips, name):
     for i in np.random.default_rng(5).permutation(v.count):
         assert np.array_equal(copy(int(i)), in_order[i]), i
     assert all(not np.array_equal(a, b) for a, b in zip(in_order, in_order[1:]))
+
+
+def test_threads_reading_a_few_frames_apart_make_no_seek(clips):
+    """Mastering's threads each ask for their next frame, a few apart: an intra-only stream
+    (ProRes) is decoded forward across the gap, the frames between kept for the threads that
+    ask next, rather than sought (a seek flushes libavcodec's frame threads)."""
+    v = open_video(clips["prores"])
+    assert v.intra
+    order = [3, 1, 2, 6, 4, 5, 7, 12, 8, 9, 10, 11]
+    reader = _decoder(v, os.getpid())
+    got = {0: v(0)}             # positioned at the start (a seek, unless there already)
+    seeks = reader.seeks
+    got.update((i, v(i)) for i in order)
+    assert reader.seeks == seeks
+    in_order = [v(i) for i in range(13)]
+    assert all(np.array_equal(got[i], in_order[i]) for i in range(13))
 
 
 @pytest.mark.parametrize("name,matrix", [("prores", "bt709"), ("h264", "bt709"),
