@@ -14,6 +14,10 @@ while, as a sound server does on an underrun) has its queue dropped and the feed
 from the clock, as after a seek; the device sink waits for its stream to run steadily before
 the first frame (:attr:`DeviceSink.SETTLE`). Stepping while paused plays no sound.
 
+The meters (:class:`PeakMeter`, :attr:`AudioFeed.meter`): the peak of each of the composition's
+channels over the last :data:`METER_WINDOW` seconds of sound fed to the sink (before downmix,
+volume and mute; the null sink is fed as a device is), for the server's status.
+
 The offset at the device (:meth:`AudioFeed.device_offset_ms`): each presented frame's first
 sample is timed where the device's callbacks say it reaches the DAC (PortAudio's
 outputBufferDacTime) against the stream's clock when the frame was shown.
@@ -68,6 +72,7 @@ KSDATAFORMAT_SUBTYPE_PCM = bytes.fromhex("0100000000001000800000aa00389b71")
 OFFSET_MARKS = 96         # presented frames over which AudioFeed.offset_ms takes the largest offset
 DEVICE_MARKS = 4096       # presented frames whose offset at the device is kept
 FED_RUNS = 64             # runs of fed sound kept to look presented frames up in
+METER_WINDOW = 0.100      # seconds of sound fed over which PeakMeter takes each channel's peak
 
 
 def downmix_matrix(names: list[str], out_channels: int) -> np.ndarray:
@@ -293,6 +298,51 @@ def open_sink(mode: str, rate: int, channels: int):
     return NullSink(channels)
 
 
+class PeakMeter:
+    """The peak magnitude of each of ``channels`` channels over the last ``window`` sample frames
+    fed (the blocks that cover them: a block counts whole once any of its last ``window`` sample
+    frames is within them), against ``full_scale`` (the magnitude of 0 dBFS: 2**(bits - 1) for
+    integer PCM, 1.0 for float).  :meth:`feed` costs a max and a min per channel over the block
+    (no copy of it); :meth:`peaks_dbfs` may be called from any thread."""
+
+    def __init__(self, channels: int, window: int, full_scale: float = 1.0):
+        self.channels, self.window, self.full_scale = channels, max(1, int(window)), float(full_scale)
+        self._lock = threading.Lock()
+        self._blocks: deque = deque()       # (sample frames, peak magnitude per channel)
+        self._held = 0                      # sample frames of the blocks kept
+
+    def feed(self, pcm: np.ndarray) -> None:
+        """Note a (sample frames, channels) block fed to the sink."""
+        tail = pcm[-self.window:]
+        if not len(tail):
+            return
+        peak = np.maximum(tail.max(axis=0).astype(np.float64), -tail.min(axis=0).astype(np.float64))
+        with self._lock:
+            self._blocks.append((len(tail), peak))
+            self._held += len(tail)
+            while self._held - self._blocks[0][0] >= self.window:    # the rest covers the window
+                self._held -= self._blocks.popleft()[0]
+
+    def clear(self) -> None:
+        """Forget what was fed (nothing plays: paused, stopped)."""
+        with self._lock:
+            self._blocks.clear()
+            self._held = 0
+
+    def peaks(self) -> np.ndarray:
+        """Each channel's peak over the window, linear (1.0: full scale); zeros when nothing was fed."""
+        with self._lock:
+            kept = [p for _, p in self._blocks]
+        if not kept:
+            return np.zeros(self.channels)
+        return np.max(kept, axis=0) / self.full_scale
+
+    def peaks_dbfs(self, decimals: int = 1) -> list[float | None]:
+        """Each channel's peak over the window in dBFS (20 log10 of :meth:`peaks`), rounded to
+        ``decimals``; None for silence (-inf dBFS, which JSON cannot carry)."""
+        return [round(20.0 * math.log10(p), decimals) if p > 0 else None for p in self.peaks().tolist()]
+
+
 @dataclass
 class Segment:
     """A run of the WAV record fed without a jump: where it starts in the file, on the clock's
@@ -340,6 +390,8 @@ class AudioFeed:
         self.scale = float(1 << (snd.bits - 1))
         #: the sink tells when a sample reaches the DAC (a device): offsets at the device kept
         self.timed = hasattr(self.sink, "dac_time")
+        #: each channel's peak over the last METER_WINDOW seconds fed to the sink
+        self.meter = PeakMeter(snd.channels, round(METER_WINDOW * float(self.rate)), self.scale)
 
     def timeline_sample(self, t: float) -> int:
         """Timeline sample at timeline position ``t`` (frames, may be fractional)."""
@@ -364,6 +416,7 @@ class AudioFeed:
             self._next = None
         if not clock.playing:
             self._next = None
+            self.meter.clear()                 # nothing plays: the meters fall to silence
             return
         # what the device outputs now reaches the DAC output_latency later: feed that far ahead
         position = (now - clock.presentation_time(0) + self.sink.output_latency) * float(clock.rate)
@@ -428,6 +481,7 @@ class AudioFeed:
             np.clip(out, -1.0, 1.0, out=out)
         drop = min(self._skip, len(out))       # the part of a (re)start's frame already past
         self._skip -= drop
+        self.meter.feed(pcm[drop:])
         if len(out) > drop:
             self._writes.append((self._written, s0 + drop, len(out) - drop))
             self._written += len(out) - drop

@@ -1,7 +1,8 @@
 """Helpers for the sound tests: WAV files written byte by byte (:func:`write_wav`) of distinct
 tones (:func:`tones`), ffmpeg's extraction of a PCM track (:func:`ffmpeg_pcm`, read by
 :func:`s24le`, not by the library's reader), and a copy of a frame-wrapped track file whose
-(silent) samples are replaced by a known, position-coded pattern."""
+(silent) samples are replaced by a known, position-coded pattern; :class:`SquareWaveSound`, a
+composition's sound in memory at known levels."""
 
 from __future__ import annotations
 
@@ -118,3 +119,23 @@ def sound_dcp(tmp_path: Path, reels: list[tuple[int, int, int, int]], src: Path)
         reel_list.append(reel)
     tree.write(str(cpl), xml_declaration=True, encoding="UTF-8")
     return dst
+
+
+class SquareWaveSound:
+    """A CompositionSound in memory: 48 kHz 24-bit, 2000 samples a frame (24 fps), channel c a
+    square wave between +-``levels[c]`` of full scale (1.0)."""
+
+    sample_rate, bits, descriptor = 48000, 24, None
+
+    def __init__(self, levels):
+        self.levels, self.channels = np.asarray(levels, np.float64), len(levels)
+
+    def sample_of_frame(self, f: int) -> int:
+        return f * 2000
+
+    def read_samples(self, s0: int, s1: int) -> np.ndarray:
+        sign = np.where(np.arange(s0, s1) % 2, 1.0, -1.0)[:, None]
+        return np.round(sign * self.levels * ((1 << 23) - 1)).astype(np.int32)
+
+    def close(self):
+        pass

@@ -24,7 +24,9 @@ Sound: with ``audio`` not "off", the loader also opens the composition's sound a
 ``cinegpu play`` builds, :func:`~cinegpu.player.audio.open_feed`), fed by the player's turns.
 Volume, mute and routing set by the ``audio`` command outlive loads; a routing whose shape does
 not fit the next composition's sound (its channels x the sink's) is reset to the default
-downmix, and the status says so.
+downmix, and the status says so.  The status's ``audio.peaks_dbfs`` are the feed's meters
+(:class:`~cinegpu.player.audio.PeakMeter`: each source channel's peak over the last 0.1 s fed,
+read here on the display thread), with ``channel_labels`` (ST 377-4 MCA, else the ST 429-2 order).
 """
 
 from __future__ import annotations
@@ -736,7 +738,9 @@ class Engine:
         return {"sink": feed.sink.name, "channels": feed.sound.channels, "sink_channels": feed.sink.channels,
                 "rate": int(feed.rate), "volume": a.volume, "mute": a.mute,
                 "routing": "default" if a.routing is None else "custom", "routing_note": a.note,
-                "offset_ms": feed.offset_ms()}
+                "offset_ms": feed.offset_ms(),
+                # the meters: each channel's peak over the last 0.1 s fed (dBFS, None: silence)
+                "peaks_dbfs": feed.meter.peaks_dbfs(), "channel_labels": list(feed.names)}
 
     def _reel(self, frame: int) -> dict | None:
         e = self.entry

@@ -62,7 +62,7 @@ STATUS = {
 AUDIO_STATUS = {
     "type": "object",
     "required": ["sink", "channels", "sink_channels", "rate", "volume", "mute", "routing", "routing_note",
-                 "offset_ms"],
+                 "offset_ms", "peaks_dbfs", "channel_labels"],
     "properties": {
         "sink": {"enum": ["null", "sounddevice"], "description": "where the sound goes"},
         "channels": {"type": "integer", "description": "the composition's sound channels"},
@@ -77,6 +77,13 @@ AUDIO_STATUS = {
         "offset_ms": {"type": ["number", "null"],
                       "description": "sound against picture over the last presented frames (largest, signed; "
                                      "positive: sound ahead), ms; null before a frame is presented with sound"},
+        "peaks_dbfs": {"type": "array", "items": {"type": ["number", "null"]},
+                       "description": "the meters: each of the composition's channels' peak over the last 0.1 s "
+                                      "of sound fed to the sink (before downmix, volume and mute), dBFS; null: "
+                                      "silence (-inf), also while nothing plays"},
+        "channel_labels": {"type": "array", "items": {"type": "string"},
+                           "description": "the channels' names (ST 377-4 MCA symbols, else the ST 429-2 order; "
+                                          "empty where unknown), in the order of peaks_dbfs"},
     },
 }
 

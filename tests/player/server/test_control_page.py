@@ -24,6 +24,7 @@ import shutil
 import time
 import urllib.error
 import urllib.request
+from datetime import datetime, timedelta, timezone
 
 import numpy as np
 import pytest
@@ -32,6 +33,9 @@ from PIL import Image
 from cinegpu.player.server.client import ServerProcess
 from cinegpu.player.server.preview import PreviewStore
 from cinegpu.player.server.samples import DCP_CPL, sequence_id
+from conftest import require_gl
+from helpers.encrypted_dcp import make_dcp
+from helpers.kdm_build import make_chain, make_kdm, make_recipient
 from helpers.server import api, engine, pump, sample_library, stopped_cleanly, wait_for
 
 pytestmark = pytest.mark.slow
@@ -494,3 +498,90 @@ def test_control_page_in_a_browser(browser, fresh_server, library):
     page.click("#token-form button")
     page.locator("#library tbody td.title").filter(has_text="Two reels").wait_for(timeout=15_000)
     page.close()
+
+
+#: The widths (percent) of the page's meter bars, one per channel.
+METER_WIDTHS = "() => Array.from(document.querySelectorAll('#meters .meter-fill')).map(e => parseFloat(e.style.width) || 0)"
+
+
+def test_kdm_upload_and_sound_meters_in_a_browser(browser, tmp_path):
+    """A server with a private key (``--key``) and an encrypted DCP with 5.1 sound: a file that is
+    no KDM is refused (422, shown), the KDM uploaded through the page's file input is added (201,
+    its fields shown) and the library's KDM column says it is valid; the composition then plays
+    (on the null sink) and the meters show a bar per channel, labelled, not all empty."""
+    require_gl()
+    now = datetime.now(timezone.utc)
+    library = tmp_path / "library"
+    library.mkdir()
+    made = make_dcp(library / "locked", encrypt=True, title="LOCKED_SOUND", n=24, subtitles=False)
+    root, signer = make_chain()
+    me = make_recipient(root)
+    kdm = tmp_path / "locked_kdm.xml"
+    kdm.write_bytes(make_kdm(root=root, signer=signer, recipient=me, cpl_id=made.cpl_id, title=made.title,
+                             keys=[(k.key_type, k.key_id, k.key) for k in made.keys.values()],
+                             not_before=now - timedelta(days=1), not_after=now + timedelta(days=2)))
+    not_kdm = tmp_path / "not_a_kdm.xml"
+    not_kdm.write_text('<?xml version="1.0"?><Nothing/>')
+    pem = tmp_path / "me.pem"
+    pem.write_bytes(me.pem())
+    pem.chmod(0o600)
+    server = ServerProcess(library, "--backend", "cpu", "--threads", "--workers", "1", "--audio", "null",
+                           "--key", str(pem))
+    try:
+        page = browser.new_page()
+        problems: list[str] = []
+        page.on("pageerror", lambda exc: problems.append(str(exc)))
+        page.on("console", lambda m: problems.append(m.text) if m.type == "error" and not expected(m.text) else None)
+        page.goto(f"{server.url}/#token={server.token}")
+        row = page.locator(f"#library tbody tr[data-id='{made.cpl_id}']")
+        row.wait_for(timeout=15_000)
+        kdm_cell = row.locator("td").nth(6)
+        assert row.locator("td").nth(5).text_content() == "encrypted" and kdm_cell.text_content() == "no KDM"
+        wait_text(page, "#connection", lambda t: t == "connected", what="the event stream")
+
+        page.set_input_files("#kdm-file", str(not_kdm))
+        page.click("#kdm-upload")
+        wait_text(page, "#error", lambda t: "KDM not_a_kdm.xml: 422" in t, what="the 422 of a file that is no KDM")
+        assert page.locator("#kdm-result").text_content() == ""
+
+        page.set_input_files("#kdm-file", str(kdm))
+        page.click("#kdm-upload")
+        shown = wait_text(page, "#kdm-result", lambda t: t.startswith("added"), what="the KDM added")
+        assert "LOCKED_SOUND" in shown and f"to {(now + timedelta(days=2)).date().isoformat()}" in shown, shown
+        assert page.locator("#error").is_hidden()
+        assert page.locator("#kdm-file").input_value() == ""
+        row = page.locator(f"#library tbody tr[data-id='{made.cpl_id}']")     # the library read again
+        wait_text(page, f"#library tbody tr[data-id='{made.cpl_id}'] td:nth-child(7)",
+                  lambda t: t.startswith("valid to"), what="the KDM column")
+        assert api(server, "/kdms")[1]["kdms"][0]["cpl_id"] == made.cpl_id
+
+        assert page.locator("#meters").is_hidden()                   # nothing with sound loaded
+        row.locator("button.load").click()
+        wait_text(page, "#state", lambda t: t == "stopped", timeout=120, what="loaded")
+        page.check("#loop")
+        wait_for(server, lambda s: s["loop"] is True, what="loop on")
+        page.click("#play")
+        wait_text(page, "#state", lambda t: t == "playing", what="playing")
+        assert page.locator("#meters").is_visible()
+        assert page.locator("#meters .meter-label").all_text_contents() == ["L", "R", "C", "LFE", "Ls", "Rs"]
+        end = time.monotonic() + 10
+        widths = []
+        while time.monotonic() < end and not any(w > 0 for w in widths):
+            widths = page.evaluate(METER_WIDTHS)
+            page.wait_for_timeout(50)
+        assert len(widths) == 6 and any(w > 0 for w in widths), widths
+        values = page.locator("#meters .meter-value").all_text_contents()
+        assert any(v != "-inf" and float(v) < 0 for v in values), values
+        st = api(server, "/status")[1]
+        assert len(st["audio"]["peaks_dbfs"]) == 6
+        page.click("#pause")
+        wait_text(page, "#state", lambda t: t == "paused", what="paused")
+        end = time.monotonic() + 5
+        while time.monotonic() < end and any(w > 0 for w in widths):
+            widths = page.evaluate(METER_WIDTHS)
+            page.wait_for_timeout(50)
+        assert widths == [0] * 6, widths                             # nothing plays: silence
+        assert not problems, problems
+        page.close()
+    finally:
+        stopped_cleanly(server)

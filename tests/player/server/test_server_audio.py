@@ -42,6 +42,8 @@ def test_volume_mute_routing_in_status(server):
     assert code == 409 and "nothing is loaded" in st["error"]
     code, st = api(server, "/load", "POST", {"cpl": CPL, "loop": True}, timeout=120)
     assert code == 200, st
+    meters = {k: st["audio"].pop(k) for k in ("peaks_dbfs", "channel_labels")}
+    assert meters == {"peaks_dbfs": [None] * 6, "channel_labels": ["L", "R", "C", "LFE", "Ls", "Rs"]}
     assert st["audio"] == {"sink": "null", "channels": 6, "sink_channels": 6, "rate": 48000, "volume": 1.0,
                            "mute": False, "routing": "default", "routing_note": None, "offset_ms": None}
     code, st = api(server, "/audio", "POST", {"volume": 0.5, "mute": True})

@@ -11,6 +11,9 @@
   const TOKEN_KEY = "cinegpu-token";
   const PREVIEW_MS = 250;          // milliseconds between two preview requests
   const RECONNECT_MS = 1000;       // milliseconds before the event stream is opened again
+  const METER_FLOOR_DBFS = -60;    // dBFS at a meter's left end (an empty bar)
+  const CLIP_DBFS = -1;            // dBFS above which a meter shows clipping
+  const MAX_KDM_BYTES = 1 << 20;   // bytes: the largest KDM the server takes
   const $ = (id) => document.getElementById(id);
 
   const page = {
@@ -78,15 +81,18 @@
     return r.json();
   }
 
+  // POST a JSON body to /api/v1/NAME with the token: the fetch's Response.
+  function post(name, body) {
+    return fetch("/api/v1/" + name, { method: "POST", headers: headers(true), body: JSON.stringify(body || {}) });
+  }
+
   // A command: POST with a JSON body; the new status, or the error shown in the page.  While it
   // is on its way, the statuses of the event stream leave ``control`` (an element's id) alone.
   async function command(name, body, control) {
     if (control) page.pending.add(control);
     clearError();       // the error shown is the last command's (a slow load answers after others)
     try {
-      const r = await fetch("/api/v1/" + name, {
-        method: "POST", headers: headers(true), body: JSON.stringify(body || {}),
-      });
+      const r = await post(name, body);
       page.pending.delete(control);
       if (!r.ok) {
         showError(`${name}: ${await failure(r)}`);
@@ -182,6 +188,38 @@
     markLoaded();
   }
 
+  // ------------------------------------------------------------------ KDM upload
+
+  // The chosen file read as text and posted as {"kdm": text}: the KDM's fields (201), or the
+  // server's refusal in the error box; the library (its KDM column) read again after a success.
+  async function uploadKdm() {
+    const file = $("kdm-file").files[0];
+    clearError();
+    setText("kdm-result", "");
+    if (!file) {
+      showError("KDM: choose the KDM's XML file first");
+      return;
+    }
+    if (file.size > MAX_KDM_BYTES) {
+      showError(`KDM ${file.name}: ${file.size} bytes, over the ${MAX_KDM_BYTES} a KDM may have`);
+      return;
+    }
+    try {
+      const r = await post("kdms", { kdm: await file.text() });
+      if (!r.ok) {
+        showError(`KDM ${file.name}: ${await failure(r)}`);
+        return;
+      }
+      const k = await r.json();
+      setText("kdm-result", `added ${k.content_title || k.cpl_id}: valid ${k.not_before.slice(0, 10)} ` +
+        `to ${k.not_after.slice(0, 10)}, ${k.keys.length} keys`);
+      $("kdm-file").value = "";
+      await loadLibrary();
+    } catch (e) {
+      showError(`KDM ${file.name}: ${e.message}`);
+    }
+  }
+
   async function load(c) {
     $("title").textContent = `loading ${c.title || c.id}...`;
     await command("load", { cpl: c.id, loop: $("loop").checked });
@@ -250,6 +288,46 @@
     return f.value === null ? "..." : f.value.toFixed(1);
   }
 
+  // ------------------------------------------------------------------ meters
+
+  // One bar per channel of the sound playing (status audio.peaks_dbfs: dBFS, null for silence),
+  // its width from METER_FLOOR_DBFS (empty) to 0 dBFS (full), red above CLIP_DBFS.
+  function drawMeters(a) {
+    const box = $("meters");
+    const peaks = a && Array.isArray(a.peaks_dbfs) ? a.peaks_dbfs : [];
+    const labels = peaks.map((_, i) => (a.channel_labels && a.channel_labels[i]) || String(i + 1));
+    box.hidden = peaks.length === 0;
+    if (box.dataset.labels !== labels.join(" ")) {
+      box.replaceChildren();
+      for (const name of labels) {
+        const label = document.createElement("span");
+        label.className = "meter-label";
+        label.textContent = name;
+        const track = document.createElement("div");
+        track.className = "meter-track";
+        const fill = document.createElement("div");
+        fill.className = "meter-fill";
+        track.appendChild(fill);
+        const value = document.createElement("span");
+        value.className = "meter-value";
+        box.append(label, track, value);
+      }
+      box.dataset.labels = labels.join(" ");
+    }
+    const tracks = box.querySelectorAll(".meter-track");
+    const values = box.querySelectorAll(".meter-value");
+    peaks.forEach((db, i) => {
+      const silent = db === null || db === undefined;
+      const share = silent ? 0 : Math.min(1, Math.max(0, (db - METER_FLOOR_DBFS) / -METER_FLOOR_DBFS));
+      const clip = !silent && db > CLIP_DBFS;
+      tracks[i].firstChild.style.width = `${(100 * share).toFixed(1)}%`;
+      tracks[i].classList.toggle("clip", clip);
+      tracks[i].title = `${labels[i]}: ${silent ? "silence" : db.toFixed(1) + " dBFS"}${clip ? " (clipping)" : ""}`;
+      values[i].textContent = silent ? "-inf" : db.toFixed(1);
+      values[i].classList.toggle("clip-value", clip);
+    });
+  }
+
   // Whether status ``s`` is older than ``before`` of the same server run (a command's answer and
   // the event stream cross): its version is lower and the server started at the same time.
   function older(s, before) {
@@ -279,6 +357,7 @@
     setText("offset", a && a.offset_ms !== null && a.offset_ms !== undefined
       ? `${a.offset_ms.toFixed(1)} ms (${a.sink})` : "-");
     $("volume").disabled = $("mute").disabled = !a;
+    drawMeters(a);
     if (a && free("volume")) {
       $("volume").value = a.volume;
       setText("volume-value", Number(a.volume).toFixed(2));
@@ -409,6 +488,10 @@
       seekTo($("seek-timecode").value);
     });
     $("rescan").addEventListener("click", loadLibrary);
+    $("kdm-form").addEventListener("submit", (e) => {
+      e.preventDefault();
+      uploadKdm();
+    });
     $("token-form").addEventListener("submit", (e) => {
       e.preventDefault();
       page.token = $("token-input").value.trim();
