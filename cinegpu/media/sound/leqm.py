@@ -38,9 +38,8 @@ import math
 from typing import Sequence
 
 import numpy as np
-import scipy.signal
 
-__all__ = ["FIR_SECONDS", "LEVEL_OFFSET_DB", "M_OFFSET_DB", "MWeighting", "SURROUND_GAIN_DB", "bs468_db",
+__all__ = ["FIR_SECONDS", "scipy_signal", "LEVEL_OFFSET_DB", "M_OFFSET_DB", "MWeighting", "SURROUND_GAIN_DB", "bs468_db",
            "leq_m_db", "leqm_weights", "m_weighting"]
 
 #: The M weighting is the BS.468-4 curve less this, dB: 0 dB at 2 kHz (ISO 21727 Table 1).
@@ -58,6 +57,13 @@ SURROUND_GAIN_DB = -3.0
 FIR_SECONDS = 0.04
 #: Samples filtered at a time, per channel.
 CHUNK = 1 << 16
+
+
+def scipy_signal():
+    """``scipy.signal``, imported on first use: it takes about 0.8 s, which every ``cinegpu``
+    command would pay at start-up, and only the loudness meters need it."""
+    import scipy.signal  # noqa: PLC0415  (start-up: 0.8 s, for the loudness meters only)
+    return scipy.signal
 
 
 def bs468_db(frequency) -> np.ndarray:
@@ -80,7 +86,7 @@ def m_weighting(rate: float) -> np.ndarray:
     points = 1 + 2 ** math.ceil(math.log2(taps))
     grid = np.linspace(0.0, rate / 2.0, points)
     gain = 10.0 ** ((bs468_db(grid) - M_OFFSET_DB) / 20.0)
-    return scipy.signal.firwin2(taps, grid, gain, nfreqs=points, fs=rate)
+    return scipy_signal().firwin2(taps, grid, gain, nfreqs=points, fs=rate)
 
 
 def leqm_weights(weights: Sequence[float]) -> np.ndarray:
@@ -113,11 +119,11 @@ class MWeighting:
         for i in range(0, x.shape[1], CHUNK):
             whole = np.concatenate([self._history, x[:, i:i + CHUNK]], axis=1)
             self._history = whole[:, whole.shape[1] - self._history.shape[1]:]
-            out[:, i:i + CHUNK] = scipy.signal.fftconvolve(whole, self.taps[None, :], mode="valid", axes=-1)
+            out[:, i:i + CHUNK] = scipy_signal().fftconvolve(whole, self.taps[None, :], mode="valid", axes=-1)
         return out
 
     def tail(self) -> np.ndarray:
         """The outputs still owed after the last sample, shape (channels, taps - 1): the filter
         run on silence (nothing is changed)."""
         whole = np.concatenate([self._history, np.zeros_like(self._history)], axis=1)
-        return scipy.signal.fftconvolve(whole, self.taps[None, :], mode="valid", axes=-1)
+        return scipy_signal().fftconvolve(whole, self.taps[None, :], mode="valid", axes=-1)

@@ -47,7 +47,7 @@ from typing import Sequence
 
 import numpy as np
 
-from cinegpu.media.sound.leqm import MWeighting, leq_m_db, leqm_weights
+from cinegpu.media.sound.leqm import MWeighting, leq_m_db, leqm_weights, scipy_signal
 
 __all__ = ["composition_loudness", "int24", "loudness_text", "mix_loudness", "ABSOLUTE_GATE", "Loudness", "LoudnessMeter", "RELATIVE_GATE", "SURROUND", "channel_weights",
            "interpolator", "k_weighting", "loudness_of", "oversampling"]
@@ -80,11 +80,6 @@ UNLABELLED_5_1 = ("L", "R", "C", "LFE", "Ls", "Rs")
 TAPS_PER_PHASE = 16
 
 
-def _signal():
-    import scipy.signal  # noqa: PLC0415  (optional: scipy, the report extra; only loudness needs it)
-    return scipy.signal
-
-
 def k_weighting(rate: float) -> np.ndarray:
     """The K-weighting filter at ``rate`` Hz as second-order sections, shape (2, 6) (scipy's
     ``sos``): the pre-filter (BS.1770-4 Table 1), then the RLB high-pass (Table 2), each
@@ -115,7 +110,7 @@ def interpolator(factor: int) -> np.ndarray:
     taps a phase), each phase's gain 1 at DC."""
     if factor == 1:
         return np.ones((1, 1))
-    h = _signal().firwin(TAPS_PER_PHASE * factor, 1.0 / factor, window=("kaiser", 8.0)) * factor
+    h = scipy_signal().firwin(TAPS_PER_PHASE * factor, 1.0 / factor, window=("kaiser", 8.0)) * factor
     return h.reshape(-1, factor).T.copy()
 
 
@@ -260,7 +255,7 @@ class LoudnessMeter:
             return
         x = np.ascontiguousarray(x.T, np.float64)              # (channels, n): filters run along rows
         x /= self.full_scale
-        sig = _signal()
+        sig = scipy_signal()
         y, self._k_state = sig.sosfilt(self._sos, x, axis=-1, zi=self._k_state)
         np.multiply(y, y, out=y)
         sample = np.abs(x)
