@@ -43,6 +43,7 @@ def _expected(eye: str, i: int) -> np.ndarray:
     return to_xyz12(fit(demo_frame(5 * i + SHIFT[eye], 480, 270), 1998, 1080), "rec709").astype(float)
 
 
+@pytest.mark.slow  # long: a 3D master on the CPU, check --decode of its 48 images (12-19 s)
 @needs_encoder
 def test_a_stereo_master_decodes_eye_by_eye(tmp_path):
     out = tmp_path / "dcp"

@@ -318,7 +318,7 @@ def test_frame_of_another_size_is_refused(tmp_path):
 
 @needs_encoder
 @pytest.mark.skipif(shutil.which("mediainfo") is None, reason="mediainfo not installed")
-@pytest.mark.parametrize("name", ["2k-flat", "4k-scope"])
+@pytest.mark.parametrize("name", ["2k-flat", pytest.param("4k-scope", marks=pytest.mark.slow)])  # slow: a 4K master (4 s)
 def test_mediainfo_reads_the_track(made, name):
     m = made(name)
     run = subprocess.run(["mediainfo", "--Output=JSON", str(m.pkg.track.path)],

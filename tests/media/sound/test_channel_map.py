@@ -77,6 +77,7 @@ def test_the_mix_loudness_agrees_with_ffmpeg(tmp_path):
     assert abs(ours.true_peak - theirs["true_peak"]) < 0.2, (ours, theirs)
 
 
+@pytest.mark.slow  # long: a master with 5.1 sound, its loudness and ffmpeg's (6 s)
 @needs_encoder
 def test_master_maps_gains_and_reports_the_loudness(tmp_path):
     (tmp_path / "in").mkdir()

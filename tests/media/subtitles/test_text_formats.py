@@ -235,6 +235,7 @@ def test_prepare_subtitles_makes_a_document(tmp_path, name):
         assert 'Weight="bold"' in doc and 'Color="FFFFFF00"' in doc and "Hello " in doc and "&amp; all" in doc
 
 
+@pytest.mark.slow  # long: a master with ASS subtitles burnt into its timed text (3.5 s)
 @needs_font
 @needs_encoder
 def test_master_with_ass_subtitles_reads_back_the_cues(tmp_path):

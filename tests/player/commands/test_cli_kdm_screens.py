@@ -120,6 +120,7 @@ def test_twenty_screens_each_get_a_kdm_that_verifies_and_decrypts(world, tmp_pat
     assert again.returncode == 2 and "exists already" in again.stderr
 
 
+@pytest.mark.slow  # long: a DKDM, screen KDMs from it and a play with each (7-17 s)
 @needs_xmlsec1
 def test_dkdm_round_trip_without_the_key_file(world, tmp_path):
     """A DKDM to the signer's own certificate; from it, with no key file and no CPL, KDMs for the
