@@ -27,7 +27,7 @@ from .qcd import QCC, Quantization, parse_qcc, parse_qcd
 from .reader import SegmentReader, read_u16
 from .rgn import RGN, parse_rgn
 from .siz import CAP, SIZ, parse_cap, parse_siz
-from .sot import SOT
+from .sot import SOT, sot_at
 from .tlm import TLM, PacketLengths, parse_plm, parse_plt, parse_tlm
 
 #: Most tile-parts one codestream may hold (every loop over input is bounded).
@@ -346,9 +346,7 @@ def _read_tile_parts(data, pos: int, siz: SIZ, cs_markers, warnings: list[Fault]
         length = read_u16(data, pos + 2, "the length of SOT")
         if length != 10:
             raise InvalidSegment(f"SOT: Lsot {length}, must be 10", pos + 2)
-        # Isot, Psot, TPsot, TNsot (A.4.2): the 8 bytes after Lsot, read in place
-        sot = SOT((data[pos + 4] << 8) | data[pos + 5], int.from_bytes(data[pos + 6 : pos + 10], "big"),
-                  data[pos + 10], data[pos + 11])
+        sot = sot_at(data, pos + 4)     # A.4.2; its 8 bytes are there (checked above)
         cs_markers.append((code, pos, length))
         if sot.Isot >= siz.num_tiles:
             raise InvalidSegment(f"SOT: tile {sot.Isot} of {siz.num_tiles}", pos + 4)

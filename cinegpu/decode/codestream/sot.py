@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .reader import SegmentReader
-
 
 @dataclass(frozen=True)
 class SOT:
@@ -18,7 +16,9 @@ class SOT:
     TNsot: int
 
 
-def parse_sot(r: SegmentReader) -> SOT:
-    sot = SOT(r.u16(), r.u32(), r.u8(), r.u8())
-    r.finish()
-    return sot
+def sot_at(data, at: int) -> SOT:
+    """The SOT whose body (Isot u16, Psot u32, TPsot u8, TNsot u8; after Lsot) starts at byte
+    ``at`` of ``data``, read in place: the caller has checked that its 8 bytes are there
+    (a codestream has one SOT a tile-part, thousands of them)."""
+    return SOT((data[at] << 8) | data[at + 1], int.from_bytes(data[at + 2 : at + 6], "big"), data[at + 6],
+               data[at + 7])

@@ -65,16 +65,12 @@ def _report_target(args) -> Path | None:
         if args.thumbnails_every is not None:
             raise UsageError("--thumbnails-every goes with --report")
         return None
-    from cinegpu.jobs.report import missing  # noqa: PLC0415  (start-up: only with --report)
+    from cinegpu.jobs.report import check_target  # noqa: PLC0415  (start-up: only with --report)
 
-    why = missing()
-    if why:
-        raise UsageError(why)
-    page = Path(args.report)
-    if page.suffix.lower() not in (".html", ".htm"):
-        raise UsageError(f"--report {page}: want an .html file (its JSON twin goes beside it)")
-    if not page.parent.is_dir():
-        raise UsageError(f"--report {page}: folder {page.parent} does not exist")
+    try:
+        page = check_target(args.report)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     folder = Path(args.path)
     if find_assetmap(folder if folder.is_dir() else folder.parent) is None:
         raise UsageError(f"--report: {args.path} is not a package (a folder with an ASSETMAP); "
