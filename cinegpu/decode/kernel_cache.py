@@ -12,9 +12,19 @@ copy of the same source reuses it and a changed source compiles again. ``$NUMBA_
 wins (numba's own locator for it comes first), and a cache folder that cannot be written
 leaves numba's default in force.
 
-:func:`install` adds the locator to numba's list, once; importing this module does it, and
-:mod:`cinegpu.decode` and :mod:`cinegpu.encode` import it before any of their kernels is
-defined (a kernel's locator is chosen when its ``@njit(cache=True)`` runs).
+numba compiles for the host's own processor by default, and keys each cache entry by its name
+and features, so a kernel compiled on one machine is of no use on another. On an x86-64
+processor with every feature of the x86-64-v3 level (AVX2, FMA, BMI2, ...: :data:`PORTABLE_CPU`,
+most processors since 2013), :func:`portable_target` has numba compile for that level instead
+(``NUMBA_CPU_NAME``/``NUMBA_CPU_FEATURES``, so spawned processes do the same), which the
+kernels shipped with the package (:mod:`cinegpu.jobs.prebuilt`) were compiled for: the first
+run loads them instead of compiling. Measured, the level costs the decoder nothing against the
+host's own target (``docs/performance.md``). A ``NUMBA_CPU_NAME`` set by the user wins, and
+so does a process that compiled with numba before importing cinegpu (its target is fixed).
+
+:func:`install` adds the locator to numba's list, once, and chooses the target; importing this
+module does it, and :mod:`cinegpu.decode` and :mod:`cinegpu.encode` import it before any of
+their kernels is defined (a kernel's locator is chosen when its ``@njit(cache=True)`` runs).
 """
 
 from __future__ import annotations
@@ -22,9 +32,18 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import llvmlite.binding as llvm
 from numba.core import caching, config
+from numba.core.registry import cpu_target
 
-__all__ = ["PackageCacheLocator", "cache_folder", "cache_root", "install"]
+__all__ = ["PORTABLE_CPU", "PackageCacheLocator", "cache_folder", "cache_root", "install", "portable_target"]
+
+#: The processor level numba compiles for where the host has all of :data:`PORTABLE_FEATURES`
+#: (LLVM's name for x86-64 microarchitecture level 3).
+PORTABLE_CPU = "x86-64-v3"
+#: LLVM's names of the features x86-64-v3 implies (with levels 1 and 2).
+PORTABLE_FEATURES = ("avx", "avx2", "bmi", "bmi2", "cx16", "f16c", "fma", "lzcnt", "movbe", "popcnt",
+                     "sahf", "sse3", "sse4.1", "sse4.2", "ssse3", "xsave")
 
 #: the cinegpu package folder: the kernels whose cache this locator keeps lie under it
 PACKAGE = Path(__file__).resolve().parents[1]
@@ -69,13 +88,34 @@ class PackageCacheLocator(caching._SourceFileBackedLocatorMixin, caching._CacheL
         return super().from_function(py_func, py_file)
 
 
+def portable_target() -> str | None:
+    """Have numba compile for :data:`PORTABLE_CPU` when the host has its features, no
+    ``NUMBA_CPU_NAME`` is set and numba has not compiled anything in this process yet (its
+    processor is then chosen); the processor name numba compiles for, None for the host's own."""
+    if os.environ.get("NUMBA_CPU_NAME"):
+        return os.environ["NUMBA_CPU_NAME"]
+    if "_toplevel_target_context" in vars(cpu_target) or not llvm.get_process_triple().startswith("x86_64"):
+        return None
+    features = llvm.get_host_cpu_features()
+    if not all(features.get(name, False) for name in PORTABLE_FEATURES):
+        return None
+    # the environment, not numba's config alone: numba reloads its config from the environment
+    # when that changes, and spawned processes inherit it
+    os.environ["NUMBA_CPU_NAME"] = PORTABLE_CPU
+    os.environ["NUMBA_CPU_FEATURES"] = ""
+    config.reload_config()
+    return PORTABLE_CPU
+
+
 def install() -> None:
     """Put :class:`PackageCacheLocator` in numba's list of locators (once), after the one for
-    ``$NUMBA_CACHE_DIR`` and before the one beside the source file."""
+    ``$NUMBA_CACHE_DIR`` and before the one beside the source file, and choose numba's
+    processor (:func:`portable_target`)."""
     locators = caching.CacheImpl._locator_classes
     if PackageCacheLocator not in locators:
         at = 1 if locators and locators[0] is caching.UserProvidedCacheLocator else 0
         locators.insert(at, PackageCacheLocator)
+    portable_target()
 
 
 install()

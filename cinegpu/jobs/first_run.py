@@ -38,9 +38,10 @@ from tqdm import tqdm
 import cinegpu
 from cinegpu.decode.cpus import usable_cores
 from cinegpu.decode.kernel_cache import cache_root
+from cinegpu.jobs import prebuilt
 
 __all__ = ["DECODER_KERNELS", "DEMO_KERNELS", "ENTRY_KERNELS", "HTJ2K_KERNELS", "MAX_PROCESSES", "cache_root",
-           "compile_kernels", "entry_kernel", "signature", "stamp_path"]
+           "compile_entries", "compile_kernels", "entry_kernel", "signature", "stamp_path"]
 
 #: The kernels the CPU encoder and decoder call from Python, largest
 #: compile first ("module:function" -> argument types: ``DT[N]`` an N-dimensional C-contiguous
@@ -123,22 +124,31 @@ def compile_kernels(cache: Path, *, progress: bool = True, say=print, encoder: b
     process and every later one what they compiled; the bar ticks once a function is compiled
     (the count estimated from the kernels their modules define) and shows the one in hand, its
     clock moving each second. A kernel that fails to compile is left to be compiled when it is
-    first used, as it would have been without this step."""
+    first used, as it would have been without this step.
+
+    The kernels shipped compiled with the package (:mod:`cinegpu.jobs.prebuilt`) are put in
+    numba's cache first where they fit this machine, and the processes then only load them
+    (seconds); where they do not, the line before says why and what follows compiles."""
     stamp = stamp_path(cache, encoder)
     if stamp.is_file():
         return None
     names = DEMO_KERNELS if encoder else DECODER_KERNELS
-    say(f"compiling the CPU {'encoder and decoder' if encoder else 'decoder'} (first run only; "
-        f"later runs start in seconds)")
+    what = "encoder and decoder" if encoder else "decoder"
     t0 = time.perf_counter()
-    failed = _compile_all(names, progress)
+    shipped = prebuilt.install()
+    if shipped.why is None:
+        say(f"loading the CPU {what} compiled ahead (first run only)")
+    else:
+        say(f"compiling the CPU {what} (first run only; later runs start in seconds): "
+            f"the kernels shipped compiled do not fit here ({shipped.why})")
+    failed = compile_entries(names, progress)
     seconds = time.perf_counter() - t0
     for name, why in failed.items():
         say(f"{name} did not compile ahead ({why}); it compiles when first used")
     if not failed:
         stamp.parent.mkdir(parents=True, exist_ok=True)
-        stamp.write_text(f"compiled in {seconds:.1f} s\n")
-    say(f"compiled in {seconds:.0f} s")
+        stamp.write_text(f"ready in {seconds:.1f} s\n")
+    say(f"{'loaded' if shipped.why is None else 'compiled'} in {seconds:.0f} s")
     return seconds
 
 
@@ -151,7 +161,7 @@ def _kernel_count(names) -> int:
                if name.startswith("cinegpu.") and mod is not None for v in vars(mod).values())
 
 
-def _compile_all(names, progress: bool) -> dict[str, str]:
+def compile_entries(names, progress: bool) -> dict[str, str]:
     """Compile the entry kernels ``names`` in spawned processes, drawing their progress; the
     kernels that failed (or whose process died), with why."""
     ctx = mp.get_context("spawn")

@@ -61,3 +61,39 @@ def test_a_second_copy_of_the_package_loads_what_the_first_compiled(tmp_path):
     assert not hits and misses and Path(folder) == cache / "cinegpu" / "numba" / "decode" / "tier1"
     hits, misses, folder = _probe(copies[1], cache)
     assert hits and not misses      # the same source at another path: loaded, not compiled
+
+
+#: the processor numba compiles for once cinegpu is imported, after what ``BEFORE`` ran
+TARGET = """
+import os, sys
+exec(sys.argv[1])
+import cinegpu.decode
+from numba.core.registry import cpu_target
+print(os.environ.get("NUMBA_CPU_NAME"), cpu_target.target_context.codegen().magic_tuple()[1])
+"""
+
+
+def _target(before: str = "", **env) -> list[str]:
+    run_env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES")}
+    run_env.update(env)
+    r = subprocess.run([sys.executable, "-c", TARGET, before], capture_output=True, text=True, env=run_env,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return r.stdout.split()
+
+
+def test_numba_compiles_for_the_portable_level_where_the_host_has_it():
+    import llvmlite.binding as llvm
+    features = llvm.get_host_cpu_features()
+    if not llvm.get_process_triple().startswith("x86_64"):
+        pytest.skip("not an x86-64 machine: numba compiles for the host's own processor")
+    if not all(features.get(f, False) for f in kernel_cache.PORTABLE_FEATURES):
+        missing = [f for f in kernel_cache.PORTABLE_FEATURES if not features.get(f, False)]
+        pytest.skip(f"this processor lacks {', '.join(missing)} of x86-64-v3")
+    assert _target() == ["x86-64-v3", "x86-64-v3"]
+    # the user's choice wins
+    assert _target(NUMBA_CPU_NAME="generic") == ["generic", "generic"]
+    # numba already compiled for the host in this process: its processor is fixed, left alone
+    compiled_first = "import numba\nnumba.njit(lambda x: x + 1)(1)"
+    env_name, codegen_name = _target(compiled_first)
+    assert env_name == "None" and codegen_name == llvm.get_host_cpu_name()

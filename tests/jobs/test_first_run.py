@@ -7,6 +7,7 @@ import sys
 import numpy as np
 import pytest
 
+from cinegpu.jobs import prebuilt
 from cinegpu.jobs.first_run import (
     DEMO_KERNELS,
     ENTRY_KERNELS,
@@ -20,12 +21,15 @@ from cinegpu.media.samples import BARS_2K
 
 
 @pytest.mark.slow  # long: in the slow pass (issue 50: the quick pass under 150 s)
-def test_compiles_once_saying_what_it_does(tmp_path):
+def test_compiles_once_saying_what_it_does(tmp_path, monkeypatch):
     lines: list[str] = []
+    monkeypatch.setattr(prebuilt, "ARCHIVE", tmp_path / "none.tar.xz")  # as a copy shipped without them
     seconds = compile_kernels(tmp_path, progress=False, say=lines.append)
     assert seconds is not None and seconds > 0
     assert stamp_path(tmp_path).is_file()
-    assert "first run only" in lines[0] and lines[1].startswith("compiled in")
+    assert lines[0] == ("compiling the CPU encoder and decoder (first run only; later runs start in seconds): "
+                        "the kernels shipped compiled do not fit here (no compiled kernels were shipped with this copy)")
+    assert lines[1].startswith("compiled in")
     lines.clear()
     assert compile_kernels(tmp_path, progress=False, say=lines.append) is None
     assert lines == []
@@ -88,8 +92,14 @@ def test_a_decoding_command_compiles_the_decoder_first_once(tmp_path, monkeypatc
     out = tmp_path / "f.png"
     assert main(["decode", str(BARS_2K), "-o", str(out), "-r", "2"]) == 0
     err = capsys.readouterr().err.splitlines()
-    assert err[0] == "cinegpu decode: compiling the CPU decoder (first run only; later runs start in seconds)"
-    assert err[1].startswith("cinegpu decode: compiled in ")
+    why = prebuilt.unusable()
+    if why is None:
+        assert err[0] == "cinegpu decode: loading the CPU decoder compiled ahead (first run only)"
+        assert err[1].startswith("cinegpu decode: loaded in ")
+    else:
+        assert err[0] == ("cinegpu decode: compiling the CPU decoder (first run only; later runs start in seconds): "
+                          f"the kernels shipped compiled do not fit here ({why})")
+        assert err[1].startswith("cinegpu decode: compiled in ")
     assert first_run.stamp_path(tmp_path, encoder=False).is_file() and not first_run.stamp_path(tmp_path).is_file()
     out.unlink()
     assert main(["decode", str(BARS_2K), "-o", str(out), "-r", "2"]) == 0
