@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from cinegpu.jobs import prebuilt
+from cinegpu.jobs.bake import kernel_modules, kernel_sources
 
 #: a first run's compile step in a process of its own, its cache in $XDG_CACHE_HOME
 FIRST_RUN = """
@@ -24,8 +25,13 @@ compile_kernels(cache_root(), progress=False, say=lines.append)
 compile_kernels(cache_root(), progress=False, say=lines.append, encoder=False)
 print("\\n".join(lines))
 """
-
-SOURCES = "import json\nfrom cinegpu.jobs.bake import kernel_sources\nprint(json.dumps(kernel_sources()))"
+#: the bake's workloads after the archive is installed, in a process of its own
+WORKLOADS = """
+from cinegpu.jobs import prebuilt
+from cinegpu.jobs.bake import workloads
+assert prebuilt.install().why is None
+workloads()
+"""
 
 
 def _archive_files() -> dict[str, bytes]:
@@ -35,10 +41,7 @@ def _archive_files() -> dict[str, bytes]:
 
 def test_the_shipped_kernels_were_compiled_from_these_sources():
     made = json.loads(prebuilt.MANIFEST.read_text())
-    # the modules the entry kernels load in a process of their own, as the bake lists them
-    r = subprocess.run([sys.executable, "-c", SOURCES], capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr[-2000:]
-    now = json.loads(r.stdout)
+    now = kernel_sources(made["modules"])
     stale = sorted(set(now) ^ set(made["sources"]) | {k for k in now if made["sources"].get(k) != now[k]})
     assert not stale, (f"the kernels shipped compiled are stale ({', '.join(stale[:5])}...): "
                        "run `python -m cinegpu.jobs.bake` and commit cinegpu/jobs/compiled/")
@@ -59,6 +62,36 @@ def test_a_first_run_loads_them_and_compiles_nothing(tmp_path):
     found = {p.relative_to(cache).as_posix(): p.read_bytes() for p in cache.rglob("*") if p.is_file()}
     # anything compiled would have added a data file and rewritten its index
     assert found == _archive_files()
+
+
+@pytest.mark.slow  # long: every kind of stream encoded and decoded once (the bake's workloads)
+def test_what_the_commands_compile_beyond_the_demo_is_shipped_too(tmp_path):
+    why = prebuilt.unusable()
+    if why is not None:
+        pytest.skip(f"the shipped kernels do not fit this machine: {why}")
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path))
+    env.pop("NUMBA_CACHE_DIR", None)
+    env.pop("NUMBA_CPU_NAME", None)
+    r = subprocess.run([sys.executable, "-c", WORKLOADS], capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    cache = tmp_path / "cinegpu" / "numba"
+    found = {p.relative_to(cache).as_posix(): p.read_bytes() for p in cache.rglob("*") if p.is_file()}
+    assert found == _archive_files()
+
+
+def test_the_manifest_names_the_modules_of_the_cached_kernels_and_what_they_import(tmp_path):
+    (tmp_path / "decode" / "tier1").mkdir(parents=True)
+    (tmp_path / "decode" / "tier1" / "mq.mq_init-40.py311.nbi").write_bytes(b"")
+    (tmp_path / "decode" / "tier1" / "mq.mq_init-40.py311.1.nbc").write_bytes(b"")
+    (tmp_path / "encode" / "tier2").mkdir(parents=True)
+    (tmp_path / "encode" / "tier2" / "bits.put_bit-48.py311.nbi").write_bytes(b"")
+    assert kernel_modules(tmp_path) == ["cinegpu.decode.tier1.mq", "cinegpu.encode.tier2.bits"]
+    sources = kernel_sources(["cinegpu.decode.tier1.codeblock"])
+    # the module itself, the kernels it calls (relative and absolute imports), never the player
+    assert {"cinegpu/decode/tier1/codeblock.py", "cinegpu/decode/tier1/mq.py",
+            "cinegpu/decode/tier1/passes.py"} <= set(sources)
+    assert not [k for k in sources if k.startswith(("cinegpu/player/", "cinegpu/jobs/"))]
+    assert all(len(digest) == 64 for digest in sources.values())
 
 
 def _fake_archive(tmp_path: Path, monkeypatch, members: dict[str, bytes], **manifest) -> None:
