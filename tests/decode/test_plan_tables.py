@@ -156,7 +156,7 @@ def check_stream(data: bytes, reduces=range(4), orders: bool = True) -> int:
 #: seconds (p1_05's 225 tiles, the HTJ2K ones' many precincts).
 SLOW_STREAMS = {"p1_05.j2k", "ds1_ht_05_b11.j2k", "ds0_ht_07_b11.j2k", "ds0_ht_08_b11.j2k"}
 #: The random-header seeds (25 headers each) of the quick pass; the others run in the slow pass.
-QUICK_SEEDS = {0, 150}
+QUICK_SEEDS = {0}
 
 
 def _streams(kind: str):
@@ -182,7 +182,8 @@ def test_conformance_streams(path):
     dict(tiles=(48, 80), levels=2, style=0x3F, layers=3, progression="RLCP"),
     dict(levels=3, codec="htj2k", layers=1),
 ])
-@pytest.mark.parametrize("sub", [(), ((1, 1), (2, 1), (1, 2))])
+# the subsampled variants in the slow pass (2-3 s a case; issue 50: the quick pass under 150 s)
+@pytest.mark.parametrize("sub", [(), pytest.param(((1, 1), (2, 1), (1, 2)), marks=pytest.mark.slow, id="sub1")])
 def test_encoder_streams(kw, sub):
     img = Image(w=203, h=157, n=3, bits=8, fmt="raw", sub=sub, seed=5)
     planes = image_planes(img)

@@ -282,6 +282,7 @@ def test_the_decryption_bench_reads_both_track_files(capsys):
                      r"decryption adds -?[\d.]+ ms/frame", out), out
 
 
+@pytest.mark.slow  # long: a bench over an encrypted DCP, 3 s (issue 50: the quick pass under 150 s)
 def test_bench_takes_the_keys(world, tmp_path):
     keys = write_key_file(tmp_path / "keys.txt", world["enc"].keys.values(), world["enc"].cpl_id)
     r = cinegpu("bench", str(world["enc"].root), "--backend", "cpu", "--workers", "0", "--frames", "2")
