@@ -2,7 +2,8 @@
 
 Both kinds take input frames by number (``submit(i)``) and hand back their codestreams in
 submission order (``next()``), with at most ``window`` frames in flight; each frame is read
-(``read(i)``), fitted to the image area (:func:`.images_in.fit`) and encoded
+(``read(i)``), fitted to the image area (:func:`cinegpu.media.images.frames.fit`; on the GPU where
+the encoders code there) and encoded
 (:class:`.frame_encode.FrameEncoders`) by :func:`code_frame`.
 
 - :class:`ThreadCoders`: a thread pool in this process (the encoders release the GIL while
@@ -48,7 +49,6 @@ from cinegpu.jobs.master_job import FrameCoding
 from cinegpu.jobs.mps import mps_serves
 from cinegpu.media import errors
 from cinegpu.media.errors import MediaError
-from cinegpu.media.images.frames import fit
 from cinegpu.media.mxf.write import J2KHeader
 
 __all__ = ["SLOT_BYTES", "CodeFrame", "Coded", "CoderSetup", "FrameCoded",
@@ -69,8 +69,9 @@ def code_frame(encoders, read: Callable[[int], np.ndarray], i: int, width: int,
                height: int, stamps: list | None = None, placement=None) -> Coded:
     """Input frame ``i``: read and taken to ``encoders`` by their upload seam
     (:meth:`.frame_uploads.FrameUploads.up`: which path, and why), fitted to ``width`` x
-    ``height`` (on the host, as ``placement`` says: a :class:`.geometry.Placement`, None the
-    default ``fit``) and encoded.  A reading error stays the MediaError ``read`` raised; the
+    ``height`` (as ``placement`` says: a :class:`.geometry.Placement`, None the default
+    ``fit``; on the GPU where the encoders code there, :meth:`.FrameEncoders.encode_fitted`)
+    and encoded.  A reading error stays the MediaError ``read`` raised; the
     encoder's own failure becomes a MediaError naming the frame and the encoder.  ``stamps``:
     a list to which are appended the ``time.monotonic()`` and the thread's
     ``time.thread_time()`` at which the frame had been read, whether it went up straight from
@@ -79,8 +80,7 @@ def code_frame(encoders, read: Callable[[int], np.ndarray], i: int, width: int,
     if stamps is not None:
         stamps += [time.monotonic(), time.thread_time(), frame.mapped, frame.direct]
     try:
-        return Coded(encoders.encode(fit(frame.image, width, height, placement)),
-                     encoders.last_header())
+        return Coded(encoders.encode_fitted(frame.image, width, height, placement), encoders.last_header())
     except MediaError:
         raise
     except Exception as exc:

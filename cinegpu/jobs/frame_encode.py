@@ -30,7 +30,7 @@ from cinegpu.jobs.frame_uploads import FrameUploads, UploadSettings
 from cinegpu.jobs.gpu_waits import sleep_on_waits
 from cinegpu.media.errors import UnsupportedMedia
 from cinegpu.media.images.colour import rgb_to_ycbcr, to_xyz12, xyz12_parameters
-from cinegpu.media.images.frames import unit_scale
+from cinegpu.media.images.frames import fit, unit_scale
 from cinegpu.media.mxf.write import J2KHeader
 from cinegpu.media.package.dcp_write import _cinegpu_encoder, encode_frame, encoder_name
 
@@ -219,6 +219,20 @@ class FrameEncoders:
                 image, top, *xyz12_parameters(self.colorspace)))
             return enc.encode_planes(planes, 12)
         return enc.encode(self._host_samples(a, top), bits=12, signed=False)
+
+    def encode_fitted(self, image, width: int, height: int, placement=None) -> bytes:
+        """:meth:`encode` of ``image`` fitted to ``width`` x ``height`` pixels as ``placement``
+        says (:func:`cinegpu.media.images.frames.fit`; None: ``fit``).  Where these encoders
+        take frames on their GPU (:attr:`uploads_runs`) a host frame that must be cut, padded
+        or resized goes up as read and is fitted there, on the encoder's device and stream
+        (the Lanczos passes' GPU twins: the same samples as on the host); else on the host."""
+        a = image if _on_device(image) else np.asarray(image)
+        if self.uploads_runs and not _on_device(a) and a.dtype in (np.uint8, np.uint16, np.float32):
+            enc = self._encoder()
+            with enc.on_stream():
+                fitted = fit(self._staging().upload(a), width, height, placement)
+            return self.encode(fitted)
+        return self.encode(fit(a, width, height, placement))
 
     def _host_samples(self, a: np.ndarray, top: float):
         """The code values the host paths hand the encoder for the image ``a`` (read as

@@ -14,11 +14,11 @@ run of bytes in its file (:func:`cinegpu.media.images.frames.tiff_run`, a
   (:class:`cinegpu.encode.mapped_upload.MappedUploads`), where a turn to lock pages is free;
 - ``ring``: else it is read through a small page-locked ring, each chunk copied up while the
   next is read (:class:`cinegpu.encode.ring_upload.RingUploads`);
-- ``staged``: where no GPU path took it, or the frame must be fitted to the image area on the
-  host (a size not the area's, or a ``--crop``/``--scale`` that moves its pixels), the run is
-  read into the encoder's page-locked input buffer
-  (:func:`cinegpu.media.images.frames.read_run`, the header not parsed again), which the
-  encoder sends up whole;
+- ``staged``: where no GPU path took it, or the frame must be fitted to the image area (a
+  size not the area's, or a ``--crop``/``--scale`` that moves its pixels), the run is read
+  into the encoder's page-locked input buffer (:func:`cinegpu.media.images.frames.read_run`,
+  the header not parsed again), which the encoder sends up whole and fits on its GPU
+  (:meth:`cinegpu.jobs.frame_encode.FrameEncoders.encode_fitted`);
 - ``read``: any other frame is read by its reader
   (:class:`cinegpu.media.images.frames.ImageFrames`: the file parsed and decoded, into that
   buffer where it can be).
@@ -126,8 +126,9 @@ class FrameUploads:
         """Input frame ``i`` of ``read`` for the encoder, which fits it to ``width`` x
         ``height`` pixels (as ``placement`` says: a :class:`.geometry.Placement`, None the
         default ``fit``).  Only a frame the placement leaves as it is (no crop, its size the
-        area's) goes up to the GPU as stored; any other is fitted on the host (``staged``,
-        ``read``).  A reading error is the MediaError ``read`` raises."""
+        area's) goes up to the GPU straight from its file; any other is read on the host first
+        (``staged``, ``read``) and fitted by the encoders.  A reading error is the MediaError
+        ``read`` raises."""
         if not isinstance(read, ImageFrames):       # not image files: as read gives it
             return Upload(read(i), "read")
         # where the encoder takes frames as stored on its GPU, an uncompressed RGB TIFF frame

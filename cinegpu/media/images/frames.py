@@ -410,7 +410,8 @@ def fit(image: np.ndarray, width: int, height: int, placement: Placement | None 
     (:func:`.resize.resample_fast`) into float32 0..1 (integers read as a fraction of their dtype's
     maximum); where nothing is resized (``--scale none``, or a size already right) the samples
     keep their type, cut or padded with zeros (black).  Unchanged (the array itself) when the
-    placement changes nothing."""
+    placement changes nothing.  A CuPy ``image`` is fitted on its GPU, into a CuPy array, by
+    the resize's GPU twin (:func:`.resize_gpu.resample_on_device`): the same samples."""
     h, w = image.shape[:2]
     p = place(w, h, width, height) if placement is None else placement
     if (p.width, p.height, p.area_width, p.area_height) != (w, h, width, height):
@@ -421,13 +422,16 @@ def fit(image: np.ndarray, width: int, height: int, placement: Placement | None 
     c, x, y = p.crop, p.x, p.y
     image = image[c.top:h - c.bottom, c.left:w - c.right]
     if p.resized:
+        resample = resample_fast
+        if hasattr(image, "__cuda_array_interface__"):
+            from .resize_gpu import resample_on_device as resample  # noqa: PLC0415  (optional: CuPy)
         if image.dtype.kind in "ui":       # integers: a fraction of their dtype's maximum
             image = unit_scale(image, np.iinfo(image.dtype).max)
-        part = resample_fast(resample_fast(image, y.scaled, 0, y.cut_before, y.shown),
-                             x.scaled, 1, x.cut_before, x.shown)
+        part = resample(resample(image, y.scaled, 0, y.cut_before, y.shown), x.scaled, 1, x.cut_before, x.shown)
         part = np.clip(part, 0.0, 1.0)     # the kernel's lobes overshoot at hard edges
     else:
         part = image[y.cut_before:y.cut_before + y.shown, x.cut_before:x.cut_before + x.shown]
-    out = np.zeros((height, width) + image.shape[2:], part.dtype)
+    # zeros_like: on the GPU for a CuPy image (numpy hands it to CuPy)
+    out = np.zeros_like(part, shape=(height, width) + image.shape[2:])
     out[y.pad_before:y.pad_before + y.shown, x.pad_before:x.pad_before + x.shown] = part
     return out

@@ -13,8 +13,8 @@ rule), so a flat picture stays flat to the edge.  Only the output pixels ``start
 :func:`resample_fast` is what mastering runs: two numba passes (``_rows``, ``_columns``; the
 GIL released, so the encoder threads fit frames side by side), the twins of the numpy
 :func:`resample`, which the tests hold them to (the same float32 products summed in the same
-order).  There is no GPU kernel: the GPU encoder never resizes, a frame that must be fitted is
-fitted here and sent up (:meth:`.frame_uploads.FrameUploads.up`, ``staged``).
+order).  Their GPU twins (:mod:`.resize_gpu`, bit for bit) resize the frames of a master on
+the GPU.
 """
 
 from __future__ import annotations
