@@ -11,7 +11,7 @@ from cinegpu.jobs.frame_uploads import UploadSettings
 from cinegpu.media.errors import MediaError, UnsupportedMedia
 from cinegpu.media.images.frames import ImageFrames, read_image, read_run, tiff_run
 from helpers.images import noise_image
-from helpers.upload_fakes import Uploader, seam_of
+from helpers.upload_fakes import HostFitting, Uploader, seam_of
 
 tifffile = pytest.importorskip("tifffile")
 
@@ -73,7 +73,7 @@ def test_code_frame_reads_a_located_run_without_parsing_again(tmp_path, monkeypa
     real = images_in.read_image
     monkeypatch.setattr(images_in, "read_image", lambda *a, **k: parsed.append(a) or real(*a, **k))
 
-    class Encoders:
+    class Encoders(HostFitting):
         uploads_runs, name = True, "fake"
         seen: list = []
 
@@ -111,7 +111,7 @@ def test_code_frame_sends_a_located_run_through_the_ring_when_not_mapped(tmp_pat
     path = tmp_path / "a.tif"
     tifffile.imwrite(path, img, photometric="rgb")
 
-    class Encoders:
+    class Encoders(HostFitting):
         uploads_runs, name = True, "fake"
 
         def __init__(self, ring):
@@ -163,7 +163,7 @@ def test_code_frame_reads_a_frame_on_storage_direct_through_the_ring(tmp_path, m
     monkeypatch.setattr(direct_read, "in_page_cache",
                         lambda fd, offset, nbytes: not on_storage[-1])
 
-    class Encoders:
+    class Encoders(HostFitting):
         uploads_runs, name = True, "fake"
 
         def __init__(self):
@@ -233,7 +233,7 @@ def test_the_environment_turns_ring_uploads_off(tmp_path, monkeypatch):
     monkeypatch.setenv("CINEGPU_RING_UPLOADS", "off")
     made = []
 
-    class Encoders:
+    class Encoders(HostFitting):
         uploads_runs, input_buffer = True, None
         on_stream = staticmethod(contextlib.nullcontext)
 

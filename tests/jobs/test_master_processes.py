@@ -725,12 +725,12 @@ def test_code_frame_stamps_whether_the_frame_went_up_from_its_file(tmp_path):
 
     from cinegpu.jobs.frame_coders import code_frame
     from cinegpu.media.images.frames import ImageFrames
-    from helpers.upload_fakes import seam_of
+    from helpers.upload_fakes import HostFitting, seam_of
     img = np.arange(6 * 8 * 3, dtype=np.uint16).reshape(6, 8, 3)
     tifffile.imwrite(tmp_path / "f0.tif", img, photometric="rgb")
     frames = ImageFrames((str(tmp_path / "f0.tif"),), None)
 
-    class Encoders:
+    class Encoders(HostFitting):
         uploads_runs, input_buffer = True, None
 
         def __init__(self, up):
