@@ -33,6 +33,7 @@ from cinegpu.media.images.colour import rgb_to_ycbcr, to_xyz12, xyz12_parameters
 from cinegpu.media.images.frames import fit, unit_scale
 from cinegpu.media.mxf.write import J2KHeader
 from cinegpu.media.package.dcp_write import _cinegpu_encoder, encode_frame, encoder_name
+from cinegpu.media.video.ycbcr import YCbCrPlanes, to_rgb48
 
 __all__ = ["FUSED_CODE_VALUES", "GPU_PROCESSES", "GPU_WORKERS", "PROCESS_MIN_FRAMES",
            "PROCESS_THREADS", "FrameEncoders", "device_for", "pick_backend"]
@@ -225,7 +226,19 @@ class FrameEncoders:
         says (:func:`cinegpu.media.images.frames.fit`; None: ``fit``).  Where these encoders
         take frames on their GPU (:attr:`uploads_runs`) a host frame that must be cut, padded
         or resized goes up as read and is fitted there, on the encoder's device and stream
-        (the Lanczos passes' GPU twins: the same samples as on the host); else on the host."""
+        (the Lanczos passes' GPU twins: the same samples as on the host); else on the host.
+        A video frame's Y'CbCr planes (:class:`cinegpu.media.video.ycbcr.YCbCrPlanes`) go up
+        as decoded and are made R'G'B' there (:mod:`cinegpu.media.video.ycbcr_gpu`), or on
+        the host by the twin where these encoders are not on a GPU."""
+        if isinstance(image, YCbCrPlanes):
+            if not self.uploads_runs:
+                return self.encode(fit(to_rgb48(image), width, height, placement))
+            from cinegpu.media.video.ycbcr_gpu import pack, to_rgb48_on_device  # noqa: PLC0415  (optional: CuPy)
+            staging = self._staging()
+            with self._encoder().on_stream():
+                packed = staging.upload(pack(image, staging.buffer))
+                fitted = fit(to_rgb48_on_device(packed, image), width, height, placement)
+            return self.encode(fitted)
         a = image if _on_device(image) else np.asarray(image)
         if self.uploads_runs and not _on_device(a) and a.dtype in (np.uint8, np.uint16, np.float32):
             enc = self._encoder()

@@ -1,6 +1,6 @@
 """The one seam between image files and the GPU encoder: :class:`FrameUploads` takes an input
 frame from its file to an encoder process's encoders by one of five paths, and
-:class:`UploadSettings` holds the four switches that may turn paths off.
+:class:`UploadSettings` holds the five switches that may turn paths off.
 
 A 4K 16-bit TIFF frame is 53 MB; how it reaches the GPU decides much of what mastering costs
 the host (docs/performance.md, "Reading and uploads").  An uncompressed RGB TIFF frame is one
@@ -21,7 +21,8 @@ run of bytes in its file (:func:`cinegpu.media.images.frames.tiff_run`, a
   (:meth:`cinegpu.jobs.frame_encode.FrameEncoders.encode_fitted`);
 - ``read``: any other frame is read by its reader
   (:class:`cinegpu.media.images.frames.ImageFrames`: the file parsed and decoded, into that
-  buffer where it can be).
+  buffer where it can be; a video frame for a GPU encoder as its decoder's Y'CbCr planes,
+  :meth:`cinegpu.media.video.frames.VideoFrames.planes`, which the GPU makes R'G'B').
 
 Each encoder process reads the switches once (:meth:`UploadSettings.of`), and each of its
 threads keeps its own mapped uploader and rings.  :meth:`FrameUploads.up` is the whole policy.
@@ -55,12 +56,14 @@ class UploadSettings:
     job must use the same); ``ring``: a frame not taken from its file goes through the ring
     (``CINEGPU_RING_UPLOADS=off``: read whole into the page-locked buffer); ``direct``: a
     frame not in the page cache is read ``O_DIRECT`` (``CINEGPU_DIRECT_READS=off``: the usual
-    way)."""
+    way); ``planes``: a video frame goes to a GPU encoder as its decoder's Y'CbCr planes
+    (``CINEGPU_VIDEO_PLANES=off``: converted to R'G'B' by libswscale on the host)."""
 
     mapped: bool = True
     turns: int = TURNS
     ring: bool = True
     direct: bool = True
+    planes: bool = True
 
     @classmethod
     def of(cls, environ: Mapping[str, str]) -> UploadSettings:
@@ -77,7 +80,8 @@ class UploadSettings:
                 raise ValueError(f"CINEGPU_MAPPED_TURNS must be a positive integer, got {text!r}")
         return cls(mapped=environ.get("CINEGPU_MAPPED_UPLOADS", "on") != "off", turns=turns,
                    ring=environ.get("CINEGPU_RING_UPLOADS", "on") != "off",
-                   direct=environ.get("CINEGPU_DIRECT_READS", "auto") != "off")
+                   direct=environ.get("CINEGPU_DIRECT_READS", "auto") != "off",
+                   planes=environ.get("CINEGPU_VIDEO_PLANES", "on") != "off")
 
 
 @dataclass(frozen=True)
@@ -85,7 +89,9 @@ class Upload:
     """An input frame on its way to the encoder: ``image`` ((H, W, 3) samples as stored: a
     CuPy array on the encoder's device, its copies queued on the encoder's stream, for the
     paths ``direct``, ``mapped`` and ``ring``; else a host array, in the encoder's page-locked
-    input buffer where it has one) and the ``path`` it took (one of :data:`PATHS`)."""
+    input buffer where it has one; or, for a video frame going to a GPU, its decoder's
+    planes, a :class:`cinegpu.media.video.ycbcr.YCbCrPlanes`) and the ``path`` it took (one
+    of :data:`PATHS`)."""
 
     image: Any
     path: str
@@ -130,7 +136,12 @@ class FrameUploads:
         (``staged``, ``read``) and fitted by the encoders.  A reading error is the MediaError
         ``read`` raises."""
         if not isinstance(read, ImageFrames):       # not image files: as read gives it
-            return Upload(read(i), "read")
+            # a video frame goes up as its decoder's planes, where the reader offers them
+            # (VideoFrames.planes: None for pixel formats the GPU does not convert)
+            planes = getattr(read, "planes", None) \
+                if self.encoders.uploads_runs and self.settings.planes else None
+            image = planes(i) if planes is not None else None
+            return Upload(read(i) if image is None else image, "read")
         # where the encoder takes frames as stored on its GPU, an uncompressed RGB TIFF frame
         # is located in its file by its header, once
         run = read.run(i) if self.encoders.uploads_runs else None

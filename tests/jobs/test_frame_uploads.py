@@ -23,7 +23,7 @@ from helpers.upload_fakes import Uploader, seam_of
 tifffile = pytest.importorskip("tifffile")
 
 SWITCHES = ("CINEGPU_MAPPED_UPLOADS", "CINEGPU_MAPPED_TURNS", "CINEGPU_RING_UPLOADS",
-            "CINEGPU_DIRECT_READS")
+            "CINEGPU_DIRECT_READS", "CINEGPU_VIDEO_PLANES")
 
 
 class Encoders:
@@ -71,15 +71,16 @@ def storage(monkeypatch):
     return state
 
 
-def test_upload_settings_read_the_four_switches():
+def test_upload_settings_read_the_five_switches():
     """Every path on by default and where its variable is anything but "off"; the turns a
     positive integer (the default TURNS), anything else a ValueError naming the variable."""
-    assert UploadSettings.of({}) == UploadSettings() == UploadSettings(True, TURNS, True, True)
+    assert UploadSettings.of({}) == UploadSettings() == UploadSettings(True, TURNS, True, True, True)
     assert UploadSettings.of({k: "on" for k in SWITCHES if "TURNS" not in k}) == UploadSettings()
     assert UploadSettings.of({"CINEGPU_DIRECT_READS": "auto"}).direct
     assert UploadSettings.of({"CINEGPU_MAPPED_UPLOADS": "off"}) == UploadSettings(mapped=False)
     assert UploadSettings.of({"CINEGPU_RING_UPLOADS": "off"}) == UploadSettings(ring=False)
     assert UploadSettings.of({"CINEGPU_DIRECT_READS": "off"}) == UploadSettings(direct=False)
+    assert UploadSettings.of({"CINEGPU_VIDEO_PLANES": "off"}) == UploadSettings(planes=False)
     assert UploadSettings.of({"CINEGPU_MAPPED_TURNS": " 3 "}) == UploadSettings(turns=3)
     assert UploadSettings.of({"CINEGPU_MAPPED_TURNS": ""}).turns == TURNS
     for bad in ("0", "two", "-1", "1.5"):

@@ -50,6 +50,7 @@ from cinegpu.decode.cpus import usable_cores
 from cinegpu.media.errors import CorruptMedia, MediaError, UnsupportedMedia
 from cinegpu.media.images.frames import max_input_size
 from cinegpu.media.video import VIDEO_SUFFIXES, is_video
+from cinegpu.media.video.ycbcr import MATRICES, PIX_FMTS, YCbCrPlanes
 
 __all__ = ["VIDEO_SUFFIXES", "VideoFrames", "discard_others", "is_video", "open_video"]
 
@@ -125,16 +126,54 @@ class VideoFrames:
         """Frame ``i`` (0-based, presentation order) as (H, W, 3) uint16 R'G'B', white 65535;
         ``out`` is not used (the image readers' page-locked buffer: :func:`.read_image`).
         MediaError naming the file and the frame."""
+        return self._read(i, self.to_rgb)
+
+    def planes(self, i: int) -> YCbCrPlanes | None:
+        """Frame ``i``'s Y'CbCr planes as decoded (views of the decoder's buffers, no copy),
+        for a GPU to make R'G'B' of (:mod:`.ycbcr`), where this stream's pixel format and
+        matrix are ones :func:`.ycbcr.to_rgb48` takes; None where they are not (then
+        ``self(i)``).  The same MediaErrors as ``self(i)``."""
+        if self.pix_fmt not in PIX_FMTS or self.matrix not in (*MATRICES, 2):
+            return None
+        return self._read(i, self._planes_of)
+
+    def _read(self, i: int, convert):
+        """``convert`` of decoded frame ``i``, errors as :meth:`__call__` says."""
         if not 0 <= i < self.count:
             raise MediaError(self.path, f"frame {i}: the file has frames 0 to {self.count - 1}")
         try:
-            return self.to_rgb(self.decoded(i))
+            return convert(self.decoded(i))
         except MediaError:
             raise
         except av.FFmpegError as exc:
             raise CorruptMedia(self.path, f"frame {i}: cannot decode: {_said(exc)}") from None
         except (OSError, ValueError, RuntimeError, MemoryError) as exc:
             raise CorruptMedia(self.path, f"frame {i}: {type(exc).__name__}: {exc}") from None
+
+    def _planes_of(self, frame) -> YCbCrPlanes:
+        """A decoded frame's planes (:meth:`planes`), its size checked as :meth:`to_rgb`
+        checks it."""
+        self._check_frame(frame)
+        if frame.format.name != self.pix_fmt:
+            raise UnsupportedMedia(self.path, f"a frame of {frame.format.name} samples in a "
+                                              f"{self.pix_fmt} stream")
+        bits, shift, full = PIX_FMTS[self.pix_fmt]
+        dtype = np.uint8 if bits == 8 else np.dtype("<u2")
+        chroma = -(-self.width >> shift)                    # rounded up, as libavutil does
+        widths = (self.width, chroma, chroma)
+        views = []
+        for plane, width in zip(frame.planes[:3], widths):
+            rows = np.frombuffer(plane, dtype).reshape(plane.height, -1)
+            views.append(rows[:self.height, :width])
+        kr, kb = MATRICES.get(self.matrix, MATRICES[1])             # untagged: BT.709
+        return YCbCrPlanes(*views, bits=bits, shift=shift, kr=kr, kb=kb,
+                           full_range=full or self.range == _JPEG)
+
+    def _check_frame(self, frame) -> None:
+        """UnsupportedMedia for a decoded frame of another size than the stream's."""
+        if (frame.width, frame.height) != (self.width, self.height):
+            raise UnsupportedMedia(self.path, f"a frame of {frame.width}x{frame.height} pixels "
+                                              f"in a {self.width}x{self.height} stream")
 
     def decoded(self, i: int):
         """Frame ``i`` as decoded (a PyAV ``VideoFrame`` of the stream's own pixel format,
@@ -150,9 +189,7 @@ class VideoFrames:
     def to_rgb(self, frame) -> np.ndarray:
         """A decoded frame of this stream as (H, W, 3) uint16 ``rgb48le``, through libswscale
         with the stream's matrix (BT.709 where untagged) and range (full R'G'B' out)."""
-        if (frame.width, frame.height) != (self.width, self.height):
-            raise UnsupportedMedia(self.path, f"a frame of {frame.width}x{frame.height} pixels "
-                                              f"in a {self.width}x{self.height} stream")
+        self._check_frame(frame)
         matrix = 1 if self.matrix in (0, 2) else self.matrix      # RGB input ignores it
         rgb = frame.reformat(format="rgb48le", src_colorspace=matrix, dst_colorspace=matrix,
                              src_color_range=self.range, dst_color_range=ColorRange.JPEG,

@@ -364,10 +364,11 @@ def test_the_files_colour_tags_unless_colorspace_is_given(tmp_path, monkeypatch,
         (colorspace, 24, None)
 
 
-@pytest.mark.slow  # long: 24 frames encoded into a 2K DCP on the CPU (~8 s)
+@pytest.mark.slow  # long: 24 frames encoded into a 2K DCP on the CPU (~8 s), then ClairMeta
 def test_master_a_prores_clip_with_its_sound(clips, tmp_path, capsys):
     from cinegpu.media import open_source
     from cinegpu.player.cli import main
+    from helpers.mastering import clairmeta_ok
     from helpers.sound_util import ffmpeg_pcm
     clip = tmp_path / "clip.mov"
     _ffmpeg(*_testsrc(frames=24), "-f", "lavfi", "-i", TONES, "-t", "1", "-vf", TAGS, "-c:v",
@@ -385,3 +386,4 @@ def test_master_a_prores_clip_with_its_sound(clips, tmp_path, capsys):
     assert want.shape == (48000, 6) and np.abs(want).max() > 1 << 20
     assert np.array_equal(ffmpeg_pcm(pcm, 6), want)
     assert not list(tmp_path.glob(".cinegpu-sound-*"))
+    clairmeta_ok(out)                       # "" where ClairMeta is not installed

@@ -1,0 +1,137 @@
+"""A decoded video frame's Y'CbCr planes (:class:`YCbCrPlanes`) and their R'G'B' by our own
+arithmetic (:func:`to_rgb48`), for mastering on the GPU: the planes go up as decoded (4:2:2
+10-bit is a third of the bytes of its 16-bit R'G'B') and the GPU converts them
+(:mod:`.ycbcr_gpu`, the twin of :func:`to_rgb48`, bit for bit), so that no core runs
+libswscale's conversion (a 4K frame takes one core 60-90 ms, about a third of the CPU time of
+reading a ProRes 422 HQ frame; docs/performance.md).
+
+The conversion is ITU-R BT.709-6 / BT.601-7 / BT.2020-2's (item 3.2 to 3.5 of each: E'Y, and
+E'CB, E'CR scaled to -0.5 .. 0.5) read backwards, with the quantisation of ITU-R BT.2100's
+Table 9 ("narrow" range: Y' from 16 x 2^(n-8) to 235 x 2^(n-8), C from 16 to 240) or full
+range (0 .. 2^n - 1, the chroma offset 2^(n-1)).  Subsampled chroma (4:2:2: every second
+column) is centred between its two luma columns, as libswscale sites it by default, and
+brought to every column by a four-tap cubic of Keys' family with a = -0.6 (libswscale's
+``SWS_BICUBIC``); at the picture's edges the nearest chroma sample repeats.  Against
+libswscale's fixed-point conversion (what :meth:`.frames.VideoFrames.__call__` gives) flat
+areas agree and edges differ by a few code values of 16 bits, at most some per cent at a hard
+chroma edge (tests/media/video/test_ycbcr.py measures both).
+
+Every step is a float32 operation rounded on its own (no fused multiply-add), in the order
+:func:`to_rgb48` writes it, so that the GPU's kernel computes the same bits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["PIX_FMTS", "YCbCrPlanes", "coefficients", "to_rgb48"]
+
+#: Libavutil pixel formats :func:`to_rgb48` takes: planar Y'CbCr 4:2:2 and 4:4:4 (with an
+#: alpha plane, which is left out) of 8 to 16 bits, little-endian; the value is
+#: (bits, chroma columns per luma column as a shift, full range regardless of the tag).
+PIX_FMTS = {
+    "yuv422p": (8, 1, False), "yuv422p10le": (10, 1, False), "yuv422p12le": (12, 1, False),
+    "yuv422p16le": (16, 1, False), "yuva422p10le": (10, 1, False), "yuva422p12le": (12, 1, False),
+    "yuv444p": (8, 0, False), "yuv444p10le": (10, 0, False), "yuv444p12le": (12, 0, False),
+    "yuv444p16le": (16, 0, False), "yuva444p10le": (10, 0, False), "yuva444p12le": (12, 0, False),
+    "yuvj422p": (8, 1, True), "yuvj444p": (8, 0, True),
+}
+#: Kr, Kb of the H.273 matrix coefficients (FFmpeg's AVColorSpace) :func:`to_rgb48` takes:
+#: BT.709, BT.601 (625 and 525 lines) and BT.2020 non-constant luminance.
+MATRICES = {1: (0.2126, 0.0722), 5: (0.299, 0.114), 6: (0.299, 0.114), 9: (0.2627, 0.0593)}
+#: Keys' cubic parameter of the chroma taps (libswscale's bicubic: B = 0, C = 0.6).
+CUBIC_A = -0.6
+
+
+def _keys(d: float, a: float = CUBIC_A) -> float:
+    """Keys' cubic convolution kernel at distance ``d`` (in chroma samples)."""
+    d = abs(d)
+    if d <= 1:
+        return (a + 2) * d ** 3 - (a + 3) * d ** 2 + 1
+    if d < 2:
+        return a * d ** 3 - 5 * a * d ** 2 + 8 * a * d - 4 * a
+    return 0.0
+
+
+@dataclass(frozen=True)
+class YCbCrPlanes:
+    """One frame's planes as decoded: ``y`` (H, W), ``cb`` and ``cr`` (H, W >> ``shift``)
+    unsigned integer code values of ``bits`` bits (uint8 or uint16, rows possibly padded:
+    views of the decoder's buffers); ``kr``, ``kb`` the matrix's luma weights;
+    ``full_range``: code values span 0 .. 2^bits - 1 (else BT.2100's narrow range)."""
+
+    y: np.ndarray
+    cb: np.ndarray
+    cr: np.ndarray
+    bits: int
+    shift: int
+    kr: float
+    kb: float
+    full_range: bool
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        """The (H, W, 3) of the R'G'B' picture they make."""
+        return (*self.y.shape, 3)
+
+
+def coefficients(p: YCbCrPlanes) -> np.ndarray:
+    """The float32 constants of the conversion, in the order the kernel takes them: luma
+    offset and scale, chroma offset and scale, R from Cr, G from Cb, G from Cr, B from Cb,
+    then the even and the odd output columns' four chroma weights."""
+    top = (1 << p.bits) - 1
+    if p.full_range:
+        y_off, y_scale, c_off, c_scale = 0.0, 1 / top, float(1 << (p.bits - 1)), 1 / top
+    else:
+        s = 1 << (p.bits - 8)
+        y_off, y_scale, c_off, c_scale = 16.0 * s, 1 / (219 * s), 128.0 * s, 1 / (224 * s)
+    kr, kb = p.kr, p.kb
+    kg = 1 - kr - kb
+    matrix = [2 * (1 - kr), -2 * kb * (1 - kb) / kg, -2 * kr * (1 - kr) / kg, 2 * (1 - kb)]
+    if p.shift:             # output column 2k sits at chroma k - 1/4, column 2k + 1 at k + 1/4
+        even = [_keys(d) for d in (1.75, 0.75, 0.25, 1.25)]     # taps k-2 .. k+1
+        odd = [_keys(d) for d in (1.25, 0.25, 0.75, 1.75)]      # taps k-1 .. k+2
+    else:
+        even = odd = [0.0, 0.0, 1.0, 0.0]                       # the sample itself
+    return np.array([y_off, y_scale, c_off, c_scale, *matrix, *even, *odd], np.float32)
+
+
+def _taps(width: int, shift: int) -> tuple[np.ndarray, np.ndarray]:
+    """For each output column, its first chroma tap's index (before clamping) and whether
+    it is an odd column of subsampled chroma (its weights the odd ones)."""
+    x = np.arange(width)
+    if not shift:
+        return x - 2, np.zeros(width, bool)
+    k, odd = x >> 1, (x & 1).astype(bool)
+    return np.where(odd, k - 1, k - 2), odd
+
+
+def to_rgb48(p: YCbCrPlanes) -> np.ndarray:
+    """The (H, W, 3) uint16 R'G'B' (full range, white 65535) of ``p``: the numpy twin of
+    ``cuda/ycbcr.cu``'s ``ycbcr_to_rgb48``, the same float32 operations in the same order."""
+    f = np.float32
+    c = coefficients(p)
+    h, w = p.y.shape
+    cw = p.cb.shape[1]
+    first, odd = _taps(w, p.shift)
+    weights = np.where(odd[:, None], c[12:16], c[8:12])                 # (W, 4) float32
+
+    def chroma(plane: np.ndarray) -> np.ndarray:
+        acc = None
+        for t in range(4):
+            idx = np.clip(first + t, 0, cw - 1)
+            term = plane[:, idx].astype(f) * weights[:, t]
+            acc = term if acc is None else acc + term
+        return (acc - c[2]) * c[3]
+
+    y = (p.y.astype(f) - c[0]) * c[1]
+    cb, cr = chroma(p.cb), chroma(p.cr)
+    r = y + c[4] * cr
+    g = (y + c[5] * cb) + c[6] * cr
+    b = y + c[7] * cb
+    out = np.empty((h, w, 3), np.uint16)
+    for i, v in enumerate((r, g, b)):
+        out[..., i] = np.rint(np.clip(v, f(0), f(1)) * f(65535))
+    return out
