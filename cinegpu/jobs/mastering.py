@@ -98,7 +98,7 @@ def master(job: MasterJob, *, progress: bool = True, timeline: list | None = Non
     frame, a failed encoder or a full disk (or a report that cannot be written: the
     package is complete then)."""
     started = time.perf_counter()
-    first, coding = _first_frame(job)
+    _, coding = _first_frame(job)
     encoders = private = coders = bar = meter = None
     try:
         processes, threads = 1, job.compute.workers or 1
@@ -116,8 +116,10 @@ def master(job: MasterJob, *, progress: bool = True, timeline: list | None = Non
             coders = ProcessCoders(_process_setups(coding, encoders, threads, private),
                                    processes, timeline=timeline)
         else:
-            coders = ThreadCoders(encoders, lambda i: first if i == 0 else coding.read(i),
-                                  coding.width, coding.height, threads, coding.placement)
+            # the reader itself (frame 0 read again): the upload seam takes image files and
+            # video frames by their readers' own paths (jobs/frame_uploads.py)
+            coders = ThreadCoders(encoders, coding.read, coding.width, coding.height, threads,
+                                  coding.placement)
         if job.report is not None:
             meter = _psnr_meter(coding, encoders)
         ready = time.perf_counter()

@@ -173,6 +173,29 @@ def test_gpus_argument():
             gpu_count(bad)
 
 
+def test_threads_of_this_process_get_the_reader_itself(tmp_path, monkeypatch):
+    """One process: its coder threads are handed the input's reader (an ImageFrames), not a
+    function of it, so that the upload seam takes image files and video frames by their own
+    paths there too (jobs/frame_uploads.py: it recognises the reader)."""
+    from cinegpu.jobs import mastering
+    from cinegpu.media.images.frames import ImageFrames
+    seen = []
+
+    class Stop(Exception):
+        pass
+
+    def coders(encoders, read, *args):
+        seen.append(read)
+        raise Stop
+    monkeypatch.setattr(mastering, "ThreadCoders", coders)
+    src = write_tiffs(tmp_path / "in", 2)
+    with pytest.raises(Stop):
+        master(MasterJob.of_images(src, tmp_path / "out", title="t", processes=1, workers=1,
+                                   backend="cpu"), progress=False)
+    assert len(seen) == 1 and isinstance(seen[0], ImageFrames)
+    assert not (tmp_path / "out").exists()
+
+
 # -- encoder processes on the CPU -------------------------------------------------------------
 @pytest.mark.slow
 @needs_encoder
