@@ -58,6 +58,10 @@ __all__ = ["VIDEO_SUFFIXES", "VideoFrames", "discard_others", "is_video", "open_
 GRID_TOLERANCE = Fraction(1, 4)
 #: Bytes of decoded frames kept for threads that will ask for them (per open file).
 AHEAD_BYTES = 512 << 20
+#: Reader threads an open file counts: the frames it decodes forward rather than seeks, and
+#: keeps, are at least one more than its readers (each thread's next frame; 16 threads asking
+#: for 4K planes had outrun 9 frames kept and sought at every turn: 7 fps, not 56).
+READERS_COUNTED = 64
 #: Most decoder threads of an open file (libavcodec's frame or slice threads): one a usable
 #: core up to this.  Four capped a 4K ProRes 422 HQ read at 25 fps on the 16-core GPU machine
 #: (a frame takes about 160 ms on one core), under the 48 fps its encoder takes.
@@ -405,6 +409,7 @@ class _Decoder:
         self.forward = (min(self.ahead_frames, INTRA_FORWARD) if video.intra
                         else max(2, 2 * round(video.rate)))
         self.seeks = 0          # seeks made (tests)
+        self.readers: set = set()   # the threads that asked for frames (at most READERS_COUNTED)
 
     def close(self) -> None:
         self.container.close()
@@ -479,9 +484,12 @@ class _Decoder:
     def frame(self, i: int):
         """The decoded frame ``i`` (a PyAV VideoFrame, not yet converted)."""
         with self.lock:
+            if len(self.readers) < READERS_COUNTED:
+                self.readers.add(threading.get_ident())
+            window = max(self.forward, len(self.readers) + 1)
             if i in self.ahead:
                 return self.ahead.pop(i)
-            if self.next is None or not self.next <= i < self.next + self.forward:
+            if self.next is None or not self.next <= i < self.next + window:
                 self._seek(i)
             while True:
                 got = self._next()
@@ -495,13 +503,13 @@ class _Decoder:
                 if k > i:
                     raise CorruptMedia(self.video.path, f"frame {i} is missing: the stream "
                                                         f"goes on at frame {k}")
-                self._keep(k, frame)
+                self._keep(k, frame, window)
 
-    def _keep(self, k: int, frame) -> None:
+    def _keep(self, k: int, frame, window: int) -> None:
         """Keep decoded frame ``k`` for the thread that will ask for it (the oldest dropped
-        past :attr:`ahead_frames`)."""
+        past :attr:`ahead_frames`, or past the ``window`` decoded forward where it is more)."""
         self.ahead[k] = frame
-        while len(self.ahead) > self.ahead_frames:
+        while len(self.ahead) > max(self.ahead_frames, window):
             self.ahead.popitem(last=False)
 
     # -- probing -------------------------------------------------------------------------------------

@@ -162,6 +162,34 @@ def test_each_frame_is_the_one_ffmpeg_decodes(clips, name, matrix):
                 assert np.abs(v(j).astype(np.int64) - ref).mean() > 4 * err.mean() + 200, (k, j)
 
 
+def test_more_threads_than_the_window_decode_forward_too(clips, tmp_path):
+    """More reader threads than frames decoded forward by default (16): the window grows to
+    one more than the threads counted, so a thread asking 22 frames past the next one is
+    served by decoding forward, and the frames between wait for the others."""
+    from concurrent.futures import ThreadPoolExecutor
+    clip = tmp_path / "own.mov"             # a decoder of its own, no frames kept by other tests
+    shutil.copyfile(clips["prores"], clip)
+    v = open_video(clip)
+    reader = _decoder(v, os.getpid())
+    v(0)
+    seeks = reader.seeks
+    pools = [ThreadPoolExecutor(1) for _ in range(24)]     # 24 lasting threads
+
+    def ask(thread: int, i: int):
+        pools[thread].submit(v.planes, i).result()
+    try:
+        for i in range(1, 25):      # each thread its frame, in turn
+            ask(i - 1, i)
+        assert reader.seeks == seeks and len(reader.readers) == 25 and reader.forward == 16
+        ask(0, 47)                  # 22 past the next (25): forward, 25..46 kept
+        for i in range(25, 47):
+            ask(i - 24, i)
+    finally:
+        for pool in pools:
+            pool.shutdown()
+    assert reader.seeks == seeks
+
+
 def test_an_edit_list_that_leaves_frames_out_is_followed(clips, tmp_path):
     """An MP4 cut without re-encoding (``-ss`` with ``-c copy``: the samples from the keyframe
     before, an edit list showing from the cut): the frames ffmpeg shows, not the samples."""
