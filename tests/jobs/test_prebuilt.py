@@ -47,36 +47,32 @@ def test_the_shipped_kernels_were_compiled_from_these_sources():
                        "run `python -m cinegpu.jobs.bake` and commit cinegpu/jobs/compiled/")
 
 
-def test_a_first_run_loads_them_and_compiles_nothing(tmp_path):
+def _cold_run(tmp_path, script: str) -> tuple[str, dict[str, bytes]]:
+    """``script`` run by a new Python with an empty cache folder (skipped where the shipped
+    kernels do not fit this machine): what it printed, and numba's cache files after it."""
     why = prebuilt.unusable()
     if why is not None:
         pytest.skip(f"the shipped kernels do not fit this machine: {why}")
     env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path))
     env.pop("NUMBA_CACHE_DIR", None)
     env.pop("NUMBA_CPU_NAME", None)
-    r = subprocess.run([sys.executable, "-c", FIRST_RUN], capture_output=True, text=True, env=env, timeout=600)
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
-    assert r.stdout.splitlines()[0] == "loading the CPU encoder and decoder compiled ahead (first run only)"
-    assert r.stdout.splitlines()[2] == "loading the CPU decoder compiled ahead (first run only)"
     cache = tmp_path / "cinegpu" / "numba"
-    found = {p.relative_to(cache).as_posix(): p.read_bytes() for p in cache.rglob("*") if p.is_file()}
+    return r.stdout, {p.relative_to(cache).as_posix(): p.read_bytes() for p in cache.rglob("*") if p.is_file()}
+
+
+def test_a_first_run_loads_them_and_compiles_nothing(tmp_path):
+    out, found = _cold_run(tmp_path, FIRST_RUN)
+    assert out.splitlines()[0] == "loading the CPU encoder and decoder compiled ahead (first run only)"
+    assert out.splitlines()[2] == "loading the CPU decoder compiled ahead (first run only)"
     # anything compiled would have added a data file and rewritten its index
     assert found == _archive_files()
 
 
 @pytest.mark.slow  # long: every kind of stream encoded and decoded once (the bake's workloads)
 def test_what_the_commands_compile_beyond_the_demo_is_shipped_too(tmp_path):
-    why = prebuilt.unusable()
-    if why is not None:
-        pytest.skip(f"the shipped kernels do not fit this machine: {why}")
-    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path))
-    env.pop("NUMBA_CACHE_DIR", None)
-    env.pop("NUMBA_CPU_NAME", None)
-    r = subprocess.run([sys.executable, "-c", WORKLOADS], capture_output=True, text=True, env=env, timeout=600)
-    assert r.returncode == 0, r.stderr[-2000:]
-    cache = tmp_path / "cinegpu" / "numba"
-    found = {p.relative_to(cache).as_posix(): p.read_bytes() for p in cache.rglob("*") if p.is_file()}
-    assert found == _archive_files()
+    assert _cold_run(tmp_path, WORKLOADS)[1] == _archive_files()
 
 
 def test_the_manifest_names_the_modules_of_the_cached_kernels_and_what_they_import(tmp_path):
