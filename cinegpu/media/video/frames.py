@@ -59,8 +59,8 @@ GRID_TOLERANCE = Fraction(1, 4)
 #: Bytes of decoded frames kept for threads that will ask for them (per open file).
 AHEAD_BYTES = 512 << 20
 #: Reader threads an open file counts: the frames it decodes forward rather than seeks, and
-#: keeps, are at least one more than its readers (each thread's next frame; 16 threads asking
-#: for 4K planes had outrun 9 frames kept and sought at every turn: 7 fps, not 56).
+#: keeps, are at least one more than its readers (each thread's next frame: more threads than
+#: 4K frames kept had outrun them and sought at every turn).
 READERS_COUNTED = 64
 #: Most decoder threads of an open file (libavcodec's frame or slice threads): one a usable
 #: core up to this.  Four capped a 4K ProRes 422 HQ read at 25 fps on the 16-core GPU machine

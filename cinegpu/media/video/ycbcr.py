@@ -2,8 +2,8 @@
 arithmetic (:func:`to_rgb48`), for mastering on the GPU: the planes go up as decoded (4:2:2
 10-bit is a third of the bytes of its 16-bit R'G'B') and the GPU converts them
 (:mod:`.ycbcr_gpu`, the twin of :func:`to_rgb48`, bit for bit), so that no core runs
-libswscale's conversion (a 4K frame takes one core 60-90 ms, about a third of the CPU time of
-reading a ProRes 422 HQ frame; docs/performance.md).
+libswscale's conversion, a large part of the CPU time of reading a ProRes frame
+(docs/performance.md, "video frames sent up as Y'CbCr planes").
 
 The conversion is ITU-R BT.709-6 / BT.601-7 / BT.2020-2's (item 3.2 to 3.5 of each: E'Y, and
 E'CB, E'CR scaled to -0.5 .. 0.5) read backwards, with the quantisation of ITU-R BT.2100's
@@ -11,10 +11,11 @@ Table 9 ("narrow" range: Y' from 16 x 2^(n-8) to 235 x 2^(n-8), C from 16 to 240
 range (0 .. 2^n - 1, the chroma offset 2^(n-1)).  Subsampled chroma (4:2:2: every second
 column) is centred between its two luma columns, as libswscale sites it by default, and
 brought to every column by a four-tap cubic of Keys' family with a = -0.6 (libswscale's
-``SWS_BICUBIC``); at the picture's edges the nearest chroma sample repeats.  Against
-libswscale's fixed-point conversion (what :meth:`.frames.VideoFrames.__call__` gives) flat
-areas agree and edges differ by a few code values of 16 bits, at most some per cent at a hard
-chroma edge (tests/media/video/test_ycbcr.py measures both).
+``SWS_BICUBIC``); at the picture's edges the nearest chroma sample repeats.  The result is
+within one 16-bit code value of the equations in float64 (and of zimg's float conversion for
+4:4:4); libswscale's fixed-point conversion (what :meth:`.frames.VideoFrames.__call__` gives)
+is off from them by up to about 1/256 of the range, and at a hard chroma edge the two
+interpolations differ by up to a few per cent (tests/media/video/test_ycbcr.py holds each).
 
 Every step is a float32 operation rounded on its own (no fused multiply-add), in the order
 :func:`to_rgb48` writes it, so that the GPU's kernel computes the same bits.
