@@ -22,6 +22,9 @@ from cinegpu.decode.cpus import usable_cores
 from cinegpu.decode.decoder import Decoder
 from cinegpu.decode.pipeline import FramePipeline
 
+#: How ``--compare`` names nvJPEG2000 where nvImageCodec's Python package is missing.
+NVJPEG2000_MISSING = "nvJPEG2000 (nvImageCodec's Python package, nvidia-nvimgcodec-cu12 or -cu13)"
+
 
 def run(name: str, frames: list[bytes], args) -> int:
     """Time ``frames`` (read from ``name``) as ``args`` (``cinegpu bench``'s options) says, print
@@ -78,21 +81,26 @@ def run(name: str, frames: list[bytes], args) -> int:
                 p = Path(tmp) / f"f{k:05d}.j2c"
                 p.write_bytes(data)
                 files.append(p)
-            runs = [lambda: peers.opj_decompress(files, threads=threads),
-                    lambda: peers.grk_decompress(files, threads=threads)]
+            # (the peer's name where it is not installed, its run)
+            runs = [("opj_decompress", lambda: peers.opj_decompress(files, threads=threads)),
+                    ("grk_decompress", lambda: peers.grk_decompress(files, threads=threads))]
             if threads > 1:  # the other way to use every core: one single-threaded process per core
-                runs.append(lambda: peers.opj_decompress(files, threads=1, processes=threads))
+                runs.append(("opj_decompress", lambda: peers.opj_decompress(files, threads=1, processes=threads)))
             if _is_ht(work[0]):     # OpenJPH decodes HTJ2K only, one thread a process
                 shapes = {c.shape for c in frame.components}
                 suffix = ".pgm" if len(frame.components) == 1 else \
                     ".ppm" if len(frame.components) == 3 and len(shapes) == 1 else ".yuv"
-                runs.append(lambda: peers.ojph_expand(files, processes=threads, suffix=suffix))
-            runs += [lambda size=size: peers.nvjpeg2000(work, batch=size) for size in (1, 16, 32)]
+                runs.append(("ojph_expand", lambda: peers.ojph_expand(files, processes=threads, suffix=suffix)))
+            runs += [(NVJPEG2000_MISSING, lambda size=size: peers.nvjpeg2000(work, batch=size))
+                     for size in (1, 16, 32)]
             print(f"peers: at most {peers.SAMPLE_FRAMES} frames or {peers.BUDGET_S:.0f} s each, "
                   f"{threads} thread(s) or process(es) each", flush=True)
-            for peer in runs:       # each row as it is measured
+            left_out = []
+            for missing, peer in runs:       # each row as it is measured
                 r = peer()
                 if r is None:
+                    if missing not in left_out:
+                        left_out.append(missing)
                     continue
                 if not r.frames:
                     print(f"{r.name}: {r.note}", flush=True)
@@ -102,6 +110,8 @@ def run(name: str, frames: list[bytes], args) -> int:
                       f"our time / theirs = {1 / ratio:.2f}, our fps / theirs = {ratio:.2f}", flush=True)
                 result["peers"].append({"name": r.name, "fps": r.fps, "frames": r.frames, "our_fps_ratio": ratio,
                                         "time_ratio": 1 / ratio})
+            if left_out:
+                print(f"left out, not installed here: {', '.join(left_out)}", flush=True)
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
     return 0

@@ -201,6 +201,30 @@ def test_a_failing_peer_is_reported_as_failing(tmp_path):
     assert failed.frames == 0 and "failed on bad.j2c (frame 1): exit code" in failed.note
 
 
+def test_bench_compare_names_the_peers_it_left_out(tmp_path):
+    """bench --compare says which peers it left out for not being installed (nvJPEG2000's rows
+    without nvImageCodec's package among them), in one line after the rows (issue 54, item 5)."""
+    import subprocess
+    import sys
+
+    from helpers.cli import CLI
+
+    try:
+        from nvidia import nvimgcodec  # noqa: F401  (probe: is nvImageCodec installed)
+        have_nvimgcodec = True
+    except ImportError:
+        have_nvimgcodec = False
+    env = dict(os.environ, PATH=str(Path(sys.executable).parent))      # no peer CLI on it
+    r = subprocess.run([*CLI, "bench", str(SAMPLE), "--compare", "--workers", "0", "--peer-threads", "1",
+                        "--frames", "1", "--repeat", "1"], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    line = [x for x in r.stdout.splitlines() if x.startswith("left out, not installed here: ")]
+    assert len(line) == 1, r.stdout
+    assert "opj_decompress, grk_decompress" in line[0]
+    assert ("nvJPEG2000 (nvImageCodec's Python package" in line[0]) != have_nvimgcodec
+    assert line[0].count("nvJPEG2000") <= 1 and line[0].count("opj_decompress") == 1
+
+
 def test_peers_are_timed_on_a_bounded_sample(tmp_path, monkeypatch):
     """A peer runs on at most SAMPLE_FRAMES of the frames, starting none once its run has
     taken BUDGET_S seconds (a --repeat 1000 benchmark must not wait minutes for it); one that
