@@ -21,10 +21,11 @@ a :class:`.errors.UnsupportedMedia` naming the frame.
 Each process (and mastering's encoder processes and cluster workers, which get a pickled copy)
 opens a file once: :func:`_decoder` is an ``lru_cache`` of open decoders keyed by the
 :class:`VideoFrames` value (a few at most; an evicted one closes when it is collected).  Its
-threads share it under a lock: a frame asked for is decoded forward from the last one, or from
-the keyframe before it after a seek, and frames decoded on the way that no one asked for yet
-are kept (at most :data:`AHEAD_BYTES`) for the threads that will; the conversion to R'G'B'
-runs outside the lock.
+threads share it under a lock: a frame asked for is decoded forward from the last one where it
+lies within reach (:data:`READERS_COUNTED` says how far), or from the keyframe before it after
+a seek, and frames decoded on the way that no one asked for yet are kept (at most
+:data:`AHEAD_BYTES`, or the frames within reach where they are more) for the threads that will;
+the conversion to R'G'B' runs outside the lock.
 """
 
 from __future__ import annotations
@@ -58,9 +59,13 @@ __all__ = ["VIDEO_SUFFIXES", "VideoFrames", "discard_others", "is_video", "open_
 GRID_TOLERANCE = Fraction(1, 4)
 #: Bytes of decoded frames kept for threads that will ask for them (per open file).
 AHEAD_BYTES = 512 << 20
-#: Reader threads an open file counts: the frames it decodes forward rather than seeks, and
-#: keeps, are at least one more than its readers (each thread's next frame: more threads than
-#: 4K frames kept had outrun them and sought at every turn).
+#: Reader threads an open file counts.  An intra-only stream (every frame a keyframe) is
+#: decoded forward, rather than sought, across one frame more than its readers: a process's
+#: threads ask for frames a few apart, each the next of its own, so the frames between are
+#: theirs (kept, :data:`AHEAD_BYTES`), where a seek would flush libavcodec's frame threads;
+#: further on they are another process's (mastering's encoder processes take turns), and
+#: decoding them would be work thrown away.  A long-GOP stream is decoded forward across two
+#: seconds, a seek costing the decode from a keyframe.
 READERS_COUNTED = 64
 #: Most decoder threads of an open file (libavcodec's frame or slice threads): one a usable
 #: core up to this.  Four capped a 4K ProRes 422 HQ read at 25 fps on the 16-core GPU machine
@@ -68,11 +73,6 @@ READERS_COUNTED = 64
 DECODER_THREADS = 16
 #: How far a stream's average frame rate may lie from its base rate (a fraction of it).
 AVERAGE_TOLERANCE = Fraction(1, 200)
-#: Frames an intra-only stream (every frame a keyframe) is decoded forward across rather than
-#: sought: mastering's threads ask for frames a few apart, each the next of its own, so the
-#: frames between are theirs (kept, :data:`AHEAD_BYTES`), and a seek flushes libavcodec's
-#: frame threads, which then decode one frame at a time.
-INTRA_FORWARD = 16
 #: Seeks tried, each further back, before a frame is given up as unreachable.
 SEEK_TRIES = 8
 #: The libswscale conversion: bicubic chroma, full chroma interpolation, accurate rounding.
@@ -405,9 +405,9 @@ class _Decoder:
         self.ahead: OrderedDict = OrderedDict()
         frame_bytes = max(1, video.width * video.height * 6)
         self.ahead_frames = max(2, AHEAD_BYTES // frame_bytes)
-        # how far ahead the next frame is reached by decoding forward rather than by a seek
-        self.forward = (min(self.ahead_frames, INTRA_FORWARD) if video.intra
-                        else max(2, 2 * round(video.rate)))
+        # how far ahead the next frame is reached by decoding forward rather than by a seek,
+        # at least (one more than the threads reading, READERS_COUNTED)
+        self.forward = 2 if video.intra else max(2, 2 * round(video.rate))
         self.seeks = 0          # seeks made (tests)
         self.readers: set = set()   # the threads that asked for frames (at most READERS_COUNTED)
 

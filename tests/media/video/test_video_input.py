@@ -122,20 +122,51 @@ def test_frames_in_any_order_are_the_frames_in_order(clips, name):
     assert all(not np.array_equal(a, b) for a, b in zip(in_order, in_order[1:]))
 
 
-def test_threads_reading_a_few_frames_apart_make_no_seek(clips):
+def test_threads_reading_a_few_frames_apart_make_no_seek(clips, tmp_path):
     """Mastering's threads each ask for their next frame, a few apart: an intra-only stream
     (ProRes) is decoded forward across the gap, the frames between kept for the threads that
     ask next, rather than sought (a seek flushes libavcodec's frame threads)."""
-    v = open_video(clips["prores"])
+    from concurrent.futures import ThreadPoolExecutor
+    clip = tmp_path / "own.mov"             # a decoder of its own, no frames kept by other tests
+    shutil.copyfile(clips["prores"], clip)
+    v = open_video(clip)
     assert v.intra
     order = [3, 1, 2, 6, 4, 5, 7, 12, 8, 9, 10, 11]
     reader = _decoder(v, os.getpid())
     got = {0: v(0)}             # positioned at the start (a seek, unless there already)
     seeks = reader.seeks
-    got.update((i, v(i)) for i in order)
+    pools = [ThreadPoolExecutor(1) for _ in range(6)]      # six threads, in turn
+    try:
+        for k, i in enumerate(order):
+            got[i] = pools[k % 6].submit(v, i).result()
+    finally:
+        for pool in pools:
+            pool.shutdown()
     assert reader.seeks == seeks
     in_order = [v(i) for i in range(13)]
     assert all(np.array_equal(got[i], in_order[i]) for i in range(13))
+
+
+def test_a_process_asking_every_sixteenth_frame_seeks_rather_than_decode_the_others(clips, tmp_path):
+    """Mastering's encoder processes take turns: one of them asks for frames many apart, and
+    the frames between are other processes'. An intra-only stream is sought to each, not
+    decoded forward across the others' frames (work thrown away)."""
+    clip = tmp_path / "own.mov"
+    shutil.copyfile(clips["prores"], clip)
+    v = open_video(clip)
+    reader = _decoder(v, os.getpid())
+    decoded = []
+    frames = reader._frames
+
+    def counted():
+        for frame in frames():
+            decoded.append(frame)
+            yield frame
+    reader._frames = counted
+    got = [v(i) for i in (3, 19, 35)]
+    # each seek lands on the frame before (a quarter frame early, then the keyframe before)
+    assert reader.seeks == 3 and len(decoded) == 6 and set(reader.ahead) <= {2, 18, 34}
+    assert np.array_equal(got[1], open_video(clips["prores"])(19))
 
 
 @pytest.mark.parametrize("name,matrix", [("prores", "bt709"), ("h264", "bt709"),
@@ -163,9 +194,9 @@ def test_each_frame_is_the_one_ffmpeg_decodes(clips, name, matrix):
 
 
 def test_more_threads_than_the_window_decode_forward_too(clips, tmp_path):
-    """More reader threads than frames decoded forward by default (16): the window grows to
-    one more than the threads counted, so a thread asking 22 frames past the next one is
-    served by decoding forward, and the frames between wait for the others."""
+    """Many reader threads (24): the window decoded forward grows to one more than the threads
+    counted, so a thread asking 22 frames past the next one is served by decoding forward,
+    and the frames between wait for the others."""
     from concurrent.futures import ThreadPoolExecutor
     clip = tmp_path / "own.mov"             # a decoder of its own, no frames kept by other tests
     shutil.copyfile(clips["prores"], clip)
@@ -180,7 +211,7 @@ def test_more_threads_than_the_window_decode_forward_too(clips, tmp_path):
     try:
         for i in range(1, 25):      # each thread its frame, in turn
             ask(i - 1, i)
-        assert reader.seeks == seeks and len(reader.readers) == 25 and reader.forward == 16
+        assert reader.seeks == seeks and len(reader.readers) == 25 and reader.forward == 2
         ask(0, 47)                  # 22 past the next (25): forward, 25..46 kept
         for i in range(25, 47):
             ask(i - 24, i)
