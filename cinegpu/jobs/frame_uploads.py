@@ -39,6 +39,7 @@ from cinegpu.encode import direct_read
 from cinegpu.encode.mapped_upload import TURNS, FileRun, MappedUploads
 from cinegpu.encode.ring_upload import RingUploads
 from cinegpu.media.images.frames import ImageFrames, read_run
+from cinegpu.media.video.ycbcr import YCbCrPlanes, to_rgb48
 
 __all__ = ["PATHS", "FrameUploads", "Upload", "UploadSettings"]
 
@@ -136,12 +137,8 @@ class FrameUploads:
         (``staged``, ``read``) and fitted by the encoders.  A reading error is the MediaError
         ``read`` raises."""
         if not isinstance(read, ImageFrames):       # not image files: as read gives it
-            # a video frame goes up as its decoder's planes, where the reader offers them
-            # (VideoFrames.planes: None for pixel formats the GPU does not convert)
-            planes = getattr(read, "planes", None) \
-                if self.encoders.uploads_runs and self.settings.planes else None
-            image = planes(i) if planes is not None else None
-            return Upload(read(i) if image is None else image, "read")
+            planes = self.planes(read, i)
+            return Upload(read(i) if planes is None else planes, "read")
         # where the encoder takes frames as stored on its GPU, an uncompressed RGB TIFF frame
         # is located in its file by its header, once
         run = read.run(i) if self.encoders.uploads_runs else None
@@ -156,6 +153,25 @@ class FrameUploads:
                 return Upload(image, "staged")
         # parsed and decoded (a damaged file named), into that buffer where it can be
         return Upload(read(i, out=self.encoders.input_buffer), "read")
+
+    def planes(self, read, i: int) -> YCbCrPlanes | None:
+        """Frame ``i`` of ``read`` as its decoder's Y'CbCr planes where it goes up so: a video
+        frame (``read.planes``, :class:`cinegpu.media.video.frames.VideoFrames`: None for
+        pixel formats the GPU does not convert) for encoders that take frames on their GPU,
+        the switch on; else None."""
+        offer = getattr(read, "planes", None)
+        if offer is None or isinstance(read, ImageFrames) or not self.settings.planes or \
+                not self.encoders.uploads_runs:
+            return None
+        return offer(i)
+
+    def host_image(self, read, i: int):
+        """Frame ``i`` of ``read`` on the host as the encoders are given it, before fitting:
+        a video frame that goes up as planes (:meth:`planes`) made R'G'B' by the GPU's
+        twin (:func:`cinegpu.media.video.ycbcr.to_rgb48`: the same samples), any other as
+        ``read`` gives it.  What a report measures the coded frames against."""
+        planes = self.planes(read, i)
+        return read(i) if planes is None else to_rgb48(planes)
 
     def send(self, run: FileRun) -> Upload | None:
         """``run`` to the GPU by the first path that takes it (the GPU half of :meth:`up`),

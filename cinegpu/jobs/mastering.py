@@ -168,16 +168,20 @@ def _first_frame(job: MasterJob) -> tuple[np.ndarray, FrameCoding]:
 
 
 def _psnr_meter(coding: FrameCoding, encoders: FrameEncoders | None) -> PsnrMeter:
-    """The report's :class:`.report.psnr.PsnrMeter`: input frame ``k`` read again, fitted
-    as the coders fit it (:func:`.images_in.fit`) and taken to the code values ``encoders``
-    code (:meth:`.FrameEncoders.samples`; a cluster's frames: those of a CPU encoder of the
-    job's settings, the host's, within one code value of a GPU worker's X'Y'Z'), on a
-    quarter of the cores (at least one thread)."""
+    """The report's :class:`.report.psnr.PsnrMeter`: input frame ``k`` read again as the
+    encoders are given it (:meth:`.FrameUploads.host_image`: a video frame that goes up as
+    planes made R'G'B' by the GPU's twin), fitted as the coders fit it (:func:`.images_in.fit`)
+    and taken to the code values ``encoders`` code (:meth:`.FrameEncoders.samples`; a
+    cluster's frames: those of a CPU encoder of the job's settings, the host's, within one
+    code value of a GPU worker's X'Y'Z', a video frame there read through libswscale, which
+    its GPU workers' planes differ from by up to about 1/256), on a quarter of the cores (at
+    least one thread)."""
     if encoders is None:           # never encodes: no encoder, nothing uploaded, nothing to close
         encoders = replace(coding.encoding, backend="cpu").encoders()
 
     def samples(k: int):
-        return encoders.samples(fit(coding.read(k), coding.width, coding.height, coding.placement))
+        image = encoders.uploads.host_image(coding.read, k)     # a video frame as the GPU makes it
+        return encoders.samples(fit(image, coding.width, coding.height, coding.placement))
     return PsnrMeter(samples, coding.encoding.picture.bits, threads=max(1, usable_cores() // 4))
 
 

@@ -181,6 +181,10 @@ def test_the_seam_hands_a_gpu_encoder_the_planes_and_a_host_one_rgb(tmp_path):
     assert isinstance(FrameUploads(Encoders(True)).up(v, 1, 1998, 1080).image, YCbCrPlanes)
     off = FrameUploads(Encoders(True), UploadSettings.of({"CINEGPU_VIDEO_PLANES": "off"}))
     np.testing.assert_array_equal(off.up(v, 1, 1998, 1080).image, v(1))
+    # what a report measures the coded frames against: the R'G'B' the encoders were given
+    np.testing.assert_array_equal(FrameUploads(Encoders(True)).host_image(v, 1), to_rgb48(v.planes(1)))
+    np.testing.assert_array_equal(off.host_image(v, 1), v(1))
+    np.testing.assert_array_equal(FrameUploads(Encoders(False)).host_image(v, 1), v(1))
     rgb = FrameUploads(Encoders(False)).up(v, 1, 1998, 1080).image
     np.testing.assert_array_equal(rgb, v(1))
     with FrameEncoders(profile="2k", fps=24, bitrate=None, colorspace="rec709", backend="cpu") as enc:
