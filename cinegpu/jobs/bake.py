@@ -32,6 +32,7 @@ from cinegpu.jobs.first_run import ENTRY_KERNELS, compile_entries
 from cinegpu.jobs.frame_encode import FrameEncoders
 from cinegpu.jobs.prebuilt import ARCHIVE, FOLDER, MANIFEST, sha256, target
 from cinegpu.media.images.frames import fit
+from cinegpu.media.video.ycbcr import YCbCrPlanes, to_rgb48
 
 __all__ = ["bake", "kernel_modules", "kernel_sources", "main", "workloads"]
 
@@ -117,7 +118,8 @@ def workloads() -> None:
     """Small runs of what the commands do beyond the demo's path, each compiling the kernels
     (and signatures) it needs into numba's cache: codestreams of 1, 3 and 4 components, 8 to
     16 bits, 5/3 and 9/7, EBCOT and HT code-blocks, with and without a rate, decoded whole and
-    at lower resolutions; the DCI and IMF frame encoders; the Lanczos resize of video frames."""
+    at lower resolutions; the DCI and IMF frame encoders; the Lanczos resize of video frames and
+    their Y'CbCr made R'G'B' (8- and 16-bit planes, packed and as views of padded rows)."""
     rng = np.random.default_rng(0)
     pictures = [rng.integers(0, 256, (37, 53), np.uint8),
                 rng.integers(0, 4096, (40, 56, 3), np.uint16),
@@ -135,6 +137,10 @@ def workloads() -> None:
     for size in ((2048, 1080), (4096, 2160)):
         fit(frame, *size)
         fit((frame * 65535).astype(np.uint16), *size)
+    for dtype in (np.uint8, np.uint16):
+        planes = [rng.integers(0, 256, (6, 12), dtype) for _ in range(3)]
+        for p in (planes, [a[:, :n] for a, n in zip(planes, (10, 5, 5))]):
+            to_rgb48(YCbCrPlanes(*p, bits=8, shift=1, kr=0.2126, kb=0.0722, full_range=False))
     for profile, codec, bitrate in (("2k", "j2k", None), ("2k", "j2k", 250), ("4k", "j2k", None),
                                     ("imf-2k", "htj2k", None), ("imf-2k", "j2k", 200)):
         with FrameEncoders(profile=profile, fps=24, bitrate=bitrate, colorspace="rec709", backend="cpu",

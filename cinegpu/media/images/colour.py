@@ -30,8 +30,11 @@ INPUT_GAMMA = {"rec709": 2.4, "p3d65": 2.6, "dcip3": 2.6}
 COLORSPACES = ("rec709", "p3d65", "dcip3", "xyz")
 #: IMF picture samplings: R'G'B' 4:4:4 as given, or Y'CbCr 4:4:4 / 4:2:2 (ST 2067-21 Table 3)
 SAMPLINGS = ("rgb", "ycbcr444", "ycbcr422")
-#: Luma coefficients (Kr, Kb) of the Y'CbCr coding equations, Rec. ITU-R BT.709 Table 3 item 3.2
-YCBCR_COEFFICIENTS = {"rec709": (0.2126, 0.0722)}
+#: Luma coefficients (Kr, Kb) of the Y'CbCr coding equations: Rec. ITU-R BT.709-6 item 3.2,
+#: BT.601-7 item 2.5.1, BT.2020-2 Table 4 (non-constant luminance)
+LUMA_WEIGHTS = {"bt709": (0.2126, 0.0722), "bt601": (0.299, 0.114), "bt2020": (0.2627, 0.0593)}
+#: The Y'CbCr that IMF pictures are written in, by colour space
+YCBCR_COEFFICIENTS = {"rec709": LUMA_WEIGHTS["bt709"]}
 
 
 def rgb_to_xyz_matrix(colorspace: str) -> np.ndarray:

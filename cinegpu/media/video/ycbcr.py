@@ -26,6 +26,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
+
+from cinegpu.media.images.colour import LUMA_WEIGHTS
 
 __all__ = ["PIX_FMTS", "YCbCrPlanes", "coefficients", "to_rgb48"]
 
@@ -41,7 +44,8 @@ PIX_FMTS = {
 }
 #: Kr, Kb of the H.273 matrix coefficients (FFmpeg's AVColorSpace) :func:`to_rgb48` takes:
 #: BT.709, BT.601 (625 and 525 lines) and BT.2020 non-constant luminance.
-MATRICES = {1: (0.2126, 0.0722), 5: (0.299, 0.114), 6: (0.299, 0.114), 9: (0.2627, 0.0593)}
+MATRICES = {1: LUMA_WEIGHTS["bt709"], 5: LUMA_WEIGHTS["bt601"], 6: LUMA_WEIGHTS["bt601"],
+            9: LUMA_WEIGHTS["bt2020"]}
 #: Keys' cubic parameter of the chroma taps (libswscale's bicubic: B = 0, C = 0.6).
 CUBIC_A = -0.6
 
@@ -99,40 +103,50 @@ def coefficients(p: YCbCrPlanes) -> np.ndarray:
     return np.array([y_off, y_scale, c_off, c_scale, *matrix, *even, *odd], np.float32)
 
 
-def _taps(width: int, shift: int) -> tuple[np.ndarray, np.ndarray]:
-    """For each output column, its first chroma tap's index (before clamping) and whether
-    it is an odd column of subsampled chroma (its weights the odd ones)."""
-    x = np.arange(width)
-    if not shift:
-        return x - 2, np.zeros(width, bool)
-    k, odd = x >> 1, (x & 1).astype(bool)
-    return np.where(odd, k - 1, k - 2), odd
-
-
 def to_rgb48(p: YCbCrPlanes) -> np.ndarray:
-    """The (H, W, 3) uint16 R'G'B' (full range, white 65535) of ``p``: the numpy twin of
+    """The (H, W, 3) uint16 R'G'B' (full range, white 65535) of ``p``: the twin of
     ``cuda/ycbcr.cu``'s ``ycbcr_to_rgb48``, the same float32 operations in the same order."""
-    f = np.float32
-    c = coefficients(p)
-    h, w = p.y.shape
-    cw = p.cb.shape[1]
-    first, odd = _taps(w, p.shift)
-    weights = np.where(odd[:, None], c[12:16], c[8:12])                 # (W, 4) float32
-
-    def chroma(plane: np.ndarray) -> np.ndarray:
-        acc = None
-        for t in range(4):
-            idx = np.clip(first + t, 0, cw - 1)
-            term = plane[:, idx].astype(f) * weights[:, t]
-            acc = term if acc is None else acc + term
-        return (acc - c[2]) * c[3]
-
-    y = (p.y.astype(f) - c[0]) * c[1]
-    cb, cr = chroma(p.cb), chroma(p.cr)
-    r = y + c[4] * cr
-    g = (y + c[5] * cb) + c[6] * cr
-    b = y + c[7] * cb
-    out = np.empty((h, w, 3), np.uint16)
-    for i, v in enumerate((r, g, b)):
-        out[..., i] = np.rint(np.clip(v, f(0), f(1)) * f(65535))
+    out = np.empty(p.shape, np.uint16)
+    _convert(p.y, p.cb, p.cr, coefficients(p), p.shift, out)
     return out
+
+
+@njit(cache=True, nogil=True)
+def _chroma(plane, row, first, c, base):      # pragma: no cover  (numba)
+    """Chroma at one output column: the taps at ``first`` .. ``first + 3`` (clamped to the
+    plane) times the weights ``c[base:base + 4]``, summed in that order (the kernel's
+    ``chroma``), then offset and scaled."""
+    last = plane.shape[1] - 1
+    acc = np.float32(0)
+    for t in range(4):
+        k = min(max(first + t, 0), last)
+        term = np.float32(plane[row, k]) * c[base + t]
+        acc = term if t == 0 else acc + term
+    return (acc - c[2]) * c[3]
+
+
+@njit(cache=True, nogil=True)
+def _code16(v):                               # pragma: no cover  (numba)
+    return np.uint16(np.rint(min(max(v, np.float32(0)), np.float32(1)) * np.float32(65535)))
+
+
+@njit(cache=True, nogil=True)
+def _convert(y, cb, cr, c, shift, out):       # pragma: no cover  (numba)
+    """:func:`to_rgb48` into ``out``, pixel by pixel as the kernel computes them: output
+    column 2k of 4:2:2 takes chroma k-2 .. k+1 with the even weights (``c[8:12]``), column
+    2k+1 chroma k-1 .. k+2 with the odd ones (``c[12:16]``); 4:4:4 the weights 0, 0, 1, 0
+    from x-2 (the sample itself, exactly)."""
+    for row in range(y.shape[0]):
+        for x in range(y.shape[1]):
+            odd = shift != 0 and (x & 1) == 1
+            if shift != 0:
+                first = (x >> 1) - 1 if odd else (x >> 1) - 2
+            else:
+                first = x - 2
+            base = 12 if odd else 8
+            yv = (np.float32(y[row, x]) - c[0]) * c[1]
+            cbv = _chroma(cb, row, first, c, base)
+            crv = _chroma(cr, row, first, c, base)
+            out[row, x, 0] = _code16(yv + c[4] * crv)
+            out[row, x, 1] = _code16((yv + c[5] * cbv) + c[6] * crv)
+            out[row, x, 2] = _code16(yv + c[7] * cbv)
