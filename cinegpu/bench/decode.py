@@ -18,6 +18,7 @@ from tqdm import tqdm
 
 from cinegpu.bench import decode_peers as peers
 from cinegpu.decode import BackendUnavailable, CodestreamError, PipelineError
+from cinegpu.decode.backend import gpu_tier1_of
 from cinegpu.decode.cpus import usable_cores
 from cinegpu.decode.decoder import Decoder
 from cinegpu.decode.pipeline import FramePipeline
@@ -42,9 +43,9 @@ def run(name: str, frames: list[bytes], args) -> int:
         for gpus in args.gpus:
             if workers > 0:
                 wall, stages, frame, backend, used = _bench_pipeline(work, args.backend, workers, args.to_host,
-                                                                     args.batch, gpus)
+                                                                     args.batch, gpus, gpu_tier1_of(args.tier1))
             else:
-                (wall, stages, frame, backend), used = _bench_inline(work, args.backend), 1
+                (wall, stages, frame, backend), used = _bench_inline(work, args.backend, gpu_tier1_of(args.tier1)), 1
             scaling.append((used, len(work) / wall))
             if len(args.gpus) > 1:
                 print(f"{used} GPU(s): {len(work) / wall:.2f} fps", flush=True)
@@ -56,8 +57,10 @@ def run(name: str, frames: list[bytes], args) -> int:
     print(f"{name}: {len(frames)} frame(s), {first.shape[1]}x{first.shape[0]}, "
           f"{len(frame.components)} components, decoded {n} times")
     how = f"{workers} tier-1 worker processes on {usable_cores()} cores" if workers else "1 process"
-    if workers and args.batch > 1 and backend == "cuda":
-        how += f", tier-1 in batches of {args.batch} frames"
+    if backend == "cuda":
+        how += ", tier-1 on the CPU" if args.tier1 == "cpu" else ", tier-1 on the GPU"
+        if workers and args.batch > 1 and args.tier1 != "cpu":
+            how += f" in batches of {args.batch} frames"
     if scaling[-1][0] > 1:
         how += f", {scaling[-1][0]} GPUs"
     print(f"cinegpu ({backend}, {how}): {n / wall:.2f} fps, {1e3 * wall / n:.1f} ms per frame end to end")
@@ -69,7 +72,8 @@ def run(name: str, frames: list[bytes], args) -> int:
     for k in names:
         if k in stages:
             print(f"  {labels.get(k, k):<30} {1e3 * stages[k] / n:8.1f} ms")
-    result = {"source": name, "frames": n, "backend": backend, "workers": workers, "batch": args.batch, "fps": n / wall,
+    result = {"source": name, "frames": n, "backend": backend, "workers": workers, "batch": args.batch,
+              "tier1": "cpu" if backend != "cuda" or args.tier1 == "cpu" else "gpu", "fps": n / wall,
               "gpus": scaling[-1][0], "ms_per_frame": {k: 1e3 * v / n for k, v in stages.items()}, "peers": []}
     if len(scaling) > 1:
         result["scaling"] = _print_scaling(scaling)
@@ -144,10 +148,10 @@ def _add(stages: dict, timings: dict) -> None:
         stages[k] = stages.get(k, 0.0) + v
 
 
-def _bench_inline(work: list[bytes], backend: str):
+def _bench_inline(work: list[bytes], backend: str, gpu_tier1: bool | None = None):
     """Everything in this process, one frame after another."""
 
-    dec = Decoder(backend)
+    dec = Decoder(backend, gpu_tier1=gpu_tier1)
     frame = dec.decode(work[0])  # compile and plan outside the clock
     stages: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -158,13 +162,13 @@ def _bench_inline(work: list[bytes], backend: str):
 
 
 def _bench_pipeline(work: list[bytes], backend: str, workers: int, to_host: bool, batch: int = 1,
-                    gpus: int | None = 1):
+                    gpus: int | None = 1, gpu_tier1: bool | None = None):
     """The multi-process pipeline, started and warmed up outside the clock (every worker, two
     whole batches, every GPU): (wall seconds, stage seconds, the last frame, back end, GPUs)."""
 
     stages: dict[str, float] = {}
     with FramePipeline(backend=backend, workers=workers, to_host=to_host, batch=batch,
-                       gpus=gpus) as pipe:
+                       gpus=gpus, gpu_tier1=gpu_tier1) as pipe:
         pipe.reserve(work[0])   # every slot made (and pinned) before the clock, as the player does
         warm = [work[k % len(work)] for k in range(max(workers, 2 * batch * pipe.gpus if batch > 1 else pipe.gpus))]
         for _, frame in pipe.map(warm):  # warm every worker

@@ -23,7 +23,8 @@ import numpy
 from . import transform
 from .errors import CUDA_INSTALL_HINT, BackendUnavailable
 
-__all__ = ["BACKEND_NAMES", "ENCODER_NAMES", "Backend", "cuda_missing", "select_backend"]
+__all__ = ["BACKEND_NAMES", "ENCODER_NAMES", "TIER1_PLACES", "Backend", "cuda_missing", "gpu_tier1_of",
+           "select_backend"]
 
 log = logging.getLogger("cinegpu.decode")
 
@@ -31,6 +32,19 @@ log = logging.getLogger("cinegpu.decode")
 BACKEND_NAMES = ("auto", "cpu", "cuda", "numpy")
 #: Names the encoder and mastering take.
 ENCODER_NAMES = ("auto", "cpu", "cuda")
+#: Where tier-1 (the code-blocks' decoding, T.800 Annex C-D; Part 15 clause 7) may be asked to
+#: run (``--tier1``): "auto" (on the GPU with the CUDA back end), "gpu", or "cpu" (in the worker
+#: processes, the GPU doing dequantisation, inverse DWT and ICT: the design card's split, what a
+#: machine with a small GPU runs).
+TIER1_PLACES = ("auto", "gpu", "cpu")
+
+
+def gpu_tier1_of(place: str) -> bool | None:
+    """The :class:`~cinegpu.decode.decoder.Decoder`'s ``gpu_tier1`` for a :data:`TIER1_PLACES`
+    name: None (the back end's default) for "auto", True for "gpu", False for "cpu"."""
+    if place not in TIER1_PLACES:
+        raise ValueError(f"tier-1 place {place!r}: one of {', '.join(TIER1_PLACES)}")
+    return {"auto": None, "gpu": True, "cpu": False}[place]
 
 
 @dataclass(frozen=True)

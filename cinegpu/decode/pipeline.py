@@ -228,7 +228,9 @@ class FramePipeline:
         With 1 (the default) everything runs on the current device.
         ``overlap``: with ``batch`` > 1, each GPU queues tier-1 and reconstruction on two
         streams of its own (reconstruction first in priority), so that one batch's
-        reconstruction runs beside the next batch's tier-1; False: both on the caller's stream."""
+        reconstruction runs beside the next batch's tier-1; False: both on the caller's stream.
+        ``gpu_tier1``: tier-1 on the GPU (None: where the back end can; False: in the workers,
+        the GPU reconstructing; True where the back end cannot: ValueError)."""
         if batch < 1:
             raise ValueError("batch must be >= 1")
         #: what every frame is decoded to (sent to the workers with each frame)
@@ -236,6 +238,8 @@ class FramePipeline:
         max_pixels, max_memory = limits.max_pixels, limits.max_memory
         self.decoder = Decoder(backend, gpu_tier1=gpu_tier1, max_pixels=max_pixels, max_memory=max_memory)
         self.backend = self.decoder.backend
+        if gpu_tier1 and not self.decoder.gpu_tier1:
+            raise ValueError(f"tier-1 on the GPU needs the cuda back end, not {self.backend}")
         #: one decoder per GPU (devices 0 ..), or just ``decoder`` on the current device
         self._decoders = [self.decoder]
         self._gpu_turn = 0

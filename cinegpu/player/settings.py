@@ -37,7 +37,9 @@ class Playback:
     draw the composition's subtitles (or, for :func:`~.commands.play.play`, a
     :class:`~cinegpu.media.subtitles.track.CompositionSubtitles` to draw).  ``stereo``: how
     a 3D composition is shown (:data:`~cinegpu.player.stereo.STEREO_MODES`; None: its left
-    eye).  ``captions``: draw its closed captions (ST 429-12) too, over the subtitles."""
+    eye).  ``captions``: draw its closed captions (ST 429-12) too, over the subtitles.
+    ``tier1``: where tier-1 runs (:data:`~cinegpu.decode.backend.TIER1_PLACES`: "auto", "gpu",
+    or "cpu": in the workers, the GPU reconstructing)."""
 
     headless: bool
     fps: Fraction | None = None
@@ -52,6 +54,7 @@ class Playback:
     subtitles: object = True
     stereo: str | None = None
     captions: bool = False
+    tier1: str = "auto"
 
 
 @dataclass(frozen=True, kw_only=True)

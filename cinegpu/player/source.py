@@ -31,7 +31,7 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import Callable, Sequence
 
-from cinegpu.decode.backend import select_backend
+from cinegpu.decode.backend import gpu_tier1_of, select_backend
 from cinegpu.decode.errors import BackendUnavailable, CodestreamError, PipelineError
 from cinegpu.media.errors import CorruptMedia, MediaError, UnsupportedMedia
 from cinegpu.media.j2k_profile import parse_profile
@@ -327,16 +327,21 @@ class DecodeAheadSource(_AheadSource):
     :class:`~cinegpu.decode.decoder.Decoder` back end ("cpu", "cuda", "auto"); with "cuda"
     pictures are CuPy arrays.  ``colour``: "auto", "xyz" or "rgb" (see :mod:`.picture`).
     ``auto_resolution``: decode at 1/2 or 1/4 of the size while decoding cannot keep up with
-    the rate given to :meth:`pace` (:mod:`.resolution`); False: always full.
+    the rate given to :meth:`pace` (:mod:`.resolution`); False: always full.  ``tier1``: where
+    tier-1 runs with the CUDA back end (:data:`~cinegpu.decode.backend.TIER1_PLACES`).
     """
 
     def __init__(self, media, *, backend: str = "cpu", colour: str = "auto", primaries: str = "p3d65",
                  workers: int = 1, depth: int = 8, decoder_factory: Callable | None = None,
-                 auto_resolution: bool = True) -> None:
+                 auto_resolution: bool = True, tier1: str = "auto") -> None:
         from cinegpu.decode.decoder import Decoder  # noqa: PLC0415  (start-up: the decoder, ~80 ms)
 
-        self._setup(media, select_backend(backend).name, colour, primaries, depth, auto_resolution)
-        self._factory = decoder_factory or (lambda: Decoder(self.backend))
+        selected = select_backend(backend)
+        gpu_tier1 = gpu_tier1_of(tier1)
+        if gpu_tier1 and not selected.gpu_tier1:
+            raise ValueError(f"tier-1 on the GPU needs the cuda back end, not {selected.name}")
+        self._setup(media, selected.name, colour, primaries, depth, auto_resolution)
+        self._factory = decoder_factory or (lambda: Decoder(self.backend, gpu_tier1=gpu_tier1))
         self._threads = [threading.Thread(target=self._work, name=f"decode-ahead-{i}", daemon=True)
                          for i in range(max(1, workers))]
         self._parallel = len(self._threads)
@@ -386,13 +391,16 @@ class PipelineSource(_AheadSource):
 
     def __init__(self, media, *, backend: str = "auto", colour: str = "auto", primaries: str = "p3d65",
                  workers: int | None = None, depth: int | None = None,
-                 cancelled: Callable[[], bool] | None = None, auto_resolution: bool = True) -> None:
+                 cancelled: Callable[[], bool] | None = None, auto_resolution: bool = True,
+                 tier1: str = "auto") -> None:
         """``cancelled``: polled while the workers start (see :class:`FramePipeline`).
-        ``auto_resolution``: as :class:`DecodeAheadSource`."""
+        ``auto_resolution``: as :class:`DecodeAheadSource`. ``tier1``: where tier-1 runs
+        (:data:`~cinegpu.decode.backend.TIER1_PLACES`; "cpu": in the workers, the GPU
+        reconstructing)."""
         from cinegpu.decode.pipeline import FramePipeline  # noqa: PLC0415  (start-up: the decode pipeline, ~0.14 s)
 
         self._pipe = FramePipeline(backend=backend, workers=workers, depth=depth, to_host=False,
-                                   cancelled=cancelled)
+                                   cancelled=cancelled, gpu_tier1=gpu_tier1_of(tier1))
         try:
             self._setup(media, self._pipe.backend, colour, primaries, self._pipe.depth, auto_resolution)
             self.burst = self._pipe.depth       # a frame in every slot

@@ -16,7 +16,7 @@ import pytest
 
 from cinegpu.decode import BackendUnavailable, CodestreamError
 from cinegpu.decode import transform as ref
-from cinegpu.decode.backend import BACKEND_NAMES, ENCODER_NAMES, Backend, select_backend
+from cinegpu.decode.backend import BACKEND_NAMES, ENCODER_NAMES, TIER1_PLACES, Backend, gpu_tier1_of, select_backend
 from cinegpu.decode.transform.backend import TransformBackend
 from cinegpu.decode.transform.dwt import _band_sizes, level_rects
 
@@ -39,6 +39,20 @@ def test_names_and_their_backends():
     with pytest.raises(ValueError, match="unknown back end 'numpy'"):   # not an encoder back end
         select_backend("numpy", names=ENCODER_NAMES)
     assert set(ENCODER_NAMES) < set(BACKEND_NAMES)
+
+
+def test_tier1_places_are_the_decoders_gpu_tier1():
+    """``--tier1``'s names: auto leaves the back end's default, gpu and cpu say it."""
+    assert [gpu_tier1_of(p) for p in TIER1_PLACES] == [None, True, False]
+    with pytest.raises(ValueError, match="'fpga': one of auto, gpu, cpu"):
+        gpu_tier1_of("fpga")
+
+
+def test_tier1_on_the_gpu_of_a_cpu_pipeline_is_refused_before_any_worker_starts():
+    from cinegpu.decode.pipeline import FramePipeline
+
+    with pytest.raises(ValueError, match="tier-1 on the GPU needs the cuda back end, not cpu"):
+        FramePipeline(backend="cpu", workers=1, gpu_tier1=True)
 
 
 def test_cuda_without_cupy_is_backend_unavailable(no_cupy):

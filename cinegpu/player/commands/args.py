@@ -10,12 +10,14 @@ import argparse
 from fractions import Fraction
 from pathlib import Path
 
+from cinegpu.decode.backend import TIER1_PLACES, select_backend
 from cinegpu.jobs.cluster import ClusterAddress, parse_address
 
 from ..stereo import STEREO_MODES
 
 __all__ = ["UsageError", "cluster_address", "cluster_arguments", "gpu_count", "non_negative_int", "one_line_text", "playback_options", "positive_int",
-           "positive_rate", "captions_argument", "stereo_argument"]
+           "positive_rate", "captions_argument", "stereo_argument", "tier1_argument",
+           "check_tier1"]
 
 
 class UsageError(Exception):
@@ -83,11 +85,27 @@ def playback_options(args) -> dict:
     """The :class:`~cinegpu.player.settings.Playback` fields (but ``headless``, which depends
     on the display) of the options ``cinegpu play`` and ``cinegpu serve`` share: ``--fps``,
     ``--backend``, ``--interop``, ``--colour``, ``--primaries``, ``--workers``, ``--threads``,
-    ``--preroll``, ``--audio``, ``--subtitles``, ``--captions`` and ``--stereo``."""
+    ``--preroll``, ``--audio``, ``--subtitles``, ``--captions``, ``--stereo`` and ``--tier1``."""
     return dict(fps=args.fps, backend=args.backend, interop=args.interop, colour=args.colour,
                 primaries=args.primaries, workers=args.workers, processes=not args.threads,
                 preroll=args.preroll, audio=args.audio, subtitles=args.subtitles == "on",
-                stereo=args.stereo, captions=args.captions == "on")
+                stereo=args.stereo, captions=args.captions == "on", tier1=args.tier1)
+
+
+def tier1_argument(p) -> None:
+    """``--tier1 auto|gpu|cpu``: where the code-blocks are decoded with the CUDA back end."""
+    p.add_argument("--tier1", choices=TIER1_PLACES, default="auto",
+                   help="where tier-1 (code-block decoding) runs with the cuda back end: gpu (auto's "
+                        "choice there), or cpu (in the worker processes, the GPU doing the rest: for a "
+                        "small GPU); gpu with the cpu back end is refused")
+
+
+def check_tier1(backend: str, tier1: str) -> None:
+    """:class:`UsageError` where ``--tier1 gpu`` is asked of a back end that decodes on the CPU
+    (``--backend cpu``, or auto on a machine without CUDA); BackendUnavailable as
+    :func:`~cinegpu.decode.backend.select_backend` raises it for ``--backend cuda``."""
+    if tier1 == "gpu" and not select_backend(backend).gpu_tier1:
+        raise UsageError(f"--tier1 gpu needs the cuda back end; --backend {backend} decodes on the CPU here")
 
 
 def captions_argument(p) -> None:

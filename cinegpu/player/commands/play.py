@@ -21,7 +21,16 @@ from ..presenter import Presenter
 from ..settings import PlaySettings
 from ..source import DecodeAheadSource, PipelineSource
 from ..stereo import stereo_source
-from .args import UsageError, captions_argument, playback_options, positive_int, positive_rate, stereo_argument
+from .args import (
+    UsageError,
+    captions_argument,
+    check_tier1,
+    playback_options,
+    positive_int,
+    positive_rate,
+    stereo_argument,
+    tier1_argument,
+)
 from .compiling import compile_decoder
 from .interrupts import stoppable
 from .keys import add_key_args, key_ring
@@ -86,6 +95,7 @@ def register(subparsers) -> None:
                         "downmix; sample 0 at the first frame played) and print the measured offset")
     stereo_argument(p)
     captions_argument(p)
+    tier1_argument(p)
     add_key_args(p)
     p.set_defaults(run=run)
 
@@ -107,8 +117,9 @@ def _run(args) -> int:
             print(f"cinegpu play: --interop {args.interop} cannot work here: {reason}", file=sys.stderr)
             return 2
     try:
+        check_tier1(args.backend, args.tier1)
         media = open_source(path, keys=key_ring(args), ov=args.ov)
-    except (MediaError, UsageError) as exc:
+    except (MediaError, UsageError, BackendUnavailable) as exc:
         print(f"cinegpu play: {exc}", file=sys.stderr)
         return 2
     compile_decoder("play")
@@ -188,11 +199,11 @@ def _frame_source(media, s: PlaySettings):
             workers = None if s.workers is None and share == 1 else \
                 max(1, int((s.workers or usable_cores() - 1) * share))
             return PipelineSource(view, backend=s.backend, colour=s.colour, primaries=s.primaries,
-                                  workers=workers, auto_resolution=s.auto_resolution)
+                                  workers=workers, auto_resolution=s.auto_resolution, tier1=s.tier1)
         workers = max(1, int((s.workers or min(8, usable_cores())) * share))
         return DecodeAheadSource(view, backend=s.backend, colour=s.colour, primaries=s.primaries,
                                  workers=workers, depth=max(8, s.preroll, 2 * workers),
-                                 auto_resolution=s.auto_resolution)
+                                 auto_resolution=s.auto_resolution, tier1=s.tier1)
 
     try:
         return stereo_source(media, s.stereo, make)

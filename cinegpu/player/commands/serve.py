@@ -13,7 +13,16 @@ from cinegpu.interop.window import has_display
 from cinegpu.media import MediaError
 
 from ..settings import Access, ConnectionLimits, Playback, ServeSettings
-from .args import UsageError, captions_argument, playback_options, positive_int, positive_rate, stereo_argument
+from .args import (
+    UsageError,
+    captions_argument,
+    check_tier1,
+    playback_options,
+    positive_int,
+    positive_rate,
+    stereo_argument,
+    tier1_argument,
+)
 from .keys import add_key_args, key_ring
 
 
@@ -63,6 +72,7 @@ def register(subparsers) -> None:
                    help="draw the compositions' subtitles (Interop or SMPTE) over the picture (default on)")
     stereo_argument(p)
     captions_argument(p)
+    tier1_argument(p)
     p.add_argument("--audio", choices=("auto", "null", "off"), default="auto",
                    help="sound: auto (the default output device through sounddevice when there is one, "
                         "else the null sink; headless: null), null (a silent sink on the same clock), off; "
@@ -120,6 +130,7 @@ def run(args) -> int:
 
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
     try:
+        check_tier1(args.backend, args.tier1)
         token = token_of(args, warn=lambda m: print(m, file=sys.stderr))
         keys = key_ring(args, args.kdm_dir, warn=lambda m: print(f"cinegpu serve: {m}", file=sys.stderr),
                         key_alone=True)

@@ -11,10 +11,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from cinegpu.decode.errors import BackendUnavailable
 from cinegpu.media import MediaError, open_source
 from cinegpu.media.samples import BARS_2K
 
-from .args import UsageError, gpu_count, non_negative_int, positive_int
+from .args import UsageError, check_tier1, gpu_count, non_negative_int, positive_int, tier1_argument
 from .compiling import compile_decoder
 from .interrupts import stoppable
 from .keys import add_key_args, key_ring
@@ -47,6 +48,7 @@ def register(sub) -> None:
                         "run once each and print the scaling (fps, and efficiency per GPU against the first)")
     p.add_argument("--to-host", action="store_true",
                    help="CUDA: copy decoded components back to host memory (the player keeps them on the GPU)")
+    tier1_argument(p)
     add_key_args(p)     # an encrypted package's frames, decrypted once before the timing
     p.set_defaults(run=run)
 
@@ -67,8 +69,9 @@ def run(args) -> int:
 
 def _run(args) -> int:
     try:
+        check_tier1(args.backend, args.tier1)
         name, frames = _frames(args.path, args.frames, key_ring(args))
-    except (MediaError, OSError, UsageError) as exc:
+    except (MediaError, OSError, UsageError, BackendUnavailable) as exc:
         print(f"cinegpu bench: {exc}", file=sys.stderr)
         return 2
     if not frames:

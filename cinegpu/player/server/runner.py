@@ -167,10 +167,10 @@ def make_engine(settings: ServeSettings, library, window):
             workers = None if p.workers is None and share == 1 else \
                 max(1, int((p.workers or usable_cores() - 1) * share))
             return PipelineSource(view, backend=p.backend, colour=p.colour, primaries=p.primaries,
-                                  workers=workers, cancelled=lambda: engine.quitting)
+                                  workers=workers, cancelled=lambda: engine.quitting, tier1=p.tier1)
         n = max(1, int((p.workers or 2) * share))
         return DecodeAheadSource(view, backend=p.backend, colour=p.colour, primaries=p.primaries, workers=n,
-                                 depth=max(8, p.preroll, 2 * n))
+                                 depth=max(8, p.preroll, 2 * n), tier1=p.tier1)
 
     def make_source(media):
         # --stereo shows a 3D composition as it says; a 2D one is shown as it is

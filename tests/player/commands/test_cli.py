@@ -75,6 +75,19 @@ def test_bench_default_runs_on_the_shipped_sample(tmp_path):
     assert set(result["ms_per_frame"]) == {"parse", "tier2", "tier1", "reconstruct"}
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("tier1", ["cpu", "gpu"])
+def test_bench_tier1_says_where_the_code_blocks_were_decoded(tmp_path, tier1):
+    """``--tier1 cpu``: the design card's split (tier-1 in the workers, the rest on the GPU),
+    named in the summary and the JSON; ``gpu``: the GPU decodes the code-blocks too."""
+    r = cinegpu("bench", "--backend", "cuda", "--tier1", tier1, "--workers", "2", "--frames", "1",
+                "--repeat", "4", "--json", str(tmp_path / "b.json"))
+    assert r.returncode == 0, r.stderr
+    assert f"tier-1 on the {tier1.upper()}" in r.stdout
+    result = json.loads((tmp_path / "b.json").read_text())
+    assert result["tier1"] == tier1 and result["backend"] == "cuda" and result["fps"] > 0
+
+
 @pytest.mark.parametrize("make,expect", [
     (lambda t: (t / "missing.j2c", t / "o.png"), "no such file"),
     (lambda t: (t, t / "o.png"), "not a file"),
