@@ -10,3 +10,13 @@ class InteropError(RuntimeError):
         super().__init__(f"{call} failed: {detail}")
         self.call = call
         self.detail = detail
+
+
+#: Why quad-buffered stereo cannot be shown (the message of :class:`NoStereoDisplay`).
+NO_STEREO = ("this display offers no quad-buffered stereo (a 3D projector or monitor with its driver's "
+             "stereo mode on; never headless): --stereo frame-sequential shows the eyes in turn instead")
+
+
+class NoStereoDisplay(InteropError):
+    """The display offers no quad-buffered stereo OpenGL config (``stereo=True`` of
+    :func:`~cinegpu.interop.window.open_window`)."""

@@ -184,8 +184,12 @@ class Player:
                 raise ValueError(f"screenshot frame {n} outside 0..{source.frame_count - 1}")
             source.pin(n)
         target.open(source.width, source.height)
-        #: the subtitles drawn over each frame (a CompositionSubtitles; None or empty: none)
-        self.subtitles = _subtitle_overlay(subtitles, source.width, source.height)
+        #: 2: the source's pictures hold the two eyes top-bottom, drawn an eye a back buffer
+        #: (quad-buffer stereo, :mod:`.stereo`); 1: one picture
+        self.eyes = getattr(source, "eyes", 1)
+        #: the subtitles drawn over each frame (a CompositionSubtitles; None or empty: none), of
+        #: one eye's size
+        self.subtitles = _subtitle_overlay(subtitles, source.width, source.height // self.eyes)
         self._subtitle_frame: int | None = None
 
     # ---------------------------------------------------------------- keys
@@ -250,7 +254,7 @@ class Player:
         w, h = self.window.get_framebuffer_size()
         overlay = self._overlay(self._subtitle_frame)
         self.presenter.draw(self.target.texture, self.target.width, self.target.height, w, h,
-                            **({"overlay": overlay} if overlay else {}))
+                            **({"overlay": overlay} if overlay else {}), eyes=self.eyes)
         if self.overlay and not self.headless:
             self._draw_overlay()
         self.window.flip()
@@ -288,7 +292,7 @@ class Player:
             buffer = self._buffer()
         overlay = self._overlay(n)
         pixels = self.presenter.screenshot(self.target.texture, self.target.width, self.target.height, buffer,
-                                           **({"overlay": overlay} if overlay else {}))
+                                           **({"overlay": overlay} if overlay else {}), eyes=self.eyes)
         self.source.unpin(n)
         if self._writer is None:
             self._writer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="cinegpu-screenshot")

@@ -10,7 +10,11 @@ after the other:
     anaglyph           one picture for red/cyan glasses: its red from the left eye, its green
                        and blue from the right (a colour anaglyph, on the displayed R'G'B')
     frame-sequential   left, right, left, right... at twice the edit rate (for shutter glasses
-                       synchronised to the display; OpenGL quad-buffer stereo is not supported)
+                       synchronised to the display)
+    quad-buffer        each eye into its own back buffer of a stereo OpenGL window (quad-buffered
+                       stereo, OpenGL 3.3 core 4.2.1), the display (a 3D projector or monitor and
+                       its glasses) showing them in turn; refused where the display offers no
+                       stereo config (headless EGL never does)
 
 :func:`stereo_source` builds the frame source of a mode from the maker of a 2D one;
 :class:`EyeView` and :class:`SequentialView` are media sources of one eye, or of the eyes in
@@ -28,9 +32,10 @@ from .source import FrameError
 
 __all__ = ["STEREO_MODES", "EyeView", "SequentialView", "StereoSource", "stereo_source"]
 
-STEREO_MODES = ("left", "right", "side-by-side", "top-bottom", "anaglyph", "frame-sequential")
-#: The modes that join the two eyes' pictures into one (:class:`StereoSource`).
-JOINED = ("side-by-side", "top-bottom", "anaglyph")
+STEREO_MODES = ("left", "right", "side-by-side", "top-bottom", "anaglyph", "frame-sequential", "quad-buffer")
+#: The modes that join the two eyes' pictures into one (:class:`StereoSource`); quad-buffer's
+#: is top-bottom, which the presenter draws an eye a buffer.
+JOINED = ("side-by-side", "top-bottom", "anaglyph", "quad-buffer")
 #: Joined pictures a :class:`StereoSource` keeps (the newest): the player asks for a frame when
 #: it checks that it is ready and again when it shows it, and each join is a copy of both eyes.
 JOINED_KEPT = 3
@@ -95,7 +100,7 @@ def join(mode: str, left, right):
     xp = _array_module(left)
     if mode == "side-by-side":
         return xp.concatenate((left, right), axis=1)
-    if mode == "top-bottom":
+    if mode in ("top-bottom", "quad-buffer"):
         return xp.concatenate((left, right), axis=0)
     out = right.copy()
     out[..., 0] = left[..., 0]
@@ -106,7 +111,8 @@ class StereoSource:
     """A frame source (see :mod:`.source`) joining ``left``'s and ``right``'s pictures of the
     same frame as ``mode`` says (:data:`JOINED`): frame ``n`` is ready when both eyes' are,
     and fails (a :class:`.source.FrameError`) when either does; each frame is joined once
-    (the last :data:`JOINED_KEPT` are kept). Closing it closes both."""
+    (the last :data:`JOINED_KEPT` are kept). Closing it closes both. ``eyes``: 2 where the
+    player is to draw each eye into its own buffer (quad-buffer), else 1 (one picture)."""
 
     def __init__(self, left, right, mode: str) -> None:
         if mode not in JOINED:
@@ -114,7 +120,8 @@ class StereoSource:
         self.left, self.right, self.mode = left, right, mode
         self.frame_count = min(left.frame_count, right.frame_count)
         self.edit_rate, self.backend = left.edit_rate, left.backend
-        wide, tall = mode == "side-by-side", mode == "top-bottom"
+        wide, tall = mode == "side-by-side", mode in ("top-bottom", "quad-buffer")
+        self.eyes = 2 if mode == "quad-buffer" else 1
         self.width = left.width * (2 if wide else 1)
         self.height = left.height * (2 if tall else 1)
         self._joined: OrderedDict = OrderedDict()     # frame: its joined picture

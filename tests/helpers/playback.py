@@ -58,7 +58,7 @@ class FakeWindow:
 class FakePresenter:
     """A presenter that draws nothing."""
 
-    def draw(self, *args):
+    def draw(self, *args, **kwargs):
         pass
 
     def close(self):

@@ -25,6 +25,7 @@ def test_the_joined_modes():
     left, right = _pictures(1, 1)[0], _pictures(2, 1)[0]
     assert np.array_equal(join("side-by-side", left, right), np.concatenate((left, right), 1))
     assert np.array_equal(join("top-bottom", left, right), np.concatenate((left, right), 0))
+    assert np.array_equal(join("quad-buffer", left, right), np.concatenate((left, right), 0))
     anaglyph = join("anaglyph", left, right)
     assert np.array_equal(anaglyph[..., 0], left[..., 0])
     assert np.array_equal(anaglyph[..., 1:], right[..., 1:])
@@ -63,6 +64,47 @@ def test_a_joined_frame_is_ready_when_both_eyes_are():
     assert left.asked == right.asked == [[6]] and left.pinned == right.pinned == [4]
     both.close()
     assert left.closed and right.closed
+
+
+class _EyesRecorder:
+    """A presenter recording the frame height and eyes of each draw."""
+
+    def __init__(self):
+        self.draws = []
+
+    def draw(self, texture, frame_w, frame_h, win_w, win_h, overlay=None, eyes=1):
+        self.draws.append((frame_w, frame_h, eyes))
+
+    def close(self):
+        pass
+
+
+def test_quad_buffer_plays_the_eyes_top_bottom_drawn_an_eye_a_buffer():
+    """The quad-buffer source is the eyes top-bottom, with ``eyes`` 2: the player has each
+    drawn into its back buffer (the presenter's test draws them), the subtitles made at one
+    eye's size."""
+    from cinegpu.player import Player
+    from helpers.playback import FakeWindow
+
+    left, right = _Source(_pictures(1)), _Source(_pictures(2))
+    quad = StereoSource(left, right, "quad-buffer")
+    assert (quad.width, quad.height, quad.eyes) == (6, 8, 2)
+    assert StereoSource(left, right, "top-bottom").eyes == 1
+    assert np.array_equal(quad.get(1), np.concatenate((left.get(1), right.get(1)), 0))
+
+    class Target:
+        name, texture, width, height = "host", 0, 6, 8
+
+        def open(self, w, h):
+            pass
+
+        def write(self, picture):
+            pass
+
+    presenter = _EyesRecorder()
+    summary = Player(quad, FakeWindow((6, 4)), Target(), presenter, rate=24, headless=True).run()
+    assert summary.stats.shown == 3
+    assert presenter.draws and set(presenter.draws) == {(6, 8, 2)}
 
 
 def test_each_frame_is_joined_once():

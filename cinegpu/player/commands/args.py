@@ -11,13 +11,14 @@ from fractions import Fraction
 from pathlib import Path
 
 from cinegpu.decode.backend import TIER1_PLACES, select_backend
+from cinegpu.interop.errors import NO_STEREO
 from cinegpu.jobs.cluster import ClusterAddress, parse_address
 
 from ..stereo import STEREO_MODES
 
 __all__ = ["UsageError", "cluster_address", "cluster_arguments", "gpu_count", "non_negative_int", "one_line_text", "playback_options", "positive_int",
            "positive_rate", "captions_argument", "stereo_argument", "tier1_argument",
-           "check_tier1"]
+           "check_stereo", "check_tier1"]
 
 
 class UsageError(Exception):
@@ -100,6 +101,13 @@ def tier1_argument(p) -> None:
                         "small GPU); gpu with the cpu back end is refused")
 
 
+def check_stereo(stereo: str | None, headless: bool) -> None:
+    """:class:`UsageError` for ``--stereo quad-buffer`` headless (an offscreen EGL surface has no
+    left and right back buffers), before any frame is decoded."""
+    if stereo == "quad-buffer" and headless:
+        raise UsageError(f"--stereo quad-buffer: {NO_STEREO}")
+
+
 def check_tier1(backend: str, tier1: str) -> None:
     """:class:`UsageError` where ``--tier1 gpu`` is asked of a back end that decodes on the CPU
     (``--backend cpu``, or auto on a machine without CUDA); BackendUnavailable as
@@ -120,8 +128,9 @@ def stereo_argument(p) -> None:
     """``--stereo MODE``: how a 3D composition is shown (:mod:`cinegpu.player.stereo`)."""
     p.add_argument("--stereo", choices=STEREO_MODES, default=None,
                    help="a 3D composition shown as: left or right (one eye; default left), "
-                        "side-by-side, top-bottom, anaglyph (red/cyan) or frame-sequential (the "
-                        "eyes in turn at twice the rate); refused for a 2D one")
+                        "side-by-side, top-bottom, anaglyph (red/cyan), frame-sequential (the "
+                        "eyes in turn at twice the rate) or quad-buffer (an eye a back buffer of a "
+                        "stereo OpenGL display: 3D projectors and monitors); refused for a 2D one")
 
 
 def cluster_arguments(p, what: str, *, frames: bool = True) -> None:

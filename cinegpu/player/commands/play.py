@@ -11,7 +11,7 @@ from pathlib import Path
 from cinegpu.decode import BackendUnavailable, PipelineError
 from cinegpu.decode.cpus import usable_cores
 from cinegpu.interop import TARGETS, choose_target
-from cinegpu.interop.window import has_display, open_window
+from cinegpu.interop.window import NoStereoDisplay, has_display, open_window
 from cinegpu.media import MediaError, open_source
 
 from ..audio import AudioDeviceError, measure_offset, offset_text, open_feed
@@ -24,6 +24,7 @@ from ..stereo import stereo_source
 from .args import (
     UsageError,
     captions_argument,
+    check_stereo,
     check_tier1,
     playback_options,
     positive_int,
@@ -118,6 +119,7 @@ def _run(args) -> int:
             return 2
     try:
         check_tier1(args.backend, args.tier1)
+        check_stereo(args.stereo, headless)
         media = open_source(path, keys=key_ring(args), ov=args.ov)
     except (MediaError, UsageError, BackendUnavailable) as exc:
         print(f"cinegpu play: {exc}", file=sys.stderr)
@@ -165,7 +167,13 @@ def play(media, settings: PlaySettings, *, source=None):
         from ..subtitles import subtitles_for  # noqa: PLC0415  (start-up: PIL and the timed-text readers, ~50-90 ms)
         subtitles = subtitles_for(media, source.frame_count, source.edit_rate or rate, on=bool(subtitles),
                                   file=s.subtitle_file, captions=s.captions)
-    window = open_window(*_window_size(source.width, source.height), headless=s.headless, title=title)
+    eyes = getattr(source, "eyes", 1)     # 2: quad-buffer stereo, an eye a back buffer
+    try:
+        window = open_window(*_window_size(source.width, source.height // eyes), headless=s.headless,
+                             title=title, stereo=eyes == 2)
+    except NoStereoDisplay as exc:
+        source.close()
+        raise UsageError(f"--stereo quad-buffer: {exc.detail}") from None
     try:
         target = _target(s.interop, source.backend)
         player = Player(source, window, target, Presenter(), rate=rate, loop=s.loop, screenshots=s.screenshots,

@@ -16,6 +16,7 @@ from ..settings import Access, ConnectionLimits, Playback, ServeSettings
 from .args import (
     UsageError,
     captions_argument,
+    check_stereo,
     check_tier1,
     playback_options,
     positive_int,
@@ -131,6 +132,7 @@ def run(args) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
     try:
         check_tier1(args.backend, args.tier1)
+        check_stereo(args.stereo, args.headless or not has_display())
         token = token_of(args, warn=lambda m: print(m, file=sys.stderr))
         keys = key_ring(args, args.kdm_dir, warn=lambda m: print(f"cinegpu serve: {m}", file=sys.stderr),
                         key_alone=True)

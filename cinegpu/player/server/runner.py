@@ -99,7 +99,8 @@ def serve(settings: ServeSettings, *, out=sys.stdout) -> int:
     settings.limits.check()
     token, generated = check_access(settings.access, host)
     library = Library(settings.library)
-    window = open_window(*settings.window_size, headless=settings.playback.headless, title="cinegpu serve")
+    window = open_window(*settings.window_size, headless=settings.playback.headless, title="cinegpu serve",
+                         stereo=settings.playback.stereo == "quad-buffer")
     engine = make_engine(settings, library, window)
     sock = bind(host, port)
     access = settings.access

@@ -225,7 +225,7 @@ class DrawRecorder:
     def __init__(self):
         self.overlays: list[bool] = []
 
-    def draw(self, *args, overlay=None):
+    def draw(self, *args, overlay=None, eyes=1):
         self.overlays.append(overlay is not None)
 
     def close(self):
