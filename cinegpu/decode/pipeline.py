@@ -59,6 +59,8 @@ log = logging.getLogger("cinegpu.decode")
 
 #: seconds between looks at a frame's GPU work while :meth:`FramePipeline.get` serves the workers
 GPU_POLL_S = 0.0005
+#: Stream pairs frames alone (batch 1) take in turn on a GPU (:meth:`FramePipeline._frame_streams`).
+FRAME_STREAMS = 3
 
 
 @dataclass(frozen=True)
@@ -228,7 +230,9 @@ class FramePipeline:
         With 1 (the default) everything runs on the current device.
         ``overlap``: with ``batch`` > 1, each GPU queues tier-1 and reconstruction on two
         streams of its own (reconstruction first in priority), so that one batch's
-        reconstruction runs beside the next batch's tier-1; False: both on the caller's stream.
+        reconstruction runs beside the next batch's tier-1; with ``batch`` 1, frames take
+        :data:`FRAME_STREAMS` such pairs in turn, so that frames overlap on the GPU; False:
+        everything on the caller's stream.
         ``gpu_tier1``: tier-1 on the GPU (None: where the back end can; False: in the workers,
         the GPU reconstructing; True where the back end cannot: ValueError)."""
         if batch < 1:
@@ -245,6 +249,8 @@ class FramePipeline:
         self._gpu_turn = 0
         self.overlap = overlap
         self._streams: dict[int, tuple] = {}    # GPU -> (tier-1 stream, reconstruction stream)
+        self._frame_pairs: dict[int, list] = {}     # GPU -> the stream pairs of frames alone
+        self._frame_turn: dict[int, int] = {}       # GPU -> the next of them
         if gpus is None or gpus > 1:
             if not self.decoder.selected.cuda:
                 raise ValueError(f"several GPUs need the cuda back end, not {self.backend}")
@@ -409,6 +415,24 @@ class FramePipeline:
                 self._done[job.seq] = _Done(job.key, result, job.slot, work, k)
         self.stats["reconstruct_s"] += time.perf_counter() - t0
 
+    def _frame_streams(self, k: int):
+        """GPU ``k``'s next (tier-1, reconstruction) stream pair for a frame alone (batch 1):
+        :data:`FRAME_STREAMS` pairs in turn, so that a frame's tier-1 runs beside the tail of
+        the one before (its longest code-blocks, a few threads' work, which alone leave the
+        GPU idle for milliseconds); None without ``overlap`` or with batches (each a pair of
+        its own, :meth:`_batch_streams`)."""
+        if not self.overlap or self.batch > 1 or not self.decoder.selected.cuda:
+            return None
+        pairs = self._frame_pairs.get(k)
+        if pairs is None:
+            cuda = self.decoder.xp.cuda
+            pairs = self._frame_pairs[k] = [(cuda.Stream(non_blocking=True, priority=0),
+                                             cuda.Stream(non_blocking=True, priority=-(1 << 10)))
+                                            for _ in range(FRAME_STREAMS)]
+        turn = self._frame_turn.get(k, 0)
+        self._frame_turn[k] = (turn + 1) % len(pairs)
+        return pairs[turn]
+
     def _batch_streams(self, k: int):
         """GPU ``k``'s (tier-1, reconstruction) streams for batches (made on first use, in
         its context), or None to queue both on the caller's stream."""
@@ -432,7 +456,7 @@ class FramePipeline:
             components = check_components(job.request.components, job.prep.cs.siz.Csiz)
             with self._on_gpu(k):
                 result, work = job.mode.finish(self._decoders[k], job, self._output(job), reply, components,
-                                               self.to_host)
+                                               self.to_host, self._frame_streams(k))
         except CodestreamError as exc:
             result = exc
             self.stats["errors"] += 1

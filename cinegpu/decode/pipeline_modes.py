@@ -82,9 +82,11 @@ class FrameMode:
         raise NotImplementedError
 
     def finish(self, decoder: Decoder, job: Job, buf, reply: Reply, components,
-               to_host: bool) -> tuple[Frame, GpuWork | None]:
+               to_host: bool, streams=None) -> tuple[Frame, GpuWork | None]:
         """In the pipeline's process: the frame out of the worker's ``reply`` and ``buf``, and
-        the GPU work still to wait for (None: none). ``components``: checked indices or None."""
+        the GPU work still to wait for (None: none). ``components``: checked indices or None.
+        ``streams``: the (tier-1, reconstruction) streams a mode that queues GPU work uses
+        (None: the current one)."""
         raise NotImplementedError
 
 
@@ -104,7 +106,7 @@ class CoefficientsMode(FrameMode):
         return CoefficientsWritten(task.seq, reports)
 
     def finish(self, decoder: Decoder, job: Job, buf, reply: CoefficientsWritten, components,
-               to_host: bool) -> tuple[Frame, None]:
+               to_host: bool, streams=None) -> tuple[Frame, None]:
         t0 = time.perf_counter()
         coeffs = np.ndarray((job.prep.size,), np.int32, buffer=buf)
         stage: dict[str, float] = {}
@@ -131,7 +133,7 @@ class SamplesMode(FrameMode):
         return SamplesWritten(task.seq, reports, specs, time.perf_counter() - t0)
 
     def finish(self, decoder: Decoder, job: Job, buf, reply: SamplesWritten, components,
-               to_host: bool) -> tuple[Frame, None]:
+               to_host: bool, streams=None) -> tuple[Frame, None]:
         frame = finish_frame(job.prep, load_arrays(buf, reply.planes), reply.reports, components,
                              reply.reconstruct_s)
         frame.timings["latency"] = time.perf_counter() - job.submitted
@@ -170,10 +172,10 @@ class SegmentsMode(FrameMode):
         return SegmentsWritten(task.seq, reports, tuple(written))
 
     def finish(self, decoder: Decoder, job: Job, buf, reply: SegmentsWritten, components,
-               to_host: bool) -> tuple[Frame, GpuWork]:
+               to_host: bool, streams=None) -> tuple[Frame, GpuWork]:
         """Queue tier-1 and reconstruction on the GPU from the worker's tier-2 arrays, without
         waiting: while they run, the pipeline goes on receiving and launching later frames."""
-        return self.finish_batch(decoder, [(job, buf, reply, components)], to_host)[0]
+        return self.finish_batch(decoder, [(job, buf, reply, components)], to_host, streams)[0]
 
     @staticmethod
     def finish_batch(decoder: Decoder, items: list, to_host: bool, streams=None) -> list[tuple[Frame, GpuWork]]:

@@ -93,8 +93,11 @@ def test_tiny_codestream_decodes():
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("gpu_tier1", [True, False], ids=["tier1-gpu", "tier1-cpu"])
-def test_cuda_pipeline_matches_the_cpu_decode(frames, gpu_tier1):
-    with FramePipeline(backend="cuda", workers=2, gpu_tier1=gpu_tier1) as pipe:
+@pytest.mark.parametrize("overlap", [True, False], ids=["frames-on-stream-pairs", "one-stream"])
+def test_cuda_pipeline_matches_the_cpu_decode(frames, gpu_tier1, overlap):
+    """Frames alone (batch 1) on FRAME_STREAMS stream pairs in turn, or all on the caller's
+    stream, decode as the CPU does."""
+    with FramePipeline(backend="cuda", workers=2, gpu_tier1=gpu_tier1, overlap=overlap) as pipe:
         assert pipe.backend == "cuda"
         assert pipe.mode.name == ("segments" if gpu_tier1 else "coefficients")
         results = list(pipe.map(frames))
