@@ -287,10 +287,13 @@ class RowBatch:
         return cls(tuple(rows), tuple(segs), tuple(data), tuple(int(b) for b in out_bases), entries)
 
     def rebase(self, table, order) -> None:
-        """In place, numpy or CuPy: part k's table rows and work order shifted to the batch's."""
+        """In place, numpy or CuPy: part k's table rows and work order shifted to the batch's.
+        A part all of whose offsets are 0 (the first tile of a batch's first frame: the whole
+        of a one-tile frame decoded alone) is left as it is: on the GPU its four additions
+        were four launches, about 0.2 ms of the host's time a frame."""
         for k, base in enumerate(self.out):
             r0, r1 = self.rows[k], self.rows[k + 1]
-            if r0 == r1:
+            if r0 == r1 or r0 == self.data[k] == self.segs[k] == base == 0:
                 continue
             block = table[r0:r1]
             block[:, CB_DATA] += self.data[k]

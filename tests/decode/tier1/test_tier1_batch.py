@@ -80,6 +80,19 @@ def test_rebase_moves_each_parts_offsets_and_leaves_the_parts_alone(frames):
     assert batch.entries == max(p.entries if p.entries is not None else scratch_entries(p.table) for p in parts)
 
 
+def test_a_part_at_the_batch_start_is_left_alone_and_any_offset_moves_it(frames):
+    """The first part of a batch at output 0 has nothing to shift (the whole of a one-tile
+    frame decoded alone); the same part written at another output offset is shifted."""
+    parts, _, _ = _parts(frames[:1])
+    part = parts[0]
+    for base in (0, 1000):
+        batch = RowBatch.of([part], [base])
+        _, table, _, _, order = batch.concatenate([part])
+        assert np.array_equal(table[:, CB_OUT], part.table[:, CB_OUT] + base)
+        assert np.array_equal(np.delete(table, CB_OUT, axis=1), np.delete(part.table, CB_OUT, axis=1))
+        assert sorted(order.tolist()) == list(range(part.table.shape[0]))
+
+
 def test_pipeline_refuses_a_batch_below_one():
     with pytest.raises(ValueError, match="batch"):
         FramePipeline(backend="cpu", workers=1, batch=0)
