@@ -45,6 +45,7 @@ import numpy as np
 
 from cinegpu.decode.shm import SHM_FOLDER, create_segment, reclaim_orphans
 from cinegpu.decode.workers import START_SILENCE_S, Broken, Ready, WorkerPool, announce_compiles
+from cinegpu.jobs.frame_dealing import FrameDealer
 from cinegpu.jobs.master_job import FrameCoding
 from cinegpu.jobs.mps import mps_serves
 from cinegpu.media import errors
@@ -337,12 +338,15 @@ class ProcessCoders:
 
     def __init__(self, setup: Callable[[int], CoderSetup], processes: int,
                  start_silence: float = START_SILENCE_S, timeline: list | None = None,
-                 slot_bytes: int = SLOT_BYTES):
+                 slot_bytes: int = SLOT_BYTES, runs: bool = False):
         self.processes = processes
         self._setups = [setup(p) for p in range(processes)]
         self.threads = self._setups[0].threads
         #: frames in flight per process: twice its threads, so that none waits for work
         self.capacity = 2 * self.threads
+        #: who codes which frame: with ``runs`` (a video file, each process decoding it in
+        #: order) a process's threads' worth of consecutive frames at a time, else one by one
+        self._dealer = FrameDealer(processes, self.capacity, self.threads if runs else 1)
         self.window = processes * self.capacity
         #: coded frames that may wait here for an older one (the writer takes them in
         #: order): as many again as the processes hold, so that one slow frame at the head
@@ -418,16 +422,18 @@ class ProcessCoders:
 
     def has_room(self) -> bool:
         """Whether another frame may be submitted now: a process holds fewer than
-        :attr:`capacity` frames, and fewer than :attr:`reorder` coded frames wait for an
-        older one. (Counting the waiting frames against the processes' own window instead
+        :attr:`capacity` frames (room for a whole run where frames go in runs), and fewer than
+        :attr:`reorder` coded frames wait for an older one. (Counting the waiting frames against the processes' own window instead
         made every process wait for the slowest one's frame at the head of the line.  Reading
         the replies already in the pipes here, at every call, did not help: it was slower on 4
         GPUs, docs/performance.md; :meth:`next` reads them once a frame instead.)"""
-        return min(len(h) for h in self._held) < self.capacity and len(self._done) < self.reorder
+        return self._dealer.has_room([len(h) for h in self._held]) and len(self._done) < self.reorder
 
     def submit(self, i: int) -> None:
-        """Send input frame ``i`` to the process holding the fewest frames."""
-        p = min(range(self.processes), key=lambda k: len(self._held[k]))
+        """Send input frame ``i`` (frames come in order) to the process the dealer picks
+        (:class:`.frame_dealing.FrameDealer`: the one holding the fewest, or the one whose run
+        it continues)."""
+        p = self._dealer.deal([len(h) for h in self._held])
         seq = next(self._seq)
         if self.timeline is not None:
             self._sent[seq] = time.monotonic()

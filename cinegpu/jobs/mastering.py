@@ -113,8 +113,9 @@ def master(job: MasterJob, *, progress: bool = True, timeline: list | None = Non
         if job.compute.cluster is not None:
             coders = _cluster_coders(job, coding, threads)
         elif processes > 1:
+            # a video file is decoded in order by each process: its frames go out in runs
             coders = ProcessCoders(_process_setups(coding, encoders, threads, private),
-                                   processes, timeline=timeline)
+                                   processes, timeline=timeline, runs=getattr(coding.read, "sequential", False))
         else:
             # the reader itself (frame 0 read again): the upload seam takes image files and
             # video frames by their readers' own paths (jobs/frame_uploads.py)

@@ -37,6 +37,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
+from typing import ClassVar
 
 import av
 import numpy as np
@@ -63,8 +64,9 @@ AHEAD_BYTES = 512 << 20
 #: decoded forward, rather than sought, across one frame more than its readers: a process's
 #: threads ask for frames a few apart, each the next of its own, so the frames between are
 #: theirs (kept, :data:`AHEAD_BYTES`), where a seek would flush libavcodec's frame threads;
-#: further on they are another process's (mastering's encoder processes take turns), and
-#: decoding them would be work thrown away.  A long-GOP stream is decoded forward across two
+#: further on they are another process's (mastering deals a video file's frames to its
+#: encoder processes in runs, :mod:`cinegpu.jobs.frame_dealing`), and decoding them would be
+#: work thrown away.  A long-GOP stream is decoded forward across two
 #: seconds, a seek costing the decode from a keyframe.
 READERS_COUNTED = 64
 #: Most decoder threads of an open file (libavcodec's frame or slice threads): one a usable
@@ -122,6 +124,9 @@ class VideoFrames:
     intra: bool
     sound: tuple[int, ...] = ()
     limit: tuple[int, int] | None = None
+    #: decoded in order: a reader (a process of mastering's) does best with runs of
+    #: consecutive frames, each further frame reached by decoding the ones before it
+    sequential: ClassVar[bool] = True
 
     def __len__(self) -> int:
         return self.count

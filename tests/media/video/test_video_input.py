@@ -169,6 +169,41 @@ def test_a_process_asking_every_sixteenth_frame_seeks_rather_than_decode_the_oth
     assert np.array_equal(got[1], open_video(clips["prores"])(19))
 
 
+@pytest.mark.parametrize("runs", [True, False], ids=["dealt-in-runs", "dealt-one-by-one"])
+def test_an_encoder_process_dealt_runs_decodes_its_own_frames_only(clips, tmp_path, runs):
+    """One encoder process of four, four threads, reading the frames mastering's dealer gives
+    it: dealt in runs (a video file's way, ``VideoFrames.sequential``) it decodes its runs
+    and a frame before each; dealt one by one (every fourth frame) it went through most of
+    the other processes' frames as well."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from cinegpu.jobs.frame_dealing import FrameDealer
+    from helpers.dealing import deal_all
+
+    clip = tmp_path / "own.mov"
+    shutil.copyfile(clips["prores"], clip)
+    v = open_video(clip)
+    assert v.sequential
+    mine = deal_all(FrameDealer(4, 8, 4 if runs else 1), v.count)[0]
+    reader = _decoder(v, os.getpid())
+    decoded = []
+    frames = reader._frames
+
+    def counted():
+        for frame in frames():
+            decoded.append(frame)
+            yield frame
+    reader._frames = counted
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(v.planes, mine))
+    assert len(got) == len(mine) >= 8
+    runs_of_mine = 1 + sum(b != a + 1 for a, b in zip(mine, mine[1:]))
+    if runs:
+        assert len(decoded) <= len(mine) + 2 * runs_of_mine, (mine, len(decoded))
+    else:
+        assert len(decoded) >= 2 * len(mine), (mine, len(decoded))
+
+
 @pytest.mark.parametrize("name,matrix", [("prores", "bt709"), ("h264", "bt709"),
                                          ("ffv1", "bt709"), ("ntsc", "bt709")])
 def test_each_frame_is_the_one_ffmpeg_decodes(clips, name, matrix):
