@@ -147,10 +147,9 @@ def test_threads_reading_a_few_frames_apart_make_no_seek(clips, tmp_path):
     assert all(np.array_equal(got[i], in_order[i]) for i in range(13))
 
 
-def test_a_process_asking_every_sixteenth_frame_seeks_rather_than_decode_the_others(clips, tmp_path):
-    """Mastering's encoder processes take turns: one of them asks for frames many apart, and
-    the frames between are other processes'. An intra-only stream is sought to each, not
-    decoded forward across the others' frames (work thrown away)."""
+def _counted_reader(clips, tmp_path):
+    """A copy of the ProRes clip opened (a decoder of its own, no frames kept by other tests),
+    its process's reader, and the list its decoded frames are added to as they come."""
     clip = tmp_path / "own.mov"
     shutil.copyfile(clips["prores"], clip)
     v = open_video(clip)
@@ -163,6 +162,14 @@ def test_a_process_asking_every_sixteenth_frame_seeks_rather_than_decode_the_oth
             decoded.append(frame)
             yield frame
     reader._frames = counted
+    return v, reader, decoded
+
+
+def test_a_process_asking_every_sixteenth_frame_seeks_rather_than_decode_the_others(clips, tmp_path):
+    """Mastering's encoder processes take turns: one of them asks for frames many apart, and
+    the frames between are other processes'. An intra-only stream is sought to each, not
+    decoded forward across the others' frames (work thrown away)."""
+    v, reader, decoded = _counted_reader(clips, tmp_path)
     got = [v(i) for i in (3, 19, 35)]
     # each seek lands on the frame before (a quarter frame early, then the keyframe before)
     assert reader.seeks == 3 and len(decoded) == 6 and set(reader.ahead) <= {2, 18, 34}
@@ -180,20 +187,9 @@ def test_an_encoder_process_dealt_runs_decodes_its_own_frames_only(clips, tmp_pa
     from cinegpu.jobs.frame_dealing import FrameDealer
     from helpers.dealing import deal_all
 
-    clip = tmp_path / "own.mov"
-    shutil.copyfile(clips["prores"], clip)
-    v = open_video(clip)
+    v, _, decoded = _counted_reader(clips, tmp_path)
     assert v.sequential
     mine = deal_all(FrameDealer(4, 8, 4 if runs else 1), v.count)[0]
-    reader = _decoder(v, os.getpid())
-    decoded = []
-    frames = reader._frames
-
-    def counted():
-        for frame in frames():
-            decoded.append(frame)
-            yield frame
-    reader._frames = counted
     with ThreadPoolExecutor(4) as pool:
         got = list(pool.map(v.planes, mine))
     assert len(got) == len(mine) >= 8
