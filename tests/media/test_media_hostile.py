@@ -410,6 +410,7 @@ def test_bad_first_frame_is_reported_and_concealed(tmp_path, kind):
         assert first_profile(src, parse_profile).width == 1998
 
 
+@pytest.mark.slow  # long: in the slow pass (issue 50: the quick pass under 150 s)
 def test_cli_play_conceals_a_bad_first_frame(tmp_path):
     frames = sample_frames()
     path = tmp_path / "empty0.mxf"

@@ -179,6 +179,7 @@ def test_hostile_kdms_are_one_media_error(make, kind, words):
         K.check_signature(k)        # entities: parsed without expansion, then refused
 
 
+@pytest.mark.slow  # long: in the slow pass (issue 50: the quick pass under 150 s)
 def test_inspect_prints_the_fields_and_with_the_key_the_keys(tmp_path, private_keys):
     r = cinegpu("kdm", "inspect", str(EASYDCP), "--key", str(private_keys["easydcp"]), "--json")
     assert r.returncode == 1, r.stderr          # the window and the leaf's extension: problems

@@ -228,6 +228,7 @@ def test_keys_stay_out_of_errors_and_logs(world, caplog):
 
 
 # -- the command line ----------------------------------------------------------------------------
+@pytest.mark.slow  # long: in the slow pass (issue 50: the quick pass under 150 s)
 def test_play_refuses_without_keys_and_with_an_expired_kdm(world):
     r = cinegpu("play", "--headless", "--audio", "off", str(world["enc"].root))
     assert r.returncode == 2 and "a KDM is needed" in r.stderr and "Traceback" not in r.stderr
@@ -258,6 +259,7 @@ def test_play_with_the_key_file_shows_the_clear_packages_picture(world, tmp_path
     np.testing.assert_array_equal(read_png16(shots["enc"]), read_png16(shots["clear"]))
 
 
+@pytest.mark.slow  # long: in the slow pass (issue 50: the quick pass under 150 s)
 def test_play_conceals_a_changed_frame_and_goes_on(world, tmp_path, gl):
     keys = write_key_file(tmp_path / "keys.txt", world["enc"].keys.values(), world["enc"].cpl_id)
     dst = _changed(world, tmp_path, 2)

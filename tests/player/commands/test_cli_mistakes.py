@@ -173,6 +173,7 @@ def test_a_device_named_as_a_file_is_one_line_and_exit_2(named_files, args, word
     assert len(lines) == 1 and words in lines[0], r.stderr
 
 
+@pytest.mark.slow  # long: in the slow pass (issue 50: the quick pass under 150 s)
 def test_serve_refuses_a_token_on_the_command_line(tmp_path):
     """Issue 51, item 5: ``--token T`` is readable in /proc/PID/cmdline; refused, naming the safe ways."""
     r = cinegpu("serve", "--library", tmp_path, "--headless", "--token", "cmdline-token-0123", timeout=60)
@@ -209,6 +210,7 @@ def test_a_failing_peer_is_reported_as_failing(tmp_path):
     assert failed.frames == 0 and "failed on bad.j2c (frame 1): exit code" in failed.note
 
 
+@pytest.mark.slow  # long: in the slow pass (issue 50: the quick pass under 150 s)
 def test_bench_compare_names_the_peers_it_left_out(tmp_path):
     """bench --compare says which peers it left out for not being installed (nvJPEG2000's rows
     without nvImageCodec's package among them), in one line after the rows (issue 54, item 5)."""
