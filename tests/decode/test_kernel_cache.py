@@ -82,6 +82,7 @@ def _target(before: str = "", **env) -> list[str]:
     return r.stdout.split()
 
 
+@pytest.mark.slow  # long: in the slow pass (issue 50: the quick pass under 150 s)
 def test_numba_compiles_for_the_portable_level_where_the_host_has_it():
     import llvmlite.binding as llvm
     features = llvm.get_host_cpu_features()

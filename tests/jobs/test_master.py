@@ -219,6 +219,7 @@ def test_master_then_play_headless(tmp_path):
     assert (tmp_path / "shot.png").is_file()
 
 
+@pytest.mark.slow  # long: in the slow pass (issue 50: the quick pass under 150 s)
 @needs_encoder
 def test_master_single_tiff_4k_scope_xyz(tmp_path):
     import tifffile
