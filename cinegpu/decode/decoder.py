@@ -145,7 +145,7 @@ class Decoder:
                  max_pixels: int | None = DEFAULT_MAX_PIXELS, max_memory: int | None = DEFAULT_MAX_MEMORY) -> None:
         """``backend``: a name :func:`~cinegpu.decode.backend.select_backend` takes ("cpu", the
         default, "cuda", "auto", "numpy"). ``gpu_tier1``: run tier-1 on the GPU too (default: with the
-        CUDA back end).
+        CUDA back end; True with another back end: ValueError).
 
         ``max_pixels`` (samples of one component at the decoded resolution) and ``max_memory``
         (bytes, estimated from the headers) bound every frame; a frame beyond them raises
@@ -156,7 +156,9 @@ class Decoder:
         #: the :class:`~cinegpu.decode.backend.Backend` in use; ``backend`` is its name
         self.selected: Backend = select_backend(backend)
         self.transform, self.xp, self.backend = self.selected.transform, self.selected.xp, self.selected.name
-        self.gpu_tier1 = self.selected.gpu_tier1 if gpu_tier1 is None else (gpu_tier1 and self.selected.gpu_tier1)
+        if gpu_tier1 and not self.selected.gpu_tier1:     # asked for, not silently dropped
+            raise ValueError(f"tier-1 on the GPU needs the cuda back end, not {self.backend}")
+        self.gpu_tier1 = self.selected.gpu_tier1 if gpu_tier1 is None else gpu_tier1
         self.limits = Limits(max_pixels, max_memory)
         #: plans by (class key, tile): a tile's own, or its class's first moved to it
         self._plans: dict[tuple, TilePlan] = {}

@@ -242,8 +242,6 @@ class FramePipeline:
         max_pixels, max_memory = limits.max_pixels, limits.max_memory
         self.decoder = Decoder(backend, gpu_tier1=gpu_tier1, max_pixels=max_pixels, max_memory=max_memory)
         self.backend = self.decoder.backend
-        if gpu_tier1 and not self.decoder.gpu_tier1:
-            raise ValueError(f"tier-1 on the GPU needs the cuda back end, not {self.backend}")
         #: one decoder per GPU (devices 0 ..), or just ``decoder`` on the current device
         self._decoders = [self.decoder]
         self._gpu_turn = 0

@@ -338,8 +338,8 @@ class DecodeAheadSource(_AheadSource):
 
         selected = select_backend(backend)
         gpu_tier1 = gpu_tier1_of(tier1)
-        if gpu_tier1 and not selected.gpu_tier1:
-            raise ValueError(f"tier-1 on the GPU needs the cuda back end, not {selected.name}")
+        if gpu_tier1:       # refused (a CPU back end) here, before any thread, by the Decoder's rule
+            Decoder(selected.name, gpu_tier1=True)
         self._setup(media, selected.name, colour, primaries, depth, auto_resolution)
         self._factory = decoder_factory or (lambda: Decoder(self.backend, gpu_tier1=gpu_tier1))
         self._threads = [threading.Thread(target=self._work, name=f"decode-ahead-{i}", daemon=True)

@@ -53,6 +53,10 @@ def test_tier1_on_the_gpu_of_a_cpu_pipeline_is_refused_before_any_worker_starts(
 
     with pytest.raises(ValueError, match="tier-1 on the GPU needs the cuda back end, not cpu"):
         FramePipeline(backend="cpu", workers=1, gpu_tier1=True)
+    from cinegpu.decode.decoder import Decoder
+
+    with pytest.raises(ValueError, match="tier-1 on the GPU needs the cuda back end, not cpu"):
+        Decoder("cpu", gpu_tier1=True)      # the rule is the decoder's: nothing drops it silently
 
 
 def test_cuda_without_cupy_is_backend_unavailable(no_cupy):
