@@ -48,7 +48,7 @@ from .plan import (
     translated,
     translation_period,
 )
-from .reconstruct import frame_layout, reconstruct_frame, reconstruct_tile
+from .reconstruct import frame_layout, reconstruct_frame, reconstruct_mct_of, reconstruct_tile
 from .request import DecodeRequest
 from .strictness import Fault, Strictness
 from .tile import TileReport, TileSegments, check_tier1_status, missing_tile, missing_tile_report, tier2_tile
@@ -531,6 +531,58 @@ class Decoder:
             if timings is not None:
                 timings["download"] = time.perf_counter() - t1
         return out
+
+    @memory_guard
+    def reconstruct_frames(self, preps: list[Prepared], coeffs: list, components: list, *,
+                           to_host: bool = True) -> list[list]:
+        """:meth:`reconstruct` of each of several frames (``coeffs``: each one's buffer,
+        ``components``: each one's checked indices or None). Frames of one plan, one tile whose
+        three components go through the MCT, all components wanted, whose coefficients lie evenly
+        in one device buffer (a batch's tier-1 output) are reconstructed together: each kernel
+        launched once for all of them (:func:`~.transform.cuda_backend.reconstruct_mct_frames`),
+        the same samples as frame by frame; others frame by frame."""
+        batched = self._frames_together(preps, coeffs, components)
+        if batched is not None:
+            planes = self.transform.reconstruct_mct_frames(*batched)
+            if planes is not None:
+                if not to_host:
+                    return [list(frame) for frame in planes]
+                host = self.xp.asnumpy(planes)
+                return [list(frame) for frame in host]
+        return [self.reconstruct(p, c, comp, to_host=to_host) for p, c, comp in zip(preps, coeffs, components)]
+
+    def _frames_together(self, preps: list[Prepared], coeffs: list, components: list) -> tuple | None:
+        """The arguments of ``reconstruct_mct_frames`` for frames :meth:`reconstruct_frames`
+        reconstructs together, or None."""
+        first = preps[0]
+        if (len(preps) < 2 or self.xp is np or not hasattr(self.transform, "reconstruct_mct_frames")
+                or len(first.plans) != 1 or any(c is not None for c in components)):
+            return None
+        plan, s = first.plans[0], first.cs.siz
+        if s.Csiz != 3 or not plan.mct or any(len(p.plans) != 1 or p.plans[0] is not plan for p in preps):
+            return None
+        sizes, origins = s.component_sizes(first.reduce), s.component_origins(first.reduce)
+        for c, tc in enumerate(plan.components):
+            res = tc.resolutions[tc.decoded - 1]
+            (cy0, cx0), (w, h) = origins[c], sizes[c]
+            if (res.x0 - cx0, res.y0 - cy0, res.x1 - cx0, res.y1 - cy0) != (0, 0, w, h):
+                return None     # the tile does not cover the component: placed frame by frame
+        buffer = coeffs[0].base if coeffs[0].base is not None else coeffs[0]
+        stride = plan.coeff_size
+        start = coeffs[0].data.ptr - buffer.data.ptr
+        if start % 4 or any(c.data.ptr != coeffs[0].data.ptr + 4 * stride * k for k, c in enumerate(coeffs)):
+            return None
+        start //= 4
+        if buffer.ndim != 1 or start + stride * len(preps) > buffer.size:
+            return None
+        dtypes = sample_dtypes(s.Ssiz)
+        dtype = dtypes[0] if dtypes[0] == dtypes[1] == dtypes[2] else None
+        if dtype is None:
+            return None
+        reversible = reconstruct_mct_of(plan)
+        return (buffer[start : start + stride * len(preps)], len(preps), stride,
+                [tc.flat_layout() for tc in plan.components], reversible,
+                [s.precision(c) for c in range(3)], [s.signed(c) for c in range(3)], dtype)
 
     @memory_guard
     def decode(self, data, *, reduce: int = 0, layers: int | None = None, strict: bool | Strictness = False,

@@ -57,6 +57,9 @@ class GpuWork:
     share: float = 1.0
     #: recorded before this frame's reconstruction (None: at ``tier1_done``)
     reconstruct_start: object = None
+    #: this frame's part of the time from ``reconstruct_start`` to ``done`` (the frames of a
+    #: batch are reconstructed together)
+    reconstruct_share: float = 1.0
     #: device memory the GPU work reads on another stream than the one it was allocated on
     #: (the batch's tier-1 output): held until ``done``, so that no later launch reuses it sooner
     keep: object = None
@@ -179,8 +182,10 @@ class SegmentsMode(FrameMode):
 
     @staticmethod
     def finish_batch(decoder: Decoder, items: list, to_host: bool, streams=None) -> list[tuple[Frame, GpuWork]]:
-        """Several frames' tier-1 as one kernel launch, then each frame's reconstruction, all
-        queued without waiting. ``items``: (job, buf, reply, components) per frame, in order.
+        """Several frames' tier-1 as one kernel launch, then their reconstructions
+        (:meth:`~cinegpu.decode.decoder.Decoder.reconstruct_frames`: frames of one geometry in
+        one launch of each kernel), all queued without waiting. ``items``: (job, buf, reply,
+        components) per frame, in order.
 
         ``streams``: (tier-1 stream, reconstruction stream) of the current device, None: both on
         the current stream. With two, the reconstructions wait for the batch's tier-1 (an event)
@@ -214,19 +219,20 @@ class SegmentsMode(FrameMode):
             recon_on.wait_event(tier1_done)
             recon_on.wait_event(mark)
         share = 1.0 / len(items)
-        t_launch = (time.perf_counter() - t0) * share
         results = []
         with recon_on:
-            for (job, _, reply, components), (coeffs, statuses) in zip(items, launched):
-                t1 = time.perf_counter()
-                begin, done = xp.cuda.Event(), xp.cuda.Event()
-                begin.record()
-                out = decoder.reconstruct(job.prep, coeffs, components, to_host=to_host)
-                done.record()
+            begin, done = xp.cuda.Event(), xp.cuda.Event()
+            begin.record()
+            # frames of one geometry: each reconstruction kernel launched once for them all
+            outs = decoder.reconstruct_frames([job.prep for job, *_ in items], [c for c, _ in launched],
+                                              [components for *_, components in items], to_host=to_host)
+            done.record()
+            t_launch = (time.perf_counter() - t0) * share
+            for (job, _, reply, components), (coeffs, statuses), out in zip(items, launched, outs):
                 frame = finish_frame(job.prep, out, reply.reports, components, 0.0)
-                frame.timings["launch"] = t_launch + time.perf_counter() - t1
+                frame.timings["launch"] = t_launch
                 results.append((frame, GpuWork(job.prep, job.submitted, start, tier1_done, done, statuses,
-                                               share=share, reconstruct_start=begin,
+                                               share=share, reconstruct_start=begin, reconstruct_share=share,
                                                keep=coeffs if apart else None)))
         return results
 

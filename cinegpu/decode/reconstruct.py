@@ -55,8 +55,9 @@ from .transform.layout import (
 )
 
 
-def _check_mct(plan: TilePlan) -> bool:
-    """Whether the MCT applies; raise if components 0-2 cannot carry it."""
+def reconstruct_mct_of(plan: TilePlan) -> bool:
+    """Whether the MCT of ``plan``'s components 0-2 is reversible (RCT) or not (ICT); raise
+    :class:`InvalidSegment` if they cannot carry it (sizes or filters differ)."""
     g = plan.geometry
     tcs = g.tcs[:3]
     last = g.res[tcs[:, TC_RES] + tcs[:, TC_DECODED] - 1]   # each one's decoded resolution
@@ -82,7 +83,7 @@ def reconstruct_tile(plan: TilePlan, coeffs, siz, tf: TransformBackend, componen
     n = len(plan.components)
     wanted = set(range(n) if components is None else components)
     mct = bool(plan.mct) and n >= 3 and {0, 1, 2} <= wanted
-    reversible = _check_mct(plan) if mct else False
+    reversible = reconstruct_mct_of(plan) if mct else False
     out: list = [None] * n
     first = 0
     if mct:
@@ -154,7 +155,7 @@ def frame_layout(plans: list[TilePlan], offsets: list[int], siz, reduce: int, dt
     if why == _MISFIT:
         return None
     if why != _FITS:
-        _check_mct(plans[stop])   # raises
+        reconstruct_mct_of(plans[stop])   # raises
     comps: list[list[int]] = [[] for _ in kinds]
     for c, k in enumerate(kind):
         comps[k].append(c)

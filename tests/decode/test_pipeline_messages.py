@@ -179,8 +179,8 @@ class CpuAsGpu:
             out.append((coeffs, []))
         return out
 
-    def reconstruct(self, prep, coeffs, components, *, to_host=True):
-        return self.cpu.reconstruct(prep, coeffs, components)
+    def reconstruct_frames(self, preps, coeffs, components, *, to_host=True):
+        return self.cpu.reconstruct_frames(preps, coeffs, components)
 
 
 @needs_frame

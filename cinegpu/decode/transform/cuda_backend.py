@@ -49,6 +49,7 @@ __all__ = [
     "inverse_rct",
     "reconstruct_mct",
     "reconstruct_mct_flat",
+    "reconstruct_mct_frames",
     "to_samples",
     "xyz_to_rgb",
 ]
@@ -198,6 +199,11 @@ def to_samples(x, precision: int, signed: bool):
 #: tuned on (Hopper)
 _STRIP_BYTES = 72 * 1024
 _NO_DQ = (np.float32(1.0),) * 4
+#: the frame strides of a launch of one frame (the fused kernels take frames batched on a grid axis)
+_ONE_FRAME = np.int64(0)
+#: bytes of level planes a batched reconstruction (:func:`reconstruct_mct_frames`) lays out at
+#: once: its frames go in groups of that much workspace (a 4K DCI frame needs about 140 MB)
+FRAMES_WORK_BYTES = 1 << 30
 
 
 def _tier1(a):
@@ -259,11 +265,12 @@ def _idwt_fused(comps, reversible: bool):
         if m and n:
             if n * 4 > limit:
                 raise ValueError(f"a line of {n} samples does not fit in shared memory")
-            args += [_I32(j > 0), _I32(ml), _I32(nl), _I32(nh), _I32(u0 & 1), _I32(v0 & 1), out, np.int64(m * n)]
+            args += [_I32(j > 0), _I32(ml), _I32(nl), _I32(nh), _I32(u0 & 1), _I32(v0 & 1), out, np.int64(m * n),
+                     _ONE_FRAME, _ONE_FRAME]
             hor((m, nc), (_ROW_THREADS,), tuple(args), shared_mem=n * 4)
             lw = _strip_shift(m, 4, limit)
-            ver((-(-n >> lw), nc), (_COL_THREADS,), (out, np.int64(m * n), _I32(m), _I32(n), _I32(lw), _I32(v0 & 1)),
-                shared_mem=(m << lw) * 4)
+            ver((-(-n >> lw), nc), (_COL_THREADS,), (out, np.int64(m * n), _I32(m), _I32(n), _I32(lw), _I32(v0 & 1),
+                                                    _ONE_FRAME), shared_mem=(m << lw) * 4)
         prev = [out[c] for c in range(nc)]
     return out
 
@@ -328,7 +335,8 @@ def reconstruct_mct(comps, reversible: bool, precisions: Sequence[int], signed: 
     name = "rct_to_samples_i32" if reversible else "ict_to_samples_f32"
     planes = [_dev(p, cupy.int32 if reversible else cupy.float32) for p in planes]
     n = planes[0].size
-    launch_1d(kernel("pointwise", name), n, (*planes, out[0], out[1], out[2], *bounds, np.int64(n)))
+    launch_1d(kernel("pointwise", name), n, (*planes, out[0], out[1], out[2], *bounds, np.int64(n), _ONE_FRAME,
+                                             _ONE_FRAME))
     return out[0], out[1], out[2]
 
 
@@ -387,6 +395,9 @@ class _Launch:
     coeffs_at: tuple = ()
     work_at: tuple = ()
     out_at: tuple = ()
+    #: how the kernel takes frames batched: "hor" (bands' bytes and level samples a frame,
+    #: grid z), "cols" (level samples, grid z), "mct" (level and output samples, grid y)
+    frames: str = "hor"
 
 
 @dataclass(frozen=True)
@@ -403,10 +414,19 @@ class _MctSchedule:
     dtype: np.dtype         #: of the output planes
 
     def run(self, coeffs):
+        out = self.run_frames(coeffs, 1, 0)
+        return out[0, 0], out[0, 1], out[0, 2]
+
+    def run_frames(self, coeffs, frames: int, stride: int, out=None):
+        """The launches for ``frames`` frames whose coefficients lie ``stride`` int32 elements
+        apart in ``coeffs`` (frame 0 at its start), each launch taking them all on a grid axis:
+        a (frames, 3, rows, columns) array of samples (``out``, C-contiguous, when given)."""
         cbase = coeffs.data.ptr
-        work = cupy.empty(max(self.work_elements, 1), cupy.int32)
-        out = cupy.empty((3, *self.shape), self.dtype)
+        work = cupy.empty(max(self.work_elements * frames, 1), cupy.int32)
+        if out is None:
+            out = cupy.empty((frames, 3, *self.shape), self.dtype)
         wbase, obase, plane = work.data.ptr, out.data.ptr, self.dtype.itemsize * self.shape[0] * self.shape[1]
+        fwork, fcoeffs, fout = np.int64(self.work_elements), np.int64(4 * stride), np.int64(3 * plane // self.dtype.itemsize)
         for ln in self.launches:
             args = list(ln.args)
             for i, off in ln.coeffs_at:
@@ -415,8 +435,19 @@ class _MctSchedule:
                 args[i] = np.uint64(wbase + off)
             for c, i in enumerate(ln.out_at):
                 args[i] = np.uint64(obase + c * plane)
-            ln.kernel(ln.grid, ln.block, tuple(args), shared_mem=ln.shared_mem)
-        return out[0], out[1], out[2]
+            if ln.frames == "hor":
+                args += (fcoeffs, fwork)
+            elif ln.frames == "cols":
+                args.append(fwork)
+            else:
+                args += (fwork, fout)
+            ln.kernel((*ln.grid, frames), ln.block, tuple(args), shared_mem=ln.shared_mem)
+        return out
+
+    @property
+    def frame_work_bytes(self) -> int:
+        """Workspace bytes a frame takes (its level planes)."""
+        return 4 * self.work_elements
 
 
 @functools.lru_cache(maxsize=32)
@@ -466,7 +497,7 @@ def _mct_schedule(layouts: tuple, reversible: bool, precisions: tuple, signed: t
             lw = _strip_shift(m, 4, limit)
             launches.append(_Launch(ver, (-(-n >> lw), 3), (_COL_THREADS,), (m << lw) * 4,
                                     (None, np.int64(m * n), _I32(m), _I32(n), _I32(lw), _I32(v0 & 1)),
-                                    work_at=((0, work),)))
+                                    work_at=((0, work),), frames="cols"))
         prev, work = work, work + 4 * 3 * m * n
     m, n = rects[0][-1][3] - rects[0][-1][1], rects[0][-1][2] - rects[0][-1][0]
     if m * n:
@@ -474,8 +505,35 @@ def _mct_schedule(layouts: tuple, reversible: bool, precisions: tuple, signed: t
         threads = 256
         args = (None, None, None, None, None, None, *_sample_bounds(list(precisions), list(signed)), np.int64(m * n))
         launches.append(_Launch(kernel("pointwise", name), (min(-(-m * n // threads), 65535),), (threads,), 0, args,
-                                work_at=tuple((c, prev + 4 * c * m * n) for c in range(3)), out_at=(3, 4, 5)))
+                                work_at=tuple((c, prev + 4 * c * m * n) for c in range(3)), out_at=(3, 4, 5),
+                                frames="mct"))
     return _MctSchedule(tuple(launches), work // 4, (m, n), dtype)
+
+
+def reconstruct_mct_frames(coeffs, frames: int, stride: int, layouts, reversible: bool, precisions: Sequence[int],
+                           signed: Sequence[bool], dtype=None):
+    """:func:`reconstruct_mct_flat` of ``frames`` frames of one geometry whose coefficients lie
+    ``stride`` elements apart in ``coeffs`` (a batch's tier-1 output), each launch of the
+    :class:`_MctSchedule` taking every frame of a group at once (frames on a grid axis): a
+    (frames, 3, rows, columns) array of samples in ``dtype`` (None: int32), frame by frame what
+    :func:`reconstruct_mct_flat` gives. Groups hold :data:`FRAMES_WORK_BYTES` of workspace.
+    None where the layouts take the general path (no schedule: no decomposition level,
+    components of different geometries) or ``dtype`` is not a sample type of the kernels."""
+    kind = _sample_type(dtype)
+    if kind is None or not (isinstance(coeffs, cupy.ndarray) and coeffs.dtype == _I32 and coeffs.flags.c_contiguous):
+        return None
+    sched = _mct_schedule(tuple(layouts), bool(reversible), tuple(int(p) for p in precisions),
+                          tuple(bool(sg) for sg in signed), cupy.cuda.Device().id, kind)
+    if sched is None:
+        return None
+    group = max(1, FRAMES_WORK_BYTES // max(sched.frame_work_bytes, 1))
+    if frames <= group:
+        return sched.run_frames(coeffs, frames, stride)
+    out = cupy.empty((frames, 3, *sched.shape), sched.dtype)
+    for f in range(0, frames, group):
+        k = min(group, frames - f)
+        sched.run_frames(coeffs[f * stride :], k, stride, out[f : f + k])
+    return out
 
 
 def reconstruct_mct_flat(coeffs, layouts, reversible: bool, precisions: Sequence[int], signed: Sequence[bool],

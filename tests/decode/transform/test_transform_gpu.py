@@ -394,3 +394,39 @@ def test_reconstruct_mct_flat_writes_the_sample_type(nlevels, precision, sign, d
             assert cupy.array_equal(g, x.astype(dtype)), where
             diff = np.abs(cupy.asnumpy(g).astype(np.int64) - t.astype(np.int64))
             assert diff.max(initial=0) <= (0 if reversible else 1), where
+
+
+@pytest.mark.parametrize("reversible", [True, False], ids=["53", "97"])
+@pytest.mark.parametrize("nlevels", [0, 1, 2, 5])
+def test_reconstruct_mct_frames_is_each_frame_alone(nlevels, reversible, monkeypatch):
+    """Frames of one geometry reconstructed together (each kernel launched once for all of
+    them, frames on a grid axis) give, frame by frame, exactly what each frame alone gives
+    through the schedule, in groups of any size (the workspace bound); without decomposition
+    levels there is no schedule and the caller takes the frame-by-frame path (None)."""
+    rng = np.random.default_rng(600 + nlevels)
+    precisions, signed = [10, 10, 10], [False, False, False]
+    for (w, h), (u0, v0) in itertools.islice(itertools.product(SIZES, OFFSETS), 1, None, 11):
+        frames = []
+        for _ in range(5):
+            flat, layouts = _flat([_tier1_bands(rng, (u0, v0, u0 + w, v0 + h), nlevels) for _ in range(3)])
+            frames.append(flat)
+        stride = frames[0].size
+        dev = cupy.asarray(np.concatenate(frames))
+        for group in (None, 1, 2):
+            if group is not None:
+                sched = gpu._mct_schedule(tuple(layouts), reversible, tuple(precisions), tuple(signed),
+                                          cupy.cuda.Device().id, np.dtype(np.uint16))
+                if sched is None:
+                    continue
+                monkeypatch.setattr(gpu, "FRAMES_WORK_BYTES", group * sched.frame_work_bytes)
+            got = gpu.reconstruct_mct_frames(dev, len(frames), stride, layouts, reversible, precisions, signed,
+                                             np.uint16)
+            assert (got is None) == (nlevels == 0)
+            if got is None:
+                continue
+            assert got.shape[:2] == (len(frames), 3) and got.dtype == np.uint16
+            for f in range(len(frames)):
+                alone = gpu.reconstruct_mct_flat(dev[f * stride : (f + 1) * stride], layouts, reversible, precisions,
+                                                 signed, np.uint16)
+                for c in range(3):
+                    assert cupy.array_equal(got[f, c], alone[c]), f"frame {f} component {c}, {w}x{h} at {(u0, v0)}"

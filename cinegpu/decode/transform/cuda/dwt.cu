@@ -148,6 +148,11 @@ extern "C" __global__ void transpose_b32(const unsigned int *in, unsigned int *o
 // hh_c) with their four dequantisation factors (9/7; ignored by 5/3); the
 // output planes of all components lie in one buffer, cstride samples apart.
 // Arithmetic as the kernels above (and the numpy twins), step for step.
+//
+// Frames of one geometry batched (cuda_backend.reconstruct_mct_frames):
+// blockIdx.z = frame f, whose tier-1 bands lie f * fcoeffs bytes after frame
+// 0's and whose level planes (a workspace: the LL a level reads when ll_done,
+// the planes it writes) lie f * fwork samples after frame 0's; one frame: 0.
 
 typedef unsigned long long dptr;
 
@@ -188,6 +193,16 @@ __device__ __forceinline__ RowSource row_source(
 #define ROW_SOURCE(c, row) row_source(c, row, ml, nl, nh, pv, ll_done, \
     ll0, hl0, lh0, hh0, qll0, qhl0, qlh0, qhh0, ll1, hl1, lh1, hh1, qll1, qhl1, qlh1, qhh1, \
     ll2, hl2, lh2, hh2, qll2, qhl2, qlh2, qhh2)
+
+// The row source of frame blockIdx.z: the bands fcoeffs bytes a frame further on, the LL of
+// a level above the first (the workspace, 4-byte samples) fwork samples a frame.
+__device__ __forceinline__ RowSource frame_source(RowSource r, long long fcoeffs, long long fwork)
+{
+    const long long f = blockIdx.z;
+    r.lo = (const char *)r.lo + f * (r.lo_done ? 4 * fwork : fcoeffs);
+    r.hi = (const int *)((const char *)r.hi + f * fcoeffs);
+    return r;
+}
 
 // 9/7 lifting step on every column of a strip: line sample i of column j at
 // s[(i << lw) + j]; X(i) += (X(i-1) + X(i+1)) * c for i = first, first + 2, ...
@@ -232,14 +247,15 @@ __device__ __forceinline__ void sr53_strip(int *s, int n, int lw, int p)
     __syncthreads();
 }
 
-// Grid (m, components); block: any width; shared: (nl + nh) floats.
+// Grid (m, components, frames); block: any width; shared: (nl + nh) floats.
 extern "C" __global__ void idwt97_hor_dq_f32(
     BANDS_PARAMS(0), BANDS_PARAMS(1), BANDS_PARAMS(2),
-    int ll_done, int ml, int nl, int nh, int p, int pv, float *out, long long cstride)
+    int ll_done, int ml, int nl, int nh, int p, int pv, float *out, long long cstride,
+    long long fcoeffs, long long fwork)
 {
     extern __shared__ float sh97[];
     const int c = blockIdx.y, n = nl + nh;
-    const RowSource src = ROW_SOURCE(c, blockIdx.x);
+    const RowSource src = frame_source(ROW_SOURCE(c, blockIdx.x), fcoeffs, fwork);
     if (src.lo_done) {
         const float *lo = (const float *)src.lo;
         for (int k = threadIdx.x; k < nl; k += blockDim.x) sh97[2 * k + p] = lo[k];
@@ -249,7 +265,7 @@ extern "C" __global__ void idwt97_hor_dq_f32(
     }
     for (int k = threadIdx.x; k < nh; k += blockDim.x) sh97[2 * k + 1 - p] = __fmul_rn((float)src.hi[k], src.qhi);
     __syncthreads();
-    float *dst = out + c * cstride + (long long)src.out_row * n;
+    float *dst = out + blockIdx.z * fwork + c * cstride + (long long)src.out_row * n;
     if (n == 1) {  // F.3.7: X = Y, or Y / 2 for a lone odd sample
         if (threadIdx.x == 0) dst[0] = p ? __fmul_rn(sh97[0], 0.5f) : sh97[0];
         return;
@@ -258,15 +274,16 @@ extern "C" __global__ void idwt97_hor_dq_f32(
     for (int i = threadIdx.x; i < n; i += blockDim.x) dst[i] = sh97[i];
 }
 
-// Grid (m, components); shared: (nl + nh) ints.  The q factors are unused:
+// Grid (m, components, frames); shared: (nl + nh) ints.  The q factors are unused:
 // tier-1 values are halved toward zero (E.1.2, C division), LL too unless ll_done.
 extern "C" __global__ void idwt53_hor_dq_i32(
     BANDS_PARAMS(0), BANDS_PARAMS(1), BANDS_PARAMS(2),
-    int ll_done, int ml, int nl, int nh, int p, int pv, int *out, long long cstride)
+    int ll_done, int ml, int nl, int nh, int p, int pv, int *out, long long cstride,
+    long long fcoeffs, long long fwork)
 {
     extern __shared__ int sh53[];
     const int c = blockIdx.y, n = nl + nh;
-    const RowSource src = ROW_SOURCE(c, blockIdx.x);
+    const RowSource src = frame_source(ROW_SOURCE(c, blockIdx.x), fcoeffs, fwork);
     const int *lo = (const int *)src.lo;
     if (src.lo_done) {
         for (int k = threadIdx.x; k < nl; k += blockDim.x) sh53[2 * k + p] = lo[k];
@@ -275,7 +292,7 @@ extern "C" __global__ void idwt53_hor_dq_i32(
     }
     for (int k = threadIdx.x; k < nh; k += blockDim.x) sh53[2 * k + 1 - p] = src.hi[k] / 2;
     __syncthreads();
-    int *dst = out + c * cstride + (long long)src.out_row * n;
+    int *dst = out + blockIdx.z * fwork + c * cstride + (long long)src.out_row * n;
     if (n == 1) {  // F.3.7: lone sample; odd: Y / 2 (C division, as OpenJPEG)
         if (threadIdx.x == 0) dst[0] = p ? sh53[0] / 2 : sh53[0];
         return;
@@ -284,13 +301,13 @@ extern "C" __global__ void idwt53_hor_dq_i32(
     for (int i = threadIdx.x; i < n; i += blockDim.x) dst[i] = sh53[i];
 }
 
-// VER_SR in place: grid (ceil(n / 2^lw), components); shared: m << lw samples;
+// VER_SR in place: grid (ceil(n / 2^lw), components, frames); shared: m << lw samples;
 // block: any width (512 used).
-// buf: components' m x n planes, cstride samples apart; pv: parity of v0.
+// buf: components' m x n planes, cstride samples apart, frames fwork apart; pv: parity of v0.
 #define COLS_BODY(T, s, LONE, SR)                                                  \
     extern __shared__ T s[];                                                       \
     const int w = 1 << lw, c0 = blockIdx.x << lw, wc = min(w, n - c0);             \
-    T *base = buf + blockIdx.y * cstride + c0;                                     \
+    T *base = buf + blockIdx.z * fwork + blockIdx.y * cstride + c0;               \
     /* loads in batches of 4 a thread: more bytes in flight at low occupancy */ \
     for (int e0 = threadIdx.x; e0 < (m << lw); e0 += 4 * blockDim.x) {            \
         T v[4];                                                                    \
@@ -315,14 +332,16 @@ extern "C" __global__ void idwt53_hor_dq_i32(
         if (j < wc) base[(long long)(e >> lw) * n + j] = s[e];                     \
     }
 
-extern "C" __global__ void idwt97_cols_f32(float *buf, long long cstride, int m, int n, int lw, int pv)
+extern "C" __global__ void idwt97_cols_f32(float *buf, long long cstride, int m, int n, int lw, int pv,
+                                           long long fwork)
 {
 #define LONE97(x) (pv ? __fmul_rn((x), 0.5f) : (x))  // F.3.7: X = Y, or Y / 2 if odd
     COLS_BODY(float, sv97, LONE97, sr97_strip)
 #undef LONE97
 }
 
-extern "C" __global__ void idwt53_cols_i32(int *buf, long long cstride, int m, int n, int lw, int pv)
+extern "C" __global__ void idwt53_cols_i32(int *buf, long long cstride, int m, int n, int lw, int pv,
+                                           long long fwork)
 {
 #define LONE53(x) (pv ? (x) / 2 : (x))  // F.3.7: lone odd sample halved (C division)
     COLS_BODY(int, sv53, LONE53, sr53_strip)

@@ -139,13 +139,18 @@ __device__ __forceinline__ void rct_to_samples(const int *c0, const int *c1, con
     }
 }
 
+// Frames of one geometry batched: blockIdx.y = frame f, its inputs fin samples and its
+// outputs fout samples after frame 0's (one frame: 0).
 #define MCT_TO_SAMPLES(name, body, in_t, suffix, T)                                                  \
     extern "C" __global__ void name##suffix(const in_t *c0, const in_t *c1, const in_t *c2,          \
                                             T *r, T *g, T *b,                                        \
                                             int s0, int lo0, int hi0, int s1, int lo1, int hi1,      \
-                                            int s2, int lo2, int hi2, long long n)                   \
+                                            int s2, int lo2, int hi2, long long n,                   \
+                                            long long fin, long long fout)                           \
     {                                                                                                \
-        body<T>(c0, c1, c2, r, g, b, s0, lo0, hi0, s1, lo1, hi1, s2, lo2, hi2, n);                   \
+        const long long i0 = blockIdx.y * fin, o0 = blockIdx.y * fout;                               \
+        body<T>(c0 + i0, c1 + i0, c2 + i0, r + o0, g + o0, b + o0,                                  \
+                s0, lo0, hi0, s1, lo1, hi1, s2, lo2, hi2, n);                                        \
     }
 #define MCT_TO_SAMPLES_ALL(name, body, in_t)                   \
     MCT_TO_SAMPLES(name, body, in_t, , int)                    \
