@@ -41,6 +41,7 @@ def captioned(tmp_path_factory):
 
 
 @needs_encoder
+@pytest.mark.slow  # long: masters a DCP with captions (5 s; issue 50: the quick pass under 150 s)
 def test_captions_are_their_own_track_named_closedcaption(captioned):
     (cpl,) = captioned.glob("cpl_*.xml")
     reel = etree.parse(str(cpl)).getroot().find(f"{{{NS_CPL}}}ReelList/{{{NS_CPL}}}Reel/{{{NS_CPL}}}AssetList")
