@@ -131,9 +131,12 @@ def test_device_sink_plays_what_it_is_given_at_the_rate(pulse, tmp_path):
     # the device takes the samples at its rate (its callbacks, timed by the host's clock)
     rate = (p2 - p1) / (t2 - t1)
     assert abs(rate / RATE - 1) < 0.15, rate
-    # and what came out of the server is what was written, channel by channel
-    assert _best_correlation(got[:, 0], left[20000:44000]) > 0.9
-    assert _best_correlation(got[:, 1], right[20000:44000]) > 0.9
+    # and what came out of the server is what was written, channel by channel: five stretches
+    # of 0.1 s found in the recording, the median of them (a recorder on a loaded machine may
+    # drop a moment of one; a wrong channel or wrong samples correlate near 0 in all)
+    for c, sent in ((0, left), (1, right)):
+        found = [_best_correlation(got[:, c], sent[k : k + 4800]) for k in range(20000, 68000, 9600)]
+        assert np.median(found) > 0.9, (c, found)
     assert _best_correlation(got[:, 0], right[20000:44000]) < 0.3
 
 
