@@ -478,8 +478,8 @@ class FramePipeline:
             return exc
         # a batch's launch is shared by its frames; uploads included
         frame.timings["tier1"] = work.share * xp.cuda.get_elapsed_time(work.start, work.tier1_done) / 1e3
-        frame.timings["gpu"] = (work.reconstruct_share * xp.cuda.get_elapsed_time(work.reconstruct_start or work.tier1_done,
-                                                                                  work.done) / 1e3)
+        frame.timings["gpu"] = work.share * xp.cuda.get_elapsed_time(work.reconstruct_start or work.tier1_done,
+                                                                     work.done) / 1e3
         frame.timings["reconstruct"] = frame.timings["gpu"]
         frame.timings["latency"] = time.perf_counter() - work.submitted
         return frame

@@ -53,13 +53,11 @@ class GpuWork:
     tier1_done: object     # past this one the slot's arrays have been read
     done: object
     statuses: list = field(default_factory=list)
-    #: this frame's part of the tier-1 launch (1 / frames in its batch)
+    #: this frame's part of its batch's tier-1 launch and of its reconstruction (1 / frames in
+    #: the batch: the frames of a batch are reconstructed together)
     share: float = 1.0
     #: recorded before this frame's reconstruction (None: at ``tier1_done``)
     reconstruct_start: object = None
-    #: this frame's part of the time from ``reconstruct_start`` to ``done`` (the frames of a
-    #: batch are reconstructed together)
-    reconstruct_share: float = 1.0
     #: device memory the GPU work reads on another stream than the one it was allocated on
     #: (the batch's tier-1 output): held until ``done``, so that no later launch reuses it sooner
     keep: object = None
@@ -232,7 +230,7 @@ class SegmentsMode(FrameMode):
                 frame = finish_frame(job.prep, out, reply.reports, components, 0.0)
                 frame.timings["launch"] = t_launch
                 results.append((frame, GpuWork(job.prep, job.submitted, start, tier1_done, done, statuses,
-                                               share=share, reconstruct_start=begin, reconstruct_share=share,
+                                               share=share, reconstruct_start=begin,
                                                keep=coeffs if apart else None)))
         return results
 

@@ -24,7 +24,6 @@ component's own grid at the resolution named.
 
 from __future__ import annotations
 
-import collections
 import itertools
 import math
 from dataclasses import dataclass, field
@@ -340,14 +339,16 @@ def tile_coding(cs: Codestream, tile: Tile | None, lenient: bool = False) -> Til
     nq, n1 = len(qs), n + 1
     keys = [((k * nq + q) * n1 + m) * 256 + p for k, q, m, p in zip(sp_of, q_of, mq_of, precision)]
     first = dict(zip(reversed(keys), range(n - 1, -1, -1)))   # each kind's first component
-    per_kind = collections.Counter(keys) if len(first) > 1 else {keys[0]: n}
-    steps, deltas, missing, step_first = [], [], 0, {}
+    steps, deltas, step_first, short = [], [], {}, {}
     for key, c in first.items():
         rows, ds, m = _band_steps(cs, sps[sp_of[c]], qs[q_of[c]], c, precision[c], lenient)
         step_first[key] = len(steps)
         steps += rows
         deltas += ds
-        missing += m * per_kind[key]
+        if m:
+            short[key] = m      # subbands without a step size, in each component of this kind
+    # counted only where some kind lacks steps (rare: a lenient decode of a short QCD/QCC)
+    missing = sum(short.get(k, 0) for k in keys) if short else 0
     pp_first = list(itertools.accumulate((len(sp.precincts) for sp in sps), initial=0))
     # CODING_* columns: XR, YR, LEVELS, XCB, YCB, STYLE, REVERSIBLE, ROI, PP, STEP
     per_sp = [(sp.levels, sp.xcb, sp.ycb, sp.cblk_style, int(sp.reversible)) for sp in sps]
