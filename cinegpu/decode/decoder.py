@@ -31,9 +31,13 @@ from .limits import (
     DEFAULT_MAX_PIXELS,
     Cost,
     Limits,
+    LimitsShape,
     TileGeometry,
-    check_limits,
+    check_pixels,
+    check_tiles,
+    limits_shape,
     memory_guard,
+    shape_cost,
     tile_geometries,
 )
 from .plan import (
@@ -57,6 +61,8 @@ from .tile import TileReport, TileSegments, check_tier1_status, missing_tile, mi
 PLAN_CACHE_SIZE = 4096
 #: Frame layouts kept per decoder (one per distinct set of tile plans: a reel has one or two).
 FRAME_CACHE_SIZE = 8
+#: Frame shapes kept per decoder (:class:`KnownFrame`: one per main header, reduce and leniency).
+KNOWN_FRAMES = 8
 #: Component sub-samplings looked at, over all absent tiles of a frame, to tell which of them
 #: hold no samples (missing_tiles); bounds that look to a few tens of milliseconds.
 MISSING_TILE_CHECKS = 1 << 16
@@ -112,6 +118,35 @@ class Prepared:
     def strict(self) -> bool:
         """True when the first fault raises (``policy.strict``)."""
         return self.policy.strict
+
+
+@dataclass(frozen=True)
+class KnownFrame:
+    """What :meth:`Decoder.prepare` works out for a frame from its headers alone, kept for the
+    frames after it whose main header matched the same cached one (:class:`MainHeaderCache`:
+    the same segments but TLM, PLM, PPM and COM), whose tiles are all present and whose
+    tile-part headers hold no segment that shapes a plan (COD, COC, QCD, QCC, RGN, POC,
+    A.4.2): such a frame has the same plans, so only its tile-parts and its cost
+    (:func:`~.limits.shape_cost`: its size and packet bytes) are its own."""
+
+    header: object              #: the cached main header it was made for (``Codestream.header_key``)
+    shape: LimitsShape
+    plans: list[TilePlan]
+    offsets: list[int]
+    size: int
+    ht: bool
+
+
+def _plain_tiles(cs: Codestream) -> bool:
+    """True when every tile of the tile grid is present and no tile-part header holds a
+    segment that shapes a plan (A.4.2: COD, COC, QCD, QCC, RGN, POC)."""
+    if len(cs.tiles) != cs.siz.num_tiles:
+        return False
+    for tile in cs.tiles.values():
+        h = tile.header
+        if h.cod or h.coc or h.qcd or h.qcc or h.rgn or h.poc:
+            return False
+    return True
 
 
 def has_ht_blocks(plans: list[TilePlan]) -> bool:
@@ -174,6 +209,8 @@ class Decoder:
         #: the latest main headers parsed, reused whole by frames that share them
         self._headers = MainHeaderCache()
         self._last_main: tuple = (None, b"")   # (main Segments, its plan key)
+        #: :class:`KnownFrame` by (id of the cached main header, reduce, strictness)
+        self._known: dict[tuple, KnownFrame] = {}
 
     def tier1_on_gpu(self, prep: Prepared) -> bool:
         """Whether this frame's tier-1 runs on the GPU: with ``gpu_tier1``, for EBCOT and HT
@@ -183,8 +220,8 @@ class Decoder:
     def _main_key(self, cs: Codestream) -> bytes:
         """What of ``cs``'s main header shapes its plans (:func:`plan_segments`: SIZ, COD, COC,
         QCD, QCC, RGN, POC as stored), the same for every frame of a reel whatever its TLM and COM."""
-        m = cs.main
-        if self._last_main[0] is m:     # the same parsed header (MainHeaderCache): same key
+        m = cs.main if cs.header_key is None else cs.header_key
+        if self._last_main[0] is m:     # the same cached header (MainHeaderCache): same key
             return self._last_main[1]
         key = plan_segments(cs)
         self._last_main = (m, key)
@@ -340,6 +377,13 @@ class Decoder:
         t0 = time.perf_counter()
         codestream, jp2 = read_jp2(data)
         cs = parse_codestream(codestream, strict=policy, cache=self._headers)
+        memo = (id(cs.header_key), reduce, policy.strict)
+        known = self._known.get(memo)
+        if known is not None and known.header is cs.header_key and _plain_tiles(cs):
+            # the plans of the frame before: only this one's cost is worked out
+            cost = shape_cost(known.shape, cs, self.limits, len(codestream))
+            return Prepared(cs, jp2, known.plans, known.offsets, known.size, reduce, layers, policy,
+                            time.perf_counter() - t0, known.ht, cost, ())
         missing = missing_tiles(cs, reduce)
         if missing:
             # lenient: recorded in the missing tile's report (missing_tile_report) and left zero
@@ -353,7 +397,10 @@ class Decoder:
                 measured.update(self._geometries_of(cs, sorted(cs.tiles), reduce, keys))
             return measured[t]
 
-        cost = check_limits(cs, reduce, self.limits, len(codestream), geometry)
+        # check_limits (limits.py), its shape kept for the frames that follow
+        check_pixels(cs, reduce, self.limits.max_pixels)
+        shape = limits_shape(cs, reduce, geometry, check_tiles(cs, len(codestream)))
+        cost = shape_cost(shape, cs, self.limits, len(codestream))
         # only tiles present are planned: a missing tile stays zero (reported)
         plans = self._plans_of(cs, sorted(cs.tiles), reduce, keys)
         missing_steps = sum(p.missing_steps for p in plans)
@@ -362,8 +409,13 @@ class Decoder:
                             text=f"QCD/QCC list no step size for {missing_steps} subbands (A.6.4); "
                                  "decoded with what OpenJPEG's decoder holds for them")
         offsets = list(itertools.accumulate((p.coeff_size for p in plans), initial=0))
+        ht = has_ht_blocks(plans)
+        if cs.header_key is not None and not missing_steps and not cs.warnings and _plain_tiles(cs):
+            if len(self._known) >= KNOWN_FRAMES:
+                self._known.clear()
+            self._known[memo] = KnownFrame(cs.header_key, shape, plans, offsets[:-1], offsets[-1], ht)
         return Prepared(cs, jp2, plans, offsets[:-1], offsets[-1], reduce, layers, policy,
-                        time.perf_counter() - t0, has_ht_blocks(plans), cost, missing)
+                        time.perf_counter() - t0, ht, cost, missing)
 
     @memory_guard
     def entropy_decode(self, prep: Prepared, out: np.ndarray | None = None) -> tuple[np.ndarray, list[TileReport]]:

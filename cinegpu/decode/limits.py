@@ -236,30 +236,70 @@ def check_limits(cs: Codestream, reduce: int, limits: Limits, input_bytes: int, 
     allowed: the tiles' resolutions are counted, and refused, before they are measured.
     """
     check_pixels(cs, reduce, limits.max_pixels)
-    s = cs.siz
-    allowed = WORK_FREE + WORK_PER_BYTE * input_bytes
-    check_tiles(cs, input_bytes)
-    tiles = sorted(cs.tiles)
-    work = precincts = codeblocks = packets = samples = largest = 0
-    ppm = ppm_bytes(cs)
+    tile_work = check_tiles(cs, input_bytes)
+    return shape_cost(limits_shape(cs, reduce, geometry, tile_work), cs, limits, input_bytes)
+
+
+@dataclass(frozen=True)
+class LimitsShape:
+    """What :func:`check_limits` works out from the headers alone (SIZ, COD/COC, the tiles
+    present) before the input's size and its tile-parts' lengths come in: the same for every
+    frame of a reel, so a decoder keeps it with the frame's plans (:func:`shape_cost` then
+    costs a frame in a few operations a tile)."""
+
+    tiles: tuple[int, ...]         #: the tiles present, in order
+    layers: tuple[int, ...]        #: each one's quality layers (COD)
+    precincts: tuple[int, ...]     #: each one's precincts
+    codeblocks: tuple[int, ...]    #: each one's code-blocks
+    #: the work of the tiles, their resolutions, precincts and code-blocks (without packets)
+    work: int
+    tile_work: int                 #: :func:`check_tiles`'s work
+    samples: int                   #: coefficients of all tiles at the decoded resolution
+    largest: int                   #: those of the largest tile
+    output: int                    #: bytes of the decoded components
+
+
+def limits_shape(cs: Codestream, reduce: int, geometry, tile_work: int) -> LimitsShape:
+    """The :class:`LimitsShape` of ``cs`` at ``reduce`` (``geometry`` and ``tile_work`` as in
+    :func:`check_limits`, the tiles already counted by :func:`check_tiles`)."""
+    tiles = tuple(sorted(cs.tiles))
+    layers, precincts, codeblocks = [], [], []
+    work = samples = largest = 0
     for t in tiles:
         g = geometry(t)
-        reach = min(g.layers, packet_header_bytes(cs, t, ppm))
-        precincts += g.precincts
-        codeblocks += g.codeblocks
-        packets += g.precincts * reach
-        work += (TILE_WORK + RESOLUTION_WORK * g.resolutions + g.precincts + g.codeblocks
-                 + g.precincts * reach + g.codeblocks * reach // 32)
+        layers.append(g.layers)
+        precincts.append(g.precincts)
+        codeblocks.append(g.codeblocks)
+        work += TILE_WORK + RESOLUTION_WORK * g.resolutions + g.precincts + g.codeblocks
         samples += g.samples
         largest = max(largest, g.samples)
-    output = _output_bytes(s.Ssiz, s.component_sizes(reduce))
+    s = cs.siz
+    return LimitsShape(tiles, tuple(layers), tuple(precincts), tuple(codeblocks), work, tile_work, samples,
+                       largest, _output_bytes(s.Ssiz, s.component_sizes(reduce)))
+
+
+def shape_cost(shape: LimitsShape, cs: Codestream, limits: Limits, input_bytes: int) -> Cost:
+    """The :class:`Cost` of a frame of ``shape`` (its tile-parts in ``cs``, ``input_bytes``
+    long), with the checks of :func:`check_limits` past the pixels: the tiles' work, then
+    memory, then work; :class:`LimitExceeded` as there."""
+    if shape.tile_work > WORK_FREE + TILE_WORK_PER_BYTE * input_bytes:
+        check_tiles(cs, input_bytes)        # raises (what check_limits raises first)
+    allowed = WORK_FREE + WORK_PER_BYTE * input_bytes
+    work, packets = shape.work, 0
+    ppm = ppm_bytes(cs)
+    for t, layers, n_prec, n_cb in zip(shape.tiles, shape.layers, shape.precincts, shape.codeblocks):
+        reach = min(layers, packet_header_bytes(cs, t, ppm))
+        packets += n_prec * reach
+        work += n_prec * reach + n_cb * reach // 32
+    precincts, codeblocks = sum(shape.precincts), sum(shape.codeblocks)
+    output, samples = shape.output, shape.samples
     tables = CODEBLOCK_BYTES * codeblocks + PRECINCT_BYTES * precincts + PACKET_BYTES * packets
-    memory = output + 4 * samples + RECONSTRUCT_BYTES * largest + tables + INPUT_COPIES * input_bytes
+    memory = output + 4 * samples + RECONSTRUCT_BYTES * shape.largest + tables + INPUT_COPIES * input_bytes
     if limits.max_memory is not None and memory > limits.max_memory:
         raise LimitExceeded(
             f"decoding needs about {_mib(memory)} MiB ({_mib(output)} MiB of samples, {_mib(4 * samples)} MiB "
-            f"of coefficients, {_mib(RECONSTRUCT_BYTES * largest)} MiB to reconstruct a tile, {_mib(tables)} MiB "
-            f"of tables), more than max_memory {_mib(limits.max_memory)} MiB",
+            f"of coefficients, {_mib(RECONSTRUCT_BYTES * shape.largest)} MiB to reconstruct a tile, "
+            f"{_mib(tables)} MiB of tables), more than max_memory {_mib(limits.max_memory)} MiB",
             needed=memory, limit=limits.max_memory)
     if work > allowed:
         raise LimitExceeded(f"{precincts} precincts, {codeblocks} code-blocks and {packets} packets need "

@@ -13,7 +13,8 @@ segment's bytes as stored).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+import copy
+from dataclasses import dataclass, field
 from typing import Callable
 
 from ..errors import CodestreamError, InvalidSegment, MisplacedMarker, TruncatedCodestream, UnsupportedFeature
@@ -90,6 +91,10 @@ class Codestream:
     main_end: int
     #: Parsed with ``main_only``: ``tiles`` is empty because the tile-parts were not read.
     main_only: bool = False
+    #: The :class:`MainHeaderCache` entry whose main header this one matched or made (the
+    #: same object for the frames of a reel, whose TLM, PLM, PPM and COM alone may differ:
+    #: the same SIZ, COD, COC, QCD, QCC, RGN, POC, CRG and CAP); None where none did.
+    header_key: object = None
 
     # --- the main header as stored (A.4.1: SOC, SIZ, then segments up to the first SOT)
     @property
@@ -239,31 +244,120 @@ def _read_segments(data, pos: int, scope: str, siz: SIZ, seg: Segments, cs_marke
         pos = end
 
 
+#: Main-header segments that may differ from frame to frame of one reel without changing how
+#: it decodes beyond their own content: the tile-part lengths (TLM, A.7.1), packet lengths
+#: (PLM, A.7.2), packed packet headers (PPM, A.7.4) and comments (COM, A.9.2).
+PER_FRAME_MARKERS = frozenset((M.TLM, M.PLM, M.PPM, M.COM))
+#: Main-header segments :meth:`MainHeaderCache.find` walks at most before it leaves a header
+#: to the full parse (a main header has a handful; PPM may come in many).
+WALK_SEGMENTS = 1024
+
+
+class _HeaderEntry:
+    """One cached main header: its bytes, its segments but the per-frame ones
+    (:data:`PER_FRAME_MARKERS`) one after another, and ``(siz, main, markers, warnings, pos)``."""
+
+    __slots__ = ("head", "stable", "parsed")
+
+    def __init__(self, head: bytes, stable: bytes | None, parsed: tuple):
+        self.head, self.stable, self.parsed = head, stable, parsed
+
+
 class MainHeaderCache:
     """The parsed main headers (SIZ to the first SOT, A.3) of the latest few codestreams, so
     that the frames of a sequence, which share theirs, parse only their tile-parts.  Owned by
-    a decoder (one thread at a time); entries are found by comparing bytes, never by hash."""
+    a decoder (one thread at a time); entries are found by comparing bytes, never by hash.
+
+    A frame whose main header differs from a cached one in its TLM, PLM, PPM and COM segments
+    alone (:data:`PER_FRAME_MARKERS`: a DCI frame's TLM lists its own tile-part lengths, so
+    no two frames of a reel have the same main header) takes the cached parse of the others
+    and parses those segments of its own; a cached header that gave warnings is reused only
+    byte for byte."""
 
     def __init__(self, size: int = 4):
         self._size = size
-        self._items: list[tuple[bytes, tuple]] = []
+        self._items: list[_HeaderEntry] = []
 
     def find(self, data) -> tuple | None:
-        """``(siz, main, markers, warnings, pos)`` of the cached main header ``data`` starts
-        with (its next marker an SOT), or None."""
-        for head, parsed in self._items:
-            n = len(head)
-            if data[n:n + 2] == _SOT_BYTES and data[:n] == head:
-                return parsed
+        """``(siz, main, markers, warnings, pos, entry)`` of the cached main header ``data``
+        starts with (its next marker an SOT), or None; ``entry`` identifies the cached header
+        (:attr:`Codestream.header_key`)."""
+        for item in self._items:
+            n = len(item.head)
+            if data[n:n + 2] == _SOT_BYTES and data[:n] == item.head:
+                return (*item.parsed, item)
+        if not any(item.stable is not None for item in self._items):
+            return None
+        walked = _walk_main(data)
+        if walked is None:
+            return None
+        segments, pos, stable = walked
+        for item in self._items:
+            if item.stable == stable:
+                return _with_frame_segments(data, item, segments, pos)
         return None
 
-    def add(self, data, pos: int, parsed: tuple) -> None:
+    def add(self, data, pos: int, parsed: tuple) -> _HeaderEntry:
+        """Keep ``parsed`` for the main header ``data[:pos]``; returns its entry."""
         if len(self._items) >= self._size:
             self._items.pop(0)
-        self._items.append((bytes(data[:pos]), parsed))
+        walked = None if parsed[3] else _walk_main(data)
+        entry = _HeaderEntry(bytes(data[:pos]), None if walked is None else walked[2], parsed)
+        self._items.append(entry)
+        return entry
+
+
+def _walk_main(data) -> tuple[list[tuple[int, int, int]], int, bytes] | None:
+    """The main header's segments after SIZ as (code, offset, length), the offset of its first
+    SOT and its segments but the per-frame ones joined (SIZ included), or None where the walk
+    meets anything the full parse should judge (no SOC/SIZ, a marker without a segment, a
+    segment cut short, no SOT within :data:`WALK_SEGMENTS` segments)."""
+    n = len(data)
+    if n < 6 or data[0] != 0xFF or data[1] != 0x4F or data[2] != 0xFF or data[3] != 0x51:
+        return None
+    pos = 4 + ((data[4] << 8) | data[5])
+    keep = [data[2:pos]]
+    segments = []
+    for _ in range(WALK_SEGMENTS):
+        if pos + 4 > n or data[pos] != 0xFF:
+            return None
+        code = 0xFF00 | data[pos + 1]
+        if code == M.SOT:
+            return segments, pos, b"".join(keep)
+        if 0xFF30 <= code <= 0xFF3F or code not in _TABLE:
+            return None
+        length = (data[pos + 2] << 8) | data[pos + 3]
+        end = pos + 2 + length
+        if length < 2 or end > n:
+            return None
+        segments.append((code, pos, length))
+        if code not in PER_FRAME_MARKERS:
+            keep.append(data[pos:end])
+        pos = end
+    return None
+
+
+def _with_frame_segments(data, item: _HeaderEntry, segments, pos: int) -> tuple | None:
+    """``item``'s parse with this frame's own per-frame segments (:data:`PER_FRAME_MARKERS`)
+    parsed into a copy of its main header, or None where one of them does not parse (the
+    full parse then says what is wrong)."""
+    siz, cached, _, _, _ = item.parsed
+    main = copy.copy(cached)        # shares the plan-shaping segments, parsed once
+    main.com, main.tlm, main.plm, main.ppm = [], [], [], []
+    markers = [(M.SOC, 0, 0), (M.SIZ, 2, (data[4] << 8) | data[5])]
+    try:
+        for code, at, length in segments:
+            markers.append((code, at, length))
+            if code in PER_FRAME_MARKERS:
+                _, attr, parser = _TABLE[code]
+                _store(main, attr, parser(SegmentReader(data, at + 4, at + 2 + length, M.NAMES[code]), siz))
+    except CodestreamError:
+        return None
+    return siz, main, markers, (), pos, item
 
 
 _SOT_BYTES = M.SOT.to_bytes(2, "big")
+_SOD_BYTES = M.SOD.to_bytes(2, "big")
 
 
 def parse_codestream(data: bytes | memoryview, *, strict: bool | Strictness = True,
@@ -281,10 +375,10 @@ def parse_codestream(data: bytes | memoryview, *, strict: bool | Strictness = Tr
     policy = Strictness.of(strict)
     hit = cache.find(data) if cache is not None else None
     if hit is not None:
-        siz, main, markers, warnings, pos = hit
+        siz, main, markers, warnings, pos, entry = hit
         cs_markers, warnings = list(markers), list(warnings)
         tiles = {} if main_only else _read_tile_parts(data, pos, siz, cs_markers, warnings, policy)
-        cs = Codestream(siz, main, tiles, cs_markers, warnings, data, pos, main_only)
+        cs = Codestream(siz, main, tiles, cs_markers, warnings, data, pos, main_only, entry)
         _check_components(cs)
         return cs
     if read_u16(data, 0, "the SOC marker") != M.SOC:
@@ -311,10 +405,11 @@ def parse_codestream(data: bytes | memoryview, *, strict: bool | Strictness = Tr
         raise InvalidSegment("main header has no COD", pos)
     if main.qcd is None:
         raise InvalidSegment("main header has no QCD", pos)
+    entry = None
     if cache is not None and not cut_short and data[pos:pos + 2] == _SOT_BYTES:
-        cache.add(data, pos, (siz, main, tuple(cs_markers), tuple(warnings), pos))
+        entry = cache.add(data, pos, (siz, main, tuple(cs_markers), tuple(warnings), pos))
     tiles = {} if cut_short or main_only else _read_tile_parts(data, pos, siz, cs_markers, warnings, policy)
-    cs = Codestream(siz, main, tiles, cs_markers, warnings, data, pos, main_only)
+    cs = Codestream(siz, main, tiles, cs_markers, warnings, data, pos, main_only, entry)
     _check_components(cs)
     return cs
 
@@ -324,6 +419,7 @@ def _read_tile_parts(data, pos: int, siz: SIZ, cs_markers, warnings: list[Fault]
     """The tile-parts from ``pos`` to EOC (A.4.2); lenient, a damaged one ends the walk."""
     n = len(data)
     tiles: dict[int, Tile] = {}
+    num_tiles = siz.num_tiles
     for _ in range(MAX_TILE_PARTS):
         if pos + 2 > n:
             warnings.append(Fault(TruncatedCodestream("no EOC marker: data ends", n)))
@@ -348,9 +444,11 @@ def _read_tile_parts(data, pos: int, siz: SIZ, cs_markers, warnings: list[Fault]
             raise InvalidSegment(f"SOT: Lsot {length}, must be 10", pos + 2)
         sot = sot_at(data, pos + 4)     # A.4.2; its 8 bytes are there (checked above)
         cs_markers.append((code, pos, length))
-        if sot.Isot >= siz.num_tiles:
-            raise InvalidSegment(f"SOT: tile {sot.Isot} of {siz.num_tiles}", pos + 4)
-        tile = tiles.setdefault(sot.Isot, Tile(sot.Isot))
+        if sot.Isot >= num_tiles:
+            raise InvalidSegment(f"SOT: tile {sot.Isot} of {num_tiles}", pos + 4)
+        tile = tiles.get(sot.Isot)
+        if tile is None:
+            tile = tiles[sot.Isot] = Tile(sot.Isot)
         due = len(tile.parts)
         if sot.TPsot != due:
             error = InvalidSegment(f"SOT: tile {sot.Isot} part {sot.TPsot} where part {due} was due", pos + 8)
@@ -362,11 +460,14 @@ def _read_tile_parts(data, pos: int, siz: SIZ, cs_markers, warnings: list[Fault]
                 policy.tolerate(error, warnings, tile=sot.Isot,
                                 text=f"tile {sot.Isot} has more than 255 tile-parts (TPsot wraps to 0 at byte "
                                      f"{pos + 8}); read in order, as OpenJPEG reads them")
-            sot = replace(sot, TPsot=due)
+            sot = sot._replace(TPsot=due)
         scope = "first" if sot.TPsot == 0 else "tile"
         try:
-            sod = _read_segments(data, pos + 12, scope, siz, tile.header, cs_markers, warnings, (M.SOD,),
-                                 policy)
+            if data[pos + 12 : pos + 14] == _SOD_BYTES:     # a tile-part header without segments
+                sod = pos + 12
+            else:
+                sod = _read_segments(data, pos + 12, scope, siz, tile.header, cs_markers, warnings, (M.SOD,),
+                                     policy)
         except CodestreamError as exc:
             # lenient: keep the tiles read so far, drop this damaged tile-part
             policy.fault(exc, warnings, tile=sot.Isot,

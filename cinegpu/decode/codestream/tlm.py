@@ -6,6 +6,7 @@ parses and checks them, and ``cinegpu info`` reports them.
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 
 from ..errors import InvalidSegment
@@ -30,11 +31,11 @@ def parse_tlm(r: SegmentReader) -> TLM:
     size = st + (4 if sp else 2)
     if r.remaining % size:
         raise InvalidSegment("TLM: length is not a whole number of entries", at)
-    entries = []
-    while r.remaining:
-        t = r.uint(st) if st else None
-        entries.append((t, r.u32() if sp else r.u16()))
-    return TLM(z, tuple(entries))
+    # (Ttlm, Ptlm) pairs unpacked in one pass (a reel's every frame has one TLM)
+    pairs = struct.iter_unpack(">" + ("", "B", "H")[st] + ("I" if sp else "H"), r.data[r.pos : r.end])
+    entries = tuple(pairs) if st else tuple((None, p) for (p,) in pairs)
+    r.pos = r.end
+    return TLM(z, entries)
 
 
 @dataclass(frozen=True)
