@@ -148,9 +148,9 @@ def check_tier1_status(status: np.ndarray, plan: TilePlan, policy: Strictness, r
     concealed. A wrong segmentation symbol alone (D.5, ``STATUS_SEGSYM``) is recorded in both
     modes. ``num_bps``: the blocks' K after tier-2, to tell the zero bit-planes apart.
     """
-    bad = np.flatnonzero(status)
-    if not bad.size:
+    if not status.any():    # every block decoded cleanly: the usual case, one pass
         return
+    bad = np.flatnonzero(status)
     error = InvalidSegment(
         f"tile {plan.index}: {bad.size} code-blocks fail tier-1 decoding (status {int(status[bad[0]])})"
     )
