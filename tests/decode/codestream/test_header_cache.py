@@ -74,3 +74,26 @@ def test_a_header_with_warnings_is_reused_only_byte_for_byte():
     other = parse_codestream(changed, strict=False, cache=cache)
     assert other.header_key is not first.header_key
     assert [w.line() for w in other.warnings] == [w.line() for w in parse_codestream(changed, strict=False).warnings]
+
+
+def test_packed_packet_headers_and_comments_are_each_frames_own():
+    """PPM (A.7.4) holds a frame's packet headers: a frame of the reel's header takes its own,
+    and as many COM segments as it has, wherever they lie."""
+    from cinegpu.decode.decoder import Decoder
+
+    def ppm_frame(*comments: bytes) -> bytes:
+        ppm = seg(M.PPM, bytes([0]) + struct.pack(">I", 1) + b"\x00")      # one empty packet's header
+        coms = b"".join(seg(M.COM, b"\x00\x01" + c) for c in comments)
+        return SOC + siz() + coms + cod() + qcd() + ppm + tile_part(body=b"") + EOC
+
+    a, b = ppm_frame(b"one"), ppm_frame(b"two", b"three")
+    cache = MainHeaderCache()
+    first, second = parse_codestream(a, cache=cache), parse_codestream(b, cache=cache)
+    assert second.header_key is first.header_key
+    assert second.main == parse_codestream(b).main and len(second.main.com) == 2
+    assert second.main.ppm == parse_codestream(b).main.ppm and second.main.ppm is not first.main.ppm
+    d = Decoder("cpu")
+    for data in (a, b, a):
+        got, alone = d.decode(data), Decoder("cpu").decode(data)
+        assert all((x == y).all() for x, y in zip(got.components, alone.components))
+        assert [f.line() for f in got.passed_over()] == [f.line() for f in alone.passed_over()]
