@@ -33,9 +33,7 @@ from .limits import (
     Limits,
     LimitsShape,
     TileGeometry,
-    check_pixels,
-    check_tiles,
-    limits_shape,
+    check_shape,
     memory_guard,
     shape_cost,
     tile_geometries,
@@ -397,10 +395,8 @@ class Decoder:
                 measured.update(self._geometries_of(cs, sorted(cs.tiles), reduce, keys))
             return measured[t]
 
-        # check_limits (limits.py), its shape kept for the frames that follow
-        check_pixels(cs, reduce, self.limits.max_pixels)
-        shape = limits_shape(cs, reduce, geometry, check_tiles(cs, len(codestream)))
-        cost = shape_cost(shape, cs, self.limits, len(codestream))
+        # check_limits, with its shape kept for the frames that follow
+        shape, cost = check_shape(cs, reduce, self.limits, len(codestream), geometry)
         # only tiles present are planned: a missing tile stays zero (reported)
         plans = self._plans_of(cs, sorted(cs.tiles), reduce, keys)
         missing_steps = sum(p.missing_steps for p in plans)

@@ -235,9 +235,15 @@ def check_limits(cs: Codestream, reduce: int, limits: Limits, input_bytes: int, 
     its plans); ``input_bytes`` is the codestream's length. Runs in time bounded by the work
     allowed: the tiles' resolutions are counted, and refused, before they are measured.
     """
+    return check_shape(cs, reduce, limits, input_bytes, geometry)[1]
+
+
+def check_shape(cs: Codestream, reduce: int, limits: Limits, input_bytes: int, geometry) -> tuple[LimitsShape, Cost]:
+    """:func:`check_limits`, with the :class:`LimitsShape` it worked out (kept by a decoder for
+    the frames of the same headers, which :func:`shape_cost` then checks alone)."""
     check_pixels(cs, reduce, limits.max_pixels)
-    tile_work = check_tiles(cs, input_bytes)
-    return shape_cost(limits_shape(cs, reduce, geometry, tile_work), cs, limits, input_bytes)
+    shape = limits_shape(cs, reduce, geometry, check_tiles(cs, input_bytes))
+    return shape, shape_cost(shape, cs, limits, input_bytes)
 
 
 @dataclass(frozen=True)
@@ -251,6 +257,8 @@ class LimitsShape:
     layers: tuple[int, ...]        #: each one's quality layers (COD)
     precincts: tuple[int, ...]     #: each one's precincts
     codeblocks: tuple[int, ...]    #: each one's code-blocks
+    all_precincts: int             #: their sum
+    all_codeblocks: int            #: their sum
     #: the work of the tiles, their resolutions, precincts and code-blocks (without packets)
     work: int
     tile_work: int                 #: :func:`check_tiles`'s work
@@ -274,8 +282,8 @@ def limits_shape(cs: Codestream, reduce: int, geometry, tile_work: int) -> Limit
         samples += g.samples
         largest = max(largest, g.samples)
     s = cs.siz
-    return LimitsShape(tiles, tuple(layers), tuple(precincts), tuple(codeblocks), work, tile_work, samples,
-                       largest, _output_bytes(s.Ssiz, s.component_sizes(reduce)))
+    return LimitsShape(tiles, tuple(layers), tuple(precincts), tuple(codeblocks), sum(precincts), sum(codeblocks),
+                       work, tile_work, samples, largest, _output_bytes(s.Ssiz, s.component_sizes(reduce)))
 
 
 def shape_cost(shape: LimitsShape, cs: Codestream, limits: Limits, input_bytes: int) -> Cost:
@@ -291,7 +299,7 @@ def shape_cost(shape: LimitsShape, cs: Codestream, limits: Limits, input_bytes: 
         reach = min(layers, packet_header_bytes(cs, t, ppm))
         packets += n_prec * reach
         work += n_prec * reach + n_cb * reach // 32
-    precincts, codeblocks = sum(shape.precincts), sum(shape.codeblocks)
+    precincts, codeblocks = shape.all_precincts, shape.all_codeblocks
     output, samples = shape.output, shape.samples
     tables = CODEBLOCK_BYTES * codeblocks + PRECINCT_BYTES * precincts + PACKET_BYTES * packets
     memory = output + 4 * samples + RECONSTRUCT_BYTES * shape.largest + tables + INPUT_COPIES * input_bytes
