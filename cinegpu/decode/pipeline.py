@@ -36,7 +36,7 @@ import logging
 import struct
 import time
 import traceback
-from collections import deque
+from collections import OrderedDict, deque
 from dataclasses import dataclass, replace
 from multiprocessing import shared_memory
 from typing import Callable
@@ -61,6 +61,12 @@ log = logging.getLogger("cinegpu.decode")
 GPU_POLL_S = 0.0005
 #: Stream pairs frames alone (batch 1) take in turn on a GPU (:meth:`FramePipeline._frame_streams`).
 FRAME_STREAMS = 3
+#: Slots a worker keeps mapped. A frame's slot is any free one, so a worker that mapped only
+#: the last one mapped nearly every frame's anew and faulted its pages in again: 1.5 ms for
+#: 4 MB written on the development machine, 0.3 ms into a slot kept mapped. A slot the
+#: pipeline has replaced (grown) stays mapped, its memory held, until it is the least
+#: recently used of them.
+ATTACHED_SLOTS = 256
 
 
 @dataclass(frozen=True)
@@ -110,7 +116,7 @@ def _worker_main(conn) -> None:
     finally:
         quiet()
     conn.send(Ready())
-    attached: dict[str, shared_memory.SharedMemory] = {}
+    attached: OrderedDict[str, shared_memory.SharedMemory] = OrderedDict()
     try:
         while True:
             task = conn.recv()
@@ -135,16 +141,18 @@ def _close_attached(shm: shared_memory.SharedMemory) -> None:
             log.warning("a tier-1 worker keeps views of an old slot; it stays mapped")
 
 
-def _answer(decoder: Decoder, task: WorkerTask, attached: dict[str, shared_memory.SharedMemory]) -> Reply:
-    """In the worker: the reply to one task; ``attached`` keeps the slot last written open."""
+def _answer(decoder: Decoder, task: WorkerTask, attached: OrderedDict[str, shared_memory.SharedMemory]) -> Reply:
+    """In the worker: the reply to one task; ``attached`` keeps the slots it wrote open (the
+    :data:`ATTACHED_SLOTS` last used): a slot mapped again has its pages faulted in again."""
     try:
         shm = attached.get(task.slot_name)
         if shm is None:
-            for old in attached.values():  # slots are replaced when they grow
-                _close_attached(old)
-            attached.clear()
+            while len(attached) >= ATTACHED_SLOTS:     # the least recently used (or one replaced when it grew)
+                _close_attached(attached.popitem(last=False)[1])
             shm = shared_memory.SharedMemory(name=task.slot_name)
             attached[task.slot_name] = shm
+        else:
+            attached.move_to_end(task.slot_name)
         if not 0 <= task.data_len <= shm.size:
             raise PipelineError(f"a codestream of {task.data_len} bytes in a slot of {shm.size}")
         data = bytes(shm.buf[:task.data_len])   # a copy: the slot is written again below
@@ -268,9 +276,12 @@ class FramePipeline:
         self.num_workers = max(1, workers if workers is not None else usable_cores() - 1)
         # twice the workers: a slow frame at the head of the line must not
         # leave the other workers without work while it is awaited
-        # with batches: a whole batch held while every worker has a frame
+        # with batches: two whole batches held (one on the GPU, its frames not yet handed out,
+        # and the next filling) while every worker has a frame: with one, the next batch's
+        # frames were submitted only once the last batch's were out, and the GPU waited for them
+        # (4K DCI frames in batches of 32 on the GPU machine: docs/performance.md)
         self.batch = batch
-        self.depth = max(depth or 2 * self.num_workers + 2 + (batch if batch > 1 else 0), 1)
+        self.depth = max(depth or 2 * self.num_workers + 2 + (2 * batch if batch > 1 else 0), 1)
         self.to_host = to_host
         #: the back end's :class:`~cinegpu.decode.pipeline_modes.FrameMode`; :meth:`_mode` settles each frame's
         self.mode: FrameMode = backend_mode(self.decoder)

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import numpy as np
 import pytest
 
 from cinegpu.decode import CodestreamError, decode
+from cinegpu.decode import pipeline as pipeline_module
+from cinegpu.decode.decoder import Decoder
 from cinegpu.decode.pipeline import FramePipeline, WorkerCrashed, tiny_codestream
+from cinegpu.decode.pipeline_messages import Failed, WorkerTask, input_bytes
+from cinegpu.decode.pipeline_modes import backend_mode
 from cinegpu.decode.request import DecodeRequest
+from cinegpu.decode.shm import create_segment
 from helpers.conformance import CONFORMANCE, read_streams
 
 STREAMS = ["p0_01", "p0_04", "p0_10", "p1_04", "p0_12"]
@@ -71,6 +78,31 @@ def test_a_worker_crash_fails_only_its_frame(frames):
         key, result = pipe.get()
         assert key == "next" and np.array_equal(result.components[0], decode(frames[0])[0])
         assert pipe.stats["crashes"] == 1
+
+
+def test_a_worker_keeps_the_slots_it_wrote_mapped(monkeypatch):
+    monkeypatch.setattr(pipeline_module, "ATTACHED_SLOTS", 2)
+    data = tiny_codestream()
+    decoder = Decoder("cpu")
+    prep = decoder.prepare(data)
+    mode = backend_mode(decoder)
+    slots = [create_segment(input_bytes(len(data)) + mode.slot_bytes(prep, len(data)) + 4096) for _ in range(3)]
+    attached = OrderedDict()
+    try:
+        for k, name in enumerate("ABCA"):
+            slot = slots["ABC".index(name)]
+            slot.buf[:len(data)] = data
+            reply = pipeline_module._answer(decoder, WorkerTask(k, len(data), slot.name, prep.size,
+                                                                DecodeRequest(), mode), attached)
+            assert not isinstance(reply, Failed), reply
+        # the two used last, least recently used first; B was unmapped to make room for A again
+        assert list(attached) == [slots[2].name, slots[0].name]
+    finally:
+        for shm in attached.values():
+            shm.close()
+        for slot in slots:
+            slot.close()
+            slot.unlink()
 
 
 @pytest.mark.slow  # long: in the slow pass (issue 50: the quick pass under 150 s)
