@@ -72,9 +72,16 @@ def run(name: str, frames: list[bytes], args) -> int:
     for k in names:
         if k in stages:
             print(f"  {labels.get(k, k):<30} {1e3 * stages[k] / n:8.1f} ms")
+    busy = {}
+    if workers:
+        lines, busy = busy_lines(stages, wall, workers, scaling[-1][0], cuda=backend == "cuda",
+                                 gpu_tier1=backend == "cuda" and args.tier1 != "cpu")
+        for line in lines:
+            print(line)
     result = {"source": name, "frames": n, "backend": backend, "workers": workers, "batch": args.batch,
               "tier1": "cpu" if backend != "cuda" or args.tier1 == "cpu" else "gpu", "fps": n / wall,
-              "gpus": scaling[-1][0], "ms_per_frame": {k: 1e3 * v / n for k, v in stages.items()}, "peers": []}
+              "gpus": scaling[-1][0], "ms_per_frame": {k: 1e3 * v / n for k, v in stages.items()}, "busy": busy,
+              "peers": []}
     if len(scaling) > 1:
         result["scaling"] = _print_scaling(scaling)
     if args.compare:
@@ -119,6 +126,37 @@ def run(name: str, frames: list[bytes], args) -> int:
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
     return 0
+
+
+def busy_lines(stages: dict, wall: float, workers: int, gpus: int, *, cuda: bool,
+               gpu_tier1: bool) -> tuple[list[str], dict[str, float]]:
+    """How busy each side of the pipeline was over a run of ``wall`` seconds, from its stage
+    seconds summed over the frames (``stages``, as the frames' timings name them): the workers'
+    steps (tier-2; tier-1 where it runs on the CPU; the reconstruction with the CPU back end)
+    over ``workers`` x ``wall``, and the GPU's spans (tier-1 where it runs there, with its
+    copies; the reconstruction) over ``gpus`` x ``wall``, each span measured between events of
+    its stream, so that frames or stages on the GPU at once each count in full. The printed
+    lines and the fractions by name.
+
+    A side near 100 % bounds the run; with none near it, the pipeline's own process (headers,
+    copies into the slots, launches) or the supply of frames does."""
+
+    in_workers = stages.get("tier2", 0.0) + (0.0 if gpu_tier1 else stages.get("tier1", 0.0))
+    if not cuda:
+        in_workers += stages.get("reconstruct", 0.0)
+    busy = {"workers": in_workers / (workers * wall)}
+    what = "tier-2" + ("" if gpu_tier1 else ", tier-1") + ("" if cuda else ", reconstruction")
+    line = f"  busy over the run: the workers {100 * busy['workers']:.0f} % ({what})"
+    if cuda:
+        if gpu_tier1:
+            busy["gpu_tier1"] = stages.get("tier1", 0.0) / (gpus * wall)
+            line += f", tier-1 on the GPU {100 * busy['gpu_tier1']:.0f} %"
+        busy["gpu_reconstruct"] = stages.get("gpu", 0.0) / (gpus * wall)
+        line += f", the GPU's reconstruction {100 * busy['gpu_reconstruct']:.0f} %"
+    lines = [line]
+    if cuda:     # events on the GPU's streams: spans that run at once each count in full
+        lines.append("  (the GPU's figures are spans of its streams: work that ran at once counts in each)")
+    return lines, busy
 
 
 def _print_scaling(scaling: list[tuple[int, float]]) -> list[dict]:

@@ -73,6 +73,7 @@ def test_bench_default_runs_on_the_shipped_sample(tmp_path):
     result = json.loads((tmp_path / "b.json").read_text())
     assert result["frames"] == 1 and result["fps"] > 0
     assert set(result["ms_per_frame"]) == {"parse", "tier2", "tier1", "reconstruct"}
+    assert "busy over the run: the workers" in r.stdout and 0 < result["busy"]["workers"]
 
 
 @pytest.mark.gpu
@@ -86,6 +87,7 @@ def test_bench_tier1_says_where_the_code_blocks_were_decoded(tmp_path, tier1):
     assert f"tier-1 on the {tier1.upper()}" in r.stdout
     result = json.loads((tmp_path / "b.json").read_text())
     assert result["tier1"] == tier1 and result["backend"] == "cuda" and result["fps"] > 0
+    assert ("gpu_tier1" in result["busy"]) == (tier1 == "gpu") and result["busy"]["gpu_reconstruct"] > 0
 
 
 @pytest.mark.parametrize("make,expect", [
