@@ -50,7 +50,7 @@ from .limits import Limits
 from .pipeline_messages import Failed, GrowSlot, Job, Reply, StopWorker, WorkerTask, Written, input_bytes
 from .pipeline_modes import FrameMode, GpuWork, SegmentsMode, backend_mode
 from .request import DecodeRequest
-from .shm import create_segment, reclaim_orphans
+from .shm import create_segment, reclaim_orphans, segment_exists
 from .workers import Broken, Ready, WorkerPool, announce_compiles
 
 #: cudaHostRegisterPortable: host memory pinned for every CUDA context, not only the current one
@@ -64,8 +64,8 @@ FRAME_STREAMS = 3
 #: Slots a worker keeps mapped. A frame's slot is any free one, so a worker that mapped only
 #: the last one mapped nearly every frame's anew and faulted its pages in again: 1.5 ms for
 #: 4 MB written on the development machine, 0.3 ms into a slot kept mapped. A slot the
-#: pipeline has replaced (grown) stays mapped, its memory held, until it is the least
-#: recently used of them.
+#: pipeline has replaced (grown, its name unlinked) is unmapped when the worker next maps a
+#: new one, so that its memory goes.
 ATTACHED_SLOTS = 256
 
 
@@ -147,7 +147,9 @@ def _answer(decoder: Decoder, task: WorkerTask, attached: OrderedDict[str, share
     try:
         shm = attached.get(task.slot_name)
         if shm is None:
-            while len(attached) >= ATTACHED_SLOTS:     # the least recently used (or one replaced when it grew)
+            for name in [n for n in attached if not segment_exists(n)]:  # replaced (grown) by the pipeline
+                _close_attached(attached.pop(name))
+            while len(attached) >= ATTACHED_SLOTS:     # the least recently used
                 _close_attached(attached.popitem(last=False)[1])
             shm = shared_memory.SharedMemory(name=task.slot_name)
             attached[task.slot_name] = shm

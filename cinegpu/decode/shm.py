@@ -18,7 +18,7 @@ import secrets
 from multiprocessing import resource_tracker, shared_memory
 from pathlib import Path
 
-__all__ = ["PREFIX", "create_segment", "process_alive", "reclaim_orphans", "segment_owner",
+__all__ = ["PREFIX", "create_segment", "process_alive", "reclaim_orphans", "segment_exists", "segment_owner",
            "unlink_own"]
 
 #: The start of every segment name the pipeline makes.
@@ -35,6 +35,14 @@ def create_segment(nbytes: int) -> shared_memory.SharedMemory:
             return shared_memory.SharedMemory(name=name, create=True, size=nbytes)
         except FileExistsError:     # 48 random bits met an old name: draw again
             continue
+
+
+def segment_exists(name: str, folder: Path = SHM_FOLDER) -> bool:
+    """Whether segment ``name`` still has its name (not yet unlinked). Where shared memory is
+    not a folder of files (not Linux) this cannot be told: True."""
+    if not folder.is_dir():
+        return True
+    return (folder / name).exists()
 
 
 def segment_owner(name: str) -> int | None:

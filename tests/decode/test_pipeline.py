@@ -105,6 +105,31 @@ def test_a_worker_keeps_the_slots_it_wrote_mapped(monkeypatch):
             slot.unlink()
 
 
+def test_a_worker_unmaps_the_slots_the_pipeline_replaced():
+    data = tiny_codestream()
+    decoder = Decoder("cpu")
+    prep = decoder.prepare(data)
+    mode = backend_mode(decoder)
+    slots = [create_segment(input_bytes(len(data)) + mode.slot_bytes(prep, len(data)) + 4096) for _ in range(3)]
+    attached = OrderedDict()
+    try:
+        for k, slot in enumerate(slots):
+            if k == 2:      # the pipeline grew slot 0: its old segment unlinked, as _Slot.close does
+                slots[0].close()
+                slots[0].unlink()
+            slot.buf[:len(data)] = data
+            reply = pipeline_module._answer(decoder, WorkerTask(k, len(data), slot.name, prep.size,
+                                                                DecodeRequest(), mode), attached)
+            assert not isinstance(reply, Failed), reply
+        assert list(attached) == [slots[1].name, slots[2].name]     # its memory no longer held here
+    finally:
+        for shm in attached.values():
+            shm.close()
+        for slot in slots[1:]:
+            slot.close()
+            slot.unlink()
+
+
 @pytest.mark.slow  # long: in the slow pass (issue 50: the quick pass under 150 s)
 def test_back_pressure_bounds_frames_in_flight(frames):
     seen = []

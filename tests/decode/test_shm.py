@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from cinegpu.decode.shm import PREFIX, SHM_FOLDER, create_segment, reclaim_orphans, segment_owner
+from cinegpu.decode.shm import PREFIX, SHM_FOLDER, create_segment, reclaim_orphans, segment_exists, segment_owner
 from conftest import SAMPLE
 
 pytestmark = pytest.mark.skipif(not SHM_FOLDER.is_dir(), reason="no /dev/shm on this system")
@@ -37,6 +37,17 @@ def test_names_say_whose_they_are():
         seg.close()
         seg.unlink()
     assert segment_owner("psm_1234") is None and segment_owner(f"{PREFIX}12x_ab") is None
+
+
+def test_a_segment_exists_until_unlinked(tmp_path):
+    seg = create_segment(64)
+    try:
+        assert segment_exists(seg.name)
+    finally:
+        seg.close()
+        seg.unlink()
+    assert not segment_exists(seg.name)
+    assert segment_exists("anything", folder=tmp_path / "not-a-folder")     # cannot tell: kept
 
 
 def test_a_dead_process_segment_is_reclaimed():
