@@ -72,14 +72,14 @@ def run(name: str, frames: list[bytes], args) -> int:
     for k in names:
         if k in stages:
             print(f"  {labels.get(k, k):<30} {1e3 * stages[k] / n:8.1f} ms")
+    gpu_tier1 = backend == "cuda" and args.tier1 != "cpu"
     busy = {}
     if workers:
-        lines, busy = busy_lines(stages, wall, workers, scaling[-1][0], cuda=backend == "cuda",
-                                 gpu_tier1=backend == "cuda" and args.tier1 != "cpu")
+        lines, busy = busy_lines(stages, wall, workers, scaling[-1][0], cuda=backend == "cuda", gpu_tier1=gpu_tier1)
         for line in lines:
             print(line)
     result = {"source": name, "frames": n, "backend": backend, "workers": workers, "batch": args.batch,
-              "tier1": "cpu" if backend != "cuda" or args.tier1 == "cpu" else "gpu", "fps": n / wall,
+              "tier1": "gpu" if gpu_tier1 else "cpu", "fps": n / wall,
               "gpus": scaling[-1][0], "ms_per_frame": {k: 1e3 * v / n for k, v in stages.items()}, "busy": busy,
               "peers": []}
     if len(scaling) > 1:
@@ -147,16 +147,14 @@ def busy_lines(stages: dict, wall: float, workers: int, gpus: int, *, cuda: bool
     busy = {"workers": in_workers / (workers * wall)}
     what = "tier-2" + ("" if gpu_tier1 else ", tier-1") + ("" if cuda else ", reconstruction")
     line = f"  busy over the run: the workers {100 * busy['workers']:.0f} % ({what})"
-    if cuda:
-        if gpu_tier1:
-            busy["gpu_tier1"] = stages.get("tier1", 0.0) / (gpus * wall)
-            line += f", tier-1 on the GPU {100 * busy['gpu_tier1']:.0f} %"
-        busy["gpu_reconstruct"] = stages.get("gpu", 0.0) / (gpus * wall)
-        line += f", the GPU's reconstruction {100 * busy['gpu_reconstruct']:.0f} %"
-    lines = [line]
-    if cuda:     # events on the GPU's streams: spans that run at once each count in full
-        lines.append("  (the GPU's figures are spans of its streams: work that ran at once counts in each)")
-    return lines, busy
+    if not cuda:
+        return [line], busy
+    if gpu_tier1:
+        busy["gpu_tier1"] = stages.get("tier1", 0.0) / (gpus * wall)
+        line += f", tier-1 on the GPU {100 * busy['gpu_tier1']:.0f} %"
+    busy["gpu_reconstruct"] = stages.get("gpu", 0.0) / (gpus * wall)
+    line += f", the GPU's reconstruction {100 * busy['gpu_reconstruct']:.0f} %"
+    return [line, "  (the GPU's figures are spans of its streams: work that ran at once counts in each)"], busy
 
 
 def _print_scaling(scaling: list[tuple[int, float]]) -> list[dict]:

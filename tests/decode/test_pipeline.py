@@ -80,54 +80,57 @@ def test_a_worker_crash_fails_only_its_frame(frames):
         assert pipe.stats["crashes"] == 1
 
 
-def test_a_worker_keeps_the_slots_it_wrote_mapped(monkeypatch):
+class _WorkerSlots:
+    """Three slots for the tiny codestream, and a worker's ``_answer`` run in this process."""
+
+    def __init__(self):
+        self.data = tiny_codestream()
+        self.decoder = Decoder("cpu")
+        self.prep = self.decoder.prepare(self.data)
+        self.mode = backend_mode(self.decoder)
+        nbytes = input_bytes(len(self.data)) + self.mode.slot_bytes(self.prep, len(self.data)) + 4096
+        self.slots = [create_segment(nbytes) for _ in range(3)]
+        self.attached = OrderedDict()
+
+    def answer(self, k: int, slot) -> None:
+        slot.buf[:len(self.data)] = self.data
+        reply = pipeline_module._answer(self.decoder, WorkerTask(k, len(self.data), slot.name, self.prep.size,
+                                                                 DecodeRequest(), self.mode), self.attached)
+        assert not isinstance(reply, Failed), reply
+
+    def close(self, slot) -> None:
+        """As the pipeline's ``_Slot.close`` does (when a slot is replaced by a larger one)."""
+        slot.close()
+        slot.unlink()
+        self.slots.remove(slot)
+
+
+@pytest.fixture
+def worker_slots():
+    w = _WorkerSlots()
+    yield w
+    for shm in w.attached.values():
+        shm.close()
+    for slot in list(w.slots):
+        w.close(slot)
+
+
+def test_a_worker_keeps_the_slots_it_wrote_mapped(monkeypatch, worker_slots):
     monkeypatch.setattr(pipeline_module, "ATTACHED_SLOTS", 2)
-    data = tiny_codestream()
-    decoder = Decoder("cpu")
-    prep = decoder.prepare(data)
-    mode = backend_mode(decoder)
-    slots = [create_segment(input_bytes(len(data)) + mode.slot_bytes(prep, len(data)) + 4096) for _ in range(3)]
-    attached = OrderedDict()
-    try:
-        for k, name in enumerate("ABCA"):
-            slot = slots["ABC".index(name)]
-            slot.buf[:len(data)] = data
-            reply = pipeline_module._answer(decoder, WorkerTask(k, len(data), slot.name, prep.size,
-                                                                DecodeRequest(), mode), attached)
-            assert not isinstance(reply, Failed), reply
-        # the two used last, least recently used first; B was unmapped to make room for A again
-        assert list(attached) == [slots[2].name, slots[0].name]
-    finally:
-        for shm in attached.values():
-            shm.close()
-        for slot in slots:
-            slot.close()
-            slot.unlink()
+    a, b, c = worker_slots.slots
+    for k, slot in enumerate((a, b, c, a)):
+        worker_slots.answer(k, slot)
+    # the two used last, least recently used first; B was unmapped to make room for A again
+    assert list(worker_slots.attached) == [c.name, a.name]
 
 
-def test_a_worker_unmaps_the_slots_the_pipeline_replaced():
-    data = tiny_codestream()
-    decoder = Decoder("cpu")
-    prep = decoder.prepare(data)
-    mode = backend_mode(decoder)
-    slots = [create_segment(input_bytes(len(data)) + mode.slot_bytes(prep, len(data)) + 4096) for _ in range(3)]
-    attached = OrderedDict()
-    try:
-        for k, slot in enumerate(slots):
-            if k == 2:      # the pipeline grew slot 0: its old segment unlinked, as _Slot.close does
-                slots[0].close()
-                slots[0].unlink()
-            slot.buf[:len(data)] = data
-            reply = pipeline_module._answer(decoder, WorkerTask(k, len(data), slot.name, prep.size,
-                                                                DecodeRequest(), mode), attached)
-            assert not isinstance(reply, Failed), reply
-        assert list(attached) == [slots[1].name, slots[2].name]     # its memory no longer held here
-    finally:
-        for shm in attached.values():
-            shm.close()
-        for slot in slots[1:]:
-            slot.close()
-            slot.unlink()
+def test_a_worker_unmaps_the_slots_the_pipeline_replaced(worker_slots):
+    a, b, c = worker_slots.slots
+    worker_slots.answer(0, a)
+    worker_slots.answer(1, b)
+    worker_slots.close(a)           # the pipeline grew slot a: its old segment unlinked
+    worker_slots.answer(2, c)
+    assert list(worker_slots.attached) == [b.name, c.name]     # its memory no longer held here
 
 
 @pytest.mark.slow  # long: in the slow pass (issue 50: the quick pass under 150 s)
