@@ -483,7 +483,7 @@ class Decoder:
         status = None
         if parts:
             batch, (coded, table, lengths, passes, order) = t1gpu.upload_batch(parts, out_bases)
-            lanes = t1gpu.BATCH_LANES if batch.rows[-1] >= t1gpu.BATCH_LANES_FROM else 1
+            lanes = t1gpu.lanes_for(int(batch.rows[-1]))
             status = t1gpu.decode_codeblocks_cuda(coded, table, lengths, passes, coeffs, entries=batch.entries,
                                             order=order, lanes=lanes)
             if host_statuses:

@@ -59,8 +59,9 @@ log = logging.getLogger("cinegpu.decode")
 
 #: seconds between looks at a frame's GPU work while :meth:`FramePipeline.get` serves the workers
 GPU_POLL_S = 0.0005
-#: Stream pairs frames alone (batch 1) take in turn on a GPU (:meth:`FramePipeline._frame_streams`).
-FRAME_STREAMS = 3
+#: Stream pairs frames alone (batch 1) take in turn on a GPU (:meth:`FramePipeline._frame_streams`):
+#: the fastest of 3 and 6 for 4K and 2K DCI frames on the GPU machine (docs/performance.md).
+FRAME_STREAMS = 6
 #: Slots a worker keeps mapped. A frame's slot is any free one, so a worker that mapped only
 #: the last one mapped nearly every frame's anew and faulted its pages in again: 1.5 ms for
 #: 4 MB written on the development machine, 0.3 ms into a slot kept mapped. A slot the

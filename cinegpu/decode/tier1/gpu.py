@@ -50,7 +50,7 @@ except ImportError:  # the host emulation and the table helpers work without it
     cupy = None
 
 __all__ = ["decode_codeblocks_cuda", "lookup_tables", "ht_lookup_table", "work_order", "scratch_entries", "KERNELS",
-           "BLOCK_THREADS", "RowBatch", "upload_batch", "BATCH_LANES", "BATCH_LANES_FROM",
+           "BLOCK_THREADS", "RowBatch", "upload_batch", "LANES_BY_CODEBLOCKS", "lanes_for",
            "shared_pitch"]
 
 CUDA_SOURCE = Path(__file__).with_name("cuda") / "tier1.cu"
@@ -62,11 +62,17 @@ BLOCK_THREADS = 128  # T1_BLOCK in tier1.cu
 SCRATCH_BYTES = 256 << 20  # per-thread scratch of one call at most (then threads take turns)
 STATIC_SHARED = 8192  # bytes of static shared memory of the kernels (lookup tables), rounded up
 MASK_SIDE, MASK_ROWS_EXTRA = 64, 5  # mask_passes.cuh
-#: working lanes per warp for launches of BATCH_LANES_FROM rows or more (one lane below): the
-#: fastest count for batches of 16 and 32 4K DCI frames on the GPU machine, where one frame
-#: alone is fastest with one lane (timings by lane count: docs/performance.md)
-BATCH_LANES = 8
-BATCH_LANES_FROM = 100_000
+#: working lanes per warp by the code-blocks of a launch: (at least this many code-blocks,
+#: lanes), the first that holds: the fastest counts on the GPU machine for batches of 16 and
+#: 32 DCI frames (100,000 code-blocks and more), a 4K DCI frame alone (26,280) and a 2K one
+#: (6,708); timings by lane count in docs/performance.md.
+LANES_BY_CODEBLOCKS = ((100_000, 8), (16_384, 4), (0, 2))
+
+
+def lanes_for(codeblocks: int) -> int:
+    """Working lanes per warp for a launch of ``codeblocks`` code-blocks
+    (:data:`LANES_BY_CODEBLOCKS`)."""
+    return next(lanes for least, lanes in LANES_BY_CODEBLOCKS if codeblocks >= least)
 
 
 def lookup_tables():

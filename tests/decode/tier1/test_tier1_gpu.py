@@ -314,3 +314,14 @@ def test_bench_frames():
         line += f" work_order alone {ms:.2f} |"
         ms = _best_gpu_ms(lambda: t1gpu.scratch_entries(dev[1], cupy))
         print(line + f" scratch_entries alone {ms:.2f}")
+
+
+def test_lanes_by_codeblocks():
+    """Every launch gets a lane count in 1..32, never fewer lanes for more code-blocks, and
+    the table's thresholds each take effect at their own count."""
+    counts = [0, 1, 6_708, 16_383, 16_384, 26_280, 99_999, 100_000, 830_000]
+    lanes = [t1gpu.lanes_for(n) for n in counts]
+    assert all(1 <= x <= 32 for x in lanes)
+    assert lanes == sorted(lanes)
+    for least, want in t1gpu.LANES_BY_CODEBLOCKS:
+        assert t1gpu.lanes_for(least) == want
