@@ -98,7 +98,10 @@ def warn_passed_over(frame: Frame, stacklevel: int = 3) -> None:
     """One :class:`~cinegpu.decode.errors.LenientWarning` per distinct line of what a lenient
     decode tolerated or concealed (the codestream's warnings, then each tile's faults), at most
     :data:`WARNED_LINES` of them and a count of the rest."""
-    lines = list(dict.fromkeys(f.line() for f in frame.passed_over()))
+    faults = frame.passed_over()
+    if not faults:
+        return
+    lines = list(dict.fromkeys(f.line() for f in faults))
     for line in lines[:WARNED_LINES]:
         warnings.warn(LenientWarning(line), stacklevel=stacklevel)
     if len(lines) > WARNED_LINES:

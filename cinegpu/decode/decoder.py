@@ -89,7 +89,10 @@ class Frame:
 
     def passed_over(self) -> list[Fault]:
         """Every fault a lenient decode went past: the codestream's warnings, then the tiles'."""
-        return [*self.warnings, *(f for r in self.reports for f in r.faults)]
+        faults = list(self.warnings)
+        for r in self.reports:
+            faults += r.faults
+        return faults
 
 
 @dataclass
@@ -723,10 +726,9 @@ def finish_frame(prep: Prepared, out: list, reports: list[TileReport], component
         out, order = apply_channels(out, prep.jp2, prep.strict)
         alpha = order.alpha
     frame = Frame(out, reports, list(prep.cs.warnings), alpha=alpha)
-    frame.timings = {
-        "parse": prep.parse_s,
-        "tier2": sum(r.tier2_s for r in reports),
-        "tier1": sum(r.tier1_s for r in reports),
-        "reconstruct": reconstruct_s,
-    }
+    tier2 = tier1 = 0.0
+    for r in reports:
+        tier2 += r.tier2_s
+        tier1 += r.tier1_s
+    frame.timings = {"parse": prep.parse_s, "tier2": tier2, "tier1": tier1, "reconstruct": reconstruct_s}
     return frame

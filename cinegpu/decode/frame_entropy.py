@@ -50,6 +50,8 @@ class FrameTables:
     nodes: int
     prec_first: list
     cb_first: list
+    #: whether a code-block may be HT (T.814): a plan's ``ht``
+    ht: bool
     #: the frame's packet orders (precincts counted from the frame's first) and each tile's
     #: rows in them, by the layers each tile's data can reach
     orders: dict = field(default_factory=dict, repr=False)
@@ -59,7 +61,8 @@ class FrameTables:
         """The plans' tables stacked (a tile alone at offset 0: its plan's own, read-only both)."""
         if len(plans) == 1 and offsets[0] == 0:
             p = plans[0]
-            return cls(p.prec_pb, p.pb, p.cb, p.cb_keep, p.nodes, [0, p.prec_pb.shape[0]], [0, p.cb.shape[0]])
+            return cls(p.prec_pb, p.pb, p.cb, p.cb_keep, p.nodes, [0, p.prec_pb.shape[0]], [0, p.cb.shape[0]],
+                       bool(p.ht))
         counts = np.array([(p.prec_pb.shape[0], p.pb.shape[0], p.cb.shape[0], p.nodes) for p in plans],
                           np.int64).reshape(-1, 4)
         firsts = np.zeros((len(plans) + 1, 4), np.int64)
@@ -72,7 +75,7 @@ class FrameTables:
         cb = stacked([p.cb for p in plans], (tier1.CB_COLUMNS,), np.int64)
         cb[:, tier1.CB_OUT] += np.repeat(np.asarray(offsets, np.int64), counts[:, 2])
         return cls(prec_pb, pb, cb, stacked([p.cb_keep for p in plans], (), np.int8), int(firsts[-1, 3]),
-                   firsts[:, 0].tolist(), firsts[:, 2].tolist())
+                   firsts[:, 0].tolist(), firsts[:, 2].tolist(), any(p.ht for p in plans))
 
     def packet_orders(self, plans: list[TilePlan], siz, reachable: list[int]) -> tuple[np.ndarray, list[int]]:
         """Every tile's :func:`~.tier2.progression.packet_order` one after another, precincts
@@ -92,9 +95,16 @@ def _tile_bytes(cs: Codestream, plans: list[TilePlan], ppm: dict | None):
     Tiles of one tile-part without PPM/PPT are read in place in the codestream."""
     data = cs.data
     tiles = [cs.tiles[p.index] for p in plans]
-    if ppm is None and all(len(t.parts) == 1 and not t.header.ppt for t in tiles):
-        body = np.frombuffer(data, np.uint8)
-        return body, body, [(t.parts[0].start, t.parts[0].end, t.parts[0].start, t.parts[0].end, 1) for t in tiles]
+    if ppm is None:
+        ranges = []
+        for t in tiles:
+            if len(t.parts) != 1 or t.header.ppt:
+                break
+            part = t.parts[0]
+            ranges.append((part.start, part.end, part.start, part.end, 1))
+        else:
+            body = np.frombuffer(data, np.uint8)
+            return body, body, ranges
     bodies, heads, ranges = [], [], []
     at = hat = 0
     for t in tiles:
@@ -133,17 +143,16 @@ def entropy_decode_frame(cs: Codestream, plans: list[TilePlan], offsets: list[in
                                             tables.cb_keep, tables.nodes, results)
     coded, seg_lengths, seg_passes = P.gather_segments(body, pieces, n_pieces, table)
     t1 = time.perf_counter()
-    status = tier1.decode_codeblocks(coded, table, seg_lengths, seg_passes, coeffs) if table.shape[0] else None
+    status = (tier1.decode_codeblocks(coded, table, seg_lengths, seg_passes, coeffs, ht=tables.ht)
+              if table.shape[0] else None)
     t2 = time.perf_counter()
-    bad_t2 = (results[:, P.R_STATUS] != P.OK) & (results[:, P.R_STATUS] != P.ENDED)
     bad_t1 = status is not None and bool(status.any())
     reports = []
-    for i, plan in enumerate(plans):
-        report = TileReport(plan.index, packets_read=int(results[i, P.R_DONE]),
-                            packets_total=starts[i + 1] - starts[i])
-        if bad_t2[i]:
-            _tier2_fault(cs, plan, int(results[i, P.R_STATUS]), int(results[i, P.R_DONE]),
-                         int(results[i, P.R_WHERE]) - ranges[i][0], ranges[i][4], policy, report)
+    for i, (plan, result) in enumerate(zip(plans, results.tolist())):
+        report = TileReport(plan.index, packets_read=result[P.R_DONE], packets_total=starts[i + 1] - starts[i])
+        if result[P.R_STATUS] != P.OK and result[P.R_STATUS] != P.ENDED:
+            _tier2_fault(cs, plan, result[P.R_STATUS], result[P.R_DONE], result[P.R_WHERE] - ranges[i][0],
+                         ranges[i][4], policy, report)
         if bad_t1:
             rows = slice(tables.cb_first[i], tables.cb_first[i + 1])
             check_tier1_status(status[rows], plan, policy, report, table[rows, tier1.CB_NUM_BPS])

@@ -49,7 +49,10 @@ class DecodeRequest:
             return cls(**options)
         defaults = _DEFAULT if defaults is None and cls is DecodeRequest else defaults or cls()
         # the usual call passes its options as the very default values: nothing to build
-        if all(getattr(defaults, k) is v for k, v in options.items()):
+        for k, v in options.items():
+            if getattr(defaults, k) is not v:
+                break
+        else:
             return request
         if cls(**options) != defaults:
             raise TypeError("give either request= or its options (reduce=, layers=, strict=, components=), not both")

@@ -90,7 +90,8 @@ def same_frames(cs, reduce: int, lenient: bool) -> None:
     offsets = list(itertools.accumulate((p.coeff_size for p in new), initial=0))[:-1]
     tables = FrameTables.build(new, offsets)
     want = ref.frame_tables(old, offsets)
-    for name, w in zip(("prec_pb", "pb", "cb", "cb_keep", "nodes", "prec_first", "cb_first"), want):
+    for name, w in zip(("prec_pb", "pb", "cb", "cb_keep", "nodes", "prec_first", "cb_first", "ht"), want,
+                       strict=True):
         got = getattr(tables, name)
         if isinstance(w, np.ndarray):
             assert got.dtype == w.dtype and got.shape == w.shape and got.flags.c_contiguous, name

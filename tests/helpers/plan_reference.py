@@ -626,4 +626,6 @@ def frame_tables(plans: list, offsets: list[int]) -> tuple:
     def cat(xs, shape, dt):
         return (np.ascontiguousarray(np.concatenate(xs), dt) if xs else np.zeros(shape, dt))
     return (cat(prec_pb, (0, 2), np.int64), cat(pb, (0, 4), np.int64),
-            cat(cb, (0, tier1.CB_COLUMNS), np.int64), cat(keep, (0,), np.int8), nodes, prec_first, cb_first)
+            cat(cb, (0, tier1.CB_COLUMNS), np.int64), cat(keep, (0,), np.int8), nodes, prec_first, cb_first,
+            # a code-block whose style has the HT bit (all-HT and mixed styles both have it)
+            any(bool((plan.cb[:, tier1.CB_STYLE] & tier1.CBLK_HT).any()) for plan in plans))

@@ -262,7 +262,7 @@ def check_out_region(out_len, off, w, h, stride):
     return off + (h - 1) * stride + w <= out_len
 
 
-def decode_codeblocks(coded, table, seg_lengths, seg_passes, out):
+def decode_codeblocks(coded, table, seg_lengths, seg_passes, out, ht=None):
     """Decode every code-block of `table` (int64, CB_COLUMNS columns) into the flat `out`.
 
     Returns the int32 status array, one per row (STATUS_* bits).  Rows whose style has
@@ -270,7 +270,13 @@ def decode_codeblocks(coded, table, seg_lengths, seg_passes, out):
     dequantisation does not tell them apart.  A table without them goes to
     :func:`decode_codeblocks_ebcot`, one with them to :func:`decode_codeblocks_mixed`: the HT
     decoder is compiled only where a stream has HT code-blocks (DCI frames have none).
+    ``ht``: False when the caller knows no row can be HT (its plans' coding styles have
+    neither the HT nor the mixed bit), which spares looking; None: the rows are looked at.
+    A row marked HT that reaches the EBCOT driver all the same is refused, not misread
+    (STATUS_BAD_ROW).
     """
+    if ht is False:
+        return decode_codeblocks_ebcot(coded, table, seg_lengths, seg_passes, out)
     if table.ndim == 2 and table.shape[1] > CB_STYLE and (table[:, CB_STYLE] & CBLK_HT).any():
         return decode_codeblocks_mixed(coded, table, seg_lengths, seg_passes, out)
     return decode_codeblocks_ebcot(coded, table, seg_lengths, seg_passes, out)

@@ -85,6 +85,13 @@ def test_the_ebcot_driver_refuses_an_ht_block():
     assert status[0] == t1.STATUS_BAD_ROW and not ebcot[:64].any()
     assert decode_codeblocks_mixed(*args, mixed)[1] == status[1] == 0
     assert np.array_equal(ebcot[100:164], mixed[100:164]) and ebcot[100:164].any()
+    # told (wrongly) that no row is HT, decode_codeblocks takes the EBCOT driver: refused, not misread
+    hinted = np.full(4096, 5, np.int32)
+    assert np.array_equal(t1.decode_codeblocks(*args, hinted, ht=False), status)
+    assert np.array_equal(hinted, ebcot)
+    looked = np.full(4096, 5, np.int32)
+    assert t1.decode_codeblocks(*args, looked)[0] != t1.STATUS_BAD_ROW
+    assert np.array_equal(looked, mixed)
 
 
 def test_bad_segment_table():
