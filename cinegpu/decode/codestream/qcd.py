@@ -59,11 +59,11 @@ def _parse_quantization(r: SegmentReader, name: str) -> Quantization:
     s = r.u8()
     style, guard = s & 0x1F, s >> 5
     if style == QUANT_NONE:
-        steps = tuple((r.u8() >> 3, 0) for _ in range(r.remaining))
+        steps = tuple((v >> 3, 0) for v in r.raw(r.remaining))
     elif style in (QUANT_DERIVED, QUANT_EXPOUNDED):
         if r.remaining % 2:
             raise InvalidSegment(f"{name}: odd number of bytes of 16-bit step sizes", at)
-        steps = tuple((v >> 11, v & 0x7FF) for v in (r.u16() for _ in range(r.remaining // 2)))
+        steps = tuple((v >> 11, v & 0x7FF) for v in r.u16s(r.remaining // 2))
     else:
         raise InvalidSegment(f"{name}: quantization style {style} is not in Table A.28", at)
     if not steps or (style == QUANT_DERIVED and len(steps) != 1):

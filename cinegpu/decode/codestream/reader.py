@@ -8,6 +8,8 @@ exactly. Offsets are absolute byte offsets into the input, for error messages.
 
 from __future__ import annotations
 
+import struct
+
 from ..errors import InvalidSegment, TruncatedCodestream
 
 
@@ -45,6 +47,10 @@ class SegmentReader:
         i = self._take(4)
         d = self.data
         return (d[i] << 24) | (d[i + 1] << 16) | (d[i + 2] << 8) | d[i + 3]
+
+    def u16s(self, n: int) -> tuple[int, ...]:
+        """``n`` big-endian u16 values in one read (a QCD lists up to 97)."""
+        return struct.unpack_from(f">{n}H", self.data, self._take(2 * n))
 
     def uint(self, nbytes: int) -> int:
         """An unsigned integer of 1, 2 or 4 bytes."""

@@ -15,7 +15,9 @@ import pytest
 
 from cinegpu.decode.codestream import markers as M
 from cinegpu.decode.codestream.header import parse_codestream
-from cinegpu.decode.errors import TruncatedCodestream
+from cinegpu.decode.codestream.qcd import QUANT_EXPOUNDED, QUANT_NONE, parse_qcd
+from cinegpu.decode.codestream.reader import SegmentReader
+from cinegpu.decode.errors import InvalidSegment, TruncatedCodestream
 from helpers.codestreams import seg, tile_part
 
 SIZ_BODY = struct.pack(">HIIIIIIIIH", 0, 8, 8, 0, 0, 8, 8, 0, 0, 1) + bytes([7, 1, 1])
@@ -91,3 +93,19 @@ def test_main_header_cache_reuses_only_identical_headers():
     from cinegpu.decode import decode
     for data in (a, b, c, a):
         assert all((x == y).all() for x, y in zip(decode(data), decode(bytes(data))))
+
+
+def test_quantization_steps_read_in_one_go():
+    """SPqcd as (epsilon, mu) pairs (A.6.4, Table A.29/A.30): 16-bit values read at once, 8-bit
+    ones (no quantization) too, within the segment's bounds only."""
+    values = [(9 << 11) | 1000, (8 << 11) | 2047, (1 << 11), 0x7FF]
+    body = bytes([(1 << 5) | QUANT_EXPOUNDED]) + struct.pack(">4H", *values)
+    q = parse_qcd(SegmentReader(b"xx" + body + b"yy", 2, 2 + len(body), "QCD"))
+    assert q.guard_bits == 1 and q.steps == ((9, 1000), (8, 2047), (1, 0), (0, 2047))
+    body = bytes([(2 << 5) | QUANT_NONE, 8 << 3, 9 << 3, (10 << 3) | 7])
+    q = parse_qcd(SegmentReader(body, 0, len(body), "QCD"))
+    assert q.guard_bits == 2 and q.steps == ((8, 0), (9, 0), (10, 0))
+    r = SegmentReader(bytes(8), 0, 5, "QCD")
+    assert r.u16s(2) == (0, 0) and r.pos == 4
+    with pytest.raises(InvalidSegment, match="too short"):
+        r.u16s(1)          # 2 bytes past a segment with 1 left, though the data goes on
