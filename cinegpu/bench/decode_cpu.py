@@ -1,10 +1,12 @@
 """Our CPU decode against ``opj_decompress -threads 1``, one thread each, per conformance stream.
 
     python3 -m cinegpu.bench.decode_cpu [--set part1|all] [--repeat N] [--conformance DIR]
+    python3 -m cinegpu.bench.decode_cpu [--repeat N] PATH [PATH ...]
 
 For every codestream that ``MANIFEST.tsv`` lists (``part1``: the T.803 Part-1 profile-0 and
-profile-1 streams, ``p0_*``/``p1_*``; ``all``: the HTJ2K and hi-fi ones too), each decoded
-whole (every component, reduce 0, what ``opj_decompress`` does by default):
+profile-1 streams, ``p0_*``/``p1_*``; ``all``: the HTJ2K and hi-fi ones too), or every file
+named (a folder: its codestream and JP2 files, in natural order; one's own content), each
+decoded whole (every component, reduce 0, what ``opj_decompress`` does by default):
 
 * ours: :func:`cinegpu.decode.decode` on the CPU back end with one numba thread, after one DCI
   frame has been decoded in the process: the stream's first call (what ``cinegpu decode FILE``,
@@ -42,9 +44,11 @@ import numba
 from cinegpu.bench import decode_peers as peers
 from cinegpu.decode.api import decode
 from cinegpu.decode.errors import CodestreamError, LenientWarning
+from cinegpu.media.errors import MediaError
 from cinegpu.media.samples import BARS_2K
+from cinegpu.media.source import FRAME_SUFFIXES, natural_key, read_codestream_file
 
-__all__ = ["Row", "first_ours", "format_table", "main", "manifest_streams", "table", "warm_ours"]
+__all__ = ["Row", "first_ours", "format_table", "main", "manifest_streams", "named_streams", "table", "warm_ours"]
 
 CONFORMANCE = Path(__file__).resolve().parents[3] / "shared" / "conformance"
 #: The DCI frame every run decodes first (numba's kernels loaded before any stream is timed).
@@ -83,6 +87,21 @@ def manifest_streams(conformance: Path, which: str = "part1") -> list[Path]:
             if path.is_file() and path not in seen:
                 seen.append(path)
     return seen
+
+
+def named_streams(paths: list[Path]) -> list[Path]:
+    """The files ``paths`` name: a file as it is, a folder's files with a codestream or JP2
+    suffix (``FRAME_SUFFIXES``) in natural order; :class:`MediaError` for a path that is neither."""
+    found: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found += sorted((p for p in path.iterdir() if p.suffix.lower() in FRAME_SUFFIXES and p.is_file()),
+                            key=lambda p: natural_key(p.name))
+        elif path.is_file():
+            found.append(path)
+        else:
+            raise MediaError(path, "no such file or folder")
+    return found
 
 
 def first_ours(data: bytes) -> float:
@@ -126,7 +145,7 @@ def table(streams: list[Path], repeat: int = 5, *, printed: bool = True, emit=No
     warm_up()
     rows = []
     for k, path in enumerate(streams):
-        data = path.read_bytes()
+        data = read_codestream_file(path)
         opj = None
         if k % 2:       # OpenJPEG's first call first on every other stream
             opj = peers.openjpeg_first_and_warm_ms(path, threads=1, repeat=repeat)
@@ -188,12 +207,22 @@ def main(argv=None) -> None:
     ap.add_argument("--set", choices=("part1", "all"), default="part1")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--conformance", type=Path, default=CONFORMANCE)
+    ap.add_argument("paths", type=Path, nargs="*", metavar="PATH",
+                    help="codestream or JP2 files, or folders of them, instead of the conformance streams")
     args = ap.parse_args(argv)
-    if not (args.conformance / "MANIFEST.tsv").is_file():
-        sys.exit(f"no MANIFEST.tsv in {args.conformance}")
-    print(HEADER, COLUMNS, sep="\n", flush=True)
-    rows = table(manifest_streams(args.conformance, args.set), max(args.repeat, 1),
-                 emit=lambda row: print(format_row(row), flush=True))
+    try:
+        if args.paths:
+            streams = named_streams(args.paths)
+            if not streams:
+                sys.exit("no codestream or JP2 file among " + ", ".join(map(str, args.paths)))
+        elif not (args.conformance / "MANIFEST.tsv").is_file():
+            sys.exit(f"no MANIFEST.tsv in {args.conformance}")
+        else:
+            streams = manifest_streams(args.conformance, args.set)
+        print(HEADER, COLUMNS, sep="\n", flush=True)
+        rows = table(streams, max(args.repeat, 1), emit=lambda row: print(format_row(row), flush=True))
+    except MediaError as exc:
+        sys.exit(f"decode_cpu: {exc}")
     print(*summary(rows), sep="\n", flush=True)
 
 

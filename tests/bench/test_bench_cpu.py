@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from cinegpu.bench import decode_cpu as bench_cpu
+from cinegpu.media.errors import MediaError
 from conftest import CONFORMANCE, needs_conformance
 
-pytestmark = needs_conformance
 
-
+@needs_conformance
 def test_manifest_streams_lists_each_present_part1_stream_once():
     streams = bench_cpu.manifest_streams(CONFORMANCE, "part1")
     names = [p.name for p in streams]
@@ -18,6 +18,7 @@ def test_manifest_streams_lists_each_present_part1_stream_once():
     assert "p0_07.j2k" not in names  # listed, but absent (MANIFEST_NOTES.md)
 
 
+@needs_conformance
 @pytest.mark.slow  # 68 s on a fresh clone (numba compiling the one-thread decode), CI's slow pass
 def test_table_rows_and_text_on_two_tiny_streams():
     streams = [CONFORMANCE / "part1/codestreams/p0_11.j2k", CONFORMANCE / "part1/codestreams/p1_07.j2k"]
@@ -35,3 +36,37 @@ def test_table_rows_and_text_on_two_tiny_streams():
     assert [line.split()[0] for line in text[2:4]] == ["p0_11.j2k", "p1_07.j2k"]
     if any(r.ratio is not None for r in rows):
         assert text[4].startswith("first call: median ratio ") and text[5].startswith("warm: median ratio ")
+
+
+def test_named_streams_take_files_and_folders_in_natural_order(tmp_path):
+    folder = tmp_path / "frames"
+    folder.mkdir()
+    for name in ("f10.j2c", "f2.J2C", "f1.jp2", "notes.txt", "f3.jph"):
+        (folder / name).write_bytes(b"x")
+    (folder / "sub.j2c").mkdir()        # a folder with a codestream's suffix is not a stream
+    one = tmp_path / "one.j2k"
+    one.write_bytes(b"x")
+    got = bench_cpu.named_streams([one, folder])
+    assert [p.name for p in got] == ["one.j2k", "f1.jp2", "f2.J2C", "f3.jph", "f10.j2c"]
+    with pytest.raises(MediaError, match="no such file or folder"):
+        bench_cpu.named_streams([tmp_path / "absent"])
+
+
+def test_main_says_what_it_cannot_read(tmp_path, capsys):
+    with pytest.raises(SystemExit, match="no such file or folder"):
+        bench_cpu.main([str(tmp_path / "absent")])
+    with pytest.raises(SystemExit, match="no codestream or JP2 file among"):
+        bench_cpu.main([str(tmp_path)])
+    assert capsys.readouterr().out == ""     # no table started
+
+
+@needs_conformance
+@pytest.mark.slow  # numba's one-thread decode compiling on a fresh clone, as above
+def test_main_times_the_streams_of_a_folder(tmp_path, capsys):
+    for name in ("p0_11.j2k", "p1_07.j2k"):
+        (tmp_path / name).write_bytes((CONFORMANCE / "part1/codestreams" / name).read_bytes())
+    (tmp_path / "readme.txt").write_text("not a stream")
+    bench_cpu.main(["--repeat", "1", str(tmp_path)])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("# ours:") and [line.split()[0] for line in lines[2:4]] == ["p0_11.j2k", "p1_07.j2k"]
+    assert all(float(line.split()[1]) > 0 for line in lines[2:4])
