@@ -296,27 +296,25 @@ def _band_steps(cs: Codestream, sp, q, c: int, precision: int, lenient: bool):
     quantised ``q`` (E-2, E-3; Table A.30 order). A subband its QCD/QCC lists no step size for
     is absent (strict: the plan raises where it meets it) or, lenient, takes what OpenJPEG's
     decoder holds (:func:`_missing_step`) and counts as missing."""
-    levels = sp.levels
-    bands = 3 * levels + 1
-    if q.style == QUANT_DERIVED:   # E-5: epsilon_b = epsilon_0 - NL + n_b, Quantization.step's
-        eps0, mu0 = q.steps[0]
-        pairs = [(eps0, mu0), *((eps0 - (b - 1) // 3, mu0) for b in range(1, bands))]
-    else:
-        pairs = list(q.steps[:bands])
-    missing = bands - len(pairs)
-    if missing and lenient:
-        pairs += [_missing_step(cs, q, c, b) for b in range(len(pairs), bands)]
-    guard = q.guard_bits
-    rows = [(guard + eps - 1, 0) for eps, _ in pairs]
-    if sp.reversible:
-        deltas = [1.0] * len(pairs)
-    else:
-        deltas = [(2.0 ** (precision + LOG2_GAIN[0 if b == 0 else (b - 1) % 3 + 1] - eps)) * (1.0 + mu / 2048.0)
-                  for b, (eps, mu) in enumerate(pairs)]
-    if missing and not lenient:
-        rows += [(0, 1)] * missing
-        deltas += [0.0] * missing
-        missing = 0
+    rows, deltas, missing = [], [], 0
+    listed = len(q.steps) if q.style != QUANT_DERIVED else 3 * sp.levels + 1
+    reversible, guard = sp.reversible, q.guard_bits
+    for band_index in range(3 * sp.levels + 1):
+        given = None
+        if band_index >= listed:
+            if not lenient:
+                rows.append((0, 1))
+                deltas.append(0.0)
+                continue
+            given = _missing_step(cs, q, c, band_index)
+            missing += 1
+        eps, mu = q.step(band_index, sp.levels, given)
+        if reversible:
+            deltas.append(1.0)
+        else:
+            Rb = precision + LOG2_GAIN[0 if band_index == 0 else (band_index - 1) % 3 + 1]
+            deltas.append((2.0 ** (Rb - eps)) * (1.0 + mu / 2048.0))
+        rows.append((guard + eps - 1, 0))
     return rows, deltas, missing
 
 
