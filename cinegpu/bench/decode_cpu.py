@@ -46,9 +46,9 @@ from cinegpu.decode.api import decode
 from cinegpu.decode.errors import CodestreamError, LenientWarning
 from cinegpu.media.errors import MediaError
 from cinegpu.media.samples import BARS_2K
-from cinegpu.media.source import FRAME_SUFFIXES, natural_key, read_codestream_file
+from cinegpu.media.source import frame_files, read_codestream_file
 
-__all__ = ["Row", "first_ours", "format_table", "main", "manifest_streams", "named_streams", "table", "warm_ours"]
+__all__ = ["Row", "first_ours", "format_table", "main", "manifest_streams", "table", "warm_ours"]
 
 CONFORMANCE = Path(__file__).resolve().parents[3] / "shared" / "conformance"
 #: The DCI frame every run decodes first (numba's kernels loaded before any stream is timed).
@@ -87,21 +87,6 @@ def manifest_streams(conformance: Path, which: str = "part1") -> list[Path]:
             if path.is_file() and path not in seen:
                 seen.append(path)
     return seen
-
-
-def named_streams(paths: list[Path]) -> list[Path]:
-    """The files ``paths`` name: a file as it is, a folder's files with a codestream or JP2
-    suffix (``FRAME_SUFFIXES``) in natural order; :class:`MediaError` for a path that is neither."""
-    found: list[Path] = []
-    for path in paths:
-        if path.is_dir():
-            found += sorted((p for p in path.iterdir() if p.suffix.lower() in FRAME_SUFFIXES and p.is_file()),
-                            key=lambda p: natural_key(p.name))
-        elif path.is_file():
-            found.append(path)
-        else:
-            raise MediaError(path, "no such file or folder")
-    return found
 
 
 def first_ours(data: bytes) -> float:
@@ -212,7 +197,7 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     try:
         if args.paths:
-            streams = named_streams(args.paths)
+            streams = frame_files(args.paths)
             if not streams:
                 sys.exit("no codestream or JP2 file among " + ", ".join(map(str, args.paths)))
         elif not (args.conformance / "MANIFEST.tsv").is_file():

@@ -36,6 +36,7 @@ import logging
 import struct
 import time
 import traceback
+import warnings
 from collections import OrderedDict, deque
 from dataclasses import dataclass, replace
 from multiprocessing import shared_memory
@@ -45,7 +46,7 @@ import numpy as np
 
 from .cpus import usable_cores
 from .decoder import Decoder, Frame, Prepared, check_components
-from .errors import CodestreamError, PipelineError, WorkerCrashed
+from .errors import CodestreamError, LenientWarning, PipelineError, WorkerCrashed
 from .limits import Limits
 from .pipeline_messages import Failed, GrowSlot, Job, Reply, StopWorker, WorkerTask, Written, input_bytes
 from .pipeline_modes import FrameMode, GpuWork, SegmentsMode, backend_mode
@@ -108,6 +109,9 @@ def _worker_main(conn) -> None:
     # the caller's prepare() checked each frame against its max_pixels / max_memory; the
     # work bound, tied to the input's size, holds here too
     quiet = announce_compiles(conn)     # a first run's compiles are work, not silence
+    # what a frame's headers tolerate is said by the pipeline's process, which reads the same
+    # headers (its Frame's passed_over); the worker's copy would be a second line, unattributed
+    warnings.simplefilter("ignore", LenientWarning)
     try:
         decoder = Decoder("cpu", max_pixels=None, max_memory=None)
         decoder.decode(tiny_codestream())

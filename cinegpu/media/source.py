@@ -61,6 +61,27 @@ def read_codestream_file(path: Path) -> bytes:
     return read_bounded(path, MAX_CODESTREAM_BYTES, "a codestream file")
 
 
+def folder_frames(folder: Path) -> list[Path]:
+    """A folder's files with a codestream or JP2 suffix (:data:`FRAME_SUFFIXES`), in natural
+    order (``f2`` before ``f10``)."""
+    return sorted((p for p in folder.iterdir() if p.suffix.lower() in FRAME_SUFFIXES and p.is_file()),
+                  key=lambda p: natural_key(p.name))
+
+
+def frame_files(paths: list[Path]) -> list[Path]:
+    """The files ``paths`` name: a file as it is, a folder's :func:`folder_frames`;
+    :class:`MediaError` for a path that is neither."""
+    found: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found += folder_frames(path)
+        elif path.is_file():
+            found.append(path)
+        else:
+            raise MediaError(path, "no such file or folder")
+    return found
+
+
 class FrameFiles:
     """A list of codestream files, one frame each."""
 
@@ -201,8 +222,7 @@ def _bare_track_key(mxf: MXFFile, keys: KeyRing) -> bytes:
 
 
 def open_sequence(folder: Path) -> Source:
-    files = sorted((p for p in folder.iterdir() if p.suffix.lower() in FRAME_SUFFIXES and p.is_file()),
-                   key=lambda p: natural_key(p.name))
+    files = folder_frames(folder)
     if not files:
         raise UnsupportedMedia(folder, "no ASSETMAP, and no .j2c/.j2k/.jp2 frames in this folder")
     return Source("j2k-sequence", folder.name, None, [Span(FrameFiles(files), 0, 0, len(files))],

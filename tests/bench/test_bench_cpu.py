@@ -38,20 +38,6 @@ def test_table_rows_and_text_on_two_tiny_streams():
         assert text[4].startswith("first call: median ratio ") and text[5].startswith("warm: median ratio ")
 
 
-def test_named_streams_take_files_and_folders_in_natural_order(tmp_path):
-    folder = tmp_path / "frames"
-    folder.mkdir()
-    for name in ("f10.j2c", "f2.J2C", "f1.jp2", "notes.txt", "f3.jph"):
-        (folder / name).write_bytes(b"x")
-    (folder / "sub.j2c").mkdir()        # a folder with a codestream's suffix is not a stream
-    one = tmp_path / "one.j2k"
-    one.write_bytes(b"x")
-    got = bench_cpu.named_streams([one, folder])
-    assert [p.name for p in got] == ["one.j2k", "f1.jp2", "f2.J2C", "f3.jph", "f10.j2c"]
-    with pytest.raises(MediaError, match="no such file or folder"):
-        bench_cpu.named_streams([tmp_path / "absent"])
-
-
 def test_main_says_what_it_cannot_read(tmp_path, capsys):
     with pytest.raises(SystemExit, match="no such file or folder"):
         bench_cpu.main([str(tmp_path / "absent")])

@@ -5,10 +5,15 @@ and PGX (one file per component, ISO/IEC 15444-4's format) otherwise. TIFF and P
 samples are 8 or 16 bit, scaled to the file's full range so that viewers show the picture
 (a 12-bit 4095 becomes 65535; PNG records the 12 significant bits in sBIT); PGX keeps the
 codestream's own values and precision.
+
+Each file is written under a temporary name beside its own and renamed into place once
+whole, so that an interrupted decode never leaves a partial image under an image's name.
 """
 
 from __future__ import annotations
 
+import os
+import secrets
 from pathlib import Path
 
 import numpy as np
@@ -91,7 +96,8 @@ def write_pgx(path: str | Path, component: np.ndarray, bits: int, signed: bool) 
 def write_image(path: str | Path, components: list[np.ndarray], bits: list[int],
                 signed: list[bool], *, photometric: str | None = None,
                 alpha: int | None = None) -> list[Path]:
-    """Write by suffix (.tif/.tiff, .png, .pgx); returns the files written.
+    """Write by suffix (.tif/.tiff, .png, .pgx); returns the files written, each renamed into
+    place once whole (:func:`in_place`).
 
     PGX writes ``stem_K.pgx`` per component (what opj_decompress does). ``photometric`` and
     ``alpha`` are for TIFF (:func:`write_tiff`); PNG takes a 2- or 4-channel picture as grey or
@@ -103,13 +109,25 @@ def write_image(path: str | Path, components: list[np.ndarray], bits: list[int],
         out = []
         for k, c in enumerate(components):
             p = path.with_name(f"{path.stem}_{k}.pgx")
-            write_pgx(p, c, bits[k], signed[k])
+            in_place(p, lambda tmp, c=c, k=k: write_pgx(tmp, c, bits[k], signed[k]))
             out.append(p)
         return out
     if suffix in (".tif", ".tiff"):
-        write_tiff(path, components, bits, signed, photometric=photometric, alpha=alpha)
+        in_place(path, lambda tmp: write_tiff(tmp, components, bits, signed, photometric=photometric, alpha=alpha))
     elif suffix == ".png":
-        write_png(path, components, bits, signed)
+        in_place(path, lambda tmp: write_png(tmp, components, bits, signed))
     else:
         raise ValueError(f"unknown image type {suffix!r}: use .tif, .png or .pgx")
     return [path]
+
+
+def in_place(path: Path, write) -> None:
+    """``write(tmp)`` to a hidden temporary name beside ``path`` (same suffix), then renamed
+    to ``path`` (atomic on one file system): ``path`` never holds a partial file. The
+    temporary is removed if ``write`` fails."""
+    tmp = path.with_name(f".{path.stem}.{secrets.token_hex(4)}.partial{path.suffix}")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)

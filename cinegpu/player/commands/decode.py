@@ -1,29 +1,54 @@
-"""``cinegpu decode FILE -o OUT``: decode one codestream or JP2 file to an image."""
+"""``cinegpu decode FILE -o IMAGE``: decode one codestream or JP2 file to an image;
+``cinegpu decode FILE|FOLDER ... -o FOLDER``: decode many, in parallel, one image each.
+
+Many files go through a :class:`~cinegpu.decode.pipeline.FramePipeline` in one process, as
+``opj_decompress -ImgDir`` and ``grk_decompress -ImgDir -OutDir`` decode a folder: each of its
+worker processes loads the decoder once (numba's start-up, about half a second a process),
+not once a file as a shell loop over ``cinegpu decode FILE`` does, and the files are
+decoded on every core. A file that fails is reported and the others are decoded; the status
+is then 2.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
-from cinegpu.decode import BackendUnavailable, CodestreamError, LenientWarning
+from cinegpu.decode import BackendUnavailable, CodestreamError, LenientWarning, PipelineError
 from cinegpu.decode.codestream.header import parse_codestream
 from cinegpu.decode.jp2 import channel_depths, channel_order, read_jp2
 from cinegpu.media.errors import MediaError
 from cinegpu.media.images.jp2_colour import Picture, for_display
 from cinegpu.media.images.write import write_image
-from cinegpu.media.source import read_codestream_file
+from cinegpu.media.source import frame_files, read_codestream_file
 
 from .args import non_negative_int, positive_int
 from .compiling import compile_decoder
+from .interrupts import stoppable
+
+#: Output suffixes ``decode`` writes, as :func:`cinegpu.media.images.write.write_image` takes them.
+OUTPUT_SUFFIXES = (".tif", ".tiff", ".png", ".pgx")
+#: ``--format`` of the folder mode: each file's image type.
+FORMATS = ("tif", "png", "pgx")
 
 
 def register(sub) -> None:
-    p = sub.add_parser("decode", help="decode a .j2c/.j2k/.jp2 file to TIFF, PNG or PGX")
-    p.add_argument("file", type=Path, help="the .j2c/.j2k codestream or .jp2 file to decode")
-    p.add_argument("-o", "--output", type=Path, required=True, metavar="IMAGE",
-                   help="output image: .tif/.tiff or .png (components of one size), .pgx (one file each)")
+    p = sub.add_parser("decode", help="decode .j2c/.j2k/.jp2 files to TIFF, PNG or PGX")
+    p.add_argument("file", type=Path, nargs="+", metavar="FILE",
+                   help="the .j2c/.j2k codestream or .jp2 file to decode; several, or folders (their "
+                        ".j2c/.j2k/.jp2 files, in natural order), are decoded in parallel into the folder -o names")
+    p.add_argument("-o", "--output", type=Path, required=True, metavar="OUT",
+                   help="one file: its image, .tif/.tiff or .png (components of one size) or .pgx (one file "
+                        "each); several files or a folder: the folder the images go to (made if missing), "
+                        "each named after its file")
+    p.add_argument("--format", choices=FORMATS, default="tif",
+                   help="several files or a folder: the images' type (default tif)")
+    p.add_argument("--workers", type=positive_int, default=None, metavar="N",
+                   help="several files or a folder: decoding processes (default: the usable cores less one)")
     p.add_argument("-r", "--reduce", type=non_negative_int, default=0, metavar="N", help="discard the N highest resolution levels")
     p.add_argument("-l", "--layers", type=positive_int, default=None, metavar="N", help="decode only the first N quality layers")
     p.add_argument("--backend", choices=("cpu", "cuda", "auto"), default="cpu",
@@ -40,17 +65,39 @@ def register(sub) -> None:
     p.set_defaults(run=run)
 
 
-#: Output suffixes ``decode`` writes, as :func:`cinegpu.media.images.write.write_image` takes them.
-OUTPUT_SUFFIXES = (".tif", ".tiff", ".png", ".pgx")
+def run(args) -> int:
+    if len(args.file) == 1 and not args.file[0].is_dir():
+        return _run_one(args)
+    return stoppable("decode", _run_many, args)
 
 
+def _say(*parts) -> None:
+    print("cinegpu decode:", *parts, file=sys.stderr)
+
+
+def _limits(args):
+    """The decoder's :class:`~cinegpu.decode.limits.Limits` from ``--max-pixels`` and
+    ``--max-memory`` (absent: the defaults; 0: none)."""
+    from cinegpu.decode.limits import (  # noqa: PLC0415  (start-up: the decoder, ~80 ms)
+        DEFAULT_MAX_MEMORY,
+        DEFAULT_MAX_PIXELS,
+        Limits,
+    )
+
+    def limit(value, default):
+        return default if value is None else (value or None)
+
+    return Limits(limit(args.max_pixels, DEFAULT_MAX_PIXELS), limit(args.max_memory, DEFAULT_MAX_MEMORY))
+
+
+# --- one file ------------------------------------------------------------------------------
 def _check_paths(source: Path, output: Path) -> str | None:
     """The first mistake in the input and output paths, in words, or None: checked before
     anything is decoded."""
     if not source.exists():
         return f"{source}: no such file"
     if not source.is_file():
-        return f"{source}: not a file (give one .j2c/.j2k/.jp2 file)"
+        return f"{source}: not a file (give .j2c/.j2k/.jp2 files or folders of them)"
     if output.suffix.lower() not in OUTPUT_SUFFIXES:
         return f"{output}: unknown image type {output.suffix or '(none)'!r}: use .tif, .png or .pgx"
     folder = output.parent
@@ -61,61 +108,61 @@ def _check_paths(source: Path, output: Path) -> str | None:
     return None
 
 
-def run(args) -> int:
+def _run_one(args) -> int:
     from cinegpu.decode.decoder import Decoder  # noqa: PLC0415  (start-up: the decoder, ~80 ms)
-    from cinegpu.decode.limits import (  # noqa: PLC0415  (start-up: the decoder, ~80 ms)
-        DEFAULT_MAX_MEMORY,
-        DEFAULT_MAX_PIXELS,
-    )
 
-    def limit(value, default):
-        return default if value is None else (value or None)
-
-    problem = _check_paths(args.file, args.output)
+    source = args.file[0]
+    problem = _check_paths(source, args.output)
     if problem:
-        print(f"cinegpu decode: {problem}", file=sys.stderr)
+        _say(problem)
         return 2
     try:
-        data = read_codestream_file(args.file)
+        data = read_codestream_file(source)
     except MediaError as exc:
-        print(f"cinegpu decode: {exc}", file=sys.stderr)
+        _say(exc)
         return 2
     compile_decoder("decode")
+    limits = _limits(args)
     with warnings.catch_warnings(record=True) as tolerated:
         warnings.simplefilter("always", LenientWarning)
         try:
-            decoder = Decoder(args.backend, max_pixels=limit(args.max_pixels, DEFAULT_MAX_PIXELS),
-                              max_memory=limit(args.max_memory, DEFAULT_MAX_MEMORY))
+            decoder = Decoder(args.backend, max_pixels=limits.max_pixels, max_memory=limits.max_memory)
             frame = decoder.decode(data, reduce=args.reduce, layers=args.layers, strict=args.strict)
-            picture = _picture(data, frame, args)
+            picture = _picture(data, frame, args.reduce, args.output.suffix.lower())
             error = None
         except (CodestreamError, BackendUnavailable) as exc:
             error = exc
     # what the peers tolerate (LenientWarning), each said once
     for message in dict.fromkeys(str(w.message) for w in tolerated if issubclass(w.category, LenientWarning)):
-        print(f"cinegpu decode: {args.file}: warning: {message}", file=sys.stderr)
+        _say(f"{source}: warning: {message}")
     if error is not None:
-        print(f"cinegpu decode: {args.file}: {error}", file=sys.stderr)
+        _say(f"{source}: {error}")
         return 2
-    comps = picture.components
-    for note in picture.notes:
-        print(f"cinegpu decode: {args.file}: warning: {note}", file=sys.stderr)
-    out = args.output
-    if out.suffix.lower() in (".tif", ".tiff", ".png") and len({c.shape for c in comps}) > 1:
-        out = out.with_suffix(".pgx")
-        print(f"components differ in size: writing PGX ({out.stem}_N.pgx)", file=sys.stderr)
-    for path in write_image(out, comps, picture.bits, picture.signed, photometric=picture.photometric,
-                            alpha=picture.alpha):
+    for path in _write(source, picture, frame, args.output):
         print(path)
-    for fault in dict.fromkeys(f.line() for f in frame.passed_over()):
-        print(f"cinegpu decode: {args.file}: warning: {fault}", file=sys.stderr)
     return 0
 
 
-def _picture(data: bytes, frame, args):
+def _write(source: Path, picture: Picture, frame, out: Path) -> list[Path]:
+    """Write ``picture`` (``source``'s) to ``out``, PGX where its components differ in size,
+    saying its notes and what the decode passed over; the files written."""
+    comps = picture.components
+    for note in picture.notes:
+        _say(f"{source}: warning: {note}")
+    if out.suffix.lower() in (".tif", ".tiff", ".png") and len({c.shape for c in comps}) > 1:
+        out = out.with_suffix(".pgx")
+        _say(f"{source}: components differ in size: writing PGX ({out.stem}_N.pgx)")
+    written = write_image(out, comps, picture.bits, picture.signed, photometric=picture.photometric,
+                          alpha=picture.alpha)
+    for fault in dict.fromkeys(f.line() for f in frame.passed_over()):
+        _say(f"{source}: warning: {fault}")
+    return written
+
+
+def _picture(data: bytes, frame, reduce: int, suffix: str) -> Picture:
     """What to write: the frame's channels with their precision; for a JP2 file written as TIFF
-    or PNG, converted to display colours (``cinegpu.media.images.jp2_colour``). PGX keeps the decoded
-    values."""
+    or PNG (``suffix``), converted to display colours (``cinegpu.media.images.jp2_colour``).
+    PGX keeps the decoded values."""
 
     codestream, header = read_jp2(data)
     siz = parse_codestream(codestream).siz
@@ -128,18 +175,143 @@ def _picture(data: bytes, frame, args):
     if len(depths) != len(comps):
         depths = [(16, False)] * len(comps)
     bits, signed = [d[0] for d in depths], [d[1] for d in depths]
-    suffix = args.output.suffix.lower()
     if header is None or suffix == ".pgx":
         return Picture(comps, bits, signed, frame.alpha)
     origins = None
     if len(comps) == siz.Csiz and header.palette is None and not header.cdef:
         # each component's first sample on its own grid, reduced (for sYCC chroma siting); the
         # channels after a palette or cdef are not the components: their origins stay 0
-        origins = [(_ceil(_ceil(siz.XOsiz, siz.XRsiz[c]), 1 << args.reduce),
-                    _ceil(_ceil(siz.YOsiz, siz.YRsiz[c]), 1 << args.reduce)) for c in range(siz.Csiz)]
+        origins = [(_ceil(_ceil(siz.XOsiz, siz.XRsiz[c]), 1 << reduce),
+                    _ceil(_ceil(siz.YOsiz, siz.YRsiz[c]), 1 << reduce)) for c in range(siz.Csiz)]
     return for_display(comps, bits, signed, header, alpha=frame.alpha, tiff=suffix in (".tif", ".tiff"),
                        origins=origins)
 
 
 def _ceil(a: int, b: int) -> int:
     return -(-a // b)
+
+
+# --- many files ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Job:
+    """One file of the folder mode: where it is read from and where its image goes."""
+
+    source: Path
+    image: Path
+
+
+def plan_images(sources: list[Path], folder: Path, fmt: str) -> tuple[list[Job], str | None]:
+    """Each source's image in ``folder`` (its stem and ``.fmt``), and the first mistake in
+    words (None: none): an ``-o`` that names an image rather than a folder, a folder whose
+    parent does not exist, two sources that would write one image."""
+    if folder.suffix.lower() in OUTPUT_SUFFIXES and not folder.is_dir():
+        return [], f"{folder}: with several files or a folder, -o names a folder, not an image"
+    if folder.exists() and not folder.is_dir():
+        return [], f"{folder}: not a folder"
+    if not folder.parent.is_dir():
+        return [], f"{folder}: folder {folder.parent} does not exist"
+    jobs, taken = [], {}
+    for source in sources:
+        image = folder / f"{source.stem}.{fmt}"
+        if image.name in taken:
+            return [], f"{taken[image.name]} and {source} would both write {image}"
+        taken[image.name] = source
+        jobs.append(Job(source, image))
+    return jobs, None
+
+
+def _run_many(args) -> int:
+    from cinegpu.decode.pipeline import FramePipeline  # noqa: PLC0415  (start-up: the decoder, ~80 ms)
+    from cinegpu.decode.request import DecodeRequest  # noqa: PLC0415
+
+    try:
+        sources = frame_files(args.file)
+    except MediaError as exc:
+        _say(exc)
+        return 2
+    if not sources:
+        _say(f"no .j2c/.j2k/.jp2 file in {', '.join(map(str, args.file))}")
+        return 2
+    jobs, problem = plan_images(sources, args.output, args.format)
+    if problem:
+        _say(problem)
+        return 2
+    args.output.mkdir(exist_ok=True)
+    compile_decoder("decode")
+    request = DecodeRequest(reduce=args.reduce, layers=args.layers, strict=args.strict)
+    t0 = time.perf_counter()
+    try:
+        with FramePipeline(backend=args.backend, workers=args.workers, request=request, limits=_limits(args)) as pipe:
+            failed = _decode_all(pipe, jobs, args.reduce)
+            workers = pipe.num_workers
+    except (BackendUnavailable, PipelineError) as exc:
+        _say(exc)
+        return 2
+    took = time.perf_counter() - t0
+    _say(f"{len(jobs) - failed} of {len(jobs)} files decoded into {args.output} in {took:.2f} s "
+         f"({len(jobs) / took:.1f} files a second, {workers} decoding process{'es' if workers > 1 else ''})")
+    return 2 if failed else 0
+
+
+def _decode_all(pipe, jobs: list[Job], reduce: int) -> int:
+    """Every job's file through ``pipe`` (read as it is submitted, at most the pipeline's
+    depth of them held), each image written as its frame comes back; the number that failed."""
+    held: dict[int, tuple[Job, bytes, list[str]]] = {}   # seq -> job, codestream, warnings so far
+    failed = 0
+
+    def finish() -> int:      # the pipeline hands frames back in the order they went in, as ``held`` holds them
+        with warnings.catch_warnings(record=True) as tolerated:     # a JP2 file's channels, put in order
+            warnings.simplefilter("always", LenientWarning)
+            _, result = pipe.get()
+        job, data, said = held.pop(next(iter(held)))
+        said += [str(w.message) for w in tolerated if issubclass(w.category, LenientWarning)]
+        return _finish(job, data, said, result, reduce)
+
+    for job in jobs:
+        try:
+            data = read_codestream_file(job.source)
+        except MediaError as exc:
+            _say(exc)
+            failed += 1
+            continue
+        while pipe.in_flight >= pipe.depth:
+            failed += finish()
+        with warnings.catch_warnings(record=True) as tolerated:
+            warnings.simplefilter("always", LenientWarning)
+            try:
+                seq = pipe.submit(data)
+            except CodestreamError as exc:
+                seq, error = None, exc
+        said = [str(w.message) for w in tolerated if issubclass(w.category, LenientWarning)]
+        if seq is None:
+            failed += _finish(job, data, said, error, reduce)
+        else:
+            held[seq] = (job, data, said)
+    while pipe.in_flight:
+        failed += finish()
+    return failed
+
+
+def _finish(job: Job, data: bytes, said: list[str], result, reduce: int) -> int:
+    """Write one file's image (or say why it failed): 0, or 1 for a failure."""
+    if not isinstance(result, Exception):
+        with warnings.catch_warnings(record=True) as tolerated:
+            warnings.simplefilter("always", LenientWarning)
+            try:
+                picture = _picture(data, result, reduce, job.image.suffix.lower())
+            except CodestreamError as exc:
+                result = exc
+        said += [str(w.message) for w in tolerated if issubclass(w.category, LenientWarning)]
+    for message in dict.fromkeys(said):
+        _say(f"{job.source}: warning: {message}")
+    if isinstance(result, Exception):
+        _say(f"{job.source}: {result}")
+        return 1
+    try:
+        written = _write(job.source, picture, result, job.image)
+    except (OSError, ValueError) as exc:
+        _say(f"{job.source}: cannot write {job.image}: {exc}")
+        return 1
+    for path in written:
+        print(path)
+    return 0

@@ -90,9 +90,18 @@ def test_bench_tier1_says_where_the_code_blocks_were_decoded(tmp_path, tier1):
     assert ("gpu_tier1" in result["busy"]) == (tier1 == "gpu") and result["busy"]["gpu_reconstruct"] > 0
 
 
+def _folder_of(tmp_path, frame):
+    """A folder holding a copy of ``frame``."""
+    folder = tmp_path / "frames"
+    folder.mkdir()
+    (folder / frame.name).write_bytes(frame.read_bytes())
+    return folder
+
+
 @pytest.mark.parametrize("make,expect", [
     (lambda t: (t / "missing.j2c", t / "o.png"), "no such file"),
-    (lambda t: (t, t / "o.png"), "not a file"),
+    (lambda t: (t, t / "o.png"), "no .j2c/.j2k/.jp2 file in"),     # a folder: the folder mode
+    (lambda t: (_folder_of(t, SAMPLE), t / "o.png"), "-o names a folder, not an image"),
     (lambda t: (SAMPLE, t / "o.jpg"), "unknown image type '.jpg'"),
     (lambda t: (SAMPLE, t / "nowhere" / "o.png"), "does not exist"),
 ])

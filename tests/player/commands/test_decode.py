@@ -1,0 +1,87 @@
+"""``cinegpu decode`` of several files or a folder: one image each, in parallel, in one run."""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+import tifffile
+
+from cinegpu.decode import decode
+from cinegpu.decode.codestream.header import parse_codestream
+from cinegpu.media.images.write import file_depth, to_file_range
+from cinegpu.player.commands.decode import plan_images
+from helpers.cli import cinegpu
+from helpers.conformance import CONFORMANCE
+from helpers.jp2_files import codestream, colr, ihdr, jp2, planes
+from helpers.pgx import read_pgx
+
+STREAMS = [CONFORMANCE / "part1" / "codestreams" / f"{s}.j2k" for s in ("p0_01", "p0_11", "p1_07")]
+
+
+def test_plan_images_names_each_image_after_its_file(tmp_path):
+    a, b = tmp_path / "x" / "f1.j2c", tmp_path / "y" / "f10.jp2"
+    jobs, problem = plan_images([a, b], tmp_path / "out", "png")
+    assert problem is None and [(j.source, j.image) for j in jobs] == [(a, tmp_path / "out" / "f1.png"),
+                                                                       (b, tmp_path / "out" / "f10.png")]
+
+
+@pytest.mark.parametrize("sources, out, expect", [
+    (["x/f.j2c", "y/f.jp2"], "out", "x/f.j2c and {tmp}/y/f.jp2 would both write {tmp}/out/f.tif"),
+    (["f.j2c"], "out.png", "-o names a folder, not an image"),
+    (["f.j2c"], "nowhere/out", "folder {tmp}/nowhere does not exist"),
+    (["f.j2c"], "a_file", "not a folder"),
+])
+def test_plan_images_says_the_first_mistake(tmp_path, sources, out, expect):
+    (tmp_path / "a_file").write_bytes(b"")
+    jobs, problem = plan_images([tmp_path / s for s in sources], tmp_path / out, "tif")
+    assert jobs == [] and expect.format(tmp=tmp_path) in problem
+
+
+@pytest.mark.skipif(not all(p.exists() for p in STREAMS), reason="../shared/conformance is absent")
+def test_a_folder_and_files_decode_into_one_image_each(tmp_path):
+    """A folder (two streams, a damaged one, a text file) and two files given apart (a JP2
+    whose codestream box runs past the file's end, which is decoded with a warning, as
+    OpenJPEG decodes it; a stream whose components differ in size, written as PGX): every
+    image equal to decode()'s, the damaged file named with its error and the status 2, each
+    warning said once with its file, nothing else written."""
+    folder = tmp_path / "frames"
+    folder.mkdir()
+    for p in STREAMS[:2]:
+        (folder / p.name).write_bytes(p.read_bytes())
+    (folder / "broken.j2c").write_bytes(b"\xff\x4f\xff\x51\x00\x05")
+    (folder / "notes.txt").write_text("not a frame")
+    pic = planes([(16, 24)] * 3)
+    clean = jp2(codestream(pic), ihdr(16, 24, 3) + colr(16))
+    at = clean.index(b"jp2c") - 4
+    long = tmp_path / "long.jp2"
+    long.write_bytes(clean[:at] + struct.pack(">I", 100000) + clean[at + 4:])
+    out = tmp_path / "out"
+    r = cinegpu("decode", folder, long, STREAMS[2], "-o", out, "--workers", "1")
+    assert r.returncode == 2, r.stderr
+    assert "Traceback" not in r.stderr and "LenientWarning" not in r.stderr, r.stderr
+    lines = r.stderr.splitlines()
+    assert sum(f"{folder / 'broken.j2c'}: " in line for line in lines) == 1, r.stderr
+    warned = [line for line in lines if f"{long}: warning: JP2: the codestream box's 100000 bytes" in line]
+    assert len(warned) == 1, r.stderr
+    assert f"4 of 5 files decoded into {out}" in lines[-1]
+    for p in STREAMS[:2]:
+        assert np.array_equal(tifffile.imread(out / f"{p.stem}.tif"), _as_written(p.read_bytes())), p
+    for k, comp in enumerate(decode(STREAMS[2].read_bytes())):
+        assert np.array_equal(read_pgx(out / f"{STREAMS[2].stem}_{k}.pgx"), comp)
+    assert np.array_equal(tifffile.imread(out / "long.tif"), np.stack(pic, axis=-1))
+    pgx = [f"p1_07_{k}.pgx" for k in range(len(decode(STREAMS[2].read_bytes())))]
+    written = sorted(p.name for p in out.iterdir())
+    assert written == sorted(["p0_01.tif", "p0_11.tif", "long.tif", *pgx])     # no partial or temporary file
+    assert sorted(r.stdout.split()) == sorted(str(out / name) for name in written)
+
+
+def _as_written(data: bytes) -> np.ndarray:
+    """What a TIFF of a codestream holds: each component at its precision scaled to the
+    file's 8 or 16 bits (cinegpu.media.images.write)."""
+    siz = parse_codestream(data).siz
+    bits = [siz.precision(c) for c in range(siz.Csiz)]
+    depth = file_depth(bits)
+    planes_ = [to_file_range(c, b, siz.signed(k), depth) for k, (c, b) in enumerate(zip(decode(data), bits))]
+    return planes_[0] if len(planes_) == 1 else np.stack(planes_, axis=-1)
