@@ -12,6 +12,7 @@ from cinegpu.decode import decode
 from cinegpu.decode.codestream.header import parse_codestream
 from cinegpu.media.images.write import file_depth, to_file_range
 from cinegpu.player.commands.decode import plan_images
+from conftest import SAMPLE
 from helpers.cli import cinegpu
 from helpers.conformance import CONFORMANCE
 from helpers.jp2_files import codestream, colr, ihdr, jp2, planes
@@ -85,3 +86,25 @@ def _as_written(data: bytes) -> np.ndarray:
     depth = file_depth(bits)
     planes_ = [to_file_range(c, b, siz.signed(k), depth) for k, (c, b) in enumerate(zip(decode(data), bits))]
     return planes_[0] if len(planes_) == 1 else np.stack(planes_, axis=-1)
+
+
+@pytest.mark.gpu
+def test_a_folder_decodes_on_the_gpu_as_on_the_cpu(tmp_path):
+    """``--backend cuda``: a folder's files (the package's 2K DCI frame, twice, and a small
+    lossless one) through the GPU pipeline, each PGX component within 1 of decode()'s on the
+    CPU (exact for the lossless one)."""
+    folder = tmp_path / "frames"
+    folder.mkdir()
+    frames = {"dci_1.j2c": SAMPLE.read_bytes(), "dci_2.j2c": SAMPLE.read_bytes(),
+              "small.j2c": codestream(planes([(16, 24)] * 3))}
+    for name, data in frames.items():
+        (folder / name).write_bytes(data)
+    out = tmp_path / "out"
+    r = cinegpu("decode", folder, "-o", out, "--format", "pgx", "--backend", "cuda", "--workers", "2")
+    assert r.returncode == 0, r.stderr
+    assert f"3 of 3 files decoded into {out}" in r.stderr.splitlines()[-1]
+    for name, data in frames.items():
+        for k, comp in enumerate(decode(data)):
+            got = read_pgx(out / f"{name[:-4]}_{k}.pgx").astype(np.int64)
+            limit = 0 if name == "small.j2c" else 1
+            assert got.shape == comp.shape and np.abs(got - comp).max() <= limit, (name, k)
