@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from cinegpu.bench import decode_cpu as bench_cpu
-from cinegpu.media.errors import MediaError
 from conftest import CONFORMANCE, needs_conformance
 
 
