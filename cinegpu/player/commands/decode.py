@@ -193,14 +193,14 @@ def _ceil(a: int, b: int) -> int:
 
 # --- many files ----------------------------------------------------------------------------
 @dataclass(frozen=True)
-class Job:
+class ImageJob:
     """One file of the folder mode: where it is read from and where its image goes."""
 
     source: Path
     image: Path
 
 
-def plan_images(sources: list[Path], folder: Path, fmt: str) -> tuple[list[Job], str | None]:
+def plan_images(sources: list[Path], folder: Path, fmt: str) -> tuple[list[ImageJob], str | None]:
     """Each source's image in ``folder`` (its stem and ``.fmt``), and the first mistake in
     words (None: none): an ``-o`` that names an image rather than a folder, a folder whose
     parent does not exist, two sources that would write one image."""
@@ -216,7 +216,7 @@ def plan_images(sources: list[Path], folder: Path, fmt: str) -> tuple[list[Job],
         if image.name in taken:
             return [], f"{taken[image.name]} and {source} would both write {image}"
         taken[image.name] = source
-        jobs.append(Job(source, image))
+        jobs.append(ImageJob(source, image))
     return jobs, None
 
 
@@ -253,10 +253,10 @@ def _run_many(args) -> int:
     return 2 if failed else 0
 
 
-def _decode_all(pipe, jobs: list[Job], reduce: int) -> int:
+def _decode_all(pipe, jobs: list[ImageJob], reduce: int) -> int:
     """Every job's file through ``pipe`` (read as it is submitted, at most the pipeline's
     depth of them held), each image written as its frame comes back; the number that failed."""
-    held: dict[int, tuple[Job, bytes, list[str]]] = {}   # seq -> job, codestream, warnings so far
+    held: dict[int, tuple[ImageJob, bytes, list[str]]] = {}   # seq -> job, codestream, warnings so far
     failed = 0
 
     def finish() -> int:      # the pipeline hands frames back in the order they went in, as ``held`` holds them
@@ -292,7 +292,7 @@ def _decode_all(pipe, jobs: list[Job], reduce: int) -> int:
     return failed
 
 
-def _finish(job: Job, data: bytes, said: list[str], result, reduce: int) -> int:
+def _finish(job: ImageJob, data: bytes, said: list[str], result, reduce: int) -> int:
     """Write one file's image (or say why it failed): 0, or 1 for a failure."""
     if not isinstance(result, Exception):
         with warnings.catch_warnings(record=True) as tolerated:
