@@ -15,12 +15,16 @@ import argparse
 import sys
 import time
 import warnings
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from cinegpu.decode import BackendUnavailable, CodestreamError, LenientWarning, PipelineError
 from cinegpu.decode.codestream.header import parse_codestream
+from cinegpu.decode.cpus import usable_cores
 from cinegpu.decode.jp2 import channel_depths, channel_order, read_jp2
+from cinegpu.decode.request import DecodeRequest
 from cinegpu.media.errors import MediaError
 from cinegpu.media.images.jp2_colour import Picture, for_display
 from cinegpu.media.images.write import write_image
@@ -34,6 +38,8 @@ from .interrupts import stoppable
 OUTPUT_SUFFIXES = (".tif", ".tiff", ".png", ".pgx")
 #: ``--format`` of the folder mode: each file's image type.
 FORMATS = ("tif", "png", "pgx")
+#: Threads that write the folder mode's images at most (as many as the usable cores, if fewer).
+IMAGE_WRITERS = 4
 
 
 def register(sub) -> None:
@@ -138,25 +144,28 @@ def _run_one(args) -> int:
     if error is not None:
         _say(f"{source}: {error}")
         return 2
-    for path in _write(source, picture, frame, args.output):
+    for path in _write(picture, _image_path(source, picture, frame, args.output)):
         print(path)
     return 0
 
 
-def _write(source: Path, picture: Picture, frame, out: Path) -> list[Path]:
-    """Write ``picture`` (``source``'s) to ``out``, PGX where its components differ in size,
-    saying its notes and what the decode passed over; the files written."""
-    comps = picture.components
+def _image_path(source: Path, picture: Picture, frame, out: Path) -> Path:
+    """Where ``picture`` (``source``'s) goes: ``out``, or PGX where its components differ in
+    size; its notes and what the decode passed over said on the way."""
     for note in picture.notes:
         _say(f"{source}: warning: {note}")
-    if out.suffix.lower() in (".tif", ".tiff", ".png") and len({c.shape for c in comps}) > 1:
+    if out.suffix.lower() in (".tif", ".tiff", ".png") and len({c.shape for c in picture.components}) > 1:
         out = out.with_suffix(".pgx")
         _say(f"{source}: components differ in size: writing PGX ({out.stem}_N.pgx)")
-    written = write_image(out, comps, picture.bits, picture.signed, photometric=picture.photometric,
-                          alpha=picture.alpha)
     for fault in dict.fromkeys(f.line() for f in frame.passed_over()):
         _say(f"{source}: warning: {fault}")
-    return written
+    return out
+
+
+def _write(picture: Picture, out: Path) -> list[Path]:
+    """``picture`` written to ``out`` (:func:`~cinegpu.media.images.write.write_image`): the files."""
+    return write_image(out, picture.components, picture.bits, picture.signed, photometric=picture.photometric,
+                       alpha=picture.alpha)
 
 
 def _picture(data: bytes, frame, reduce: int, suffix: str) -> Picture:
@@ -222,7 +231,6 @@ def plan_images(sources: list[Path], folder: Path, fmt: str) -> tuple[list[Image
 
 def _run_many(args) -> int:
     from cinegpu.decode.pipeline import FramePipeline  # noqa: PLC0415  (start-up: the decoder, ~80 ms)
-    from cinegpu.decode.request import DecodeRequest  # noqa: PLC0415
 
     try:
         sources = frame_files(args.file)
@@ -242,7 +250,7 @@ def _run_many(args) -> int:
     t0 = time.perf_counter()
     try:
         with FramePipeline(backend=args.backend, workers=args.workers, request=request, limits=_limits(args)) as pipe:
-            failed = _decode_all(pipe, jobs, args.reduce)
+            failed = _decode_all(pipe, jobs, args.reduce, writers=min(IMAGE_WRITERS, usable_cores()))
             workers = pipe.num_workers
     except (BackendUnavailable, PipelineError) as exc:
         _say(exc)
@@ -253,11 +261,27 @@ def _run_many(args) -> int:
     return 2 if failed else 0
 
 
-def _decode_all(pipe, jobs: list[ImageJob], reduce: int) -> int:
+def _decode_all(pipe, jobs: list[ImageJob], reduce: int, writers: int) -> int:
     """Every job's file through ``pipe`` (read as it is submitted, at most the pipeline's
-    depth of them held), each image written as its frame comes back; the number that failed."""
+    depth of them held), each image written as its frame comes back, by ``writers`` threads
+    (zlib and file writes let the GIL go: a 16-bit PNG of a 2K frame takes longer to
+    compress than the frame takes to decode) while this thread says everything, in order;
+    the number that failed."""
     held: dict[int, tuple[ImageJob, bytes, list[str]]] = {}   # seq -> job, codestream, warnings so far
+    writing: deque[tuple[ImageJob, Future]] = deque()           # in the order the files came
     failed = 0
+
+    def written(limit: int) -> int:     # the writes done, in order, waiting while more than ``limit`` are not
+        bad = 0
+        while writing and (len(writing) > limit or writing[0][1].done()):
+            job, future = writing.popleft()
+            try:
+                for path in future.result():
+                    print(path)
+            except (OSError, ValueError) as exc:
+                _say(f"{job.source}: cannot write {job.image}: {exc}")
+                bad += 1
+        return bad
 
     def finish() -> int:      # the pipeline hands frames back in the order they went in, as ``held`` holds them
         with warnings.catch_warnings(record=True) as tolerated:     # a JP2 file's channels, put in order
@@ -265,35 +289,43 @@ def _decode_all(pipe, jobs: list[ImageJob], reduce: int) -> int:
             _, result = pipe.get()
         job, data, said = held.pop(next(iter(held)))
         said += [str(w.message) for w in tolerated if issubclass(w.category, LenientWarning)]
-        return _finish(job, data, said, result, reduce)
+        picture = _finish(job, data, said, result, reduce)
+        if picture is None:
+            return 1
+        writing.append((job, pool.submit(_write, *picture)))
+        return written(limit=writers + 1)    # each picture waiting holds a frame's samples
 
-    for job in jobs:
-        try:
-            data = read_codestream_file(job.source)
-        except MediaError as exc:
-            _say(exc)
-            failed += 1
-            continue
-        while pipe.in_flight >= pipe.depth:
-            failed += finish()
-        with warnings.catch_warnings(record=True) as tolerated:
-            warnings.simplefilter("always", LenientWarning)
+    with ThreadPoolExecutor(max_workers=writers, thread_name_prefix="cinegpu-image-writer") as pool:
+        for job in jobs:
             try:
-                seq = pipe.submit(data)
-            except CodestreamError as exc:
-                seq, error = None, exc
-        said = [str(w.message) for w in tolerated if issubclass(w.category, LenientWarning)]
-        if seq is None:
-            failed += _finish(job, data, said, error, reduce)
-        else:
-            held[seq] = (job, data, said)
-    while pipe.in_flight:
-        failed += finish()
+                data = read_codestream_file(job.source)
+            except MediaError as exc:
+                _say(exc)
+                failed += 1
+                continue
+            while pipe.in_flight >= pipe.depth:
+                failed += finish()
+            with warnings.catch_warnings(record=True) as tolerated:
+                warnings.simplefilter("always", LenientWarning)
+                try:
+                    seq = pipe.submit(data)
+                except CodestreamError as exc:
+                    seq, error = None, exc
+            said = [str(w.message) for w in tolerated if issubclass(w.category, LenientWarning)]
+            if seq is None:
+                _finish(job, data, said, error, reduce)
+                failed += 1
+            else:
+                held[seq] = (job, data, said)
+        while pipe.in_flight:
+            failed += finish()
+        failed += written(limit=0)
     return failed
 
 
-def _finish(job: ImageJob, data: bytes, said: list[str], result, reduce: int) -> int:
-    """Write one file's image (or say why it failed): 0, or 1 for a failure."""
+def _finish(job: ImageJob, data: bytes, said: list[str], result, reduce: int) -> tuple[Picture, Path] | None:
+    """One file's frame back: its picture and image path (None where it failed), what it
+    tolerated said once each."""
     if not isinstance(result, Exception):
         with warnings.catch_warnings(record=True) as tolerated:
             warnings.simplefilter("always", LenientWarning)
@@ -306,12 +338,5 @@ def _finish(job: ImageJob, data: bytes, said: list[str], result, reduce: int) ->
         _say(f"{job.source}: warning: {message}")
     if isinstance(result, Exception):
         _say(f"{job.source}: {result}")
-        return 1
-    try:
-        written = _write(job.source, picture, result, job.image)
-    except (OSError, ValueError) as exc:
-        _say(f"{job.source}: cannot write {job.image}: {exc}")
-        return 1
-    for path in written:
-        print(path)
-    return 0
+        return None
+    return picture, _image_path(job.source, picture, result, job.image)

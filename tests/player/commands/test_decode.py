@@ -108,3 +108,35 @@ def test_a_folder_decodes_on_the_gpu_as_on_the_cpu(tmp_path):
             got = read_pgx(out / f"{name[:-4]}_{k}.pgx").astype(np.int64)
             limit = 0 if name == "small.j2c" else 1
             assert got.shape == comp.shape and np.abs(got - comp).max() <= limit, (name, k)
+
+
+@pytest.mark.skipif(not all(p.exists() for p in STREAMS), reason="../shared/conformance is absent")
+def test_images_written_by_threads_are_said_in_order_and_a_failed_write_counts(tmp_path, monkeypatch, capsys):
+    """The images go to writer threads; their paths are printed in the files' order, and an
+    image that cannot be written is named with its error and counted as failed, the rest written."""
+    from cinegpu.decode.pipeline import FramePipeline
+    from cinegpu.player.commands import decode as command
+
+    real = command.write_image
+
+    def full_disk_for_p0_11(path, *args, **kwargs):
+        if path.stem == "p0_11":
+            raise OSError(28, "No space left on device")
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(command, "write_image", full_disk_for_p0_11)
+    sources = STREAMS * 2
+    jobs = [command.ImageJob(p, tmp_path / f"{p.stem}_{k}.pgx") for k, p in enumerate(sources)]
+    jobs[1] = command.ImageJob(STREAMS[1], tmp_path / "p0_11.pgx")
+    with FramePipeline(backend="cpu", workers=1) as pipe:
+        failed = command._decode_all(pipe, jobs, 0, writers=3)
+    out, err = capsys.readouterr()
+    assert failed == 1
+    assert f"{STREAMS[1]}: cannot write {tmp_path / 'p0_11.pgx'}: [Errno 28] No space left on device" in err
+    firsts = [line.rsplit("/", 1)[1].rsplit("_", 1)[0] for line in out.split()]
+    assert list(dict.fromkeys(firsts)) == [j.image.stem for k, j in enumerate(jobs) if k != 1]
+    for k, job in enumerate(jobs):
+        if k != 1:
+            for c, comp in enumerate(decode(job.source.read_bytes())):
+                assert np.array_equal(read_pgx(tmp_path / f"{job.image.stem}_{c}.pgx"), comp)
+    assert not list(tmp_path.glob("p0_11_[0-9].pgx")) and not list(tmp_path.glob(".*"))    # nothing of the failed one
