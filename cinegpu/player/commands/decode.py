@@ -295,7 +295,8 @@ def _decode_all(pipe, jobs: list[ImageJob], reduce: int, writers: int) -> int:
         writing.append((job, pool.submit(_write, *picture)))
         return written(limit=writers + 1)    # each picture waiting holds a frame's samples
 
-    with ThreadPoolExecutor(max_workers=writers, thread_name_prefix="cinegpu-image-writer") as pool:
+    pool = ThreadPoolExecutor(max_workers=writers, thread_name_prefix="cinegpu-image-writer")
+    try:
         for job in jobs:
             try:
                 data = read_codestream_file(job.source)
@@ -320,6 +321,8 @@ def _decode_all(pipe, jobs: list[ImageJob], reduce: int, writers: int) -> int:
         while pipe.in_flight:
             failed += finish()
         failed += written(limit=0)
+    finally:    # an image being written is finished (renamed into place), those not begun are dropped
+        pool.shutdown(wait=True, cancel_futures=True)
     return failed
 
 

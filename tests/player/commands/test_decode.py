@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import struct
+import subprocess
+import time
 
 import numpy as np
 import pytest
@@ -13,7 +17,7 @@ from cinegpu.decode.codestream.header import parse_codestream
 from cinegpu.media.images.write import file_depth, to_file_range
 from cinegpu.player.commands.decode import plan_images
 from conftest import SAMPLE
-from helpers.cli import cinegpu
+from helpers.cli import CLI, cinegpu
 from helpers.conformance import CONFORMANCE
 from helpers.jp2_files import codestream, colr, ihdr, jp2, planes
 from helpers.pgx import read_pgx
@@ -140,3 +144,34 @@ def test_images_written_by_threads_are_said_in_order_and_a_failed_write_counts(t
             for c, comp in enumerate(decode(job.source.read_bytes())):
                 assert np.array_equal(read_pgx(tmp_path / f"{job.image.stem}_{c}.pgx"), comp)
     assert not list(tmp_path.glob("p0_11_[0-9].pgx")) and not list(tmp_path.glob(".*"))    # nothing of the failed one
+
+
+@pytest.mark.slow  # decodes 2K frames to PNG until it is interrupted
+def test_an_interrupted_folder_leaves_whole_images_only(tmp_path):
+    """Ctrl-C while a folder of 2K frames is decoded to PNG: status 130 and one line; every
+    image left is whole (and the frame's), no temporary file stays, no slot in /dev/shm."""
+    import imagecodecs
+
+    folder = tmp_path / "frames"
+    folder.mkdir()
+    for k in range(12):
+        (folder / f"f{k}.j2c").write_bytes(SAMPLE.read_bytes())
+    out = tmp_path / "out"
+    proc = subprocess.Popen([*CLI, "decode", str(folder), "-o", str(out), "--format", "png", "--workers", "1"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not any(out.glob("*.png")) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "cinegpu decode: interrupted", err
+    left = sorted(out.iterdir())
+    assert left and all(p.suffix == ".png" and not p.name.startswith(".") for p in left), left
+    want = (np.stack(decode(SAMPLE.read_bytes()), axis=-1).astype(np.int64) * 65535 // 4095).astype(np.uint16)
+    for p in left:
+        assert np.array_equal(imagecodecs.png_decode(p.read_bytes()), want), p
+    assert not [n for n in os.listdir("/dev/shm") if n.startswith(f"cinegpu_{proc.pid}_")]
