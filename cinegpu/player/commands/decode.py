@@ -28,7 +28,7 @@ from cinegpu.decode.request import DecodeRequest
 from cinegpu.media.errors import MediaError
 from cinegpu.media.images.jp2_colour import Picture, for_display
 from cinegpu.media.images.write import write_image
-from cinegpu.media.source import frame_files, read_codestream_file
+from cinegpu.media.source import frame_files, is_mxf, read_codestream_file, sniff
 
 from .args import non_negative_int, positive_int
 from .compiling import compile_decoder
@@ -81,6 +81,29 @@ def _say(*parts) -> None:
     print("cinegpu decode:", *parts, file=sys.stderr)
 
 
+#: The first bytes of a codestream (SOC, then SIZ's marker: T.800 A.4.1, A.5.1) and of a JP2
+#: file (its signature box, T.800 I.5.1).
+CODESTREAM_START, JP2_START = b"\xff\x4f\xff\x51", b"\x00\x00\x00\x0cjP  \r\n\x87\n"
+
+
+#: What ``decode`` says of an MXF track file given to it.
+MXF_GIVEN = "an MXF track file, not a codestream or JP2 file (cinegpu play and cinegpu bench take MXF files and packages)"
+
+
+def _why(source: Path, data: bytes, error: Exception) -> str:
+    """``error`` in words, saying what the file is where it is neither a codestream nor a JP2
+    file (an MXF track file, an image, XML): a user who pointed the command at one learns
+    which command takes it."""
+    if data.startswith((CODESTREAM_START, JP2_START)) or not isinstance(error, CodestreamError):
+        return str(error)
+    if is_mxf(source):
+        return MXF_GIVEN
+    kind = sniff(source)
+    if kind == "XML":
+        return "XML, not a codestream or JP2 file (cinegpu play and cinegpu bench take a package's CPL or folder)"
+    return f"not a codestream or JP2 file ({kind}): {error}"
+
+
 def _limits(args):
     """The decoder's :class:`~cinegpu.decode.limits.Limits` from ``--max-pixels`` and
     ``--max-memory`` (absent: the defaults; 0: none)."""
@@ -104,6 +127,8 @@ def _check_paths(source: Path, output: Path) -> str | None:
         return f"{source}: no such file"
     if not source.is_file():
         return f"{source}: not a file (give .j2c/.j2k/.jp2 files or folders of them)"
+    if source.suffix.lower() == ".mxf":
+        return f"{source}: {MXF_GIVEN}"
     if output.suffix.lower() not in OUTPUT_SUFFIXES:
         return f"{output}: unknown image type {output.suffix or '(none)'!r}: use .tif, .png or .pgx"
     folder = output.parent
@@ -142,7 +167,7 @@ def _run_one(args) -> int:
     for message in dict.fromkeys(str(w.message) for w in tolerated if issubclass(w.category, LenientWarning)):
         _say(f"{source}: warning: {message}")
     if error is not None:
-        _say(f"{source}: {error}")
+        _say(f"{source}: {_why(source, data, error)}")
         return 2
     for path in _write(picture, _image_path(source, picture, frame, args.output)):
         print(path)
@@ -298,6 +323,10 @@ def _decode_all(pipe, jobs: list[ImageJob], reduce: int, writers: int) -> int:
     pool = ThreadPoolExecutor(max_workers=writers, thread_name_prefix="cinegpu-image-writer")
     try:
         for job in jobs:
+            if job.source.suffix.lower() == ".mxf":
+                _say(f"{job.source}: {MXF_GIVEN}")
+                failed += 1
+                continue
             try:
                 data = read_codestream_file(job.source)
             except MediaError as exc:
@@ -340,6 +369,6 @@ def _finish(job: ImageJob, data: bytes, said: list[str], result, reduce: int) ->
     for message in dict.fromkeys(said):
         _say(f"{job.source}: warning: {message}")
     if isinstance(result, Exception):
-        _say(f"{job.source}: {result}")
+        _say(f"{job.source}: {_why(job.source, data, result)}")
         return None
     return picture, _image_path(job.source, picture, result, job.image)

@@ -175,3 +175,26 @@ def test_an_interrupted_folder_leaves_whole_images_only(tmp_path):
     for p in left:
         assert np.array_equal(imagecodecs.png_decode(p.read_bytes()), want), p
     assert not [n for n in os.listdir("/dev/shm") if n.startswith(f"cinegpu_{proc.pid}_")]
+
+
+@pytest.mark.parametrize("head, expect", [
+    (bytes(16) + bytes.fromhex("060e2b34020501010d01020101") + bytes(40), "an MXF track file, not a codestream"),
+    (b'<?xml version="1.0"?><CompositionPlaylist/>', "XML, not a codestream or JP2 file (cinegpu play"),
+    (b"\x89PNG\r\n\x1a\n" + bytes(32), "not a codestream or JP2 file (a PNG image): no SOC"),
+    (b"\xff\x4f\xff\x51" + bytes(8), "no SOC"),      # a codestream: its own error, as it is
+])
+def test_a_file_that_is_no_codestream_is_named_for_what_it_is(tmp_path, head, expect):
+    from cinegpu.decode import InvalidSegment
+    from cinegpu.player.commands.decode import _why
+
+    path = tmp_path / "given.j2c"       # the name says codestream; the bytes say otherwise
+    path.write_bytes(head)
+    assert _why(path, head, InvalidSegment("no SOC")).startswith(expect)
+
+
+def test_an_mxf_file_is_refused_by_name_before_it_is_read(tmp_path):
+    reel = tmp_path / "reel.mxf"
+    reel.write_bytes(b"")
+    r = cinegpu("decode", reel, "-o", tmp_path / "o.tif")
+    assert r.returncode == 2 and r.stderr.strip() == (f"cinegpu decode: {reel}: an MXF track file, not a codestream or "
+                                                      "JP2 file (cinegpu play and cinegpu bench take MXF files and packages)")
