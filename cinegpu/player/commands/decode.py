@@ -51,8 +51,8 @@ def register(sub) -> None:
                    help="one file: its image, .tif/.tiff or .png (components of one size) or .pgx (one file "
                         "each); several files or a folder: the folder the images go to (made if missing), "
                         "each named after its file")
-    p.add_argument("--format", choices=FORMATS, default="tif",
-                   help="several files or a folder: the images' type (default tif)")
+    p.add_argument("--format", choices=FORMATS, default=None,
+                   help="several files or a folder: the images' type (default tif; one file's is -o's suffix)")
     p.add_argument("--workers", type=positive_int, default=None, metavar="N",
                    help="several files or a folder: decoding processes (default: the usable cores less one)")
     p.add_argument("-r", "--reduce", type=non_negative_int, default=0, metavar="N", help="discard the N highest resolution levels")
@@ -139,11 +139,18 @@ def _check_paths(source: Path, output: Path) -> str | None:
     return None
 
 
+def _suffixes(fmt: str) -> tuple[str, ...]:
+    """The suffixes (without the dot) of a ``--format``."""
+    return ("tif", "tiff") if fmt == "tif" else (fmt,)
+
+
 def _run_one(args) -> int:
     from cinegpu.decode.decoder import Decoder  # noqa: PLC0415  (start-up: the decoder, ~80 ms)
 
     source = args.file[0]
     problem = _check_paths(source, args.output)
+    if problem is None and args.format is not None and args.output.suffix.lower().lstrip(".") not in _suffixes(args.format):
+        problem = f"{args.output}: --format {args.format} names the images of several files; one file's is -o's suffix"
     if problem:
         _say(problem)
         return 2
@@ -265,7 +272,7 @@ def _run_many(args) -> int:
     if not sources:
         _say(f"no .j2c/.j2k/.jp2 file in {', '.join(map(str, args.file))}")
         return 2
-    jobs, problem = plan_images(sources, args.output, args.format)
+    jobs, problem = plan_images(sources, args.output, args.format or FORMATS[0])
     if problem:
         _say(problem)
         return 2
@@ -301,11 +308,13 @@ def _decode_all(pipe, jobs: list[ImageJob], reduce: int, writers: int) -> int:
         while writing and (len(writing) > limit or writing[0][1].done()):
             job, future = writing.popleft()
             try:
-                for path in future.result():
-                    print(path)
+                paths = future.result()
             except (OSError, ValueError) as exc:
                 _say(f"{job.source}: cannot write {job.image}: {exc}")
                 bad += 1
+                continue
+            for path in paths:      # a reader that left (`| head`) ends the command, as for cat
+                print(path)
         return bad
 
     def finish() -> int:      # the pipeline hands frames back in the order they went in, as ``held`` holds them

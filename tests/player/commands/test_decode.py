@@ -198,3 +198,12 @@ def test_an_mxf_file_is_refused_by_name_before_it_is_read(tmp_path):
     r = cinegpu("decode", reel, "-o", tmp_path / "o.tif")
     assert r.returncode == 2 and r.stderr.strip() == (f"cinegpu decode: {reel}: an MXF track file, not a codestream or "
                                                       "JP2 file (cinegpu play and cinegpu bench take MXF files and packages)")
+
+
+def test_format_for_one_file_must_agree_with_its_image(tmp_path):
+    """``--format`` names a folder's images; for one file the image's type is -o's suffix, and
+    a --format that contradicts it is a mistake said before any work."""
+    r = cinegpu("decode", SAMPLE, "-o", tmp_path / "one.tif", "--format", "png")
+    assert r.returncode == 2 and r.stderr.strip() == (f"cinegpu decode: {tmp_path / 'one.tif'}: --format png names "
+                                                      "the images of several files; one file's is -o's suffix")
+    assert not list(tmp_path.iterdir())
