@@ -12,6 +12,7 @@ is then 2.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 import warnings
@@ -104,6 +105,18 @@ def _why(source: Path, data: bytes, error: Exception) -> str:
     return f"not a codestream or JP2 file ({kind}): {error}"
 
 
+@contextlib.contextmanager
+def _tolerated(lines: list[str]):
+    """The text of each :class:`LenientWarning` raised inside added to ``lines`` (said later,
+    with the file's name), none printed."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", LenientWarning)
+        try:
+            yield
+        finally:
+            lines += [str(w.message) for w in caught if issubclass(w.category, LenientWarning)]
+
+
 def _limits(args):
     """The decoder's :class:`~cinegpu.decode.limits.Limits` from ``--max-pixels`` and
     ``--max-memory`` (absent: the defaults; 0: none)."""
@@ -161,8 +174,8 @@ def _run_one(args) -> int:
         return 2
     compile_decoder("decode")
     limits = _limits(args)
-    with warnings.catch_warnings(record=True) as tolerated:
-        warnings.simplefilter("always", LenientWarning)
+    said: list[str] = []
+    with _tolerated(said):
         try:
             decoder = Decoder(args.backend, max_pixels=limits.max_pixels, max_memory=limits.max_memory)
             frame = decoder.decode(data, reduce=args.reduce, layers=args.layers, strict=args.strict)
@@ -171,7 +184,7 @@ def _run_one(args) -> int:
         except (CodestreamError, BackendUnavailable) as exc:
             error = exc
     # what the peers tolerate (LenientWarning), each said once
-    for message in dict.fromkeys(str(w.message) for w in tolerated if issubclass(w.category, LenientWarning)):
+    for message in dict.fromkeys(said):
         _say(f"{source}: warning: {message}")
     if error is not None:
         _say(f"{source}: {_why(source, data, error)}")
@@ -318,11 +331,9 @@ def _decode_all(pipe, jobs: list[ImageJob], reduce: int, writers: int) -> int:
         return bad
 
     def finish() -> int:      # the pipeline hands frames back in the order they went in, as ``held`` holds them
-        with warnings.catch_warnings(record=True) as tolerated:     # a JP2 file's channels, put in order
-            warnings.simplefilter("always", LenientWarning)
-            _, result = pipe.get()
         job, data, said = held.pop(next(iter(held)))
-        said += [str(w.message) for w in tolerated if issubclass(w.category, LenientWarning)]
+        with _tolerated(said):      # a JP2 file's channels, put in order
+            _, result = pipe.get()
         picture = _finish(job, data, said, result, reduce)
         if picture is None:
             return 1
@@ -344,13 +355,12 @@ def _decode_all(pipe, jobs: list[ImageJob], reduce: int, writers: int) -> int:
                 continue
             while pipe.in_flight >= pipe.depth:
                 failed += finish()
-            with warnings.catch_warnings(record=True) as tolerated:
-                warnings.simplefilter("always", LenientWarning)
+            said: list[str] = []
+            with _tolerated(said):
                 try:
                     seq = pipe.submit(data)
                 except CodestreamError as exc:
                     seq, error = None, exc
-            said = [str(w.message) for w in tolerated if issubclass(w.category, LenientWarning)]
             if seq is None:
                 _finish(job, data, said, error, reduce)
                 failed += 1
@@ -368,13 +378,11 @@ def _finish(job: ImageJob, data: bytes, said: list[str], result, reduce: int) ->
     """One file's frame back: its picture and image path (None where it failed), what it
     tolerated said once each."""
     if not isinstance(result, Exception):
-        with warnings.catch_warnings(record=True) as tolerated:
-            warnings.simplefilter("always", LenientWarning)
+        with _tolerated(said):
             try:
                 picture = _picture(data, result, reduce, job.image.suffix.lower())
             except CodestreamError as exc:
                 result = exc
-        said += [str(w.message) for w in tolerated if issubclass(w.category, LenientWarning)]
     for message in dict.fromkeys(said):
         _say(f"{job.source}: warning: {message}")
     if isinstance(result, Exception):
