@@ -212,6 +212,8 @@ class Decoder:
         self._last_main: tuple = (None, b"")   # (main Segments, its plan key)
         #: :class:`KnownFrame` by (id of the cached main header, reduce, strictness)
         self._known: dict[tuple, KnownFrame] = {}
+        #: the int32 planes buffer :meth:`planes_buffer` lends, kept from frame to frame
+        self._planes: np.ndarray | None = None
 
     def tier1_on_gpu(self, prep: Prepared) -> bool:
         """Whether this frame's tier-1 runs on the GPU: with ``gpu_tier1``, for EBCOT and HT
@@ -356,6 +358,16 @@ class Decoder:
         if tables is None:
             tables = frame["tables"] = FrameTables.build(prep.plans, prep.offsets)
         return tables
+
+    def planes_buffer(self, samples: int) -> np.ndarray:
+        """An int32 buffer of ``samples`` (the length of a :class:`~.transform.layout.FrameLayout`'s
+        planes), the same memory frame after frame and never zeroed here, for a caller that is
+        done with it before its next call (the pipeline's workers, which copy the samples out
+        into a slot). A fresh buffer of a 4K frame's 106 MB is mapped anew by the system on
+        every frame (glibc serves blocks above 32 MB so), about 8,000 page faults."""
+        if self._planes is None or self._planes.size < samples:
+            self._planes = np.empty(samples, np.int32)
+        return self._planes[:samples]
 
     # --- the three steps -------------------------------------------------
     @memory_guard

@@ -26,6 +26,7 @@ import numpy as np
 
 from .decoder import Decoder, Frame, Prepared, finish_frame
 from .pipeline_messages import (
+    ArraySpec,
     CoefficientsWritten,
     GrowSlot,
     Job,
@@ -34,12 +35,14 @@ from .pipeline_messages import (
     SegmentsWritten,
     TileArrays,
     WorkerTask,
+    aligned,
     load_arrays,
     packed_nbytes,
     store_arrays,
 )
 from .tier1.gpu import scratch_entries, work_order
 from .tile import TileSegments
+from .transform.layout import FRAME_COLS, FRAME_ROWS
 
 
 @dataclass
@@ -96,6 +99,34 @@ def _coefficients(decoder: Decoder, prep: Prepared, buf):
     return decoder.entropy_decode(prep, out=np.ndarray((prep.size,), np.int32, buffer=buf))
 
 
+def _samples_into(decoder: Decoder, prep: Prepared, coeffs: np.ndarray, buf) -> tuple[ArraySpec, ...] | None:
+    """In the worker: every component of the frame, as :meth:`Decoder.reconstruct` gives them
+    all, written into ``buf`` over the coefficients (which the reconstruction has used up by
+    then), each in its type, laid out as :func:`store_arrays` lays them; where each lies. The
+    frame is reconstructed whole (the numba back end's one compiled call) into the decoder's
+    kept planes buffer (:meth:`Decoder.planes_buffer`) and each plane converted straight into
+    the slot: no fresh 106 MB buffer for a 4K frame, no component arrays to copy after. None
+    where the frame takes :meth:`Decoder.reconstruct`'s other paths."""
+    if decoder.xp is not np or not hasattr(decoder.transform, "frame_samples_flat"):
+        return None
+    layout = decoder.frame_layout(prep)
+    if layout is None:
+        return None
+    out = decoder.planes_buffer(layout.samples)
+    items = layout.items
+    if int((items[:, FRAME_ROWS] * items[:, FRAME_COLS]).sum()) != layout.samples:
+        out[:] = 0      # samples that no tile writes (a tile missing) are zeros, as reconstruct_frame's
+    decoder.transform.frame_samples_flat(coeffs, layout, out)
+    dtypes = {c: np.dtype(dtype) for dtype, _, _, comps in layout.groups for c in comps}
+    specs, offset = [], 0
+    for c, (first, rows, cols) in enumerate(layout.planes):
+        spec = ArraySpec(offset, (rows, cols), dtypes[c].str)
+        np.copyto(spec.view(buf), out[first : first + rows * cols].reshape(rows, cols), casting="unsafe")
+        specs.append(spec)
+        offset += aligned(rows * cols * dtypes[c].itemsize)
+    return tuple(specs)
+
+
 @dataclass(frozen=True)
 class CoefficientsMode(FrameMode):
     """The worker writes the coefficients; the pipeline's back end reconstructs them."""
@@ -129,8 +160,10 @@ class SamplesMode(FrameMode):
     def work(self, decoder: Decoder, task: WorkerTask, prep: Prepared, buf) -> Reply:
         coeffs, reports = _coefficients(decoder, prep, buf)
         t0 = time.perf_counter()
-        planes = decoder.reconstruct(prep, coeffs, task.request.components)
-        specs, _ = store_arrays(buf, planes)    # over the coefficients, which are used up
+        specs = _samples_into(decoder, prep, coeffs, buf) if task.request.components is None else None
+        if specs is None:
+            planes = decoder.reconstruct(prep, coeffs, task.request.components)
+            specs, _ = store_arrays(buf, planes)    # over the coefficients, which are used up
         return SamplesWritten(task.seq, reports, specs, time.perf_counter() - t0)
 
     def finish(self, decoder: Decoder, job: Job, buf, reply: SamplesWritten, components,

@@ -9,6 +9,7 @@ import pytest
 
 from cinegpu.decode import CodestreamError, decode
 from cinegpu.decode import pipeline as pipeline_module
+from cinegpu.decode.codestream.header import parse_codestream
 from cinegpu.decode.decoder import Decoder
 from cinegpu.decode.pipeline import FramePipeline, WorkerCrashed, tiny_codestream
 from cinegpu.decode.pipeline_messages import Failed, WorkerTask, input_bytes
@@ -149,6 +150,33 @@ def test_back_pressure_bounds_frames_in_flight(frames):
 
 def test_tiny_codestream_decodes():
     assert decode(tiny_codestream())[0].tolist() == [[128]]
+
+
+def _without_tile(data: bytes, t: int) -> bytes:
+    """``data`` with every tile-part of tile ``t`` cut out (the tile missing, A.4.2)."""
+    for part in reversed(parse_codestream(data).tiles[t].parts):
+        data = data[: part.offset] + data[part.end :]
+    return data
+
+
+def test_one_worker_reusing_its_planes_buffer_across_frames(frames):
+    """A CPU worker reconstructs every frame into one kept planes buffer and converts the
+    samples into the slot (pipeline_modes._samples_into): a frame missing a tile after a whole
+    one shows zeros there, not the whole frame's samples left in the buffer; frames of other
+    sizes, types and tilings after it decode as decode() does."""
+    four_tiles = frames[STREAMS.index("p0_10")]
+    missing = _without_tile(four_tiles, 1)
+    work = [four_tiles, missing, frames[STREAMS.index("p0_04")], missing, frames[STREAMS.index("p1_04")],
+            four_tiles]
+    with FramePipeline(backend="cpu", workers=1, depth=2) as pipe:
+        assert pipe.mode.name == "samples"
+        results = list(pipe.map(work))
+    for (_, frame), data in zip(results, work):
+        want = decode(data, strict=False)
+        assert [(a.dtype, a.shape) for a in frame.components] == [(b.dtype, b.shape) for b in want]
+        assert all(np.array_equal(a, b) for a, b in zip(frame.components, want))
+    whole, cut = results[0][1].components, results[1][1].components
+    assert all((c[:32, 32:] == 0).all() and not (w[:32, 32:] == 0).all() for w, c in zip(whole, cut))
 
 
 @pytest.mark.gpu
