@@ -14,7 +14,8 @@ import numpy as np
 
 from .errors import InteropError
 
-__all__ = ["check", "create_texture", "delete_texture", "Framebuffer", "upload_rgba16", "read_rgba16"]
+__all__ = ["check", "create_texture", "delete_texture", "Framebuffer", "upload_rgba16", "upload_r16_rows",
+           "create_table_texture", "read_rgba16"]
 
 _GL_ERRORS = {0x0500: "GL_INVALID_ENUM", 0x0501: "GL_INVALID_VALUE", 0x0502: "GL_INVALID_OPERATION",
               0x0505: "GL_OUT_OF_MEMORY", 0x0506: "GL_INVALID_FRAMEBUFFER_OPERATION"}
@@ -32,8 +33,9 @@ def check(call: str) -> None:
         raise InteropError(call, _GL_ERRORS.get(err, f"GL error 0x{err:04x}"))
 
 
-def create_texture(width: int, height: int) -> int:
-    """A new GL_TEXTURE_2D, GL_RGBA16, ``width`` x ``height`` samples, clamped, linear."""
+def create_texture(width: int, height: int, single: bool = False) -> int:
+    """A new GL_TEXTURE_2D, GL_RGBA16 (``single``: GL_R16, one 16-bit channel), ``width`` x
+    ``height`` samples, clamped, linear."""
     gl = _gl()
     tex = gl.GLuint()
     gl.glGenTextures(1, ctypes.byref(tex))
@@ -41,9 +43,29 @@ def create_texture(width: int, height: int) -> int:
     for name, value in ((gl.GL_TEXTURE_MIN_FILTER, gl.GL_LINEAR), (gl.GL_TEXTURE_MAG_FILTER, gl.GL_LINEAR),
                         (gl.GL_TEXTURE_WRAP_S, gl.GL_CLAMP_TO_EDGE), (gl.GL_TEXTURE_WRAP_T, gl.GL_CLAMP_TO_EDGE)):
         gl.glTexParameteri(gl.GL_TEXTURE_2D, name, value)
-    gl.glTexImage2D(gl.GL_TEXTURE_2D, 0, gl.GL_RGBA16, width, height, 0, gl.GL_RGBA, gl.GL_UNSIGNED_SHORT, None)
+    internal, layout = (gl.GL_R16, gl.GL_RED) if single else (gl.GL_RGBA16, gl.GL_RGBA)
+    gl.glTexImage2D(gl.GL_TEXTURE_2D, 0, internal, width, height, 0, layout, gl.GL_UNSIGNED_SHORT, None)
     gl.glBindTexture(gl.GL_TEXTURE_2D, 0)
-    check(f"glTexImage2D(GL_RGBA16, {width}x{height})")
+    check(f"glTexImage2D({'GL_R16' if single else 'GL_RGBA16'}, {width}x{height})")
+    return tex.value
+
+
+def create_table_texture(values: np.ndarray) -> int:
+    """A new GL_TEXTURE_2D, GL_R32F, holding the (rows, columns) float32 ``values`` (a table a
+    shader reads with texelFetch), nearest, clamped."""
+    gl = _gl()
+    values = np.ascontiguousarray(values, np.float32)
+    tex = gl.GLuint()
+    gl.glGenTextures(1, ctypes.byref(tex))
+    gl.glBindTexture(gl.GL_TEXTURE_2D, tex.value)
+    for name, value in ((gl.GL_TEXTURE_MIN_FILTER, gl.GL_NEAREST), (gl.GL_TEXTURE_MAG_FILTER, gl.GL_NEAREST),
+                        (gl.GL_TEXTURE_WRAP_S, gl.GL_CLAMP_TO_EDGE), (gl.GL_TEXTURE_WRAP_T, gl.GL_CLAMP_TO_EDGE)):
+        gl.glTexParameteri(gl.GL_TEXTURE_2D, name, value)
+    gl.glPixelStorei(gl.GL_UNPACK_ALIGNMENT, 4)
+    gl.glTexImage2D(gl.GL_TEXTURE_2D, 0, gl.GL_R32F, values.shape[1], values.shape[0], 0, gl.GL_RED, gl.GL_FLOAT,
+                    values.ctypes.data_as(ctypes.c_void_p))
+    gl.glBindTexture(gl.GL_TEXTURE_2D, 0)
+    check(f"glTexImage2D(GL_R32F, {values.shape[1]}x{values.shape[0]})")
     return tex.value
 
 
@@ -67,6 +89,21 @@ def upload_rgba16(tex: int, width: int, height: int, pixels) -> None:
     gl.glTexSubImage2D(gl.GL_TEXTURE_2D, 0, 0, 0, width, height, gl.GL_RGBA, gl.GL_UNSIGNED_SHORT, ptr)
     gl.glBindTexture(gl.GL_TEXTURE_2D, 0)
     check("glTexSubImage2D")
+
+
+def upload_r16_rows(tex: int, row: int, plane: np.ndarray) -> None:
+    """glTexSubImage2D of an (h, w) uint16 host array into rows ``row``..``row + h`` of a GL_R16
+    texture (:func:`create_texture` with ``single``) w samples wide."""
+    gl = _gl()
+    if plane.ndim != 2 or plane.dtype != np.uint16:
+        raise ValueError(f"want a uint16 (h, w) plane, got {plane.dtype} {plane.shape}")
+    plane = np.ascontiguousarray(plane)
+    gl.glBindTexture(gl.GL_TEXTURE_2D, tex)
+    gl.glPixelStorei(gl.GL_UNPACK_ALIGNMENT, 2)
+    gl.glTexSubImage2D(gl.GL_TEXTURE_2D, 0, 0, row, plane.shape[1], plane.shape[0], gl.GL_RED, gl.GL_UNSIGNED_SHORT,
+                       plane.ctypes.data_as(ctypes.c_void_p))
+    gl.glBindTexture(gl.GL_TEXTURE_2D, 0)
+    check("glTexSubImage2D(GL_R16)")
 
 
 def read_rgba16(width: int, height: int, out: np.ndarray | None = None) -> np.ndarray:

@@ -34,6 +34,7 @@ from cinegpu.decode.backend import cuda_missing
 
 from . import gl as glu
 from .errors import InteropError
+from .xyz import XYZ_PLANES, XYZPlanes, XYZTexture
 
 __all__ = ["TextureTarget", "HostUploadTarget", "SurfaceTarget", "PixelBufferTarget", "choose_target",
            "TARGETS"]
@@ -49,6 +50,9 @@ class TextureTarget:
     def __init__(self) -> None:
         self.texture = 0
         self.width = self.height = 0
+        #: the picture written last as X'Y'Z' code values for the presenter to convert
+        #: (:mod:`.xyz`; the host target's), else None: ``texture`` holds it as RGBA16
+        self.xyz: XYZTexture | None = None
 
     @classmethod
     def missing(cls) -> str | None:
@@ -85,15 +89,45 @@ class TextureTarget:
 
 
 class HostUploadTarget(TextureTarget):
-    """``glTexSubImage2D`` from host memory (device arrays are copied back first)."""
+    """``glTexSubImage2D`` from host memory (device arrays are copied back first). An
+    :class:`~.xyz.XYZPlanes` picture goes into a second texture, GL_R16, its three planes
+    stacked (made on first use), left to the presenter to convert (:attr:`xyz`)."""
 
     name = "host"
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._planes = 0
+
     def write(self, pixels) -> None:
+        if isinstance(pixels, XYZPlanes):
+            self._write_planes(pixels)
+            return
         if not isinstance(pixels, np.ndarray):
             pixels = pixels.get()
         self._check_shape(pixels)
         glu.upload_rgba16(self.texture, self.width, self.height, pixels)
+        self.xyz = None
+
+    def _write_planes(self, picture: XYZPlanes) -> None:
+        shapes = [tuple(p.shape) for p in picture.planes]
+        if shapes != [(self.height, self.width)] * XYZ_PLANES:
+            raise ValueError(f"{self.name} target wants {XYZ_PLANES} X'Y'Z' planes of {(self.height, self.width)}, "
+                             f"got {shapes}")
+        if not self._planes:
+            self._planes = glu.create_texture(self.width, XYZ_PLANES * self.height, single=True)
+        for k, plane in enumerate(picture.planes):
+            if plane.dtype != np.uint16:    # clipped as the reference clips, then sent as 16 bits
+                plane = np.clip(plane, 0, (1 << picture.in_bits) - 1).astype(np.uint16)
+            glu.upload_r16_rows(self._planes, k * self.height, plane)
+        self.xyz = XYZTexture(self._planes, picture.in_bits, picture.primaries)
+
+    def close(self) -> None:
+        if self._planes:
+            glu.delete_texture(self._planes)
+            self._planes = 0
+        self.xyz = None
+        super().close()
 
 
 # --------------------------------------------------------------------------- CUDA side

@@ -20,6 +20,7 @@ import numpy as np
 
 from cinegpu.decode.codestream import dci
 from cinegpu.decode.transform import xyz_to_rgb
+from cinegpu.interop.xyz import XYZPlanes
 from cinegpu.media.errors import UnsupportedMedia
 from cinegpu.media.images.colour import YCBCR_COEFFICIENTS
 
@@ -127,10 +128,13 @@ class PictureConverter:
     """
 
     def __init__(self, xyz: bool, primaries: str = "p3d65", device: bool = False,
-                 ycbcr: bool = False) -> None:
+                 ycbcr: bool = False, planar: bool = False) -> None:
         self.xyz, self.primaries, self.device = xyz, primaries, device
         #: the media says Y'CbCr (an IMF CDCI descriptor): 4:4:4 is converted too
         self.ycbcr = ycbcr
+        #: X'Y'Z' host pictures come as :class:`~cinegpu.interop.xyz.XYZPlanes`, which the
+        #: display converts (the host target and the presenter's shader), not as RGBA16
+        self.planar = planar and xyz and not device
 
     def __call__(self, components, precisions):
         if self.ycbcr and len(components) >= 3 and \
@@ -150,4 +154,8 @@ class PictureConverter:
             import cupy  # noqa: PLC0415  (optional: CuPy)
             return rgba16_reference([cupy.asarray(c) for c in components], precisions, self.xyz,
                                     self.primaries, xp=cupy)
+        if self.planar:
+            if len(components) < 3:
+                raise UnsupportedMedia(None, f"X'Y'Z' needs 3 components, got {len(components)}")
+            return XYZPlanes(tuple(components[:3]), int(precisions[0]), self.primaries)
         return rgba16_reference(components, precisions, self.xyz, self.primaries)

@@ -29,6 +29,7 @@ from typing import Callable
 import numpy as np
 import pyglet
 
+from cinegpu.interop.xyz import XYZPlanes
 from cinegpu.media.describe import fps_text
 from cinegpu.media.images.png import write_png16
 
@@ -244,17 +245,24 @@ class Player:
             self.scheduler.stats.errors += 1
             log.warning("%s", exc)
             return
-        self.target.write(picture)
+        self._upload(picture)
         self._subtitle_frame = n
         self._draw()
         if n in self.screenshots:
             self._screenshot(n)
 
+    def _upload(self, picture) -> None:
+        """Write ``picture`` into the target: X'Y'Z' planes (:mod:`cinegpu.interop.xyz`) as they
+        are where the presenter converts them, else converted here first."""
+        if isinstance(picture, XYZPlanes) and not self.presenter.converts_xyz:
+            picture = picture.rgba16()
+        self.target.write(picture)
+
     def _draw(self) -> None:
         w, h = self.window.get_framebuffer_size()
         overlay = self._overlay(self._subtitle_frame)
         self.presenter.draw(self.target.texture, self.target.width, self.target.height, w, h,
-                            **({"overlay": overlay} if overlay else {}), eyes=self.eyes)
+                            **({"overlay": overlay} if overlay else {}), eyes=self.eyes, xyz=self.target.xyz)
         if self.overlay and not self.headless:
             self._draw_overlay()
         self.window.flip()
@@ -292,7 +300,8 @@ class Player:
             buffer = self._buffer()
         overlay = self._overlay(n)
         pixels = self.presenter.screenshot(self.target.texture, self.target.width, self.target.height, buffer,
-                                           **({"overlay": overlay} if overlay else {}), eyes=self.eyes)
+                                           **({"overlay": overlay} if overlay else {}), eyes=self.eyes,
+                                           xyz=self.target.xyz)
         self.source.unpin(n)
         if self._writer is None:
             self._writer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="cinegpu-screenshot")
@@ -337,7 +346,7 @@ class Player:
                 self.screenshots.pop(n)
                 continue
             if picture is not None and (self.clock.ended or n not in self.clock.upcoming(self.depth)):
-                self.target.write(picture)
+                self._upload(picture)
                 self._screenshot(n)
                 self.scheduler.current = None       # the texture no longer holds the shown frame
 
@@ -365,14 +374,15 @@ class Player:
         except FrameError:
             return
         if picture is not None:
-            self.target.write(picture)
+            self._upload(picture)
             self._subtitle_frame = n
             self._draw()
             if self.screenshots:    # the screenshot framebuffer and two readback buffers, made now
                 for _ in range(2):
                     self._buffers.put(self._buffer())
                 buffer = self._buffers.get()
-                self.presenter.screenshot(self.target.texture, self.target.width, self.target.height, buffer)
+                self.presenter.screenshot(self.target.texture, self.target.width, self.target.height, buffer,
+                                          xyz=self.target.xyz)
                 self._buffers.put(buffer)
 
     def _want(self) -> None:

@@ -22,6 +22,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from cinegpu.interop.xyz import XYZPlanes
+
 __all__ = ["ResolutionGovernor", "level_text", "upscale"]
 
 #: Frames decoded at a level before it is judged (their median decode time).
@@ -125,6 +127,8 @@ def upscale(picture, level: int, height: int, width: int):
     sample repeated 2^level times each way, cropped (numpy or CuPy, contiguous)."""
     if level <= 0:
         return picture
+    if isinstance(picture, XYZPlanes):
+        return picture.map(lambda plane: upscale(plane, level, height, width))
     f = 1 << level
     big = picture.repeat(f, axis=0).repeat(f, axis=1)[:height, :width]
     if big.shape[0] < height or big.shape[1] < width:    # a picture smaller than expected

@@ -58,6 +58,8 @@ class FakeWindow:
 class FakePresenter:
     """A presenter that draws nothing."""
 
+    converts_xyz = True     # X'Y'Z' planes drawn (as nothing) as they are
+
     def draw(self, *args, **kwargs):
         pass
 

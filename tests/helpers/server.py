@@ -52,6 +52,7 @@ def wait_for(server, pred, timeout=30.0, what="condition"):
 
 class FakeTarget:
     name, texture, width, height = "fake", 0, 0, 0
+    xyz = None      # as a TextureTarget's: no X'Y'Z' picture for the presenter to convert
 
     def open(self, w, h):
         self.width, self.height = w, h

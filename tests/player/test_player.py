@@ -186,6 +186,7 @@ def test_keys_drive_the_clock():
 
     class Target:
         name, texture, width, height = "host", 0, 4, 4
+        xyz = None
 
         def open(self, w, h):
             pass
@@ -210,6 +211,7 @@ class _FakeTime:
 
 class _Target:
     name, texture, width, height = "host", 0, 4, 4
+    xyz = None
 
     def __init__(self):
         self.written = []

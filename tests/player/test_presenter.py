@@ -99,3 +99,71 @@ def test_a_window_without_stereo_buffers_is_refused_for_quad_buffer(gl):
     with pytest.raises(NoStereoDisplay, match="no quad-buffered stereo"):
         open_window(8, 8, headless=True, stereo=True)
     open_window(8, 8, headless=True).close()     # and a mono window still opens after it
+
+
+def _xyz_planes(h: int, w: int, seed: int) -> tuple:
+    """Three 12-bit planes of random code values, with black, the top and values past it."""
+    rng = np.random.default_rng(seed)
+    planes = tuple(rng.integers(0, 4096, (h, w)).astype(np.uint16) for _ in range(3))
+    for p in planes:
+        p[0, :4] = (0, 1, 4095, 4095)
+    planes[1][1, 0] = 5000     # past 12 bits: clipped, as the reference clips
+    return planes
+
+
+def _gradients(h: int, w: int) -> tuple:
+    """X' across, Y' down, Z' along the diagonal, each over the whole 12-bit range: among them
+    the colours whose linear R, G or B is a near cancellation of the matrix's terms."""
+    yy, xx = np.mgrid[0:h, 0:w]
+    return (((xx * 4095) // (w - 1)).astype(np.uint16), ((yy * 4095) // (h - 1)).astype(np.uint16),
+            (((xx + yy) * 4095) // (w + h - 2)).astype(np.uint16))
+
+
+@pytest.mark.parametrize("primaries", ["p3d65", "rec709"])
+def test_xyz_planes_drawn_through_the_shader_match_the_reference_transform(context, primaries):
+    """X'Y'Z' planes on the host target are converted by the presenter's shader
+    (:mod:`cinegpu.interop.xyz`): the screenshot within one 16-bit code value of
+    ``xyz_to_rgb``, every sample of an odd-sized picture of random code values (the planes'
+    borders included) and of gradients over the whole range (dark channels that are a near
+    cancellation of the matrix's terms: the 2.6 power computed in the shader rather than the
+    reference's table moved one by 19 code values); an RGBA16 picture written after them is
+    drawn as it is again."""
+    from cinegpu.interop.targets import HostUploadTarget
+    from cinegpu.interop.xyz import XYZPlanes
+
+    h, w = 37, 53
+    target, presenter = HostUploadTarget(), Presenter()
+    try:
+        if not presenter.converts_xyz:
+            pytest.skip("this GL context takes no GLSL 4.00: X'Y'Z' pictures are converted on the host")
+        for planes, (ph, pw) in ((_xyz_planes(h, w, 7), (h, w)), (_gradients(540, 999), (540, 999))):
+            target.close()
+            target.open(pw, ph)
+            picture = XYZPlanes(planes, 12, primaries)
+            target.write(picture)
+            assert target.xyz is not None
+            got = presenter.screenshot(target.texture, pw, ph, xyz=target.xyz).astype(np.int64)
+            want = picture.rgba16().astype(np.int64)
+            assert got.shape == want.shape == (ph, pw, 4)
+            assert np.abs(got - want).max() <= 1, np.abs(got - want).max()
+            assert (got[..., 3] == 65535).all()
+        rgba = np.random.default_rng(3).integers(0, 65536, (ph, pw, 4)).astype(np.uint16)
+        target.write(rgba)
+        assert target.xyz is None
+        assert np.array_equal(presenter.screenshot(target.texture, pw, ph, xyz=target.xyz), rgba)
+    finally:
+        presenter.close()
+        target.close()
+
+
+def test_xyz_planes_of_another_size_are_refused(context):
+    from cinegpu.interop.targets import HostUploadTarget
+    from cinegpu.interop.xyz import XYZPlanes
+
+    target = HostUploadTarget()
+    try:
+        target.open(16, 8)
+        with pytest.raises(ValueError, match="X'Y'Z' planes"):
+            target.write(XYZPlanes(_xyz_planes(8, 15, 1), 12, "p3d65"))
+    finally:
+        target.close()

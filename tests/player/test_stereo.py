@@ -69,10 +69,12 @@ def test_a_joined_frame_is_ready_when_both_eyes_are():
 class _EyesRecorder:
     """A presenter recording the frame height and eyes of each draw."""
 
+    converts_xyz = True
+
     def __init__(self):
         self.draws = []
 
-    def draw(self, texture, frame_w, frame_h, win_w, win_h, overlay=None, eyes=1):
+    def draw(self, texture, frame_w, frame_h, win_w, win_h, overlay=None, eyes=1, xyz=None):
         self.draws.append((frame_w, frame_h, eyes))
 
     def close(self):
@@ -94,6 +96,7 @@ def test_quad_buffer_plays_the_eyes_top_bottom_drawn_an_eye_a_buffer():
 
     class Target:
         name, texture, width, height = "host", 0, 6, 8
+        xyz = None
 
         def open(self, w, h):
             pass

@@ -222,10 +222,12 @@ def test_engine_keeps_the_preview_of_what_it_shows():
 class DrawRecorder:
     """A presenter that records whether each draw had an overlay (subtitles)."""
 
+    converts_xyz = True
+
     def __init__(self):
         self.overlays: list[bool] = []
 
-    def draw(self, *args, overlay=None, eyes=1):
+    def draw(self, *args, overlay=None, eyes=1, xyz=None):
         self.overlays.append(overlay is not None)
 
     def close(self):
