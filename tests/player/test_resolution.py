@@ -103,6 +103,23 @@ def test_upscale_repeats_and_crops():
     assert level_text(0) == "full" and level_text(2) == "1/4"
 
 
+def test_upscale_takes_xyz_planes_plane_by_plane():
+    """X'Y'Z' planes the display converts (the CPU back end's pictures) are brought back to full
+    size each as an RGBA16 picture's channel would be."""
+    from cinegpu.interop.xyz import XYZPlanes
+
+    rng = np.random.default_rng(4)
+    planes = tuple(rng.integers(0, 4096, (3, 5)).astype(np.uint16) for _ in range(3))
+    picture = XYZPlanes(planes, 12, "p3d65")
+    assert upscale(picture, 0, 3, 5) is picture
+    big = upscale(picture, 1, 5, 9)
+    assert isinstance(big, XYZPlanes) and big.shape == (5, 9, 4) and (big.in_bits, big.primaries) == (12, "p3d65")
+    for got, plane in zip(big.planes, planes):
+        np.testing.assert_array_equal(got, upscale(plane[..., None], 1, 5, 9)[..., 0])
+    with pytest.raises(ValueError, match="does not cover"):
+        upscale(picture, 1, 7, 9)
+
+
 @pytest.fixture(scope="module")
 def frames(tmp_path_factory):
     """A folder of 24 codestreams of one 320x192 picture (3 levels), and the picture."""

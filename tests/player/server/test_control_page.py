@@ -203,6 +203,23 @@ def test_preview_store_cost_and_cache(copy):
     assert picture(grey.encode().data).shape == (90, 160, 3)
 
 
+@pytest.mark.parametrize("copy", [False, True], ids=["reference", "copy"])
+def test_preview_of_xyz_planes_is_their_transform(copy):
+    """A picture the display converts (X'Y'Z' planes, the CPU back end's) is previewed as its
+    RGBA16 transform: the planes sliced first, then converted (a 2K picture, step 5)."""
+    from cinegpu.interop.xyz import XYZPlanes
+
+    yy, xx = np.mgrid[0:1080, 0:2048]
+    planes = tuple(p.astype(np.uint16) for p in (xx * 2, yy * 3, (xx + yy) * 4095 // 3126))
+    xyz = XYZPlanes(planes, 12, "p3d65")
+    store = PreviewStore(copy=copy)
+    store.keep(xyz)
+    got = store.encode()
+    assert (got.width, got.height) == (410, 216) and (got.source_width, got.source_height) == (2048, 1080)
+    want = XYZPlanes(tuple(p[::5, ::5] for p in planes), 12, "p3d65").rgba16()
+    assert np.abs(picture(got.data).astype(int) - (want[..., :3] >> 8)).mean() < 3
+
+
 def test_engine_keeps_the_preview_of_what_it_shows():
     """Through the engine's target wrapper (fake GL): a picture after a load, none after unload."""
     eng, entries, clock = engine()
