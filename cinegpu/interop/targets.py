@@ -98,6 +98,7 @@ class HostUploadTarget(TextureTarget):
     def __init__(self) -> None:
         super().__init__()
         self._planes = 0
+        self._stacked = 0   # planes the X'Y'Z' texture holds
 
     def write(self, pixels) -> None:
         if isinstance(pixels, XYZPlanes):
@@ -111,21 +112,25 @@ class HostUploadTarget(TextureTarget):
 
     def _write_planes(self, picture: XYZPlanes) -> None:
         shapes = [tuple(p.shape) for p in picture.planes]
-        if shapes != [(self.height, self.width)] * XYZ_PLANES:
-            raise ValueError(f"{self.name} target wants {XYZ_PLANES} X'Y'Z' planes of {(self.height, self.width)}, "
+        count = 2 * XYZ_PLANES if picture.anaglyph else XYZ_PLANES
+        if shapes != [(self.height, self.width)] * count:
+            raise ValueError(f"{self.name} target wants {count} X'Y'Z' planes of {(self.height, self.width)}, "
                              f"got {shapes}")
-        if not self._planes:
-            self._planes = glu.create_texture(self.width, XYZ_PLANES * self.height, single=True)
+        if self._stacked != count:
+            if self._planes:
+                glu.delete_texture(self._planes)
+            self._planes = glu.create_texture(self.width, count * self.height, single=True)
+            self._stacked = count
         for k, plane in enumerate(picture.planes):
             if plane.dtype != np.uint16:    # clipped as the reference clips, then sent as 16 bits
                 plane = np.clip(plane, 0, (1 << picture.in_bits) - 1).astype(np.uint16)
             glu.upload_r16_rows(self._planes, k * self.height, plane)
-        self.xyz = XYZTexture(self._planes, picture.in_bits, picture.primaries)
+        self.xyz = XYZTexture(self._planes, picture.in_bits, picture.primaries, picture.anaglyph)
 
     def close(self) -> None:
         if self._planes:
             glu.delete_texture(self._planes)
-            self._planes = 0
+            self._planes = self._stacked = 0
         self.xyz = None
         super().close()
 

@@ -21,7 +21,8 @@ from cinegpu.decode.transform.display import display_gamma, xyz_decode_lut, xyz_
 
 __all__ = ["XYZ_PLANES", "XYZPlanes", "XYZTexture", "shader_constants"]
 
-#: Planes stacked in an X'Y'Z' texture: X' rows first, then Y', then Z'.
+#: Planes stacked in an X'Y'Z' texture: X' rows first, then Y', then Z'; an anaglyph's six, the
+#: left eye's three and then the right one's.
 XYZ_PLANES = 3
 
 
@@ -29,11 +30,14 @@ XYZ_PLANES = 3
 class XYZPlanes:
     """A picture as X'Y'Z' code values (three (H, W) integer planes, ``in_bits`` each, host
     memory), shown through ``primaries`` (``"p3d65"`` or ``"rec709"``, as
-    :func:`~cinegpu.decode.transform.xyz_to_rgb` takes them)."""
+    :func:`~cinegpu.decode.transform.xyz_to_rgb` takes them). ``anaglyph``: six planes, the
+    left eye's X'Y'Z' then the right one's, shown as red from the left eye's picture and green
+    and blue from the right one's (:func:`cinegpu.player.stereo.join`)."""
 
     planes: tuple
     in_bits: int
     primaries: str
+    anaglyph: bool = False
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -43,21 +47,29 @@ class XYZPlanes:
 
     def map(self, fn: Callable) -> XYZPlanes:
         """The same picture with ``fn`` applied to each plane (a crop, a join, an upscale)."""
-        return XYZPlanes(tuple(fn(p) for p in self.planes), self.in_bits, self.primaries)
+        return XYZPlanes(tuple(fn(p) for p in self.planes), self.in_bits, self.primaries, self.anaglyph)
 
     def rgba16(self) -> np.ndarray:
         """The RGBA16 picture itself, by the reference transform (host, numpy)."""
-        return xyz_to_rgb(*self.planes, primaries=self.primaries, out_bits=16, alpha=True, in_bits=self.in_bits)
+        def picture(planes):
+            return xyz_to_rgb(*planes, primaries=self.primaries, out_bits=16, alpha=True, in_bits=self.in_bits)
+
+        if not self.anaglyph:
+            return picture(self.planes)
+        out = picture(self.planes[XYZ_PLANES:])
+        out[..., 0] = picture(self.planes[:XYZ_PLANES])[..., 0]
+        return out
 
 
 @dataclass(frozen=True)
 class XYZTexture:
-    """What the presenter needs to draw an X'Y'Z' texture: its GL name, and the precision and
-    display primaries of its code values."""
+    """What the presenter needs to draw an X'Y'Z' texture: its GL name, the precision and
+    display primaries of its code values, and whether it holds an anaglyph's six planes."""
 
     texture: int
     in_bits: int
     primaries: str
+    anaglyph: bool = False
 
 
 def shader_constants(in_bits: int, primaries: str) -> dict:

@@ -49,7 +49,8 @@ void main() {
 """
 
 #: The X'Y'Z' program (:mod:`cinegpu.interop.xyz`): the three planes stacked in one GL_R16
-#: texture, X' first; each drawn pixel takes the DCI output transform as
+#: texture, X' first (an anaglyph's six: red from the first three, green and blue from the
+#: others); each drawn pixel takes the DCI output transform as
 #: :func:`cinegpu.decode.transform.xyz_to_rgb` and its CUDA twin do it, in float32 and in their
 #: order: the code value (clipped) through the same decoding table (``decode``: an R32F texture
 #: of 2^bits entries, 4,096 a row: the 2.6 power computed here instead moved a dark channel by
@@ -64,6 +65,7 @@ uniform vec4 crop;
 uniform mat3 to_rgb;
 uniform float inv_gamma;
 uniform int in_max;
+uniform int anaglyph;
 in vec2 uv;
 out vec4 colour;
 float linear(vec2 at) {
@@ -76,13 +78,18 @@ float channel(vec3 xyz, vec3 row) {
     v = v + xyz.z * row.z;
     return pow(clamp(v, 0.0, 1.0), inv_gamma);
 }
+vec3 eye(vec2 p, float first, float stacked) {
+    return vec3(linear(vec2(p.x, (p.y + first) / stacked)), linear(vec2(p.x, (p.y + first + 1.0) / stacked)),
+                linear(vec2(p.x, (p.y + first + 2.0) / stacked)));
+}
 void main() {
-    vec2 half_texel = 0.5 / (vec2(textureSize(planes, 0)) / vec2(1.0, 3.0));
+    float stacked = anaglyph != 0 ? 6.0 : 3.0;
+    vec2 half_texel = 0.5 / (vec2(textureSize(planes, 0)) / vec2(1.0, stacked));
     vec2 p = clamp(uv, crop.xy + half_texel, crop.xy + crop.zw - half_texel);
-    vec3 xyz = vec3(linear(vec2(p.x, p.y / 3.0)), linear(vec2(p.x, (p.y + 1.0) / 3.0)),
-                    linear(vec2(p.x, (p.y + 2.0) / 3.0)));
+    vec3 xyz = eye(p, 0.0, stacked);
+    vec3 right = anaglyph != 0 ? eye(p, 3.0, stacked) : xyz;
     mat3 m = transpose(to_rgb);
-    colour = vec4(channel(xyz, m[0]), channel(xyz, m[1]), channel(xyz, m[2]), 1.0);
+    colour = vec4(channel(xyz, m[0]), channel(right, m[1]), channel(right, m[2]), 1.0);
 }
 """
 
@@ -194,6 +201,7 @@ class Presenter:
                 glu.delete_texture(self._decode_table)
             self._decode_table = glu.create_table_texture(constants["decode"])
             self._xyz_set = (xyz.in_bits, xyz.primaries)
+        gl.glUniform1i(gl.glGetUniformLocation(program, b"anaglyph"), int(xyz.anaglyph))
         gl.glActiveTexture(gl.GL_TEXTURE1)
         gl.glBindTexture(gl.GL_TEXTURE_2D, self._decode_table)
         gl.glUniform1i(gl.glGetUniformLocation(program, b"decode"), 1)

@@ -151,7 +151,7 @@ class _AheadSource:
     figures. Subclasses start their producers and call :meth:`_store`."""
 
     def _setup(self, media, backend: str, colour: str, primaries: str, depth: int,
-               auto_resolution: bool = True, planar: bool = True) -> None:
+               auto_resolution: bool = True) -> None:
         self.media = media
         self.frame_count = media.frame_count
         self.edit_rate = media.edit_rate
@@ -165,7 +165,7 @@ class _AheadSource:
         # X'Y'Z' host pictures are left to the display to convert (the presenter's shader): in
         # numpy here the transform took about 0.7 s a 4K frame, which no CPU playback could afford
         self._convert = PictureConverter(self.xyz, primaries, device=backend == "cuda",
-                                         ycbcr=bool(getattr(media, "ycbcr", False)) and not self.xyz, planar=planar)
+                                         ycbcr=bool(getattr(media, "ycbcr", False)) and not self.xyz, planar=True)
         self._cond = threading.Condition()
         self._wanted: list[int] = []
         self._start = 0
@@ -331,21 +331,20 @@ class DecodeAheadSource(_AheadSource):
     ``auto_resolution``: decode at 1/2 or 1/4 of the size while decoding cannot keep up with
     the rate given to :meth:`pace` (:mod:`.resolution`); False: always full.  ``tier1``: where
     tier-1 runs with the CUDA back end (:data:`~cinegpu.decode.backend.TIER1_PLACES`).
-    ``planar``: X'Y'Z' host pictures come as :class:`~cinegpu.interop.xyz.XYZPlanes`, for the
-    display to convert (False: as RGBA16, converted here: the eyes of a 3D composition, whose
-    modes join and compare pictures converted one way).
+    X'Y'Z' host pictures come as :class:`~cinegpu.interop.xyz.XYZPlanes`, for the display to
+    convert.
     """
 
     def __init__(self, media, *, backend: str = "cpu", colour: str = "auto", primaries: str = "p3d65",
                  workers: int = 1, depth: int = 8, decoder_factory: Callable | None = None,
-                 auto_resolution: bool = True, tier1: str = "auto", planar: bool = True) -> None:
+                 auto_resolution: bool = True, tier1: str = "auto") -> None:
         from cinegpu.decode.decoder import Decoder  # noqa: PLC0415  (start-up: the decoder, ~80 ms)
 
         selected = select_backend(backend)
         gpu_tier1 = gpu_tier1_of(tier1)
         if gpu_tier1:       # refused (a CPU back end) here, before any thread, by the Decoder's rule
             Decoder(selected.name, gpu_tier1=True)
-        self._setup(media, selected.name, colour, primaries, depth, auto_resolution, planar)
+        self._setup(media, selected.name, colour, primaries, depth, auto_resolution)
         self._factory = decoder_factory or (lambda: Decoder(self.backend, gpu_tier1=gpu_tier1))
         self._threads = [threading.Thread(target=self._work, name=f"decode-ahead-{i}", daemon=True)
                          for i in range(max(1, workers))]
@@ -397,17 +396,17 @@ class PipelineSource(_AheadSource):
     def __init__(self, media, *, backend: str = "auto", colour: str = "auto", primaries: str = "p3d65",
                  workers: int | None = None, depth: int | None = None,
                  cancelled: Callable[[], bool] | None = None, auto_resolution: bool = True,
-                 tier1: str = "auto", planar: bool = True) -> None:
+                 tier1: str = "auto") -> None:
         """``cancelled``: polled while the workers start (see :class:`FramePipeline`).
-        ``auto_resolution`` and ``planar``: as :class:`DecodeAheadSource`. ``tier1``: where tier-1
-        runs (:data:`~cinegpu.decode.backend.TIER1_PLACES`; "cpu": in the workers, the GPU
+        ``auto_resolution``: as :class:`DecodeAheadSource`. ``tier1``: where tier-1 runs
+        (:data:`~cinegpu.decode.backend.TIER1_PLACES`; "cpu": in the workers, the GPU
         reconstructing)."""
         from cinegpu.decode.pipeline import FramePipeline  # noqa: PLC0415  (start-up: the decode pipeline, ~0.14 s)
 
         self._pipe = FramePipeline(backend=backend, workers=workers, depth=depth, to_host=False,
                                    cancelled=cancelled, gpu_tier1=gpu_tier1_of(tier1))
         try:
-            self._setup(media, self._pipe.backend, colour, primaries, self._pipe.depth, auto_resolution, planar)
+            self._setup(media, self._pipe.backend, colour, primaries, self._pipe.depth, auto_resolution)
             self.burst = self._pipe.depth       # a frame in every slot
             self._parallel = self._pipe.num_workers
             try:

@@ -28,6 +28,8 @@ from collections import OrderedDict
 from fractions import Fraction
 from typing import Callable
 
+from cinegpu.interop.xyz import XYZPlanes
+
 from .source import FrameError
 
 __all__ = ["STEREO_MODES", "EyeView", "SequentialView", "StereoSource", "stereo_source"]
@@ -96,7 +98,13 @@ def _array_module(a):
 
 def join(mode: str, left, right):
     """The picture of ``mode`` (one of :data:`JOINED`) from the two eyes' RGBA pictures
-    ((H, W, 4), numpy or CuPy alike)."""
+    ((H, W, 4), numpy or CuPy alike; X'Y'Z' planes for the display to convert joined plane by
+    plane, or, for the anaglyph, kept as both eyes' six)."""
+    if isinstance(left, XYZPlanes):
+        if mode in ("side-by-side", "top-bottom", "quad-buffer"):
+            return XYZPlanes(tuple(join(mode, a, b) for a, b in zip(left.planes, right.planes)), left.in_bits,
+                             left.primaries)
+        return XYZPlanes(left.planes + right.planes, left.in_bits, left.primaries, anaglyph=True)
     xp = _array_module(left)
     if mode == "side-by-side":
         return xp.concatenate((left, right), axis=1)

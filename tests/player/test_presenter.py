@@ -167,3 +167,32 @@ def test_xyz_planes_of_another_size_are_refused(context):
             target.write(XYZPlanes(_xyz_planes(8, 15, 1), 12, "p3d65"))
     finally:
         target.close()
+
+
+def test_an_anaglyph_of_xyz_planes_takes_red_from_the_left_eye(context):
+    """Two eyes' X'Y'Z' planes joined as an anaglyph (six planes, :func:`cinegpu.player.stereo.join`)
+    are drawn as red from the left eye's transform and green and blue from the right one's: the
+    very values each eye's picture gets drawn alone, and within one code value of the reference."""
+    from cinegpu.interop.targets import HostUploadTarget
+    from cinegpu.interop.xyz import XYZPlanes
+    from cinegpu.player.stereo import join
+
+    h, w = 29, 41
+    left, right = XYZPlanes(_xyz_planes(h, w, 11), 12, "p3d65"), XYZPlanes(_gradients(h, w), 12, "p3d65")
+    target, presenter = HostUploadTarget(), Presenter()
+    try:
+        if not presenter.converts_xyz:
+            pytest.skip("this GL context takes no GLSL 4.00: X'Y'Z' pictures are converted on the host")
+        target.open(w, h)
+        shots = {}
+        for name, picture in (("left", left), ("right", right), ("anaglyph", join("anaglyph", left, right))):
+            target.write(picture)
+            shots[name] = presenter.screenshot(target.texture, w, h, xyz=target.xyz).astype(np.int64)
+        mixed = shots["anaglyph"]
+        assert np.array_equal(mixed[..., 0], shots["left"][..., 0])
+        assert np.array_equal(mixed[..., 1:], shots["right"][..., 1:])
+        want = join("anaglyph", left, right).rgba16().astype(np.int64)
+        assert np.abs(mixed - want).max() <= 1
+    finally:
+        presenter.close()
+        target.close()

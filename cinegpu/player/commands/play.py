@@ -202,20 +202,16 @@ def _frame_source(media, s: PlaySettings):
     threads (``s.workers`` of them, default min(8, usable cores)) when not ``s.processes``;
     two eyes joined take half the workers each."""
 
-    # a 3D composition's eyes convert their X'Y'Z' pictures themselves, all one way: its modes
-    # join them, or mix their channels (the anaglyph), and the display's shader takes one picture
-    planar = not getattr(media, "stereoscopic", False)
-
     def make(view, share):
         if s.processes:     # the pipeline's default: a process a core but one
             workers = None if s.workers is None and share == 1 else \
                 max(1, int((s.workers or usable_cores() - 1) * share))
             return PipelineSource(view, backend=s.backend, colour=s.colour, primaries=s.primaries,
-                                  workers=workers, auto_resolution=s.auto_resolution, tier1=s.tier1, planar=planar)
+                                  workers=workers, auto_resolution=s.auto_resolution, tier1=s.tier1)
         workers = max(1, int((s.workers or min(8, usable_cores())) * share))
         return DecodeAheadSource(view, backend=s.backend, colour=s.colour, primaries=s.primaries,
                                  workers=workers, depth=max(8, s.preroll, 2 * workers),
-                                 auto_resolution=s.auto_resolution, tier1=s.tier1, planar=planar)
+                                 auto_resolution=s.auto_resolution, tier1=s.tier1)
 
     try:
         return stereo_source(media, s.stereo, make)
