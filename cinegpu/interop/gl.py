@@ -33,21 +33,29 @@ def check(call: str) -> None:
         raise InteropError(call, _GL_ERRORS.get(err, f"GL error 0x{err:04x}"))
 
 
-def create_texture(width: int, height: int, single: bool = False) -> int:
-    """A new GL_TEXTURE_2D, GL_RGBA16 (``single``: GL_R16, one 16-bit channel), ``width`` x
-    ``height`` samples, clamped, linear."""
+def _new_texture(filtering: int) -> int:
+    """A new GL_TEXTURE_2D, bound, clamped to its edges, ``filtering`` (GL_LINEAR, GL_NEAREST)
+    both ways; its storage is the caller's to make."""
     gl = _gl()
     tex = gl.GLuint()
     gl.glGenTextures(1, ctypes.byref(tex))
     gl.glBindTexture(gl.GL_TEXTURE_2D, tex.value)
-    for name, value in ((gl.GL_TEXTURE_MIN_FILTER, gl.GL_LINEAR), (gl.GL_TEXTURE_MAG_FILTER, gl.GL_LINEAR),
+    for name, value in ((gl.GL_TEXTURE_MIN_FILTER, filtering), (gl.GL_TEXTURE_MAG_FILTER, filtering),
                         (gl.GL_TEXTURE_WRAP_S, gl.GL_CLAMP_TO_EDGE), (gl.GL_TEXTURE_WRAP_T, gl.GL_CLAMP_TO_EDGE)):
         gl.glTexParameteri(gl.GL_TEXTURE_2D, name, value)
+    return tex.value
+
+
+def create_texture(width: int, height: int, single: bool = False) -> int:
+    """A new GL_TEXTURE_2D, GL_RGBA16 (``single``: GL_R16, one 16-bit channel), ``width`` x
+    ``height`` samples, clamped, linear."""
+    gl = _gl()
+    tex = _new_texture(gl.GL_LINEAR)
     internal, layout = (gl.GL_R16, gl.GL_RED) if single else (gl.GL_RGBA16, gl.GL_RGBA)
     gl.glTexImage2D(gl.GL_TEXTURE_2D, 0, internal, width, height, 0, layout, gl.GL_UNSIGNED_SHORT, None)
     gl.glBindTexture(gl.GL_TEXTURE_2D, 0)
     check(f"glTexImage2D({'GL_R16' if single else 'GL_RGBA16'}, {width}x{height})")
-    return tex.value
+    return tex
 
 
 def create_table_texture(values: np.ndarray) -> int:
@@ -55,18 +63,13 @@ def create_table_texture(values: np.ndarray) -> int:
     shader reads with texelFetch), nearest, clamped."""
     gl = _gl()
     values = np.ascontiguousarray(values, np.float32)
-    tex = gl.GLuint()
-    gl.glGenTextures(1, ctypes.byref(tex))
-    gl.glBindTexture(gl.GL_TEXTURE_2D, tex.value)
-    for name, value in ((gl.GL_TEXTURE_MIN_FILTER, gl.GL_NEAREST), (gl.GL_TEXTURE_MAG_FILTER, gl.GL_NEAREST),
-                        (gl.GL_TEXTURE_WRAP_S, gl.GL_CLAMP_TO_EDGE), (gl.GL_TEXTURE_WRAP_T, gl.GL_CLAMP_TO_EDGE)):
-        gl.glTexParameteri(gl.GL_TEXTURE_2D, name, value)
+    tex = _new_texture(gl.GL_NEAREST)
     gl.glPixelStorei(gl.GL_UNPACK_ALIGNMENT, 4)
     gl.glTexImage2D(gl.GL_TEXTURE_2D, 0, gl.GL_R32F, values.shape[1], values.shape[0], 0, gl.GL_RED, gl.GL_FLOAT,
                     values.ctypes.data_as(ctypes.c_void_p))
     gl.glBindTexture(gl.GL_TEXTURE_2D, 0)
     check(f"glTexImage2D(GL_R32F, {values.shape[1]}x{values.shape[0]})")
-    return tex.value
+    return tex
 
 
 def delete_texture(tex: int) -> None:

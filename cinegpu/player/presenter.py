@@ -210,9 +210,11 @@ class Presenter:
     def _quad(self, texture: int, nearest: bool, crop: tuple = WHOLE, xyz: XYZTexture | None = None) -> None:
         """Draw ``texture`` (RGBA16), or with ``xyz`` its X'Y'Z' planes converted, as one quad."""
         gl = _gl()
-        program = self.program if xyz is None else self._use_xyz(xyz)
-        texture = texture if xyz is None else xyz.texture
-        gl.glUseProgram(program)
+        if xyz is None:
+            program = self.program
+            gl.glUseProgram(program)
+        else:                           # in use, its uniforms set
+            program, texture = self._use_xyz(xyz), xyz.texture
         gl.glUniform4f(gl.glGetUniformLocation(program, b"crop"), *crop)
         gl.glActiveTexture(gl.GL_TEXTURE0)
         gl.glBindTexture(gl.GL_TEXTURE_2D, texture)
