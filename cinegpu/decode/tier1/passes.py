@@ -17,14 +17,18 @@ loops; with reference counting off (mq.py) that costs no atomic operations.
 Each inlined copy costs compile time out of proportion: numba's SSA pass (numba.core.ssa)
 walks the whole function once per variable assigned more than once, and every copy adds such
 variables as well as statements, so a pass's first compile grows with the square of its
-copies.  The significance and refinement passes therefore loop over a column's four samples
-(one copy; measured as fast as four), and the cleanup pass, whose unrolled column measured
-faster, calls its rarer newly-significant step (sign and neighbours) instead of inlining it
-(docs/performance.md has the compile times before and after).
+copies.  The significance and refinement passes therefore code one sample in one copy: in a
+full stripe they take the column's samples to code as the bits of a word, lowest first (a
+trailing-zeros count a sample coded, not a mispredicted branch on each of the four: 4-6 %
+less tier-1 time on DCI frames, docs/performance.md), and the cleanup pass, whose unrolled
+column measured faster (than a loop, and than the same bits), calls its rarer
+newly-significant step (sign and neighbours) instead of inlining it (docs/performance.md has
+the compile times before and after).
 """
 
 import numpy as np
 from numba import njit
+from numba.cpython.unsafe.numbers import trailing_zeros
 
 from .mq import mq_decode, mq_decode_flat, raw_decode
 from .tables import (
@@ -132,13 +136,21 @@ def spp_sample(data, a, c, ct, bp, ctx, flags, vals, i, fs, zc, one_half, hide_n
     return a, c, ct, bp
 
 
+@njit(inline='always', **JIT)
+def _codable(f):
+    """1 where a sample of flags ``f`` is coded in the significance propagation pass
+    (insignificant, not visited, a significant neighbour), else 0; without a branch."""
+    return np.int64(np.uint32((f & (F_SIG | F_VISIT | F_NEIGHBOURS)) - 1) < np.uint32(F_NEIGHBOURS))
+
+
 @njit(**JIT)
 def spp_mq(data, a, c, ct, bp, ctx, flags, vals, w, h, zc, plane, vcausal):
     """Significance propagation pass, MQ coded (D.3.1). zc: ZC_LUT row of the orientation.
 
-    Full stripes go column by column, four samples a column; a column is skipped at
-    once when no sample has a significant neighbour or all four are significant (nothing in
-    it can be coded: a sample that is not coded cannot make its column neighbours codable).
+    Full stripes go column by column; a column is skipped at once when no sample has a
+    significant neighbour or all four are significant (nothing in it can be coded: a sample
+    that is not coded cannot make its column neighbours codable), else its codable samples are
+    taken as bits (:func:`_codable`), lowest first, a newly significant one adding the one below.
     """
     fs = np.uint64(w + 2)
     one_half = 3 << plane
@@ -151,11 +163,26 @@ def spp_mq(data, a, c, ct, bp, ctx, flags, vals, w, h, zc, plane, vcausal):
             f2 = flags[i + U2 * fs]
             f3 = flags[i + U3 * fs]
             if ((f0 | f1 | f2 | f3) & F_NEIGHBOURS) != 0 and (f0 & f1 & f2 & f3 & F_SIG) == 0:
-                j = i
-                for k in range(4):
-                    a, c, ct, bp = spp_sample(data, a, c, ct, bp, ctx, flags, vals, j, fs, zc,
-                                              one_half, vcausal and k == 0)
-                    j += fs
+                # the column's codable samples as bits, taken lowest first: a sample that
+                # becomes significant makes the one below it codable (its only neighbour in
+                # the column still to come), so no sample of the column is looked at twice
+                todo = (_codable(f0) | (_codable(f1) << 1) | (_codable(f2) << 2) | (_codable(f3) << 3))
+                while todo:
+                    k = trailing_zeros(todo)
+                    j = i + np.uint64(k) * fs
+                    f = flags[j]
+                    cx = zc[np.uint64(f & F_NEIGHBOURS)]
+                    d, a, c, ct, bp = mq_decode_flat(data, ctx, cx, a, c, ct, bp)
+                    if d:
+                        sc = sign_context(f)
+                        s, a, c, ct, bp = mq_decode_flat(data, ctx, sc & 0x1F, a, c, ct, bp)
+                        s ^= sc >> 7
+                        vals[j] = -one_half if s else one_half
+                        mark_significant(flags, j, fs, s, vcausal and k == 0)
+                        if k < 3 and (flags[j + fs] & (F_SIG | F_VISIT)) == 0:
+                            todo |= np.int64(2) << k
+                    flags[j] |= F_VISIT
+                    todo &= todo - 1
             i += U1
     if full < h:  # last, partial stripe
         i0 = np.uint64((full + 1) * (w + 2) + 1)
@@ -185,22 +212,37 @@ def mrp_sample(data, a, c, ct, bp, ctx, flags, vals, i, half):
     return a, c, ct, bp
 
 
+@njit(inline='always', **JIT)
+def _refined(f):
+    """1 where a sample of flags ``f`` is refined in the magnitude refinement pass
+    (significant, not visited), else 0; without a branch."""
+    return np.int64((f & (F_SIG | F_VISIT)) == F_SIG)
+
+
 @njit(**JIT)
 def mrp_mq(data, a, c, ct, bp, ctx, flags, vals, w, h, plane):
     """Magnitude refinement pass, MQ coded (D.3.3), contexts of Table D.4.
 
-    Full stripes four samples a column; a column without a significant sample is skipped."""
+    Full stripes column by column: a column without a significant sample is skipped, else its
+    samples to refine are taken as bits (:func:`_refined`), lowest first."""
     fs = np.uint64(w + 2)
     half = 1 << plane
     full = h & ~3
     for y0 in range(0, full, 4):
         i = np.uint64((y0 + 1) * (w + 2) + 1)
         for _x in range(w):
-            if (flags[i] | flags[i + fs] | flags[i + U2 * fs] | flags[i + U3 * fs]) & F_SIG:
-                j = i
-                for _k in range(4):
-                    a, c, ct, bp = mrp_sample(data, a, c, ct, bp, ctx, flags, vals, j, half)
-                    j += fs
+            f0 = flags[i]
+            f1 = flags[i + fs]
+            f2 = flags[i + U2 * fs]
+            f3 = flags[i + U3 * fs]
+            if (f0 | f1 | f2 | f3) & F_SIG:
+                # the column's samples to refine as bits, lowest first (refining one changes
+                # no other's membership)
+                todo = (_refined(f0) | (_refined(f1) << 1) | (_refined(f2) << 2) | (_refined(f3) << 3))
+                while todo:
+                    a, c, ct, bp = mrp_sample(data, a, c, ct, bp, ctx, flags, vals,
+                                              i + np.uint64(trailing_zeros(todo)) * fs, half)
+                    todo &= todo - 1
             i += U1
     if full < h:
         i0 = np.uint64((full + 1) * (w + 2) + 1)
