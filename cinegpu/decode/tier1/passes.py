@@ -124,16 +124,24 @@ def spp_sample(data, a, c, ct, bp, ctx, flags, vals, i, fs, zc, one_half, hide_n
     f = flags[i]
     # insignificant, not visited, some significant neighbour: one unsigned range compare
     if 0 < (f & (F_SIG | F_VISIT | F_NEIGHBOURS)) <= F_NEIGHBOURS:
-        cx = zc[np.uint64(f & F_NEIGHBOURS)]
-        d, a, c, ct, bp = mq_decode_flat(data, ctx, cx, a, c, ct, bp)
-        if d:
-            sc = sign_context(f)
-            s, a, c, ct, bp = mq_decode_flat(data, ctx, sc & 0x1F, a, c, ct, bp)
-            s ^= sc >> 7
-            vals[i] = -one_half if s else one_half
-            mark_significant(flags, i, fs, s, hide_north)
-        flags[i] |= F_VISIT
+        _, a, c, ct, bp = spp_code(data, a, c, ct, bp, ctx, flags, vals, i, fs, zc, one_half, hide_north, f)
     return a, c, ct, bp
+
+
+@njit(inline='always', **JIT)
+def spp_code(data, a, c, ct, bp, ctx, flags, vals, i, fs, zc, one_half, hide_north, f):
+    """Code sample i of flags ``f`` in the significance propagation pass (ZC context, Table
+    D.1, then the sign, D.3.2) and mark it VISIT. Returns (d, a, c, ct, bp), d: it became
+    significant."""
+    d, a, c, ct, bp = mq_decode_flat(data, ctx, zc[np.uint64(f & F_NEIGHBOURS)], a, c, ct, bp)
+    if d:
+        sc = sign_context(f)
+        s, a, c, ct, bp = mq_decode_flat(data, ctx, sc & 0x1F, a, c, ct, bp)
+        s ^= sc >> 7
+        vals[i] = -one_half if s else one_half
+        mark_significant(flags, i, fs, s, hide_north)
+    flags[i] |= F_VISIT
+    return d, a, c, ct, bp
 
 
 @njit(inline='always', **JIT)
@@ -170,18 +178,10 @@ def spp_mq(data, a, c, ct, bp, ctx, flags, vals, w, h, zc, plane, vcausal):
                 while todo:
                     k = trailing_zeros(todo)
                     j = i + np.uint64(k) * fs
-                    f = flags[j]
-                    cx = zc[np.uint64(f & F_NEIGHBOURS)]
-                    d, a, c, ct, bp = mq_decode_flat(data, ctx, cx, a, c, ct, bp)
-                    if d:
-                        sc = sign_context(f)
-                        s, a, c, ct, bp = mq_decode_flat(data, ctx, sc & 0x1F, a, c, ct, bp)
-                        s ^= sc >> 7
-                        vals[j] = -one_half if s else one_half
-                        mark_significant(flags, j, fs, s, vcausal and k == 0)
-                        if k < 3 and (flags[j + fs] & (F_SIG | F_VISIT)) == 0:
-                            todo |= np.int64(2) << k
-                    flags[j] |= F_VISIT
+                    d, a, c, ct, bp = spp_code(data, a, c, ct, bp, ctx, flags, vals, j, fs, zc, one_half,
+                                               vcausal and k == 0, flags[j])
+                    if d and k < 3 and (flags[j + fs] & (F_SIG | F_VISIT)) == 0:
+                        todo |= np.int64(2) << k
                     todo &= todo - 1
             i += U1
     if full < h:  # last, partial stripe
