@@ -467,8 +467,7 @@ class Decoder:
         return self.tier1_gpu_launch_batch([(prep, segments)])[0]
 
     @memory_guard
-    def tier1_gpu_launch_batch(self, frames: list[tuple[Prepared, list[TileSegments]]], *,
-                               host_statuses: bool = False):
+    def tier1_gpu_launch_batch(self, frames: list[tuple[Prepared, list[TileSegments]]]):
         """Tier-1 of every tile of several frames in one kernel launch (asynchronous, on the
         current stream): for each frame, its device coefficient buffer (a view of the batch's
         one buffer) and each tile's device status array (None: no blocks).
@@ -477,12 +476,24 @@ class Decoder:
         the tail of its largest blocks to a few threads), and costs one launch's host time.
         The tier-2 arrays are copied from host memory without waiting (page-locked: by DMA), so
         they must stay unchanged until the launch has run (an event recorded after it says so).
-        ``host_statuses``: the statuses come as numpy views of page-locked memory that an
-        asynchronous copy queued behind the launch fills; read them only once the stream has
-        passed it (a later event), never sooner. A pipeline that reads them so never makes the
-        host wait for every kernel queued on the stream (a device-to-host copy of a CuPy array
-        does).
         """
+        return self._tier1_gpu_launch(frames, host_statuses=False)[0]
+
+    @memory_guard
+    def tier1_gpu_launch_host(self, frames: list[tuple[Prepared, list[TileSegments]]]):
+        """:meth:`tier1_gpu_launch_batch` with the statuses in host memory: (for each frame,
+        its device coefficient buffer and each tile's status array; the batch's statuses, of
+        which those are views, as one array, None without blocks). The statuses are numpy
+        arrays of page-locked memory that an asynchronous copy queued behind the launch fills:
+        read them only once the stream has passed it (a later event), never sooner. A pipeline
+        that reads them so never makes the host wait for every kernel queued on the stream (a
+        device-to-host copy of a CuPy array does), and can look through a batch's at once
+        (:class:`~cinegpu.decode.pipeline_modes.BatchStatuses`) rather than frame by frame."""
+        return self._tier1_gpu_launch(frames, host_statuses=True)
+
+    def _tier1_gpu_launch(self, frames, *, host_statuses: bool):
+        """The launch of :meth:`tier1_gpu_launch_batch`: (its per-frame results, the batch's
+        status array or None)."""
         from .tier1 import gpu as t1gpu  # noqa: PLC0415  (optional: CuPy, which tier1.gpu imports)
 
         xp = self.xp
@@ -517,7 +528,7 @@ class Decoder:
                 else:
                     statuses.append(None)
             results.append((coeffs[fbase : fbase + prep.size], statuses))
-        return results
+        return results, status
 
     def tier1_gpu_check(self, prep: Prepared, statuses: list, reports: list[TileReport]) -> None:
         """Read the tier-1 statuses back (a synchronisation) into the tile reports; strict

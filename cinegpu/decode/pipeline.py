@@ -52,7 +52,7 @@ from .pipeline_messages import Failed, GrowSlot, Job, Reply, StopWorker, WorkerT
 from .pipeline_modes import FrameMode, GpuWork, SegmentsMode, backend_mode
 from .request import DecodeRequest
 from .shm import create_segment, reclaim_orphans, segment_exists
-from .workers import Broken, Ready, WorkerPool, announce_compiles
+from .workers import Broken, Ready, WorkerPool, announce_compiles, send_message
 
 #: cudaHostRegisterPortable: host memory pinned for every CUDA context, not only the current one
 HOST_REGISTER_PORTABLE = 1
@@ -127,7 +127,7 @@ def _worker_main(conn) -> None:
             task = conn.recv()
             if isinstance(task, StopWorker):
                 return
-            conn.send(_answer(decoder, task, attached))
+            send_message(conn, _answer(decoder, task, attached))
     finally:
         for shm in attached.values():
             _close_attached(shm)
@@ -490,7 +490,8 @@ class FramePipeline:
         xp = decoder.xp
         work.done.synchronize()
         try:
-            decoder.tier1_gpu_check(work.prep, work.statuses, frame.reports)
+            if work.batch is None or not work.batch.clean():
+                decoder.tier1_gpu_check(work.prep, work.statuses, frame.reports)
         except CodestreamError as exc:
             self.stats["errors"] += 1
             return exc

@@ -45,6 +45,26 @@ from .tile import TileSegments
 from .transform.layout import FRAME_COLS, FRAME_ROWS
 
 
+class BatchStatuses:
+    """A batch's tier-1 statuses, looked through once for all its frames: the one page-locked
+    array of :meth:`~cinegpu.decode.decoder.Decoder.tier1_gpu_launch_host` (None: no
+    code-block), which an asynchronous copy fills behind the batch's tier-1. :meth:`clean` (call
+    it only once the frame's work is done) is True when no code-block of the batch set a
+    status bit; each frame's own look through its tiles' statuses is then skipped (a 4K DCI
+    frame has 26,280 code-blocks)."""
+
+    __slots__ = ("_array", "_clean")
+
+    def __init__(self, array) -> None:
+        self._array = array
+        self._clean: bool | None = None
+
+    def clean(self) -> bool:
+        if self._clean is None:
+            self._clean = self._array is None or not self._array.any()
+        return self._clean
+
+
 @dataclass
 class GpuWork:
     """A frame's GPU work in flight: what the pipeline waits for, and checks, when it hands the
@@ -64,6 +84,8 @@ class GpuWork:
     #: device memory the GPU work reads on another stream than the one it was allocated on
     #: (the batch's tier-1 output): held until ``done``, so that no later launch reuses it sooner
     keep: object = None
+    #: the statuses of the batch the frame was launched in (None: look at the frame's own)
+    batch: BatchStatuses | None = None
 
 
 @dataclass(frozen=True)
@@ -244,8 +266,9 @@ class SegmentsMode(FrameMode):
             mark.record(xp.cuda.get_current_stream())
         with tier1_on:
             start.record()
-            launched = decoder.tier1_gpu_launch_batch(frames, host_statuses=True)   # read after `done`
+            launched, status = decoder.tier1_gpu_launch_host(frames)   # statuses read after `done`
             tier1_done.record()    # the slots' arrays have been read by then
+        batch_statuses = BatchStatuses(status)
         if apart:
             recon_on.wait_event(tier1_done)
             recon_on.wait_event(mark)
@@ -264,7 +287,7 @@ class SegmentsMode(FrameMode):
                 frame.timings["launch"] = t_launch
                 results.append((frame, GpuWork(job.prep, job.submitted, start, tier1_done, done, statuses,
                                                share=share, reconstruct_start=begin,
-                                               keep=coeffs if apart else None)))
+                                               keep=coeffs if apart else None, batch=batch_statuses)))
         return results
 
 

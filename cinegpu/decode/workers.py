@@ -19,6 +19,7 @@ owner's own error family (its ``error`` callable), with the worker's name and wh
 from __future__ import annotations
 
 import multiprocessing as mp
+import pickle
 import selectors
 import time
 from collections.abc import Callable
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 
 from numba.core import event as numba_event
 
-__all__ = ["Broken", "Busy", "Ready", "START_SILENCE_S", "WorkerPool", "announce_compiles"]
+__all__ = ["Broken", "Busy", "Ready", "START_SILENCE_S", "WorkerPool", "announce_compiles", "send_message"]
 
 #: Seconds a starting worker may stay silent (no :class:`Busy`, :class:`Ready` or
 #: :class:`Broken`) before its start counts as failed; the longest single kernel compile of a
@@ -34,6 +35,15 @@ __all__ = ["Broken", "Busy", "Ready", "START_SILENCE_S", "WorkerPool", "announce
 START_SILENCE_S = 300.0
 #: Seconds between looks at the owner's ``cancelled`` while a worker starts.
 CANCEL_POLL_S = 0.05
+
+
+def send_message(conn, message) -> None:
+    """``message`` on ``conn`` (a ``multiprocessing`` connection), pickled by :mod:`pickle`
+    itself: what ``conn.send`` sends, read by ``conn.recv`` alike, without the copy of the
+    pickling dispatch table that ``multiprocessing``'s own pickler makes for each message (for
+    file descriptors and connections, which no message here holds). OSError where the other
+    end has gone."""
+    conn.send_bytes(pickle.dumps(message, pickle.HIGHEST_PROTOCOL))
 
 
 @dataclass(frozen=True)
@@ -118,7 +128,7 @@ class WorkerPool:
     def send(self, i: int, message) -> None:
         """``message`` to worker ``i``; the owner's error if it has ended."""
         try:
-            self.conns[i].send(message)
+            send_message(self.conns[i], message)
         except OSError:
             raise self.ended(i) from None
 

@@ -23,6 +23,7 @@ from cinegpu.decode import CodestreamError, InvalidSegment, LenientWarning, Misp
 from cinegpu.decode.codestream.header import parse_codestream
 from cinegpu.decode.decoder import Decoder
 from cinegpu.encode import encode
+from helpers.codestreams import lower_exponents, main_qcd
 from helpers.differential import opj_decode
 from helpers.peers import Image, image_planes
 
@@ -37,31 +38,9 @@ def _stream(reversible: bool = True, **kw) -> tuple[bytes, list[np.ndarray]]:
     return data, planes
 
 
-def _qcd(data: bytes) -> tuple[int, int]:
-    """(offset of the main header's QCD marker, its Lqcd)."""
-    at = data.index(b"\xff\x5c")
-    return at, struct.unpack_from(">H", data, at + 2)[0]
-
-
-def lower_exponents(data: bytes, by: int) -> bytes:
-    """Every QCD exponent lowered by ``by``: each band's Mb (E-2) drops, the coded blocks keep
-    their passes and zero bit-planes."""
-    at, length = _qcd(data)
-    out = bytearray(data)
-    style = out[at + 4] & 0x1F
-    if style == 0:
-        for i in range(at + 5, at + 2 + length):
-            out[i] = ((out[i] >> 3) - by) << 3 | (out[i] & 7)
-    else:
-        for i in range(at + 5, at + 2 + length, 2):
-            v = struct.unpack_from(">H", out, i)[0]
-            struct.pack_into(">H", out, i, (((v >> 11) - by) << 11) | (v & 0x7FF))
-    return bytes(out)
-
-
 def drop_steps(data: bytes, n: int) -> bytes:
     """The main QCD without its last ``n`` step sizes (A.6.4 wants one per subband)."""
-    at, length = _qcd(data)
+    at, length = main_qcd(data)
     size = 1 if data[at + 4] & 0x1F == 0 else 2
     end = at + 2 + length
     out = bytearray(data[: end - n * size] + data[end:])

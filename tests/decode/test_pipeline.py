@@ -7,7 +7,7 @@ from collections import OrderedDict
 import numpy as np
 import pytest
 
-from cinegpu.decode import CodestreamError, decode
+from cinegpu.decode import CodestreamError, InvalidSegment, decode
 from cinegpu.decode import pipeline as pipeline_module
 from cinegpu.decode.codestream.header import parse_codestream
 from cinegpu.decode.decoder import Decoder
@@ -16,7 +16,10 @@ from cinegpu.decode.pipeline_messages import Failed, WorkerTask, input_bytes
 from cinegpu.decode.pipeline_modes import backend_mode
 from cinegpu.decode.request import DecodeRequest
 from cinegpu.decode.shm import create_segment
+from cinegpu.encode import encode
+from helpers.codestreams import lower_exponents
 from helpers.conformance import CONFORMANCE, read_streams
+from helpers.peers import Image, image_planes
 
 STREAMS = ["p0_01", "p0_04", "p0_10", "p1_04", "p0_12"]
 PATHS = [CONFORMANCE / "part1" / "codestreams" / f"{s}.j2k" for s in STREAMS]
@@ -232,3 +235,27 @@ def test_htj2k_frames_mixed_with_part1_frames(frames, backend):
         want = decode(data, strict=False)
         for a, b in zip(frame.components, want):
             assert np.abs(np.asarray(a, np.int64) - b).max() <= (0 if backend == "cpu" else 1)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("strict", [False, True])
+def test_a_faulty_frame_in_a_batch_is_reported_and_only_it(strict):
+    """A batch's tier-1 statuses are looked through once for all its frames
+    (pipeline_modes.BatchStatuses): a frame whose code-blocks hold more passes than their
+    bit-planes (status 1) in a batch of clean ones still says so (lenient: its tiles' faults;
+    strict: its error), and the clean frames of the same batch say nothing."""
+    img = Image(w=83, h=61, n=3, bits=8, fmt="raw", seed=9)
+    good = encode(np.stack(image_planes(img), -1), bits=8, backend="cpu", reversible=True, levels=3)
+    bad = lower_exponents(good, 1)
+    work = [good, bad, good, good, good, bad, good]
+    with FramePipeline(backend="cuda", workers=2, to_host=True, batch=3,
+                       request=DecodeRequest(strict=strict)) as pipe:
+        got = [r for _, r in pipe.map(work)]
+    for data, result in zip(work, got):
+        if data is good:
+            assert not isinstance(result, Exception), result
+            assert not result.passed_over()
+        elif strict:
+            assert isinstance(result, InvalidSegment) and "status 1" in str(result), result
+        else:
+            assert any("more coding passes than their bit-planes hold" in str(f) for f in result.passed_over())

@@ -4,13 +4,14 @@ mode's two halves give what decode() gives, on the CPU."""
 
 from __future__ import annotations
 
+import multiprocessing
 import pickle
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
-from cinegpu.decode import CodestreamError, DecodeRequest, PipelineError, decode
+from cinegpu.decode import CodestreamError, DecodeRequest, InvalidSegment, PipelineError, decode
 from cinegpu.decode.decoder import Decoder
 from cinegpu.decode.pipeline import FramePipeline, tiny_codestream
 from cinegpu.decode.pipeline_messages import (
@@ -28,11 +29,18 @@ from cinegpu.decode.pipeline_messages import (
     packed_nbytes,
     store_arrays,
 )
-from cinegpu.decode.pipeline_modes import CoefficientsMode, FrameMode, SamplesMode, SegmentsMode, backend_mode
+from cinegpu.decode.pipeline_modes import (
+    BatchStatuses,
+    CoefficientsMode,
+    FrameMode,
+    SamplesMode,
+    SegmentsMode,
+    backend_mode,
+)
 from cinegpu.decode.strictness import LENIENT
 from cinegpu.decode.tier1 import decode_codeblocks
 from cinegpu.decode.tier1.gpu import scratch_entries, work_order
-from cinegpu.decode.workers import Broken, Busy, Ready
+from cinegpu.decode.workers import Broken, Busy, Ready, send_message
 from helpers.conformance import CONFORMANCE
 
 FRAME = CONFORMANCE / "part1" / "codestreams" / "p0_04.j2k"
@@ -167,7 +175,7 @@ class CpuAsGpu:
         self.cpu = Decoder("cpu")
         self.handed = []
 
-    def tier1_gpu_launch_batch(self, frames, host_statuses=False):
+    def tier1_gpu_launch_host(self, frames):
         out = []
         for prep, segments in frames:
             self.handed = segments
@@ -177,7 +185,7 @@ class CpuAsGpu:
                     decode_codeblocks(seg.coded, seg.table, seg.seg_lengths, seg.seg_passes,
                                       coeffs[off : off + plan.coeff_size])
             out.append((coeffs, []))
-        return out
+        return out, None
 
     def reconstruct_frames(self, preps, coeffs, components, *, to_host=True):
         return self.cpu.reconstruct_frames(preps, coeffs, components)
@@ -211,3 +219,33 @@ def test_the_segments_mode_carries_tier2_through_a_slot():
 def test_a_pipeline_takes_its_options_as_a_request_not_loose_keywords():
     with pytest.raises(TypeError):           # before any worker starts
         FramePipeline(backend="cpu", workers=1, request=DecodeRequest(strict=False), strict=True)
+
+
+def test_a_batch_is_clean_when_none_of_its_statuses_is_set_and_is_read_once():
+    """BatchStatuses: a batch's statuses looked through once for all its frames."""
+    assert BatchStatuses(None).clean()
+    assert BatchStatuses(np.zeros(40, np.int32)).clean()
+    status = np.zeros(40, np.int32)
+    status[37] = 1
+    assert not BatchStatuses(status).clean()
+    read = BatchStatuses(status)
+    assert not read.clean()
+    status[37] = 0              # read once: what the batch's first settled frame found holds
+    assert not read.clean()
+
+
+def test_a_message_sent_by_the_pool_is_what_conn_recv_gives():
+    """send_message (pickle itself on the pipe) reads back with Connection.recv as
+    Connection.send's messages do, typed messages and exceptions alike."""
+    a, b = multiprocessing.Pipe()
+    prep = Decoder("cpu").prepare(tiny_codestream())
+    messages = [Job(3, "k", prep, tiny_codestream(), 1, SegmentsMode(), DecodeRequest()).task("slot"),
+                Failed(4, InvalidSegment("a bad segment", 12)), StopWorker()]
+    for message in messages:
+        send_message(a, message)
+        got = b.recv()
+        assert type(got) is type(message)
+        assert repr(got) == repr(message)
+    a.close()
+    with pytest.raises(OSError):
+        send_message(b, StopWorker())

@@ -68,3 +68,25 @@ def empty_image(n: int, *, levels: int = 0, precincts: bytes = b"", layers: int 
 
 def one_by_one_precincts(n: int) -> bytes:
     return empty_image(n, precincts=b"\x00")  # PPx = PPy = 0 at resolution 0 (A.6.1)
+
+
+def main_qcd(data: bytes) -> tuple[int, int]:
+    """(offset of the main header's QCD marker, its Lqcd)."""
+    at = data.index(b"\xff\x5c")
+    return at, struct.unpack_from(">H", data, at + 2)[0]
+
+
+def lower_exponents(data: bytes, by: int) -> bytes:
+    """Every QCD exponent lowered by ``by``: each band's Mb (E-2) drops, the coded blocks keep
+    their passes and zero bit-planes."""
+    at, length = main_qcd(data)
+    out = bytearray(data)
+    style = out[at + 4] & 0x1F
+    if style == 0:
+        for i in range(at + 5, at + 2 + length):
+            out[i] = ((out[i] >> 3) - by) << 3 | (out[i] & 7)
+    else:
+        for i in range(at + 5, at + 2 + length, 2):
+            v = struct.unpack_from(">H", out, i)[0]
+            struct.pack_into(">H", out, i, (((v >> 11) - by) << 11) | (v & 0x7FF))
+    return bytes(out)

@@ -202,8 +202,21 @@ _NO_DQ = (np.float32(1.0),) * 4
 #: the frame strides of a launch of one frame (the fused kernels take frames batched on a grid axis)
 _ONE_FRAME = np.int64(0)
 #: bytes of level planes a batched reconstruction (:func:`reconstruct_mct_frames`) lays out at
-#: once: its frames go in groups of that much workspace (a 4K DCI frame needs about 140 MB)
+#: once, at least: its frames go in groups of that much workspace (a 4K DCI frame needs about
+#: 140 MB), or of :data:`FRAMES_WORK_SHARE` of the GPU's memory where that is more
 FRAMES_WORK_BYTES = 1 << 30
+#: the share of a GPU's memory (1 / this) a batched reconstruction's workspace may take: on a
+#: 141 GB H200 a batch of 32 4K DCI frames in one group, whose launches each take every frame
+#: (in groups of 7 it launched its 13 kernels 5 times, 60 us of the host's time a frame)
+FRAMES_WORK_SHARE = 24
+
+
+@functools.lru_cache(maxsize=16)
+def frames_work_bytes(device_id: int) -> int:
+    """Workspace bytes a batched reconstruction lays out at once on CUDA device ``device_id``:
+    :data:`FRAMES_WORK_BYTES`, or :data:`FRAMES_WORK_SHARE` of its memory where that is more."""
+    total = cupy.cuda.runtime.getDeviceProperties(device_id)["totalGlobalMem"]
+    return max(FRAMES_WORK_BYTES, total // FRAMES_WORK_SHARE)
 
 
 def _tier1(a):
@@ -516,7 +529,7 @@ def reconstruct_mct_frames(coeffs, frames: int, stride: int, layouts, reversible
     ``stride`` elements apart in ``coeffs`` (a batch's tier-1 output), each launch of the
     :class:`_MctSchedule` taking every frame of a group at once (frames on a grid axis): a
     (frames, 3, rows, columns) array of samples in ``dtype`` (None: int32), frame by frame what
-    :func:`reconstruct_mct_flat` gives. Groups hold :data:`FRAMES_WORK_BYTES` of workspace.
+    :func:`reconstruct_mct_flat` gives. Groups hold :func:`frames_work_bytes` of workspace.
     None where the layouts take the general path (no schedule: no decomposition level,
     components of different geometries) or ``dtype`` is not a sample type of the kernels."""
     kind = _sample_type(dtype)
@@ -526,7 +539,7 @@ def reconstruct_mct_frames(coeffs, frames: int, stride: int, layouts, reversible
                           tuple(bool(sg) for sg in signed), cupy.cuda.Device().id, kind)
     if sched is None:
         return None
-    group = max(1, FRAMES_WORK_BYTES // max(sched.frame_work_bytes, 1))
+    group = max(1, frames_work_bytes(cupy.cuda.Device().id) // max(sched.frame_work_bytes, 1))
     if frames <= group:
         return sched.run_frames(coeffs, frames, stride)
     out = cupy.empty((frames, 3, *sched.shape), sched.dtype)

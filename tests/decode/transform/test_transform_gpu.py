@@ -418,7 +418,7 @@ def test_reconstruct_mct_frames_is_each_frame_alone(nlevels, reversible, monkeyp
                                           cupy.cuda.Device().id, np.dtype(np.uint16))
                 if sched is None:
                     continue
-                monkeypatch.setattr(gpu, "FRAMES_WORK_BYTES", group * sched.frame_work_bytes)
+                monkeypatch.setattr(gpu, "frames_work_bytes", lambda device_id, n=group * sched.frame_work_bytes: n)
             got = gpu.reconstruct_mct_frames(dev, len(frames), stride, layouts, reversible, precisions, signed,
                                              np.uint16)
             assert (got is None) == (nlevels == 0)
@@ -430,3 +430,11 @@ def test_reconstruct_mct_frames_is_each_frame_alone(nlevels, reversible, monkeyp
                                                  signed, np.uint16)
                 for c in range(3):
                     assert cupy.array_equal(got[f, c], alone[c]), f"frame {f} component {c}, {w}x{h} at {(u0, v0)}"
+
+
+def test_a_batched_reconstruction_takes_a_share_of_the_gpu_memory():
+    """frames_work_bytes: at least FRAMES_WORK_BYTES, and 1 / FRAMES_WORK_SHARE of the GPU's
+    memory where that is more (a 4K DCI batch of 32 in one group on an H200)."""
+    total = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["totalGlobalMem"]
+    got = gpu.frames_work_bytes(cupy.cuda.Device().id)
+    assert got == max(gpu.FRAMES_WORK_BYTES, total // gpu.FRAMES_WORK_SHARE)
