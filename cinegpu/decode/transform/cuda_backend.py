@@ -206,8 +206,8 @@ _ONE_FRAME = np.int64(0)
 #: 140 MB), or of :data:`FRAMES_WORK_SHARE` of the GPU's memory where that is more
 FRAMES_WORK_BYTES = 1 << 30
 #: the share of a GPU's memory (1 / this) a batched reconstruction's workspace may take: on a
-#: 141 GB H200 a batch of 32 4K DCI frames in one group, whose launches each take every frame
-#: (in groups of 7 it launched its 13 kernels 5 times, 60 us of the host's time a frame)
+#: GPU of 140 GB a batch of 32 4K DCI frames in one group, each of its launches taking every
+#: frame (fewer launches of the host's, docs/performance.md)
 FRAMES_WORK_SHARE = 24
 
 
