@@ -13,7 +13,7 @@ segment's bytes as stored).
 
 from __future__ import annotations
 
-import copy
+import struct
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -28,7 +28,7 @@ from .qcd import QCC, Quantization, parse_qcc, parse_qcd
 from .reader import SegmentReader, read_u16
 from .rgn import RGN, parse_rgn
 from .siz import CAP, SIZ, parse_cap, parse_siz
-from .sot import SOT, sot_at
+from .sot import SOT
 from .tlm import TLM, PacketLengths, parse_plm, parse_plt, parse_tlm
 
 #: Most tile-parts one codestream may hold (every loop over input is bounded).
@@ -53,6 +53,13 @@ class Segments:
     ppt: list[PPT] = field(default_factory=list)
     crg: CRG | None = None
     cap: CAP | None = None
+
+    def shallow_copy(self) -> Segments:
+        """A new Segments holding the same segment objects (what ``copy.copy`` makes, without
+        its reduce protocol: a reel's every frame makes one, MainHeaderCache)."""
+        other = Segments.__new__(Segments)
+        other.__dict__.update(self.__dict__)
+        return other
 
 
 @dataclass
@@ -342,7 +349,7 @@ def _with_frame_segments(data, item: _HeaderEntry, segments, pos: int) -> tuple 
     parsed into a copy of its main header, or None where one of them does not parse (the
     full parse then says what is wrong)."""
     siz, cached, _, _, _ = item.parsed
-    main = copy.copy(cached)        # shares the plan-shaping segments, parsed once
+    main = cached.shallow_copy()    # shares the plan-shaping segments, parsed once
     main.com, main.tlm, main.plm, main.ppm = [], [], [], []
     markers = [(M.SOC, 0, 0), (M.SIZ, 2, (data[4] << 8) | data[5])]
     try:
@@ -357,6 +364,8 @@ def _with_frame_segments(data, item: _HeaderEntry, segments, pos: int) -> tuple 
 
 
 _SOT_BYTES = M.SOT.to_bytes(2, "big")
+#: an SOT marker segment, A.4.2: the marker, Lsot, Isot, Psot, TPsot, TNsot
+_SOT_SEGMENT = struct.Struct(">HHHIBB")
 _SOD_BYTES = M.SOD.to_bytes(2, "big")
 
 
@@ -424,7 +433,7 @@ def _read_tile_parts(data, pos: int, siz: SIZ, cs_markers, warnings: list[Fault]
         if pos + 2 > n:
             warnings.append(Fault(TruncatedCodestream("no EOC marker: data ends", n)))
             return tiles
-        code = read_u16(data, pos, "a marker")
+        code = (data[pos] << 8) | data[pos + 1]     # its 2 bytes are there (checked above)
         if code == M.EOC:
             cs_markers.append((code, pos, 0))
             if pos + 2 != n:
@@ -439,10 +448,11 @@ def _read_tile_parts(data, pos: int, siz: SIZ, cs_markers, warnings: list[Fault]
             policy.fault(TruncatedCodestream("SOT runs past the end", pos), warnings,
                          text=f"SOT at byte {pos} cut short; rest ignored")
             return tiles
-        length = read_u16(data, pos + 2, "the length of SOT")
+        # A.4.2: Lsot, Isot, Psot, TPsot, TNsot after the marker; its 12 bytes are there (checked above)
+        _, length, isot, psot, tpsot, tnsot = _SOT_SEGMENT.unpack_from(data, pos)
         if length != 10:
             raise InvalidSegment(f"SOT: Lsot {length}, must be 10", pos + 2)
-        sot = sot_at(data, pos + 4)     # A.4.2; its 8 bytes are there (checked above)
+        sot = SOT(isot, psot, tpsot, tnsot)
         cs_markers.append((code, pos, length))
         if sot.Isot >= num_tiles:
             raise InvalidSegment(f"SOT: tile {sot.Isot} of {num_tiles}", pos + 4)

@@ -15,11 +15,3 @@ class SOT(NamedTuple):
     Psot: int
     TPsot: int
     TNsot: int
-
-
-def sot_at(data, at: int) -> SOT:
-    """The SOT whose body (Isot u16, Psot u32, TPsot u8, TNsot u8; after Lsot) starts at byte
-    ``at`` of ``data``, read in place: the caller has checked that its 8 bytes are there
-    (a codestream has one SOT a tile-part, thousands of them)."""
-    return SOT((data[at] << 8) | data[at + 1], int.from_bytes(data[at + 2 : at + 6], "big"), data[at + 6],
-               data[at + 7])
