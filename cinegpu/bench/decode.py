@@ -3,7 +3,8 @@
 The command (:mod:`cinegpu.player.commands.speed`) reads the frames; :func:`run` times them
 in this process or the multi-process pipeline and prints frames per second and the time per
 frame of each stage; ``--compare`` runs the peer decoders installed on the machine on the same
-frames in the same run (:mod:`.decode_peers`) and prints our ratio to each.
+frames in the same run (:mod:`.decode_peers`) and prints our ratio to each. With batches on the
+GPU it also prints the GPU stage's own rate (:mod:`.gpu_stage`), the most the run could reach.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from cinegpu.bench import decode_peers as peers
+from cinegpu.bench.gpu_stage import gpu_stage_rate
 from cinegpu.decode import BackendUnavailable, CodestreamError, PipelineError
 from cinegpu.decode.backend import gpu_tier1_of
 from cinegpu.decode.cpus import usable_cores
@@ -78,6 +80,16 @@ def run(name: str, frames: list[bytes], args) -> int:
         lines, busy = busy_lines(stages, wall, workers, scaling[-1][0], cuda=backend == "cuda", gpu_tier1=gpu_tier1)
         for line in lines:
             print(line)
+    if workers and gpu_tier1 and args.batch > 1:
+        # the rate the GPU's kernels allow, beside the run's: which side bounds it
+        try:
+            stage = gpu_stage_rate(frames, args.batch)
+        except (CodestreamError, MemoryError) as exc:     # a GPU too small for more batches than the run's
+            print(f"  the GPU stage alone: not measured ({exc})", flush=True)
+        else:
+            print(f"  the GPU stage alone, one GPU (tier-2 done beforehand): {stage.fps:.2f} fps in batches of "
+                  f"{stage.batch}" + ("" if stage.identical else "; its frames differ from decode()'s"), flush=True)
+            busy["gpu_stage_fps"] = stage.fps
     result = {"source": name, "frames": n, "backend": backend, "workers": workers, "batch": args.batch,
               "tier1": "gpu" if gpu_tier1 else "cpu", "fps": n / wall,
               "gpus": scaling[-1][0], "ms_per_frame": {k: 1e3 * v / n for k, v in stages.items()}, "busy": busy,
