@@ -75,7 +75,7 @@ def run(name: str, frames: list[bytes], args) -> int:
         if k in stages:
             print(f"  {labels.get(k, k):<30} {1e3 * stages[k] / n:8.1f} ms")
     gpu_tier1 = backend == "cuda" and args.tier1 != "cpu"
-    busy = {}
+    busy, stage_fps = {}, None
     if workers:
         lines, busy = busy_lines(stages, wall, workers, scaling[-1][0], cuda=backend == "cuda", gpu_tier1=gpu_tier1)
         for line in lines:
@@ -89,11 +89,13 @@ def run(name: str, frames: list[bytes], args) -> int:
         else:
             print(f"  the GPU stage alone, one GPU (tier-2 done beforehand): {stage.fps:.2f} fps in batches of "
                   f"{stage.batch}" + ("" if stage.identical else "; its frames differ from decode()'s"), flush=True)
-            busy["gpu_stage_fps"] = stage.fps
+            stage_fps = stage.fps
     result = {"source": name, "frames": n, "backend": backend, "workers": workers, "batch": args.batch,
               "tier1": "gpu" if gpu_tier1 else "cpu", "fps": n / wall,
               "gpus": scaling[-1][0], "ms_per_frame": {k: 1e3 * v / n for k, v in stages.items()}, "busy": busy,
               "peers": []}
+    if stage_fps is not None:
+        result["gpu_stage_fps"] = stage_fps
     if len(scaling) > 1:
         result["scaling"] = _print_scaling(scaling)
     if args.compare:
