@@ -1,7 +1,7 @@
 """Our CPU decode against ``opj_decompress -threads 1``, one thread each, per conformance stream.
 
-    python3 -m cinegpu.bench.decode_cpu [--set part1|all] [--repeat N] [--conformance DIR]
-    python3 -m cinegpu.bench.decode_cpu [--repeat N] PATH [PATH ...]
+    python3 -m cinegpu.bench.decode_cpu [--set part1|all] [--repeat N] [--runs N] [--conformance DIR]
+    python3 -m cinegpu.bench.decode_cpu [--repeat N] [--runs N] PATH [PATH ...]
 
 For every codestream that ``MANIFEST.tsv`` lists (``part1``: the T.803 Part-1 profile-0 and
 profile-1 streams, ``p0_*``/``p1_*``; ``all``: the HTJ2K and hi-fi ones too), or every file
@@ -25,6 +25,11 @@ library's first decode of the stream in the process, right after other work, so 
 processor's caches cold for it: which of the two goes first alternates from stream to
 stream), the warm medians with each other. The table gives the times and ratios (ours / opj),
 each row printed as it is measured, then the median and the worst ratio of each.
+
+A first call is timed once per process, and the same build's runs spread widely (docs/performance.md):
+``--runs N`` runs the whole table in N fresh processes, one after another, prints each run's
+summary as it ends, then the table of each stream's medians over the runs (each column's median
+on its own; the ratios are those of the medians).
 Nothing here asserts a time; ``tests/test_bench_cpu.py`` checks the table's shape only.
 """
 
@@ -32,8 +37,12 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
+import json
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 import warnings
 from dataclasses import dataclass
@@ -48,7 +57,7 @@ from cinegpu.media.errors import MediaError
 from cinegpu.media.samples import BARS_2K
 from cinegpu.media.source import frame_files, read_codestream_file
 
-__all__ = ["Row", "first_ours", "format_table", "main", "manifest_streams", "table", "warm_ours"]
+__all__ = ["Row", "first_ours", "format_table", "main", "manifest_streams", "median_rows", "table", "warm_ours"]
 
 CONFORMANCE = Path(__file__).resolve().parents[3] / "shared" / "conformance"
 #: The DCI frame every run decodes first (numba's kernels loaded before any stream is timed).
@@ -149,6 +158,40 @@ def table(streams: list[Path], repeat: int = 5, *, printed: bool = True, emit=No
     return rows
 
 
+def median_rows(runs: list[list[Row]]) -> list[Row]:
+    """Each stream's :class:`Row` of medians over ``runs`` (tables of the same streams in the same
+    order): every column's median over the runs that have it (None where none has)."""
+    def med(values):
+        got = [v for v in values if v is not None]
+        return statistics.median(got) if got else None
+
+    names = [f.name for f in dataclasses.fields(Row) if f.name != "stream"]
+    out = []
+    for rows in zip(*runs):
+        if len({r.stream for r in rows}) != 1:
+            raise ValueError(f"the runs' tables differ: {sorted({r.stream for r in rows})}")
+        out.append(Row(rows[0].stream, **{n: med(getattr(r, n) for r in rows) for n in names}))
+    return out
+
+
+def _run_apart(argv: list[str], runs: int) -> list[Row]:
+    """The table of ``argv`` (this module's options and paths) in ``runs`` fresh processes, one
+    after another, each run's summary printed as it ends; each stream's medians."""
+    tables = []
+    with tempfile.TemporaryDirectory(prefix="cinegpu-bench-cpu-") as tmp:
+        for k in range(runs):
+            out = Path(tmp) / f"run{k}.json"
+            done = subprocess.run([sys.executable, "-m", "cinegpu.bench.decode_cpu", *argv, "--rows", str(out)],
+                                  capture_output=True, text=True)
+            if done.returncode != 0 or not out.is_file():
+                sys.exit(f"decode_cpu: run {k + 1} of {runs} failed: {done.stderr.strip()[-2000:]}")
+            rows = [Row(**r) for r in json.loads(out.read_text())]
+            tables.append(rows)
+            for line in summary(rows):
+                print(f"run {k + 1} of {runs}: {line}", flush=True)
+    return median_rows(tables)
+
+
 HEADER = ("# ours: decode() on the CPU back end, 1 numba thread; opj: libopenjp2 1 thread, read_header + decode +"
           " end_decompress; each after one DCI frame: the stream's first call in the process (first, opj first),"
           " then warm, median; printed: opj_decompress -threads 1's 'decode time' (whole ms, one run)")
@@ -192,6 +235,9 @@ def main(argv=None) -> None:
     ap.add_argument("--set", choices=("part1", "all"), default="part1")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--conformance", type=Path, default=CONFORMANCE)
+    ap.add_argument("--runs", type=int, default=1,
+                    help="the table in this many fresh processes, then each stream's medians (default 1)")
+    ap.add_argument("--rows", type=Path, help=argparse.SUPPRESS)    # a run's rows, as JSON (--runs' children)
     ap.add_argument("paths", type=Path, nargs="*", metavar="PATH",
                     help="codestream or JP2 files, or folders of them, instead of the conformance streams")
     args = ap.parse_args(argv)
@@ -204,11 +250,22 @@ def main(argv=None) -> None:
             sys.exit(f"no MANIFEST.tsv in {args.conformance}")
         else:
             streams = manifest_streams(args.conformance, args.set)
-        print(HEADER, COLUMNS, sep="\n", flush=True)
-        rows = table(streams, max(args.repeat, 1), emit=lambda row: print(format_row(row), flush=True))
+        if args.runs > 1:
+            passed = ["--set", args.set, "--repeat", str(args.repeat), "--conformance", str(args.conformance),
+                      *map(str, args.paths)]
+            rows = _run_apart(passed, args.runs)
+            print(f"{HEADER}; each column the median of {args.runs} runs in fresh processes", COLUMNS,
+                  *map(format_row, rows), sep="\n", flush=True)
+        elif args.rows is not None:
+            rows = table(streams, max(args.repeat, 1))
+            args.rows.write_text(json.dumps([dataclasses.asdict(r) for r in rows]))
+        else:
+            print(HEADER, COLUMNS, sep="\n", flush=True)
+            rows = table(streams, max(args.repeat, 1), emit=lambda row: print(format_row(row), flush=True))
     except MediaError as exc:
         sys.exit(f"decode_cpu: {exc}")
-    print(*summary(rows), sep="\n", flush=True)
+    if args.rows is None:
+        print(*summary(rows), sep="\n", flush=True)
 
 
 if __name__ == "__main__":

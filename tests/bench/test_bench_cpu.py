@@ -55,3 +55,32 @@ def test_main_times_the_streams_of_a_folder(tmp_path, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("# ours:") and [line.split()[0] for line in lines[2:4]] == ["p0_11.j2k", "p1_07.j2k"]
     assert all(float(line.split()[1]) > 0 for line in lines[2:4])
+
+
+def test_median_rows_takes_each_columns_median_over_the_runs():
+    runs = [[bench_cpu.Row("a.j2k", 2.0, 1.0, 1, 9.0, 3.0), bench_cpu.Row("b.j2k", None, 4.0, None, None, 5.0)],
+            [bench_cpu.Row("a.j2k", 4.0, 2.0, 2, 3.0, 1.0), bench_cpu.Row("b.j2k", 6.0, 8.0, None, 7.0, 5.0)],
+            [bench_cpu.Row("a.j2k", 3.0, 6.0, 1, 6.0, 2.0), bench_cpu.Row("b.j2k", None, 2.0, None, None, None)]]
+    a, b = bench_cpu.median_rows(runs)
+    assert a == bench_cpu.Row("a.j2k", 3.0, 2.0, 1, 6.0, 2.0)
+    assert a.first_ratio == 3.0 and a.ratio == 1.5
+    # refused in two runs of three: the one that decoded it; opj_decompress never printed: None
+    assert b == bench_cpu.Row("b.j2k", 6.0, 4.0, None, 7.0, 5.0)
+    with pytest.raises(ValueError, match="differ"):
+        bench_cpu.median_rows([[bench_cpu.Row("a.j2k", 1.0, 1.0)], [bench_cpu.Row("c.j2k", 1.0, 1.0)]])
+
+
+@needs_conformance
+@pytest.mark.slow  # two fresh processes, each loading numba's one-thread decode
+def test_runs_time_the_table_in_fresh_processes_and_take_medians(tmp_path, capsys):
+    for name in ("p0_11.j2k", "p1_07.j2k"):
+        (tmp_path / name).write_bytes((CONFORMANCE / "part1/codestreams" / name).read_bytes())
+    bench_cpu.main(["--repeat", "1", "--runs", "2", str(tmp_path)])
+    lines = capsys.readouterr().out.splitlines()
+    runs = [line.split(":")[0] for line in lines if line.startswith("run ") and "first call" in line]
+    if bench_cpu.peers._libopenjp2() is not None:   # each run's summary, as it ends (ratios need OpenJPEG)
+        assert runs == ["run 1 of 2", "run 2 of 2"]
+    head = lines.index(next(line for line in lines if line.startswith("# ours:")))
+    assert lines[head].endswith("each column the median of 2 runs in fresh processes")
+    assert [line.split()[0] for line in lines[head + 2 : head + 4]] == ["p0_11.j2k", "p1_07.j2k"]
+    assert all(float(line.split()[1]) > 0 for line in lines[head + 2 : head + 4])
