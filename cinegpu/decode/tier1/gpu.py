@@ -56,7 +56,7 @@ __all__ = ["decode_codeblocks_cuda", "lookup_tables", "ht_lookup_table", "work_o
 CUDA_SOURCE = Path(__file__).with_name("cuda") / "tier1.cu"
 #: the batch's rebase in one launch (:meth:`RowBatch.rebase_on_device`)
 BATCH_SOURCE = Path(__file__).with_name("cuda") / "batch.cu"
-KERNELS = ("tier1_zero_rejected_rows", "tier1_decode_thread_per_codeblock",
+KERNELS = ("tier1_zero_rows", "tier1_decode_thread_per_codeblock",
            "tier1_decode_thread_per_codeblock_shared_flags")
 BLOCK_THREADS = 128  # T1_BLOCK in tier1.cu
 SCRATCH_BYTES = 256 << 20  # per-thread scratch of one call at most (then threads take turns)
@@ -214,7 +214,7 @@ def decode_codeblocks_cuda(coded, table, seg_lengths, seg_passes, out, *, entrie
     entries = int(entries) if entries is not None else scratch_entries(table, cupy)
     device_id = cupy.cuda.runtime.getDevice()
     mq, zc, sc, ctx_init, vlc = _device_tables(device_id)
-    zero_rejected, decode_global, decode_shared = _kernels(device_id)
+    zero_rows, decode_global, decode_shared = _kernels(device_id)
     flags_pitch = shared_pitch(entries)
     if shared:  # as many lanes and warps as the shared memory of one CUDA block holds
         per_slot = 2 * flags_pitch + NUM_CONTEXTS
@@ -233,7 +233,8 @@ def decode_codeblocks_cuda(coded, table, seg_lengths, seg_passes, out, *, entrie
     vals = cupy.empty(entries * nslots, cupy.int32)
     next_row = cupy.zeros(1, cupy.int32)
     i64, i32 = np.int64, np.int32
-    zero_rejected((-(-nblk // BLOCK_THREADS),), (BLOCK_THREADS,), (
+    # a warp a row: the windows of rejected rows and of rows of no pass zeroed, lines at once
+    zero_rows((-(-nblk // (BLOCK_THREADS // 32)),), (BLOCK_THREADS,), (
         coded, i64(coded.size), table, i32(table.shape[1]), i32(nblk), seg_lengths,
         i64(seg_lengths.size), seg_passes, i64(seg_passes.size), out, i64(out.size)))
     pitch = 0 if interleave else entries

@@ -1,7 +1,7 @@
 /* tier1.cu compiled as plain C++ for the host: the kernel's logic checked against the numba
  * decoder where there is no GPU (tests/test_tier1_gpu.py builds it with g++).
  *
- * tier1_zero_rejected_rows runs as one thread.  Then each CUDA block of 32 threads is run
+ * tier1_zero_rows runs as one thread.  Then each CUDA block of 32 threads is run
  * thread by thread, highest first, so the shared lookup tables are complete when thread 0
  * (the one working lane, lanes = 1) decodes its slot.
  */
@@ -38,7 +38,7 @@ extern "C" void tier1_emulate(
     blockDim.x = 1;
     gridDim.x = 1;
     blockIdx.x = threadIdx.x = 0;
-    tier1_zero_rejected_rows(coded, coded_len, table, ncols, nblk, seg_lengths, n_lengths,
+    tier1_zero_rows(coded, coded_len, table, ncols, nblk, seg_lengths, n_lengths,
                              seg_passes, n_passes, out, out_len);
     blockDim.x = 32;
     int next_row = 0;

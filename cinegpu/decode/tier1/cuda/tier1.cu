@@ -587,27 +587,51 @@ T1_DEV int check_row(const i64* row, i64 out_len, const unsigned char* coded, i6
     return st;
 }
 
-/* First launch: zero the windows of rejected rows (one thread per row, grid-stride), as numba
- * does, and before any block is decoded.  numba zeroes them in table order, interleaved with the
- * decoding; only a corrupt table (a window reaching into another row's) can tell the two apart. */
-extern "C" __global__ void tier1_zero_rejected_rows(
+/* The passes of a row's segments, once check_row has passed it (its segments inside the
+ * tables): with none, the block's samples are all 0 and its status 0 (D.4: no coding pass,
+ * every coefficient zero), on each of the passes' paths (flags, masks, HT). */
+T1_DEV i64 row_passes(const i64* row, const int* seg_passes)
+{
+    i64 n = 0;
+    i64 seg_end = wadd(row[CB_SEG_FIRST], row[CB_SEG_COUNT]);
+    for (i64 j = row[CB_SEG_FIRST]; j < seg_end; j++)
+        n += seg_passes[j];
+    return n;
+}
+
+/* First launch, before any block is decoded: zero the windows of the rows with nothing to
+ * decode, a group of min(32, blockDim.x) threads a row, each thread every group's-width-th
+ * sample of a line (a warp writes a line of a block at once).  Rejected rows: their windows,
+ * as numba zeroes them (Python slices, in table order, interleaved with the decoding; only a
+ * corrupt table, a window reaching into another row's, can tell the two orders apart).  Rows
+ * of no pass: all of their window, which the second launch then leaves alone. */
+extern "C" __global__ void tier1_zero_rows(
     const unsigned char* coded, i64 coded_len, const i64* table, int ncols, int nblk,
     const int* seg_lengths, i64 n_lengths, const int* seg_passes, i64 n_passes, int* out,
     i64 out_len)
 {
-    for (int b = blockIdx.x * blockDim.x + threadIdx.x; b < nblk; b += blockDim.x * gridDim.x) {
+    int width = blockDim.x < 32 ? (int)blockDim.x : 32;
+    int lane = (int)threadIdx.x % width;
+    int groups = (int)(blockDim.x / width) * (int)gridDim.x;
+    for (int b = (int)((blockIdx.x * blockDim.x + threadIdx.x) / width); b < nblk; b += groups) {
         const i64* row = table + (size_t)b * ncols;
         bool zero;
-        check_row(row, out_len, coded, coded_len, seg_lengths, n_lengths, seg_passes, n_passes,
-                  &zero);
-        if (!zero)
-            continue;
+        int st = check_row(row, out_len, coded, coded_len, seg_lengths, n_lengths, seg_passes,
+                           n_passes, &zero);
         i64 w = row[CB_WIDTH], h = row[CB_HEIGHT], off = row[CB_OUT], stride = row[CB_STRIDE];
-        for (i64 y = 0; y < h; y++) {
-            i64 o = wadd(off, wmul(y, stride));
-            i64 lo = slice_index(o, out_len), hi = slice_index(wadd(o, w), out_len);
-            for (i64 t = lo; t < hi; t++)
-                out[t] = 0;
+        if (zero) {
+            for (i64 y = 0; y < h; y++) {
+                i64 o = wadd(off, wmul(y, stride));
+                i64 lo = slice_index(o, out_len), hi = slice_index(wadd(o, w), out_len);
+                for (i64 t = lo + lane; t < hi; t += width)
+                    out[t] = 0;
+            }
+        } else if (st == 0 && row_passes(row, seg_passes) == 0) {
+            for (i64 y = 0; y < h; y++) {
+                int* o = out + off + y * stride;
+                for (i64 x = lane; x < w; x += width)
+                    o[x] = 0;
+            }
         }
     }
 }
@@ -632,7 +656,7 @@ T1_DEV void decode_slot(Cb& cb, int* next_row, const unsigned char* coded, i64 c
         bool zero;
         int st = check_row(row, out_len, coded, coded_len, seg_lengths, n_lengths, seg_passes,
                            n_passes, &zero);
-        if (st) {
+        if (st || row_passes(row, seg_passes) == 0) {   /* zeroed by tier1_zero_rows */
             status[b] = st;
             continue;
         }
