@@ -52,15 +52,17 @@ def _pinned(xp, a: np.ndarray) -> np.ndarray:
 
 
 def _page_locked(xp, seg: TileSegments | None) -> TileSegments | None:
-    """A tile's tier-2 output as the pipeline's workers leave it: page-locked, with its work order."""
+    """A tile's tier-2 output as the pipeline's workers leave it: page-locked, with its work order
+    and the scratch entries a slot needs (without them each launch would work them out on the host)."""
     from cinegpu.decode.tier1 import gpu as t1gpu  # noqa: PLC0415  (optional: CuPy, which tier1.gpu imports)
 
     if seg is None:
         return None
     order = seg.order if seg.order is not None else t1gpu.work_order(seg.table, seg.seg_passes, np)
+    entries = seg.entries if seg.entries is not None else t1gpu.scratch_entries(seg.table)
     return dataclasses.replace(seg, coded=_pinned(xp, seg.coded), table=_pinned(xp, seg.table),
                                seg_lengths=_pinned(xp, seg.seg_lengths), seg_passes=_pinned(xp, seg.seg_passes),
-                               order=_pinned(xp, np.asarray(order, np.int32)))
+                               order=_pinned(xp, np.asarray(order, np.int32)), entries=entries)
 
 
 def gpu_stage_rate(frames: list[bytes], batch: int, seconds: float = 2.0, decoder: Decoder | None = None) -> GpuStageRate:
