@@ -64,6 +64,25 @@ def test_every_truncation_point(backend, style):
 
 
 @pytest.mark.parametrize("flags_in", ["shared", "global"])
+def test_rows_of_no_pass(backend, flags_in):
+    """Rows with no coding pass (no segment, or segments of no pass: most of a low-rate frame's
+    code-blocks) come out zero with status 0, their neighbours untouched, among rows that
+    decode: the first launch zeroes their windows, the decoding threads skip them."""
+    rng = np.random.default_rng(7)
+    batch = Batch(stride=1100)
+    for k, shape in enumerate(SHAPES):
+        style = (0, t1.CBLK_HT, t1.CBLK_TERMALL, t1.CBLK_BYPASS)[k % 4]
+        batch.add(b"", [], [], shape, 9, k % 4, style)                   # no segment
+        batch.add(b"", [0, 0], [0, 0], shape, 12, (k + 1) % 4, style, roishift=k % 3)
+        if style != t1.CBLK_HT:                                          # a decoded one beside them
+            v = random_block(rng, shape, 9, 0.3)
+            coded, rates, _, num_bps = encode_codeblock(v, k % 4, style)
+            batch.add(coded, *segments(rates, style, len(rates)), shape, num_bps, k % 4, style)
+    status, out = batch.compare(backend, flags_in=flags_in)
+    assert not status.any() and out.any()
+
+
+@pytest.mark.parametrize("flags_in", ["shared", "global"])
 def test_more_planes_coded_than_signalled(backend, flags_in):
     """Passes past 3K - 2 (test_tier1_roundtrip's case) ignored, and K < 0 (zero bit-planes past
     Mb, tolerated) decoding to zeros."""
