@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cinegpu.decode.decoder import Decoder
+from cinegpu.decode.pipeline_modes import stream_pair
 from cinegpu.decode.tile import TileSegments
 
 __all__ = ["AHEAD", "GpuStageRate", "gpu_stage_rate"]
@@ -79,8 +80,7 @@ def gpu_stage_rate(frames: list[bytes], batch: int, seconds: float = 2.0, decode
     preps = [dec.prepare(f) for f in distinct]
     segments = [[_page_locked(xp, s) for s in dec.tier2(p)[0]] for p in preps]
     items = [(preps[k % len(preps)], segments[k % len(preps)]) for k in range(batch)]
-    tier1_stream = xp.cuda.Stream(non_blocking=True, priority=0)
-    recon_stream = xp.cuda.Stream(non_blocking=True, priority=-(1 << 10))
+    tier1_stream, recon_stream = stream_pair(xp)
     kept = deque()      # (coefficients, their reconstruction's end) of the latest batches
 
     def launch():

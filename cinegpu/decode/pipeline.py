@@ -49,7 +49,7 @@ from .decoder import Decoder, Frame, Prepared, check_components
 from .errors import CodestreamError, LenientWarning, PipelineError, WorkerCrashed
 from .limits import Limits
 from .pipeline_messages import Failed, GrowSlot, Job, Reply, StopWorker, WorkerTask, Written, input_bytes
-from .pipeline_modes import FrameMode, GpuWork, SegmentsMode, backend_mode
+from .pipeline_modes import FrameMode, GpuWork, SegmentsMode, backend_mode, stream_pair
 from .request import DecodeRequest
 from .shm import create_segment, reclaim_orphans, segment_exists
 from .workers import Broken, Ready, WorkerPool, announce_compiles, send_message
@@ -441,10 +441,7 @@ class FramePipeline:
             return None
         pairs = self._frame_pairs.get(k)
         if pairs is None:
-            cuda = self.decoder.xp.cuda
-            pairs = self._frame_pairs[k] = [(cuda.Stream(non_blocking=True, priority=0),
-                                             cuda.Stream(non_blocking=True, priority=-(1 << 10)))
-                                            for _ in range(FRAME_STREAMS)]
+            pairs = self._frame_pairs[k] = [stream_pair(self.decoder.xp) for _ in range(FRAME_STREAMS)]
         turn = self._frame_turn.get(k, 0)
         self._frame_turn[k] = (turn + 1) % len(pairs)
         return pairs[turn]
@@ -455,11 +452,7 @@ class FramePipeline:
         if not self.overlap:
             return None
         if k not in self._streams:
-            cuda = self.decoder.xp.cuda
-            # 0 is the default (and least) priority; CUDA clamps a number below its greatest
-            # priority (-5 on current GPUs) to it
-            self._streams[k] = (cuda.Stream(non_blocking=True, priority=0),
-                                cuda.Stream(non_blocking=True, priority=-(1 << 10)))
+            self._streams[k] = stream_pair(self.decoder.xp)
         return self._streams[k]
 
     def _finish_written(self, job: Job, reply: Written) -> _Done:

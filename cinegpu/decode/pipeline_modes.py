@@ -291,6 +291,14 @@ class SegmentsMode(FrameMode):
         return results
 
 
+def stream_pair(xp) -> tuple:
+    """A (tier-1, reconstruction) pair of CUDA streams on the current device, as
+    :meth:`SegmentsMode.finish_batch` takes them: both non-blocking, tier-1's of the default
+    (least) priority 0, the reconstruction's of the greatest (CUDA clamps -(1 << 10) to it: -5
+    on current GPUs), so that a batch's reconstruction blocks go before the next tier-1's."""
+    return (xp.cuda.Stream(non_blocking=True, priority=0), xp.cuda.Stream(non_blocking=True, priority=-(1 << 10)))
+
+
 def backend_mode(decoder: Decoder) -> FrameMode:
     """The mode for a decoder's back end: samples on the CPU, segments with GPU tier-1,
     else coefficients."""
