@@ -21,9 +21,10 @@ from dataclasses import dataclass
 import numpy
 
 from . import transform
+from .codestream.siz import MAX_PRECISION
 from .errors import CUDA_INSTALL_HINT, BackendUnavailable
 
-__all__ = ["BACKEND_NAMES", "ENCODER_NAMES", "TIER1_PLACES", "Backend", "cuda_missing", "gpu_tier1_of",
+__all__ = ["BACKEND_NAMES", "CUDA_MAX_PRECISION", "ENCODER_NAMES", "TIER1_PLACES", "Backend", "cuda_missing", "gpu_tier1_of",
            "select_backend"]
 
 log = logging.getLogger("cinegpu.decode")
@@ -37,6 +38,8 @@ ENCODER_NAMES = ("auto", "cpu", "cuda")
 #: processes, the GPU doing dequantisation, inverse DWT and ICT: the design card's split, what a
 #: machine with a small GPU runs).
 TIER1_PLACES = ("auto", "gpu", "cpu")
+#: The most bits a sample may have on the CUDA back end (:attr:`Backend.max_precision`).
+CUDA_MAX_PRECISION = 16
 
 
 def gpu_tier1_of(place: str) -> bool | None:
@@ -59,6 +62,13 @@ class Backend:
     def cuda(self) -> bool:
         """Whether arrays live on a CUDA device (CuPy)."""
         return self.name == "cuda"
+
+    @property
+    def max_precision(self) -> int:
+        """The most bits a sample may have (A.5.1) for this back end to reconstruct it: the
+        CUDA kernels are built and checked against their twins for up to 16; the CPU back ends
+        take what the codestream parser does (:data:`~.codestream.siz.MAX_PRECISION`)."""
+        return CUDA_MAX_PRECISION if self.cuda else MAX_PRECISION
 
     @property
     def transform(self):

@@ -23,7 +23,8 @@ import numpy as np
 from .backend import Backend, select_backend
 from .codestream import markers as M
 from .codestream.header import Codestream, MainHeaderCache, parse_codestream, tile_part_ppm_headers
-from .errors import InvalidSegment
+from .codestream.siz import MAX_PRECISION
+from .errors import InvalidSegment, UnsupportedFeature
 from .frame_entropy import FrameTables, entropy_decode_frame
 from .jp2 import JP2Header, apply_channels, apply_palette, read_jp2
 from .limits import (
@@ -230,6 +231,15 @@ class Decoder:
         self._last_main = (m, key)
         return key
 
+    def _check_precision(self, cs: Codestream) -> None:
+        """:class:`UnsupportedFeature` for a component of more bits (A.5.1) than this back end
+        reconstructs (:attr:`~.backend.Backend.max_precision`; the parser took it)."""
+        most = self.selected.max_precision
+        for c, v in enumerate(cs.siz.Ssiz):
+            if (v & 0x7F) + 1 > most:
+                raise UnsupportedFeature(f"component {c} has {(v & 0x7F) + 1} bits; the {self.selected.name} back "
+                                         f"end reconstructs up to {most} (the cpu back end up to {MAX_PRECISION})")
+
     def _key(self, cs: Codestream, t: int, reduce: int, main_key: bytes, lenient: bool = False) -> tuple:
         """Tile ``t``'s class: tiles of one coding (main and tile headers), one size and one
         position modulo :func:`~.plan.translation_period` have one plan, moved (B.5-B.7), and one
@@ -397,6 +407,8 @@ class Decoder:
             cost = shape_cost(known.shape, cs, self.limits, len(codestream))
             return Prepared(cs, jp2, known.plans, known.offsets, known.size, reduce, layers, policy,
                             time.perf_counter() - t0, known.ht, cost, ())
+        if self.selected.max_precision < MAX_PRECISION:
+            self._check_precision(cs)
         missing = missing_tiles(cs, reduce)
         if missing:
             # lenient: recorded in the missing tile's report (missing_tile_report) and left zero

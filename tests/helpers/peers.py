@@ -75,7 +75,7 @@ def write_input(img: Image, folder: Path) -> tuple[Path, list[str]]:
     if img.fmt == "pgx":
         assert img.n == 1 and not img.sub
         kind = "i" if img.signed else "u"
-        dtype = f">{kind}1" if img.bits <= 8 else f">{kind}2"
+        dtype = f">{kind}1" if img.bits <= 8 else f">{kind}2" if img.bits <= 16 else f">{kind}4"
         path = folder / "in.pgx"
         sign = b"-" if img.signed else b"+"
         path.write_bytes(b"PG ML %s %d %d %d\n" % (sign, img.bits, img.w, img.h) + planes[0].astype(dtype).tobytes())

@@ -17,6 +17,6 @@ def read_pgx(path: str | Path) -> np.ndarray:
         raise ValueError(f"{path}: not a PGX header: {data[:end]!r}")
     order, sign, depth, w, h = m.groups()
     depth, w, h = int(depth), int(w), int(h)
-    size = 1 if depth <= 8 else 2
+    size = 1 if depth <= 8 else 2 if depth <= 16 else 4
     dtype = np.dtype(f"{'>' if order == b'ML' else '<'}{'i' if sign == b'-' else 'u'}{size}")
     return np.frombuffer(data[end + 1 : end + 1 + w * h * size], dtype).reshape(h, w).astype(np.int64)

@@ -9,8 +9,10 @@ from .reader import SegmentReader
 
 #: Rsiz bit 14: the codestream uses HTJ2K block coding (ISO/IEC 15444-15).
 RSIZ_HTJ2K = 0x4000
-#: Largest supported sample precision, bits.
-MAX_PRECISION = 16
+#: Largest supported sample precision, bits (A.5.1 allows 38): OpenJPEG's limit, the most a
+#: component returned as int32 holds (unsigned). A subband whose magnitude bit-planes would not
+#: fit tier-1's 32-bit values is refused when the tile is planned (plan.py).
+MAX_PRECISION = 31
 #: Largest supported image side, samples (guards against absurd allocations).
 MAX_SIDE = 1 << 17
 

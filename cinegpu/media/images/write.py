@@ -86,10 +86,12 @@ def write_tiff(path: str | Path, components: list[np.ndarray], bits: list[int],
 
 
 def write_pgx(path: str | Path, component: np.ndarray, bits: int, signed: bool) -> None:
-    """One component as PGX: ``PG ML [+|-] bits w h`` then big-endian samples."""
+    """One component as PGX: ``PG ML [+|-] bits w h`` (spaced as ISO/IEC 15444-4's reference
+    images and ``opj_decompress`` write it) then big-endian samples of 1, 2 or 4 bytes (up to
+    8, 16 or 32 bits)."""
     h, w = component.shape
-    dtype = (">i" if signed else ">u") + ("1" if bits <= 8 else "2")
-    head = f"PG ML {'-' if signed else '+'}{bits} {w} {h}\n".encode()
+    dtype = (">i" if signed else ">u") + ("1" if bits <= 8 else "2" if bits <= 16 else "4")
+    head = f"PG ML {'-' if signed else '+'} {bits} {w} {h}\n".encode()
     Path(path).write_bytes(head + component.astype(dtype).tobytes())
 
 

@@ -100,9 +100,10 @@ def test_tile_offset_beyond_image_offset():
     raises(InvalidSegment, stream(size=siz(xo=2, xto=3)), "tile offset beyond image offset")
 
 
-def test_precision_17_bits_unsupported():
-    e = raises(UnsupportedFeature, stream(size=siz(comps=((16, 1, 1),))), "17 bits")
-    assert "16" in str(e)
+def test_precision_32_bits_unsupported():
+    """Up to 31 bits, as OpenJPEG (tests/decode/test_high_precision.py decodes 17-31)."""
+    e = raises(UnsupportedFeature, stream(size=siz(comps=((31, 1, 1),))), "32 bits")
+    assert "31" in str(e)
 
 
 def test_precision_above_38_bits():
