@@ -51,6 +51,7 @@ OPJ_SEEDS = [
     ("opj-sub-roi", Image(w=37, h=23, n=2, bits=12, fmt="raw", sub=((1, 1), (2, 2)), seed=3),
      ["-n", "2", "-ROI", "c=0,U=3"]),
     ("opj-signed-pgx", Image(w=29, h=31, n=1, bits=12, signed=True, fmt="pgx", seed=4), ["-n", "4", "-p", "RPCL"]),
+    ("opj-20bit-pgx", Image(w=31, h=27, n=1, bits=20, fmt="pgx", seed=5), ["-n", "3", "-r", "6,1", "-I"]),
 ]
 
 
@@ -63,7 +64,7 @@ def test_seed_count():
         pytest.skip(f"{CODESTREAMS} is not present beside the checkout")
     assert len(CONFORMANCE) == 22
     assert sum(p.stat().st_size <= SMALL for p in CONFORMANCE) == 15
-    assert len(OPJ_SEEDS) == 6
+    assert len(OPJ_SEEDS) == 7
 
 
 @pytest.mark.slow
