@@ -39,6 +39,8 @@ import functools
 import os
 import re
 import shutil
+import subprocess
+import tempfile
 from importlib import metadata
 from pathlib import Path
 
@@ -150,13 +152,12 @@ def cuda_or_host(cuda, host, *, slow_host: bool = False):
 
 @functools.lru_cache(maxsize=None)
 def _host_build(source: str, flags: tuple):
-    import subprocess
-    import tempfile
     src = Path(source)
-    lib = Path(tempfile.mkdtemp(prefix=src.stem)) / f"{src.stem}.so"
-    subprocess.run([CXX, "-O2", *flags, "-shared", "-fPIC", "-o", str(lib),
-                    str(src)], check=True, cwd=src.parent, capture_output=True)
-    return ctypes.CDLL(str(lib))
+    with tempfile.TemporaryDirectory(prefix=src.stem) as folder:  # gone once loaded: nothing left in /tmp
+        lib = Path(folder) / f"{src.stem}.so"
+        subprocess.run([CXX, "-O2", *flags, "-shared", "-fPIC", "-o", str(lib),
+                        str(src)], check=True, cwd=src.parent, capture_output=True)
+        return ctypes.CDLL(str(lib))
 
 
 def gl_reason() -> str | None:
