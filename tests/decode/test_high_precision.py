@@ -22,6 +22,7 @@ from cinegpu.decode.decoder import Decoder, sample_dtype
 from cinegpu.media.images.write import to_file_range
 from cinegpu.player.cli import main
 from conftest import have_cuda
+from helpers.differential import EncoderRefused, check, make_case, make_stream
 from helpers.peers import Image, encode, have, opj_reference
 
 pytestmark = [pytest.mark.skipif(not (have("opj_compress") and have("opj_decompress")),
@@ -67,6 +68,23 @@ def test_decoded_as_openjpeg(tmp_path, bits, signed, irreversible):
 @pytest.mark.parametrize("bits,signed,irreversible", SLOW + QUICK)
 def test_decoded_as_openjpeg_more(tmp_path, bits, signed, irreversible, options):
     check_against_openjpeg(tmp_path, bits, signed, irreversible, OPTIONS[options])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(300_000, 300_060))
+def test_random_options_against_openjpeg(tmp_path, seed):
+    """The differential harness's opj_compress options (layers and rates, progressions,
+    code-block sizes and styles, tiles, precincts, SOP/EPH, cuts) over 17-24-bit images: ours
+    agrees with OpenJPEG, or refuses a subband past tier-1's bit-planes (24-bit 9/7 streams of
+    many levels, whose OpenJPEG decode is far from the source image)."""
+    case = make_case(seed, ("opj",), deep=True)
+    try:
+        data = make_stream(case, tmp_path)
+    except EncoderRefused:
+        pytest.skip("opj_compress does not take these options together")
+    problems = [p for p in check(case, data, tmp_path)
+                if not ("ours refuses" in p and "magnitude bit-planes" in p)]
+    assert not problems, f"{case}: {problems}"
 
 
 def test_up_to_24_bits_decode(tmp_path):

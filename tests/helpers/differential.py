@@ -164,11 +164,23 @@ def _cinegpu_args(rng: random.Random, img: Image) -> tuple[tuple, bool]:
     return tuple(sorted(kw.items())), lossy
 
 
-def make_case(seed: int, tools: tuple[str, ...] = tuple(ENCODERS), cut_share: float = 0.25) -> DiffCase:
-    """The case of ``seed``: its encoder among ``tools``, image, options and cut."""
+#: the sample depths of :func:`make_case`'s ``deep`` images (OpenJPEG decodes up to 31 bits;
+#: opj_compress's rate allocation gives poor pictures past about 20, ours and OpenJPEG's alike)
+DEEP_BITS = (17, 18, 20, 22, 24)
+
+
+def make_case(seed: int, tools: tuple[str, ...] = tuple(ENCODERS), cut_share: float = 0.25, *,
+              deep: bool = False) -> DiffCase:
+    """The case of ``seed``: its encoder among ``tools``, image, options and cut. ``deep``:
+    a one-component PGX image of :data:`DEEP_BITS` bits instead (``opj_compress`` only: the
+    other encoders take at most 16), the options drawn as for any other."""
     rng = random.Random(seed)
     tool = rng.choice(tools)
     img = _image(rng, seed, tool)
+    if deep:
+        if tool != "opj":
+            raise ValueError(f"deep images are for opj_compress, not {tool}")
+        img = Image(w=img.w, h=img.h, n=1, bits=random.Random(seed).choice(DEEP_BITS), fmt="pgx", seed=seed)
     if tool == "ojph":
         args, lossy = _ojph_args(rng, img)
     elif tool == "cinegpu":
