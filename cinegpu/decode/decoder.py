@@ -234,10 +234,10 @@ class Decoder:
     def _check_precision(self, cs: Codestream) -> None:
         """:class:`UnsupportedFeature` for a component of more bits (A.5.1) than this back end
         reconstructs (:attr:`~.backend.Backend.max_precision`; the parser took it)."""
-        most = self.selected.max_precision
-        for c, v in enumerate(cs.siz.Ssiz):
-            if (v & 0x7F) + 1 > most:
-                raise UnsupportedFeature(f"component {c} has {(v & 0x7F) + 1} bits; the {self.selected.name} back "
+        most, siz = self.selected.max_precision, cs.siz
+        for c in range(siz.Csiz):
+            if siz.precision(c) > most:
+                raise UnsupportedFeature(f"component {c} has {siz.precision(c)} bits; the {self.selected.name} back "
                                          f"end reconstructs up to {most} (the cpu back end up to {MAX_PRECISION})")
 
     def _key(self, cs: Codestream, t: int, reduce: int, main_key: bytes, lenient: bool = False) -> tuple:

@@ -165,7 +165,8 @@ def _cinegpu_args(rng: random.Random, img: Image) -> tuple[tuple, bool]:
 
 
 #: the sample depths of :func:`make_case`'s ``deep`` images (OpenJPEG decodes up to 31 bits;
-#: opj_compress's rate allocation gives poor pictures past about 20, ours and OpenJPEG's alike)
+#: at 24 bits opj_compress's streams with rates decode far from the source image, in OpenJPEG
+#: and here alike, so only agreement with OpenJPEG is asked)
 DEEP_BITS = (17, 18, 20, 22, 24)
 
 

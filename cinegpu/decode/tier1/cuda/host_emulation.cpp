@@ -39,7 +39,7 @@ extern "C" void tier1_emulate(
     gridDim.x = 1;
     blockIdx.x = threadIdx.x = 0;
     tier1_zero_rows(coded, coded_len, table, ncols, nblk, seg_lengths, n_lengths,
-                             seg_passes, n_passes, out, out_len);
+                    seg_passes, n_passes, out, out_len);
     blockDim.x = 32;
     int next_row = 0;
     for (int b = 0; b < nslots; b++) {
