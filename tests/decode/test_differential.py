@@ -1,5 +1,6 @@
 """The differential harness of tests/helpers/differential.py: seeded random streams from OpenJPEG, Grok,
-OpenJPH and cinegpu's own encoder, whole and cut short, decoded by us and by opj_decompress.
+OpenJPH, FFmpeg's jpeg2000 encoder and cinegpu's own encoder, whole and cut short, decoded by us and
+by opj_decompress.
 
 The quick pass checks :data:`QUICK` seeds; the slow pass (``-m slow``) :data:`SLOW_CHUNKS`
 chunks of :data:`CHUNK` seeds more. A failure names its seed:
@@ -63,7 +64,8 @@ def test_the_cases_are_seeded_and_varied():
     assert {c.tool for c in cases} == set(ENCODERS)
     assert sum(c.cut is not None for c in cases) > 50
     args = " ".join(str(a) for c in cases for a in c.args)
-    for option in ("LRCP", "RLCP", "RPCL", "PCRL", "CPRL", "-M", "-SOP", "-TLM", "-c", "-t", "bitrate", "derived"):
+    for option in ("LRCP", "RLCP", "RPCL", "PCRL", "CPRL", "-M", "-SOP", "-TLM", "-c", "-t", "bitrate", "derived",
+                   "dwt97int", "-layer_rates", "yuv444p"):
         assert option in args, option
 
 

@@ -2,7 +2,8 @@
 options, decoded by cinegpu (lenient, the default, and strict) and by ``opj_decompress``.
 
 A case is one seed. It picks an encoder (``opj_compress``, ``grk_compress``, ``ojph_compress``
-for HTJ2K, or cinegpu's own encoder, whose quality layers are cut from each code-block's
+for HTJ2K, FFmpeg's own JPEG 2000 encoder (its integer 9/7 or 5/3, its rate control, its
+tiles), or cinegpu's own encoder, whose quality layers are cut from each code-block's
 pass lengths after rate control, not terminated, as Kakadu-style encoders cut them), a
 synthetic image (tests/helpers/peers.py: 1-4 components, 8-16 bits, odd sizes, sometimes signed or
 sub-sampled) and options: 1-8 layers at rates that cut code-blocks mid-pass, every
@@ -40,7 +41,8 @@ from cinegpu.decode.codestream.header import parse_codestream
 from cinegpu.encode import encode
 from helpers.peers import Image, image_planes, read_pgx, write_input
 
-ENCODERS = {"opj": "opj_compress", "grk": "grk_compress", "ojph": "ojph_compress", "cinegpu": None}
+ENCODERS = {"opj": "opj_compress", "grk": "grk_compress", "ojph": "ojph_compress", "cinegpu": None,
+            "ffmpeg": "ffmpeg"}
 PROGRESSIONS = ("LRCP", "RLCP", "RPCL", "PCRL", "CPRL")
 
 
@@ -81,6 +83,8 @@ def _image(rng: random.Random, seed: int, tool: str) -> Image:
     w, h = rng.randint(9, 160), rng.randint(9, 130)
     if tool == "ojph":  # PGM/PPM input
         return Image(w=w, h=h, n=rng.choice([1, 3]), bits=rng.choice([8, 8, 12, 16]), seed=seed)
+    if tool == "ffmpeg":  # raw video of 8 or 16 bits, grey or RGB (written by make_stream)
+        return Image(w=w, h=h, n=rng.choice([1, 3]), bits=rng.choice([8, 8, 16]), fmt="raw", seed=seed)
     n = rng.choice([1, 1, 2, 3, 3, 4])
     if n == 1:
         return Image(w=w, h=h, n=1, bits=rng.choice([8, 9, 10, 12, 14, 16]), signed=rng.random() < 0.2,
@@ -144,6 +148,27 @@ def _ojph_args(rng: random.Random, img: Image) -> tuple[list[str], bool]:
     return a, lossy
 
 
+#: FFmpeg's raw input for an :class:`Image` of ``(components, bits)``, and the pixel formats its
+#: encoder may be asked to code it as (not sub-sampled chroma: opj_decompress would convert it)
+FFMPEG_FORMATS = {(1, 8): ("gray", ("gray",)), (1, 16): ("gray16le", ("gray16le",)),
+                  (3, 8): ("rgb24", ("rgb24", "yuv444p")), (3, 16): ("rgb48le", ("rgb48le",))}
+
+
+def _ffmpeg_args(rng: random.Random, img: Image) -> tuple[list[str], bool]:
+    """Output options of FFmpeg's ``jpeg2000`` encoder: pixel format, wavelet (``dwt97int``, its
+    integer 9/7, is irreversible), progression, tiles, SOP/EPH and quality layers at
+    compression ratios (its rate control cuts code-blocks)."""
+    pred = rng.choice(["dwt97int", "dwt53"])
+    a = ["-pix_fmt", rng.choice(FFMPEG_FORMATS[img.n, img.bits][1]), "-pred", pred,
+         "-prog", rng.choice(PROGRESSIONS).lower(), "-sop", str(int(rng.random() < 0.3)),
+         "-eph", str(int(rng.random() < 0.3))]
+    if rng.random() < 0.5:
+        a += ["-tile_width", str(rng.randint(16, max(img.w, 16))), "-tile_height", str(rng.randint(16, max(img.h, 16)))]
+    if rng.random() < 0.6:
+        a += ["-layer_rates", ",".join(map(str, sorted(rng.sample(range(2, 60), rng.randint(1, 3)), reverse=True)))]
+    return a, pred == "dwt97int"
+
+
 def _cinegpu_args(rng: random.Random, img: Image) -> tuple[tuple, bool]:
     lossy = rng.random() < 0.6
     kw: dict = {"levels": _levels(rng, img, 5), "reversible": not lossy,
@@ -186,6 +211,8 @@ def make_case(seed: int, tools: tuple[str, ...] = tuple(ENCODERS), cut_share: fl
         args, lossy = _ojph_args(rng, img)
     elif tool == "cinegpu":
         args, lossy = _cinegpu_args(rng, img)
+    elif tool == "ffmpeg":
+        args, lossy = _ffmpeg_args(rng, img)
     else:
         args, lossy = _part1_args(rng, img, grok=tool == "grk")
     cut = round(rng.uniform(0.02, 0.98), 3) if rng.random() < cut_share else None
@@ -205,13 +232,29 @@ def make_stream(case: DiffCase, folder: Path) -> bytes:
                           bits=case.img.bits, signed=case.img.signed, backend="cpu", **dict(case.args))
         except ValueError as exc:  # options the encoder refuses (its checks say which)
             raise EncoderRefused(str(exc)) from exc
-    src, extra = write_input(case.img, folder)
     out = folder / "x.j2k"
-    cmd = [ENCODERS[case.tool], "-i", str(src), "-o", str(out), *extra, *case.args]
+    if case.tool == "ffmpeg":
+        cmd = _ffmpeg_command(case, folder, out)
+    else:
+        src, extra = write_input(case.img, folder)
+        cmd = [ENCODERS[case.tool], "-i", str(src), "-o", str(out), *extra, *case.args]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     if p.returncode != 0 or not out.exists() or out.stat().st_size == 0:
         raise EncoderRefused(f"{' '.join(cmd[:1] + list(case.args))}: {(p.stdout + p.stderr)[-300:]}")
     return out.read_bytes()
+
+
+def _ffmpeg_command(case: DiffCase, folder: Path, out: Path) -> list[str]:
+    """FFmpeg's command that codes ``case``'s image (written here as raw video: grey, or RGB
+    interleaved; 16 bits little-endian) into the codestream ``out``."""
+    img = case.img
+    src = folder / "in.rgb"
+    planes = image_planes(img)
+    pixels = planes[0] if img.n == 1 else np.stack(planes, -1)
+    src.write_bytes(pixels.astype("<u2" if img.bits > 8 else "u1").tobytes())
+    return ["ffmpeg", "-nostdin", "-v", "error", "-y", "-f", "rawvideo", "-pix_fmt", FFMPEG_FORMATS[img.n, img.bits][0],
+            "-s", f"{img.w}x{img.h}", "-i", str(src), "-frames:v", "1", "-c:v", "jpeg2000", "-format", "j2k",
+            *case.args, "-update", "1", "-f", "image2", str(out)]
 
 
 def opj_decode(data: bytes, folder: Path, partial: bool = False) -> list[np.ndarray] | None:
