@@ -103,6 +103,54 @@ def test_sycc_pgx_keeps_the_decoded_values(tmp_path):
     assert all(np.array_equal(read_pgx(tmp_path / f"out_{k}.pgx"), comps[k]) for k in range(3))
 
 
+def bare(tmp_path, name: str, comps: list[np.ndarray], bits: int | None = None):
+    """A bare codestream (.j2k: no JP2 header, so no colour space) of ``comps``."""
+    path = tmp_path / f"{name}.j2k"
+    path.write_bytes(codestream(comps, bits))
+    return path
+
+
+@needs_opj
+@pytest.mark.parametrize("chroma", [(10, 13), (H, 13)], ids=["420", "422"])
+def test_bare_codestream_of_subsampled_chroma_is_written_as_rgb_like_opj(tmp_path, capsys, chroma):
+    """opj_decompress takes three components whose chroma is sub-sampled for sYCC: so do we,
+    and say that we guessed."""
+    comps = planes([(H, W)], seed=5) + planes([chroma] * 2, seed=6)
+    path = bare(tmp_path, "ycc", comps)
+    got = ours(path)
+    assert got.shape == (H, W, 3)
+    assert peak(got, opj(path)) == 0
+    assert "taken for sYCC" in capsys.readouterr().err
+
+
+@needs_opj
+def test_bare_codestream_of_three_full_components_is_written_as_decoded_like_opj(tmp_path, capsys):
+    comps = planes([(H, W)] * 3, seed=7)
+    path = bare(tmp_path, "rgb", comps)
+    got = ours(path)
+    assert np.array_equal(got, np.stack(comps, -1))
+    assert peak(got, opj(path)) == 0
+    assert "sYCC" not in capsys.readouterr().err
+
+
+def test_bare_codestream_of_411_chroma_is_converted_too(tmp_path):
+    """4:1:1 chroma (4 across, 1 down): opj_decompress's conversion refuses the ratio and it
+    writes no PNG; ours repeats each chroma sample over the four luma samples it covers, and
+    the PGX output keeps the decoded values."""
+    comps = planes([(H, W)], seed=5) + planes([(H, 7)] * 2, seed=6)
+    path = bare(tmp_path, "y411", comps)
+    got = ours(path)
+    pic = for_display(comps, [8] * 3, [False] * 3, None)
+    assert pic.components == comps          # no header: for_display leaves them
+    luma = comps[0].astype(np.int64)
+    cr = upsample(comps[2], (H, W), (0, 0), (0, 0)).astype(np.float64) - 128
+    assert np.array_equal(got[..., 0], np.clip(luma + np.trunc(1.402 * cr).astype(np.int64), 0, 255))
+    assert main(["decode", str(path), "-o", str(tmp_path / "out.pgx")]) == 0
+    from helpers.pgx import read_pgx
+
+    assert all(np.array_equal(read_pgx(tmp_path / f"out_{k}.pgx"), comps[k]) for k in range(3))
+
+
 def test_upsample_repeats_chroma_over_the_luma_it_covers():
     chroma = np.arange(6).reshape(2, 3)
     assert upsample(chroma, (3, 5), (0, 0), (0, 0)).tolist() == [[0, 0, 1, 1, 2], [0, 0, 1, 1, 2], [3, 3, 4, 4, 5]]

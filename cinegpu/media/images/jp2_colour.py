@@ -29,6 +29,11 @@ Colour Specification box (T.800 I.5.3.3):
   and wrong), and grey above 8 bits it transforms as 8-bit bytes: there cinegpu keeps the
   colours right and does not match it. Profiles of other colour spaces (CMYK, Lab, YCbCr, ...) are not applied.
 
+A bare codestream (.j2c/.j2k) names no colour space. ``opj_decompress`` takes one of three
+components whose chroma is sub-sampled (component 0 sampled alike across and down, component 1
+not every sample across) for sYCC and converts it as above; :func:`codestream_for_display` does
+the same, with a note saying it guessed, and writes any other as decoded.
+
 A case that cannot be converted (other colour spaces, sizes or depths the conversion does not
 take) is written as decoded with a one-line note saying why; nothing fails. Channels after the
 colour ones (alpha) are kept as they are, after the converted colour.
@@ -94,6 +99,21 @@ def for_display(components: list[np.ndarray], bits: list[int], signed: list[bool
     else:
         cs = header.colourspace
         pic.notes.append(f"colour space {cs} ({NAMES.get(cs, 'unknown')}) written as decoded")
+    return pic
+
+
+def codestream_for_display(components: list[np.ndarray], bits: list[int], signed: list[bool],
+                           sampling: list[tuple[int, int]], *, alpha: int | None = None,
+                           origins: list[tuple[int, int]] | None = None) -> Picture:
+    """The picture to write for a bare codestream's components (no JP2 header: see the module's
+    docstring). ``sampling``: each component's (XRsiz, YRsiz) of SIZ (A.5.1); ``origins`` as
+    in :func:`for_display`."""
+    pic = Picture(list(components), list(bits), list(signed), alpha)
+    if len(components) == 3 and sampling[0][0] == sampling[0][1] and sampling[1][0] != 1:
+        _sycc(pic, origins or [(0, 0)] * 3)
+        if not pic.notes:
+            pic.notes.append("a codestream names no colour space: three components with sub-sampled chroma "
+                             "taken for sYCC and converted to RGB, as opj_decompress does")
     return pic
 
 

@@ -27,7 +27,7 @@ from cinegpu.decode.cpus import usable_cores
 from cinegpu.decode.jp2 import channel_depths, channel_order, read_jp2
 from cinegpu.decode.request import DecodeRequest
 from cinegpu.media.errors import MediaError
-from cinegpu.media.images.jp2_colour import Picture, for_display
+from cinegpu.media.images.jp2_colour import Picture, codestream_for_display, for_display
 from cinegpu.media.images.write import write_image
 from cinegpu.media.source import frame_files, is_mxf, read_codestream_file, sniff
 
@@ -214,9 +214,10 @@ def _write(picture: Picture, out: Path) -> list[Path]:
 
 
 def _picture(data: bytes, frame, reduce: int, suffix: str) -> Picture:
-    """What to write: the frame's channels with their precision; for a JP2 file written as TIFF
-    or PNG (``suffix``), converted to display colours (``cinegpu.media.images.jp2_colour``).
-    PGX keeps the decoded values."""
+    """What to write: the frame's channels with their precision; written as TIFF or PNG
+    (``suffix``), a JP2 file's converted to display colours, and a bare codestream's three
+    components of sub-sampled chroma taken for sYCC as ``opj_decompress`` takes them
+    (``cinegpu.media.images.jp2_colour``). PGX keeps the decoded values."""
 
     codestream, header = read_jp2(data)
     siz = parse_codestream(codestream).siz
@@ -229,14 +230,17 @@ def _picture(data: bytes, frame, reduce: int, suffix: str) -> Picture:
     if len(depths) != len(comps):
         depths = [(16, False)] * len(comps)
     bits, signed = [d[0] for d in depths], [d[1] for d in depths]
-    if header is None or suffix == ".pgx":
+    if suffix == ".pgx":
         return Picture(comps, bits, signed, frame.alpha)
     origins = None
-    if len(comps) == siz.Csiz and header.palette is None and not header.cdef:
+    if len(comps) == siz.Csiz and (header is None or (header.palette is None and not header.cdef)):
         # each component's first sample on its own grid, reduced (for sYCC chroma siting); the
         # channels after a palette or cdef are not the components: their origins stay 0
         origins = [(_ceil(_ceil(siz.XOsiz, siz.XRsiz[c]), 1 << reduce),
                     _ceil(_ceil(siz.YOsiz, siz.YRsiz[c]), 1 << reduce)) for c in range(siz.Csiz)]
+    if header is None:
+        return codestream_for_display(comps, bits, signed, list(zip(siz.XRsiz, siz.YRsiz)), alpha=frame.alpha,
+                                      origins=origins)
     return for_display(comps, bits, signed, header, alpha=frame.alpha, tiff=suffix in (".tif", ".tiff"),
                        origins=origins)
 
