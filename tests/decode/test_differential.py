@@ -67,6 +67,8 @@ def test_the_cases_are_seeded_and_varied():
     for option in ("LRCP", "RLCP", "RPCL", "PCRL", "CPRL", "-M", "-SOP", "-TLM", "-c", "-t", "bitrate", "derived",
                    "dwt97int", "-layer_rates", "yuv444p"):
         assert option in args, option
+    # Grok's HTJ2K code-blocks (-M 64)
+    assert any(c.tool == "grk" and "-M" in c.args and c.args[c.args.index("-M") + 1] == "64" for c in cases)
 
 
 @pytest.mark.parametrize("tool", ["opj", "grk", "cinegpu"])

@@ -7,9 +7,9 @@ tiles), or cinegpu's own encoder, whose quality layers are cut from each code-bl
 pass lengths after rate control, not terminated, as Kakadu-style encoders cut them), a
 synthetic image (tests/helpers/peers.py: 1-4 components, 8-16 bits, odd sizes, sometimes signed or
 sub-sampled) and options: 1-8 layers at rates that cut code-blocks mid-pass, every
-progression order, code-blocks 4x4..64x64 and every mode switch, tiles, tile-parts, image and
-tile offsets, precincts, SOP/EPH, PLT/TLM, 5/3 and 9/7. Some cases also cut the codestream at
-a random byte of its tile data.
+progression order, code-blocks 4x4..64x64 and every mode switch (Grok's HT code-blocks too),
+tiles, tile-parts, image and tile offsets, precincts, SOP/EPH, PLT/TLM, 5/3 and 9/7. Some cases
+also cut the codestream at a random byte of its tile data.
 
 What must hold (:func:`check`):
 
@@ -105,7 +105,9 @@ def _part1_args(rng: random.Random, img: Image, grok: bool) -> tuple[list[str], 
         a += ["-r", ",".join(str(r) for r in _rates(rng))]
     a += ["-p", rng.choice(PROGRESSIONS)]
     a += ["-b", f"{2 ** rng.randint(2, 6)},{2 ** rng.randint(2, 6)}"]
-    if rng.random() < 0.5:
+    if grok and rng.random() < 0.25:
+        a += ["-M", "64"]       # HTJ2K code-blocks (Part 15) by Grok's own HT block coder
+    elif rng.random() < 0.5:
         a += ["-M", str(rng.randint(1, 63))]
     if rng.random() < 0.3:
         a += ["-t", f"{rng.randint(8, max(img.w, 8))},{rng.randint(8, max(img.h, 8))}"]
