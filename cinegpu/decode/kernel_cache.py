@@ -29,14 +29,18 @@ their kernels is defined (a kernel's locator is chosen when its ``@njit(cache=Tr
 
 from __future__ import annotations
 
+import importlib
+import importlib.abc
 import os
+import sys
 from pathlib import Path
 
 import llvmlite.binding as llvm
 from numba.core import caching, config
 from numba.core.registry import cpu_target
 
-__all__ = ["PORTABLE_CPU", "PackageCacheLocator", "cache_folder", "cache_root", "install", "portable_target"]
+__all__ = ["PORTABLE_CPU", "PackageCacheLocator", "cache_folder", "cache_root", "install", "portable_target",
+           "skip_blas_probe"]
 
 #: The processor level numba compiles for where the host has all of :data:`PORTABLE_FEATURES`
 #: (LLVM's name for x86-64 microarchitecture level 3).
@@ -105,6 +109,42 @@ def portable_target() -> str | None:
     os.environ["NUMBA_CPU_FEATURES"] = ""
     config.reload_config()
     return PORTABLE_CPU
+
+
+class _Refuse(importlib.abc.MetaPathFinder):
+    """An import finder that refuses ``package`` and its modules (ImportError)."""
+
+    def __init__(self, package: str):
+        self.package = package
+
+    def find_spec(self, name, path, target=None):
+        if name == self.package or name.startswith(self.package + "."):
+            raise ImportError(f"{name}: not imported while numba's array maths starts")
+        return None
+
+
+def skip_blas_probe() -> bool:
+    """Start numba's array maths without its BLAS probe, in a process cinegpu owns.
+
+    The first kernel numba loads or compiles in a process sets up its CPU target, which imports
+    ``numba.np.arraymath``, which imports ``scipy.linalg`` (a dependency of cinegpu's loudness
+    meter) only to learn whether ``np.dot`` and ``np.vdot`` of floats may call BLAS: the largest
+    part of numba's start in every process (docs/performance.md). No cinegpu kernel calls BLAS
+    (none uses ``np.dot``, ``np.vdot`` or ``np.linalg``). This imports ``numba.np.arraymath``
+    with ``scipy.linalg`` refused for that moment, so numba takes such products with its own
+    loop in this process; ``scipy.linalg`` imports as usual afterwards. The command line and
+    cinegpu's worker processes call it first thing; importing cinegpu does not (a program
+    that does keeps numba's probe for its own kernels). True where it skipped the probe, False
+    where ``numba.np.arraymath`` or ``scipy.linalg`` was imported already."""
+    if "numba.np.arraymath" in sys.modules or "scipy.linalg" in sys.modules:
+        return False
+    refuse = _Refuse("scipy.linalg")
+    sys.meta_path.insert(0, refuse)
+    try:
+        importlib.import_module("numba.np.arraymath")
+    finally:
+        sys.meta_path.remove(refuse)
+    return True
 
 
 def install() -> None:

@@ -47,6 +47,7 @@ import numpy as np
 from .cpus import usable_cores
 from .decoder import Decoder, Frame, Prepared, check_components
 from .errors import CodestreamError, LenientWarning, PipelineError, WorkerCrashed
+from .kernel_cache import skip_blas_probe
 from .limits import Limits
 from .pipeline_messages import Failed, GrowSlot, Job, Reply, StopWorker, WorkerTask, Written, input_bytes
 from .pipeline_modes import FrameMode, GpuWork, SegmentsMode, backend_mode, stream_pair
@@ -106,6 +107,7 @@ def tiny_codestream() -> bytes:
 def _worker_main(conn) -> None:
     """Worker loop: decode each :class:`WorkerTask` into its shared-memory slot, as its mode
     says, and answer with a :class:`Reply`, until :class:`StopWorker`."""
+    skip_blas_probe()                   # a process of cinegpu's own: numba starts sooner
     # the caller's prepare() checked each frame against its max_pixels / max_memory; the
     # work bound, tied to the input's size, holds here too
     quiet = announce_compiles(conn)     # a first run's compiles are work, not silence

@@ -37,7 +37,7 @@ from tqdm import tqdm
 
 import cinegpu
 from cinegpu.decode.cpus import usable_cores
-from cinegpu.decode.kernel_cache import cache_root
+from cinegpu.decode.kernel_cache import cache_root, skip_blas_probe
 from cinegpu.jobs import prebuilt
 
 __all__ = ["DECODER_KERNELS", "DEMO_KERNELS", "ENTRY_KERNELS", "HTJ2K_KERNELS", "MAX_PROCESSES", "cache_root",
@@ -223,6 +223,7 @@ def _compile_entries(todo, messages) -> None:
     """In a process of its own: compile the entry kernels named on ``todo`` until its None,
     each by its signature; what numba compiles goes to its cache (and is posted to
     ``messages``), then ``("done", name)`` or ``("failed", (name, why))``."""
+    skip_blas_probe()       # a process of cinegpu's own: numba starts sooner
     numba_event.register("numba:compile", _Ticks(messages))
     while (name := todo.get()) is not None:
         try:

@@ -43,6 +43,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
+from cinegpu.decode.kernel_cache import skip_blas_probe
 from cinegpu.decode.shm import SHM_FOLDER, create_segment, reclaim_orphans
 from cinegpu.decode.workers import START_SILENCE_S, Broken, Ready, WorkerPool, announce_compiles
 from cinegpu.jobs.frame_dealing import FrameDealer
@@ -266,6 +267,7 @@ def _coder_main(conn) -> None:
     CUDA starts in the process; where it names the one GPU the process sees, that is its
     GPU 0."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)     # Ctrl-C is the main process's to handle
+    skip_blas_probe()                                 # a process of cinegpu's own: numba starts sooner
     try:
         setup = conn.recv()
     except (EOFError, OSError):

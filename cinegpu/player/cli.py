@@ -14,6 +14,7 @@ import sys
 
 import cinegpu
 from cinegpu.decode.errors import BackendUnavailable, CodestreamError, PipelineError
+from cinegpu.decode.kernel_cache import skip_blas_probe
 from cinegpu.interop import InteropError
 from cinegpu.media import MediaError
 
@@ -65,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    skip_blas_probe()       # this process is cinegpu's: numba starts without probing for BLAS
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:  # the built-in default: master the demo sequence, then play it

@@ -98,3 +98,52 @@ def test_numba_compiles_for_the_portable_level_where_the_host_has_it():
     compiled_first = "import numba\nnumba.njit(lambda x: x + 1)(1)"
     env_name, codegen_name = _target(compiled_first)
     assert env_name == "None" and codegen_name == llvm.get_host_cpu_name()
+
+
+#: decodes a tiny stream in a fresh process (numba's CPU target starts), then says whether numba
+#: probed for BLAS (scipy.linalg imported, numba's flag) and that scipy.linalg still imports
+BLAS_PROBE = """
+import sys
+{before}
+from cinegpu.decode import decode
+from cinegpu.decode.pipeline import tiny_codestream
+decode(tiny_codestream())
+import numba.np.arraymath as arraymath
+probed = "scipy.linalg" in sys.modules
+import scipy.linalg.cython_blas
+print(probed, arraymath._HAVE_BLAS)
+"""
+
+
+def _blas_probe(before: str) -> str:
+    pytest.importorskip("scipy.linalg", reason="scipy is not installed: numba has no BLAS to probe for")
+    done = subprocess.run([sys.executable, "-c", BLAS_PROBE.format(before=before)], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout.split()[-2:]
+
+
+def test_a_process_of_cinegpus_own_starts_numba_without_the_blas_probe():
+    got = _blas_probe("from cinegpu.decode.kernel_cache import skip_blas_probe\n"
+                      "assert skip_blas_probe()\nassert not skip_blas_probe()   # once")
+    assert got == ["False", "False"]
+
+
+def test_importing_cinegpu_leaves_numbas_probe_alone():
+    """A program that imports cinegpu keeps numba's BLAS for its own kernels."""
+    assert _blas_probe("") == ["True", "True"]
+
+
+def test_the_command_line_skips_the_probe(tmp_path):
+    """``cinegpu`` is a process of cinegpu's own: its decode starts numba without the probe."""
+    pytest.importorskip("scipy.linalg", reason="scipy is not installed: numba has no BLAS to probe for")
+    from cinegpu.decode.pipeline import tiny_codestream
+
+    stream = tmp_path / "tiny.j2k"
+    stream.write_bytes(tiny_codestream())
+    code = ("import sys\nfrom cinegpu.player.cli import main\n"
+            f"assert main(['decode', {str(stream)!r}, '-o', {str(tmp_path / 'out.png')!r}]) == 0\n"
+            "print('scipy.linalg' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split()[-1] == "False"
