@@ -4,14 +4,15 @@ X'Y'Z' content (DCPs, DCI-profile codestreams) goes through the DCI output
 transform (:func:`cinegpu.decode.transform.xyz_to_rgb`, or its CuPy twin on
 the CUDA back end); other content is taken as RGB (3 components) or grey
 (1), each scaled from its precision to 16 bits: round(v * 65535 / (2^p - 1)).
-Three components whose second and third are half as wide as the first are
-Y'CbCr 4:2:2 (as IMF carries it, and as OpenJPEG takes such streams), and so are three of
-one size where the media says so (an IMF track's CDCI descriptor): narrow-range
-Rec. ITU-R BT.709 code values, the chroma brought to full width (co-sited:
-even columns as coded, odd ones the mean of their neighbours), then R'G'B'
-(:func:`ycbcr_to_rgba16`).  Alpha is opaque (65535).  Components it cannot
-show (fewer than three for X'Y'Z', other differing sizes) raise
-:class:`~cinegpu.media.errors.UnsupportedMedia`.
+Three components whose second and third are sub-sampled alike, by whole factors across and
+down (4:2:2 as IMF carries it, 4:2:0 as video tools write J2K sequences, 4:1:1; OpenJPEG too takes
+such streams for Y'CbCr), are Y'CbCr, and so are three of one size where the media says so
+(an IMF track's CDCI descriptor): narrow-range Rec. ITU-R BT.709 code values, the chroma
+brought to the luma's size (co-sited, as a component's samples lie on the reference grid,
+T.800 B.2: chroma sample k on luma sample f k, the ones between interpolated linearly; for a
+factor of 2, the mean of their neighbours), then R'G'B' (:func:`ycbcr_to_rgba16`).  Alpha is
+opaque (65535).  Components it cannot show (fewer than three for X'Y'Z', other differing
+sizes) raise :class:`~cinegpu.media.errors.UnsupportedMedia`.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from cinegpu.interop.xyz import XYZPlanes
 from cinegpu.media.errors import UnsupportedMedia
 from cinegpu.media.images.colour import YCBCR_COEFFICIENTS
 
-__all__ = ["COLOURS", "DCI_RSIZ", "is_xyz", "rgba16_reference", "ycbcr_to_rgba16", "PictureConverter"]
+__all__ = ["COLOURS", "DCI_RSIZ", "chroma_factors", "is_xyz", "rgba16_reference", "ycbcr_to_rgba16",
+           "PictureConverter"]
 
 COLOURS = ("auto", "xyz", "rgb")
 #: Rsiz values of the DCI profiles (T.800 Amd 1: 2K and 4K digital cinema).
@@ -71,17 +73,49 @@ def rgba16_reference(components, precisions, xyz: bool, primaries: str = "p3d65"
     return out
 
 
-def _is_422(components) -> bool:
-    if len(components) < 3:
-        return False
-    h, w = components[0].shape
-    return all(c.shape == (h, -(-w // 2)) for c in components[1:3]) and w > 1
+def chroma_factors(components) -> tuple[int, int] | None:
+    """(down, across): the whole factors by which the second and third of ``components`` are
+    sub-sampled alike against the first (each size the first's divided by the factor, rounded
+    up, as T.800 B-2 gives a component's size from the grid); (1, 1) for three of one size;
+    None where there are fewer than three or no such factors."""
+    if len(components) < 3 or components[1].shape != components[2].shape:
+        return None
+    factors = []
+    for n, m in zip(components[0].shape, components[1].shape):
+        f = next((f for f in range(1, n + 1) if -(-n // f) == m), None) if m else None
+        if f is None:
+            return None
+        factors.append(f)
+    return factors[0], factors[1]
+
+
+def _upsampled(c, n: int, f: int, axis: int, xp):
+    """``c`` brought to ``n`` samples along ``axis`` from every ``f``-th: sample k is sample
+    f k (co-sited); the ``r``-th after it (f k + r) is ((f - r) c[k] + r c[k + 1]) / f, the last
+    sample standing for its missing next (float32)."""
+    if f == 1:
+        return c
+    c = xp.moveaxis(c, axis, 0)
+    nxt = xp.concatenate([c[1:], c[-1:]])           # each sample's next co-sited one
+    full = xp.empty((n, *c.shape[1:]), c.dtype)
+    for r in range(f):
+        k = len(range(r, n, f))
+        if r == 0:
+            full[0::f] = c[:k]
+        else:
+            full[r::f] = (c[:k] * c.dtype.type(f - r) + nxt[:k] * c.dtype.type(r)) * c.dtype.type(1.0 / f)
+    return xp.moveaxis(full, 0, axis)
 
 
 def ycbcr_to_rgba16(components, precisions, xp=np):
-    """(H, W, 4) uint16 R'G'B' of narrow-range BT.709 Y'CbCr 4:2:2 or 4:4:4 ``components`` at
-    ``precisions[0]`` bits: Y' = (D / 2^(n-8) - 16) / 219, Cb, Cr = (D / 2^(n-8) - 128) / 224,
+    """(H, W, 4) uint16 R'G'B' of narrow-range BT.709 Y'CbCr ``components`` at ``precisions[0]``
+    bits, the chroma sub-sampled by whole factors or not (:func:`chroma_factors`; 4:2:2, 4:2:0,
+    4:4:4, ...): Y' = (D / 2^(n-8) - 16) / 219, Cb, Cr = (D / 2^(n-8) - 128) / 224,
     R' = Y' + 2 (1 - Kr) Cr, B' = Y' + 2 (1 - Kb) Cb, G' from Y' (BT.709 items 3.2-3.5)."""
+    factors = chroma_factors(components)
+    if factors is None:
+        raise UnsupportedMedia(None, f"Y'CbCr of components {[c.shape for c in components[:3]]}: chroma not "
+                                     "sub-sampled by whole factors")
     kr, kb = YCBCR_COEFFICIENTS["rec709"]
     f = xp.float32
     k = float(1 << (int(precisions[0]) - 8))
@@ -97,14 +131,7 @@ def ycbcr_to_rgba16(components, precisions, xp=np):
 
     def chroma(c):
         c = normalised(c, 128.0, 224.0)
-        if c.shape[1] == w:
-            return c
-        full = xp.empty((h, w), f)               # co-sited: even columns as coded, odd ones
-        full[:, 0::2] = c                        # the mean of their two neighbours
-        full[:, 1:w - 1:2] = (c[:, : (w - 1) // 2] + c[:, 1 : (w + 1) // 2]) * f(0.5)
-        if w % 2 == 0:
-            full[:, w - 1] = c[:, -1]
-        return full
+        return _upsampled(_upsampled(c, h, factors[0], 0, xp), w, factors[1], 1, xp)
 
     cb, cr = chroma(components[1]), chroma(components[2])
     out = xp.empty((h, w, 4), xp.uint16)
@@ -123,8 +150,8 @@ class PictureConverter:
     """Turns a decoded :class:`~cinegpu.decode.decoder.Frame` into an RGBA16 picture.
 
     ``device``: produce CuPy arrays (the CUDA back end) rather than numpy.
-    Of components of differing sizes, Y'CbCr 4:2:2 is shown (see the module docstring);
-    others are not supported by this path.
+    Of components of differing sizes, Y'CbCr of chroma sub-sampled by whole factors is shown
+    (see the module docstring); others are not supported by this path.
     """
 
     def __init__(self, xyz: bool, primaries: str = "p3d65", device: bool = False,
@@ -144,7 +171,7 @@ class PictureConverter:
                 return ycbcr_to_rgba16(components, precisions, xp=cupy)
             return ycbcr_to_rgba16(components, precisions)
         if len({c.shape for c in components[:3]}) > 1:
-            if self.xyz or not _is_422(components):
+            if self.xyz or chroma_factors(components) is None:
                 raise UnsupportedMedia(None, f"components of different sizes {[c.shape for c in components]}")
             if self.device:
                 import cupy  # noqa: PLC0415  (optional: CuPy)

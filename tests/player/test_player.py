@@ -92,6 +92,31 @@ def test_cli_headless_prints_the_summary(gl, sequences, tmp_path, capsys):
     assert read_png16(shot).shape == (48, 64, 3)
 
 
+def test_a_420_sequence_is_shown_as_rgb(gl, tmp_path):
+    """A J2K sequence of Y'CbCr 4:2:0 (as video tools write them: Cb and Cr half as wide and
+    half as high) plays, narrow-range BT.709 to R'G'B' as the player takes 4:2:2."""
+    from cinegpu.encode import encode
+    from cinegpu.player.cli import main
+
+    folder = tmp_path / "y420"
+    folder.mkdir()
+    h, w = 36, 64
+    luma = (64 + (np.arange(w) * 13) % 876)[None, :].repeat(h, 0).astype(np.uint16)
+    for k in range(3):
+        chroma = [np.full((h // 2, w // 2), v + 10 * k, np.uint16) for v in (700, 400)]
+        (folder / f"f{k:03d}.j2c").write_bytes(encode([luma, *chroma], reversible=True, backend="cpu", workers=0,
+                                                      bits=10))
+    shot = tmp_path / "one.png"
+    assert main(["play", str(folder), "--headless", "--backend", "cpu", "--screenshot", f"1:{shot}"]) == 0
+    got = read_png16(shot).astype(np.int64)
+    # narrow-range BT.709 (items 3.2-3.5) worked here: Y' (D/4 - 16) / 219, C (D/4 - 128) / 224
+    y, cb, cr = (luma / 4.0 - 16) / 219, (710 / 4.0 - 128) / 224, (410 / 4.0 - 128) / 224
+    r, b = y + 2 * (1 - 0.2126) * cr, y + 2 * (1 - 0.0722) * cb
+    g = (y - 0.2126 * r - 0.0722 * b) / (1 - 0.2126 - 0.0722)
+    want = np.rint(np.clip(np.stack([r, g, b], -1), 0, 1) * 65535)
+    assert got.shape == (h, w, 3) and np.abs(got - want).max() <= 2
+
+
 class SlowSource(ArraySource):
     """Frame 2 becomes ready only 0.25 s after playback first asks for a frame (it is due
     2/24 s after the clock starts): it is dropped, yet its screenshot is taken.  The time runs
