@@ -39,7 +39,7 @@ def cached_decoder(backend: str, max_pixels: int | None, max_memory: int | None)
 
 
 def decode(data, *, reduce: int = 0, layers: int | None = None, backend: str = "cpu",
-           strict: bool = False, components=None, max_pixels: int | None = DEFAULT_MAX_PIXELS,
+           strict: bool = False, components=None, area=None, max_pixels: int | None = DEFAULT_MAX_PIXELS,
            max_memory: int | None = DEFAULT_MAX_MEMORY, request: DecodeRequest | None = None) -> list[np.ndarray]:
     """Decode a JPEG 2000 codestream (.j2c/.j2k) or JP2 file (.jp2).
 
@@ -77,14 +77,21 @@ def decode(data, *, reduce: int = 0, layers: int | None = None, backend: str = "
     (an :class:`UnsupportedFeature`) is raised before anything large is allocated; see
     :mod:`cinegpu.decode.limits` for the rules.
 
-    ``request``: ``reduce``, ``layers``, ``strict`` and ``components`` as one
+    ``area``: (x0, y0, x1, y1), a rectangle of the reference grid (the image's coordinates, its
+    offset included, at full resolution) to decode instead of the whole image, as
+    ``opj_decompress -d`` decodes it: each component's samples in it (B-2), those of the tiles
+    that meet it, the others not read (:mod:`cinegpu.decode.area`). ValueError where it is empty
+    or reaches outside the image.
+
+    ``request``: ``reduce``, ``layers``, ``strict``, ``components`` and ``area`` as one
     :class:`~cinegpu.decode.request.DecodeRequest` instead (then leave those keywords out).
 
     A call reuses what an earlier call of the same thread with the same ``backend`` and limits
     planned for the same headers (see :func:`cached_decoder`), so decoding a sequence of frames
     costs their tier-2, tier-1 and reconstruction only.
     """
-    request = DecodeRequest.given(request, reduce=reduce, layers=layers, strict=strict, components=components)
+    request = DecodeRequest.given(request, reduce=reduce, layers=layers, strict=strict, components=components,
+                                  area=area)
     frame = cached_decoder(backend, max_pixels, max_memory).decode(data, request=request)
     warn_passed_over(frame)
     return frame.components

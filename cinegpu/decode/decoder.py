@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .area import Area, component_windows, within_area
 from .backend import Backend, select_backend
 from .codestream import markers as M
 from .codestream.header import Codestream, MainHeaderCache, parse_codestream, tile_part_ppm_headers
@@ -115,6 +116,16 @@ class Prepared:
     cost: Cost | None = None
     #: tiles absent from the codestream that hold samples at this resolution (concealed: zeros)
     missing: tuple[int, ...] = ()
+    #: the decode area (:mod:`.area`): ``cs`` holds only its tiles; None: the whole image
+    area: Area | None = None
+
+    def windows(self) -> tuple[tuple, tuple]:
+        """Each component's (width, height) and first sample's (y, x) on its grid, of the
+        image or of the decode area, at the frame's reduction (B-2)."""
+        s = self.cs.siz
+        if self.area is None:
+            return s.component_sizes(self.reduce), s.component_origins(self.reduce)
+        return component_windows(s, self.area, self.reduce)
 
     @property
     def strict(self) -> bool:
@@ -400,6 +411,11 @@ class Decoder:
         t0 = time.perf_counter()
         codestream, jp2 = read_jp2(data)
         cs = parse_codestream(codestream, strict=policy, cache=self._headers)
+        area, among, sizes = request.area, None, None
+        if area is not None:        # only the tiles that meet it (no cached plans of the whole frame)
+            area.check(cs.siz)
+            cs, among = within_area(cs, area)
+            sizes = component_windows(cs.siz, area, reduce)[0]
         memo = (id(cs.header_key), reduce, policy.strict)
         known = self._known.get(memo)
         if known is not None and known.header is cs.header_key and _plain_tiles(cs):
@@ -409,7 +425,7 @@ class Decoder:
                             time.perf_counter() - t0, known.ht, cost, ())
         if self.selected.max_precision < MAX_PRECISION:
             self._check_precision(cs)
-        missing = missing_tiles(cs, reduce)
+        missing = missing_tiles(cs, reduce, among)
         if missing:
             # lenient: recorded in the missing tile's report (missing_tile_report) and left zero
             policy.fault(missing_tile(missing[0], cs.siz.num_tiles))
@@ -423,7 +439,7 @@ class Decoder:
             return measured[t]
 
         # check_limits, with its shape kept for the frames that follow
-        shape, cost = check_shape(cs, reduce, self.limits, len(codestream), geometry)
+        shape, cost = check_shape(cs, reduce, self.limits, len(codestream), geometry, sizes)
         # only tiles present are planned: a missing tile stays zero (reported)
         plans = self._plans_of(cs, sorted(cs.tiles), reduce, keys)
         missing_steps = sum(p.missing_steps for p in plans)
@@ -438,7 +454,7 @@ class Decoder:
                 self._known.clear()
             self._known[memo] = KnownFrame(cs.header_key, shape, plans, offsets[:-1], offsets[-1], ht)
         return Prepared(cs, jp2, plans, offsets[:-1], offsets[-1], reduce, layers, policy,
-                        time.perf_counter() - t0, ht, cost, missing)
+                        time.perf_counter() - t0, ht, cost, missing, area)
 
     @memory_guard
     def entropy_decode(self, prep: Prepared, out: np.ndarray | None = None) -> tuple[np.ndarray, list[TileReport]]:
@@ -561,7 +577,7 @@ class Decoder:
         ``timings`` (CUDA back end) receives "upload", "gpu" and "download"
         seconds, measured with device synchronisation.
         """
-        if components is None and self.xp is np and hasattr(self.transform, "frame_samples_flat"):
+        if components is None and prep.area is None and self.xp is np and hasattr(self.transform, "frame_samples_flat"):
             layout = self.frame_layout(prep)
             if layout is not None:   # the whole frame in one compiled call
                 return reconstruct_frame(layout, np.ascontiguousarray(coeffs, np.int32), self.transform)
@@ -569,14 +585,14 @@ class Decoder:
         xp = self.xp
         keep_on_device = xp is not np and not to_host
         mod = xp if keep_on_device else np
-        sizes = s.component_sizes(prep.reduce)
+        # each component's size and origin on its own grid at this reduction (B-2), of the
+        # image or of the decode area
+        sizes, origins = prep.windows()
         dtypes = sample_dtypes(s.Ssiz)
         # a component that one tile covers whole takes that tile's plane (converted: one kernel
         # on the device, not a zeroed plane and a copy); the others are made here, zero where
         # no tile lands
         out: list = [None] * s.Csiz
-        # each component's origin on its own grid at this reduction (B-2)
-        origins = s.component_origins(prep.reduce)
         gpu_planes = []
         t_gpu = time.perf_counter()
         if xp is not np:
@@ -596,13 +612,13 @@ class Decoder:
                 if xp is not np and not keep_on_device:
                     gpu_planes.append((c, res, cy0, cx0, plane))
                     continue
+                w, h = sizes[c]
                 if out[c] is None:
-                    w, h = sizes[c]
                     if (res.x0 - cx0, res.y0 - cy0, res.x1 - cx0, res.y1 - cy0) == (0, 0, w, h):
                         out[c] = plane.astype(dtypes[c], copy=False)
                         continue
                     out[c] = mod.zeros((h, w), dtypes[c])
-                out[c][res.y0 - cy0 : res.y1 - cy0, res.x0 - cx0 : res.x1 - cx0] = plane
+                _place(out[c], plane, res, cy0, cx0, h, w)
         for c, a in enumerate(out):
             if a is None:
                 w, h = sizes[c]
@@ -613,7 +629,8 @@ class Decoder:
         if gpu_planes:
             t1 = time.perf_counter()
             for c, res, cy0, cx0, plane in gpu_planes:    # out: zeros made above (host)
-                out[c][res.y0 - cy0 : res.y1 - cy0, res.x0 - cx0 : res.x1 - cx0] = xp.asnumpy(plane)
+                w, h = sizes[c]
+                _place(out[c], plane, res, cy0, cx0, h, w, xp.asnumpy)
             if timings is not None:
                 timings["download"] = time.perf_counter() - t1
         return out
@@ -672,7 +689,7 @@ class Decoder:
 
     @memory_guard
     def decode(self, data, *, reduce: int = 0, layers: int | None = None, strict: bool | Strictness = False,
-               components=None, request: DecodeRequest | None = None) -> Frame:
+               components=None, area=None, request: DecodeRequest | None = None) -> Frame:
         """Decode a codestream or JP2 file into a :class:`Frame`.
 
         ``strict``: raise on the first fault; otherwise (lenient, the default) decode what
@@ -681,9 +698,12 @@ class Decoder:
         ``components``: indices to decode (None: all); the result then holds
         only those, in that order, and skips the inverse MCT unless 0-2 are
         all among them.
+        ``area``: (x0, y0, x1, y1) of the reference grid to decode instead of the whole image
+        (:mod:`cinegpu.decode.area`: the tiles that meet it, cut to it).
         ``request``: these options as one :class:`~cinegpu.decode.request.DecodeRequest` instead.
         """
-        request = DecodeRequest.given(request, reduce=reduce, layers=layers, strict=strict, components=components)
+        request = DecodeRequest.given(request, reduce=reduce, layers=layers, strict=strict, components=components,
+                                      area=area)
         prep = self.prepare(data, request=request)
         components = check_components(request.components, prep.cs.siz.Csiz)
         if self.tier1_on_gpu(prep):
@@ -718,20 +738,34 @@ def plan_segments(cs: Codestream) -> bytes:
     return b"".join(parts)
 
 
-def missing_tiles(cs: Codestream, reduce: int) -> tuple[int, ...]:
-    """Tiles no tile-part carries (A.4.2) that hold samples at the resolution decoded.
+def _place(out: np.ndarray, plane, res, cy0: int, cx0: int, h: int, w: int, fetch=None) -> None:
+    """The part of a tile-component's ``plane`` (its decoded resolution ``res``, on the
+    component's grid) inside the window of ``out`` (``h`` x ``w`` samples from (``cy0``, ``cx0``)),
+    copied there (``fetch``: brings the part to the host first). The whole plane for a frame
+    decoded whole; a decode area's window cuts its tiles."""
+    y0, y1 = max(res.y0, cy0), min(res.y1, cy0 + h)
+    x0, x1 = max(res.x0, cx0), min(res.x1, cx0 + w)
+    if y0 >= y1 or x0 >= x1:
+        return
+    part = plane[y0 - res.y0 : y1 - res.y0, x0 - res.x0 : x1 - res.x0]
+    out[y0 - cy0 : y1 - cy0, x0 - cx0 : x1 - cx0] = part if fetch is None else fetch(part)
+
+
+def missing_tiles(cs: Codestream, reduce: int, among: list[int] | None = None) -> tuple[int, ...]:
+    """Tiles no tile-part carries (A.4.2) that hold samples at the resolution decoded, of
+    ``among`` (a decode area's tiles; None: every tile).
 
     A tile that holds no sample of any component there (narrower than a component's
     sub-sampling, say: :func:`~.plan.tile_covers_samples`) has nothing to lose and is not
     missing. The look costs a tile's distinct component sub-samplings; past
     :data:`MISSING_TILE_CHECKS` of them, an absent tile counts as missing unlooked.
     """
-    if len(cs.tiles) == cs.siz.num_tiles:
+    if len(cs.tiles) == (cs.siz.num_tiles if among is None else len(among)):
         return ()
     pairs = sampling_pairs(cs.siz)
     budget = MISSING_TILE_CHECKS
     missing = []
-    for t in range(cs.siz.num_tiles):
+    for t in range(cs.siz.num_tiles) if among is None else among:
         if t in cs.tiles:
             continue
         budget -= len(pairs)

@@ -180,12 +180,13 @@ def _output_bytes(Ssiz: tuple[int, ...], sizes: tuple[tuple[int, int], ...]) -> 
     return sum(w * h * _sample_bytes((v & 0x7F) + 1) for v, (w, h) in zip(Ssiz, sizes))
 
 
-def check_pixels(cs: Codestream, reduce: int, max_pixels: int | None) -> None:
-    """Raise :class:`LimitExceeded` when a component has more than ``max_pixels`` samples."""
+def check_pixels(cs: Codestream, reduce: int, max_pixels: int | None, sizes=None) -> None:
+    """Raise :class:`LimitExceeded` when a component has more than ``max_pixels`` samples
+    (``sizes``: each component's (width, height) decoded, a decode area's; None: the image's)."""
     if max_pixels is None:
         return
     s = cs.siz
-    sizes = s.component_sizes(reduce)
+    sizes = s.component_sizes(reduce) if sizes is None else sizes
     if max(w * h for w, h in sizes) <= max_pixels:
         return
     for c, (w, h) in enumerate(sizes):
@@ -238,11 +239,13 @@ def check_limits(cs: Codestream, reduce: int, limits: Limits, input_bytes: int, 
     return check_shape(cs, reduce, limits, input_bytes, geometry)[1]
 
 
-def check_shape(cs: Codestream, reduce: int, limits: Limits, input_bytes: int, geometry) -> tuple[LimitsShape, Cost]:
+def check_shape(cs: Codestream, reduce: int, limits: Limits, input_bytes: int, geometry,
+                sizes=None) -> tuple[LimitsShape, Cost]:
     """:func:`check_limits`, with the :class:`LimitsShape` it worked out (kept by a decoder for
-    the frames of the same headers, which :func:`shape_cost` then checks alone)."""
-    check_pixels(cs, reduce, limits.max_pixels)
-    shape = limits_shape(cs, reduce, geometry, check_tiles(cs, input_bytes))
+    the frames of the same headers, which :func:`shape_cost` then checks alone). ``sizes``: each
+    component's (width, height) decoded where a decode area cuts them (None: the image's)."""
+    check_pixels(cs, reduce, limits.max_pixels, sizes)
+    shape = limits_shape(cs, reduce, geometry, check_tiles(cs, input_bytes), sizes)
     return shape, shape_cost(shape, cs, limits, input_bytes)
 
 
@@ -267,9 +270,10 @@ class LimitsShape:
     output: int                    #: bytes of the decoded components
 
 
-def limits_shape(cs: Codestream, reduce: int, geometry, tile_work: int) -> LimitsShape:
+def limits_shape(cs: Codestream, reduce: int, geometry, tile_work: int, sizes=None) -> LimitsShape:
     """The :class:`LimitsShape` of ``cs`` at ``reduce`` (``geometry`` and ``tile_work`` as in
-    :func:`check_limits`, the tiles already counted by :func:`check_tiles`)."""
+    :func:`check_limits`, the tiles already counted by :func:`check_tiles`; ``sizes``: the
+    components' decoded sizes where not the image's)."""
     tiles = tuple(sorted(cs.tiles))
     layers, precincts, codeblocks = [], [], []
     work = samples = largest = 0
@@ -283,7 +287,8 @@ def limits_shape(cs: Codestream, reduce: int, geometry, tile_work: int) -> Limit
         largest = max(largest, g.samples)
     s = cs.siz
     return LimitsShape(tiles, tuple(layers), tuple(precincts), tuple(codeblocks), sum(precincts), sum(codeblocks),
-                       work, tile_work, samples, largest, _output_bytes(s.Ssiz, s.component_sizes(reduce)))
+                       work, tile_work, samples, largest,
+                       _output_bytes(s.Ssiz, s.component_sizes(reduce) if sizes is None else sizes))
 
 
 def shape_cost(shape: LimitsShape, cs: Codestream, limits: Limits, input_bytes: int) -> Cost:

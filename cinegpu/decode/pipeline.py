@@ -46,7 +46,7 @@ import numpy as np
 
 from .cpus import usable_cores
 from .decoder import Decoder, Frame, Prepared, check_components
-from .errors import CodestreamError, LenientWarning, PipelineError, WorkerCrashed
+from .errors import CodestreamError, LenientWarning, PipelineError, UnsupportedFeature, WorkerCrashed
 from .kernel_cache import skip_blas_probe
 from .limits import Limits
 from .pipeline_messages import Failed, GrowSlot, Job, Reply, StopWorker, WorkerTask, Written, input_bytes
@@ -504,9 +504,14 @@ class FramePipeline:
         decode this frame (default: the pipeline's :attr:`request`; a player lowers
         ``reduce`` when decoding cannot keep up).
 
-        Header errors raise here at once (nothing is queued for that frame).
+        Header errors raise here at once (nothing is queued for that frame); so does a request
+        with a decode area (:class:`UnsupportedFeature`: decode such a frame with
+        :meth:`Decoder.decode`).
         """
         request = self.request if request is None else request
+        if request.area is not None:
+            raise UnsupportedFeature("a decode area in the pipeline is not supported: decode the frame with "
+                                     "decode() or Decoder.decode")
         while not self._free:
             t0 = time.perf_counter()
             if self._staged and not self._busy and not self._queue:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .area import Area
 from .strictness import Strictness
 
 __all__ = ["DecodeRequest"]
@@ -26,18 +27,24 @@ class DecodeRequest:
     ``strict``: a bool or a :class:`~cinegpu.decode.strictness.Strictness`; strict raises on the
     first fault, lenient (the default) decodes what the peers decode and conceals damage, reporting both.
     ``components``: the component indices returned, in that order (None: all); kept as a tuple.
+    ``area``: a rectangle (x0, y0, x1, y1) of the reference grid to decode instead of the whole
+    image (:mod:`cinegpu.decode.area`; None: all of it); kept as an :class:`~.area.Area`.
     The values are checked where a frame is decoded (``reduce >= 0``, ``layers >= 1``,
-    ``components`` within the frame's), as the loose keyword options always were.
+    ``components`` within the frame's, ``area`` within its image), as the loose keyword options
+    always were; an empty area raises ValueError at once.
     """
 
     reduce: int = 0
     layers: int | None = None
     strict: bool | Strictness = False
     components: tuple[int, ...] | None = None
+    area: Area | None = None
 
     def __post_init__(self) -> None:
         if self.components is not None and not isinstance(self.components, tuple):
             object.__setattr__(self, "components", tuple(self.components))
+        if self.area is not None and not isinstance(self.area, Area):
+            object.__setattr__(self, "area", Area.of(self.area))
 
     @classmethod
     def given(cls, request: DecodeRequest | None, *, defaults: DecodeRequest | None = None,
@@ -55,7 +62,8 @@ class DecodeRequest:
         else:
             return request
         if cls(**options) != defaults:
-            raise TypeError("give either request= or its options (reduce=, layers=, strict=, components=), not both")
+            raise TypeError("give either request= or its options (reduce=, layers=, strict=, components=, area=), "
+                            "not both")
         return request
 
 

@@ -13,7 +13,7 @@ import shutil
 
 import pytest
 
-from helpers.differential import ENCODERS, EncoderRefused, available, check, make_case, make_stream
+from helpers.differential import ENCODERS, available, check, made_streams, make_case, make_stream
 
 QUICK = 48
 CHUNK = 100
@@ -30,14 +30,7 @@ pytestmark = pytest.mark.skipif(shutil.which("opj_decompress") is None,
 
 def _run(seeds: range, tmp_path) -> None:
     problems, made = [], 0
-    for seed in seeds:
-        case = make_case(seed, TOOLS)
-        folder = tmp_path / str(seed)
-        folder.mkdir()
-        try:
-            data = make_stream(case, folder)
-        except EncoderRefused:
-            continue
+    for seed, case, data, folder in made_streams(seeds, TOOLS, tmp_path):
         made += 1
         problems += [f"seed {seed} ({case.id}, {case.args}, cut {case.cut}): {p}" for p in check(case, data, folder)]
         shutil.rmtree(folder)

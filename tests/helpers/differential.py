@@ -246,6 +246,20 @@ def make_stream(case: DiffCase, folder: Path) -> bytes:
     return out.read_bytes()
 
 
+def made_streams(seeds, tools: tuple[str, ...], root: Path, cut_share: float = 0.25):
+    """(seed, case, its codestream, its folder) for each of ``seeds`` whose encoder made a
+    stream (the case's folder under ``root``, made here; the cases of :func:`make_case`)."""
+    for seed in seeds:
+        case = make_case(seed, tools, cut_share)
+        folder = root / str(seed)
+        folder.mkdir()
+        try:
+            data = make_stream(case, folder)
+        except EncoderRefused:
+            continue
+        yield seed, case, data, folder
+
+
 def _ffmpeg_command(case: DiffCase, folder: Path, out: Path) -> list[str]:
     """FFmpeg's command that codes ``case``'s image (written here as raw video: grey, or RGB
     interleaved; 16 bits little-endian) into the codestream ``out``."""

@@ -102,6 +102,9 @@ class Codestream:
     #: same object for the frames of a reel, whose TLM, PLM, PPM and COM alone may differ:
     #: the same SIZ, COD, COC, QCD, QCC, RGN, POC, CRG and CAP); None where none did.
     header_key: object = None
+    #: The codestream this one is a view of (a decode area's tiles only, ``decode/area.py``),
+    #: whose tile-parts PPM's packed headers follow (A.7.4); None for a whole one.
+    whole: Codestream | None = None
 
     # --- the main header as stored (A.4.1: SOC, SIZ, then segments up to the first SOT)
     @property
@@ -521,7 +524,9 @@ def tile_part_ppm_headers(cs: Codestream) -> dict[tuple[int, int], bytes] | None
     if not cs.main.ppm:
         return None
     runs = split_ppm(cs.main.ppm)
-    parts = sorted((tp.offset, t.index, tp.sot.TPsot) for t in cs.tiles.values() for tp in t.parts)
+    # every tile-part of the stream takes its run in order, a view's tiles too (A.7.4)
+    tiles = (cs.whole or cs).tiles
+    parts = sorted((tp.offset, t.index, tp.sot.TPsot) for t in tiles.values() for tp in t.parts)
     if len(runs) < len(parts):
         raise InvalidSegment(f"PPM: {len(runs)} packed headers for {len(parts)} tile-parts")
     return {(ti, tp): runs[k] for k, (_, ti, tp) in enumerate(parts)}

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cinegpu.decode import BackendUnavailable, CodestreamError, LenientWarning, PipelineError
+from cinegpu.decode.area import Area, tile_area
 from cinegpu.decode.codestream.header import parse_codestream
 from cinegpu.decode.cpus import usable_cores
 from cinegpu.decode.jp2 import channel_depths, channel_order, read_jp2
@@ -58,6 +59,12 @@ def register(sub) -> None:
                    help="several files or a folder: decoding processes (default: the usable cores less one)")
     p.add_argument("-r", "--reduce", type=non_negative_int, default=0, metavar="N", help="discard the N highest resolution levels")
     p.add_argument("-l", "--layers", type=positive_int, default=None, metavar="N", help="decode only the first N quality layers")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("-d", "--area", type=area_arg, default=None, metavar="X0,Y0,X1,Y1",
+                       help="one file: decode only this rectangle of the reference grid (the image's coordinates "
+                            "at full resolution, its offset included), as opj_decompress -d")
+    where.add_argument("-t", "--tile", type=non_negative_int, default=None, metavar="N",
+                       help="one file: decode only tile N (its rectangle), as opj_decompress -t")
     p.add_argument("--backend", choices=("cpu", "cuda", "auto"), default="cpu",
                    help="where to decode: cpu (default), cuda (the GPU) or auto (the GPU when there is one)")
     strictness = p.add_mutually_exclusive_group()
@@ -72,9 +79,20 @@ def register(sub) -> None:
     p.set_defaults(run=run)
 
 
+def area_arg(text: str) -> Area:
+    """``X0,Y0,X1,Y1``: a decode area (:class:`~cinegpu.decode.area.Area`)."""
+    try:
+        return Area.of(text.split(","))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def run(args) -> int:
     if len(args.file) == 1 and not args.file[0].is_dir():
         return _run_one(args)
+    if args.area is not None or args.tile is not None:
+        _say("--area and --tile decode one file, not several or a folder")
+        return 2
     return stoppable("decode", _run_many, args)
 
 
@@ -177,11 +195,12 @@ def _run_one(args) -> int:
     said: list[str] = []
     with _tolerated(said):
         try:
+            area = args.area if args.tile is None else tile_area(parse_codestream(read_jp2(data)[0]).siz, args.tile)
             decoder = Decoder(args.backend, max_pixels=limits.max_pixels, max_memory=limits.max_memory)
-            frame = decoder.decode(data, reduce=args.reduce, layers=args.layers, strict=args.strict)
-            picture = _picture(data, frame, args.reduce, args.output.suffix.lower())
+            frame = decoder.decode(data, reduce=args.reduce, layers=args.layers, strict=args.strict, area=area)
+            picture = _picture(data, frame, args.reduce, args.output.suffix.lower(), area)
             error = None
-        except (CodestreamError, BackendUnavailable) as exc:
+        except (CodestreamError, BackendUnavailable, ValueError) as exc:   # ValueError: an area outside the image
             error = exc
     # what the peers tolerate (LenientWarning), each said once
     for message in dict.fromkeys(said):
@@ -213,7 +232,7 @@ def _write(picture: Picture, out: Path) -> list[Path]:
                        alpha=picture.alpha)
 
 
-def _picture(data: bytes, frame, reduce: int, suffix: str) -> Picture:
+def _picture(data: bytes, frame, reduce: int, suffix: str, area: Area | None = None) -> Picture:
     """What to write: the frame's channels with their precision; written as TIFF or PNG
     (``suffix``), a JP2 file's converted to display colours, and a bare codestream's three
     components of sub-sampled chroma taken for sYCC as ``opj_decompress`` takes them
@@ -234,10 +253,12 @@ def _picture(data: bytes, frame, reduce: int, suffix: str) -> Picture:
         return Picture(comps, bits, signed, frame.alpha)
     origins = None
     if len(comps) == siz.Csiz and (header is None or (header.palette is None and not header.cdef)):
-        # each component's first sample on its own grid, reduced (for sYCC chroma siting); the
-        # channels after a palette or cdef are not the components: their origins stay 0
-        origins = [(_ceil(_ceil(siz.XOsiz, siz.XRsiz[c]), 1 << reduce),
-                    _ceil(_ceil(siz.YOsiz, siz.YRsiz[c]), 1 << reduce)) for c in range(siz.Csiz)]
+        # each component's first sample on its own grid, reduced (for sYCC chroma siting), of the
+        # image or the decode area; the channels after a palette or cdef are not the components:
+        # their origins stay 0
+        x0, y0 = (siz.XOsiz, siz.YOsiz) if area is None else (area.x0, area.y0)
+        origins = [(_ceil(_ceil(x0, siz.XRsiz[c]), 1 << reduce),
+                    _ceil(_ceil(y0, siz.YRsiz[c]), 1 << reduce)) for c in range(siz.Csiz)]
     if header is None:
         return codestream_for_display(comps, bits, signed, list(zip(siz.XRsiz, siz.YRsiz)), alpha=frame.alpha,
                                       origins=origins)
