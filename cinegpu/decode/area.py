@@ -7,17 +7,29 @@ T.800 B.2: component c's samples lie on the reference grid at multiples of (XRsi
 [x0, x1) x [y0, y1) holds its samples from ceil(x0 / (XRsiz 2^r)) up to ceil(x1 / (XRsiz 2^r))
 across and likewise down, as the whole image holds them from its offsets (B-2): decoding an area
 gives the whole image's samples in that window. The tiles whose rectangle (B-7) meets the area
-are decoded whole and cut; the others are not read at all.
+are reconstructed whole and cut; the others are not read at all. In those tiles, tier-1 decodes
+only the code-blocks whose coefficients can reach the area (:func:`codeblocks_meeting`); the
+others come out zero, as a block without coding passes does.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+import numpy as np
+
+from . import plan_numba as N
+from . import tier1
 from .codestream.header import Codestream
 from .codestream.siz import SIZ
 
-__all__ = ["Area", "component_windows", "tile_area", "tiles_meeting", "within_area"]
+__all__ = ["Area", "codeblocks_meeting", "component_windows", "tile_area", "tiles_meeting", "within_area"]
+
+#: How far the inverse DWT spreads a coefficient of a subband m levels above the decoded
+#: resolution, in its samples, over 2^m: the 9/7 synthesis filters reach 4 samples either
+#: side a level and the 5/3 ones 2 (F.3), less than 4 (2^m - 1) in all, and a subband's
+#: offset (B-15) shifts it by at most 2^(m-1): 8 leaves room.
+REACH = 8
 
 
 @dataclass(frozen=True)
@@ -95,3 +107,39 @@ def component_windows(siz: SIZ, area: Area, reduce: int) -> tuple[tuple[tuple[in
         sizes.append((-(-area.x1 // sx) - cx0, -(-area.y1 // sy) - cy0))
         origins.append((cy0, cx0))
     return tuple(sizes), tuple(origins)
+
+
+def codeblocks_meeting(plan, siz: SIZ, area: Area, reduce: int) -> np.ndarray:
+    """Whether each of ``plan``'s code-blocks (a row of ``plan.cb``) can reach a sample of
+    ``area`` at ``reduce``: its rectangle in its subband (B-15: from the block's first
+    coefficient in the tile's buffer, ``CB_OUT``, and its size), on the decoded resolution's
+    grid (2^m of its samples a coefficient, m = the subband's level less ``reduce``) and
+    widened by :data:`REACH` 2^m, meets the area's window on the component's grid
+    (:func:`component_windows`). Generous: a block kept needlessly costs its decoding, never a
+    sample."""
+    cb = plan.cb
+    if not cb.shape[0]:
+        return np.zeros(0, bool)
+    g = plan.geometry
+    bands, res, tcs = g.bands, g.res, g.tcs
+    order = np.argsort(res[:, N.RES_BAND], kind="stable")
+    band_res = np.repeat(order, res[order, N.RES_NBANDS])          # each subband's resolution row
+    tc = res[band_res, N.RES_TC]
+    r = res[band_res, N.RES_R]
+    levels = tcs[tc, N.TC_LEVELS]
+    level = np.where(r == 0, levels, levels - r + 1)                # B.5: resolution r's subbands
+    b = np.searchsorted(bands[:, N.BAND_OFFSET], cb[:, tier1.CB_OUT], side="right") - 1
+    rel = cb[:, tier1.CB_OUT] - bands[b, N.BAND_OFFSET]
+    stride = np.maximum(cb[:, tier1.CB_STRIDE], 1)
+    u0 = bands[b, N.BAND_X0] + rel % stride
+    v0 = bands[b, N.BAND_Y0] + rel // stride
+    scale = np.left_shift(1, np.maximum(level[b] - reduce, 0)).astype(np.int64)
+    reach = REACH * scale
+    sizes, origins = component_windows(siz, area, reduce)
+    c = tcs[tc[b], N.TC_C]
+    wx0 = np.array([o[1] for o in origins], np.int64)[c]
+    wy0 = np.array([o[0] for o in origins], np.int64)[c]
+    wx1 = wx0 + np.array([w for w, _ in sizes], np.int64)[c]
+    wy1 = wy0 + np.array([h for _, h in sizes], np.int64)[c]
+    return ((u0 * scale - reach < wx1) & ((u0 + cb[:, tier1.CB_WIDTH]) * scale + reach > wx0)
+            & (v0 * scale - reach < wy1) & ((v0 + cb[:, tier1.CB_HEIGHT]) * scale + reach > wy0))

@@ -16,11 +16,11 @@ from __future__ import annotations
 import functools
 import itertools
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .area import Area, component_windows, within_area
+from .area import Area, codeblocks_meeting, component_windows, within_area
 from .backend import Backend, select_backend
 from .codestream import markers as M
 from .codestream.header import Codestream, MainHeaderCache, parse_codestream, tile_part_ppm_headers
@@ -462,8 +462,12 @@ class Decoder:
         coeffs = np.empty(prep.size, np.int32) if out is None else out
         ppm = tile_part_ppm_headers(prep.cs)
         reports = [missing_tile_report(t, prep.cs.siz.num_tiles) for t in prep.missing]
+        tables = self.frame_tables(prep)
+        if prep.area is not None:   # tier-1 only for the code-blocks that reach the area (area.py)
+            reach = [codeblocks_meeting(p, prep.cs.siz, prep.area, prep.reduce) for p in prep.plans]
+            tables = replace(tables, cb_keep=(tables.cb_keep.astype(bool) & np.concatenate(reach)).astype(np.int8))
         # every tile in one tier-2 and one tier-1 call (frame_entropy.py)
-        reports += entropy_decode_frame(prep.cs, prep.plans, prep.offsets, self.frame_tables(prep),
+        reports += entropy_decode_frame(prep.cs, prep.plans, prep.offsets, tables,
                                         layers=prep.layers, ppm=ppm, policy=prep.policy, coeffs=coeffs)
         return coeffs, reports
 

@@ -63,6 +63,31 @@ def test_an_area_is_the_whole_decode_cut_out(name):
             assert all(np.array_equal(g, w) for g, w in zip(got, want)), (area, reduce)
 
 
+@pytest.mark.parametrize("reversible", [True, False])
+def test_small_areas_get_every_code_block_that_reaches_them(reversible):
+    """Areas of a few samples over an image of 4 x 4 code-blocks and five levels: each area's
+    edges cut blocks at every level, where a block left out too eagerly (area.REACH) would
+    change a sample; yet most blocks are left out of each."""
+    rng = np.random.default_rng(11)
+    y, x = np.mgrid[0:80, 0:96]
+    image = np.clip(128 + 60 * np.sin(x / 5.0) * np.cos(y / 7.0) + rng.normal(0, 20, (80, 96)), 0, 255)
+    data = encode(image.astype(np.uint8), levels=5, codeblock=(2, 2), reversible=reversible, backend="cpu",
+                  workers=0)
+    siz = parse_codestream(data).siz
+    from cinegpu.decode.area import codeblocks_meeting
+    from cinegpu.decode.decoder import Decoder
+
+    plan = Decoder("cpu").prepare(data).plans[0]
+    for reduce in (0, 1):
+        for _ in range(30):
+            x0, y0 = int(rng.integers(0, 94)), int(rng.integers(0, 78))
+            area = Area(x0, y0, x0 + int(rng.integers(1, 3)), y0 + int(rng.integers(1, 3)))
+            got = decode(data, reduce=reduce, area=(area.x0, area.y0, area.x1, area.y1))
+            assert np.array_equal(got[0], cut_out(data, area, reduce)[0]), (area, reduce)
+    reaching = codeblocks_meeting(plan, siz, Area(40, 30, 42, 32), 0)
+    assert 0 < reaching.sum() < plan.cb.shape[0] // 2
+
+
 def test_the_tiles_that_meet_an_area():
     siz = parse_codestream(encode(np.zeros((40, 50), np.uint8), tiles=(16, 16), backend="cpu", workers=0)).siz
     assert (siz.num_tiles_x, siz.num_tiles_y) == (4, 3)
