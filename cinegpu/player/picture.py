@@ -82,8 +82,8 @@ def chroma_factors(components) -> tuple[int, int] | None:
         return None
     factors = []
     for n, m in zip(components[0].shape, components[1].shape):
-        f = next((f for f in range(1, n + 1) if -(-n // f) == m), None) if m else None
-        if f is None:
+        f = -(-n // m) if m else 0      # the least f with ceil(n / f) <= m: the one, if any, giving m
+        if not f or -(-n // f) != m:
             return None
         factors.append(f)
     return factors[0], factors[1]
