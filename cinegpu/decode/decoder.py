@@ -463,7 +463,7 @@ class Decoder:
         ppm = tile_part_ppm_headers(prep.cs)
         reports = [missing_tile_report(t, prep.cs.siz.num_tiles) for t in prep.missing]
         tables = self.frame_tables(prep)
-        if prep.area is not None:   # tier-1 only for the code-blocks that reach the area (area.py)
+        if prep.area is not None and prep.plans:    # tier-1 only for the code-blocks that reach the area (area.py)
             reach = [codeblocks_meeting(p, prep.cs.siz, prep.area, prep.reduce) for p in prep.plans]
             tables = replace(tables, cb_keep=(tables.cb_keep.astype(bool) & np.concatenate(reach)).astype(np.int8))
         # every tile in one tier-2 and one tier-1 call (frame_entropy.py)

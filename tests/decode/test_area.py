@@ -113,6 +113,9 @@ def test_tiles_outside_the_area_are_not_read():
         warnings.simplefilter("error", LenientWarning)
         got = decode(data, area=(2, 3, 30, 31))[0]
     assert np.array_equal(got, image[3:31, 2:30])
+    # an area in the missing tile alone: zeros, said as the whole decode says it
+    with pytest.warns(LenientWarning, match="tile 1"):
+        assert not decode(data, area=(40, 3, 60, 31))[0].any()
 
 
 def test_an_area_must_lie_in_the_image_and_hold_samples():

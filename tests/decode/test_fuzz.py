@@ -29,7 +29,7 @@ from cinegpu.decode import CodestreamError, decode
 from cinegpu.decode.codestream.header import parse_codestream
 from cinegpu.decode.decoder import Decoder
 from conftest import SHARED
-from helpers.fuzz import TIME_LIMIT_S, check_one, fuzz, marker_segments
+from helpers.fuzz import TIME_LIMIT_S, check_one, fuzz, marker_segments, mutate
 from helpers.peers import Image, encode, have
 
 CODESTREAMS = SHARED / "conformance" / "part1" / "codestreams"
@@ -90,6 +90,40 @@ def opj_streams(tmp_path_factory):
 @pytest.mark.slow  # long: in the slow pass (issue 50: the quick pass under 150 s)
 def test_fuzz_opj(opj_streams, name):
     fuzz(name, opj_streams[name], MUTATIONS_OPJ)
+
+
+#: Mutations of each seed stream decoded with a decode area (test_fuzz_areas).
+MUTATIONS_AREA = 60
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::cinegpu.decode.errors.LenientWarning")
+def test_fuzz_areas(opj_streams):
+    """Mutated streams decoded with a decode area (its tiles alone, a mask of their code-blocks):
+    a CodestreamError, or a ValueError for an area the mutated SIZ puts outside the image;
+    nothing else, nothing slow."""
+    problems = []
+    for name, data in _seed_streams(opj_streams).items():
+        for i in range(MUTATIONS_AREA):
+            key = f"{name}/area{i}"
+            mutated, what = mutate(data, key)
+            rng = random.Random(key)
+            siz = parse_codestream(data).siz
+            x0, y0 = rng.randrange(siz.XOsiz, siz.Xsiz), rng.randrange(siz.YOsiz, siz.Ysiz)
+            area = (x0, y0, rng.randint(x0 + 1, siz.Xsiz), rng.randint(y0 + 1, siz.Ysiz))
+            t0 = time.perf_counter()
+            try:
+                decode(mutated, area=area, reduce=rng.choice([0, 0, 1]), strict=rng.random() < 0.5)
+            except CodestreamError:
+                pass
+            except ValueError as exc:
+                if "decode area" not in str(exc):
+                    problems.append(f"{key} [{what}] area {area}: {exc!r}")
+            except Exception as exc:  # noqa: BLE001 - anything else is the failure looked for
+                problems.append(f"{key} [{what}] area {area}: {type(exc).__name__}: {exc}")
+            if time.perf_counter() - t0 > TIME_LIMIT_S:
+                problems.append(f"{key} [{what}] area {area}: took {time.perf_counter() - t0:.1f} s")
+    assert not problems, "\n".join(problems[:15])
 
 
 def _seed_streams(opj_streams) -> dict[str, bytes]:
