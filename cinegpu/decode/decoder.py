@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .area import Area, codeblocks_meeting, component_windows, within_area
+from .area import REACH, Area, codeblocks_meeting, component_windows, within_area
 from .backend import Backend, select_backend
 from .codestream import markers as M
 from .codestream.header import Codestream, MainHeaderCache, parse_codestream, tile_part_ppm_headers
@@ -52,7 +52,7 @@ from .plan import (
     translated,
     translation_period,
 )
-from .reconstruct import frame_layout, reconstruct_frame, reconstruct_mct_of, reconstruct_tile
+from .reconstruct import frame_layout, reconstruct_frame, reconstruct_mct_of, reconstruct_tile, reconstruct_tile_window
 from .request import DecodeRequest
 from .strictness import Fault, Strictness
 from .tile import TileReport, TileSegments, check_tier1_status, missing_tile, missing_tile_report, tier2_tile
@@ -593,6 +593,8 @@ class Decoder:
         # image or of the decode area
         sizes, origins = prep.windows()
         dtypes = sample_dtypes(s.Ssiz)
+        if prep.area is not None and xp is np:
+            return self._reconstruct_area(prep, coeffs, components, sizes, origins, dtypes)
         # a component that one tile covers whole takes that tile's plane (converted: one kernel
         # on the device, not a zeroed plane and a copy); the others are made here, zero where
         # no tile lands
@@ -622,7 +624,7 @@ class Decoder:
                         out[c] = plane.astype(dtypes[c], copy=False)
                         continue
                     out[c] = mod.zeros((h, w), dtypes[c])
-                _place(out[c], plane, res, cy0, cx0, h, w)
+                _place(out[c], plane, (res.x0, res.y0, res.x1, res.y1), cy0, cx0, h, w)
         for c, a in enumerate(out):
             if a is None:
                 w, h = sizes[c]
@@ -634,9 +636,25 @@ class Decoder:
             t1 = time.perf_counter()
             for c, res, cy0, cx0, plane in gpu_planes:    # out: zeros made above (host)
                 w, h = sizes[c]
-                _place(out[c], plane, res, cy0, cx0, h, w, xp.asnumpy)
+                _place(out[c], plane, (res.x0, res.y0, res.x1, res.y1), cy0, cx0, h, w, xp.asnumpy)
             if timings is not None:
                 timings["download"] = time.perf_counter() - t1
+        return out
+
+    def _reconstruct_area(self, prep: Prepared, coeffs: np.ndarray, components, sizes, origins, dtypes) -> list:
+        """:meth:`reconstruct` of a decode area on the host: each tile's samples in the area's
+        window and :data:`~.area.REACH` 2^levels about it (what reaches the window from past
+        the cut's edges stays outside), reconstructed alone (:func:`~.reconstruct.reconstruct_tile_window`)."""
+        out = [np.zeros((h, w), dtype) for (w, h), dtype in zip(sizes, dtypes)]
+        for plan, off in zip(prep.plans, prep.offsets):
+            m = REACH << max((tc.decoded - 1 for tc in plan.components), default=0)
+            windows = [(ox - m, oy - m, ox + w + m, oy + h + m) for (w, h), (oy, ox) in zip(sizes, origins)]
+            planes, rects = reconstruct_tile_window(plan, coeffs[off : off + plan.coeff_size], prep.cs.siz,
+                                                    self.transform, windows, components)
+            for c, (plane, rect) in enumerate(zip(planes, rects)):
+                if plane is not None:
+                    (w, h), (cy0, cx0) = sizes[c], origins[c]
+                    _place(out[c], plane, rect, cy0, cx0, h, w)
         return out
 
     @memory_guard
@@ -742,16 +760,17 @@ def plan_segments(cs: Codestream) -> bytes:
     return b"".join(parts)
 
 
-def _place(out: np.ndarray, plane, res, cy0: int, cx0: int, h: int, w: int, fetch=None) -> None:
-    """The part of a tile-component's ``plane`` (its decoded resolution ``res``, on the
-    component's grid) inside the window of ``out`` (``h`` x ``w`` samples from (``cy0``, ``cx0``)),
-    copied there (``fetch``: brings the part to the host first). The whole plane for a frame
-    decoded whole; a decode area's window cuts its tiles."""
-    y0, y1 = max(res.y0, cy0), min(res.y1, cy0 + h)
-    x0, x1 = max(res.x0, cx0), min(res.x1, cx0 + w)
+def _place(out: np.ndarray, plane, rect: tuple, cy0: int, cx0: int, h: int, w: int, fetch=None) -> None:
+    """The part of a tile-component's ``plane`` (the rectangle ``rect`` (x0, y0, x1, y1) of
+    its decoded resolution, on the component's grid) inside the window of ``out`` (``h`` x
+    ``w`` samples from (``cy0``, ``cx0``)), copied there (``fetch``: brings the part to the host
+    first). The whole plane for a frame decoded whole; a decode area's window cuts its tiles."""
+    px0, py0, px1, py1 = rect
+    y0, y1 = max(py0, cy0), min(py1, cy0 + h)
+    x0, x1 = max(px0, cx0), min(px1, cx0 + w)
     if y0 >= y1 or x0 >= x1:
         return
-    part = plane[y0 - res.y0 : y1 - res.y0, x0 - res.x0 : x1 - res.x0]
+    part = plane[y0 - py0 : y1 - py0, x0 - px0 : x1 - px0]
     out[y0 - cy0 : y1 - cy0, x0 - cx0 : x1 - cx0] = part if fetch is None else fetch(part)
 
 

@@ -50,6 +50,7 @@ from .transform.layout import (
     FRAME_ROWS,
     FRAME_SHIFT,
     FRAME_STRIDE,
+    FlatLayout,
     FlatLayoutBatch,
     FrameLayout,
 )
@@ -248,3 +249,123 @@ def reconstruct_frame(layout: FrameLayout, coeffs: np.ndarray, tf: TransformBack
     out = np.zeros(layout.samples, np.int32)
     tf.frame_samples_flat(coeffs, layout, out)
     return layout.split(out)
+
+
+# --------------------------------------------------------------------- a decode area's window
+
+def _half_up(a: int) -> int:
+    return -(-a // 2)
+
+
+def window_layout(layout: FlatLayout, window: tuple[int, int, int, int], coeffs: np.ndarray,
+                  out: list) -> FlatLayout | None:
+    """A tile-component's :class:`FlatLayout` cut to ``window`` (u0, v0, u1, v1) of its finest
+    level (within its rectangle), its bands' coefficients appended to ``out`` (a list of flat
+    arrays; the layout's offsets count from the first's start, ``sum`` of the sizes already
+    in ``out``): each coarser level the ceil halves of the one above (F.3.3), each band the
+    samples of its level's window (low: ceil halves, high: floor halves, B-15), at their own
+    positions, so the inverse DWT keeps every level's parity (F.3). Samples near the window's
+    edges come out wrong (the extension there is not the signal's): the caller's window reaches
+    beyond the samples it wants. None where the tile-component has no level."""
+    if not layout.levels:
+        return None
+    rects = [tuple(int(v) for v in r) for r in layout.rects.tolist()]   # coarsest first
+    windows = [window]
+    for _ in range(len(rects) - 1):
+        a0, b0, a1, b1 = windows[0]
+        windows.insert(0, (_half_up(a0), _half_up(b0), _half_up(a1), _half_up(b1)))
+    at = sum(a.size for a in out)
+    bands = []
+
+    def cut(row: int, rows: tuple[int, int], cols: tuple[int, int]) -> None:
+        nonlocal at
+        o, h, w = (int(v) for v in layout.bands[row])
+        part = coeffs[o : o + h * w].reshape(h, w)[rows[0] : rows[1], cols[0] : cols[1]]
+        out.append(np.ascontiguousarray(part).ravel())
+        bands.append((at, part.shape[0], part.shape[1]))
+        at += part.size
+
+    (u0, v0, _, _), (a0, b0, a1, b1) = rects[0], windows[0]
+    cut(0, (_half_up(b0) - _half_up(v0), _half_up(b1) - _half_up(v0)),
+        (_half_up(a0) - _half_up(u0), _half_up(a1) - _half_up(u0)))
+    for j, ((u0, v0, _, _), (a0, b0, a1, b1)) in enumerate(zip(rects, windows)):
+        low_x = (_half_up(a0) - _half_up(u0), _half_up(a1) - _half_up(u0))
+        high_x = (a0 // 2 - u0 // 2, a1 // 2 - u0 // 2)
+        low_y = (_half_up(b0) - _half_up(v0), _half_up(b1) - _half_up(v0))
+        high_y = (b0 // 2 - v0 // 2, b1 // 2 - v0 // 2)
+        cut(1 + 3 * j, low_y, high_x)       # HL
+        cut(2 + 3 * j, high_y, low_x)       # LH
+        cut(3 + 3 * j, high_y, high_x)      # HH
+    return FlatLayout.build(bands, windows, layout.deltas)
+
+
+def reconstruct_tile_window(plan: TilePlan, coeffs: np.ndarray, siz, tf: TransformBackend,
+                            windows: list, components=None) -> tuple[list, list]:
+    """:func:`reconstruct_tile` of the samples in ``windows`` (each component's (x0, y0, x1, y1)
+    on its grid at the decoded resolution, the caller's want and a margin; None: not wanted)
+    alone: (planes, each one's rectangle, None for a component left out). A tile-component the
+    window misses is left out; one without levels is reconstructed whole (its rectangle). A
+    plan moved from another (:func:`~.plan.translated`) keeps that one's level rectangles,
+    whole steps of every level away: the window is cut in them, moved by as much."""
+    n = len(plan.components)
+    wanted = set(range(n) if components is None else components)
+    planes, rects = [None] * n, [None] * n
+    cut: dict[int, tuple] = {}
+    for tc in plan.components:
+        res = tc.resolutions[tc.decoded - 1]
+        w = windows[tc.c] if tc.c in wanted else None
+        if w is None:
+            continue
+        box = (max(w[0], res.x0), max(w[1], res.y0), min(w[2], res.x1), min(w[3], res.y1))
+        if box[0] >= box[2] or box[1] >= box[3]:
+            continue
+        cut[tc.c] = box if tc.flat_layout().levels else (res.x0, res.y0, res.x1, res.y1)
+    whole = {tc.c: (tc.resolutions[tc.decoded - 1].x0, tc.resolutions[tc.decoded - 1].y0,
+                    tc.resolutions[tc.decoded - 1].x1, tc.resolutions[tc.decoded - 1].y1) for tc in plan.components}
+    if cut and all(cut[c] == whole[c] for c in cut):      # the windows take every sample: the whole tile's way
+        planes = reconstruct_tile(plan, coeffs, siz, tf, sorted(cut) if len(cut) < n else None)
+        return [planes[c] if c in cut else None for c in range(n)], [whole[c] if c in cut else None for c in range(n)]
+    mct = bool(plan.mct) and n >= 3 and {0, 1, 2} <= wanted and all(c in cut for c in range(3))
+    if mct and len({cut[c] for c in range(3)}) == 1 and all(tc.flat_layout().levels for tc in plan.components[:3]):
+        reversible = reconstruct_mct_of(plan)
+        parts: list = []
+        layouts = [window_layout(tc.flat_layout(), _in_layout(tc, cut[tc.c]), coeffs, parts)
+                   for tc in plan.components[:3]]
+        buffer = np.concatenate(parts)
+        planes[0], planes[1], planes[2] = tf.reconstruct_mct_flat(buffer, layouts, reversible,
+                                                                  [siz.precision(c) for c in range(3)],
+                                                                  [siz.signed(c) for c in range(3)])
+        for c in range(3):
+            rects[c] = cut[c]
+    elif mct:   # the three do not share one window: the whole tile's way
+        whole = reconstruct_tile(plan, coeffs, siz, tf, components)
+        for tc in plan.components:
+            if tc.c in cut:
+                res = tc.resolutions[tc.decoded - 1]
+                planes[tc.c], rects[tc.c] = whole[tc.c], (res.x0, res.y0, res.x1, res.y1)
+        return planes, rects
+    for tc in plan.components:
+        if tc.c not in cut or planes[tc.c] is not None:
+            continue
+        layout = tc.flat_layout()
+        parts = []
+        small = window_layout(layout, _in_layout(tc, cut[tc.c]), coeffs, parts) if layout.levels else None
+        if small is None:
+            res = tc.resolutions[tc.decoded - 1]
+            planes[tc.c] = tf.component_samples_flat(coeffs, layout, tc.reversible, siz.precision(tc.c),
+                                                     siz.signed(tc.c))
+            rects[tc.c] = (res.x0, res.y0, res.x1, res.y1)
+            continue
+        planes[tc.c] = tf.component_samples_flat(np.concatenate(parts), small, tc.reversible,
+                                                 siz.precision(tc.c), siz.signed(tc.c))
+        rects[tc.c] = cut[tc.c]
+    return planes, rects
+
+
+def _in_layout(tc, box: tuple[int, int, int, int]) -> tuple[int, int, int, int]:
+    """``box`` (on the tile-component's decoded grid) in its layout's rectangles: moved by the
+    finest rectangle's distance from the tile-component's own (0 but in a moved plan)."""
+    res = tc.resolutions[tc.decoded - 1]
+    u0, v0 = (int(v) for v in tc.flat_layout().rects[-1][:2])
+    dx, dy = res.x0 - u0, res.y0 - v0
+    return box[0] - dx, box[1] - dy, box[2] - dx, box[3] - dy
