@@ -88,6 +88,17 @@ def test_small_areas_get_every_code_block_that_reaches_them(reversible):
     assert 0 < reaching.sum() < plan.cb.shape[0] // 2
 
 
+def test_an_area_of_a_dci_frame_is_the_whole_decode_cut_out():
+    """The package's 2K DCI sample (9/7, ICT, five levels, one tile): the three components'
+    inverse DWT and MCT over a window about the area."""
+    from cinegpu.media.samples import BARS_2K
+
+    data = BARS_2K.read_bytes()
+    for area in (Area(1000, 500, 1090, 530), Area(0, 1070, 7, 1080)):
+        got = decode(data, area=(area.x0, area.y0, area.x1, area.y1))
+        assert all(np.array_equal(g, w) for g, w in zip(got, cut_out(data, area, 0))), area
+
+
 def test_the_tiles_that_meet_an_area():
     siz = parse_codestream(encode(np.zeros((40, 50), np.uint8), tiles=(16, 16), backend="cpu", workers=0)).siz
     assert (siz.num_tiles_x, siz.num_tiles_y) == (4, 3)
