@@ -151,6 +151,31 @@ def test_bare_codestream_of_411_chroma_is_converted_too(tmp_path):
     assert all(np.array_equal(read_pgx(tmp_path / f"out_{k}.pgx"), comps[k]) for k in range(3))
 
 
+@needs_opj
+@pytest.mark.skipif(shutil.which("opj_compress") is None, reason="opj_compress is not installed")
+def test_sycc_of_an_odd_origin_and_of_an_area_like_opj(tmp_path):
+    """4:2:0 sYCC whose image starts at x = 1 (91 samples of luma, 45 of chroma across: the
+    sizes alone would say a ratio of 3): the chroma ratio comes from SIZ, and the picture is
+    OpenJPEG's but for the first column, where OpenJPEG takes no chroma (neutral) and we take
+    the nearest. An area of it (-d): the whole picture's samples but for its first row and
+    column, whose covering chroma lies outside the area."""
+    rng = np.random.default_rng(1)
+    y = (np.add.outer(np.arange(60) * 3, np.arange(91) * 2) % 200 + 20).astype(np.uint8)
+    cb, cr = (rng.integers(60, 200, (30, 46)).astype(np.uint8) for _ in range(2))
+    raw = tmp_path / "in.raw"
+    raw.write_bytes(y.tobytes() + cb.tobytes() + cr.tobytes())     # opj_compress reads ceil(91 / 2) across
+    path = tmp_path / "odd.jp2"
+    p = subprocess.run(["opj_compress", "-i", str(raw), "-F", "91,60,3,8,u@1x1:2x2:2x2", "-d", "1,0", "-o", str(path)],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stdout + p.stderr
+    whole = ours(path)
+    assert np.abs(whole.astype(np.int64) - opj(path))[:, 1:].max() == 0
+    out = tmp_path / "area.png"
+    assert main(["decode", str(path), "-o", str(out), "-d", "8,5,60,33"]) == 0
+    area = imagecodecs.png_decode(out.read_bytes()).astype(np.int64)
+    assert np.abs(area - whole[5:33, 7:59])[1:, 1:].max() == 0
+
+
 def test_upsample_repeats_chroma_over_the_luma_it_covers():
     chroma = np.arange(6).reshape(2, 3)
     assert upsample(chroma, (3, 5), (0, 0), (0, 0)).tolist() == [[0, 0, 1, 1, 2], [0, 0, 1, 1, 2], [3, 3, 4, 4, 5]]

@@ -70,13 +70,14 @@ class Picture:
 
 def for_display(components: list[np.ndarray], bits: list[int], signed: list[bool],
                 header: JP2Header | None, *, alpha: int | None = None, tiff: bool = False,
-                origins: list[tuple[int, int]] | None = None) -> Picture:
+                origins: list[tuple[int, int]] | None = None, sampling=None) -> Picture:
     """The picture to write for a JP2 file's decoded channels (see the module's docstring).
 
     ``bits``/``signed``: each channel's precision; ``alpha``: the opacity channel's index
     (``Frame.alpha``); ``tiff``: the output is TIFF (CMYK is kept); ``origins``: (x, y) of each
     channel's first sample on its own sampling grid (SIZ: ceil(XOsiz / XRsiz), reduced), for
-    sYCC chroma siting (default: all 0)."""
+    sYCC chroma siting (default: all 0); ``sampling``: each channel's (XRsiz, YRsiz) where the
+    channels are the components (None: the ratios are taken from the sizes)."""
     pic = Picture(list(components), list(bits), list(signed), alpha)
     if header is None or not components:
         return pic
@@ -85,7 +86,7 @@ def for_display(components: list[np.ndarray], bits: list[int], signed: list[bool
     elif header.colourspace in (None, SRGB, GREY):
         pass
     elif header.colourspace == SYCC:
-        _sycc(pic, origins or [(0, 0)] * len(components))
+        _sycc(pic, origins or [(0, 0)] * len(components), sampling)
     elif header.colourspace == ESYCC:
         _esycc(pic)
     elif header.colourspace == CMYK:
@@ -110,7 +111,7 @@ def codestream_for_display(components: list[np.ndarray], bits: list[int], signed
     in :func:`for_display`."""
     pic = Picture(list(components), list(bits), list(signed), alpha)
     if len(components) == 3 and sampling[0][0] == sampling[0][1] and sampling[1][0] != 1:
-        _sycc(pic, origins or [(0, 0)] * 3)
+        _sycc(pic, origins or [(0, 0)] * 3, sampling)
         if not pic.notes:
             pic.notes.append("a codestream names no colour space: three components with sub-sampled chroma "
                              "taken for sYCC and converted to RGB, as opj_decompress does")
@@ -137,28 +138,42 @@ def _dtype(bits: int):
 # ---------------------------------------------------------------- sYCC
 
 def upsample(chroma: np.ndarray, shape: tuple[int, int], origin: tuple[int, int],
-             chroma_origin: tuple[int, int]) -> np.ndarray:
+             chroma_origin: tuple[int, int], factor: tuple[int, int] | None = None) -> np.ndarray:
     """``chroma`` repeated onto the luma's grid: luma sample x (at grid position origin + x)
-    takes the chroma sample covering it, floor((origin + x) / f) - chroma_origin, where f is the
-    subsampling ratio (luma size over chroma size, rounded up), clamped to the edges."""
+    takes the chroma sample covering it, floor((origin + x) / f) - chroma_origin, clamped to the
+    edges, where f is ``factor`` (x, y: the chroma's sub-sampling over the luma's, SIZ's
+    XRsiz and YRsiz) or, not given, the luma's size over the chroma's rounded up (which an
+    odd origin can make wrong: give the factor where SIZ is known)."""
     index = []
     for axis in (0, 1):
         n, m = shape[axis], chroma.shape[axis]
-        f = max(1, -(-n // m)) if m else 1
+        f = factor[1 - axis] if factor is not None else max(1, -(-n // m)) if m else 1
         pos = (origin[1 - axis] + np.arange(n)) // f - chroma_origin[1 - axis]
         index.append(np.clip(pos, 0, max(m - 1, 0)))
     return chroma[np.ix_(index[0], index[1])]
 
 
-def _sycc(pic: Picture, origins: list[tuple[int, int]]) -> None:
+def _factors(sampling) -> list:
+    """Each channel's (x, y) sub-sampling over the first's, from SIZ's (XRsiz, YRsiz) of each
+    (None: not known, or not a whole ratio)."""
+    if sampling is None:
+        return [None] * 3
+    (x0, y0), out = sampling[0], []
+    for x, y in sampling[:3]:
+        out.append((x // x0, y // y0) if x % x0 == 0 and y % y0 == 0 else None)
+    return out
+
+
+def _sycc(pic: Picture, origins: list[tuple[int, int]], sampling=None) -> None:
     c = pic.components
     if len(c) < 3 or any(pic.signed[:3]) or any(a.size == 0 for a in c[:3]):
         pic.notes.append("sYCC with fewer than 3 unsigned channels written as decoded")
         return
     prec = pic.bits[0]
     y = c[0].astype(np.int64)
-    cb = upsample(c[1], y.shape, origins[0], origins[1]).astype(np.float64) - (1 << (prec - 1))
-    cr = upsample(c[2], y.shape, origins[0], origins[2]).astype(np.float64) - (1 << (prec - 1))
+    factors = _factors(sampling)
+    cb = upsample(c[1], y.shape, origins[0], origins[1], factors[1]).astype(np.float64) - (1 << (prec - 1))
+    cr = upsample(c[2], y.shape, origins[0], origins[2], factors[2]).astype(np.float64) - (1 << (prec - 1))
     top = (1 << prec) - 1
     # OpenJPEG's sycc_to_rgb: the chroma terms truncated towards zero, then clipped
     r = y + np.trunc(1.402 * cr).astype(np.int64)

@@ -251,8 +251,9 @@ def _picture(data: bytes, frame, reduce: int, suffix: str, area: Area | None = N
     bits, signed = [d[0] for d in depths], [d[1] for d in depths]
     if suffix == ".pgx":
         return Picture(comps, bits, signed, frame.alpha)
-    origins = None
+    origins = sampling = None
     if len(comps) == siz.Csiz and (header is None or (header.palette is None and not header.cdef)):
+        sampling = list(zip(siz.XRsiz, siz.YRsiz))
         # each component's first sample on its own grid, reduced (for sYCC chroma siting), of the
         # image or the decode area; the channels after a palette or cdef are not the components:
         # their origins stay 0
@@ -263,7 +264,7 @@ def _picture(data: bytes, frame, reduce: int, suffix: str, area: Area | None = N
         return codestream_for_display(comps, bits, signed, list(zip(siz.XRsiz, siz.YRsiz)), alpha=frame.alpha,
                                       origins=origins)
     return for_display(comps, bits, signed, header, alpha=frame.alpha, tiff=suffix in (".tif", ".tiff"),
-                       origins=origins)
+                       origins=origins, sampling=sampling)
 
 
 def _ceil(a: int, b: int) -> int:
