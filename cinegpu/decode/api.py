@@ -80,8 +80,8 @@ def decode(data, *, reduce: int = 0, layers: int | None = None, backend: str = "
     ``area``: (x0, y0, x1, y1), a rectangle of the reference grid (the image's coordinates, its
     offset included, at full resolution) to decode instead of the whole image, as
     ``opj_decompress -d`` decodes it: each component's samples in it (B-2), those of the tiles
-    that meet it, the others not read (:mod:`cinegpu.decode.area`). ValueError where it is empty
-    or reaches outside the image.
+    that meet it, the others not read (:mod:`cinegpu.decode.area`). An area reaching outside the
+    image is cut to it, as OpenJPEG cuts it; ValueError where it is empty or wholly outside.
 
     ``request``: ``reduce``, ``layers``, ``strict``, ``components`` and ``area`` as one
     :class:`~cinegpu.decode.request.DecodeRequest` instead (then leave those keywords out).

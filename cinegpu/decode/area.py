@@ -57,12 +57,14 @@ class Area:
                              "0 <= y0 < y1")
         return cls(x0, y0, x1, y1)
 
-    def check(self, siz: SIZ) -> None:
-        """ValueError where the area reaches outside the image (XOsiz..Xsiz, YOsiz..Ysiz, A.5.1),
-        as OpenJPEG refuses it."""
-        if self.x0 < siz.XOsiz or self.y0 < siz.YOsiz or self.x1 > siz.Xsiz or self.y1 > siz.Ysiz:
-            raise ValueError(f"decode area ({self.x0}, {self.y0}, {self.x1}, {self.y1}) reaches outside the image "
+    def within(self, siz: SIZ) -> Area:
+        """The area cut to the image (XOsiz..Xsiz, YOsiz..Ysiz, A.5.1), as OpenJPEG cuts one that
+        reaches outside it; ValueError where nothing of it is inside."""
+        cut = Area(max(self.x0, siz.XOsiz), max(self.y0, siz.YOsiz), min(self.x1, siz.Xsiz), min(self.y1, siz.Ysiz))
+        if cut.x0 >= cut.x1 or cut.y0 >= cut.y1:
+            raise ValueError(f"decode area ({self.x0}, {self.y0}, {self.x1}, {self.y1}) lies outside the image "
                              f"({siz.XOsiz}, {siz.YOsiz}, {siz.Xsiz}, {siz.Ysiz}) on the reference grid")
+        return cut
 
 
 def tiles_meeting(siz: SIZ, area: Area) -> list[int]:

@@ -413,7 +413,7 @@ class Decoder:
         cs = parse_codestream(codestream, strict=policy, cache=self._headers)
         area, among, sizes = request.area, None, None
         if area is not None:        # only the tiles that meet it (no cached plans of the whole frame)
-            area.check(cs.siz)
+            area = area.within(cs.siz)
             cs, among = within_area(cs, area)
             sizes = component_windows(cs.siz, area, reduce)[0]
         memo = (id(cs.header_key), reduce, policy.strict)

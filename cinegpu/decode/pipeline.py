@@ -504,14 +504,15 @@ class FramePipeline:
         decode this frame (default: the pipeline's :attr:`request`; a player lowers
         ``reduce`` when decoding cannot keep up).
 
-        Header errors raise here at once (nothing is queued for that frame); so does a request
-        with a decode area (:class:`UnsupportedFeature`: decode such a frame with
-        :meth:`Decoder.decode`).
+        Header errors raise here at once (nothing is queued for that frame), and so does a
+        decode area outside the frame's image (ValueError). A decode area is decoded by the
+        CPU back end's workers; the GPU's pipeline refuses it (:class:`UnsupportedFeature`:
+        decode such a frame with :meth:`Decoder.decode`).
         """
         request = self.request if request is None else request
-        if request.area is not None:
-            raise UnsupportedFeature("a decode area in the pipeline is not supported: decode the frame with "
-                                     "decode() or Decoder.decode")
+        if request.area is not None and self.decoder.xp is not np:
+            raise UnsupportedFeature("a decode area in the GPU's pipeline is not supported: decode the frame with "
+                                     "decode() or Decoder.decode, or the pipeline on the CPU back end")
         while not self._free:
             t0 = time.perf_counter()
             if self._staged and not self._busy and not self._queue:

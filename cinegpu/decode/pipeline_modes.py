@@ -129,7 +129,7 @@ def _samples_into(decoder: Decoder, prep: Prepared, coeffs: np.ndarray, buf) -> 
     kept planes buffer (:meth:`Decoder.planes_buffer`) and each plane converted straight into
     the slot: no fresh 106 MB buffer for a 4K frame, no component arrays to copy after. None
     where the frame takes :meth:`Decoder.reconstruct`'s other paths."""
-    if decoder.xp is not np or not hasattr(decoder.transform, "frame_samples_flat"):
+    if decoder.xp is not np or not hasattr(decoder.transform, "frame_samples_flat") or prep.area is not None:
         return None
     layout = decoder.frame_layout(prep)
     if layout is None:

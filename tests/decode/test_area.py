@@ -129,10 +129,14 @@ def test_tiles_outside_the_area_are_not_read():
         assert not decode(data, area=(40, 3, 60, 31))[0].any()
 
 
-def test_an_area_must_lie_in_the_image_and_hold_samples():
-    data = encode(np.zeros((20, 30), np.uint8), backend="cpu", workers=0)
+def test_an_area_is_cut_to_the_image_and_must_hold_samples():
+    """Reaching outside the image, an area is cut to it (as OpenJPEG cuts it); wholly outside
+    or empty, it is refused."""
+    image = np.arange(600, dtype=np.uint16).reshape(20, 30) % 256
+    data = encode(image.astype(np.uint8), reversible=True, backend="cpu", workers=0)
+    assert np.array_equal(decode(data, area=(25, 15, 99, 99))[0], image[15:, 25:])
     with pytest.raises(ValueError, match="outside the image"):
-        decode(data, area=(0, 0, 31, 5))
+        decode(data, area=(30, 0, 40, 5))
     with pytest.raises(ValueError, match="empty"):
         decode(data, area=(4, 4, 4, 9))
     with pytest.raises(ValueError, match="four integers"):
@@ -152,10 +156,23 @@ def test_an_area_on_the_cuda_back_end_is_the_cpus():
         assert all(np.array_equal(g, w) for g, w in zip(got, want)), (reduce, area)
 
 
-def test_the_pipeline_refuses_an_area():
+def test_the_cpu_pipeline_decodes_an_area():
+    from cinegpu.decode.pipeline import FramePipeline
+
+    data = present(CONFORMANCE / "part1" / "codestreams" / "p1_05.j2k").read_bytes()
+    request = DecodeRequest(area=(100, 100, 300, 180), reduce=1)
+    with FramePipeline(backend="cpu", workers=1, request=request) as pipe:
+        got = [frame.components for _, frame in pipe.map([data, data])]
+    want = decode(data, request=request)
+    assert all(np.array_equal(g, w) for frame in got for g, w in zip(frame, want))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not have_cuda(), reason="no CUDA device")
+def test_the_gpu_pipeline_refuses_an_area():
     from cinegpu.decode.pipeline import FramePipeline, tiny_codestream
 
-    with FramePipeline(backend="cpu", workers=1) as pipe, pytest.raises(UnsupportedFeature, match="area"):
+    with FramePipeline(backend="cuda", workers=1) as pipe, pytest.raises(UnsupportedFeature, match="area"):
         pipe.submit(tiny_codestream(), request=DecodeRequest(area=(0, 0, 1, 1)))
 
 
@@ -217,9 +234,32 @@ def test_the_command_line_decodes_an_area_or_a_tile_as_opj_decompress(tmp_path, 
 def test_the_command_line_says_what_is_wrong_with_an_area(tmp_path, capsys):
     stream = tmp_path / "s.j2k"
     stream.write_bytes(encode(np.zeros((20, 30), np.uint8), backend="cpu", workers=0))
-    assert main(["decode", str(stream), "-o", str(tmp_path / "o.png"), "-d", "0,0,99,5"]) == 2
-    assert "reaches outside the image (0, 0, 30, 20)" in capsys.readouterr().err
+    assert main(["decode", str(stream), "-o", str(tmp_path / "o.png"), "-d", "0,0,99,5"]) == 0
+    assert "decode area cut to the image: 0,0,30,5" in capsys.readouterr().err
+    assert main(["decode", str(stream), "-o", str(tmp_path / "o.png"), "-d", "40,0,99,5"]) == 2
+    assert "lies outside the image (0, 0, 30, 20)" in capsys.readouterr().err
     assert main(["decode", str(stream), "-o", str(tmp_path / "o.png"), "-t", "1"]) == 2
     assert "tiles 0 to 0" in capsys.readouterr().err
     assert main(["decode", str(stream), str(stream), "-o", str(tmp_path / "out"), "-t", "0"]) == 2
     assert "one file" in capsys.readouterr().err
+
+
+def test_the_folder_mode_decodes_an_area_of_every_file(tmp_path, capsys):
+    """``-d`` with a folder: each file's area through the CPU pipeline's workers, the images as
+    one file's decode writes them; a file whose image holds nothing of the area fails alone."""
+    from helpers.pgx import read_pgx
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    rng = np.random.default_rng(5)
+    images = [rng.integers(0, 4096, (40 + 8 * k, 64), dtype=np.uint16) for k in range(3)]
+    for k, image in enumerate(images):
+        (folder / f"f{k}.j2k").write_bytes(encode(image, bits=12, tiles=(32, 32), reversible=True, backend="cpu",
+                                                  workers=0))
+    (folder / "f3.j2k").write_bytes(encode(np.zeros((8, 8), np.uint16), bits=12, backend="cpu", workers=0))
+    out = tmp_path / "out"
+    assert main(["decode", str(folder), "-o", str(out), "--format", "pgx", "-d", "10,20,50,45",
+                 "--workers", "1"]) == 2
+    assert "f3.j2k: decode area (10, 20, 50, 45) lies outside the image" in capsys.readouterr().err
+    for k, image in enumerate(images):
+        assert np.array_equal(read_pgx(out / f"f{k}_0.pgx"), image[20:45, 10:50]), k

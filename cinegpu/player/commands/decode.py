@@ -21,7 +21,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from cinegpu.decode import BackendUnavailable, CodestreamError, LenientWarning, PipelineError
+from cinegpu.decode import BackendUnavailable, CodestreamError, LenientWarning, PipelineError, UnsupportedFeature
 from cinegpu.decode.area import Area, tile_area
 from cinegpu.decode.codestream.header import parse_codestream
 from cinegpu.decode.cpus import usable_cores
@@ -61,8 +61,8 @@ def register(sub) -> None:
     p.add_argument("-l", "--layers", type=positive_int, default=None, metavar="N", help="decode only the first N quality layers")
     where = p.add_mutually_exclusive_group()
     where.add_argument("-d", "--area", type=area_arg, default=None, metavar="X0,Y0,X1,Y1",
-                       help="one file: decode only this rectangle of the reference grid (the image's coordinates "
-                            "at full resolution, its offset included), as opj_decompress -d")
+                       help="decode only this rectangle of the reference grid (the image's coordinates at full "
+                            "resolution, its offset included), as opj_decompress -d; of every file, with several")
     where.add_argument("-t", "--tile", type=non_negative_int, default=None, metavar="N",
                        help="one file: decode only tile N (its rectangle), as opj_decompress -t")
     p.add_argument("--backend", choices=("cpu", "cuda", "auto"), default="cpu",
@@ -90,8 +90,8 @@ def area_arg(text: str) -> Area:
 def run(args) -> int:
     if len(args.file) == 1 and not args.file[0].is_dir():
         return _run_one(args)
-    if args.area is not None or args.tile is not None:
-        _say("--area and --tile decode one file, not several or a folder")
+    if args.tile is not None:
+        _say("--tile decodes one file, not several or a folder (--area takes them all)")
         return 2
     return stoppable("decode", _run_many, args)
 
@@ -195,7 +195,7 @@ def _run_one(args) -> int:
     said: list[str] = []
     with _tolerated(said):
         try:
-            area = args.area if args.tile is None else tile_area(parse_codestream(read_jp2(data)[0]).siz, args.tile)
+            area = _area(source, data, args)
             decoder = Decoder(args.backend, max_pixels=limits.max_pixels, max_memory=limits.max_memory)
             frame = decoder.decode(data, reduce=args.reduce, layers=args.layers, strict=args.strict, area=area)
             picture = _picture(data, frame, args.reduce, args.output.suffix.lower(), area)
@@ -211,6 +211,21 @@ def _run_one(args) -> int:
     for path in _write(picture, _image_path(source, picture, frame, args.output)):
         print(path)
     return 0
+
+
+def _area(source: Path, data: bytes, args) -> Area | None:
+    """The decode area of ``-t`` (the tile's rectangle) or ``-d`` (cut to the image, as
+    OpenJPEG cuts it, which is said), or None; ValueError where the image has no such tile
+    or nothing of the area."""
+    if args.tile is None and args.area is None:
+        return None
+    siz = parse_codestream(read_jp2(data)[0]).siz
+    if args.tile is not None:
+        return tile_area(siz, args.tile)
+    area = args.area.within(siz)
+    if area != args.area:
+        _say(f"{source}: warning: decode area cut to the image: {area.x0},{area.y0},{area.x1},{area.y1}")
+    return area
 
 
 def _image_path(source: Path, picture: Picture, frame, out: Path) -> Path:
@@ -257,7 +272,7 @@ def _picture(data: bytes, frame, reduce: int, suffix: str, area: Area | None = N
         # each component's first sample on its own grid, reduced (for sYCC chroma siting), of the
         # image or the decode area; the channels after a palette or cdef are not the components:
         # their origins stay 0
-        x0, y0 = (siz.XOsiz, siz.YOsiz) if area is None else (area.x0, area.y0)
+        x0, y0 = (siz.XOsiz, siz.YOsiz) if area is None else (max(area.x0, siz.XOsiz), max(area.y0, siz.YOsiz))
         origins = [(_ceil(_ceil(x0, siz.XRsiz[c]), 1 << reduce),
                     _ceil(_ceil(y0, siz.YRsiz[c]), 1 << reduce)) for c in range(siz.Csiz)]
     if header is None:
@@ -317,13 +332,13 @@ def _run_many(args) -> int:
         return 2
     args.output.mkdir(exist_ok=True)
     compile_decoder("decode")
-    request = DecodeRequest(reduce=args.reduce, layers=args.layers, strict=args.strict)
+    request = DecodeRequest(reduce=args.reduce, layers=args.layers, strict=args.strict, area=args.area)
     t0 = time.perf_counter()
     try:
         with FramePipeline(backend=args.backend, workers=args.workers, request=request, limits=_limits(args)) as pipe:
-            failed = _decode_all(pipe, jobs, args.reduce, writers=min(IMAGE_WRITERS, usable_cores()))
+            failed = _decode_all(pipe, jobs, args.reduce, writers=min(IMAGE_WRITERS, usable_cores()), area=args.area)
             workers = pipe.num_workers
-    except (BackendUnavailable, PipelineError) as exc:
+    except (BackendUnavailable, PipelineError, UnsupportedFeature) as exc:
         _say(exc)
         return 2
     took = time.perf_counter() - t0
@@ -332,7 +347,7 @@ def _run_many(args) -> int:
     return 2 if failed else 0
 
 
-def _decode_all(pipe, jobs: list[ImageJob], reduce: int, writers: int) -> int:
+def _decode_all(pipe, jobs: list[ImageJob], reduce: int, writers: int, area: Area | None = None) -> int:
     """Every job's file through ``pipe`` (read as it is submitted, at most the pipeline's
     depth of them held), each image written as its frame comes back, by ``writers`` threads
     (zlib and file writes let the GIL go: a 16-bit PNG of a 2K frame takes longer to
@@ -360,7 +375,7 @@ def _decode_all(pipe, jobs: list[ImageJob], reduce: int, writers: int) -> int:
         job, data, said = held.pop(next(iter(held)))
         with _tolerated(said):      # a JP2 file's channels, put in order
             _, result = pipe.get()
-        picture = _finish(job, data, said, result, reduce)
+        picture = _finish(job, data, said, result, reduce, area)
         if picture is None:
             return 1
         writing.append((job, pool.submit(_write, *picture)))
@@ -385,10 +400,10 @@ def _decode_all(pipe, jobs: list[ImageJob], reduce: int, writers: int) -> int:
             with _tolerated(said):
                 try:
                     seq = pipe.submit(data)
-                except CodestreamError as exc:
+                except (CodestreamError, ValueError) as exc:      # ValueError: an area outside the image
                     seq, error = None, exc
             if seq is None:
-                _finish(job, data, said, error, reduce)
+                _finish(job, data, said, error, reduce, area)
                 failed += 1
             else:
                 held[seq] = (job, data, said)
@@ -400,13 +415,14 @@ def _decode_all(pipe, jobs: list[ImageJob], reduce: int, writers: int) -> int:
     return failed
 
 
-def _finish(job: ImageJob, data: bytes, said: list[str], result, reduce: int) -> tuple[Picture, Path] | None:
+def _finish(job: ImageJob, data: bytes, said: list[str], result, reduce: int,
+            area: Area | None = None) -> tuple[Picture, Path] | None:
     """One file's frame back: its picture and image path (None where it failed), what it
     tolerated said once each."""
     if not isinstance(result, Exception):
         with _tolerated(said):
             try:
-                picture = _picture(data, result, reduce, job.image.suffix.lower())
+                picture = _picture(data, result, reduce, job.image.suffix.lower(), area)
             except CodestreamError as exc:
                 result = exc
     for message in dict.fromkeys(said):
