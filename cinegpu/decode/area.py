@@ -6,10 +6,11 @@ T.800 B.2: component c's samples lie on the reference grid at multiples of (XRsi
 ``reduce`` levels down (B.5, B-14) at multiples of (XRsiz 2^r, YRsiz 2^r). An area
 [x0, x1) x [y0, y1) holds its samples from ceil(x0 / (XRsiz 2^r)) up to ceil(x1 / (XRsiz 2^r))
 across and likewise down, as the whole image holds them from its offsets (B-2): decoding an area
-gives the whole image's samples in that window. The tiles whose rectangle (B-7) meets the area
-are reconstructed whole and cut; the others are not read at all. In those tiles, tier-1 decodes
-only the code-blocks whose coefficients can reach the area (:func:`codeblocks_meeting`); the
-others come out zero, as a block without coding passes does.
+gives the whole image's samples in that window. Only the tiles whose rectangle (B-7) meets the
+area are read. In those tiles, tier-1 decodes only the code-blocks whose coefficients can reach
+the area (:func:`codeblocks_meeting`; the others come out zero, as a block without coding passes
+does), and on the host the inverse DWT runs over a window about it
+(:func:`~.reconstruct.reconstruct_tile_window`).
 """
 
 from __future__ import annotations
@@ -22,13 +23,15 @@ from . import plan_numba as N
 from . import tier1
 from .codestream.header import Codestream
 from .codestream.siz import SIZ
+from .plan import tile_rect
 
 __all__ = ["Area", "codeblocks_meeting", "component_windows", "tile_area", "tiles_meeting", "within_area"]
 
 #: How far the inverse DWT spreads a coefficient of a subband m levels above the decoded
-#: resolution, in its samples, over 2^m: the 9/7 synthesis filters reach 4 samples either
-#: side a level and the 5/3 ones 2 (F.3), less than 4 (2^m - 1) in all, and a subband's
-#: offset (B-15) shifts it by at most 2^(m-1): 8 leaves room.
+#: resolution, in its samples, over 2^m: the 9/7 synthesis filters (7 and 9 taps, F.3) carry a
+#: coefficient 3 samples one way and 5 the other a level, 5 (2^m - 1) over m levels (the 5/3
+#: ones less); 8 leaves room. The same margin keeps a reconstruction window's cut edges
+#: (:func:`~.reconstruct.reconstruct_tile_window`) away from the area.
 REACH = 8
 
 
@@ -78,14 +81,12 @@ def tiles_meeting(siz: SIZ, area: Area) -> list[int]:
     return [q * siz.num_tiles_x + p for q in down for p in across]
 
 
-def tile_area(siz: SIZ, t: int) -> Area:
-    """Tile ``t``'s rectangle on the reference grid (B-7), within the image: what
-    ``opj_decompress -t`` decodes. ValueError for a tile the grid does not have."""
-    if not 0 <= t < siz.num_tiles:
-        raise ValueError(f"tile {t}: the image has tiles 0 to {siz.num_tiles - 1}")
-    p, q = t % siz.num_tiles_x, t // siz.num_tiles_x
-    return Area(max(siz.XTOsiz + p * siz.XTsiz, siz.XOsiz), max(siz.YTOsiz + q * siz.YTsiz, siz.YOsiz),
-                min(siz.XTOsiz + (p + 1) * siz.XTsiz, siz.Xsiz), min(siz.YTOsiz + (q + 1) * siz.YTsiz, siz.Ysiz))
+def tile_area(cs: Codestream, t: int) -> Area:
+    """Tile ``t``'s rectangle on the reference grid (B-7, :func:`~.plan.tile_rect`), within the
+    image: what ``opj_decompress -t`` decodes. ValueError for a tile the grid does not have."""
+    if not 0 <= t < cs.siz.num_tiles:
+        raise ValueError(f"tile {t}: the image has tiles 0 to {cs.siz.num_tiles - 1}")
+    return Area(*tile_rect(cs, t))
 
 
 def within_area(cs: Codestream, area: Area) -> tuple[Codestream, list[int]]:

@@ -309,24 +309,26 @@ def reconstruct_tile_window(plan: TilePlan, coeffs: np.ndarray, siz, tf: Transfo
     whole steps of every level away: the window is cut in them, moved by as much."""
     n = len(plan.components)
     wanted = set(range(n) if components is None else components)
-    planes, rects = [None] * n, [None] * n
-    cut: dict[int, tuple] = {}
+    whole = {}                  # each tile-component's decoded rectangle
+    cut: dict[int, tuple] = {}  # its window within it, for those the windows meet
     for tc in plan.components:
         res = tc.resolutions[tc.decoded - 1]
+        whole[tc.c] = (res.x0, res.y0, res.x1, res.y1)
         w = windows[tc.c] if tc.c in wanted else None
         if w is None:
             continue
         box = (max(w[0], res.x0), max(w[1], res.y0), min(w[2], res.x1), min(w[3], res.y1))
-        if box[0] >= box[2] or box[1] >= box[3]:
-            continue
-        cut[tc.c] = box if tc.flat_layout().levels else (res.x0, res.y0, res.x1, res.y1)
-    whole = {tc.c: (tc.resolutions[tc.decoded - 1].x0, tc.resolutions[tc.decoded - 1].y0,
-                    tc.resolutions[tc.decoded - 1].x1, tc.resolutions[tc.decoded - 1].y1) for tc in plan.components}
-    if cut and all(cut[c] == whole[c] for c in cut):      # the windows take every sample: the whole tile's way
-        planes = reconstruct_tile(plan, coeffs, siz, tf, sorted(cut) if len(cut) < n else None)
-        return [planes[c] if c in cut else None for c in range(n)], [whole[c] if c in cut else None for c in range(n)]
+        if box[0] < box[2] and box[1] < box[3]:
+            cut[tc.c] = box if tc.flat_layout().levels else whole[tc.c]
+    if not cut:
+        return [None] * n, [None] * n
     mct = bool(plan.mct) and n >= 3 and {0, 1, 2} <= wanted and all(c in cut for c in range(3))
-    if mct and len({cut[c] for c in range(3)}) == 1 and all(tc.flat_layout().levels for tc in plan.components[:3]):
+    if all(cut[c] == whole[c] for c in cut) or (mct and len({cut[c] for c in range(3)}) > 1):
+        # the windows take every sample, or the MCT's three do not share one: the whole tile's way
+        planes = reconstruct_tile(plan, coeffs, siz, tf, components)
+        return [planes[c] if c in cut else None for c in range(n)], [whole[c] if c in cut else None for c in range(n)]
+    planes, rects = [None] * n, [None] * n
+    if mct and all(tc.flat_layout().levels for tc in plan.components[:3]):
         reversible = reconstruct_mct_of(plan)
         parts: list = []
         layouts = [window_layout(tc.flat_layout(), _in_layout(tc, cut[tc.c]), coeffs, parts)
@@ -337,27 +339,17 @@ def reconstruct_tile_window(plan: TilePlan, coeffs: np.ndarray, siz, tf: Transfo
                                                                   [siz.signed(c) for c in range(3)])
         for c in range(3):
             rects[c] = cut[c]
-    elif mct:   # the three do not share one window: the whole tile's way
-        whole = reconstruct_tile(plan, coeffs, siz, tf, components)
-        for tc in plan.components:
-            if tc.c in cut:
-                res = tc.resolutions[tc.decoded - 1]
-                planes[tc.c], rects[tc.c] = whole[tc.c], (res.x0, res.y0, res.x1, res.y1)
-        return planes, rects
     for tc in plan.components:
         if tc.c not in cut or planes[tc.c] is not None:
             continue
-        layout = tc.flat_layout()
-        parts = []
-        small = window_layout(layout, _in_layout(tc, cut[tc.c]), coeffs, parts) if layout.levels else None
-        if small is None:
-            res = tc.resolutions[tc.decoded - 1]
+        layout, parts = tc.flat_layout(), []
+        small = window_layout(layout, _in_layout(tc, cut[tc.c]), coeffs, parts)
+        if small is None:       # no level: the LL alone, whole
             planes[tc.c] = tf.component_samples_flat(coeffs, layout, tc.reversible, siz.precision(tc.c),
                                                      siz.signed(tc.c))
-            rects[tc.c] = (res.x0, res.y0, res.x1, res.y1)
-            continue
-        planes[tc.c] = tf.component_samples_flat(np.concatenate(parts), small, tc.reversible,
-                                                 siz.precision(tc.c), siz.signed(tc.c))
+        else:
+            planes[tc.c] = tf.component_samples_flat(np.concatenate(parts), small, tc.reversible,
+                                                     siz.precision(tc.c), siz.signed(tc.c))
         rects[tc.c] = cut[tc.c]
     return planes, rects
 

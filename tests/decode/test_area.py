@@ -100,14 +100,15 @@ def test_an_area_of_a_dci_frame_is_the_whole_decode_cut_out():
 
 
 def test_the_tiles_that_meet_an_area():
-    siz = parse_codestream(encode(np.zeros((40, 50), np.uint8), tiles=(16, 16), backend="cpu", workers=0)).siz
+    cs = parse_codestream(encode(np.zeros((40, 50), np.uint8), tiles=(16, 16), backend="cpu", workers=0))
+    siz = cs.siz
     assert (siz.num_tiles_x, siz.num_tiles_y) == (4, 3)
     assert tiles_meeting(siz, Area(0, 0, 1, 1)) == [0]
     assert tiles_meeting(siz, Area(15, 15, 17, 17)) == [0, 1, 4, 5]
     assert tiles_meeting(siz, Area(0, 32, 50, 40)) == [8, 9, 10, 11]
-    assert tile_area(siz, 11) == Area(48, 32, 50, 40)       # cut to the image
+    assert tile_area(cs, 11) == Area(48, 32, 50, 40)        # cut to the image
     with pytest.raises(ValueError, match="tiles 0 to 11"):
-        tile_area(siz, 12)
+        tile_area(cs, 12)
 
 
 def test_tiles_outside_the_area_are_not_read():

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cinegpu.decode import BackendUnavailable, CodestreamError, LenientWarning, PipelineError, UnsupportedFeature
-from cinegpu.decode.area import Area, tile_area
+from cinegpu.decode.area import Area, component_windows, tile_area
 from cinegpu.decode.codestream.header import parse_codestream
 from cinegpu.decode.cpus import usable_cores
 from cinegpu.decode.jp2 import channel_depths, channel_order, read_jp2
@@ -219,10 +219,10 @@ def _area(source: Path, data: bytes, args) -> Area | None:
     or nothing of the area."""
     if args.tile is None and args.area is None:
         return None
-    siz = parse_codestream(read_jp2(data)[0]).siz
+    cs = parse_codestream(read_jp2(data)[0], main_only=True)
     if args.tile is not None:
-        return tile_area(siz, args.tile)
-    area = args.area.within(siz)
+        return tile_area(cs, args.tile)
+    area = args.area.within(cs.siz)
     if area != args.area:
         _say(f"{source}: warning: decode area cut to the image: {area.x0},{area.y0},{area.x1},{area.y1}")
     return area
@@ -269,21 +269,17 @@ def _picture(data: bytes, frame, reduce: int, suffix: str, area: Area | None = N
     origins = sampling = None
     if len(comps) == siz.Csiz and (header is None or (header.palette is None and not header.cdef)):
         sampling = list(zip(siz.XRsiz, siz.YRsiz))
-        # each component's first sample on its own grid, reduced (for sYCC chroma siting), of the
-        # image or the decode area; the channels after a palette or cdef are not the components:
-        # their origins stay 0
-        x0, y0 = (siz.XOsiz, siz.YOsiz) if area is None else (max(area.x0, siz.XOsiz), max(area.y0, siz.YOsiz))
-        origins = [(_ceil(_ceil(x0, siz.XRsiz[c]), 1 << reduce),
-                    _ceil(_ceil(y0, siz.YRsiz[c]), 1 << reduce)) for c in range(siz.Csiz)]
+        # each component's first sample (x, y) on its own grid, reduced (for sYCC chroma
+        # siting), of the image or the decode area; the channels after a palette or cdef are not
+        # the components: their origins stay 0
+        firsts = (siz.component_origins(reduce) if area is None
+                  else component_windows(siz, area.within(siz), reduce)[1])
+        origins = [(x, y) for y, x in firsts]
     if header is None:
         return codestream_for_display(comps, bits, signed, list(zip(siz.XRsiz, siz.YRsiz)), alpha=frame.alpha,
                                       origins=origins)
     return for_display(comps, bits, signed, header, alpha=frame.alpha, tiff=suffix in (".tif", ".tiff"),
                        origins=origins, sampling=sampling)
-
-
-def _ceil(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 # --- many files ----------------------------------------------------------------------------
