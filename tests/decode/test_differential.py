@@ -85,3 +85,19 @@ def test_dci_precincts_two_layers_lrcp(tool, tmp_path):
     case = DiffCase(48, tool, img, args, lossy=True)
     data = make_stream(case, tmp_path)
     assert check(case, data, tmp_path) == []
+
+
+def test_more_than_255_tile_parts_of_subsampled_components_at_an_odd_origin(tmp_path):
+    """A tile of 480 tile-parts (OpenJPEG's decoder reads such a tile only in part) whose
+    chroma is sub-sampled with the image at an odd origin: checked against the sizes B-2 gives
+    (123 columns from x = 9: 61 at half width, where the source plane has 62)."""
+    from helpers.differential import DiffCase, _parts_per_tile
+    from helpers.peers import Image
+
+    img = Image(w=123, h=118, n=3, bits=12, fmt="raw", sub=((1, 1), (1, 2), (2, 1)), seed=200560)
+    args = ("-n", "2", "-I", "-r", "85.7,72.0,68.3,52.9,44.8,42.3,16.3,15.3", "-p", "CPRL", "-b", "16,8",
+            "-d", "9,30", "-c", "[128,32]", "-SOP", "-TP", "L", "-mct", "0")
+    case = DiffCase(200560, "opj", img, args, lossy=True)
+    data = make_stream(case, tmp_path)
+    assert _parts_per_tile(data) > 255
+    assert check(case, data, tmp_path) == []
