@@ -6,8 +6,8 @@ Each case takes a stream from cinegpu's own encoder, breaks ISO/IEC 15444-1 the 
 from other encoders were found to break it, and compares our lenient decode with what
 ``opj_decompress`` writes for the same bytes: more coding passes than the bit-planes hold,
 zero bit-planes past Mb, a QCD listing fewer step sizes than subbands, a COD in a later
-tile-part header, a tile missing, more than 255 tile-parts of one tile. (A cdef describing a
-channel twice: tests/decode/test_jp2.py.)
+tile-part header, a tile missing, more than 255 tile-parts of one tile, bytes that are no
+segment after an unknown marker. (A cdef describing a channel twice: tests/decode/test_jp2.py.)
 """
 
 from __future__ import annotations
@@ -188,3 +188,45 @@ def test_lenient_is_the_default_and_strict_still_raises():
     with pytest.warns(LenientWarning):
         got = decode(cut)
     assert [g.shape for g in got] == [g.shape for g in decode(data)]
+
+
+def _after_siz(data: bytes, insert: bytes) -> bytes:
+    """``insert`` put into the main header right after SIZ."""
+    end = 4 + struct.unpack_from(">H", data, 4)[0]
+    return data[:end] + insert + data[end:]
+
+
+@needs_opj
+@pytest.mark.parametrize("insert, strict_error", [
+    # a reserved marker without a segment (A.1.3), then six bytes of no segment
+    (b"\xff\x3a\x00\x06abcd", "expected a marker, found 0x0006"),
+    # an unknown marker whose length runs far past the end of the stream
+    (b"\xff\x7a\xff\xf0abcd", "segment of 65520 bytes runs past the end"),
+    # ... and one whose length is below its own two bytes
+    (b"\xff\x7a\x00\x01ab", "segment length 1 below 2"),
+])
+def test_bytes_after_an_unknown_marker(insert, strict_error, tmp_path):
+    """OpenJPEG never reads an unknown marker's length: it looks for the next marker it knows
+    among the two-byte words that follow (``opj_j2k_read_unk``). So do we, leniently, with a
+    warning naming the bytes skipped; strict refuses as before."""
+    data, _ = _stream(True)
+    bad = _after_siz(data, insert)
+    with pytest.raises(CodestreamError, match=strict_error):
+        decode(bad, strict=True)
+    got, said = _lenient(bad)
+    assert any(f"{len(insert) - 2} bytes after the unknown marker" in s and "skipped to the COD" in s
+               for s in said), said
+    assert all(np.array_equal(g, w) for g, w in zip(got, decode(data, strict=True)))
+    _same_as_opj(got, bad, tmp_path)
+    # the same bytes strict after lenient in one decoder: the header was not kept with its warning
+    decoder = Decoder()
+    decoder.decode(bad)
+    with pytest.raises(CodestreamError, match=strict_error):
+        decoder.decode(bad, strict=True)
+
+
+def test_an_unknown_marker_with_its_segment_is_skipped_by_its_length():
+    data, _ = _stream(True)
+    got, said = _lenient(_after_siz(data, b"\xff\x7a\x00\x06\xff\x52\xff\x5c"))
+    assert all(np.array_equal(g, w) for g, w in zip(got, decode(data, strict=True)))
+    assert any("skipped unknown marker 0xFF7A" in s for s in said) and not any("bytes after" in s for s in said)

@@ -218,28 +218,39 @@ def _read_segments(data, pos: int, scope: str, siz: SIZ, seg: Segments, cs_marke
     tolerated and applied to the tile, as OpenJPEG applies it (it overrides what the tile
     had: OpenJPEG decodes a tile once all its parts are read)."""
     n = len(data)
+    unknown = None      # the offset of an unknown marker not yet followed by a known one
     while True:
         code = read_u16(data, pos, "a header marker")
         if code in stop:
             return pos
         if code < 0xFF00:
-            raise InvalidSegment(f"expected a marker, found 0x{code:04X}", pos)
-        if 0xFF30 <= code <= 0xFF3F:  # reserved markers without a segment (A.1.3)
-            pos += 2
+            error = InvalidSegment(f"expected a marker, found 0x{code:04X}", pos)
+            if unknown is None or policy is None:
+                raise error
+            pos, unknown = _resync(data, unknown, stop, error, policy, warnings), None
             continue
-        length = read_u16(data, pos + 2, f"the length of {M.name(code)}")
-        if length < 2:
-            raise InvalidSegment(f"{M.name(code)}: segment length {length} below 2", pos + 2)
-        end = pos + 2 + length
-        if end > n:
-            raise TruncatedCodestream(f"{M.name(code)}: segment of {length} bytes runs past the end", pos)
-        cs_markers.append((code, pos, length))
+        if 0xFF30 <= code <= 0xFF3F:  # reserved markers without a segment (A.1.3)
+            pos, unknown = pos + 2, pos
+            continue
         entry = _TABLE.get(code)
+        length = read_u16(data, pos + 2, f"the length of {M.name(code)}")
+        end = pos + 2 + length
+        if length < 2 or end > n:
+            error = InvalidSegment(f"{M.name(code)}: segment length {length} below 2", pos + 2) if length < 2 \
+                else TruncatedCodestream(f"{M.name(code)}: segment of {length} bytes runs past the end", pos)
+            if entry is None and policy is not None and code not in (M.SOC, M.SIZ, M.SOD, M.EOC, M.SOP, M.EPH):
+                # an unknown marker's length that cannot be right: OpenJPEG never reads it
+                pos, unknown = _resync(data, pos, stop, error, policy, warnings), None
+                continue
+            raise error
+        cs_markers.append((code, pos, length))
         if entry is None:
             if code in (M.SOC, M.SIZ, M.SOD, M.EOC, M.SOP, M.EPH):
                 raise MisplacedMarker(f"{M.name(code)} inside a {scope} header", pos)
             warnings.append(Fault(InvalidSegment(f"skipped unknown marker {M.name(code)}", pos)))
+            unknown = pos
         else:
+            unknown = None
             where, attr, parser = entry
             allowed = _SCOPES[code]
             if scope not in allowed and not (scope == "first" and "tile" in allowed):
@@ -252,6 +263,24 @@ def _read_segments(data, pos: int, scope: str, siz: SIZ, seg: Segments, cs_marke
             reader = SegmentReader(data, pos + 4, end, M.NAMES[code])
             _store(seg, attr, parser(reader, siz))
         pos = end
+
+
+def _resync(data, unknown: int, stop: tuple[int, ...], error: CodestreamError, policy: Strictness,
+            warnings) -> int:
+    """Where the header goes on after bytes that are no marker segment following the unknown
+    marker at ``unknown``: the next known marker (one of ``stop`` or a segment this parser
+    reads) among the two-byte words after it, as OpenJPEG's decoder looks for it whatever
+    the unknown marker's length says (its ``opj_j2k_read_unk``). Strict, or where none follows,
+    raises ``error``; lenient, tolerated with a warning naming the bytes skipped."""
+    for at in range(unknown + 2, len(data) - 1, 2):
+        code = (data[at] << 8) | data[at + 1]
+        if code in stop or code in _TABLE:
+            policy.tolerate(error, warnings, text=f"{at - unknown - 2} bytes after the unknown marker "
+                                                  f"{M.name((data[unknown] << 8) | data[unknown + 1])} at byte "
+                                                  f"{unknown} skipped to the {M.name(code)} at byte {at}, as "
+                                                  "OpenJPEG skips them")
+            return at
+    raise error
 
 
 #: Main-header segments that may differ from frame to frame of one reel without changing how
@@ -406,7 +435,7 @@ def parse_codestream(data: bytes | memoryview, *, strict: bool | Strictness = Tr
     main = Segments()
     cut_short = False
     try:
-        pos = _read_segments(data, 4 + length, "main", siz, main, cs_markers, warnings, (M.SOT, M.EOC))
+        pos = _read_segments(data, 4 + length, "main", siz, main, cs_markers, warnings, (M.SOT, M.EOC), policy)
     except TruncatedCodestream as exc:
         # lenient: a main header with its COD and QCD is enough for a (blank) picture
         if main.cod is None or main.qcd is None:
@@ -418,7 +447,8 @@ def parse_codestream(data: bytes | memoryview, *, strict: bool | Strictness = Tr
     if main.qcd is None:
         raise InvalidSegment("main header has no QCD", pos)
     entry = None
-    if cache is not None and not cut_short and data[pos:pos + 2] == _SOT_BYTES:
+    if cache is not None and not cut_short and data[pos:pos + 2] == _SOT_BYTES and \
+            not any(f.tolerated for f in warnings):     # a strict parse of the same bytes raises
         entry = cache.add(data, pos, (siz, main, tuple(cs_markers), tuple(warnings), pos))
     tiles = {} if cut_short or main_only else _read_tile_parts(data, pos, siz, cs_markers, warnings, policy)
     cs = Codestream(siz, main, tiles, cs_markers, warnings, data, pos, main_only, entry)
