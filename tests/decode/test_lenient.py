@@ -7,7 +7,7 @@ from other encoders were found to break it, and compares our lenient decode with
 ``opj_decompress`` writes for the same bytes: more coding passes than the bit-planes hold,
 zero bit-planes past Mb, a QCD listing fewer step sizes than subbands, a COD in a later
 tile-part header, a tile missing, more than 255 tile-parts of one tile, bytes that are no
-segment after an unknown marker. (A cdef describing a channel twice: tests/decode/test_jp2.py.)
+segment after an unknown marker, a malformed comment or pointer segment. (A cdef describing a channel twice: tests/decode/test_jp2.py.)
 """
 
 from __future__ import annotations
@@ -230,3 +230,35 @@ def test_an_unknown_marker_with_its_segment_is_skipped_by_its_length():
     got, said = _lenient(_after_siz(data, b"\xff\x7a\x00\x06\xff\x52\xff\x5c"))
     assert all(np.array_equal(g, w) for g, w in zip(got, decode(data, strict=True)))
     assert any("skipped unknown marker 0xFF7A" in s for s in said) and not any("bytes after" in s for s in said)
+
+
+def _in_first_tile_part(data: bytes, insert: bytes) -> bytes:
+    """``insert`` put into the first tile-part's header, right after its SOT (Psot grown)."""
+    at = parse_codestream(data).tiles[0].parts[0].offset
+    out = bytearray(data[: at + 12] + insert + data[at + 12 :])
+    struct.pack_into(">I", out, at + 6, struct.unpack_from(">I", data, at + 6)[0] + len(insert))
+    return bytes(out)
+
+
+@pytest.mark.parametrize("where, insert, opj_decodes", [
+    ("main", b"\xff\x64\x00\x02", True),                        # COM without its Rcom (A.9.2)
+    ("main", b"\xff\x64\x00\x03\x00", True),
+    ("tile", b"\xff\x64\x00\x02", True),
+    ("main", b"\xff\x57\x00\x05\x00\x01\x81", True),            # PLM: a packet length unterminated
+    ("main", b"\xff\x55\x00\x08\x00\x60\x00\x00\x00\x00", False),   # TLM: no whole number of entries
+    ("tile", b"\xff\x58\x00\x04\x00\x81", False),                # PLT: a packet length unterminated
+])
+def test_a_malformed_informative_segment_is_ignored(where, insert, opj_decodes, tmp_path):
+    """A comment or a pointer segment (A.7, A.9) that does not parse, its length sound: the
+    decode does without it, so it is stepped over with a warning (OpenJPEG reads no COM or PLM
+    content; in a tile-part header such a segment cost the rest of the stream, concealed);
+    strict refuses as before."""
+    data, _ = _stream(True, tiles=(32, 32))
+    bad = _after_siz(data, insert) if where == "main" else _in_first_tile_part(data, insert)
+    with pytest.raises(InvalidSegment):
+        decode(bad, strict=True)
+    got, said = _lenient(bad)
+    assert any(s.endswith("the segment is ignored") for s in said), said
+    assert all(np.array_equal(g, w) for g, w in zip(got, decode(data, strict=True)))
+    if opj_decodes and OPJ is not None:
+        _same_as_opj(got, bad, tmp_path)

@@ -194,6 +194,10 @@ _TABLE: dict[int, tuple[str, str, _Parser]] = {
 }
 
 
+#: Segments the decode does without (A.7 pointer segments, A.9 informational ones): a malformed
+#: one is ignored when decoding leniently.
+INFORMATIVE = frozenset((M.TLM, M.PLM, M.PLT, M.CRG, M.COM))
+
 #: Each table marker's scopes, split once.
 _SCOPES = {code: frozenset(where.split()) for code, (where, _, _) in _TABLE.items()}
 
@@ -261,7 +265,16 @@ def _read_segments(data, pos: int, scope: str, siz: SIZ, seg: Segments, cs_marke
                                                       f"tile's first at byte {pos}, applied to the tile as "
                                                       "OpenJPEG applies it")
             reader = SegmentReader(data, pos + 4, end, M.NAMES[code])
-            _store(seg, attr, parser(reader, siz))
+            try:
+                value = parser(reader, siz)
+            except InvalidSegment as exc:
+                if code not in INFORMATIVE or policy is None:
+                    raise
+                # a segment the decode does without, whose length holds: stepped over
+                # (OpenJPEG reads no COM or PLM content, nor PLT's to decode)
+                policy.tolerate(exc, warnings, text=f"{exc}; the segment is ignored")
+            else:
+                _store(seg, attr, value)
         pos = end
 
 
