@@ -7,7 +7,8 @@ from other encoders were found to break it, and compares our lenient decode with
 ``opj_decompress`` writes for the same bytes: more coding passes than the bit-planes hold,
 zero bit-planes past Mb, a QCD listing fewer step sizes than subbands, a COD in a later
 tile-part header, a tile missing, more than 255 tile-parts of one tile, bytes that are no
-segment after an unknown marker, a malformed comment or pointer segment. (A cdef describing a channel twice: tests/decode/test_jp2.py.)
+segment after an unknown marker, a malformed comment or pointer segment, a tile-part after every
+tile is whole; and damage concealed tile by tile (a tile-part missing or repeated, a damaged SOT). (A cdef describing a channel twice: tests/decode/test_jp2.py.)
 """
 
 from __future__ import annotations
@@ -262,3 +263,61 @@ def test_a_malformed_informative_segment_is_ignored(where, insert, opj_decodes, 
     assert all(np.array_equal(g, w) for g, w in zip(got, decode(data, strict=True)))
     if opj_decodes and OPJ is not None:
         _same_as_opj(got, bad, tmp_path)
+
+
+def _parts(data: bytes) -> list[tuple[int, int, int]]:
+    """(tile, offset, end) of each tile-part, in stream order."""
+    cs = parse_codestream(data)
+    return sorted((p.offset, t, p.end) for t, tile in cs.tiles.items() for p in tile.parts)
+
+
+def test_a_tile_part_missing_or_repeated_costs_its_tile_alone():
+    """A tile-part out of order (one missing before it, or one read again): the tile keeps the
+    parts read before, the other tiles decode (each tile's data here is all in its first part,
+    so nothing is lost: the samples are the clean stream's); strict refuses as before."""
+    data, _ = _stream(True, tiles=(32, 32))
+    split = _split_tile_parts(data, 3)
+    parts = _parts(split)
+    clean = decode(split, strict=True)
+    (a0, _, e0), (a1, _, e1) = parts[0], parts[1]      # tile 0's parts 0 and 1
+    for bad, due in ((split[:a1] + split[e1:], "part 2 where part 1 was due"),     # part 1 missing
+                     (split[:e0] + split[a0:e0] + split[e0:], "part 0 where part 1 was due")):   # part 0 twice
+        with pytest.raises(InvalidSegment, match=due):
+            decode(bad, strict=True)
+        got, said = _lenient(bad)
+        assert any(due in s and "the tile's later parts ignored" in s for s in said), said
+        assert all(np.array_equal(g, w) for g, w in zip(got, clean))
+
+
+@needs_opj
+def test_a_tile_part_after_every_tile_is_whole_is_ignored(tmp_path):
+    """OpenJPEG reads no further once every tile has all its parts: a tile-part repeated at
+    the end of the stream is ignored (tolerated, not damage)."""
+    data, _ = _stream(True, tiles=(32, 32))
+    offset, _, end = _parts(data)[0]
+    bad = data[:-2] + data[offset:end] + data[-2:]
+    with pytest.raises(InvalidSegment, match="after every tile's last part"):
+        decode(bad, strict=True)
+    got, said = _lenient(bad)
+    assert any("after every tile's last tile-part ignored" in s for s in said), said
+    _same_as_opj(got, bad, tmp_path)
+    assert not Decoder().decode(bad).damaged
+
+
+@pytest.mark.parametrize("damage", ["Isot", "Lsot", "Psot"])
+def test_a_damaged_sot_keeps_the_tiles_before_it(damage):
+    data, _ = _stream(True, tiles=(32, 32))
+    at = _parts(data)[2][0]        # tile 2's SOT
+    bad = bytearray(data)
+    if damage == "Isot":
+        struct.pack_into(">H", bad, at + 4, 999)
+    elif damage == "Lsot":
+        struct.pack_into(">H", bad, at + 2, 12)
+    else:
+        struct.pack_into(">I", bad, at + 6, 8)
+    with pytest.raises(InvalidSegment):
+        decode(bytes(bad), strict=True)
+    got, said = _lenient(bytes(bad))
+    assert any("rest of the codestream ignored" in s for s in said), said
+    clean = decode(data)
+    assert all(np.array_equal(g[:32, :64], w[:32, :64]) for g, w in zip(got, clean))    # tiles 0 and 1

@@ -474,6 +474,8 @@ def _read_tile_parts(data, pos: int, siz: SIZ, cs_markers, warnings: list[Fault]
     """The tile-parts from ``pos`` to EOC (A.4.2); lenient, a damaged one ends the walk."""
     n = len(data)
     tiles: dict[int, Tile] = {}
+    broken: set[int] = set()    # tiles a part of which is missing: their later parts are skipped
+    whole_tiles = 0             # tiles with all the parts their TNsot counts
     num_tiles = siz.num_tiles
     for _ in range(MAX_TILE_PARTS):
         if pos + 2 > n:
@@ -496,22 +498,51 @@ def _read_tile_parts(data, pos: int, siz: SIZ, cs_markers, warnings: list[Fault]
             return tiles
         # A.4.2: Lsot, Isot, Psot, TPsot, TNsot after the marker; its 12 bytes are there (checked above)
         _, length, isot, psot, tpsot, tnsot = _SOT_SEGMENT.unpack_from(data, pos)
-        if length != 10:
-            raise InvalidSegment(f"SOT: Lsot {length}, must be 10", pos + 2)
         sot = SOT(isot, psot, tpsot, tnsot)
+        if length != 10 or sot.Isot >= num_tiles:
+            # lenient: the tiles read so far are kept (a damaged SOT: where the rest lies is unknown)
+            policy.fault(InvalidSegment(f"SOT: Lsot {length}, must be 10", pos + 2) if length != 10 else
+                         InvalidSegment(f"SOT: tile {sot.Isot} of {num_tiles}", pos + 4), warnings,
+                         text=f"SOT at byte {pos} damaged; rest of the codestream ignored")
+            return tiles
         cs_markers.append((code, pos, length))
-        if sot.Isot >= num_tiles:
-            raise InvalidSegment(f"SOT: tile {sot.Isot} of {num_tiles}", pos + 4)
+        if sot.Isot in broken and 0 < sot.Psot <= n - pos:     # a later part of a tile with one missing
+            pos += sot.Psot
+            continue
         tile = tiles.get(sot.Isot)
         if tile is None:
             tile = tiles[sot.Isot] = Tile(sot.Isot)
         due = len(tile.parts)
         if sot.TPsot != due:
-            error = InvalidSegment(f"SOT: tile {sot.Isot} part {sot.TPsot} where part {due} was due", pos + 8)
             # TPsot is 8 bits (A.4.2: at most 255 tile-parts); OpenJPEG's encoder writes more, its
             # count wrapping past 255, and its decoder reads them in order
-            if due < 256 or sot.TPsot != due % 256:
-                raise error
+            wraps = due >= 256 and sot.TPsot == due % 256
+            if not wraps and whole_tiles == num_tiles:
+                # OpenJPEG's decoder reads no further once every tile has all its parts
+                policy.tolerate(InvalidSegment(f"SOT: tile {sot.Isot} part {sot.TPsot} after every tile's last "
+                                               "part", pos), warnings,
+                                text=f"{n - pos} bytes after every tile's last tile-part ignored (a tile-part of "
+                                     f"tile {sot.Isot} at byte {pos}), as OpenJPEG ignores them")
+                return tiles
+            error = InvalidSegment(f"SOT: tile {sot.Isot} part {sot.TPsot} where part {due} was due", pos + 8)
+            if not wraps:
+                # lenient: a part missing or repeated; the tile's packets from here cannot be
+                # placed, so it keeps the parts read (the rest concealed), the other tiles go on
+                whole = 0 < sot.Psot <= n - pos
+                if whole and _complete(tile):     # a part of a tile read whole: nothing lost
+                    policy.tolerate(error, warnings, tile=sot.Isot,
+                                    text=f"{error}, after the tile's last part; ignored")
+                    pos += sot.Psot
+                    continue
+                policy.fault(error, warnings, tile=sot.Isot, text=f"{error}; " + (
+                    "this and the tile's later parts ignored" if whole else "rest of the codestream ignored"))
+                if not tile.parts:
+                    del tiles[sot.Isot]
+                if not whole:
+                    return tiles
+                broken.add(sot.Isot)
+                pos += sot.Psot
+                continue
             if due == 256:
                 policy.tolerate(error, warnings, tile=sot.Isot,
                                 text=f"tile {sot.Isot} has more than 255 tile-parts (TPsot wraps to 0 at byte "
@@ -534,14 +565,25 @@ def _read_tile_parts(data, pos: int, siz: SIZ, cs_markers, warnings: list[Fault]
         cs_markers.append((M.SOD, sod, 0))
         end = pos + sot.Psot if sot.Psot else _last_eoc(data)
         if sot.Psot and sot.Psot < sod + 2 - pos:
-            raise InvalidSegment(f"SOT: Psot {sot.Psot} ends inside the tile-part header", pos + 6)
+            policy.fault(InvalidSegment(f"SOT: Psot {sot.Psot} ends inside the tile-part header", pos + 6), warnings,
+                         tile=sot.Isot, text=f"tile {sot.Isot} part {sot.TPsot}: Psot {sot.Psot} ends inside its "
+                                             "header; rest of the codestream ignored")
+            if not tile.parts:
+                del tiles[sot.Isot]
+            return tiles
         if end > n:
             policy.fault(TruncatedCodestream(f"tile-part of {sot.Psot} bytes runs past the end", pos), warnings,
                          tile=sot.Isot, text=f"tile {sot.Isot} part {sot.TPsot} cut short by {end - n} bytes")
             end = n
         tile.parts.append(TilePart(sot, pos, sod + 2, end))
+        whole_tiles += len(tile.parts) == tile.parts[0].sot.TNsot
         pos = end
     raise InvalidSegment(f"more than {MAX_TILE_PARTS} tile-parts", pos)
+
+
+def _complete(tile: Tile) -> bool:
+    """Whether ``tile`` has all the parts its first part's TNsot counts (0: not known)."""
+    return bool(tile.parts) and 0 < tile.parts[0].sot.TNsot <= len(tile.parts)
 
 
 def _last_eoc(data) -> int:
