@@ -40,8 +40,13 @@ def to_file_range(component: np.ndarray, bits: int, signed: bool, depth: int) ->
     """A component of ``bits``-bit samples scaled to the full range of a ``depth``-bit file
     sample (8 or 16), as viewers expect: ``v * (2**depth - 1) // (2**bits - 1)``, so 0 stays 0
     and the largest code becomes 255 or 65535 (what ``opj_decompress`` writes in PNG).
-    Signed samples are first offset by ``2**(bits - 1)``."""
+    Signed samples of at most ``depth`` bits are scaled as ``opj_decompress`` scales them, by
+    ``2**(depth - bits)`` (-2**(bits - 1) to -2**(depth - 1)), then offset by ``2**(depth - 1)``;
+    deeper ones are offset by ``2**(bits - 1)`` and scaled as unsigned ones."""
     a = component.astype(np.int64)
+    if signed and bits <= depth:
+        a = np.clip(a, -(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+        return ((a << (depth - bits)) + (1 << (depth - 1))).astype(np.uint8 if depth == 8 else np.uint16)
     if signed:
         a = a + (1 << (bits - 1))
     top = (1 << bits) - 1

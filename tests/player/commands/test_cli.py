@@ -173,3 +173,30 @@ def test_a_reader_that_leaves_the_pipe_gets_no_traceback():
         os.close(write_end)
     assert r.returncode == 128 + signal.SIGPIPE, r.stderr
     assert "Traceback" not in r.stderr and "BrokenPipe" not in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("bits", [7, 8, 11, 14])
+def test_signed_samples_are_written_to_png_as_opj_decompress_writes_them(tmp_path, bits):
+    """Signed components scaled by 2**(16 - bits) (or 2**(8 - bits)) and offset by half the
+    file's range, as OpenJPEG's PNG writer does (not offset first and scaled as unsigned ones:
+    up to 2**(depth - bits) - 1 apart)."""
+    import shutil
+
+    import imagecodecs
+
+    from cinegpu.encode import encode
+
+    if not shutil.which("opj_decompress"):
+        pytest.skip("opj_decompress is not installed")
+    y, x = np.mgrid[0:24, 0:40]
+    top = 1 << (bits - 1)
+    grey = ((x * 37 + y * 101) % (2 * top) - top).astype(np.int16)
+    grey[0, :2] = (-top, top - 1)           # both ends of the range
+    src = tmp_path / "s.j2k"
+    src.write_bytes(encode(grey, bits=bits, signed=True, backend="cpu", reversible=True))
+    ours, theirs = tmp_path / "ours.png", tmp_path / "theirs.png"
+    assert cinegpu("decode", str(src), "-o", str(ours)).returncode == 0
+    subprocess.run(["opj_decompress", "-i", str(src), "-o", str(theirs)], check=True, capture_output=True,
+                   timeout=60)
+    a, b = imagecodecs.png_decode(ours.read_bytes()), imagecodecs.png_decode(theirs.read_bytes())
+    assert a.dtype == b.dtype and np.array_equal(a, b)
