@@ -24,6 +24,7 @@ from typing import Sequence
 import numpy as np
 
 from . import level_shift as _np_level_shift
+from . import mct as _np_mct
 from .display import xyz_to_rgb
 from .dwt import Level, _check_level
 from .dwt_numba import last_level_53_rct, last_level_97_ict, level_53, level_97
@@ -217,6 +218,17 @@ def _sample_bounds_of(precisions: tuple, signed: tuple):
     return tuple(np.array(v, np.int64) for v in zip(*(_bounds(p, sg) for p, sg in zip(precisions, signed))))
 
 
+def _deep_mct_to_samples(planes, reversible: bool, precisions: Sequence[int], signed: Sequence[bool]):
+    """The inverse RCT / ICT of three planes (int32 or float32, as OpenJPEG computes them) and each
+    component's DC shift and clip, in numpy: precisions above 24 bits, which the compiled kernels
+    (float32 and int32 bounds) do not take."""
+    if reversible:
+        out = _np_mct.inverse_rct(*(np.asarray(p, np.int32) for p in planes))
+    else:
+        out = _np_mct.inverse_ict(*(np.asarray(p, np.float32) for p in planes))
+    return tuple(_np_level_shift.to_samples(o, p, sg) for o, p, sg in zip(out, precisions, signed))
+
+
 def inverse_mct_to_samples(y0, y1, y2, precisions: Sequence[int], signed: Sequence[bool]):
     """``to_samples(c, precisions[i], signed[i])`` of ``inverse_rct/ict(y0, y1, y2)``.
 
@@ -248,6 +260,9 @@ def reconstruct_mct(comps, reversible: bool, precisions: Sequence[int], signed: 
     """
     if len(comps) != 3:
         raise ValueError(f"need three components, got {len(comps)}")
+    if max(precisions) > 24:
+        return _deep_mct_to_samples([dequantize_idwt(ll, levels, deltas, reversible) for ll, levels, deltas in comps],
+                                    reversible, precisions, signed)
     rects = {tuple(c[1][-1][3]) if c[1] else None for c in comps}
     rect = rects.pop() if len(rects) == 1 else None
     if rect is None or rect[3] - rect[1] < 2 or rect[2] - rect[0] < 1:  # not worth fusing
@@ -316,6 +331,9 @@ def reconstruct_mct_flat(coeffs: np.ndarray, layouts: Sequence[FlatLayout], reve
     (else through :func:`reconstruct_mct`); the samples as ``dtype`` (None: int32)."""
     if len(layouts) != 3:
         raise ValueError(f"need three components, got {len(layouts)}")
+    if max(precisions) > 24:
+        return as_samples(_deep_mct_to_samples([dequantize_idwt_flat(coeffs, lay, reversible) for lay in layouts],
+                                               reversible, precisions, signed), dtype)
     l0, l1, l2 = layouts
     if (min(l0.levels, l1.levels, l2.levels) < 2
             or not (np.array_equal(l0.rects[-1], l1.rects[-1]) and np.array_equal(l0.rects[-1], l2.rects[-1]))
