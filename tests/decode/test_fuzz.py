@@ -240,3 +240,45 @@ def test_hypothesis_after_soc_siz(tail):
     for prefix in (data[: segs[1][1]], data[:main_end]):
         problem, _ = check_one(prefix + tail)
         assert problem is None, f"prefix {len(prefix)} bytes + {tail.hex()}: {problem}"
+
+
+#: Seeds of the differential harness whose streams are edited structurally, then mutated
+#: (test_fuzz_structural_edits).
+STRUCTURAL_SEEDS = range(60_100, 60_160)
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::cinegpu.decode.errors.LenientWarning")
+def test_fuzz_structural_edits(tmp_path):
+    """Other tools' streams edited as damaged files come (tests/helpers/structural.py: markers
+    added, tile-parts dropped, repeated, swapped, cut), then mutated, decoded strict and lenient:
+    a CodestreamError or a picture, nothing else, nothing slow (a SIZ of 29 bits under the MCT
+    raised a ValueError here)."""
+    import shutil
+
+    from helpers.differential import ENCODERS, available, made_streams
+    from helpers.structural import edits
+
+    tools = tuple(t for t in ENCODERS if t != "cinegpu" and available(t))
+    if not tools:
+        pytest.skip("none of opj_compress, grk_compress, ojph_compress and ffmpeg is installed")
+    problems, decoded = [], 0
+    for seed, _, data, folder in made_streams(STRUCTURAL_SEEDS, tools, tmp_path, cut_share=0.0):
+        shutil.rmtree(folder)
+        try:
+            edited = list(edits(data, seed))
+        except CodestreamError:
+            continue        # a stream we refuse intact (the differential tests judge it)
+        for name, stream in edited:
+            for k in range(3):
+                try:
+                    mutated, what = mutate(stream, f"{seed}/{name}/{k}")
+                except CodestreamError:     # mutate reads the segments, strictly: the edit as it is
+                    mutated, what = stream, "no mutation"
+                for strict in (True, False):
+                    decoded += 1
+                    problem, _ = check_one(mutated, strict=strict)
+                    if problem:
+                        problems.append(f"seed {seed}, {name}, {what}, strict={strict}: {problem}")
+    assert decoded > 1_000
+    assert not problems, "\n".join(problems[:15])
