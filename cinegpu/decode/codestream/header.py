@@ -471,7 +471,9 @@ def parse_codestream(data: bytes | memoryview, *, strict: bool | Strictness = Tr
 
 def _read_tile_parts(data, pos: int, siz: SIZ, cs_markers, warnings: list[Fault],
                      policy: Strictness) -> dict[int, Tile]:
-    """The tile-parts from ``pos`` to EOC (A.4.2); lenient, a damaged one ends the walk."""
+    """The tile-parts from ``pos`` to EOC (A.4.2). Lenient, a damaged one ends the walk, a
+    tile-part out of order ends its tile's (the others read on), and tile-parts after every tile
+    has all its parts are ignored, as OpenJPEG ignores them."""
     n = len(data)
     tiles: dict[int, Tile] = {}
     broken: set[int] = set()    # tiles a part of which is missing: their later parts are skipped
