@@ -13,6 +13,7 @@ segment's bytes as stored).
 
 from __future__ import annotations
 
+import enum
 import struct
 from dataclasses import dataclass, field
 from typing import Callable
@@ -513,40 +514,22 @@ def _read_tile_parts(data, pos: int, siz: SIZ, cs_markers, warnings: list[Fault]
             continue
         tile = tiles.get(sot.Isot)
         if tile is None:
-            tile = tiles[sot.Isot] = Tile(sot.Isot)
+            tile = Tile(sot.Isot)       # in ``tiles`` once a part of it is read
         due = len(tile.parts)
         if sot.TPsot != due:
             # TPsot is 8 bits (A.4.2: at most 255 tile-parts); OpenJPEG's encoder writes more, its
             # count wrapping past 255, and its decoder reads them in order
-            wraps = due >= 256 and sot.TPsot == due % 256
-            if not wraps and whole_tiles == num_tiles:
-                # OpenJPEG's decoder reads no further once every tile has all its parts
-                policy.tolerate(InvalidSegment(f"SOT: tile {sot.Isot} part {sot.TPsot} after every tile's last "
-                                               "part", pos), warnings,
-                                text=f"{n - pos} bytes after every tile's last tile-part ignored (a tile-part of "
-                                     f"tile {sot.Isot} at byte {pos}), as OpenJPEG ignores them")
-                return tiles
-            error = InvalidSegment(f"SOT: tile {sot.Isot} part {sot.TPsot} where part {due} was due", pos + 8)
-            if not wraps:
-                # lenient: a part missing or repeated; the tile's packets from here cannot be
-                # placed, so it keeps the parts read (the rest concealed), the other tiles go on
-                whole = 0 < sot.Psot <= n - pos
-                if whole and _complete(tile):     # a part of a tile read whole: nothing lost
-                    policy.tolerate(error, warnings, tile=sot.Isot,
-                                    text=f"{error}, after the tile's last part; ignored")
-                    pos += sot.Psot
-                    continue
-                policy.fault(error, warnings, tile=sot.Isot, text=f"{error}; " + (
-                    "this and the tile's later parts ignored" if whole else "rest of the codestream ignored"))
-                if not tile.parts:
-                    del tiles[sot.Isot]
-                if not whole:
+            if not (due >= 256 and sot.TPsot == due % 256):
+                step = _misplaced_part(sot, tile, pos, n, whole_tiles == num_tiles, policy, warnings)
+                if step is _Misplaced.STOP:
                     return tiles
-                broken.add(sot.Isot)
+                if step is _Misplaced.BREAK:
+                    broken.add(sot.Isot)
                 pos += sot.Psot
                 continue
             if due == 256:
-                policy.tolerate(error, warnings, tile=sot.Isot,
+                policy.tolerate(InvalidSegment(f"SOT: tile {sot.Isot} part {sot.TPsot} where part {due} was due",
+                                               pos + 8), warnings, tile=sot.Isot,
                                 text=f"tile {sot.Isot} has more than 255 tile-parts (TPsot wraps to 0 at byte "
                                      f"{pos + 8}); read in order, as OpenJPEG reads them")
             sot = sot._replace(TPsot=due)
@@ -561,8 +544,6 @@ def _read_tile_parts(data, pos: int, siz: SIZ, cs_markers, warnings: list[Fault]
             # lenient: keep the tiles read so far, drop this damaged tile-part
             policy.fault(exc, warnings, tile=sot.Isot,
                          text=f"tile {sot.Isot} part {sot.TPsot}: {exc}; rest of the codestream ignored")
-            if not tile.parts:
-                del tiles[sot.Isot]
             return tiles
         cs_markers.append((M.SOD, sod, 0))
         end = pos + sot.Psot if sot.Psot else _last_eoc(data)
@@ -570,17 +551,50 @@ def _read_tile_parts(data, pos: int, siz: SIZ, cs_markers, warnings: list[Fault]
             policy.fault(InvalidSegment(f"SOT: Psot {sot.Psot} ends inside the tile-part header", pos + 6), warnings,
                          tile=sot.Isot, text=f"tile {sot.Isot} part {sot.TPsot}: Psot {sot.Psot} ends inside its "
                                              "header; rest of the codestream ignored")
-            if not tile.parts:
-                del tiles[sot.Isot]
             return tiles
         if end > n:
             policy.fault(TruncatedCodestream(f"tile-part of {sot.Psot} bytes runs past the end", pos), warnings,
                          tile=sot.Isot, text=f"tile {sot.Isot} part {sot.TPsot} cut short by {end - n} bytes")
             end = n
+        tiles[sot.Isot] = tile
         tile.parts.append(TilePart(sot, pos, sod + 2, end))
         whole_tiles += len(tile.parts) == tile.parts[0].sot.TNsot
         pos = end
     raise InvalidSegment(f"more than {MAX_TILE_PARTS} tile-parts", pos)
+
+
+class _Misplaced(enum.Enum):
+    """What a lenient walk of the tile-parts does with one out of order (A.4.2)."""
+
+    STOP = "the walk ends: what lies after it is not read"
+    SKIP = "this tile-part is skipped"
+    BREAK = "this tile-part and its tile's later ones are skipped; the other tiles read on"
+
+
+def _misplaced_part(sot: SOT, tile: Tile, pos: int, n: int, all_whole: bool, policy: Strictness,
+                    warnings: list[Fault]) -> _Misplaced:
+    """A tile-part of ``tile`` at byte ``pos`` whose TPsot is not the part due (one missing before
+    it, or one repeated), ``n`` the codestream's length; ``all_whole``: every tile has all its
+    parts already. Recorded as a fault (strict raises) or tolerated where nothing is lost:
+
+    * after every tile is whole: OpenJPEG's decoder reads no further, nor do we (STOP);
+    * a part of a tile already whole: ignored (SKIP);
+    * else the tile's packets from here cannot be placed: the tile keeps the parts read (the
+      rest concealed) and the other tiles go on (BREAK), or, where Psot does not say where the
+      next tile-part lies, the walk ends (STOP)."""
+    if all_whole:
+        policy.tolerate(InvalidSegment(f"SOT: tile {sot.Isot} part {sot.TPsot} after every tile's last part", pos),
+                        warnings, text=f"{n - pos} bytes after every tile's last tile-part ignored (a tile-part of "
+                                       f"tile {sot.Isot} at byte {pos}), as OpenJPEG ignores them")
+        return _Misplaced.STOP
+    error = InvalidSegment(f"SOT: tile {sot.Isot} part {sot.TPsot} where part {len(tile.parts)} was due", pos + 8)
+    whole = 0 < sot.Psot <= n - pos
+    if whole and _complete(tile):
+        policy.tolerate(error, warnings, tile=sot.Isot, text=f"{error}, after the tile's last part; ignored")
+        return _Misplaced.SKIP
+    policy.fault(error, warnings, tile=sot.Isot, text=f"{error}; " + (
+        "this and the tile's later parts ignored" if whole else "rest of the codestream ignored"))
+    return _Misplaced.BREAK if whole else _Misplaced.STOP
 
 
 def _complete(tile: Tile) -> bool:

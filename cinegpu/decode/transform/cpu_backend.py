@@ -218,29 +218,23 @@ def _sample_bounds_of(precisions: tuple, signed: tuple):
     return tuple(np.array(v, np.int64) for v in zip(*(_bounds(p, sg) for p, sg in zip(precisions, signed))))
 
 
-def _deep_mct_to_samples(planes, reversible: bool, precisions: Sequence[int], signed: Sequence[bool]):
-    """The inverse RCT / ICT of three planes (int32 or float32, as OpenJPEG computes them) and each
-    component's DC shift and clip, in numpy: precisions above 24 bits, which the compiled kernels
-    (float32 and int32 bounds) do not take."""
-    if reversible:
-        out = _np_mct.inverse_rct(*(np.asarray(p, np.int32) for p in planes))
-    else:
-        out = _np_mct.inverse_ict(*(np.asarray(p, np.float32) for p in planes))
-    return tuple(_np_level_shift.to_samples(o, p, sg) for o, p, sg in zip(out, precisions, signed))
-
-
 def inverse_mct_to_samples(y0, y1, y2, precisions: Sequence[int], signed: Sequence[bool]):
     """``to_samples(c, precisions[i], signed[i])`` of ``inverse_rct/ict(y0, y1, y2)``.
 
     int32 inputs take the RCT (G.2), float32 ones the ICT (G.3); one pass,
     three int32 arrays out, bit for bit the composition of the twin's
-    functions.  Precisions 1..24.
+    functions.  Precisions 1..24 are compiled; deeper ones (which the compiled
+    kernels' float32 and int32 bounds do not take) go to the numpy twins, as
+    in :func:`to_samples`.
     """
     reversible = np.asarray(y0).dtype.kind in "iu"
     dtype = np.int32 if reversible else np.float32
     ys = [_c(y, dtype) for y in (y0, y1, y2)]
     if not (ys[0].shape == ys[1].shape == ys[2].shape):
         raise ValueError(f"components differ in shape: {[y.shape for y in ys]}")
+    if max(precisions) > 24:
+        planes = _np_mct.inverse_rct(*ys) if reversible else _np_mct.inverse_ict(*ys)
+        return tuple(_np_level_shift.to_samples(y, p, sg) for y, p, sg in zip(planes, precisions, signed))
     s, lo, hi = _sample_bounds(precisions, signed)
     out = tuple(np.empty(ys[0].shape, np.int32) for _ in range(3))
     kernel = rct_samples if reversible else ict_samples
@@ -256,16 +250,14 @@ def reconstruct_mct(comps, reversible: bool, precisions: Sequence[int], signed: 
     bit ``inverse_mct_to_samples(*(dequantize_idwt(*c, reversible) for c in
     comps), precisions, signed)``; the finest level of the three components
     and the MCT run row by row together, so that level's reconstructed
-    values never reach memory.  Precisions 1..24.
+    values never reach memory (precisions of more than 24 bits: level by level, as
+    :func:`inverse_mct_to_samples` takes them).
     """
     if len(comps) != 3:
         raise ValueError(f"need three components, got {len(comps)}")
-    if max(precisions) > 24:
-        return _deep_mct_to_samples([dequantize_idwt(ll, levels, deltas, reversible) for ll, levels, deltas in comps],
-                                    reversible, precisions, signed)
     rects = {tuple(c[1][-1][3]) if c[1] else None for c in comps}
     rect = rects.pop() if len(rects) == 1 else None
-    if rect is None or rect[3] - rect[1] < 2 or rect[2] - rect[0] < 1:  # not worth fusing
+    if rect is None or rect[3] - rect[1] < 2 or rect[2] - rect[0] < 1 or max(precisions) > 24:  # not fused
         planes = [dequantize_idwt(ll, levels, deltas, reversible) for ll, levels, deltas in comps]
         return inverse_mct_to_samples(*planes, precisions, signed)
     dtype = np.int32 if reversible else np.float32
@@ -328,14 +320,12 @@ def reconstruct_mct_flat(coeffs: np.ndarray, layouts: Sequence[FlatLayout], reve
                          precisions: Sequence[int], signed: Sequence[bool], dtype=None):
     """``reconstruct_mct([l.args(coeffs) for l in layouts], ...)`` in one compiled call where
     the three components have two levels or more and one finest rectangle of two rows or more
-    (else through :func:`reconstruct_mct`); the samples as ``dtype`` (None: int32)."""
+    and precisions of at most 24 bits (else through :func:`reconstruct_mct`); the samples as
+    ``dtype`` (None: int32)."""
     if len(layouts) != 3:
         raise ValueError(f"need three components, got {len(layouts)}")
-    if max(precisions) > 24:
-        return as_samples(_deep_mct_to_samples([dequantize_idwt_flat(coeffs, lay, reversible) for lay in layouts],
-                                               reversible, precisions, signed), dtype)
     l0, l1, l2 = layouts
-    if (min(l0.levels, l1.levels, l2.levels) < 2
+    if (min(l0.levels, l1.levels, l2.levels) < 2 or max(precisions) > 24
             or not (np.array_equal(l0.rects[-1], l1.rects[-1]) and np.array_equal(l0.rects[-1], l2.rects[-1]))
             or l0.size[0] < 2 or l0.size[1] < 1):
         return as_samples(reconstruct_mct([lay.args(coeffs) for lay in layouts], reversible, precisions, signed),

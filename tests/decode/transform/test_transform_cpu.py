@@ -177,7 +177,8 @@ def test_to_samples(signed):
 def test_inverse_mct_to_samples(reversible):
     rng = np.random.default_rng(4)
     for precisions, signed in (((12, 12, 12), (False,) * 3), ((1, 8, 16), (False, True, False)),
-                               ((16, 3, 9), (True, True, False))):
+                               ((16, 3, 9), (True, True, False)),
+                               ((29, 8, 8), (False,) * 3), ((25, 28, 26), (True, False, True))):   # numpy's
         lim = 1 << max(precisions)
         if reversible:
             ys = [rng.integers(-lim, lim, (23, 41)).astype(np.int32) for _ in range(3)]
