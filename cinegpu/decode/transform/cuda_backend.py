@@ -18,7 +18,11 @@ geometry at once: HOR_SR of every row (``idwt*_hor_dq``, writing rows to
 their interleaved place), then VER_SR in place on strips of columns held
 whole in shared memory (``idwt*_cols``, no transposes).  ``reconstruct_mct``
 ends with one kernel doing the inverse RCT/ICT, DC shift and clipping: 13
-launches for a 6-level three-component frame.
+launches for a 6-level three-component frame.  The schedule of frames of one
+geometry (:class:`_MctSchedule`, every DCI frame's path) does the finest level's
+VER_SR and that last kernel's work in one (``final_level.cu``: tiles of lines,
+the three components together), so the finest level's values never reach
+memory: 12 launches.
 """
 
 from __future__ import annotations
@@ -69,6 +73,8 @@ def kernel_optin(module: str, name: str) -> tuple[cupy.RawKernel, int]:
 _I32 = np.int32
 _ROW_THREADS = 256
 _COL_THREADS = 512
+#: final_level.cu's blocks: FL_TW columns, FL_OUT lines written (threads: FL_TW x _FINAL_ROWS)
+_FINAL_COLUMNS, _FINAL_LINES, _FINAL_ROWS = 32, 56, 8
 _DEFAULT_SMEM = 48 * 1024  # bytes of dynamic shared memory without opting in
 #: the sample types the inverse MCT kernels write (``*_to_samples_*`` in pointwise.cu), by suffix
 _SAMPLE_SUFFIX = {np.dtype(np.int32): "", np.dtype(np.uint16): "_u16", np.dtype(np.int16): "_i16",
@@ -409,7 +415,8 @@ class _Launch:
     work_at: tuple = ()
     out_at: tuple = ()
     #: how the kernel takes frames batched: "hor" (bands' bytes and level samples a frame,
-    #: grid z), "cols" (level samples, grid z), "mct" (level and output samples, grid y)
+    #: grid z), "cols" (level samples, grid z), "mct" (level and output samples, grid y),
+    #: "final" (level and output samples, grid z)
     frames: str = "hor"
 
 
@@ -452,7 +459,7 @@ class _MctSchedule:
                 args += (fcoeffs, fwork)
             elif ln.frames == "cols":
                 args.append(fwork)
-            else:
+            else:       # "mct" (frames on grid y), "final" (grid z)
                 args += (fwork, fout)
             ln.kernel((*ln.grid, frames), ln.block, tuple(args), shared_mem=ln.shared_mem)
         return out
@@ -507,6 +514,15 @@ def _mct_schedule(layouts: tuple, reversible: bool, precisions: tuple, signed: t
             args += [_I32(j > 0), _I32(ml), _I32(nl), _I32(nh), _I32(u0 & 1), _I32(v0 & 1), None, np.int64(m * n)]
             launches.append(_Launch(hor, (m, 3), (_ROW_THREADS,), n * 4, tuple(args), tuple(coeffs_at),
                                     tuple(work_at)))
+            if j == len(rects[0]) - 1 and m >= 2:
+                # the finest level's VER_SR with the inverse MCT and G.1.2: samples straight out
+                name = ("idwt53_cols_rct_i32" if reversible else "idwt97_cols_ict_f32") + _SAMPLE_SUFFIX[dtype]
+                args = (None, np.int64(m * n), _I32(m), _I32(n), _I32(v0 & 1), None, None, None,
+                        *_sample_bounds(list(precisions), list(signed)))
+                launches.append(_Launch(kernel("final_level", name), (-(-n // _FINAL_COLUMNS), -(-m // _FINAL_LINES)),
+                                        (_FINAL_COLUMNS, _FINAL_ROWS), 0, args, work_at=((0, work),),
+                                        out_at=(5, 6, 7), frames="final"))
+                return _MctSchedule(tuple(launches), (work + 4 * 3 * m * n) // 4, (m, n), dtype)
             lw = _strip_shift(m, 4, limit)
             launches.append(_Launch(ver, (-(-n >> lw), 3), (_COL_THREADS,), (m << lw) * 4,
                                     (None, np.int64(m * n), _I32(m), _I32(n), _I32(lw), _I32(v0 & 1)),

@@ -13,13 +13,7 @@
 //
 // Units: lengths and strides in samples (not bytes).
 
-// T.800 Table F.4 (float32, as OpenJPEG); INV_K_HIGH: see dwt.py.
-#define DWT_ALPHA (-1.586134342f)
-#define DWT_BETA (-0.052980118f)
-#define DWT_GAMMA (0.882911075f)
-#define DWT_DELTA (0.443506852f)
-#define DWT_K (1.230174105f)
-#define DWT_INV_K_HIGH (0.8128662109375f)
+#include "dwt_common.cuh"
 
 __device__ __forceinline__ int reflect(int j, int n)
 {
@@ -154,12 +148,7 @@ extern "C" __global__ void transpose_b32(const unsigned int *in, unsigned int *o
 // 0's and whose level planes (a workspace: the LL a level reads when ll_done,
 // the planes it writes) lie f * fwork samples after frame 0's; one frame: 0.
 
-typedef unsigned long long dptr;
-
-#define PICK3(c, a0, a1, a2) ((c) == 0 ? (a0) : ((c) == 1 ? (a1) : (a2)))
-
-#define BANDS_PARAMS(c) dptr ll##c, dptr hl##c, dptr lh##c, dptr hh##c, \
-    float qll##c, float qhl##c, float qlh##c, float qhh##c
+// dptr, PICK3 and BANDS_PARAMS: dwt_common.cuh
 
 // The low/high band rows and factors that rebuild level row `row` of component c.
 struct RowSource {
@@ -247,7 +236,9 @@ __device__ __forceinline__ void sr53_strip(int *s, int n, int lw, int p)
     __syncthreads();
 }
 
-// Grid (m, components, frames); block: any width; shared: (nl + nh) floats.
+// Grid (m, components, frames); block: any width; shared: (nl + nh) floats.  The bands are
+// read through the read-only cache (__ldg: no aliasing with the shared stores, so a thread's
+// loads of several iterations are in flight together).
 extern "C" __global__ void idwt97_hor_dq_f32(
     BANDS_PARAMS(0), BANDS_PARAMS(1), BANDS_PARAMS(2),
     int ll_done, int ml, int nl, int nh, int p, int pv, float *out, long long cstride,
@@ -258,12 +249,15 @@ extern "C" __global__ void idwt97_hor_dq_f32(
     const RowSource src = frame_source(ROW_SOURCE(c, blockIdx.x), fcoeffs, fwork);
     if (src.lo_done) {
         const float *lo = (const float *)src.lo;
-        for (int k = threadIdx.x; k < nl; k += blockDim.x) sh97[2 * k + p] = lo[k];
+#pragma unroll 4
+        for (int k = threadIdx.x; k < nl; k += blockDim.x) sh97[2 * k + p] = __ldg(lo + k);
     } else {
         const int *lo = (const int *)src.lo;
-        for (int k = threadIdx.x; k < nl; k += blockDim.x) sh97[2 * k + p] = __fmul_rn((float)lo[k], src.qlo);
+#pragma unroll 4
+        for (int k = threadIdx.x; k < nl; k += blockDim.x) sh97[2 * k + p] = __fmul_rn((float)__ldg(lo + k), src.qlo);
     }
-    for (int k = threadIdx.x; k < nh; k += blockDim.x) sh97[2 * k + 1 - p] = __fmul_rn((float)src.hi[k], src.qhi);
+#pragma unroll 4
+    for (int k = threadIdx.x; k < nh; k += blockDim.x) sh97[2 * k + 1 - p] = __fmul_rn((float)__ldg(src.hi + k), src.qhi);
     __syncthreads();
     float *dst = out + blockIdx.z * fwork + c * cstride + (long long)src.out_row * n;
     if (n == 1) {  // F.3.7: X = Y, or Y / 2 for a lone odd sample
@@ -286,11 +280,14 @@ extern "C" __global__ void idwt53_hor_dq_i32(
     const RowSource src = frame_source(ROW_SOURCE(c, blockIdx.x), fcoeffs, fwork);
     const int *lo = (const int *)src.lo;
     if (src.lo_done) {
-        for (int k = threadIdx.x; k < nl; k += blockDim.x) sh53[2 * k + p] = lo[k];
+#pragma unroll 4
+        for (int k = threadIdx.x; k < nl; k += blockDim.x) sh53[2 * k + p] = __ldg(lo + k);
     } else {
-        for (int k = threadIdx.x; k < nl; k += blockDim.x) sh53[2 * k + p] = lo[k] / 2;
+#pragma unroll 4
+        for (int k = threadIdx.x; k < nl; k += blockDim.x) sh53[2 * k + p] = __ldg(lo + k) / 2;
     }
-    for (int k = threadIdx.x; k < nh; k += blockDim.x) sh53[2 * k + 1 - p] = src.hi[k] / 2;
+#pragma unroll 4
+    for (int k = threadIdx.x; k < nh; k += blockDim.x) sh53[2 * k + 1 - p] = __ldg(src.hi + k) / 2;
     __syncthreads();
     int *dst = out + blockIdx.z * fwork + c * cstride + (long long)src.out_row * n;
     if (n == 1) {  // F.3.7: lone sample; odd: Y / 2 (C division, as OpenJPEG)

@@ -90,19 +90,7 @@ extern "C" __global__ void xyz_to_rgb_u16(const int *x, const int *y, const int 
     }
 }
 
-// G.1.2 of one value (as to_samples_f32 / to_samples_i32).
-__device__ __forceinline__ int sample_f32(float x, int shift, int lo, int hi)
-{
-    float v = rintf(x);
-    float flo = (float)(lo - shift), fhi = (float)(hi - shift);
-    v = (v != v) ? flo : fminf(fmaxf(v, flo), fhi);
-    return (int)v + shift;
-}
-
-__device__ __forceinline__ int sample_i32(int x, int shift, int lo, int hi)
-{
-    return min(max(x, lo - shift), hi - shift) + shift;
-}
+#include "samples.cuh"
 
 // inverse_ict_f32 then to_samples_f32 per component (shift, lo, hi of each):
 // the last kernel of cuda_backend.reconstruct_mct.  The samples are written
@@ -115,12 +103,7 @@ __device__ __forceinline__ void ict_to_samples(const float *c0, const float *c1,
                                                int s0, int lo0, int hi0, int s1, int lo1, int hi1,
                                                int s2, int lo2, int hi2, long long n)
 {
-    GRID_STRIDE(i, n) {
-        float y = c0[i], u = c1[i], v = c2[i];
-        r[i] = (T)sample_f32(__fadd_rn(y, __fmul_rn(v, 1.402f)), s0, lo0, hi0);
-        g[i] = (T)sample_f32(__fsub_rn(__fsub_rn(y, __fmul_rn(u, 0.34413f)), __fmul_rn(v, 0.71414f)), s1, lo1, hi1);
-        b[i] = (T)sample_f32(__fadd_rn(y, __fmul_rn(u, 1.772f)), s2, lo2, hi2);
-    }
+    GRID_STRIDE(i, n) ict_pixel(c0[i], c1[i], c2[i], r[i], g[i], b[i], s0, lo0, hi0, s1, lo1, hi1, s2, lo2, hi2);
 }
 
 // inverse_rct_i32 then to_samples_i32 per component, written as T (as above).
@@ -130,13 +113,7 @@ __device__ __forceinline__ void rct_to_samples(const int *c0, const int *c1, con
                                                int s0, int lo0, int hi0, int s1, int lo1, int hi1,
                                                int s2, int lo2, int hi2, long long n)
 {
-    GRID_STRIDE(i, n) {
-        int y0 = c0[i], y1 = c1[i], y2 = c2[i];
-        int gg = y0 - ((y1 + y2) >> 2);
-        r[i] = (T)sample_i32(y2 + gg, s0, lo0, hi0);
-        g[i] = (T)sample_i32(gg, s1, lo1, hi1);
-        b[i] = (T)sample_i32(y1 + gg, s2, lo2, hi2);
-    }
+    GRID_STRIDE(i, n) rct_pixel(c0[i], c1[i], c2[i], r[i], g[i], b[i], s0, lo0, hi0, s1, lo1, hi1, s2, lo2, hi2);
 }
 
 // Frames of one geometry batched: blockIdx.y = frame f, its inputs fin samples and its
