@@ -155,7 +155,8 @@ def check_stream(data: bytes, reduces=range(4), orders: bool = True) -> int:
 
 #: Streams compared in the slow pass only (issue 50: the quick pass under 150 s): each takes
 #: seconds (p1_05's 225 tiles, the HTJ2K ones' many precincts).
-SLOW_STREAMS = {"p1_05.j2k", "ds1_ht_05_b11.j2k", "ds0_ht_07_b11.j2k", "ds0_ht_08_b11.j2k"}
+SLOW_STREAMS = {"p1_05.j2k", "ds1_ht_05_b11.j2k", "ds0_ht_07_b11.j2k", "ds0_ht_08_b11.j2k",
+                "ds1_ht_04_b9.j2k", "p1_04.j2k", "ds1_ht_06_b11.j2k", "ds0_ht_13_b11.j2k"}
 #: The random-header seeds (25 headers each) of the quick pass; the others run in the slow pass.
 QUICK_SEEDS = {0}
 
