@@ -12,6 +12,7 @@ __syncthreads fails), other blocks and the reverse thread order. Skipped without
 from __future__ import annotations
 
 import ctypes
+import re
 
 import numpy as np
 import pytest
@@ -106,3 +107,15 @@ def test_any_block_and_thread_order(lib, block, reverse):
             got = host(lib, planes, 1, reversible, 1, block, reverse)
             np.testing.assert_array_equal(got, want, err_msg=f"{m}x{n} block {block}")
             np.testing.assert_array_equal(got[0], np.stack(twin(planes[0], 1, reversible, 12, False, np.uint16)))
+
+
+def test_the_launch_grid_is_the_kernels_tile():
+    """cuda_backend launches final_level.cu on tiles of _FINAL_COLUMNS x _FINAL_LINES: the
+    columns and the lines written that the kernel's FL_TW, FL_ROWS and FL_HALO make (a grid of
+    other tiles would leave lines unwritten). Read from the sources: CuPy is not needed."""
+    cu = SOURCE.with_name("final_level.cu").read_text()
+    defines = {k: int(v) for k, v in re.findall(r"#define (FL_TW|FL_ROWS|FL_HALO) (\d+)", cu)}
+    backend = (PACKAGE / "decode" / "transform" / "cuda_backend.py").read_text()
+    cols, lines, _ = map(int, re.search(r"_FINAL_COLUMNS, _FINAL_LINES, _FINAL_ROWS = (\d+), (\d+), (\d+)",
+                                        backend).groups())
+    assert (cols, lines) == (defines["FL_TW"], defines["FL_ROWS"] - 2 * defines["FL_HALO"])
