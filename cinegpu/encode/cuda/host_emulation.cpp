@@ -1,28 +1,16 @@
 /* forward.cu compiled as plain C++ for the host: the 1D_SD kernels' logic checked bit for
- * bit against their numpy twins where there is no GPU (tests/test_encode_dwt_host.py builds
+ * bit against their numpy twins where there is no GPU (tests/encode/test_encode_dwt_host.py builds
  * it with g++ -ffp-contract=off, as NVRTC's --fmad=false); the batched, fused kernels
- * (colour_*, sd*_cols_c, sd*_rows_q) and image_extremes_* in tests/test_forward_batched_host.py.
+ * (colour_*, sd*_cols_c, sd*_rows_q) and image_extremes_* in tests/encode/test_forward_batched_host.py.
  *
- * A block's threads are run as cooperative contexts (ucontext), one at a time in thread order
- * (or reversed): each runs until its __syncthreads, and the block's next phase starts when
- * every thread has reached the barrier, as on the GPU.  A missing barrier then shows as a
- * thread reading what a later thread has not written yet; a barrier that some threads of
- * the block skip is reported (-2).  Blocks run one after another; shared arrays are static.
+ * A block's threads run as decode/transform/cuda/host_block.h runs them: cooperative contexts
+ * between barriers, in thread order or reversed.
  */
 
 #include <math.h>
-#include <stdlib.h>
-#include <ucontext.h>
 
-#define __global__
-#define __device__
-#define __forceinline__ inline
-#define __shared__ static
-#define __syncthreads() host_sync()
+#include "../../decode/transform/cuda/host_block.h"
 
-struct Dim { unsigned int x, y, z; };
-Dim threadIdx, blockIdx, blockDim, gridDim;
-static void host_sync();
 static unsigned int atomicMax(unsigned int* p, unsigned int v)
 {
     unsigned int old = *p;
@@ -58,10 +46,6 @@ static long long atomicMax(long long* p, long long v)
 
 #include "forward.cu"
 
-enum { MAX_THREADS = 1024, STACK = 1 << 16 };
-static ucontext_t sched, ctx[MAX_THREADS];
-static char* stacks[MAX_THREADS];
-static int cur, finished[MAX_THREADS];
 /* The kernel a run starts (args.kind) and its arguments. */
 enum Kind { K_SD, K_HIST, K_PLANE_EXT, K_COLOUR, K_COLS_C, K_ROWS_Q, K_IMAGE_EXT, K_CLIP };
 static struct {
@@ -81,8 +65,6 @@ static struct {
     const long long* lens;          /* band_clip*: band lengths (offsets at offs) */
     const int* lims;                /* band_clip*: limits */
 } args;
-
-static void host_sync() { swapcontext(&ctx[cur], &sched); }
 
 /* colour_f32_<in> / colour_i32_<in> of `args`, the kernels themselves (their wrappers
  * included): the shifts as float32 / int32, the code-value step's scale and peak as float32. */
@@ -153,58 +135,12 @@ static void thread_main()
         sd53_cols_i32((const int*)args.x, (int*)args.lo, (int*)args.hi, args.n, args.lines, args.p);
     else
         sd53_rows_i32((const int*)args.x, (int*)args.lo, (int*)args.hi, args.n, args.lines, args.p);
-    finished[cur] = 1;
 }
 
-/* One block: threads run phase by phase.  0, or -2 where some threads finished while others
- * waited at a barrier (a barrier not reached by the whole block). */
-static int run_block(int nthreads, int reverse)
-{
-    for (int i = 0; i < nthreads; i++) {
-        if (!stacks[i] && !(stacks[i] = (char*)malloc(STACK))) return -3;
-        getcontext(&ctx[i]);
-        ctx[i].uc_stack.ss_sp = stacks[i];
-        ctx[i].uc_stack.ss_size = STACK;
-        ctx[i].uc_link = &sched;
-        makecontext(&ctx[i], thread_main, 0);
-        finished[i] = 0;
-    }
-    for (int left = nthreads; left;) {
-        int done_now = 0;
-        for (int k = 0; k < nthreads; k++) {
-            int i = reverse ? nthreads - 1 - k : k;
-            if (finished[i]) continue;
-            cur = i;
-            threadIdx.x = i;
-            swapcontext(&sched, &ctx[i]);
-            done_now += finished[i];
-        }
-        if (done_now && done_now != left) return -2;
-        left -= done_now;
-    }
-    return 0;
-}
-
-/* The kernel of `args` on a (gx, gy, gz) grid of blocks of `threads` threads, block after
- * block (run_block, x fastest, z slowest); the first nonzero run_block result, else 0. */
+/* The kernel of `args` on a (gx, gy, gz) grid of blocks of `threads` threads (host_run_grid). */
 static int run_grid(int gx, int gy, int gz, int threads, int reverse)
 {
-    blockDim.x = threads;
-    blockDim.y = blockDim.z = 1;
-    gridDim.x = gx;
-    gridDim.y = gy;
-    gridDim.z = gz;
-    threadIdx.y = threadIdx.z = 0;
-    for (int bz = 0; bz < gz; bz++)
-        for (int by = 0; by < gy; by++)
-            for (int bx = 0; bx < gx; bx++) {
-                blockIdx.x = bx;
-                blockIdx.y = by;
-                blockIdx.z = bz;
-                int rc = run_block(threads, reverse);
-                if (rc) return rc;
-            }
-    return 0;
+    return host_run_grid(thread_main, gx, gy, gz, threads, 1, reverse);
 }
 
 /* Runs sd97_cols / sd97_rows (filt 97, float32) or sd53_cols_i32 / sd53_rows_i32 (filt 53,
@@ -214,7 +150,7 @@ static int run_grid(int gx, int gy, int gz, int threads, int reverse)
 extern "C" int sd_emulate(int filt, int cols, const void* x, void* lo, void* hi, int n,
                           int lines, int p, int gx, int gy, int threads, int reverse)
 {
-    if ((filt != 97 && filt != 53) || threads < 1 || threads > MAX_THREADS) return -1;
+    if ((filt != 97 && filt != 53) || threads < 1 || threads > HOST_MAX_THREADS) return -1;
     args.kind = K_SD;
     args.filt = filt;
     args.cols = cols;
@@ -232,7 +168,7 @@ extern "C" int sd_emulate(int filt, int cols, const void* x, void* lo, void* hi,
 extern "C" int hist_emulate(const int* v, long long n, unsigned long long* out, int gx,
                             int threads, int reverse)
 {
-    if (threads < 1 || threads > MAX_THREADS || gx < 1) return -1;
+    if (threads < 1 || threads > HOST_MAX_THREADS || gx < 1) return -1;
     args.kind = K_HIST;
     args.x = v;
     args.lo = out;
@@ -289,7 +225,7 @@ extern "C" int colour_emulate(int code, int rev, const void* x0, const void* x1,
                               double s0, double s1, double s2, void* out, long long cs,
                               float scale, float peak, int gx, int gy, int threads, int reverse)
 {
-    if (threads < 1 || threads > MAX_THREADS || gx < 1 || gy < 1 || code < 0 || code > 3 ||
+    if (threads < 1 || threads > HOST_MAX_THREADS || gx < 1 || gy < 1 || code < 0 || code > 3 ||
         ncomp < 1 || ncomp > 3)
         return -1;
     args.kind = K_COLOUR;
@@ -320,7 +256,7 @@ extern "C" int colour_emulate(int code, int rev, const void* x0, const void* x1,
 extern "C" int sd_cols_c_emulate(int filt, const void* x, void* out, long long cs, int n,
                                  int w, int p, int gx, int gy, int gz, int threads, int reverse)
 {
-    if ((filt != 97 && filt != 53) || threads < 1 || threads > MAX_THREADS || gx < 1 ||
+    if ((filt != 97 && filt != 53) || threads < 1 || threads > HOST_MAX_THREADS || gx < 1 ||
         gy < 1 || gz < 1)
         return -1;
     args.kind = K_COLS_C;
@@ -345,7 +281,7 @@ extern "C" int sd_rows_q_emulate(int filt, const void* x, long long xcs, int n, 
                                  unsigned int* tops, int gx, int gy, int gz, int threads,
                                  int reverse)
 {
-    if ((filt != 97 && filt != 53) || threads < 1 || threads > MAX_THREADS || gx < 1 ||
+    if ((filt != 97 && filt != 53) || threads < 1 || threads > HOST_MAX_THREADS || gx < 1 ||
         gy < 1 || gz < 1)
         return -1;
     args.kind = K_ROWS_Q;
@@ -372,7 +308,7 @@ extern "C" int band_clip_emulate(int* flat, const long long* off, const long lon
                                  const int* lim, const unsigned int* tops, int nb, int gx,
                                  int threads, int reverse)
 {
-    if (threads < 1 || threads > MAX_THREADS || gx < 1 || nb < 1)
+    if (threads < 1 || threads > HOST_MAX_THREADS || gx < 1 || nb < 1)
         return -1;
     args.kind = K_CLIP;
     args.hi = flat;

@@ -24,9 +24,7 @@
 #include "samples.cuh"
 
 #define FL_TW 32                              // columns a block: a warp reads 128 bytes a line
-#ifndef FL_ROWS
 #define FL_ROWS 64                            // lines a block loads
-#endif
 #define FL_HALO 4                             // lines above and below those it writes
 #define FL_OUT (FL_ROWS - 2 * FL_HALO)        // lines a block writes
 
