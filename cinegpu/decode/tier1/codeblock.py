@@ -14,7 +14,7 @@ from numba import njit
 from .ht import CBLK_HT, STATUS_HT_CORRUPT, ht_decode_into, make_ht_scratch
 from .mq import mq_decode, mq_init, raw_init
 from .passes import cup_mq, mrp_mq, mrp_raw, spp_mq, spp_raw
-from .tables import CTX_INIT, CTX_UNI, NUM_CONTEXTS, ZC_LUT
+from .tables import CTX_INIT_WORD, CTX_UNI, NUM_CONTEXTS, ZC_LUT
 
 # Kernels that never allocate run without reference counting (see mq.py); the batch driver
 # allocates its status array and scratch, so it keeps NRT.
@@ -64,7 +64,7 @@ SCRATCH_SIZE = MAX_CBLK_AREA + 2 * (MAX_CBLK_SIDE + 4) + 4
 def make_scratch():
     """(flags, vals, ctx) scratch arrays for decode_codeblock, big enough for any legal block."""
     return (np.zeros(SCRATCH_SIZE, np.int32), np.zeros(SCRATCH_SIZE, np.int32),
-            np.zeros(NUM_CONTEXTS, np.int32))
+            np.zeros(NUM_CONTEXTS, np.int64))
 
 
 @njit(**JIT)
@@ -97,9 +97,9 @@ def check_segments(coded, data_start, seg_lengths, seg_passes, seg_first, seg_co
 
 @njit(**JIT)
 def reset_contexts(ctx):
-    """All contexts to their initial states, T.800 Table D.7."""
+    """All contexts to their initial states, T.800 Table D.7 (as words, tables.MQ_WORD)."""
     for i in range(NUM_CONTEXTS):
-        ctx[i] = CTX_INIT[i]
+        ctx[i] = CTX_INIT_WORD[i]
 
 
 @njit(**JIT)
@@ -218,7 +218,7 @@ def decode_codeblock(coded, data_start, seg_lengths, seg_passes, out2d, num_bps,
         return status
     if flags.shape[0] < (w + 2) * (h + 2) or vals.shape[0] < (w + 2) * (h + 2):
         return STATUS_BAD_ROW
-    if ctx.shape[0] < NUM_CONTEXTS:
+    if ctx.shape[0] < NUM_CONTEXTS or ctx.itemsize < 8:     # the contexts' words are 64 bits (mq.py)
         return STATUS_BAD_ROW
     nseg = seg_lengths.shape[0]
     if not check_segments(coded, data_start, seg_lengths, seg_passes, 0, nseg):
@@ -291,7 +291,7 @@ def batch_start(table):
     if table.shape[1] < CB_COLUMNS:
         status[:] = STATUS_BAD_ROW
     return (status, np.empty(SCRATCH_SIZE, np.int32), np.empty(SCRATCH_SIZE, np.int32),
-            np.empty(NUM_CONTEXTS, np.int32))
+            np.empty(NUM_CONTEXTS, np.int64))
 
 
 @njit(**JIT_NRT)

@@ -13,12 +13,12 @@ renormalisation.  Here c is 64 bits wide and Chigh sits at bit MQ_SHIFT = 40, so
 bits wait below it; mq_fill loads several bytes at once (with the same 0xFF / marker rules as
 BYTEIN, Figure C.18) and the renormalisation shifts by its whole count at once (one shift, not
 a bit loop): the count is 1 or 2 after an MPS exchange and a per-state constant after an LPS
-exchange (A becomes Qe), kept in MQ_STATE.  Only when fewer than that many bits are loaded does
-the renormalisation call the out-of-line mq_renorm_fill.  The decoded decisions are the ones of
-C.3 bit for bit: the bits below Chigh only ever move up into it by the same shifts.  (One
-exception, for corrupt data only: after 0xFF a byte 0x80..0x8F is neither a marker nor a legal
-stuffed byte; BYTEIN adds its top bit into the last bit of the 0xFF, and here that carry can
-reach Chigh a few decisions earlier than in C.3.)
+exchange (A becomes Qe), kept in the context's word (tables.MQ_WORD).  Only when fewer than
+that many bits are loaded does the renormalisation call the out-of-line mq_renorm_fill.  The
+decoded decisions are the ones of C.3 bit for bit: the bits below Chigh only ever move up into
+it by the same shifts.  (One exception, for corrupt data only: after 0xFF a byte 0x80..0x8F is
+neither a marker nor a legal stuffed byte; BYTEIN adds its top bit into the last bit of the
+0xFF, and here that carry can reach Chigh a few decisions earlier than in C.3.)
 
 The coded data of every segment is followed by two padding bytes 0xFF 0xFF.  BYTEIN treats 0xFF
 followed by a byte > 0x8F as a marker and then feeds 1-bits without advancing, so the decoder
@@ -36,7 +36,7 @@ import numpy as np
 from numba import njit
 from numba.cpython.unsafe.numbers import leading_zeros
 
-from .tables import MQ_SHIFT, MQ_STATE
+from .tables import MQ_SHIFT, MQ_WORD, MQ_WORD_MPS
 
 JIT = dict(cache=True, nogil=True, _nrt=False)
 
@@ -90,14 +90,14 @@ def mq_renorm_fill(data, c, ct, bp, n):
 def mq_decode(data, ctx, cx, a, c, ct, bp):
     """DECODE, T.800 Figures C.20-C.23 (with the conditional exchanges), context ctx[cx].
 
-    Returns (d, a, c, ct, bp), d the decoded decision (0 or 1).  ctx[cx] holds sv = 2 x state
-    index + MPS; MQ_STATE[sv] packs Qe, the LPS renormalisation shift and both next states.
+    Returns (d, a, c, ct, bp), d the decoded decision (0 or 1).  ctx[cx] holds the word of its
+    sv = 2 x state index + MPS (tables.MQ_WORD): Qe, the LPS renormalisation shift, both next
+    states and the MPS, read in one load.
     """
     k = np.uint64(cx)  # unsigned: no negative-index wraparound code
-    sv = ctx[k]
-    st = MQ_STATE[sv]
+    st = ctx[k]
     qe = st & 0xFFFF
-    d = sv & 1
+    d = (st >> MQ_WORD_MPS) & 1
     a -= qe
     if (c >> MQ_SHIFT) < qe:
         # LPS_EXCHANGE (Figure C.21); A becomes Qe, renormalised by a per-state shift.
@@ -115,7 +115,7 @@ def mq_decode(data, ctx, cx, a, c, ct, bp):
         n = 2 - (a >> 14)
         a <<= n
     d ^= lps
-    ctx[k] = (st >> (20 + 7 * lps)) & 0x7F
+    ctx[k] = MQ_WORD[(st >> (20 + 7 * lps)) & 0x7F]
     # RENORMD (Figure C.23) of c
     if n <= ct:
         c <<= n
@@ -167,8 +167,7 @@ def mq_decode_flat(data, ctx, cx, a, c, ct, bp):
     exchange of Figures C.21/C.22 (an upper interval of 0x8000 or more is never the smaller).
     """
     k = np.uint64(cx)
-    sv = ctx[k]
-    st = MQ_STATE[sv]
+    st = ctx[k]
     qe = st & 0xFFFF
     a1 = a - qe
     lower = np.int64((c >> MQ_SHIFT) < qe)
@@ -176,7 +175,7 @@ def mq_decode_flat(data, ctx, cx, a, c, ct, bp):
     c -= (qe << MQ_SHIFT) & (lower - 1)
     a = a1 + (qe - a1) * lower
     renorm = lower | np.int64(a1 < 0x8000)
-    ctx[k] = ((st >> (20 + 7 * lps)) & 0x7F) * renorm + sv * (1 - renorm)
+    ctx[k] = MQ_WORD[(st >> (20 + 7 * lps)) & 0x7F] * renorm + st * (1 - renorm)
     n = leading_zeros(a) - 48  # RENORMD shifts: A is below 2^16
     a <<= n
     if n <= ct:
@@ -184,4 +183,4 @@ def mq_decode_flat(data, ctx, cx, a, c, ct, bp):
         ct -= n
     else:
         c, ct, bp = mq_renorm_fill(data, c, ct, bp, n)
-    return (sv & 1) ^ lps, a, c, ct, bp
+    return ((st >> MQ_WORD_MPS) & 1) ^ lps, a, c, ct, bp

@@ -96,23 +96,18 @@ U1, U2, U3 = np.uint64(1), np.uint64(2), np.uint64(3)
 @njit(inline='always', **JIT)
 def mark_significant(flags, i, fs, neg, hide_north):
     """set_significant for the MQ passes, whose sample indices are uint64 (as fs): numba then
-    emits no negative-index wraparound, which keeps the array lengths out of the registers."""
+    emits no negative-index wraparound, which keeps the array lengths out of the registers.
+    The direct neighbours' sign bits are masked in rather than chosen by a branch on the sign,
+    which is close to random (docs/performance.md)."""
+    m = -np.int32(neg)       # all ones where negative
     flags[i] |= F_SIG
-    if neg:
-        flags[i - U1] |= F_E | F_NEG_E
-        flags[i + U1] |= F_W | F_NEG_W
-        flags[i + fs] |= F_N | F_NEG_N
-        if not hide_north:
-            flags[i - fs] |= F_S | F_NEG_S
-    else:
-        flags[i - U1] |= F_E
-        flags[i + U1] |= F_W
-        flags[i + fs] |= F_N
-        if not hide_north:
-            flags[i - fs] |= F_S
+    flags[i - U1] |= F_E | (F_NEG_E & m)
+    flags[i + U1] |= F_W | (F_NEG_W & m)
+    flags[i + fs] |= F_N | (F_NEG_N & m)
     flags[i + fs - U1] |= F_NE
     flags[i + fs + U1] |= F_NW
     if not hide_north:
+        flags[i - fs] |= F_S | (F_NEG_S & m)
         flags[i - fs - U1] |= F_SE
         flags[i - fs + U1] |= F_SW
 
@@ -138,7 +133,7 @@ def spp_code(data, a, c, ct, bp, ctx, flags, vals, i, fs, zc, one_half, hide_nor
         sc = sign_context(f)
         s, a, c, ct, bp = mq_decode_flat(data, ctx, sc & 0x1F, a, c, ct, bp)
         s ^= sc >> 7
-        vals[i] = -one_half if s else one_half
+        vals[i] = (one_half ^ -s) + s      # -one_half where s, without a branch
         mark_significant(flags, i, fs, s, hide_north)
     flags[i] |= F_VISIT
     return d, a, c, ct, bp
@@ -276,7 +271,7 @@ def cup_newly_significant(data, a, c, ct, bp, ctx, flags, vals, i, fs, f, one_ha
     sc = sign_context(f)
     s, a, c, ct, bp = mq_decode_flat(data, ctx, sc & 0x1F, a, c, ct, bp)
     s ^= sc >> 7
-    vals[i] = -one_half if s else one_half
+    vals[i] = (one_half ^ -s) + s
     mark_significant(flags, i, fs, s, hide_north)
     return a, c, ct, bp
 

@@ -70,6 +70,12 @@ MQ_STATE = np.array([int(MQ_QE[sv]) | (_lps_shift(int(MQ_QE[sv])) << 16)
                     dtype=np.int64)
 # Bit position of Chigh in the decoder's 64-bit C register (mq.py): 40 coded bits wait below.
 MQ_SHIFT = 40
+# A decoding context's word (mq.py): MQ_STATE[sv] with the MPS (sv & 1) in bit 34, so that a
+# decision reads its Qe, shifts and next states from the context itself, one load fewer on the
+# path from one decision to the next; its next state is written as its word.
+MQ_WORD = MQ_STATE | ((np.arange(94, dtype=np.int64) & 1) << 34)
+#: bit of MQ_WORD holding the MPS
+MQ_WORD_MPS = 34
 
 # Initial context states, T.800 Table D.7: all state 0 / MPS 0, except ZC context 0 (state 4),
 # run-length (state 3) and UNIFORM (state 46).
@@ -77,6 +83,8 @@ CTX_INIT = np.zeros(NUM_CONTEXTS, dtype=np.int32)
 CTX_INIT[CTX_ZC] = 2 * 4
 CTX_INIT[CTX_RL] = 2 * 3
 CTX_INIT[CTX_UNI] = 2 * 46
+#: the same as decoding contexts' words (MQ_WORD)
+CTX_INIT_WORD = MQ_WORD[CTX_INIT]
 
 
 # -- zero coding contexts, T.800 Table D.1 ------------------------------------------------------
