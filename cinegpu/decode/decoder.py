@@ -260,11 +260,12 @@ class Decoder:
         if h is None or not (h.cod or h.coc or h.qcd or h.qcc or h.rgn or h.poc):
             tile_key, style_key = None if h is None else "", None    # no segment that shapes the plan
         else:
-            # the parsed segments, not their bytes: a lenient parse keeps those read before a
-            # damaged tile-part that it drops
-            tile_key = repr((h.cod, h.coc, h.qcd, h.qcc, h.rgn, h.poc))
+            # the parsed segments (frozen, hashable), not their bytes: a lenient parse keeps
+            # those read before a damaged tile-part that it drops
+            coc = tuple(h.coc.items())
+            tile_key = (h.cod, coc, h.qcd, tuple(h.qcc.items()), tuple(h.rgn.items()), tuple(h.poc))
             # the period depends on the coding styles alone (COD, COC), not on the step sizes
-            style_key = repr((h.cod, h.coc)) if h.cod or h.coc else None
+            style_key = (h.cod, coc) if h.cod or h.coc else None
         periods = self._periods.get((main_key, style_key))
         if periods is None:
             if len(self._periods) >= PLAN_CACHE_SIZE:

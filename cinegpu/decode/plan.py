@@ -32,7 +32,6 @@ import numpy as np
 
 from . import plan_numba as N
 from .codestream.header import Codestream, Tile
-from .codestream.qcd import QUANT_DERIVED
 from .errors import InvalidSegment, UnsupportedFeature
 from .plan_numba import MAX_CODEBLOCKS, PB_CB_FIRST, PB_COLUMNS, PB_NCBX, PB_NCBY, PB_NODES
 from .transform.layout import FlatLayout
@@ -296,26 +295,21 @@ def _band_steps(cs: Codestream, sp, q, c: int, precision: int, lenient: bool):
     quantised ``q`` (E-2, E-3; Table A.30 order). A subband its QCD/QCC lists no step size for
     is absent (strict: the plan raises where it meets it) or, lenient, takes what OpenJPEG's
     decoder holds (:func:`_missing_step`) and counts as missing."""
-    rows, deltas, missing = [], [], 0
-    listed = len(q.steps) if q.style != QUANT_DERIVED else 3 * sp.levels + 1
-    reversible, guard = sp.reversible, q.guard_bits
-    for band_index in range(3 * sp.levels + 1):
-        given = None
-        if band_index >= listed:
-            if not lenient:
-                rows.append((0, 1))
-                deltas.append(0.0)
-                continue
-            given = _missing_step(cs, q, c, band_index)
-            missing += 1
-        eps, mu = q.step(band_index, sp.levels, given)
-        if reversible:
-            deltas.append(1.0)
-        else:
-            Rb = precision + LOG2_GAIN[0 if band_index == 0 else (band_index - 1) % 3 + 1]
-            deltas.append((2.0 ** (Rb - eps)) * (1.0 + mu / 2048.0))
-        rows.append((guard + eps - 1, 0))
-    return rows, deltas, missing
+    n = 3 * sp.levels + 1
+    pairs = q.listed_steps(sp.levels)
+    listed, missing = len(pairs), 0
+    if listed < n and lenient:
+        pairs += [_missing_step(cs, q, c, k) for k in range(listed, n)]
+        listed, missing = n, n - listed
+    guard = q.guard_bits
+    rows = [(guard + eps - 1, 0) for eps, _ in pairs] + [(0, 1)] * (n - listed)
+    if sp.reversible:
+        deltas = [1.0] * listed
+    else:
+        # R_b: the precision plus the subband's gain (E-3), LL then HL, LH, HH of each level
+        deltas = [(2.0 ** (precision + LOG2_GAIN[0 if k == 0 else (k - 1) % 3 + 1] - eps)) * (1.0 + mu / 2048.0)
+                  for k, (eps, mu) in enumerate(pairs)]
+    return rows, deltas + [0.0] * (n - listed), missing
 
 
 def tile_coding(cs: Codestream, tile: Tile | None, lenient: bool = False) -> TileCoding:

@@ -25,6 +25,15 @@ class Quantization:
     guard_bits: int
     steps: tuple[tuple[int, int], ...]
 
+    def listed_steps(self, levels: int) -> list[tuple[int, int]]:
+        """(epsilon_b, mu_b) of every subband of ``levels`` decomposition levels this segment gives
+        a step size for, in Table A.30 order (:meth:`step` of each): all 3 levels + 1 of them for
+        derived quantization (E-5), else the ones listed, at most that many."""
+        if self.style == QUANT_DERIVED:
+            eps0, mu0 = self.steps[0]
+            return [(eps0, mu0)] + [(eps0 - (k - 1) // 3, mu0) for k in range(1, 3 * levels + 1)]
+        return list(self.steps[: 3 * levels + 1])
+
     def step(self, band_index: int, levels: int, missing: tuple[int, int] | None = None) -> tuple[int, int]:
         """(epsilon_b, mu_b) of subband ``band_index`` (0 = LL, 1.. = as listed).
 
