@@ -157,6 +157,25 @@ class PlanGeometry:
                           tuple(self.deltas[first : first + 1 + 3 * levels].tolist()),
                           lay.dq97[r0 : r0 + levels], lay.q53[r0 : r0 + levels])
 
+    def divisors(self, siz) -> np.ndarray:
+        """What a move of the tile by (dx, dy) on the reference grid moves each rectangle of
+        ``tcs``, ``res`` and ``bands`` (their rows one after another) by, as divisors of (dx, dy,
+        dx, dy): XRsiz, YRsiz for a tile-component (B-12), that times 2^(NL - r) for resolution r
+        (B-14), times 2 more for the subbands of r >= 1 (B-15); floor divisions compose so.
+        Made once per geometry (kept: a class's first tile is moved to each of the others)."""
+        found = self.__dict__.get("_divisors")
+        if found is None:
+            c = self.tcs[:, N.TC_C]
+            xt, yt = np.asarray(siz.XRsiz, np.int64)[c], np.asarray(siz.YRsiz, np.int64)[c]
+            of = self.res[:, N.RES_TC]
+            d = self.tcs[of, N.TC_LEVELS] - self.res[:, N.RES_R]
+            xr, yr = xt[of] << d, yt[of] << d
+            per_band = np.repeat(np.arange(self.res.shape[0]), self.res[:, N.RES_NBANDS])
+            sub = (self.res[per_band, N.RES_R] > 0).astype(np.int64)
+            x, y = np.concatenate([xt, xr, xr[per_band] << sub]), np.concatenate([yt, yr, yr[per_band] << sub])
+            found = self.__dict__["_divisors"] = np.stack([x, y, x, y], axis=1)
+        return found
+
     def components(self) -> list[TileComponent]:
         """The tile-components as objects, with their resolutions, subbands and layouts."""
         res, bands, deltas = self.res.tolist(), self.bands.tolist(), self.deltas.tolist()
@@ -529,24 +548,13 @@ def translated(plan: TilePlan, t: int, trect: tuple[int, int, int, int], siz) ->
     level rectangles, of the same sizes and parities as the moved ones (an even number of
     samples away at every level): all that the inverse DWT reads of them (F.3)."""
     g = plan.geometry
-    c = g.tcs[:, N.TC_C]
-    cx = (trect[0] - plan.x0) // np.asarray(siz.XRsiz, np.int64)[c]
-    cy = (trect[1] - plan.y0) // np.asarray(siz.YRsiz, np.int64)[c]
-    tcs = g.tcs.copy()
-    tcs[:, [N.TC_X0, N.TC_X1]] += cx[:, None]
-    tcs[:, [N.TC_Y0, N.TC_Y1]] += cy[:, None]
-    of = g.res[:, N.RES_TC]
-    d = g.tcs[of, N.TC_LEVELS] - g.res[:, N.RES_R]  # resolution r is the component divided by 2**d (B-14)
-    rx, ry = cx[of] >> d, cy[of] >> d
-    res = g.res.copy()
-    res[:, [N.RES_X0, N.RES_X1]] += rx[:, None]
-    res[:, [N.RES_Y0, N.RES_Y1]] += ry[:, None]
-    # subbands of resolution r >= 1 lie on a grid twice as coarse as it (B-15)
-    sub = (g.res[:, N.RES_R] > 0).astype(np.int64)
-    per_band = np.repeat(np.arange(res.shape[0]), g.res[:, N.RES_NBANDS])
-    bands = g.bands.copy()
-    bands[:, [N.BAND_X0, N.BAND_X1]] += (rx >> sub)[per_band][:, None]
-    bands[:, [N.BAND_Y0, N.BAND_Y1]] += (ry >> sub)[per_band][:, None]
+    dx, dy = trect[0] - plan.x0, trect[1] - plan.y0
+    moves = np.array((dx, dy, dx, dy), np.int64) // g.divisors(siz)
+    nt, nr = g.tcs.shape[0], g.res.shape[0]
+    tcs, res, bands = g.tcs.copy(), g.res.copy(), g.bands.copy()
+    tcs[:, N.RECT_COLUMNS] += moves[:nt]
+    res[:, N.RECT_COLUMNS] += moves[nt : nt + nr]
+    bands[:, N.RECT_COLUMNS] += moves[nt + nr :]
     return TilePlan(t, *trect, PlanGeometry(tcs, res, bands, g.deltas, g.layout, g.largest_block), plan.layers,
                     plan.prec_pb, plan.pb, plan.cb, plan.cb_keep, plan.nodes, plan.coeff_size, plan.num_precincts,
                     plan.sop, plan.eph, plan.progression, plan.pocs, plan.mct, plan.packet_orders, plan.ht,

@@ -60,6 +60,8 @@ RES_COLUMNS = 13
 # Columns of the subband rows: orientation, rectangle (B-15), first sample in the flat buffer, Mb.
 BAND_ORIENT, BAND_X0, BAND_Y0, BAND_X1, BAND_Y1, BAND_OFFSET, BAND_MB = range(7)
 BAND_COLUMNS = 7
+#: the rectangle's columns (x0, y0, x1, y1) of each of the three, the same four
+RECT_COLUMNS = slice(1, 5)
 # Columns of the precinct-band table (as :mod:`cinegpu.decode.plan`'s PB_*).
 PB_NCBX, PB_NCBY, PB_CB_FIRST, PB_NODES = range(4)
 PB_COLUMNS = 4

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from cinegpu.decode import plan_numba as N
 from cinegpu.decode.codestream.header import parse_codestream
 from cinegpu.decode.decoder import Decoder
 from cinegpu.decode.plan import build_tile_plan, tile_rect, translated
@@ -95,3 +96,10 @@ def test_translated_moves_by_a_period():
     moved = translated(a, 1, tile_rect(cs, 1), cs.siz)
     same_plan(moved, build_tile_plan(cs, 1))
     assert moved.cb is a.cb and moved.packet_orders is a.packet_orders  # shared, not copied
+
+
+def test_the_rectangle_columns_are_the_same_four_in_every_table():
+    """``translated`` moves the tile-component, resolution and subband rectangles by one slice."""
+    cols = range(N.RECT_COLUMNS.start, N.RECT_COLUMNS.stop)
+    assert tuple(cols) == (N.TC_X0, N.TC_Y0, N.TC_X1, N.TC_Y1) == (N.RES_X0, N.RES_Y0, N.RES_X1, N.RES_Y1) \
+        == (N.BAND_X0, N.BAND_Y0, N.BAND_X1, N.BAND_Y1)
