@@ -73,9 +73,8 @@ MQ_SHIFT = 40
 # A decoding context's word (mq.py): MQ_STATE[sv] with the MPS (sv & 1) in bit 34, so that a
 # decision reads its Qe, shifts and next states from the context itself, one load fewer on the
 # path from one decision to the next; its next state is written as its word.
-MQ_WORD = MQ_STATE | ((np.arange(94, dtype=np.int64) & 1) << 34)
-#: bit of MQ_WORD holding the MPS
 MQ_WORD_MPS = 34
+MQ_WORD = MQ_STATE | ((np.arange(94, dtype=np.int64) & 1) << MQ_WORD_MPS)
 
 # Initial context states, T.800 Table D.7: all state 0 / MPS 0, except ZC context 0 (state 4),
 # run-length (state 3) and UNIFORM (state 46).

@@ -168,6 +168,9 @@ def test_decode_codeblock_checks_scratch_and_shape():
                                ctx) == t1.STATUS_BAD_ROW
     assert t1.decode_codeblock(data, 0, lengths, passes, out, num_bps, 0, 0, 0, flags, vals,
                                ctx) == 0
+    # the contexts hold 64-bit words (tier1/mq.py): 32-bit ones would lose their MPS, so refused
+    assert t1.decode_codeblock(data, 0, lengths, passes, out, num_bps, 0, 0, 0, flags, vals,
+                               ctx.astype(np.int32)) == t1.STATUS_BAD_ROW
 
 
 _CHILD = """
