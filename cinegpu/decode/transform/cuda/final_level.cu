@@ -57,79 +57,99 @@ __device__ __forceinline__ void load_lines(V (*s)[FL_ROWS][FL_TW], const V *buf,
     }
 }
 
-// One 9/7 lifting step on the loaded lines of parity q (absolute line i0 + l):
-// X(l) = X(l) + (X(l-1) + X(l+1)) * k, on lines 1 .. FL_ROWS-2.
-__device__ __forceinline__ void lift97_lines(float (*s)[FL_ROWS][FL_TW], int i0, int q, float k)
+// One lifting step on the loaded lines of parity q (absolute line i0 + l) that have both
+// neighbours loaded (1 .. FL_ROWS-2), in the three components: X(l) = step(X(l), X(l-1), X(l+1)).
+template <typename V, typename Step>
+__device__ __forceinline__ void lift_lines(V (*s)[FL_ROWS][FL_TW], int i0, int q, Step step)
 {
     const int first = 1 + ((q - i0 - 1) & 1);
     for (int c = 0; c < 3; ++c)
         for (int l = first + 2 * threadIdx.y; l < FL_ROWS - 1; l += 2 * blockDim.y)
             for (int x = threadIdx.x; x < FL_TW; x += blockDim.x)
-                s[c][l][x] = __fadd_rn(s[c][l][x], __fmul_rn(__fadd_rn(s[c][l - 1][x], s[c][l + 1][x]), k));
+                s[c][l][x] = step(s[c][l][x], s[c][l - 1][x], s[c][l + 1][x]);
     __syncthreads();
 }
 
-template <typename T>
-__device__ __forceinline__ void cols97_ict(const float *buf, long long cstride, int m, int n, int pv,
-                                           long long fwork, T *r, T *g, T *b,
-                                           int s0, int lo0, int hi0, int s1, int lo1, int hi1,
-                                           int s2, int lo2, int hi2, long long fout)
+// F-7 steps 3-6: X = X + (left + right) * k, each operation rounded to nearest.
+struct Lift97 {
+    float k;
+    __device__ __forceinline__ float operator()(float x, float left, float right) const
+    {
+        return __fadd_rn(x, __fmul_rn(__fadd_rn(left, right), k));
+    }
+};
+
+// F-5, the low-pass lines: X(2n) = Y(2n) - floor((Y(2n-1) + Y(2n+1) + 2) / 4).
+struct Lift53Low {
+    __device__ __forceinline__ int operator()(int x, int left, int right) const { return x - ((left + right + 2) >> 2); }
+};
+
+// F-6, the high-pass lines: X(2n+1) = Y(2n+1) + floor((X(2n) + X(2n+2)) / 2).
+struct Lift53High {
+    __device__ __forceinline__ int operator()(int x, int left, int right) const { return x + ((left + right) >> 1); }
+};
+
+// The filters' VER_SR on a block's tile of lines (the level's horizontal pass done), and the
+// inverse MCT of each place's three values that follows it (G.2, G.3).
+struct Vertical97 {
+    typedef float value;
+    __device__ __forceinline__ void operator()(float (*s)[FL_ROWS][FL_TW], int i0, int pv) const
+    {
+        // F-7 steps 1, 2: low-pass lines (parity pv) times K, high-pass ones times 1/K
+        for (int c = 0; c < 3; ++c)
+            for (int l = threadIdx.y; l < FL_ROWS; l += blockDim.y)
+                for (int x = threadIdx.x; x < FL_TW; x += blockDim.x)
+                    s[c][l][x] = __fmul_rn(s[c][l][x], ((i0 + l) & 1) == pv ? DWT_K : DWT_INV_K_HIGH);
+        __syncthreads();
+        lift_lines(s, i0, pv, Lift97{-DWT_DELTA});        // step 3
+        lift_lines(s, i0, 1 - pv, Lift97{-DWT_GAMMA});    // step 4
+        lift_lines(s, i0, pv, Lift97{-DWT_BETA});         // step 5
+        lift_lines(s, i0, 1 - pv, Lift97{-DWT_ALPHA});    // step 6
+    }
+    template <typename T>
+    __device__ __forceinline__ void mct(float y, float u, float v, T &r, T &g, T &b, int s0, int lo0, int hi0,
+                                        int s1, int lo1, int hi1, int s2, int lo2, int hi2) const
+    {
+        ict_pixel(y, u, v, r, g, b, s0, lo0, hi0, s1, lo1, hi1, s2, lo2, hi2);
+    }
+};
+
+struct Vertical53 {
+    typedef int value;
+    __device__ __forceinline__ void operator()(int (*s)[FL_ROWS][FL_TW], int i0, int pv) const
+    {
+        lift_lines(s, i0, pv, Lift53Low());         // F-5 on the low-pass lines (parity pv)
+        lift_lines(s, i0, 1 - pv, Lift53High());    // F-6 on the high-pass lines
+    }
+    template <typename T>
+    __device__ __forceinline__ void mct(int y0, int y1, int y2, T &r, T &g, T &b, int s0, int lo0, int hi0,
+                                        int s1, int lo1, int hi1, int s2, int lo2, int hi2) const
+    {
+        rct_pixel(y0, y1, y2, r, g, b, s0, lo0, hi0, s1, lo1, hi1, s2, lo2, hi2);
+    }
+};
+
+// A block's tile: its lines loaded (mirrored at the level's edges), the filter's VER_SR, then
+// the FL_OUT lines in the middle (those of 0 .. m-1) written as samples after the inverse MCT.
+template <typename Vertical, typename T>
+__device__ __forceinline__ void final_level(const typename Vertical::value *buf, long long cstride, int m, int n,
+                                            int pv, long long fwork, T *r, T *g, T *b,
+                                            int s0, int lo0, int hi0, int s1, int lo1, int hi1,
+                                            int s2, int lo2, int hi2, long long fout)
 {
-    __shared__ float s[3][FL_ROWS][FL_TW];
+    __shared__ typename Vertical::value s[3][FL_ROWS][FL_TW];
+    const Vertical vertical{};
     const int j0 = blockIdx.x * FL_TW, i0 = blockIdx.y * FL_OUT - FL_HALO;
     const long long f = blockIdx.z;
     load_lines(s, buf + f * fwork, cstride, m, n, i0, j0);
     __syncthreads();
-    // F-7 steps 1, 2: low-pass lines (parity pv) times K, high-pass ones times 1/K
-    for (int c = 0; c < 3; ++c)
-        for (int l = threadIdx.y; l < FL_ROWS; l += blockDim.y)
-            for (int x = threadIdx.x; x < FL_TW; x += blockDim.x)
-                s[c][l][x] = __fmul_rn(s[c][l][x], ((i0 + l) & 1) == pv ? DWT_K : DWT_INV_K_HIGH);
-    __syncthreads();
-    lift97_lines(s, i0, pv, -DWT_DELTA);        // step 3
-    lift97_lines(s, i0, 1 - pv, -DWT_GAMMA);    // step 4
-    lift97_lines(s, i0, pv, -DWT_BETA);         // step 5
-    lift97_lines(s, i0, 1 - pv, -DWT_ALPHA);    // step 6
+    vertical(s, i0, pv);
     const long long o = f * fout;
     for (int l = FL_HALO + threadIdx.y; l < FL_HALO + FL_OUT && i0 + l < m; l += blockDim.y)
         for (int x = threadIdx.x; x < FL_TW && j0 + x < n; x += blockDim.x) {
             const long long at = o + (long long)(i0 + l) * n + j0 + x;
-            ict_pixel(s[0][l][x], s[1][l][x], s[2][l][x], r[at], g[at], b[at],
-                      s0, lo0, hi0, s1, lo1, hi1, s2, lo2, hi2);
-        }
-}
-
-template <typename T>
-__device__ __forceinline__ void cols53_rct(const int *buf, long long cstride, int m, int n, int pv,
-                                           long long fwork, T *r, T *g, T *b,
-                                           int s0, int lo0, int hi0, int s1, int lo1, int hi1,
-                                           int s2, int lo2, int hi2, long long fout)
-{
-    __shared__ int s[3][FL_ROWS][FL_TW];
-    const int j0 = blockIdx.x * FL_TW, i0 = blockIdx.y * FL_OUT - FL_HALO;
-    const long long f = blockIdx.z;
-    load_lines(s, buf + f * fwork, cstride, m, n, i0, j0);
-    __syncthreads();
-    // F-5 on the low-pass lines (parity pv): X(2n) = Y(2n) - floor((Y(2n-1) + Y(2n+1) + 2) / 4)
-    int first = 1 + ((pv - i0 - 1) & 1);
-    for (int c = 0; c < 3; ++c)
-        for (int l = first + 2 * threadIdx.y; l < FL_ROWS - 1; l += 2 * blockDim.y)
-            for (int x = threadIdx.x; x < FL_TW; x += blockDim.x)
-                s[c][l][x] -= (s[c][l - 1][x] + s[c][l + 1][x] + 2) >> 2;
-    __syncthreads();
-    // F-6 on the high-pass lines: X(2n+1) = Y(2n+1) + floor((X(2n) + X(2n+2)) / 2)
-    first = 1 + ((-pv - i0) & 1);
-    for (int c = 0; c < 3; ++c)
-        for (int l = first + 2 * threadIdx.y; l < FL_ROWS - 1; l += 2 * blockDim.y)
-            for (int x = threadIdx.x; x < FL_TW; x += blockDim.x)
-                s[c][l][x] += (s[c][l - 1][x] + s[c][l + 1][x]) >> 1;
-    __syncthreads();
-    const long long o = f * fout;
-    for (int l = FL_HALO + threadIdx.y; l < FL_HALO + FL_OUT && i0 + l < m; l += blockDim.y)
-        for (int x = threadIdx.x; x < FL_TW && j0 + x < n; x += blockDim.x) {
-            const long long at = o + (long long)(i0 + l) * n + j0 + x;
-            rct_pixel(s[0][l][x], s[1][l][x], s[2][l][x], r[at], g[at], b[at],
-                      s0, lo0, hi0, s1, lo1, hi1, s2, lo2, hi2);
+            vertical.mct(s[0][l][x], s[1][l][x], s[2][l][x], r[at], g[at], b[at],
+                         s0, lo0, hi0, s1, lo1, hi1, s2, lo2, hi2);
         }
 }
 
@@ -141,15 +161,9 @@ __device__ __forceinline__ void cols53_rct(const int *buf, long long cstride, in
                                             int s0, int lo0, int hi0, int s1, int lo1, int hi1,      \
                                             int s2, int lo2, int hi2, long long fwork, long long fout) \
     {                                                                                                \
-        body<T>(buf, cstride, m, n, pv, fwork, r, g, b, s0, lo0, hi0, s1, lo1, hi1, s2, lo2, hi2,    \
-                fout);                                                                               \
+        final_level<body, T>(buf, cstride, m, n, pv, fwork, r, g, b, s0, lo0, hi0, s1, lo1, hi1, s2,  \
+                             lo2, hi2, fout);                                                        \
     }
-#define FINAL_LEVEL_ALL(name, body, in_t)                   \
-    FINAL_LEVEL(name, body, in_t, , int)                    \
-    FINAL_LEVEL(name, body, in_t, _u16, unsigned short)     \
-    FINAL_LEVEL(name, body, in_t, _i16, short)              \
-    FINAL_LEVEL(name, body, in_t, _u8, unsigned char)       \
-    FINAL_LEVEL(name, body, in_t, _i8, signed char)
 
-FINAL_LEVEL_ALL(idwt97_cols_ict_f32, cols97_ict, float)
-FINAL_LEVEL_ALL(idwt53_cols_rct_i32, cols53_rct, int)
+FOR_SAMPLE_TYPES(FINAL_LEVEL, idwt97_cols_ict_f32, Vertical97, float)
+FOR_SAMPLE_TYPES(FINAL_LEVEL, idwt53_cols_rct_i32, Vertical53, int)

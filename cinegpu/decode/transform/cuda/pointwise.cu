@@ -129,12 +129,5 @@ __device__ __forceinline__ void rct_to_samples(const int *c0, const int *c1, con
         body<T>(c0 + i0, c1 + i0, c2 + i0, r + o0, g + o0, b + o0,                                  \
                 s0, lo0, hi0, s1, lo1, hi1, s2, lo2, hi2, n);                                        \
     }
-#define MCT_TO_SAMPLES_ALL(name, body, in_t)                   \
-    MCT_TO_SAMPLES(name, body, in_t, , int)                    \
-    MCT_TO_SAMPLES(name, body, in_t, _u16, unsigned short)     \
-    MCT_TO_SAMPLES(name, body, in_t, _i16, short)              \
-    MCT_TO_SAMPLES(name, body, in_t, _u8, unsigned char)       \
-    MCT_TO_SAMPLES(name, body, in_t, _i8, signed char)
-
-MCT_TO_SAMPLES_ALL(ict_to_samples_f32, ict_to_samples, float)
-MCT_TO_SAMPLES_ALL(rct_to_samples_i32, rct_to_samples, int)
+FOR_SAMPLE_TYPES(MCT_TO_SAMPLES, ict_to_samples_f32, ict_to_samples, float)
+FOR_SAMPLE_TYPES(MCT_TO_SAMPLES, rct_to_samples_i32, rct_to_samples, int)

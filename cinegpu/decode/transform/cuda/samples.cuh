@@ -1,7 +1,16 @@
 // One sample's DC level shift and clip (T.800 G.1.2) and one pixel's inverse MCT then G.1.2
 // (G.2, G.3), shared by pointwise.cu's *_to_samples kernels and final_level.cu, so the two
-// compute every sample alike.  Float arithmetic with explicit round-to-nearest intrinsics
+// compute every sample alike, and the sample types both instantiate their kernels for.  Float arithmetic with explicit round-to-nearest intrinsics
 // (--fmad=false), in the order of OpenJPEG's opj_mct_decode_real and the numpy twins.
+
+// KERNEL(name, body, in_t, suffix, T) for every type the decoder returns samples in: int (no
+// suffix), then _u16, _i16, _u8, _i8 (cuda_backend._SAMPLE_SUFFIX).
+#define FOR_SAMPLE_TYPES(KERNEL, name, body, in_t)     \
+    KERNEL(name, body, in_t, , int)                    \
+    KERNEL(name, body, in_t, _u16, unsigned short)     \
+    KERNEL(name, body, in_t, _i16, short)              \
+    KERNEL(name, body, in_t, _u8, unsigned char)       \
+    KERNEL(name, body, in_t, _i8, signed char)
 
 // G.1.2 of one value (as to_samples_f32 / to_samples_i32).
 __device__ __forceinline__ int sample_f32(float x, int shift, int lo, int hi)
