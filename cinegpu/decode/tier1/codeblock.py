@@ -14,7 +14,7 @@ from numba import njit
 from .ht import CBLK_HT, STATUS_HT_CORRUPT, ht_decode_into, make_ht_scratch
 from .mq import mq_decode, mq_init, raw_init
 from .passes import cup_mq, mrp_mq, mrp_raw, spp_mq, spp_raw
-from .tables import CTX_INIT_WORD, CTX_UNI, NUM_CONTEXTS, ZC_LUT
+from .tables import CTX_INIT_WORD, CTX_UNI, NUM_CONTEXTS, ZC_COL_LUT
 
 # Kernels that never allocate run without reference counting (see mq.py); the batch driver
 # allocates its status array and scratch, so it keeps NRT.
@@ -57,13 +57,23 @@ STATUS_HT = STATUS_HT_CORRUPT  # 0x20: HT block data breaking T.814 (see ht.py);
 MAX_CBLK_SIDE = 1024  # T.800 A.6.1: xcb, ycb <= 10
 MAX_CBLK_AREA = 4096  # T.800 A.6.1: xcb + ycb <= 12
 MAX_NUM_BPS = 30  # values are 2x coefficients, < 2^(K+1) <= 2^31 (OpenJPEG: bpno_plus_one < 31)
-# Largest (w + 2) * (h + 2) over all legal sizes (w * h <= 4096, w, h <= 1024)
+# Largest (w + 2) * (h + 2) over all legal sizes (w * h <= 4096, w, h <= 1024): samples of `vals`
 SCRATCH_SIZE = MAX_CBLK_AREA + 2 * (MAX_CBLK_SIDE + 4) + 4
+# Largest (ceil(h / 4) + 2) * (w + 2) over all legal sizes: the column words of `flags`
+# (passes.py, tables.py), a border stripe above and below and a border word each side
+FLAGS_SIZE = max(((h + 3) // 4 + 2) * (min(MAX_CBLK_SIDE, MAX_CBLK_AREA // h) + 2)
+                 for h in range(1, MAX_CBLK_SIDE + 1))
+
+
+@njit(**JIT)
+def flags_size(w, h):
+    """Column words of the flags of a w x h block, its border included."""
+    return ((h + 3) // 4 + 2) * (w + 2)
 
 
 def make_scratch():
     """(flags, vals, ctx) scratch arrays for decode_codeblock, big enough for any legal block."""
-    return (np.zeros(SCRATCH_SIZE, np.int32), np.zeros(SCRATCH_SIZE, np.int32),
+    return (np.zeros(FLAGS_SIZE, np.int64), np.zeros(SCRATCH_SIZE, np.int32),
             np.zeros(NUM_CONTEXTS, np.int64))
 
 
@@ -108,10 +118,10 @@ def decode_into(coded, data_start, seg_lengths, seg_passes, seg_first, seg_count
     """Decode one validated code-block into the scratch `vals` (border layout). Returns status."""
     fs = w + 2
     n = (h + 2) * fs
-    flags[:n] = 0
+    flags[:flags_size(w, h)] = 0
     vals[:n] = 0
     reset_contexts(ctx)
-    zc = ZC_LUT[orient]
+    zc = ZC_COL_LUT[orient]
     vcausal = (style & CBLK_VCAUSAL) != 0
     # K bit-planes hold 3K - 2 passes (D.4); passes an encoder coded beyond them are ignored,
     # as OpenJPEG's decoder ignores them (its loop ends with the last plane), and flagged
@@ -216,7 +226,9 @@ def decode_codeblock(coded, data_start, seg_lengths, seg_passes, out2d, num_bps,
     status = check_params(w, h, num_bps, orient, roishift)
     if status:
         return status
-    if flags.shape[0] < (w + 2) * (h + 2) or vals.shape[0] < (w + 2) * (h + 2):
+    if flags.shape[0] < flags_size(w, h) or vals.shape[0] < (w + 2) * (h + 2):
+        return STATUS_BAD_ROW
+    if flags.itemsize < 8:      # the column words are 64 bits (tables.py)
         return STATUS_BAD_ROW
     if ctx.shape[0] < NUM_CONTEXTS or ctx.itemsize < 8:     # the contexts' words are 64 bits (mq.py)
         return STATUS_BAD_ROW
@@ -290,7 +302,7 @@ def batch_start(table):
     status = np.zeros(table.shape[0], np.int32)
     if table.shape[1] < CB_COLUMNS:
         status[:] = STATUS_BAD_ROW
-    return (status, np.empty(SCRATCH_SIZE, np.int32), np.empty(SCRATCH_SIZE, np.int32),
+    return (status, np.empty(FLAGS_SIZE, np.int64), np.empty(SCRATCH_SIZE, np.int32),
             np.empty(NUM_CONTEXTS, np.int64))
 
 

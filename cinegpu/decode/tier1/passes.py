@@ -1,29 +1,31 @@
 """The three coding passes of EBCOT tier-1 decoding, T.800 D.3.
 
 Each pass scans the code-block in stripes of four rows, column by column (D.1, Figure D.1).
-Samples live in flat arrays with a one-sample border: sample (x, y) is at index
-(y + 1) * fs + x + 1 with fs = width + 2, in both `flags` (see tables.py) and `vals`.
-`vals` holds 2 x the reconstructed coefficient, sign applied (one fractional bit, as OpenJPEG).
-At bit-plane p a newly significant sample gets magnitude 3 << p (midpoint 1.5 * 2^p in real
-units) and a refinement at plane p adds or subtracts 1 << p (2^(p-1) in real units).
+The flags are one int64 word per stripe column (tables.py, "the decoder's column words", as
+OpenJPEG's decoder keeps them): a sample's zero-coding context (Table D.1) is one shift of its
+column's word into ZC_COL_LUT, its sign context (Tables D.2, D.3) one gather of bits into
+SC_COL_LUT; a sample that becomes significant sets its row's bits in the words of its column and
+the two beside it, and in rows 0 and 3 those of the stripe above or below; a column with nothing
+to code is passed over on one word.  Within a column its own word is kept in a local and
+written back once.  `vals` holds 2 x the reconstructed coefficient, sign applied (one
+fractional bit, as OpenJPEG), sample (x, y) at (y + 1) * (width + 2) + x + 1.  At bit-plane p a
+newly significant sample gets magnitude 3 << p (midpoint 1.5 * 2^p in real units) and a
+refinement at plane p adds or subtracts 1 << p (2^(p-1) in real units).
 
 MQ passes take and return the MQ registers (a, c, ct, bp); raw passes (bypass, D.6) the raw
 reader's (c, ct, bp).  Zero coding, sign and refinement decisions use the branch-free
 mq_decode_flat (they are close to random, so a branch on them mispredicts often); the skewed
-run-length and UNIFORM decisions of the cleanup pass keep the branching mq_decode, which
-measured faster there.  The per-sample helpers are inlined (inline='always') into the pass
-loops; with reference counting off (mq.py) that costs no atomic operations.
+run-length and UNIFORM decisions of the cleanup pass keep the branching mq_decode.  The
+per-sample helpers are inlined (inline='always') into the pass loops; with reference counting
+off (mq.py) that costs no atomic operations.
 
-Each inlined copy costs compile time out of proportion: numba's SSA pass (numba.core.ssa)
-walks the whole function once per variable assigned more than once, and every copy adds such
-variables as well as statements, so a pass's first compile grows with the square of its
-copies.  The significance and refinement passes therefore code one sample in one copy: in a
-full stripe they take the column's samples to code as the bits of a word, lowest first (a
-trailing-zeros count a sample coded, not a mispredicted branch on each of the four: 4-6 %
-less tier-1 time on DCI frames, docs/performance.md), and the cleanup pass, whose unrolled
-column measured faster (than a loop, and than the same bits), calls its rarer
-newly-significant step (sign and neighbours) instead of inlining it (docs/performance.md has
-the compile times before and after).
+Each inlined copy costs compile time out of proportion (numba's SSA pass walks the whole
+function once per variable assigned more than once), so the significance and refinement
+passes code one sample in one copy: a column's rows to code are the bits 3k of a word worked
+out from its column word, taken lowest first (a trailing-zeros count a sample coded, not a
+mispredicted branch on each of the four), and the cleanup pass, whose unrolled column measured
+faster, calls its rarer newly-significant step (sign and neighbours) instead of inlining it
+(docs/performance.md has the measurements).
 """
 
 import numpy as np
@@ -32,338 +34,308 @@ from numba.cpython.unsafe.numbers import trailing_zeros
 
 from .mq import mq_decode, mq_decode_flat, raw_decode
 from .tables import (
+    COL_NEIGHBOURS,
+    COL_REFINED,
+    COL_ROWS,
+    COL_SIG,
+    COL_VISIT,
+    COL_VISIT_ALL,
+    COL_WINDOW,
     CTX_MR,
     CTX_RL,
     CTX_UNI,
-    F_E,
-    F_N,
-    F_NE,
-    F_NEG_E,
-    F_NEG_N,
-    F_NEG_S,
-    F_NEG_W,
-    F_NEIGHBOURS,
-    F_NW,
-    F_REFINED,
-    F_S,
-    F_SE,
-    F_SIG,
-    F_SW,
-    F_VISIT,
-    F_W,
-    SC_LUT,
+    SC_COL_LUT,
+    SIG_ROW0,
+    VISIT_ROW0,
 )
 
 JIT = dict(cache=True, nogil=True, _nrt=False)
 
+U1 = np.uint64(1)
+
 
 @njit(inline='always', **JIT)
-def set_significant(flags, i, fs, neg, hide_north):
-    """Mark sample i significant and tell its 8 neighbours (sign to the 4 direct ones).
-
-    hide_north: vertically causal mode (D.7) for the first row of a stripe: the row above
-    (previous stripe) must not see this sample, as OpenJPEG's update_flags does with vsc.
-    """
-    flags[i] |= F_SIG
-    if neg:
-        flags[i - 1] |= F_E | F_NEG_E
-        flags[i + 1] |= F_W | F_NEG_W
-        flags[i + fs] |= F_N | F_NEG_N
+def mark_significant(flags, p, sw, f, s, neg, hide_north):
+    """The sample of row k = s / 3 (s = 3k) of column word p became significant, negative where
+    neg (0 or 1): its bits in the column's own word f (kept by the caller, returned updated) and
+    in the words beside it (p - 1, p + 1); in row 0 also in row 4 of the stripe above, unless
+    hide_north (vertically causal mode, D.7: the stripe above must not see it, as OpenJPEG's
+    decoder does with VSC), in row 3 in row -1 of the stripe below."""
+    f |= (np.int64(0x10) | (neg << 21)) << s
+    flags[p - U1] |= (np.int64(0x20) | (neg << 38)) << s
+    flags[p + U1] |= (np.int64(0x08) | (neg << 36)) << s
+    if s == 0:
         if not hide_north:
-            flags[i - fs] |= F_S | F_NEG_S
-    else:
-        flags[i - 1] |= F_E
-        flags[i + 1] |= F_W
-        flags[i + fs] |= F_N
-        if not hide_north:
-            flags[i - fs] |= F_S
-    flags[i + fs - 1] |= F_NE
-    flags[i + fs + 1] |= F_NW
-    if not hide_north:
-        flags[i - fs - 1] |= F_SE
-        flags[i - fs + 1] |= F_SW
+            q = p - sw
+            flags[q - U1] |= np.int64(1 << 17)
+            flags[q] |= np.int64(1 << 16) | (neg << 33)
+            flags[q + U1] |= np.int64(1 << 15)
+    elif s == 9:
+        q = p + sw
+        flags[q - U1] |= np.int64(4)
+        flags[q] |= np.int64(2) | (neg << 18)
+        flags[q + U1] |= np.int64(1)
+    return f
 
 
 @njit(inline='always', **JIT)
-def sign_context(f):
-    """Index into SC_LUT from a sample's flags (significance and sign of N, S, W, E)."""
-    return SC_LUT[(f & 0xF) | ((f >> 4) & 0xF0)]
-
-
-U1, U2, U3 = np.uint64(1), np.uint64(2), np.uint64(3)
-
-
-@njit(inline='always', **JIT)
-def mark_significant(flags, i, fs, neg, hide_north):
-    """set_significant for the MQ passes, whose sample indices are uint64 (as fs): numba then
-    emits no negative-index wraparound, which keeps the array lengths out of the registers.
-    The direct neighbours' sign bits are masked in rather than chosen by a branch on the sign,
-    which is close to random (docs/performance.md)."""
-    m = -np.int32(neg)       # all ones where negative
-    flags[i] |= F_SIG
-    flags[i - U1] |= F_E | (F_NEG_E & m)
-    flags[i + U1] |= F_W | (F_NEG_W & m)
-    flags[i + fs] |= F_N | (F_NEG_N & m)
-    flags[i + fs - U1] |= F_NE
-    flags[i + fs + U1] |= F_NW
-    if not hide_north:
-        flags[i - fs] |= F_S | (F_NEG_S & m)
-        flags[i - fs - U1] |= F_SE
-        flags[i - fs + U1] |= F_SW
+def sign_context(f, s):
+    """The sign context and XORbit (Tables D.2, D.3; SC_LUT's entry, context | XORbit << 7) of
+    the sample of row s / 3 of column word f."""
+    g = f >> s
+    idx = ((g >> 1) & 0x55) | ((g >> 17) & 0x82) | ((g >> 33) & 0x28)
+    return SC_COL_LUT[np.uint64(idx)]
 
 
 @njit(inline='always', **JIT)
-def spp_sample(data, a, c, ct, bp, ctx, flags, vals, i, fs, zc, one_half, hide_north):
-    """One sample of the significance propagation pass (D.3.1): coded when insignificant with
-    a significant neighbour (ZC context, Table D.1, then the sign, D.3.2); marked VISIT."""
-    f = flags[i]
-    # insignificant, not visited, some significant neighbour: one unsigned range compare
-    if 0 < (f & (F_SIG | F_VISIT | F_NEIGHBOURS)) <= F_NEIGHBOURS:
-        _, a, c, ct, bp = spp_code(data, a, c, ct, bp, ctx, flags, vals, i, fs, zc, one_half, hide_north, f)
-    return a, c, ct, bp
-
-
-@njit(inline='always', **JIT)
-def spp_code(data, a, c, ct, bp, ctx, flags, vals, i, fs, zc, one_half, hide_north, f):
-    """Code sample i of flags ``f`` in the significance propagation pass (ZC context, Table
-    D.1, then the sign, D.3.2) and mark it VISIT. Returns (d, a, c, ct, bp), d: it became
-    significant."""
-    d, a, c, ct, bp = mq_decode_flat(data, ctx, zc[np.uint64(f & F_NEIGHBOURS)], a, c, ct, bp)
+def spp_code(data, a, c, ct, bp, ctx, flags, vals, p, sw, vi, f, s, zc, one_half, hide_north):
+    """Code the sample of row s / 3 of column p (vals index vi) in the significance
+    propagation pass (ZC, then the sign) and mark it visited. Returns (d, f, a, c, ct, bp)."""
+    d, a, c, ct, bp = mq_decode_flat(data, ctx, zc[np.uint64((f >> s) & 0x1FF)], a, c, ct, bp)
     if d:
-        sc = sign_context(f)
-        s, a, c, ct, bp = mq_decode_flat(data, ctx, sc & 0x1F, a, c, ct, bp)
-        s ^= sc >> 7
-        vals[i] = (one_half ^ -s) + s      # -one_half where s, without a branch
-        mark_significant(flags, i, fs, s, hide_north)
-    flags[i] |= F_VISIT
-    return d, a, c, ct, bp
+        sc = sign_context(f, s)
+        sg, a, c, ct, bp = mq_decode_flat(data, ctx, sc & 0x1F, a, c, ct, bp)
+        sg ^= sc >> 7
+        vals[vi] = (one_half ^ -sg) + sg      # -one_half where sg, without a branch
+        f = mark_significant(flags, p, sw, f, s, sg, hide_north)
+    f |= np.int64(COL_VISIT) << s
+    return d, f, a, c, ct, bp
 
 
 @njit(inline='always', **JIT)
-def _codable(f):
-    """1 where a sample of flags ``f`` is coded in the significance propagation pass
-    (insignificant, not visited, a significant neighbour), else 0; without a branch."""
-    return np.int64(np.uint32((f & (F_SIG | F_VISIT | F_NEIGHBOURS)) - 1) < np.uint32(F_NEIGHBOURS))
+def _rows_mask(n):
+    """Row bits (3k) of the first n rows of a stripe."""
+    return np.int64(COL_ROWS) >> (3 * (4 - n))
+
+
+@njit(inline='always', **JIT)
+def _stripe_start(y0, w):
+    """The index of the first column word of the stripe of rows y0.. (y0 a multiple of 4) and
+    of its first sample in `vals`."""
+    return np.uint64((y0 // 4 + 1) * (w + 2) + 1), np.uint64((y0 + 1) * (w + 2) + 1)
+
+
+@njit(inline='always', **JIT)
+def _settled(f):
+    """The rows (bits 3k) of column word f significant or visited in this bit-plane."""
+    return (f >> SIG_ROW0) | (f >> VISIT_ROW0)
+
+
+@njit(inline='always', **JIT)
+def _to_refine(f, rows):
+    """The rows (bits 3k, among ``rows``) of column word f that the refinement pass codes:
+    significant, not visited in this bit-plane's significance pass."""
+    return (f >> SIG_ROW0) & ~(f >> VISIT_ROW0) & rows
+
+
+@njit(inline='always', **JIT)
+def _row(s):
+    """k from s = 3k (k = 0..3), without a division."""
+    return (s * 11) >> 5
 
 
 @njit(**JIT)
 def spp_mq(data, a, c, ct, bp, ctx, flags, vals, w, h, zc, plane, vcausal):
-    """Significance propagation pass, MQ coded (D.3.1). zc: ZC_LUT row of the orientation.
+    """Significance propagation pass, MQ coded (D.3.1). zc: ZC_COL_LUT row of the orientation.
 
-    Full stripes go column by column; a column is skipped at once when no sample has a
-    significant neighbour or all four are significant (nothing in it can be coded: a sample
-    that is not coded cannot make its column neighbours codable), else its codable samples are
-    taken as bits (:func:`_codable`), lowest first, a newly significant one adding the one below.
-    """
-    fs = np.uint64(w + 2)
+    A column's codable rows (insignificant, unvisited, some significant neighbour) are bits
+    3k of a word computed from its column word; taken lowest first, a newly significant one
+    adding the one below."""
+    sw = np.uint64(w + 2)
     one_half = 3 << plane
-    full = h & ~3
-    for y0 in range(0, full, 4):
-        i = np.uint64((y0 + 1) * (w + 2) + 1)
+    for y0 in range(0, h, 4):
+        rows = _rows_mask(min(h - y0, 4))
+        p, vi = _stripe_start(y0, w)
         for _x in range(w):
-            f0 = flags[i]
-            f1 = flags[i + fs]
-            f2 = flags[i + U2 * fs]
-            f3 = flags[i + U3 * fs]
-            if ((f0 | f1 | f2 | f3) & F_NEIGHBOURS) != 0 and (f0 & f1 & f2 & f3 & F_SIG) == 0:
-                # the column's codable samples as bits, taken lowest first: a sample that
-                # becomes significant makes the one below it codable (its only neighbour in
-                # the column still to come), so no sample of the column is looked at twice
-                todo = (_codable(f0) | (_codable(f1) << 1) | (_codable(f2) << 2) | (_codable(f3) << 3))
-                while todo:
-                    k = trailing_zeros(todo)
-                    j = i + np.uint64(k) * fs
-                    d, a, c, ct, bp = spp_code(data, a, c, ct, bp, ctx, flags, vals, j, fs, zc, one_half,
-                                               vcausal and k == 0, flags[j])
-                    if d and k < 3 and (flags[j + fs] & (F_SIG | F_VISIT)) == 0:
-                        todo |= np.int64(2) << k
-                    todo &= todo - 1
-            i += U1
-    if full < h:  # last, partial stripe
-        i0 = np.uint64((full + 1) * (w + 2) + 1)
-        for x in range(w):
-            i = i0 + np.uint64(x)
-            for y in range(full, h):
-                a, c, ct, bp = spp_sample(data, a, c, ct, bp, ctx, flags, vals, i, fs, zc,
-                                          one_half, vcausal and y == full)
-                i += fs
+            f = flags[p]
+            x = f & COL_WINDOW
+            if x != 0:
+                ra = (x | (x >> 1) | (x >> 2)) & 0x9249        # any significant, per row -1..4
+                todo = (ra | (ra >> 3) | (ra >> 6)) & ~_settled(f) & rows
+                if todo:
+                    while todo:
+                        s = trailing_zeros(todo)
+                        k = _row(s)
+                        d, f, a, c, ct, bp = spp_code(data, a, c, ct, bp, ctx, flags, vals, p, sw,
+                                                         vi + np.uint64(k) * sw, f, s, zc, one_half,
+                                                         vcausal and s == 0)
+                        if d:
+                            todo |= (np.int64(8) << s) & ~_settled(f) & rows
+                        todo &= todo - 1
+                    flags[p] = f
+            p += U1
+            vi += U1
     return a, c, ct, bp
-
-
-@njit(inline='always', **JIT)
-def mrp_sample(data, a, c, ct, bp, ctx, flags, vals, i, half):
-    """One sample of the magnitude refinement pass (D.3.3): significant and not VISIT; the
-    context from Table D.4 (first refinement: any significant neighbour; later ones)."""
-    f = flags[i]
-    if (f & (F_SIG | F_VISIT)) == F_SIG:
-        if f & F_REFINED:
-            cx = CTX_MR + 2
-        else:
-            cx = CTX_MR + ((f & F_NEIGHBOURS) != 0)
-        d, a, c, ct, bp = mq_decode_flat(data, ctx, cx, a, c, ct, bp)
-        v = vals[i]
-        vals[i] = v + (half if d ^ (v < 0) else -half)
-        flags[i] = f | F_REFINED
-    return a, c, ct, bp
-
-
-@njit(inline='always', **JIT)
-def _refined(f):
-    """1 where a sample of flags ``f`` is refined in the magnitude refinement pass
-    (significant, not visited), else 0; without a branch."""
-    return np.int64((f & (F_SIG | F_VISIT)) == F_SIG)
 
 
 @njit(**JIT)
 def mrp_mq(data, a, c, ct, bp, ctx, flags, vals, w, h, plane):
-    """Magnitude refinement pass, MQ coded (D.3.3), contexts of Table D.4.
-
-    Full stripes column by column: a column without a significant sample is skipped, else its
-    samples to refine are taken as bits (:func:`_refined`), lowest first."""
-    fs = np.uint64(w + 2)
+    """Magnitude refinement pass, MQ coded (D.3.3), contexts of Table D.4: a column's rows to
+    refine (significant, unvisited) as bits 3k, lowest first."""
+    sw = np.uint64(w + 2)
     half = 1 << plane
-    full = h & ~3
-    for y0 in range(0, full, 4):
-        i = np.uint64((y0 + 1) * (w + 2) + 1)
+    for y0 in range(0, h, 4):
+        rows = _rows_mask(min(h - y0, 4))
+        p, vi = _stripe_start(y0, w)
         for _x in range(w):
-            f0 = flags[i]
-            f1 = flags[i + fs]
-            f2 = flags[i + U2 * fs]
-            f3 = flags[i + U3 * fs]
-            if (f0 | f1 | f2 | f3) & F_SIG:
-                # the column's samples to refine as bits, lowest first (refining one changes
-                # no other's membership)
-                todo = (_refined(f0) | (_refined(f1) << 1) | (_refined(f2) << 2) | (_refined(f3) << 3))
+            f = flags[p]
+            todo = _to_refine(f, rows)
+            if todo:
                 while todo:
-                    a, c, ct, bp = mrp_sample(data, a, c, ct, bp, ctx, flags, vals,
-                                              i + np.uint64(trailing_zeros(todo)) * fs, half)
+                    s = trailing_zeros(todo)
+                    k = _row(s)
+                    g = f >> s
+                    if g & COL_REFINED:
+                        cx = CTX_MR + 2
+                    else:
+                        cx = CTX_MR + ((g & COL_NEIGHBOURS) != 0)
+                    d, a, c, ct, bp = mq_decode_flat(data, ctx, cx, a, c, ct, bp)
+                    j = vi + np.uint64(k) * sw
+                    v = vals[j]
+                    vals[j] = v + (half if d ^ (v < 0) else -half)
+                    f |= np.int64(COL_REFINED) << s
                     todo &= todo - 1
-            i += U1
-    if full < h:
-        i0 = np.uint64((full + 1) * (w + 2) + 1)
-        for x in range(w):
-            i = i0 + np.uint64(x)
-            for _y in range(full, h):
-                a, c, ct, bp = mrp_sample(data, a, c, ct, bp, ctx, flags, vals, i, half)
-                i += fs
+                flags[p] = f
+            p += U1
+            vi += U1
     return a, c, ct, bp
 
 
 @njit(inline='always', **JIT)
-def cup_sample(data, a, c, ct, bp, ctx, flags, vals, i, fs, zc, one_half, hide_north):
-    """One sample of the cleanup pass outside run-length mode (D.3.4): coded when neither
-    significant nor VISIT (ZC, then the sign); VISIT cleared for the next bit-plane."""
-    f = flags[i]
-    if (f & (F_SIG | F_VISIT)) == 0:
-        cx = zc[np.uint64(f & F_NEIGHBOURS)]
-        d, a, c, ct, bp = mq_decode_flat(data, ctx, cx, a, c, ct, bp)
+def cup_sample(data, a, c, ct, bp, ctx, flags, vals, p, sw, vi, f, s, zc, one_half, hide_north):
+    """One sample (row s / 3 of column p) of the cleanup pass outside run-length mode: coded
+    when neither significant nor visited. Returns (f, a, c, ct, bp); PI is cleared by the
+    caller for the whole column."""
+    g = f >> s
+    if (g & (COL_SIG | COL_VISIT)) == 0:
+        d, a, c, ct, bp = mq_decode_flat(data, ctx, zc[np.uint64(g & 0x1FF)], a, c, ct, bp)
         if d:
-            a, c, ct, bp = cup_newly_significant(data, a, c, ct, bp, ctx, flags, vals, i, fs,
-                                                 f, one_half, hide_north)
-    else:
-        flags[i] = f & ~F_VISIT
-    return a, c, ct, bp
+            f, a, c, ct, bp = cup_newly_significant(data, a, c, ct, bp, ctx, flags, vals, p, sw,
+                                                       vi, f, s, one_half, hide_north)
+    return f, a, c, ct, bp
 
 
 @njit(**JIT)
-def cup_newly_significant(data, a, c, ct, bp, ctx, flags, vals, i, fs, f, one_half, hide_north):
-    """Sign decoding (D.3.2, Table D.3) and significance update of sample i with flags f."""
-    sc = sign_context(f)
-    s, a, c, ct, bp = mq_decode_flat(data, ctx, sc & 0x1F, a, c, ct, bp)
-    s ^= sc >> 7
-    vals[i] = (one_half ^ -s) + s
-    mark_significant(flags, i, fs, s, hide_north)
-    return a, c, ct, bp
+def cup_newly_significant(data, a, c, ct, bp, ctx, flags, vals, p, sw, vi, f, s, one_half,
+                             hide_north):
+    """Sign decoding (D.3.2, Table D.3) and significance update of the sample of row s / 3 of
+    column p. Returns (f, a, c, ct, bp)."""
+    sc = sign_context(f, s)
+    sg, a, c, ct, bp = mq_decode_flat(data, ctx, sc & 0x1F, a, c, ct, bp)
+    sg ^= sc >> 7
+    vals[vi] = (one_half ^ -sg) + sg
+    f = mark_significant(flags, p, sw, f, s, sg, hide_north)
+    return f, a, c, ct, bp
 
 
 @njit(**JIT)
 def cup_mq(data, a, c, ct, bp, ctx, flags, vals, w, h, zc, plane, vcausal):
-    """Cleanup pass (D.3.4) with run-length coding of full stripe columns; clears VISIT.
+    """Cleanup pass (D.3.4) with run-length coding of full stripe columns; clears PI.
 
     Run-length mode (all four samples insignificant, unvisited, without significant
-    neighbours) is one compare of the four flags words with zero.  After a run interruption
-    the remaining samples of the column go through the ordinary per-sample path.
-    """
-    fs = np.uint64(w + 2)
+    neighbours) is the column word being zero."""
+    sw = np.uint64(w + 2)
     one_half = 3 << plane
     full = h & ~3
-    later = np.bool_(False)  # a stripe's later rows never hide their north (typed, not a literal:
-    # one compiled cup_newly_significant)
+    later = np.bool_(False)
+    three = np.int64(3)
+    not_pi = ~np.int64(COL_VISIT_ALL)
     for y0 in range(0, full, 4):
-        i = np.uint64((y0 + 1) * (w + 2) + 1)
+        p, vi = _stripe_start(y0, w)
         for _x in range(w):
-            if (flags[i] | flags[i + fs] | flags[i + U2 * fs] | flags[i + U3 * fs]) == 0:
+            f = flags[p]
+            if f == 0:
                 d, a, c, ct, bp = mq_decode(data, ctx, CTX_RL, a, c, ct, bp)
                 if d:
                     r1, a, c, ct, bp = mq_decode(data, ctx, CTX_UNI, a, c, ct, bp)
                     r0, a, c, ct, bp = mq_decode(data, ctx, CTX_UNI, a, c, ct, bp)
                     r = (r1 << 1) | r0
-                    j = i + np.uint64(r) * fs
-                    a, c, ct, bp = cup_newly_significant(data, a, c, ct, bp, ctx, flags, vals,
-                                                         j, fs, flags[j], one_half,
-                                                         vcausal and r == 0)
-                    for _y in range(r + 1, 4):
-                        j += fs
-                        a, c, ct, bp = cup_sample(data, a, c, ct, bp, ctx, flags, vals, j, fs,
-                                                  zc, one_half, later)
+                    j = vi + np.uint64(r) * sw
+                    f, a, c, ct, bp = cup_newly_significant(data, a, c, ct, bp, ctx, flags, vals, p,
+                                                               sw, j, f, three * r, one_half,
+                                                               vcausal and r == 0)
+                    for y in range(r + 1, 4):
+                        j += sw
+                        f, a, c, ct, bp = cup_sample(data, a, c, ct, bp, ctx, flags, vals, p, sw, j,
+                                                        f, three * y, zc, one_half, later)
+                    flags[p] = f
             else:
-                a, c, ct, bp = cup_sample(data, a, c, ct, bp, ctx, flags, vals, i, fs, zc,
-                                          one_half, vcausal)
-                a, c, ct, bp = cup_sample(data, a, c, ct, bp, ctx, flags, vals, i + fs, fs, zc,
-                                          one_half, later)
-                a, c, ct, bp = cup_sample(data, a, c, ct, bp, ctx, flags, vals, i + U2 * fs, fs,
-                                          zc, one_half, later)
-                a, c, ct, bp = cup_sample(data, a, c, ct, bp, ctx, flags, vals, i + U3 * fs, fs,
-                                          zc, one_half, later)
-            i += U1
+                f, a, c, ct, bp = cup_sample(data, a, c, ct, bp, ctx, flags, vals, p, sw, vi, f,
+                                                0, zc, one_half, vcausal)
+                f, a, c, ct, bp = cup_sample(data, a, c, ct, bp, ctx, flags, vals, p, sw, vi + sw,
+                                                f, 3, zc, one_half, later)
+                f, a, c, ct, bp = cup_sample(data, a, c, ct, bp, ctx, flags, vals, p, sw,
+                                                vi + np.uint64(2) * sw, f, 6, zc, one_half, later)
+                f, a, c, ct, bp = cup_sample(data, a, c, ct, bp, ctx, flags, vals, p, sw,
+                                                vi + np.uint64(3) * sw, f, 9, zc, one_half, later)
+                flags[p] = f & not_pi
+            p += U1
+            vi += U1
     if full < h:
-        i0 = np.uint64((full + 1) * (w + 2) + 1)
-        for x in range(w):
-            i = i0 + np.uint64(x)
+        p, vi0 = _stripe_start(full, w)
+        for _x in range(w):
+            f = flags[p]
+            j = vi0
             for y in range(full, h):
-                a, c, ct, bp = cup_sample(data, a, c, ct, bp, ctx, flags, vals, i, fs, zc,
-                                          one_half, vcausal and y == full)
-                i += fs
+                f, a, c, ct, bp = cup_sample(data, a, c, ct, bp, ctx, flags, vals, p, sw, j, f,
+                                                three * (y - full), zc, one_half, vcausal and y == full)
+                j += sw
+            flags[p] = f & not_pi
+            p += U1
+            vi0 += U1
     return a, c, ct, bp
 
 
 @njit(**JIT)
 def spp_raw(data, c, ct, bp, flags, vals, w, h, plane, vcausal):
     """Significance propagation pass, raw (bypass, D.6): significance and sign bits uncoded."""
-    fs = w + 2
+    sw = np.uint64(w + 2)
     one_half = 3 << plane
     for y0 in range(0, h, 4):
-        y1 = min(y0 + 4, h)
-        for x in range(w):
-            i = (y0 + 1) * fs + x + 1
-            for y in range(y0, y1):
-                f = flags[i]
-                if (f & (F_SIG | F_VISIT)) == 0 and (f & F_NEIGHBOURS) != 0:
-                    d, c, ct, bp = raw_decode(data, c, ct, bp)
-                    if d:
-                        s, c, ct, bp = raw_decode(data, c, ct, bp)
-                        vals[i] = -one_half if s else one_half
-                        set_significant(flags, i, fs, s, vcausal and (y & 3) == 0)
-                    flags[i] |= F_VISIT
-                i += fs
+        n = min(h - y0, 4)
+        p, vi = _stripe_start(y0, w)
+        for _x in range(w):
+            f = flags[p]
+            if f & COL_WINDOW:
+                j = vi
+                for k in range(n):
+                    s = 3 * k
+                    g = f >> s
+                    if (g & (COL_SIG | COL_VISIT)) == 0 and (g & COL_NEIGHBOURS) != 0:
+                        d, c, ct, bp = raw_decode(data, c, ct, bp)
+                        if d:
+                            sg, c, ct, bp = raw_decode(data, c, ct, bp)
+                            vals[j] = -one_half if sg else one_half
+                            f = mark_significant(flags, p, sw, f, s, sg, vcausal and k == 0)
+                        f |= np.int64(COL_VISIT) << s
+                    j += sw
+                flags[p] = f
+            p += U1
+            vi += U1
     return c, ct, bp
 
 
 @njit(**JIT)
 def mrp_raw(data, c, ct, bp, flags, vals, w, h, plane):
     """Magnitude refinement pass, raw (bypass, D.6)."""
-    fs = w + 2
+    sw = np.uint64(w + 2)
     half = 1 << plane
     for y0 in range(0, h, 4):
-        y1 = min(y0 + 4, h)
-        for x in range(w):
-            i = (y0 + 1) * fs + x + 1
-            for y in range(y0, y1):
-                f = flags[i]
-                if (f & (F_SIG | F_VISIT)) == F_SIG:
+        rows = _rows_mask(min(h - y0, 4))
+        p, vi = _stripe_start(y0, w)
+        for _x in range(w):
+            f = flags[p]
+            todo = _to_refine(f, rows)
+            if todo:
+                while todo:
+                    s = trailing_zeros(todo)
+                    j = vi + np.uint64(_row(s)) * sw
                     d, c, ct, bp = raw_decode(data, c, ct, bp)
-                    v = vals[i]
-                    vals[i] = v + half if d ^ (v < 0) else v - half
-                    flags[i] = f | F_REFINED
-                i += fs
+                    v = vals[j]
+                    vals[j] = v + half if d ^ (v < 0) else v - half
+                    f |= np.int64(COL_REFINED) << s
+                    todo &= todo - 1
+                flags[p] = f
+            p += U1
+            vi += U1
     return c, ct, bp

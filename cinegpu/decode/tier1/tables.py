@@ -3,6 +3,10 @@
 numba freezes module-level arrays into the compiled code, so the hot loops index them like C
 tables.  Everything here is built once at import; nothing is mutable state.
 
+The decoder keeps its flags as one int64 word per stripe column ("column words", below); the
+encoder (cinegpu.encode.tier1) keeps one int32 per sample, the layout the ZC and SC tables
+below are indexed by.
+
 Sample flags (one int32 per sample, in an array with a one-sample border, row pitch width + 2):
 
     bits 0..7   significance of the 8 neighbours: N, S, W, E, NW, NE, SW, SE
@@ -148,3 +152,56 @@ def _build_sc():
 
 
 SC_LUT = _build_sc()
+
+
+# -- the decoder's column words (passes.py), as OpenJPEG's decoder keeps its flags (opj_t1_t) ---
+# One int64 word per column of a stripe (the 4 samples of D.1's scan), in an array of
+# (stripes + 2) rows of (width + 2) words: a border word each side and a border stripe above
+# and below; the word of column x of stripe s at (s + 1) * (width + 2) + x + 1.  For the rows
+# r = -1..4 of the stripe (-1: the last row of the stripe above, 4: the first of the one below):
+#   bits 3(r+1) + 0, 1, 2   significance of column x-1, x, x+1 at row r (a 3 x 6 window)
+#   bit 18 + 3(r+1)         sign of sample (x, r), 1 = negative (rows -1..4)
+#   bit 19 + 3(r+1)         refined at least once (rows 0..3; Table D.4)
+#   bit 20 + 3(r+1)         visited: coded in this bit-plane's significance pass (rows 0..3)
+#   bit 36 + 3r, 38 + 3r    sign of the west / east neighbour of (x, r) (rows 0..3)
+# So for the sample of row k, g = word >> 3k holds its 3 x 3 neighbourhood in bits 0..8 (bit 4
+# the sample itself), the signs of N, itself and S at bits 18, 21, 24, its refined and visited
+# bits at 22 and 23, and the signs of W and E at 36 and 38.
+COL_WINDOW = (1 << 18) - 1      # the 3 x 6 window's significance
+COL_NEIGHBOURS = 0x1EF          # in g: the 8 neighbours (bit 4, the sample, left out)
+COL_SIG = 1 << 4                # in g: the sample is significant
+COL_NEG = 1 << 21               # in g: the sample is negative
+COL_REFINED = 1 << 22           # in g
+COL_VISIT = 1 << 23             # in g
+COL_VISIT_ALL = sum(COL_VISIT << (3 * k) for k in range(4))    # the four rows' visited bits
+COL_ROWS = 0x249                # a bit per row k at 3k (a column's rows to code, as bits)
+SIG_ROW0 = 4                    # the significance of row k at bit SIG_ROW0 + 3k
+VISIT_ROW0 = 23                 # its visited bit at VISIT_ROW0 + 3k
+# g's window bit -> the sample flag of the same neighbour (NW N NE / W . E / SW S SE)
+_WINDOW_NEIGHBOUR = {0: F_NW, 1: F_N, 2: F_NE, 3: F_W, 5: F_E, 6: F_SW, 7: F_S, 8: F_SE}
+
+
+def _build_zc_col():
+    """ZC_COL_LUT[orient, g & 0x1FF]: ZC_LUT's context of the same eight neighbours."""
+    lut = np.zeros((4, 512), dtype=np.int32)
+    for window in range(512):
+        nb = sum(flag for bit, flag in _WINDOW_NEIGHBOUR.items() if (window >> bit) & 1)
+        lut[:, window] = ZC_LUT[:, nb]
+    return lut
+
+
+ZC_COL_LUT = _build_zc_col()
+
+
+def _build_sc_col():
+    """SC_COL_LUT[i]: SC_LUT's entry for i = significance and sign of N (bits 0, 1), W (2, 3),
+    E (4, 5) and S (6, 7), as passes.sign_context gathers them from g."""
+    lut = np.zeros(256, dtype=np.int32)
+    for i in range(256):
+        sig_n, neg_n, sig_w, neg_w, sig_e, neg_e, sig_s, neg_s = ((i >> j) & 1 for j in range(8))
+        lut[i] = SC_LUT[sig_n | (sig_s << 1) | (sig_w << 2) | (sig_e << 3)
+                        | (neg_n << 4) | (neg_s << 5) | (neg_w << 6) | (neg_e << 7)]
+    return lut
+
+
+SC_COL_LUT = _build_sc_col()

@@ -1,5 +1,6 @@
 """The three coding passes of EBCOT tier-1 encoding, T.800 D.3, mirroring
-cinegpu.decode.tier1.passes sample for sample (same flags, same scan, same contexts).
+cinegpu.decode.tier1.passes decision for decision (same scan, same contexts).  The flags are
+one int32 per sample (cinegpu.decode.tier1.tables, F_*), not the decoder's column words.
 
 Arrays share the decoder's border layout (index (y + 1) * (w + 2) + x + 1):
     mag   int64  |coefficient|
@@ -16,12 +17,65 @@ are compiled without reference counting and the MQ helpers are inlined into them
 
 from numba import njit
 
-from cinegpu.decode.tier1.passes import set_significant, sign_context
-from cinegpu.decode.tier1.tables import CTX_MR, CTX_RL, CTX_UNI, F_NEIGHBOURS, F_REFINED, F_SIG, F_VISIT
+from cinegpu.decode.tier1.tables import (
+    CTX_MR,
+    CTX_RL,
+    CTX_UNI,
+    F_E,
+    F_N,
+    F_NE,
+    F_NEG_E,
+    F_NEG_N,
+    F_NEG_S,
+    F_NEG_W,
+    F_NEIGHBOURS,
+    F_NW,
+    F_REFINED,
+    F_S,
+    F_SE,
+    F_SIG,
+    F_SW,
+    F_VISIT,
+    F_W,
+    SC_LUT,
+)
 
 from .mq import mq_encode, mq_encode_flat, raw_encode
 
 JIT = dict(cache=True, nogil=True, _nrt=False)  # no reference counting: see mq.py
+
+
+@njit(inline='always', **JIT)
+def set_significant(flags, i, fs, neg, hide_north):
+    """Mark sample i significant and tell its 8 neighbours (sign to the 4 direct ones).
+
+    hide_north: vertically causal mode (D.7) for the first row of a stripe: the row above
+    (previous stripe) must not see this sample, as OpenJPEG's update_flags does with vsc.
+    """
+    flags[i] |= F_SIG
+    if neg:
+        flags[i - 1] |= F_E | F_NEG_E
+        flags[i + 1] |= F_W | F_NEG_W
+        flags[i + fs] |= F_N | F_NEG_N
+        if not hide_north:
+            flags[i - fs] |= F_S | F_NEG_S
+    else:
+        flags[i - 1] |= F_E
+        flags[i + 1] |= F_W
+        flags[i + fs] |= F_N
+        if not hide_north:
+            flags[i - fs] |= F_S
+    flags[i + fs - 1] |= F_NE
+    flags[i + fs + 1] |= F_NW
+    if not hide_north:
+        flags[i - fs - 1] |= F_SE
+        flags[i - fs + 1] |= F_SW
+
+
+@njit(inline='always', **JIT)
+def sign_context(f):
+    """Index into SC_LUT from a sample's flags (significance and sign of N, S, W, E)."""
+    return SC_LUT[(f & 0xF) | ((f >> 4) & 0xF0)]
 
 
 @njit(**JIT)

@@ -171,6 +171,18 @@ def test_decode_codeblock_checks_scratch_and_shape():
     # the contexts hold 64-bit words (tier1/mq.py): 32-bit ones would lose their MPS, so refused
     assert t1.decode_codeblock(data, 0, lengths, passes, out, num_bps, 0, 0, 0, flags, vals,
                                ctx.astype(np.int32)) == t1.STATUS_BAD_ROW
+    # the flags are 64-bit column words (tier1/tables.py): 32-bit ones would lose the signs of
+    # the neighbours beside, so refused; words of exactly the block's size, its border included
+    # (ceil(8 / 4) + 2 stripes of 8 + 2 words), are enough
+    assert t1.decode_codeblock(data, 0, lengths, passes, out, num_bps, 0, 0, 0, flags.astype(np.int32),
+                               vals, ctx) == t1.STATUS_BAD_ROW
+    exact = np.zeros((8 // 4 + 2) * (8 + 2), np.int64)
+    again = np.zeros((8, 8), np.int32)
+    assert t1.decode_codeblock(data, 0, lengths, passes, out, num_bps, 0, 0, 0, flags, vals, ctx) == 0
+    assert t1.decode_codeblock(data, 0, lengths, passes, again, num_bps, 0, 0, 0, exact, vals, ctx) == 0
+    assert out.any() and (again == out).all()
+    assert t1.decode_codeblock(data, 0, lengths, passes, again, num_bps, 0, 0, 0, exact[:-1], vals,
+                               ctx) == t1.STATUS_BAD_ROW
 
 
 _CHILD = """
