@@ -157,8 +157,8 @@ def spp_mq(data, a, c, ct, bp, ctx, flags, vals, w, h, zc, plane, vcausal):
                         s = trailing_zeros(todo)
                         k = _row(s)
                         d, f, a, c, ct, bp = spp_code(data, a, c, ct, bp, ctx, flags, vals, p, sw,
-                                                         vi + np.uint64(k) * sw, f, s, zc, one_half,
-                                                         vcausal and s == 0)
+                                                      vi + np.uint64(k) * sw, f, s, zc, one_half,
+                                                      vcausal and s == 0)
                         if d:
                             todo |= (np.int64(8) << s) & ~_settled(f) & rows
                         todo &= todo - 1
@@ -204,20 +204,19 @@ def mrp_mq(data, a, c, ct, bp, ctx, flags, vals, w, h, plane):
 @njit(inline='always', **JIT)
 def cup_sample(data, a, c, ct, bp, ctx, flags, vals, p, sw, vi, f, s, zc, one_half, hide_north):
     """One sample (row s / 3 of column p) of the cleanup pass outside run-length mode: coded
-    when neither significant nor visited. Returns (f, a, c, ct, bp); PI is cleared by the
-    caller for the whole column."""
+    when neither significant nor visited. Returns (f, a, c, ct, bp); the caller clears the visited
+    bits of the whole column."""
     g = f >> s
     if (g & (COL_SIG | COL_VISIT)) == 0:
         d, a, c, ct, bp = mq_decode_flat(data, ctx, zc[np.uint64(g & 0x1FF)], a, c, ct, bp)
         if d:
             f, a, c, ct, bp = cup_newly_significant(data, a, c, ct, bp, ctx, flags, vals, p, sw,
-                                                       vi, f, s, one_half, hide_north)
+                                                    vi, f, s, one_half, hide_north)
     return f, a, c, ct, bp
 
 
 @njit(**JIT)
-def cup_newly_significant(data, a, c, ct, bp, ctx, flags, vals, p, sw, vi, f, s, one_half,
-                             hide_north):
+def cup_newly_significant(data, a, c, ct, bp, ctx, flags, vals, p, sw, vi, f, s, one_half, hide_north):
     """Sign decoding (D.3.2, Table D.3) and significance update of the sample of row s / 3 of
     column p. Returns (f, a, c, ct, bp)."""
     sc = sign_context(f, s)
@@ -230,7 +229,7 @@ def cup_newly_significant(data, a, c, ct, bp, ctx, flags, vals, p, sw, vi, f, s,
 
 @njit(**JIT)
 def cup_mq(data, a, c, ct, bp, ctx, flags, vals, w, h, zc, plane, vcausal):
-    """Cleanup pass (D.3.4) with run-length coding of full stripe columns; clears PI.
+    """Cleanup pass (D.3.4) with run-length coding of full stripe columns; clears the visited bits.
 
     Run-length mode (all four samples insignificant, unvisited, without significant
     neighbours) is the column word being zero."""
@@ -239,7 +238,7 @@ def cup_mq(data, a, c, ct, bp, ctx, flags, vals, w, h, zc, plane, vcausal):
     full = h & ~3
     later = np.bool_(False)
     three = np.int64(3)
-    not_pi = ~np.int64(COL_VISIT_ALL)
+    not_visited = ~np.int64(COL_VISIT_ALL)
     for y0 in range(0, full, 4):
         p, vi = _stripe_start(y0, w)
         for _x in range(w):
@@ -252,23 +251,23 @@ def cup_mq(data, a, c, ct, bp, ctx, flags, vals, w, h, zc, plane, vcausal):
                     r = (r1 << 1) | r0
                     j = vi + np.uint64(r) * sw
                     f, a, c, ct, bp = cup_newly_significant(data, a, c, ct, bp, ctx, flags, vals, p,
-                                                               sw, j, f, three * r, one_half,
-                                                               vcausal and r == 0)
+                                                            sw, j, f, three * r, one_half,
+                                                            vcausal and r == 0)
                     for y in range(r + 1, 4):
                         j += sw
                         f, a, c, ct, bp = cup_sample(data, a, c, ct, bp, ctx, flags, vals, p, sw, j,
-                                                        f, three * y, zc, one_half, later)
+                                                     f, three * y, zc, one_half, later)
                     flags[p] = f
             else:
                 f, a, c, ct, bp = cup_sample(data, a, c, ct, bp, ctx, flags, vals, p, sw, vi, f,
-                                                0, zc, one_half, vcausal)
+                                             0, zc, one_half, vcausal)
                 f, a, c, ct, bp = cup_sample(data, a, c, ct, bp, ctx, flags, vals, p, sw, vi + sw,
-                                                f, 3, zc, one_half, later)
+                                             f, 3, zc, one_half, later)
                 f, a, c, ct, bp = cup_sample(data, a, c, ct, bp, ctx, flags, vals, p, sw,
-                                                vi + np.uint64(2) * sw, f, 6, zc, one_half, later)
+                                             vi + np.uint64(2) * sw, f, 6, zc, one_half, later)
                 f, a, c, ct, bp = cup_sample(data, a, c, ct, bp, ctx, flags, vals, p, sw,
-                                                vi + np.uint64(3) * sw, f, 9, zc, one_half, later)
-                flags[p] = f & not_pi
+                                             vi + np.uint64(3) * sw, f, 9, zc, one_half, later)
+                flags[p] = f & not_visited
             p += U1
             vi += U1
     if full < h:
@@ -278,9 +277,9 @@ def cup_mq(data, a, c, ct, bp, ctx, flags, vals, w, h, zc, plane, vcausal):
             j = vi0
             for y in range(full, h):
                 f, a, c, ct, bp = cup_sample(data, a, c, ct, bp, ctx, flags, vals, p, sw, j, f,
-                                                three * (y - full), zc, one_half, vcausal and y == full)
+                                             three * (y - full), zc, one_half, vcausal and y == full)
                 j += sw
-            flags[p] = f & not_pi
+            flags[p] = f & not_visited
             p += U1
             vi0 += U1
     return a, c, ct, bp
